@@ -1,0 +1,181 @@
+"""File readers: each returns a list of row dicts, and errors name the file and line/row."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import TaskDefinitionError
+
+_SUFFIX_FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+    ".txt": "text",
+    ".text": "text",
+    ".raw": "text",
+}
+
+ROW_KEY = "_row"  # 1-based line (jsonl, csv incl. header) or record number, for error messages
+FILE_KEY = "_file"  # file stem; lets tasks break results down by file
+
+
+def detect_format(path: Path) -> str:
+    if path.is_dir():
+        if list(path.glob("*.arrow")):
+            return "arrow"
+        if list(path.glob("*.parquet")):
+            return "parquet"
+        raise TaskDefinitionError(
+            "a data folder must hold *.arrow (Hugging Face save_to_disk) or *.parquet files", file=path
+        )
+    suffixes = path.suffixes
+    for suffix in reversed(suffixes):
+        if suffix.lower() in _SUFFIX_FORMATS:
+            return _SUFFIX_FORMATS[suffix.lower()]
+    raise TaskDefinitionError(
+        f"cannot tell the data format from the name; set 'format' to one of {sorted(set(_SUFFIX_FORMATS.values()))}",
+        file=path,
+    )
+
+
+def read_rows(
+    path: Path, fmt: str = "auto", columns: list[str] | None = None, records_key: str | None = None
+) -> list[dict[str, Any]]:
+    """Read one data file (or Arrow/Parquet folder) into row dicts."""
+    if not path.exists():
+        raise TaskDefinitionError("data file not found", file=path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    try:
+        reader = _READERS[fmt]
+    except KeyError:  # pragma: no cover - the spec validates the format
+        raise TaskDefinitionError(f"unknown format '{fmt}'", file=path) from None
+    try:
+        if fmt in ("csv", "tsv"):
+            rows = reader(path, columns)
+        elif fmt == "json":
+            rows = reader(path, records_key)
+        else:
+            rows = reader(path)
+    except TaskDefinitionError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskDefinitionError(f"cannot read the data file: {exc}", file=path) from None
+    except Exception as exc:  # pyarrow and friends raise many kinds
+        raise TaskDefinitionError(f"cannot read the data file as {fmt}: {exc}", file=path) from None
+    return rows
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
+            if not isinstance(row, dict):
+                raise TaskDefinitionError(
+                    f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
+                )
+            row[ROW_KEY] = number
+            rows.append(row)
+    return rows
+
+
+def _read_json(path: Path, records_key: str | None) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    if records_key is not None:
+        if not isinstance(data, dict) or records_key not in data:
+            raise TaskDefinitionError(f"no key '{records_key}' at the top level", file=path, field="records_key")
+        data = data[records_key]
+    if not isinstance(data, list):
+        raise TaskDefinitionError(
+            "expected a list of records (or set 'records_key' to the key that holds them)", file=path
+        )
+    rows = []
+    for number, row in enumerate(data, start=1):
+        if not isinstance(row, dict):
+            raise TaskDefinitionError(f"record is a {type(row).__name__}, expected an object", file=path, row=number)
+        rows.append({**row, ROW_KEY: number})
+    return rows
+
+
+def _read_delimited(delimiter: str):
+    def read(path: Path, columns: list[str] | None) -> list[dict]:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            header = list(columns) if columns else next(reader, None)
+            if header is None:
+                return []
+            rows = []
+            for record in reader:
+                line = reader.line_num
+                if not record:
+                    continue
+                if len(record) != len(header):
+                    raise TaskDefinitionError(
+                        f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
+                        file=path,
+                        line=line,
+                    )
+                row = dict(zip(header, record))
+                row[ROW_KEY] = line
+                rows.append(row)
+            return rows
+
+    return read
+
+
+def _read_parquet(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    rows = []
+    for file in files:
+        rows.extend(pq.read_table(file).to_pylist())
+    return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
+
+
+def _read_arrow(path: Path) -> list[dict]:
+    """Hugging Face ``save_to_disk`` folders hold Arrow IPC streams; plain .arrow files may be either."""
+    import pyarrow as pa
+
+    files = sorted(path.glob("*.arrow")) if path.is_dir() else [path]
+    rows = []
+    for file in files:
+        with pa.memory_map(str(file)) as source:
+            try:
+                table = pa.ipc.open_stream(source).read_all()
+            except pa.ArrowInvalid:
+                source.seek(0)
+                table = pa.ipc.open_file(source).read_all()
+        rows.extend(table.to_pylist())
+    return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
+
+
+def _read_text(path: Path) -> list[dict]:
+    return [{"text": path.read_text(encoding="utf-8"), ROW_KEY: 1}]
+
+
+_READERS = {
+    "jsonl": _read_jsonl,
+    "json": _read_json,
+    "csv": _read_delimited(","),
+    "tsv": _read_delimited("\t"),
+    "parquet": _read_parquet,
+    "arrow": _read_arrow,
+    "text": _read_text,
+}

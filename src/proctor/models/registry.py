@@ -1,0 +1,27 @@
+"""Turn a ``--model`` string into a backend.
+
+- ``smollm2`` (default): the embedded SmolLM2-135M-Instruct
+- ``hf:<folder or hub id>`` or a bare folder / hub id: the Hugging Face backend
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proctor.models.base import Model
+from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
+
+
+def load_model(spec: str = "smollm2", **options: Any) -> Model:
+    backend, _, rest = spec.partition(":")
+    if not rest or len(backend) == 1:  # no prefix (or a Windows drive letter)
+        backend, rest = "hf", spec
+    if backend == "hf":
+        from proctor.models.hf import HFModel
+
+        if rest.lower() in DEFAULT_MODEL_ALIASES:
+            return HFModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
+        return HFModel(rest, **options)
+    from proctor.errors import ModelLoadError
+
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf")

@@ -1,0 +1,1 @@
+"""Prompt construction: templates compiled once, few-shot assembly, chat messages."""

@@ -1,0 +1,1 @@
+"""Scoring: metrics registry, answer extraction, aggregation and statistics."""

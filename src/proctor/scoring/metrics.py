@@ -1,0 +1,156 @@
+"""The metric registry: per-sample functions plus how their values aggregate.
+
+Users add metrics with ``@register_metric``; an unknown metric name is an error at load time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from proctor.scoring import text as text_metrics
+from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
+
+
+def mean_stderr(values: list[float]) -> tuple[float, float | None]:
+    """Mean and standard error of the mean (sample std, ddof=1)."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return float("nan"), None
+    stderr = float(array.std(ddof=1) / math.sqrt(array.size)) if array.size > 1 else None
+    return float(array.mean()), stderr
+
+
+def total(values: list[float]) -> tuple[float, None]:
+    return float(sum(values)), None
+
+
+def _pooled(transform: Callable[[float, float], float]):
+    """Aggregate (logprob, units) pairs as transform(sum logprob, sum units)."""
+
+    def aggregate(values: list[tuple[float, float]]) -> tuple[float, None]:
+        logprob = sum(v[0] for v in values)
+        units = sum(v[1] for v in values)
+        return (transform(logprob, units) if units else float("nan")), None
+
+    return aggregate
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    name: str
+    kinds: frozenset[str]
+    compute: Callable[..., Any]
+    aggregate: Callable[[list], tuple[float, float | None]] = mean_stderr
+    higher_is_better: bool = True
+
+
+METRICS: dict[str, MetricDef] = {}
+
+
+def register_metric(
+    name: str,
+    kinds: Iterable[str],
+    aggregate: Callable[[list], tuple[float, float | None]] = mean_stderr,
+    higher_is_better: bool = True,
+):
+    """Register ``fn(outcome, **kwargs) -> value`` under ``name`` for the given task kinds."""
+
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better)
+        return fn
+
+    return decorator
+
+
+def get_metric(name: str, kind: str) -> MetricDef:
+    """Look a metric up; the error lists close names and the metrics this kind offers."""
+    metric = METRICS.get(name)
+    if metric is None or kind not in metric.kinds:
+        offered = sorted(n for n, m in METRICS.items() if kind in m.kinds)
+        close = difflib.get_close_matches(name, offered, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        what = "unknown metric" if metric is None else f"metric not available for '{kind}' tasks:"
+        raise KeyError(f"{what} '{name}'.{hint} Available for '{kind}': {', '.join(offered)}")
+    return metric
+
+
+DEFAULT_METRICS = {
+    "multiple_choice": ["acc", "acc_norm"],
+    "generate": ["exact_match", "f1", "null_count"],
+    "perplexity": ["word_perplexity", "token_perplexity", "bits_per_byte"],
+}
+
+
+# ---------------------------------------------------------------- multiple choice
+def _argmax(values) -> int:
+    return int(np.argmax(np.asarray(values, dtype=float)))  # first maximum wins, as numpy does
+
+
+@register_metric("acc", ["multiple_choice"])
+def _acc(outcome: ChoiceOutcome) -> float:
+    return float(_argmax(outcome.logprobs) in outcome.gold)
+
+
+@register_metric("acc_norm", ["multiple_choice"])
+def _acc_norm(outcome: ChoiceOutcome) -> float:
+    """Log-likelihood divided by the choice's length in characters."""
+    scores = [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.char_lengths)]
+    return float(_argmax(scores) in outcome.gold)
+
+
+@register_metric("acc_per_token", ["multiple_choice"])
+def _acc_per_token(outcome: ChoiceOutcome) -> float:
+    scores = [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.n_tokens)]
+    return float(_argmax(scores) in outcome.gold)
+
+
+@register_metric("brier_score", ["multiple_choice"], higher_is_better=False)
+def _brier(outcome: ChoiceOutcome) -> float:
+    return float(sum((p - (1.0 if i in outcome.gold else 0.0)) ** 2 for i, p in enumerate(outcome.distribution)))
+
+
+@register_metric("gold_probability", ["multiple_choice"])
+def _gold_probability(outcome: ChoiceOutcome) -> float:
+    return float(sum(outcome.distribution[i] for i in outcome.gold))
+
+
+# ---------------------------------------------------------------- generation
+@register_metric("exact_match", ["generate"])
+def _exact_match(outcome: GenerationOutcome) -> float:
+    return text_metrics.best_over_references(text_metrics.exact_match, outcome.answer, list(outcome.references))
+
+
+@register_metric("f1", ["generate"])
+def _f1(outcome: GenerationOutcome) -> float:
+    return text_metrics.best_over_references(text_metrics.token_f1, outcome.answer, list(outcome.references))
+
+
+@register_metric("null_count", ["generate"], aggregate=total, higher_is_better=False)
+def _null_count(outcome: GenerationOutcome) -> float:
+    return 0.0 if outcome.parsed else 1.0
+
+
+# ---------------------------------------------------------------- perplexity
+@register_metric("word_perplexity", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+def _word_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_words
+
+
+@register_metric("token_perplexity", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+def _token_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_tokens
+
+
+@register_metric("byte_perplexity", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+def _byte_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_bytes
+
+
+@register_metric("bits_per_byte", ["perplexity"], aggregate=_pooled(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
+def _bits_per_byte(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_bytes

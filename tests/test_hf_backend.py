@@ -1,0 +1,166 @@
+"""The Hugging Face backend against direct, unbatched transformers computations."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from proctor.models.hf import HFModel
+from proctor.requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+
+PAIRS = [
+    ("Question: What is the capital of France?\nAnswer:", " Paris"),
+    ("Question: What is the capital of France?\nAnswer:", " the city of Lyon, which is not the capital"),
+    ("The quick brown fox", " jumps over the lazy dog"),
+    ("Trailing space moves to the continuation ", "word"),
+    ("", "An empty context is scored after the prefix token"),
+    ("Short", "!"),
+    ("A much longer context " * 12, " and a short end"),
+    ("Numbers: 1, 2, 3,", " 4, 5, 6"),
+    ("Unicode: café, naïve, 東京", " and more ünïcödé"),
+]
+
+
+def direct_loglikelihood(model, tokenizer, context: str, continuation: str) -> tuple[float, bool]:
+    """Independent reference: one unbatched forward over the full sequence, logits everywhere."""
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
+    if context:
+        whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
+        ctx = tokenizer(context, add_special_tokens=False).input_ids
+        cont = whole[len(ctx):]
+    else:
+        ctx = [tokenizer.bos_token_id]
+        cont = tokenizer(continuation, add_special_tokens=False).input_ids
+    ids = torch.tensor([ctx + cont])
+    with torch.no_grad():
+        logits = model(ids).logits[0].float()
+    logprobs = torch.log_softmax(logits, -1)
+    total, greedy = 0.0, True
+    for k, token in enumerate(cont):
+        position = len(ctx) + k - 1
+        total += logprobs[position, token].item()
+        greedy &= int(logits[position].argmax()) == token
+    return total, greedy
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    return model, tokenizer
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8, "auto"])
+def test_loglikelihood_matches_direct_computation(tiny_model_dir, reference, batch_size):
+    model = HFModel(tiny_model_dir, batch_size=batch_size)
+    results = model.loglikelihood([LoglikelihoodRequest(c, x) for c, x in PAIRS])
+    for (context, continuation), result in zip(PAIRS, results):
+        expected, greedy = direct_loglikelihood(*reference, context, continuation)
+        assert result.logprob == pytest.approx(expected, abs=1e-4), (context, continuation)
+        assert result.is_greedy == greedy
+        assert math.isclose(sum(result.token_logprobs), result.logprob, abs_tol=1e-6)
+
+
+def test_results_come_back_in_request_order(tiny_model):
+    requests = [LoglikelihoodRequest(c, x) for c, x in PAIRS]
+    forward = tiny_model.loglikelihood(requests)
+    backward = tiny_model.loglikelihood(requests[::-1])[::-1]
+    for a, b in zip(forward, backward):
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-5)
+
+
+def test_continuation_split_follows_joint_tokenisation(tiny_model):
+    context_ids, continuation_ids = tiny_model.encode_pair("Answer: ", "Paris")
+    # The trailing space belongs to the continuation token " Paris".
+    assert tiny_model.tokenizer.decode(continuation_ids) == " Paris"
+    assert tiny_model.tokenizer.decode(context_ids) == "Answer:"
+
+
+def test_empty_continuation_scores_zero(tiny_model):
+    (result,) = tiny_model.loglikelihood([LoglikelihoodRequest("context", "")])
+    assert result.logprob == 0.0 and result.n_tokens == 0
+
+
+def test_greedy_generation_matches_transformers_generate(tiny_model_dir, reference):
+    model, tokenizer = reference
+    prompts = ["Once upon a time", "The answer is", "A", "Question: 2+2?\nAnswer:"]
+    ours = HFModel(tiny_model_dir, batch_size=3).generate([GenerateRequest(p, max_tokens=8) for p in prompts])
+    for prompt, result in zip(prompts, ours):
+        ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        new = out[0, ids.shape[1]:].tolist()
+        eos = tokenizer.eos_token_id
+        if eos in new:
+            new = new[: new.index(eos)]
+        assert result.text == tokenizer.decode(new, skip_special_tokens=True)
+        assert result.prompt_tokens == ids.shape[1]
+
+
+def test_generation_is_the_same_at_every_batch_size(tiny_model_dir):
+    prompts = [f"Item {i}: the value is" for i in range(7)]
+    requests = [GenerateRequest(p, max_tokens=6) for p in prompts]
+    texts = {bs: [r.text for r in HFModel(tiny_model_dir, batch_size=bs).generate(requests)] for bs in (1, 4, 7)}
+    assert texts[1] == texts[4] == texts[7]
+
+
+def test_stop_strings_cut_the_text(tiny_model):
+    (free,) = tiny_model.generate([GenerateRequest("Once upon a time", max_tokens=12)])
+    assert len(free.text) > 2
+    stop = free.text[1:3]
+    (stopped,) = tiny_model.generate([GenerateRequest("Once upon a time", max_tokens=12, stop=(stop,))])
+    assert stopped.finish_reason == "stop"
+    assert stop not in stopped.text
+    assert free.text.startswith(stopped.text)
+
+
+def test_rolling_loglikelihood_single_window_equals_full_forward(tiny_model, reference):
+    model, tokenizer = reference
+    text = "The rolling log-likelihood of a short text fits in one window."
+    (result,) = tiny_model.rolling_loglikelihood([RollingLoglikelihoodRequest(text, window=256)])
+    ids = [tokenizer.bos_token_id] + tokenizer(text, add_special_tokens=False).input_ids
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), -1)
+    expected = sum(logprobs[i, ids[i + 1]].item() for i in range(len(ids) - 1))
+    assert result.n_tokens == len(ids) - 1
+    assert result.logprob == pytest.approx(expected, abs=1e-4)
+
+
+def test_rolling_windows_score_every_token_once_with_context(tiny_model, reference):
+    model, tokenizer = reference
+    text = " ".join(f"word{i}" for i in range(60))
+    window, stride = 16, 6
+    (result,) = tiny_model.rolling_loglikelihood([RollingLoglikelihoodRequest(text, window=window, stride=stride)])
+    ids = [tokenizer.bos_token_id] + tokenizer(text, add_special_tokens=False).input_ids
+    n = len(ids) - 1
+    expected, start, end = [], 0, min(window, n)
+    while start < n:  # independent re-statement of the window rule
+        chunk = ids[max(0, end - window) : end + 1]
+        with torch.no_grad():
+            lp = torch.log_softmax(model(torch.tensor([chunk[:-1]])).logits[0].float(), -1)
+        k = end - start
+        expected += [lp[len(chunk) - 1 - k + j, chunk[len(chunk) - k + j]].item() for j in range(k)]
+        start, end = end, min(end + stride, n)
+    assert result.n_tokens == n == len(expected)
+    assert list(result.token_logprobs) == pytest.approx(expected, abs=1e-4)
+
+
+def test_fingerprint_names_model_dtype_and_content(tiny_model):
+    fingerprint = tiny_model.fingerprint
+    assert fingerprint["backend"] == "hf"
+    assert fingerprint["dtype"] == "float32"
+    assert fingerprint["content"] and len(fingerprint["content"]) == 16
+
+
+def test_glm_style_helpers(tiny_model):
+    scores = tiny_model.cond_log_prob(["The sky is", "Grass is"], [[" blue", " green"], [" green"]])
+    assert [len(s) for s in scores] == [2, 1]
+    direct = tiny_model.loglikelihood([LoglikelihoodRequest("Grass is", " green")])[0].logprob
+    assert scores[1][0] == pytest.approx(direct, abs=1e-4)
+    assert isinstance(tiny_model.generate_text(["Hello"], max_tokens=3, stop="\n")[0], str)
