@@ -183,7 +183,9 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except ProctorError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, markup=True)
+        from rich.markup import escape
+
+        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)

@@ -102,15 +102,20 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) ->
     return rows, str(files[0]) if len(files) == 1 else str(spec.path)
 
 
-def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> None:
-    if not spec.fields:
-        return
+def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> list[dict]:
+    """Add the computed fields, then drop rows the filter rejects."""
     from proctor.prompts.templates import compile_expression
 
     compiled = {name: compile_expression(expr, origin=origin, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
+    keep = compile_expression(spec.filter, origin=origin, field="data.filter") if spec.filter else None
+    kept = []
     for row in rows:
-        values = {name: expr.evaluate(row, row_number=row.get(ROW_KEY), file=row.get("_path", origin)) for name, expr in compiled.items()}
-        row.update(values)
+        where = {"row_number": row.get(ROW_KEY), "file": row.get("_path", origin)}
+        if keep is not None and not keep.evaluate(row, **where):
+            continue
+        row.update({name: expr.evaluate(row, **where) for name, expr in compiled.items()})
+        kept.append(row)
+    return kept
 
 
 def load_samples(
@@ -119,8 +124,12 @@ def load_samples(
     variables: Mapping[str, str] | None = None,
     *,
     task_file: str | None = None,
+    stats: dict | None = None,
 ) -> list[Sample]:
-    """Read the first available source into samples with stable ids."""
+    """Read the first available source into samples with stable ids.
+
+    ``stats`` (if given) receives the source used and how many rows its filter dropped.
+    """
     variables = variables or {}
     reasons: list[str] = []
     for spec in sources:
@@ -137,8 +146,10 @@ def load_samples(
         except SourceUnavailable as exc:
             reasons.append(str(exc))
             continue
-        _apply_fields(spec, rows, origin)
-        return _to_samples(rows, spec, origin)
+        kept = _apply_fields(spec, rows, origin)
+        if stats is not None:
+            stats.update(source=origin, n_rows=len(rows), n_filtered=len(rows) - len(kept))
+        return _to_samples(kept, spec, origin)
     if len(reasons) == 1:
         raise TaskDefinitionError(reasons[0], file=task_file, field="data")
     raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field="data")

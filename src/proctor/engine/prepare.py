@@ -25,6 +25,7 @@ class PreparedTask:
     metrics: tuple[tuple[MetricDef, dict], ...]
     content_hash: str
     use_chat: bool
+    data: dict  # the source used, rows read, rows dropped by the filter
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
@@ -60,7 +61,8 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
 def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None = None, chat: bool | None = None) -> PreparedTask:
     spec = task.spec
     file = str(task.file) if task.file else None
-    samples = load_samples(spec.data, task.base_dir, variables, task_file=file)
+    stats: dict = {}
+    samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
     if not samples:
         raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
     count = min(x for x in (limit, spec.limit, len(samples)) if x is not None)
@@ -71,7 +73,7 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
     builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat)
     prepared = tuple(builder.prepare(sample) for sample in selected)
-    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat)
+    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats)
 
 
 def prepare_tasks(

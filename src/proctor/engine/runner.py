@@ -100,6 +100,7 @@ def run_task(model: Model, prepared: PreparedTask, progress: ProgressHook | None
         "hash": prepared.content_hash,
         "group": spec.group,
         "n_samples": len(prepared.samples),
+        "data": prepared.data,
         "metrics": aggregate_metrics(metric_defs, values),
         "higher_is_better": {m.name: m.higher_is_better for m in metric_defs},
         "requests": {"total": len(flat), "unique": len(unique), "type": handler.request_type},

@@ -5,13 +5,50 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Mapping
 
+import re
+from itertools import islice
+
 import jinja2
-from jinja2.nativetypes import NativeEnvironment
+from jinja2.nativetypes import NativeEnvironment, NativeTemplate
 
 from proctor.errors import TaskDefinitionError
 
+
+def _raw_concat(values):
+    """A single expression keeps its Python value; anything else is text.
+
+    Jinja's own native mode runs ``literal_eval`` on text, which would turn a question such as
+    "1984" into an int or "True" into a bool: data must never change type behind the user's back.
+    """
+    head = list(islice(values, 2))
+    if not head:
+        return None
+    if len(head) == 1:
+        return head[0]
+    return "".join(str(v) for v in (*head, *values))
+
+
+class _RawNativeTemplate(NativeTemplate):
+    def render(self, *args, **kwargs):
+        context = self.new_context(dict(*args, **kwargs))
+        try:
+            return _raw_concat(self.root_render_func(context))
+        except Exception:
+            return self.environment.handle_exception()
+
+
+class _RawNativeEnvironment(NativeEnvironment):
+    template_class = _RawNativeTemplate
+
+
+def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
+    return re.sub(pattern, replacement, str(value))
+
+
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-_NATIVE_ENV = NativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+for _env in (_ENV, _NATIVE_ENV):
+    _env.filters["regex_replace"] = _regex_replace
 
 
 @lru_cache(maxsize=4096)

@@ -28,6 +28,7 @@ class DataSpec(_Frozen):
     records_key: str | None = None  # json: the key holding the list of records
     join: list[str] = Field(default_factory=list)  # row-aligned files whose columns are added
     fields: dict[str, str] = Field(default_factory=dict)  # new field -> Jinja expression
+    filter: str | None = None  # Jinja expression; rows where it is false are dropped (and counted)
     id: str | None = None  # column holding the sample id; default: file + row number
 
     @field_validator("join", mode="before")
