@@ -11,10 +11,16 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
-    """log P(continuation | context), summed over the continuation's tokens."""
+    """log P(continuation | context), summed over the continuation's tokens.
+
+    With ``move_whitespace`` (lm-evaluation-harness's rule) trailing whitespace of the context is
+    scored as part of the continuation; without it the context is kept exactly as given and only
+    the continuation's own tokens are scored (probsem's rule).
+    """
 
     context: str
     continuation: str
+    move_whitespace: bool = True
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,10 @@ class GenerateRequest:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    num_beams: int = 1  # > 1: deterministic beam search
+    length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
+    no_repeat_ngram_size: int = 0
+    min_tokens: int = 0  # end-of-sequence is banned before this many new tokens
 
 
 @dataclass(frozen=True)

@@ -136,13 +136,13 @@ class HFModel(Model):
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
-    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    def encode_pair(self, context: str, continuation: str, move_whitespace: bool = True) -> tuple[list[int], list[int]]:
         """Token ids of context and continuation, split where the joint encoding splits.
 
         Trailing whitespace of the context moves to the continuation (BPE tokenizers attach
         spaces to the following word), and the continuation is the tail of the joint encoding.
         """
-        n_spaces = len(context) - len(context.rstrip())
+        n_spaces = len(context) - len(context.rstrip()) if move_whitespace else 0
         if n_spaces:
             continuation = context[-n_spaces:] + continuation
             context = context[:-n_spaces]
@@ -234,7 +234,7 @@ class HFModel(Model):
     ) -> list[LoglikelihoodResult]:
         items = []
         for request in requests:
-            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation)
+            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
             tokens = (context_ids + continuation_ids)[-(self.max_length + 1) :]
             items.append(_ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
@@ -275,7 +275,7 @@ class HFModel(Model):
         # Same settings batch together; within them longest first, to keep padding low.
         def settings(i: int):
             r = requests[i]
-            return (r.max_tokens, r.stop, r.temperature, r.top_p, r.seed)
+            return (r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty, r.no_repeat_ngram_size, r.min_tokens)
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
         results: list = [None] * len(requests)
@@ -310,6 +310,12 @@ class HFModel(Model):
                     kwargs.update(temperature=request.temperature, top_p=request.top_p)
                 else:
                     kwargs.update(temperature=None, top_p=None, top_k=None)
+                if request.num_beams > 1:
+                    kwargs.update(num_beams=request.num_beams, length_penalty=request.length_penalty, early_stopping=True)
+                if request.no_repeat_ngram_size:
+                    kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
+                if request.min_tokens:
+                    kwargs.update(min_new_tokens=request.min_tokens)
                 if request.stop:
                     kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
                 output = self.model.generate(
