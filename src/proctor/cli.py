@@ -14,7 +14,8 @@ from rich.table import Table
 from proctor.errors import ProctorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
-console = Console()
+# Logs and pipes get the full table instead of Rich's 80-column default.
+console = Console() if sys.stdout.isatty() else Console(width=240)
 err_console = Console(stderr=True)
 
 
