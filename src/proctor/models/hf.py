@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
+from proctor.models.packing import ScoringItem, pack
 from proctor.requests import (
     GenerateRequest,
     GenerateResult,
@@ -26,14 +26,6 @@ from proctor.requests import (
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
-
-
-@dataclass(frozen=True)
-class _ScoringItem:
-    """A token sequence whose last ``n_targets`` tokens are scored given everything before them."""
-
-    tokens: tuple[int, ...]
-    n_targets: int
 
 
 def _weights_digest(folder: Path) -> str:
@@ -65,6 +57,7 @@ class HFModel(Model):
         device: str = "cpu",
         batch_size: int | str = 8,
         max_length: int | None = None,
+        pack_tokens: int | None = None,
         add_bos: bool | None = None,
         revision: str | None = None,
         trust_remote_code: bool = False,
@@ -78,7 +71,7 @@ class HFModel(Model):
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
         self.device = self._pick_device(device)
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # generation; log-likelihoods are packed by token budget
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(
                 self.path, revision=revision, trust_remote_code=trust_remote_code
@@ -104,6 +97,8 @@ class HFModel(Model):
             add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
         self.add_bos = bool(add_bos)
         self.prefix_token_id = bos if bos is not None else self.tokenizer.eos_token_id
+        # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
+        self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
@@ -164,68 +159,43 @@ class HFModel(Model):
         return getattr(self.tokenizer, "chat_template", None) is not None
 
     # ------------------------------------------------------------------ scoring core
-    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
-        if self.batch_size == "auto":
-            budget = 8192  # tokens per forward pass; keeps CPU memory modest
-            batches, current, width = [], [], 0
-            for i in order:
-                width = max(width, lengths[i]) if current else lengths[i]
-                if current and width * (len(current) + 1) > budget:
-                    batches.append(current)
-                    current, width = [], lengths[i]
-                current.append(i)
-            if current:
-                batches.append(current)
-            return batches
-        size = max(1, int(self.batch_size))
-        return [order[i : i + size] for i in range(0, len(order), size)]
+    def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None):
+        """Per item: (token log-probs, all-greedy flag).
 
-    def _score(self, items: Sequence[_ScoringItem], progress: Progress | None = None, weights: Sequence[int] | None = None):
-        """Per item: (token log-probs, all-greedy flag). Longest first, left-padded batches."""
+        Items are packed into prefix-sharing rows (see ``packing``) and each row is forwarded
+        alone, so an item's numbers never depend on the batch size or on request order.
+        """
         torch = self._torch
-        lengths = [len(item.tokens) - 1 for item in items]
-        order = sorted(range(len(items)), key=lambda i: (-lengths[i], i))
         out: list = [None] * len(items)
         decoder = self.model.get_decoder()
         head = self.model.get_output_embeddings()
         softcap = getattr(self.model.config, "final_logit_softcapping", None)
-        pad = self.tokenizer.pad_token_id
+        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0)
         with torch.inference_mode():
-            for batch in self._batches(order, lengths):
-                width = max(lengths[i] for i in batch)
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                rows, cols, targets = [], [], []
-                for r, i in enumerate(batch):
-                    tokens = items[i].tokens
-                    n = lengths[i]
-                    input_ids[r, width - n :] = torch.tensor(tokens[:-1])
-                    mask[r, width - n :] = 1
-                    k = items[i].n_targets
-                    rows.extend([r] * k)
-                    cols.extend(range(width - k, width))
-                    targets.extend(tokens[-k:])
-                positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            for row in pack(items, self.pack_tokens):
+                n = len(row)
+                self.tokens_forwarded += n
+                mask = torch.from_numpy(row.attention_mask())[None, None]
                 hidden = decoder(
-                    input_ids=input_ids.to(self.device),
+                    input_ids=torch.tensor([row.tokens], device=self.device),
                     attention_mask=mask.to(self.device),
-                    position_ids=positions.to(self.device),
-                ).last_hidden_state
-                selected = hidden[torch.tensor(rows), torch.tensor(cols)]
-                logits = head(selected).float()
+                    position_ids=torch.tensor([row.depths], device=self.device),
+                ).last_hidden_state[0]
+                # The vocabulary projection runs once per distinct scored node only.
+                nodes = sorted({node for _, path, _ in row.scored for node in path})
+                where = {node: k for k, node in enumerate(nodes)}
+                logits = head(hidden[torch.tensor(nodes, device=self.device)]).float()
                 if softcap:
                     logits = torch.tanh(logits / softcap) * softcap
                 logprobs = torch.log_softmax(logits, dim=-1)
-                target_tensor = torch.tensor(targets, device=logits.device)
-                token_lp = logprobs.gather(1, target_tensor[:, None])[:, 0].tolist()
-                greedy = (logits.argmax(-1) == target_tensor).tolist()
-                start = 0
-                for i in batch:
-                    k = items[i].n_targets
-                    out[i] = (tuple(token_lp[start : start + k]), all(greedy[start : start + k]))
-                    start += k
+                best = logits.argmax(-1).tolist()
+                for index, path, targets in row.scored:
+                    rows_of = torch.tensor([where[node] for node in path], device=self.device)
+                    token_lp = logprobs[rows_of, torch.tensor(targets, device=self.device)].tolist()
+                    greedy = all(best[where[node]] == t for node, t in zip(path, targets))
+                    out[index] = (tuple(token_lp), greedy)
                 if progress:
-                    progress(sum(weights[i] for i in batch) if weights else len(batch))
+                    progress(len(row.scored))
         return out
 
     # ------------------------------------------------------------------ the three calls
@@ -236,7 +206,7 @@ class HFModel(Model):
         for request in requests:
             context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
             tokens = (context_ids + continuation_ids)[-(self.max_length + 1) :]
-            items.append(_ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
+            items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
         scored = [i for i, item in enumerate(items) if item.n_targets > 0]
         for i, (token_lp, greedy) in zip(scored, self._score([items[i] for i in scored], progress)):
@@ -256,7 +226,7 @@ class HFModel(Model):
             n = len(full) - 1  # tokens to score: all of the text
             start, end = 0, min(window, n)
             while start < n:
-                items.append(_ScoringItem(tuple(full[max(0, end - window) : end + 1]), end - start))
+                items.append(ScoringItem(tuple(full[max(0, end - window) : end + 1]), end - start))
                 owner.append(index)
                 start, end = end, min(end + stride, n)
         scored = self._score(items) if items else []

@@ -1,0 +1,92 @@
+"""Pack scoring requests into prefix-sharing rows (token tries) for one forward pass each.
+
+Requests are sorted by their tokens, so requests that share a prefix (the choices of one
+question, prompts with the same few-shot examples) sit next to each other; consecutive requests
+go into one trie until the row's token budget is reached. Every trie node is one input token;
+it attends to its ancestors only, and its position id is its depth, so each request sees
+exactly the sequence it would see alone, while shared prefixes are computed once.
+
+A row depends only on the set of requests and the budget — never on their order or on any
+batch size — which is what makes scores reproducible bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScoringItem:
+    """A token sequence whose last ``n_targets`` tokens are scored given everything before them."""
+
+    tokens: tuple[int, ...]
+    n_targets: int
+
+
+@dataclass
+class PackedRow:
+    tokens: list[int] = field(default_factory=list)  # input token of each node
+    parents: list[int] = field(default_factory=list)  # parent node (-1 for a root)
+    depths: list[int] = field(default_factory=list)  # position id of each node
+    # per request in this row: (request index, node whose output predicts each target, targets)
+    scored: list[tuple[int, list[int], list[int]]] = field(default_factory=list)
+    _children: dict = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def insert(self, sequence: Sequence[int]) -> list[int]:
+        """Add a path for ``sequence``; return the node of each of its tokens."""
+        path, parent = [], -1
+        for token in sequence:
+            node = self._children.get((parent, token))
+            if node is None:
+                node = len(self.tokens)
+                self._children[(parent, token)] = node
+                self.tokens.append(token)
+                self.parents.append(parent)
+                self.depths.append(self.depths[parent] + 1 if parent >= 0 else 0)
+            path.append(node)
+            parent = node
+        return path
+
+    def attention_mask(self) -> np.ndarray:
+        """Boolean [n, n]: node i may attend to node j iff j is i or an ancestor of i."""
+        n = len(self.tokens)
+        mask = np.zeros((n, n), dtype=bool)
+        for i, parent in enumerate(self.parents):  # parents always precede children
+            if parent >= 0:
+                mask[i] = mask[parent]
+            mask[i, i] = True
+        return mask
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def pack(items: Sequence[ScoringItem], budget: int) -> list[PackedRow]:
+    """Rows of at most ``budget`` nodes (a longer single request gets a row of its own)."""
+    inputs = [item.tokens[:-1] for item in items]
+    order = sorted(range(len(items)), key=lambda i: (inputs[i], items[i].tokens[-items[i].n_targets :], i))
+    rows: list[PackedRow] = []
+    row: PackedRow | None = None
+    previous: Sequence[int] = ()
+    for i in order:
+        sequence = inputs[i]
+        new_nodes = len(sequence) - (_common_prefix(sequence, previous) if row is not None else 0)
+        if row is None or (len(row) + new_nodes > budget and len(row) > 0):
+            row = PackedRow()
+            rows.append(row)
+        path = row.insert(sequence)
+        k = items[i].n_targets
+        row.scored.append((i, path[len(path) - k :], list(items[i].tokens[len(items[i].tokens) - k :])))
+        previous = sequence
+    return rows

@@ -1,0 +1,89 @@
+"""Prefix-sharing packing: shared prefixes forwarded once, rows independent of order and batch size."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from proctor.models.hf import HFModel
+from proctor.models.packing import ScoringItem, pack
+from proctor.requests import LoglikelihoodRequest
+
+
+def test_choices_of_one_question_share_their_context():
+    context = (1, 2, 3, 4)
+    items = [ScoringItem(context + choice, len(choice)) for choice in [(7,), (8, 9), (8, 10, 11)]]
+    (row,) = pack(items, budget=100)
+    # inputs: context once, then 8 (shared by the two 8-choices), then 10: 4 + 1 + 1 = 6 nodes
+    assert row.tokens == [1, 2, 3, 4, 8, 10]
+    assert row.depths == [0, 1, 2, 3, 4, 5]
+    by_item = {index: (path, targets) for index, path, targets in row.scored}
+    assert by_item[0] == ([3], [7])
+    assert by_item[1] == ([3, 4], [8, 9])
+    assert by_item[2] == ([3, 4, 5], [8, 10, 11])
+
+
+def test_attention_mask_is_each_sequence_alone():
+    items = [ScoringItem((1, 2, 5, 6), 2), ScoringItem((1, 2, 7, 8), 2), ScoringItem((3, 4), 1)]
+    (row,) = pack(items, budget=100)
+    mask = row.attention_mask()
+    # node 3 (token 7) sees 1, 2 and itself, never the 5 branch
+    assert row.tokens == [1, 2, 5, 7, 3]
+    assert mask[3].tolist() == [True, True, False, True, False]
+    assert mask[4].tolist() == [False, False, False, False, True]
+    assert row.depths == [0, 1, 2, 2, 0]
+
+
+def test_rows_respect_the_budget_and_ignore_order():
+    rng = random.Random(0)
+    items = [ScoringItem(tuple(rng.randrange(50) for _ in range(rng.randrange(3, 30))), rng.randrange(1, 3)) for _ in range(200)]
+    rows = pack(items, budget=64)
+    assert all(len(r) <= 64 for r in rows)
+    assert sorted(i for r in rows for i, _, _ in r.scored) == list(range(200))
+    shuffled = list(range(200))
+    rng.shuffle(shuffled)
+    rows_shuffled = pack([items[i] for i in shuffled], budget=64)
+    assert [r.tokens for r in rows] == [r.tokens for r in rows_shuffled]
+
+
+def test_an_item_longer_than_the_budget_gets_its_own_row():
+    items = [ScoringItem(tuple(range(100)), 3), ScoringItem((1, 2, 3), 1)]
+    rows = pack(items, budget=10)
+    assert sorted(len(r) for r in rows) == [2, 99]
+
+
+QUESTIONS = [
+    (f"Question {i}: which of these is the {w} one?\nAnswer:", [" the first", " the second option", " a third, longer option here", " four"])
+    for i, w in enumerate(["red", "blue", "largest", "oldest", "fastest", "quiet", "bright", "last", "first", "odd", "even"])
+]
+
+
+def all_requests():
+    return [LoglikelihoodRequest(q, c) for q, choices in QUESTIONS for c in choices]
+
+
+@pytest.mark.parametrize("batch_size", [1, 8, 64, "auto"])
+def test_scores_are_identical_across_batch_sizes_and_order(tiny_model_dir, batch_size):
+    requests = all_requests()
+    reference = [r.logprob for r in HFModel(tiny_model_dir, batch_size=1).loglikelihood(requests)]
+    model = HFModel(tiny_model_dir, batch_size=batch_size)
+    assert [r.logprob for r in model.loglikelihood(requests)] == reference  # bit for bit
+    order = list(range(len(requests)))
+    random.Random(batch_size if isinstance(batch_size, int) else 7).shuffle(order)
+    shuffled = model.loglikelihood([requests[i] for i in order])
+    assert max(abs(shuffled[k].logprob - reference[i]) for k, i in enumerate(order)) <= 1e-5
+
+
+def test_tokens_forwarded_are_the_unique_tokens_needed(tiny_model_dir):
+    model = HFModel(tiny_model_dir)
+    model.loglikelihood(all_requests())
+    unique_inputs = set()
+    for q, choices in QUESTIONS:
+        for c in choices:
+            context, continuation = model.encode_pair(q, c)
+            tokens = context + continuation
+            unique_inputs.update(tuple(tokens[: k + 1]) for k in range(len(tokens) - 1))
+    assert model.tokens_forwarded == len(unique_inputs)
+    naive = sum(len(sum(model.encode_pair(q, c), [])) for q, choices in QUESTIONS for c in choices)
+    assert model.tokens_forwarded < 0.5 * naive
