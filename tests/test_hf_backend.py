@@ -164,3 +164,29 @@ def test_glm_style_helpers(tiny_model):
     direct = tiny_model.loglikelihood([LoglikelihoodRequest("Grass is", " green")])[0].logprob
     assert scores[1][0] == pytest.approx(direct, abs=1e-4)
     assert isinstance(tiny_model.generate_text(["Hello"], max_tokens=3, stop="\n")[0], str)
+
+
+def test_finished_sequences_leave_the_batch(tiny_model):
+    from proctor.models.hf_decode import greedy_decode
+
+    prompts = ["Once upon a time", "The answer is"]
+    free = tiny_model.generate([GenerateRequest(p, max_tokens=8) for p in prompts])
+    stop = free[0].text[:2]
+    assert stop and stop not in free[1].text
+    widths = []
+    hook = tiny_model.model.get_decoder().register_forward_pre_hook(lambda m, a, kw: widths.append(kw["input_ids"].shape[0]), with_kwargs=True)
+    try:
+        ids = [tiny_model.encode(p) for p in prompts]
+        decoded = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 8, (stop,), tiny_model._eos_ids(), "cpu")
+    finally:
+        hook.remove()
+    assert decoded[0].reason == "stop" and decoded[1].reason in ("length", "eos")
+    assert widths[0] == 2 and widths[-1] == 1  # the stopped sequence costs nothing afterwards
+    assert len(widths) <= 1 + 8
+
+
+def test_sampling_is_seeded_and_beam_search_runs(tiny_model):
+    sampled = [tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, temperature=1.0, seed=3)])[0].text for _ in range(2)]
+    assert sampled[0] == sampled[1]
+    (beam,) = tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, num_beams=3, no_repeat_ngram_size=2, min_tokens=2)])
+    assert beam.completion_tokens >= 2

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
+from proctor.models.hf_decode import greedy_decode
 from proctor.models.packing import ScoringItem, pack
 from proctor.requests import (
     GenerateRequest,
@@ -249,54 +250,78 @@ class HFModel(Model):
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
         results: list = [None] * len(requests)
-        size = 8 if self.batch_size == "auto" else max(1, int(self.batch_size))
+        longest = max((len(p) + r.max_tokens for p, r in zip(prompts, requests)), default=1)
+        size = self._auto_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
         groups: list[list[int]] = []
         for i in order:
             if groups and settings(groups[-1][0]) == settings(i) and len(groups[-1]) < size:
                 groups[-1].append(i)
             else:
                 groups.append([i])
-        pad = self.tokenizer.pad_token_id
         eos_ids = self._eos_ids()
         with torch.inference_mode():
             for batch in groups:
                 request = requests[batch[0]]
                 budget = self.max_length - request.max_tokens
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in batch]
-                width = max(len(x) for x in ids)
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for r, x in enumerate(ids):
-                    input_ids[r, width - len(x) :] = torch.tensor(x)
-                    mask[r, width - len(x) :] = 1
-                kwargs = dict(
-                    max_new_tokens=request.max_tokens,
-                    pad_token_id=pad,
-                    eos_token_id=eos_ids,
-                    do_sample=request.temperature > 0,
-                )
-                if request.temperature > 0:
-                    torch.manual_seed(request.seed)
-                    kwargs.update(temperature=request.temperature, top_p=request.top_p)
+                if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
+                    for r, (i, decoded) in enumerate(zip(batch, greedy_decode(self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device))):
+                        results[i] = self._result(decoded.tokens, decoded.reason, requests[i], len(ids[r]))
                 else:
-                    kwargs.update(temperature=None, top_p=None, top_k=None)
-                if request.num_beams > 1:
-                    kwargs.update(num_beams=request.num_beams, length_penalty=request.length_penalty, early_stopping=True)
-                if request.no_repeat_ngram_size:
-                    kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
-                if request.min_tokens:
-                    kwargs.update(min_new_tokens=request.min_tokens)
-                if request.stop:
-                    kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
-                output = self.model.generate(
-                    input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs
-                )
-                for r, i in enumerate(batch):
-                    new = output[r, width:].tolist()
-                    results[i] = self._finish(new, requests[i], len(ids[r]), eos_ids)
+                    for r, (i, new) in enumerate(zip(batch, self._transformers_generate(ids, request, eos_ids))):
+                        results[i] = self._finish(new, requests[i], len(ids[r]), eos_ids)
                 if progress:
                     progress(len(batch))
         return results
+
+    def _auto_generation_batch(self, sequence_length: int) -> int:
+        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64)."""
+        config = self.model.config
+        layers = getattr(config, "num_hidden_layers", 24)
+        heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_attention_heads", 16)
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // getattr(config, "num_attention_heads", 16)
+        per_token = 2 * layers * heads * head_dim * self.model.dtype.itemsize
+        if self.device.startswith("cuda"):
+            free = self._torch.cuda.mem_get_info()[0]
+        else:
+            import os
+
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return int(max(1, min(64, free // 4 // max(1, per_token * sequence_length))))
+
+    def _transformers_generate(self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]) -> list[list[int]]:
+        """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""
+        torch = self._torch
+        pad = self.tokenizer.pad_token_id
+        width = max(len(x) for x in ids)
+        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for r, x in enumerate(ids):
+            input_ids[r, width - len(x) :] = torch.tensor(x)
+            mask[r, width - len(x) :] = 1
+        kwargs = dict(max_new_tokens=request.max_tokens, pad_token_id=pad, eos_token_id=eos_ids, do_sample=request.temperature > 0)
+        if request.temperature > 0:
+            torch.manual_seed(request.seed)
+            kwargs.update(temperature=request.temperature, top_p=request.top_p)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        if request.num_beams > 1:
+            kwargs.update(num_beams=request.num_beams, length_penalty=request.length_penalty, early_stopping=True)
+        if request.no_repeat_ngram_size:
+            kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
+        if request.min_tokens:
+            kwargs.update(min_new_tokens=request.min_tokens)
+        if request.stop:
+            kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
+        output = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)
+        return [output[r, width:].tolist() for r in range(len(ids))]
+
+    def _result(self, tokens: list[int], reason: str, request: GenerateRequest, n_prompt: int) -> GenerateResult:
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        cut = min((text.find(s) for s in request.stop if s in text), default=-1)
+        if cut >= 0:
+            return GenerateResult(text[:cut], "stop", n_prompt, len(tokens))
+        return GenerateResult(text, "length" if reason == "length" else "stop", n_prompt, len(tokens) + (reason == "eos"))
 
     def _eos_ids(self) -> list[int]:
         ids = {self.tokenizer.eos_token_id}
