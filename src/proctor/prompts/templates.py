@@ -56,6 +56,9 @@ def _compile(source: str, native: bool) -> jinja2.Template:
     return (_NATIVE_ENV if native else _ENV).from_string(source)
 
 
+_SINGLE_NAME = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
 class _Compiled:
     native = False
 
@@ -64,6 +67,9 @@ class _Compiled:
         self.origin = origin
         self.field = field
         self.line = line
+        # "{{ name }}" is a plain lookup: skip Jinja's per-render context (the hot path).
+        match = _SINGLE_NAME.match(source)
+        self._name = match.group(1) if match else None
         try:
             self._template = _compile(source, self.native)
         except jinja2.TemplateSyntaxError as exc:
@@ -75,6 +81,9 @@ class _Compiled:
             ) from None
 
     def _render(self, fields: Mapping[str, Any], *, file: str | None, row: int | None) -> Any:
+        if self._name is not None and self._name in fields:
+            value = fields[self._name]
+            return value if self.native else str(value)
         try:
             return self._template.render(fields)
         except jinja2.UndefinedError as exc:
