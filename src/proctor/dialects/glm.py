@@ -52,10 +52,11 @@ _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_
 
 
 def claims(document: Any) -> bool:
-    """A GLM-130B task YAML: a mapping with name, type and path (native files have 'kind' or 'tasks')."""
+    """A GLM-130B task YAML: a mapping with name and type (native files have 'kind' or 'tasks');
+    a missing 'path' is then reported as such."""
     if not isinstance(document, dict) or "kind" in document or "tasks" in document:
         return False
-    return {"name", "type", "path"} <= set(document)
+    return {"name", "type"} <= set(document)
 
 
 def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
