@@ -95,7 +95,7 @@ def test_synthetic_mul_example_runs_unmodified(tiny_model, tmp_path):
     assert task["metrics"]["Accuracy"]["value"] == pytest.approx(sum(expected) / len(expected))
 
 
-def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data):
+def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data, monkeypatch):
     yaml_path = write(tmp_path / "tasks" / "evens.yaml", """
         name: evens
         type: mul
@@ -120,7 +120,7 @@ def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data):
     ids = [r["id"] for r in records(result.run_dir) if r["task"] == "evens/validation"]
     assert len(set(ids)) == 5  # files of the same name in different prompt folders stay apart
     # without --data-path (and no DATA_PATH in the environment) the path is relative to the YAML
-    os.environ.pop("DATA_PATH", None)
+    monkeypatch.delenv("DATA_PATH", raising=False)
     with pytest.raises(TaskDefinitionError, match="DATA_PATH"):
         evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run2")
 
