@@ -79,7 +79,7 @@ def print_results(results: dict) -> None:
                 task["version"] if first else "",
                 str(task["n_samples"]) if first else "",
                 metric,
-                _fmt(entry["value"]),
+                _fmt(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 _fmt(entry["stderr"]),
             )
             first = False
