@@ -16,6 +16,7 @@ from proctor.dialects import collect_tasks
 from proctor.engine.prepare import prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, run_task
 from proctor.models.base import Model
+from proctor.runs.exports import write_exports
 from proctor.runs.results import RunWriter, new_run_dir
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.tasks.base import Task
@@ -36,9 +37,14 @@ class EvaluationResult:
         return self.results["tasks"][task]["metrics"][name]["value"]
 
 
-def load_tasks(paths: Iterable[str | Path], select: Iterable[str] | None = None) -> list[Task]:
-    """Tasks found in files and folders (recursively), optionally filtered by name globs."""
-    return collect_tasks(paths, select=select)
+def load_tasks(
+    paths: Iterable[str | Path], select: Iterable[str] | None = None, options: Mapping[str, Any] | None = None
+) -> list[Task]:
+    """Tasks found in files and folders (recursively), optionally filtered by name globs.
+
+    ``options`` go to the dialect adapters: ``probsem_norm`` (bool) and ``probsem_temp`` (float).
+    """
+    return collect_tasks(paths, select=select, options=options)
 
 
 def evaluate(
@@ -50,6 +56,8 @@ def evaluate(
     limit: int | None = None,
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
+    data_path: str | Path | None = None,
+    dialect_options: Mapping[str, Any] | None = None,
     chat: bool | None = None,
     model_options: Mapping[str, Any] | None = None,
     progress: ProgressHook | None = None,
@@ -59,11 +67,14 @@ def evaluate(
 
     Every task is prepared (data read, prompts rendered) before the model loads, so bad input
     fails fast. Each task's samples are on disk as soon as that task finishes.
+    ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
     """
     started = time.perf_counter()
     task_list = list(tasks)
     if task_list and not isinstance(task_list[0], Task):
-        task_list = collect_tasks(task_list, select=select)
+        task_list = collect_tasks(task_list, select=select, options=dialect_options)
+    if data_path is not None:
+        variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
         from proctor.errors import ProctorError
 
@@ -91,6 +102,9 @@ def evaluate(
     for item in prepared:
         writer.write_task_config(item.task.name, task_config(item))
         outcome = run_task(model, item, progress)
+        exported = write_exports(item, outcome, run_dir, model.name)
+        if exported:
+            outcome.result["exports"] = exported
         writer.append_samples(outcome.records)
         results["tasks"][outcome.name] = outcome.result
         writer.write_results(results)  # what finished is on disk

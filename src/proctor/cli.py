@@ -43,6 +43,23 @@ def _batch_size(value: str) -> int | str:
     return size
 
 
+def _dialect_options(norm: bool, temp: float) -> dict:
+    return {"probsem_norm": norm, "probsem_temp": temp}
+
+
+def _load_plugins(plugins: Optional[List[Path]]) -> None:
+    from proctor.scoring.metrics import load_metric_file
+
+    for plugin in plugins or []:
+        load_metric_file(str(plugin))
+
+
+_DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
+_NORM_HELP = "probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm)."
+_TEMP_HELP = "probsem suites: softmax temperature over the queries (probsem's --temp)."
+_PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metrics.register_metric (repeatable)."
+
+
 def _fmt(value: Optional[float]) -> str:
     if value is None:
         return "—"
@@ -63,7 +80,7 @@ def print_results(results: dict) -> None:
                 task["version"] if first else "",
                 str(task["n_samples"]) if first else "",
                 metric,
-                _fmt(entry["value"]),
+                _fmt(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 _fmt(entry["stderr"]),
             )
             first = False
@@ -73,6 +90,19 @@ def print_results(results: dict) -> None:
             table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
             first = False
     console.print(table)
+    for name, task in results["tasks"].items():
+        for key, parts in task.get("breakdown", {}).items():
+            if len(parts) < 2 and not task.get("dialect") == "glm130b":
+                continue
+            stats = task.get("breakdown_stats", {}).get(key, {})
+            console.print(f"[bold]{name}[/bold] by {key}:")
+            for part, entry in parts.items():
+                values = ", ".join(f"{m} = {_fmt(e['value'])}" for m, e in entry["metrics"].items())
+                console.print(f"    {part} ({entry['n_samples']}): {values}")
+            for metric, stat in stats.items():
+                console.print(
+                    f"  {metric}: max = {_fmt(stat['max'])}, median = {_fmt(stat['median'])}, average = {_fmt(stat['average'])}"
+                )
 
 
 @app.command()
@@ -89,10 +119,16 @@ def run(
     batch_size: str = typer.Option("8", "--batch-size", "-b", help="Sequences per forward pass, or 'auto'."),
     max_length: Optional[int] = typer.Option(None, help="Context length limit (default: the model's)."),
     chat_template: str = typer.Option("auto", help="auto (as each task says), on (all tasks), off (none)."),
+    data_path: Optional[Path] = typer.Option(None, "--data-path", help=_DATA_PATH_HELP),
+    norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
+    temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
+    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=_PLUGIN_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Evaluate a model on tasks and write a run folder."""
     from proctor.api import evaluate
+
+    _load_plugins(plugin)
 
     if chat_template not in ("auto", "on", "off"):
         raise typer.BadParameter("--chat-template takes auto, on or off")
@@ -108,6 +144,8 @@ def run(
             select=tasks,
             limit=limit,
             variables=_variables(data_dir, var),
+            data_path=data_path,
+            dialect_options=_dialect_options(norm, temp),
             chat=chat,
             model_options=options,
             progress=hook,
@@ -147,14 +185,18 @@ class _progress:
 
 
 @app.command("ls")
-def list_tasks(paths: List[Path] = typer.Argument(..., help="Task files or folders.")) -> None:
+def list_tasks(
+    paths: List[Path] = typer.Argument(..., help="Task files or folders."),
+    norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
+    temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
+) -> None:
     """List the tasks found under the given paths."""
     from proctor.api import load_tasks
 
     table = Table()
     for column in ("task", "kind", "dialect", "version", "defined at"):
         table.add_column(column)
-    found = load_tasks(paths)
+    found = load_tasks(paths, options=_dialect_options(norm, temp))
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)
     console.print(table)
@@ -166,13 +208,20 @@ def validate(
     paths: List[Path] = typer.Argument(..., help="Task files or folders."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Sets ${PROCTOR_DATA} in task files."),
     var: Optional[List[str]] = typer.Option(None, "--var", help="KEY=VALUE for ${KEY} (repeatable)."),
+    data_path: Optional[Path] = typer.Option(None, "--data-path", help=_DATA_PATH_HELP),
+    norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
+    temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
+    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=_PLUGIN_HELP),
 ) -> None:
     """Check task files, their data and every prompt, without running a model."""
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
 
+    _load_plugins(plugin)
     variables = _variables(data_dir, var)
-    found = load_tasks(paths)
+    if data_path is not None:
+        variables["DATA_PATH"] = str(data_path.resolve())
+    found = load_tasks(paths, options=_dialect_options(norm, temp))
     for task in found:
         prepared = prepare_task(task, variables)
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")

@@ -21,6 +21,7 @@ class LoglikelihoodRequest:
     context: str
     continuation: str
     move_whitespace: bool = True
+    max_length: int | None = None  # at most this many tokens (context cut on the left); None: the model's limit
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class GenerateRequest:
     length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
     no_repeat_ngram_size: int = 0
     min_tokens: int = 0  # end-of-sequence is banned before this many new tokens
+    max_length: int | None = None  # prompt + new tokens fit in this many (prompt cut on the left)
 
 
 @dataclass(frozen=True)

@@ -76,14 +76,34 @@ def _read_hub(spec: DataSpec) -> list[dict]:
     return [{**row, ROW_KEY: i} for i, row in enumerate(dataset, start=1)]
 
 
+SOURCE_KEY = "_source"  # the file's path below the fixed (glob-free) part of the data path
+
+
+def _glob_base(pattern: Path) -> Path:
+    parts = []
+    for part in pattern.parts:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    base = Path(*parts) if parts else Path(".")
+    return base if base != pattern else pattern.parent
+
+
 def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) -> tuple[list[dict], str]:
     files = _resolve_path(spec.path, base_dir, variables)
+    expanded = Path(expand_variables(spec.path, variables)).expanduser()
+    glob_base = _glob_base(expanded if expanded.is_absolute() else base_dir / expanded)
     rows: list[dict] = []
     for file in files:
         file_rows = read_rows(file, spec.format, spec.columns, spec.records_key)
         label = file.name if file.is_dir() else file.name.split(".")[0]
+        try:
+            relative = file.relative_to(glob_base).as_posix()
+        except ValueError:
+            relative = file.name
         for row in file_rows:
             row[FILE_KEY] = label
+            row[SOURCE_KEY] = relative or file.name
             row.setdefault("_path", str(file))
         for join_text in spec.join:
             joined_files = _resolve_path(join_text, base_dir, variables)
@@ -110,6 +130,8 @@ def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> list[dict]:
     keep = compile_expression(spec.filter, origin=origin, field="data.filter") if spec.filter else None
     kept = []
     for row in rows:
+        for name, value in spec.constants.items():
+            row.setdefault(name, value)
         where = {"row_number": row.get(ROW_KEY), "file": row.get("_path", origin)}
         if keep is not None and not keep.evaluate(row, **where):
             continue
@@ -156,7 +178,12 @@ def load_samples(
 
 
 def _to_samples(rows: list[dict], spec: DataSpec, origin: str) -> list[Sample]:
-    multi_file = len({row.get(FILE_KEY) for row in rows}) > 1
+    stems = {row.get(FILE_KEY) for row in rows}
+    multi_file = len(stems) > 1
+    paths = {row.get("_path") for row in rows}
+    # files that share a name (prompt_1/test.jsonl, prompt_2/test.jsonl) are told apart by their path
+    file_key = SOURCE_KEY if len(paths) > len(stems) else FILE_KEY
+    multi_file = multi_file or file_key == SOURCE_KEY
     samples: list[Sample] = []
     seen: set[str] = set()
     for index, row in enumerate(rows):
@@ -168,7 +195,7 @@ def _to_samples(rows: list[dict], spec: DataSpec, origin: str) -> list[Sample]:
                 )
             sample_id = str(row[spec.id])
         elif multi_file:
-            sample_id = f"{row.get(FILE_KEY)}/{row.get(ROW_KEY)}"
+            sample_id = f"{row.get(file_key)}/{row.get(ROW_KEY)}"
         else:
             sample_id = str(index)
         if sample_id in seen:

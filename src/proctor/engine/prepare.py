@@ -26,12 +26,13 @@ class PreparedTask:
     content_hash: str
     use_chat: bool
     data: dict  # the source used, rows read, rows dropped by the filter
+    handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
     digest = hashlib.sha256()
     for sample in samples:
-        fields = {k: v for k, v in sample.fields.items() if k != "_path"}
+        fields = {k: v for k, v in sample.fields.items() if k not in ("_path", "_source")}
         digest.update(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode())
         digest.update(b"\n")
     return digest.hexdigest()
@@ -73,7 +74,19 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
     builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat)
     prepared = tuple(builder.prepare(sample) for sample in selected)
-    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats)
+    handler = None
+    if spec.task_class:
+        from proctor.tasks.custom import load_task_class
+
+        handler = load_task_class(spec, task.base_dir, file)
+    for export in spec.exports:
+        from proctor.runs.exports import get_exporter
+
+        try:
+            get_exporter(export.format)
+        except KeyError as exc:
+            raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
+    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler)
 
 
 def prepare_tasks(

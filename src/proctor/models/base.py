@@ -52,9 +52,20 @@ class Model(abc.ABC):
         return False
 
     # GLM-130B's names, for custom task code.
-    def cond_log_prob(self, contexts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[list[float]]:
+    def cond_log_prob(
+        self,
+        contexts: Sequence[str],
+        choices: Sequence[Sequence[str]],
+        *,
+        move_whitespace: bool = True,
+        max_length: int | None = None,
+    ) -> list[list[float]]:
         """Summed log-prob of each choice given its context."""
-        flat = [LoglikelihoodRequest(ctx, choice) for ctx, options in zip(contexts, choices) for choice in options]
+        flat = [
+            LoglikelihoodRequest(ctx, choice, move_whitespace, max_length)
+            for ctx, options in zip(contexts, choices)
+            for choice in options
+        ]
         results = iter(self.loglikelihood(flat))
         return [[next(results).logprob for _ in options] for options in choices]
 

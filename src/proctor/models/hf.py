@@ -206,7 +206,8 @@ class HFModel(Model):
         items = []
         for request in requests:
             context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
-            tokens = (context_ids + continuation_ids)[-(self.max_length + 1) :]
+            limit = min(self.max_length, request.max_length or self.max_length)
+            tokens = (context_ids + continuation_ids)[-(limit + 1) :]
             items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
         scored = [i for i, item in enumerate(items) if item.n_targets > 0]
@@ -246,7 +247,10 @@ class HFModel(Model):
         # Same settings batch together; within them longest first, to keep padding low.
         def settings(i: int):
             r = requests[i]
-            return (r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty, r.no_repeat_ngram_size, r.min_tokens)
+            return (
+                r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty,
+                r.no_repeat_ngram_size, r.min_tokens, r.max_length,
+            )
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
         results: list = [None] * len(requests)
@@ -262,7 +266,7 @@ class HFModel(Model):
         with torch.inference_mode():
             for batch in groups:
                 request = requests[batch[0]]
-                budget = self.max_length - request.max_tokens
+                budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in batch]
                 if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
                     for r, (i, decoded) in enumerate(zip(batch, greedy_decode(self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device))):

@@ -97,6 +97,9 @@ class PromptBuilder:
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
         value = self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         values = value if isinstance(value, (list, tuple)) else [value]
+        unscored = self.spec.unscored_target
+        if unscored is not None and len(values) == 1 and str(values[0]).strip() == str(unscored).strip():
+            return ()  # no ground truth: the sample is scored for its distribution only
         gold = []
         for item in values:
             if isinstance(item, str) and item in choices:

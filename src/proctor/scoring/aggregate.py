@@ -10,10 +10,46 @@ from proctor.scoring.metrics import MetricDef
 
 
 def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, dict]:
+    """Per metric: value and stderr over the samples it scored (None means 'unscored', counted apart)."""
     out = {}
     for metric in metrics:
-        value, stderr = metric.aggregate(values[metric.name])
-        out[metric.name] = {"value": value, "stderr": stderr}
+        all_values = values[metric.name]
+        present = [v for v in all_values if v is not None]
+        value, stderr = metric.aggregate(present)
+        entry: dict[str, Any] = {"value": value, "stderr": stderr}
+        if len(present) < len(all_values):
+            entry["n_scored"] = len(present)
+            entry["n_unscored"] = len(all_values) - len(present)
+        out[metric.name] = entry
+    return out
+
+
+def breakdown_stats(parts: dict[str, dict]) -> dict[str, dict]:
+    """Across the parts of a breakdown (e.g. one per data file): max, median and the average weighted by
+    each part's number of samples, per metric (GLM-130B's per-group report)."""
+    names: list[str] = []
+    for part in parts.values():
+        names += [n for n in part["metrics"] if n not in names]
+    out = {}
+    for name in names:
+        pairs = [
+            (part["metrics"][name]["value"], part["n_samples"])
+            for part in parts.values()
+            if name in part["metrics"] and part["metrics"][name]["value"] is not None
+            and not (isinstance(part["metrics"][name]["value"], float) and math.isnan(part["metrics"][name]["value"]))
+        ]
+        if not pairs:
+            continue
+        values = sorted(v for v, _ in pairs)
+        middle = len(values) // 2
+        median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+        weight = sum(n for _, n in pairs)
+        out[name] = {
+            "max": max(values),
+            "median": median,
+            "average": sum(v * n for v, n in pairs) / weight if weight else float("nan"),
+            "n_parts": len(pairs),
+        }
     return out
 
 

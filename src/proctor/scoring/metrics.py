@@ -70,6 +70,9 @@ def register_metric(
 def get_metric(name: str, kind: str) -> MetricDef:
     """Look a metric up; the error lists close names and the metrics this kind offers."""
     metric = METRICS.get(name)
+    if metric is None:
+        load_entry_points()
+        metric = METRICS.get(name)
     if metric is None or kind not in metric.kinds:
         offered = sorted(n for n, m in METRICS.items() if kind in m.kinds)
         close = difflib.get_close_matches(name, offered, n=1)
@@ -77,6 +80,46 @@ def get_metric(name: str, kind: str) -> MetricDef:
         what = "unknown metric" if metric is None else f"metric not available for '{kind}' tasks:"
         raise KeyError(f"{what} '{name}'.{hint} Available for '{kind}': {', '.join(offered)}")
     return metric
+
+
+_ENTRY_POINTS_LOADED = False
+
+
+def load_entry_points() -> None:
+    """Import the modules installed packages list under the ``proctor.metrics`` entry-point group
+    (each registers its metrics with ``register_metric`` on import). Done once, on the first unknown name."""
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="proctor.metrics"):
+        entry.load()
+
+
+def load_metric_file(path: str) -> None:
+    """Import a Python file that registers metrics (``--plugin FILE.py``)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from proctor.errors import TaskDefinitionError
+
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise TaskDefinitionError("metric plugin file not found", file=file)
+    name = f"proctor_metrics_{abs(hash(str(file)))}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise TaskDefinitionError(f"importing the metric plugin failed: {type(exc).__name__}: {exc}", file=file) from None
 
 
 DEFAULT_METRICS = {
@@ -87,16 +130,29 @@ DEFAULT_METRICS = {
 
 
 # ---------------------------------------------------------------- multiple choice
+def unscored(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A choice metric gives None (not counted; reported as unscored) for a sample without ground truth."""
+
+    def wrapper(outcome: ChoiceOutcome, **kwargs: Any) -> Any:
+        return None if not outcome.gold else fn(outcome, **kwargs)
+
+    wrapper.__name__ = getattr(fn, "__name__", "metric")
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
 def _argmax(values) -> int:
     return int(np.argmax(np.asarray(values, dtype=float)))  # first maximum wins, as numpy does
 
 
 @register_metric("acc", ["multiple_choice"])
+@unscored
 def _acc(outcome: ChoiceOutcome) -> float:
     return float(_argmax(outcome.logprobs) in outcome.gold)
 
 
 @register_metric("acc_norm", ["multiple_choice"])
+@unscored
 def _acc_norm(outcome: ChoiceOutcome) -> float:
     """Log-likelihood divided by the choice's length in characters."""
     scores = [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.char_lengths)]
@@ -104,19 +160,30 @@ def _acc_norm(outcome: ChoiceOutcome) -> float:
 
 
 @register_metric("acc_per_token", ["multiple_choice"])
+@unscored
 def _acc_per_token(outcome: ChoiceOutcome) -> float:
     scores = [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.n_tokens)]
     return float(_argmax(scores) in outcome.gold)
 
 
 @register_metric("brier_score", ["multiple_choice"], higher_is_better=False)
+@unscored
 def _brier(outcome: ChoiceOutcome) -> float:
     return float(sum((p - (1.0 if i in outcome.gold else 0.0)) ** 2 for i, p in enumerate(outcome.distribution)))
 
 
 @register_metric("gold_probability", ["multiple_choice"])
+@unscored
 def _gold_probability(outcome: ChoiceOutcome) -> float:
     return float(sum(outcome.distribution[i] for i in outcome.gold))
+
+
+@register_metric("distribution_acc", ["multiple_choice"])
+@unscored
+def _distribution_acc(outcome: ChoiceOutcome) -> float:
+    """The gold choice has the highest probability of the distribution (ties count as correct, as in probsem)."""
+    top = max(outcome.distribution)
+    return float(any(outcome.distribution[i] == top for i in outcome.gold))
 
 
 # ---------------------------------------------------------------- generation
@@ -154,3 +221,11 @@ def _byte_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
 @register_metric("bits_per_byte", ["perplexity"], aggregate=_pooled(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
 def _bits_per_byte(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes
+
+
+def _load_builtin_extensions() -> None:
+    """Metric sets of the dialects (GLM-130B's names) live in their own modules."""
+    from proctor.scoring import glm_metrics  # noqa: F401
+
+
+_load_builtin_extensions()

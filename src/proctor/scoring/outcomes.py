@@ -10,9 +10,10 @@ class ChoiceOutcome:
     logprobs: tuple[float, ...]
     n_tokens: tuple[int, ...]
     char_lengths: tuple[int, ...]
-    gold: tuple[int, ...]  # indices of correct choices (usually one)
+    gold: tuple[int, ...]  # indices of correct choices (usually one); empty: no ground truth
     is_greedy: tuple[bool, ...]
     distribution: tuple[float, ...]
+    weights: tuple[float, ...] = ()  # the softmax inputs: log-probs after normalisation and temperature
 
 
 @dataclass(frozen=True)

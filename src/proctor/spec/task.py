@@ -30,6 +30,7 @@ class DataSpec(_Frozen):
     fields: dict[str, str] = Field(default_factory=dict)  # new field -> Jinja expression
     filter: str | None = None  # Jinja expression; rows where it is false are dropped (and counted)
     id: str | None = None  # column holding the sample id; default: file + row number
+    constants: dict[str, Any] = Field(default_factory=dict)  # fields with the same value in every row
 
     @field_validator("join", mode="before")
     @classmethod
@@ -67,6 +68,10 @@ class GenerationSpec(_Frozen):
     temperature: float = Field(default=0.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int = 0
+    num_beams: int = Field(default=1, ge=1)  # > 1: deterministic beam search
+    length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
+    no_repeat_ngram_size: int = Field(default=0, ge=0)
+    min_tokens: int = Field(default=0, ge=0)  # end-of-sequence is banned before this many new tokens
 
     @field_validator("stop", mode="before")
     @classmethod
@@ -114,6 +119,13 @@ class MetricSpec(_Frozen):
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExportSpec(_Frozen):
+    """An extra file written into the run folder by a registered exporter (``proctor.runs.exports``)."""
+
+    format: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
 class TaskSpec(_Frozen):
     """One task. Templates are Jinja2 strings rendered with the sample's fields."""
 
@@ -134,6 +146,17 @@ class TaskSpec(_Frozen):
     generation: GenerationSpec = GenerationSpec()
     extraction: ExtractionSpec | None = None
     choice_temperature: float = Field(default=1.0, gt=0.0)  # softmax temperature for distributions
+    # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax
+    choice_normalization: Literal["none", "tokens"] = "none"
+    # multiple_choice: lm-eval's rule moves the prompt's trailing whitespace into the choice; false scores
+    # exactly the choice's own tokens after the prompt as given (probsem's rule)
+    move_whitespace: bool = True
+    # multiple_choice: a target value meaning "no ground truth": the sample gets a distribution, no score
+    unscored_target: Union[int, str, None] = None
+    max_length: int | None = Field(default=None, ge=2)  # context limit in tokens; prompts lose tokens on the left
+    task_class: str | None = None  # custom task class: "pkg.mod.Class" or "file.py:Class" (see proctor.tasks.custom)
+    task_options: dict[str, Any] = Field(default_factory=dict)  # handed to the custom task class
+    exports: list[ExportSpec] = Field(default_factory=list)
     text: str | None = None  # perplexity: the text to score
     perplexity: PerplexitySpec = PerplexitySpec()
     metrics: list[MetricSpec] = Field(default_factory=list)

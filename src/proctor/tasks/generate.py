@@ -19,7 +19,12 @@ class GenerateKind:
 
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[GenerateRequest]:
         g = spec.generation
-        return [GenerateRequest(prompt_text, g.max_tokens, tuple(g.stop), g.temperature, g.top_p, g.seed)]
+        return [
+            GenerateRequest(
+                prompt_text, g.max_tokens, tuple(g.stop), g.temperature, g.top_p, g.seed,
+                g.num_beams, g.length_penalty, g.no_repeat_ngram_size, g.min_tokens, spec.max_length,
+            )
+        ]
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]

@@ -1,0 +1,101 @@
+"""GLM-130B's metrics, by GLM's names and on GLM's scale (x100), as GLM computes them.
+
+- ``Accuracy``: multiple choice: the choice with the highest summed log-prob is the label;
+  generation (GLM's LAMBADA rule): the stripped prediction equals a stripped target.
+- ``Accuracy_norm`` / ``Accuracy_per_token``: the same, with log-probs divided by the choice's
+  length in characters / tokens (not in GLM; offered as length-normalised variants).
+- ``Precision``, ``Recall``, ``F1_mul``: micro-averaged over labels (as sklearn's ``average="micro"``,
+  which for one label per sample equals accuracy).
+- ``EM`` / ``F1``: SQuAD-normalised exact match and token F1, best over the targets, 0 when a sample
+  has no targets (still counted).
+- ``PPL``: word-level perplexity exp(min(20, total loss / whitespace words)); ``BPB``: bits per UTF-8 byte.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from proctor.scoring.metrics import _pooled, register_metric, unscored
+from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
+from proctor.scoring.text import normalize_answer
+
+_HUNDRED = 100.0
+
+
+def _first_max(values) -> int:
+    best = 0
+    for i, value in enumerate(values):
+        if value > values[best]:
+            best = i
+    return best
+
+
+def _choice_correct(outcome: ChoiceOutcome, scores) -> float:
+    return _HUNDRED * float(_first_max(list(scores)) in outcome.gold)
+
+
+def glm_exact_match(prediction: str, target: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(target))
+
+
+def glm_f1(prediction: str, target: str) -> float:
+    """Token-multiset F1 of the normalised texts; 0 without overlap (also when both are empty)."""
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(target).split()
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _best(fn, outcome: GenerationOutcome) -> float:
+    prediction = outcome.answer if outcome.answer is not None else ""
+    if not outcome.references:
+        return 0.0
+    return _HUNDRED * max(fn(prediction, target) for target in outcome.references)
+
+
+@register_metric("Accuracy", ["multiple_choice", "generate"])
+def _accuracy(outcome) -> float | None:
+    if isinstance(outcome, GenerationOutcome):
+        return _best(lambda p, t: float(p.strip() == t.strip()), outcome)
+    return None if not outcome.gold else _choice_correct(outcome, outcome.logprobs)
+
+
+@register_metric("Accuracy_norm", ["multiple_choice"])
+@unscored
+def _accuracy_norm(outcome: ChoiceOutcome) -> float:
+    return _choice_correct(outcome, [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.char_lengths)])
+
+
+@register_metric("Accuracy_per_token", ["multiple_choice"])
+@unscored
+def _accuracy_per_token(outcome: ChoiceOutcome) -> float:
+    return _choice_correct(outcome, [lp / max(n, 1) for lp, n in zip(outcome.logprobs, outcome.n_tokens)])
+
+
+for _name in ("Precision", "Recall", "F1_mul"):
+    register_metric(_name, ["multiple_choice"])(unscored(lambda outcome: _choice_correct(outcome, outcome.logprobs)))
+
+
+@register_metric("EM", ["generate"])
+def _em(outcome: GenerationOutcome) -> float:
+    return _best(glm_exact_match, outcome)
+
+
+@register_metric("F1", ["generate"])
+def _f1(outcome: GenerationOutcome) -> float:
+    return _best(glm_f1, outcome)
+
+
+@register_metric(
+    "PPL", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(min(20.0, -lp / n))), higher_is_better=False
+)
+def _ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_words
+
+
+@register_metric("BPB", ["perplexity"], aggregate=_pooled(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
+def _bpb(outcome: PerplexityOutcome) -> tuple[float, int]:
+    return outcome.logprob, outcome.n_bytes
