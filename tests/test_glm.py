@@ -292,7 +292,7 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
 
 
 def test_left_truncation_to_max_seq_length(tiny_model):
-    from proctor.models.hf import _ScoringItem
+    from proctor.models.packing import ScoringItem as _ScoringItem
     from proctor.requests import LoglikelihoodRequest
 
     context = "word " * 60 + "The answer is"
