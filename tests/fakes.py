@@ -79,3 +79,69 @@ class FakeModel(Model):
         if progress:
             progress(len(requests))
         return out
+
+
+TASKS_YAML = """\
+tasks:
+  - name: mc_alpha
+    kind: multiple_choice
+    group: [science]
+    data: {{path: mc.jsonl, id: id}}
+    prompt: "{mc_prompt}"
+    choices: "{{{{ choices }}}}"
+    target: "{{{{ answer }}}}"
+    metrics: [acc, acc_norm, brier_score]
+  - name: mc_beta
+    kind: multiple_choice
+    group: [science]
+    data: {{path: mc.jsonl, id: id}}
+    prompt: "Q{{{{ id }}}}: {{{{ question }}}} ->"
+    choices: "{{{{ choices }}}}"
+    target: "{{{{ answer }}}}"
+  - name: gen_gamma
+    kind: generate
+    data: {{path: gen.jsonl, id: id}}
+    prompt: "Say: {{{{ question }}}}"
+    target: "{{{{ answers }}}}"
+    generation: {{max_tokens: 8}}
+    metrics: [exact_match, f1]
+  - name: ppl_delta
+    kind: perplexity
+    data: {{path: gen.jsonl, id: id}}
+    text: "{{{{ question }}}} is a question"
+"""
+
+
+def write_tasks(folder: Path, *, n_mc: int = 16, n_gen: int = 10, mc_prompt: str = "Question: {{ question }}\\nAnswer:",
+                star_gold: bool = False) -> Path:
+    """A task folder: two multiple-choice tasks (one group), a generation task and a perplexity task.
+
+    With ``star_gold`` the gold choice starts with '*', which FakeModel(prefer_gold=...) favours.
+    """
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    words = ["red", "green", "blue", "amber", "violet", "teal", "ochre", "umber"]
+    with (folder / "mc.jsonl").open("w") as handle:
+        for i in range(n_mc):
+            choices = [f"{words[(i + k) % len(words)]} {k}" for k in range(4)]
+            answer = i % 4
+            if star_gold:
+                choices[answer] = "*" + choices[answer]
+            handle.write(json.dumps({"id": f"m{i}", "question": f"which colour is number {i}?", "choices": choices, "answer": answer}) + "\n")
+    with (folder / "gen.jsonl").open("w") as handle:
+        for i in range(n_gen):
+            handle.write(json.dumps({"id": f"g{i}", "question": f"what is item {i}", "answers": ["paris", "blue"][: 1 + i % 2]}) + "\n")
+    (folder / "tasks.yaml").write_text(TASKS_YAML.format(mc_prompt=mc_prompt))
+    return folder
+
+
+def stable(results: dict) -> dict:
+    """results.json without what legitimately differs between runs: timings."""
+    import copy
+
+    out = copy.deepcopy(results)
+    out.pop("timing", None)
+    for task in out.get("tasks", {}).values():
+        task.pop("timing", None)
+    return out
