@@ -219,9 +219,10 @@ def compare(
 
     found = compare_runs(runs, alpha=alpha, n_boot=resamples, seed=seed)
     for pair in found["comparisons"]:
-        table = Table(title=f"{pair['b']} vs {pair['a']} (B - A), alpha={alpha}")
-        for column in ("task", "metric", "n", "A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "McNemar p", ""):
-            table.add_column(column, justify="left" if column in ("task", "metric", "") else "right")
+        table = Table(title=f"B = {pair['b']} vs A = {pair['a']} (B - A), alpha={alpha}")
+        for column in ("task", "metric", "n", "A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "McNemar p", "sig."):
+            left = column in ("task", "metric", "sig.")
+            table.add_column(column, justify="left" if left else "right", overflow="fold", no_wrap=column == "sig.", min_width=3 if column == "sig." else None)
         for task, entry in pair["tasks"].items():
             first = True
             for metric, m in entry["metrics"].items():
@@ -230,10 +231,12 @@ def compare(
                 table.add_row(
                     task if first else "", metric, str(m["n_shared"]), _fmt(m["a"]), _fmt(m["b"]),
                     _fmt(m.get("diff")), f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "—",
-                    _fmt(p) if p is not None else "—", "[bold red]significant[/bold red]" if m["significant"] else "",
+                    _fmt(p) if p is not None else "—", "[bold red]yes[/bold red]" if m["significant"] else "no",
                 )
                 first = False
         console.print(table)
+        flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
+        console.print(f"{flagged} significant difference(s) at alpha={alpha}")
         for side in ("a", "b"):
             if pair[f"tasks_only_in_{side}"]:
                 console.print(f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}")
