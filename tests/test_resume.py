@@ -85,7 +85,10 @@ def test_sigkill_at_seven_points_then_resume_matches_an_uninterrupted_run(tmp_pa
     # Every kill loses at most the one batch in flight: at most one extra model call per kill.
     assert len(calls) <= len(base_calls) + len(kills), (len(calls), len(base_calls))
     assert sum(calls) <= sum(base_calls) + CHUNK * len(kills)
-    attempts = json.loads((run / "run.json").read_text())["attempts"]
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["command"] == ["proctor", "run", "tasks", "--output", "run"]
+    assert set(manifest["tasks"]) == {"mc_alpha", "mc_beta", "gen_gamma", "ppl_delta"} and manifest["model"]["backend"] == "fake"
+    attempts = manifest["attempts"]
     assert len(attempts) >= len(kills) and attempts[-1]["finished"]
 
 
