@@ -134,6 +134,7 @@ class _progress:
         self.bars: dict[str, int] = {}
         self.done: dict[str, int] = {}
         self.totals: dict[str, int] = {}
+        self.started: set[str] = set()
 
     def __enter__(self):
         if self.quiet:
@@ -150,8 +151,11 @@ class _progress:
         return self.hook
 
     def hook(self, name: str, done: int, total: int) -> None:
-        if name not in self.bars:
-            self.bars[name] = self.progress.add_task(name, total=total)
+        if name not in self.bars:  # announced before it runs: its clock starts with its first answers
+            self.bars[name] = self.progress.add_task(name, total=total, start=False)
+        if done and name not in self.started:
+            self.started.add(name)
+            self.progress.start_task(self.bars[name])
         self.done[name], self.totals[name] = done, total
         self.progress.update(self.bars[name], completed=done, total=total)
         self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
