@@ -87,3 +87,16 @@ def test_tokens_forwarded_are_the_unique_tokens_needed(tiny_model_dir):
     assert model.tokens_forwarded == len(unique_inputs)
     naive = sum(len(sum(model.encode_pair(q, c), [])) for q, choices in QUESTIONS for c in choices)
     assert model.tokens_forwarded < 0.5 * naive
+
+
+def test_engine_results_do_not_depend_on_batch_size(tiny_model_dir, tmp_path):
+    from conftest import EXAMPLES
+    from proctor import evaluate
+
+    runs = {}
+    for batch_size in (1, 8, 64, "auto"):
+        model = HFModel(tiny_model_dir, batch_size=batch_size)
+        result = evaluate([EXAMPLES / "quickstart"], model, output_dir=tmp_path / f"bs{batch_size}", select=["*_mc"], export=False)
+        runs[batch_size] = ((tmp_path / f"bs{batch_size}" / "samples.jsonl").read_text(), result.tasks["quickstart_science_mc"]["metrics"])
+    assert len({samples for samples, _ in runs.values()}) == 1  # every log-prob, bit for bit
+    assert all(metrics == runs[1][1] for _, metrics in runs.values())

@@ -7,17 +7,18 @@ import platform
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from proctor import __version__
 from proctor.dialects import collect_tasks
 from proctor.engine.prepare import prepare_tasks, task_config
-from proctor.engine.runner import ProgressHook, run_task
+from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
-from proctor.runs.exports import write_exports
+from proctor.runs.manifest import build_manifest, mark, now, open_run
 from proctor.runs.results import RunWriter, new_run_dir
+from proctor.runs.task_exports import write_task_exports
+from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.tasks.base import Task
 
@@ -62,11 +63,20 @@ def evaluate(
     model_options: Mapping[str, Any] | None = None,
     progress: ProgressHook | None = None,
     command: Sequence[str] | None = None,
+    cache: str | Path | None = None,
+    chunk_size: int | None = None,
+    update: bool = False,
+    restart: bool = False,
+    export: bool = True,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
     Every task is prepared (data read, prompts rendered) before the model loads, so bad input
-    fails fast. Each task's samples are on disk as soon as that task finishes.
+    fails fast. Each model response is stored (``store.sqlite``) as soon as its chunk of
+    ``chunk_size`` requests finishes; running again with the same ``output_dir`` continues where
+    an interrupted run stopped. A folder started with other tasks, model or options is refused
+    unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
+    ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
     ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
     """
     started = time.perf_counter()
@@ -87,32 +97,63 @@ def evaluate(
         model = load_model(model, **dict(model_options or {}))
     load_seconds = time.perf_counter() - load_started
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = model.fingerprint
+    manifest = open_run(
+        run_dir,
+        build_manifest(
+            command,
+            fingerprint,
+            {p.task.name: p.content_hash for p in prepared},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {})},
+        ),
+        update=update,
+        restart=restart,
+    )
+    built = [build_requests(model, p) for p in prepared]  # every prompt renders before any model call
+    cache_file = cache_path(cache)
+    lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
+    lookup.use_model(fingerprint)
     writer = RunWriter(run_dir)
     results: dict[str, Any] = {
         "proctor_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": manifest["created"],
         "command": list(command) if command is not None else None,
-        "model": model.fingerprint,
+        "model": fingerprint,
         "environment": {"python": platform.python_version(), "platform": platform.platform()},
         "status": "running",
         "tasks": {},
         "groups": {},
         "timing": {"model_load_seconds": round(load_seconds, 3)},
     }
-    for item in prepared:
-        writer.write_task_config(item.task.name, task_config(item))
-        outcome = run_task(model, item, progress)
-        exported = write_exports(item, outcome, run_dir, model.name)
-        if exported:
-            outcome.result["exports"] = exported
-        writer.append_samples(outcome.records)
-        results["tasks"][outcome.name] = outcome.result
-        writer.write_results(results)  # what finished is on disk
-    memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
-    results["groups"] = aggregate_groups(results["tasks"], memberships)
-    results["status"] = "complete"
-    results["timing"]["total_seconds"] = round(time.perf_counter() - started, 3)
-    writer.write_results(results)
+    try:
+        if progress:  # announce every task first: an overall bar knows its total from the start
+            for item in built:
+                progress(item.name, 0, len(item.unique))
+        for item in built:
+            writer.write_task_config(item.name, task_config(item.prepared))
+            outcome = run_built(model, item, progress, lookup, chunk_size)
+            exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
+            if exported:
+                outcome.result["exports"] = exported
+            writer.append_samples(outcome.records)
+            results["tasks"][outcome.name] = outcome.result
+            writer.write_results(results)  # what finished is on disk
+        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
+        results["groups"] = aggregate_groups(results["tasks"], memberships)
+        results["status"] = "complete"
+        results["timing"]["total_seconds"] = round(time.perf_counter() - started, 3)
+        writer.write_results(results)
+        mark(
+            run_dir,
+            manifest,
+            finished=now(),
+            responses={"from_run_store": lookup.hits_run, "from_cache": lookup.hits_cache, "computed": lookup.computed},
+        )
+    finally:
+        lookup.close()
+    if export:
+        from proctor.runs.export import write_exports
+
+        write_exports(run_dir)
     return EvaluationResult(run_dir, results)
-
-

@@ -1,4 +1,4 @@
-"""The ``proctor`` command: run, ls, validate."""
+"""The ``proctor`` command: run, ls, validate, report, compare, export."""
 
 from __future__ import annotations
 
@@ -123,9 +123,13 @@ def run(
     norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
     temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=_PLUGIN_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (for logs)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", envvar="PROCTOR_CACHE", help="Response cache folder shared across runs (opt-in; env PROCTOR_CACHE)."),
+    chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Requests per model call, each stored when it finishes (default: the backend's)."),
+    update: bool = typer.Option(False, "--update", help="Continue in an --output folder whose tasks/model/options changed, recomputing only changed requests."),
+    restart: bool = typer.Option(False, "--restart", help="Discard what the --output folder holds and start over."),
 ) -> None:
-    """Evaluate a model on tasks and write a run folder."""
+    """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
 
     _load_plugins(plugin)
@@ -150,17 +154,26 @@ def run(
             model_options=options,
             progress=hook,
             command=sys.argv,
+            cache=cache,
+            chunk_size=chunk_size,
+            update=update,
+            restart=restart,
         )
+    if quiet:
+        logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)
     console.print(f"run folder: {result.run_dir}")
 
 
 class _progress:
-    """A rich progress bar per task, or nothing in quiet mode."""
+    """Rich progress: one bar per task and an overall bar, each with elapsed time and ETA."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bars: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+        self.totals: dict[str, int] = {}
+        self.started: set[str] = set()
 
     def __enter__(self):
         if self.quiet:
@@ -168,16 +181,23 @@ class _progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(),
             console=err_console, transient=False,
         )
+        self.overall = self.progress.add_task("[bold]all tasks[/bold]", total=0)
         self.progress.start()
         return self.hook
 
     def hook(self, name: str, done: int, total: int) -> None:
-        if name not in self.bars:
-            self.bars[name] = self.progress.add_task(name, total=total)
+        if name not in self.bars:  # announced before it runs: its clock starts with its first answers
+            self.bars[name] = self.progress.add_task(name, total=total, start=False)
+        if done and name not in self.started:
+            self.started.add(name)
+            self.progress.start_task(self.bars[name])
+        self.done[name], self.totals[name] = done, total
         self.progress.update(self.bars[name], completed=done, total=total)
+        self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
 
     def __exit__(self, *exc) -> None:
         if not self.quiet:
@@ -226,6 +246,68 @@ def validate(
         prepared = prepare_task(task, variables)
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")
     console.print(f"{len(found)} task(s) valid")
+
+
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(..., help="A run folder (holding results.json and samples.jsonl)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write the page (default: RUN_DIR/report.html)."),
+) -> None:
+    """Write a self-contained report.html for a run: tables, charts, calibration, sample browser."""
+    from proctor.runs.report import write_report
+
+    console.print(f"report: {write_report(run_dir, output)}")
+
+
+@app.command()
+def compare(
+    runs: List[Path] = typer.Argument(..., help="Run folders; the first is the baseline the others are compared with."),
+    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, help="Significance level (and 1 - confidence of the interval)."),
+    resamples: int = typer.Option(2000, "--resamples", min=100, help="Paired bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    output: Path = typer.Option(Path("comparison.json"), "--output", "-o", help="JSON file with every number shown."),
+) -> None:
+    """Per-task differences between runs on shared samples, with paired tests."""
+    from proctor.runs.compare import compare_runs
+    from proctor.runs.results import write_json_atomic
+
+    found = compare_runs(runs, alpha=alpha, n_boot=resamples, seed=seed)
+    for pair in found["comparisons"]:
+        table = Table(title=f"B = {pair['b']} vs A = {pair['a']} (B - A), alpha={alpha}")
+        for column in ("task", "metric", "n", "A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "McNemar p", "sig."):
+            left = column in ("task", "metric", "sig.")
+            table.add_column(column, justify="left" if left else "right", overflow="fold", no_wrap=column == "sig.", min_width=3 if column == "sig." else None)
+        for task, entry in pair["tasks"].items():
+            first = True
+            for metric, m in entry["metrics"].items():
+                ci = m.get("ci")
+                p = m.get("mcnemar", {}).get("p_value")
+                table.add_row(
+                    task if first else "", metric, str(m["n_shared"]), _fmt(m["a"]), _fmt(m["b"]),
+                    _fmt(m.get("diff")), f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "—",
+                    _fmt(p) if p is not None else "—", "[bold red]yes[/bold red]" if m["significant"] else "no",
+                )
+                first = False
+        console.print(table)
+        flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
+        console.print(f"{flagged} significant difference(s) at alpha={alpha}")
+        for side in ("a", "b"):
+            if pair[f"tasks_only_in_{side}"]:
+                console.print(f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}")
+    write_json_atomic(output, found)
+    console.print(f"comparison: {output}")
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="A run folder."),
+    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", help="lm-eval (results_lm_eval.json) and/or parquet (samples.parquet)."),
+) -> None:
+    """Write a run's results in lm-evaluation-harness's layout and its samples as parquet."""
+    from proctor.runs.export import write_exports
+
+    for path in write_exports(run_dir, tuple(fmt)):
+        console.print(f"wrote {path}")
 
 
 def main() -> None:

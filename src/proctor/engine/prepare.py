@@ -80,7 +80,7 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
 
         handler = load_task_class(spec, task.base_dir, file)
     for export in spec.exports:
-        from proctor.runs.exports import get_exporter
+        from proctor.runs.task_exports import get_exporter
 
         try:
             get_exporter(export.format)

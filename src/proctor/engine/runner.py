@@ -10,6 +10,8 @@ from typing import Any, Callable, Sequence
 from proctor.engine.prepare import PreparedTask
 from proctor.errors import ProctorError
 from proctor.models.base import Model
+from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.runs.store import Lookup, request_hash
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.tasks.base import kind_handler
 
@@ -38,43 +40,174 @@ def _dedupe(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
     return unique, mapping
 
 
-def run_task(model: Model, prepared: PreparedTask, progress: ProgressHook | None = None) -> TaskOutcome:
+@dataclass
+class TaskRequests:
+    """A task's requests: per sample, flattened, deduplicated (``mapping``: flat index -> unique index)."""
+
+    prepared: PreparedTask
+    handler: Any
+    per_sample: list[list[Any]]
+    prompts: list[str]
+    flat: list[Any]
+    unique: list[Any]
+    mapping: list[int]
+
+    @property
+    def name(self) -> str:
+        return self.prepared.task.spec.name
+
+
+def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
+    """Render every prompt for this model and turn each sample into its requests (no model call)."""
     spec = prepared.task.spec
     handler = prepared.handler or kind_handler(spec.kind)
-    started = time.perf_counter()
     if prepared.use_chat and not model.has_chat_template:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
+    if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
+        return TaskRequests(prepared, handler, [], prompts, [], [], [])
+    per_sample = [handler.requests(spec, sample, text) for sample, text in zip(prepared.samples, prompts)]
+    flat = [r for requests in per_sample for r in requests]
+    unique, mapping = _dedupe(flat)
+    return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
+
+
+def is_custom(handler: Any) -> bool:
+    return hasattr(handler, "predict_samples")
+
+
+def default_chunk_size(model: Model) -> int:
+    """Requests per model call when streaming to a store.
+
+    A backend may name its own (``chunk_requests``: the HF backend packs log-likelihoods by
+    tokens, and a chunk that followed ``--batch-size`` would make scores depend on it);
+    otherwise the backend's batch size, else 64.
+    """
+    size = getattr(model, "chunk_requests", None) or getattr(model, "batch_size", None)
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 64
+
+
+def _length_key(request: Any) -> tuple:
+    """Longest first, requests sharing a context side by side: chunks of similar lengths."""
+    if isinstance(request, LoglikelihoodRequest):
+        return (-len(request.context), request.context, -len(request.continuation))
+    if isinstance(request, GenerateRequest):
+        return (-len(request.prompt), request.prompt)
+    return (-len(getattr(request, "text", "")),)
+
+
+def execute(
+    model: Model,
+    request_type: str,
+    requests: Sequence[Any],
+    lookup: Lookup | None = None,
+    chunk_size: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """Results for ``requests`` (in their order), streaming each finished chunk to ``lookup``.
+
+    Chunk boundaries depend only on the requests and the chunk size, never on what is already
+    stored, so a resumed run sends the model exactly the batches the interrupted one would have.
+    """
+    call = getattr(model, request_type)
+    if not requests:
+        return []
+    if lookup is None and chunk_size is None:
+        out = list(call(list(requests), progress))
+        _check_count(model, request_type, len(requests), len(out))
+        return out
+    size = chunk_size or default_chunk_size(model)
+    keys = [request_hash(r) for r in requests]
+    results: dict[int, Any] = {}
+    if lookup is not None:
+        found = lookup.get_many(keys, requests)
+        results = {i: found[k] for i, k in enumerate(keys) if k in found}
+        if results and progress:
+            progress(len(results))
+    order = sorted(range(len(requests)), key=lambda i: _length_key(requests[i]))
+    for start in range(0, len(order), size):
+        todo = [i for i in order[start : start + size] if i not in results]
+        if not todo:
+            continue
+        out = list(call([requests[i] for i in todo], progress))
+        _check_count(model, request_type, len(todo), len(out))
+        if lookup is not None:
+            lookup.put_many([(keys[i], requests[i], r) for i, r in zip(todo, out)])
+        results.update(zip(todo, out))
+    if lookup is not None:  # score what the store holds: a resumed run reads exactly the same values
+        stored = lookup.run_store.get_many(lookup.model, keys)
+        return [stored[k] for k in keys]
+    return [results[i] for i in range(len(requests))]
+
+
+def _check_count(model: Model, request_type: str, asked: int, got: int) -> None:
+    if asked != got:
+        raise ProctorError(f"model '{model.name}' answered {got} of {asked} {request_type} requests")
+
+
+def run_task(
+    model: Model,
+    prepared: PreparedTask,
+    progress: ProgressHook | None = None,
+    lookup: Lookup | None = None,
+    chunk_size: int | None = None,
+) -> TaskOutcome:
+    built = build_requests(model, prepared)
+    return run_built(model, built, progress, lookup, chunk_size)
+
+
+def run_built(
+    model: Model,
+    built: TaskRequests,
+    progress: ProgressHook | None = None,
+    lookup: Lookup | None = None,
+    chunk_size: int | None = None,
+) -> TaskOutcome:
+    started = time.perf_counter()
+    spec = built.prepared.task.spec
+    unique = built.unique
     done = 0
 
     def on_progress(n: int) -> None:
         nonlocal done
         done += n
         if progress:
-            progress(spec.name, done, total)
+            progress(spec.name, done, len(unique))
 
+    if progress:
+        progress(spec.name, 0, len(unique))
     model_started = time.perf_counter()
-    if hasattr(handler, "predict_samples"):  # a custom task class calls the model itself
-        total = len(prepared.samples)
+    if is_custom(built.handler):
+        total = len(built.prepared.samples)
         if progress:
             progress(spec.name, 0, total)
-        pairs = handler.predict_samples(model, prepared.samples, prompts, on_progress)
-        request_info = {"total": total, "unique": total, "type": "custom"}
-    else:
-        per_sample = [handler.requests(spec, sample, text) for sample, text in zip(prepared.samples, prompts)]
-        flat = [r for requests in per_sample for r in requests]
-        unique, mapping = _dedupe(flat)
-        total = len(unique)
-        if progress:
-            progress(spec.name, 0, total)
-        results = getattr(model, handler.request_type)(unique, on_progress) if unique else []
-        pairs, position = [], 0
-        for sample, requests in zip(prepared.samples, per_sample):
-            sample_results = [results[mapping[position + k]] for k in range(len(requests))]
-            position += len(requests)
-            pairs.append(handler.outcome(spec, sample, sample_results))
-        request_info = {"total": len(flat), "unique": len(unique), "type": handler.request_type}
+        pairs = built.handler.predict_samples(model, built.prepared.samples, built.prompts, on_progress)
+        model_seconds = time.perf_counter() - model_started
+        return score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
+    results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
     model_seconds = time.perf_counter() - model_started
+    return score_task(built, results, model_seconds, started)
+
+
+def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None) -> TaskOutcome:
+    """Per-sample outcomes, metric values and the task's aggregate from the unique results."""
+    spec = built.prepared.task.spec
+    pairs, position = [], 0
+    for sample, requests in zip(built.prepared.samples, built.per_sample):
+        sample_results = [results[built.mapping[position + k]] for k in range(len(requests))]
+        position += len(requests)
+        pairs.append(built.handler.outcome(spec, sample, sample_results))
+    request_info = {"total": len(built.flat), "unique": len(built.unique), "type": built.handler.request_type}
+    return score_outcomes(built, pairs, request_info, model_seconds, started)
+
+
+def score_outcomes(
+    built: TaskRequests, pairs: Sequence[tuple[Any, dict]], request_info: dict, model_seconds: float = 0.0, started: float | None = None
+) -> TaskOutcome:
+    """Metric values per sample and the task's aggregate, from each sample's (outcome, details)."""
+    started = time.perf_counter() if started is None else started
+    prepared, prompts = built.prepared, built.prompts
+    spec = prepared.task.spec
     values: dict[str, list[Any]] = {m.name: [] for m, _ in prepared.metrics}
     records: list[dict] = []
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):

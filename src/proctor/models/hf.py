@@ -100,6 +100,9 @@ class HFModel(Model):
         self.prefix_token_id = bos if bos is not None else self.tokenizer.eos_token_id
         # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
         self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
+        # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
+        # not --batch-size: packed rows are built per call, and must not change with the batch size.
+        self.chunk_requests = 256
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None

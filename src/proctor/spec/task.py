@@ -120,7 +120,7 @@ class MetricSpec(_Frozen):
 
 
 class ExportSpec(_Frozen):
-    """An extra file written into the run folder by a registered exporter (``proctor.runs.exports``)."""
+    """An extra file written into the run folder by a registered exporter (``proctor.runs.task_exports``)."""
 
     format: str
     options: dict[str, Any] = Field(default_factory=dict)

@@ -35,7 +35,7 @@ def sanitize_filename(name: str) -> str:
     return re.sub(r'[/<>:"\\|?*\x00-\x1f]', "-", name)
 
 
-def write_exports(prepared: Any, outcome: Any, run_dir: Path, model_name: str) -> list[str]:
+def write_task_exports(prepared: Any, outcome: Any, run_dir: Path, model_name: str) -> list[str]:
     written: list[str] = []
     for export in prepared.task.spec.exports:
         written += get_exporter(export.format)(prepared, outcome, run_dir, model_name, **export.options)

@@ -1,0 +1,137 @@
+"""Compare runs task by task on the samples they share.
+
+For every task and metric present in both runs the difference (B - A) of the means over shared
+samples gets a paired bootstrap confidence interval; metrics whose per-sample values are all 0/1
+(accuracy-like) also get McNemar's exact test on the discordant pairs. A difference is flagged
+significant at ``alpha`` by McNemar's p-value for 0/1 metrics, and otherwise by the bootstrap
+interval excluding zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from proctor.errors import ProctorError
+from proctor.runs.export import iter_samples, load_results
+
+
+def _per_sample(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """task -> sample key -> metric values. Repeated ids get an occurrence suffix."""
+    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for record in iter_samples(run_dir):
+        task, sid = record.get("task"), str(record.get("id"))
+        n = seen[(task, sid)]
+        seen[(task, sid)] += 1
+        out[task][sid if n == 0 else f"{sid}#{n}"] = record.get("metrics") or {}
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """Discordant counts (A right/B wrong, A wrong/B right) and the exact two-sided p-value."""
+    only_a = int(np.sum((a == 1) & (b == 0)))
+    only_b = int(np.sum((a == 0) & (b == 1)))
+    n = only_a + only_b
+    if n == 0:
+        return only_a, only_b, 1.0
+    k = min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return only_a, only_b, min(1.0, 2 * tail / 2**n)
+
+
+def paired_bootstrap(diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of the mean paired difference (resampling samples with replacement)."""
+    n = diff.size
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    step = max(1, min(n_boot, 2_000_000 // max(n, 1)))
+    for start in range(0, n_boot, step):
+        count = min(step, n_boot - start)
+        idx = rng.integers(0, n, size=(count, n))
+        means[start : start + count] = diff[idx].mean(axis=1)
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:
+    results_a, results_b = load_results(run_a), load_results(run_b)
+    samples_a, samples_b = _per_sample(run_a), _per_sample(run_b)
+    tasks: dict[str, dict] = {}
+    for task in results_a.get("tasks", {}):
+        if task not in results_b.get("tasks", {}):
+            continue
+        ta, tb = results_a["tasks"][task], results_b["tasks"][task]
+        shared_ids = [i for i in samples_a.get(task, {}) if i in samples_b.get(task, {})]
+        metrics = {}
+        for metric in ta["metrics"]:
+            if metric not in tb["metrics"]:
+                continue
+            pairs = [
+                (x, y)
+                for i in shared_ids
+                if (x := _number(samples_a[task][i].get(metric))) is not None and (y := _number(samples_b[task][i].get(metric))) is not None
+            ]
+            entry: dict[str, Any] = {
+                "a": ta["metrics"][metric]["value"],
+                "b": tb["metrics"][metric]["value"],
+                "higher_is_better": ta.get("higher_is_better", {}).get(metric, True),
+                "n_shared": len(pairs),
+            }
+            if pairs:
+                a = np.array([p[0] for p in pairs])
+                b = np.array([p[1] for p in pairs])
+                diff = b - a
+                low, high = paired_bootstrap(diff, n_boot=n_boot, alpha=alpha, seed=seed)
+                entry.update(mean_a=float(a.mean()), mean_b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
+                binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
+                if binary:
+                    only_a, only_b, p = mcnemar_exact(a, b)
+                    entry["mcnemar"] = {"a_only": only_a, "b_only": only_b, "p_value": p}
+                    entry["significant"] = p < alpha
+                    entry["test"] = "mcnemar"
+                else:
+                    entry["significant"] = bool(low > 0 or high < 0)
+                    entry["test"] = "bootstrap"
+            else:
+                entry.update(diff=None, ci=None, significant=False, test=None)
+            metrics[metric] = entry
+        tasks[task] = {"n_a": ta["n_samples"], "n_b": tb["n_samples"], "n_shared": len(shared_ids), "metrics": metrics}
+    only_a = sorted(set(results_a.get("tasks", {})) - set(results_b.get("tasks", {})))
+    only_b = sorted(set(results_b.get("tasks", {})) - set(results_a.get("tasks", {})))
+    return {
+        "a": str(run_a),
+        "b": str(run_b),
+        "model_a": results_a.get("model", {}).get("model"),
+        "model_b": results_b.get("model", {}).get("model"),
+        "tasks": tasks,
+        "tasks_only_in_a": only_a,
+        "tasks_only_in_b": only_b,
+    }
+
+
+def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:
+    """The first run is the baseline; every other run is compared with it."""
+    if len(runs) < 2:
+        raise ProctorError("compare needs at least two run folders")
+    base = Path(runs[0])
+    return {
+        "baseline": str(base),
+        "alpha": alpha,
+        "bootstrap": {"resamples": n_boot, "seed": seed, "interval": f"{100 * (1 - alpha):g}% percentile"},
+        "comparisons": [compare_pair(base, Path(other), alpha=alpha, n_boot=n_boot, seed=seed) for other in runs[1:]],
+    }

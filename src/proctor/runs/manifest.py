@@ -1,0 +1,128 @@
+"""``run.json``: what a run folder was started with, checked before a run continues in it.
+
+It records the exact command, the model fingerprint (and its hash), every task's content hash and
+the options that change which requests are made. Re-running into the same folder continues only
+when all of these match; otherwise the run refuses and says what changed, unless the caller asks
+to update (accept the changes, reuse every stored response that still matches) or to restart.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from proctor import __version__
+from proctor.errors import ProctorError
+from proctor.runs.results import write_json_atomic
+from proctor.runs.store import STORE_FILE, fingerprint_hash
+
+MANIFEST = "run.json"
+
+
+class RunMismatchError(ProctorError):
+    """The run folder was started with other tasks, another model or other options."""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def build_manifest(
+    command: Sequence[str] | None,
+    fingerprint: Mapping[str, Any],
+    task_hashes: Mapping[str, str],
+    options: Mapping[str, Any],
+) -> dict:
+    return {
+        "proctor_version": __version__,
+        "created": now(),
+        "command": list(command) if command is not None else None,
+        "model": dict(fingerprint),
+        "model_hash": fingerprint_hash(fingerprint),
+        "tasks": dict(task_hashes),
+        "options": dict(options),
+        "attempts": [],
+    }
+
+
+def read_manifest(run_dir: Path) -> dict | None:
+    path = run_dir / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProctorError(f"cannot read {path}: {exc}; use --restart to start this run folder over") from None
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What changed between the folder's manifest and this run, one line per change."""
+    lines = []
+    if old.get("model_hash") != new["model_hash"]:
+        was, now_ = old.get("model", {}), new["model"]
+        changed = sorted(k for k in set(was) | set(now_) if was.get(k) != now_.get(k))
+        detail = ", ".join(f"{k}: {was.get(k)!r} -> {now_.get(k)!r}" for k in changed[:6])
+        lines.append(f"model changed ({detail})")
+    old_tasks, new_tasks = old.get("tasks", {}), new["tasks"]
+    for name in new_tasks:
+        if name not in old_tasks:
+            lines.append(f"task '{name}' was not in this run")
+        elif old_tasks[name] != new_tasks[name]:
+            lines.append(f"task '{name}' changed (content hash {old_tasks[name]} -> {new_tasks[name]})")
+    for name in old_tasks:
+        if name not in new_tasks:
+            lines.append(f"task '{name}' is no longer selected")
+    old_opts, new_opts = old.get("options", {}), new["options"]
+    for key in sorted(set(old_opts) | set(new_opts)):
+        if old_opts.get(key) != new_opts.get(key):
+            lines.append(f"option {key} changed ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
+    return lines
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """Remove what a run wrote (store, results, samples, exports), keeping unrelated files."""
+    for name in (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html"):
+        (run_dir / name).unlink(missing_ok=True)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        (run_dir / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tasks", ignore_errors=True)
+
+
+def open_run(run_dir: Path, manifest: dict, *, update: bool = False, restart: bool = False) -> dict:
+    """Check (or start) the run folder and record this attempt; returns the manifest in force."""
+    old = read_manifest(run_dir) if not restart else None
+    if restart:
+        clear_run_dir(run_dir)
+    elif old is None and (run_dir / STORE_FILE).exists():
+        raise RunMismatchError(
+            f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
+        )
+    attempt = {"started": manifest["created"], "command": manifest["command"]}
+    if old is not None:
+        changes = differences(old, manifest)
+        if changes and not update:
+            listed = "\n  - ".join(changes)
+            raise RunMismatchError(
+                f"run folder {run_dir} was started with different inputs:\n  - {listed}\n"
+                "Re-run with --update to accept the changes (only changed requests are recomputed), "
+                "--restart to start over, or choose another --output folder."
+            )
+        merged = dict(manifest)
+        merged["created"] = old.get("created", manifest["created"])
+        merged["attempts"] = list(old.get("attempts", []))
+        attempt["resumed"] = True
+        if changes:
+            attempt["changes"] = changes
+        manifest = merged
+    manifest["attempts"] = manifest.get("attempts", []) + [attempt]
+    write_json_atomic(run_dir / MANIFEST, manifest)
+    return manifest
+
+
+def mark(run_dir: Path, manifest: dict, **fields: Any) -> None:
+    """Update this attempt's entry (e.g. finished time, store statistics)."""
+    manifest["attempts"][-1].update(fields)
+    write_json_atomic(run_dir / MANIFEST, manifest)

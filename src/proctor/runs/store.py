@@ -1,0 +1,220 @@
+"""The response store: every finished model response, on disk as soon as its batch completes.
+
+One SQLite database in WAL mode. A row is keyed by the hash of the model fingerprint and the
+hash of the request (its type and every field), so a stored answer is only ever read back for
+exactly the same model and exactly the same request. Each batch is one transaction: a process
+killed at any point (even mid-write) leaves the database with every earlier batch intact and
+none of the batch in flight. The same class serves the per-run store (``store.sqlite`` in the
+run folder) and the opt-in cache shared across runs (``--cache DIR``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sqlite3
+import time
+import typing
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from proctor.errors import ProctorError
+from proctor.requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
+
+SCHEMA_VERSION = 1
+CACHE_ENV = "PROCTOR_CACHE"
+STORE_FILE = "store.sqlite"
+CACHE_FILE = "cache.sqlite"
+
+_RESULT_TYPES = {
+    LoglikelihoodRequest: LoglikelihoodResult,
+    GenerateRequest: GenerateResult,
+    RollingLoglikelihoodRequest: RollingLoglikelihoodResult,
+}
+_BY_NAME = {cls.__name__: cls for cls in (*_RESULT_TYPES, *_RESULT_TYPES.values())}
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no spaces, floats as Python's shortest repr."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
+def _plain(obj: Any) -> dict:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(dict(fingerprint)).encode()).hexdigest()[:32]
+
+
+def request_hash(request: Any) -> str:
+    """Hash of the request type and every one of its fields (generation settings included)."""
+    payload = canonical_json({"type": type(request).__name__, "fields": _plain(request)})
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def encode_result(result: Any) -> str:
+    return canonical_json({"type": type(result).__name__, "fields": _plain(result)})
+
+
+def decode_result(text: str) -> Any:
+    data = json.loads(text)
+    cls = _BY_NAME.get(data["type"])
+    if cls is None:
+        raise ProctorError(f"the run store holds an unknown result type '{data['type']}'")
+    hints = typing.get_type_hints(cls)
+    fields = {}
+    for name, value in data["fields"].items():
+        if isinstance(value, list) and "tuple" in str(hints.get(name, "")):
+            value = tuple(value)
+        fields[name] = value
+    return cls(**fields)
+
+
+class ResponseStore:
+    """Responses keyed by (model fingerprint hash, request hash), one transaction per batch."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a committed batch survives a killed process; only an OS crash or
+            # power cut can lose the last transactions, never corrupt the database.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS responses (
+                    model TEXT NOT NULL,
+                    request TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    request_json TEXT NOT NULL,
+                    result_json TEXT NOT NULL,
+                    created REAL NOT NULL,
+                    PRIMARY KEY (model, request)
+                ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS models (model TEXT PRIMARY KEY, fingerprint TEXT NOT NULL);
+                """
+            )
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise ProctorError(f"cannot open the response store {self.path}: {exc}") from None
+        version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+        if int(version) != SCHEMA_VERSION:
+            raise ProctorError(f"{self.path} has store schema {version}; this proctor reads {SCHEMA_VERSION}")
+
+    def register_model(self, fingerprint: Mapping[str, Any]) -> str:
+        key = fingerprint_hash(fingerprint)
+        self._db.execute("INSERT OR IGNORE INTO models VALUES (?, ?)", (key, canonical_json(dict(fingerprint))))
+        return key
+
+    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, Any]:
+        """Stored results for those request hashes (missing ones left out)."""
+        found: dict[str, Any] = {}
+        step = 500
+        for start in range(0, len(keys), step):
+            part = list(keys[start : start + step])
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT request, result_json FROM responses WHERE model=? AND request IN ({marks})", [model, *part]
+            )
+            for key, text in rows:
+                found[key] = decode_result(text)
+        return found
+
+    def put_many(self, model: str, items: Iterable[tuple[str, Any, Any]]) -> None:
+        """Write (request hash, request, result) triples in one transaction: all or none land."""
+        now = time.time()
+        rows = [
+            (model, key, type(request).__name__, canonical_json(_plain(request)), encode_result(result), now)
+            for key, request, result in items
+        ]
+        if not rows:
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise ProctorError(f"cannot write to the response store {self.path}: {exc}") from None
+
+    def count(self, model: str | None = None) -> int:
+        if model is None:
+            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM responses WHERE model=?", (model,)).fetchone()[0]
+
+    def close(self) -> None:
+        try:
+            self._db.close()
+        except sqlite3.Error:
+            pass
+
+    def __enter__(self) -> "ResponseStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def cache_path(cache: str | Path | None) -> Path | None:
+    """The shared cache database: ``cache`` if given, else $PROCTOR_CACHE, else none (opt-in)."""
+    where = cache if cache is not None else os.environ.get(CACHE_ENV) or None
+    if where is None or str(where) == "":
+        return None
+    folder = Path(where).expanduser()
+    return folder if folder.suffix == ".sqlite" else folder / CACHE_FILE
+
+
+class Lookup:
+    """The run store, backed by an optional shared cache: reads run store then cache; writes both."""
+
+    def __init__(self, run_store: ResponseStore, cache: ResponseStore | None = None) -> None:
+        self.run_store = run_store
+        self.cache = cache
+        self.model = ""
+        self.hits_run = 0
+        self.hits_cache = 0
+        self.computed = 0
+
+    def use_model(self, fingerprint: Mapping[str, Any]) -> None:
+        self.model = self.run_store.register_model(fingerprint)
+        if self.cache is not None:
+            self.cache.register_model(fingerprint)
+
+    def get_many(self, keys: Sequence[str], requests: Sequence[Any]) -> dict[str, Any]:
+        found = self.run_store.get_many(self.model, keys)
+        self.hits_run += len(found)
+        if self.cache is not None and len(found) < len(keys):
+            missing = [(k, r) for k, r in zip(keys, requests) if k not in found]
+            cached = self.cache.get_many(self.model, [k for k, _ in missing])
+            if cached:
+                self.hits_cache += len(cached)
+                # Copy into the run store, so the run folder alone holds every answer it used.
+                self.run_store.put_many(self.model, [(k, r, cached[k]) for k, r in missing if k in cached])
+                found.update(cached)
+        return found
+
+    def put_many(self, items: Sequence[tuple[str, Any, Any]]) -> None:
+        self.computed += len(items)
+        self.run_store.put_many(self.model, items)
+        if self.cache is not None:
+            self.cache.put_many(self.model, items)
+
+    def close(self) -> None:
+        self.run_store.close()
+        if self.cache is not None:
+            self.cache.close()
