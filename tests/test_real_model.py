@@ -55,3 +55,22 @@ def test_quickstart_runs_on_the_default_model(default_model, tmp_path):
     assert mc["metrics"]["acc"]["value"] > 0.4
     gen = result.tasks["quickstart_short_answers"]
     assert gen["n_samples"] == 20 and gen["metrics"]["exact_match"]["value"] > 0.2
+
+
+def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatch):
+    import torch
+
+    from proctor.models.default import default_model_path, proctor_home
+
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    assert proctor_home() == tmp_path / "home"
+    folder = default_model_path()
+    assert folder.parent.parent == tmp_path / "home" and (folder / "config.json").exists()
+    weights = sorted(folder.glob("*.safetensors"))
+    assert weights and not list(folder.parent.glob(".convert-*"))  # no staging folder left behind
+    stamp = weights[0].stat().st_mtime_ns
+    assert default_model_path() == folder and weights[0].stat().st_mtime_ns == stamp  # not converted again
+    from safetensors.torch import load_file
+
+    tensors = load_file(weights[0])
+    assert all(t.dtype == torch.float32 for t in tensors.values())
