@@ -166,11 +166,12 @@ class _StopAfter:
 
 def test_resume_on_a_real_model_gives_identical_results(tiny_model, tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=3)
-    full = evaluate([tasks], tiny_model, output_dir=tmp_path / "full")
-    for stop in (2, 3, 3):  # 14 calls in all: 8 are done before the last attempt
+    # Chunks of 4 requests: 14 model calls in all, 8 of them done before the last attempt.
+    full = evaluate([tasks], tiny_model, output_dir=tmp_path / "full", chunk_size=4)
+    for stop in (2, 3, 3):
         with pytest.raises(_Interrupt):
-            evaluate([tasks], _StopAfter(tiny_model, stop), output_dir=tmp_path / "run")
+            evaluate([tasks], _StopAfter(tiny_model, stop), output_dir=tmp_path / "run", chunk_size=4)
     wrapper = _StopAfter(tiny_model, 10_000)
-    resumed = evaluate([tasks], wrapper, output_dir=tmp_path / "run")
+    resumed = evaluate([tasks], wrapper, output_dir=tmp_path / "run", chunk_size=4)
     assert stable(resumed.results)["tasks"] == stable(full.results)["tasks"]
     assert (tmp_path / "run" / "samples.jsonl").read_bytes() == (tmp_path / "full" / "samples.jsonl").read_bytes()
