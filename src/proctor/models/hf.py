@@ -340,17 +340,13 @@ class HFModel(Model):
         return sorted(i for i in ids if i is not None)
 
     def _finish(self, new: list[int], request: GenerateRequest, n_prompt: int, eos_ids: list[int]) -> GenerateResult:
+        """A result from transformers' output row: cut at end-of-sequence, drop trailing padding."""
         pad = self.tokenizer.pad_token_id
-        n_generated = len(new)
-        ended = False
+        reason = "length"
         for position, token in enumerate(new):
             if token in eos_ids:
-                new, n_generated, ended = new[:position], position + 1, True
+                new, reason = new[:position], "eos"
                 break
         while new and new[-1] == pad and pad not in eos_ids:
             new.pop()
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        cut = min((text.find(s) for s in request.stop if s in text), default=-1)
-        if cut >= 0:
-            return GenerateResult(text[:cut], "stop", n_prompt, n_generated)
-        return GenerateResult(text, "stop" if ended else "length", n_prompt, n_generated)
+        return self._result(new, reason, request, n_prompt)
