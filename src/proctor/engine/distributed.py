@@ -168,13 +168,10 @@ class DistributedModel(Model):
         kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
         if paths:
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
-        if cluster.address is None:
+        if cluster.address is None:  # a private cluster for this run: "local" never joins a running one
             cpus = max(os.cpu_count() or 1, math.ceil(cluster.workers * cluster.cpus_per_worker))
-            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
+            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, **kwargs)
         else:
-            host = cluster.address.rsplit(":", 1)[0]
-            if host in ("127.0.0.1", "localhost"):
-                kwargs["_node_ip_address"] = "127.0.0.1"
             self._ray.init(address=cluster.address, **kwargs)
 
     def _start(self, spec: str, options: dict) -> None:
