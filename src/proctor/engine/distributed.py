@@ -142,6 +142,7 @@ class DistributedModel(Model):
         self._actors: list = []
         self._alive: list[int] = []
         self.lost: list[int] = []  # replicas dropped during the run
+        self.chunks_done: dict[int, int] = {}  # replica -> chunks it answered (first answers only)
         if cluster.address is None:
             self._prepare_default_model(spec)
         if not ray.is_initialized():
@@ -292,6 +293,7 @@ class DistributedModel(Model):
                 continue
             if k not in finished:
                 finished.add(k)
+                self.chunks_done[replica] = self.chunks_done.get(replica, 0) + 1
                 done(k, out)
             feed(replica)
 
