@@ -84,7 +84,6 @@ def single(tasks, tiny_model_dir, tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
 def test_two_workers_give_the_single_process_results(tasks, tiny_model_dir, single, tmp_path):
     run = tmp_path / "run"
     evaluate([tasks], str(tiny_model_dir), output_dir=run, chunk_size=CHUNK, model_options=OPTIONS, workers=2)
@@ -94,7 +93,6 @@ def test_two_workers_give_the_single_process_results(tasks, tiny_model_dir, sing
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
 def test_a_killed_worker_has_its_chunks_reassigned(tasks, tiny_model_dir, single, tmp_path):
     from proctor.engine.distributed import ClusterOptions, DistributedModel
 
@@ -150,7 +148,6 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(400)
 def test_two_node_cluster_on_loopback_runs_a_task_end_to_end(tasks, tiny_model_dir, single, tmp_path):
     port = _free_port()
     address = f"127.0.0.1:{port}"
