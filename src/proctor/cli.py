@@ -119,7 +119,7 @@ def print_results(results: dict) -> None:
 @app.command()
 def run(
     paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs proctor[vllm] and a GPU)."),
+    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="At most this many samples per task."),
@@ -139,7 +139,7 @@ def run(
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Requests per model call, each stored when it finishes (default: the backend's)."),
     update: bool = typer.Option(False, "--update", help="Continue in an --output folder whose tasks/model/options changed, recomputing only changed requests."),
     restart: bool = typer.Option(False, "--restart", help="Discard what the --output folder holds and start over."),
-    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Model replicas on Ray (data parallel; needs proctor[ray]). Same numbers as 1."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Model replicas on Ray (data parallel; needs the ray extra). Same numbers as 1."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join a running Ray cluster (host:port or 'auto') instead of starting a local one."),
     cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", min=0.0, help="CPUs (and torch threads) per replica."),
     gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs per replica; for vllm: its tensor-parallel size."),
