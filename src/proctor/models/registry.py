@@ -2,6 +2,7 @@
 
 - ``smollm2`` (default): the embedded SmolLM2-135M-Instruct
 - ``hf:<folder or hub id>`` or a bare folder / hub id: the Hugging Face backend
+- ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
         if rest.lower() in DEFAULT_MODEL_ALIASES:
             return HFModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
         return HFModel(rest, **options)
+    if backend == "vllm":
+        from proctor.models.vllm_backend import VLLMModel
+
+        if rest.lower() in DEFAULT_MODEL_ALIASES:
+            return VLLMModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
+        return VLLMModel(rest, **options)
     from proctor.errors import ModelLoadError
 
-    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf")
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, vllm")

@@ -1,0 +1,338 @@
+"""Data-parallel evaluation on Ray: N model replicas behind one ``Model``.
+
+``DistributedModel`` starts (or joins) a Ray cluster and creates one actor per replica; each
+actor loads its model exactly once and answers whole engine chunks. The engine
+(``runner.execute``) hands it every chunk of a request type at once through ``map_chunks``;
+chunk contents are fixed by the engine, so a chunk's answers are the ones a single process would
+compute for it, whichever replica runs it and in whatever order chunks finish. Results come back
+to the driver, which commits each chunk to the one run store as it arrives.
+
+A replica that dies (killed process, lost node) is dropped: its chunk in flight and its queued
+chunks are reassigned to the survivors; a chunk is committed once, the first time it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from proctor.engine.sharding import assign, chunk_key, estimated_tokens
+from proctor.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.models.base import Model, Progress
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = 2  # chunks queued on a replica at once: the next one is ready while the driver commits
+
+
+def require_ray():
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependencyError("ray", "ray", "--workers / --ray-address (data-parallel evaluation on Ray)") from None
+    return ray
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where and how replicas run.
+
+    ``address``: None starts a local Ray cluster on 127.0.0.1; ``auto`` or ``host:port`` joins a
+    running one (``ray start --head``). ``nodes``: node IP addresses; replicas are placed on them
+    round robin. ``resources``: custom Ray resources each replica needs (``ray start --resources``).
+    """
+
+    workers: int = 1
+    address: str | None = None
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
+    resources: Mapping[str, float] = field(default_factory=dict)
+    nodes: tuple[str, ...] = ()
+
+    def actor_options(self, index: int) -> dict:
+        resources = dict(self.resources)
+        if self.nodes:
+            resources[f"node:{self.nodes[index % len(self.nodes)]}"] = 0.001
+        options: dict[str, Any] = {"num_cpus": self.cpus_per_worker, "num_gpus": self.gpus_per_worker, "max_restarts": 0}
+        if resources:
+            options["resources"] = resources
+        return options
+
+
+def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: ClusterOptions) -> dict:
+    """Model options for one replica: the GPUs of a vLLM replica are its tensor-parallel size."""
+    out = dict(options or {})
+    if spec.startswith("vllm:") and cluster.gpus_per_worker >= 1 and "tensor_parallel_size" not in out:
+        out["tensor_parallel_size"] = int(cluster.gpus_per_worker)
+    return out
+
+
+class ModelWorker:
+    """One replica (a Ray actor): loads its model once, then answers whole chunks."""
+
+    def __init__(self, spec: str, options: Mapping[str, Any], threads: int | None, cwd: str | None) -> None:
+        self.error: str | None = None
+        self.model: Model | None = None
+        if cwd and os.path.isdir(cwd):  # relative model paths mean what they mean for the driver
+            os.chdir(cwd)
+        try:
+            if threads:
+                try:
+                    import torch
+
+                    torch.set_num_threads(threads)
+                except ImportError:
+                    pass
+            from proctor.models.registry import load_model
+
+            self.model = load_model(spec, **dict(options))
+        except Exception as exc:  # reported by describe(): a clean message, not a dead actor
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def describe(self) -> dict:
+        import ray
+
+        info = {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "error": self.error}
+        if self.model is not None:
+            m = self.model
+            info.update(
+                name=m.name,
+                fingerprint=m.fingerprint,
+                has_chat_template=m.has_chat_template,
+                chunk_requests=getattr(m, "chunk_requests", None),
+                batch_size=getattr(m, "batch_size", None),
+            )
+        return info
+
+    def call(self, request_type: str, requests: Sequence[Any]) -> list:
+        return list(getattr(self.model, request_type)(list(requests)))
+
+    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+        return self.model.apply_chat_template(messages)
+
+    def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
+
+
+def _source_root() -> str | None:
+    """The folder holding this ``proctor`` package, for workers' PYTHONPATH (a source checkout)."""
+    import proctor
+
+    root = Path(proctor.__file__).resolve().parents[1]
+    return None if "site-packages" in root.parts else str(root)
+
+
+class DistributedModel(Model):
+    """N replicas of one model on a Ray cluster, seen by the engine as one model."""
+
+    def __init__(self, spec: str, model_options: Mapping[str, Any] | None = None, cluster: ClusterOptions | None = None) -> None:
+        ray = require_ray()
+        cluster = cluster or ClusterOptions()
+        if cluster.workers < 1:
+            raise ProctorError(f"--workers takes a positive number, got {cluster.workers}")
+        self._ray = ray
+        self.cluster = cluster
+        self.spec = spec
+        self._owns_ray = False
+        self._actors: list = []
+        self._alive: list[int] = []
+        self.lost: list[int] = []  # replicas dropped during the run
+        self.chunks_done: dict[int, int] = {}  # replica -> chunks it answered (first answers only)
+        if cluster.address is None:
+            self._prepare_default_model(spec)
+        if not ray.is_initialized():
+            self._init(cluster)
+            self._owns_ray = True
+        try:
+            self._start(spec, replica_options(spec, model_options, cluster))
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ cluster and replicas
+    @staticmethod
+    def _prepare_default_model(spec: str) -> None:
+        """Convert the embedded default model once here, not concurrently in every local replica."""
+        from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
+
+        backend, _, rest = spec.partition(":")
+        if (rest or backend).lower() in DEFAULT_MODEL_ALIASES and backend in ("hf", spec):
+            default_model_path()
+
+    def _init(self, cluster: ClusterOptions) -> None:
+        paths = [p for p in (_source_root(), os.environ.get("PYTHONPATH")) if p]
+        kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
+        if paths:
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+        if cluster.address is None:  # a private cluster for this run: "local" never joins a running one
+            cpus = max(os.cpu_count() or 1, math.ceil(cluster.workers * cluster.cpus_per_worker))
+            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, **kwargs)
+        else:
+            self._ray.init(address=cluster.address, **kwargs)
+
+    def _start(self, spec: str, options: dict) -> None:
+        ray = self._ray
+        remote = ray.remote(ModelWorker)
+        threads = int(self.cluster.cpus_per_worker) if self.cluster.cpus_per_worker >= 1 else None
+        self._actors = [
+            remote.options(**self.cluster.actor_options(i)).remote(spec, options, threads, os.getcwd())
+            for i in range(self.cluster.workers)
+        ]
+        pending = [a.describe.remote() for a in self._actors]
+        waited = 0
+        while True:  # replicas wait for free resources; say so instead of hanging silently
+            ready, _ = ray.wait(pending, num_returns=len(pending), timeout=60)
+            if len(ready) == len(pending):
+                break
+            waited += 60
+            log.warning(
+                "%d of %d replicas started after %d s; waiting for resources (each needs %s). Cluster: %s",
+                len(ready), len(pending), waited, self.cluster.actor_options(0), ray.cluster_resources(),
+            )
+        try:
+            self.workers = ray.get(pending)
+        except ray.exceptions.RayError as exc:
+            raise ModelLoadError(f"a replica could not start: {exc}") from None
+        errors = [w["error"] for w in self.workers if w["error"]]
+        if errors:
+            raise ModelLoadError(f"a replica could not load '{spec}': {errors[0]}")
+        prints = {repr(w["fingerprint"]) for w in self.workers}
+        if len(prints) > 1:
+            raise ModelLoadError(
+                "replicas loaded different models (fingerprints differ; check that every node has the same "
+                f"model files and package versions): {sorted(prints)}"
+            )
+        self._alive = list(range(len(self._actors)))
+        first = self.workers[0]
+        self.name = first["name"]
+        self._fingerprint = first["fingerprint"]
+        self._has_chat_template = first["has_chat_template"]
+        self.chunk_requests = first["chunk_requests"]
+        self.batch_size = first["batch_size"]
+        log.info("%d replicas of %s on %s", len(self.workers), self.name, sorted({w["node"] for w in self.workers}))
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return [w["pid"] for w in self.workers]
+
+    def _lose(self, replica: int, exc: BaseException) -> None:
+        if replica in self._alive:
+            self._alive.remove(replica)
+            self.lost.append(replica)
+            log.warning("replica %d (pid %s on %s) was lost: %s; reassigning its work",
+                        replica, self.workers[replica]["pid"], self.workers[replica]["node"], str(exc).splitlines()[0])
+        if not self._alive:
+            raise ProctorError(f"all {len(self._actors)} replicas were lost; the run store keeps every finished chunk: run again to continue")
+
+    def _task_error(self, exc: BaseException, replica: int) -> BaseException:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, ProctorError):
+            return cause
+        return ProctorError(f"replica {replica} failed: {cause!r}" if cause is not None else f"replica {replica} failed: {exc}")
+
+    def _on_any(self, method: str, *args: Any) -> Any:
+        """One call on the first live replica, moving on to the next if it dies."""
+        ray = self._ray
+        while True:
+            replica = self._alive[0]
+            try:
+                return ray.get(getattr(self._actors[replica], method).remote(*args))
+            except ray.exceptions.RayTaskError as exc:
+                raise self._task_error(exc, replica) from None
+            except ray.exceptions.RayError as exc:
+                self._lose(replica, exc)
+
+    # ------------------------------------------------------------------ the engine's entry point
+    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]) -> None:
+        """Run every chunk on some replica; ``done(index, results)`` once per chunk, here."""
+        if not chunks:
+            return
+        ray = self._ray
+        costs = [sum(estimated_tokens(r) for r in chunk) for chunk in chunks]
+        keys = [chunk_key(chunk) for chunk in chunks]
+        queues = assign(range(len(chunks)), costs, keys, self._alive)
+        flying: dict[Any, tuple[int, int]] = {}  # object ref -> (replica, chunk)
+        finished: set[int] = set()
+
+        def busy(replica: int) -> int:
+            return sum(1 for r, _ in flying.values() if r == replica)
+
+        def feed(replica: int) -> None:
+            if not queues.get(replica) and not busy(replica):  # idle: take the busiest replica's last chunk
+                donor = max(self._alive, key=lambda r: (len(queues.get(r, ())), -r))
+                if donor != replica and len(queues.get(donor, ())) > 0:
+                    queues[replica].append(queues[donor].pop())
+            while queues.get(replica) and busy(replica) < IN_FLIGHT:
+                k = queues[replica].popleft()
+                flying[self._actors[replica].call.remote(request_type, list(chunks[k]))] = (replica, k)
+
+        for replica in list(self._alive):
+            feed(replica)
+        while len(finished) < len(chunks):
+            if not flying:  # cannot happen while a replica lives; guard against a silent hang
+                raise ProctorError("no replica is working and chunks remain")
+            [ref], _ = ray.wait(list(flying), num_returns=1)
+            replica, k = flying.pop(ref)
+            try:
+                out = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                raise self._task_error(exc, replica) from None
+            except ray.exceptions.RayError as exc:
+                self._lose(replica, exc)
+                orphans = [j for j in [k, *queues.pop(replica, ())] if j not in finished]
+                loads = {r: sum(costs[j] for j in queues[r]) for r in self._alive}
+                for r, extra in assign(orphans, costs, keys, self._alive, loads).items():
+                    queues[r].extend(extra)
+                for r in list(self._alive):
+                    feed(r)
+                continue
+            if k not in finished:
+                finished.add(k)
+                self.chunks_done[replica] = self.chunks_done.get(replica, 0) + 1
+                done(k, out)
+            feed(replica)
+
+    # ------------------------------------------------------------------ Model
+    @property
+    def fingerprint(self) -> dict:
+        return self._fingerprint  # the replicas' own: runs and caches are shared with single-process runs
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._has_chat_template
+
+    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+        return self._on_any("apply_chat_template", list(messages))
+
+    def _whole(self, request_type: str, requests: Sequence[Any], progress: Progress | None) -> list:
+        # One call, one replica: exactly the call a single process would make (custom task code).
+        out = self._on_any("call", request_type, list(requests))
+        if progress:
+            progress(len(out))
+        return out
+
+    def loglikelihood(self, requests, progress=None):
+        return self._whole("loglikelihood", requests, progress)
+
+    def generate(self, requests, progress=None):
+        return self._whole("generate", requests, progress)
+
+    def rolling_loglikelihood(self, requests, progress=None):
+        return self._whole("rolling_loglikelihood", requests, progress)
+
+    def close(self) -> None:
+        ray = self._ray
+        for actor in self._actors:
+            try:
+                ray.kill(actor)
+            except Exception:  # already dead
+                pass
+        self._actors = []
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self._owns_ray = False

@@ -1,0 +1,248 @@
+"""vLLM backend (``--model vllm:<folder or hub id>``; ``pip install 'proctor[vllm]'``, a GPU).
+
+One ``vllm.LLM`` per process (per replica under ``--workers``), created once and used for every
+request type. Generation sends a whole engine chunk to ``LLM.generate`` at once, so vLLM's
+continuous batching schedules it; log-likelihoods are read from ``prompt_logprobs`` (the
+log-prob of every prompt token given the tokens before it) with one generated token.
+
+Tokenisation follows the HF backend exactly (same context/continuation split, same BOS rule),
+and prompts go to vLLM as token ids. NOTE: written against vLLM's documented offline API
+(``LLM``, ``SamplingParams``, ``RequestOutput.prompt_logprobs``); it has not been run on a GPU in
+this project's CI — ``tests/test_vllm.py`` checks the result extraction with a stand-in engine,
+and runs the real engine only where vLLM and a CUDA GPU are present.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from proctor.errors import ProctorError, require
+from proctor.models.base import Model, Progress
+from proctor.requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+class VLLMModel(Model):
+    """A causal language model served in-process by vLLM."""
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        dtype: str = "auto",
+        max_length: int | None = None,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.9,
+        seed: int = 0,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        add_bos: bool | None = None,
+        name: str | None = None,
+        engine: Any = None,  # an already built vllm.LLM (or a stand-in with the same methods)
+        device: str | None = None,  # accepted for the CLI's sake: vLLM places the model itself
+        batch_size: int | str | None = None,  # accepted: vLLM batches continuously
+        **engine_args: Any,
+    ) -> None:
+        self.path = str(model)
+        self.name = name or Path(self.path).name or self.path
+        self.tensor_parallel_size = int(tensor_parallel_size)
+        self._revision = revision
+        if engine is None:
+            vllm = require("vllm", "vllm", "The vLLM backend")
+            self._vllm_version = getattr(vllm, "__version__", "?")
+            engine = vllm.LLM(
+                model=self.path,
+                dtype=dtype,
+                tensor_parallel_size=self.tensor_parallel_size,
+                gpu_memory_utilization=gpu_memory_utilization,
+                seed=seed,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+                **({"max_model_len": max_length} if max_length else {}),
+                **engine_args,
+            )
+        else:
+            self._vllm_version = getattr(engine, "version", "stand-in")
+        self.engine = engine
+        self.tokenizer = engine.get_tokenizer()
+        config = getattr(getattr(engine, "llm_engine", None), "model_config", None)
+        self.max_length = int(getattr(config, "max_model_len", None) or max_length or 2048)
+        self.dtype = str(getattr(config, "dtype", dtype)).replace("torch.", "")
+        bos = getattr(self.tokenizer, "bos_token_id", None)
+        if add_bos is None:  # as the HF backend: does the tokenizer put a BOS token in front by itself?
+            with_special = self.tokenizer.encode("a")
+            add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
+        self.add_bos = bool(add_bos)
+        self.prefix_token_id = bos if bos is not None else self.tokenizer.eos_token_id
+        self.chunk_requests = 1024  # per engine call: vLLM schedules within it
+        local = Path(self.path)
+        if local.is_dir():
+            from proctor.models.hf import _weights_digest
+
+            self._content = _weights_digest(local)
+        else:
+            self._content = None
+
+    @property
+    def fingerprint(self) -> dict:
+        return {
+            "backend": "vllm",
+            "model": self.name,
+            "path": self.path,
+            "revision": self._revision,
+            "content": self._content,
+            "dtype": self.dtype,
+            "add_bos": self.add_bos,
+            "max_length": self.max_length,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "vllm": self._vllm_version,
+        }
+
+    # ------------------------------------------------------------------ tokens (as the HF backend)
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def encode_pair(self, context: str, continuation: str, move_whitespace: bool = True) -> tuple[list[int], list[int]]:
+        from proctor.models.hf import HFModel
+
+        return HFModel.encode_pair(self, context, continuation, move_whitespace)  # the same split, same BOS rule
+
+    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+        if not self.has_chat_template:
+            raise ProctorError(f"the tokenizer of '{self.name}' has no chat template")
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+    @property
+    def has_chat_template(self) -> bool:
+        return getattr(self.tokenizer, "chat_template", None) is not None
+
+    # ------------------------------------------------------------------ scoring core
+    def _sampling_params(self, **kwargs: Any) -> Any:
+        factory = getattr(self.engine, "sampling_params", None)  # a stand-in engine brings its own
+        if factory is not None:
+            return factory(**kwargs)
+        return require("vllm", "vllm", "The vLLM backend").SamplingParams(**kwargs)
+
+    def _prompt_logprobs(self, items: Sequence[tuple[list[int], int]]) -> list[tuple[tuple[float, ...], bool]]:
+        """Per (tokens, n): log-probs of the last n tokens, each given all before it, and all-greedy."""
+        if not items:
+            return []
+        params = self._sampling_params(max_tokens=1, temperature=0.0, prompt_logprobs=1)
+        outputs = self.engine.generate([{"prompt_token_ids": list(t)} for t, _ in items], params, use_tqdm=False)
+        scored = []
+        for (tokens, n), output in zip(items, outputs):
+            per_position = output.prompt_logprobs  # [None, {token id: Logprob}, ...], one per prompt token
+            values, greedy = [], True
+            for position in range(len(tokens) - n, len(tokens)):
+                options = per_position[position]
+                target = tokens[position]
+                values.append(float(options[target].logprob))
+                rank = getattr(options[target], "rank", None)
+                if rank is None:
+                    rank = 1 + sum(1 for v in options.values() if v.logprob > options[target].logprob)
+                greedy = greedy and rank == 1
+            scored.append((tuple(values), greedy))
+        return scored
+
+    # ------------------------------------------------------------------ the three calls
+    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None) -> list[LoglikelihoodResult]:
+        items = []
+        for request in requests:
+            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
+            # vLLM needs room for the one generated token: at most max_length - 1 prompt tokens.
+            limit = min(self.max_length - 1, request.max_length or self.max_length)
+            tokens = (context_ids + continuation_ids)[-(limit + 1):]
+            items.append((tokens, min(len(continuation_ids), len(tokens) - 1)))
+        results = [LoglikelihoodResult(0.0, (), True)] * len(items)
+        todo = [i for i, (_, n) in enumerate(items) if n > 0]
+        for i, (token_lp, greedy) in zip(todo, self._prompt_logprobs([items[i] for i in todo])):
+            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
+        if progress:
+            progress(len(requests))
+        return results
+
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]:
+        items, owner = [], []
+        for index, request in enumerate(requests):
+            window = min(request.window, self.max_length - 1)
+            stride = min(request.stride or window, window)
+            full = [self.prefix_token_id] + self.encode(request.text)
+            n = len(full) - 1
+            start, end = 0, min(window, n)
+            while start < n:  # the HF backend's windows: each token scored once, with up to `window` before it
+                items.append((full[max(0, end - window) : end + 1], end - start))
+                owner.append(index)
+                start, end = end, min(end + stride, n)
+        per_request: list[list[float]] = [[] for _ in requests]
+        for index, (token_lp, _) in zip(owner, self._prompt_logprobs(items)):
+            per_request[index].extend(token_lp)
+        if progress:
+            progress(len(requests))
+        return [RollingLoglikelihoodResult(float(sum(lp)), len(lp), tuple(lp)) for lp in per_request]
+
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
+        prompts = []
+        for r in requests:
+            if r.no_repeat_ngram_size:
+                raise ProctorError("the vLLM backend does not support no_repeat_ngram_size; use the hf backend")
+            ids = ([self.prefix_token_id] if self.add_bos else []) + self.encode(r.prompt)
+            budget = min(self.max_length, r.max_length or self.max_length) - r.max_tokens
+            prompts.append(ids[-budget:] if budget > 0 else ids[-1:])
+        results: list[GenerateResult | None] = [None] * len(requests)
+        sampled = [i for i, r in enumerate(requests) if r.num_beams <= 1]
+        if sampled:
+            params = [self._generation_params(requests[i]) for i in sampled]
+            outputs = self.engine.generate([{"prompt_token_ids": prompts[i]} for i in sampled], params, use_tqdm=False)
+            for i, output in zip(sampled, outputs):
+                best = output.outputs[0]
+                reason = "length" if best.finish_reason == "length" else "stop"
+                results[i] = GenerateResult(best.text, reason, len(prompts[i]), len(best.token_ids))
+        for i, r in enumerate(requests):
+            if r.num_beams > 1:
+                results[i] = self._beam_search(prompts[i], r)
+        if progress:
+            progress(len(requests))
+        return results  # type: ignore[return-value]
+
+    def _generation_params(self, r: GenerateRequest) -> Any:
+        kwargs: dict[str, Any] = {"max_tokens": r.max_tokens, "temperature": r.temperature, "stop": list(r.stop) or None}
+        if r.temperature > 0:
+            kwargs.update(top_p=r.top_p, seed=r.seed)
+        if r.min_tokens:
+            kwargs["min_tokens"] = r.min_tokens
+        return self._sampling_params(**kwargs)
+
+    def _beam_search(self, prompt: list[int], r: GenerateRequest) -> GenerateResult:
+        vllm = require("vllm", "vllm", "The vLLM backend")
+        params = vllm.sampling_params.BeamSearchParams(beam_width=r.num_beams, max_tokens=r.max_tokens, length_penalty=r.length_penalty)
+        best = self.engine.beam_search([{"prompt_token_ids": prompt}], params)[0].sequences[0]
+        new = list(best.tokens[len(prompt):])
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        cut = min((text.find(s) for s in r.stop if s in text), default=-1)
+        if cut >= 0:
+            return GenerateResult(text[:cut], "stop", len(prompt), len(new))
+        return GenerateResult(text, "length" if len(new) >= r.max_tokens else "stop", len(prompt), len(new))
+
+    def close(self) -> None:
+        self.engine = None
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
