@@ -29,6 +29,17 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 2  # chunks queued on a replica at once: the next one is ready while the driver commits
 
 
+def _loopback_only(ray) -> None:
+    """Keep a private single-node cluster on 127.0.0.1.
+
+    In cluster mode Ray replaces a loopback node address with the machine's network address and
+    listens on every interface. Its single-machine mode (the one it uses on macOS and Windows)
+    keeps every service on loopback; child processes read the same switch from the environment.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+
+
 def require_ray():
     try:
         import ray
@@ -170,8 +181,9 @@ class DistributedModel(Model):
         if paths:
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
         if cluster.address is None:  # a private cluster for this run: "local" never joins a running one
+            _loopback_only(self._ray)
             cpus = max(os.cpu_count() or 1, math.ceil(cluster.workers * cluster.cpus_per_worker))
-            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, **kwargs)
+            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
         else:
             self._ray.init(address=cluster.address, **kwargs)
 
