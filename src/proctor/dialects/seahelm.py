@@ -103,7 +103,6 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 "version": str(meta.get("version", "0")),
                 "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
                 "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
-                "group": [f"seahelm/{lang}/{cfg.get('competency', 'unknown')}"],
                 "data": [{"path": data}],
                 "prompt": "{{ _seahelm_prompt }}",
                 "target": "{{ _seahelm_label }}",

@@ -93,6 +93,19 @@ class JudgeRunner:
         return out
 
 
+def _listish(value: Any) -> list:
+    """A list-valued row field (pandas gives NaN where a row lacks it)."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if hasattr(value, "tolist") and not isinstance(value, float):
+        return list(value.tolist())
+    return []
+
+
+def _meta(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _messages(system: str | None, user: str) -> list[dict]:
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
@@ -135,9 +148,9 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
             row = row.to_dict()
             answers = row[self.postprocessed_response_column]
             baseline = self._baseline(row)
-            questions = [str(p.get("text", "")) for p in row.get("prompts") or []]
-            category = (row.get("metadata") or {}).get("category", "")
-            refs = list(row.get("references") or [])
+            questions = [str(p.get("text", "")) for p in _listish(row.get("prompts"))]
+            category = _meta(row.get("metadata")).get("category", "")
+            refs = list(_listish(row.get("references")))
             kind = "with-reference" if category in self.with_reference and refs and "with-reference" in prompts else "without-reference"
             turn_prompts = prompts.get(kind) or prompts.get("without-reference") or []
             for turn in range(1, len(questions) + 1):
@@ -220,9 +233,9 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         for index, row in df.iterrows():
             row = row.to_dict()
             answers = row[self.postprocessed_response_column]
-            questions = [str(p.get("text", "")) for p in row.get("prompts") or []]
-            refs = list(row.get("references") or [])
-            for c, criterion in enumerate(row.get("criteria") or []):
+            questions = [str(p.get("text", "")) for p in _listish(row.get("prompts"))]
+            refs = list(_listish(row.get("references")))
+            for c, criterion in enumerate(_listish(row.get("criteria"))):
                 turn = int(criterion.get("turn", len(answers)) or len(answers))
                 values = {
                     "criterion": criterion.get("criterion", ""),
@@ -246,7 +259,7 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         self.update_individual_scores(scores)
         categories: dict[str, list[float]] = {}
         for i, s in zip(df.index, scores):
-            categories.setdefault(str((df.at[i, "metadata"] or {}).get("category", "")) if "metadata" in df else "", []).append(s)
+            categories.setdefault(str(_meta(df.at[i, "metadata"]).get("category", "")) if "metadata" in df else "", []).append(s)
         return {
             "average_criteria_score": 100 * float(np.mean(scores)) if scores else 0.0,
             "category_scores": {k: 100 * float(np.mean(v)) for k, v in categories.items()},

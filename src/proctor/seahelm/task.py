@@ -292,7 +292,15 @@ class SeaHelmTask(GenerationTask):
     def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
         key = self.config.get("metric")
         out: dict[str, dict] = {}
-        for name, value in runs[0]["metrics"].items():
+        flat: dict[str, Any] = {}
+        for name, value in list(runs[0]["metrics"].items()):
+            if isinstance(value, dict):  # e.g. win rate per category: one numeric entry each
+                flat.update({f"{name}.{k}": v for k, v in value.items() if isinstance(v, (int, float))})
+                for run in runs:
+                    run["metrics"].update({f"{name}.{k}": v for k, v in dict(run["metrics"].get(name) or {}).items()})
+            else:
+                flat[name] = value
+        for name, value in flat.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float))]
                 entry = {"value": float(np.mean(values)), "stderr": None}
@@ -301,8 +309,8 @@ class SeaHelmTask(GenerationTask):
                     scale = 100.0 if per_row and max(per_row) <= 1 and entry["value"] > 1 else 1.0
                     entry["stderr"] = scale * calculate_stderr(per_row) if per_row else None
                 out[name] = entry
-            else:
-                out[name] = {"value": None, "stderr": None, "detail": value}
+            elif value is None:
+                out[name] = {"value": None, "stderr": None}
         if len(runs) > 1 and key in out:
             boots = self._bootstrap(runs, rows, key)
             out[key]["bootstrap"] = boots
