@@ -21,6 +21,7 @@ from proctor.runs.results import RunWriter, new_run_dir
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.scoring.aggregate import aggregate_groups
+from proctor.scoring.rollup import rollup
 from proctor.tasks.base import Task
 
 log = logging.getLogger(__name__)
@@ -183,6 +184,9 @@ def _evaluate_loaded(
             writer.write_results(results)  # what finished is on disk
         memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
         results["groups"] = aggregate_groups(results["tasks"], memberships)
+        hierarchy = rollup(results["tasks"])
+        if hierarchy is not None:
+            results["rollup"] = hierarchy
         results["status"] = "complete"
         results["timing"]["total_seconds"] = round(time.perf_counter() - started, 3)
         writer.write_results(results)

@@ -54,8 +54,18 @@ def _resources(items: Optional[List[str]]) -> dict[str, float]:
     return out
 
 
-def _dialect_options(norm: bool, temp: float) -> dict:
-    return {"probsem_norm": norm, "probsem_temp": temp}
+def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
+    options = {"probsem_norm": norm, "probsem_temp": temp}
+    mapping = {}
+    for item in seahelm.pop("seahelm_data", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--seahelm-data takes DATASET_ID=PATH, got '{item}'")
+        mapping[key] = value
+    if mapping:
+        options["seahelm_data"] = mapping
+    options.update({k: v for k, v in seahelm.items() if v is not None})
+    return options
 
 
 def _load_plugins(plugins: Optional[List[Path]]) -> None:
@@ -101,6 +111,17 @@ def print_results(results: dict) -> None:
             table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
             first = False
     console.print(table)
+    if results.get("rollup"):
+        from proctor.scoring.rollup import flatten
+
+        hierarchy = results["rollup"]
+        levels = ["overall"] + hierarchy.get("levels", [])
+        roll = Table(title="score hierarchy (" + " > ".join(levels) + ")")
+        for column in ("level", "name", "value", "± stderr"):
+            roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
+        for depth, name, entry in flatten(hierarchy):
+            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name, _fmt(entry.get("value")), _fmt(entry.get("stderr")))
+        console.print(roll)
     for name, task in results["tasks"].items():
         for key, parts in task.get("breakdown", {}).items():
             if len(parts) < 2 and not task.get("dialect") == "glm130b":
@@ -145,6 +166,12 @@ def run(
     gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs per replica; for vllm: its tensor-parallel size."),
     worker_resources: Optional[List[str]] = typer.Option(None, "--worker-resources", help="KEY=AMOUNT: a custom Ray resource each replica needs (repeatable)."),
     worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", help="Node IP to place replicas on, round robin (repeatable)."),
+    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="SEA-HELM: run dataloader/metric/judge classes from task folders (Python code)."),
+    seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable)."),
+    seahelm_judge: Optional[str] = typer.Option(None, "--seahelm-judge", help="SEA-HELM: the judge model (as --model; default: the evaluated model)."),
+    seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
+    base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
+    reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
@@ -174,7 +201,10 @@ def run(
             limit=limit,
             variables=_variables(data_dir, var),
             data_path=data_path,
-            dialect_options=_dialect_options(norm, temp),
+            dialect_options=_dialect_options(
+                norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
+                seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
+            ),
             chat=chat,
             model_options=options,
             progress=hook,
@@ -258,6 +288,8 @@ def validate(
     norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
     temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=_PLUGIN_HELP),
+    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="SEA-HELM: run dataloader/metric/judge classes from task folders."),
+    seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH (repeatable)."),
 ) -> None:
     """Check task files, their data and every prompt, without running a model."""
     from proctor.api import load_tasks
@@ -267,7 +299,7 @@ def validate(
     variables = _variables(data_dir, var)
     if data_path is not None:
         variables["DATA_PATH"] = str(data_path.resolve())
-    found = load_tasks(paths, options=_dialect_options(norm, temp))
+    found = load_tasks(paths, options=_dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data))
     for task in found:
         prepared = prepare_task(task, variables)
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")

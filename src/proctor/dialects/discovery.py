@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from proctor.dialects import glm, native, probsem
+from proctor.dialects import glm, native, probsem, seahelm
 from proctor.errors import TaskDefinitionError
 from proctor.spec.yaml_lines import load_yaml
 from proctor.tasks.base import Task
@@ -30,6 +30,8 @@ def find_task_files(path: Path) -> list[Path]:
 def _load_file(path: Path, explicit: bool, options: Mapping[str, Any] | None) -> list[Task]:
     if path.suffix in (".txt", ".json"):
         return probsem.load_path(path, explicit, options)
+    if seahelm.claims_path(path):
+        return seahelm.load(path, explicit, options)
     document = load_yaml(path)
     if native.claims(document):
         return native.load(document, path)
@@ -57,6 +59,7 @@ def collect_tasks(
 
     tasks: list[Task] = []
     seen: dict[str, Task] = {}
+    seahelm.SKIPPED.clear()
     for given in paths:
         path = Path(given)
         if not path.exists():
@@ -72,6 +75,8 @@ def collect_tasks(
                     )
                 seen[task.name] = task
                 tasks.append(task)
+    if not tasks and seahelm.SKIPPED:
+        raise TaskDefinitionError("no SEA-HELM task can run: " + "; ".join(seahelm.SKIPPED))
     if select:
         patterns = list(select)
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)]

@@ -63,7 +63,16 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
     spec = task.spec
     file = str(task.file) if task.file else None
     stats: dict = {}
-    samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
+    handler = None
+    if spec.task_class:
+        from proctor.tasks.custom import load_task_class
+
+        handler = load_task_class(spec, task.base_dir, file)
+    if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders)
+        samples = handler.load_samples(limit=min(x for x in (limit, spec.limit) if x is not None) if (limit or spec.limit) else None)
+        stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
+    else:
+        samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
     if not samples:
         raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
     count = min(x for x in (limit, spec.limit, len(samples)) if x is not None)
@@ -74,11 +83,6 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
     builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat)
     prepared = tuple(builder.prepare(sample) for sample in selected)
-    handler = None
-    if spec.task_class:
-        from proctor.tasks.custom import load_task_class
-
-        handler = load_task_class(spec, task.base_dir, file)
     for export in spec.exports:
         from proctor.runs.task_exports import get_exporter
 

@@ -193,6 +193,8 @@ def run_built(
         total = len(built.prepared.samples)
         if progress:
             progress(spec.name, 0, total)
+        if hasattr(built.handler, "use_store"):  # handlers that send their own requests through the store
+            built.handler.use_store(lookup, chunk_size)
         pairs = built.handler.predict_samples(model, built.prepared.samples, built.prompts, on_progress)
         model_seconds = time.perf_counter() - model_started
         return score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
@@ -256,6 +258,11 @@ def score_outcomes(
         "requests": request_info,
         "timing": {"model_seconds": round(model_seconds, 3), "total_seconds": round(time.perf_counter() - started, 3)},
     }
+    corpus = getattr(built.handler, "corpus_metrics", None)
+    if callable(corpus):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
+        result["metrics"].update(corpus())
+    if spec.rollup is not None:
+        result["rollup"] = spec.rollup.model_dump()
     if spec.breakdown:
         result["breakdown"] = {
             key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown

@@ -126,6 +126,17 @@ class ExportSpec(_Frozen):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class RollupSpec(_Frozen):
+    """Where a task sits in a score hierarchy (SEA-HELM: overall -> language -> competency ->
+    aggregation group -> task): ``metric`` is rolled up through ``levels`` (outermost first); tasks of
+    one ``group`` are averaged first (macro: equal weight; micro: weighted by samples)."""
+
+    metric: str
+    levels: dict[str, str] = Field(default_factory=dict)
+    group: str | None = None
+    group_type: Literal["macro", "micro"] = "macro"
+
+
 class TaskSpec(_Frozen):
     """One task. Templates are Jinja2 strings rendered with the sample's fields."""
 
@@ -161,6 +172,7 @@ class TaskSpec(_Frozen):
     perplexity: PerplexitySpec = PerplexitySpec()
     metrics: list[MetricSpec] = Field(default_factory=list)
     breakdown: list[str] = Field(default_factory=list)  # fields to report metrics by (e.g. _file)
+    rollup: RollupSpec | None = None  # place in a score hierarchy (see proctor.scoring.rollup)
 
     @field_validator("version", mode="before")
     @classmethod

@@ -1,0 +1,141 @@
+"""SEA-HELM task folders: ``seahelm_tasks/<competency>/<task>/config.yaml``, one proctor task per
+task id and language (named ``<task id>/<lang>``), run by :class:`proctor.seahelm.task.SeaHelmTask`.
+
+Options (``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge classes from task
+folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model),
+``seahelm_runs`` (seeded runs, bootstrapped), ``is_base_model`` (None: models without a chat template),
+``reasoning`` (extra thinking budget, thinking stripped), ``seahelm_strict`` (unavailable data is an
+error rather than a skipped task).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from proctor.errors import TaskDefinitionError
+from proctor.seahelm import config as C
+from proctor.spec.task import TaskSpec
+from proctor.tasks.base import Task
+
+log = logging.getLogger(__name__)
+
+SKIPPED: list[str] = []  # why tasks were left out by the latest load (reset by collect_tasks)
+
+
+def claims_path(path: Path) -> bool:
+    """YAML files inside a ``seahelm_tasks`` folder, and any ``config.yaml`` shaped like SEA-HELM's."""
+    if C.tasks_root(path) is not None:
+        return True
+    if path.name != "config.yaml":
+        return False
+    try:
+        document = C._read(path)
+    except TaskDefinitionError:
+        return False
+    return isinstance(document, dict) and bool(document) and all(isinstance(v, dict) and "languages" in v for v in document.values())
+
+
+def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(resolved path, problem)."""
+    if not reference:
+        return None, None
+    if reference in mapping:
+        path = Path(mapping[reference]).expanduser()
+        return (str(path.resolve()), None) if path.exists() else (None, f"--seahelm-data {reference}: {path} does not exist")
+    found = C.resolve_file(reference, root, config_file)
+    if found is not None:
+        return str(found.resolve()), None
+    if C.looks_like_hub_id(reference):
+        return None, f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)"
+    return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
+
+
+def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
+    options = dict(options or {})
+    if path.name != "config.yaml":
+        return []  # constants.yaml, task_config.yaml, reasoning_generation_config.yaml
+    tree = C.load_tree(path)
+    mapping = {str(k): str(v) for k, v in (options.get("seahelm_data") or {}).items()}
+    is_base = options.get("is_base_model")
+    skip_base = set((tree.constants or {}).get("base_models_skip_tasks") or [])
+    reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}
+    judge = options.get("seahelm_judge")
+    if judge is not None and not isinstance(judge, str):
+        from proctor.seahelm.task import JUDGES
+
+        JUDGES[getattr(judge, "name", "judge")] = judge
+        judge = getattr(judge, "name", "judge")
+    tasks: list[Task] = []
+    problems: list[str] = []
+    for task_id, cfg in tree.tasks.items():
+        if tree.files[task_id].resolve() != path.resolve():
+            continue
+        if is_base and task_id in skip_base:
+            log.info("skipping %s: SEA-HELM does not run it on base models", task_id)
+            continue
+        languages = cfg.get("languages")
+        if not isinstance(languages, dict) or not languages:
+            raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        for lang, lang_cfg in languages.items():
+            lang_cfg = dict(lang_cfg or {})
+            data, problem = _data_ref(lang_cfg.get("filepath"), tree.root, path, mapping)
+            if problem is None and data is None:
+                problem = "no 'filepath'"
+            if problem:
+                problems.append(f"{task_id}/{lang}: {problem}")
+                continue
+            lang_cfg["filepath"] = data
+            example, example_problem = _data_ref(lang_cfg.get("example_filepath"), tree.root, path, mapping)
+            if example_problem:
+                log.warning("%s/%s: few-shot examples unavailable (%s)", task_id, lang, example_problem)
+            lang_cfg["example_filepath"] = example
+            resolved = {**cfg, "languages": {lang: lang_cfg}}
+            meta = cfg.get("metadata") or {}
+            changes = meta.get("changes") or cfg.get("changes") or {}
+            group = cfg.get("aggregation_group") or task_id
+            spec_data = {
+                "name": f"{task_id}/{lang}",
+                "kind": "generate",
+                "version": str(meta.get("version", "0")),
+                "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
+                "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
+                "data": [{"path": data}],
+                "prompt": "{{ _seahelm_prompt }}",
+                "target": "{{ _seahelm_label }}",
+                "metrics": ["seahelm_row_score"],
+                "task_class": "proctor.seahelm.task.SeaHelmTask",
+                "task_options": {
+                    "task_id": task_id, "lang": lang, "config": resolved, "root": str(tree.root), "config_file": str(path),
+                    "data": data, "trust_task_code": bool(options.get("trust_task_code")),
+                    "n_runs": int(options.get("seahelm_runs") or 1), "is_base_model": is_base, "reasoning": reasoning,
+                    "judge": judge, "judge_generation": options.get("seahelm_judge_generation") or {},
+                },
+                "rollup": {
+                    "metric": str(cfg.get("metric", "")),
+                    "levels": {"language": str(lang), "competency": str(cfg.get("competency", "unknown"))},
+                    "group": str(group),
+                    "group_type": "micro" if str(cfg.get("aggregation_type", "")).startswith("micro") else "macro",
+                },
+            }
+            try:
+                spec = TaskSpec.model_validate(spec_data)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
+            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm"))
+    if problems and options.get("seahelm_strict"):
+        raise TaskDefinitionError(problems[0], file=path)
+    by_reason: dict[str, list[str]] = {}
+    for problem in problems:
+        where, _, reason = problem.partition(": ")
+        by_reason.setdefault(reason, []).append(where)
+    for reason, names in by_reason.items():
+        log.warning("%s: skipping %s: %s", path, ", ".join(names), reason)
+    SKIPPED.extend(f"{path}: {p}" for p in problems)
+    if explicit and not tasks and problems:
+        raise TaskDefinitionError("; ".join(problems), file=path)
+    return tasks

@@ -1,0 +1,85 @@
+"""Score hierarchies: tasks -> group (macro/micro) -> levels (e.g. competency, language) -> overall.
+
+Each task with a ``rollup`` entry contributes its ``metric``. When the task's metric carries per-
+bootstrap values (several seeded runs), the bootstrap vectors are averaged level by level and each
+level's standard error is sqrt(var(bootstrap means) / B); otherwise the stderr combines the children's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def _node(children: dict[str, dict]) -> dict:
+    values = [c["value"] for c in children.values() if c["value"] is not None]
+    value = float(np.mean(values)) if values else None
+    boots = [c.get("bootstrap") for c in children.values()]
+    entry: dict[str, Any] = {"value": value, "stderr": None, "children": children}
+    if boots and all(b is not None for b in boots) and len({len(b) for b in boots}) == 1:
+        vector = np.mean(np.asarray(boots, dtype=float), axis=0)
+        entry["bootstrap"] = vector.tolist()
+        entry["value"] = float(vector.mean())
+        entry["stderr"] = float(math.sqrt(vector.var() / len(vector)))
+    else:
+        errs = [c["stderr"] for c in children.values()]
+        if errs and all(e is not None for e in errs):
+            entry["stderr"] = math.sqrt(sum(e * e for e in errs)) / len(errs)
+    return entry
+
+
+def rollup(task_results: dict[str, dict]) -> dict | None:
+    """The hierarchy over every task result holding a ``rollup`` entry; None when there is none."""
+    members = {name: r for name, r in task_results.items() if r.get("rollup")}
+    if not members:
+        return None
+    level_names = list(next(iter(members.values()))["rollup"]["levels"])
+    # group leaves: path (level values) + group name -> tasks
+    groups: dict[tuple, list[str]] = {}
+    for name, result in members.items():
+        spec = result["rollup"]
+        path = tuple(spec["levels"].get(level, "?") for level in level_names)
+        groups.setdefault(path + (spec.get("group") or name,), []).append(name)
+    tree: dict = {}
+    for key, names in groups.items():
+        leaves = {}
+        for name in names:
+            spec = members[name]["rollup"]
+            entry = members[name]["metrics"].get(spec["metric"]) or {}
+            leaves[name] = {"value": entry.get("value"), "stderr": entry.get("stderr"), "n_samples": members[name]["n_samples"],
+                            "metric": spec["metric"], **({"bootstrap": entry["bootstrap"]} if entry.get("bootstrap") else {})}
+        micro = members[names[0]]["rollup"].get("group_type") == "micro"
+        if micro and all(l["value"] is not None for l in leaves.values()):
+            total = sum(l["n_samples"] for l in leaves.values()) or 1
+            group = _node(leaves)
+            group["value"] = sum(l["value"] * l["n_samples"] for l in leaves.values()) / total
+            group["type"] = "micro"
+        else:
+            group = _node(leaves)
+            group["type"] = "macro"
+        node = tree
+        for part in key[:-1]:
+            node = node.setdefault(part, {})
+        node[key[-1]] = group
+
+    def build(node: dict, depth: int) -> dict:
+        if depth == len(level_names):
+            return _node(node)  # node: group name -> group entry
+        return _node({k: build(v, depth + 1) for k, v in node.items()})
+
+    top = build(tree, 0)
+    top["levels"] = level_names + ["group", "task"]
+    return top
+
+
+def flatten(node: dict, depth: int = 0, name: str = "overall") -> list[tuple[int, str, dict]]:
+    """(depth, name, entry) rows, parents before children, for printing."""
+    rows = [(depth, name, node)]
+    for child, entry in (node.get("children") or {}).items():
+        if "children" in entry:
+            rows += flatten(entry, depth + 1, child)
+        else:
+            rows.append((depth + 1, child, entry))
+    return rows

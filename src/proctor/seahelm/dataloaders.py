@@ -1,0 +1,218 @@
+"""proctor's equivalents of SEA-HELM's dataloaders (same constructor and hooks).
+
+Datasets are lists of row dicts (a plug-in may also assign a ``datasets.Dataset``; it is read as rows).
+Hub datasets are never fetched implicitly: a local copy is mapped per dataset id
+(``--seahelm-data <id>=<path>``), else loading fails with "dataset not available offline: <id>".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import ProctorError, TaskDefinitionError
+
+log = logging.getLogger(__name__)
+
+
+class TaskConfig:
+    """One task in one language: ``task_name``, ``lang`` and the task's resolved ``config`` dict."""
+
+    def __init__(self, task_name: str, lang: str, config: dict, **extra: Any) -> None:
+        self.task_name = task_name
+        self.lang = lang
+        self.config = config
+        for key, value in extra.items():
+            setattr(self, key, value)
+
+
+def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> list[dict]:
+    """Rows of a local SEA-HELM data file (jsonl/json/csv/parquet) or folder (``<lang>/<split>.*``,
+    ``<lang>_<split>.*``, ``<split>.*``, or a ``datasets.save_to_disk`` folder)."""
+    path = Path(path)
+    if path.is_dir():
+        names = []
+        for stem in ([f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]):
+            if stem:
+                names += [f"{stem}{s}" for s in (".jsonl", ".json", ".parquet", ".csv")]
+        for name in names:
+            if (path / name).is_file():
+                return read_rows(path / name)
+        try:
+            from datasets import load_from_disk
+
+            data = load_from_disk(str(path))
+            if hasattr(data, "keys"):  # DatasetDict
+                data = data[split] if split in data else data[list(data.keys())[0]]
+            rows = data.to_list()
+            return [r for r in rows if not lang or (r.get("metadata") or {}).get("language", lang) == lang]
+        except Exception:
+            raise ProctorError(f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)") from None
+    suffix = path.suffix
+    if suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as handle:
+            for n, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n) from None
+        return rows
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, list) else data.get("data", [])
+    import pandas as pd
+
+    frame = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+    return frame.to_dict("records")
+
+
+def as_rows(dataset: Any) -> list[dict]:
+    if dataset is None:
+        return []
+    if isinstance(dataset, list):
+        return dataset
+    if hasattr(dataset, "to_list"):
+        return dataset.to_list()
+    if hasattr(dataset, "to_dict"):
+        return dataset.to_dict("records")
+    return list(dataset)
+
+
+class AbstractDataloader:
+    """Base dataloader: SEA-HELM's constructor, attributes and hooks."""
+
+    def __init__(
+        self,
+        task_config: TaskConfig,
+        default_num_in_context_examples: int = 0,
+        is_base_model: bool = False,
+        model_name: str = "",
+        run_base_path: str = "",
+        inference_file_type: str = "jsonl",
+        num_workers: int = 1,
+        **_: Any,
+    ) -> None:
+        self.task_config = task_config
+        self.task_name = task_config.task_name
+        self.lang = task_config.lang
+        self.specific_task_config = task_config.config["languages"][self.lang]
+        self.is_base_model = is_base_model
+        self.model_name = model_name
+        self.run_base_path = run_base_path
+        self.inference_file_type = inference_file_type
+        self.num_workers = num_workers
+        counts = task_config.config.get("fewshot_num_examples") or {}
+        value = counts.get("base" if is_base_model else "instruct") if isinstance(counts, dict) else None
+        self.fewshot_num_examples = int(value) if value is not None else (0 if counts else default_num_in_context_examples)
+        self.dataset: Any = None
+        self.example_dataset: Any = None
+        self.inference_df: Any = None
+        self.conversations = None
+        self.num_turns = None
+
+    # SEA-HELM's metric classes read either name
+    @property
+    def dataframe(self):
+        return self.inference_df
+
+    @dataframe.setter
+    def dataframe(self, value) -> None:
+        self.inference_df = value
+
+    def load_dataset(self, limit: int | None = None):
+        raise NotImplementedError("Subclasses must implement this method")
+
+    def load_example_dataset(self, limit: int | None = None):
+        raise NotImplementedError("Subclasses must implement this method")
+
+    def get_num_turns(self) -> int:
+        rows = as_rows(self.dataset)
+        return max((len(r.get("prompts") or [{}]) for r in rows), default=1)
+
+    def rows(self) -> list[dict]:
+        return as_rows(self.dataset)
+
+    def example_rows(self) -> list[dict]:
+        return as_rows(self.example_dataset)
+
+    def generate_formatted_conversation(self, specific_task_config: dict, values: dict, fewshot_as_multiturn: bool = True):
+        """(roles, contents): few-shot turns, then the task prompt; the preamble opens the first message."""
+        from proctor.seahelm.prompts import fewshot_turns, with_preamble
+
+        template = specific_task_config["prompt_template"]
+        roles, contents = [], []
+        for role, content in fewshot_turns(template, self.example_rows()):
+            roles.append(role)
+            contents.append(content)
+        roles.append("user")
+        contents.append(template["task_template"].format(**values))
+        contents[0] = with_preamble(template, contents[0])
+        return roles, contents
+
+    def update_individual_scores(self, scores: list) -> None:
+        if self.inference_df is not None:
+            self.inference_df["individual_scores"] = scores
+
+    def prepare_inference_df_for_writing(self) -> None:
+        pass
+
+
+def _limit(rows: list[dict], limit: int | None) -> list[dict]:
+    return rows[:limit] if limit is not None else rows
+
+
+class SeaHelmLocalDataloader(AbstractDataloader):
+    """Local files in the SEA-HELM data format (``filepath``/``example_filepath``)."""
+
+    def load_dataset(self, limit: int | None = None):
+        if not self.dataset:
+            self.dataset = _limit(read_rows(Path(self.specific_task_config["filepath"]), "eval", self.lang), limit)
+        return self.dataset
+
+    def load_example_dataset(self, limit: int | None = None):
+        if not self.example_dataset:
+            path = self.specific_task_config.get("example_filepath")
+            if not path:
+                self.example_dataset = []
+                return self.example_dataset
+            rows = read_rows(Path(path), "examples", self.lang)
+            if limit is not None and len(rows) < limit:
+                log.warning("%s/%s: %d few-shot examples asked, %d available", self.task_name, self.lang, limit, len(rows))
+            self.example_dataset = _limit(rows, limit)
+        return self.example_dataset
+
+
+class HuggingFaceDataloader(SeaHelmLocalDataloader):
+    """Hub datasets (``load_dataset(id, lang, split="eval"|"examples")``) read from a mapped local copy.
+
+    The dialect swaps a mapped id for its local path; an unmapped id fails offline.
+    """
+
+    def _check(self, reference: str) -> None:
+        from proctor.seahelm.config import looks_like_hub_id
+
+        if looks_like_hub_id(reference) and not Path(reference).exists():
+            raise ProctorError(
+                f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)"
+            )
+
+    def load_dataset(self, limit: int | None = None):
+        self._check(str(self.specific_task_config["filepath"]))
+        return super().load_dataset(limit)
+
+    def load_example_dataset(self, limit: int | None = None):
+        if self.specific_task_config.get("example_filepath"):
+            self._check(str(self.specific_task_config["example_filepath"]))
+        return super().load_example_dataset(limit)
+
+
+class HuggingFacePairwiseDataloader(HuggingFaceDataloader):
+    """MT-Bench style data: ``prompts`` per turn, ``baselines`` {model: [answer per turn]}, ``references``."""
+
+
+class PairwiseDataloader(HuggingFacePairwiseDataloader):
+    pass

@@ -1,0 +1,269 @@
+"""SEA-HELM's metric pipeline (``SeaHelmMetric``) and its built-in metric classes."""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from proctor.errors import ProctorError
+
+
+def normalize_score(score: float, min_score: float, max_score: float) -> float:
+    if score is None:
+        return 0.0
+    if min_score == max_score:
+        return 0.0
+    return max((score - min_score) / (max_score - min_score), 0.0)
+
+
+def calculate_stderr(values: Sequence[float]) -> float:
+    array = np.asarray([v for v in values if v is not None], dtype=float)
+    if array.size <= 1:
+        return 0.0
+    return float(math.sqrt(array.var() / array.size))
+
+
+def balanced_accuracy(references: Sequence[str], predictions: Sequence[str]) -> float:
+    """Mean recall over the classes present in the references."""
+    refs, preds = np.asarray(references, dtype=object), np.asarray(predictions, dtype=object)
+    classes = list(dict.fromkeys(references))
+    if not classes:
+        return float("nan")
+    return float(np.mean([np.mean(preds[refs == c] == c) for c in classes]))
+
+
+def macro_f1(references: Sequence[str], predictions: Sequence[str], labels: Sequence[str] | None = None) -> float:
+    """Unweighted mean F1 over ``labels`` (default: every label in references or predictions); 0 when undefined."""
+    labels = list(dict.fromkeys(list(references) + list(predictions))) if labels is None else list(labels)
+    scores = []
+    for c in labels:
+        tp = sum(r == c and p == c for r, p in zip(references, predictions))
+        fp = sum(r != c and p == c for r, p in zip(references, predictions))
+        fn = sum(r == c and p != c for r, p in zip(references, predictions))
+        scores.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+class SeaHelmMetric:
+    """Base metric: error handling, answer extraction, ``calculate_metrics`` (override), normalisation."""
+
+    def __init__(self, dataloader: Any, task_config: Any, **_: Any) -> None:
+        self.dataloader = dataloader
+        self.task_config = task_config
+        self.task_name = task_config.task_name
+        self.lang = task_config.lang
+        self.config = task_config.config
+        self.specific_task_config = task_config.config["languages"][self.lang]
+        self.response_column = "responses"
+        self.postprocessed_response_column = "cleaned_response"
+        self.label_column = "label"
+        self.regex_string: str | None = None
+        self.regex_flags = 0
+        self.judge_model = None  # set by proctor for judge metrics
+
+    @property
+    def inference_df(self):
+        return self.dataloader.inference_df
+
+    @inference_df.setter
+    def inference_df(self, value) -> None:
+        self.dataloader.inference_df = value
+
+    # ---------------------------------------------------------------- hooks
+    def drop_error_responses(self) -> None:
+        df = self.inference_df
+        keep = df[self.response_column].apply(lambda rs: all(r is not None for r in rs))
+        self.inference_df = df[keep].reset_index(drop=True)
+
+    def replace_error_responses(self, replacement: str = "") -> None:
+        df = self.inference_df
+        df[self.response_column] = df[self.response_column].apply(lambda rs: [replacement if r is None else r for r in rs])
+
+    def extract_response(self, response: Any) -> str | None:
+        text = response[0] if isinstance(response, (list, tuple)) or hasattr(response, "tolist") and not isinstance(response, str) else response
+        if text is None or (isinstance(text, float) and math.isnan(text)):
+            return None
+        text = str(text)
+        if self.regex_string:
+            match = re.search(self.regex_string, text, self.regex_flags)
+            if match:
+                return match.group(1).strip()
+        return text.strip()
+
+    def postprocess_responses(self) -> None:
+        df = self.inference_df
+        df[self.postprocessed_response_column] = df[self.response_column].apply(self.extract_response)
+
+    def calculate_metrics(self):
+        raise NotImplementedError("Subclasses must implement calculate_metrics")
+
+    def evaluate_responses(self, drop_error_response: bool = False) -> dict:
+        if drop_error_response:
+            self.drop_error_responses()
+        else:
+            self.replace_error_responses("")
+        self.postprocess_responses()
+        out = self.calculate_metrics()
+        if isinstance(out, tuple):
+            metrics, df = out
+            if df is not None:
+                self.inference_df = df
+        else:
+            metrics = out
+        return metrics
+
+    @staticmethod
+    def normalize_score(score: float, min_score: float, max_score: float) -> float:
+        return normalize_score(score, min_score, max_score)
+
+    @staticmethod
+    def calculate_stderr(values: Sequence[float]) -> float:
+        return calculate_stderr(values)
+
+    def update_individual_scores(self, scores: list) -> None:
+        self.dataloader.update_individual_scores(scores)
+
+
+def normalize_answer(text: str) -> str:
+    text = str(text).lower().strip(string.punctuation + " \n\t\r")
+    return " ".join(text.split())
+
+
+class F1AccMetric(SeaHelmMetric):
+    """Classification by answer tag: balanced accuracy (normalised for chance 1/K), macro-F1,
+    null-weighted F1, null_count."""
+
+    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+        super().__init__(dataloader, task_config, **kwargs)
+        labels = [str(r.get("label")) for r in dataloader.rows()]
+        self.labels = list(dict.fromkeys(labels))
+        self.label_map = {normalize_answer(label): label for label in self.labels}
+        self.null_label = str(task_config.config.get("null_label", "null"))
+        tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
+        self.regex_string = re.escape(tag) + r"[\s\*]*(" + "|".join(re.escape(label) for label in self.labels) + ")+"
+        self.regex_flags = re.IGNORECASE
+
+    def map_label(self, text: Any) -> str:
+        if text is None:
+            return self.null_label
+        return self.label_map.get(normalize_answer(text), self.null_label)
+
+    def calculate_metrics(self):
+        df = self.inference_df
+        predictions = [self.map_label(p) for p in df[self.postprocessed_response_column]]
+        references = [str(r) for r in df[self.label_column]]
+        df["predictions"] = predictions
+        n = len(references)
+        k = len(self.labels)
+        accuracy = balanced_accuracy(references, predictions)
+        null_count = sum(p == self.null_label for p in predictions)
+        present = list(dict.fromkeys(references))
+        metrics = {
+            "accuracy": 100 * accuracy,
+            "normalized_accuracy": 100 * normalize_score(accuracy, 1 / k if k else 0, 1),
+            "macro_f1": 100 * macro_f1(references, predictions),
+            "null_weighted_f1": 100 * macro_f1(references, predictions, present) * (1 - null_count / n if n else 0),
+            "null_count": null_count,
+        }
+        self.update_individual_scores([float(p == r) for p, r in zip(predictions, references)])
+        return metrics, df
+
+
+# ---------------------------------------------------------------- question answering
+def _tokens(text: str, lang: str) -> list[str]:
+    if lang == "th":
+        try:
+            from pythainlp.tokenize import word_tokenize
+        except ImportError:
+            raise ProctorError("Thai QA F1 needs pythainlp: pip install 'proctor[seahelm-th]'") from None
+        return [t for t in word_tokenize(text, engine="newmm") if t.strip()]
+    if lang == "zh":
+        try:
+            import jieba
+        except ImportError:
+            raise ProctorError("Chinese QA F1 needs jieba: pip install 'proctor[seahelm-zh]'") from None
+        return [t for t in jieba.cut(text) if t.strip()]
+    return text.split()
+
+
+def _normalize_qa(text: str) -> str:
+    """SQuAD's normalisation without removing articles: lower case, no punctuation, single spaces."""
+    text = "".join(ch for ch in str(text).lower() if ch not in set(string.punctuation))
+    return " ".join(text.split())
+
+
+def qa_f1(prediction: str, reference: str, lang: str = "") -> float:
+    pred, ref = _tokens(_normalize_qa(prediction), lang), _tokens(_normalize_qa(reference), lang)
+    common = Counter(pred) & Counter(ref)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def qa_exact(prediction: str, reference: str) -> float:
+    return float(_normalize_qa(prediction) == _normalize_qa(reference))
+
+
+def _references(label: Any) -> list[str]:
+    if isinstance(label, str):
+        return [label]
+    if label is None:
+        return [""]
+    return [str(x) for x in list(label)]
+
+
+class QuestionAnsweringMetric(SeaHelmMetric):
+    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+        super().__init__(dataloader, task_config, **kwargs)
+        tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
+        self.regex_string = re.escape(tag) + r"[\s\r\n`*]*(.*)"
+
+    def calculate_metrics(self):
+        df = self.inference_df
+        preds = ["" if p is None else str(p) for p in df[self.postprocessed_response_column]]
+        refs = [_references(r) for r in df[self.label_column]]
+        f1s = [max(qa_f1(p, r, self.lang) for r in rs) for p, rs in zip(preds, refs)]
+        ems = [max(qa_exact(p, r) for r in rs) for p, rs in zip(preds, refs)]
+        found = [any(_normalize_qa(r) and _normalize_qa(r) in _normalize_qa(p) for r in rs) for p, rs in zip(preds, refs)]
+        f1 = 100 * float(np.mean(f1s)) if f1s else 0.0
+        self.update_individual_scores(f1s)
+        return {
+            "exact_match": 100 * float(np.mean(ems)) if ems else 0.0,
+            "f1": f1,
+            "normalized_f1": f1,
+            "found_in_prediction": 100 * float(np.mean(found)) if found else 0.0,
+            "null_count": sum(p == "" for p in preds),
+        }, df
+
+
+class TranslationMetric(SeaHelmMetric):
+    """chrF++ (sacrebleu) against the references; MetricX needs its judge model and is not built in."""
+
+    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+        super().__init__(dataloader, task_config, **kwargs)
+        tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
+        self.regex_string = re.escape(tag) + r"[\s\r\n`*]*(.*)"
+
+    def calculate_metrics(self):
+        df = self.inference_df
+        preds = ["" if p is None else str(p) for p in df[self.postprocessed_response_column]]
+        refs = [_references(r)[0] for r in df[self.label_column]]
+        score = chrf(preds, refs)
+        self.update_individual_scores([chrf([p], [r]) / 100 for p, r in zip(preds, refs)])
+        return {"chrf_score": score, "normalized_chrf_score": 100 * normalize_score(score / 100, 0, 1), "null_count": sum(p == "" for p in preds)}, df
+
+
+def chrf(predictions: Sequence[str], references: Sequence[str], word_order: int = 2) -> float:
+    """Corpus chrF++ (sacrebleu, word_order=2)."""
+    try:
+        from sacrebleu.metrics import CHRF
+    except ImportError:
+        raise ProctorError("chrF needs sacrebleu: pip install 'proctor[seahelm]'") from None
+    return float(CHRF(word_order=word_order).corpus_score(list(predictions), [list(references)]).score)

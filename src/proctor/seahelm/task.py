@@ -1,0 +1,347 @@
+"""The handler that runs one SEA-HELM task in one language inside proctor's engine.
+
+Samples come from the task's dataloader; ``predict_samples`` builds SEA-HELM conversations (few-shot
+turns, multi-turn carry-forward), generates through the run store, strips thinking, runs the metric
+class (and its judge), repeats for each seeded run and bootstraps per question across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from proctor.data.sources import Sample
+from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.scoring.metrics import register_metric
+from proctor.seahelm import prompts as P
+from proctor.seahelm.dataloaders import TaskConfig, as_rows
+from proctor.seahelm.metrics import SeaHelmMetric, calculate_stderr
+from proctor.tasks.custom import GenerationTask
+
+log = logging.getLogger(__name__)
+
+N_BOOTSTRAP = 30
+BOOTSTRAP_SEED = 94370244
+JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API), by name
+
+
+@dataclass(frozen=True)
+class SeaHelmOutcome:
+    score: float | None
+
+
+@register_metric("seahelm_row_score", ["generate"])
+def _row_score(outcome: Any) -> float | None:
+    """The row's individual score from the SEA-HELM metric class (first run)."""
+    return getattr(outcome, "score", None)
+
+
+class LogProbMetric(SeaHelmMetric):
+    """Generate up to the answer tag, then score ``answer_tag_separator + label`` for every label; the
+    gold label's cumulative probability is the row's score."""
+
+    uses_logprobs = True
+
+    def calculate_metrics(self):
+        df = self.inference_df
+        cum = [float(x) if x is not None else None for x in df["cumulative_logprob"]]
+        probs = [0.0 if x is None else 100 * math.exp(x) for x in cum]
+        logs = [x for x in cum if x is not None]
+        self.update_individual_scores([p / 100 for p in probs])
+        predicted = df["predicted_label"].tolist() if "predicted_label" in df else []
+        labels = [str(x) for x in df[self.label_column]]
+        return {
+            "average_cumulative_probabilities": float(np.mean(probs)) if probs else 0.0,
+            "average_cumulative_logprobs": float(np.mean(logs)) if logs else float("nan"),
+            "clt_se_cumulative_probabilities": calculate_stderr(probs),
+            "accuracy": 100 * float(np.mean([p == l for p, l in zip(predicted, labels)])) if predicted else float("nan"),
+        }, df
+
+
+def _row_id(row: dict, index: int) -> str:
+    for key in ("id", "question_id"):
+        if row.get(key) is not None:
+            return str(row[key])
+    return str(index)
+
+
+class SeaHelmTask(GenerationTask):
+    kind = "generate"
+
+    def __init__(self, spec, options=None) -> None:
+        super().__init__(spec, options)
+        from proctor.seahelm.plugins import resolve_class
+
+        o = self.options
+        self.task_id: str = o["task_id"]
+        self.lang: str = o["lang"]
+        self.config: dict = o["config"]
+        root, config_file = Path(o["root"]), Path(o["config_file"])
+        trust = bool(o.get("trust_task_code"))
+        c = self.config
+        self.loader_cls = resolve_class(c.get("dataloader_file"), c.get("dataloader_class"), root=root, config_file=config_file,
+                                        trust=trust, what="dataloader", default="SeaHelmLocalDataloader")
+        self.metric_cls = resolve_class(c.get("metric_file"), c.get("metric_class"), root=root, config_file=config_file,
+                                        trust=trust, what="metric", default="SeaHelmMetric")
+        self.judge_cls = None
+        if c.get("judge_file") or c.get("judge_class"):
+            self.judge_cls = resolve_class(c.get("judge_file"), c.get("judge_class"), root=root, config_file=config_file,
+                                           trust=trust, what="judge", default="")
+        self.task_config = TaskConfig(self.task_id, self.lang, c)
+        self.lookup = None
+        self.chunk_size = None
+        self._corpus: dict = {}
+        self.dataloader = None
+
+    # ---------------------------------------------------------------- engine hooks
+    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
+        self.lookup, self.chunk_size = lookup, chunk_size
+
+    def _make_loader(self, is_base: bool):
+        return self.loader_cls(self.task_config, 5 if is_base else 0, is_base_model=is_base, model_name="")
+
+    def load_samples(self, limit: int | None = None) -> list[Sample]:
+        self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
+        self.dataloader.load_dataset(limit=limit)
+        rows = as_rows(self.dataloader.dataset)
+        if limit is not None:
+            rows = rows[:limit]
+        self.dataloader.dataset = rows
+        template = self.config["languages"][self.lang]["prompt_template"]
+        samples = []
+        for i, row in enumerate(rows):
+            try:
+                shown = P.conversation(template, row, 1, [], [])[-1]["content"]
+            except (KeyError, IndexError, ValueError) as exc:
+                from proctor.errors import TaskDefinitionError
+
+                raise TaskDefinitionError(f"prompt_template does not fit row {i + 1}: {type(exc).__name__}: {exc}",
+                                          file=self.options["config_file"], field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
+            label = row.get("label")
+            fields = {"_seahelm_prompt": shown, "_seahelm_label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str)}
+            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data")), i + 1, i))
+        return samples
+
+    def corpus_metrics(self) -> dict:
+        return self._corpus
+
+    # ---------------------------------------------------------------- running
+    def _is_base(self, model: Any) -> bool:
+        given = self.options.get("is_base_model")
+        return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
+
+    def _generate(self, model: Any, requests: list, progress: Callable[[int], None]) -> list:
+        from proctor.engine.runner import execute
+
+        return execute(model, "generate", requests, self.lookup, self.chunk_size, progress)
+
+    def predict_samples(self, model, samples, prompts, progress):
+        self.model = model
+        is_base = self._is_base(model)
+        loader = self.dataloader
+        if loader is None or loader.is_base_model != is_base:
+            rows = loader.dataset if loader is not None else None
+            loader = self._make_loader(is_base)
+            loader.dataset = rows
+            if rows is None:
+                loader.load_dataset(limit=len(samples))
+        self.dataloader = loader
+        if loader.fewshot_num_examples and loader.specific_task_config.get("example_filepath"):
+            loader.load_example_dataset(limit=loader.fewshot_num_examples)
+        examples = as_rows(loader.example_dataset)[: loader.fewshot_num_examples] if loader.fewshot_num_examples else []
+        rows = as_rows(loader.dataset)
+        lang_cfg = self.config["languages"][self.lang]
+        template = lang_cfg["prompt_template"]
+        max_tokens = int(lang_cfg.get("max_tokens") or 256)
+        reasoning = self.options.get("reasoning") or {}
+        if reasoning:
+            max_tokens += int(reasoning.get("max_think_tokens", 20000))
+        stop = (P.BASE_STOP,) if is_base else ()
+        temperature = float(self.config.get("temperature") or self.options.get("temperature") or 0.0)
+        n_runs = max(1, int(self.options.get("n_runs", 1)))
+        if self.config.get("max_n_runs"):
+            n_runs = min(n_runs, int(self.config["max_n_runs"]))
+        turns = max(1, loader.get_num_turns())
+        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs")) and self.metric_cls.__name__ == "LogProbMetric"
+        runs: list[dict] = []
+        for run in range(n_runs):
+            answers: list[list[str]] = [[] for _ in rows]
+            raw: list[list[str]] = [[] for _ in rows]
+            rendered: list[str] = []
+            for turn in range(1, turns + 1):
+                active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
+                texts = [P.render(model, P.conversation(template, rows[i], turn, examples, answers[i]), is_base) for i in active]
+                if turn == 1:
+                    rendered = texts
+                requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run) for t in texts]
+                results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
+                for i, result in zip(active, results):
+                    raw[i].append(result.text)
+                    answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
+            extra: dict[str, list] = {}
+            if uses_logprobs:
+                extra = self._logprobs(model, rows, rendered, answers, template)
+            runs.append(self._score(rows, answers, raw, extra, rendered, model))
+        self._corpus = self._summarise(runs, rows)
+        first = runs[0]
+        out = []
+        for i, _ in enumerate(samples):
+            details = {
+                "completion": first["answers"][i][-1] if first["answers"][i] else "",
+                "responses": first["answers"][i],
+                "extracted": first["cleaned"][i],
+                "references": [first["labels"][i]],
+                "individual_scores": first["scores"][i],
+            }
+            if first.get("judgements") is not None:
+                details["judgements"] = first["judgements"][i]
+            if n_runs > 1:
+                details["run_scores"] = [r["scores"][i] for r in runs]
+            score = first["scores"][i]
+            out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
+        return out
+
+    def _logprobs(self, model, rows, rendered, answers, template) -> dict[str, list]:
+        tag = template.get("answer_tag", "")
+        separator = template.get("answer_tag_separator", " ")
+        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
+        contexts = []
+        for prompt, ans in zip(rendered, answers):
+            text = ans[0] if ans else ""
+            position = text.find(tag) if tag else -1
+            prefix = text[: position + len(tag)] if position >= 0 else tag
+            contexts.append(prompt + prefix)
+        requests = [LoglikelihoodRequest(ctx, separator + label, move_whitespace=False) for ctx in contexts for label in labels]
+        from proctor.engine.runner import execute
+
+        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size)
+        cumulative, predicted = [], []
+        for i, row in enumerate(rows):
+            scores = [results[i * len(labels) + k].logprob for k in range(len(labels))]
+            gold = str(row.get("label"))
+            cumulative.append(scores[labels.index(gold)] if gold in labels else None)
+            predicted.append(labels[int(np.argmax(scores))])
+        return {"cumulative_logprob": cumulative, "predicted_label": predicted}
+
+    def _score(self, rows, answers, raw, extra, rendered, model) -> dict:
+        import pandas as pd
+
+        loader = self.dataloader
+        frame = pd.DataFrame([dict(r) for r in rows])
+        frame["responses"] = [list(a) for a in answers]
+        frame["raw_responses"] = [list(a) for a in raw]
+        frame["conversations"] = rendered
+        for key, values in extra.items():
+            frame[key] = values
+        if "label" not in frame:
+            frame["label"] = ""
+        loader.inference_df = frame
+        metric = self.metric_cls(loader, self.task_config)
+        if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
+            metric.judge_model = self._judge(model)
+        metrics = metric.evaluate_responses()
+        df = loader.inference_df
+        scores = df["individual_scores"].tolist() if "individual_scores" in df else [None] * len(df)
+        scores = [self._scalar(s, self.config.get("metric")) for s in scores]
+        cleaned = df[metric.postprocessed_response_column].tolist() if metric.postprocessed_response_column in df else [None] * len(df)
+        return {
+            "metrics": metrics,
+            "answers": answers,
+            "cleaned": cleaned,
+            "labels": [r.get("label") for r in rows],
+            "scores": scores,
+            "judgements": df["judgements"].tolist() if "judgements" in df else None,
+            "predictions": df["predictions"].tolist() if "predictions" in df else None,
+        }
+
+    @staticmethod
+    def _scalar(value: Any, key: str | None) -> float | None:
+        if isinstance(value, dict):
+            value = value.get(key, next(iter(value.values()), None)) if value else None
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return None
+        return None if math.isnan(value) else value
+
+    def _judge(self, model):
+        from proctor.seahelm.judges import JudgeRunner
+
+        name = self.options.get("judge")
+        judge_model = model
+        if isinstance(name, str) and name:
+            if name not in JUDGES:
+                from proctor.models.registry import load_model
+
+                JUDGES[name] = load_model(name)
+            judge_model = JUDGES[name]
+        generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
+        if isinstance(generation, list):
+            generation = generation[0] if generation else {}
+        generation = {**generation, **(self.options.get("judge_generation") or {})}
+        runner = JudgeRunner(judge_model, generation, self.lookup, self.chunk_size)
+        self._judge_runner = runner
+        return runner
+
+    def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
+        key = self.config.get("metric")
+        out: dict[str, dict] = {}
+        flat: dict[str, Any] = {}
+        for name, value in list(runs[0]["metrics"].items()):
+            if isinstance(value, dict):  # e.g. win rate per category: one numeric entry each
+                flat.update({f"{name}.{k}": v for k, v in value.items() if isinstance(v, (int, float))})
+                for run in runs:
+                    run["metrics"].update({f"{name}.{k}": v for k, v in dict(run["metrics"].get(name) or {}).items()})
+            else:
+                flat[name] = value
+        for name, value in flat.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float))]
+                entry = {"value": float(np.mean(values)), "stderr": None}
+                if name == key and len(runs) == 1:
+                    per_row = [s for s in runs[0]["scores"] if s is not None]
+                    scale = 100.0 if per_row and max(per_row) <= 1 and entry["value"] > 1 else 1.0
+                    entry["stderr"] = scale * calculate_stderr(per_row) if per_row else None
+                out[name] = entry
+            elif value is None:
+                out[name] = {"value": None, "stderr": None}
+        if len(runs) > 1 and key in out:
+            boots = self._bootstrap(runs, rows, key)
+            out[key]["bootstrap"] = boots
+            out[key]["value"] = float(np.mean(boots))
+            out[key]["stderr"] = float(math.sqrt(np.var(boots) / len(boots)))
+            out[key]["n_runs"] = len(runs)
+        if key in out:
+            out[key]["primary"] = True
+        if getattr(self, "_judge_runner", None) is not None:
+            out["judge_requests"] = {"value": float(self._judge_runner.stats["requests"]), "stderr": None}
+            out["judge_errors"] = {"value": float(self._judge_runner.stats["errors"]), "stderr": None}
+        return out
+
+    def _bootstrap(self, runs: list[dict], rows: list[dict], key: str) -> list[float]:
+        """SEA-HELM's leaderboard bootstrap: per question, the result of a uniformly drawn run."""
+        from proctor.seahelm.metrics import balanced_accuracy, normalize_score
+
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        n, r = len(rows), len(runs)
+        labels = [str(x.get("label")) for x in rows]
+        mc = runs[0]["predictions"] is not None and len(set(labels)) < n
+        k = len(set(labels))
+        out = []
+        for _ in range(N_BOOTSTRAP):
+            pick = rng.integers(0, r, size=n)
+            if mc:
+                correct = [labels[i] if runs[pick[i]]["scores"][i] else f"\x00wrong{labels[i]}" for i in range(n)]
+                out.append(100 * normalize_score(balanced_accuracy(labels, correct), 1 / k, 1))
+            else:
+                values = [runs[pick[i]]["scores"][i] for i in range(n)]
+                values = [v for v in values if v is not None]
+                mean = float(np.mean(values)) if values else 0.0
+                out.append(100 * mean if mean <= 1 else mean)
+        return out
