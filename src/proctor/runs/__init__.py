@@ -1,0 +1,1 @@
+"""Run folders: results.json, samples.jsonl and the resolved task configs."""

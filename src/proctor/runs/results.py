@@ -1,0 +1,82 @@
+"""Write a run folder. Each task's samples are appended as soon as the task finishes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def new_run_dir(root: Path, label: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") or "run"
+    candidate = root / f"{stamp}_{safe}"
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = root / f"{stamp}_{safe}_{n}"
+    return candidate
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinities are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    with handle:
+        json.dump(_clean(data), handle, indent=2, ensure_ascii=False, default=_json_default)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, path)
+
+
+class RunWriter:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.samples_path = run_dir / "samples.jsonl"
+        self.samples_path.write_text("", encoding="utf-8")
+
+    def write_task_config(self, name: str, config: dict) -> None:
+        folder = self.run_dir / "tasks"
+        folder.mkdir(exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        with (folder / f"{safe}.yaml").open("w", encoding="utf-8") as handle:
+            yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
+
+    def append_samples(self, records: list[dict]) -> None:
+        with self.samples_path.open("a", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(_clean(record), ensure_ascii=False, default=_json_default) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def write_results(self, results: dict) -> None:
+        write_json_atomic(self.run_dir / "results.json", results)
