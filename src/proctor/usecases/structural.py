@@ -98,6 +98,8 @@ class LoRA(Control):
         peft = require("peft", "steer", "The LoRA control")
         import torch
 
+        self._grad_flags = {k: p.requires_grad for k, p in model.named_parameters()}
+        self._base = model
         if self.params["adapter_path"]:
             self._peft_model = peft.PeftModel.from_pretrained(model, self.params["adapter_path"])
         else:
@@ -130,10 +132,12 @@ class LoRA(Control):
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        log.info("LoRA trained %d steps, last loss %.4f", self.params["steps"], float(loss))
+        log.info("LoRA trained %d steps, last loss %.4f", self.params["steps"], loss.item())
         model.eval()
 
     def cleanup(self) -> None:
         if self._peft_model is not None:
             self._peft_model.unload()  # puts the original layers back into the base model
             self._peft_model = None
+            for key, parameter in self._base.named_parameters():
+                parameter.requires_grad_(self._grad_flags.get(key, parameter.requires_grad))
