@@ -85,6 +85,14 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     assert {"pipeline", "config_id", "params", "trial", "metric", "value"} <= set(table[0])
     assert {r["metric"] for r in table} >= {"MCQAAccuracy.trial_mean", "MCQAPositionalBias.num_valid"}
     assert len({(r["pipeline"], r["config_id"], r["trial"]) for r in table}) == 10
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        from proctor.usecases.analysis import to_dataframe
+
+        assert to_dataframe(table).shape == (len(table), 6)
     written = bench.export(save_dir=tmp_path, tradeoff=("MCQAAccuracy.trial_mean", "MCQAAccuracy.num_valid"))
     assert (tmp_path / "profiles.json").exists() and written["results"].read_text().startswith("pipeline,config_id")
     assert written["tradeoff"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
