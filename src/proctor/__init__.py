@@ -6,8 +6,26 @@ from proctor.api import EvaluationResult, evaluate, load_tasks  # noqa: E402
 from proctor.errors import ProctorError, TaskDefinitionError  # noqa: E402
 from proctor.scoring.metrics import register_metric  # noqa: E402
 
+# Python use cases and steering (proctor.usecases) load on first use, keeping ``import proctor`` light.
+_USECASE_NAMES = ("UseCase", "Metric", "batch_retry_generate", "Benchmark", "SteeringPipeline", "ControlSpec")
+
+
+def __getattr__(name: str):
+    if name in _USECASE_NAMES:
+        from proctor import usecases
+
+        return getattr(usecases, name)
+    raise AttributeError(f"module 'proctor' has no attribute '{name}'")
+
+
 __all__ = [
+    "Benchmark",
+    "ControlSpec",
     "EvaluationResult",
+    "Metric",
+    "SteeringPipeline",
+    "UseCase",
+    "batch_retry_generate",
     "ProctorError",
     "TaskDefinitionError",
     "__version__",

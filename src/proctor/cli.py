@@ -139,7 +139,7 @@ def print_results(results: dict) -> None:
 
 @app.command()
 def run(
-    paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively)."),
+    paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively), or Python use case files (.py)."),
     model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
@@ -184,6 +184,17 @@ def run(
     options = {"dtype": dtype, "device": device, "batch_size": _batch_size(batch_size)}
     if max_length:
         options["max_length"] = max_length
+    if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
+        from proctor.usecases.runfile import run_use_case_files
+
+        run_dir, results = run_use_case_files(
+            paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv
+        )
+        print_results(results)
+        console.print(f"run folder: {run_dir}")
+        return
+    if any(p.suffix == ".py" for p in paths):
+        raise typer.BadParameter("give either Python use case files or task files/folders, not both")
     if model.startswith("vllm:") and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None

@@ -1,0 +1,43 @@
+"""Python use cases and steering benchmarks (AISteer360-style).
+
+``UseCase`` / ``Metric`` define a task in Python; ``batch_retry_generate`` runs prompts on a proctor
+model, a plain transformers model or a ``SteeringPipeline``; ``Benchmark`` compares the base model
+with steered pipelines over trials and parameter sweeps, with checkpoints and resume.
+"""
+
+from proctor.usecases.base import UseCase, UseCaseDataError
+from proctor.usecases.benchmark import Benchmark
+from proctor.usecases.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
+from proctor.usecases.generation import batch_retry_generate
+from proctor.usecases.ifeval import InstructionFollowing, StrictInstruction
+from proctor.usecases.mcqa import CommonsenseMCQA
+from proctor.usecases.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
+from proctor.usecases.metrics import Metric
+from proctor.usecases.pipeline import SteeringPipeline
+from proctor.usecases.specs import ControlSpec
+from proctor.usecases.state import ActivationAddition
+from proctor.usecases.structural import LoRA, WeightDelta
+
+__all__ = [
+    "ActivationAddition",
+    "Benchmark",
+    "CommonsenseMCQA",
+    "ControlSpec",
+    "InstructionFollowing",
+    "StrictInstruction",
+    "Control",
+    "FewShot",
+    "LoRA",
+    "MCQAAccuracy",
+    "MCQACalibration",
+    "MCQAPositionalBias",
+    "Metric",
+    "PromptRewrite",
+    "SteeringPipeline",
+    "SystemPrompt",
+    "TokenBias",
+    "UseCase",
+    "UseCaseDataError",
+    "WeightDelta",
+    "batch_retry_generate",
+]

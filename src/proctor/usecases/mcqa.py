@@ -1,0 +1,124 @@
+"""``CommonsenseMCQA``: multiple-choice questions asked under several seeded orderings of the choices.
+
+Each row (``id``, ``question``, ``answer`` = text of the right choice, ``choices``) becomes
+``num_shuffling_runs`` prompts. The order of run ``r`` of row ``id`` comes from a generator seeded
+with (``seed``, ``id``, ``r``) — never a shared random stream — so prompts are the same whatever the
+data order, the batch size or how many rows are used.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from typing import Any, ClassVar
+
+from proctor.usecases.base import UseCase
+from proctor.usecases.generation import batch_retry_generate
+
+LETTERS = string.ascii_uppercase
+_INSTRUCTION = "You will be given a multiple-choice question and asked to select from a set of choices."
+_ASK = "Please only print the letter corresponding to your choice."
+
+
+def parse_letter(response: str, num_choices: int = len(LETTERS)) -> str | None:
+    """The first standalone letter among those offered, after a leading role word; else None."""
+    text = re.sub(r"^\s*(assistant|system|user)[:\n ]*", "", response or "", flags=re.I).strip()
+    valid = LETTERS[:num_choices]
+    match = re.search(rf"\b([{valid}])\b", text, flags=re.I)
+    return match.group(1).upper() if match else None
+
+
+def build_prompt(question: str, choices: list[str]) -> str:
+    lines = [_INSTRUCTION, f"\nQuestion: {question}\n"]
+    lines += [f"{LETTERS[i]}. {choice}" for i, choice in enumerate(choices)]
+    lines += [f"\n{_ASK}", "\nAnswer:"]
+    return "\n".join(lines)
+
+
+class CommonsenseMCQA(UseCase):
+    """Commonsense multiple-choice QA with shuffled choice orders (``num_shuffling_runs``)."""
+
+    _EVALUATION_REQ_KEYS: ClassVar = ("id", "question", "answer", "choices")
+    num_shuffling_runs: int = 1
+    strict_letters: bool = True  # parse only letters that were offered (the reference accepts any A–Z)
+
+    def validate_evaluation_data(self, row: dict[str, Any]) -> None:
+        choices = row["choices"]
+        if not isinstance(choices, list) or len(choices) < 2:
+            raise ValueError("'choices' must be a list of at least two options")
+        if len(choices) > len(LETTERS):
+            raise ValueError(f"'choices' has {len(choices)} options; at most {len(LETTERS)} can be lettered")
+        if row["answer"] not in choices:
+            raise ValueError(f"'answer' {row['answer']!r} is not one of the choices")
+
+    def order(self, row_id: Any, run: int, n: int) -> list[int]:
+        """Seeded order of the choices for one shuffling run of one row."""
+        order = list(range(n))
+        random.Random(f"{self.seed}\0{row_id}\0{run}").shuffle(order)
+        return order
+
+    def prompt_data(self) -> list[dict[str, Any]]:
+        items = []
+        for row in self.evaluation_data:
+            choices = row["choices"]
+            for run in range(int(self.num_shuffling_runs)):
+                order = self.order(row["id"], run, len(choices))
+                shown = [choices[i] for i in order]
+                items.append(
+                    {
+                        "id": row["id"],
+                        "run": run,
+                        "prompt": build_prompt(row["question"], shown),
+                        "reference_answer": LETTERS[order.index(choices.index(row["answer"]))],
+                        "num_choices": len(choices),
+                        "choice_order": order,
+                    }
+                )
+        return items
+
+    def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
+        if int(self.num_shuffling_runs) < 1:
+            raise ValueError("num_shuffling_runs must be at least 1")
+        items = self.prompt_data()
+        if not items:
+            return []
+        width = max(item["num_choices"] for item in items) if self.strict_letters else len(LETTERS)
+        parsed, raw, outputs = batch_retry_generate(
+            prompt_data=items,
+            model_or_pipeline=model_or_pipeline,
+            tokenizer=tokenizer,
+            gen_kwargs=gen_kwargs,
+            runtime_overrides=runtime_overrides,
+            evaluation_data=self.evaluation_data,
+            parse_fn=lambda text: parse_letter(text, width),
+            max_retries=int(kwargs.get("max_retries", 2)),
+            return_outputs=True,
+            batch_size=kwargs.get("batch_size"),
+        )
+        return [
+            {
+                "response": letter if letter is None or LETTERS.index(letter) < item["num_choices"] else None,
+                "raw_response": text,
+                "prompt": item["prompt"],
+                "adapted_prompt": output["rendered_prompt"],
+                "question_id": item["id"],
+                "run": item["run"],
+                "reference_answer": item["reference_answer"],
+                "num_choices": item["num_choices"],
+                "choice_order": item["choice_order"],
+                "finish_reason": output["finish_reason"],
+            }
+            for item, letter, text, output in zip(items, parsed, raw, outputs)
+        ]
+
+    def evaluate(self, generations: list[dict]) -> dict[str, dict]:
+        data: dict[str, Any] = {
+            "responses": [g["response"] for g in generations],
+            "reference_answers": [g["reference_answer"] for g in generations],
+            "question_ids": [g["question_id"] for g in generations],
+            "num_choices": [g.get("num_choices", len(LETTERS)) for g in generations],
+        }
+        if generations and all("confidence" in g for g in generations):
+            data["confidences"] = [g["confidence"] for g in generations]
+        return {metric.name: metric(**data) for metric in self.evaluation_metrics}

@@ -1,0 +1,125 @@
+"""MCQA metrics against independent numpy computations of the corrected formulas."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from proctor import Metric
+from proctor.usecases import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
+
+# The reference's toy example (seed-systems.md §3).
+RESP = ["A", "B", "A", None, "C", "A"]
+REF = ["A", "A", "A", "B", "C", "C"]
+QID = ["q1", "q1", "q1", "q2", "q2", "q2"]
+
+
+def independent_accuracy(resp, ref, qid):
+    keep = [i for i, r in enumerate(resp) if r is not None]
+    correct = np.array([resp[i].strip().upper() == ref[i].strip().upper() for i in keep], dtype=float)
+    per_q: dict = {}
+    for i, c in zip(keep, correct):
+        per_q.setdefault(qid[i], []).append(c)
+    majority = np.array([float(np.sum(v) > len(v) / 2) for v in per_q.values()])
+    std = lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0  # noqa: E731
+    return float(correct.mean()), std(correct), float(majority.mean()), std(majority)
+
+
+def independent_bias(resp, qid, k):
+    letters = "ABCDEFGHIJ"[:k]
+    valid = [(r, q) for r, q in zip(resp, qid) if r is not None and r in letters]
+    def b(items):
+        f = np.array([sum(1 for r in items if r == p) / len(items) for p in letters])
+        return float(np.mean(np.abs(f - 1.0 / k)))
+    per_q: dict = {}
+    for r, q in valid:
+        per_q.setdefault(q, []).append(r)
+    values = [b(v) for v in per_q.values()]
+    return b([r for r, _ in valid]), (float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+
+
+def test_toy_example_accuracy():
+    out = MCQAAccuracy()(responses=RESP, reference_answers=REF, question_ids=QID)
+    assert out["trial_mean"] == pytest.approx(0.6)
+    assert out["trial_std"] == pytest.approx(0.5477, abs=1e-4)
+    assert out["question_mean"] == pytest.approx(0.5)
+    assert out["question_std"] == pytest.approx(0.7071, abs=1e-4)
+    assert out["num_valid"] == 5
+
+
+def test_toy_example_bias_observed_letters_and_offered_letters():
+    # With three letters offered the corrected formula agrees with the reference's 0.1778 ...
+    assert MCQAPositionalBias()(responses=RESP, question_ids=QID, num_choices=3)["mean"] == pytest.approx(0.1778, abs=1e-4)
+    # ... without num_choices the letters A..highest seen are used (here also A-C) ...
+    assert MCQAPositionalBias()(responses=RESP, question_ids=QID)["mean"] == pytest.approx(0.1778, abs=1e-4)
+    # ... and with five letters offered, unchosen D and E count (the reference ignored them).
+    out = MCQAPositionalBias()(responses=RESP, question_ids=QID, num_choices=5)
+    assert out["mean"] == pytest.approx(0.16)
+    assert out["std"] == pytest.approx(0.0)  # both questions have bias 0.24
+    assert out["question_mean"] == pytest.approx(0.24)
+
+
+def test_none_responses_keep_question_ids_aligned():
+    # The reference zipped question ids with the filtered outcomes: q1's None shifted q2's votes.
+    resp = [None, "A", "B", "B"]
+    ref = ["A", "A", "A", "A"]
+    qid = ["q1", "q1", "q2", "q2"]
+    out = MCQAAccuracy()(responses=resp, reference_answers=ref, question_ids=qid)
+    assert out["question_mean"] == pytest.approx(0.5)  # q1 right 1/1, q2 wrong 0/2 (the reference gave 0.0)
+    assert (out["trial_mean"], out["trial_std"], out["question_mean"], out["question_std"]) == pytest.approx(
+        independent_accuracy(resp, ref, qid)
+    )
+
+
+def test_missing_question_ids_and_empty_responses():
+    out = MCQAAccuracy()(responses=["A", "B"], reference_answers=["A", "A"])
+    assert out["trial_mean"] == 0.5 and out["question_mean"] is None
+    assert MCQAPositionalBias()(responses=[None, None], question_ids=["a", "b"], num_choices=4)["mean"] is None
+    assert MCQAPositionalBias()(responses=["A", "B"], num_choices=2)["std"] is None
+
+
+def test_random_cases_match_independent_computation():
+    rng = random.Random(7)
+    for _ in range(20):
+        n_q, runs, k = rng.randint(1, 8), rng.randint(1, 5), rng.randint(2, 5)
+        qid = [f"q{q}" for q in range(n_q) for _ in range(runs)]
+        ref = [rng.choice("ABCDE"[:k]) for _ in qid]
+        resp = [rng.choice(list("ABCDE"[:k]) + [None]) for _ in qid]
+        acc = MCQAAccuracy()(responses=resp, reference_answers=ref, question_ids=qid)
+        if any(r is not None for r in resp):
+            assert (acc["trial_mean"], acc["trial_std"], acc["question_mean"], acc["question_std"]) == pytest.approx(
+                independent_accuracy(resp, ref, qid)
+            )
+            bias = MCQAPositionalBias()(responses=resp, question_ids=qid, num_choices=k)
+            assert (bias["mean"], bias["std"]) == pytest.approx(independent_bias(resp, qid, k))
+
+
+def test_letters_not_offered_are_invalid_for_bias():
+    out = MCQAPositionalBias()(responses=["A", "I", "B"], num_choices=2)
+    assert out["num_out_of_range"] == 1 and out["mean"] == pytest.approx(0.0)
+
+
+def test_calibration_ece():
+    conf = [0.95, 0.85, 0.55, 0.15, 1.0, None]
+    resp = ["A", "B", "A", "C", "A", "A"]
+    ref = ["A", "A", "A", "A", "A", "A"]
+    out = MCQACalibration()(responses=resp, reference_answers=ref, confidences=conf)
+    # bins: [0.9,1.0] {0.95 ok, 1.0 ok}, [0.8,0.9) {0.85 wrong}, [0.5,0.6) {0.55 ok}, [0.1,0.2) {0.15 wrong}
+    expected = (2 / 5) * abs(1 - 0.975) + (1 / 5) * 0.85 + (1 / 5) * abs(1 - 0.55) + (1 / 5) * 0.15
+    assert out["ece"] == pytest.approx(expected)
+    assert out["accuracy"] == pytest.approx(0.6)
+    assert out["overconfidence"] == pytest.approx(np.mean([0.95, 0.85, 0.55, 0.15, 1.0]) - 0.6)
+
+
+def test_metric_base():
+    class Length(Metric):
+        def compute(self, responses, prompts=None, **kwargs):
+            return {"mean": sum(len(r) for r in responses) / len(responses), "unit": self.unit}
+
+    metric = Length(unit="chars")
+    assert metric.name == "Length"
+    assert metric(responses=["ab", "abcd"]) == {"mean": 3.0, "unit": "chars"}
+    with pytest.raises(TypeError):
+        Metric()  # abstract
