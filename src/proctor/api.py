@@ -38,6 +38,16 @@ class EvaluationResult:
         return self.results["tasks"][task]["metrics"][name]["value"]
 
 
+def _mc_options(mc_format: str, seed: int | None) -> dict:
+    """Only non-default multiple-choice options enter the manifest (older run folders stay comparable)."""
+    out: dict = {}
+    if mc_format != "auto":
+        out["mc_format"] = mc_format
+    if seed is not None:
+        out["mc_shuffle_seed"] = seed
+    return out
+
+
 def load_tasks(
     paths: Iterable[str | Path], select: Iterable[str] | None = None, options: Mapping[str, Any] | None = None
 ) -> list[Task]:
@@ -68,6 +78,8 @@ def evaluate(
     update: bool = False,
     restart: bool = False,
     export: bool = True,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -77,6 +89,9 @@ def evaluate(
     an interrupted run stopped. A folder started with other tasks, model or options is refused
     unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
     ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
+    ``mc_format`` picks how multiple-choice tasks run: "loglikelihood", "generate" (lettered
+    options, the letter read from a generated reply; ``mc_shuffle_seed`` shuffles the options) or
+    "auto" (generate when the model cannot score log-likelihoods, e.g. a chat-only API).
     ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
     """
     started = time.perf_counter()
@@ -89,7 +104,7 @@ def evaluate(
         from proctor.errors import ProctorError
 
         raise ProctorError("no tasks found")
-    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat)
+    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
     load_started = time.perf_counter()
     if isinstance(model, str):
         from proctor.models.registry import load_model
@@ -105,7 +120,7 @@ def evaluate(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {})},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **_mc_options(mc_format, mc_shuffle_seed)},
         ),
         update=update,
         restart=restart,
