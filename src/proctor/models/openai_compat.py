@@ -78,6 +78,7 @@ class OpenAIModel(Model):
         price_prompt: float | None = None,
         price_completion: float | None = None,
         name: str | None = None,
+        revision: str | None = None,
         **ignored: Any,  # local-model options (dtype, device, batch_size, max_length) do not apply
     ) -> None:
         if not base_url:
@@ -87,6 +88,7 @@ class OpenAIModel(Model):
         if loglikelihood not in LOGLIKELIHOOD_MODES:
             raise ProctorError(f"loglikelihood must be one of {LOGLIKELIHOOD_MODES}, got '{loglikelihood}'")
         self.model = model
+        self.revision = revision  # the server's weights are not visible: name them here to tell two apart
         self.name = name or model.rstrip("/").rsplit("/", 1)[-1]
         self.base_url = base_url.rstrip("/")
         self.endpoint = endpoint
@@ -106,10 +108,13 @@ class OpenAIModel(Model):
     # ------------------------------------------------------------------ identity
     @property
     def fingerprint(self) -> dict:
+        # The server address is left out: the same model served on another port (a restarted
+        # server) keeps its cache and lets an interrupted run resume. ``revision`` tells apart
+        # different weights served under one name.
         return {
             "backend": "openai",
             "model": self.model,
-            "base_url": self.base_url,
+            "revision": self.revision,
             "endpoint": self.endpoint,
             "loglikelihood": self.loglikelihood_option,
         }

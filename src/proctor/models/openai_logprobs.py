@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from proctor.models.openai_http import RetryBudgetExceeded
+
 log = logging.getLogger(__name__)
 
 SELF_CHECK_PROMPT = "The quick brown fox jumps over the lazy dog. The capital of France is Paris, and the capital of Italy is"
@@ -117,7 +119,9 @@ def self_check(
     prompt = SELF_CHECK_PROMPT
     try:
         top = next_tokens(prompt)
-    except Exception as exc:  # noqa: BLE001 - any failure means "cannot verify"
+    except RetryBudgetExceeded:
+        raise  # the server is down, which says nothing about its log-probs
+    except Exception as exc:  # noqa: BLE001 - any other failure means "cannot verify"
         return CheckResult(False, f"generating one token with logprobs failed: {exc}")
     if not top:
         return CheckResult(False, "the server returns no log-probs for generated tokens")
@@ -127,6 +131,8 @@ def self_check(
             continue
         try:
             parsed = score(prompt + token)
+        except RetryBudgetExceeded:
+            raise
         except Exception as exc:  # noqa: BLE001
             return CheckResult(False, f"the prompt log-prob request failed: {exc}")
         if parsed is None or not parsed.tokens:
