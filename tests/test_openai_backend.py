@@ -174,3 +174,13 @@ def test_api_key_never_written_or_logged(tiny_model_dir, tmp_path, monkeypatch, 
         assert secret.encode() not in path.read_bytes(), path
     assert secret not in caplog.text
     assert secret not in json.dumps(model.fingerprint)
+
+
+def test_judge_through_the_backend(server, tiny_model_dir):
+    from proctor.models.judge import judge_function, judge_many
+
+    model = backend(server.url, tiny_model_dir)
+    messages = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Which is better, A or B?"}]
+    reply = judge_function(model, max_tokens=4)(messages)
+    assert isinstance(reply, str)
+    assert judge_many(model, [messages, messages], max_tokens=4) == [reply, reply]
