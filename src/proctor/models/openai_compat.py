@@ -104,6 +104,7 @@ class OpenAIModel(Model):
         self._mode: str | None = None
         self._mode_reason = ""
         self._lists_ok = True
+        self._min_tokens_ok = True  # "min_tokens": 1 keeps end-of-sequence from swallowing the one token asked for
 
     # ------------------------------------------------------------------ identity
     @property
@@ -214,13 +215,22 @@ class OpenAIModel(Model):
         log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
         return "none", why
 
-    def _next_tokens(self, prompt: str) -> dict[str, float] | None:
-        """Top log-probs of the next token (the generation path), or None if the server gives none."""
-        data = self.client.post(
-            "/completions",
-            {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": 5},
-            max_retries=2,
-        )
+    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = 2) -> dict[str, float] | None:
+        """Top log-probs of the next token (the generation path), or None if the server gives none.
+
+        Asks for at least one token (``min_tokens``, understood by vLLM and llama.cpp): a server that
+        stops at end-of-sequence otherwise returns no token and no log-probs.
+        """
+        payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
+        if self._min_tokens_ok:
+            try:
+                data = self.client.post("/completions", {**payload, "min_tokens": 1}, max_retries=max_retries)
+            except ApiError as exc:
+                if exc.status not in (400, 422):
+                    raise
+                self._min_tokens_ok = False
+        if not self._min_tokens_ok:
+            data = self.client.post("/completions", payload, max_retries=max_retries)
         lp = data["choices"][0].get("logprobs") or {}
         top = (lp.get("top_logprobs") or [None])[0]
         return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
@@ -279,11 +289,7 @@ class OpenAIModel(Model):
 
     def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
         context, continuation = pair
-        data = self.client.post(
-            "/completions",
-            {"model": self.model, "prompt": context, "max_tokens": 1, "temperature": 0.0, "logprobs": self.top_k},
-        )
-        top = ((data["choices"][0].get("logprobs") or {}).get("top_logprobs") or [None])[0]
+        top = self._next_tokens(context, self.top_k, max_retries=None)
         if not top:
             raise ProctorError(f"'{self.base_url}' returned no top_logprobs")
         best = max(top, key=top.get)
