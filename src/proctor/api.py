@@ -40,6 +40,16 @@ class EvaluationResult:
         return self.results["tasks"][task]["metrics"][name]["value"]
 
 
+def _mc_options(mc_format: str, seed: int | None) -> dict:
+    """Only non-default multiple-choice options enter the manifest (older run folders stay comparable)."""
+    out: dict = {}
+    if mc_format != "auto":
+        out["mc_format"] = mc_format
+    if seed is not None:
+        out["mc_shuffle_seed"] = seed
+    return out
+
+
 def load_tasks(
     paths: Iterable[str | Path], select: Iterable[str] | None = None, options: Mapping[str, Any] | None = None
 ) -> list[Task]:
@@ -72,6 +82,8 @@ def evaluate(
     export: bool = True,
     workers: int | None = None,
     cluster: Any = None,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -81,6 +93,9 @@ def evaluate(
     an interrupted run stopped. A folder started with other tasks, model or options is refused
     unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
     ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
+    ``mc_format`` picks how multiple-choice tasks run: "loglikelihood", "generate" (lettered
+    options, the letter read from a generated reply; ``mc_shuffle_seed`` shuffles the options) or
+    "auto" (generate when the model cannot score log-likelihoods, e.g. a chat-only API).
     ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
@@ -95,7 +110,7 @@ def evaluate(
         from proctor.errors import ProctorError
 
         raise ProctorError("no tasks found")
-    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat)
+    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     if isinstance(model, str):
@@ -148,7 +163,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {})},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **_mc_options(mc_format, mc_shuffle_seed)},
         ),
         update=update,
         restart=restart,

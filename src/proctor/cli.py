@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -66,6 +67,22 @@ def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
         options["seahelm_data"] = mapping
     options.update({k: v for k, v in seahelm.items() if v is not None})
     return options
+def _model_args(items: Optional[List[str]]) -> dict:
+    """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--model-arg takes KEY=VALUE, got '{item}'")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def _dialect_options(norm: bool, temp: float) -> dict:
+    return {"probsem_norm": norm, "probsem_temp": temp}
 
 
 def _load_plugins(plugins: Optional[List[Path]]) -> None:
@@ -140,7 +157,7 @@ def print_results(results: dict) -> None:
 @app.command()
 def run(
     paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively), or Python use case files (.py)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU)."),
+    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU), or openai:<name> with --base-url."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="At most this many samples per task."),
@@ -172,6 +189,11 @@ def run(
     seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai: environment variable holding the API key (never written anywhere)."),
+    model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),
+    mc_format: str = typer.Option("auto", "--mc-format", help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options)."),
+    mc_shuffle: Optional[int] = typer.Option(None, "--mc-shuffle", help="With the generate format: shuffle the lettered options, seeded per sample by this seed."),
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
@@ -184,6 +206,10 @@ def run(
     options = {"dtype": dtype, "device": device, "batch_size": _batch_size(batch_size)}
     if max_length:
         options["max_length"] = max_length
+    if model.startswith("openai:"):
+        options = {"base_url": base_url, "api_key_env": api_key_env, **_model_args(model_arg)}
+    elif model_arg:
+        options.update(_model_args(model_arg))
     if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
         from proctor.usecases.runfile import run_use_case_files
 
@@ -225,6 +251,8 @@ def run(
             update=update,
             restart=restart,
             cluster=cluster,
+            mc_format=mc_format,
+            mc_shuffle_seed=mc_shuffle,
         )
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)

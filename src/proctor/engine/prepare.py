@@ -27,6 +27,8 @@ class PreparedTask:
     use_chat: bool
     data: dict  # the source used, rows read, rows dropped by the filter
     handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
+    mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
+    mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
@@ -59,7 +61,18 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
     return tuple(out)
 
 
-def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None = None, chat: bool | None = None) -> PreparedTask:
+MC_FORMATS = ("auto", "loglikelihood", "generate")
+
+
+def prepare_task(
+    task: Task,
+    variables: Mapping[str, str],
+    *,
+    limit: int | None = None,
+    chat: bool | None = None,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
+) -> PreparedTask:
     spec = task.spec
     file = str(task.file) if task.file else None
     stats: dict = {}
@@ -90,13 +103,26 @@ def prepare_task(task: Task, variables: Mapping[str, str], *, limit: int | None 
             get_exporter(export.format)
         except KeyError as exc:
             raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
-    return PreparedTask(task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler)
+    if mc_format not in MC_FORMATS:
+        raise TaskDefinitionError(f"mc_format must be one of {MC_FORMATS}, got '{mc_format}'", file=file)
+    return PreparedTask(
+        task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed
+    )
 
 
 def prepare_tasks(
-    tasks: Sequence[Task], variables: Mapping[str, str] | None = None, *, limit: int | None = None, chat: bool | None = None
+    tasks: Sequence[Task],
+    variables: Mapping[str, str] | None = None,
+    *,
+    limit: int | None = None,
+    chat: bool | None = None,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
 ) -> list[PreparedTask]:
-    return [prepare_task(t, variables or {}, limit=limit, chat=chat) for t in tasks]
+    return [
+        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+        for t in tasks
+    ]
 
 
 def task_config(prepared: PreparedTask) -> dict[str, Any]:

@@ -60,7 +60,7 @@ class TaskRequests:
 def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     """Render every prompt for this model and turn each sample into its requests (no model call)."""
     spec = prepared.task.spec
-    handler = prepared.handler or kind_handler(spec.kind)
+    handler = prepared.handler or _kind_handler(model, prepared)
     if prepared.use_chat and not model.has_chat_template:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
@@ -70,6 +70,31 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     flat = [r for requests in per_sample for r in requests]
     unique, mapping = _dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
+
+
+def _kind_handler(model: Model, prepared: PreparedTask) -> Any:
+    """The kind's handler; multiple choice by generation when asked, or when the model cannot score."""
+    spec = prepared.task.spec
+    if spec.kind == "multiple_choice":
+        fmt = prepared.mc_format
+        if fmt == "auto":
+            fmt = "loglikelihood" if model.supports_loglikelihood else "generate"
+        if fmt == "generate":
+            from proctor.tasks.mc_generate import MultipleChoiceGenerateKind
+
+            return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
+    return kind_handler(spec.kind)
+
+
+def _usage_delta(model: Model, before: dict | None) -> dict | None:
+    after = model.usage()
+    if before is None or after is None:
+        return None
+    delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
+    cost = model.estimated_cost(delta)
+    if cost is not None:
+        delta["estimated_cost"] = cost
+    return delta
 
 
 def is_custom(handler: Any) -> bool:
@@ -189,6 +214,7 @@ def run_built(
     if progress:
         progress(spec.name, 0, len(unique))
     model_started = time.perf_counter()
+    usage_before = model.usage()
     if is_custom(built.handler):
         total = len(built.prepared.samples)
         if progress:
@@ -197,10 +223,17 @@ def run_built(
             built.handler.use_store(lookup, chunk_size)
         pairs = built.handler.predict_samples(model, built.prepared.samples, built.prompts, on_progress)
         model_seconds = time.perf_counter() - model_started
-        return score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
-    results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
-    model_seconds = time.perf_counter() - model_started
-    return score_task(built, results, model_seconds, started)
+        outcome = score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
+    else:
+        results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
+        model_seconds = time.perf_counter() - model_started
+        outcome = score_task(built, results, model_seconds, started)
+    usage = _usage_delta(model, usage_before)
+    if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
+        outcome.result["usage"] = usage
+    if getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice":
+        outcome.result["mc_format"] = "generate"
+    return outcome
 
 
 def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None) -> TaskOutcome:

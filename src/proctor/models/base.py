@@ -51,6 +51,20 @@ class Model(abc.ABC):
     def has_chat_template(self) -> bool:
         return False
 
+    @property
+    def supports_loglikelihood(self) -> bool:
+        """False for a backend that cannot score log-likelihoods (a chat-only API): multiple-choice
+        tasks then use their generation formulation."""
+        return True
+
+    def usage(self) -> dict | None:
+        """Counters of work sent to a paid/remote service (requests, tokens), or None."""
+        return None
+
+    def estimated_cost(self, usage: dict) -> float | None:
+        """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
+        return None
+
     # GLM-130B's names, for custom task code.
     def cond_log_prob(
         self,

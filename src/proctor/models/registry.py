@@ -3,6 +3,7 @@
 - ``smollm2`` (default): the embedded SmolLM2-135M-Instruct
 - ``hf:<folder or hub id>`` or a bare folder / hub id: the Hugging Face backend
 - ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
+- ``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
         if rest.lower() in DEFAULT_MODEL_ALIASES:
             return VLLMModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
         return VLLMModel(rest, **options)
+    if backend == "openai":
+        from proctor.models.openai_compat import OpenAIModel
+
+        return OpenAIModel(rest, **options)
     from proctor.errors import ModelLoadError
 
-    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, vllm")
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, vllm, openai")

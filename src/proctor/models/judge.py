@@ -1,0 +1,35 @@
+"""A judge as a function: chat messages in, the model's reply out (SEA-HELM pairwise / criteria judges).
+
+Works with any backend that has a chat template: a local Hugging Face model renders it itself; an
+OpenAI-compatible server applies its own.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from proctor.errors import ProctorError
+from proctor.models.base import Model
+from proctor.requests import GenerateRequest
+
+Judge = Callable[[Sequence[dict]], str]
+
+
+def judge_function(model: Model, *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> Judge:
+    if not model.has_chat_template:
+        raise ProctorError(f"model '{model.name}' has no chat template and cannot act as a judge")
+
+    def judge(messages: Sequence[dict]) -> str:
+        prompt = model.apply_chat_template(list(messages))
+        return model.generate([GenerateRequest(prompt, max_tokens, (), temperature, 1.0, seed)])[0].text
+
+    return judge
+
+
+def judge_many(model: Model, conversations: Sequence[Sequence[dict]], **params) -> list[str]:
+    """Replies to many judge prompts in one batched call (concurrent on an HTTP backend)."""
+    if not model.has_chat_template:
+        raise ProctorError(f"model '{model.name}' has no chat template and cannot act as a judge")
+    max_tokens, temperature, seed = params.get("max_tokens", 512), params.get("temperature", 0.0), params.get("seed", 0)
+    requests = [GenerateRequest(model.apply_chat_template(list(c)), max_tokens, (), temperature, 1.0, seed) for c in conversations]
+    return [r.text for r in model.generate(requests)]

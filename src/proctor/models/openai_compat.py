@@ -1,0 +1,337 @@
+"""A model behind an OpenAI-compatible HTTP API (vLLM, SGLang, llama.cpp, TGI, transformers serve, hosted).
+
+``--model openai:<name> --base-url http://127.0.0.1:8000/v1``; the API key is read from the
+environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and sent only in the
+``Authorization`` header: it appears in no fingerprint, result, log or error message.
+
+- text prompts go to ``/completions`` (or, with ``endpoint="chat"``, to ``/chat/completions`` as
+  one user message); chat prompts (tasks using the chat template) always go to ``/chat/completions``
+  and the server applies its own template.
+- log-likelihoods: ``echo`` + ``logprobs`` or vLLM's ``prompt_logprobs``, each trusted only after a
+  self-check (see ``openai_logprobs``); or, when asked, ``top_logprobs`` of the next generated
+  token, which scores single-token continuations (MMLU-style letters) only. A backend that cannot
+  score says so (``supports_loglikelihood`` is False) and multiple-choice tasks switch to their
+  generation formulation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Sequence
+
+from proctor.errors import ProctorError
+from proctor.models.base import Model, Progress
+from proctor.models.openai_http import ApiClient, ApiError
+from proctor.models.openai_logprobs import (
+    PromptTokens,
+    continuation_scores,
+    parse_echo,
+    parse_prompt_logprobs,
+    self_check,
+)
+from proctor.requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
+
+log = logging.getLogger(__name__)
+
+CHAT_PREFIX = "<|proctor:chat|>"  # a rendered chat prompt: this prefix + the messages as JSON
+LOGLIKELIHOOD_MODES = ("auto", "echo", "prompt_logprobs", "top_logprobs", "none")
+ENDPOINTS = ("completions", "chat")
+
+
+def encode_chat(messages: Sequence[dict]) -> str:
+    return CHAT_PREFIX + json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False)
+
+
+def decode_chat(prompt: str) -> list[dict] | None:
+    return json.loads(prompt[len(CHAT_PREFIX) :]) if prompt.startswith(CHAT_PREFIX) else None
+
+
+def trim_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut at the first stop string (servers such as transformers serve keep it or ignore ``stop``)."""
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class OpenAIModel(Model):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        endpoint: str = "completions",
+        loglikelihood: str = "auto",
+        top_logprobs: int = 20,
+        concurrency: int = 8,
+        batch: int = 8,
+        timeout: float = 120.0,
+        max_retries: int = 6,
+        backoff: float = 0.5,
+        price_prompt: float | None = None,
+        price_completion: float | None = None,
+        name: str | None = None,
+        revision: str | None = None,
+        **ignored: Any,  # local-model options (dtype, device, batch_size, max_length) do not apply
+    ) -> None:
+        if not base_url:
+            raise ProctorError(f"model 'openai:{model}' needs --base-url (for example http://127.0.0.1:8000/v1)")
+        if endpoint not in ENDPOINTS:
+            raise ProctorError(f"endpoint must be one of {ENDPOINTS}, got '{endpoint}'")
+        if loglikelihood not in LOGLIKELIHOOD_MODES:
+            raise ProctorError(f"loglikelihood must be one of {LOGLIKELIHOOD_MODES}, got '{loglikelihood}'")
+        self.model = model
+        self.revision = revision  # the server's weights are not visible: name them here to tell two apart
+        self.name = name or model.rstrip("/").rsplit("/", 1)[-1]
+        self.base_url = base_url.rstrip("/")
+        self.endpoint = endpoint
+        self.loglikelihood_option = loglikelihood
+        self.top_k = int(top_logprobs)
+        self.batch = max(1, int(batch))
+        self.prices = (price_prompt, price_completion)  # per million tokens
+        self.client = ApiClient(
+            self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, backoff=backoff,
+            concurrency=concurrency,
+        )
+        self.chunk_requests = max(64, 4 * self.client.concurrency * self.batch)
+        self._mode: str | None = None
+        self._mode_reason = ""
+        self._lists_ok = True
+        self._min_tokens_ok = True  # "min_tokens": 1 keeps end-of-sequence from swallowing the one token asked for
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def fingerprint(self) -> dict:
+        # The server address is left out: the same model served on another port (a restarted
+        # server) keeps its cache and lets an interrupted run resume. ``revision`` tells apart
+        # different weights served under one name.
+        return {
+            "backend": "openai",
+            "model": self.model,
+            "revision": self.revision,
+            "endpoint": self.endpoint,
+            "loglikelihood": self.loglikelihood_option,
+        }
+
+    @property
+    def has_chat_template(self) -> bool:
+        return True  # the server applies its own
+
+    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+        return encode_chat(messages)
+
+    # ------------------------------------------------------------------ usage and cost
+    def usage(self) -> dict | None:
+        return self.client.usage.snapshot()
+
+    def estimated_cost(self, usage: dict) -> float | None:
+        price_in, price_out = self.prices
+        if price_in is None and price_out is None:
+            return None
+        return round(
+            (usage.get("prompt_tokens", 0) * (price_in or 0.0) + usage.get("completion_tokens", 0) * (price_out or 0.0)) / 1e6,
+            6,
+        )
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
+        for r in requests:
+            if r.num_beams > 1 or r.no_repeat_ngram_size:
+                raise ProctorError(
+                    f"model '{self.name}' (OpenAI-compatible API) cannot do beam search or no_repeat_ngram_size"
+                )
+        return self.client.map(self._generate_one, list(requests), _tick(progress))
+
+    def _generate_one(self, r: GenerateRequest) -> GenerateResult:
+        if r.max_tokens <= 0:
+            return GenerateResult("", "length", 0, 0)
+        params: dict[str, Any] = {"model": self.model, "max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed}
+        if r.top_p != 1.0:
+            params["top_p"] = r.top_p
+        if r.stop:
+            params["stop"] = list(r.stop[:4])  # the API takes at most four; all are applied below
+        if r.min_tokens:
+            params["min_tokens"] = r.min_tokens  # a vLLM extension
+        messages = decode_chat(r.prompt)
+        if messages is None and self.endpoint == "chat":
+            messages = [{"role": "user", "content": r.prompt}]
+        if messages is not None:
+            data = self.client.post("/chat/completions", {**params, "messages": messages})
+            choice = data["choices"][0]
+            text = (choice.get("message") or {}).get("content") or ""
+        else:
+            if not r.prompt:
+                raise ProctorError(f"an empty prompt cannot be sent to '{self.name}' (servers reject it)")
+            data = self.client.post("/completions", {**params, "prompt": r.prompt})
+            choice = data["choices"][0]
+            text = choice.get("text") or ""
+        text, stopped = trim_at_stop(text, r.stop)
+        finish = "length" if choice.get("finish_reason") == "length" and not stopped else "stop"
+        usage = data.get("usage") or {}
+        return GenerateResult(text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+    def chat(self, messages: Sequence[dict], *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> str:
+        """One chat reply (for judges)."""
+        return self.generate([GenerateRequest(encode_chat(messages), max_tokens, (), temperature, 1.0, seed)])[0].text
+
+    # ------------------------------------------------------------------ log-likelihood: capability
+    @property
+    def supports_loglikelihood(self) -> bool:
+        return self.loglikelihood_mode != "none"
+
+    @property
+    def loglikelihood_mode(self) -> str:
+        if self._mode is None:
+            self._mode, self._mode_reason = self._resolve_mode()
+            log.info("model '%s': log-likelihood mode '%s' (%s)", self.name, self._mode, self._mode_reason)
+        return self._mode
+
+    def _resolve_mode(self) -> tuple[str, str]:
+        option = self.loglikelihood_option
+        if option == "none":
+            return "none", "disabled by option"
+        if option == "top_logprobs":
+            if not self._next_tokens(SELF_CHECK_TEXT):
+                raise ProctorError(f"'{self.base_url}' returns no top_logprobs for generated tokens: cannot score choices")
+            return "top_logprobs", "top log-probs of the next token (single-token continuations only)"
+        if self.endpoint == "chat" and option == "auto":
+            return "none", "chat endpoint: no prompt log-probs"
+        reasons = []
+        for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
+            result = self_check(lambda text, m=mode: self._score_prompts([text], m)[0], self._next_tokens)
+            if result.ok:
+                return mode, f"self-check passed: {result.reason}"
+            reasons.append(f"{mode}: {result.reason}")
+        why = "; ".join(reasons)
+        if option != "auto":
+            raise ProctorError(f"refusing log-likelihoods from '{self.base_url}' by '{option}': {why}")
+        log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
+        return "none", why
+
+    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = 2) -> dict[str, float] | None:
+        """Top log-probs of the next token (the generation path), or None if the server gives none.
+
+        Asks for at least one token (``min_tokens``, understood by vLLM and llama.cpp): a server that
+        stops at end-of-sequence otherwise returns no token and no log-probs.
+        """
+        payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
+        if self._min_tokens_ok:
+            try:
+                data = self.client.post("/completions", {**payload, "min_tokens": 1}, max_retries=max_retries)
+            except ApiError as exc:
+                if exc.status not in (400, 422):
+                    raise
+                self._min_tokens_ok = False
+        if not self._min_tokens_ok:
+            data = self.client.post("/completions", payload, max_retries=max_retries)
+        lp = data["choices"][0].get("logprobs") or {}
+        top = (lp.get("top_logprobs") or [None])[0]
+        return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
+
+    # ------------------------------------------------------------------ log-likelihood: scoring
+    def _score_prompts(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
+        """Per-token prompt log-probs, ``batch`` prompts per request where the server takes lists."""
+        extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
+        payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
+        parse = parse_echo if mode == "echo" else parse_prompt_logprobs
+        if len(prompts) > 1 and self._lists_ok:
+            try:
+                data = self.client.post("/completions", {**payload, "prompt": prompts})
+                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+                if len(choices) == len(prompts):
+                    return [parse(c, p) for c, p in zip(choices, prompts)]
+            except ApiError as exc:
+                if exc.status not in (400, 422):
+                    raise
+            log.info("'%s' does not take lists of prompts: sending them one by one", self.base_url)
+            self._lists_ok = False
+        return [parse(self.client.post("/completions", {**payload, "prompt": p})["choices"][0], p) for p in prompts]
+
+    def _cannot(self) -> ProctorError:
+        return ProctorError(
+            f"model '{self.name}' at {self.base_url} cannot score log-likelihoods ({self._mode_reason}). "
+            "Multiple-choice tasks run on it through --mc-format generate (the default when a backend cannot score); "
+            "perplexity and custom log-likelihood tasks need a server with trustworthy prompt log-probs (vLLM)."
+        )
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
+        mode = self.loglikelihood_mode
+        if mode == "none":
+            raise self._cannot()
+        split = [_split(r) for r in requests]
+        if mode == "top_logprobs":
+            return self.client.map(self._top_one, split, _tick(progress))
+        batches = [split[i : i + self.batch] for i in range(0, len(split), self.batch)]
+
+        def run(batch: list[tuple[str, str]]) -> list[LoglikelihoodResult]:
+            parsed = self._score_prompts([c + x for c, x in batch], mode)
+            out = []
+            for (context, continuation), tokens in zip(batch, parsed):
+                if tokens is None:
+                    raise ProctorError(f"'{self.base_url}' stopped returning prompt log-probs")
+                if not context:
+                    raise ProctorError("an empty context cannot be scored over the API: its first token has no log-prob")
+                lps, greedy = continuation_scores(tokens, len(context))
+                out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
+            return out
+
+        done = _tick(progress, lambda batch: len(batch))
+        return [r for batch in self.client.map(run, batches, done) for r in batch]
+
+    def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
+        context, continuation = pair
+        top = self._next_tokens(context, self.top_k, max_retries=None)
+        if not top:
+            raise ProctorError(f"'{self.base_url}' returned no top_logprobs")
+        best = max(top, key=top.get)
+        if continuation in top:
+            lp = float(top[continuation])
+            return LoglikelihoodResult(lp, (lp,), continuation == best)
+        # not among the top k: its log-prob is at most the k-th one (an upper bound, never the greedy token)
+        lp = float(min(top.values()))
+        log.warning("continuation %r is not among the top %d next tokens: scored with the upper bound %.3f", continuation, len(top), lp)
+        return LoglikelihoodResult(lp, (lp,), False)
+
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]:
+        mode = self.loglikelihood_mode
+        if mode not in ("echo", "prompt_logprobs"):
+            raise self._cannot()
+
+        def one(r: RollingLoglikelihoodRequest) -> RollingLoglikelihoodResult:
+            tokens = self._score_prompts([r.text], mode)[0]
+            lps = tuple(lp for lp in (tokens.logprobs if tokens else ()) if lp is not None)
+            return RollingLoglikelihoodResult(float(sum(lps)), len(lps), lps)
+
+        return self.client.map(one, list(requests), _tick(progress))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+SELF_CHECK_TEXT = "The capital of France is"
+
+
+def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
+    """(context, continuation) with the context's trailing whitespace moved if the request says so."""
+    context, continuation = r.context, r.continuation
+    if r.move_whitespace:
+        stripped = context.rstrip()
+        context, continuation = stripped, context[len(stripped) :] + continuation
+    return context, continuation
+
+
+def _tick(progress: Progress | None, count=lambda item: 1):
+    if progress is None:
+        return None
+    return lambda index, item: progress(count(item))

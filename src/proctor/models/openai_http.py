@@ -1,0 +1,178 @@
+"""HTTP for the OpenAI-compatible backend: retries with backoff, a per-request timeout, bounded
+concurrency, token usage, and an API key that never leaves the ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, TypeVar
+
+from proctor.errors import ProctorError, require
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
+
+
+class ApiError(ProctorError):
+    """The server refused a request (a 4xx other than 429), or kept failing past the retry budget."""
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class RetryBudgetExceeded(ApiError):
+    """Every attempt failed: the run store keeps what finished, so a rerun resumes."""
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, payload: dict, retries: int) -> None:
+        usage = payload.get("usage") or {}
+        with self.lock:
+            self.requests += 1
+            self.retries += retries
+            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            return {
+                "requests": self.requests,
+                "retries": self.retries,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            }
+
+
+class ApiClient:
+    """POSTs JSON to ``base_url + path``; retries 429/5xx/timeouts/disconnects with jittered backoff."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 120.0,
+        max_retries: int = 6,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        concurrency: int = 8,
+        seed: int | None = None,
+    ) -> None:
+        httpx = require("httpx", "openai", "The OpenAI-compatible backend")
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self._key = os.environ.get(api_key_env) if api_key_env else None
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.concurrency = max(1, int(concurrency))
+        self.usage = Usage()
+        self._random = random.Random(seed)
+        self._httpx = httpx
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(self.timeout), limits=limits)
+
+    # ------------------------------------------------------------------ secrets
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key (if any) replaced: error messages may quote server replies."""
+        return text.replace(self._key, "***") if self._key else text
+
+    # ------------------------------------------------------------------ one request
+    def post(self, path: str, payload: dict, *, max_retries: int | None = None) -> dict:
+        budget = self.max_retries if max_retries is None else max_retries
+        url = self.base_url + path
+        httpx = self._httpx
+        last = ""
+        for attempt in range(budget + 1):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                delay *= 0.5 + self._random.random()  # jitter: 0.5x .. 1.5x
+                time.sleep(delay if not retry_after else max(delay, min(retry_after, self.max_backoff)))
+            retry_after = 0.0
+            try:
+                response = self._client.post(url, json=payload)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                log.info("request to %s failed (%s), attempt %d of %d", url, last, attempt + 1, budget + 1)
+                continue
+            if response.status_code in RETRY_STATUS:
+                last = f"HTTP {response.status_code}: {response.text[:300]}"
+                retry_after = _retry_after(response.headers.get("retry-after"))
+                log.info("request to %s got HTTP %d, attempt %d of %d", url, response.status_code, attempt + 1, budget + 1)
+                continue
+            if response.status_code >= 400:
+                body = self.scrub(response.text[:1000])
+                raise ApiError(f"{url} answered HTTP {response.status_code}: {body}", response.status_code, body)
+            try:
+                data = response.json()
+            except ValueError:
+                last = f"a reply that is not JSON: {response.text[:200]!r}"
+                continue
+            self.usage.add(data, attempt)
+            return data
+        raise RetryBudgetExceeded(
+            f"{url} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
+            "kept in the run folder's store: run the same command with the same --output to resume."
+        )
+
+    # ------------------------------------------------------------------ many requests
+    def map(self, fn: Callable[[T], R], items: Sequence[T], on_done: Callable[[int, T], None] | None = None) -> list[R]:
+        """``fn`` over ``items`` with at most ``concurrency`` in flight; results in item order.
+
+        ``on_done(index, item)`` is called in this thread as each finishes. The first error stops
+        new work and is raised once the requests in flight return.
+        """
+        if len(items) <= 1 or self.concurrency == 1:
+            out = []
+            for i, item in enumerate(items):
+                out.append(fn(item))
+                if on_done:
+                    on_done(i, item)
+            return out
+        results: list[Any] = [None] * len(items)
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+            try:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    results[i] = future.result()
+                    if on_done:
+                        on_done(i, items[i])
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return results
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
