@@ -126,7 +126,7 @@ def evaluate(
     try:
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
-            progress, command, cache, chunk_size, update, restart, export,
+            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
         )
     finally:
         if owned is not None:
@@ -152,7 +152,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export,
+    progress, command, cache, chunk_size, update, restart, export, mc_options,
 ) -> EvaluationResult:
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **_mc_options(mc_format, mc_shuffle_seed)},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options},
         ),
         update=update,
         restart=restart,

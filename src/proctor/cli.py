@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from proctor.cli_display import _fmt, _progress, console, err_console, print_results
 from proctor.errors import ProctorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
-# Logs and pipes get the full table instead of Rich's 80-column default.
-console = Console() if sys.stdout.isatty() else Console(width=240)
-err_console = Console(stderr=True)
 
 
 def _variables(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
@@ -81,10 +78,6 @@ def _model_args(items: Optional[List[str]]) -> dict:
     return out
 
 
-def _dialect_options(norm: bool, temp: float) -> dict:
-    return {"probsem_norm": norm, "probsem_temp": temp}
-
-
 def _load_plugins(plugins: Optional[List[Path]]) -> None:
     from proctor.scoring.metrics import load_metric_file
 
@@ -96,62 +89,6 @@ _DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GL
 _NORM_HELP = "probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm)."
 _TEMP_HELP = "probsem suites: softmax temperature over the queries (probsem's --temp)."
 _PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metrics.register_metric (repeatable)."
-
-
-def _fmt(value: Optional[float]) -> str:
-    if value is None:
-        return "—"
-    if value != value:  # NaN
-        return "nan"
-    return f"{value:.4f}"
-
-
-def print_results(results: dict) -> None:
-    table = Table(title=f"proctor · {results['model'].get('model', '?')}")
-    for column in ("task", "version", "n", "metric", "value", "± stderr"):
-        table.add_column(column, justify="right" if column in ("n", "value", "± stderr") else "left")
-    for name, task in results["tasks"].items():
-        first = True
-        for metric, entry in task["metrics"].items():
-            table.add_row(
-                name if first else "",
-                task["version"] if first else "",
-                str(task["n_samples"]) if first else "",
-                metric,
-                _fmt(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
-                _fmt(entry["stderr"]),
-            )
-            first = False
-    for name, group in results.get("groups", {}).items():
-        first = True
-        for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
-            first = False
-    console.print(table)
-    if results.get("rollup"):
-        from proctor.scoring.rollup import flatten
-
-        hierarchy = results["rollup"]
-        levels = ["overall"] + hierarchy.get("levels", [])
-        roll = Table(title="score hierarchy (" + " > ".join(levels) + ")")
-        for column in ("level", "name", "value", "± stderr"):
-            roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
-        for depth, name, entry in flatten(hierarchy):
-            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name, _fmt(entry.get("value")), _fmt(entry.get("stderr")))
-        console.print(roll)
-    for name, task in results["tasks"].items():
-        for key, parts in task.get("breakdown", {}).items():
-            if len(parts) < 2 and not task.get("dialect") == "glm130b":
-                continue
-            stats = task.get("breakdown_stats", {}).get(key, {})
-            console.print(f"[bold]{name}[/bold] by {key}:")
-            for part, entry in parts.items():
-                values = ", ".join(f"{m} = {_fmt(e['value'])}" for m, e in entry["metrics"].items())
-                console.print(f"    {part} ({entry['n_samples']}): {values}")
-            for metric, stat in stats.items():
-                console.print(
-                    f"  {metric}: max = {_fmt(stat['max'])}, median = {_fmt(stat['median'])}, average = {_fmt(stat['average'])}"
-                )
 
 
 @app.command()
@@ -258,45 +195,6 @@ def run(
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)
     console.print(f"run folder: {result.run_dir}")
-
-
-class _progress:
-    """Rich progress: one bar per task and an overall bar, each with elapsed time and ETA."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bars: dict[str, int] = {}
-        self.done: dict[str, int] = {}
-        self.totals: dict[str, int] = {}
-        self.started: set[str] = set()
-
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(),
-            console=err_console, transient=False,
-        )
-        self.overall = self.progress.add_task("[bold]all tasks[/bold]", total=0)
-        self.progress.start()
-        return self.hook
-
-    def hook(self, name: str, done: int, total: int) -> None:
-        if name not in self.bars:  # announced before it runs: its clock starts with its first answers
-            self.bars[name] = self.progress.add_task(name, total=total, start=False)
-        if done and name not in self.started:
-            self.started.add(name)
-            self.progress.start_task(self.bars[name])
-        self.done[name], self.totals[name] = done, total
-        self.progress.update(self.bars[name], completed=done, total=total)
-        self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
-
-    def __exit__(self, *exc) -> None:
-        if not self.quiet:
-            self.progress.stop()
 
 
 @app.command("ls")
