@@ -152,7 +152,7 @@ def execute(
         if results and progress:
             progress(len(results))
     order = sorted(range(len(requests)), key=lambda i: _length_key(requests[i]))
-    chunks = [todo for start in range(0, len(order), size) if (todo := [i for i in order[start : start + size] if i not in results])]
+    chunks = [todo for chunk in _chunks(order, size, requests) if (todo := [i for i in chunk if i not in results])]
 
     def finish(todo: list[int], out: Sequence[Any]) -> None:
         _check_count(model, request_type, len(todo), len(out))
@@ -175,6 +175,25 @@ def execute(
         stored = lookup.run_store.get_many(lookup.model, keys)
         return [stored[k] for k in keys]
     return [results[i] for i in range(len(requests))]
+
+
+def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
+    """Cut ``order`` into chunks of about ``size``, never between two requests with one context.
+
+    The choices of a question stay in one model call, so the backend forwards their shared
+    context once. Boundaries depend only on the requests, as resuming needs.
+    """
+    def context(i: int):
+        request = requests[i]
+        return request.context if isinstance(request, LoglikelihoodRequest) else None
+
+    chunks: list[list[int]] = []
+    for i in order:
+        if chunks and (len(chunks[-1]) < size or (context(i) is not None and context(i) == context(chunks[-1][-1]))):
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return chunks
 
 
 def _check_count(model: Model, request_type: str, asked: int, got: int) -> None:

@@ -72,21 +72,42 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def _trie_size(sequences: Sequence[Sequence[int]]) -> int:
+    """Nodes of a trie over sequences given in sorted order."""
+    size, previous = 0, ()
+    for sequence in sequences:
+        size += len(sequence) - _common_prefix(sequence, previous)
+        previous = sequence
+    return size
+
+
 def pack(items: Sequence[ScoringItem], budget: int) -> list[PackedRow]:
-    """Rows of at most ``budget`` nodes (a longer single request gets a row of its own)."""
+    """Rows of at most ``budget`` nodes (a longer single group gets a row of its own).
+
+    Requests that share their unscored context (the choices of one question) form a group that
+    is never split across rows, so each context is forwarded once.
+    """
     inputs = [item.tokens[:-1] for item in items]
+    contexts = [item.tokens[: len(item.tokens) - item.n_targets] for item in items]
     order = sorted(range(len(items)), key=lambda i: (inputs[i], items[i].tokens[-items[i].n_targets :], i))
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and contexts[groups[-1][-1]] == contexts[i]:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
     rows: list[PackedRow] = []
     row: PackedRow | None = None
     previous: Sequence[int] = ()
-    for i in order:
-        sequence = inputs[i]
-        new_nodes = len(sequence) - (_common_prefix(sequence, previous) if row is not None else 0)
-        if row is None or (len(row) + new_nodes > budget and len(row) > 0):
+    for group in groups:
+        sequences = [inputs[i] for i in group]
+        cost = _trie_size(sequences) - (_common_prefix(sequences[0], previous) if row is not None else 0)
+        if row is None or (len(row) + cost > budget and len(row) > 0):
             row = PackedRow()
             rows.append(row)
-        path = row.insert(sequence)
-        k = items[i].n_targets
-        row.scored.append((i, path[len(path) - k :], list(items[i].tokens[len(items[i].tokens) - k :])))
-        previous = sequence
+        for i in group:
+            path = row.insert(inputs[i])
+            k = items[i].n_targets
+            row.scored.append((i, path[len(path) - k :], list(items[i].tokens[len(items[i].tokens) - k :])))
+        previous = sequences[-1]
     return rows
