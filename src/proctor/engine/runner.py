@@ -112,10 +112,16 @@ def default_chunk_size(model: Model) -> int:
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 64
 
 
-def _length_key(request: Any) -> tuple:
-    """Longest first, requests sharing a context side by side: chunks of similar lengths."""
+def _chunk_order_key(request: Any) -> tuple:
+    """The order chunks are cut from.
+
+    Log-likelihood requests go by their text, so requests that share a prefix (a question's
+    choices, a shared few-shot preamble, HellaSwag's activity labels) land in the same call and the
+    backend forwards that prefix once (by length first they scattered: 1.07 x the unique tokens
+    on ARC + HellaSwag instead of 1.01 x). Generation goes longest first, for even batches.
+    """
     if isinstance(request, LoglikelihoodRequest):
-        return (-len(request.context), request.context, -len(request.continuation))
+        return (request.context, request.continuation)
     if isinstance(request, GenerateRequest):
         return (-len(request.prompt), request.prompt)
     return (-len(getattr(request, "text", "")),)
@@ -151,7 +157,7 @@ def execute(
         results = {i: found[k] for i, k in enumerate(keys) if k in found}
         if results and progress:
             progress(len(results))
-    order = sorted(range(len(requests)), key=lambda i: _length_key(requests[i]))
+    order = sorted(range(len(requests)), key=lambda i: _chunk_order_key(requests[i]))
     chunks = [todo for chunk in _chunks(order, size, requests) if (todo := [i for i in chunk if i not in results])]
 
     def finish(todo: list[int], out: Sequence[Any]) -> None:
