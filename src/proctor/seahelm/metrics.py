@@ -219,15 +219,23 @@ def _references(label: Any) -> list[str]:
     return [str(x) for x in list(label)]
 
 
-class QuestionAnsweringMetric(SeaHelmMetric):
+class _FreeTextMetric(SeaHelmMetric):
+    """Metrics over the text after the answer tag (QA, translation)."""
+
     def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
         self.regex_string = re.escape(tag) + r"[\s\r\n`*]*(.*)"
 
+    def _predictions(self) -> list[str]:
+        return ["" if p is None else str(p) for p in self.inference_df[self.postprocessed_response_column]]
+
+
+class QuestionAnsweringMetric(_FreeTextMetric):
+
     def calculate_metrics(self):
         df = self.inference_df
-        preds = ["" if p is None else str(p) for p in df[self.postprocessed_response_column]]
+        preds = self._predictions()
         refs = [_references(r) for r in df[self.label_column]]
         f1s = [max(qa_f1(p, r, self.lang) for r in rs) for p, rs in zip(preds, refs)]
         ems = [max(qa_exact(p, r) for r in rs) for p, rs in zip(preds, refs)]
@@ -243,17 +251,12 @@ class QuestionAnsweringMetric(SeaHelmMetric):
         }, df
 
 
-class TranslationMetric(SeaHelmMetric):
+class TranslationMetric(_FreeTextMetric):
     """chrF++ (sacrebleu) against the references; MetricX needs its judge model and is not built in."""
-
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
-        super().__init__(dataloader, task_config, **kwargs)
-        tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
-        self.regex_string = re.escape(tag) + r"[\s\r\n`*]*(.*)"
 
     def calculate_metrics(self):
         df = self.inference_df
-        preds = ["" if p is None else str(p) for p in df[self.postprocessed_response_column]]
+        preds = self._predictions()
         refs = [_references(r)[0] for r in df[self.label_column]]
         score = chrf(preds, refs)
         self.update_individual_scores([chrf([p], [r]) / 100 for p, r in zip(preds, refs)])

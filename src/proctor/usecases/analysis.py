@@ -127,6 +127,10 @@ def plot_tradeoff(
     axes.set_ylabel(y)
     axes.legend(fontsize=8)
     axes.grid(alpha=0.3)
+    return _save(plt, figure, path)
+
+
+def _save(plt, figure, path: str | Path) -> Path:
     figure.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,9 +159,4 @@ def plot_sensitivity(rows: Sequence[Mapping[str, Any]], pipeline: str, parameter
     axes.set_ylabel(metric)
     axes.set_title(pipeline)
     axes.grid(alpha=0.3)
-    figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, path)
