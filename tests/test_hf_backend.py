@@ -190,3 +190,36 @@ def test_sampling_is_seeded_and_beam_search_runs(tiny_model):
     assert sampled[0] == sampled[1]
     (beam,) = tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, num_beams=3, no_repeat_ngram_size=2, min_tokens=2)])
     assert beam.completion_tokens >= 2
+
+
+def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
+    """Continuous batching: a waiting prompt joins the running batch when a sequence finishes; each
+    output equals decoding that prompt alone, and the cache never grows past the longest row."""
+    from proctor.models.hf_decode import greedy_decode
+
+    words = ["Once upon a time", "The answer is", "Question: 2+2?\nAnswer:", "A", "Hello world", "Paris is the capital of"]
+    prompts = [words[i % 6] + " and" * (i // 6) for i in range(10)]
+    ids = [tiny_model.encode(p) for p in prompts]
+    free = tiny_model.generate([GenerateRequest(p, max_tokens=10) for p in prompts])
+
+    # The tiny model repeats itself: stop strings cut from its outputs at growing lengths end
+    # sequences at different steps, and the " and" prompts run to the token limit.
+    stop = tuple(free[i].text[: (i + 2) * len(free[i].text) // 10] for i in range(4))
+    alone = [greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 10, stop, tiny_model._eos_ids(), "cpu")[0] for x in ids]
+    assert len({len(d.tokens) for d in alone}) >= 3
+    calls = []
+    hook = tiny_model.model.get_decoder().register_forward_pre_hook(
+        lambda m, a, kw: calls.append((tuple(kw["input_ids"].shape), kw["attention_mask"].shape[1])), with_kwargs=True
+    )
+    try:
+        batched = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 10, stop, tiny_model._eos_ids(), "cpu", batch_size=3)
+    finally:
+        hook.remove()
+    assert [(d.tokens, d.reason) for d in batched] == [(d.tokens, d.reason) for d in alone]
+    assert {d.reason for d in alone} == {"stop", "length"}
+    assert max(rows for (rows, _), _ in calls) <= 3
+    prefills = [k for k, ((rows, width), _) in enumerate(calls) if width > 1]
+    assert len(prefills) > 1 and prefills[1] < len(calls) - 1  # refills happen while others decode
+    assert len(calls) < 4 * (1 + 10)  # fewer calls than four static batches run to their longest
+    longest = max(len(x) for x in ids) + 10
+    assert max(width for _, width in calls) <= longest

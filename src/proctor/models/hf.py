@@ -259,26 +259,34 @@ class HFModel(Model):
         results: list = [None] * len(requests)
         longest = max((len(p) + r.max_tokens for p, r in zip(prompts, requests)), default=1)
         size = self._auto_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
+        # Requests with the same settings decode together.
         groups: list[list[int]] = []
         for i in order:
-            if groups and settings(groups[-1][0]) == settings(i) and len(groups[-1]) < size:
+            if groups and settings(groups[-1][0]) == settings(i):
                 groups[-1].append(i)
             else:
                 groups.append([i])
         eos_ids = self._eos_ids()
         with torch.inference_mode():
-            for batch in groups:
-                request = requests[batch[0]]
+            for group in groups:
+                request = requests[group[0]]
                 budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
-                ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in batch]
+                ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
                 if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
-                    for r, (i, decoded) in enumerate(zip(batch, greedy_decode(self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device))):
-                        results[i] = self._result(decoded.tokens, decoded.reason, requests[i], len(ids[r]))
-                else:
-                    for r, (i, new) in enumerate(zip(batch, self._transformers_generate(ids, request, eos_ids))):
-                        results[i] = self._finish(new, requests[i], len(ids[r]), eos_ids)
-                if progress:
-                    progress(len(batch))
+                    # Greedy: continuously batched, `size` sequences in flight.
+                    decoded = greedy_decode(
+                        self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
+                        batch_size=size, on_finish=(lambda: progress(1)) if progress else None,
+                    )
+                    for r, i in enumerate(group):
+                        results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
+                    continue
+                for start in range(0, len(group), size):
+                    batch, batch_ids = group[start : start + size], ids[start : start + size]
+                    for r, (i, new) in enumerate(zip(batch, self._transformers_generate(batch_ids, request, eos_ids))):
+                        results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
+                    if progress:
+                        progress(len(batch))
         return results
 
     def _auto_generation_batch(self, sequence_length: int) -> int:

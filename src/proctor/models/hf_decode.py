@@ -1,14 +1,21 @@
-"""Greedy decoding that drops finished sequences from the batch.
+"""Greedy decoding with continuous batching.
 
 transformers' ``generate`` keeps a finished sequence in the batch, feeding it padding until the
-longest one ends. Here a sequence that meets end-of-sequence, a stop string or its token limit
-leaves the batch and its rows leave the key/value cache, so it stops costing compute.
+longest one ends, and a new batch starts only when the whole previous one is done. Here a sequence
+that meets end-of-sequence, a stop string or its token limit leaves the batch at once (its rows
+leave the key/value cache), and a waiting prompt takes its slot: the batch stays full, so the
+number of decoding steps is about the total number of new tokens divided by the batch size
+instead of the sum of each batch's longest answer.
+
+Each row of the cache holds its own tokens right-aligned (left padding, masked out), with its own
+position ids, so rows of different lengths and ages share one forward pass. Columns that are
+padding in every row are cut off as rows leave, so the cache stays as wide as its longest row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 
 @dataclass
@@ -17,70 +24,174 @@ class Decoded:
     reason: str  # "eos", "stop" or "length"
 
 
+@dataclass
+class _Row:
+    index: int  # which prompt
+    next_position: int
+    generated: list[int] = field(default_factory=list)
+
+
 def _hit_stop(tokenizer, tokens: list[int], stop: Sequence[str], longest: int) -> bool:
     # Only the tail can hold a stop string that the previous step had not already completed.
     tail = tokenizer.decode(tokens[-(longest + 2) :], skip_special_tokens=True)
     return any(s in tail for s in stop)
 
 
-def greedy_decode(model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int], device: str) -> list[Decoded]:
+def _plain_layers(cache) -> list | None:
+    """The cache's layers if each is a plain growing key/value pair that can be re-packed; else None
+    (sliding-window and other special caches keep the simpler drop-only decoding)."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+        return None
+    return layers
+
+
+def _left_pad(tensor, width: int, dim: int):
     import torch
 
-    batch = len(prompts)
-    width = max(len(p) for p in prompts)
-    pad = tokenizer.pad_token_id
-    input_ids = torch.full((batch, width), pad, dtype=torch.long)
-    mask = torch.zeros((batch, width), dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt))
-        mask[row, width - len(prompt) :] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    # Stop strings span at most this many tokens (a token holds at least one character).
-    longest = max((len(s) for s in stop), default=0)
-    eos = set(eos_ids)
-    results: list[Decoded | None] = [None] * batch
-    generated: list[list[int]] = [[] for _ in range(batch)]
-    active = list(range(batch))
-    with torch.inference_mode():
-        out = model(
-            input_ids=input_ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device), use_cache=True, logits_to_keep=1
+    missing = width - tensor.shape[dim]
+    if missing <= 0:
+        return tensor
+    shape = list(tensor.shape)
+    shape[dim] = missing
+    return torch.cat([torch.zeros(shape, dtype=tensor.dtype, device=tensor.device), tensor], dim=dim)
+
+
+class _Decoder:
+    """The state of one continuously batched greedy decode."""
+
+    def __init__(self, model, tokenizer, max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int], device: str, on_finish=None):
+        self.on_finish = on_finish  # called once per finished sequence (progress)
+        self.model, self.tokenizer, self.device = model, tokenizer, device
+        self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
+        # Stop strings span at most this many tokens (a token holds at least one character).
+        self.longest = max((len(s) for s in stop), default=0)
+        self.rows: list[_Row] = []
+        self.cache = None
+        self.mask = None  # [rows, cache width]: 1 where a row holds a real token
+        self.results: dict[int, Decoded] = {}
+
+    def prefill(self, prompts: Sequence[Sequence[int]], indices: Sequence[int]):
+        """Forward new prompts (left-padded among themselves); returns their next-token logits and cache."""
+        import torch
+
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for r, prompt in enumerate(prompts):
+            ids[r, width - len(prompt) :] = torch.tensor(list(prompt))
+            mask[r, width - len(prompt) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
+            use_cache=True, logits_to_keep=1,
         )
-        cache = out.past_key_values
-        next_position = positions[:, -1] + 1
-        for _ in range(max_new_tokens):
-            choice = out.logits[:, -1].argmax(-1).tolist()
-            keep = []
-            for slot, row in enumerate(active):
-                token = choice[slot]
-                if token in eos:
-                    results[row] = Decoded(generated[row], "eos")
-                    continue
-                generated[row].append(token)
-                if stop and _hit_stop(tokenizer, generated[row], stop, longest):
-                    results[row] = Decoded(generated[row], "stop")
-                elif len(generated[row]) >= max_new_tokens:
-                    results[row] = Decoded(generated[row], "length")
-                else:
-                    keep.append(slot)
-            if not keep:
-                break
-            if len(keep) < len(active):
-                index = torch.tensor(keep, device=device)
-                cache.batch_select_indices(index)
-                mask = mask[keep]
-                next_position = next_position[keep]
-                active = [active[slot] for slot in keep]
-            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=1)
-            feed = torch.tensor([[generated[row][-1]] for row in active], device=device)
-            out = model(
-                input_ids=feed,
-                attention_mask=mask.to(device),
-                position_ids=next_position[:, None].to(device),
-                past_key_values=cache,
-                use_cache=True,
-            )
-            next_position = next_position + 1
-    for row in range(batch):
-        if results[row] is None:
-            results[row] = Decoded(generated[row], "length")
-    return results  # type: ignore[return-value]
+        rows = [_Row(index, len(prompt)) for index, prompt in zip(indices, prompts)]
+        return out.logits[:, -1], out.past_key_values, mask, rows
+
+    def take(self, rows: Sequence[_Row], logits) -> list[int]:
+        """Append each row's greedy token; returns the positions (in ``rows``) of rows still running."""
+        running = []
+        for slot, (row, token) in enumerate(zip(rows, logits.argmax(-1).tolist())):
+            reason = self._finished(row, token)
+            if reason is None:
+                running.append(slot)
+                continue
+            self.results[row.index] = Decoded(row.generated, reason)
+            if self.on_finish:
+                self.on_finish()
+        return running
+
+    def _finished(self, row: _Row, token: int) -> str | None:
+        """Add ``token`` to the row; why the row is done ("eos", "stop", "length"), or None."""
+        if token in self.eos:
+            return "eos"
+        row.generated.append(token)
+        if self.stop and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
+            return "stop"
+        if len(row.generated) >= self.max_new_tokens:
+            return "length"
+        return None
+
+    def keep(self, slots: list[int]) -> None:
+        """Keep only these rows of the batch and of the cache."""
+        if len(slots) == len(self.rows):
+            return
+        self.rows = [self.rows[slot] for slot in slots]
+        if not slots:
+            self.cache, self.mask = None, None
+            return
+        import torch
+
+        self.cache.batch_select_indices(torch.tensor(slots, device=self.device))
+        self.mask = self.mask[slots]
+        # Columns that held only departed rows' tokens are padding everywhere now: cut them.
+        lead = int((self.mask.sum(0) > 0).to(torch.int8).argmax())
+        if lead and _plain_layers(self.cache) is not None:
+            for layer in self.cache.layers:
+                layer.keys = layer.keys[..., lead:, :]
+                layer.values = layer.values[..., lead:, :]
+            self.mask = self.mask[:, lead:]
+
+    def join(self, cache, mask, rows: list[_Row]) -> None:
+        """Add freshly prefilled rows to the running batch, left-padding whichever cache is narrower."""
+        import torch
+
+        if self.cache is None:
+            self.cache, self.mask, self.rows = cache, mask, rows
+            return
+        width = max(self.mask.shape[1], mask.shape[1])
+        for old, new in zip(self.cache.layers, cache.layers):
+            old.keys = torch.cat([_left_pad(old.keys, width, -2), _left_pad(new.keys, width, -2)], dim=0)
+            old.values = torch.cat([_left_pad(old.values, width, -2), _left_pad(new.values, width, -2)], dim=0)
+        self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(mask, width, 1)], dim=0)
+        self.rows = self.rows + rows
+
+    def step(self):
+        """Feed every row's newest token; returns the next-token logits."""
+        import torch
+
+        self.mask = torch.cat([self.mask, torch.ones((len(self.rows), 1), dtype=torch.long)], dim=1)
+        feed = torch.tensor([[row.generated[-1]] for row in self.rows], device=self.device)
+        positions = torch.tensor([[row.next_position] for row in self.rows], device=self.device)
+        out = self.model(
+            input_ids=feed, attention_mask=self.mask.to(self.device), position_ids=positions,
+            past_key_values=self.cache, use_cache=True,
+        )
+        for row in self.rows:
+            row.next_position += 1
+        return out.logits[:, -1]
+
+
+def greedy_decode(
+    model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
+    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None,
+) -> list[Decoded]:
+    """Greedy continuations of ``prompts`` with at most ``batch_size`` sequences in flight (all of
+    them at once by default); results in the order of ``prompts``."""
+    import torch
+
+    size = max(1, batch_size or len(prompts))
+    decoder = _Decoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
+    waiting = list(range(len(prompts)))
+    with torch.inference_mode():
+        while waiting or decoder.rows:
+            free = size - len(decoder.rows)
+            # Refill once a quarter of the slots are free, so one prefill call serves several rows;
+            # a cache that cannot be re-packed (sliding window, ...) finishes its batch first.
+            refill = free >= max(1, size // 4) and (not decoder.rows or _plain_layers(decoder.cache) is not None)
+            if waiting and (refill or not decoder.rows):
+                admitted, waiting = waiting[:free], waiting[free:]
+                logits, cache, mask, rows = decoder.prefill([prompts[i] for i in admitted], admitted)
+                if decoder.rows and _plain_layers(cache) is None:
+                    raise RuntimeError("continuous batching needs plain key/value caches")
+                before = len(decoder.rows)
+                decoder.join(cache, mask, rows)
+                running = decoder.take(rows, logits)
+                decoder.keep(list(range(before)) + [before + slot for slot in running])
+            else:
+                running = decoder.take(decoder.rows, decoder.step())
+                decoder.keep(running)
+    return [decoder.results[i] for i in range(len(prompts))]
