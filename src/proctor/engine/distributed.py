@@ -107,7 +107,12 @@ class ModelWorker:
     def describe(self) -> dict:
         import ray
 
-        info = {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "error": self.error}
+        info = {
+            "pid": os.getpid(),
+            "node": ray.util.get_node_ip_address(),
+            "node_id": ray.get_runtime_context().get_node_id(),  # nodes on one host share an address
+            "error": self.error,
+        }
         if self.model is not None:
             m = self.model
             info.update(
