@@ -11,7 +11,7 @@ address Ray can find is 127.0.0.1 and no packet can leave the namespace. It then
 2. runs ``proctor run --workers 2 --ray-address 127.0.0.1:PORT --cpus-per-worker 1`` into
    WORKDIR/cli-run (two one-CPU replicas on two one-CPU nodes: one replica per node);
 3. runs the same evaluation through the Python API into WORKDIR/kill-run and SIGKILLs the replica
-   on the second node once the first chunk is in;
+   on the second node once it has answered a chunk;
 4. writes WORKDIR/report.json: the interfaces, every node (id, address, alive), where each
    replica ran, every socket address seen while the runs went on, and each run's outcome.
 
@@ -146,6 +146,8 @@ def main() -> None:
         sys.exit(2)
     loopback_up()
     env = dict(os.environ)
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # "0" (single-machine mode) refuses a second node
+    os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     env.update(
         RAY_USAGE_STATS_ENABLED="0",
         RAY_AUTH_MODE="token",  # this cluster's own token: ~/.ray/auth_token is neither read nor written
@@ -197,7 +199,8 @@ def main() -> None:
             victim = next(i for i, w in enumerate(dist.workers) if w["node_id"] != head_id)
 
             def progress(name: str, done: int, total: int) -> None:
-                if done and kill["killed"] is None:  # the first chunk is in
+                # once the second node's replica has answered a chunk: that answer must be kept, once
+                if kill["killed"] is None and dist.chunks_done.get(victim, 0) >= 1:
                     kill["killed"] = victim
                     os.kill(dist.workers[victim]["pid"], signal.SIGKILL)  # same PID namespace
 

@@ -83,12 +83,16 @@ def single(tasks, tiny_model_dir, tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-def test_two_workers_give_the_single_process_results(tasks, tiny_model_dir, single, tmp_path):
+def test_two_workers_give_the_single_process_results(tasks, tiny_model_dir, single, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
     run = tmp_path / "run"
     evaluate([tasks], str(tiny_model_dir), output_dir=run, chunk_size=CHUNK, model_options=OPTIONS, workers=2)
     _same_run(single, run)
     assert _computed(run) == _computed(single)
     assert not ray.is_initialized()  # the local cluster this run started is gone
+    # ... and so is its loopback-only switch: a later run in this process may join a multi-node cluster
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+    assert ray._private.ray_constants.ENABLE_RAY_CLUSTER == (sys.platform not in ("darwin", "win32"))
 
 
 @pytest.mark.slow
@@ -155,6 +159,7 @@ def two_nodes(tasks, tiny_model_dir):
     workdir = Path(tempfile.mkdtemp(prefix="proctor-2n-"))  # short: Ray's socket paths live under it
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO / "src"), env.get("PYTHONPATH", "")] if p)
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # Ray's single-machine switch refuses a second node
     try:
         helper = subprocess.run(
             ["nice", "-n", "19", *UNSHARE, sys.executable, str(REPO / "tests" / "ray_two_nodes.py"),
@@ -206,7 +211,7 @@ def test_two_node_run_survives_losing_the_second_nodes_replica(two_nodes, single
     victim = kill["killed"]
     assert victim is not None and workers[victim]["node"] != two_nodes["head"]
     assert kill["lost"] == [victim]
-    assert kill["chunks_done"].get(str(1 - victim), 0) > 0
+    assert kill["chunks_done"].get(str(victim), 0) >= 1 and kill["chunks_done"].get(str(1 - victim), 0) >= 1
     run = two_nodes["kill-run"]
     _same_run(single, run)
     assert _computed(run) == _computed(single)  # nothing computed twice, nothing lost
