@@ -29,15 +29,31 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 2  # chunks queued on a replica at once: the next one is ready while the driver commits
 
 
-def _loopback_only(ray) -> None:
-    """Keep a private single-node cluster on 127.0.0.1.
+def _loopback_only(ray) -> Callable[[], None]:
+    """Keep a private single-node cluster on 127.0.0.1; returns what undoes it (after shutdown).
 
     In cluster mode Ray replaces a loopback node address with the machine's network address and
     listens on every interface. Its single-machine mode (the one it uses on macOS and Windows)
     keeps every service on loopback; child processes read the same switch from the environment.
+    Undone when the cluster is gone, so that a later run in this process (or a `ray start` it
+    spawns) can join a multi-node cluster.
     """
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+    constants = ray._private.ray_constants
+    saved_env, saved_flag = os.environ.get(_CLUSTER_SWITCH), constants.ENABLE_RAY_CLUSTER
+    os.environ[_CLUSTER_SWITCH] = "0"
+    constants.ENABLE_RAY_CLUSTER = False
+
+    def restore() -> None:
+        if saved_env is None:
+            os.environ.pop(_CLUSTER_SWITCH, None)
+        else:
+            os.environ[_CLUSTER_SWITCH] = saved_env
+        constants.ENABLE_RAY_CLUSTER = saved_flag
+
+    return restore
+
+
+_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def require_ray():
@@ -107,7 +123,12 @@ class ModelWorker:
     def describe(self) -> dict:
         import ray
 
-        info = {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "error": self.error}
+        info = {
+            "pid": os.getpid(),
+            "node": ray.util.get_node_ip_address(),
+            "node_id": ray.get_runtime_context().get_node_id(),  # nodes on one host share an address
+            "error": self.error,
+        }
         if self.model is not None:
             m = self.model
             info.update(
@@ -150,6 +171,7 @@ class DistributedModel(Model):
         self.cluster = cluster
         self.spec = spec
         self._owns_ray = False
+        self._restore: Callable[[], None] | None = None  # undoes _loopback_only
         self._actors: list = []
         self._alive: list[int] = []
         self.lost: list[int] = []  # replicas dropped during the run
@@ -181,9 +203,14 @@ class DistributedModel(Model):
         if paths:
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
         if cluster.address is None:  # a private cluster for this run: "local" never joins a running one
-            _loopback_only(self._ray)
+            self._restore = _loopback_only(self._ray)
             cpus = max(os.cpu_count() or 1, math.ceil(cluster.workers * cluster.cpus_per_worker))
-            self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
+            try:
+                self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
+            except BaseException:
+                self._restore()
+                self._restore = None
+                raise
         else:
             self._ray.init(address=cluster.address, **kwargs)
 
@@ -348,3 +375,6 @@ class DistributedModel(Model):
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
             self._owns_ray = False
+        if self._restore is not None and not ray.is_initialized():
+            self._restore()
+            self._restore = None
