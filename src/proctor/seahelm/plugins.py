@@ -9,7 +9,7 @@ import types
 from pathlib import Path
 
 from proctor.errors import TaskDefinitionError
-from proctor.seahelm import dataloaders, judges, metrics
+from proctor.seahelm import dataloaders, judges, metrics, qa
 
 BUILTIN_CLASSES = {
     "AbstractDataloader": dataloaders.AbstractDataloader,
@@ -19,7 +19,7 @@ BUILTIN_CLASSES = {
     "PairwiseDataloader": dataloaders.PairwiseDataloader,
     "SeaHelmMetric": metrics.SeaHelmMetric,
     "F1AccMetric": metrics.F1AccMetric,
-    "QuestionAnsweringMetric": metrics.QuestionAnsweringMetric,
+    "QuestionAnsweringMetric": qa.QuestionAnsweringMetric,
     "TranslationMetric": metrics.TranslationMetric,
     "PairwiseLLMJudgeMetric": judges.PairwiseLLMJudgeMetric,
     "CriteriaJudgeMetric": judges.CriteriaJudgeMetric,

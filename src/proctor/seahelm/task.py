@@ -94,6 +94,10 @@ class SeaHelmTask(GenerationTask):
             self.judge_cls = resolve_class(c.get("judge_file"), c.get("judge_class"), root=root, config_file=config_file,
                                            trust=trust, what="judge", default="")
         self.task_config = TaskConfig(self.task_id, self.lang, c)
+        from proctor.seahelm.qa import QuestionAnsweringMetric, require_segmenter
+
+        if isinstance(self.metric_cls, type) and issubclass(self.metric_cls, QuestionAnsweringMetric):
+            require_segmenter(self.lang)  # a missing Thai/Chinese tokeniser fails here, before generation
         self.lookup = None
         self.chunk_size = None
         self._corpus: dict = {}
