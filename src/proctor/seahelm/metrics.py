@@ -194,18 +194,6 @@ class _FreeTextMetric(SeaHelmMetric):
         return ["" if p is None else str(p) for p in self.inference_df[self.postprocessed_response_column]]
 
 
-class TranslationMetric(_FreeTextMetric):
-    """chrF++ (sacrebleu) against the references; MetricX needs its judge model and is not built in."""
-
-    def calculate_metrics(self):
-        df = self.inference_df
-        preds = self._predictions()
-        refs = [references(r)[0] for r in df[self.label_column]]
-        score = chrf(preds, refs)
-        self.update_individual_scores([chrf([p], [r]) / 100 for p, r in zip(preds, refs)])
-        return {"chrf_score": score, "normalized_chrf_score": 100 * normalize_score(score / 100, 0, 1), "null_count": sum(p == "" for p in preds)}, df
-
-
 def chrf(predictions: Sequence[str], references: Sequence[str], word_order: int = 2) -> float:
     """Corpus chrF++ (sacrebleu, word_order=2)."""
     try:

@@ -315,6 +315,8 @@ class SeaHelmTask(GenerationTask):
                 out[name] = entry
             elif value is None:
                 out[name] = {"value": None, "stderr": None}
+            elif isinstance(value, str) and name.endswith("error"):  # e.g. metricx_error: kept, with no value
+                out[name] = {"value": None, "stderr": None, "error": value}
         if len(runs) > 1 and key in out:
             boots = self._bootstrap(runs, rows, key)
             out[key]["bootstrap"] = boots
