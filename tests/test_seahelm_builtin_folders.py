@@ -158,3 +158,17 @@ def test_missing_task_folder_plugins_are_clear_errors(tmp_path, folder, hub_id, 
 def test_folder_without_its_data_files_is_a_clear_error():
     with pytest.raises(TaskDefinitionError, match="data file not found: seahelm_tasks/knowledge/global_mmlu_lite/global_mmlu_lite_en_test.jsonl"):
         load_tasks([_tasks() / "knowledge" / "global_mmlu_lite"])
+
+
+def test_ls_takes_the_seahelm_flags():
+    from typer.testing import CliRunner
+
+    from proctor.cli import app
+
+    folder = str(_tasks() / "instruction_following" / "ifeval")
+    unmapped = CliRunner().invoke(app, ["ls", folder])
+    assert unmapped.exit_code != 0
+    mapped = CliRunner().invoke(app, ["ls", folder, "--seahelm-data", f"aisingapore/Instruction-Following-IFEval={DATA / 'ifeval'}",
+                                      "--trust-task-code", "--instruct-model"], terminal_width=200)
+    assert mapped.exit_code == 0, mapped.output
+    assert "if-eval/en" in mapped.output and "task(s)" in mapped.output
