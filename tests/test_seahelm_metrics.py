@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from proctor.seahelm import metrics as M
+from proctor.seahelm import qa as QA
 from proctor.seahelm.config import load_tree
 from proctor.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
 from proctor.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudgeMetric
@@ -56,12 +57,12 @@ def test_f1acc_metric_extracts_answer_tag_and_normalises_for_chance():
 
 
 def test_question_answering_f1_without_article_removal():
-    assert M.qa_f1("the cat sat", "a cat sat") == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
-    assert M.qa_exact("The Cat!", "the cat") == 1.0
+    assert QA.qa_f1("the cat sat", "a cat sat") == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
+    assert QA.qa_exact("The Cat!", "the cat") == 1.0
     rows = [{"label": ["Jakarta", "kota Jakarta"], "prompts": [{}]}]
     loader = _loader(rows, {"answer_tag": "Jawaban:"})
     loader.inference_df = pd.DataFrame({"label": [rows[0]["label"]], "responses": [["Jawaban: kota Jakarta"]]})
-    out = M.QuestionAnsweringMetric(loader, loader.task_config).evaluate_responses()
+    out = QA.QuestionAnsweringMetric(loader, loader.task_config).evaluate_responses()
     assert out["f1"] == pytest.approx(100.0) and out["normalized_f1"] == out["f1"]
 
 

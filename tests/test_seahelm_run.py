@@ -9,7 +9,7 @@ import pytest
 from conftest import EXAMPLES, shared_path
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
-from proctor.errors import ProctorError, TaskDefinitionError
+from proctor.errors import TaskDefinitionError
 
 
 def _tree():

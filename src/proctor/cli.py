@@ -62,6 +62,9 @@ def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
         mapping[key] = value
     if mapping:
         options["seahelm_data"] = mapping
+    judge_tokens = seahelm.pop("seahelm_judge_max_tokens", None)
+    if judge_tokens:
+        options["seahelm_judge_generation"] = {"max_tokens": judge_tokens}
     options.update({k: v for k, v in seahelm.items() if v is not None})
     return options
 def _model_args(items: Optional[List[str]]) -> dict:
@@ -126,6 +129,8 @@ def run(
     seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
+    seahelm_max_tokens: Optional[int] = typer.Option(None, "--seahelm-max-tokens", min=1, help="SEA-HELM: cap every language's max_tokens (quick runs)."),
+    seahelm_judge_max_tokens: Optional[int] = typer.Option(None, "--seahelm-judge-max-tokens", min=1, help="SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai: environment variable holding the API key (never written anywhere)."),
     model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),
@@ -178,6 +183,7 @@ def run(
             dialect_options=_dialect_options(
                 norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
                 seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
+                seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
             ),
             chat=chat,
             model_options=options,
@@ -202,14 +208,20 @@ def list_tasks(
     paths: List[Path] = typer.Argument(..., help="Task files or folders."),
     norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
     temp: float = typer.Option(1.0, "--temp", "--probsem-temp", help=_TEMP_HELP),
+    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="SEA-HELM: accepted as for run (listing loads no task code)."),
+    seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH (repeatable); mapped hub tasks are listed."),
+    base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: --base-model leaves out the tasks SEA-HELM skips on base models."),
+    reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: accepted as for run."),
 ) -> None:
-    """List the tasks found under the given paths."""
+    """List the tasks found under the given paths (SEA-HELM flags as for run)."""
     from proctor.api import load_tasks
 
     table = Table()
     for column in ("task", "kind", "dialect", "version", "defined at"):
         table.add_column(column)
-    found = load_tasks(paths, options=_dialect_options(norm, temp))
+    options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data,
+                               is_base_model=base_model, reasoning=reasoning)
+    found = load_tasks(paths, options=options)
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)
     console.print(table)

@@ -5,7 +5,8 @@ Options (``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge
 folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model),
 ``seahelm_runs`` (seeded runs, bootstrapped), ``is_base_model`` (None: models without a chat template),
 ``reasoning`` (extra thinking budget, thinking stripped), ``seahelm_strict`` (unavailable data is an
-error rather than a skipped task).
+error rather than a skipped task), ``seahelm_max_tokens`` (a cap on every language's ``max_tokens``, for
+quick runs), ``seahelm_judge_generation`` (overrides ``judge.judge_generation_kwargs``, e.g. max_tokens).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 problems.append(f"{task_id}/{lang}: {problem}")
                 continue
             lang_cfg["filepath"] = data
+            cap = options.get("seahelm_max_tokens")
+            if cap:  # a smoke-test budget: never more than the config asks for
+                lang_cfg["max_tokens"] = min(int(lang_cfg.get("max_tokens") or cap), int(cap))
             example, example_problem = _data_ref(lang_cfg.get("example_filepath"), tree.root, path, mapping)
             if example_problem:
                 log.warning("%s/%s: few-shot examples unavailable (%s)", task_id, lang, example_problem)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
@@ -174,44 +173,8 @@ class F1AccMetric(SeaHelmMetric):
         return metrics, df
 
 
-# ---------------------------------------------------------------- question answering
-def _tokens(text: str, lang: str) -> list[str]:
-    if lang == "th":
-        try:
-            from pythainlp.tokenize import word_tokenize
-        except ImportError:
-            raise ProctorError("Thai QA F1 needs pythainlp: pip install 'proctor[seahelm-th]'") from None
-        return [t for t in word_tokenize(text, engine="newmm") if t.strip()]
-    if lang == "zh":
-        try:
-            import jieba
-        except ImportError:
-            raise ProctorError("Chinese QA F1 needs jieba: pip install 'proctor[seahelm-zh]'") from None
-        return [t for t in jieba.cut(text) if t.strip()]
-    return text.split()
-
-
-def _normalize_qa(text: str) -> str:
-    """SQuAD's normalisation without removing articles: lower case, no punctuation, single spaces."""
-    text = "".join(ch for ch in str(text).lower() if ch not in set(string.punctuation))
-    return " ".join(text.split())
-
-
-def qa_f1(prediction: str, reference: str, lang: str = "") -> float:
-    pred, ref = _tokens(_normalize_qa(prediction), lang), _tokens(_normalize_qa(reference), lang)
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
-
-
-def qa_exact(prediction: str, reference: str) -> float:
-    return float(_normalize_qa(prediction) == _normalize_qa(reference))
-
-
-def _references(label: Any) -> list[str]:
+def references(label: Any) -> list[str]:
+    """A row's reference answers (a string, a list, or nothing)."""
     if isinstance(label, str):
         return [label]
     if label is None:
@@ -229,38 +192,6 @@ class _FreeTextMetric(SeaHelmMetric):
 
     def _predictions(self) -> list[str]:
         return ["" if p is None else str(p) for p in self.inference_df[self.postprocessed_response_column]]
-
-
-class QuestionAnsweringMetric(_FreeTextMetric):
-
-    def calculate_metrics(self):
-        df = self.inference_df
-        preds = self._predictions()
-        refs = [_references(r) for r in df[self.label_column]]
-        f1s = [max(qa_f1(p, r, self.lang) for r in rs) for p, rs in zip(preds, refs)]
-        ems = [max(qa_exact(p, r) for r in rs) for p, rs in zip(preds, refs)]
-        found = [any(_normalize_qa(r) and _normalize_qa(r) in _normalize_qa(p) for r in rs) for p, rs in zip(preds, refs)]
-        f1 = 100 * float(np.mean(f1s)) if f1s else 0.0
-        self.update_individual_scores(f1s)
-        return {
-            "exact_match": 100 * float(np.mean(ems)) if ems else 0.0,
-            "f1": f1,
-            "normalized_f1": f1,
-            "found_in_prediction": 100 * float(np.mean(found)) if found else 0.0,
-            "null_count": sum(p == "" for p in preds),
-        }, df
-
-
-class TranslationMetric(_FreeTextMetric):
-    """chrF++ (sacrebleu) against the references; MetricX needs its judge model and is not built in."""
-
-    def calculate_metrics(self):
-        df = self.inference_df
-        preds = self._predictions()
-        refs = [_references(r)[0] for r in df[self.label_column]]
-        score = chrf(preds, refs)
-        self.update_individual_scores([chrf([p], [r]) / 100 for p, r in zip(preds, refs)])
-        return {"chrf_score": score, "normalized_chrf_score": 100 * normalize_score(score / 100, 0, 1), "null_count": sum(p == "" for p in preds)}, df
 
 
 def chrf(predictions: Sequence[str], references: Sequence[str], word_order: int = 2) -> float:

@@ -9,7 +9,9 @@ import types
 from pathlib import Path
 
 from proctor.errors import TaskDefinitionError
-from proctor.seahelm import dataloaders, judges, metrics
+from proctor.seahelm import dataloaders, ifeval, judges, metrics, qa, translation
+
+log = logging.getLogger(__name__)
 
 BUILTIN_CLASSES = {
     "AbstractDataloader": dataloaders.AbstractDataloader,
@@ -19,8 +21,11 @@ BUILTIN_CLASSES = {
     "PairwiseDataloader": dataloaders.PairwiseDataloader,
     "SeaHelmMetric": metrics.SeaHelmMetric,
     "F1AccMetric": metrics.F1AccMetric,
-    "QuestionAnsweringMetric": metrics.QuestionAnsweringMetric,
-    "TranslationMetric": metrics.TranslationMetric,
+    "QuestionAnsweringMetric": qa.QuestionAnsweringMetric,
+    "TranslationMetric": translation.TranslationMetric,
+    "TranslationDataloader": translation.TranslationDataloader,
+    "TranslationJudge": translation.TranslationJudge,
+    "IFEvalMetric": ifeval.IFEvalMetric,
     "PairwiseLLMJudgeMetric": judges.PairwiseLLMJudgeMetric,
     "CriteriaJudgeMetric": judges.CriteriaJudgeMetric,
 }
@@ -31,6 +36,15 @@ def _builtin_logprob():
 
     return LogProbMetric
 
+
+# files that SEA-HELM ships inside its own task folders: when a copied tree lacks them, proctor's
+# equivalent stands in (a file that is present is loaded as usual, with the trust flag)
+SHIPPED = {
+    ("seahelm_tasks/instruction_following/ifeval/if_eval.py", "IFEvalMetric"),
+    ("seahelm_tasks/nlg/translation/translation_dataloader.py", "TranslationDataloader"),
+    ("seahelm_tasks/nlg/translation/translation_metric.py", "TranslationMetric"),
+    ("seahelm_tasks/nlg/translation/translation_judge.py", "TranslationJudge"),
+}
 
 # the module layout of SEA-HELM's src/, for task-folder code that imports from it
 _ALIASES = {
@@ -85,6 +99,9 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
             return BUILTIN_CLASSES[name]
         raise TaskDefinitionError(f"SEA-HELM class '{name}' ({file}) has no proctor equivalent", file=config_file, field=f"{what}_class")
     path = resolve_file(str(file), root, config_file)
+    if path is None and (str(file).replace("\\", "/"), name) in SHIPPED:
+        log.info("%s: %s is not in the tree; using proctor's built-in %s", config_file, file, name)
+        return BUILTIN_CLASSES[name]
     if path is None:
         raise TaskDefinitionError(f"{what}_file not found: {file} (looked in {root} and {config_file.parent})", file=config_file, field=f"{what}_file")
     if not trust:

@@ -12,7 +12,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -94,6 +94,10 @@ class SeaHelmTask(GenerationTask):
             self.judge_cls = resolve_class(c.get("judge_file"), c.get("judge_class"), root=root, config_file=config_file,
                                            trust=trust, what="judge", default="")
         self.task_config = TaskConfig(self.task_id, self.lang, c)
+        from proctor.seahelm.qa import QuestionAnsweringMetric, require_segmenter
+
+        if isinstance(self.metric_cls, type) and issubclass(self.metric_cls, QuestionAnsweringMetric):
+            require_segmenter(self.lang)  # a missing Thai/Chinese tokeniser fails here, before generation
         self.lookup = None
         self.chunk_size = None
         self._corpus: dict = {}
@@ -311,6 +315,8 @@ class SeaHelmTask(GenerationTask):
                 out[name] = entry
             elif value is None:
                 out[name] = {"value": None, "stderr": None}
+            elif isinstance(value, str) and name.endswith("error"):  # e.g. metricx_error: kept, with no value
+                out[name] = {"value": None, "stderr": None, "error": value}
         if len(runs) > 1 and key in out:
             boots = self._bootstrap(runs, rows, key)
             out[key]["bootstrap"] = boots

@@ -11,21 +11,14 @@ import json
 import re
 from typing import Any, Callable, ClassVar
 
+from proctor.scoring.instructions import compare, count_words
 from proctor.usecases.base import UseCase
 from proctor.usecases.generation import batch_retry_generate
 from proctor.usecases.metrics import Metric
 
 
 def _compare(count: int, relation: str, target: int) -> bool:
-    if relation == "less than":
-        return count < target
-    if relation == "at least":
-        return count >= target
-    raise ValueError(f"relation must be 'less than' or 'at least', got {relation!r}")
-
-
-def _words(text: str) -> int:
-    return len(re.findall(r"\w+", text))
+    return compare(count, relation, target, allowed=("less than", "at least"))  # Google IFEval's two relations
 
 
 def _bullets(text: str) -> int:
@@ -47,7 +40,7 @@ CHECKS: dict[str, Callable[..., bool]] = {
     "punctuation:no_comma": lambda r: "," not in r,
     "change_case:english_lowercase": lambda r: r.islower(),
     "change_case:english_capital": lambda r: r.isupper(),
-    "length_constraints:number_words": lambda r, num_words, relation: _compare(_words(r), relation, int(num_words)),
+    "length_constraints:number_words": lambda r, num_words, relation: _compare(count_words(r), relation, int(num_words)),
     "keywords:existence": lambda r, keywords: all(re.search(k, r, flags=re.I) for k in keywords),
     "keywords:forbidden_words": lambda r, forbidden_words: not any(
         re.search(r"\b" + re.escape(w) + r"\b", r, flags=re.I) for w in forbidden_words
