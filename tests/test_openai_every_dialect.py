@@ -97,6 +97,10 @@ def test_chat_only_server_is_detected(chat_only, tiny_model_dir):
     model = backend(chat_only, tiny_model_dir)
     assert not model.supports_loglikelihood
     assert not any(path.endswith("/v1/completions") for path, _ in chat_only.received)
+    # left on the completions endpoint, the self-check meets a 404 and reports it as the reason
+    texts = OpenAIModel(str(tiny_model_dir), chat_only.url, name="tiny-serve", max_retries=1)
+    assert not texts.supports_loglikelihood and "HTTP 404" in texts._mode_reason
+    assert any(path.endswith("/v1/completions") for path, _ in chat_only.received)
 
 
 def test_native_yaml_arc_easy(chat_only, tiny_model_dir, tmp_path):
