@@ -6,6 +6,8 @@
   as a broken server's are, to test the self-check.
 - ``FaultProxy``: forwards to a real server and fails a seeded ~20% of requests with 429, 500 or
   a dropped connection.
+- ``ScriptedJudgeServer``: an in-process stand-in chat server (NOT a model) whose MT-Bench verdicts
+  follow a fixed rule (the longer answer wins), so judge parsing can be tested with parseable replies.
 - ``start_process_server``: a real server process (transformers serve, llama.cpp) on a free port.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import threading
@@ -175,9 +178,11 @@ class TrueLogprobServer(_Server):
 class FaultProxy(_Server):
     """Forwards POSTs to ``upstream``; fails about ``rate`` of them (seeded) with 429, 500 or a dropped connection."""
 
-    def __init__(self, upstream: str, rate: float = 0.2, seed: int = 0, fail_after: int | None = None) -> None:
+    def __init__(self, upstream: str, rate: float = 0.2, seed: int = 0, fail_after: int | None = None, chat_only: bool = False) -> None:
         self.upstream = upstream.rstrip("/")
         self.rate = rate
+        self.chat_only = chat_only  # answer 404 to everything but /chat/completions (a chat-only API)
+        self.received: list[tuple[str, dict]] = []  # (path, JSON body) of every request that came in
         self.fail_after = fail_after  # after this many forwarded requests, every request gets a 500
         self.random = random.Random(seed)
         self.lock = threading.Lock()
@@ -193,6 +198,11 @@ class FaultProxy(_Server):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 data = self.rfile.read(length)
+                with proxy.lock:
+                    proxy.received.append((self.path, json.loads(data or b"{}")))
+                if proxy.chat_only and not self.path.endswith("/chat/completions"):
+                    self._send(404, b'{"error": {"message": "not found: this API serves chat completions only"}}', {})
+                    return
                 with proxy.lock:
                     draw = proxy.random.random()
                     fault = ["429", "500", "disconnect"][int(draw / proxy.rate * 3) % 3] if draw < proxy.rate else None
@@ -225,6 +235,44 @@ class FaultProxy(_Server):
                 self.wfile.write(body)
 
         super().__init__(Handler)
+
+
+class ScriptedJudgeServer(_Server):
+    """A stand-in OpenAI-compatible chat server (NOT a model): its replies follow a fixed rule, so
+    judge verdicts are parseable. A prompt holding the MT-Bench verdict labels gets "[[A]]" or
+    "[[B]]" for the assistant with the longer answer; anything else gets ``answer``. Records
+    every request body and Authorization header."""
+
+    ANSWER_A = re.compile(r"\[The Start of Assistant A's Answer\]\n(.*?)\n\[The End of Assistant A's Answer\]", re.S)
+    ANSWER_B = re.compile(r"\[The Start of Assistant B's Answer\]\n(.*?)\n\[The End of Assistant B's Answer\]", re.S)
+    CONV_A = re.compile(r"### Assistant A:\n(.*?)\n\n(?:### User|<\|The End)", re.S)
+    CONV_B = re.compile(r"### Assistant B:\n(.*?)\n\n(?:### User|<\|The End)", re.S)
+
+    def __init__(self, answer: str = "A fairly long answer from the stand-in server.") -> None:
+        self.answer = answer
+        self.received: list[dict] = []
+        self.authorization: list[str | None] = []
+        self.lock = threading.Lock()
+        super().__init__(_json_handler(self.respond))
+
+    def verdict(self, text: str) -> str:
+        a = self.ANSWER_A.findall(text) or self.CONV_A.findall(text)
+        b = self.ANSWER_B.findall(text) or self.CONV_B.findall(text)
+        longer_a = len(a[-1] if a else "") >= len(b[-1] if b else "")
+        return "Judged by answer length. [[A]]" if longer_a else "Judged by answer length. [[B]]"
+
+    def respond(self, path: str, body: dict, headers: dict) -> tuple[int, dict]:
+        with self.lock:
+            self.received.append(body)
+            self.authorization.append(headers.get("Authorization") or headers.get("authorization"))
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": {"message": "chat completions only"}}
+        text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+        reply = self.verdict(text) if "[[A]]" in text and "[[B]]" in text else self.answer
+        usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(reply.split())}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+        return 200, {"object": "chat.completion", "choices": [choice], "usage": usage}
 
 
 def start_process_server(argv: list[str], port: int, log_file: Path, ready_path: str = "/v1/models", timeout: float = 300):

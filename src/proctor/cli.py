@@ -67,6 +67,8 @@ def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
         options["seahelm_judge_generation"] = {"max_tokens": judge_tokens}
     options.update({k: v for k, v in seahelm.items() if v is not None})
     return options
+
+
 def _model_args(items: Optional[List[str]]) -> dict:
     """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
     out: dict = {}
@@ -79,6 +81,15 @@ def _model_args(items: Optional[List[str]]) -> dict:
         except ValueError:
             out[key.strip()] = value
     return out
+
+
+def _judge_options(judge: Optional[str], base_url: Optional[str], api_key_env: str, args: Optional[List[str]]) -> Optional[dict]:
+    """Server settings for an ``openai:`` judge (the key stays in its environment variable)."""
+    if not judge or not judge.startswith("openai:"):
+        if args:
+            raise typer.BadParameter("--judge-arg applies to an openai: --seahelm-judge only")
+        return None
+    return {"base_url": base_url, "api_key_env": api_key_env, **_model_args(args)}
 
 
 def _load_plugins(plugins: Optional[List[Path]]) -> None:
@@ -125,7 +136,10 @@ def run(
     worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", help="Node IP to place replicas on, round robin (repeatable)."),
     trust_task_code: bool = typer.Option(False, "--trust-task-code", help="SEA-HELM: run dataloader/metric/judge classes from task folders (Python code)."),
     seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable)."),
-    seahelm_judge: Optional[str] = typer.Option(None, "--seahelm-judge", help="SEA-HELM: the judge model (as --model; default: the evaluated model)."),
+    seahelm_judge: Optional[str] = typer.Option(None, "--seahelm-judge", help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model)."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="openai judge: its server's API root (default: --base-url)."),
+    judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="openai judge: environment variable holding its API key (default: --api-key-env)."),
+    judge_arg: Optional[List[str]] = typer.Option(None, "--judge-arg", help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
     seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
@@ -184,6 +198,7 @@ def run(
                 norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
                 seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
                 seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
+                seahelm_judge_options=_judge_options(seahelm_judge, judge_base_url or base_url, judge_api_key_env or api_key_env, judge_arg),
             ),
             chat=chat,
             model_options=options,

@@ -2,7 +2,8 @@
 task id and language (named ``<task id>/<lang>``), run by :class:`proctor.seahelm.task.SeaHelmTask`.
 
 Options (``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge classes from task
-folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model),
+folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model; ``openai:<name>`` with ``seahelm_judge_options``:
+base_url, api_key_env and backend options),
 ``seahelm_runs`` (seeded runs, bootstrapped), ``is_base_model`` (None: models without a chat template),
 ``reasoning`` (extra thinking budget, thinking stripped), ``seahelm_strict`` (unavailable data is an
 error rather than a skipped task), ``seahelm_max_tokens`` (a cap on every language's ``max_tokens``, for
@@ -55,6 +56,21 @@ def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Map
     return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
 
 
+def _register_judge(spec: str, settings: dict) -> None:
+    """Build a judge with its own server settings (``seahelm_judge_options``: base_url, api_key_env,
+    backend options) once; tasks name it by ``spec`` only, so no address or key enters a task hash."""
+    import json
+
+    from proctor.models.judge import load_judge
+    from proctor.seahelm.task import JUDGES, JUDGE_SETTINGS
+
+    key = json.dumps(settings, sort_keys=True, default=str)
+    if spec in JUDGES and JUDGE_SETTINGS.get(spec) == key:
+        return
+    JUDGES[spec] = load_judge(spec, **settings)
+    JUDGE_SETTINGS[spec] = key
+
+
 def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
     options = dict(options or {})
     if path.name != "config.yaml":
@@ -70,6 +86,8 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
 
         JUDGES[getattr(judge, "name", "judge")] = judge
         judge = getattr(judge, "name", "judge")
+    elif isinstance(judge, str) and (judge.startswith("openai:") or options.get("seahelm_judge_options")):
+        _register_judge(judge, dict(options.get("seahelm_judge_options") or {}))
     tasks: list[Task] = []
     problems: list[str] = []
     for task_id, cfg in tree.tasks.items():

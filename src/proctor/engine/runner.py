@@ -65,6 +65,8 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
     if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
+        if hasattr(handler, "use_choice_formulation"):  # resolved lazily: only choice scoring needs the capability check
+            handler.use_choice_formulation(lambda: choice_formulation(model, prepared))
         return TaskRequests(prepared, handler, [], prompts, [], [], [])
     per_sample = [handler.requests(spec, sample, text) for sample, text in zip(prepared.samples, prompts)]
     flat = [r for requests in per_sample for r in requests]
@@ -72,21 +74,36 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
 
 
+def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
+    """The lettered generation formulation of a choice (``tasks/mc_generate.py``) when it is asked
+    for, or when the model cannot score log-likelihoods (a chat-only API); else None."""
+    fmt = prepared.mc_format
+    if fmt == "auto":
+        fmt = "loglikelihood" if model.supports_loglikelihood else "generate"
+    if fmt != "generate":
+        return None
+    from proctor.tasks.mc_generate import MultipleChoiceGenerateKind
+
+    return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
+
+
 def _kind_handler(model: Model, prepared: PreparedTask) -> Any:
     """The kind's handler; multiple choice by generation when asked, or when the model cannot score."""
     spec = prepared.task.spec
     if spec.kind == "multiple_choice":
-        fmt = prepared.mc_format
-        if fmt == "auto":
-            fmt = "loglikelihood" if model.supports_loglikelihood else "generate"
-        if fmt == "generate":
-            from proctor.tasks.mc_generate import MultipleChoiceGenerateKind
-
-            return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
+        generate = choice_formulation(model, prepared)
+        if generate is not None:
+            return generate
+    if spec.kind == "perplexity" and not model.supports_loglikelihood:
+        # no generation formulation gives a perplexity: refuse rather than report a wrong number
+        raise ProctorError(
+            f"task '{spec.name}' is a perplexity task and needs log-likelihoods, which model '{model.name}' cannot "
+            "score (a chat-only or log-prob-less server); run it on a backend with prompt log-probs"
+        )
     return kind_handler(spec.kind)
 
 
-def _usage_delta(model: Model, before: dict | None) -> dict | None:
+def usage_delta(model: Model, before: dict | None) -> dict | None:
     after = model.usage()
     if before is None or after is None:
         return None
@@ -253,10 +270,14 @@ def run_built(
         results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
         model_seconds = time.perf_counter() - model_started
         outcome = score_task(built, results, model_seconds, started)
-    usage = _usage_delta(model, usage_before)
+    usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
         outcome.result["usage"] = usage
-    if getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice":
+    judge_usage = getattr(built.handler, "judge_usage", None)
+    if callable(judge_usage) and (judged := judge_usage()) is not None:  # a separate judge model's calls
+        outcome.result["judge_usage"] = judged
+    by_generation = getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice"
+    if by_generation or getattr(built.handler, "mc_format", None) == "generate":  # custom / SEA-HELM handlers say so
         outcome.result["mc_format"] = "generate"
     return outcome
 

@@ -1,12 +1,13 @@
 """A judge as a function: chat messages in, the model's reply out (SEA-HELM pairwise / criteria judges).
 
 Works with any backend that has a chat template: a local Hugging Face model renders it itself; an
-OpenAI-compatible server applies its own.
+OpenAI-compatible server applies its own. ``load_judge`` builds a judge from a ``--model``-style
+string, with its own server settings for ``openai:<name>``.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from proctor.errors import ProctorError
 from proctor.models.base import Model
@@ -33,3 +34,15 @@ def judge_many(model: Model, conversations: Sequence[Sequence[dict]], **params) 
     max_tokens, temperature, seed = params.get("max_tokens", 512), params.get("temperature", 0.0), params.get("seed", 0)
     requests = [GenerateRequest(model.apply_chat_template(list(c)), max_tokens, (), temperature, 1.0, seed) for c in conversations]
     return [r.text for r in model.generate(requests)]
+
+
+def load_judge(spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any) -> Model:
+    """A judge model from a ``--model``-style string. ``openai:<name>`` needs a server address; the
+    API key is read from the environment variable ``api_key_env`` as for the evaluated model."""
+    from proctor.models.registry import load_model
+
+    if spec.startswith("openai:"):
+        if not base_url:
+            raise ProctorError(f"judge '{spec}' needs its server's address: give --judge-base-url (or --base-url, used for both)")
+        return load_model(spec, base_url=base_url, api_key_env=api_key_env, name=spec, **options)
+    return load_model(spec, **options)

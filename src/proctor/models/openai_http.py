@@ -106,7 +106,7 @@ class ApiClient:
         url = self.base_url + path
         httpx = self._httpx
         last = ""
-        retry_after = 0.0
+        retry_after = 0.0  # the server's Retry-After from the previous attempt
         for attempt in range(budget + 1):
             if attempt:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))

@@ -2,7 +2,8 @@
 
 ``choices_csv`` writes one row per sample and choice: ``text,query,logp,score`` (probsem's results
 table): ``text`` from a template over the sample's fields, ``query`` the choice, ``logp`` the softmax
-input (log-prob after per-token normalisation and temperature), ``score`` the probability.
+input (log-prob after per-token normalisation and temperature), ``score`` the probability. Under the
+generation formulation (``mc_format: generate``) ``logp`` is NaN and ``score`` is 1 for the chosen choice.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def _choices_csv(prepared: Any, outcome: Any, run_dir: Path, model_name: str, *,
         writer.writerow(["text", "query", "logp", "score"])
         for sample, record in zip(prepared.samples, outcome.records):
             sample_text = template.render(sample.sample.fields, file=sample.sample.file, row=sample.sample.row)
-            weights = record.get("weights", record.get("logprobs", []))
+            # the generation formulation (chat-only models) has no log-probs: logp is NaN, score one-hot
+            weights = record.get("weights", record.get("logprobs")) or [float("nan")] * len(record["choices"])
             for choice, logp, score in zip(record["choices"], weights, record["distribution"]):
                 writer.writerow([sample_text, choice, repr(float(logp)), repr(float(score))])
     return [name]

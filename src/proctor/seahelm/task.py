@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 N_BOOTSTRAP = 30
 BOOTSTRAP_SEED = 94370244
-JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API), by name
+JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API) or built with server settings, by name
+JUDGE_SETTINGS: dict[str, str] = {}  # the settings each built judge in JUDGES was made with
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,11 @@ class LogProbMetric(SeaHelmMetric):
         self.update_individual_scores([p / 100 for p in probs])
         predicted = df["predicted_label"].tolist() if "predicted_label" in df else []
         labels = [str(x) for x in df[self.label_column]]
+        # by generation (chat-only model) the gold label's "probability" is 1 if chosen, else 0: no log-prob exists
+        by_generation = "mc_format" in df and (df["mc_format"] == "generate").any()
         return {
             "average_cumulative_probabilities": float(np.mean(probs)) if probs else 0.0,
-            "average_cumulative_logprobs": float(np.mean(logs)) if logs else float("nan"),
+            "average_cumulative_logprobs": float(np.mean(logs)) if logs and not by_generation else float("nan"),
             "clt_se_cumulative_probabilities": calculate_stderr(probs),
             "accuracy": 100 * float(np.mean([p == l for p, l in zip(predicted, labels)])) if predicted else float("nan"),
         }, df
@@ -102,10 +105,17 @@ class SeaHelmTask(GenerationTask):
         self.chunk_size = None
         self._corpus: dict = {}
         self.dataloader = None
+        self._choice_formulation = None
+        self.mc_format: str | None = None  # "generate" when the label scores came from the lettered formulation
+        self._lettered_records: list[dict] = []
 
     # ---------------------------------------------------------------- engine hooks
     def use_store(self, lookup: Any, chunk_size: int | None) -> None:
         self.lookup, self.chunk_size = lookup, chunk_size
+
+    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+        """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
+        self._choice_formulation = resolve
 
     def _make_loader(self, is_base: bool):
         return self.loader_cls(self.task_config, 5 if is_base else 0, is_base_model=is_base, model_name="")
@@ -134,6 +144,19 @@ class SeaHelmTask(GenerationTask):
 
     def corpus_metrics(self) -> dict:
         return self._corpus
+
+    def judge_usage(self) -> dict | None:
+        """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
+        return getattr(self, "_judge_usage", None)
+
+    def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
+        from proctor.engine.runner import usage_delta
+
+        delta = usage_delta(judge_model, before)
+        if delta is None:
+            return
+        total = getattr(self, "_judge_usage", None) or {}
+        self._judge_usage = {k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()}
 
     # ---------------------------------------------------------------- running
     def _is_base(self, model: Any) -> bool:
@@ -190,7 +213,11 @@ class SeaHelmTask(GenerationTask):
                     answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
             extra: dict[str, list] = {}
             if uses_logprobs:
-                extra = self._logprobs(model, rows, rendered, answers, template)
+                lettered = self._choice_formulation() if self._choice_formulation else None
+                if lettered is not None:
+                    extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
+                else:
+                    extra = self._logprobs(model, rows, rendered, answers, template)
             runs.append(self._score(rows, answers, raw, extra, rendered, model))
         self._corpus = self._summarise(runs, rows)
         first = runs[0]
@@ -205,6 +232,8 @@ class SeaHelmTask(GenerationTask):
             }
             if first.get("judgements") is not None:
                 details["judgements"] = first["judgements"][i]
+            if self._lettered_records:
+                details["label_choice"] = self._lettered_records[i]
             if n_runs > 1:
                 details["run_scores"] = [r["scores"][i] for r in runs]
             score = first["scores"][i]
@@ -233,6 +262,32 @@ class SeaHelmTask(GenerationTask):
             predicted.append(labels[int(np.argmax(scores))])
         return {"cumulative_logprob": cumulative, "predicted_label": predicted}
 
+    def _lettered(self, kind, samples, rows, examples, template, is_base, run) -> dict[str, list]:
+        """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
+        label's cumulative probability becomes 1 if chosen, else 0 (a chat-only model gives no log-probs)."""
+        from proctor.prompts.builder import PreparedSample, Prompt
+        from proctor.seahelm.prompts import render_base
+
+        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
+        kind.render = lambda prompt: render_base(prompt.as_json()) if is_base else prompt.render(self.model)
+        prepared = []
+        for sample, row in zip(samples, rows):
+            messages = P.conversation(template, row, 1, examples, [])
+            gold = str(row.get("label"))
+            prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages))
+            prepared.append(PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ()))
+        requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
+        results = self._generate(self.model, requests, lambda n: None)
+        records = [kind.outcome(self.spec, p, [r])[1] for p, r in zip(prepared, results)]
+        if run == 0:
+            self._lettered_records = records
+        self.mc_format = "generate"
+        return {
+            "cumulative_logprob": [0.0 if r["correct"] else None for r in records],
+            "predicted_label": [labels[r["prediction"]] if r["prediction"] is not None else None for r in records],
+            "mc_format": ["generate"] * len(records),
+        }
+
     def _score(self, rows, answers, raw, extra, rendered, model) -> dict:
         import pandas as pd
 
@@ -247,9 +302,13 @@ class SeaHelmTask(GenerationTask):
             frame["label"] = ""
         loader.inference_df = frame
         metric = self.metric_cls(loader, self.task_config)
+        judge = None
         if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
-            metric.judge_model = self._judge(model)
+            metric.judge_model = judge = self._judge(model)
+            judge_before = getattr(judge.model, "usage", lambda: None)()
         metrics = metric.evaluate_responses()
+        if judge is not None:  # only the judge's calls: generation ran before
+            self._count_judge_usage(judge.model, judge_before)
         df = loader.inference_df
         scores = df["individual_scores"].tolist() if "individual_scores" in df else [None] * len(df)
         scores = [self._scalar(s, self.config.get("metric")) for s in scores]

@@ -72,6 +72,26 @@ class MultipleChoiceTask(CustomTask):
     """
 
     kind = "multiple_choice"
+    _choice_formulation: Callable[[], Any] | None = None
+    mc_format: str | None = None  # "generate" once the lettered formulation answered (reported in results)
+
+    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+        """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
+        self._choice_formulation = resolve
+
+    def predict_samples(
+        self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
+    ) -> list[tuple[Any, dict]]:
+        # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
+        # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
+        own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
+        generate = None if own or self._choice_formulation is None else self._choice_formulation()
+        if generate is None:
+            return super().predict_samples(model, samples, prompts, progress)
+        self.model, self.mc_format = model, "generate"
+        requests = [generate.requests(self.spec, s, p)[0] for s, p in zip(samples, prompts)]
+        results = model.generate(requests, progress)
+        return [generate.outcome(self.spec, s, [r]) for s, r in zip(samples, results)]
 
     def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
         gold = prepared.gold

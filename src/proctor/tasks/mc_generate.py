@@ -123,5 +123,6 @@ class MultipleChoiceGenerateKind:
             "extracted": None if position is None else LETTERS[position],
             "prediction": prediction,
             "correct": (prediction in prepared.gold) if prepared.gold else None,
+            "distribution": list(distribution),  # one-hot on the chosen option (no probabilities from a reply)
         }
         return outcome, record
