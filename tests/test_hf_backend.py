@@ -223,3 +223,26 @@ def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
     assert len(calls) < 4 * (1 + 10)  # fewer calls than four static batches run to their longest
     longest = max(len(x) for x in ids) + 10
     assert max(width for _, width in calls) <= longest
+
+
+def test_a_shared_prompt_start_is_forwarded_once(tiny_model):
+    """Prompts that share a long start (a few-shot header): the start is forwarded once, and each
+    output equals decoding that prompt alone."""
+    from proctor.models.hf_decode import greedy_decode
+
+    header = "Answer these questions.\n\nQ: What is two plus two?\nA: four\n\nQ: "
+    questions = ["Who wrote Hamlet?", "Where is Paris?", "Why is the sky blue?", "When did it rain?", "How?"]
+    ids = [tiny_model.encode(header + q + "\nA:") for q in questions]
+    shared = len(tiny_model.encode(header.rstrip()))  # at least this many tokens are common
+    alone = [greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 6, ("\n",), tiny_model._eos_ids(), "cpu")[0] for x in ids]
+    fed = []
+    hook = tiny_model.model.get_decoder().register_forward_pre_hook(lambda m, a, kw: fed.append(kw["input_ids"].shape), with_kwargs=True)
+    try:
+        batched = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 6, ("\n",), tiny_model._eos_ids(), "cpu", batch_size=2)
+    finally:
+        hook.remove()
+    assert [(d.tokens, d.reason) for d in batched] == [(d.tokens, d.reason) for d in alone]
+    assert fed[0][0] == 1 and fed[0][1] >= shared  # the shared start, one row
+    prompt_tokens = sum(rows * width for rows, width in fed if width > 1)
+    assert prompt_tokens <= fed[0][1] + sum(len(x) - fed[0][1] for x in ids) + 2 * len(ids)  # little padding
+    assert prompt_tokens < sum(len(x) for x in ids) - 2 * shared

@@ -7,6 +7,9 @@ leave the key/value cache), and a waiting prompt takes its slot: the batch stays
 number of decoding steps is about the total number of new tokens divided by the batch size
 instead of the sum of each batch's longest answer.
 
+When all prompts start alike (an instruction, few-shot examples), that start is forwarded once and
+every prefill begins from its key/values.
+
 Each row of the cache holds its own tokens right-aligned (left padding, masked out), with its own
 position ids, so rows of different lengths and ages share one forward pass. Columns that are
 padding in every row are cut off as rows leave, so the cache stays as wide as its longest row.
@@ -72,21 +75,43 @@ class _Decoder:
         self.cache = None
         self.mask = None  # [rows, cache width]: 1 where a row holds a real token
         self.results: dict[int, Decoded] = {}
+        self.prefix: list[tuple] = []  # per layer (keys, values) of the prompts' shared start, one row
+        self.prefix_length = 0
 
-    def prefill(self, prompts: Sequence[Sequence[int]], indices: Sequence[int]):
-        """Forward new prompts (left-padded among themselves); returns their next-token logits and cache."""
+    def share_prefix(self, tokens: Sequence[int]) -> None:
+        """Forward the start every prompt shares once; prefills then start from its key/values."""
         import torch
 
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for r, prompt in enumerate(prompts):
-            ids[r, width - len(prompt) :] = torch.tensor(list(prompt))
-            mask[r, width - len(prompt) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=torch.tensor([list(tokens)], device=self.device), use_cache=True, logits_to_keep=1)
+        layers = _plain_layers(out.past_key_values)
+        if layers is not None:
+            self.prefix = [(layer.keys, layer.values) for layer in layers]
+            self.prefix_length = len(tokens)
+
+    def prefill(self, prompts: Sequence[Sequence[int]], indices: Sequence[int]):
+        """Forward new prompts (left-padded among themselves, after the shared prefix if there is
+        one); returns their next-token logits, cache, cache mask and rows."""
+        import torch
+
+        shared = self.prefix_length
+        own = [list(prompt[shared:]) for prompt in prompts]
+        width = max(len(p) for p in own)
+        ids = torch.full((len(own), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(own), width), dtype=torch.long)
+        for r, tokens in enumerate(own):
+            ids[r, width - len(tokens) :] = torch.tensor(tokens)
+            mask[r, width - len(tokens) :] = 1
+        positions = shared + (mask.cumsum(-1) - 1).clamp(min=0)
+        past = None
+        if shared:
+            from transformers.cache_utils import DynamicCache
+
+            rows = len(own)
+            past = DynamicCache([(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)) for k, v in self.prefix])
+            mask = torch.cat([torch.ones((rows, shared), dtype=torch.long), mask], dim=1)
         out = self.model(
             input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
-            use_cache=True, logits_to_keep=1,
+            past_key_values=past, use_cache=True, logits_to_keep=1,
         )
         rows = [_Row(index, len(prompt)) for index, prompt in zip(indices, prompts)]
         return out.logits[:, -1], out.past_key_values, mask, rows
@@ -165,6 +190,23 @@ class _Decoder:
         return out.logits[:, -1]
 
 
+# A shared start shorter than this is not worth its own forward pass.
+MIN_SHARED = 4
+
+
+def _shared_prefix(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens all prompts share, leaving each at least one token of its own."""
+    if len(prompts) < 2:
+        return 0
+    first, n = prompts[0], min(len(p) for p in prompts) - 1
+    for prompt in prompts[1:]:
+        k = 0
+        while k < n and prompt[k] == first[k]:
+            k += 1
+        n = k
+    return max(n, 0)
+
+
 def greedy_decode(
     model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
     device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None,
@@ -177,6 +219,9 @@ def greedy_decode(
     decoder = _Decoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
     waiting = list(range(len(prompts)))
     with torch.inference_mode():
+        shared = _shared_prefix(prompts)
+        if shared >= MIN_SHARED:
+            decoder.share_prefix(prompts[0][:shared])
         while waiting or decoder.rows:
             free = size - len(decoder.rows)
             # Refill once a quarter of the slots are free, so one prefill call serves several rows;
