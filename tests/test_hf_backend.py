@@ -207,22 +207,31 @@ def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
     stop = tuple(free[i].text[: (i + 2) * len(free[i].text) // 10] for i in range(4))
     alone = [greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 10, stop, tiny_model._eos_ids(), "cpu")[0] for x in ids]
     assert len({len(d.tokens) for d in alone}) >= 3
-    calls = []
-    hook = tiny_model.model.get_decoder().register_forward_pre_hook(
-        lambda m, a, kw: calls.append((tuple(kw["input_ids"].shape), kw["attention_mask"].shape[1])), with_kwargs=True
-    )
-    try:
-        batched = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 10, stop, tiny_model._eos_ids(), "cpu", batch_size=3)
-    finally:
-        hook.remove()
-    assert [(d.tokens, d.reason) for d in batched] == [(d.tokens, d.reason) for d in alone]
+
+    def decode(**options):
+        calls = []
+        hook = tiny_model.model.get_decoder().register_forward_pre_hook(
+            lambda m, a, kw: calls.append((tuple(kw["input_ids"].shape), kw["attention_mask"].shape[1])), with_kwargs=True
+        )
+        try:
+            out = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 10, stop, tiny_model._eos_ids(), "cpu", batch_size=3, **options)
+        finally:
+            hook.remove()
+        assert [(d.tokens, d.reason) for d in out] == [(d.tokens, d.reason) for d in alone]
+        steps = [rows for (rows, width), _ in calls if width == 1]
+        prefills = [k for k, ((rows, width), _) in enumerate(calls) if width > 1]
+        assert max(steps) <= 3  # never more than batch_size sequences decoding
+        assert len(steps) < 4 * 10  # fewer steps than four static batches run to their longest
+        assert max(width for _, width in calls) <= max(len(x) for x in ids) + 10  # padding is cut
+        return calls, prefills
+
     assert {d.reason for d in alone} == {"stop", "length"}
-    assert max(rows for (rows, _), _ in calls) <= 3
-    prefills = [k for k, ((rows, width), _) in enumerate(calls) if width > 1]
-    assert len(prefills) > 1 and prefills[1] < len(calls) - 1  # refills happen while others decode
-    assert len(calls) < 4 * (1 + 10)  # fewer calls than four static batches run to their longest
-    longest = max(len(x) for x in ids) + 10
-    assert max(width for _, width in calls) <= longest
+    # Prefilling only what the free slots need: refills happen while other sequences decode.
+    calls, prefills = decode(prefill_tokens=1)
+    assert len(prefills) > 1 and prefills[1] < len(calls) - 1
+    # Prefilling ahead within a token budget: one forward pass prefills all ten short prompts.
+    calls, prefills = decode()
+    assert len(prefills) == 1 and calls[0][0][0] == 10
 
 
 def test_a_shared_prompt_start_is_forwarded_once(tiny_model):
@@ -246,3 +255,28 @@ def test_a_shared_prompt_start_is_forwarded_once(tiny_model):
     prompt_tokens = sum(rows * width for rows, width in fed if width > 1)
     assert prompt_tokens <= fed[0][1] + sum(len(x) - fed[0][1] for x in ids) + 2 * len(ids)  # little padding
     assert prompt_tokens < sum(len(x) for x in ids) - 2 * shared
+
+
+def test_a_sliding_window_cache_decodes_batch_by_batch(tiny_model):
+    """A model whose cache is not plain (Mistral's sliding window) is never re-packed: batches run
+    one after another, with the same outputs as one prompt at a time."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from proctor.models.hf_decode import greedy_decode
+
+    torch.manual_seed(0)
+    config = MistralConfig(
+        vocab_size=len(tiny_model.tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=128,
+    )
+    model = MistralForCausalLM(config).eval()
+    ids = [tiny_model.encode(p) for p in ["Once upon a time there was", "The answer is", "A", "Hello world and more words"]]
+    alone = [greedy_decode(model, tiny_model.tokenizer, [x], 6, (), [], "cpu")[0] for x in ids]
+    rows = []
+    hook = model.get_decoder().register_forward_pre_hook(lambda m, a, kw: rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    try:
+        batched = greedy_decode(model, tiny_model.tokenizer, ids, 6, (), [], "cpu", batch_size=3)
+    finally:
+        hook.remove()
+    assert [d.tokens for d in batched] == [d.tokens for d in alone]
+    assert [shape for shape in rows if shape[1] > 1] == [(3, max(len(x) for x in ids[:3])), (1, len(ids[3]))]

@@ -276,7 +276,7 @@ class HFModel(Model):
                     # Greedy: continuously batched, `size` sequences in flight.
                     decoded = greedy_decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=size, on_finish=(lambda: progress(1)) if progress else None,
+                        batch_size=size, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
                     )
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))

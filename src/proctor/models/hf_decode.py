@@ -62,6 +62,74 @@ def _left_pad(tensor, width: int, dim: int):
     return torch.cat([torch.zeros(shape, dtype=tensor.dtype, device=tensor.device), tensor], dim=dim)
 
 
+class _Batch:
+    """Rows with their key/value cache: each row's tokens right-aligned (left padding, masked out)."""
+
+    def __init__(self, rows: list[_Row] | None = None, cache=None, mask=None):
+        self.rows = rows or []
+        self.cache = cache
+        self.mask = mask  # [rows, cache width]: 1 where a row holds a real token
+
+    def keep(self, slots: list[int]) -> None:
+        """Keep only these rows (and their cache rows); cut columns that are padding everywhere."""
+        import torch
+
+        if len(slots) == len(self.rows):
+            return
+        self.rows = [self.rows[slot] for slot in slots]
+        if not slots:
+            self.cache, self.mask = None, None
+            return
+        self.cache.batch_select_indices(torch.tensor(slots))
+        self.mask = self.mask[slots]
+        if _plain_layers(self.cache) is not None:
+            self._cut_padding()
+
+    def split(self, count: int) -> "_Batch":
+        """Remove the first ``count`` rows and return them as a batch of their own."""
+        from transformers.cache_utils import DynamicCache
+
+        if count >= len(self.rows):
+            taken = _Batch(self.rows, self.cache, self.mask)
+            self.rows, self.cache, self.mask = [], None, None
+            return taken
+        layers = [(layer.keys[:count], layer.values[:count]) for layer in self.cache.layers]
+        taken = _Batch(self.rows[:count], DynamicCache(layers), self.mask[:count])
+        taken._cut_padding()
+        for layer in self.cache.layers:
+            layer.keys, layer.values = layer.keys[count:], layer.values[count:]
+        self.rows, self.mask = self.rows[count:], self.mask[count:]
+        self._cut_padding()
+        return taken
+
+    def _cut_padding(self) -> None:
+        """Drop leading columns that are padding in every row (they held departed rows' tokens)."""
+        import torch
+
+        lead = int((self.mask.sum(0) > 0).to(torch.int8).argmax())
+        if lead:
+            for layer in self.cache.layers:
+                layer.keys = layer.keys[..., lead:, :]
+                layer.values = layer.values[..., lead:, :]
+            self.mask = self.mask[:, lead:]
+
+    def join(self, other: "_Batch") -> None:
+        """Append ``other``'s rows, left-padding whichever cache is narrower."""
+        import torch
+
+        if not other.rows:
+            return
+        if not self.rows:
+            self.rows, self.cache, self.mask = other.rows, other.cache, other.mask
+            return
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        for mine, theirs in zip(self.cache.layers, other.cache.layers):
+            mine.keys = torch.cat([_left_pad(mine.keys, width, -2), _left_pad(theirs.keys, width, -2)], dim=0)
+            mine.values = torch.cat([_left_pad(mine.values, width, -2), _left_pad(theirs.values, width, -2)], dim=0)
+        self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(other.mask, width, 1)], dim=0)
+        self.rows = self.rows + other.rows
+
+
 class _Decoder:
     """The state of one continuously batched greedy decode."""
 
@@ -71,9 +139,8 @@ class _Decoder:
         self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
         # Stop strings span at most this many tokens (a token holds at least one character).
         self.longest = max((len(s) for s in stop), default=0)
-        self.rows: list[_Row] = []
-        self.cache = None
-        self.mask = None  # [rows, cache width]: 1 where a row holds a real token
+        self.running = _Batch()  # decoding now
+        self.ready = _Batch()  # prefilled, first token taken, waiting for a free slot
         self.results: dict[int, Decoded] = {}
         self.prefix: list[tuple] = []  # per layer (keys, values) of the prompts' shared start, one row
         self.prefix_length = 0
@@ -88,9 +155,9 @@ class _Decoder:
             self.prefix = [(layer.keys, layer.values) for layer in layers]
             self.prefix_length = len(tokens)
 
-    def prefill(self, prompts: Sequence[Sequence[int]], indices: Sequence[int]):
+    def prefill(self, prompts: Sequence[Sequence[int]], indices: Sequence[int]) -> _Batch:
         """Forward new prompts (left-padded among themselves, after the shared prefix if there is
-        one); returns their next-token logits, cache, cache mask and rows."""
+        one) and take each one's first token; returns the rows still running."""
         import torch
 
         shared = self.prefix_length
@@ -106,15 +173,16 @@ class _Decoder:
         if shared:
             from transformers.cache_utils import DynamicCache
 
-            rows = len(own)
-            past = DynamicCache([(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)) for k, v in self.prefix])
-            mask = torch.cat([torch.ones((rows, shared), dtype=torch.long), mask], dim=1)
+            count = len(own)
+            past = DynamicCache([(k.expand(count, -1, -1, -1), v.expand(count, -1, -1, -1)) for k, v in self.prefix])
+            mask = torch.cat([torch.ones((count, shared), dtype=torch.long), mask], dim=1)
         out = self.model(
             input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
             past_key_values=past, use_cache=True, logits_to_keep=1,
         )
-        rows = [_Row(index, len(prompt)) for index, prompt in zip(indices, prompts)]
-        return out.logits[:, -1], out.past_key_values, mask, rows
+        batch = _Batch([_Row(index, len(prompt)) for index, prompt in zip(indices, prompts)], out.past_key_values, mask)
+        batch.keep(self.take(batch.rows, out.logits[:, -1]))
+        return batch
 
     def take(self, rows: Sequence[_Row], logits) -> list[int]:
         """Append each row's greedy token; returns the positions (in ``rows``) of rows still running."""
@@ -140,54 +208,21 @@ class _Decoder:
             return "length"
         return None
 
-    def keep(self, slots: list[int]) -> None:
-        """Keep only these rows of the batch and of the cache."""
-        if len(slots) == len(self.rows):
-            return
-        self.rows = [self.rows[slot] for slot in slots]
-        if not slots:
-            self.cache, self.mask = None, None
-            return
+    def step(self) -> None:
+        """Feed every running row its newest token and take the next one."""
         import torch
 
-        self.cache.batch_select_indices(torch.tensor(slots, device=self.device))
-        self.mask = self.mask[slots]
-        # Columns that held only departed rows' tokens are padding everywhere now: cut them.
-        lead = int((self.mask.sum(0) > 0).to(torch.int8).argmax())
-        if lead and _plain_layers(self.cache) is not None:
-            for layer in self.cache.layers:
-                layer.keys = layer.keys[..., lead:, :]
-                layer.values = layer.values[..., lead:, :]
-            self.mask = self.mask[:, lead:]
-
-    def join(self, cache, mask, rows: list[_Row]) -> None:
-        """Add freshly prefilled rows to the running batch, left-padding whichever cache is narrower."""
-        import torch
-
-        if self.cache is None:
-            self.cache, self.mask, self.rows = cache, mask, rows
-            return
-        width = max(self.mask.shape[1], mask.shape[1])
-        for old, new in zip(self.cache.layers, cache.layers):
-            old.keys = torch.cat([_left_pad(old.keys, width, -2), _left_pad(new.keys, width, -2)], dim=0)
-            old.values = torch.cat([_left_pad(old.values, width, -2), _left_pad(new.values, width, -2)], dim=0)
-        self.mask = torch.cat([_left_pad(self.mask, width, 1), _left_pad(mask, width, 1)], dim=0)
-        self.rows = self.rows + rows
-
-    def step(self):
-        """Feed every row's newest token; returns the next-token logits."""
-        import torch
-
-        self.mask = torch.cat([self.mask, torch.ones((len(self.rows), 1), dtype=torch.long)], dim=1)
-        feed = torch.tensor([[row.generated[-1]] for row in self.rows], device=self.device)
-        positions = torch.tensor([[row.next_position] for row in self.rows], device=self.device)
+        batch = self.running
+        batch.mask = torch.cat([batch.mask, torch.ones((len(batch.rows), 1), dtype=torch.long)], dim=1)
+        feed = torch.tensor([[row.generated[-1]] for row in batch.rows], device=self.device)
+        positions = torch.tensor([[row.next_position] for row in batch.rows], device=self.device)
         out = self.model(
-            input_ids=feed, attention_mask=self.mask.to(self.device), position_ids=positions,
-            past_key_values=self.cache, use_cache=True,
+            input_ids=feed, attention_mask=batch.mask.to(self.device), position_ids=positions,
+            past_key_values=batch.cache, use_cache=True,
         )
-        for row in self.rows:
+        for row in batch.rows:
             row.next_position += 1
-        return out.logits[:, -1]
+        batch.keep(self.take(batch.rows, out.logits[:, -1]))
 
 
 # A shared start shorter than this is not worth its own forward pass.
@@ -209,34 +244,60 @@ def _shared_prefix(prompts: Sequence[Sequence[int]]) -> int:
 
 def greedy_decode(
     model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
-    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None,
+    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None, prefill_tokens: int = 512,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts`` with at most ``batch_size`` sequences in flight (all of
-    them at once by default); results in the order of ``prompts``."""
+    them at once by default); results in the order of ``prompts``.
+
+    Waiting prompts are prefilled ahead, up to about ``prefill_tokens`` tokens per forward pass
+    (a few large prefills cost less than many small ones), and join the running batch as slots
+    free up."""
     import torch
 
     size = max(1, batch_size or len(prompts))
     decoder = _Decoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
+    # Re-packing rows needs plain growing caches; others (sliding window, ...) decode batch by batch.
+    plain = _cache_is_plain(model)
     waiting = list(range(len(prompts)))
     with torch.inference_mode():
         shared = _shared_prefix(prompts)
-        if shared >= MIN_SHARED:
+        if plain and shared >= MIN_SHARED:
             decoder.share_prefix(prompts[0][:shared])
-        while waiting or decoder.rows:
-            free = size - len(decoder.rows)
-            # Refill once a quarter of the slots are free, so one prefill call serves several rows;
-            # a cache that cannot be re-packed (sliding window, ...) finishes its batch first.
-            refill = free >= max(1, size // 4) and (not decoder.rows or _plain_layers(decoder.cache) is not None)
-            if waiting and (refill or not decoder.rows):
-                admitted, waiting = waiting[:free], waiting[free:]
-                logits, cache, mask, rows = decoder.prefill([prompts[i] for i in admitted], admitted)
-                if decoder.rows and _plain_layers(cache) is None:
-                    raise RuntimeError("continuous batching needs plain key/value caches")
-                before = len(decoder.rows)
-                decoder.join(cache, mask, rows)
-                running = decoder.take(rows, logits)
-                decoder.keep(list(range(before)) + [before + slot for slot in running])
-            else:
-                running = decoder.take(decoder.rows, decoder.step())
-                decoder.keep(running)
+        while waiting or decoder.ready.rows or decoder.running.rows:
+            free = size - len(decoder.running.rows)
+            if not plain:
+                if not decoder.running.rows:
+                    group, waiting = waiting[:size], waiting[size:]
+                    decoder.running = decoder.prefill([prompts[i] for i in group], group)
+            elif free >= max(1, size // 4) or not decoder.running.rows:  # refill once a quarter is free
+                while waiting and len(decoder.ready.rows) < free:
+                    group = _prefill_group(prompts, waiting, free - len(decoder.ready.rows), prefill_tokens, decoder.prefix_length)
+                    waiting = waiting[len(group) :]
+                    decoder.ready.join(decoder.prefill([prompts[i] for i in group], group))
+                decoder.running.join(decoder.ready.split(free))
+            if decoder.running.rows:
+                decoder.step()
     return [decoder.results[i] for i in range(len(prompts))]
+
+
+def _cache_is_plain(model) -> bool:
+    """Whether the model's key/value cache is plain growing layers (rows can be re-packed)."""
+    from transformers.cache_utils import DynamicCache
+
+    try:
+        return _plain_layers(DynamicCache(config=model.config)) is not None
+    except Exception:  # a model type transformers' cache cannot describe: decode batch by batch
+        return False
+
+
+def _prefill_group(prompts, waiting: list[int], needed: int, budget: int, shared: int) -> list[int]:
+    """The next waiting prompts to prefill together: at least ``needed``, more while the group's
+    padded size stays within ``budget`` tokens."""
+    group: list[int] = []
+    width = 0
+    for i in waiting:
+        width = max(width, len(prompts[i]) - shared)
+        if len(group) >= needed and width * (len(group) + 1) > budget:
+            break
+        group.append(i)
+    return group
