@@ -150,9 +150,11 @@ def run(
     if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
         from proctor.usecases.runfile import run_use_case_files
 
-        run_dir, results = run_use_case_files(
-            paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv
-        )
+        with _progress(quiet) as hook:
+            run_dir, results = run_use_case_files(
+                paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
+                cache=cache, chunk_size=chunk_size, progress=hook, update=update, restart=restart,
+            )
         print_results(results)
         console.print(f"run folder: {run_dir}")
         return
