@@ -101,18 +101,22 @@ class SteeringPipeline:
         return SteeredModel(self, owns=owns)
 
     @contextlib.contextmanager
-    def forward_steered(self) -> Iterator[Any]:
-        """Every control applied to whatever runs the pipeline's model inside the block, with each
-        control's own settings (no per-example arguments): state hooks on its layers, and output
-        controls as a hook on its output layer (so log-likelihoods see them too). Yields the model."""
+    def forward_steered(self, runtime: Mapping[str, Mapping[str, Any]] | None = None) -> Iterator[Any]:
+        """Every control applied to whatever runs the pipeline's model inside the block: state hooks
+        on its layers, and output controls as a hook on its output layer (so log-likelihoods see
+        them too), with one set of runtime arguments (default: each control's own settings) for
+        every sequence. Yields the model."""
         if not self.steered:
             self.steer()
+        runtime = dict(runtime or {})
+        self._check([runtime])
         with contextlib.ExitStack() as stack:
             for control in self.controls:
+                row = dict(runtime.get(control.name, {}))
                 if control.kind == "state":
-                    stack.enter_context(control.active([{}]))
+                    stack.enter_context(control.active([row]))
                 elif isinstance(control, OutputControl):
-                    processors = control.logits_processors(self.tokenizer, [{}])
+                    processors = control.logits_processors(self.tokenizer, [row])
                     if processors:
                         head = self.model.get_output_embeddings()
                         handle = head.register_forward_hook(_processed_logits(processors))
