@@ -73,7 +73,10 @@ def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model,
     model = Counting(tiny_model)
     events: list[tuple] = []
     first = _run(model, tmp_path / "run", progress=lambda *e: events.append(e))
-    assert max(n for _, n in model.calls) <= 2 and _sent(model) >= 10  # chunks of 2: many commits
+    # Chunks of 2 requests (a prompt's 3 letter scores share a context and stay in one call): many commits.
+    # The random tiny model never prints a letter: 10 prompts x 3 rounds (two retries) of generation.
+    assert max(n for k, n in model.calls if k == "generate") <= 2 and _sent(model) == 30
+    assert max(n for k, n in model.calls if k == "loglikelihood") <= 3 and _sent(model, "loglikelihood") == 30
     with ResponseStore(tmp_path / "run" / STORE_FILE) as store:
         assert store.count() == sum(n for _, n in model.calls)
     name, done, total = events[-1]
@@ -154,3 +157,45 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
     assert second.exit_code == 0, second.output
     again = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
     assert again["requests"]["computed"] == 0 and again["evaluations"] == task["evaluations"]
+
+
+KILLED_RUN = '''
+import os, signal, sys
+sys.path.insert(0, sys.argv[4])
+from test_usecases_engine import Counting, _run
+from proctor.models.hf import HFModel
+
+class KillAfter(Counting):
+    def _call(self, kind, requests, progress):
+        if len(self.calls) == int(sys.argv[3]):
+            os.kill(os.getpid(), signal.SIGKILL)  # an outside kill: no cleanup, no exception handling
+        return super()._call(kind, requests, progress)
+
+_run(KillAfter(HFModel(sys.argv[1], batch_size=4, name="tiny-llama")), sys.argv[2])
+'''
+
+
+def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_model_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    src = tests.parent / "src"
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED_RUN)
+    env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    killed = subprocess.run(
+        [sys.executable, str(script), str(tiny_model_dir), str(tmp_path / "run"), "4", str(tests)], env=env, capture_output=True, text=True
+    )
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    with ResponseStore(tmp_path / "run" / STORE_FILE) as store:
+        committed = store.count()
+    assert committed > 0
+    full = Counting(tiny_model)
+    reference = _run(full, tmp_path / "full")
+    resumed = Counting(tiny_model)
+    result = _run(resumed, tmp_path / "run")
+    assert sum(n for _, n in resumed.calls) == sum(n for _, n in full.calls) - committed
+    assert result.results["tasks"]["CommonsenseMCQA"]["evaluations"] == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]

@@ -107,7 +107,7 @@ class CommonsenseMCQA(UseCase):
             batch_size=kwargs.get("batch_size"),
         )
         probs: list[dict[str, float] | None] = [None] * len(items)
-        if self.score_letters:
+        if self.score_letters and getattr(model_or_pipeline, "supports_loglikelihood", True):  # not a chat-only API
             runtime = resolve_overrides(runtime_overrides, items, self.evaluation_data)
             probs = self.letter_probs(model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime)
         records = [
