@@ -153,8 +153,16 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
     assert first.exit_code == 0, first.output
     task = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
     assert task["requests"]["computed"] == task["requests"]["unique"] > 0
-    second = CliRunner().invoke(app, args)
-    assert second.exit_code == 0, second.output
+    # Again in a new process (the use case's fingerprint must not depend on the process).
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    second = subprocess.run([sys.executable, "-m", "proctor.cli", *args], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     again = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
     assert again["requests"]["computed"] == 0 and again["evaluations"] == task["evaluations"]
 

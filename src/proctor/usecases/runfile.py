@@ -18,6 +18,7 @@ line), ``results.json`` (every numeric metric value, plus the raw evaluations), 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import sys
@@ -31,7 +32,8 @@ from proctor.usecases.base import UseCase
 
 
 def _import(path: Path):
-    name = f"proctor_usecase_{abs(hash(str(path.resolve())))}"
+    # A stable module name (not hash(): salted per process): it enters the use case's fingerprint.
+    name = f"proctor_usecase_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskDefinitionError("cannot import this file", file=path)
