@@ -26,13 +26,20 @@ def _case():
 
 
 def independent_letter_probs(model, tokenizer, prompt, n, boost):
+    """Softmax over the whole vocabulary (the boost on both first tokens of a letter, as TokenBias
+    does), the bare and the spaced letter added, then normalised over the offered letters."""
     ids = tokenizer(prompt, add_special_tokens=False).input_ids
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids])).logits[0, -1].double()
-    space = "" if prompt[-1].isspace() else " "
-    tokens = [tokenizer(prompt + space + letter, add_special_tokens=False).input_ids[-1] for letter in "ABCD"[:n]]
-    boosted = logits[tokens] + torch.tensor([boost[letter] for letter in "ABCD"[:n]], dtype=torch.float64)
-    return dict(zip("ABCD", torch.softmax(boosted, dim=0).tolist()))
+    tokens = {
+        letter: [tokenizer(prompt + variant + letter, add_special_tokens=False).input_ids[-1] for variant in ("", " ")]
+        for letter in "ABCD"[:n]
+    }
+    for letter, pair in tokens.items():
+        logits[pair] += boost[letter]
+    probs = torch.softmax(logits, dim=0)
+    mass = {letter: float(probs[pair].sum()) for letter, pair in tokens.items()}
+    return {letter: value / sum(mass.values()) for letter, value in mass.items()}
 
 
 def independent_ece(confidences, correct, n_bins=10):

@@ -6,9 +6,9 @@ with (``seed``, ``id``, ``r``) — never a shared random stream — so prompts a
 data order, the batch size or how many rows are used.
 
 With ``score_letters`` (the default) every prompt's offered letters are also scored: the
-log-probability of each letter right after the prompt as generation saw it (on the same target:
-the engine, the steered pipeline, or the transformers model), normalised over the letters
-offered. ``letter_probs`` holds them and ``confidence`` is the probability of the letter the
+probability that the reply starts with each letter ("A" or " A") right after the prompt as
+generation saw it (on the same target: the engine, the steered pipeline, or the transformers
+model), normalised over the letters offered. ``letter_probs`` holds them and ``confidence`` is the probability of the letter the
 reply chose (``None`` when it chose none), which ``MCQACalibration`` reads.
 """
 
@@ -134,20 +134,22 @@ class CommonsenseMCQA(UseCase):
 
     @staticmethod
     def letter_probs(target: Any, tokenizer: Any, items: list[dict], rendered: list[str], runtime: list[dict]) -> list[dict[str, float] | None]:
-        """Per prompt, the probability of each offered letter as the reply's first token(s),
-        normalised over the offered letters (None when the target gives every letter -inf)."""
+        """Per prompt, the probability that the reply starts with each offered letter, normalised
+        over the offered letters (None when the target gives every letter -inf).
+
+        A letter counts written bare or after a space ("A", " A"): models answer both ways after
+        "Answer:" or a chat turn, and the two are different first tokens, so their probabilities add.
+        """
         pairs, owner = [], []
         for k, (item, prompt) in enumerate(zip(items, rendered)):
-            space = "" if prompt[-1:].isspace() else " "  # "Answer:" is followed by " A"; a chat turn by "A"
             for letter in LETTERS[: item["num_choices"]]:
-                pairs.append((prompt, space + letter))
-                owner.append(k)
-        scores = continuation_logprobs(target, tokenizer, pairs, [runtime[k] for k in owner])
-        per_item: list[list[float]] = [[] for _ in items]
-        for k, score in zip(owner, scores):
-            per_item[k].append(score)
+                for variant in _LETTER_VARIANTS:
+                    pairs.append((prompt, variant + letter))
+                    owner.append(k)
+        scores = iter(continuation_logprobs(target, tokenizer, pairs, [runtime[k] for k in owner]))
         out: list[dict[str, float] | None] = []
-        for values in per_item:
+        for item in items:
+            values = [_logsumexp([next(scores) for _ in _LETTER_VARIANTS]) for _ in range(item["num_choices"])]
             top = max(values)
             if top == -math.inf:
                 out.append(None)
@@ -167,3 +169,13 @@ class CommonsenseMCQA(UseCase):
         if generations and all("confidence" in g for g in generations):
             data["confidences"] = [g["confidence"] for g in generations]
         return {metric.name: metric(**data) for metric in self.evaluation_metrics}
+
+
+_LETTER_VARIANTS = ("", " ")
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
