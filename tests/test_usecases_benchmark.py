@@ -85,11 +85,9 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     assert {"pipeline", "config_id", "params", "trial", "metric", "value"} <= set(table[0])
     assert {r["metric"] for r in table} >= {"MCQAAccuracy.trial_mean", "MCQAPositionalBias.num_valid"}
     assert len({(r["pipeline"], r["config_id"], r["trial"]) for r in table}) == 10
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        pass
-    else:
+    import importlib.util
+
+    if importlib.util.find_spec("pandas") is not None:
         from proctor.usecases.analysis import to_dataframe
 
         assert to_dataframe(table).shape == (len(table), 6)

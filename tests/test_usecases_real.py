@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import shared_path
+from test_usecases_confidence import independent_ece
 from test_usecases_metrics import independent_accuracy, independent_bias
 
 pytestmark = pytest.mark.slow
@@ -20,10 +21,11 @@ def default_model():
 
 
 def _run(model, num_samples=-1):
-    from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias
+    from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 
     case = CommonsenseMCQA(
-        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555, num_samples=num_samples
+        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias(), MCQACalibration()], num_shuffling_runs=3, seed=555,
+        num_samples=num_samples,
     )
     # The model answers "A. ..." first: two new tokens hold the letter and keep the run to minutes on a CPU.
     generations = case.generate(model, gen_kwargs={"max_new_tokens": 2}, max_retries=0)
@@ -45,6 +47,14 @@ def test_commonsense_mcqa_on_default_model(default_model):
     bias = scores["MCQAPositionalBias"]
     assert (bias["mean"], bias["std"]) == pytest.approx(independent_bias(resp, qid, 5))
     assert 0.0 <= acc["trial_mean"] <= 1.0 and bias["mean"] > 0.0
+    # Calibration out of the box: each reply's confidence is the model's probability of its letter.
+    answered = [g for g in generations if g["response"] is not None]
+    assert all(g["confidence"] is not None and 0.0 < g["confidence"] <= 1.0 for g in answered)
+    calibration = scores["MCQACalibration"]
+    assert calibration["num_valid"] == len(answered)
+    assert calibration["ece"] == pytest.approx(
+        independent_ece([g["confidence"] for g in answered], [g["response"] == g["reference_answer"] for g in answered])
+    )
 
     # Same seed again: identical prompts; generating again (on the first 10 rows, in different batches)
     # gives identical replies, and the scores recomputed from them are identical.

@@ -99,6 +99,7 @@ def evaluate(
     ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
+    ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
     """
     started = time.perf_counter()
     task_list = list(tasks)
@@ -123,6 +124,8 @@ def evaluate(
             from proctor.models.registry import load_model
 
             model = owned = load_model(model, **dict(model_options or {}))
+    elif not isinstance(model, Model) and hasattr(model, "as_model"):  # a SteeringPipeline
+        model = model.as_model()
     try:
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,

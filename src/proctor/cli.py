@@ -108,7 +108,7 @@ _PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metric
 @app.command()
 def run(
     paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively), or Python use case files (.py)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU), or openai:<name> with --base-url."),
+    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU), or openai:<name> with --base-url, or steer:<file.py>:<NAME> (a steering pipeline; base model: --model-arg base=...)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="At most this many samples per task."),
@@ -169,9 +169,11 @@ def run(
     if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
         from proctor.usecases.runfile import run_use_case_files
 
-        run_dir, results = run_use_case_files(
-            paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv
-        )
+        with _progress(quiet) as hook:
+            run_dir, results = run_use_case_files(
+                paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
+                cache=cache, chunk_size=chunk_size, progress=hook, update=update, restart=restart,
+            )
         print_results(results)
         console.print(f"run folder: {run_dir}")
         return

@@ -4,6 +4,8 @@
 - ``hf:<folder or hub id>`` or a bare folder / hub id: the Hugging Face backend
 - ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
 - ``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server
+- ``steer:<file.py>:<NAME>``: a steering pipeline from a Python file, on the base model given by
+  the ``base`` option (default ``smollm2``; ``proctor.usecases.steered_model``)
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
         from proctor.models.openai_compat import OpenAIModel
 
         return OpenAIModel(rest, **options)
+    if backend == "steer":
+        from proctor.usecases.steered_model import load_steered
+
+        return load_steered(rest, **options)
     from proctor.errors import ModelLoadError
 
-    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, vllm, openai")
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, vllm, openai, steer")

@@ -14,6 +14,7 @@ from proctor.usecases.mcqa import CommonsenseMCQA
 from proctor.usecases.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 from proctor.usecases.metrics import Metric
 from proctor.usecases.pipeline import SteeringPipeline
+from proctor.usecases.runfile import run_use_cases
 from proctor.usecases.specs import ControlSpec
 from proctor.usecases.state import ActivationAddition
 from proctor.usecases.structural import LoRA, WeightDelta
@@ -40,4 +41,5 @@ __all__ = [
     "UseCaseDataError",
     "WeightDelta",
     "batch_retry_generate",
+    "run_use_cases",
 ]

@@ -1,7 +1,7 @@
 """``Benchmark``: a use case on the base model and on steering pipelines, over trials and sweeps.
 
 - The base model is loaded once; every pipeline wraps that same model, and structural controls
-  patch it in place and restore it when their pipeline is done.
+  run a patched copy that shares its unchanged tensors (the base model itself never changes).
 - Each configuration has a stable id: a digest of its controls' settings (``baseline`` without any).
 - With ``save_dir``, ``checkpoint.json`` is rewritten atomically after every finished trial; a
   benchmark started again on the same folder skips what the checkpoint holds. The checkpoint

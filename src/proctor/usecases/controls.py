@@ -45,11 +45,12 @@ class Control:
         self.name = name or type(self).__name__
         self.params = params
 
-    def steer(self, model: Any, tokenizer: Any) -> None:
-        """Prepare once against the base model (train, compute vectors, patch weights)."""
+    def steer(self, model: Any, tokenizer: Any) -> Any:
+        """Prepare once (train, compute vectors). A structural control returns the model the rest
+        of the pipeline runs (a patched copy); controls never change the shared base model."""
 
     def cleanup(self) -> None:
-        """Undo whatever ``steer`` changed on the shared base model."""
+        """Let go of what ``steer`` prepared."""
 
     def config(self) -> dict:
         return {"control": type(self).__name__, "name": self.name, "kind": self.kind, "params": describe(self.params)}

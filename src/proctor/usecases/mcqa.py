@@ -4,17 +4,26 @@ Each row (``id``, ``question``, ``answer`` = text of the right choice, ``choices
 ``num_shuffling_runs`` prompts. The order of run ``r`` of row ``id`` comes from a generator seeded
 with (``seed``, ``id``, ``r``) — never a shared random stream — so prompts are the same whatever the
 data order, the batch size or how many rows are used.
+
+With ``score_letters`` (the default) every prompt's offered letters are also scored: the
+probability that the reply starts with each letter ("A" or " A") right after the prompt as
+generation saw it (on the same target: the engine, the steered pipeline, or the transformers
+model), normalised over the letters offered. ``letter_probs`` holds them and ``confidence`` is the probability of the letter the
+reply chose (``None`` when it chose none), which ``MCQACalibration`` reads.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import string
 from typing import Any, ClassVar
 
 from proctor.usecases.base import UseCase
+from proctor.usecases.continuations import continuation_logprobs
 from proctor.usecases.generation import batch_retry_generate
+from proctor.usecases.overrides import resolve_overrides
 
 LETTERS = string.ascii_uppercase
 _INSTRUCTION = "You will be given a multiple-choice question and asked to select from a set of choices."
@@ -42,6 +51,7 @@ class CommonsenseMCQA(UseCase):
     _EVALUATION_REQ_KEYS: ClassVar = ("id", "question", "answer", "choices")
     num_shuffling_runs: int = 1
     strict_letters: bool = True  # parse only letters that were offered (the reference accepts any A–Z)
+    score_letters: bool = True  # score each offered letter: letter_probs and confidence per reply
 
     def validate_evaluation_data(self, row: dict[str, Any]) -> None:
         choices = row["choices"]
@@ -96,7 +106,11 @@ class CommonsenseMCQA(UseCase):
             return_outputs=True,
             batch_size=kwargs.get("batch_size"),
         )
-        return [
+        probs: list[dict[str, float] | None] = [None] * len(items)
+        if self.score_letters and getattr(model_or_pipeline, "supports_loglikelihood", True):  # not a chat-only API
+            runtime = resolve_overrides(runtime_overrides, items, self.evaluation_data)
+            probs = self.letter_probs(model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime)
+        records = [
             {
                 "response": letter if letter is None or LETTERS.index(letter) < item["num_choices"] else None,
                 "raw_response": text,
@@ -111,6 +125,39 @@ class CommonsenseMCQA(UseCase):
             }
             for item, letter, text, output in zip(items, parsed, raw, outputs)
         ]
+        if self.score_letters:
+            for record, item_probs in zip(records, probs):
+                record["letter_probs"] = item_probs
+                chosen = record["response"]
+                record["confidence"] = item_probs.get(chosen) if item_probs and chosen is not None else None
+        return records
+
+    @staticmethod
+    def letter_probs(target: Any, tokenizer: Any, items: list[dict], rendered: list[str], runtime: list[dict]) -> list[dict[str, float] | None]:
+        """Per prompt, the probability that the reply starts with each offered letter, normalised
+        over the offered letters (None when the target gives every letter -inf).
+
+        A letter counts written bare or after a space ("A", " A"): models answer both ways after
+        "Answer:" or a chat turn, and the two are different first tokens, so their probabilities add.
+        """
+        pairs, owner = [], []
+        for k, (item, prompt) in enumerate(zip(items, rendered)):
+            for letter in LETTERS[: item["num_choices"]]:
+                for variant in _LETTER_VARIANTS:
+                    pairs.append((prompt, variant + letter))
+                    owner.append(k)
+        scores = iter(continuation_logprobs(target, tokenizer, pairs, [runtime[k] for k in owner]))
+        out: list[dict[str, float] | None] = []
+        for item in items:
+            values = [_logsumexp([next(scores) for _ in _LETTER_VARIANTS]) for _ in range(item["num_choices"])]
+            top = max(values)
+            if top == -math.inf:
+                out.append(None)
+                continue
+            weights = [math.exp(v - top) for v in values]
+            total = sum(weights)
+            out.append({LETTERS[i]: w / total for i, w in enumerate(weights)})
+        return out
 
     def evaluate(self, generations: list[dict]) -> dict[str, dict]:
         data: dict[str, Any] = {
@@ -122,3 +169,13 @@ class CommonsenseMCQA(UseCase):
         if generations and all("confidence" in g for g in generations):
             data["confidences"] = [g["confidence"] for g in generations]
         return {metric.name: metric(**data) for metric in self.evaluation_metrics}
+
+
+_LETTER_VARIANTS = ("", " ")
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))

@@ -150,6 +150,7 @@ class MCQACalibration(Metric):
 
     Needs ``confidences`` (probability given to the chosen answer) beside ``responses`` and
     ``reference_answers``; items with no response or no confidence are dropped.
+    ``CommonsenseMCQA`` supplies them (``score_letters``, on by default).
     """
 
     def __init__(self, n_bins: int = 10, **extras: Any) -> None:

@@ -1,16 +1,19 @@
 """``SteeringPipeline``: a base model with controls of the four kinds, applied in a fixed order.
 
-Input controls rewrite each prompt (as chat messages) before rendering; structural controls patch
-weights and state controls prepare their vectors once in ``steer()`` (structural first, so state
+Input controls rewrite each prompt (as chat messages) before rendering; structural controls build
+a patched copy of the base model (sharing its unchanged tensors; the base model itself is never
+changed) and state controls prepare their vectors once in ``steer()`` (structural first, so state
 vectors are measured on the patched model); while generating, state controls hook the forward
-pass and output controls constrain decoding. Every control can take per-example arguments
-(``runtime_kwargs``, one dict ``{control name: {kwarg: value}}`` per prompt).
+pass of the pipeline's model and output controls constrain decoding. Every control can take
+per-example arguments (``runtime_kwargs``, one dict ``{control name: {kwarg: value}}`` per prompt).
+``as_model()`` makes the pipeline a proctor ``Model`` (``usecases/steered_model.py``), so ordinary
+tasks run on it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.usecases.controls import Control, InputControl, OutputControl, describe
 from proctor.usecases.hf_generate import Generated, hf_generate, render
@@ -21,7 +24,8 @@ _ORDER = {"input": 0, "structural": 1, "state": 2, "output": 3}
 class SteeringPipeline:
     """Wrap ``model`` (a proctor ``HFModel``, a ``--model`` spec string, or a transformers model
     with ``tokenizer``) with ``controls``. Use as a context manager, or call ``steer()`` and
-    ``cleanup()``: cleanup restores the base model, which other pipelines may share."""
+    ``cleanup()``. ``base_model`` is the shared transformers model (never changed); ``model`` is
+    what the pipeline runs: the base model, or a structural control's patched copy of it."""
 
     def __init__(self, model: Any, controls: Sequence[Control] = (), tokenizer: Any = None, *, name: str | None = None) -> None:
         if isinstance(model, str):
@@ -30,11 +34,12 @@ class SteeringPipeline:
             model = load_model(model)
         self.base = model
         if hasattr(model, "model") and hasattr(model, "tokenizer") and tokenizer is None:
-            self.model, self.tokenizer = model.model, model.tokenizer
+            self.base_model, self.tokenizer = model.model, model.tokenizer
         else:
             if tokenizer is None:
                 raise ValueError("SteeringPipeline needs the tokenizer of a plain transformers model")
-            self.model, self.tokenizer = model, tokenizer
+            self.base_model, self.tokenizer = model, tokenizer
+        self.model = self.base_model
         names = [c.name for c in controls]
         for control in controls:
             if not isinstance(control, Control):
@@ -55,20 +60,25 @@ class SteeringPipeline:
             if self.tokenizer.pad_token_id is None:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
             done = []
+            model = self.base_model
             try:
                 for control in self.controls:
-                    control.steer(self.model, self.tokenizer)
+                    patched = control.steer(model, self.tokenizer)
+                    if control.kind == "structural" and patched is not None:
+                        model = patched
                     done.append(control)
             except BaseException:
                 for control in reversed(done):
                     control.cleanup()
                 raise
+            self.model = model
             self.steered = True
         return self
 
     def cleanup(self) -> None:
         for control in reversed(self.controls):
             control.cleanup()
+        self.model = self.base_model
         self.steered = False
 
     def __enter__(self) -> "SteeringPipeline":
@@ -80,9 +90,38 @@ class SteeringPipeline:
     def config(self) -> dict:
         base = getattr(self.base, "fingerprint", None)
         return {
-            "base": base if isinstance(base, dict) else describe(getattr(self.model, "name_or_path", type(self.model).__name__)),
+            "base": base if isinstance(base, dict) else describe(getattr(self.base_model, "name_or_path", type(self.base_model).__name__)),
             "controls": [c.config() for c in self.controls],
         }
+
+    def as_model(self, owns: bool = False):
+        """This pipeline as a proctor ``Model``: ordinary tasks (YAML, ``proctor.evaluate``) run on it."""
+        from proctor.usecases.steered_model import SteeredModel
+
+        return SteeredModel(self, owns=owns)
+
+    @contextlib.contextmanager
+    def forward_steered(self, runtime: Mapping[str, Mapping[str, Any]] | None = None) -> Iterator[Any]:
+        """Every control applied to whatever runs the pipeline's model inside the block: state hooks
+        on its layers, and output controls as a hook on its output layer (so log-likelihoods see
+        them too), with one set of runtime arguments (default: each control's own settings) for
+        every sequence. Yields the model."""
+        if not self.steered:
+            self.steer()
+        runtime = dict(runtime or {})
+        self._check([runtime])
+        with contextlib.ExitStack() as stack:
+            for control in self.controls:
+                row = dict(runtime.get(control.name, {}))
+                if control.kind == "state":
+                    stack.enter_context(control.active([row]))
+                elif isinstance(control, OutputControl):
+                    processors = control.logits_processors(self.tokenizer, [row])
+                    if processors:
+                        head = self.model.get_output_embeddings()
+                        handle = head.register_forward_hook(_processed_logits(processors))
+                        stack.callback(handle.remove)
+            yield self.model
 
     # ------------------------------------------------------------------ generation
     def _check(self, runtime_kwargs: Sequence[Mapping[str, Mapping[str, Any]]]) -> None:
@@ -143,6 +182,16 @@ class SteeringPipeline:
     def generate(self, prompt: str | Sequence[dict], runtime_kwargs: Mapping[str, Mapping[str, Any]] | None = None, **gen_kwargs: Any) -> str:
         """One steered reply (convenience)."""
         return self.generate_prompts([prompt], [dict(runtime_kwargs or {})], gen_kwargs)[0].text
+
+
+def _processed_logits(processors: list):
+    """A forward hook on the output layer that passes its logits (any leading shape) through ``processors``."""
+    def hook(module: Any, args: Any, output: Any) -> Any:
+        flat = output.reshape(-1, output.shape[-1])
+        for process in processors:
+            flat = process(None, flat)
+        return flat.reshape(output.shape)
+    return hook
 
 
 class _Batch:

@@ -10,25 +10,30 @@ Convention for the file (it is imported as a module, with its folder on ``sys.pa
 
 An optional module-level ``gen_kwargs`` dict sets generation options (``max_new_tokens``, ...).
 ``--limit N`` keeps the first N rows. The run folder holds ``samples.jsonl`` (one generation per
-line) and ``results.json`` (every numeric metric value, plus the raw evaluations).
+line), ``results.json`` (every numeric metric value, plus the raw evaluations), ``run.json`` and
+``store.sqlite``: every model answer, committed chunk by chunk, so running the same command again
+(after it finished, or after a kill) calls the model only for requests it has not answered yet.
+``run_use_cases`` is the same for use case objects, from Python.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from proctor.errors import TaskDefinitionError
 from proctor.usecases.base import UseCase
 
 
 def _import(path: Path):
-    name = f"proctor_usecase_{abs(hash(str(path.resolve())))}"
+    # A stable module name (not hash(): salted per process): it enters the use case's fingerprint.
+    name = f"proctor_usecase_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskDefinitionError("cannot import this file", file=path)
@@ -94,50 +99,144 @@ def run_use_case_files(
     limit: int | None = None,
     model_options: dict | None = None,
     command: Sequence[str] | None = None,
+    cache: str | Path | None = None,
+    chunk_size: int | None = None,
+    progress: Any = None,
+    update: bool = False,
+    restart: bool = False,
 ) -> tuple[Path, dict]:
     """Run each use case file on one model; returns the run folder and results (run-folder layout)."""
-    from proctor import __version__
-    from proctor.models.registry import load_model
-    from proctor.runs.results import RunWriter, new_run_dir
-
     loaded = [(Path(p), *load_use_case_file(p, limit)) for p in paths]  # bad files fail before the model loads
+    entries = [(f"{path.stem}:{case.name}", case, gen_kwargs, str(path)) for path, case, gen_kwargs in loaded]
+    result = _run_entries(
+        entries, model, output_dir=output_dir, runs_root=runs_root, limit=limit, model_options=model_options,
+        command=command, cache=cache, chunk_size=chunk_size, progress=progress, update=update, restart=restart,
+    )
+    return result.run_dir, result.results
+
+
+def run_use_cases(
+    use_cases: UseCase | Sequence[UseCase],
+    model: Any = "smollm2",
+    *,
+    gen_kwargs: Mapping[str, Any] | None = None,
+    output_dir: str | Path | None = None,
+    runs_root: str | Path = "runs",
+    model_options: Mapping[str, Any] | None = None,
+    cache: str | Path | None = None,
+    chunk_size: int | None = None,
+    progress: Any = None,
+    update: bool = False,
+    restart: bool = False,
+    command: Sequence[str] | None = None,
+):
+    """Run use cases on a proctor model (or a ``--model`` string) into a run folder.
+
+    Every model call the use cases make through ``batch_retry_generate`` goes through the engine
+    with the folder's response store (``store.sqlite``, optionally backed by ``cache`` or
+    $PROCTOR_CACHE): each chunk is committed as it returns, and running again on the same
+    ``output_dir`` (after it finished, or after a kill) calls the model only for what is missing.
+    ``progress(name, done, total)`` is the runner's hook. Returns an ``EvaluationResult``.
+    """
+    cases = [use_cases] if isinstance(use_cases, UseCase) else list(use_cases)
+    entries = [(case.name, case, dict(gen_kwargs or {}), None) for case in cases]
+    names = [name for name, *_ in entries]
+    if len(set(names)) != len(names):
+        entries = [(f"{name}#{k}", *rest) for k, (name, *rest) in enumerate(entries)]
+    return _run_entries(
+        entries, model, output_dir=output_dir, runs_root=runs_root, limit=None, model_options=model_options,
+        command=command, cache=cache, chunk_size=chunk_size, progress=progress, update=update, restart=restart,
+    )
+
+
+def _run_entries(
+    entries: list[tuple[str, UseCase, dict, str | None]],
+    model: Any,
+    *,
+    output_dir, runs_root, limit, model_options, command, cache, chunk_size, progress, update, restart,
+):
+    from proctor import __version__
+    from proctor.api import EvaluationResult
+    from proctor.engine.calls import engine_session
+    from proctor.models.base import Model
+    from proctor.models.registry import load_model
+    from proctor.runs.manifest import build_manifest, mark, now, open_run
+    from proctor.runs.results import RunWriter, new_run_dir
+    from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+
     started = time.perf_counter()
+    owned = None
     if isinstance(model, str):
-        model = load_model(model, **dict(model_options or {}))
+        model = owned = load_model(model, **dict(model_options or {}))
+    if not isinstance(model, Model):
+        raise TypeError(
+            f"use cases run into a run folder on a proctor model (a --model string, HFModel, or "
+            f"SteeringPipeline.as_model()), not a {type(model).__name__}"
+        )
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = model.fingerprint
+    manifest = open_run(
+        run_dir,
+        build_manifest(
+            command, fingerprint, {name: case.fingerprint() for name, case, _, _ in entries},
+            {"limit": limit, "gen_kwargs": {name: _jsonable(kwargs) for name, _, kwargs, _ in entries}},
+        ),
+        update=update,
+        restart=restart,
+    )
+    cache_file = cache_path(cache)
+    lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
+    lookup.use_model(fingerprint)
     writer = RunWriter(run_dir)
     results: dict[str, Any] = {
         "proctor_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": list(command) if command is not None else None,
-        "model": model.fingerprint,
+        "model": fingerprint,
         "status": "running",
         "tasks": {},
         "groups": {},
     }
-    for path, use_case, gen_kwargs in loaded:
-        name = f"{path.stem}:{use_case.name}"
-        task_started = time.perf_counter()
-        generations = use_case.generate(model, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs)
-        evaluations = use_case.evaluate(generations)
-        writer.append_samples([{"task": name, **g} for g in generations])
-        metrics: dict[str, Any] = {}
-        for metric, values in evaluations.items():
-            _flatten(metric, values, metrics)
-        results["tasks"][name] = {
-            "kind": "usecase",
-            "dialect": "usecase",
-            "source": str(path),
-            "version": "-",
-            "hash": use_case.fingerprint(),
-            "n_samples": len(generations),
-            "n_rows": len(use_case.evaluation_data),
-            "metrics": metrics,
-            "evaluations": evaluations,
-            "timing": {"total_seconds": round(time.perf_counter() - task_started, 3)},
-        }
+    try:
+        for name, use_case, gen_kwargs, source in entries:
+            task_started = time.perf_counter()
+            with engine_session(lookup, chunk_size, progress, name) as session:
+                generations = use_case.generate(model, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs)
+            evaluations = use_case.evaluate(generations)
+            writer.append_samples([{"task": name, **g} for g in generations])
+            metrics: dict[str, Any] = {}
+            for metric, values in evaluations.items():
+                _flatten(metric, values, metrics)
+            results["tasks"][name] = {
+                "kind": "usecase",
+                "dialect": "usecase",
+                "source": source,
+                "version": "-",
+                "hash": use_case.fingerprint(),
+                "n_samples": len(generations),
+                "n_rows": len(use_case.evaluation_data),
+                "metrics": metrics,
+                "evaluations": evaluations,
+                "requests": {"unique": session.total, "computed": session.model_calls},
+                "timing": {"total_seconds": round(time.perf_counter() - task_started, 3)},
+            }
+            writer.write_results(results)
+        results["status"] = "complete"
+        results["timing"] = {"total_seconds": round(time.perf_counter() - started, 3)}
         writer.write_results(results)
-    results["status"] = "complete"
-    results["timing"] = {"total_seconds": round(time.perf_counter() - started, 3)}
-    writer.write_results(results)
-    return run_dir, results
+        mark(
+            run_dir, manifest, finished=now(),
+            responses={"from_run_store": lookup.hits_run, "from_cache": lookup.hits_cache, "computed": lookup.computed},
+        )
+    finally:
+        lookup.close()
+        if owned is not None:
+            owned.close()
+    return EvaluationResult(run_dir, results)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, default=repr))

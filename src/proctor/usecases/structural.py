@@ -1,18 +1,32 @@
 """Structural controls: change the weights (a weight delta, or a LoRA adapter through peft).
 
-Both patch the shared base model in place when the pipeline is steered and restore it exactly
-on ``cleanup`` — the base model is loaded once and every pipeline of a benchmark reuses it.
+The base model is loaded once and shared (by a benchmark's pipelines, by the proctor backend
+that owns it), so a structural control never touches it. ``steer`` returns a *shared copy*: a
+new module tree whose parameters and buffers are the base model's own tensors (no extra memory)
+except the ones the control changes, which are fresh. The pipeline runs that copy; the base
+model's outputs stay the same while the pipeline is steered, and after.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.errors import require
 from proctor.usecases.controls import Control
 
 log = logging.getLogger(__name__)
+
+
+def shared_copy(model: Any, fresh: Iterable[str] = ()) -> Any:
+    """A copy of ``model``'s module tree sharing every tensor with it, except the parameters named
+    in ``fresh`` (cloned, so they can be changed without changing ``model``)."""
+    fresh = set(fresh)
+    cloned = {id(p) for name, p in model.named_parameters(remove_duplicate=False) if name in fresh}
+    memo: dict[int, Any] = {id(p): p for p in model.parameters() if id(p) not in cloned}
+    memo.update({id(b): b for b in model.buffers()})
+    return copy.deepcopy(model, memo)
 
 
 class WeightDelta(Control):
@@ -24,40 +38,29 @@ class WeightDelta(Control):
         if not deltas:
             raise ValueError("WeightDelta needs at least one {parameter name: delta}")
         super().__init__(name, deltas=dict(deltas), strength=float(strength))
-        self._saved: dict[str, Any] = {}
-        self._model: Any = None
 
     def runtime_arguments(self) -> tuple[str, ...]:
         return ()
 
-    def steer(self, model: Any, tokenizer: Any) -> None:
+    def steer(self, model: Any, tokenizer: Any) -> Any:
         import torch
 
         parameters = dict(model.named_parameters())
         unknown = sorted(set(self.params["deltas"]) - set(parameters))
         if unknown:
             raise ValueError(f"WeightDelta: the model has no parameter(s) {unknown}")
-        self._model = model
+        for key, delta in self.params["deltas"].items():
+            shape = tuple(torch.as_tensor(delta).shape)
+            if shape != tuple(parameters[key].shape):
+                raise ValueError(f"WeightDelta: delta for {key} has shape {shape}, the weight {tuple(parameters[key].shape)}")
+        patched = shared_copy(model, fresh=self.params["deltas"])
+        patched_parameters = dict(patched.named_parameters())
         with torch.no_grad():
             for key, delta in self.params["deltas"].items():
-                weight = parameters[key]
-                delta = torch.as_tensor(delta, dtype=weight.dtype, device=weight.device)
-                if delta.shape != weight.shape:
-                    raise ValueError(f"WeightDelta: delta for {key} has shape {tuple(delta.shape)}, the weight {tuple(weight.shape)}")
-                self._saved[key] = weight.detach().clone()
-                weight.add_(self.params["strength"] * delta)
-
-    def cleanup(self) -> None:
-        import torch
-
-        if self._model is None:
-            return
-        parameters = dict(self._model.named_parameters())
-        with torch.no_grad():
-            for key, original in self._saved.items():
-                parameters[key].copy_(original)
-        self._saved.clear()
-        self._model = None
+                weight = patched_parameters[key]
+                weight.add_(self.params["strength"] * torch.as_tensor(delta, dtype=weight.dtype, device=weight.device))
+        patched.eval()
+        return patched
 
 
 class LoRA(Control):
@@ -94,27 +97,33 @@ class LoRA(Control):
     def runtime_arguments(self) -> tuple[str, ...]:
         return ()
 
-    def steer(self, model: Any, tokenizer: Any) -> None:
+    def steer(self, model: Any, tokenizer: Any) -> Any:
         peft = require("peft", "steer", "The LoRA control")
         import torch
 
-        self._grad_flags = {k: p.requires_grad for k, p in model.named_parameters()}
-        self._base = model
-        if self.params["adapter_path"]:
-            self._peft_model = peft.PeftModel.from_pretrained(model, self.params["adapter_path"])
-        else:
-            torch.manual_seed(self.params["seed"])
-            config = peft.LoraConfig(
-                r=self.params["r"], lora_alpha=self.params["alpha"], lora_dropout=0.0,
-                target_modules=self.params["target_modules"] or ["q_proj", "v_proj"], task_type="CAUSAL_LM",
-            )
-            self._peft_model = peft.get_peft_model(model, config)
-            self._train(tokenizer)
+        # peft injects its layers into the module tree it is given: give it a shared copy.
+        target = shared_copy(model)
+        grad_flags = {id(p): p.requires_grad for p in model.parameters()}
+        try:
+            if self.params["adapter_path"]:
+                self._peft_model = peft.PeftModel.from_pretrained(target, self.params["adapter_path"])
+            else:
+                torch.manual_seed(self.params["seed"])
+                config = peft.LoraConfig(
+                    r=self.params["r"], lora_alpha=self.params["alpha"], lora_dropout=0.0,
+                    target_modules=self.params["target_modules"] or ["q_proj", "v_proj"], task_type="CAUSAL_LM",
+                )
+                self._peft_model = peft.get_peft_model(target, config)
+                self._train(tokenizer)
+        finally:  # peft freezes the (shared) base parameters: give them their flags back
+            for parameter in model.parameters():
+                parameter.requires_grad_(grad_flags.get(id(parameter), parameter.requires_grad))
         with torch.no_grad():
             for key, parameter in self._peft_model.named_parameters():
                 if "lora_B" in key:
                     parameter.mul_(self.params["strength"])
-        model.eval()
+        self._peft_model.eval()
+        return self._peft_model.base_model.model  # the transformers model with the adapter layers in it
 
     def _train(self, tokenizer: Any) -> None:
         import torch
@@ -136,8 +145,4 @@ class LoRA(Control):
         model.eval()
 
     def cleanup(self) -> None:
-        if self._peft_model is not None:
-            self._peft_model.unload()  # puts the original layers back into the base model
-            self._peft_model = None
-            for key, parameter in self._base.named_parameters():
-                parameter.requires_grad_(self._grad_flags.get(key, parameter.requires_grad))
+        self._peft_model = None  # the adapted copy goes; the base model was never changed
