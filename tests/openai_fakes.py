@@ -17,8 +17,10 @@ import json
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -302,3 +304,19 @@ def stop_process(process) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def serve_transformers(model_dir: Path, log_dir: Path):
+    """Run `transformers serve` on a local model folder (generator for a fixture: yields its base
+    URL, stops it afterwards); skips the test when the command is not installed."""
+    import pytest
+
+    exe = Path(sys.executable).parent / "transformers"
+    if not exe.exists() and not shutil.which("transformers"):
+        pytest.skip("the 'transformers' command is not installed")
+    port = free_port()
+    argv = [str(exe if exe.exists() else "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
+            "--port", str(port), "--device", "cpu", "--dtype", "float32"]
+    process = start_process_server(argv, port, log_dir / "serve.log", ready_path="/health")
+    yield f"http://127.0.0.1:{port}/v1"
+    stop_process(process)

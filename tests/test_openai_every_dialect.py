@@ -21,7 +21,6 @@ import importlib.util
 import json
 import math
 import shutil
-import sys
 import textwrap
 from pathlib import Path
 
@@ -31,9 +30,10 @@ for module in ("httpx", "fastapi", "uvicorn"):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
-from openai_fakes import FaultProxy, ScriptedJudgeServer, free_port, start_process_server, stop_process  # noqa: E402
+from openai_fakes import FaultProxy, ScriptedJudgeServer, serve_transformers  # noqa: E402
 
 from conftest import REPO, shared_path  # noqa: E402
+from seahelm_fixtures import mt_bench_copy  # noqa: E402
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.errors import ProctorError  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402
@@ -44,15 +44,7 @@ SEAHELM_MT_BENCH = "aisingapore/MultiTurn-Chat-MT-Bench"
 
 @pytest.fixture(scope="module")
 def serve(tiny_model_dir, tmp_path_factory):
-    exe = Path(sys.executable).parent / "transformers"
-    if not exe.exists() and not shutil.which("transformers"):
-        pytest.skip("the 'transformers' command is not installed")
-    port = free_port()
-    argv = [str(exe if exe.exists() else "transformers"), "serve", str(tiny_model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--device", "cpu", "--dtype", "float32"]
-    process = start_process_server(argv, port, tmp_path_factory.mktemp("serve") / "serve.log", ready_path="/health")
-    yield f"http://127.0.0.1:{port}/v1"
-    stop_process(process)
+    yield from serve_transformers(tiny_model_dir, tmp_path_factory.mktemp("serve"))
 
 
 @pytest.fixture
@@ -236,17 +228,6 @@ def test_seahelm_logprob_task(chat_only, tiny_model_dir, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- judges
-def _mt_bench_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "mtbench"
-    (copy / "en").mkdir(parents=True)
-    rows = [
-        {"question_id": 1, "prompts": [{"text": "Name a fruit."}, {"text": "Now name a colour."}],
-         "baselines": {"gpt-4.1-2025-04-14": ["Apple.", "Blue."]}, "metadata": {"language": "en", "category": "writing"}},
-        {"question_id": 2, "prompts": [{"text": "What is 2+2?"}, {"text": "And 3+3?"}], "references": ["4", "6"],
-         "baselines": {"gpt-4.1-2025-04-14": ["4", "6"]}, "metadata": {"language": "en", "category": "math"}},
-    ]
-    (copy / "en" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    return copy
 
 
 def _mt_bench_task(options: dict):
@@ -260,7 +241,7 @@ def _mt_bench_task(options: dict):
 
 def test_real_server_as_pairwise_judge(serve, chat_only, tiny_model_dir, tmp_path):
     with FaultProxy(serve, rate=0.0, chat_only=True) as judge_proxy:
-        options = {"seahelm_data": {SEAHELM_MT_BENCH: str(_mt_bench_copy(tmp_path))},
+        options = {"seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))},
                    "seahelm_judge": f"openai:{tiny_model_dir}",
                    "seahelm_judge_options": {"base_url": judge_proxy.url, "backoff": 0.05, "concurrency": 2},
                    "seahelm_judge_generation": {"max_tokens": 8}}
@@ -286,7 +267,7 @@ def test_parseable_stand_in_judge_through_the_command(tmp_path, monkeypatch):
 
     from proctor.cli import app
 
-    data = _mt_bench_copy(tmp_path)
+    data = mt_bench_copy(tmp_path)
     config = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
     monkeypatch.setenv("JUDGE_SECRET_KEY", "sk-judge-very-secret")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the evaluated model's server gets no key
@@ -313,7 +294,7 @@ def test_parseable_stand_in_judge_through_the_command(tmp_path, monkeypatch):
 
 
 def test_openai_judge_without_address_is_a_clear_error(tmp_path):
-    options = {"seahelm_data": {SEAHELM_MT_BENCH: str(_mt_bench_copy(tmp_path))}, "seahelm_judge": "openai:judge",
+    options = {"seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))}, "seahelm_judge": "openai:judge",
                "seahelm_judge_options": {"base_url": None}}
     folder = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
     with pytest.raises(ProctorError, match="--judge-base-url"):

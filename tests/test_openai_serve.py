@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ for module in ("httpx", "fastapi", "uvicorn"):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
-from openai_fakes import FaultProxy, free_port, start_process_server, stop_process  # noqa: E402
+from openai_fakes import FaultProxy, serve_transformers  # noqa: E402
 
 from conftest import EXAMPLES  # noqa: E402
 from proctor.api import evaluate  # noqa: E402
@@ -39,15 +37,7 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def serve(model_dir, tmp_path_factory):
-    exe = Path(sys.executable).parent / "transformers"
-    if not exe.exists() and not shutil.which("transformers"):
-        pytest.skip("the 'transformers' command is not installed")
-    port = free_port()
-    argv = [str(exe if exe.exists() else "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--device", "cpu", "--dtype", "float32"]
-    process = start_process_server(argv, port, tmp_path_factory.mktemp("serve") / "serve.log", ready_path="/health")
-    yield f"http://127.0.0.1:{port}/v1"
-    stop_process(process)
+    yield from serve_transformers(model_dir, tmp_path_factory.mktemp("serve"))
 
 
 def backend(url: str, model_dir: Path, **kw) -> OpenAIModel:

@@ -8,23 +8,10 @@ import json
 import pytest
 
 from conftest import shared_path
+from seahelm_fixtures import mt_bench_copy
 from proctor.api import evaluate
 
-BASELINE = "gpt-4.1-2025-04-14"
 JUDGE_MARK = "impartial judge"  # every MT-Bench judge system prompt says it; answers never do
-
-
-def _mt_bench_copy(tmp_path):
-    copy = tmp_path / "mtbench"
-    (copy / "en").mkdir(parents=True)
-    rows = [
-        {"question_id": 1, "prompts": [{"text": "Name one fruit."}, {"text": "Now name one colour."}],
-         "baselines": {BASELINE: ["Apple.", "Blue."]}, "metadata": {"language": "en", "category": "writing"}},
-        {"question_id": 2, "prompts": [{"text": "What is 2+2?"}, {"text": "And 3+3?"}], "references": ["4", "6"],
-         "baselines": {BASELINE: ["4", "6"]}, "metadata": {"language": "en", "category": "math"}},
-    ]
-    (copy / "en" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    return copy
 
 
 class _Recorder:
@@ -54,7 +41,7 @@ def test_pairwise_judge_with_default_model_as_judge(tmp_path):
     mt_bench = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench")
     model = load_model("smollm2", batch_size=8)
     recorder = _Recorder(model)
-    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(_mt_bench_copy(tmp_path))},
+    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
                "seahelm_max_tokens": 24, "seahelm_judge_generation": {"max_tokens": 48}}
     cache = tmp_path / "cache"
     first = evaluate([mt_bench], model, select=["mt-bench/en"], output_dir=tmp_path / "run1", dialect_options=options,

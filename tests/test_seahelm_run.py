@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conftest import EXAMPLES, shared_path
+from seahelm_fixtures import mt_bench_copy
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
 from proctor.errors import TaskDefinitionError
@@ -78,21 +79,8 @@ def test_nusax_sentiment_per_language_and_rollup(tmp_path):
     assert roll["stderr"] is not None
 
 
-def _mt_bench_copy(tmp_path):
-    copy = tmp_path / "mtbench"
-    (copy / "en").mkdir(parents=True)
-    rows = [
-        {"question_id": 1, "prompts": [{"text": "Name a fruit."}, {"text": "Now name a colour."}],
-         "baselines": {"gpt-4.1-2025-04-14": ["Apple.", "Blue."]}, "metadata": {"language": "en", "category": "writing"}},
-        {"question_id": 2, "prompts": [{"text": "What is 2+2?"}, {"text": "And 3+3?"}], "references": ["4", "6"],
-         "baselines": {"gpt-4.1-2025-04-14": ["4", "6"]}, "metadata": {"language": "en", "category": "math"}},
-    ]
-    (copy / "en" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    return copy
-
-
 def test_pairwise_judge_mt_bench_end_to_end(tiny_model, tmp_path):
-    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(_mt_bench_copy(tmp_path))},
+    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
                "seahelm_judge_generation": {"max_tokens": 8}}
     folder = _tree() / "multi_turn" / "mt_bench" / "config.yaml"
     tasks = [t for t in load_tasks([folder], options=options) if t.name == "mt-bench/en"]
