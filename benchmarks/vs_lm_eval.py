@@ -225,6 +225,9 @@ def main() -> None:
         else:
             delta = max_delta(ours["per_sample"], theirs["per_sample"])
             agreement = f"max |Δ logp| {delta:.2e}"
+            worst = max(range(len(ours["per_sample"])), key=lambda i: max_delta([ours["per_sample"][i]], [theirs["per_sample"][i]]))
+            # the item that sets the maximum, both harnesses' per-choice values (for diagnosis)
+            summary[f"{task}_worst"] = {"item": worst, "proctor": ours["per_sample"][worst], "lm_eval": theirs["per_sample"][worst]}
             summary["max_dlogp"] = max(summary.get("max_dlogp", 0.0), delta)
         for label, r in (("proctor", ours), ("lm-eval", theirs)):
             norm = f"{r['acc_norm']:.4f}" if r.get("acc_norm") is not None else "—"
