@@ -52,8 +52,12 @@ def print_results(results: dict) -> None:
         for column in ("level", "name", "value", "± stderr"):
             roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
         for depth, name, entry in flatten(hierarchy):
-            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name, _fmt(entry.get("value")), _fmt(entry.get("stderr")))
+            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (" (LINDSEA)" if entry.get("aggregation") == "lindsea" else ""),
+                         _fmt(entry.get("value")), _fmt(entry.get("stderr")))
         console.print(roll)
+        for depth, name, entry in flatten(hierarchy):
+            for note in entry.get("notes") or []:
+                console.print(f"  note ({name}): {note}")
     for name, task in results["tasks"].items():
         for key, parts in task.get("breakdown", {}).items():
             if len(parts) < 2 and not task.get("dialect") == "glm130b":

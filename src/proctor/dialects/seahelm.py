@@ -77,6 +77,9 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         return []  # constants.yaml, task_config.yaml, reasoning_generation_config.yaml
     tree = C.load_tree(path)
     mapping = {str(k): str(v) for k, v in (options.get("seahelm_data") or {}).items()}
+    from proctor.seahelm.offline_datasets import MAPPING
+
+    MAPPING.update(mapping)  # task-folder code calling datasets.load_dataset(<id>) reads the same copies
     is_base = options.get("is_base_model")
     skip_base = set((tree.constants or {}).get("base_models_skip_tasks") or [])
     reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}

@@ -64,14 +64,55 @@ def rollup(task_results: dict[str, dict]) -> dict | None:
             node = node.setdefault(part, {})
         node[key[-1]] = group
 
-    def build(node: dict, depth: int) -> dict:
+    special = _special_paths(members, level_names)
+
+    def build(node: dict, depth: int, path: tuple = ()) -> dict:
         if depth == len(level_names):
-            return _node(node)  # node: group name -> group entry
-        return _node({k: build(v, depth + 1) for k, v in node.items()})
+            entry = _node(node)  # node: group name -> group entry
+            if path in special:
+                _apply_lindsea(entry, special[path])
+            return entry
+        return _node({k: build(v, depth + 1, path + (k,)) for k, v in node.items()})
 
     top = build(tree, 0)
     top["levels"] = level_names + ["group", "task"]
     return top
+
+
+def _special_paths(members: dict[str, dict], level_names: list[str]) -> dict[tuple, dict[str, dict]]:
+    """SEA-HELM's linguistic-diagnostics tasks, per level path, by SEA-HELM task id (the result name
+    is ``<task id>/<lang>``): their competency score is LINDSEA's, not the mean of the groups."""
+    from proctor.seahelm.lindsea import COMPETENCY
+
+    if "competency" not in level_names:
+        return {}
+    out: dict[tuple, dict[str, dict]] = {}
+    for name, result in members.items():
+        spec = result["rollup"]
+        if result.get("dialect", "seahelm") != "seahelm" or spec["levels"].get("competency") != COMPETENCY:
+            continue
+        path = tuple(spec["levels"].get(level, "?") for level in level_names)
+        out.setdefault(path, {})[name.rsplit("/", 1)[0]] = result
+    return out
+
+
+def _apply_lindsea(entry: dict, tasks: dict[str, dict]) -> None:
+    from proctor.seahelm.lindsea import lindsea
+
+    scored = lindsea(tasks)
+    entry["value"] = scored["value"]
+    entry["stderr"] = None
+    entry.pop("bootstrap", None)
+    entry["aggregation"] = "lindsea"
+    entry["lindsea"] = {"categories": scored["categories"]}
+    if scored["notes"]:
+        entry["notes"] = scored["notes"]
+    # the pragmatics groups show the pooled score rather than the mean of their tasks' (absent) metric
+    for group, child in entry["children"].items():
+        category = scored["categories"].get(group)
+        if category is not None and "children" in child:
+            child["value"], child["stderr"] = category["value"], None
+            child.pop("bootstrap", None)
 
 
 def flatten(node: dict, depth: int = 0, name: str = "overall") -> list[tuple[int, str, dict]]:

@@ -17,13 +17,43 @@ from proctor.errors import ProctorError, TaskDefinitionError
 log = logging.getLogger(__name__)
 
 
+class ConfigDict(dict):
+    """A config mapping that also reads as attributes (``task_config.config.judge.get(...)``), as
+    SEA-HELM's OmegaConf configs do; nested mappings are ConfigDicts too."""
+
+    def __init__(self, data: Any = (), **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        for key, value in self.items():
+            super().__setitem__(key, _wrap(value))
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, _wrap(value))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"config has no key '{name}'") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict) and not isinstance(value, ConfigDict):
+        return ConfigDict(value)
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
 class TaskConfig:
     """One task in one language: ``task_name``, ``lang`` and the task's resolved ``config`` dict."""
 
     def __init__(self, task_name: str, lang: str, config: dict, **extra: Any) -> None:
         self.task_name = task_name
         self.lang = lang
-        self.config = config
+        self.config = ConfigDict(config)
         for key, value in extra.items():
             setattr(self, key, value)
 
@@ -113,6 +143,49 @@ class AbstractDataloader:
         self.inference_df: Any = None
         self.conversations = None
         self.num_turns = None
+        self.seed = None
+
+    # ---------------------------------------------------------------- SEA-HELM's file layout
+    def get_parent_folder(self) -> str:
+        """Where SEA-HELM would write this task's inferences (created under ``run_base_path``)."""
+        import os
+
+        task = self.task_config.config.get("aggregation_group") or self.task_name
+        parent = os.path.join(self.run_base_path or ".", "inferences", self.lang, task)
+        os.makedirs(parent, exist_ok=True)
+        return parent
+
+    def get_inference_filepath(self, file_type: str = "jsonl") -> str:
+        import os
+
+        return os.path.join(self.get_parent_folder(), f"{os.path.basename(self.model_name)}_{self.task_name}_{self.lang}.{file_type}")
+
+    def read_inference_results_as_df(self) -> bool:
+        return False  # proctor's run store caches generations; no inference file is read back
+
+    def write_out_inference_results(self) -> None:
+        self.prepare_inference_df_for_writing()  # proctor writes samples itself; the hook still runs
+
+    def update_inference_df(self) -> None:
+        import pandas as pd
+
+        self.inference_df = pd.DataFrame(as_rows(self.dataset))
+        if "conversations" not in self.inference_df and self.conversations is not None:
+            self.inference_df["conversations"] = self.conversations
+
+    def update_column(self, column: str, data: list, active_rows: list | None = None) -> None:
+        """Append ``data`` (one value per active row) to each row's list in ``column``."""
+        rows = [dict(r) for r in as_rows(self.dataset)]
+        active = list(range(len(rows))) if active_rows is None else list(active_rows)
+        for index, value in zip(active, data):
+            current = rows[index].get(column)
+            rows[index][column] = (list(current) if isinstance(current, list) else []) + [value]
+        self.dataset = rows
+
+    @staticmethod
+    def update_conversation(conversations: list[dict], role: str, content: str) -> list[dict]:
+        conversations.append({"role": role, "content": content})
+        return conversations
 
     # SEA-HELM's metric classes read either name
     @property

@@ -51,16 +51,17 @@ def macro_f1(references: Sequence[str], predictions: Sequence[str], labels: Sequ
 class SeaHelmMetric:
     """Base metric: error handling, answer extraction, ``calculate_metrics`` (override), normalisation."""
 
-    def __init__(self, dataloader: Any, task_config: Any, **_: Any) -> None:
+    def __init__(self, dataloader: Any, task_config: Any, response_column: str = "responses",
+                 postprocessed_response_column: str = "cleaned_response", label_column: str = "label", **_: Any) -> None:
         self.dataloader = dataloader
         self.task_config = task_config
-        self.task_name = task_config.task_name
+        self.task_name = self.task = task_config.task_name
         self.lang = task_config.lang
         self.config = task_config.config
         self.specific_task_config = task_config.config["languages"][self.lang]
-        self.response_column = "responses"
-        self.postprocessed_response_column = "cleaned_response"
-        self.label_column = "label"
+        self.response_column = response_column
+        self.postprocessed_response_column = postprocessed_response_column
+        self.label_column = label_column
         self.regex_string: str | None = None
         self.regex_flags = 0
         self.judge_model = None  # set by proctor for judge metrics
@@ -83,16 +84,28 @@ class SeaHelmMetric:
         df = self.inference_df
         df[self.response_column] = df[self.response_column].apply(lambda rs: [replacement if r is None else r for r in rs])
 
-    def extract_response(self, response: Any) -> str | None:
+    def get_response(self, row: Any) -> Any:
+        return row[self.response_column]
+
+    def get_response_counts(self) -> str:
+        return self.inference_df.apply(self.get_response, axis=1).astype(str).value_counts().to_json()
+
+    @staticmethod
+    def normalize_answer(text: str) -> str:
+        return normalize_answer(text)
+
+    def extract_response(self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True) -> str | None:
+        """The regex's group 1 in the first response, stripped; on no match (or an empty group) the
+        whole response, or None when ``return_original_response_on_failure`` is false."""
         text = response[0] if isinstance(response, (list, tuple)) or hasattr(response, "tolist") and not isinstance(response, str) else response
         if text is None or (isinstance(text, float) and math.isnan(text)):
             return None
         text = str(text)
         if self.regex_string:
-            match = re.search(self.regex_string, text, self.regex_flags)
-            if match:
+            match = re.search(self.regex_string, text, self.regex_flags if flags is None else flags)
+            if match and match.group(1) is not None:
                 return match.group(1).strip()
-        return text.strip()
+        return text.strip() if return_original_response_on_failure else None
 
     def postprocess_responses(self) -> None:
         df = self.inference_df
@@ -151,6 +164,11 @@ class F1AccMetric(SeaHelmMetric):
         if text is None:
             return self.null_label
         return self.label_map.get(normalize_answer(text), self.null_label)
+
+    def extract_response(self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True) -> str:
+        """As SEA-HELM: the extracted answer mapped to its label (else the null label), so subclasses'
+        ``calculate_metrics`` read labels from ``postprocessed_response_column``."""
+        return self.map_label(super().extract_response(response, flags, return_original_response_on_failure))
 
     def calculate_metrics(self):
         df = self.inference_df

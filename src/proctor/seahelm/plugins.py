@@ -84,6 +84,7 @@ def install_src_aliases() -> None:
             setattr(mod, cls, BUILTIN_CLASSES[cls])
     module("src.metrics.logprob_metric").LogProbMetric = _builtin_logprob()
     module("src.task_config").TaskConfig = dataloaders.TaskConfig
+    module("src.dataloaders.base_dataloader").ConfigDict = dataloaders.ConfigDict
     module("src.base_logger").get_logger = logging.getLogger
 
 
@@ -113,6 +114,13 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
     from proctor.tasks.custom import _import_file
 
     try:
-        return _import_file(path, name, f"{file}:{name}")
+        cls = _import_file(path, name, f"{file}:{name}")
     except TaskDefinitionError as exc:
         raise TaskDefinitionError(exc.detail, file=config_file, field=f"{what}_class") from None
+    from proctor.seahelm.offline_datasets import patch_module
+
+    module = sys.modules.get(getattr(cls, "__module__", ""))
+    if module is not None:
+        patch_module(module)  # its load_dataset(<hub id>, ...) reads local copies, never the hub
+    cls.__proctor_source__ = str(path)
+    return cls

@@ -67,6 +67,32 @@ class LogProbMetric(SeaHelmMetric):
         }, df
 
 
+def _jsonable(value: Any) -> Any:
+    """Nested metric output as plain JSON values (tuples -> lists, numpy scalars -> numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            out[prefix] = float(value)
+        return out
+    for key, inner in items:
+        out.update(_numeric_leaves(f"{prefix}.{key}", inner))
+    return out
+
+
 def _row_id(row: dict, index: int) -> str:
     for key in ("id", "question_id"):
         if row.get(key) is not None:
@@ -118,11 +144,41 @@ class SeaHelmTask(GenerationTask):
         self._choice_formulation = resolve
 
     def _make_loader(self, is_base: bool):
-        return self.loader_cls(self.task_config, 5 if is_base else 0, is_base_model=is_base, model_name="")
+        import inspect
+
+        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": ""}
+        try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
+            if "num_workers" in inspect.signature(self.loader_cls).parameters:
+                kwargs["num_workers"] = 1
+        except (TypeError, ValueError):
+            pass
+        return self._plugin_call(self.loader_cls, "__init__", self.task_config, 5 if is_base else 0, **kwargs)
+
+    def _plugin_call(self, target: Any, hook: str, *args: Any, **kwargs: Any):
+        """Call a (possibly task-folder) class or hook; its failure becomes a clear error naming the file."""
+        from proctor.errors import ProctorError, TaskDefinitionError
+
+        owner = target if isinstance(target, type) else getattr(target, "__self__", None)
+        owner = owner if isinstance(owner, type) else type(owner)
+        if getattr(owner, "__proctor_source__", None) is None:
+            return target(*args, **kwargs)  # proctor's own classes: their errors are proctor's
+        try:
+            return target(*args, **kwargs)
+        except ProctorError:
+            raise
+        except Exception as exc:
+            source = getattr(owner, "__proctor_source__", None)
+            raise TaskDefinitionError(f"{owner.__name__}.{hook} failed for {self.task_id}/{self.lang}: {type(exc).__name__}: {exc}",
+                                      file=source) from None
+
+    def _load_rows(self, loader: Any, limit: int | None) -> None:
+        # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
+        user_code = getattr(type(loader), "__proctor_source__", None) is not None
+        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code else limit)
 
     def load_samples(self, limit: int | None = None) -> list[Sample]:
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
-        self.dataloader.load_dataset(limit=limit)
+        self._load_rows(self.dataloader, limit)
         rows = as_rows(self.dataloader.dataset)
         if limit is not None:
             rows = rows[:limit]
@@ -177,10 +233,10 @@ class SeaHelmTask(GenerationTask):
             loader = self._make_loader(is_base)
             loader.dataset = rows
             if rows is None:
-                loader.load_dataset(limit=len(samples))
+                self._load_rows(loader, len(samples))
         self.dataloader = loader
         if loader.fewshot_num_examples and loader.specific_task_config.get("example_filepath"):
-            loader.load_example_dataset(limit=loader.fewshot_num_examples)
+            self._plugin_call(loader.load_example_dataset, "load_example_dataset", limit=loader.fewshot_num_examples)
         examples = as_rows(loader.example_dataset)[: loader.fewshot_num_examples] if loader.fewshot_num_examples else []
         rows = as_rows(loader.dataset)
         lang_cfg = self.config["languages"][self.lang]
@@ -195,7 +251,8 @@ class SeaHelmTask(GenerationTask):
         if self.config.get("max_n_runs"):
             n_runs = min(n_runs, int(self.config["max_n_runs"]))
         turns = max(1, loader.get_num_turns())
-        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs")) and self.metric_cls.__name__ == "LogProbMetric"
+        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
+        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
         runs: list[dict] = []
         for run in range(n_runs):
             answers: list[list[str]] = [[] for _ in rows]
@@ -298,15 +355,17 @@ class SeaHelmTask(GenerationTask):
         frame["conversations"] = rendered
         for key, values in extra.items():
             frame[key] = values
+        if "cumulative_logprob" in extra:  # SEA-HELM's column: one list per row
+            frame["cumulative_logprobs"] = [[x] for x in extra["cumulative_logprob"]]
         if "label" not in frame:
             frame["label"] = ""
         loader.inference_df = frame
-        metric = self.metric_cls(loader, self.task_config)
+        metric = self._plugin_call(self.metric_cls, "__init__", loader, self.task_config)
         judge = None
         if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
             metric.judge_model = judge = self._judge(model)
             judge_before = getattr(judge.model, "usage", lambda: None)()
-        metrics = metric.evaluate_responses()
+        metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
         if judge is not None:  # only the judge's calls: generation ran before
             self._count_judge_usage(judge.model, judge_before)
         df = loader.inference_df
@@ -357,15 +416,19 @@ class SeaHelmTask(GenerationTask):
         out: dict[str, dict] = {}
         flat: dict[str, Any] = {}
         for name, value in list(runs[0]["metrics"].items()):
-            if isinstance(value, dict):  # e.g. win rate per category: one numeric entry each
-                flat.update({f"{name}.{k}": v for k, v in value.items() if isinstance(v, (int, float))})
+            if isinstance(value, (dict, list, tuple)):
+                # nested results (win rate per category, SEA-HELM's ``subcategories`` with (correct, total)
+                # counts or per-phenomenon dicts): every numeric leaf as "name.key[.key...]", and the whole
+                # structure kept as the entry's ``detail`` (first run)
+                flat.update(_numeric_leaves(name, value))
                 for run in runs:
-                    run["metrics"].update({f"{name}.{k}": v for k, v in dict(run["metrics"].get(name) or {}).items()})
+                    run["metrics"].update(_numeric_leaves(name, run["metrics"].get(name)))
+                out[name] = {"value": None, "stderr": None, "detail": _jsonable(value)}
             else:
-                flat[name] = value
+                flat[name] = _jsonable(value)
         for name, value in flat.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float))]
+                values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
                 entry = {"value": float(np.mean(values)), "stderr": None}
                 if name == key and len(runs) == 1:
                     per_row = [s for s in runs[0]["scores"] if s is not None]
