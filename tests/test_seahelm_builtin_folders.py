@@ -142,7 +142,6 @@ def test_present_task_folder_file_is_still_loaded_with_trust(tmp_path):
 
 @pytest.mark.parametrize("folder, hub_id, message", [
     ("english_evals/gpqa", "Idavidrein/gpqa", "dataloader_file not found: seahelm_tasks/english_evals/gpqa/gpqa_dataloader.py"),
-    ("multi_turn/mt_bench_judge", "aisingapore/MultiTurn-Chat-MT-Bench-Judge", "dataloader_file not found: seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_dataloader.py"),
     ("nlg/abstractive_summarization", "aisingapore/NLG-Abstractive-Summarization", "metric_file not found: seahelm_tasks/nlg/abstractive_summarization/summarization.py"),
 ])
 def test_missing_task_folder_plugins_are_clear_errors(tmp_path, folder, hub_id, message):

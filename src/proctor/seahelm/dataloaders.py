@@ -289,3 +289,81 @@ class HuggingFacePairwiseDataloader(HuggingFaceDataloader):
 
 class PairwiseDataloader(HuggingFacePairwiseDataloader):
     pass
+
+
+class JudgeDataloader:
+    """SEA-HELM v1.2's judge mixin: a subclass's ``get_judge_prompt_formatter(metric)`` returns
+    ``f(row, idx) -> {"conversations": [...], "custom_ids": [...]}``; proctor sends those conversations to
+    the judge model and writes ``{"custom_ids", "responses"}`` lines to ``get_judge_batch_response_filepath()``
+    before the metric runs (rows carry the model's ``responses``)."""
+
+    def _judge_folder(self) -> str:
+        import os
+        import tempfile
+
+        if getattr(self, "run_base_path", ""):
+            return self.get_parent_folder()
+        folder = getattr(self, "_proctor_judge_dir", None)
+        if folder is None:  # no SEA-HELM run folder: a private scratch folder, never the working directory
+            folder = self._proctor_judge_dir = tempfile.mkdtemp(prefix="proctor-seahelm-judge-")
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+    def _judge_file(self, kind: str, turn: int, file_type: str) -> str:
+        import os
+
+        model = os.path.basename(getattr(self, "model_name", "") or "model")
+        return os.path.join(self._judge_folder(), f"{model}_{self.task_name}_{self.lang}_{kind}_turn{turn}.{file_type}")
+
+    def get_judge_batch_filepath(self, turn: int = 1, file_type: str = "jsonl") -> str:
+        return self._judge_file("judge_batch", turn, file_type)
+
+    def get_judge_batch_response_filepath(self, turn: int = 1, file_type: str = "jsonl") -> str:
+        return self._judge_file("judge_batch_response", turn, file_type)
+
+    def prepare_conversations_for_judgements(self, metric: Any) -> tuple[list, list]:
+        formatter = self.get_judge_prompt_formatter(metric)
+        conversations: list = []
+        custom_ids: list = []
+        for index, row in enumerate(as_rows(self.dataset)):
+            formatted = formatter(row, index)
+            conversations.extend(formatted["conversations"])
+            custom_ids.extend(formatted["custom_ids"])
+        return conversations, custom_ids
+
+    def get_judge_prompt_formatter(self, metric: Any):
+        raise NotImplementedError(f"{type(self).__name__} must implement get_judge_prompt_formatter")
+
+
+class CriteriaDataloader(JudgeDataloader):
+    """Single-turn criteria judging (SEA-HELM's ``criteria_dataloader``): one judge conversation per
+    criterion, ``criteria_prompt`` filled with ``prompt``, ``response``, ``keyPointText`` and
+    ``reference_text_block`` (``reference_prompt`` with the row's ``label`` when ``include_reference``)."""
+
+    def get_judge_prompt_formatter(self, metric: Any):
+        prompts = self.task_config.config["judge"]["judge_prompts"]
+        task_template = self.task_config.config["languages"][self.lang]["prompt_template"]["task_template"]
+
+        def formatter(row: dict, idx: int) -> dict:
+            first = row["prompts"][0]
+            conversations, custom_ids = [], []
+            for i, criterion in enumerate(row["criteria"]):
+                block = ""
+                if criterion.get("include_reference", False):
+                    block = "\n" + prompts["reference_prompt"].format(reference=row["label"]) + "\n"
+                user = prompts["criteria_prompt"].format(
+                    prompt=task_template.format(**first), response=row["responses"][0],
+                    keyPointText=criterion["criterion"].format(**first), reference_text_block=block)
+                conversations.append([{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}])
+                custom_ids.append(f"{row['id']}_criteria{i}")
+            return {"conversations": conversations, "custom_ids": custom_ids}
+
+        return formatter
+
+
+class SeaHelmLocalCriteriaDataloader(SeaHelmLocalDataloader, CriteriaDataloader):
+    pass
+
+
+class HuggingFaceCriteriaDataloader(HuggingFaceDataloader, CriteriaDataloader):
+    pass

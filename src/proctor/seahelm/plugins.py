@@ -9,7 +9,7 @@ import types
 from pathlib import Path
 
 from proctor.errors import TaskDefinitionError
-from proctor.seahelm import dataloaders, ifeval, judges, metrics, qa, translation
+from proctor.seahelm import dataloaders, ifeval, judges, metrics, mtbench_judge, qa, translation
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,12 @@ BUILTIN_CLASSES = {
     "IFEvalMetric": ifeval.IFEvalMetric,
     "PairwiseLLMJudgeMetric": judges.PairwiseLLMJudgeMetric,
     "CriteriaJudgeMetric": judges.CriteriaJudgeMetric,
+    "JudgeDataloader": dataloaders.JudgeDataloader,
+    "CriteriaDataloader": dataloaders.CriteriaDataloader,
+    "SeaHelmLocalCriteriaDataloader": dataloaders.SeaHelmLocalCriteriaDataloader,
+    "HuggingFaceCriteriaDataloader": dataloaders.HuggingFaceCriteriaDataloader,
+    "MTBenchJudgeDataloader": mtbench_judge.MTBenchJudgeDataloader,
+    "MTBenchJudgeMetric": mtbench_judge.MTBenchJudgeMetric,
 }
 
 
@@ -44,6 +50,8 @@ SHIPPED = {
     ("seahelm_tasks/nlg/translation/translation_dataloader.py", "TranslationDataloader"),
     ("seahelm_tasks/nlg/translation/translation_metric.py", "TranslationMetric"),
     ("seahelm_tasks/nlg/translation/translation_judge.py", "TranslationJudge"),
+    ("seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_dataloader.py", "MTBenchJudgeDataloader"),
+    ("seahelm_tasks/multi_turn/mt_bench_judge/mtbench_judge_metric.py", "MTBenchJudgeMetric"),
 }
 
 # the module layout of SEA-HELM's src/, for task-folder code that imports from it
@@ -59,6 +67,8 @@ _ALIASES = {
     "src.dataloaders.seahelm_local_dataloader": ["SeaHelmLocalDataloader"],
     "src.dataloaders.huggingface_dataloader": ["HuggingFaceDataloader"],
     "src.dataloaders.judges.pairwise_dataloader": ["HuggingFacePairwiseDataloader", "PairwiseDataloader"],
+    "src.dataloaders.judges.judge_dataloader": ["JudgeDataloader"],
+    "src.dataloaders.judges.criteria_dataloader": ["CriteriaDataloader", "SeaHelmLocalCriteriaDataloader", "HuggingFaceCriteriaDataloader"],
 }
 
 

@@ -365,6 +365,8 @@ class SeaHelmTask(GenerationTask):
         if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
             metric.judge_model = judge = self._judge(model)
             judge_before = getattr(judge.model, "usage", lambda: None)()
+        if judge is not None and hasattr(loader, "get_judge_prompt_formatter"):
+            self._judge_batch(loader, metric, judge, rows, answers)
         metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
         if judge is not None:  # only the judge's calls: generation ran before
             self._count_judge_usage(judge.model, judge_before)
@@ -381,6 +383,19 @@ class SeaHelmTask(GenerationTask):
             "judgements": df["judgements"].tolist() if "judgements" in df else None,
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
+
+    def _judge_batch(self, loader, metric, judge, rows, answers) -> None:
+        """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
+        the judge model answers them (retried while no ``<classification>``/verdict parses) and the
+        responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
+        loader.dataset = [dict(r, responses=list(a)) for r, a in zip(rows, answers)]
+        conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
+        parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
+        verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
+        path = self._plugin_call(loader.get_judge_batch_response_filepath, "get_judge_batch_response_filepath")
+        with open(path, "w", encoding="utf-8") as handle:
+            for custom_id, conversation, (_, text) in zip(custom_ids, conversations, verdicts):
+                handle.write(json.dumps({"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False) + "\n")
 
     @staticmethod
     def _scalar(value: Any, key: str | None) -> float | None:
