@@ -148,3 +148,58 @@ def test_task_folder_code_on_the_judge_mixin_runs_with_trust(tmp_path):
     m = result.tasks["mt-bench-judge/en"]["metrics"]
     assert m["n_judged"]["value"] == 5.0
     assert m["average_criteria_score"]["value"] == pytest.approx(100 * 2 / 5)  # two EXACTLY_MET of five
+
+
+# a criteria-judge folder in the shape of SEA-HELM's cultural/kalahi_judge: every class is SEA-HELM's own
+# (src/...), so it runs without trust; config written here for the test
+CRITERIA_CONFIG = """
+situational-judge:
+  name: situational-judge
+  competency: cultural
+  dataloader_file: src/dataloaders/judges/criteria_dataloader.py
+  dataloader_class: HuggingFaceCriteriaDataloader
+  metric_file: src/metrics/llm_judges/criteria_judge_metric.py
+  metric_class: CriteriaJudgeMetric
+  metric: average_criteria_score
+  use_judges: true
+  judge_file: src/judges/criteria_judge.py
+  judge_class: CriteriaJudge
+  judge:
+    classifications: {CLASS_UNMET: 0, CLASS_MODERATELY_MET: 0.5, CLASS_EXACTLY_MET: 1.0}
+    judge_prompts:
+      system_prompt: You judge.
+      criteria_prompt: "<TRANSCRIPT>{prompt}</TRANSCRIPT><TEXT>{response}</TEXT>{reference_text_block}<CRITERION>{keyPointText}</CRITERION>"
+      reference_prompt: "<REFERENCE_TEXT>{reference}</REFERENCE_TEXT>"
+  fewshot_num_examples: {instruct: 0, base: 0}
+  languages:
+    tl:
+      filepath: example/Situational-Judge
+      max_tokens: 64
+      prompt_template: {preamble: "", task_template: "Situation: {text}", answer_template: "", answer_tag: ""}
+"""
+
+
+def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
+    folder = tmp_path / "seahelm_tasks" / "cultural" / "situational_judge"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(CRITERIA_CONFIG)
+    data = tmp_path / "data" / "tl"
+    data.mkdir(parents=True)
+    rows = [{"id": "a_1", "label": "Magmano po.", "prompts": [{"text": "Meeting a grandparent."}], "metadata": {"category": "respect"},
+             "criteria": [{"criterion": "Mentions mano."}, {"criterion": "Matches the reference.", "include_reference": True}]},
+            {"id": "b", "label": "", "prompts": [{"text": "A fiesta invitation."}], "metadata": {"category": "fiesta"},
+             "criteria": [{"criterion": "Accepts politely."}]}]
+    (data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judge = StandInJudge({"Mentions mano.": "CLASS_EXACTLY_MET", "Matches the reference.": "CLASS_MODERATELY_MET",
+                          "Accepts politely.": "CLASS_UNKNOWN"})  # not a configured class: retried, then an error
+    result = evaluate([folder], Answerer({"grandparent": "Mano po, Lola.", "fiesta": "Salamat!"}), output_dir=tmp_path / "run",
+                      export=False, dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
+                                                     "seahelm_judge": judge})
+    m = result.tasks["situational-judge/tl"]["metrics"]
+    assert m["average_criteria_score"]["value"] == pytest.approx(100 * (0.75 + 0.0) / 2)
+    assert m["categories.respect"]["value"] == pytest.approx(0.75)
+    assert m["judge_errors"]["value"] == 1.0
+    ref = next(p for p in judge.prompts if "Matches the reference." in p)
+    assert "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n" in ref
+    plain = next(p for p in judge.prompts if "Mentions mano." in p)
+    assert "REFERENCE_TEXT" not in plain

@@ -34,6 +34,9 @@ BUILTIN_CLASSES = {
     "HuggingFaceCriteriaDataloader": dataloaders.HuggingFaceCriteriaDataloader,
     "MTBenchJudgeDataloader": mtbench_judge.MTBenchJudgeDataloader,
     "MTBenchJudgeMetric": mtbench_judge.MTBenchJudgeMetric,
+    "SeaHelmJudge": judges.SeaHelmJudge,
+    "CriteriaJudge": judges.CriteriaJudge,
+    "PairwiseJudge": judges.PairwiseJudge,
 }
 
 
@@ -68,6 +71,9 @@ _ALIASES = {
     "src.dataloaders.huggingface_dataloader": ["HuggingFaceDataloader"],
     "src.dataloaders.judges.pairwise_dataloader": ["HuggingFacePairwiseDataloader", "PairwiseDataloader"],
     "src.dataloaders.judges.judge_dataloader": ["JudgeDataloader"],
+    "src.judges.seahelm_judge": ["SeaHelmJudge"],
+    "src.judges.criteria_judge": ["CriteriaJudge"],
+    "src.judges.pairwise_judge": ["PairwiseJudge"],
     "src.dataloaders.judges.criteria_dataloader": ["CriteriaDataloader", "SeaHelmLocalCriteriaDataloader", "HuggingFaceCriteriaDataloader"],
 }
 
