@@ -203,3 +203,21 @@ def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
     assert "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n" in ref
     plain = next(p for p in judge.prompts if "Mentions mano." in p)
     assert "REFERENCE_TEXT" not in plain
+
+
+def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path, monkeypatch):
+    import types
+
+    from proctor.seahelm import offline_datasets as OD
+
+    hub = pytest.importorskip("huggingface_hub")
+    module = types.ModuleType("plugin")
+    module.snapshot_download = hub.snapshot_download
+    module.hh = hub
+    OD.patch_module(module)
+    monkeypatch.setitem(OD.MAPPING, "org/Health", str(tmp_path))
+    assert module.snapshot_download("org/Health", repo_type="dataset") == str(tmp_path)
+    assert module.hh.snapshot_download(str(tmp_path)) == str(tmp_path)
+    assert module.hh.hf_hub_download is hub.hf_hub_download  # the rest of the module is the real one
+    with pytest.raises(Exception, match="dataset not available offline: org/Other"):
+        module.snapshot_download("org/Other", repo_type="dataset")

@@ -68,6 +68,29 @@ def load_dataset(path: str, name: str | None = None, split: str | None = None, d
     return _to_dataset(read_rows(local, split, name))
 
 
+def snapshot_download(repo_id: str, *args: Any, repo_type: str | None = None, **_: Any) -> str:
+    """Offline stand-in for ``huggingface_hub.snapshot_download``: the local folder of ``repo_id`` (a local
+    path, or a hub id mapped with ``--seahelm-data``); anything else is "dataset not available offline"."""
+    reference = str(repo_id)
+    local = Path(MAPPING.get(reference, reference)).expanduser()
+    if not local.is_dir():
+        raise ProctorError(f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)")
+    return str(local)
+
+
+class _HubProxy(types.ModuleType):
+    """The ``huggingface_hub`` module with ``snapshot_download`` replaced; everything else is the real one."""
+
+    def __init__(self) -> None:
+        super().__init__("huggingface_hub")
+        self.snapshot_download = snapshot_download
+
+    def __getattr__(self, name: str) -> Any:
+        import huggingface_hub
+
+        return getattr(huggingface_hub, name)
+
+
 class _DatasetsProxy(types.ModuleType):
     """The ``datasets`` module with ``load_dataset`` replaced; everything else is the real one."""
 
@@ -82,7 +105,18 @@ class _DatasetsProxy(types.ModuleType):
 
 
 def patch_module(module: types.ModuleType) -> None:
-    """Point a task-folder module's ``load_dataset`` / ``datasets`` names at the offline versions."""
+    """Point a task-folder module's ``load_dataset`` / ``datasets`` / ``snapshot_download`` /
+    ``huggingface_hub`` names at the offline versions."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        huggingface_hub = None
+    if huggingface_hub is not None:
+        for key, value in list(vars(module).items()):
+            if value is huggingface_hub:
+                setattr(module, key, _HubProxy())
+            elif value is getattr(huggingface_hub, "snapshot_download", None):
+                setattr(module, key, snapshot_download)
     try:
         import datasets
     except ImportError:
