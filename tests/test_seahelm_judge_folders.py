@@ -205,6 +205,23 @@ def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
     assert "REFERENCE_TEXT" not in plain
 
 
+def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
+    folder = tmp_path / "seahelm_tasks" / "cultural" / "situational_judge"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(CRITERIA_CONFIG)
+    data = tmp_path / "data" / "tl"
+    data.mkdir(parents=True)
+    rows = [{"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
+            {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]}]
+    (data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(TaskDefinitionError) as caught:
+        evaluate([folder], Answerer({"One": "ok", "Two": "ok"}), output_dir=tmp_path / "run", export=False,
+                 dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
+                                  "seahelm_judge": StandInJudge({"Fine.": "CLASS_EXACTLY_MET"})})
+    message = str(caught.value)
+    assert "'b'" in message and "field 'criterion'" in message and "row 2" in message and str(tmp_path / "data") in message
+
+
 def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path, monkeypatch):
     import types
 

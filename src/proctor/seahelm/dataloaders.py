@@ -326,7 +326,15 @@ class JudgeDataloader:
         conversations: list = []
         custom_ids: list = []
         for index, row in enumerate(as_rows(self.dataset)):
-            formatted = formatter(row, index)
+            try:
+                formatted = formatter(row, index)
+            except (KeyError, IndexError) as exc:  # a row without a field the judge prompt needs
+                missing = exc.args[0] if exc.args else exc
+                raise TaskDefinitionError(
+                    f"{self.task_name}/{self.lang}: row {row.get('id', index)!r} cannot be judged: "
+                    f"{type(exc).__name__} {missing!r} while building the judge prompt",
+                    file=self.specific_task_config.get("filepath"), row=index + 1, field=str(missing),
+                ) from None
             conversations.extend(formatted["conversations"])
             custom_ids.extend(formatted["custom_ids"])
         return conversations, custom_ids
