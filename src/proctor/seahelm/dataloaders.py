@@ -100,6 +100,23 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
     return frame.to_dict("records")
 
 
+class RowList(list):
+    """Rows as proctor holds them, also read by column as a ``datasets.Dataset`` is
+    (``self.dataset["conversations"]`` in task-folder code): a missing column names the row without it."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for index, row in enumerate(self):
+                if key not in row:
+                    raise KeyError(f"{key} (row {index + 1} has no '{key}')")
+            return [row[key] for row in self]
+        return super().__getitem__(key)
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(dict.fromkeys(k for row in self for k in row))
+
+
 def as_rows(dataset: Any) -> list[dict]:
     if dataset is None:
         return []
@@ -225,6 +242,20 @@ class AbstractDataloader:
         contents.append(template["task_template"].format(**values))
         contents[0] = with_preamble(template, contents[0])
         return roles, contents
+
+    def prepare_conversations_for_inference(self, turn: int = 1, fewshot_as_multiturn: bool = True) -> list:
+        """SEA-HELM's hook: one message list per row for ``turn`` (1-based), built from the row's ``prompts``
+        and the ``prompt_template`` (earlier answers from the row's ``responses``). proctor builds these
+        itself; a subclass that overrides this hook (HealthBench) has its ready-made conversations sent as they are."""
+        from proctor.seahelm.prompts import conversation
+
+        template = self.specific_task_config["prompt_template"]
+        examples = self.example_rows()[: self.fewshot_num_examples] if self.fewshot_num_examples else []
+        self.conversations = [conversation(template, r, turn, examples, r.get("responses") or [])
+                              for r in as_rows(self.dataset) if len(r.get("prompts") or [{}]) >= turn]
+        return self.conversations
+
+    prepare_conversations_for_inference.__proctor_template__ = True  # proctor's own: not a ready-made conversation
 
     def update_individual_scores(self, scores: list) -> None:
         if self.inference_df is not None:

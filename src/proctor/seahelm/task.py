@@ -20,7 +20,7 @@ from proctor.data.sources import Sample
 from proctor.requests import GenerateRequest, LoglikelihoodRequest
 from proctor.scoring.metrics import register_metric
 from proctor.seahelm import prompts as P
-from proctor.seahelm.dataloaders import TaskConfig, as_rows
+from proctor.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.seahelm.metrics import SeaHelmMetric, calculate_stderr
 from proctor.tasks.custom import GenerationTask
 
@@ -90,6 +90,26 @@ def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
         return out
     for key, inner in items:
         out.update(_numeric_leaves(f"{prefix}.{key}", inner))
+    return out
+
+
+def _messages(conversation: Any, where: str, source: Any, index: int) -> list[dict] | None:
+    """A ready-made conversation checked as chat messages (``role`` and string ``content`` each)."""
+    from proctor.errors import TaskDefinitionError
+
+    if conversation is None:
+        return None
+    if hasattr(conversation, "tolist"):
+        conversation = conversation.tolist()
+    if not isinstance(conversation, (list, tuple)) or not conversation:
+        raise TaskDefinitionError(f"{where}: conversation of row {index + 1} is not a non-empty list of messages "
+                                  f"(got {type(conversation).__name__})", file=source, row=index + 1, field="conversations")
+    out = []
+    for k, message in enumerate(conversation):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not isinstance(message.get("content"), str):
+            raise TaskDefinitionError(f"{where}: message {k} of row {index + 1} needs a string 'role' and 'content' (got {message!r:.80})",
+                                      file=source, row=index + 1, field=f"conversations[{k}]")
+        out.append({"role": message["role"], "content": message["content"]})
     return out
 
 
@@ -176,18 +196,44 @@ class SeaHelmTask(GenerationTask):
         user_code = getattr(type(loader), "__proctor_source__", None) is not None
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code else limit)
 
+    def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
+        """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),
+        or None when proctor builds the prompts from ``prompts`` + ``prompt_template``. They come from a
+        dataloader that overrides SEA-HELM's ``prepare_conversations_for_inference`` (HealthBench), else
+        from rows that carry a ``conversations`` message list and no ``prompts``."""
+        from proctor.errors import TaskDefinitionError
+
+        hook = getattr(type(loader), "prepare_conversations_for_inference", None)
+        source = getattr(type(loader), "__proctor_source__", None) or self.options.get("config_file")
+        if hook is not None and not getattr(hook, "__proctor_template__", False):
+            loader.dataset = RowList(rows)
+            got = self._plugin_call(loader.prepare_conversations_for_inference, "prepare_conversations_for_inference", turn,
+                                    fewshot_as_multiturn=True)
+            got = as_rows(got) if not isinstance(got, list) else got
+            if len(got) != len(rows):
+                raise TaskDefinitionError(f"{type(loader).__name__}.prepare_conversations_for_inference gave {len(got)} conversations "
+                                          f"for {len(rows)} rows ({self.task_id}/{self.lang}, turn {turn})", file=source, field="conversations")
+            where = f"{type(loader).__name__}.prepare_conversations_for_inference"
+            return [_messages(c, where, source, i) for i, c in enumerate(got)]
+        if turn != 1 or not any(not r.get("prompts") and r.get("conversations") is not None for r in rows):
+            return None
+        data = self.options.get("data") or self.config["languages"][self.lang].get("filepath")
+        return [_messages(r["conversations"], "row", data, i) if not r.get("prompts") and r.get("conversations") is not None else None
+                for i, r in enumerate(rows)]
+
     def load_samples(self, limit: int | None = None) -> list[Sample]:
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
         self._load_rows(self.dataloader, limit)
         rows = as_rows(self.dataloader.dataset)
         if limit is not None:
             rows = rows[:limit]
-        self.dataloader.dataset = rows
+        self.dataloader.dataset = rows = RowList(rows)
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
+        ready = self._ready_conversations(self.dataloader, rows, 1)
         for i, row in enumerate(rows):
             try:
-                shown = P.conversation(template, row, 1, [], [])[-1]["content"]
+                shown = ready[i][-1]["content"] if ready and ready[i] else P.conversation(template, row, 1, [], [])[-1]["content"]
             except (KeyError, IndexError, ValueError) as exc:
                 from proctor.errors import TaskDefinitionError
 
@@ -258,9 +304,17 @@ class SeaHelmTask(GenerationTask):
             answers: list[list[str]] = [[] for _ in rows]
             raw: list[list[str]] = [[] for _ in rows]
             rendered: list[str] = []
+            sent: list = [None] * len(rows)  # ready-made conversations as sent (turn 1), kept for the metric
             for turn in range(1, turns + 1):
-                active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
-                texts = [P.render(model, P.conversation(template, rows[i], turn, examples, answers[i]), is_base) for i in active]
+                ready = self._ready_conversations(loader, rows, turn)
+                if ready is not None:  # the dataloader's own chat conversations, sent as they are
+                    active = [i for i, c in enumerate(ready) if c]
+                    texts = [P.render(model, ready[i], is_base) for i in active]
+                    if turn == 1:
+                        sent = list(ready)
+                else:
+                    active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
+                    texts = [P.render(model, P.conversation(template, rows[i], turn, examples, answers[i]), is_base) for i in active]
                 if turn == 1:
                     rendered = texts
                 requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run) for t in texts]
@@ -275,7 +329,7 @@ class SeaHelmTask(GenerationTask):
                     extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
                 else:
                     extra = self._logprobs(model, rows, rendered, answers, template)
-            runs.append(self._score(rows, answers, raw, extra, rendered, model))
+            runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
         self._corpus = self._summarise(runs, rows)
         first = runs[0]
         out = []
@@ -345,7 +399,7 @@ class SeaHelmTask(GenerationTask):
             "mc_format": ["generate"] * len(records),
         }
 
-    def _score(self, rows, answers, raw, extra, rendered, model) -> dict:
+    def _score(self, rows, answers, raw, extra, rendered, model, sent=None) -> dict:
         import pandas as pd
 
         loader = self.dataloader
@@ -353,6 +407,8 @@ class SeaHelmTask(GenerationTask):
         frame["responses"] = [list(a) for a in answers]
         frame["raw_responses"] = [list(a) for a in raw]
         frame["conversations"] = rendered
+        if sent and any(c is not None for c in sent):  # ready-made conversations stay message lists, as in SEA-HELM
+            frame["conversations"] = pd.Series([c if c is not None else t for c, t in zip(sent, rendered)], index=frame.index, dtype=object)
         for key, values in extra.items():
             frame[key] = values
         if "cumulative_logprob" in extra:  # SEA-HELM's column: one list per row
@@ -388,7 +444,7 @@ class SeaHelmTask(GenerationTask):
         """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
         the judge model answers them (retried while no ``<classification>``/verdict parses) and the
         responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
-        loader.dataset = [dict(r, responses=list(a)) for r, a in zip(rows, answers)]
+        loader.dataset = RowList(dict(r, responses=list(a)) for r, a in zip(rows, answers))
         conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
         parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
         verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
