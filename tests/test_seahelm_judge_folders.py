@@ -179,17 +179,23 @@ situational-judge:
 """
 
 
-def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
+def _criteria_folder(tmp_path, rows: list[dict]) -> Path:
+    """The criteria-judge task folder above, with ``rows`` as its Tagalog data; returns the folder."""
     folder = tmp_path / "seahelm_tasks" / "cultural" / "situational_judge"
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(CRITERIA_CONFIG)
     data = tmp_path / "data" / "tl"
     data.mkdir(parents=True)
+    (data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
     rows = [{"id": "a_1", "label": "Magmano po.", "prompts": [{"text": "Meeting a grandparent."}], "metadata": {"category": "respect"},
              "criteria": [{"criterion": "Mentions mano."}, {"criterion": "Matches the reference.", "include_reference": True}]},
             {"id": "b", "label": "", "prompts": [{"text": "A fiesta invitation."}], "metadata": {"category": "fiesta"},
              "criteria": [{"criterion": "Accepts politely."}]}]
-    (data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = _criteria_folder(tmp_path, rows)
     judge = StandInJudge({"Mentions mano.": "CLASS_EXACTLY_MET", "Matches the reference.": "CLASS_MODERATELY_MET",
                           "Accepts politely.": "CLASS_UNKNOWN"})  # not a configured class: retried, then an error
     result = evaluate([folder], Answerer({"grandparent": "Mano po, Lola.", "fiesta": "Salamat!"}), output_dir=tmp_path / "run",
@@ -206,14 +212,10 @@ def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
 
 
 def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
-    folder = tmp_path / "seahelm_tasks" / "cultural" / "situational_judge"
-    folder.mkdir(parents=True)
-    (folder / "config.yaml").write_text(CRITERIA_CONFIG)
-    data = tmp_path / "data" / "tl"
-    data.mkdir(parents=True)
-    rows = [{"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
-            {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]}]
-    (data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = _criteria_folder(tmp_path, [
+        {"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
+        {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]},
+    ])
     with pytest.raises(TaskDefinitionError) as caught:
         evaluate([folder], Answerer({"One": "ok", "Two": "ok"}), output_dir=tmp_path / "run", export=False,
                  dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},

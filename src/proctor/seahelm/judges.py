@@ -143,41 +143,7 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
     def extract_classification(self, judge_response: Any) -> str | None:
         return self.parse(judge_response) if isinstance(judge_response, str) else None
 
-    def _from_judge_file(self):
-        """SEA-HELM v1.2: the judge dataloader built the conversations; the judge's answers are in
-        ``get_judge_batch_response_filepath()`` as ``{"custom_ids": "<id>_criteria<i>", "responses": ...}``."""
-        import json
-
-        judged: dict[str, list[tuple[int, str]]] = {}
-        with open(self.dataloader.get_judge_batch_response_filepath(), encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    record = json.loads(line)
-                    row_id, criterion = str(record["custom_ids"]).rsplit("_", 1)
-                    judged.setdefault(row_id, []).append((int(criterion.removeprefix("criteria")), record.get("responses") or ""))
-        df = self.inference_df
-        scores, details = [], []
-        for _, row in df.iterrows():
-            items = sorted(judged.get(str(row["id"]), []), key=lambda x: x[0])
-            verdicts = [self.parse(text) for _, text in items]
-            row_scores = [self.classifications.get(v, 0.0) if v else 0.0 for v in verdicts]
-            scores.append(sum(row_scores) / len(row_scores) if row_scores else 0.0)
-            details.append([{"criterion": c, "classification": v or "ERROR", "reflection": (m.group(1).strip() if (m := _REFLECTION.search(t)) else None)}
-                            for (c, t), v in zip(items, verdicts)])
-        df["judgements"] = details
-        df["final_scores"] = scores
-        self.update_individual_scores([{"average_criteria_score": x} for x in scores])
-        categories: dict[str, list[float]] = {}
-        for meta, score in zip(df["metadata"] if "metadata" in df else [{}] * len(df), scores):
-            categories.setdefault(str(_meta(meta).get("category", "")), []).append(score)
-        return {
-            "categories": {k: float(np.mean(v)) for k, v in categories.items()},
-            "average_criteria_score": 100 * float(np.mean(scores)) if scores else 0.0,
-        }
-
     def calculate_metrics(self):
-        if hasattr(self.dataloader, "get_judge_prompt_formatter"):
-            return self._from_judge_file()
         df = self.inference_df
         prompts = self.judge_config.get("judge_prompts") or {}
         conversations, keys = [], []
