@@ -47,6 +47,17 @@ def _weights_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
+    """Whether prompts get a BOS token in front (by default: when the tokenizer adds one itself),
+    and the token an empty context starts from (BOS, else end-of-sequence). Shared by every
+    backend that tokenizes like this one, so their requests are the same token ids."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if add_bos is None:
+        with_special = tokenizer.encode("a")
+        add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
+    return bool(add_bos), (bos if bos is not None else tokenizer.eos_token_id)
+
+
 class HFModel(Model):
     """A causal language model loaded with transformers."""
 
@@ -92,12 +103,7 @@ class HFModel(Model):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         config_max = getattr(self.model.config, "max_position_embeddings", None) or 2048
         self.max_length = max_length or config_max
-        bos = self.tokenizer.bos_token_id
-        if add_bos is None:  # follow the tokenizer: does it put a BOS token in front by itself?
-            with_special = self.tokenizer("a").input_ids
-            add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
-        self.add_bos = bool(add_bos)
-        self.prefix_token_id = bos if bos is not None else self.tokenizer.eos_token_id
+        self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)
         # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
         self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
         # Requests per engine call (each call's results are stored as soon as it returns). Fixed,

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from proctor.errors import ProctorError, require
 from proctor.models.base import Model, Progress
+from proctor.models.hf import HFModel, _weights_digest, bos_rule
 from proctor.requests import (
     GenerateRequest,
     GenerateResult,
@@ -79,17 +80,10 @@ class VLLMModel(Model):
         config = getattr(getattr(engine, "llm_engine", None), "model_config", None)
         self.max_length = int(getattr(config, "max_model_len", None) or max_length or 2048)
         self.dtype = str(getattr(config, "dtype", dtype)).replace("torch.", "")
-        bos = getattr(self.tokenizer, "bos_token_id", None)
-        if add_bos is None:  # as the HF backend: does the tokenizer put a BOS token in front by itself?
-            with_special = self.tokenizer.encode("a")
-            add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
-        self.add_bos = bool(add_bos)
-        self.prefix_token_id = bos if bos is not None else self.tokenizer.eos_token_id
+        self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)  # as the HF backend
         self.chunk_requests = 1024  # per engine call: vLLM schedules within it
         local = Path(self.path)
         if local.is_dir():
-            from proctor.models.hf import _weights_digest
-
             self._content = _weights_digest(local)
         else:
             self._content = None
@@ -114,8 +108,6 @@ class VLLMModel(Model):
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def encode_pair(self, context: str, continuation: str, move_whitespace: bool = True) -> tuple[list[int], list[int]]:
-        from proctor.models.hf import HFModel
-
         return HFModel.encode_pair(self, context, continuation, move_whitespace)  # the same split, same BOS rule
 
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
