@@ -179,7 +179,10 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
 
     from proctor.models.hf import HFModel
 
-    text = "The quick brown fox jumps over the lazy dog. " * 12 + "It was the end of the story.\n"
+    # PTB / WikiText layout: tokens spaced, lines starting with a space, blank lines: GLM counts
+    # len(raw_text.strip().split(" ")), which differs from str.split() here
+    text = " = Title = \n \n" + " The quick brown fox jumps over the lazy dog . \n" * 12 + " It was the end of the story . \n"
+    assert len(text.strip().split(" ")) != len(text.split())
     (tmp_path / "corpus" / "wiki").mkdir(parents=True)
     (tmp_path / "corpus" / "wiki" / "wiki.test.tokens").write_text(text, encoding="utf-8")
     yaml_path = write(tmp_path / "lm.yaml", """
@@ -195,8 +198,9 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
     result = evaluate([yaml_path], model, output_dir=tmp_path / "run")
     task = result.tasks["tiny-wiki/test"]
     (record,) = records(result.run_dir)
-    assert record["n_words"] == len(text.split())
-    assert task["metrics"]["PPL"]["value"] == pytest.approx(math.exp(min(20, -record["logprob"] / record["n_words"])))
+    glm_words = len(text.strip().split(" "))  # GLM's num_original_tokens, written out
+    assert record["n_space_words"] == glm_words and record["n_words"] == len(text.split())
+    assert task["metrics"]["PPL"]["value"] == pytest.approx(math.exp(min(20, -record["logprob"] / glm_words)))
     assert task["breakdown_stats"]["_source"]["PPL"]["max"] == pytest.approx(task["metrics"]["PPL"]["value"])
     # GLM's windows: 40 tokens each; the first scores all of them, later ones their last 16 tokens
     tokens = [model.prefix_token_id] + model.encode(text)

@@ -8,7 +8,7 @@
   which for one label per sample equals accuracy).
 - ``EM`` / ``F1``: SQuAD-normalised exact match and token F1, best over the targets, 0 when a sample
   has no targets (still counted).
-- ``PPL``: word-level perplexity exp(min(20, total loss / whitespace words)); ``BPB``: bits per UTF-8 byte.
+- ``PPL``: word-level perplexity exp(min(20, total loss / len(text.strip().split(" ")))); ``BPB``: bits per UTF-8 byte.
 """
 
 from __future__ import annotations
@@ -93,7 +93,10 @@ def _f1(outcome: GenerationOutcome) -> float:
     "PPL", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(min(20.0, -lp / n))), higher_is_better=False
 )
 def _ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
-    return outcome.logprob, outcome.n_words
+    # GLM's LanguageModelTaskDataset: num_original_tokens = len(raw_text.strip().split(" ")), so runs of
+    # spaces and newlines count as GLM counts them (not str.split()'s whitespace words)
+    words = outcome.n_space_words if outcome.n_space_words is not None else outcome.n_words
+    return outcome.logprob, words
 
 
 @register_metric("BPB", ["perplexity"], aggregate=_pooled(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)

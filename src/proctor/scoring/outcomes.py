@@ -30,3 +30,4 @@ class PerplexityOutcome:
     n_tokens: int
     n_words: int
     n_bytes: int
+    n_space_words: int | None = None  # GLM-130B's word count: len(text.strip().split(" "))

@@ -22,11 +22,14 @@ class PerplexityKind:
     ) -> tuple[PerplexityOutcome, dict]:
         text = prepared.text or ""
         result = results[0]
-        outcome = PerplexityOutcome(result.logprob, result.n_tokens, len(text.split()), len(text.encode("utf-8")))
+        outcome = PerplexityOutcome(
+            result.logprob, result.n_tokens, len(text.split()), len(text.encode("utf-8")), len(text.strip().split(" "))
+        )
         record = {
             "logprob": result.logprob,
             "n_tokens": result.n_tokens,
             "n_words": outcome.n_words,
             "n_bytes": outcome.n_bytes,
+            "n_space_words": outcome.n_space_words,
         }
         return outcome, record
