@@ -169,7 +169,11 @@ BAD_SUITES = [
     ({"pretext": "", "context": [{"text": "q"}], "posttext": "", "queries": ["a"]}, "context[0].expected", "missing 'expected'"),
     ({"pretext": "", "context": [{"text": "q", "expected": True}], "posttext": "", "queries": ["a"]}, "context[0].expected", "integer"),
     ({"pretext": None, "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": ["a"]}, "pretext", "string"),
-    ({"premise": "x", "context": "y", "query": "z", "programs": ["(a)"]}, "premise", "legacy"),
+    ({"premise": "x", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["(a)"]}, "premise", "starting with ';;'"),
+    ({"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["a"]}, "programs[0]", "(...)"),
+    ({"premise": ";;", "context": [{"text": "c", "expected": 0}], "query": ";; q", "programs": ["(a)"]}, "context[0].text", "';;'"),
+    ({"premise": ";;", "context": [{"text": ";; c", "expected": 3}], "query": ";; q", "programs": ["(a)"]}, "context[0].expected", "index"),
+    ({"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "programs": ["(a)"]}, "query", "missing required key 'query'"),
 ]
 
 
@@ -227,3 +231,76 @@ def test_cli_runs_the_folder_with_norm_and_temp(inputs, tiny_model_dir, tmp_path
     bad = subprocess.run(bad_command, capture_output=True, text=True, cwd=REPO,
                          env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
     assert bad.returncode == 2 and "temperature must be > 0" in bad.stderr
+
+
+# ---------------------------------------------------------------- the CogSci2023 branch's format
+COGSCI_PROMPT = ";; This Church program models a tug-of-war game.\n\n(define (strength person) (gaussian 50 20))\n\n;; Now, let us translate some user-defined statements.\n"
+COGSCI_SUITE = {  # the shape of the branch's inputs/tug-of-war_AV-1a.json and inputs/test_A.json
+    "premise": ";;",
+    "context": [
+        {"text": ";; Jack is strong.", "expected": 0},
+        {"text": ";; Jack isn't very weak.", "expected": 1},
+        {"text": ";; Jack is somewhat strong.", "expected": -1},
+    ],
+    "query": ";; Query: how strong is Jack?",
+    "programs": ["(> (strength 'jack) 70)", "(> (strength 'jack) 50)", "(< (strength 'jack) 30)"],
+}
+
+
+def cogsci2023_reference(model_dir: Path, prompt: str, suite: dict) -> list[list[float]]:
+    """The CogSci2023 branch's ProbSem.run, written out: samples, Treebank words, an add_prefix_space
+    tokenizer with is_split_into_words, masked cross-entropy over the last len(encode(program)) tokens,
+    logp / sqrt(n) (Model.score's default normalize=True), then np.exp(w) / sum(np.exp(w))."""
+    import numpy as np
+    import torch
+    from nltk.tokenize.treebank import TreebankWordTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, add_prefix_space=True)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+    def encode(text):
+        text = text.replace("\n", " NEWLINE ").replace("'", " ` ")
+        tokens = [t.replace("NEWLINE", "\n").replace("`", "'") for t in TreebankWordTokenizer().tokenize(text)]
+        return tokenizer(tokens, is_split_into_words=True, return_tensors="pt")
+
+    out = []
+    for example in suite["context"]:
+        weights = []
+        for program in suite["programs"]:
+            sample = "\n".join(p for p in [suite["premise"], example["text"], suite["query"], program] if p != ";;")
+            text, last = "\n".join(sample.split("\n")[:-1]), sample.split("\n")[-1]
+            inputs = encode("\n".join([prompt, text, last]))
+            num_eval = encode(last)["input_ids"].shape[1]
+            tokens, mask = inputs["input_ids"], inputs["attention_mask"]
+            with torch.no_grad():
+                logits = model(input_ids=tokens, attention_mask=mask).logits
+            loss = torch.nn.CrossEntropyLoss(reduction="none")(
+                logits[..., :-1, :].reshape(-1, logits.size(-1)), tokens[..., 1:].reshape(-1)
+            ).view(1, -1) * mask[..., 1:]
+            logp = -loss[:, -num_eval:].sum(dim=1).item()
+            weights.append(logp / np.sqrt(num_eval))
+        weights = np.array(weights)
+        out.append(list(np.exp(weights) / np.sum(np.exp(weights))))
+    return out
+
+
+def test_cogsci2023_suite_runs_as_that_branch_scores_it(tiny_model_dir, tmp_path):
+    from proctor.models.hf import HFModel
+
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    (folder / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
+    (folder / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE, indent=4), encoding="utf-8")
+    model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
+    result = evaluate([folder], model, output_dir=tmp_path / "run")
+    rows = records_by_task(result.run_dir)["tug-of-war_AV-1a"]
+    expected = cogsci2023_reference(tiny_model_dir, COGSCI_PROMPT, COGSCI_SUITE)
+    assert len(rows) == 3
+    for row, reference in zip(rows, expected):
+        assert row["distribution"] == pytest.approx(reference, abs=1e-5)
+    # suite accuracy over the contexts with an expected program (ties count as correct)
+    hits = [r["distribution"][c["expected"]] == max(r["distribution"]) for r, c in zip(rows, COGSCI_SUITE["context"]) if c["expected"] >= 0]
+    task = result.tasks["tug-of-war_AV-1a"]
+    assert task["metrics"]["distribution_acc"]["value"] == pytest.approx(sum(hits) / len(hits))
+    assert rows[2]["target"] is None and rows[2]["correct"] is None

@@ -6,11 +6,15 @@ context text and posttext with newlines; a query's log-prob is the sum over exac
 that joint tokenisation (no BOS off-by-one), optionally divided by its token count (``norm``), then by
 ``temp``; a softmax over the queries gives the distribution. Unlike probsem, a multi-line query is
 scored whole (probsem scores only its last line).
+
+Suites of the CogSci2023 / CoCoSci2022 branches (``premise``, ``context``, ``query``, ``programs``) run
+as that branch scores them: see ``proctor.tasks.probsem_cogsci``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,9 +23,10 @@ from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.spec.task import DataSpec, ExportSpec, TaskSpec
 from proctor.tasks.base import Task
 
+log = logging.getLogger(__name__)
+
 _TEXT = "{{ [_probsem_pretext, text, _probsem_posttext] | select | join('\\n') }}"
 PROMPT_TEMPLATE = "{{ _probsem_prompt }}\n" + _TEXT + "\n"
-_LEGACY_KEYS = {"premise", "query", "programs"}
 
 
 def prompt_for_suite(path: Path) -> Path | None:
@@ -72,9 +77,8 @@ def read_suite(path: Path) -> dict[str, Any]:
     def fail(message: str, field: str, key: str | None = None) -> TaskDefinitionError:
         return TaskDefinitionError(message, file=path, line=_line_of(text, key or field), field=field)
 
-    if _LEGACY_KEYS <= set(suite) or ("premise" in suite and "programs" in suite):
-        raise fail("this is probsem's legacy (CoCoSci2022/CogSci2023) suite format, which proctor does not run; "
-                   "use pretext/context/posttext/queries", "premise")
+    if "premise" in suite or "programs" in suite:
+        return _read_cogsci2023(suite, fail)
     for key in ("pretext", "context", "posttext", "queries"):
         if key not in suite:
             raise TaskDefinitionError(
@@ -115,6 +119,65 @@ def read_suite(path: Path) -> dict[str, Any]:
     return suite
 
 
+def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
+    """The CogSci2023 (and CoCoSci2022) branch's format, checked as that branch's TestSuite asserts it:
+    premise / query are strings starting with ';;' (";;" alone means none), every context text starts
+    with ';;', programs are strings written "(...)"."""
+    for key in ("premise", "context", "query", "programs"):
+        if key not in suite:
+            raise fail(f"missing required key '{key}' (a CogSci2023 suite has premise, context, query and programs)", key)
+    for key in ("premise", "query"):
+        if not isinstance(suite[key], str) or not suite[key].startswith(";;"):
+            raise fail(f"'{key}' must be a string starting with ';;' (\";;\" alone for none), got {suite[key]!r:.60}", key)
+    programs = suite["programs"]
+    if not isinstance(programs, list) or not programs:
+        raise fail("'programs' must be a non-empty list of strings", "programs")
+    for i, program in enumerate(programs):
+        if not isinstance(program, str) or not (program.startswith("(") and program.endswith(")")):
+            raise fail(f"program {i} must be a string written \"(...)\", got {program!r:.60}", f"programs[{i}]", "programs")
+    contexts = suite["context"]
+    if not isinstance(contexts, list) or not contexts:
+        raise fail("'context' must be a non-empty list of {\"text\": ..., \"expected\": ...} objects", "context")
+    for i, item in enumerate(contexts):
+        field = f"context[{i}]"
+        if not isinstance(item, dict) or "text" not in item or "expected" not in item:
+            raise fail(f"{field} must be an object with 'text' and 'expected'", field, "context")
+        if not isinstance(item["text"], str) or not item["text"].startswith(";;"):
+            raise fail(f"{field}.text must be a string starting with ';;'", f"{field}.text", "context")
+        expected = item["expected"]
+        if isinstance(expected, bool) or not isinstance(expected, int) or not -1 <= expected < len(programs):
+            raise fail(f"{field}.expected must be a program index 0..{len(programs) - 1} or -1, got {expected!r}",
+                       f"{field}.expected", "context")
+    suite["_format"] = "cogsci2023"
+    return suite
+
+
+def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
+    prompt_name = prompt.stem
+    suite_name = path.stem[len(prompt_name) + 1 :]
+    constants = {
+        "_probsem_prompt": prompt.read_text(encoding="utf-8"),
+        "_probsem_premise": suite["premise"],
+        "_probsem_query": suite["query"],
+        "_probsem_programs": list(suite["programs"]),
+    }
+    spec = TaskSpec(
+        name=path.stem,
+        kind="multiple_choice",
+        description=f"probsem (CogSci2023 format) suite '{suite_name}' of prompt '{prompt_name}'",
+        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context", constants=constants)],
+        prompt="{{ _probsem_prompt }}\n{{ text }}",
+        choices="{{ _probsem_programs }}",
+        target="{{ expected }}",
+        target_delimiter="",
+        unscored_target=-1,
+        choice_normalization="sqrt_tokens",  # the branch's Model.score(normalize=True): logp / sqrt(n)
+        metrics=["distribution_acc"],
+        task_class="proctor.tasks.probsem_cogsci.CogSci2023Task",
+    )
+    return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
+
+
 def _options(options: Mapping[str, Any] | None) -> tuple[bool, float]:
     options = options or {}
     norm = bool(options.get("probsem_norm", False))
@@ -127,6 +190,11 @@ def _options(options: Mapping[str, Any] | None) -> tuple[bool, float]:
 def suite_task(path: Path, prompt: Path, options: Mapping[str, Any] | None = None) -> Task:
     norm, temp = _options(options)
     suite = read_suite(path)
+    if suite.get("_format") == "cogsci2023":
+        if norm or temp != 1.0:
+            log.warning("%s: --norm / --temp do not apply to the CogSci2023 suite format (that branch always divides by "
+                        "the square root of the program's token count, at temperature 1)", path)
+        return _cogsci2023_task(path, prompt, suite)
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     constants = {

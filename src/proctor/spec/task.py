@@ -157,8 +157,9 @@ class TaskSpec(_Frozen):
     generation: GenerationSpec = GenerationSpec()
     extraction: ExtractionSpec | None = None
     choice_temperature: float = Field(default=1.0, gt=0.0)  # softmax temperature for distributions
-    # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax
-    choice_normalization: Literal["none", "tokens"] = "none"
+    # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax,
+    # "sqrt_tokens" by the square root of that count (probsem's CogSci2023 branch)
+    choice_normalization: Literal["none", "tokens", "sqrt_tokens"] = "none"
     # multiple_choice: lm-eval's rule moves the prompt's trailing whitespace into the choice; false scores
     # exactly the choice's own tokens after the prompt as given (probsem's rule)
     move_whitespace: bool = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -23,6 +24,8 @@ def choice_weights(spec: TaskSpec, logprobs: Sequence[float], n_tokens: Sequence
     """The softmax inputs: log-probs, per token if asked, divided by the choice temperature."""
     if spec.choice_normalization == "tokens":
         logprobs = [lp / max(n, 1) for lp, n in zip(logprobs, n_tokens)]
+    elif spec.choice_normalization == "sqrt_tokens":
+        logprobs = [lp / math.sqrt(max(n, 1)) for lp, n in zip(logprobs, n_tokens)]
     return tuple(float(lp) / spec.choice_temperature for lp in logprobs)
 
 

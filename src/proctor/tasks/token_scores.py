@@ -1,0 +1,67 @@
+"""Token-level log-probs on a local Hugging Face model, for task code that works on token ids
+(GLM-130B's ``evaluation`` stand-in, probsem's CogSci2023 scoring).
+
+proctor's request calls take text; these tasks fix the exact token sequence themselves, so they
+need the model's torch module and tokenizer (proctor's ``hf`` backend, or any model object that
+has ``model``, ``tokenizer`` and ``device`` attributes of that kind).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from proctor.errors import ProctorError
+
+
+def require_local(model: Any, what: str) -> Any:
+    """The model's torch module; a clear error for backends that have none (HTTP servers, vLLM)."""
+    module = getattr(model, "model", None)
+    if module is None or not callable(module) or getattr(model, "tokenizer", None) is None:
+        raise ProctorError(
+            f"{what} works on token ids and needs a local Hugging Face model (--model hf:... or a model folder); "
+            f"model '{getattr(model, 'name', type(model).__name__)}' has no torch module and tokenizer"
+        )
+    return module
+
+
+def max_positions(model: Any) -> int:
+    return int(getattr(model, "max_length", None) or getattr(getattr(model.model, "config", None), "max_position_embeddings", 2048))
+
+
+def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task") -> list[list[float]]:
+    """Per sequence, the log-probs of its last ``n`` tokens, each given every token before it
+    (sequences longer than the model's context keep their last tokens). One forward pass each, in float32."""
+    import torch
+
+    module = require_local(model, what)
+    device = getattr(model, "device", "cpu")
+    limit = max_positions(model)
+    out: list[list[float]] = []
+    with torch.inference_mode():
+        for tokens, n in zip(sequences, n_targets):
+            tokens = list(tokens)[-limit:]
+            n = min(int(n), len(tokens) - 1)
+            if n <= 0:
+                out.append([])
+                continue
+            ids = torch.tensor([tokens], device=device)
+            logits = module(input_ids=ids).logits[0].float()
+            logprobs = torch.log_softmax(logits[-n - 1 : -1], dim=-1)
+            targets = ids[0, -n:]
+            out.append(logprobs[torch.arange(n, device=device), targets].tolist())
+    return out
+
+
+def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task"):
+    """The logits for the token after each sequence (a [len(sequences), vocab] float tensor)."""
+    import torch
+
+    module = require_local(model, what)
+    device = getattr(model, "device", "cpu")
+    limit = max_positions(model)
+    rows = []
+    with torch.inference_mode():
+        for tokens in sequences:
+            ids = torch.tensor([list(tokens)[-limit:]], device=device)
+            rows.append(module(input_ids=ids).logits[0, -1].float())
+    return torch.stack(rows)
