@@ -324,3 +324,40 @@ def test_bad_glm_yaml_names_file_and_field(tmp_path, text, field, words):
     with pytest.raises(TaskDefinitionError) as info:
         load_tasks([path])
     assert info.value.field == field and words in info.value.detail and str(path) in str(info.value)
+
+
+def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tmp_path, mul_data):
+    folder = tmp_path / "tasks"
+    write(folder / "a_good.yaml", """
+        name: evens
+        type: mul
+        path: evens
+        file-pattern: {validation: "**/validation.jsonl"}
+    """)
+    bad_module = write(folder / "b_module.yaml", """
+        name: broken
+        type: mul
+        module: tasks.nowhere.Task
+        path: evens
+    """)
+    bad_type = write(folder / "c_type.yaml", """
+        name: other
+        type: mystery
+        path: evens
+    """)
+    result = evaluate([folder], tiny_model, output_dir=tmp_path / "run", data_path=mul_data)
+    assert list(result.tasks) == ["evens/validation"] and result.tasks["evens/validation"]["n_samples"] == 5
+    skipped = {Path(s["file"]).name: s["error"] for s in result.results["skipped"]}
+    assert set(skipped) == {"b_module.yaml", "c_type.yaml"}
+    assert "tasks/nowhere.py" in skipped["b_module.yaml"] and "unknown task type 'mystery'" in skipped["c_type.yaml"]
+    saved = json.loads((result.run_dir / "results.json").read_text())
+    assert len(saved["skipped"]) == 2
+    # validate reports every file's problem, then fails
+    command = [sys.executable, "-m", "proctor.cli", "validate", str(folder), "--data-path", str(mul_data)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 2
+    assert "ok evens/validation" in done.stdout
+    assert str(bad_module) in done.stderr and str(bad_type) in done.stderr and "mystery" in done.stderr
+    # a file named directly still stops the run with its error
+    with pytest.raises(TaskDefinitionError, match="mystery"):
+        evaluate([bad_type], tiny_model, output_dir=tmp_path / "run2", data_path=mul_data)

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from proctor import __version__
 from proctor.dialects import collect_tasks
-from proctor.engine.prepare import prepare_tasks, task_config
+from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
 from proctor.runs.manifest import build_manifest, mark, now, open_run
@@ -51,13 +51,18 @@ def _mc_options(mc_format: str, seed: int | None) -> dict:
 
 
 def load_tasks(
-    paths: Iterable[str | Path], select: Iterable[str] | None = None, options: Mapping[str, Any] | None = None
+    paths: Iterable[str | Path],
+    select: Iterable[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    problems: list[dict] | None = None,
 ) -> list[Task]:
     """Tasks found in files and folders (recursively), optionally filtered by name globs.
 
     ``options`` go to the dialect adapters: ``probsem_norm`` (bool) and ``probsem_temp`` (float).
+    ``problems``: a list that receives ``{"file", "error"}`` for each file in a folder that could not be
+    loaded, instead of the first such error stopping the load.
     """
-    return collect_tasks(paths, select=select, options=options)
+    return collect_tasks(paths, select=select, options=options, problems=problems)
 
 
 def evaluate(
@@ -103,15 +108,22 @@ def evaluate(
     """
     started = time.perf_counter()
     task_list = list(tasks)
+    skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
+    named: set[Path] | None = None
     if task_list and not isinstance(task_list[0], Task):
-        task_list = collect_tasks(task_list, select=select, options=dialect_options)
+        named = {Path(p).resolve() for p in task_list if Path(p).is_file()}
+        task_list = collect_tasks(task_list, select=select, options=dialect_options, problems=skipped)
     if data_path is not None:
         variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
         from proctor.errors import ProctorError
 
-        raise ProctorError("no tasks found")
-    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+        raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
+    if named is None:
+        prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+    else:
+        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, chat=chat, mc_format=mc_format,
+                                  mc_shuffle_seed=mc_shuffle_seed)
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     if isinstance(model, str):
@@ -129,11 +141,31 @@ def evaluate(
     try:
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
-            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
+            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed), skipped,
         )
     finally:
         if owned is not None:
             owned.close()
+
+
+def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict], variables, **options) -> list:
+    """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
+    others go on. A task from a file named directly, or the failure of every task, still raises."""
+    from proctor.errors import TaskDefinitionError
+
+    prepared, first = [], None
+    for task in tasks:
+        try:
+            prepared.append(prepare_task(task, variables or {}, **options))
+        except TaskDefinitionError as exc:
+            if task.file is None or task.file.resolve() in named:
+                raise
+            first = first or exc
+            logging.getLogger("proctor").warning("skipping task '%s': %s", task.name, exc)
+            skipped.append({"task": task.name, "file": str(task.file), "error": str(exc)})
+    if not prepared and first is not None:
+        raise first
+    return prepared
 
 
 def _cluster_options(workers: int | None, cluster: Any):
@@ -155,7 +187,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options,
+    progress, command, cache, chunk_size, update, restart, export, mc_options, skipped=(),
 ) -> EvaluationResult:
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -187,6 +219,8 @@ def _evaluate_loaded(
         "groups": {},
         "timing": {"model_load_seconds": round(load_seconds, 3)},
     }
+    if skipped:  # files / tasks found in folders that could not be loaded or prepared, with their errors
+        results["skipped"] = list(skipped)
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
             for item in built:

@@ -265,11 +265,31 @@ def validate(
     variables = _variables(data_dir, var)
     if data_path is not None:
         variables["DATA_PATH"] = str(data_path.resolve())
-    found = load_tasks(paths, options=_dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data))
+    options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data)
+    # every file's problems are reported, not only the first one's
+    problems: list[dict] = []
+    found = []
+    for path in paths:
+        try:
+            found += load_tasks([path], options=options, problems=problems)
+        except ProctorError as exc:
+            problems.append({"file": str(path), "error": str(exc)})
+    valid = 0
     for task in found:
-        prepared = prepare_task(task, variables)
+        try:
+            prepared = prepare_task(task, variables)
+        except ProctorError as exc:
+            problems.append({"task": task.name, "file": str(task.file), "error": str(exc)})
+            continue
+        valid += 1
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")
-    console.print(f"{len(found)} task(s) valid")
+    from rich.markup import escape
+
+    for problem in problems:
+        err_console.print(f"[bold red]error:[/bold red] {escape(problem['error'])}", highlight=False, soft_wrap=True)
+    console.print(f"{valid} task(s) valid")
+    if problems:
+        raise ProctorError(f"{len(problems)} file(s) or task(s) have problems (above)")
 
 
 @app.command()

@@ -48,12 +48,19 @@ def _load_file(path: Path, explicit: bool, options: Mapping[str, Any] | None) ->
 
 
 def collect_tasks(
-    paths: Iterable[str | Path], *, select: Iterable[str] | None = None, options: Mapping[str, Any] | None = None
+    paths: Iterable[str | Path],
+    *,
+    select: Iterable[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    problems: list[dict] | None = None,
 ) -> list[Task]:
     """All tasks under ``paths`` (files and folders, folders searched recursively).
 
     ``select`` keeps tasks whose names match any of the given glob patterns; ``options`` go to the
-    dialect adapters (see ``proctor.api.load_tasks``).
+    dialect adapters (see ``proctor.api.load_tasks``). A file found in a folder that cannot be loaded
+    does not stop the others: with ``problems`` given, ``{"file", "error"}`` is appended to it and a
+    warning logged (as GLM-130B's evaluate.sh over a folder, one bad YAML must not hide the rest);
+    without it the error is raised. A file named directly always raises.
     """
     import fnmatch
 
@@ -65,7 +72,15 @@ def collect_tasks(
         if not path.exists():
             raise TaskDefinitionError("no such file or folder", file=path)
         for file in find_task_files(path):
-            for task in _load_file(file, explicit=file == path, options=options):
+            try:
+                loaded = _load_file(file, explicit=file == path, options=options)
+            except TaskDefinitionError as exc:
+                if problems is None or file == path:
+                    raise
+                log.warning("skipping %s: %s", file, exc)
+                problems.append({"file": str(file), "error": str(exc)})
+                continue
+            for task in loaded:
                 if task.name in seen:
                     other = seen[task.name]
                     if other.file is not None and task.file is not None and other.file.resolve() == task.file.resolve() and other.spec == task.spec:
