@@ -82,7 +82,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
             raise TaskDefinitionError(f"missing required field '{key}'", file=path, line=getattr(document, "line", None), field=key)
     for key, (_, default) in FIELDS.items():
         config.setdefault(key, default)
-    if config["type"] not in TYPES:
+    if config["type"] not in TYPES and not (config["type"] == "other" and config["module"]):
         detail = " ('other' tasks are custom GLM code that proctor cannot run)" if config["type"] == "other" else ""
         raise TaskDefinitionError(
             f"unknown task type '{config['type']}'{detail}; use mul, gen or lm", file=path, line=lines.get("type"), field="type"
@@ -127,8 +127,6 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
             **{key: config[key] for key in _IGNORED if key != "micro_batch_size"},
         },
     }
-    if config["module"]:
-        spec["task_class"] = config["module"]
     if kind == "multiple_choice":
         spec.update(
             prompt="{{ inputs_pretokenized }}", choices="{{ choices_pretokenized }}", target="{{ label }}",
@@ -161,8 +159,30 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     return spec
 
 
+def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any) -> Task:
+    """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
+    every group, and its report hooks see all of them), run by ``proctor.glm.handler``."""
+    relative = config["path"].rstrip("/")
+    roots = [relative] if Path(relative).expanduser().is_absolute() else ["${DATA_PATH}/" + relative, str(path.parent.resolve() / relative)]
+    spec = TaskSpec.model_validate({
+        "name": config["name"],
+        "kind": "generate",
+        "description": f"GLM-130B task '{config['name']}' (type {config['type']}), task class {config['module']}",
+        "data": [DataSpec(path=root) for root in roots],
+        "prompt": "{{ _glm_input }}",
+        "target": "{{ _glm_target }}",
+        "task_class": "proctor.glm.handler.GLMModuleTask",
+        "task_options": {"module": config["module"], "yaml": str(path.resolve()), "roots": roots,
+                         "config": {k: v for k, v in config.items() if k != "stop"}},
+    })
+    task_lines = {"task_class": lines["module"]} if "module" in lines else {}
+    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines)
+
+
 def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
     config, lines = normalise(document, path)
+    if config["module"]:
+        return [_module_task(config, lines, path, document)]
     pattern = config["file_pattern"]
     groups = [("all", pattern, config["name"])] if isinstance(pattern, str) else [
         (group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()

@@ -6,6 +6,7 @@ Anything wrong with a task, its data or its templates surfaces here, before a mo
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -81,8 +82,12 @@ def prepare_task(
         from proctor.tasks.custom import load_task_class
 
         handler = load_task_class(spec, task.base_dir, file)
-    if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders)
-        samples = handler.load_samples(limit=min(x for x in (limit, spec.limit) if x is not None) if (limit or spec.limit) else None)
+    if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
+        cut = min(x for x in (limit, spec.limit) if x is not None) if (limit or spec.limit) else None
+        if "variables" in inspect.signature(handler.load_samples).parameters:
+            samples = handler.load_samples(limit=cut, variables=variables)
+        else:
+            samples = handler.load_samples(limit=cut)
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
@@ -105,8 +110,10 @@ def prepare_task(
             raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
     if mc_format not in MC_FORMATS:
         raise TaskDefinitionError(f"mc_format must be one of {MC_FORMATS}, got '{mc_format}'", file=file)
+    # a task class that scores whole files itself (GLM-130B's metrics) has no per-sample metrics
+    metrics = () if getattr(handler, "scores_itself", False) else _metrics(task)
     return PreparedTask(
-        task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed
+        task, prepared, metrics, task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed
     )
 
 

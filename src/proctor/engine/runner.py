@@ -347,4 +347,7 @@ def score_outcomes(
             key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown
         }
         result["breakdown_stats"] = {key: breakdown_stats(parts) for key, parts in result["breakdown"].items()}
+    extras = getattr(built.handler, "result_extras", None)
+    if callable(extras):  # a task class's own per-file / per-group report (GLM-130B task classes)
+        result.update(extras())
     return TaskOutcome(spec.name, result, records)
