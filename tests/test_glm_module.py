@@ -428,3 +428,119 @@ def test_plain_lm_class_uses_glm_word_count(glm_repo, tiny_model, reference, tmp
         loss -= sum(reference.logprobs(_context(tiny_model, prompt) + scored, len(scored)))
     ppl = math.exp(min(20, loss / len(text.strip().split(" "))))  # GLM's calculate_perplexity
     assert result.tasks["PTB"]["metrics"]["PPL"]["value"] == pytest.approx(ppl, rel=1e-5)
+
+
+LASTWORD_ROWS = [
+    {"inputs_pretokenized": "The cat sat on the", "targets_pretokenized": ["mat"]},
+    {"inputs_pretokenized": "She opened the front", "targets_pretokenized": ["door"]},
+]
+
+
+def _glm_beam_search(reference, ctx, *, num_beams, max_gen, length_penalty, ngram, banned_first, eos):
+    """GLM-130B's BeamSearchStrategy (deterministic, consider_end, end tokens [eop, eos] -> 2), written out for
+    one item: candidates = top (2 + 1) * num_beams of beam score + log-softmax; an end token finishes a beam
+    (penalised score / ((5 + len) / 6) ** length_penalty, len counting the context); n-gram bans as GLM keeps them."""
+    import torch
+
+    def penalised(score, length):
+        return float(score) / ((5.0 + length) / 6) ** length_penalty
+
+    beams, scores, bans = [list(ctx)], [0.0], [{}]
+    ended: list[tuple[float, list[int]]] = []
+    done = False
+    for step in range(max_gen):
+        candidates = []
+        for i, seq in enumerate(beams):
+            logits = reference.next_logits(seq).clone()
+            if step == 0:
+                logits[[t for t in banned_first if t < logits.shape[0]]] = -65504
+            if ngram > 0 and len(seq) > ngram:
+                for t in bans[i].get(tuple(seq[-(ngram - 1):]), ()):
+                    logits[t] = -65504
+            lp = torch.log_softmax(logits, dim=-1) + scores[i]
+            top = torch.topk(lp, k=3 * num_beams)
+            candidates += [(float(v), i, int(t)) for v, t in zip(top.values, top.indices)]
+        candidates.sort(key=lambda c: -c[0])
+        candidates = candidates[: 3 * num_beams]
+        new_beams, new_scores, new_bans = [], [], []
+        for score, i, token in candidates:
+            seq = beams[i] + [token]
+            if token == eos:
+                ended.append((penalised(score, len(seq)), seq))
+                ended.sort(key=lambda e: -e[0])
+                del ended[num_beams:]
+            elif len(new_beams) < num_beams:
+                new_beams.append(seq)
+                new_scores.append(score)
+                ban = dict(bans[i])
+                key = tuple(beams[i][-(ngram - 1):])
+                ban[key] = ban.get(key, ()) + (token,)
+                new_bans.append(ban)
+            else:
+                break
+        length = len(beams[0]) + 1
+        beams, scores, bans = new_beams, new_scores, new_bans
+        if len(ended) == num_beams and ended[-1][0] >= penalised(max(scores), length):
+            done = True
+            break
+    if not done:
+        for seq, score in zip(beams, scores):
+            ended.append((penalised(score, len(seq)), seq))
+            ended.sort(key=lambda e: -e[0])
+            del ended[num_beams:]
+    out = []
+    for _, seq in ended:
+        generated = seq[len(ctx):]
+        out.append(generated[:-1] if generated and generated[-1] == eos else generated)
+    return out
+
+
+def test_lambada_style_beam_search_with_own_strategy(glm_repo, tiny_model, reference, tmp_path):
+    import string
+
+    write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
+    result = evaluate([glm_repo / "tasks" / "lastword" / "lastword.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    # the strategy subclass bans these as the first token (GLM's id 146337 among them: out of this vocabulary)
+    banned = [146337] + [reference.ids(m)[0] for m in string.punctuation if len(reference.ids(m)) == 1]
+    hits = []
+    for row, record in zip(LASTWORD_ROWS, records(result.run_dir)):
+        ctx = _context(tiny_model, reference.ids(row["inputs_pretokenized"]))
+        beams = _glm_beam_search(reference, ctx, num_beams=3, max_gen=3, length_penalty=0.6, ngram=3, banned_first=banned,
+                                 eos=reference.eos)
+        word = reference.tokenizer.decode(beams[0], skip_special_tokens=True).strip().split(" ")[0]
+        assert record["prediction"] == reference.ids(word)  # the class's first-word rule on the best beam
+        hits.append(word == row["targets_pretokenized"][0])
+    assert all(r["prediction"] for r in records(result.run_dir))  # real words, not empty beams
+    assert result.tasks["LastWord"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(hits) / len(hits))
+
+
+def _greedy(reference, ctx, max_new, eos):
+    out = []
+    for _ in range(max_new):
+        token = int(reference.next_logits(ctx + out).argmax())
+        out.append(token)
+        if token == eos:
+            break
+    return out[:-1] if out and out[-1] == eos else out
+
+
+def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, reference, tmp_path):
+    yaml_path = write(glm_repo / "tasks" / "lastword" / "greedy.yaml", """
+        name: "LastWordGreedy"
+        type: "gen"
+        module: "tasks.lastword.task.LastWord"
+        path: "lastword"
+        file-pattern:
+          test: "**/test.jsonl"
+        max_gen_length: 4
+    """)
+    write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    hits = []
+    for row, record in zip(LASTWORD_ROWS, records(result.run_dir)):
+        generated = _greedy(reference, _context(tiny_model, reference.ids(row["inputs_pretokenized"])), 4, reference.eos)
+        word = reference.tokenizer.decode(generated, skip_special_tokens=True).strip().split(" ")[0]
+        assert record["prediction"] == reference.ids(word)  # the class's first-word rule on GLM's greedy output
+        hits.append(word.strip() == row["targets_pretokenized"][0].strip())
+    assert all(r["prediction"] for r in records(result.run_dir))
+    assert result.tasks["LastWordGreedy"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(hits) / len(hits))
