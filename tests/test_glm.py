@@ -41,21 +41,22 @@ def test_example_yamls_parse():
     tasks = {t.name: t for t in load_tasks([folder])}
     assert set(tasks) == {
         "mytask_mul/validation", "glue_cola/validation", "openbook_qa/test", "openbook_qa/validation", "C3",
-        "LAMBADA/test", "LAMBADA/validation", "WikiText-2/test",
-        "MMLU/stem", "MMLU/social_sciences", "MMLU/humanities", "MMLU/other",
+        "LAMBADA", "WikiText-2/test", "MMLU",  # module: task classes: one task per YAML, groups inside
     }
     assert {t.dialect for t in tasks.values()} == {"glm130b"}
     assert tasks["openbook_qa/test"].spec.task_options["micro_batch_size"] == 18  # snake_case key
     assert tasks["glue_cola/validation"].spec.task_options["micro_batch_size"] == 30  # kebab-case key
     assert tasks["C3"].spec.data[0].path == "${DATA_PATH}/CLUE/c3/**/*.json*"  # GLM's default file pattern
-    lambada = tasks["LAMBADA/test"].spec
-    assert lambada.kind == "generate" and lambada.task_class == "tasks.lambada.task.LAMBADA"
-    assert (lambada.generation.num_beams, lambada.generation.max_tokens, lambada.generation.no_repeat_ngram_size) == (16, 5, 3)
+    lambada = tasks["LAMBADA"].spec
+    assert lambada.task_class == "proctor.glm.handler.GLMModuleTask" and lambada.task_options["module"] == "tasks.lambada.task.LAMBADA"
+    glm = lambada.task_options["config"]
+    assert (glm["num_beams"], glm["max_gen_length"], glm["no_repeat_ngram_size"], glm["use_task_mask"]) == (16, 5, 3, True)
+    assert glm["file_pattern"] == {"test": "**/test.jsonl", "validation": "**/validation.jsonl"}
     wiki = tasks["WikiText-2/test"].spec
     assert wiki.kind == "perplexity" and (wiki.perplexity.window, wiki.perplexity.stride) == (2047, 256)
     assert wiki.data[0].format == "text" and wiki.metrics[0].name == "PPL"
     assert [m.name for m in tasks["C3"].spec.metrics] == ["Accuracy"]
-    assert tasks["MMLU/stem"].spec.data[1].path.endswith("MMLU/stem/*.json")
+    assert tasks["MMLU"].spec.task_options["roots"][0] == "${DATA_PATH}/MMLU"
 
 
 def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
@@ -69,7 +70,7 @@ def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
     (task,) = load_tasks([path])
     with pytest.raises(TaskDefinitionError) as info:
         prepare_task(task, {})
-    assert info.value.field == "task_class" and str(path) in str(info.value) and "tasks/nowhere.py" in str(info.value)
+    assert info.value.field == "module" and str(path) in str(info.value) and "tasks/nowhere.py" in str(info.value)
 
 
 @pytest.fixture

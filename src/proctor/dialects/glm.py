@@ -121,6 +121,7 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
         "data": _sources(config, pattern, yaml_dir, fmt),
         "metrics": config["metrics"] if config["metrics"] is not None else DEFAULT_METRICS[config["type"]],
         "breakdown": ["_source"],
+        **({"task_class": config["module"]} if config["module"] else {}),
         "task_options": {
             "glm_group": group,
             "micro_batch_size": config["micro_batch_size"],
@@ -179,10 +180,28 @@ def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, docu
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines)
 
 
+def _proctor_class(reference: str, yaml_dir: Path) -> bool:
+    """Whether ``module:`` names a class written for proctor (``proctor.tasks.custom``) rather than for
+    GLM's ``evaluation`` package: read (not run) from the file it points to."""
+    if ":" in reference:
+        file = Path(reference.rpartition(":")[0]).expanduser()
+        files = [file if file.is_absolute() else yaml_dir / file]
+    else:
+        relative = Path(*reference.rpartition(".")[0].split(".")).with_suffix(".py")
+        files = [folder / relative for folder in [yaml_dir.resolve(), *yaml_dir.resolve().parents]]
+    for file in files:
+        if file.is_file():
+            return "proctor.tasks.custom" in file.read_text(encoding="utf-8", errors="replace")
+    return False
+
+
 def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
     config, lines = normalise(document, path)
-    if config["module"]:
+    proctor_class = bool(config["module"]) and _proctor_class(config["module"], path.parent)
+    if config["module"] and not proctor_class:
         return [_module_task(config, lines, path, document)]
+    if config["type"] not in TYPES:
+        raise TaskDefinitionError("'type: other' needs a GLM task class (module:)", file=path, line=lines.get("type"), field="type")
     pattern = config["file_pattern"]
     groups = [("all", pattern, config["name"])] if isinstance(pattern, str) else [
         (group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()
