@@ -50,15 +50,27 @@ def _prefix_space_tokenizer(path: str):
 class CogSci2023Task(MultipleChoiceTask):
     """Each context's programs scored as the branch scores them; ``outcome`` gets (log-probs, counts)."""
 
-    def _tokenizer(self, model: Any):
+    def _encoder(self, model: Any):
+        """text -> token ids as the branch encodes it. Its tokenizer is loaded with add_prefix_space=True
+        (needed for is_split_into_words); where that load is not possible, each word is encoded with a
+        leading space and the tokenizer's special tokens are added around them (the same ids for
+        byte-level BPE tokenizers)."""
         require_local(model, WHAT)
-        path = getattr(model, "path", None)
-        # the branch loads the tokenizer with add_prefix_space=True (needed for is_split_into_words)
-        return _prefix_space_tokenizer(str(path)) if path else model.tokenizer
+        try:
+            tokenizer = _prefix_space_tokenizer(str(model.path))
+            tokenizer(["a"], is_split_into_words=True)
+            return lambda text: list(tokenizer(words(text), is_split_into_words=True).input_ids)
+        except Exception:  # no loadable folder, or a tokenizer without pre-split input
+            base = model.tokenizer
+
+            def encode(text: str) -> list[int]:
+                ids = [i for w in words(text) for i in base(" " + w, add_special_tokens=False).input_ids]
+                return list(base.build_inputs_with_special_tokens(ids))
+
+            return encode
 
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
-        tokenizer = self._tokenizer(self.model)
-        encode = lambda text: tokenizer(words(text), is_split_into_words=True).input_ids  # noqa: E731
+        encode = self._encoder(self.model)
         sequences, counts = [], []
         for item in batch:
             fields = item["fields"]
