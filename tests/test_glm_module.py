@@ -544,3 +544,29 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
         hits.append(word.strip() == row["targets_pretokenized"][0].strip())
     assert all(r["prediction"] for r in records(result.run_dir))
     assert result.tasks["LastWordGreedy"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(hits) / len(hits))
+
+
+def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
+    from fakes import FakeModel
+
+    from proctor.errors import ProctorError
+
+    write_jsonl(tmp_path / "DATA" / "exam" / "science" / "a.json",
+                [{"inputs_pretokenized": "1+1=", "choices_pretokenized": ["2", "3"], "label": 0}])
+    with pytest.raises(ProctorError, match="needs a local Hugging Face model"):
+        evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], FakeModel(), output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    # a class that does not import fails at prepare, before any model, naming the YAML and the field
+    bad = write(glm_repo / "tasks" / "exam" / "broken.yaml", """
+        name: Broken
+        type: mul
+        module: tasks.exam.missing.Nothing
+        path: exam
+    """)
+    from proctor.engine.prepare import prepare_task
+    from proctor.api import load_tasks
+    from proctor import TaskDefinitionError
+
+    (task,) = load_tasks([bad])
+    with pytest.raises(TaskDefinitionError) as info:
+        prepare_task(task, {"DATA_PATH": str(tmp_path / "DATA")})
+    assert info.value.field == "module" and str(bad) in str(info.value)

@@ -4,6 +4,10 @@ Keys may be written snake_case or kebab-case, as GLM's dataclass_wizard accepts.
 relative to the data root (``--data-path``, GLM's DATA_PATH; or ``${DATA_PATH}`` in the
 environment), else to the YAML's folder. Every data file is reported on its own (prompt variants)
 and each group gets GLM's max / median / example-weighted average over its files.
+
+A ``module:`` class written for GLM's ``evaluation`` package makes one task for the whole YAML, run by
+``proctor.glm.handler`` (the class's own ``evaluate`` covers every group); a class written for proctor
+(it imports ``proctor.tasks.custom``) is a ``task_class`` of each group's task.
 """
 
 from __future__ import annotations

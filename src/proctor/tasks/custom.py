@@ -1,6 +1,7 @@
 """User task classes: override the per-batch prediction, call the model directly.
 
-A task's ``task_class`` (GLM-130B's ``module:``) names a subclass of :class:`MultipleChoiceTask` or
+A task's ``task_class`` (a GLM-130B ``module:`` written for proctor; classes written for GLM's own
+``evaluation`` package run through ``proctor.glm``) names a subclass of :class:`MultipleChoiceTask` or
 :class:`GenerationTask`. proctor prepares the samples as usual (data, prompts, targets), hands them to
 ``predict_single_batch`` in batches of ``micro_batch_size`` and scores the predictions with the task's
 metrics. Inside, ``self.model`` offers ``cond_log_prob(contexts, choices)`` and
