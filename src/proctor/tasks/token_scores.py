@@ -52,16 +52,25 @@ def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: S
     return out
 
 
-def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task"):
-    """The logits for the token after each sequence (a [len(sequences), vocab] float tensor)."""
+def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32):
+    """The logits for the token after each sequence (a [len(sequences), vocab] float tensor). Sequences of
+    the same length (the beams of one item) go through the model together, without padding."""
     import torch
 
     module = require_local(model, what)
     device = getattr(model, "device", "cpu")
     limit = max_positions(model)
-    rows = []
+    rows = [list(tokens)[-limit:] for tokens in sequences]
+    by_length: dict[int, list[int]] = {}
+    for index, row in enumerate(rows):
+        by_length.setdefault(len(row), []).append(index)
+    out: list = [None] * len(rows)
     with torch.inference_mode():
-        for tokens in sequences:
-            ids = torch.tensor([list(tokens)[-limit:]], device=device)
-            rows.append(module(input_ids=ids).logits[0, -1].float())
-    return torch.stack(rows)
+        for indices in by_length.values():
+            for start in range(0, len(indices), batch):
+                chunk = indices[start : start + batch]
+                ids = torch.tensor([rows[i] for i in chunk], device=device)
+                logits = module(input_ids=ids).logits[:, -1].float()
+                for i, row_logits in zip(chunk, logits):
+                    out[i] = row_logits
+    return torch.stack(out)
