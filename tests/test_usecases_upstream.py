@@ -103,11 +103,13 @@ def test_metric_files_may_set_their_own_name():
 # ---------------------------------------------------------------- a class-only upstream file from the CLI
 def test_upstream_class_only_file_runs_from_the_command_line(tiny_model_dir, tmp_path):
     run_dir = tmp_path / "run"
+    settings = tmp_path / "gen.json"  # only generation settings here; data and metrics on the command line win
+    settings.write_text(json.dumps({"gen_kwargs": {"max_new_tokens": 3}, "evaluation_metrics": ["StrictInstruction"]}))
     args = [
         "run", str(MCQA_FILE), "--model", str(tiny_model_dir), "-o", str(run_dir), "--quiet",
         "--use-case-data", str(MCQA_DATA), "--use-case-metric", "MCQAAccuracy", "--use-case-metric", "MCQAPositionalBias",
         "--use-case-metric", f"{UPSTREAM / 'metrics' / 'answered_share.py'}:AnsweredShare",
-        "--use-case-arg", "num_shuffling_runs=3", "--batch-size", "2",
+        "--use-case-arg", "num_shuffling_runs=3", "--batch-size", "2", "--use-case-config", str(settings),
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -232,11 +234,12 @@ def test_calibration_accepts_confidence_scores_and_matches_upstream_bins():
 
 # ---------------------------------------------------------------- a benchmark script with AISteer360's API
 def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_path):
+    from proctor.usecases.aisteer_names import run_script
+
     save_dir = tmp_path / "bench"
-    env_path = str(Path(__file__).resolve().parents[1] / "src")
-    cmd = [sys.executable, "-m", "proctor.usecases.aisteer_names", str(UPSTREAM / "benchmark.py"), str(tiny_model_dir), str(save_dir)]
-    env = {**__import__("os").environ, "PYTHONPATH": env_path}
-    subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    args = [str(tiny_model_dir), str(save_dir)]
+    namespace = run_script(str(UPSTREAM / "benchmark.py"), args)  # as `python -m proctor.usecases.aisteer_names`
+    assert list(namespace["summary"]["n_trials"]) == [2]
     checkpoint = json.loads((save_dir / "checkpoint.json").read_text())
     runs = checkpoint["profiles"]["baseline"]
     assert [r["trial_id"] for r in runs] == [0, 1]
@@ -254,6 +257,6 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
 
     before = stored()
     (save_dir / "checkpoint.json").unlink()
-    subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    run_script(str(UPSTREAM / "benchmark.py"), args)
     assert stored() == before
     assert json.loads((save_dir / "checkpoint.json").read_text())["profiles"]["baseline"] == runs

@@ -92,7 +92,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     from proctor.models.registry import load_model
     from proctor.usecases.controls import Control
     from proctor.usecases.pipeline import SteeringPipeline
-    from proctor.usecases.runfile import _import
+    from proctor.usecases.runfile import import_user_file
 
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
@@ -100,7 +100,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     path = Path(file)
     if not path.is_file():
         raise ModelLoadError(f"--model steer:{spec}: no such file {path}")
-    module = _import(path)
+    module = import_user_file(path)
     if not hasattr(module, name):
         raise TaskDefinitionError(f"the file defines no '{name}'", file=path, field=name)
     value = getattr(module, name)
