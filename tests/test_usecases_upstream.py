@@ -260,3 +260,77 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
     run_script(str(UPSTREAM / "benchmark.py"), args)
     assert stored() == before
     assert json.loads((save_dir / "checkpoint.json").read_text())["profiles"]["baseline"] == runs
+
+
+def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_model_dir, tmp_path):
+    import sqlite3
+
+    from proctor.usecases import SystemPrompt
+
+    with aisteer360_names():
+        from aisteer360.evaluation.benchmark import Benchmark
+        from aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_accuracy import MCQAAccuracy
+        from aisteer360.evaluation.use_cases.commonsense_mcqa.use_case import CommonsenseMCQA
+
+    save_dir = tmp_path / "bench"
+
+    def run() -> dict:
+        case = CommonsenseMCQA(evaluation_data=str(MCQA_DATA), evaluation_metrics=[MCQAAccuracy()], num_shuffling_runs=1)
+        bench = Benchmark(
+            case, str(tiny_model_dir), {"baseline": [], "prompted": [SystemPrompt("Answer with one letter.")]},
+            None, {"torch_dtype": "float32"}, {"max_new_tokens": 3}, "cpu", 1, 4, save_dir,  # AISteer360's positional order
+        )
+        return bench.run()
+
+    def stored() -> int:
+        with sqlite3.connect(save_dir / "store.sqlite") as db:
+            return db.execute("select count(*) from responses").fetchone()[0]
+
+    first = run()
+    prompted = first["prompted"][0]["generations"]
+    assert all("Answer with one letter." in g["adapted_prompt"] for g in prompted)
+    count = stored()
+    with sqlite3.connect(save_dir / "store.sqlite") as db:
+        fingerprints = [json.loads(f) for (f,) in db.execute("select fingerprint from models")]
+    assert len(fingerprints) == 2 and any("steering" in f for f in fingerprints)  # the steered model's answers are stored
+    (save_dir / "checkpoint.json").unlink()
+    assert run() == first and stored() == count  # both configurations answered from the store
+
+
+# ---------------------------------------------------------------- LLM judge metrics in AISteer360's format
+def test_judge_score_reader_follows_upstream_rules():
+    from proctor.usecases.judge import read_score
+
+    assert read_score('Sure.\n```json\n{"score": 4.5}\n```', (1, 5)) == 4.5
+    assert read_score('{"score": 9}', (1, 5)) == 5 and read_score('{"score": -2}', (1, 5)) == 1  # clamped
+    with pytest.raises(ValueError, match="no 'score'"):
+        read_score('```json\n{"grade": 3}\n```', (1, 5))
+    with pytest.raises(ValueError, match="no JSON"):
+        read_score("four", (1, 5))
+
+
+def test_upstream_judge_metric_file_scores_with_a_real_judge(tiny_model):
+    from proctor.usecases.generation import batch_retry_generate
+
+    with aisteer360_names():
+        sys.path.insert(0, str(UPSTREAM / "metrics"))
+        try:
+            from brevity import Brevity
+        finally:
+            sys.path.remove(str(UPSTREAM / "metrics"))
+    responses, prompts = ["Paris.", "It is, as everyone knows, the city of Paris in France."], ["Capital of France?"] * 2
+    parser = lambda text: len(text) % 5 + 1  # noqa: E731  (a custom parser: structured_output=False)
+    metric = Brevity(tiny_model, structured_output=False, parser=parser, gen_kwargs={"max_new_tokens": 6})
+    out = metric(responses=responses, prompts=prompts)
+    # the judge's replies to the same rendered prompts, scored by AISteer360's aggregation:
+    # per-response mean over draws, then the mean over responses
+    rendered = metric.render(responses, prompts)
+    assert "RESPONSE:\nParis." in rendered[0] and "{" not in rendered[0]
+    replies = batch_retry_generate([{"prompt": p} for p in rendered], tiny_model, gen_kwargs={"max_new_tokens": 6, "seed": 0})
+    expected = [float(parser(r)) for r in replies]
+    assert out["scores"] == expected and out["raw_scores"] == [[e] for e in expected]
+    assert out["mean_score"] == pytest.approx(sum(expected) / 2)
+    with pytest.raises(ValueError, match="greedy reply"):  # the random model writes no JSON score
+        Brevity(tiny_model, gen_kwargs={"max_new_tokens": 4})(responses=responses, prompts=prompts)
+    with pytest.raises(ValueError, match="temperature"):
+        Brevity(tiny_model, gen_kwargs={"num_return_sequences": 2})

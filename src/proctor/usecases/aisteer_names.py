@@ -26,7 +26,11 @@ _NAMES: dict[str, dict[str, str]] = {
     "aisteer360.evaluation.use_cases.commonsense_mcqa.use_case": {"CommonsenseMCQA": "proctor.usecases.mcqa:CommonsenseMCQA"},
     "aisteer360.evaluation.use_cases.instruction_following": {"InstructionFollowing": "proctor.usecases.ifeval:InstructionFollowing"},
     "aisteer360.evaluation.use_cases.instruction_following.use_case": {"InstructionFollowing": "proctor.usecases.ifeval:InstructionFollowing"},
-    "aisteer360.evaluation.metrics": {"Metric": "proctor.usecases.metrics:Metric"},
+    "aisteer360.evaluation.metrics": {"Metric": "proctor.usecases.metrics:Metric", "LLMJudgeMetric": "proctor.usecases.judge:LLMJudgeMetric"},
+    "aisteer360.evaluation.metrics.base_judge": {
+        "LLMJudgeMetric": "proctor.usecases.judge:LLMJudgeMetric",
+        "build_structured_parser": "proctor.usecases.judge:build_structured_parser",
+    },
     "aisteer360.evaluation.metrics.base": {"Metric": "proctor.usecases.metrics:Metric"},
     "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_accuracy": {"MCQAAccuracy": "proctor.usecases.mcqa_metrics:MCQAAccuracy"},
     "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_calibration": {"MCQACalibration": "proctor.usecases.mcqa_metrics:MCQACalibration"},

@@ -74,6 +74,11 @@ def _generate_once(
     from proctor.usecases.pipeline import SteeringPipeline
 
     if isinstance(target, SteeringPipeline):
+        from proctor.usecases.steered_model import engine_model
+
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the engine: the run store answers what it holds
+            return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
         return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
     if isinstance(target, Model):
         from proctor.engine.calls import run_generate
