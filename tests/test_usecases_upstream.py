@@ -248,6 +248,7 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
         trial_mean, _ = upstream_accuracy([x["response"] for x in g], [x["reference_answer"] for x in g], [x["question_id"] for x in g])
         assert run["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(trial_mean)
     assert (save_dir / "store.sqlite").exists()
+    assert json.loads((save_dir / "profiles.json").read_text())["baseline"] == runs  # the use case's export, as upstream calls it
     # Lose the checkpoint: the rerun recomputes the trials, and every request comes from the store.
     import sqlite3
 

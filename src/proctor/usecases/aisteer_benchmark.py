@@ -9,11 +9,15 @@ in ``save_dir``). ``hf_model_kwargs`` / ``device_map`` become the proctor model'
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any, Mapping
 
 from proctor.usecases.base import UseCase
 from proctor.usecases.benchmark import Benchmark
+
+log = logging.getLogger(__name__)
 
 # HF from_pretrained keywords proctor's HFModel takes, under proctor's names
 _HF_OPTIONS = {"revision": "revision", "trust_remote_code": "trust_remote_code"}
@@ -65,3 +69,14 @@ class AISteerBenchmark(Benchmark):
         self.base_model_name_or_path = base_model_name_or_path
         self.hf_model_kwargs = dict(hf_model_kwargs or {})
         self.device_map = device_map
+
+    def run(self) -> dict[str, list[dict]]:
+        """Proctor's run; then, with ``save_dir``, the use case's ``export`` as AISteer360 calls it
+        (a failing export is logged, not raised)."""
+        profiles = super().run()
+        if self.save_dir is not None:
+            try:
+                self.use_case.export(json.loads(json.dumps(profiles, default=str)), str(self.save_dir))
+            except Exception:
+                log.exception("%s.export failed", type(self.use_case).__name__)
+        return profiles
