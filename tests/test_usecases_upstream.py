@@ -230,6 +230,11 @@ def test_calibration_accepts_confidence_scores_and_matches_upstream_bins():
     out = MCQACalibration()(responses=responses, reference_answers=answers, confidence_scores=confidences)
     assert out["ece"] == pytest.approx(ece, abs=1e-12)
     assert out["avg_confidence"] == pytest.approx(avg_conf) and out["overconfidence"] == pytest.approx(over)
+    # 0.3 and 0.6 sit just under linspace's edges (0.30000000000000004, 0.6000000000000001), so upstream
+    # bins them with 0.25 and 0.55: ECE 0.15 (binning by int(c * 10) would give 0.475)
+    edge = dict(responses=["A", "B", "A", "B"], reference_answers=["A"] * 4, confidence_scores=[0.3, 0.25, 0.6, 0.55])
+    assert upstream_ece(edge["responses"], edge["reference_answers"], edge["confidence_scores"])[0] == pytest.approx(0.15)
+    assert MCQACalibration()(**edge)["ece"] == pytest.approx(0.15)
 
 
 # ---------------------------------------------------------------- a benchmark script with AISteer360's API
