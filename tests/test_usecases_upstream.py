@@ -6,7 +6,6 @@ a config file, rows without ids, ``confidence_scores``, and a benchmark script u
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from collections import Counter, defaultdict
