@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.usecases.runfile import _import
+from proctor.usecases.runfile import import_user_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -66,7 +66,7 @@ def _responses(entry):
 
 
 def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
-    module = _import(definition)
+    module = import_user_file(definition)
     bench = module.make(tiny_model)
     ids = [(c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in bench.configurations]
     assert ids == [(c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in module.make(tiny_model).configurations]
@@ -112,7 +112,7 @@ def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir
 
     from proctor.models.hf import HFModel
 
-    module = _import(definition)
+    module = import_user_file(definition)
     model = HFModel(tiny_model_dir, batch_size=4)
     events = []
     resumed = module.make(model, save, events.append).run()

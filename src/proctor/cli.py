@@ -150,6 +150,10 @@ def run(
     model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),
     mc_format: str = typer.Option("auto", "--mc-format", help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options)."),
     mc_shuffle: Optional[int] = typer.Option(None, "--mc-shuffle", help="With the generate format: shuffle the lettered options, seeded per sample by this seed."),
+    use_case_data: Optional[Path] = typer.Option(None, "--use-case-data", help="Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class."),
+    use_case_metric: Optional[List[str]] = typer.Option(None, "--use-case-metric", help="Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable)."),
+    use_case_arg: Optional[List[str]] = typer.Option(None, "--use-case-arg", help="Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable)."),
+    use_case_config: Optional[Path] = typer.Option(None, "--use-case-config", help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size."),
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
@@ -167,18 +171,24 @@ def run(
     elif model_arg:
         options.update(_model_args(model_arg))
     if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
+        from proctor.usecases.runconfig import UseCaseConfig, command_line_config, read_config
         from proctor.usecases.runfile import run_use_case_files
 
+        config = command_line_config(use_case_data, use_case_metric, use_case_arg).over(
+            read_config(use_case_config) if use_case_config else UseCaseConfig()
+        )
         with _progress(quiet) as hook:
             run_dir, results = run_use_case_files(
                 paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
-                cache=cache, chunk_size=chunk_size, progress=hook, update=update, restart=restart,
+                cache=cache, chunk_size=chunk_size, progress=hook, update=update, restart=restart, config=config,
             )
         print_results(results)
         console.print(f"run folder: {run_dir}")
         return
     if any(p.suffix == ".py" for p in paths):
         raise typer.BadParameter("give either Python use case files or task files/folders, not both")
+    if use_case_data or use_case_metric or use_case_arg or use_case_config:
+        raise typer.BadParameter("--use-case-data/-metric/-arg/-config apply to Python use case files (.py) only")
     if model.startswith("vllm:") and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None

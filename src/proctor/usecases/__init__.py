@@ -10,6 +10,7 @@ from proctor.usecases.benchmark import Benchmark
 from proctor.usecases.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
 from proctor.usecases.generation import batch_retry_generate
 from proctor.usecases.ifeval import InstructionFollowing, StrictInstruction
+from proctor.usecases.judge import LLMJudgeMetric
 from proctor.usecases.mcqa import CommonsenseMCQA
 from proctor.usecases.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 from proctor.usecases.metrics import Metric
@@ -25,6 +26,7 @@ __all__ = [
     "CommonsenseMCQA",
     "ControlSpec",
     "InstructionFollowing",
+    "LLMJudgeMetric",
     "StrictInstruction",
     "Control",
     "FewShot",

@@ -3,9 +3,10 @@
 Construction rules (AISteer360's, with its gaps closed):
 
 - ``evaluation_data`` is a list of dicts or a ``.json`` / ``.jsonl`` path;
-- every row must carry an ``id`` (unique) and the class's ``_EVALUATION_REQ_KEYS``; every row is
-  checked, and ``validate_evaluation_data`` is called on it, when the use case is built — before any
-  generation — and errors name the row and its id;
+- every row must carry the class's ``_EVALUATION_REQ_KEYS`` (non-null); ``id`` is required only
+  where the class lists it (AISteer360's instruction-following rows have none), and ids, where
+  rows have them, must be unique; every row is checked, and ``validate_evaluation_data`` is called
+  on it, when the use case is built — before any generation — and errors name the row and its id;
 - ``shuffle`` uses ``random.Random(seed)`` and happens before truncation to ``num_samples``;
 - extra keyword arguments become attributes; subclasses do not define ``__init__``.
 """
@@ -69,7 +70,7 @@ def _is_missing(value: Any) -> bool:
 class UseCase(abc.ABC):
     """Base class of Python use cases. Subclasses implement ``generate`` and ``evaluate``."""
 
-    _EVALUATION_REQ_KEYS: ClassVar[Sequence[str]] = ("id",)
+    _EVALUATION_REQ_KEYS: ClassVar[Sequence[str]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -100,6 +101,7 @@ class UseCase(abc.ABC):
         if len(set(names)) != len(names):
             raise ValueError(f"two evaluation metrics share a name: {names}")
         self.evaluation_metrics = metrics
+        self._metrics_by_name = {m.name: m for m in metrics}  # AISteer360's attribute
         self.num_samples = num_samples
         self.shuffle = shuffle
         self.seed = seed
@@ -116,24 +118,26 @@ class UseCase(abc.ABC):
     # ------------------------------------------------------------------ validation
     def _check_rows(self, rows: list[Any]) -> None:
         seen: dict[Any, int] = {}
-        required = list(dict.fromkeys(["id", *self._EVALUATION_REQ_KEYS]))
+        required = list(dict.fromkeys(self._EVALUATION_REQ_KEYS))
         for index, row in enumerate(rows):
             where = f"{self._data_label}, row {index + 1}"
             if not isinstance(row, dict):
                 raise UseCaseDataError(f"{where}: expected an object, got {type(row).__name__}")
-            if "id" not in row or _is_missing(row["id"]):
+            if "id" in required and ("id" not in row or _is_missing(row["id"])):
                 raise UseCaseDataError(f"{where}: every row needs an 'id' (missing keys: {[k for k in required if k not in row]})")
-            where += f" (id {row['id']!r})"
+            if "id" in row:
+                where += f" (id {row['id']!r})"
             missing = [key for key in required if key not in row]
             if missing:
                 raise UseCaseDataError(f"{where}: missing required keys {missing}")
             empty = [key for key in required if _is_missing(row[key])]
             if empty:
                 raise UseCaseDataError(f"{where}: required keys are null or NaN: {empty}")
-            key = json.dumps(row["id"], sort_keys=True, default=str)
-            if key in seen:
-                raise UseCaseDataError(f"{where}: duplicate id (also row {seen[key] + 1})")
-            seen[key] = index
+            if "id" in row:
+                key = json.dumps(row["id"], sort_keys=True, default=str)
+                if key in seen:
+                    raise UseCaseDataError(f"{where}: duplicate id (also row {seen[key] + 1})")
+                seen[key] = index
             try:
                 self.validate_evaluation_data(row)
             except UseCaseDataError:
@@ -144,7 +148,7 @@ class UseCase(abc.ABC):
     def validate_evaluation_data(self, row: dict[str, Any]) -> None:
         """Check one row; raise ValueError with what is wrong. Called on every row at construction.
 
-        The base class has already checked ``id`` and ``_EVALUATION_REQ_KEYS``.
+        The base class has already checked ``_EVALUATION_REQ_KEYS`` and that ids are unique.
         """
 
     # ------------------------------------------------------------------ the contract
@@ -172,7 +176,7 @@ class UseCase(abc.ABC):
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict[str, Any]:
         """The attributes that shape prompts (extra kwargs, seed, sampling of the data)."""
-        skip = {"evaluation_data", "evaluation_metrics", "_data_label"}
+        skip = {"evaluation_data", "evaluation_metrics"}
         out = {}
         for key, value in vars(self).items():
             if key in skip or key.startswith("_"):

@@ -7,6 +7,9 @@
   benchmark started again on the same folder skips what the checkpoint holds. The checkpoint
   records what the benchmark was (use case, data, generation settings, model) and refuses to
   resume a different one.
+- With ``save_dir``, every request a trial sends to a proctor model goes through the engine with
+  ``save_dir/store.sqlite`` as its run store (committed chunk by chunk): a trial cut off by a kill
+  reads its finished requests back when the benchmark runs again.
 """
 
 from __future__ import annotations
@@ -157,6 +160,19 @@ class Benchmark:
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, list[dict]]:
         """Profiles ``{pipeline: [{trial_id, config_id, params, generations, evaluations}]}``."""
+        if self.save_dir is None:
+            return self._run()
+        from proctor.engine.calls import engine_session
+        from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
+
+        lookup = Lookup(ResponseStore(self.save_dir / STORE_FILE))
+        try:
+            with engine_session(lookup, name=type(self.use_case).__name__):
+                return self._run()
+        finally:
+            lookup.close()
+
+    def _run(self) -> dict[str, list[dict]]:
         profiles = self._read_checkpoint()
         done = {(p, e["config_id"], e["trial_id"]) for p, entries in profiles.items() for e in entries}
         if done:

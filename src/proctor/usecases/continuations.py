@@ -30,6 +30,11 @@ def continuation_logprobs(
     if not pairs:
         return []
     if isinstance(target, SteeringPipeline):
+        from proctor.usecases.steered_model import engine_model
+
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the engine: the run store answers what it holds
+            return continuation_logprobs(steered, tokenizer, pairs)
         rows = list(runtime) if runtime is not None else [{} for _ in pairs]
         groups: dict[str, list[int]] = {}
         for index, row in enumerate(rows):  # one steered forward setting per distinct runtime row

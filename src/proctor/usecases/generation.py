@@ -74,6 +74,11 @@ def _generate_once(
     from proctor.usecases.pipeline import SteeringPipeline
 
     if isinstance(target, SteeringPipeline):
+        from proctor.usecases.steered_model import engine_model
+
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the engine: the run store answers what it holds
+            return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
         return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
     if isinstance(target, Model):
         from proctor.engine.calls import run_generate
@@ -151,3 +156,39 @@ def batch_retry_generate(
     if return_raw:
         return parsed, raw
     return parsed
+
+
+def output_record_fields(output: Any, tokenizer: Any = None) -> dict[str, Any]:
+    """The per-item fields a generation record takes from its output (AISteer360's helper):
+    ``finish_reason`` (``None`` without an output) and, when known, ``adapted_prompt`` — the prompt
+    as the model saw it after input controls and the chat template."""
+    if output is None:
+        return {"finish_reason": None}
+    if isinstance(output, Mapping):
+        fields = {"finish_reason": output.get("finish_reason")}
+        if output.get("rendered_prompt") is not None:
+            fields["adapted_prompt"] = output["rendered_prompt"]
+        return fields
+    fields = {"finish_reason": getattr(output, "finish_reason", None)}
+    adapted = getattr(output, "adapted_input_ids", None)
+    if adapted is not None and tokenizer is not None:  # an AISteer360-style Output record
+        row = adapted[0]
+        if tokenizer.pad_token_id is not None:
+            row = row[row != tokenizer.pad_token_id]
+        fields["adapted_prompt"] = tokenizer.decode(row, skip_special_tokens=False)
+    return fields
+
+
+def log_truncation_count(outputs: Sequence[Any]) -> int:
+    """Warn once with how many generations stopped at ``max_new_tokens`` (AISteer360's helper);
+    returns that count."""
+    def reason(output: Any) -> Any:
+        return output.get("finish_reason") if isinstance(output, Mapping) else getattr(output, "finish_reason", None)
+
+    truncated = sum(1 for o in outputs if o is not None and reason(o) == "length")
+    if truncated:
+        log.warning(
+            "%d of %d generations ended on 'length' (truncated at max_new_tokens); length-sensitive metrics may be affected.",
+            truncated, len(outputs),
+        )
+    return truncated

@@ -1,7 +1,8 @@
 """Instruction following with IFEval-style strict checks for a handful of instruction kinds.
 
-Rows: ``id``, ``prompt``, ``instruction_id_list`` (IFEval ids such as ``punctuation:no_comma``) and
-``kwargs`` (one dict of arguments per instruction; ``None`` values are dropped, as in IFEval).
+Rows: ``prompt``, ``instruction_id_list`` (IFEval ids such as ``punctuation:no_comma``) and
+``kwargs`` (one dict of arguments per instruction; ``None`` values are dropped, as in IFEval);
+optionally ``id`` and ``instructions`` (AISteer360's rows carry ``instructions`` and no ``id``).
 The check is strict: the response as generated, and an empty or blank response follows nothing.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, ClassVar
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping
 
 from proctor.scoring.instructions import compare, count_words
 from proctor.usecases.base import UseCase
@@ -70,8 +72,14 @@ class StrictInstruction(Metric):
     """Share of prompts whose every instruction is followed, and share of instructions followed."""
 
     def compute(self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs) -> dict[str, Any]:
+        responses = list(responses or [])
+        if responses and all(isinstance(r, dict) for r in responses):
+            # AISteer360's form: the use case's generation records (response, instruction_id_list, kwargs)
+            instruction_id_lists = [r["instruction_id_list"] for r in responses]
+            kwargs_lists = [r["kwargs"] for r in responses]
+            responses = [r["response"] for r in responses]
         if instruction_id_lists is None or kwargs_lists is None:
-            raise ValueError("StrictInstruction needs instruction_id_lists and kwargs_lists")
+            raise ValueError("StrictInstruction needs instruction_id_lists and kwargs_lists (or generation records as responses)")
         per_prompt, followed, total = [], 0, 0
         per_kind: dict[str, list[bool]] = {}
         for response, ids, arguments in zip(responses, instruction_id_lists, kwargs_lists):
@@ -92,7 +100,7 @@ class StrictInstruction(Metric):
 class InstructionFollowing(UseCase):
     """Prompts with verifiable instructions; the reply is scored by ``StrictInstruction``."""
 
-    _EVALUATION_REQ_KEYS: ClassVar = ("id", "prompt", "instruction_id_list", "kwargs")
+    _EVALUATION_REQ_KEYS: ClassVar = ("prompt", "instruction_id_list", "kwargs")
 
     def validate_evaluation_data(self, row: dict[str, Any]) -> None:
         ids, arguments = row["instruction_id_list"], row["kwargs"]
@@ -103,7 +111,11 @@ class InstructionFollowing(UseCase):
             raise ValueError(f"unsupported instruction(s) {unknown}; supported: {sorted(CHECKS)}")
 
     def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
-        items = [{"id": row["id"], "prompt": [{"role": "user", "content": row["prompt"]}]} for row in self.evaluation_data]
+        # one prompt per row, in row order: runtime overrides match rows by id, or by position without ids
+        items = [
+            {**({"id": row["id"]} if "id" in row else {}), "prompt": [{"role": "user", "content": row["prompt"]}]}
+            for row in self.evaluation_data
+        ]
         if not items:
             return []
         _, raw, outputs = batch_retry_generate(
@@ -113,10 +125,11 @@ class InstructionFollowing(UseCase):
         )
         return [
             {
-                "id": row["id"],
+                **({"id": row["id"]} if "id" in row else {}),
                 "response": text,
                 "prompt": row["prompt"],
                 "adapted_prompt": output["rendered_prompt"],
+                **({"instructions": row["instructions"]} if "instructions" in row else {}),
                 "instruction_id_list": row["instruction_id_list"],
                 "kwargs": row["kwargs"],
                 "finish_reason": output["finish_reason"],
@@ -125,10 +138,28 @@ class InstructionFollowing(UseCase):
         ]
 
     def evaluate(self, generations: list[dict]) -> dict[str, dict]:
-        data = {
-            "responses": [g["response"] for g in generations],
-            "prompts": [g["prompt"] for g in generations],
-            "instruction_id_lists": [g["instruction_id_list"] for g in generations],
-            "kwargs_lists": [g["kwargs"] for g in generations],
-        }
-        return {metric.name: metric(**data) for metric in self.evaluation_metrics}
+        # AISteer360's call: every metric gets the generation records as ``responses`` (copies, since
+        # AISteer360's StrictInstruction rewrites their kwargs in place)
+        return {metric.name: metric(responses=[dict(g) for g in generations]) for metric in self.evaluation_metrics}
+
+
+@dataclass
+class StrictOutcome:
+    """One prompt's strict IFEval outcome, in the shape of IFEval's ``OutputExample``."""
+
+    instruction_id_list: list[str]
+    prompt: Any
+    response: str | None
+    follow_all_instructions: bool
+    follow_instruction_list: list[bool]
+
+
+def test_instruction_following_strict(example: Mapping[str, Any], prompt_to_response: Mapping[Any, str]) -> StrictOutcome:
+    """IFEval's ``evaluation_main.test_instruction_following_strict``: ``example`` has ``prompt``,
+    ``instruction_id_list`` and ``kwargs``; the response is looked up by the prompt."""
+    response = prompt_to_response[example["prompt"]]
+    results = [follows(response, i, a) for i, a in zip(example["instruction_id_list"], example["kwargs"])]
+    return StrictOutcome(list(example["instruction_id_list"]), example["prompt"], response, all(results), results)
+
+
+test_instruction_following_strict.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

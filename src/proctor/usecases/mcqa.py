@@ -167,7 +167,8 @@ class CommonsenseMCQA(UseCase):
             "num_choices": [g.get("num_choices", len(LETTERS)) for g in generations],
         }
         if generations and all("confidence" in g for g in generations):
-            data["confidences"] = [g["confidence"] for g in generations]
+            # AISteer360's MCQACalibration reads ``confidence_scores``; proctor's reads either
+            data["confidence_scores"] = data["confidences"] = [g["confidence"] for g in generations]
         return {metric.name: metric(**data) for metric in self.evaluation_metrics}
 
 

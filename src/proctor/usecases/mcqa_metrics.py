@@ -11,6 +11,8 @@ Formulas follow AISteer360's MCQA metrics with their documented bugs fixed:
 
 from __future__ import annotations
 
+import bisect
+
 import string
 from collections import defaultdict
 from typing import Any, Sequence
@@ -148,9 +150,11 @@ class MCQAPositionalBias(Metric):
 class MCQACalibration(Metric):
     """Expected calibration error over equal-width confidence bins (the last bin is closed).
 
-    Needs ``confidences`` (probability given to the chosen answer) beside ``responses`` and
-    ``reference_answers``; items with no response or no confidence are dropped.
-    ``CommonsenseMCQA`` supplies them (``score_letters``, on by default).
+    Needs ``confidence_scores`` (AISteer360's name; ``confidences`` is accepted too: the
+    probability given to the chosen answer) beside ``responses`` and ``reference_answers``; items
+    with no response or no confidence are dropped. ``CommonsenseMCQA`` supplies them
+    (``score_letters``, on by default). Bin edges are AISteer360's (``k * (1 / n_bins)``, as
+    ``numpy.linspace`` makes them), so a confidence on an edge lands in the same bin.
     """
 
     def __init__(self, n_bins: int = 10, **extras: Any) -> None:
@@ -164,10 +168,13 @@ class MCQACalibration(Metric):
         prompts: Sequence[Any] | None = None,
         reference_answers: Sequence[str] | None = None,
         confidences: Sequence[float | None] | None = None,
+        confidence_scores: Sequence[float | None] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        if confidences is None:
+            confidences = confidence_scores
         if reference_answers is None or confidences is None:
-            raise ValueError("MCQACalibration needs reference_answers and confidences")
+            raise ValueError("MCQACalibration needs reference_answers and confidence_scores (or confidences)")
         n = len(responses)
         references = _aligned(n, reference_answers, "reference_answers")
         confs = _aligned(n, confidences, "confidences")
@@ -179,10 +186,11 @@ class MCQACalibration(Metric):
         if not items:
             return {"ece": None, "accuracy": None, "avg_confidence": None, "overconfidence": None, "num_valid": 0}
         bins: list[list[tuple[float, float]]] = [[] for _ in range(self.n_bins)]
+        inner_edges = [k * (1.0 / self.n_bins) for k in range(1, self.n_bins)]
         for conf, correct in items:
             if not 0.0 <= conf <= 1.0:
                 raise ValueError(f"confidence {conf} is outside [0, 1]")
-            bins[min(int(conf * self.n_bins), self.n_bins - 1)].append((conf, correct))
+            bins[bisect.bisect_right(inner_edges, conf)].append((conf, correct))
         ece = sum(
             len(b) / len(items) * abs(mean([c for _, c in b]) - mean([p for p, _ in b])) for b in bins if b
         )

@@ -1,7 +1,9 @@
 """The ``Metric`` base class of Python use cases.
 
-A metric is an object whose ``name`` is its class name and which is called with keyword data
-(``responses=``, ``prompts=``, and whatever else the use case passes) to return a dict of numbers.
+A metric is an object whose ``name`` is its class name (a subclass may set ``self.name`` to
+another, as AISteer360's metrics do) and which is called with keyword data (``responses=``,
+``prompts=``, and whatever else the use case passes) to return a dict of numbers. Constructor
+keywords are kept in ``extras`` (AISteer360's attribute) and also become attributes.
 """
 
 from __future__ import annotations
@@ -15,12 +17,17 @@ class Metric(abc.ABC):
     """Base class: subclasses implement ``compute(responses, prompts=None, **kwargs) -> dict``."""
 
     def __init__(self, **extras: Any) -> None:
+        self.extras: dict[str, Any] = dict(extras)
         for key, value in extras.items():
             setattr(self, key, value)
 
     @property
     def name(self) -> str:
-        return type(self).__name__
+        return self.__dict__.get("_name") or type(self).__name__
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.__dict__["_name"] = str(value)
 
     @abc.abstractmethod
     def compute(self, responses: Sequence[Any], prompts: Sequence[Any] | None = None, **kwargs: Any) -> dict[str, Any]: ...
@@ -29,7 +36,7 @@ class Metric(abc.ABC):
         return self.compute(*args, **kwargs)
 
     def __repr__(self) -> str:
-        extras = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        extras = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k not in ("extras", "_name"))
         return f"{self.name}({extras})"
 
 

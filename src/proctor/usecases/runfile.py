@@ -1,14 +1,18 @@
 """Run a Python use case file from the command line: ``proctor run my_use_case.py --model ...``.
 
-Convention for the file (it is imported as a module, with its folder on ``sys.path``):
+Convention for the file (it is imported as a module, with its folder on ``sys.path`` and
+AISteer360's module names pointing at proctor's, so AISteer360's own files run unmodified):
 
 1. a module-level ``use_case`` (a ``UseCase`` instance) is used as is; otherwise
-2. the file must define exactly one ``UseCase`` subclass, which is built from the module-level
-   ``evaluation_data`` (a list of rows, or a .json/.jsonl path relative to the file),
-   ``evaluation_metrics`` (a list of ``Metric`` objects) and, optionally, ``use_case_kwargs`` (a dict
-   of extra keyword arguments such as ``num_shuffling_runs``).
+2. the file must define exactly one ``UseCase`` subclass, which is built from ``evaluation_data``
+   (a list of rows, or a .json/.jsonl path), ``evaluation_metrics`` and, optionally,
+   ``use_case_kwargs`` (extra keyword arguments such as ``num_shuffling_runs``), taken from the
+   command line, then a ``--use-case-config`` file, then module-level names (``runconfig.py``).
 
-An optional module-level ``gen_kwargs`` dict sets generation options (``max_new_tokens``, ...).
+``gen_kwargs`` sets generation options (``max_new_tokens``, ...); ``generate`` also receives
+``batch_size`` and ``runtime_overrides`` as AISteer360's Benchmark passes them. The global
+``random`` is seeded with the use case's ``seed`` before ``generate``, so files that shuffle with
+it (AISteer360's CommonsenseMCQA) build the same prompts on every run — and a rerun resumes.
 ``--limit N`` keeps the first N rows. The run folder holds ``samples.jsonl`` (one generation per
 line), ``results.json`` (every numeric metric value, plus the raw evaluations), ``run.json`` and
 ``store.sqlite``: every model answer, committed chunk by chunk, so running the same command again
@@ -18,9 +22,11 @@ line), ``results.json`` (every numeric metric value, plus the raw evaluations), 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
+import random
 import sys
 import time
 from datetime import datetime, timezone
@@ -29,11 +35,17 @@ from typing import Any, Mapping, Sequence
 
 from proctor.errors import TaskDefinitionError
 from proctor.usecases.base import UseCase
+from proctor.usecases.runconfig import UseCaseConfig, build_metrics, resolve_data
 
 
-def _import(path: Path):
+def import_user_file(path: Path):
+    """Import a use case or metric file with AISteer360's names pointing at proctor's."""
+    from proctor.usecases.aisteer_names import aisteer360_names
+
     # A stable module name (not hash(): salted per process): it enters the use case's fingerprint.
     name = f"proctor_usecase_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
+    if not path.exists():
+        raise TaskDefinitionError("no such file", file=path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskDefinitionError("cannot import this file", file=path)
@@ -41,24 +53,44 @@ def _import(path: Path):
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent.resolve()))
     try:
-        spec.loader.exec_module(module)
+        with aisteer360_names():
+            spec.loader.exec_module(module)
+    except ImportError as exc:
+        sys.modules.pop(name, None)
+        raise TaskDefinitionError(f"importing the file failed: {exc}", file=path) from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     return module
 
 
-def load_use_case_file(path: str | Path, limit: int | None = None) -> tuple[UseCase, dict]:
-    """The file's use case (by the convention above) and its ``gen_kwargs``."""
+def _module_config(module: Any, path: Path) -> UseCaseConfig:
+    metrics = getattr(module, "evaluation_metrics", None)
+    return UseCaseConfig(
+        evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent),
+        evaluation_metrics=[(m, path.parent) for m in metrics] if metrics else None,
+        use_case_kwargs=dict(getattr(module, "use_case_kwargs", {}) or {}),
+        gen_kwargs=dict(getattr(module, "gen_kwargs", {}) or {}),
+        batch_size=getattr(module, "batch_size", None),
+        runtime_overrides=getattr(module, "runtime_overrides", None),
+    )
+
+
+def load_use_case_file(path: str | Path, limit: int | None = None, config: UseCaseConfig | None = None) -> tuple[UseCase, dict, dict]:
+    """The file's use case (by the convention above), its ``gen_kwargs`` and the other keyword
+    arguments ``generate`` gets (``batch_size``, ``runtime_overrides``)."""
     path = Path(path)
-    module = _import(path)
-    gen_kwargs = dict(getattr(module, "gen_kwargs", {}) or {})
+    module = import_user_file(path)
+    settings = (config or UseCaseConfig()).over(_module_config(module, path))
+    gen_kwargs = dict(settings.gen_kwargs)
+    call = {"batch_size": settings.batch_size or gen_kwargs.pop("batch_size", None), "runtime_overrides": settings.runtime_overrides}
+    gen_kwargs.pop("batch_size", None)
     use_case = getattr(module, "use_case", None)
     if use_case is not None:
         if not isinstance(use_case, UseCase):
             raise TaskDefinitionError(f"'use_case' is a {type(use_case).__name__}, not a UseCase", file=path, field="use_case")
         if limit:
             use_case.evaluation_data = use_case.evaluation_data[:limit]
-        return use_case, gen_kwargs
+        return use_case, gen_kwargs, call
     classes = [
         obj for obj in vars(module).values()
         if inspect.isclass(obj) and issubclass(obj, UseCase) and obj.__module__ == module.__name__ and not inspect.isabstract(obj)
@@ -68,16 +100,29 @@ def load_use_case_file(path: str | Path, limit: int | None = None) -> tuple[UseC
         raise TaskDefinitionError(
             f"a use case file defines 'use_case = ...' or exactly one UseCase subclass (found: {found})", file=path
         )
-    for required in ("evaluation_data", "evaluation_metrics"):
-        if not hasattr(module, required):
-            raise TaskDefinitionError(f"the file defines {classes[0].__name__} but no module-level '{required}'", file=path, field=required)
-    data = module.evaluation_data
-    if isinstance(data, (str, Path)) and not Path(data).is_absolute():
-        data = path.parent / data
-    kwargs = dict(getattr(module, "use_case_kwargs", {}) or {})
+    for required, option in (("evaluation_data", "--use-case-data"), ("evaluation_metrics", "--use-case-metric")):
+        if getattr(settings, required) is None:
+            raise TaskDefinitionError(
+                f"the file defines {classes[0].__name__} but no '{required}': give {option} (or --use-case-config, "
+                f"or a module-level '{required}')", file=path, field=required,
+            )
+    kwargs = dict(settings.use_case_kwargs)
     if limit:
         kwargs["num_samples"] = limit
-    return classes[0](evaluation_data=data, evaluation_metrics=list(module.evaluation_metrics), **kwargs), gen_kwargs
+    metrics = build_metrics(settings.evaluation_metrics, module, path)
+    with _data_errors(path):
+        return classes[0](evaluation_data=settings.evaluation_data, evaluation_metrics=metrics, **kwargs), gen_kwargs, call
+
+
+@contextlib.contextmanager
+def _data_errors(path: Path):
+    """A use case's constructor failing on its data (a missing file, a bad row) names the use case file."""
+    try:
+        yield
+    except TaskDefinitionError:
+        raise
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise TaskDefinitionError(f"building the use case failed: {exc}", file=path) from exc
 
 
 def _flatten(prefix: str, value: Any, out: dict) -> None:
@@ -104,10 +149,12 @@ def run_use_case_files(
     progress: Any = None,
     update: bool = False,
     restart: bool = False,
+    config: UseCaseConfig | None = None,
 ) -> tuple[Path, dict]:
-    """Run each use case file on one model; returns the run folder and results (run-folder layout)."""
-    loaded = [(Path(p), *load_use_case_file(p, limit)) for p in paths]  # bad files fail before the model loads
-    entries = [(f"{path.stem}:{case.name}", case, gen_kwargs, str(path)) for path, case, gen_kwargs in loaded]
+    """Run each use case file on one model; returns the run folder and results (run-folder layout).
+    ``config``: data, metrics and settings from the command line / a config file (``runconfig.py``)."""
+    loaded = [(Path(p), *load_use_case_file(p, limit, config)) for p in paths]  # bad files fail before the model loads
+    entries = [(f"{path.stem}:{case.name}", case, gen_kwargs, str(path), call) for path, case, gen_kwargs, call in loaded]
     result = _run_entries(
         entries, model, output_dir=output_dir, runs_root=runs_root, limit=limit, model_options=model_options,
         command=command, cache=cache, chunk_size=chunk_size, progress=progress, update=update, restart=restart,
@@ -129,8 +176,13 @@ def run_use_cases(
     update: bool = False,
     restart: bool = False,
     command: Sequence[str] | None = None,
+    batch_size: int | None = None,
+    runtime_overrides: Mapping[str, Any] | None = None,
 ):
     """Run use cases on a proctor model (or a ``--model`` string) into a run folder.
+
+    ``generate`` receives ``gen_kwargs``, ``runtime_overrides`` and ``batch_size`` (default: the
+    model's batch size) as AISteer360's Benchmark passes them.
 
     Every model call the use cases make through ``batch_retry_generate`` goes through the engine
     with the folder's response store (``store.sqlite``, optionally backed by ``cache`` or
@@ -139,7 +191,8 @@ def run_use_cases(
     ``progress(name, done, total)`` is the runner's hook. Returns an ``EvaluationResult``.
     """
     cases = [use_cases] if isinstance(use_cases, UseCase) else list(use_cases)
-    entries = [(case.name, case, dict(gen_kwargs or {}), None) for case in cases]
+    call = {"batch_size": batch_size, "runtime_overrides": runtime_overrides}
+    entries = [(case.name, case, dict(gen_kwargs or {}), None, call) for case in cases]
     names = [name for name, *_ in entries]
     if len(set(names)) != len(names):
         entries = [(f"{name}#{k}", *rest) for k, (name, *rest) in enumerate(entries)]
@@ -150,7 +203,7 @@ def run_use_cases(
 
 
 def _run_entries(
-    entries: list[tuple[str, UseCase, dict, str | None]],
+    entries: list[tuple[str, UseCase, dict, str | None, dict]],
     model: Any,
     *,
     output_dir, runs_root, limit, model_options, command, cache, chunk_size, progress, update, restart,
@@ -163,6 +216,7 @@ def _run_entries(
     from proctor.runs.manifest import build_manifest, mark, now, open_run
     from proctor.runs.results import RunWriter, new_run_dir
     from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+    from proctor.usecases.aisteer_names import aisteer360_names
 
     started = time.perf_counter()
     owned = None
@@ -179,8 +233,8 @@ def _run_entries(
     manifest = open_run(
         run_dir,
         build_manifest(
-            command, fingerprint, {name: case.fingerprint() for name, case, _, _ in entries},
-            {"limit": limit, "gen_kwargs": {name: _jsonable(kwargs) for name, _, kwargs, _ in entries}},
+            command, fingerprint, {name: case.fingerprint() for name, case, *_ in entries},
+            {"limit": limit, "gen_kwargs": {name: _jsonable(kwargs) for name, _, kwargs, *_ in entries}},
         ),
         update=update,
         restart=restart,
@@ -199,11 +253,17 @@ def _run_entries(
         "groups": {},
     }
     try:
-        for name, use_case, gen_kwargs, source in entries:
+        for name, use_case, gen_kwargs, source, call in entries:
             task_started = time.perf_counter()
-            with engine_session(lookup, chunk_size, progress, name) as session:
-                generations = use_case.generate(model, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs)
-            evaluations = use_case.evaluate(generations)
+            batch_size = call.get("batch_size") or _model_batch_size(model)
+            random.seed(getattr(use_case, "seed", 555))  # files that shuffle with the global random build the same prompts
+            with engine_session(lookup, chunk_size, progress, name) as session, aisteer360_names():
+                generations = use_case.generate(
+                    model, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs,
+                    runtime_overrides=call.get("runtime_overrides"), batch_size=batch_size,
+                )
+            with aisteer360_names():
+                evaluations = use_case.evaluate(generations)
             writer.append_samples([{"task": name, **g} for g in generations])
             metrics: dict[str, Any] = {}
             for metric, values in evaluations.items():
@@ -234,6 +294,11 @@ def _run_entries(
         if owned is not None:
             owned.close()
     return EvaluationResult(run_dir, results)
+
+
+def _model_batch_size(model: Any) -> int:
+    size = getattr(model, "batch_size", None)
+    return size if isinstance(size, int) and size > 0 else 8
 
 
 def _jsonable(value: Any) -> Any:

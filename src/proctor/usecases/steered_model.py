@@ -92,7 +92,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     from proctor.models.registry import load_model
     from proctor.usecases.controls import Control
     from proctor.usecases.pipeline import SteeringPipeline
-    from proctor.usecases.runfile import _import
+    from proctor.usecases.runfile import import_user_file
 
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
@@ -100,7 +100,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     path = Path(file)
     if not path.is_file():
         raise ModelLoadError(f"--model steer:{spec}: no such file {path}")
-    module = _import(path)
+    module = import_user_file(path)
     if not hasattr(module, name):
         raise TaskDefinitionError(f"the file defines no '{name}'", file=path, field=name)
     value = getattr(module, name)
@@ -118,3 +118,19 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
             f"(got {type(value).__name__})", file=path, field=name,
         )
     return SteeredModel(SteeringPipeline(base_model, list(controls), name=name), owns=True)
+
+
+def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> SteeredModel | None:
+    """The pipeline as a proctor model when its requests should go through the engine: inside an
+    ``engine_session`` with a run store (a ``Benchmark`` with ``save_dir``), on an ``HFModel`` base,
+    with no per-example runtime arguments (which a ``Model`` cannot take). Otherwise None, and the
+    pipeline generates directly."""
+    from proctor.engine.calls import current_session
+    from proctor.models.hf import HFModel
+
+    session = current_session()
+    if session is None or session.lookup is None or not isinstance(pipeline.base, HFModel) or not pipeline.steered:
+        return None
+    if runtime is not None and any(runtime):
+        return None
+    return SteeredModel(pipeline)
