@@ -107,21 +107,31 @@ def test_choice_logprobs_equal_transformers_directly(vlm, direct, image_set, tmp
 
 def test_every_image_form_gives_the_same_requests(vlm, image_set, tmp_path):
     """Paths (PNG and JPEG files), base64, data URIs, parquet bytes, HF Image structs in parquet and in
-    an Arrow save_to_disk folder: the same image bytes, hence the same scores."""
-    forms = [("paths.jsonl", "path"), ("paths.jsonl", "b64"), ("paths.jsonl", "uri"), ("bytes.parquet", "image"),
-             ("bytes.parquet", "picture"), ("arrow", "image")]
-    seen = []
-    for k, (data, column) in enumerate(forms):
-        task = write_task(tmp_path, f"form{k}", MC_TASK.format(name=f"form{k}", data=image_set / data, column=column, chat="true"))
-        result = evaluate([task], vlm, output_dir=tmp_path / f"run{k}", export=False)
-        rows = records(result.run_dir)
-        seen.append([(r["images"][0]["digest"], r["logprobs"]) for r in rows])
-    assert all(s == seen[0] for s in seen[1:])
+    an Arrow save_to_disk folder: the same image bytes, read once at prepare time, hence the same requests
+    (and, run on the model, the same scores)."""
     import hashlib
 
-    want = [hashlib.sha256((image_set / "img" / f"{name}.{'png' if k % 2 == 0 else 'jpeg'}").read_bytes()).hexdigest()
-            for k, name in enumerate(COLOURS)]
-    assert [d for d, _ in seen[0]] == ["sha256:" + w for w in want]
+    from proctor.engine.prepare import prepare_task
+    from proctor.engine.runner import build_requests
+
+    forms = [("paths.jsonl", "path"), ("paths.jsonl", "b64"), ("paths.jsonl", "uri"), ("bytes.parquet", "image"),
+             ("bytes.parquet", "picture"), ("arrow", "image")]
+    built = []
+    for k, (data, column) in enumerate(forms):
+        task = write_task(tmp_path, f"form{k}", MC_TASK.format(name=f"form{k}", data=image_set / data, column=column, chat="true"))
+        prepared = prepare_task(load_tasks([task])[0], {})
+        built.append(build_requests(vlm, prepared))
+    first = built[0]
+    assert all(b.flat == first.flat for b in built[1:])
+    files = [next((image_set / "img").glob(f"{name}.*")).read_bytes() for name in COLOURS]
+    assert [s.prompt.images[0].data for s in first.prepared.samples] == files
+    assert [r.images[0].digest for r in first.flat[::4]] == ["sha256:" + hashlib.sha256(f).hexdigest() for f in files]
+    # two forms on the model: the same scores
+    scores = []
+    for k in (1, 5):
+        result = evaluate([tmp_path / f"form{k}.yaml"], vlm, output_dir=tmp_path / f"run{k}", export=False, limit=2)
+        scores.append([r["logprobs"] for r in records(result.run_dir)])
+    assert scores[0] == scores[1]
 
 
 def test_generation_equals_transformers_generate(vlm, direct, image_set, tmp_path):
@@ -212,7 +222,6 @@ def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
     assert request_hash(GenerateRequest("x")) == hashlib.sha256(canonical_json({"type": "GenerateRequest", "fields": old}).encode()).hexdigest()
     # the same file name with other pixels changes the task hash (the resume check sees it)
     before = prepared.content_hash
-    (image_set / "img" / "red.png").write_bytes((image_set / "img" / "green.png").read_bytes()) if False else None
     copy = tmp_path / "copy"
     import shutil
 
