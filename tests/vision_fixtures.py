@@ -53,18 +53,19 @@ def tiny_vlm_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
         text_config=LlamaConfig(
             vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
+            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
         ),
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
         projector_hidden_act="gelu",
     )
+    config.tie_word_embeddings = False
     model = LlavaForConditionalGeneration(config)
-    with torch.no_grad():  # peaked predictions (as the tiny Llama's), and images that move them
-        model.get_input_embeddings().weight.mul_(40.0)
+    with torch.no_grad():  # peaked predictions (stable greedy text), and images that change them
+        model.lm_head.weight.mul_(20.0)
         for p in model.model.multi_modal_projector.parameters():
-            p.mul_(8.0)
+            p.mul_(30.0)
     folder = tmp_path_factory.mktemp("tiny-llava")
     model.save_pretrained(folder, safe_serialization=True)
     processor.save_pretrained(folder)
