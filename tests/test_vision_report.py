@@ -124,7 +124,8 @@ def test_report_shows_thumbnails_beside_prompt_and_answer(run_dir):
                 assert img.rect["x"] + img.rect["width"] <= other.rect["x"]
             assert img.rect["y"] < prompt.rect["y"] + prompt.rect["height"]
             assert img.rect["width"] <= 96 and img.rect["height"] <= 96
-        browser.save_screenshot(str(run_dir / "report-thumbnails.png"))
+        browser.execute_script("document.getElementById('sample-list').children[3].scrollIntoView()")
+        browser.save_screenshot(str(run_dir / "report-thumbnails.png"))  # looked at by hand: thumbnail left of prompt/answer
         assert (run_dir / "report-thumbnails.png").stat().st_size > 1000
     finally:
         browser.quit()
