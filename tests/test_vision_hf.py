@@ -100,6 +100,7 @@ def test_choice_logprobs_equal_transformers_directly(vlm, direct, image_set, tmp
             want = reference_logprob(direct, prompt, data["image"], " " + choice)
             assert n == len(want)
             worst = max(worst, abs(got - sum(want)))
+    print(f"chat={chat}: max |proctor - transformers| = {worst:.2e}")
     assert worst < 1e-5, worst
     # the image changes the numbers: the same question with another picture scores differently
     assert len({tuple(r["logprobs"]) for r in rows}) == 4
@@ -232,3 +233,15 @@ def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
     changed = prepare_task(load_tasks([b])[0], {}).content_hash
     assert same != changed
     assert before  # computed
+
+
+def test_scores_do_not_depend_on_the_requests_sent_together(vlm, image_set, tmp_path):
+    """The context's forward pass is shared by its choices; a request scored alone gets the same numbers."""
+    from proctor.engine.prepare import prepare_task
+    from proctor.engine.runner import build_requests
+
+    task = write_task(tmp_path, "alone", MC_TASK.format(name="alone", data=image_set / "bytes.parquet", column="image", chat="true"))
+    requests = build_requests(vlm, prepare_task(load_tasks([task])[0], {}, limit=2)).unique
+    together = vlm.loglikelihood(requests)
+    alone = [vlm.loglikelihood([r])[0] for r in reversed(requests)][::-1]
+    assert together == alone

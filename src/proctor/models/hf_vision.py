@@ -98,6 +98,10 @@ class HFVisionModel(Model):
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
         self._pixels: dict[str, Any] = {}  # digest -> decoded image, each image decoded once
+        import inspect
+
+        # transformers 5 names the key/value cache argument `cache` (earlier: `past_key_values`)
+        self._cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
 
     # ------------------------------------------------------------------ identity and capabilities
     @property
@@ -151,7 +155,7 @@ class HFVisionModel(Model):
         torch = self._torch
         kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt", "add_special_tokens": False}
         if images:
-            kwargs["images"] = self._images(images)
+            kwargs["images"] = [self._images(images)]  # nested per text: the form every processor takes
         inputs = dict(self.processor(**kwargs))
         inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
         if self.add_bos if prefix is None else prefix:
@@ -166,40 +170,75 @@ class HFVisionModel(Model):
         moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         with torch.inference_mode():
             logits = self.model(**moved).logits[0, start - 1 : start - 1 + len(targets)].float()
+        return self._pick(logits, targets)
+
+    def _pick(self, logits, targets: list[int]) -> tuple[tuple[float, ...], bool]:
+        torch = self._torch
         logprobs = torch.log_softmax(logits, dim=-1)
         picked = logprobs[torch.arange(len(targets)), torch.tensor(targets, device=logprobs.device)].tolist()
-        greedy = logits.argmax(-1).tolist() == list(targets)
-        return tuple(picked), greedy
+        return tuple(picked), logits.argmax(-1).tolist() == list(targets)
+
+    def _text_ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None) -> list[LoglikelihoodResult]:
-        out = []
-        for request in requests:
+        """Requests that share a context and images are scored from one forward pass of that context
+        (its key/value cache copied for each continuation), so the image is encoded once per question;
+        every request goes this way, so its score does not depend on which others came with it."""
+        import copy
+
+        torch = self._torch
+        out: list = [None] * len(requests)
+        groups: dict[tuple, list[tuple[int, str]]] = {}
+        for index, request in enumerate(requests):
             context, continuation = request.context, request.continuation
             n_spaces = len(context) - len(context.rstrip()) if request.move_whitespace else 0
             if n_spaces:
                 context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
-            # the continuation is the tail of the joint encoding (as in the text backend); an empty
-            # context starts from the prefix token
-            whole = self._inputs(context + continuation, request.images, prefix=None if context else True)
-            n_context = self._inputs(context, request.images)["input_ids"].shape[1] if context else 1
-            ids = whole["input_ids"][0].tolist()
-            n_targets = len(ids) - n_context
-            limit = min(self.max_length, request.max_length or self.max_length)
-            if len(ids) > limit + 1:  # the context loses tokens on the left
-                if request.images:
-                    raise ProctorError(f"a request of {len(ids)} tokens (image tokens included) exceeds the context limit {limit}")
-                cut = len(ids) - (limit + 1)
-                whole = {"input_ids": whole["input_ids"][:, cut:], "attention_mask": whole["attention_mask"][:, cut:]}
-                ids = ids[cut:]
-                n_targets = min(n_targets, len(ids) - 1)
-            if n_targets <= 0:
-                out.append(LoglikelihoodResult(0.0, (), True))
-            else:
-                token_lp, greedy = self._forward_logprobs(whole, len(ids) - n_targets, ids[len(ids) - n_targets :])
-                out.append(LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy))
-            if progress:
-                progress(1)
+            if not context and request.images:
+                raise ProctorError("a log-likelihood request with images needs a context holding their placeholders")
+            groups.setdefault((context, request.images), []).append((index, continuation))
+        for (context, images), members in groups.items():
+            # context ids with image tokens expanded; an empty context starts from the prefix token
+            context_inputs = self._inputs(context, images, prefix=None if context else True)
+            n_context = context_inputs["input_ids"].shape[1]
+            context_text = self._text_ids(context) if context else []
+            cache, last = None, None
+            for index, continuation in members:
+                request = requests[index]
+                # the continuation is the tail of the joint encoding (text only: placeholders expand in the context)
+                tail = self._text_ids(context + continuation)[len(context_text):] if context else self._text_ids(continuation)
+                limit = min(self.max_length, request.max_length or self.max_length)
+                if not tail:
+                    out[index] = LoglikelihoodResult(0.0, (), True)
+                elif n_context + len(tail) > limit + 1:  # too long: the context loses tokens on the left
+                    if images:
+                        raise ProctorError(f"a request of {n_context + len(tail)} tokens (image tokens included) exceeds the context limit {limit}")
+                    ids = (context_inputs["input_ids"][0].tolist() + tail)[-(limit + 1):]
+                    n_targets = min(len(tail), len(ids) - 1)
+                    inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+                    token_lp, greedy = self._forward_logprobs(inputs, len(ids) - n_targets, ids[len(ids) - n_targets:])
+                    out[index] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
+                else:
+                    with torch.inference_mode():
+                        if cache is None:
+                            moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in context_inputs.items()}
+                            first = self.model(**moved, use_cache=True)
+                            cache = getattr(first, "cache", None) or getattr(first, "past_key_values", None)
+                            last = first.logits[0, -1:].float()
+                        logits = last
+                        if len(tail) > 1:
+                            rest = self.model(
+                                input_ids=torch.tensor([tail[:-1]], device=self.device),
+                                attention_mask=torch.ones(1, n_context + len(tail) - 1, dtype=torch.long, device=self.device),
+                                use_cache=True, **{self._cache_arg: copy.deepcopy(cache)},
+                            )
+                            logits = torch.cat([last, rest.logits[0].float()])
+                    token_lp, greedy = self._pick(logits, tail)
+                    out[index] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
+                if progress:
+                    progress(1)
         return out
 
     def rolling_loglikelihood(self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None) -> list[RollingLoglikelihoodResult]:
