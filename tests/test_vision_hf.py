@@ -245,3 +245,13 @@ def test_scores_do_not_depend_on_the_requests_sent_together(vlm, image_set, tmp_
     together = vlm.loglikelihood(requests)
     alone = [vlm.loglikelihood([r])[0] for r in reversed(requests)][::-1]
     assert together == alone
+
+
+def test_model_strings_pick_the_vision_backend(tiny_vlm_dir):
+    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.registry import load_model
+
+    for spec in (f"hf:{tiny_vlm_dir}", f"hf-vision:{tiny_vlm_dir}", str(tiny_vlm_dir)):
+        model = load_model(spec)
+        assert isinstance(model, HFVisionModel) and model.fingerprint["backend"] == "hf-vision"
+        assert model.supports_images and model.supports_image_loglikelihood
