@@ -103,3 +103,26 @@ def test_mmstar_on_a_text_model_is_refused(tiny_model, tmp_path):
     data = mmstar_copy(tmp_path / "mmstar")
     with pytest.raises(ProctorError, match="shows images, and model 'tiny-llama' takes none"):
         evaluate([TREE], tiny_model, output_dir=tmp_path / "run", dialect_options=options(data), export=False)
+
+
+def test_mmstar_over_an_openai_server_sends_each_rows_image(tmp_path):
+    """SUPPLEMENT with the in-process capture server of test_vision_openai (the real-server check of image
+    parts is there, against transformers serve): each row's own image bytes go as an image_url part."""
+    pytest.importorskip("httpx")
+    import base64
+
+    import pandas as pd
+    from test_vision_openai import CaptureServer
+
+    from proctor.models.openai_compat import OpenAIModel
+
+    data = mmstar_copy(tmp_path / "mmstar")
+    with CaptureServer() as server:
+        result = evaluate([TREE], OpenAIModel("vlm", server.url, backoff=0.05), output_dir=tmp_path / "run",
+                          dialect_options=options(data), export=False)
+        sent = [b["messages"][-1]["content"] for b in server.bodies]
+    frame = pd.read_parquet(data / "val.parquet")
+    want = {"data:image/png;base64," + base64.b64encode(row["image"]["bytes"]).decode() for _, row in frame.iterrows()}
+    assert {parts[0]["image_url"]["url"] for parts in sent} == want
+    assert all(parts[1]["type"] == "text" and "Which colour is the picture?" in parts[1]["text"] for parts in sent)
+    assert result.tasks["mmstar/en"]["n_samples"] == 4

@@ -8,7 +8,9 @@ are forwarded one at a time, so a score never depends on the batch it came in.
 
 from __future__ import annotations
 
+import inspect
 import logging
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,6 +27,8 @@ from proctor.requests import (
 )
 
 log = logging.getLogger(__name__)
+
+_DECODED_KEPT = 32  # decoded images kept for reuse
 
 
 def is_vision_folder(path: str | Path) -> bool:
@@ -97,9 +101,8 @@ class HFVisionModel(Model):
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
-        self._pixels: dict[str, Any] = {}  # digest -> decoded image, each image decoded once
-        import inspect
-
+        # digest -> decoded image: the choices of a question come together, so a few recent ones suffice
+        self._pixels: OrderedDict[str, Any] = OrderedDict()
         # transformers 5 names the key/value cache argument `cache` (earlier: `past_key_values`)
         self._cache_arg = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
 
@@ -146,6 +149,9 @@ class HFVisionModel(Model):
         for image in images:
             if image.digest not in self._pixels:
                 self._pixels[image.digest] = image.pil()
+                while len(self._pixels) > _DECODED_KEPT:
+                    self._pixels.popitem(last=False)
+            self._pixels.move_to_end(image.digest)
             out.append(self._pixels[image.digest])
         return out
 
@@ -175,7 +181,8 @@ class HFVisionModel(Model):
     def _pick(self, logits, targets: list[int]) -> tuple[tuple[float, ...], bool]:
         torch = self._torch
         logprobs = torch.log_softmax(logits, dim=-1)
-        picked = logprobs[torch.arange(len(targets)), torch.tensor(targets, device=logprobs.device)].tolist()
+        rows = torch.arange(len(targets), device=logprobs.device)
+        picked = logprobs[rows, torch.tensor(targets, device=logprobs.device)].tolist()
         return tuple(picked), logits.argmax(-1).tolist() == list(targets)
 
     def _text_ids(self, text: str) -> list[int]:
