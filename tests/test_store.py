@@ -41,7 +41,11 @@ def test_every_request_field_changes_the_key(request_):
     key = request_hash(request_)
     for field in dataclasses.fields(request_):
         value = getattr(request_, field.name)
-        if isinstance(value, bool):
+        if field.name == "images":  # images enter the key by their content digest
+            from proctor.images import ImageInput
+
+            other = (ImageInput("sha256:" + "0" * 64, b""),)
+        elif isinstance(value, bool):
             other = not value
         elif isinstance(value, (int, float)):
             other = value + 1

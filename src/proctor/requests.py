@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proctor.images import ImageInput
+
 
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
@@ -22,6 +24,7 @@ class LoglikelihoodRequest:
     continuation: str
     move_whitespace: bool = True
     max_length: int | None = None  # at most this many tokens (context cut on the left); None: the model's limit
+    images: tuple[ImageInput, ...] = ()  # images the context's placeholders refer to, in order (vision models)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class GenerateRequest:
     no_repeat_ngram_size: int = 0
     min_tokens: int = 0  # end-of-sequence is banned before this many new tokens
     max_length: int | None = None  # prompt + new tokens fit in this many (prompt cut on the left)
+    images: tuple[ImageInput, ...] = ()  # images the prompt's placeholders refer to, in order (vision models)
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,16 @@ def _rows_digest(samples: Sequence[Sample]) -> str:
     return digest.hexdigest()
 
 
-def task_hash(task: Task, samples: Sequence[Sample], pool: Sequence[Sample]) -> str:
-    """Content hash of config + data (+ few-shot data): any edit to any of them changes it."""
+def task_hash(task: Task, samples: Sequence[Sample], pool: Sequence[Sample], images: Sequence[str] = ()) -> str:
+    """Content hash of config + data (+ few-shot data, + the digests of the samples' images, whose
+    rows may hold only a path): any edit to any of them changes it."""
     digest = hashlib.sha256()
     digest.update(json.dumps(task.spec.model_dump(mode="json"), sort_keys=True).encode())
     digest.update(_rows_digest(samples).encode())
     if pool is not samples:
         digest.update(_rows_digest(pool).encode())
+    if images:
+        digest.update("\n".join(images).encode())
     return digest.hexdigest()[:16]
 
 
@@ -112,8 +115,9 @@ def prepare_task(
         raise TaskDefinitionError(f"mc_format must be one of {MC_FORMATS}, got '{mc_format}'", file=file)
     # a task class that scores whole files itself (GLM-130B's metrics) has no per-sample metrics
     metrics = () if getattr(handler, "scores_itself", False) else _metrics(task)
+    images = [image.digest for sample in prepared for image in sample.prompt.images]
     return PreparedTask(
-        task, prepared, metrics, task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed
+        task, prepared, metrics, task_hash(task, samples, pool, images), use_chat, stats, handler, mc_format, mc_shuffle_seed
     )
 
 

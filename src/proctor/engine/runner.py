@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -63,15 +64,32 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     handler = prepared.handler or _kind_handler(model, prepared)
     if prepared.use_chat and not model.has_chat_template:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
+    if has_images(prepared) and not model.supports_images:
+        raise ProctorError(
+            f"task '{spec.name}' shows images, and model '{model.name}' takes none: run it on a vision-language model "
+            "(a local Hugging Face image-text-to-text folder, hf-vision:<folder>, or openai:<name> on a server that takes images)"
+        )
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
     if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
         if hasattr(handler, "use_choice_formulation"):  # resolved lazily: only choice scoring needs the capability check
             handler.use_choice_formulation(lambda: choice_formulation(model, prepared))
         return TaskRequests(prepared, handler, [], prompts, [], [], [])
-    per_sample = [handler.requests(spec, sample, text) for sample, text in zip(prepared.samples, prompts)]
+    per_sample = [_with_images(handler.requests(spec, sample, text), sample.prompt.images)
+                  for sample, text in zip(prepared.samples, prompts)]
     flat = [r for requests in per_sample for r in requests]
     unique, mapping = _dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
+
+
+def has_images(prepared: PreparedTask) -> bool:
+    return any(sample.prompt.images for sample in prepared.samples)
+
+
+def _with_images(requests: list[Any], images: tuple) -> list[Any]:
+    """The sample's images on each of its requests (they enter the request's identity by digest)."""
+    if not images:
+        return requests
+    return [dataclasses.replace(r, images=images) if hasattr(r, "images") else r for r in requests]
 
 
 def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
@@ -79,7 +97,8 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
     for, or when the model cannot score log-likelihoods (a chat-only API); else None."""
     fmt = prepared.mc_format
     if fmt == "auto":
-        fmt = "loglikelihood" if model.supports_loglikelihood else "generate"
+        scores = model.supports_loglikelihood and (model.supports_image_loglikelihood or not has_images(prepared))
+        fmt = "loglikelihood" if scores else "generate"
     if fmt != "generate":
         return None
     from proctor.tasks.mc_generate import MultipleChoiceGenerateKind
@@ -317,6 +336,7 @@ def score_outcomes(
                 "prompt": sample.prompt.as_json() if spec.kind != "perplexity" else None,
                 "rendered_prompt": text if sample.prompt.messages is not None else None,
                 "fewshot_ids": list(sample.shots),
+                **({"images": [image.record() for image in sample.prompt.images]} if sample.prompt.images else {}),
                 **details,
                 "metrics": metric_values,
             }

@@ -52,6 +52,21 @@ class Model(abc.ABC):
         return False
 
     @property
+    def supports_images(self) -> bool:
+        """True for a backend that takes images with a prompt (a vision-language model)."""
+        return False
+
+    @property
+    def supports_image_loglikelihood(self) -> bool:
+        """True when log-likelihoods can be scored with images in the context; otherwise image
+        multiple-choice tasks use their generation formulation."""
+        return False
+
+    def image_prompt(self, text: str, n_images: int) -> str:
+        """A plain-text prompt with the model's placeholders for ``n_images`` images."""
+        raise NotImplementedError(f"{type(self).__name__} takes no images")
+
+    @property
     def supports_loglikelihood(self) -> bool:
         """False for a backend that cannot score log-likelihoods (a chat-only API): multiple-choice
         tasks then use their generation formulation."""

@@ -7,6 +7,8 @@ environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and s
 - text prompts go to ``/completions`` (or, with ``endpoint="chat"``, to ``/chat/completions`` as
   one user message); chat prompts (tasks using the chat template) always go to ``/chat/completions``
   and the server applies its own template.
+- images (vision tasks) go to ``/chat/completions`` as ``image_url`` content parts (base64 data URIs);
+  image multiple-choice tasks run through their generation formulation.
 - log-likelihoods: ``echo`` + ``logprobs`` or vLLM's ``prompt_logprobs``, each trusted only after a
   self-check (see ``openai_logprobs``); or, when asked, ``top_logprobs`` of the next generated
   token, which scores single-token continuations (MMLU-style letters) only. A backend that cannot
@@ -52,6 +54,32 @@ def encode_chat(messages: Sequence[dict]) -> str:
 
 def decode_chat(prompt: str) -> list[dict] | None:
     return json.loads(prompt[len(CHAT_PREFIX) :]) if prompt.startswith(CHAT_PREFIX) else None
+
+
+def with_image_parts(messages: Sequence[dict], images: Sequence[Any]) -> list[dict]:
+    """Messages with each ``{"type": "image"}`` placeholder replaced by the next image as an OpenAI
+    ``image_url`` content part (a base64 data URI); images left over (a plain-text prompt) go ahead of
+    the last user message's text."""
+    queue = [{"type": "image_url", "image_url": {"url": image.data_uri()}} for image in images]
+    used, out = 0, []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "image" and used < len(queue):
+                    parts.append(queue[used])
+                    used += 1
+                else:
+                    parts.append(part)
+            message = {**message, "content": parts}
+        out.append(message)
+    if used < len(queue):
+        last = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out) - 1)
+        content = out[last].get("content")
+        text = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        out[last] = {**out[last], "content": queue[used:] + text}
+    return out
 
 
 def trim_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -127,6 +155,13 @@ class OpenAIModel(Model):
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         return encode_chat(messages)
 
+    @property
+    def supports_images(self) -> bool:
+        return True  # sent as image_url content parts; a server without a vision model refuses them
+
+    def image_prompt(self, text: str, n_images: int) -> str:
+        return text  # the images go ahead of the text as content parts of one user message
+
     # ------------------------------------------------------------------ usage and cost
     def usage(self) -> dict | None:
         return self.client.usage.snapshot()
@@ -160,8 +195,10 @@ class OpenAIModel(Model):
         if r.min_tokens:
             params["min_tokens"] = r.min_tokens  # a vLLM extension
         messages = decode_chat(r.prompt)
-        if messages is None and self.endpoint == "chat":
+        if messages is None and (self.endpoint == "chat" or r.images):  # images travel only on the chat endpoint
             messages = [{"role": "user", "content": r.prompt}]
+        if r.images:
+            messages = with_image_parts(messages, r.images)
         if messages is not None:
             data = self.client.post("/chat/completions", {**params, "messages": messages})
             choice = data["choices"][0]
@@ -264,6 +301,12 @@ class OpenAIModel(Model):
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
     ) -> list[LoglikelihoodResult]:
+        if any(r.images for r in requests):
+            raise ProctorError(
+                f"model '{self.name}' (OpenAI-compatible API) cannot score log-likelihoods with images: prompt log-probs "
+                "come from the text-only /completions endpoint. Run image multiple-choice tasks with --mc-format generate "
+                "(the default for this backend)."
+            )
         mode = self.loglikelihood_mode
         if mode == "none":
             raise self._cannot()

@@ -5,9 +5,12 @@ All rendering happens before any model work, so a row missing a field stops the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
+from proctor.data.images import read_images
 from proctor.data.sources import Sample
 from proctor.errors import TaskDefinitionError
 from proctor.prompts.fewshot import choose_shots
@@ -17,20 +20,38 @@ from proctor.spec.task import TaskSpec
 
 @dataclass(frozen=True)
 class Prompt:
-    """Plain text, or chat messages that the model's chat template turns into text."""
+    """Plain text, or chat messages that the model's chat template turns into text.
+
+    ``images`` belong to the last user message: in chat messages they become ``{"type": "image"}``
+    content parts ahead of its text (the form vision-language chat templates and OpenAI-style
+    servers take); a plain-text prompt gets the model's own image placeholders in front.
+    """
 
     text: str | None = None
     messages: tuple[tuple[str, str], ...] | None = None
+    images: tuple[Any, ...] = ()  # proctor.images.ImageInput
 
     def render(self, model) -> str:
         if self.messages is None:
-            return self.text or ""
-        return model.apply_chat_template([{"role": role, "content": content} for role, content in self.messages])
+            text = self.text or ""
+            return model.image_prompt(text, len(self.images)) if self.images else text
+        return model.apply_chat_template(self.chat_messages())
+
+    def chat_messages(self) -> list[dict]:
+        messages: list[dict] = [{"role": role, "content": content} for role, content in self.messages or ()]
+        if self.images:
+            last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
+            parts = [{"type": "image"} for _ in self.images]
+            messages[last] = {**messages[last], "content": parts + [{"type": "text", "text": messages[last]["content"]}]}
+        return messages
 
     def as_json(self) -> Any:
         if self.messages is None:
             return self.text
-        return [{"role": role, "content": content} for role, content in self.messages]
+        return self.chat_messages()
+
+
+_PLAIN_NAME = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\s*$")
 
 
 @dataclass(frozen=True)
@@ -76,6 +97,11 @@ class PromptBuilder:
             self._choices = expression(spec.choices, "choices")
         self._fewshot_template = template(spec.fewshot.template, "fewshot.template") if spec.fewshot else None
         self._system = template(spec.chat.system, "chat.system") if spec.chat and spec.chat.system else None
+        self._images = None
+        if spec.images is not None:
+            sources = spec.images if isinstance(spec.images, list) else [spec.images]
+            self._images = [expression(src, "images" if len(sources) == 1 else f"images[{i}]") for i, src in enumerate(sources)]
+        self._task_dir = Path(origin).parent if origin else None
         self.pool = list(fewshot_pool)
         self._shot_cache: dict[int, tuple[str, str, str | None]] = {}
 
@@ -126,6 +152,19 @@ class PromptBuilder:
         values = value if isinstance(value, (list, tuple)) else [value]
         return tuple(str(v) for v in values)
 
+    def _images_of(self, sample: Sample) -> tuple:
+        """The sample's images, each read and decoded once here (a bad one names the row and field)."""
+        if self._images is None:
+            return ()
+        bases = [Path(sample.file).parent] if sample.file else []
+        bases += [self._task_dir] if self._task_dir else []
+        out: list = []
+        for expr in self._images:
+            value = expr.evaluate(sample.fields, file=sample.file, row_number=sample.row)
+            match = _PLAIN_NAME.match(expr.source)  # name the row's own column where the expression is a lookup
+            out += read_images(value, bases=bases, file=sample.file, row=sample.row, field=match.group(1) if match else expr.field)
+        return tuple(out)
+
     def _answer_text(self, sample: Sample) -> str:
         if self.spec.kind == "multiple_choice":
             choices = self._choices_of(sample)
@@ -166,10 +205,10 @@ class PromptBuilder:
             else:
                 separator = spec.fewshot.separator if spec.fewshot else "\n\n"
                 messages.append(("user", separator.join([self._plain_shot(s) for s in shots] + [question])))
-            prompt = Prompt(messages=tuple(messages))
+            prompt = Prompt(messages=tuple(messages), images=self._images_of(sample))
         else:
             separator = spec.fewshot.separator if spec.fewshot else "\n\n"
-            prompt = Prompt(text=separator.join([self._plain_shot(s) for s in shots] + [question]))
+            prompt = Prompt(text=separator.join([self._plain_shot(s) for s in shots] + [question]), images=self._images_of(sample))
         shot_sample_ids = tuple(self.pool[i].id for i in shot_ids)
         if spec.kind == "multiple_choice":
             choices = self._choices_of(sample)

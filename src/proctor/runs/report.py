@@ -171,11 +171,22 @@ def calibration_svg(name: str, cal: dict) -> str:
     return "".join(parts)
 
 
+def _content_text(content: Any) -> str:
+    """A message's content as text; image content parts show as ``[image]``."""
+    if isinstance(content, list):
+        return "".join("[image] " if isinstance(p, dict) and p.get("type") in ("image", "image_url") else
+                       str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)
+
+
 def _sample_view(r: dict) -> dict:
     prompt = r.get("rendered_prompt") or r.get("prompt")
     if isinstance(prompt, list):
-        prompt = "\n".join(f"[{m.get('role')}] {m.get('content')}" for m in prompt)
+        prompt = "\n".join(f"[{m.get('role')}] {_content_text(m.get('content'))}" for m in prompt)
     view = {"task": r.get("task"), "id": str(r.get("id")), "prompt": prompt or "", "target": r.get("target"), "metrics": r.get("metrics") or {}}
+    thumbnails = [i.get("thumbnail") for i in r.get("images") or () if str(i.get("thumbnail", "")).startswith("data:image/")]
+    if thumbnails:  # small data URIs made when the images were read (the report stays self-contained)
+        view["images"] = thumbnails
     if r.get("choices") is not None:
         view["choices"] = r["choices"]
         view["probs"] = r.get("distribution")
@@ -259,6 +270,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#777}
 .sample{border:1px solid #e3e3e3;border-radius:4px;margin:8px 0;padding:8px}
 .sample pre{white-space:pre-wrap;background:#f6f6f6;padding:6px;margin:4px 0;max-height:240px;overflow:auto}
 .choice{display:flex;gap:8px;align-items:center}.pbar{height:8px;background:#6a8fc7;display:inline-block}
+.with-images{display:flex;gap:10px;align-items:flex-start}.sample-main{flex:1;min-width:0}
+.thumb{display:block;max-width:96px;max-height:96px;border:1px solid #ddd;margin-bottom:4px}
 .gold{font-weight:700;color:#1b7a36}.pred{text-decoration:underline}.tag{font-size:12px;color:#555}
 """
 
@@ -299,7 +312,21 @@ _JS = r"""
     }
     var m = Object.keys(s.metrics).map(function (k) { return k + "=" + s.metrics[k]; }).join("  ");
     div.appendChild(text("div", "tag metrics", m));
+    if (s.images && s.images.length) withThumbnails(div, s);
     return div;
+  }
+  function withThumbnails(div, s) {
+    // the sample's images (embedded data URIs) beside its prompt and answer
+    var row = document.createElement("div"); row.className = "with-images";
+    var pics = document.createElement("div"); pics.className = "thumbs";
+    s.images.forEach(function (src, k) {
+      if (src.indexOf("data:image/") !== 0) return;
+      var img = document.createElement("img"); img.className = "thumb"; img.src = src;
+      img.alt = "image " + (k + 1) + " of " + s.id; pics.appendChild(img);
+    });
+    var main = document.createElement("div"); main.className = "sample-main";
+    while (div.childNodes.length > 1) main.appendChild(div.childNodes[1]);
+    row.appendChild(pics); row.appendChild(main); div.appendChild(row);
   }
   function render() {
     var q = search.value.trim().toLowerCase(), t = taskSel.value;

@@ -49,7 +49,12 @@ def canonical_json(value: Any) -> str:
 
 
 def _plain(obj: Any) -> dict:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    out = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if "images" in out:  # a request's images enter its identity by content digest; none: the text-only hash
+        images = out.pop("images")
+        if images:
+            out["images"] = [image.digest for image in images]
+    return out
 
 
 def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ import types
 from pathlib import Path
 
 from proctor.errors import TaskDefinitionError
-from proctor.seahelm import dataloaders, ifeval, judges, metrics, mtbench_judge, qa, translation
+from proctor.seahelm import dataloaders, ifeval, image_dataloader, judges, metrics, mtbench_judge, qa, translation
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +18,7 @@ BUILTIN_CLASSES = {
     "SeaHelmLocalDataloader": dataloaders.SeaHelmLocalDataloader,
     "HuggingFaceDataloader": dataloaders.HuggingFaceDataloader,
     "HuggingFacePairwiseDataloader": dataloaders.HuggingFacePairwiseDataloader,
+    "HuggingFaceImageDataloader": image_dataloader.HuggingFaceImageDataloader,
     "PairwiseDataloader": dataloaders.PairwiseDataloader,
     "SeaHelmMetric": metrics.SeaHelmMetric,
     "F1AccMetric": metrics.F1AccMetric,
@@ -69,6 +70,7 @@ _ALIASES = {
     "src.dataloaders.base_dataloader": ["AbstractDataloader"],
     "src.dataloaders.seahelm_local_dataloader": ["SeaHelmLocalDataloader"],
     "src.dataloaders.huggingface_dataloader": ["HuggingFaceDataloader"],
+    "src.dataloaders.huggingface_image_dataloader": ["HuggingFaceImageDataloader"],
     "src.dataloaders.judges.pairwise_dataloader": ["HuggingFacePairwiseDataloader", "PairwiseDataloader"],
     "src.dataloaders.judges.judge_dataloader": ["JudgeDataloader"],
     "src.judges.seahelm_judge": ["SeaHelmJudge"],

@@ -18,6 +18,7 @@ import numpy as np
 
 from proctor.data.sources import Sample
 from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.scoring.metrics import register_metric
 from proctor.seahelm import prompts as P
 from proctor.seahelm.dataloaders import RowList, TaskConfig, as_rows
@@ -228,6 +229,7 @@ class SeaHelmTask(GenerationTask):
         if limit is not None:
             rows = rows[:limit]
         self.dataloader.dataset = rows = RowList(rows)
+        self._images = row_images(rows, self.options.get("data"))  # image tasks: read and checked before a model loads
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
         ready = self._ready_conversations(self.dataloader, rows, 1)
@@ -297,6 +299,8 @@ class SeaHelmTask(GenerationTask):
         if self.config.get("max_n_runs"):
             n_runs = min(n_runs, int(self.config["max_n_runs"]))
         turns = max(1, loader.get_num_turns())
+        images = getattr(self, "_images", None) or row_images(rows, self.options.get("data"))
+        check_model(model, images, f"{self.task_id}/{self.lang}")
         # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
         uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
         runs: list[dict] = []
@@ -314,10 +318,12 @@ class SeaHelmTask(GenerationTask):
                         sent = list(ready)
                 else:
                     active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
-                    texts = [P.render(model, P.conversation(template, rows[i], turn, examples, answers[i]), is_base) for i in active]
+                    texts = [render_with_images(model, P.conversation(template, rows[i], turn, examples, answers[i]), images[i], is_base,
+                                                P.render) for i in active]
                 if turn == 1:
                     rendered = texts
-                requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run) for t in texts]
+                requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run, images=images[i])
+                            for i, t in zip(active, texts)]
                 results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
                 for i, result in zip(active, results):
                     raw[i].append(result.text)
@@ -328,7 +334,7 @@ class SeaHelmTask(GenerationTask):
                 if lettered is not None:
                     extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
                 else:
-                    extra = self._logprobs(model, rows, rendered, answers, template)
+                    extra = self._logprobs(model, rows, rendered, answers, template, images)
             runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
         self._corpus = self._summarise(runs, rows)
         first = runs[0]
@@ -345,13 +351,15 @@ class SeaHelmTask(GenerationTask):
                 details["judgements"] = first["judgements"][i]
             if self._lettered_records:
                 details["label_choice"] = self._lettered_records[i]
+            if images[i]:
+                details["images"] = [image.record() for image in images[i]]
             if n_runs > 1:
                 details["run_scores"] = [r["scores"][i] for r in runs]
             score = first["scores"][i]
             out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
         return out
 
-    def _logprobs(self, model, rows, rendered, answers, template) -> dict[str, list]:
+    def _logprobs(self, model, rows, rendered, answers, template, images=None) -> dict[str, list]:
         tag = template.get("answer_tag", "")
         separator = template.get("answer_tag_separator", " ")
         labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
@@ -361,7 +369,9 @@ class SeaHelmTask(GenerationTask):
             position = text.find(tag) if tag else -1
             prefix = text[: position + len(tag)] if position >= 0 else tag
             contexts.append(prompt + prefix)
-        requests = [LoglikelihoodRequest(ctx, separator + label, move_whitespace=False) for ctx in contexts for label in labels]
+        images = images or [()] * len(contexts)
+        requests = [LoglikelihoodRequest(ctx, separator + label, move_whitespace=False, images=images[i])
+                    for i, ctx in enumerate(contexts) for label in labels]
         from proctor.engine.runner import execute
 
         results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size)
@@ -377,15 +387,16 @@ class SeaHelmTask(GenerationTask):
         """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
         label's cumulative probability becomes 1 if chosen, else 0 (a chat-only model gives no log-probs)."""
         from proctor.prompts.builder import PreparedSample, Prompt
-        from proctor.seahelm.prompts import render_base
 
         labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
-        kind.render = lambda prompt: render_base(prompt.as_json()) if is_base else prompt.render(self.model)
+        kind.render = lambda prompt: render_with_images(self.model, [{"role": r, "content": c} for r, c in prompt.messages],
+                                                        prompt.images, is_base, P.render)
+        images = getattr(self, "_images", None) or [()] * len(rows)
         prepared = []
-        for sample, row in zip(samples, rows):
+        for k, (sample, row) in enumerate(zip(samples, rows)):
             messages = P.conversation(template, row, 1, examples, [])
             gold = str(row.get("label"))
-            prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages))
+            prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages), images=images[k])
             prepared.append(PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ()))
         requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
         results = self._generate(self.model, requests, lambda n: None)

@@ -152,6 +152,9 @@ class TaskSpec(_Frozen):
     choices: Union[str, list[str], None] = None  # a template giving a list, or one template per choice
     target: str | None = None
     target_delimiter: str = " "
+    # images shown with the prompt: an expression giving a row's image (a path, bytes, base64) or a list of
+    # them, or one expression per image; they go with the sample's own question (vision-language models)
+    images: Union[str, list[str], None] = None
     fewshot: FewShotSpec | None = None
     chat: ChatSpec | None = None
     generation: GenerationSpec = GenerationSpec()
@@ -227,6 +230,8 @@ class TaskSpec(_Frozen):
         for name in needed:
             if getattr(self, name) is None:
                 raise ValueError(f"a '{self.kind}' task needs the field '{name}'")
+        if self.kind == "perplexity" and self.images is not None:
+            raise ValueError("a 'perplexity' task takes no 'images'")
         if self.kind == "perplexity" and self.fewshot is not None:
             raise ValueError("a 'perplexity' task takes no 'fewshot'")
         return self

@@ -40,7 +40,7 @@ def options_block(choices: Sequence[str], order: Sequence[int]) -> str:
 
 def with_options(prompt: Prompt, block: str) -> Prompt:
     if prompt.messages is None:
-        return Prompt(text=f"{(prompt.text or '').rstrip()}\n\n{block}")
+        return Prompt(text=f"{(prompt.text or '').rstrip()}\n\n{block}", images=prompt.images)
     messages = list(prompt.messages)
     index = max((i for i, (role, _) in enumerate(messages) if role == "user"), default=None)
     if index is None:
@@ -48,7 +48,7 @@ def with_options(prompt: Prompt, block: str) -> Prompt:
     else:
         role, content = messages[index]
         messages[index] = (role, f"{content.rstrip()}\n\n{block}")
-    return Prompt(messages=tuple(messages))
+    return Prompt(messages=tuple(messages), images=prompt.images)
 
 
 def extract_letter(text: str, n: int, choices: Sequence[str] = ()) -> int | None:

@@ -1,0 +1,110 @@
+"""Image values in data rows → validated ``ImageInput``s, read once, before any model loads.
+
+A row's image may be a file path (relative to the data file's folder, then to the task file's),
+raw bytes (a parquet / Arrow binary column), a Hugging Face ``Image`` feature value
+(``{"bytes": ..., "path": ...}``), a base64 string (optionally a ``data:image/...;base64,`` URI),
+or a PIL image. Each is decoded with Pillow once to check it; a missing or unreadable image is a
+``TaskDefinitionError`` naming the file, row and field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+from pathlib import Path
+from typing import Any, Sequence
+
+from proctor.errors import TaskDefinitionError, require
+from proctor.images import ImageInput
+
+THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
+
+
+def _pillow():
+    return require("PIL", "vision", "Reading images")
+
+
+def _looks_like_path(text: str) -> bool:
+    return len(text) < 1024 and ("/" in text or "\\" in text or "." in text[-6:])
+
+
+def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
+    Image = _pillow().Image
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, Image.Image):
+        buffer = io.BytesIO()
+        value.save(buffer, format="PNG")
+        return buffer.getvalue()
+    if isinstance(value, dict):  # a Hugging Face Image feature value
+        if value.get("bytes"):
+            return _raw_bytes(value["bytes"], bases, where)
+        if value.get("path"):
+            return _raw_bytes(str(value["path"]), bases, where)
+        raise TaskDefinitionError("image value is a mapping with neither 'bytes' nor 'path'", **where)
+    if isinstance(value, (str, Path)):
+        text = str(value).strip()
+        if not text:
+            raise TaskDefinitionError("image value is empty", **where)
+        if text.startswith("data:"):
+            head, _, payload = text.partition(",")
+            if ";base64" not in head:
+                raise TaskDefinitionError(f"image data URI is not base64 ({head[:40]!r})", **where)
+            return _b64(payload, where)
+        candidates = [Path(text).expanduser()] + [base / text for base in bases]
+        for path in candidates:
+            if path.is_file():
+                try:
+                    return path.read_bytes()
+                except OSError as exc:
+                    raise TaskDefinitionError(f"cannot read image file {path}: {exc.strerror}", **where) from None
+        try:  # not a file: a bare base64 string (its alphabet has no '.', so file names never decode)
+            return base64.b64decode("".join(text.split()), validate=True)
+        except (binascii.Error, ValueError):
+            pass
+        if _looks_like_path(text):
+            looked = ", ".join(str(p) for p in candidates[1:]) or str(candidates[0])
+            raise TaskDefinitionError(f"image file not found: {text} (looked in {looked})", **where)
+        raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where)
+    raise TaskDefinitionError(f"an image must be a path, bytes or a base64 string, got {type(value).__name__}", **where)
+
+
+def _b64(text: str, where: dict) -> bytes:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where) from None
+
+
+def image_input(data: bytes, where: dict) -> ImageInput:
+    """Check that ``data`` decodes as an image; its digest, size, MIME type and a thumbnail."""
+    PIL = _pillow()
+    Image = PIL.Image
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()  # decodes fully: a truncated file fails here, not inside a model call
+            fmt = image.format or "PNG"
+            width, height = image.size
+            thumb = image.convert("RGB")
+    except (PIL.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
+    thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
+    buffer = io.BytesIO()
+    thumb.save(buffer, format="JPEG", quality=80)
+    thumbnail = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    mime = Image.MIME.get(fmt.upper(), "image/png")
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    return ImageInput(digest, data, mime, width, height, thumbnail)
+
+
+def read_images(value: Any, *, bases: Sequence[Path] = (), file: str | None = None, row: int | None = None,
+                field: str = "images") -> tuple[ImageInput, ...]:
+    """One row's images from a value or a list of values (``None`` / empty list: no image)."""
+    values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+    out = []
+    for k, item in enumerate(values):
+        where = {"file": file, "row": row, "field": field if len(values) == 1 else f"{field}[{k}]"}
+        out.append(image_input(_raw_bytes(item, bases, where), where))
+    return tuple(out)

@@ -1,0 +1,36 @@
+"""An image attached to a request: its bytes, read once, identified by their digest.
+
+Requests compare and hash images by digest only, so deduplication, the run store's request
+hash, the shared cache and the resume check all see the image content, never a file name.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    digest: str  # "sha256:<hex>" of ``data``
+    data: bytes = field(compare=False, repr=False)  # the encoded image file (PNG, JPEG, ...), as read
+    mime: str = field(default="image/png", compare=False)
+    width: int = field(default=0, compare=False)
+    height: int = field(default=0, compare=False)
+    thumbnail: str = field(default="", compare=False, repr=False)  # small data URI for reports
+
+    def data_uri(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def record(self) -> dict:
+        """What a sample record keeps of the image (no full bytes)."""
+        return {"digest": self.digest, "mime": self.mime, "width": self.width, "height": self.height, "thumbnail": self.thumbnail}
+
+    def pil(self):
+        """The decoded image (RGB), for backends that feed pixels to a processor."""
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.data)) as image:
+            return image.convert("RGB")
