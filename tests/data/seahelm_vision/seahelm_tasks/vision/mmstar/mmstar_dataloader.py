@@ -1,3 +1,5 @@
+# Written for proctor's tests in the shape of a SEA-HELM image task folder's dataloader: it imports
+# SEA-HELM's names (src.*, datasets) exactly as a folder copied from SEA-HELM does.
 from datasets import Image, load_dataset
 
 from src.base_logger import get_logger
@@ -7,48 +9,25 @@ logger = get_logger(__name__)
 
 
 class MMStarDataloader(HuggingFaceImageDataloader):
-    """Dataloader for the MMStar multilingual vision-language dataset."""
+    """Rows of an MMStar-format hub dataset (index, question, answer, image, l2_category, meta_info)."""
 
     def load_dataset(self, limit: int = None):
-        """Load the MMStar dataset from HuggingFace datasets.
-
-        Loads the dataset for the specified language, optionally limiting the number
-        of samples. Images are decoded from their stored format to PIL Images.
-
-        Args:
-            limit: Optional limit on the number of instances to load.
-
-        Note:
-            The dataset is stored in self.dataset after loading and image decoding.
-        """
         if self.dataset:
-            logger.info("Dataset already loaded, skipping loading process")
-            pass
-        else:
-            dataset = load_dataset(self.specific_task_config["filepath"], split="val")
-            if limit is not None:
-                dataset = dataset.select(range(limit))
+            logger.info("rows already read")
+            return
+        rows = load_dataset(self.specific_task_config["filepath"], split="val")
+        if limit is not None:
+            rows = rows.select(range(limit))
+        # keep the encoded bytes: the image dataloader decodes them itself
+        rows = rows.cast_column("image", Image(decode=False))
 
-            dataset = dataset.cast_column("image", Image(decode=False))
+        def to_seahelm_row(row):
+            return {
+                "id": row["index"],
+                "label": row["answer"],
+                "prompts": [{"question": row["question"]}],
+                "images": [row["image"]["bytes"]],
+                "metadata": {"language": "en", "l2_category": row["l2_category"], **row["meta_info"]},
+            }
 
-            # Decode images
-            def map_columns(row):
-                return {
-                    "id": row["index"],
-                    "label": row["answer"],
-                    "prompts": [{"question": row["question"]}],
-                    "images": [row["image"]["bytes"]],
-                    "metadata": {
-                        "language": "en",
-                        "l2_category": row["l2_category"],
-                        **row["meta_info"],
-                    },
-                }
-
-            dataset = dataset.map(
-                map_columns,
-                num_proc=self.num_workers,
-                remove_columns=dataset.column_names,
-            )
-
-            self.dataset = dataset
+        self.dataset = rows.map(to_seahelm_row, num_proc=self.num_workers, remove_columns=rows.column_names)
