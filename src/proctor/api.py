@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from proctor import __version__
 from proctor.dialects import collect_tasks
+from proctor.engine.overrides import RunOverrides, apply_overrides, parse_limit
 from proctor.engine.prepare import prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
@@ -66,7 +67,7 @@ def evaluate(
     *,
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
-    limit: int | None = None,
+    limit: int | float | None = None,
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
     data_path: str | Path | None = None,
@@ -84,6 +85,7 @@ def evaluate(
     cluster: Any = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -100,18 +102,27 @@ def evaluate(
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
+    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows. ``overrides``
+    (``engine.overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
+    prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
+    recorded in results.json and run.json.
     """
     started = time.perf_counter()
     task_list = list(tasks)
     if task_list and not isinstance(task_list[0], Task):
         task_list = collect_tasks(task_list, select=select, options=dialect_options)
+    overrides = overrides or RunOverrides()
+    limit = parse_limit(limit)
+    task_list = apply_overrides(task_list, overrides, chat)
     if data_path is not None:
         variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
         from proctor.errors import ProctorError
 
         raise ProctorError("no tasks found")
-    prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+    prepared = prepare_tasks(
+        task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides
+    )
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     if isinstance(model, str):
@@ -130,6 +141,7 @@ def evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
+            overrides.recorded(),
         )
     finally:
         if owned is not None:
@@ -155,7 +167,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options,
+    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides,
 ) -> EvaluationResult:
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -166,7 +178,8 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options,
+             **({"overrides": overrides} if overrides else {})},
         ),
         update=update,
         restart=restart,
@@ -183,6 +196,8 @@ def _evaluate_loaded(
         "model": fingerprint,
         "environment": {"python": platform.python_version(), "platform": platform.platform()},
         "status": "running",
+        "limit": limit,
+        "overrides": overrides,
         "tasks": {},
         "groups": {},
         "timing": {"model_load_seconds": round(load_seconds, 3)},
@@ -197,7 +212,8 @@ def _evaluate_loaded(
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result["exports"] = exported
-            writer.append_samples(outcome.records)
+            if overrides.get("log_samples", True):
+                writer.append_samples(outcome.records)
             results["tasks"][outcome.name] = outcome.result
             writer.write_results(results)  # what finished is on disk
         memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
@@ -219,5 +235,5 @@ def _evaluate_loaded(
     if export:
         from proctor.runs.export import write_exports
 
-        write_exports(run_dir)
+        write_exports(run_dir, ("lm-eval", "parquet") if overrides.get("log_samples", True) else ("lm-eval",))
     return EvaluationResult(run_dir, results)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from proctor.data.sources import Sample, load_samples
+from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
 from proctor.errors import TaskDefinitionError
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
@@ -29,6 +30,8 @@ class PreparedTask:
     handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
     mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
+    epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
+    epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
@@ -68,10 +71,12 @@ def prepare_task(
     task: Task,
     variables: Mapping[str, str],
     *,
-    limit: int | None = None,
+    limit: int | float | None = None,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    epochs: int = 1,
+    epoch_reducer: str = "mean",
 ) -> PreparedTask:
     spec = task.spec
     file = str(task.file) if task.file else None
@@ -82,13 +87,17 @@ def prepare_task(
 
         handler = load_task_class(spec, task.base_dir, file)
     if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders)
-        samples = handler.load_samples(limit=min(x for x in (limit, spec.limit) if x is not None) if (limit or spec.limit) else None)
+        count = limit if not isinstance(limit, float) else None  # a fraction needs the row count: cut below
+        samples = handler.load_samples(limit=min(x for x in (count, spec.limit) if x is not None) if (count or spec.limit) else None)
+        if isinstance(limit, float) and samples:  # the handler keeps its rows: load again with the count
+            samples = handler.load_samples(limit=min(x for x in (limit_count(limit, len(samples)), spec.limit) if x is not None))
+            limit = None
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
     if not samples:
         raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
-    count = min(x for x in (limit, spec.limit, len(samples)) if x is not None)
+    count = min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file)
@@ -106,7 +115,8 @@ def prepare_task(
     if mc_format not in MC_FORMATS:
         raise TaskDefinitionError(f"mc_format must be one of {MC_FORMATS}, got '{mc_format}'", file=file)
     return PreparedTask(
-        task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed
+        task, prepared, _metrics(task), task_hash(task, samples, pool), use_chat, stats, handler, mc_format, mc_shuffle_seed,
+        epochs, epoch_reducer,
     )
 
 
@@ -114,13 +124,17 @@ def prepare_tasks(
     tasks: Sequence[Task],
     variables: Mapping[str, str] | None = None,
     *,
-    limit: int | None = None,
+    limit: int | float | None = None,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
 ) -> list[PreparedTask]:
+    """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
+    o = overrides or RunOverrides()
     return [
-        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
+                     epochs=epochs_of(t, o), epoch_reducer=o.epoch_reducer)
         for t in tasks
     ]
 
