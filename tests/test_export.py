@@ -15,7 +15,8 @@ from proctor.cli import app
 def test_lm_eval_layout_and_parquet(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=3)
     result = evaluate([tasks], FakeModel(), output_dir=tmp_path / "run")
-    lm = json.loads((tmp_path / "run" / "results_lm_eval.json").read_text())
+    (lm_file,) = (tmp_path / "run" / "lm_eval").glob("*/results_*.json")
+    lm = json.loads(lm_file.read_text())
     for key in ("results", "groups", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "config"):
         assert key in lm
     acc = result.tasks["mc_alpha"]["metrics"]["acc"]
@@ -41,7 +42,7 @@ def test_export_command_rewrites_the_files(tmp_path):
     assert not (tmp_path / "run" / "samples.parquet").exists()
     result = CliRunner().invoke(app, ["export", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "run" / "samples.parquet").exists() and (tmp_path / "run" / "results_lm_eval.json").exists()
+    assert (tmp_path / "run" / "samples.parquet").exists() and len(list((tmp_path / "run" / "lm_eval").glob("*/results_*.json"))) == 1
 
 
 def test_cli_refuses_a_changed_task_then_updates(tiny_model_dir, tmp_path):
@@ -60,3 +61,18 @@ def test_cli_refuses_a_changed_task_then_updates(tiny_model_dir, tmp_path):
     changes = manifest["attempts"][-1]["changes"]
     assert len(changes) == 1 and changes[0].startswith("task 'mc_alpha' changed")
     assert manifest["attempts"][-1]["responses"]["computed"] == 3 * 4  # only mc_alpha's requests
+
+
+def test_lm_eval_original_counts_rows_before_the_filter(tmp_path):
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"q": f"q{i}", "c": ["a", "b"], "y": i % 2}) + "\n" for i in range(10)))
+    (tmp_path / "t.yaml").write_text(
+        f"name: filt\nkind: multiple_choice\ndata: {{path: {data}, filter: 'y == 1'}}\n"
+        "prompt: '{{ q }}'\nchoices: '{{ c }}'\ntarget: '{{ y }}'\nfewshot: {count: 2}\n"
+    )
+    evaluate([tmp_path / "t.yaml"], FakeModel(), output_dir=tmp_path / "run", limit=3)
+    (lm_file,) = (tmp_path / "run" / "lm_eval").glob("*/results_*.json")
+    lm = json.loads(lm_file.read_text())
+    assert lm["n-samples"]["filt"] == {"original": 10, "effective": 3}  # 10 rows read, 5 kept by the filter, 3 run
+    assert lm["n-shot"]["filt"] == 2 and lm["configs"]["filt"]["num_fewshot"] == 2
+    assert lm["results"]["filt"]["sample_len"] == 3 and lm["results"]["filt"]["name"] == "filt"

@@ -148,6 +148,45 @@ def evaluate(
             owned.close()
 
 
+def _git_hash() -> str | None:
+    """The commit of the folder the run started in (lm-eval records it too), or None outside git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def model_info(model: Model) -> dict:
+    """What lm-eval's results file reports about a model (parameters, batch size, device, tokenizer
+    special tokens, chat template), from whichever of these the backend has."""
+    info: dict[str, Any] = {}
+    for key in ("batch_size", "device", "max_length"):
+        value = getattr(model, key, None)
+        if isinstance(value, (int, str)):
+            info[key] = value
+    module = getattr(model, "model", None)
+    if hasattr(module, "num_parameters"):
+        try:
+            info["num_parameters"] = int(module.num_parameters())
+        except Exception:  # a backend's own wrapper; the count is informative only
+            pass
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        for name in ("pad", "eos", "bos"):
+            token = getattr(tokenizer, f"{name}_token", None)
+            if token is not None:
+                info[f"{name}_token"] = [str(token), str(getattr(tokenizer, f"{name}_token_id", ""))]
+        if getattr(tokenizer, "eos_token_id", None) is not None:
+            info["eot_token_id"] = int(tokenizer.eos_token_id)
+        template = getattr(tokenizer, "chat_template", None)
+        if isinstance(template, str):
+            info["chat_template"] = template
+    return info
+
+
 def _cluster_options(workers: int | None, cluster: Any):
     """ClusterOptions when the run goes to Ray (more than one worker, or a cluster address), else None."""
     if cluster is None and (workers or 1) <= 1:
@@ -194,7 +233,9 @@ def _evaluate_loaded(
         "created": manifest["created"],
         "command": list(command) if command is not None else None,
         "model": fingerprint,
-        "environment": {"python": platform.python_version(), "platform": platform.platform()},
+        "model_info": model_info(model),
+        "chat_applied": any(p.use_chat for p in prepared),
+        "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
         "status": "running",
         "limit": limit,
         "overrides": overrides,

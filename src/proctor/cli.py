@@ -369,7 +369,7 @@ def compare(
 @app.command()
 def export(
     run_dir: Path = typer.Argument(..., help="A run folder."),
-    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", help="lm-eval (results_lm_eval.json) and/or parquet (samples.parquet)."),
+    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", help="lm-eval (lm_eval/<model>/results_<date>.json + samples_<task>_<date>.jsonl) and/or parquet (samples.parquet)."),
 ) -> None:
     """Write a run's results in lm-evaluation-harness's layout and its samples as parquet."""
     from proctor.runs.export import write_exports

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from proctor.errors import ProctorError
+from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
 
-LM_EVAL_FILE = "results_lm_eval.json"
+LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
 
 
@@ -35,65 +37,6 @@ def iter_samples(run_dir: Path) -> Iterator[dict]:
                 yield json.loads(line)
             except ValueError:
                 raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
-
-
-def _metric_block(metrics: dict, alias: str) -> dict:
-    block: dict[str, Any] = {"alias": alias}
-    for name, entry in metrics.items():
-        block[f"{name},none"] = entry["value"]
-        block[f"{name}_stderr,none"] = entry["stderr"] if entry["stderr"] is not None else "N/A"
-    return block
-
-
-def _original(task: dict) -> int:
-    data = task.get("data") or {}
-    if "n_rows" in data:
-        return int(data["n_rows"]) - int(data.get("n_filtered") or 0)
-    return int(task["n_samples"])
-
-
-def lm_eval_results(results: dict) -> dict:
-    """The results in lm-evaluation-harness 0.4's results JSON layout (``results``, ``groups``, ...)."""
-    tasks = results.get("tasks", {})
-    groups = results.get("groups", {})
-    model = results.get("model", {})
-    out: dict[str, Any] = {
-        "results": {name: _metric_block(t["metrics"], name) for name, t in tasks.items()},
-        "groups": {name: _metric_block(g["metrics"], name) for name, g in groups.items()},
-        "group_subtasks": {**{name: list(g["tasks"]) for name, g in groups.items()}, **{n: [] for n in tasks if n not in groups}},
-        "configs": {
-            name: {
-                "task": name,
-                "output_type": {"loglikelihood": "multiple_choice", "generate": "generate_until", "rolling_loglikelihood": "loglikelihood_rolling"}.get(
-                    t.get("requests", {}).get("type"), t.get("kind")
-                ),
-                "metadata": {"version": t.get("version"), "proctor_hash": t.get("hash"), "dialect": t.get("dialect")},
-            }
-            for name, t in tasks.items()
-        },
-        "versions": {name: t.get("version") for name, t in tasks.items()},
-        "n-shot": {name: 0 for name in tasks},
-        "higher_is_better": {name: t.get("higher_is_better", {}) for name, t in tasks.items()},
-        "n-samples": {
-            name: {"original": _original(t), "effective": t["n_samples"]} for name, t in tasks.items()
-        },
-        "config": {
-            "model": model.get("backend", "proctor"),
-            "model_args": f"pretrained={model.get('path', model.get('model'))},dtype={model.get('dtype')}",
-            "model_num_parameters": None,
-            "model_dtype": model.get("dtype"),
-            "model_revision": model.get("revision"),
-            "batch_size": None,
-            "device": None,
-        },
-        "git_hash": None,
-        "date": results.get("created"),
-        "model_name": model.get("model"),
-        "model_name_sanitized": str(model.get("model", "")).replace("/", "__"),
-        "total_evaluation_time_seconds": str(results.get("timing", {}).get("total_seconds", "")),
-        "proctor": {"version": results.get("proctor_version"), "model_fingerprint": model},
-    }
-    return out
 
 
 def _json_or_none(value: Any) -> str | None:
@@ -146,10 +89,36 @@ def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
     return target
 
 
-def write_lm_eval(run_dir: Path, path: Path | None = None) -> Path:
-    target = path or Path(run_dir) / LM_EVAL_FILE
-    write_json_atomic(target, lm_eval_results(load_results(Path(run_dir))))
-    return target
+def write_lm_eval(run_dir: Path, folder: Path | None = None) -> Path:
+    """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
+
+    The date is the run's start, so exporting again rewrites the same files; other files that an
+    earlier export of this run left there are removed.
+    """
+    run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    specs = task_specs(run_dir, results.get("tasks", {}))
+    layout = results_file(results, specs)
+    target = folder or run_dir / LM_EVAL_DIR / layout["model_name_sanitized"]
+    date = stamp(results.get("created"))
+    target.mkdir(parents=True, exist_ok=True)
+    keep = {f"results_{date}.json"}
+    rows = SourceRows()
+    by_task: dict[str, list[dict]] = {}
+    for record in iter_samples(run_dir):
+        by_task.setdefault(record.get("task"), []).append(record)
+    for name, records in by_task.items():
+        file = target / f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', str(name))}_{date}.jsonl"
+        keep.add(file.name)
+        with file.open("w", encoding="utf-8") as handle:
+            for i, record in enumerate(records):
+                handle.write(json.dumps(sample_line(i, record, specs.get(name) or {}, rows.doc(record)), ensure_ascii=False, default=str) + "\n")
+    for old in target.glob("*.json*"):
+        if old.name not in keep and (old.name.startswith("results_") or old.name.startswith("samples_")):
+            old.unlink()
+    path = target / f"results_{date}.json"
+    write_json_atomic(path, layout)
+    return path
 
 
 def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet")) -> list[Path]:
