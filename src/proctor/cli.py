@@ -368,14 +368,21 @@ def compare(
 
 @app.command()
 def export(
-    run_dir: Path = typer.Argument(..., help="A run folder."),
-    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", help="lm-eval (lm_eval/<model>/results_<date>.json + samples_<task>_<date>.jsonl) and/or parquet (samples.parquet)."),
+    run_dirs: List[Path] = typer.Argument(..., help="Run folders."),
+    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", "--to", help="lm-eval (lm_eval/<model>/results_<date>.json + samples_<task>_<date>.jsonl), parquet (samples.parquet), duckdb (every run into --database)."),
+    database: Path = typer.Option(Path("proctor.duckdb"), "--database", help="duckdb: the database file runs are added to (tables samples, metrics)."),
 ) -> None:
-    """Write a run's results in lm-evaluation-harness's layout and its samples as parquet."""
+    """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
     from proctor.runs.export import write_exports
 
-    for path in write_exports(run_dir, tuple(fmt)):
-        console.print(f"wrote {path}")
+    per_run = tuple(f for f in fmt if f != "duckdb")
+    for run_dir in run_dirs:
+        for path in write_exports(run_dir, per_run):
+            console.print(f"wrote {path}")
+    if "duckdb" in fmt:
+        from proctor.runs.duckdb_export import export_duckdb
+
+        console.print(f"wrote {export_duckdb(run_dirs, database)} ({len(run_dirs)} run(s))")
 
 
 def main() -> None:

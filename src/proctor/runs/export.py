@@ -39,49 +39,92 @@ def iter_samples(run_dir: Path) -> Iterator[dict]:
                 raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
 
 
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+def _texts(values: Any) -> list[str] | None:
+    if values is None:
+        return None
+    return [str(v) for v in (values if isinstance(values, list) else [values])]
+
+
+def _indices(values: Any) -> list[int] | None:
+    items = values if isinstance(values, list) else [values]
+    if values is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return None
+    return list(items)
+
+
+def _typed(r: dict) -> dict:
+    """target / prediction as text (a choice's text for multiple choice), with indices beside them."""
+    choices = r.get("choices")
+    target = r.get("target")
+    if choices is not None:
+        gold = _indices(target)
+        prediction = r.get("prediction")
+        index = prediction if isinstance(prediction, int) and not isinstance(prediction, bool) else None
+        return {
+            "target": [str(choices[i]) for i in gold if 0 <= i < len(choices)] if gold else _texts(target),
+            "target_index": gold,
+            "prediction": str(choices[index]) if index is not None and 0 <= index < len(choices) else
+            (None if prediction is None else str(prediction)),
+            "prediction_index": index,
+        }
+    prediction = r.get("extracted", r.get("prediction"))
+    return {
+        "target": _texts(target),
+        "target_index": None,
+        "prediction": None if prediction is None or isinstance(prediction, (dict, list)) else str(prediction),
+        "prediction_index": None,
+    }
 
 
 def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
-    """samples.jsonl as a flat table: one row per sample, a float column per metric."""
+    """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
+    target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
+    ``logprob_<i>`` columns, and a float column per metric."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    model = results.get("model") or {}
     records = list(iter_samples(run_dir))
     metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
-    columns: dict[str, list] = {
-        name: []
-        for name in ("task", "id", "source_file", "source_row", "prompt", "target", "prediction", "choices", "distribution", "generation", "record")
-    }
-    metric_columns: dict[str, list] = {f"metric_{m}": [] for m in metric_names}
+    n_choices = max((len(r.get("logprobs") or []) for r in records if isinstance(r.get("logprobs"), list)), default=0)
+    fields = [
+        ("run", pa.string()), ("run_created", pa.string()), ("model", pa.string()), ("model_backend", pa.string()),
+        ("task", pa.string()), ("id", pa.string()), ("source_file", pa.string()), ("source_row", pa.int64()),
+        ("prompt", pa.string()), ("target", pa.list_(pa.string())), ("target_index", pa.list_(pa.int64())),
+        ("prediction", pa.string()), ("prediction_index", pa.int64()), ("correct", pa.bool_()), ("parsed", pa.bool_()),
+        ("choices", pa.list_(pa.string())), ("logprobs", pa.list_(pa.float64())), ("distribution", pa.list_(pa.float64())),
+        *[(f"logprob_{i}", pa.float64()) for i in range(n_choices)],
+        ("generation", pa.string()), ("record", pa.string()),
+        *[(f"metric_{m}", pa.float64()) for m in metric_names],
+    ]
+    columns: dict[str, list] = {name: [] for name, _ in fields}
+    run_name = run_dir.resolve().name
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
-        columns["task"].append(r.get("task"))
-        columns["id"].append(str(r.get("id")))
-        columns["source_file"].append((r.get("source") or {}).get("file"))
-        columns["source_row"].append((r.get("source") or {}).get("row"))
-        columns["prompt"].append(prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False))
-        columns["target"].append(_json_or_none(r.get("target")))
-        columns["prediction"].append(_json_or_none(r.get("prediction", r.get("extracted"))))
-        columns["choices"].append([str(c) for c in r["choices"]] if r.get("choices") is not None else None)
-        columns["distribution"].append([float(x) for x in r["distribution"]] if r.get("distribution") is not None else None)
-        columns["generation"].append(r.get("generation"))
-        columns["record"].append(json.dumps(r, ensure_ascii=False))
+        logprobs = r.get("logprobs") if isinstance(r.get("logprobs"), list) else None
+        row = {
+            "run": run_name, "run_created": results.get("created"), "model": model.get("model"), "model_backend": model.get("backend"),
+            "task": r.get("task"), "id": str(r.get("id")), "source_file": (r.get("source") or {}).get("file"),
+            "source_row": (r.get("source") or {}).get("row"),
+            "prompt": prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False),
+            **_typed(r),
+            "correct": r["correct"] if isinstance(r.get("correct"), bool) else None,
+            "parsed": r["parsed"] if isinstance(r.get("parsed"), bool) else None,
+            "choices": [str(c) for c in r["choices"]] if r.get("choices") is not None else None,
+            "logprobs": [float(x) for x in logprobs] if logprobs is not None else None,
+            "distribution": [float(x) for x in r["distribution"]] if r.get("distribution") is not None else None,
+            "generation": r.get("generation"), "record": json.dumps(r, ensure_ascii=False),
+        }
+        for i in range(n_choices):
+            row[f"logprob_{i}"] = float(logprobs[i]) if logprobs is not None and i < len(logprobs) else None
         for m in metric_names:
             value = (r.get("metrics") or {}).get(m)
-            metric_columns[f"metric_{m}"].append(float(value) if isinstance(value, (int, float)) else None)
-    schema = pa.schema(
-        [
-            ("task", pa.string()), ("id", pa.string()), ("source_file", pa.string()), ("source_row", pa.int64()),
-            ("prompt", pa.string()), ("target", pa.string()), ("prediction", pa.string()),
-            ("choices", pa.list_(pa.string())), ("distribution", pa.list_(pa.float64())), ("generation", pa.string()),
-            ("record", pa.string()),
-            *[(name, pa.float64()) for name in metric_columns],
-        ]
-    )
-    table = pa.table({**columns, **metric_columns}, schema=schema)
+            row[f"metric_{m}"] = float(value) if isinstance(value, (int, float)) else None
+        for name in columns:
+            columns[name].append(row.get(name))
+    table = pa.table(columns, schema=pa.schema(fields))
     target = path or run_dir / PARQUET_FILE
     tmp = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, tmp)
@@ -129,5 +172,5 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
         elif fmt == "parquet":
             written.append(write_parquet(run_dir))
         else:
-            raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval or parquet")
+            raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval, parquet or duckdb")
     return written
