@@ -159,10 +159,17 @@ def test_gen_kwargs_parsing():
 
 
 def test_dialects_take_what_means_something(tmp_path):
-    probsem = load_tasks([EXAMPLES.parent / "tests" / "data" / "probsem"]) if (EXAMPLES.parent / "tests" / "data" / "probsem").exists() else []
-    if probsem:
-        with pytest.raises(ProctorError, match="--num-fewshot has no meaning"):
-            apply_overrides(probsem, RunOverrides(num_fewshot=2))
+    folder = tmp_path / "probsem"
+    folder.mkdir()
+    (folder / "p.txt").write_text("Pick the program.", encoding="utf-8")
+    suite = {"pretext": "", "context": [{"text": "Add one to x.", "expected": 1}], "posttext": "Program:", "queries": ["a", "b"]}
+    (folder / "p_code.json").write_text(json.dumps(suite), encoding="utf-8")
+    probsem = load_tasks([folder])
+    assert [t.dialect for t in probsem] == ["probsem"]
+    for o, flag in ((RunOverrides(num_fewshot=2), "--num-fewshot"), (RunOverrides(system_prompt="x"), "--system-prompt"),
+                    (RunOverrides(epochs=2), "--epochs"), (RunOverrides(seed=3), "--gen-kwargs/--seed")):
+        with pytest.raises(ProctorError, match=f"{flag}.*no meaning"):
+            apply_overrides(probsem, o)
     mc = [t for t in load_tasks([EXAMPLES / "quickstart"]) if t.spec.kind == "multiple_choice"]
     with pytest.raises(ProctorError, match="--epochs has no meaning.*none of them generates"):
         apply_overrides(mc, RunOverrides(epochs=2))
@@ -209,3 +216,7 @@ def test_cli_version_and_overrides(tiny_model_dir, tmp_path):
     assert results["limit"] == 0.1 and results["tasks"]["qa"]["n_samples"] == 2
     bad = run_cli("run", str(folder), "--model", str(tiny_model_dir), "-o", str(tmp_path / "bad"), "-q", "--gen-kwargs", "tempx=1")
     assert bad.returncode == 2 and "unknown key 'tempx'" in bad.stderr and "Traceback" not in bad.stderr
+    use_case = tmp_path / "case.py"
+    use_case.write_text("USE_CASE = None\n")
+    refused = run_cli("run", str(use_case), "--model", str(tiny_model_dir), "-q", "--num-fewshot", "2")
+    assert refused.returncode == 2 and "use case files" in refused.stderr and "Traceback" not in refused.stderr

@@ -207,7 +207,7 @@ def run(
         from proctor.usecases.runfile import run_use_case_files
 
         if overrides.recorded() or isinstance(limit, float):
-            raise typer.BadParameter(
+            raise ProctorError(
                 "use case files (.py) set their own prompts and generation in Python; of the run-time overrides they take "
                 "--limit as a count only"
             )
