@@ -220,3 +220,29 @@ def test_cli_version_and_overrides(tiny_model_dir, tmp_path):
     use_case.write_text("USE_CASE = None\n")
     refused = run_cli("run", str(use_case), "--model", str(tiny_model_dir), "-q", "--num-fewshot", "2")
     assert refused.returncode == 2 and "use case files" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_seahelm_run_takes_fewshot_max_tokens_and_epochs(tmp_path):
+    from conftest import shared_path
+    from fakes import FakeModel
+
+    folder = shared_path("examples", "seahelm", "seahelm_tasks", "nlu", "paraphrase_identification")
+
+    def run(o: RunOverrides, name: str):
+        model, sent = FakeModel(), []
+        answer = model.generate
+        model.generate = lambda requests, progress=None: (sent.extend(requests), answer(requests, progress))[1]
+        result = evaluate([folder], model, select=["paraphrase/my"], output_dir=tmp_path / name, limit=2, export=False, overrides=o)
+        return result, sent
+
+    marks = []
+    for n in (0, 1, 2):
+        _, sent = run(RunOverrides(num_fewshot=n, gen_kwargs={"max_tokens": 3}), f"shots{n}")
+        assert {r.max_tokens for r in sent} == {3} and len(sent) == 2
+        marks.append(sent[0].prompt.count("SENTENCE_1"))
+    assert marks[2] - marks[1] == marks[1] - marks[0] > 0  # each shot adds one example's text
+    result, sent = run(RunOverrides(epochs=2), "epochs")
+    assert sorted({r.seed for r in sent}) == [0, 1] and len(sent) == 4  # SEA-HELM's seeded runs, one per epoch
+    record = json.loads((result.run_dir / "samples.jsonl").read_text().splitlines()[0])
+    assert len(record["run_scores"]) == 2
+    assert json.loads((result.run_dir / "results.json").read_text())["overrides"] == {"epochs": 2, "epoch_reducer": "mean"}
