@@ -76,6 +76,13 @@ def _typed(r: dict) -> dict:
     }
 
 
+def _floats(values: Any) -> list[float | None] | None:
+    """Numbers as floats; a task class may leave gaps (None) in its per-choice values."""
+    if not isinstance(values, (list, tuple)):
+        return None
+    return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in values]
+
+
 def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
     """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
@@ -113,12 +120,12 @@ def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
             "correct": r["correct"] if isinstance(r.get("correct"), bool) else None,
             "parsed": r["parsed"] if isinstance(r.get("parsed"), bool) else None,
             "choices": [str(c) for c in r["choices"]] if r.get("choices") is not None else None,
-            "logprobs": [float(x) for x in logprobs] if logprobs is not None else None,
-            "distribution": [float(x) for x in r["distribution"]] if r.get("distribution") is not None else None,
+            "logprobs": _floats(logprobs),
+            "distribution": _floats(r.get("distribution")),
             "generation": r.get("generation"), "record": json.dumps(r, ensure_ascii=False),
         }
         for i in range(n_choices):
-            row[f"logprob_{i}"] = float(logprobs[i]) if logprobs is not None and i < len(logprobs) else None
+            row[f"logprob_{i}"] = _floats(logprobs)[i] if logprobs is not None and i < len(logprobs) else None
         for m in metric_names:
             value = (r.get("metrics") or {}).get(m)
             row[f"metric_{m}"] = float(value) if isinstance(value, (int, float)) else None
