@@ -226,8 +226,8 @@ def primary_metrics(records: list[dict]) -> dict[str, str]:
 
 def status(r: dict, primary: str) -> str:
     """correct / incorrect by the task's 0/1 metric; unparsed when no answer could be read from a generation."""
-    if r.get("parsed") is False:
-        return "unparsed"
+    if r.get("parsed") is False or (r.get("mc_format") == "generate" and r.get("extracted") is None):
+        return "unparsed"  # no answer read from a generation (lettered multiple choice: no letter)
     value = (r.get("metrics") or {}).get(primary) if primary else None
     if value is None:
         return "unscored"
@@ -249,6 +249,8 @@ def _sample_view(r: dict, primary: str = "") -> dict:
         view["prediction_text"] = _choice_text(choices, r.get("prediction"))
         golds = target if isinstance(target, list) else [target]
         view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
+        if "generation" in r:  # lettered multiple choice: the reply the letter was read from
+            view["generation"] = r.get("generation")
     elif "generation" in r:
         view["generation"] = r.get("generation")
         view["prediction"] = r.get("extracted")

@@ -60,6 +60,7 @@ JS = r"""
         row.appendChild(text("span", (golds.indexOf(i) >= 0 ? "gold " : "") + (s.prediction === i ? "pred" : ""), c));
         div.appendChild(row);
       });
+      if (s.generation !== undefined) div.appendChild(text("pre", "generation", s.generation));
     } else if (s.generation !== undefined) {
       div.appendChild(text("pre", "generation", s.generation));
       (s.epochs || []).forEach(function (g, e) { if (e > 0) div.appendChild(text("pre", "generation epoch", "epoch " + (e + 1) + ": " + g)); });
