@@ -179,16 +179,12 @@ def run(
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
-    from proctor.engine.overrides import RunOverrides, parse_gen_kwargs, parse_limit
+    from proctor.engine.overrides import RunOverrides, parse_limit
 
     _load_plugins(plugin)
     limit = parse_limit(limit)
-    generation = parse_gen_kwargs(gen_kwargs)
-    for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
-        if value is not None:
-            generation[key] = value
-    overrides = RunOverrides(
-        num_fewshot=num_fewshot, gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())),
+    overrides = RunOverrides.from_flags(
+        num_fewshot=num_fewshot, gen_kwargs=gen_kwargs, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
         seed=seed, epochs=epochs, epoch_reducer=epoch_reducer, system_prompt=system_prompt,
         fewshot_as_multiturn=fewshot_as_multiturn, log_samples=log_samples,
     )

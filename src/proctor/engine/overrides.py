@@ -44,6 +44,16 @@ class RunOverrides:
         if self.num_fewshot is not None and self.num_fewshot < 0:
             raise ProctorError(f"--num-fewshot takes a count >= 0, got {self.num_fewshot}")
 
+    @classmethod
+    def from_flags(cls, *, gen_kwargs: str | None = None, temperature: float | None = None, top_p: float | None = None,
+                   max_tokens: int | None = None, **flags: Any) -> "RunOverrides":
+        """From ``proctor run``'s flags: --temperature/--top-p/--max-tokens win over the same keys in --gen-kwargs."""
+        generation = parse_gen_kwargs(gen_kwargs)
+        for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
+            if value is not None:
+                generation[key] = value
+        return cls(gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())), **flags)
+
     def recorded(self) -> dict:
         """The overrides in force, for results.json and run.json (defaults left out, so older folders compare equal)."""
         out: dict[str, Any] = {}
