@@ -131,3 +131,124 @@ def test_report_page_errors_are_caught(tmp_path, run_dir, browser):
 def test_write_report_path(run_dir, tmp_path):
     target = write_report(run_dir, tmp_path / "r.html")
     assert target.read_text().startswith("<!DOCTYPE html>")
+
+
+LONG = "a_generation_task_with_a_very_long_descriptive_name_for_error_analysis"
+SHOTS = Path(tempfile.gettempdir()) / "proctor-report-screenshots"
+
+
+@pytest.fixture(scope="module")
+def big_run(tmp_path_factory) -> Path:
+    """A run of more than 2,000 samples, with a long task name and unparsed generations."""
+    tmp = tmp_path_factory.mktemp("big-report")
+    tasks = write_tasks(tmp / "tasks", n_mc=800, n_gen=300, star_gold=True)
+    (tasks / "long.yaml").write_text(
+        f"name: {LONG}\nkind: generate\ndata: {{path: gen.jsonl, id: id}}\nprompt: 'Say: {{{{ question }}}}'\n"
+        "target: '{{ answers }}'\ngeneration: {max_tokens: 8}\nextraction: {regex: '([0-4])', fallback: none}\n"
+        "metrics: [exact_match, f1, null_count]\n"
+    )
+    evaluate([tasks], FakeModel(prefer_gold=0.8), output_dir=tmp / "run")
+    write_report(tmp / "run")
+    return tmp / "run"
+
+
+def expected_status(records: list[dict]) -> list[str]:
+    """Written out here: a task's outcome metric is its first metric that is 0 or 1 on every sample."""
+    first: dict[str, str] = {}
+    for task in dict.fromkeys(r["task"] for r in records):
+        mine = [r for r in records if r["task"] == task]
+        names = list(mine[0]["metrics"])
+        first[task] = next((n for n in names if all(r["metrics"].get(n) in (None, 0, 1) for r in mine)), "")
+    out = []
+    for r in records:
+        value = r["metrics"].get(first[r["task"]]) if first[r["task"]] else None
+        out.append("unparsed" if r.get("parsed") is False else "unscored" if value is None else "correct" if value == 1 else "incorrect")
+    return out
+
+
+def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    records = [json.loads(line) for line in (big_run / "samples.jsonl").open()]
+    assert len(records) >= 2000
+    SHOTS.mkdir(exist_ok=True)
+    browser.set_window_size(1400, 1000)
+    browser.get((big_run / "report.html").resolve().as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+    browser.save_screenshot(str(SHOTS / "top.png"))
+
+    def cards():
+        return browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
+
+    info = browser.find_element(By.ID, "page-info")
+    count = browser.find_element(By.ID, "match-count")
+    assert count.get_attribute("data-matches") == str(len(records))
+    assert info.get_attribute("data-pages") == str(-(-len(records) // 50)) and len(cards()) == 50
+    browser.find_element(By.ID, "next").click()
+    assert info.get_attribute("data-page") == "2"
+    assert [c.get_attribute("data-id") for c in cards()] == [str(r["id"]) for r in records[50:100]]
+    browser.find_element(By.ID, "last").click()
+    assert len(cards()) == len(records) - 50 * (int(info.get_attribute("data-pages")) - 1)
+
+    # outcome filters: counts equal the statuses computed in this test
+    statuses = expected_status(records)
+    assert statuses.count("unparsed") > 0 and statuses.count("correct") > 0 and statuses.count("incorrect") > 0
+    for value in ("correct", "incorrect", "unparsed"):
+        Select(browser.find_element(By.ID, "status-filter")).select_by_value(value)
+        assert count.get_attribute("data-matches") == str(statuses.count(value)), value
+        assert {c.get_attribute("data-status") for c in cards()} == {value}
+    browser.execute_script("document.getElementById('controls').scrollIntoView()")
+    browser.save_screenshot(str(SHOTS / "unparsed.png"))
+    Select(browser.find_element(By.ID, "status-filter")).select_by_value("")
+
+    # metric value filter: f1 between 0.2 and 0.8
+    Select(browser.find_element(By.ID, "metric-filter")).select_by_visible_text("f1")
+    browser.find_element(By.ID, "metric-min").send_keys("0.2")
+    browser.find_element(By.ID, "metric-max").send_keys("0.8")
+    within = [r for r in records if isinstance(r["metrics"].get("f1"), (int, float)) and 0.2 <= r["metrics"]["f1"] <= 0.8]
+    assert count.get_attribute("data-matches") == str(len(within))
+    browser.find_element(By.ID, "metric-min").clear()
+    browser.find_element(By.ID, "metric-max").clear()
+    Select(browser.find_element(By.ID, "metric-filter")).select_by_value("")
+
+    # predictions as text, numbers rounded
+    Select(browser.find_element(By.ID, "task-filter")).select_by_visible_text("mc_alpha")
+    card = cards()[0]
+    record = next(r for r in records if r["task"] == "mc_alpha")
+    assert card.find_element(By.CSS_SELECTOR, ".prediction").text == f"{record['prediction']}: {record['choices'][record['prediction']]}"
+    for value in re.findall(r"= (\S+)", card.find_element(By.CSS_SELECTOR, ".metrics").text):
+        assert re.fullmatch(r"-?\d+(\.\d{4})?", value), value
+    assert record["metrics"]["brier_score"] != round(record["metrics"]["brier_score"], 4)  # a long float, shown rounded
+    browser.execute_script("document.getElementById('controls').scrollIntoView()")
+    browser.save_screenshot(str(SHOTS / "samples.png"))
+
+    # every plot has axis values; no label runs outside its chart (long names are not cut)
+    for svg in browser.find_elements(By.CSS_SELECTOR, "svg.chart"):
+        assert len(svg.find_elements(By.CSS_SELECTOR, ".tick")) >= 2
+    overflow = browser.execute_script("""
+        var bad = [];
+        document.querySelectorAll('svg.chart text').forEach(function (t) {
+          var b = t.getBoundingClientRect(), box = t.ownerSVGElement.getBoundingClientRect();
+          if (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 || b.bottom > box.bottom + 0.5)
+            bad.push(t.textContent);
+        });
+        return bad;""")
+    assert overflow == []
+    labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.chart .ctitle, svg.chart .lbl, .cname")]
+    assert any(LONG in label for label in labels)
+    browser.execute_script("document.querySelector('.task-charts[data-task=\"%s\"]').scrollIntoView()" % LONG)
+    browser.save_screenshot(str(SHOTS / "charts.png"))
+    browser.execute_script("document.querySelector('.cal').scrollIntoView()")
+    browser.save_screenshot(str(SHOTS / "calibration.png"))
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_outcome_status_rules():
+    from proctor.runs.report import nice_ticks, status
+
+    assert status({"parsed": False, "metrics": {"exact_match": 0}}, "exact_match") == "unparsed"
+    assert status({"mc_format": "generate", "extracted": None, "prediction": None, "metrics": {"acc": 0}}, "acc") == "unparsed"
+    assert status({"mc_format": "generate", "extracted": "B", "metrics": {"acc": 1}}, "acc") == "correct"
+    assert status({"metrics": {"acc": 0.0}}, "acc") == "incorrect" and status({"metrics": {"acc": None}}, "acc") == "unscored"
+    assert nice_ticks(0, 0.45) == [0, 0.2, 0.4, 0.6] and nice_ticks(0, 300) == [0, 100, 200, 300]

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from proctor import __version__
 from proctor.dialects import collect_tasks
+from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
@@ -71,7 +72,7 @@ def evaluate(
     *,
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
-    limit: int | None = None,
+    limit: int | float | None = None,
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
     data_path: str | Path | None = None,
@@ -89,6 +90,7 @@ def evaluate(
     cluster: Any = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -105,6 +107,10 @@ def evaluate(
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
+    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows. ``overrides``
+    (``engine.overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
+    prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
+    recorded in results.json and run.json.
     """
     started = time.perf_counter()
     task_list = list(tasks)
@@ -113,6 +119,9 @@ def evaluate(
     if task_list and not isinstance(task_list[0], Task):
         named = {Path(p).resolve() for p in task_list if Path(p).is_file()}
         task_list = collect_tasks(task_list, select=select, options=dialect_options, problems=skipped)
+    overrides = overrides or RunOverrides()
+    limit = parse_limit(limit)
+    task_list = apply_overrides(task_list, overrides, chat)
     if data_path is not None:
         variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
@@ -120,10 +129,11 @@ def evaluate(
 
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
     if named is None:
-        prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+        prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
+                                 overrides=overrides)
     else:
         prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, chat=chat, mc_format=mc_format,
-                                  mc_shuffle_seed=mc_shuffle_seed)
+                                  mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     if isinstance(model, str):
@@ -141,14 +151,15 @@ def evaluate(
     try:
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
-            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed), skipped,
+            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
+            overrides.recorded(), skipped,
         )
     finally:
         if owned is not None:
             owned.close()
 
 
-def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict], variables, **options) -> list:
+def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict], variables, overrides, **options) -> list:
     """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
     others go on. A task from a file named directly, or the failure of every task, still raises."""
     from proctor.errors import TaskDefinitionError
@@ -156,7 +167,8 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
     prepared, first = [], None
     for task in tasks:
         try:
-            prepared.append(prepare_task(task, variables or {}, **options))
+            prepared.append(prepare_task(task, variables or {}, epochs=epochs_of(task, overrides),
+                                         epoch_reducer=overrides.epoch_reducer, **options))
         except TaskDefinitionError as exc:
             if task.file is None or task.file.resolve() in named:
                 raise
@@ -166,6 +178,45 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
     if not prepared and first is not None:
         raise first
     return prepared
+
+
+def _git_hash() -> str | None:
+    """The commit of the folder the run started in (lm-eval records it too), or None outside git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def model_info(model: Model) -> dict:
+    """What lm-eval's results file reports about a model (parameters, batch size, device, tokenizer
+    special tokens, chat template), from whichever of these the backend has."""
+    info: dict[str, Any] = {}
+    for key in ("batch_size", "device", "max_length"):
+        value = getattr(model, key, None)
+        if isinstance(value, (int, str)):
+            info[key] = value
+    module = getattr(model, "model", None)
+    if hasattr(module, "num_parameters"):
+        try:
+            info["num_parameters"] = int(module.num_parameters())
+        except Exception:  # a backend's own wrapper; the count is informative only
+            pass
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        for name in ("pad", "eos", "bos"):
+            token = getattr(tokenizer, f"{name}_token", None)
+            if token is not None:
+                info[f"{name}_token"] = [str(token), str(getattr(tokenizer, f"{name}_token_id", ""))]
+        if getattr(tokenizer, "eos_token_id", None) is not None:
+            info["eot_token_id"] = int(tokenizer.eos_token_id)
+        template = getattr(tokenizer, "chat_template", None)
+        if isinstance(template, str):
+            info["chat_template"] = template
+    return info
 
 
 def _cluster_options(workers: int | None, cluster: Any):
@@ -187,7 +238,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options, skipped=(),
+    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(),
 ) -> EvaluationResult:
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -198,7 +249,8 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options},
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options,
+             **({"overrides": overrides} if overrides else {})},
         ),
         update=update,
         restart=restart,
@@ -213,8 +265,12 @@ def _evaluate_loaded(
         "created": manifest["created"],
         "command": list(command) if command is not None else None,
         "model": fingerprint,
-        "environment": {"python": platform.python_version(), "platform": platform.platform()},
+        "model_info": model_info(model),
+        "chat_applied": any(p.use_chat for p in prepared),
+        "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
         "status": "running",
+        "limit": limit,
+        "overrides": overrides,
         "tasks": {},
         "groups": {},
         "timing": {"model_load_seconds": round(load_seconds, 3)},
@@ -231,7 +287,8 @@ def _evaluate_loaded(
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result["exports"] = exported
-            writer.append_samples(outcome.records)
+            if overrides.get("log_samples", True):
+                writer.append_samples(outcome.records)
             results["tasks"][outcome.name] = outcome.result
             writer.write_results(results)  # what finished is on disk
         memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
@@ -253,5 +310,5 @@ def _evaluate_loaded(
     if export:
         from proctor.runs.export import write_exports
 
-        write_exports(run_dir)
+        write_exports(run_dir, ("lm-eval", "parquet") if overrides.get("log_samples", True) else ("lm-eval",))
     return EvaluationResult(run_dir, results)

@@ -17,6 +17,21 @@ from proctor.errors import ProctorError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from proctor import __version__
+
+        console.print(f"proctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Print proctor's version and exit."),
+) -> None:
+    """Evaluate language models on tasks you define."""
+
+
 def _variables(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
     variables: dict[str, str] = {}
     if data_dir is not None:
@@ -111,9 +126,20 @@ def run(
     model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU), or openai:<name> with --base-url, or steer:<file.py>:<NAME> (a steering pipeline; base model: --model-arg base=...)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
     tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="At most this many samples per task."),
+    limit: Optional[str] = typer.Option(None, "--limit", "-n", help="At most this many samples per task, or a fraction (0 < x < 1) of each task's rows."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local data root: sets ${PROCTOR_DATA} in task files."),
     var: Optional[List[str]] = typer.Option(None, "--var", help="KEY=VALUE for ${KEY} in task files (repeatable)."),
+    num_fewshot: Optional[int] = typer.Option(None, "--num-fewshot", help="Few-shot examples per prompt (overrides each task's fewshot.count)."),
+    gen_kwargs: Optional[str] = typer.Option(None, "--gen-kwargs", help="Generation settings KEY=VALUE,... (lm-eval names too: max_gen_toks, until, do_sample)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature for generate tasks (0: greedy)."),
+    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling for generate tasks."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="New tokens per generation."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed; each sample and epoch draws from its own stream."),
+    epochs: int = typer.Option(1, "--epochs", help="Generate tasks: run every sample N times (per-epoch scores, pass@k)."),
+    epoch_reducer: str = typer.Option("mean", "--epoch-reducer", help="Per-sample score across epochs: mean or pass@K."),
+    system_prompt: Optional[str] = typer.Option(None, "--system-prompt", help="System prompt for every task (chat: a system turn; plain text: the prompt's start)."),
+    fewshot_as_multiturn: Optional[bool] = typer.Option(None, "--fewshot-as-multiturn/--fewshot-in-one-turn", help="Chat: few-shot examples as user/assistant turns, or all in the user turn."),
+    log_samples: bool = typer.Option(True, "--log-samples/--no-log-samples", help="Write samples.jsonl (and samples.parquet)."),
     dtype: str = typer.Option("float32", help="float32, bfloat16, float16 or auto."),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:N or auto."),
     batch_size: str = typer.Option("8", "--batch-size", "-b", help="Sequences per forward pass, or 'auto'."),
@@ -157,8 +183,15 @@ def run(
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
+    from proctor.engine.overrides import RunOverrides, parse_limit
 
     _load_plugins(plugin)
+    limit = parse_limit(limit)
+    overrides = RunOverrides.from_flags(
+        num_fewshot=num_fewshot, gen_kwargs=gen_kwargs, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+        seed=seed, epochs=epochs, epoch_reducer=epoch_reducer, system_prompt=system_prompt,
+        fewshot_as_multiturn=fewshot_as_multiturn, log_samples=log_samples,
+    )
 
     if chat_template not in ("auto", "on", "off"):
         raise typer.BadParameter("--chat-template takes auto, on or off")
@@ -173,6 +206,12 @@ def run(
     if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
         from proctor.usecases.runconfig import UseCaseConfig, command_line_config, read_config
         from proctor.usecases.runfile import run_use_case_files
+
+        if overrides.recorded() or isinstance(limit, float):
+            raise ProctorError(
+                "use case files (.py) set their own prompts and generation in Python; of the run-time overrides they take "
+                "--limit as a count only"
+            )
 
         config = command_line_config(use_case_data, use_case_metric, use_case_arg).over(
             read_config(use_case_config) if use_case_config else UseCaseConfig()
@@ -223,6 +262,7 @@ def run(
             cluster=cluster,
             mc_format=mc_format,
             mc_shuffle_seed=mc_shuffle,
+            overrides=overrides,
         )
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
@@ -354,14 +394,21 @@ def compare(
 
 @app.command()
 def export(
-    run_dir: Path = typer.Argument(..., help="A run folder."),
-    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", help="lm-eval (results_lm_eval.json) and/or parquet (samples.parquet)."),
+    run_dirs: List[Path] = typer.Argument(..., help="Run folders."),
+    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", "--to", help="lm-eval (lm_eval/<model>/results_<date>.json + samples_<task>_<date>.jsonl), parquet (samples.parquet), duckdb (every run into --database)."),
+    database: Path = typer.Option(Path("proctor.duckdb"), "--database", help="duckdb: the database file runs are added to (tables samples, metrics)."),
 ) -> None:
-    """Write a run's results in lm-evaluation-harness's layout and its samples as parquet."""
+    """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
     from proctor.runs.export import write_exports
 
-    for path in write_exports(run_dir, tuple(fmt)):
-        console.print(f"wrote {path}")
+    per_run = tuple(f for f in fmt if f != "duckdb")
+    for run_dir in run_dirs:
+        for path in write_exports(run_dir, per_run):
+            console.print(f"wrote {path}")
+    if "duckdb" in fmt:
+        from proctor.runs.duckdb_export import export_duckdb
+
+        console.print(f"wrote {export_duckdb(run_dirs, database)} ({len(run_dirs)} run(s))")
 
 
 def main() -> None:

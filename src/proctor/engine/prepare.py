@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from proctor.data.sources import Sample, load_samples
+from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
 from proctor.errors import TaskDefinitionError
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
@@ -30,6 +31,8 @@ class PreparedTask:
     handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
     mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
+    epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
+    epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
@@ -72,10 +75,12 @@ def prepare_task(
     task: Task,
     variables: Mapping[str, str],
     *,
-    limit: int | None = None,
+    limit: int | float | None = None,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    epochs: int = 1,
+    epoch_reducer: str = "mean",
 ) -> PreparedTask:
     spec = task.spec
     file = str(task.file) if task.file else None
@@ -86,17 +91,22 @@ def prepare_task(
 
         handler = load_task_class(spec, task.base_dir, file)
     if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
-        cut = min(x for x in (limit, spec.limit) if x is not None) if (limit or spec.limit) else None
-        if "variables" in inspect.signature(handler.load_samples).parameters:
-            samples = handler.load_samples(limit=cut, variables=variables)
-        else:
-            samples = handler.load_samples(limit=cut)
+        wants_variables = "variables" in inspect.signature(handler.load_samples).parameters
+
+        def load(cut):
+            return handler.load_samples(limit=cut, variables=variables) if wants_variables else handler.load_samples(limit=cut)
+
+        count = limit if not isinstance(limit, float) else None  # a fraction needs the row count: cut below
+        samples = load(min(x for x in (count, spec.limit) if x is not None) if (count or spec.limit) else None)
+        if isinstance(limit, float) and samples:  # the handler keeps its rows: load again with the count
+            samples = load(min(x for x in (limit_count(limit, len(samples)), spec.limit) if x is not None))
+            limit = None
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
     if not samples:
         raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
-    count = min(x for x in (limit, spec.limit, len(samples)) if x is not None)
+    count = min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file)
@@ -117,7 +127,8 @@ def prepare_task(
     metrics = () if getattr(handler, "scores_itself", False) else _metrics(task)
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     return PreparedTask(
-        task, prepared, metrics, task_hash(task, samples, pool, images), use_chat, stats, handler, mc_format, mc_shuffle_seed
+        task, prepared, metrics, task_hash(task, samples, pool, images), use_chat, stats, handler, mc_format, mc_shuffle_seed,
+        epochs, epoch_reducer,
     )
 
 
@@ -125,13 +136,17 @@ def prepare_tasks(
     tasks: Sequence[Task],
     variables: Mapping[str, str] | None = None,
     *,
-    limit: int | None = None,
+    limit: int | float | None = None,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
 ) -> list[PreparedTask]:
+    """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
+    o = overrides or RunOverrides()
     return [
-        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
+        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
+                     epochs=epochs_of(t, o), epoch_reducer=o.epoch_reducer)
         for t in tasks
     ]
 

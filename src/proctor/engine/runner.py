@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from proctor.engine.epochs import combine_epochs, seeded
+from proctor.engine.overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.errors import ProctorError
 from proctor.models.base import Model
@@ -74,8 +76,11 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         if hasattr(handler, "use_choice_formulation"):  # resolved lazily: only choice scoring needs the capability check
             handler.use_choice_formulation(lambda: choice_formulation(model, prepared))
         return TaskRequests(prepared, handler, [], prompts, [], [], [])
-    per_sample = [_with_images(handler.requests(spec, sample, text), sample.prompt.images)
-                  for sample, text in zip(prepared.samples, prompts)]
+    epochs = prepared.epochs
+    per_sample = [  # sampled generation: a seed per sample and epoch (engine/epochs.py)
+        [r for e in range(epochs) for r in seeded(_with_images(handler.requests(spec, sample, text), sample.prompt.images), sample.sample.id, e)]
+        for sample, text in zip(prepared.samples, prompts)
+    ]
     flat = [r for requests in per_sample for r in requests]
     unique, mapping = _dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
@@ -304,13 +309,21 @@ def run_built(
 def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None) -> TaskOutcome:
     """Per-sample outcomes, metric values and the task's aggregate from the unique results."""
     spec = built.prepared.task.spec
-    pairs, position = [], 0
+    epochs = built.prepared.epochs
+    per_epoch: list[list] = [[] for _ in range(epochs)]
+    position = 0
     for sample, requests in zip(built.prepared.samples, built.per_sample):
-        sample_results = [results[built.mapping[position + k]] for k in range(len(requests))]
+        n = len(requests) // epochs
+        for e in range(epochs):
+            sample_results = [results[built.mapping[position + e * n + k]] for k in range(n)]
+            per_epoch[e].append(built.handler.outcome(spec, sample, sample_results))
         position += len(requests)
-        pairs.append(built.handler.outcome(spec, sample, sample_results))
     request_info = {"total": len(built.flat), "unique": len(built.unique), "type": built.handler.request_type}
-    return score_outcomes(built, pairs, request_info, model_seconds, started)
+    outcomes = [score_outcomes(built, pairs, request_info, model_seconds, started) for pairs in per_epoch]
+    if epochs == 1:
+        return outcomes[0]
+    k = reducer_k(built.prepared.epoch_reducer, epochs)
+    return combine_epochs(outcomes, built.prepared, [m for m, _ in built.prepared.metrics], k, built.prepared.epoch_reducer)
 
 
 def score_outcomes(

@@ -208,7 +208,11 @@ class PromptBuilder:
             prompt = Prompt(messages=tuple(messages), images=self._images_of(sample))
         else:
             separator = spec.fewshot.separator if spec.fewshot else "\n\n"
-            prompt = Prompt(text=separator.join([self._plain_shot(s) for s in shots] + [question]), images=self._images_of(sample))
+            parts = [self._plain_shot(s) for s in shots] + [question]
+            if self._system is not None and spec.chat is not None and not spec.chat.enabled:
+                # a system prompt for plain text (`--system-prompt` without the chat template) starts the prompt
+                parts.insert(0, self._system.render(sample.fields, **self._where(sample)))
+            prompt = Prompt(text=separator.join(parts), images=self._images_of(sample))
         shot_sample_ids = tuple(self.pool[i].id for i in shot_ids)
         if spec.kind == "multiple_choice":
             choices = self._choices_of(sample)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from proctor.errors import ProctorError
+from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
 
-LM_EVAL_FILE = "results_lm_eval.json"
+LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
 
 
@@ -37,108 +39,99 @@ def iter_samples(run_dir: Path) -> Iterator[dict]:
                 raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
 
 
-def _metric_block(metrics: dict, alias: str) -> dict:
-    block: dict[str, Any] = {"alias": alias}
-    for name, entry in metrics.items():
-        block[f"{name},none"] = entry["value"]
-        block[f"{name}_stderr,none"] = entry["stderr"] if entry["stderr"] is not None else "N/A"
-    return block
+def _texts(values: Any) -> list[str] | None:
+    if values is None:
+        return None
+    return [str(v) for v in (values if isinstance(values, list) else [values])]
 
 
-def _original(task: dict) -> int:
-    data = task.get("data") or {}
-    if "n_rows" in data:
-        return int(data["n_rows"]) - int(data.get("n_filtered") or 0)
-    return int(task["n_samples"])
+def _indices(values: Any) -> list[int] | None:
+    items = values if isinstance(values, list) else [values]
+    if values is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return None
+    return list(items)
 
 
-def lm_eval_results(results: dict) -> dict:
-    """The results in lm-evaluation-harness 0.4's results JSON layout (``results``, ``groups``, ...)."""
-    tasks = results.get("tasks", {})
-    groups = results.get("groups", {})
-    model = results.get("model", {})
-    out: dict[str, Any] = {
-        "results": {name: _metric_block(t["metrics"], name) for name, t in tasks.items()},
-        "groups": {name: _metric_block(g["metrics"], name) for name, g in groups.items()},
-        "group_subtasks": {**{name: list(g["tasks"]) for name, g in groups.items()}, **{n: [] for n in tasks if n not in groups}},
-        "configs": {
-            name: {
-                "task": name,
-                "output_type": {"loglikelihood": "multiple_choice", "generate": "generate_until", "rolling_loglikelihood": "loglikelihood_rolling"}.get(
-                    t.get("requests", {}).get("type"), t.get("kind")
-                ),
-                "metadata": {"version": t.get("version"), "proctor_hash": t.get("hash"), "dialect": t.get("dialect")},
-            }
-            for name, t in tasks.items()
-        },
-        "versions": {name: t.get("version") for name, t in tasks.items()},
-        "n-shot": {name: 0 for name in tasks},
-        "higher_is_better": {name: t.get("higher_is_better", {}) for name, t in tasks.items()},
-        "n-samples": {
-            name: {"original": _original(t), "effective": t["n_samples"]} for name, t in tasks.items()
-        },
-        "config": {
-            "model": model.get("backend", "proctor"),
-            "model_args": f"pretrained={model.get('path', model.get('model'))},dtype={model.get('dtype')}",
-            "model_num_parameters": None,
-            "model_dtype": model.get("dtype"),
-            "model_revision": model.get("revision"),
-            "batch_size": None,
-            "device": None,
-        },
-        "git_hash": None,
-        "date": results.get("created"),
-        "model_name": model.get("model"),
-        "model_name_sanitized": str(model.get("model", "")).replace("/", "__"),
-        "total_evaluation_time_seconds": str(results.get("timing", {}).get("total_seconds", "")),
-        "proctor": {"version": results.get("proctor_version"), "model_fingerprint": model},
+def _typed(r: dict) -> dict:
+    """target / prediction as text (a choice's text for multiple choice), with indices beside them."""
+    choices = r.get("choices")
+    target = r.get("target")
+    if choices is not None:
+        gold = _indices(target)
+        prediction = r.get("prediction")
+        index = prediction if isinstance(prediction, int) and not isinstance(prediction, bool) else None
+        return {
+            "target": [str(choices[i]) for i in gold if 0 <= i < len(choices)] if gold else _texts(target),
+            "target_index": gold,
+            "prediction": str(choices[index]) if index is not None and 0 <= index < len(choices) else
+            (None if prediction is None else str(prediction)),
+            "prediction_index": index,
+        }
+    prediction = r.get("extracted", r.get("prediction"))
+    return {
+        "target": _texts(target),
+        "target_index": None,
+        "prediction": None if prediction is None or isinstance(prediction, (dict, list)) else str(prediction),
+        "prediction_index": None,
     }
-    return out
 
 
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+def _floats(values: Any) -> list[float | None] | None:
+    """Numbers as floats; a task class may leave gaps (None) in its per-choice values."""
+    if not isinstance(values, (list, tuple)):
+        return None
+    return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in values]
 
 
 def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
-    """samples.jsonl as a flat table: one row per sample, a float column per metric."""
+    """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
+    target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
+    ``logprob_<i>`` columns, and a float column per metric."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    model = results.get("model") or {}
     records = list(iter_samples(run_dir))
     metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
-    columns: dict[str, list] = {
-        name: []
-        for name in ("task", "id", "source_file", "source_row", "prompt", "target", "prediction", "choices", "distribution", "generation", "record")
-    }
-    metric_columns: dict[str, list] = {f"metric_{m}": [] for m in metric_names}
+    n_choices = max((len(r.get("logprobs") or []) for r in records if isinstance(r.get("logprobs"), list)), default=0)
+    fields = [
+        ("run", pa.string()), ("run_created", pa.string()), ("model", pa.string()), ("model_backend", pa.string()),
+        ("task", pa.string()), ("id", pa.string()), ("source_file", pa.string()), ("source_row", pa.int64()),
+        ("prompt", pa.string()), ("target", pa.list_(pa.string())), ("target_index", pa.list_(pa.int64())),
+        ("prediction", pa.string()), ("prediction_index", pa.int64()), ("correct", pa.bool_()), ("parsed", pa.bool_()),
+        ("choices", pa.list_(pa.string())), ("logprobs", pa.list_(pa.float64())), ("distribution", pa.list_(pa.float64())),
+        *[(f"logprob_{i}", pa.float64()) for i in range(n_choices)],
+        ("generation", pa.string()), ("record", pa.string()),
+        *[(f"metric_{m}", pa.float64()) for m in metric_names],
+    ]
+    columns: dict[str, list] = {name: [] for name, _ in fields}
+    run_name = run_dir.resolve().name
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
-        columns["task"].append(r.get("task"))
-        columns["id"].append(str(r.get("id")))
-        columns["source_file"].append((r.get("source") or {}).get("file"))
-        columns["source_row"].append((r.get("source") or {}).get("row"))
-        columns["prompt"].append(prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False))
-        columns["target"].append(_json_or_none(r.get("target")))
-        columns["prediction"].append(_json_or_none(r.get("prediction", r.get("extracted"))))
-        columns["choices"].append([str(c) for c in r["choices"]] if r.get("choices") is not None else None)
-        columns["distribution"].append([float(x) for x in r["distribution"]] if r.get("distribution") is not None else None)
-        columns["generation"].append(r.get("generation"))
-        columns["record"].append(json.dumps(r, ensure_ascii=False))
+        logprobs = r.get("logprobs") if isinstance(r.get("logprobs"), list) else None
+        row = {
+            "run": run_name, "run_created": results.get("created"), "model": model.get("model"), "model_backend": model.get("backend"),
+            "task": r.get("task"), "id": str(r.get("id")), "source_file": (r.get("source") or {}).get("file"),
+            "source_row": (r.get("source") or {}).get("row"),
+            "prompt": prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False),
+            **_typed(r),
+            "correct": r["correct"] if isinstance(r.get("correct"), bool) else None,
+            "parsed": r["parsed"] if isinstance(r.get("parsed"), bool) else None,
+            "choices": [str(c) for c in r["choices"]] if r.get("choices") is not None else None,
+            "logprobs": _floats(logprobs),
+            "distribution": _floats(r.get("distribution")),
+            "generation": r.get("generation"), "record": json.dumps(r, ensure_ascii=False),
+        }
+        for i in range(n_choices):
+            row[f"logprob_{i}"] = _floats(logprobs)[i] if logprobs is not None and i < len(logprobs) else None
         for m in metric_names:
             value = (r.get("metrics") or {}).get(m)
-            metric_columns[f"metric_{m}"].append(float(value) if isinstance(value, (int, float)) else None)
-    schema = pa.schema(
-        [
-            ("task", pa.string()), ("id", pa.string()), ("source_file", pa.string()), ("source_row", pa.int64()),
-            ("prompt", pa.string()), ("target", pa.string()), ("prediction", pa.string()),
-            ("choices", pa.list_(pa.string())), ("distribution", pa.list_(pa.float64())), ("generation", pa.string()),
-            ("record", pa.string()),
-            *[(name, pa.float64()) for name in metric_columns],
-        ]
-    )
-    table = pa.table({**columns, **metric_columns}, schema=schema)
+            row[f"metric_{m}"] = float(value) if isinstance(value, (int, float)) else None
+        for name in columns:
+            columns[name].append(row.get(name))
+    table = pa.table(columns, schema=pa.schema(fields))
     target = path or run_dir / PARQUET_FILE
     tmp = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, tmp)
@@ -146,10 +139,36 @@ def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
     return target
 
 
-def write_lm_eval(run_dir: Path, path: Path | None = None) -> Path:
-    target = path or Path(run_dir) / LM_EVAL_FILE
-    write_json_atomic(target, lm_eval_results(load_results(Path(run_dir))))
-    return target
+def write_lm_eval(run_dir: Path, folder: Path | None = None) -> Path:
+    """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
+
+    The date is the run's start, so exporting again rewrites the same files; other files that an
+    earlier export of this run left there are removed.
+    """
+    run_dir = Path(run_dir)
+    results = load_results(run_dir)
+    specs = task_specs(run_dir, results.get("tasks", {}))
+    layout = results_file(results, specs)
+    target = folder or run_dir / LM_EVAL_DIR / layout["model_name_sanitized"]
+    date = stamp(results.get("created"))
+    target.mkdir(parents=True, exist_ok=True)
+    keep = {f"results_{date}.json"}
+    rows = SourceRows()
+    by_task: dict[str, list[dict]] = {}
+    for record in iter_samples(run_dir):
+        by_task.setdefault(record.get("task"), []).append(record)
+    for name, records in by_task.items():
+        file = target / f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', str(name))}_{date}.jsonl"
+        keep.add(file.name)
+        with file.open("w", encoding="utf-8") as handle:
+            for i, record in enumerate(records):
+                handle.write(json.dumps(sample_line(i, record, specs.get(name) or {}, rows.doc(record)), ensure_ascii=False, default=str) + "\n")
+    for old in target.glob("*.json*"):
+        if old.name not in keep and (old.name.startswith("results_") or old.name.startswith("samples_")):
+            old.unlink()
+    path = target / f"results_{date}.json"
+    write_json_atomic(path, layout)
+    return path
 
 
 def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet")) -> list[Path]:
@@ -160,5 +179,5 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
         elif fmt == "parquet":
             written.append(write_parquet(run_dir))
         else:
-            raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval or parquet")
+            raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval, parquet or duckdb")
     return written

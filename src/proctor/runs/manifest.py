@@ -86,6 +86,7 @@ def clear_run_dir(run_dir: Path) -> None:
     """Remove what a run wrote (store, results, samples, exports), keeping unrelated files."""
     for name in (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html"):
         (run_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "lm_eval", ignore_errors=True)
     for suffix in ("", "-wal", "-shm", "-journal"):
         (run_dir / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(run_dir / "tasks", ignore_errors=True)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from proctor.runs.export import iter_samples, load_results
+from proctor.runs.report_assets import CSS as _CSS, JS as _JS, PAGE as _PAGE
 
 REPORT_FILE = "report.html"
-N_BINS = 10
+N_BINS = 10  # calibration bins (report_assets.PAGE says so too)
 
 
 def _esc(value: Any) -> str:
@@ -75,34 +76,61 @@ def groups_table(results: dict) -> str:
     return f'<table id="groups"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart)."""
+    span = hi - lo if hi > lo else 1.0
+    raw = span / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step) * step
+    ticks = [round(first, 10)]
+    while ticks[-1] < hi - step * 1e-9:  # the last tick reaches hi
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def _tick_label(value: float) -> str:
+    return f"{value:.4g}"
+
+
 def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> str:
-    """Horizontal bars with 95% whiskers; the axis spans the data (and zero)."""
+    """Horizontal bars with 95% whiskers and a labelled value axis; labels are never cut."""
     values = [(label, v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
     if not values:
         return ""
     lows = [v - 1.96 * (s or 0) for _, v, s in values] + [0.0]
     highs = [v + 1.96 * (s or 0) for _, v, s in values] + [0.0]
-    lo, hi = min(lows), max(highs)
+    ticks = nice_ticks(min(lows), max(highs))
+    lo, hi = ticks[0], ticks[-1]
     if hi - lo < 1e-12:
         hi = lo + 1
-    width, left, bar_h = 460, 150, 18
-    height = 28 + bar_h * len(values) + 6 * len(values)
+    bar_h = 18
+    left = 16 + 6.5 * max(len(str(label)) for label, _, _ in values)  # room for the longest label
+    plot = 300
+    width = int(max(left + plot + 70, 7 * len(title) + 12))
+    top = 24
+    bottom = top + (bar_h + 6) * len(values)
+    height = bottom + 22
 
     def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * (width - left - 60)
+        return left + (v - lo) / (hi - lo) * plot
 
-    parts = [f'<svg class="chart" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
-             f'<text x="4" y="14" class="ctitle">{_esc(title)}</text>',
-             f'<line x1="{x(0):.1f}" y1="20" x2="{x(0):.1f}" y2="{height - 2}" class="axis"/>']
+    parts = [f'<svg class="chart bars" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
+             f'<text x="4" y="14" class="ctitle">{_esc(title)}</text>']
+    for t in ticks:  # the value axis: grid line and label per tick
+        parts.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{bottom}" class="grid"/>')
+        parts.append(f'<text x="{x(t):.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{_tick_label(t)}</text>')
+    parts.append(f'<line x1="{x(0):.1f}" y1="{top - 4}" x2="{x(0):.1f}" y2="{bottom}" class="axis"/>')
+    parts.append(f'<line x1="{left:.1f}" y1="{bottom}" x2="{left + plot:.1f}" y2="{bottom}" class="axis"/>')
     for i, (label, v, s) in enumerate(values):
-        y = 24 + i * (bar_h + 6)
+        y = top + i * (bar_h + 6)
         x0, x1 = sorted((x(0), x(v)))
-        parts.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" class="lbl">{_esc(label[:24])}</text>')
+        parts.append(f'<text x="{left - 6:.1f}" y="{y + 13}" text-anchor="end" class="lbl">{_esc(label)}</text>')
         parts.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar_h}" class="bar"><title>{_esc(label)}: {fmt(v)} ± {fmt(s)}</title></rect>')
         if s:
             a, b = x(v - 1.96 * s), x(v + 1.96 * s)
             parts.append(f'<line x1="{a:.1f}" y1="{y + bar_h / 2}" x2="{b:.1f}" y2="{y + bar_h / 2}" class="whisker"/>')
-        parts.append(f'<text x="{max(x1, x(v + 1.96 * (s or 0))) + 4:.1f}" y="{y + 13}" class="lbl">{fmt(v)}</text>')
+        parts.append(f'<text x="{max(x1, x(v + 1.96 * (s or 0))) + 4:.1f}" y="{y + 13}" class="lbl val">{fmt(v)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -146,7 +174,7 @@ def calibration(records: list[dict]) -> dict | None:
 
 
 def calibration_svg(name: str, cal: dict) -> str:
-    size, pad = 240, 30
+    size, pad = 260, 40
     inner = size - 2 * pad
 
     def px(v: float) -> float:
@@ -155,12 +183,17 @@ def calibration_svg(name: str, cal: dict) -> str:
     def py(v: float) -> float:
         return size - pad - v * inner
 
-    parts = [f'<svg class="chart calibration" width="{size}" height="{size + 10}" role="img" aria-label="calibration {_esc(name)}">',
-             f'<text x="4" y="14" class="ctitle">{_esc(name)} · ECE {cal["ece"]:.4f} · n={cal["n"]}</text>',
+    parts = [f'<svg class="chart calibration" width="{size + 10}" height="{size + 14}" role="img" aria-label="calibration {_esc(name)}">',
+             f'<text x="4" y="14" class="ctitle">ECE {cal["ece"]:.4f} · n={cal["n"]}</text>',
              f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" class="frame"/>',
              f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(1)}" y2="{py(1)}" class="diag"/>',
-             f'<text x="{size / 2}" y="{size - 4}" text-anchor="middle" class="lbl">confidence</text>',
+             f'<text x="{size / 2}" y="{size + 6}" text-anchor="middle" class="lbl">confidence</text>',
              f'<text x="10" y="{size / 2}" transform="rotate(-90 10 {size / 2})" text-anchor="middle" class="lbl">accuracy</text>']
+    for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):  # axis values on both axes
+        parts.append(f'<text x="{px(t):.1f}" y="{py(0) + 14:.1f}" text-anchor="middle" class="tick">{t:.1f}</text>')
+        parts.append(f'<text x="{px(0) - 4:.1f}" y="{py(t) + 4:.1f}" text-anchor="end" class="tick">{t:.1f}</text>')
+        parts.append(f'<line x1="{px(t):.1f}" y1="{py(0):.1f}" x2="{px(t):.1f}" y2="{py(0) + 3:.1f}" class="axis"/>')
+        parts.append(f'<line x1="{px(0) - 3:.1f}" y1="{py(t):.1f}" x2="{px(0):.1f}" y2="{py(t):.1f}" class="axis"/>')
     points = " ".join(f"{px(b['confidence']):.1f},{py(b['accuracy']):.1f}" for b in cal["bins"])
     parts.append(f'<polyline points="{points}" class="curve"/>')
     for b in cal["bins"]:
@@ -179,23 +212,67 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _sample_view(r: dict) -> dict:
+def _choice_text(choices: list, index: Any) -> str:
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(choices):
+        return f"{index}: {choices[index]}"
+    return "—" if index is None else str(index)
+
+
+def primary_metrics(records: list[dict]) -> dict[str, str]:
+    """Per task, the first metric whose every per-sample value is 0 or 1: it decides correct / incorrect."""
+    seen: dict[str, dict[str, bool]] = defaultdict(dict)
+    order: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        for name, value in (r.get("metrics") or {}).items():
+            if name not in seen[r.get("task")]:
+                seen[r.get("task")][name] = True
+                order[r.get("task")].append(name)
+            if value is not None and value not in (0, 1):
+                seen[r.get("task")][name] = False
+    return {task: next((m for m in order[task] if flags[m]), "") for task, flags in seen.items()}
+
+
+def status(r: dict, primary: str) -> str:
+    """correct / incorrect by the task's 0/1 metric; unparsed when no answer could be read from a generation."""
+    if r.get("parsed") is False or (r.get("mc_format") == "generate" and r.get("extracted") is None):
+        return "unparsed"  # no answer read from a generation (lettered multiple choice: no letter)
+    value = (r.get("metrics") or {}).get(primary) if primary else None
+    if value is None:
+        return "unscored"
+    return "correct" if value == 1 else "incorrect"
+
+
+def _sample_view(r: dict, primary: str = "") -> dict:
     prompt = r.get("rendered_prompt") or r.get("prompt")
     if isinstance(prompt, list):
         prompt = "\n".join(f"[{m.get('role')}] {_content_text(m.get('content'))}" for m in prompt)
-    view = {"task": r.get("task"), "id": str(r.get("id")), "prompt": prompt or "", "target": r.get("target"), "metrics": r.get("metrics") or {}}
+    view = {"task": r.get("task"), "id": str(r.get("id")), "prompt": prompt or "", "target": r.get("target"),
+            "metrics": r.get("metrics") or {}, "status": status(r, primary)}
     thumbnails = [i.get("thumbnail") for i in r.get("images") or () if str(i.get("thumbnail", "")).startswith("data:image/")]
     if thumbnails:  # small data URIs made when the images were read (the report stays self-contained)
         view["images"] = thumbnails
+    target = r.get("target")
     if r.get("choices") is not None:
-        view["choices"] = r["choices"]
+        choices = list(r["choices"])
+        view["choices"] = choices
         view["probs"] = r.get("distribution")
         view["prediction"] = r.get("prediction")
+        view["prediction_text"] = _choice_text(choices, r.get("prediction"))
+        golds = target if isinstance(target, list) else [target]
+        view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
+        if "generation" in r:  # lettered multiple choice: the reply the letter was read from
+            view["generation"] = r.get("generation")
     elif "generation" in r:
         view["generation"] = r.get("generation")
         view["prediction"] = r.get("extracted")
+        view["prediction_text"] = "(no answer found)" if r.get("parsed") is False else str(r.get("extracted"))
+        view["target_text"] = " | ".join(map(str, target)) if isinstance(target, list) else str(target)
+        if r.get("epochs"):
+            view["epochs"] = [e.get("generation") for e in r["epochs"]]
     else:
         view["prediction"] = {k: r.get(k) for k in ("logprob", "n_tokens") if k in r}
+        view["prediction_text"] = ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in view["prediction"].items())
+        view["target_text"] = "—" if target is None else str(target)
     return view
 
 
@@ -226,9 +303,11 @@ def render_report(run_dir: Path) -> str:
         if task.get("kind") == "multiple_choice":
             cal = calibration(by_task.get(name, []))
             if cal:
-                cal_blocks.append(f'<div class="cal" data-task="{_esc(name)}">{calibration_svg(name, cal)}</div>')
+                cal_blocks.append(f'<div class="cal" data-task="{_esc(name)}"><div class="cname">{_esc(name)}</div>{calibration_svg(name, cal)}</div>')
     model = results.get("model", {})
-    samples = _finite([_sample_view(r) for r in records])
+    primary = primary_metrics(records)
+    samples = _finite([_sample_view(r, primary.get(r.get("task"), "")) for r in records])
+    metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
     meta = (f'model <b>{_esc(model.get("model", "?"))}</b> · status <b>{_esc(results.get("status"))}</b> · '
             f'created {_esc(results.get("created"))} · proctor {_esc(results.get("proctor_version"))}')
     command = " ".join(results.get("command") or [])
@@ -243,6 +322,7 @@ def render_report(run_dir: Path) -> str:
         charts=task_charts(results) or "<p class='muted'>No metrics.</p>",
         calibration="".join(cal_blocks) or "<p class='muted'>No multiple-choice task in this run.</p>",
         task_options=task_names,
+        metric_options="".join(f"<option>{_esc(m)}</option>" for m in metric_names),
         samples=_script_json(samples),
         js=_JS,
     )
@@ -255,113 +335,3 @@ def write_report(run_dir: Path, path: Path | None = None) -> Path:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)
     return target
-
-
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#777}
-.chart{margin:6px 12px 6px 0;background:#fafafa;border:1px solid #eee}.ctitle{font-size:12px;font-weight:600}
-.lbl{font-size:11px;fill:#333}.bar{fill:#6a8fc7}.whisker{stroke:#222;stroke-width:1.5}.axis{stroke:#999}
-.frame{fill:none;stroke:#ccc}.diag{stroke:#bbb;stroke-dasharray:4 3}.curve{fill:none;stroke:#c7623a;stroke-width:2}.dot{fill:#c7623a}
-.task-charts,.cal{display:inline-block;vertical-align:top}
-#controls{margin:8px 0}#controls input{width:320px;padding:4px}
-.sample{border:1px solid #e3e3e3;border-radius:4px;margin:8px 0;padding:8px}
-.sample pre{white-space:pre-wrap;background:#f6f6f6;padding:6px;margin:4px 0;max-height:240px;overflow:auto}
-.choice{display:flex;gap:8px;align-items:center}.pbar{height:8px;background:#6a8fc7;display:inline-block}
-.with-images{display:flex;gap:10px;align-items:flex-start}.sample-main{flex:1;min-width:0}
-.thumb{display:block;max-width:96px;max-height:96px;border:1px solid #ddd;margin-bottom:4px}
-.gold{font-weight:700;color:#1b7a36}.pred{text-decoration:underline}.tag{font-size:12px;color:#555}
-"""
-
-_JS = r"""
-(function () {
-  "use strict";
-  var samples = JSON.parse(document.getElementById("samples-data").textContent);
-  var search = document.getElementById("search"), taskSel = document.getElementById("task-filter");
-  var list = document.getElementById("sample-list"), count = document.getElementById("match-count");
-  var LIMIT = 100;
-  function text(tag, cls, content) {
-    var el = document.createElement(tag); if (cls) el.className = cls; el.textContent = content; return el;
-  }
-  function haystack(s) {
-    return [s.id, s.task, s.prompt, JSON.stringify(s.target), JSON.stringify(s.prediction),
-            (s.choices || []).join(" "), s.generation || ""].join(" ").toLowerCase();
-  }
-  samples.forEach(function (s) { s._text = haystack(s); });
-  function card(s) {
-    var div = document.createElement("div"); div.className = "sample"; div.setAttribute("data-id", s.id);
-    div.appendChild(text("div", "tag", s.task + " · " + s.id));
-    div.appendChild(text("pre", "prompt", s.prompt));
-    var golds = Array.isArray(s.target) ? s.target : [s.target];
-    if (s.choices) {
-      s.choices.forEach(function (c, i) {
-        var row = document.createElement("div"); row.className = "choice";
-        var p = s.probs ? s.probs[i] : null;
-        var bar = document.createElement("span"); bar.className = "pbar"; bar.style.width = Math.round((p || 0) * 200) + "px";
-        row.appendChild(bar);
-        row.appendChild(text("span", "prob", p === null ? "—" : p.toFixed(4)));
-        var label = text("span", (golds.indexOf(i) >= 0 ? "gold " : "") + (s.prediction === i ? "pred" : ""), c);
-        row.appendChild(label); div.appendChild(row);
-      });
-      div.appendChild(text("div", "tag", "prediction: " + s.prediction + " · target: " + JSON.stringify(s.target)));
-    } else {
-      if (s.generation !== undefined) div.appendChild(text("pre", "generation", s.generation));
-      div.appendChild(text("div", "tag", "prediction: " + JSON.stringify(s.prediction) + " · target: " + JSON.stringify(s.target)));
-    }
-    var m = Object.keys(s.metrics).map(function (k) { return k + "=" + s.metrics[k]; }).join("  ");
-    div.appendChild(text("div", "tag metrics", m));
-    if (s.images && s.images.length) withThumbnails(div, s);
-    return div;
-  }
-  function withThumbnails(div, s) {
-    // the sample's images (embedded data URIs) beside its prompt and answer
-    var row = document.createElement("div"); row.className = "with-images";
-    var pics = document.createElement("div"); pics.className = "thumbs";
-    s.images.forEach(function (src, k) {
-      if (src.indexOf("data:image/") !== 0) return;
-      var img = document.createElement("img"); img.className = "thumb"; img.src = src;
-      img.alt = "image " + (k + 1) + " of " + s.id; pics.appendChild(img);
-    });
-    var main = document.createElement("div"); main.className = "sample-main";
-    while (div.childNodes.length > 1) main.appendChild(div.childNodes[1]);
-    row.appendChild(pics); row.appendChild(main); div.appendChild(row);
-  }
-  function render() {
-    var q = search.value.trim().toLowerCase(), t = taskSel.value;
-    var words = q ? q.split(/\s+/) : [];
-    var hits = samples.filter(function (s) {
-      if (t && s.task !== t) return false;
-      return words.every(function (w) { return s._text.indexOf(w) >= 0; });
-    });
-    list.textContent = "";
-    hits.slice(0, LIMIT).forEach(function (s) { list.appendChild(card(s)); });
-    count.textContent = hits.length + " of " + samples.length + " samples match" + (hits.length > LIMIT ? " (first " + LIMIT + " shown)" : "");
-    count.setAttribute("data-matches", String(hits.length));
-  }
-  search.addEventListener("input", render);
-  taskSel.addEventListener("change", render);
-  render();
-})();
-"""
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><style>{css}</style></head>
-<body>
-<h1>{title}</h1>
-<p>{meta}</p><p class="muted">command: <code>{command}</code></p>
-<h2>Summary</h2>{summary}
-<h2>Groups, competencies and languages</h2>{groups}
-<h2>Per-task charts</h2>{charts}
-<h2>Calibration (multiple choice)</h2>
-<p class="muted">Top-choice probability against accuracy in {bins} equal bins; the dashed line is perfect calibration.</p>{calibration}
-<h2>Samples</h2>
-<div id="controls"><input id="search" type="search" placeholder="search prompt, choices, answers, ids…">
-<select id="task-filter"><option value="">all tasks</option>{task_options}</select> <span id="match-count"></span></div>
-<div id="sample-list"></div>
-<script id="samples-data" type="application/json">{samples}</script>
-<script>{js}</script>
-</body></html>
-""".replace("{bins}", str(N_BINS))

@@ -1,0 +1,66 @@
+"""Many runs in one DuckDB database (``proctor export RUN... --to duckdb``): the optional ``duckdb`` extra.
+
+Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
+lacks is NULL there) and ``metrics`` (one row per run, task and metric). Exporting a run again
+replaces its rows. Without DuckDB's Python package the same stack is one SQL query over the
+parquet files (docs/runs.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from proctor.errors import require
+from proctor.runs.export import PARQUET_FILE, load_results, write_parquet
+
+
+def _metric_rows(run: str, results: dict) -> list[tuple]:
+    model = (results.get("model") or {}).get("model")
+    rows = []
+    for kind in ("tasks", "groups"):
+        for name, entry in (results.get(kind) or {}).items():
+            for metric, m in (entry.get("metrics") or {}).items():
+                value = m.get("value") if isinstance(m, dict) else None
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    stderr = m.get("stderr") if isinstance(m.get("stderr"), (int, float)) else None
+                    rows.append((run, results.get("created"), model, kind[:-1], name, metric, float(value), stderr, entry.get("n_samples")))
+    return rows
+
+
+def _add_missing_columns(con, table: str, source: str, params: list) -> None:
+    have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
+    for name, dtype, *_ in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall():
+        if name not in have:
+            con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {dtype}')
+
+
+def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
+    duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
+    con = duckdb.connect(str(database))
+    try:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
+            "task VARCHAR, metric VARCHAR, value DOUBLE, stderr DOUBLE, n_samples BIGINT)"
+        )
+        for run_dir in map(Path, run_dirs):
+            results = load_results(run_dir)
+            parquet = run_dir / PARQUET_FILE
+            if not parquet.exists():
+                write_parquet(run_dir)
+            run = run_dir.resolve().name
+            source = "read_parquet(?)"
+            exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'samples'").fetchone()[0]
+            if not exists:
+                con.execute(f"CREATE TABLE samples AS SELECT * FROM {source}", [str(parquet)])
+            else:
+                _add_missing_columns(con, "samples", source, [str(parquet)])
+                con.execute("DELETE FROM samples WHERE run = ?", [run])
+                con.execute(f"INSERT INTO samples BY NAME SELECT * FROM {source}", [str(parquet)])
+            con.execute("DELETE FROM metrics WHERE run = ?", [run])
+            rows = _metric_rows(run, results)
+            if rows:
+                con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    finally:
+        con.close()
+    return database

@@ -1,0 +1,263 @@
+"""A run in lm-evaluation-harness 0.4's output layout, as its ``EvaluationTracker`` writes it.
+
+``lm_eval/<model_name_sanitized>/results_<date>.json`` plus ``samples_<task>_<date>.jsonl``
+per task, ``<date>`` being the run's start as ``%Y-%m-%dT%H-%M-%S.%f`` (lm-eval's "latest
+results" helpers order files by it). Keys and value types follow the files lm-eval 0.4.13 writes
+(checked against one in tests/test_export_lm_eval.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+LAYOUT_VERSION = "0.4.13"  # the lm-evaluation-harness release whose layout this follows
+OUTPUT_TYPES = {"multiple_choice": "multiple_choice", "generate": "generate_until", "perplexity": "loglikelihood_rolling"}
+
+
+def sanitize(name: str) -> str:
+    return re.sub(r"[\"<>:/|\\?*\[\]]+", "__", str(name))  # lm_eval.utils.sanitize_model_name
+
+
+def stamp(created: str | None) -> str:
+    when = datetime.fromisoformat(created) if created else datetime.now(timezone.utc)
+    return when.strftime("%Y-%m-%dT%H-%M-%S.%f")
+
+
+def _sha(text: Any) -> str:
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
+
+
+def _version(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _block(name: str, metrics: dict, n: int, group: bool = False) -> dict:
+    block: dict[str, Any] = {"name": name, "alias": name, "sample_len": n}
+    for metric, entry in metrics.items():
+        if not isinstance(entry, dict) or "value" not in entry:
+            continue
+        value = entry["value"]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        block[f"{metric},none"] = value
+        block[f"{metric}_stderr,none"] = entry["stderr"] if entry.get("stderr") is not None else "N/A"
+    if group:
+        block["sample_count"] = {k.replace("_stderr", ""): n for k in block if k.endswith(",none") and "_stderr" not in k}
+    return block
+
+
+def _config(name: str, task: dict, spec: dict, overrides: dict) -> dict:
+    kind = spec.get("kind", task.get("kind"))
+    fewshot = spec.get("fewshot") or {}
+    data = (spec.get("data") or [{}])[0]
+    config: dict[str, Any] = {
+        "task": name,
+        "dataset_path": data.get("hub") or data.get("format") or "json",
+        "dataset_kwargs": {"data_files": {"test": data.get("path")}} if data.get("path") else {},
+        "test_split": data.get("split") or "test",
+        "doc_to_text": spec.get("prompt") or spec.get("text") or "",
+        "doc_to_target": spec.get("target") or "",
+        "unsafe_code": False,
+    }
+    if kind == "multiple_choice":
+        config["doc_to_choice"] = spec.get("choices")
+    config.update(
+        description=spec.get("description") or "",
+        target_delimiter=spec.get("target_delimiter", " "),
+        fewshot_delimiter=fewshot.get("separator", "\n\n"),
+        fewshot_config={
+            "sampler": "default", "split": None, "process_docs": None, "fewshot_indices": None, "samples": None,
+            "doc_to_text": config["doc_to_text"], "doc_to_choice": config.get("doc_to_choice"),
+            "doc_to_target": config["doc_to_target"], "gen_prefix": None,
+            "fewshot_delimiter": fewshot.get("separator", "\n\n"), "target_delimiter": spec.get("target_delimiter", " "),
+        },
+        num_fewshot=int(fewshot.get("count") or 0),
+        metric_list=[
+            {"metric": m, "aggregation": "mean", "higher_is_better": bool(hib)}
+            for m, hib in (task.get("higher_is_better") or {}).items()
+        ],
+        output_type=OUTPUT_TYPES.get(kind, str(kind)),
+    )
+    if kind == "generate":
+        g = spec.get("generation") or {}
+        config["generation_kwargs"] = {
+            "until": list(g.get("stop") or []), "max_gen_toks": int(g.get("max_tokens", 64)),
+            "do_sample": float(g.get("temperature") or 0) > 0, "temperature": float(g.get("temperature") or 0),
+            "top_p": float(g.get("top_p", 1.0)),
+        }
+    config.update(
+        repeats=int((overrides.get("epochs") or 1) if kind == "generate" else 1),
+        should_decontaminate=False,
+        metadata={
+            "version": _version(task.get("version")), "config_source": task.get("source") or "",
+            "proctor_hash": task.get("hash"), "dialect": task.get("dialect"),
+        },
+    )
+    return config
+
+
+def _token(tok: Any) -> list[str]:
+    return [str(tok[0]), str(tok[1])] if isinstance(tok, (list, tuple)) and len(tok) == 2 else ["", ""]
+
+
+def results_file(results: dict, specs: dict[str, dict]) -> dict:
+    """results.json (+ each task's saved spec) as lm-eval's results file."""
+    tasks = results.get("tasks", {})
+    groups = results.get("groups", {})
+    model = results.get("model", {})
+    info = results.get("model_info") or {}
+    overrides = results.get("overrides") or {}
+    n_shot = {name: int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0) for name in tasks}
+    out: dict[str, Any] = {
+        "results": {
+            **{name: _block(name, t["metrics"], int(t["n_samples"])) for name, t in tasks.items()},
+            **{name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True) for name, g in groups.items()},
+        },
+        "groups": {name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True) for name, g in groups.items()},
+        "group_subtasks": {name: list(g["tasks"]) for name, g in groups.items()},  # lm-eval 0.4.13 lists groups only
+        "configs": {name: _config(name, t, specs.get(name) or {}, overrides) for name, t in tasks.items()},
+        "versions": {**{name: _version(t.get("version")) for name, t in tasks.items()}, **{name: "1.0" for name in groups}},
+        "n-shot": {**n_shot, **{name: max((n_shot.get(t, 0) for t in g["tasks"]), default=0) for name, g in groups.items()}},
+        "higher_is_better": {
+            **{name: dict(t.get("higher_is_better", {})) for name, t in tasks.items()},
+            **{name: {m: h for t in g["tasks"] for m, h in (tasks.get(t, {}).get("higher_is_better") or {}).items()}
+               for name, g in groups.items()},
+        },
+        "n-samples": {
+            name: {"original": int((t.get("data") or {}).get("n_rows", t["n_samples"])), "effective": int(t["n_samples"])}
+            for name, t in tasks.items()
+        },
+    }
+    gen = overrides.get("gen_kwargs")
+    model_args = f"pretrained={model.get('path') or model.get('model')}" + (f",dtype={model['dtype']}" if model.get("dtype") else "")
+    seed = overrides.get("seed", 0)
+    out["config"] = {
+        "model": str(model.get("backend", "proctor")),
+        "model_args": model_args,
+        "model_num_parameters": int(info.get("num_parameters") or 0),
+        "model_dtype": str(model.get("dtype") or ""),
+        "model_revision": str(model.get("revision") or "main"),
+        "model_sha": str(model.get("content") or ""),
+        "batch_size": info.get("batch_size") if isinstance(info.get("batch_size"), int) else str(info.get("batch_size") or 1),
+        "batch_sizes": [],
+        "device": str(info.get("device") or "cpu"),
+        "use_cache": None,
+        "limit": results.get("limit"),
+        "bootstrap_iters": 0,
+        "gen_kwargs": ",".join(f"{k}={v}" for k, v in gen.items()) if gen else None,
+        "random_seed": int(seed),
+        "numpy_seed": int(seed),
+        "torch_seed": int(seed),
+        "fewshot_seed": 1234,
+    }
+    env = results.get("environment") or {}
+    chat = info.get("chat_template") if results.get("chat_applied") else None
+    system = overrides.get("system_prompt")
+    out.update(
+        git_hash=env.get("git_hash"),
+        date=datetime.fromisoformat(results["created"]).timestamp() if results.get("created") else 0.0,
+        pretty_env_info=f"proctor {results.get('proctor_version')}; Python {env.get('python')}; {env.get('platform')}",
+        transformers_version=str(model.get("transformers") or info.get("transformers") or ""),
+        lm_eval_version=LAYOUT_VERSION,
+        upper_git_hash=None,
+        tokenizer_pad_token=_token(info.get("pad_token")),
+        tokenizer_eos_token=_token(info.get("eos_token")),
+        tokenizer_bos_token=_token(info.get("bos_token")),
+        eot_token_id=int(info.get("eot_token_id") or 0),
+        max_length=int(model.get("max_length") or info.get("max_length") or 0),
+        task_hashes={name: str(t.get("hash") or "") for name, t in tasks.items()},
+        model_source=str(model.get("backend", "proctor")),
+        model_name=str(model.get("path") or model.get("model") or ""),
+        model_name_sanitized=sanitize(model.get("path") or model.get("model") or "model"),
+        system_instruction=system,
+        system_instruction_sha=_sha(system) if system is not None else None,
+        fewshot_as_multiturn=bool(overrides.get("fewshot_as_multiturn", False)),
+        chat_template=chat,
+        chat_template_sha=_sha(chat) if chat is not None else None,
+        total_evaluation_time_seconds=str((results.get("timing") or {}).get("total_seconds", "")),
+        proctor={"version": results.get("proctor_version"), "model_fingerprint": model, "overrides": overrides},
+    )
+    return out
+
+
+class SourceRows:
+    """The data rows that samples came from (lm-eval's ``doc``), read once per file."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[int, dict]] = {}
+
+    def doc(self, record: dict) -> dict:
+        source = record.get("source") or {}
+        file, row = source.get("file"), source.get("row")
+        if file and file not in self._files:
+            from proctor.data.readers import read_rows
+            from proctor.errors import ProctorError
+
+            try:
+                rows = read_rows(Path(file)) if Path(file).is_file() else []
+            except ProctorError:
+                rows = []
+            self._files[file] = {int(r.get("_row", i + 1)): {k: v for k, v in r.items() if not k.startswith("_")} for i, r in enumerate(rows)}
+        found = self._files.get(file, {}).get(row) if file else None
+        return found if found is not None else {"id": record.get("id"), **({"source": source} if source else {})}
+
+
+def sample_line(index: int, record: dict, spec: dict, doc: dict | None = None) -> dict:
+    """One proctor sample record as a line of lm-eval's ``samples_<task>_<date>.jsonl``."""
+    prompt = record.get("rendered_prompt") or record.get("prompt")
+    prompt = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
+    delimiter = spec.get("target_delimiter", " ")
+    target = record.get("target")
+    if record.get("choices") is not None:  # multiple choice: one log-likelihood request per choice
+        arguments = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": f"{delimiter}{c}"} for i, c in enumerate(record["choices"])}
+        greedy = record.get("is_greedy") or [False] * len(record["choices"])
+        resps = [[[str(lp), str(bool(g))]] for lp, g in zip(record.get("logprobs") or [], greedy)]
+        filtered: list = [[str(lp), str(bool(g))] for lp, g in zip(record.get("logprobs") or [], greedy)]
+    elif "generation" in record:
+        g = spec.get("generation") or {}
+        kwargs = {"until": list(g.get("stop") or []), "max_gen_toks": int(g.get("max_tokens", 64)), "do_sample": float(g.get("temperature") or 0) > 0}
+        arguments = {"gen_args_0": {"arg_0": prompt, "arg_1": kwargs}}
+        generations = [e.get("generation") for e in record["epochs"]] if record.get("epochs") else [record.get("generation")]
+        resps = [[str(x) for x in generations]]
+        filtered = [str(record.get("extracted") if record.get("extracted") is not None else record.get("generation"))]
+    else:  # perplexity and task classes: the record's own fields
+        arguments = {"gen_args_0": {"arg_0": prompt or ""}}
+        resps = [[str(record.get("loglikelihood", record.get("generation", "")))]]
+        filtered = [str(record.get("loglikelihood", record.get("generation", "")))]
+    target_text = str(target[0] if isinstance(target, list) and len(target) == 1 else target)
+    line = {
+        "doc_id": index,
+        "doc": doc if doc is not None else {"id": record.get("id")},
+        "target": target_text,
+        "arguments": arguments,
+        "resps": resps,
+        "filtered_resps": filtered,
+        "filter": "none",
+        "metrics": list((record.get("metrics") or {}).keys()),
+        "doc_hash": _sha(json.dumps(doc if doc is not None else {"id": record.get("id")}, ensure_ascii=False, default=str)),
+        "prompt_hash": _sha(prompt),
+        "target_hash": _sha(target_text),
+    }
+    for name, value in (record.get("metrics") or {}).items():
+        line[name] = value
+    return line
+
+
+def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict]:
+    """Each task's spec as the run saved it (tasks/<name>.yaml)."""
+    out = {}
+    for name in names:
+        path = run_dir / "tasks" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.yaml"
+        if path.exists():
+            out[name] = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("spec") or {}
+    return out
