@@ -14,10 +14,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from proctor import __version__
 from proctor.dialects import collect_tasks
 from proctor.engine.prepare import prepare_tasks, task_config
+from proctor.errors import ProctorError
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
 from proctor.runs.manifest import build_manifest, mark, now, open_run
-from proctor.runs.results import RunWriter, new_run_dir
+from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.scoring.aggregate import aggregate_groups
@@ -102,14 +103,13 @@ def evaluate(
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
     """
     started = time.perf_counter()
+    check_run_options(model, model_options, output_dir, cache, update, restart, data_path)
     task_list = list(tasks)
     if task_list and not isinstance(task_list[0], Task):
         task_list = collect_tasks(task_list, select=select, options=dialect_options)
     if data_path is not None:
         variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
-        from proctor.errors import ProctorError
-
         raise ProctorError("no tasks found")
     prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed)
     load_started = time.perf_counter()
@@ -134,6 +134,23 @@ def evaluate(
     finally:
         if owned is not None:
             owned.close()
+
+
+def check_run_options(model, model_options, output_dir, cache, update, restart, data_path) -> None:
+    """What can be checked before any task file is read or model loaded."""
+    if update and restart:
+        raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
+    if isinstance(model, str):
+        from proctor.models.registry import check_model_options
+
+        check_model_options(model, dict(model_options or {}))
+    if output_dir is not None:
+        check_writable_folder(Path(output_dir), "--output")
+    cache_file = cache_path(cache)
+    if cache_file is not None:
+        check_writable_folder(cache_file.parent, "--cache")
+    if data_path is not None and not Path(data_path).expanduser().is_dir():
+        raise ProctorError(f"--data-path {data_path}: no such folder")
 
 
 def _cluster_options(workers: int | None, cluster: Any):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -20,11 +21,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate lan
 def _variables(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
     variables: dict[str, str] = {}
     if data_dir is not None:
+        if not data_dir.is_dir():
+            raise typer.BadParameter(f"no such folder: {data_dir}", param_hint="--data-dir")
         variables["PROCTOR_DATA"] = str(data_dir.resolve())
     for item in var or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--var takes KEY=VALUE, got '{item}'")
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--var")
         variables[key] = value
     return variables
 
@@ -35,9 +38,9 @@ def _batch_size(value: str) -> int | str:
     try:
         size = int(value)
     except ValueError:
-        raise typer.BadParameter("--batch-size takes a positive integer or 'auto'") from None
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size") from None
     if size < 1:
-        raise typer.BadParameter("--batch-size takes a positive integer or 'auto'")
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size")
     return size
 
 
@@ -48,7 +51,7 @@ def _resources(items: Optional[List[str]]) -> dict[str, float]:
         try:
             out[key] = float(value) if sep else 1.0
         except ValueError:
-            raise typer.BadParameter(f"--worker-resources takes KEY=AMOUNT, got '{item}'") from None
+            raise typer.BadParameter(f"takes KEY=AMOUNT, got '{item}'", param_hint="--worker-resources") from None
     return out
 
 
@@ -58,7 +61,9 @@ def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
     for item in seahelm.pop("seahelm_data", None) or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--seahelm-data takes DATASET_ID=PATH, got '{item}'")
+            raise typer.BadParameter(f"takes DATASET_ID=PATH, got '{item}'", param_hint="--seahelm-data")
+        if not Path(value).expanduser().exists():
+            raise typer.BadParameter(f"{key}={value}: no such file or folder {value}", param_hint="--seahelm-data")
         mapping[key] = value
     if mapping:
         options["seahelm_data"] = mapping
@@ -75,7 +80,7 @@ def _model_args(items: Optional[List[str]]) -> dict:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--model-arg takes KEY=VALUE, got '{item}'")
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--model-arg")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
@@ -87,7 +92,7 @@ def _judge_options(judge: Optional[str], base_url: Optional[str], api_key_env: s
     """Server settings for an ``openai:`` judge (the key stays in its environment variable)."""
     if not judge or not judge.startswith("openai:"):
         if args:
-            raise typer.BadParameter("--judge-arg applies to an openai: --seahelm-judge only")
+            raise typer.BadParameter("applies to an openai: --seahelm-judge only", param_hint="--judge-arg")
         return None
     return {"base_url": base_url, "api_key_env": api_key_env, **_model_args(args)}
 
@@ -117,7 +122,7 @@ def run(
     dtype: str = typer.Option("float32", help="float32, bfloat16, float16 or auto."),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:N or auto."),
     batch_size: str = typer.Option("8", "--batch-size", "-b", help="Sequences per forward pass, or 'auto'."),
-    max_length: Optional[int] = typer.Option(None, help="Context length limit (default: the model's)."),
+    max_length: Optional[int] = typer.Option(None, min=1, help="Context length limit (default: the model's)."),
     chat_template: str = typer.Option("auto", help="auto (as each task says), on (all tasks), off (none)."),
     data_path: Optional[Path] = typer.Option(None, "--data-path", help=_DATA_PATH_HELP),
     norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
@@ -157,18 +162,31 @@ def run(
     _load_plugins(plugin)
 
     if chat_template not in ("auto", "on", "off"):
-        raise typer.BadParameter("--chat-template takes auto, on or off")
+        raise typer.BadParameter(f"takes auto, on or off, got '{chat_template}'", param_hint="--chat-template")
+    if not (math.isfinite(temp) and temp > 0):
+        raise typer.BadParameter(f"probsem's softmax temperature must be > 0 and finite, got {temp}", param_hint="--temp")
+    if base_url and not model.startswith("openai:") and not (seahelm_judge or "").startswith("openai:"):
+        raise typer.BadParameter("applies to openai: models (and an openai: --seahelm-judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template]
     options = {"dtype": dtype, "device": device, "batch_size": _batch_size(batch_size)}
-    if max_length:
+    if max_length is not None:
         options["max_length"] = max_length
     if model.startswith("openai:"):
         options = {"base_url": base_url, "api_key_env": api_key_env, **_model_args(model_arg)}
     elif model_arg:
         options.update(_model_args(model_arg))
-    if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
+    python_files = [p for p in paths if p.suffix == ".py"]
+    if python_files and len(python_files) < len(paths):
+        others = [str(p) for p in paths if p.suffix != ".py"]
+        raise typer.BadParameter(
+            f"give either Python use case files or task files/folders, not both: {', '.join(map(str, python_files))} "
+            f"(.py) with {', '.join(others)}", param_hint="PATHS",
+        )
+    if python_files:  # Python use case files (proctor.usecases.runfile)
+        from proctor.api import check_run_options
         from proctor.usecases.runfile import run_use_case_files
 
+        check_run_options(model, options, output, cache, update, restart, None)
         with _progress(quiet) as hook:
             run_dir, results = run_use_case_files(
                 paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
@@ -177,8 +195,6 @@ def run(
         print_results(results)
         console.print(f"run folder: {run_dir}")
         return
-    if any(p.suffix == ".py" for p in paths):
-        raise typer.BadParameter("give either Python use case files or task files/folders, not both")
     if model.startswith("vllm:") and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None
@@ -334,24 +350,55 @@ def export(
         console.print(f"wrote {path}")
 
 
-def main() -> None:
+def _click_exception_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage-error, abort) classes of plain click and of the copy typer >= 0.29 bundles.
+
+    Typer raises its own copy's exceptions; a plugin or an older typer raises plain click's. Both
+    must be caught, or a usage error ends in a traceback.
+    """
+    errors: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    for module in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            found = __import__(module, fromlist=["ClickException"])
+        except ImportError:
+            continue
+        errors.append(found.ClickException)
+        if hasattr(found, "Abort"):
+            aborts.append(found.Abort)
+    return tuple(dict.fromkeys(errors)), tuple(dict.fromkeys(aborts))
+
+
+def _print_error(message: str) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """The console entry point: user errors print one message (no traceback) and exit non-zero."""
+    import os
+
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    click_errors, aborts = _click_exception_classes()
     try:
-        app(standalone_mode=False)
+        code = app(args=argv, prog_name="proctor", standalone_mode=False)
     except ProctorError as exc:
-        from rich.markup import escape
-
-        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        _print_error(str(exc))
         sys.exit(2)
-    except typer.Abort:
+    except click_errors as exc:  # usage errors: unknown option, bad value (click's own message names it)
+        exc.show()
+        sys.exit(exc.exit_code)
+    except aborts + (KeyboardInterrupt,):
+        err_console.print("aborted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except Exception as exc:  # a bug, not a user error: one line, the traceback on request
+        if os.environ.get("PROCTOR_TRACEBACK"):
+            raise
+        _print_error(f"internal error: {type(exc).__name__}: {exc} (set PROCTOR_TRACEBACK=1 to see where)")
+        sys.exit(3)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -122,12 +122,13 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) ->
     return rows, str(files[0]) if len(files) == 1 else str(spec.path)
 
 
-def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> list[dict]:
+def _apply_fields(spec: DataSpec, rows: list[dict], origin: str, task_file: str | None = None) -> list[dict]:
     """Add the computed fields, then drop rows the filter rejects."""
     from proctor.prompts.templates import compile_expression
 
-    compiled = {name: compile_expression(expr, origin=origin, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
-    keep = compile_expression(spec.filter, origin=origin, field="data.filter") if spec.filter else None
+    defined_in = task_file or origin  # a template error is the task file's, not the data's
+    compiled = {name: compile_expression(expr, origin=defined_in, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
+    keep = compile_expression(spec.filter, origin=defined_in, field="data.filter") if spec.filter else None
     kept = []
     for row in rows:
         for name, value in spec.constants.items():
@@ -168,7 +169,7 @@ def load_samples(
         except SourceUnavailable as exc:
             reasons.append(str(exc))
             continue
-        kept = _apply_fields(spec, rows, origin)
+        kept = _apply_fields(spec, rows, origin, task_file)
         if stats is not None:
             stats.update(source=origin, n_rows=len(rows), n_filtered=len(rows) - len(kept))
         return _to_samples(kept, spec, origin)

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from proctor.errors import ProctorError
+
 
 def new_run_dir(root: Path, label: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -23,6 +25,21 @@ def new_run_dir(root: Path, label: str) -> Path:
         n += 1
         candidate = root / f"{stamp}_{safe}_{n}"
     return candidate
+
+
+def check_writable_folder(path: Path, option: str) -> None:
+    """A folder a run will write into (``--output``, ``--cache``): refuse a file or an unwritable place
+    now, not after the model has loaded."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ProctorError(f"{option} {path}: is a file, not a folder")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ProctorError(f"{option} {path}: {existing} is a file, so the folder cannot be made")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ProctorError(f"{option} {path}: {existing} is not writable")
 
 
 def _json_default(value: Any) -> Any:

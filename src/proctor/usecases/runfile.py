@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from proctor.errors import TaskDefinitionError
+from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.usecases.base import UseCase
 
 
@@ -37,14 +37,36 @@ def _import(path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskDefinitionError("cannot import this file", file=path)
+    if not path.is_file():
+        raise TaskDefinitionError("no such Python file", file=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         spec.loader.exec_module(module)
+    except SyntaxError as exc:  # the user's file: name its line, no traceback
+        sys.modules.pop(name, None)
+        raise TaskDefinitionError(f"Python syntax error: {exc.msg}", file=path, line=exc.lineno) from None
+    except ProctorError:
+        sys.modules.pop(name, None)
+        raise
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise TaskDefinitionError(
+            f"running the file failed: {type(exc).__name__}: {exc}", file=path, line=_line_in(exc, path)
+        ) from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    """The last line of ``path`` in the exception's traceback (where the user's code failed)."""
+    import traceback
+
+    target = str(path.resolve())
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == target]
+    return lines[-1] if lines else None
 
 
 def load_use_case_file(path: str | Path, limit: int | None = None) -> tuple[UseCase, dict]:
@@ -77,7 +99,15 @@ def load_use_case_file(path: str | Path, limit: int | None = None) -> tuple[UseC
     kwargs = dict(getattr(module, "use_case_kwargs", {}) or {})
     if limit:
         kwargs["num_samples"] = limit
-    return classes[0](evaluation_data=data, evaluation_metrics=list(module.evaluation_metrics), **kwargs), gen_kwargs
+    try:
+        built = classes[0](evaluation_data=data, evaluation_metrics=list(module.evaluation_metrics), **kwargs)
+    except TaskDefinitionError:
+        raise
+    except Exception as exc:  # a row check (validate_evaluation_data) or the class itself: the file's problem
+        detail = str(exc) if isinstance(exc, ProctorError) else f"{type(exc).__name__}: {exc}"
+        raise TaskDefinitionError(f"building {classes[0].__name__} failed: {detail}", file=path,
+                                  line=_line_in(exc, path), field="evaluation_data") from None
+    return built, gen_kwargs
 
 
 def _flatten(prefix: str, value: Any, out: dict) -> None:
