@@ -56,10 +56,6 @@ def no_model(monkeypatch):
         raise ModelLoaded(f"a model was loaded: {args} {kwargs}")
 
     monkeypatch.setattr(registry, "load_model", refuse)
-    for name in ("HFModel",):
-        import proctor.models.hf as hf
-
-        monkeypatch.setattr(hf, name, refuse)
 
 
 def check(case: Case, code: int, output: str) -> None:

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from proctor.cli_display import _fmt, _progress, console, err_console, print_results
+from proctor.cli_display import _fmt, _progress, console, err_console, print_results, print_warnings
 from proctor.errors import ProctorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
@@ -186,7 +186,10 @@ def run(
         from proctor.api import check_run_options
         from proctor.usecases.runfile import run_use_case_files
 
+        from proctor.models.registry import check_model_options
+
         check_run_options(model, options, output, cache, update, restart, None)
+        check_model_options(model, options)
         with _progress(quiet) as hook:
             run_dir, results = run_use_case_files(
                 paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
@@ -233,6 +236,7 @@ def run(
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)
+    print_warnings(result.results)
     console.print(f"run folder: {result.run_dir}")
 
 
@@ -331,6 +335,13 @@ def compare(
         console.print(table)
         flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
         console.print(f"{flagged} significant difference(s) at alpha={alpha}")
+        for task, entry in pair["tasks"].items():
+            if entry.get("formulation_differs"):
+                formats = entry["mc_format"]
+                err_console.print(
+                    f"[bold yellow]warning:[/bold yellow] {task}: scored by {formats['a']} in A but {formats['b']} in B; "
+                    "the difference mixes the model with the formulation", highlight=False, soft_wrap=True,
+                )
         for side in ("a", "b"):
             if pair[f"tasks_only_in_{side}"]:
                 console.print(f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}")

@@ -123,7 +123,7 @@ def calibration(records: list[dict]) -> dict | None:
     points = []
     for r in records:
         dist, target = r.get("distribution"), r.get("target")
-        if not dist or target is None:
+        if not dist or target is None or r.get("mc_format") == "generate":  # a lettered reply has no probabilities
             continue
         golds = set(target) if isinstance(target, list) else {target}
         top = max(range(len(dist)), key=lambda i: dist[i])
@@ -176,7 +176,14 @@ def _sample_view(r: dict) -> dict:
     if isinstance(prompt, list):
         prompt = "\n".join(f"[{m.get('role')}] {m.get('content')}" for m in prompt)
     view = {"task": r.get("task"), "id": str(r.get("id")), "prompt": prompt or "", "target": r.get("target"), "metrics": r.get("metrics") or {}}
-    if r.get("choices") is not None:
+    if r.get("mc_format") == "generate":  # lettered generation: the prompt sent and the raw reply, no probabilities
+        view["prompt"] = r.get("prompt_sent") or view["prompt"]
+        view["choices"] = r.get("choices") or []
+        view["probs"] = None
+        view["prediction"] = r.get("prediction")
+        view["generation"] = r.get("generation")
+        view["formulation"] = f"lettered generation · letter read: {r.get('extracted') or 'none (unparsed)'}"
+    elif r.get("choices") is not None:
         view["choices"] = r["choices"]
         view["probs"] = r.get("distribution")
         view["prediction"] = r.get("prediction")
@@ -203,6 +210,22 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def formulation_notes(results: dict) -> str:
+    """How each multiple-choice task was scored, and every warning the run recorded."""
+    lines = []
+    for name, task in results.get("tasks", {}).items():
+        if task.get("mc_format") == "generate":
+            unparsed = task.get("unparsed") or {}
+            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: lettered generation (a letter read from '
+                         f'the reply; no probabilities, no calibration) · unparsed {unparsed.get("count", "?")} of '
+                         f'{unparsed.get("n", "?")} ({100 * unparsed.get("rate", 0):.1f}%)</li>')
+        elif task.get("mc_format") == "loglikelihood":
+            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: log-likelihood of each choice</li>')
+    for warning in results.get("warnings", []):
+        lines.append(f'<li class="warning">warning: {_esc(warning)}</li>')
+    return f'<ul class="formulations">{"".join(lines)}</ul>' if lines else ""
+
+
 def render_report(run_dir: Path) -> str:
     run_dir = Path(run_dir)
     results = load_results(run_dir)
@@ -220,6 +243,7 @@ def render_report(run_dir: Path) -> str:
     samples = _finite([_sample_view(r) for r in records])
     meta = (f'model <b>{_esc(model.get("model", "?"))}</b> · status <b>{_esc(results.get("status"))}</b> · '
             f'created {_esc(results.get("created"))} · proctor {_esc(results.get("proctor_version"))}')
+    meta += formulation_notes(results)
     command = " ".join(results.get("command") or [])
     task_names = "".join(f"<option>{_esc(n)}</option>" for n in results.get("tasks", {}))
     return _PAGE.format(
@@ -292,6 +316,8 @@ _JS = r"""
         var label = text("span", (golds.indexOf(i) >= 0 ? "gold " : "") + (s.prediction === i ? "pred" : ""), c);
         row.appendChild(label); div.appendChild(row);
       });
+      if (s.generation !== undefined) div.appendChild(text("pre", "generation", s.generation));
+      if (s.formulation) div.appendChild(text("div", "tag", s.formulation));
       div.appendChild(text("div", "tag", "prediction: " + s.prediction + " · target: " + JSON.stringify(s.target)));
     } else {
       if (s.generation !== undefined) div.appendChild(text("pre", "generation", s.generation));

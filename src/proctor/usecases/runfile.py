@@ -185,14 +185,10 @@ def _run_entries(
     *,
     output_dir, runs_root, limit, model_options, command, cache, chunk_size, progress, update, restart,
 ):
-    from proctor import __version__
-    from proctor.api import EvaluationResult
-    from proctor.engine.calls import engine_session
     from proctor.models.base import Model
     from proctor.models.registry import load_model
-    from proctor.runs.manifest import build_manifest, mark, now, open_run
-    from proctor.runs.results import RunWriter, new_run_dir
-    from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+    from proctor.runs.lock import hold_run_dir
+    from proctor.runs.results import new_run_dir
 
     started = time.perf_counter()
     owned = None
@@ -205,6 +201,27 @@ def _run_entries(
         )
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = hold_run_dir(run_dir, command)
+        lock.__enter__()  # one writer per run folder
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        raise
+    try:
+        return _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart)
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart):
+    from proctor import __version__
+    from proctor.api import EvaluationResult
+    from proctor.engine.calls import engine_session
+    from proctor.runs.manifest import build_manifest, mark, now, open_run
+    from proctor.runs.results import RunWriter
+    from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+
     fingerprint = model.fingerprint
     manifest = open_run(
         run_dir,
