@@ -172,6 +172,8 @@ def load_samples(
         kept = _apply_fields(spec, rows, origin, task_file)
         if stats is not None:
             stats.update(source=origin, n_rows=len(rows), n_filtered=len(rows) - len(kept))
+            if reasons:  # a fallback source was used: say so (results.json and a warning), never silently
+                stats["fallback"] = f"read {origin} because an earlier source was unavailable: {'; '.join(reasons)}"
         return _to_samples(kept, spec, origin)
     if len(reasons) == 1:
         raise TaskDefinitionError(reasons[0], file=task_file, field="data")

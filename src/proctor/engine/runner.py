@@ -283,12 +283,19 @@ def run_built(
     judge_usage = getattr(built.handler, "judge_usage", None)
     if callable(judge_usage) and (judged := judge_usage()) is not None:  # a separate judge model's calls
         outcome.result["judge_usage"] = judged
+    fallback = (built.prepared.data or {}).get("fallback")
+    if fallback:
+        outcome.result.setdefault("warnings", []).append(fallback)
     by_generation = getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice"
     if by_generation or getattr(built.handler, "mc_format", None) == "generate":  # custom / SEA-HELM handlers say so
         outcome.result["mc_format"] = "generate"
         _count_unparsed(outcome)
     elif spec.kind == "multiple_choice":
         outcome.result["mc_format"] = "loglikelihood"
+        if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
+            outcome.result.setdefault("warnings", []).append(
+                "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
+            )
     return outcome
 
 
