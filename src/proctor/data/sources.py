@@ -41,7 +41,8 @@ def expand_variables(text: str, variables: Mapping[str, str]) -> str:
         name = match.group(1)
         value = variables.get(name, os.environ.get(name))
         if value is None:
-            raise SourceUnavailable(f"${{{name}}} is not set")
+            option = {"DATA_PATH": "--data-path", "PROCTOR_DATA": "--data-dir"}.get(name, f"--var {name}=...")
+            raise SourceUnavailable(f"${{{name}}} is not set (set it with {option})")
         return value
 
     return _VARIABLE.sub(substitute, text)
