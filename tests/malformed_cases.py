@@ -124,7 +124,7 @@ RUN = ["run", "task.yaml", "-o", "out"]
 add("cli-unknown-option", RUN + ["--limt", "3"], ["--limt"])
 add("cli-limit-negative", RUN + ["--limit", "-1"], ["--limit"])
 add("cli-limit-zero", RUN + ["--limit", "0"], ["--limit"])
-add("cli-limit-text", RUN + ["--limit", "abc"], ["--limit", "integer"])
+add("cli-limit-text", RUN + ["--limit", "abc"], ["--limit"])
 add("cli-batch-size-zero", RUN + ["--batch-size", "0"], ["--batch-size"])
 add("cli-batch-size-text", RUN + ["--batch-size", "many"], ["--batch-size"])
 add("cli-batch-size-negative", RUN + ["--batch-size", "-4"], ["--batch-size"])

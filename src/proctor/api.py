@@ -15,8 +15,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from proctor import __version__
 from proctor.dialects import collect_tasks
 from proctor.engine.prepare import prepare_tasks, task_config
+from proctor.engine.runner import ProgressHook, build_requests, default_chunk_size, run_built
 from proctor.errors import ProctorError
-from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import Model
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, mark, now, open_run
@@ -105,7 +105,7 @@ def evaluate(
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
     """
     started = time.perf_counter()
-    check_run_options(model, model_options, output_dir, cache, update, restart, data_path)
+    check_run_options(output_dir, cache, update, restart, data_path)
     task_list = list(tasks)
     if task_list and not isinstance(task_list[0], Task):
         task_list = collect_tasks(task_list, select=select, options=dialect_options)
@@ -158,14 +158,12 @@ def _load_and_evaluate(
 def _chunk_option(model: Model, chunk_size: int | None) -> dict:
     """A non-default --chunk-size enters the resume check: a backend that packs each call's requests
     together (HF) gives slightly different numbers for other chunks, so a run must not mix them."""
-    from proctor.engine.runner import default_chunk_size
-
     if chunk_size is None or chunk_size == default_chunk_size(model):
         return {}
     return {"chunk_size": chunk_size}
 
 
-def check_run_options(model, model_options, output_dir, cache, update, restart, data_path) -> None:
+def check_run_options(output_dir, cache, update, restart, data_path) -> None:
     """What can be checked before any task file is read or model loaded."""
     if update and restart:
         raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")

@@ -184,11 +184,10 @@ def run(
         )
     if python_files:  # Python use case files (proctor.usecases.runfile)
         from proctor.api import check_run_options
+        from proctor.models.registry import check_model_options
         from proctor.usecases.runfile import run_use_case_files
 
-        from proctor.models.registry import check_model_options
-
-        check_run_options(model, options, output, cache, update, restart, None)
+        check_run_options(output, cache, update, restart, None)
         check_model_options(model, options)
         with _progress(quiet) as hook:
             run_dir, results = run_use_case_files(

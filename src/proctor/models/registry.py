@@ -68,8 +68,18 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         from proctor.models.hf import HFModel
 
         known = _named_parameters(HFModel) | {"base"}
-    else:  # vllm passes other keywords on to vllm's engine, which checks them itself
-        known = None
+    else:  # vllm: its own options, and vllm's engine arguments (known only where vllm is installed)
+        from proctor.models.vllm_backend import VLLMModel
+
+        known = _named_parameters(VLLMModel)
+        try:
+            import dataclasses
+
+            from vllm import EngineArgs  # type: ignore[import-not-found]
+
+            known |= {f.name for f in dataclasses.fields(EngineArgs)}
+        except Exception:  # not installed (loading will say so), or another EngineArgs shape
+            known = None
     if known is not None:
         unknown = sorted(set(options) - known)
         if unknown:
