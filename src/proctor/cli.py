@@ -165,6 +165,9 @@ def run(
         raise typer.BadParameter(f"takes auto, on or off, got '{chat_template}'", param_hint="--chat-template")
     if not (math.isfinite(temp) and temp > 0):
         raise typer.BadParameter(f"probsem's softmax temperature must be > 0 and finite, got {temp}", param_hint="--temp")
+    for flag, value in (("--judge-base-url", judge_base_url), ("--judge-api-key-env", judge_api_key_env)):
+        if value and not (seahelm_judge or "").startswith("openai:"):
+            raise typer.BadParameter("applies to an openai: --seahelm-judge only; it would be ignored", param_hint=flag)
     if base_url and not model.startswith("openai:") and not (seahelm_judge or "").startswith("openai:"):
         raise typer.BadParameter("applies to openai: models (and an openai: --seahelm-judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template]

@@ -68,6 +68,11 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         from proctor.models.hf import HFModel
 
         known = _named_parameters(HFModel) | {"base"}
+        file, sep, name = rest.rpartition(":")
+        if not sep or not file.endswith(".py") or not name:
+            raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'")
+        if not Path(file).expanduser().is_file():
+            raise ModelLoadError(f"--model steer:{rest}: no such file {file}")
     else:  # vllm: its own options, and vllm's engine arguments (known only where vllm is installed)
         from proctor.models.vllm_backend import VLLMModel
 
