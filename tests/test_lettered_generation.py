@@ -97,3 +97,14 @@ def test_cli_table_shows_the_formulation():
     assert formulation({"mc_format": "generate", "unparsed": {"count": 3, "n": 10, "rate": 0.3}}) == "lettered generation (3/10 unparsed, 30%)"
     assert formulation({"mc_format": "loglikelihood"}) == "log-likelihood"
     assert formulation({"kind": "generate"}) == ""
+
+
+def test_cli_compare_warns_when_formulations_differ(tmp_path, capsys):
+    from proctor.cli import main
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=12, n_gen=0)
+    evaluate([tasks], FakeModel(), output_dir=tmp_path / "ll", select=["mc_alpha"], export=False)
+    evaluate([tasks], LetterModel(), output_dir=tmp_path / "gen", select=["mc_alpha"], export=False)
+    main(["compare", str(tmp_path / "ll"), str(tmp_path / "gen"), "--resamples", "200", "-o", str(tmp_path / "c.json")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert "mc_alpha: scored by loglikelihood in A but generate in B" in err

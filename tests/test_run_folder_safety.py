@@ -170,3 +170,24 @@ def test_a_kill_loses_at_most_one_chunk_of_64_requests_even_when_the_backend_ask
     assert lost == 64 <= MAX_CHUNK_REQUESTS  # one chunk: the one in flight
     fresh = evaluate([tasks], BigChunkModel(batch_size=256), output_dir=tmp_path / "fresh", select=["mc_alpha"])
     assert stable(result.results)["tasks"] == stable(fresh.results)["tasks"]
+
+
+def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp_path, monkeypatch):
+    from proctor.errors import ProctorError
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
+    (tmp_path / "afile").write_text("x")
+    model = FakeModel()
+    with pytest.raises(ProctorError, match="--output .*afile: is a file"):
+        evaluate([tasks], model, output_dir=tmp_path / "afile")
+    with pytest.raises(ProctorError, match="--output .*afile is a file, so the folder cannot be made"):
+        evaluate([tasks], model, output_dir=tmp_path / "afile" / "run")
+    with pytest.raises(ProctorError, match="--cache .*afile: is a file"):
+        evaluate([tasks], model, output_dir=tmp_path / "run", cache=tmp_path / "afile")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    with pytest.raises(ProctorError, match="--output .*locked is not writable"):  # (root may write anywhere: simulated)
+        evaluate([tasks], model, output_dir=locked / "run")
+    assert model.calls == []
