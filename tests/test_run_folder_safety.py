@@ -191,3 +191,8 @@ def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp
     with pytest.raises(ProctorError, match="--output .*locked is not writable"):  # (root may write anywhere: simulated)
         evaluate([tasks], model, output_dir=locked / "run")
     assert model.calls == []
+
+
+def test_the_hf_backend_is_held_to_the_cap(tiny_model):
+    # the backend packs 256 requests per call when asked; the engine asks for at most 64 (docs/runs.md)
+    assert tiny_model.chunk_requests > MAX_CHUNK_REQUESTS and default_chunk_size(tiny_model) == 64
