@@ -109,7 +109,7 @@ def test_usage_and_cost_recorded_per_task(server, tiny_model_dir, tmp_path):
         usage = task["usage"]
         assert usage["requests"] > 0 and usage["prompt_tokens"] > 0
         assert usage["estimated_cost"] == pytest.approx((usage["prompt_tokens"] + 2 * usage["completion_tokens"]) / 1e6)
-    assert "mc_format" not in result.tasks["quickstart_science_mc"]  # this server can score
+    assert result.tasks["quickstart_science_mc"]["mc_format"] == "loglikelihood"  # this server can score
 
 
 def test_chat_only_runs_multiple_choice_by_generation(server, tiny_model_dir, tmp_path):

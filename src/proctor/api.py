@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import platform
@@ -15,10 +16,12 @@ from proctor import __version__
 from proctor.dialects import collect_tasks
 from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
-from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.engine.runner import ProgressHook, build_requests, default_chunk_size, run_built
+from proctor.errors import ProctorError
 from proctor.models.base import Model
+from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, mark, now, open_run
-from proctor.runs.results import RunWriter, new_run_dir
+from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.scoring.aggregate import aggregate_groups
@@ -113,6 +116,7 @@ def evaluate(
     recorded in results.json and run.json.
     """
     started = time.perf_counter()
+    check_run_options(output_dir, cache, update, restart, data_path)
     task_list = list(tasks)
     skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None = None
@@ -125,8 +129,6 @@ def evaluate(
     if data_path is not None:
         variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
     if not task_list:
-        from proctor.errors import ProctorError
-
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
     if named is None:
         prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
@@ -134,6 +136,24 @@ def evaluate(
     else:
         prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, chat=chat, mc_format=mc_format,
                                   mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
+    if isinstance(model, str):  # after the tasks (their errors first), before anything loads
+        from proctor.models.registry import check_model_options
+
+        check_model_options(model, dict(model_options or {}))
+    with contextlib.ExitStack() as held:
+        if output_dir is not None:  # one writer per run folder, taken before the model loads
+            held.enter_context(hold_run_dir(Path(output_dir), command))
+        return _load_and_evaluate(
+            prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
+            progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed,
+            overrides.recorded(), skipped,
+        )
+
+
+def _load_and_evaluate(
+    prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
+    progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped,
+) -> EvaluationResult:
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     if isinstance(model, str):
@@ -219,6 +239,27 @@ def model_info(model: Model) -> dict:
     return info
 
 
+def _chunk_option(model: Model, chunk_size: int | None) -> dict:
+    """A non-default --chunk-size enters the resume check: a backend that packs each call's requests
+    together (HF) gives slightly different numbers for other chunks, so a run must not mix them."""
+    if chunk_size is None or chunk_size == default_chunk_size(model):
+        return {}
+    return {"chunk_size": chunk_size}
+
+
+def check_run_options(output_dir, cache, update, restart, data_path) -> None:
+    """What can be checked before any task file is read or model loaded."""
+    if update and restart:
+        raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
+    if output_dir is not None:
+        check_writable_folder(Path(output_dir), "--output")
+    cache_file = cache_path(cache)
+    if cache_file is not None:
+        check_writable_folder(cache_file.parent, "--cache")
+    if data_path is not None and not Path(data_path).expanduser().is_dir():
+        raise ProctorError(f"--data-path {data_path}: no such folder")
+
+
 def _cluster_options(workers: int | None, cluster: Any):
     """ClusterOptions when the run goes to Ray (more than one worker, or a cluster address), else None."""
     if cluster is None and (workers or 1) <= 1:
@@ -240,7 +281,14 @@ def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
     progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(),
 ) -> EvaluationResult:
-    run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
+    if output_dir is None:  # a new folder of our own: held like any other
+        run_dir = new_run_dir(Path(runs_root), model.name)
+        with hold_run_dir(run_dir, command):
+            return _evaluate_loaded(
+                prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
+                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped,
+            )
+    run_dir = Path(output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = model.fingerprint
     manifest = open_run(
@@ -249,7 +297,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options,
+            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
              **({"overrides": overrides} if overrides else {})},
         ),
         update=update,
@@ -290,6 +338,8 @@ def _evaluate_loaded(
             if overrides.get("log_samples", True):
                 writer.append_samples(outcome.records)
             results["tasks"][outcome.name] = outcome.result
+            for warning in outcome.result.get("warnings", []):  # also listed run-wide, and printed by the CLI
+                results.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
             writer.write_results(results)  # what finished is on disk
         memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
         results["groups"] = aggregate_groups(results["tasks"], memberships)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -11,7 +12,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from proctor.cli_display import _fmt, _progress, console, err_console, print_results
+from proctor.cli_display import _fmt, _progress, console, err_console, print_results, print_warnings
 from proctor.errors import ProctorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
@@ -35,11 +36,13 @@ def _main(
 def _variables(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
     variables: dict[str, str] = {}
     if data_dir is not None:
+        if not data_dir.is_dir():
+            raise typer.BadParameter(f"no such folder: {data_dir}", param_hint="--data-dir")
         variables["PROCTOR_DATA"] = str(data_dir.resolve())
     for item in var or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--var takes KEY=VALUE, got '{item}'")
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--var")
         variables[key] = value
     return variables
 
@@ -50,9 +53,9 @@ def _batch_size(value: str) -> int | str:
     try:
         size = int(value)
     except ValueError:
-        raise typer.BadParameter("--batch-size takes a positive integer or 'auto'") from None
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size") from None
     if size < 1:
-        raise typer.BadParameter("--batch-size takes a positive integer or 'auto'")
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size")
     return size
 
 
@@ -63,7 +66,7 @@ def _resources(items: Optional[List[str]]) -> dict[str, float]:
         try:
             out[key] = float(value) if sep else 1.0
         except ValueError:
-            raise typer.BadParameter(f"--worker-resources takes KEY=AMOUNT, got '{item}'") from None
+            raise typer.BadParameter(f"takes KEY=AMOUNT, got '{item}'", param_hint="--worker-resources") from None
     return out
 
 
@@ -73,7 +76,9 @@ def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
     for item in seahelm.pop("seahelm_data", None) or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--seahelm-data takes DATASET_ID=PATH, got '{item}'")
+            raise typer.BadParameter(f"takes DATASET_ID=PATH, got '{item}'", param_hint="--seahelm-data")
+        if not Path(value).expanduser().exists():
+            raise typer.BadParameter(f"{key}={value}: no such file or folder {value}", param_hint="--seahelm-data")
         mapping[key] = value
     if mapping:
         options["seahelm_data"] = mapping
@@ -90,7 +95,7 @@ def _model_args(items: Optional[List[str]]) -> dict:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise typer.BadParameter(f"--model-arg takes KEY=VALUE, got '{item}'")
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--model-arg")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
@@ -102,7 +107,7 @@ def _judge_options(judge: Optional[str], base_url: Optional[str], api_key_env: s
     """Server settings for an ``openai:`` judge (the key stays in its environment variable)."""
     if not judge or not judge.startswith("openai:"):
         if args:
-            raise typer.BadParameter("--judge-arg applies to an openai: --seahelm-judge only")
+            raise typer.BadParameter("applies to an openai: --seahelm-judge only", param_hint="--judge-arg")
         return None
     return {"base_url": base_url, "api_key_env": api_key_env, **_model_args(args)}
 
@@ -143,7 +148,7 @@ def run(
     dtype: str = typer.Option("float32", help="float32, bfloat16, float16 or auto."),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:N or auto."),
     batch_size: str = typer.Option("8", "--batch-size", "-b", help="Sequences per forward pass, or 'auto'."),
-    max_length: Optional[int] = typer.Option(None, help="Context length limit (default: the model's)."),
+    max_length: Optional[int] = typer.Option(None, min=1, help="Context length limit (default: the model's)."),
     chat_template: str = typer.Option("auto", help="auto (as each task says), on (all tasks), off (none)."),
     data_path: Optional[Path] = typer.Option(None, "--data-path", help=_DATA_PATH_HELP),
     norm: bool = typer.Option(False, "--norm", "--probsem-norm", help=_NORM_HELP),
@@ -194,16 +199,32 @@ def run(
     )
 
     if chat_template not in ("auto", "on", "off"):
-        raise typer.BadParameter("--chat-template takes auto, on or off")
+        raise typer.BadParameter(f"takes auto, on or off, got '{chat_template}'", param_hint="--chat-template")
+    if not (math.isfinite(temp) and temp > 0):
+        raise typer.BadParameter(f"probsem's softmax temperature must be > 0 and finite, got {temp}", param_hint="--temp")
+    for flag, value in (("--judge-base-url", judge_base_url), ("--judge-api-key-env", judge_api_key_env)):
+        if value and not (seahelm_judge or "").startswith("openai:"):
+            raise typer.BadParameter("applies to an openai: --seahelm-judge only; it would be ignored", param_hint=flag)
+    if base_url and not model.startswith("openai:") and not (seahelm_judge or "").startswith("openai:"):
+        raise typer.BadParameter("applies to openai: models (and an openai: --seahelm-judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template]
     options = {"dtype": dtype, "device": device, "batch_size": _batch_size(batch_size)}
-    if max_length:
+    if max_length is not None:
         options["max_length"] = max_length
     if model.startswith("openai:"):
         options = {"base_url": base_url, "api_key_env": api_key_env, **_model_args(model_arg)}
     elif model_arg:
         options.update(_model_args(model_arg))
-    if paths and all(p.suffix == ".py" for p in paths):  # Python use case files (proctor.usecases.runfile)
+    python_files = [p for p in paths if p.suffix == ".py"]
+    if python_files and len(python_files) < len(paths):
+        others = [str(p) for p in paths if p.suffix != ".py"]
+        raise typer.BadParameter(
+            f"give either Python use case files or task files/folders, not both: {', '.join(map(str, python_files))} "
+            f"(.py) with {', '.join(others)}", param_hint="PATHS",
+        )
+    if python_files:  # Python use case files (proctor.usecases.runfile)
+        from proctor.api import check_run_options
+        from proctor.models.registry import check_model_options
         from proctor.usecases.runconfig import UseCaseConfig, command_line_config, read_config
         from proctor.usecases.runfile import run_use_case_files
 
@@ -212,7 +233,8 @@ def run(
                 "use case files (.py) set their own prompts and generation in Python; of the run-time overrides they take "
                 "--limit as a count only"
             )
-
+        check_run_options(output, cache, update, restart, None)
+        check_model_options(model, options)
         config = command_line_config(use_case_data, use_case_metric, use_case_arg).over(
             read_config(use_case_config) if use_case_config else UseCaseConfig()
         )
@@ -224,10 +246,8 @@ def run(
         print_results(results)
         console.print(f"run folder: {run_dir}")
         return
-    if any(p.suffix == ".py" for p in paths):
-        raise typer.BadParameter("give either Python use case files or task files/folders, not both")
     if use_case_data or use_case_metric or use_case_arg or use_case_config:
-        raise typer.BadParameter("--use-case-data/-metric/-arg/-config apply to Python use case files (.py) only")
+        raise typer.BadParameter("apply to Python use case files (.py) only", param_hint="--use-case-data/-metric/-arg/-config")
     if model.startswith("vllm:") and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None
@@ -267,6 +287,7 @@ def run(
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)
+    print_warnings(result.results)
     console.print(f"run folder: {result.run_dir}")
 
 
@@ -385,6 +406,13 @@ def compare(
         console.print(table)
         flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
         console.print(f"{flagged} significant difference(s) at alpha={alpha}")
+        for task, entry in pair["tasks"].items():
+            if entry.get("formulation_differs"):
+                formats = entry["mc_format"]
+                err_console.print(
+                    f"[bold yellow]warning:[/bold yellow] {task}: scored by {formats['a']} in A but {formats['b']} in B; "
+                    "the difference mixes the model with the formulation", highlight=False, soft_wrap=True,
+                )
         for side in ("a", "b"):
             if pair[f"tasks_only_in_{side}"]:
                 console.print(f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}")
@@ -411,24 +439,55 @@ def export(
         console.print(f"wrote {export_duckdb(run_dirs, database)} ({len(run_dirs)} run(s))")
 
 
-def main() -> None:
+def _click_exception_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage-error, abort) classes of plain click and of the copy typer >= 0.29 bundles.
+
+    Typer raises its own copy's exceptions; a plugin or an older typer raises plain click's. Both
+    must be caught, or a usage error ends in a traceback.
+    """
+    errors: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    for module in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            found = __import__(module, fromlist=["ClickException"])
+        except ImportError:
+            continue
+        errors.append(found.ClickException)
+        if hasattr(found, "Abort"):
+            aborts.append(found.Abort)
+    return tuple(dict.fromkeys(errors)), tuple(dict.fromkeys(aborts))
+
+
+def _print_error(message: str) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """The console entry point: user errors print one message (no traceback) and exit non-zero."""
+    import os
+
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    click_errors, aborts = _click_exception_classes()
     try:
-        app(standalone_mode=False)
+        code = app(args=argv, prog_name="proctor", standalone_mode=False)
     except ProctorError as exc:
-        from rich.markup import escape
-
-        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        _print_error(str(exc))
         sys.exit(2)
-    except typer.Abort:
+    except click_errors as exc:  # usage errors: unknown option, bad value (click's own message names it)
+        exc.show()
+        sys.exit(exc.exit_code)
+    except aborts + (KeyboardInterrupt,):
+        err_console.print("aborted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except Exception as exc:  # a bug, not a user error: one line, the traceback on request
+        if os.environ.get("PROCTOR_TRACEBACK"):
+            raise
+        _print_error(f"internal error: {type(exc).__name__}: {exc} (set PROCTOR_TRACEBACK=1 to see where)")
+        sys.exit(3)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

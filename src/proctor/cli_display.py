@@ -21,9 +21,24 @@ def _fmt(value: Optional[float]) -> str:
     return f"{value:.4f}"
 
 
+def formulation(task: dict) -> str:
+    """How a multiple-choice task was scored: by log-likelihood, or by a lettered reply (with its unparsed share)."""
+    mc_format = task.get("mc_format")
+    if mc_format == "generate":
+        unparsed = task.get("unparsed")
+        detail = f" ({unparsed['count']}/{unparsed['n']} unparsed, {unparsed['rate']:.0%})" if unparsed else ""
+        return "lettered generation" + detail
+    return "log-likelihood" if mc_format == "loglikelihood" else ""
+
+
+def print_warnings(results: dict) -> None:
+    for warning in results.get("warnings", []):
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {warning}", highlight=False, soft_wrap=True)
+
+
 def print_results(results: dict) -> None:
     table = Table(title=f"proctor · {results['model'].get('model', '?')}")
-    for column in ("task", "version", "n", "metric", "value", "± stderr"):
+    for column in ("task", "version", "n", "scoring", "metric", "value", "± stderr"):
         table.add_column(column, justify="right" if column in ("n", "value", "± stderr") else "left")
     for name, task in results["tasks"].items():
         first = True
@@ -32,6 +47,7 @@ def print_results(results: dict) -> None:
                 name if first else "",
                 task["version"] if first else "",
                 str(task["n_samples"]) if first else "",
+                formulation(task) if first else "",
                 metric,
                 _fmt(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 _fmt(entry["stderr"]),
@@ -40,7 +56,7 @@ def print_results(results: dict) -> None:
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
+            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
             first = False
     console.print(table)
     if results.get("rollup"):
@@ -94,10 +110,13 @@ class _progress:
             console=err_console, transient=False,
         )
         self.overall = self.progress.add_task("[bold]all tasks[/bold]", total=0)
-        self.progress.start()
+        self.running = False  # started with the first task announced: an input error shows no empty bar
         return self.hook
 
     def hook(self, name: str, done: int, total: int) -> None:
+        if not self.running:
+            self.running = True
+            self.progress.start()
         if name not in self.bars:  # announced before it runs: its clock starts with its first answers
             self.bars[name] = self.progress.add_task(name, total=total, start=False)
         if done and name not in self.started:
@@ -108,5 +127,5 @@ class _progress:
         self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
 
     def __exit__(self, *exc) -> None:
-        if not self.quiet:
+        if not self.quiet and self.running:
             self.progress.stop()

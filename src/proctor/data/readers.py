@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,21 @@ def detect_format(path: Path) -> str:
     )
 
 
+def decode_utf8(path: Path) -> str:
+    """A file's text; bytes that are not UTF-8 are an error naming the line and column."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise TaskDefinitionError(
+            f"line {line} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); save the file as UTF-8",
+            file=path,
+            line=line,
+        ) from None
+
+
 def read_rows(
     path: Path, fmt: str = "auto", columns: list[str] | None = None, records_key: str | None = None
 ) -> list[dict[str, Any]]:
@@ -70,31 +86,31 @@ def read_rows(
         raise TaskDefinitionError(f"cannot read the data file: {exc}", file=path) from None
     except Exception as exc:  # pyarrow and friends raise many kinds
         raise TaskDefinitionError(f"cannot read the data file as {fmt}: {exc}", file=path) from None
+    if not rows:
+        what = "only a header row" if fmt in ("csv", "tsv") and not columns and path.stat().st_size else "no rows"
+        raise TaskDefinitionError(f"the data file holds {what} (it is empty)", file=path)
     return rows
 
 
 def _read_jsonl(path: Path) -> list[dict]:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
-            if not isinstance(row, dict):
-                raise TaskDefinitionError(
-                    f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
-                )
-            row[ROW_KEY] = number
-            rows.append(row)
+    for number, line in enumerate(decode_utf8(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
+        if not isinstance(row, dict):
+            raise TaskDefinitionError(f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number)
+        row[ROW_KEY] = number
+        rows.append(row)
     return rows
 
 
 def _read_json(path: Path, records_key: str | None) -> list[dict]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(decode_utf8(path))
     except json.JSONDecodeError as exc:
         raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
     if records_key is not None:
@@ -115,7 +131,7 @@ def _read_json(path: Path, records_key: str | None) -> list[dict]:
 
 def _read_delimited(delimiter: str):
     def read(path: Path, columns: list[str] | None) -> list[dict]:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with io.StringIO(decode_utf8(path), newline="") as handle:
             reader = csv.reader(handle, delimiter=delimiter)
             header = list(columns) if columns else next(reader, None)
             if header is None:
@@ -167,7 +183,7 @@ def _read_arrow(path: Path) -> list[dict]:
 
 
 def _read_text(path: Path) -> list[dict]:
-    return [{"text": path.read_text(encoding="utf-8"), ROW_KEY: 1}]
+    return [{"text": decode_utf8(path), ROW_KEY: 1}]
 
 
 _READERS = {

@@ -41,7 +41,8 @@ def expand_variables(text: str, variables: Mapping[str, str]) -> str:
         name = match.group(1)
         value = variables.get(name, os.environ.get(name))
         if value is None:
-            raise SourceUnavailable(f"${{{name}}} is not set")
+            option = {"DATA_PATH": "--data-path", "PROCTOR_DATA": "--data-dir"}.get(name, f"--var {name}=...")
+            raise SourceUnavailable(f"${{{name}}} is not set (set it with {option})")
         return value
 
     return _VARIABLE.sub(substitute, text)
@@ -122,12 +123,13 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) ->
     return rows, str(files[0]) if len(files) == 1 else str(spec.path)
 
 
-def _apply_fields(spec: DataSpec, rows: list[dict], origin: str) -> list[dict]:
+def _apply_fields(spec: DataSpec, rows: list[dict], origin: str, task_file: str | None = None) -> list[dict]:
     """Add the computed fields, then drop rows the filter rejects."""
     from proctor.prompts.templates import compile_expression
 
-    compiled = {name: compile_expression(expr, origin=origin, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
-    keep = compile_expression(spec.filter, origin=origin, field="data.filter") if spec.filter else None
+    defined_in = task_file or origin  # a template error is the task file's, not the data's
+    compiled = {name: compile_expression(expr, origin=defined_in, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
+    keep = compile_expression(spec.filter, origin=defined_in, field="data.filter") if spec.filter else None
     kept = []
     for row in rows:
         for name, value in spec.constants.items():
@@ -168,9 +170,11 @@ def load_samples(
         except SourceUnavailable as exc:
             reasons.append(str(exc))
             continue
-        kept = _apply_fields(spec, rows, origin)
+        kept = _apply_fields(spec, rows, origin, task_file)
         if stats is not None:
             stats.update(source=origin, n_rows=len(rows), n_filtered=len(rows) - len(kept))
+            if reasons:  # a fallback source was used: say so (results.json and a warning), never silently
+                stats["fallback"] = f"read {origin} because an earlier source was unavailable: {'; '.join(reasons)}"
         return _to_samples(kept, spec, origin)
     if len(reasons) == 1:
         raise TaskDefinitionError(reasons[0], file=task_file, field="data")

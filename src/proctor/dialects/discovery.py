@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from proctor.dialects import glm, native, probsem, seahelm
-from proctor.errors import TaskDefinitionError
+from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.spec.yaml_lines import load_yaml
 from proctor.tasks.base import Task
 
@@ -90,9 +90,48 @@ def collect_tasks(
                     )
                 seen[task.name] = task
                 tasks.append(task)
+    given = [str(p) for p in paths]
     if not tasks and seahelm.SKIPPED:
         raise TaskDefinitionError("no SEA-HELM task can run: " + "; ".join(seahelm.SKIPPED))
+    if not tasks:
+        raise TaskDefinitionError(
+            "no tasks found: no native or GLM-130B task YAML, probsem prompt with suites, or SEA-HELM config here",
+            file=", ".join(given),
+        )
+    _check_dialect_options(tasks, options or {})
     if select:
         patterns = list(select)
+        names = [t.name for t in tasks]
+        for pattern in patterns:  # a typo in one of several globs must not quietly drop its tasks
+            if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+                shown = ", ".join(names[:30]) + (f", ... ({len(names)} in all)" if len(names) > 30 else "")
+                raise TaskDefinitionError(f"--tasks '{pattern}' matches no task; the tasks found are: {shown}", file=", ".join(given))
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)]
     return tasks
+
+
+# Dialect options that change numbers, with the command-line option that sets them and its default.
+_DIALECT_OPTIONS = {
+    "probsem": [("probsem_temp", "--temp", 1.0), ("probsem_norm", "--norm", False)],
+    "seahelm": [
+        ("seahelm_data", "--seahelm-data", None), ("seahelm_judge", "--seahelm-judge", None),
+        ("seahelm_runs", "--seahelm-runs", 1), ("is_base_model", "--base-model/--instruct-model", None),
+        ("reasoning", "--reasoning-model", False), ("seahelm_max_tokens", "--seahelm-max-tokens", None),
+        ("seahelm_judge_generation", "--seahelm-judge-max-tokens", None),
+    ],
+}
+
+
+def _check_dialect_options(tasks: list[Task], options: Mapping[str, Any]) -> None:
+    """An option for a dialect none of the tasks belongs to would be silently ignored: refuse it."""
+    dialects = {t.dialect for t in tasks}
+    for dialect, known in _DIALECT_OPTIONS.items():
+        if dialect in dialects:
+            continue
+        for key, flag, default in known:
+            value = options.get(key, default)
+            if value != default and value not in (None, {}, ()):
+                raise ProctorError(
+                    f"{flag} ({value!r}) applies to {dialect} tasks only, and none of the {len(tasks)} task(s) is one "
+                    f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"
+                )

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from proctor.data.readers import decode_utf8
 from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.spec.task import DataSpec, ExportSpec, TaskSpec
 from proctor.tasks.base import Task
@@ -66,7 +68,9 @@ def _line_of(text: str, key: str) -> int | None:
 
 def read_suite(path: Path) -> dict[str, Any]:
     """Parse and check one suite file; every problem names the file, the line where known, and the field."""
-    text = path.read_text(encoding="utf-8")
+    text = decode_utf8(path)
+    if not text.strip():
+        raise TaskDefinitionError("the suite file is empty; a probsem suite is a JSON object with pretext, context, posttext and queries", file=path)
     try:
         suite = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -182,8 +186,8 @@ def _options(options: Mapping[str, Any] | None) -> tuple[bool, float]:
     options = options or {}
     norm = bool(options.get("probsem_norm", False))
     temp = float(options.get("probsem_temp", 1.0))
-    if not temp > 0:
-        raise ProctorError(f"probsem's temperature must be > 0, got {temp}")
+    if not (math.isfinite(temp) and temp > 0):  # inf makes every distribution uniform: ties would all count as right
+        raise ProctorError(f"--temp: probsem's softmax temperature must be > 0 and finite, got {temp}")
     return norm, temp
 
 
@@ -198,7 +202,7 @@ def suite_task(path: Path, prompt: Path, options: Mapping[str, Any] | None = Non
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     constants = {
-        "_probsem_prompt": prompt.read_text(encoding="utf-8"),
+        "_probsem_prompt": decode_utf8(prompt),
         "_probsem_pretext": suite["pretext"],
         "_probsem_posttext": suite["posttext"],
         "_probsem_queries": list(suite["queries"]),
@@ -236,8 +240,11 @@ def load_path(path: Path, explicit: bool, options: Mapping[str, Any] | None = No
     prompt = prompt_for_suite(path)
     if prompt is None:
         if explicit:
+            stem = path.stem
+            wanted = [path.with_name(stem[: m.start()] + ".txt").name for m in re.finditer("_", stem)]
             raise TaskDefinitionError(
-                "a probsem suite is named <prompt>_<suite>.json beside its <prompt>.txt; no such prompt file found",
+                "a probsem suite is named <prompt>_<suite>.json beside its <prompt>.txt; no prompt file found "
+                f"(looked for {', '.join(wanted) or 'a <prompt>.txt: the name has no _'} in {path.parent})",
                 file=path,
             )
         return []

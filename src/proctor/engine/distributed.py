@@ -136,6 +136,7 @@ class ModelWorker:
                 fingerprint=m.fingerprint,
                 has_chat_template=m.has_chat_template,
                 chunk_requests=getattr(m, "chunk_requests", None),
+                large_chunks=getattr(m, "large_chunks", False) is True,
                 batch_size=getattr(m, "batch_size", None),
             )
         return info
@@ -252,6 +253,7 @@ class DistributedModel(Model):
         self._fingerprint = first["fingerprint"]
         self._has_chat_template = first["has_chat_template"]
         self.chunk_requests = first["chunk_requests"]
+        self.large_chunks = first.get("large_chunks", False)
         self.batch_size = first["batch_size"]
         log.info("%d replicas of %s on %s", len(self.workers), self.name, sorted({w["node"] for w in self.workers}))
 

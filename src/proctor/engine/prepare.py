@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from proctor.data.sources import Sample, load_samples
 from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
-from proctor.errors import TaskDefinitionError
+from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
 from proctor.spec.task import MetricSpec
@@ -71,6 +71,17 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
 MC_FORMATS = ("auto", "loglikelihood", "generate")
 
 
+def check_mc_options(mc_format: str, mc_shuffle_seed: int | None) -> None:
+    """The multiple-choice options are the run's, not a task's: a bad one names the option."""
+    if mc_format not in MC_FORMATS:
+        raise ProctorError(f"--mc-format (mc_format) must be one of {', '.join(MC_FORMATS)}, got '{mc_format}'")
+    if mc_shuffle_seed is not None and mc_format == "loglikelihood":
+        raise ProctorError(
+            "--mc-shuffle (mc_shuffle_seed) shuffles lettered options, which only the generate format shows; "
+            "log-likelihood scoring would ignore it: drop it or use --mc-format generate"
+        )
+
+
 def prepare_task(
     task: Task,
     variables: Mapping[str, str],
@@ -82,6 +93,7 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
 ) -> PreparedTask:
+    check_mc_options(mc_format, mc_shuffle_seed)
     spec = task.spec
     file = str(task.file) if task.file else None
     stats: dict = {}
@@ -105,7 +117,10 @@ def prepare_task(
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
     if not samples:
-        raise TaskDefinitionError("the data source holds no rows", file=file, field="data")
+        source = stats.get("source", "the data source")
+        if stats.get("n_filtered"):
+            raise TaskDefinitionError(f"the filter dropped all {stats['n_filtered']} rows of {source}", file=file, field="data.filter")
+        raise TaskDefinitionError(f"{source} holds no rows", file=file, field="data")
     count = min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
@@ -121,8 +136,6 @@ def prepare_task(
             get_exporter(export.format)
         except KeyError as exc:
             raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
-    if mc_format not in MC_FORMATS:
-        raise TaskDefinitionError(f"mc_format must be one of {MC_FORMATS}, got '{mc_format}'", file=file)
     # a task class that scores whole files itself (GLM-130B's metrics) has no per-sample metrics
     metrics = () if getattr(handler, "scores_itself", False) else _metrics(task)
     images = [image.digest for sample in prepared for image in sample.prompt.images]
@@ -143,6 +156,7 @@ def prepare_tasks(
     overrides: RunOverrides | None = None,
 ) -> list[PreparedTask]:
     """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
+    check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     return [
         prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,

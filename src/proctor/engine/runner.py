@@ -142,15 +142,22 @@ def is_custom(handler: Any) -> bool:
     return hasattr(handler, "predict_samples")
 
 
+MAX_CHUNK_REQUESTS = 64  # a kill loses at most this many requests' work (docs/runs.md)
+
+
 def default_chunk_size(model: Model) -> int:
-    """Requests per model call when streaming to a store.
+    """Requests per model call when streaming to a store: at most ``MAX_CHUNK_REQUESTS``.
 
     A backend may name its own (``chunk_requests``: the HF backend packs log-likelihoods by
     tokens, and a chunk that followed ``--batch-size`` would make scores depend on it);
-    otherwise the backend's batch size, else 64.
+    otherwise the backend's batch size, else 64. Either way a chunk is the work a kill can lose,
+    so it is capped: a backend's 256-request chunk would lose all of a small task.
     """
     size = getattr(model, "chunk_requests", None) or getattr(model, "batch_size", None)
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else 64
+    size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else MAX_CHUNK_REQUESTS
+    if getattr(model, "large_chunks", False) is True:  # vLLM: its engine batches within one call
+        return size
+    return min(size, MAX_CHUNK_REQUESTS)
 
 
 def _chunk_order_key(request: Any) -> tuple:
@@ -300,10 +307,38 @@ def run_built(
     judge_usage = getattr(built.handler, "judge_usage", None)
     if callable(judge_usage) and (judged := judge_usage()) is not None:  # a separate judge model's calls
         outcome.result["judge_usage"] = judged
+    fallback = (built.prepared.data or {}).get("fallback")
+    if fallback:
+        outcome.result.setdefault("warnings", []).append(fallback)
     by_generation = getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice"
     if by_generation or getattr(built.handler, "mc_format", None) == "generate":  # custom / SEA-HELM handlers say so
         outcome.result["mc_format"] = "generate"
+        _count_unparsed(outcome)
+    elif spec.kind == "multiple_choice":
+        outcome.result["mc_format"] = "loglikelihood"
+        if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
+            outcome.result.setdefault("warnings", []).append(
+                "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
+            )
     return outcome
+
+
+UNPARSED_WARN_RATE = 0.10  # lettered generation: above this share of unreadable replies, the accuracy is suspect
+
+
+def _count_unparsed(outcome: TaskOutcome) -> None:
+    """Replies no letter could be read from: counted, and a warning above 10% (they score as wrong)."""
+    lettered = [r for r in outcome.records if r.get("mc_format") == "generate" and "extracted" in r]
+    if not lettered:
+        return
+    count = sum(r["extracted"] is None for r in lettered)
+    rate = count / len(lettered)
+    outcome.result["unparsed"] = {"count": count, "n": len(lettered), "rate": rate}
+    if rate > UNPARSED_WARN_RATE:
+        message = (f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
+                   "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')")
+        outcome.result.setdefault("warnings", []).append(message)
+        log.warning("%s: %s", outcome.name, message)
 
 
 def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None) -> TaskOutcome:

@@ -12,16 +12,103 @@
 
 from __future__ import annotations
 
+import inspect
+import re
+from pathlib import Path
 from typing import Any
 
+from proctor.errors import ModelLoadError
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
 
-def load_model(spec: str = "smollm2", **options: Any) -> Model:
+BACKENDS = ("hf", "hf-vision", "vllm", "openai", "steer")
+_DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
+# Options the CLI sends every backend; the openai backend accepts and ignores them.
+_LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
+
+
+def _split(spec: str) -> tuple[str, str]:
     backend, _, rest = spec.partition(":")
     if not rest or len(backend) == 1:  # no prefix (or a Windows drive letter)
         backend, rest = "hf", spec
+    return backend, rest
+
+
+def _named_parameters(cls: Any) -> set[str]:
+    params = inspect.signature(cls.__init__).parameters
+    return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+
+
+def check_model_options(spec: str, options: dict[str, Any]) -> None:
+    """Refuse a model option the backend would ignore or trip over, before anything loads.
+
+    Each message names the option as given on the command line (``--dtype``, ``--model-arg KEY``).
+    """
+    backend, rest = _split(spec)
+    if backend not in BACKENDS:
+        raise ModelLoadError(f"--model '{spec}': unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+    if backend in ("hf", "hf-vision"):
+        from proctor.models.hf import _DTYPES, HFModel
+        from proctor.models.hf_vision import HFVisionModel, is_vision_folder
+
+        vision = backend == "hf-vision" or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
+        known = _named_parameters(HFVisionModel if vision else HFModel)
+        path = Path(rest).expanduser()
+        if rest.lower() not in DEFAULT_MODEL_ALIASES:
+            if path.is_dir() and not (path / "config.json").is_file():
+                raise ModelLoadError(f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder")
+            if not path.exists() and (rest.startswith((".", "/", "~")) or rest.count("/") > 1):
+                raise ModelLoadError(f"--model '{rest}': no such model folder")
+        if options.get("dtype", "float32") not in _DTYPES:
+            raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(_DTYPES)}")
+    elif backend == "openai":
+        from proctor.models.openai_compat import OpenAIModel
+
+        known = _named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
+        if not options.get("base_url"):
+            raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")
+    elif backend == "steer":
+        from proctor.models.hf import HFModel
+
+        known = _named_parameters(HFModel) | {"base"}
+        file, sep, name = rest.rpartition(":")
+        if not sep or not file.endswith(".py") or not name:
+            raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'")
+        if not Path(file).expanduser().is_file():
+            raise ModelLoadError(f"--model steer:{rest}: no such file {file}")
+    else:  # vllm: its own options, and vllm's engine arguments (known only where vllm is installed)
+        from proctor.models.vllm_backend import VLLMModel
+
+        known = _named_parameters(VLLMModel)
+        try:
+            import dataclasses
+
+            from vllm import EngineArgs  # type: ignore[import-not-found]
+
+            known |= {f.name for f in dataclasses.fields(EngineArgs)}
+        except Exception:  # not installed (loading will say so), or another EngineArgs shape
+            known = None
+    if known is not None:
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ModelLoadError(
+                f"--model-arg '{unknown[0]}' is not an option of the {backend} backend (it would be ignored or fail "
+                f"after loading); its options are: {', '.join(sorted(known - {'model', 'name'}))}"
+            )
+    device = options.get("device")
+    if device is not None and backend != "openai" and not _DEVICE.match(str(device)):
+        raise ModelLoadError(f"--device '{device}' is not one of cpu, cuda, cuda:N, mps, auto")
+    max_length = options.get("max_length")
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
+        raise ModelLoadError(f"--max-length must be a positive number of tokens, got {max_length!r}")
+    batch_size = options.get("batch_size")
+    if batch_size is not None and batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
+
+
+def load_model(spec: str = "smollm2", **options: Any) -> Model:
+    backend, rest = _split(spec)
     if backend == "hf":
         from proctor.models.hf import HFModel
 
@@ -50,6 +137,4 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
         from proctor.usecases.steered_model import load_steered
 
         return load_steered(rest, **options)
-    from proctor.errors import ModelLoadError
-
-    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: hf, hf-vision, vllm, openai, steer")
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: {', '.join(BACKENDS)}")

@@ -82,6 +82,7 @@ class VLLMModel(Model):
         self.dtype = str(getattr(config, "dtype", dtype)).replace("torch.", "")
         self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)  # as the HF backend
         self.chunk_requests = 1024  # per engine call: vLLM schedules within it
+        self.large_chunks = True  # exempt from the engine's 64-request cap: on a GPU 1024 requests are seconds of work
         local = Path(self.path)
         if local.is_dir():
             self._content = _weights_digest(local)

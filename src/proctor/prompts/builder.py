@@ -81,6 +81,7 @@ class PromptBuilder:
         self.origin = origin
         self.use_chat = use_chat
         lines = lines or {}
+        self._lines = lines
 
         def template(source: str | None, name: str):
             return None if source is None else compile_template(source, origin=origin, field=name, line=lines.get(name))
@@ -118,6 +119,12 @@ class PromptBuilder:
             raise TaskDefinitionError(
                 f"'choices' must give a non-empty list, got {type(value).__name__}: {value!r:.80}", field="choices", **where
             )
+        for i, choice in enumerate(value):
+            if choice is None or isinstance(choice, (dict, list, tuple, set)) or (isinstance(choice, float) and choice != choice):
+                # str() would score the text "None" (or "nan", "[...]") as a choice, maybe the gold one
+                raise TaskDefinitionError(
+                    f"'choices' item {i} is {choice!r:.60} ({type(choice).__name__}), not a text", field="choices", **where
+                )
         return tuple(str(c) for c in value)
 
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
@@ -130,6 +137,10 @@ class PromptBuilder:
         for item in values:
             if isinstance(item, str) and item in choices:
                 index = choices.index(item)
+            elif isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):
+                raise TaskDefinitionError(
+                    f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index", field="target", **self._where(sample)
+                )
             elif isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
                 index = int(item)
             else:
@@ -150,6 +161,8 @@ class PromptBuilder:
     def _references_of(self, sample: Sample) -> tuple[str, ...]:
         value = self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         values = value if isinstance(value, (list, tuple)) else [value]
+        if any(v is None for v in values):  # str(None) would make "None" a reference answer
+            raise TaskDefinitionError(f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample))
         return tuple(str(v) for v in values)
 
     def _images_of(self, sample: Sample) -> tuple:
@@ -192,6 +205,12 @@ class PromptBuilder:
         shot_ids: list[int] = []
         if spec.fewshot and spec.fewshot.count:
             shot_ids = choose_shots(self.pool, sample, spec.fewshot.count, spec.fewshot.seed)
+            if len(shot_ids) < spec.fewshot.count:  # never quietly fewer shots than asked for
+                raise TaskDefinitionError(
+                    f"asks for {spec.fewshot.count} few-shot examples, but the pool has only {len(shot_ids)} "
+                    f"(other than the sample itself; {len(self.pool)} rows in all)",
+                    file=self.origin, line=self._lines.get("fewshot"), field="fewshot.count",
+                )
         shots = [self._shot(i) for i in shot_ids]
         if self.use_chat:
             messages: list[tuple[str, str]] = []

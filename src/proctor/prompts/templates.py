@@ -45,10 +45,39 @@ def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
     return re.sub(pattern, replacement, str(value))
 
 
+_NO_DEFAULT = object()
+
+
+def _strict_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
+    """Jinja's ``int`` filter, except that text that is no number is an error, not a silent 0."""
+    try:
+        if isinstance(value, str):
+            try:
+                return int(value, base)
+            except ValueError:
+                return int(float(value))
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        if default is not _NO_DEFAULT:
+            return default
+        raise ValueError(f"int: {value!r:.60} is not a number (give a default, e.g. int(-1), to allow that)") from None
+
+
+def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        if default is not _NO_DEFAULT:
+            return default
+        raise ValueError(f"float: {value!r:.60} is not a number (give a default, e.g. float(0), to allow that)") from None
+
+
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
+    _env.filters["int"] = _strict_int
+    _env.filters["float"] = _strict_float
 
 
 @lru_cache(maxsize=4096)

@@ -111,6 +111,11 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 entry.update(diff=None, ci=None, significant=False, test=None)
             metrics[metric] = entry
         tasks[task] = {"n_a": ta["n_samples"], "n_b": tb["n_samples"], "n_shared": len(shared_ids), "metrics": metrics}
+        formulations = (ta.get("mc_format"), tb.get("mc_format"))
+        if formulations[0] or formulations[1]:
+            tasks[task]["mc_format"] = {"a": formulations[0], "b": formulations[1]}
+            if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
+                tasks[task]["formulation_differs"] = True
     only_a = sorted(set(results_a.get("tasks", {})) - set(results_b.get("tasks", {})))
     only_b = sorted(set(results_b.get("tasks", {})) - set(results_a.get("tasks", {})))
     return {

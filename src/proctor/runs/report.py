@@ -151,7 +151,7 @@ def calibration(records: list[dict]) -> dict | None:
     points = []
     for r in records:
         dist, target = r.get("distribution"), r.get("target")
-        if not dist or target is None:
+        if not dist or target is None or r.get("mc_format") == "generate":  # a lettered reply has no probabilities
             continue
         golds = set(target) if isinstance(target, list) else {target}
         top = max(range(len(dist)), key=lambda i: dist[i])
@@ -252,13 +252,23 @@ def _sample_view(r: dict, primary: str = "") -> dict:
     if thumbnails:  # small data URIs made when the images were read (the report stays self-contained)
         view["images"] = thumbnails
     target = r.get("target")
-    if r.get("choices") is not None:
+    golds = target if isinstance(target, list) else [target]
+    if r.get("mc_format") == "generate":  # lettered generation: the prompt sent and the raw reply, no probabilities
+        choices = list(r.get("choices") or [])
+        view["prompt"] = r.get("prompt_sent") or view["prompt"]
+        view["choices"] = choices
+        view["probs"] = None
+        view["prediction"] = r.get("prediction")
+        view["prediction_text"] = _choice_text(choices, r.get("prediction"))
+        view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
+        view["generation"] = r.get("generation")
+        view["formulation"] = f"lettered generation · letter read: {r.get('extracted') or 'none (unparsed)'}"
+    elif r.get("choices") is not None:
         choices = list(r["choices"])
         view["choices"] = choices
         view["probs"] = r.get("distribution")
         view["prediction"] = r.get("prediction")
         view["prediction_text"] = _choice_text(choices, r.get("prediction"))
-        golds = target if isinstance(target, list) else [target]
         view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
         if "generation" in r:  # lettered multiple choice: the reply the letter was read from
             view["generation"] = r.get("generation")
@@ -291,6 +301,22 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def formulation_notes(results: dict) -> str:
+    """How each multiple-choice task was scored, and every warning the run recorded."""
+    lines = []
+    for name, task in results.get("tasks", {}).items():
+        if task.get("mc_format") == "generate":
+            unparsed = task.get("unparsed") or {}
+            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: lettered generation (a letter read from '
+                         f'the reply; no probabilities, no calibration) · unparsed {unparsed.get("count", "?")} of '
+                         f'{unparsed.get("n", "?")} ({100 * unparsed.get("rate", 0):.1f}%)</li>')
+        elif task.get("mc_format") == "loglikelihood":
+            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: log-likelihood of each choice</li>')
+    for warning in results.get("warnings", []):
+        lines.append(f'<li class="warning">warning: {_esc(warning)}</li>')
+    return f'<ul class="formulations">{"".join(lines)}</ul>' if lines else ""
+
+
 def render_report(run_dir: Path) -> str:
     run_dir = Path(run_dir)
     results = load_results(run_dir)
@@ -310,6 +336,7 @@ def render_report(run_dir: Path) -> str:
     metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
     meta = (f'model <b>{_esc(model.get("model", "?"))}</b> · status <b>{_esc(results.get("status"))}</b> · '
             f'created {_esc(results.get("created"))} · proctor {_esc(results.get("proctor_version"))}')
+    meta += formulation_notes(results)
     command = " ".join(results.get("command") or [])
     task_names = "".join(f"<option>{_esc(n)}</option>" for n in results.get("tasks", {}))
     return _PAGE.format(

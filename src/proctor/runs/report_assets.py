@@ -63,6 +63,7 @@ JS = r"""
         div.appendChild(row);
       });
       if (s.generation !== undefined) div.appendChild(text("pre", "generation", s.generation));
+      if (s.formulation) div.appendChild(text("div", "tag formulation", s.formulation));
     } else if (s.generation !== undefined) {
       div.appendChild(text("pre", "generation", s.generation));
       (s.epochs || []).forEach(function (g, e) { if (e > 0) div.appendChild(text("pre", "generation epoch", "epoch " + (e + 1) + ": " + g)); });

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from proctor.errors import ProctorError
+
 
 def new_run_dir(root: Path, label: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -23,6 +25,21 @@ def new_run_dir(root: Path, label: str) -> Path:
         n += 1
         candidate = root / f"{stamp}_{safe}_{n}"
     return candidate
+
+
+def check_writable_folder(path: Path, option: str) -> None:
+    """A folder a run will write into (``--output``, ``--cache``): refuse a file or an unwritable place
+    now, not after the model has loaded."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ProctorError(f"{option} {path}: is a file, not a folder")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ProctorError(f"{option} {path}: {existing} is a file, so the folder cannot be made")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ProctorError(f"{option} {path}: {existing} is not writable")
 
 
 def _json_default(value: Any) -> Any:
@@ -57,11 +74,33 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(handle.name, path)
 
 
+def _fsync_dir(folder: Path) -> None:
+    """Make unlinks and renames in ``folder`` durable before what follows them."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
 class RunWriter:
+    """Writes samples.jsonl and results.json; a task's samples are on disk before results.json names it."""
+
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         self.samples_path = run_dir / "samples.jsonl"
+        # A results.json (and exports) from an earlier attempt must not outlive the samples they
+        # describe: remove them before samples.jsonl is emptied, so a kill at any moment never
+        # leaves a "complete" results.json beside missing samples.
+        for stale in ("results.json", "results_lm_eval.json", "samples.parquet"):
+            (run_dir / stale).unlink(missing_ok=True)
+        _fsync_dir(run_dir)
         self.samples_path.write_text("", encoding="utf-8")
 
     def write_task_config(self, name: str, config: dict) -> None:

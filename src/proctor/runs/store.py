@@ -181,7 +181,11 @@ def cache_path(cache: str | Path | None) -> Path | None:
     if where is None or str(where) == "":
         return None
     folder = Path(where).expanduser()
-    return folder if folder.suffix == ".sqlite" else folder / CACHE_FILE
+    if folder.suffix == ".sqlite":
+        return folder
+    if folder.exists() and not folder.is_dir():
+        raise ProctorError(f"--cache {folder}: is a file, not a folder (name a folder, or a .sqlite file)")
+    return folder / CACHE_FILE
 
 
 class Lookup:

@@ -82,17 +82,23 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
             raise ProctorError(f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)") from None
     suffix = path.suffix
     if suffix == ".jsonl":
+        from proctor.data.readers import decode_utf8  # names the line of a byte that is not UTF-8
+
         rows = []
-        with path.open(encoding="utf-8") as handle:
-            for n, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n) from None
+        for n, line in enumerate(decode_utf8(path).split("\n"), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n) from None
         return rows
     if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        from proctor.data.readers import decode_utf8
+
+        try:
+            data = json.loads(decode_utf8(path))
+        except json.JSONDecodeError as exc:
+            raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
         return data if isinstance(data, list) else data.get("data", [])
     import pandas as pd
 

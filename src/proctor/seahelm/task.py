@@ -121,6 +121,23 @@ def _row_id(row: dict, index: int) -> str:
     return str(index)
 
 
+def _check_labels(rows: list, data: Any) -> None:
+    """A row without the label its siblings have would be scored as a miss: an error naming it.
+    (Judge tasks, whose rows have no labels at all, are not affected.)"""
+    def missing(row: Any) -> bool:
+        label = row.get("label") if isinstance(row, dict) else None
+        return label is None or (isinstance(label, float) and label != label)
+
+    absent = [i for i, row in enumerate(rows) if missing(row)]
+    if absent and len(absent) < len(rows):
+        from proctor.errors import TaskDefinitionError
+
+        raise TaskDefinitionError(
+            f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows have one; it would be scored as a miss",
+            file=str(data) if data else None, row=absent[0] + 1, field="label",
+        )
+
+
 class SeaHelmTask(GenerationTask):
     kind = "generate"
 
@@ -230,6 +247,7 @@ class SeaHelmTask(GenerationTask):
             rows = rows[:limit]
         self.dataloader.dataset = rows = RowList(rows)
         self._images = row_images(rows, self.options.get("data"))  # image tasks: read and checked before a model loads
+        _check_labels(rows, self.options.get("data"))
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
         ready = self._ready_conversations(self.dataloader, rows, 1)

@@ -92,6 +92,7 @@ class MultipleChoiceGenerateKind:
     def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]) -> tuple[ChoiceOutcome, dict]:
         order = self._order(prepared)
         text = results[0].text
+        sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))
         position = extract_letter(text, len(order), [prepared.choices[i] for i in order])
         n = len(order)
         if position is not None:
@@ -119,10 +120,12 @@ class MultipleChoiceGenerateKind:
             "choices": list(prepared.choices),
             "target": target,
             "option_order": order,
-            "generation": text,
+            "prompt_sent": sent,  # the lettered prompt, as the model received it
+            "generation": text,  # the raw reply
             "extracted": None if position is None else LETTERS[position],
             "prediction": prediction,
             "correct": (prediction in prepared.gold) if prepared.gold else None,
-            "distribution": list(distribution),  # one-hot on the chosen option (no probabilities from a reply)
+            # one-hot on the chosen option: a reply gives no probabilities (reports show none, and no calibration)
+            "distribution": list(distribution),
         }
         return outcome, record

@@ -39,7 +39,9 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
         path = Path(source)
         if not path.exists():
             raise UseCaseDataError(f"{path}: no such evaluation data file")
-        text = path.read_text(encoding="utf-8")
+        from proctor.data.readers import decode_utf8
+
+        text = decode_utf8(path)
         if path.suffix == ".jsonl":
             rows = []
             for number, line in enumerate(text.splitlines(), 1):
@@ -57,6 +59,8 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
                 rows = rows["data"]
         if not isinstance(rows, list):
             raise UseCaseDataError(f"{path}: expected a list of rows, got {type(rows).__name__}")
+        if not rows:
+            raise UseCaseDataError(f"{path}: the evaluation data file holds no rows (it is empty)")
         return rows, str(path)
     if isinstance(source, (list, tuple)):
         return list(source), "evaluation_data"

@@ -22,7 +22,6 @@ line), ``results.json`` (every numeric metric value, plus the raw evaluations), 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import inspect
@@ -33,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from proctor.errors import TaskDefinitionError
+from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.usecases.base import UseCase
 from proctor.usecases.runconfig import UseCaseConfig, build_metrics, resolve_data
 
@@ -49,18 +48,37 @@ def import_user_file(path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskDefinitionError("cannot import this file", file=path)
+    if not path.is_file():
+        raise TaskDefinitionError("no such Python file", file=path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         with aisteer360_names():
             spec.loader.exec_module(module)
-    except ImportError as exc:
+    except SyntaxError as exc:  # the user's file: name its line, no traceback
         sys.modules.pop(name, None)
-        raise TaskDefinitionError(f"importing the file failed: {exc}", file=path) from None
+        raise TaskDefinitionError(f"Python syntax error: {exc.msg}", file=path, line=exc.lineno) from None
+    except ProctorError:
+        sys.modules.pop(name, None)
+        raise
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise TaskDefinitionError(
+            f"running the file failed: {type(exc).__name__}: {exc}", file=path, line=_line_in(exc, path)
+        ) from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    """The last line of ``path`` in the exception's traceback (where the user's code failed)."""
+    import traceback
+
+    target = str(path.resolve())
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == target]
+    return lines[-1] if lines else None
 
 
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
@@ -110,19 +128,15 @@ def load_use_case_file(path: str | Path, limit: int | None = None, config: UseCa
     if limit:
         kwargs["num_samples"] = limit
     metrics = build_metrics(settings.evaluation_metrics, module, path)
-    with _data_errors(path):
-        return classes[0](evaluation_data=settings.evaluation_data, evaluation_metrics=metrics, **kwargs), gen_kwargs, call
-
-
-@contextlib.contextmanager
-def _data_errors(path: Path):
-    """A use case's constructor failing on its data (a missing file, a bad row) names the use case file."""
     try:
-        yield
+        built = classes[0](evaluation_data=settings.evaluation_data, evaluation_metrics=metrics, **kwargs)
     except TaskDefinitionError:
         raise
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise TaskDefinitionError(f"building the use case failed: {exc}", file=path) from exc
+    except Exception as exc:  # a row check (validate_evaluation_data) or the class itself: the file's problem
+        detail = str(exc) if isinstance(exc, ProctorError) else f"{type(exc).__name__}: {exc}"
+        raise TaskDefinitionError(f"building {classes[0].__name__} failed: {detail}", file=path,
+                                  line=_line_in(exc, path), field="evaluation_data") from None
+    return built, gen_kwargs, call
 
 
 def _flatten(prefix: str, value: Any, out: dict) -> None:
@@ -208,15 +222,10 @@ def _run_entries(
     *,
     output_dir, runs_root, limit, model_options, command, cache, chunk_size, progress, update, restart,
 ):
-    from proctor import __version__
-    from proctor.api import EvaluationResult
-    from proctor.engine.calls import engine_session
     from proctor.models.base import Model
     from proctor.models.registry import load_model
-    from proctor.runs.manifest import build_manifest, mark, now, open_run
-    from proctor.runs.results import RunWriter, new_run_dir
-    from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
-    from proctor.usecases.aisteer_names import aisteer360_names
+    from proctor.runs.lock import hold_run_dir
+    from proctor.runs.results import new_run_dir
 
     started = time.perf_counter()
     owned = None
@@ -229,6 +238,28 @@ def _run_entries(
         )
     run_dir = Path(output_dir) if output_dir else new_run_dir(Path(runs_root), model.name)
     run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = hold_run_dir(run_dir, command)
+        lock.__enter__()  # one writer per run folder
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        raise
+    try:
+        return _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart)
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart):
+    from proctor import __version__
+    from proctor.api import EvaluationResult
+    from proctor.engine.calls import engine_session
+    from proctor.runs.manifest import build_manifest, mark, now, open_run
+    from proctor.runs.results import RunWriter
+    from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+    from proctor.usecases.aisteer_names import aisteer360_names
+
     fingerprint = model.fingerprint
     manifest = open_run(
         run_dir,
