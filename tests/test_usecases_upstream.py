@@ -6,6 +6,7 @@ a config file, rows without ids, ``confidence_scores``, and a benchmark script u
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -117,6 +118,12 @@ def test_upstream_class_only_file_runs_from_the_command_line(tiny_model_dir, tmp
     responses = [s["response"] for s in samples]
     references = [s["reference_answer"] for s in samples]
     qids = [s["question_id"] for s in samples]
+    # each prompt offers the row's choices in some order; the reference letter points at the answer
+    rows = {r["id"]: r for r in map(json.loads, MCQA_DATA.read_text().splitlines())}
+    for sample in samples:
+        offered = dict(re.findall(r"^\(([A-Z])\) (.+)$", sample["prompt"], flags=re.M))
+        row = rows[sample["question_id"]]
+        assert sorted(offered.values()) == sorted(row["choices"]) and offered[sample["reference_answer"]] == row["answer"]
     task = json.loads((run_dir / "results.json").read_text())["tasks"]["use_case:CommonsenseMCQA"]
     evaluations = task["evaluations"]
     if None not in responses:  # upstream's question_mean is misaligned with None responses; proctor's is not
@@ -330,7 +337,8 @@ def test_upstream_judge_metric_file_scores_with_a_real_judge(tiny_model):
     # the judge's replies to the same rendered prompts, scored by AISteer360's aggregation:
     # per-response mean over draws, then the mean over responses
     rendered = metric.render(responses, prompts)
-    assert "RESPONSE:\nParis." in rendered[0] and "{" not in rendered[0]
+    assert "The answer to grade:\nParis." in rendered[0] and "The question asked:\nCapital of France?" in rendered[0]
+    assert "{" not in rendered[0] and "from 1 (wordy, padded) up to 5" in rendered[0]  # the scale filled in
     replies = batch_retry_generate([{"prompt": p} for p in rendered], tiny_model, gen_kwargs={"max_new_tokens": 6, "seed": 0})
     expected = [float(parser(r)) for r in replies]
     assert out["scores"] == expected and out["raw_scores"] == [[e] for e in expected]

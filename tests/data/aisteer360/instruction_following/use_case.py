@@ -1,5 +1,6 @@
-# A use case file in AISteer360's format (aisteer360/evaluation/use_cases/instruction_following/
-# use_case.py at 1d7c843): rows have no `id`; metrics get the generation records as `responses`.
+# Written for proctor's tests in AISteer360's use-case file format (not copied from AISteer360).
+# In that format the instruction-following rows carry no `id`, the prompt goes to the model as one
+# user chat message, and every metric gets the whole generation records as `responses`.
 import logging
 from typing import Any
 
@@ -10,47 +11,44 @@ from aisteer360.evaluation.utils.generation_utils import (
     output_record_fields,
 )
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
-_EVALUATION_REQ_KEYS = ["prompt", "instructions", "instruction_id_list", "kwargs"]
+ROW_FIELDS = ("prompt", "instructions", "instruction_id_list", "kwargs")
 
 
 class InstructionFollowing(UseCase):
 
     def validate_evaluation_data(self, evaluation_data: dict[str, Any]) -> None:
-        missing_keys = [key for key in _EVALUATION_REQ_KEYS if key not in evaluation_data]
-        if missing_keys:
-            raise ValueError(f"Missing required keys: {missing_keys}")
+        lacking = [field for field in ROW_FIELDS if field not in evaluation_data]
+        if lacking:
+            raise ValueError(f"row lacks {lacking}")
+        if len(evaluation_data["instruction_id_list"]) != len(evaluation_data["kwargs"]):
+            raise ValueError("instruction_id_list and kwargs differ in length")
 
     def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict[str, Any]]:
-        if not self.evaluation_data:
-            logger.warning("No evaluation data provided")
+        rows = self.evaluation_data
+        if not rows:
+            log.warning("InstructionFollowing: no rows to run")
             return []
-        gen_kwargs = dict(gen_kwargs or {})
-        batch_size: int = int(kwargs["batch_size"])
-        prompt_data = [{"prompt": [{"role": "user", "content": instance["prompt"]}]} for instance in self.evaluation_data]
-        responses, _, outputs = batch_retry_generate(
-            prompt_data=prompt_data,
+        chats = [{"prompt": [{"role": "user", "content": row["prompt"]}]} for row in rows]
+        texts, _raw, outputs = batch_retry_generate(
+            prompt_data=chats,
             model_or_pipeline=model_or_pipeline,
             tokenizer=tokenizer,
-            gen_kwargs=gen_kwargs,
+            gen_kwargs=dict(gen_kwargs or {}),
             runtime_overrides=runtime_overrides,
-            evaluation_data=self.evaluation_data,
+            evaluation_data=rows,
             return_outputs=True,
-            batch_size=batch_size,
+            batch_size=int(kwargs["batch_size"]),
         )
         log_truncation_count(outputs)
-        return [
-            {
-                "response": response,
-                "prompt": eval_data["prompt"],
-                "instructions": eval_data["instructions"],
-                "instruction_id_list": eval_data["instruction_id_list"],
-                "kwargs": eval_data["kwargs"],
-                **output_record_fields(output, tokenizer),
-            }
-            for eval_data, response, output in zip(self.evaluation_data, responses, outputs)
-        ]
+        records = []
+        for row, text, output in zip(rows, texts, outputs):
+            record = {field: row[field] for field in ROW_FIELDS}
+            record["response"] = text
+            record.update(output_record_fields(output, tokenizer))
+            records.append(record)
+        return records
 
     def evaluate(self, generations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {metric.name: metric(responses=generations) for metric in self.evaluation_metrics}

@@ -1,23 +1,26 @@
-# A judge metric file in AISteer360's format (as aisteer360/evaluation/metrics/generic/relevance.py):
-# a prompt template and an LLMJudgeMetric subclass that fixes it.
+# Written for proctor's tests in AISteer360's judge-metric file format (not copied from AISteer360):
+# an LLMJudgeMetric subclass whose constructor fixes the grading template and the score scale; the
+# template uses the placeholders that format defines ({prompt}, {response}, {lower_bound}, {upper_bound}).
 from aisteer360.evaluation.metrics.base_judge import LLMJudgeMetric
 
-_PROMPT = """\
-You are an impartial grader.
-Rate, on a scale from {lower_bound} (rambling) to {upper_bound} (perfectly brief), how brief the response is.
+GRADING_TEMPLATE = """\
+Grade how concise an answer is.
+Use a number from {lower_bound} (wordy, padded) up to {upper_bound} (says it in as few words as possible).
 
-PROMPT:
+The question asked:
 {prompt}
 
-RESPONSE:
+The answer to grade:
 {response}
 
-What is your score?
+Give the number.
 """
+SCALE = (1, 5)
 
 
 class Brevity(LLMJudgeMetric):
-    """Judge how brief a response is."""
+    """An LLM judge's score for how concise each response is."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, prompt_template=_PROMPT, scale=(1, 5), **kwargs)
+        kwargs.update(prompt_template=GRADING_TEMPLATE, scale=SCALE)
+        super().__init__(*args, **kwargs)
