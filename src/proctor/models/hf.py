@@ -14,7 +14,7 @@ from typing import Sequence
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
-from proctor.models.packing import ScoringItem, pack
+from proctor.models.packing import ScoringItem, aligned, pack
 from proctor.requests import (
     GenerateRequest,
     GenerateResult,
@@ -185,16 +185,20 @@ class HFModel(Model):
             for row in pack(items, self.pack_tokens):
                 n = len(row)
                 self.tokens_forwarded += n
-                mask = torch.from_numpy(row.attention_mask())[None, None]
+                # Padded to an aligned width: shapes repeat, and no product has a thread-dependent shape.
+                width = aligned(n)
+                pad = width - n
+                mask = torch.from_numpy(row.attention_mask(width))[None, None]
                 hidden = decoder(
-                    input_ids=torch.tensor([row.tokens], device=self.device),
+                    input_ids=torch.tensor([row.tokens + [self.tokenizer.pad_token_id] * pad], device=self.device),
                     attention_mask=mask.to(self.device),
-                    position_ids=torch.tensor([row.depths], device=self.device),
+                    position_ids=torch.tensor([row.depths + [0] * pad], device=self.device),
                 ).last_hidden_state[0]
-                # The vocabulary projection runs once per distinct scored node only.
+                # The vocabulary projection runs once per distinct scored node only (padded likewise).
                 nodes = sorted({node for _, path, _ in row.scored for node in path})
                 where = {node: k for k, node in enumerate(nodes)}
-                logits = head(hidden[torch.tensor(nodes, device=self.device)]).float()
+                picked = nodes + [nodes[-1]] * (aligned(len(nodes)) - len(nodes))
+                logits = head(hidden[torch.tensor(picked, device=self.device)]).float()
                 if softcap:
                     logits = torch.tanh(logits / softcap) * softcap
                 logprobs = torch.log_softmax(logits, dim=-1)
