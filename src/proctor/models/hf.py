@@ -14,7 +14,8 @@ from typing import Sequence
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
-from proctor.models.packing import ScoringItem, aligned, pack
+from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
+from proctor.models.packing import ScoringItem, pack
 from proctor.requests import (
     GenerateRequest,
     GenerateResult,
@@ -147,17 +148,8 @@ class HFModel(Model):
         Trailing whitespace of the context moves to the continuation (BPE tokenizers attach
         spaces to the following word), and the continuation is the tail of the joint encoding.
         """
-        n_spaces = len(context) - len(context.rstrip()) if move_whitespace else 0
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        if not context:
-            return [self.prefix_token_id], self.encode(continuation)
-        whole = self.encode(context + continuation)
-        context_ids = self.encode(context)
-        if self.add_bos:
-            return [self.prefix_token_id] + context_ids, whole[len(context_ids):]
-        return context_ids, whole[len(context_ids):]
+        pair = split_whitespace(context, continuation, move_whitespace)
+        return encode_pairs(self.tokenizer, [pair], self.add_bos, self.prefix_token_id)[0]
 
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         if not self.has_chat_template:
@@ -175,53 +167,19 @@ class HFModel(Model):
         Items are packed into prefix-sharing rows (see ``packing``) and each row is forwarded
         alone, so an item's numbers never depend on the batch size or on request order.
         """
-        torch = self._torch
-        out: list = [None] * len(items)
-        decoder = self.model.get_decoder()
-        head = self.model.get_output_embeddings()
-        softcap = getattr(self.model.config, "final_logit_softcapping", None)
-        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0)
-        with torch.inference_mode():
-            for row in pack(items, self.pack_tokens):
-                n = len(row)
-                self.tokens_forwarded += n
-                # Padded to an aligned width: shapes repeat, and no product has a thread-dependent shape.
-                width = aligned(n)
-                pad = width - n
-                mask = torch.from_numpy(row.attention_mask(width))[None, None]
-                hidden = decoder(
-                    input_ids=torch.tensor([row.tokens + [self.tokenizer.pad_token_id] * pad], device=self.device),
-                    attention_mask=mask.to(self.device),
-                    position_ids=torch.tensor([row.depths + [0] * pad], device=self.device),
-                ).last_hidden_state[0]
-                # The vocabulary projection runs once per distinct scored node only (padded likewise).
-                nodes = sorted({node for _, path, _ in row.scored for node in path})
-                where = {node: k for k, node in enumerate(nodes)}
-                picked = nodes + [nodes[-1]] * (aligned(len(nodes)) - len(nodes))
-                logits = head(hidden[torch.tensor(picked, device=self.device)]).float()
-                if softcap:
-                    logits = torch.tanh(logits / softcap) * softcap
-                logprobs = torch.log_softmax(logits, dim=-1)
-                best = logits.argmax(-1).tolist()
-                for index, path, targets in row.scored:
-                    rows_of = torch.tensor([where[node] for node in path], device=self.device)
-                    token_lp = logprobs[rows_of, torch.tensor(targets, device=self.device)].tolist()
-                    greedy = all(best[where[node]] == t for node, t in zip(path, targets))
-                    out[index] = (tuple(token_lp), greedy)
-                if progress:
-                    progress(len(row.scored))
-        return out
+        rows = pack(items, self.pack_tokens)
+        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
+        with self._torch.inference_mode():
+            return score_rows(
+                self._torch, self.model.get_decoder(), self.model.get_output_embeddings(), rows, len(items), self.device,
+                self.tokenizer.pad_token_id, getattr(self.model.config, "final_logit_softcapping", None), progress,
+            )
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
     ) -> list[LoglikelihoodResult]:
-        items = []
-        for request in requests:
-            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
-            limit = min(self.max_length, request.max_length or self.max_length)
-            tokens = (context_ids + continuation_ids)[-(limit + 1) :]
-            items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
+        items = loglikelihood_items(self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id)
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
         scored = [i for i, item in enumerate(items) if item.n_targets > 0]
         for i, (token_lp, greedy) in zip(scored, self._score([items[i] for i in scored], progress)):
@@ -234,10 +192,11 @@ class HFModel(Model):
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
     ) -> list[RollingLoglikelihoodResult]:
         items, owner = [], []
-        for index, request in enumerate(requests):
+        encoded = encode_many(self.tokenizer, [request.text for request in requests])
+        for index, (request, ids) in enumerate(zip(requests, encoded)):
             window = min(request.window, self.max_length)
             stride = min(request.stride or window, window)
-            full = [self.prefix_token_id] + self.encode(request.text)
+            full = [self.prefix_token_id] + ids
             n = len(full) - 1  # tokens to score: all of the text
             start, end = 0, min(window, n)
             while start < n:
@@ -254,7 +213,7 @@ class HFModel(Model):
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         torch = self._torch
-        prompts = [self.encode(r.prompt) for r in requests]
+        prompts = encode_many(self.tokenizer, [r.prompt for r in requests])
         if self.add_bos:
             prompts = [[self.prefix_token_id] + p for p in prompts]
         # Same settings batch together; within them longest first, to keep padding low.
