@@ -107,6 +107,9 @@ class HFModel(Model):
         self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)
         # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
         self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
+        # Tokens per forward call: several packed rows at once (fewer, larger kernels). Fixed per
+        # device, never from --batch-size, so the calls and the numbers are the same at any batch size.
+        self.forward_tokens = max(self.pack_tokens, 16384 if self.device.startswith("cuda") else 2048)
         # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
         # not --batch-size: packed rows are built per call, and must not change with the batch size.
         self.chunk_requests = 256
@@ -173,6 +176,7 @@ class HFModel(Model):
             return score_rows(
                 self._torch, self.model.get_decoder(), self.model.get_output_embeddings(), rows, len(items), self.device,
                 self.tokenizer.pad_token_id, getattr(self.model.config, "final_logit_softcapping", None), progress,
+                self.forward_tokens,
             )
 
     # ------------------------------------------------------------------ the three calls

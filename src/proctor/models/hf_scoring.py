@@ -61,53 +61,82 @@ def encode_pairs(tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, pre
     return out
 
 
+HEAD_BLOCK = 1024  # scored nodes per vocabulary projection (bounds the [nodes, vocab] logits in memory)
+
+
+def forward_groups(rows: Sequence[PackedRow], forward_tokens: int) -> list[list[PackedRow]]:
+    """Consecutive rows batched into one forward call while their padded size stays within
+    ``forward_tokens`` (each call's width is its longest row's, aligned). A function of the rows
+    alone, so calls — and every number — are the same at every batch size."""
+    groups: list[list[PackedRow]] = []
+    width = 0
+    for row in rows:
+        grown = max(width, aligned(len(row)))
+        if groups and grown * (len(groups[-1]) + 1) <= forward_tokens:
+            groups[-1].append(row)
+            width = grown
+        else:
+            groups.append([row])
+            width = aligned(len(row))
+    return groups
+
+
 def score_rows(
     torch, decoder, head, rows: Sequence[PackedRow], n_items: int, device: str, pad_token_id: int,
-    softcap: float | None = None, on_row: Callable[[int], None] | None = None,
+    softcap: float | None = None, on_row: Callable[[int], None] | None = None, forward_tokens: int = 0,
 ) -> list[tuple[tuple[float, ...], bool]]:
-    """Per item: (token log-probs, all-greedy flag). Each row is forwarded alone, padded to an
-    aligned width (``packing.aligned``), so an item's numbers depend only on its row."""
+    """Per item: (token log-probs, all-greedy flag). Rows go through the decoder a few at a time
+    (``forward_groups``), padded to an aligned width (``packing.aligned``); the vocabulary
+    projection and a float32 log-softmax run only at the distinct nodes that predict a scored
+    token; the values come to the host in one copy per call."""
     out: list = [None] * n_items
-    for row in rows:
-        n = len(row)
-        width = aligned(n)
-        pad = width - n
-        mask = torch.from_numpy(row.attention_mask(width))[None, None]
+    for group in forward_groups(rows, forward_tokens):
+        width = max(aligned(len(row)) for row in group)
+        ids = np.full((len(group), width), pad_token_id, dtype=np.int64)
+        positions = np.zeros((len(group), width), dtype=np.int64)
+        mask = np.empty((len(group), 1, width, width), dtype=bool)
+        for b, row in enumerate(group):
+            ids[b, : len(row)] = row.tokens
+            positions[b, : len(row)] = row.depths
+            mask[b, 0] = row.attention_mask(width)
         hidden = decoder(
-            input_ids=torch.tensor([row.tokens + [pad_token_id] * pad], device=device),
-            attention_mask=mask.to(device),
-            position_ids=torch.tensor([row.depths + [0] * pad], device=device),
-        ).last_hidden_state[0]
-        # Every scored (node, target) of the row, flat; the vocabulary projection runs once per
-        # distinct scored node only (padded likewise).
-        lengths = [len(targets) for _, _, targets in row.scored]
-        flat_nodes = np.fromiter((node for _, path, _ in row.scored for node in path), dtype=np.int64, count=sum(lengths))
-        flat_targets = np.fromiter((t for _, _, targets in row.scored for t in targets), dtype=np.int64, count=len(flat_nodes))
+            input_ids=torch.from_numpy(ids).to(device),
+            attention_mask=torch.from_numpy(mask).to(device),
+            position_ids=torch.from_numpy(positions).to(device),
+        ).last_hidden_state.reshape(len(group) * width, -1)
+        # Every scored (node, target) of the call, flat, nodes as positions in the flattened batch.
+        scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(group) for index, path, targets in row.scored]
+        lengths = [len(targets) for _, _, targets in scored]
+        flat_nodes = np.concatenate([path for _, path, _ in scored])
+        flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
         nodes, where = np.unique(flat_nodes, return_inverse=True)
-        picked = np.concatenate([nodes, np.full(aligned(len(nodes)) - len(nodes), nodes[-1])])
-        logits = head(hidden[torch.from_numpy(picked).to(device)]).float()
-        if softcap:
-            logits = torch.tanh(logits / softcap) * softcap
-        logprobs = torch.log_softmax(logits, dim=-1)
-        rows_of = torch.from_numpy(where.reshape(-1)).to(device)
-        targets = torch.from_numpy(flat_targets).to(device)
-        token_lp = logprobs[rows_of, targets]
-        hits = logits.argmax(-1)[rows_of] == targets
-        # one copy to the host per row: log-probs as float64 (exact), greedy hits as 0/1
-        values = torch.stack([token_lp.double(), hits.double()]).cpu().numpy()
+        token_lp, hits = [], []
+        for start in range(0, len(nodes), HEAD_BLOCK):  # fixed blocks: the same for every batch size
+            block = nodes[start : start + HEAD_BLOCK]
+            picked = np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])])
+            logits = head(hidden[torch.from_numpy(picked).to(device)]).float()
+            if softcap:
+                logits = torch.tanh(logits / softcap) * softcap
+            logprobs = torch.log_softmax(logits, dim=-1)
+            here = np.flatnonzero((where >= start) & (where < start + len(block)))
+            rows_of = torch.from_numpy(where.reshape(-1)[here] - start).to(device)
+            targets = torch.from_numpy(flat_targets[here]).to(device)
+            token_lp.append((torch.from_numpy(here).to(device), logprobs[rows_of, targets], logits.argmax(-1)[rows_of] == targets))
+        values = torch.empty((2, len(flat_nodes)), dtype=torch.float64, device=device)
+        for here, lp, hit in token_lp:
+            values[0, here] = lp.double()
+            values[1, here] = hit.double()
+        values = values.cpu().numpy()  # one copy to the host per call: log-probs (exact in float64), greedy hits
         lp_list = values[0].tolist()
-        misses = np.flatnonzero(values[1] == 0)
+        ends = np.cumsum(lengths)
+        misses_before = np.concatenate([[0], np.cumsum(values[1] == 0)])  # misses among the first k targets
+        greedy = (misses_before[ends] - misses_before[ends - np.asarray(lengths)]) == 0
         start = 0
-        miss_at = 0
-        for (index, _, _), length in zip(row.scored, lengths):
-            end = start + length
-            while miss_at < len(misses) and misses[miss_at] < start:
-                miss_at += 1
-            greedy = not (miss_at < len(misses) and misses[miss_at] < end)
-            out[index] = (tuple(lp_list[start:end]), greedy)
+        for (index, _, _), end, all_greedy in zip(scored, ends.tolist(), greedy.tolist()):
+            out[index] = (tuple(lp_list[start:end]), all_greedy)
             start = end
         if on_row:
-            on_row(len(row.scored))
+            on_row(len(scored))
     return out
 
 
