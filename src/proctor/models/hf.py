@@ -14,6 +14,7 @@ from typing import Sequence
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
+from proctor.models.memory import halving
 from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
 from proctor.models.packing import ScoringItem, pack
 from proctor.requests import (
@@ -247,23 +248,28 @@ class HFModel(Model):
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
                 if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
                     # Greedy: continuously batched, `size` sequences in flight.
-                    decoded = greedy_decode(
+                    # On out-of-memory the group decodes again with half as many in flight.
+                    decoded = halving(lambda n: greedy_decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=size, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
-                    )
+                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
+                    ), size, "generation batch")
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
                     continue
                 for start in range(0, len(group), size):
                     batch, batch_ids = group[start : start + size], ids[start : start + size]
-                    for r, (i, new) in enumerate(zip(batch, self._transformers_generate(batch_ids, request, eos_ids))):
+                    outputs = halving(lambda n: [new for k in range(0, len(batch_ids), n)
+                                                 for new in self._transformers_generate(batch_ids[k : k + n], request, eos_ids)],
+                                      len(batch_ids), "generation batch")
+                    for r, (i, new) in enumerate(zip(batch, outputs)):
                         results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
                     if progress:
                         progress(len(batch))
         return results
 
     def _auto_generation_batch(self, sequence_length: int) -> int:
-        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64)."""
+        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64 on the
+        CPU, 256 on CUDA); an out-of-memory error halves it and retries (``memory.halving``)."""
         config = self.model.config
         layers = getattr(config, "num_hidden_layers", 24)
         heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_attention_heads", 16)
@@ -275,7 +281,8 @@ class HFModel(Model):
             import os
 
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return int(max(1, min(64, free // 4 // max(1, per_token * sequence_length))))
+        most = 256 if self.device.startswith("cuda") else 64
+        return int(max(1, min(most, free // 4 // max(1, per_token * sequence_length))))
 
     def _transformers_generate(self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]) -> list[list[int]]:
         """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""

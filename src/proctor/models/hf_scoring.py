@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from proctor.models.memory import halving
 from proctor.models.packing import PackedRow, ScoringItem, aligned
 
 
@@ -91,53 +92,62 @@ def score_rows(
     token; the values come to the host in one copy per call."""
     out: list = [None] * n_items
     for group in forward_groups(rows, forward_tokens):
-        width = max(aligned(len(row)) for row in group)
-        ids = np.full((len(group), width), pad_token_id, dtype=np.int64)
-        positions = np.zeros((len(group), width), dtype=np.int64)
-        mask = np.empty((len(group), 1, width, width), dtype=bool)
-        for b, row in enumerate(group):
-            ids[b, : len(row)] = row.tokens
-            positions[b, : len(row)] = row.depths
-            mask[b, 0] = row.attention_mask(width)
-        hidden = decoder(
-            input_ids=torch.from_numpy(ids).to(device),
-            attention_mask=torch.from_numpy(mask).to(device),
-            position_ids=torch.from_numpy(positions).to(device),
-        ).last_hidden_state.reshape(len(group) * width, -1)
-        # Every scored (node, target) of the call, flat, nodes as positions in the flattened batch.
-        scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(group) for index, path, targets in row.scored]
-        lengths = [len(targets) for _, _, targets in scored]
-        flat_nodes = np.concatenate([path for _, path, _ in scored])
-        flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
-        nodes, where = np.unique(flat_nodes, return_inverse=True)
-        token_lp, hits = [], []
-        for start in range(0, len(nodes), HEAD_BLOCK):  # fixed blocks: the same for every batch size
-            block = nodes[start : start + HEAD_BLOCK]
-            picked = np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])])
-            logits = head(hidden[torch.from_numpy(picked).to(device)]).float()
-            if softcap:
-                logits = torch.tanh(logits / softcap) * softcap
-            logprobs = torch.log_softmax(logits, dim=-1)
-            here = np.flatnonzero((where >= start) & (where < start + len(block)))
-            rows_of = torch.from_numpy(where.reshape(-1)[here] - start).to(device)
-            targets = torch.from_numpy(flat_targets[here]).to(device)
-            token_lp.append((torch.from_numpy(here).to(device), logprobs[rows_of, targets], logits.argmax(-1)[rows_of] == targets))
-        values = torch.empty((2, len(flat_nodes)), dtype=torch.float64, device=device)
-        for here, lp, hit in token_lp:
-            values[0, here] = lp.double()
-            values[1, here] = hit.double()
-        values = values.cpu().numpy()  # one copy to the host per call: log-probs (exact in float64), greedy hits
-        lp_list = values[0].tolist()
-        ends = np.cumsum(lengths)
-        misses_before = np.concatenate([[0], np.cumsum(values[1] == 0)])  # misses among the first k targets
-        greedy = (misses_before[ends] - misses_before[ends - np.asarray(lengths)]) == 0
-        start = 0
-        for (index, _, _), end, all_greedy in zip(scored, ends.tolist(), greedy.tolist()):
-            out[index] = (tuple(lp_list[start:end]), all_greedy)
-            start = end
+        # Out of memory: the call's rows go in halves (each half's numbers then come from its own
+        # shapes; logged, as a run that needed it can differ from one that did not in the last bits).
+        halving(lambda n: [_score_call(torch, decoder, head, group[k : k + n], out, device, pad_token_id, softcap)
+                           for k in range(0, len(group), n)], len(group), "forward call (rows)")
         if on_row:
-            on_row(len(scored))
+            on_row(sum(len(row.scored) for row in group))
     return out
+
+
+def _score_call(torch, decoder, head, group: Sequence[PackedRow], out: list, device: str, pad_token_id: int,
+                softcap: float | None) -> None:
+    """One forward call over ``group``'s rows; fills ``out`` for their items."""
+    width = max(aligned(len(row)) for row in group)
+    ids = np.full((len(group), width), pad_token_id, dtype=np.int64)
+    positions = np.zeros((len(group), width), dtype=np.int64)
+    mask = np.empty((len(group), 1, width, width), dtype=bool)
+    for b, row in enumerate(group):
+        ids[b, : len(row)] = row.tokens
+        positions[b, : len(row)] = row.depths
+        mask[b, 0] = row.attention_mask(width)
+    hidden = decoder(
+        input_ids=torch.from_numpy(ids).to(device),
+        attention_mask=torch.from_numpy(mask).to(device),
+        position_ids=torch.from_numpy(positions).to(device),
+    ).last_hidden_state.reshape(len(group) * width, -1)
+    # Every scored (node, target) of the call, flat, nodes as positions in the flattened batch.
+    scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(group) for index, path, targets in row.scored]
+    lengths = [len(targets) for _, _, targets in scored]
+    flat_nodes = np.concatenate([path for _, path, _ in scored])
+    flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
+    nodes, where = np.unique(flat_nodes, return_inverse=True)
+    parts = []  # per head block: (positions in the flat list, log-probs, greedy hits)
+    for start in range(0, len(nodes), HEAD_BLOCK):  # fixed blocks: the same for every batch size
+        block = nodes[start : start + HEAD_BLOCK]
+        picked = np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])])
+        logits = head(hidden[torch.from_numpy(picked).to(device)]).float()
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
+        logprobs = torch.log_softmax(logits, dim=-1)
+        here = np.flatnonzero((where >= start) & (where < start + len(block)))
+        rows_of = torch.from_numpy(where.reshape(-1)[here] - start).to(device)
+        targets = torch.from_numpy(flat_targets[here]).to(device)
+        parts.append((torch.from_numpy(here).to(device), logprobs[rows_of, targets], logits.argmax(-1)[rows_of] == targets))
+    values = torch.empty((2, len(flat_nodes)), dtype=torch.float64, device=device)
+    for here, lp, hit in parts:
+        values[0, here] = lp.double()
+        values[1, here] = hit.double()
+    values = values.cpu().numpy()  # one copy to the host per call: log-probs (exact in float64), greedy hits
+    lp_list = values[0].tolist()
+    ends = np.cumsum(lengths)
+    misses_before = np.concatenate([[0], np.cumsum(values[1] == 0)])  # misses among the first k targets
+    greedy = (misses_before[ends] - misses_before[ends - np.asarray(lengths)]) == 0
+    start = 0
+    for (index, _, _), end, all_greedy in zip(scored, ends.tolist(), greedy.tolist()):
+        out[index] = (tuple(lp_list[start:end]), all_greedy)
+        start = end
 
 
 def loglikelihood_items(
