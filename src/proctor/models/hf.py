@@ -168,8 +168,9 @@ class HFModel(Model):
     def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None):
         """Per item: (token log-probs, all-greedy flag).
 
-        Items are packed into prefix-sharing rows (see ``packing``) and each row is forwarded
-        alone, so an item's numbers never depend on the batch size or on request order.
+        Items are packed into prefix-sharing rows (see ``packing``); which rows share a forward
+        call depends only on the rows (``hf_scoring.forward_groups``), so an item's numbers never
+        depend on the batch size, the request order or the number of threads.
         """
         rows = pack(items, self.pack_tokens)
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
