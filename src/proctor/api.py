@@ -172,7 +172,7 @@ def _load_and_evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides.recorded(), skipped,
+            overrides, skipped,
         )
     finally:
         if owned is not None:
