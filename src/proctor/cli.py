@@ -261,8 +261,9 @@ def list_tasks(
     lmeval_options = _lmeval_options(lmeval_data, lmeval_data_file, lmeval_include)
     if any(lmeval.is_catalogue_query(str(p)) for p in paths):
         table = Table()
-        for column in ("name", "output type", "defined at"):
-            table.add_column(column)
+        table.add_column("name", no_wrap=True)
+        table.add_column("output type", no_wrap=True)
+        table.add_column("defined at", overflow="fold")
         rows = lmeval.catalogue_rows([str(p) for p in paths], lmeval_options.get("lmeval_include"))
         for row in rows:
             table.add_row(*row)

@@ -41,6 +41,48 @@ def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> Any:
     return _MANAGERS[key]
 
 
+def _index_file() -> Path:
+    import os
+
+    from importlib.metadata import version
+
+    home = Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
+    return home / f"lm_eval-{version('lm_eval')}-index.json"
+
+
+def folder_of(name: str) -> Path | None:
+    """The catalogue folder defining ``name``, from a name -> file index cached under PROCTOR_HOME
+    (building lm-eval's full index reads ~10,000 YAML files; a task's own folder is read in a blink)."""
+    import json
+
+    file = _index_file()
+    root = library.catalogue_root()
+    index: dict[str, str] | None = None
+    if file.is_file():
+        try:
+            saved = json.loads(file.read_text())
+            index = saved["names"] if saved.get("root") == str(root) else None
+        except (ValueError, KeyError):
+            index = None
+    if index is None:
+        tm = manager()
+        index = {n: str(e.yaml_path.parent) for n, e in tm.task_index.items() if e.yaml_path is not None}
+        for n, e in tm.task_index.items():  # a tag lives where its tasks do, when they share a folder
+            if e.yaml_path is None and e.tags:
+                folders = {index.get(t) for t in e.tags}
+                if len(folders) == 1 and None not in folders:
+                    index[n] = folders.pop()
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"root": str(root), "names": index}))
+            tmp.replace(file)
+        except OSError:
+            pass
+    folder = index.get(name)
+    return Path(folder) if folder else None
+
+
 def entry_kind(entry: Any) -> str:
     return entry.kind.name.lower()  # task, py_task, group, tag
 
