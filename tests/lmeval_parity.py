@@ -59,7 +59,7 @@ def hub_rows(shared: Path) -> dict[tuple[str, str | None, str], list[dict]]:
     out[("EleutherAI/lambada_openai", "default", "test")] = _jsonl(shared / "lambada_openai" / "lambada_test.jsonl", N)
     out[("openai/gsm8k", "main", "test")] = _jsonl(shared / "gsm8k" / "test.jsonl", 3)
     out[("openai/gsm8k", "main", "train")] = _jsonl(shared / "gsm8k" / "test.jsonl", 10, start=500)  # few-shot pool
-    out[("google-research-datasets/nq_open", None, "validation")] = _jsonl(shared / "nq_open" / "NQ-open.dev.jsonl", 6)
+    out[("google-research-datasets/nq_open", None, "validation")] = _jsonl(shared / "nq_open" / "NQ-open.dev.jsonl", 4)
     out[("EleutherAI/wikitext_document_level", "wikitext-2-raw-v1", "test")] = [
         {"page": r["text"]} for r in _jsonl(shared / "lambada_openai" / "lambada_test.jsonl", 4, start=100)
     ]

@@ -44,10 +44,8 @@ def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> Any:
 def _index_file() -> Path:
     import os
 
-    from importlib.metadata import version
-
     home = Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
-    return home / f"lm_eval-{version('lm_eval')}-index.json"
+    return home / f"lm_eval-{library.lm_eval().__version__}-index.json"
 
 
 def folder_of(name: str) -> Path | None:
