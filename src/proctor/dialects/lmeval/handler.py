@@ -111,10 +111,15 @@ class _LmEvalRunner:
     def load_samples(self, limit: int | None = None) -> list[Sample]:
         self.task = task = self._build()
         try:
-            task.build_all_requests(limit=limit)
+            with library.compiled_templates():
+                task.build_all_requests(limit=limit)
         except Exception as exc:
             raise TaskDefinitionError(f"lm-eval cannot build the requests of '{self.leaf.name}': {type(exc).__name__}: {exc}", file=self.leaf.source, field="task") from None
         self.docs = list(task.doc_iterator(limit=limit))
+        with library.compiled_templates():
+            return self._samples(task)
+
+    def _samples(self, task: Any) -> list[Sample]:
         by_doc: dict[int, list] = defaultdict(list)
         for instance in task.instances:
             by_doc[instance.doc_id].append(instance)
@@ -207,6 +212,10 @@ class _LmEvalRunner:
         for instance in task.instances:
             instance.resps = []
         self._run(model, progress)
+        with library.compiled_templates():
+            return self._score(task)
+
+    def _score(self, task: Any) -> list:
         task.apply_filters()
         keys = list(task.instances[0].filtered_resps)
         raw: dict[tuple[str, str], list] = defaultdict(list)

@@ -114,3 +114,26 @@ def build_task(config: dict[str, Any]) -> Any:
     from lm_eval.api.task import ConfigurableTask
 
     return ConfigurableTask(config=dict(config))
+
+
+@contextlib.contextmanager
+def compiled_templates() -> Iterator[None]:
+    """lm-eval compiles a Jinja template for every document (``utils.apply_template``); while proctor
+    builds and scores a task, each template string is compiled once, in lm-eval's own environment,
+    and rendered as before (same text; 300 ARC questions: 5.6 s of compiling become milliseconds)."""
+    import functools
+
+    from lm_eval import utils
+
+    original = utils.apply_template
+    compile_once = functools.lru_cache(maxsize=4096)(utils.env.from_string)
+
+    def apply_template(template: str, doc: dict) -> str:
+        return compile_once(template).render(**doc)
+
+    with _LOCK:
+        utils.apply_template = apply_template
+        try:
+            yield
+        finally:
+            utils.apply_template = original
