@@ -122,6 +122,22 @@ def _load_plugins(plugins: Optional[List[Path]]) -> None:
 _DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
 _NORM_HELP = "probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm)."
 _TEMP_HELP = "probsem suites: softmax temperature over the queries (probsem's --temp)."
+_LMEVAL_DATA_HELP = "lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md)."
+_LMEVAL_FILE_HELP = "lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries."
+_LMEVAL_INCLUDE_HELP = "lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable)."
+
+
+def _lmeval_options(data: Optional[List[str]], data_file: Optional[Path], include: Optional[List[Path]]) -> dict:
+    mapping = {}
+    for item in data or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise typer.BadParameter(f"--lmeval-data takes ID[:CONFIG[:SPLIT]]=PATH, got '{item}'")
+        mapping[key] = value
+    return {"lmeval_data": mapping or None, "lmeval_data_file": str(data_file) if data_file else None,
+            "lmeval_include": [str(p) for p in include] if include else None}
+
+
 _PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metrics.register_metric (repeatable)."
 
 
@@ -185,6 +201,9 @@ def run(
     use_case_metric: Optional[List[str]] = typer.Option(None, "--use-case-metric", help="Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable)."),
     use_case_arg: Optional[List[str]] = typer.Option(None, "--use-case-arg", help="Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable)."),
     use_case_config: Optional[Path] = typer.Option(None, "--use-case-config", help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size."),
+    lmeval_data: Optional[List[str]] = typer.Option(None, "--lmeval-data", help=_LMEVAL_DATA_HELP),
+    lmeval_data_file: Optional[Path] = typer.Option(None, "--lmeval-data-file", help=_LMEVAL_FILE_HELP),
+    lmeval_include: Optional[List[Path]] = typer.Option(None, "--lmeval-include", help=_LMEVAL_INCLUDE_HELP),
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
@@ -270,6 +289,7 @@ def run(
                 seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
                 seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
                 seahelm_judge_options=_judge_options(seahelm_judge, judge_base_url or base_url, judge_api_key_env or api_key_env, judge_arg),
+                **_lmeval_options(lmeval_data, lmeval_data_file, lmeval_include),
             ),
             chat=chat,
             model_options=options,
@@ -300,15 +320,33 @@ def list_tasks(
     seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH (repeatable); mapped hub tasks are listed."),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: --base-model leaves out the tasks SEA-HELM skips on base models."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: accepted as for run."),
+    lmeval_data: Optional[List[str]] = typer.Option(None, "--lmeval-data", help=_LMEVAL_DATA_HELP),
+    lmeval_data_file: Optional[Path] = typer.Option(None, "--lmeval-data-file", help=_LMEVAL_FILE_HELP),
+    lmeval_include: Optional[List[Path]] = typer.Option(None, "--lmeval-include", help=_LMEVAL_INCLUDE_HELP),
 ) -> None:
-    """List the tasks found under the given paths (SEA-HELM flags as for run)."""
+    """List the tasks found under the given paths (SEA-HELM flags as for run); 'lm_eval:' or a glob
+    such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
     from proctor.api import load_tasks
+    from proctor.dialects import lmeval
+
+    lmeval_options = _lmeval_options(lmeval_data, lmeval_data_file, lmeval_include)
+    if any(lmeval.is_catalogue_query(str(p)) for p in paths):
+        table = Table()
+        table.add_column("name", no_wrap=True)
+        table.add_column("output type", no_wrap=True)
+        table.add_column("defined at", overflow="fold")
+        rows = lmeval.catalogue_rows([str(p) for p in paths], lmeval_options.get("lmeval_include"))
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        console.print(f"{len(rows)} catalogue entr{'y' if len(rows) == 1 else 'ies'}")
+        return
 
     table = Table()
     for column in ("task", "kind", "dialect", "version", "defined at"):
         table.add_column(column)
     options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data,
-                               is_base_model=base_model, reasoning=reasoning)
+                               is_base_model=base_model, reasoning=reasoning, **lmeval_options)
     found = load_tasks(paths, options=options)
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)
@@ -327,6 +365,9 @@ def validate(
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=_PLUGIN_HELP),
     trust_task_code: bool = typer.Option(False, "--trust-task-code", help="SEA-HELM: run dataloader/metric/judge classes from task folders."),
     seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH (repeatable)."),
+    lmeval_data: Optional[List[str]] = typer.Option(None, "--lmeval-data", help=_LMEVAL_DATA_HELP),
+    lmeval_data_file: Optional[Path] = typer.Option(None, "--lmeval-data-file", help=_LMEVAL_FILE_HELP),
+    lmeval_include: Optional[List[Path]] = typer.Option(None, "--lmeval-include", help=_LMEVAL_INCLUDE_HELP),
 ) -> None:
     """Check task files, their data and every prompt, without running a model."""
     from proctor.api import load_tasks
@@ -336,7 +377,8 @@ def validate(
     variables = _variables(data_dir, var)
     if data_path is not None:
         variables["DATA_PATH"] = str(data_path.resolve())
-    options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data)
+    options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data,
+                               **_lmeval_options(lmeval_data, lmeval_data_file, lmeval_include))
     # every file's problems are reported, not only the first one's
     problems: list[dict] = []
     found = []

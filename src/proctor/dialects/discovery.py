@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from proctor.dialects import glm, native, probsem, seahelm
+from proctor.dialects import glm, lmeval, native, probsem, seahelm
 from proctor.errors import ProctorError, TaskDefinitionError
 from proctor.spec.yaml_lines import load_yaml
 from proctor.tasks.base import Task
@@ -28,10 +28,14 @@ def find_task_files(path: Path) -> list[Path]:
 
 
 def _load_file(path: Path, explicit: bool, options: Mapping[str, Any] | None) -> list[Task]:
+    if lmeval.claims_name(str(path)):  # lm_eval:NAME, a task or group of the installed catalogue
+        return lmeval.load_named(str(path), options)
     if path.suffix in (".txt", ".json"):
         return probsem.load_path(path, explicit, options)
     if seahelm.claims_path(path):
         return seahelm.load(path, explicit, options)
+    if lmeval.claims_path(path):
+        return lmeval.load(path, explicit, options)
     document = load_yaml(path)
     if native.claims(document):
         return native.load(document, path)
@@ -69,7 +73,7 @@ def collect_tasks(
     seahelm.SKIPPED.clear()
     for given in paths:
         path = Path(given)
-        if not path.exists():
+        if not path.exists() and not lmeval.claims_name(str(given)):
             raise TaskDefinitionError("no such file or folder", file=path)
         for file in find_task_files(path):
             try:

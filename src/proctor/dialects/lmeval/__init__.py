@@ -1,0 +1,159 @@
+"""lm-evaluation-harness task files, unmodified: the installed catalogue by name, or YAML files and
+folders (see docs/lmeval.md).
+
+- ``lm_eval:NAME`` names a task, group or tag in the installed ``lm_eval`` package (the ``lmeval``
+  extra) and in any ``--lmeval-include DIR`` folders;
+- a YAML file with a ``task`` or ``group`` key (and no native ``kind`` / ``tasks``) is an lm-eval
+  task file; in a folder, a task or group that a group file of the same folder lists runs through
+  that group only.
+
+Options (``dialect_options``): ``lmeval_include`` (folders), ``lmeval_data`` ({KEY: PATH}, see
+``data_map``), ``lmeval_data_file`` (a mapping file), ``trust_task_code`` (``!function`` code beside
+task files outside the installed catalogue).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from proctor.errors import TaskDefinitionError
+from proctor.tasks.base import Task
+
+log = logging.getLogger(__name__)
+
+PREFIX = "lm_eval:"
+
+
+def _peek(path: Path) -> Any:
+    """The YAML document with ``!function`` tags read as text (no code runs), or None."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return None
+
+
+def looks_like(document: Any) -> bool:
+    """lm-eval's task and group files: ``task`` or ``group`` (native files use ``kind`` / ``tasks``,
+    GLM-130B files ``name`` + ``type``)."""
+    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
+        return False
+    if "name" in document and "type" in document:
+        return False
+    return "task" in document or "group" in document
+
+
+def claims_path(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") and looks_like(_peek(path))
+
+
+def claims_name(text: str) -> bool:
+    return str(text).startswith(PREFIX)
+
+
+def _mapping(options: Mapping[str, Any]) -> dict[str, str]:
+    from proctor.dialects.lmeval import data_map
+
+    mapping: dict[str, str] = {}
+    if options.get("lmeval_data_file"):
+        mapping.update(data_map.read_mapping_file(options["lmeval_data_file"]))
+    for key, value in (options.get("lmeval_data") or {}).items():
+        try:
+            data_map.parse_key(str(key))
+        except ValueError as exc:
+            raise TaskDefinitionError(f"--lmeval-data: {exc}") from None
+        mapping[str(key)] = str(Path(value).expanduser().resolve())
+    return mapping
+
+
+def _include(options: Mapping[str, Any]) -> list[Path]:
+    folders = [Path(p).expanduser() for p in options.get("lmeval_include") or []]
+    for folder in folders:
+        if not folder.is_dir():
+            raise TaskDefinitionError("--lmeval-include: no such folder", file=folder)
+    return folders
+
+
+def load_named(text: str, options: Mapping[str, Any] | None = None) -> list[Task]:
+    """``lm_eval:NAME`` -> the task, or a group's / tag's tasks."""
+    from proctor.dialects.lmeval import catalogue, specs
+
+    options = dict(options or {})
+    name = str(text)[len(PREFIX):]
+    include = _include(options)
+    where = "the lm_eval catalogue" + (f" and {', '.join(map(str, include))}" if include else "")
+    trusted = bool(options.get("trust_task_code"))
+    leaves = None
+    folder = None if include else catalogue.folder_of(name)
+    if folder is not None:  # its own catalogue folder first: fast; anything it lacks -> the full index
+        small = catalogue.manager([folder], defaults=False)
+        if name in small.task_index:
+            try:
+                leaves = catalogue.resolve(name, small, trusted, where)
+            except TaskDefinitionError as exc:
+                if "unknown" not in str(exc) and "no lm-eval task" not in str(exc):
+                    raise
+    if leaves is None:
+        tm = catalogue.manager(include)
+        if name not in tm.task_index:
+            raise catalogue.unknown_name(name, tm, where)
+        leaves = catalogue.resolve(name, tm, trusted, where)
+    mapping = _mapping(options)
+    return [specs.to_task(leaf, mapping, f"{PREFIX}{name}") for leaf in leaves]
+
+
+def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
+    """An lm-eval task or group file (groups expand to their tasks)."""
+    from lm_eval.tasks._index import TaskIndex
+
+    from proctor.dialects.lmeval import catalogue, library, specs
+
+    options = dict(options or {})
+    library.lm_eval()
+    document = _peek(path)
+    own = str(document.get("group") or document.get("task"))
+    folder = path.parent.resolve()
+    local = TaskIndex.build([folder])
+    if not explicit and own in catalogue.group_members(local):
+        log.debug("%s: '%s' runs through a group of its folder", path, own)
+        return []
+    include = [folder, *_include(options)]
+    members = [m for m in _referenced(document) if m not in local]
+    tm = catalogue.manager(include, defaults=bool(members) or bool(options.get("lmeval_include")))
+    entry = tm.task_index.get(own)
+    # by name when the index holds this very file (lm-eval names a group loaded by path after its task list)
+    spec = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
+    leaves = catalogue.resolve(spec, tm, bool(options.get("trust_task_code")), str(folder))
+    mapping = _mapping(options)
+    return [specs.to_task(leaf, mapping, str(path)) for leaf in leaves]
+
+
+def _referenced(document: dict) -> list[str]:
+    """Names a group file lists (which may live in the installed catalogue)."""
+    items = document.get("task")
+    if not isinstance(items, list):
+        return []
+    return [str(i if isinstance(i, str) else i.get("task") or i.get("group")) for i in items if isinstance(i, (str, dict))]
+
+
+def is_catalogue_query(text: str) -> bool:
+    """``lm_eval:`` alone or with a glob (``lm_eval:mmlu*``): list the catalogue, load nothing."""
+    return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX):] for c in "*?["))
+
+
+def catalogue_rows(queries: list[str], include: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """(name, output type / group / tag, file) of the catalogue entries matching the queries."""
+    import fnmatch
+
+    from proctor.dialects.lmeval import catalogue
+
+    patterns = [q[len(PREFIX):] or "*" for q in queries if claims_name(q)]
+    rows = catalogue.listing(include or [])
+    return [row for row in rows if any(fnmatch.fnmatchcase(row[0], p) for p in patterns)]

@@ -1,0 +1,187 @@
+"""Finding lm-eval tasks and groups: by name in the installed catalogue (plus folders the user
+names), or by file. Resolving one gives its leaf tasks, each with its merged config and the groups
+(with ``aggregate_metric_list``) above it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from proctor.dialects.lmeval import library
+from proctor.errors import TaskDefinitionError
+
+log = logging.getLogger(__name__)
+
+_MANAGERS: dict[tuple, Any] = {}
+
+
+@dataclass
+class Leaf:
+    """One lm-eval task to run: its merged config and where it came from."""
+
+    name: str
+    config: dict[str, Any]
+    source: Path | None
+    groups: list[tuple[str, bool]] = field(default_factory=list)  # (group, weight_by_size), innermost first
+
+
+def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> Any:
+    """A cached ``TaskManager`` over the installed catalogue (``defaults``) and ``include`` folders."""
+    library.lm_eval()
+    key = (tuple(str(Path(p).resolve()) for p in include), defaults)
+    if key not in _MANAGERS:
+        from lm_eval.tasks import TaskManager
+
+        paths = [Path(p) for p in key[0]]
+        _MANAGERS[key] = TaskManager(include_path=paths or None, include_defaults=defaults)
+    return _MANAGERS[key]
+
+
+def _index_file() -> Path:
+    import os
+
+    home = Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
+    return home / f"lm_eval-{library.lm_eval().__version__}-index.json"
+
+
+def folder_of(name: str) -> Path | None:
+    """The catalogue folder defining ``name``, from a name -> file index cached under PROCTOR_HOME
+    (building lm-eval's full index reads ~10,000 YAML files; a task's own folder is read in a blink)."""
+    import json
+
+    file = _index_file()
+    root = library.catalogue_root()
+    index: dict[str, str] | None = None
+    if file.is_file():
+        try:
+            saved = json.loads(file.read_text())
+            index = saved["names"] if saved.get("root") == str(root) else None
+        except (ValueError, KeyError):
+            index = None
+    if index is None:
+        tm = manager()
+        index = {n: str(e.yaml_path.parent) for n, e in tm.task_index.items() if e.yaml_path is not None}
+        for n, e in tm.task_index.items():  # a tag lives where its tasks do, when they share a folder
+            if e.yaml_path is None and e.tags:
+                folders = {index.get(t) for t in e.tags}
+                if len(folders) == 1 and None not in folders:
+                    index[n] = folders.pop()
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"root": str(root), "names": index}))
+            tmp.replace(file)
+        except OSError:
+            pass
+    folder = index.get(name)
+    return Path(folder) if folder else None
+
+
+def entry_kind(entry: Any) -> str:
+    return entry.kind.name.lower()  # task, py_task, group, tag
+
+
+def output_type(entry: Any) -> str:
+    cfg = entry.cfg or {}
+    if entry_kind(entry) == "group":
+        return "group"
+    if entry_kind(entry) == "tag":
+        return "tag"
+    return str(cfg.get("output_type") or "generate_until")
+
+
+def suggest(name: str, names: Iterable[str], n: int = 5) -> list[str]:
+    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.6)
+
+
+def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:
+    close = suggest(name, tm.all_tasks)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return TaskDefinitionError(f"no lm-eval task, group or tag named '{name}' in {where}{hint}", field="task")
+
+
+def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> None:
+    if "class" in config:
+        raise TaskDefinitionError(
+            f"task '{name}' is a Python task class ('class:'), which proctor does not run; only YAML tasks are supported",
+            file=source, field="class",
+        )
+    for key in ("doc_to_image", "doc_to_audio"):
+        if config.get(key):
+            raise TaskDefinitionError(f"task '{name}': '{key}' (multimodal input) is not supported", file=source, field=key)
+    if config.get("use_prompt"):
+        raise TaskDefinitionError(f"task '{name}': 'use_prompt' (promptsource) is not supported", file=source, field="use_prompt")
+    repeats = config.get("repeats", 1)
+    if repeats not in (None, 1) and config.get("output_type") != "generate_until":
+        raise TaskDefinitionError(f"task '{name}': 'repeats' is only supported for generate_until", file=source, field="repeats")
+
+
+def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf]) -> None:
+    from lm_eval.api.group import Group
+
+    if isinstance(node, Group):
+        groups = above
+        if node.aggregate_metric_list:
+            weighted = all(bool(a.weight_by_size) for a in node.aggregate_metric_list)
+            groups = [(str(node.name), weighted), *above]
+        for child in node:
+            _walk(child, groups, out)
+        return
+    captured = node.captured
+    config = captured.config
+    source_text = (config.get("metadata") or {}).get("config_source")
+    source = Path(source_text) if source_text and source_text != "inline" else None
+    _check_supported(config, source, captured.task_name)
+    out.append(Leaf(captured.task_name, config, source, list(above)))
+
+
+def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
+    """The leaf tasks of a name or YAML file (groups expanded, tags expanded)."""
+    with library.consent(trusted), library.capturing():
+        try:
+            built = tm._load_spec(str(spec))
+        except TaskDefinitionError:
+            raise
+        except KeyError as exc:
+            name = str(spec)
+            if Path(name).suffix in (".yaml", ".yml"):
+                raise TaskDefinitionError(f"a group member is unknown: {exc.args[0]}", file=name) from None
+            missing = exc.args[0] if exc.args else name
+            if missing == name or "not a registered" in str(missing):
+                raise unknown_name(name, tm, where) from None
+            raise TaskDefinitionError(f"'{name}' refers to an unknown task or group: {missing}", field="task") from None
+        except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
+            file = str(spec) if Path(str(spec)).suffix in (".yaml", ".yml") else None
+            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=file, field="task") from None
+    leaves: list[Leaf] = []
+    for node in built if isinstance(built, list) else [built]:
+        _walk(node, [], leaves)
+    return leaves
+
+
+def group_members(index: dict[str, Any]) -> set[str]:
+    """Names listed as members of a group in ``index`` (tasks run through that group)."""
+    members: set[str] = set()
+    for entry in index.values():
+        if entry_kind(entry) != "group":
+            continue
+        for item in (entry.cfg or {}).get("task") or []:
+            if isinstance(item, str):
+                members.add(item)
+            elif isinstance(item, dict):
+                members.add(str(item.get("task") or item.get("group")))
+    return members
+
+
+def listing(include: Iterable[str | Path] = ()) -> list[tuple[str, str, str]]:
+    """(name, output type or group/tag, file) for every catalogue entry."""
+    tm = manager(include)
+    rows = []
+    for name in tm.all_tasks:
+        entry = tm.task_index[name]
+        rows.append((name, output_type(entry), str(entry.yaml_path or "")))
+    return rows

@@ -1,0 +1,158 @@
+"""Where an lm-eval task's dataset comes from: the hub when online, else local copies mapped by
+dataset id, config name and split.
+
+A mapping key is ``ID``, ``ID:CONFIG``, ``ID:CONFIG:SPLIT`` or ``ID::SPLIT`` (any config); its value
+is a ``save_to_disk`` folder (a ``DatasetDict`` for ``ID`` / ``ID:CONFIG``, a ``Dataset`` for one
+split), a folder holding ``<split>.jsonl|.json|.parquet|.csv`` files, or one such file (for a split).
+Keys come from ``--lmeval-data KEY=PATH`` and from ``--lmeval-data-file FILE`` (YAML or JSON,
+``KEY: PATH``, relative paths from the file's folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from proctor.errors import TaskDefinitionError
+
+_FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
+_LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}
+
+
+def parse_key(key: str) -> tuple[str, str | None, str | None]:
+    parts = key.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise ValueError(f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT or ID::SPLIT, got '{key}'")
+    dataset, config, split = (parts + [None, None])[:3]
+    return dataset, config or None, split or None
+
+
+def read_mapping_file(path: str | Path) -> dict[str, str]:
+    import yaml
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise TaskDefinitionError("lm-eval data mapping file not found", file=file)
+    try:
+        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise TaskDefinitionError(f"not valid YAML/JSON: {exc}", file=file) from None
+    if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
+        raise TaskDefinitionError("the mapping file holds 'DATASET_ID[:CONFIG[:SPLIT]]: PATH' entries", file=file)
+    out = {}
+    for key, value in document.items():
+        try:
+            parse_key(str(key))
+        except ValueError as exc:
+            raise TaskDefinitionError(str(exc), file=file, field=str(key)) from None
+        target = Path(value).expanduser()
+        out[str(key)] = str(target if target.is_absolute() else (file.parent / target).resolve())
+    return out
+
+
+def _read(path: Path, split: str | None) -> Any:
+    """A ``Dataset`` (one split) or a dict of split -> ``Dataset`` from a local copy."""
+    import datasets
+
+    if path.is_dir() and ((path / "dataset_dict.json").is_file() or (path / "state.json").is_file()):
+        loaded = datasets.load_from_disk(str(path))
+        return loaded if isinstance(loaded, datasets.Dataset) else dict(loaded)
+    if path.is_dir():
+        found = {}
+        for file in sorted(path.iterdir()):
+            if file.suffix in _FILE_SUFFIXES and (split is None or file.stem == split):
+                found[file.stem] = _read(file, file.stem)
+        return found if split is None else found.get(split)
+    if path.is_file():
+        from proctor.data.readers import read_rows
+
+        rows = read_rows(path)
+        return datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "_row"} for row in rows])
+    raise TaskDefinitionError("the mapped local copy does not exist", file=path)
+
+
+class Splits(dict):
+    """The splits of a mapped dataset; a missing one is an error naming id, config and split, except
+    a split lm-eval only reads for few-shot examples, which is empty (checked when shots are drawn)."""
+
+    def __init__(self, dataset: str, config: str | None, splits: dict[str, Any], needed: set[str]) -> None:
+        super().__init__(splits)
+        self.dataset, self.config, self.needed, self.missing = dataset, config, needed, set()
+
+    def __missing__(self, split: str) -> Any:
+        if split in self.needed:
+            raise TaskDefinitionError(
+                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' "
+                f"(map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", field="dataset_path"
+            )
+        import datasets
+
+        self.missing.add(split)
+        return datasets.Dataset.from_list([])
+
+
+def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed: set[str]) -> Splits | None:
+    splits: dict[str, Any] = {}
+    found = False
+    for key, value in mapping.items():
+        d, c, s = parse_key(key)
+        if d != dataset or (c is not None and c != config):
+            continue
+        found = True
+        loaded = _read(Path(value).expanduser(), s)
+        if s is not None:
+            if loaded is None:
+                raise TaskDefinitionError(f"--lmeval-data {key}: no '{s}' data in {value}", file=value)
+            splits[s] = loaded
+        elif isinstance(loaded, dict):
+            for name, part in loaded.items():
+                splits.setdefault(name, part)
+        else:
+            raise TaskDefinitionError(f"--lmeval-data {key}: {value} holds one split; name it (ID:CONFIG:SPLIT)", file=value)
+    return Splits(dataset, config, splits, needed) if found else None
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+@contextlib.contextmanager
+def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any) -> Iterator[list]:
+    """While lm-eval builds a task, ``datasets.load_dataset`` reads mapped local copies first, then
+    the hub (unless offline). Yields a list that receives each ``Splits`` handed out."""
+    import datasets
+
+    real = datasets.load_dataset
+    handed: list = []
+
+    def load_dataset(path: str | None = None, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        path = kwargs.pop("path", path)
+        name = kwargs.pop("name", name)
+        if path in _LOCAL_BUILDERS or (path and Path(str(path)).expanduser().exists()):
+            return real(path, name, *args, **kwargs)
+        splits = lookup(mapping, str(path), name, needed)
+        if splits is not None:
+            handed.append(splits)
+            return splits
+        wanted = ", ".join(sorted(needed)) or "?"
+        hint = f"map a local copy with --lmeval-data {path}:{name or ''}:SPLIT=PATH (or --lmeval-data-file)"
+        if offline():
+            raise TaskDefinitionError(
+                f"task '{task}': dataset not available offline: '{path}' config '{name}' split(s) {wanted}; {hint}",
+                file=source, field="dataset_path",
+            )
+        try:
+            return real(path, name, *args, **kwargs)
+        except Exception as exc:
+            raise TaskDefinitionError(
+                f"task '{task}': cannot read dataset '{path}' config '{name}' split(s) {wanted} from the hub "
+                f"({type(exc).__name__}: {str(exc)[:200]}); {hint}", file=source, field="dataset_path",
+            ) from None
+
+    datasets.load_dataset = load_dataset
+    try:
+        yield handed
+    finally:
+        datasets.load_dataset = real

@@ -1,0 +1,286 @@
+"""The handler that runs one lm-eval task inside proctor's engine.
+
+``load_samples`` builds lm-eval's own task object (dataset through ``data_map``; few-shot seed 1234
+and ``num_fewshot`` defaulting to 0, as ``lm_eval.simple_evaluate`` does) and its request instances;
+``predict_samples`` sends those requests through proctor's run store and model, then lets lm-eval's
+filters and ``process_results`` score them; ``corpus_metrics`` applies the task's aggregations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from proctor.data.sources import Sample
+from proctor.dialects.lmeval import data_map, library
+from proctor.errors import ProctorError, TaskDefinitionError
+from proctor.requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.tasks.custom import CustomTask, GenerationTask, MultipleChoiceTask
+
+FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
+DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
+
+# Leaves resolved by the dialect loader, by the token in their task_options (same process).
+LEAVES: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class LmEvalOutcome:
+    values: dict[str, Any]  # "metric,filter" -> lm-eval's per-sample value
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "item"):
+        try:
+            return value.item()
+        except Exception:
+            pass
+    return str(value)
+
+
+def _splits_read(config: dict[str, Any]) -> set[str]:
+    """Splits a task cannot do without: the evaluated one, and the few-shot one when shots are drawn."""
+    needed = set()
+    evaluated = config.get("test_split") or config.get("validation_split")
+    if evaluated:
+        needed.add(str(evaluated))
+    fewshot = config.get("fewshot_split") or ((config.get("fewshot_config") or {}).get("split") if isinstance(config.get("fewshot_config"), dict) else None)
+    if (config.get("num_fewshot") or 0) > 0:
+        needed.add(str(fewshot or config.get("training_split") or config.get("validation_split") or evaluated))
+    return needed
+
+
+class _LmEvalRunner:
+    """Shared by the three handler classes (one per proctor kind)."""
+
+    def _setup(self, options: dict[str, Any]) -> None:
+        self.lookup: Any = None
+        self.chunk_size: int | None = None
+        self.task: Any = None
+        self.docs: list[tuple[int, Any]] = []
+        self._corpus: dict[str, dict] = {}
+        leaf = LEAVES.get(options.get("token", ""))
+        if leaf is None:
+            raise TaskDefinitionError(f"lm-eval task '{options.get('task')}' was not loaded by the lm-eval dialect", field="task_class")
+        self.leaf = leaf
+        self.mapping = dict(options.get("data_map") or {})
+
+    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
+        self.lookup, self.chunk_size = lookup, chunk_size
+
+    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+        self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
+
+    # ------------------------------------------------------------ data and prompts
+    def _build(self) -> Any:
+        leaf = self.leaf
+        config = dict(leaf.config)
+        if config.get("num_fewshot") is None:
+            config["num_fewshot"] = 0
+        needed = _splits_read(config)
+        with library.consent(True), data_map.serving(self.mapping, needed, leaf.name, leaf.source) as handed:
+            try:
+                task = library.build_task(config)
+            except (TaskDefinitionError, ProctorError):
+                raise
+            except Exception as exc:
+                raise TaskDefinitionError(f"lm-eval cannot build task '{leaf.name}': {type(exc).__name__}: {exc}", file=leaf.source, field="task") from None
+        shots = task.get_config("num_fewshot") or 0
+        for splits in handed:
+            if shots > 0 and splits.missing and not list(task.fewshot_docs() or []):
+                missing = ", ".join(sorted(splits.missing))
+                raise TaskDefinitionError(
+                    f"task '{leaf.name}' draws {shots} few-shot examples from split '{missing}' of '{splits.dataset}' "
+                    f"config '{splits.config}', which has no local copy (--lmeval-data {splits.dataset}:{splits.config or ''}:{missing}=PATH)",
+                    file=leaf.source, field="fewshot_split",
+                )
+        task.set_fewshot_seed(seed=FEWSHOT_SEED)
+        return task
+
+    def load_samples(self, limit: int | None = None) -> list[Sample]:
+        self.task = task = self._build()
+        try:
+            with library.compiled_templates():
+                task.build_all_requests(limit=limit)
+        except Exception as exc:
+            raise TaskDefinitionError(f"lm-eval cannot build the requests of '{self.leaf.name}': {type(exc).__name__}: {exc}", file=self.leaf.source, field="task") from None
+        self.docs = list(task.doc_iterator(limit=limit))
+        with library.compiled_templates():
+            return self._samples(task)
+
+    def _samples(self, task: Any) -> list[Sample]:
+        by_doc: dict[int, list] = defaultdict(list)
+        for instance in task.instances:
+            by_doc[instance.doc_id].append(instance)
+        self.by_doc = {k: sorted(v, key=lambda i: i.idx) for k, v in by_doc.items()}
+        samples = []
+        for position, (doc_id, doc) in enumerate(self.docs):
+            instances = self.by_doc[doc_id]
+            first = instances[0].arguments
+            prompt = first[0] if isinstance(first, tuple) else first
+            choices = [str(i.arguments[1]) for i in instances if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)]
+            target = task.doc_to_target(doc)
+            gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
+            fields = {
+                "_lmeval_prompt": str(prompt), "_lmeval_target": jsonable(target) if not isinstance(target, (int, float)) else str(target),
+                "_lmeval_choices": choices or [""], "_lmeval_gold": gold,
+                "_lmeval_arguments": jsonable([i.arguments for i in instances]),
+            }
+            samples.append(Sample(id=str(doc_id), fields=fields, file=str(self.leaf.source) if self.leaf.source else None, row=doc_id, index=position))
+        return samples
+
+    # ------------------------------------------------------------ model calls and scoring
+    def _request(self, instance: Any) -> Any:
+        kind = instance.request_type
+        args = instance.arguments
+        if kind == "loglikelihood":
+            return LoglikelihoodRequest(context=args[0], continuation=args[1])
+        if kind == "loglikelihood_rolling":
+            return RollingLoglikelihoodRequest(text=args[0], window=10**9)
+        if kind == "generate_until":
+            context, kwargs = args[0], dict(args[1] or {})
+            until = kwargs.pop("until", None)
+            until = [until] if isinstance(until, str) else list(until or [])
+            sample = bool(kwargs.pop("do_sample", False))
+            temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+            return GenerateRequest(
+                prompt=context, max_tokens=int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)), stop=tuple(until),
+                temperature=temperature if sample else 0.0, top_p=float(kwargs.pop("top_p", 1.0) or 1.0) if sample else 1.0,
+            )
+        raise TaskDefinitionError(f"task '{self.leaf.name}': request type '{kind}' is not supported", file=self.leaf.source, field="output_type")
+
+    def _run(self, model: Any, progress: Callable[[int], None]) -> None:
+        from proctor.engine.runner import execute
+
+        instances = self.task.instances
+        by_type: dict[str, list] = defaultdict(list)
+        for instance in instances:
+            by_type[instance.request_type].append(instance)
+        total = sum(len(v) * (v[0].repeats if v else 1) for v in by_type.values()) or 1
+        reported, done = 0, 0
+
+        def step(n: int) -> None:  # request progress -> sample progress (the runner counts samples)
+            nonlocal reported, done
+            done += n
+            target = len(self.docs) * done // total
+            if target > reported:
+                progress(target - reported)
+                reported = target
+
+        for kind, group in by_type.items():
+            if kind != "generate_until" and not getattr(model, "supports_loglikelihood", True):
+                raise ProctorError(f"task '{self.leaf.name}' needs log-likelihoods, which model '{model.name}' cannot score")
+            proctor_type = {"loglikelihood": "loglikelihood", "loglikelihood_rolling": "rolling_loglikelihood", "generate_until": "generate"}[kind]
+            flat = []
+            for instance in group:
+                request = self._request(instance)
+                if kind == "generate_until" and instance.repeats > 1:
+                    flat += [dataclasses.replace(request, seed=k) for k in range(instance.repeats)]
+                else:
+                    flat += [request] * instance.repeats
+            unique = list(dict.fromkeys(flat))
+            results = execute(model, proctor_type, unique, self.lookup, self.chunk_size, step)
+            answer = dict(zip(unique, results))
+            position = 0
+            for instance in group:
+                for _ in range(instance.repeats):
+                    result = answer[flat[position]]
+                    position += 1
+                    if kind == "loglikelihood":
+                        instance.resps.append((float(result.logprob), bool(result.is_greedy)))
+                    elif kind == "loglikelihood_rolling":
+                        instance.resps.append(float(result.logprob))
+                    else:
+                        instance.resps.append(result.text)
+        if reported < len(self.docs):
+            progress(len(self.docs) - reported)
+
+    def predict_samples(self, model, samples, prompts, progress):
+        self.model = model
+        task = self.task
+        for instance in task.instances:
+            instance.resps = []
+        self._run(model, progress)
+        with library.compiled_templates():
+            return self._score(task)
+
+    def _score(self, task: Any) -> list:
+        task.apply_filters()
+        keys = list(task.instances[0].filtered_resps)
+        raw: dict[tuple[str, str], list] = defaultdict(list)
+        pairs = []
+        for doc_id, doc in self.docs:
+            instances = self.by_doc[doc_id]
+            values: dict[str, Any] = {}
+            filtered: dict[str, Any] = {}
+            for key in keys:
+                metrics = task.process_results(doc, [i.filtered_resps[key] for i in instances])
+                for metric, value in metrics.items():
+                    raw[(metric, key)].append(value)
+                    values[f"{metric},{key}"] = value
+                filtered[key] = jsonable([i.filtered_resps[key] for i in instances])
+            details = {
+                "doc_id": doc_id,
+                "target": jsonable(task.doc_to_target(doc)),
+                "arguments": jsonable([i.arguments for i in instances]),
+                "resps": jsonable([i.resps for i in instances]),
+                "filtered_resps": filtered,
+                "lmeval_metrics": jsonable(values),
+            }
+            pairs.append((LmEvalOutcome(values), details))
+        self._corpus = self._aggregate(raw)
+        return pairs
+
+    def _aggregate(self, raw: dict[tuple[str, str], list]) -> dict[str, dict]:
+        from lm_eval.api import metrics as M
+
+        aggregations = self.task.aggregation()
+        out = {}
+        for (metric, key), items in raw.items():
+            function = aggregations.get(metric, M.mean)
+            value = function(items)
+            stderr = None
+            if function in (M.mean, M.acc_all) and len(items) > 1:  # closed forms; lm-eval bootstraps the rest
+                stderr = M.stderr_for_metric(function, bootstrap_iters=1)(items)
+            out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
+        return out
+
+    def corpus_metrics(self) -> dict:
+        return dict(self._corpus)
+
+
+class LmEvalChoiceTask(_LmEvalRunner, MultipleChoiceTask):
+    """lm-eval ``multiple_choice`` and ``loglikelihood`` tasks."""
+
+    def __init__(self, spec, options=None) -> None:
+        MultipleChoiceTask.__init__(self, spec, options)
+        self._setup(self.options)
+
+
+class LmEvalGenerateTask(_LmEvalRunner, GenerationTask):
+    """lm-eval ``generate_until`` tasks."""
+
+    def __init__(self, spec, options=None) -> None:
+        GenerationTask.__init__(self, spec, options)
+        self._setup(self.options)
+
+
+class LmEvalRollingTask(_LmEvalRunner, CustomTask):
+    """lm-eval ``loglikelihood_rolling`` tasks (perplexities)."""
+
+    kind = "perplexity"
+
+    def __init__(self, spec, options=None) -> None:
+        CustomTask.__init__(self, spec, options)
+        self._setup(self.options)

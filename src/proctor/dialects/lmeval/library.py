@@ -1,0 +1,139 @@
+"""The installed ``lm_eval`` package, used as a library for its task files (imported lazily).
+
+proctor reads lm-evaluation-harness task YAMLs with lm-eval's own loader (``include``, ``!function``,
+group / tag expansion, ``TaskConfig`` defaults) and builds lm-eval's own ``ConfigurableTask`` objects,
+so prompts, few-shot draws, filters and per-sample metrics are lm-eval's by construction. Only the
+model calls go through proctor's engine. Two hooks make that safe here:
+
+- tasks are *captured* while a task or group is resolved (no dataset is read): a stand-in for
+  ``ConfigurableTask`` records the merged config; the real task is built when a run prepares it;
+- ``!function`` hooks outside the installed ``lm_eval/tasks`` folder run only with consent
+  (``--trust-task-code``), as proctor's other dialects do for task-folder code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from proctor.errors import MissingDependencyError, TaskDefinitionError
+
+PURPOSE = "running lm-evaluation-harness task files"
+_LOCK = threading.RLock()
+
+
+def lm_eval() -> Any:
+    """The ``lm_eval`` package, or an install hint (the ``lmeval`` extra)."""
+    try:
+        import lm_eval as package  # noqa: F401
+        import lm_eval.tasks  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError("lm_eval", "lmeval", PURPOSE) from exc
+    return package
+
+
+def catalogue_root() -> Path:
+    """The installed catalogue: ``lm_eval/tasks``."""
+    return Path(lm_eval().__file__).resolve().parent / "tasks"
+
+
+def in_catalogue(path: Path) -> bool:
+    root = catalogue_root()
+    try:
+        Path(path).resolve().relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def consent(trusted: bool) -> Iterator[None]:
+    """``!function`` hooks beside a user's task file run only when trusted; the catalogue's own
+    (installed with lm_eval) always do."""
+    from lm_eval.tasks import _yaml_loader
+
+    original = _yaml_loader._import_func_in_yml
+
+    def guarded(qual: str, base_dir: Path):
+        if not trusted and not in_catalogue(base_dir):
+            module = qual.rpartition(".")[0].replace(".", "/") + ".py"
+            raise TaskDefinitionError(
+                f"'!function {qual}' runs Python from {Path(base_dir) / module}; pass --trust-task-code to allow "
+                "code beside task files (lm_eval's installed catalogue needs no consent)",
+                file=base_dir, field="!function",
+            )
+        return original(qual, base_dir)
+
+    with _LOCK:
+        _yaml_loader._import_func_in_yml = guarded
+        try:
+            yield
+        finally:
+            _yaml_loader._import_func_in_yml = original
+
+
+class CapturedTask:
+    """What resolving a task leaves behind: its merged config (the real task is built later)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    @property
+    def task_name(self) -> str:
+        return str(self.config["task"])
+
+
+@contextlib.contextmanager
+def capturing() -> Iterator[None]:
+    """While resolving, lm-eval's factory builds :class:`CapturedTask` look-alikes instead of tasks
+    (which would read their datasets); they subclass lm-eval's ``Task`` so groups accept them."""
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks import _factory
+
+    class Captured(ConfigurableTask):  # only __init__ runs: nothing of the real class is used
+        def __init__(self, data_dir=None, cache_dir=None, download_mode=None, config=None) -> None:  # noqa: D401
+            self.captured = CapturedTask(dict(config or {}))
+
+        @property
+        def task_name(self) -> str:  # type: ignore[override]
+            return self.captured.task_name
+
+    original = _factory.ConfigurableTask
+    with _LOCK:
+        _factory.ConfigurableTask = Captured
+        try:
+            yield
+        finally:
+            _factory.ConfigurableTask = original
+
+
+def build_task(config: dict[str, Any]) -> Any:
+    """lm-eval's own task object for a captured config (reads its dataset through ``datasets``)."""
+    from lm_eval.api.task import ConfigurableTask
+
+    return ConfigurableTask(config=dict(config))
+
+
+@contextlib.contextmanager
+def compiled_templates() -> Iterator[None]:
+    """lm-eval compiles a Jinja template for every document (``utils.apply_template``); while proctor
+    builds and scores a task, each template string is compiled once, in lm-eval's own environment,
+    and rendered as before (same text; 300 ARC questions: 5.6 s of compiling become milliseconds)."""
+    import functools
+
+    from lm_eval import utils
+
+    original = utils.apply_template
+    compile_once = functools.lru_cache(maxsize=4096)(utils.env.from_string)
+
+    def apply_template(template: str, doc: dict) -> str:
+        return compile_once(template).render(**doc)
+
+    with _LOCK:
+        utils.apply_template = apply_template
+        try:
+            yield
+        finally:
+            utils.apply_template = original

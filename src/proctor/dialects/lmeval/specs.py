@@ -1,0 +1,124 @@
+"""One lm-eval leaf task -> one proctor ``TaskSpec`` run by the handler in ``handler.py``.
+
+Metric names are lm-eval's result keys, ``metric,filter`` (``acc,none``, ``exact_match,strict-match``);
+each is registered as a proctor metric that reads lm-eval's per-sample value, and the task's
+lm-eval aggregation replaces the value in the results (``corpus_metrics``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from proctor.dialects.lmeval import handler
+from proctor.dialects.lmeval.catalogue import Leaf
+from proctor.errors import TaskDefinitionError
+from proctor.scoring.metrics import METRICS, register_metric
+from proctor.spec.task import TaskSpec
+from proctor.tasks.base import Task
+
+KINDS = {
+    "multiple_choice": ("multiple_choice", "LmEvalChoiceTask"),
+    "loglikelihood": ("multiple_choice", "LmEvalChoiceTask"),
+    "generate_until": ("generate", "LmEvalGenerateTask"),
+    "loglikelihood_rolling": ("perplexity", "LmEvalRollingTask"),
+}
+_ALL_KINDS = ("multiple_choice", "generate", "perplexity")
+
+
+def _numeric(values: list) -> tuple[float, float | None]:
+    numbers = [float(v) for v in values if isinstance(v, (int, float))]
+    if not numbers:
+        return float("nan"), None
+    mean = sum(numbers) / len(numbers)
+    if len(numbers) < 2:
+        return mean, None
+    var = sum((x - mean) ** 2 for x in numbers) / (len(numbers) - 1)
+    return mean, math.sqrt(var / len(numbers))
+
+
+def register(key: str, higher_is_better: bool) -> None:
+    """A proctor metric named ``key`` reading lm-eval's per-sample value (numbers only; others None)."""
+    if key in METRICS:
+        return
+
+    def compute(outcome: Any, **_: Any) -> Any:
+        value = getattr(outcome, "values", {}).get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    register_metric(key, _ALL_KINDS, aggregate=_numeric, higher_is_better=higher_is_better)(compute)
+
+
+def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """(``metric,filter``, higher_is_better) for every metric the task reports."""
+    from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY, is_higher_better
+
+    output_type = config.get("output_type") or "generate_until"
+    metrics: list[tuple[str, bool | None]] = []
+    for item in config.get("metric_list") or [{"metric": m} for m in DEFAULT_METRIC_REGISTRY.get(output_type, [])]:
+        name = item.get("metric") if isinstance(item, dict) else item
+        name = getattr(name, "__name__", name)
+        metrics.append((str(name), item.get("higher_is_better") if isinstance(item, dict) else None))
+    filters = [str(f.get("name")) for f in config.get("filter_list") or []] or ["none"]
+    out = []
+    for name, better in metrics:
+        if better is None:
+            try:
+                better = bool(is_higher_better(name))
+            except Exception:
+                better = True
+        out += [(f"{name},{f}", bool(better)) for f in filters]
+    return out
+
+
+def _digest(config: Mapping[str, Any]) -> str:
+    def stable(value: Any) -> Any:
+        return getattr(value, "__module__", "") + "." + getattr(value, "__qualname__", type(value).__name__)
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=stable).encode()).hexdigest()[:16]
+
+
+def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str) -> Task:
+    config = leaf.config
+    output_type = str(config.get("output_type") or "generate_until")
+    if output_type not in KINDS:
+        raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
+    kind, class_name = KINDS[output_type]
+    keys = metric_keys(config)
+    for key, better in keys:
+        register(key, better)
+    token = f"{leaf.name}@{_digest(config)}"
+    handler.LEAVES[token] = leaf
+    version = (config.get("metadata") or {}).get("version")
+    raw: dict[str, Any] = {
+        "name": leaf.name,
+        "kind": kind,
+        "version": str(version) if version is not None else "0",
+        "description": f"lm-evaluation-harness task '{leaf.name}' ({output_type}) from {origin}",
+        "group": [g for g, _ in leaf.groups],
+        "data": [{"hub": str(config.get("dataset_path") or "custom"), "subset": config.get("dataset_name")}],
+        "metrics": [k for k, _ in keys],
+        "task_class": f"proctor.dialects.lmeval.handler.{class_name}",
+        "task_options": {
+            "task": leaf.name, "token": token, "output_type": output_type, "config_digest": token.split("@")[1],
+            "data_map": dict(mapping), "groups": [[g, w] for g, w in leaf.groups],
+        },
+    }
+    if kind == "perplexity":
+        raw["text"] = "{{ _lmeval_prompt }}"
+    else:
+        raw.update(prompt="{{ _lmeval_prompt }}", target="{{ _lmeval_target }}")
+        if kind == "multiple_choice":
+            raw.update(choices="{{ _lmeval_choices }}", target="{{ _lmeval_gold }}")
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise TaskDefinitionError(f"{error['msg']} (from lm-eval task '{leaf.name}')", file=leaf.source, field=".".join(map(str, error["loc"]))) from None
+    source = leaf.source
+    return Task(spec=spec, file=source, base_dir=source.parent if source else Path.cwd(), dialect="lm-eval")

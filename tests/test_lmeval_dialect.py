@@ -1,0 +1,189 @@
+"""The lm-eval dialect: finding tasks (catalogue names, files, folders), include / !function / groups
+in a user's folder, the offline data mapping, errors, and `proctor ls` on the catalogue."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lm_eval")
+
+from proctor.api import evaluate, load_tasks  # noqa: E402
+from proctor.dialects import lmeval  # noqa: E402
+from proctor.dialects.lmeval import data_map  # noqa: E402
+from proctor.errors import ProctorError, TaskDefinitionError  # noqa: E402
+
+ROWS = [
+    {"question": "what is two plus two", "answer": "four", "options": ["three", "four"], "label": 1},
+    {"question": "what colour is the sky", "answer": "blue", "options": ["blue", "green"], "label": 0},
+    {"question": "how many legs has a cat", "answer": "four", "options": ["four", "two"], "label": 0},
+    {"question": "what is frozen water", "answer": "ice", "options": ["steam", "ice"], "label": 1},
+]
+SHOTS = [{"question": "what is one plus one", "answer": "two", "options": ["two", "one"], "label": 0}]
+
+TEMPLATE = """dataset_path: example/quiz
+dataset_name: small
+output_type: multiple_choice
+test_split: test
+fewshot_split: train
+fewshot_config:
+  sampler: first_n
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_choice: options
+doc_to_target: label
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 3
+"""
+TASK_A = """include: _template_yaml
+task: quiz_plain
+"""
+TASK_B = """include: _template_yaml
+task: quiz_shouted
+description: "Answer the quiz.\\n\\n"
+num_fewshot: 1
+fewshot_delimiter: "\\n---\\n"
+target_delimiter: " => "
+process_docs: !function utils.shout
+"""
+UTILS = """def shout(dataset):
+    return dataset.map(lambda doc: {"question": doc["question"].upper()})
+"""
+GROUP = """group: quiz
+task:
+  - quiz_plain
+  - quiz_shouted
+aggregate_metric_list:
+  - metric: acc
+    weight_by_size: false
+metadata:
+  version: 1
+"""
+
+
+@pytest.fixture()
+def quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    folder = tmp_path / "quiz"
+    folder.mkdir()
+    (folder / "_template_yaml").write_text(TEMPLATE)
+    (folder / "quiz_plain.yaml").write_text(TASK_A)
+    (folder / "quiz_shouted.yaml").write_text(TASK_B)
+    (folder / "utils.py").write_text(UTILS)
+    (folder / "_quiz.yaml").write_text(GROUP)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in SHOTS))
+    return folder, {"example/quiz:small": str(data)}  # a folder of <split>.jsonl files
+
+
+def test_detection_leaves_native_and_glm_files_alone():
+    assert lmeval.looks_like({"task": "x", "dataset_path": "y"})
+    assert lmeval.looks_like({"group": "g", "task": ["a", "b"]})
+    assert not lmeval.looks_like({"name": "x", "kind": "generate", "task": "t"})
+    assert not lmeval.looks_like({"tasks": [{"name": "x"}]})
+    assert not lmeval.looks_like({"name": "x", "type": "mul", "path": "p", "task": "t"})
+
+
+def test_python_hooks_beside_a_users_task_need_consent(quiz):
+    folder, mapping = quiz
+    with pytest.raises(TaskDefinitionError) as err:
+        load_tasks([folder / "quiz_shouted.yaml"], options={"lmeval_data": mapping})
+    assert "!function utils.shout" in str(err.value) and "--trust-task-code" in str(err.value)
+
+
+def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model, tmp_path):
+    folder, mapping = quiz
+    tasks = load_tasks([folder], options={"lmeval_data": mapping, "trust_task_code": True})
+    assert sorted(t.name for t in tasks) == ["quiz_plain", "quiz_shouted"]  # once each, through the group
+    assert all(t.spec.group == ["quiz"] and t.spec.version == "3" for t in tasks)
+    result = evaluate(tasks, tiny_model, output_dir=tmp_path / "run")
+    records = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    plain = [r for r in records if r["task"] == "quiz_plain"]
+    shouted = [r for r in records if r["task"] == "quiz_shouted"]
+    # the prompts lm-eval's rules give, written out: doc_to_text, target_delimiter + choice
+    assert plain[0]["arguments"] == [["Q: what is two plus two\nA:", " three"], ["Q: what is two plus two\nA:", " four"]]
+    # description, one first_n shot from the train split, fewshot_delimiter, custom target_delimiter, process_docs
+    shot = "Q: WHAT IS ONE PLUS ONE\nA: => two"
+    context = f"Answer the quiz.\n\n{shot}\n---\nQ: WHAT IS TWO PLUS TWO\nA:"
+    assert shouted[0]["arguments"] == [[context, " => three"], [context, " => four"]]
+    # acc from the log-likelihoods, recomputed here
+    for task in ("quiz_plain", "quiz_shouted"):
+        mine = [r for r in records if r["task"] == task]
+        expected = []
+        for record, row in zip(mine, ROWS):
+            scores = [resp[0][0] for resp in record["resps"]]
+            expected.append(float(scores.index(max(scores)) == row["label"]))
+        assert result.results["tasks"][task]["metrics"]["acc,none"]["value"] == pytest.approx(sum(expected) / len(expected))
+    group = result.results["groups"]["quiz"]["metrics"]["acc,none"]
+    plain_acc = result.results["tasks"]["quiz_plain"]["metrics"]["acc,none"]["value"]
+    shouted_acc = result.results["tasks"]["quiz_shouted"]["metrics"]["acc,none"]["value"]
+    assert group["value"] == pytest.approx((plain_acc + shouted_acc) / 2)  # weight_by_size: false -> plain mean
+
+
+def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path, monkeypatch):
+    folder, _ = quiz
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    tasks = load_tasks([folder / "quiz_plain.yaml"])
+    with pytest.raises(ProctorError) as err:
+        evaluate(tasks, tiny_model, output_dir=tmp_path / "run")
+    message = str(err.value)
+    assert "example/quiz" in message and "small" in message and "test" in message and "--lmeval-data" in message
+    # a mapping that lacks the evaluated split is an error naming that split
+    other = tmp_path / "only_train"
+    other.mkdir()
+    (other / "train.jsonl").write_text(json.dumps(SHOTS[0]) + "\n")
+    tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": {"example/quiz:small": str(other)}})
+    with pytest.raises(ProctorError) as err:
+        evaluate(tasks, tiny_model, output_dir=tmp_path / "run2")
+    assert "split 'test'" in str(err.value) and "example/quiz" in str(err.value)
+
+
+def test_mapping_file_and_keys(tmp_path):
+    (tmp_path / "copies").mkdir()
+    (tmp_path / "copies" / "rows.csv").write_text("question,answer\nq1,a1\nq2,a2\n")
+    mapping_file = tmp_path / "map.yaml"
+    mapping_file.write_text("example/quiz:small:test: copies/rows.csv\n")
+    mapping = data_map.read_mapping_file(mapping_file)
+    assert mapping == {"example/quiz:small:test": str((tmp_path / "copies" / "rows.csv").resolve())}
+    splits = data_map.lookup(mapping, "example/quiz", "small", {"test"})
+    assert [dict(r) for r in splits["test"]] == [{"question": "q1", "answer": "a1"}, {"question": "q2", "answer": "a2"}]
+    assert len(splits["train"]) == 0  # read only for few-shot examples: empty, checked when shots are drawn
+    assert data_map.lookup(mapping, "example/quiz", "other", {"test"}) is None
+    assert data_map.parse_key("a/b::validation") == ("a/b", None, "validation")
+    with pytest.raises(ValueError):
+        data_map.parse_key("a:b:c:d")
+
+
+def test_unsupported_keys_name_file_key_and_task(tmp_path):
+    (tmp_path / "pic.yaml").write_text("task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\ndoc_to_image: img\n")
+    with pytest.raises(TaskDefinitionError) as err:
+        load_tasks([tmp_path / "pic.yaml"])
+    assert "pic.yaml" in str(err.value) and "doc_to_image" in str(err.value) and "pictures" in str(err.value)
+
+
+def test_catalogue_names_tags_and_suggestions():
+    tasks = load_tasks(["lm_eval:ai2_arc"])  # a tag: its tasks
+    assert sorted(t.name for t in tasks) == ["arc_challenge", "arc_easy"]
+    assert tasks[0].spec.kind == "multiple_choice" and tasks[0].dialect == "lm-eval"
+    with pytest.raises(TaskDefinitionError) as err:
+        load_tasks(["lm_eval:arc_esay"])
+    assert "arc_easy" in str(err.value)
+
+
+def test_ls_lists_the_catalogue_by_name_with_output_types():
+    from typer.testing import CliRunner
+
+    from proctor.cli import app
+
+    out = CliRunner().invoke(app, ["ls", "lm_eval:arc_*", "lm_eval:gsm8k", "lm_eval:mmlu"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert any("arc_easy" in line and "multiple_choice" in line for line in lines)
+    assert any("gsm8k " in line and "generate_until" in line for line in lines)
+    assert any(" mmlu " in line and "group" in line for line in lines)
