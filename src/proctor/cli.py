@@ -52,6 +52,9 @@ def _resources(items: Optional[List[str]]) -> dict[str, float]:
     return out
 
 
+_SEAHELM_TASKS_HELP = "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task)."
+
+
 def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
     options = {"probsem_norm": norm, "probsem_temp": temp}
     mapping = {}
@@ -141,6 +144,7 @@ def run(
     judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="openai judge: environment variable holding its API key (default: --api-key-env)."),
     judge_arg: Optional[List[str]] = typer.Option(None, "--judge-arg", help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
     seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
+    seahelm_tasks: Optional[List[str]] = typer.Option(None, "--seahelm-tasks", help=_SEAHELM_TASKS_HELP),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
     seahelm_max_tokens: Optional[int] = typer.Option(None, "--seahelm-max-tokens", min=1, help="SEA-HELM: cap every language's max_tokens (quick runs)."),
@@ -198,7 +202,7 @@ def run(
             data_path=data_path,
             dialect_options=_dialect_options(
                 norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
-                seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
+                seahelm_runs=seahelm_runs, seahelm_tasks=seahelm_tasks, is_base_model=base_model, reasoning=reasoning,
                 seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
                 seahelm_judge_options=_judge_options(seahelm_judge, judge_base_url or base_url, judge_api_key_env or api_key_env, judge_arg),
             ),
@@ -229,6 +233,7 @@ def list_tasks(
     seahelm_data: Optional[List[str]] = typer.Option(None, "--seahelm-data", help="SEA-HELM: DATASET_ID=PATH (repeatable); mapped hub tasks are listed."),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: --base-model leaves out the tasks SEA-HELM skips on base models."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: accepted as for run."),
+    seahelm_tasks: Optional[List[str]] = typer.Option(None, "--seahelm-tasks", help=_SEAHELM_TASKS_HELP),
 ) -> None:
     """List the tasks found under the given paths (SEA-HELM flags as for run)."""
     from proctor.api import load_tasks
@@ -237,7 +242,7 @@ def list_tasks(
     for column in ("task", "kind", "dialect", "version", "defined at"):
         table.add_column(column)
     options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data,
-                               is_base_model=base_model, reasoning=reasoning)
+                               is_base_model=base_model, reasoning=reasoning, seahelm_tasks=seahelm_tasks)
     found = load_tasks(paths, options=options)
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)

@@ -20,6 +20,8 @@ from pydantic import ValidationError
 
 from proctor.errors import TaskDefinitionError
 from proctor.seahelm import config as C
+from proctor.seahelm import modalities
+from proctor.seahelm.dataloaders import folder_lacks
 from proctor.spec.task import TaskSpec
 from proctor.tasks.base import Task
 
@@ -91,8 +93,10 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         judge = getattr(judge, "name", "judge")
     elif isinstance(judge, str) and (judge.startswith("openai:") or options.get("seahelm_judge_options")):
         _register_judge(judge, dict(options.get("seahelm_judge_options") or {}))
+    selection, set_label = C.task_selection(tree, options.get("seahelm_tasks"))
     tasks: list[Task] = []
     problems: list[str] = []
+    excluded: list[str] = []  # left out by the task set: reported, never an error on their own
     for task_id, cfg in tree.tasks.items():
         if tree.files[task_id].resolve() != path.resolve():
             continue
@@ -102,11 +106,23 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         languages = cfg.get("languages")
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        loader_ref = cfg.get("dataloader_file")
+        builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
+        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
+        unsupported = modalities.unsupported(cfg, loader_file)
         for lang, lang_cfg in languages.items():
             lang_cfg = dict(lang_cfg or {})
+            if selection is not None and task_id not in selection.get(str(lang), ()):
+                excluded.append(f"{task_id}/{lang}")
+                continue
+            if unsupported:
+                problems.append(f"{task_id}/{lang}: {unsupported}")
+                continue
             data, problem = _data_ref(lang_cfg.get("filepath"), tree.root, path, mapping)
-            if problem is None and data is None:
-                problem = "no 'filepath'"
+            if problem is None and data is None and builtin_loader:
+                problem = "no 'filepath'"  # a task-folder dataloader without one builds its rows itself (ONERULER)
+            if problem is None and data is not None and builtin_loader:
+                problem = folder_lacks(Path(data), "eval", str(lang))  # as the loader will read it, so ls and run agree
             if problem:
                 problems.append(f"{task_id}/{lang}: {problem}")
                 continue
@@ -128,11 +144,11 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 "version": str(meta.get("version", "0")),
                 "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
                 "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
-                "data": [{"path": data}],
+                "data": [{"path": data or str(loader_file or path)}],
                 "prompt": "{{ _seahelm_prompt }}",
                 "target": "{{ _seahelm_label }}",
                 "metrics": ["seahelm_row_score"],
-                "task_class": "proctor.seahelm.task.SeaHelmTask",
+                "task_class": modalities.task_class(cfg, loader_file),
                 "task_options": {
                     "task_id": task_id, "lang": lang, "config": resolved, "root": str(tree.root), "config_file": str(path),
                     "data": data, "trust_task_code": bool(options.get("trust_task_code")),
@@ -152,6 +168,10 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 error = exc.errors()[0]
                 raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
             tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm"))
+    if excluded:  # one line per file: a whole tree leaves out hundreds
+        shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
+        excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]
+        log.info("%s: skipping %s", path, excluded[0])
     if problems and options.get("seahelm_strict"):
         raise TaskDefinitionError(problems[0], file=path)
     by_reason: dict[str, list[str]] = {}
@@ -160,7 +180,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         by_reason.setdefault(reason, []).append(where)
     for reason, names in by_reason.items():
         log.warning("%s: skipping %s: %s", path, ", ".join(names), reason)
-    SKIPPED.extend(f"{path}: {p}" for p in problems)
-    if explicit and not tasks and problems:
-        raise TaskDefinitionError("; ".join(problems), file=path)
+    SKIPPED.extend(f"{path}: {p}" for p in problems + excluded)
+    if explicit and not tasks and (problems or excluded):
+        raise TaskDefinitionError("; ".join(problems + excluded), file=path)
     return tasks

@@ -41,7 +41,7 @@ BUILTIN_CLASSES = {
 
 
 def _builtin_logprob():
-    from proctor.seahelm.task import LogProbMetric
+    from proctor.seahelm.logprobs import LogProbMetric
 
     return LogProbMetric
 

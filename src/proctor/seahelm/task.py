@@ -17,11 +17,11 @@ from typing import Any, Callable
 import numpy as np
 
 from proctor.data.sources import Sample
-from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.requests import GenerateRequest
 from proctor.scoring.metrics import register_metric
 from proctor.seahelm import prompts as P
 from proctor.seahelm.dataloaders import RowList, TaskConfig, as_rows
-from proctor.seahelm.metrics import SeaHelmMetric, calculate_stderr
+from proctor.seahelm import logprobs as LP
 from proctor.tasks.custom import GenerationTask
 
 log = logging.getLogger(__name__)
@@ -41,30 +41,6 @@ class SeaHelmOutcome:
 def _row_score(outcome: Any) -> float | None:
     """The row's individual score from the SEA-HELM metric class (first run)."""
     return getattr(outcome, "score", None)
-
-
-class LogProbMetric(SeaHelmMetric):
-    """Generate up to the answer tag, then score ``answer_tag_separator + label`` for every label; the
-    gold label's cumulative probability is the row's score."""
-
-    uses_logprobs = True
-
-    def calculate_metrics(self):
-        df = self.inference_df
-        cum = [float(x) if x is not None else None for x in df["cumulative_logprob"]]
-        probs = [0.0 if x is None else 100 * math.exp(x) for x in cum]
-        logs = [x for x in cum if x is not None]
-        self.update_individual_scores([p / 100 for p in probs])
-        predicted = df["predicted_label"].tolist() if "predicted_label" in df else []
-        labels = [str(x) for x in df[self.label_column]]
-        # by generation (chat-only model) the gold label's "probability" is 1 if chosen, else 0: no log-prob exists
-        by_generation = "mc_format" in df and (df["mc_format"] == "generate").any()
-        return {
-            "average_cumulative_probabilities": float(np.mean(probs)) if probs else 0.0,
-            "average_cumulative_logprobs": float(np.mean(logs)) if logs and not by_generation else float("nan"),
-            "clt_se_cumulative_probabilities": calculate_stderr(probs),
-            "accuracy": 100 * float(np.mean([p == l for p, l in zip(predicted, labels)])) if predicted else float("nan"),
-        }, df
 
 
 def _jsonable(value: Any) -> Any:
@@ -291,20 +267,22 @@ class SeaHelmTask(GenerationTask):
         reasoning = self.options.get("reasoning") or {}
         if reasoning:
             max_tokens += int(reasoning.get("max_think_tokens", 20000))
-        stop = (P.BASE_STOP,) if is_base else ()
+        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
+        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
+        # SEA-HELM's log-prob strategy stops at the answer tag only (found in the text, see logprobs.intermediate)
+        stop = () if uses_logprobs else (P.BASE_STOP,) if is_base else ()
         temperature = float(self.config.get("temperature") or self.options.get("temperature") or 0.0)
         n_runs = max(1, int(self.options.get("n_runs", 1)))
         if self.config.get("max_n_runs"):
             n_runs = min(n_runs, int(self.config["max_n_runs"]))
         turns = max(1, loader.get_num_turns())
-        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
-        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
         runs: list[dict] = []
         for run in range(n_runs):
             answers: list[list[str]] = [[] for _ in rows]
             raw: list[list[str]] = [[] for _ in rows]
             rendered: list[str] = []
             sent: list = [None] * len(rows)  # ready-made conversations as sent (turn 1), kept for the metric
+            finish: list[str] = ["stop"] * len(rows)  # turn-1 finish reasons (the log-prob strategy skips "length")
             for turn in range(1, turns + 1):
                 ready = self._ready_conversations(loader, rows, turn)
                 if ready is not None:  # the dataloader's own chat conversations, sent as they are
@@ -320,6 +298,8 @@ class SeaHelmTask(GenerationTask):
                 requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run) for t in texts]
                 results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
                 for i, result in zip(active, results):
+                    if turn == 1:
+                        finish[i] = result.finish_reason
                     raw[i].append(result.text)
                     answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
             extra: dict[str, list] = {}
@@ -328,7 +308,8 @@ class SeaHelmTask(GenerationTask):
                 if lettered is not None:
                     extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
                 else:
-                    extra = self._logprobs(model, rows, rendered, answers, template)
+                    extra, responses = self._logprobs(model, rows, rendered, raw, finish, template)
+                    answers = [[r] for r in responses]
             runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
         self._corpus = self._summarise(runs, rows)
         first = runs[0]
@@ -351,27 +332,22 @@ class SeaHelmTask(GenerationTask):
             out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
         return out
 
-    def _logprobs(self, model, rows, rendered, answers, template) -> dict[str, list]:
-        tag = template.get("answer_tag", "")
-        separator = template.get("answer_tag_separator", " ")
-        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
-        contexts = []
-        for prompt, ans in zip(rendered, answers):
-            text = ans[0] if ans else ""
-            position = text.find(tag) if tag else -1
-            prefix = text[: position + len(tag)] if position >= 0 else tag
-            contexts.append(prompt + prefix)
-        requests = [LoglikelihoodRequest(ctx, separator + label, move_whitespace=False) for ctx in contexts for label in labels]
+    def _logprobs(self, model, rows, rendered, raw, finish, template) -> tuple[dict[str, list], list[str]]:
+        """SEA-HELM's LogprobsInferenceStrategy (see :mod:`proctor.seahelm.logprobs`): ({"cumulative_logprob":
+        per row, None where skipped}, the responses as SEA-HELM stores them: text + separator + label when scored)."""
         from proctor.engine.runner import execute
 
-        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size)
-        cumulative, predicted = [], []
-        for i, row in enumerate(rows):
-            scores = [results[i * len(labels) + k].logprob for k in range(len(labels))]
-            gold = str(row.get("label"))
-            cumulative.append(scores[labels.index(gold)] if gold in labels else None)
-            predicted.append(labels[int(np.argmax(scores))])
-        return {"cumulative_logprob": cumulative, "predicted_label": predicted}
+        tag = template.get("answer_tag") or ""
+        separator = LP.answer_tag_separator(template)
+        steps = [LP.intermediate(r[0] if r else "", f, tag) for r, f in zip(raw, finish)]
+        labels = [r.get("label") for r in rows]
+        scored, requests = LP.label_requests(rendered, steps, labels, separator)
+        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size) if requests else []
+        cumulative: list = [None] * len(rows)
+        for i, result in zip(scored, results):
+            cumulative[i] = result.logprob
+        responses = [s.response + (separator + str(label) if s.scored else "") for s, label in zip(steps, labels)]
+        return {"cumulative_logprob": cumulative}, responses
 
     def _lettered(self, kind, samples, rows, examples, template, is_base, run) -> dict[str, list]:
         """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
@@ -501,10 +477,12 @@ class SeaHelmTask(GenerationTask):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
                 entry = {"value": float(np.mean(values)), "stderr": None}
-                if name == key and len(runs) == 1:
-                    per_row = [s for s in runs[0]["scores"] if s is not None]
-                    scale = 100.0 if per_row and max(per_row) <= 1 and entry["value"] > 1 else 1.0
-                    entry["stderr"] = scale * calculate_stderr(per_row) if per_row else None
+                # SEA-HELM's own standard error of this value, where its metric reports one (LogProbMetric's
+                # clt_se_<x> for average_<x>); SEA-HELM computes none for a single run of the other metrics
+                se_name = "clt_se_" + name[len("average_"):] if name.startswith("average_") else None
+                errors = [float(r["metrics"][se_name]) for r in runs if isinstance(r["metrics"].get(se_name), (int, float, np.number))]
+                if errors:
+                    entry["stderr"] = float(np.mean(errors))
                 out[name] = entry
             elif value is None:
                 out[name] = {"value": None, "stderr": None}
