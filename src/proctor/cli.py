@@ -202,7 +202,7 @@ def run(
             data_path=data_path,
             dialect_options=_dialect_options(
                 norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
-                seahelm_runs=seahelm_runs, seahelm_tasks=seahelm_tasks, is_base_model=base_model, reasoning=reasoning,
+                seahelm_runs=seahelm_runs, seahelm_tasks=seahelm_tasks, seahelm_model_name=model, is_base_model=base_model, reasoning=reasoning,
                 seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
                 seahelm_judge_options=_judge_options(seahelm_judge, judge_base_url or base_url, judge_api_key_env or api_key_env, judge_arg),
             ),

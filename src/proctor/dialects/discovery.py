@@ -65,7 +65,7 @@ def collect_tasks(
         if not path.exists():
             raise TaskDefinitionError("no such file or folder", file=path)
         for file in find_task_files(path):
-            for task in _load_file(file, explicit=file == path, options=options):
+            for task in _load_file(file, explicit=file == path, options=seahelm.with_given_path(options, path)):
                 if task.name in seen:
                     other = seen[task.name]
                     if other.file is not None and task.file is not None and other.file.resolve() == task.file.resolve() and other.spec == task.spec:

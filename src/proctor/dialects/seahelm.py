@@ -73,6 +73,25 @@ def _register_judge(spec: str, settings: dict) -> None:
     JUDGE_SETTINGS[spec] = key
 
 
+def with_given_path(options: Mapping[str, Any] | None, given: Path) -> Mapping[str, Any] | None:
+    """The options a file found under ``given`` (the path the user named) is loaded with: whether the whole
+    SEA-HELM tree was named decides the default task set."""
+    if given.is_file() or (C.tasks_root(given) is None and not (given / C.TASKS_FOLDER).is_dir()):
+        return options
+    return {**(options or {}), "_seahelm_given": str(given)}
+
+
+def _default_task_set(options: Mapping[str, Any]) -> Any:
+    """``seahelm_tasks`` as given; else SEA-HELM's default set when the whole tree (the ``seahelm_tasks`` folder
+    or the repository holding it) was named, and every task of a sub-folder or file named on its own."""
+    if options.get("seahelm_tasks"):
+        return options["seahelm_tasks"]
+    given = options.get("_seahelm_given")
+    if given and (Path(given) / C.TASKS_FOLDER).is_dir() or given and Path(given).resolve().name == C.TASKS_FOLDER:
+        return None
+    return "all"
+
+
 def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
     options = dict(options or {})
     if path.name != "config.yaml":
@@ -93,7 +112,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         judge = getattr(judge, "name", "judge")
     elif isinstance(judge, str) and (judge.startswith("openai:") or options.get("seahelm_judge_options")):
         _register_judge(judge, dict(options.get("seahelm_judge_options") or {}))
-    selection, set_label = C.task_selection(tree, options.get("seahelm_tasks"))
+    selection, set_label = C.task_selection(tree, _default_task_set(options))
     tasks: list[Task] = []
     problems: list[str] = []
     excluded: list[str] = []  # left out by the task set: reported, never an error on their own
@@ -154,6 +173,8 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                     "data": data, "trust_task_code": bool(options.get("trust_task_code")),
                     "n_runs": int(options.get("seahelm_runs") or 1), "is_base_model": is_base, "reasoning": reasoning,
                     "judge": judge, "judge_generation": options.get("seahelm_judge_generation") or {},
+                    # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
+                    **({"model_name": options.get("seahelm_model_name")} if data is None and options.get("seahelm_model_name") else {}),
                 },
                 "rollup": {
                     "metric": str(cfg.get("metric", "")),

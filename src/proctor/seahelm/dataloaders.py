@@ -134,6 +134,10 @@ class RowList(list):
     def column_names(self) -> list[str]:
         return list(dict.fromkeys(k for row in self for k in row))
 
+    def map(self, function, *args: Any, **kwargs: Any) -> "RowList":
+        """``Dataset.map(fn)`` for a row function (task-folder code such as ONERULER's formatters), in-process."""
+        return RowList({**row, **(function(dict(row)) or {})} for row in self)
+
 
 def as_rows(dataset: Any) -> list[dict]:
     if dataset is None:

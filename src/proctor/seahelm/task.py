@@ -142,7 +142,7 @@ class SeaHelmTask(GenerationTask):
     def _make_loader(self, is_base: bool):
         import inspect
 
-        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": ""}
+        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.get("model_name") or ""}
         try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
             if "num_workers" in inspect.signature(self.loader_cls).parameters:
                 kwargs["num_workers"] = 1
@@ -158,8 +158,11 @@ class SeaHelmTask(GenerationTask):
         owner = owner if isinstance(owner, type) else type(owner)
         if getattr(owner, "__proctor_source__", None) is None:
             return target(*args, **kwargs)  # proctor's own classes: their errors are proctor's
+        from proctor.seahelm.task_code_env import working_directory
+
         try:
-            return target(*args, **kwargs)
+            with working_directory(self.options.get("root")):  # SEA-HELM runs from its repository root
+                return target(*args, **kwargs)
         except ProctorError:
             raise
         except Exception as exc:
@@ -170,7 +173,8 @@ class SeaHelmTask(GenerationTask):
     def _load_rows(self, loader: Any, limit: int | None) -> None:
         # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
         user_code = getattr(type(loader), "__proctor_source__", None) is not None
-        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code else limit)
+        generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
+        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
     def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
         """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),
@@ -217,7 +221,7 @@ class SeaHelmTask(GenerationTask):
                                           file=self.options["config_file"], field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
             label = row.get("label")
             fields = {"_seahelm_prompt": shown, "_seahelm_label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str)}
-            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data")), i + 1, i))
+            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data") or self.options.get("config_file")), i + 1, i))
         return samples
 
     def corpus_metrics(self) -> dict:
