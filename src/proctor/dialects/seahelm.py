@@ -64,7 +64,7 @@ def _register_judge(spec: str, settings: dict) -> None:
     import json
 
     from proctor.models.judge import load_judge
-    from proctor.seahelm.task import JUDGES, JUDGE_SETTINGS
+    from proctor.seahelm.judging import JUDGES, JUDGE_SETTINGS
 
     key = json.dumps(settings, sort_keys=True, default=str)
     if spec in JUDGES and JUDGE_SETTINGS.get(spec) == key:
@@ -106,7 +106,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
     reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}
     judge = options.get("seahelm_judge")
     if judge is not None and not isinstance(judge, str):
-        from proctor.seahelm.task import JUDGES
+        from proctor.seahelm.judging import JUDGES
 
         JUDGES[getattr(judge, "name", "judge")] = judge
         judge = getattr(judge, "name", "judge")

@@ -22,14 +22,14 @@ from proctor.scoring.metrics import register_metric
 from proctor.seahelm import prompts as P
 from proctor.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.seahelm import logprobs as LP
+from proctor.seahelm.conversations import ReadyConversations, _row_id
+from proctor.seahelm.judging import Judging
 from proctor.tasks.custom import GenerationTask
 
 log = logging.getLogger(__name__)
 
 N_BOOTSTRAP = 30
 BOOTSTRAP_SEED = 94370244
-JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API) or built with server settings, by name
-JUDGE_SETTINGS: dict[str, str] = {}  # the settings each built judge in JUDGES was made with
 
 
 @dataclass(frozen=True)
@@ -69,34 +69,7 @@ def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _messages(conversation: Any, where: str, source: Any, index: int) -> list[dict] | None:
-    """A ready-made conversation checked as chat messages (``role`` and string ``content`` each)."""
-    from proctor.errors import TaskDefinitionError
-
-    if conversation is None:
-        return None
-    if hasattr(conversation, "tolist"):
-        conversation = conversation.tolist()
-    if not isinstance(conversation, (list, tuple)) or not conversation:
-        raise TaskDefinitionError(f"{where}: conversation of row {index + 1} is not a non-empty list of messages "
-                                  f"(got {type(conversation).__name__})", file=source, row=index + 1, field="conversations")
-    out = []
-    for k, message in enumerate(conversation):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not isinstance(message.get("content"), str):
-            raise TaskDefinitionError(f"{where}: message {k} of row {index + 1} needs a string 'role' and 'content' (got {message!r:.80})",
-                                      file=source, row=index + 1, field=f"conversations[{k}]")
-        out.append({"role": message["role"], "content": message["content"]})
-    return out
-
-
-def _row_id(row: dict, index: int) -> str:
-    for key in ("id", "question_id"):
-        if row.get(key) is not None:
-            return str(row[key])
-    return str(index)
-
-
-class SeaHelmTask(GenerationTask):
+class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
     kind = "generate"
 
     def __init__(self, spec, options=None) -> None:
@@ -176,31 +149,6 @@ class SeaHelmTask(GenerationTask):
         generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
-    def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
-        """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),
-        or None when proctor builds the prompts from ``prompts`` + ``prompt_template``. They come from a
-        dataloader that overrides SEA-HELM's ``prepare_conversations_for_inference`` (HealthBench), else
-        from rows that carry a ``conversations`` message list and no ``prompts``."""
-        from proctor.errors import TaskDefinitionError
-
-        hook = getattr(type(loader), "prepare_conversations_for_inference", None)
-        source = getattr(type(loader), "__proctor_source__", None) or self.options.get("config_file")
-        if hook is not None and not getattr(hook, "__proctor_template__", False):
-            loader.dataset = RowList(rows)
-            got = self._plugin_call(loader.prepare_conversations_for_inference, "prepare_conversations_for_inference", turn,
-                                    fewshot_as_multiturn=True)
-            got = as_rows(got) if not isinstance(got, list) else got
-            if len(got) != len(rows):
-                raise TaskDefinitionError(f"{type(loader).__name__}.prepare_conversations_for_inference gave {len(got)} conversations "
-                                          f"for {len(rows)} rows ({self.task_id}/{self.lang}, turn {turn})", file=source, field="conversations")
-            where = f"{type(loader).__name__}.prepare_conversations_for_inference"
-            return [_messages(c, where, source, i) for i, c in enumerate(got)]
-        if turn != 1 or not any(not r.get("prompts") and r.get("conversations") is not None for r in rows):
-            return None
-        data = self.options.get("data") or self.config["languages"][self.lang].get("filepath")
-        return [_messages(r["conversations"], "row", data, i) if not r.get("prompts") and r.get("conversations") is not None else None
-                for i, r in enumerate(rows)]
-
     def load_samples(self, limit: int | None = None) -> list[Sample]:
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
         self._load_rows(self.dataloader, limit)
@@ -227,20 +175,6 @@ class SeaHelmTask(GenerationTask):
     def corpus_metrics(self) -> dict:
         return self._corpus
 
-    def judge_usage(self) -> dict | None:
-        """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
-        return getattr(self, "_judge_usage", None)
-
-    def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
-        from proctor.engine.runner import usage_delta
-
-        delta = usage_delta(judge_model, before)
-        if delta is None:
-            return
-        total = getattr(self, "_judge_usage", None) or {}
-        self._judge_usage = {k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()}
-
-    # ---------------------------------------------------------------- running
     def _is_base(self, model: Any) -> bool:
         given = self.options.get("is_base_model")
         return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
@@ -420,19 +354,6 @@ class SeaHelmTask(GenerationTask):
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
 
-    def _judge_batch(self, loader, metric, judge, rows, answers) -> None:
-        """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
-        the judge model answers them (retried while no ``<classification>``/verdict parses) and the
-        responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
-        loader.dataset = RowList(dict(r, responses=list(a)) for r, a in zip(rows, answers))
-        conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
-        parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
-        verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
-        path = self._plugin_call(loader.get_judge_batch_response_filepath, "get_judge_batch_response_filepath")
-        with open(path, "w", encoding="utf-8") as handle:
-            for custom_id, conversation, (_, text) in zip(custom_ids, conversations, verdicts):
-                handle.write(json.dumps({"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False) + "\n")
-
     @staticmethod
     def _scalar(value: Any, key: str | None) -> float | None:
         if isinstance(value, dict):
@@ -442,25 +363,6 @@ class SeaHelmTask(GenerationTask):
         except (TypeError, ValueError):
             return None
         return None if math.isnan(value) else value
-
-    def _judge(self, model):
-        from proctor.seahelm.judges import JudgeRunner
-
-        name = self.options.get("judge")
-        judge_model = model
-        if isinstance(name, str) and name:
-            if name not in JUDGES:
-                from proctor.models.registry import load_model
-
-                JUDGES[name] = load_model(name)
-            judge_model = JUDGES[name]
-        generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
-        if isinstance(generation, list):
-            generation = generation[0] if generation else {}
-        generation = {**generation, **(self.options.get("judge_generation") or {})}
-        runner = JudgeRunner(judge_model, generation, self.lookup, self.chunk_size)
-        self._judge_runner = runner
-        return runner
 
     def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
         key = self.config.get("metric")
