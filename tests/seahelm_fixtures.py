@@ -21,3 +21,220 @@ def mt_bench_copy(tmp_path: Path) -> Path:
     ]
     (copy / "en" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     return copy
+
+
+# ---------------------------------------------------------------- an upstream-shaped tree (SEA-HELM @ 6844e6c layout)
+NLI_ID = "aisingapore/NLR-NLI"  # a hub id, as upstream's nli config names it; mapped with --seahelm-data
+
+_TEMPLATE_ID = """\
+      prompt_template:
+        preamble: |-
+          Tentukan hubungan SENTENCE_1 dan SENTENCE_2. Jawablah hanya dengan format berikut ini:
+          "{answer_tag} ANSWER"
+        task_template: |-
+          SENTENCE_1: {sentence1}
+          SENTENCE_2: {sentence2}
+        answer_template: |-
+          {answer_tag} {label}
+        answer_tag: "Jawaban:"
+"""
+
+_NLI = """\
+nli:
+  metadata:
+    version: 1.1
+  name: natural_language_inference
+  competency: nlr
+  dataloader_file: src/dataloaders/huggingface_dataloader.py
+  dataloader_class: HuggingFaceDataloader
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  metric: normalized_accuracy
+  fewshot_num_examples:
+    instruct: 0
+    base: 5
+  languages:
+    id:
+      filepath: aisingapore/NLR-NLI
+      example_filepath: aisingapore/NLR-NLI
+      max_tokens: MAXTOK
+TEMPLATE_ID    vi:
+      filepath: aisingapore/NLR-NLI
+      example_filepath: aisingapore/NLR-NLI
+      max_tokens: MAXTOK
+TEMPLATE_ID
+nli-logprobs:
+  metadata: ${nli.metadata}
+  name: nli-logprobs
+  competency: ${nli.competency}
+  dataloader_file: ${nli.dataloader_file}
+  dataloader_class: ${nli.dataloader_class}
+  metric_file: src/metrics/logprob_metric.py
+  metric_class: LogProbMetric
+  metric: average_cumulative_probabilities
+  use_logprobs: true
+  max_n_runs: 1
+  fewshot_num_examples: ${nli.fewshot_num_examples}
+  languages: ${nli.languages}
+"""
+
+_CAUSAL = """\
+causal:
+  metadata:
+    version: 1
+  name: causal_reasoning
+  competency: nlr
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  metric: normalized_accuracy
+  aggregation_group: causal-all
+  languages:
+    id:
+      filepath: seahelm_tasks/nlr/causal/data/id_copa.jsonl
+      example_filepath:
+      max_tokens: MAXTOK
+TEMPLATE_ID
+causal-logprobs:
+  metadata: ${causal.metadata}
+  name: causal-logprobs
+  competency: ${causal.competency}
+  metric_file: src/metrics/logprob_metric.py
+  metric_class: LogProbMetric
+  metric: average_cumulative_probabilities
+  use_logprobs: true
+  max_n_runs: 1
+  languages: ${causal.languages}
+"""
+
+_SENTIMENT = """\
+sentiment:
+  metadata:
+    version: 1
+  name: sentiment_analysis
+  competency: nlu
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  metric: normalized_accuracy
+  languages:
+    id:
+      filepath: seahelm_tasks/nlu/sentiment/data/id_senti.jsonl
+      example_filepath:
+      max_tokens: MAXTOK
+TEMPLATE_ID"""
+
+_MMSTAR = """\
+mmstar:
+  metadata:
+    version: 1
+  name: mmstar
+  competency: vision
+  task_modality: vision
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  dataloader_file: seahelm_tasks/vision/mmstar/mmstar_dataloader.py
+  dataloader_class: MMStarDataloader
+  metric: normalized_accuracy
+  languages:
+    en:
+      filepath: Lin-Chen/MMStar
+      example_filepath:
+      max_tokens: 64
+      prompt_template:
+        preamble: Answer with a letter.
+        task_template: "{question}"
+        answer_template: "{answer_tag} {label}"
+        answer_tag: "Answer:"
+"""
+
+_MMSTAR_LOADER = """\
+from src.dataloaders.huggingface_image_dataloader import HuggingFaceImageDataloader
+
+
+class MMStarDataloader(HuggingFaceImageDataloader):
+    pass
+"""
+
+_SPEECH = """\
+speechqa:
+  metadata:
+    version: 1
+  name: speechqa
+  competency: audio
+  task_modality: audio
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  dataloader_file: seahelm_tasks/audio/speechqa/speechqa_dataloader.py
+  dataloader_class: SpeechQADataloader
+  metric: normalized_accuracy
+  languages:
+    en:
+      filepath: example/speech-qa
+      example_filepath:
+      max_tokens: 64
+      prompt_template:
+        preamble: Answer with a letter.
+        task_template: "{question}"
+        answer_template: "{answer_tag} {label}"
+        answer_tag: "Answer:"
+"""
+
+_SPEECH_LOADER = """\
+from src.dataloaders.huggingface_audio_dataloader import HuggingFaceAudioDataloader
+
+
+class SpeechQADataloader(HuggingFaceAudioDataloader):
+    pass
+"""
+
+TASK_CONFIG = """\
+vision:
+  en: ["mmstar"]
+
+audio:
+  en: ["speechqa"]
+
+seahelm:
+  id: ["sentiment", "causal-all", "nli"]
+  vi: ["nli"]
+
+seahelm_logprobs:
+  id: ["sentiment", "causal-logprobs", "nli-logprobs"]
+  vi: ["nli-logprobs"]
+
+everything_id:
+  id: all
+"""
+
+NLI_ROWS = [("entailment", "Dia makan nasi.", "Dia makan."), ("contradiction", "Hari hujan.", "Hari cerah."),
+            ("neutral", "Ani membaca.", "Ani senang."), ("entailment", "Budi berlari cepat.", "Budi berlari.")]
+
+
+def _rows(triples) -> str:
+    return "\n".join(json.dumps({"id": i, "label": l, "prompts": [{"sentence1": a, "sentence2": b}], "metadata": {"language": "id"}})
+                     for i, (l, a, b) in enumerate(triples))
+
+
+def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...] = ("id", "vi")) -> tuple[Path, dict]:
+    """A SEA-HELM repository copy in upstream's layout: nli/nli-logprobs (hub id mapped to a local folder holding
+    ``nli_langs``), causal/causal-logprobs (local file, an aggregation group), sentiment, an image task (mmstar), an audio task (speechqa)
+    and task_config.yaml. Returns (the seahelm_tasks folder, dialect options mapping the hub id)."""
+    root = tmp_path / "SEA-HELM"
+    tasks = root / "seahelm_tasks"
+    template = _TEMPLATE_ID
+    files = {
+        "nlr/nli/config.yaml": _NLI, "nlr/causal/config.yaml": _CAUSAL, "nlu/sentiment/config.yaml": _SENTIMENT,
+        "vision/mmstar/config.yaml": _MMSTAR, "vision/mmstar/mmstar_dataloader.py": _MMSTAR_LOADER, "task_config.yaml": TASK_CONFIG,
+        "audio/speechqa/config.yaml": _SPEECH, "audio/speechqa/speechqa_dataloader.py": _SPEECH_LOADER,
+        "nlr/causal/data/id_copa.jsonl": _rows([("A", "Gelas jatuh.", "Gelas pecah."), ("B", "Dia lapar.", "Dia makan."),
+                                               ("A", "Lampu mati.", "Ruang gelap.")]),
+        "nlu/sentiment/data/id_senti.jsonl": _rows([("Positif", "Bagus.", "-"), ("Negatif", "Buruk.", "-")]),
+    }
+    for name, text in files.items():
+        (tasks / name).parent.mkdir(parents=True, exist_ok=True)
+        (tasks / name).write_text(text.replace("TEMPLATE_ID", template).replace("MAXTOK", str(max_tokens)), encoding="utf-8")
+    data = tmp_path / "nli_copy"
+    for lang in nli_langs:
+        (data / lang).mkdir(parents=True, exist_ok=True)
+        (data / lang / "eval.jsonl").write_text(_rows(NLI_ROWS), encoding="utf-8")
+        (data / lang / "examples.jsonl").write_text(_rows(NLI_ROWS[:2]), encoding="utf-8")
+    return tasks, {"seahelm_data": {NLI_ID: str(data)}}

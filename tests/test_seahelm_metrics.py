@@ -29,7 +29,9 @@ def test_normalize_and_stderr():
     assert M.normalize_score(0.5, 0.25, 1) == pytest.approx(1 / 3)
     assert M.normalize_score(0.1, 0.25, 1) == 0.0
     assert M.normalize_score(1, 1, 1) == 0.0
-    assert M.calculate_stderr([1.0, 0.0, 1.0, 0.0]) == pytest.approx(np.sqrt(np.var([1, 0, 1, 0]) / 4))
+    # SEA-HELM's SeaHelmMetric.calculate_stderr: math.sqrt(statistics.variance(values) / len(values)) (sample variance)
+    assert M.calculate_stderr([1.0, 0.0, 1.0, 0.0]) == pytest.approx(np.sqrt(np.var([1, 0, 1, 0], ddof=1) / 4))
+    assert M.calculate_stderr([3.0]) == 0.0
 
 
 def _loader(rows, template, **config):

@@ -70,6 +70,9 @@ def _resources(items: Optional[List[str]]) -> dict[str, float]:
     return out
 
 
+_SEAHELM_TASKS_HELP = "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task)."
+
+
 def _dialect_options(norm: bool, temp: float, **seahelm) -> dict:
     options = {"probsem_norm": norm, "probsem_temp": temp}
     mapping = {}
@@ -188,6 +191,7 @@ def run(
     judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="openai judge: environment variable holding its API key (default: --api-key-env)."),
     judge_arg: Optional[List[str]] = typer.Option(None, "--judge-arg", help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
     seahelm_runs: int = typer.Option(1, "--seahelm-runs", min=1, help="SEA-HELM: seeded runs per task, bootstrapped per question."),
+    seahelm_tasks: Optional[List[str]] = typer.Option(None, "--seahelm-tasks", help=_SEAHELM_TASKS_HELP),
     base_model: Optional[bool] = typer.Option(None, "--base-model/--instruct-model", help="SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template."),
     reasoning: bool = typer.Option(False, "--reasoning-model", help="SEA-HELM: add the thinking budget and strip thinking before scoring."),
     seahelm_max_tokens: Optional[int] = typer.Option(None, "--seahelm-max-tokens", min=1, help="SEA-HELM: cap every language's max_tokens (quick runs)."),
@@ -286,7 +290,7 @@ def run(
             data_path=data_path,
             dialect_options=_dialect_options(
                 norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data, seahelm_judge=seahelm_judge,
-                seahelm_runs=seahelm_runs, is_base_model=base_model, reasoning=reasoning,
+                seahelm_runs=seahelm_runs, seahelm_tasks=seahelm_tasks, seahelm_model_name=model, is_base_model=base_model, reasoning=reasoning,
                 seahelm_max_tokens=seahelm_max_tokens, seahelm_judge_max_tokens=seahelm_judge_max_tokens,
                 seahelm_judge_options=_judge_options(seahelm_judge, judge_base_url or base_url, judge_api_key_env or api_key_env, judge_arg),
                 **_lmeval_options(lmeval_data, lmeval_data_file, lmeval_include),
@@ -323,6 +327,7 @@ def list_tasks(
     lmeval_data: Optional[List[str]] = typer.Option(None, "--lmeval-data", help=_LMEVAL_DATA_HELP),
     lmeval_data_file: Optional[Path] = typer.Option(None, "--lmeval-data-file", help=_LMEVAL_FILE_HELP),
     lmeval_include: Optional[List[Path]] = typer.Option(None, "--lmeval-include", help=_LMEVAL_INCLUDE_HELP),
+    seahelm_tasks: Optional[List[str]] = typer.Option(None, "--seahelm-tasks", help=_SEAHELM_TASKS_HELP),
 ) -> None:
     """List the tasks found under the given paths (SEA-HELM flags as for run); 'lm_eval:' or a glob
     such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
@@ -346,7 +351,7 @@ def list_tasks(
     for column in ("task", "kind", "dialect", "version", "defined at"):
         table.add_column(column)
     options = _dialect_options(norm, temp, trust_task_code=trust_task_code, seahelm_data=seahelm_data,
-                               is_base_model=base_model, reasoning=reasoning, **lmeval_options)
+                               is_base_model=base_model, reasoning=reasoning, seahelm_tasks=seahelm_tasks, **lmeval_options)
     found = load_tasks(paths, options=options)
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)

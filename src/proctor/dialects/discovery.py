@@ -77,7 +77,7 @@ def collect_tasks(
             raise TaskDefinitionError("no such file or folder", file=path)
         for file in find_task_files(path):
             try:
-                loaded = _load_file(file, explicit=file == path, options=options)
+                loaded = _load_file(file, explicit=file == path, options=seahelm.with_given_path(options, path))
             except TaskDefinitionError as exc:
                 if problems is None or file == path:
                     raise

@@ -20,6 +20,8 @@ from pydantic import ValidationError
 
 from proctor.errors import TaskDefinitionError
 from proctor.seahelm import config as C
+from proctor.seahelm import modalities
+from proctor.seahelm.dataloaders import folder_lacks
 from proctor.spec.task import TaskSpec
 from proctor.tasks.base import Task
 
@@ -62,13 +64,32 @@ def _register_judge(spec: str, settings: dict) -> None:
     import json
 
     from proctor.models.judge import load_judge
-    from proctor.seahelm.task import JUDGES, JUDGE_SETTINGS
+    from proctor.seahelm.judging import JUDGES, JUDGE_SETTINGS
 
     key = json.dumps(settings, sort_keys=True, default=str)
     if spec in JUDGES and JUDGE_SETTINGS.get(spec) == key:
         return
     JUDGES[spec] = load_judge(spec, **settings)
     JUDGE_SETTINGS[spec] = key
+
+
+def with_given_path(options: Mapping[str, Any] | None, given: Path) -> Mapping[str, Any] | None:
+    """The options a file found under ``given`` (the path the user named) is loaded with: whether the whole
+    SEA-HELM tree was named decides the default task set."""
+    if given.is_file() or (C.tasks_root(given) is None and not (given / C.TASKS_FOLDER).is_dir()):
+        return options
+    return {**(options or {}), "_seahelm_given": str(given)}
+
+
+def _default_task_set(options: Mapping[str, Any]) -> Any:
+    """``seahelm_tasks`` as given; else SEA-HELM's default set when the whole tree (the ``seahelm_tasks`` folder
+    or the repository holding it) was named, and every task of a sub-folder or file named on its own."""
+    if options.get("seahelm_tasks"):
+        return options["seahelm_tasks"]
+    given = options.get("_seahelm_given")
+    if given and (Path(given) / C.TASKS_FOLDER).is_dir() or given and Path(given).resolve().name == C.TASKS_FOLDER:
+        return None
+    return "all"
 
 
 def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
@@ -85,14 +106,16 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
     reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}
     judge = options.get("seahelm_judge")
     if judge is not None and not isinstance(judge, str):
-        from proctor.seahelm.task import JUDGES
+        from proctor.seahelm.judging import JUDGES
 
         JUDGES[getattr(judge, "name", "judge")] = judge
         judge = getattr(judge, "name", "judge")
     elif isinstance(judge, str) and (judge.startswith("openai:") or options.get("seahelm_judge_options")):
         _register_judge(judge, dict(options.get("seahelm_judge_options") or {}))
+    selection, set_label = C.task_selection(tree, _default_task_set(options))
     tasks: list[Task] = []
     problems: list[str] = []
+    excluded: list[str] = []  # left out by the task set: reported, never an error on their own
     for task_id, cfg in tree.tasks.items():
         if tree.files[task_id].resolve() != path.resolve():
             continue
@@ -102,11 +125,23 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         languages = cfg.get("languages")
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        loader_ref = cfg.get("dataloader_file")
+        builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
+        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
+        unsupported = modalities.unsupported(cfg, loader_file)
         for lang, lang_cfg in languages.items():
             lang_cfg = dict(lang_cfg or {})
+            if selection is not None and task_id not in selection.get(str(lang), ()):
+                excluded.append(f"{task_id}/{lang}")
+                continue
+            if unsupported:
+                problems.append(f"{task_id}/{lang}: {unsupported}")
+                continue
             data, problem = _data_ref(lang_cfg.get("filepath"), tree.root, path, mapping)
-            if problem is None and data is None:
-                problem = "no 'filepath'"
+            if problem is None and data is None and builtin_loader:
+                problem = "no 'filepath'"  # a task-folder dataloader without one builds its rows itself (ONERULER)
+            if problem is None and data is not None and builtin_loader:
+                problem = folder_lacks(Path(data), "eval", str(lang))  # as the loader will read it, so ls and run agree
             if problem:
                 problems.append(f"{task_id}/{lang}: {problem}")
                 continue
@@ -128,16 +163,18 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 "version": str(meta.get("version", "0")),
                 "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
                 "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
-                "data": [{"path": data}],
+                "data": [{"path": data or str(loader_file or path)}],
                 "prompt": "{{ _seahelm_prompt }}",
                 "target": "{{ _seahelm_label }}",
                 "metrics": ["seahelm_row_score"],
-                "task_class": "proctor.seahelm.task.SeaHelmTask",
+                "task_class": modalities.task_class(cfg, loader_file),
                 "task_options": {
                     "task_id": task_id, "lang": lang, "config": resolved, "root": str(tree.root), "config_file": str(path),
                     "data": data, "trust_task_code": bool(options.get("trust_task_code")),
                     "n_runs": int(options.get("seahelm_runs") or 1), "is_base_model": is_base, "reasoning": reasoning,
                     "judge": judge, "judge_generation": options.get("seahelm_judge_generation") or {},
+                    # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
+                    **({"model_name": options.get("seahelm_model_name")} if data is None and options.get("seahelm_model_name") else {}),
                 },
                 "rollup": {
                     "metric": str(cfg.get("metric", "")),
@@ -152,6 +189,10 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
                 error = exc.errors()[0]
                 raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
             tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm"))
+    if excluded:  # one line per file: a whole tree leaves out hundreds
+        shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
+        excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]
+        log.info("%s: skipping %s", path, excluded[0])
     if problems and options.get("seahelm_strict"):
         raise TaskDefinitionError(problems[0], file=path)
     by_reason: dict[str, list[str]] = {}
@@ -160,7 +201,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         by_reason.setdefault(reason, []).append(where)
     for reason, names in by_reason.items():
         log.warning("%s: skipping %s: %s", path, ", ".join(names), reason)
-    SKIPPED.extend(f"{path}: {p}" for p in problems)
-    if explicit and not tasks and problems:
-        raise TaskDefinitionError("; ".join(problems), file=path)
+    SKIPPED.extend(f"{path}: {p}" for p in problems + excluded)
+    if explicit and not tasks and (problems or excluded):
+        raise TaskDefinitionError("; ".join(problems + excluded), file=path)
     return tasks

@@ -40,6 +40,7 @@ class ConfigTree:
     files: dict[str, Path]  # task id -> config.yaml defining it
     constants: dict = field(default_factory=dict)
     reasoning: dict = field(default_factory=dict)
+    task_sets: dict = field(default_factory=dict)  # task_config.yaml: set name -> {lang: [task ids] | "all"}
 
 
 def _read(path: Path) -> Any:
@@ -82,7 +83,8 @@ def load_tree(start: Path) -> ConfigTree:
     start = start.resolve()
     troot = tasks_root(start)
     files = sorted(troot.rglob("config.yaml")) if troot is not None else [start if start.is_file() else start / "config.yaml"]
-    key = tuple((str(f), f.stat().st_mtime_ns) for f in files)
+    extra = [troot / "task_config.yaml"] if troot is not None and (troot / "task_config.yaml").is_file() else []
+    key = tuple((str(f), f.stat().st_mtime_ns) for f in files + extra)
     if key in _CACHE:
         return _CACHE[key]
     merged: dict[str, Any] = {}
@@ -105,13 +107,17 @@ def load_tree(start: Path) -> ConfigTree:
             raise TaskDefinitionError("a task config must be a mapping", file=owners[task_id], field=str(task_id))
         tasks[task_id] = resolved
     root = troot.parent if troot is not None else files[0].parent
-    constants, reasoning = {}, {}
+    constants, reasoning, task_sets = {}, {}, {}
     if troot is not None:
+        if (troot / "task_config.yaml").is_file():
+            task_sets = _read(troot / "task_config.yaml") or {}
+            if not isinstance(task_sets, dict):
+                raise TaskDefinitionError("task_config.yaml maps task-set names to {language: [task ids]}", file=troot / "task_config.yaml")
         if (troot / "constants.yaml").is_file():
             constants = _read(troot / "constants.yaml") or {}
         if (troot / "reasoning_generation_config.yaml").is_file():
             reasoning = (_read(troot / "reasoning_generation_config.yaml") or {}).get("reasoning_generation_kwargs", {})
-    tree = ConfigTree(root, tasks, owners, constants, reasoning)
+    tree = ConfigTree(root, tasks, owners, constants, reasoning, task_sets)
     _CACHE[key] = tree
     return tree
 
@@ -130,3 +136,49 @@ def resolve_file(reference: str, root: Path, config_file: Path) -> Path | None:
 def looks_like_hub_id(reference: str) -> bool:
     """``owner/name`` without a file suffix: a Hugging Face dataset id."""
     return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", reference)) and not re.search(r"\.(jsonl?|csv|tsv|parquet|arrow)$", reference)
+
+
+DEFAULT_TASK_SET = "seahelm"  # what SEA-HELM's run_evaluation.sh passes as --tasks
+
+
+def task_selection(tree: ConfigTree, names: str | list[str] | None) -> tuple[dict[str, set[str]] | None, str]:
+    """({lang: task ids} to run, or None for every task; a label for messages), as SeaHelmEvaluation reads
+    task_config.yaml: several sets are merged, ``"all"`` for a language is every task defined for it, and an
+    ``aggregation_group`` name stands for the tasks of that group. No ``names``: SEA-HELM's default set when
+    the tree's task_config.yaml defines it, else every task; ``all``: every task."""
+    if isinstance(names, str):
+        names = [names]
+    names = [n.strip() for item in names or [] for n in str(item).split(",") if n.strip()]
+    if not names:
+        if DEFAULT_TASK_SET not in tree.task_sets:
+            return None, "every task"
+        names = [DEFAULT_TASK_SET]
+    if "all" in names:
+        return None, "every task"
+    source = tree.root / TASKS_FOLDER / "task_config.yaml"
+    by_lang: dict[str, list[str]] = {}
+    aliases: dict[str, list[str]] = {}
+    for task_id, cfg in tree.tasks.items():
+        for lang in cfg.get("languages") or {}:
+            by_lang.setdefault(str(lang), []).append(task_id)
+        if cfg.get("aggregation_group"):
+            aliases.setdefault(str(cfg["aggregation_group"]), []).append(task_id)
+    selection: dict[str, set[str]] = {}
+    for name in names:
+        chosen = tree.task_sets.get(name)
+        if not isinstance(chosen, dict):
+            known = ", ".join(k for k, v in tree.task_sets.items() if isinstance(v, dict)) or "none"
+            raise TaskDefinitionError(f"unknown SEA-HELM task set '{name}' (task_config.yaml defines: {known}; 'all' runs every task)",
+                                      file=source if tree.task_sets else None, field=name)
+        for lang, entries in chosen.items():
+            lang = str(lang)
+            if isinstance(entries, str):
+                if entries != "all":
+                    raise TaskDefinitionError(f"a task list or 'all' expected, got '{entries}'", file=source, field=f"{name}.{lang}")
+                ids = list(by_lang.get(lang, []))
+            else:
+                ids = []
+                for entry in entries or []:
+                    ids += aliases.get(str(entry), [str(entry)])
+            selection.setdefault(lang, set()).update(ids)
+    return selection, "task set " + "+".join(f"'{n}'" for n in names)

@@ -58,15 +58,33 @@ class TaskConfig:
             setattr(self, key, value)
 
 
+def candidate_files(split: str | None, lang: str | None) -> list[str]:
+    """The files a data folder is searched for, in order (then a ``save_to_disk`` copy)."""
+    names = []
+    for stem in ([f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]):
+        if stem:
+            names += [f"{stem}{s}" for s in (".jsonl", ".json", ".parquet", ".csv")]
+    return names
+
+
+def folder_lacks(path: Path, split: str, lang: str) -> str | None:
+    """Why ``read_rows(path, split, lang)`` would find nothing (None: it finds a file, or ``path`` is a file
+    or a ``save_to_disk`` copy, whose rows are filtered by language when read)."""
+    path = Path(path)
+    if not path.is_dir() or any((path / marker).is_file() for marker in ("dataset_dict.json", "state.json", "dataset_info.json")):
+        return None
+    names = candidate_files(split, lang)
+    if any((path / name).is_file() for name in names):
+        return None
+    return f"{path} has no '{split}' data for language '{lang}' (looked for {', '.join(names[:3])}, ...)"
+
+
 def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> list[dict]:
     """Rows of a local SEA-HELM data file (jsonl/json/csv/parquet) or folder (``<lang>/<split>.*``,
     ``<lang>_<split>.*``, ``<split>.*``, or a ``datasets.save_to_disk`` folder)."""
     path = Path(path)
     if path.is_dir():
-        names = []
-        for stem in ([f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]):
-            if stem:
-                names += [f"{stem}{s}" for s in (".jsonl", ".json", ".parquet", ".csv")]
+        names = candidate_files(split, lang)
         for name in names:
             if (path / name).is_file():
                 return read_rows(path / name)
@@ -121,6 +139,10 @@ class RowList(list):
     @property
     def column_names(self) -> list[str]:
         return list(dict.fromkeys(k for row in self for k in row))
+
+    def map(self, function, *args: Any, **kwargs: Any) -> "RowList":
+        """``Dataset.map(fn)`` for a row function (task-folder code such as ONERULER's formatters), in-process."""
+        return RowList({**row, **(function(dict(row)) or {})} for row in self)
 
 
 def as_rows(dataset: Any) -> list[dict]:

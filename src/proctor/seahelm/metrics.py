@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import string
 from typing import Any, Sequence
 
@@ -21,10 +22,11 @@ def normalize_score(score: float, min_score: float, max_score: float) -> float:
 
 
 def calculate_stderr(values: Sequence[float]) -> float:
-    array = np.asarray([v for v in values if v is not None], dtype=float)
-    if array.size <= 1:
+    """SEA-HELM's ``SeaHelmMetric.calculate_stderr``: sqrt(sample variance / n), 0 for n <= 1."""
+    kept = [float(v) for v in values if v is not None]
+    if len(kept) <= 1:
         return 0.0
-    return float(math.sqrt(array.var() / array.size))
+    return math.sqrt(statistics.variance(kept) / len(kept))
 
 
 def balanced_accuracy(references: Sequence[str], predictions: Sequence[str]) -> float:

@@ -42,7 +42,7 @@ BUILTIN_CLASSES = {
 
 
 def _builtin_logprob():
-    from proctor.seahelm.task import LogProbMetric
+    from proctor.seahelm.logprobs import LogProbMetric
 
     return LogProbMetric
 
@@ -139,6 +139,9 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
 
     module = sys.modules.get(getattr(cls, "__module__", ""))
     if module is not None:
+        from proctor.seahelm import task_code_env
+
         patch_module(module)  # its load_dataset(<hub id>, ...) reads local copies, never the hub
+        task_code_env.patch_module(module)  # AutoTokenizer: the evaluated model's; Dataset.map in-process
     cls.__proctor_source__ = str(path)
     return cls

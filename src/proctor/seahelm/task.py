@@ -17,20 +17,20 @@ from typing import Any, Callable
 import numpy as np
 
 from proctor.data.sources import Sample
-from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.requests import GenerateRequest
 from proctor.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.scoring.metrics import register_metric
 from proctor.seahelm import prompts as P
 from proctor.seahelm.dataloaders import RowList, TaskConfig, as_rows
-from proctor.seahelm.metrics import SeaHelmMetric, calculate_stderr
+from proctor.seahelm import logprobs as LP
+from proctor.seahelm.conversations import ReadyConversations, _row_id
+from proctor.seahelm.judging import Judging
 from proctor.tasks.custom import GenerationTask
 
 log = logging.getLogger(__name__)
 
 N_BOOTSTRAP = 30
 BOOTSTRAP_SEED = 94370244
-JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API) or built with server settings, by name
-JUDGE_SETTINGS: dict[str, str] = {}  # the settings each built judge in JUDGES was made with
 
 
 @dataclass(frozen=True)
@@ -42,30 +42,6 @@ class SeaHelmOutcome:
 def _row_score(outcome: Any) -> float | None:
     """The row's individual score from the SEA-HELM metric class (first run)."""
     return getattr(outcome, "score", None)
-
-
-class LogProbMetric(SeaHelmMetric):
-    """Generate up to the answer tag, then score ``answer_tag_separator + label`` for every label; the
-    gold label's cumulative probability is the row's score."""
-
-    uses_logprobs = True
-
-    def calculate_metrics(self):
-        df = self.inference_df
-        cum = [float(x) if x is not None else None for x in df["cumulative_logprob"]]
-        probs = [0.0 if x is None else 100 * math.exp(x) for x in cum]
-        logs = [x for x in cum if x is not None]
-        self.update_individual_scores([p / 100 for p in probs])
-        predicted = df["predicted_label"].tolist() if "predicted_label" in df else []
-        labels = [str(x) for x in df[self.label_column]]
-        # by generation (chat-only model) the gold label's "probability" is 1 if chosen, else 0: no log-prob exists
-        by_generation = "mc_format" in df and (df["mc_format"] == "generate").any()
-        return {
-            "average_cumulative_probabilities": float(np.mean(probs)) if probs else 0.0,
-            "average_cumulative_logprobs": float(np.mean(logs)) if logs and not by_generation else float("nan"),
-            "clt_se_cumulative_probabilities": calculate_stderr(probs),
-            "accuracy": 100 * float(np.mean([p == l for p, l in zip(predicted, labels)])) if predicted else float("nan"),
-        }, df
 
 
 def _jsonable(value: Any) -> Any:
@@ -94,33 +70,6 @@ def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _messages(conversation: Any, where: str, source: Any, index: int) -> list[dict] | None:
-    """A ready-made conversation checked as chat messages (``role`` and string ``content`` each)."""
-    from proctor.errors import TaskDefinitionError
-
-    if conversation is None:
-        return None
-    if hasattr(conversation, "tolist"):
-        conversation = conversation.tolist()
-    if not isinstance(conversation, (list, tuple)) or not conversation:
-        raise TaskDefinitionError(f"{where}: conversation of row {index + 1} is not a non-empty list of messages "
-                                  f"(got {type(conversation).__name__})", file=source, row=index + 1, field="conversations")
-    out = []
-    for k, message in enumerate(conversation):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not isinstance(message.get("content"), str):
-            raise TaskDefinitionError(f"{where}: message {k} of row {index + 1} needs a string 'role' and 'content' (got {message!r:.80})",
-                                      file=source, row=index + 1, field=f"conversations[{k}]")
-        out.append({"role": message["role"], "content": message["content"]})
-    return out
-
-
-def _row_id(row: dict, index: int) -> str:
-    for key in ("id", "question_id"):
-        if row.get(key) is not None:
-            return str(row[key])
-    return str(index)
-
-
 def _check_labels(rows: list, data: Any) -> None:
     """A row without the label its siblings have would be scored as a miss: an error naming it.
     (Judge tasks, whose rows have no labels at all, are not affected.)"""
@@ -138,7 +87,7 @@ def _check_labels(rows: list, data: Any) -> None:
         )
 
 
-class SeaHelmTask(GenerationTask):
+class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
     kind = "generate"
 
     def __init__(self, spec, options=None) -> None:
@@ -184,7 +133,7 @@ class SeaHelmTask(GenerationTask):
     def _make_loader(self, is_base: bool):
         import inspect
 
-        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": ""}
+        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.get("model_name") or ""}
         try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
             if "num_workers" in inspect.signature(self.loader_cls).parameters:
                 kwargs["num_workers"] = 1
@@ -200,8 +149,11 @@ class SeaHelmTask(GenerationTask):
         owner = owner if isinstance(owner, type) else type(owner)
         if getattr(owner, "__proctor_source__", None) is None:
             return target(*args, **kwargs)  # proctor's own classes: their errors are proctor's
+        from proctor.seahelm.task_code_env import working_directory
+
         try:
-            return target(*args, **kwargs)
+            with working_directory(self.options.get("root")):  # SEA-HELM runs from its repository root
+                return target(*args, **kwargs)
         except ProctorError:
             raise
         except Exception as exc:
@@ -212,32 +164,8 @@ class SeaHelmTask(GenerationTask):
     def _load_rows(self, loader: Any, limit: int | None) -> None:
         # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
         user_code = getattr(type(loader), "__proctor_source__", None) is not None
-        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code else limit)
-
-    def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
-        """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),
-        or None when proctor builds the prompts from ``prompts`` + ``prompt_template``. They come from a
-        dataloader that overrides SEA-HELM's ``prepare_conversations_for_inference`` (HealthBench), else
-        from rows that carry a ``conversations`` message list and no ``prompts``."""
-        from proctor.errors import TaskDefinitionError
-
-        hook = getattr(type(loader), "prepare_conversations_for_inference", None)
-        source = getattr(type(loader), "__proctor_source__", None) or self.options.get("config_file")
-        if hook is not None and not getattr(hook, "__proctor_template__", False):
-            loader.dataset = RowList(rows)
-            got = self._plugin_call(loader.prepare_conversations_for_inference, "prepare_conversations_for_inference", turn,
-                                    fewshot_as_multiturn=True)
-            got = as_rows(got) if not isinstance(got, list) else got
-            if len(got) != len(rows):
-                raise TaskDefinitionError(f"{type(loader).__name__}.prepare_conversations_for_inference gave {len(got)} conversations "
-                                          f"for {len(rows)} rows ({self.task_id}/{self.lang}, turn {turn})", file=source, field="conversations")
-            where = f"{type(loader).__name__}.prepare_conversations_for_inference"
-            return [_messages(c, where, source, i) for i, c in enumerate(got)]
-        if turn != 1 or not any(not r.get("prompts") and r.get("conversations") is not None for r in rows):
-            return None
-        data = self.options.get("data") or self.config["languages"][self.lang].get("filepath")
-        return [_messages(r["conversations"], "row", data, i) if not r.get("prompts") and r.get("conversations") is not None else None
-                for i, r in enumerate(rows)]
+        generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
+        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
     def load_samples(self, limit: int | None = None) -> list[Sample]:
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
@@ -261,26 +189,12 @@ class SeaHelmTask(GenerationTask):
                                           file=self.options["config_file"], field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
             label = row.get("label")
             fields = {"_seahelm_prompt": shown, "_seahelm_label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str)}
-            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data")), i + 1, i))
+            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data") or self.options.get("config_file")), i + 1, i))
         return samples
 
     def corpus_metrics(self) -> dict:
         return self._corpus
 
-    def judge_usage(self) -> dict | None:
-        """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
-        return getattr(self, "_judge_usage", None)
-
-    def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
-        from proctor.engine.runner import usage_delta
-
-        delta = usage_delta(judge_model, before)
-        if delta is None:
-            return
-        total = getattr(self, "_judge_usage", None) or {}
-        self._judge_usage = {k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()}
-
-    # ---------------------------------------------------------------- running
     def _is_base(self, model: Any) -> bool:
         given = self.options.get("is_base_model")
         return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
@@ -311,7 +225,10 @@ class SeaHelmTask(GenerationTask):
         reasoning = self.options.get("reasoning") or {}
         if reasoning:
             max_tokens += int(reasoning.get("max_think_tokens", 20000))
-        stop = (P.BASE_STOP,) if is_base else ()
+        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
+        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
+        # SEA-HELM's log-prob strategy stops at the answer tag only (found in the text, see logprobs.intermediate)
+        stop = () if uses_logprobs else (P.BASE_STOP,) if is_base else ()
         temperature = float(self.config.get("temperature") or self.options.get("temperature") or 0.0)
         n_runs = max(1, int(self.options.get("n_runs", 1)))
         if self.config.get("max_n_runs"):
@@ -319,14 +236,13 @@ class SeaHelmTask(GenerationTask):
         turns = max(1, loader.get_num_turns())
         images = getattr(self, "_images", None) or row_images(rows, self.options.get("data"))
         check_model(model, images, f"{self.task_id}/{self.lang}")
-        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
-        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
         runs: list[dict] = []
         for run in range(n_runs):
             answers: list[list[str]] = [[] for _ in rows]
             raw: list[list[str]] = [[] for _ in rows]
             rendered: list[str] = []
             sent: list = [None] * len(rows)  # ready-made conversations as sent (turn 1), kept for the metric
+            finish: list[str] = ["stop"] * len(rows)  # turn-1 finish reasons (the log-prob strategy skips "length")
             for turn in range(1, turns + 1):
                 ready = self._ready_conversations(loader, rows, turn)
                 if ready is not None:  # the dataloader's own chat conversations, sent as they are
@@ -344,6 +260,8 @@ class SeaHelmTask(GenerationTask):
                             for i, t in zip(active, texts)]
                 results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
                 for i, result in zip(active, results):
+                    if turn == 1:
+                        finish[i] = result.finish_reason
                     raw[i].append(result.text)
                     answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
             extra: dict[str, list] = {}
@@ -352,7 +270,8 @@ class SeaHelmTask(GenerationTask):
                 if lettered is not None:
                     extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
                 else:
-                    extra = self._logprobs(model, rows, rendered, answers, template, images)
+                    extra, responses = self._logprobs(model, rows, rendered, raw, finish, template, images)
+                    answers = [[r] for r in responses]
             runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
         self._corpus = self._summarise(runs, rows)
         first = runs[0]
@@ -377,29 +296,22 @@ class SeaHelmTask(GenerationTask):
             out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
         return out
 
-    def _logprobs(self, model, rows, rendered, answers, template, images=None) -> dict[str, list]:
-        tag = template.get("answer_tag", "")
-        separator = template.get("answer_tag_separator", " ")
-        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
-        contexts = []
-        for prompt, ans in zip(rendered, answers):
-            text = ans[0] if ans else ""
-            position = text.find(tag) if tag else -1
-            prefix = text[: position + len(tag)] if position >= 0 else tag
-            contexts.append(prompt + prefix)
-        images = images or [()] * len(contexts)
-        requests = [LoglikelihoodRequest(ctx, separator + label, move_whitespace=False, images=images[i])
-                    for i, ctx in enumerate(contexts) for label in labels]
+    def _logprobs(self, model, rows, rendered, raw, finish, template, images=None) -> tuple[dict[str, list], list[str]]:
+        """SEA-HELM's LogprobsInferenceStrategy (see :mod:`proctor.seahelm.logprobs`): ({"cumulative_logprob":
+        per row, None where skipped}, the responses as SEA-HELM stores them: text + separator + label when scored)."""
         from proctor.engine.runner import execute
 
-        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size)
-        cumulative, predicted = [], []
-        for i, row in enumerate(rows):
-            scores = [results[i * len(labels) + k].logprob for k in range(len(labels))]
-            gold = str(row.get("label"))
-            cumulative.append(scores[labels.index(gold)] if gold in labels else None)
-            predicted.append(labels[int(np.argmax(scores))])
-        return {"cumulative_logprob": cumulative, "predicted_label": predicted}
+        tag = template.get("answer_tag") or ""
+        separator = LP.answer_tag_separator(template)
+        steps = [LP.intermediate(r[0] if r else "", f, tag) for r, f in zip(raw, finish)]
+        labels = [r.get("label") for r in rows]
+        scored, requests = LP.label_requests(rendered, steps, labels, separator, images)
+        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size) if requests else []
+        cumulative: list = [None] * len(rows)
+        for i, result in zip(scored, results):
+            cumulative[i] = result.logprob
+        responses = [s.response + (separator + str(label) if s.scored else "") for s, label in zip(steps, labels)]
+        return {"cumulative_logprob": cumulative}, responses
 
     def _lettered(self, kind, samples, rows, examples, template, is_base, run) -> dict[str, list]:
         """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
@@ -469,19 +381,6 @@ class SeaHelmTask(GenerationTask):
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
 
-    def _judge_batch(self, loader, metric, judge, rows, answers) -> None:
-        """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
-        the judge model answers them (retried while no ``<classification>``/verdict parses) and the
-        responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
-        loader.dataset = RowList(dict(r, responses=list(a)) for r, a in zip(rows, answers))
-        conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
-        parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
-        verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
-        path = self._plugin_call(loader.get_judge_batch_response_filepath, "get_judge_batch_response_filepath")
-        with open(path, "w", encoding="utf-8") as handle:
-            for custom_id, conversation, (_, text) in zip(custom_ids, conversations, verdicts):
-                handle.write(json.dumps({"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False) + "\n")
-
     @staticmethod
     def _scalar(value: Any, key: str | None) -> float | None:
         if isinstance(value, dict):
@@ -491,25 +390,6 @@ class SeaHelmTask(GenerationTask):
         except (TypeError, ValueError):
             return None
         return None if math.isnan(value) else value
-
-    def _judge(self, model):
-        from proctor.seahelm.judges import JudgeRunner
-
-        name = self.options.get("judge")
-        judge_model = model
-        if isinstance(name, str) and name:
-            if name not in JUDGES:
-                from proctor.models.registry import load_model
-
-                JUDGES[name] = load_model(name)
-            judge_model = JUDGES[name]
-        generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
-        if isinstance(generation, list):
-            generation = generation[0] if generation else {}
-        generation = {**generation, **(self.options.get("judge_generation") or {})}
-        runner = JudgeRunner(judge_model, generation, self.lookup, self.chunk_size)
-        self._judge_runner = runner
-        return runner
 
     def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
         key = self.config.get("metric")
@@ -530,10 +410,12 @@ class SeaHelmTask(GenerationTask):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
                 entry = {"value": float(np.mean(values)), "stderr": None}
-                if name == key and len(runs) == 1:
-                    per_row = [s for s in runs[0]["scores"] if s is not None]
-                    scale = 100.0 if per_row and max(per_row) <= 1 and entry["value"] > 1 else 1.0
-                    entry["stderr"] = scale * calculate_stderr(per_row) if per_row else None
+                # SEA-HELM's own standard error of this value, where its metric reports one (LogProbMetric's
+                # clt_se_<x> for average_<x>); SEA-HELM computes none for a single run of the other metrics
+                se_name = "clt_se_" + name[len("average_"):] if name.startswith("average_") else None
+                errors = [float(r["metrics"][se_name]) for r in runs if isinstance(r["metrics"].get(se_name), (int, float, np.number))]
+                if errors:
+                    entry["stderr"] = float(np.mean(errors))
                 out[name] = entry
             elif value is None:
                 out[name] = {"value": None, "stderr": None}

@@ -1,0 +1,227 @@
+"""ONERULER-shaped tasks (NIAH): no ``filepath``; the task-folder dataloader builds its rows from files in the
+repository (books, vocabulary), opened by paths relative to SEA-HELM's root, sized with the evaluated model's
+tokenizer (``AutoTokenizer.from_pretrained(model_name)``) and made with ``Dataset.from_dict(...).map(num_proc=32)``,
+as upstream's niah_dataloader.py does. The files below are written in that shape (upstream's code is not copied)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+
+from proctor.api import evaluate, load_tasks
+from proctor.errors import TaskDefinitionError
+from proctor.models.base import Model
+from proctor.requests import GenerateResult
+
+CONFIG = """\
+niah_single_1k:
+  metadata:
+    version: 1
+  name: niah_single_1k
+  competency: long-context
+  dataloader_file: seahelm_tasks/long_context/oneruler/niah/niah_dataloader.py
+  dataloader_class: NIAHDataloader
+  metric_file: seahelm_tasks/long_context/oneruler/niah/niah_metric.py
+  metric_class: NIAHMetric
+  metric: normalized_strict_accuracy
+  aggregation_group: oneruler
+  random_seed: 9472347
+  num_samples: 3
+  min_num_keys: 1
+  num_values: 1
+  num_queries:
+  context_size: 300
+  languages:
+    en:
+      filepath:
+      example_filepath:
+      max_tokens: 32
+      prompt_template:
+        preamble: |-
+          Please read and memorize the text below. I will ask you about it later.
+        task_template: |-
+          <text>
+          {text}
+          </text>
+
+          <Question>What special magic numbers associated with {needle_text} are mentioned in the provided text?</Question>
+
+          Please provide your answer in the following format:
+          <Answer>List all numbers here</Answer>
+        answer_template:
+        answer_tag: <Answer>
+"""
+
+LOADER = '''\
+import glob
+import random
+import re
+
+import pandas as pd
+from datasets import Dataset
+from transformers import AutoTokenizer
+
+from src.base_logger import get_logger
+from src.dataloaders.base_dataloader import AbstractDataloader
+from src.task_config import TaskConfig
+
+logger = get_logger(__name__)
+
+
+class NIAHDataloader(AbstractDataloader):
+    def __init__(self, task_config: TaskConfig, default_num_in_context_examples: int, is_base_model: bool = False,
+                 model_name: str = "", run_base_path: str = "", inference_file_type: str = "jsonl", num_workers: int = 16):
+        super().__init__(task_config, default_num_in_context_examples, is_base_model=is_base_model, model_name=model_name,
+                         run_base_path=run_base_path, inference_file_type=inference_file_type, num_workers=num_workers)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_name)
+        self.random_seed = self.task_config.config.random_seed
+        self.num_samples = self.task_config.config.num_samples
+        self.context_size = self.task_config.config.context_size
+        vocab_df = pd.read_csv("seahelm_tasks/long_context/oneruler/niah/vocab/100_noun_list_translated.tsv", sep="\\t")
+        self.vocab_list = [word.strip() for word in vocab_df[self.lang].tolist()]
+        self.empty_needle = 'The special magic number for "{needle}" is: {value}. '
+
+    def load_dataset(self, limit: int = None):
+        num_samples = min(limit, self.num_samples) if limit is not None else self.num_samples
+        filepaths = sorted(glob.glob(f"seahelm_tasks/long_context/oneruler/niah/books/{self.lang}/*.txt"))
+        books = "\\n\\n".join(open(f, "r", encoding="utf-8").read() for f in filepaths)
+        tokens = self.tokenizer(books, add_special_tokens=False)["input_ids"][: self.context_size]
+        self.text = self.tokenizer.decode(tokens)
+        self.sentences = [s for s in re.split(r"(?<=[.!?])\\s+", self.text) if s.strip()]
+        seeds = random.Random(self.random_seed).sample(range(2**31 - 1), num_samples)
+        data = Dataset.from_dict({"seed": seeds})
+        data = data.map(lambda row: self.generate_single_instance(seed=row["seed"]), num_proc=32)
+        self.dataset = data
+
+    def generate_single_instance(self, seed: int = 0):
+        rng = random.Random(seed)
+        needle = rng.choice(self.vocab_list)
+        value = str(rng.randint(0, 2**31 - 1))
+        point = rng.choice(self.sentences)
+        text = self.text.replace(point, self.empty_needle.format(needle=needle, value=value) + point, 1)
+        return {"prompts": [{"text": text, "needle_text": f'"{needle}"'}], "label": [value], "metadata": {"num_values": 1}}
+
+    def prepare_conversations_for_inference(self, turn: int, fewshot_as_multiturn: bool = False):
+        self.dataset = self.dataset.map(self.get_prompt_formatter(turn, fewshot_as_multiturn), num_proc=self.num_workers)
+        return self.dataset["conversations"]
+
+    def get_num_turns(self) -> int:
+        return 1
+
+    def get_prompt_formatter(self, turn: int, fewshot_as_multiturn: bool = False):
+        def _prompt_formatter(row):
+            conversations = []
+            roles, contents = self.generate_formatted_conversation(self.specific_task_config, row["prompts"][turn - 1],
+                                                                   fewshot_as_multiturn=fewshot_as_multiturn)
+            for role, content in zip(roles, contents, strict=True):
+                conversations.append({"role": role, "content": content})
+            row["conversations"] = conversations
+            return row
+
+        return _prompt_formatter
+'''
+
+METRIC = '''\
+from src.metrics.seahelm_metric import SeaHelmMetric
+
+
+class NIAHMetric(SeaHelmMetric):
+    def __init__(self, dataloader, task_config):
+        super().__init__(dataloader=dataloader, task_config=task_config)
+        answer_tag = task_config.config["languages"][self.lang]["prompt_template"]["answer_tag"]
+        self.regex_string = rf"(?<={answer_tag})([\\s\\S]*)(?=</)"
+
+    def extract_response(self, response, use_lowercase=False):
+        return str(super().extract_response(response, return_original_response_on_failure=False))
+
+    def calculate_metrics(self):
+        predictions = self.dataloader.dataframe[self.postprocessed_response_column]
+        references = self.dataloader.dataframe[self.label_column]
+        scores = []
+        for pred, ref in zip(predictions, references, strict=True):
+            pred = {item.strip().lower() for item in pred.split(",")}
+            scores.append(len(pred & set(ref)) / len(set(ref)) if len(ref) else 0.0)
+        strict = [1 if s == 1.0 else 0 for s in scores]
+        self.dataloader.update_individual_scores([{"normalized_strict_accuracy": x} for x in strict])
+        strict_accuracy = sum(strict) / len(strict)
+        return {"strict_accuracy": 100 * strict_accuracy, "accuracy": 100 * sum(scores) / len(scores),
+                "normalized_strict_accuracy": 100 * self.normalize_score(strict_accuracy, 0, 1)}
+'''
+
+BOOK = " ".join(f"Sentence number {i} tells of the little women and their long winter." for i in range(120))
+
+
+def _tree(tmp_path: Path) -> Path:
+    folder = tmp_path / "SEA-HELM" / "seahelm_tasks" / "long_context" / "oneruler" / "niah"
+    (folder / "books" / "en").mkdir(parents=True)
+    (folder / "vocab").mkdir()
+    (folder / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    (folder / "niah_dataloader.py").write_text(LOADER, encoding="utf-8")
+    (folder / "niah_metric.py").write_text(METRIC, encoding="utf-8")
+    (folder / "books" / "en" / "little_women.txt").write_text(BOOK, encoding="utf-8")
+    (folder / "vocab" / "100_noun_list_translated.tsv").write_text("en\tzh\napple\t苹果\nriver\t河\nstone\t石头\n", encoding="utf-8")
+    return tmp_path / "SEA-HELM" / "seahelm_tasks"
+
+
+class Oracle(Model):
+    """Reads the asked needle's number from the haystack; answers "0" when that number is odd."""
+
+    name = "oracle"
+    has_chat_template = True
+
+    @property
+    def fingerprint(self) -> dict:
+        return {"backend": "oracle"}
+
+    def apply_chat_template(self, messages) -> str:
+        return "".join(m["content"] for m in messages)
+
+    def generate(self, requests, progress=None):
+        out = []
+        for r in requests:
+            needle = re.search(r"associated with \"(.+?)\"", r.prompt).group(1)
+            value = re.search(rf'magic number for "{re.escape(needle)}" is: (\d+)', r.prompt).group(1)
+            out.append(GenerateResult(f"<Answer>{value if int(value) % 2 == 0 else '0'}</Answer>", "stop", 1, 1))
+        return out
+
+    def loglikelihood(self, requests: Sequence, progress=None):
+        raise NotImplementedError
+
+    def rolling_loglikelihood(self, requests: Sequence, progress=None):
+        raise NotImplementedError
+
+
+def test_niah_builds_its_rows_from_repository_files(tmp_path, smollm2_tokenizer_dir):
+    tasks = _tree(tmp_path)
+    assert [t.name for t in load_tasks([tasks])] == ["niah_single_1k/en"]  # listed, not dropped for a missing filepath
+    options = {"trust_task_code": True, "seahelm_model_name": str(smollm2_tokenizer_dir)}
+    result = evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False, dialect_options=options)
+    from proctor.runs.export import iter_samples
+
+    records = [r for r in iter_samples(result.run_dir) if r["task"] == "niah_single_1k/en"]
+    assert len(records) == 3  # num_samples rows, each a haystack with its needle
+    strict = []
+    for record in records:
+        reference = record["references"][0]
+        assert len(reference) == 1 and reference[0].isdigit()
+        completion = record["completion"]
+        # NIAHMetric's rule written out: the text between <Answer> and "</", split on commas, all references found
+        predicted = {p.strip().lower() for p in re.search(r"(?<=<Answer>)([\s\S]*)(?=</)", completion).group(1).split(",")}
+        strict.append(1 if set(reference) <= predicted else 0)
+    assert result.metric("niah_single_1k/en", "normalized_strict_accuracy") == pytest.approx(100 * sum(strict) / len(strict))
+    assert strict == [int(r["references"][0][0]) % 2 == 0 for r in records]  # the oracle found every needle
+
+
+def test_niah_without_a_local_tokenizer_is_a_clear_error(tmp_path):
+    tasks = _tree(tmp_path)
+    with pytest.raises(Exception, match="evaluated model's tokenizer"):
+        evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False, dialect_options={"trust_task_code": True})
+
+
+def test_niah_needs_the_trust_flag(tmp_path):
+    tasks = _tree(tmp_path)
+    with pytest.raises(TaskDefinitionError, match="--trust-task-code"):
+        evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False)
