@@ -66,7 +66,7 @@ def test_mmlu_letters_through_top_logprobs(llama_server, tmp_path):
                   variables=variables, export=False)
     read = lambda run: [json.loads(line) for line in (run.run_dir / "samples.jsonl").read_text().splitlines()]  # noqa: E731
     a, h = read(api), read(hf)
-    assert "mc_format" not in api.tasks["mmlu"]  # scored by log-probs, not by generation
+    assert api.tasks["mmlu"]["mc_format"] == "loglikelihood"  # scored by log-probs, not by generation
     agree = sum(x["prediction"] == y["prediction"] for x, y in zip(a, h))
     assert agree >= 0.9 * len(a), (agree, len(a))
     diffs = [abs(p - q) for x, y in zip(a, h) for p, q in zip(x["logprobs"], y["logprobs"])]

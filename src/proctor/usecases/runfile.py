@@ -85,7 +85,7 @@ def _module_config(module: Any, path: Path) -> UseCaseConfig:
     metrics = getattr(module, "evaluation_metrics", None)
     return UseCaseConfig(
         evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent),
-        evaluation_metrics=[(m, path.parent) for m in metrics] if metrics else None,
+        evaluation_metrics=[(m, path.parent) for m in metrics] if metrics is not None else None,
         use_case_kwargs=dict(getattr(module, "use_case_kwargs", {}) or {}),
         gen_kwargs=dict(getattr(module, "gen_kwargs", {}) or {}),
         batch_size=getattr(module, "batch_size", None),
