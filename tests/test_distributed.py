@@ -216,3 +216,27 @@ def test_two_node_run_survives_losing_the_second_nodes_replica(two_nodes, single
     assert _computed(run) == _computed(single)  # nothing computed twice, nothing lost
 
 
+
+
+@pytest.mark.slow
+def test_sampled_epochs_are_the_same_with_two_workers(tasks, tiny_model_dir, tmp_path, monkeypatch):
+    """--epochs with sampling: each (sample, epoch) has its own seed, so the text does not depend on which
+    replica generates it: two workers give the single process's generations, epoch by epoch."""
+    from proctor.engine.overrides import RunOverrides
+
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    o = RunOverrides(gen_kwargs={"temperature": 50.0}, seed=3, epochs=2)
+    one, two = tmp_path / "one", tmp_path / "two"
+    evaluate([tasks], str(tiny_model_dir), output_dir=one, chunk_size=CHUNK, model_options=OPTIONS, overrides=o,
+             select=["*gen*"], export=False)
+    evaluate([tasks], str(tiny_model_dir), output_dir=two, chunk_size=CHUNK, model_options=OPTIONS, overrides=o,
+             select=["*gen*"], export=False, workers=2)
+
+    def epochs(run: Path) -> list:
+        records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+        return [[e["generation"] for e in r["epochs"]] for r in records]
+
+    got = epochs(one)
+    assert got and all(len(e) == 2 for e in got)
+    assert any(a != b for a, b in got)  # sampled: the two epochs differ somewhere
+    assert epochs(two) == got

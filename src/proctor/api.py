@@ -19,6 +19,7 @@ from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, default_chunk_size, run_built
 from proctor.errors import ProctorError
 from proctor.models.base import Model
+from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
@@ -209,34 +210,6 @@ def _git_hash() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def model_info(model: Model) -> dict:
-    """What lm-eval's results file reports about a model (parameters, batch size, device, tokenizer
-    special tokens, chat template), from whichever of these the backend has."""
-    info: dict[str, Any] = {}
-    for key in ("batch_size", "device", "max_length"):
-        value = getattr(model, key, None)
-        if isinstance(value, (int, str)):
-            info[key] = value
-    module = getattr(model, "model", None)
-    if hasattr(module, "num_parameters"):
-        try:
-            info["num_parameters"] = int(module.num_parameters())
-        except Exception:  # a backend's own wrapper; the count is informative only
-            pass
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None:
-        for name in ("pad", "eos", "bos"):
-            token = getattr(tokenizer, f"{name}_token", None)
-            if token is not None:
-                info[f"{name}_token"] = [str(token), str(getattr(tokenizer, f"{name}_token_id", ""))]
-        if getattr(tokenizer, "eos_token_id", None) is not None:
-            info["eot_token_id"] = int(tokenizer.eos_token_id)
-        template = getattr(tokenizer, "chat_template", None)
-        if isinstance(template, str):
-            info["chat_template"] = template
-    return info
 
 
 def _chunk_option(model: Model, chunk_size: int | None) -> dict:

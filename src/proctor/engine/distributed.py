@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.errors import MissingDependencyError, ModelLoadError, ProctorError
 from proctor.models.base import Model, Progress
+from proctor.models.info import model_info
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ class ModelWorker:
                 chunk_requests=getattr(m, "chunk_requests", None),
                 large_chunks=getattr(m, "large_chunks", False) is True,
                 batch_size=getattr(m, "batch_size", None),
+                model_info=model_info(m),
             )
         return info
 
@@ -255,6 +257,7 @@ class DistributedModel(Model):
         self.chunk_requests = first["chunk_requests"]
         self.large_chunks = first.get("large_chunks", False)
         self.batch_size = first["batch_size"]
+        self.described_info = first["model_info"]  # results.json's model_info, as one process reports it
         log.info("%d replicas of %s on %s", len(self.workers), self.name, sorted({w["node"] for w in self.workers}))
 
     @property

@@ -1,0 +1,37 @@
+"""What a results file reports about a model (lm-eval records the same): parameters, batch size, device,
+tokenizer special tokens, chat template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def model_info(model: Any) -> dict:
+    """What lm-eval's results file reports about a model (parameters, batch size, device, tokenizer
+    special tokens, chat template), from whichever of these the backend has."""
+    described = getattr(model, "described_info", None)
+    if isinstance(described, dict):  # replicas on Ray: what the replicas' own model reported
+        return dict(described)
+    info: dict[str, Any] = {}
+    for key in ("batch_size", "device", "max_length"):
+        value = getattr(model, key, None)
+        if isinstance(value, (int, str)):
+            info[key] = value
+    module = getattr(model, "model", None)
+    if hasattr(module, "num_parameters"):
+        try:
+            info["num_parameters"] = int(module.num_parameters())
+        except Exception:  # a backend's own wrapper; the count is informative only
+            pass
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None:
+        for name in ("pad", "eos", "bos"):
+            token = getattr(tokenizer, f"{name}_token", None)
+            if token is not None:
+                info[f"{name}_token"] = [str(token), str(getattr(tokenizer, f"{name}_token_id", ""))]
+        if getattr(tokenizer, "eos_token_id", None) is not None:
+            info["eot_token_id"] = int(tokenizer.eos_token_id)
+        template = getattr(tokenizer, "chat_template", None)
+        if isinstance(template, str):
+            info["chat_template"] = template
+    return info
