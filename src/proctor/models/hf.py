@@ -60,6 +60,15 @@ def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
     return bool(add_bos), (bos if bos is not None else tokenizer.eos_token_id)
 
 
+def pick_device(torch, device: str) -> str:
+    """``auto`` is the GPU when there is one; asking for CUDA without one is an error, not a fallback."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
+    return device
+
+
 class HFModel(Model):
     """A causal language model loaded with transformers."""
 
@@ -136,11 +145,7 @@ class HFModel(Model):
         }
 
     def _pick_device(self, device: str) -> str:
-        if device == "auto":
-            return "cuda" if self._torch.cuda.is_available() else "cpu"
-        if device.startswith("cuda") and not self._torch.cuda.is_available():
-            raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
-        return device
+        return pick_device(self._torch, device)
 
     # ------------------------------------------------------------------ tokens
     def encode(self, text: str) -> list[int]:

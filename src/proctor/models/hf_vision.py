@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from proctor.errors import ModelLoadError, ProctorError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf import _DTYPES, _weights_digest, bos_rule
+from proctor.models.hf import _DTYPES, _weights_digest, bos_rule, pick_device
 from proctor.requests import (
     GenerateRequest,
     GenerateResult,
@@ -70,11 +70,7 @@ class HFVisionModel(Model):
         self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        elif device.startswith("cuda") and not torch.cuda.is_available():
-            raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
-        self.device = device
+        self.device = pick_device(torch, device)
         self.batch_size = batch_size
         try:
             self.processor = transformers.AutoProcessor.from_pretrained(self.path, revision=revision, trust_remote_code=trust_remote_code)
