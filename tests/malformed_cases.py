@@ -237,6 +237,9 @@ add("data-null-choice", RUN, ["data.jsonl", "row 2", "choices"], {"data.jsonl": 
 add("data-nan-label", RUN, ["data.jsonl", "row 2", "target"], {"data.jsonl": jsonl(ROWS[:1]) + '{"id": "b", "question": "q", "choices": ["a", "b"], "label": NaN}\n'})
 add("data-null-label", RUN, ["data.jsonl", "row 2", "target"], {"data.jsonl": jsonl([ROWS[0], {**ROWS[1], "label": None}])})
 add("data-float-label", RUN, ["data.jsonl", "row 2", "target"], {"data.jsonl": jsonl([ROWS[0], {**ROWS[1], "label": 0.5}])})
+add("data-null-in-choice-templates", RUN, ["data.jsonl", "row 2", "choices[1]"],
+    {"task.yaml": native(**{'"{{ choices }}"': '["{{ a }}", "{{ b }}"]', "{{ label }}": "{{ label }}"}),
+     "data.jsonl": jsonl([{"question": "q", "a": "x", "b": "y", "label": 0}, {"question": "q", "a": "x", "b": None, "label": 0}])})
 add("data-empty-choices", RUN, ["data.jsonl", "row 2", "choices"], {"data.jsonl": jsonl([ROWS[0], {**ROWS[1], "choices": []}])})
 add("data-bool-label", RUN, ["data.jsonl", "row 2", "target"], {"data.jsonl": jsonl([ROWS[0], {**ROWS[1], "label": True}])})
 add("data-json-invalid", RUN, ["data.json"], {"task.yaml": native(**{"data.jsonl": "data.json"}), "data.json": "[{\"a\": 1},"})

@@ -65,6 +65,11 @@ class PreparedSample:
     shots: tuple[str, ...] = field(default=())  # ids of the few-shot examples used
 
 
+def _not_text(value: Any) -> bool:
+    """A choice value that str() would turn into a wrong text: None, NaN, a container."""
+    return value is None or isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
+
+
 class PromptBuilder:
     """Templates compiled once per task; ``prepare(sample)`` renders one sample."""
 
@@ -113,6 +118,11 @@ class PromptBuilder:
     def _choices_of(self, sample: Sample) -> tuple[str, ...]:
         where = self._where(sample)
         if isinstance(self._choices, list):
+            for i, template in enumerate(self._choices):  # "{{ b }}" over a null field would render the text "None"
+                if template.plain_name in sample.fields and _not_text(sample.fields[template.plain_name]):
+                    value = sample.fields[template.plain_name]
+                    raise TaskDefinitionError(f"'choices' item {i} ({{{{ {template.plain_name} }}}}) is {value!r:.60} "
+                                              f"({type(value).__name__}), not a text", field=f"choices[{i}]", **where)
             return tuple(c.render(sample.fields, **where) for c in self._choices)
         value = self._choices.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         if not isinstance(value, (list, tuple)) or not value:
@@ -120,7 +130,7 @@ class PromptBuilder:
                 f"'choices' must give a non-empty list, got {type(value).__name__}: {value!r:.80}", field="choices", **where
             )
         for i, choice in enumerate(value):
-            if choice is None or isinstance(choice, (dict, list, tuple, set)) or (isinstance(choice, float) and choice != choice):
+            if _not_text(choice):
                 # str() would score the text "None" (or "nan", "[...]") as a choice, maybe the gold one
                 raise TaskDefinitionError(
                     f"'choices' item {i} is {choice!r:.60} ({type(choice).__name__}), not a text", field="choices", **where

@@ -109,6 +109,11 @@ class _Compiled:
                 field=field,
             ) from None
 
+    @property
+    def plain_name(self) -> str | None:
+        """The field a "{{ name }}" template only looks up (None for any other template)."""
+        return self._name
+
     def _render(self, fields: Mapping[str, Any], *, file: str | None, row: int | None) -> Any:
         if self._name is not None and self._name in fields:
             value = fields[self._name]
