@@ -196,3 +196,20 @@ def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp
 def test_the_hf_backend_is_held_to_the_cap(tiny_model):
     # the backend packs 256 requests per call when asked; the engine asks for at most 64 (docs/runs.md)
     assert tiny_model.chunk_requests > MAX_CHUNK_REQUESTS and default_chunk_size(tiny_model) == 64
+
+
+def test_samples_appended_before_results_names_their_task_are_not_part_of_the_run(tmp_path):
+    """A kill between a task's samples (appended, fsynced) and the results.json that names it: readers
+    (report, exports, compare) see exactly the tasks results.json lists; the rerun rewrites the rest."""
+    from proctor.runs.export import iter_samples
+    from proctor.runs.results import RunWriter
+
+    run = tmp_path / "run"
+    writer = RunWriter(run)
+    writer.append_samples([{"task": "a", "id": "1"}, {"task": "a", "id": "2"}])
+    writer.write_results({"status": "running", "tasks": {"a": {}}})
+    writer.append_samples([{"task": "b", "id": "1"}])  # ... killed here, before results.json names b
+    assert [r["task"] for r in iter_samples(run)] == ["a", "a"]
+    assert json.loads((run / "results.json").read_text())["samples_bytes"] < (run / "samples.jsonl").stat().st_size
+    writer.write_results({"status": "complete", "tasks": {"a": {}, "b": {}}})  # an uninterrupted run: all of it
+    assert [r["task"] for r in iter_samples(run)] == ["a", "a", "b"]

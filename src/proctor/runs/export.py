@@ -26,17 +26,27 @@ def load_results(run_dir: Path) -> dict:
 
 
 def iter_samples(run_dir: Path) -> Iterator[dict]:
+    """The samples results.json describes: the first ``samples_bytes`` bytes of samples.jsonl (what a task
+    killed before results.json named it appended after them is left out)."""
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except ValueError:
-                raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
+    covered = None
+    results = Path(run_dir) / "results.json"
+    if results.exists():
+        try:
+            covered = json.loads(results.read_text(encoding="utf-8")).get("samples_bytes")
+        except ValueError:
+            covered = None
+    with path.open("rb") as raw:
+        data = raw.read() if covered is None else raw.read(int(covered))
+    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError:
+            raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
 
 
 def _texts(values: Any) -> list[str] | None:

@@ -118,4 +118,7 @@ class RunWriter:
             os.fsync(handle.fileno())
 
     def write_results(self, results: dict) -> None:
+        # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
+        # past them (a task killed between its samples and this write) are not part of the run yet.
+        results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
         write_json_atomic(self.run_dir / "results.json", results)
