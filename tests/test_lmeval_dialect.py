@@ -187,3 +187,16 @@ def test_ls_lists_the_catalogue_by_name_with_output_types():
     assert any("arc_easy" in line and "multiple_choice" in line for line in lines)
     assert any("gsm8k " in line and "generate_until" in line for line in lines)
     assert any(" mmlu " in line and "group" in line for line in lines)
+
+
+def test_run_time_overrides_not_wired_for_lm_eval_tasks_are_refused(quiz, tiny_model, tmp_path):
+    """lm-eval's task objects build their own prompts and generation settings: an override proctor would not
+    pass on is an error naming the flag and the task, not silently ignored."""
+    from proctor.engine.overrides import RunOverrides
+
+    folder, mapping = quiz
+    tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": mapping})
+    for overrides, flag in ((RunOverrides(num_fewshot=2), "--num-fewshot"), (RunOverrides(system_prompt="x"), "--system-prompt"),
+                            (RunOverrides(gen_kwargs={"temperature": 0.5}), "--gen-kwargs")):
+        with pytest.raises(ProctorError, match=rf"{flag}.*lm-evaluation-harness tasks.*quiz_plain"):
+            evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=overrides)

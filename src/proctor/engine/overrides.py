@@ -212,6 +212,14 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     skipped: set[str] = set()
     if task.dialect == "seahelm":
         return _seahelm(task, o), skipped
+    if task.dialect == "lm-eval":  # lm-eval's own task objects build the prompts and generation settings
+        given = [flag for flag, on in (("--num-fewshot", o.num_fewshot is not None), ("--gen-kwargs/--seed", bool(o.gen_kwargs) or o.seed is not None),
+                                       ("--epochs", o.epochs != 1), ("--system-prompt", o.system_prompt is not None),
+                                       ("--fewshot-as-multiturn", o.fewshot_as_multiturn is not None)) if on]
+        if given:
+            raise ProctorError(f"{given[0]} is not applied to lm-evaluation-harness tasks yet (task '{task.name}'): set "
+                               "num_fewshot / generation_kwargs / repeats in the task YAML instead")
+        return task, skipped
     spec = task.spec
     where = f"task '{task.name}' ({task.dialect})"
     changes: dict[str, Any] = {}
