@@ -70,15 +70,10 @@ def import_task_class(reference: str, base_dir: Path) -> type:
     """``module: tasks.lambada.task.LAMBADA``: the file ``tasks/lambada/task.py`` below the YAML's folder
     or a parent (GLM's paths are relative to its repository root), imported as ``tasks.lambada.task``
     with that root on ``sys.path``; else an importable module; ``file.py:Class`` also works."""
-    from proctor.tasks.custom import _import_file
+    from proctor.tasks.custom import class_from_file
 
     if ":" in reference:
-        path_text, _, class_name = reference.rpartition(":")
-        file = Path(path_text).expanduser()
-        file = file if file.is_absolute() else base_dir / file
-        if not file.is_file():
-            raise TaskDefinitionError(f"task class file not found: {file}", field="module")
-        return _import_file(file, class_name, reference)
+        return class_from_file(reference, base_dir, "module")
     module_name, _, class_name = reference.rpartition(".")
     if not module_name:
         raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class'", field="module")

@@ -175,17 +175,22 @@ def _import_file(file: Path, class_name: str, reference: str):
     return getattr(module, class_name)
 
 
+def class_from_file(reference: str, base_dir: Path, field: str) -> type:
+    """``file.py:Class``, the file relative to ``base_dir`` (the task file's folder) unless absolute."""
+    path_text, _, class_name = reference.rpartition(":")
+    file = Path(path_text).expanduser()
+    file = file if file.is_absolute() else base_dir / file
+    if not file.is_file():
+        raise TaskDefinitionError(f"task class file not found: {file}", field=field)
+    return _import_file(file, class_name, reference)
+
+
 def resolve_task_class(reference: str, base_dir: Path) -> type:
     """``file.py:Class`` (relative to the task file), or a dotted ``pkg.mod.Class``: first as a file
     below the task file's folder or any parent (GLM's module paths are relative to its repository),
     then as an importable module."""
     if ":" in reference:
-        path_text, _, class_name = reference.rpartition(":")
-        file = Path(path_text).expanduser()
-        file = file if file.is_absolute() else base_dir / file
-        if not file.is_file():
-            raise TaskDefinitionError(f"task class file not found: {file}", field="task_class")
-        return _import_file(file, class_name, reference)
+        return class_from_file(reference, base_dir, "task_class")
     module_path, _, class_name = reference.rpartition(".")
     if not module_path:
         raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class' or 'file.py:Class'", field="task_class")
