@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
-from proctor.errors import ProctorError, TaskDefinitionError
-from proctor.spec.task import DataSpec
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.task_spec import DataSpec
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

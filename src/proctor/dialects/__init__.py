@@ -1,5 +1,5 @@
-"""Dialect adapters turn task files of each supported format into the same ``Task`` objects."""
+"""Dialect plug-ins: one package per task-file format (native, probsem, glm, seahelm, aisteer, lmeval).
 
-from proctor.dialects.discovery import collect_tasks, find_task_files
-
-__all__ = ["collect_tasks", "find_task_files"]
+The layers below never name a dialect: each package registers itself with ``proctor.core.registry``
+when the registry loads the packages found here (and any ``proctor.dialects`` entry points).
+"""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
-from proctor.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.core.errors import MissingDependencyError, ModelLoadError, ProctorError
 from proctor.models.base import Model, Progress
 from proctor.models.info import model_info
 
@@ -156,9 +156,7 @@ class ModelWorker:
 
 def _source_root() -> str | None:
     """The folder holding this ``proctor`` package, for workers' PYTHONPATH (a source checkout)."""
-    import proctor
-
-    root = Path(proctor.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return None if "site-packages" in root.parts else str(root)
 
 

@@ -11,7 +11,7 @@ from itertools import islice
 import jinja2
 from jinja2.nativetypes import NativeEnvironment, NativeTemplate
 
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 
 def _raw_concat(values):

@@ -104,7 +104,7 @@ def load_metric_file(path: str) -> None:
     import sys
     from pathlib import Path
 
-    from proctor.errors import TaskDefinitionError
+    from proctor.core.errors import TaskDefinitionError
 
     file = Path(path).expanduser().resolve()
     if not file.is_file():
@@ -225,7 +225,7 @@ def _bits_per_byte(outcome: PerplexityOutcome) -> tuple[float, int]:
 
 def _load_builtin_extensions() -> None:
     """Metric sets of the dialects (GLM-130B's names) live in their own modules."""
-    from proctor.scoring import glm_metrics  # noqa: F401
+    from proctor.dialects.glm import glm_metrics  # noqa: F401
 
 
 _load_builtin_extensions()

@@ -1,5 +1,4 @@
-"""Task kinds: how a prepared sample becomes requests, and how responses become outcomes."""
+"""Public names for user task classes (a native ``task_class`` or a GLM-130B ``module:`` written for proctor).
 
-from proctor.tasks.base import Task, kind_handler
-
-__all__ = ["Task", "kind_handler"]
+The classes live in ``proctor.kinds.custom``; this package keeps the import path that user files use.
+"""

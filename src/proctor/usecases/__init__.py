@@ -1,47 +1,8 @@
-"""Python use cases and steering benchmarks (AISteer360-style).
+"""Public import path of Python use cases and steering (``from proctor.usecases import ...``).
 
-``UseCase`` / ``Metric`` define a task in Python; ``batch_retry_generate`` runs prompts on a proctor
-model, a plain transformers model or a ``SteeringPipeline``; ``Benchmark`` compares the base model
-with steered pipelines over trials and parameter sweeps, with checkpoints and resume.
+They live in the AISteer360 dialect package, ``proctor.dialects.aisteer``; this package keeps the
+import path that user files and notebooks use.
 """
 
-from proctor.usecases.base import UseCase, UseCaseDataError
-from proctor.usecases.benchmark import Benchmark
-from proctor.usecases.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
-from proctor.usecases.generation import batch_retry_generate
-from proctor.usecases.ifeval import InstructionFollowing, StrictInstruction
-from proctor.usecases.judge import LLMJudgeMetric
-from proctor.usecases.mcqa import CommonsenseMCQA
-from proctor.usecases.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
-from proctor.usecases.metrics import Metric
-from proctor.usecases.pipeline import SteeringPipeline
-from proctor.usecases.runfile import run_use_cases
-from proctor.usecases.specs import ControlSpec
-from proctor.usecases.state import ActivationAddition
-from proctor.usecases.structural import LoRA, WeightDelta
-
-__all__ = [
-    "ActivationAddition",
-    "Benchmark",
-    "CommonsenseMCQA",
-    "ControlSpec",
-    "InstructionFollowing",
-    "LLMJudgeMetric",
-    "StrictInstruction",
-    "Control",
-    "FewShot",
-    "LoRA",
-    "MCQAAccuracy",
-    "MCQACalibration",
-    "MCQAPositionalBias",
-    "Metric",
-    "PromptRewrite",
-    "SteeringPipeline",
-    "SystemPrompt",
-    "TokenBias",
-    "UseCase",
-    "UseCaseDataError",
-    "WeightDelta",
-    "batch_retry_generate",
-    "run_use_cases",
-]
+from proctor.dialects.aisteer import *  # noqa: F401,F403
+from proctor.dialects.aisteer import __all__  # noqa: F401

@@ -1,0 +1,5 @@
+"""``python -m proctor.cli`` runs the ``proctor`` command."""
+
+from proctor.cli import main
+
+main()

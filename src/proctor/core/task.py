@@ -1,0 +1,29 @@
+"""A loaded task: its frozen spec and where it came from (file, line, dialect)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from proctor.core.task_spec import TaskSpec
+
+
+@dataclass(frozen=True)
+class Task:
+    """A validated task and its origin. ``lines`` maps field names to YAML lines for errors."""
+
+    spec: TaskSpec
+    file: Path | None
+    base_dir: Path
+    dialect: str = "native"
+    line: int | None = None
+    lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def where(self) -> str:
+        location = str(self.file) if self.file else "<python>"
+        return f"{location}:{self.line}" if self.line else location

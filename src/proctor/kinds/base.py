@@ -1,0 +1,26 @@
+"""The kind-handler protocol and the built-in kinds by name."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from proctor.prompts.builder import PreparedSample
+from proctor.core.task_spec import TaskSpec
+
+
+class KindHandler(Protocol):
+    """Turns a prepared sample into requests (given the rendered prompt) and results into an outcome."""
+
+    request_type: str  # "loglikelihood" | "generate" | "rolling_loglikelihood"
+
+    def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[Any]: ...
+
+    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[Any]) -> tuple[Any, dict]: ...
+
+
+def kind_handler(kind: str) -> KindHandler:
+    from proctor.kinds.generate import GenerateKind
+    from proctor.kinds.multiple_choice import MultipleChoiceKind
+    from proctor.kinds.perplexity import PerplexityKind
+
+    return {"multiple_choice": MultipleChoiceKind, "generate": GenerateKind, "perplexity": PerplexityKind}[kind]()
