@@ -158,7 +158,7 @@ def test_both_click_copies_are_handled(monkeypatch, capsys):
 
     import proctor.cli as cli
 
-    errors, aborts = cli._click_exception_classes()
+    errors, aborts = cli.click_exception_classes()
     assert click.ClickException in errors and click.exceptions.Abort in aborts
     try:
         from typer._click.exceptions import ClickException as BundledClickException

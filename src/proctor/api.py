@@ -60,14 +60,16 @@ def load_tasks(
     select: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
     problems: list[dict] | None = None,
+    notes: list[str] | None = None,
 ) -> list[Task]:
     """Tasks found in files and folders (recursively), optionally filtered by name globs.
 
-    ``options`` go to the dialect adapters: ``probsem_norm`` (bool) and ``probsem_temp`` (float).
+    ``options`` go to the dialect plug-ins (each reads its own keys, e.g. ``probsem_temp``, ``seahelm_data``).
     ``problems``: a list that receives ``{"file", "error"}`` for each file in a folder that could not be
-    loaded, instead of the first such error stopping the load.
+    loaded, instead of the first such error stopping the load; ``notes``: a list that receives why a
+    dialect left tasks out (e.g. a SEA-HELM language without data).
     """
-    return collect_tasks(paths, select=select, options=options, problems=problems)
+    return collect_tasks(paths, select=select, options=options, problems=problems, notes=notes)
 
 
 def evaluate(

@@ -13,7 +13,7 @@ console = Console() if sys.stdout.isatty() else Console(width=240)
 err_console = Console(stderr=True)
 
 
-def _fmt(value: Optional[float]) -> str:
+def fmt_value(value: Optional[float]) -> str:
     if value is None:
         return "—"
     if value != value:  # NaN
@@ -49,14 +49,14 @@ def print_results(results: dict) -> None:
                 str(task["n_samples"]) if first else "",
                 formulation(task) if first else "",
                 metric,
-                _fmt(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
-                _fmt(entry["stderr"]),
+                fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
+                fmt_value(entry["stderr"]),
             )
             first = False
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", "", metric, _fmt(entry["value"]), _fmt(entry["stderr"]))
+            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", "", metric, fmt_value(entry["value"]), fmt_value(entry["stderr"]))
             first = False
     console.print(table)
     if results.get("rollup"):
@@ -69,7 +69,7 @@ def print_results(results: dict) -> None:
             roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
         for depth, name, entry in flatten(hierarchy):
             roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (" (LINDSEA)" if entry.get("aggregation") == "lindsea" else ""),
-                         _fmt(entry.get("value")), _fmt(entry.get("stderr")))
+                         fmt_value(entry.get("value")), fmt_value(entry.get("stderr")))
         console.print(roll)
         for depth, name, entry in flatten(hierarchy):
             for note in entry.get("notes") or []:
@@ -81,15 +81,15 @@ def print_results(results: dict) -> None:
             stats = task.get("breakdown_stats", {}).get(key, {})
             console.print(f"[bold]{name}[/bold] by {key}:")
             for part, entry in parts.items():
-                values = ", ".join(f"{m} = {_fmt(e['value'])}" for m, e in entry["metrics"].items())
+                values = ", ".join(f"{m} = {fmt_value(e['value'])}" for m, e in entry["metrics"].items())
                 console.print(f"    {part} ({entry['n_samples']}): {values}")
             for metric, stat in stats.items():
                 console.print(
-                    f"  {metric}: max = {_fmt(stat['max'])}, median = {_fmt(stat['median'])}, average = {_fmt(stat['average'])}"
+                    f"  {metric}: max = {fmt_value(stat['max'])}, median = {fmt_value(stat['median'])}, average = {fmt_value(stat['average'])}"
                 )
 
 
-class _progress:
+class progress_display:
     """Rich progress: one bar per task and an overall bar, each with elapsed time and ETA."""
 
     def __init__(self, quiet: bool) -> None:

@@ -1,7 +1,8 @@
-"""Collect tasks from files and folders, asking each dialect whether it claims a file.
+"""Collect tasks from files and folders, asking each registered dialect whether it claims them.
 
-YAML files go to the YAML dialects (native, then GLM-130B); probsem prompt ``.txt`` files and suite
-``.json`` files go to the probsem dialect.
+Names that are not paths (``lm_eval:NAME``) go to the dialect that claims the name; files are offered
+to the dialects by path first, then (YAML files) by their parsed document, each in the dialects'
+``order``. No dialect is named here: they come from ``proctor.core.registry``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from proctor.dialects import lmeval, native, probsem
-from proctor.dialects.glm import dialect as glm
-from proctor.dialects.seahelm import dialect as seahelm
 from proctor.core.errors import ProctorError, TaskDefinitionError
-from proctor.core.yaml_lines import load_yaml
+from proctor.core.registry import registry
 from proctor.core.task import Task
+from proctor.core.yaml_lines import load_yaml
 
 log = logging.getLogger(__name__)
 
@@ -24,31 +23,36 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 
 def find_task_files(path: Path) -> list[Path]:
     if path.is_dir():
-        yaml_files = [p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file()]
-        return sorted(yaml_files + probsem.find_in_folder(path))
+        found = [p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file()]
+        for dialect in registry().ordered_dialects():
+            found += dialect.files_in_folder(path)
+        return sorted(set(found))
     return [path]
 
 
-def _load_file(path: Path, explicit: bool, options: Mapping[str, Any] | None) -> list[Task]:
-    if lmeval.claims_name(str(path)):  # lm_eval:NAME, a task or group of the installed catalogue
-        return lmeval.load_named(str(path), options)
-    if path.suffix in (".txt", ".json"):
-        return probsem.load_path(path, explicit, options)
-    if seahelm.claims_path(path):
-        return seahelm.load(path, explicit, options)
-    if lmeval.claims_path(path):
-        return lmeval.load(path, explicit, options)
+def _named_dialect(given: str):
+    return next((d for d in registry().ordered_dialects() if d.claims_name(given)), None)
+
+
+def _options_for(options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
+    """The options files under ``given`` (a path the user named) load with; a dialect may add to them."""
+    for dialect in registry().ordered_dialects():
+        options = dialect.options_for(options, given)
+    return options
+
+
+def _load_file(path: Path, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list[Task]:
+    dialects = registry().ordered_dialects()
+    for dialect in dialects:
+        if dialect.claims_path(path):
+            return dialect.load(path, None, explicit, options, notes)
     document = load_yaml(path)
-    if native.claims(document):
-        return native.load(document, path)
-    if glm.claims(document):
-        return glm.load(document, path, options)
+    for dialect in dialects:
+        if dialect.claims_document(document, path):
+            return dialect.load(path, document, explicit, options, notes)
     if explicit:
-        raise TaskDefinitionError(
-            "not a task file: a native task needs 'name' and 'kind' (or a 'tasks:' list); "
-            "a GLM-130B task needs 'name', 'type' and 'path'",
-            file=path,
-        )
+        needs = "; ".join(d.description for d in dialects if d.description)
+        raise TaskDefinitionError(f"not a task file: {needs}", file=path)
     log.warning("skipping %s: no dialect recognises it", path)
     return []
 
@@ -59,6 +63,7 @@ def collect_tasks(
     select: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
     problems: list[dict] | None = None,
+    notes: list[str] | None = None,
 ) -> list[Task]:
     """All tasks under ``paths`` (files and folders, folders searched recursively).
 
@@ -72,14 +77,21 @@ def collect_tasks(
 
     tasks: list[Task] = []
     seen: dict[str, Task] = {}
-    seahelm.SKIPPED.clear()
+    notes = [] if notes is None else notes  # why tasks were left out (a dialect's own checks)
+    options = dict(options or {})
     for given in paths:
         path = Path(given)
-        if not path.exists() and not lmeval.claims_name(str(given)):
+        named = _named_dialect(str(given)) if not path.exists() else None
+        if named is not None:
+            batches = [(path, lambda: named.load_named(str(given), options))]
+        elif not path.exists():
             raise TaskDefinitionError("no such file or folder", file=path)
-        for file in find_task_files(path):
+        else:
+            file_options = _options_for(options, path)
+            batches = [(file, lambda file=file: _load_file(file, file == path, file_options, notes)) for file in find_task_files(path)]
+        for file, load in batches:
             try:
-                loaded = _load_file(file, explicit=file == path, options=seahelm.with_given_path(options, path))
+                loaded = load()
             except TaskDefinitionError as exc:
                 if problems is None or file == path:
                     raise
@@ -97,13 +109,11 @@ def collect_tasks(
                 seen[task.name] = task
                 tasks.append(task)
     given = [str(p) for p in paths]
-    if not tasks and seahelm.SKIPPED:
-        raise TaskDefinitionError("no SEA-HELM task can run: " + "; ".join(seahelm.SKIPPED))
+    if not tasks and notes:
+        raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:
-        raise TaskDefinitionError(
-            "no tasks found: no native or GLM-130B task YAML, probsem prompt with suites, or SEA-HELM config here",
-            file=", ".join(given),
-        )
+        kinds = ", ".join(d.name for d in registry().ordered_dialects())
+        raise TaskDefinitionError(f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(given))
     _check_dialect_options(tasks, options or {})
     if select:
         patterns = list(select)
@@ -116,28 +126,14 @@ def collect_tasks(
     return tasks
 
 
-# Dialect options that change numbers, with the command-line option that sets them and its default.
-_DIALECT_OPTIONS = {
-    "probsem": [("probsem_temp", "--temp", 1.0), ("probsem_norm", "--norm", False)],
-    "seahelm": [
-        ("seahelm_data", "--seahelm-data", None), ("seahelm_judge", "--seahelm-judge", None),
-        ("seahelm_runs", "--seahelm-runs", 1), ("is_base_model", "--base-model/--instruct-model", None),
-        ("reasoning", "--reasoning-model", False), ("seahelm_max_tokens", "--seahelm-max-tokens", None),
-        ("seahelm_judge_generation", "--seahelm-judge-max-tokens", None),
-    ],
-}
-
-
 def _check_dialect_options(tasks: list[Task], options: Mapping[str, Any]) -> None:
     """An option for a dialect none of the tasks belongs to would be silently ignored: refuse it."""
     dialects = {t.dialect for t in tasks}
-    for dialect, known in _DIALECT_OPTIONS.items():
-        if dialect in dialects:
+    for dialect in registry().ordered_dialects():
+        if dialect.name in dialects:
             continue
-        for key, flag, default in known:
-            value = options.get(key, default)
-            if value != default and value not in (None, {}, ()):
-                raise ProctorError(
-                    f"{flag} ({value!r}) applies to {dialect} tasks only, and none of the {len(tasks)} task(s) is one "
-                    f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"
-                )
+        for flag, value in dialect.unused_options(options):
+            raise ProctorError(
+                f"{flag} ({value!r}) applies to {dialect.name} tasks only, and none of the {len(tasks)} task(s) is one "
+                f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"
+            )

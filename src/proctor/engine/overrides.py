@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
+from proctor.core.registry import registry
 from proctor.core.errors import ProctorError
 from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
 from proctor.core.task import Task
@@ -156,7 +157,7 @@ def limit_count(limit: int | float | None, n_rows: int) -> int | None:
 
 
 # --------------------------------------------------------------------------- per dialect
-def _spec_update(task: Task, **changes: Any) -> Task:
+def with_spec_changes(task: Task, **changes: Any) -> Task:
     spec = type(task.spec).model_validate({**task.spec.model_dump(), **{k: _dump(v) for k, v in changes.items()}})
     return dataclasses.replace(task, spec=spec)
 
@@ -178,66 +179,33 @@ def _generation(task: Task, o: RunOverrides) -> GenerationSpec | None:
     return GenerationSpec(**{**task.spec.generation.model_dump(), **changes})
 
 
-def _seahelm(task: Task, o: RunOverrides) -> Task:
-    """SEA-HELM's own knobs: temperature, max_tokens, few-shot count, and seeded runs for epochs."""
-    where = f"task '{task.name}' (SEA-HELM)"
-    for flag, value in (("--system-prompt", o.system_prompt), ("--fewshot-as-multiturn", o.fewshot_as_multiturn),
-                        ("--seed", o.seed)):
-        if value is not None:
-            raise ProctorError(f"{flag} has no meaning for {where}: SEA-HELM's config fixes the prompt and seeds run k with k")
-    unknown = sorted(set(o.gen_kwargs) - {"temperature", "max_tokens"})
-    if unknown:
-        raise ProctorError(f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens")
-    if o.epochs != 1 and o.epoch_reducer != "mean":
-        raise ProctorError(f"--epoch-reducer {o.epoch_reducer} has no meaning for {where}: its seeded runs are averaged")
-    options = dict(task.spec.task_options)
-    config = dict(options["config"])
-    languages = {k: dict(v) for k, v in config["languages"].items()}
-    if "temperature" in o.gen_kwargs:
-        config["temperature"] = o.gen_kwargs["temperature"]
-    if "max_tokens" in o.gen_kwargs:
-        for lang_cfg in languages.values():
-            lang_cfg["max_tokens"] = o.gen_kwargs["max_tokens"]
-    if o.num_fewshot is not None:
-        config["fewshot_num_examples"] = {"base": o.num_fewshot, "instruct": o.num_fewshot}
-    if o.epochs != 1:
-        options["n_runs"] = o.epochs
-    config["languages"] = languages
-    options["config"] = config
-    return _spec_update(task, task_options=options)
-
-
 def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Task, set[str]]:
     """The task with the overrides that apply to it, and the names of those that did not."""
     skipped: set[str] = set()
-    if task.dialect == "seahelm":
-        return _seahelm(task, o), skipped
-    if task.dialect == "lm-eval":  # lm-eval's own task objects build the prompts and generation settings
-        given = [flag for flag, on in (("--num-fewshot", o.num_fewshot is not None), ("--gen-kwargs/--seed", bool(o.gen_kwargs) or o.seed is not None),
-                                       ("--epochs", o.epochs != 1), ("--system-prompt", o.system_prompt is not None),
-                                       ("--fewshot-as-multiturn", o.fewshot_as_multiturn is not None)) if on]
-        if given:
-            raise ProctorError(f"{given[0]} is not applied to lm-evaluation-harness tasks yet (task '{task.name}'): set "
-                               "num_fewshot / generation_kwargs / repeats in the task YAML instead")
-        return task, skipped
+    dialect = registry().dialect(task.dialect)
+    if dialect is not None:  # a dialect with its own rules (SEA-HELM's config knobs, lm-eval's task objects)
+        own = dialect.apply_overrides(task, o, chat)
+        if own is not None:
+            return own
+    fixed = dialect is not None and dialect.fixed_prompts  # prompt files scored as written (probsem)
     spec = task.spec
     where = f"task '{task.name}' ({task.dialect})"
     changes: dict[str, Any] = {}
     if o.num_fewshot is not None:
-        if task.dialect == "probsem" or spec.kind == "perplexity" or spec.task_class:
+        if fixed or spec.kind == "perplexity" or spec.task_class:
             raise ProctorError(f"--num-fewshot has no meaning for {where}: its prompts carry no few-shot examples to draw")
         base = spec.fewshot.model_dump() if spec.fewshot else {}
         changes["fewshot"] = FewShotSpec(**{**base, "count": o.num_fewshot})
     generation = _generation(task, o)
     if generation is not None or o.epochs != 1:
-        if task.dialect == "probsem" or spec.kind != "generate":
+        if fixed or spec.kind != "generate":
             skipped.update(k for k, on in (("--gen-kwargs/--seed", generation is not None), ("--epochs", o.epochs != 1)) if on)
         elif spec.task_class and o.epochs != 1:
             raise ProctorError(f"--epochs has no meaning for {where}: its task class ({spec.task_class}) makes its own requests")
         if generation is not None and spec.kind == "generate":
             changes["generation"] = generation
     if o.system_prompt is not None or o.fewshot_as_multiturn is not None:
-        if task.dialect == "probsem":
+        if fixed:
             raise ProctorError(f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: its prompt files are scored as written")
         chat_on = _uses_chat(task, chat)
         base = spec.chat.model_dump() if spec.chat else {"enabled": False}
@@ -250,7 +218,7 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
             if not chat_on:  # plain text: the system prompt starts the prompt (prompts/builder)
                 base["enabled"] = False
         changes["chat"] = ChatSpec(**base)
-    return (_spec_update(task, **changes) if changes else task), skipped
+    return (with_spec_changes(task, **changes) if changes else task), skipped
 
 
 def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = None) -> list[Task]:
@@ -269,6 +237,7 @@ def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = 
 
 def epochs_of(task: Task, o: RunOverrides) -> int:
     """Repeats the engine runs for this task (SEA-HELM runs its own seeded runs instead)."""
-    if o.epochs == 1 or task.dialect in ("seahelm", "probsem") or task.spec.kind != "generate" or task.spec.task_class:
+    dialect = registry().dialect(task.dialect)
+    if o.epochs == 1 or (dialect is not None and not dialect.engine_epochs) or task.spec.kind != "generate" or task.spec.task_class:
         return 1
     return o.epochs

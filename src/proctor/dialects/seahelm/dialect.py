@@ -27,9 +27,6 @@ from proctor.core.task import Task
 
 log = logging.getLogger(__name__)
 
-SKIPPED: list[str] = []  # why tasks were left out by the latest load (reset by collect_tasks)
-
-
 def claims_path(path: Path) -> bool:
     """YAML files inside a ``seahelm_tasks`` folder, and any ``config.yaml`` shaped like SEA-HELM's."""
     if C.tasks_root(path) is not None:
@@ -92,7 +89,8 @@ def _default_task_set(options: Mapping[str, Any]) -> Any:
     return "all"
 
 
-def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, notes: list[str] | None = None) -> list[Task]:
+    """Tasks of a SEA-HELM config; ``notes`` receives why task x language pairs were left out."""
     options = dict(options or {})
     if path.name != "config.yaml":
         return []  # constants.yaml, task_config.yaml, reasoning_generation_config.yaml
@@ -201,7 +199,8 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         by_reason.setdefault(reason, []).append(where)
     for reason, names in by_reason.items():
         log.warning("%s: skipping %s: %s", path, ", ".join(names), reason)
-    SKIPPED.extend(f"{path}: {p}" for p in problems + excluded)
+    if notes is not None:
+        notes.extend(f"SEA-HELM {path}: {p}" for p in problems + excluded)
     if explicit and not tasks and (problems or excluded):
         raise TaskDefinitionError("; ".join(problems + excluded), file=path)
     return tasks

@@ -1,0 +1,142 @@
+"""Command-line values → what the API takes: variables, model options, and the options dialect
+plug-ins add to ``run`` / ``ls`` / ``validate`` (declared as ``CliOption``s, parsed by each dialect)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Callable, List, Mapping, Optional
+
+import typer
+
+from proctor.core.dialect import OptionContext, OptionError
+from proctor.core.registry import registry
+
+_DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
+
+def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
+    variables: dict[str, str] = {}
+    if data_dir is not None:
+        if not data_dir.is_dir():
+            raise typer.BadParameter(f"no such folder: {data_dir}", param_hint="--data-dir")
+        variables["PROCTOR_DATA"] = str(data_dir.resolve())
+    for item in var or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--var")
+        variables[key] = value
+    return variables
+
+
+def batch_size_from(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        size = int(value)
+    except ValueError:
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size") from None
+    if size < 1:
+        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size")
+    return size
+
+
+def resources_from(items: Optional[List[str]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        try:
+            out[key] = float(value) if sep else 1.0
+        except ValueError:
+            raise typer.BadParameter(f"takes KEY=AMOUNT, got '{item}'", param_hint="--worker-resources") from None
+    return out
+
+
+def model_args_from(items: Optional[List[str]]) -> dict:
+    """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--model-arg")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def load_plugins(plugins: Optional[List[Path]]) -> None:
+    from proctor.scoring.metrics import load_metric_file
+
+    for plugin in plugins or []:
+        load_metric_file(str(plugin))
+
+
+
+def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
+    """Add every registered dialect's options for ``command`` to a Typer command function.
+
+    The function takes ``dialect_values`` (a dict by ``CliOption.name``) instead of one parameter per option;
+    Typer sees the options through the wrapper's signature."""
+
+    def decorate(fn: Callable) -> Callable:
+        signature = inspect.signature(fn)
+        own = [p for p in signature.parameters.values() if p.name != _DIALECT_VALUES]
+        taken = {p.name for p in own}
+        added: list[inspect.Parameter] = []
+        annotations = dict(typing_hints(fn))
+        annotations.pop(_DIALECT_VALUES, None)
+        for dialect in registry().ordered_dialects():
+            for option in dialect.cli_options:
+                if command not in option.commands:
+                    continue
+                if option.name in taken:
+                    raise RuntimeError(f"dialect '{dialect.name}': option name '{option.name}' is taken")
+                taken.add(option.name)
+                extra = {"min": option.minimum} if option.minimum is not None else {}
+                default = typer.Option(option.default, *option.flags, help=option.help, **extra)
+                added.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option.annotation))
+                annotations[option.name] = option.annotation
+        names = {p.name for p in added}
+
+        def command_fn(**kwargs: Any) -> Any:
+            values = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+            return fn(**kwargs, **{_DIALECT_VALUES: values})
+
+        command_fn.__name__ = fn.__name__
+        command_fn.__doc__ = fn.__doc__
+        command_fn.__module__ = fn.__module__
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotations.get(p.name, p.annotation)) for p in own] + added
+        command_fn.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command_fn.__annotations__ = annotations
+        return command_fn
+
+    return decorate
+
+
+def typing_hints(fn: Callable) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(fn)
+
+
+def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_task_code: bool = False) -> dict[str, Any]:
+    """The options mapping the dialects load with: each dialect parses its own command-line values."""
+    options: dict[str, Any] = {"trust_task_code": trust_task_code}
+    for dialect in registry().ordered_dialects():
+        raw = {o.name: values[o.name] for o in dialect.cli_options if o.name in values}
+        try:
+            options.update(dialect.parse_options(raw, context))
+        except OptionError as exc:
+            raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
+    return options
+
+
+def uses_server_options(values: Mapping[str, Any]) -> bool:
+    """Whether a dialect's values use --base-url / --api-key-env (an openai: judge, say)."""
+    for dialect in registry().ordered_dialects():
+        raw = {o.name: values[o.name] for o in dialect.cli_options if o.name in values}
+        if dialect.uses_server_options(raw):
+            return True
+    return False

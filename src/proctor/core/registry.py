@@ -1,0 +1,104 @@
+"""The one registry: what dialects and other plug-ins contribute to the layers above ``core``.
+
+A plug-in is a module with a ``register(registry)`` function. The built-in ones are the
+``plugin`` modules of the packages under ``proctor.dialects`` (found by scanning that namespace, so
+adding a dialect touches no core file); installed packages add theirs under the ``proctor.plugins``
+entry-point group. The registry is built once, on first use, by calling each ``register`` in turn:
+importing a plug-in module registers nothing by itself.
+
+What can be registered: dialects (``core.dialect.Dialect``), model backends by ``--model`` prefix,
+task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
+modules whose import registers metrics (``scoring.metrics.register_metric``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+if TYPE_CHECKING:
+    from proctor.core.dialect import Dialect
+
+log = logging.getLogger(__name__)
+
+DIALECT_NAMESPACE = "proctor.dialects"  # the plug-in namespace scanned for built-in plug-ins
+ENTRY_POINT_GROUP = "proctor.plugins"
+
+ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
+Exporter = Callable[..., list]  # (prepared, outcome, run_dir, model_name, **options) -> files written
+
+
+@dataclass
+class Registry:
+    dialects: dict[str, "Dialect"] = field(default_factory=dict)
+    model_backends: dict[str, ModelLoader] = field(default_factory=dict)
+    exporters: dict[str, Exporter] = field(default_factory=dict)
+    rollup_rules: list[Any] = field(default_factory=list)
+    metric_modules: list[str] = field(default_factory=list)
+
+    # -- registration (called from plug-ins' register functions)
+    def add_dialect(self, dialect: "Dialect") -> None:
+        if dialect.name in self.dialects:
+            raise ValueError(f"dialect '{dialect.name}' is registered twice")
+        self.dialects[dialect.name] = dialect
+
+    def add_model_backend(self, prefix: str, loader: ModelLoader) -> None:
+        self.model_backends[prefix] = loader
+
+    def add_exporter(self, name: str, exporter: Exporter) -> None:
+        self.exporters[name] = exporter
+
+    def add_rollup_rule(self, rule: Any) -> None:
+        self.rollup_rules.append(rule)
+
+    def add_metric_module(self, module: str) -> None:
+        """A module whose import registers metrics; imported when metrics are first looked up."""
+        self.metric_modules.append(module)
+
+    # -- lookup
+    def ordered_dialects(self) -> list["Dialect"]:
+        """Dialects in the order they are offered a file (``Dialect.order``, then name)."""
+        return sorted(self.dialects.values(), key=lambda d: (d.order, d.name))
+
+    def dialect(self, name: str) -> "Dialect | None":
+        return self.dialects.get(name)
+
+
+_REGISTRY: Registry | None = None
+_LOCK = threading.Lock()
+
+
+def _plugin_modules() -> Iterable[Callable[[Registry], None]]:
+    namespace = importlib.import_module(DIALECT_NAMESPACE)
+    for info in sorted(pkgutil.iter_modules(namespace.__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        name = f"{DIALECT_NAMESPACE}.{info.name}.plugin"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # a package without a plug-in module
+                continue
+            raise
+        yield module.register
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        yield entry.load()
+
+
+def registry() -> Registry:
+    """The registry, built on first use from every plug-in's ``register``."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        with _LOCK:
+            if _REGISTRY is None:
+                built = Registry()
+                for register in _plugin_modules():
+                    register(built)
+                _REGISTRY = built
+    return _REGISTRY

@@ -1,0 +1,46 @@
+"""AISteer360-style Python use cases and steering pipelines as a dialect plug-in (``.py`` files, ``steer:`` models)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List, Mapping, Optional
+
+from proctor.core.dialect import CliOption, Dialect, OptionContext
+from proctor.core.registry import Registry
+
+
+class UseCaseDialect(Dialect):
+    name = "usecase"
+    order = 5
+    description = "a Python use case file defines a UseCase subclass"
+    fixed_prompts = True
+    cli_options = (
+        CliOption("use_case_data", ("--use-case-data",), Optional[Path], None,
+                  "Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class."),
+        CliOption("use_case_metric", ("--use-case-metric",), Optional[List[str]], None,
+                  "Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable)."),
+        CliOption("use_case_arg", ("--use-case-arg",), Optional[List[str]], None,
+                  "Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable)."),
+        CliOption("use_case_config", ("--use-case-config",), Optional[Path], None,
+                  "Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size."),
+    )
+
+    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
+        given = {k: raw.get(k) for k in ("use_case_data", "use_case_metric", "use_case_arg", "use_case_config")}
+        return {k: v for k, v in given.items() if v}
+
+    def unused_options(self, options: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        flags = {"use_case_data": "--use-case-data", "use_case_metric": "--use-case-metric",
+                 "use_case_arg": "--use-case-arg", "use_case_config": "--use-case-config"}
+        return [(flags[k], options[k]) for k in flags if options.get(k)]
+
+
+def _load_steered(rest: str, **options: Any) -> Any:
+    from proctor.dialects.aisteer.steered_model import load_steered
+
+    return load_steered(rest, **options)
+
+
+def register(registry: Registry) -> None:
+    registry.add_dialect(UseCaseDialect())
+    registry.add_model_backend("steer", _load_steered)

@@ -1,0 +1,36 @@
+"""Run-time overrides on SEA-HELM tasks: they map onto SEA-HELM's own config knobs."""
+
+from __future__ import annotations
+
+from proctor.core.errors import ProctorError
+from proctor.core.task import Task
+from proctor.engine.overrides import RunOverrides, with_spec_changes
+
+
+def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
+    """SEA-HELM's own knobs: temperature, max_tokens, few-shot count, and seeded runs for epochs."""
+    where = f"task '{task.name}' (SEA-HELM)"
+    for flag, value in (("--system-prompt", o.system_prompt), ("--fewshot-as-multiturn", o.fewshot_as_multiturn),
+                        ("--seed", o.seed)):
+        if value is not None:
+            raise ProctorError(f"{flag} has no meaning for {where}: SEA-HELM's config fixes the prompt and seeds run k with k")
+    unknown = sorted(set(o.gen_kwargs) - {"temperature", "max_tokens"})
+    if unknown:
+        raise ProctorError(f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens")
+    if o.epochs != 1 and o.epoch_reducer != "mean":
+        raise ProctorError(f"--epoch-reducer {o.epoch_reducer} has no meaning for {where}: its seeded runs are averaged")
+    options = dict(task.spec.task_options)
+    config = dict(options["config"])
+    languages = {k: dict(v) for k, v in config["languages"].items()}
+    if "temperature" in o.gen_kwargs:
+        config["temperature"] = o.gen_kwargs["temperature"]
+    if "max_tokens" in o.gen_kwargs:
+        for lang_cfg in languages.values():
+            lang_cfg["max_tokens"] = o.gen_kwargs["max_tokens"]
+    if o.num_fewshot is not None:
+        config["fewshot_num_examples"] = {"base": o.num_fewshot, "instruct": o.num_fewshot}
+    if o.epochs != 1:
+        options["n_runs"] = o.epochs
+    config["languages"] = languages
+    options["config"] = config
+    return with_spec_changes(task, task_options=options)

@@ -1,0 +1,143 @@
+"""SEA-HELM task folders (``seahelm_tasks/<competency>/<task>/config.yaml``) as a dialect plug-in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
+from proctor.core.registry import Registry
+
+_RUN = frozenset({"run"})
+_RUN_LS = frozenset({"run", "ls"})
+_ALL = frozenset({"run", "ls", "validate"})
+
+
+class SeaHelmOptions(BaseModel):
+    """The options mapping's SEA-HELM entries (``seahelm_*``), as the dialect reads them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seahelm_data: Optional[dict[str, str]] = Field(None, json_schema_extra={"flag": "--seahelm-data"})
+    seahelm_judge: Optional[str] = Field(None, json_schema_extra={"flag": "--seahelm-judge"})
+    seahelm_judge_options: Optional[dict[str, Any]] = Field(None, json_schema_extra={"flag": "--judge-arg"})
+    seahelm_judge_generation: Optional[dict[str, Any]] = Field(None, json_schema_extra={"flag": "--seahelm-judge-max-tokens"})
+    seahelm_runs: int = Field(1, ge=1, json_schema_extra={"flag": "--seahelm-runs"})
+    seahelm_tasks: Optional[List[str]] = Field(None, json_schema_extra={"flag": "--seahelm-tasks"})
+    is_base_model: Optional[bool] = Field(None, json_schema_extra={"flag": "--base-model/--instruct-model"})
+    reasoning: bool = Field(False, json_schema_extra={"flag": "--reasoning-model"})
+    seahelm_max_tokens: Optional[int] = Field(None, ge=1, json_schema_extra={"flag": "--seahelm-max-tokens"})
+    seahelm_model_name: Optional[str] = Field(None, json_schema_extra={"flag": "--model"})
+
+
+def _model_args(items: list[str] | None, flag: str) -> dict:
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise OptionError(flag, f"takes KEY=VALUE, got '{item}'")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+class SeaHelmDialect(Dialect):
+    name = "seahelm"
+    order = 20
+    Options = SeaHelmOptions
+    engine_epochs = False
+    cli_options = (
+        CliOption("seahelm_data", ("--seahelm-data",), Optional[List[str]], None,
+                  "SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.", _ALL),
+        CliOption("seahelm_judge", ("--seahelm-judge",), Optional[str], None,
+                  "SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).", _RUN),
+        CliOption("judge_base_url", ("--judge-base-url",), Optional[str], None,
+                  "openai judge: its server's API root (default: --base-url).", _RUN),
+        CliOption("judge_api_key_env", ("--judge-api-key-env",), Optional[str], None,
+                  "openai judge: environment variable holding its API key (default: --api-key-env).", _RUN),
+        CliOption("judge_arg", ("--judge-arg",), Optional[List[str]], None,
+                  "KEY=VALUE backend option for the judge (repeatable), as --model-arg.", _RUN),
+        CliOption("seahelm_runs", ("--seahelm-runs",), int, 1, "SEA-HELM: seeded runs per task, bootstrapped per question.", _RUN, minimum=1),
+        CliOption("seahelm_tasks", ("--seahelm-tasks",), Optional[List[str]], None,
+                  "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).", _RUN_LS),
+        CliOption("base_model", ("--base-model/--instruct-model",), Optional[bool], None,
+                  "SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template. "
+                  "In `ls`, --base-model leaves out the tasks SEA-HELM skips on base models.", _RUN_LS),
+        CliOption("reasoning", ("--reasoning-model",), bool, False,
+                  "SEA-HELM: add the thinking budget and strip thinking before scoring.", _RUN_LS),
+        CliOption("seahelm_max_tokens", ("--seahelm-max-tokens",), Optional[int], None,
+                  "SEA-HELM: cap every language's max_tokens (quick runs).", _RUN, minimum=1),
+        CliOption("seahelm_judge_max_tokens", ("--seahelm-judge-max-tokens",), Optional[int], None,
+                  "SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).", _RUN, minimum=1),
+    )
+
+    def claims_path(self, path: Path) -> bool:
+        from proctor.dialects.seahelm import dialect
+
+        return dialect.claims_path(path)
+
+    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+        from proctor.dialects.seahelm import dialect
+
+        return dialect.load(path, explicit, options, notes)
+
+    def options_for(self, options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
+        from proctor.dialects.seahelm import dialect
+
+        return dialect.with_given_path(options, given) or {}
+
+    def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
+        return str(raw.get("seahelm_judge") or "").startswith("openai:")
+
+    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
+        judge = raw.get("seahelm_judge")
+        openai_judge = str(judge or "").startswith("openai:")
+        for flag, key in (("--judge-base-url", "judge_base_url"), ("--judge-api-key-env", "judge_api_key_env")):
+            if raw.get(key) and not openai_judge:
+                raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")
+        if raw.get("judge_arg") and not openai_judge:
+            raise OptionError("--judge-arg", "applies to an openai: --seahelm-judge only")
+        out: dict[str, Any] = {}
+        mapping = {}
+        for item in raw.get("seahelm_data") or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise OptionError("--seahelm-data", f"takes DATASET_ID=PATH, got '{item}'")
+            if not Path(value).expanduser().exists():
+                raise OptionError("--seahelm-data", f"{key}={value}: no such file or folder {value}")
+            mapping[key] = value
+        if mapping:
+            out["seahelm_data"] = mapping
+        if raw.get("seahelm_judge_max_tokens"):
+            out["seahelm_judge_generation"] = {"max_tokens": raw["seahelm_judge_max_tokens"]}
+        if openai_judge:
+            out["seahelm_judge_options"] = {
+                "base_url": raw.get("judge_base_url") or context.base_url,
+                "api_key_env": raw.get("judge_api_key_env") or context.api_key_env,
+                **_model_args(raw.get("judge_arg"), "--judge-arg"),
+            }
+        for key, target in (("seahelm_judge", "seahelm_judge"), ("seahelm_runs", "seahelm_runs"), ("seahelm_tasks", "seahelm_tasks"),
+                            ("base_model", "is_base_model"), ("reasoning", "reasoning"), ("seahelm_max_tokens", "seahelm_max_tokens")):
+            if raw.get(key) is not None:
+                out[target] = raw[key]
+        if context.command == "run":
+            out["seahelm_model_name"] = context.model
+        self.Options.model_validate(out)
+        return out
+
+    def unused_options(self, options: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        return [(flag, value) for flag, value in super().unused_options(options) if flag != "--model"]
+
+    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
+        from proctor.dialects.seahelm.overrides import apply_seahelm_overrides
+
+        return apply_seahelm_overrides(task, overrides), set()
+
+
+def register(registry: Registry) -> None:
+    registry.add_dialect(SeaHelmDialect())
