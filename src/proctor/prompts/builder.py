@@ -14,7 +14,7 @@ from proctor.data.images import read_images
 from proctor.data.sources import Sample
 from proctor.core.errors import TaskDefinitionError
 from proctor.prompts.fewshot import choose_shots
-from proctor.prompts.templates import compile_expression, compile_template
+from proctor.core.templates import compile_expression, compile_template
 from proctor.core.task_spec import TaskSpec
 
 
