@@ -9,7 +9,8 @@ from proctor.usecases.base import UseCase, UseCaseDataError
 from proctor.usecases.benchmark import Benchmark
 from proctor.usecases.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
 from proctor.usecases.generation import batch_retry_generate
-from proctor.usecases.ifeval import InstructionFollowing, StrictInstruction
+from proctor.usecases.generic_metrics import Factuality, Perplexity, Relevance, RewardScore, ShortAnswerMatch
+from proctor.usecases.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction
 from proctor.usecases.judge import LLMJudgeMetric
 from proctor.usecases.mcqa import CommonsenseMCQA
 from proctor.usecases.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
@@ -19,6 +20,7 @@ from proctor.usecases.runfile import run_use_cases
 from proctor.usecases.specs import ControlSpec
 from proctor.usecases.state import ActivationAddition
 from proctor.usecases.structural import LoRA, WeightDelta
+from proctor.usecases.truthfulqa import Informativeness, TruthfulQA, Truthfulness
 
 __all__ = [
     "ActivationAddition",
@@ -26,6 +28,15 @@ __all__ = [
     "CommonsenseMCQA",
     "ControlSpec",
     "InstructionFollowing",
+    "Factuality",
+    "Informativeness",
+    "LooseInstruction",
+    "Perplexity",
+    "Relevance",
+    "RewardScore",
+    "ShortAnswerMatch",
+    "TruthfulQA",
+    "Truthfulness",
     "LLMJudgeMetric",
     "StrictInstruction",
     "Control",
