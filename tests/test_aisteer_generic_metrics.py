@@ -10,47 +10,11 @@ import math
 import re
 import string
 from collections import Counter
-from typing import Sequence
-
 import pytest
 
-from proctor.models.base import Model
-from proctor.requests import GenerateResult
+from aisteer_fakes import ScriptedJudge
 from proctor.usecases.aisteer_names import aisteer360_names
 from proctor.usecases.generic_metrics import FACTUALITY_PROMPT, RELEVANCE_PROMPT
-
-
-class ScriptedJudge(Model):
-    """A judge that answers every prompt with ``reply(prompt)`` and records the prompts it saw."""
-
-    name = "scripted-judge"
-
-    def __init__(self, reply) -> None:
-        self.reply, self.prompts = reply, []
-
-    @property
-    def fingerprint(self) -> dict:
-        return {"backend": "scripted", "id": id(self)}
-
-    @property
-    def has_chat_template(self) -> bool:
-        return True
-
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
-        return "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in messages) + "<assistant>"
-
-    def generate(self, requests, progress=None):
-        out = []
-        for r in requests:
-            self.prompts.append(r.prompt)
-            out.append(GenerateResult(self.reply(r.prompt), "stop", len(r.prompt), 1))
-        return out
-
-    def loglikelihood(self, requests, progress=None):
-        raise NotImplementedError
-
-    def rolling_loglikelihood(self, requests, progress=None):
-        raise NotImplementedError
 
 
 # ---------------------------------------------------------------- ShortAnswerMatch

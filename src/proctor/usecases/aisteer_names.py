@@ -59,6 +59,65 @@ _NAMES: dict[str, dict[str, str]] = {
 }
 _NAMES["aisteer360.evaluation.utils"] = dict(_NAMES["aisteer360.evaluation.utils.data_utils"])
 
+_GENERIC = "proctor.usecases.generic_metrics"
+_IFEVAL = "aisteer360.evaluation.metrics.custom.instruction_following.helpers"
+_NAMES["aisteer360.evaluation.metrics"].update({
+    "Factuality": f"{_GENERIC}:Factuality", "Perplexity": f"{_GENERIC}:Perplexity",
+    "Relevance": f"{_GENERIC}:Relevance", "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
+})
+_NAMES.update({
+    "aisteer360.evaluation.metrics.generic.factuality": {"Factuality": f"{_GENERIC}:Factuality"},
+    "aisteer360.evaluation.metrics.generic.relevance": {"Relevance": f"{_GENERIC}:Relevance"},
+    "aisteer360.evaluation.metrics.generic.perplexity": {"Perplexity": f"{_GENERIC}:Perplexity"},
+    "aisteer360.evaluation.metrics.generic.reward_score": {"RewardScore": f"{_GENERIC}:RewardScore"},
+    "aisteer360.evaluation.metrics.generic.short_answer_match": {
+        "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
+        "_normalize_answer": f"{_GENERIC}:normalize_answer",
+        "_token_f1": f"{_GENERIC}:token_f1",
+    },
+    "aisteer360.evaluation.metrics.custom.truthful_qa": {
+        "Truthfulness": "proctor.usecases.truthfulqa:Truthfulness",
+        "Informativeness": "proctor.usecases.truthfulqa:Informativeness",
+    },
+    "aisteer360.evaluation.metrics.custom.truthful_qa.truthfulness": {"Truthfulness": "proctor.usecases.truthfulqa:Truthfulness"},
+    "aisteer360.evaluation.metrics.custom.truthful_qa.informativeness": {"Informativeness": "proctor.usecases.truthfulqa:Informativeness"},
+    "aisteer360.evaluation.use_cases.truthful_qa": {"TruthfulQA": "proctor.usecases.truthfulqa:TruthfulQA"},
+    "aisteer360.evaluation.use_cases.truthful_qa.use_case": {"TruthfulQA": "proctor.usecases.truthfulqa:TruthfulQA"},
+    f"{_IFEVAL}.instructions_registry": {"INSTRUCTION_DICT": "proctor.usecases.ifeval_checks:INSTRUCTION_DICT"},
+    f"{_IFEVAL}.instructions_util": {
+        "count_words": "proctor.usecases.ifeval_text:count_words",
+        "count_sentences": "proctor.usecases.ifeval_text:count_sentences",
+    },
+    "aisteer360.utils.rendering": {
+        name: f"proctor.usecases.rendering:{name}"
+        for name in ("has_chat_template", "render_messages", "render_for_model", "encode_for_model")
+    },
+    "aisteer360.algorithms.input_control.few_shot.selectors": {
+        "RandomSelector": "proctor.usecases.aisteer_controls:RandomSelector",
+        "EPRSelector": "proctor.usecases.aisteer_controls:EPRSelector",
+    },
+    "aisteer360.algorithms.input_control._common.selectors.random": {"RandomSelector": "proctor.usecases.aisteer_controls:RandomSelector"},
+    "aisteer360.algorithms.input_control._common.formatters.few_shot_block": {
+        "FewShotBlockFormatter": "proctor.usecases.aisteer_controls:FewShotBlockFormatter",
+    },
+})
+_NAMES[f"{_IFEVAL}.evaluation_main"]["test_instruction_following_loose"] = "proctor.usecases.ifeval:test_instruction_following_loose"
+_NAMES["aisteer360.evaluation.use_cases.commonsense_mcqa"] = {"CommonsenseMCQA": "proctor.usecases.mcqa:CommonsenseMCQA"}
+
+
+def _control_names() -> None:
+    """Every AISteer360 control package: ``pkg``, ``pkg.control`` and ``pkg.args`` name its classes."""
+    from proctor.usecases.aisteer_controls import CONTROLS
+
+    for package, (control, args, _) in CONTROLS.items():
+        module = f"aisteer360.algorithms.{package}"
+        _NAMES[module] = {control: f"proctor.usecases.aisteer_controls:{control}", args: f"proctor.usecases.aisteer_controls:{args}"}
+        _NAMES[f"{module}.control"] = {control: f"proctor.usecases.aisteer_controls:{control}"}
+        _NAMES[f"{module}.args"] = {args: f"proctor.usecases.aisteer_controls:{args}"}
+
+
+_control_names()
+
 
 def supported() -> list[str]:
     """Every ``module.attribute`` name that resolves inside ``aisteer360_names()``."""
