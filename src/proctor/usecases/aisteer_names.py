@@ -152,7 +152,7 @@ class _Missing(importlib.abc.MetaPathFinder):
         if fullname == ROOT or fullname.startswith(ROOT + "."):
             raise ImportError(
                 f"'{fullname}' is an AISteer360 module proctor has no equivalent for; proctor provides "
-                + ", ".join(sorted(_NAMES)) + " (see docs/usecases.md)",
+                f"{len(_NAMES)} aisteer360 modules, listed in docs/usecases.md and by proctor.usecases.aisteer_names.supported()",
                 name=fullname,
             )
         return None
