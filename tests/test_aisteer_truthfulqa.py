@@ -107,7 +107,7 @@ def test_upstream_truthfulqa_benchmark_script(tiny_model_dir, tmp_path):
     rows = [json.loads(line) for line in (UPSTREAM / "evaluation_data.jsonl").read_text().splitlines()]
     judge = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    for name, (run,) in profiles.items():
+    for run, in profiles.values():
         generations = run["generations"]
         assert [g["question"] for g in generations] == [r["question"] for r in rows]
         assert [g["best_answer"] for g in generations] == [r.get("best_answer", "") for r in rows]
