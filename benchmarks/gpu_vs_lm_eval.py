@@ -139,7 +139,7 @@ def worker_lower_bound(model_dir: str, limits: dict, device: str) -> dict:
     from proctor.engine.prepare import prepare_task
     from proctor.models.hf import HFModel
     from proctor.models.hf_scoring import loglikelihood_items
-    from proctor.tasks.base import kind_handler
+    from proctor.kinds.base import kind_handler
 
     model = HFModel(model_dir, dtype="bfloat16", device=device)
     unique: set = set()

@@ -22,8 +22,9 @@ def prompt_building() -> tuple[float, int]:
     from proctor.api import load_tasks
     from proctor.data.sources import load_samples
     from proctor.engine.prepare import prepare_task
-    from proctor.spec.task import FewShotSpec
-    from proctor.tasks.base import Task, kind_handler
+    from proctor.core.task_spec import FewShotSpec
+    from proctor.core.task import Task
+    from proctor.kinds.base import kind_handler
 
     (task,) = load_tasks([REPO / "examples" / "benchmarks" / "arc_easy.yaml"])
     spec = task.spec.model_copy(update={"fewshot": FewShotSpec(count=3)})

@@ -138,7 +138,7 @@ def worker_lower_bound(limits: dict) -> dict:
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
     from proctor.models.registry import load_model
-    from proctor.tasks.base import kind_handler
+    from proctor.kinds.base import kind_handler
 
     model = load_model("smollm2")
     decoder = model.model.get_decoder()

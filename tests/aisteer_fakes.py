@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from proctor.models.base import Model
-from proctor.requests import GenerateResult
+from proctor.core.model_requests import GenerateResult
 
 
 class ScriptedJudge(Model):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from proctor.models.base import Model
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

@@ -66,7 +66,7 @@ GLM_ROWS = [
 ]
 
 USECASE = '''\
-from proctor.usecases.base import UseCase
+from proctor.dialects.aisteer.base import UseCase
 
 
 class Echo(UseCase):

@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-from proctor.errors import ProctorError
-from proctor.usecases.aisteer_names import aisteer360_names
+from proctor.core.errors import ProctorError
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 
 # AISteer360 1d7c843: (package under aisteer360.algorithms, control, args) — every STEERING_METHOD there
 UPSTREAM_CONTROLS = [
@@ -97,7 +97,7 @@ def test_few_shot_builds_upstream_system_message():
 
 
 def test_few_shot_runs_in_a_pipeline_with_runtime_overrides(tiny_model):
-    from proctor.usecases import SteeringPipeline, batch_retry_generate
+    from proctor.dialects.aisteer import SteeringPipeline, batch_retry_generate
 
     with aisteer360_names():
         from aisteer360.algorithms.input_control.few_shot.control import FewShot

@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 
 from aisteer_fakes import ScriptedJudge
-from proctor.usecases.aisteer_names import aisteer360_names
-from proctor.usecases.generic_metrics import FACTUALITY_PROMPT, RELEVANCE_PROMPT
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names
+from proctor.dialects.aisteer.generic_metrics import FACTUALITY_PROMPT, RELEVANCE_PROMPT
 
 
 # ---------------------------------------------------------------- ShortAnswerMatch

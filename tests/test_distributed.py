@@ -15,8 +15,8 @@ from fakes import stable, write_tasks
 
 from proctor import evaluate
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
-from proctor.errors import MissingDependencyError
-from proctor.requests import LoglikelihoodRequest
+from proctor.core.errors import MissingDependencyError
+from proctor.core.model_requests import LoglikelihoodRequest
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 4  # small chunks: many of them, so two replicas share the work and a killed one has some left

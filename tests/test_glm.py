@@ -48,7 +48,7 @@ def test_example_yamls_parse():
     assert tasks["glue_cola/validation"].spec.task_options["micro_batch_size"] == 30  # kebab-case key
     assert tasks["C3"].spec.data[0].path == "${DATA_PATH}/CLUE/c3/**/*.json*"  # GLM's default file pattern
     lambada = tasks["LAMBADA"].spec
-    assert lambada.task_class == "proctor.glm.handler.GLMModuleTask" and lambada.task_options["module"] == "tasks.lambada.task.LAMBADA"
+    assert lambada.task_class == "proctor.dialects.glm.handler.GLMModuleTask" and lambada.task_options["module"] == "tasks.lambada.task.LAMBADA"
     glm = lambada.task_options["config"]
     assert (glm["num_beams"], glm["max_gen_length"], glm["no_repeat_ngram_size"], glm["use_task_mask"]) == (16, 5, 3, True)
     assert glm["file_pattern"] == {"test": "**/test.jsonl", "validation": "**/validation.jsonl"}
@@ -155,14 +155,14 @@ def test_gen_example_data_runs_with_glm_em_f1(tiny_model, tmp_path):
     assert set(task["metrics"]) == {"EM", "F1"} and task["breakdown_stats"]["_source"]["EM"]["n_parts"] == 1
     (record,) = records(result.run_dir)
     assert record["target"] == ["Paris", "Paris, France"]
-    from proctor.scoring.glm_metrics import glm_exact_match, glm_f1
+    from proctor.dialects.glm.glm_metrics import glm_exact_match, glm_f1
 
     assert record["metrics"]["EM"] == 100 * max(glm_exact_match(record["generation"], t) for t in record["target"])
     assert record["metrics"]["F1"] == pytest.approx(100 * max(glm_f1(record["generation"], t) for t in record["target"]))
 
 
 def test_glm_em_f1_rules():
-    from proctor.scoring.glm_metrics import glm_exact_match, glm_f1
+    from proctor.dialects.glm.glm_metrics import glm_exact_match, glm_f1
     from proctor.scoring.metrics import get_metric
     from proctor.scoring.outcomes import GenerationOutcome
 
@@ -298,7 +298,7 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
 
 def test_left_truncation_to_max_seq_length(tiny_model):
     from proctor.models.packing import ScoringItem as _ScoringItem
-    from proctor.requests import LoglikelihoodRequest
+    from proctor.core.model_requests import LoglikelihoodRequest
 
     context = "word " * 60 + "The answer is"
     full, cut = tiny_model.loglikelihood([LoglikelihoodRequest(context, " yes"), LoglikelihoodRequest(context, " yes", max_length=12)])

@@ -549,7 +549,7 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
 def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     from fakes import FakeModel
 
-    from proctor.errors import ProctorError
+    from proctor.core.errors import ProctorError
 
     write_jsonl(tmp_path / "DATA" / "exam" / "science" / "a.json",
                 [{"inputs_pretokenized": "1+1=", "choices_pretokenized": ["2", "3"], "label": 0}])

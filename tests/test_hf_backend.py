@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from proctor.models.hf import HFModel
-from proctor.requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 
 PAIRS = [
     ("Question: What is the capital of France?\nAnswer:", " Paris"),

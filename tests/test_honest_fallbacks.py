@@ -9,7 +9,7 @@ from fakes import FakeModel, write_tasks
 from malformed_cases import GLM, GLM_ROWS, jsonl
 
 from proctor import evaluate
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 
 
 def test_glm_task_without_data_path_says_where_it_read(tmp_path):
@@ -50,7 +50,7 @@ def test_probsem_temperature_must_be_finite(tmp_path):
 def test_few_shot_count_larger_than_the_pool_is_an_error(tmp_path):
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.errors import TaskDefinitionError
+    from proctor.core.errors import TaskDefinitionError
 
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=0)
     text = (tasks / "tasks.yaml").read_text().replace("metrics: [acc, acc_norm, brier_score]",

@@ -10,7 +10,7 @@ import json
 from fakes import FakeModel, _unit, write_tasks
 
 from proctor import evaluate
-from proctor.requests import GenerateResult
+from proctor.core.model_requests import GenerateResult
 from proctor.runs.compare import compare_runs
 from proctor.runs.report import render_report
 
@@ -92,7 +92,7 @@ def test_compare_flags_runs_whose_formulations_differ(tmp_path):
 
 
 def test_cli_table_shows_the_formulation():
-    from proctor.cli_display import formulation
+    from proctor.cli.display import formulation
 
     assert formulation({"mc_format": "generate", "unparsed": {"count": 3, "n": 10, "rate": 0.3}}) == "lettered generation (3/10 unparsed, 30%)"
     assert formulation({"mc_format": "loglikelihood"}) == "log-likelihood"

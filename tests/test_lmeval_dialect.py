@@ -13,7 +13,7 @@ pytest.importorskip("lm_eval")
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.dialects import lmeval  # noqa: E402
 from proctor.dialects.lmeval import data_map  # noqa: E402
-from proctor.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
 
 ROWS = [
     {"question": "what is two plus two", "answer": "four", "options": ["three", "four"], "label": 1},

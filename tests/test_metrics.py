@@ -10,8 +10,8 @@ from proctor.scoring.extraction import AnswerExtractor
 from proctor.scoring.metrics import METRICS, get_metric, mean_stderr
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.text import normalize_answer, token_f1
-from proctor.spec.task import ExtractionSpec
-from proctor.tasks.multiple_choice import softmax
+from proctor.core.task_spec import ExtractionSpec
+from proctor.kinds.multiple_choice import softmax
 
 
 def choice(logprobs, n_tokens, lengths, gold):

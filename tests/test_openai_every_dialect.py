@@ -35,9 +35,9 @@ from openai_fakes import FaultProxy, ScriptedJudgeServer, serve_transformers  # 
 from conftest import REPO, shared_path  # noqa: E402
 from seahelm_fixtures import mt_bench_copy  # noqa: E402
 from proctor.api import evaluate, load_tasks  # noqa: E402
-from proctor.errors import ProctorError  # noqa: E402
+from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402
-from proctor.tasks.mc_generate import INSTRUCTION  # noqa: E402
+from proctor.kinds.mc_generate import INSTRUCTION  # noqa: E402
 
 SEAHELM_MT_BENCH = "aisingapore/MultiTurn-Chat-MT-Bench"
 

@@ -22,7 +22,7 @@ from openai_fakes import free_port, start_process_server, stop_process  # noqa: 
 
 from conftest import EXAMPLES, shared_path  # noqa: E402
 from proctor.api import evaluate  # noqa: E402
-from proctor.errors import ProctorError  # noqa: E402
+from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402
 
 pytestmark = pytest.mark.slow

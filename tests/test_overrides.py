@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES
 from proctor import __version__, evaluate, load_tasks
 from proctor.engine.overrides import RunOverrides, apply_overrides, parse_gen_kwargs, parse_limit
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.runs.manifest import RunMismatchError
 from proctor.scoring.metrics import register_metric
 

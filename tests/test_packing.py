@@ -8,7 +8,7 @@ import pytest
 
 from proctor.models.hf import HFModel
 from proctor.models.packing import ScoringItem, pack
-from proctor.requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
 
 
 def test_choices_of_one_question_share_their_context():

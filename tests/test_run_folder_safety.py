@@ -173,7 +173,7 @@ def test_a_kill_loses_at_most_one_chunk_of_64_requests_even_when_the_backend_ask
 
 
 def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp_path, monkeypatch):
-    from proctor.errors import ProctorError
+    from proctor.core.errors import ProctorError
 
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
     (tmp_path / "afile").write_text("x")

@@ -126,7 +126,7 @@ def test_perplexity_task_over_a_text_file(tiny_model, tmp_path):
     assert sample["n_words"] == len(text.split()) and sample["n_bytes"] == len(text.encode())
     assert metrics["word_perplexity"]["value"] == pytest.approx(math.exp(-sample["logprob"] / sample["n_words"]))
     assert metrics["bits_per_byte"]["value"] == pytest.approx(-sample["logprob"] / sample["n_bytes"] / math.log(2))
-    full = tiny_model.rolling_loglikelihood([__import__("proctor.requests", fromlist=["x"]).RollingLoglikelihoodRequest(text, 32, 16)])[0]
+    full = tiny_model.rolling_loglikelihood([__import__("proctor.core.model_requests", fromlist=["x"]).RollingLoglikelihoodRequest(text, 32, 16)])[0]
     assert sample["logprob"] == pytest.approx(full.logprob)
 
 

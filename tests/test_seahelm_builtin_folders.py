@@ -13,10 +13,10 @@ import pytest
 from conftest import shared_path
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
-from proctor.errors import ProctorError, TaskDefinitionError
-from proctor.requests import GenerateResult
-from proctor.seahelm import ifeval as IF
-from proctor.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.model_requests import GenerateResult
+from proctor.dialects.seahelm import ifeval as IF
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
 
 DATA = Path(__file__).parent / "data" / "seahelm"
 

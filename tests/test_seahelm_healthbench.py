@@ -12,8 +12,8 @@ import pytest
 
 from fakes import FakeModel
 from proctor.api import evaluate
-from proctor.errors import TaskDefinitionError
-from proctor.requests import GenerateResult
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.model_requests import GenerateResult
 
 HUB_ID = "example/HealthBench-Mini"
 

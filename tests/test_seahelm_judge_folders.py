@@ -14,8 +14,8 @@ import pytest
 from conftest import shared_path
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
-from proctor.errors import TaskDefinitionError
-from proctor.requests import GenerateResult
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.model_requests import GenerateResult
 
 DATA = Path(__file__).parent / "data" / "seahelm" / "mt_bench_judge"
 HUB_ID = "aisingapore/MultiTurn-Chat-MT-Bench-Judge"
@@ -227,7 +227,7 @@ def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
 def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path, monkeypatch):
     import types
 
-    from proctor.seahelm import offline_datasets as OD
+    from proctor.dialects.seahelm import offline_datasets as OD
 
     hub = pytest.importorskip("huggingface_hub")
     module = types.ModuleType("plugin")

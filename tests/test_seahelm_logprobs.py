@@ -17,8 +17,8 @@ import pytest
 from seahelm_fixtures import NLI_ROWS, seahelm_tree
 from proctor.api import evaluate
 from proctor.models.base import Model
-from proctor.requests import GenerateResult, LoglikelihoodResult
-from proctor.seahelm.logprobs import answer_tag_separator, logprob_summary
+from proctor.core.model_requests import GenerateResult, LoglikelihoodResult
+from proctor.dialects.seahelm.logprobs import answer_tag_separator, logprob_summary
 
 
 def _seahelm_logprob_metric(cumulative_logprobs: list) -> dict:
@@ -141,8 +141,8 @@ def test_logprob_task_generates_to_the_tag_and_skips_rows_that_ran_out(tmp_path)
 def test_logprob_task_on_tiny_model_nulls_rows_without_the_tag(tiny_model, tmp_path):
     """The tiny random model never writes 'Jawaban:' within 8 tokens: by SEA-HELM's rule every row that ran out
     of tokens is null (probability 0), instead of scoring the labels after an appended tag."""
-    from proctor.requests import GenerateRequest
-    from proctor.seahelm import prompts as P
+    from proctor.core.model_requests import GenerateRequest
+    from proctor.dialects.seahelm import prompts as P
 
     tasks, options = seahelm_tree(tmp_path, max_tokens=8, nli_langs=("id",))
     result = evaluate([tasks], tiny_model, select=["nli-logprobs/id"], output_dir=tmp_path / "run", export=False,

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from proctor.seahelm import metrics as M
-from proctor.seahelm import qa as QA
-from proctor.seahelm.config import load_tree
-from proctor.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
-from proctor.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudgeMetric
+from proctor.dialects.seahelm import metrics as M
+from proctor.dialects.seahelm import qa as QA
+from proctor.dialects.seahelm.config import load_tree
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.dialects.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudgeMetric
 from conftest import shared_path
 
 

@@ -12,9 +12,9 @@ from typing import Sequence
 import pytest
 
 from proctor.api import evaluate, load_tasks
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 from proctor.models.base import Model
-from proctor.requests import GenerateResult
+from proctor.core.model_requests import GenerateResult
 
 CONFIG = """\
 niah_single_1k:

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from conftest import shared_path
-from proctor.errors import ProctorError
-from proctor.seahelm import qa as QA
-from proctor.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.core.errors import ProctorError
+from proctor.dialects.seahelm import qa as QA
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
 
 
 def _evaluate(lang, tag, labels, responses):

@@ -10,7 +10,7 @@ from conftest import EXAMPLES, shared_path
 from seahelm_fixtures import mt_bench_copy
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 
 def _tree():

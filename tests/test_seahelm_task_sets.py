@@ -10,7 +10,7 @@ from fakes import FakeModel
 from seahelm_fixtures import seahelm_tree
 from proctor.api import evaluate, load_tasks
 from proctor.cli import app
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 
 def _seahelm_aggregate(metrics: dict, config: dict) -> dict:
@@ -68,7 +68,7 @@ def test_unknown_task_set_is_an_error_naming_the_sets(tmp_path):
 def test_default_set_aggregates_as_seahelm(tmp_path):
     """No generative task is averaged with its -logprobs twin: the competency, language and overall scores are
     SEA-HELM's aggregate_metrics over the 'seahelm' set."""
-    from proctor.seahelm.config import load_tree
+    from proctor.dialects.seahelm.config import load_tree
 
     tasks, options = seahelm_tree(tmp_path)
     result = evaluate([tasks], FakeModel(), output_dir=tmp_path / "run", export=False, dialect_options=options)
@@ -104,7 +104,7 @@ def test_audio_task_is_reported_by_name_in_ls_and_run_and_image_tasks_are_listed
     with pytest.raises(TaskDefinitionError, match=r"speechqa/en: audio task \(SpeechQADataloader\)"):
         evaluate([tasks], FakeModel(), output_dir=tmp_path / "run", export=False, dialect_options={**options, "seahelm_tasks": "audio"})
     # beside runnable tasks it is left out of both, with the reason kept; image tasks run (vision-language models)
-    from proctor.dialects import seahelm as dialect
+    from proctor.dialects.seahelm import dialect
 
     names = {t.name for t in load_tasks([tasks], options={**options, "seahelm_tasks": "all"})}
     assert "speechqa/en" not in names and any("speechqa/en: audio task" in s for s in dialect.SKIPPED)
@@ -116,7 +116,7 @@ def test_audio_task_is_reported_by_name_in_ls_and_run_and_image_tasks_are_listed
 
 def test_mapped_folder_lacking_a_language_is_skipped_alike_by_ls_and_run(tmp_path):
     tasks, options = seahelm_tree(tmp_path, nli_langs=("id",))
-    from proctor.dialects import seahelm as dialect
+    from proctor.dialects.seahelm import dialect
 
     listed = {t.name for t in load_tasks([tasks], options=options)}
     assert "nli/vi" not in listed and "nli/id" in listed

@@ -10,8 +10,8 @@ import pytest
 
 from fakes import FakeModel
 from proctor.api import evaluate
-from proctor.errors import ProctorError
-from proctor.requests import GenerateResult
+from proctor.core.errors import ProctorError
+from proctor.core.model_requests import GenerateResult
 from proctor.scoring.rollup import rollup
 
 TREE = Path(__file__).parent / "data" / "seahelm_unseen"
@@ -55,7 +55,7 @@ def test_unseen_folders_run_and_lindsea_rolls_up(tmp_path):
 
 
 def test_plugin_hub_id_without_copy_is_a_clear_error(tmp_path):
-    from proctor.seahelm.offline_datasets import load_dataset
+    from proctor.dialects.seahelm.offline_datasets import load_dataset
 
     with pytest.raises(ProctorError, match="dataset not available offline: example-org/Nowhere"):
         load_dataset("example-org/Nowhere", "normal", split="test")

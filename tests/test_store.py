@@ -9,7 +9,7 @@ import pytest
 from fakes import FakeModel, stable, write_tasks
 
 from proctor import evaluate
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
@@ -42,7 +42,7 @@ def test_every_request_field_changes_the_key(request_):
     for field in dataclasses.fields(request_):
         value = getattr(request_, field.name)
         if field.name == "images":  # images enter the key by their content digest
-            from proctor.images import ImageInput
+            from proctor.core.images import ImageInput
 
             other = (ImageInput("sha256:" + "0" * 64, b""),)
         elif isinstance(value, bool):

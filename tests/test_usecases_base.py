@@ -8,10 +8,10 @@ import pytest
 
 from conftest import shared_path
 from proctor import UseCase
-from proctor.usecases import CommonsenseMCQA, InstructionFollowing, MCQAAccuracy, StrictInstruction, UseCaseDataError
-from proctor.usecases.ifeval import follows
-from proctor.usecases.mcqa import LETTERS, parse_letter
-from proctor.usecases.overrides import resolve_overrides
+from proctor.dialects.aisteer import CommonsenseMCQA, InstructionFollowing, MCQAAccuracy, StrictInstruction, UseCaseDataError
+from proctor.dialects.aisteer.ifeval import follows
+from proctor.dialects.aisteer.mcqa import LETTERS, parse_letter
+from proctor.dialects.aisteer.overrides import resolve_overrides
 
 ROWS = [
     {"id": f"r{i}", "question": f"Question {i}?", "answer": f"c{i}", "choices": [f"c{i}", "x", "y", "z", "w"]}

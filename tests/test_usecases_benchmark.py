@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.usecases.runfile import import_user_file
+from proctor.dialects.aisteer.runfile import import_user_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -21,7 +21,7 @@ DEFINITION = textwrap.dedent(
     import os, signal, sys
     from proctor import Benchmark
     from proctor.models.hf import HFModel
-    from proctor.usecases import ActivationAddition, CommonsenseMCQA, ControlSpec, MCQAAccuracy, MCQAPositionalBias, SystemPrompt
+    from proctor.dialects.aisteer import ActivationAddition, CommonsenseMCQA, ControlSpec, MCQAAccuracy, MCQAPositionalBias, SystemPrompt
 
     ROWS = [
         {"id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}", "choices": [f"w{i}", "apple", "river", "stone"]}
@@ -88,13 +88,13 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     import importlib.util
 
     if importlib.util.find_spec("pandas") is not None:
-        from proctor.usecases.analysis import to_dataframe
+        from proctor.dialects.aisteer.analysis import to_dataframe
 
         assert to_dataframe(table).shape == (len(table), 6)
     written = bench.export(save_dir=tmp_path, tradeoff=("MCQAAccuracy.trial_mean", "MCQAAccuracy.num_valid"))
     assert (tmp_path / "profiles.json").exists() and written["results"].read_text().startswith("pipeline,config_id")
     assert written["tradeoff"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from proctor.usecases.analysis import pareto_front, plot_sensitivity
+    from proctor.dialects.aisteer.analysis import pareto_front, plot_sensitivity
 
     assert plot_sensitivity(table, "activation", "actadd.strength", "MCQAAccuracy.num_valid", tmp_path / "s.png").exists()
     front = pareto_front([{"x": 1, "y": 1}, {"x": 2, "y": 0.5}, {"x": 0.5, "y": 0.5}, {"x": 2, "y": 1}])
@@ -136,8 +136,8 @@ def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir
 
 USE_CASE_FILE = '''
 from proctor import UseCase
-from proctor.usecases import MCQAAccuracy, MCQAPositionalBias
-from proctor.usecases.mcqa import CommonsenseMCQA
+from proctor.dialects.aisteer import MCQAAccuracy, MCQAPositionalBias
+from proctor.dialects.aisteer.mcqa import CommonsenseMCQA
 
 
 class MyMCQA(CommonsenseMCQA):
@@ -168,8 +168,8 @@ def test_cli_runs_a_use_case_file(tiny_model_dir, tmp_path):
     assert "MCQAAccuracy.trial_mean" in task["metrics"]
     assert len((out / "samples.jsonl").read_text().splitlines()) == 6
     (tmp_path / "two.py").write_text(USE_CASE_FILE + "\nclass Other(CommonsenseMCQA):\n    pass\n")
-    from proctor.errors import TaskDefinitionError
-    from proctor.usecases.runfile import load_use_case_file
+    from proctor.core.errors import TaskDefinitionError
+    from proctor.dialects.aisteer.runfile import load_use_case_file
 
     with pytest.raises(TaskDefinitionError, match="exactly one UseCase subclass"):
         load_use_case_file(tmp_path / "two.py")

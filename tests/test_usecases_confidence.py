@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, SteeringPipeline, TokenBias
+from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, SteeringPipeline, TokenBias
 
 ROWS = [
     {

@@ -10,8 +10,8 @@ import pytest
 from proctor.engine.calls import engine_session
 from proctor.models.base import Model
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
-from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
-from proctor.usecases.runfile import run_use_cases
+from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
+from proctor.dialects.aisteer.runfile import run_use_cases
 
 ROWS = [
     {"id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}", "choices": [f"w{i}", "apple", "river"]}
@@ -144,7 +144,7 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
 
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS))
     (tmp_path / "uc.py").write_text(
-        "from proctor.usecases import CommonsenseMCQA, MCQAAccuracy\n"
+        "from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy\n"
         "class Mine(CommonsenseMCQA):\n    pass\n"
         "evaluation_data = 'rows.jsonl'\nevaluation_metrics = [MCQAAccuracy()]\ngen_kwargs = {'max_new_tokens': 3}\n"
     )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from proctor import Metric
-from proctor.usecases import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
+from proctor.dialects.aisteer import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 
 # The reference's toy example (seed-systems.md §3).
 RESP = ["A", "B", "A", None, "C", "A"]

@@ -21,7 +21,7 @@ def default_model():
 
 
 def _run(model, num_samples=-1):
-    from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, MCQAPositionalBias
+    from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 
     case = CommonsenseMCQA(
         shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias(), MCQACalibration()], num_shuffling_runs=3, seed=555,
@@ -58,7 +58,7 @@ def test_commonsense_mcqa_on_default_model(default_model):
 
     # Same seed again: identical prompts; generating again (on the first 10 rows, in different batches)
     # gives identical replies, and the scores recomputed from them are identical.
-    from proctor.usecases import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias
+    from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias
 
     rebuilt = CommonsenseMCQA(shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555)
     assert [item["prompt"] for item in rebuilt.prompt_data()] == [g["prompt"] for g in generations]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from proctor.requests import GenerateRequest, LoglikelihoodRequest
-from proctor.usecases import ActivationAddition, LoRA, SteeringPipeline, SystemPrompt, TokenBias, WeightDelta
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.dialects.aisteer import ActivationAddition, LoRA, SteeringPipeline, SystemPrompt, TokenBias, WeightDelta
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
 POS = ["I love this, wonderful and happy", "joy delight great"]
@@ -73,7 +73,7 @@ def test_yaml_tasks_run_on_a_pipeline_from_python_and_the_cli(tiny_model, tiny_m
     from proctor.cli import app
 
     (tmp_path / "pipes.py").write_text(
-        "from proctor.usecases import ActivationAddition\n"
+        "from proctor.dialects.aisteer import ActivationAddition\n"
         f"ZERO = [ActivationAddition([0], 0.0, {POS!r}, {NEG!r})]\n"
     )
     result = CliRunner().invoke(app, [

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from proctor.models.base import Model
-from proctor.usecases import (
+from proctor.dialects.aisteer import (
     ActivationAddition,
     FewShot,
     LoRA,

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from proctor.cli import app
-from proctor.errors import TaskDefinitionError
-from proctor.usecases import MCQACalibration, Metric
-from proctor.usecases.aisteer_names import aisteer360_names
-from proctor.usecases.runconfig import command_line_config
-from proctor.usecases.runfile import load_use_case_file, run_use_case_files
+from proctor.core.errors import TaskDefinitionError
+from proctor.dialects.aisteer import MCQACalibration, Metric
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names
+from proctor.dialects.aisteer.runconfig import command_line_config
+from proctor.dialects.aisteer.runfile import load_use_case_file, run_use_case_files
 
 UPSTREAM = Path(__file__).parent / "data" / "aisteer360"
 MCQA_FILE = UPSTREAM / "commonsense_mcqa" / "use_case.py"
@@ -73,7 +73,7 @@ def read_samples(run_dir: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- names exist only while user code runs
 def test_aisteer360_names_exist_only_inside_the_block():
-    code = "import sys, proctor, proctor.usecases, proctor.cli; print(sorted(k for k in sys.modules if k.startswith('aisteer360')))"
+    code = "import sys, proctor, proctor.dialects.aisteer, proctor.cli; print(sorted(k for k in sys.modules if k.startswith('aisteer360')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     with aisteer360_names():
@@ -155,7 +155,7 @@ def test_class_only_file_with_a_config_file(tiny_model, tmp_path):
         "gen_kwargs: {max_new_tokens: 3}\n"
         "batch_size: 3\n"
     )
-    from proctor.usecases.runconfig import read_config
+    from proctor.dialects.aisteer.runconfig import read_config
 
     case, gen_kwargs, call = load_use_case_file(MCQA_FILE, config=read_config(config))
     assert case.num_shuffling_runs == 2 and len(case.evaluation_data) == 3
@@ -187,7 +187,7 @@ def test_generate_receives_batch_size_and_runtime_overrides(tiny_model, tmp_path
             def evaluate(self, generations):
                 return {}
 
-    from proctor.usecases import run_use_cases
+    from proctor.dialects.aisteer import run_use_cases
 
     run_use_cases(Probe([{"text": "a"}], []), tiny_model, output_dir=tmp_path / "r1", gen_kwargs={"max_new_tokens": 2})
     assert seen["batch_size"] == 4 and seen["runtime_overrides"] is None  # the model's batch size
@@ -251,11 +251,11 @@ def test_calibration_accepts_confidence_scores_and_matches_upstream_bins():
 
 # ---------------------------------------------------------------- a benchmark script with AISteer360's API
 def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_path):
-    from proctor.usecases.aisteer_names import run_script
+    from proctor.dialects.aisteer.aisteer_names import run_script
 
     save_dir = tmp_path / "bench"
     args = [str(tiny_model_dir), str(save_dir)]
-    namespace = run_script(str(UPSTREAM / "benchmark.py"), args)  # as `python -m proctor.usecases.aisteer_names`
+    namespace = run_script(str(UPSTREAM / "benchmark.py"), args)  # as `python -m proctor.dialects.aisteer.aisteer_names`
     assert list(namespace["summary"]["n_trials"]) == [2]
     checkpoint = json.loads((save_dir / "checkpoint.json").read_text())
     runs = checkpoint["profiles"]["baseline"]
@@ -283,7 +283,7 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
 def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_model_dir, tmp_path):
     import sqlite3
 
-    from proctor.usecases import SystemPrompt
+    from proctor.dialects.aisteer import SystemPrompt
 
     with aisteer360_names():
         from aisteer360.evaluation.benchmark import Benchmark
@@ -317,7 +317,7 @@ def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_
 
 # ---------------------------------------------------------------- LLM judge metrics in AISteer360's format
 def test_judge_score_reader_follows_upstream_rules():
-    from proctor.usecases.judge import read_score
+    from proctor.dialects.aisteer.judge import read_score
 
     assert read_score('Sure.\n```json\n{"score": 4.5}\n```', (1, 5)) == 4.5
     assert read_score('{"score": 9}', (1, 5)) == 5 and read_score('{"score": -2}', (1, 5)) == 1  # clamped
@@ -328,7 +328,7 @@ def test_judge_score_reader_follows_upstream_rules():
 
 
 def test_upstream_judge_metric_file_scores_with_a_real_judge(tiny_model):
-    from proctor.usecases.generation import batch_retry_generate
+    from proctor.dialects.aisteer.generation import batch_retry_generate
 
     with aisteer360_names():
         sys.path.insert(0, str(UPSTREAM / "metrics"))

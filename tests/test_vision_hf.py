@@ -15,7 +15,7 @@ pytest.importorskip("PIL")
 from vision_fixtures import COLOURS, image_set, tiny_vlm_dir  # noqa: E402,F401
 
 from proctor.api import evaluate, load_tasks  # noqa: E402
-from proctor.errors import TaskDefinitionError  # noqa: E402
+from proctor.core.errors import TaskDefinitionError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_bad_images_fail_before_the_model_loads(image_set, tmp_path):
 
 
 def test_text_model_refuses_image_task(tiny_model, image_set, tmp_path):
-    from proctor.errors import ProctorError
+    from proctor.core.errors import ProctorError
 
     task = write_task(tmp_path, "t", MC_TASK.format(name="t", data=image_set / "bytes.parquet", column="image", chat="false"))
     with pytest.raises(ProctorError, match="shows images, and model 'tiny-llama' takes none"):
@@ -205,7 +205,7 @@ def test_text_model_refuses_image_task(tiny_model, image_set, tmp_path):
 
 def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
     from proctor.engine.prepare import prepare_task
-    from proctor.requests import GenerateRequest
+    from proctor.core.model_requests import GenerateRequest
     from proctor.runs.store import request_hash
 
     a = write_task(tmp_path, "a", MC_TASK.format(name="a", data=image_set / "paths.jsonl", column="path", chat="false"))

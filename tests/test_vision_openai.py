@@ -115,7 +115,7 @@ def test_payload_has_image_parts_and_resume_reuses_answers(image_set, tmp_path):
     prompts; a rerun of the same folder sends nothing; another picture under the same file name is a new request."""
     import shutil
 
-    from proctor.errors import ProctorError
+    from proctor.core.errors import ProctorError
 
     data = tmp_path / "data"
     shutil.copytree(image_set, data)
@@ -147,7 +147,7 @@ def test_payload_has_image_parts_and_resume_reuses_answers(image_set, tmp_path):
 
 
 def test_image_loglikelihood_over_the_api_is_refused(image_set, tmp_path):
-    from proctor.errors import ProctorError
+    from proctor.core.errors import ProctorError
 
     task = task_file(tmp_path, CHOICE, image_set / "paths.jsonl")
     with CaptureServer() as server:

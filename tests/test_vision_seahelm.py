@@ -16,7 +16,7 @@ pytest.importorskip("datasets")
 from vision_fixtures import COLOURS, png_bytes, tiny_vlm_dir  # noqa: E402,F401
 
 from proctor.api import evaluate  # noqa: E402
-from proctor.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
 
 TREE = Path(__file__).parent / "data" / "seahelm_vision" / "seahelm_tasks"
 MAX_TOKENS = 6

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from proctor.requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 
 REQUESTS = [
     LoglikelihoodRequest("The cat sat on the", " mat"),
@@ -135,7 +135,7 @@ def test_fingerprint_and_registry(stand_in):
 def test_without_vllm_the_error_says_how_to_install(monkeypatch, tmp_path):
     import sys
 
-    from proctor.errors import MissingDependencyError
+    from proctor.core.errors import MissingDependencyError
     from proctor.models.registry import load_model
 
     monkeypatch.setitem(sys.modules, "vllm", None)

@@ -3,10 +3,10 @@
 __version__ = "0.1.0"
 
 from proctor.api import EvaluationResult, evaluate, load_tasks  # noqa: E402
-from proctor.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
 from proctor.scoring.metrics import register_metric  # noqa: E402
 
-# Python use cases and steering (proctor.usecases) load on first use, keeping ``import proctor`` light.
+# Python use cases and steering (proctor.dialects.aisteer) load on first use, keeping ``import proctor`` light.
 _USECASE_NAMES = ("UseCase", "Metric", "batch_retry_generate", "Benchmark", "SteeringPipeline", "ControlSpec")
 
 

@@ -17,7 +17,7 @@ from proctor.dialects import collect_tasks
 from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, default_chunk_size, run_built
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.models.base import Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
@@ -27,7 +27,7 @@ from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.scoring.rollup import rollup
-from proctor.tasks.base import Task
+from proctor.core.task import Task
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def _load_and_evaluate(
 def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict], variables, overrides, **options) -> list:
     """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
     others go on. A task from a file named directly, or the failure of every task, still raises."""
-    from proctor.errors import TaskDefinitionError
+    from proctor.core.errors import TaskDefinitionError
 
     prepared, first = [], None
     for task in tasks:

@@ -16,8 +16,8 @@ import io
 from pathlib import Path
 from typing import Any, Sequence
 
-from proctor.errors import TaskDefinitionError, require
-from proctor.images import ImageInput
+from proctor.core.errors import TaskDefinitionError, require
+from proctor.core.images import ImageInput
 
 THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
-from proctor.errors import ProctorError, TaskDefinitionError
-from proctor.spec.task import DataSpec
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.task_spec import DataSpec
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -125,7 +125,7 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) ->
 
 def _apply_fields(spec: DataSpec, rows: list[dict], origin: str, task_file: str | None = None) -> list[dict]:
     """Add the computed fields, then drop rows the filter rejects."""
-    from proctor.prompts.templates import compile_expression
+    from proctor.core.templates import compile_expression
 
     defined_in = task_file or origin  # a template error is the task file's, not the data's
     compiled = {name: compile_expression(expr, origin=defined_in, field=f"data.fields.{name}") for name, expr in spec.fields.items()}

@@ -1,5 +1,5 @@
 """Dialect adapters turn task files of each supported format into the same ``Task`` objects."""
 
-from proctor.dialects.discovery import collect_tasks, find_task_files
+from proctor.engine.discovery import collect_tasks, find_task_files
 
 __all__ = ["collect_tasks", "find_task_files"]

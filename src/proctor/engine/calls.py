@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from proctor.engine.runner import ProgressHook, _dedupe, execute
 from proctor.models.base import Model
-from proctor.requests import GenerateRequest, GenerateResult, LoglikelihoodRequest, LoglikelihoodResult
+from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest, LoglikelihoodResult
 from proctor.runs.store import Lookup, fingerprint_hash
 
 

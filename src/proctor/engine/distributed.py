@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
-from proctor.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.core.errors import MissingDependencyError, ModelLoadError, ProctorError
 from proctor.models.base import Model, Progress
 from proctor.models.info import model_info
 

@@ -10,7 +10,7 @@ import dataclasses
 import hashlib
 from typing import Any, Sequence
 
-from proctor.requests import GenerateRequest
+from proctor.core.model_requests import GenerateRequest
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 
 

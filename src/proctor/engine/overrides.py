@@ -15,9 +15,9 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from proctor.errors import ProctorError
-from proctor.spec.task import ChatSpec, FewShotSpec, GenerationSpec
-from proctor.tasks.base import Task
+from proctor.core.errors import ProctorError
+from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
+from proctor.core.task import Task
 
 # lm-evaluation-harness's generation keyword names -> proctor's GenerationSpec fields
 GEN_ALIASES = {"max_gen_toks": "max_tokens", "max_new_tokens": "max_tokens", "until": "stop", "min_new_tokens": "min_tokens"}

@@ -13,11 +13,11 @@ from typing import Any, Mapping, Sequence
 
 from proctor.data.sources import Sample, load_samples
 from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
-from proctor.errors import ProctorError, TaskDefinitionError
+from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
-from proctor.spec.task import MetricSpec
-from proctor.tasks.base import Task
+from proctor.core.task_spec import MetricSpec
+from proctor.core.task import Task
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def prepare_task(
     stats: dict = {}
     handler = None
     if spec.task_class:
-        from proctor.tasks.custom import load_task_class
+        from proctor.kinds.custom import load_task_class
 
         handler = load_task_class(spec, task.base_dir, file)
     if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)

@@ -11,12 +11,12 @@ from typing import Any, Callable, Sequence
 from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.models.base import Model
-from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.runs.store import Lookup, request_hash
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
-from proctor.tasks.base import kind_handler
+from proctor.kinds.base import kind_handler
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
         fmt = "loglikelihood" if scores else "generate"
     if fmt != "generate":
         return None
-    from proctor.tasks.mc_generate import MultipleChoiceGenerateKind
+    from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
 
     return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
 

@@ -12,7 +12,7 @@ import hashlib
 from collections import deque
 from typing import Any, Sequence
 
-from proctor.requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.runs.store import request_hash
 
 CHARS_PER_TOKEN = 4  # the driver has no tokenizer: characters / 4 estimates tokens

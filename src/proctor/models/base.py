@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Callable, Sequence
 
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

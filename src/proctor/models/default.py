@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from proctor.errors import ModelLoadError, require
+from proctor.core.errors import ModelLoadError, require
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from proctor.errors import ModelLoadError, require
+from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
 from proctor.models.memory import halving
 from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
 from proctor.models.packing import ScoringItem, pack
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

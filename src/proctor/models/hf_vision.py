@@ -14,10 +14,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
-from proctor.errors import ModelLoadError, ProctorError, require
+from proctor.core.errors import ModelLoadError, ProctorError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf import _DTYPES, _weights_digest, bos_rule, pick_device
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

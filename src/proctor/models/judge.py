@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.models.base import Model
-from proctor.requests import GenerateRequest
+from proctor.core.model_requests import GenerateRequest
 
 Judge = Callable[[Sequence[dict]], str]
 

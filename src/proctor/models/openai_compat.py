@@ -22,7 +22,7 @@ import json
 import logging
 from typing import Any, Sequence
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.models.base import Model, Progress
 from proctor.models.openai_http import ApiClient, ApiError
 from proctor.models.openai_logprobs import (
@@ -32,7 +32,7 @@ from proctor.models.openai_logprobs import (
     parse_prompt_logprobs,
     self_check,
 )
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

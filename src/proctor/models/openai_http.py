@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
-from proctor.errors import ProctorError, require
+from proctor.core.errors import ProctorError, require
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@
 - ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
 - ``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server
 - ``steer:<file.py>:<NAME>``: a steering pipeline from a Python file, on the base model given by
-  the ``base`` option (default ``smollm2``; ``proctor.usecases.steered_model``)
+  the ``base`` option (default ``smollm2``; ``proctor.dialects.aisteer.steered_model``)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from proctor.errors import ModelLoadError
+from proctor.core.errors import ModelLoadError
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
@@ -134,7 +134,7 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
 
         return OpenAIModel(rest, **options)
     if backend == "steer":
-        from proctor.usecases.steered_model import load_steered
+        from proctor.dialects.aisteer.steered_model import load_steered
 
         return load_steered(rest, **options)
     raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: {', '.join(BACKENDS)}")

@@ -19,10 +19,10 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from proctor.errors import ProctorError, require
+from proctor.core.errors import ProctorError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf import HFModel, _weights_digest, bos_rule
-from proctor.requests import (
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

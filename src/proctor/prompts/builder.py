@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 from proctor.data.images import read_images
 from proctor.data.sources import Sample
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 from proctor.prompts.fewshot import choose_shots
-from proctor.prompts.templates import compile_expression, compile_template
-from proctor.spec.task import TaskSpec
+from proctor.core.templates import compile_expression, compile_template
+from proctor.core.task_spec import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Prompt:
 
     text: str | None = None
     messages: tuple[tuple[str, str], ...] | None = None
-    images: tuple[Any, ...] = ()  # proctor.images.ImageInput
+    images: tuple[Any, ...] = ()  # proctor.core.images.ImageInput
 
     def render(self, model) -> str:
         if self.messages is None:

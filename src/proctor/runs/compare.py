@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.runs.export import iter_samples, load_results
 
 

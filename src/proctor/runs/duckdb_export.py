@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from proctor.errors import require
+from proctor.core.errors import require
 from proctor.runs.export import PARQUET_FILE, load_results, write_parquet
 
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
 

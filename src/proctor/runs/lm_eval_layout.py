@@ -201,7 +201,7 @@ class SourceRows:
         file, row = source.get("file"), source.get("row")
         if file and file not in self._files:
             from proctor.data.readers import read_rows
-            from proctor.errors import ProctorError
+            from proctor.core.errors import ProctorError
 
             try:
                 rows = read_rows(Path(file)) if Path(file).is_file() else []

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 
 LOCK_FILE = ".lock"
 

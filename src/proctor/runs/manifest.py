@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from proctor import __version__
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from proctor.errors import ProctorError
+from proctor.core.errors import ProctorError
 
 
 def new_run_dir(root: Path, label: str) -> Path:

@@ -20,8 +20,8 @@ import typing
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from proctor.errors import ProctorError
-from proctor.requests import (
+from proctor.core.errors import ProctorError
+from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,

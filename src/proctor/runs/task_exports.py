@@ -45,7 +45,7 @@ def write_task_exports(prepared: Any, outcome: Any, run_dir: Path, model_name: s
 
 @register_exporter("choices_csv")
 def _choices_csv(prepared: Any, outcome: Any, run_dir: Path, model_name: str, *, file: str, text: str = "{{ text }}") -> list[str]:
-    from proctor.prompts.templates import compile_template
+    from proctor.core.templates import compile_template
 
     template = compile_template(text, origin=str(prepared.task.file), field="exports.text")
     name = sanitize_filename(file.replace("{model}", model_name).replace("{task}", prepared.task.name))

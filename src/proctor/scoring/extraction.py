@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from proctor.spec.task import ExtractionSpec
+from proctor.core.task_spec import ExtractionSpec
 
 
 class AnswerExtractor:

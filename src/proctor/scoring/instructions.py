@@ -1,5 +1,5 @@
 """Counting primitives of SEA-HELM's SEA-IFEval checks (AISteer360's Google IFEval checks, which differ
-in detail, live in ``proctor.usecases.ifeval_checks``)."""
+in detail, live in ``proctor.dialects.aisteer.ifeval_checks``)."""
 
 from __future__ import annotations
 

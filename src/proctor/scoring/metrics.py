@@ -104,7 +104,7 @@ def load_metric_file(path: str) -> None:
     import sys
     from pathlib import Path
 
-    from proctor.errors import TaskDefinitionError
+    from proctor.core.errors import TaskDefinitionError
 
     file = Path(path).expanduser().resolve()
     if not file.is_file():

@@ -82,7 +82,7 @@ def rollup(task_results: dict[str, dict]) -> dict | None:
 def _special_paths(members: dict[str, dict], level_names: list[str]) -> dict[tuple, dict[str, dict]]:
     """SEA-HELM's linguistic-diagnostics tasks, per level path, by SEA-HELM task id (the result name
     is ``<task id>/<lang>``): their competency score is LINDSEA's, not the mean of the groups."""
-    from proctor.seahelm.lindsea import COMPETENCY
+    from proctor.dialects.seahelm.lindsea import COMPETENCY
 
     if "competency" not in level_names:
         return {}
@@ -97,7 +97,7 @@ def _special_paths(members: dict[str, dict], level_names: list[str]) -> dict[tup
 
 
 def _apply_lindsea(entry: dict, tasks: dict[str, dict]) -> None:
-    from proctor.seahelm.lindsea import lindsea
+    from proctor.dialects.seahelm.lindsea import lindsea
 
     scored = lindsea(tasks)
     entry["value"] = scored["value"]

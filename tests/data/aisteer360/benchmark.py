@@ -2,7 +2,7 @@
 # a script that builds the built-in commonsense MCQA use case and its metrics from their aisteer360
 # module paths, hands them to AISteer360's Benchmark constructor and summarises the profiles with
 # aisteer360's data utilities. proctor runs it with:
-#     python -m proctor.usecases.aisteer_names benchmark.py MODEL_DIR SAVE_DIR
+#     python -m proctor.dialects.aisteer.aisteer_names benchmark.py MODEL_DIR SAVE_DIR
 import sys
 from pathlib import Path
 

@@ -18,8 +18,8 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping
 
-from proctor.errors import TaskDefinitionError
-from proctor.tasks.base import Task
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task import Task
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from proctor.dialects.lmeval import library
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 log = logging.getLogger(__name__)
 

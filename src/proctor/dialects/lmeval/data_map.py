@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 _LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}

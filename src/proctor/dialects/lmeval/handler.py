@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 from proctor.data.sources import Sample
 from proctor.dialects.lmeval import data_map, library
-from proctor.errors import ProctorError, TaskDefinitionError
-from proctor.requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.tasks.custom import CustomTask, GenerationTask, MultipleChoiceTask
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default

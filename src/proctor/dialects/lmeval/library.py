@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from proctor.errors import MissingDependencyError, TaskDefinitionError
+from proctor.core.errors import MissingDependencyError, TaskDefinitionError
 
 PURPOSE = "running lm-evaluation-harness task files"
 _LOCK = threading.RLock()

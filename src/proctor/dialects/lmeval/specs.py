@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from proctor.dialects.lmeval import handler
 from proctor.dialects.lmeval.catalogue import Leaf
-from proctor.errors import TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 from proctor.scoring.metrics import METRICS, register_metric
-from proctor.spec.task import TaskSpec
-from proctor.tasks.base import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.core.task import Task
 
 KINDS = {
     "multiple_choice": ("multiple_choice", "LmEvalChoiceTask"),

@@ -2,7 +2,7 @@
 # the TruthfulQA use case with its two judge metrics, imported from their aisteer360 module paths,
 # compared with and without a FewShot input control through AISteer360's Benchmark constructor.
 # proctor runs it with:
-#     python -m proctor.usecases.aisteer_names benchmark.py MODEL_DIR JUDGE_DIR SAVE_DIR
+#     python -m proctor.dialects.aisteer.aisteer_names benchmark.py MODEL_DIR JUDGE_DIR SAVE_DIR
 import sys
 from pathlib import Path
 

@@ -1,0 +1,237 @@
+"""The native task specification: one frozen, validated object per task.
+
+Every dialect adapter produces these objects; nothing downstream knows where a task came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TaskKind = Literal["multiple_choice", "generate", "perplexity"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSpec(_Frozen):
+    """Where samples come from. ``path`` (local) or ``hub`` (Hugging Face dataset id)."""
+
+    path: str | None = None
+    hub: str | None = None
+    subset: str | None = None
+    split: str | None = None
+    format: Literal["auto", "jsonl", "json", "csv", "tsv", "parquet", "arrow", "text"] = "auto"
+    columns: list[str] | None = None  # names for header-less csv/tsv (e.g. MMLU)
+    records_key: str | None = None  # json: the key holding the list of records
+    join: list[str] = Field(default_factory=list)  # row-aligned files whose columns are added
+    fields: dict[str, str] = Field(default_factory=dict)  # new field -> Jinja expression
+    filter: str | None = None  # Jinja expression; rows where it is false are dropped (and counted)
+    id: str | None = None  # column holding the sample id; default: file + row number
+    constants: dict[str, Any] = Field(default_factory=dict)  # fields with the same value in every row
+
+    @field_validator("join", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _has_source(self) -> "DataSpec":
+        if not self.path and not self.hub:
+            raise ValueError("a data source needs 'path' (a local file, folder or glob) or 'hub' (a dataset id)")
+        return self
+
+
+class FewShotSpec(_Frozen):
+    """Few-shot examples, drawn per sample with a seed derived from the sample id."""
+
+    count: int = Field(ge=0)
+    source: DataSpec | None = None  # default: the task's own data, never the sample itself
+    seed: int = 1234
+    separator: str = "\n\n"
+    template: str | None = None  # default: prompt + target_delimiter + gold answer
+
+
+class ChatSpec(_Frozen):
+    """Render prompts through the model's chat template."""
+
+    enabled: bool = True
+    system: str | None = None
+    fewshot_as_turns: bool = True
+
+
+class GenerationSpec(_Frozen):
+    max_tokens: int = Field(default=64, ge=1)
+    stop: list[str] = Field(default_factory=list)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int = 0
+    num_beams: int = Field(default=1, ge=1)  # > 1: deterministic beam search
+    length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
+    no_repeat_ngram_size: int = Field(default=0, ge=0)
+    min_tokens: int = Field(default=0, ge=0)  # end-of-sequence is banned before this many new tokens
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class ExtractionSpec(_Frozen):
+    """How an answer is pulled from generated text; no match counts toward ``null_count``."""
+
+    regex: str | None = None
+    group: int = 1
+    answer_tag: str | None = None  # text after the last occurrence of the tag, up to end of line
+    strip: bool = True
+    ignore_case: bool = False
+    fallback: Literal["none", "full"] = "full"  # no match: None (unparseable) or the whole text
+
+    @model_validator(mode="after")
+    def _check_regex(self) -> "ExtractionSpec":
+        if self.regex is not None:
+            import re
+
+            try:
+                compiled = re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {self.regex!r}: {exc}") from None
+            if compiled.groups < self.group:
+                raise ValueError(f"regex {self.regex!r} has no group {self.group}")
+        return self
+
+
+class PerplexitySpec(_Frozen):
+    window: int = Field(default=1024, ge=2)  # tokens per forward pass
+    stride: int | None = Field(default=None, ge=1)  # new tokens scored per window; default window
+
+    @model_validator(mode="after")
+    def _stride_fits(self) -> "PerplexitySpec":
+        if self.stride is not None and self.stride > self.window:
+            raise ValueError(f"stride ({self.stride}) must not exceed window ({self.window})")
+        return self
+
+
+class MetricSpec(_Frozen):
+    name: str
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExportSpec(_Frozen):
+    """An extra file written into the run folder by a registered exporter (``proctor.runs.task_exports``)."""
+
+    format: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RollupSpec(_Frozen):
+    """Where a task sits in a score hierarchy (SEA-HELM: overall -> language -> competency ->
+    aggregation group -> task): ``metric`` is rolled up through ``levels`` (outermost first); tasks of
+    one ``group`` are averaged first (macro: equal weight; micro: weighted by samples)."""
+
+    metric: str
+    levels: dict[str, str] = Field(default_factory=dict)
+    group: str | None = None
+    group_type: Literal["macro", "micro"] = "macro"
+
+
+class TaskSpec(_Frozen):
+    """One task. Templates are Jinja2 strings rendered with the sample's fields."""
+
+    name: str = Field(min_length=1)
+    kind: TaskKind
+    version: str = "0"
+    changes: dict[str, str] = Field(default_factory=dict)
+    description: str = ""
+    group: list[str] = Field(default_factory=list)
+    data: list[DataSpec]
+    limit: int | None = Field(default=None, ge=1)
+    prompt: str | None = None
+    choices: Union[str, list[str], None] = None  # a template giving a list, or one template per choice
+    target: str | None = None
+    target_delimiter: str = " "
+    # images shown with the prompt: an expression giving a row's image (a path, bytes, base64) or a list of
+    # them, or one expression per image; they go with the sample's own question (vision-language models)
+    images: Union[str, list[str], None] = None
+    fewshot: FewShotSpec | None = None
+    chat: ChatSpec | None = None
+    generation: GenerationSpec = GenerationSpec()
+    extraction: ExtractionSpec | None = None
+    choice_temperature: float = Field(default=1.0, gt=0.0)  # softmax temperature for distributions
+    # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax,
+    # "sqrt_tokens" by the square root of that count (probsem's CogSci2023 branch)
+    choice_normalization: Literal["none", "tokens", "sqrt_tokens"] = "none"
+    # multiple_choice: lm-eval's rule moves the prompt's trailing whitespace into the choice; false scores
+    # exactly the choice's own tokens after the prompt as given (probsem's rule)
+    move_whitespace: bool = True
+    # multiple_choice: a target value meaning "no ground truth": the sample gets a distribution, no score
+    unscored_target: Union[int, str, None] = None
+    max_length: int | None = Field(default=None, ge=2)  # context limit in tokens; prompts lose tokens on the left
+    task_class: str | None = None  # custom task class: "pkg.mod.Class" or "file.py:Class" (see proctor.kinds.custom)
+    task_options: dict[str, Any] = Field(default_factory=dict)  # handed to the custom task class
+    exports: list[ExportSpec] = Field(default_factory=list)
+    text: str | None = None  # perplexity: the text to score
+    perplexity: PerplexitySpec = PerplexitySpec()
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    breakdown: list[str] = Field(default_factory=list)  # fields to report metrics by (e.g. _file)
+    rollup: RollupSpec | None = None  # place in a score hierarchy (see proctor.scoring.rollup)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, (int, float)) else value
+
+    @field_validator("group", "breakdown", mode="before")
+    @classmethod
+    def _str_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data_list(cls, value: Any) -> Any:
+        if isinstance(value, (str, dict)):
+            value = [value]
+        if isinstance(value, list):
+            return [{"path": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("changes", mode="before")
+    @classmethod
+    def _changes_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): v for k, v in value.items()}
+        return value
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_specs(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        out = []
+        for item in value:
+            if isinstance(item, str):
+                out.append({"name": item})
+            elif isinstance(item, dict) and "name" not in item and len(item) == 1:
+                (name, kwargs), = item.items()
+                out.append({"name": name, "kwargs": kwargs or {}})
+            else:
+                out.append(item)
+        return out
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> "TaskSpec":
+        needed = {
+            "multiple_choice": ("prompt", "choices", "target"),
+            "generate": ("prompt", "target"),
+            "perplexity": ("text",),
+        }[self.kind]
+        for name in needed:
+            if getattr(self, name) is None:
+                raise ValueError(f"a '{self.kind}' task needs the field '{name}'")
+        if self.kind == "perplexity" and self.images is not None:
+            raise ValueError("a 'perplexity' task takes no 'images'")
+        if self.kind == "perplexity" and self.fewshot is not None:
+            raise ValueError("a 'perplexity' task takes no 'fewshot'")
+        return self

@@ -1,0 +1,161 @@
+"""Jinja2 templates compiled once per task, rendered per sample with strict undefined checks."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Mapping
+
+import re
+from itertools import islice
+
+import jinja2
+from jinja2.nativetypes import NativeEnvironment, NativeTemplate
+
+from proctor.core.errors import TaskDefinitionError
+
+
+def _raw_concat(values):
+    """A single expression keeps its Python value; anything else is text.
+
+    Jinja's own native mode runs ``literal_eval`` on text, which would turn a question such as
+    "1984" into an int or "True" into a bool: data must never change type behind the user's back.
+    """
+    head = list(islice(values, 2))
+    if not head:
+        return None
+    if len(head) == 1:
+        return head[0]
+    return "".join(str(v) for v in (*head, *values))
+
+
+class _RawNativeTemplate(NativeTemplate):
+    def render(self, *args, **kwargs):
+        context = self.new_context(dict(*args, **kwargs))
+        try:
+            return _raw_concat(self.root_render_func(context))
+        except Exception:
+            return self.environment.handle_exception()
+
+
+class _RawNativeEnvironment(NativeEnvironment):
+    template_class = _RawNativeTemplate
+
+
+def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
+    return re.sub(pattern, replacement, str(value))
+
+
+_NO_DEFAULT = object()
+
+
+def _strict_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
+    """Jinja's ``int`` filter, except that text that is no number is an error, not a silent 0."""
+    try:
+        if isinstance(value, str):
+            try:
+                return int(value, base)
+            except ValueError:
+                return int(float(value))
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        if default is not _NO_DEFAULT:
+            return default
+        raise ValueError(f"int: {value!r:.60} is not a number (give a default, e.g. int(-1), to allow that)") from None
+
+
+def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        if default is not _NO_DEFAULT:
+            return default
+        raise ValueError(f"float: {value!r:.60} is not a number (give a default, e.g. float(0), to allow that)") from None
+
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+for _env in (_ENV, _NATIVE_ENV):
+    _env.filters["regex_replace"] = _regex_replace
+    _env.filters["int"] = _strict_int
+    _env.filters["float"] = _strict_float
+
+
+@lru_cache(maxsize=4096)
+def _compile(source: str, native: bool) -> jinja2.Template:
+    return (_NATIVE_ENV if native else _ENV).from_string(source)
+
+
+_SINGLE_NAME = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+class _Compiled:
+    native = False
+
+    def __init__(self, source: str, *, origin: str | None, field: str, line: int | None = None) -> None:
+        self.source = source
+        self.origin = origin
+        self.field = field
+        self.line = line
+        # "{{ name }}" is a plain lookup: skip Jinja's per-render context (the hot path).
+        match = _SINGLE_NAME.match(source)
+        self._name = match.group(1) if match else None
+        try:
+            self._template = _compile(source, self.native)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TaskDefinitionError(
+                f"template syntax error (template line {exc.lineno}): {exc.message}",
+                file=origin,
+                line=line,
+                field=field,
+            ) from None
+
+    @property
+    def plain_name(self) -> str | None:
+        """The field a "{{ name }}" template only looks up (None for any other template)."""
+        return self._name
+
+    def _render(self, fields: Mapping[str, Any], *, file: str | None, row: int | None) -> Any:
+        if self._name is not None and self._name in fields:
+            value = fields[self._name]
+            return value if self.native else str(value)
+        try:
+            return self._template.render(fields)
+        except jinja2.UndefinedError as exc:
+            raise TaskDefinitionError(
+                f"the template '{self.field}' uses a field this row does not have ({exc.message}); "
+                f"available fields: {', '.join(sorted(k for k in fields if not k.startswith('_')))}",
+                file=file,
+                row=row,
+                field=self.field,
+            ) from None
+        except Exception as exc:  # errors raised inside template expressions
+            raise TaskDefinitionError(
+                f"rendering the template '{self.field}' failed: {type(exc).__name__}: {exc}",
+                file=file,
+                row=row,
+                field=self.field,
+            ) from None
+
+
+class Template(_Compiled):
+    """A text template."""
+
+    def render(self, fields: Mapping[str, Any], *, file: str | None = None, row: int | None = None) -> str:
+        return self._render(fields, file=file, row=row)
+
+
+class Expression(_Compiled):
+    """A template evaluated to a native Python value (list, int, str...)."""
+
+    native = True
+
+    def evaluate(self, fields: Mapping[str, Any], *, file: str | None = None, row_number: int | None = None) -> Any:
+        return self._render(fields, file=file, row=row_number)
+
+
+def compile_template(source: str, *, origin: str | None, field: str, line: int | None = None) -> Template:
+    return Template(source, origin=origin, field=field, line=line)
+
+
+def compile_expression(source: str, *, origin: str | None, field: str, line: int | None = None) -> Expression:
+    return Expression(source, origin=origin, field=field, line=line)

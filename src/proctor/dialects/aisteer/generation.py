@@ -1,0 +1,194 @@
+"""``batch_retry_generate``: render, batch, generate, decode, parse, and retry what did not parse.
+
+Three kinds of target:
+
+- a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``): requests go through
+  the engine (``proctor.engine.calls.run_generate``) like any task's;
+- a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;
+- a plain transformers model with its tokenizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Mapping, Sequence
+
+from proctor.dialects.aisteer.hf_generate import DEFAULT_MAX_NEW_TOKENS, Generated, hf_generate, render
+from proctor.dialects.aisteer.overrides import resolve_overrides
+
+log = logging.getLogger(__name__)
+
+# HF-style generation keywords and the GenerateRequest field each one sets.
+_REQUEST_FIELDS = {
+    "max_new_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "num_beams": "num_beams",
+    "length_penalty": "length_penalty",
+    "no_repeat_ngram_size": "no_repeat_ngram_size",
+    "min_new_tokens": "min_tokens",
+    "stop": "stop",
+}
+
+
+def _requests(model: Any, prompts: Sequence[Any], gen_kwargs: Mapping[str, Any], use_chat: bool | None) -> tuple[list, list[str]]:
+    from proctor.core.model_requests import GenerateRequest
+
+    unknown = sorted(set(gen_kwargs) - set(_REQUEST_FIELDS) - {"do_sample"})
+    if unknown:
+        raise ValueError(f"gen_kwargs {unknown} are not supported through a proctor model; supported: {sorted(_REQUEST_FIELDS)} and do_sample")
+    fields: dict[str, Any] = {"max_tokens": DEFAULT_MAX_NEW_TOKENS}
+    for key, value in gen_kwargs.items():
+        if key in _REQUEST_FIELDS and value is not None:
+            fields[_REQUEST_FIELDS[key]] = value
+    if not gen_kwargs.get("do_sample"):
+        fields["temperature"] = 0.0
+    elif fields.get("temperature", 0.0) <= 0:
+        fields["temperature"] = 1.0
+    if isinstance(fields.get("stop"), str):
+        fields["stop"] = (fields["stop"],)
+    elif "stop" in fields:
+        fields["stop"] = tuple(fields["stop"])
+    chat = model.has_chat_template if use_chat is None else use_chat
+    rendered = []
+    for prompt in prompts:
+        if isinstance(prompt, str) and not chat:
+            rendered.append(prompt)
+        else:
+            messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+            rendered.append(model.apply_chat_template(messages))
+    return [GenerateRequest(text, **fields) for text in rendered], rendered
+
+
+def _generate_once(
+    target: Any,
+    tokenizer: Any,
+    prompts: list[Any],
+    runtime: list[dict],
+    gen_kwargs: dict,
+    batch_size: int,
+    use_chat: bool | None,
+) -> list[Generated]:
+    from proctor.models.base import Model
+    from proctor.dialects.aisteer.pipeline import SteeringPipeline
+
+    if isinstance(target, SteeringPipeline):
+        from proctor.dialects.aisteer.steered_model import engine_model
+
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the engine: the run store answers what it holds
+            return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
+        return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
+    if isinstance(target, Model):
+        from proctor.engine.calls import run_generate
+
+        requests, rendered = _requests(target, prompts, gen_kwargs, use_chat)
+        results = run_generate(target, requests)
+        return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
+    if tokenizer is None:
+        raise ValueError("a plain transformers model needs its tokenizer")
+    if getattr(getattr(target, "config", None), "is_encoder_decoder", False) is False:
+        tokenizer.padding_side = "left"
+    rendered = [render(p, tokenizer, use_chat) for p in prompts]
+    return hf_generate(target, tokenizer, rendered, gen_kwargs, batch_size=batch_size)
+
+
+def batch_retry_generate(
+    prompt_data: Sequence[Mapping[str, Any]],
+    model_or_pipeline: Any,
+    tokenizer: Any = None,
+    gen_kwargs: Mapping[str, Any] | None = None,
+    runtime_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    evaluation_data: Sequence[Mapping[str, Any]] | None = None,
+    parse_fn: Callable[[str], Any] | None = None,
+    max_retries: int = 2,
+    return_raw: bool = False,
+    return_outputs: bool = False,
+    batch_size: int | None = None,
+    use_chat: bool | None = None,
+):
+    """Generate for every item of ``prompt_data`` (each has a ``prompt``: text or chat messages).
+
+    With ``parse_fn``, items whose parse is ``None`` are generated again (only those, each with its
+    own runtime arguments), at most ``max_retries`` more times; sampled generation uses a new seed
+    in every round. Returns the parsed values (the raw texts when there is no ``parse_fn``), or
+    ``(parsed, raw)`` / ``(parsed, raw, outputs)``; ``outputs`` holds, per item, the text, finish
+    reason, token counts and the prompt as rendered (after input controls).
+    """
+    items = list(prompt_data)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping) or "prompt" not in item:
+            raise ValueError(f"prompt_data item {index} has no 'prompt'")
+    if max_retries < 0:
+        raise ValueError("max_retries must be >= 0")
+    runtime = resolve_overrides(runtime_overrides, items, evaluation_data)
+    kwargs = dict(gen_kwargs or {})
+    size = int(batch_size or kwargs.pop("batch_size", 8))
+    kwargs.pop("batch_size", None)
+    outputs: list[Generated | None] = [None] * len(items)
+    parsed: list[Any] = [None] * len(items)
+    todo = list(range(len(items)))
+    base_seed = int(kwargs.get("seed", 0))
+    for attempt in range(max_retries + 1):
+        if not todo:
+            break
+        round_kwargs = dict(kwargs, seed=base_seed + attempt) if kwargs.get("do_sample") or attempt else kwargs
+        generated = _generate_once(
+            model_or_pipeline, tokenizer, [items[i]["prompt"] for i in todo], [runtime[i] for i in todo], round_kwargs, size, use_chat
+        )
+        for i, result in zip(todo, generated):
+            outputs[i] = result
+            parsed[i] = parse_fn(result.text) if parse_fn else result.text
+        if parse_fn is None:
+            break
+        todo = [i for i in todo if parsed[i] is None]
+        if todo and attempt < max_retries:
+            log.info("retrying %d unparsed item(s) (round %d of %d)", len(todo), attempt + 1, max_retries)
+    raw = [o.text for o in outputs]  # type: ignore[union-attr]
+    if return_outputs:
+        records = [
+            {"text": o.text, "finish_reason": o.finish_reason, "prompt_tokens": o.prompt_tokens,
+             "completion_tokens": o.completion_tokens, "rendered_prompt": o.rendered_prompt}
+            for o in outputs  # type: ignore[union-attr]
+        ]
+        return parsed, raw, records
+    if return_raw:
+        return parsed, raw
+    return parsed
+
+
+def output_record_fields(output: Any, tokenizer: Any = None) -> dict[str, Any]:
+    """The per-item fields a generation record takes from its output (AISteer360's helper):
+    ``finish_reason`` (``None`` without an output) and, when known, ``adapted_prompt`` — the prompt
+    as the model saw it after input controls and the chat template."""
+    if output is None:
+        return {"finish_reason": None}
+    if isinstance(output, Mapping):
+        fields = {"finish_reason": output.get("finish_reason")}
+        if output.get("rendered_prompt") is not None:
+            fields["adapted_prompt"] = output["rendered_prompt"]
+        return fields
+    fields = {"finish_reason": getattr(output, "finish_reason", None)}
+    adapted = getattr(output, "adapted_input_ids", None)
+    if adapted is not None and tokenizer is not None:  # an AISteer360-style Output record
+        row = adapted[0]
+        if tokenizer.pad_token_id is not None:
+            row = row[row != tokenizer.pad_token_id]
+        fields["adapted_prompt"] = tokenizer.decode(row, skip_special_tokens=False)
+    return fields
+
+
+def log_truncation_count(outputs: Sequence[Any]) -> int:
+    """Warn once with how many generations stopped at ``max_new_tokens`` (AISteer360's helper);
+    returns that count."""
+    def reason(output: Any) -> Any:
+        return output.get("finish_reason") if isinstance(output, Mapping) else getattr(output, "finish_reason", None)
+
+    truncated = sum(1 for o in outputs if o is not None and reason(o) == "length")
+    if truncated:
+        log.warning(
+            "%d of %d generations ended on 'length' (truncated at max_new_tokens); length-sensitive metrics may be affected.",
+            truncated, len(outputs),
+        )
+    return truncated

@@ -1,0 +1,145 @@
+"""``LLMJudgeMetric``: a language model rates each response (AISteer360's judge-metric base class).
+
+The prompt is ``prompt_template`` filled with ``{response}``, ``{lower_bound}``, ``{upper_bound}``
+(and ``{prompt}`` when prompts are given), followed by an instruction to answer with a JSON block
+``{"score": x}``; the score is read from the reply and clamped to ``scale``. With
+``structured_output=False`` a ``parser(text) -> float`` reads the reply instead. Greedy judging
+(``temperature`` 0, the default) that cannot be parsed is an error naming the reply; with sampling,
+a reply that cannot be parsed is drawn again (``max_retries`` times, then NaN with a warning), and
+``num_return_sequences`` > 1 averages that many draws per response.
+
+The judge is a proctor model (a ``--model`` string, loaded on first use, or a loaded ``Model``)
+or a transformers model with ``tokenizer=``; its requests go through ``batch_retry_generate``, so
+inside ``proctor run`` they use the run store like the evaluated model's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from typing import Any, Callable, Sequence
+
+from proctor.dialects.aisteer.metrics import Metric
+
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def format_instructions(low: float, high: float) -> str:
+    return (
+        "Answer with a markdown code block holding a JSON object, starting with ```json and ending with ```:\n\n"
+        '```json\n{"score": <a number from ' + f"{low} to {high}" + ', inclusive, rating the response>}\n```'
+    )
+
+
+def read_score(text: str, scale: tuple[float, float]) -> float:
+    """The ``score`` of the JSON object in ``text`` (fenced or bare), clamped to ``scale``."""
+    match = _FENCED.search(text)
+    body = match.group(1).strip() if match else text.strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"no JSON object in the judge's reply ({exc.msg})") from None
+    if not isinstance(value, dict) or "score" not in value:
+        raise ValueError(f"the judge's reply has no 'score' object: {value!r}")
+    return max(scale[0], min(scale[1], float(value["score"])))
+
+
+def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, Any], float]]:
+    """``(format instructions, parse_fn(text, scale))`` for a JSON ``score`` in ``scale`` (AISteer360's helper)."""
+    return format_instructions(*scale), lambda text, _scale=None: read_score(text, scale)
+
+
+class LLMJudgeMetric(Metric):
+    """A judge model scores every response; ``mean_score``, per-response ``scores``, ``raw_scores``."""
+
+    def __init__(
+        self,
+        model_or_id: Any,
+        prompt_template: str,
+        tokenizer: Any | None = None,
+        device: str | None = None,
+        scale: tuple[float, float] = (1, 5),
+        batch_size: int = 8,
+        max_retries: int = 5,
+        gen_kwargs: dict[str, Any] | None = None,
+        structured_output: bool = True,
+        parser: Callable[[str], float] | None = None,
+    ) -> None:
+        super().__init__()
+        if structured_output and parser is not None:
+            raise ValueError("give either structured_output=True (the JSON score reader) or a parser, not both")
+        if not structured_output and parser is None:
+            raise ValueError("structured_output=False needs a parser: (text) -> float")
+        kwargs = dict(gen_kwargs or {})
+        kwargs.pop("pad_token_id", None)  # proctor pads itself
+        kwargs.setdefault("temperature", 0.0)
+        kwargs.setdefault("max_new_tokens", 30)
+        self.num_return_sequences = int(kwargs.pop("num_return_sequences", 1))
+        if kwargs["temperature"] == 0.0 and self.num_return_sequences > 1:
+            raise ValueError("num_return_sequences > 1 needs temperature > 0 (greedy draws are identical)")
+        self.gen_kwargs = kwargs
+        self.model_or_id, self.tokenizer, self.device = model_or_id, tokenizer, device
+        self.scale = (scale[0], scale[1])
+        self.base_prompt_template = prompt_template.strip()
+        self.batch_size, self.max_retries = batch_size, max_retries
+        self.format_instructions = format_instructions(*self.scale) if structured_output else ""
+        self._parser = parser
+        self._model: Any = None
+
+    def parse(self, text: str) -> float:
+        return float(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
+
+    def _judge(self) -> Any:
+        if self._model is None:
+            if isinstance(self.model_or_id, str):
+                from proctor.models.registry import load_model
+
+                self._model = load_model(self.model_or_id, **({"device": self.device} if self.device else {}))
+            else:
+                self._model = self.model_or_id
+        return self._model
+
+    def render(self, responses: Sequence[str], prompts: Sequence[str] | None = None) -> list[str]:
+        if prompts is not None and len(prompts) != len(responses):
+            raise ValueError("`responses` and `prompts` must be the same length")
+        out = []
+        for i, response in enumerate(responses):
+            fields: dict[str, Any] = {"response": response, "lower_bound": self.scale[0], "upper_bound": self.scale[1]}
+            if prompts is not None:
+                fields["prompt"] = prompts[i]
+            text = self.base_prompt_template.format(**fields)
+            out.append(text + ("\n\n" + self.format_instructions if self.format_instructions else ""))
+        return out
+
+    def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        from proctor.dialects.aisteer.generation import batch_retry_generate
+
+        rendered = self.render(responses, prompts)
+        sampling = self.gen_kwargs["temperature"] > 0
+        raw_scores: list[list[float]] = [[] for _ in rendered]
+        for draw in range(self.num_return_sequences):
+            gen_kwargs = dict(self.gen_kwargs, do_sample=sampling)
+            # draw d uses seeds seed + d * (max_retries + 1) + round: its retries never repeat another draw's
+            gen_kwargs["seed"] = int(self.gen_kwargs.get("seed", 0)) + draw * (self.max_retries + 1)
+            parsed, raw = batch_retry_generate(
+                [{"prompt": p} for p in rendered], self._judge(), self.tokenizer, gen_kwargs=gen_kwargs,
+                parse_fn=self._safe_parse, max_retries=self.max_retries if sampling else 0, return_raw=True,
+                batch_size=self.batch_size,
+            )
+            for i, (score, text) in enumerate(zip(parsed, raw)):
+                if score is None and not sampling:
+                    raise ValueError(f"{self.name}: cannot read a score from the judge's greedy reply {text!r} (response {i})")
+                if score is None:
+                    warnings.warn(f"{self.name}: no score after {self.max_retries} retries (response {i}); NaN", UserWarning, stacklevel=2)
+                    score = math.nan
+                raw_scores[i].append(score)
+        scores = [sum(s) / len(s) for s in raw_scores]
+        return {"mean_score": sum(scores) / len(scores) if scores else 0.0, "scores": scores, "raw_scores": raw_scores}
+
+    def _safe_parse(self, text: str) -> float | None:
+        try:
+            return self.parse(text)
+        except (ValueError, TypeError):
+            return None

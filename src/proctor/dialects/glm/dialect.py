@@ -1,0 +1,224 @@
+"""GLM-130B task YAMLs (``type: mul | gen | lm``), one proctor task per ``file-pattern`` group.
+
+Keys may be written snake_case or kebab-case, as GLM's dataclass_wizard accepts. ``path`` is
+relative to the data root (``--data-path``, GLM's DATA_PATH; or ``${DATA_PATH}`` in the
+environment), else to the YAML's folder. Every data file is reported on its own (prompt variants)
+and each group gets GLM's max / median / example-weighted average over its files.
+
+A ``module:`` class written for GLM's ``evaluation`` package makes one task for the whole YAML, run by
+``proctor.dialects.glm.handler`` (the class's own ``evaluate`` covers every group); a class written for proctor
+(it imports ``proctor.kinds.custom``) is a ``task_class`` of each group's task.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
+from proctor.core.yaml_lines import LineDict
+from proctor.core.task import Task
+
+log = logging.getLogger(__name__)
+
+TYPES = {"mul": "multiple_choice", "gen": "generate", "lm": "perplexity"}
+DEFAULT_METRICS = {"mul": ["Accuracy"], "gen": ["EM", "F1"], "lm": ["PPL"]}
+DEFAULT_FILE_PATTERN = "**/*.json*"
+_JSON_SUFFIXES = (".json", ".jsonl", ".json*", ".jsonl*")
+
+# key -> (accepted types, default); GLM's BaseConfig, GenerationTaskConfig and LanguageModelTaskConfig
+FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
+    "name": ((str,), None),
+    "type": ((str,), None),
+    "path": ((str,), None),
+    "module": ((str, type(None)), None),
+    "metrics": ((list, str), None),
+    "use_task_mask": ((bool,), False),
+    "use_multitask_encoding": ((bool,), False),
+    "unidirectional": ((bool,), False),
+    "max_seq_length": ((int,), 2048),
+    "file_pattern": ((str, dict), DEFAULT_FILE_PATTERN),
+    "micro_batch_size": ((int,), 1),
+    "sampling_strategy": ((str,), "BaseStrategy"),
+    "num_beams": ((int,), 4),
+    "length_penalty": ((float, int), 1.0),
+    "no_repeat_ngram_size": ((int,), 3),
+    "min_gen_length": ((int,), 0),
+    "max_gen_length": ((int,), 128),
+    "generation_length": ((int,), 256),
+    "stop": ((str, list), None),  # proctor's addition: stop strings for generation
+}
+_IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
+
+
+def claims(document: Any) -> bool:
+    """A GLM-130B task YAML: a mapping with name and type (native files have 'kind' or 'tasks');
+    a missing 'path' is then reported as such."""
+    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
+        return False
+    return {"name", "type"} <= set(document)
+
+
+def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """snake_case keys and their YAML lines; unknown keys are warned about (GLM ignores them)."""
+    config: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for key, value in document.items():
+        snake = str(key).replace("-", "_")
+        line = document.line_of(key) if isinstance(document, LineDict) else None
+        if snake in config:
+            raise TaskDefinitionError(f"'{key}' is given twice (as snake_case and kebab-case)", file=path, line=line, field=str(key))
+        if snake not in FIELDS:
+            log.warning("%s:%s: unknown GLM task key '%s' (ignored, as GLM does)", path, line, key)
+            continue
+        types, _ = FIELDS[snake]
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise TaskDefinitionError(f"'{key}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=str(key))
+        config[snake] = value
+        lines[snake] = line
+    for key in ("name", "type", "path"):
+        if key not in config:
+            raise TaskDefinitionError(f"missing required field '{key}'", file=path, line=getattr(document, "line", None), field=key)
+    for key, (_, default) in FIELDS.items():
+        config.setdefault(key, default)
+    if config["type"] not in TYPES and not (config["type"] == "other" and config["module"]):
+        detail = " ('other' tasks are custom GLM code that proctor cannot run)" if config["type"] == "other" else ""
+        raise TaskDefinitionError(
+            f"unknown task type '{config['type']}'{detail}; use mul, gen or lm", file=path, line=lines.get("type"), field="type"
+        )
+    if config["unidirectional"] and not config["use_task_mask"]:
+        raise TaskDefinitionError("'unidirectional' requires 'use_task_mask' (as in GLM)", file=path, line=lines.get("unidirectional"), field="unidirectional")
+    if config["sampling_strategy"] not in ("BaseStrategy", "BeamSearchStrategy"):
+        raise TaskDefinitionError(
+            f"unknown sampling_strategy '{config['sampling_strategy']}'; use BaseStrategy or BeamSearchStrategy",
+            file=path, line=lines.get("sampling_strategy"), field="sampling_strategy",
+        )
+    if isinstance(config["metrics"], str):
+        config["metrics"] = [config["metrics"]]
+    pattern = config["file_pattern"]
+    if isinstance(pattern, dict):
+        if not pattern or not all(isinstance(k, str) and isinstance(v, str) for k, v in pattern.items()):
+            raise TaskDefinitionError("'file-pattern' groups map a group name to one glob", file=path, line=lines.get("file_pattern"), field="file-pattern")
+    return config, lines
+
+
+def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: str) -> list[DataSpec]:
+    relative = f"{config['path'].rstrip('/')}/{pattern}"
+    if Path(config["path"]).expanduser().is_absolute():
+        return [DataSpec(path=relative, format=fmt)]
+    return [DataSpec(path="${DATA_PATH}/" + relative, format=fmt), DataSpec(path=str(yaml_dir.resolve() / relative), format=fmt)]
+
+
+def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str, yaml_dir: Path) -> dict[str, Any]:
+    kind = TYPES[config["type"]]
+    raw_text = config["type"] == "lm" and not pattern.endswith(_JSON_SUFFIXES)
+    fmt = "text" if raw_text else "jsonl"
+    spec: dict[str, Any] = {
+        "name": name,
+        "kind": kind,
+        "description": f"GLM-130B task '{config['name']}', group '{group}' ({pattern})",
+        "data": _sources(config, pattern, yaml_dir, fmt),
+        "metrics": config["metrics"] if config["metrics"] is not None else DEFAULT_METRICS[config["type"]],
+        "breakdown": ["_source"],
+        **({"task_class": config["module"]} if config["module"] else {}),
+        "task_options": {
+            "glm_group": group,
+            "micro_batch_size": config["micro_batch_size"],
+            **{key: config[key] for key in _IGNORED if key != "micro_batch_size"},
+        },
+    }
+    if kind == "multiple_choice":
+        spec.update(
+            prompt="{{ inputs_pretokenized }}", choices="{{ choices_pretokenized }}", target="{{ label }}",
+            max_length=config["max_seq_length"],
+        )
+    elif kind == "generate":
+        beam = config["sampling_strategy"] == "BeamSearchStrategy"
+        stop = config["stop"] or []
+        spec.update(
+            prompt="{{ inputs_pretokenized }}",
+            target="{{ targets_pretokenized }}",
+            max_length=config["max_seq_length"],
+            extraction=ExtractionSpec(strip=True),
+            generation=GenerationSpec(
+                max_tokens=config["max_gen_length"],
+                stop=[stop] if isinstance(stop, str) else stop,
+                num_beams=config["num_beams"] if beam else 1,
+                length_penalty=float(config["length_penalty"]) if beam else 1.0,
+                no_repeat_ngram_size=config["no_repeat_ngram_size"] if beam else 0,
+                min_tokens=config["min_gen_length"] if beam else 0,
+            ),
+        )
+    else:
+        window = config["max_seq_length"] - 1
+        stride = min(config["generation_length"], window)
+        spec.update(
+            text="{{ text }}" if raw_text else "{{ text_pretokenized }}",
+            perplexity=PerplexitySpec(window=window, stride=stride),
+        )
+    return spec
+
+
+def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any) -> Task:
+    """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
+    every group, and its report hooks see all of them), run by ``proctor.dialects.glm.handler``."""
+    relative = config["path"].rstrip("/")
+    roots = [relative] if Path(relative).expanduser().is_absolute() else ["${DATA_PATH}/" + relative, str(path.parent.resolve() / relative)]
+    spec = TaskSpec.model_validate({
+        "name": config["name"],
+        "kind": "generate",
+        "description": f"GLM-130B task '{config['name']}' (type {config['type']}), task class {config['module']}",
+        "data": [DataSpec(path=root) for root in roots],
+        "prompt": "{{ _glm_input }}",
+        "target": "{{ _glm_target }}",
+        "task_class": "proctor.dialects.glm.handler.GLMModuleTask",
+        "task_options": {"module": config["module"], "yaml": str(path.resolve()), "roots": roots,
+                         "config": {k: v for k, v in config.items() if k != "stop"}},
+    })
+    task_lines = {"task_class": lines["module"]} if "module" in lines else {}
+    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines)
+
+
+def _proctor_class(reference: str, yaml_dir: Path) -> bool:
+    """Whether ``module:`` names a class written for proctor (``proctor.kinds.custom``) rather than for
+    GLM's ``evaluation`` package: read (not run) from the file it points to."""
+    if ":" in reference:
+        file = Path(reference.rpartition(":")[0]).expanduser()
+        files = [file if file.is_absolute() else yaml_dir / file]
+    else:
+        relative = Path(*reference.rpartition(".")[0].split(".")).with_suffix(".py")
+        files = [folder / relative for folder in [yaml_dir.resolve(), *yaml_dir.resolve().parents]]
+    for file in files:
+        if file.is_file():
+            return "proctor.tasks.custom" in file.read_text(encoding="utf-8", errors="replace")
+    return False
+
+
+def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
+    config, lines = normalise(document, path)
+    proctor_class = bool(config["module"]) and _proctor_class(config["module"], path.parent)
+    if config["module"] and not proctor_class:
+        return [_module_task(config, lines, path, document)]
+    if config["type"] not in TYPES:
+        raise TaskDefinitionError("'type: other' needs a GLM task class (module:)", file=path, line=lines.get("type"), field="type")
+    pattern = config["file_pattern"]
+    groups = [("all", pattern, config["name"])] if isinstance(pattern, str) else [
+        (group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()
+    ]
+    task_lines = {proctor: lines[glm] for glm, proctor in (("metrics", "metrics"), ("module", "task_class")) if glm in lines}
+    tasks = []
+    for group, glob, name in groups:
+        raw = _spec_for_group(config, name, group, glob, path.parent)
+        try:
+            spec = TaskSpec.model_validate(raw)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(x) for x in error["loc"])
+            raise TaskDefinitionError(f"{error['msg']} (from the GLM settings)", file=path, line=getattr(document, "line", None), field=field) from None
+        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines))
+    return tasks

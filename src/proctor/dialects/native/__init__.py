@@ -1,0 +1,79 @@
+"""proctor's own YAML format: one task per file, or ``tasks:`` (with optional ``defaults:``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task_spec import TaskSpec
+from proctor.core.yaml_lines import LineDict, line_for
+from proctor.core.task import Task
+
+_TOP_LEVEL = {"tasks", "defaults"}
+
+
+def claims(document: Any) -> bool:
+    """Whether a parsed YAML document is a native task file."""
+    return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
+
+
+def _field_from_message(message: str) -> str | None:
+    match = re.search(r"field '([\w.]+)'", message)
+    return match.group(1) if match else None
+
+
+def _validate(raw: LineDict, merged: dict, path: Path) -> TaskSpec:
+    try:
+        return TaskSpec.model_validate(merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(error["loc"])
+        line, dotted = line_for(raw, loc)
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field '{loc[-1]}'"
+        elif error["type"] == "missing":
+            message = f"missing required field '{dotted}'"
+        elif error["type"] == "literal_error":
+            message = f"invalid value {error.get('input')!r}: {message}"
+        field = dotted or _field_from_message(message)
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        raise TaskDefinitionError(message + more, file=path, line=line, field=field) from None
+
+
+def load(document: Any, path: Path) -> list[Task]:
+    if "tasks" in document:
+        unknown = set(document) - _TOP_LEVEL
+        if unknown:
+            key = sorted(unknown)[0]
+            raise TaskDefinitionError(
+                f"unknown top-level key '{key}' (a file with 'tasks:' may only have 'tasks' and 'defaults')",
+                file=path,
+                line=document.line_of(key),
+                field=key,
+            )
+        entries = document["tasks"]
+        defaults = document.get("defaults") or {}
+        if not isinstance(entries, list) or not entries:
+            raise TaskDefinitionError("'tasks' must be a non-empty list", file=path, line=document.line_of("tasks"), field="tasks")
+        if not isinstance(defaults, dict):
+            raise TaskDefinitionError("'defaults' must be a mapping", file=path, line=document.line_of("defaults"), field="defaults")
+    else:
+        entries, defaults = [document], {}
+    tasks, names = [], set()
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise TaskDefinitionError("each task must be a mapping", file=path, line=getattr(entry, "line", None), field="tasks")
+        spec = _validate(entry, {**defaults, **entry}, path)
+        if spec.name in names:
+            raise TaskDefinitionError(f"duplicate task name '{spec.name}'", file=path, line=entry.line_of("name"), field="name")
+        names.add(spec.name)
+        lines = {key: entry.line_of(key) for key in entry} if isinstance(entry, LineDict) else {}
+        if isinstance(entry, LineDict) and isinstance(entry.get("fewshot"), LineDict):
+            lines["fewshot.template"] = entry["fewshot"].line_of("template")
+        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="native", line=getattr(entry, "line", None), lines=lines))
+    return tasks

@@ -1,0 +1,62 @@
+"""The judging step of a SEA-HELM task: the judge model (``--seahelm-judge`` or the evaluated model) behind a
+:class:`proctor.dialects.seahelm.judges.JudgeRunner`, SEA-HELM v1.2 judge dataloaders' batch files, and the judge's usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from proctor.dialects.seahelm.dataloaders import RowList
+
+JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API) or built with server settings, by name
+JUDGE_SETTINGS: dict[str, str] = {}  # the settings each built judge in JUDGES was made with
+
+
+class Judging:
+    """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
+    ``lookup`` and ``chunk_size``)."""
+
+    def judge_usage(self) -> dict | None:
+        """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
+        return getattr(self, "_judge_usage", None)
+
+    def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
+        from proctor.engine.runner import usage_delta
+
+        delta = usage_delta(judge_model, before)
+        if delta is None:
+            return
+        total = getattr(self, "_judge_usage", None) or {}
+        self._judge_usage = {k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()}
+
+    def _judge_batch(self, loader, metric, judge, rows, answers) -> None:
+        """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
+        the judge model answers them (retried while no ``<classification>``/verdict parses) and the
+        responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
+        loader.dataset = RowList(dict(r, responses=list(a)) for r, a in zip(rows, answers))
+        conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
+        parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
+        verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
+        path = self._plugin_call(loader.get_judge_batch_response_filepath, "get_judge_batch_response_filepath")
+        with open(path, "w", encoding="utf-8") as handle:
+            for custom_id, conversation, (_, text) in zip(custom_ids, conversations, verdicts):
+                handle.write(json.dumps({"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False) + "\n")
+
+    def _judge(self, model):
+        from proctor.dialects.seahelm.judges import JudgeRunner
+
+        name = self.options.get("judge")
+        judge_model = model
+        if isinstance(name, str) and name:
+            if name not in JUDGES:
+                from proctor.models.registry import load_model
+
+                JUDGES[name] = load_model(name)
+            judge_model = JUDGES[name]
+        generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
+        if isinstance(generation, list):
+            generation = generation[0] if generation else {}
+        generation = {**generation, **(self.options.get("judge_generation") or {})}
+        runner = JudgeRunner(judge_model, generation, self.lookup, self.chunk_size)
+        self._judge_runner = runner
+        return runner

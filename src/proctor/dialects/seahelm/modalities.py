@@ -1,0 +1,60 @@
+"""Which input modality a SEA-HELM task needs, and whether proctor can run it.
+
+SEA-HELM marks vision tasks with ``task_modality: vision``; their dataloaders (task-folder files)
+subclass ``src.dataloaders.huggingface_image_dataloader.HuggingFaceImageDataloader`` (audio:
+``huggingface_audio_dataloader``). The dialect asks :func:`unsupported` before it makes a task, so
+``ls``, ``validate`` and ``run`` leave such tasks out alike, naming them and the reason.
+
+Image tasks run through proctor's SEA-HELM task on vision-language models (``seahelm/image_dataloader.py``,
+``models/hf_vision.py``); audio tasks are left out by name. Another modality plugs in with
+:func:`register_modality`; the tasks of that modality are then made as any other.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# modality -> what runs it; text runs through proctor's own SEA-HELM task
+RUNNERS: dict[str, str] = {"text": "proctor.dialects.seahelm.task.SeaHelmTask", "image": "proctor.dialects.seahelm.task.SeaHelmTask"}
+
+_LOADER_MODALITY = {"HuggingFaceImageDataloader": "image", "HuggingFaceAudioDataloader": "audio"}
+_CONFIG_MODALITY = {"vision": "image", "image": "image", "audio": "audio", "speech": "audio", "text": "text"}
+_IMPORT = re.compile(r"huggingface_(image|audio)_dataloader|HuggingFace(Image|Audio)Dataloader")
+
+
+def register_modality(name: str, task_class: str) -> None:
+    """Let tasks of modality ``name`` ("image", "audio") run through ``task_class`` (a dotted path)."""
+    RUNNERS[name] = task_class
+
+
+def modality(cfg: dict, loader_file: Path | None) -> str:
+    """"text", "image" or "audio": the config's ``task_modality``, else the dataloader it names (by class,
+    or by what the task-folder file imports: read as text, never run)."""
+    declared = str(cfg.get("task_modality") or "").lower()
+    if declared:
+        return _CONFIG_MODALITY.get(declared, declared)
+    name = str(cfg.get("dataloader_class") or "")
+    if name in _LOADER_MODALITY:
+        return _LOADER_MODALITY[name]
+    if loader_file is not None and loader_file.is_file():
+        try:
+            found = _IMPORT.search(loader_file.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            found = None
+        if found:
+            return (found.group(1) or found.group(2)).lower()
+    return "text"
+
+
+def unsupported(cfg: dict, loader_file: Path | None) -> str | None:
+    """Why proctor cannot run this task (None: it can)."""
+    kind = modality(cfg, loader_file)
+    if kind in RUNNERS:
+        return None
+    loader = cfg.get("dataloader_class") or "its dataloader"
+    return f"{kind} task ({loader}): proctor does not run {kind} inputs yet"
+
+
+def task_class(cfg: dict, loader_file: Path | None) -> str:
+    return RUNNERS[modality(cfg, loader_file)]

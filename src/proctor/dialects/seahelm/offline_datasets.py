@@ -1,0 +1,128 @@
+"""``datasets.load_dataset`` as task-folder code sees it: offline, from local copies.
+
+SEA-HELM's task-folder dataloaders call ``load_dataset(<hub id>, <subset>, split=...)`` themselves.
+After such a file is imported, its module-level ``load_dataset`` (``from datasets import
+load_dataset``) and ``datasets`` (``import datasets``) names are pointed at this module's versions:
+
+- a local path (the dialect already swapped a mapped hub id in ``filepath`` for its local copy) is read
+  with :func:`proctor.dialects.seahelm.dataloaders.read_rows`: a file, or a folder holding
+  ``<subset>/<split>.jsonl``, ``<subset>_<split>.jsonl``, ``<split>.jsonl``, ... or a ``save_to_disk`` copy;
+- a hub id mapped with ``--seahelm-data ID=PATH`` reads PATH the same way;
+- the packaged builders ``json``/``csv``/``parquet`` read their ``data_files`` locally;
+- anything else fails with "dataset not available offline: <id>".
+
+The result is a ``datasets.Dataset`` (or ``DatasetDict`` when no split is asked), so the plug-in's
+``filter``/``map``/``select`` work as they do in SEA-HELM.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+from proctor.core.errors import ProctorError
+
+MAPPING: dict[str, str] = {}  # hub id -> local path (--seahelm-data), filled by the dialect
+_PACKAGED = {"json", "csv", "parquet", "text", "arrow"}
+
+
+def _to_dataset(rows: list[dict]):
+    from datasets import Dataset
+
+    return Dataset.from_list([dict(r) for r in rows])
+
+
+def _files(data_files: Any, split: str | None) -> list[str]:
+    if data_files is None:
+        return []
+    if isinstance(data_files, dict):
+        chosen = data_files.get(split or "train", next(iter(data_files.values())))
+        return [chosen] if isinstance(chosen, str) else list(chosen)
+    return [data_files] if isinstance(data_files, (str, Path)) else list(data_files)
+
+
+def load_dataset(path: str, name: str | None = None, split: str | None = None, data_files: Any = None, **_: Any):
+    """Offline stand-in for ``datasets.load_dataset`` (see the module docstring)."""
+    from proctor.dialects.seahelm.dataloaders import read_rows
+
+    reference = str(path)
+    if reference in _PACKAGED:
+        files = _files(data_files, split)
+        if not files:
+            raise ProctorError(f"load_dataset('{reference}') needs data_files")
+        rows: list[dict] = []
+        for file in files:
+            if not Path(file).exists():
+                raise ProctorError(f"data file not found: {file}")
+            rows += read_rows(Path(file))
+        dataset = _to_dataset(rows)
+        return dataset if split else {"train": dataset}
+    local = Path(MAPPING.get(reference, reference)).expanduser()
+    if not local.exists():
+        raise ProctorError(f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)")
+    if split is None:
+        from datasets import DatasetDict
+
+        return DatasetDict({"train": _to_dataset(read_rows(local, "train", name))})
+    return _to_dataset(read_rows(local, split, name))
+
+
+def snapshot_download(repo_id: str, *args: Any, repo_type: str | None = None, **_: Any) -> str:
+    """Offline stand-in for ``huggingface_hub.snapshot_download``: the local folder of ``repo_id`` (a local
+    path, or a hub id mapped with ``--seahelm-data``); anything else is "dataset not available offline"."""
+    reference = str(repo_id)
+    local = Path(MAPPING.get(reference, reference)).expanduser()
+    if not local.is_dir():
+        raise ProctorError(f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)")
+    return str(local)
+
+
+class _HubProxy(types.ModuleType):
+    """The ``huggingface_hub`` module with ``snapshot_download`` replaced; everything else is the real one."""
+
+    def __init__(self) -> None:
+        super().__init__("huggingface_hub")
+        self.snapshot_download = snapshot_download
+
+    def __getattr__(self, name: str) -> Any:
+        import huggingface_hub
+
+        return getattr(huggingface_hub, name)
+
+
+class _DatasetsProxy(types.ModuleType):
+    """The ``datasets`` module with ``load_dataset`` replaced; everything else is the real one."""
+
+    def __init__(self) -> None:
+        super().__init__("datasets")
+        self.load_dataset = load_dataset
+
+    def __getattr__(self, name: str) -> Any:
+        import datasets
+
+        return getattr(datasets, name)
+
+
+def patch_module(module: types.ModuleType) -> None:
+    """Point a task-folder module's ``load_dataset`` / ``datasets`` / ``snapshot_download`` /
+    ``huggingface_hub`` names at the offline versions."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        huggingface_hub = None
+    if huggingface_hub is not None:
+        for key, value in list(vars(module).items()):
+            if value is huggingface_hub:
+                setattr(module, key, _HubProxy())
+            elif value is getattr(huggingface_hub, "snapshot_download", None):
+                setattr(module, key, snapshot_download)
+    try:
+        import datasets
+    except ImportError:
+        return
+    for key, value in list(vars(module).items()):
+        if value is datasets:
+            setattr(module, key, _DatasetsProxy())
+        elif value is getattr(datasets, "load_dataset", None):
+            setattr(module, key, load_dataset)

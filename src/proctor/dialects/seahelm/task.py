@@ -1,0 +1,457 @@
+"""The handler that runs one SEA-HELM task in one language inside proctor's engine.
+
+Samples come from the task's dataloader; ``predict_samples`` builds SEA-HELM conversations (few-shot
+turns, multi-turn carry-forward), generates through the run store, strips thinking, runs the metric
+class (and its judge), repeats for each seeded run and bootstraps per question across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from proctor.data.sources import Sample
+from proctor.core.model_requests import GenerateRequest
+from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
+from proctor.scoring.metrics import register_metric
+from proctor.dialects.seahelm import prompts as P
+from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
+from proctor.dialects.seahelm import logprobs as LP
+from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
+from proctor.dialects.seahelm.judging import Judging
+from proctor.kinds.custom import GenerationTask
+
+log = logging.getLogger(__name__)
+
+N_BOOTSTRAP = 30
+BOOTSTRAP_SEED = 94370244
+
+
+@dataclass(frozen=True)
+class SeaHelmOutcome:
+    score: float | None
+
+
+@register_metric("seahelm_row_score", ["generate"])
+def _row_score(outcome: Any) -> float | None:
+    """The row's individual score from the SEA-HELM metric class (first run)."""
+    return getattr(outcome, "score", None)
+
+
+def _jsonable(value: Any) -> Any:
+    """Nested metric output as plain JSON values (tuples -> lists, numpy scalars -> numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            out[prefix] = float(value)
+        return out
+    for key, inner in items:
+        out.update(_numeric_leaves(f"{prefix}.{key}", inner))
+    return out
+
+
+def _check_labels(rows: list, data: Any) -> None:
+    """A row without the label its siblings have would be scored as a miss: an error naming it.
+    (Judge tasks, whose rows have no labels at all, are not affected.)"""
+    def missing(row: Any) -> bool:
+        label = row.get("label") if isinstance(row, dict) else None
+        return label is None or (isinstance(label, float) and label != label)
+
+    absent = [i for i, row in enumerate(rows) if missing(row)]
+    if absent and len(absent) < len(rows):
+        from proctor.core.errors import TaskDefinitionError
+
+        raise TaskDefinitionError(
+            f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows have one; it would be scored as a miss",
+            file=str(data) if data else None, row=absent[0] + 1, field="label",
+        )
+
+
+class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
+    kind = "generate"
+
+    def __init__(self, spec, options=None) -> None:
+        super().__init__(spec, options)
+        from proctor.dialects.seahelm.plugins import resolve_class
+
+        o = self.options
+        self.task_id: str = o["task_id"]
+        self.lang: str = o["lang"]
+        self.config: dict = o["config"]
+        root, config_file = Path(o["root"]), Path(o["config_file"])
+        trust = bool(o.get("trust_task_code"))
+        c = self.config
+        self.loader_cls = resolve_class(c.get("dataloader_file"), c.get("dataloader_class"), root=root, config_file=config_file,
+                                        trust=trust, what="dataloader", default="SeaHelmLocalDataloader")
+        self.metric_cls = resolve_class(c.get("metric_file"), c.get("metric_class"), root=root, config_file=config_file,
+                                        trust=trust, what="metric", default="SeaHelmMetric")
+        self.judge_cls = None
+        if c.get("judge_file") or c.get("judge_class"):
+            self.judge_cls = resolve_class(c.get("judge_file"), c.get("judge_class"), root=root, config_file=config_file,
+                                           trust=trust, what="judge", default="")
+        self.task_config = TaskConfig(self.task_id, self.lang, c)
+        from proctor.dialects.seahelm.qa import QuestionAnsweringMetric, require_segmenter
+
+        if isinstance(self.metric_cls, type) and issubclass(self.metric_cls, QuestionAnsweringMetric):
+            require_segmenter(self.lang)  # a missing Thai/Chinese tokeniser fails here, before generation
+        self.lookup = None
+        self.chunk_size = None
+        self._corpus: dict = {}
+        self.dataloader = None
+        self._choice_formulation = None
+        self.mc_format: str | None = None  # "generate" when the label scores came from the lettered formulation
+        self._lettered_records: list[dict] = []
+
+    # ---------------------------------------------------------------- engine hooks
+    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
+        self.lookup, self.chunk_size = lookup, chunk_size
+
+    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+        """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
+        self._choice_formulation = resolve
+
+    def _make_loader(self, is_base: bool):
+        import inspect
+
+        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.get("model_name") or ""}
+        try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
+            if "num_workers" in inspect.signature(self.loader_cls).parameters:
+                kwargs["num_workers"] = 1
+        except (TypeError, ValueError):
+            pass
+        return self._plugin_call(self.loader_cls, "__init__", self.task_config, 5 if is_base else 0, **kwargs)
+
+    def _plugin_call(self, target: Any, hook: str, *args: Any, **kwargs: Any):
+        """Call a (possibly task-folder) class or hook; its failure becomes a clear error naming the file."""
+        from proctor.core.errors import ProctorError, TaskDefinitionError
+
+        owner = target if isinstance(target, type) else getattr(target, "__self__", None)
+        owner = owner if isinstance(owner, type) else type(owner)
+        if getattr(owner, "__proctor_source__", None) is None:
+            return target(*args, **kwargs)  # proctor's own classes: their errors are proctor's
+        from proctor.dialects.seahelm.task_code_env import working_directory
+
+        try:
+            with working_directory(self.options.get("root")):  # SEA-HELM runs from its repository root
+                return target(*args, **kwargs)
+        except ProctorError:
+            raise
+        except Exception as exc:
+            source = getattr(owner, "__proctor_source__", None)
+            raise TaskDefinitionError(f"{owner.__name__}.{hook} failed for {self.task_id}/{self.lang}: {type(exc).__name__}: {exc}",
+                                      file=source) from None
+
+    def _load_rows(self, loader: Any, limit: int | None) -> None:
+        # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
+        user_code = getattr(type(loader), "__proctor_source__", None) is not None
+        generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
+        self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
+
+    def load_samples(self, limit: int | None = None) -> list[Sample]:
+        self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
+        self._load_rows(self.dataloader, limit)
+        rows = as_rows(self.dataloader.dataset)
+        if limit is not None:
+            rows = rows[:limit]
+        self.dataloader.dataset = rows = RowList(rows)
+        self._images = row_images(rows, self.options.get("data"))  # image tasks: read and checked before a model loads
+        _check_labels(rows, self.options.get("data"))
+        template = self.config["languages"][self.lang]["prompt_template"]
+        samples = []
+        ready = self._ready_conversations(self.dataloader, rows, 1)
+        for i, row in enumerate(rows):
+            try:
+                shown = ready[i][-1]["content"] if ready and ready[i] else P.conversation(template, row, 1, [], [])[-1]["content"]
+            except (KeyError, IndexError, ValueError) as exc:
+                from proctor.core.errors import TaskDefinitionError
+
+                raise TaskDefinitionError(f"prompt_template does not fit row {i + 1}: {type(exc).__name__}: {exc}",
+                                          file=self.options["config_file"], field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
+            label = row.get("label")
+            fields = {"_seahelm_prompt": shown, "_seahelm_label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str)}
+            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data") or self.options.get("config_file")), i + 1, i))
+        return samples
+
+    def corpus_metrics(self) -> dict:
+        return self._corpus
+
+    def _is_base(self, model: Any) -> bool:
+        given = self.options.get("is_base_model")
+        return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
+
+    def _generate(self, model: Any, requests: list, progress: Callable[[int], None]) -> list:
+        from proctor.engine.runner import execute
+
+        return execute(model, "generate", requests, self.lookup, self.chunk_size, progress)
+
+    def predict_samples(self, model, samples, prompts, progress):
+        self.model = model
+        is_base = self._is_base(model)
+        loader = self.dataloader
+        if loader is None or loader.is_base_model != is_base:
+            rows = loader.dataset if loader is not None else None
+            loader = self._make_loader(is_base)
+            loader.dataset = rows
+            if rows is None:
+                self._load_rows(loader, len(samples))
+        self.dataloader = loader
+        if loader.fewshot_num_examples and loader.specific_task_config.get("example_filepath"):
+            self._plugin_call(loader.load_example_dataset, "load_example_dataset", limit=loader.fewshot_num_examples)
+        examples = as_rows(loader.example_dataset)[: loader.fewshot_num_examples] if loader.fewshot_num_examples else []
+        rows = as_rows(loader.dataset)
+        lang_cfg = self.config["languages"][self.lang]
+        template = lang_cfg["prompt_template"]
+        max_tokens = int(lang_cfg.get("max_tokens") or 256)
+        reasoning = self.options.get("reasoning") or {}
+        if reasoning:
+            max_tokens += int(reasoning.get("max_think_tokens", 20000))
+        # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
+        uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
+        # SEA-HELM's log-prob strategy stops at the answer tag only (found in the text, see logprobs.intermediate)
+        stop = () if uses_logprobs else (P.BASE_STOP,) if is_base else ()
+        temperature = float(self.config.get("temperature") or self.options.get("temperature") or 0.0)
+        n_runs = max(1, int(self.options.get("n_runs", 1)))
+        if self.config.get("max_n_runs"):
+            n_runs = min(n_runs, int(self.config["max_n_runs"]))
+        turns = max(1, loader.get_num_turns())
+        images = getattr(self, "_images", None) or row_images(rows, self.options.get("data"))
+        check_model(model, images, f"{self.task_id}/{self.lang}")
+        runs: list[dict] = []
+        for run in range(n_runs):
+            answers: list[list[str]] = [[] for _ in rows]
+            raw: list[list[str]] = [[] for _ in rows]
+            rendered: list[str] = []
+            sent: list = [None] * len(rows)  # ready-made conversations as sent (turn 1), kept for the metric
+            finish: list[str] = ["stop"] * len(rows)  # turn-1 finish reasons (the log-prob strategy skips "length")
+            for turn in range(1, turns + 1):
+                ready = self._ready_conversations(loader, rows, turn)
+                if ready is not None:  # the dataloader's own chat conversations, sent as they are
+                    active = [i for i, c in enumerate(ready) if c]
+                    texts = [P.render(model, ready[i], is_base) for i in active]
+                    if turn == 1:
+                        sent = list(ready)
+                else:
+                    active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
+                    texts = [render_with_images(model, P.conversation(template, rows[i], turn, examples, answers[i]), images[i], is_base,
+                                                P.render) for i in active]
+                if turn == 1:
+                    rendered = texts
+                requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run, images=images[i])
+                            for i, t in zip(active, texts)]
+                results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
+                for i, result in zip(active, results):
+                    if turn == 1:
+                        finish[i] = result.finish_reason
+                    raw[i].append(result.text)
+                    answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
+            extra: dict[str, list] = {}
+            if uses_logprobs:
+                lettered = self._choice_formulation() if self._choice_formulation else None
+                if lettered is not None:
+                    extra = self._lettered(lettered, samples, rows, examples, template, is_base, run)
+                else:
+                    extra, responses = self._logprobs(model, rows, rendered, raw, finish, template, images)
+                    answers = [[r] for r in responses]
+            runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
+        self._corpus = self._summarise(runs, rows)
+        first = runs[0]
+        out = []
+        for i, _ in enumerate(samples):
+            details = {
+                "completion": first["answers"][i][-1] if first["answers"][i] else "",
+                "responses": first["answers"][i],
+                "extracted": first["cleaned"][i],
+                "references": [first["labels"][i]],
+                "individual_scores": first["scores"][i],
+            }
+            if first.get("judgements") is not None:
+                details["judgements"] = first["judgements"][i]
+            if self._lettered_records:
+                details["label_choice"] = self._lettered_records[i]
+            if images[i]:
+                details["images"] = [image.record() for image in images[i]]
+            if n_runs > 1:
+                details["run_scores"] = [r["scores"][i] for r in runs]
+            score = first["scores"][i]
+            out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
+        return out
+
+    def _logprobs(self, model, rows, rendered, raw, finish, template, images=None) -> tuple[dict[str, list], list[str]]:
+        """SEA-HELM's LogprobsInferenceStrategy (see :mod:`proctor.dialects.seahelm.logprobs`): ({"cumulative_logprob":
+        per row, None where skipped}, the responses as SEA-HELM stores them: text + separator + label when scored)."""
+        from proctor.engine.runner import execute
+
+        tag = template.get("answer_tag") or ""
+        separator = LP.answer_tag_separator(template)
+        steps = [LP.intermediate(r[0] if r else "", f, tag) for r, f in zip(raw, finish)]
+        labels = [r.get("label") for r in rows]
+        scored, requests = LP.label_requests(rendered, steps, labels, separator, images)
+        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size) if requests else []
+        cumulative: list = [None] * len(rows)
+        for i, result in zip(scored, results):
+            cumulative[i] = result.logprob
+        responses = [s.response + (separator + str(label) if s.scored else "") for s, label in zip(steps, labels)]
+        return {"cumulative_logprob": cumulative}, responses
+
+    def _lettered(self, kind, samples, rows, examples, template, is_base, run) -> dict[str, list]:
+        """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
+        label's cumulative probability becomes 1 if chosen, else 0 (a chat-only model gives no log-probs)."""
+        from proctor.prompts.builder import PreparedSample, Prompt
+
+        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
+        kind.render = lambda prompt: render_with_images(self.model, [{"role": r, "content": c} for r, c in prompt.messages],
+                                                        prompt.images, is_base, P.render)
+        images = getattr(self, "_images", None) or [()] * len(rows)
+        prepared = []
+        for k, (sample, row) in enumerate(zip(samples, rows)):
+            messages = P.conversation(template, row, 1, examples, [])
+            gold = str(row.get("label"))
+            prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages), images=images[k])
+            prepared.append(PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ()))
+        requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
+        results = self._generate(self.model, requests, lambda n: None)
+        records = [kind.outcome(self.spec, p, [r])[1] for p, r in zip(prepared, results)]
+        if run == 0:
+            self._lettered_records = records
+        self.mc_format = "generate"
+        return {
+            "cumulative_logprob": [0.0 if r["correct"] else None for r in records],
+            "predicted_label": [labels[r["prediction"]] if r["prediction"] is not None else None for r in records],
+            "mc_format": ["generate"] * len(records),
+        }
+
+    def _score(self, rows, answers, raw, extra, rendered, model, sent=None) -> dict:
+        import pandas as pd
+
+        loader = self.dataloader
+        frame = pd.DataFrame([dict(r) for r in rows])
+        frame["responses"] = [list(a) for a in answers]
+        frame["raw_responses"] = [list(a) for a in raw]
+        frame["conversations"] = rendered
+        if sent and any(c is not None for c in sent):  # ready-made conversations stay message lists, as in SEA-HELM
+            frame["conversations"] = pd.Series([c if c is not None else t for c, t in zip(sent, rendered)], index=frame.index, dtype=object)
+        for key, values in extra.items():
+            frame[key] = values
+        if "cumulative_logprob" in extra:  # SEA-HELM's column: one list per row
+            frame["cumulative_logprobs"] = [[x] for x in extra["cumulative_logprob"]]
+        if "label" not in frame:
+            frame["label"] = ""
+        loader.inference_df = frame
+        metric = self._plugin_call(self.metric_cls, "__init__", loader, self.task_config)
+        judge = None
+        if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
+            metric.judge_model = judge = self._judge(model)
+            judge_before = getattr(judge.model, "usage", lambda: None)()
+        if judge is not None and hasattr(loader, "get_judge_prompt_formatter"):
+            self._judge_batch(loader, metric, judge, rows, answers)
+        metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
+        if judge is not None:  # only the judge's calls: generation ran before
+            self._count_judge_usage(judge.model, judge_before)
+        df = loader.inference_df
+        scores = df["individual_scores"].tolist() if "individual_scores" in df else [None] * len(df)
+        scores = [self._scalar(s, self.config.get("metric")) for s in scores]
+        cleaned = df[metric.postprocessed_response_column].tolist() if metric.postprocessed_response_column in df else [None] * len(df)
+        return {
+            "metrics": metrics,
+            "answers": answers,
+            "cleaned": cleaned,
+            "labels": [r.get("label") for r in rows],
+            "scores": scores,
+            "judgements": df["judgements"].tolist() if "judgements" in df else None,
+            "predictions": df["predictions"].tolist() if "predictions" in df else None,
+        }
+
+    @staticmethod
+    def _scalar(value: Any, key: str | None) -> float | None:
+        if isinstance(value, dict):
+            value = value.get(key, next(iter(value.values()), None)) if value else None
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return None
+        return None if math.isnan(value) else value
+
+    def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
+        key = self.config.get("metric")
+        out: dict[str, dict] = {}
+        flat: dict[str, Any] = {}
+        for name, value in list(runs[0]["metrics"].items()):
+            if isinstance(value, (dict, list, tuple)):
+                # nested results (win rate per category, SEA-HELM's ``subcategories`` with (correct, total)
+                # counts or per-phenomenon dicts): every numeric leaf as "name.key[.key...]", and the whole
+                # structure kept as the entry's ``detail`` (first run)
+                flat.update(_numeric_leaves(name, value))
+                for run in runs:
+                    run["metrics"].update(_numeric_leaves(name, run["metrics"].get(name)))
+                out[name] = {"value": None, "stderr": None, "detail": _jsonable(value)}
+            else:
+                flat[name] = _jsonable(value)
+        for name, value in flat.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
+                entry = {"value": float(np.mean(values)), "stderr": None}
+                # SEA-HELM's own standard error of this value, where its metric reports one (LogProbMetric's
+                # clt_se_<x> for average_<x>); SEA-HELM computes none for a single run of the other metrics
+                se_name = "clt_se_" + name[len("average_"):] if name.startswith("average_") else None
+                errors = [float(r["metrics"][se_name]) for r in runs if isinstance(r["metrics"].get(se_name), (int, float, np.number))]
+                if errors:
+                    entry["stderr"] = float(np.mean(errors))
+                out[name] = entry
+            elif value is None:
+                out[name] = {"value": None, "stderr": None}
+            elif isinstance(value, str) and name.endswith("error"):  # e.g. metricx_error: kept, with no value
+                out[name] = {"value": None, "stderr": None, "error": value}
+        if len(runs) > 1 and key in out:
+            boots = self._bootstrap(runs, rows, key)
+            out[key]["bootstrap"] = boots
+            out[key]["value"] = float(np.mean(boots))
+            out[key]["stderr"] = float(math.sqrt(np.var(boots) / len(boots)))
+            out[key]["n_runs"] = len(runs)
+        if key in out:
+            out[key]["primary"] = True
+        if getattr(self, "_judge_runner", None) is not None:
+            out["judge_requests"] = {"value": float(self._judge_runner.stats["requests"]), "stderr": None}
+            out["judge_errors"] = {"value": float(self._judge_runner.stats["errors"]), "stderr": None}
+        return out
+
+    def _bootstrap(self, runs: list[dict], rows: list[dict], key: str) -> list[float]:
+        """SEA-HELM's leaderboard bootstrap: per question, the result of a uniformly drawn run."""
+        from proctor.dialects.seahelm.metrics import balanced_accuracy, normalize_score
+
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        n, r = len(rows), len(runs)
+        labels = [str(x.get("label")) for x in rows]
+        mc = runs[0]["predictions"] is not None and len(set(labels)) < n
+        k = len(set(labels))
+        out = []
+        for _ in range(N_BOOTSTRAP):
+            pick = rng.integers(0, r, size=n)
+            if mc:
+                correct = [labels[i] if runs[pick[i]]["scores"][i] else f"\x00wrong{labels[i]}" for i in range(n)]
+                out.append(100 * normalize_score(balanced_accuracy(labels, correct), 1 / k, 1))
+            else:
+                values = [runs[pick[i]]["scores"][i] for i in range(n)]
+                values = [v for v in values if v is not None]
+                mean = float(np.mean(values)) if values else 0.0
+                out.append(100 * mean if mean <= 1 else mean)
+        return out

@@ -1,0 +1,227 @@
+"""User task classes: override the per-batch prediction, call the model directly.
+
+A task's ``task_class`` (a GLM-130B ``module:`` written for proctor; classes written for GLM's own
+``evaluation`` package run through ``proctor.dialects.glm``) names a subclass of :class:`MultipleChoiceTask` or
+:class:`GenerationTask`. proctor prepares the samples as usual (data, prompts, targets), hands them to
+``predict_single_batch`` in batches of ``micro_batch_size`` and scores the predictions with the task's
+metrics. Inside, ``self.model`` offers ``cond_log_prob(contexts, choices)`` and
+``generate_text(prompts, **params)`` besides the three request calls.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from proctor.core.errors import TaskDefinitionError
+from proctor.prompts.builder import PreparedSample
+from proctor.core.model_requests import GenerateResult
+from proctor.core.task_spec import TaskSpec
+
+
+class CustomTask:
+    """Common machinery; subclass :class:`MultipleChoiceTask` or :class:`GenerationTask`, not this."""
+
+    kind: str = ""
+    request_type = "custom"
+
+    def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
+        self.spec = spec
+        self.options = dict(options or {})
+        self.model: Any = None
+        self.micro_batch_size = max(1, int(self.options.get("micro_batch_size", 1) or 1))
+
+    # ---------------------------------------------------------------- for subclasses
+    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+        """What one batch entry holds: the rendered ``inputs``, kind-specific fields, and the row."""
+        return {"inputs": prompt, "id": prepared.sample.id, "fields": dict(prepared.sample.fields)}
+
+    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
+        raise NotImplementedError
+
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- called by the runner
+    def predict_samples(
+        self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
+    ) -> list[tuple[Any, dict]]:
+        self.model = model
+        out: list[tuple[Any, dict]] = []
+        for start in range(0, len(samples), self.micro_batch_size):
+            chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
+            batch = [self.item(sample, prompt) for sample, prompt in chunk]
+            predictions = list(self.predict_single_batch(batch))
+            if len(predictions) != len(batch):
+                raise TaskDefinitionError(
+                    f"{type(self).__name__}.predict_single_batch returned {len(predictions)} predictions for {len(batch)} items",
+                    field="task_class",
+                )
+            out += [self.outcome(sample, prediction) for (sample, _), prediction in zip(chunk, predictions)]
+            progress(len(batch))
+        return out
+
+
+class MultipleChoiceTask(CustomTask):
+    """Default prediction: the summed log-prob of each choice (``model.cond_log_prob``).
+
+    ``predict_single_batch`` may return, per item, a list of choice scores or the chosen index.
+    """
+
+    kind = "multiple_choice"
+    _choice_formulation: Callable[[], Any] | None = None
+    mc_format: str | None = None  # "generate" once the lettered formulation answered (reported in results)
+
+    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+        """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
+        self._choice_formulation = resolve
+
+    def predict_samples(
+        self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
+    ) -> list[tuple[Any, dict]]:
+        # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
+        # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
+        own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
+        generate = None if own or self._choice_formulation is None else self._choice_formulation()
+        if generate is None:
+            return super().predict_samples(model, samples, prompts, progress)
+        self.model, self.mc_format = model, "generate"
+        requests = [generate.requests(self.spec, s, p)[0] for s, p in zip(samples, prompts)]
+        results = model.generate(requests, progress)
+        return [generate.outcome(self.spec, s, [r]) for s, r in zip(samples, results)]
+
+    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+        gold = prepared.gold
+        return {**super().item(prepared, prompt), "choices": list(prepared.choices), "label": gold[0] if gold else None}
+
+    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
+        delimiter = self.spec.target_delimiter
+        return self.model.cond_log_prob(
+            [b["inputs"] for b in batch],
+            [[delimiter + c for c in b["choices"]] for b in batch],
+            move_whitespace=self.spec.move_whitespace,
+            max_length=self.spec.max_length,
+        )
+
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+        from proctor.kinds.multiple_choice import choice_outcome
+
+        n = len(prepared.choices)
+        if isinstance(prediction, (list, tuple)):
+            if len(prediction) != n:
+                raise TaskDefinitionError(f"a prediction has {len(prediction)} scores for {n} choices", field="task_class")
+            scores = [float(x) for x in prediction]
+        else:
+            index = int(prediction)
+            if not 0 <= index < n:
+                raise TaskDefinitionError(f"predicted choice {index} is out of range for {n} choices", field="task_class")
+            scores = [0.0 if i == index else float("-inf") for i in range(n)]
+        return choice_outcome(self.spec, prepared, scores, [0] * n, [False] * n)
+
+
+class GenerationTask(CustomTask):
+    """Default prediction: ``model.generate_text`` with the task's generation settings."""
+
+    kind = "generate"
+
+    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+        return {**super().item(prepared, prompt), "targets": list(prepared.references)}
+
+    def generation_params(self) -> dict[str, Any]:
+        g = self.spec.generation
+        return {
+            "max_tokens": g.max_tokens, "stop": tuple(g.stop), "temperature": g.temperature, "top_p": g.top_p,
+            "seed": g.seed, "num_beams": g.num_beams, "length_penalty": g.length_penalty,
+            "no_repeat_ngram_size": g.no_repeat_ngram_size, "min_tokens": g.min_tokens, "max_length": self.spec.max_length,
+        }
+
+    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
+        return self.model.generate_text([b["inputs"] for b in batch], **self.generation_params())
+
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+        from proctor.kinds.generate import GenerateKind
+
+        if not hasattr(self, "_kind"):
+            self._kind = GenerateKind()
+        outcome, record = self._kind.outcome(self.spec, prepared, [GenerateResult(str(prediction), "custom", 0, 0)])
+        record.pop("completion_tokens", None)
+        return outcome, record
+
+
+# -------------------------------------------------------------------- loading
+def _import_file(file: Path, class_name: str, reference: str):
+    module_name = f"proctor_user_{abs(hash(str(file.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        if spec is None or spec.loader is None:
+            raise TaskDefinitionError(f"cannot import '{file}'", field="task_class")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        sys.path.insert(0, str(file.parent))
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(module_name, None)
+            raise TaskDefinitionError(f"importing {file} failed: {type(exc).__name__}: {exc}", field="task_class") from None
+        finally:
+            sys.path.remove(str(file.parent))
+    if not hasattr(module, class_name):
+        raise TaskDefinitionError(f"'{reference}': {file} defines no '{class_name}'", field="task_class")
+    return getattr(module, class_name)
+
+
+def class_from_file(reference: str, base_dir: Path, field: str) -> type:
+    """``file.py:Class``, the file relative to ``base_dir`` (the task file's folder) unless absolute."""
+    path_text, _, class_name = reference.rpartition(":")
+    file = Path(path_text).expanduser()
+    file = file if file.is_absolute() else base_dir / file
+    if not file.is_file():
+        raise TaskDefinitionError(f"task class file not found: {file}", field=field)
+    return _import_file(file, class_name, reference)
+
+
+def resolve_task_class(reference: str, base_dir: Path) -> type:
+    """``file.py:Class`` (relative to the task file), or a dotted ``pkg.mod.Class``: first as a file
+    below the task file's folder or any parent (GLM's module paths are relative to its repository),
+    then as an importable module."""
+    if ":" in reference:
+        return class_from_file(reference, base_dir, "task_class")
+    module_path, _, class_name = reference.rpartition(".")
+    if not module_path:
+        raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class' or 'file.py:Class'", field="task_class")
+    relative = Path(*module_path.split(".")).with_suffix(".py")
+    for folder in [base_dir.resolve(), *base_dir.resolve().parents]:
+        if (folder / relative).is_file():
+            return _import_file(folder / relative, class_name, reference)
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        raise TaskDefinitionError(
+            f"cannot find the task class '{reference}': no {relative} beside the task file or in a parent folder, "
+            f"and importing '{module_path}' failed ({exc})",
+            field="task_class",
+        ) from None
+    if not hasattr(module, class_name):
+        raise TaskDefinitionError(f"module '{module_path}' defines no '{class_name}'", field="task_class")
+    return getattr(module, class_name)
+
+
+def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None) -> CustomTask:
+    assert spec.task_class is not None
+    try:
+        cls = resolve_task_class(spec.task_class, base_dir)
+    except TaskDefinitionError as exc:
+        raise TaskDefinitionError(exc.detail, file=file, field="task_class") from None
+    if not (inspect.isclass(cls) and issubclass(cls, CustomTask)) or cls.kind != spec.kind:
+        wanted = {"multiple_choice": "MultipleChoiceTask", "generate": "GenerationTask"}.get(spec.kind)
+        if wanted is None:
+            raise TaskDefinitionError(f"custom task classes are not supported for '{spec.kind}' tasks", file=file, field="task_class")
+        raise TaskDefinitionError(
+            f"'{spec.task_class}' must subclass proctor.kinds.custom.{wanted} (a '{spec.kind}' task)", file=file, field="task_class"
+        )
+    return cls(spec, spec.task_options)

@@ -1,0 +1,131 @@
+"""Multiple choice by generation, for models that cannot score log-likelihoods (chat-only APIs).
+
+The prompt gets the options as lettered lines (optionally shuffled, seeded per sample) and asks
+for a letter; the letter is read back from the reply. The outcome is a ``ChoiceOutcome`` whose
+log-probs are 0 for the chosen option and -1e9 for the others, so every choice metric works
+(an unreadable reply counts as a wrong answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import string
+from typing import Callable, Sequence
+
+from proctor.prompts.builder import Prompt, PreparedSample
+from proctor.core.model_requests import GenerateRequest, GenerateResult
+from proctor.scoring.outcomes import ChoiceOutcome
+from proctor.core.task_spec import TaskSpec
+
+LETTERS = string.ascii_uppercase
+INSTRUCTION = "Answer with the letter of the correct option only."
+UNCHOSEN = -1e9
+
+
+def permutation(sample_id: str, n: int, seed: int | None) -> list[int]:
+    """Display order of the choices: identity without a seed, else a shuffle seeded by (seed, sample id)."""
+    order = list(range(n))
+    if seed is not None:
+        digest = hashlib.sha256(f"{seed}:{sample_id}".encode()).digest()
+        random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return order
+
+
+def options_block(choices: Sequence[str], order: Sequence[int]) -> str:
+    lines = [f"{LETTERS[k]}. {choices[i]}" for k, i in enumerate(order)]
+    return "\n".join(lines) + f"\n\n{INSTRUCTION}\nAnswer:"
+
+
+def with_options(prompt: Prompt, block: str) -> Prompt:
+    if prompt.messages is None:
+        return Prompt(text=f"{(prompt.text or '').rstrip()}\n\n{block}", images=prompt.images)
+    messages = list(prompt.messages)
+    index = max((i for i, (role, _) in enumerate(messages) if role == "user"), default=None)
+    if index is None:
+        messages.append(("user", block))
+    else:
+        role, content = messages[index]
+        messages[index] = (role, f"{content.rstrip()}\n\n{block}")
+    return Prompt(messages=tuple(messages), images=prompt.images)
+
+
+def extract_letter(text: str, n: int, choices: Sequence[str] = ()) -> int | None:
+    """The displayed position (0-based) the reply names, or None."""
+    letters = LETTERS[:n]
+    cls = f"[{letters}]"
+    patterns = [
+        rf"^\s*\(?({cls})\s*(?:[).:\]]|$|\s)",  # "B", "B.", "(B)", "B) ..."
+        rf"answer\s*(?:is|:)?\s*:?\s*\(?({cls})\b",  # "the answer is B"
+        rf"\b(?:option|choice)\s+\(?({cls})\b",
+        rf"\b({cls})\b",  # first standalone letter
+    ]
+    for pattern in patterns:
+        match = re.search(pattern, text, flags=re.IGNORECASE if pattern.startswith("answer") else 0)
+        if match:
+            return letters.index(match.group(1).upper())
+    lowered = text.strip().lower()
+    for k, choice in enumerate(choices):  # the reply quotes an option's text
+        if choice.strip() and lowered.startswith(choice.strip().lower()):
+            return k
+    return None
+
+
+class MultipleChoiceGenerateKind:
+    request_type = "generate"
+
+    def __init__(self, render: Callable[[Prompt], str], shuffle_seed: int | None = None, max_tokens: int = 32) -> None:
+        self.render = render  # the model's own rendering (its chat template, or the server's)
+        self.shuffle_seed = shuffle_seed
+        self.max_tokens = max_tokens
+
+    def _order(self, prepared: PreparedSample) -> list[int]:
+        return permutation(prepared.sample.id, len(prepared.choices), self.shuffle_seed)
+
+    def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[GenerateRequest]:
+        if len(prepared.choices) > len(LETTERS):
+            raise ValueError(f"task '{spec.name}': more than {len(LETTERS)} choices cannot be lettered")
+        prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
+        return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
+
+    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]) -> tuple[ChoiceOutcome, dict]:
+        order = self._order(prepared)
+        text = results[0].text
+        sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))
+        position = extract_letter(text, len(order), [prepared.choices[i] for i in order])
+        n = len(order)
+        if position is not None:
+            prediction: int | None = order[position]
+            logprobs = [UNCHOSEN] * n
+            logprobs[prediction] = 0.0
+        else:  # unreadable: the first wrong option "wins", so the sample scores as incorrect
+            prediction = None
+            wrong = next((i for i in range(n) if i not in prepared.gold), 0)
+            logprobs = [UNCHOSEN] * n
+            logprobs[wrong] = 0.0
+        distribution = tuple(1.0 if lp == 0.0 else 0.0 for lp in logprobs)
+        outcome = ChoiceOutcome(
+            logprobs=tuple(logprobs),
+            n_tokens=(1,) * n,
+            char_lengths=tuple(len(c) for c in prepared.choices),
+            gold=prepared.gold,
+            is_greedy=tuple(lp == 0.0 for lp in logprobs),
+            distribution=distribution,
+            weights=tuple(logprobs),
+        )
+        target = None if not prepared.gold else (list(prepared.gold) if len(prepared.gold) > 1 else prepared.gold[0])
+        record = {
+            "mc_format": "generate",
+            "choices": list(prepared.choices),
+            "target": target,
+            "option_order": order,
+            "prompt_sent": sent,  # the lettered prompt, as the model received it
+            "generation": text,  # the raw reply
+            "extracted": None if position is None else LETTERS[position],
+            "prediction": prediction,
+            "correct": (prediction in prepared.gold) if prepared.gold else None,
+            # one-hot on the chosen option: a reply gives no probabilities (reports show none, and no calibration)
+            "distribution": list(distribution),
+        }
+        return outcome, record
