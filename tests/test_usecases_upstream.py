@@ -82,8 +82,8 @@ def test_aisteer360_names_exist_only_inside_the_block():
 
         assert UpstreamMetric is Metric
         assert output_record_fields(None, None) == {"finish_reason": None}
-        with pytest.raises(ImportError, match="'aisteer360.algorithms.state_control' is an AISteer360 module proctor has no equivalent"):
-            __import__("aisteer360.algorithms.state_control.pasta.control")
+        with pytest.raises(ImportError, match="'aisteer360.algorithms.state_control._common' is an AISteer360 module proctor has no equivalent"):
+            __import__("aisteer360.algorithms.state_control._common.hook_utils")
     assert not any(k.startswith("aisteer360") for k in sys.modules)
 
 
@@ -212,8 +212,14 @@ def test_upstream_instruction_following_rows_without_id(tiny_model, tmp_path):
             return False
         if instruction_id == "punctuation:no_comma":
             return "," not in response
-        if instruction_id == "change_case:english_lowercase":
-            return response == response.lower() and response.islower()
+        if instruction_id == "change_case:english_lowercase":  # lower case, and langdetect (seeded) says English
+            import langdetect
+
+            langdetect.DetectorFactory.seed = 0
+            try:
+                return response.islower() and langdetect.detect(response) == "en"
+            except langdetect.LangDetectException:
+                return True
         if instruction_id == "startend:end_checker":
             return response.strip().lower().endswith(kwargs["end_phrase"].strip().lower())
         raise AssertionError(instruction_id)

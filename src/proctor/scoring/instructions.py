@@ -1,5 +1,5 @@
-"""Counting primitives shared by the IFEval-style instruction checkers (the use case's Google IFEval
-checks and SEA-HELM's SEA-IFEval checks), which otherwise differ in detail."""
+"""Counting primitives of SEA-HELM's SEA-IFEval checks (AISteer360's Google IFEval checks, which differ
+in detail, live in ``proctor.dialects.aisteer.ifeval_checks``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from proctor.dialects.aisteer.base import UseCase, UseCaseDataError
 from proctor.dialects.aisteer.benchmark import Benchmark
 from proctor.dialects.aisteer.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
 from proctor.dialects.aisteer.generation import batch_retry_generate
-from proctor.dialects.aisteer.ifeval import InstructionFollowing, StrictInstruction
+from proctor.dialects.aisteer.generic_metrics import Factuality, Perplexity, Relevance, RewardScore, ShortAnswerMatch
+from proctor.dialects.aisteer.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction
 from proctor.dialects.aisteer.judge import LLMJudgeMetric
 from proctor.dialects.aisteer.mcqa import CommonsenseMCQA
 from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
@@ -19,6 +20,7 @@ from proctor.dialects.aisteer.runfile import run_use_cases
 from proctor.dialects.aisteer.specs import ControlSpec
 from proctor.dialects.aisteer.state import ActivationAddition
 from proctor.dialects.aisteer.structural import LoRA, WeightDelta
+from proctor.dialects.aisteer.truthfulqa import Informativeness, TruthfulQA, Truthfulness
 
 __all__ = [
     "ActivationAddition",
@@ -26,6 +28,15 @@ __all__ = [
     "CommonsenseMCQA",
     "ControlSpec",
     "InstructionFollowing",
+    "Factuality",
+    "Informativeness",
+    "LooseInstruction",
+    "Perplexity",
+    "Relevance",
+    "RewardScore",
+    "ShortAnswerMatch",
+    "TruthfulQA",
+    "Truthfulness",
     "LLMJudgeMetric",
     "StrictInstruction",
     "Control",

@@ -59,6 +59,65 @@ _NAMES: dict[str, dict[str, str]] = {
 }
 _NAMES["aisteer360.evaluation.utils"] = dict(_NAMES["aisteer360.evaluation.utils.data_utils"])
 
+_GENERIC = "proctor.dialects.aisteer.generic_metrics"
+_IFEVAL = "aisteer360.evaluation.metrics.custom.instruction_following.helpers"
+_NAMES["aisteer360.evaluation.metrics"].update({
+    "Factuality": f"{_GENERIC}:Factuality", "Perplexity": f"{_GENERIC}:Perplexity",
+    "Relevance": f"{_GENERIC}:Relevance", "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
+})
+_NAMES.update({
+    "aisteer360.evaluation.metrics.generic.factuality": {"Factuality": f"{_GENERIC}:Factuality"},
+    "aisteer360.evaluation.metrics.generic.relevance": {"Relevance": f"{_GENERIC}:Relevance"},
+    "aisteer360.evaluation.metrics.generic.perplexity": {"Perplexity": f"{_GENERIC}:Perplexity"},
+    "aisteer360.evaluation.metrics.generic.reward_score": {"RewardScore": f"{_GENERIC}:RewardScore"},
+    "aisteer360.evaluation.metrics.generic.short_answer_match": {
+        "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
+        "_normalize_answer": f"{_GENERIC}:normalize_answer",
+        "_token_f1": f"{_GENERIC}:token_f1",
+    },
+    "aisteer360.evaluation.metrics.custom.truthful_qa": {
+        "Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness",
+        "Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness",
+    },
+    "aisteer360.evaluation.metrics.custom.truthful_qa.truthfulness": {"Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness"},
+    "aisteer360.evaluation.metrics.custom.truthful_qa.informativeness": {"Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness"},
+    "aisteer360.evaluation.use_cases.truthful_qa": {"TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"},
+    "aisteer360.evaluation.use_cases.truthful_qa.use_case": {"TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"},
+    f"{_IFEVAL}.instructions_registry": {"INSTRUCTION_DICT": "proctor.dialects.aisteer.ifeval_checks:INSTRUCTION_DICT"},
+    f"{_IFEVAL}.instructions_util": {
+        "count_words": "proctor.dialects.aisteer.ifeval_text:count_words",
+        "count_sentences": "proctor.dialects.aisteer.ifeval_text:count_sentences",
+    },
+    "aisteer360.utils.rendering": {
+        name: f"proctor.dialects.aisteer.rendering:{name}"
+        for name in ("has_chat_template", "render_messages", "render_for_model", "encode_for_model")
+    },
+    "aisteer360.algorithms.input_control.few_shot.selectors": {
+        "RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector",
+        "EPRSelector": "proctor.dialects.aisteer.aisteer_controls:EPRSelector",
+    },
+    "aisteer360.algorithms.input_control._common.selectors.random": {"RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector"},
+    "aisteer360.algorithms.input_control._common.formatters.few_shot_block": {
+        "FewShotBlockFormatter": "proctor.dialects.aisteer.aisteer_controls:FewShotBlockFormatter",
+    },
+})
+_NAMES[f"{_IFEVAL}.evaluation_main"]["test_instruction_following_loose"] = "proctor.dialects.aisteer.ifeval:test_instruction_following_loose"
+_NAMES["aisteer360.evaluation.use_cases.commonsense_mcqa"] = {"CommonsenseMCQA": "proctor.dialects.aisteer.mcqa:CommonsenseMCQA"}
+
+
+def _control_names() -> None:
+    """Every AISteer360 control package: ``pkg``, ``pkg.control`` and ``pkg.args`` name its classes."""
+    from proctor.dialects.aisteer.aisteer_controls import CONTROLS
+
+    for package, (control, args, _) in CONTROLS.items():
+        module = f"aisteer360.algorithms.{package}"
+        _NAMES[module] = {control: f"proctor.dialects.aisteer.aisteer_controls:{control}", args: f"proctor.dialects.aisteer.aisteer_controls:{args}"}
+        _NAMES[f"{module}.control"] = {control: f"proctor.dialects.aisteer.aisteer_controls:{control}"}
+        _NAMES[f"{module}.args"] = {args: f"proctor.dialects.aisteer.aisteer_controls:{args}"}
+
+
+_control_names()
+
 
 def supported() -> list[str]:
     """Every ``module.attribute`` name that resolves inside ``aisteer360_names()``."""
@@ -93,7 +152,7 @@ class _Missing(importlib.abc.MetaPathFinder):
         if fullname == ROOT or fullname.startswith(ROOT + "."):
             raise ImportError(
                 f"'{fullname}' is an AISteer360 module proctor has no equivalent for; proctor provides "
-                + ", ".join(sorted(_NAMES)) + " (see docs/usecases.md)",
+                f"{len(_NAMES)} aisteer360 modules, listed in docs/usecases.md and by proctor.dialects.aisteer.aisteer_names.supported()",
                 name=fullname,
             )
         return None

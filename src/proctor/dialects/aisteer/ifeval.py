@@ -1,100 +1,77 @@
-"""Instruction following with IFEval-style strict checks for a handful of instruction kinds.
+"""Instruction following with Google IFEval's checks (all 25 instruction ids; ``ifeval_checks``).
 
 Rows: ``prompt``, ``instruction_id_list`` (IFEval ids such as ``punctuation:no_comma``) and
-``kwargs`` (one dict of arguments per instruction; ``None`` values are dropped, as in IFEval);
+``kwargs`` (one dict of arguments per instruction; ``None`` values are dropped, as in AISteer360);
 optionally ``id`` and ``instructions`` (AISteer360's rows carry ``instructions`` and no ``id``).
-The check is strict: the response as generated, and an empty or blank response follows nothing.
+``StrictInstruction`` checks the response as generated (AISteer360's metric); ``LooseInstruction``
+also tries IFEval's loose variants of it. A blank response follows nothing.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
-from proctor.scoring.instructions import compare, count_words
+from proctor.dialects.aisteer import ifeval_checks
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.generation import batch_retry_generate
 from proctor.dialects.aisteer.metrics import Metric
 
-
-def _compare(count: int, relation: str, target: int) -> bool:
-    return compare(count, relation, target, allowed=("less than", "at least"))  # Google IFEval's two relations
-
-
-def _bullets(text: str) -> int:
-    return len(re.findall(r"^\s*\*[^\*].*$", text, flags=re.M)) + len(re.findall(r"^\s*-.*$", text, flags=re.M))
-
-
-def _json(text: str) -> bool:
-    body = text.strip()
-    body = re.sub(r"^```(?:json|Json|JSON)?\s*", "", body)
-    body = re.sub(r"\s*```$", "", body)
-    try:
-        json.loads(body)
-    except ValueError:
-        return False
-    return True
-
-
-CHECKS: dict[str, Callable[..., bool]] = {
-    "punctuation:no_comma": lambda r: "," not in r,
-    "change_case:english_lowercase": lambda r: r.islower(),
-    "change_case:english_capital": lambda r: r.isupper(),
-    "length_constraints:number_words": lambda r, num_words, relation: _compare(count_words(r), relation, int(num_words)),
-    "keywords:existence": lambda r, keywords: all(re.search(k, r, flags=re.I) for k in keywords),
-    "keywords:forbidden_words": lambda r, forbidden_words: not any(
-        re.search(r"\b" + re.escape(w) + r"\b", r, flags=re.I) for w in forbidden_words
-    ),
-    "keywords:frequency": lambda r, keyword, frequency, relation: _compare(
-        len(re.findall(re.escape(keyword), r, flags=re.I)), relation, int(frequency)
-    ),
-    "detectable_format:number_bullet_lists": lambda r, num_bullets: _bullets(r) == int(num_bullets),
-    "detectable_format:title": lambda r: any(t.strip("<>").strip() for t in re.findall(r"<<[^\n]+>>", r)),
-    "detectable_format:json_format": _json,
-    "startend:end_checker": lambda r, end_phrase: r.strip().lower().endswith(end_phrase.strip().lower()),
-    "startend:quotation": lambda r: len(r.strip()) > 1 and r.strip()[0] == '"' and r.strip()[-1] == '"',
-}
+CHECKS = ifeval_checks.CHECKS
 
 
 def follows(response: str | None, instruction_id: str, kwargs: dict | None) -> bool:
     """Strict IFEval check of one instruction on one response."""
-    if instruction_id not in CHECKS:
-        raise ValueError(f"unsupported instruction '{instruction_id}'; supported: {sorted(CHECKS)}")
-    if response is None or not response.strip():
-        return False
-    arguments = {k: v for k, v in (kwargs or {}).items() if v is not None}
-    return bool(CHECKS[instruction_id](response, **arguments))
+    return ifeval_checks.strict(response, instruction_id, kwargs)
+
+
+def _records(responses, instruction_id_lists, kwargs_lists, name: str):
+    responses = list(responses or [])
+    if responses and all(isinstance(r, dict) for r in responses):
+        # AISteer360's form: the use case's generation records (response, instruction_id_list, kwargs)
+        instruction_id_lists = [r["instruction_id_list"] for r in responses]
+        kwargs_lists = [r["kwargs"] for r in responses]
+        responses = [r["response"] for r in responses]
+    if instruction_id_lists is None or kwargs_lists is None:
+        raise ValueError(f"{name} needs instruction_id_lists and kwargs_lists (or generation records as responses)")
+    return responses, instruction_id_lists, kwargs_lists
+
+
+def _score(check: Callable[..., bool], responses, instruction_id_lists, kwargs_lists) -> tuple[list[bool], int, int, dict]:
+    per_prompt, followed, total = [], 0, 0
+    per_kind: dict[str, list[bool]] = {}
+    for response, ids, arguments in zip(responses, instruction_id_lists, kwargs_lists):
+        results = [check(response, i, a) for i, a in zip(ids, arguments)]
+        for i, ok in zip(ids, results):
+            per_kind.setdefault(i, []).append(ok)
+        per_prompt.append(all(results))
+        followed += sum(results)
+        total += len(results)
+    return per_prompt, followed, total, {k: sum(v) / len(v) for k, v in sorted(per_kind.items())}
 
 
 class StrictInstruction(Metric):
     """Share of prompts whose every instruction is followed, and share of instructions followed."""
 
+    mode: ClassVar[str] = "strict"
+
     def compute(self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs) -> dict[str, Any]:
-        responses = list(responses or [])
-        if responses and all(isinstance(r, dict) for r in responses):
-            # AISteer360's form: the use case's generation records (response, instruction_id_list, kwargs)
-            instruction_id_lists = [r["instruction_id_list"] for r in responses]
-            kwargs_lists = [r["kwargs"] for r in responses]
-            responses = [r["response"] for r in responses]
-        if instruction_id_lists is None or kwargs_lists is None:
-            raise ValueError("StrictInstruction needs instruction_id_lists and kwargs_lists (or generation records as responses)")
-        per_prompt, followed, total = [], 0, 0
-        per_kind: dict[str, list[bool]] = {}
-        for response, ids, arguments in zip(responses, instruction_id_lists, kwargs_lists):
-            results = [follows(response, i, a) for i, a in zip(ids, arguments)]
-            for i, ok in zip(ids, results):
-                per_kind.setdefault(i, []).append(ok)
-            per_prompt.append(all(results))
-            followed += sum(results)
-            total += len(results)
+        responses, ids, arguments = _records(responses, instruction_id_lists, kwargs_lists, self.name)
+        check = ifeval_checks.strict if self.mode == "strict" else ifeval_checks.loose
+        per_prompt, followed, total, per_kind = _score(check, responses, ids, arguments)
         return {
-            "strict_prompt_accuracy": sum(per_prompt) / len(per_prompt) if per_prompt else None,
-            "strict_instruction_accuracy": followed / total if total else None,
+            f"{self.mode}_prompt_accuracy": sum(per_prompt) / len(per_prompt) if per_prompt else None,
+            f"{self.mode}_instruction_accuracy": followed / total if total else None,
             "follow_all_instructions": per_prompt,
-            "per_instruction": {k: sum(v) / len(v) for k, v in sorted(per_kind.items())},
+            "per_instruction": per_kind,
         }
+
+
+class LooseInstruction(StrictInstruction):
+    """IFEval's loose accuracy (``loose_prompt_accuracy``, ``loose_instruction_accuracy``): an instruction
+    counts as followed when the response, or it without its first / last line or ``*``, follows it."""
+
+    mode: ClassVar[str] = "loose"
 
 
 class InstructionFollowing(UseCase):
@@ -109,6 +86,8 @@ class InstructionFollowing(UseCase):
         unknown = [i for i in ids if i not in CHECKS]
         if unknown:
             raise ValueError(f"unsupported instruction(s) {unknown}; supported: {sorted(CHECKS)}")
+        for instruction_id, kwargs in zip(ids, arguments):
+            ifeval_checks.prepare(instruction_id, kwargs)  # arguments named and complete
 
     def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
         # one prompt per row, in row order: runtime overrides match rows by id, or by position without ids
@@ -162,4 +141,15 @@ def test_instruction_following_strict(example: Mapping[str, Any], prompt_to_resp
     return StrictOutcome(list(example["instruction_id_list"]), example["prompt"], response, all(results), results)
 
 
+def test_instruction_following_loose(example: Any, prompt_to_response: Mapping[Any, str]) -> StrictOutcome:
+    """IFEval's ``evaluation_main.test_instruction_following_loose`` (``example`` a mapping or an object
+    with ``prompt``, ``instruction_id_list``, ``kwargs``)."""
+    get = (lambda k: example[k]) if isinstance(example, Mapping) else (lambda k: getattr(example, k))
+    response = prompt_to_response[get("prompt")]
+    ids, arguments = list(get("instruction_id_list")), list(get("kwargs"))
+    results = [ifeval_checks.loose(response, i, a) for i, a in zip(ids, arguments)]
+    return StrictOutcome(ids, get("prompt"), response, all(results), results)
+
+
 test_instruction_following_strict.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+test_instruction_following_loose.__test__ = False  # type: ignore[attr-defined]
