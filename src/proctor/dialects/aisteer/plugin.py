@@ -36,7 +36,7 @@ class UseCaseDialect(Dialect):
 
 
 def _load_steered(rest: str, **options: Any) -> Any:
-    from proctor.dialects.aisteer.steered_model import load_steered
+    from proctor.dialects.aisteer.steer_backend import load_steered
 
     return load_steered(rest, **options)
 
