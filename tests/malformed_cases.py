@@ -139,7 +139,9 @@ add("cli-model-arg-misspelled-openai", RUN + ["-m", "openai:x", "--base-url", "h
     ["--model-arg", "concurency"])
 add("cli-seahelm-data-no-equals", RUN + ["--seahelm-data", "x"], ["--seahelm-data", "x"])
 add("cli-seahelm-data-missing-path", RUN + ["--seahelm-data", "org/ds=nowhere"], ["--seahelm-data", "nowhere"])
-add("cli-py-mixed-with-yaml", ["run", "task.yaml", "uc.py", "-o", "out"], [".py", "task.yaml"], {"uc.py": USECASE})
+# use case files and task files run together (one pipeline); the run-time overrides use cases cannot take are refused
+add("cli-py-with-yaml-and-fewshot", ["run", "task.yaml", "uc.py", "-o", "out", "--num-fewshot", "1"],
+    ["use case files", "num_fewshot"], {"uc.py": USECASE})
 add("cli-device-gpu", RUN + ["--device", "gpu"], ["--device", "gpu"])
 add("cli-device-cuda-text", RUN + ["--device", "cuda:x"], ["--device", "cuda:x"])
 add("cli-dtype-bad", RUN + ["--dtype", "float8"], ["--dtype", "float8"])

@@ -131,7 +131,7 @@ SUBPROCESS_CASES = [
     (["run", "task.yaml", "--limit", "-1"], ["--limit"], 2),
     (["run", "task.yaml", "--batch-size", "0"], ["--batch-size"], 2),
     (["run", "task.yaml", "--chat-template", "yes"], ["--chat-template"], 2),
-    (["run", "task.yaml", "uc.py"], [".py"], 2),
+    (["run", "task.yaml", "uc.py", "--temperature", "0.5"], ["use case files", "gen_kwargs"], 2),
     (["run", "task.yaml", "--device", "gpu", "-o", "out"], ["--device", "gpu"], 2),
     (["validate", "emptydir"], ["emptydir", "no tasks"], 2),
 ]

@@ -166,7 +166,9 @@ def test_cli_runs_a_use_case_file(tiny_model_dir, tmp_path):
     task = results["tasks"]["my_use_case:MyMCQA"]
     assert task["n_samples"] == 6 and task["n_rows"] == 3 and results["status"] == "complete"
     assert "MCQAAccuracy.trial_mean" in task["metrics"]
-    assert len((out / "samples.jsonl").read_text().splitlines()) == 6
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and sum(len(r["generations"]) for r in records) == 6  # a record per row, with its generations
+    assert all(g["question_id"] == int(r["id"]) for r in records for g in r["generations"])
     (tmp_path / "two.py").write_text(USE_CASE_FILE + "\nclass Other(CommonsenseMCQA):\n    pass\n")
     from proctor.core.errors import TaskDefinitionError
     from proctor.dialects.aisteer.runfile import load_use_case_file

@@ -68,7 +68,9 @@ def upstream_ece(responses, answers, confidences, n_bins=10):
 
 
 def read_samples(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
+    """Every generation, in order (samples.jsonl has a record per row holding the row's generations)."""
+    records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
+    return [{"task": r["task"], **g} for r in records for g in r["generations"]]
 
 
 # ---------------------------------------------------------------- names exist only while user code runs

@@ -22,7 +22,6 @@ from proctor.cli.options import (
     with_dialect_options,
 )
 from proctor.core.dialect import OptionContext
-from proctor.core.errors import ProctorError
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
 PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metrics.register_metric (repeatable)."
@@ -102,37 +101,6 @@ def run(
         options = {"base_url": base_url, "api_key_env": api_key_env, **model_args_from(model_arg)}
     elif model_arg:
         options.update(model_args_from(model_arg))
-    python_files = [p for p in paths if p.suffix == ".py"]
-    if python_files and len(python_files) < len(paths):
-        others = [str(p) for p in paths if p.suffix != ".py"]
-        raise typer.BadParameter(
-            f"give either Python use case files or task files/folders, not both: {', '.join(map(str, python_files))} "
-            f"(.py) with {', '.join(others)}", param_hint="PATHS",
-        )
-    if python_files:  # Python use case files (proctor.dialects.aisteer.runfile)
-        from proctor.api import check_run_options
-        from proctor.models.registry import check_model_options
-        from proctor.dialects.aisteer.runconfig import UseCaseConfig, command_line_config, read_config
-        from proctor.dialects.aisteer.runfile import run_use_case_files
-
-        if overrides.recorded() or isinstance(limit, float):
-            raise ProctorError(
-                "use case files (.py) set their own prompts and generation in Python; of the run-time overrides they take "
-                "--limit as a count only"
-            )
-        check_run_options(output, cache, update, restart, None)
-        check_model_options(model, options)
-        config = command_line_config(dialect_opts.get("use_case_data"), dialect_opts.get("use_case_metric"), dialect_opts.get("use_case_arg")).over(
-            read_config(dialect_opts["use_case_config"]) if dialect_opts.get("use_case_config") else UseCaseConfig()
-        )
-        with progress_display(quiet) as hook:
-            run_dir, results = run_use_case_files(
-                paths, model, output_dir=output, limit=limit, model_options=options, command=sys.argv,
-                cache=cache, chunk_size=chunk_size, progress=hook, update=update, restart=restart, config=config,
-            )
-        print_results(results)
-        console.print(f"run folder: {run_dir}")
-        return
     if model.startswith("vllm:") and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None

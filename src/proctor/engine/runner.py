@@ -277,12 +277,14 @@ def run_built(
     spec = built.prepared.task.spec
     unique = built.unique
     done = 0
+    # a task class reports finished samples (it sends its own requests), other tasks finished requests
+    total_units = len(built.prepared.samples) if is_custom(built.handler) else len(unique)
 
     def on_progress(n: int) -> None:
         nonlocal done
         done += n
         if progress:
-            progress(spec.name, done, len(unique))
+            progress(spec.name, done, total_units)
 
     if progress:
         progress(spec.name, 0, len(unique))

@@ -7,7 +7,7 @@
 - ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
 - ``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server
 - ``steer:<file.py>:<NAME>``: a steering pipeline from a Python file, on the base model given by
-  the ``base`` option (default ``smollm2``; ``proctor.dialects.aisteer.steered_model``)
+  the ``base`` option (default ``smollm2``; ``proctor.dialects.aisteer.steer_backend``)
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
 
         return OpenAIModel(rest, **options)
     if backend == "steer":
-        from proctor.dialects.aisteer.steered_model import load_steered
+        from proctor.dialects.aisteer.steer_backend import load_steered
 
         return load_steered(rest, **options)
     raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: {', '.join(BACKENDS)}")

@@ -14,7 +14,7 @@ import random
 from typing import Any, Mapping, Sequence
 
 from proctor.core.errors import ProctorError
-from proctor.dialects.aisteer.controls import InputControl, Messages
+from proctor.models.steering.controls import InputControl, Messages
 
 _PROMPT = "needs a proposer model and an optimisation loop over prompts, which proctor does not run"
 _DECODE = "is a decoding algorithm of its own; proctor's pipelines decode with transformers' generate and logits processors only"

@@ -54,8 +54,8 @@ _NAMES: dict[str, dict[str, str]] = {
         "get_param_values": "proctor.dialects.aisteer.profiles:get_param_values",
     },
     "aisteer360.evaluation.benchmark": {"Benchmark": "proctor.dialects.aisteer.aisteer_benchmark:AISteerBenchmark"},
-    "aisteer360.algorithms.core.steering_pipeline": {"SteeringPipeline": "proctor.dialects.aisteer.pipeline:SteeringPipeline"},
-    "aisteer360.algorithms.core.specs": {"ControlSpec": "proctor.dialects.aisteer.specs:ControlSpec"},
+    "aisteer360.algorithms.core.steering_pipeline": {"SteeringPipeline": "proctor.models.steering.pipeline:SteeringPipeline"},
+    "aisteer360.algorithms.core.specs": {"ControlSpec": "proctor.models.steering.specs:ControlSpec"},
 }
 _NAMES["aisteer360.evaluation.utils"] = dict(_NAMES["aisteer360.evaluation.utils.data_utils"])
 

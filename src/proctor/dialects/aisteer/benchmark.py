@@ -26,9 +26,9 @@ from proctor.core.errors import ProctorError
 from proctor.runs.results import write_json_atomic
 from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
-from proctor.dialects.aisteer.controls import Control, describe
-from proctor.dialects.aisteer.pipeline import SteeringPipeline
-from proctor.dialects.aisteer.specs import ControlSpec, expand
+from proctor.models.steering.controls import Control, describe
+from proctor.models.steering.pipeline import SteeringPipeline
+from proctor.models.steering.specs import ControlSpec, expand
 
 log = logging.getLogger(__name__)
 
@@ -162,12 +162,12 @@ class Benchmark:
         """Profiles ``{pipeline: [{trial_id, config_id, params, generations, evaluations}]}``."""
         if self.save_dir is None:
             return self._run()
-        from proctor.engine.calls import engine_session
+        from proctor.dialects.aisteer.model_calls import store_session
         from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
 
         lookup = Lookup(ResponseStore(self.save_dir / STORE_FILE))
         try:
-            with engine_session(lookup, name=type(self.use_case).__name__):
+            with store_session(lookup, name=type(self.use_case).__name__):
                 return self._run()
         finally:
             lookup.close()

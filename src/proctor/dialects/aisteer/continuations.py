@@ -25,14 +25,14 @@ def continuation_logprobs(
 ) -> list[float]:
     """log P(continuation | prompt) for every ``(prompt, continuation)``; ``runtime[i]`` goes with ``pairs[i]``."""
     from proctor.models.base import Model
-    from proctor.dialects.aisteer.pipeline import SteeringPipeline
+    from proctor.models.steering.pipeline import SteeringPipeline
 
     if not pairs:
         return []
     if isinstance(target, SteeringPipeline):
-        from proctor.dialects.aisteer.steered_model import engine_model
+        from proctor.dialects.aisteer.model_calls import store_model
 
-        steered = engine_model(target, runtime)
+        steered = store_model(target, runtime)
         if steered is not None:  # through the engine: the run store answers what it holds
             return continuation_logprobs(steered, tokenizer, pairs)
         rows = list(runtime) if runtime is not None else [{} for _ in pairs]
@@ -47,11 +47,11 @@ def continuation_logprobs(
                 out[i] = score
         return out
     if isinstance(target, Model):
-        from proctor.engine.calls import run_loglikelihood
+        from proctor.dialects.aisteer import model_calls
         from proctor.core.model_requests import LoglikelihoodRequest
 
         requests = [LoglikelihoodRequest(prompt, continuation, move_whitespace=False) for prompt, continuation in pairs]
-        return [r.logprob for r in run_loglikelihood(target, requests)]
+        return [r.logprob for r in model_calls.loglikelihood(target, requests)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")
     return _transformers_logprobs(target, tokenizer, pairs)

@@ -3,7 +3,7 @@
 Three kinds of target:
 
 - a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``): requests go through
-  the engine (``proctor.engine.calls.run_generate``) like any task's;
+  the engine (``model_calls.generate``) like any task's;
 - a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;
 - a plain transformers model with its tokenizer.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from proctor.dialects.aisteer.hf_generate import DEFAULT_MAX_NEW_TOKENS, Generated, hf_generate, render
+from proctor.models.steering.hf_generate import DEFAULT_MAX_NEW_TOKENS, Generated, hf_generate, render
 from proctor.dialects.aisteer.overrides import resolve_overrides
 
 log = logging.getLogger(__name__)
@@ -71,20 +71,20 @@ def _generate_once(
     use_chat: bool | None,
 ) -> list[Generated]:
     from proctor.models.base import Model
-    from proctor.dialects.aisteer.pipeline import SteeringPipeline
+    from proctor.models.steering.pipeline import SteeringPipeline
 
     if isinstance(target, SteeringPipeline):
-        from proctor.dialects.aisteer.steered_model import engine_model
+        from proctor.dialects.aisteer.model_calls import store_model
 
-        steered = engine_model(target, runtime)
+        steered = store_model(target, runtime)
         if steered is not None:  # through the engine: the run store answers what it holds
             return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
         return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
     if isinstance(target, Model):
-        from proctor.engine.calls import run_generate
+        from proctor.dialects.aisteer import model_calls
 
         requests, rendered = _requests(target, prompts, gen_kwargs, use_chat)
-        results = run_generate(target, requests)
+        results = model_calls.generate(target, requests)
         return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
 from proctor.core.dialect import CliOption, Dialect, OptionContext
+from proctor.core.errors import ProctorError
 from proctor.core.registry import Registry
 
 
@@ -25,6 +26,23 @@ class UseCaseDialect(Dialect):
                   "Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size."),
     )
 
+    def claims_path(self, path: Path) -> bool:
+        return path.suffix == ".py"
+
+    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+        from proctor.dialects.aisteer.runfile import file_tasks, options_config
+
+        return file_tasks(path, options_config(options))
+
+    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
+        given = sorted(k for k in overrides.recorded() if k != "log_samples")
+        if given:
+            raise ProctorError(
+                f"use case files (.py) set their own prompts and generation in Python; they take none of the run-time "
+                f"overrides ({', '.join(given)}), only --limit (rows)"
+            )
+        return task, set()
+
     def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
         given = {k: raw.get(k) for k in ("use_case_data", "use_case_metric", "use_case_arg", "use_case_config")}
         return {k: v for k, v in given.items() if v}
@@ -36,7 +54,7 @@ class UseCaseDialect(Dialect):
 
 
 def _load_steered(rest: str, **options: Any) -> Any:
-    from proctor.dialects.aisteer.steered_model import load_steered
+    from proctor.dialects.aisteer.steer_backend import load_steered
 
     return load_steered(rest, **options)
 

@@ -14,7 +14,7 @@ import logging
 from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.errors import require
-from proctor.dialects.aisteer.controls import Control
+from proctor.models.steering.controls import Control
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from proctor.dialects.aisteer.controls import Control
+from proctor.models.steering.controls import Control
 
 
 @dataclass

@@ -9,20 +9,15 @@ messages: they apply where a task renders a chat template (``apply_chat_template
 prompts reach the model as written. Controls take no per-example arguments here (each uses its
 own settings). The fingerprint adds the pipeline's configuration, so the run store and the cache
 never mix steered and unsteered answers.
-
-``--model steer:FILE.py:NAME`` loads one (``load_steered``): ``NAME`` in the file is a
-``SteeringPipeline``, a list of controls, or a function ``f(base_model) -> pipeline or controls``;
-the base model is ``--model-arg base=...`` (default ``smollm2``), loaded with the other model
-options (dtype, device, batch size).
+``--model steer:FILE.py:NAME`` loads one (``proctor.dialects.aisteer.steer_backend``).
 """
 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any, Sequence
 
-from proctor.core.errors import ModelLoadError, TaskDefinitionError
+from proctor.core.errors import ModelLoadError
 from proctor.models.base import Model, Progress
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 
@@ -85,52 +80,3 @@ class SteeredModel(Model):
         if self.owns:
             self.pipeline.cleanup()
             self.base.close()
-
-
-def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredModel:
-    """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
-    from proctor.models.registry import load_model
-    from proctor.dialects.aisteer.controls import Control
-    from proctor.dialects.aisteer.pipeline import SteeringPipeline
-    from proctor.dialects.aisteer.runfile import import_user_file
-
-    file, sep, name = spec.rpartition(":")
-    if not sep or not file.endswith(".py") or not name:
-        raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{spec}'")
-    path = Path(file)
-    if not path.is_file():
-        raise ModelLoadError(f"--model steer:{spec}: no such file {path}")
-    module = import_user_file(path)
-    if not hasattr(module, name):
-        raise TaskDefinitionError(f"the file defines no '{name}'", file=path, field=name)
-    value = getattr(module, name)
-    if isinstance(value, SteeringPipeline):
-        return SteeredModel(value, owns=True)
-    base_model = load_model(base, **options)
-    if callable(value) and not isinstance(value, Control):
-        value = value(base_model)
-        if isinstance(value, SteeringPipeline):
-            return SteeredModel(value, owns=True)
-    controls = [value] if isinstance(value, Control) else value
-    if not isinstance(controls, (list, tuple)) or not all(isinstance(c, Control) for c in controls):
-        raise TaskDefinitionError(
-            f"'{name}' must be a SteeringPipeline, a list of controls, or a function returning one "
-            f"(got {type(value).__name__})", file=path, field=name,
-        )
-    return SteeredModel(SteeringPipeline(base_model, list(controls), name=name), owns=True)
-
-
-def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> SteeredModel | None:
-    """The pipeline as a proctor model when its requests should go through the engine: inside an
-    ``engine_session`` with a run store (a ``Benchmark`` with ``save_dir``), on an ``HFModel`` base,
-    with no per-example runtime arguments (which a ``Model`` cannot take). Otherwise None, and the
-    pipeline generates directly."""
-    from proctor.engine.calls import current_session
-    from proctor.models.hf import HFModel
-
-    session = current_session()
-    if session is None or session.lookup is None or not isinstance(pipeline.base, HFModel) or not pipeline.steered:
-        return None
-    if runtime is not None and any(runtime):
-        return None
-    return SteeredModel(pipeline)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from proctor.dialects.aisteer.controls import Control
+from proctor.models.steering.controls import Control
 
 
 def decoder_layers(model: Any) -> Any:

@@ -6,7 +6,7 @@ changed) and state controls prepare their vectors once in ``steer()`` (structura
 vectors are measured on the patched model); while generating, state controls hook the forward
 pass of the pipeline's model and output controls constrain decoding. Every control can take
 per-example arguments (``runtime_kwargs``, one dict ``{control name: {kwarg: value}}`` per prompt).
-``as_model()`` makes the pipeline a proctor ``Model`` (``usecases/steered_model.py``), so ordinary
+``as_model()`` makes the pipeline a proctor ``Model`` (``models/steering/steered_model.py``), so ordinary
 tasks run on it.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.dialects.aisteer.controls import Control, InputControl, OutputControl, describe
-from proctor.dialects.aisteer.hf_generate import Generated, hf_generate, render
+from proctor.models.steering.controls import Control, InputControl, OutputControl, describe
+from proctor.models.steering.hf_generate import Generated, hf_generate, render
 
 _ORDER = {"input": 0, "structural": 1, "state": 2, "output": 3}
 
@@ -96,7 +96,7 @@ class SteeringPipeline:
 
     def as_model(self, owns: bool = False):
         """This pipeline as a proctor ``Model``: ordinary tasks (YAML, ``proctor.evaluate``) run on it."""
-        from proctor.dialects.aisteer.steered_model import SteeredModel
+        from proctor.models.steering.steered_model import SteeredModel
 
         return SteeredModel(self, owns=owns)
 

@@ -1,0 +1,49 @@
+"""``--model steer:FILE.py:NAME``: a steering pipeline from a user file, as a proctor model.
+
+``NAME`` in the file is a ``SteeringPipeline``, a list of controls, or a function
+``f(base_model) -> pipeline or controls``; the base model is ``--model-arg base=...`` (default
+``smollm2``), loaded with the other model options (dtype, device, batch size). The file is imported
+with AISteer360's names pointing at proctor's (``runfile.import_user_file``), which is why this
+backend belongs to the dialect and is registered by its plug-in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from proctor.core.errors import ModelLoadError, TaskDefinitionError
+from proctor.models.steering.steered_model import SteeredModel
+
+
+def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredModel:
+    """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
+    from proctor.models.registry import load_model
+    from proctor.models.steering.controls import Control
+    from proctor.models.steering.pipeline import SteeringPipeline
+    from proctor.dialects.aisteer.runfile import import_user_file
+
+    file, sep, name = spec.rpartition(":")
+    if not sep or not file.endswith(".py") or not name:
+        raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{spec}'")
+    path = Path(file)
+    if not path.is_file():
+        raise ModelLoadError(f"--model steer:{spec}: no such file {path}")
+    module = import_user_file(path)
+    if not hasattr(module, name):
+        raise TaskDefinitionError(f"the file defines no '{name}'", file=path, field=name)
+    value = getattr(module, name)
+    if isinstance(value, SteeringPipeline):
+        return SteeredModel(value, owns=True)
+    base_model = load_model(base, **options)
+    if callable(value) and not isinstance(value, Control):
+        value = value(base_model)
+        if isinstance(value, SteeringPipeline):
+            return SteeredModel(value, owns=True)
+    controls = [value] if isinstance(value, Control) else value
+    if not isinstance(controls, (list, tuple)) or not all(isinstance(c, Control) for c in controls):
+        raise TaskDefinitionError(
+            f"'{name}' must be a SteeringPipeline, a list of controls, or a function returning one "
+            f"(got {type(value).__name__})", file=path, field=name,
+        )
+    return SteeredModel(SteeringPipeline(base_model, list(controls), name=name), owns=True)

@@ -1,0 +1,190 @@
+"""A Python use case as a proctor task: its handler, and the ``Task`` the dialect builds for it.
+
+A use case runs through ``api.evaluate`` like any other task. Its ``TaskSpec`` is a ``generate``
+task whose ``task_class`` is ``UseCaseTask``; the spec's ``task_options`` carry what identifies the
+run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
+content hash, resume and ``--update`` see any change. The use case object itself is kept in
+``USE_CASES`` under the spec's token (as the lm-eval dialect keeps its task objects).
+
+- ``load_samples`` builds the use case (``--limit N`` keeps its first N rows): one sample per row;
+- ``predict_samples`` seeds ``random`` with the use case's ``seed`` (files that shuffle with it build
+  the same prompts on every run, so a rerun resumes), runs ``generate`` with the run folder's store in
+  force (``model_calls.store_session``: every request is looked up first, the rest committed chunk
+  by chunk), then ``evaluate``;
+- each sample's record holds the generations of its row (by the generation's ``id`` /
+  ``question_id`` when the rows have ids, else by position); the task's metrics are every numeric
+  value of the evaluations (``Metric.value`` names), and ``evaluations`` holds them as returned.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.data.sources import Sample
+from proctor.dialects.aisteer import model_calls
+from proctor.dialects.aisteer.aisteer_names import aisteer360_names
+from proctor.dialects.aisteer.base import UseCase
+from proctor.kinds.custom import GenerationTask
+
+HANDLER = "proctor.dialects.aisteer.usecase_task.UseCaseTask"
+
+Built = tuple[UseCase, dict, dict]  # the use case, its gen_kwargs, the other generate() keywords
+
+
+@dataclass(frozen=True)
+class UseCaseEntry:
+    """How to build a loaded use case, at most ``limit`` rows (None: all of them)."""
+
+    build: Callable[[int | None], Built]
+
+
+# Use cases loaded by the dialect (or handed to run_use_cases), by the token in their task_options.
+USE_CASES: dict[str, UseCaseEntry] = {}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=repr))
+
+
+def use_case_task(name: str, built: Built, build: Callable[[int | None], Built], source: Path | None) -> Task:
+    """The task of one use case; ``built`` is it with every row, ``build(limit)`` builds it again."""
+    case, gen_kwargs, call = built
+    fingerprint = case.fingerprint()
+    token = f"{name}@{fingerprint}"
+    USE_CASES[token] = UseCaseEntry(build)
+    spec = TaskSpec.model_validate({
+        "name": name,
+        "kind": "generate",
+        "description": f"Python use case {type(case).__qualname__}",
+        "data": [{"path": str(source) if source is not None else f"<python:{type(case).__qualname__}>"}],
+        "prompt": "",
+        "target": "-",  # the use case scores its own generations: no reference answer
+        "task_class": HANDLER,
+        "task_options": {
+            "token": token, "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
+            "batch_size": call.get("batch_size"), "runtime_overrides": _jsonable(call.get("runtime_overrides")),
+        },
+    })
+    base = source.parent if source is not None else Path.cwd()
+    return Task(spec=spec, file=source, base_dir=base, dialect="usecase")
+
+
+def object_build(case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]) -> Callable[[int | None], Built]:
+    """``build`` for a use case object: a copy holding its first ``limit`` rows (the object stays as is)."""
+    def build(limit: int | None) -> Built:
+        if not limit:
+            return case, dict(gen_kwargs), dict(call)
+        cut = copy.copy(case)
+        cut.evaluation_data = case.evaluation_data[:limit]
+        return cut, dict(gen_kwargs), dict(call)
+
+    return build
+
+
+def _model_batch_size(model: Any) -> int:
+    size = getattr(model, "batch_size", None)
+    return size if isinstance(size, int) and size > 0 else 8
+
+
+def _flatten(prefix: str, value: Any, out: dict) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        out[prefix] = {"value": float(value), "stderr": None}
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _flatten(f"{prefix}.{key}", inner, out)
+
+
+def by_row(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[Any]]:
+    """The generations of each row: by a generation's ``id`` / ``question_id`` matching a row's
+    ``id``, else by position (generation i of n goes to row i * rows // n)."""
+    groups: list[list[Any]] = [[] for _ in rows]
+    if not rows:
+        return groups
+    ids = {json.dumps(r["id"], default=str): k for k, r in enumerate(rows) if isinstance(r, Mapping) and "id" in r}
+    for i, generation in enumerate(generations):
+        row = None
+        if ids and isinstance(generation, Mapping):
+            for key in ("id", "question_id"):
+                if key in generation:
+                    row = ids.get(json.dumps(generation[key], default=str))
+                    if row is not None:
+                        break
+        if row is None:
+            row = min(i * len(rows) // max(len(generations), 1), len(rows) - 1)
+        groups[row].append(generation)
+    return groups
+
+
+class UseCaseTask(GenerationTask):
+    """Runs one use case: its rows are the samples, its ``generate`` / ``evaluate`` the predictions and scores."""
+
+    scores_itself = True  # no per-sample metrics: the use case's evaluations are the task's metrics
+
+    def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
+        super().__init__(spec, options)
+        entry = USE_CASES.get(str(self.options.get("token", "")))
+        if entry is None:
+            raise TaskDefinitionError(f"use case task '{spec.name}' was not loaded by the use case dialect", field="task_class")
+        self.entry = entry
+        self.lookup: Any = None
+        self.chunk_size: int | None = None
+        self.case: UseCase | None = None
+        self._corpus: dict[str, dict] = {}
+        self._extras: dict[str, Any] = {}
+
+    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
+        self.lookup, self.chunk_size = lookup, chunk_size
+
+    def load_samples(self, limit: int | None = None) -> list[Sample]:
+        self.case, self.gen_kwargs, self.call = self.entry.build(limit)
+        rows = self.case.evaluation_data
+        source = str(self.spec.data[0].path)
+        return [
+            Sample(id=str(row["id"]) if isinstance(row, Mapping) and "id" in row else str(index),
+                   fields=dict(row) if isinstance(row, Mapping) else {"row": row}, file=source, row=index, index=index)
+            for index, row in enumerate(rows)
+        ]
+
+    def predict_samples(self, model: Any, samples: Sequence[Any], prompts: Sequence[str], progress: Callable[[int], None]) -> list:
+        case = self.case
+        assert case is not None, "load_samples runs first"
+        self.model = model
+        random.seed(getattr(case, "seed", 555))  # files that shuffle with the global random build the same prompts
+        with model_calls.store_session(self.lookup, self.chunk_size, self.spec.name) as session, aisteer360_names():
+            generations = case.generate(
+                model, getattr(model, "tokenizer", None), gen_kwargs=dict(self.gen_kwargs),
+                runtime_overrides=self.call.get("runtime_overrides"), batch_size=self.call.get("batch_size") or _model_batch_size(model),
+            )
+        if self.lookup is not None and getattr(model, "fingerprint", None) is not None:
+            self.lookup.use_model(model.fingerprint)  # a judge or a steered copy may have switched it
+        with aisteer360_names():
+            evaluations = case.evaluate(generations)
+        metrics: dict[str, dict] = {}
+        for metric, values in evaluations.items():
+            _flatten(metric, values, metrics)
+        self._corpus = metrics
+        self._extras = {
+            "n_samples": len(generations),
+            "n_rows": len(case.evaluation_data),
+            "evaluations": evaluations,
+            "requests": {"total": session.total, "unique": session.total, "computed": session.model_calls, "type": "custom"},
+        }
+        progress(len(samples))
+        rows = [s.sample.fields for s in samples]
+        return [(None, {"generations": group}) for group in by_row(generations, rows)]
+
+    def corpus_metrics(self) -> dict:
+        return dict(self._corpus)
+
+    def result_extras(self) -> dict:
+        return dict(self._extras)
