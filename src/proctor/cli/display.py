@@ -68,7 +68,7 @@ def print_results(results: dict) -> None:
         for column in ("level", "name", "value", "± stderr"):
             roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
         for depth, name, entry in flatten(hierarchy):
-            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (" (LINDSEA)" if entry.get("aggregation") == "lindsea" else ""),
+            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (f" ({entry['aggregation'].upper()})" if entry.get("aggregation") else ""),
                          fmt_value(entry.get("value")), fmt_value(entry.get("stderr")))
         console.print(roll)
         for depth, name, entry in flatten(hierarchy):

@@ -140,4 +140,7 @@ class SeaHelmDialect(Dialect):
 
 
 def register(registry: Registry) -> None:
+    from proctor.dialects.seahelm.lindsea import LindseaRule
+
     registry.add_dialect(SeaHelmDialect())
+    registry.add_rollup_rule(LindseaRule())
