@@ -74,6 +74,7 @@ class CustomTask:
         self.spec = spec
         self.options = dict(options or {})
         self.model: Any = None
+        self.resources: dict[str, Any] = {}  # the loaded task's resources (core.task.Task.resources)
         self.micro_batch_size = max(1, int(self.options.get("micro_batch_size", 1) or 1))
 
     # ---------------------------------------------------------------- for subclasses
@@ -252,7 +253,7 @@ def resolve_task_class(reference: str, base_dir: Path) -> type:
     return getattr(module, class_name)
 
 
-def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None) -> CustomTask:
+def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None) -> CustomTask:
     assert spec.task_class is not None
     try:
         cls = resolve_task_class(spec.task_class, base_dir)
@@ -265,4 +266,6 @@ def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None) -> CustomT
         raise TaskDefinitionError(
             f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)", file=file, field="task_class"
         )
-    return cls(spec, spec.task_options)
+    handler = cls(spec, spec.task_options)
+    handler.resources = dict(resources or {})
+    return handler

@@ -89,7 +89,7 @@ class SeaHelmDialect(Dialect):
     def options_for(self, options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
         from proctor.dialects.seahelm import dialect
 
-        return dialect.with_given_path(options, given) or {}
+        return dialect.with_judge(dialect.with_given_path(options, given)) or {}
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
         return str(raw.get("seahelm_judge") or "").startswith("openai:")
