@@ -74,9 +74,12 @@ def print_results(results: dict) -> None:
         for depth, name, entry in flatten(hierarchy):
             for note in entry.get("notes") or []:
                 console.print(f"  note ({name}): {note}")
+    from proctor.core.registry import registry
+
     for name, task in results["tasks"].items():
+        dialect = registry().dialect(str(task.get("dialect")))
         for key, parts in task.get("breakdown", {}).items():
-            if len(parts) < 2 and not task.get("dialect") == "glm130b":
+            if len(parts) < 2 and not (dialect is not None and dialect.single_part_breakdowns):
                 continue
             stats = task.get("breakdown_stats", {}).get(key, {})
             console.print(f"[bold]{name}[/bold] by {key}:")
