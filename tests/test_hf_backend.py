@@ -159,11 +159,15 @@ def test_fingerprint_names_model_dtype_and_content(tiny_model):
 
 
 def test_glm_style_helpers(tiny_model):
-    scores = tiny_model.cond_log_prob(["The sky is", "Grass is"], [[" blue", " green"], [" green"]])
+    from proctor.kinds.custom import TaskModel
+
+    helpers = TaskModel(tiny_model)  # what a task class sees as self.model
+    scores = helpers.cond_log_prob(["The sky is", "Grass is"], [[" blue", " green"], [" green"]])
     assert [len(s) for s in scores] == [2, 1]
     direct = tiny_model.loglikelihood([LoglikelihoodRequest("Grass is", " green")])[0].logprob
     assert scores[1][0] == pytest.approx(direct, abs=1e-4)
-    assert isinstance(tiny_model.generate_text(["Hello"], max_tokens=3, stop="\n")[0], str)
+    assert isinstance(helpers.generate_text(["Hello"], max_tokens=3, stop="\n")[0], str)
+    assert helpers.name == tiny_model.name and helpers.model is tiny_model.model  # the backend's attributes show through
 
 
 def test_finished_sequences_leave_the_batch(tiny_model):

@@ -224,7 +224,7 @@ def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
     assert "'b'" in message and "field 'criterion'" in message and "row 2" in message and str(tmp_path / "data") in message
 
 
-def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path, monkeypatch):
+def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path):
     import types
 
     from proctor.dialects.seahelm import offline_datasets as OD
@@ -234,9 +234,11 @@ def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path, m
     module.snapshot_download = hub.snapshot_download
     module.hh = hub
     OD.patch_module(module)
-    monkeypatch.setitem(OD.MAPPING, "org/Health", str(tmp_path))
-    assert module.snapshot_download("org/Health", repo_type="dataset") == str(tmp_path)
-    assert module.hh.snapshot_download(str(tmp_path)) == str(tmp_path)
-    assert module.hh.hf_hub_download is hub.hf_hub_download  # the rest of the module is the real one
-    with pytest.raises(Exception, match="dataset not available offline: org/Other"):
-        module.snapshot_download("org/Other", repo_type="dataset")
+    with OD.offline_copies({"org/Health": str(tmp_path)}):  # as while the task's folder code runs
+        assert module.snapshot_download("org/Health", repo_type="dataset") == str(tmp_path)
+        assert module.hh.snapshot_download(str(tmp_path)) == str(tmp_path)
+        assert module.hh.hf_hub_download is hub.hf_hub_download  # the rest of the module is the real one
+        with pytest.raises(Exception, match="dataset not available offline: org/Other"):
+            module.snapshot_download("org/Other", repo_type="dataset")
+    with pytest.raises(Exception, match="dataset not available offline: org/Health"):
+        module.snapshot_download("org/Health", repo_type="dataset")  # the mapping holds only inside

@@ -68,15 +68,18 @@ def print_results(results: dict) -> None:
         for column in ("level", "name", "value", "± stderr"):
             roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
         for depth, name, entry in flatten(hierarchy):
-            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (" (LINDSEA)" if entry.get("aggregation") == "lindsea" else ""),
+            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (f" ({entry['aggregation'].upper()})" if entry.get("aggregation") else ""),
                          fmt_value(entry.get("value")), fmt_value(entry.get("stderr")))
         console.print(roll)
         for depth, name, entry in flatten(hierarchy):
             for note in entry.get("notes") or []:
                 console.print(f"  note ({name}): {note}")
+    from proctor.core.registry import registry
+
     for name, task in results["tasks"].items():
+        dialect = registry().dialect(str(task.get("dialect")))
         for key, parts in task.get("breakdown", {}).items():
-            if len(parts) < 2 and not task.get("dialect") == "glm130b":
+            if len(parts) < 2 and not (dialect is not None and dialect.single_part_breakdowns):
                 continue
             stats = task.get("breakdown_stats", {}).get(key, {})
             console.print(f"[bold]{name}[/bold] by {key}:")

@@ -68,6 +68,7 @@ class Dialect:
     # run-time overrides (--num-fewshot, ...): the engine's default rules, unless the dialect says
     fixed_prompts: ClassVar[bool] = False  # prompt files are scored as written (no few-shot, system prompt)
     engine_epochs: ClassVar[bool] = True  # --epochs repeats samples in the engine (False: the dialect repeats runs itself, or never)
+    single_part_breakdowns: ClassVar[bool] = False  # the CLI prints a breakdown with one part (GLM reports each file)
 
     # -- finding files
     def claims_name(self, given: str) -> bool:

@@ -29,6 +29,9 @@ DIALECT_NAMESPACE = "proctor.dialects"  # the plug-in namespace scanned for buil
 ENTRY_POINT_GROUP = "proctor.plugins"
 
 ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
+# (rest of the --model string, options) -> the option names the backend takes (None: not checked);
+# raises ModelLoadError for a reference that cannot load. Run before anything loads.
+ModelCheck = Callable[[str, dict], "set[str] | None"]
 Exporter = Callable[..., list]  # (prepared, outcome, run_dir, model_name, **options) -> files written
 
 
@@ -36,6 +39,7 @@ Exporter = Callable[..., list]  # (prepared, outcome, run_dir, model_name, **opt
 class Registry:
     dialects: dict[str, "Dialect"] = field(default_factory=dict)
     model_backends: dict[str, ModelLoader] = field(default_factory=dict)
+    model_checks: dict[str, ModelCheck] = field(default_factory=dict)
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
     metric_modules: list[str] = field(default_factory=list)
@@ -46,8 +50,11 @@ class Registry:
             raise ValueError(f"dialect '{dialect.name}' is registered twice")
         self.dialects[dialect.name] = dialect
 
-    def add_model_backend(self, prefix: str, loader: ModelLoader) -> None:
+    def add_model_backend(self, prefix: str, loader: ModelLoader, check: ModelCheck | None = None) -> None:
+        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first."""
         self.model_backends[prefix] = loader
+        if check is not None:
+            self.model_checks[prefix] = check
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:
         self.exporters[name] = exporter

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from proctor.core.task_spec import TaskSpec
 
 
 @dataclass(frozen=True)
 class Task:
-    """A validated task and its origin. ``lines`` maps field names to YAML lines for errors."""
+    """A validated task and its origin. ``lines`` maps field names to YAML lines for errors.
+
+    ``resources``: objects the loading dialect hands the task's handler besides the spec (a judge model
+    given as an object, local copies of hub datasets); not part of the task's identity or hash."""
 
     spec: TaskSpec
     file: Path | None
@@ -18,6 +22,7 @@ class Task:
     dialect: str = "native"
     line: int | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+    resources: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -101,7 +101,7 @@ def prepare_task(
     if spec.task_class:
         from proctor.kinds.custom import load_task_class
 
-        handler = load_task_class(spec, task.base_dir, file)
+        handler = load_task_class(spec, task.base_dir, file, task.resources)
     if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
         wants_variables = "variables" in inspect.signature(handler.load_samples).parameters
 

@@ -4,8 +4,9 @@ A task's ``task_class`` (a GLM-130B ``module:`` written for proctor; classes wri
 ``evaluation`` package run through ``proctor.dialects.glm``) names a subclass of :class:`MultipleChoiceTask` or
 :class:`GenerationTask`. proctor prepares the samples as usual (data, prompts, targets), hands them to
 ``predict_single_batch`` in batches of ``micro_batch_size`` and scores the predictions with the task's
-metrics. Inside, ``self.model`` offers ``cond_log_prob(contexts, choices)`` and
-``generate_text(prompts, **params)`` besides the three request calls.
+metrics. Inside, ``self.model`` is a :class:`TaskModel`: the model's own calls and attributes, plus
+``cond_log_prob(contexts, choices)`` and ``generate_text(prompts, **params)`` (GLM-130B's names, for task
+code written that way).
 """
 
 from __future__ import annotations
@@ -19,8 +20,48 @@ from typing import Any, Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.prompts.builder import PreparedSample
-from proctor.core.model_requests import GenerateResult
+from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
+
+
+class TaskModel:
+    """The model as a task class sees it: every attribute and call of the wrapped backend, plus two
+    batch helpers. Kept off the backend contract (``models.base.Model``) since only task code uses them."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend  # not "model": token-level code reads a backend's torch module as .model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    def cond_log_prob(
+        self,
+        contexts: Sequence[str],
+        choices: Sequence[Sequence[str]],
+        *,
+        move_whitespace: bool = True,
+        max_length: int | None = None,
+    ) -> list[list[float]]:
+        """Summed log-prob of each choice given its context."""
+        flat = [
+            LoglikelihoodRequest(ctx, choice, move_whitespace, max_length)
+            for ctx, options in zip(contexts, choices)
+            for choice in options
+        ]
+        results = iter(self._backend.loglikelihood(flat))
+        return [[next(results).logprob for _ in options] for options in choices]
+
+    def generate_text(self, prompts: Sequence[str], **params: Any) -> list[str]:
+        """Generated texts; ``stop`` may be one string or several."""
+        if "stop" in params and isinstance(params["stop"], str):
+            params["stop"] = (params["stop"],)
+        elif "stop" in params:
+            params["stop"] = tuple(params["stop"])
+        return [r.text for r in self._backend.generate([GenerateRequest(p, **params) for p in prompts])]
+
+
+def task_model(model: Any) -> TaskModel:
+    return model if isinstance(model, TaskModel) else TaskModel(model)
 
 
 class CustomTask:
@@ -33,6 +74,7 @@ class CustomTask:
         self.spec = spec
         self.options = dict(options or {})
         self.model: Any = None
+        self.resources: dict[str, Any] = {}  # the loaded task's resources (core.task.Task.resources)
         self.micro_batch_size = max(1, int(self.options.get("micro_batch_size", 1) or 1))
 
     # ---------------------------------------------------------------- for subclasses
@@ -50,7 +92,7 @@ class CustomTask:
     def predict_samples(
         self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
     ) -> list[tuple[Any, dict]]:
-        self.model = model
+        self.model = task_model(model)
         out: list[tuple[Any, dict]] = []
         for start in range(0, len(samples), self.micro_batch_size):
             chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
@@ -89,7 +131,7 @@ class MultipleChoiceTask(CustomTask):
         generate = None if own or self._choice_formulation is None else self._choice_formulation()
         if generate is None:
             return super().predict_samples(model, samples, prompts, progress)
-        self.model, self.mc_format = model, "generate"
+        self.model, self.mc_format = task_model(model), "generate"
         requests = [generate.requests(self.spec, s, p)[0] for s, p in zip(samples, prompts)]
         results = model.generate(requests, progress)
         return [generate.outcome(self.spec, s, [r]) for s, r in zip(samples, results)]
@@ -211,7 +253,7 @@ def resolve_task_class(reference: str, base_dir: Path) -> type:
     return getattr(module, class_name)
 
 
-def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None) -> CustomTask:
+def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None) -> CustomTask:
     assert spec.task_class is not None
     try:
         cls = resolve_task_class(spec.task_class, base_dir)
@@ -224,4 +266,6 @@ def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None) -> CustomT
         raise TaskDefinitionError(
             f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)", file=file, field="task_class"
         )
-    return cls(spec, spec.task_options)
+    handler = cls(spec, spec.task_options)
+    handler.resources = dict(resources or {})
+    return handler

@@ -80,30 +80,5 @@ class Model(abc.ABC):
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
         return None
 
-    # GLM-130B's names, for custom task code.
-    def cond_log_prob(
-        self,
-        contexts: Sequence[str],
-        choices: Sequence[Sequence[str]],
-        *,
-        move_whitespace: bool = True,
-        max_length: int | None = None,
-    ) -> list[list[float]]:
-        """Summed log-prob of each choice given its context."""
-        flat = [
-            LoglikelihoodRequest(ctx, choice, move_whitespace, max_length)
-            for ctx, options in zip(contexts, choices)
-            for choice in options
-        ]
-        results = iter(self.loglikelihood(flat))
-        return [[next(results).logprob for _ in options] for options in choices]
-
-    def generate_text(self, prompts: Sequence[str], **params) -> list[str]:
-        if "stop" in params and isinstance(params["stop"], str):
-            params["stop"] = (params["stop"],)
-        elif "stop" in params:
-            params["stop"] = tuple(params["stop"])
-        return [r.text for r in self.generate([GenerateRequest(p, **params) for p in prompts])]
-
     def close(self) -> None:
         """Free resources (GPU memory, servers)."""

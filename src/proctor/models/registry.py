@@ -6,8 +6,8 @@
 - ``hf-vision:<folder or hub id>``: a vision-language model (``AutoModelForImageTextToText`` + ``AutoProcessor``)
 - ``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)
 - ``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server
-- ``steer:<file.py>:<NAME>``: a steering pipeline from a Python file, on the base model given by
-  the ``base`` option (default ``smollm2``; ``proctor.dialects.aisteer.steer_backend``)
+- ``<prefix>:<rest>``: a backend a plug-in registered (``Registry.add_model_backend``), e.g. the
+  AISteer360 dialect's ``steer:<file.py>:<NAME>`` (a steering pipeline on a base model)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
 
-BACKENDS = ("hf", "hf-vision", "vllm", "openai", "steer")
+BACKENDS = ("hf", "hf-vision", "vllm", "openai")  # built in; plug-ins add more (core.registry)
 _DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
 # Options the CLI sends every backend; the openai backend accepts and ignores them.
 _LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
@@ -35,7 +35,14 @@ def _split(spec: str) -> tuple[str, str]:
     return backend, rest
 
 
-def _named_parameters(cls: Any) -> set[str]:
+def _backends() -> list[str]:
+    from proctor.core.registry import registry
+
+    return list(BACKENDS) + sorted(p for p in registry().model_backends if p not in BACKENDS)
+
+
+def named_parameters(cls: Any) -> set[str]:
+    """The keyword options a backend class takes (for checking ``--model-arg`` names)."""
     params = inspect.signature(cls.__init__).parameters
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
@@ -46,14 +53,14 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     Each message names the option as given on the command line (``--dtype``, ``--model-arg KEY``).
     """
     backend, rest = _split(spec)
-    if backend not in BACKENDS:
-        raise ModelLoadError(f"--model '{spec}': unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+    if backend not in _backends():
+        raise ModelLoadError(f"--model '{spec}': unknown backend '{backend}'; available: {', '.join(_backends())}")
     if backend in ("hf", "hf-vision"):
         from proctor.models.hf import _DTYPES, HFModel
         from proctor.models.hf_vision import HFVisionModel, is_vision_folder
 
         vision = backend == "hf-vision" or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
-        known = _named_parameters(HFVisionModel if vision else HFModel)
+        known = named_parameters(HFVisionModel if vision else HFModel)
         path = Path(rest).expanduser()
         if rest.lower() not in DEFAULT_MODEL_ALIASES:
             if path.is_dir() and not (path / "config.json").is_file():
@@ -65,22 +72,18 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     elif backend == "openai":
         from proctor.models.openai_compat import OpenAIModel
 
-        known = _named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
+        known = named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
         if not options.get("base_url"):
             raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")
-    elif backend == "steer":
-        from proctor.models.hf import HFModel
+    elif backend not in BACKENDS:  # a plug-in's backend: its own check, when it registered one
+        from proctor.core.registry import registry
 
-        known = _named_parameters(HFModel) | {"base"}
-        file, sep, name = rest.rpartition(":")
-        if not sep or not file.endswith(".py") or not name:
-            raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'")
-        if not Path(file).expanduser().is_file():
-            raise ModelLoadError(f"--model steer:{rest}: no such file {file}")
+        check = registry().model_checks.get(backend)
+        known = check(rest, options) if check is not None else None
     else:  # vllm: its own options, and vllm's engine arguments (known only where vllm is installed)
         from proctor.models.vllm_backend import VLLMModel
 
-        known = _named_parameters(VLLMModel)
+        known = named_parameters(VLLMModel)
         try:
             import dataclasses
 
@@ -133,8 +136,9 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
         from proctor.models.openai_compat import OpenAIModel
 
         return OpenAIModel(rest, **options)
-    if backend == "steer":
-        from proctor.dialects.aisteer.steer_backend import load_steered
+    from proctor.core.registry import registry
 
-        return load_steered(rest, **options)
-    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: {', '.join(BACKENDS)}")
+    loader = registry().model_backends.get(backend)
+    if loader is not None:
+        return loader(rest, **options)
+    raise ModelLoadError(f"unknown model backend '{backend}' in '{spec}'; available: {', '.join(_backends())}")

@@ -1,12 +1,17 @@
 """The metric registry: per-sample functions plus how their values aggregate.
 
-Users add metrics with ``@register_metric``; an unknown metric name is an error at load time.
+Users add metrics with ``@register_metric``; an unknown metric name is an error at load time. Metric
+sets of plug-ins (e.g. a dialect's own names) are modules listed in ``core.registry``'s
+``metric_modules``: they are imported on first use, before a metric is looked up or a user registers one
+(so a user's metric of the same name still wins, as when they were imported with this module).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -50,6 +55,7 @@ class MetricDef:
 
 
 METRICS: dict[str, MetricDef] = {}
+_BUILT_IN_READY = False  # True once this module's own metrics are registered
 
 
 def register_metric(
@@ -61,6 +67,8 @@ def register_metric(
     """Register ``fn(outcome, **kwargs) -> value`` under ``name`` for the given task kinds."""
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if _BUILT_IN_READY:
+            load_plugin_metrics()
         METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better)
         return fn
 
@@ -69,6 +77,7 @@ def register_metric(
 
 def get_metric(name: str, kind: str) -> MetricDef:
     """Look a metric up; the error lists close names and the metrics this kind offers."""
+    load_plugin_metrics()
     metric = METRICS.get(name)
     if metric is None:
         load_entry_points()
@@ -82,6 +91,30 @@ def get_metric(name: str, kind: str) -> MetricDef:
     return metric
 
 
+_PLUGIN_STATE = "no"  # "loading" while this thread imports them (their register_metric calls re-enter), then "done"
+_PLUGIN_LOCK = threading.RLock()
+
+
+def load_plugin_metrics() -> None:
+    """Import the metric modules plug-ins registered (``Registry.metric_modules``), once."""
+    global _PLUGIN_STATE
+    if _PLUGIN_STATE == "done":
+        return
+    with _PLUGIN_LOCK:
+        if _PLUGIN_STATE != "no":  # done meanwhile, or this thread is importing them
+            return
+        _PLUGIN_STATE = "loading"
+        try:
+            from proctor.core.registry import registry
+
+            for module in registry().metric_modules:
+                importlib.import_module(module)
+        except BaseException:
+            _PLUGIN_STATE = "no"
+            raise
+        _PLUGIN_STATE = "done"
+
+
 _ENTRY_POINTS_LOADED = False
 
 
@@ -91,6 +124,7 @@ def load_entry_points() -> None:
     global _ENTRY_POINTS_LOADED
     if _ENTRY_POINTS_LOADED:
         return
+    load_plugin_metrics()
     _ENTRY_POINTS_LOADED = True
     from importlib.metadata import entry_points
 
@@ -223,9 +257,4 @@ def _bits_per_byte(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes
 
 
-def _load_builtin_extensions() -> None:
-    """Metric sets of the dialects (GLM-130B's names) live in their own modules."""
-    from proctor.dialects.glm import glm_metrics  # noqa: F401
-
-
-_load_builtin_extensions()
+_BUILT_IN_READY = True  # from here on, a register_metric call first imports the plug-ins' metric modules

@@ -3,14 +3,27 @@
 Each task with a ``rollup`` entry contributes its ``metric``. When the task's metric carries per-
 bootstrap values (several seeded runs), the bootstrap vectors are averaged level by level and each
 level's standard error is sqrt(var(bootstrap means) / B); otherwise the stderr combines the children's.
+
+A node of the deepest level whose score is not the mean of its groups (SEA-HELM's linguistic
+diagnostics) is scored by a :class:`RollupRule` that a plug-in registered (``Registry.add_rollup_rule``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterable, Protocol
 
 import numpy as np
+
+
+class RollupRule(Protocol):
+    """Scores some deepest-level nodes (e.g. a competency within a language) in its own way."""
+
+    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+        """The key under which this task result goes to :meth:`apply` at its node, or None (not the rule's)."""
+
+    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+        """Rescore ``entry`` (the node, scored as the mean of its groups) from its ``tasks`` (by member key)."""
 
 
 def _node(children: dict[str, dict]) -> dict:
@@ -30,8 +43,14 @@ def _node(children: dict[str, dict]) -> dict:
     return entry
 
 
-def rollup(task_results: dict[str, dict]) -> dict | None:
-    """The hierarchy over every task result holding a ``rollup`` entry; None when there is none."""
+def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = None) -> dict | None:
+    """The hierarchy over every task result holding a ``rollup`` entry; None when there is none.
+    ``rules``: the roll-up rules to apply (default: those registered by plug-ins)."""
+    if rules is None:
+        from proctor.core.registry import registry
+
+        rules = registry().rollup_rules
+    rules = list(rules)
     members = {name: r for name, r in task_results.items() if r.get("rollup")}
     if not members:
         return None
@@ -64,13 +83,14 @@ def rollup(task_results: dict[str, dict]) -> dict | None:
             node = node.setdefault(part, {})
         node[key[-1]] = group
 
-    special = _special_paths(members, level_names)
+    special = _rule_members(members, level_names, rules)
 
     def build(node: dict, depth: int, path: tuple = ()) -> dict:
         if depth == len(level_names):
             entry = _node(node)  # node: group name -> group entry
-            if path in special:
-                _apply_lindsea(entry, special[path])
+            for index, rule in enumerate(rules):
+                if (index, path) in special:
+                    rule.apply(entry, special[(index, path)])
             return entry
         return _node({k: build(v, depth + 1, path + (k,)) for k, v in node.items()})
 
@@ -79,40 +99,17 @@ def rollup(task_results: dict[str, dict]) -> dict | None:
     return top
 
 
-def _special_paths(members: dict[str, dict], level_names: list[str]) -> dict[tuple, dict[str, dict]]:
-    """SEA-HELM's linguistic-diagnostics tasks, per level path, by SEA-HELM task id (the result name
-    is ``<task id>/<lang>``): their competency score is LINDSEA's, not the mean of the groups."""
-    from proctor.dialects.seahelm.lindsea import COMPETENCY
-
-    if "competency" not in level_names:
-        return {}
+def _rule_members(members: dict[str, dict], level_names: list[str], rules: list[RollupRule]) -> dict[tuple, dict[str, dict]]:
+    """Per (rule index, level path), the task results each rule takes there, by the rule's member key."""
     out: dict[tuple, dict[str, dict]] = {}
-    for name, result in members.items():
-        spec = result["rollup"]
-        if result.get("dialect", "seahelm") != "seahelm" or spec["levels"].get("competency") != COMPETENCY:
-            continue
-        path = tuple(spec["levels"].get(level, "?") for level in level_names)
-        out.setdefault(path, {})[name.rsplit("/", 1)[0]] = result
+    for index, rule in enumerate(rules):
+        for name, result in members.items():
+            key = rule.member_key(name, result, level_names)
+            if key is None:
+                continue
+            path = tuple(result["rollup"]["levels"].get(level, "?") for level in level_names)
+            out.setdefault((index, path), {})[key] = result
     return out
-
-
-def _apply_lindsea(entry: dict, tasks: dict[str, dict]) -> None:
-    from proctor.dialects.seahelm.lindsea import lindsea
-
-    scored = lindsea(tasks)
-    entry["value"] = scored["value"]
-    entry["stderr"] = None
-    entry.pop("bootstrap", None)
-    entry["aggregation"] = "lindsea"
-    entry["lindsea"] = {"categories": scored["categories"]}
-    if scored["notes"]:
-        entry["notes"] = scored["notes"]
-    # the pragmatics groups show the pooled score rather than the mean of their tasks' (absent) metric
-    for group, child in entry["children"].items():
-        category = scored["categories"].get(group)
-        if category is not None and "children" in child:
-            child["value"], child["stderr"] = category["value"], None
-            child.pop("bootstrap", None)
 
 
 def flatten(node: dict, depth: int = 0, name: str = "overall") -> list[tuple[int, str, dict]]:

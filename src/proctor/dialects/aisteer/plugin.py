@@ -59,6 +59,20 @@ def _load_steered(rest: str, **options: Any) -> Any:
     return load_steered(rest, **options)
 
 
+def _check_steered(rest: str, options: dict) -> set[str]:
+    """``steer:FILE.py:NAME``: the file exists; options are the HF backend's (the base model's) and ``base``."""
+    from proctor.core.errors import ModelLoadError
+    from proctor.models.hf import HFModel
+    from proctor.models.registry import named_parameters
+
+    file, sep, name = rest.rpartition(":")
+    if not sep or not file.endswith(".py") or not name:
+        raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'")
+    if not Path(file).expanduser().is_file():
+        raise ModelLoadError(f"--model steer:{rest}: no such file {file}")
+    return named_parameters(HFModel) | {"base"}
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(UseCaseDialect())
-    registry.add_model_backend("steer", _load_steered)
+    registry.add_model_backend("steer", _load_steered, _check_steered)

@@ -13,6 +13,7 @@ class GLMDialect(Dialect):
     name = "glm130b"
     order = 50
     description = "a GLM-130B task needs 'name', 'type' and 'path'"
+    single_part_breakdowns = True  # GLM prints each file's result, even a task's only one
 
     def claims_document(self, document: Any, path: Path) -> bool:
         from proctor.dialects.glm import dialect

@@ -54,5 +54,12 @@ class ProbsemDialect(Dialect):
         return {"probsem_norm": bool(raw.get("norm", False)), "probsem_temp": temp}
 
 
+def _choices_csv(*args: Any, **kwargs: Any) -> list[str]:
+    from proctor.dialects.probsem.exports import choices_csv
+
+    return choices_csv(*args, **kwargs)
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(ProbsemDialect())
+    registry.add_exporter("choices_csv", _choices_csv)

@@ -55,19 +55,31 @@ def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Map
     return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
 
 
-def _register_judge(spec: str, settings: dict) -> None:
-    """Build a judge with its own server settings (``seahelm_judge_options``: base_url, api_key_env,
-    backend options) once; tasks name it by ``spec`` only, so no address or key enters a task hash."""
-    import json
+_JUDGE_SOURCE = "_seahelm_judge_source"  # the options entry sharing one JudgeSource among the files loaded together
 
-    from proctor.models.judge import load_judge
-    from proctor.dialects.seahelm.judging import JUDGES, JUDGE_SETTINGS
 
-    key = json.dumps(settings, sort_keys=True, default=str)
-    if spec in JUDGES and JUDGE_SETTINGS.get(spec) == key:
-        return
-    JUDGES[spec] = load_judge(spec, **settings)
-    JUDGE_SETTINGS[spec] = key
+def judge_source(options: Mapping[str, Any] | None) -> Any:
+    """The :class:`JudgeSource` of ``seahelm_judge``: a model object as given; a name with server settings
+    (``seahelm_judge_options``: base_url, api_key_env, backend options) or a bare name, built on first use."""
+    from proctor.dialects.seahelm.judging import JudgeSource
+
+    options = options or {}
+    if options.get(_JUDGE_SOURCE) is not None:
+        return options[_JUDGE_SOURCE]
+    judge = options.get("seahelm_judge")
+    if judge is None:
+        return None
+    if not isinstance(judge, str):
+        return JudgeSource(getattr(judge, "name", "judge"), model=judge)
+    if judge.startswith("openai:") or options.get("seahelm_judge_options"):
+        return JudgeSource(judge, settings=dict(options.get("seahelm_judge_options") or {}))
+    return JudgeSource(judge)
+
+
+def with_judge(options: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The options with one judge source for every file loaded with them (a local judge loads once)."""
+    source = judge_source(options)
+    return options if source is None else {**(options or {}), _JUDGE_SOURCE: source}
 
 
 def with_given_path(options: Mapping[str, Any] | None, given: Path) -> Mapping[str, Any] | None:
@@ -96,20 +108,15 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         return []  # constants.yaml, task_config.yaml, reasoning_generation_config.yaml
     tree = C.load_tree(path)
     mapping = {str(k): str(v) for k, v in (options.get("seahelm_data") or {}).items()}
-    from proctor.dialects.seahelm.offline_datasets import MAPPING
-
-    MAPPING.update(mapping)  # task-folder code calling datasets.load_dataset(<id>) reads the same copies
     is_base = options.get("is_base_model")
     skip_base = set((tree.constants or {}).get("base_models_skip_tasks") or [])
     reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}
-    judge = options.get("seahelm_judge")
-    if judge is not None and not isinstance(judge, str):
-        from proctor.dialects.seahelm.judging import JUDGES
-
-        JUDGES[getattr(judge, "name", "judge")] = judge
-        judge = getattr(judge, "name", "judge")
-    elif isinstance(judge, str) and (judge.startswith("openai:") or options.get("seahelm_judge_options")):
-        _register_judge(judge, dict(options.get("seahelm_judge_options") or {}))
+    source = judge_source(options)
+    judge = source.name if source is not None else None  # tasks name their judge only: no address or key in a hash
+    if source is not None and source.settings is not None:
+        source.model()  # a judge with server settings is built (and its settings checked) at load, as the CLI reports it
+    # task-folder code calling datasets.load_dataset(<id>) reads the same copies (offline_datasets.offline_copies)
+    resources = {k: v for k, v in (("judge", source), ("offline_copies", mapping)) if v}
     selection, set_label = C.task_selection(tree, _default_task_set(options))
     tasks: list[Task] = []
     problems: list[str] = []
@@ -186,7 +193,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
             except ValidationError as exc:
                 error = exc.errors()[0]
                 raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
-            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm"))
+            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm", resources=resources))
     if excluded:  # one line per file: a whole tree leaves out hundreds
         shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
         excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]

@@ -4,17 +4,40 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from proctor.dialects.seahelm.dataloaders import RowList
 
-JUDGES: dict[str, Any] = {}  # judge models handed in as objects (API) or built with server settings, by name
-JUDGE_SETTINGS: dict[str, str] = {}  # the settings each built judge in JUDGES was made with
+
+class JudgeSource:
+    """The judge of the tasks loaded together (a task resource, ``"judge"``): a model handed in as an
+    object (API), or a ``--model``-style name built once, on first use, and shared by those tasks. An
+    openai judge's server settings (``seahelm_judge_options``) stay here, out of the tasks' specs, so no
+    address or key enters a task hash."""
+
+    def __init__(self, name: str, settings: dict | None = None, model: Any = None) -> None:
+        self.name, self.settings, self._model = name, settings, model
+        self._lock = threading.Lock()
+
+    def model(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    if self.settings is not None:
+                        from proctor.models.judge import load_judge
+
+                        self._model = load_judge(self.name, **self.settings)
+                    else:
+                        from proctor.models.registry import load_model
+
+                        self._model = load_model(self.name)
+        return self._model
 
 
 class Judging:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
-    ``lookup`` and ``chunk_size``)."""
+    ``resources``, ``lookup`` and ``chunk_size``)."""
 
     def judge_usage(self) -> dict | None:
         """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
@@ -48,11 +71,10 @@ class Judging:
         name = self.options.get("judge")
         judge_model = model
         if isinstance(name, str) and name:
-            if name not in JUDGES:
-                from proctor.models.registry import load_model
-
-                JUDGES[name] = load_model(name)
-            judge_model = JUDGES[name]
+            source = self.resources.get("judge")
+            if source is None or source.name != name:  # a task built without its load's resources
+                source = self.__dict__.setdefault("_own_judge", JudgeSource(name))
+            judge_model = source.model()
         generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
         if isinstance(generation, list):
             generation = generation[0] if generation else {}

@@ -128,3 +128,32 @@ def lindsea(tasks: dict[str, dict]) -> dict:
                      "linguistic-diagnostics has no score")
         return {"value": None, "categories": categories, "notes": notes}
     return {"value": sum(scores) / len(scores), "categories": categories, "notes": notes}
+
+
+class LindseaRule:
+    """The roll-up rule (``proctor.scoring.rollup.RollupRule``): a language's linguistic-diagnostics
+    competency scores as LINDSEA, not as the mean of its groups. Its tasks are given by SEA-HELM task id
+    (the result name is ``<task id>/<lang>``)."""
+
+    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+        if "competency" not in level_names:
+            return None
+        if result.get("dialect", "seahelm") != "seahelm" or result["rollup"]["levels"].get("competency") != COMPETENCY:
+            return None
+        return name.rsplit("/", 1)[0]
+
+    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+        scored = lindsea(tasks)
+        entry["value"] = scored["value"]
+        entry["stderr"] = None
+        entry.pop("bootstrap", None)
+        entry["aggregation"] = "lindsea"
+        entry["lindsea"] = {"categories": scored["categories"]}
+        if scored["notes"]:
+            entry["notes"] = scored["notes"]
+        # the pragmatics groups show the pooled score rather than the mean of their tasks' (absent) metric
+        for group, child in entry["children"].items():
+            category = scored["categories"].get(group)
+            if category is not None and "children" in child:
+                child["value"], child["stderr"] = category["value"], None
+                child.pop("bootstrap", None)

@@ -7,7 +7,8 @@ load_dataset``) and ``datasets`` (``import datasets``) names are pointed at this
 - a local path (the dialect already swapped a mapped hub id in ``filepath`` for its local copy) is read
   with :func:`proctor.dialects.seahelm.dataloaders.read_rows`: a file, or a folder holding
   ``<subset>/<split>.jsonl``, ``<subset>_<split>.jsonl``, ``<split>.jsonl``, ... or a ``save_to_disk`` copy;
-- a hub id mapped with ``--seahelm-data ID=PATH`` reads PATH the same way;
+- a hub id mapped with ``--seahelm-data ID=PATH`` reads PATH the same way (the mapping is the task's,
+  in force while its task-folder code runs: :func:`offline_copies`);
 - the packaged builders ``json``/``csv``/``parquet`` read their ``data_files`` locally;
 - anything else fails with "dataset not available offline: <id>".
 
@@ -17,14 +18,31 @@ The result is a ``datasets.Dataset`` (or ``DatasetDict`` when no split is asked)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from proctor.core.errors import ProctorError
 
-MAPPING: dict[str, str] = {}  # hub id -> local path (--seahelm-data), filled by the dialect
+# hub id -> local path (--seahelm-data) of the task whose code runs now; set only by offline_copies
+_COPIES: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("seahelm_offline_copies", default={})
 _PACKAGED = {"json", "csv", "parquet", "text", "arrow"}
+
+
+@contextlib.contextmanager
+def offline_copies(mapping: Mapping[str, str] | None) -> Iterator[None]:
+    """While inside: ``load_dataset`` / ``snapshot_download`` of task-folder code read hub ids from ``mapping``."""
+    token = _COPIES.set(dict(mapping or {}))
+    try:
+        yield
+    finally:
+        _COPIES.reset(token)
+
+
+def _local(reference: str) -> Path:
+    return Path(_COPIES.get().get(reference, reference)).expanduser()
 
 
 def _to_dataset(rows: list[dict]):
@@ -58,7 +76,7 @@ def load_dataset(path: str, name: str | None = None, split: str | None = None, d
             rows += read_rows(Path(file))
         dataset = _to_dataset(rows)
         return dataset if split else {"train": dataset}
-    local = Path(MAPPING.get(reference, reference)).expanduser()
+    local = _local(reference)
     if not local.exists():
         raise ProctorError(f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)")
     if split is None:
@@ -72,7 +90,7 @@ def snapshot_download(repo_id: str, *args: Any, repo_type: str | None = None, **
     """Offline stand-in for ``huggingface_hub.snapshot_download``: the local folder of ``repo_id`` (a local
     path, or a hub id mapped with ``--seahelm-data``); anything else is "dataset not available offline"."""
     reference = str(repo_id)
-    local = Path(MAPPING.get(reference, reference)).expanduser()
+    local = _local(reference)
     if not local.is_dir():
         raise ProctorError(f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)")
     return str(local)

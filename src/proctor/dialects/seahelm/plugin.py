@@ -89,7 +89,7 @@ class SeaHelmDialect(Dialect):
     def options_for(self, options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
         from proctor.dialects.seahelm import dialect
 
-        return dialect.with_given_path(options, given) or {}
+        return dialect.with_judge(dialect.with_given_path(options, given)) or {}
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
         return str(raw.get("seahelm_judge") or "").startswith("openai:")
@@ -140,4 +140,7 @@ class SeaHelmDialect(Dialect):
 
 
 def register(registry: Registry) -> None:
+    from proctor.dialects.seahelm.lindsea import LindseaRule
+
     registry.add_dialect(SeaHelmDialect())
+    registry.add_rollup_rule(LindseaRule())

@@ -149,10 +149,12 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         owner = owner if isinstance(owner, type) else type(owner)
         if getattr(owner, "__proctor_source__", None) is None:
             return target(*args, **kwargs)  # proctor's own classes: their errors are proctor's
+        from proctor.dialects.seahelm.offline_datasets import offline_copies
         from proctor.dialects.seahelm.task_code_env import working_directory
 
         try:
-            with working_directory(self.options.get("root")):  # SEA-HELM runs from its repository root
+            # SEA-HELM runs from its repository root; hub ids read this task's local copies
+            with working_directory(self.options.get("root")), offline_copies(self.resources.get("offline_copies")):
                 return target(*args, **kwargs)
         except ProctorError:
             raise
