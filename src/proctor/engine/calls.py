@@ -16,7 +16,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from proctor.engine.runner import ProgressHook, _dedupe, execute
+from proctor.engine.runner import ProgressHook
+from proctor.runs.executor import dedupe as _dedupe, execute
 from proctor.models.base import Model
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest, LoglikelihoodResult
 from proctor.runs.store import Lookup, fingerprint_hash
