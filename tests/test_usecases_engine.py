@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from proctor.engine.calls import engine_session
 from proctor.models.base import Model
+from proctor.runs.executor import ModelExecutor
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
 from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
 from proctor.dialects.aisteer.runfile import run_use_cases
@@ -123,8 +123,8 @@ def test_retries_are_new_requests_and_are_stored_too(tiny_model, tmp_path):
     def generate(model):
         lookup = Lookup(ResponseStore(tmp_path / STORE_FILE))
         try:
-            with engine_session(lookup, chunk_size=2):
-                return batch_retry_generate(items, model, gen_kwargs={"max_new_tokens": 3}, parse_fn=lambda t: None, max_retries=2, use_chat=False, return_raw=True)
+            executor = ModelExecutor(model, lookup, chunk_size=2)  # the run store, handed over explicitly
+            return batch_retry_generate(items, executor, gen_kwargs={"max_new_tokens": 3}, parse_fn=lambda t: None, max_retries=2, use_chat=False, return_raw=True)
         finally:
             lookup.close()
 

@@ -254,7 +254,8 @@ def _run_entries(
 def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart):
     from proctor.core.version import __version__
     from proctor.api import EvaluationResult
-    from proctor.engine.calls import engine_session
+    from proctor.dialects.aisteer.session import UseCaseExecutor
+    from proctor.runs.executor import ModelExecutor
     from proctor.runs.manifest import build_manifest, mark, now, open_run
     from proctor.runs.results import RunWriter
     from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
@@ -288,9 +289,11 @@ def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cach
             task_started = time.perf_counter()
             batch_size = call.get("batch_size") or _model_batch_size(model)
             random.seed(getattr(use_case, "seed", 555))  # files that shuffle with the global random build the same prompts
-            with engine_session(lookup, chunk_size, progress, name) as session, aisteer360_names():
+            # the use case gets the executor (the run store, chunking, progress) in place of the model
+            session = UseCaseExecutor(ModelExecutor(model, lookup, chunk_size), progress, name).start()
+            with aisteer360_names():
                 generations = use_case.generate(
-                    model, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs,
+                    session, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs,
                     runtime_overrides=call.get("runtime_overrides"), batch_size=batch_size,
                 )
             with aisteer360_names():
@@ -309,7 +312,7 @@ def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cach
                 "n_rows": len(use_case.evaluation_data),
                 "metrics": metrics,
                 "evaluations": evaluations,
-                "requests": {"unique": session.total, "computed": session.model_calls},
+                "requests": {"unique": session.tally.total, "computed": session.tally.model_calls},
                 "timing": {"total_seconds": round(time.perf_counter() - task_started, 3)},
             }
             writer.write_results(results)

@@ -120,17 +120,16 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     return SteeredModel(SteeringPipeline(base_model, list(controls), name=name), owns=True)
 
 
-def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> SteeredModel | None:
-    """The pipeline as a proctor model when its requests should go through the engine: inside an
-    ``engine_session`` with a run store (a ``Benchmark`` with ``save_dir``), on an ``HFModel`` base,
-    with no per-example runtime arguments (which a ``Model`` cannot take). Otherwise None, and the
-    pipeline generates directly."""
-    from proctor.engine.calls import current_session
+def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
+    """The pipeline as a proctor model on the executor it was given, when its requests should go
+    through a run store: ``pipeline.executor`` set with a store (a ``Benchmark`` with ``save_dir``),
+    an ``HFModel`` base, no per-example runtime arguments (which a ``Model`` cannot take). Otherwise
+    None, and the pipeline generates directly."""
     from proctor.models.hf import HFModel
 
-    session = current_session()
-    if session is None or session.lookup is None or not isinstance(pipeline.base, HFModel) or not pipeline.steered:
+    executor = pipeline.executor
+    if executor is None or not executor.stored or not isinstance(pipeline.base, HFModel) or not pipeline.steered:
         return None
     if runtime is not None and any(runtime):
         return None
-    return SteeredModel(pipeline)
+    return executor.for_model(SteeredModel(pipeline))
