@@ -30,6 +30,7 @@ from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.controls import Control, describe
 from proctor.dialects.aisteer.pipeline import SteeringPipeline
+from proctor.dialects.aisteer.session import judges_on
 from proctor.dialects.aisteer.specs import ControlSpec, expand
 
 log = logging.getLogger(__name__)
@@ -210,7 +211,8 @@ class Benchmark:
                         target, tokenizer, gen_kwargs=gen_kwargs, runtime_overrides=self.runtime_overrides or None,
                         batch_size=self.batch_size,
                     )
-                    evaluations = self.use_case.evaluate(generations)
+                    with judges_on(self.use_case, self._lookup):  # judge requests on the save_dir store too
+                        evaluations = self.use_case.evaluate(generations)
                     entry = {"trial_id": trial, "config_id": config.config_id, "params": describe(config.params),
                              "generations": generations, "evaluations": evaluations}
                     profiles[config.pipeline].append(json.loads(json.dumps(entry, default=str)))

@@ -254,7 +254,7 @@ def _run_entries(
 def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cache, chunk_size, progress, update, restart):
     from proctor.core.version import __version__
     from proctor.api import EvaluationResult
-    from proctor.dialects.aisteer.session import UseCaseExecutor
+    from proctor.dialects.aisteer.session import UseCaseExecutor, judges_on
     from proctor.runs.executor import ModelExecutor
     from proctor.runs.manifest import build_manifest, mark, now, open_run
     from proctor.runs.results import RunWriter
@@ -296,7 +296,7 @@ def _run_in_folder(entries, model, owned, run_dir, started, limit, command, cach
                     session, getattr(model, "tokenizer", None), gen_kwargs=gen_kwargs,
                     runtime_overrides=call.get("runtime_overrides"), batch_size=batch_size,
                 )
-            with aisteer360_names():
+            with aisteer360_names(), judges_on(use_case, lookup):
                 evaluations = use_case.evaluate(generations)
             writer.append_samples([{"task": name, **g} for g in generations])
             metrics: dict[str, Any] = {}

@@ -8,13 +8,15 @@ wrap it in an executor without a store, which simply calls the model.
 
 Identical requests of one call are computed once. Progress goes to the runner's hook as
 ``(name, done, total)``: ``total`` grows with every call (a retry round adds its requests),
-``done`` counts requests answered (from the store or the model).
+``done`` counts requests answered (from the store or the model). While the use case evaluates,
+``judges_on`` gives its LLM judge metrics the run store too.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from proctor.runs.executor import ModelExecutor, dedupe
 
@@ -94,3 +96,19 @@ def as_executor(target: Any) -> UseCaseExecutor | None:
     if isinstance(target, Model):
         return UseCaseExecutor(ModelExecutor(target))
     return None
+
+
+@contextlib.contextmanager
+def judges_on(use_case: Any, lookup: Any) -> Iterator[None]:
+    """While ``use_case`` evaluates, its ``LLMJudgeMetric``s send a proctor judge's requests through
+    ``lookup``'s run store (``None``: no store, nothing changes)."""
+    from proctor.dialects.aisteer.judge import LLMJudgeMetric
+
+    judges = [m for m in getattr(use_case, "evaluation_metrics", ()) if isinstance(m, LLMJudgeMetric)] if lookup is not None else []
+    for judge in judges:
+        judge.store = lookup
+    try:
+        yield
+    finally:
+        for judge in judges:
+            judge.store = None
