@@ -42,7 +42,11 @@ def test_no_hasattr_probing_of_handlers_in_the_engine():
 
 def test_the_dialect_handlers_declare_what_they_provide():
     from proctor.dialects.glm.handler import GLMModuleTask
-    from proctor.dialects.lmeval.handler import LmEvalChoiceTask, LmEvalGenerateTask, LmEvalRollingTask
+    from proctor.dialects.lmeval.handler import (
+        LmEvalChoiceTask,
+        LmEvalGenerateTask,
+        LmEvalRollingTask,
+    )
     from proctor.dialects.seahelm.task import SeaHelmTask
     from proctor.kinds.custom import GenerationTask, MultipleChoiceTask
 

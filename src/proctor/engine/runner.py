@@ -12,7 +12,7 @@ from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
-from proctor.models.base import Model, usage_delta  # noqa: F401 (re-exported)
+from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.runs.executor import MAX_CHUNK_REQUESTS, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
 from proctor.runs.store import Lookup

@@ -20,7 +20,15 @@ probed. A handler imports no engine module: the engine hands it an :class:`Execu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Mapping,
+    Protocol,
+    Sequence,
+    runtime_checkable,
+)
 
 if TYPE_CHECKING:
     from proctor.data.sources import Sample
@@ -52,7 +60,7 @@ class Executor(Protocol):
         """Report ``n`` more units of the task finished (samples, for a handler's ``predict_samples``)."""
         ...
 
-    def for_model(self, model: Any) -> "Executor":
+    def for_model(self, model: Any) -> Executor:
         """An executor for another model (a judge) on the same store and cache, under its own fingerprint."""
         ...
 
@@ -66,7 +74,7 @@ class LoadsSamples(Protocol):
     ``${VAR}`` variables. The samples replace ``spec.data``; prompts are still built from the spec.
     """
 
-    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list["Sample"]: ...
+    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]: ...
 
 
 @runtime_checkable
@@ -88,7 +96,7 @@ class PredictsSamples(Protocol):
     """
 
     def predict_samples(
-        self, samples: Sequence["PreparedSample"], prompts: Sequence[str], executor: Executor
+        self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
     ) -> list[tuple[Any, dict]]: ...
 
 

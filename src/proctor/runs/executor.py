@@ -182,7 +182,7 @@ class ModelExecutor:
         if self._progress is not None:
             self._progress(n)
 
-    def for_model(self, model: Any) -> "ModelExecutor":
+    def for_model(self, model: Any) -> ModelExecutor:
         """Another model (a judge, a steered copy) on the same run store and cache, with its own
         lookup (its answers are stored under its own fingerprint); no progress callback."""
         lookup = None

@@ -50,7 +50,7 @@ class UseCaseExecutor:
     def stored(self) -> bool:
         return self.executor.stored
 
-    def start(self) -> "UseCaseExecutor":
+    def start(self) -> UseCaseExecutor:
         """Tell the progress hook the use case started (nothing asked yet)."""
         self._report()
         return self
@@ -76,7 +76,7 @@ class UseCaseExecutor:
         self.tally.done += n
         self._report()
 
-    def for_model(self, model: Any) -> "UseCaseExecutor":
+    def for_model(self, model: Any) -> UseCaseExecutor:
         return UseCaseExecutor(self.executor.for_model(model), self.hook, self.name, self.tally)
 
     def _report(self) -> None:
