@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.dialects.aisteer.runfile import import_user_file
+from proctor.dialects.aisteer.user_files import import_user_file
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from proctor.engine.calls import engine_session
 from proctor.models.base import Model
+from proctor.runs.executor import ModelExecutor
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
 from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
 from proctor.dialects.aisteer.runfile import run_use_cases
@@ -123,8 +123,8 @@ def test_retries_are_new_requests_and_are_stored_too(tiny_model, tmp_path):
     def generate(model):
         lookup = Lookup(ResponseStore(tmp_path / STORE_FILE))
         try:
-            with engine_session(lookup, chunk_size=2):
-                return batch_retry_generate(items, model, gen_kwargs={"max_new_tokens": 3}, parse_fn=lambda t: None, max_retries=2, use_chat=False, return_raw=True)
+            executor = ModelExecutor(model, lookup, chunk_size=2)  # the run store, handed over explicitly
+            return batch_retry_generate(items, executor, gen_kwargs={"max_new_tokens": 3}, parse_fn=lambda t: None, max_retries=2, use_chat=False, return_raw=True)
         finally:
             lookup.close()
 
@@ -207,3 +207,41 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
     result = _run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == sum(n for _, n in full.calls) - committed
     assert result.results["tasks"]["CommonsenseMCQA"]["evaluations"] == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+
+
+def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
+    """With ``save_dir``, the use case is handed an executor on ``store.sqlite`` and its LLM judge uses
+    that store too: run again without the checkpoint, neither model is called."""
+    from fakes import FakeModel
+
+    from proctor.dialects.aisteer import Benchmark, UseCase
+    from proctor.dialects.aisteer.judge import LLMJudgeMetric
+
+    class Ask(UseCase):
+        _EVALUATION_REQ_KEYS = ("id", "q")
+
+        def validate_evaluation_data(self, row):
+            pass
+
+        def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs):
+            texts = batch_retry_generate([{"prompt": r["q"]} for r in self.evaluation_data], model_or_pipeline, tokenizer,
+                                         gen_kwargs=gen_kwargs, use_chat=False)
+            return [{"response": t} for t in texts]
+
+        def evaluate(self, generations):
+            return {m.name: m(responses=[g["response"] for g in generations]) for m in self.evaluation_metrics}
+
+    def run(base, judge):
+        metric = LLMJudgeMetric(judge, "Rate: {response}", structured_output=False, parser=lambda text: float(len(text)))
+        case = Ask([{"id": i, "q": f"question {i}"} for i in range(4)], [metric])
+        return Benchmark(case, base, gen_kwargs={"max_new_tokens": 3}, save_dir=tmp_path / "bench").run()
+
+    base, judge = FakeModel("base"), FakeModel("judge", salt="j")
+    first = run(base, judge)
+    distinct = len({g["response"] for g in first["baseline"][0]["generations"]})  # identical replies are judged once
+    assert sum(n for _, n in base.calls) == 4 and sum(n for _, n in judge.calls) == distinct
+    with ResponseStore(tmp_path / "bench" / STORE_FILE) as store:
+        assert store.count() == 4 + distinct  # the generations under the base model, the verdicts under the judge
+    (tmp_path / "bench" / "checkpoint.json").unlink()
+    base_again, judge_again = FakeModel("base"), FakeModel("judge", salt="j")
+    assert run(base_again, judge_again) == first and base_again.calls == [] and judge_again.calls == []

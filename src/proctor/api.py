@@ -16,9 +16,10 @@ from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
-from proctor.engine.runner import ProgressHook, build_requests, default_chunk_size, run_built
+from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.runs.executor import default_chunk_size
 from proctor.core.errors import ProctorError
-from proctor.models.base import Model
+from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, mark, now, open_run
@@ -169,7 +170,7 @@ def _load_and_evaluate(
             from proctor.models.registry import load_model
 
             model = owned = load_model(model, **dict(model_options or {}))
-    elif not isinstance(model, Model) and hasattr(model, "as_model"):  # a SteeringPipeline
+    elif not isinstance(model, Model) and isinstance(model, ConvertsToModel):  # a SteeringPipeline
         model = model.as_model()
     try:
         return _evaluate_loaded(

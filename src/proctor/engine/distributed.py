@@ -2,7 +2,7 @@
 
 ``DistributedModel`` starts (or joins) a Ray cluster and creates one actor per replica; each
 actor loads its model exactly once and answers whole engine chunks. The engine
-(``runner.execute``) hands it every chunk of a request type at once through ``map_chunks``;
+(``runs/executor.execute``) hands it every chunk of a request type at once through ``map_chunks``;
 chunk contents are fixed by the engine, so a chunk's answers are the ones a single process would
 compute for it, whichever replica runs it and in whatever order chunks finish. Results come back
 to the driver, which commits each chunk to the one run store as it arrives.

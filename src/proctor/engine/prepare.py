@@ -6,7 +6,6 @@ Anything wrong with a task, its data or its templates surfaces here, before a mo
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -18,6 +17,7 @@ from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
 from proctor.core.task_spec import MetricSpec
 from proctor.core.task import Task
+from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,9 @@ def prepare_task(
         from proctor.kinds.custom import load_task_class
 
         handler = load_task_class(spec, task.base_dir, file, task.resources)
-    if hasattr(handler, "load_samples"):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
-        wants_variables = "variables" in inspect.signature(handler.load_samples).parameters
-
+    if isinstance(handler, LoadsSamples):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
         def load(cut):
-            return handler.load_samples(limit=cut, variables=variables) if wants_variables else handler.load_samples(limit=cut)
+            return handler.load_samples(limit=cut, variables=variables)
 
         count = limit if not isinstance(limit, float) else None  # a fraction needs the row count: cut below
         samples = load(min(x for x in (count, spec.limit) if x is not None) if (count or spec.limit) else None)
@@ -137,7 +135,7 @@ def prepare_task(
         except KeyError as exc:
             raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
     # a task class that scores whole files itself (GLM-130B's metrics) has no per-sample metrics
-    metrics = () if getattr(handler, "scores_itself", False) else _metrics(task)
+    metrics = () if isinstance(handler, ScoresItself) and handler.scores_itself else _metrics(task)
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     return PreparedTask(
         task, prepared, metrics, task_hash(task, samples, pool, images), use_chat, stats, handler, mc_format, mc_shuffle_seed,

@@ -12,11 +12,20 @@ from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
-from proctor.models.base import Model
+from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
-from proctor.runs.store import Lookup, request_hash
+from proctor.runs.executor import MAX_CHUNK_REQUESTS, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
+from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.kinds.base import kind_handler
+from proctor.kinds.capabilities import (
+    CorpusMetrics,
+    PredictsSamples,
+    ReportsJudgeUsage,
+    ReportsMcFormat,
+    ResultExtras,
+    UsesChoiceFormulation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,19 +37,6 @@ class TaskOutcome:
     name: str
     result: dict
     records: list[dict] = field(repr=False)
-
-
-def _dedupe(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
-    """Unique requests and, for each original request, the index of its unique twin."""
-    index: dict[Any, int] = {}
-    unique: list[Any] = []
-    mapping = []
-    for request in requests:
-        if request not in index:
-            index[request] = len(unique)
-            unique.append(request)
-        mapping.append(index[request])
-    return unique, mapping
 
 
 @dataclass
@@ -73,7 +69,7 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         )
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
     if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
-        if hasattr(handler, "use_choice_formulation"):  # resolved lazily: only choice scoring needs the capability check
+        if isinstance(handler, UsesChoiceFormulation):  # resolved lazily: only choice scoring needs the capability check
             handler.use_choice_formulation(lambda: choice_formulation(model, prepared))
         return TaskRequests(prepared, handler, [], prompts, [], [], [])
     epochs = prepared.epochs
@@ -82,7 +78,7 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         for sample, text in zip(prepared.samples, prompts)
     ]
     flat = [r for requests in per_sample for r in requests]
-    unique, mapping = _dedupe(flat)
+    unique, mapping = dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)
 
 
@@ -94,7 +90,7 @@ def _with_images(requests: list[Any], images: tuple) -> list[Any]:
     """The sample's images on each of its requests (they enter the request's identity by digest)."""
     if not images:
         return requests
-    return [dataclasses.replace(r, images=images) if hasattr(r, "images") else r for r in requests]
+    return [dataclasses.replace(r, images=images) if isinstance(r, (GenerateRequest, LoglikelihoodRequest)) else r for r in requests]
 
 
 def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
@@ -127,132 +123,9 @@ def _kind_handler(model: Model, prepared: PreparedTask) -> Any:
     return kind_handler(spec.kind)
 
 
-def usage_delta(model: Model, before: dict | None) -> dict | None:
-    after = model.usage()
-    if before is None or after is None:
-        return None
-    delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
-    cost = model.estimated_cost(delta)
-    if cost is not None:
-        delta["estimated_cost"] = cost
-    return delta
-
-
 def is_custom(handler: Any) -> bool:
-    return hasattr(handler, "predict_samples")
-
-
-MAX_CHUNK_REQUESTS = 64  # a kill loses at most this many requests' work (docs/runs.md)
-
-
-def default_chunk_size(model: Model) -> int:
-    """Requests per model call when streaming to a store: at most ``MAX_CHUNK_REQUESTS``.
-
-    A backend may name its own (``chunk_requests``: the HF backend packs log-likelihoods by
-    tokens, and a chunk that followed ``--batch-size`` would make scores depend on it);
-    otherwise the backend's batch size, else 64. Either way a chunk is the work a kill can lose,
-    so it is capped: a backend's 256-request chunk would lose all of a small task.
-    """
-    size = getattr(model, "chunk_requests", None) or getattr(model, "batch_size", None)
-    size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else MAX_CHUNK_REQUESTS
-    if getattr(model, "large_chunks", False) is True:  # vLLM: its engine batches within one call
-        return size
-    return min(size, MAX_CHUNK_REQUESTS)
-
-
-def _chunk_order_key(request: Any) -> tuple:
-    """The order chunks are cut from.
-
-    Log-likelihood requests go by their text, so requests that share a prefix (a question's
-    choices, a shared few-shot preamble, HellaSwag's activity labels) land in the same call and the
-    backend forwards that prefix once (by length first they scattered: 1.07 x the unique tokens
-    on ARC + HellaSwag instead of 1.01 x). Generation goes longest first, for even batches.
-    """
-    if isinstance(request, LoglikelihoodRequest):
-        return (request.context, request.continuation)
-    if isinstance(request, GenerateRequest):
-        return (-len(request.prompt), request.prompt)
-    return (-len(getattr(request, "text", "")),)
-
-
-def execute(
-    model: Model,
-    request_type: str,
-    requests: Sequence[Any],
-    lookup: Lookup | None = None,
-    chunk_size: int | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> list[Any]:
-    """Results for ``requests`` (in their order), streaming each finished chunk to ``lookup``.
-
-    Chunk boundaries depend only on the requests and the chunk size, never on what is already
-    stored, so a resumed run sends the model exactly the batches the interrupted one would have.
-    A model with ``map_chunks(request_type, chunks, done)`` (a pool of replicas) gets every chunk
-    at once and calls ``done(index, results)`` here, in this thread, once per chunk in any order.
-    """
-    call = getattr(model, request_type)
-    if not requests:
-        return []
-    if lookup is None and chunk_size is None:
-        out = list(call(list(requests), progress))
-        _check_count(model, request_type, len(requests), len(out))
-        return out
-    size = chunk_size or default_chunk_size(model)
-    keys = [request_hash(r) for r in requests]
-    results: dict[int, Any] = {}
-    if lookup is not None:
-        found = lookup.get_many(keys, requests)
-        results = {i: found[k] for i, k in enumerate(keys) if k in found}
-        if results and progress:
-            progress(len(results))
-    order = sorted(range(len(requests)), key=lambda i: _chunk_order_key(requests[i]))
-    chunks = [todo for chunk in _chunks(order, size, requests) if (todo := [i for i in chunk if i not in results])]
-
-    def finish(todo: list[int], out: Sequence[Any]) -> None:
-        _check_count(model, request_type, len(todo), len(out))
-        if lookup is not None:
-            lookup.put_many([(keys[i], requests[i], r) for i, r in zip(todo, out)])
-        results.update(zip(todo, out))
-
-    map_chunks = getattr(model, "map_chunks", None)
-    if map_chunks is not None:  # a pool of replicas (engine/distributed.py): chunks run in parallel
-        def done(k: int, out: Sequence[Any]) -> None:
-            finish(chunks[k], list(out))
-            if progress:
-                progress(len(out))
-
-        map_chunks(request_type, [[requests[i] for i in todo] for todo in chunks], done)
-    else:
-        for todo in chunks:
-            finish(todo, list(call([requests[i] for i in todo], progress)))
-    if lookup is not None:  # score what the store holds: a resumed run reads exactly the same values
-        stored = lookup.run_store.get_many(lookup.model, keys)
-        return [stored[k] for k in keys]
-    return [results[i] for i in range(len(requests))]
-
-
-def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
-    """Cut ``order`` into chunks of about ``size``, never between two requests with one context.
-
-    The choices of a question stay in one model call, so the backend forwards their shared
-    context once. Boundaries depend only on the requests, as resuming needs.
-    """
-    def context(i: int):
-        request = requests[i]
-        return request.context if isinstance(request, LoglikelihoodRequest) else None
-
-    chunks: list[list[int]] = []
-    for i in order:
-        if chunks and (len(chunks[-1]) < size or (context(i) is not None and context(i) == context(chunks[-1][-1]))):
-            chunks[-1].append(i)
-        else:
-            chunks.append([i])
-    return chunks
-
-
-def _check_count(model: Model, request_type: str, asked: int, got: int) -> None:
-    if asked != got:
-        raise ProctorError(f"model '{model.name}' answered {got} of {asked} {request_type} requests")
+    """A task class that calls the model itself (``kinds/capabilities.PredictsSamples``)."""
+    return isinstance(handler, PredictsSamples)
 
 
 def run_task(
@@ -294,9 +167,8 @@ def run_built(
         total = len(built.prepared.samples)
         if progress:
             progress(spec.name, 0, total)
-        if hasattr(built.handler, "use_store"):  # handlers that send their own requests through the store
-            built.handler.use_store(lookup, chunk_size)
-        pairs = built.handler.predict_samples(model, built.prepared.samples, built.prompts, on_progress)
+        executor = ModelExecutor(model, lookup, chunk_size, on_progress)  # the run store, for requests the handler sends
+        pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
         model_seconds = time.perf_counter() - model_started
         outcome = score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
     else:
@@ -306,14 +178,14 @@ def run_built(
     usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
         outcome.result["usage"] = usage
-    judge_usage = getattr(built.handler, "judge_usage", None)
-    if callable(judge_usage) and (judged := judge_usage()) is not None:  # a separate judge model's calls
-        outcome.result["judge_usage"] = judged
+    if isinstance(built.handler, ReportsJudgeUsage) and (judged := built.handler.judge_usage()) is not None:
+        outcome.result["judge_usage"] = judged  # a separate judge model's calls
     fallback = (built.prepared.data or {}).get("fallback")
     if fallback:
         outcome.result.setdefault("warnings", []).append(fallback)
-    by_generation = getattr(built.handler, "request_type", None) == "generate" and spec.kind == "multiple_choice"
-    if by_generation or getattr(built.handler, "mc_format", None) == "generate":  # custom / SEA-HELM handlers say so
+    by_generation = not is_custom(built.handler) and built.handler.request_type == "generate" and spec.kind == "multiple_choice"
+    said = isinstance(built.handler, ReportsMcFormat) and built.handler.mc_format == "generate"  # custom / SEA-HELM handlers
+    if by_generation or said:
         outcome.result["mc_format"] = "generate"
         _count_unparsed(outcome)
     elif spec.kind == "multiple_choice":
@@ -407,9 +279,8 @@ def score_outcomes(
         "requests": request_info,
         "timing": {"model_seconds": round(model_seconds, 3), "total_seconds": round(time.perf_counter() - started, 3)},
     }
-    corpus = getattr(built.handler, "corpus_metrics", None)
-    if callable(corpus):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
-        result["metrics"].update(corpus())
+    if isinstance(built.handler, CorpusMetrics):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
+        result["metrics"].update(built.handler.corpus_metrics())
     if spec.rollup is not None:
         result["rollup"] = spec.rollup.model_dump()
     if spec.breakdown:
@@ -417,7 +288,6 @@ def score_outcomes(
             key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown
         }
         result["breakdown_stats"] = {key: breakdown_stats(parts) for key, parts in result["breakdown"].items()}
-    extras = getattr(built.handler, "result_extras", None)
-    if callable(extras):  # a task class's own per-file / per-group report (GLM-130B task classes)
-        result.update(extras())
+    if isinstance(built.handler, ResultExtras):  # a task class's own per-file / per-group report (GLM-130B task classes)
+        result.update(built.handler.result_extras())
     return TaskOutcome(spec.name, result, records)

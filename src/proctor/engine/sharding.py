@@ -1,6 +1,6 @@
 """Which replica runs which chunk: deterministic, balanced by (estimated) tokens.
 
-The engine's chunks have fixed contents (``runner.execute``), so a chunk's results do not depend
+The engine's chunks have fixed contents (``runs/executor.execute``), so a chunk's results do not depend
 on which replica runs it; this module only decides where work goes. The first assignment is a
 pure function of the chunks: longest-processing-time-first by estimated tokens, ties broken by the
 chunk's request hashes, each chunk going to the least-loaded replica.

@@ -22,6 +22,7 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
+from proctor.kinds.capabilities import Executor
 
 
 class TaskModel:
@@ -89,10 +90,10 @@ class CustomTask:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- called by the runner
-    def predict_samples(
-        self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
-    ) -> list[tuple[Any, dict]]:
-        self.model = task_model(model)
+    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, dict]]:
+        """``kinds/capabilities.PredictsSamples``: batches of ``micro_batch_size`` through ``predict_single_batch``
+        (which calls ``self.model`` directly)."""
+        self.model = task_model(executor.model)
         out: list[tuple[Any, dict]] = []
         for start in range(0, len(samples), self.micro_batch_size):
             chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
@@ -104,7 +105,7 @@ class CustomTask:
                     field="task_class",
                 )
             out += [self.outcome(sample, prediction) for (sample, _), prediction in zip(chunk, predictions)]
-            progress(len(batch))
+            executor.progress(len(batch))
         return out
 
 
@@ -122,18 +123,16 @@ class MultipleChoiceTask(CustomTask):
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
-    def predict_samples(
-        self, model: Any, samples: Sequence[PreparedSample], prompts: Sequence[str], progress: Callable[[int], None]
-    ) -> list[tuple[Any, dict]]:
+    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, dict]]:
         # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
         # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
         own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
         generate = None if own or self._choice_formulation is None else self._choice_formulation()
         if generate is None:
-            return super().predict_samples(model, samples, prompts, progress)
-        self.model, self.mc_format = task_model(model), "generate"
+            return super().predict_samples(samples, prompts, executor)
+        self.model, self.mc_format = task_model(executor.model), "generate"
         requests = [generate.requests(self.spec, s, p)[0] for s, p in zip(samples, prompts)]
-        results = model.generate(requests, progress)
+        results = executor.model.generate(requests, executor.progress)
         return [generate.outcome(self.spec, s, [r]) for s, r in zip(samples, results)]
 
     def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -24,6 +24,11 @@ class Model(abc.ABC):
     """
 
     name: str = "model"
+    # Optional sizing the engine reads when it cuts requests into store-committed chunks
+    # (runs/executor.default_chunk_size): requests per model call, and whether that may exceed
+    # the 64-request cap (vLLM batches within one call).
+    chunk_requests: int | None = None
+    large_chunks: bool = False
 
     @property
     @abc.abstractmethod
@@ -82,3 +87,34 @@ class Model(abc.ABC):
 
     def close(self) -> None:
         """Free resources (GPU memory, servers)."""
+
+
+@runtime_checkable
+class MapsChunks(Protocol):
+    """A model that runs many chunks at once (a pool of replicas, ``engine/distributed.py``).
+
+    ``runs/executor.execute`` hands it every chunk of one request type; it calls
+    ``done(index, results)`` in the caller's thread once per chunk, in any order.
+    """
+
+    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]) -> None: ...
+
+
+@runtime_checkable
+class ConvertsToModel(Protocol):
+    """An object that runs as a proctor ``Model`` once converted (a steering pipeline):
+    ``api.evaluate(model=...)`` calls ``as_model()``."""
+
+    def as_model(self) -> Model: ...
+
+
+def usage_delta(model: Model, before: dict | None) -> dict | None:
+    """What ``model`` was sent since the ``usage()`` snapshot ``before`` (with its estimated cost), or None."""
+    after = model.usage()
+    if before is None or after is None:
+        return None
+    delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
+    cost = model.estimated_cost(delta)
+    if cost is not None:
+        delta["estimated_cost"] = cost
+    return delta

@@ -7,9 +7,11 @@
   benchmark started again on the same folder skips what the checkpoint holds. The checkpoint
   records what the benchmark was (use case, data, generation settings, model) and refuses to
   resume a different one.
-- With ``save_dir``, every request a trial sends to a proctor model goes through the engine with
-  ``save_dir/store.sqlite`` as its run store (committed chunk by chunk): a trial cut off by a kill
-  reads its finished requests back when the benchmark runs again.
+- With ``save_dir``, the use case is handed an executor (``session.py``) with
+  ``save_dir/store.sqlite`` as its run store instead of the bare proctor model, and each pipeline
+  gets it too (``SteeringPipeline(executor=...)``): every request a trial sends to a proctor model
+  or to a steered copy of it is committed chunk by chunk, and a trial cut off by a kill reads its
+  finished requests back when the benchmark runs again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
 from proctor.models.steering.controls import Control, describe
 from proctor.models.steering.pipeline import SteeringPipeline
+from proctor.dialects.aisteer.judge import judges_on
 from proctor.models.steering.specs import ControlSpec, expand
 
 log = logging.getLogger(__name__)
@@ -86,6 +89,8 @@ class Benchmark:
         self.context = dict(context or {})
         self.progress = progress
         self._model: Any = None
+        self._lookup: Any = None  # the save_dir run store while run() runs
+        self._executor: Any = None
         self.configurations = self._configurations()
 
     # ------------------------------------------------------------------ plan
@@ -135,10 +140,24 @@ class Benchmark:
         tokenizer = None
         if isinstance(model, tuple):
             model, tokenizer = model
+        executor = self._executor_for(model)
         if not controls:
-            return model, tokenizer, None
-        pipeline = SteeringPipeline(model, controls, tokenizer=tokenizer)
+            return executor or model, tokenizer, None
+        pipeline = SteeringPipeline(model, controls, tokenizer=tokenizer, executor=executor)
         return pipeline, pipeline.tokenizer, pipeline
+
+    def _executor_for(self, model: Any) -> Any:
+        """With ``save_dir``, the executor on its run store for a proctor model (else None)."""
+        from proctor.models.base import Model
+
+        if self._lookup is None or not isinstance(model, Model):
+            return None
+        if self._executor is None:
+            from proctor.dialects.aisteer.session import UseCaseExecutor
+            from proctor.runs.executor import ModelExecutor
+
+            self._executor = UseCaseExecutor(ModelExecutor(model, self._lookup), name=type(self.use_case).__name__)
+        return self._executor
 
     # ------------------------------------------------------------------ checkpoint
     def _read_checkpoint(self) -> dict[str, list[dict]]:
@@ -162,15 +181,14 @@ class Benchmark:
         """Profiles ``{pipeline: [{trial_id, config_id, params, generations, evaluations}]}``."""
         if self.save_dir is None:
             return self._run()
-        from proctor.dialects.aisteer.model_calls import store_session
         from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
 
-        lookup = Lookup(ResponseStore(self.save_dir / STORE_FILE))
+        self._lookup = Lookup(ResponseStore(self.save_dir / STORE_FILE))
         try:
-            with store_session(lookup, name=type(self.use_case).__name__):
-                return self._run()
+            return self._run()
         finally:
-            lookup.close()
+            self._lookup.close()
+            self._lookup = self._executor = None
 
     def _run(self) -> dict[str, list[dict]]:
         profiles = self._read_checkpoint()
@@ -193,7 +211,8 @@ class Benchmark:
                         target, tokenizer, gen_kwargs=gen_kwargs, runtime_overrides=self.runtime_overrides or None,
                         batch_size=self.batch_size,
                     )
-                    evaluations = self.use_case.evaluate(generations)
+                    with judges_on(self.use_case, self._lookup):  # judge requests on the save_dir store too
+                        evaluations = self.use_case.evaluate(generations)
                     entry = {"trial_id": trial, "config_id": config.config_id, "params": describe(config.params),
                              "generations": generations, "evaluations": evaluations}
                     profiles[config.pipeline].append(json.loads(json.dumps(entry, default=str)))

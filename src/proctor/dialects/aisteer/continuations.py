@@ -1,7 +1,7 @@
 """Log-probabilities of continuations after already-rendered prompts, on any use case target.
 
-- a proctor ``Model``: ``LoglikelihoodRequest``s through the engine (``engine/calls``: run store,
-  cache and progress apply, as for generation);
+- a proctor ``Model`` or an executor: ``LoglikelihoodRequest``s through it (``session.py``: run
+  store, cache and progress apply, as for generation);
 - a ``SteeringPipeline``: the pipeline's model with every control applied
   (``forward_steered``), each prompt with its own runtime arguments;
 - a plain transformers model with its tokenizer.
@@ -24,16 +24,16 @@ def continuation_logprobs(
     runtime: Sequence[Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> list[float]:
     """log P(continuation | prompt) for every ``(prompt, continuation)``; ``runtime[i]`` goes with ``pairs[i]``."""
-    from proctor.models.base import Model
     from proctor.models.steering.pipeline import SteeringPipeline
+    from proctor.dialects.aisteer.session import as_executor
 
     if not pairs:
         return []
     if isinstance(target, SteeringPipeline):
-        from proctor.dialects.aisteer.model_calls import store_model
+        from proctor.models.steering.steered_model import engine_model
 
-        steered = store_model(target, runtime)
-        if steered is not None:  # through the engine: the run store answers what it holds
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the pipeline's executor: the run store answers what it holds
             return continuation_logprobs(steered, tokenizer, pairs)
         rows = list(runtime) if runtime is not None else [{} for _ in pairs]
         groups: dict[str, list[int]] = {}
@@ -46,12 +46,12 @@ def continuation_logprobs(
             for i, score in zip(indices, scores):
                 out[i] = score
         return out
-    if isinstance(target, Model):
-        from proctor.dialects.aisteer import model_calls
+    executor = as_executor(target)
+    if executor is not None:
         from proctor.core.model_requests import LoglikelihoodRequest
 
         requests = [LoglikelihoodRequest(prompt, continuation, move_whitespace=False) for prompt, continuation in pairs]
-        return [r.logprob for r in model_calls.loglikelihood(target, requests)]
+        return [r.logprob for r in executor.run("loglikelihood", requests)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")
     return _transformers_logprobs(target, tokenizer, pairs)

@@ -2,8 +2,10 @@
 
 Three kinds of target:
 
-- a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``): requests go through
-  the engine (``model_calls.generate``) like any task's;
+- a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``) or an executor
+  (``proctor.runs.executor.ModelExecutor``, as ``proctor run file.py`` and ``Benchmark`` hand the
+  use case): requests go through it like any task's (``session.py``: the run store when the
+  executor has one, deduplication, progress);
 - a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;
 - a plain transformers model with its tokenizer.
 """
@@ -70,21 +72,20 @@ def _generate_once(
     batch_size: int,
     use_chat: bool | None,
 ) -> list[Generated]:
-    from proctor.models.base import Model
     from proctor.models.steering.pipeline import SteeringPipeline
+    from proctor.dialects.aisteer.session import as_executor
 
     if isinstance(target, SteeringPipeline):
-        from proctor.dialects.aisteer.model_calls import store_model
+        from proctor.models.steering.steered_model import engine_model
 
-        steered = store_model(target, runtime)
-        if steered is not None:  # through the engine: the run store answers what it holds
+        steered = engine_model(target, runtime)
+        if steered is not None:  # through the pipeline's executor: the run store answers what it holds
             return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
         return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
-    if isinstance(target, Model):
-        from proctor.dialects.aisteer import model_calls
-
-        requests, rendered = _requests(target, prompts, gen_kwargs, use_chat)
-        results = model_calls.generate(target, requests)
+    executor = as_executor(target)
+    if executor is not None:
+        requests, rendered = _requests(executor.model, prompts, gen_kwargs, use_chat)
+        results = executor.run("generate", requests)
         return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")

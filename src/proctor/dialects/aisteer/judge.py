@@ -9,17 +9,21 @@ a reply that cannot be parsed is drawn again (``max_retries`` times, then NaN wi
 ``num_return_sequences`` > 1 averages that many draws per response.
 
 The judge is a proctor model (a ``--model`` string, loaded on first use, or a loaded ``Model``)
-or a transformers model with ``tokenizer=``; its requests go through ``batch_retry_generate``, so
-inside ``proctor run`` they use the run store like the evaluated model's.
+or a transformers model with ``tokenizer=``; its requests go through ``batch_retry_generate``.
+``store`` (a ``proctor.runs.store.Lookup``, set by ``proctor run`` / ``run_use_cases`` and by a
+``Benchmark`` with ``save_dir`` while they evaluate) sends a proctor judge's requests through that
+run store, under the judge's own fingerprint.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import json
 import math
 import re
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from proctor.dialects.aisteer.metrics import Metric
 
@@ -87,6 +91,7 @@ class LLMJudgeMetric(Metric):
         self.format_instructions = format_instructions(*self.scale) if structured_output else ""
         self._parser = parser
         self._model: Any = None
+        self.store: Any = None  # the run store's Lookup while a run folder / Benchmark evaluates (see the module doc)
 
     def parse(self, text: str) -> float:
         return float(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
@@ -124,7 +129,7 @@ class LLMJudgeMetric(Metric):
             # draw d uses seeds seed + d * (max_retries + 1) + round: its retries never repeat another draw's
             gen_kwargs["seed"] = int(self.gen_kwargs.get("seed", 0)) + draw * (self.max_retries + 1)
             parsed, raw = batch_retry_generate(
-                [{"prompt": p} for p in rendered], self._judge(), self.tokenizer, gen_kwargs=gen_kwargs,
+                [{"prompt": p} for p in rendered], self._target(), self.tokenizer, gen_kwargs=gen_kwargs,
                 parse_fn=self._safe_parse, max_retries=self.max_retries if sampling else 0, return_raw=True,
                 batch_size=self.batch_size,
             )
@@ -138,8 +143,34 @@ class LLMJudgeMetric(Metric):
         scores = [sum(s) / len(s) for s in raw_scores]
         return {"mean_score": sum(scores) / len(scores) if scores else 0.0, "scores": scores, "raw_scores": raw_scores}
 
+    def _target(self) -> Any:
+        """The judge, on the run store when one is set and the judge is a proctor model."""
+        from proctor.models.base import Model
+
+        judge = self._judge()
+        if self.store is None or not isinstance(judge, Model):
+            return judge
+        from proctor.runs.executor import ModelExecutor
+        from proctor.runs.store import Lookup
+
+        return ModelExecutor(judge, Lookup(self.store.run_store, self.store.cache))
+
     def _safe_parse(self, text: str) -> float | None:
         try:
             return self.parse(text)
         except (ValueError, TypeError):
             return None
+
+
+@contextlib.contextmanager
+def judges_on(use_case: Any, lookup: Any) -> Iterator[None]:
+    """While ``use_case`` evaluates, its ``LLMJudgeMetric``s send a proctor judge's requests through
+    ``lookup``'s run store (``None``: no store, nothing changes)."""
+    judges = [m for m in getattr(use_case, "evaluation_metrics", ()) if isinstance(m, LLMJudgeMetric)] if lookup is not None else []
+    for judge in judges:
+        judge.store = lookup
+    try:
+        yield
+    finally:
+        for judge in judges:
+            judge.store = None

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.continuations import continuation_logprobs
 from proctor.dialects.aisteer.generation import batch_retry_generate
+from proctor.dialects.aisteer.session import as_executor
 from proctor.dialects.aisteer.overrides import resolve_overrides
 
 LETTERS = string.ascii_uppercase
@@ -107,7 +108,9 @@ class CommonsenseMCQA(UseCase):
             batch_size=kwargs.get("batch_size"),
         )
         probs: list[dict[str, float] | None] = [None] * len(items)
-        if self.score_letters and getattr(model_or_pipeline, "supports_loglikelihood", True):  # not a chat-only API
+        executor = as_executor(model_or_pipeline)
+        scorer = executor.model if executor is not None else model_or_pipeline
+        if self.score_letters and getattr(scorer, "supports_loglikelihood", True):  # not a chat-only API
             runtime = resolve_overrides(runtime_overrides, items, self.evaluation_data)
             probs = self.letter_probs(model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime)
         records = [

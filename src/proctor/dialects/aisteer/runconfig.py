@@ -141,7 +141,7 @@ def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
             "use case file, FILE.py:CLASS or module.path:CLASS", file=where, field="evaluation_metrics",
         )
     if source.endswith(".py"):
-        from proctor.dialects.aisteer.runfile import import_user_file
+        from proctor.dialects.aisteer.user_files import import_user_file
 
         file = Path(source) if Path(source).is_absolute() else base / source
         holder = import_user_file(file)

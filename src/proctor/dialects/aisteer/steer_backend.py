@@ -3,7 +3,7 @@
 ``NAME`` in the file is a ``SteeringPipeline``, a list of controls, or a function
 ``f(base_model) -> pipeline or controls``; the base model is ``--model-arg base=...`` (default
 ``smollm2``), loaded with the other model options (dtype, device, batch size). The file is imported
-with AISteer360's names pointing at proctor's (``runfile.import_user_file``), which is why this
+with AISteer360's names pointing at proctor's (``user_files.import_user_file``), which is why this
 backend belongs to the dialect and is registered by its plug-in.
 """
 
@@ -21,7 +21,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     from proctor.models.registry import load_model
     from proctor.models.steering.controls import Control
     from proctor.models.steering.pipeline import SteeringPipeline
-    from proctor.dialects.aisteer.runfile import import_user_file
+    from proctor.dialects.aisteer.user_files import import_user_file
 
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:

@@ -8,9 +8,9 @@ content hash, resume and ``--update`` see any change. The use case object itself
 
 - ``load_samples`` builds the use case (``--limit N`` keeps its first N rows): one sample per row;
 - ``predict_samples`` seeds ``random`` with the use case's ``seed`` (files that shuffle with it build
-  the same prompts on every run, so a rerun resumes), runs ``generate`` with the run folder's store in
-  force (``model_calls.store_session``: every request is looked up first, the rest committed chunk
-  by chunk), then ``evaluate``;
+  the same prompts on every run, so a rerun resumes), runs ``generate`` on the executor the engine
+  hands it (``session.UseCaseExecutor`` around it: every request is looked up in the run store first,
+  the rest committed chunk by chunk), then ``evaluate`` (LLM judges on the same store);
 - each sample's record holds the generations of its row (by the generation's ``id`` /
   ``question_id`` when the rows have ids, else by position); the task's metrics are every numeric
   value of the evaluations (``Metric.value`` names), and ``evaluations`` holds them as returned.
@@ -29,7 +29,8 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import Sample
-from proctor.dialects.aisteer import model_calls
+from proctor.dialects.aisteer.judge import judges_on
+from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.base import UseCase
 from proctor.kinds.custom import GenerationTask
@@ -136,16 +137,11 @@ class UseCaseTask(GenerationTask):
         if entry is None:
             raise TaskDefinitionError(f"use case task '{spec.name}' was not loaded by the use case dialect", field="task_class")
         self.entry = entry
-        self.lookup: Any = None
-        self.chunk_size: int | None = None
         self.case: UseCase | None = None
         self._corpus: dict[str, dict] = {}
         self._extras: dict[str, Any] = {}
 
-    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
-        self.lookup, self.chunk_size = lookup, chunk_size
-
-    def load_samples(self, limit: int | None = None) -> list[Sample]:
+    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         self.case, self.gen_kwargs, self.call = self.entry.build(limit)
         rows = self.case.evaluation_data
         source = str(self.spec.data[0].path)
@@ -155,19 +151,19 @@ class UseCaseTask(GenerationTask):
             for index, row in enumerate(rows)
         ]
 
-    def predict_samples(self, model: Any, samples: Sequence[Any], prompts: Sequence[str], progress: Callable[[int], None]) -> list:
+    def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Any) -> list:
         case = self.case
         assert case is not None, "load_samples runs first"
+        model = executor.model
         self.model = model
+        session = UseCaseExecutor(executor, None, self.spec.name)  # the use case gets it in place of the model
         random.seed(getattr(case, "seed", 555))  # files that shuffle with the global random build the same prompts
-        with model_calls.store_session(self.lookup, self.chunk_size, self.spec.name) as session, aisteer360_names():
+        with aisteer360_names():
             generations = case.generate(
-                model, getattr(model, "tokenizer", None), gen_kwargs=dict(self.gen_kwargs),
+                session, getattr(model, "tokenizer", None), gen_kwargs=dict(self.gen_kwargs),
                 runtime_overrides=self.call.get("runtime_overrides"), batch_size=self.call.get("batch_size") or _model_batch_size(model),
             )
-        if self.lookup is not None and getattr(model, "fingerprint", None) is not None:
-            self.lookup.use_model(model.fingerprint)  # a judge or a steered copy may have switched it
-        with aisteer360_names():
+        with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
             evaluations = case.evaluate(generations)
         metrics: dict[str, dict] = {}
         for metric, values in evaluations.items():
@@ -177,9 +173,9 @@ class UseCaseTask(GenerationTask):
             "n_samples": len(generations),
             "n_rows": len(case.evaluation_data),
             "evaluations": evaluations,
-            "requests": {"total": session.total, "unique": session.total, "computed": session.model_calls, "type": "custom"},
+            "requests": {"total": session.tally.total, "unique": session.tally.total, "computed": session.tally.model_calls, "type": "custom"},
         }
-        progress(len(samples))
+        executor.progress(len(samples))
         rows = [s.sample.fields for s in samples]
         return [(None, {"generations": group}) for group in by_row(generations, rows)]
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from proctor.data.sources import Sample, SourceUnavailable, expand_variables
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask
 
 _JSON = (".json", ".jsonl")
@@ -144,7 +145,7 @@ class GLMModuleTask(CustomTask):
         return Sample(f"{group}/{rel}/{row}", fields, str(path), row, row - 1)
 
     # ---------------------------------------------------------------- running
-    def predict_samples(self, model: Any, samples: Sequence[Any], prompts: Sequence[str], progress: Callable[[int], None]):
+    def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Executor):
         from proctor.dialects.glm.configs import build_config
         from proctor.dialects.glm.model import ModelForEvaluation
         from proctor.dialects.glm.names import glm_names
@@ -158,6 +159,7 @@ class GLMModuleTask(CustomTask):
             key = (s.sample.fields["_glm_group"], s.sample.fields["_source"])
             per_file[key] = per_file.get(key, 0) + 1
         self._per_file = per_file
+        model = executor.model  # GLM's task code calls the model directly (no run store), as GLM's evaluate does
         tokenizer = GLMTokenizer(model)
         report: list[str] = []
         token, sink = use_tokenizer(tokenizer), report_to(report.append)
@@ -171,7 +173,7 @@ class GLMModuleTask(CustomTask):
         finally:
             reset_report(sink)
             reset_tokenizer(token)
-        progress(len(samples))
+        executor.progress(len(samples))
         return self._collect(task, samples, report)
 
     def _call(self, hook: str, target: Callable, *args: Any) -> Any:

@@ -18,6 +18,7 @@ from proctor.data.sources import Sample
 from proctor.dialects.lmeval import data_map, library
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
@@ -65,8 +66,6 @@ class _LmEvalRunner:
     """Shared by the three handler classes (one per proctor kind)."""
 
     def _setup(self, options: dict[str, Any]) -> None:
-        self.lookup: Any = None
-        self.chunk_size: int | None = None
         self.task: Any = None
         self.docs: list[tuple[int, Any]] = []
         self._corpus: dict[str, dict] = {}
@@ -75,9 +74,6 @@ class _LmEvalRunner:
             raise TaskDefinitionError(f"lm-eval task '{options.get('task')}' was not loaded by the lm-eval dialect", field="task_class")
         self.leaf = leaf
         self.mapping = dict(options.get("data_map") or {})
-
-    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
-        self.lookup, self.chunk_size = lookup, chunk_size
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
@@ -108,7 +104,7 @@ class _LmEvalRunner:
         task.set_fewshot_seed(seed=FEWSHOT_SEED)
         return task
 
-    def load_samples(self, limit: int | None = None) -> list[Sample]:
+    def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self.task = task = self._build()
         try:
             with library.compiled_templates():
@@ -160,9 +156,8 @@ class _LmEvalRunner:
             )
         raise TaskDefinitionError(f"task '{self.leaf.name}': request type '{kind}' is not supported", file=self.leaf.source, field="output_type")
 
-    def _run(self, model: Any, progress: Callable[[int], None]) -> None:
-        from proctor.engine.runner import execute
-
+    def _run(self, executor: Executor) -> None:
+        model, progress = executor.model, executor.progress
         instances = self.task.instances
         by_type: dict[str, list] = defaultdict(list)
         for instance in instances:
@@ -190,7 +185,7 @@ class _LmEvalRunner:
                 else:
                     flat += [request] * instance.repeats
             unique = list(dict.fromkeys(flat))
-            results = execute(model, proctor_type, unique, self.lookup, self.chunk_size, step)
+            results = executor.run(proctor_type, unique, step)
             answer = dict(zip(unique, results))
             position = 0
             for instance in group:
@@ -206,12 +201,12 @@ class _LmEvalRunner:
         if reported < len(self.docs):
             progress(len(self.docs) - reported)
 
-    def predict_samples(self, model, samples, prompts, progress):
-        self.model = model
+    def predict_samples(self, samples, prompts, executor: Executor):
+        self.model = executor.model
         task = self.task
         for instance in task.instances:
             instance.resps = []
-        self._run(model, progress)
+        self._run(executor)
         with library.compiled_templates():
             return self._score(task)
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from proctor.core.model_requests import GenerateRequest
+from proctor.kinds.capabilities import Executor
 from proctor.dialects.seahelm.metrics import SeaHelmMetric
 from proctor.dialects.seahelm.prompts import render_base, strip_thinking
 
@@ -34,14 +35,12 @@ def fill(template: str, values: dict) -> str:
 class JudgeRunner:
     """Asks a proctor model for verdicts; ``stats`` counts requests, retries and errors."""
 
-    def __init__(self, model: Any, generation: dict | None = None, lookup: Any = None, chunk_size: int | None = None,
-                 max_retries: int = MAX_RETRIES) -> None:
-        self.model = model
+    def __init__(self, executor: Executor, generation: dict | None = None, max_retries: int = MAX_RETRIES) -> None:
+        self.executor = executor  # the judge model, on the run's store
+        self.model = executor.model
         generation = dict(generation or {})
         self.max_tokens = int(generation.get("max_tokens", 512))
         self.temperature = float(generation.get("temperature", 0.0))
-        self.lookup = lookup
-        self.chunk_size = chunk_size
         self.max_retries = max_retries
         self.stats = {"requests": 0, "retried": 0, "errors": 0}
         self._memo: dict[Any, str] = {}
@@ -52,17 +51,9 @@ class JudgeRunner:
         return render_base(messages)
 
     def _generate(self, requests: list[GenerateRequest]) -> list[str]:
-        from proctor.engine.runner import execute
-
         todo = [r for r in dict.fromkeys(requests) if r not in self._memo]
         if todo:
-            lookup = None
-            if self.lookup is not None:
-                from proctor.runs.store import Lookup
-
-                lookup = Lookup(self.lookup.run_store, self.lookup.cache)
-                lookup.use_model(self.model.fingerprint)
-            for request, result in zip(todo, execute(self.model, "generate", todo, lookup, self.chunk_size)):
+            for request, result in zip(todo, self.executor.run("generate", todo)):
                 self._memo[request] = result.text
         self.stats["requests"] += len(requests)
         return [self._memo[r] for r in requests]

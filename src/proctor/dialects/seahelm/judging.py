@@ -37,14 +37,14 @@ class JudgeSource:
 
 class Judging:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
-    ``resources``, ``lookup`` and ``chunk_size``)."""
+    ``resources`` and the ``executor`` the engine handed it)."""
 
     def judge_usage(self) -> dict | None:
         """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
         return getattr(self, "_judge_usage", None)
 
     def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
-        from proctor.engine.runner import usage_delta
+        from proctor.models.base import usage_delta
 
         delta = usage_delta(judge_model, before)
         if delta is None:
@@ -79,6 +79,6 @@ class Judging:
         if isinstance(generation, list):
             generation = generation[0] if generation else {}
         generation = {**generation, **(self.options.get("judge_generation") or {})}
-        runner = JudgeRunner(judge_model, generation, self.lookup, self.chunk_size)
+        runner = JudgeRunner(self.executor.for_model(judge_model), generation)  # the run store, under the judge's fingerprint
         self._judge_runner = runner
         return runner

@@ -25,6 +25,7 @@ from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
 from proctor.dialects.seahelm.judging import Judging
+from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
 
         if isinstance(self.metric_cls, type) and issubclass(self.metric_cls, QuestionAnsweringMetric):
             require_segmenter(self.lang)  # a missing Thai/Chinese tokeniser fails here, before generation
-        self.lookup = None
-        self.chunk_size = None
+        self.executor: Any = None  # handed over by the engine with each predict_samples
         self._corpus: dict = {}
         self.dataloader = None
         self._choice_formulation = None
@@ -123,9 +123,6 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         self._lettered_records: list[dict] = []
 
     # ---------------------------------------------------------------- engine hooks
-    def use_store(self, lookup: Any, chunk_size: int | None) -> None:
-        self.lookup, self.chunk_size = lookup, chunk_size
-
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
@@ -169,7 +166,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
-    def load_samples(self, limit: int | None = None) -> list[Sample]:
+    def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
         self._load_rows(self.dataloader, limit)
         rows = as_rows(self.dataloader.dataset)
@@ -201,13 +198,12 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         given = self.options.get("is_base_model")
         return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
 
-    def _generate(self, model: Any, requests: list, progress: Callable[[int], None]) -> list:
-        from proctor.engine.runner import execute
+    def _generate(self, requests: list, progress: Callable[[int], None] | None) -> list:
+        return self.executor.run("generate", requests, progress)
 
-        return execute(model, "generate", requests, self.lookup, self.chunk_size, progress)
-
-    def predict_samples(self, model, samples, prompts, progress):
-        self.model = model
+    def predict_samples(self, samples, prompts, executor: Executor):
+        self.executor = executor
+        self.model = model = executor.model
         is_base = self._is_base(model)
         loader = self.dataloader
         if loader is None or loader.is_base_model != is_base:
@@ -260,7 +256,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
                     rendered = texts
                 requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run, images=images[i])
                             for i, t in zip(active, texts)]
-                results = self._generate(model, requests, progress if run == 0 and turn == 1 else (lambda n: None))
+                results = self._generate(requests, executor.progress if run == 0 and turn == 1 else (lambda n: None))
                 for i, result in zip(active, results):
                     if turn == 1:
                         finish[i] = result.finish_reason
@@ -301,14 +297,12 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
     def _logprobs(self, model, rows, rendered, raw, finish, template, images=None) -> tuple[dict[str, list], list[str]]:
         """SEA-HELM's LogprobsInferenceStrategy (see :mod:`proctor.dialects.seahelm.logprobs`): ({"cumulative_logprob":
         per row, None where skipped}, the responses as SEA-HELM stores them: text + separator + label when scored)."""
-        from proctor.engine.runner import execute
-
         tag = template.get("answer_tag") or ""
         separator = LP.answer_tag_separator(template)
         steps = [LP.intermediate(r[0] if r else "", f, tag) for r, f in zip(raw, finish)]
         labels = [r.get("label") for r in rows]
         scored, requests = LP.label_requests(rendered, steps, labels, separator, images)
-        results = execute(model, "loglikelihood", requests, self.lookup, self.chunk_size) if requests else []
+        results = self.executor.run("loglikelihood", requests) if requests else []
         cumulative: list = [None] * len(rows)
         for i, result in zip(scored, results):
             cumulative[i] = result.logprob
@@ -331,7 +325,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
             prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages), images=images[k])
             prepared.append(PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ()))
         requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
-        results = self._generate(self.model, requests, lambda n: None)
+        results = self._generate(requests, lambda n: None)
         records = [kind.outcome(self.spec, p, [r])[1] for p, r in zip(prepared, results)]
         if run == 0:
             self._lettered_records = records

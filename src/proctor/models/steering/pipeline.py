@@ -25,9 +25,12 @@ class SteeringPipeline:
     """Wrap ``model`` (a proctor ``HFModel``, a ``--model`` spec string, or a transformers model
     with ``tokenizer``) with ``controls``. Use as a context manager, or call ``steer()`` and
     ``cleanup()``. ``base_model`` is the shared transformers model (never changed); ``model`` is
-    what the pipeline runs: the base model, or a structural control's patched copy of it."""
+    what the pipeline runs: the base model, or a structural control's patched copy of it.
+    ``executor`` (a ``proctor.runs.executor.ModelExecutor`` with a run store, as ``Benchmark`` gives
+    with ``save_dir``): requests without per-example arguments run as a proctor model through it."""
 
-    def __init__(self, model: Any, controls: Sequence[Control] = (), tokenizer: Any = None, *, name: str | None = None) -> None:
+    def __init__(self, model: Any, controls: Sequence[Control] = (), tokenizer: Any = None, *, name: str | None = None,
+                 executor: Any = None) -> None:
         if isinstance(model, str):
             from proctor.models.registry import load_model
 
@@ -49,6 +52,7 @@ class SteeringPipeline:
         self.controls = sorted(controls, key=lambda c: _ORDER[c.kind])
         self.name = name or ("+".join(names) if names else "base")
         self.steered = False
+        self.executor = executor
 
     # ------------------------------------------------------------------ lifecycle
     @property

@@ -80,3 +80,18 @@ class SteeredModel(Model):
         if self.owns:
             self.pipeline.cleanup()
             self.base.close()
+
+
+def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
+    """The pipeline as a proctor model on the executor it was given, when its requests should go
+    through a run store: ``pipeline.executor`` set with a store (a ``Benchmark`` with ``save_dir``),
+    an ``HFModel`` base, no per-example runtime arguments (which a ``Model`` cannot take). Otherwise
+    None, and the pipeline generates directly."""
+    from proctor.models.hf import HFModel
+
+    executor = pipeline.executor
+    if executor is None or not executor.stored or not isinstance(pipeline.base, HFModel) or not pipeline.steered:
+        return None
+    if runtime is not None and any(runtime):
+        return None
+    return executor.for_model(SteeredModel(pipeline))
