@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proctor.core.errors import ProctorError
 from proctor.core.task import Task
-from proctor.engine.overrides import RunOverrides, with_spec_changes
+from proctor.core.run_overrides import RunOverrides, with_spec_changes
 
 
 def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:

@@ -1,0 +1,165 @@
+"""The run-time overrides a user gives (``--num-fewshot``, ``--gen-kwargs``, ``--seed``, ``--epochs``, ...),
+parsed and checked, and the one way a task's spec is rewritten with changes.
+
+``engine/overrides.py`` applies them to tasks (per dialect); dialects with rules of their own receive
+a ``RunOverrides`` and rewrite their tasks with ``with_spec_changes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from proctor.core.errors import ProctorError
+from proctor.core.task import Task
+from proctor.core.task_spec import GenerationSpec
+
+# lm-evaluation-harness's generation keyword names -> proctor's GenerationSpec fields
+GEN_ALIASES = {"max_gen_toks": "max_tokens", "max_new_tokens": "max_tokens", "until": "stop", "min_new_tokens": "min_tokens"}
+GEN_FIELDS = tuple(GenerationSpec.model_fields)
+
+
+@dataclass(frozen=True)
+class RunOverrides:
+    """What the command line changes in every selected task; defaults change nothing."""
+
+    num_fewshot: int | None = None
+    gen_kwargs: Mapping[str, Any] = field(default_factory=dict)  # GenerationSpec fields
+    seed: int | None = None  # the sampling seed (each sample and epoch draws from its own stream)
+    epochs: int = 1
+    epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
+    system_prompt: str | None = None
+    fewshot_as_multiturn: bool | None = None
+    log_samples: bool = True
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ProctorError(f"--epochs takes a positive count, got {self.epochs}")
+        reducer_k(self.epoch_reducer, self.epochs)
+        if self.num_fewshot is not None and self.num_fewshot < 0:
+            raise ProctorError(f"--num-fewshot takes a count >= 0, got {self.num_fewshot}")
+
+    @classmethod
+    def from_flags(cls, *, gen_kwargs: str | None = None, temperature: float | None = None, top_p: float | None = None,
+                   max_tokens: int | None = None, **flags: Any) -> "RunOverrides":
+        """From ``proctor run``'s flags: --temperature/--top-p/--max-tokens win over the same keys in --gen-kwargs."""
+        generation = parse_gen_kwargs(gen_kwargs)
+        for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
+            if value is not None:
+                generation[key] = value
+        return cls(gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())), **flags)
+
+    def recorded(self) -> dict:
+        """The overrides in force, for results.json and run.json (defaults left out, so older folders compare equal)."""
+        out: dict[str, Any] = {}
+        if self.num_fewshot is not None:
+            out["num_fewshot"] = self.num_fewshot
+        if self.gen_kwargs:
+            out["gen_kwargs"] = dict(self.gen_kwargs)
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.epochs != 1:
+            out["epochs"] = self.epochs
+            out["epoch_reducer"] = self.epoch_reducer
+        if self.system_prompt is not None:
+            out["system_prompt"] = self.system_prompt
+        if self.fewshot_as_multiturn is not None:
+            out["fewshot_as_multiturn"] = self.fewshot_as_multiturn
+        if not self.log_samples:
+            out["log_samples"] = False
+        return out
+
+
+def reducer_k(reducer: str, epochs: int) -> int | None:
+    """K of a "pass@K" reducer (None for "mean"); K must lie in 1..epochs."""
+    if reducer == "mean":
+        return None
+    if reducer.startswith("pass@") and reducer[5:].isdigit():
+        k = int(reducer[5:])
+        if 1 <= k <= epochs:
+            return k
+        raise ProctorError(f"--epoch-reducer {reducer}: k must lie between 1 and --epochs ({epochs})")
+    raise ProctorError(f"--epoch-reducer takes mean or pass@K, got '{reducer}'")
+
+
+def _literal(text: str) -> Any:
+    lowered = text.strip()
+    if lowered.lower() in ("true", "false"):
+        return lowered.lower() == "true"
+    try:
+        return ast.literal_eval(lowered)
+    except (ValueError, SyntaxError):
+        return lowered
+
+
+def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
+    """``KEY=VALUE,KEY=VALUE`` (lm-eval's ``--gen_kwargs``; lm-eval's names such as max_gen_toks and
+    until are accepted) -> GenerationSpec fields, checked here so a typo fails before anything loads."""
+    if not text:
+        return {}
+    out: dict[str, Any] = {}
+    parts, depth, current = [], 0, ""
+    for char in text:  # commas inside [...] belong to a list value
+        depth += char in "[(" and 1 or (char in "])" and -1 or 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    for part in filter(str.strip, parts):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ProctorError(f"--gen-kwargs takes KEY=VALUE pairs separated by commas, got '{part}'")
+        name = GEN_ALIASES.get(key, key)
+        parsed = _literal(value)
+        if name == "do_sample":  # lm-eval's switch: off means greedy
+            if parsed is False:
+                out["temperature"] = 0.0
+            continue
+        if name not in GEN_FIELDS:
+            raise ProctorError(f"--gen-kwargs: unknown key '{key}'; known: {', '.join(GEN_FIELDS + tuple(GEN_ALIASES))}, do_sample")
+        out[name] = parsed
+    try:
+        GenerationSpec(**out)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(x) for x in error["loc"])
+        raise ProctorError(f"--gen-kwargs {where}: {error['msg']} (got {error.get('input')!r})") from None
+    return out
+
+
+def parse_limit(text: str | float | int | None) -> int | float | None:
+    """``--limit``: a count (>= 1) or a fraction of each task's rows (0 < x < 1), as lm-eval's."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ProctorError(f"--limit takes a count or a fraction between 0 and 1, got '{text}'") from None
+    if value <= 0 or (value >= 1 and not value.is_integer()) or not math.isfinite(value):
+        raise ProctorError(f"--limit takes a count or a fraction between 0 and 1, got '{text}'")
+    return int(value) if value >= 1 else value
+
+
+def limit_count(limit: int | float | None, n_rows: int) -> int | None:
+    """Rows kept for a limit: a fraction rounds up (lm-eval: ceil(n * limit))."""
+    if limit is None:
+        return None
+    return int(math.ceil(n_rows * limit)) if isinstance(limit, float) and limit < 1 else int(limit)
+
+
+# --------------------------------------------------------------------------- per dialect
+def with_spec_changes(task: Task, **changes: Any) -> Task:
+    spec = type(task.spec).model_validate({**task.spec.model_dump(), **{k: _dump(v) for k, v in changes.items()}})
+    return dataclasses.replace(task, spec=spec)
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump() if hasattr(value, "model_dump") else value
