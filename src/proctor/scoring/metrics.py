@@ -99,27 +99,16 @@ def load_entry_points() -> None:
 
 
 def load_metric_file(path: str) -> None:
-    """Import a Python file that registers metrics (``--plugin FILE.py``)."""
-    import importlib.util
-    import sys
+    """Import a Python file that registers metrics (``--plugin FILE.py``); once per file."""
     from pathlib import Path
 
     from proctor.core.errors import TaskDefinitionError
+    from proctor.core.user_code import import_file
 
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise TaskDefinitionError("metric plugin file not found", file=file)
-    name = f"proctor_metrics_{abs(hash(str(file)))}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:
-        sys.modules.pop(name, None)
-        raise TaskDefinitionError(f"importing the metric plugin failed: {type(exc).__name__}: {exc}", file=file) from None
+    import_file(file, prefix="proctor_metrics")
 
 
 DEFAULT_METRICS = {
