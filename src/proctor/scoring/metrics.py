@@ -14,15 +14,7 @@ import numpy as np
 
 from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
-
-
-def mean_stderr(values: list[float]) -> tuple[float, float | None]:
-    """Mean and standard error of the mean (sample std, ddof=1)."""
-    array = np.asarray(values, dtype=float)
-    if array.size == 0:
-        return float("nan"), None
-    stderr = float(array.std(ddof=1) / math.sqrt(array.size)) if array.size > 1 else None
-    return float(array.mean()), stderr
+from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
 
 
 def total(values: list[float]) -> tuple[float, None]:
