@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import ProctorError
-from proctor.runs.results_schema import check_results_json
+from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 
 def new_run_dir(root: Path, label: str) -> Path:
@@ -132,5 +132,8 @@ class RunWriter:
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
         # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is written
-        check_results_json(json_text(results))
+        try:
+            check_results_json(json_text(results))
+        except ResultsSchemaError as exc:
+            raise ResultsSchemaError(f"results.json not written (a bug in proctor, please report it): it {exc}") from None
         write_json_atomic(self.run_dir / "results.json", results)

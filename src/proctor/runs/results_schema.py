@@ -8,7 +8,6 @@ The models only check: what is written is the run's own dictionary, unchanged.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -195,16 +194,10 @@ class ResultsSchemaError(RuntimeError):
 
 
 def check_results_json(text: str) -> Results:
-    """The results.json text, validated; a mismatch names every field that is wrong."""
+    """The results.json text, validated; a mismatch names the fields that are wrong (the first ten)."""
     try:
         return Results.model_validate_json(text)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:10])
-        raise ResultsSchemaError(
-            f"results.json not written: it would not match its schema (a bug, please report it): {problems}"
-        ) from None
+        raise ResultsSchemaError(f"does not match the results.json schema: {problems}") from None
 
-
-def load_results_model(text_or_data: str | dict) -> Results:
-    """A results.json (text or parsed) as the typed model."""
-    return check_results_json(text_or_data if isinstance(text_or_data, str) else json.dumps(text_or_data))
