@@ -204,12 +204,18 @@ def test_samples_appended_before_results_names_their_task_are_not_part_of_the_ru
     from proctor.runs.export import iter_samples
     from proctor.runs.results import RunWriter
 
+    def results(status, names):  # the smallest results.json its schema accepts
+        task = {"kind": "generate", "dialect": "native", "source": None, "version": "0", "hash": "h", "n_samples": 1,
+                "metrics": {}, "requests": {"unique": 1}, "timing": {"total_seconds": 0.0}}
+        return {"proctor_version": "0", "created": "2025-01-01T00:00:00+00:00", "command": None, "model": {}, "status": status,
+                "tasks": {name: dict(task) for name in names}, "groups": {}}
+
     run = tmp_path / "run"
     writer = RunWriter(run)
     writer.append_samples([{"task": "a", "id": "1"}, {"task": "a", "id": "2"}])
-    writer.write_results({"status": "running", "tasks": {"a": {}}})
+    writer.write_results(results("running", ["a"]))
     writer.append_samples([{"task": "b", "id": "1"}])  # ... killed here, before results.json names b
     assert [r["task"] for r in iter_samples(run)] == ["a", "a"]
     assert json.loads((run / "results.json").read_text())["samples_bytes"] < (run / "samples.jsonl").stat().st_size
-    writer.write_results({"status": "complete", "tasks": {"a": {}, "b": {}}})  # an uninterrupted run: all of it
+    writer.write_results(results("complete", ["a", "b"]))  # an uninterrupted run: all of it
     assert [r["task"] for r in iter_samples(run)] == ["a", "a", "b"]

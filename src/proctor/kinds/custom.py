@@ -12,13 +12,12 @@ code written that way).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
-import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.user_code import class_in_file, located
 from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
@@ -194,28 +193,6 @@ class GenerationTask(CustomTask):
 
 
 # -------------------------------------------------------------------- loading
-def _import_file(file: Path, class_name: str, reference: str):
-    module_name = f"proctor_user_{abs(hash(str(file.resolve())))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None:
-            raise TaskDefinitionError(f"cannot import '{file}'", field="task_class")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        sys.path.insert(0, str(file.parent))
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            sys.modules.pop(module_name, None)
-            raise TaskDefinitionError(f"importing {file} failed: {type(exc).__name__}: {exc}", field="task_class") from None
-        finally:
-            sys.path.remove(str(file.parent))
-    if not hasattr(module, class_name):
-        raise TaskDefinitionError(f"'{reference}': {file} defines no '{class_name}'", field="task_class")
-    return getattr(module, class_name)
-
-
 def class_from_file(reference: str, base_dir: Path, field: str) -> type:
     """``file.py:Class``, the file relative to ``base_dir`` (the task file's folder) unless absolute."""
     path_text, _, class_name = reference.rpartition(":")
@@ -223,7 +200,7 @@ def class_from_file(reference: str, base_dir: Path, field: str) -> type:
     file = file if file.is_absolute() else base_dir / file
     if not file.is_file():
         raise TaskDefinitionError(f"task class file not found: {file}", field=field)
-    return _import_file(file, class_name, reference)
+    return class_in_file(file, class_name, field=field)
 
 
 def resolve_task_class(reference: str, base_dir: Path) -> type:
@@ -238,7 +215,7 @@ def resolve_task_class(reference: str, base_dir: Path) -> type:
     relative = Path(*module_path.split(".")).with_suffix(".py")
     for folder in [base_dir.resolve(), *base_dir.resolve().parents]:
         if (folder / relative).is_file():
-            return _import_file(folder / relative, class_name, reference)
+            return class_in_file(folder / relative, class_name, field="task_class")
     try:
         module = importlib.import_module(module_path)
     except ImportError as exc:
@@ -256,8 +233,8 @@ def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources:
     assert spec.task_class is not None
     try:
         cls = resolve_task_class(spec.task_class, base_dir)
-    except TaskDefinitionError as exc:
-        raise TaskDefinitionError(exc.detail, file=file, field="task_class") from None
+    except TaskDefinitionError as exc:  # the task file is where the class is named; keep the class file's place too
+        raise TaskDefinitionError(located(exc), file=file, field="task_class") from None
     if not (inspect.isclass(cls) and issubclass(cls, CustomTask)) or cls.kind != spec.kind:
         wanted = {"multiple_choice": "MultipleChoiceTask", "generate": "GenerationTask"}.get(spec.kind)
         if wanted is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from proctor.core.errors import ProctorError
 from proctor.runs.export import iter_samples, load_results
+from proctor.scoring.stats import bootstrap, percentile_interval
 
 
 def _per_sample(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -57,15 +58,9 @@ def paired_bootstrap(diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.0
     n = diff.size
     if n == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    step = max(1, min(n_boot, 2_000_000 // max(n, 1)))
-    for start in range(0, n_boot, step):
-        count = min(step, n_boot - start)
-        idx = rng.integers(0, n, size=(count, n))
-        means[start : start + count] = diff[idx].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
+    chunk = max(1, min(n_boot, 2_000_000 // max(n, 1)))  # resamples per draw: at most ~2M indices in memory
+    means = bootstrap(lambda idx: diff[idx].mean(axis=1), n_items=n, n_choices=n, n_boot=n_boot, seed=seed, chunk=chunk)
+    return percentile_interval(means, alpha)
 
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:

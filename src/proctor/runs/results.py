@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import ProctorError
+from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 
 def new_run_dir(root: Path, label: str) -> Path:
@@ -63,15 +64,24 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def json_text(data: Any) -> str:
+    """What proctor writes for ``data``: indented UTF-8 JSON, NaN and infinities as null."""
+    return json.dumps(_clean(data), indent=2, ensure_ascii=False, default=_json_default) + "\n"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
     with handle:
-        json.dump(_clean(data), handle, indent=2, ensure_ascii=False, default=_json_default)
-        handle.write("\n")
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(handle.name, path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json_text(data))
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -121,4 +131,9 @@ class RunWriter:
         # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
+        # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is written
+        try:
+            check_results_json(json_text(results))
+        except ResultsSchemaError as exc:
+            raise ResultsSchemaError(f"results.json not written (a bug in proctor, please report it): it {exc}") from None
         write_json_atomic(self.run_dir / "results.json", results)

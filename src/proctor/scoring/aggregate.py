@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from proctor.scoring.metrics import MetricDef
+from proctor.scoring.stats import pooled_stderr
 
 
 def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, dict]:
@@ -82,7 +83,7 @@ def aggregate_groups(task_results: dict[str, dict], memberships: dict[str, list[
             stderrs = [e["stderr"] for e in entries]
             macro = sum(values) / len(values)
             micro = sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1)
-            macro_se = math.sqrt(sum(s * s for s in stderrs)) / len(stderrs) if all(s is not None for s in stderrs) else None
+            macro_se = pooled_stderr(stderrs)
             metrics[name] = {"value": macro, "stderr": macro_se, "micro": micro}
         out[group] = {"tasks": tasks, "n_samples": sum(task_results[t]["n_samples"] for t in tasks), "metrics": metrics}
     return out

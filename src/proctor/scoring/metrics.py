@@ -19,15 +19,7 @@ import numpy as np
 
 from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
-
-
-def mean_stderr(values: list[float]) -> tuple[float, float | None]:
-    """Mean and standard error of the mean (sample std, ddof=1)."""
-    array = np.asarray(values, dtype=float)
-    if array.size == 0:
-        return float("nan"), None
-    stderr = float(array.std(ddof=1) / math.sqrt(array.size)) if array.size > 1 else None
-    return float(array.mean()), stderr
+from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
 
 
 def total(values: list[float]) -> tuple[float, None]:
@@ -133,27 +125,16 @@ def load_entry_points() -> None:
 
 
 def load_metric_file(path: str) -> None:
-    """Import a Python file that registers metrics (``--plugin FILE.py``)."""
-    import importlib.util
-    import sys
+    """Import a Python file that registers metrics (``--plugin FILE.py``); once per file."""
     from pathlib import Path
 
     from proctor.core.errors import TaskDefinitionError
+    from proctor.core.user_code import import_file
 
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise TaskDefinitionError("metric plugin file not found", file=file)
-    name = f"proctor_metrics_{abs(hash(str(file)))}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:
-        sys.modules.pop(name, None)
-        raise TaskDefinitionError(f"importing the metric plugin failed: {type(exc).__name__}: {exc}", file=file) from None
+    import_file(file, prefix="proctor_metrics")
 
 
 DEFAULT_METRICS = {

@@ -10,10 +10,11 @@ diagnostics) is scored by a :class:`RollupRule` that a plug-in registered (``Reg
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable, Protocol
 
 import numpy as np
+
+from proctor.scoring.stats import bootstrap_stderr, pooled_stderr
 
 
 class RollupRule(Protocol):
@@ -35,11 +36,9 @@ def _node(children: dict[str, dict]) -> dict:
         vector = np.mean(np.asarray(boots, dtype=float), axis=0)
         entry["bootstrap"] = vector.tolist()
         entry["value"] = float(vector.mean())
-        entry["stderr"] = float(math.sqrt(vector.var() / len(vector)))
+        entry["stderr"] = bootstrap_stderr(vector)
     else:
-        errs = [c["stderr"] for c in children.values()]
-        if errs and all(e is not None for e in errs):
-            entry["stderr"] = math.sqrt(sum(e * e for e in errs)) / len(errs)
+        entry["stderr"] = pooled_stderr([c["stderr"] for c in children.values()])
     return entry
 
 

@@ -12,6 +12,8 @@ import abc
 import math
 from typing import Any, Sequence
 
+from proctor.scoring.stats import sample_variance
+
 
 class Metric(abc.ABC):
     """Base class: subclasses implement ``compute(responses, prompts=None, **kwargs) -> dict``."""
@@ -51,5 +53,4 @@ def sample_std(values: Sequence[float]) -> float | None:
         return None
     if len(values) < 2:
         return 0.0
-    m = sum(values) / len(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    return math.sqrt(sample_variance(values))

@@ -77,6 +77,7 @@ class GLMModuleTask(CustomTask):
 
     def __init__(self, spec, options=None) -> None:
         super().__init__(spec, options)
+        from proctor.core.user_code import located
         from proctor.dialects.glm.names import glm_names, import_task_class
         from proctor.dialects.glm.tasks import BaseTask
 
@@ -86,7 +87,7 @@ class GLMModuleTask(CustomTask):
             with glm_names():
                 self.cls = import_task_class(o["module"], self.yaml.parent)
         except TaskDefinitionError as exc:
-            raise TaskDefinitionError(exc.detail, file=self.yaml, field="module") from None
+            raise TaskDefinitionError(located(exc), file=self.yaml, field="module") from None
         if not (isinstance(self.cls, type) and issubclass(self.cls, BaseTask)):
             raise TaskDefinitionError(
                 f"'{o['module']}' must subclass GLM's MultiChoiceTask, GenerationTask or LanguageModelTask "

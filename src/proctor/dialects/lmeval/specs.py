@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,6 +18,7 @@ from proctor.dialects.lmeval import handler
 from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.core.errors import TaskDefinitionError
 from proctor.scoring.metrics import METRICS, register_metric
+from proctor.scoring.stats import sample_variance, stderr_from_variance
 from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
 
@@ -38,8 +38,7 @@ def _numeric(values: list) -> tuple[float, float | None]:
     mean = sum(numbers) / len(numbers)
     if len(numbers) < 2:
         return mean, None
-    var = sum((x - mean) ** 2 for x in numbers) / (len(numbers) - 1)
-    return mean, math.sqrt(var / len(numbers))
+    return mean, stderr_from_variance(sample_variance(numbers), len(numbers))
 
 
 def register(key: str, higher_is_better: bool) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 import string
 from typing import Any, Sequence
 
 import numpy as np
 
 from proctor.core.errors import ProctorError
+from proctor.scoring.stats import sample_variance, stderr_from_variance
 
 
 def normalize_score(score: float, min_score: float, max_score: float) -> float:
@@ -22,11 +22,12 @@ def normalize_score(score: float, min_score: float, max_score: float) -> float:
 
 
 def calculate_stderr(values: Sequence[float]) -> float:
-    """SEA-HELM's ``SeaHelmMetric.calculate_stderr``: sqrt(sample variance / n), 0 for n <= 1."""
+    """SEA-HELM's ``SeaHelmMetric.calculate_stderr``: sqrt(sample variance / n) with ``statistics.variance``,
+    0 for n <= 1."""
     kept = [float(v) for v in values if v is not None]
     if len(kept) <= 1:
         return 0.0
-    return math.sqrt(statistics.variance(kept) / len(kept))
+    return stderr_from_variance(sample_variance(kept, exact=True), len(kept))
 
 
 def balanced_accuracy(references: Sequence[str], predictions: Sequence[str]) -> float:

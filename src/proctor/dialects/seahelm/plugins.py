@@ -3,12 +3,15 @@ proctor's built-in equivalents; classes in task-folder files load only with an e
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import types
 from pathlib import Path
+from typing import Iterator
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.user_code import class_in_file, located
 from proctor.dialects.seahelm import dataloaders, ifeval, image_dataloader, judges, metrics, mtbench_judge, qa, translation
 
 log = logging.getLogger(__name__)
@@ -80,30 +83,48 @@ _ALIASES = {
 }
 
 
-def install_src_aliases() -> None:
-    """Make ``from src.metrics.seahelm_metric import SeaHelmMetric`` (and friends) import proctor's classes."""
-    if "src" in sys.modules and not getattr(sys.modules["src"], "__proctor_alias__", False):
-        return  # a real 'src' package is importable: leave it alone
+def _src_modules() -> dict[str, types.ModuleType]:
+    modules: dict[str, types.ModuleType] = {}
 
     def module(name: str) -> types.ModuleType:
-        if name not in sys.modules:
-            mod = types.ModuleType(name)
-            mod.__path__ = []  # a package
-            mod.__proctor_alias__ = True
-            sys.modules[name] = mod
+        if name not in modules:
+            mod = types.ModuleType(name, f"proctor's stand-in for SEA-HELM's {name}")
+            mod.__path__ = []  # a package: its submodules are looked up in sys.modules
+            modules[name] = mod
             parent, _, child = name.rpartition(".")
             if parent:
                 setattr(module(parent), child, mod)
-        return sys.modules[name]
+        return modules[name]
 
     for name, classes in _ALIASES.items():
-        mod = module(name)
         for cls in classes:
-            setattr(mod, cls, BUILTIN_CLASSES[cls])
+            setattr(module(name), cls, BUILTIN_CLASSES[cls])
     module("src.metrics.logprob_metric").LogProbMetric = _builtin_logprob()
     module("src.task_config").TaskConfig = dataloaders.TaskConfig
     module("src.dataloaders.base_dataloader").ConfigDict = dataloaders.ConfigDict
     module("src.base_logger").get_logger = logging.getLogger
+    return modules
+
+
+@contextlib.contextmanager
+def seahelm_src_names() -> Iterator[None]:
+    """While inside: ``from src.metrics.seahelm_metric import SeaHelmMetric`` (and friends) gives
+    proctor's classes; afterwards ``sys.modules`` is as it was. A real ``src`` package already
+    imported is left alone."""
+    if "src" in sys.modules:
+        yield
+        return
+    installed = _src_modules()
+    saved = {name: sys.modules.get(name) for name in installed}
+    sys.modules.update(installed)
+    try:
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
 
 
 def resolve_class(file: str | None, class_name: str | None, *, root: Path, config_file: Path, trust: bool, what: str, default: str):
@@ -128,13 +149,10 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
             f"{what}_class '{name}' is code in {path}; pass --trust-task-code (API: dialect_options={{'trust_task_code': True}}) to run it",
             file=config_file, field=f"{what}_file",
         )
-    install_src_aliases()
-    from proctor.kinds.custom import _import_file
-
     try:
-        cls = _import_file(path, name, f"{file}:{name}")
+        cls = class_in_file(path, name, field=f"{what}_class", names=seahelm_src_names)
     except TaskDefinitionError as exc:
-        raise TaskDefinitionError(exc.detail, file=config_file, field=f"{what}_class") from None
+        raise TaskDefinitionError(located(exc), file=config_file, field=f"{what}_class") from None
     from proctor.dialects.seahelm.offline_datasets import patch_module
 
     module = sys.modules.get(getattr(cls, "__module__", ""))

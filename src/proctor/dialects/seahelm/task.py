@@ -20,6 +20,7 @@ from proctor.data.sources import Sample
 from proctor.core.model_requests import GenerateRequest
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.scoring.metrics import register_metric
+from proctor.scoring.stats import bootstrap, bootstrap_stderr
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm import logprobs as LP
@@ -421,7 +422,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
             boots = self._bootstrap(runs, rows, key)
             out[key]["bootstrap"] = boots
             out[key]["value"] = float(np.mean(boots))
-            out[key]["stderr"] = float(math.sqrt(np.var(boots) / len(boots)))
+            out[key]["stderr"] = bootstrap_stderr(boots)
             out[key]["n_runs"] = len(runs)
         if key in out:
             out[key]["primary"] = True
@@ -434,20 +435,20 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         """SEA-HELM's leaderboard bootstrap: per question, the result of a uniformly drawn run."""
         from proctor.dialects.seahelm.metrics import balanced_accuracy, normalize_score
 
-        rng = np.random.default_rng(BOOTSTRAP_SEED)
         n, r = len(rows), len(runs)
         labels = [str(x.get("label")) for x in rows]
         mc = runs[0]["predictions"] is not None and len(set(labels)) < n
         k = len(set(labels))
-        out = []
-        for _ in range(N_BOOTSTRAP):
-            pick = rng.integers(0, r, size=n)
+
+        def score(picks: np.ndarray) -> list[float]:  # one resample: picks[0][i] = the run question i is taken from
+            pick = picks[0]
             if mc:
                 correct = [labels[i] if runs[pick[i]]["scores"][i] else f"\x00wrong{labels[i]}" for i in range(n)]
-                out.append(100 * normalize_score(balanced_accuracy(labels, correct), 1 / k, 1))
-            else:
-                values = [runs[pick[i]]["scores"][i] for i in range(n)]
-                values = [v for v in values if v is not None]
-                mean = float(np.mean(values)) if values else 0.0
-                out.append(100 * mean if mean <= 1 else mean)
-        return out
+                return [100 * normalize_score(balanced_accuracy(labels, correct), 1 / k, 1)]
+            values = [runs[pick[i]]["scores"][i] for i in range(n)]
+            values = [v for v in values if v is not None]
+            mean = float(np.mean(values)) if values else 0.0
+            return [100 * mean if mean <= 1 else mean]
+
+        # the resampling unit is the run, per question (not the questions, as in a paired bootstrap)
+        return bootstrap(score, n_items=n, n_choices=r, n_boot=N_BOOTSTRAP, seed=BOOTSTRAP_SEED, chunk=1).tolist()

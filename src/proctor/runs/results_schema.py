@@ -1,0 +1,203 @@
+"""results.json, typed: the models every results.json is validated against before it is written.
+
+docs/results.md documents each field (type, meaning, which dialects fill it). Known fields are typed;
+per-task results, metric entries and roll-up nodes also accept fields a dialect adds (``extra="allow"``),
+while the top level and the small fixed records (environment, timing, ...) accept nothing unknown.
+The models only check: what is written is the run's own dictionary, unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+# ------------------------------------------------------------------ metrics
+class MetricEntry(_Open):
+    """One metric of a task (or of a breakdown part): its value and standard error, and what a dialect adds."""
+
+    value: Optional[float] = Field(description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number.")
+    stderr: Optional[float] = Field(description="Standard error of the value; null when none is defined (one sample, corpus metrics).")
+    n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
+    n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
+    bootstrap: Optional[list[float]] = Field(None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric.")
+    n_runs: Optional[int] = Field(None, description="SEA-HELM: seeded runs the bootstrap drew from.")
+    primary: Optional[bool] = Field(None, description="SEA-HELM: this is the task's primary (leaderboard) metric.")
+    detail: Any = Field(None, description="SEA-HELM and GLM-130B: a metric's nested result (per category, per phenomenon), kept whole.")
+    error: Optional[str] = Field(None, description="SEA-HELM: why a metric has no value (e.g. metricx_error).")
+
+
+class BreakdownStat(_Closed):
+    max: float
+    median: float
+    average: float = Field(description="Mean over the parts, weighted by each part's samples.")
+    n_parts: int
+
+
+class BreakdownPart(_Open):
+    n_samples: int
+    metrics: dict[str, MetricEntry]
+    detail: Any = Field(None, description="GLM-130B task classes: the class's own metrics for this file.")
+
+
+# ------------------------------------------------------------------ per task
+class TaskData(_Open):
+    source: Optional[str] = Field(None, description="The data file, glob or hub id read.")
+    n_rows: Optional[int] = Field(None, description="Rows read.")
+    n_filtered: Optional[int] = Field(None, description="Rows the task's filter dropped.")
+    fallback: Optional[str] = Field(None, description="Set when a fallback source was read, saying why.")
+
+
+class Requests(_Closed):
+    total: Optional[int] = Field(None, description="Requests the task made, duplicates included.")
+    unique: int = Field(description="Distinct requests.")
+    type: Optional[str] = Field(None, description="loglikelihood, generate, rolling_loglikelihood, or custom (a handler's own).")
+    computed: Optional[int] = Field(None, description="Use cases: requests the model answered in this run (the rest came from the store).")
+
+
+class TaskTiming(_Closed):
+    model_seconds: Optional[float] = None
+    total_seconds: float
+
+
+class Unparsed(_Closed):
+    count: int = Field(description="Replies from which no option letter could be read (scored as wrong).")
+    n: int = Field(description="Lettered replies.")
+    rate: float
+
+
+class RollupPlace(_Closed):
+    metric: str
+    levels: dict[str, str]
+    group: Optional[str] = None
+    group_type: Literal["macro", "micro"] = "macro"
+
+
+class Epochs(_Closed):
+    n: int
+    reducer: str = Field(description="mean or pass@K.")
+    scores: dict[str, list[Optional[float]]] = Field(description="Per metric, the task's value in each epoch.")
+    pass_at_k: dict[str, dict[str, float]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
+
+
+class TaskResult(_Open):
+    """One task's result. Dialects may add fields; those listed here are typed."""
+
+    kind: Literal["multiple_choice", "generate", "perplexity", "usecase"]
+    dialect: str = Field(description="native, probsem, glm130b, seahelm, lm-eval or usecase.")
+    source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
+    version: str
+    changes: Optional[dict[str, str]] = Field(None, description="The task's change log: version -> what changed.")
+    hash: str = Field(description="Content hash of the prepared task (spec, samples, prompts); a use case's fingerprint.")
+    group: Optional[list[str]] = Field(None, description="Groups the task belongs to (see the top-level groups).")
+    n_samples: int
+    n_rows: Optional[int] = Field(None, description="Use cases: rows of evaluation data (n_samples counts generations).")
+    data: Optional[TaskData] = None
+    metrics: dict[str, MetricEntry]
+    higher_is_better: Optional[dict[str, bool]] = None
+    requests: Requests
+    timing: TaskTiming
+    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(None, description="How a multiple-choice task ran.")
+    unparsed: Optional[Unparsed] = None
+    warnings: Optional[list[str]] = None
+    exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
+    usage: Optional[dict[str, float]] = Field(None, description="Remote models: tokens and requests sent (and estimated_cost).")
+    judge_usage: Optional[dict[str, float]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
+    rollup: Optional[RollupPlace] = None
+    breakdown: Optional[dict[str, dict[str, BreakdownPart]]] = Field(None, description="Per field (e.g. _source), per value: metrics.")
+    breakdown_stats: Optional[dict[str, dict[str, BreakdownStat]]] = None
+    epochs: Optional[Epochs] = None
+    glm_class: Optional[str] = Field(None, description="GLM-130B module: the task class that ran.")
+    glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
+    evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
+
+
+# ------------------------------------------------------------------ run level
+class GroupMetric(_Closed):
+    value: Optional[float] = Field(description="Macro mean: every task weighs the same.")
+    stderr: Optional[float] = Field(description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null.")
+    micro: Optional[float] = Field(description="Mean weighted by each task's samples.")
+
+
+class GroupResult(_Closed):
+    tasks: list[str]
+    n_samples: int
+    metrics: dict[str, GroupMetric]
+
+
+class RollupNode(_Open):
+    """A node of the score hierarchy (the top, a level, a group) or a task leaf."""
+
+    value: Optional[float]
+    stderr: Optional[float]
+    children: Optional[dict[str, RollupNode]] = None
+    bootstrap: Optional[list[float]] = None
+    type: Optional[Literal["macro", "micro"]] = Field(None, description="Group nodes: how their tasks were averaged.")
+    levels: Optional[list[str]] = Field(None, description="Top node: the level names, outermost first, then group and task.")
+    n_samples: Optional[int] = Field(None, description="Task leaves.")
+    metric: Optional[str] = Field(None, description="Task leaves: the metric rolled up.")
+    aggregation: Optional[Literal["lindsea"]] = Field(None, description="SEA-HELM linguistic diagnostics: scored by LINDSEA.")
+    lindsea: Optional[dict[str, Any]] = None
+    notes: Optional[list[str]] = None
+
+
+class Environment(_Closed):
+    python: str
+    platform: str
+    git_hash: Optional[str]
+
+
+class RunTiming(_Closed):
+    model_load_seconds: Optional[float] = None
+    total_seconds: Optional[float] = None
+
+
+class Skipped(_Closed):
+    task: Optional[str] = None
+    file: str
+    error: str
+
+
+class Results(_Closed):
+    """The top level of results.json."""
+
+    proctor_version: str
+    created: str = Field(description="When the run folder was started (ISO 8601, UTC).")
+    command: Optional[list[str]] = Field(description="The command line, or null from Python.")
+    model: dict[str, Any] = Field(description="The model's fingerprint (backend, path, revision, dtype, ...): what the response store is keyed by.")
+    model_info: Optional[dict[str, Any]] = Field(None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them).")
+    chat_applied: Optional[bool] = None
+    environment: Optional[Environment] = None
+    status: Literal["running", "complete"]
+    limit: Union[int, float, None] = Field(None, description="--limit: a count, a fraction of each task's rows, or null.")
+    overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
+    tasks: dict[str, TaskResult]
+    groups: dict[str, GroupResult]
+    rollup: Optional[RollupNode] = None
+    timing: Optional[RunTiming] = None
+    skipped: Optional[list[Skipped]] = Field(None, description="Files and tasks found in folders that could not be loaded or prepared.")
+    warnings: Optional[list[str]] = Field(None, description="Every task's warnings, as 'task: warning'.")
+    samples_bytes: int = Field(description="samples.jsonl's first samples_bytes bytes are the samples this file describes.")
+
+
+class ResultsSchemaError(RuntimeError):
+    """results.json would not match its schema: a bug in proctor (or a dialect), never the user's input."""
+
+
+def check_results_json(text: str) -> Results:
+    """The results.json text, validated; a mismatch names the fields that are wrong (the first ten)."""
+    try:
+        return Results.model_validate_json(text)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:10])
+        raise ResultsSchemaError(f"does not match the results.json schema: {problems}") from None
+

@@ -1,0 +1,80 @@
+"""Statistics every dialect shares: means with standard errors, pooled standard errors, seeded bootstraps.
+
+Dialects reproduce other tools' numbers, so each function states its formula exactly (ddof, the order
+of operations, what few values give); callers pick the one their tool computes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Callable, Sequence
+
+import numpy as np
+
+
+def mean_stderr(values: Sequence[float]) -> tuple[float, float | None]:
+    """proctor's per-task aggregate: the mean and its standard error ``std(ddof=1) / sqrt(n)``
+    (numpy); (nan, None) for no values, stderr None for one."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return float("nan"), None
+    stderr = float(array.std(ddof=1) / math.sqrt(array.size)) if array.size > 1 else None
+    return float(array.mean()), stderr
+
+
+def sample_variance(values: Sequence[float], *, exact: bool = False) -> float:
+    """``sum((x - mean)^2) / (n - 1)`` for two values or more. Plain float sums in order, or with
+    ``exact`` Python's ``statistics.variance`` (exact rational arithmetic, SEA-HELM's choice)."""
+    if len(values) < 2:
+        raise ValueError("the sample variance needs at least two values")
+    if exact:
+        return statistics.variance(values)
+    m = sum(values) / len(values)
+    return sum((v - m) ** 2 for v in values) / (len(values) - 1)
+
+
+def stderr_from_variance(variance: float, n: int) -> float:
+    """The standard error of a mean of ``n`` values with that variance: ``sqrt(variance / n)``."""
+    return math.sqrt(variance / n)
+
+
+def pooled_stderr(stderrs: Sequence[float | None]) -> float | None:
+    """The standard error of an equal-weight mean of k independent estimates: ``sqrt(sum(se^2)) / k``;
+    None when there is none or any is unknown."""
+    if not stderrs or any(s is None for s in stderrs):
+        return None
+    return math.sqrt(sum(s * s for s in stderrs)) / len(stderrs)  # type: ignore[operator]
+
+
+def bootstrap(
+    statistic: Callable[[np.ndarray], np.ndarray | Sequence[float]],
+    *,
+    n_items: int,
+    n_choices: int,
+    n_boot: int,
+    seed: int,
+    chunk: int = 1,
+) -> np.ndarray:
+    """A seeded bootstrap: ``n_boot`` resamples, each ``n_items`` indices drawn uniformly with replacement
+    from ``range(n_choices)`` (the samples themselves, or e.g. the seeded runs to take each item from),
+    ``chunk`` resamples per draw of ``numpy.random.default_rng(seed)``. ``statistic`` maps an index block
+    of shape (resamples, n_items) to one value per resample. The chunking is part of the random stream:
+    the same seed and chunk give the same values."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, chunk):
+        count = min(chunk, n_boot - start)
+        out[start : start + count] = statistic(rng.integers(0, n_choices, size=(count, n_items)))
+    return out
+
+
+def bootstrap_stderr(values: Sequence[float]) -> float:
+    """The standard error from bootstrap values: ``sqrt(var(ddof=0) / B)`` (SEA-HELM's leaderboard)."""
+    return float(math.sqrt(np.var(np.asarray(values, dtype=float)) / len(values)))
+
+
+def percentile_interval(values: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The ``1 - alpha`` percentile interval (numpy's linear quantiles)."""
+    low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
