@@ -201,7 +201,7 @@ def test_the_hf_backend_is_held_to_the_cap(tiny_model):
 def test_samples_appended_before_results_names_their_task_are_not_part_of_the_run(tmp_path):
     """A kill between a task's samples (appended, fsynced) and the results.json that names it: readers
     (report, exports, compare) see exactly the tasks results.json lists; the rerun rewrites the rest."""
-    from proctor.runs.export import iter_samples
+    from proctor.runs.run_exports import iter_samples
     from proctor.runs.results import RunWriter
 
     def results(status, names):  # the smallest results.json its schema accepts

@@ -131,7 +131,7 @@ def test_logprob_task_generates_to_the_tag_and_skips_rows_that_ran_out(tmp_path)
     assert metrics["average_cumulative_probabilities"]["stderr"] == pytest.approx(want["clt_se_cumulative_probabilities"])
     assert metrics["average_cumulative_logprobs"]["stderr"] == pytest.approx(want["clt_se_cumulative_logprobs"])
     # per-row scores are SEA-HELM's probabilities_accuracy (0-100), as MinimalPairsLogProbMetric's
-    from proctor.runs.export import iter_samples
+    from proctor.runs.run_exports import iter_samples
 
     records = sorted((r for r in iter_samples(result.run_dir) if r["task"] == "nli-logprobs/id"), key=lambda r: str(r["id"]))
     scores = [r["metrics"]["seahelm_row_score"] for r in records]

@@ -199,7 +199,7 @@ def test_niah_builds_its_rows_from_repository_files(tmp_path, smollm2_tokenizer_
     assert [t.name for t in load_tasks([tasks])] == ["niah_single_1k/en"]  # listed, not dropped for a missing filepath
     options = {"trust_task_code": True, "seahelm_model_name": str(smollm2_tokenizer_dir)}
     result = evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False, dialect_options=options)
-    from proctor.runs.export import iter_samples
+    from proctor.runs.run_exports import iter_samples
 
     records = [r for r in iter_samples(result.run_dir) if r["task"] == "niah_single_1k/en"]
     assert len(records) == 3  # num_samples rows, each a haystack with its needle

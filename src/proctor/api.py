@@ -334,7 +334,7 @@ def _evaluate_loaded(
     finally:
         lookup.close()
     if export:
-        from proctor.runs.export import write_exports
+        from proctor.runs.run_exports import write_exports
 
         write_exports(run_dir, ("lm-eval", "parquet") if overrides.get("log_samples", True) else ("lm-eval",))
     return EvaluationResult(run_dir, results)

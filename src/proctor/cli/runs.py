@@ -76,7 +76,7 @@ def export(
     database: Path = typer.Option(Path("proctor.duckdb"), "--database", help="duckdb: the database file runs are added to (tables samples, metrics)."),
 ) -> None:
     """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
-    from proctor.runs.export import write_exports
+    from proctor.runs.run_exports import write_exports
 
     per_run = tuple(f for f in fmt if f != "duckdb")
     for run_dir in run_dirs:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from proctor.core.errors import ProctorError
-from proctor.runs.export import iter_samples, load_results
+from proctor.runs.run_exports import iter_samples, load_results
 from proctor.scoring.stats import bootstrap, percentile_interval
 
 

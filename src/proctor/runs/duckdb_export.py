@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from proctor.core.errors import require
-from proctor.runs.export import PARQUET_FILE, load_results, write_parquet
+from proctor.runs.run_exports import PARQUET_FILE, load_results, write_parquet
 
 
 def _metric_rows(run: str, results: dict) -> list[tuple]:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from proctor.runs.export import iter_samples, load_results
+from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.report_assets import CSS as _CSS, JS as _JS, PAGE as _PAGE
 
 REPORT_FILE = "report.html"

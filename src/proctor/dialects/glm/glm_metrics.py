@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from proctor.scoring.metrics import _pooled, register_metric, unscored
+from proctor.scoring.metrics import pooled_ratio, register_metric, unscored
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.text import normalize_answer
 
@@ -90,7 +90,7 @@ def _f1(outcome: GenerationOutcome) -> float:
 
 
 @register_metric(
-    "PPL", ["perplexity"], aggregate=_pooled(lambda lp, n: math.exp(min(20.0, -lp / n))), higher_is_better=False
+    "PPL", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(min(20.0, -lp / n))), higher_is_better=False
 )
 def _ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     # GLM's LanguageModelTaskDataset: num_original_tokens = len(raw_text.strip().split(" ")), so runs of
@@ -99,6 +99,6 @@ def _ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, words
 
 
-@register_metric("BPB", ["perplexity"], aggregate=_pooled(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
+@register_metric("BPB", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
 def _bpb(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes
