@@ -190,13 +190,55 @@ def test_ls_lists_the_catalogue_by_name_with_output_types():
 
 
 def test_run_time_overrides_not_wired_for_lm_eval_tasks_are_refused(quiz, tiny_model, tmp_path):
-    """lm-eval's task objects build their own prompts and generation settings: an override proctor would not
-    pass on is an error naming the flag and the task, not silently ignored."""
+    """lm-eval's task objects build their own generation settings: an override proctor would not pass on
+    is an error naming the flag and the task, not silently ignored; few-shot turns need the chat template."""
     from proctor.engine.overrides import RunOverrides
 
     folder, mapping = quiz
     tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": mapping})
-    for overrides, flag in ((RunOverrides(num_fewshot=2), "--num-fewshot"), (RunOverrides(system_prompt="x"), "--system-prompt"),
-                            (RunOverrides(gen_kwargs={"temperature": 0.5}), "--gen-kwargs")):
+    for overrides, flag in ((RunOverrides(gen_kwargs={"temperature": 0.5}), "--gen-kwargs"), (RunOverrides(seed=3), "--gen-kwargs/--seed"),
+                            (RunOverrides(epochs=2), "--epochs")):
         with pytest.raises(ProctorError, match=rf"{flag}.*lm-evaluation-harness tasks.*quiz_plain"):
             evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=overrides)
+    with pytest.raises(ProctorError, match=r"--fewshot-as-multiturn needs the chat template.*quiz_plain"):
+        evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(fewshot_as_multiturn=True))
+
+
+def test_num_fewshot_and_system_prompt_reach_lm_evals_prompts(quiz, tiny_model, tmp_path):
+    """--num-fewshot as lm-eval's num_fewshot (a task that sets 0 keeps 0), --system-prompt as its
+    system_instruction: in plain text, the system prompt, the fewshot delimiter, then the shots."""
+    from proctor.engine.overrides import RunOverrides
+
+    folder, mapping = quiz
+    tasks = load_tasks([folder / "quiz_shouted.yaml", folder / "quiz_plain.yaml"], options={"lmeval_data": mapping, "trust_task_code": True})
+    evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(num_fewshot=1, system_prompt="Be exact."))
+    records = {r["task"]: r for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines()) if r["doc_id"] == 0}
+    # written out from lm-eval's rules: system_instruction + fewshot_delimiter + description, then one first_n shot
+    shouted = "Be exact.\n---\nAnswer the quiz.\n\nQ: WHAT IS ONE PLUS ONE\nA: => two\n---\nQ: WHAT IS TWO PLUS TWO\nA:"
+    assert records["quiz_shouted"]["arguments"][0][0] == shouted
+    # num_fewshot unset: 1; no description, so nothing joins the system instruction to the first shot (lm-eval's maybe_delimit)
+    plain = "Be exact.Q: what is one plus one\nA: two\n\nQ: what is two plus two\nA:"
+    assert records["quiz_plain"]["arguments"][0][0] == plain
+    from proctor.dialects.lmeval.run_options import fewshot_count
+
+    assert (fewshot_count(0, 2), fewshot_count(None, 2), fewshot_count(5, 2), fewshot_count(None, None)) == (0, 2, 2, 0)  # 0 in a YAML stays 0
+
+
+def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
+    """HellaSwag's process_docs maps every row (``dataset.map``); on a Dataset read from the user's
+    save_to_disk folder that would write cache-*.arrow files into it. The folder must stay as it was."""
+    import datasets
+    from conftest import shared_path
+
+    rows = [dict(r) for r in datasets.load_from_disk(str(shared_path("data", "hellaswag", "hf_arrow_validation")), keep_in_memory=True).select(range(3))]
+    folder = tmp_path / "hellaswag_copy"
+    datasets.DatasetDict({"validation": datasets.Dataset.from_list(rows)}).save_to_disk(str(folder))
+
+    def listing():
+        return sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+    before = listing()
+    result = evaluate(["lm_eval:hellaswag"], tiny_model, output_dir=tmp_path / "run", limit=2,
+                      dialect_options={"lmeval_data": {"Rowan/hellaswag": str(folder)}})
+    assert result.results["tasks"]["hellaswag"]["n_samples"] == 2
+    assert listing() == before

@@ -1,7 +1,8 @@
 """Exact parity with lm-evaluation-harness 0.4.13 on its own task files: both harnesses run the same
-catalogue tasks on the same rows (../shared/data converted to each dataset's hub schema) with the tiny
-random Llama in float32 on the CPU. Prompts must be byte-identical, log-likelihoods within 1e-4,
-per-sample metrics, task scores, group scores and greedy outputs identical."""
+catalogue tasks on the same rows (../shared/data converted to each dataset's hub schema) with a tiny
+random Llama at its default initialisation (``lmeval_parity.parity_model``) in float32 on the CPU.
+Prompts must be byte-identical, every log-likelihood within 1e-4, per-sample metrics, task scores,
+standard errors, group scores and greedy outputs identical."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ import json
 import math
 
 import pytest
-
-from lmeval_parity import N, hub_rows, run_lm_eval, write_copies
-from conftest import shared_path
+from lmeval_parity import N, run_lm_eval, workspace
 
 pytest.importorskip("lm_eval")
 
@@ -19,49 +18,34 @@ TASKS = [
     "arc_easy", "arc_challenge", "hellaswag", "boolq", "piqa", "winogrande", "openbookqa",
     "lambada_openai", "gsm8k", "nq_open", "wikitext",
 ]
-GROUP_YAML = """group: mmlu_some
-task:
-  - mmlu_abstract_algebra
-  - mmlu_anatomy
-  - mmlu_marketing
-aggregate_metric_list:
-  - metric: acc
-    weight_by_size: true
-metadata:
-  version: 1
-"""
+EXTRA = ["nq_open_bleu", "boolq_f1_mcc"]
+BOOTSTRAP_ITERS = 200  # the same on both sides; lm-eval's default (100000) is slow for sklearn's f1 / mcc
 
 
 @pytest.fixture(scope="module")
-def both(tiny_model_dir, tmp_path_factory):
-    shared = shared_path("data")
-    folder = tmp_path_factory.mktemp("lmeval-parity")
-    rows = hub_rows(shared)
-    mapping = write_copies(rows, folder / "copies")
-    groups = folder / "groups"
-    groups.mkdir()
-    (groups / "mmlu_some.yaml").write_text(GROUP_YAML)
-    theirs = run_lm_eval(tiny_model_dir, [*TASKS, "mmlu_some"], rows, limit=N, include=groups)
+def both(smollm2_tokenizer_dir, tmp_path_factory):
+    space = workspace(smollm2_tokenizer_dir, tmp_path_factory)
+    tiny_model_dir, rows, mapping, groups, folder = space.model, space.rows, space.mapping, space.tasks, space.folder
+    theirs = run_lm_eval(tiny_model_dir, [*TASKS, "mmlu_some", *EXTRA], rows, limit=N, include=groups, bootstrap_iters=BOOTSTRAP_ITERS)
 
     from proctor.api import evaluate
     from proctor.models.hf import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")
     result = evaluate(
-        [*(f"lm_eval:{t}" for t in TASKS), groups / "mmlu_some.yaml"], model, output_dir=folder / "run", limit=N,
-        dialect_options={"lmeval_data": mapping},
+        [*(f"lm_eval:{t}" for t in TASKS), groups / "mmlu_some.yaml", *(groups / f"{t}.yaml" for t in EXTRA)], model,
+        output_dir=folder / "parity-run", limit=N, dialect_options={"lmeval_data": mapping, "lmeval_bootstrap_iters": BOOTSTRAP_ITERS},
     )
     samples: dict[str, dict] = {}
-    for line in (folder / "run" / "samples.jsonl").read_text().splitlines():
+    for line in (folder / "parity-run" / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
         samples.setdefault(record["task"], {})[record["doc_id"]] = record
     return theirs, result.results, samples
 
 
 def _close(a, b, tol=1e-4):
-    """Within 1e-4; a sum of log-probs above ~500 in magnitude is compared at float32's resolution
-    (lm-eval sums in float32: one unit in the last place of -1800.0 is 1.2e-4)."""
-    return abs(float(a) - float(b)) <= tol + 4e-7 * abs(float(a))
+    """Within 1e-4 (absolute), every per-sample log-likelihood and log-likelihood-valued metric."""
+    return abs(float(a) - float(b)) <= tol
 
 
 def _check_task(both, task: str) -> None:
@@ -89,8 +73,10 @@ def _check_task(both, task: str) -> None:
                     assert a == b, (task, sample["doc_id"], a, b)
         for metric in sample["metrics"]:
             value, our = sample[metric], record["lmeval_metrics"][f"{metric},{filter_key}"]
-            if isinstance(value, (list, tuple)):
+            if isinstance(value, (list, tuple)) and all(isinstance(x, (int, float)) for x in value):  # (log-likelihood, words)
                 assert all(_close(x, y) for x, y in zip(value, our, strict=True)), (task, metric)
+            elif isinstance(value, (list, tuple)):  # (reference, prediction), (gold, predicted label)
+                assert json.loads(json.dumps(value, default=lambda x: x.item())) == our, (task, sample["doc_id"], metric)
             elif metric in ("acc", "acc_norm", "exact_match"):
                 assert value == our, (task, sample["doc_id"], metric)
             else:
@@ -104,10 +90,28 @@ def _check_task(both, task: str) -> None:
             continue
         our = our_scores[key]["value"]
         compared += 1
-        if key.split(",")[0] in ("acc", "acc_norm", "exact_match"):
-            assert our == value, (task, key, our, value)
+        if key.split(",")[0] in ("acc", "acc_norm", "exact_match", "bleu", "chrf", "ter", "f1", "mcc"):
+            assert our == pytest.approx(value, rel=1e-12, abs=1e-12), (task, key, our, value)
         else:  # perplexities: exponentials of the log-likelihoods
             assert math.isclose(our, value, rel_tol=1e-4), (task, key, our, value)
+    assert compared, task
+    _check_stderrs(task, their_scores, our_scores)
+
+
+def _check_stderrs(task: str, their_scores: dict, our_scores: dict) -> None:
+    """Each standard error as lm-eval reports it: closed forms (mean), bootstraps (same resamples), "N/A"."""
+    compared = 0
+    for key, value in their_scores.items():
+        if "_stderr," not in key:
+            continue
+        our = our_scores[key.replace("_stderr,", ",")]["stderr"]
+        compared += 1
+        if value == "N/A":
+            assert our is None, (task, key, our)
+        elif key.startswith("perplexity"):  # a bootstrap over log-likelihoods (equal within 1e-4)
+            assert math.isclose(our, value, rel_tol=1e-4), (task, key, our, value)
+        else:  # a closed form, or a bootstrap over identical per-sample values: the same number
+            assert our == pytest.approx(value, rel=1e-12, abs=1e-15), (task, key, our, value)
     assert compared, task
 
 
@@ -122,8 +126,24 @@ def test_mmlu_group_matches_lm_eval(both):
         _check_task(both, task)
     group = ours["groups"]["mmlu_some"]
     assert sorted(group["tasks"]) == ["mmlu_abstract_algebra", "mmlu_anatomy", "mmlu_marketing"]
-    # weight_by_size: true -> lm-eval's size-weighted mean, proctor's "micro"
+    # weight_by_size: true -> lm-eval's size-weighted mean, proctor's "micro", and its pooled standard error
     assert group["metrics"]["acc,none"]["micro"] == pytest.approx(theirs["results"]["mmlu_some"]["acc,none"], abs=1e-12)
+    assert group["metrics"]["acc,none"]["micro_stderr"] == pytest.approx(theirs["results"]["mmlu_some"]["acc_stderr,none"], rel=1e-12)
+
+
+@pytest.mark.parametrize("task", EXTRA)
+def test_bootstrapped_standard_errors_match_lm_eval(both, task):
+    """bleu / chrf / ter (lm-eval caps these at 100 resamples) and f1 / mcc: lm-eval's bootstrap, drawn alike."""
+    theirs, _, _ = both
+    _check_task(both, task)
+    stderrs = [v for k, v in theirs["results"][task].items() if "_stderr," in k and k.split("_stderr")[0] != "acc"]
+    assert stderrs and all(isinstance(v, float) and v > 0 for v in stderrs), stderrs  # real bootstraps, not "N/A"
+
+
+def test_perplexity_standard_error_is_bootstrapped(both):
+    theirs, ours, _ = both
+    assert isinstance(theirs["results"]["lambada_openai"]["perplexity_stderr,none"], float)
+    assert ours["tasks"]["lambada_openai"]["metrics"]["perplexity,none"]["stderr"] > 0
 
 
 def test_generation_outputs_are_not_trivial(both):

@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from proctor.scoring.metrics import MetricDef
-from proctor.scoring.stats import pooled_stderr
+from proctor.scoring.stats import pooled_sample_stderr, pooled_stderr
 
 
 def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, dict]:
@@ -67,7 +67,8 @@ def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: 
 
 
 def aggregate_groups(task_results: dict[str, dict], memberships: dict[str, list[str]]) -> dict[str, dict]:
-    """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples)."""
+    """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples),
+    each with its standard error."""
     groups: dict[str, list[str]] = defaultdict(list)
     for task, names in memberships.items():
         for group in names:
@@ -84,6 +85,7 @@ def aggregate_groups(task_results: dict[str, dict], memberships: dict[str, list[
             macro = sum(values) / len(values)
             micro = sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1)
             macro_se = pooled_stderr(stderrs)
-            metrics[name] = {"value": macro, "stderr": macro_se, "micro": micro}
+            micro_se = pooled_sample_stderr(stderrs, counts)
+            metrics[name] = {"value": macro, "stderr": macro_se, "micro": micro, "micro_stderr": micro_se}
         out[group] = {"tasks": tasks, "n_samples": sum(task_results[t]["n_samples"] for t in tasks), "metrics": metrics}
     return out

@@ -42,9 +42,26 @@ def stderr_from_variance(variance: float, n: int) -> float:
 def pooled_stderr(stderrs: Sequence[float | None]) -> float | None:
     """The standard error of an equal-weight mean of k independent estimates: ``sqrt(sum(se^2)) / k``;
     None when there is none or any is unknown."""
-    if not stderrs or any(s is None for s in stderrs):
+    if not stderrs or not all(_number(s) for s in stderrs):
         return None
     return math.sqrt(sum(s * s for s in stderrs)) / len(stderrs)  # type: ignore[operator]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def pooled_sample_stderr(stderrs: Sequence[float | None], counts: Sequence[int]) -> float | None:
+    """The stderr of the sample-weighted mean from the members' stderrs and sizes: the pooled sample
+    variance ``sum((n-1) * se^2 * n) / (N - k)`` over ``N`` (lm-eval's ``pooled_sample_stderr``, for
+    ``weight_by_size`` groups); None when any is unknown or ``N <= k``."""
+    if not stderrs or not all(_number(s) for s in stderrs):
+        return None
+    total = sum(counts)
+    if total - len(counts) <= 0:
+        return None
+    variance = sum((n - 1) * s * s * n for s, n in zip(stderrs, counts)) / (total - len(counts))  # type: ignore[operator]
+    return math.sqrt(variance / total)
 
 
 def bootstrap(

@@ -9,7 +9,8 @@ folders (see docs/lmeval.md).
 
 Options (``dialect_options``): ``lmeval_include`` (folders), ``lmeval_data`` ({KEY: PATH}, see
 ``data_map``), ``lmeval_data_file`` (a mapping file), ``trust_task_code`` (``!function`` code beside
-task files outside the installed catalogue).
+task files outside the installed catalogue), ``lmeval_bootstrap_iters`` (lm-eval's
+``bootstrap_iters`` for standard errors; default 100000, 0: none, as lm-eval).
 """
 
 from __future__ import annotations
@@ -73,6 +74,16 @@ def _mapping(options: Mapping[str, Any]) -> dict[str, str]:
     return mapping
 
 
+def _recorded(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Dialect options that change a task's results (they enter its spec, hence its hash)."""
+    iters = options.get("lmeval_bootstrap_iters")
+    if iters is None:
+        return {}
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
+        raise TaskDefinitionError(f"--bootstrap-iters takes a count >= 0, got {iters!r}")
+    return {"bootstrap_iters": iters}
+
+
 def _include(options: Mapping[str, Any]) -> list[Path]:
     folders = [Path(p).expanduser() for p in options.get("lmeval_include") or []]
     for folder in folders:
@@ -106,7 +117,7 @@ def load_named(text: str, options: Mapping[str, Any] | None = None) -> list[Task
             raise catalogue.unknown_name(name, tm, where)
         leaves = catalogue.resolve(name, tm, trusted, where)
     mapping = _mapping(options)
-    return [specs.to_task(leaf, mapping, f"{PREFIX}{name}") for leaf in leaves]
+    return [specs.to_task(leaf, mapping, f"{PREFIX}{name}", _recorded(options)) for leaf in leaves]
 
 
 def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
@@ -132,7 +143,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
     spec = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
     leaves = catalogue.resolve(spec, tm, bool(options.get("trust_task_code")), str(folder))
     mapping = _mapping(options)
-    return [specs.to_task(leaf, mapping, str(path)) for leaf in leaves]
+    return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in leaves]
 
 
 def _referenced(document: dict) -> list[str]:

@@ -57,7 +57,9 @@ def _read(path: Path, split: str | None) -> Any:
     import datasets
 
     if path.is_dir() and ((path / "dataset_dict.json").is_file() or (path / "state.json").is_file()):
-        loaded = datasets.load_from_disk(str(path))
+        # In memory: a Dataset backed by the user's folder would have lm-eval's process_docs
+        # (``dataset.map``) write cache-*.arrow files into it; the user's data folder stays untouched.
+        loaded = datasets.load_from_disk(str(path), keep_in_memory=True)
         return loaded if isinstance(loaded, datasets.Dataset) else dict(loaded)
     if path.is_dir():
         found = {}

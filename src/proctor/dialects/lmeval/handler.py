@@ -3,7 +3,8 @@
 ``load_samples`` builds lm-eval's own task object (dataset through ``data_map``; few-shot seed 1234
 and ``num_fewshot`` defaulting to 0, as ``lm_eval.simple_evaluate`` does) and its request instances;
 ``predict_samples`` sends those requests through proctor's run store and model, then lets lm-eval's
-filters and ``process_results`` score them; ``corpus_metrics`` applies the task's aggregations.
+filters and ``process_results`` score them; ``corpus_metrics`` applies the task's aggregations, with
+lm-eval's standard errors (``stderr``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from proctor.data.sources import Sample
-from proctor.dialects.lmeval import data_map, library
+from proctor.dialects.lmeval import chat, data_map, library
+from proctor.dialects.lmeval.run_options import fewshot_count
+from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS, task_stderr
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.kinds.capabilities import Executor
@@ -69,11 +72,14 @@ class _LmEvalRunner:
         self.task: Any = None
         self.docs: list[tuple[int, Any]] = []
         self._corpus: dict[str, dict] = {}
+        self._recorded: dict[str, str] = {}  # chat text -> lm-eval's recorded messages
         leaf = LEAVES.get(options.get("token", ""))
         if leaf is None:
             raise TaskDefinitionError(f"lm-eval task '{options.get('task')}' was not loaded by the lm-eval dialect", field="task_class")
         self.leaf = leaf
         self.mapping = dict(options.get("data_map") or {})
+        self.bootstrap_iters = int(options.get("bootstrap_iters", DEFAULT_BOOTSTRAP_ITERS))
+        self.run_options = dict(options.get("run_options") or {})  # num_fewshot, chat template, system instruction
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
@@ -82,8 +88,7 @@ class _LmEvalRunner:
     def _build(self) -> Any:
         leaf = self.leaf
         config = dict(leaf.config)
-        if config.get("num_fewshot") is None:
-            config["num_fewshot"] = 0
+        config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.get("num_fewshot"))
         needed = _splits_read(config)
         with library.consent(True), data_map.serving(self.mapping, needed, leaf.name, leaf.source) as handed:
             try:
@@ -106,9 +111,13 @@ class _LmEvalRunner:
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self.task = task = self._build()
+        run = self.run_options
+        chat_options = {}
+        if run.get("apply_chat_template"):  # messages recorded now, rendered with the model's template in predict_samples
+            chat_options = dict(apply_chat_template=True, fewshot_as_multiturn=bool(run.get("fewshot_as_multiturn")), chat_template=chat.recorder)
         try:
             with library.compiled_templates():
-                task.build_all_requests(limit=limit)
+                task.build_all_requests(limit=limit, system_instruction=run.get("system_instruction"), **chat_options)
         except Exception as exc:
             raise TaskDefinitionError(f"lm-eval cannot build the requests of '{self.leaf.name}': {type(exc).__name__}: {exc}", file=self.leaf.source, field="task") from None
         self.docs = list(task.doc_iterator(limit=limit))
@@ -204,6 +213,7 @@ class _LmEvalRunner:
     def predict_samples(self, samples, prompts, executor: Executor):
         self.model = executor.model
         task = self.task
+        self._recorded.update({text: marker for marker, text in chat.render_all(executor.model, task.instances).items()})
         for instance in task.instances:
             instance.resps = []
         self._run(executor)
@@ -225,7 +235,9 @@ class _LmEvalRunner:
                     raw[(metric, key)].append(value)
                     values[f"{metric},{key}"] = value
                 filtered[key] = jsonable([i.filtered_resps[key] for i in instances])
+            first = instances[0].arguments
             details = {
+                **self._chat_prompt(first[0] if isinstance(first, tuple) else first),
                 "doc_id": doc_id,
                 "target": jsonable(task.doc_to_target(doc)),
                 "arguments": jsonable([i.arguments for i in instances]),
@@ -245,11 +257,16 @@ class _LmEvalRunner:
         for (metric, key), items in raw.items():
             function = aggregations.get(metric, M.mean)
             value = function(items)
-            stderr = None
-            if function in (M.mean, M.acc_all) and len(items) > 1:  # closed forms; lm-eval bootstraps the rest
-                stderr = M.stderr_for_metric(function, bootstrap_iters=1)(items)
+            stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # lm-eval's closed form or bootstrap
             out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
         return out
+
+    def _chat_prompt(self, context: Any) -> dict:
+        """Under the chat template: lm-eval's messages and the text they became (samples.jsonl)."""
+        recorded = chat.recorded(self._recorded.get(context, ""))
+        if recorded is None:
+            return {}
+        return {"prompt": recorded["messages"], "rendered_prompt": context}
 
     def corpus_metrics(self) -> dict:
         return dict(self._corpus)

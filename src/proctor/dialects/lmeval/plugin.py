@@ -19,6 +19,7 @@ class LmEvalOptions(BaseModel):
     lmeval_data: Optional[dict[str, str]] = Field(None, json_schema_extra={"flag": "--lmeval-data"})
     lmeval_data_file: Optional[str] = Field(None, json_schema_extra={"flag": "--lmeval-data-file"})
     lmeval_include: Optional[List[str]] = Field(None, json_schema_extra={"flag": "--lmeval-include"})
+    lmeval_bootstrap_iters: Optional[int] = Field(None, ge=0, json_schema_extra={"flag": "--bootstrap-iters"})
 
 
 class LmEvalDialect(Dialect):
@@ -32,6 +33,9 @@ class LmEvalDialect(Dialect):
                   "lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.", _ALL),
         CliOption("lmeval_include", ("--lmeval-include",), Optional[List[Path]], None,
                   "lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).", _ALL),
+        CliOption("bootstrap_iters", ("--bootstrap-iters",), Optional[int], None,
+                  "lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
+                  "0: no standard errors).", frozenset({"run"}), minimum=0),
     )
 
     def claims_name(self, given: str) -> bool:
@@ -70,15 +74,16 @@ class LmEvalDialect(Dialect):
             mapping[key] = value
         data_file, include = raw.get("lmeval_data_file"), raw.get("lmeval_include")
         out = {"lmeval_data": mapping or None, "lmeval_data_file": str(data_file) if data_file else None,
-               "lmeval_include": [str(p) for p in include] if include else None}
+               "lmeval_include": [str(p) for p in include] if include else None,
+               "lmeval_bootstrap_iters": raw.get("bootstrap_iters")}
         out = {k: v for k, v in out.items() if v is not None}
         self.Options.model_validate(out)
         return out
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        from proctor.dialects.lmeval.overrides import apply_lmeval_overrides
+        from proctor.dialects.lmeval import run_options
 
-        return apply_lmeval_overrides(task, overrides, chat), set()
+        return run_options.apply(task, overrides, chat), set()
 
 
 def register(registry: Registry) -> None:

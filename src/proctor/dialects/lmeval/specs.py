@@ -82,7 +82,8 @@ def _digest(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=stable).encode()).hexdigest()[:16]
 
 
-def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str) -> Task:
+def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mapping[str, Any] | None = None) -> Task:
+    """``options``: the dialect options a task records (``bootstrap_iters``: lm-eval's, for standard errors)."""
     config = leaf.config
     output_type = str(config.get("output_type") or "generate_until")
     if output_type not in KINDS:
@@ -106,6 +107,7 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str) -> Task:
         "task_options": {
             "task": leaf.name, "token": token, "output_type": output_type, "config_digest": token.split("@")[1],
             "data_map": dict(mapping), "groups": [[g, w] for g, w in leaf.groups],
+            **{k: v for k, v in (options or {}).items() if v is not None},
         },
     }
     if kind == "perplexity":
