@@ -84,7 +84,7 @@ def test_use_case_results_validate(tiny_model, tmp_path):
 
     saved = _validated(_run(tiny_model, tmp_path / "run").run_dir)
     task = saved.tasks["CommonsenseMCQA"]
-    assert task.kind == "usecase" and task.evaluations and task.requests.computed is not None and task.n_rows == 5
+    assert task.dialect == "usecase" and task.kind == "generate" and task.evaluations and task.requests.computed is not None and task.n_rows == 5
 
 
 def test_the_writer_refuses_results_that_do_not_match_and_keeps_the_last_good_file(tmp_path):

@@ -126,6 +126,9 @@ class GroupMetric(_Closed):
     value: Optional[float] = Field(description="Macro mean: every task weighs the same.")
     stderr: Optional[float] = Field(description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null.")
     micro: Optional[float] = Field(description="Mean weighted by each task's samples.")
+    micro_stderr: Optional[float] = Field(
+        None, description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null."
+    )
 
 
 class GroupResult(_Closed):
