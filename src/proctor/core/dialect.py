@@ -120,10 +120,12 @@ class Dialect:
     def unused_options(self, options: Mapping[str, Any]) -> list[tuple[str, Any]]:
         """(flag, value) of this dialect's options that are set; used when none of its tasks is selected."""
         fields = getattr(self.Options, "model_fields", {})
+        flags = {o.name: o.flags[0] for o in self.cli_options}
         out = []
         for key, info in fields.items():
             value = options.get(key)
-            flag = (info.json_schema_extra or {}).get("flag", key) if isinstance(info.json_schema_extra, dict) else key
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            flag = extra.get("flag") or flags.get(key) or key  # the flag the user typed, where known
             if value is not None and value != info.default and value not in ({}, (), []):
                 out.append((flag, value))
         return out

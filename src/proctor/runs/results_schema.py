@@ -92,7 +92,7 @@ class Epochs(_Closed):
 class TaskResult(_Open):
     """One task's result. Dialects may add fields; those listed here are typed."""
 
-    kind: Literal["multiple_choice", "generate", "perplexity", "usecase"]
+    kind: Literal["multiple_choice", "generate", "perplexity"]
     dialect: str = Field(description="native, probsem, glm130b, seahelm, lm-eval or usecase.")
     source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
     version: str
