@@ -141,3 +141,20 @@ def test_chunks_follow_the_batch_size_and_can_be_set(tmp_path):
     sizes = [n for kind, n in model.calls if kind == "loglikelihood"]
     assert all(n % 4 == 0 and n <= 7 + 3 for n in sizes[:-1]) and max(sizes) == 8
     assert max(n for kind, n in model.calls if kind == "generate") <= 7
+
+
+def test_later_generation_settings_keep_earlier_request_hashes():
+    """top_k / repetition_penalty enter a request's identity only when set: stores written before
+    they existed still answer (the hash is computed here from the fields as they were)."""
+    import hashlib
+
+    from proctor.core.model_requests import GenerateRequest
+    from proctor.runs.store import canonical_json, request_hash
+
+    old = {"prompt": "x", "max_tokens": 64, "stop": [], "temperature": 0.0, "top_p": 1.0, "seed": 0, "num_beams": 1,
+           "length_penalty": 1.0, "no_repeat_ngram_size": 0, "min_tokens": 0, "max_length": None}
+    expected = hashlib.sha256(canonical_json({"type": "GenerateRequest", "fields": old}).encode()).hexdigest()
+    assert request_hash(GenerateRequest("x")) == expected
+    assert request_hash(GenerateRequest("x", top_k=5)) != expected
+    assert request_hash(GenerateRequest("x", repetition_penalty=1.2)) != expected
+    assert request_hash(GenerateRequest("x", top_k=0)) != request_hash(GenerateRequest("x", top_k=5))

@@ -198,3 +198,46 @@ def test_fewshot_selection_is_seeded_per_prompt(tiny_model):
     first = [pipeline.adapt(p) for p in PROMPTS]
     again = [pipeline.adapt(p) for p in reversed(PROMPTS)][::-1]
     assert first == again and len({str(m[:-1]) for m in first}) > 1
+
+
+def _transformers_reference(model, tokenizer, prompt, seed=None, **kwargs):
+    """transformers' own generate on one unpadded prompt: the independent reference."""
+    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
+    if seed is not None:
+        torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=tokenizer.pad_token_id, **kwargs)
+    new = out[0, ids.shape[1]:].tolist()
+    if tokenizer.eos_token_id in new:
+        new = new[: new.index(tokenizer.eos_token_id)]
+    return tokenizer.decode(new, skip_special_tokens=True)
+
+
+def test_hf_generation_options_on_raw_targets_and_pipelines_match_transformers(tiny_model):
+    """repetition_penalty (greedy) and top_k (sampling) go through proctor's HF backend on a raw
+    transformers model and on a pipeline, as transformers' generate does them."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    greedy = {"max_new_tokens": 8, "repetition_penalty": 1.8}
+    expected = [_transformers_reference(model, tokenizer, p, max_new_tokens=8, do_sample=False, repetition_penalty=1.8,
+                                        temperature=None, top_p=None, top_k=None) for p in PROMPTS]
+    assert batch_retry_generate(ITEMS, model, tokenizer, gen_kwargs=greedy, use_chat=False) == expected
+    with SteeringPipeline(tiny_model) as pipeline:
+        assert batch_retry_generate(ITEMS, pipeline, gen_kwargs=greedy, use_chat=False) == expected
+    assert expected != run(tiny_model.model, tiny_model.tokenizer)  # the penalty changed something
+    sampled = {"max_new_tokens": 6, "do_sample": True, "top_k": 5, "seed": 11}
+    one = [{"id": 0, "prompt": PROMPTS[0]}]
+    reference = _transformers_reference(model, tokenizer, PROMPTS[0], seed=11, max_new_tokens=6, do_sample=True, top_k=5,
+                                        temperature=1.0, top_p=1.0)
+    assert batch_retry_generate(one, model, tokenizer, gen_kwargs=sampled, use_chat=False) == [reference]
+    with SteeringPipeline(tiny_model) as pipeline:
+        assert batch_retry_generate(one, pipeline, gen_kwargs=sampled, use_chat=False) == [reference]
+
+
+def test_a_generation_option_proctor_lacks_is_named(tiny_model):
+    from proctor.core.errors import ProctorError
+
+    for target, tokenizer in ((tiny_model.model, tiny_model.tokenizer), (tiny_model, None)):
+        with pytest.raises(ProctorError, match="num_return_sequences"):
+            batch_retry_generate(ITEMS, target, tokenizer, gen_kwargs={"num_return_sequences": 2})
+    with SteeringPipeline(tiny_model) as pipeline, pytest.raises(ProctorError, match="num_return_sequences"):
+        batch_retry_generate(ITEMS, pipeline, gen_kwargs={"num_return_sequences": 2})

@@ -52,6 +52,13 @@ class GenerateRequest:
     min_tokens: int = 0  # end-of-sequence is banned before this many new tokens
     max_length: int | None = None  # prompt + new tokens fit in this many (prompt cut on the left)
     images: tuple[ImageInput, ...] = ()  # images the prompt's placeholders refer to, in order (vision models)
+    top_k: int | None = None  # sampling from the k likeliest tokens; None: the model's default, 0: off
+    repetition_penalty: float = 1.0  # > 1: logits of tokens already in the sequence shrink (CTRL's rule, as transformers)
+
+
+# Settings added after requests were first stored: they enter a request's identity only when set,
+# so every request stored before them keeps its hash.
+LATER_SETTINGS = {"top_k": None, "repetition_penalty": 1.0}
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,38 @@ class HFModel(Model):
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
         self.model.to(self.device).eval()
+        self._setup(max_length, pack_tokens, add_bos)
+        self._revision = revision or getattr(self.model.config, "_commit_hash", None)
+        local = Path(self.path)
+        self._content = _weights_digest(local) if local.is_dir() else None
+
+    @classmethod
+    def from_loaded(
+        cls, model, tokenizer, *, batch_size: int | str = 8, max_length: int | None = None, add_bos: bool | None = None,
+        name: str | None = None,
+    ) -> "HFModel":
+        """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
+        pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
+        stays on its own device."""
+        torch = require("torch", "hf", "The Hugging Face backend")
+        if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+            raise ModelLoadError(
+                f"{type(model).__name__} is an encoder-decoder model; proctor's Hugging Face backend runs causal language models only"
+            )
+        self = cls.__new__(cls)
+        self._torch = torch
+        self.path = str(getattr(model, "name_or_path", "") or type(model).__name__)
+        self.name = name or Path(self.path).name or self.path
+        self.device = str(next(model.parameters()).device)
+        self.batch_size = batch_size
+        self.tokenizer, self.model = tokenizer, model
+        self._setup(max_length, None, add_bos)
+        self._revision = getattr(model.config, "_commit_hash", None)
+        self._content = None
+        return self
+
+    def _setup(self, max_length: int | None, pack_tokens: int | None, add_bos: bool | None) -> None:
+        """Settings read off the loaded model and tokenizer."""
         self.dtype = str(self.model.dtype).replace("torch.", "")
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -123,9 +155,6 @@ class HFModel(Model):
         # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
         # not --batch-size: packed rows are built per call, and must not change with the batch size.
         self.chunk_requests = 256
-        self._revision = revision or getattr(self.model.config, "_commit_hash", None)
-        local = Path(self.path)
-        self._content = _weights_digest(local) if local.is_dir() else None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -232,7 +261,7 @@ class HFModel(Model):
             r = requests[i]
             return (
                 r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty,
-                r.no_repeat_ngram_size, r.min_tokens, r.max_length,
+                r.no_repeat_ngram_size, r.min_tokens, r.max_length, r.top_k, r.repetition_penalty,
             )
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
@@ -252,7 +281,8 @@ class HFModel(Model):
                 request = requests[group[0]]
                 budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
-                if request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens:
+                if (request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens
+                        and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
                     decoded = halving(lambda n: greedy_decode(
@@ -304,6 +334,8 @@ class HFModel(Model):
         if request.temperature > 0:
             torch.manual_seed(request.seed)
             kwargs.update(temperature=request.temperature, top_p=request.top_p)
+            if request.top_k is not None:
+                kwargs.update(top_k=request.top_k)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         if request.num_beams > 1:
@@ -312,6 +344,8 @@ class HFModel(Model):
             kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
         if request.min_tokens:
             kwargs.update(min_new_tokens=request.min_tokens)
+        if request.repetition_penalty != 1.0:
+            kwargs.update(repetition_penalty=request.repetition_penalty)
         if request.stop:
             kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
         output = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)

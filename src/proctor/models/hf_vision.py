@@ -282,6 +282,8 @@ class HFVisionModel(Model):
             if r.temperature > 0:
                 torch.manual_seed(r.seed)
                 kwargs.update(temperature=r.temperature, top_p=r.top_p)
+                if r.top_k is not None:
+                    kwargs.update(top_k=r.top_k)
             else:
                 kwargs.update(temperature=None, top_p=None, top_k=None)
             if r.num_beams > 1:
@@ -290,6 +292,8 @@ class HFVisionModel(Model):
                 kwargs.update(no_repeat_ngram_size=r.no_repeat_ngram_size)
             if r.min_tokens:
                 kwargs.update(min_new_tokens=r.min_tokens)
+            if r.repetition_penalty != 1.0:
+                kwargs.update(repetition_penalty=r.repetition_penalty)
             moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
             with torch.inference_mode():
                 new = self.model.generate(**moved, **kwargs)[0, n_prompt:].tolist()

@@ -182,6 +182,10 @@ class OpenAIModel(Model):
                 raise ProctorError(
                     f"model '{self.name}' (OpenAI-compatible API) cannot do beam search or no_repeat_ngram_size"
                 )
+            if r.top_k is not None or r.repetition_penalty != 1.0:
+                raise ProctorError(
+                    f"model '{self.name}' (OpenAI-compatible API) takes neither top_k nor repetition_penalty; use the hf or vllm backend"
+                )
         return self.client.map(self._generate_one, list(requests), _tick(progress))
 
     def _generate_one(self, r: GenerateRequest) -> GenerateResult:

@@ -214,6 +214,10 @@ class VLLMModel(Model):
         kwargs: dict[str, Any] = {"max_tokens": r.max_tokens, "temperature": r.temperature, "stop": list(r.stop) or None}
         if r.temperature > 0:
             kwargs.update(top_p=r.top_p, seed=r.seed)
+            if r.top_k is not None:
+                kwargs["top_k"] = r.top_k if r.top_k > 0 else -1  # vLLM's "off" is -1
+        if r.repetition_penalty != 1.0:
+            kwargs["repetition_penalty"] = r.repetition_penalty
         if r.min_tokens:
             kwargs["min_tokens"] = r.min_tokens
         return self._sampling_params(**kwargs)

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import (
     GenerateRequest,
+    LATER_SETTINGS,
     GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,
@@ -54,6 +55,10 @@ def _plain(obj: Any) -> dict:
         images = out.pop("images")
         if images:
             out["images"] = [image.digest for image in images]
+    if isinstance(obj, GenerateRequest):
+        for name, default in LATER_SETTINGS.items():
+            if out.get(name) == default:
+                del out[name]
     return out
 
 

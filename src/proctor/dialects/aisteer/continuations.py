@@ -7,7 +7,7 @@
 - a plain transformers model with its tokenizer.
 
 The prompts are scored exactly as generation saw them (``Generated.rendered_prompt``), without
-extra special tokens on the transformers paths (as ``hf_generate`` tokenizes) and with the
+extra special tokens on the transformers paths (as their generation tokenizes, ``models/steering/generation.py``) and with the
 backend's own rule on the engine path (as its ``generate`` does).
 """
 

@@ -7,7 +7,8 @@ Three kinds of target:
   use case): requests go through it like any task's (``session.py``: the run store when the
   executor has one, deduplication, progress);
 - a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;
-- a plain transformers model with its tokenizer.
+- a plain transformers model with its tokenizer: proctor's HF backend around it
+  (``HFModel.from_loaded``), the same generation code as a proctor ``Model``.
 """
 
 from __future__ import annotations
@@ -15,43 +16,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from proctor.models.steering.hf_generate import DEFAULT_MAX_NEW_TOKENS, Generated, hf_generate, render
+from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render, request_fields
 from proctor.dialects.aisteer.overrides import resolve_overrides
 
 log = logging.getLogger(__name__)
-
-# HF-style generation keywords and the GenerateRequest field each one sets.
-_REQUEST_FIELDS = {
-    "max_new_tokens": "max_tokens",
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "seed": "seed",
-    "num_beams": "num_beams",
-    "length_penalty": "length_penalty",
-    "no_repeat_ngram_size": "no_repeat_ngram_size",
-    "min_new_tokens": "min_tokens",
-    "stop": "stop",
-}
 
 
 def _requests(model: Any, prompts: Sequence[Any], gen_kwargs: Mapping[str, Any], use_chat: bool | None) -> tuple[list, list[str]]:
     from proctor.core.model_requests import GenerateRequest
 
-    unknown = sorted(set(gen_kwargs) - set(_REQUEST_FIELDS) - {"do_sample"})
-    if unknown:
-        raise ValueError(f"gen_kwargs {unknown} are not supported through a proctor model; supported: {sorted(_REQUEST_FIELDS)} and do_sample")
-    fields: dict[str, Any] = {"max_tokens": DEFAULT_MAX_NEW_TOKENS}
-    for key, value in gen_kwargs.items():
-        if key in _REQUEST_FIELDS and value is not None:
-            fields[_REQUEST_FIELDS[key]] = value
-    if not gen_kwargs.get("do_sample"):
-        fields["temperature"] = 0.0
-    elif fields.get("temperature", 0.0) <= 0:
-        fields["temperature"] = 1.0
-    if isinstance(fields.get("stop"), str):
-        fields["stop"] = (fields["stop"],)
-    elif "stop" in fields:
-        fields["stop"] = tuple(fields["stop"])
+    fields = request_fields(gen_kwargs)
     chat = model.has_chat_template if use_chat is None else use_chat
     rendered = []
     for prompt in prompts:
@@ -89,10 +63,8 @@ def _generate_once(
         return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")
-    if getattr(getattr(target, "config", None), "is_encoder_decoder", False) is False:
-        tokenizer.padding_side = "left"
     rendered = [render(p, tokenizer, use_chat) for p in prompts]
-    return hf_generate(target, tokenizer, rendered, gen_kwargs, batch_size=batch_size)
+    return generate_rendered(loaded_backend(target, tokenizer, batch_size), rendered, gen_kwargs)
 
 
 def batch_retry_generate(

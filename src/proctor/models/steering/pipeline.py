@@ -13,10 +13,11 @@ tasks run on it.
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.models.steering.controls import Control, InputControl, OutputControl, describe
-from proctor.models.steering.hf_generate import Generated, hf_generate, render
+from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render
 
 _ORDER = {"input": 0, "structural": 1, "state": 2, "output": 3}
 
@@ -161,7 +162,6 @@ class SteeringPipeline:
         if len(runtime) != len(prompts):
             raise ValueError(f"{len(runtime)} runtime argument sets for {len(prompts)} prompts")
         self._check(runtime)
-        self.tokenizer.padding_side = "left"
         rendered = []
         for prompt, row in zip(prompts, runtime):
             adapted = self.adapt(prompt, row) if any(isinstance(c, InputControl) for c in self.controls) else prompt
@@ -169,19 +169,19 @@ class SteeringPipeline:
                 adapted = prompt
             rendered.append(render(adapted, self.tokenizer, use_chat))
 
-        def around(batch: list[int]):
-            stack = contextlib.ExitStack()
-            processors: list = []
-            for control in self.controls:
-                rows = [runtime[i].get(control.name, {}) for i in batch]
-                if control.kind == "state":
-                    stack.enter_context(control.active(rows))
-                elif isinstance(control, OutputControl):
-                    processors.extend(control.logits_processors(self.tokenizer, rows))
-            return _Batch(stack, processors)
-
+        # One steered setting per distinct runtime row (state hooks and output controls apply to
+        # every sequence alike, as in forward_steered); each group decodes on proctor's HF backend.
+        groups: dict[str, list[int]] = {}
+        for index, row in enumerate(runtime):
+            groups.setdefault(json.dumps(row, sort_keys=True, default=repr), []).append(index)
         size = batch_size if self.supports_batching else 1
-        return hf_generate(self.model, self.tokenizer, rendered, gen_kwargs, batch_size=size, around_batch=around)
+        out: list[Generated | None] = [None] * len(prompts)
+        for indices in groups.values():
+            with self.forward_steered(runtime[indices[0]]) as model:
+                backend = loaded_backend(model, self.tokenizer, size, self.base)
+                for i, result in zip(indices, generate_rendered(backend, [rendered[i] for i in indices], gen_kwargs)):
+                    out[i] = result
+        return out  # type: ignore[return-value]
 
     def generate(self, prompt: str | Sequence[dict], runtime_kwargs: Mapping[str, Mapping[str, Any]] | None = None, **gen_kwargs: Any) -> str:
         """One steered reply (convenience)."""
@@ -197,14 +197,3 @@ def _processed_logits(processors: list):
         return flat.reshape(output.shape)
     return hook
 
-
-class _Batch:
-    def __init__(self, stack: contextlib.ExitStack, processors: list) -> None:
-        self.stack, self.processors = stack, processors
-
-    def __enter__(self) -> list:
-        self.stack.__enter__()
-        return self.processors
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self.stack.__exit__(*exc)
