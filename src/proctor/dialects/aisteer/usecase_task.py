@@ -3,8 +3,9 @@
 A use case runs through ``api.evaluate`` like any other task. Its ``TaskSpec`` is a ``generate``
 task whose ``task_class`` is ``UseCaseTask``; the spec's ``task_options`` carry what identifies the
 run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
-content hash, resume and ``--update`` see any change. The use case object itself is kept in
-``USE_CASES`` under the spec's token (as the lm-eval dialect keeps its task objects).
+content hash, resume and ``--update`` see any change. How to build the use case object rides in the
+task's ``resources`` (``Task.resources["use_case"]``, a ``UseCaseEntry``), which the engine hands the
+handler; nothing is kept in module state.
 
 - ``load_samples`` builds the use case (``--limit N`` keeps its first N rows): one sample per row;
 - ``predict_samples`` seeds ``random`` with the use case's ``seed`` (files that shuffle with it build
@@ -47,10 +48,6 @@ class UseCaseEntry:
     build: Callable[[int | None], Built]
 
 
-# Use cases loaded by the dialect (or handed to run_use_cases), by the token in their task_options.
-USE_CASES: dict[str, UseCaseEntry] = {}
-
-
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr))
 
@@ -59,8 +56,6 @@ def use_case_task(name: str, built: Built, build: Callable[[int | None], Built],
     """The task of one use case; ``built`` is it with every row, ``build(limit)`` builds it again."""
     case, gen_kwargs, call = built
     fingerprint = case.fingerprint()
-    token = f"{name}@{fingerprint}"
-    USE_CASES[token] = UseCaseEntry(build)
     spec = TaskSpec.model_validate({
         "name": name,
         "kind": "generate",
@@ -70,12 +65,12 @@ def use_case_task(name: str, built: Built, build: Callable[[int | None], Built],
         "target": "-",  # the use case scores its own generations: no reference answer
         "task_class": HANDLER,
         "task_options": {
-            "token": token, "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
+            "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
             "batch_size": call.get("batch_size"), "runtime_overrides": _jsonable(call.get("runtime_overrides")),
         },
     })
     base = source.parent if source is not None else Path.cwd()
-    return Task(spec=spec, file=source, base_dir=base, dialect="usecase")
+    return Task(spec=spec, file=source, base_dir=base, dialect="usecase", resources={"use_case": UseCaseEntry(build)})
 
 
 def object_build(case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]) -> Callable[[int | None], Built]:
@@ -133,16 +128,15 @@ class UseCaseTask(GenerationTask):
 
     def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
         super().__init__(spec, options)
-        entry = USE_CASES.get(str(self.options.get("token", "")))
-        if entry is None:
-            raise TaskDefinitionError(f"use case task '{spec.name}' was not loaded by the use case dialect", field="task_class")
-        self.entry = entry
         self.case: UseCase | None = None
         self._corpus: dict[str, dict] = {}
         self._extras: dict[str, Any] = {}
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
-        self.case, self.gen_kwargs, self.call = self.entry.build(limit)
+        entry = self.resources.get("use_case")  # set by load_task_class after construction
+        if not isinstance(entry, UseCaseEntry):
+            raise TaskDefinitionError(f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="task_class")
+        self.case, self.gen_kwargs, self.call = entry.build(limit)
         rows = self.case.evaluation_data
         source = str(self.spec.data[0].path)
         return [
