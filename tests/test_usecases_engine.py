@@ -4,6 +4,7 @@ model calls on a rerun), the shared cache, progress, and retries as new requests
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -211,7 +212,7 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
 
 def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
     """With ``save_dir``, the use case is handed an executor on ``store.sqlite`` and its LLM judge uses
-    that store too: run again without the checkpoint, neither model is called."""
+    that store too: run again without the trials' run folders, neither model is called."""
     from fakes import FakeModel
 
     from proctor.dialects.aisteer import Benchmark, UseCase
@@ -242,6 +243,6 @@ def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
     assert sum(n for _, n in base.calls) == 4 and sum(n for _, n in judge.calls) == distinct
     with ResponseStore(tmp_path / "bench" / STORE_FILE) as store:
         assert store.count() == 4 + distinct  # the generations under the base model, the verdicts under the judge
-    (tmp_path / "bench" / "checkpoint.json").unlink()
+    shutil.rmtree(tmp_path / "bench" / "runs")
     base_again, judge_again = FakeModel("base"), FakeModel("judge", salt="j")
     assert run(base_again, judge_again) == first and base_again.calls == [] and judge_again.calls == []
