@@ -101,8 +101,8 @@ def test_upstream_truthfulqa_benchmark_script(tiny_model_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     save_dir = tmp_path / "bench"
-    run_script(str(UPSTREAM / "benchmark.py"), [str(tiny_model_dir), str(tiny_model_dir), str(save_dir)])
-    profiles = json.loads((save_dir / "checkpoint.json").read_text())["profiles"]
+    namespace = run_script(str(UPSTREAM / "benchmark.py"), [str(tiny_model_dir), str(tiny_model_dir), str(save_dir)])
+    profiles = json.loads(json.dumps(namespace["profiles"]))
     assert sorted(profiles) == ["baseline", "few_shot"]
     rows = [json.loads(line) for line in (UPSTREAM / "evaluation_data.jsonl").read_text().splitlines()]
     judge = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fakes import FakeModel, write_tasks
 
 from proctor import evaluate
-from proctor.cli import display
+from proctor.cli.display import progress_display
 
 
 def test_overall_bar_sums_every_announced_task(tmp_path):
-    display = display.progress_display(quiet=False)
+    display = progress_display(quiet=False)
     hook = display.__enter__()
     try:
         tasks = write_tasks(tmp_path / "tasks", n_mc=5, n_gen=3)
@@ -26,6 +26,6 @@ def test_overall_bar_sums_every_announced_task(tmp_path):
 
 
 def test_quiet_mode_has_no_display():
-    display = display.progress_display(quiet=True)
+    display = progress_display(quiet=True)
     assert display.__enter__() is None
     display.__exit__(None, None, None)

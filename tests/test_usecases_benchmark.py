@@ -1,5 +1,5 @@
-"""Benchmark: base vs activation-steering sweep vs prompt steering; stable ids, checkpoint/resume after a
-kill, exports and plots; and ``proctor run my_use_case.py``."""
+"""Benchmark: base vs activation-steering sweep vs prompt steering; stable ids, resume after a kill
+(each trial a run of evaluate), exports and plots; and ``proctor run my_use_case.py``."""
 
 from __future__ import annotations
 
@@ -106,8 +106,11 @@ def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     killed = subprocess.run([sys.executable, str(definition), str(tiny_model_dir), str(save), "5"], env=env, capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr[-2000:]
-    checkpoint = json.loads((save / "checkpoint.json").read_text())
-    finished = {(p, e["config_id"], e["trial_id"]) for p, entries in checkpoint["profiles"].items() for e in entries}
+    finished = set()  # each trial is a run folder save/runs/<pipeline>/<config_id>-t<trial>; finished ones are complete
+    for results in (save / "runs").glob("*/*/results.json"):
+        if json.loads(results.read_text())["status"] == "complete":
+            config, trial = results.parent.name.rsplit("-t", 1)
+            finished.add((results.parent.parent.name, config, int(trial)))
     assert len(finished) == 5
 
     from proctor.models.hf import HFModel

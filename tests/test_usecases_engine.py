@@ -4,6 +4,7 @@ model calls on a rerun), the shared cache, progress, and retries as new requests
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -211,7 +212,7 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
 
 def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
     """With ``save_dir``, the use case is handed an executor on ``store.sqlite`` and its LLM judge uses
-    that store too: run again without the checkpoint, neither model is called."""
+    that store too: run again without the trials' run folders, neither model is called."""
     from fakes import FakeModel
 
     from proctor.dialects.aisteer import Benchmark, UseCase
@@ -242,6 +243,52 @@ def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
     assert sum(n for _, n in base.calls) == 4 and sum(n for _, n in judge.calls) == distinct
     with ResponseStore(tmp_path / "bench" / STORE_FILE) as store:
         assert store.count() == 4 + distinct  # the generations under the base model, the verdicts under the judge
-    (tmp_path / "bench" / "checkpoint.json").unlink()
+    shutil.rmtree(tmp_path / "bench" / "runs")
     base_again, judge_again = FakeModel("base"), FakeModel("judge", salt="j")
     assert run(base_again, judge_again) == first and base_again.calls == [] and judge_again.calls == []
+
+
+def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
+    """Profiles are rebuilt from each trial's run folder: the generations come back in the order the
+    use case returned them (here round by round, not grouped by row as samples.jsonl holds them),
+    equal to the use case run directly with trial seed ``seed + t``, and a rerun on the same save_dir reads every finished trial back
+    without calling the model."""
+    from fakes import FakeModel
+
+    from proctor.dialects.aisteer import Benchmark, UseCase
+
+    class Rounds(UseCase):
+        _EVALUATION_REQ_KEYS = ("id", "q")
+
+        def validate_evaluation_data(self, row):
+            pass
+
+        def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs):
+            items = [{"prompt": f"{r['q']} (round {k})"} for k in range(2) for r in self.evaluation_data]
+            texts = batch_retry_generate(items, model_or_pipeline, tokenizer, gen_kwargs=gen_kwargs, use_chat=False)
+            ids = [r["id"] for _ in range(2) for r in self.evaluation_data]
+            return [{"id": i, "round": n // len(self.evaluation_data), "response": t} for n, (i, t) in enumerate(zip(ids, texts))]
+
+        def evaluate(self, generations):
+            return {"Length": {"mean": sum(len(g["response"]) for g in generations) / len(generations)}}
+
+    rows = [{"id": f"r{i}", "q": f"question {i}"} for i in range(3)]
+
+    def run(model, save_dir=None):
+        return Benchmark(Rounds(rows, []), model, gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10},
+                         num_trials=2, save_dir=save_dir).run()
+
+    profiles = run(FakeModel("base"), tmp_path / "bench")
+    for trial, entry in enumerate(profiles["baseline"]):
+        case = Rounds(rows, [])
+        direct = case.generate(FakeModel("base"), None, gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10 + trial})
+        assert [g["id"] for g in entry["generations"]] == ["r0", "r1", "r2"] * 2
+        assert entry["trial_id"] == trial and entry["generations"] == direct and entry["evaluations"] == case.evaluate(direct)
+    import yaml
+
+    for trial in (0, 1):  # each trial is a run folder; its task asks for the trial's seed
+        config = yaml.safe_load((tmp_path / "bench" / "runs" / "baseline" / f"baseline-t{trial}" / "tasks" / "Rounds.yaml").read_text())
+        assert config["spec"]["task_options"]["gen_kwargs"]["seed"] == 10 + trial
+    again = FakeModel("base")
+    assert run(again, tmp_path / "bench") == profiles and again.calls == []
+    assert run(FakeModel("base")) == profiles  # without save_dir: the same runs in a temporary folder

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -259,8 +260,8 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
     args = [str(tiny_model_dir), str(save_dir)]
     namespace = run_script(str(UPSTREAM / "benchmark.py"), args)  # as `python -m proctor.dialects.aisteer.aisteer_names`
     assert list(namespace["summary"]["n_trials"]) == [2]
-    checkpoint = json.loads((save_dir / "checkpoint.json").read_text())
-    runs = checkpoint["profiles"]["baseline"]
+    runs = json.loads(json.dumps(namespace["profiles"]["baseline"]))
+    assert len(list((save_dir / "runs" / "baseline").glob("*/results.json"))) == 2  # one run folder per trial
     assert [r["trial_id"] for r in runs] == [0, 1]
     for run in runs:
         g = run["generations"]
@@ -268,7 +269,7 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
         assert run["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(trial_mean)
     assert (save_dir / "store.sqlite").exists()
     assert json.loads((save_dir / "profiles.json").read_text())["baseline"] == runs  # the use case's export, as upstream calls it
-    # Lose the checkpoint: the rerun recomputes the trials, and every request comes from the store.
+    # Lose the trials' run folders: the rerun recomputes the trials, and every request comes from the store.
     import sqlite3
 
     def stored() -> int:
@@ -276,10 +277,10 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
             return db.execute("select count(*) from responses").fetchone()[0]
 
     before = stored()
-    (save_dir / "checkpoint.json").unlink()
-    run_script(str(UPSTREAM / "benchmark.py"), args)
+    shutil.rmtree(save_dir / "runs")
+    again = run_script(str(UPSTREAM / "benchmark.py"), args)
     assert stored() == before
-    assert json.loads((save_dir / "checkpoint.json").read_text())["profiles"]["baseline"] == runs
+    assert json.loads(json.dumps(again["profiles"]["baseline"])) == runs
 
 
 def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_model_dir, tmp_path):
@@ -313,7 +314,7 @@ def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_
     with sqlite3.connect(save_dir / "store.sqlite") as db:
         fingerprints = [json.loads(f) for (f,) in db.execute("select fingerprint from models")]
     assert len(fingerprints) == 2 and any("steering" in f for f in fingerprints)  # the steered model's answers are stored
-    (save_dir / "checkpoint.json").unlink()
+    shutil.rmtree(save_dir / "runs")  # the trials' run folders: rerun, they are answered from save_dir/store.sqlite
     assert run() == first and stored() == count  # both configurations answered from the store
 
 

@@ -2,7 +2,7 @@
 
 ``UseCase`` / ``Metric`` define a task in Python; ``batch_retry_generate`` runs prompts on a proctor
 model, a plain transformers model or a ``SteeringPipeline``; ``Benchmark`` compares the base model
-with steered pipelines over trials and parameter sweeps, with checkpoints and resume.
+with steered pipelines over trials and parameter sweeps, each trial a run of ``proctor.evaluate`` (resumable).
 """
 
 from proctor.dialects.aisteer.base import UseCase, UseCaseDataError

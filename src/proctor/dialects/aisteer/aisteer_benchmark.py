@@ -3,8 +3,8 @@
 AISteer360 writes ``Benchmark(use_case, base_model_name_or_path, steering_pipelines,
 runtime_overrides=None, hf_model_kwargs=None, gen_kwargs=None, device_map="auto", num_trials=1,
 batch_size=8, save_dir=None)``: the same arguments in that order are accepted here, and the run is
-proctor's (one shared base model, trials with seeds ``seed + t``, the checkpoint and the run store
-in ``save_dir``). ``hf_model_kwargs`` / ``device_map`` become the proctor model's options.
+proctor's (one shared base model, trials with seeds ``seed + t``, each trial a run of ``proctor.evaluate``
+in ``save_dir/runs``, resumed as evaluate resumes). ``hf_model_kwargs`` / ``device_map`` become the proctor model's options.
 """
 
 from __future__ import annotations

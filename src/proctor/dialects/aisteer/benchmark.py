@@ -3,40 +3,55 @@
 - The base model is loaded once; every pipeline wraps that same model, and structural controls
   run a patched copy that shares its unchanged tensors (the base model itself never changes).
 - Each configuration has a stable id: a digest of its controls' settings (``baseline`` without any).
-- With ``save_dir``, ``checkpoint.json`` is rewritten atomically after every finished trial; a
-  benchmark started again on the same folder skips what the checkpoint holds. The checkpoint
-  records what the benchmark was (use case, data, generation settings, model) and refuses to
-  resume a different one.
-- With ``save_dir``, the use case is handed an executor (``session.py``) with
-  ``save_dir/store.sqlite`` as its run store instead of the bare proctor model, and each pipeline
-  gets it too (``SteeringPipeline(executor=...)``): every request a trial sends to a proctor model
-  or to a steered copy of it is committed chunk by chunk, and a trial cut off by a kill reads its
-  finished requests back when the benchmark runs again.
+- Each (configuration, trial) is one run of ``proctor.evaluate``: the use case as a task
+  (``usecase_task.use_case_task``, trial seed ``seed + t`` in its ``gen_kwargs``) on the base model
+  or on the configuration's pipeline as a proctor model (``SteeredModel``; the use case is handed
+  the pipeline itself, so per-example runtime arguments apply), into the run folder
+  ``save_dir/runs/<pipeline>/<config_id>-t<trial>`` (a temporary folder without ``save_dir``).
+  ``save_dir/store.sqlite`` is the shared cache of those run folders, so identical requests (a
+  judge's verdict on the same reply) are computed once across trials and configurations.
+- Resuming is evaluate's: a trial whose folder holds a complete ``results.json`` (of the same task:
+  its content hash is checked) is read back, not run; an unfinished one is run again by
+  ``evaluate`` and its store answers every request it had committed. ``save_dir/benchmark.json``
+  records what the benchmark was (use case, data, generation settings, model) and a different
+  benchmark is refused.
+- Profiles are rebuilt from the run folders: ``evaluations`` from ``results.json``, the generations
+  from ``samples.jsonl`` in the use case's order (each record's ``generation_index``).
+- A raw ``(transformers model, tokenizer)`` base is no proctor model, so it cannot go through
+  ``evaluate``: it runs directly (as before), each finished trial kept as ``profile.json`` in its
+  folder (read back on a rerun), judge requests on ``save_dir/store.sqlite``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
 import logging
+import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from proctor.core.errors import ProctorError
-from proctor.runs.results import write_json_atomic
 from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
+from proctor.dialects.aisteer.judge import judges_on
+from proctor.models.base import Model
 from proctor.models.steering.controls import Control, describe
 from proctor.models.steering.pipeline import SteeringPipeline
-from proctor.dialects.aisteer.judge import judges_on
 from proctor.models.steering.specs import ControlSpec, expand
+from proctor.runs.results import write_json_atomic
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT = "checkpoint.json"
-_FORMAT = 1
+IDENTITY = "benchmark.json"  # what the benchmark in save_dir is
+RUNS = "runs"  # save_dir/runs/<pipeline>/<config_id>-t<trial>: one run folder per trial
+STORE = "store.sqlite"  # the cache every trial's run folder shares
+PROFILE = "profile.json"  # a raw-model trial's profile entry (no run folder results)
+_FORMAT = 2
 
 
 @dataclass
@@ -52,6 +67,12 @@ def config_id(controls: Sequence[Control]) -> str:
         return "baseline"
     payload = json.dumps([c.config() for c in controls], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+
+def _folder_name(name: str) -> str:
+    """A pipeline name as a folder name: as is when safe, else made safe and told apart by a digest."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 class Benchmark:
@@ -89,8 +110,6 @@ class Benchmark:
         self.context = dict(context or {})
         self.progress = progress
         self._model: Any = None
-        self._lookup: Any = None  # the save_dir run store while run() runs
-        self._executor: Any = None
         self.configurations = self._configurations()
 
     # ------------------------------------------------------------------ plan
@@ -122,6 +141,11 @@ class Benchmark:
             "model": model,
         }
 
+    @property
+    def _direct(self) -> bool:
+        """A raw transformers base (no proctor model): trials run without ``evaluate``."""
+        return not isinstance(self.base, (str, Model))
+
     # ------------------------------------------------------------------ model
     def _load(self) -> Any:
         if self._model is None:
@@ -134,101 +158,169 @@ class Benchmark:
                 self._model = self.base
         return self._model
 
-    def _target(self, controls: list[Control]) -> tuple[Any, Any, SteeringPipeline | None]:
-        """(model_or_pipeline, tokenizer, pipeline to clean up)."""
+    @contextlib.contextmanager
+    def _target(self, controls: list[Control]) -> Iterator[tuple[Any, Any]]:
+        """(what the trials run on, the tokenizer the use case gets on the direct path) while the
+        configuration runs: the base model, or the steered pipeline (cleaned up afterwards); through
+        ``evaluate`` a pipeline runs as a proctor model (``as_model()``)."""
         model = self._load()
         tokenizer = None
         if isinstance(model, tuple):
             model, tokenizer = model
-        executor = self._executor_for(model)
         if not controls:
-            return executor or model, tokenizer, None
-        pipeline = SteeringPipeline(model, controls, tokenizer=tokenizer, executor=executor)
-        return pipeline, pipeline.tokenizer, pipeline
+            yield model, tokenizer
+            return
+        pipeline = SteeringPipeline(model, controls, tokenizer=tokenizer)
+        try:
+            pipeline.steer()
+            yield (pipeline if self._direct else pipeline.as_model()), pipeline.tokenizer
+        finally:
+            pipeline.cleanup()
+            gc.collect()
 
-    def _executor_for(self, model: Any) -> Any:
-        """With ``save_dir``, the executor on its run store for a proctor model (else None)."""
-        from proctor.models.base import Model
-
-        if self._lookup is None or not isinstance(model, Model):
-            return None
-        if self._executor is None:
-            from proctor.dialects.aisteer.session import UseCaseExecutor
-            from proctor.runs.executor import ModelExecutor
-
-            self._executor = UseCaseExecutor(ModelExecutor(model, self._lookup), name=type(self.use_case).__name__)
-        return self._executor
-
-    # ------------------------------------------------------------------ checkpoint
-    def _read_checkpoint(self) -> dict[str, list[dict]]:
-        if self.save_dir is None or not (self.save_dir / CHECKPOINT).exists():
-            return {}
-        stored = json.loads((self.save_dir / CHECKPOINT).read_text(encoding="utf-8"))
+    # ------------------------------------------------------------------ identity
+    def _check_identity(self, folder: Path) -> None:
+        path = folder / IDENTITY
         mine = json.loads(json.dumps(self.identity(), sort_keys=True, default=str))
-        if stored.get("format") != _FORMAT or stored.get("identity") != mine:
-            raise ProctorError(
-                f"{self.save_dir / CHECKPOINT} belongs to a different benchmark (use case, data, generation "
-                "settings or model differ); use another save_dir or delete the checkpoint"
-            )
-        return stored["profiles"]
-
-    def _write_checkpoint(self, profiles: dict[str, list[dict]]) -> None:
-        if self.save_dir is not None:
-            write_json_atomic(self.save_dir / CHECKPOINT, {"format": _FORMAT, "identity": self.identity(), "profiles": profiles})
+        if path.exists():
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            if stored.get("format") != _FORMAT or stored.get("identity") != mine:
+                raise ProctorError(
+                    f"{path} belongs to a different benchmark (use case, data, generation settings or model differ); "
+                    "use another save_dir or delete it"
+                )
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path, {"format": _FORMAT, "identity": mine})
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, list[dict]]:
         """Profiles ``{pipeline: [{trial_id, config_id, params, generations, evaluations}]}``."""
-        if self.save_dir is None:
-            return self._run()
-        from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
-
-        self._lookup = Lookup(ResponseStore(self.save_dir / STORE_FILE))
-        try:
-            return self._run()
-        finally:
-            self._lookup.close()
-            self._lookup = self._executor = None
-
-    def _run(self) -> dict[str, list[dict]]:
-        profiles = self._read_checkpoint()
-        done = {(p, e["config_id"], e["trial_id"]) for p, entries in profiles.items() for e in entries}
-        if done:
-            log.info("resuming: %d finished trial(s) in the checkpoint", len(done))
-        for config in self.configurations:
-            trials = [t for t in range(self.num_trials) if (config.pipeline, config.config_id, t) not in done]
-            profiles.setdefault(config.pipeline, [])
-            if not trials:
-                continue
-            target, tokenizer, pipeline = self._target(config.controls)
-            try:
-                if pipeline is not None:
-                    pipeline.steer()
-                for trial in trials:
-                    gen_kwargs = dict(self.gen_kwargs)
-                    gen_kwargs["seed"] = int(gen_kwargs.get("seed", 0)) + trial
-                    generations = self.use_case.generate(
-                        target, tokenizer, gen_kwargs=gen_kwargs, runtime_overrides=self.runtime_overrides or None,
-                        batch_size=self.batch_size,
-                    )
-                    with judges_on(self.use_case, self._lookup):  # judge requests on the save_dir store too
-                        evaluations = self.use_case.evaluate(generations)
-                    entry = {"trial_id": trial, "config_id": config.config_id, "params": describe(config.params),
-                             "generations": generations, "evaluations": evaluations}
-                    profiles[config.pipeline].append(json.loads(json.dumps(entry, default=str)))
-                    self._write_checkpoint(profiles)
-                    if self.progress:
-                        self.progress({"pipeline": config.pipeline, "config_id": config.config_id, "trial_id": trial,
-                                       "params": config.params, "evaluations": evaluations})
-            finally:
-                if pipeline is not None:
-                    pipeline.cleanup()
-                gc.collect()
-        order = {c.config_id: i for i, c in enumerate(self.configurations)}
-        for entries in profiles.values():
-            entries.sort(key=lambda e: (order.get(e["config_id"], len(order)), e["trial_id"]))
+        with contextlib.ExitStack() as stack:
+            folder = self.save_dir
+            if folder is None:  # the runs still go through evaluate, into a folder of their own
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="proctor-benchmark-")))
+            else:
+                self._check_identity(folder)
+            profiles: dict[str, list[dict]] = {}
+            for config in self.configurations:
+                profiles.setdefault(config.pipeline, []).extend(self._run_configuration(config, folder))
         self.profiles = profiles
         return profiles
+
+    def _trial_dir(self, folder: Path, config: Configuration, trial: int) -> Path:
+        return folder / RUNS / _folder_name(config.pipeline) / f"{config.config_id}-t{trial}"
+
+    def _run_configuration(self, config: Configuration, folder: Path) -> list[dict]:
+        entries: dict[int, dict] = {}
+        for trial in range(self.num_trials):
+            entry = self._finished(config, trial, self._trial_dir(folder, config, trial))
+            if entry is not None:
+                entries[trial] = entry
+        todo = [t for t in range(self.num_trials) if t not in entries]
+        if todo:
+            with self._target(config.controls) as (target, tokenizer):
+                for trial in todo:
+                    run_dir = self._trial_dir(folder, config, trial)
+                    if self._direct:
+                        entries[trial] = self._run_direct(config, trial, run_dir, folder, target, tokenizer)
+                    else:
+                        entries[trial] = self._run_evaluated(config, trial, run_dir, folder, target)
+                    if self.progress:
+                        self.progress({"pipeline": config.pipeline, "config_id": config.config_id, "trial_id": trial,
+                                       "params": config.params, "evaluations": entries[trial]["evaluations"]})
+        elif entries:
+            log.info("%s %s: %d finished trial(s) read back", config.pipeline, config.config_id, len(entries))
+        return [entries[t] for t in range(self.num_trials)]
+
+    def _gen_kwargs(self, trial: int) -> dict:
+        gen_kwargs = dict(self.gen_kwargs)
+        gen_kwargs["seed"] = int(gen_kwargs.get("seed", 0)) + trial
+        return gen_kwargs
+
+    def _entry(self, config: Configuration, trial: int, generations: Any, evaluations: Any) -> dict:
+        entry = {"trial_id": trial, "config_id": config.config_id, "params": describe(config.params),
+                 "generations": generations, "evaluations": evaluations}
+        return json.loads(json.dumps(entry, default=str))
+
+    # ------------------------------------------------------------------ through evaluate
+    def _task(self, trial: int) -> Any:
+        from proctor.dialects.aisteer.usecase_task import object_build, use_case_task
+
+        call = {"batch_size": self.batch_size, "runtime_overrides": self.runtime_overrides or None}
+        build = object_build(self.use_case, self._gen_kwargs(trial), call)
+        return use_case_task(self.use_case.name, build(None), build, None, benchmark_trial=trial)
+
+    def _finished(self, config: Configuration, trial: int, run_dir: Path) -> dict | None:
+        """The profile entry of a trial whose run finished (None when it did not)."""
+        if self._direct:
+            path = run_dir / PROFILE
+            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        from proctor.runs.export import load_results
+
+        if not (run_dir / "results.json").exists():
+            return None
+        results = load_results(run_dir)
+        if results.get("status") != "complete":
+            return None
+        from proctor.engine.prepare import prepare_task
+        from proctor.runs.manifest import read_manifest
+
+        task = self._task(trial)
+        manifest = read_manifest(run_dir) or {}
+        if manifest.get("tasks") != {task.name: prepare_task(task, {}).content_hash}:
+            raise ProctorError(
+                f"{run_dir} belongs to a different benchmark (its use case task differs: data, generation settings or "
+                "batch size); use another save_dir or delete it"
+            )
+        return self._read_run(config, trial, run_dir, results)
+
+    def _read_run(self, config: Configuration, trial: int, run_dir: Path, results: dict) -> dict:
+        from proctor.runs.export import iter_samples
+
+        result = results["tasks"][self.use_case.name]
+        placed: list[tuple[int, Any]] = []
+        for record in iter_samples(run_dir):
+            placed.extend(zip(record["generation_index"], record["generations"]))
+        generations = [g for _, g in sorted(placed, key=lambda pair: pair[0])]
+        return self._entry(config, trial, generations, result["evaluations"])
+
+    def _run_evaluated(self, config: Configuration, trial: int, run_dir: Path, folder: Path, model: Any) -> dict:
+        from proctor.api import evaluate
+        from proctor.runs.manifest import RunMismatchError
+
+        try:
+            result = evaluate([self._task(trial)], model, output_dir=run_dir, cache=folder / STORE, export=False)
+        except RunMismatchError as exc:
+            raise ProctorError(f"{run_dir} belongs to a different benchmark: {exc}") from None
+        return self._read_run(config, trial, run_dir, result.results)  # evaluations as returned; generations as stored
+
+    # ------------------------------------------------------------------ a raw transformers base
+    def _run_direct(self, config: Configuration, trial: int, run_dir: Path, folder: Path, target: Any, tokenizer: Any) -> dict:
+        generations = self.use_case.generate(
+            target, tokenizer, gen_kwargs=self._gen_kwargs(trial), runtime_overrides=self.runtime_overrides or None,
+            batch_size=self.batch_size,
+        )
+        with self._judge_store(folder) as lookup, judges_on(self.use_case, lookup):
+            evaluations = self.use_case.evaluate(generations)
+        entry = self._entry(config, trial, generations, evaluations)
+        if self.save_dir is not None:
+            write_json_atomic(run_dir / PROFILE, entry)
+        return entry
+
+    @contextlib.contextmanager
+    def _judge_store(self, folder: Path) -> Iterator[Any]:
+        """With ``save_dir``, its store for the judges' requests (None without)."""
+        if self.save_dir is None:
+            yield None
+            return
+        from proctor.runs.store import Lookup, ResponseStore
+
+        lookup = Lookup(ResponseStore(folder / STORE))
+        try:
+            yield lookup
+        finally:
+            lookup.close()
 
     # ------------------------------------------------------------------ outputs
     def table(self, profiles: Mapping[str, Sequence[Mapping]] | None = None) -> list[dict]:

@@ -3,7 +3,7 @@
 Three kinds of target:
 
 - a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``) or an executor
-  (``proctor.runs.executor.ModelExecutor``, as ``proctor run file.py`` and ``Benchmark`` hand the
+  (``proctor.runs.executor.ModelExecutor``, as ``proctor run file.py`` and each ``Benchmark`` trial hand the
   use case): requests go through it like any task's (``session.py``: the run store when the
   executor has one, deduplication, progress);
 - a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;

@@ -11,7 +11,7 @@ a reply that cannot be parsed is drawn again (``max_retries`` times, then NaN wi
 The judge is a proctor model (a ``--model`` string, loaded on first use, or a loaded ``Model``)
 or a transformers model with ``tokenizer=``; its requests go through ``batch_retry_generate``.
 ``store`` (a ``proctor.runs.store.Lookup``, set by ``proctor run`` / ``run_use_cases`` and by a
-``Benchmark`` with ``save_dir`` while they evaluate) sends a proctor judge's requests through that
+each ``Benchmark`` trial, while they evaluate) sends a proctor judge's requests through that
 run store, under the judge's own fingerprint.
 """
 

@@ -1,6 +1,6 @@
 """The executor a use case's requests go through, handed to it explicitly as ``model_or_pipeline``.
 
-``proctor run file.py`` / ``run_use_cases`` and a ``Benchmark`` with ``save_dir`` build a
+``proctor run file.py`` / ``run_use_cases`` and each ``Benchmark`` trial (all through ``evaluate``) build a
 ``ModelExecutor`` on their run store (``proctor.runs.executor``) and pass it, wrapped here, to the
 use case's ``generate`` in place of the model; ``batch_retry_generate`` and
 ``continuation_logprobs`` send their requests through it. Given a plain proctor ``Model`` they

@@ -3,17 +3,28 @@
 A use case runs through ``api.evaluate`` like any other task. Its ``TaskSpec`` is a ``generate``
 task whose ``task_class`` is ``UseCaseTask``; the spec's ``task_options`` carry what identifies the
 run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
-content hash, resume and ``--update`` see any change. The use case object itself is kept in
-``USE_CASES`` under the spec's token (as the lm-eval dialect keeps its task objects).
+content hash, resume and ``--update`` see any change. How to build the use case object rides in the
+task's ``resources`` (``Task.resources["use_case"]``, a ``UseCaseEntry``), which the engine hands the
+handler; nothing is kept in module state.
 
 - ``load_samples`` builds the use case (``--limit N`` keeps its first N rows): one sample per row;
 - ``predict_samples`` seeds ``random`` with the use case's ``seed`` (files that shuffle with it build
   the same prompts on every run, so a rerun resumes), runs ``generate`` on the executor the engine
   hands it (``session.UseCaseExecutor`` around it: every request is looked up in the run store first,
   the rest committed chunk by chunk), then ``evaluate`` (LLM judges on the same store);
+- on a steered model (``SteeredModel``: ``--model steer:``, a ``Benchmark`` configuration) the use
+  case gets the pipeline itself, its executor set to that one: requests without per-example
+  runtime arguments go through the run store as the steered model, those with them are generated
+  by the pipeline with each row's arguments;
 - each sample's record holds the generations of its row (by the generation's ``id`` /
   ``question_id`` when the rows have ids, else by position); the task's metrics are every numeric
   value of the evaluations (``Metric.value`` names), and ``evaluations`` holds them as returned.
+
+A ``Benchmark`` trial (``task_options["benchmark_trial"]``, see ``benchmark.py``) differs in three
+ways, so that its profile entry is rebuilt from the run folder exactly as the Benchmark built it
+before: the global ``random`` is left as it is (the Benchmark never reseeded it), generations and
+evaluations are stored as the profile holds them (JSON, unknown values as ``str``), and each
+record's ``generation_index`` gives the position of each of its generations in the use case's list.
 """
 
 from __future__ import annotations
@@ -29,11 +40,12 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import Sample
-from proctor.dialects.aisteer.judge import judges_on
-from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.base import UseCase
+from proctor.dialects.aisteer.judge import judges_on
+from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.kinds.custom import GenerationTask
+from proctor.models.steering.steered_model import SteeredModel
 
 HANDLER = "proctor.dialects.aisteer.usecase_task.UseCaseTask"
 
@@ -47,20 +59,17 @@ class UseCaseEntry:
     build: Callable[[int | None], Built]
 
 
-# Use cases loaded by the dialect (or handed to run_use_cases), by the token in their task_options.
-USE_CASES: dict[str, UseCaseEntry] = {}
-
-
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr))
 
 
-def use_case_task(name: str, built: Built, build: Callable[[int | None], Built], source: Path | None) -> Task:
-    """The task of one use case; ``built`` is it with every row, ``build(limit)`` builds it again."""
+def use_case_task(
+    name: str, built: Built, build: Callable[[int | None], Built], source: Path | None, benchmark_trial: int | None = None
+) -> Task:
+    """The task of one use case; ``built`` is it with every row, ``build(limit)`` builds it again;
+    ``benchmark_trial``: the trial of a ``Benchmark`` this task runs (see the module doc)."""
     case, gen_kwargs, call = built
     fingerprint = case.fingerprint()
-    token = f"{name}@{fingerprint}"
-    USE_CASES[token] = UseCaseEntry(build)
     spec = TaskSpec.model_validate({
         "name": name,
         "kind": "generate",
@@ -70,12 +79,13 @@ def use_case_task(name: str, built: Built, build: Callable[[int | None], Built],
         "target": "-",  # the use case scores its own generations: no reference answer
         "task_class": HANDLER,
         "task_options": {
-            "token": token, "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
+            "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
             "batch_size": call.get("batch_size"), "runtime_overrides": _jsonable(call.get("runtime_overrides")),
+            **({"benchmark_trial": benchmark_trial} if benchmark_trial is not None else {}),
         },
     })
     base = source.parent if source is not None else Path.cwd()
-    return Task(spec=spec, file=source, base_dir=base, dialect="usecase")
+    return Task(spec=spec, file=source, base_dir=base, dialect="usecase", resources={"use_case": UseCaseEntry(build)})
 
 
 def object_build(case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]) -> Callable[[int | None], Built]:
@@ -88,6 +98,11 @@ def object_build(case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str
         return cut, dict(gen_kwargs), dict(call)
 
     return build
+
+
+def _as_profile(value: Any) -> Any:
+    """``value`` as a Benchmark profile has always held it: through JSON, unknown values as ``str``."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def _model_batch_size(model: Any) -> int:
@@ -108,7 +123,12 @@ def _flatten(prefix: str, value: Any, out: dict) -> None:
 def by_row(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[Any]]:
     """The generations of each row: by a generation's ``id`` / ``question_id`` matching a row's
     ``id``, else by position (generation i of n goes to row i * rows // n)."""
-    groups: list[list[Any]] = [[] for _ in rows]
+    return [[generations[i] for i in group] for group in row_positions(generations, rows)]
+
+
+def row_positions(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[int]]:
+    """For each row, the positions (in ``generations``) of its generations, as ``by_row`` groups them."""
+    groups: list[list[int]] = [[] for _ in rows]
     if not rows:
         return groups
     ids = {json.dumps(r["id"], default=str): k for k, r in enumerate(rows) if isinstance(r, Mapping) and "id" in r}
@@ -122,7 +142,7 @@ def by_row(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[Any]]:
                         break
         if row is None:
             row = min(i * len(rows) // max(len(generations), 1), len(rows) - 1)
-        groups[row].append(generation)
+        groups[row].append(i)
     return groups
 
 
@@ -133,16 +153,15 @@ class UseCaseTask(GenerationTask):
 
     def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
         super().__init__(spec, options)
-        entry = USE_CASES.get(str(self.options.get("token", "")))
-        if entry is None:
-            raise TaskDefinitionError(f"use case task '{spec.name}' was not loaded by the use case dialect", field="task_class")
-        self.entry = entry
         self.case: UseCase | None = None
         self._corpus: dict[str, dict] = {}
         self._extras: dict[str, Any] = {}
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
-        self.case, self.gen_kwargs, self.call = self.entry.build(limit)
+        entry = self.resources.get("use_case")  # set by load_task_class after construction
+        if not isinstance(entry, UseCaseEntry):
+            raise TaskDefinitionError(f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="task_class")
+        self.case, self.gen_kwargs, self.call = entry.build(limit)
         rows = self.case.evaluation_data
         source = str(self.spec.data[0].path)
         return [
@@ -156,19 +175,33 @@ class UseCaseTask(GenerationTask):
         assert case is not None, "load_samples runs first"
         model = executor.model
         self.model = model
+        trial = "benchmark_trial" in self.options
         session = UseCaseExecutor(executor, None, self.spec.name)  # the use case gets it in place of the model
-        random.seed(getattr(case, "seed", 555))  # files that shuffle with the global random build the same prompts
-        with aisteer360_names():
-            generations = case.generate(
-                session, getattr(model, "tokenizer", None), gen_kwargs=dict(self.gen_kwargs),
-                runtime_overrides=self.call.get("runtime_overrides"), batch_size=self.call.get("batch_size") or _model_batch_size(model),
-            )
+        target, tokenizer = session, getattr(model, "tokenizer", None)
+        pipeline = model.pipeline if isinstance(model, SteeredModel) else None
+        if pipeline is not None:  # the pipeline itself, so per-example runtime arguments still apply
+            pipeline.steer()
+            target, tokenizer = pipeline, pipeline.tokenizer
+            held, pipeline.executor = pipeline.executor, session
+        if not trial:
+            random.seed(getattr(case, "seed", 555))  # files that shuffle with the global random build the same prompts
+        try:
+            with aisteer360_names():
+                generations = case.generate(
+                    target, tokenizer, gen_kwargs=dict(self.gen_kwargs), runtime_overrides=self.call.get("runtime_overrides"),
+                    batch_size=self.call.get("batch_size") or _model_batch_size(model),
+                )
+        finally:
+            if pipeline is not None:
+                pipeline.executor = held
         with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
             evaluations = case.evaluate(generations)
         metrics: dict[str, dict] = {}
         for metric, values in evaluations.items():
             _flatten(metric, values, metrics)
         self._corpus = metrics
+        if trial:  # as a Benchmark profile holds them
+            generations, evaluations = _as_profile(generations), _as_profile(evaluations)
         self._extras = {
             "n_samples": len(generations),
             "n_rows": len(case.evaluation_data),
@@ -177,7 +210,13 @@ class UseCaseTask(GenerationTask):
         }
         executor.progress(len(samples))
         rows = [s.sample.fields for s in samples]
-        return [(None, {"generations": group}) for group in by_row(generations, rows)]
+        out = []
+        for group in row_positions(generations, rows):
+            details: dict[str, Any] = {"generations": [generations[i] for i in group]}
+            if trial:
+                details["generation_index"] = group
+            out.append((None, details))
+        return out
 
     def corpus_metrics(self) -> dict:
         return dict(self._corpus)

@@ -27,8 +27,8 @@ class SteeringPipeline:
     with ``tokenizer``) with ``controls``. Use as a context manager, or call ``steer()`` and
     ``cleanup()``. ``base_model`` is the shared transformers model (never changed); ``model`` is
     what the pipeline runs: the base model, or a structural control's patched copy of it.
-    ``executor`` (a ``proctor.runs.executor.ModelExecutor`` with a run store, as ``Benchmark`` gives
-    with ``save_dir``): requests without per-example arguments run as a proctor model through it."""
+    ``executor`` (a ``proctor.runs.executor.ModelExecutor`` with a run store, as a use case run on
+    ``as_model()`` is given): requests without per-example arguments run as a proctor model through it."""
 
     def __init__(self, model: Any, controls: Sequence[Control] = (), tokenizer: Any = None, *, name: str | None = None,
                  executor: Any = None) -> None:

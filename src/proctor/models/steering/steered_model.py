@@ -84,9 +84,10 @@ class SteeredModel(Model):
 
 def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
     """The pipeline as a proctor model on the executor it was given, when its requests should go
-    through a run store: ``pipeline.executor`` set with a store (a ``Benchmark`` with ``save_dir``),
-    an ``HFModel`` base, no per-example runtime arguments (which a ``Model`` cannot take). Otherwise
-    None, and the pipeline generates directly."""
+    through a run store: ``pipeline.executor`` set with a store (a use case run on this pipeline's
+    ``SteeredModel``, as a ``Benchmark`` configuration is), an ``HFModel`` base, no per-example
+    runtime arguments (which a ``Model`` cannot take). Otherwise None, and the pipeline generates
+    directly. An executor already on this pipeline's steered model is used as it is."""
     from proctor.models.hf import HFModel
 
     executor = pipeline.executor
@@ -94,4 +95,7 @@ def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
         return None
     if runtime is not None and any(runtime):
         return None
+    model = getattr(executor, "model", None)
+    if isinstance(model, SteeredModel) and model.pipeline is pipeline:
+        return executor
     return executor.for_model(SteeredModel(pipeline))
