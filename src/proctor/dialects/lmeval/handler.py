@@ -27,8 +27,6 @@ from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
 
-# Leaves resolved by the dialect loader, by the token in their task_options (same process).
-LEAVES: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -73,13 +71,18 @@ class _LmEvalRunner:
         self.docs: list[tuple[int, Any]] = []
         self._corpus: dict[str, dict] = {}
         self._recorded: dict[str, str] = {}  # chat text -> lm-eval's recorded messages
-        leaf = LEAVES.get(options.get("token", ""))
-        if leaf is None:
-            raise TaskDefinitionError(f"lm-eval task '{options.get('task')}' was not loaded by the lm-eval dialect", field="task_class")
-        self.leaf = leaf
+        self._task_name = options.get("task")
         self.mapping = dict(options.get("data_map") or {})
         self.bootstrap_iters = int(options.get("bootstrap_iters", DEFAULT_BOOTSTRAP_ITERS))
         self.run_options = dict(options.get("run_options") or {})  # num_fewshot, chat template, system instruction
+
+    @property
+    def leaf(self) -> Any:
+        """The resolved lm-eval task the dialect loaded, handed over in the task's resources."""
+        leaf = getattr(self, "resources", {}).get("leaf")
+        if leaf is None:
+            raise TaskDefinitionError(f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="task_class")
+        return leaf
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)

@@ -14,7 +14,6 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from proctor.dialects.lmeval import handler
 from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.core.errors import TaskDefinitionError
 from proctor.scoring.metrics import METRICS, register_metric
@@ -93,7 +92,6 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
     for key, better in keys:
         register(key, better)
     token = f"{leaf.name}@{_digest(config)}"
-    handler.LEAVES[token] = leaf
     version = (config.get("metadata") or {}).get("version")
     raw: dict[str, Any] = {
         "name": leaf.name,
@@ -122,4 +120,4 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         error = exc.errors()[0]
         raise TaskDefinitionError(f"{error['msg']} (from lm-eval task '{leaf.name}')", file=leaf.source, field=".".join(map(str, error["loc"]))) from None
     source = leaf.source
-    return Task(spec=spec, file=source, base_dir=source.parent if source else Path.cwd(), dialect="lm-eval")
+    return Task(spec=spec, file=source, base_dir=source.parent if source else Path.cwd(), dialect="lm-eval", resources={"leaf": leaf})
