@@ -242,3 +242,21 @@ def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
                       dialect_options={"lmeval_data": {"Rowan/hellaswag": str(folder)}})
     assert result.results["tasks"]["hellaswag"]["n_samples"] == 2
     assert listing() == before
+
+
+def test_metric_keys_resolve_without_filling_the_metric_registry():
+    """lm-eval's ``metric,filter`` keys are resolved on lookup (no registry entry is added while loading);
+    a direction a task's metric_list states itself rides in its spec and wins over lm-eval's default."""
+    from proctor.dialects.lmeval.catalogue import Leaf
+    from proctor.dialects.lmeval.specs import to_task
+    from proctor.engine.prepare import _metrics
+    from proctor.scoring.metrics import METRICS, get_metric
+
+    config = {"task": "quiz", "output_type": "multiple_choice", "dataset_path": "local/quiz",
+              "metric_list": [{"metric": "acc"}, {"metric": "acc_norm", "higher_is_better": False}]}
+    task = to_task(Leaf("quiz", config, None), {}, "test")
+    assert "acc,none" not in METRICS and "acc_norm,none" not in METRICS
+    assert get_metric("acc,none", "multiple_choice").higher_is_better is True  # lm-eval's registry: acc is higher-better
+    directions = {m.name: m.higher_is_better for m, _ in _metrics(task)}
+    assert directions == {"acc,none": True, "acc_norm,none": False}
+    assert "acc,none" not in METRICS

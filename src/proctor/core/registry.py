@@ -8,7 +8,8 @@ importing a plug-in module registers nothing by itself.
 
 What can be registered: dialects (``core.dialect.Dialect``), model backends by ``--model`` prefix,
 task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
-modules whose import registers metrics (``scoring.metrics.register_metric``).
+modules whose import registers metrics (``scoring.metrics.register_metric``), and metric resolvers
+(names made up per task).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Registry:
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
     metric_modules: list[str] = field(default_factory=list)
+    metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
 
     # -- registration (called from plug-ins' register functions)
     def add_dialect(self, dialect: "Dialect") -> None:
@@ -61,6 +63,11 @@ class Registry:
 
     def add_rollup_rule(self, rule: Any) -> None:
         self.rollup_rules.append(rule)
+
+    def add_metric_resolver(self, resolver: Callable[[str], Any]) -> None:
+        """``resolver(name) -> MetricDef | None`` for names a plug-in makes up per task (lm-eval's
+        ``metric,filter`` keys): asked, without storing anything, when no registered metric has the name."""
+        self.metric_resolvers.append(resolver)
 
     def add_metric_module(self, module: str) -> None:
         """A module whose import registers metrics; imported when metrics are first looked up."""

@@ -5,6 +5,8 @@ Anything wrong with a task, its data or its templates surfaces here, before a mo
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from dataclasses import dataclass
@@ -62,7 +64,10 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
     out = []
     for spec in specs:
         try:
-            out.append((get_metric(spec.name, task.spec.kind), dict(spec.kwargs)))
+            metric, kwargs = get_metric(spec.name, task.spec.kind), dict(spec.kwargs)
+            if "higher_is_better" in kwargs:  # a task may state a metric's direction itself (lm-eval's metric_list)
+                metric = dataclasses.replace(metric, higher_is_better=bool(kwargs.pop("higher_is_better")))
+            out.append((metric, kwargs))
         except KeyError as exc:
             raise TaskDefinitionError(exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics") from None
     return tuple(out)

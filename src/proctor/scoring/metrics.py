@@ -74,6 +74,10 @@ def get_metric(name: str, kind: str) -> MetricDef:
     if metric is None:
         load_entry_points()
         metric = METRICS.get(name)
+    if metric is None:
+        from proctor.core.registry import registry
+
+        metric = next((m for m in (resolve(name) for resolve in registry().metric_resolvers) if m is not None), None)
     if metric is None or kind not in metric.kinds:
         offered = sorted(n for n, m in METRICS.items() if kind in m.kinds)
         close = difflib.get_close_matches(name, offered, n=1)

@@ -86,5 +86,14 @@ class LmEvalDialect(Dialect):
         return run_options.apply(task, overrides, chat), set()
 
 
+def _resolve_metric(name: str):
+    if "," not in name:  # lm-eval's keys are metric,filter; nothing else is asked of lm-eval
+        return None
+    from proctor.dialects.lmeval.specs import resolve_metric
+
+    return resolve_metric(name)
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
+    registry.add_metric_resolver(_resolve_metric)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.core.errors import TaskDefinitionError
-from proctor.scoring.metrics import METRICS, register_metric
+from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
 from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
@@ -40,16 +40,26 @@ def _numeric(values: list) -> tuple[float, float | None]:
     return mean, stderr_from_variance(sample_variance(numbers), len(numbers))
 
 
-def register(key: str, higher_is_better: bool) -> None:
-    """A proctor metric named ``key`` reading lm-eval's per-sample value (numbers only; others None)."""
-    if key in METRICS:
-        return
+def resolve_metric(key: str) -> MetricDef | None:
+    """The proctor metric ``metric,filter`` (an lm-eval task's key): lm-eval's per-sample value (numbers
+    only; others None), lm-eval's direction for the metric (a task's ``metric_list`` may state its own)."""
+    if "," not in key:
+        return None
 
     def compute(outcome: Any, **_: Any) -> Any:
         value = getattr(outcome, "values", {}).get(key)
         return float(value) if isinstance(value, (int, float)) else None
 
-    register_metric(key, _ALL_KINDS, aggregate=_numeric, higher_is_better=higher_is_better)(compute)
+    return MetricDef(key, frozenset(_ALL_KINDS), compute, _numeric, _default_direction(key.split(",", 1)[0]))
+
+
+def _default_direction(name: str) -> bool:
+    from lm_eval.api.registry import is_higher_better
+
+    try:
+        return bool(is_higher_better(name))
+    except Exception:
+        return True
 
 
 def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
@@ -89,8 +99,6 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
     kind, class_name = KINDS[output_type]
     keys = metric_keys(config)
-    for key, better in keys:
-        register(key, better)
     token = f"{leaf.name}@{_digest(config)}"
     version = (config.get("metadata") or {}).get("version")
     raw: dict[str, Any] = {
@@ -100,7 +108,9 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         "description": f"lm-evaluation-harness task '{leaf.name}' ({output_type}) from {origin}",
         "group": [g for g, _ in leaf.groups],
         "data": [{"hub": str(config.get("dataset_path") or "custom"), "subset": config.get("dataset_name")}],
-        "metrics": [k for k, _ in keys],
+        # a direction other than lm-eval's default for the metric is stated in the spec (else the resolver's)
+        "metrics": [k if better == _default_direction(k.split(",", 1)[0]) else {"name": k, "kwargs": {"higher_is_better": better}}
+                    for k, better in keys],
         "task_class": f"proctor.dialects.lmeval.handler.{class_name}",
         "task_options": {
             "task": leaf.name, "token": token, "output_type": output_type, "config_digest": token.split("@")[1],
