@@ -124,6 +124,12 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
     plain_acc = result.results["tasks"]["quiz_plain"]["metrics"]["acc,none"]["value"]
     shouted_acc = result.results["tasks"]["quiz_shouted"]["metrics"]["acc,none"]["value"]
     assert group["value"] == pytest.approx((plain_acc + shouted_acc) / 2)  # weight_by_size: false -> plain mean
+    # lm-eval's layout of the run: an lm-eval task's metric,filter keys as lm-eval writes them
+    exported = json.loads(next((tmp_path / "run" / "lm_eval").rglob("results_*.json")).read_text())
+    block = exported["results"]["quiz_plain"]
+    assert block["acc,none"] == plain_acc and "acc_stderr,none" in block and not any(k.count(",") > 1 for k in block)
+    assert exported["results"]["quiz"]["acc,none"] == pytest.approx((plain_acc + shouted_acc) / 2)
+    assert exported["higher_is_better"]["quiz_plain"] == {"acc": True}
 
 
 def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path, monkeypatch):
@@ -260,3 +266,20 @@ def test_metric_keys_resolve_without_filling_the_metric_registry():
     directions = {m.name: m.higher_is_better for m, _ in _metrics(task)}
     assert directions == {"acc,none": True, "acc_norm,none": False}
     assert "acc,none" not in METRICS
+
+
+def test_lm_eval_layout_reports_a_size_weighted_group_by_its_micro_mean():
+    """A group lm-eval averages by size (weight_by_size, e.g. MMLU) is exported with the sample-weighted
+    mean and the pooled stderr, as lm-eval prints it; an unweighted one with the plain mean."""
+    from proctor.runs.lm_eval_layout import results_file
+
+    tasks = {name: {"kind": "multiple_choice", "n_samples": n, "version": "1", "metrics": {"acc,none": {"value": v, "stderr": s}}}
+             for name, n, v, s in (("a", 10, 0.5, 0.1), ("b", 30, 0.9, 0.05))}
+    metric = {"value": 0.7, "stderr": 0.0559, "micro": (10 * 0.5 + 30 * 0.9) / 40, "micro_stderr": 0.042}
+    results = {"tasks": tasks, "groups": {"g": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}},
+                                          "h": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}}}}
+    specs = {"a": {"kind": "multiple_choice", "task_options": {"groups": [["g", True], ["h", False]]}},
+             "b": {"kind": "multiple_choice", "task_options": {"groups": [["g", True], ["h", False]]}}}
+    layout = results_file(results, specs)
+    assert layout["results"]["g"]["acc,none"] == pytest.approx(0.8) and layout["results"]["g"]["acc_stderr,none"] == 0.042
+    assert layout["results"]["h"]["acc,none"] == 0.7 and layout["results"]["h"]["acc_stderr,none"] == 0.0559

@@ -41,19 +41,39 @@ def _version(value: Any) -> Any:
         return str(value)
 
 
-def _block(name: str, metrics: dict, n: int, group: bool = False) -> dict:
+def _keys(metric: str) -> tuple[str, str]:
+    """lm-eval's value and stderr keys: ``acc,none`` / ``acc_stderr,none``; a metric already named
+    ``metric,filter`` (an lm-eval task's) keeps its filter."""
+    name, _, filter_name = metric.partition(",")
+    filter_name = filter_name or "none"
+    return f"{name},{filter_name}", f"{name}_stderr,{filter_name}"
+
+
+def _block(name: str, metrics: dict, n: int, group: bool = False, weighted: bool = False) -> dict:
+    """``weighted``: a group lm-eval averages by size (``weight_by_size``): its micro mean and stderr."""
     block: dict[str, Any] = {"name": name, "alias": name, "sample_len": n}
     for metric, entry in metrics.items():
         if not isinstance(entry, dict) or "value" not in entry:
             continue
-        value = entry["value"]
+        value, stderr = (entry.get("micro"), entry.get("micro_stderr")) if weighted else (entry["value"], entry.get("stderr"))
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
-        block[f"{metric},none"] = value
-        block[f"{metric}_stderr,none"] = entry["stderr"] if entry.get("stderr") is not None else "N/A"
+        value_key, stderr_key = _keys(metric)
+        block[value_key] = value
+        block[stderr_key] = stderr if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) else "N/A"
     if group:
-        block["sample_count"] = {k.replace("_stderr", ""): n for k in block if k.endswith(",none") and "_stderr" not in k}
+        block["sample_count"] = {k.replace("_stderr", ""): n for k in block if "," in k and "_stderr" not in k}
     return block
+
+
+def _weighted_groups(specs: dict[str, dict]) -> set[str]:
+    """Groups an lm-eval task file averages by size (its tasks' ``task_options.groups``: [group, weight_by_size])."""
+    out: set[str] = set()
+    for spec in specs.values():
+        for entry in ((spec or {}).get("task_options") or {}).get("groups") or []:
+            if isinstance(entry, (list, tuple)) and len(entry) == 2 and entry[1] is True:
+                out.add(str(entry[0]))
+    return out
 
 
 def _config(name: str, task: dict, spec: dict, overrides: dict) -> dict:
@@ -118,19 +138,20 @@ def results_file(results: dict, specs: dict[str, dict]) -> dict:
     info = results.get("model_info") or {}
     overrides = results.get("overrides") or {}
     n_shot = {name: int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0) for name in tasks}
+    weighted = _weighted_groups(specs)
     out: dict[str, Any] = {
         "results": {
             **{name: _block(name, t["metrics"], int(t["n_samples"])) for name, t in tasks.items()},
-            **{name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True) for name, g in groups.items()},
+            **{name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted) for name, g in groups.items()},
         },
-        "groups": {name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True) for name, g in groups.items()},
+        "groups": {name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted) for name, g in groups.items()},
         "group_subtasks": {name: list(g["tasks"]) for name, g in groups.items()},  # lm-eval 0.4.13 lists groups only
         "configs": {name: _config(name, t, specs.get(name) or {}, overrides) for name, t in tasks.items()},
         "versions": {**{name: _version(t.get("version")) for name, t in tasks.items()}, **{name: "1.0" for name in groups}},
         "n-shot": {**n_shot, **{name: max((n_shot.get(t, 0) for t in g["tasks"]), default=0) for name, g in groups.items()}},
         "higher_is_better": {
-            **{name: dict(t.get("higher_is_better", {})) for name, t in tasks.items()},
-            **{name: {m: h for t in g["tasks"] for m, h in (tasks.get(t, {}).get("higher_is_better") or {}).items()}
+            **{name: {m.partition(",")[0]: h for m, h in (t.get("higher_is_better") or {}).items()} for name, t in tasks.items()},
+            **{name: {m.partition(",")[0]: h for t in g["tasks"] for m, h in (tasks.get(t, {}).get("higher_is_better") or {}).items()}
                for name, g in groups.items()},
         },
         "n-samples": {
