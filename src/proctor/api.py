@@ -73,6 +73,11 @@ def load_tasks(
     return collect_tasks(paths, select=select, options=options, problems=problems, notes=notes)
 
 
+def task_hash(task: Task, variables: Mapping[str, str] | None = None) -> str:
+    """The content hash of a task as a run folder's ``run.json`` records it (spec, samples, prompts)."""
+    return prepare_task(task, dict(variables or {})).content_hash
+
+
 def evaluate(
     tasks: Sequence[Task] | Iterable[str | Path],
     model: Model | str = "smollm2",

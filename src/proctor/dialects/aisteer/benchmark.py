@@ -256,19 +256,19 @@ class Benchmark:
         if self._direct:
             path = run_dir / PROFILE
             return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-        from proctor.runs.export import load_results
+        from proctor.runs.run_exports import load_results
 
         if not (run_dir / "results.json").exists():
             return None
         results = load_results(run_dir)
         if results.get("status") != "complete":
             return None
-        from proctor.engine.prepare import prepare_task
+        from proctor.api import task_hash
         from proctor.runs.manifest import read_manifest
 
         task = self._task(trial)
         manifest = read_manifest(run_dir) or {}
-        if manifest.get("tasks") != {task.name: prepare_task(task, {}).content_hash}:
+        if manifest.get("tasks") != {task.name: task_hash(task)}:
             raise ProctorError(
                 f"{run_dir} belongs to a different benchmark (its use case task differs: data, generation settings or "
                 "batch size); use another save_dir or delete it"
@@ -276,7 +276,7 @@ class Benchmark:
         return self._read_run(config, trial, run_dir, results)
 
     def _read_run(self, config: Configuration, trial: int, run_dir: Path, results: dict) -> dict:
-        from proctor.runs.export import iter_samples
+        from proctor.runs.run_exports import iter_samples
 
         result = results["tasks"][self.use_case.name]
         placed: list[tuple[int, Any]] = []
