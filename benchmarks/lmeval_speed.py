@@ -31,8 +31,9 @@ from proctor.models.registry import load_model
 args = json.loads(sys.argv[1])
 model = load_model(args["model"], batch_size=8)
 start = time.perf_counter()
+lm_eval_tasks = any(t.startswith("lm_eval:") for t in args["tasks"])  # the mapping is an lm-eval option only
 result = evaluate(args["tasks"], model, output_dir=args["out"], limit=args["limit"], variables={"PROCTOR_DATA": args["data"]},
-                  dialect_options={"lmeval_data": args["mapping"]})
+                  dialect_options={"lmeval_data": args["mapping"]} if lm_eval_tasks else None)
 seconds = time.perf_counter() - start
 tasks = result.results["tasks"]
 print(json.dumps({"seconds": seconds, "scores": {t: {k: v["value"] for k, v in r["metrics"].items()} for t, r in tasks.items()}}))

@@ -52,14 +52,43 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
     return out
 
 
+def _working_copy(folder: Path) -> Path:
+    """A copy of a ``save_to_disk`` folder under ``PROCTOR_HOME/lmeval-datasets``, made once per
+    version of it (path, file sizes and modification times), so the user's folder is never written."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    from proctor.models.default import proctor_home
+
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("cache-"))
+    digest = hashlib.sha256(str(folder.resolve()).encode())
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.relative_to(folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    target = proctor_home() / "lmeval-datasets" / digest.hexdigest()[:16]
+    if not target.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".copy-"))
+        for file in files:
+            (staging / file.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, staging / file.relative_to(folder))
+        try:
+            staging.rename(target)  # atomic: a concurrent run either sees the whole copy or makes its own
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def _read(path: Path, split: str | None) -> Any:
     """A ``Dataset`` (one split) or a dict of split -> ``Dataset`` from a local copy."""
     import datasets
 
     if path.is_dir() and ((path / "dataset_dict.json").is_file() or (path / "state.json").is_file()):
-        # In memory: a Dataset backed by the user's folder would have lm-eval's process_docs
-        # (``dataset.map``) write cache-*.arrow files into it; the user's data folder stays untouched.
-        loaded = datasets.load_from_disk(str(path), keep_in_memory=True)
+        # Read from proctor's own copy: a Dataset backed by the user's folder would have lm-eval's
+        # process_docs (``dataset.map``) write cache-*.arrow files into it. In the copy, those caches
+        # serve the next run, as datasets' own cache serves lm-eval's.
+        loaded = datasets.load_from_disk(str(_working_copy(path)))
         return loaded if isinstance(loaded, datasets.Dataset) else dict(loaded)
     if path.is_dir():
         found = {}
