@@ -15,7 +15,7 @@ import pytest
 from fakes import FakeModel, stable, write_tasks
 
 from proctor import evaluate
-from proctor.engine.runner import MAX_CHUNK_REQUESTS, default_chunk_size
+from proctor.engine.runner import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, default_chunk_size
 from proctor.runs.lock import RunFolderBusyError, hold_run_dir
 from proctor.runs.manifest import RunMismatchError
 
@@ -153,22 +153,24 @@ class BigChunkModel(FakeModel):
             raise Killed()
 
 
-def test_a_kill_loses_at_most_one_chunk_of_64_requests_even_when_the_backend_asks_for_256(tmp_path):
-    assert default_chunk_size(BigChunkModel(batch_size=256)) == MAX_CHUNK_REQUESTS == 64
-    tasks = write_tasks(tmp_path / "tasks", n_mc=50, n_gen=0)  # 2 x 50 questions x 4 choices = 400 requests
+def test_a_kill_loses_at_most_one_capped_chunk_even_when_the_backend_asks_for_more(tmp_path):
+    big = BigChunkModel(batch_size=1024)
+    assert default_chunk_size(big, "loglikelihood") == MAX_LOGLIKELIHOOD_CHUNK == 256
+    assert default_chunk_size(big, "generate") == default_chunk_size(big, "rolling_loglikelihood") == MAX_CHUNK_REQUESTS == 64
+    tasks = write_tasks(tmp_path / "tasks", n_mc=150, n_gen=0)  # mc_alpha: 150 questions x 4 choices = 600 requests
     run = tmp_path / "run"
-    killed = BigChunkModel(batch_size=256, kill_at_call=3)
+    killed = BigChunkModel(batch_size=1024, kill_at_call=2)
     with pytest.raises(Killed):
         evaluate([tasks], killed, output_dir=run, select=["mc_alpha"])
-    total = 200  # mc_alpha alone: 50 questions x 4 choices, every request distinct
-    assert [n for _, n in killed.calls] == [64, 64, 64]  # the third call was in flight when killed
-    resumed = BigChunkModel(batch_size=256)
+    total = 600  # every request distinct
+    assert [n for _, n in killed.calls] == [256, 256]  # the second call was in flight when killed
+    resumed = BigChunkModel(batch_size=1024)
     result = evaluate([tasks], resumed, output_dir=run, select=["mc_alpha"])
     recomputed = sum(n for _, n in resumed.calls)
-    assert recomputed == total - 2 * 64  # the two committed chunks are kept
+    assert recomputed == total - 256  # the committed chunk is kept
     lost = sum(n for _, n in killed.calls) + recomputed - total  # model work done twice
-    assert lost == 64 <= MAX_CHUNK_REQUESTS  # one chunk: the one in flight
-    fresh = evaluate([tasks], BigChunkModel(batch_size=256), output_dir=tmp_path / "fresh", select=["mc_alpha"])
+    assert lost == 256 <= MAX_LOGLIKELIHOOD_CHUNK  # one chunk: the one in flight
+    fresh = evaluate([tasks], BigChunkModel(batch_size=1024), output_dir=tmp_path / "fresh", select=["mc_alpha"])
     assert stable(result.results)["tasks"] == stable(fresh.results)["tasks"]
 
 
@@ -193,9 +195,11 @@ def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp
     assert model.calls == []
 
 
-def test_the_hf_backend_is_held_to_the_cap(tiny_model):
-    # the backend packs 256 requests per call when asked; the engine asks for at most 64 (docs/runs.md)
-    assert tiny_model.chunk_requests > MAX_CHUNK_REQUESTS and default_chunk_size(tiny_model) == 64
+def test_the_hf_backend_is_held_to_the_caps(tiny_model):
+    # the backend packs 256 requests per call when asked; the engine asks for at most 256 log-likelihoods
+    # and 64 generations or rolling log-likelihoods per call (docs/runs.md)
+    assert default_chunk_size(tiny_model, "loglikelihood") == 256
+    assert tiny_model.chunk_requests > MAX_CHUNK_REQUESTS and default_chunk_size(tiny_model, "generate") == 64
 
 
 def test_samples_appended_before_results_names_their_task_are_not_part_of_the_run(tmp_path):

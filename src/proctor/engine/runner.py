@@ -14,7 +14,7 @@ from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
 from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
-from proctor.runs.executor import MAX_CHUNK_REQUESTS, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
+from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.kinds.base import kind_handler
