@@ -130,6 +130,7 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
     assert block["acc,none"] == plain_acc and "acc_stderr,none" in block and not any(k.count(",") > 1 for k in block)
     assert exported["results"]["quiz"]["acc,none"] == pytest.approx((plain_acc + shouted_acc) / 2)
     assert exported["higher_is_better"]["quiz_plain"] == {"acc": True}
+    assert exported["n-shot"]["quiz_plain"] == 0 and exported["n-shot"]["quiz_shouted"] == 1  # lm-eval's own num_fewshot
 
 
 def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path, monkeypatch):

@@ -137,7 +137,8 @@ def results_file(results: dict, specs: dict[str, dict]) -> dict:
     model = results.get("model", {})
     info = results.get("model_info") or {}
     overrides = results.get("overrides") or {}
-    n_shot = {name: int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0) for name in tasks}
+    n_shot = {name: int(t["n_shot"]) if isinstance(t.get("n_shot"), int) else int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0)
+              for name, t in tasks.items()}
     weighted = _weighted_groups(specs)
     out: dict[str, Any] = {
         "results": {

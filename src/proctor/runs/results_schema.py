@@ -119,6 +119,7 @@ class TaskResult(_Open):
     glm_class: Optional[str] = Field(None, description="GLM-130B module: the task class that ran.")
     glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
     evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
+    n_shot: Optional[int] = Field(None, description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).")
 
 
 # ------------------------------------------------------------------ run level

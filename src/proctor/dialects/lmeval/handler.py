@@ -101,6 +101,7 @@ class _LmEvalRunner:
             except Exception as exc:
                 raise TaskDefinitionError(f"lm-eval cannot build task '{leaf.name}': {type(exc).__name__}: {exc}", file=leaf.source, field="task") from None
         shots = task.get_config("num_fewshot") or 0
+        self._shots = int(shots)
         for splits in handed:
             if shots > 0 and splits.missing and not list(task.fewshot_docs() or []):
                 missing = ", ".join(sorted(splits.missing))
@@ -270,6 +271,11 @@ class _LmEvalRunner:
         if recorded is None:
             return {}
         return {"prompt": recorded["messages"], "rendered_prompt": context}
+
+    def result_extras(self) -> dict:
+        """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)."""
+        shots = getattr(self, "_shots", None)
+        return {"n_shot": shots} if shots is not None else {}
 
     def corpus_metrics(self) -> dict:
         return dict(self._corpus)
