@@ -15,7 +15,7 @@ import sys
 import traceback
 import types
 from pathlib import Path
-from typing import Callable, ContextManager
+from typing import Callable, ContextManager, Iterator, Mapping
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 
@@ -97,3 +97,38 @@ def class_in_file(path: str | Path, class_name: str, *, field: str | None = None
     if not hasattr(module, class_name):
         raise TaskDefinitionError(f"the file defines no '{class_name}'", file=path, field=field)
     return getattr(module, class_name)
+
+
+def stand_in_packages(description: str) -> tuple[dict[str, types.ModuleType], Callable[[str], types.ModuleType]]:
+    """Empty stand-in packages made on demand: ``(modules, package)``, where ``package("a.b.c")`` returns
+    the module of that name (made with its parents, each set as its parent's attribute) and ``modules``
+    holds every one made, for ``modules_in_force``."""
+    modules: dict[str, types.ModuleType] = {}
+
+    def package(name: str) -> types.ModuleType:
+        if name not in modules:
+            module = types.ModuleType(name, f"proctor's stand-in for {description} {name}")
+            module.__path__ = []  # a package: its submodules are looked up in sys.modules
+            modules[name] = module
+            parent, _, child = name.rpartition(".")
+            if parent:
+                setattr(package(parent), child, module)
+        return modules[name]
+
+    return modules, package
+
+
+@contextlib.contextmanager
+def modules_in_force(modules: Mapping[str, types.ModuleType]) -> Iterator[None]:
+    """``modules`` in ``sys.modules`` inside the block; afterwards ``sys.modules`` holds what it held before."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+

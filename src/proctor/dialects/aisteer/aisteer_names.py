@@ -18,6 +18,8 @@ import sys
 import types
 from typing import Iterator
 
+from proctor.core.user_code import modules_in_force, stand_in_packages
+
 ROOT = "aisteer360"
 
 # module name -> {attribute: "proctor module:attribute"}
@@ -125,18 +127,7 @@ def supported() -> list[str]:
 
 
 def _modules() -> dict[str, types.ModuleType]:
-    modules: dict[str, types.ModuleType] = {}
-
-    def package(name: str) -> types.ModuleType:
-        if name not in modules:
-            module = types.ModuleType(name, f"proctor's stand-in for {name}")
-            module.__path__ = []  # a package: its submodules are looked up in sys.modules
-            modules[name] = module
-            if "." in name:
-                parent, _, child = name.rpartition(".")
-                setattr(package(parent), child, module)
-        return modules[name]
-
+    modules, package = stand_in_packages("AISteer360's")
     for name, attrs in _NAMES.items():
         module = package(name)
         for attr, target in attrs.items():
@@ -161,20 +152,13 @@ class _Missing(importlib.abc.MetaPathFinder):
 @contextlib.contextmanager
 def aisteer360_names() -> Iterator[None]:
     """Inside the block, ``import aisteer360.evaluation...`` gives proctor's equivalents."""
-    modules = _modules()
-    saved = {name: sys.modules.get(name) for name in modules}
     finder = _Missing()
-    sys.modules.update(modules)
-    sys.meta_path.append(finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
+    with modules_in_force(_modules()):
+        sys.meta_path.append(finder)
+        try:
+            yield
+        finally:
+            sys.meta_path.remove(finder)
 
 
 def run_script(path: str, argv: list[str] | None = None) -> dict:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.user_code import modules_in_force
 
 _PARTS = ("configs", "tasks", "model", "dataset", "metrics", "utils")
 
@@ -53,17 +54,8 @@ def _stand_ins() -> dict[str, types.ModuleType]:
 def glm_names() -> Iterator[None]:
     """While inside: ``import evaluation`` and friends give proctor's stand-ins; afterwards
     ``sys.modules`` is as it was."""
-    installed = _stand_ins()
-    saved = {name: sys.modules.get(name) for name in installed}
-    sys.modules.update(installed)
-    try:
+    with modules_in_force(_stand_ins()):
         yield
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
 
 
 def import_task_class(reference: str, base_dir: Path) -> type:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.user_code import class_in_file, located
+from proctor.core.user_code import class_in_file, located, modules_in_force, stand_in_packages
 from proctor.dialects.seahelm import dataloaders, ifeval, image_dataloader, judges, metrics, mtbench_judge, qa, translation
 
 log = logging.getLogger(__name__)
@@ -84,18 +84,7 @@ _ALIASES = {
 
 
 def _src_modules() -> dict[str, types.ModuleType]:
-    modules: dict[str, types.ModuleType] = {}
-
-    def module(name: str) -> types.ModuleType:
-        if name not in modules:
-            mod = types.ModuleType(name, f"proctor's stand-in for SEA-HELM's {name}")
-            mod.__path__ = []  # a package: its submodules are looked up in sys.modules
-            modules[name] = mod
-            parent, _, child = name.rpartition(".")
-            if parent:
-                setattr(module(parent), child, mod)
-        return modules[name]
-
+    modules, module = stand_in_packages("SEA-HELM's")
     for name, classes in _ALIASES.items():
         for cls in classes:
             setattr(module(name), cls, BUILTIN_CLASSES[cls])
@@ -114,17 +103,8 @@ def seahelm_src_names() -> Iterator[None]:
     if "src" in sys.modules:
         yield
         return
-    installed = _src_modules()
-    saved = {name: sys.modules.get(name) for name in installed}
-    sys.modules.update(installed)
-    try:
+    with modules_in_force(_src_modules()):
         yield
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
 
 
 def resolve_class(file: str | None, class_name: str | None, *, root: Path, config_file: Path, trust: bool, what: str, default: str):
