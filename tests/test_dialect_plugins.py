@@ -131,3 +131,13 @@ def test_an_installed_dialect_adds_its_cli_options(quiz_plugin, tmp_path):
     ran = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(tmp_path / "native.yaml"), "--quiz-prefix", "Q",
                           "--model", "nonexistent-folder-xyz"], capture_output=True, text=True, env=env)
     assert ran.returncode == 2 and "--quiz-prefix" in ran.stderr and "quiz tasks only" in ran.stderr, ran.stderr
+
+
+def test_a_built_in_dialects_option_without_its_tasks_is_refused_by_its_flag(tmp_path):
+    """The use-case dialect's --use-case-metric with only a native task selected would be ignored: refused, naming it."""
+    (tmp_path / "rows.jsonl").write_text('{"q": "a", "a": "b"}\n')
+    (tmp_path / "native.yaml").write_text("name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    ran = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(tmp_path / "native.yaml"), "--use-case-metric", "x",
+                          "--model", "nonexistent-folder-xyz"], capture_output=True, text=True, env=env)
+    assert ran.returncode == 2 and "--use-case-metric" in ran.stderr and "usecase tasks only" in ran.stderr, ran.stderr

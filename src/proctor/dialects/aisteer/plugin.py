@@ -5,15 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
-from proctor.core.dialect import CliOption, Dialect, OptionContext
+from pydantic import BaseModel, ConfigDict
+
+from proctor.core.dialect import CliOption, Dialect
 from proctor.core.errors import ProctorError
 from proctor.core.registry import Registry
+
+
+class UseCaseOptions(BaseModel):
+    """The options mapping's use-case entries (flags named by the CliOptions of the same names)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    use_case_data: Optional[Path] = None
+    use_case_metric: Optional[List[str]] = None
+    use_case_arg: Optional[List[str]] = None
+    use_case_config: Optional[Path] = None
 
 
 class UseCaseDialect(Dialect):
     name = "usecase"
     order = 5
     description = "a Python use case file defines a UseCase subclass"
+    Options = UseCaseOptions
     fixed_prompts = True
     cli_options = (
         CliOption("use_case_data", ("--use-case-data",), Optional[Path], None,
@@ -42,15 +56,6 @@ class UseCaseDialect(Dialect):
                 f"overrides ({', '.join(given)}), only --limit (rows)"
             )
         return task, set()
-
-    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
-        given = {k: raw.get(k) for k in ("use_case_data", "use_case_metric", "use_case_arg", "use_case_config")}
-        return {k: v for k, v in given.items() if v}
-
-    def unused_options(self, options: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        flags = {"use_case_data": "--use-case-data", "use_case_metric": "--use-case-metric",
-                 "use_case_arg": "--use-case-arg", "use_case_config": "--use-case-config"}
-        return [(flags[k], options[k]) for k in flags if options.get(k)]
 
 
 def _load_steered(rest: str, **options: Any) -> Any:
