@@ -125,9 +125,8 @@ def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_tas
     """The options mapping the dialects load with: each dialect parses its own command-line values."""
     options: dict[str, Any] = {"trust_task_code": trust_task_code}
     for dialect in registry().ordered_dialects():
-        raw = {o.name: values[o.name] for o in dialect.cli_options if o.name in values}
         try:
-            options.update(dialect.parse_options(raw, context))
+            options.update(dialect.parse_options(_values_of(dialect, values), context))
         except OptionError as exc:
             raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
     return options
@@ -135,8 +134,9 @@ def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_tas
 
 def uses_server_options(values: Mapping[str, Any]) -> bool:
     """Whether a dialect's values use --base-url / --api-key-env (an openai: judge, say)."""
-    for dialect in registry().ordered_dialects():
-        raw = {o.name: values[o.name] for o in dialect.cli_options if o.name in values}
-        if dialect.uses_server_options(raw):
-            return True
-    return False
+    return any(dialect.uses_server_options(_values_of(dialect, values)) for dialect in registry().ordered_dialects())
+
+
+def _values_of(dialect: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The command-line values of one dialect's options."""
+    return {o.name: values[o.name] for o in dialect.cli_options if o.name in values}
