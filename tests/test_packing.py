@@ -123,3 +123,28 @@ def test_scores_do_not_depend_on_the_number_of_threads(tiny_model_dir):
     finally:
         torch.set_num_threads(before)
     assert runs[1] == runs[0] and runs[2] == runs[0]  # bit for bit
+
+
+def test_head_scores_are_log_softmax_and_argmax_bit_for_bit():
+    """The CPU path decides greedy hits by comparing values (argmax is slow there); log-probs and
+    hits must be exactly what ``log_softmax(logits)[row, target]`` and lm-evaluation-harness's
+    ``argmax(dim=-1) == target`` give, ties of the maximum included."""
+    torch = pytest.importorskip("torch")
+    from proctor.models.hf_scoring import head_scores
+
+    generator = torch.Generator().manual_seed(0)
+    wide = torch.randn(32, 4096, generator=generator) * 60  # logits spanning hundreds
+    ties = torch.randint(0, 6, (32, 4096), generator=generator).float()  # many ties of the maximum
+    ties[0, 3] = ties[0, 7] = 99.0  # index 3 is argmax, 7 is not
+    for logits in (wide, ties):
+        rows = torch.arange(32).repeat_interleave(3)
+        targets = torch.randint(0, 4096, (96,), generator=generator)
+        targets[::3] = logits.argmax(dim=-1)  # every row's first maximum once
+        targets[1::3] = logits.argmin(dim=-1)  # and its smallest logit
+        if logits is ties:
+            targets[:3] = torch.tensor([3, 7, 0])
+        values, hits = head_scores(torch, logits, rows, targets)
+        expected = torch.log_softmax(logits, dim=-1)[rows, targets]
+        assert torch.equal(values, expected)
+        assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()
+    assert hits[:3].tolist() == [True, False, False]

@@ -11,6 +11,7 @@ run folder) and the opt-in cache shared across runs (``--cache DIR``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -76,17 +77,22 @@ def encode_result(result: Any) -> str:
     return canonical_json({"type": type(result).__name__, "fields": _plain(result)})
 
 
+@functools.cache
+def _tuple_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` declared as tuples (JSON gives them back as lists)."""
+    return frozenset(name for name, hint in typing.get_type_hints(cls).items() if "tuple" in str(hint))
+
+
 def decode_result(text: str) -> Any:
     data = json.loads(text)
     cls = _BY_NAME.get(data["type"])
     if cls is None:
         raise ProctorError(f"the run store holds an unknown result type '{data['type']}'")
-    hints = typing.get_type_hints(cls)
-    fields = {}
-    for name, value in data["fields"].items():
-        if isinstance(value, list) and "tuple" in str(hints.get(name, "")):
-            value = tuple(value)
-        fields[name] = value
+    tuples = _tuple_fields(cls)
+    fields = data["fields"]
+    for name in tuples.intersection(fields):
+        if isinstance(fields[name], list):
+            fields[name] = tuple(fields[name])
     return cls(**fields)
 
 
