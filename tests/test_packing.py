@@ -125,26 +125,50 @@ def test_scores_do_not_depend_on_the_number_of_threads(tiny_model_dir):
     assert runs[1] == runs[0] and runs[2] == runs[0]  # bit for bit
 
 
-def test_head_scores_are_log_softmax_and_argmax_bit_for_bit():
-    """The CPU path decides greedy hits by comparing values (argmax is slow there); log-probs and
-    hits must be exactly what ``log_softmax(logits)[row, target]`` and lm-evaluation-harness's
-    ``argmax(dim=-1) == target`` give, ties of the maximum included."""
+def test_greedy_hits_are_argmax_with_ties():
+    """The CPU path compares values (argmax is slow there) and resolves ties of the maximum by
+    argmax's first index, as lm-evaluation-harness's ``argmax(dim=-1) == target`` does."""
     torch = pytest.importorskip("torch")
-    from proctor.models.hf_scoring import head_scores
+    from proctor.models.vocab_head import greedy_hits
 
     generator = torch.Generator().manual_seed(0)
-    wide = torch.randn(32, 4096, generator=generator) * 60  # logits spanning hundreds
-    ties = torch.randint(0, 6, (32, 4096), generator=generator).float()  # many ties of the maximum
-    ties[0, 3] = ties[0, 7] = 99.0  # index 3 is argmax, 7 is not
-    for logits in (wide, ties):
-        rows = torch.arange(32).repeat_interleave(3)
-        targets = torch.randint(0, 4096, (96,), generator=generator)
-        targets[::3] = logits.argmax(dim=-1)  # every row's first maximum once
-        targets[1::3] = logits.argmin(dim=-1)  # and its smallest logit
-        if logits is ties:
-            targets[:3] = torch.tensor([3, 7, 0])
-        values, hits = head_scores(torch, logits, rows, targets)
-        expected = torch.log_softmax(logits, dim=-1)[rows, targets]
-        assert torch.equal(values, expected)
-        assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()
-    assert hits[:3].tolist() == [True, False, False]
+    logits = torch.randint(0, 6, (32, 4096), generator=generator).float()  # many ties of the maximum
+    logits[0, 3] = logits[0, 7] = 99.0  # index 3 is argmax, 7 is not
+    rows = torch.arange(32).repeat_interleave(3)
+    targets = torch.randint(0, 4096, (96,), generator=generator)
+    targets[::3] = logits.argmax(dim=-1)  # every row's first maximum once
+    targets[:3] = torch.tensor([3, 7, 0])
+    hits = greedy_hits(torch, logits, rows, targets)
+    assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()
+    assert hits[:3].tolist() == [True, False, False] and hits.sum() >= 32
+
+
+@pytest.mark.parametrize("softcap", [None, 30.0])
+def test_vocabulary_head_is_linear_log_softmax_and_argmax_bit_for_bit(softcap):
+    """Buffered projection (a Linear head on the CPU) and the plain module call give exactly
+    ``log_softmax(head(hidden).float())[row, target]`` and argmax hits, whatever the block's size
+    and after the buffers were used for a bigger block."""
+    torch = pytest.importorskip("torch")
+    from proctor.models.vocab_head import VocabularyHead
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 5000, bias=False)
+    biased = torch.nn.Linear(64, 5000)
+    wrapped = torch.nn.Sequential(linear)  # not an nn.Linear: called as it is
+    with torch.no_grad():
+        for module in (linear, biased):
+            module.weight.mul_(40)
+        for module, buffered in ((linear, True), (biased, True), (wrapped, False)):
+            head = VocabularyHead(torch, module, "cpu", softcap)
+            assert head._buffered is buffered
+            for n in (64, 16, 48):
+                hidden = torch.randn(n, 64)
+                rows = torch.arange(n).repeat_interleave(2)
+                targets = torch.randint(0, 5000, (2 * n,))
+                logits = module(hidden).float()
+                if softcap:
+                    logits = torch.tanh(logits / softcap) * softcap
+                targets[::2] = logits.argmax(dim=-1)
+                values, hits = head.scores(hidden, rows, targets)
+                assert torch.equal(values, torch.log_softmax(logits, dim=-1)[rows, targets])
+                assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()

@@ -15,6 +15,7 @@ from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
 from proctor.models.memory import halving
+from proctor.models.vocab_head import VocabularyHead
 from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
 from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
@@ -210,10 +211,16 @@ class HFModel(Model):
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
         with self._torch.inference_mode():
             return score_rows(
-                self._torch, self.model.get_decoder(), self.model.get_output_embeddings(), rows, len(items), self.device,
-                self.tokenizer.pad_token_id, getattr(self.model.config, "final_logit_softcapping", None), progress,
-                self.forward_tokens,
+                self._torch, self.model.get_decoder(), self._vocabulary_head(), rows, len(items), self.device,
+                self.tokenizer.pad_token_id, progress, self.forward_tokens,
             )
+
+    def _vocabulary_head(self) -> VocabularyHead:
+        """The output embedding with its scoring buffers, made once per model."""
+        if getattr(self, "_head", None) is None:
+            softcap = getattr(self.model.config, "final_logit_softcapping", None)
+            self._head = VocabularyHead(self._torch, self.model.get_output_embeddings(), self.device, softcap)
+        return self._head
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(

@@ -17,6 +17,7 @@ import numpy as np
 
 from proctor.models.memory import halving
 from proctor.models.packing import PackedRow, ScoringItem, aligned
+from proctor.models.vocab_head import VocabularyHead
 
 
 def encode_many(tokenizer, texts: Sequence[str]) -> list[list[int]]:
@@ -62,34 +63,6 @@ def encode_pairs(tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, pre
     return out
 
 
-# Scored nodes per vocabulary projection. On the CPU a [64, vocab] block of logits stays in cache
-# for the log-softmax and the maximum that follow it (1,024-node blocks ran the head 2.5x slower);
-# on CUDA, larger blocks mean fewer kernel launches. Each node's numbers depend on its own row of
-# logits only (row-wise kernels, blocks padded to ``aligned`` sizes), so the block size never
-# changes a number.
-HEAD_BLOCK_CPU = 64
-HEAD_BLOCK_CUDA = 1024
-
-
-def head_scores(torch, logits, rows, targets):
-    """Per (row, target) of a block of logits [rows, vocab] (float32, softcap applied): the
-    target's log-prob, as ``log_softmax(logits)[row, target]`` computes it, and whether the
-    target is the first index of the row's maximum (``argmax``, as lm-evaluation-harness checks
-    greedy continuations)."""
-    if logits.is_cuda:
-        return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
-    values = torch.log_softmax(logits, dim=-1)[rows, targets]
-    top = logits.amax(dim=-1)
-    at_target = logits[rows, targets]
-    # argmax is several times slower than amax on the CPU: compare values, and resolve only the rows
-    # where the target reaches the maximum (a tie before the target would decide) by argmax
-    hits = at_target == top[rows]
-    candidates = torch.nonzero(hits).flatten()
-    if len(candidates):
-        hits[candidates] = logits[rows[candidates]].argmax(dim=-1) == targets[candidates]
-    return values, hits
-
-
 def forward_groups(rows: Sequence[PackedRow], forward_tokens: int) -> list[list[PackedRow]]:
     """Consecutive rows batched into one forward call while their padded size stays within
     ``forward_tokens`` (each call's width is its longest row's, aligned). A function of the rows
@@ -108,8 +81,8 @@ def forward_groups(rows: Sequence[PackedRow], forward_tokens: int) -> list[list[
 
 
 def score_rows(
-    torch, decoder, head, rows: Sequence[PackedRow], n_items: int, device: str, pad_token_id: int,
-    softcap: float | None = None, on_row: Callable[[int], None] | None = None, forward_tokens: int = 0,
+    torch, decoder, head: VocabularyHead, rows: Sequence[PackedRow], n_items: int, device: str, pad_token_id: int,
+    on_row: Callable[[int], None] | None = None, forward_tokens: int = 0,
 ) -> list[tuple[tuple[float, ...], bool]]:
     """Per item: (token log-probs, all-greedy flag). Rows go through the decoder a few at a time
     (``forward_groups``), padded to an aligned width (``packing.aligned``); the vocabulary
@@ -119,15 +92,15 @@ def score_rows(
     for group in forward_groups(rows, forward_tokens):
         # Out of memory: the call's rows go in halves (each half's numbers then come from its own
         # shapes; logged, as a run that needed it can differ from one that did not in the last bits).
-        halving(lambda n: [_score_call(torch, decoder, head, group[k : k + n], out, device, pad_token_id, softcap)
+        halving(lambda n: [_score_call(torch, decoder, head, group[k : k + n], out, device, pad_token_id)
                            for k in range(0, len(group), n)], len(group), "forward call (rows)")
         if on_row:
             on_row(sum(len(row.scored) for row in group))
     return out
 
 
-def _score_call(torch, decoder, head, group: Sequence[PackedRow], out: list, device: str, pad_token_id: int,
-                softcap: float | None) -> None:
+def _score_call(torch, decoder, head: VocabularyHead, group: Sequence[PackedRow], out: list, device: str,
+                pad_token_id: int) -> None:
     """One forward call over ``group``'s rows; fills ``out`` for their items."""
     width = max(aligned(len(row)) for row in group)
     ids = np.full((len(group), width), pad_token_id, dtype=np.int64)
@@ -148,21 +121,18 @@ def _score_call(torch, decoder, head, group: Sequence[PackedRow], out: list, dev
     flat_nodes = np.concatenate([path for _, path, _ in scored])
     flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
     nodes, where = np.unique(flat_nodes, return_inverse=True)
-    block_size = HEAD_BLOCK_CUDA if str(device).startswith("cuda") else HEAD_BLOCK_CPU
+    block_size = head.block_size
     by_node = np.argsort(where, kind="stable")  # flat positions grouped by their node's block
     bounds = np.searchsorted(where[by_node], np.arange(0, len(nodes) + block_size, block_size))
     values = torch.empty((2, len(flat_nodes)), dtype=torch.float64, device=device)
     for k, start in enumerate(range(0, len(nodes), block_size)):  # fixed blocks; a node's numbers come from its row alone
         block = nodes[start : start + block_size]
         picked = np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])])
-        logits = head(hidden[torch.from_numpy(picked).to(device)]).float()
-        if softcap:
-            logits = torch.tanh(logits / softcap) * softcap
         here = by_node[bounds[k] : bounds[k + 1]]
         rows_of = torch.from_numpy(where.reshape(-1)[here] - start).to(device)
         targets = torch.from_numpy(flat_targets[here]).to(device)
         slots = torch.from_numpy(here).to(device)
-        logprobs, hits = head_scores(torch, logits, rows_of, targets)
+        logprobs, hits = head.scores(hidden[torch.from_numpy(picked).to(device)], rows_of, targets)
         values[0, slots] = logprobs.double()
         values[1, slots] = hits.double()
     values = values.cpu().numpy()  # one copy to the host per call: log-probs (exact in float64), greedy hits

@@ -1,0 +1,85 @@
+"""The vocabulary projection at scored nodes: log-probs of the targets and greedy hits.
+
+On a small model this is most of the scoring time (on the tests' 2-layer, width-64 Llama with
+SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase), so it runs in fixed
+blocks of nodes and, on the CPU, into buffers allocated once: a fresh [64, 49,152] float32 tensor
+per block is 12.6 MB that the allocator maps and unmaps, and the page faults cost as much as the
+log-softmax. Each node's numbers depend on its own row of logits alone (row-wise kernels, blocks
+padded to ``packing.aligned`` sizes), so neither the block size nor the buffers change a bit.
+"""
+
+from __future__ import annotations
+
+from proctor.models.packing import aligned
+
+# Scored nodes per block. On the CPU a [64, vocab] block stays in cache for the log-softmax and the
+# maximum that follow the projection (1,024-node blocks ran the head 2.5x slower); on CUDA, larger
+# blocks mean fewer kernel launches.
+BLOCK_CPU = 64
+BLOCK_CUDA = 1024
+
+
+class VocabularyHead:
+    """A model's output embedding, applied to blocks of hidden states (see ``scores``)."""
+
+    def __init__(self, torch, head, device: str, softcap: float | None = None) -> None:
+        self.torch = torch
+        self.head = head
+        self.softcap = softcap
+        self.cuda = str(device).startswith("cuda")
+        self.block_size = BLOCK_CUDA if self.cuda else BLOCK_CPU
+        weight = getattr(head, "weight", None)
+        # The buffered path computes exactly what nn.Linear computes (F.linear is addmm / mm of the
+        # transposed weight); any other head module, or a non-float32 one, is called as it is.
+        self._buffered = (
+            not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
+        )
+        self._logits = self._logprobs = None
+
+    def _project(self, hidden):
+        torch = self.torch
+        if not self._buffered:
+            logits = self.head(hidden).float()
+        else:
+            if self._logits is None:
+                shape = (self.block_size, self.head.weight.shape[0])
+                self._logits, self._logprobs = torch.empty(shape), torch.empty(shape)
+            logits = self._logits[: len(hidden)]
+            if self.head.bias is None:
+                torch.mm(hidden, self.head.weight.t(), out=logits)
+            else:
+                torch.addmm(self.head.bias, hidden, self.head.weight.t(), out=logits)
+        if self.softcap:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return logits
+
+    def scores(self, hidden, rows, targets):
+        """Log-probs of ``targets`` and greedy hits, for a block of hidden states [nodes, width]
+        (at most ``block_size``, padded to an aligned count) and (row, target) pairs into it.
+
+        The log-prob is ``log_softmax(logits.float())[row, target]`` bit for bit; a hit means the
+        target is the first index of the row's maximum (``argmax``, as lm-evaluation-harness checks
+        greedy continuations)."""
+        torch = self.torch
+        assert len(hidden) == aligned(len(hidden)) and len(hidden) <= self.block_size
+        logits = self._project(hidden)
+        if self.cuda:
+            return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
+        if self._buffered:
+            logprobs = torch.log_softmax(logits, dim=-1, out=self._logprobs[: len(hidden)])
+        else:
+            logprobs = torch.log_softmax(logits, dim=-1)
+        return logprobs[rows, targets], greedy_hits(torch, logits, rows, targets)
+
+
+def greedy_hits(torch, logits, rows, targets):
+    """Is each (row, target)'s target the first index of the row's maximum? ``argmax`` (and ``max``
+    with indices) is several times slower than the value-only ``amax`` on the CPU, so values are
+    compared, and only rows where the target reaches the maximum (where a tie before the target
+    would decide) go through ``argmax``."""
+    at_target = logits[rows, targets]
+    hits = at_target == logits.amax(dim=-1)[rows]
+    candidates = torch.nonzero(hits).flatten()
+    if len(candidates):
+        hits[candidates] = logits[rows[candidates]].argmax(dim=-1) == targets[candidates]
+    return hits
