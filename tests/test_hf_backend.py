@@ -156,6 +156,20 @@ def test_fingerprint_names_model_dtype_and_content(tiny_model):
     assert fingerprint["backend"] == "hf"
     assert fingerprint["dtype"] == "float32"
     assert fingerprint["content"] and len(fingerprint["content"]) == 16
+    # what else moves a number's last bits: device type, packing budget, scoring code version
+    from proctor.models.hf_scoring import SCORING_VERSION
+
+    assert (fingerprint["device"], fingerprint["pack_tokens"], fingerprint["scoring"]) == ("cpu", 512, SCORING_VERSION)
+
+
+def test_packing_budget_is_part_of_the_fingerprint(tiny_model_dir):
+    """Another packing budget packs other rows, whose numbers can differ in the last bits: their
+    stored answers must not be mixed (another fingerprint, another store key)."""
+    from proctor.runs.store import fingerprint_hash
+
+    default, other = HFModel(tiny_model_dir), HFModel(tiny_model_dir, pack_tokens=256)
+    assert fingerprint_hash(default.fingerprint) != fingerprint_hash(other.fingerprint)
+    assert fingerprint_hash(default.fingerprint) == fingerprint_hash(HFModel(tiny_model_dir, batch_size=64).fingerprint)
 
 
 def test_glm_style_helpers(tiny_model):

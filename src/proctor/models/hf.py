@@ -16,7 +16,7 @@ from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
 from proctor.models.memory import halving
 from proctor.models.vocab_head import VocabularyHead
-from proctor.models.hf_scoring import encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
+from proctor.models.hf_scoring import SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
 from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -172,6 +172,11 @@ class HFModel(Model):
             "max_length": self.max_length,
             "transformers": transformers.__version__,
             "torch": self._torch.__version__,
+            # What else decides the last bits of a number: the device type, the rows the requests
+            # are packed into, and the scoring code itself (SCORING_VERSION moves when it changes them).
+            "device": self.device.split(":")[0],
+            "pack_tokens": self.pack_tokens,
+            "scoring": SCORING_VERSION,
         }
 
     def _pick_device(self, device: str) -> str:

@@ -3,10 +3,10 @@ per-token log-probs.
 
 Tokenising: every distinct context, and every distinct context + continuation, is encoded once,
 in one batched call of the (fast) tokenizer; the continuation is the tail of the joint encoding
-past the context's tokens (lm-evaluation-harness's split). Scoring: each packed row is one
-forward pass (``models/packing.py``); the vocabulary projection and a float32 log-softmax run only
-at the nodes that predict a scored token, and the scored values come back to the host in one
-gather and one copy per row.
+past the context's tokens (lm-evaluation-harness's split). Scoring: packed rows
+(``models/packing.py``) go through the decoder a few per call; the vocabulary projection and a
+float32 log-softmax run only at the nodes that predict a scored token (``models/vocab_head.py``),
+and the scored values come back to the host in one copy per call.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ import numpy as np
 from proctor.models.memory import halving
 from proctor.models.packing import PackedRow, ScoringItem, aligned
 from proctor.models.vocab_head import VocabularyHead
+
+# Part of the model fingerprint: raise it with any change here, in ``packing`` or in ``vocab_head``
+# that can move a log-prob's bits, so stored answers of the old code are not mixed with new ones.
+SCORING_VERSION = 1
 
 
 def encode_many(tokenizer, texts: Sequence[str]) -> list[list[int]]:

@@ -117,6 +117,7 @@ class HFVisionModel(Model):
             "max_length": self.max_length,
             "transformers": transformers.__version__,
             "torch": self._torch.__version__,
+            "device": self.device.split(":")[0],  # CPU and CUDA kernels differ in the last bits
         }
 
     @property

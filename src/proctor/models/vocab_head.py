@@ -35,6 +35,7 @@ class VocabularyHead:
             not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
         )
         self._logits = self._logprobs = None
+        self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
 
     def _project(self, hidden):
         torch = self.torch
@@ -62,6 +63,7 @@ class VocabularyHead:
         greedy continuations)."""
         torch = self.torch
         assert len(hidden) == aligned(len(hidden)) and len(hidden) <= self.block_size
+        self.nodes_projected += len(hidden)
         logits = self._project(hidden)
         if self.cuda:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
