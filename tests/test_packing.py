@@ -172,3 +172,24 @@ def test_vocabulary_head_is_linear_log_softmax_and_argmax_bit_for_bit(softcap):
                 values, hits = head.scores(hidden, rows, targets)
                 assert torch.equal(values, torch.log_softmax(logits, dim=-1)[rows, targets])
                 assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()
+
+
+def test_vocabulary_head_calls_a_hooked_head():
+    """A forward hook on the output embedding (how steering controls edit logits) is honoured: the
+    buffered projection is used only for a plain Linear without hooks."""
+    torch = pytest.importorskip("torch")
+    from proctor.models.vocab_head import VocabularyHead
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 500, bias=False)
+    head = VocabularyHead(torch, linear, "cpu")
+    hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
+    with torch.no_grad():
+        plain, _ = head.scores(hidden, rows, targets)
+        handle = linear.register_forward_hook(lambda module, args, output: output + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0)
+        boosted, hits = head.scores(hidden, rows, targets)
+        handle.remove()
+        again, _ = head.scores(hidden, rows, targets)
+    expected = torch.log_softmax(linear(hidden) + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0, dim=-1)[rows, targets]
+    assert torch.equal(boosted, expected) and bool(hits.all())
+    assert torch.equal(again, plain) and not torch.equal(plain, boosted)

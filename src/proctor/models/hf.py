@@ -221,8 +221,10 @@ class HFModel(Model):
             )
 
     def _vocabulary_head(self) -> VocabularyHead:
-        """The output embedding with its scoring buffers, made once per model."""
-        if getattr(self, "_head", None) is None:
+        """The output embedding with its scoring buffers, made once per model (again if the
+        model's output embedding was replaced)."""
+        head = getattr(self, "_head", None)
+        if head is None or head.head is not self.model.get_output_embeddings():
             softcap = getattr(self.model.config, "final_logit_softcapping", None)
             self._head = VocabularyHead(self._torch, self.model.get_output_embeddings(), self.device, softcap)
         return self._head

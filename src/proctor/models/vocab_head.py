@@ -37,9 +37,15 @@ class VocabularyHead:
         self._logits = self._logprobs = None
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
 
+    def _hooked(self) -> bool:
+        """Forward hooks on the head (a steering control that edits logits) need the module called."""
+        modules = self.torch.nn.modules.module
+        return bool(self.head._forward_hooks or self.head._forward_pre_hooks
+                    or modules._global_forward_hooks or modules._global_forward_pre_hooks)
+
     def _project(self, hidden):
         torch = self.torch
-        if not self._buffered:
+        if not self._buffered or self._hooked():
             logits = self.head(hidden).float()
         else:
             if self._logits is None:
@@ -67,7 +73,7 @@ class VocabularyHead:
         logits = self._project(hidden)
         if self.cuda:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
-        if self._buffered:
+        if self._logits is not None and logits.data_ptr() == self._logits.data_ptr():
             logprobs = torch.log_softmax(logits, dim=-1, out=self._logprobs[: len(hidden)])
         else:
             logprobs = torch.log_softmax(logits, dim=-1)
