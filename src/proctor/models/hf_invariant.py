@@ -1,0 +1,234 @@
+"""Greedy decoding whose tokens depend only on the prompt (``HFModel(batch_invariant=True)``).
+
+In the default decoding (``hf_decode``) a row's numbers change in the last bits with what shares
+its forward passes: the prefill's padded width and the shared-prefix split change the attention
+kernel's blocking, the cache width (set by the longest row) changes the attention's reductions, and
+in float32 the number of rows changes the matrix products (one row takes a different kernel than
+two to eight, and nine or more another). Near-ties in the logits then flip a greedy token. Here
+every kernel a row goes through sees shapes and a data layout that do not depend on the other rows:
+
+- each prompt is prefilled alone, at its own length (a shape decided by the prompt only);
+- every decoding step forwards exactly ``ROWS`` rows (empty slots are padding rows); more
+  sequences in flight run as several such lanes, one forward pass each;
+- a row's token at position p lives at cache column p (left-aligned, never shifted by other
+  rows), and the cache is a whole number of ``COLUMNS`` columns wide; the masked columns past a
+  row's end then change none of its bits (measured on the CPU, see docs/performance.md);
+- no shared-prefix reuse.
+
+The fixed shapes are also what CUDA graphs need; the GPU cost is not measured yet.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, Sequence
+
+from proctor.core.errors import ModelLoadError
+from proctor.models.hf_decode import Decoded, _cache_is_plain, _Decoder, _Row
+
+ROWS = 8  # rows in every decoding step (the default --batch-size: no padding rows there)
+COLUMNS = 64  # cache widths are multiples of this
+# Changing either changes outputs: it is part of the model fingerprint.
+LAYOUT = f"rows={ROWS},columns={COLUMNS}"
+
+
+def _width(tokens: int) -> int:
+    return COLUMNS * max(1, -(-tokens // COLUMNS))
+
+
+@lru_cache(maxsize=None)
+def _slot_layer_class():
+    """A transformers cache layer that writes each row's new key/value at that row's own column
+    (made on first use: transformers is imported lazily)."""
+    from transformers.cache_utils import CacheLayerMixin
+
+    class SlotLayer(CacheLayerMixin):
+        is_compileable = False
+        is_sliding = False
+
+        def __init__(self, width: int, columns=None):
+            super().__init__()
+            self.width = width  # columns allocated on the first write
+            self.columns = columns  # [rows]: where each row's next token goes; None: a prompt's prefill
+            self.keys = self.values = None
+
+        def lazy_initialization(self, key_states, value_states) -> None:
+            import torch
+
+            rows, heads, _, dim = key_states.shape
+            self.keys = torch.zeros((rows, heads, self.width, dim), dtype=key_states.dtype, device=key_states.device)
+            self.values = torch.zeros((rows, heads, self.width, value_states.shape[-1]), dtype=value_states.dtype, device=value_states.device)
+            self.is_initialized = True
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            import torch
+
+            if self.keys is None:
+                self.lazy_initialization(key_states, value_states)
+            if self.columns is None:  # a prompt's prefill, alone, from column 0
+                count = key_states.shape[-2]
+                self.keys[:, :, :count] = key_states
+                self.values[:, :, :count] = value_states
+            else:  # a decoding step: row r's token goes to column columns[r]
+                rows = torch.arange(key_states.shape[0], device=key_states.device)
+                self.keys[rows, :, self.columns] = key_states[:, :, 0]
+                self.values[rows, :, self.columns] = value_states[:, :, 0]
+            return self.keys, self.values
+
+        def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+            return self.keys.shape[-2], 0
+
+        def get_seq_length(self) -> int:
+            return 0  # positions are always given explicitly
+
+        def get_max_length(self) -> int:
+            return self.keys.shape[-2] if self.keys is not None else self.width
+
+    return SlotLayer
+
+
+def _slot_cache(layers):
+    from transformers.cache_utils import Cache
+
+    return Cache(layers=layers)
+
+
+class _Lane:
+    """``ROWS`` slots that decode together: one forward pass of exactly ``ROWS`` rows per step."""
+
+    def __init__(self, capacity: int, device: str):
+        import torch
+
+        self.capacity = capacity  # slots that may hold a sequence (the others stay padding rows)
+        self.rows: list[_Row | None] = [None] * ROWS
+        self.columns = torch.zeros(ROWS, dtype=torch.long, device=device)  # each row's next column
+        self.cache = None
+        self.width = 0
+
+    def free(self) -> list[int]:
+        return [slot for slot in range(self.capacity) if self.rows[slot] is None]
+
+    def live(self) -> list[int]:
+        return [slot for slot in range(ROWS) if self.rows[slot] is not None]
+
+    def resize(self, width: int) -> None:
+        """Grow (zeros on the right) or cut the cache to ``width`` columns; no row's column moves."""
+        import torch
+
+        if width == self.width:
+            return
+        for layer in self.cache.layers:
+            for name in ("keys", "values"):
+                tensor = getattr(layer, name)
+                if width > tensor.shape[-2]:
+                    shape = list(tensor.shape)
+                    shape[-2] = width - tensor.shape[-2]
+                    tensor = torch.cat([tensor, torch.zeros(shape, dtype=tensor.dtype, device=tensor.device)], dim=-2)
+                else:
+                    tensor = tensor[..., :width, :].contiguous()
+                setattr(layer, name, tensor)
+        self.width = width
+
+    def place(self, slot: int, row: _Row, prefilled) -> None:
+        """Put a prefilled sequence (a one-row slot cache) into ``slot``."""
+        import torch
+
+        length = row.next_position
+        if self.cache is None:
+            layers = []
+            for source in prefilled.layers:
+                layer = _slot_layer_class()(0, self.columns)
+                layer.keys = torch.zeros((ROWS,) + tuple(source.keys.shape[1:]), dtype=source.keys.dtype, device=source.keys.device)
+                layer.values = torch.zeros((ROWS,) + tuple(source.values.shape[1:]), dtype=source.values.dtype, device=source.values.device)
+                layer.is_initialized = True
+                layers.append(layer)
+            self.cache, self.width = _slot_cache(layers), source.keys.shape[-2]
+        self.resize(max(self.width, _width(length + 1)))
+        for mine, theirs in zip(self.cache.layers, prefilled.layers):
+            for name in ("keys", "values"):
+                target = getattr(mine, name)
+                target[slot].zero_()
+                target[slot, :, :length] = getattr(theirs, name)[0, :, :length]
+        self.rows[slot] = row
+        self.columns[slot] = length
+
+
+class _InvariantDecoder(_Decoder):
+    def prefill_one(self, index: int, prompt: Sequence[int]):
+        """Forward one prompt alone; returns (its row, its one-row cache) if it goes on, else None."""
+        import torch
+
+        length = len(prompt)
+        width = _width(length)
+        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        cache = _slot_cache([_slot_layer_class()(width) for _ in range(layers)])
+        mask = torch.ones((length, length), dtype=torch.bool, device=self.device).tril()
+        mask = torch.cat([mask, torch.zeros((length, width - length), dtype=torch.bool, device=self.device)], dim=1)
+        out = self.model(
+            input_ids=torch.tensor([list(prompt)], device=self.device), attention_mask=mask[None, None],
+            position_ids=torch.arange(length, device=self.device)[None], past_key_values=cache, use_cache=True, logits_to_keep=1,
+        )
+        row = _Row(index, length)
+        if not self.take([row], out.logits[:, -1]):
+            return None
+        return row, cache
+
+    def step_lane(self, lane: _Lane) -> None:
+        """Feed each row of the lane its newest token (padding rows: the pad token at column 0)."""
+        import torch
+
+        live = lane.live()
+        lane.resize(_width(max(lane.rows[slot].next_position for slot in live) + 1))
+        pad = self.tokenizer.pad_token_id
+        feed = torch.tensor([[row.generated[-1] if row else pad] for row in lane.rows], device=self.device)
+        for slot in range(ROWS):
+            if lane.rows[slot] is None:
+                lane.columns[slot] = 0
+        mask = torch.arange(lane.width, device=self.device)[None, :] <= lane.columns[:, None]
+        out = self.model(
+            input_ids=feed, attention_mask=mask[:, None, None, :], position_ids=lane.columns[:, None].clone(),
+            past_key_values=lane.cache, use_cache=True,
+        )
+        rows = [lane.rows[slot] for slot in live]
+        going = set(self.take(rows, out.logits[live, -1]))
+        for k, slot in enumerate(live):
+            if k in going:
+                lane.rows[slot].next_position += 1
+                lane.columns[slot] += 1
+            else:
+                lane.rows[slot] = None
+
+
+def invariant_greedy_decode(
+    model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
+    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None,
+) -> list[Decoded]:
+    """Greedy continuations of ``prompts``, each a function of its prompt alone: the same tokens at
+    any ``batch_size`` (sequences in flight) and in any request order."""
+    import torch
+
+    if not _cache_is_plain(model):
+        raise ModelLoadError(
+            f"batch_invariant decoding needs a model with plain full-attention layers; {type(model).__name__} "
+            "has sliding-window or other special cache layers"
+        )
+    size = max(1, batch_size or len(prompts))
+    lanes = [_Lane(min(ROWS, size - start), device) for start in range(0, size, ROWS)]
+    decoder = _InvariantDecoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
+    waiting = list(range(len(prompts)))[::-1]
+    with torch.inference_mode():
+        while True:
+            for lane in lanes:
+                for slot in lane.free():
+                    while waiting:
+                        index = waiting.pop()
+                        prefilled = decoder.prefill_one(index, prompts[index])
+                        if prefilled is not None:
+                            lane.place(slot, *prefilled)
+                            break
+            busy = [lane for lane in lanes if lane.live()]
+            if not busy:
+                break
+            for lane in busy:
+                decoder.step_lane(lane)
+    return [decoder.results[i] for i in range(len(prompts))]
