@@ -38,7 +38,7 @@ def _width(tokens: int) -> int:
 
 @lru_cache(maxsize=None)
 def _slot_layer_class():
-    """A transformers cache layer that writes each row's new key/value at that row's own column
+    """A transformers cache layer whose rows each write their new key/value at their own column
     (made on first use: transformers is imported lazily)."""
     from transformers.cache_utils import CacheLayerMixin
 
@@ -46,33 +46,21 @@ def _slot_layer_class():
         is_compileable = False
         is_sliding = False
 
-        def __init__(self, width: int, columns=None):
+        def __init__(self, keys, values, columns):
             super().__init__()
-            self.width = width  # columns allocated on the first write
-            self.columns = columns  # [rows]: where each row's next token goes; None: a prompt's prefill
-            self.keys = self.values = None
+            self.keys, self.values = keys, values  # [rows, heads, width, head dim]
+            self.columns = columns  # [rows]: where each row's next token goes
+            self.is_initialized = True
 
         def lazy_initialization(self, key_states, value_states) -> None:
-            import torch
-
-            rows, heads, _, dim = key_states.shape
-            self.keys = torch.zeros((rows, heads, self.width, dim), dtype=key_states.dtype, device=key_states.device)
-            self.values = torch.zeros((rows, heads, self.width, value_states.shape[-1]), dtype=value_states.dtype, device=value_states.device)
-            self.is_initialized = True
+            pass  # made full-size by the lane
 
         def update(self, key_states, value_states, *args, **kwargs):
             import torch
 
-            if self.keys is None:
-                self.lazy_initialization(key_states, value_states)
-            if self.columns is None:  # a prompt's prefill, alone, from column 0
-                count = key_states.shape[-2]
-                self.keys[:, :, :count] = key_states
-                self.values[:, :, :count] = value_states
-            else:  # a decoding step: row r's token goes to column columns[r]
-                rows = torch.arange(key_states.shape[0], device=key_states.device)
-                self.keys[rows, :, self.columns] = key_states[:, :, 0]
-                self.values[rows, :, self.columns] = value_states[:, :, 0]
+            rows = torch.arange(key_states.shape[0], device=key_states.device)
+            self.keys[rows, :, self.columns] = key_states[:, :, 0]
+            self.values[rows, :, self.columns] = value_states[:, :, 0]
             return self.keys, self.values
 
         def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -82,15 +70,9 @@ def _slot_layer_class():
             return 0  # positions are always given explicitly
 
         def get_max_length(self) -> int:
-            return self.keys.shape[-2] if self.keys is not None else self.width
+            return self.keys.shape[-2]
 
     return SlotLayer
-
-
-def _slot_cache(layers):
-    from transformers.cache_utils import Cache
-
-    return Cache(layers=layers)
 
 
 class _Lane:
@@ -130,48 +112,42 @@ class _Lane:
         self.width = width
 
     def place(self, slot: int, row: _Row, prefilled) -> None:
-        """Put a prefilled sequence (a one-row slot cache) into ``slot``."""
+        """Put a prefilled sequence (its own one-row cache, one column per prompt token) into ``slot``."""
         import torch
+        from transformers.cache_utils import Cache
 
         length = row.next_position
         if self.cache is None:
-            layers = []
+            width, layers = _width(length + 1), []
             for source in prefilled.layers:
-                layer = _slot_layer_class()(0, self.columns)
-                layer.keys = torch.zeros((ROWS,) + tuple(source.keys.shape[1:]), dtype=source.keys.dtype, device=source.keys.device)
-                layer.values = torch.zeros((ROWS,) + tuple(source.values.shape[1:]), dtype=source.values.dtype, device=source.values.device)
-                layer.is_initialized = True
-                layers.append(layer)
-            self.cache, self.width = _slot_cache(layers), source.keys.shape[-2]
+                keys = torch.zeros((ROWS,) + source.keys.shape[1:2] + (width,) + source.keys.shape[3:], dtype=source.keys.dtype, device=source.keys.device)
+                values = torch.zeros((ROWS,) + source.values.shape[1:2] + (width,) + source.values.shape[3:], dtype=source.values.dtype, device=source.values.device)
+                layers.append(_slot_layer_class()(keys, values, self.columns))
+            self.cache, self.width = Cache(layers=layers), width
         self.resize(max(self.width, _width(length + 1)))
         for mine, theirs in zip(self.cache.layers, prefilled.layers):
             for name in ("keys", "values"):
                 target = getattr(mine, name)
                 target[slot].zero_()
-                target[slot, :, :length] = getattr(theirs, name)[0, :, :length]
+                target[slot, :, :length] = getattr(theirs, name)[0]
         self.rows[slot] = row
         self.columns[slot] = length
 
 
 class _InvariantDecoder(_Decoder):
     def prefill_one(self, index: int, prompt: Sequence[int]):
-        """Forward one prompt alone; returns (its row, its one-row cache) if it goes on, else None."""
+        """Forward one prompt alone, at its own length (plain causal attention, as transformers'
+        ``generate`` does for one prompt); returns (its row, its cache) if it goes on, else None."""
         import torch
 
-        length = len(prompt)
-        width = _width(length)
-        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
-        cache = _slot_cache([_slot_layer_class()(width) for _ in range(layers)])
-        mask = torch.ones((length, length), dtype=torch.bool, device=self.device).tril()
-        mask = torch.cat([mask, torch.zeros((length, width - length), dtype=torch.bool, device=self.device)], dim=1)
         out = self.model(
-            input_ids=torch.tensor([list(prompt)], device=self.device), attention_mask=mask[None, None],
-            position_ids=torch.arange(length, device=self.device)[None], past_key_values=cache, use_cache=True, logits_to_keep=1,
+            input_ids=torch.tensor([list(prompt)], device=self.device), position_ids=torch.arange(len(prompt), device=self.device)[None],
+            use_cache=True, logits_to_keep=1,
         )
-        row = _Row(index, length)
+        row = _Row(index, len(prompt))
         if not self.take([row], out.logits[:, -1]):
             return None
-        return row, cache
+        return row, out.past_key_values
 
     def step_lane(self, lane: _Lane) -> None:
         """Feed each row of the lane its newest token (padding rows: the pad token at column 0)."""
