@@ -140,12 +140,14 @@ class _InvariantDecoder(_Decoder):
         ``generate`` does for one prompt); returns (its row, its cache) if it goes on, else None."""
         import torch
 
+        # The last position's logits ROWS times over: the head's product has the decoding steps' shape.
+        last = torch.full((ROWS,), len(prompt) - 1, device=self.device)
         out = self.model(
             input_ids=torch.tensor([list(prompt)], device=self.device), position_ids=torch.arange(len(prompt), device=self.device)[None],
-            use_cache=True, logits_to_keep=1,
+            use_cache=True, logits_to_keep=last,
         )
         row = _Row(index, len(prompt))
-        if not self.take([row], out.logits[:, -1]):
+        if not self.take([row], out.logits[:, 0]):
             return None
         return row, out.past_key_values
 
