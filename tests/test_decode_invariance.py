@@ -10,7 +10,7 @@ import torch
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.models.hf import HFModel
-from proctor.models.hf_invariant import ROWS
+from proctor.models.hf_invariant import rows_per_step
 
 PROMPTS = [f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9) for i in range(40)]
 NEW_TOKENS = 16
@@ -86,7 +86,7 @@ def test_batch_invariant_outputs_equal_transformers_generate(near_tie_model_dir,
     float32, whose products do, the prompt repeated to the mode's fixed row count."""
     backend = HFModel(near_tie_model_dir, dtype=dtype, batch_size=64, batch_invariant=True)
     results = backend.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in PROMPTS])
-    copies = 1 if dtype == "bfloat16" else ROWS
+    copies = 1 if dtype == "bfloat16" else rows_per_step("cpu")
     for prompt, result in zip(PROMPTS, results):
         expected = _generate_reference(backend.model, backend.tokenizer, backend.encode(prompt), copies)
         assert result.text == backend.tokenizer.decode(expected, skip_special_tokens=True), prompt

@@ -14,7 +14,7 @@ from typing import Sequence
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
-from proctor.models.hf_invariant import LAYOUT as INVARIANT_LAYOUT, invariant_greedy_decode
+from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
 from proctor.models.memory import halving
 from proctor.models.vocab_head import VocabularyHead
 from proctor.models.hf_scoring import SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
@@ -184,7 +184,7 @@ class HFModel(Model):
             "scoring": SCORING_VERSION,
         }
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
-            fingerprint["batch_invariant"] = INVARIANT_LAYOUT
+            fingerprint["batch_invariant"] = invariant_layout(self.device)
         return fingerprint
 
     def _pick_device(self, device: str) -> str:

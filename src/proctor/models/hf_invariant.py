@@ -3,13 +3,14 @@
 In the default decoding (``hf_decode``) a row's numbers change in the last bits with what shares
 its forward passes: the prefill's padded width and the shared-prefix split change the attention
 kernel's blocking, the cache width (set by the longest row) changes the attention's reductions, and
-in float32 the number of rows changes the matrix products (one row takes a different kernel than
-two to eight, and nine or more another). Near-ties in the logits then flip a greedy token. Here
+in float32 the number of rows changes the matrix products (on this CPU one row takes another kernel
+than two to eight, and sixteen or more another). Near-ties in the logits then flip a greedy token. Here
 every kernel a row goes through sees shapes and a data layout that do not depend on the other rows:
 
 - each prompt is prefilled alone, at its own length (a shape decided by the prompt only);
-- every decoding step forwards exactly ``ROWS`` rows (empty slots are padding rows); more
-  sequences in flight run as several such lanes, one forward pass each;
+- every decoding step forwards exactly ``rows_per_step(device)`` rows (empty slots are padding
+  rows: the pad token at column 0), and so does the head's product for a prompt's first token;
+  more sequences in flight run as several such lanes, one forward pass each;
 - a row's token at position p lives at cache column p (left-aligned, never shifted by other
   rows), and the cache is a whole number of ``COLUMNS`` columns wide; the masked columns past a
   row's end then change none of its bits (measured on the CPU, see docs/performance.md);
@@ -26,10 +27,18 @@ from typing import Callable, Sequence
 from proctor.core.errors import ModelLoadError
 from proctor.models.hf_decode import Decoded, _cache_is_plain, _Decoder, _Row
 
-ROWS = 8  # rows in every decoding step (the default --batch-size: no padding rows there)
+ROWS = 8  # rows in every CPU decoding step (the default --batch-size: no padding rows there)
+GPU_ROWS = 64  # on CUDA, where a step's cost hardly grows with its rows (a guess: not measured yet)
 COLUMNS = 64  # cache widths are multiples of this
-# Changing either changes outputs: it is part of the model fingerprint.
-LAYOUT = f"rows={ROWS},columns={COLUMNS}"
+
+
+def rows_per_step(device: str) -> int:
+    return GPU_ROWS if device.startswith("cuda") else ROWS
+
+
+def layout(device: str) -> str:
+    """What decides the mode's shapes; changing it changes outputs, so it enters the fingerprint."""
+    return f"rows={rows_per_step(device)},columns={COLUMNS}"
 
 
 def _width(tokens: int) -> int:
@@ -76,14 +85,15 @@ def _slot_layer_class():
 
 
 class _Lane:
-    """``ROWS`` slots that decode together: one forward pass of exactly ``ROWS`` rows per step."""
+    """Slots that decode together: one forward pass of exactly ``size`` rows per step."""
 
-    def __init__(self, capacity: int, device: str):
+    def __init__(self, size: int, capacity: int, device: str):
         import torch
 
+        self.size = size
         self.capacity = capacity  # slots that may hold a sequence (the others stay padding rows)
-        self.rows: list[_Row | None] = [None] * ROWS
-        self.columns = torch.zeros(ROWS, dtype=torch.long, device=device)  # each row's next column
+        self.rows: list[_Row | None] = [None] * size
+        self.columns = torch.zeros(size, dtype=torch.long, device=device)  # each row's next column
         self.cache = None
         self.width = 0
 
@@ -91,7 +101,7 @@ class _Lane:
         return [slot for slot in range(self.capacity) if self.rows[slot] is None]
 
     def live(self) -> list[int]:
-        return [slot for slot in range(ROWS) if self.rows[slot] is not None]
+        return [slot for slot in range(self.size) if self.rows[slot] is not None]
 
     def resize(self, width: int) -> None:
         """Grow (zeros on the right) or cut the cache to ``width`` columns; no row's column moves."""
@@ -120,8 +130,8 @@ class _Lane:
         if self.cache is None:
             width, layers = _width(length + 1), []
             for source in prefilled.layers:
-                keys = torch.zeros((ROWS,) + source.keys.shape[1:2] + (width,) + source.keys.shape[3:], dtype=source.keys.dtype, device=source.keys.device)
-                values = torch.zeros((ROWS,) + source.values.shape[1:2] + (width,) + source.values.shape[3:], dtype=source.values.dtype, device=source.values.device)
+                keys = torch.zeros((self.size,) + source.keys.shape[1:2] + (width,) + source.keys.shape[3:], dtype=source.keys.dtype, device=source.keys.device)
+                values = torch.zeros((self.size,) + source.values.shape[1:2] + (width,) + source.values.shape[3:], dtype=source.values.dtype, device=source.values.device)
                 layers.append(_slot_layer_class()(keys, values, self.columns))
             self.cache, self.width = Cache(layers=layers), width
         self.resize(max(self.width, _width(length + 1)))
@@ -140,8 +150,8 @@ class _InvariantDecoder(_Decoder):
         ``generate`` does for one prompt); returns (its row, its cache) if it goes on, else None."""
         import torch
 
-        # The last position's logits ROWS times over: the head's product has the decoding steps' shape.
-        last = torch.full((ROWS,), len(prompt) - 1, device=self.device)
+        # The last position's logits once per step row: the head's product has the decoding steps' shape.
+        last = torch.full((rows_per_step(self.device),), len(prompt) - 1, device=self.device)
         out = self.model(
             input_ids=torch.tensor([list(prompt)], device=self.device), position_ids=torch.arange(len(prompt), device=self.device)[None],
             use_cache=True, logits_to_keep=last,
@@ -159,7 +169,7 @@ class _InvariantDecoder(_Decoder):
         lane.resize(_width(max(lane.rows[slot].next_position for slot in live) + 1))
         pad = self.tokenizer.pad_token_id
         feed = torch.tensor([[row.generated[-1] if row else pad] for row in lane.rows], device=self.device)
-        for slot in range(ROWS):
+        for slot in range(lane.size):
             if lane.rows[slot] is None:
                 lane.columns[slot] = 0
         mask = torch.arange(lane.width, device=self.device)[None, :] <= lane.columns[:, None]
@@ -191,7 +201,8 @@ def invariant_greedy_decode(
             "has sliding-window or other special cache layers"
         )
     size = max(1, batch_size or len(prompts))
-    lanes = [_Lane(min(ROWS, size - start), device) for start in range(0, size, ROWS)]
+    rows = rows_per_step(device)
+    lanes = [_Lane(rows, min(rows, size - start), device) for start in range(0, size, rows)]
     decoder = _InvariantDecoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
     waiting = list(range(len(prompts)))[::-1]
     with torch.inference_mode():
