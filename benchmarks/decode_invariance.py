@@ -54,6 +54,9 @@ def kernel_checks(device: str) -> None:
         x = torch.randn(64, 256, dtype=dtype, device=device)
         base = F.linear(x[:8], weight)[0]
         print("  linear, a row's result with M rows vs 8 rows:", {m: same(F.linear(x[:m], weight)[0], base) for m in (1, 2, 4, 16, 64)})
+        moved = x[:8].roll(3, 0)
+        moved[4:] = torch.randn(4, 256, dtype=dtype, device=device)
+        print("  linear, the same row at another of 8 positions, other rows changed:", same(F.linear(moved, weight)[3], base))
         q = torch.randn(1, heads, 1, dim, dtype=dtype, device=device)
         k, v = (torch.randn(1, heads, length, dim, dtype=dtype, device=device) for _ in range(2))
         exact = F.scaled_dot_product_attention(q, k, v)
