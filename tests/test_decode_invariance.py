@@ -92,6 +92,19 @@ def test_batch_invariant_outputs_equal_transformers_generate(near_tie_model_dir,
         assert result.text == backend.tokenizer.decode(expected, skip_special_tokens=True), prompt
 
 
+def test_eager_attention_is_batch_invariant_too(near_tie_model_dir):
+    """Models on transformers' eager attention get an additive mask instead of SDPA's boolean one."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(near_tie_model_dir)
+    texts = []
+    for size in (1, 64):
+        model = AutoModelForCausalLM.from_pretrained(near_tie_model_dir, dtype=torch.bfloat16, attn_implementation="eager").eval()
+        backend = HFModel.from_loaded(model, tokenizer, batch_size=size, batch_invariant=True)
+        texts.append([r.text for r in backend.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in PROMPTS[:20]])])
+    assert texts[0] == texts[1]
+
+
 def test_the_mode_is_part_of_the_fingerprint(tiny_model_dir):
     from proctor.runs.store import fingerprint_hash
 

@@ -84,6 +84,20 @@ def _slot_layer_class():
     return SlotLayer
 
 
+def _attention_mask(model, allowed):
+    """The step's 4-D mask as the model's attention takes it: boolean for SDPA, additive for eager."""
+    import torch
+
+    implementation = getattr(model.config, "_attn_implementation", None) or "eager"
+    if implementation == "sdpa":
+        return allowed
+    if implementation == "eager":
+        return torch.zeros(allowed.shape, dtype=model.dtype, device=allowed.device).masked_fill(~allowed, torch.finfo(model.dtype).min)
+    raise ModelLoadError(
+        f"batch_invariant decoding supports the 'sdpa' and 'eager' attention implementations, not '{implementation}'"
+    )
+
+
 class _Lane:
     """Slots that decode together: one forward pass of exactly ``size`` rows per step."""
 
@@ -174,7 +188,7 @@ class _InvariantDecoder(_Decoder):
                 lane.columns[slot] = 0
         mask = torch.arange(lane.width, device=self.device)[None, :] <= lane.columns[:, None]
         out = self.model(
-            input_ids=feed, attention_mask=mask[:, None, None, :], position_ids=lane.columns[:, None].clone(),
+            input_ids=feed, attention_mask=_attention_mask(self.model, mask[:, None, None, :]), position_ids=lane.columns[:, None].clone(),
             past_key_values=lane.cache, use_cache=True,
         )
         rows = [lane.rows[slot] for slot in live]
