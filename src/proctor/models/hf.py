@@ -14,6 +14,7 @@ from typing import Sequence
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
+from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
 from proctor.models.memory import halving
 from proctor.models.vocab_head import VocabularyHead
 from proctor.models.hf_scoring import SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
@@ -86,6 +87,7 @@ class HFModel(Model):
         revision: str | None = None,
         trust_remote_code: bool = False,
         name: str | None = None,
+        batch_invariant: bool = False,
     ) -> None:
         torch = require("torch", "hf", "The Hugging Face backend")
         transformers = require("transformers", "hf", "The Hugging Face backend")
@@ -96,6 +98,8 @@ class HFModel(Model):
         self.name = name or Path(self.path).name or self.path
         self.device = self._pick_device(device)
         self.batch_size = batch_size  # generation; log-likelihoods are packed by token budget
+        # Greedy tokens that depend on the prompt alone, never on the batch (``hf_invariant``).
+        self.batch_invariant = bool(batch_invariant)
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(
                 self.path, revision=revision, trust_remote_code=trust_remote_code
@@ -118,7 +122,7 @@ class HFModel(Model):
     @classmethod
     def from_loaded(
         cls, model, tokenizer, *, batch_size: int | str = 8, max_length: int | None = None, add_bos: bool | None = None,
-        name: str | None = None,
+        name: str | None = None, batch_invariant: bool = False,
     ) -> "HFModel":
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
         pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
@@ -134,6 +138,7 @@ class HFModel(Model):
         self.name = name or Path(self.path).name or self.path
         self.device = str(next(model.parameters()).device)
         self.batch_size = batch_size
+        self.batch_invariant = bool(batch_invariant)
         self.tokenizer, self.model = tokenizer, model
         self._setup(max_length, None, add_bos)
         self._revision = getattr(model.config, "_commit_hash", None)
@@ -161,7 +166,7 @@ class HFModel(Model):
     @property
     def fingerprint(self) -> dict:
         transformers = require("transformers", "hf", "The Hugging Face backend")
-        return {
+        fingerprint = {
             "backend": "hf",
             "model": self.name,
             "path": self.path,
@@ -178,6 +183,9 @@ class HFModel(Model):
             "pack_tokens": self.pack_tokens,
             "scoring": SCORING_VERSION,
         }
+        if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
+            fingerprint["batch_invariant"] = invariant_layout(self.device)
+        return fingerprint
 
     def _pick_device(self, device: str) -> str:
         return pick_device(self._torch, device)
@@ -299,10 +307,17 @@ class HFModel(Model):
                         and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
-                    decoded = halving(lambda n: greedy_decode(
-                        self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None, prefill_tokens=self.pack_tokens,
-                    ), size, "generation batch")
+                    on_finish = (lambda: progress(1)) if progress else None
+                    if self.batch_invariant:
+                        decoded = halving(lambda n: invariant_greedy_decode(
+                            self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
+                            batch_size=n, on_finish=on_finish,
+                        ), size, "generation batch")
+                    else:
+                        decoded = halving(lambda n: greedy_decode(
+                            self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
+                            batch_size=n, on_finish=on_finish, prefill_tokens=self.pack_tokens,
+                        ), size, "generation batch")
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
                     continue
