@@ -41,6 +41,41 @@ def near_tie_model_dir(smollm2_tokenizer_dir, tmp_path_factory):
     return folder
 
 
+def _kernel_properties(dtype) -> dict[str, bool]:
+    """The CPU kernel properties the mode's guarantee rests on (docs/performance.md, "Greedy
+    decoding across batch sizes"), checked on this machine at the test model's shapes: measured on
+    the Intel machines of this project, not known for every CPU and BLAS build."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    rand = lambda *shape: torch.randn(*shape, generator=g).to(getattr(torch, dtype))  # noqa: E731
+    weight, rows, others = rand(512, 128), rand(8, 128), rand(8, 128)
+    others[5] = rows[0]
+    products = rows @ weight.t()
+    q, k, v = rand(8, 4, 1, 32), rand(8, 4, 128, 32), rand(8, 4, 128, 32)
+    ends = torch.arange(8) * 7 + 3
+    narrow = torch.arange(64)[None, :] <= ends[:, None]
+    wide = torch.arange(128)[None, :] <= ends[:, None]
+    return {
+        # a row of an 8-row product does not depend on the other rows or on its position
+        "rows_apart": torch.equal((others @ weight.t())[5], products[0]),
+        # nor on the number of rows (1 vs 8)
+        "row_count": torch.equal((rows[:1] @ weight.t())[0], products[0]),
+        # masked columns past a row's end (cache widths 64 vs 128) change none of its bits
+        "width": torch.equal(
+            F.scaled_dot_product_attention(q, k[:, :, :64], v[:, :, :64], attn_mask=narrow[:, None, None, :]),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=wide[:, None, None, :]),
+        ),
+    }
+
+
+def _require(dtype, *names):
+    properties = _kernel_properties(dtype)
+    missing = [name for name in names if not properties[name]]
+    if missing:
+        pytest.skip(f"this CPU's {dtype} kernels lack {missing}: the mode cannot be exact here (see docs/performance.md)")
+
+
 def _texts(folder, dtype, batch_size, invariant, prompts=PROMPTS):
     model = HFModel(folder, dtype=dtype, batch_size=batch_size, batch_invariant=invariant)
     return [r.text for r in model.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in prompts])]
@@ -48,13 +83,16 @@ def _texts(folder, dtype, batch_size, invariant, prompts=PROMPTS):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_default_greedy_outputs_change_with_the_batch_size_on_this_model(near_tie_model_dir, dtype):
-    """The premise: without the mode, this model's greedy outputs differ between batch sizes."""
+    """The premise: without the mode, this model's greedy outputs differ between batch sizes (as they
+    did on every CPU measured; a CPU whose kernels never depend on shapes would not show it)."""
     alone = _texts(near_tie_model_dir, dtype, 1, False)
-    assert any(_texts(near_tie_model_dir, dtype, size, False) != alone for size in (8, 64))
+    if all(_texts(near_tie_model_dir, dtype, size, False) == alone for size in (8, 64)):
+        pytest.skip(f"on this CPU the default {dtype} decoding gave the same outputs at batch sizes 1, 8 and 64")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_batch_invariant_outputs_are_the_same_at_every_batch_size_and_request_order(near_tie_model_dir, dtype):
+    _require(dtype, "rows_apart", "width")
     alone = _texts(near_tie_model_dir, dtype, 1, True)
     for size in (8, 64, "auto"):
         assert _texts(near_tie_model_dir, dtype, size, True) == alone, size
@@ -84,6 +122,7 @@ def test_batch_invariant_outputs_equal_transformers_generate(near_tie_model_dir,
     """Independent expectation: transformers' ``generate`` on each prompt by itself with a static
     cache. In bfloat16 one prompt alone (matrix products here do not depend on the row count); in
     float32, whose products do, the prompt repeated to the mode's fixed row count."""
+    _require(dtype, "rows_apart", "width", *(["row_count"] if dtype == "bfloat16" else []))
     backend = HFModel(near_tie_model_dir, dtype=dtype, batch_size=64, batch_invariant=True)
     results = backend.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in PROMPTS])
     copies = 1 if dtype == "bfloat16" else rows_per_step("cpu")
@@ -96,6 +135,7 @@ def test_eager_attention_is_batch_invariant_too(near_tie_model_dir):
     """Models on transformers' eager attention get an additive mask instead of SDPA's boolean one."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _require("bfloat16", "rows_apart", "width")
     tokenizer = AutoTokenizer.from_pretrained(near_tie_model_dir)
     texts = []
     for size in (1, 64):
