@@ -28,7 +28,7 @@ class Decoded:
 
 
 @dataclass
-class _Row:
+class DecodingRow:
     index: int  # which prompt
     next_position: int
     generated: list[int] = field(default_factory=list)
@@ -65,7 +65,7 @@ def _left_pad(tensor, width: int, dim: int):
 class _Batch:
     """Rows with their key/value cache: each row's tokens right-aligned (left padding, masked out)."""
 
-    def __init__(self, rows: list[_Row] | None = None, cache=None, mask=None):
+    def __init__(self, rows: list[DecodingRow] | None = None, cache=None, mask=None):
         self.rows = rows or []
         self.cache = cache
         self.mask = mask  # [rows, cache width]: 1 where a row holds a real token
@@ -130,7 +130,7 @@ class _Batch:
         self.rows = self.rows + other.rows
 
 
-class _Decoder:
+class Decoder:
     """The state of one continuously batched greedy decode."""
 
     def __init__(self, model, tokenizer, max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int], device: str, on_finish=None):
@@ -180,11 +180,11 @@ class _Decoder:
             input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
             past_key_values=past, use_cache=True, logits_to_keep=1,
         )
-        batch = _Batch([_Row(index, len(prompt)) for index, prompt in zip(indices, prompts)], out.past_key_values, mask)
+        batch = _Batch([DecodingRow(index, len(prompt)) for index, prompt in zip(indices, prompts)], out.past_key_values, mask)
         batch.keep(self.take(batch.rows, out.logits[:, -1]))
         return batch
 
-    def take(self, rows: Sequence[_Row], logits) -> list[int]:
+    def take(self, rows: Sequence[DecodingRow], logits) -> list[int]:
         """Append each row's greedy token; returns the positions (in ``rows``) of rows still running."""
         running = []
         for slot, (row, token) in enumerate(zip(rows, logits.argmax(-1).tolist())):
@@ -197,7 +197,7 @@ class _Decoder:
                 self.on_finish()
         return running
 
-    def _finished(self, row: _Row, token: int) -> str | None:
+    def _finished(self, row: DecodingRow, token: int) -> str | None:
         """Add ``token`` to the row; why the row is done ("eos", "stop", "length"), or None."""
         if token in self.eos:
             return "eos"
@@ -255,9 +255,9 @@ def greedy_decode(
     import torch
 
     size = max(1, batch_size or len(prompts))
-    decoder = _Decoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
+    decoder = Decoder(model, tokenizer, max_new_tokens, stop, eos_ids, device, on_finish)
     # Re-packing rows needs plain growing caches; others (sliding window, ...) decode batch by batch.
-    plain = _cache_is_plain(model)
+    plain = cache_is_plain(model)
     waiting = list(range(len(prompts)))
     with torch.inference_mode():
         shared = _shared_prefix(prompts)
@@ -280,7 +280,7 @@ def greedy_decode(
     return [decoder.results[i] for i in range(len(prompts))]
 
 
-def _cache_is_plain(model) -> bool:
+def cache_is_plain(model) -> bool:
     """Whether the model's key/value cache is plain growing layers (rows can be re-packed)."""
     from transformers.cache_utils import DynamicCache
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from proctor.core.errors import ModelLoadError
-from proctor.models.hf_decode import Decoded, _cache_is_plain, _Decoder, _Row
+from proctor.models.hf_decode import Decoded, Decoder, DecodingRow, cache_is_plain
 
 ROWS = 8  # rows in every CPU decoding step (the default --batch-size: no padding rows there)
 GPU_ROWS = 64  # on CUDA, where a step's cost hardly grows with its rows (a guess: not measured yet)
@@ -106,7 +106,7 @@ class _Lane:
 
         self.size = size
         self.capacity = capacity  # slots that may hold a sequence (the others stay padding rows)
-        self.rows: list[_Row | None] = [None] * size
+        self.rows: list[DecodingRow | None] = [None] * size
         self.columns = torch.zeros(size, dtype=torch.long, device=device)  # each row's next column
         self.cache = None
         self.width = 0
@@ -135,7 +135,7 @@ class _Lane:
                 setattr(layer, name, tensor)
         self.width = width
 
-    def place(self, slot: int, row: _Row, prefilled) -> None:
+    def place(self, slot: int, row: DecodingRow, prefilled) -> None:
         """Put a prefilled sequence (its own one-row cache, one column per prompt token) into ``slot``."""
         import torch
         from transformers.cache_utils import Cache
@@ -158,7 +158,7 @@ class _Lane:
         self.columns[slot] = length
 
 
-class _InvariantDecoder(_Decoder):
+class _InvariantDecoder(Decoder):
     def prefill_one(self, index: int, prompt: Sequence[int]):
         """Forward one prompt alone, at its own length (plain causal attention, as transformers'
         ``generate`` does for one prompt); returns (its row, its cache) if it goes on, else None."""
@@ -170,7 +170,7 @@ class _InvariantDecoder(_Decoder):
             input_ids=torch.tensor([list(prompt)], device=self.device), position_ids=torch.arange(len(prompt), device=self.device)[None],
             use_cache=True, logits_to_keep=last,
         )
-        row = _Row(index, len(prompt))
+        row = DecodingRow(index, len(prompt))
         if not self.take([row], out.logits[:, 0]):
             return None
         return row, out.past_key_values
@@ -209,7 +209,7 @@ def invariant_greedy_decode(
     any ``batch_size`` (sequences in flight) and in any request order."""
     import torch
 
-    if not _cache_is_plain(model):
+    if not cache_is_plain(model):
         raise ModelLoadError(
             f"batch_invariant decoding needs a model with plain full-attention layers; {type(model).__name__} "
             "has sliding-window or other special cache layers"
