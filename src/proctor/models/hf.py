@@ -6,6 +6,7 @@ log-softmax run only at the positions being scored, never over the whole prompt.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from pathlib import Path
@@ -161,6 +162,7 @@ class HFModel(Model):
         # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
         # not --batch-size: packed rows are built per call, and must not change with the batch size.
         self.chunk_requests = 256
+        self._head: VocabularyHead | None = None  # made on the first log-likelihood call
 
     # ------------------------------------------------------------------ identity
     @property
@@ -231,8 +233,7 @@ class HFModel(Model):
     def _vocabulary_head(self) -> VocabularyHead:
         """The output embedding with its scoring buffers, made once per model (again if the
         model's output embedding was replaced)."""
-        head = getattr(self, "_head", None)
-        if head is None or head.head is not self.model.get_output_embeddings():
+        if self._head is None or self._head.head is not self.model.get_output_embeddings():
             softcap = getattr(self.model.config, "final_logit_softcapping", None)
             self._head = VocabularyHead(self._torch, self.model.get_output_embeddings(), self.device, softcap)
         return self._head
@@ -307,17 +308,12 @@ class HFModel(Model):
                         and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
-                    on_finish = (lambda: progress(1)) if progress else None
-                    if self.batch_invariant:
-                        decoded = halving(lambda n: invariant_greedy_decode(
-                            self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                            batch_size=n, on_finish=on_finish,
-                        ), size, "generation batch")
-                    else:
-                        decoded = halving(lambda n: greedy_decode(
-                            self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                            batch_size=n, on_finish=on_finish, prefill_tokens=self.pack_tokens,
-                        ), size, "generation batch")
+                    decode = (invariant_greedy_decode if self.batch_invariant
+                              else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
+                    decoded = halving(lambda n: decode(
+                        self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
+                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None,
+                    ), size, "generation batch")
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
                     continue

@@ -142,11 +142,12 @@ class _Lane:
 
         length = row.next_position
         if self.cache is None:
-            width, layers = _width(length + 1), []
-            for source in prefilled.layers:
-                keys = torch.zeros((self.size,) + source.keys.shape[1:2] + (width,) + source.keys.shape[3:], dtype=source.keys.dtype, device=source.keys.device)
-                values = torch.zeros((self.size,) + source.values.shape[1:2] + (width,) + source.values.shape[3:], dtype=source.values.dtype, device=source.values.device)
-                layers.append(_slot_layer_class()(keys, values, self.columns))
+            width = _width(length + 1)
+
+            def empty(like):  # [lane rows, heads, width, head dim] zeros shaped after a one-row prefill tensor
+                return torch.zeros((self.size, like.shape[1], width, like.shape[3]), dtype=like.dtype, device=like.device)
+
+            layers = [_slot_layer_class()(empty(source.keys), empty(source.values), self.columns) for source in prefilled.layers]
             self.cache, self.width = Cache(layers=layers), width
         self.resize(max(self.width, _width(length + 1)))
         for mine, theirs in zip(self.cache.layers, prefilled.layers):

@@ -34,7 +34,7 @@ class VocabularyHead:
         self._buffered = (
             not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
         )
-        self._logits = self._logprobs = None
+        self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
 
     def _hooked(self) -> bool:
@@ -43,15 +43,18 @@ class VocabularyHead:
         return bool(self.head._forward_hooks or self.head._forward_pre_hooks
                     or modules._global_forward_hooks or modules._global_forward_pre_hooks)
 
+    def _buffer(self, name: str, rows: int, width: int):
+        """The first ``rows`` rows of the CPU buffer ``name``, ``width`` wide."""
+        if name not in self._buffers:
+            self._buffers[name] = self.torch.empty((self.block_size, width))
+        return self._buffers[name][:rows]
+
     def _project(self, hidden):
         torch = self.torch
         if not self._buffered or self._hooked():
             logits = self.head(hidden).float()
         else:
-            if self._logits is None:
-                shape = (self.block_size, self.head.weight.shape[0])
-                self._logits, self._logprobs = torch.empty(shape), torch.empty(shape)
-            logits = self._logits[: len(hidden)]
+            logits = self._buffer("logits", len(hidden), self.head.weight.shape[0])
             if self.head.bias is None:
                 torch.mm(hidden, self.head.weight.t(), out=logits)
             else:
@@ -73,10 +76,7 @@ class VocabularyHead:
         logits = self._project(hidden)
         if self.cuda:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
-        if self._logits is not None and logits.data_ptr() == self._logits.data_ptr():
-            logprobs = torch.log_softmax(logits, dim=-1, out=self._logprobs[: len(hidden)])
-        else:
-            logprobs = torch.log_softmax(logits, dim=-1)
+        logprobs = torch.log_softmax(logits, dim=-1, out=self._buffer("logprobs", *logits.shape))
         return logprobs[rows, targets], greedy_hits(torch, logits, rows, targets)
 
 
