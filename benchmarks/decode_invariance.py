@@ -13,28 +13,27 @@ many outputs equal that mode's batch-size-1 outputs. Prints a table; asserts not
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from random_llama import save_random_llama  # noqa: E402
 
 BATCH_SIZES = (1, 8, 64, "auto")
 
 
 def build_model(folder: Path) -> None:
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
     from proctor.models.default import default_model_path
 
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=1024, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
+    save_random_llama(
+        folder, AutoTokenizer.from_pretrained(default_model_path()), hidden_size=256, intermediate_size=512,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+        tie_word_embeddings=True,
     )
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
 
 
 def kernel_checks(device: str) -> None:

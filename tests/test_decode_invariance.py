@@ -21,24 +21,19 @@ def near_tie_model_dir(smollm2_tokenizer_dir, tmp_path_factory):
     """A random Llama (hidden 128, 2 layers, untied head) whose output rows come in near-equal pairs
     (1e-7 apart), as a trained model's top two logits sometimes are: greedy choices that the last
     bits of a forward pass decide, in float32 as in bfloat16."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=1024, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
-        initializer_range=0.2,
-    )
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
+    from random_llama import save_random_llama
+
+    def pair_rows(model):
         head = model.lm_head.weight
         head[1::2] = head[0::2] + 1e-7 * torch.randn_like(head[0::2])
-    folder = tmp_path_factory.mktemp("near-tie-llama")
-    model.save_pretrained(folder, safe_serialization=True)
-    tokenizer.save_pretrained(folder)
-    return folder
+
+    return save_random_llama(
+        tmp_path_factory.mktemp("near-tie-llama"), AutoTokenizer.from_pretrained(smollm2_tokenizer_dir), adjust=pair_rows,
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=1024, tie_word_embeddings=False, initializer_range=0.2,
+    )
 
 
 def _kernel_properties(dtype) -> dict[str, bool]:
