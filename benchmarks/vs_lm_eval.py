@@ -45,13 +45,17 @@ def write_lm_eval_tasks(folder: Path, n: dict) -> None:
     """lm-eval task YAMLs over local jsonl copies of exactly the rows proctor reads."""
     import pyarrow as pa
 
-    rows = [json.loads(x) for x in (DATA / "arc_easy" / "arc_easy.jsonl").read_text().splitlines()[: n["arc_easy"]]]
-    keys = [json.loads(x) for x in (DATA / "arc_easy" / "question-answers.jsonl").read_text().splitlines()[: n["arc_easy"]]]
+    rows = [json.loads(x) for x in (DATA / "arc_easy" / "arc_easy.jsonl").read_text().splitlines()]
+    keys = [json.loads(x) for x in (DATA / "arc_easy" / "question-answers.jsonl").read_text().splitlines()]
+    arc = []
+    for row, key in zip(rows, keys):
+        k = key["answerKey"]
+        label = "ABCDE".index(k) if k in "ABCDE" else int(k) - 1
+        if label < len(row["choices"]):  # as proctor's task file: one key points past its question's choices
+            arc.append({"id": key["id"], "question": row["query"][len("Question: ") :], "choices": row["choices"], "label": label})
     with (folder / "arc.jsonl").open("w") as out:
-        for row, key in zip(rows, keys):
-            k = key["answerKey"]
-            label = "ABCDE".index(k) if k in "ABCDE" else int(k) - 1
-            out.write(json.dumps({"id": key["id"], "question": row["query"][len("Question: ") :], "choices": row["choices"], "label": label}) + "\n")
+        for row in arc[: n["arc_easy"]]:
+            out.write(json.dumps(row) + "\n")
     with pa.memory_map(str(DATA / "hellaswag" / "hf_arrow_validation" / "data-00000-of-00001.arrow")) as source:
         table = pa.ipc.open_stream(source).read_all().slice(0, n["hellaswag"])
     with (folder / "hellaswag.jsonl").open("w") as out:
