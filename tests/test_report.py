@@ -123,7 +123,7 @@ def test_report_in_headless_chromium(run_dir, browser):
 def test_report_page_errors_are_caught(tmp_path, run_dir, browser):
     """The console check above can fail: a page with a script error is reported."""
     broken = tmp_path / "broken.html"
-    broken.write_text((run_dir / "report.html").read_text().replace('getElementById("search")', 'getElementById("nope").x'))
+    broken.write_text((run_dir / "report.html").read_text().replace('var search = $("search")', 'var search = $("nope").x'))
     browser.get(broken.as_uri())
     assert any(e["level"] == "SEVERE" for e in browser.get_log("browser"))
 
