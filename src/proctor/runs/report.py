@@ -138,6 +138,7 @@ def summary_context(results: dict, records: list[dict]) -> dict:
                 cals.append({"task": name, "chart": calibration_chart(cal), "note": ""})
             else:
                 why = ("lettered generation: a letter is no probability" if task.get("mc_format") == "generate"
+                       else "no sample has a gold answer to calibrate against" if any(r.get("distribution") for r in mine)
                        else "choices read from a generation: no per-choice probabilities")
                 cals.append({"task": name, "chart": None, "note": why})
     groups = [{"name": name, "tasks": ", ".join(g.get("tasks", [])), "n": g.get("n_samples", ""), "rows": _metric_rows(name, g)}

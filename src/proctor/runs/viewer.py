@@ -142,6 +142,8 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                     if body is None:
                         return self._send(HTTPStatus.NOT_FOUND, b'{"error": "no such run"}', "application/json")
                     return self._send(HTTPStatus.OK, body, "application/json; charset=utf-8")
+                if url.path == "/favicon.ico":  # browsers ask for one; the page has none
+                    return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
             except (BrokenPipeError, ConnectionResetError):  # the browser went away mid-answer
                 pass
