@@ -217,7 +217,9 @@ def run_payload(run_dir: Path) -> tuple[str, list[dict], str | None]:
     error = None
     records: list[dict] = []
     try:
-        records = [r for r in iter_samples(run_dir) if isinstance(r, dict)]
+        for record in iter_samples(run_dir):  # one by one: the lines before a torn one are shown
+            if isinstance(record, dict):
+                records.append(record)
     except ProctorError as exc:
         error = str(exc)
     try:

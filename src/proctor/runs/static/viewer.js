@@ -143,6 +143,7 @@
     $("crumb").textContent = "\u203a run " + key;
     focus = id !== null && id !== undefined && task !== null ? {task: task, id: id} : null;
     if (current === key) return applyFocus();
+    $("run-view").removeAttribute("data-loaded");  // set again once the run's samples are drawn
     load(key, function (payload) {
       current = key;
       var box = $("run-summary"); box.textContent = "";
@@ -160,12 +161,13 @@
       [search, minBox, maxBox, confMin, confMax].forEach(function (el) { el.value = ""; });
       statusSel.value = ""; sortSel.value = "";
       applyFocus();
+      $("run-view").setAttribute("data-loaded", key);
     });
   }
   function applyFocus() {
     if (focus) {
       search.value = ""; statusSel.value = ""; metricSel.value = ""; [minBox, maxBox, confMin, confMax].forEach(function (el) { el.value = ""; });
-      taskSel.value = focus.task;
+      taskSel.value = focus.task; sortSel.value = "";
     }
     filter();
   }
@@ -302,7 +304,9 @@
     show("compare-view");
     $("crumb").textContent = "\u203a compare " + keys.join(" \u00b7 ");
     $("compare-summary").textContent = "loading\u2026";
+    $("compare-view").removeAttribute("data-loaded");
     loadAll(keys, function () {
+      $("compare-view").setAttribute("data-loaded", "1");
       var common = null;
       keys.forEach(function (k) {
         var mine = {}; loaded[k].samples.forEach(function (s) { mine[s.task] = true; });
