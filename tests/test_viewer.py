@@ -225,7 +225,7 @@ def test_corrupt_folders_are_named_not_fatal(server, folder, browser):
     assert int(browser.find_element(By.ID, "match-count").get_attribute("data-matches")) > 0  # the lines before it
     with urllib.request.urlopen(url + "api/run?key=broken") as answer:
         payload = json.loads(answer.read())
-    assert "not valid JSON" in payload["error"] and payload["samples"] == []
+    assert "not valid JSON" in payload["error"] and payload["summary"] == ""
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(url + "api/run?key=nope")
     assert missing.value.code == 404

@@ -4,7 +4,10 @@ The page is the viewer's (runs/viewer.py) with one run in it: summary table with
 group roll-ups, per-task charts (each metric with a 95% interval; breakdowns where the task has
 them), a calibration plot for every task scored by per-choice probabilities, and a sortable,
 searchable browser over every sample. Markup is in ``runs/templates`` (Jinja2, autoescaped); this
-module computes what the templates draw.
+module computes what the templates draw. The samples go into the page as samples.jsonl's own lines;
+``runs/static/viewer.js`` turns each record into what a card shows (every dialect writes the same
+fields for choices and for generations: docs/results.md), in the browser, where a run of 100,000
+samples is read in about a second.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import ProctorError
-from proctor.runs.run_exports import iter_samples, load_results
-from proctor.runs.sample_view import N_BINS, calibration, finite, primary_metrics, sample_view, script_json, status
+from proctor.runs.run_exports import iter_samples, load_results, samples_text
 
-__all__ = ["calibration", "fmt", "nice_ticks", "render_report", "status", "write_report"]
+N_BINS = 10  # calibration bins
 
 REPORT_FILE = "report.html"
 
@@ -41,6 +43,55 @@ def static_text(name: str) -> str:
     from importlib.resources import files
 
     return files("proctor.runs").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def calibration(records: list[dict]) -> dict | None:
+    """Confidence (top probability) against accuracy in equal-width bins, and the ECE."""
+    points = []
+    for r in records:
+        dist, target = r.get("distribution"), r.get("target")
+        if not dist or target is None or r.get("mc_format") == "generate":  # a lettered reply has no probabilities
+            continue
+        golds = set(target) if isinstance(target, list) else {target}
+        top = max(range(len(dist)), key=lambda i: dist[i])
+        points.append((dist[top], 1.0 if top in golds else 0.0))
+    if not points:
+        return None
+    bins: list[list[tuple[float, float]]] = [[] for _ in range(N_BINS)]
+    for conf, correct in points:
+        bins[min(int(conf * N_BINS), N_BINS - 1)].append((conf, correct))
+    table = []
+    ece = 0.0
+    for i, members in enumerate(bins):
+        if not members:
+            continue
+        conf = sum(c for c, _ in members) / len(members)
+        acc = sum(a for _, a in members) / len(members)
+        ece += len(members) / len(points) * abs(conf - acc)
+        table.append({"bin": [i / N_BINS, (i + 1) / N_BINS], "n": len(members), "confidence": conf, "accuracy": acc})
+    return {"bins": table, "ece": ece, "n": len(points)}
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` that could end it."""
+    return script_text(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+
+
+def script_text(json_text: str) -> str:
+    """JSON text (or JSON lines) made safe inside ``<script>``: outside strings JSON has no ``<``, ``>`` or
+    ``&``, so their escapes change no value."""
+    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities as None (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
 
 
 def fmt(value: Any) -> str:
@@ -164,11 +215,6 @@ def render_summary(results: dict, records: list[dict]) -> str:
     return environment().get_template("summary.html.j2").render(**summary_context(results, records))
 
 
-def sample_views(records: list[dict]) -> list[dict]:
-    primary = primary_metrics(records)
-    return [sample_view(r, primary.get(r.get("task"), "")) for r in records]
-
-
 def render_page(title: str, data: str, embedded: list[dict]) -> str:
     """The viewer's page: runs index, run, comparison; ``embedded`` carries each run's summary and samples
     (a static page), or is empty when a server answers for them."""
@@ -211,22 +257,21 @@ def run_entry(run_dir: Path, key: str) -> dict:
     return entry
 
 
-def run_payload(run_dir: Path) -> tuple[str, list[dict], str | None]:
-    """A run's summary fragment, its sample views, and why some could not be read (a torn samples.jsonl)."""
+def run_summary(run_dir: Path) -> tuple[str, str | None]:
+    """A run's summary fragment, or why there is none (a results.json not in proctor's layout). A torn line in
+    samples.jsonl ends the records the summary uses; the page names it (it reads the lines itself)."""
     results = load_results(run_dir)
-    error = None
     records: list[dict] = []
     try:
-        for record in iter_samples(run_dir):  # one by one: the lines before a torn one are shown
+        for record in iter_samples(run_dir):
             if isinstance(record, dict):
                 records.append(record)
-    except ProctorError as exc:
-        error = str(exc)
+    except ProctorError:
+        pass
     try:
-        summary = render_summary(results, records)
+        return render_summary(results, records), None
     except (AttributeError, TypeError, KeyError) as exc:  # a results.json that is JSON but not proctor's layout
-        summary, error = "", f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
-    return summary, sample_views(records), error
+        return "", f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
 
 
 def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "") -> str:
@@ -234,10 +279,10 @@ def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "") -> s
     embedded = []
     for entry, run_dir in runs:
         if entry.get("error"):
-            embedded.append({"summary": "", "samples": script_json([]), "error": entry["error"]})
+            embedded.append({"summary": "", "samples": "", "error": entry["error"]})
             continue
-        summary, samples, error = run_payload(run_dir)
-        embedded.append({"summary": summary, "samples": script_json(samples), "error": error})
+        summary, error = run_summary(run_dir)
+        embedded.append({"summary": summary, "samples": script_text(samples_text(run_dir)), "error": error})
     data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start}
     return render_page(title, script_json(data), embedded)
 

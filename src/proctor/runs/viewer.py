@@ -1,8 +1,9 @@
 """``proctor view``: every run folder under a folder, in the browser, offline.
 
 A local server (the standard library's, on 127.0.0.1 only) answers the page (``report.render_page``:
-the runs table), and ``/api/run?key=`` with one run's summary fragment and sample views, read when
-first asked for and kept while the run's files are unchanged. ``export_folder`` writes the same
+the runs table), ``/api/samples?key=`` with a run's samples.jsonl lines (the page reads them) and
+``/api/run?key=`` with its summary fragment, made when first asked for and kept while the run's
+files are unchanged. ``export_folder`` writes the same
 page as one file with every run embedded (no server, no network).
 """
 
@@ -18,11 +19,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
-from proctor.runs.report import render_page, run_entry, run_payload, static_page
-from proctor.runs.sample_view import script_json
+from proctor.runs.report import render_page, run_entry, run_summary, script_json, static_page
+from proctor.runs.run_exports import samples_text
 
 RUN_MARKERS = ("results.json", "run.json")
-CACHED_RUNS = 8  # payloads kept in memory (a run of 100,000 samples is tens of MB)
+CACHED_RUNS = 16  # run summaries kept in memory
 SKIPPED_FOLDERS = {"lm_eval", "tasks", "__pycache__", "node_modules"}
 
 
@@ -92,25 +93,32 @@ class Viewer:
         data = {"mode": "served", "runs": [entry for entry, _ in runs], "start": ""}
         return render_page(f"proctor runs · {self.folder.resolve().name}", script_json(data), []).encode("utf-8")
 
-    def run(self, key: str) -> bytes | None:
+    def _folder(self, key: str) -> Path | None:
         with self._lock:
             run_dir = self._runs.get(key)
         if run_dir is None:
             self.page()  # a run that appeared since the page was drawn
             run_dir = self._runs.get(key)
-            if run_dir is None:
-                return None
+        return run_dir
+
+    def samples(self, key: str) -> bytes | None:
+        run_dir = self._folder(key)
+        return None if run_dir is None else samples_text(run_dir).encode("utf-8")
+
+    def run(self, key: str) -> bytes | None:
+        run_dir = self._folder(key)
+        if run_dir is None:
+            return None
         stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
                       for p in (run_dir / "results.json", run_dir / "samples.jsonl"))
         cached = self._cache.get(key)
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            summary, samples, error = run_payload(run_dir)
+            summary, error = run_summary(run_dir)
         except ProctorError as exc:
-            summary, samples, error = "", [], str(exc)
-        body = json.dumps({"summary": summary, "samples": samples, "error": error}, ensure_ascii=False, allow_nan=False,
-                          default=str).encode("utf-8")
+            summary, error = "", str(exc)
+        body = json.dumps({"summary": summary, "error": error}, ensure_ascii=False).encode("utf-8")
         with self._lock:
             self._cache[key] = (stamp, body)
             while len(self._cache) > CACHED_RUNS:  # the oldest first: a dict keeps insertion order
@@ -136,12 +144,13 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             try:
                 if url.path in ("/", "/index.html"):
                     return self._send(HTTPStatus.OK, viewer.page(), "text/html; charset=utf-8")
-                if url.path == "/api/run":
+                if url.path in ("/api/run", "/api/samples"):
                     key = (parse_qs(url.query).get("key") or [""])[0]
-                    body = viewer.run(key)
+                    body = viewer.run(key) if url.path == "/api/run" else viewer.samples(key)
                     if body is None:
                         return self._send(HTTPStatus.NOT_FOUND, b'{"error": "no such run"}', "application/json")
-                    return self._send(HTTPStatus.OK, body, "application/json; charset=utf-8")
+                    kind = "application/json" if url.path == "/api/run" else "text/plain"
+                    return self._send(HTTPStatus.OK, body, kind + "; charset=utf-8")
                 if url.path == "/favicon.ico":  # browsers ask for one; the page has none
                     return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")

@@ -10,7 +10,6 @@
   var RUNS = DATA.runs;
   var byKey = {};
   RUNS.forEach(function (r, i) { r.index = i; byKey[r.key] = r; });
-  var loaded = {};  // run key -> {summary, samples, error}
   function $(id) { return document.getElementById(id); }
   function text(tag, cls, content) {
     var el = document.createElement(tag); if (cls) el.className = cls; el.textContent = content == null ? "" : String(content); return el;
@@ -27,22 +26,121 @@
   function sampleLink(key, s) { return link([["run", key], ["task", s.task], ["id", s.id]]); }
 
   // ---------------------------------------------------------------- data: embedded, or from the server
-  function load(key, done) {
-    if (loaded[key]) return done(loaded[key]);
-    var run = byKey[key];
+  // A run's samples arrive as samples.jsonl's own lines and are turned into cards' fields here; its summary
+  // (tables, charts, calibration) is HTML rendered by proctor's templates.
+  var samplesOf = {}, summaryOf = {};
+  function loadSamples(key, done) {
+    if (samplesOf[key]) return done(samplesOf[key]);
+    function ready(textOrError) {
+      samplesOf[key] = typeof textOrError === "string" ? views(textOrError) : {samples: [], error: String(textOrError)};
+      done(samplesOf[key]);
+    }
+    if (DATA.mode === "static") return ready($("samples-" + byKey[key].index).textContent);
+    fetch("api/samples?key=" + encodeURIComponent(key)).then(function (r) {
+      return r.ok ? r.text() : Promise.reject(new Error("the server answered " + r.status));
+    }).then(ready, ready);
+  }
+  function loadSummary(key, done) {
+    if (summaryOf[key]) return done(summaryOf[key]);
     if (DATA.mode === "static") {
-      var i = run.index, errorNode = $("error-" + i);
-      loaded[key] = {summary: $("summary-" + i), samples: JSON.parse($("samples-" + i).textContent),
-                     error: errorNode ? errorNode.content.textContent : null};
-      return done(loaded[key]);
+      var i = byKey[key].index, errorNode = $("error-" + i);
+      summaryOf[key] = {summary: $("summary-" + i), error: errorNode ? errorNode.content.textContent : null};
+      return done(summaryOf[key]);
     }
     fetch("api/run?key=" + encodeURIComponent(key)).then(function (r) { return r.json(); }).then(function (payload) {
-      loaded[key] = payload; done(payload);
-    }).catch(function (e) { loaded[key] = {summary: "", samples: [], error: String(e)}; done(loaded[key]); });
+      summaryOf[key] = payload; done(payload);
+    }).catch(function (e) { summaryOf[key] = {summary: "", error: String(e)}; done(summaryOf[key]); });
   }
   function loadAll(keys, done) {
     var left = keys.length;
-    keys.forEach(function (k) { load(k, function () { if (--left === 0) done(); }); });
+    keys.forEach(function (k) { loadSamples(k, function () { if (--left === 0) done(); }); });
+  }
+
+  // ---------------------------------------------------------------- one record -> what its card shows
+  // Every dialect writes the same fields (docs/results.md, samples.jsonl): for a question with choices
+  // `choices`, `target` (gold index or indices), `prediction` (index), `distribution` (per-choice probabilities,
+  // absent when the choice was read from a generation); for a generation `generation`, `extracted`, `parsed`,
+  // `target` (references).
+  function views(textData) {
+    var records = [], error = null, lines = textData.split("\n");
+    for (var n = 0; n < lines.length; n++) {
+      if (!lines[n].trim()) continue;
+      try { records.push(JSON.parse(lines[n])); } catch (e) {
+        error = "samples.jsonl:" + (n + 1) + ": not a JSON line (an interrupted write? re-run to rebuild it); the samples before it are shown";
+        break;
+      }
+    }
+    records = records.filter(function (r) { return r && typeof r === "object" && !Array.isArray(r); });
+    var primary = primaryMetrics(records);
+    return {samples: records.map(function (r) { return view(r, primary[String(r.task)] || ""); }), error: error};
+  }
+  function isIndex(v, n) { return typeof v === "number" && Number.isInteger(v) && v >= 0 && v < n; }
+  function isNum(v) { return typeof v === "number" && isFinite(v); }
+  function primaryMetrics(records) {
+    // per task, the first metric whose every per-sample value is 0 or 1: it decides correct / incorrect
+    var order = {}, flags = {};
+    records.forEach(function (r) {
+      var t = String(r.task), m = r.metrics && typeof r.metrics === "object" ? r.metrics : {};
+      if (!order[t]) { order[t] = []; flags[t] = {}; }
+      Object.keys(m).forEach(function (name) {
+        if (!(name in flags[t])) { flags[t][name] = true; order[t].push(name); }
+        if (m[name] !== null && m[name] !== 0 && m[name] !== 1) flags[t][name] = false;
+      });
+    });
+    var out = {};
+    Object.keys(order).forEach(function (t) { out[t] = order[t].filter(function (m) { return flags[t][m]; })[0] || ""; });
+    return out;
+  }
+  function outcome(r, primary) {
+    if (r.parsed === false || (r.mc_format === "generate" && (r.extracted === null || r.extracted === undefined))) return "unparsed";
+    var v = primary && r.metrics ? r.metrics[primary] : undefined;
+    if (v === null || v === undefined) v = typeof r.correct === "boolean" ? Number(r.correct) : null;
+    return v === null ? "unscored" : v === 1 ? "correct" : "incorrect";
+  }
+  function contentText(content) {
+    if (!Array.isArray(content)) return String(content);
+    return content.map(function (p) {
+      if (p && typeof p === "object") return p.type === "image" || p.type === "image_url" ? "[image] " : String(p.text || "");
+      return String(p);
+    }).join("");
+  }
+  function promptText(r) {
+    var p = (r.mc_format === "generate" && r.prompt_sent) || r.rendered_prompt || r.prompt;
+    if (Array.isArray(p)) return p.map(function (m) { return m && typeof m === "object" ? "[" + m.role + "] " + contentText(m.content) : String(m); }).join("\n");
+    return p === null || p === undefined ? "" : String(p);
+  }
+  function choiceText(choices, i) { return isIndex(i, choices.length) ? i + ": " + choices[i] : i === null || i === undefined ? "\u2014" : String(i); }
+  function view(r, primary) {
+    var metrics = r.metrics && typeof r.metrics === "object" && !Array.isArray(r.metrics) ? r.metrics : {};
+    var v = {task: String(r.task), id: String(r.id), prompt: promptText(r), metrics: metrics, status: outcome(r, primary), confidence: null};
+    var images = (r.images || []).map(function (i) { return i && String(i.thumbnail || ""); }).filter(function (t) { return t.indexOf("data:image/") === 0; });
+    if (images.length) v.images = images;
+    var target = r.target;
+    if (Array.isArray(r.choices)) {
+      var choices = r.choices.map(String), lettered = r.mc_format === "generate";
+      var golds = (Array.isArray(target) ? target : [target]).filter(function (g) { return isIndex(g, choices.length); });
+      var probs = !lettered && Array.isArray(r.distribution) && r.distribution.length === choices.length ? r.distribution : null;
+      v.choices = choices; v.probs = probs; v.golds = golds; v.prediction = isIndex(r.prediction, choices.length) ? r.prediction : null;
+      v.prediction_text = r.prediction !== null && r.prediction !== undefined ? choiceText(choices, r.prediction) : r.parsed === false ? "(no answer found)" : "\u2014";
+      v.target_text = golds.length ? golds.map(function (g) { return choiceText(choices, g); }).join(" | ") : target === null || target === undefined ? "\u2014" : String(target);
+      if (probs) { var top = Math.max.apply(null, probs.filter(isNum)); if (isFinite(top)) v.confidence = top; }
+      if ("generation" in r) v.generation = String(r.generation);  // the reply a letter or label was read from
+      if (lettered) v.formulation = "lettered generation \u00b7 letter read: " + (r.extracted || "none (unparsed)");
+      else if (!probs && "generation" in r) v.formulation = "label read from the generation: " + r.extracted;
+    } else if ("generation" in r) {
+      v.generation = String(r.generation);
+      v.prediction_text = r.parsed === false ? "(no answer found)" : String(r.extracted);
+      v.target_text = Array.isArray(target) ? target.map(String).join(" | ") : String(target);
+      if (Array.isArray(r.epochs)) v.epochs = r.epochs.map(function (e) { return String(e && e.generation); });
+    } else {
+      var shown = ["logprob", "n_tokens"].filter(function (k) { return k in r; });
+      v.prediction_text = shown.map(function (k) { return k + "=" + (isNum(r[k]) && !Number.isInteger(r[k]) ? r[k].toFixed(4) : String(r[k])); }).join(", ") || "\u2014";
+      v.target_text = target === null || target === undefined ? "\u2014" : String(target);
+    }
+    if (isNum(r.gold_logprob)) {  // SEA-HELM's log-prob strategy scores the gold label only
+      v.notes = ["gold label log-prob " + r.gold_logprob.toFixed(4) + " (probability " + Math.exp(r.gold_logprob).toFixed(4) + ")"];
+    }
+    return v;
   }
 
   // ---------------------------------------------------------------- routing
@@ -143,25 +241,37 @@
     $("crumb").textContent = "\u203a run " + key;
     focus = id !== null && id !== undefined && task !== null ? {task: task, id: id} : null;
     if (current === key) return applyFocus();
-    $("run-view").removeAttribute("data-loaded");  // set again once the run's samples are drawn
-    load(key, function (payload) {
-      current = key;
-      var box = $("run-summary"); box.textContent = "";
+    current = key;
+    var pane = $("run-view"), left = 2, errors = {};
+    pane.removeAttribute("data-loaded"); pane.removeAttribute("data-samples");
+    $("run-summary").textContent = ""; samples = []; hits = []; list.textContent = "";
+    function showErrors() {
+      var text = [errors.summary, errors.samples].filter(Boolean).join(" \u00b7 ");
+      $("run-error").hidden = !text; $("run-error").textContent = text;
+    }
+    function settled() { if (--left === 0 && current === key) pane.setAttribute("data-loaded", key); }
+    loadSummary(key, function (payload) {  // tables and charts: may arrive after the samples
+      if (current !== key) return;
+      var box = $("run-summary");
       if (payload.summary && payload.summary.content) box.appendChild(payload.summary.content.cloneNode(true));
-      else if (payload.summary) box.innerHTML = payload.summary;  // rendered and escaped by the server's templates
-      $("run-error").hidden = !payload.error; $("run-error").textContent = payload.error || "";
+      else if (payload.summary) box.innerHTML = payload.summary;  // rendered and escaped by proctor's templates
+      errors.summary = payload.error; showErrors(); settled();
+    });
+    loadSamples(key, function (payload) {
+      if (current !== key) return;
+      errors.samples = payload.error; showErrors();
       samples = payload.samples;
       var tasks = [], seenTask = {}, metrics = {};
-      samples.forEach(function (s) {
+      samples.forEach(function (s, i) {
         if (!seenTask[s.task]) { seenTask[s.task] = true; tasks.push(s.task); }
         Object.keys(s.metrics).forEach(function (m) { metrics[m] = true; });
-        s._text = null;
+        s._text = null; s._i = i;
       });
       options(taskSel, tasks, "all tasks"); options(metricSel, Object.keys(metrics).sort(), "metric value\u2026");
       [search, minBox, maxBox, confMin, confMax].forEach(function (el) { el.value = ""; });
       statusSel.value = ""; sortSel.value = "";
       applyFocus();
-      $("run-view").setAttribute("data-loaded", key);
+      pane.setAttribute("data-samples", key); settled();
     });
   }
   function applyFocus() {
@@ -203,7 +313,6 @@
     var how = sortSel.value, metric = metricSel.value;
     function conf(s) { return typeof s.confidence === "number" ? s.confidence : -1; }
     function metricValue(s) { var v = s.metrics[metric]; return typeof v === "number" ? v : null; }
-    var order = new Map(samples.map(function (s, i) { return [s, i]; }));
     var key = {
       "confident-wrong": function (a, b) { return ((b.status === "incorrect") - (a.status === "incorrect")) || conf(b) - conf(a); },
       "confidence-desc": function (a, b) { return conf(b) - conf(a); },
@@ -213,7 +322,7 @@
       "id": function (a, b) { return a.task < b.task ? -1 : a.task > b.task ? 1 : a.id.localeCompare(b.id, undefined, {numeric: true}); }
     }[how];
     if (!key) return;
-    hits.sort(function (a, b) { return key(a, b) || order.get(a) - order.get(b); });
+    hits.sort(function (a, b) { return key(a, b) || a._i - b._i; });
   }
   function cmpMetric(x, y, desc) {  // samples without the metric go last either way
     if (x === null && y === null) return 0;
@@ -309,7 +418,7 @@
       $("compare-view").setAttribute("data-loaded", "1");
       var common = null;
       keys.forEach(function (k) {
-        var mine = {}; loaded[k].samples.forEach(function (s) { mine[s.task] = true; });
+        var mine = {}; samplesOf[k].samples.forEach(function (s) { mine[s.task] = true; });
         common = common === null ? mine : Object.keys(common).reduce(function (o, t) { if (mine[t]) o[t] = true; return o; }, {});
       });
       var tasks = Object.keys(common || {});
@@ -326,7 +435,7 @@
   function buildCompare() {
     var task = $("compare-task").value, keys = cmp.keys;
     var maps = keys.map(function (k) {
-      var m = new Map(); loaded[k].samples.forEach(function (s) { if (s.task === task) m.set(s.id, s); }); return m;
+      var m = new Map(); samplesOf[k].samples.forEach(function (s) { if (s.task === task) m.set(s.id, s); }); return m;
     });
     var rows = [];
     maps[0].forEach(function (s, id) {
