@@ -100,7 +100,7 @@ def _expected_card(r: dict) -> dict:
         return {"choices": [], "probs": [], "gold": [], "generation": None, "target": "—",
                 "prediction": f"logprob={r['logprob']:.4f}, n_tokens={r['n_tokens']}"}
     return {"choices": [], "probs": [], "gold": [], "generation": r["generation"], "target": " | ".join(r["target"]),
-            "prediction": "(no answer found)" if r.get("parsed") is False else str(r.get("extracted"))}
+            "prediction": "(no answer found)" if r.get("parsed") is False else "—" if r.get("extracted") is None else str(r["extracted"])}
 
 
 def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):

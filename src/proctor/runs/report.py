@@ -168,12 +168,31 @@ def _metric_rows(name: str, entry: dict) -> list[dict]:
     return [{"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()]
 
 
-def summary_context(results: dict, records: list[dict]) -> dict:
-    """What the run's summary fragment shows: tables, charts, calibration, scoring notes."""
+def calibrations(results: dict, records: list[dict]) -> list[dict]:
+    """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is none."""
     by_task: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_task[r.get("task")].append(r)
-    tasks, charts, cals = [], [], []
+    out = []
+    for name, task in (results.get("tasks") or {}).items():
+        mine = by_task.get(name, [])
+        if not any(r.get("choices") is not None for r in mine):
+            continue
+        cal = calibration(mine)
+        if cal:
+            out.append({"task": name, "chart": calibration_chart(cal), "note": ""})
+        else:
+            why = ("lettered generation: a letter is no probability" if task.get("mc_format") == "generate"
+                   else "no sample has a gold answer to calibrate against" if any(r.get("distribution") for r in mine)
+                   else "choices read from a generation: no per-choice probabilities")
+            out.append({"task": name, "chart": None, "note": why})
+    return out
+
+
+def summary_context(results: dict, records: list[dict] | None) -> dict:
+    """What the run's summary fragment shows: tables, charts, scoring notes, and calibration (read from the
+    records; without them the page asks for that section on its own)."""
+    tasks, charts = [], []
     for name, task in (results.get("tasks") or {}).items():
         tasks.append({"name": name, "kind": task.get("kind", ""), "n": task.get("n_samples", ""), "rows": _metric_rows(name, task)})
         drawn = [bar_chart([(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()], f"{name}: metrics (95% interval)")]
@@ -182,16 +201,6 @@ def summary_context(results: dict, records: list[dict]) -> dict:
                 drawn.append(bar_chart([(k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
                                         for k, p in parts.items()], f"{name}: {metric} by {key}"))
         charts.append({"task": name, "charts": [c for c in drawn if c]})
-        mine = by_task.get(name, [])
-        if any(r.get("choices") is not None for r in mine):  # a question with choices, whatever the dialect or kind
-            cal = calibration(mine)
-            if cal:
-                cals.append({"task": name, "chart": calibration_chart(cal), "note": ""})
-            else:
-                why = ("lettered generation: a letter is no probability" if task.get("mc_format") == "generate"
-                       else "no sample has a gold answer to calibrate against" if any(r.get("distribution") for r in mine)
-                       else "choices read from a generation: no per-choice probabilities")
-                cals.append({"task": name, "chart": None, "note": why})
     groups = [{"name": name, "tasks": ", ".join(g.get("tasks", [])), "n": g.get("n_samples", ""), "rows": _metric_rows(name, g)}
               for name, g in (results.get("groups") or {}).items()]
     formulations = []
@@ -207,12 +216,16 @@ def summary_context(results: dict, records: list[dict]) -> dict:
         "model": model.get("model", "?"), "status": results.get("status"), "created": results.get("created"),
         "version": results.get("proctor_version"), "command": " ".join(results.get("command") or []) or "—",
         "formulations": formulations, "warnings": results.get("warnings") or [], "tasks": tasks, "groups": groups,
-        "charts": charts, "calibrations": cals, "bins": N_BINS,
+        "charts": charts, "calibrations": None if records is None else calibrations(results, records), "bins": N_BINS,
     }
 
 
-def render_summary(results: dict, records: list[dict]) -> str:
+def render_summary(results: dict, records: list[dict] | None) -> str:
     return environment().get_template("summary.html.j2").render(**summary_context(results, records))
+
+
+def render_calibration(results: dict, records: list[dict]) -> str:
+    return environment().get_template("calibration.html.j2").render(calibrations=calibrations(results, records), bins=N_BINS)
 
 
 def render_page(title: str, data: str, embedded: list[dict]) -> str:
@@ -257,10 +270,12 @@ def run_entry(run_dir: Path, key: str) -> dict:
     return entry
 
 
-def run_summary(run_dir: Path) -> tuple[str, str | None]:
-    """A run's summary fragment, or why there is none (a results.json not in proctor's layout). A torn line in
-    samples.jsonl ends the records the summary uses; the page names it (it reads the lines itself)."""
-    results = load_results(run_dir)
+def _layout_error(run_dir: Path, exc: Exception) -> str:
+    return f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
+
+
+def readable_records(run_dir: Path) -> list[dict]:
+    """The run's records up to a torn line, if any (the page names that line: it reads the lines itself)."""
     records: list[dict] = []
     try:
         for record in iter_samples(run_dir):
@@ -268,10 +283,27 @@ def run_summary(run_dir: Path) -> tuple[str, str | None]:
                 records.append(record)
     except ProctorError:
         pass
+    return records
+
+
+def run_summary(run_dir: Path, with_samples: bool = True) -> tuple[str, str | None]:
+    """A run's summary fragment, or why there is none (a results.json not in proctor's layout). Without
+    ``with_samples`` it is made from results.json alone (at once, whatever the run's size) and its
+    calibration section is left for ``run_calibration``."""
+    results = load_results(run_dir)
     try:
-        return render_summary(results, records), None
+        return render_summary(results, readable_records(run_dir) if with_samples else None), None
     except (AttributeError, TypeError, KeyError) as exc:  # a results.json that is JSON but not proctor's layout
-        return "", f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
+        return "", _layout_error(run_dir, exc)
+
+
+def run_calibration(run_dir: Path) -> str:
+    """The calibration section of a run's summary (reads every sample)."""
+    results = load_results(run_dir)
+    try:
+        return render_calibration(results, readable_records(run_dir))
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise ProctorError(_layout_error(run_dir, exc)) from None
 
 
 def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "") -> str:

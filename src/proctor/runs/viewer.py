@@ -1,9 +1,10 @@
 """``proctor view``: every run folder under a folder, in the browser, offline.
 
 A local server (the standard library's, on 127.0.0.1 only) answers the page (``report.render_page``:
-the runs table), ``/api/samples?key=`` with a run's samples.jsonl lines (the page reads them) and
-``/api/run?key=`` with its summary fragment, made when first asked for and kept while the run's
-files are unchanged. ``export_folder`` writes the same
+the runs table), ``/api/samples?key=`` with a run's samples.jsonl lines (the page reads them),
+``/api/run?key=`` with its summary fragment made from results.json, and ``/api/calibration?key=``
+with the summary's calibration section (which reads every sample); both made when first asked for
+and kept while the run's files are unchanged. ``export_folder`` writes the same
 page as one file with every run embedded (no server, no network).
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
-from proctor.runs.report import render_page, run_entry, run_summary, script_json, static_page
+from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
 from proctor.runs.run_exports import samples_text
 
 RUN_MARKERS = ("results.json", "run.json")
@@ -83,7 +84,7 @@ class Viewer:
         if not self.folder.is_dir():
             raise ProctorError(f"{folder} is not a folder")
         self._runs: dict[str, Path] = {}
-        self._cache: dict[str, tuple[tuple, bytes]] = {}
+        self._cache: dict[tuple[str, str], tuple[tuple, bytes]] = {}
         self._lock = threading.Lock()
 
     def page(self) -> bytes:
@@ -105,22 +106,26 @@ class Viewer:
         run_dir = self._folder(key)
         return None if run_dir is None else samples_text(run_dir).encode("utf-8")
 
-    def run(self, key: str) -> bytes | None:
+    def run(self, key: str, part: str = "summary") -> bytes | None:
+        """A run's summary (from results.json: at once) or its calibration section (reads every sample), as JSON."""
         run_dir = self._folder(key)
         if run_dir is None:
             return None
         stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
                       for p in (run_dir / "results.json", run_dir / "samples.jsonl"))
-        cached = self._cache.get(key)
+        cached = self._cache.get((key, part))
         if cached and cached[0] == stamp:
             return cached[1]
         try:
-            summary, error = run_summary(run_dir)
+            if part == "summary":
+                summary, error = run_summary(run_dir, with_samples=False)
+            else:
+                summary, error = run_calibration(run_dir), None
         except ProctorError as exc:
             summary, error = "", str(exc)
         body = json.dumps({"summary": summary, "error": error}, ensure_ascii=False).encode("utf-8")
         with self._lock:
-            self._cache[key] = (stamp, body)
+            self._cache[(key, part)] = (stamp, body)
             while len(self._cache) > CACHED_RUNS:  # the oldest first: a dict keeps insertion order
                 self._cache.pop(next(iter(self._cache)))
         return body
@@ -144,12 +149,13 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             try:
                 if url.path in ("/", "/index.html"):
                     return self._send(HTTPStatus.OK, viewer.page(), "text/html; charset=utf-8")
-                if url.path in ("/api/run", "/api/samples"):
+                if url.path in ("/api/run", "/api/calibration", "/api/samples"):
                     key = (parse_qs(url.query).get("key") or [""])[0]
-                    body = viewer.run(key) if url.path == "/api/run" else viewer.samples(key)
+                    body = (viewer.samples(key) if url.path == "/api/samples" else
+                            viewer.run(key, "summary" if url.path == "/api/run" else "calibration"))
                     if body is None:
                         return self._send(HTTPStatus.NOT_FOUND, b'{"error": "no such run"}', "application/json")
-                    kind = "application/json" if url.path == "/api/run" else "text/plain"
+                    kind = "text/plain" if url.path == "/api/samples" else "application/json"
                     return self._send(HTTPStatus.OK, body, kind + "; charset=utf-8")
                 if url.path == "/favicon.ico":  # browsers ask for one; the page has none
                     return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")

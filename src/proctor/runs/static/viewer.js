@@ -129,7 +129,7 @@
       else if (!probs && "generation" in r) v.formulation = "label read from the generation: " + r.extracted;
     } else if ("generation" in r) {
       v.generation = String(r.generation);
-      v.prediction_text = r.parsed === false ? "(no answer found)" : String(r.extracted);
+      v.prediction_text = r.parsed === false ? "(no answer found)" : r.extracted === null || r.extracted === undefined ? "\u2014" : String(r.extracted);
       v.target_text = Array.isArray(target) ? target.map(String).join(" | ") : String(target);
       if (Array.isArray(r.epochs)) v.epochs = r.epochs.map(function (e) { return String(e && e.generation); });
     } else {
@@ -255,7 +255,16 @@
       var box = $("run-summary");
       if (payload.summary && payload.summary.content) box.appendChild(payload.summary.content.cloneNode(true));
       else if (payload.summary) box.innerHTML = payload.summary;  // rendered and escaped by proctor's templates
-      errors.summary = payload.error; showErrors(); settled();
+      errors.summary = payload.error; showErrors();
+      var pending = box.querySelector("#calibration-section[data-pending]");
+      if (!pending) return settled();
+      fetch("api/calibration?key=" + encodeURIComponent(key)).then(function (r) { return r.json(); }).then(function (cal) {
+        if (current !== key) return;
+        if (cal.error) { errors.summary = cal.error; showErrors(); }
+        var holder = document.createElement("div"); holder.innerHTML = cal.summary || "";  // proctor's templates, escaped
+        pending.replaceWith.apply(pending, Array.prototype.slice.call(holder.childNodes));
+        settled();
+      }).catch(function (e) { errors.summary = String(e); showErrors(); settled(); });
     });
     loadSamples(key, function (payload) {
       if (current !== key) return;
