@@ -13,7 +13,6 @@ Non-numeric metric values (dicts per category, lists) are flattened to ``name.ke
 from __future__ import annotations
 
 import json
-import math
 from glob import glob
 from os.path import join, relpath
 from pathlib import Path
@@ -87,9 +86,9 @@ def _shown(item: dict | None, prediction: Any, scores: list[float] | None, token
                                "target": label if isinstance(label, int) and 0 <= label < len(choices) else None}
         out["correct"] = out["target"] == out["prediction"] if out["target"] is not None else None
         if scores is not None and len(scores) == len(choices):
-            top = max(scores)
-            weights = [math.exp(x - top) for x in scores]
-            out.update(logprobs=scores, distribution=[w / sum(weights) for w in weights])
+            from proctor.kinds.multiple_choice import softmax
+
+            out.update(logprobs=scores, distribution=softmax(scores))
         return out
     targets = item.get("targets_pretokenized")
     if isinstance(prediction, (list, tuple)) and tokenizer is not None and all(isinstance(t, (int, np.integer)) for t in prediction):

@@ -23,6 +23,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
+from proctor.kinds.multiple_choice import softmax
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
@@ -89,11 +90,9 @@ def _shown(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
         greedy = [bool(i.resps[0][1]) for i in instances][: len(choices)]
         gold = _gold_indices(task, doc, choices)
         prediction = max(range(len(logprobs)), key=lambda k: logprobs[k])  # lm-eval's acc: argmax of the log-likelihoods
-        top = max(logprobs)
-        weights = [math.exp(lp - top) for lp in logprobs]
         return {
             "choices": choices, "target": gold[0] if len(gold) == 1 else gold or None, "logprobs": logprobs,
-            "is_greedy": greedy, "distribution": [w / sum(weights) for w in weights], "prediction": prediction,
+            "is_greedy": greedy, "distribution": softmax(logprobs), "prediction": prediction,
             "correct": prediction in gold if gold else None,
         }
     if output_type == "generate_until":
