@@ -118,6 +118,8 @@ def test_report_in_headless_chromium(run_dir, browser):
     search.send_keys("no sample says this")
     assert count.get_attribute("data-matches") == "0"
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+    browser.find_element(By.ID, "nav-index").click()  # a one-run report lists its run too
+    assert [r.get_attribute("data-run") for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")] == ["run"]
 
 
 def test_report_page_errors_are_caught(tmp_path, run_dir, browser):

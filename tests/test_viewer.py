@@ -251,7 +251,9 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
     for payload in HOSTILE:
         assert payload not in text  # escaped in the markup and in the embedded JSON
-    browser.get(page.as_uri())
+    browser.get(page.as_uri() + "#run=a")
+    browser.find_element(By.ID, "nav-index").click()  # back to the runs
+    assert browser.find_element(By.ID, "index-view").is_displayed() and not browser.find_element(By.ID, "run-view").is_displayed()
     assert len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 6
     browser.get(page.as_uri() + "#compare=a&compare=nested%2Fb&task=mc_beta")
     assert int(browser.find_element(By.ID, "compare-summary").get_attribute("data-shared")) == 40

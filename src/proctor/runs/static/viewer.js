@@ -1,6 +1,7 @@
 // proctor's viewer: the runs index, one run (summary and a sortable, filterable sample browser) and runs side
 // by side on the samples they share. Routes live in the URL's fragment, so every view and sample has a link:
-//   #            the runs            #run=KEY            a run            #run=KEY&task=T&id=I   one sample
+//   #runs        the runs (also an empty fragment, except in a one-run report)
+//   #run=KEY     a run               #run=KEY&task=T&id=I   one sample
 //   #compare=KEY&compare=KEY2&task=T   runs side by side
 // Every text from a run is put in the page with textContent (never parsed as HTML); the run summaries are
 // HTML the server rendered with Jinja2's autoescaping.
@@ -149,6 +150,7 @@
   }
   function route() {
     var q = new URLSearchParams(location.hash.slice(1));
+    if (q.has("runs")) return showIndex();
     var compare = q.getAll("compare").filter(function (k) { return byKey[k]; });
     if (compare.length >= 2) return showCompare(compare, q.get("task"));
     var key = q.get("run") || (location.hash.length <= 1 ? DATA.start : "");
