@@ -332,6 +332,13 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
     assert [(r["glm_file"], r["prediction"]) for r in records(result.run_dir)] == [
         (name, p) for name in ("science/chemistry.json", "science/physics.json", "other/misc.json") for p in predictions[name]
     ]
+    # the records every dialect shares: choices as text, gold, per-choice probabilities of GLM's scores
+    by_text = {r["inputs_pretokenized"]: r for file_rows in rows.values() for r in file_rows}
+    for record in records(result.run_dir):
+        row = by_text[record["prompt"]]
+        assert record["choices"] == row["choices_pretokenized"] and record["target"] == row["label"]
+        assert record["distribution"].index(max(record["distribution"])) == record["prediction"]
+        assert sum(record["distribution"]) == pytest.approx(1.0)
     science = (3 * expected["science/physics.json"] + 2 * expected["science/chemistry.json"]) / 5
     assert task["breakdown"]["glm_group"]["science"]["metrics"]["Accuracy"]["value"] == pytest.approx(science)
     overall = (3 * expected["science/physics.json"] + 2 * expected["science/chemistry.json"] + 2 * expected["other/misc.json"]) / 7
@@ -509,6 +516,8 @@ def test_lambada_style_beam_search_with_own_strategy(glm_repo, tiny_model, refer
                                  eos=reference.eos)
         word = reference.tokenizer.decode(beams[0], skip_special_tokens=True).strip().split(" ")[0]
         assert record["prediction"] == reference.ids(word)  # the class's first-word rule on the best beam
+        assert record["generation"] == reference.tokenizer.decode(record["prediction"], skip_special_tokens=True)
+        assert record["target"] == row["targets_pretokenized"]
         hits.append(word == row["targets_pretokenized"][0])
     assert all(r["prediction"] for r in records(result.run_dir))  # real words, not empty beams
     assert result.tasks["LastWord"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(hits) / len(hits))

@@ -67,17 +67,31 @@ def test_no_warning_at_or_below_ten_percent(tmp_path):
 
 
 def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_tasks(tmp_path):
+    from selenium.webdriver.common.by import By
+    from test_report import _browser
+
     tasks = write_tasks(tmp_path / "tasks", n_mc=12, n_gen=0)
     evaluate([tasks], LetterModel(share=0.5), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
     page = render_report(tmp_path / "run")
-    data = json.loads(page.split('<script id="samples-data" type="application/json">')[1].split("</script>")[0])
     rows = records(tmp_path / "run", "mc_alpha")
-    assert 'class="cal"' not in page  # no one-hot calibration plot (it would show ECE 1.0)
+    assert 'class="chart calibration"' not in page  # no one-hot calibration plot (it would show ECE 1.0)
+    assert "lettered generation: a letter is no probability" in page
     assert "lettered generation" in page and "unparsed" in page and "warning:" in page
-    views = {v["id"]: v for v in data}
-    for r in rows:
-        view = views[r["id"]]
-        assert view["prompt"] == r["prompt_sent"] and view["generation"] == r["generation"] and view["probs"] is None
+    (tmp_path / "report.html").write_text(page)
+    browser = _browser()
+    try:
+        browser.get((tmp_path / "report.html").as_uri())
+        cards = {c.get_attribute("data-id"): c for c in browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")}
+        assert len(cards) == len(rows)
+        for r in rows:
+            card = cards[r["id"]]
+            assert card.find_element(By.CSS_SELECTOR, "pre.prompt").text == r["prompt_sent"].strip()
+            assert card.find_element(By.CSS_SELECTOR, "pre.generation").text == r["generation"].strip()
+            assert {p.text for p in card.find_elements(By.CSS_SELECTOR, ".prob")} == {"—"}  # a letter is no probability
+            # no letter read: unparsed, whatever the accuracy says
+            assert card.get_attribute("data-status") == ("unparsed" if r["extracted"] is None else "correct" if r["metrics"]["acc"] == 1 else "incorrect")
+    finally:
+        browser.quit()
 
 
 def test_compare_flags_runs_whose_formulations_differ(tmp_path):

@@ -118,12 +118,14 @@ def test_report_in_headless_chromium(run_dir, browser):
     search.send_keys("no sample says this")
     assert count.get_attribute("data-matches") == "0"
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+    browser.find_element(By.ID, "nav-index").click()  # a one-run report lists its run too
+    assert [r.get_attribute("data-run") for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")] == ["run"]
 
 
 def test_report_page_errors_are_caught(tmp_path, run_dir, browser):
     """The console check above can fail: a page with a script error is reported."""
     broken = tmp_path / "broken.html"
-    broken.write_text((run_dir / "report.html").read_text().replace('getElementById("search")', 'getElementById("nope").x'))
+    broken.write_text((run_dir / "report.html").read_text().replace('var search = $("search")', 'var search = $("nope").x'))
     browser.get(broken.as_uri())
     assert any(e["level"] == "SEVERE" for e in browser.get_log("browser"))
 
@@ -244,11 +246,7 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
 
 
-def test_outcome_status_rules():
-    from proctor.runs.report import nice_ticks, status
+def test_chart_ticks():
+    from proctor.runs.report import nice_ticks
 
-    assert status({"parsed": False, "metrics": {"exact_match": 0}}, "exact_match") == "unparsed"
-    assert status({"mc_format": "generate", "extracted": None, "prediction": None, "metrics": {"acc": 0}}, "acc") == "unparsed"
-    assert status({"mc_format": "generate", "extracted": "B", "metrics": {"acc": 1}}, "acc") == "correct"
-    assert status({"metrics": {"acc": 0.0}}, "acc") == "incorrect" and status({"metrics": {"acc": None}}, "acc") == "unscored"
     assert nice_ticks(0, 0.45) == [0, 0.2, 0.4, 0.6] and nice_ticks(0, 300) == [0, 100, 200, 300]

@@ -1,4 +1,4 @@
-"""The ``proctor`` command: run, ls, validate, report, compare, export.
+"""The ``proctor`` command: run, ls, validate, report, compare, export, view.
 
 ``app`` is the Typer application (``cli/app.py``); each command lives in its own module and adds itself
 to it; options of dialect plug-ins are added to ``run`` / ``ls`` / ``validate`` from the registry
@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from proctor.cli import run as _run_command, runs as _runs_commands, tasks as _task_commands  # noqa: F401  (commands add themselves)
+from proctor.cli import run as _run_command, runs as _runs_commands, tasks as _task_commands, view as _view_command  # noqa: F401  (commands add themselves)
 from proctor.cli.app import app
 from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError

@@ -234,13 +234,21 @@ class SourceRows:
         return found if found is not None else {"id": record.get("id"), **({"source": source} if source else {})}
 
 
+def _strings(value: Any) -> Any:
+    return [_strings(v) for v in value] if isinstance(value, list) else str(value)
+
+
 def sample_line(index: int, record: dict, spec: dict, doc: dict | None = None) -> dict:
     """One proctor sample record as a line of lm-eval's ``samples_<task>_<date>.jsonl``."""
     prompt = record.get("rendered_prompt") or record.get("prompt")
     prompt = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
     delimiter = spec.get("target_delimiter", " ")
-    target = record.get("target")
-    if record.get("choices") is not None:  # multiple choice: one log-likelihood request per choice
+    target = record.get("doc_target", record.get("target"))  # an lm-eval task's record keeps lm-eval's own target
+    if isinstance(record.get("arguments"), list) and "resps" in record:  # an lm-eval task: its own requests and responses
+        arguments = {f"gen_args_{i}": {f"arg_{k}": a for k, a in enumerate(args)} for i, args in enumerate(record["arguments"])}
+        resps = _strings(record["resps"])  # lm-eval writes every response value as a string
+        filtered = _strings(next(iter((record.get("filtered_resps") or {"none": []}).values())))
+    elif record.get("choices") is not None:  # multiple choice: one log-likelihood request per choice
         arguments = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": f"{delimiter}{c}"} for i, c in enumerate(record["choices"])}
         greedy = record.get("is_greedy") or [False] * len(record["choices"])
         resps = [[[str(lp), str(bool(g))]] for lp, g in zip(record.get("logprobs") or [], greedy)]

@@ -1,149 +1,48 @@
 """``report.html``: one self-contained page (inline CSS, JS and SVG; no network) for a run folder.
 
-Sections: summary table with standard errors, group roll-ups, per-task charts (each metric with
-a 95% interval; breakdowns where the task has them), a calibration plot for every
-multiple-choice task, and a searchable browser over every sample.
+The page is the viewer's (runs/viewer.py) with one run in it: summary table with standard errors,
+group roll-ups, per-task charts (each metric with a 95% interval; breakdowns where the task has
+them), a calibration plot for every task scored by per-choice probabilities, and a sortable,
+searchable browser over every sample. Markup is in ``runs/templates`` (Jinja2, autoescaped); this
+module computes what the templates draw. The samples go into the page as samples.jsonl's own lines;
+``runs/static/viewer.js`` turns each record into what a card shows (every dialect writes the same
+fields for choices and for generations: docs/results.md), in the browser, where a run of 100,000
+samples is read in about a second.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from proctor.runs.run_exports import iter_samples, load_results
-from proctor.runs.report_assets import CSS as _CSS, JS as _JS, PAGE as _PAGE
+from proctor.core.errors import ProctorError
+from proctor.runs.run_exports import iter_samples, load_results, samples_text
+
+N_BINS = 10  # calibration bins
 
 REPORT_FILE = "report.html"
-N_BINS = 10  # calibration bins (report_assets.PAGE says so too)
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+@lru_cache(maxsize=1)
+def environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("proctor.runs", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = fmt
+    env.filters["num_attr"] = lambda v: "" if v is None else json.dumps(v)
+    return env
 
 
-def fmt(value: Any) -> str:
-    """How the report prints a metric: 4 decimals, '—' for none, 'nan' for NaN."""
-    if value is None:
-        return "—"
-    if isinstance(value, float) and value != value:
-        return "nan"
-    if isinstance(value, (int, float)):
-        return f"{value:.4f}"
-    return _esc(value)
+def static_text(name: str) -> str:
+    """A file shipped in ``runs/static`` (the page's script and style sheet)."""
+    from importlib.resources import files
 
-
-def _num_attr(value: Any) -> str:
-    return "" if value is None else _esc(json.dumps(value))
-
-
-def _metric_rows(name: str, entry: dict, kind: str, extra: str = "") -> list[str]:
-    rows = []
-    first = True
-    for metric, m in entry["metrics"].items():
-        rows.append(
-            f'<tr data-row="{_esc(kind)}:{_esc(name)}:{_esc(metric)}">'
-            f'<td>{_esc(name) if first else ""}</td>{extra if first else "<td></td>" * extra.count("<td")}'
-            f'<td>{_esc(metric)}</td>'
-            f'<td class="num value" data-value="{_num_attr(m.get("value"))}">{fmt(m.get("value"))}</td>'
-            f'<td class="num stderr" data-value="{_num_attr(m.get("stderr"))}">{fmt(m.get("stderr"))}</td></tr>'
-        )
-        first = False
-    return rows
-
-
-def summary_table(results: dict) -> str:
-    rows = []
-    for name, task in results.get("tasks", {}).items():
-        extra = f'<td>{_esc(task.get("kind", ""))}</td><td class="num">{task.get("n_samples", "")}</td>'
-        rows += _metric_rows(name, task, "task", extra)
-    head = "<tr><th>task</th><th>kind</th><th>n</th><th>metric</th><th>value</th><th>± stderr</th></tr>"
-    return f'<table id="summary"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def groups_table(results: dict) -> str:
-    groups = results.get("groups") or {}
-    if not groups:
-        return "<p class='muted'>No task declares a group, competency or language.</p>"
-    rows = []
-    for name, group in groups.items():
-        extra = f'<td>{_esc(", ".join(group.get("tasks", [])))}</td><td class="num">{group.get("n_samples", "")}</td>'
-        rows += _metric_rows(name, group, "group", extra)
-    head = "<tr><th>group</th><th>tasks</th><th>n</th><th>metric</th><th>value (macro)</th><th>± stderr</th></tr>"
-    return f'<table id="groups"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart)."""
-    span = hi - lo if hi > lo else 1.0
-    raw = span / max(count - 1, 1)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    first = math.floor(lo / step) * step
-    ticks = [round(first, 10)]
-    while ticks[-1] < hi - step * 1e-9:  # the last tick reaches hi
-        ticks.append(round(ticks[-1] + step, 10))
-    return ticks
-
-
-def _tick_label(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> str:
-    """Horizontal bars with 95% whiskers and a labelled value axis; labels are never cut."""
-    values = [(label, v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
-    if not values:
-        return ""
-    lows = [v - 1.96 * (s or 0) for _, v, s in values] + [0.0]
-    highs = [v + 1.96 * (s or 0) for _, v, s in values] + [0.0]
-    ticks = nice_ticks(min(lows), max(highs))
-    lo, hi = ticks[0], ticks[-1]
-    if hi - lo < 1e-12:
-        hi = lo + 1
-    bar_h = 18
-    left = 16 + 6.5 * max(len(str(label)) for label, _, _ in values)  # room for the longest label
-    plot = 300
-    width = int(max(left + plot + 70, 7 * len(title) + 12))
-    top = 24
-    bottom = top + (bar_h + 6) * len(values)
-    height = bottom + 22
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * plot
-
-    parts = [f'<svg class="chart bars" width="{width}" height="{height}" role="img" aria-label="{_esc(title)}">',
-             f'<text x="4" y="14" class="ctitle">{_esc(title)}</text>']
-    for t in ticks:  # the value axis: grid line and label per tick
-        parts.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{bottom}" class="grid"/>')
-        parts.append(f'<text x="{x(t):.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{_tick_label(t)}</text>')
-    parts.append(f'<line x1="{x(0):.1f}" y1="{top - 4}" x2="{x(0):.1f}" y2="{bottom}" class="axis"/>')
-    parts.append(f'<line x1="{left:.1f}" y1="{bottom}" x2="{left + plot:.1f}" y2="{bottom}" class="axis"/>')
-    for i, (label, v, s) in enumerate(values):
-        y = top + i * (bar_h + 6)
-        x0, x1 = sorted((x(0), x(v)))
-        parts.append(f'<text x="{left - 6:.1f}" y="{y + 13}" text-anchor="end" class="lbl">{_esc(label)}</text>')
-        parts.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar_h}" class="bar"><title>{_esc(label)}: {fmt(v)} ± {fmt(s)}</title></rect>')
-        if s:
-            a, b = x(v - 1.96 * s), x(v + 1.96 * s)
-            parts.append(f'<line x1="{a:.1f}" y1="{y + bar_h / 2}" x2="{b:.1f}" y2="{y + bar_h / 2}" class="whisker"/>')
-        parts.append(f'<text x="{max(x1, x(v + 1.96 * (s or 0))) + 4:.1f}" y="{y + 13}" class="lbl val">{fmt(v)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def task_charts(results: dict) -> str:
-    blocks = []
-    for name, task in results.get("tasks", {}).items():
-        charts = [bar_chart([(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()], f"{name}: metrics (95% interval)")]
-        for key, parts in (task.get("breakdown") or {}).items():
-            for metric in list(task["metrics"])[:2]:
-                charts.append(bar_chart([(k, p["metrics"][metric]["value"], p["metrics"][metric]["stderr"]) for k, p in parts.items()], f"{name}: {metric} by {key}"))
-        blocks.append(f'<div class="task-charts" data-task="{_esc(name)}">{"".join(charts)}</div>')
-    return "".join(blocks)
+    return files("proctor.runs").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def calibration(records: list[dict]) -> dict | None:
@@ -173,186 +72,258 @@ def calibration(records: list[dict]) -> dict | None:
     return {"bins": table, "ece": ece, "n": len(points)}
 
 
-def calibration_svg(name: str, cal: dict) -> str:
-    size, pad = 260, 40
-    inner = size - 2 * pad
-
-    def px(v: float) -> float:
-        return pad + v * inner
-
-    def py(v: float) -> float:
-        return size - pad - v * inner
-
-    parts = [f'<svg class="chart calibration" width="{size + 10}" height="{size + 14}" role="img" aria-label="calibration {_esc(name)}">',
-             f'<text x="4" y="14" class="ctitle">ECE {cal["ece"]:.4f} · n={cal["n"]}</text>',
-             f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" class="frame"/>',
-             f'<line x1="{px(0)}" y1="{py(0)}" x2="{px(1)}" y2="{py(1)}" class="diag"/>',
-             f'<text x="{size / 2}" y="{size + 6}" text-anchor="middle" class="lbl">confidence</text>',
-             f'<text x="10" y="{size / 2}" transform="rotate(-90 10 {size / 2})" text-anchor="middle" class="lbl">accuracy</text>']
-    for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):  # axis values on both axes
-        parts.append(f'<text x="{px(t):.1f}" y="{py(0) + 14:.1f}" text-anchor="middle" class="tick">{t:.1f}</text>')
-        parts.append(f'<text x="{px(0) - 4:.1f}" y="{py(t) + 4:.1f}" text-anchor="end" class="tick">{t:.1f}</text>')
-        parts.append(f'<line x1="{px(t):.1f}" y1="{py(0):.1f}" x2="{px(t):.1f}" y2="{py(0) + 3:.1f}" class="axis"/>')
-        parts.append(f'<line x1="{px(0) - 3:.1f}" y1="{py(t):.1f}" x2="{px(0):.1f}" y2="{py(t):.1f}" class="axis"/>')
-    points = " ".join(f"{px(b['confidence']):.1f},{py(b['accuracy']):.1f}" for b in cal["bins"])
-    parts.append(f'<polyline points="{points}" class="curve"/>')
-    for b in cal["bins"]:
-        r = 2 + min(6, math.sqrt(b["n"]))
-        parts.append(f'<circle cx="{px(b["confidence"]):.1f}" cy="{py(b["accuracy"]):.1f}" r="{r:.1f}" class="dot">'
-                     f'<title>confidence {b["confidence"]:.3f}, accuracy {b["accuracy"]:.3f}, n={b["n"]}</title></circle>')
-    parts.append("</svg>")
-    return "".join(parts)
+def script_json(value: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` that could end it."""
+    return script_text(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
 
 
-def _content_text(content: Any) -> str:
-    """A message's content as text; image content parts show as ``[image]``."""
-    if isinstance(content, list):
-        return "".join("[image] " if isinstance(p, dict) and p.get("type") in ("image", "image_url") else
-                       str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
+def script_text(json_text: str) -> str:
+    """JSON text (or JSON lines) made safe inside ``<script>``: outside strings JSON has no ``<``, ``>`` or
+    ``&``, so their escapes change no value."""
+    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _choice_text(choices: list, index: Any) -> str:
-    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(choices):
-        return f"{index}: {choices[index]}"
-    return "—" if index is None else str(index)
-
-
-def primary_metrics(records: list[dict]) -> dict[str, str]:
-    """Per task, the first metric whose every per-sample value is 0 or 1: it decides correct / incorrect."""
-    seen: dict[str, dict[str, bool]] = defaultdict(dict)
-    order: dict[str, list[str]] = defaultdict(list)
-    for r in records:
-        for name, value in (r.get("metrics") or {}).items():
-            if name not in seen[r.get("task")]:
-                seen[r.get("task")][name] = True
-                order[r.get("task")].append(name)
-            if value is not None and value not in (0, 1):
-                seen[r.get("task")][name] = False
-    return {task: next((m for m in order[task] if flags[m]), "") for task, flags in seen.items()}
-
-
-def status(r: dict, primary: str) -> str:
-    """correct / incorrect by the task's 0/1 metric; unparsed when no answer could be read from a generation."""
-    if r.get("parsed") is False or (r.get("mc_format") == "generate" and r.get("extracted") is None):
-        return "unparsed"  # no answer read from a generation (lettered multiple choice: no letter)
-    value = (r.get("metrics") or {}).get(primary) if primary else None
-    if value is None:
-        return "unscored"
-    return "correct" if value == 1 else "incorrect"
-
-
-def _sample_view(r: dict, primary: str = "") -> dict:
-    prompt = r.get("rendered_prompt") or r.get("prompt")
-    if isinstance(prompt, list):
-        prompt = "\n".join(f"[{m.get('role')}] {_content_text(m.get('content'))}" for m in prompt)
-    view = {"task": r.get("task"), "id": str(r.get("id")), "prompt": prompt or "", "target": r.get("target"),
-            "metrics": r.get("metrics") or {}, "status": status(r, primary)}
-    thumbnails = [i.get("thumbnail") for i in r.get("images") or () if str(i.get("thumbnail", "")).startswith("data:image/")]
-    if thumbnails:  # small data URIs made when the images were read (the report stays self-contained)
-        view["images"] = thumbnails
-    target = r.get("target")
-    golds = target if isinstance(target, list) else [target]
-    if r.get("mc_format") == "generate":  # lettered generation: the prompt sent and the raw reply, no probabilities
-        choices = list(r.get("choices") or [])
-        view["prompt"] = r.get("prompt_sent") or view["prompt"]
-        view["choices"] = choices
-        view["probs"] = None
-        view["prediction"] = r.get("prediction")
-        view["prediction_text"] = _choice_text(choices, r.get("prediction"))
-        view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
-        view["generation"] = r.get("generation")
-        view["formulation"] = f"lettered generation · letter read: {r.get('extracted') or 'none (unparsed)'}"
-    elif r.get("choices") is not None:
-        choices = list(r["choices"])
-        view["choices"] = choices
-        view["probs"] = r.get("distribution")
-        view["prediction"] = r.get("prediction")
-        view["prediction_text"] = _choice_text(choices, r.get("prediction"))
-        view["target_text"] = " | ".join(_choice_text(choices, g) for g in golds)
-        if "generation" in r:  # lettered multiple choice: the reply the letter was read from
-            view["generation"] = r.get("generation")
-    elif "generation" in r:
-        view["generation"] = r.get("generation")
-        view["prediction"] = r.get("extracted")
-        view["prediction_text"] = "(no answer found)" if r.get("parsed") is False else str(r.get("extracted"))
-        view["target_text"] = " | ".join(map(str, target)) if isinstance(target, list) else str(target)
-        if r.get("epochs"):
-            view["epochs"] = [e.get("generation") for e in r["epochs"]]
-    else:
-        view["prediction"] = {k: r.get(k) for k in ("logprob", "n_tokens") if k in r}
-        view["prediction_text"] = ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in view["prediction"].items())
-        view["target_text"] = "—" if target is None else str(target)
-    return view
-
-
-def _script_json(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
+    """NaN and infinities as None (JSON has no such numbers)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 
-def formulation_notes(results: dict) -> str:
-    """How each multiple-choice task was scored, and every warning the run recorded."""
-    lines = []
-    for name, task in results.get("tasks", {}).items():
+def fmt(value: Any) -> str:
+    """How the report prints a metric: 4 decimals, '—' for none, 'nan' for NaN."""
+    if value is None:
+        return "—"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, (int, float)):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart)."""
+    span = hi - lo if hi > lo else 1.0
+    raw = span / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step) * step
+    ticks = [round(first, 10)]
+    while ticks[-1] < hi - step * 1e-9:  # the last tick reaches hi
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> dict | None:
+    """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut."""
+    values = [(str(label), v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not values:
+        return None
+    lows = [v - 1.96 * (s or 0) for _, v, s in values] + [0.0]
+    highs = [v + 1.96 * (s or 0) for _, v, s in values] + [0.0]
+    ticks = nice_ticks(min(lows), max(highs))
+    lo, hi = ticks[0], ticks[-1]
+    if hi - lo < 1e-12:
+        hi = lo + 1
+    bar_h, top, plot = 18, 24, 300
+    left = 16 + 6.5 * max(len(label) for label, _, _ in values)  # room for the longest label
+    bottom = top + (bar_h + 6) * len(values)
+
+    def x(v: float) -> float:
+        return round(left + (v - lo) / (hi - lo) * plot, 1)
+
+    bars = []
+    for i, (label, v, s) in enumerate(values):
+        y = top + i * (bar_h + 6)
+        x0, x1 = sorted((x(0), x(v)))
+        bars.append({"label": label, "y": y, "x0": x0, "width": max(round(x1 - x0, 1), 1), "value": v, "stderr": s,
+                     "whisker": (x(v - 1.96 * s), x(v + 1.96 * s)) if s else None, "value_x": max(x1, x(v + 1.96 * (s or 0))) + 4})
+    return {"title": title, "width": int(max(left + plot + 70, 7 * len(title) + 12)), "height": bottom + 22, "left": left,
+            "plot": plot, "top": top, "bottom": bottom, "bar_h": bar_h, "zero": x(0),
+            "ticks": [{"x": x(t), "label": f"{t:.4g}"} for t in ticks], "bars": bars}
+
+
+def calibration_chart(cal: dict, size: int = 260, pad: int = 40) -> dict:
+    inner = size - 2 * pad
+
+    def px(v: float) -> float:
+        return round(pad + v * inner, 1)
+
+    def py(v: float) -> float:
+        return round(size - pad - v * inner, 1)
+
+    return {
+        "size": size, "pad": pad, "inner": inner, "ece": cal["ece"], "n": cal["n"],
+        "ticks": [{"label": f"{t:.1f}", "x": px(t), "y": py(t)} for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)],
+        "x0": px(0), "y0": py(0), "x1": px(1), "y1": py(1),
+        "points": [{"x": px(b["confidence"]), "y": py(b["accuracy"]), "r": round(2 + min(6, math.sqrt(b["n"])), 1), **b} for b in cal["bins"]],
+    }
+
+
+def _metric_rows(name: str, entry: dict) -> list[dict]:
+    return [{"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()]
+
+
+def calibrations(results: dict, records: list[dict]) -> list[dict]:
+    """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is none."""
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_task[r.get("task")].append(r)
+    out = []
+    for name, task in (results.get("tasks") or {}).items():
+        mine = by_task.get(name, [])
+        if not any(r.get("choices") is not None for r in mine):
+            continue
+        cal = calibration(mine)
+        if cal:
+            out.append({"task": name, "chart": calibration_chart(cal), "note": ""})
+        else:
+            why = ("lettered generation: a letter is no probability" if task.get("mc_format") == "generate"
+                   else "no sample has a gold answer to calibrate against" if any(r.get("distribution") for r in mine)
+                   else "choices read from a generation: no per-choice probabilities")
+            out.append({"task": name, "chart": None, "note": why})
+    return out
+
+
+def summary_context(results: dict, records: list[dict] | None) -> dict:
+    """What the run's summary fragment shows: tables, charts, scoring notes, and calibration (read from the
+    records; without them the page asks for that section on its own)."""
+    tasks, charts = [], []
+    for name, task in (results.get("tasks") or {}).items():
+        tasks.append({"name": name, "kind": task.get("kind", ""), "n": task.get("n_samples", ""), "rows": _metric_rows(name, task)})
+        drawn = [bar_chart([(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()], f"{name}: metrics (95% interval)")]
+        for key, parts in (task.get("breakdown") or {}).items():
+            for metric in list(task["metrics"])[:2]:
+                drawn.append(bar_chart([(k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
+                                        for k, p in parts.items()], f"{name}: {metric} by {key}"))
+        charts.append({"task": name, "charts": [c for c in drawn if c]})
+    groups = [{"name": name, "tasks": ", ".join(g.get("tasks", [])), "n": g.get("n_samples", ""), "rows": _metric_rows(name, g)}
+              for name, g in (results.get("groups") or {}).items()]
+    formulations = []
+    for name, task in (results.get("tasks") or {}).items():
         if task.get("mc_format") == "generate":
-            unparsed = task.get("unparsed") or {}
-            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: lettered generation (a letter read from '
-                         f'the reply; no probabilities, no calibration) · unparsed {unparsed.get("count", "?")} of '
-                         f'{unparsed.get("n", "?")} ({100 * unparsed.get("rate", 0):.1f}%)</li>')
+            u = task.get("unparsed") or {}
+            formulations.append({"task": name, "text": f"{name}: lettered generation (a letter read from the reply; no probabilities, "
+                                 f"no calibration) · unparsed {u.get('count', '?')} of {u.get('n', '?')} ({100 * u.get('rate', 0):.1f}%)"})
         elif task.get("mc_format") == "loglikelihood":
-            lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: log-likelihood of each choice</li>')
-    for warning in results.get("warnings", []):
-        lines.append(f'<li class="warning">warning: {_esc(warning)}</li>')
-    return f'<ul class="formulations">{"".join(lines)}</ul>' if lines else ""
+            formulations.append({"task": name, "text": f"{name}: log-likelihood of each choice"})
+    model = results.get("model") or {}
+    return {
+        "model": model.get("model", "?"), "status": results.get("status"), "created": results.get("created"),
+        "version": results.get("proctor_version"), "command": " ".join(results.get("command") or []) or "—",
+        "formulations": formulations, "warnings": results.get("warnings") or [], "tasks": tasks, "groups": groups,
+        "charts": charts, "calibrations": None if records is None else calibrations(results, records), "bins": N_BINS,
+    }
+
+
+def render_summary(results: dict, records: list[dict] | None) -> str:
+    return environment().get_template("summary.html.j2").render(**summary_context(results, records))
+
+
+def render_calibration(results: dict, records: list[dict]) -> str:
+    return environment().get_template("calibration.html.j2").render(calibrations=calibrations(results, records), bins=N_BINS)
+
+
+def render_page(title: str, data: str, embedded: list[dict]) -> str:
+    """The viewer's page: runs index, run, comparison; ``embedded`` carries each run's summary and samples
+    (a static page), or is empty when a server answers for them."""
+    return environment().get_template("page.html.j2").render(
+        title=title, css=static_text("viewer.css"), js=static_text("viewer.js"), data=data, embedded=embedded)
+
+
+def _key_metrics(results: dict) -> list[dict]:
+    """The runs table's headline numbers: each group's, then each task's, first metric."""
+    out = []
+    for kind in ("groups", "tasks"):
+        for name, entry in (results.get(kind) or {}).items():
+            metrics = entry.get("metrics") or {}
+            metric = next((m for m, e in metrics.items() if isinstance(e, dict) and isinstance(e.get("value"), (int, float))), None)
+            if metric is not None:
+                out.append({"name": name, "metric": metric, "value": metrics[metric]["value"], "group": kind == "groups"})
+    return out
+
+
+def run_entry(run_dir: Path, key: str) -> dict:
+    """One row of the runs table; an unreadable folder gives a row that says why."""
+    entry: dict[str, Any] = {"key": key, "model": "?", "created": None, "status": "?", "tasks": [], "n_samples": 0,
+                             "key_metrics": [], "error": None}
+    try:
+        results = load_results(run_dir)
+        if not isinstance(results, dict) or not isinstance(results.get("tasks", {}), dict):
+            raise ProctorError(f"{run_dir}/results.json is not a proctor results file")
+    except ProctorError as exc:
+        entry.update(status="unreadable", error=str(exc))
+        return entry
+    model = results.get("model") if isinstance(results.get("model"), dict) else {}
+    tasks = results.get("tasks") or {}
+    entry.update(model=str(model.get("model") or model.get("path") or "?"), created=results.get("created"),
+                 status=str(results.get("status") or "?"), tasks=list(tasks),
+                 n_samples=sum(t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)))
+    try:
+        entry["key_metrics"] = finite(_key_metrics(results))
+    except (AttributeError, TypeError):  # a hand-edited file: the row still shows what it can
+        entry["key_metrics"] = []
+    return entry
+
+
+def _layout_error(run_dir: Path, exc: Exception) -> str:
+    return f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
+
+
+def readable_records(run_dir: Path) -> list[dict]:
+    """The run's records up to a torn line, if any (the page names that line: it reads the lines itself)."""
+    records: list[dict] = []
+    try:
+        for record in iter_samples(run_dir):
+            if isinstance(record, dict):
+                records.append(record)
+    except ProctorError:
+        pass
+    return records
+
+
+def run_summary(run_dir: Path, with_samples: bool = True) -> tuple[str, str | None]:
+    """A run's summary fragment, or why there is none (a results.json not in proctor's layout). Without
+    ``with_samples`` it is made from results.json alone (at once, whatever the run's size) and its
+    calibration section is left for ``run_calibration``."""
+    results = load_results(run_dir)
+    try:
+        return render_summary(results, readable_records(run_dir) if with_samples else None), None
+    except (AttributeError, TypeError, KeyError) as exc:  # a results.json that is JSON but not proctor's layout
+        return "", _layout_error(run_dir, exc)
+
+
+def run_calibration(run_dir: Path) -> str:
+    """The calibration section of a run's summary (reads every sample)."""
+    results = load_results(run_dir)
+    try:
+        return render_calibration(results, readable_records(run_dir))
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise ProctorError(_layout_error(run_dir, exc)) from None
+
+
+def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "") -> str:
+    """One file holding every run given (their summaries and samples embedded): no server, no network."""
+    embedded = []
+    for entry, run_dir in runs:
+        if entry.get("error"):
+            embedded.append({"summary": "", "samples": "", "error": entry["error"]})
+            continue
+        summary, error = run_summary(run_dir)
+        embedded.append({"summary": summary, "samples": script_text(samples_text(run_dir)), "error": error})
+    data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start}
+    return render_page(title, script_json(data), embedded)
 
 
 def render_report(run_dir: Path) -> str:
     run_dir = Path(run_dir)
-    results = load_results(run_dir)
-    records = list(iter_samples(run_dir))
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        by_task[r.get("task")].append(r)
-    cal_blocks = []
-    for name, task in results.get("tasks", {}).items():
-        if task.get("kind") == "multiple_choice":
-            cal = calibration(by_task.get(name, []))
-            if cal:
-                cal_blocks.append(f'<div class="cal" data-task="{_esc(name)}"><div class="cname">{_esc(name)}</div>{calibration_svg(name, cal)}</div>')
-    model = results.get("model", {})
-    primary = primary_metrics(records)
-    samples = _finite([_sample_view(r, primary.get(r.get("task"), "")) for r in records])
-    metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
-    meta = (f'model <b>{_esc(model.get("model", "?"))}</b> · status <b>{_esc(results.get("status"))}</b> · '
-            f'created {_esc(results.get("created"))} · proctor {_esc(results.get("proctor_version"))}')
-    meta += formulation_notes(results)
-    command = " ".join(results.get("command") or [])
-    task_names = "".join(f"<option>{_esc(n)}</option>" for n in results.get("tasks", {}))
-    return _PAGE.format(
-        title=_esc(f"proctor report · {model.get('model', '?')}"),
-        css=_CSS,
-        meta=meta,
-        command=_esc(command) if command else "—",
-        summary=summary_table(results),
-        groups=groups_table(results),
-        charts=task_charts(results) or "<p class='muted'>No metrics.</p>",
-        calibration="".join(cal_blocks) or "<p class='muted'>No multiple-choice task in this run.</p>",
-        task_options=task_names,
-        metric_options="".join(f"<option>{_esc(m)}</option>" for m in metric_names),
-        samples=_script_json(samples),
-        js=_JS,
-    )
+    load_results(run_dir)  # a folder without results.json is refused here, with its reason
+    entry = run_entry(run_dir, run_dir.resolve().name)
+    return static_page([(entry, run_dir)], title=f"proctor report · {entry['model']}", start=entry["key"])
 
 
 def write_report(run_dir: Path, path: Path | None = None) -> Path:

@@ -25,22 +25,28 @@ def load_results(run_dir: Path) -> dict:
         raise ProctorError(f"{path} is not valid JSON: {exc}") from None
 
 
-def iter_samples(run_dir: Path) -> Iterator[dict]:
-    """The samples results.json describes: the first ``samples_bytes`` bytes of samples.jsonl (what a task
-    killed before results.json named it appended after them is left out)."""
+def samples_text(run_dir: Path) -> str:
+    """The part of samples.jsonl that results.json describes: its first ``samples_bytes`` bytes (what a task
+    killed before results.json named it appended after them is left out); the whole file without that number."""
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
-        return
+        return ""
     covered = None
     results = Path(run_dir) / "results.json"
     if results.exists():
         try:
             covered = json.loads(results.read_text(encoding="utf-8")).get("samples_bytes")
-        except ValueError:
+        except (ValueError, AttributeError):
             covered = None
     with path.open("rb") as raw:
-        data = raw.read() if covered is None else raw.read(int(covered))
-    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        data = raw.read() if not isinstance(covered, int) else raw.read(covered)
+    return data.decode("utf-8", errors="replace")
+
+
+def iter_samples(run_dir: Path) -> Iterator[dict]:
+    """The samples results.json describes (``samples_text``), one record per line."""
+    path = Path(run_dir) / "samples.jsonl"
+    for number, line in enumerate(samples_text(run_dir).split("\n"), 1):  # not splitlines: U+2028 may sit inside a string
         if not line.strip():
             continue
         try:

@@ -71,6 +71,34 @@ def _average(parts: list[tuple[dict[str, float], int]]) -> dict[str, dict]:
     return out
 
 
+def _shown(item: dict | None, prediction: Any, scores: list[float] | None, tokenizer: Any) -> dict[str, Any]:
+    """The fields every dialect's records share (docs/results.md, samples.jsonl), from the row GLM read: a
+    multiple-choice row's choices and gold label (per-choice probabilities when the class's prediction
+    was the default summed log-probs), or a generation row's text, as decoded, and its targets."""
+    import numpy as np
+
+    if not item:
+        return {}
+    choices = item.get("choices_pretokenized")
+    if isinstance(choices, list) and isinstance(prediction, (int, np.integer)):
+        label = item.get("label")
+        out: dict[str, Any] = {"choices": [str(c) for c in choices], "prediction": int(prediction),
+                               "target": label if isinstance(label, int) and 0 <= label < len(choices) else None}
+        out["correct"] = out["target"] == out["prediction"] if out["target"] is not None else None
+        if scores is not None and len(scores) == len(choices):
+            from proctor.kinds.multiple_choice import softmax
+
+            out.update(logprobs=scores, distribution=softmax(scores))
+        return out
+    targets = item.get("targets_pretokenized")
+    if isinstance(prediction, (list, tuple)) and tokenizer is not None and all(isinstance(t, (int, np.integer)) for t in prediction):
+        out = {"generation": tokenizer.detokenize(list(prediction))}
+        if targets is not None:
+            out["target"] = [str(t) for t in targets] if isinstance(targets, list) else [str(targets)]
+        return out
+    return {}
+
+
 class GLMModuleTask(CustomTask):
     kind = "generate"
     scores_itself = True  # no per-sample proctor metrics: the class's own metrics score each file
@@ -93,6 +121,7 @@ class GLMModuleTask(CustomTask):
                 f"'{o['module']}' must subclass GLM's MultiChoiceTask, GenerationTask or LanguageModelTask "
                 "(from evaluation import ...)", file=self.yaml, field="module")
         self.root: Path | None = None
+        self._rows: dict[tuple[str, int], dict] = {}
         self.files: dict[str, list[str]] = {}
         self._corpus: dict = {}
         self._extras: dict = {}
@@ -133,6 +162,8 @@ class GLMModuleTask(CustomTask):
                         except json.JSONDecodeError as exc:
                             raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=row) from None
                         shown = item.get("inputs_pretokenized", item.get("text_pretokenized", "")) if isinstance(item, dict) else ""
+                        if isinstance(item, dict):  # the row's choices, label and targets as text, for the sample records
+                            self._rows[(str(path), row)] = item
                         samples.append(self._sample(group, rel, path, row, str(shown)))
                 else:
                     samples.append(self._sample(group, rel, path, 1, path.read_text(encoding="utf-8")[:200]))
@@ -175,7 +206,7 @@ class GLMModuleTask(CustomTask):
             reset_report(sink)
             reset_tokenizer(token)
         executor.progress(len(samples))
-        return self._collect(task, samples, report)
+        return self._collect(task, samples, report, tokenizer)
 
     def _call(self, hook: str, target: Callable, *args: Any) -> Any:
         """Run the task's code; its failure becomes an error naming the module and the hook."""
@@ -190,7 +221,7 @@ class GLMModuleTask(CustomTask):
             raise ProctorError(f"GLM task class {self.options['module']} ({self.yaml}): {hook} failed: {type(exc).__name__}: {exc} "
                                f"(at {frame.filename}:{frame.lineno})") from None
 
-    def _collect(self, task: Any, samples: Sequence[Any], report: list[str]) -> list[tuple[Any, dict]]:
+    def _collect(self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None) -> list[tuple[Any, dict]]:
         results = task.proctor_results
         files: list[tuple[dict[str, float], int]] = []
         source_parts, group_parts = {}, {}
@@ -224,7 +255,11 @@ class GLMModuleTask(CustomTask):
             entry = results.get(group, {}).get(file)
             record: dict[str, Any] = {"glm_group": group, "glm_file": file}
             if entry is not None and len(entry["predictions"]) == self._per_file[(group, file)]:  # one item per row
-                record["prediction"] = _jsonable(entry["predictions"][index])
+                prediction = entry["predictions"][index]
+                record["prediction"] = _jsonable(prediction)
+                scores = entry.get("scores") or []
+                record.update(_shown(self._rows.get((s.sample.file, s.sample.row)), prediction,
+                                     scores[index] if len(scores) == len(entry["predictions"]) else None, tokenizer))
             pairs.append((None, record))
         return pairs
 

@@ -48,6 +48,7 @@ class BaseTask(ABC):
         self.verbose = True
         self.proctor_results: dict[str, dict[str, dict]] = {}
         self.proctor_limits: dict[str, int] = {}  # file -> items to keep (proctor's --limit)
+        self.proctor_scores: list[list[float]] = []
         self.proctor_progress: Callable[[int], None] | None = None
 
     def get_file_groups(self):
@@ -65,6 +66,7 @@ class BaseTask(ABC):
         loader = build_data_loader(dataset, micro_batch_size=self.config.micro_batch_size, num_workers=1, drop_last=False,
                                    collate_fn=dataset.collate_fn if dataset.has_collate_fn else None)
         prediction = []
+        self.proctor_scores = []  # the default multiple-choice prediction's per-choice scores, item by item
         for batch in loader:
             prediction.append(self.predict_single_batch(batch))
             if self.proctor_progress is not None:
@@ -84,7 +86,8 @@ class BaseTask(ABC):
                 dataset, prediction = self._predict_file(file)
                 result_dict = {key: metric(prediction, dataset.data) for key, metric in self.metrics.items()}
                 result_dict_group[file] = (result_dict, len(dataset))
-                self.proctor_results[group_name][file] = {"metrics": result_dict, "n": len(dataset), "predictions": prediction}
+                self.proctor_results[group_name][file] = {"metrics": result_dict, "n": len(dataset), "predictions": prediction,
+                                                          "scores": list(self.proctor_scores)}
                 if self.verbose:
                     self.report_single_metrics(file, result_dict)
             result_dict_all[group_name] = result_dict_group
@@ -177,6 +180,7 @@ class MultiChoiceTask(BaseTask, ABC):
 
     def predict_single_batch(self, batch) -> List[int]:
         log_probs = self.model.cond_log_prob(batch)
+        self.proctor_scores.extend([float(x) for x in single] for single in log_probs)  # for the sample records
         return [np.argmax(log_probs_single).item() for log_probs_single in log_probs]
 
 

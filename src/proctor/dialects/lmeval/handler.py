@@ -23,6 +23,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
+from proctor.kinds.multiple_choice import softmax
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
@@ -61,6 +62,49 @@ def _splits_read(config: dict[str, Any]) -> set[str]:
     if (config.get("num_fewshot") or 0) > 0:
         needed.add(str(fewshot or config.get("training_split") or config.get("validation_split") or evaluated))
     return needed
+
+
+def _gold_indices(task: Any, doc: Any, choices: list[str]) -> list[int]:
+    """The gold choice(s) as lm-eval's ``process_results`` finds them: an index, a choice's text, or a list."""
+    gold = task.doc_to_text(doc) if getattr(task, "multiple_input", False) else task.doc_to_target(doc)
+    items = gold if isinstance(gold, list) else [gold]
+    out = []
+    for g in items:
+        if isinstance(g, str) and g in choices:
+            g = choices.index(g)
+        if isinstance(g, int) and not isinstance(g, bool) and 0 <= g < len(choices):
+            out.append(g)
+    return out
+
+
+def _shown(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
+    """The fields every dialect's multiple-choice and generation records share (docs/results.md, samples.jsonl):
+    choices, per-choice log-likelihoods and probabilities, prediction and gold index; or the generation,
+    the answer lm-eval's filters read from it and the references."""
+    output_type = getattr(task, "OUTPUT_TYPE", None)
+    if output_type == "multiple_choice":
+        choices = [str(c) for c in task.doc_to_choice(doc)]
+        logprobs = [float(i.resps[0][0]) for i in instances][: len(choices)]  # acc_mutual_info adds unconditional ones
+        if len(logprobs) != len(choices) or not choices:
+            return {}
+        greedy = [bool(i.resps[0][1]) for i in instances][: len(choices)]
+        gold = _gold_indices(task, doc, choices)
+        prediction = max(range(len(logprobs)), key=lambda k: logprobs[k])  # lm-eval's acc: argmax of the log-likelihoods
+        return {
+            "choices": choices, "target": gold[0] if len(gold) == 1 else gold or None, "logprobs": logprobs,
+            "is_greedy": greedy, "distribution": softmax(logprobs), "prediction": prediction,
+            "correct": prediction in gold if gold else None,
+        }
+    if output_type == "generate_until":
+        generation = instances[0].resps[0] if instances[0].resps else ""
+        extracted = answer[0] if isinstance(answer, list) and answer else answer
+        target = task.doc_to_target(doc)
+        if task.config.doc_to_choice is not None and isinstance(target, int):  # as process_results: an index into the choices
+            target = task.doc_to_choice(doc)[target]
+        references = [str(t) for t in target] if isinstance(target, list) else [str(target)]
+        return {"generation": str(generation), "extracted": jsonable(extracted), "parsed": extracted != "[invalid]",  # lm-eval's filters' "no match"
+                "target": references}
+    return {}
 
 
 class _LmEvalRunner:
@@ -244,6 +288,8 @@ class _LmEvalRunner:
                 **self._chat_prompt(first[0] if isinstance(first, tuple) else first),
                 "doc_id": doc_id,
                 "target": jsonable(task.doc_to_target(doc)),
+                "doc_target": jsonable(task.doc_to_target(doc)),  # lm-eval's own target (its samples file's)
+                **_shown(task, doc, instances, filtered.get(keys[0]) if keys else None),
                 "arguments": jsonable([i.arguments for i in instances]),
                 "resps": jsonable([i.resps for i in instances]),
                 "filtered_resps": filtered,

@@ -26,6 +26,7 @@ from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
 from proctor.dialects.seahelm.judging import Judging
+from proctor.dialects.seahelm.metrics import references
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
 
@@ -87,6 +88,25 @@ def _check_labels(rows: list, data: Any) -> None:
             f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows have one; it would be scored as a miss",
             file=str(data) if data else None, row=absent[0] + 1, field="label",
         )
+
+
+def _shown(run: dict, i: int) -> dict[str, Any]:
+    """The fields every dialect's generation and multiple-choice records share (docs/results.md, samples.jsonl): the
+    raw generation, the answer read from it, the references; for a classification task (SEA-HELM's label-map
+    metrics) also its labels as choices, the gold and the predicted label's index (none when no label was read).
+    SEA-HELM classifies by generation: there are no per-choice probabilities."""
+    raw = run["raw"][i] if run.get("raw") and run["raw"][i] else [""]
+    label = run["labels"][i]
+    out: dict[str, Any] = {"generation": str(raw[-1]), "target": references(label)}
+    if run.get("gold_logprob") is not None and run["gold_logprob"][i] is not None:
+        out["gold_logprob"] = run["gold_logprob"][i]  # the log-prob strategy: the gold label after the answer tag
+    classes = run.get("classes")
+    if classes and str(label) in classes:
+        predicted = run["predictions"][i] if run.get("predictions") else None
+        index = classes.index(str(predicted)) if predicted is not None and str(predicted) in classes else None
+        out.update(choices=classes, target=classes.index(str(label)), prediction=index, parsed=index is not None,
+                   correct=index == classes.index(str(label)))
+    return out
 
 
 class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
@@ -282,6 +302,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
                 "extracted": first["cleaned"][i],
                 "references": [first["labels"][i]],
                 "individual_scores": first["scores"][i],
+                **_shown(first, i),
             }
             if first.get("judgements") is not None:
                 details["judgements"] = first["judgements"][i]
@@ -370,6 +391,9 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         cleaned = df[metric.postprocessed_response_column].tolist() if metric.postprocessed_response_column in df else [None] * len(df)
         return {
             "metrics": metrics,
+            "raw": raw,
+            "classes": [str(c) for c in metric.labels] if isinstance(getattr(metric, "label_map", None), dict) else None,
+            "gold_logprob": extra.get("cumulative_logprob"),
             "answers": answers,
             "cleaned": cleaned,
             "labels": [r.get("label") for r in rows],

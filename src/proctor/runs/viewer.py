@@ -1,0 +1,180 @@
+"""``proctor view``: every run folder under a folder, in the browser, offline.
+
+A local server (the standard library's, on 127.0.0.1 only) answers the page (``report.render_page``:
+the runs table), ``/api/samples?key=`` with a run's samples.jsonl lines (the page reads them),
+``/api/run?key=`` with its summary fragment made from results.json, and ``/api/calibration?key=``
+with the summary's calibration section (which reads every sample); both made when first asked for
+and kept while the run's files are unchanged. ``export_folder`` writes the same
+page as one file with every run embedded (no server, no network).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from proctor.core.errors import ProctorError
+from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
+from proctor.runs.run_exports import samples_text
+
+RUN_MARKERS = ("results.json", "run.json")
+CACHED_RUNS = 16  # run summaries kept in memory
+SKIPPED_FOLDERS = {"lm_eval", "tasks", "__pycache__", "node_modules"}
+
+
+def find_runs(folder: Path) -> list[Path]:
+    """Run folders under ``folder`` (the folder itself included): those holding results.json or run.json.
+
+    A run folder is not searched further (its lm_eval/ and tasks/ are its own); hidden folders are skipped.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ProctorError(f"{folder} is not a folder")
+    found = []
+    for root, dirs, files in os.walk(folder, onerror=None):
+        if any(marker in files for marker in RUN_MARKERS):
+            found.append(Path(root))
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+    return sorted(found)
+
+
+def _key(folder: Path, run_dir: Path) -> str:
+    rel = run_dir.relative_to(folder).as_posix()
+    return rel if rel != "." else run_dir.resolve().name
+
+
+def index(folder: Path) -> list[tuple[dict, Path]]:
+    """Each run's row of the runs table, with its folder. A folder with run.json only has not finished a task yet."""
+    rows = []
+    for run_dir in find_runs(folder):
+        if (run_dir / "results.json").exists():
+            entry = run_entry(run_dir, _key(folder, run_dir))
+        else:
+            entry = {"key": _key(folder, run_dir), "model": "?", "created": None, "status": "started (no results yet)", "tasks": [],
+                     "n_samples": 0, "key_metrics": [], "error": "no results.json yet: no task has finished"}
+        rows.append((entry, run_dir))
+    return rows
+
+
+def export_folder(folder: Path, path: Path) -> Path:
+    """The viewer over every run under ``folder`` as one self-contained HTML file."""
+    runs = index(folder)
+    if not runs:
+        raise ProctorError(f"no run folder (results.json or run.json) under {folder}")
+    text = static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+class Viewer:
+    """What the server answers; each run's payload is read once and kept while its files are unchanged."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise ProctorError(f"{folder} is not a folder")
+        self._runs: dict[str, Path] = {}
+        self._cache: dict[tuple[str, str], tuple[tuple, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def page(self) -> bytes:
+        runs = index(self.folder)
+        with self._lock:
+            self._runs = {entry["key"]: run_dir for entry, run_dir in runs}
+        data = {"mode": "served", "runs": [entry for entry, _ in runs], "start": ""}
+        return render_page(f"proctor runs · {self.folder.resolve().name}", script_json(data), []).encode("utf-8")
+
+    def _folder(self, key: str) -> Path | None:
+        with self._lock:
+            run_dir = self._runs.get(key)
+        if run_dir is None:
+            self.page()  # a run that appeared since the page was drawn
+            run_dir = self._runs.get(key)
+        return run_dir
+
+    def samples(self, key: str) -> bytes | None:
+        run_dir = self._folder(key)
+        return None if run_dir is None else samples_text(run_dir).encode("utf-8")
+
+    def run(self, key: str, part: str = "summary") -> bytes | None:
+        """A run's summary (from results.json: at once) or its calibration section (reads every sample), as JSON."""
+        run_dir = self._folder(key)
+        if run_dir is None:
+            return None
+        stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
+                      for p in (run_dir / "results.json", run_dir / "samples.jsonl"))
+        cached = self._cache.get((key, part))
+        if cached and cached[0] == stamp:
+            return cached[1]
+        try:
+            if part == "summary":
+                summary, error = run_summary(run_dir, with_samples=False)
+            else:
+                summary, error = run_calibration(run_dir), None
+        except ProctorError as exc:
+            summary, error = "", str(exc)
+        body = json.dumps({"summary": summary, "error": error}, ensure_ascii=False).encode("utf-8")
+        with self._lock:
+            self._cache[(key, part)] = (stamp, body)
+            while len(self._cache) > CACHED_RUNS:  # the oldest first: a dict keeps insertion order
+                self._cache.pop(next(iter(self._cache)))
+        return body
+
+
+def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "proctor-view"
+
+        def _send(self, status: int, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            url = urlsplit(self.path)
+            try:
+                if url.path in ("/", "/index.html"):
+                    return self._send(HTTPStatus.OK, viewer.page(), "text/html; charset=utf-8")
+                if url.path in ("/api/run", "/api/calibration", "/api/samples"):
+                    key = (parse_qs(url.query).get("key") or [""])[0]
+                    body = (viewer.samples(key) if url.path == "/api/samples" else
+                            viewer.run(key, "summary" if url.path == "/api/run" else "calibration"))
+                    if body is None:
+                        return self._send(HTTPStatus.NOT_FOUND, b'{"error": "no such run"}', "application/json")
+                    kind = "text/plain" if url.path == "/api/samples" else "application/json"
+                    return self._send(HTTPStatus.OK, body, kind + "; charset=utf-8")
+                if url.path == "/favicon.ico":  # browsers ask for one; the page has none
+                    return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+                self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
+            except (BrokenPipeError, ConnectionResetError):  # the browser went away mid-answer
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+            pass  # no line per request on the console
+
+    return Handler
+
+
+def serve(folder: Path, port: int = 8000) -> ThreadingHTTPServer:
+    """A server for ``folder`` on 127.0.0.1 (port 0: any free port); the caller runs ``serve_forever``."""
+    viewer = Viewer(folder)
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(viewer))
+    except OSError as exc:
+        raise ProctorError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc} (choose another --port, or 0 for any free one)") from None
+    server.daemon_threads = True
+    return server
