@@ -358,6 +358,18 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
             "mc_format": ["generate"] * len(records),
         }
 
+    @staticmethod
+    def _classes(metric) -> list[str] | None:
+        """A label-map metric's classes: its `labels` where it keeps them (F1AccMetric), else the
+        label map's values (a task's own metric may keep only the map)."""
+        label_map = getattr(metric, "label_map", None)
+        if not isinstance(label_map, dict):
+            return None
+        labels = getattr(metric, "labels", None)
+        if labels is None:
+            labels = label_map.values()
+        return list(dict.fromkeys(str(c) for c in labels))
+
     def _score(self, rows, answers, raw, extra, rendered, model, sent=None) -> dict:
         import pandas as pd
 
@@ -392,7 +404,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         return {
             "metrics": metrics,
             "raw": raw,
-            "classes": [str(c) for c in metric.labels] if isinstance(getattr(metric, "label_map", None), dict) else None,
+            "classes": self._classes(metric),
             "gold_logprob": extra.get("cumulative_logprob"),
             "answers": answers,
             "cleaned": cleaned,
