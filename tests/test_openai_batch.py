@@ -219,3 +219,15 @@ def test_the_evaluated_model_through_the_batch_api(tmp_path):
     bad = subprocess.run(command(config, data, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", tmp_path / "bad", "--model-arg", "batch_api=maybe"),
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "batch_api must be true or false" in bad.stderr
+
+
+def test_batch_api_calls_that_is_not_a_boolean_names_the_file_and_field(tmp_path):
+    from proctor.api import load_tasks
+    from proctor.core.errors import TaskDefinitionError
+
+    config = mt_bench_config(tmp_path, None)
+    config.write_text(config.read_text().replace("  judge:\n", "  judge:\n    batch_api_calls: sometimes\n", 1))
+    with pytest.raises(TaskDefinitionError) as info:
+        load_tasks([config], options={"seahelm_data": {MT_BENCH_ID: str(mt_bench_copy(tmp_path))}})
+    assert "batch_api_calls must be true or false, got 'sometimes'" in str(info.value)
+    assert str(config) in str(info.value) and "mt-bench.judge.batch_api_calls" in str(info.value)

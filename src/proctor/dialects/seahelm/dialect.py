@@ -130,6 +130,10 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         languages = cfg.get("languages")
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        batch_calls = (cfg.get("judge") or {}).get("batch_api_calls") if isinstance(cfg.get("judge"), dict) else None
+        if not all(v is None or isinstance(v, bool) for v in (batch_calls if isinstance(batch_calls, list) else [batch_calls])):
+            raise TaskDefinitionError(f"batch_api_calls must be true or false, got {batch_calls!r}", file=path,
+                                      field=f"{task_id}.judge.batch_api_calls")
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
         loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)

@@ -20,7 +20,7 @@ def batch_api_judge(judge_model: Any, judge_config: dict) -> Any:
     wanted = judge_config.get("batch_api_calls")
     if isinstance(wanted, list):  # several judges: SEA-HELM's lists hold one value per judge; the first one judges here
         wanted = wanted[0] if wanted else False
-    if not (wanted is True or str(wanted).strip().lower() == "true"):
+    if wanted is not True:  # the dialect refuses anything but true / false when the task loads
         return judge_model
     batched = getattr(judge_model, "batched", None)
     if not callable(batched):
