@@ -141,6 +141,23 @@ def write_inputs(root: Path) -> Path:
 # the word count estimated by powers of ten from the tokens of " <random number>." and the mean word tokens, a
 # third Random(seed) the final list, numbered "1.<word>"; re-estimated up to three times while the list misses
 # the token budget by 100 or more.
+
+# the two loaders' conversations: SEA-HELM's base formatter on the row's turn
+CONVERSATIONS = r'''
+    def prepare_conversations_for_inference(self, turn, fewshot_as_multiturn=False):
+        def with_conversation(row):
+            roles, contents = self.generate_formatted_conversation(self.specific_task_config, row["prompts"][turn - 1],
+                                                                   fewshot_as_multiturn=fewshot_as_multiturn)
+            row["conversations"] = [{"role": r, "content": c} for r, c in zip(roles, contents)]
+            return row
+
+        self.dataset = self.dataset.map(with_conversation, num_proc=self.num_workers)
+        return self.dataset["conversations"]
+
+    def get_num_turns(self):
+        return 1
+'''
+
 NIAH_LOADER = r'''
 import csv
 import glob
@@ -243,22 +260,9 @@ class NIAHDataloader(AbstractDataloader):
         return {"prompts": [{"text": text, "needle_text": AND_WORD[self.lang].join(shown)}], "label": labels,
                 "metadata": {"num_queries": self.queries, "num_values": self.values, "num_keys": self.keys}}
 
-    def prepare_conversations_for_inference(self, turn, fewshot_as_multiturn=False):
-        def with_conversation(row):
-            roles, contents = self.generate_formatted_conversation(self.specific_task_config, row["prompts"][turn - 1],
-                                                                   fewshot_as_multiturn=fewshot_as_multiturn)
-            row["conversations"] = [{"role": r, "content": c} for r, c in zip(roles, contents)]
-            return row
-
-        self.dataset = self.dataset.map(with_conversation, num_proc=self.num_workers)
-        return self.dataset["conversations"]
-
-    def get_num_turns(self):
-        return 1
-'''
+''' + CONVERSATIONS
 
 CWE_LOADER = r'''
-import math
 import random
 
 from datasets import Dataset
@@ -322,19 +326,7 @@ class CWEDataloader(AbstractDataloader):
         return {"prompts": [{"list": listed, "num_common_words": self.common}], "label": [w.strip() for w in common],
                 "metadata": {"num_tokens": tokens + self.prompt_tokens}}
 
-    def prepare_conversations_for_inference(self, turn, fewshot_as_multiturn=False):
-        def with_conversation(row):
-            roles, contents = self.generate_formatted_conversation(self.specific_task_config, row["prompts"][turn - 1],
-                                                                   fewshot_as_multiturn=fewshot_as_multiturn)
-            row["conversations"] = [{"role": r, "content": c} for r, c in zip(roles, contents)]
-            return row
-
-        self.dataset = self.dataset.map(with_conversation, num_proc=self.num_workers)
-        return self.dataset["conversations"]
-
-    def get_num_turns(self):
-        return 1
-'''
+''' + CONVERSATIONS
 
 WORDS_METRIC = r'''
 from src.metrics.seahelm_metric import SeaHelmMetric
@@ -360,7 +352,8 @@ class {name}(SeaHelmMetric):
             scores.append(len(found & wanted) / len(wanted) if wanted else 0.0)
         strict = [1 if s == 1.0 else 0 for s in scores]
         self.dataloader.update_individual_scores([{{"normalized_strict_accuracy": x}} for x in strict])
-        return {{"strict_accuracy": 100 * sum(strict) / len(strict), "normalized_strict_accuracy": 100 * sum(strict) / len(strict)}}
+        return {{"strict_accuracy": 100 * sum(strict) / len(strict), "accuracy": 100 * sum(scores) / len(scores),
+                "normalized_strict_accuracy": 100 * sum(strict) / len(strict)}}
 '''
 
 

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import pytest
 
+from oneruler_inputs import WORDS_METRIC
 from proctor.api import evaluate, load_tasks
 from proctor.core.errors import TaskDefinitionError
 from proctor.models.base import Model
@@ -124,32 +125,7 @@ class NIAHDataloader(AbstractDataloader):
         return _prompt_formatter
 '''
 
-METRIC = '''\
-from src.metrics.seahelm_metric import SeaHelmMetric
-
-
-class NIAHMetric(SeaHelmMetric):
-    def __init__(self, dataloader, task_config):
-        super().__init__(dataloader=dataloader, task_config=task_config)
-        answer_tag = task_config.config["languages"][self.lang]["prompt_template"]["answer_tag"]
-        self.regex_string = rf"(?<={answer_tag})([\\s\\S]*)(?=</)"
-
-    def extract_response(self, response, use_lowercase=False):
-        return str(super().extract_response(response, return_original_response_on_failure=False))
-
-    def calculate_metrics(self):
-        predictions = self.dataloader.dataframe[self.postprocessed_response_column]
-        references = self.dataloader.dataframe[self.label_column]
-        scores = []
-        for pred, ref in zip(predictions, references, strict=True):
-            pred = {item.strip().lower() for item in pred.split(",")}
-            scores.append(len(pred & set(ref)) / len(set(ref)) if len(ref) else 0.0)
-        strict = [1 if s == 1.0 else 0 for s in scores]
-        self.dataloader.update_individual_scores([{"normalized_strict_accuracy": x} for x in strict])
-        strict_accuracy = sum(strict) / len(strict)
-        return {"strict_accuracy": 100 * strict_accuracy, "accuracy": 100 * sum(scores) / len(scores),
-                "normalized_strict_accuracy": 100 * self.normalize_score(strict_accuracy, 0, 1)}
-'''
+METRIC = WORDS_METRIC.format(name="NIAHMetric")  # share of the references in the <Answer>, strict: all
 
 BOOK = " ".join(f"Sentence number {i} tells of the little women and their long winter." for i in range(120))
 

@@ -405,8 +405,6 @@ class BatchedOpenAIModel(OpenAIModel):
     fingerprint as online (the same requests get the same answers), so stored answers serve both; on a server
     without the endpoints, and for log-likelihoods, requests go one at a time."""
 
-    large_chunks = True  # a chunk is a batch: a kill loses nothing of it (the journal keeps the batch id)
-
     def __init__(self, model: str, base_url: str | None = None, **options: Any) -> None:
         super().__init__(model, base_url, **options)
         self._batch_mode()
@@ -420,14 +418,31 @@ class BatchedOpenAIModel(OpenAIModel):
         return batched
 
     def _batch_mode(self) -> None:
-        from proctor.models.openai_batch import BATCH_CHUNK, BatchRunner
+        from proctor.models.openai_batch import BatchRunner
 
+        if "chunk_requests" in self.__dict__:  # copied from the online model by around()
+            self._online_chunk = self.__dict__.pop("chunk_requests")
         self.batch_api = True
-        self.chunk_requests = BATCH_CHUNK
         self.batches = BatchRunner(self)
 
     def batch_available(self) -> bool:
         return self.batches.available()
+
+    # a chunk is a batch: a kill loses nothing of it (the journal keeps the batch id), so chunks are large;
+    # on a server without the Batch API, the online model's chunks
+    @property
+    def chunk_requests(self) -> int:
+        from proctor.models.openai_batch import BATCH_CHUNK
+
+        return BATCH_CHUNK if self.batch_available() else self._online_chunk
+
+    @chunk_requests.setter
+    def chunk_requests(self, value: int) -> None:
+        self._online_chunk = value
+
+    @property
+    def large_chunks(self) -> bool:
+        return self.batch_available()
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         out: list[list[GenerateResult]] = [[]]
