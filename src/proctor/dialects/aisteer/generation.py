@@ -1,6 +1,6 @@
 """``batch_retry_generate``: render, batch, generate, decode, parse, and retry what did not parse.
 
-Three kinds of target:
+Four kinds of target:
 
 - a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``) or an executor
   (``proctor.runs.executor.ModelExecutor``, as ``proctor run file.py`` and each ``Benchmark`` trial hand the
