@@ -8,6 +8,8 @@
   a dropped connection.
 - ``ScriptedJudgeServer``: an in-process stand-in chat server (NOT a model) whose MT-Bench verdicts
   follow a fixed rule (the longer answer wins), so judge parsing can be tested with parseable replies.
+- ``BatchServer``: OpenAI's Files and Batches endpoints, as OpenAI documents them, in front of another
+  server's ``respond`` (a ``ScriptedJudgeServer``'s, say); batches can be held pending, and lines made to fail.
 - ``start_process_server``: a real server process (transformers serve, llama.cpp) on a free port.
 """
 
@@ -275,6 +277,215 @@ class ScriptedJudgeServer(_Server):
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
         return 200, {"object": "chat.completion", "choices": [choice], "usage": usage}
+
+
+class BatchServer(_Server):
+    """OpenAI's Batch API on 127.0.0.1, as OpenAI documents it, answering each line with ``respond(path, body,
+    headers)`` (another stand-in's; ``/v1/chat/completions`` is also served online unless ``online=False``):
+
+    - ``POST /v1/files`` (multipart: ``purpose=batch`` and ``file``), ``GET /v1/files/{id}``,
+      ``GET /v1/files/{id}/content``;
+    - ``POST /v1/batches`` (``input_file_id``, ``endpoint``, ``completion_window: 24h``, ``metadata``),
+      ``GET /v1/batches/{id}``, ``GET /v1/batches`` (a list), ``POST /v1/batches/{id}/cancel``.
+
+    A batch is ``validating`` when created; each ``GET`` moves it on: ``in_progress`` (the input file checked:
+    JSON lines with unique ``custom_id``, ``method`` POST, ``url`` equal to the batch's endpoint, else ``failed``
+    with ``errors``), then, unless ``hold`` is set, the lines are answered (output file: 2xx responses; error
+    file: the others, ``response.status_code`` and body) and it is ``finalizing``, then ``completed``. Output
+    lines come in reverse order (OpenAI does not keep the input order). ``fail_once``: lines whose body contains
+    one of these strings get a 500 the first time they are answered. Records every upload, batch and poll."""
+
+    def __init__(self, respond, *, online: bool = True, hold: bool = False) -> None:
+        self.respond_line = respond
+        self.online, self.hold = online, hold
+        self.fail_once: set[str] = set()
+        self.failed_once: set[str] = set()
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.lines: dict[str, list[dict]] = {}  # batch id -> its input lines
+        self.polls: list[str] = []  # batch ids, one per GET /v1/batches/{id}
+        self.online_calls: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._send(*server.get(self.path.split("?")[0]))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                data = self.rfile.read(length)
+                self._send(*server.post(self.path, data, self.headers.get("content-type") or "", dict(self.headers)))
+
+            def _send(self, status: int, payload) -> None:
+                body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/octet-stream" if isinstance(payload, bytes) else "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(Handler)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def created(self) -> list[dict]:
+        """Every batch created, in order."""
+        with self.lock:
+            return sorted(self.batches.values(), key=lambda b: b["_n"])
+
+    def input_of(self, batch: dict) -> bytes:
+        return self.files[batch["input_file_id"]]["content"]
+
+    @staticmethod
+    def _not_found(what: str) -> tuple[int, dict]:
+        return 404, {"error": {"message": f"No such {what}", "type": "invalid_request_error"}}
+
+    @staticmethod
+    def _public(batch: dict) -> dict:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    # ------------------------------------------------------------------ endpoints
+    def get(self, path: str) -> tuple[int, object]:
+        parts = path.strip("/").split("/")  # v1, files|batches, id, [content]
+        with self.lock:
+            if parts[1:2] == ["files"] and len(parts) >= 3:
+                file = self.files.get(parts[2])
+                if file is None:
+                    return self._not_found("file")
+                if parts[3:] == ["content"]:
+                    return 200, file["content"]
+                return 200, {k: v for k, v in file.items() if k != "content"}
+            if parts[1:] == ["batches"]:
+                data = [self._public(b) for b in sorted(self.batches.values(), key=lambda b: -b["_n"])]
+                return 200, {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+                             "last_id": data[-1]["id"] if data else None, "has_more": False}
+            if parts[1:2] == ["batches"] and len(parts) == 3:
+                batch = self.batches.get(parts[2])
+                if batch is None:
+                    return self._not_found("batch")
+                self.polls.append(batch["id"])
+                self._advance(batch)
+                return 200, self._public(batch)
+        return self._not_found("route")
+
+    def post(self, path: str, data: bytes, content_type: str, headers: dict) -> tuple[int, object]:
+        if path.endswith("/chat/completions"):
+            if not self.online:
+                return self._not_found("route")
+            body = json.loads(data or b"{}")
+            with self.lock:
+                self.online_calls.append(body)
+            return self.respond_line(path, body, headers)
+        with self.lock:
+            if path == "/v1/files":
+                fields = _multipart(data, content_type)
+                if fields.get("purpose", (None, b""))[1] != b"batch" or "file" not in fields:
+                    return 400, {"error": {"message": "purpose 'batch' and a file are required"}}
+                file_id = f"file-{len(self.files) + 1:04d}"
+                name, content = fields["file"]
+                self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                                       "filename": name, "purpose": "batch", "content": content}
+                return 200, {k: v for k, v in self.files[file_id].items() if k != "content"}
+            if path == "/v1/batches":
+                body = json.loads(data or b"{}")
+                if body.get("input_file_id") not in self.files:
+                    return 400, {"error": {"message": f"input_file_id {body.get('input_file_id')!r} does not exist"}}
+                if body.get("endpoint") not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"):
+                    return 400, {"error": {"message": f"unsupported endpoint {body.get('endpoint')!r}"}}
+                if body.get("completion_window") != "24h":
+                    return 400, {"error": {"message": "completion_window must be '24h'"}}
+                batch_id = f"batch_{len(self.batches) + 1:04d}"
+                self.batches[batch_id] = {
+                    "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                    "input_file_id": body["input_file_id"], "completion_window": "24h", "status": "validating",
+                    "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "in_progress_at": None,
+                    "expires_at": int(time.time()) + 86400, "finalizing_at": None, "completed_at": None, "failed_at": None,
+                    "expired_at": None, "cancelling_at": None, "cancelled_at": None,
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0}, "metadata": body.get("metadata"),
+                    "_n": len(self.batches),
+                }
+                return 200, self._public(self.batches[batch_id])
+            parts = path.strip("/").split("/")
+            if parts[1:2] == ["batches"] and parts[3:] == ["cancel"]:
+                batch = self.batches.get(parts[2])
+                if batch is None:
+                    return self._not_found("batch")
+                if batch["status"] in ("validating", "in_progress"):
+                    batch.update(status="cancelled", cancelled_at=int(time.time()))
+                return 200, self._public(batch)
+        return self._not_found("route")
+
+    def release(self) -> None:
+        """Let held batches finish."""
+        self.hold = False
+
+    # ------------------------------------------------------------------ processing
+    def _advance(self, batch: dict) -> None:
+        status = batch["status"]
+        if status == "validating":
+            lines, problem = [], None
+            for number, raw in enumerate(self.input_of(batch).decode("utf-8").splitlines(), start=1):
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    problem = (number, "not JSON")
+                    break
+                if line.get("method") != "POST" or line.get("url") != batch["endpoint"] or not line.get("custom_id"):
+                    problem = (number, "needs custom_id, method POST and the batch's endpoint as url")
+                    break
+                lines.append(line)
+            if problem is None and len({line["custom_id"] for line in lines}) != len(lines):
+                problem = (1, "custom_id values must be unique")
+            if problem is not None:
+                batch.update(status="failed", failed_at=int(time.time()),
+                             errors={"object": "list", "data": [{"code": "invalid_request", "message": problem[1], "line": problem[0]}]})
+                return
+            self.lines[batch["id"]] = lines
+            batch.update(status="in_progress", in_progress_at=int(time.time()))
+            batch["request_counts"]["total"] = len(lines)
+        elif status == "in_progress" and not self.hold:
+            output, errors = [], []
+            for k, line in enumerate(self.lines[batch["id"]]):
+                text = json.dumps(line["body"])
+                inject = next((s for s in self.fail_once if s in text and (line["custom_id"], s) not in self.failed_once), None)
+                if inject is not None:
+                    self.failed_once.add((line["custom_id"], inject))
+                    code, reply = 500, {"error": {"message": "injected failure", "type": "server_error"}}
+                else:
+                    code, reply = self.respond_line(line["url"], line["body"], {})
+                record = {"id": f"batch_req_{batch['id']}_{k}", "custom_id": line["custom_id"],
+                          "response": {"status_code": code, "request_id": f"req_{k}", "body": reply}, "error": None}
+                (output if code < 300 else errors).append(record)
+            for key, records in (("output_file_id", output), ("error_file_id", errors)):
+                if records:
+                    file_id = f"file-{len(self.files) + 1:04d}"
+                    content = "".join(json.dumps(r) + "\n" for r in reversed(records)).encode()
+                    self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                                           "filename": f"{batch['id']}_{key}.jsonl", "purpose": "batch_output", "content": content}
+                    batch[key] = file_id
+            batch["request_counts"].update(completed=len(output), failed=len(errors))
+            batch.update(status="finalizing", finalizing_at=int(time.time()))
+        elif status == "finalizing":
+            batch.update(status="completed", completed_at=int(time.time()))
+
+
+def _multipart(data: bytes, content_type: str) -> dict[str, tuple[str | None, bytes]]:
+    """A multipart/form-data body's fields: name -> (file name or None, bytes)."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + data)
+    out = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        out[name] = (part.get_filename(), part.get_payload(decode=True))
+    return out
 
 
 def start_process_server(argv: list[str], port: int, log_file: Path, ready_path: str = "/v1/models", timeout: float = 300):

@@ -247,22 +247,45 @@ COGSCI_SUITE = {  # the shape of the branch's inputs/tug-of-war_AV-1a.json and i
 }
 
 
+def branch_encoding(model_dir: Path):
+    """text -> token ids as the CogSci2023 branch gets them under its pinned transformers 4.23.1:
+    ``AutoTokenizer.from_pretrained(id, add_prefix_space=True)`` gives GPT2TokenizerFast, whose
+    ``__init__`` rewrites the backend's ByteLevel pre-tokenizer with ``add_prefix_space=True``; the branch's
+    ``utils.tokenize`` words then go through ``encode_batch(..., is_pretokenized=True)``, so the
+    pre-tokenizer puts a space before every word. Rebuilt here on the ``tokenizers`` library alone."""
+    import json as json_module
+
+    from nltk.tokenize.treebank import TreebankWordTokenizer
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    backend = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    state = json_module.loads(backend.pre_tokenizer.__getstate__())
+    assert state.pop("type") == "ByteLevel"  # the tiny model's tokenizer, like CodeGen's, is plain byte-level BPE
+    state["add_prefix_space"] = True
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(**state)
+
+    def encode(text: str) -> list[int]:
+        text = text.replace("\n", " NEWLINE ").replace("'", " ` ")
+        tokens = [t.replace("NEWLINE", "\n").replace("`", "'") for t in TreebankWordTokenizer().tokenize(text)]
+        return backend.encode(tokens, is_pretokenized=True).ids
+
+    return encode
+
+
 def cogsci2023_reference(model_dir: Path, prompt: str, suite: dict) -> list[list[float]]:
-    """The CogSci2023 branch's ProbSem.run, written out: samples, Treebank words, an add_prefix_space
-    tokenizer with is_split_into_words, masked cross-entropy over the last len(encode(program)) tokens,
+    """The CogSci2023 branch's ProbSem.run, written out: samples, Treebank words encoded as 4.23.1 encodes
+    them (``branch_encoding``), masked cross-entropy over the last len(encode(program)) tokens,
     logp / sqrt(n) (Model.score's default normalize=True), then np.exp(w) / sum(np.exp(w))."""
     import numpy as np
     import torch
-    from nltk.tokenize.treebank import TreebankWordTokenizer
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, add_prefix_space=True)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    encode_ids = branch_encoding(model_dir)
 
     def encode(text):
-        text = text.replace("\n", " NEWLINE ").replace("'", " ` ")
-        tokens = [t.replace("NEWLINE", "\n").replace("`", "'") for t in TreebankWordTokenizer().tokenize(text)]
-        return tokenizer(tokens, is_split_into_words=True, return_tensors="pt")
+        ids = torch.tensor([encode_ids(text)])
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
     out = []
     for example in suite["context"]:
@@ -286,21 +309,42 @@ def cogsci2023_reference(model_dir: Path, prompt: str, suite: dict) -> list[list
 
 
 def test_cogsci2023_suite_runs_as_that_branch_scores_it(tiny_model_dir, tmp_path):
-    from proctor.models.hf import HFModel
+    """`proctor run` in a fresh process gives the branch's distributions, its words encoded with the
+    leading space that its pinned transformers 4.23.1 puts before each (which transformers 5 would drop)."""
+    from transformers import AutoTokenizer
 
     folder = tmp_path / "inputs"
     folder.mkdir()
     (folder / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
     (folder / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE, indent=4), encoding="utf-8")
-    model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
-    result = evaluate([folder], model, output_dir=tmp_path / "run")
-    rows = records_by_task(result.run_dir)["tug-of-war_AV-1a"]
+    command = [sys.executable, "-m", "proctor.cli", "run", str(folder), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    rows = records_by_task(tmp_path / "run")["tug-of-war_AV-1a"]
     expected = cogsci2023_reference(tiny_model_dir, COGSCI_PROMPT, COGSCI_SUITE)
     assert len(rows) == 3
     for row, reference in zip(rows, expected):
         assert row["distribution"] == pytest.approx(reference, abs=1e-5)
     # suite accuracy over the contexts with an expected program (ties count as correct)
     hits = [r["distribution"][c["expected"]] == max(r["distribution"]) for r, c in zip(rows, COGSCI_SUITE["context"]) if c["expected"] >= 0]
-    task = result.tasks["tug-of-war_AV-1a"]
-    assert task["metrics"]["distribution_acc"]["value"] == pytest.approx(sum(hits) / len(hits))
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["tasks"]["tug-of-war_AV-1a"]["metrics"]["distribution_acc"]["value"] == pytest.approx(sum(hits) / len(hits))
     assert rows[2]["target"] is None and rows[2]["correct"] is None
+    # the leading spaces matter: the installed transformers, asked for add_prefix_space, encodes otherwise
+    program = "(> (strength 'jack) 70)"
+    installed = AutoTokenizer.from_pretrained(tiny_model_dir, add_prefix_space=True)
+    from proctor.dialects.probsem.cogsci import words
+
+    assert branch_encoding(tiny_model_dir)(program) != list(installed(words(program), is_split_into_words=True).input_ids)
+
+
+def test_cogsci2023_encoding_is_the_branch_s(tiny_model_dir):
+    """proctor's encoder gives 4.23.1's ids on the branch's texts: newlines, protected apostrophes, parentheses."""
+    from proctor.dialects.probsem.cogsci import CogSci2023Task
+    from proctor.models.hf import HFModel
+
+    model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
+    encode = CogSci2023Task._encoder(None, model)
+    reference = branch_encoding(tiny_model_dir)
+    for text in [COGSCI_PROMPT, ";; Jack isn't very weak.\n;; Query: how strong is Jack?\n(> (strength 'jack) 50)", "(PROGRAM1)", "a\n\nb"]:
+        assert encode(text) == reference(text)

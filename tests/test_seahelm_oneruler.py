@@ -11,6 +11,7 @@ from typing import Sequence
 
 import pytest
 
+from oneruler_inputs import WORDS_METRIC
 from proctor.api import evaluate, load_tasks
 from proctor.core.errors import TaskDefinitionError
 from proctor.models.base import Model
@@ -124,32 +125,7 @@ class NIAHDataloader(AbstractDataloader):
         return _prompt_formatter
 '''
 
-METRIC = '''\
-from src.metrics.seahelm_metric import SeaHelmMetric
-
-
-class NIAHMetric(SeaHelmMetric):
-    def __init__(self, dataloader, task_config):
-        super().__init__(dataloader=dataloader, task_config=task_config)
-        answer_tag = task_config.config["languages"][self.lang]["prompt_template"]["answer_tag"]
-        self.regex_string = rf"(?<={answer_tag})([\\s\\S]*)(?=</)"
-
-    def extract_response(self, response, use_lowercase=False):
-        return str(super().extract_response(response, return_original_response_on_failure=False))
-
-    def calculate_metrics(self):
-        predictions = self.dataloader.dataframe[self.postprocessed_response_column]
-        references = self.dataloader.dataframe[self.label_column]
-        scores = []
-        for pred, ref in zip(predictions, references, strict=True):
-            pred = {item.strip().lower() for item in pred.split(",")}
-            scores.append(len(pred & set(ref)) / len(set(ref)) if len(ref) else 0.0)
-        strict = [1 if s == 1.0 else 0 for s in scores]
-        self.dataloader.update_individual_scores([{"normalized_strict_accuracy": x} for x in strict])
-        strict_accuracy = sum(strict) / len(strict)
-        return {"strict_accuracy": 100 * strict_accuracy, "accuracy": 100 * sum(scores) / len(scores),
-                "normalized_strict_accuracy": 100 * self.normalize_score(strict_accuracy, 0, 1)}
-'''
+METRIC = WORDS_METRIC.format(name="NIAHMetric")  # share of the references in the <Answer>, strict: all
 
 BOOK = " ".join(f"Sentence number {i} tells of the little women and their long winter." for i in range(120))
 
@@ -225,3 +201,49 @@ def test_niah_needs_the_trust_flag(tmp_path):
     tasks = _tree(tmp_path)
     with pytest.raises(TaskDefinitionError, match="--trust-task-code"):
         evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False)
+
+
+# ---------------------------------------------------------------- rows equal SEA-HELM's own generator's
+RECORDED = Path(__file__).parent / "data" / "seahelm_oneruler" / "upstream_rows.json"
+
+
+def test_oneruler_rows_equal_seahelm_generators(tiny_model_dir, tmp_path):
+    """NIAH (single, multi-key, multi-value, multi-query, none; en and zh) and CWE (vi) rows made by `proctor run`
+    equal SEA-HELM's own, row by row: the same labels and the same prompt (SHA-256 of the user message).
+
+    Expected rows: recorded once from SEA-HELM itself (aisingapore/SEA-HELM 6844e6c, its `src` and its
+    `niah_dataloader.py` / `cwe_dataloader.py`, transformers 5.12.0 as it pins, tokenizers 0.22.2, datasets 5.2.0)
+    with `python tests/data/seahelm_oneruler/record_upstream.py SEAHELM_CHECKOUT TOKENIZER_DIR OUT.json`, on the
+    files of `oneruler_inputs.py` (seed 9472347) and the SmolLM2 tokenizer the tiny model carries (conftest's
+    `smollm2_tokenizer_dir`). proctor ran SEA-HELM's two dataloaders on the same tree (`--trust-task-code`) and
+    gave the recorded rows, all 33; this test runs the written-out generators (`oneruler_inputs.NIAH_LOADER` /
+    `CWE_LOADER`, SEA-HELM's algorithm in its dataloader format: SEA-HELM's code is not in this project) through
+    the same machinery: working directory, the model's tokenizer, `TaskConfig`, `Dataset.map`, the prompt template."""
+    import hashlib
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from oneruler_inputs import write_tree
+    from proctor.runs.run_exports import iter_samples
+
+    tasks = write_tree(tmp_path / "SEA-HELM")
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "proctor.cli", "run", str(tasks), "--model", str(tiny_model_dir), "--trust-task-code",
+               "--seahelm-tasks", "all", "-o", str(run_dir), "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    rows: dict[str, list[dict]] = {}
+    for record in iter_samples(run_dir):
+        rows.setdefault(record["task"], []).append(record)
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+    assert set(rows) == set(recorded) and len(recorded) == 11
+    for task, expected in recorded.items():
+        assert len(rows[task]) == len(expected), task
+        for k, (mine, theirs) in enumerate(zip(rows[task], expected)):
+            assert theirs["roles"] == ["user"]
+            assert mine["references"] == [theirs["label"]], (task, k)
+            assert len(mine["prompt"]) == theirs["chars"], (task, k)
+            assert hashlib.sha256(mine["prompt"].encode()).hexdigest() == theirs["sha256"], (task, k)

@@ -1,4 +1,5 @@
-"""MCQA metrics against independent numpy computations of the corrected formulas."""
+"""MCQA metrics against independent numpy computations: accuracy's corrected formula, AISteer360's positional
+bias (K = the letters observed), calibration."""
 
 from __future__ import annotations
 
@@ -27,12 +28,16 @@ def independent_accuracy(resp, ref, qid):
     return float(correct.mean()), std(correct), float(majority.mean()), std(majority)
 
 
-def independent_bias(resp, qid, k):
-    letters = "ABCDEFGHIJ"[:k]
-    valid = [(r, q) for r, q in zip(resp, qid) if r is not None and r in letters]
+def independent_bias(resp, qid):
+    """AISteer360's mcqa_positional_bias.py written out: positions = sorted distinct letters observed among
+    the non-None responses; per question the same positions; std with ddof=1 (0.0 for one question)."""
+    valid = [(r, q) for r, q in zip(resp, qid) if r is not None]
+    positions = sorted({r for r, _ in valid})
+
     def b(items):
-        f = np.array([sum(1 for r in items if r == p) / len(items) for p in letters])
-        return float(np.mean(np.abs(f - 1.0 / k)))
+        f = np.array([sum(1 for r in items if r == p) / len(items) for p in positions])
+        return float(np.mean(np.abs(f - 1.0 / len(positions))))
+
     per_q: dict = {}
     for r, q in valid:
         per_q.setdefault(q, []).append(r)
@@ -49,16 +54,15 @@ def test_toy_example_accuracy():
     assert out["num_valid"] == 5
 
 
-def test_toy_example_bias_observed_letters_and_offered_letters():
-    # With three letters offered the corrected formula agrees with the reference's 0.1778 ...
-    assert MCQAPositionalBias()(responses=RESP, question_ids=QID, num_choices=3)["mean"] == pytest.approx(0.1778, abs=1e-4)
-    # ... without num_choices the letters A..highest seen are used (here also A-C) ...
-    assert MCQAPositionalBias()(responses=RESP, question_ids=QID)["mean"] == pytest.approx(0.1778, abs=1e-4)
-    # ... and with five letters offered, unchosen D and E count (the reference ignored them).
-    out = MCQAPositionalBias()(responses=RESP, question_ids=QID, num_choices=5)
-    assert out["mean"] == pytest.approx(0.16)
-    assert out["std"] == pytest.approx(0.0)  # both questions have bias 0.24
-    assert out["question_mean"] == pytest.approx(0.24)
+def test_toy_example_bias_counts_the_letters_observed():
+    # The reference's toy example: 0.1778 (seed-systems.md §3) ...
+    out = MCQAPositionalBias()(responses=RESP, question_ids=QID)
+    assert out["mean"] == pytest.approx(0.1778, abs=1e-4)
+    assert (out["mean"], out["std"]) == pytest.approx(independent_bias(RESP, QID))
+    # ... and the letters offered change nothing: K is the letters observed, as AISteer360 counts them
+    assert MCQAPositionalBias()(responses=RESP, question_ids=QID, num_choices=5) == out
+    only_a = MCQAPositionalBias()(responses=["A", "A", "A"], question_ids=["q1", "q2", "q3"], num_choices=4)
+    assert only_a["mean"] == 0.0 and only_a["std"] == 0.0 and only_a["position_shares"] == {"A": 1.0}
 
 
 def test_none_responses_keep_question_ids_aligned():
@@ -93,12 +97,13 @@ def test_random_cases_match_independent_computation():
                 independent_accuracy(resp, ref, qid)
             )
             bias = MCQAPositionalBias()(responses=resp, question_ids=qid, num_choices=k)
-            assert (bias["mean"], bias["std"]) == pytest.approx(independent_bias(resp, qid, k))
+            assert (bias["mean"], bias["std"]) == pytest.approx(independent_bias(resp, qid))
 
 
-def test_letters_not_offered_are_invalid_for_bias():
+def test_bias_counts_every_letter_given_as_aisteer360_does():
     out = MCQAPositionalBias()(responses=["A", "I", "B"], num_choices=2)
-    assert out["num_out_of_range"] == 1 and out["mean"] == pytest.approx(0.0)
+    assert out["mean"] == pytest.approx(independent_bias(["A", "I", "B"], [None] * 3)[0]) == pytest.approx(0.0)
+    assert out["std"] is None and out["num_valid"] == 3
 
 
 def test_calibration_ece():

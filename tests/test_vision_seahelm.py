@@ -126,3 +126,34 @@ def test_mmstar_over_an_openai_server_sends_each_rows_image(tmp_path):
     assert {parts[0]["image_url"]["url"] for parts in sent} == want
     assert all(parts[1]["type"] == "text" and "Which colour is the picture?" in parts[1]["text"] for parts in sent)
     assert result.tasks["mmstar/en"]["n_samples"] == 4
+
+
+def test_ls_says_what_needs_a_vision_model_and_run_refuses_a_text_model_alike(tiny_model_dir, tmp_path):
+    """`proctor ls` marks MMStar (SEA-HELM) and a native task with `images:` as needing a vision model, a text
+    task as not; `proctor run` on a text model refuses the same task, in a fresh process each."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    data = mmstar_copy(tmp_path / "mmstar")
+    native = tmp_path / "native"
+    native.mkdir()
+    (native / "rows.jsonl").write_text(json.dumps({"q": "Which colour?", "a": "red", "img": "red.png"}) + "\n")
+    (native / "red.png").write_bytes(png_bytes(COLOURS["red"]))
+    (native / "pictures.yaml").write_text('name: pictures\nkind: generate\ndata: rows.jsonl\nprompt: "{{ q }}"\ntarget: "{{ a }}"\n'
+                                          'images: "{{ img }}"\nmetrics: [exact_match]\n')
+    (native / "words.yaml").write_text('name: words\nkind: generate\ndata: rows.jsonl\nprompt: "{{ q }}"\ntarget: "{{ a }}"\nmetrics: [exact_match]\n')
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "250"}
+    seahelm = [str(TREE), "--trust-task-code", "--seahelm-data", f"Lin-Chen/MMStar={data}"]
+    listed = subprocess.run([sys.executable, "-m", "proctor.cli", "ls", *seahelm, str(native)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[1:-1]] for line in listed.stdout.splitlines() if line.startswith("│")}
+    header = [cell.strip() for cell in next(line for line in listed.stdout.splitlines() if line.startswith("┃")).split("┃")[1:-1]]
+    needs = header.index("needs")
+    assert {name: row[needs] for name, row in rows.items()} == {"mmstar/en": "vision model", "pictures": "vision model", "words": "-"}
+    assert "2 task(s) show images and need a vision-language model" in " ".join(listed.stdout.split())
+    ran = subprocess.run([sys.executable, "-m", "proctor.cli", "run", *seahelm, "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "--quiet"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert ran.returncode == 2 and "shows images" in ran.stderr and "vision-language model" in ran.stderr

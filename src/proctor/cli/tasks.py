@@ -51,13 +51,26 @@ def list_tasks(
     if _catalogue(paths, options):
         return
     table = Table()
-    for column in ("task", "kind", "dialect", "version", "defined at"):
+    for column in ("task", "kind", "dialect", "version", "needs", "defined at"):
         table.add_column(column)
     found = load_tasks(paths, options=options)
     for task in found:
-        table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, task.where)
+        table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, needs(task), task.where)
     console.print(table)
     console.print(f"{len(found)} task(s)")
+    vision = [task.name for task in found if "images" in task.needs]
+    if vision:
+        console.print(
+            f"{len(vision)} task(s) show images and need a vision-language model: --model hf-vision:<folder> (or a local "
+            "image-text-to-text folder), or openai:<name> on a server that takes images; a text model is refused"
+        )
+
+
+def needs(task) -> str:
+    """The ``needs`` cell of ``ls``: what the model must take besides text."""
+    if "images" in task.needs:
+        return "vision model"
+    return ", ".join(f"{kind} model" for kind in task.needs) or "-"
 
 
 @app.command()

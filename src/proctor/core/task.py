@@ -14,7 +14,11 @@ class Task:
     """A validated task and its origin. ``lines`` maps field names to YAML lines for errors.
 
     ``resources``: objects the loading dialect hands the task's handler besides the spec (a judge model
-    given as an object, local copies of hub datasets); not part of the task's identity or hash."""
+    given as an object, local copies of hub datasets); not part of the task's identity or hash.
+
+    ``inputs``: what the model must take besides text, as the loading dialect knows it before any data is
+    read (``"images"`` for a SEA-HELM vision task); ``needs`` adds what the spec itself says (``images:``).
+    ``ls`` shows it, so a task that needs a vision-language model says so before ``run`` refuses a text model."""
 
     spec: TaskSpec
     file: Path | None
@@ -23,6 +27,15 @@ class Task:
     line: int | None = None
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     resources: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    inputs: tuple[str, ...] = field(default=(), compare=False, hash=False)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """Inputs besides text the model must take: the dialect's ``inputs``, and ``images`` for a spec with ``images:``."""
+        found = list(self.inputs)
+        if self.spec.images is not None and "images" not in found:
+            found.append("images")
+        return tuple(found)
 
     @property
     def name(self) -> str:

@@ -107,6 +107,9 @@ class OpenAIModel(Model):
         price_completion: float | None = None,
         name: str | None = None,
         revision: str | None = None,
+        batch_api: bool = False,
+        batch_poll: float = 10.0,
+        batch_dir: str | None = None,
         **ignored: Any,  # local-model options (dtype, device, batch_size, max_length) do not apply
     ) -> None:
         if not base_url:
@@ -129,6 +132,14 @@ class OpenAIModel(Model):
             concurrency=concurrency,
         )
         self.chunk_requests = max(64, 4 * self.client.concurrency * self.batch)
+        # the Batch API (models/openai_batch.py): used by the BatchedOpenAIModel that load_model / batched() give
+        self.batch_api = bool(batch_api)
+        self.batch_poll = float(batch_poll)
+        self.batch_dir = batch_dir
+        if not isinstance(batch_api, bool):
+            raise ProctorError(f"batch_api must be true or false, got {batch_api!r}")
+        if self.batch_poll < 0:
+            raise ProctorError(f"batch_poll must be >= 0 seconds, got {batch_poll}")
         self._mode: str | None = None
         self._mode_reason = ""
         self._lists_ok = True
@@ -177,6 +188,11 @@ class OpenAIModel(Model):
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
+        self.check_generation(requests)
+        return self.client.map(self._generate_one, list(requests), _tick(progress))
+
+    def check_generation(self, requests: Sequence[GenerateRequest]) -> None:
+        """Refuse what the API cannot do, before anything is sent."""
         for r in requests:
             if r.num_beams > 1 or r.no_repeat_ngram_size:
                 raise ProctorError(
@@ -186,9 +202,16 @@ class OpenAIModel(Model):
                 raise ProctorError(
                     f"model '{self.name}' (OpenAI-compatible API) takes neither top_k nor repetition_penalty; use the hf or vllm backend"
                 )
-        return self.client.map(self._generate_one, list(requests), _tick(progress))
 
     def _generate_one(self, r: GenerateRequest) -> GenerateResult:
+        call = self.generation_call(r)
+        if isinstance(call, GenerateResult):
+            return call
+        path, body = call
+        return self.generation_result(r, path, self.client.post(path, body))
+
+    def generation_call(self, r: GenerateRequest) -> tuple[str, dict] | GenerateResult:
+        """The endpoint path and JSON body that answer ``r`` (a result straight away when nothing is to be sent)."""
         if r.max_tokens <= 0:
             return GenerateResult("", "length", 0, 0)
         params: dict[str, Any] = {"model": self.model, "max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed}
@@ -204,19 +227,29 @@ class OpenAIModel(Model):
         if r.images:
             messages = with_image_parts(messages, r.images)
         if messages is not None:
-            data = self.client.post("/chat/completions", {**params, "messages": messages})
-            choice = data["choices"][0]
+            return "/chat/completions", {**params, "messages": messages}
+        if not r.prompt:
+            raise ProctorError(f"an empty prompt cannot be sent to '{self.name}' (servers reject it)")
+        return "/completions", {**params, "prompt": r.prompt}
+
+    def generation_result(self, r: GenerateRequest, path: str, data: dict) -> GenerateResult:
+        """``r``'s result from the server's reply ``data`` to ``generation_call(r)``."""
+        choice = data["choices"][0]
+        if path == "/chat/completions":
             text = (choice.get("message") or {}).get("content") or ""
         else:
-            if not r.prompt:
-                raise ProctorError(f"an empty prompt cannot be sent to '{self.name}' (servers reject it)")
-            data = self.client.post("/completions", {**params, "prompt": r.prompt})
-            choice = data["choices"][0]
             text = choice.get("text") or ""
         text, stopped = trim_at_stop(text, r.stop)
         finish = "length" if choice.get("finish_reason") == "length" and not stopped else "stop"
         usage = data.get("usage") or {}
         return GenerateResult(text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+    def batched(self) -> "BatchedOpenAIModel":
+        """This model with its generation sent through the server's Batch API (``models/openai_batch.py``):
+        the same fingerprint, client and usage; log-likelihoods still go one request at a time."""
+        if isinstance(self, BatchedOpenAIModel):
+            return self
+        return BatchedOpenAIModel.around(self)
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> str:
         """One chat reply (for judges)."""
@@ -364,6 +397,70 @@ class OpenAIModel(Model):
 
     def close(self) -> None:
         self.client.close()
+
+
+class BatchedOpenAIModel(OpenAIModel):
+    """``OpenAIModel`` whose generation goes through the server's Batch API (``models/openai_batch.py``): every
+    chunk of a call is submitted at once (``map_chunks``), each handed back as its batches complete. The same
+    fingerprint as online (the same requests get the same answers), so stored answers serve both; on a server
+    without the endpoints, and for log-likelihoods, requests go one at a time."""
+
+    def __init__(self, model: str, base_url: str | None = None, **options: Any) -> None:
+        super().__init__(model, base_url, **options)
+        self._batch_mode()
+
+    @classmethod
+    def around(cls, model: OpenAIModel) -> "BatchedOpenAIModel":
+        """``model`` in batch mode: the same settings, client and usage counters."""
+        batched = cls.__new__(cls)
+        batched.__dict__.update(model.__dict__)
+        batched._batch_mode()
+        return batched
+
+    def _batch_mode(self) -> None:
+        from proctor.models.openai_batch import BatchRunner
+
+        if "chunk_requests" in self.__dict__:  # copied from the online model by around()
+            self._online_chunk = self.__dict__.pop("chunk_requests")
+        self.batch_api = True
+        self.batches = BatchRunner(self)
+
+    def batch_available(self) -> bool:
+        return self.batches.available()
+
+    # a chunk is a batch: a kill loses nothing of it (the journal keeps the batch id), so chunks are large;
+    # on a server without the Batch API, the online model's chunks
+    @property
+    def chunk_requests(self) -> int:
+        from proctor.models.openai_batch import BATCH_CHUNK
+
+        return BATCH_CHUNK if self.batch_available() else self._online_chunk
+
+    @chunk_requests.setter
+    def chunk_requests(self, value: int) -> None:
+        self._online_chunk = value
+
+    @property
+    def large_chunks(self) -> bool:
+        return self.batch_available()
+
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
+        out: list[list[GenerateResult]] = [[]]
+        self.map_chunks("generate", [list(requests)], lambda k, results: out.__setitem__(0, results))
+        if progress:
+            progress(len(requests))
+        return out[0]
+
+    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done) -> None:
+        """``runs/executor.execute``'s entry point (``models.base.MapsChunks``): all chunks at once."""
+        if request_type != "generate" or not self.batch_available():
+            online = super().generate if request_type == "generate" else getattr(self, request_type)
+            for k, chunk in enumerate(chunks):
+                done(k, list(online(list(chunk))))
+            return
+        for chunk in chunks:
+            self.check_generation(chunk)
+        self.batches.run(chunks, done)
 
 
 SELF_CHECK_TEXT = "The capital of France is"

@@ -81,7 +81,7 @@ class ApiClient:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self._key = os.environ.get(api_key_env) if api_key_env else None
-        headers = {"Content-Type": "application/json"}
+        headers = {}  # httpx sets the content type of each body (JSON, or a multipart file upload)
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         self.timeout = float(timeout)
@@ -102,6 +102,25 @@ class ApiClient:
 
     # ------------------------------------------------------------------ one request
     def post(self, path: str, payload: dict, *, max_retries: int | None = None) -> dict:
+        """POST ``payload`` as JSON (a model call: its token usage is counted); the JSON reply."""
+        return self.request("POST", path, json=payload, max_retries=max_retries, count=True)
+
+    def get(self, path: str, *, max_retries: int | None = None) -> dict:
+        """GET; the JSON reply."""
+        return self.request("GET", path, max_retries=max_retries)
+
+    def get_bytes(self, path: str, *, max_retries: int | None = None) -> bytes:
+        """GET; the reply's bytes (a file's content)."""
+        return self.request("GET", path, raw=True, max_retries=max_retries)
+
+    def upload(self, path: str, filename: str, content: bytes, fields: dict, *, max_retries: int | None = None) -> dict:
+        """POST a multipart form: ``fields`` and one file under the name ``file``; the JSON reply."""
+        return self.request("POST", path, files={"file": (filename, content, "application/jsonl")}, data=fields,
+                            max_retries=max_retries)
+
+    def request(self, method: str, path: str, *, json: dict | None = None, files: dict | None = None, data: dict | None = None,
+                raw: bool = False, max_retries: int | None = None, count: bool = False) -> Any:
+        """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
         httpx = self._httpx
@@ -114,7 +133,7 @@ class ApiClient:
                 time.sleep(delay if not retry_after else max(delay, min(retry_after, self.max_backoff)))
             retry_after = 0.0
             try:
-                response = self._client.post(url, json=payload)
+                response = self._client.request(method, url, json=json, files=files, data=data)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 log.info("request to %s failed (%s), attempt %d of %d", url, last, attempt + 1, budget + 1)
@@ -127,13 +146,16 @@ class ApiClient:
             if response.status_code >= 400:
                 body = self.scrub(response.text[:1000])
                 raise ApiError(f"{url} answered HTTP {response.status_code}: {body}", response.status_code, body)
+            if raw:
+                return response.content
             try:
-                data = response.json()
+                reply = response.json()
             except ValueError:
                 last = f"a reply that is not JSON: {response.text[:200]!r}"
                 continue
-            self.usage.add(data, attempt)
-            return data
+            if count:
+                self.usage.add(reply, attempt)
+            return reply
         raise RetryBudgetExceeded(
             f"{url} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
             "kept in the run folder's store: run the same command with the same --output to resume."

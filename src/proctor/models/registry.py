@@ -135,7 +135,8 @@ def load_model(spec: str = "smollm2", **options: Any) -> Model:
     if backend == "openai":
         from proctor.models.openai_compat import OpenAIModel
 
-        return OpenAIModel(rest, **options)
+        model = OpenAIModel(rest, **options)
+        return model.batched() if model.batch_api else model  # batch_api=true: generation through the Batch API
     from proctor.core.registry import registry
 
     loader = registry().model_backends.get(backend)

@@ -54,6 +54,11 @@ def continuation_logprobs(
         return [r.logprob for r in executor.run("loglikelihood", requests)]
     if tokenizer is None:
         raise ValueError("a plain transformers model needs its tokenizer")
+    if not callable(target) or not callable(getattr(target, "parameters", None)):
+        raise TypeError(
+            f"continuation log-probabilities need the model's forward pass (a proctor model, a SteeringPipeline or a "
+            f"torch module); {type(target).__name__} has none"
+        )
     return _transformers_logprobs(target, tokenizer, pairs)
 
 

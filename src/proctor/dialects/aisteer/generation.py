@@ -1,14 +1,19 @@
 """``batch_retry_generate``: render, batch, generate, decode, parse, and retry what did not parse.
 
-Three kinds of target:
+Four kinds of target:
 
 - a proctor ``Model`` (``proctor.models.registry.load_model(...)``, ``HFModel``) or an executor
   (``proctor.runs.executor.ModelExecutor``, as ``proctor run file.py`` and each ``Benchmark`` trial hand the
   use case): requests go through it like any task's (``session.py``: the run store when the
   executor has one, deduplication, progress);
 - a ``SteeringPipeline``: its controls see every prompt with its own runtime arguments;
-- a plain transformers model with its tokenizer: proctor's HF backend around it
-  (``HFModel.from_loaded``), the same generation code as a proctor ``Model``.
+- a plain transformers model with its tokenizer (its ``generate`` is transformers' own): proctor's HF
+  backend around it (``HFModel.from_loaded``), the same generation code as a proctor ``Model``;
+- any other target with its own ``generate`` (a steering pipeline from another package, a PEFT model, a
+  user's decoding wrapper): called through that ``generate`` as AISteer360 calls ``model_or_pipeline``
+  (``own_generate``): chat-rendered prompts tokenized without special tokens, padded in chunks of
+  ``batch_size``, ``generate(input_ids=..., attention_mask=..., **gen_kwargs)``, the new tokens decoded
+  without special tokens.
 """
 
 from __future__ import annotations
@@ -62,9 +67,90 @@ def _generate_once(
         results = executor.run("generate", requests)
         return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
     if tokenizer is None:
-        raise ValueError("a plain transformers model needs its tokenizer")
+        raise ValueError(f"a {type(target).__name__} target needs its tokenizer (batch_retry_generate(..., tokenizer))")
     rendered = [render(p, tokenizer, use_chat) for p in prompts]
+    if has_own_generate(target):
+        return own_generate(target, tokenizer, rendered, gen_kwargs, batch_size)
+    if not callable(target):
+        raise TypeError(
+            f"model_or_pipeline must be a proctor model, a SteeringPipeline, a transformers model or an object "
+            f"with a generate() method; got {type(target).__name__}"
+        )
     return generate_rendered(loaded_backend(target, tokenizer, batch_size), rendered, gen_kwargs)
+
+
+def has_own_generate(target: Any) -> bool:
+    """Whether ``target`` generates through its own ``generate``: it has one, and is neither proctor's (a
+    model, an executor, a ``SteeringPipeline``) nor a plain transformers model (one whose ``generate`` is
+    transformers' own, which proctor's decoder replaces)."""
+    from proctor.dialects.aisteer.session import as_executor
+    from proctor.models.steering.pipeline import SteeringPipeline
+
+    if isinstance(target, SteeringPipeline) or as_executor(target) is not None:
+        return False
+    if not callable(getattr(target, "generate", None)):
+        return False
+    if "generate" in getattr(target, "__dict__", {}):  # set on the object itself
+        return True
+    try:
+        from transformers import PreTrainedModel
+    except ImportError:  # pragma: no cover - the dialect's generation needs transformers anyway
+        return True
+    if not isinstance(target, PreTrainedModel):
+        return True
+    return not getattr(type(target).generate, "__module__", "").startswith("transformers.")
+
+
+def own_generate(target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwargs: Mapping[str, Any], batch_size: int) -> list[Generated]:
+    """Generate through ``target.generate`` as AISteer360's ``batch_retry_generate`` calls a model: left
+    padding for a decoder-only ``config`` (as it sets it), chunks of ``batch_size`` tokenized with
+    ``padding=True, truncation=True, add_special_tokens=False`` on the target's ``device``,
+    ``generate(input_ids=, attention_mask=, **gen_kwargs)``, the tokens after the prompt decoded with
+    ``skip_special_tokens=True``. ``gen_kwargs`` go through as given, except ``seed``, which seeds torch's
+    generator once before sampled calls (``batch_retry_generate`` gives each retry round its own); ``finish_reason`` is
+    ``"length"`` when ``max_new_tokens`` tokens came back (padding after the end not counted), else ``"stop"``."""
+    import torch
+
+    kwargs = dict(gen_kwargs)
+    seed = kwargs.pop("seed", None)
+    config = getattr(target, "config", None)
+    if config is not None and not getattr(config, "is_encoder_decoder", False) and getattr(tokenizer, "padding_side", None) != "left":
+        tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    device = getattr(target, "device", None)
+    limit = kwargs.get("max_new_tokens")
+    size = max(1, int(batch_size))
+    if seed is not None and kwargs.get("do_sample"):
+        torch.manual_seed(int(seed))
+    out: list[Generated] = []
+    for start in range(0, len(rendered), size):
+        chunk = list(rendered[start : start + size])
+        inputs = tokenizer(chunk, return_tensors="pt", padding=True, truncation=True, add_special_tokens=False)
+        if device is not None:
+            inputs = inputs.to(device)
+        with torch.no_grad():
+            sequences = target.generate(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], **kwargs)
+        sequences = getattr(sequences, "sequences", sequences)
+        new_tokens = sequences[:, inputs["input_ids"].shape[1] :]
+        texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        for row, text, prompt, mask in zip(new_tokens.tolist(), texts, chunk, inputs["attention_mask"].tolist()):
+            n = _generated_length(row, tokenizer)
+            reason = "length" if limit is not None and n >= int(limit) else "stop"
+            out.append(Generated(text, reason, int(sum(mask)), n, prompt))
+    return out
+
+
+def _generated_length(row: list[int], tokenizer: Any) -> int:
+    """Tokens generated in ``row``: the padding after a sequence that ended early is not counted (the end
+    token is, when padding is the end token)."""
+    pad = tokenizer.pad_token_id
+    n = len(row)
+    while pad is not None and n and row[n - 1] == pad:
+        n -= 1
+    if n < len(row) and pad is not None and pad == tokenizer.eos_token_id:
+        n += 1
+    return n
 
 
 def batch_retry_generate(

@@ -9,7 +9,9 @@ With ``score_letters`` (the default) every prompt's offered letters are also sco
 probability that the reply starts with each letter ("A" or " A") right after the prompt as
 generation saw it (on the same target: the engine, the steered pipeline, or the transformers
 model), normalised over the letters offered. ``letter_probs`` holds them and ``confidence`` is the probability of the letter the
-reply chose (``None`` when it chose none), which ``MCQACalibration`` reads.
+reply chose (``None`` when it chose none), which ``MCQACalibration`` reads. A target that generates
+through its own ``generate`` (``generation.has_own_generate``) gets none: what its ``generate`` computes
+cannot be scored from outside.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, ClassVar
 
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.continuations import continuation_logprobs
-from proctor.dialects.aisteer.generation import batch_retry_generate
+from proctor.dialects.aisteer.generation import batch_retry_generate, has_own_generate
 from proctor.dialects.aisteer.session import as_executor
 from proctor.dialects.aisteer.overrides import resolve_overrides
 
@@ -110,7 +112,9 @@ class CommonsenseMCQA(UseCase):
         probs: list[dict[str, float] | None] = [None] * len(items)
         executor = as_executor(model_or_pipeline)
         scorer = executor.model if executor is not None else model_or_pipeline
-        if self.score_letters and getattr(scorer, "supports_loglikelihood", True):  # not a chat-only API
+        # not a chat-only API, nor a target that generates through its own generate() (its forward pass,
+        # if any, need not be what its generate() runs)
+        if self.score_letters and getattr(scorer, "supports_loglikelihood", True) and not has_own_generate(model_or_pipeline):
             runtime = resolve_overrides(runtime_overrides, items, self.evaluation_data)
             probs = self.letter_probs(model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime)
         records = [

@@ -5,21 +5,21 @@ Formulas follow AISteer360's MCQA metrics with their documented bugs fixed:
 - ``None`` responses (unparsed) are dropped together with their reference and question id, so the
   per-question votes stay aligned (the reference zipped question ids with the filtered outcomes);
 - without ``question_ids`` the per-question statistics are ``None`` instead of an exception;
-- positional bias counts over the letters *offered* (``num_choices``) rather than the distinct
-  letters that happen to be observed, and an empty set of valid responses gives ``None``.
+- positional bias over an empty set of valid responses gives ``None`` (the reference divided by zero).
+
+Positional bias is AISteer360's formula, K = the distinct letters observed, whatever else the caller
+passes (``num_choices`` is accepted and ignored), so one set of replies gives one number whether the use
+case is AISteer360's file, proctor's ``CommonsenseMCQA``, ``proctor run``, the Python API or a ``Benchmark``.
 """
 
 from __future__ import annotations
 
 import bisect
-
-import string
 from collections import defaultdict
 from typing import Any, Sequence
 
 from proctor.dialects.aisteer.metrics import Metric, mean, sample_std
 
-LETTERS = string.ascii_uppercase
 
 
 def _norm(value: Any) -> str:
@@ -81,33 +81,20 @@ class MCQAAccuracy(Metric):
         return result
 
 
-def _offered(response_count: int, num_choices: int | Sequence[int] | None, valid_letters: list[str]) -> list[int]:
-    """Number of letters offered to each response."""
-    if num_choices is None:  # not told: letters A..(highest letter seen)
-        highest = max((LETTERS.index(v) for v in valid_letters if v in LETTERS), default=-1)
-        return [highest + 1] * response_count
-    if isinstance(num_choices, int):
-        return [num_choices] * response_count
-    return [int(k) for k in _aligned(response_count, num_choices, "num_choices")]
-
-
-def _bias(letters: list[str], offered: list[int], width: int) -> float:
-    """(1/P) Σ_p |observed share of p − expected share of p| over the P = width positions."""
-    total = len(letters)
-    score = 0.0
-    for p in range(width):
-        observed = sum(1 for letter in letters if letter == LETTERS[p]) / total
-        expected = sum(1.0 / k for k in offered if p < k) / total
-        score += abs(observed - expected)
-    return score / width
+def _bias(responses: list[Any], positions: list[Any]) -> float:
+    """mean over ``positions`` of |share of the position among ``responses`` − 1/K|, K = len(positions)."""
+    expected = 1.0 / len(positions)
+    return mean([abs(sum(1 for r in responses if r == p) / len(responses) - expected) for p in positions])
 
 
 class MCQAPositionalBias(Metric):
-    """How far the chosen positions are from uniform over the letters offered.
+    """How far the chosen positions are from uniform, as AISteer360 computes it.
 
-    ``mean`` = (1/K) Σ_p |f_p − 1/K| over all valid responses; ``std`` is the sample std of the same
-    quantity computed per question. With varying numbers of choices the expected share of each
-    position is averaged over the responses. Responses outside the offered letters count as invalid.
+    Over the valid (non-``None``) responses, the positions are the distinct letters observed (K of them,
+    sorted), f_p each one's share: ``mean`` = (1/K) Σ_p |f_p − 1/K|. Per question the same quantity over
+    the same K positions; ``std`` is its sample standard deviation (0.0 for one question), ``question_mean``
+    its mean. Responses are compared as given (AISteer360 does not normalise them). No valid response:
+    ``mean`` and ``std`` are ``None``; no ``question_ids``: ``std`` is ``None``.
     """
 
     def compute(
@@ -115,33 +102,26 @@ class MCQAPositionalBias(Metric):
         responses: Sequence[str | None],
         prompts: Sequence[Any] | None = None,
         question_ids: Sequence[Any] | None = None,
-        num_choices: int | Sequence[int] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         n = len(responses)
         qids = _aligned(n, question_ids, "question_ids")
-        normalised = [_norm(r) if r is not None else None for r in responses]
-        offered = _offered(n, num_choices, [r for r in normalised if r is not None])
-        valid = [
-            (letter, k, qid)
-            for letter, k, qid in zip(normalised, offered, qids)
-            if letter is not None and letter in LETTERS[:k]
-        ]
-        result: dict[str, Any] = {"num_valid": len(valid), "num_out_of_range": sum(r is not None for r in normalised) - len(valid)}
+        valid = [(response, qid) for response, qid in zip(responses, qids) if response is not None]
+        result: dict[str, Any] = {"num_valid": len(valid)}
         if not valid:
             result.update(mean=None, std=None, position_shares={})
             return result
-        width = max(k for _, k, _ in valid)
-        letters = [v[0] for v in valid]
-        result["mean"] = _bias(letters, [v[1] for v in valid], width)
-        result["position_shares"] = {LETTERS[p]: letters.count(LETTERS[p]) / len(letters) for p in range(width)}
+        letters = [response for response, _ in valid]
+        positions = sorted(set(letters))
+        result["mean"] = _bias(letters, positions)
+        result["position_shares"] = {str(p): letters.count(p) / len(letters) for p in positions}
         if question_ids is None:
             result["std"] = None
             return result
-        groups: dict[Any, list[tuple[str, int]]] = defaultdict(list)
-        for letter, k, qid in valid:
-            groups[qid].append((letter, k))
-        per_question = [_bias([g[0] for g in items], [g[1] for g in items], width) for items in groups.values()]
+        groups: dict[Any, list[Any]] = defaultdict(list)
+        for response, qid in valid:
+            groups[qid].append(response)
+        per_question = [_bias(items, positions) for items in groups.values()]
         result["std"] = sample_std(per_question) or 0.0
         result["question_mean"] = mean(per_question)
         return result

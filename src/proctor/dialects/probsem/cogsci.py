@@ -4,7 +4,10 @@ As that branch's ``ProbSem`` runs a suite: per context and program,
 ``sample = "\\n".join(p for p in [premise, text, query, program] if p != ";;")``; its last line is
 the program and the rest the text; ``full = "\\n".join([prompt, text, program])``. Both texts are
 split into words by NLTK's Treebank tokenizer (newlines kept as words, ``'`` protected) and encoded
-with ``is_split_into_words`` by the model's tokenizer loaded with ``add_prefix_space=True``; the
+as the branch's pinned transformers 4.23.1 encodes them (its tokenizer loaded with
+``add_prefix_space=True``, the words passed with ``is_split_into_words``): every word with a leading
+space, each word on its own, the tokenizer's special tokens around them. transformers 5 ignores that
+flag, so the leading space is added here explicitly (``encode_words``), whatever is installed; the
 program's log-prob is the sum over the last ``len(encode(program))`` tokens of the full encoding
 (special tokens of that encoding counted, as the branch counts them), divided by the square root of
 that count (the branch always normalises); the scores are a softmax over the programs.
@@ -12,7 +15,6 @@ that count (the branch always normalises); the scores are a softmax over the pro
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from proctor.core.errors import ProctorError
@@ -40,34 +42,28 @@ def sample_parts(premise: str, text: str, query: str, program: str) -> tuple[str
     return "\n".join(lines[:-1]), lines[-1]
 
 
-@functools.lru_cache(maxsize=4)
-def _prefix_space_tokenizer(path: str):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(path, add_prefix_space=True)
+def encode_words(tokenizer: Any, words: list[str]) -> list[int]:
+    """``words`` as transformers 4.23.1 encodes them for the branch: each word with a leading space, on its
+    own (``is_split_into_words``), then the tokenizer's special tokens. Through the ``tokenizers`` library
+    when the tokenizer has one (the branch's CodeGen / GPT-2 family do), so the installed transformers
+    plays no part; a tokenizer without one encodes word by word and adds its special tokens."""
+    spaced = [" " + word for word in words]
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return list(backend.encode(spaced, is_pretokenized=True, add_special_tokens=True).ids)
+    ids = [i for word in spaced for i in tokenizer(word, add_special_tokens=False).input_ids]
+    special = getattr(tokenizer, "build_inputs_with_special_tokens", None)
+    return list(special(ids)) if special is not None else ids
 
 
 class CogSci2023Task(MultipleChoiceTask):
     """Each context's programs scored as the branch scores them; ``outcome`` gets (log-probs, counts)."""
 
     def _encoder(self, model: Any):
-        """text -> token ids as the branch encodes it. Its tokenizer is loaded with add_prefix_space=True
-        (needed for is_split_into_words); where that load is not possible, each word is encoded with a
-        leading space and the tokenizer's special tokens are added around them (the same ids for
-        byte-level BPE tokenizers)."""
+        """text -> token ids as the branch encodes it (``encode_words`` on its Treebank words)."""
         require_local(model, WHAT)
-        try:
-            tokenizer = _prefix_space_tokenizer(str(model.path))
-            tokenizer(["a"], is_split_into_words=True)
-            return lambda text: list(tokenizer(words(text), is_split_into_words=True).input_ids)
-        except Exception:  # no loadable folder, or a tokenizer without pre-split input
-            base = model.tokenizer
-
-            def encode(text: str) -> list[int]:
-                ids = [i for w in words(text) for i in base(" " + w, add_special_tokens=False).input_ids]
-                return list(base.build_inputs_with_special_tokens(ids))
-
-            return encode
+        tokenizer = model.tokenizer
+        return lambda text: encode_words(tokenizer, words(text))
 
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
         encode = self._encoder(self.model)

@@ -130,10 +130,15 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         languages = cfg.get("languages")
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        batch_calls = (cfg.get("judge") or {}).get("batch_api_calls") if isinstance(cfg.get("judge"), dict) else None
+        if not all(v is None or isinstance(v, bool) for v in (batch_calls if isinstance(batch_calls, list) else [batch_calls])):
+            raise TaskDefinitionError(f"batch_api_calls must be true or false, got {batch_calls!r}", file=path,
+                                      field=f"{task_id}.judge.batch_api_calls")
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
         loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
         unsupported = modalities.unsupported(cfg, loader_file)
+        inputs = modalities.inputs(cfg, loader_file)
         for lang, lang_cfg in languages.items():
             lang_cfg = dict(lang_cfg or {})
             if selection is not None and task_id not in selection.get(str(lang), ()):
@@ -193,7 +198,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
             except ValidationError as exc:
                 error = exc.errors()[0]
                 raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
-            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm", resources=resources))
+            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm", resources=resources, inputs=inputs))
     if excluded:  # one line per file: a whole tree leaves out hundreds
         shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
         excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]

@@ -4,10 +4,30 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any
 
 from proctor.dialects.seahelm.dataloaders import RowList
+
+log = logging.getLogger(__name__)
+
+
+def batch_api_judge(judge_model: Any, judge_config: dict) -> Any:
+    """The judge as SEA-HELM's ``judge.batch_api_calls`` asks: ``true`` sends its calls through the server's
+    Batch API when the judge has one (an ``openai:`` model: ``batched()``, which falls back to one request at a
+    time on a server without the endpoints); ``false``, or a judge without a Batch API, as before."""
+    wanted = judge_config.get("batch_api_calls")
+    if isinstance(wanted, list):  # several judges: SEA-HELM's lists hold one value per judge; the first one judges here
+        wanted = wanted[0] if wanted else False
+    if wanted is not True:  # the dialect refuses anything but true / false when the task loads
+        return judge_model
+    batched = getattr(judge_model, "batched", None)
+    if not callable(batched):
+        log.info("batch_api_calls: judge '%s' has no Batch API; its calls go one request at a time",
+                 getattr(judge_model, "name", judge_model))
+        return judge_model
+    return batched()
 
 
 class JudgeSource:
@@ -75,6 +95,7 @@ class Judging:
             if source is None or source.name != name:  # a task built without its load's resources
                 source = self.__dict__.setdefault("_own_judge", JudgeSource(name))
             judge_model = source.model()
+        judge_model = batch_api_judge(judge_model, self.config.get("judge") or {})
         generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
         if isinstance(generation, list):
             generation = generation[0] if generation else {}

@@ -56,5 +56,11 @@ def unsupported(cfg: dict, loader_file: Path | None) -> str | None:
     return f"{kind} task ({loader}): proctor does not run {kind} inputs yet"
 
 
+def inputs(cfg: dict, loader_file: Path | None) -> tuple[str, ...]:
+    """What the model must take besides text (``Task.inputs``): ``("images",)`` for an image task."""
+    kind = modality(cfg, loader_file)
+    return () if kind == "text" else (f"{kind}s" if kind == "image" else kind,)
+
+
 def task_class(cfg: dict, loader_file: Path | None) -> str:
     return RUNNERS[modality(cfg, loader_file)]
