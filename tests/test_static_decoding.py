@@ -128,3 +128,19 @@ def test_cuda_graph_steps_equal_eager_steps(tiny_model_dir):
     runs = {graphs: static_greedy_decode(model.model, model.tokenizer, ids, 10, ("\n",), model._eos_ids(), "cuda", batch_size=8, graphs=graphs)
             for graphs in (False, True)}
     assert [(d.tokens, d.reason) for d in runs[True]] == [(d.tokens, d.reason) for d in runs[False]]
+
+
+def test_the_stop_filter_stops_where_decoding_every_tail_would(tiny_model_dir, monkeypatch):
+    """``Decoder._may_end_stop`` skips decoding a row's tail for tokens that cannot end a stop string;
+    every kind of stop string (spanning tokens, ending in a space, a character split over tokens)
+    stops exactly where checking at every token does."""
+    from proctor.models.hf_decode import Decoder
+
+    model = HFModel(tiny_model_dir, batch_size=4)
+    free = [r.text for r in model.generate([GenerateRequest(p, max_tokens=12) for p in PROMPTS])]
+    stops = [(t[2:7],) for t in free if len(t) > 8] + [(t[3:6] + " ",) for t in free if len(t) > 8] + [("é", "\u00a0"), (".\n", "?")]
+    requests = [GenerateRequest(p, max_tokens=12, stop=stop) for p in PROMPTS for stop in stops]
+    filtered = [(r.text, r.finish_reason) for r in model.generate(requests)]
+    monkeypatch.setattr(Decoder, "_may_end_stop", lambda self, token: True)
+    assert [(r.text, r.finish_reason) for r in model.generate(requests)] == filtered
+    assert sum(reason == "stop" for _, reason in filtered) >= len(PROMPTS)

@@ -22,7 +22,7 @@ from proctor.models.vocab_head import VocabularyHead
 from proctor.models.hf_scoring import (
     SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, plan_loglikelihood, score_rows, split_whitespace,
 )
-from proctor.models import tree_attention
+from proctor.models import sharding, tree_attention
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
@@ -103,6 +103,10 @@ class HFModel(Model):
         forward_layout: str | None = None,
         attention: str | None = None,
         decode: str | None = None,
+        cuda_graphs: bool = True,
+        device_map: str | dict | None = None,
+        max_memory: dict | None = None,
+        offload_folder: str | None = None,
     ) -> None:
         torch = require("torch", "hf", "The Hugging Face backend")
         transformers = require("transformers", "hf", "The Hugging Face backend")
@@ -110,6 +114,8 @@ class HFModel(Model):
             raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(_DTYPES)}")
         _check_choice("forward_layout", forward_layout, LAYOUTS)
         _check_choice("attention", attention, tree_attention.ATTENTIONS)
+        _check_choice("decode", decode, DECODINGS)
+        sharding.check(device_map, max_memory)
         self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
@@ -122,16 +128,25 @@ class HFModel(Model):
                 self.path, revision=revision, trust_remote_code=trust_remote_code
             )
             torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+            placement = sharding.load_options(device_map, max_memory, offload_folder) if device_map is not None else {}
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code, **placement
             )
         except OSError as exc:
             raise ModelLoadError(
                 f"cannot load model '{self.path}': {exc}\n"
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
-        self.model.to(self.device).eval()
+        if device_map is None:
+            self.model.to(self.device)
+        else:  # placed by accelerate across devices (``sharding``): inputs go where the embeddings are
+            self.device = sharding.input_device(self.model)
+        self.model.eval()
         self._setup(max_length, pack_tokens, add_bos, forward_layout, attention, decode)
+        # Replay static decoding steps as CUDA graphs (no effect on numbers); not across devices.
+        self.cuda_graphs = bool(cuda_graphs) and not sharding.spans_devices(self.model)
+        if self.attention == "flex":
+            tree_attention.warm_up(torch, self.model.get_decoder(), self.device)  # compiled now, not inside the first task
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
@@ -162,6 +177,7 @@ class HFModel(Model):
         _check_choice("attention", attention, tree_attention.ATTENTIONS)
         _check_choice("decode", decode, DECODINGS)
         self._setup(max_length, None, add_bos, forward_layout, attention, decode)
+        self.cuda_graphs = True
         self._revision = getattr(model.config, "_commit_hash", None)
         self._content = None
         return self
@@ -361,8 +377,8 @@ class HFModel(Model):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
                     decode = (invariant_greedy_decode if self.batch_invariant
-                              else functools.partial(static_greedy_decode if self.decoding == "static" else greedy_decode,
-                                                     prefill_tokens=self.pack_tokens))
+                              else functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
+                              if self.decoding == "static" else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
                     decoded = halving(lambda n: decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
                         batch_size=n, on_finish=(lambda: progress(1)) if progress else None,

@@ -159,6 +159,12 @@ class Decoder:
         self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
         # Stop strings span at most this many tokens (a token holds at least one character).
         self.longest = max((len(s) for s in stop), default=0)
+        # A token can complete a stop string only if its text holds the string's last character (or
+        # is a partial character); stop strings ending in whitespace are checked at every token, as
+        # a token decoded alone may lose its leading space.
+        self._stop_ends = {s[-1] for s in self.stop if s}
+        self._check_always = any(s[-1].isspace() for s in self.stop if s)
+        self._pieces: dict[int, bool] = {}  # token -> may it end a stop string
         self.running = _Batch()  # decoding now
         self.ready = _Batch()  # prefilled, first token taken, waiting for a free slot
         self.results: dict[int, Decoded] = {}
@@ -222,11 +228,22 @@ class Decoder:
         if token in self.eos:
             return "eos"
         row.generated.append(token)
-        if self.stop and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
+        if self.stop and self._may_end_stop(token) and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
             return "stop"
         if len(row.generated) >= self.max_new_tokens:
             return "length"
         return None
+
+    def _may_end_stop(self, token: int) -> bool:
+        """Whether ``token`` can complete a stop string (a cheap filter before ``_hit_stop``, which
+        decodes the row's tail: a few hundred rows a step made that the step's main cost)."""
+        if self._check_always:
+            return True
+        may = self._pieces.get(token)
+        if may is None:
+            piece = self.tokenizer.decode([token], skip_special_tokens=True)
+            may = self._pieces[token] = "\ufffd" in piece or any(end in piece for end in self._stop_ends)
+        return may
 
     def step(self) -> None:
         """Feed every running row its newest token and take the next one."""

@@ -207,6 +207,8 @@ class _CallRunner:
         hidden = self.decoder(
             input_ids=ids_t, attention_mask=self._mask(call, ends_t), position_ids=pos_t,
         ).last_hidden_state.reshape(n_rows * width, -1)
+        if hidden.device != picked_t.device:  # the last layer on another device (a sharded model)
+            picked_t = picked_t.to(hidden.device)
         parts = []
         picked_at = 0
         for k, pick in enumerate(picks):

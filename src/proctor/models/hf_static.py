@@ -57,8 +57,9 @@ def slot_layer_class():
 
             if self.rows is None or len(self.rows) != key_states.shape[0]:
                 self.rows = torch.arange(key_states.shape[0], device=key_states.device)
-            self.keys[self.rows, :, self.columns] = key_states[:, :, 0]
-            self.values[self.rows, :, self.columns] = value_states[:, :, 0]
+            columns = self.columns if self.columns.device == self.keys.device else self.columns.to(self.keys.device)
+            self.keys[self.rows, :, columns] = key_states[:, :, 0]
+            self.values[self.rows, :, columns] = value_states[:, :, 0]
             return self.keys, self.values
 
         def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -141,9 +142,9 @@ class _Slots:
             self.cache = Cache(layers=layers)
         for mine, theirs in zip(self.cache.layers, prefilled):
             for name in ("keys", "values"):
-                src = getattr(theirs, name)
-                gathered = src.gather(2, source[:, None, :, None].expand(count, src.shape[1], self.width, src.shape[3]))
-                getattr(mine, name).index_copy_(0, target, gathered)
+                src = getattr(theirs, name)  # on its layer's device (a sharded model's layers differ)
+                index = source.to(src.device)[:, None, :, None].expand(count, src.shape[1], self.width, src.shape[3])
+                getattr(mine, name).index_copy_(0, target.to(src.device), src.gather(2, index))
         for slot, row in zip(slots, batch.rows):
             self.rows[slot] = row
         self.columns.index_copy_(0, target, torch.tensor([row.next_position for row in batch.rows], device=self.device))
@@ -184,8 +185,6 @@ class _Step:
         return token
 
     def __call__(self) -> list[int]:
-        import torch
-
         self.calls += 1
         if self.graph is None and self.graphs and self.calls >= 3:  # two eager steps warm the kernels up
             self._capture()
@@ -195,23 +194,25 @@ class _Step:
         return self._compute().tolist()
 
     def _capture(self) -> None:
+        """Record the step as a CUDA graph. Capturing records kernels without running them; the
+        warm-up before it (on a side stream, as capture needs) does run a step, so the slots' feed
+        and columns are put back: the first replay then redoes that step, writing the same keys and
+        values into the same cache columns."""
         import torch
 
+        slots = self.slots
         try:
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
+            saved = (slots.feed.clone(), slots.columns.clone())
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._compute()
+            torch.cuda.current_stream().wait_stream(side)
+            slots.feed.copy_(saved[0])
+            slots.columns.copy_(saved[1])
             graph = torch.cuda.CUDAGraph()
-            # Capturing runs the step once more (its writes are undone below): snapshot what it changes.
-            saved = [t.clone() for t in (self.slots.feed, self.slots.columns)]
-            cache = [(layer.keys.clone(), layer.values.clone()) for layer in self.slots.cache.layers]
-            with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+            with torch.cuda.graph(graph):
                 self.next = self._compute()
-            torch.cuda.current_stream().wait_stream(stream)
-            for tensor, before in zip((self.slots.feed, self.slots.columns), saved):
-                tensor.copy_(before)
-            for layer, (keys, values) in zip(self.slots.cache.layers, cache):
-                layer.keys.copy_(keys)
-                layer.values.copy_(values)
             self.graph = graph
         except Exception as exc:  # a model whose forward cannot be captured: eager steps
             log.info("decoding without a CUDA graph (%s: %s)", type(exc).__name__, exc)
@@ -224,7 +225,7 @@ def static_greedy_decode(
     graphs: bool | None = None,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts`` with at most ``batch_size`` sequences in flight, over a
-    static cache (``graphs``: replay the step as a CUDA graph; default: on CUDA)."""
+    static cache (``graphs``: replay the step as a CUDA graph, on CUDA; on by default)."""
     import torch
 
     size = max(1, min(batch_size or len(prompts), len(prompts)))
@@ -235,7 +236,7 @@ def static_greedy_decode(
         if shared >= MIN_SHARED:
             decoder.share_prefix(prompts[0][:shared])
         slots = _Slots(model, size, cache_width(max(len(p) for p in prompts) + max_new_tokens), device)
-        step = _Step(slots, graphs if graphs is not None else str(device).startswith("cuda"))
+        step = _Step(slots, graphs is not False and str(device).startswith("cuda"))
         while waiting or slots.busy():
             free = slots.free()
             if waiting and (len(free) >= max(1, size // 4) or not slots.busy()):  # refill once a quarter is free

@@ -76,6 +76,9 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         _check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
         _check_choice("attention", options.get("attention"), ATTENTIONS)
         _check_choice("decode", options.get("decode"), DECODINGS)
+        from proctor.models.sharding import check as check_sharding
+
+        check_sharding(options.get("device_map"), options.get("max_memory"))
     elif backend == "openai":
         from proctor.models.openai_compat import OpenAIModel
 
