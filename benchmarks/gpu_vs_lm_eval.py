@@ -20,8 +20,11 @@ plus the vocabulary projection and log-softmax at every distinct scored position
 
 Extras, on the 1B model, while ``--budget-s`` allows: log-likelihoods compared bit for bit across
 batch sizes and request orders; greedy outputs across batch sizes with and without
-``batch_invariant`` and what the mode costs on NQ-open-500; a torch profiler table and a cProfile of
-HellaSwag scoring. Every figure goes into ``OUT/gpu_report.json`` as soon as it is measured.
+``batch_invariant``; NQ-open-500 decoded over the static cache with and without CUDA graphs and over
+the growing cache (times, outputs compared); HellaSwag-2000 scored with FlexAttention and with the
+dense mask; a torch profiler table and a cProfile of HellaSwag scoring; what ``batch_invariant``
+costs on NQ-open-500. Workers run in ``--order``; every figure goes into ``OUT/gpu_report.json`` as
+soon as it is measured.
 """
 
 from __future__ import annotations

@@ -146,7 +146,11 @@ class HFModel(Model):
         # Replay static decoding steps as CUDA graphs (no effect on numbers); not across devices.
         self.cuda_graphs = bool(cuda_graphs) and not sharding.spans_devices(self.model)
         if self.attention == "flex":
-            tree_attention.warm_up(torch, self.model.get_decoder(), self.device)  # compiled now, not inside the first task
+            try:  # compiled now, not inside the first task
+                tree_attention.warm_up(torch, self.model.get_decoder(), self.device)
+            except Exception as exc:  # no working FlexAttention kernel here: the dense mask (the same numbers to float precision)
+                log.warning("FlexAttention is unavailable (%s: %s); scoring with the dense attention mask", type(exc).__name__, exc)
+                self.attention = "mask"
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
