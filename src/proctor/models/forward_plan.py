@@ -116,12 +116,13 @@ def _bucketed(rows: Sequence[PackedRow], call_tokens: int) -> list[ForwardCall]:
 
 def _tail_rows(n: int, per_call: int) -> int:
     """Rows of a bucket's last call holding ``n`` rows: the smaller of the next power of two and the
-    next multiple of an eighth of a full call (so at most a dozen or so tail shapes per width)."""
-    power = 1
+    next multiple of an eighth of a full call (so at most a dozen or so tail shapes per width), and
+    never one row where a call holds more (a compiled kernel specialises a dimension of size one)."""
+    power = 2
     while power < n:
         power *= 2
     step = max(1, per_call // 8)
-    return min(power, -(-n // step) * step, per_call)
+    return min(power, max(2, -(-n // step) * step), per_call)
 
 
 def plan_summary(calls: Sequence[ForwardCall], unique_tokens: int | None = None) -> dict:

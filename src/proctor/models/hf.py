@@ -145,12 +145,8 @@ class HFModel(Model):
         self._setup(max_length, pack_tokens, add_bos, forward_layout, attention, decode)
         # Replay static decoding steps as CUDA graphs (no effect on numbers); not across devices.
         self.cuda_graphs = bool(cuda_graphs) and not sharding.spans_devices(self.model)
-        if self.attention == "flex":
-            try:  # compiled now, not inside the first task
-                tree_attention.warm_up(torch, self.model.get_decoder(), self.device)
-            except Exception as exc:  # no working FlexAttention kernel here: the dense mask (the same numbers to float precision)
-                log.warning("FlexAttention is unavailable (%s: %s); scoring with the dense attention mask", type(exc).__name__, exc)
-                self.attention = "mask"
+        if self.attention == "flex" and self.device.startswith("cuda"):
+            self._compile_flex()
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
@@ -204,8 +200,8 @@ class HFModel(Model):
         self.layout = layout_for(forward_layout, cuda, pack_tokens)
         self.pack_tokens = self.layout.row_tokens
         self.forward_tokens = self.layout.call_tokens
-        # Tree rows: FlexAttention block masks on CUDA, the dense mask elsewhere (``tree_attention``).
-        self.attention = attention or ("flex" if cuda else "mask")
+        # Tree rows: the dense mask by default, FlexAttention block masks on request (``tree_attention``).
+        self.attention = attention or "mask"
         # Requests per engine call (each call's results are stored as soon as it returns): sized so
         # that a call fills its forward passes, and a kill loses seconds of work.
         self.chunk_requests = self.layout.chunk_requests
@@ -297,6 +293,23 @@ class HFModel(Model):
                 self._torch, self.model.get_decoder(), self._vocabulary_head(), rows, len(items), self.device,
                 self.tokenizer.pad_token_id, progress, self.layout, self.attention,
             )
+
+    def _compile_flex(self) -> None:
+        """Compile the FlexAttention kernel now, not inside the first task: two scoring calls of
+        different shapes through the real path (the real strides; after a second shape
+        ``torch.compile`` makes the sizes dynamic, so later shapes reuse the kernel)."""
+        base = [self.prefix_token_id] + self.encode(" warm up the attention kernel")
+        for rows, length in ((2, 40), (3, 100)):
+            # each row a tree: one context, two branches (a chain would take the plain causal kernel)
+            trees = [pack([ScoringItem(tuple(base + [7 + r] * length + [end, 13]), 2) for end in (11, 12)], 10**9)[0] for r in range(rows)]
+            try:
+                with self._torch.inference_mode():
+                    score_rows(self._torch, self.model.get_decoder(), self._vocabulary_head(), trees, 2, self.device,
+                               self.tokenizer.pad_token_id, None, self.layout, self.attention)
+            except Exception as exc:  # no working FlexAttention kernel here: the dense mask (same numbers to float precision)
+                log.warning("FlexAttention is unavailable (%s: %s); scoring with the dense attention mask", type(exc).__name__, exc)
+                self.attention = "mask"
+                return
 
     def forward_calls(self, requests: Sequence[LoglikelihoodRequest]) -> list[ForwardCall]:
         """The forward calls ``loglikelihood(requests)`` makes, planned without running the model."""

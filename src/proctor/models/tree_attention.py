@@ -4,12 +4,14 @@ A packed row (``models/packing.py``) is a forest of token tries, numbered depth 
 attend to node j iff j <= i < ends[j] (j is i or an ancestor of i). The mask is built on the device
 from ``ends`` ([rows, width], one small copy) in one of two forms:
 
-- ``flex``: a FlexAttention ``BlockMask``. Only the 128 x 128 blocks holding an allowed pair are
-  computed; a row of many short questions is nearly block-diagonal, so most blocks are skipped. On
-  CUDA the attention kernel is compiled once per process (``torch.compile``); elsewhere FlexAttention
-  runs its reference implementation (exact, slow: for tests and checks).
-- ``mask``: the dense boolean [rows, 1, width, width] mask, for PyTorch's SDPA (what the CPU runs:
-  its rows are short, and the fused CPU kernel takes the mask directly).
+- ``flex`` (``--model-arg attention=flex``): a FlexAttention ``BlockMask``. Only the 128 x 128 blocks
+  holding an allowed pair are computed; a row of many short questions is nearly block-diagonal, so
+  most blocks are skipped. On CUDA the kernel is compiled (``torch.compile``) when the model loads,
+  through the real scoring path at two call shapes, so that it generalises to every shape; elsewhere
+  FlexAttention runs its reference implementation (exact, slow: for tests and checks).
+- ``mask`` (the default): the dense boolean [rows, 1, width, width] mask, for PyTorch's SDPA. Nothing
+  to compile. On one H200 the compiled kernel's recompiles cost more than the attention it saved
+  (docs/performance.md), so the block mask is opt-in until a GPU measures the fixed warm-up.
 
 A call whose rows are all single chains from position 0 gets no mask at all: SDPA's causal kernel.
 
@@ -93,23 +95,6 @@ def _flex(device_type: str):
             return flex_attention(*args, **kwargs)
 
     return reference
-
-
-def warm_up(torch, decoder, device: str) -> None:
-    """Compile the CUDA kernel before the first call is timed: two shapes, so that the compiled
-    kernel generalises to any (``torch.compile``'s automatic dynamic shapes) and later calls reuse it."""
-    if not str(device).startswith("cuda") or not supported(decoder):
-        return
-    config = decoder.config
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    dtype = next(decoder.parameters()).dtype
-    for rows, width in ((2, 128), (3, 256)):
-        ends = torch.arange(1, width + 1, device=device).repeat(rows, 1)
-        query = torch.zeros((rows, heads, width, dim), dtype=dtype, device=device)
-        key = torch.zeros((rows, kv_heads, width, dim), dtype=dtype, device=device)
-        _flex("cuda")(query, key, key, block_mask=block_mask(torch, ends), enable_gqa=heads != kv_heads)
 
 
 def dense_mask(torch, ends):
