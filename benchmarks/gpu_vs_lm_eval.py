@@ -20,8 +20,11 @@ plus the vocabulary projection and log-softmax at every distinct scored position
 
 Extras, on the 1B model, while ``--budget-s`` allows: log-likelihoods compared bit for bit across
 batch sizes and request orders; greedy outputs across batch sizes with and without
-``batch_invariant`` and what the mode costs on NQ-open-500; a torch profiler table and a cProfile of
-HellaSwag scoring. Every figure goes into ``OUT/gpu_report.json`` as soon as it is measured.
+``batch_invariant``; NQ-open-500 decoded over the static cache with and without CUDA graphs and over
+the growing cache (times, outputs compared); HellaSwag-2000 scored with FlexAttention and with the
+dense mask; a torch profiler table and a cProfile of HellaSwag scoring; what ``batch_invariant``
+costs on NQ-open-500. Workers run in ``--order``; every figure goes into ``OUT/gpu_report.json`` as
+soon as it is measured.
 """
 
 from __future__ import annotations
@@ -167,7 +170,10 @@ def worker_proctor(job: dict) -> None:
     from proctor.models.hf import HFModel
 
     report, deadline = Path(job["report"]), job["deadline"]
-    model = HFModel(job["model"], dtype="bfloat16", device=job["device"], batch_size="auto", name="random-llama")
+    start = time.perf_counter()
+    model = HFModel(job["model"], dtype="bfloat16", device=job["device"], batch_size="auto", name="random-llama", **job.get("options", {}))
+    record(report, [job["size"], "proctor_load"], {"seconds": round(time.perf_counter() - start, 2), "layout": model.layout.name,
+                                                   "attention": model.attention, "decode": model.decoding})
     counter = CallCounter(model.model.get_decoder())
     for task, limit in job["limits"].items():
         if left(deadline) < job["min_s"].get(task, 0):
@@ -337,6 +343,41 @@ def worker_extras(job: dict) -> None:
         model.batch_invariant, model.batch_size = False, "auto"
         record(report, ["extras", "greedy_batch_sizes"], {"prompts": len(prompts), "new_tokens": job["decode_tokens"], **table})
 
+    # 2b. Default greedy decoding on NQ-open-500: static cache with CUDA graphs, without them, growing cache.
+    if left(deadline) > 60:
+        rows = [json.loads(x) for x in (DATA / "nq_open" / "NQ-open.dev.jsonl").read_text().splitlines()[:500]]
+        requests = [GenerateRequest(f"Answer these questions:\n\nQ: {r['question']}?\nA:", max_tokens=32, stop=("\n",)) for r in rows]
+        texts, table = {}, {}
+        for name, decoding, graphs in (("static_graphs", "static", True), ("static_eager", "static", False), ("dynamic", "dynamic", True)):
+            if left(deadline) < 25:
+                break
+            model.decoding, model.cuda_graphs = decoding, graphs
+            _sync(model.device)
+            with GpuSampler() as sampler:
+                start = time.perf_counter()
+                texts[name] = [r.text for r in model.generate(requests)]
+                _sync(model.device)
+            table[name] = {"seconds": round(time.perf_counter() - start, 2), "gpu_busy": sampler.busy,
+                           "equal_to_static_graphs": sum(a == b for a, b in zip(texts[name], texts["static_graphs"]))}
+            record(report, ["extras", "nq_decoding"], table)
+        model.decoding, model.cuda_graphs = "static" if model.device.startswith("cuda") else "dynamic", True
+
+    # 2c. HellaSwag-2000 log-likelihoods: FlexAttention block masks vs the dense mask built on the device.
+    if left(deadline) > 45:
+        requests = _requests(model, "hellaswag", 2000)
+        values, table = {}, {}
+        for attention in ("flex", "mask"):
+            model.attention = attention
+            _sync(model.device)
+            with GpuSampler() as sampler:
+                start = time.perf_counter()
+                values[attention] = [r.logprob for r in model.loglikelihood(requests)]
+                _sync(model.device)
+            table[attention] = {"seconds": round(time.perf_counter() - start, 3), "gpu_busy": sampler.busy}
+        model.attention = "flex" if model.device.startswith("cuda") else "mask"
+        table["max_abs_diff"] = max(abs(a - b) for a, b in zip(values["flex"], values["mask"]))
+        record(report, ["extras", "hellaswag_attention"], table)
+
     # 3. Where HellaSwag scoring time goes: the torch profiler, then cProfile (Python), each alone.
     if left(deadline) > 60:
         import cProfile
@@ -426,6 +467,8 @@ def main() -> None:
     parser.add_argument("--decode-tokens", type=int, default=16)
     parser.add_argument("--profile-rows", type=int, default=1000)
     parser.add_argument("--no-extras", action="store_true")
+    parser.add_argument("--order", default="proctor:1b,lm_eval:1b,proctor:8b,extras:1b,lm_eval:8b",
+                        help="worker:size steps, in order (later ones are skipped when --budget-s runs out)")
     parser.add_argument("--budget-s", type=float, default=3600, help="stop starting work after this many seconds")
     parser.add_argument("--out", type=Path, default=Path("gpu_results"))
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
@@ -455,26 +498,25 @@ def main() -> None:
     sizes = args.sizes.split(",")
     per_size = {size: {"arc_easy": args.arc_easy, "hellaswag": args.hellaswag_8b if size == "8b" else args.hellaswag,
                        "nq_open": args.nq_open} for size in sizes}
-    # Rows each lm-eval task file holds: the largest any size reads; smaller sizes pass --limit.
     with (args.out / "worker_log.txt").open("a") as log:
-        for size in sizes:
+        for kind, size in (tuple(step.split(":")) for step in args.order.split(",")):
+            if size not in per_size:
+                continue
             limits = per_size[size]
-            tasks_dir = tmp / f"lm_eval_tasks_{size}"
-            tasks_dir.mkdir(exist_ok=True)
-            write_lm_eval_tasks(tasks_dir, limits)
-            # Seconds a task needs left to be started at all (a rough guess per size).
-            scale = 3 if size == "8b" else 1
-            min_s = {"arc_easy": 20 * scale, "hellaswag": 60 * scale, "nq_open": 30 * scale}
-            common = {"model": str(args.models / size), "size": size, "device": args.device, "limits": limits,
-                      "report": str(report), "deadline": deadline, "tmp": str(tmp), "min_s": min_s}
-            run_worker("proctor", {**common, "lower_bound": size != "8b"}, log)
-            run_worker("lm_eval", {**common, "tasks_dir": str(tasks_dir)}, log)
-        if not args.no_extras:
-            size = "1b" if "1b" in sizes else sizes[0]
-            run_worker("extras", {"model": str(args.models / size), "size": size, "device": args.device, "report": str(report),
-                                  "deadline": deadline, "tmp": str(tmp), "identity_rows": args.identity_rows,
-                                  "decode_prompts": args.decode_prompts, "decode_tokens": args.decode_tokens,
-                                  "profile_rows": args.profile_rows, "profile_txt": str(args.out / "profile.txt")}, log)
+            scale = 3 if size == "8b" else 1  # seconds a task needs left to be started at all (a rough guess)
+            common = {"model": str(args.models / size), "size": size, "device": args.device, "limits": limits, "report": str(report),
+                      "deadline": deadline, "tmp": str(tmp), "min_s": {"arc_easy": 15 * scale, "hellaswag": 40 * scale, "nq_open": 20 * scale}}
+            if kind == "proctor":
+                run_worker("proctor", {**common, "lower_bound": size != "8b"}, log)
+            elif kind == "lm_eval":
+                tasks_dir = tmp / f"lm_eval_tasks_{size}"
+                tasks_dir.mkdir(exist_ok=True)
+                write_lm_eval_tasks(tasks_dir, limits)
+                run_worker("lm_eval", {**common, "tasks_dir": str(tasks_dir)}, log)
+            elif kind == "extras" and not args.no_extras:
+                run_worker("extras", {**common, "identity_rows": args.identity_rows, "decode_prompts": args.decode_prompts,
+                                      "decode_tokens": args.decode_tokens, "profile_rows": args.profile_rows,
+                                      "profile_txt": str(args.out / "profile.txt")}, log)
     print(json.dumps(json.loads(report.read_text()), indent=2))
 
 

@@ -138,6 +138,7 @@ class ModelWorker:
                 has_chat_template=m.has_chat_template,
                 chunk_requests=getattr(m, "chunk_requests", None),
                 large_chunks=getattr(m, "large_chunks", False) is True,
+                chunk_sizes=getattr(m, "chunk_sizes", None),
                 batch_size=getattr(m, "batch_size", None),
                 model_info=model_info(m),
             )
@@ -254,6 +255,7 @@ class DistributedModel(Model):
         self._has_chat_template = first["has_chat_template"]
         self.chunk_requests = first["chunk_requests"]
         self.large_chunks = first.get("large_chunks", False)
+        self.chunk_sizes = first.get("chunk_sizes")
         self.batch_size = first["batch_size"]
         self.described_info = first["model_info"]  # results.json's model_info, as one process reports it
         log.info("%d replicas of %s on %s", len(self.workers), self.name, sorted({w["node"] for w in self.workers}))

@@ -26,9 +26,11 @@ class Model(abc.ABC):
     name: str = "model"
     # Optional sizing the engine reads when it cuts requests into store-committed chunks
     # (runs/executor.default_chunk_size): requests per model call, and whether that may exceed
-    # the 64-request cap (vLLM batches within one call).
+    # the 64-request cap (vLLM batches within one call); or, per request type, exactly the
+    # requests per call a backend sized for its device (``chunk_sizes``, e.g. the HF backend on a GPU).
     chunk_requests: int | None = None
     large_chunks: bool = False
+    chunk_sizes: dict[str, int] | None = None
 
     @property
     @abc.abstractmethod

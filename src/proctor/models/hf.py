@@ -15,10 +15,15 @@ from typing import Sequence
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
 from proctor.models.hf_decode import greedy_decode
+from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, static_greedy_decode, supported as static_supported
 from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
 from proctor.models.memory import halving
 from proctor.models.vocab_head import VocabularyHead
-from proctor.models.hf_scoring import SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, score_rows, split_whitespace
+from proctor.models.hf_scoring import (
+    SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, plan_loglikelihood, score_rows, split_whitespace,
+)
+from proctor.models import sharding, tree_attention
+from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -32,6 +37,7 @@ from proctor.core.model_requests import (
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+DECODINGS = ("static", "dynamic")
 
 
 def _weights_digest(folder: Path) -> str:
@@ -72,6 +78,11 @@ def pick_device(torch, device: str) -> str:
     return device
 
 
+def _check_choice(option: str, value: str | None, choices: Sequence[str]) -> None:
+    if value is not None and value not in choices:
+        raise ModelLoadError(f"--model-arg {option}={value!r} is not one of {', '.join(choices)}")
+
+
 class HFModel(Model):
     """A causal language model loaded with transformers."""
 
@@ -89,11 +100,22 @@ class HFModel(Model):
         trust_remote_code: bool = False,
         name: str | None = None,
         batch_invariant: bool = False,
+        forward_layout: str | None = None,
+        attention: str | None = None,
+        decode: str | None = None,
+        cuda_graphs: bool = True,
+        device_map: str | dict | None = None,
+        max_memory: dict | None = None,
+        offload_folder: str | None = None,
     ) -> None:
         torch = require("torch", "hf", "The Hugging Face backend")
         transformers = require("transformers", "hf", "The Hugging Face backend")
         if dtype not in _DTYPES:
             raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(_DTYPES)}")
+        _check_choice("forward_layout", forward_layout, LAYOUTS)
+        _check_choice("attention", attention, tree_attention.ATTENTIONS)
+        _check_choice("decode", decode, DECODINGS)
+        sharding.check(device_map, max_memory)
         self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
@@ -106,16 +128,25 @@ class HFModel(Model):
                 self.path, revision=revision, trust_remote_code=trust_remote_code
             )
             torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+            placement = sharding.load_options(device_map, max_memory, offload_folder) if device_map is not None else {}
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code, **placement
             )
         except OSError as exc:
             raise ModelLoadError(
                 f"cannot load model '{self.path}': {exc}\n"
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
-        self.model.to(self.device).eval()
-        self._setup(max_length, pack_tokens, add_bos)
+        if device_map is None:
+            self.model.to(self.device)
+        else:  # placed by accelerate across devices (``sharding``): inputs go where the embeddings are
+            self.device = sharding.input_device(self.model)
+        self.model.eval()
+        self._setup(max_length, pack_tokens, add_bos, forward_layout, attention, decode)
+        # Replay static decoding steps as CUDA graphs (no effect on numbers); not across devices.
+        self.cuda_graphs = bool(cuda_graphs) and not sharding.spans_devices(self.model)
+        if self.attention == "flex" and self.device.startswith("cuda"):
+            self._compile_flex()
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
         self._content = _weights_digest(local) if local.is_dir() else None
@@ -123,7 +154,8 @@ class HFModel(Model):
     @classmethod
     def from_loaded(
         cls, model, tokenizer, *, batch_size: int | str = 8, max_length: int | None = None, add_bos: bool | None = None,
-        name: str | None = None, batch_invariant: bool = False,
+        name: str | None = None, batch_invariant: bool = False, forward_layout: str | None = None, attention: str | None = None,
+        decode: str | None = None,
     ) -> "HFModel":
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
         pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
@@ -141,12 +173,19 @@ class HFModel(Model):
         self.batch_size = batch_size
         self.batch_invariant = bool(batch_invariant)
         self.tokenizer, self.model = tokenizer, model
-        self._setup(max_length, None, add_bos)
+        _check_choice("forward_layout", forward_layout, LAYOUTS)
+        _check_choice("attention", attention, tree_attention.ATTENTIONS)
+        _check_choice("decode", decode, DECODINGS)
+        self._setup(max_length, None, add_bos, forward_layout, attention, decode)
+        self.cuda_graphs = True
         self._revision = getattr(model.config, "_commit_hash", None)
         self._content = None
         return self
 
-    def _setup(self, max_length: int | None, pack_tokens: int | None, add_bos: bool | None) -> None:
+    def _setup(
+        self, max_length: int | None, pack_tokens: int | None, add_bos: bool | None, forward_layout: str | None = None,
+        attention: str | None = None, decode: str | None = None,
+    ) -> None:
         """Settings read off the loaded model and tokenizer."""
         self.dtype = str(self.model.dtype).replace("torch.", "")
         if self.tokenizer.pad_token_id is None:
@@ -154,14 +193,32 @@ class HFModel(Model):
         config_max = getattr(self.model.config, "max_position_embeddings", None) or 2048
         self.max_length = max_length or config_max
         self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)
-        # Tokens per log-likelihood forward pass: modest rows keep CPU attention cheap.
-        self.pack_tokens = pack_tokens or (2048 if self.device.startswith("cuda") else 512)
-        # Tokens per forward call: several packed rows at once (fewer, larger kernels). Fixed per
-        # device, never from --batch-size, so the calls and the numbers are the same at any batch size.
-        self.forward_tokens = max(self.pack_tokens, 16384 if self.device.startswith("cuda") else 2048)
-        # Requests per engine call (each call's results are stored as soon as it returns). Fixed,
-        # not --batch-size: packed rows are built per call, and must not change with the batch size.
-        self.chunk_requests = 256
+        cuda = self.device.startswith("cuda")
+        # How log-likelihood requests become forward calls (``forward_plan``): small packed rows on the
+        # CPU, bucketed shapes on CUDA. A function of the requests alone, never of --batch-size, so
+        # the calls and the numbers are the same at any batch size.
+        self.layout = layout_for(forward_layout, cuda, pack_tokens)
+        self.pack_tokens = self.layout.row_tokens
+        self.forward_tokens = self.layout.call_tokens
+        # Tree rows: the dense mask by default, FlexAttention block masks on request (``tree_attention``).
+        self.attention = attention or "mask"
+        # Requests per engine call (each call's results are stored as soon as it returns): sized so
+        # that a call fills its forward passes, and a kill loses seconds of work.
+        self.chunk_requests = self.layout.chunk_requests
+        self.chunk_sizes = {"loglikelihood": self.layout.chunk_requests}
+        if cuda:  # many sequences in flight per generation call (the default --batch-size auto: up to 256)
+            self.chunk_sizes["generate"] = max(256, self.batch_size if isinstance(self.batch_size, int) else 0)
+        # Default greedy decoding: over a static cache, replayed as a CUDA graph (``hf_static``) on CUDA;
+        # continuous batching with a growing cache (``hf_decode``) elsewhere, or where a model's cache
+        # or attention cannot be static.
+        self.decoding = decode or ("static" if cuda else "dynamic")
+        if self.decoding == "static" and not static_supported(self.model):
+            if decode:
+                raise ModelLoadError(
+                    f"--model-arg decode=static needs plain full-attention cache layers and 'sdpa' or 'eager' attention; "
+                    f"{type(self.model).__name__} has neither or not both"
+                )
+            self.decoding = "dynamic"
         self._head: VocabularyHead | None = None  # made on the first log-likelihood call
 
     # ------------------------------------------------------------------ identity
@@ -185,6 +242,13 @@ class HFModel(Model):
             "pack_tokens": self.pack_tokens,
             "scoring": SCORING_VERSION,
         }
+        # Absent at the CPU defaults, so stored answers of the default layout stay valid.
+        if self.layout.name != "packed":
+            fingerprint["forward_layout"] = f"{self.layout.name},call_tokens={self.layout.call_tokens}"
+        if self.attention != "mask":
+            fingerprint["attention"] = self.attention
+        if self.decoding == "static":  # other near-tie greedy tokens than the growing cache's
+            fingerprint["decode"] = f"static,columns={STATIC_COLUMNS}"
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
             fingerprint["batch_invariant"] = invariant_layout(self.device)
         return fingerprint
@@ -219,16 +283,37 @@ class HFModel(Model):
         """Per item: (token log-probs, all-greedy flag).
 
         Items are packed into prefix-sharing rows (see ``packing``); which rows share a forward
-        call depends only on the rows (``hf_scoring.forward_groups``), so an item's numbers never
+        call, and its shape, depend only on the rows (``forward_plan``), so an item's numbers never
         depend on the batch size, the request order or the number of threads.
         """
-        rows = pack(items, self.pack_tokens)
+        rows = pack(items, self.pack_tokens, self.layout.lookahead)
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
         with self._torch.inference_mode():
             return score_rows(
                 self._torch, self.model.get_decoder(), self._vocabulary_head(), rows, len(items), self.device,
-                self.tokenizer.pad_token_id, progress, self.forward_tokens,
+                self.tokenizer.pad_token_id, progress, self.layout, self.attention,
             )
+
+    def _compile_flex(self) -> None:
+        """Compile the FlexAttention kernel now, not inside the first task: two scoring calls of
+        different shapes through the real path (the real strides; after a second shape
+        ``torch.compile`` makes the sizes dynamic, so later shapes reuse the kernel)."""
+        base = [self.prefix_token_id] + self.encode(" warm up the attention kernel")
+        for rows, length in ((2, 40), (3, 100)):
+            # each row a tree: one context, two branches (a chain would take the plain causal kernel)
+            trees = [pack([ScoringItem(tuple(base + [7 + r] * length + [end, 13]), 2) for end in (11, 12)], 10**9)[0] for r in range(rows)]
+            try:
+                with self._torch.inference_mode():
+                    score_rows(self._torch, self.model.get_decoder(), self._vocabulary_head(), trees, 2, self.device,
+                               self.tokenizer.pad_token_id, None, self.layout, self.attention)
+            except Exception as exc:  # no working FlexAttention kernel here: the dense mask (same numbers to float precision)
+                log.warning("FlexAttention is unavailable (%s: %s); scoring with the dense attention mask", type(exc).__name__, exc)
+                self.attention = "mask"
+                return
+
+    def forward_calls(self, requests: Sequence[LoglikelihoodRequest]) -> list[ForwardCall]:
+        """The forward calls ``loglikelihood(requests)`` makes, planned without running the model."""
+        return plan_loglikelihood(self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id, self.layout)
 
     def _vocabulary_head(self) -> VocabularyHead:
         """The output embedding with its scoring buffers, made once per model (again if the
@@ -309,7 +394,8 @@ class HFModel(Model):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
                     decode = (invariant_greedy_decode if self.batch_invariant
-                              else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
+                              else functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
+                              if self.decoding == "static" else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
                     decoded = halving(lambda n: decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
                         batch_size=n, on_finish=(lambda: progress(1)) if progress else None,

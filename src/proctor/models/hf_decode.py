@@ -18,6 +18,7 @@ padding in every row are cut off as rows leave, so the cache stays as wide as it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Sequence
 
 
@@ -32,6 +33,25 @@ class DecodingRow:
     index: int  # which prompt
     next_position: int
     generated: list[int] = field(default_factory=list)
+
+
+def cache_keyword(model) -> str:
+    """The keyword a model's forward takes its key/value cache by: ``cache`` in newer transformers
+    (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before.
+    Read off the class (a hooked instance's ``forward`` may be a ``*args, **kwargs`` wrapper)."""
+    return _cache_keyword(type(model))
+
+
+@lru_cache(maxsize=None)
+def _cache_keyword(cls) -> str:
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
+def output_cache(out):
+    """The key/value cache a forward returned, under either name (see ``cache_keyword``)."""
+    return out.cache if "cache" in getattr(type(out), "__dataclass_fields__", {}) else out.past_key_values
 
 
 def _hit_stop(tokenizer, tokens: list[int], stop: Sequence[str], longest: int) -> bool:
@@ -139,6 +159,12 @@ class Decoder:
         self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
         # Stop strings span at most this many tokens (a token holds at least one character).
         self.longest = max((len(s) for s in stop), default=0)
+        # A token can complete a stop string only if its text holds the string's last character (or
+        # is a partial character); stop strings ending in whitespace are checked at every token, as
+        # a token decoded alone may lose its leading space.
+        self._stop_ends = {s[-1] for s in self.stop if s}
+        self._check_always = any(s[-1].isspace() for s in self.stop if s)
+        self._pieces: dict[int, bool] = {}  # token -> may it end a stop string
         self.running = _Batch()  # decoding now
         self.ready = _Batch()  # prefilled, first token taken, waiting for a free slot
         self.results: dict[int, Decoded] = {}
@@ -150,7 +176,7 @@ class Decoder:
         import torch
 
         out = self.model(input_ids=torch.tensor([list(tokens)], device=self.device), use_cache=True, logits_to_keep=1)
-        layers = _plain_layers(out.past_key_values)
+        layers = _plain_layers(output_cache(out))
         if layers is not None:
             self.prefix = [(layer.keys, layer.values) for layer in layers]
             self.prefix_length = len(tokens)
@@ -178,9 +204,9 @@ class Decoder:
             mask = torch.cat([torch.ones((count, shared), dtype=torch.long), mask], dim=1)
         out = self.model(
             input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
-            past_key_values=past, use_cache=True, logits_to_keep=1,
+            use_cache=True, logits_to_keep=1, **{cache_keyword(self.model): past},
         )
-        batch = _Batch([DecodingRow(index, len(prompt)) for index, prompt in zip(indices, prompts)], out.past_key_values, mask)
+        batch = _Batch([DecodingRow(index, len(prompt)) for index, prompt in zip(indices, prompts)], output_cache(out), mask)
         batch.keep(self.take(batch.rows, out.logits[:, -1]))
         return batch
 
@@ -202,11 +228,22 @@ class Decoder:
         if token in self.eos:
             return "eos"
         row.generated.append(token)
-        if self.stop and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
+        if self.stop and self._may_end_stop(token) and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
             return "stop"
         if len(row.generated) >= self.max_new_tokens:
             return "length"
         return None
+
+    def _may_end_stop(self, token: int) -> bool:
+        """Whether ``token`` can complete a stop string (a cheap filter before ``_hit_stop``, which
+        decodes the row's tail: a few hundred rows a step made that the step's main cost)."""
+        if self._check_always:
+            return True
+        may = self._pieces.get(token)
+        if may is None:
+            piece = self.tokenizer.decode([token], skip_special_tokens=True)
+            may = self._pieces[token] = "\ufffd" in piece or any(end in piece for end in self._stop_ends)
+        return may
 
     def step(self) -> None:
         """Feed every running row its newest token and take the next one."""
@@ -218,7 +255,7 @@ class Decoder:
         positions = torch.tensor([[row.next_position] for row in batch.rows], device=self.device)
         out = self.model(
             input_ids=feed, attention_mask=batch.mask.to(self.device), position_ids=positions,
-            past_key_values=batch.cache, use_cache=True,
+            use_cache=True, **{cache_keyword(self.model): batch.cache},
         )
         for row in batch.rows:
             row.next_position += 1

@@ -21,15 +21,14 @@ The fixed shapes are also what CUDA graphs need; the GPU cost is not measured ye
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Callable, Sequence
 
 from proctor.core.errors import ModelLoadError
-from proctor.models.hf_decode import Decoded, Decoder, DecodingRow, cache_is_plain
+from proctor.models.hf_decode import Decoded, Decoder, DecodingRow, cache_is_plain, cache_keyword, output_cache
+from proctor.models.hf_static import COLUMNS, attention_mask, cache_width, slot_layer_class
 
 ROWS = 8  # rows in every CPU decoding step (the default --batch-size: no padding rows there)
 GPU_ROWS = 64  # on CUDA, where a step's cost hardly grows with its rows (a guess: not measured yet)
-COLUMNS = 64  # cache widths are multiples of this
 
 
 def rows_per_step(device: str) -> int:
@@ -39,63 +38,6 @@ def rows_per_step(device: str) -> int:
 def layout(device: str) -> str:
     """What decides the mode's shapes; changing it changes outputs, so it enters the fingerprint."""
     return f"rows={rows_per_step(device)},columns={COLUMNS}"
-
-
-def _width(tokens: int) -> int:
-    return COLUMNS * max(1, -(-tokens // COLUMNS))
-
-
-@lru_cache(maxsize=None)
-def _slot_layer_class():
-    """A transformers cache layer whose rows each write their new key/value at their own column
-    (made on first use: transformers is imported lazily)."""
-    from transformers.cache_utils import CacheLayerMixin
-
-    class SlotLayer(CacheLayerMixin):
-        is_compileable = False
-        is_sliding = False
-
-        def __init__(self, keys, values, columns):
-            super().__init__()
-            self.keys, self.values = keys, values  # [rows, heads, width, head dim]
-            self.columns = columns  # [rows]: where each row's next token goes
-            self.is_initialized = True
-
-        def lazy_initialization(self, key_states, value_states) -> None:
-            pass  # made full-size by the lane
-
-        def update(self, key_states, value_states, *args, **kwargs):
-            import torch
-
-            rows = torch.arange(key_states.shape[0], device=key_states.device)
-            self.keys[rows, :, self.columns] = key_states[:, :, 0]
-            self.values[rows, :, self.columns] = value_states[:, :, 0]
-            return self.keys, self.values
-
-        def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-            return self.keys.shape[-2], 0
-
-        def get_seq_length(self) -> int:
-            return 0  # positions are always given explicitly
-
-        def get_max_length(self) -> int:
-            return self.keys.shape[-2]
-
-    return SlotLayer
-
-
-def _attention_mask(model, allowed):
-    """The step's 4-D mask as the model's attention takes it: boolean for SDPA, additive for eager."""
-    import torch
-
-    implementation = getattr(model.config, "_attn_implementation", None) or "eager"
-    if implementation == "sdpa":
-        return allowed
-    if implementation == "eager":
-        return torch.zeros(allowed.shape, dtype=model.dtype, device=allowed.device).masked_fill(~allowed, torch.finfo(model.dtype).min)
-    raise ModelLoadError(
-        f"batch_invariant decoding supports the 'sdpa' and 'eager' attention implementations, not '{implementation}'"
-    )
 
 
 class _Lane:
@@ -142,14 +84,14 @@ class _Lane:
 
         length = row.next_position
         if self.cache is None:
-            width = _width(length + 1)
+            width = cache_width(length + 1)
 
             def empty(like):  # [lane rows, heads, width, head dim] zeros shaped after a one-row prefill tensor
                 return torch.zeros((self.size, like.shape[1], width, like.shape[3]), dtype=like.dtype, device=like.device)
 
-            layers = [_slot_layer_class()(empty(source.keys), empty(source.values), self.columns) for source in prefilled.layers]
+            layers = [slot_layer_class()(empty(source.keys), empty(source.values), self.columns) for source in prefilled.layers]
             self.cache, self.width = Cache(layers=layers), width
-        self.resize(max(self.width, _width(length + 1)))
+        self.resize(max(self.width, cache_width(length + 1)))
         for mine, theirs in zip(self.cache.layers, prefilled.layers):
             for name in ("keys", "values"):
                 target = getattr(mine, name)
@@ -174,14 +116,14 @@ class _InvariantDecoder(Decoder):
         row = DecodingRow(index, len(prompt))
         if not self.take([row], out.logits[:, 0]):
             return None
-        return row, out.past_key_values
+        return row, output_cache(out)
 
     def step_lane(self, lane: _Lane) -> None:
         """Feed each row of the lane its newest token (padding rows: the pad token at column 0)."""
         import torch
 
         live = lane.live()
-        lane.resize(_width(max(lane.rows[slot].next_position for slot in live) + 1))
+        lane.resize(cache_width(max(lane.rows[slot].next_position for slot in live) + 1))
         pad = self.tokenizer.pad_token_id
         feed = torch.tensor([[row.generated[-1] if row else pad] for row in lane.rows], device=self.device)
         for slot in range(lane.size):
@@ -189,8 +131,8 @@ class _InvariantDecoder(Decoder):
                 lane.columns[slot] = 0
         mask = torch.arange(lane.width, device=self.device)[None, :] <= lane.columns[:, None]
         out = self.model(
-            input_ids=feed, attention_mask=_attention_mask(self.model, mask[:, None, None, :]), position_ids=lane.columns[:, None].clone(),
-            past_key_values=lane.cache, use_cache=True,
+            input_ids=feed, attention_mask=attention_mask(self.model, mask[:, None, None, :]), position_ids=lane.columns[:, None].clone(),
+            use_cache=True, **{cache_keyword(self.model): lane.cache},
         )
         rows = [lane.rows[slot] for slot in live]
         going = set(self.take(rows, out.logits[live, -1]))

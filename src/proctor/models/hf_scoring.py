@@ -4,19 +4,24 @@ per-token log-probs.
 Tokenising: every distinct context, and every distinct context + continuation, is encoded once,
 in one batched call of the (fast) tokenizer; the continuation is the tail of the joint encoding
 past the context's tokens (lm-evaluation-harness's split). Scoring: packed rows
-(``models/packing.py``) go through the decoder a few per call; the vocabulary projection and a
-float32 log-softmax run only at the nodes that predict a scored token (``models/vocab_head.py``),
-and the scored values come back to the host in one copy per call.
+(``models/packing.py``) go through the decoder in the calls ``models/forward_plan.py`` lays out,
+with the attention ``models/tree_attention.py`` gives them; the vocabulary projection and a float32
+log-softmax run only at the nodes that predict a scored token (``models/vocab_head.py``). A call's
+inputs go to the device in one copy and its values come back in one.
 """
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from proctor.models.memory import halving
-from proctor.models.packing import PackedRow, ScoringItem, aligned
+from proctor.models import tree_attention
+from proctor.models.forward_plan import ForwardCall, ForwardLayout, layout_for, plan_calls
+from proctor.models.memory import halving, is_out_of_memory
+from proctor.models.packing import PackedRow, ScoringItem, aligned, pack
 from proctor.models.vocab_head import VocabularyHead
 
 # Part of the model fingerprint: raise it with any change here, in ``packing`` or in ``vocab_head``
@@ -67,87 +72,180 @@ def encode_pairs(tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, pre
     return out
 
 
-def forward_groups(rows: Sequence[PackedRow], forward_tokens: int) -> list[list[PackedRow]]:
-    """Consecutive rows batched into one forward call while their padded size stays within
-    ``forward_tokens`` (each call's width is its longest row's, aligned). A function of the rows
-    alone, so calls — and every number — are the same at every batch size."""
-    groups: list[list[PackedRow]] = []
-    width = 0
-    for row in rows:
-        grown = max(width, aligned(len(row)))
-        if groups and grown * (len(groups[-1]) + 1) <= forward_tokens:
-            groups[-1].append(row)
-            width = grown
-        else:
-            groups.append([row])
-            width = aligned(len(row))
-    return groups
-
-
 def score_rows(
     torch, decoder, head: VocabularyHead, rows: Sequence[PackedRow], n_items: int, device: str, pad_token_id: int,
-    on_row: Callable[[int], None] | None = None, forward_tokens: int = 0,
+    on_row: Callable[[int], None] | None = None, layout: ForwardLayout | None = None, attention: str = "mask",
 ) -> list[tuple[tuple[float, ...], bool]]:
-    """Per item: (token log-probs, all-greedy flag). Rows go through the decoder a few at a time
-    (``forward_groups``), padded to an aligned width (``packing.aligned``); the vocabulary
-    projection and a float32 log-softmax run only at the distinct nodes that predict a scored
-    token; the values come to the host in one copy per call."""
+    """Per item: (token log-probs, all-greedy flag), for items packed into ``rows``.
+
+    The rows go through the decoder in the calls ``forward_plan.plan_calls`` makes of them; the
+    vocabulary projection and a float32 log-softmax run only at the distinct nodes that predict a
+    scored token. Each call's inputs reach the device in one copy and its values come back in one;
+    on CUDA the next call is launched before the previous call's values are read, so the host
+    prepares and unpacks while the GPU computes."""
+    layout = layout or layout_for(None, str(device).startswith("cuda"))
     out: list = [None] * n_items
-    for group in forward_groups(rows, forward_tokens):
-        # Out of memory: the call's rows go in halves (each half's numbers then come from its own
-        # shapes; logged, as a run that needed it can differ from one that did not in the last bits).
-        halving(lambda n: [_score_call(torch, decoder, head, group[k : k + n], out, device, pad_token_id)
-                           for k in range(0, len(group), n)], len(group), "forward call (rows)")
-        if on_row:
-            on_row(sum(len(row.scored) for row in group))
+    runner = _CallRunner(torch, decoder, head, device, pad_token_id, attention)
+    pending: _Launched | None = None
+    with _attention_scope(decoder, attention):
+        for call in plan_calls(rows, layout):
+            try:
+                launched = runner.launch(call)
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise
+                if pending is not None:  # free what the previous call holds, then retry this one in halves
+                    _finish(pending, out, on_row)
+                    pending = None
+                _retry_in_halves(runner, call, out, on_row)
+                continue
+            if pending is not None:
+                _finish(pending, out, on_row)
+            pending = launched
+        if pending is not None:
+            _finish(pending, out, on_row)
     return out
 
 
-def _score_call(torch, decoder, head: VocabularyHead, group: Sequence[PackedRow], out: list, device: str,
-                pad_token_id: int) -> None:
-    """One forward call over ``group``'s rows; fills ``out`` for their items."""
-    width = max(aligned(len(row)) for row in group)
-    ids = np.full((len(group), width), pad_token_id, dtype=np.int64)
-    positions = np.zeros((len(group), width), dtype=np.int64)
-    mask = np.empty((len(group), 1, width, width), dtype=bool)
-    for b, row in enumerate(group):
-        ids[b, : len(row)] = row.tokens
-        positions[b, : len(row)] = row.depths
-        mask[b, 0] = row.attention_mask(width)
-    hidden = decoder(
-        input_ids=torch.from_numpy(ids).to(device),
-        attention_mask=torch.from_numpy(mask).to(device),
-        position_ids=torch.from_numpy(positions).to(device),
-    ).last_hidden_state.reshape(len(group) * width, -1)
-    # Every scored (node, target) of the call, flat, nodes as positions in the flattened batch.
-    scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(group) for index, path, targets in row.scored]
-    lengths = [len(targets) for _, _, targets in scored]
-    flat_nodes = np.concatenate([path for _, path, _ in scored])
-    flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
-    nodes, where = np.unique(flat_nodes, return_inverse=True)
-    block_size = head.block_size
-    by_node = np.argsort(where, kind="stable")  # flat positions grouped by their node's block
-    bounds = np.searchsorted(where[by_node], np.arange(0, len(nodes) + block_size, block_size))
-    values = torch.empty((2, len(flat_nodes)), dtype=torch.float64, device=device)
-    for k, start in enumerate(range(0, len(nodes), block_size)):  # fixed blocks; a node's numbers come from its row alone
-        block = nodes[start : start + block_size]
-        picked = np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])])
-        here = by_node[bounds[k] : bounds[k + 1]]
-        rows_of = torch.from_numpy(where.reshape(-1)[here] - start).to(device)
-        targets = torch.from_numpy(flat_targets[here]).to(device)
-        slots = torch.from_numpy(here).to(device)
-        logprobs, hits = head.scores(hidden[torch.from_numpy(picked).to(device)], rows_of, targets)
-        values[0, slots] = logprobs.double()
-        values[1, slots] = hits.double()
-    values = values.cpu().numpy()  # one copy to the host per call: log-probs (exact in float64), greedy hits
+def _attention_scope(decoder, attention: str):
+    """``flex``: the tree-aware attention (``tree_attention``) for the calls, where the decoder's
+    layers can take it; ``mask`` (or a decoder that cannot): the model's own attention with the dense
+    mask for every call."""
+    if attention == "flex" and tree_attention.supported(decoder):
+        return tree_attention.scoring_attention(decoder)
+    return contextlib.nullcontext()
+
+
+def _retry_in_halves(runner: "_CallRunner", call: ForwardCall, out: list, on_row) -> None:
+    """Out of memory: the call's rows in halves (each half's numbers then come from its own shape;
+    logged, as a run that needed it can differ from one that did not in the last bits)."""
+    def run(n: int) -> None:
+        for k in range(0, len(call.rows), n):
+            rows = call.rows[k : k + n]
+            _finish(runner.launch(ForwardCall(rows, call.width, len(rows))), out, on_row)
+
+    halving(run, max(1, len(call.rows) // 2), "forward call (rows)")
+
+
+@dataclass
+class _Launched:
+    """A forward call in flight: its values on their way to the host, and how to unpack them."""
+
+    values: object  # [2, targets] float32 (host tensor; on CUDA pinned, valid once ``ready`` has fired)
+    ready: object  # a CUDA event, or None (CPU: already there)
+    items: list[tuple[int, int, int]]  # (item index, first value, end value) in the unpacked order
+    order: np.ndarray  # value k of the device's block order belongs at position order[k]
+    scored: int  # items (requests) scored in the call: progress
+
+
+def _finish(launched: _Launched, out: list, on_row) -> None:
+    if launched.ready is not None:
+        launched.ready.synchronize()
+    device_order = launched.values.numpy()
+    values = np.empty_like(device_order)
+    values[:, launched.order] = device_order
     lp_list = values[0].tolist()
-    ends = np.cumsum(lengths)
     misses_before = np.concatenate([[0], np.cumsum(values[1] == 0)])  # misses among the first k targets
-    greedy = (misses_before[ends] - misses_before[ends - np.asarray(lengths)]) == 0
-    start = 0
-    for (index, _, _), end, all_greedy in zip(scored, ends.tolist(), greedy.tolist()):
-        out[index] = (tuple(lp_list[start:end]), all_greedy)
-        start = end
+    for index, start, end in launched.items:
+        out[index] = (tuple(lp_list[start:end]), bool(misses_before[end] == misses_before[start]))
+    if on_row:
+        on_row(launched.scored)
+
+
+class _CallRunner:
+    """Builds a call's inputs on the host (one array), sends them in one copy, runs the decoder and
+    the vocabulary head, and starts the one copy of the values back."""
+
+    def __init__(self, torch, decoder, head: VocabularyHead, device: str, pad_token_id: int, attention: str) -> None:
+        self.torch, self.decoder, self.head, self.device = torch, decoder, head, device
+        self.pad, self.attention = pad_token_id, attention
+        self.cuda = str(device).startswith("cuda")
+        self.tree = attention == "flex" and tree_attention.supported(decoder)  # see _attention_scope
+
+    def launch(self, call: ForwardCall) -> _Launched:
+        torch = self.torch
+        n_rows, width = call.shape
+        ids = np.full((n_rows, width), self.pad, dtype=np.int64)
+        positions = np.zeros((n_rows, width), dtype=np.int64)
+        ends = np.broadcast_to(np.arange(1, width + 1, dtype=np.int64), (n_rows, width)).copy()  # padding: itself only
+        for b, row in enumerate(call.rows):
+            n = len(row)
+            ids[b, :n] = row.tokens
+            positions[b, :n] = row.depths
+            ends[b, :n] = row.ends
+        # Every scored (node, target), nodes as positions in the flattened call; the head runs on
+        # the distinct nodes, in fixed blocks, and its values come out in block order.
+        scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(call.rows) for index, path, targets in row.scored]
+        lengths = np.fromiter((len(t) for _, _, t in scored), dtype=np.int64, count=len(scored))
+        flat_nodes = np.concatenate([path for _, path, _ in scored])
+        flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
+        nodes, where = np.unique(flat_nodes, return_inverse=True)
+        where = where.reshape(-1)
+        order = np.argsort(where, kind="stable")  # targets grouped by their node's block
+        block_size = self.head.block_size
+        bounds = np.searchsorted(where[order], np.arange(0, len(nodes) + block_size, block_size))
+        picks = []
+        for start in range(0, len(nodes), block_size):  # fixed blocks, padded to aligned sizes with their last node
+            block = nodes[start : start + block_size]
+            picks.append(np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])]))
+        picked = np.concatenate(picks)
+        rows_of = where[order] - np.repeat(np.arange(0, len(nodes), block_size)[: len(picks)], np.diff(bounds)[: len(picks)])
+        host = np.concatenate([ids.ravel(), positions.ravel(), ends.ravel(), picked, rows_of, flat_targets[order]])
+        staged = torch.from_numpy(host)
+        if self.cuda:
+            staged = staged.pin_memory().to(self.device, non_blocking=True)
+        elif str(self.device) != "cpu":
+            staged = staged.to(self.device)
+        cells = n_rows * width
+        ids_t, pos_t, ends_t = (staged[k * cells : (k + 1) * cells].view(n_rows, width) for k in range(3))
+        offset = 3 * cells
+        picked_t = staged[offset : offset + len(picked)]
+        offset += len(picked)
+        rows_t = staged[offset : offset + len(order)]
+        targets_t = staged[offset + len(order) : offset + 2 * len(order)]
+
+        hidden = self.decoder(
+            input_ids=ids_t, attention_mask=self._mask(call, ends_t), position_ids=pos_t,
+        ).last_hidden_state.reshape(n_rows * width, -1)
+        if hidden.device != picked_t.device:  # the last layer on another device (a sharded model)
+            picked_t = picked_t.to(hidden.device)
+        parts = []
+        picked_at = 0
+        for k, pick in enumerate(picks):
+            here = slice(int(bounds[k]), int(bounds[k + 1]))
+            block_hidden = hidden[picked_t[picked_at : picked_at + len(pick)]]
+            picked_at += len(pick)
+            logprobs, hits = self.head.scores(block_hidden, rows_t[here], targets_t[here])
+            parts.append(torch.stack([logprobs.float(), hits.float()]))
+        values = torch.cat(parts, dim=1)
+        ready = None
+        if self.cuda:
+            host_values = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+            host_values.copy_(values, non_blocking=True)
+            ready = torch.cuda.Event()
+            ready.record()
+            values = host_values
+        elif values.device.type != "cpu":
+            values = values.cpu()
+        ends_at = np.cumsum(lengths)
+        items = list(zip((index for index, _, _ in scored), (ends_at - lengths).tolist(), ends_at.tolist()))
+        return _Launched(values, ready, items, order, len(scored))
+
+    def _mask(self, call: ForwardCall, ends):
+        """The call's attention mask: with the tree-aware attention, none for plain causal rows (the
+        causal kernel) and a FlexAttention block mask for trees; otherwise the dense boolean mask."""
+        if not self.tree:
+            return tree_attention.dense_mask(self.torch, ends)
+        return None if call.plain_causal else tree_attention.block_mask(self.torch, ends)
+
+
+def plan_loglikelihood(
+    tokenizer, requests: Sequence, max_length: int, add_bos: bool, prefix_token_id: int, layout: ForwardLayout
+) -> list[ForwardCall]:
+    """The forward calls scoring ``requests`` in one model call makes (what ``HFModel.loglikelihood``
+    runs), planned without a model: tokenised, packed and laid out as the backend does."""
+    items = [item for item in loglikelihood_items(tokenizer, requests, max_length, add_bos, prefix_token_id) if item.n_targets > 0]
+    return plan_calls(pack(items, layout.row_tokens, layout.lookahead), layout)
 
 
 def loglikelihood_items(

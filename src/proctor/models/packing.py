@@ -50,6 +50,7 @@ class PackedRow:
     # Nodes are numbered in depth-first order (sequences go in sorted), so a node's subtree is the
     # nodes from it up to ``ends[node]`` (exclusive): j is an ancestor-or-self of i iff j <= i < ends[j].
     ends: list[int] = field(default_factory=list)
+    is_chain: bool = False  # one sequence, no branches (set by ``close``): plain causal attention is exact
     _path: list[int] = field(default_factory=list, repr=False)  # nodes of the last inserted sequence
 
     def __len__(self) -> int:
@@ -79,6 +80,7 @@ class PackedRow:
         n = len(self.tokens)
         for node in self._path:
             self.ends[node] = n
+        self.is_chain = all(end == n for end in self.ends)
 
     def attention_mask(self, width: int | None = None) -> np.ndarray:
         """Boolean [width, width]: node i may attend to node j iff j is i or an ancestor of i;
@@ -106,45 +108,71 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return low
 
 
-def pack(items: Sequence[ScoringItem], budget: int) -> list[PackedRow]:
+def pack(items: Sequence[ScoringItem], budget: int, lookahead: int = 0) -> list[PackedRow]:
     """Rows of at most ``budget`` nodes (a longer single group gets a row of its own).
 
     Requests that share their unscored context (the choices of one question) form a group that
-    is never split across rows, so each context is forwarded once.
+    is never split across rows, so each context is forwarded once. Groups go into rows in sorted
+    order; with ``lookahead``, a row that the next group would overflow is first topped up with
+    later groups (up to that many ahead) that still fit. A row then holds a subsequence of the
+    sorted order, which keeps its depth-first numbering: a group shares the most with the row's
+    last sequence (for sorted a <= b <= c, lcp(a, c) <= lcp(b, c)).
     """
     inputs = [item.tokens[:-1] for item in items]
     order = sorted(range(len(items)), key=lambda i: (inputs[i], items[i].tokens[len(items[i].tokens) - items[i].n_targets :], i))
     # shared[k]: tokens the k-th input (sorted) shares with the one before it
     shared = [0] + [common_prefix(inputs[a], inputs[b]) for a, b in zip(order, order[1:])]
     context_length = [len(items[i].tokens) - items[i].n_targets for i in order]
-    rows: list[PackedRow] = []
-    row: PackedRow | None = None
+    groups: list[tuple[int, int]] = []  # [start, end) in sorted order: the requests with one unscored context
     k = 0
     while k < len(order):
-        # the group: the following requests with the same unscored context
         end = k + 1
-        while (
-            end < len(order)
-            and context_length[end] == context_length[k]
-            and shared[end] >= context_length[k]
-        ):
+        while end < len(order) and context_length[end] == context_length[k] and shared[end] >= context_length[k]:
             end += 1
-        cost = len(inputs[order[k]]) - (shared[k] if row is not None else 0)
-        cost += sum(len(inputs[order[j]]) - shared[j] for j in range(k + 1, end))
-        if row is None or (len(row) + cost > budget and len(row) > 0):
+        groups.append((k, end))
+        k = end
+
+    rows: list[PackedRow] = []
+    row: PackedRow | None = None
+    last = -1  # sorted position of the row's last sequence
+
+    def first_shared(k: int) -> int:
+        """What the group starting at sorted position ``k`` shares with the row's last sequence."""
+        if row is None or not len(row):
+            return 0
+        return shared[k] if last == k - 1 else common_prefix(inputs[order[last]], inputs[order[k]])
+
+    def cost(group: tuple[int, int], first: int) -> int:
+        k, end = group
+        return len(inputs[order[k]]) - first + sum(len(inputs[order[j]]) - shared[j] for j in range(k + 1, end))
+
+    def add(group: tuple[int, int], first: int) -> None:
+        nonlocal last
+        k, end = group
+        for j in range(k, end):
+            i = order[j]
+            path = row.append(inputs[i], first if j == k else shared[j])
+            n_targets = items[i].n_targets
+            row.scored.append((i, path[len(path) - n_targets :], list(items[i].tokens[len(items[i].tokens) - n_targets :])))
+        last = end - 1
+
+    placed = [False] * len(groups)
+    for g, group in enumerate(groups):
+        if placed[g]:
+            continue
+        first = first_shared(group[0])
+        if row is None or (len(row) + cost(group, first) > budget and len(row) > 0):
             if row is not None:
+                for h in range(g + 1, min(len(groups), g + 1 + lookahead)):  # top the row up with later groups that fit
+                    if not placed[h] and len(row) + cost(groups[h], later := first_shared(groups[h][0])) <= budget:
+                        add(groups[h], later)
+                        placed[h] = True
                 row.close()
             row = PackedRow()
             rows.append(row)
-            first_shared = 0
-        else:
-            first_shared = shared[k]
-        for j in range(k, end):
-            i = order[j]
-            path = row.append(inputs[i], first_shared if j == k else shared[j])
-            n_targets = items[i].n_targets
-            row.scored.append((i, path[len(path) - n_targets :], list(items[i].tokens[len(items[i].tokens) - n_targets :])))
-        k = end
+            first = 0
+        add(group, first)
+        placed[g] = True
     if row is not None:
         row.close()
     return rows

@@ -69,6 +69,16 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
                 raise ModelLoadError(f"--model '{rest}': no such model folder")
         if options.get("dtype", "float32") not in _DTYPES:
             raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(_DTYPES)}")
+        from proctor.models.forward_plan import LAYOUTS
+        from proctor.models.hf import DECODINGS, _check_choice
+        from proctor.models.tree_attention import ATTENTIONS
+
+        _check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
+        _check_choice("attention", options.get("attention"), ATTENTIONS)
+        _check_choice("decode", options.get("decode"), DECODINGS)
+        from proctor.models.sharding import check as check_sharding
+
+        check_sharding(options.get("device_map"), options.get("max_memory"))
     elif backend == "openai":
         from proctor.models.openai_compat import OpenAIModel
 

@@ -33,6 +33,7 @@ class VocabularyHead:
         # transposed weight); any other head module, or a non-float32 one, is called as it is.
         self._buffered = (
             not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
+            and getattr(head, "_hf_hook", None) is None  # an accelerate-placed head (offloaded weights) runs as a module
         )
         self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
@@ -74,6 +75,8 @@ class VocabularyHead:
         assert len(hidden) == aligned(len(hidden)) and len(hidden) <= self.block_size
         self.nodes_projected += len(hidden)
         logits = self._project(hidden)
+        if rows.device != logits.device:  # a head on another device than the inputs (a sharded model)
+            rows, targets = rows.to(logits.device), targets.to(logits.device)
         if self.cuda:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
         logprobs = torch.log_softmax(logits, dim=-1, out=self._buffer("logprobs", *logits.shape))

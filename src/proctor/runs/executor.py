@@ -32,9 +32,13 @@ def default_chunk_size(model: Any, request_type: str = "generate") -> int:
     otherwise the backend's batch size, else 64. Either way a chunk is the work a kill can lose,
     so it is capped: ``MAX_LOGLIKELIHOOD_CHUNK`` log-likelihood requests (packed together, a few
     seconds of a small model's CPU time; fewer made the HF backend ~15% slower on ARC-Easy),
-    ``MAX_CHUNK_REQUESTS`` generations or rolling log-likelihoods.
+    ``MAX_CHUNK_REQUESTS`` generations or rolling log-likelihoods. A backend that declares
+    ``chunk_sizes`` gets exactly those (the HF backend on a GPU: a few seconds of GPU work each).
     """
-    # duck-typed: test doubles and wrappers need not subclass Model (Model declares both, default None / False)
+    # duck-typed: test doubles and wrappers need not subclass Model (Model declares these, default None / False)
+    declared = getattr(model, "chunk_sizes", None)
+    if isinstance(declared, dict) and isinstance(declared.get(request_type), int) and declared[request_type] > 0:
+        return declared[request_type]  # the backend sized its calls for its device (and kept the work a kill loses small)
     size = getattr(model, "chunk_requests", None) or getattr(model, "batch_size", None)
     size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else MAX_CHUNK_REQUESTS
     if getattr(model, "large_chunks", False) is True:  # vLLM: its engine batches within one call
@@ -100,8 +104,7 @@ def execute(
         results = {i: found[k] for i, k in enumerate(keys) if k in found}
         if results and progress:
             progress(len(results))
-    order = sorted(range(len(requests)), key=lambda i: _chunk_order_key(requests[i]))
-    chunks = [todo for chunk in _chunks(order, size, requests) if (todo := [i for i in chunk if i not in results])]
+    chunks = [todo for chunk in chunk_indices(requests, size) if (todo := [i for i in chunk if i not in results])]
 
     def finish(todo: list[int], out: Sequence[Any]) -> None:
         _check_count(model, request_type, len(todo), len(out))
@@ -125,12 +128,17 @@ def execute(
     return [results[i] for i in range(len(requests))]
 
 
-def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
-    """Cut ``order`` into chunks of about ``size``, never between two requests with one context.
+def chunk_indices(requests: Sequence[Any], size: int) -> list[list[int]]:
+    """The model calls ``execute`` makes of ``requests`` (indices into it), before the store is
+    asked: chunks of about ``size`` in ``_chunk_order_key`` order, never cut between two requests
+    with one context (the choices of a question stay in one call, so the backend forwards their
+    shared context once). They depend only on the requests, as resuming needs."""
+    order = sorted(range(len(requests)), key=lambda i: _chunk_order_key(requests[i]))
+    return _chunks(order, size, requests)
 
-    The choices of a question stay in one model call, so the backend forwards their shared
-    context once. Boundaries depend only on the requests, as resuming needs.
-    """
+
+def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
+    """Cut ``order`` into chunks of about ``size``, never between two requests with one context."""
     def context(i: int):
         request = requests[i]
         return request.context if isinstance(request, LoglikelihoodRequest) else None

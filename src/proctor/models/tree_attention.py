@@ -1,0 +1,115 @@
+"""Attention for packed scoring rows: tree masks as block masks, plain causal rows as plain causal.
+
+A packed row (``models/packing.py``) is a forest of token tries, numbered depth first: node i may
+attend to node j iff j <= i < ends[j] (j is i or an ancestor of i). The mask is built on the device
+from ``ends`` ([rows, width], one small copy) in one of two forms:
+
+- ``flex`` (``--model-arg attention=flex``): a FlexAttention ``BlockMask``. Only the 128 x 128 blocks
+  holding an allowed pair are computed; a row of many short questions is nearly block-diagonal, so
+  most blocks are skipped. On CUDA the kernel is compiled (``torch.compile``) when the model loads,
+  through the real scoring path at two call shapes, so that it generalises to every shape; elsewhere
+  FlexAttention runs its reference implementation (exact, slow: for tests and checks).
+- ``mask`` (the default): the dense boolean [rows, 1, width, width] mask, for PyTorch's SDPA. Nothing
+  to compile. On one H200 the compiled kernel's recompiles cost more than the attention it saved
+  (docs/performance.md), so the block mask is opt-in until a GPU measures the fixed warm-up.
+
+A call whose rows are all single chains from position 0 gets no mask at all: SDPA's causal kernel.
+
+transformers calls ``attention`` for every layer while the decoder's config names it
+(``scoring_attention``); it hands over whatever ``attention_mask`` the call passed (4-D masks and
+block masks go through transformers' mask preparation untouched) and dispatches on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import lru_cache
+
+NAME = "proctor_scoring"
+ATTENTIONS = ("flex", "mask")
+BLOCK = 128  # FlexAttention's block size (its default)
+
+
+@lru_cache(maxsize=None)
+def _register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(NAME, attention)
+
+
+def supported(decoder) -> bool:
+    """Whether the decoder's attention can be swapped for this one: SDPA layers (transformers'
+    default for most models); anything else keeps its own attention and the dense mask."""
+    return getattr(decoder.config, "_attn_implementation", None) == "sdpa"
+
+
+@contextlib.contextmanager
+def scoring_attention(decoder):
+    """The decoder's layers call ``attention`` inside the block (the config's implementation name is
+    swapped and restored)."""
+    _register()
+    config = decoder.config
+    before = config._attn_implementation
+    config._attn_implementation = NAME
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+
+
+def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None, **kwargs):
+    """transformers' attention-function signature: [batch, heads, length, dim] in,
+    ([batch, length, heads, dim], None) out."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if _is_block_mask(attention_mask):
+        out = _flex(query.device.type)(
+            query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=query.shape[1] != key.shape[1]
+        )
+        return out.transpose(1, 2).contiguous(), None
+    # a dense boolean mask, or None (plain causal rows): PyTorch's SDPA kernels
+    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs)
+
+
+def _is_block_mask(mask) -> bool:
+    from torch.nn.attention.flex_attention import BlockMask
+
+    return isinstance(mask, BlockMask)
+
+
+@lru_cache(maxsize=None)
+def _flex(device_type: str):
+    """FlexAttention: compiled on CUDA (once per process; shapes repeat, see ``forward_plan``), its
+    reference implementation elsewhere."""
+    import warnings
+
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if device_type == "cuda":
+        return torch.compile(flex_attention)
+
+    def reference(*args, **kwargs):
+        with warnings.catch_warnings():  # "called without torch.compile": intended off CUDA
+            warnings.simplefilter("ignore")
+            return flex_attention(*args, **kwargs)
+
+    return reference
+
+
+def dense_mask(torch, ends):
+    """[rows, 1, width, width] booleans from ``ends`` [rows, width] (on its device)."""
+    index = torch.arange(ends.shape[1], device=ends.device)
+    return ((index[None, None, :] <= index[None, :, None]) & (index[None, :, None] < ends[:, None, :]))[:, None]
+
+
+def block_mask(torch, ends):
+    """The FlexAttention ``BlockMask`` of the same mask (built on ``ends``'s device)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    rows, width = ends.shape
+
+    def allowed(b, h, q, kv):
+        return (kv <= q) & (q < ends[b, kv])
+
+    return create_block_mask(allowed, rows, None, width, width, device=ends.device, BLOCK_SIZE=BLOCK)
