@@ -23,7 +23,8 @@ THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
 
 
 def _pillow():
-    return require("PIL", "vision", "Reading images")
+    """Pillow's ``Image`` module (importing ``PIL`` alone does not import it)."""
+    return require("PIL.Image", "vision", "Reading images")
 
 
 def _looks_like_path(text: str) -> bool:
@@ -31,7 +32,7 @@ def _looks_like_path(text: str) -> bool:
 
 
 def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
-    Image = _pillow().Image
+    Image = _pillow()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, Image.Image):
@@ -80,15 +81,14 @@ def _b64(text: str, where: dict) -> bytes:
 
 def image_input(data: bytes, where: dict) -> ImageInput:
     """Check that ``data`` decodes as an image; its digest, size, MIME type and a thumbnail."""
-    PIL = _pillow()
-    Image = PIL.Image
+    Image = _pillow()
     try:
         with Image.open(io.BytesIO(data)) as image:
             image.load()  # decodes fully: a truncated file fails here, not inside a model call
             fmt = image.format or "PNG"
             width, height = image.size
             thumb = image.convert("RGB")
-    except (PIL.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (Image.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
     thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
     buffer = io.BytesIO()
