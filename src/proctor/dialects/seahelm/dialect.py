@@ -132,7 +132,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
-        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
+        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path, f"{task_id}.dataloader_file")
         unsupported = modalities.unsupported(cfg, loader_file)
         for lang, lang_cfg in languages.items():
             lang_cfg = dict(lang_cfg or {})
