@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from test_hf_backend import direct_loglikelihood
+from test_hf_backend import direct_loglikelihood, reference  # noqa: F401  (reference: transformers on the tiny model)
 from vision_fixtures import image_set, tiny_vlm_dir  # noqa: F401  (fixtures)
 
 QUESTIONS = [
@@ -61,15 +61,6 @@ def jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def reference(tiny_model_dir):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    return model, AutoTokenizer.from_pretrained(tiny_model_dir)
-
-
 def choice_scores(reference, context: str, continuations: list[str], move_whitespace: bool = True) -> list[float]:
     return [direct_loglikelihood(*reference, context, c, move_whitespace)[0] for c in continuations]
 
@@ -87,21 +78,22 @@ def assert_scores(records: list[dict], scored: list[list[float]]) -> None:
         assert record["logprobs"] == pytest.approx(want, abs=1e-4)
 
 
+QUIZ = """\
+name: quiz
+kind: multiple_choice
+data: {path: data.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+choices: "{{ choices }}"
+target: "{{ label }}"
+metrics: [acc]
+"""
 MC_ITEMS = [(f"Q: {q['question']}\nA:", [" " + c for c in q["choices"]], q["label"]) for q in QUESTIONS]
 
 
 # --- native YAML on the Hugging Face backend --------------------------------------------------------
 def test_native_yaml_on_hf(tiny_model_dir, reference, tmp_path):
     jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
-    write(tmp_path / "quiz" / "task.yaml", """\
-        name: quiz
-        kind: multiple_choice
-        data: {path: data.jsonl, id: id}
-        prompt: "Q: {{ question }}\\nA:"
-        choices: "{{ choices }}"
-        target: "{{ label }}"
-        metrics: [acc]
-        """)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
     proctor("run", "quiz", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path)
     want, scored = expected_accuracy(reference, MC_ITEMS)
     assert results(tmp_path / "run")["tasks"]["quiz"]["metrics"]["acc"]["value"] == pytest.approx(want)
@@ -287,15 +279,7 @@ def test_native_yaml_on_openai_server(tiny_model_dir, reference, tmp_path):
     from openai_fakes import TrueLogprobServer
 
     jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
-    write(tmp_path / "quiz" / "task.yaml", """\
-        name: quiz
-        kind: multiple_choice
-        data: {path: data.jsonl, id: id}
-        prompt: "Q: {{ question }}\\nA:"
-        choices: "{{ choices }}"
-        target: "{{ label }}"
-        metrics: [acc]
-        """)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
     with TrueLogprobServer(tiny_model_dir) as server:
         proctor("run", "quiz", "--model", "openai:tiny", "--base-url", server.url, "-o", "run", "-q", cwd=tmp_path,
                 env={"OPENAI_API_KEY": "sk-test"})
