@@ -225,3 +225,9 @@ for name, key in (("doc-to-text", "doc_to_text"), ("doc-to-choice", "doc_to_choi
                         f'{key}: "{ESCAPE}"')
     add(f"sandbox-lmeval-{name}", ["run", "sub/leak.yaml", "-o", "out"], ["sub/leak.yaml", key, "sandbox"],
         {"sub/leak.yaml": text})
+HOOKED = LMEVAL.format(data="{root}/sub/data.jsonl", text="{{question}}") + "process_docs: !function hook.shout\n"
+add("consent-lmeval-function", ["run", "sub/leak.yaml", "-o", "out"], ["sub", "!function hook.shout", "--trust-task-code"],
+    {"sub/leak.yaml": HOOKED, "sub/hook.py": EVIL + "\ndef shout(docs):\n    return docs\n"})
+add("trusted-lmeval-function-symlink-out", ["run", "sub/leak.yaml", "-o", "out", "--trust-task-code"],
+    ["sub", "!function", "outside the task's folder"],
+    {"sub/leak.yaml": HOOKED, "evil.py": EVIL + "\ndef shout(docs):\n    return docs\n"}, {"sub/hook.py": "evil.py"})

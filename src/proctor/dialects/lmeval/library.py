@@ -57,13 +57,23 @@ def consent(trusted: bool) -> Iterator[None]:
     original = _yaml_loader._import_func_in_yml
 
     def guarded(qual: str, base_dir: Path):
-        if not trusted and not in_catalogue(base_dir):
-            module = qual.rpartition(".")[0].replace(".", "/") + ".py"
+        if in_catalogue(base_dir):
+            return original(qual, base_dir)
+        module_path = qual.rpartition(".")[0]
+        module = Path(base_dir) / (module_path.replace(".", "/") + ".py")  # where lm-eval looks first
+        if not trusted:
             raise TaskDefinitionError(
-                f"'!function {qual}' runs Python from {Path(base_dir) / module}; pass --trust-task-code to allow "
+                f"'!function {qual}' runs Python from {module}; pass --trust-task-code to allow "
                 "code beside task files (lm_eval's installed catalogue needs no consent)",
                 file=base_dir, field="!function",
             )
+        from proctor.core.user_code import check_installed_module, inside
+
+        if module.exists() and not inside(module, base_dir):  # '..' in the name, or a symlink pointing out
+            raise TaskDefinitionError(f"'!function {qual}' would run {module.resolve()}, outside the task's folder; "
+                                      "hooks are read from the task's folder only", file=base_dir, field="!function")
+        if not module.exists() and module_path:
+            check_installed_module(module_path, Path(base_dir), field="!function")
         return original(qual, base_dir)
 
     with _LOCK:
