@@ -291,7 +291,7 @@ add("glm-missing-inputs", GRUN, ["test.jsonl", "row 2", "inputs"], {**G, "data/t
 add("glm-nan-label", GRUN, ["test.jsonl", "row 2", "target", "nan"], {**G, "data/test.jsonl": jsonl(GLM_ROWS[:1]) + '{"inputs_pretokenized": "x", "choices_pretokenized": ["a", "b"], "label": NaN}\n'})
 add("glm-unknown-metric", GRUN, ["glm.yaml", "Acuracy"], {**G, "glm.yaml": GLM + 'metrics: ["Acuracy"]\n'})
 add("glm-module-missing", GRUN, ["glm.yaml", "module"], {**G, "glm.yaml": GLM + 'module: "nope.Task"\n'})
-add("glm-module-syntax-error", GRUN, ["mod.py"], {**G, "glm.yaml": GLM + 'module: "mod.Task"\n', "mod.py": "class Task(:\n"})
+add("glm-module-syntax-error", GRUN + ["--trust-task-code"], ["mod.py"], {**G, "glm.yaml": GLM + 'module: "mod.Task"\n', "mod.py": "class Task(:\n"})
 add("glm-empty-data-file", GRUN, ["test.jsonl", "empty"], {**G, "data/test.jsonl": ""})
 add("glm-bad-batch-size", GRUN, ["glm.yaml", "micro-batch-size"], {**G, "glm.yaml": GLM.replace("micro-batch-size: 2", "micro-batch-size: many")})
 

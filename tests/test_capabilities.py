@@ -115,7 +115,7 @@ def test_a_task_class_gets_the_run_store_through_its_executor(tmp_path):
     (tmp_path / "probe.py").write_text(textwrap.dedent(PROBE), encoding="utf-8")
     (tmp_path / "tasks.yaml").write_text(textwrap.dedent(TASKS), encoding="utf-8")
     model = FakeModel()
-    result = evaluate([tmp_path / "tasks.yaml"], model, output_dir=tmp_path / "run")
+    result = evaluate([tmp_path / "tasks.yaml"], model, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True})
     task = result.tasks["probe"]
     expected = FakeModel().generate([GenerateRequest(f"Q: question {i}\nA:", max_tokens=4) for i in range(3)])
     assert task["metrics"]["exact_match"]["value"] == sum(r.text == "paris" for r in expected) / 3
@@ -123,5 +123,5 @@ def test_a_task_class_gets_the_run_store_through_its_executor(tmp_path):
     assert task["judge_usage"] == {"requests": 7}
     assert sum(n for _, n in model.calls) == 3
     rerun = FakeModel()
-    again = evaluate([tmp_path / "tasks.yaml"], rerun, output_dir=tmp_path / "run")
+    again = evaluate([tmp_path / "tasks.yaml"], rerun, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True})
     assert rerun.calls == [] and again.tasks["probe"]["metrics"] == task["metrics"]  # answered by the run store

@@ -68,7 +68,7 @@ tasks:
     kind: multiple_choice
     version: 1
     group: qs_group
-    data: {{path: {DATA / 'science_mc.jsonl'}, id: id}}
+    data: {{path: "${{QUICKSTART_DATA}}/science_mc.jsonl", id: id}}
     prompt: "Question: {{{{question}}}}\\nAnswer:"
     choices: "{{{{ choices }}}}"
     target: "{{{{ 'ABCD'.index(answer) }}}}"
@@ -77,7 +77,7 @@ tasks:
     kind: multiple_choice
     version: 1
     group: qs_group
-    data: {{path: {DATA / 'science_mc.jsonl'}, id: id}}
+    data: {{path: "${{QUICKSTART_DATA}}/science_mc.jsonl", id: id}}
     prompt: "Q: {{{{question}}}}\\nA:"
     choices: "{{{{ choices }}}}"
     target: "{{{{ 'ABCD'.index(answer) }}}}"
@@ -85,7 +85,7 @@ tasks:
   - name: qs_gen
     kind: generate
     version: 2
-    data: {{path: {DATA / 'short_answers.jsonl'}, id: id}}
+    data: {{path: "${{QUICKSTART_DATA}}/short_answers.jsonl", id: id}}
     prompt: "Q: {{{{question}}}}\\nA:"
     target: "{{{{ answers[0] }}}}"
     generation: {{max_tokens: 8, stop: ["\\n"]}}
@@ -128,7 +128,7 @@ def proctor_output(tiny_model_dir, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("proctor")
     (folder / "tasks.yaml").write_text(PROCTOR_TASKS)
     model = HFModel(tiny_model_dir, batch_size=2)
-    run = evaluate([folder / "tasks.yaml"], model, output_dir=folder / "run", limit=LIMIT)
+    run = evaluate([folder / "tasks.yaml"], model, output_dir=folder / "run", limit=LIMIT, variables={"QUICKSTART_DATA": str(DATA)})
     (out,) = (run.run_dir / "lm_eval").iterdir()
     return out
 

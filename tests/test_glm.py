@@ -17,6 +17,8 @@ import pytest
 from conftest import EXAMPLES, REPO, shared_path
 from proctor import TaskDefinitionError
 from proctor.api import evaluate, load_tasks
+
+TRUST = {"trust_task_code": True}  # these tests run task classes their YAML names
 from proctor.engine.prepare import prepare_task
 
 
@@ -67,7 +69,7 @@ def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
         module: tasks.nowhere.Task
         path: d
     """)
-    (task,) = load_tasks([path])
+    (task,) = load_tasks([path], options=TRUST)
     with pytest.raises(TaskDefinitionError) as info:
         prepare_task(task, {})
     assert info.value.field == "module" and str(path) in str(info.value) and "tasks/nowhere.py" in str(info.value)
@@ -248,7 +250,7 @@ def test_unknown_metric_is_an_error_and_plugins_extend_the_registry(tmp_path, mu
 
 def test_lambada_style_example_with_custom_class(tiny_model, tmp_path):
     yaml_path = EXAMPLES / "glm130b" / "lambada_style" / "lambada_style.yaml"
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run")
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", dialect_options=TRUST)
     task = result.tasks["lambada_style/validation"]
     assert task["requests"]["type"] == "custom" and task["n_samples"] == 5
     assert list(task["breakdown"]["_source"]) == ["prompt_1/validation.jsonl", "prompt_2/validation.jsonl"]
@@ -258,7 +260,7 @@ def test_lambada_style_example_with_custom_class(tiny_model, tmp_path):
 
 
 def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
-    write(tmp_path / "tasks" / "custom" / "rules.py", """
+    write(tmp_path / "tasks" / "glm" / "custom" / "rules.py", """
         from proctor.tasks.custom import GenerationTask, MultipleChoiceTask
 
         CALLS = []
@@ -276,22 +278,22 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
     yaml_path = write(tmp_path / "tasks" / "glm" / "evens.yaml", """
         name: evens
         type: mul
-        module: tasks.custom.rules.AlwaysYes
+        module: tasks.glm.custom.rules.AlwaysYes
         path: evens
         file-pattern: "**/test.jsonl"
         micro-batch-size: 2
     """)
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=mul_data)
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=mul_data, dialect_options=TRUST)
     labels = [int(i % 2 == 0) for i in range(5)]
     assert result.tasks["evens"]["metrics"]["Accuracy"]["value"] == pytest.approx(100 * sum(labels) / 5)
     assert [r["prediction"] for r in records(result.run_dir)] == [1] * 5
     wrong = write(tmp_path / "tasks" / "glm" / "wrong.yaml", """
         name: wrong
         type: mul
-        module: tasks.custom.rules.WrongBase
+        module: tasks.glm.custom.rules.WrongBase
         path: evens
     """)
-    (task,) = load_tasks([wrong])
+    (task,) = load_tasks([wrong], options=TRUST)
     with pytest.raises(TaskDefinitionError, match="must subclass proctor.tasks.custom.MultipleChoiceTask"):
         prepare_task(task, {"DATA_PATH": str(mul_data)})
 
@@ -346,7 +348,7 @@ def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tm
         type: mystery
         path: evens
     """)
-    result = evaluate([folder], tiny_model, output_dir=tmp_path / "run", data_path=mul_data)
+    result = evaluate([folder], tiny_model, output_dir=tmp_path / "run", data_path=mul_data, dialect_options=TRUST)
     assert list(result.tasks) == ["evens/validation"] and result.tasks["evens/validation"]["n_samples"] == 5
     skipped = {Path(s["file"]).name: s["error"] for s in result.results["skipped"]}
     assert set(skipped) == {"b_module.yaml", "c_type.yaml"}
@@ -359,6 +361,7 @@ def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tm
     assert done.returncode == 2
     assert "ok evens/validation" in done.stdout
     assert str(bad_module) in done.stderr and str(bad_type) in done.stderr and "mystery" in done.stderr
+    assert "--trust-task-code" in done.stderr  # without the flag the module is refused, never imported
     # a file named directly still stops the run with its error
     with pytest.raises(TaskDefinitionError, match="mystery"):
         evaluate([bad_type], tiny_model, output_dir=tmp_path / "run2", data_path=mul_data)

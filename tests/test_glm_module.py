@@ -20,6 +20,8 @@ import pytest
 
 from proctor.api import evaluate
 
+TRUST = {"trust_task_code": True}  # these tests run the task classes their YAML names
+
 
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -316,7 +318,7 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
     }
     for name, file_rows in rows.items():
         write_jsonl(data / "exam" / name, file_rows)
-    result = evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data)
+    result = evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
     task = result.tasks["Exam"]
     # GLM's formula: argmax over choices of the summed log-probs of the choice's tokens after the context
     expected, predictions = {}, {}
@@ -362,7 +364,7 @@ def test_crows_pair_style_dataset_and_metric(glm_repo, tiny_model, reference, tm
             rows.append({"inputs_pretokenized": "", "choices_pretokenized": [sentence], "label": 0,
                          "pair_ID": pair_id, "sent_ID": which, "bias_type": category})
     write_jsonl(data / "data" / "pairs.jsonl", rows)
-    result = evaluate([glm_repo / "tasks" / "social-bias" / "pairs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data)
+    result = evaluate([glm_repo / "tasks" / "social-bias" / "pairs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
     task = result.tasks["Pairs"]
 
     def sentence_logprob(sentence):
@@ -388,7 +390,7 @@ def test_pile_style_language_model_class(glm_repo, tiny_model, reference, tmp_pa
     docs = [{"text": reference.ids(t), "text_pretokenized": t, "meta": {"set": s}} for s, t in texts]
     assert len(docs[0]["text"]) > 16  # several windows
     write_jsonl(data / "docs" / "test_tokenized.jsonl", docs)
-    result = evaluate([glm_repo / "tasks" / "bytes" / "docs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data)
+    result = evaluate([glm_repo / "tasks" / "bytes" / "docs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
     task = result.tasks["Docs"]
     # GLM's windows: max_seq_length - 1 = 16 tokens, stride generation_length = 6; after the first window
     # the first 16 - 6 = 10 tokens are unscored context; loss = -sum of the scored tokens' log-probs
@@ -425,7 +427,7 @@ def test_plain_lm_class_uses_glm_word_count(glm_repo, tiny_model, reference, tmp
     text = " the cat sat on the mat . \n a  dog barked at the cat twice . \n"
     (tmp_path / "DATA" / "ptb").mkdir(parents=True)
     (tmp_path / "DATA" / "ptb" / "ptb.test.txt").write_text(text, encoding="utf-8")
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
     tokens = reference.ids(text)
     # GLM's LanguageModelTaskDataset: windows of 20 tokens, stride 8, the first 12 of later windows as context
     loss = 0.0
@@ -506,7 +508,7 @@ def test_lambada_style_beam_search_with_own_strategy(glm_repo, tiny_model, refer
     import string
 
     write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
-    result = evaluate([glm_repo / "tasks" / "lastword" / "lastword.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    result = evaluate([glm_repo / "tasks" / "lastword" / "lastword.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
     # the strategy subclass bans these as the first token (GLM's id 146337 among them: out of this vocabulary)
     banned = [146337] + [reference.ids(m)[0] for m in string.punctuation if len(reference.ids(m)) == 1]
     hits = []
@@ -544,7 +546,7 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
         max_gen_length: 4
     """)
     write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
     hits = []
     for row, record in zip(LASTWORD_ROWS, records(result.run_dir)):
         generated = _greedy(reference, _context(tiny_model, reference.ids(row["inputs_pretokenized"])), 4, reference.eos)
@@ -563,7 +565,7 @@ def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     write_jsonl(tmp_path / "DATA" / "exam" / "science" / "a.json",
                 [{"inputs_pretokenized": "1+1=", "choices_pretokenized": ["2", "3"], "label": 0}])
     with pytest.raises(ProctorError, match="needs a local Hugging Face model"):
-        evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], FakeModel(), output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+        evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], FakeModel(), output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
     # a class that does not import fails at prepare, before any model, naming the YAML and the field
     bad = write(glm_repo / "tasks" / "exam" / "broken.yaml", """
         name: Broken
@@ -575,7 +577,7 @@ def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     from proctor.api import load_tasks
     from proctor import TaskDefinitionError
 
-    (task,) = load_tasks([bad])
+    (task,) = load_tasks([bad], options=TRUST)
     with pytest.raises(TaskDefinitionError) as info:
         prepare_task(task, {"DATA_PATH": str(tmp_path / "DATA")})
     assert info.value.field == "module" and str(bad) in str(info.value)
@@ -652,7 +654,7 @@ def test_stereoset_style_per_token_choice_and_list_metric(glm_repo, tiny_model, 
     for row in rows:
         row.update(label=0, goal_label=goals)
     write_jsonl(tmp_path / "DATA" / "stereo" / "set.jsonl", rows)
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA")
+    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
     picked = defaultdict(lambda: defaultdict(int))
     for row in rows:
         ctx = _context(tiny_model, reference.ids(row["inputs_pretokenized"]))

@@ -23,10 +23,11 @@ PAIRS = [
 ]
 
 
-def direct_loglikelihood(model, tokenizer, context: str, continuation: str) -> tuple[float, bool]:
-    """Independent reference: one unbatched forward over the full sequence, logits everywhere."""
+def direct_loglikelihood(model, tokenizer, context: str, continuation: str, move_whitespace: bool = True) -> tuple[float, bool]:
+    """Independent reference: one unbatched forward over the full sequence, logits everywhere
+    (lm-eval's rule: the context's trailing whitespace moves into the continuation, unless not asked)."""
     n_spaces = len(context) - len(context.rstrip())
-    if n_spaces:
+    if n_spaces and move_whitespace:
         context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
     if context:
         whole = tokenizer(context + continuation, add_special_tokens=False).input_ids

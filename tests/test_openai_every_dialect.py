@@ -167,7 +167,7 @@ def test_glm_mul_plain_and_custom_class(chat_only, tiny_model_dir, tmp_path):
     assert task["mc_format"] == "generate" and n >= 2 and len(lettered_prompts(chat_only)) == n
     check_generation_records(records(plain.run_dir, "mytask_mul/validation"))
     # a custom class keeping the default (summed log-prob) prediction gets the lettered formulation too
-    _write(tmp_path / "tasks" / "custom" / "rules.py", """
+    _write(tmp_path / "tasks" / "glm" / "custom" / "rules.py", """
         from proctor.tasks.custom import MultipleChoiceTask
 
         class Default(MultipleChoiceTask):
@@ -182,18 +182,19 @@ def test_glm_mul_plain_and_custom_class(chat_only, tiny_model_dir, tmp_path):
         _write(tmp_path / "tasks" / "glm" / f"{name}.yaml", f"""
             name: {name}
             type: mul
-            module: tasks.custom.rules.{cls}
-            path: {data}
+            module: tasks.glm.custom.rules.{cls}
+            path: {data.name}
             file-pattern: "**/validation.jsonl"
         """)
     before = len(lettered_prompts(chat_only))
-    custom = evaluate([tmp_path / "tasks" / "glm" / "default.yaml"], model, output_dir=tmp_path / "custom", limit=3, export=False)
+    trust = {"data_path": data.parent, "dialect_options": {"trust_task_code": True}}
+    custom = evaluate([tmp_path / "tasks" / "glm" / "default.yaml"], model, output_dir=tmp_path / "custom", limit=3, export=False, **trust)
     assert custom.tasks["default"]["mc_format"] == "generate" and custom.tasks["default"]["requests"]["type"] == "custom"
     assert len(lettered_prompts(chat_only)) - before == n == custom.tasks["default"]["n_samples"]
     check_generation_records(records(custom.run_dir, "default"))
     # a class that asks for log-probs itself cannot get them: a clear error, never a number
     with pytest.raises(ProctorError, match="cannot score log-likelihoods"):
-        evaluate([tmp_path / "tasks" / "glm" / "bylogprob.yaml"], model, output_dir=tmp_path / "bylogprob", limit=3, export=False)
+        evaluate([tmp_path / "tasks" / "glm" / "bylogprob.yaml"], model, output_dir=tmp_path / "bylogprob", limit=3, export=False, **trust)
 
 
 def test_perplexity_task_is_refused(chat_only, tiny_model_dir, tmp_path):

@@ -8,6 +8,7 @@ import math
 import random
 import subprocess
 import sys
+import shutil
 import textwrap
 from math import comb
 from pathlib import Path
@@ -31,10 +32,11 @@ def _even_length(outcome, **_):  # a 0/1 metric that sampled generations hit som
 
 def write_task(folder: Path, extra: str = "", kind_block: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(QA, folder / QA.name)  # beside the task: data stays in the task's folder
     (folder / "task.yaml").write_text(textwrap.dedent(f"""\
         name: qa
         kind: generate
-        data: {{path: {QA}, id: id}}
+        data: {{path: {QA.name}, id: id}}
         prompt: "Q: {{{{ question }}}}\\nA:"
         target: "{{{{ answers }}}}"
         generation: {{max_tokens: 6, stop: ["\\n"]}}

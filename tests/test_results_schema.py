@@ -43,16 +43,18 @@ def test_probsem_results_with_exports_and_unscored_metrics_validate(tmp_path):
 
 def test_glm_results_with_breakdowns_validate(tmp_path):
     yaml_path = EXAMPLES / "glm130b" / "lambada_style" / "lambada_style.yaml"
-    saved = _validated(evaluate([yaml_path], FakeModel(), output_dir=tmp_path / "run", export=False).run_dir)
+    saved = _validated(evaluate([yaml_path], FakeModel(), output_dir=tmp_path / "run", export=False,
+                                dialect_options={"trust_task_code": True}).run_dir)  # its module: is a task class
     task = saved.tasks["lambada_style/validation"]
     assert task.dialect == "glm130b" and task.breakdown_stats["_source"]["Accuracy"].n_parts == 2
     assert task.data.fallback and saved.warnings  # no --data-path: the YAML's folder, said in a warning
 
 
 def test_seahelm_results_with_bootstrap_and_rollup_validate(tmp_path):
-    shared_path("data", "nusax_senti")
+    data = shared_path("data", "nusax_senti").parent  # the example's data, given as the run's data folder
     folder = EXAMPLES / "seahelm" / "seahelm_tasks" / "nlu" / "nusax_sentiment"
     result = evaluate([folder], FakeModel(), select=["nusax-sentiment/id"], output_dir=tmp_path / "run", limit=4,
+                      variables={"PROCTOR_DATA": str(data)},
                       dialect_options={"trust_task_code": True, "seahelm_runs": 2, "is_base_model": True}, export=False)
     saved = _validated(result.run_dir)
     primary = saved.tasks["nusax-sentiment/id"].metrics["normalized_accuracy"]

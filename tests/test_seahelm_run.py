@@ -68,9 +68,10 @@ def test_task_code_needs_trust_flag():
 
 
 def test_nusax_sentiment_per_language_and_rollup(tmp_path):
-    shared_path("data", "nusax_senti")
+    data = shared_path("data", "nusax_senti").parent  # the example's data, given as the run's data folder
     folder = EXAMPLES / "seahelm" / "seahelm_tasks" / "nlu" / "nusax_sentiment"
     result = evaluate([folder], FakeModel(), select=["nusax-sentiment/*"], output_dir=tmp_path / "run", limit=12,
+                      variables={"PROCTOR_DATA": str(data)},
                       dialect_options={"trust_task_code": True, "seahelm_runs": 3, "is_base_model": True}, export=False)
     roll = result.results["rollup"]
     assert set(roll["children"]) == {"id", "jv", "su", "en"}

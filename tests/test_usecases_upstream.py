@@ -162,11 +162,13 @@ def test_class_only_file_with_a_config_file(tiny_model, tmp_path):
     )
     from proctor.dialects.aisteer.runconfig import read_config
 
-    case, gen_kwargs, call = load_use_case_file(MCQA_FILE, config=read_config(config))
+    case, gen_kwargs, call = load_use_case_file(MCQA_FILE, config=read_config(config, trusted=True))  # it names a metric file
     assert case.num_shuffling_runs == 2 and len(case.evaluation_data) == 3
     assert [m.name for m in case.evaluation_metrics] == ["MCQAAccuracy", "AnsweredShare[cfg]"]
     assert gen_kwargs == {"max_new_tokens": 3} and call["batch_size"] == 3
-    run_dir, results = run_use_case_files([MCQA_FILE], tiny_model, output_dir=tmp_path / "run", config=read_config(config))
+    with pytest.raises(TaskDefinitionError, match="--trust-task-code"):
+        read_config(config)  # the metric file the config names is code: consent first
+    run_dir, results = run_use_case_files([MCQA_FILE], tiny_model, output_dir=tmp_path / "run", config=read_config(config, trusted=True))
     samples = read_samples(run_dir)
     trial_mean, _ = upstream_accuracy([s["response"] for s in samples], [s["reference_answer"] for s in samples], [s["question_id"] for s in samples])
     assert results["tasks"]["use_case:CommonsenseMCQA"]["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(trial_mean)

@@ -12,7 +12,9 @@ import pytest
 
 pytest.importorskip("PIL")
 
-from vision_fixtures import COLOURS, image_set, tiny_vlm_dir  # noqa: E402,F401
+from vision_fixtures import COLOURS, image_set, image_set_as_data, tiny_vlm_dir  # noqa: E402,F401
+
+pytestmark = pytest.mark.usefixtures("image_set_as_data")  # task files here read the image set as a data folder
 
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import TaskDefinitionError  # noqa: E402

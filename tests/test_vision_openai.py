@@ -20,7 +20,9 @@ for module in ("httpx", "fastapi", "uvicorn"):
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
 from openai_fakes import _json_handler, _Server, serve_transformers  # noqa: E402
-from vision_fixtures import COLOURS, image_set, png_bytes, tiny_vlm_dir  # noqa: E402,F401
+from vision_fixtures import COLOURS, image_set, image_set_as_data, png_bytes, tiny_vlm_dir  # noqa: E402,F401
+
+pytestmark = pytest.mark.usefixtures("image_set_as_data")  # task files here read the image set as a data folder
 
 from proctor.api import evaluate  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402

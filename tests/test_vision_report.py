@@ -66,7 +66,8 @@ def run_dir(image_set, tmp_path_factory) -> Path:
             target: "{{{{ answer }}}}"
             images: "{{{{ image }}}}"
         """))
-    result = evaluate([tmp / "tasks.yaml"], FakeVisionModel(names), output_dir=tmp / "run", export=False)
+    result = evaluate([tmp / "tasks.yaml"], FakeVisionModel(names), output_dir=tmp / "run", export=False,
+                      variables={"IMAGES": str(image_set)})  # the image set, given as a data folder
     write_report(result.run_dir)
     return result.run_dir
 

@@ -114,3 +114,11 @@ def image_set(tmp_path_factory) -> Path:
     Dataset.from_list([{"id": r["id"], "question": r["question"], "choices": r["choices"], "answer": r["answer"],
                         "image": {"bytes": r["raw"], "path": None}} for r in rows], features=features).save_to_disk(str(folder / "arrow"))
     return folder
+
+
+@pytest.fixture
+def image_set_as_data(image_set, monkeypatch):
+    """The image set as the user's data folder (``PROCTOR_DATA``): task files written elsewhere may read it
+    (a task reads files only in its folder or a data folder the user gave, docs/trust.md)."""
+    monkeypatch.setenv("PROCTOR_DATA", str(image_set))
+    return image_set

@@ -66,7 +66,7 @@ def run(
     gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs per replica; for vllm: its tensor-parallel size."),
     worker_resources: Optional[List[str]] = typer.Option(None, "--worker-resources", help="KEY=AMOUNT: a custom Ray resource each replica needs (repeatable)."),
     worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", help="Node IP to place replicas on, round robin (repeatable)."),
-    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that ships with task files (SEA-HELM dataloaders/metrics/judges, lm-eval !function hooks beside your files)."),
+    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders/metrics/judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai: environment variable holding the API key (never written anywhere)."),
     model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),

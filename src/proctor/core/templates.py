@@ -1,4 +1,9 @@
-"""Jinja2 templates compiled once per task, rendered per sample with strict undefined checks."""
+"""Jinja2 templates compiled once per task, rendered per sample with strict undefined checks.
+
+Templates come from task files, so they render in Jinja's immutable sandbox: a template reads the
+row's fields and calls filters, but cannot reach Python internals (``''.__class__.__mro__``) or
+change the row's values; trying is an error naming the task file and the template's field.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from itertools import islice
 
 import jinja2
 from jinja2.nativetypes import NativeEnvironment, NativeTemplate
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from proctor.core.errors import TaskDefinitionError
 
@@ -37,7 +43,7 @@ class _RawNativeTemplate(NativeTemplate):
             return self.environment.handle_exception()
 
 
-class _RawNativeEnvironment(NativeEnvironment):
+class _RawNativeEnvironment(ImmutableSandboxedEnvironment, NativeEnvironment):
     template_class = _RawNativeTemplate
 
 
@@ -72,7 +78,7 @@ def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
         raise ValueError(f"float: {value!r:.60} is not a number (give a default, e.g. float(0), to allow that)") from None
 
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_ENV = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
@@ -120,6 +126,15 @@ class _Compiled:
             return value if self.native else str(value)
         try:
             return self._template.render(fields)
+        except SecurityError as exc:  # the template's own doing, whatever the row: name where it is written
+            raise TaskDefinitionError(
+                f"the template '{self.field}' reaches outside its sandbox ({str(exc).rstrip('.')}; first seen on "
+                f"{file or 'a row'}{f', row {row}' if row is not None else ''}): templates may read fields and "
+                "call filters, not Python internals",
+                file=self.origin,
+                line=self.line,
+                field=self.field,
+            ) from None
         except jinja2.UndefinedError as exc:
             raise TaskDefinitionError(
                 f"the template '{self.field}' uses a field this row does not have ({exc.message}); "

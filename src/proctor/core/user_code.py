@@ -1,4 +1,5 @@
-"""Importing the user's Python files (task classes, metric plug-ins, use cases, task-folder code).
+"""Importing the user's Python files (task classes, metric plug-ins, use cases, task-folder code), and
+the consent rule for them (docs/trust.md).
 
 Every such file is imported here, under a module name derived from the SHA-256 of its resolved path:
 the same name in every process (``hash()`` is salted per process), so classes defined in it pickle by
@@ -20,6 +21,70 @@ from typing import Callable, ContextManager, Iterator, Mapping
 from proctor.core.errors import ProctorError, TaskDefinitionError
 
 Names = Callable[[], ContextManager[object]]
+
+TRUST = "trust_task_code"  # the options key of --trust-task-code; dialects copy it into Task.resources
+CODE_KEY = "code_key"  # Task.resources: the task file's own name for the key naming its class (GLM: module)
+TRUST_HINT = "pass --trust-task-code to run it (API: dialect_options={'trust_task_code': True})"
+
+
+def refusal(what: str, *, file: str | Path | None, field: str, line: int | None = None) -> TaskDefinitionError:
+    """The error for Python code a task file names, without ``--trust-task-code``."""
+    return TaskDefinitionError(f"{what} is Python code named by a task file; {TRUST_HINT}", file=file, line=line, field=field)
+
+
+def inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` (symlinks followed, ``..`` resolved) lies in ``folder``."""
+    return Path(path).resolve().is_relative_to(Path(folder).resolve())
+
+
+def _installed(origin: Path) -> bool:
+    """A module file of the Python installation (the standard library, site-packages)."""
+    import site
+    import sysconfig
+
+    places = {sys.prefix, sys.base_prefix, *site.getsitepackages(), *sysconfig.get_paths().values()}
+    return any(origin.is_relative_to(Path(p).resolve()) for p in places if p)
+
+
+def dotted_module_file(module_path: str, folder: Path, *, field: str) -> tuple[Path, Path] | None:
+    """``(root, file)`` for a dotted module name that is a file below ``folder`` or a parent of it (GLM
+    writes module paths from its repository root): ``root`` goes on ``sys.path`` to import it. The file,
+    and every package ``__init__.py`` the import runs, must lie in ``folder`` (symlinks followed): task
+    code never reaches a parent folder. None when no such file exists (an installed module, then)."""
+    parts = module_path.split(".")
+    relative = Path(*parts).with_suffix(".py")
+    folder = folder.resolve()
+    for root in (folder, *folder.parents):
+        if not (root / relative).is_file():
+            continue
+        runs = [root / relative] + [root.joinpath(*parts[:k], "__init__.py") for k in range(1, len(parts))]
+        for file in runs:
+            if file.is_file() and not inside(file, folder):
+                raise TaskDefinitionError(
+                    f"'{module_path}' would run {file.resolve()}, outside the task's folder {folder}; task code is "
+                    "read from the task's folder only", field=field)
+        return root, root / relative
+    return None
+
+
+def check_installed_module(module_path: str, folder: Path, *, field: str) -> None:
+    """A dotted name that is no file in the task's folder is imported as an installed module; one that
+    would come from a parent of the task's folder (the working directory on ``sys.path``) is refused."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module_path.split(".")[0])
+    except (ImportError, ValueError):
+        return  # importing it fails with its own message
+    origin = Path(spec.origin).resolve() if spec is not None and spec.origin and spec.origin != "built-in" else None
+    if origin is None and spec is not None and spec.submodule_search_locations:
+        origin = Path(list(spec.submodule_search_locations)[0]).resolve()
+    if origin is None or _installed(origin) or inside(origin, folder):
+        return
+    if any(origin.is_relative_to(parent) for parent in folder.resolve().parents):
+        raise TaskDefinitionError(
+            f"'{module_path}' would be imported from {origin}, outside the task's folder {folder.resolve()}; "
+            "task code is read from the task's folder (or an installed package) only", field=field)
 
 
 def module_name(path: str | Path, prefix: str = "proctor_user") -> str:

@@ -1,6 +1,7 @@
 """Image values in data rows → validated ``ImageInput``s, read once, before any model loads.
 
-A row's image may be a file path (relative to the data file's folder, then to the task file's),
+A row's image may be a file path (relative to the data file's folder, then to the task file's; it must
+lie in one of the task's roots, ``data/paths.py``),
 raw bytes (a parquet / Arrow binary column), a Hugging Face ``Image`` feature value
 (``{"bytes": ..., "path": ...}``), a base64 string (optionally a ``data:image/...;base64,`` URI),
 or a PIL image. Each is decoded with Pillow once to check it; a missing or unreadable image is a
@@ -18,20 +19,22 @@ from typing import Any, Sequence
 
 from proctor.core.errors import TaskDefinitionError, require
 from proctor.core.images import ImageInput
+from proctor.data.paths import check_inside
 
 THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
 
 
 def _pillow():
-    return require("PIL", "vision", "Reading images")
+    """Pillow's ``Image`` module (importing ``PIL`` alone does not import it)."""
+    return require("PIL.Image", "vision", "Reading images")
 
 
 def _looks_like_path(text: str) -> bool:
     return len(text) < 1024 and ("/" in text or "\\" in text or "." in text[-6:])
 
 
-def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
-    Image = _pillow().Image
+def _raw_bytes(value: Any, bases: Sequence[Path], where: dict, roots: Sequence[Path] = ()) -> bytes:
+    Image = _pillow()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, Image.Image):
@@ -40,9 +43,9 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
         return buffer.getvalue()
     if isinstance(value, dict):  # a Hugging Face Image feature value
         if value.get("bytes"):
-            return _raw_bytes(value["bytes"], bases, where)
+            return _raw_bytes(value["bytes"], bases, where, roots)
         if value.get("path"):
-            return _raw_bytes(str(value["path"]), bases, where)
+            return _raw_bytes(str(value["path"]), bases, where, roots)
         raise TaskDefinitionError("image value is a mapping with neither 'bytes' nor 'path'", **where)
     if isinstance(value, (str, Path)):
         text = str(value).strip()
@@ -53,9 +56,11 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
             if ";base64" not in head:
                 raise TaskDefinitionError(f"image data URI is not base64 ({head[:40]!r})", **where)
             return _b64(payload, where)
-        candidates = [Path(text).expanduser()] + [base / text for base in bases]
+        given = Path(text).expanduser()
+        candidates = [given] if given.is_absolute() else [base / given for base in bases]
         for path in candidates:
             if path.is_file():
+                check_inside(path, [*bases, *roots], written=text, **where)  # never read a file outside
                 try:
                     return path.read_bytes()
                 except OSError as exc:
@@ -65,7 +70,7 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: dict) -> bytes:
         except (binascii.Error, ValueError):
             pass
         if _looks_like_path(text):
-            looked = ", ".join(str(p) for p in candidates[1:]) or str(candidates[0])
+            looked = ", ".join(str(p) for p in candidates) or "no folder: the row has no data file"
             raise TaskDefinitionError(f"image file not found: {text} (looked in {looked})", **where)
         raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where)
     raise TaskDefinitionError(f"an image must be a path, bytes or a base64 string, got {type(value).__name__}", **where)
@@ -80,15 +85,14 @@ def _b64(text: str, where: dict) -> bytes:
 
 def image_input(data: bytes, where: dict) -> ImageInput:
     """Check that ``data`` decodes as an image; its digest, size, MIME type and a thumbnail."""
-    PIL = _pillow()
-    Image = PIL.Image
+    Image = _pillow()
     try:
         with Image.open(io.BytesIO(data)) as image:
             image.load()  # decodes fully: a truncated file fails here, not inside a model call
             fmt = image.format or "PNG"
             width, height = image.size
             thumb = image.convert("RGB")
-    except (PIL.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (Image.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
     thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
     buffer = io.BytesIO()
@@ -99,12 +103,13 @@ def image_input(data: bytes, where: dict) -> ImageInput:
     return ImageInput(digest, data, mime, width, height, thumbnail)
 
 
-def read_images(value: Any, *, bases: Sequence[Path] = (), file: str | None = None, row: int | None = None,
-                field: str = "images") -> tuple[ImageInput, ...]:
-    """One row's images from a value or a list of values (``None`` / empty list: no image)."""
+def read_images(value: Any, *, bases: Sequence[Path] = (), roots: Sequence[Path] = (), file: str | None = None,
+                row: int | None = None, field: str = "images") -> tuple[ImageInput, ...]:
+    """One row's images from a value or a list of values (``None`` / empty list: no image). A path is
+    relative to ``bases`` and must lie in one of ``bases`` or ``roots``."""
     values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])
     out = []
     for k, item in enumerate(values):
         where = {"file": file, "row": row, "field": field if len(values) == 1 else f"{field}[{k}]"}
-        out.append(image_input(_raw_bytes(item, bases, where), where))
+        out.append(image_input(_raw_bytes(item, bases, where, roots), where))
     return tuple(out)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import DataSpec
@@ -48,14 +49,26 @@ def expand_variables(text: str, variables: Mapping[str, str]) -> str:
     return _VARIABLE.sub(substitute, text)
 
 
-def _resolve_path(text: str, base_dir: Path, variables: Mapping[str, str]) -> list[Path]:
+@dataclass(frozen=True)
+class _Where:
+    """Where a task's paths may lead (``data/paths.py``) and what an error names: the task file, the field."""
+
+    roots: tuple[Path, ...]
+    file: str | None
+    field: str
+
+
+def _resolve_path(text: str, base_dir: Path, variables: Mapping[str, str], where: _Where, key: str = "path") -> list[Path]:
+    field = f"{where.field}.{key}"
     expanded = Path(expand_variables(text, variables)).expanduser()
     full = expanded if expanded.is_absolute() else base_dir / expanded
     if any(ch in str(full) for ch in "*?["):
         matches = sorted(Path(p) for p in globlib.glob(str(full), recursive=True))
         if not matches:
+            check_inside(_glob_base(full), where.roots, written=text, file=where.file, field=field)
             raise SourceUnavailable(f"no file matches {full}")
-        return matches
+        return [check_inside(m, where.roots, written=text, file=where.file, field=field) for m in matches]
+    check_inside(full, where.roots, written=text, file=where.file, field=field)
     if not full.exists():
         raise SourceUnavailable(f"data file not found: {full}")
     return [full]
@@ -90,8 +103,8 @@ def _glob_base(pattern: Path) -> Path:
     return base if base != pattern else pattern.parent
 
 
-def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) -> tuple[list[dict], str]:
-    files = _resolve_path(spec.path, base_dir, variables)
+def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], where: _Where) -> tuple[list[dict], str]:
+    files = _resolve_path(spec.path, base_dir, variables, where)
     expanded = Path(expand_variables(spec.path, variables)).expanduser()
     glob_base = _glob_base(expanded if expanded.is_absolute() else base_dir / expanded)
     rows: list[dict] = []
@@ -107,7 +120,7 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str]) ->
             row[SOURCE_KEY] = relative or file.name
             row.setdefault("_path", str(file))
         for join_text in spec.join:
-            joined_files = _resolve_path(join_text, base_dir, variables)
+            joined_files = _resolve_path(join_text, base_dir, variables, where, "join")
             if len(joined_files) != 1:
                 raise TaskDefinitionError("a 'join' path must name exactly one file", file=join_text, field="join")
             extra = read_rows(joined_files[0])
@@ -149,18 +162,22 @@ def load_samples(
     *,
     task_file: str | None = None,
     stats: dict | None = None,
+    field: str = "data",
 ) -> list[Sample]:
     """Read the first available source into samples with stable ids.
 
-    ``stats`` (if given) receives the source used and how many rows its filter dropped.
+    ``stats`` (if given) receives the source used and how many rows its filter dropped. Paths stay in
+    the task's folder (``base_dir``) or a folder the variables give; ``field`` names the task file's key
+    in errors.
     """
     variables = variables or {}
+    where = _Where(data_roots(base_dir, variables), task_file, field)
     reasons: list[str] = []
     for spec in sources:
         try:
             if spec.path is not None:
                 try:
-                    rows, origin = _read_local(spec, base_dir, variables)
+                    rows, origin = _read_local(spec, base_dir, variables, where)
                 except SourceUnavailable:
                     if spec.hub is None:
                         raise

@@ -41,7 +41,12 @@ def _options_for(options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
     return options
 
 
-def _load_file(path: Path, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list[Task]:
+def _load_file(path: Path, explicit: bool, options: Mapping[str, Any], notes: list[str], folder: Path | None = None) -> list[Task]:
+    if folder is not None and not explicit and not path.resolve().is_relative_to(folder.resolve()):
+        raise TaskDefinitionError(  # a task file is read from the folder the user named (docs/trust.md)
+            f"is a symlink to {path.resolve()}, outside the folder {folder}; name that file on the command line to use it",
+            file=path,
+        )
     dialects = registry().ordered_dialects()
     for dialect in dialects:
         if dialect.claims_path(path):
@@ -88,7 +93,8 @@ def collect_tasks(
             raise TaskDefinitionError("no such file or folder", file=path)
         else:
             file_options = _options_for(options, path)
-            batches = [(file, lambda file=file: _load_file(file, file == path, file_options, notes)) for file in find_task_files(path)]
+            folder = path if path.is_dir() else None
+            batches = [(file, lambda file=file: _load_file(file, file == path, file_options, notes, folder)) for file in find_task_files(path)]
         for file, load in batches:
             try:
                 loaded = load()

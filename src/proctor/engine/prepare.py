@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from proctor.data.paths import data_roots
 from proctor.data.sources import Sample, load_samples
 from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
 from proctor.core.errors import ProctorError, TaskDefinitionError
@@ -106,7 +107,7 @@ def prepare_task(
     if spec.task_class:
         from proctor.kinds.custom import load_task_class
 
-        handler = load_task_class(spec, task.base_dir, file, task.resources)
+        handler = load_task_class(spec, task.base_dir, file, task.resources, task.lines.get("task_class"))
     if isinstance(handler, LoadsSamples):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
         def load(cut):
             return handler.load_samples(limit=cut, variables=variables)
@@ -127,10 +128,11 @@ def prepare_task(
     count = min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
-        pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file)
+        pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
     selected = samples[:count]
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
-    builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat)
+    builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat,
+                            roots=data_roots(task.base_dir, variables))
     prepared = tuple(builder.prepare(sample) for sample in selected)
     for export in spec.exports:
         from proctor.runs.task_exports import get_exporter

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.user_code import class_in_file, located
+from proctor.core.user_code import CODE_KEY, TRUST, check_installed_module, class_in_file, dotted_module_file, inside, located, refusal
 from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
@@ -193,55 +193,71 @@ class GenerationTask(CustomTask):
 
 
 # -------------------------------------------------------------------- loading
+BUILTIN = "proctor."  # classes of proctor's own modules (the dialects' handlers) need no consent
+
+
 def class_from_file(reference: str, base_dir: Path, field: str) -> type:
-    """``file.py:Class``, the file relative to ``base_dir`` (the task file's folder) unless absolute."""
+    """``file.py:Class``, the file in ``base_dir`` (the task file's folder): a path that climbs out of
+    it (``..``, an absolute path elsewhere, a symlink) is refused."""
     path_text, _, class_name = reference.rpartition(":")
     file = Path(path_text).expanduser()
     file = file if file.is_absolute() else base_dir / file
     if not file.is_file():
         raise TaskDefinitionError(f"task class file not found: {file}", field=field)
+    if not inside(file, base_dir):
+        raise TaskDefinitionError(
+            f"{file} is outside the task's folder {base_dir.resolve()}; task code is read from the task's folder only", field=field)
     return class_in_file(file, class_name, field=field)
 
 
-def resolve_task_class(reference: str, base_dir: Path) -> type:
-    """``file.py:Class`` (relative to the task file), or a dotted ``pkg.mod.Class``: first as a file
-    below the task file's folder or any parent (GLM's module paths are relative to its repository),
-    then as an importable module."""
+def resolve_task_class(reference: str, base_dir: Path, field: str = "task_class") -> type:
+    """``file.py:Class`` (relative to the task file), or a dotted ``pkg.mod.Class``: proctor's own
+    classes by import; others first as a file below the task file's folder (the dotted path may start
+    at a parent, as GLM's module paths do, but the file must lie in the task's folder), then as an
+    installed module."""
     if ":" in reference:
-        return class_from_file(reference, base_dir, "task_class")
+        return class_from_file(reference, base_dir, field)
     module_path, _, class_name = reference.rpartition(".")
     if not module_path:
-        raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class' or 'file.py:Class'", field="task_class")
-    relative = Path(*module_path.split(".")).with_suffix(".py")
-    for folder in [base_dir.resolve(), *base_dir.resolve().parents]:
-        if (folder / relative).is_file():
-            return class_in_file(folder / relative, class_name, field="task_class")
+        raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class' or 'file.py:Class'", field=field)
+    if not reference.startswith(BUILTIN):
+        found = dotted_module_file(module_path, base_dir, field=field)
+        if found is not None:
+            return class_in_file(found[1], class_name, field=field)
+        check_installed_module(module_path, base_dir, field=field)
     try:
         module = importlib.import_module(module_path)
     except ImportError as exc:
         raise TaskDefinitionError(
-            f"cannot find the task class '{reference}': no {relative} beside the task file or in a parent folder, "
-            f"and importing '{module_path}' failed ({exc})",
-            field="task_class",
+            f"cannot find the task class '{reference}': no {Path(*module_path.split('.')).with_suffix('.py')} in the "
+            f"task's folder, and importing '{module_path}' failed ({exc})",
+            field=field,
         ) from None
     if not hasattr(module, class_name):
-        raise TaskDefinitionError(f"module '{module_path}' defines no '{class_name}'", field="task_class")
+        raise TaskDefinitionError(f"module '{module_path}' defines no '{class_name}'", field=field)
     return getattr(module, class_name)
 
 
-def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None) -> CustomTask:
+def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None, line: int | None = None) -> CustomTask:
+    """The handler of a task with a ``task_class``. A class a task file names (not one of proctor's own)
+    runs only with consent: ``resources[TRUST]``, set by the dialect from ``--trust-task-code``;
+    ``resources[CODE_KEY]`` is the file's own name for the key (GLM's ``module``)."""
     assert spec.task_class is not None
+    resources = dict(resources or {})
+    key = resources.get(CODE_KEY, "task_class")
+    if file is not None and not spec.task_class.startswith(BUILTIN) and not resources.get(TRUST):
+        raise refusal(f"{key} '{spec.task_class}'", file=file, line=line, field=key)
     try:
-        cls = resolve_task_class(spec.task_class, base_dir)
+        cls = resolve_task_class(spec.task_class, base_dir, key)
     except TaskDefinitionError as exc:  # the task file is where the class is named; keep the class file's place too
-        raise TaskDefinitionError(located(exc), file=file, field="task_class") from None
+        raise TaskDefinitionError(located(exc), file=file, line=line, field=key) from None
     if not (inspect.isclass(cls) and issubclass(cls, CustomTask)) or cls.kind != spec.kind:
         wanted = {"multiple_choice": "MultipleChoiceTask", "generate": "GenerationTask"}.get(spec.kind)
         if wanted is None:
-            raise TaskDefinitionError(f"custom task classes are not supported for '{spec.kind}' tasks", file=file, field="task_class")
+            raise TaskDefinitionError(f"custom task classes are not supported for '{spec.kind}' tasks", file=file, line=line, field=key)
         raise TaskDefinitionError(
-            f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)", file=file, field="task_class"
+            f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)", file=file, line=line, field=key
         )
     handler = cls(spec, spec.task_options)
-    handler.resources = dict(resources or {})
+    handler.resources = resources
     return handler

@@ -81,8 +81,10 @@ class PromptBuilder:
         lines: dict[str, int] | None = None,
         fewshot_pool: Sequence[Sample] = (),
         use_chat: bool = False,
+        roots: Sequence[Path] = (),
     ) -> None:
         self.spec = spec
+        self._roots = tuple(roots)  # where image paths may lead besides the data's and task file's folders
         self.origin = origin
         self.use_chat = use_chat
         lines = lines or {}
@@ -185,7 +187,7 @@ class PromptBuilder:
         for expr in self._images:
             value = expr.evaluate(sample.fields, file=sample.file, row_number=sample.row)
             match = _PLAIN_NAME.match(expr.source)  # name the row's own column where the expression is a lookup
-            out += read_images(value, bases=bases, file=sample.file, row=sample.row, field=match.group(1) if match else expr.field)
+            out += read_images(value, bases=bases, roots=self._roots, file=sample.file, row=sample.row, field=match.group(1) if match else expr.field)
         return tuple(out)
 
     def _answer_text(self, sample: Sample) -> str:

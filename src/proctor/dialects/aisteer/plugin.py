@@ -44,8 +44,11 @@ class UseCaseDialect(Dialect):
         return path.suffix == ".py"
 
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+        from proctor.core.user_code import TRUST, refusal
         from proctor.dialects.aisteer.runfile import file_tasks, options_config
 
+        if not explicit and not options.get(TRUST):  # found in a folder, not named on the command line
+            raise refusal("this use case file", file=path, field="use_case")
         return file_tasks(path, options_config(options))
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.user_code import refusal
 from proctor.dialects.aisteer.metrics import Metric
 
 _KEYS = {"evaluation_data", "evaluation_metrics", "use_case_kwargs", "gen_kwargs", "batch_size", "runtime_overrides"}
@@ -60,13 +61,31 @@ class UseCaseConfig:
         )
 
 
-def resolve_data(data: Any, base: Path) -> Any:
-    if isinstance(data, (str, Path)) and not Path(data).is_absolute():
-        return base / data
-    return data
+def resolve_data(data: Any, base: Path, file: Path) -> Any:
+    """A data path written in ``file`` (a config, a use case file): relative to ``base``, and inside it."""
+    if not isinstance(data, (str, Path)):
+        return data
+    from proctor.data.paths import check_inside
+
+    full = Path(data).expanduser()
+    full = full if full.is_absolute() else base / full
+    return check_inside(full, (base,), written=str(data), file=file, field="evaluation_data")
 
 
-def read_config(path: str | Path) -> UseCaseConfig:
+_SAFE_MODULES = ("aisteer360.", "proctor.")  # metric modules that are proctor's own objects
+
+
+def _names_code(spec: Any) -> str | None:
+    """The metric reference of a config entry when it is code (``FILE.py:CLASS``, ``module:CLASS``)."""
+    name = spec.get("metric") if isinstance(spec, Mapping) else spec
+    if isinstance(name, str) and ":" in name and not name.startswith(_SAFE_MODULES):
+        return name
+    return None
+
+
+def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
+    """A ``--use-case-config`` file. Metric code it names (not the command line) runs only when ``trusted``
+    (--trust-task-code); its data path stays in its folder."""
     path = Path(path)
     if not path.exists():
         raise TaskDefinitionError("no such use case config file", file=path)
@@ -88,11 +107,15 @@ def read_config(path: str | Path) -> UseCaseConfig:
     for key, kind in (("use_case_kwargs", Mapping), ("gen_kwargs", Mapping), ("evaluation_metrics", list)):
         if key in raw and not isinstance(raw[key], kind):
             raise TaskDefinitionError(f"'{key}' must be a {'mapping' if kind is Mapping else 'list'}", file=path, field=key)
+    for spec in raw.get("evaluation_metrics") or []:
+        code = _names_code(spec)
+        if code and not trusted:
+            raise refusal(f"evaluation_metrics '{code}'", file=path, field="evaluation_metrics")
     batch_size = raw.get("batch_size")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise TaskDefinitionError(f"'batch_size' must be a positive integer, got {batch_size!r}", file=path, field="batch_size")
     return UseCaseConfig(
-        evaluation_data=resolve_data(raw.get("evaluation_data"), path.parent),
+        evaluation_data=resolve_data(raw.get("evaluation_data"), path.parent, path),
         evaluation_metrics=[(m, path.parent) for m in raw["evaluation_metrics"]] if raw.get("evaluation_metrics") else None,
         use_case_kwargs=dict(raw.get("use_case_kwargs") or {}),
         gen_kwargs=dict(raw.get("gen_kwargs") or {}),

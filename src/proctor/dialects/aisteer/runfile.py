@@ -33,7 +33,7 @@ from proctor.dialects.aisteer.runconfig import UseCaseConfig, build_metrics, com
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
     metrics = getattr(module, "evaluation_metrics", None)
     return UseCaseConfig(
-        evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent),
+        evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent, path),
         evaluation_metrics=[(m, path.parent) for m in metrics] if metrics is not None else None,
         use_case_kwargs=dict(getattr(module, "use_case_kwargs", {}) or {}),
         gen_kwargs=dict(getattr(module, "gen_kwargs", {}) or {}),
@@ -116,7 +116,10 @@ def file_tasks(path: str | Path, config: UseCaseConfig | None = None) -> list[Ta
 def options_config(options: Mapping[str, Any]) -> UseCaseConfig:
     """The settings the command line gives (the use case dialect's entries of the options mapping)."""
     given = command_line_config(options.get("use_case_data"), options.get("use_case_metric"), options.get("use_case_arg"))
-    return given.over(read_config(options["use_case_config"]) if options.get("use_case_config") else UseCaseConfig())
+    from proctor.core.user_code import TRUST
+
+    config = read_config(options["use_case_config"], bool(options.get(TRUST))) if options.get("use_case_config") else UseCaseConfig()
+    return given.over(config)
 
 
 def run_use_case_files(

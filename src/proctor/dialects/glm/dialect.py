@@ -22,6 +22,7 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
 from proctor.core.yaml_lines import LineDict
 from proctor.core.task import Task
+from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,12 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     return spec
 
 
-def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any) -> Task:
+def _consent(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The resources of a task whose ``module:`` names code: the key's name, and the user's consent."""
+    return {CODE_KEY: "module", **({TRUST: True} if (options or {}).get(TRUST) else {})}
+
+
+def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: Mapping[str, Any] | None) -> Task:
     """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
     every group, and its report hooks see all of them), run by ``proctor.dialects.glm.handler``."""
     relative = config["path"].rstrip("/")
@@ -181,7 +187,8 @@ def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, docu
                          "config": {k: v for k, v in config.items() if k != "stop"}},
     })
     task_lines = {"task_class": lines["module"]} if "module" in lines else {}
-    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines)
+    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines,
+                resources=_consent(options))
 
 
 def _proctor_class(reference: str, yaml_dir: Path) -> bool:
@@ -191,8 +198,11 @@ def _proctor_class(reference: str, yaml_dir: Path) -> bool:
         file = Path(reference.rpartition(":")[0]).expanduser()
         files = [file if file.is_absolute() else yaml_dir / file]
     else:
-        relative = Path(*reference.rpartition(".")[0].split(".")).with_suffix(".py")
-        files = [folder / relative for folder in [yaml_dir.resolve(), *yaml_dir.resolve().parents]]
+        try:
+            found = dotted_module_file(reference.rpartition(".")[0], yaml_dir, field="module")
+        except TaskDefinitionError:
+            return False  # outside the task's folder: refused when the task is prepared
+        files = [found[1]] if found else []
     for file in files:
         if file.is_file():
             text = file.read_text(encoding="utf-8", errors="replace")
@@ -204,7 +214,7 @@ def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) ->
     config, lines = normalise(document, path)
     proctor_class = bool(config["module"]) and _proctor_class(config["module"], path.parent)
     if config["module"] and not proctor_class:
-        return [_module_task(config, lines, path, document)]
+        return [_module_task(config, lines, path, document, options)]
     if config["type"] not in TYPES:
         raise TaskDefinitionError("'type: other' needs a GLM task class (module:)", file=path, line=lines.get("type"), field="type")
     pattern = config["file_pattern"]
@@ -221,5 +231,7 @@ def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) ->
             error = exc.errors()[0]
             field = ".".join(str(x) for x in error["loc"])
             raise TaskDefinitionError(f"{error['msg']} (from the GLM settings)", file=path, line=getattr(document, "line", None), field=field) from None
-        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines))
+        code = _consent(options) if config["module"] else {}
+        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines,
+                          resources=code))
     return tasks

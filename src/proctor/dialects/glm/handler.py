@@ -18,6 +18,7 @@ from os.path import join, relpath
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from proctor.data.paths import check_inside, data_roots
 from proctor.data.sources import Sample, SourceUnavailable, expand_variables
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.kinds.capabilities import Executor
@@ -105,26 +106,33 @@ class GLMModuleTask(CustomTask):
 
     def __init__(self, spec, options=None) -> None:
         super().__init__(spec, options)
-        from proctor.core.user_code import located
-        from proctor.dialects.glm.names import glm_names, import_task_class
-        from proctor.dialects.glm.tasks import BaseTask
-
-        o = self.options
-        self.yaml = Path(o["yaml"])
-        try:
-            with glm_names():
-                self.cls = import_task_class(o["module"], self.yaml.parent)
-        except TaskDefinitionError as exc:
-            raise TaskDefinitionError(located(exc), file=self.yaml, field="module") from None
-        if not (isinstance(self.cls, type) and issubclass(self.cls, BaseTask)):
-            raise TaskDefinitionError(
-                f"'{o['module']}' must subclass GLM's MultiChoiceTask, GenerationTask or LanguageModelTask "
-                "(from evaluation import ...)", file=self.yaml, field="module")
+        self.yaml = Path(self.options["yaml"])
+        self.cls: Any = None  # imported by load_samples, once the task's resources (consent) are set
         self.root: Path | None = None
         self._rows: dict[tuple[str, int], dict] = {}
         self.files: dict[str, list[str]] = {}
         self._corpus: dict = {}
         self._extras: dict = {}
+
+    def _import_class(self) -> type:
+        """The ``module:`` class, imported with GLM's names in force; only with --trust-task-code."""
+        from proctor.core.user_code import TRUST, located, refusal
+        from proctor.dialects.glm.names import glm_names, import_task_class
+        from proctor.dialects.glm.tasks import BaseTask
+
+        module = self.options["module"]
+        if not getattr(self, "resources", {}).get(TRUST):
+            raise refusal(f"module '{module}'", file=self.yaml, field="module")
+        try:
+            with glm_names():
+                cls = import_task_class(module, self.yaml.parent)
+        except TaskDefinitionError as exc:
+            raise TaskDefinitionError(located(exc), file=self.yaml, field="module") from None
+        if not (isinstance(cls, type) and issubclass(cls, BaseTask)):
+            raise TaskDefinitionError(
+                f"'{module}' must subclass GLM's MultiChoiceTask, GenerationTask or LanguageModelTask "
+                "(from evaluation import ...)", file=self.yaml, field="module")
+        return cls
 
     # ---------------------------------------------------------------- data, before any model
     def _resolve_root(self, variables) -> Path:
@@ -135,6 +143,7 @@ class GLMModuleTask(CustomTask):
             except SourceUnavailable as exc:
                 tried.append(str(exc))
                 continue
+            check_inside(folder, data_roots(self.yaml.parent, variables), written=self.options["config"]["path"], file=self.yaml, field="path")
             if folder.is_dir():
                 return folder
             tried.append(f"no folder {folder}")
@@ -142,6 +151,8 @@ class GLMModuleTask(CustomTask):
                                   " (give GLM's DATA_PATH with --data-path)", file=self.yaml, field="path")
 
     def load_samples(self, limit: int | None = None, variables=None) -> list[Sample]:
+        if self.cls is None:
+            self.cls = self._import_class()
         self.root = root = self._resolve_root(variables)
         pattern = self.options["config"]["file_pattern"]
         groups = {"all": pattern} if isinstance(pattern, str) else pattern
@@ -149,7 +160,7 @@ class GLMModuleTask(CustomTask):
         for group, glob_pattern in groups.items():
             self.files[group] = [relpath(p, root) for p in sorted(glob(join(str(root), glob_pattern), recursive=True))]
             for rel in self.files[group]:
-                path = root / rel
+                path = check_inside(root / rel, data_roots(self.yaml.parent, variables), written=rel, file=self.yaml, field="file-pattern")
                 if path.is_dir():
                     continue
                 if path.suffix in _JSON or ".json" in path.name:

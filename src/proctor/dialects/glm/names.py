@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.user_code import modules_in_force
+from proctor.core.user_code import check_installed_module, dotted_module_file, modules_in_force
 
 _PARTS = ("configs", "tasks", "model", "dataset", "metrics", "utils")
 
@@ -60,8 +60,9 @@ def glm_names() -> Iterator[None]:
 
 def import_task_class(reference: str, base_dir: Path) -> type:
     """``module: tasks.lambada.task.LAMBADA``: the file ``tasks/lambada/task.py`` below the YAML's folder
-    or a parent (GLM's paths are relative to its repository root), imported as ``tasks.lambada.task``
-    with that root on ``sys.path``; else an importable module; ``file.py:Class`` also works."""
+    or a parent (GLM's paths are relative to its repository root; the file itself, and any package
+    ``__init__.py`` the import runs, must lie in the YAML's folder), imported as ``tasks.lambada.task``
+    with that root on ``sys.path``; else an installed module; ``file.py:Class`` also works."""
     from proctor.kinds.custom import class_from_file
 
     if ":" in reference:
@@ -70,7 +71,10 @@ def import_task_class(reference: str, base_dir: Path) -> type:
     if not module_name:
         raise TaskDefinitionError(f"'{reference}' is not 'package.module.Class'", field="module")
     relative = Path(*module_name.split(".")).with_suffix(".py")
-    root = next((d for d in [base_dir.resolve(), *base_dir.resolve().parents] if (d / relative).is_file()), None)
+    found = dotted_module_file(module_name, base_dir, field="module")
+    if found is None:
+        check_installed_module(module_name, base_dir, field="module")
+    root = found[0] if found else None
     top = module_name.split(".")[0]
     clashing = {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")} if root else {}
     for name in clashing:
@@ -80,7 +84,7 @@ def import_task_class(reference: str, base_dir: Path) -> type:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        where = f"{root / relative}" if root else f"no {relative} beside the task file or in a parent folder, and '{module_name}'"
+        where = f"{root / relative}" if root else f"no {relative} in the task's folder, and '{module_name}'"
         raise TaskDefinitionError(f"importing {where} failed: {type(exc).__name__}: {exc}", field="module") from None
     finally:
         if root is not None:

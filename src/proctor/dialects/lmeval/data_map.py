@@ -149,10 +149,35 @@ def offline() -> bool:
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
+def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(key, path)`` of each local file or folder a ``load_dataset`` call would read."""
+    named: list[tuple[str, str]] = []
+    if path and path not in _LOCAL_BUILDERS:
+        named.append(("dataset_path", str(path)))
+    if kwargs.get("data_dir"):
+        named.append(("dataset_kwargs.data_dir", str(kwargs["data_dir"])))
+    files = kwargs.get("data_files")
+    values = files.values() if isinstance(files, Mapping) else [files] if files else []
+    for value in values:
+        named += [("dataset_kwargs.data_files", str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return named
+
+
+def check_local(path: Any, kwargs: Mapping[str, Any], roots: tuple[Path, ...], source: Any) -> None:
+    """Local dataset files stay in the task's folder or a folder the user named (``data/paths.py``)."""
+    from proctor.data.paths import check_inside
+
+    for key, value in _local_files(path, kwargs):
+        if "://" in value:
+            continue  # a URL: datasets downloads it (a hub-like source, not a local file)
+        check_inside(Path(value).expanduser(), roots, written=value, file=source, field=key)
+
+
 @contextlib.contextmanager
-def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any) -> Iterator[list]:
+def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any, roots: tuple[Path, ...] = ()) -> Iterator[list]:
     """While lm-eval builds a task, ``datasets.load_dataset`` reads mapped local copies first, then
-    the hub (unless offline). Yields a list that receives each ``Splits`` handed out."""
+    the hub (unless offline). Yields a list that receives each ``Splits`` handed out. Local files a
+    task names itself (``dataset_path``, ``dataset_kwargs``) must lie in ``roots``."""
     import datasets
 
     real = datasets.load_dataset
@@ -162,6 +187,7 @@ def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any
         path = kwargs.pop("path", path)
         name = kwargs.pop("name", name)
         if path in _LOCAL_BUILDERS or (path and Path(str(path)).expanduser().exists()):
+            check_local(path, kwargs, roots, source)
             return real(path, name, *args, **kwargs)
         splits = lookup(mapping, str(path), name, needed)
         if splits is not None:

@@ -132,12 +132,25 @@ class _LmEvalRunner:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
 
     # ------------------------------------------------------------ data and prompts
-    def _build(self) -> Any:
+    def _templates(self) -> Any:
+        """lm-eval's templates compiled once, in a sandbox; a refused one names this task's file and key."""
+        return library.compiled_templates(self.leaf.config, self.leaf.source)
+
+    def _roots(self, variables: Any) -> tuple:
+        """Where the task's own local dataset files may lie: its folder, the mapped copies, lm-eval's catalogue."""
+        from pathlib import Path
+
+        from proctor.data.paths import data_roots
+
+        folder = Path(self.leaf.source).parent if self.leaf.source else None
+        return (*data_roots(folder, variables), *(Path(p) for p in self.mapping.values()), library.catalogue_root())
+
+    def _build(self, variables: Any = None) -> Any:
         leaf = self.leaf
         config = dict(leaf.config)
         config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.get("num_fewshot"))
         needed = _splits_read(config)
-        with library.consent(True), data_map.serving(self.mapping, needed, leaf.name, leaf.source) as handed:
+        with library.consent(True), self._templates(), data_map.serving(self.mapping, needed, leaf.name, leaf.source, self._roots(variables)) as handed:
             try:
                 task = library.build_task(config)
             except (TaskDefinitionError, ProctorError):
@@ -158,18 +171,20 @@ class _LmEvalRunner:
         return task
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
-        self.task = task = self._build()
+        self.task = task = self._build(variables)
         run = self.run_options
         chat_options = {}
         if run.get("apply_chat_template"):  # messages recorded now, rendered with the model's template in predict_samples
             chat_options = dict(apply_chat_template=True, fewshot_as_multiturn=bool(run.get("fewshot_as_multiturn")), chat_template=chat.recorder)
         try:
-            with library.compiled_templates():
+            with self._templates():
                 task.build_all_requests(limit=limit, system_instruction=run.get("system_instruction"), **chat_options)
+        except TaskDefinitionError:
+            raise
         except Exception as exc:
             raise TaskDefinitionError(f"lm-eval cannot build the requests of '{self.leaf.name}': {type(exc).__name__}: {exc}", file=self.leaf.source, field="task") from None
         self.docs = list(task.doc_iterator(limit=limit))
-        with library.compiled_templates():
+        with self._templates():
             return self._samples(task)
 
     def _samples(self, task: Any) -> list[Sample]:
@@ -265,7 +280,7 @@ class _LmEvalRunner:
         for instance in task.instances:
             instance.resps = []
         self._run(executor)
-        with library.compiled_templates():
+        with self._templates():
             return self._score(task)
 
     def _score(self, task: Any) -> list:

@@ -57,13 +57,23 @@ def consent(trusted: bool) -> Iterator[None]:
     original = _yaml_loader._import_func_in_yml
 
     def guarded(qual: str, base_dir: Path):
-        if not trusted and not in_catalogue(base_dir):
-            module = qual.rpartition(".")[0].replace(".", "/") + ".py"
+        if in_catalogue(base_dir):
+            return original(qual, base_dir)
+        module_path = qual.rpartition(".")[0]
+        module = Path(base_dir) / (module_path.replace(".", "/") + ".py")  # where lm-eval looks first
+        if not trusted:
             raise TaskDefinitionError(
-                f"'!function {qual}' runs Python from {Path(base_dir) / module}; pass --trust-task-code to allow "
+                f"'!function {qual}' runs Python from {module}; pass --trust-task-code to allow "
                 "code beside task files (lm_eval's installed catalogue needs no consent)",
                 file=base_dir, field="!function",
             )
+        from proctor.core.user_code import check_installed_module, inside
+
+        if module.exists() and not inside(module, base_dir):  # '..' in the name, or a symlink pointing out
+            raise TaskDefinitionError(f"'!function {qual}' would run {module.resolve()}, outside the task's folder; "
+                                      "hooks are read from the task's folder only", file=base_dir, field="!function")
+        if not module.exists() and module_path:
+            check_installed_module(module_path, Path(base_dir), field="!function")
         return original(qual, base_dir)
 
     with _LOCK:
@@ -116,20 +126,47 @@ def build_task(config: dict[str, Any]) -> Any:
     return ConfigurableTask(config=dict(config))
 
 
+def _template_field(template: str, config: Any, prefix: str = "") -> str | None:
+    """The config key (dotted) whose value is ``template``: where a refused template is written."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if value == template:
+                return f"{prefix}{key}"
+            found = _template_field(template, value, f"{prefix}{key}.")
+            if found:
+                return found
+    return None
+
+
 @contextlib.contextmanager
-def compiled_templates() -> Iterator[None]:
+def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]:
     """lm-eval compiles a Jinja template for every document (``utils.apply_template``); while proctor
-    builds and scores a task, each template string is compiled once, in lm-eval's own environment,
-    and rendered as before (same text; 300 ARC questions: 5.6 s of compiling become milliseconds)."""
+    builds and scores a task, each template string is compiled once, in Jinja's immutable sandbox with
+    lm-eval's own settings and filters, and rendered as before (same text; 300 ARC questions: 5.6 s of
+    compiling become milliseconds). A template that reaches outside the sandbox (Python internals,
+    changing the document) is an error naming ``source`` (the task file) and the key of ``config`` that
+    holds it."""
     import functools
 
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
     from lm_eval import utils
 
     original = utils.apply_template
-    compile_once = functools.lru_cache(maxsize=4096)(utils.env.from_string)
+    sandbox = ImmutableSandboxedEnvironment(
+        loader=utils.env.loader, undefined=utils.env.undefined, keep_trailing_newline=utils.env.keep_trailing_newline,
+    )
+    sandbox.filters.update(utils.env.filters)  # lm-eval's regex_replace and any it adds
+    compile_once = functools.lru_cache(maxsize=4096)(sandbox.from_string)
 
     def apply_template(template: str, doc: dict) -> str:
-        return compile_once(template).render(**doc)
+        try:
+            return compile_once(template).render(**doc)
+        except SecurityError as exc:
+            field = _template_field(template, config) or "a template"
+            raise TaskDefinitionError(
+                f"the template '{field}' reaches outside its sandbox ({str(exc).rstrip('.')}): templates may read the document's "
+                "fields and call filters, not Python internals", file=source, field=field,
+            ) from None
 
     with _LOCK:
         utils.apply_template = apply_template

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from pydantic import ValidationError
 
@@ -12,6 +12,7 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
 from proctor.core.yaml_lines import LineDict, line_for
 from proctor.core.task import Task
+from proctor.core.user_code import TRUST
 
 _TOP_LEVEL = {"tasks", "defaults"}
 
@@ -45,7 +46,10 @@ def _validate(raw: LineDict, merged: dict, path: Path) -> TaskSpec:
         raise TaskDefinitionError(message + more, file=path, line=line, field=field) from None
 
 
-def load(document: Any, path: Path) -> list[Task]:
+def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
+    """The file's tasks; a ``task_class`` it names runs only with ``--trust-task-code`` (recorded in the
+    task's resources, checked when the class would be imported)."""
+    trusted = {TRUST: True} if (options or {}).get(TRUST) else {}
     if "tasks" in document:
         unknown = set(document) - _TOP_LEVEL
         if unknown:
@@ -75,5 +79,6 @@ def load(document: Any, path: Path) -> list[Task]:
         lines = {key: entry.line_of(key) for key in entry} if isinstance(entry, LineDict) else {}
         if isinstance(entry, LineDict) and isinstance(entry.get("fewshot"), LineDict):
             lines["fewshot.template"] = entry["fewshot"].line_of("template")
-        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="native", line=getattr(entry, "line", None), lines=lines))
+        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="native", line=getattr(entry, "line", None), lines=lines,
+                          resources=trusted))
     return tasks

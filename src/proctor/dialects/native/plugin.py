@@ -22,7 +22,7 @@ class NativeDialect(Dialect):
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
         from proctor.dialects import native
 
-        return native.load(document, path)
+        return native.load(document, path, options)
 
 
 def register(registry: Registry) -> None:

@@ -226,10 +226,18 @@ def suite_task(path: Path, prompt: Path, options: Mapping[str, Any] | None = Non
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 
 
+def _beside(file: Path, named: Path) -> Path:
+    """A prompt or suite found beside the file named: in its folder, not a symlink pointing out (docs/trust.md)."""
+    if not file.resolve().is_relative_to(named.parent.resolve()):
+        raise TaskDefinitionError(f"is a symlink to {file.resolve()}, outside the folder {named.parent}; probsem reads "
+                                  "prompts and suites from the task's folder only", file=file)
+    return file
+
+
 def load_path(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
     """Tasks from a prompt ``.txt`` (all its suites) or one suite ``.json``."""
     if path.suffix == ".txt":
-        suites = suites_of(path)
+        suites = [_beside(suite, path) for suite in suites_of(path)]
         if not suites:
             if explicit:
                 raise TaskDefinitionError(
@@ -248,4 +256,4 @@ def load_path(path: Path, explicit: bool, options: Mapping[str, Any] | None = No
                 file=path,
             )
         return []
-    return [suite_task(path, prompt, options)]
+    return [suite_task(path, _beside(prompt, path), options)]

@@ -122,14 +122,19 @@ def load_tree(start: Path) -> ConfigTree:
     return tree
 
 
-def resolve_file(reference: str, root: Path, config_file: Path) -> Path | None:
-    """A task-folder path: relative to SEA-HELM's repository root, else to the config's folder."""
+def resolve_file(reference: str, root: Path, config_file: Path, code_field: str | None = None) -> Path | None:
+    """A task-folder path: relative to SEA-HELM's repository root, else to the config's folder. Code
+    (``code_field`` given: ``dataloader_file``, ...) must lie in the repository root, symlinks followed;
+    data files are checked against the run's data roots when the task is prepared (``task.py``)."""
+    from proctor.data.paths import check_inside
+
     path = Path(reference).expanduser()
-    if path.is_absolute():
-        return path if path.exists() else None
-    for base in (root, config_file.parent):
-        if (base / path).exists():
-            return base / path
+    candidates = [path] if path.is_absolute() else [root / path, config_file.parent / path]
+    for candidate in candidates:
+        if candidate.exists():
+            if code_field is None:
+                return candidate
+            return check_inside(candidate, (root,), written=reference, file=config_file, field=code_field)
     return None
 
 

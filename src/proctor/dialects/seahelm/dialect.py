@@ -136,7 +136,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
                                       field=f"{task_id}.judge.batch_api_calls")
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
-        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
+        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path, f"{task_id}.dataloader_file")
         unsupported = modalities.unsupported(cfg, loader_file)
         inputs = modalities.inputs(cfg, loader_file)
         for lang, lang_cfg in languages.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 from typing import Any, Sequence
 
 from proctor.data.images import read_images
@@ -71,11 +72,15 @@ class HuggingFaceImageDataloader(AbstractDataloader):
 
 
 def row_images(rows: Sequence[dict], source: Any) -> list[tuple]:
-    """Each row's images (from its ``images`` column), read and validated now."""
+    """Each row's images (from its ``images`` column), read and validated now; a path is relative to the
+    data's folder and stays in it."""
+    folder = Path(source) if source and Path(source).is_dir() else Path(source).parent if source else None
+    bases = [folder] if folder is not None else []
     out = []
     for index, row in enumerate(rows):
         value = row.get(IMAGE_COLUMN) if isinstance(row, dict) else None
-        out.append(read_images(value, file=str(source) if source else None, row=index + 1, field=IMAGE_COLUMN) if value is not None else ())
+        out.append(read_images(value, bases=bases, file=str(source) if source else None, row=index + 1, field=IMAGE_COLUMN)
+                   if value is not None else ())
     return out
 
 

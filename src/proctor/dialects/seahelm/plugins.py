@@ -118,7 +118,7 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
         if name in BUILTIN_CLASSES:
             return BUILTIN_CLASSES[name]
         raise TaskDefinitionError(f"SEA-HELM class '{name}' ({file}) has no proctor equivalent", file=config_file, field=f"{what}_class")
-    path = resolve_file(str(file), root, config_file)
+    path = resolve_file(str(file), root, config_file, f"{what}_file")
     if path is None and (str(file).replace("\\", "/"), name) in SHIPPED:
         log.info("%s: %s is not in the tree; using proctor's built-in %s", config_file, file, name)
         return BUILTIN_CLASSES[name]

@@ -187,7 +187,20 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
+    def _check_data_paths(self, variables: Any) -> None:
+        """The data files stay in the SEA-HELM tree, the folders given on the command line, or a mapped copy
+        (``data/paths.py``), before any is read."""
+        from proctor.data.paths import check_inside, data_roots
+
+        roots = (*data_roots(Path(self.options["root"]), variables), *(Path(p) for p in (self.resources.get("offline_copies") or {}).values()))
+        settings = self.config["languages"][self.lang]
+        for key in ("filepath", "example_filepath"):
+            if settings.get(key):
+                check_inside(Path(settings[key]), roots, written=str(settings[key]), file=self.options["config_file"],
+                             field=f"{self.task_id}.languages.{self.lang}.{key}")
+
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
+        self._check_data_paths(variables)
         self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
         self._load_rows(self.dataloader, limit)
         rows = as_rows(self.dataloader.dataset)
