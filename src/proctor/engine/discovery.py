@@ -109,6 +109,8 @@ def collect_tasks(
                 seen[task.name] = task
                 tasks.append(task)
     given = [str(p) for p in paths]
+    if not tasks and problems:  # every file found failed to load: their errors, not "no task file here"
+        raise TaskDefinitionError("no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(given))
     if not tasks and notes:
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:

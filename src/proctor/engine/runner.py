@@ -14,6 +14,7 @@ from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
 from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.user_errors import call_user
 from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
@@ -247,7 +248,7 @@ def score_outcomes(
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):
         metric_values = {}
         for metric, kwargs in prepared.metrics:
-            value = metric.compute(outcome, **kwargs)
+            value = call_user(metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs)  # a plug-in's error: its line
             values[metric.name].append(value)
             metric_values[metric.name] = value
         records.append(

@@ -120,7 +120,7 @@ def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> 
         raise TaskDefinitionError(f"task '{name}': 'repeats' is only supported for generate_until", file=source, field="repeats")
 
 
-def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf]) -> None:
+def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
     from lm_eval.api.group import Group
 
     if isinstance(node, Group):
@@ -129,9 +129,15 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf]) -> None:
             weighted = all(bool(a.weight_by_size) for a in node.aggregate_metric_list)
             groups = [(str(node.name), weighted), *above]
         for child in node:
-            _walk(child, groups, out)
+            _walk(child, groups, out, spec)
         return
-    captured = node.captured
+    captured = getattr(node, "captured", None)
+    if captured is None:  # lm-eval built a task file's own class ('class: !function ...') instead of a YAML task
+        file = spec if Path(spec).suffix in (".yaml", ".yml") else None
+        raise TaskDefinitionError(
+            f"a task here is a Python task class ('class: !function ...', {type(node).__module__}.{type(node).__qualname__}), "
+            "which proctor does not run; only YAML tasks are supported", file=file, field="class",
+        )
     config = captured.config
     source_text = (config.get("metadata") or {}).get("config_source")
     source = Path(source_text) if source_text and source_text != "inline" else None
@@ -159,7 +165,8 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
             raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=file, field="task") from None
     leaves: list[Leaf] = []
     for node in built if isinstance(built, list) else [built]:
-        _walk(node, [], leaves)
+        entry = tm.task_index.get(str(spec))
+        _walk(node, [], leaves, str(entry.yaml_path) if entry is not None and entry.yaml_path is not None else str(spec))
     return leaves
 
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.dialects.seahelm import config as C
-from proctor.dialects.seahelm import modalities
+from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm.dataloaders import folder_lacks
 from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
@@ -130,11 +130,13 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         languages = cfg.get("languages")
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
+        checks.check_task(task_id, cfg, path)
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
         loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path)
         unsupported = modalities.unsupported(cfg, loader_file)
         for lang, lang_cfg in languages.items():
+            checks.check_language(task_id, lang, lang_cfg, path)
             lang_cfg = dict(lang_cfg or {})
             if selection is not None and task_id not in selection.get(str(lang), ()):
                 excluded.append(f"{task_id}/{lang}")
