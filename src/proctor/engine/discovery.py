@@ -96,7 +96,7 @@ def collect_tasks(
                 if problems is None or file == path:
                     raise
                 log.warning("skipping %s: %s", file, exc)
-                problems.append({"file": str(file), "error": str(exc)})
+                problems.append({"file": str(file), "error": str(exc), "stage": "load"})
                 continue
             for task in loaded:
                 if task.name in seen:

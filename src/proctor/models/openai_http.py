@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
+from proctor.core.redact import mask_url_credentials
 from proctor.core.errors import ProctorError, require
 
 log = logging.getLogger(__name__)
@@ -97,13 +98,15 @@ class ApiClient:
 
     # ------------------------------------------------------------------ secrets
     def scrub(self, text: str) -> str:
-        """``text`` with the API key (if any) replaced: error messages may quote server replies."""
+        """``text`` with the API key (if any) and a URL's credentials replaced: error messages may quote server replies."""
+        text = mask_url_credentials(text)
         return text.replace(self._key, "***") if self._key else text
 
     # ------------------------------------------------------------------ one request
     def post(self, path: str, payload: dict, *, max_retries: int | None = None) -> dict:
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
+        shown = mask_url_credentials(url)  # what messages and logs say
         httpx = self._httpx
         last = ""
         retry_after = 0.0  # the server's Retry-After from the previous attempt
@@ -117,16 +120,16 @@ class ApiClient:
                 response = self._client.post(url, json=payload)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
-                log.info("request to %s failed (%s), attempt %d of %d", url, last, attempt + 1, budget + 1)
+                log.info("request to %s failed (%s), attempt %d of %d", shown, self.scrub(last), attempt + 1, budget + 1)
                 continue
             if response.status_code in RETRY_STATUS:
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
-                log.info("request to %s got HTTP %d, attempt %d of %d", url, response.status_code, attempt + 1, budget + 1)
+                log.info("request to %s got HTTP %d, attempt %d of %d", shown, response.status_code, attempt + 1, budget + 1)
                 continue
             if response.status_code >= 400:
                 body = self.scrub(response.text[:1000])
-                raise ApiError(f"{url} answered HTTP {response.status_code}: {body}", response.status_code, body)
+                raise ApiError(f"{shown} answered HTTP {response.status_code}: {body}", response.status_code, body)
             try:
                 data = response.json()
             except ValueError:
@@ -135,7 +138,7 @@ class ApiClient:
             self.usage.add(data, attempt)
             return data
         raise RetryBudgetExceeded(
-            f"{url} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
+            f"{shown} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
             "kept in the run folder's store: run the same command with the same --output to resume."
         )
 

@@ -60,6 +60,9 @@ def summary_table(results: dict) -> str:
     for name, task in results.get("tasks", {}).items():
         extra = f'<td>{_esc(task.get("kind", ""))}</td><td class="num">{task.get("n_samples", "")}</td>'
         rows += _metric_rows(name, task, "task", extra)
+    for entry in results.get("skipped", []):
+        rows.append(f'<tr class="skipped"><td>{_esc(entry.get("task") or entry.get("file"))}</td><td colspan="5">not run '
+                    f'({_esc(entry.get("stage") or "skipped")}): {_esc(entry.get("error"))}</td></tr>')
     head = "<tr><th>task</th><th>kind</th><th>n</th><th>metric</th><th>value</th><th>± stderr</th></tr>"
     return f'<table id="summary"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -314,6 +317,11 @@ def formulation_notes(results: dict) -> str:
             lines.append(f'<li class="formulation" data-task="{_esc(name)}">{_esc(name)}: log-likelihood of each choice</li>')
     for warning in results.get("warnings", []):
         lines.append(f'<li class="warning">warning: {_esc(warning)}</li>')
+    stages = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
+    for entry in results.get("skipped", []):  # what did not run is part of the report
+        name = f"task {entry['task']} ({entry.get('file')})" if entry.get("task") else entry.get("file")
+        lines.append(f'<li class="warning skipped">not run: {_esc(name)} {stages.get(entry.get("stage"), "was skipped")}: '
+                     f'{_esc(entry.get("error"))}</li>')
     return f'<ul class="formulations">{"".join(lines)}</ul>' if lines else ""
 
 

@@ -10,19 +10,32 @@ from typing import Any, Iterator
 from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
+from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
 
 
 def load_results(run_dir: Path) -> dict:
+    """A run folder's results.json, checked against its schema: a hand-edited or damaged file is an error naming
+    the fields that are wrong (report, compare and export would otherwise fail inside, or show wrong numbers)."""
     path = Path(run_dir) / "results.json"
-    if not path.exists():
+    if not path.is_file():
         raise ProctorError(f"{run_dir} is not a run folder: no results.json")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        results = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ProctorError(f"{path} is not UTF-8 text (byte {exc.start}); re-run the run to rebuild it") from None
     except ValueError as exc:
         raise ProctorError(f"{path} is not valid JSON: {exc}") from None
+    if isinstance(results, dict):
+        results.setdefault("samples_bytes", None)  # written by proctor before results.json named its samples
+    try:
+        check_results_json(json.dumps(results))
+    except ResultsSchemaError as exc:
+        raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
+    return results
 
 
 def iter_samples(run_dir: Path) -> Iterator[dict]:
