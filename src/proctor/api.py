@@ -23,7 +23,7 @@ from proctor.core.redact import masked_command
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
-from proctor.runs.manifest import build_manifest, check_not_foreign, mark, now, open_run
+from proctor.runs.manifest import build_manifest, check_output_folder, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
@@ -236,10 +236,14 @@ def check_run_options(output_dir, cache, update, restart, data_path) -> None:
         raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
-        check_not_foreign(Path(output_dir))
+        check_output_folder(Path(output_dir), restart)
+        if not restart and (Path(output_dir) / STORE_FILE).is_file():
+            ResponseStore(Path(output_dir) / STORE_FILE).close()  # a damaged store is an error now, not after the model loads
     cache_file = cache_path(cache)
     if cache_file is not None:
         check_writable_folder(cache_file.parent, "--cache")
+        if cache_file.is_file():
+            ResponseStore(cache_file).close()
     if data_path is not None and not Path(data_path).expanduser().is_dir():
         raise ProctorError(f"--data-path {data_path}: no such folder")
 

@@ -111,9 +111,9 @@ class HFModel(Model):
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
             )
-        except OSError as exc:
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # a missing, damaged or foreign folder
             raise ModelLoadError(
-                f"cannot load model '{self.path}': {exc}\n"
+                f"cannot load model '{self.path}': {type(exc).__name__}: {str(exc)[:500]}\n"
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
         self.model.to(self.device).eval()

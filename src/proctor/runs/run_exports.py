@@ -48,18 +48,22 @@ def iter_samples(run_dir: Path) -> Iterator[dict]:
     results = Path(run_dir) / "results.json"
     if results.exists():
         try:
-            covered = json.loads(results.read_text(encoding="utf-8")).get("samples_bytes")
+            loaded = json.loads(results.read_text(encoding="utf-8"))
         except ValueError:
-            covered = None
+            loaded = None
+        covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
     with path.open("rb") as raw:
-        data = raw.read() if covered is None else raw.read(int(covered))
-    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        data = raw.read() if not isinstance(covered, int) else raw.read(covered)
+    for number, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
-        except ValueError:
+            record = json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
             raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
+        if not isinstance(record, dict) or not isinstance(record.get("task"), str):
+            raise ProctorError(f"{path}:{number}: not a sample record (an object with its 'task'); re-run to rebuild it")
+        yield record
 
 
 def _texts(values: Any) -> list[str] | None:

@@ -141,8 +141,20 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str =
     config = captured.config
     source_text = (config.get("metadata") or {}).get("config_source")
     source = Path(source_text) if source_text and source_text != "inline" else None
+    if not any(config.get(k) for k in ("dataset_path", "custom_dataset", "dataset_kwargs")):
+        member = captured.task_name.rsplit("::", 1)[-1]  # lm-eval names an inline member 'group::name'
+        raise TaskDefinitionError(f"task '{member}' is defined nowhere lm-eval looks (no task file declares it, and an inline entry "
+                                  "gives no dataset_path): a typo in a group's task list?", file=source or (Path(spec) if spec else None), field="task")
     _check_supported(config, source, captured.task_name)
     out.append(Leaf(captured.task_name, config, source, list(above)))
+
+
+def _file_of(spec: str | Path, tm: Any) -> str | None:
+    """The YAML file a name or path stands for (None for a catalogue name without one)."""
+    if Path(str(spec)).suffix in (".yaml", ".yml"):
+        return str(spec)
+    entry = tm.task_index.get(str(spec))
+    return str(entry.yaml_path) if entry is not None and entry.yaml_path is not None else None
 
 
 def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
@@ -161,12 +173,10 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
                 raise unknown_name(name, tm, where) from None
             raise TaskDefinitionError(f"'{name}' refers to an unknown task or group: {missing}", field="task") from None
         except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
-            file = str(spec) if Path(str(spec)).suffix in (".yaml", ".yml") else None
-            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=file, field="task") from None
+            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task") from None
     leaves: list[Leaf] = []
     for node in built if isinstance(built, list) else [built]:
-        entry = tm.task_index.get(str(spec))
-        _walk(node, [], leaves, str(entry.yaml_path) if entry is not None and entry.yaml_path is not None else str(spec))
+        _walk(node, [], leaves, _file_of(spec, tm) or str(spec))
     return leaves
 
 

@@ -114,12 +114,14 @@ class Splits(dict):
     def __init__(self, dataset: str, config: str | None, splits: dict[str, Any], needed: set[str]) -> None:
         super().__init__(splits)
         self.dataset, self.config, self.needed, self.missing = dataset, config, needed, set()
+        self.source: Any = None  # the task file asking, named in errors
 
     def __missing__(self, split: str) -> Any:
         if split in self.needed:
+            have = ", ".join(sorted(self)) or "none"
             raise TaskDefinitionError(
-                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' "
-                f"(map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", field="dataset_path"
+                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' (the copy has: {have}; "
+                f"map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", file=self.source, field="dataset_path"
             )
         import datasets
 
@@ -168,6 +170,7 @@ def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any
             return real(path, name, *args, **kwargs)
         splits = lookup(mapping, str(path), name, needed)
         if splits is not None:
+            splits.source = source
             handed.append(splits)
             return splits
         wanted = ", ".join(sorted(needed)) or "?"

@@ -71,5 +71,10 @@ def task_error(exc: BaseException, stage: str, name: str, config: dict[str, Any]
     if first is not None:
         field = "doc_to_choice" if "doc_to_choice" in first.split(" ", 1)[0] else "doc_to_target"
         return TaskDefinitionError(f"task '{name}': {first}", file=source, field=field)
+    reading = [frame.f_code.co_name for frame, _ in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_name.startswith("doc_to_")]
+    if reading:  # lm-eval could not apply a doc_to_* key to a document (a number where a field or template belongs)
+        key = reading[-1]
+        return TaskDefinitionError(f"task '{name}': lm-eval cannot apply {key} ({config.get(key)!r:.80}) to the documents: "
+                                   f"{describe(exc)}; it names a field, holds a Jinja template or a list", file=source, field=key)
     return TaskDefinitionError(f"lm-eval {stage} task '{name}' and failed: {describe(exc)}", file=source,
                                field=hook[0] if hook else "task")

@@ -119,6 +119,10 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
     kind, class_name = KINDS[output_type]
     check_metric_names(config, leaf.name, leaf.source)
+    shots = config.get("num_fewshot")
+    if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
+        raise TaskDefinitionError(f"task '{leaf.name}': num_fewshot is a count of examples (0 or more), got {shots!r}",
+                                  file=leaf.source, field="num_fewshot")
     keys = metric_keys(config)
     token = f"{leaf.name}@{_digest(config)}"
     version = (config.get("metadata") or {}).get("version")
