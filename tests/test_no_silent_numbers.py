@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from malformed_cases import NATIVE
 
 
 def proctor(args: list[str], cwd: Path, **env: str) -> tuple[int, str]:
@@ -107,15 +108,7 @@ LONG = " ".join(f"word{i}" for i in range(200))
 TRUNC_ROWS = [{"question": LONG, "choices": ["yes", "no"], "label": 0},
               {"question": LONG + " again", "choices": ["yes", "no"], "label": 1},
               {"question": "1+1?", "choices": ["2", "3"], "label": 0}]
-NATIVE_MC = """tasks:
-  - name: quiz
-    kind: multiple_choice
-    data: data.jsonl
-    prompt: "Q: {{ question }}\\nA:"
-    choices: "{{ choices }}"
-    target: "{{ label }}"
-    metrics: [acc]
-"""
+NATIVE_MC = NATIVE  # one multiple-choice task, 'arith', over data.jsonl (question, choices, label)
 
 
 def test_truncated_prompts_are_counted_and_warned_about(tiny_model_dir, tmp_path):
@@ -132,7 +125,7 @@ def test_truncated_prompts_are_counted_and_warned_about(tiny_model_dir, tmp_path
         code, output = proctor(args, tmp_path)
         assert code == 0, output
         results = json.loads((tmp_path / "run" / "results.json").read_text())
-        assert results["tasks"]["quiz"]["truncated"] == {"count": expected, "n": 6}
+        assert results["tasks"]["arith"]["truncated"] == {"count": expected, "n": 6}
         assert any("4 of 6 requests were longer than the context window (32 tokens" in w for w in results["warnings"])
         assert "4 of 6 requests were longer than the context window" in flat(output)
     code, output = proctor(["report", "run"], tmp_path)
@@ -242,7 +235,21 @@ def test_byte_order_marks_are_not_data(tiny_model_dir, tmp_path):
             run = tmp_path / name / f"run-{task[0]}"
             records = samples(run)
             expected = sum(max(range(2), key=lambda k: r["logprobs"][k]) == row["label"] for r, row in zip(records, rows)) / len(rows)
-            value = json.loads((run / "results.json").read_text())["tasks"]["quiz"]["metrics"]["acc"]["value"]
+            value = json.loads((run / "results.json").read_text())["tasks"]["arith"]["metrics"]["acc"]["value"]
             assert value == pytest.approx(expected)
             values.append([r["logprobs"] for r in records])
     assert values[0] == values[2] and values[1] == values[3]  # with and without the mark: the same scores
+
+
+@pytest.mark.parametrize("given,shown", [
+    ("https://user:KEY@host/v1", "https://user:***@host/v1"),
+    ("--base-url=http://token@127.0.0.1:8000/v1", "--base-url=http://***@127.0.0.1:8000/v1"),
+    ("http://user:p@ss@host/v1", "http://user:***@host/v1"),  # an unescaped '@' in the password
+    ("see https://a:b@c and ftp://x:y@z/", "see https://a:***@c and ftp://x:***@z/"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+    ("mail me at a@b.c", "mail me at a@b.c"),
+])
+def test_url_credentials_are_masked(given, shown):
+    from proctor.core.redact import mask_url_credentials
+
+    assert mask_url_credentials(given) == shown
