@@ -1,15 +1,19 @@
-"""The corpus of malformed inputs run by tests/test_malformed_inputs.py.
+"""The corpus of malformed inputs run by tests/test_malformed_inputs.py (more in malformed_cases_more.py).
 
 Each case: an id, the files to write into a fresh folder (on top of ``BASE``), the ``proctor``
 arguments, and the words the one error message must contain (the file, the row or line, the field
 or option). Every case must end with a non-zero exit, no traceback, and (where the problem is
-knowable then) before any model loads.
+knowable then) before any model loads. ``{model}`` in the arguments is a small local model (for
+problems that show only while a task runs); ``setup(folder)`` prepares what files cannot say (a copy
+of a shared task folder, a run folder); ``code`` is the exit code when one is required.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
 
 
 def jsonl(rows) -> str:
@@ -97,6 +101,8 @@ class Case:
     expect: list  # words the message must contain (case-insensitive)
     files: dict = field(default_factory=dict)
     before_model: bool = True  # the error must come before any model loads
+    setup: Optional[Callable[[Path], None]] = None
+    code: Optional[int] = None  # the exit code, when one is required (else any non-zero one)
 
 
 def native(**changes) -> str:
@@ -114,8 +120,8 @@ def _with(text: str, old: str, new: str) -> str:
 CASES: list[Case] = []
 
 
-def add(id, args, expect, files=None, before_model=True):
-    CASES.append(Case(id, list(args), list(expect), dict(files or {}), before_model))
+def add(id, args, expect, files=None, before_model=True, setup=None, code=None):
+    CASES.append(Case(id, list(args), list(expect), dict(files or {}), before_model, setup, code))
 
 
 RUN = ["run", "task.yaml", "-o", "out"]

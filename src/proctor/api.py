@@ -18,11 +18,12 @@ from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, p
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.runs.executor import default_chunk_size
-from proctor.core.errors import ProctorError
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.redact import masked_command
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
-from proctor.runs.manifest import build_manifest, mark, now, open_run
+from proctor.runs.manifest import build_manifest, check_output_folder, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
@@ -125,6 +126,7 @@ def evaluate(
     recorded in results.json and run.json.
     """
     started = time.perf_counter()
+    command = masked_command(command)  # run.json, results.json, .lock and the report record it: no URL password
     check_run_options(output_dir, cache, update, restart, data_path)
     task_list = list(tasks)
     skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
@@ -155,13 +157,13 @@ def evaluate(
         return _load_and_evaluate(
             prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed,
-            overrides.recorded(), skipped,
+            overrides.recorded(), skipped, named,
         )
 
 
 def _load_and_evaluate(
     prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped,
+    progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped, named,
 ) -> EvaluationResult:
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
@@ -181,7 +183,7 @@ def _load_and_evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides, skipped,
+            overrides, skipped, named,
         )
     finally:
         if owned is not None:
@@ -203,7 +205,7 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
                 raise
             first = first or exc
             logging.getLogger("proctor").warning("skipping task '%s': %s", task.name, exc)
-            skipped.append({"task": task.name, "file": str(task.file), "error": str(exc)})
+            skipped.append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "prepare"})
     if not prepared and first is not None:
         raise first
     return prepared
@@ -234,9 +236,14 @@ def check_run_options(output_dir, cache, update, restart, data_path) -> None:
         raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
+        check_output_folder(Path(output_dir), restart)
+        if not restart and (Path(output_dir) / STORE_FILE).is_file():
+            ResponseStore(Path(output_dir) / STORE_FILE).close()  # a damaged store is an error now, not after the model loads
     cache_file = cache_path(cache)
     if cache_file is not None:
         check_writable_folder(cache_file.parent, "--cache")
+        if cache_file.is_file():
+            ResponseStore(cache_file).close()
     if data_path is not None and not Path(data_path).expanduser().is_dir():
         raise ProctorError(f"--data-path {data_path}: no such folder")
 
@@ -260,14 +267,14 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(),
+    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(), named=None,
 ) -> EvaluationResult:
     if output_dir is None:  # a new folder of our own: held like any other
         run_dir = new_run_dir(Path(runs_root), model.name)
         with hold_run_dir(run_dir, command):
             return _evaluate_loaded(
                 prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
-                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped,
+                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped, named,
             )
     run_dir = Path(output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -312,7 +319,16 @@ def _evaluate_loaded(
                 progress(item.name, 0, len(item.unique))
         for item in built:
             writer.write_task_config(item.name, task_config(item.prepared))
-            outcome = run_built(model, item, progress, lookup, chunk_size)
+            try:
+                outcome = run_built(model, item, progress, lookup, chunk_size)
+            except TaskDefinitionError as exc:  # its own code or data failed while it ran (e.g. a GLM task class)
+                task = item.prepared.task
+                if named is None or task.file is None or task.file.resolve() in named:
+                    raise  # a task named directly stops the run, as at load time
+                log.warning("task '%s' failed: %s", task.name, exc)
+                results.setdefault("skipped", []).append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "run"})
+                writer.write_results(results)
+                continue
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result["exports"] = exported
@@ -322,12 +338,16 @@ def _evaluate_loaded(
             for warning in outcome.result.get("warnings", []):  # also listed run-wide, and printed by the CLI
                 results.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
             writer.write_results(results)  # what finished is on disk
-        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group}
+        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in results["tasks"]}
+        for p in prepared:  # a group over fewer tasks than it has is another number: say so
+            if p.task.spec.group and p.task.name not in results["tasks"]:
+                results.setdefault("warnings", []).append(
+                    f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only")
         results["groups"] = aggregate_groups(results["tasks"], memberships)
         hierarchy = rollup(results["tasks"])
         if hierarchy is not None:
             results["rollup"] = hierarchy
-        results["status"] = "complete"
+        results["status"] = "partial" if results.get("skipped") else "complete"
         results["timing"]["total_seconds"] = round(time.perf_counter() - started, 3)
         writer.write_results(results)
         mark(

@@ -31,9 +31,27 @@ def formulation(task: dict) -> str:
     return "log-likelihood" if mc_format == "loglikelihood" else ""
 
 
+STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
+
+
 def print_warnings(results: dict) -> None:
+    from rich.markup import escape
+
     for warning in results.get("warnings", []):
-        err_console.print(f"[bold yellow]warning:[/bold yellow] {warning}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
+    for entry in results.get("skipped", []):
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {STAGES.get(entry.get('stage'), 'was skipped')}: "
+                          f"{escape(entry['error'])}", highlight=False, soft_wrap=True)
+
+
+def print_skipped(skipped: list[dict]) -> None:
+    err_console.print(f"[bold red]error:[/bold red] {len(skipped)} task(s) or file(s) did not run (listed above, and under "
+                      "'skipped' in results.json); the others' results are written. --skip-broken accepts this (exit 0).",
+                      highlight=False, soft_wrap=True)
+
+
+def _skip_name(entry: dict) -> str:
+    return f"task '{entry['task']}' ({entry['file']})" if entry.get("task") else str(entry["file"])
 
 
 def print_results(results: dict) -> None:
@@ -53,6 +71,11 @@ def print_results(results: dict) -> None:
                 fmt_value(entry["stderr"]),
             )
             first = False
+    for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
+        from rich.markup import escape
+
+        table.add_row(escape(str(entry.get("task") or entry["file"])), "", "", f"[bold red]{STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
+                      "", "—", "")
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from proctor.cli.app import app
-from proctor.cli.display import console, print_results, print_warnings, progress_display
+from proctor.cli.display import console, print_results, print_skipped, print_warnings, progress_display
 from proctor.cli.options import (
     batch_size_from,
     dialect_options,
@@ -72,6 +72,7 @@ def run(
     model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),
     mc_format: str = typer.Option("auto", "--mc-format", help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options)."),
     mc_shuffle: Optional[int] = typer.Option(None, "--mc-shuffle", help="With the generate format: shuffle the lettered options, seeded per sample by this seed."),
+    skip_broken: bool = typer.Option(False, "--skip-broken", help="A folder run in which tasks could not load, prepare or run still exits 0 (they are listed in the results either way)."),
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
@@ -137,3 +138,7 @@ def run(
     print_results(result.results)
     print_warnings(result.results)
     console.print(f"run folder: {result.run_dir}")
+    skipped = result.results.get("skipped") or []
+    if skipped and not skip_broken:
+        print_skipped(skipped)
+        raise typer.Exit(1)

@@ -73,6 +73,21 @@ def needs(task) -> str:
     return ", ".join(f"{kind} model" for kind in task.needs) or "-"
 
 
+def _unique_names(found: list, problems: list[dict]) -> list:
+    """Tasks of different paths that share a name (run refuses them, as results are keyed by name): one problem each."""
+    seen: dict[str, object] = {}
+    kept = []
+    for task in found:
+        other = seen.get(task.name)
+        if other is None:
+            seen[task.name] = task
+            kept.append(task)
+        elif not (other.file is not None and task.file is not None and other.file.resolve() == task.file.resolve()):
+            problems.append({"task": task.name, "file": str(task.file),
+                             "error": f"{task.where}, field 'name': task name '{task.name}' is also defined at {other.where}"})
+    return kept
+
+
 @app.command()
 @with_dialect_options("validate")
 def validate(
@@ -93,16 +108,21 @@ def validate(
     load_plugins(plugin)
     variables = variables_from(data_dir, var)
     if data_path is not None:
-        variables["DATA_PATH"] = str(data_path.resolve())
+        if not data_path.expanduser().is_dir():  # else GLM tasks would read the YAML's folder instead, as run refuses
+            raise typer.BadParameter(f"no such folder: {data_path}", param_hint="--data-path")
+        variables["DATA_PATH"] = str(data_path.expanduser().resolve())
     options = dialect_options(dialect_values or {}, OptionContext(command="validate"), trust_task_code)
     # every file's problems are reported, not only the first one's
     problems: list[dict] = []
     found = []
     for path in paths:
+        before = len(problems)
         try:
             found += load_tasks([path], options=options, problems=problems)
         except ProctorError as exc:
-            problems.append({"file": str(path), "error": str(exc)})
+            if len(problems) == before or "no task could be loaded" not in str(exc):
+                problems.append({"file": str(path), "error": str(exc)})
+    found = _unique_names(found, problems)
     valid = 0
     for task in found:
         try:

@@ -32,6 +32,7 @@ class LoglikelihoodResult:
     logprob: float
     token_logprobs: tuple[float, ...]
     is_greedy: bool
+    truncated: int = 0  # tokens cut from the left of context + continuation to fit the model's window
 
     @property
     def n_tokens(self) -> int:
@@ -59,6 +60,7 @@ class GenerateRequest:
 # Settings added after requests were first stored: they enter a request's identity only when set,
 # so every request stored before them keeps its hash.
 LATER_SETTINGS = {"top_k": None, "repetition_penalty": 1.0}
+LATER_RESULT_FIELDS = {"truncated": 0}  # result fields added later: stored only when set (a stored answer reads as before)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class GenerateResult:
     finish_reason: str  # "stop" (stop string or end-of-sequence) or "length"
     prompt_tokens: int
     completion_tokens: int
+    truncated: int = 0  # prompt tokens cut from the left to fit the model's window (with the tokens to generate)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ class RunOverrides:
         generation = parse_gen_kwargs(gen_kwargs)
         for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
             if value is not None:
+                _check_generation({key: value}, {key: "--" + key.replace("_", "-")})
                 generation[key] = value
         return cls(gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())), **flags)
 
@@ -103,6 +104,7 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}  # field -> the key as written (lm-eval's name, say)
     parts, depth, current = [], 0, ""
     for char in text:  # commas inside [...] belong to a list value
         depth += char in "[(" and 1 or (char in "])" and -1 or 0)
@@ -126,13 +128,24 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
         if name not in GEN_FIELDS:
             raise ProctorError(f"--gen-kwargs: unknown key '{key}'; known: {', '.join(GEN_FIELDS + tuple(GEN_ALIASES))}, do_sample")
         out[name] = parsed
+        given[name] = f"--gen-kwargs {key}" + (f" ({name})" if key != name else "")
+    _check_generation(out, given)
+    return out
+
+
+def _check_generation(values: dict[str, Any], flags: dict[str, str]) -> None:
+    """Generation settings as GenerationSpec takes them; an error names the flag (or --gen-kwargs key) given."""
     try:
-        GenerationSpec(**out)
+        GenerationSpec(**values)
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = ".".join(str(x) for x in error["loc"])
-        raise ProctorError(f"--gen-kwargs {where}: {error['msg']} (got {error.get('input')!r})") from None
-    return out
+        field = ".".join(str(x) for x in error["loc"])
+        value = error.get("input")
+        if isinstance(value, float) and value != value:
+            message = "must be a number, not NaN"
+        else:
+            message = error["msg"]
+        raise ProctorError(f"{flags.get(field, f'--gen-kwargs {field}')}: {message} (got {value!r})") from None
 
 
 def parse_limit(text: str | float | int | None) -> int | float | None:

@@ -178,6 +178,13 @@ class TaskSpec(_Frozen):
     breakdown: list[str] = Field(default_factory=list)  # fields to report metrics by (e.g. _file)
     rollup: RollupSpec | None = None  # place in a score hierarchy (see proctor.scoring.rollup)
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        if any(ord(c) < 32 or ord(c) == 127 for c in value) or not value.strip():
+            raise ValueError(f"a task name is printable text (no newlines, tabs or control characters), got {value!r}")
+        return value
+
     @field_validator("version", mode="before")
     @classmethod
     def _version_text(cls, value: Any) -> Any:

@@ -140,9 +140,8 @@ def import_file(
         sys.modules.pop(name, None)
         where = Path(exc.filename) if exc.filename and Path(exc.filename).is_file() else path  # or a file it imports
         text = f": {exc.text.strip()!r}" if exc.text and exc.text.strip() else ""
-        raise TaskDefinitionError(
-            f"Python syntax error: {exc.msg} (line {exc.lineno}{text})", file=where, line=exc.lineno, field=field
-        ) from None
+        at = f" (line {exc.lineno}{text})" if exc.lineno is not None else ""
+        raise TaskDefinitionError(f"Python syntax error: {exc.msg}{at}", file=where, line=exc.lineno, field=field) from None
     except ProctorError:
         sys.modules.pop(name, None)
         raise  # already says what is wrong (a use case's rows, say)

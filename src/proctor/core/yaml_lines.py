@@ -37,6 +37,14 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     result.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                f"found a {type(key).__name__.replace('Line', '').lower()} as a key (an unquoted '{{{{ ... }}}}' template is "
+                "read as a YAML mapping: put the value in quotes)", key_node.start_mark,
+            ) from None
         if key in result:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -57,19 +65,53 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+def read_text(path: Path) -> str:
+    """A text file's content; a byte that is not UTF-8 or an unreadable file is an error naming it (and the line)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TaskDefinitionError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark is not part of the text
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TaskDefinitionError(f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} "
+                                  "(save the file as UTF-8)", file=path, line=line) from None
+
+
+def yaml_error(exc: yaml.YAMLError, path: Path | str, text: str | None = None) -> TaskDefinitionError:
+    """PyYAML's error as a TaskDefinitionError: the line, PyYAML's context ("while scanning a quoted scalar"
+    and where that started) and the offending line of the file with a caret under the column."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    parts = []
+    if context:
+        same = context_mark is not None and mark is not None and context_mark.line == mark.line
+        parts.append(context + (f" (line {context_mark.line + 1})" if context_mark is not None and not same else ""))
+    parts.append(problem)
+    detail = "invalid YAML: " + ", ".join(parts)
+    if mark is None and isinstance(exc, yaml.reader.ReaderError):  # a control character: its position
+        character = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        detail = f"invalid YAML: character #x{character:04x} is not allowed ({exc.reason})"
+        line = text.count("\n", 0, exc.position) + 1 if text is not None else None
+        return TaskDefinitionError(detail, file=path, line=line)
+    line = mark.line + 1 if mark is not None else None
+    lines = text.splitlines() if text is not None else []
+    if mark is not None and 0 <= mark.line < len(lines):
+        shown = lines[mark.line].replace("\t", " ")
+        if len(shown) <= 200:
+            detail += f"\n    {shown}\n    {' ' * mark.column}^"
+    return TaskDefinitionError(detail, file=path, line=line)
+
+
 def load_yaml(path: Path) -> Any:
     """Parse a YAML file; syntax errors become a TaskDefinitionError with the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskDefinitionError(f"cannot read the file: {exc}", file=path) from None
+    text = read_text(path)
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or str(exc)
-        raise TaskDefinitionError(f"invalid YAML: {problem}", file=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, path, text) from None
 
 
 def line_for(raw: Any, loc: tuple) -> tuple[int | None, str]:

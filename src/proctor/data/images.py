@@ -92,7 +92,7 @@ def image_input(data: bytes, where: dict) -> ImageInput:
             fmt = image.format or "PNG"
             width, height = image.size
             thumb = image.convert("RGB")
-    except (Image.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (Image.UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # bombs: Pillow's pixel limit
         raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
     thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
     buffer = io.BytesIO()

@@ -49,8 +49,13 @@ def detect_format(path: Path) -> str:
 def decode_utf8(path: Path) -> str:
     """A file's text; bytes that are not UTF-8 are an error naming the line and column."""
     data = path.read_bytes()
+    if b"\x00" in data:  # UTF-8 text never holds NUL: a binary file, or UTF-16
+        at = data.index(b"\x00")
+        line = data.count(b"\n", 0, at) + 1
+        raise TaskDefinitionError(f"line {line} holds a NUL byte: this is not UTF-8 text (a binary file, or UTF-16?); save it as UTF-8",
+                                  file=path, line=line)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of the data
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -92,13 +97,56 @@ def read_rows(
     return rows
 
 
+class _BadObject(ValueError):
+    """A JSON object names a key twice (``key``), or a string is no text (``key`` None)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object; a key given twice is an error (json keeps the last one silently)."""
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _BadObject(f"key '{twice}' is given twice in one object", twice)
+    return row
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` refusing duplicate keys (``_BadObject``) and lone surrogate escapes (``\\ud800``: no
+    text, and no UTF-8 file can hold them)."""
+    value = json.loads(text, object_pairs_hook=_object)
+    if "\\u" in text:
+        _no_lone_surrogates(value)
+    return value
+
+
+def _no_lone_surrogates(value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _BadObject(f"a string holds a lone surrogate escape ({value!r:.40}), which is not text") from None
+    elif isinstance(value, dict):
+        for item in value.values():
+            _no_lone_surrogates(item)
+    elif isinstance(value, list):
+        for item in value:
+            _no_lone_surrogates(item)
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     rows = []
     for number, line in enumerate(decode_utf8(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
+        except _BadObject as exc:
+            raise TaskDefinitionError(f"line {number}: {exc}", file=path, line=number, field=exc.key) from None
         except json.JSONDecodeError as exc:
             raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
         if not isinstance(row, dict):
@@ -110,7 +158,9 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def _read_json(path: Path, records_key: str | None) -> list[dict]:
     try:
-        data = json.loads(decode_utf8(path))
+        data = loads(decode_utf8(path))
+    except _BadObject as exc:
+        raise TaskDefinitionError(str(exc), file=path, field=exc.key) from None
     except json.JSONDecodeError as exc:
         raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
     if records_key is not None:
@@ -136,6 +186,9 @@ def _read_delimited(delimiter: str):
             header = list(columns) if columns else next(reader, None)
             if header is None:
                 return []
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:  # a row dict would keep only the last of them
+                raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
             rows = []
             for record in reader:
                 line = reader.line_num

@@ -102,7 +102,7 @@ def collect_tasks(
                 if problems is None or file == path:
                     raise
                 log.warning("skipping %s: %s", file, exc)
-                problems.append({"file": str(file), "error": str(exc)})
+                problems.append({"file": str(file), "error": str(exc), "stage": "load"})
                 continue
             for task in loaded:
                 if task.name in seen:
@@ -115,6 +115,8 @@ def collect_tasks(
                 seen[task.name] = task
                 tasks.append(task)
     given = [str(p) for p in paths]
+    if not tasks and problems:  # every file found failed to load: their errors, not "no task file here"
+        raise TaskDefinitionError("no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(given))
     if not tasks and notes:
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:

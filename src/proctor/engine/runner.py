@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -14,7 +15,8 @@ from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
 from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
-from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, ModelExecutor, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
+from proctor.core.user_errors import call_user
+from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, ModelExecutor, count_truncated, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.kinds.base import kind_handler
@@ -171,10 +173,15 @@ def run_built(
         pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
         model_seconds = time.perf_counter() - model_started
         outcome = score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
+        cut, sent = executor.truncated, executor.requests
     else:
         results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
         model_seconds = time.perf_counter() - model_started
         outcome = score_task(built, results, model_seconds, started)
+        cut, sent = count_truncated(results), len(results)
+    if cut:
+        _warn_truncated(outcome, model, cut, sent)
+    _warn_not_numbers(outcome)
     usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
         outcome.result["usage"] = usage
@@ -195,6 +202,29 @@ def run_built(
                 "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
             )
     return outcome
+
+
+def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) -> None:
+    """Prompts cut to fit the model's window are scored on their end only: counted, and a warning."""
+    window = getattr(model, "max_length", None)
+    outcome.result["truncated"] = {"count": count, "n": total}
+    limit = f" ({window} tokens for this model, or the task's max_length)" if isinstance(window, int) else ""
+    message = (f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: they were "
+               "scored without the start of their prompt (fewer few-shot examples, shorter prompts or a longer context avoid it)")
+    outcome.result.setdefault("warnings", []).append(message)
+    log.warning("%s: %s", outcome.name, message)
+
+
+def _warn_not_numbers(outcome: TaskOutcome) -> None:
+    """A metric whose value is NaN is not a result (results.json writes it as null): say why."""
+    for name, entry in outcome.result.get("metrics", {}).items():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, float) and math.isnan(value):
+            unscored = entry.get("n_unscored")
+            why = f": none of the samples gave it a value ({unscored} unscored)" if unscored else ""
+            message = f"metric '{name}' is not a number (NaN){why}"
+            if not any(f"'{name}'" in w for w in outcome.result.get("warnings", [])):  # a dialect may have said why already
+                outcome.result.setdefault("warnings", []).append(message)
 
 
 UNPARSED_WARN_RATE = 0.10  # lettered generation: above this share of unreadable replies, the accuracy is suspect
@@ -247,7 +277,7 @@ def score_outcomes(
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):
         metric_values = {}
         for metric, kwargs in prepared.metrics:
-            value = metric.compute(outcome, **kwargs)
+            value = call_user(metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs)  # a plug-in's error: its line
             values[metric.name].append(value)
             metric_values[metric.name] = value
         records.append(

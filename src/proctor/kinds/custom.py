@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
+import numbers
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_code import CODE_KEY, TRUST, check_installed_module, class_in_file, dotted_module_file, inside, located, refusal
+from proctor.core.user_errors import call_user, definition_site
 from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
@@ -97,7 +100,13 @@ class CustomTask:
         for start in range(0, len(samples), self.micro_batch_size):
             chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
             batch = [self.item(sample, prompt) for sample, prompt in chunk]
-            predictions = list(self.predict_single_batch(batch))
+            name = f"{type(self).__name__}.predict_single_batch"
+            predictions = call_user(self.predict_single_batch, name, batch, field="task_class")
+            if not isinstance(predictions, (list, tuple)):
+                file, line = definition_site(type(self).predict_single_batch)
+                raise TaskDefinitionError(f"{name} returned {type(predictions).__name__} {predictions!r:.60}; it must return a list "
+                                          "with one prediction per item", file=file, line=line, field="task_class")
+            predictions = list(predictions)
             if len(predictions) != len(batch):
                 raise TaskDefinitionError(
                     f"{type(self).__name__}.predict_single_batch returned {len(predictions)} predictions for {len(batch)} items",
@@ -154,8 +163,13 @@ class MultipleChoiceTask(CustomTask):
         if isinstance(prediction, (list, tuple)):
             if len(prediction) != n:
                 raise TaskDefinitionError(f"a prediction has {len(prediction)} scores for {n} choices", field="task_class")
-            scores = [float(x) for x in prediction]
+            try:
+                scores = [float(x) for x in prediction]
+            except (TypeError, ValueError):
+                raise TaskDefinitionError(f"a prediction's choice scores must be numbers, got {list(prediction)!r:.80}", field="task_class") from None
         else:
+            if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real) or not math.isfinite(prediction) or prediction != int(prediction):
+                raise TaskDefinitionError(f"a prediction is a choice index or a list of choice scores, got {prediction!r:.80}", field="task_class")
             index = int(prediction)
             if not 0 <= index < n:
                 raise TaskDefinitionError(f"predicted choice {index} is out of range for {n} choices", field="task_class")

@@ -6,6 +6,8 @@ log-softmax run only at the positions being scored, never over the whole prompt.
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import hashlib
 import logging
@@ -132,9 +134,9 @@ class HFModel(Model):
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code, **placement
             )
-        except OSError as exc:
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # a missing, damaged or foreign folder
             raise ModelLoadError(
-                f"cannot load model '{self.path}': {exc}\n"
+                f"cannot load model '{self.path}': {type(exc).__name__}: {str(exc)[:500]}\n"
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
         if device_map is None:
@@ -331,7 +333,7 @@ class HFModel(Model):
         results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
         scored = [i for i, item in enumerate(items) if item.n_targets > 0]
         for i, (token_lp, greedy) in zip(scored, self._score([items[i] for i in scored], progress)):
-            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
+            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy, items[i].cut)
         if progress and len(scored) < len(items):
             progress(len(items) - len(scored))
         return results
@@ -384,11 +386,13 @@ class HFModel(Model):
             else:
                 groups.append([i])
         eos_ids = self._eos_ids()
+        cuts: dict[int, int] = {}  # request -> prompt tokens cut on the left to fit the window
         with torch.inference_mode():
             for group in groups:
                 request = requests[group[0]]
                 budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
+                cuts.update((i, len(prompts[i]) - len(x)) for i, x in zip(group, ids) if len(x) < len(prompts[i]))
                 if (request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens
                         and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
@@ -412,6 +416,8 @@ class HFModel(Model):
                         results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
                     if progress:
                         progress(len(batch))
+        for i, cut in cuts.items():
+            results[i] = dataclasses.replace(results[i], truncated=cut)
         return results
 
     def _auto_generation_batch(self, sequence_length: int) -> int:

@@ -257,6 +257,7 @@ def loglikelihood_items(
     items = []
     for request, (context_ids, continuation_ids) in zip(requests, encode_pairs(tokenizer, pairs, add_bos, prefix_token_id)):
         limit = min(max_length, request.max_length or max_length)
-        tokens = (context_ids + continuation_ids)[-(limit + 1) :]
-        items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1)))
+        whole = context_ids + continuation_ids
+        tokens = whole[-(limit + 1) :]
+        items.append(ScoringItem(tuple(tokens), min(len(continuation_ids), len(tokens) - 1), len(whole) - len(tokens)))
     return items

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError
+from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
 from proctor.models.openai_http import ApiClient, ApiError
 from proctor.models.openai_logprobs import (
@@ -122,6 +123,7 @@ class OpenAIModel(Model):
         self.revision = revision  # the server's weights are not visible: name them here to tell two apart
         self.name = name or model.rstrip("/").rsplit("/", 1)[-1]
         self.base_url = base_url.rstrip("/")
+        self.shown_url = mask_url_credentials(self.base_url)  # in messages: never a password written in the URL
         self.endpoint = endpoint
         self.loglikelihood_option = loglikelihood
         self.top_k = int(top_logprobs)
@@ -273,7 +275,7 @@ class OpenAIModel(Model):
             return "none", "disabled by option"
         if option == "top_logprobs":
             if not self._next_tokens(SELF_CHECK_TEXT):
-                raise ProctorError(f"'{self.base_url}' returns no top_logprobs for generated tokens: cannot score choices")
+                raise ProctorError(f"'{self.shown_url}' returns no top_logprobs for generated tokens: cannot score choices")
             return "top_logprobs", "top log-probs of the next token (single-token continuations only)"
         if self.endpoint == "chat" and option == "auto":
             return "none", "chat endpoint: no prompt log-probs"
@@ -285,7 +287,7 @@ class OpenAIModel(Model):
             reasons.append(f"{mode}: {result.reason}")
         why = "; ".join(reasons)
         if option != "auto":
-            raise ProctorError(f"refusing log-likelihoods from '{self.base_url}' by '{option}': {why}")
+            raise ProctorError(f"refusing log-likelihoods from '{self.shown_url}' by '{option}': {why}")
         log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
         return "none", why
 
@@ -324,13 +326,13 @@ class OpenAIModel(Model):
             except ApiError as exc:
                 if exc.status not in (400, 422):
                     raise
-            log.info("'%s' does not take lists of prompts: sending them one by one", self.base_url)
+            log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
             self._lists_ok = False
         return [parse(self.client.post("/completions", {**payload, "prompt": p})["choices"][0], p) for p in prompts]
 
     def _cannot(self) -> ProctorError:
         return ProctorError(
-            f"model '{self.name}' at {self.base_url} cannot score log-likelihoods ({self._mode_reason}). "
+            f"model '{self.name}' at {self.shown_url} cannot score log-likelihoods ({self._mode_reason}). "
             "Multiple-choice tasks run on it through --mc-format generate (the default when a backend cannot score); "
             "perplexity and custom log-likelihood tasks need a server with trustworthy prompt log-probs (vLLM)."
         )
@@ -357,7 +359,7 @@ class OpenAIModel(Model):
             out = []
             for (context, continuation), tokens in zip(batch, parsed):
                 if tokens is None:
-                    raise ProctorError(f"'{self.base_url}' stopped returning prompt log-probs")
+                    raise ProctorError(f"'{self.shown_url}' stopped returning prompt log-probs")
                 if not context:
                     raise ProctorError("an empty context cannot be scored over the API: its first token has no log-prob")
                 lps, greedy = continuation_scores(tokens, len(context))
@@ -371,7 +373,7 @@ class OpenAIModel(Model):
         context, continuation = pair
         top = self._next_tokens(context, self.top_k, max_retries=None)
         if not top:
-            raise ProctorError(f"'{self.base_url}' returned no top_logprobs")
+            raise ProctorError(f"'{self.shown_url}' returned no top_logprobs")
         best = max(top, key=top.get)
         if continuation in top:
             lp = float(top[continuation])

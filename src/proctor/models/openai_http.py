@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
+from proctor.core.redact import mask_url_credentials
 from proctor.core.errors import ProctorError, require
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,8 @@ class ApiClient:
 
     # ------------------------------------------------------------------ secrets
     def scrub(self, text: str) -> str:
-        """``text`` with the API key (if any) replaced: error messages may quote server replies."""
+        """``text`` with the API key (if any) and a URL's credentials replaced: error messages may quote server replies."""
+        text = mask_url_credentials(text)
         return text.replace(self._key, "***") if self._key else text
 
     # ------------------------------------------------------------------ one request
@@ -123,6 +125,7 @@ class ApiClient:
         """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
+        shown = mask_url_credentials(url)  # what messages and logs say
         httpx = self._httpx
         last = ""
         retry_after = 0.0  # the server's Retry-After from the previous attempt
@@ -136,16 +139,16 @@ class ApiClient:
                 response = self._client.request(method, url, json=json, files=files, data=data)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
-                log.info("request to %s failed (%s), attempt %d of %d", url, last, attempt + 1, budget + 1)
+                log.info("request to %s failed (%s), attempt %d of %d", shown, self.scrub(last), attempt + 1, budget + 1)
                 continue
             if response.status_code in RETRY_STATUS:
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
-                log.info("request to %s got HTTP %d, attempt %d of %d", url, response.status_code, attempt + 1, budget + 1)
+                log.info("request to %s got HTTP %d, attempt %d of %d", shown, response.status_code, attempt + 1, budget + 1)
                 continue
             if response.status_code >= 400:
                 body = self.scrub(response.text[:1000])
-                raise ApiError(f"{url} answered HTTP {response.status_code}: {body}", response.status_code, body)
+                raise ApiError(f"{shown} answered HTTP {response.status_code}: {body}", response.status_code, body)
             if raw:
                 return response.content
             try:
@@ -157,7 +160,7 @@ class ApiClient:
                 self.usage.add(reply, attempt)
             return reply
         raise RetryBudgetExceeded(
-            f"{url} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
+            f"{shown} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
             "kept in the run folder's store: run the same command with the same --output to resume."
         )
 

@@ -38,6 +38,7 @@ class ScoringItem:
 
     tokens: tuple[int, ...]
     n_targets: int
+    cut: int = 0  # tokens cut from the left to fit the window (reported as the result's ``truncated``)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import ModelLoadError
+from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
@@ -53,6 +54,7 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     Each message names the option as given on the command line (``--dtype``, ``--model-arg KEY``).
     """
     backend, rest = _split(spec)
+    typed = None  # the backend class whose declared option types are checked
     if backend not in _backends():
         raise ModelLoadError(f"--model '{spec}': unknown backend '{backend}'; available: {', '.join(_backends())}")
     if backend in ("hf", "hf-vision"):
@@ -60,7 +62,8 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         from proctor.models.hf_vision import HFVisionModel, is_vision_folder
 
         vision = backend == "hf-vision" or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
-        known = named_parameters(HFVisionModel if vision else HFModel)
+        typed = HFVisionModel if vision else HFModel
+        known = named_parameters(typed)
         path = Path(rest).expanduser()
         if rest.lower() not in DEFAULT_MODEL_ALIASES:
             if path.is_dir() and not (path / "config.json").is_file():
@@ -82,6 +85,7 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     elif backend == "openai":
         from proctor.models.openai_compat import OpenAIModel
 
+        typed = OpenAIModel
         known = named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
         if not options.get("base_url"):
             raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")
@@ -102,6 +106,13 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
             known |= {f.name for f in dataclasses.fields(EngineArgs)}
         except Exception:  # not installed (loading will say so), or another EngineArgs shape
             known = None
+    if backend == "openai":
+        url = str(options.get("base_url"))
+        if not url.startswith(("http://", "https://")):
+            raise ModelLoadError(f"--base-url '{mask_url_credentials(url)}' is not an http:// or https:// address "
+                                 "(for example http://127.0.0.1:8000/v1)")
+    if typed is not None:
+        _check_option_types(typed, options)
     if known is not None:
         unknown = sorted(set(options) - known)
         if unknown:
@@ -118,6 +129,26 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     batch_size = options.get("batch_size")
     if batch_size is not None and batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
+
+
+_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+
+
+def _check_option_types(cls: Any, options: dict[str, Any]) -> None:
+    """A ``--model-arg`` value of the wrong type (``batch_invariant=maybe``) would be read as something else: refuse it.
+    Only options whose declared type is plainly bool, int, float or str (optionally ``| None``) are checked."""
+    params = inspect.signature(cls.__init__).parameters
+    for name, value in options.items():
+        if name not in params or value is None:
+            continue
+        declared = str(params[name].annotation).replace(" | None", "").replace("Optional[", "").rstrip("]")
+        kinds = _TYPES.get(declared)
+        if kinds is None:
+            continue
+        wrong = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+        if wrong:
+            wanted = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a text"}[declared]
+            raise ModelLoadError(f"--model-arg {name}={value!r}: {name} takes {wanted}, got {type(value).__name__}")
 
 
 def load_model(spec: str = "smollm2", **options: Any) -> Model:

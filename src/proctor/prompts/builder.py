@@ -70,6 +70,16 @@ def _not_text(value: Any) -> bool:
     return value is None or isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
 
 
+def _no_empty(choices: tuple[str, ...], where: dict, listed: bool) -> tuple[str, ...]:
+    """An empty (or blank) choice is scored as the delimiter alone, which a model nearly always prefers: refuse it."""
+    for i, choice in enumerate(choices):
+        if not choice.strip():
+            raise TaskDefinitionError(f"choice {i} is empty ({choice!r}): it would be scored as the delimiter alone and nearly "
+                                      "always win; fix the row or drop it with data.filter", field=f"choices[{i}]" if listed else "choices",
+                                      **where)
+    return choices
+
+
 class PromptBuilder:
     """Templates compiled once per task; ``prepare(sample)`` renders one sample."""
 
@@ -125,7 +135,7 @@ class PromptBuilder:
                     value = sample.fields[template.plain_name]
                     raise TaskDefinitionError(f"'choices' item {i} ({{{{ {template.plain_name} }}}}) is {value!r:.60} "
                                               f"({type(value).__name__}), not a text", field=f"choices[{i}]", **where)
-            return tuple(c.render(sample.fields, **where) for c in self._choices)
+            return _no_empty(tuple(c.render(sample.fields, **where) for c in self._choices), where, listed=True)
         value = self._choices.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         if not isinstance(value, (list, tuple)) or not value:
             raise TaskDefinitionError(
@@ -137,7 +147,7 @@ class PromptBuilder:
                 raise TaskDefinitionError(
                     f"'choices' item {i} is {choice!r:.60} ({type(choice).__name__}), not a text", field="choices", **where
                 )
-        return tuple(str(c) for c in value)
+        return _no_empty(tuple(str(c) for c in value), where, listed=False)
 
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
         value = self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)

@@ -152,6 +152,11 @@ def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[i
     return chunks
 
 
+def count_truncated(results: Sequence[Any]) -> int:
+    """How many answers say their prompt was cut on the left to fit the model's window."""
+    return sum(1 for r in results if getattr(r, "truncated", 0))
+
+
 def _check_count(model: Any, request_type: str, asked: int, got: int) -> None:
     if asked != got:
         raise ProctorError(f"model '{model.name}' answered {got} of {asked} {request_type} requests")
@@ -163,7 +168,7 @@ class ModelExecutor:
     Implements ``proctor.kinds.capabilities.Executor``. ``run`` sends requests through
     :func:`execute` exactly as given (no deduplication: callers that want it dedupe first);
     ``requests`` and ``computed`` count what was asked and what the model computed (not answered
-    by the store or the cache).
+    by the store or the cache); ``truncated`` the answers whose prompt was cut to fit the model's window.
     """
 
     def __init__(
@@ -177,6 +182,7 @@ class ModelExecutor:
         self._progress = progress
         self.requests = 0
         self.computed = 0
+        self.truncated = 0  # answers whose prompt the model cut to fit its window
 
     @property
     def stored(self) -> bool:
@@ -187,6 +193,7 @@ class ModelExecutor:
         results = execute(self.model, request_type, requests, self.lookup, self.chunk_size, progress)
         self.requests += len(requests)
         self.computed += self.lookup.computed - before if self.lookup is not None else len(requests)
+        self.truncated += count_truncated(results)
         return results
 
     def progress(self, n: int) -> None:

@@ -41,9 +41,12 @@ def hold_run_dir(run_dir: Path, command: Sequence[str] | None = None) -> Iterato
     except ImportError:  # pragma: no cover - not POSIX: no lock, as before
         yield
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / LOCK_FILE
-    handle = open(path, "a+", encoding="utf-8")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")
+    except OSError as exc:  # a folder named .lock, a read-only folder
+        raise ProctorError(f"cannot open the run folder's lock file {path}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from proctor.core.version import __version__
 from proctor.core.errors import ProctorError
+from proctor.runs.lock import LOCK_FILE
 from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 
@@ -80,6 +81,29 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         if old_opts.get(key) != new_opts.get(key):
             lines.append(f"option {key} changed ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
     return lines
+
+
+def check_output_folder(run_dir: Path, restart: bool = False) -> None:
+    """What ``--output`` holds, checked before any model loads: a new or empty folder, or a proctor run folder
+    (run.json or its response store). A folder holding anything else is the user's own, and a run would overwrite
+    files there (results.json, samples.jsonl): refused, even with --restart. A run folder's run.json must read."""
+    run_dir = Path(run_dir).expanduser()
+    if not run_dir.is_dir():
+        return
+    if not (run_dir / MANIFEST).exists() and not (run_dir / STORE_FILE).exists():
+        others = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_FILE)  # a run killed before run.json leaves its lock
+        if others:
+            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            raise ProctorError(f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder (no {MANIFEST}); "
+                               "nothing was written. Choose a new or empty folder")
+        return
+    if restart:
+        return
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        raise RunMismatchError(f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output")
+    if not isinstance(manifest, dict):
+        raise ProctorError(f"{run_dir / MANIFEST} is not a run manifest (a JSON object); use --restart to start this run folder over")
 
 
 def clear_run_dir(run_dir: Path) -> None:

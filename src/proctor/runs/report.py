@@ -215,9 +215,25 @@ def summary_context(results: dict, records: list[dict] | None) -> dict:
     return {
         "model": model.get("model", "?"), "status": results.get("status"), "created": results.get("created"),
         "version": results.get("proctor_version"), "command": " ".join(results.get("command") or []) or "—",
-        "formulations": formulations, "warnings": results.get("warnings") or [], "tasks": tasks, "groups": groups,
+        "formulations": formulations, "warnings": results.get("warnings") or [], "skipped": skipped(results),
+        "tasks": tasks, "groups": groups,
         "charts": charts, "calibrations": None if records is None else calibrations(results, records), "bins": N_BINS,
     }
+
+
+SKIP_STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
+
+
+def skipped(results: dict) -> list[dict]:
+    """What did not run (a folder's task that failed to load, prepare or run): part of the report, never dropped."""
+    out = []
+    for entry in results.get("skipped") or []:
+        if not isinstance(entry, dict):
+            continue
+        name = f"task {entry['task']} ({entry.get('file')})" if entry.get("task") else str(entry.get("file"))
+        out.append({"name": entry.get("task") or entry.get("file"), "stage": entry.get("stage") or "skipped",
+                    "text": f"not run: {name} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: {entry.get('error')}"})
+    return out
 
 
 def render_summary(results: dict, records: list[dict] | None) -> str:

@@ -75,6 +75,11 @@ class Unparsed(_Closed):
     rate: float
 
 
+class Truncated(_Closed):
+    count: int = Field(description="Requests whose prompt the model cut on the left to fit its window (scored without its start).")
+    n: int = Field(description="Requests the task sent.")
+
+
 class RollupPlace(_Closed):
     metric: str
     levels: dict[str, str]
@@ -108,6 +113,7 @@ class TaskResult(_Open):
     timing: TaskTiming
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(None, description="How a multiple-choice task ran.")
     unparsed: Optional[Unparsed] = None
+    truncated: Optional[Truncated] = None
     warnings: Optional[list[str]] = None
     exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
     usage: Optional[dict[str, float]] = Field(None, description="Remote models: tokens and requests sent (and estimated_cost).")
@@ -169,6 +175,8 @@ class Skipped(_Closed):
     task: Optional[str] = None
     file: str
     error: str
+    stage: Optional[Literal["load", "prepare", "run"]] = Field(
+        None, description="Where it failed: loading the file, preparing the task (data, prompts), or running it.")
 
 
 class Results(_Closed):
@@ -181,16 +189,18 @@ class Results(_Closed):
     model_info: Optional[dict[str, Any]] = Field(None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them).")
     chat_applied: Optional[bool] = None
     environment: Optional[Environment] = None
-    status: Literal["running", "complete"]
+    status: Literal["running", "complete", "partial"] = Field(
+        description="running; complete; partial: finished, but tasks in 'skipped' could not load, prepare or run.")
     limit: Union[int, float, None] = Field(None, description="--limit: a count, a fraction of each task's rows, or null.")
     overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
     tasks: dict[str, TaskResult]
     groups: dict[str, GroupResult]
     rollup: Optional[RollupNode] = None
     timing: Optional[RunTiming] = None
-    skipped: Optional[list[Skipped]] = Field(None, description="Files and tasks found in folders that could not be loaded or prepared.")
+    skipped: Optional[list[Skipped]] = Field(None, description="Files and tasks found in folders that could not be loaded, prepared or run.")
     warnings: Optional[list[str]] = Field(None, description="Every task's warnings, as 'task: warning'.")
-    samples_bytes: int = Field(description="samples.jsonl's first samples_bytes bytes are the samples this file describes.")
+    samples_bytes: Optional[int] = Field(description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
+                                         "(null in folders from before it was recorded: all of samples.jsonl).")
 
 
 class ResultsSchemaError(RuntimeError):

@@ -10,49 +10,70 @@ from typing import Any, Iterator
 from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
+from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
 
 
 def load_results(run_dir: Path) -> dict:
+    """A run folder's results.json, checked against its schema: a hand-edited or damaged file is an error naming
+    the fields that are wrong (report, compare and export would otherwise fail inside, or show wrong numbers)."""
     path = Path(run_dir) / "results.json"
-    if not path.exists():
+    if not path.is_file():
         raise ProctorError(f"{run_dir} is not a run folder: no results.json")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        results = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ProctorError(f"{path} is not UTF-8 text (byte {exc.start}); re-run the run to rebuild it") from None
     except ValueError as exc:
         raise ProctorError(f"{path} is not valid JSON: {exc}") from None
+    if isinstance(results, dict):
+        results.setdefault("samples_bytes", None)  # written by proctor before results.json named its samples
+    try:
+        check_results_json(json.dumps(results))
+    except ResultsSchemaError as exc:
+        raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
+    return results
 
 
-def samples_text(run_dir: Path) -> str:
+def samples_data(run_dir: Path) -> bytes:
     """The part of samples.jsonl that results.json describes: its first ``samples_bytes`` bytes (what a task
     killed before results.json named it appended after them is left out); the whole file without that number."""
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
-        return ""
+        return b""
     covered = None
     results = Path(run_dir) / "results.json"
     if results.exists():
         try:
-            covered = json.loads(results.read_text(encoding="utf-8")).get("samples_bytes")
-        except (ValueError, AttributeError):
-            covered = None
+            loaded = json.loads(results.read_text(encoding="utf-8"))
+        except ValueError:
+            loaded = None
+        covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
     with path.open("rb") as raw:
-        data = raw.read() if not isinstance(covered, int) else raw.read(covered)
-    return data.decode("utf-8", errors="replace")
+        return raw.read() if not isinstance(covered, int) else raw.read(covered)
+
+
+def samples_text(run_dir: Path) -> str:
+    """``samples_data`` as text for the viewer (a byte that is not UTF-8 shown as U+FFFD)."""
+    return samples_data(run_dir).decode("utf-8", errors="replace")
 
 
 def iter_samples(run_dir: Path) -> Iterator[dict]:
-    """The samples results.json describes (``samples_text``), one record per line."""
+    """The samples results.json describes (``samples_data``), one record per line."""
     path = Path(run_dir) / "samples.jsonl"
-    for number, line in enumerate(samples_text(run_dir).split("\n"), 1):  # not splitlines: U+2028 may sit inside a string
+    for number, line in enumerate(samples_data(run_dir).split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
-        except ValueError:
+            record = json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
             raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
+        if not isinstance(record, dict) or not isinstance(record.get("task"), str):
+            raise ProctorError(f"{path}:{number}: not a sample record (an object with its 'task'); re-run to rebuild it")
+        yield record
 
 
 def _texts(values: Any) -> list[str] | None:

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import (
     GenerateRequest,
+    LATER_RESULT_FIELDS,
     LATER_SETTINGS,
     GenerateResult,
     LoglikelihoodRequest,
@@ -58,6 +59,10 @@ def _plain(obj: Any) -> dict:
             out["images"] = [image.digest for image in images]
     if isinstance(obj, GenerateRequest):
         for name, default in LATER_SETTINGS.items():
+            if out.get(name) == default:
+                del out[name]
+    elif isinstance(obj, (LoglikelihoodResult, GenerateResult)):
+        for name, default in LATER_RESULT_FIELDS.items():
             if out.get(name) == default:
                 del out[name]
     return out

@@ -89,16 +89,17 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
     path = Path(path)
     if not path.exists():
         raise TaskDefinitionError("no such use case config file", file=path)
-    text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix == ".json":
-            raw = json.loads(text)
-        else:
-            import yaml
+    import yaml
 
-            raw = yaml.safe_load(text)
-    except Exception as exc:  # yaml and json errors alike: say which file
-        raise TaskDefinitionError(f"cannot parse the use case config ({exc})", file=path) from None
+    from proctor.core.yaml_lines import read_text, yaml_error
+
+    text = read_text(path)
+    try:
+        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc, path, text) from None
     if not isinstance(raw, Mapping):
         raise TaskDefinitionError("a use case config is a mapping of settings", file=path)
     unknown = sorted(set(raw) - _KEYS)

@@ -78,6 +78,8 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
                 f"or a module-level '{required}')", file=path, field=required,
             )
 
+    _check_settings(classes[0], settings.use_case_kwargs, path)
+
     def build(limit: int | None) -> tuple[UseCase, dict, dict]:
         kwargs = dict(settings.use_case_kwargs)
         if limit:
@@ -94,6 +96,38 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
         return built, dict(gen_kwargs), dict(call)
 
     return build
+
+
+_BASE_SETTINGS = ("num_samples", "shuffle", "seed")
+
+
+def _check_settings(cls: type, kwargs: Mapping[str, Any], path: Path) -> None:
+    """A setting (``--use-case-arg``, ``use_case_kwargs``) the class never names would become an attribute nobody
+    reads, leaving the default in force: refuse names that are neither a base setting, a class attribute nor a word
+    of the file (where ``self.<name>`` or ``getattr(self, "<name>")`` reads it)."""
+    import difflib
+    import re
+
+    if not kwargs:
+        return
+    declared = set(_BASE_SETTINGS)
+    for klass in inspect.getmro(cls):
+        if klass is object:
+            continue
+        declared.update(k for k in vars(klass) if not k.startswith("__"))
+        declared.update(getattr(klass, "__annotations__", {}))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    for key in kwargs:
+        if key in declared or re.search(rf"\b{re.escape(str(key))}\b", text):
+            continue
+        words = declared | set(re.findall(r"self\.([A-Za-z_]\w*)", text))
+        close = difflib.get_close_matches(str(key), sorted(w for w in words if not w.startswith("_")), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise TaskDefinitionError(f"{cls.__name__} has no setting '{key}' (given by --use-case-arg, --use-case-config or "
+                                  f"use_case_kwargs): it would be ignored{hint}", file=path, field=str(key))
 
 
 def load_use_case_file(path: str | Path, limit: int | None = None, config: UseCaseConfig | None = None) -> tuple[UseCase, dict, dict]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from typing import Any, Callable, Mapping, Sequence
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
+from proctor.core.user_errors import call_user, definition_site
 from proctor.data.sources import Sample
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.base import UseCase
@@ -146,6 +148,38 @@ def row_positions(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[
     return groups
 
 
+def _returned(case: UseCase, method: str, value: Any, kind: type, wanted: str) -> Any:
+    """What ``generate`` / ``evaluate`` returned, or an error at the method's definition when it is not ``kind``."""
+    if isinstance(value, kind) and not (kind is list and isinstance(value, str)):
+        return value
+    if kind is list and isinstance(value, tuple):
+        return list(value)
+    file, line = definition_site(getattr(type(case), method))
+    raise TaskDefinitionError(f"{type(case).__name__}.{method} returned {type(value).__name__} {value!r:.80}; it must return {wanted}",
+                              file=file, line=line, field=method)
+
+
+def _missing_rows(generations: Sequence[Any], rows: Sequence[Any]) -> list[str]:
+    """A warning when ``generate`` left rows without a generation: the metrics then cover fewer rows than the data."""
+    empty = [k for k, group in enumerate(row_positions(generations, rows)) if not group]
+    if not empty:
+        return []
+    by_id = all(isinstance(rows[k], Mapping) and "id" in rows[k] for k in empty)
+    names = [str(rows[k]["id"]) if by_id else str(k + 1) for k in empty]
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return [f"generate() returned {len(generations)} generation(s) for {len(rows)} rows: {len(empty)} row(s) got none "
+            f"({'ids' if by_id else 'rows'} {shown}); the metrics cover only the generations returned"]
+
+
+def _not_numbers(evaluations: Mapping[str, Any]) -> list[str]:
+    """A warning for each metric value that is NaN or infinite (written as null in results.json)."""
+    flat: dict[str, dict] = {}
+    for metric, values in evaluations.items():
+        _flatten(str(metric), values, flat)
+    return [f"metric '{name}' is {entry['value']} (not a number): the use case's metric returned it"
+            for name, entry in flat.items() if not math.isfinite(entry["value"])]
+
+
 class UseCaseTask(GenerationTask):
     """Runs one use case: its rows are the samples, its ``generate`` / ``evaluate`` the predictions and scores."""
 
@@ -185,17 +219,22 @@ class UseCaseTask(GenerationTask):
             held, pipeline.executor = pipeline.executor, session
         if not trial:
             random.seed(getattr(case, "seed", 555))  # files that shuffle with the global random build the same prompts
+        source = self.spec.data[0].path
         try:
             with aisteer360_names():
-                generations = case.generate(
-                    target, tokenizer, gen_kwargs=dict(self.gen_kwargs), runtime_overrides=self.call.get("runtime_overrides"),
-                    batch_size=self.call.get("batch_size") or _model_batch_size(model),
+                generations = call_user(
+                    case.generate, f"{type(case).__name__}.generate", target, tokenizer, gen_kwargs=dict(self.gen_kwargs),
+                    runtime_overrides=self.call.get("runtime_overrides"), batch_size=self.call.get("batch_size") or _model_batch_size(model),
+                    field="generate", file=source,
                 )
         finally:
             if pipeline is not None:
                 pipeline.executor = held
+        generations = _returned(case, "generate", generations, list, "a list of generations (one dict per prompt)")
         with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
-            evaluations = case.evaluate(generations)
+            evaluations = call_user(case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source)
+        evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
+        warnings = _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations)
         metrics: dict[str, dict] = {}
         for metric, values in evaluations.items():
             _flatten(metric, values, metrics)
@@ -207,6 +246,7 @@ class UseCaseTask(GenerationTask):
             "n_rows": len(case.evaluation_data),
             "evaluations": evaluations,
             "requests": {"total": session.tally.total, "unique": session.tally.total, "computed": session.tally.model_calls, "type": "custom"},
+            **({"warnings": warnings} if warnings else {}),
         }
         executor.progress(len(samples))
         rows = [s.sample.fields for s in samples]

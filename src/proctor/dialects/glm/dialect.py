@@ -53,6 +53,9 @@ FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
     "generation_length": ((int,), 256),
     "stop": ((str, list), None),  # proctor's addition: stop strings for generation
 }
+# the least each count may be (GLM would crash later, or proctor silently use another value)
+MINIMUMS = {"max_seq_length": 2, "micro_batch_size": 1, "num_beams": 1, "no_repeat_ngram_size": 0, "min_gen_length": 0,
+            "max_gen_length": 1, "generation_length": 1}
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
 
 
@@ -62,6 +65,12 @@ def claims(document: Any) -> bool:
     if not isinstance(document, dict) or "kind" in document or "tasks" in document:
         return False
     return {"name", "type"} <= set(document)
+
+
+def _is_class_reference(text: str) -> bool:
+    """``package.module.Class`` or ``file.py:Class``: a class name after a module."""
+    module, sep, name = text.rpartition(":") if ":" in text else text.rpartition(".")
+    return bool(module.strip()) and bool(sep) and name.isidentifier()
 
 
 def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -80,6 +89,11 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise TaskDefinitionError(f"'{key}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=str(key))
+        if snake in MINIMUMS and value < MINIMUMS[snake]:
+            raise TaskDefinitionError(f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key))
+        if snake == "module" and value is not None and not _is_class_reference(value):
+            raise TaskDefinitionError(f"'module' names a class as 'package.module.Class' or 'file.py:Class', got {value!r}",
+                                      file=path, line=line, field=str(key))
         config[snake] = value
         lines[snake] = line
     for key in ("name", "type", "path"):

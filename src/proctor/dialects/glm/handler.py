@@ -221,16 +221,14 @@ class GLMModuleTask(CustomTask):
 
     def _call(self, hook: str, target: Callable, *args: Any) -> Any:
         """Run the task's code; its failure becomes an error naming the module and the hook."""
+        from proctor.core.user_errors import user_code_error
+
         try:
             return target(*args)
         except ProctorError:
             raise
-        except Exception as exc:
-            import traceback
-
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            raise ProctorError(f"GLM task class {self.options['module']} ({self.yaml}): {hook} failed: {type(exc).__name__}: {exc} "
-                               f"(at {frame.filename}:{frame.lineno})") from None
+        except Exception as exc:  # the class's code (or GLM's stand-ins it called): at the class's own line when it has one
+            raise user_code_error(exc, f"{self.options['module']}.{hook}", file=self.yaml, field="module") from None
 
     def _collect(self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None) -> list[tuple[Any, dict]]:
         results = task.proctor_results

@@ -120,7 +120,7 @@ def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> 
         raise TaskDefinitionError(f"task '{name}': 'repeats' is only supported for generate_until", file=source, field="repeats")
 
 
-def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf]) -> None:
+def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
     from lm_eval.api.group import Group
 
     if isinstance(node, Group):
@@ -129,14 +129,32 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf]) -> None:
             weighted = all(bool(a.weight_by_size) for a in node.aggregate_metric_list)
             groups = [(str(node.name), weighted), *above]
         for child in node:
-            _walk(child, groups, out)
+            _walk(child, groups, out, spec)
         return
-    captured = node.captured
+    captured = getattr(node, "captured", None)
+    if captured is None:  # lm-eval built a task file's own class ('class: !function ...') instead of a YAML task
+        file = spec if Path(spec).suffix in (".yaml", ".yml") else None
+        raise TaskDefinitionError(
+            f"a task here is a Python task class ('class: !function ...', {type(node).__module__}.{type(node).__qualname__}), "
+            "which proctor does not run; only YAML tasks are supported", file=file, field="class",
+        )
     config = captured.config
     source_text = (config.get("metadata") or {}).get("config_source")
     source = Path(source_text) if source_text and source_text != "inline" else None
+    if not any(config.get(k) for k in ("dataset_path", "custom_dataset", "dataset_kwargs")):
+        member = captured.task_name.rsplit("::", 1)[-1]  # lm-eval names an inline member 'group::name'
+        raise TaskDefinitionError(f"task '{member}' is defined nowhere lm-eval looks (no task file declares it, and an inline entry "
+                                  "gives no dataset_path): a typo in a group's task list?", file=source or (Path(spec) if spec else None), field="task")
     _check_supported(config, source, captured.task_name)
     out.append(Leaf(captured.task_name, config, source, list(above)))
+
+
+def _file_of(spec: str | Path, tm: Any) -> str | None:
+    """The YAML file a name or path stands for (None for a catalogue name without one)."""
+    if Path(str(spec)).suffix in (".yaml", ".yml"):
+        return str(spec)
+    entry = tm.task_index.get(str(spec))
+    return str(entry.yaml_path) if entry is not None and entry.yaml_path is not None else None
 
 
 def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
@@ -155,11 +173,10 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
                 raise unknown_name(name, tm, where) from None
             raise TaskDefinitionError(f"'{name}' refers to an unknown task or group: {missing}", field="task") from None
         except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
-            file = str(spec) if Path(str(spec)).suffix in (".yaml", ".yml") else None
-            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=file, field="task") from None
+            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task") from None
     leaves: list[Leaf] = []
     for node in built if isinstance(built, list) else [built]:
-        _walk(node, [], leaves)
+        _walk(node, [], leaves, _file_of(spec, tm) or str(spec))
     return leaves
 
 

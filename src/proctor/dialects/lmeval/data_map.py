@@ -35,10 +35,13 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
     file = Path(path).expanduser()
     if not file.is_file():
         raise TaskDefinitionError("lm-eval data mapping file not found", file=file)
+    from proctor.core.yaml_lines import read_text, yaml_error
+
+    text = read_text(file)
     try:
-        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise TaskDefinitionError(f"not valid YAML/JSON: {exc}", file=file) from None
+        raise yaml_error(exc, file, text) from None
     if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
         raise TaskDefinitionError("the mapping file holds 'DATASET_ID[:CONFIG[:SPLIT]]: PATH' entries", file=file)
     out = {}
@@ -111,12 +114,14 @@ class Splits(dict):
     def __init__(self, dataset: str, config: str | None, splits: dict[str, Any], needed: set[str]) -> None:
         super().__init__(splits)
         self.dataset, self.config, self.needed, self.missing = dataset, config, needed, set()
+        self.source: Any = None  # the task file asking, named in errors
 
     def __missing__(self, split: str) -> Any:
         if split in self.needed:
+            have = ", ".join(sorted(self)) or "none"
             raise TaskDefinitionError(
-                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' "
-                f"(map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", field="dataset_path"
+                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' (the copy has: {have}; "
+                f"map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", file=self.source, field="dataset_path"
             )
         import datasets
 
@@ -191,6 +196,7 @@ def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any
             return real(path, name, *args, **kwargs)
         splits = lookup(mapping, str(path), name, needed)
         if splits is not None:
+            splits.source = source
             handed.append(splits)
             return splits
         wanted = ", ".join(sorted(needed)) or "?"

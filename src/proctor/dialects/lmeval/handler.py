@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from proctor.data.sources import Sample
 from proctor.dialects.lmeval import chat, data_map, library
+from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.run_options import fewshot_count
 from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS, task_stderr
 from proctor.core.errors import ProctorError, TaskDefinitionError
@@ -156,7 +157,7 @@ class _LmEvalRunner:
             except (TaskDefinitionError, ProctorError):
                 raise
             except Exception as exc:
-                raise TaskDefinitionError(f"lm-eval cannot build task '{leaf.name}': {type(exc).__name__}: {exc}", file=leaf.source, field="task") from None
+                raise self._error(exc, "builds") from None
         shots = task.get_config("num_fewshot") or 0
         self._shots = int(shots)
         for splits in handed:
@@ -182,10 +183,20 @@ class _LmEvalRunner:
         except TaskDefinitionError:
             raise
         except Exception as exc:
-            raise TaskDefinitionError(f"lm-eval cannot build the requests of '{self.leaf.name}': {type(exc).__name__}: {exc}", file=self.leaf.source, field="task") from None
+            raise self._error(exc, "builds the requests of") from None
         self.docs = list(task.doc_iterator(limit=limit))
         with self._templates():
-            return self._samples(task)
+            try:
+                return self._samples(task)
+            except (TaskDefinitionError, ProctorError):
+                raise
+            except Exception as exc:
+                raise self._error(exc, "reads the documents of") from None
+
+    def _error(self, exc: BaseException, stage: str) -> TaskDefinitionError:
+        """An exception while lm-eval ``stage`` this task, at the hook (file, line, key) or document that caused it."""
+        leaf = self.leaf
+        return task_error(exc, stage, leaf.name, leaf.config, leaf.source, library.catalogue_root())
 
     def _samples(self, task: Any) -> list[Sample]:
         by_doc: dict[int, list] = defaultdict(list)
@@ -198,7 +209,17 @@ class _LmEvalRunner:
             first = instances[0].arguments
             prompt = first[0] if isinstance(first, tuple) else first
             choices = [str(i.arguments[1]) for i in instances if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)]
+            if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
+                empty = [i for i, c in enumerate(task.doc_to_choice(doc)) if not str(c).strip()]
+                if empty:  # its scored text is only the delimiter, which a model nearly always prefers: a silent number
+                    raise TaskDefinitionError(f"task '{self.leaf.name}', document {doc_id}: doc_to_choice gave an empty choice "
+                                              f"(number {empty[0]}) among {task.doc_to_choice(doc)!r:.120}", file=self.leaf.source,
+                                              row=doc_id + 1, field="doc_to_choice")
             target = task.doc_to_target(doc)
+            if choices and isinstance(target, int) and not isinstance(target, bool) and not 0 <= target < len(choices):
+                # lm-eval would score this document as wrong whatever the model says: a silent number
+                raise TaskDefinitionError(f"task '{self.leaf.name}', document {doc_id}: doc_to_target gave {target}, out of range for "
+                                          f"its {len(choices)} choices {choices!r:.120}", file=self.leaf.source, row=doc_id + 1, field="doc_to_target")
             gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
             fields = {
                 "_lmeval_prompt": str(prompt), "_lmeval_target": jsonable(target) if not isinstance(target, (int, float)) else str(target),
@@ -281,7 +302,12 @@ class _LmEvalRunner:
             instance.resps = []
         self._run(executor)
         with self._templates():
-            return self._score(task)
+            try:
+                return self._score(task)
+            except (TaskDefinitionError, ProctorError):
+                raise
+            except Exception as exc:  # filters, process_results, metric hooks
+                raise self._error(exc, "scores") from None
 
     def _score(self, task: Any) -> list:
         task.apply_filters()

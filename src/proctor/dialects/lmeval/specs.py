@@ -84,6 +84,26 @@ def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
+def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+    """A metric_list name lm-eval does not know would score every sample as nothing (a NaN result): refuse it.
+    Only where lm-eval computes the metric itself (no custom ``process_results``, no ``hf_evaluate``)."""
+    import difflib
+
+    from lm_eval.api.registry import METRIC_REGISTRY
+
+    if config.get("process_results") is not None:
+        return
+    if not METRIC_REGISTRY:
+        import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's metrics
+    for index, item in enumerate(config.get("metric_list") or []):
+        metric = item.get("metric") if isinstance(item, dict) else item
+        if not isinstance(metric, str) or (isinstance(item, dict) and item.get("hf_evaluate")) or metric in METRIC_REGISTRY:
+            continue
+        close = difflib.get_close_matches(metric, list(METRIC_REGISTRY), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; lm-eval's metrics: {', '.join(sorted(METRIC_REGISTRY))}"
+        raise TaskDefinitionError(f"task '{name}': lm-eval has no metric '{metric}'{hint}", file=source, field=f"metric_list[{index}].metric")
+
+
 def _digest(config: Mapping[str, Any]) -> str:
     def stable(value: Any) -> Any:
         return getattr(value, "__module__", "") + "." + getattr(value, "__qualname__", type(value).__name__)
@@ -98,6 +118,11 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
     if output_type not in KINDS:
         raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
     kind, class_name = KINDS[output_type]
+    check_metric_names(config, leaf.name, leaf.source)
+    shots = config.get("num_fewshot")
+    if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
+        raise TaskDefinitionError(f"task '{leaf.name}': num_fewshot is a count of examples (0 or more), got {shots!r}",
+                                  file=leaf.source, field="num_fewshot")
     keys = metric_keys(config)
     token = f"{leaf.name}@{_digest(config)}"
     version = (config.get("metadata") or {}).get("version")

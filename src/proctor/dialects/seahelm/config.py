@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.yaml_lines import read_text, yaml_error
 
 TASKS_FOLDER = "seahelm_tasks"
 _INTERP = re.compile(r"\$\{([^${}]+)\}")
@@ -44,10 +45,11 @@ class ConfigTree:
 
 
 def _read(path: Path) -> Any:
+    text = read_text(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise TaskDefinitionError(f"invalid YAML: {exc}", file=path) from None
+        raise yaml_error(exc, path, text) from None
 
 
 def _lookup(merged: dict, dotted: str, file: Path, stack: tuple[str, ...]) -> Any:

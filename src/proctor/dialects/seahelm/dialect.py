@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.dialects.seahelm import config as C
-from proctor.dialects.seahelm import modalities
+from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm.dataloaders import folder_lacks
 from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
@@ -134,12 +134,14 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         if not all(v is None or isinstance(v, bool) for v in (batch_calls if isinstance(batch_calls, list) else [batch_calls])):
             raise TaskDefinitionError(f"batch_api_calls must be true or false, got {batch_calls!r}", file=path,
                                       field=f"{task_id}.judge.batch_api_calls")
+        checks.check_task(task_id, cfg, path)
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
         loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path, f"{task_id}.dataloader_file")
         unsupported = modalities.unsupported(cfg, loader_file)
         inputs = modalities.inputs(cfg, loader_file)
         for lang, lang_cfg in languages.items():
+            checks.check_language(task_id, lang, lang_cfg, path)
             lang_cfg = dict(lang_cfg or {})
             if selection is not None and task_id not in selection.get(str(lang), ()):
                 excluded.append(f"{task_id}/{lang}")

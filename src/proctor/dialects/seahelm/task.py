@@ -177,9 +177,10 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         except ProctorError:
             raise
         except Exception as exc:
+            from proctor.core.user_errors import user_code_error
+
             source = getattr(owner, "__proctor_source__", None)
-            raise TaskDefinitionError(f"{owner.__name__}.{hook} failed for {self.task_id}/{self.lang}: {type(exc).__name__}: {exc}",
-                                      file=source) from None
+            raise user_code_error(exc, f"{owner.__name__}.{hook} (task {self.task_id}/{self.lang})", file=source) from None
 
     def _load_rows(self, loader: Any, limit: int | None) -> None:
         # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
