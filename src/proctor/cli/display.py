@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
 from rich.console import Console
 from rich.table import Table
 
-# Logs and pipes get the full table instead of Rich's 80-column default.
-console = Console() if sys.stdout.isatty() else Console(width=240)
+# Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
+console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=240)
 err_console = Console(stderr=True)
 
 
