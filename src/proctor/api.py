@@ -165,6 +165,7 @@ def _load_and_evaluate(
 ) -> EvaluationResult:
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
+    given = model if isinstance(model, str) else None  # the name as the user wrote it (lm-eval's model_name)
     if isinstance(model, str):
         options = _cluster_options(workers, cluster)
         if options is not None:
@@ -181,7 +182,7 @@ def _load_and_evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides, skipped,
+            overrides, skipped, model_name=given,
         )
     finally:
         if owned is not None:
@@ -260,14 +261,14 @@ def _cluster_options(workers: int | None, cluster: Any):
 
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(),
+    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(), model_name=None,
 ) -> EvaluationResult:
     if output_dir is None:  # a new folder of our own: held like any other
         run_dir = new_run_dir(Path(runs_root), model.name)
         with hold_run_dir(run_dir, command):
             return _evaluate_loaded(
                 prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
-                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped,
+                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped, model_name,
             )
     run_dir = Path(output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -294,7 +295,7 @@ def _evaluate_loaded(
         "created": manifest["created"],
         "command": list(command) if command is not None else None,
         "model": fingerprint,
-        "model_info": model_info(model),
+        "model_info": {**model_info(model), **({"model_name": model_name} if model_name else {})},
         "chat_applied": any(p.use_chat for p in prepared),
         "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
         "status": "running",

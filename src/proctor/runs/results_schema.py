@@ -120,6 +120,7 @@ class TaskResult(_Open):
     glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
     evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
     n_shot: Optional[int] = Field(None, description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).")
+    bootstrap_iters: Optional[int] = Field(None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none).")
 
 
 # ------------------------------------------------------------------ run level
