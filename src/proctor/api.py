@@ -195,6 +195,7 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
     from proctor.core.errors import TaskDefinitionError
 
     prepared, first = [], None
+    failed: list[tuple[str, Exception]] = []
     for task in tasks:
         try:
             prepared.append(prepare_task(task, variables or {}, epochs=epochs_of(task, overrides),
@@ -203,8 +204,11 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
             if task.file is None or task.file.resolve() in named:
                 raise
             first = first or exc
-            logging.getLogger("proctor").warning("skipping task '%s': %s", task.name, exc)
+            failed.append((task.name, exc))
             skipped.append({"task": task.name, "file": str(task.file), "error": str(exc)})
+    # each problem is printed once: when nothing could be prepared, the first is the error itself
+    for name, exc in failed if prepared else failed[1:]:
+        logging.getLogger("proctor").warning("skipping task '%s': %s", name, exc)
     if not prepared and first is not None:
         raise first
     return prepared

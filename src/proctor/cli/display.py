@@ -1,4 +1,4 @@
-"""What the ``proctor`` command shows: the results tables and the progress display."""
+"""What the ``proctor`` command shows: the results tables (progress: ``cli/progress.py``)."""
 
 from __future__ import annotations
 
@@ -91,45 +91,3 @@ def print_results(results: dict) -> None:
                 console.print(
                     f"  {metric}: max = {fmt_value(stat['max'])}, median = {fmt_value(stat['median'])}, average = {fmt_value(stat['average'])}"
                 )
-
-
-class progress_display:
-    """Rich progress: one bar per task and an overall bar, each with elapsed time and ETA."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bars: dict[str, int] = {}
-        self.done: dict[str, int] = {}
-        self.totals: dict[str, int] = {}
-        self.started: set[str] = set()
-
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(),
-            console=err_console, transient=False,
-        )
-        self.overall = self.progress.add_task("[bold]all tasks[/bold]", total=0)
-        self.running = False  # started with the first task announced: an input error shows no empty bar
-        return self.hook
-
-    def hook(self, name: str, done: int, total: int) -> None:
-        if not self.running:
-            self.running = True
-            self.progress.start()
-        if name not in self.bars:  # announced before it runs: its clock starts with its first answers
-            self.bars[name] = self.progress.add_task(name, total=total, start=False)
-        if done and name not in self.started:
-            self.started.add(name)
-            self.progress.start_task(self.bars[name])
-        self.done[name], self.totals[name] = done, total
-        self.progress.update(self.bars[name], completed=done, total=total)
-        self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
-
-    def __exit__(self, *exc) -> None:
-        if not self.quiet and self.running:
-            self.progress.stop()

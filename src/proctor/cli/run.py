@@ -10,7 +10,9 @@ from typing import List, Optional
 import typer
 
 from proctor.cli.app import app
-from proctor.cli.display import console, print_results, print_warnings, progress_display
+from proctor.cli.display import console, print_results, print_warnings
+from proctor.cli.console import quiet_libraries
+from proctor.cli.progress import progress_display
 from proctor.cli.options import (
     batch_size_from,
     dialect_options,
@@ -78,6 +80,8 @@ def run(
     from proctor.api import evaluate
     from proctor.engine.overrides import RunOverrides, parse_limit
 
+    if quiet:
+        quiet_libraries()
     load_plugins(plugin)
     limit = parse_limit(limit)
     overrides = RunOverrides.from_flags(
