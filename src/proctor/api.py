@@ -85,6 +85,7 @@ def evaluate(
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
     limit: int | float | None = None,
+    limit_per_part: bool = False,
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
     data_path: str | Path | None = None,
@@ -119,7 +120,9 @@ def evaluate(
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
-    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows. ``overrides``
+    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows; with ``limit_per_part``, of
+    the rows of each part of a task's first ``breakdown`` field (e.g. each MMLU subject; a task without
+    a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
     (``engine.overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
     recorded in results.json and run.json.
@@ -140,11 +143,11 @@ def evaluate(
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
     if named is None:
-        prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
-                                 overrides=overrides)
+        prepared = prepare_tasks(task_list, variables, limit=limit, limit_per_part=limit_per_part, chat=chat, mc_format=mc_format,
+                                 mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     else:
-        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, chat=chat, mc_format=mc_format,
-                                  mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
+        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, limit_per_part=limit_per_part, chat=chat,
+                                  mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     if isinstance(model, str):  # after the tasks (their errors first), before anything loads
         from proctor.models.registry import check_model_options
 
@@ -155,13 +158,14 @@ def evaluate(
         return _load_and_evaluate(
             prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed,
-            overrides.recorded(), skipped,
+            overrides.recorded(), skipped, limit_per_part=limit_per_part and limit is not None,
         )
 
 
 def _load_and_evaluate(
     prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
     progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped,
+    limit_per_part=False,
 ) -> EvaluationResult:
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
@@ -182,7 +186,7 @@ def _load_and_evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides, skipped, model_name=given,
+            overrides, skipped, model_name=given, limit_per_part=limit_per_part,
         )
     finally:
         if owned is not None:
@@ -266,6 +270,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
     progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(), model_name=None,
+    limit_per_part=False,
 ) -> EvaluationResult:
     if output_dir is None:  # a new folder of our own: held like any other
         run_dir = new_run_dir(Path(runs_root), model.name)
@@ -273,6 +278,7 @@ def _evaluate_loaded(
             return _evaluate_loaded(
                 prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
                 progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped, model_name,
+                limit_per_part,
             )
     run_dir = Path(output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -283,7 +289,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
+            {"limit": limit, **({"limit_per_part": True} if limit_per_part else {}), "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
              **({"overrides": overrides} if overrides else {})},
         ),
         update=update,
@@ -304,6 +310,7 @@ def _evaluate_loaded(
         "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
         "status": "running",
         "limit": limit,
+        **({"limit_per_part": True} if limit_per_part else {}),
         "overrides": overrides,
         "tasks": {},
         "groups": {},

@@ -7,6 +7,7 @@ import sys
 from typing import Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
@@ -37,27 +38,41 @@ def print_warnings(results: dict) -> None:
         err_console.print(f"[bold yellow]warning:[/bold yellow] {warning}", highlight=False, soft_wrap=True)
 
 
+def epochs_note(task: dict) -> str:
+    """How a score over several epochs was reduced per sample: pass@k, or the mean of the epochs."""
+    epochs = task.get("epochs")
+    if not epochs or int(epochs.get("n") or 1) <= 1:
+        return ""
+    reducer = str(epochs.get("reducer") or "mean")
+    return f"{'mean' if reducer == 'mean' else reducer} over {epochs['n']} epochs"
+
+
 def print_results(results: dict) -> None:
-    table = Table(title=f"proctor · {results['model'].get('model', '?')}")
-    for column in ("task", "version", "n", "scoring", "metric", "value", "± stderr"):
-        table.add_column(column, justify="right" if column in ("n", "value", "± stderr") else "left")
+    # one line of notes under each task's name (version, how it was scored, epochs) instead of columns:
+    # names are folded, never cut, and the table stays readable at 80 columns
+    table = Table(title=f"proctor · {escape(str(results['model'].get('model', '?')))}")
+    table.add_column("task", overflow="fold", ratio=3)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("metric", overflow="fold", ratio=2)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("± stderr", justify="right", no_wrap=True)
     for name, task in results["tasks"].items():
-        first = True
-        for metric, entry in task["metrics"].items():
+        notes = " · ".join(x for x in (f"v{task['version']}", formulation(task), epochs_note(task)) if x)
+        labels = [escape(name), f"[dim]{escape(notes)}[/dim]"]  # the task's name, then its notes a row below
+        rows = list(task["metrics"].items()) or [("", None)]
+        for i, (metric, entry) in enumerate(rows + [("", None)] * (len(labels) - len(rows))):
             table.add_row(
-                name if first else "",
-                task["version"] if first else "",
-                str(task["n_samples"]) if first else "",
-                formulation(task) if first else "",
-                metric,
-                fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
-                fmt_value(entry["stderr"]),
+                labels[i] if i < len(labels) else "",
+                str(task["n_samples"]) if i == 0 else "",
+                escape(metric),
+                "" if entry is None else fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
+                "" if entry is None else fmt_value(entry["stderr"]),
             )
-            first = False
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", "", metric, fmt_value(entry["value"]), fmt_value(entry["stderr"]))
+            table.add_row(f"[bold]{escape(name)}[/bold] [dim](group)[/dim]" if first else "", str(group["n_samples"]) if first else "",
+                          escape(metric), fmt_value(entry["value"]), fmt_value(entry["stderr"]))
             first = False
     console.print(table)
     if results.get("rollup"):

@@ -11,12 +11,13 @@ from rich.table import Table
 
 from proctor.cli.app import app
 from proctor.cli.display import console, err_console, fmt_value
+from proctor.cli.options import ExportFormat
 
 
 @app.command()
 def report(
-    run_dir: Path = typer.Argument(..., help="A run folder (holding results.json and samples.jsonl)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write the page (default: RUN_DIR/report.html)."),
+    run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="A run folder (holding results.json and samples.jsonl)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Where to write the page (default: RUN_DIR/report.html)."),
 ) -> None:
     """Write a self-contained report.html for a run: tables, charts, calibration, sample browser."""
     from proctor.runs.report import write_report
@@ -26,11 +27,11 @@ def report(
 
 @app.command()
 def compare(
-    runs: List[Path] = typer.Argument(..., help="Run folders; the first is the baseline the others are compared with."),
-    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, help="Significance level (and 1 - confidence of the interval)."),
-    resamples: int = typer.Option(2000, "--resamples", min=100, help="Paired bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSON file with every number shown (default: RUN_A/comparison_vs_RUN_B.json)."),
+    runs: List[Path] = typer.Argument(..., metavar="RUNS", help="Run folders; the first is the baseline the others are compared with."),
+    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, metavar="ALPHA", help="Significance level (and 1 - confidence of the interval)."),
+    resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Paired bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", metavar="S", help="Bootstrap seed."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="JSON file with every number shown (default: in RUN_A, comparison_vs_<RUN_B's name>.json)."),
 ) -> None:
     """Per-task differences between runs on the samples they share, with paired tests."""
     from proctor.core.errors import ProctorError
@@ -89,18 +90,19 @@ def print_comparison(pair: dict, alpha: float) -> None:
 
 @app.command()
 def export(
-    run_dirs: List[Path] = typer.Argument(..., help="Run folders."),
-    fmt: List[str] = typer.Option(["lm-eval", "parquet"], "--format", "-f", "--to", help="lm-eval (lm_eval/<model>/results_<date>.json + samples_<task>_<date>.jsonl), parquet (samples.parquet), duckdb (every run into --database)."),
-    database: Path = typer.Option(Path("proctor.duckdb"), "--database", help="duckdb: the database file runs are added to (tables samples, metrics)."),
+    run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR", help="Run folders."),
+    fmt: List[ExportFormat] = typer.Option([ExportFormat.lm_eval, ExportFormat.parquet], "--format", "--to", "-f", metavar="[lm-eval|parquet|duckdb]", help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable)."),
+    database: Path = typer.Option(Path("proctor.duckdb"), "--database", metavar="FILE", help="duckdb: the database file runs are added to (tables samples, metrics)."),
 ) -> None:
     """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
     from proctor.runs.run_exports import write_exports
 
-    per_run = tuple(f for f in fmt if f != "duckdb")
+    formats = [f.value for f in fmt]
+    per_run = tuple(f for f in formats if f != "duckdb")
     for run_dir in run_dirs:
         for path in write_exports(run_dir, per_run):
             console.print(f"wrote {path}")
-    if "duckdb" in fmt:
+    if "duckdb" in formats:
         from proctor.runs.duckdb_export import export_duckdb
 
         console.print(f"wrote {export_duckdb(run_dirs, database)} ({len(run_dirs)} run(s))")

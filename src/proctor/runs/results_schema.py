@@ -184,6 +184,7 @@ class Results(_Closed):
     environment: Optional[Environment] = None
     status: Literal["running", "complete"]
     limit: Union[int, float, None] = Field(None, description="--limit: a count, a fraction of each task's rows, or null.")
+    limit_per_part: Optional[bool] = Field(None, description="--limit-per-part: the limit applied to each part of a task's breakdown.")
     overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
     tasks: dict[str, TaskResult]
     groups: dict[str, GroupResult]
