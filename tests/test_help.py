@@ -93,3 +93,20 @@ def test_shell_completion_completes_commands_and_choices():
     assert words.stdout.split() == ["run"]
     dtypes = proctor(env={"_PROCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "proctor run x --dtype ", "COMP_CWORD": "4"})
     assert set(dtypes.stdout.split()) == {"float32", "bfloat16", "float16", "auto"}
+
+
+def test_results_table_at_80_columns_names_tasks_whole_and_says_how_epochs_combine(tiny_model_dir, tmp_path):
+    from conftest import EXAMPLES
+
+    proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "-q",
+                   "--limit", "3", "--epochs", "3", "--epoch-reducer", "pass@2", "--temperature", "0.7", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80 and "…" not in proc.stdout
+    rows = [line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert "quickstart_short_answers" in rows and "quickstart_science_mc" in rows
+    assert rows[rows.index("quickstart_short_answers") + 1] == "v1 · pass@2 over 3 epochs"  # the generate task's epochs
+    assert rows[rows.index("quickstart_science_mc") + 1] == "v1 · log-likelihood"
+    import json
+
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["tasks"]["quickstart_short_answers"]["epochs"]["reducer"] == "pass@2"
