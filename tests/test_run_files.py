@@ -50,6 +50,7 @@ def test_run_folder_files_honour_the_umask_and_the_export_names_the_model_as_giv
         capture_output=True, text=True, cwd=tiny_model_dir.parent, preexec_fn=lambda: os.umask(0o027),
     )
     assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # -q: no lm-eval / transformers progress bars either
     files = [p for p in out.rglob("*") if p.is_file() and p.name != ".lock"]
     names = {str(p.relative_to(out)) for p in files}
     assert {"results.json", "run.json", "samples.jsonl", "samples.parquet", "store.sqlite"} <= names
