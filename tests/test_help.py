@@ -110,3 +110,13 @@ def test_results_table_at_80_columns_names_tasks_whole_and_says_how_epochs_combi
 
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["tasks"]["quickstart_short_answers"]["epochs"]["reducer"] == "pass@2"
+
+
+def test_ls_at_80_columns_folds_names_instead_of_cutting_them():
+    from conftest import EXAMPLES
+
+    proc = proctor("ls", str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout and max(len(line) for line in proc.stdout.splitlines()) <= 80
+    cells = [line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert "lambada_style/validation" in "".join(cells)  # a long name, folded over lines but whole

@@ -15,21 +15,9 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-TASK = """task: quiz_plain
-dataset_path: example/quiz
-dataset_name: small
-output_type: multiple_choice
-test_split: test
-doc_to_text: "Q: {{question}}\\nA:"
-doc_to_choice: options
-doc_to_target: label
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-metadata:
-  version: 3
-"""
+from test_lmeval_dialect import TEMPLATE  # noqa: E402  (an lm-eval task YAML on a mapped local copy)
+
+TASK = "task: quiz_plain\n" + TEMPLATE
 ROWS = [
     {"question": "what is two plus two", "options": ["three", "four"], "label": 1},
     {"question": "what colour is the sky", "options": ["blue", "green"], "label": 0},

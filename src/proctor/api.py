@@ -149,9 +149,14 @@ def evaluate(
         prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, limit_per_part=limit_per_part, chat=chat,
                                   mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     if isinstance(model, str):  # after the tasks (their errors first), before anything loads
-        from proctor.models.registry import check_model_options
+        from proctor.models.registry import check_model_options, check_model_source
 
         check_model_options(model, dict(model_options or {}))
+        if _cluster_options(workers, cluster) is not None:  # a missing package before the network
+            from proctor.engine.distributed import require_ray
+
+            require_ray()
+        check_model_source(model, dict(model_options or {}))
     with contextlib.ExitStack() as held:
         if output_dir is not None:  # one writer per run folder, taken before the model loads
             held.enter_context(hold_run_dir(Path(output_dir), command))

@@ -47,13 +47,26 @@ def named_parameters(cls: Any) -> set[str]:
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
+def check_model_source(spec: str, options: dict[str, Any]) -> None:
+    """A Hugging Face model named by hub id: in the local cache, or on a hub that answers (asked once,
+    without the hub client's retries), so a typo or no network fails now with one line. The last check
+    before loading: it may take a request."""
+    backend, rest = _split(spec)
+    if backend not in ("hf", "hf-vision") or rest.lower() in DEFAULT_MODEL_ALIASES or Path(rest).expanduser().exists():
+        return
+    from proctor.data.hub import model_problem
+
+    problem = model_problem(rest, options.get("revision"))
+    if problem is not None:
+        raise ModelLoadError(f"--model '{rest}': {problem}")
+
+
 def check_model_options(spec: str, options: dict[str, Any]) -> None:
     """Refuse a model option the backend would ignore or trip over, before anything loads.
 
     Each message names the option as given on the command line (``--dtype``, ``--model-arg KEY``).
     """
     backend, rest = _split(spec)
-    hub_id = None  # a Hugging Face model named by hub id: checked last, once the cheap checks pass
     if backend not in _backends():
         raise ModelLoadError(f"--model '{spec}': unknown backend '{backend}'; available: {', '.join(_backends())}")
     if backend in ("hf", "hf-vision"):
@@ -68,7 +81,6 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
                 raise ModelLoadError(f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder")
             if not path.exists() and (rest.startswith((".", "/", "~")) or rest.count("/") > 1):
                 raise ModelLoadError(f"--model '{rest}': no such model folder")
-            hub_id = None if path.exists() else rest
         if options.get("dtype", "float32") not in _DTYPES:
             raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(_DTYPES)}")
     elif backend == "openai":
@@ -110,12 +122,6 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     batch_size = options.get("batch_size")
     if batch_size is not None and batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
-    if hub_id is not None:
-        from proctor.data.hub import model_problem
-
-        problem = model_problem(hub_id, options.get("revision"))
-        if problem is not None:
-            raise ModelLoadError(f"--model '{hub_id}': {problem}")
 
 
 def load_model(spec: str = "smollm2", **options: Any) -> Model:
