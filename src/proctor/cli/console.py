@@ -55,12 +55,27 @@ class _NotKnownDeprecation(logging.Filter):
         return not any(re.search(p, message) for p in KNOWN_DEPRECATIONS)
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is when a record comes (tests and redirections swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def configure_logging() -> None:
     """Warnings and errors on stderr, each once (idempotent: one root handler of ours)."""
     root = logging.getLogger()
     if any(getattr(h, "_proctor", False) for h in root.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.addFilter(_Once())
     handler._proctor = True  # type: ignore[attr-defined]

@@ -10,32 +10,32 @@ from typing import List, Optional
 import typer
 
 from proctor.cli.app import app
-from proctor.cli.display import console, print_results, print_warnings
 from proctor.cli.console import quiet_libraries
-from proctor.cli.progress import progress_display
+from proctor.cli.display import console, print_results, print_warnings
 from proctor.cli.options import (
+    DEVICES,
     MODEL,
     OVERRIDES,
     RUN_FOLDER,
     TASKS,
     WORKERS,
-    DEVICES,
     ChatTemplate,
     DType,
     McFormat,
     batch_size_from,
     choices,
     device_option,
-    limit_option,
-    reducer_option,
     dialect_options,
+    limit_option,
     load_plugins,
     model_args_from,
+    reducer_option,
     resources_from,
     uses_server_options,
     variables_from,
     with_dialect_options,
 )
+from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
