@@ -184,3 +184,26 @@ def test_judge_through_the_backend(server, tiny_model_dir):
     reply = judge_function(model, max_tokens=4)(messages)
     assert isinstance(reply, str)
     assert judge_many(model, [messages, messages], max_tokens=4) == [reply, reply]
+
+
+def test_retry_after_as_an_http_date_is_honoured(monkeypatch):
+    """A 429 whose Retry-After is an HTTP date 20 s ahead: the client waits about 20 s (not its own 0.01 s backoff)."""
+    import email.utils
+    from datetime import datetime, timedelta, timezone
+
+    import httpx
+
+    from proctor.models import openai_http
+
+    when = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=20), usegmt=True)
+    replies = iter([httpx.Response(429, headers={"Retry-After": when}, json={"error": "slow down"}),
+                    httpx.Response(200, json={"choices": []})])
+    slept: list[float] = []
+    monkeypatch.setattr(openai_http.time, "sleep", slept.append)
+    client = openai_http.ApiClient("http://api.invalid/v1", api_key_env=None, backoff=0.01, max_backoff=60.0, seed=0)
+    client._client = httpx.Client(transport=httpx.MockTransport(lambda request: next(replies)))
+    assert client.post("/completions", {}) == {"choices": []}
+    assert len(slept) == 1 and 18.0 <= slept[0] <= 20.0
+    assert openai_http._retry_after("7") == 7.0
+    assert openai_http._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # past: no wait
+    assert openai_http._retry_after("soon") == 0.0 and openai_http._retry_after(None) == 0.0

@@ -86,6 +86,7 @@ def evaluate(
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
     limit: int | float | None = None,
+    limit_per_part: bool = False,
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
     data_path: str | Path | None = None,
@@ -120,7 +121,9 @@ def evaluate(
     ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
     string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
     ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
-    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows. ``overrides``
+    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows; with ``limit_per_part``, of
+    the rows of each part of a task's first ``breakdown`` field (e.g. each MMLU subject; a task without
+    a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
     (``engine.overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
     recorded in results.json and run.json.
@@ -142,31 +145,38 @@ def evaluate(
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
     if named is None:
-        prepared = prepare_tasks(task_list, variables, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
-                                 overrides=overrides)
+        prepared = prepare_tasks(task_list, variables, limit=limit, limit_per_part=limit_per_part, chat=chat, mc_format=mc_format,
+                                 mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     else:
-        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, chat=chat, mc_format=mc_format,
-                                  mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
+        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, limit_per_part=limit_per_part, chat=chat,
+                                  mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
     if isinstance(model, str):  # after the tasks (their errors first), before anything loads
-        from proctor.models.registry import check_model_options
+        from proctor.models.registry import check_model_options, check_model_source
 
         check_model_options(model, dict(model_options or {}))
+        if _cluster_options(workers, cluster) is not None:  # a missing package before the network
+            from proctor.engine.distributed import require_ray
+
+            require_ray()
+        check_model_source(model, dict(model_options or {}))
     with contextlib.ExitStack() as held:
         if output_dir is not None:  # one writer per run folder, taken before the model loads
             held.enter_context(hold_run_dir(Path(output_dir), command))
         return _load_and_evaluate(
             prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed,
-            overrides.recorded(), skipped, named,
+            overrides.recorded(), skipped, named, limit_per_part=limit_per_part and limit is not None,
         )
 
 
 def _load_and_evaluate(
     prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
     progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped, named,
+    limit_per_part=False,
 ) -> EvaluationResult:
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
+    given = model if isinstance(model, str) else None  # the name as the user wrote it (lm-eval's model_name)
     if isinstance(model, str):
         options = _cluster_options(workers, cluster)
         if options is not None:
@@ -183,7 +193,7 @@ def _load_and_evaluate(
         return _evaluate_loaded(
             prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
             progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides, skipped, named,
+            overrides, skipped, named, model_name=given, limit_per_part=limit_per_part,
         )
     finally:
         if owned is not None:
@@ -196,6 +206,7 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
     from proctor.core.errors import TaskDefinitionError
 
     prepared, first = [], None
+    failed: list[tuple[str, Exception]] = []
     for task in tasks:
         try:
             prepared.append(prepare_task(task, variables or {}, epochs=epochs_of(task, overrides),
@@ -204,8 +215,11 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
             if task.file is None or task.file.resolve() in named:
                 raise
             first = first or exc
-            logging.getLogger("proctor").warning("skipping task '%s': %s", task.name, exc)
+            failed.append((task.name, exc))
             skipped.append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "prepare"})
+    # each problem is printed once: when nothing could be prepared, the first is the error itself
+    for name, exc in failed if prepared else failed[1:]:
+        logging.getLogger("proctor").warning("skipping task '%s': %s", name, exc)
     if not prepared and first is not None:
         raise first
     return prepared
@@ -268,6 +282,7 @@ def _cluster_options(workers: int | None, cluster: Any):
 def _evaluate_loaded(
     prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
     progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(), named=None,
+    model_name=None, limit_per_part=False,
 ) -> EvaluationResult:
     if output_dir is None:  # a new folder of our own: held like any other
         run_dir = new_run_dir(Path(runs_root), model.name)
@@ -275,6 +290,7 @@ def _evaluate_loaded(
             return _evaluate_loaded(
                 prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
                 progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped, named,
+                model_name, limit_per_part,
             )
     run_dir = Path(output_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -285,7 +301,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
+            {"limit": limit, **({"limit_per_part": True} if limit_per_part else {}), "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
              **({"overrides": overrides} if overrides else {})},
         ),
         update=update,
@@ -301,11 +317,12 @@ def _evaluate_loaded(
         "created": manifest["created"],
         "command": list(command) if command is not None else None,
         "model": fingerprint,
-        "model_info": model_info(model),
+        "model_info": {**model_info(model), **({"model_name": model_name} if model_name else {})},
         "chat_applied": any(p.use_chat for p in prepared),
         "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
         "status": "running",
         "limit": limit,
+        **({"limit_per_part": True} if limit_per_part else {}),
         "overrides": overrides,
         "tasks": {},
         "groups": {},

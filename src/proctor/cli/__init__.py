@@ -7,7 +7,6 @@ to it; options of dialect plug-ins are added to ``run`` / ``ls`` / ``validate`` 
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import List, Optional
 
@@ -15,6 +14,7 @@ import typer
 
 from proctor.cli import run as _run_command, runs as _runs_commands, tasks as _task_commands, view as _view_command  # noqa: F401  (commands add themselves)
 from proctor.cli.app import app
+from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError
 
@@ -48,7 +48,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     """The console entry point: user errors print one message (no traceback) and exit non-zero."""
     import os
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
     click_errors, aborts = click_exception_classes()
     try:
         code = app(args=argv, prog_name="proctor", standalone_mode=False)

@@ -6,7 +6,8 @@ import typer
 
 from proctor.cli.display import console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate language models on tasks you define.")
+# --install-completion / --show-completion: shell completion of commands, options and enumerated values
+app = typer.Typer(add_completion=True, no_args_is_help=True, help="Evaluate language models on tasks you define.")
 
 
 def _show_version(value: bool) -> None:

@@ -1,15 +1,17 @@
-"""What the ``proctor`` command shows: the results tables and the progress display."""
+"""What the ``proctor`` command shows: the results tables (progress: ``cli/progress.py``)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-# Logs and pipes get the full table instead of Rich's 80-column default.
-console = Console() if sys.stdout.isatty() else Console(width=240)
+# Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
+console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=240)
 err_console = Console(stderr=True)
 
 
@@ -35,7 +37,6 @@ STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "fail
 
 
 def print_warnings(results: dict) -> None:
-    from rich.markup import escape
 
     for warning in results.get("warnings", []):
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
@@ -54,32 +55,44 @@ def _skip_name(entry: dict) -> str:
     return f"task '{entry['task']}' ({entry['file']})" if entry.get("task") else str(entry["file"])
 
 
-def print_results(results: dict) -> None:
-    table = Table(title=f"proctor · {results['model'].get('model', '?')}")
-    for column in ("task", "version", "n", "scoring", "metric", "value", "± stderr"):
-        table.add_column(column, justify="right" if column in ("n", "value", "± stderr") else "left")
-    for name, task in results["tasks"].items():
-        first = True
-        for metric, entry in task["metrics"].items():
-            table.add_row(
-                name if first else "",
-                task["version"] if first else "",
-                str(task["n_samples"]) if first else "",
-                formulation(task) if first else "",
-                metric,
-                fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
-                fmt_value(entry["stderr"]),
-            )
-            first = False
-    for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
-        from rich.markup import escape
+def epochs_note(task: dict) -> str:
+    """How a score over several epochs was reduced per sample: pass@k, or the mean of the epochs."""
+    epochs = task.get("epochs")
+    if not epochs or int(epochs.get("n") or 1) <= 1:
+        return ""
+    reducer = str(epochs.get("reducer") or "mean")
+    return f"{'mean' if reducer == 'mean' else reducer} over {epochs['n']} epochs"
 
-        table.add_row(escape(str(entry.get("task") or entry["file"])), "", "", f"[bold red]{STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
-                      "", "—", "")
+
+def print_results(results: dict) -> None:
+    # one line of notes under each task's name (version, how it was scored, epochs) instead of columns:
+    # names are folded, never cut, and the table stays readable at 80 columns
+    table = Table(title=f"proctor · {escape(str(results['model'].get('model', '?')))}")
+    table.add_column("task", overflow="fold", ratio=3)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("metric", overflow="fold", ratio=2)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("± stderr", justify="right", no_wrap=True)
+    for name, task in results["tasks"].items():
+        notes = " · ".join(x for x in (f"v{task['version']}", formulation(task), epochs_note(task)) if x)
+        labels = [escape(name), f"[dim]{escape(notes)}[/dim]"]  # the task's name, then its notes a row below
+        rows = list(task["metrics"].items()) or [("", None)]
+        for i, (metric, entry) in enumerate(rows + [("", None)] * (len(labels) - len(rows))):
+            table.add_row(
+                labels[i] if i < len(labels) else "",
+                str(task["n_samples"]) if i == 0 else "",
+                escape(metric),
+                "" if entry is None else fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
+                "" if entry is None else fmt_value(entry["stderr"]),
+            )
+    for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
+        table.add_row(escape(str(entry.get("task") or entry["file"])), "", f"[bold red]{STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
+                      "—", "")
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{name}[/bold] (group)" if first else "", "", str(group["n_samples"]) if first else "", "", metric, fmt_value(entry["value"]), fmt_value(entry["stderr"]))
+            table.add_row(f"[bold]{escape(name)}[/bold] [dim](group)[/dim]" if first else "", str(group["n_samples"]) if first else "",
+                          escape(metric), fmt_value(entry["value"]), fmt_value(entry["stderr"]))
             first = False
     console.print(table)
     if results.get("rollup"):
@@ -113,45 +126,3 @@ def print_results(results: dict) -> None:
                 console.print(
                     f"  {metric}: max = {fmt_value(stat['max'])}, median = {fmt_value(stat['median'])}, average = {fmt_value(stat['average'])}"
                 )
-
-
-class progress_display:
-    """Rich progress: one bar per task and an overall bar, each with elapsed time and ETA."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bars: dict[str, int] = {}
-        self.done: dict[str, int] = {}
-        self.totals: dict[str, int] = {}
-        self.started: set[str] = set()
-
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(),
-            console=err_console, transient=False,
-        )
-        self.overall = self.progress.add_task("[bold]all tasks[/bold]", total=0)
-        self.running = False  # started with the first task announced: an input error shows no empty bar
-        return self.hook
-
-    def hook(self, name: str, done: int, total: int) -> None:
-        if not self.running:
-            self.running = True
-            self.progress.start()
-        if name not in self.bars:  # announced before it runs: its clock starts with its first answers
-            self.bars[name] = self.progress.add_task(name, total=total, start=False)
-        if done and name not in self.started:
-            self.started.add(name)
-            self.progress.start_task(self.bars[name])
-        self.done[name], self.totals[name] = done, total
-        self.progress.update(self.bars[name], completed=done, total=total)
-        self.progress.update(self.overall, completed=sum(self.done.values()), total=sum(self.totals.values()))
-
-    def __exit__(self, *exc) -> None:
-        if not self.quiet and self.running:
-            self.progress.stop()

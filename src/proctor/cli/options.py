@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional
 
@@ -14,6 +16,70 @@ from proctor.core.dialect import OptionContext, OptionError
 from proctor.core.registry import registry
 
 _DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
+
+# ``proctor run --help`` panels (a dialect's options get a panel of their own)
+TASKS, MODEL, OVERRIDES, RUN_FOLDER, WORKERS = "Tasks and data", "Model", "Overrides of every task", "Run folder and output", "Ray workers"
+
+
+# Enumerated options: click lists the choices in --help and refuses others with its usual message.
+class DType(str, Enum):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    auto = "auto"
+
+
+class ChatTemplate(str, Enum):
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+class McFormat(str, Enum):
+    auto = "auto"
+    loglikelihood = "loglikelihood"
+    generate = "generate"
+
+
+class ExportFormat(str, Enum):
+    lm_eval = "lm-eval"
+    parquet = "parquet"
+    duckdb = "duckdb"
+
+
+def choices(enum: type[Enum]) -> str:
+    """An enum's values as --help lists them: "a, b or c"."""
+    values = [str(member.value) for member in enum]
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+# Choices with a number in them (cuda:N, pass@K) are checked here, in click's words for a bad choice.
+DEVICES = "cpu, cuda, cuda:N, mps or auto"
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps|auto")
+_REDUCER = re.compile(r"mean|pass@\d+")
+
+
+def device_option(value: str) -> str:
+    if not _DEVICE.fullmatch(value):
+        raise typer.BadParameter(f"'{value}' is not one of 'cpu', 'cuda', 'cuda:N', 'mps', 'auto'.")
+    return value
+
+
+def reducer_option(value: str) -> str:
+    if not _REDUCER.fullmatch(value):
+        raise typer.BadParameter(f"'{value}' is not one of 'mean', 'pass@K' (K: a number of epochs).")
+    return value
+
+
+def limit_option(value: Optional[str]) -> int | float | None:
+    """--limit / --limit-per-part: a count (>= 1) or a fraction (0 < x < 1), as lm-eval's."""
+    from proctor.core.errors import ProctorError
+    from proctor.core.run_overrides import parse_limit
+
+    try:
+        return parse_limit(value)
+    except ProctorError:
+        raise typer.BadParameter(f"'{value}' is neither a count (1, 2, ...) nor a fraction between 0 and 1.") from None
 
 def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
     variables: dict[str, str] = {}
@@ -95,7 +161,10 @@ def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
                     raise RuntimeError(f"dialect '{dialect.name}': option name '{option.name}' is taken")
                 taken.add(option.name)
                 extra = {"min": option.minimum} if option.minimum is not None else {}
-                default = typer.Option(option.default, *option.flags, help=option.help, **extra)
+                if option.metavar:
+                    extra["metavar"] = option.metavar
+                panel = f"{dialect.title or dialect.name} tasks"
+                default = typer.Option(option.default, *option.flags, help=option.help, rich_help_panel=panel, **extra)
                 added.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option.annotation))
                 annotations[option.name] = option.annotation
         names = {p.name for p in added}

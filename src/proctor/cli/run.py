@@ -10,92 +10,116 @@ from typing import List, Optional
 import typer
 
 from proctor.cli.app import app
-from proctor.cli.display import console, print_results, print_skipped, print_warnings, progress_display
+from proctor.cli.console import quiet_libraries
+from proctor.cli.display import console, print_results, print_skipped, print_warnings
 from proctor.cli.options import (
+    DEVICES,
+    MODEL,
+    OVERRIDES,
+    RUN_FOLDER,
+    TASKS,
+    WORKERS,
+    ChatTemplate,
+    DType,
+    McFormat,
     batch_size_from,
+    choices,
+    device_option,
     dialect_options,
+    limit_option,
     load_plugins,
     model_args_from,
+    reducer_option,
     resources_from,
     uses_server_options,
     variables_from,
     with_dialect_options,
 )
+from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
-PLUGIN_HELP = "A Python file that registers metrics with proctor.scoring.metrics.register_metric (repeatable)."
+PLUGIN_HELP = "A Python file that registers metrics (with register_metric from proctor.scoring.metrics; repeatable)."
 
 
 @app.command()
 @with_dialect_options("run")
 def run(
-    paths: List[Path] = typer.Argument(..., help="Task files or folders (searched recursively), or Python use case files (.py)."),
-    model: str = typer.Option("smollm2", "--model", "-m", help="'smollm2' (embedded default), a local HF folder, hf:<hub id>, or vllm:<folder or hub id> (needs the vllm extra and a GPU), or openai:<name> with --base-url, or steer:<file.py>:<NAME> (a steering pipeline; base model: --model-arg base=...)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default: a new folder under runs/)."),
-    tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", help="Only tasks whose name matches this glob (repeatable)."),
-    limit: Optional[str] = typer.Option(None, "--limit", "-n", help="At most this many samples per task, or a fraction (0 < x < 1) of each task's rows."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local data root: sets ${PROCTOR_DATA} in task files."),
-    var: Optional[List[str]] = typer.Option(None, "--var", help="KEY=VALUE for ${KEY} in task files (repeatable)."),
-    num_fewshot: Optional[int] = typer.Option(None, "--num-fewshot", help="Few-shot examples per prompt (overrides each task's fewshot.count)."),
-    gen_kwargs: Optional[str] = typer.Option(None, "--gen-kwargs", help="Generation settings KEY=VALUE,... (lm-eval names too: max_gen_toks, until, do_sample)."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature for generate tasks (0: greedy)."),
-    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling for generate tasks."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="New tokens per generation."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed; each sample and epoch draws from its own stream."),
-    epochs: int = typer.Option(1, "--epochs", help="Generate tasks: run every sample N times (per-epoch scores, pass@k)."),
-    epoch_reducer: str = typer.Option("mean", "--epoch-reducer", help="Per-sample score across epochs: mean or pass@K."),
-    system_prompt: Optional[str] = typer.Option(None, "--system-prompt", help="System prompt for every task (chat: a system turn; plain text: the prompt's start)."),
-    fewshot_as_multiturn: Optional[bool] = typer.Option(None, "--fewshot-as-multiturn/--fewshot-in-one-turn", help="Chat: few-shot examples as user/assistant turns, or all in the user turn."),
-    log_samples: bool = typer.Option(True, "--log-samples/--no-log-samples", help="Write samples.jsonl (and samples.parquet)."),
-    dtype: str = typer.Option("float32", help="float32, bfloat16, float16 or auto."),
-    device: str = typer.Option("cpu", help="cpu, cuda, cuda:N or auto."),
-    batch_size: str = typer.Option("8", "--batch-size", "-b", help="Sequences per forward pass, or 'auto'."),
-    max_length: Optional[int] = typer.Option(None, min=1, help="Context length limit (default: the model's)."),
-    chat_template: str = typer.Option("auto", help="auto (as each task says), on (all tasks), off (none)."),
-    data_path: Optional[Path] = typer.Option(None, "--data-path", help=DATA_PATH_HELP),
-    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=PLUGIN_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (for logs)."),
-    cache: Optional[Path] = typer.Option(None, "--cache", envvar="PROCTOR_CACHE", help="Response cache folder shared across runs (opt-in; env PROCTOR_CACHE)."),
-    chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, help="Requests per model call, each stored when it finishes (default: the backend's)."),
-    update: bool = typer.Option(False, "--update", help="Continue in an --output folder whose tasks/model/options changed, recomputing only changed requests."),
-    restart: bool = typer.Option(False, "--restart", help="Discard what the --output folder holds and start over."),
-    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Model replicas on Ray (data parallel; needs the ray extra). Same numbers as 1."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join a running Ray cluster (host:port or 'auto') instead of starting a local one."),
-    cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", min=0.0, help="CPUs (and torch threads) per replica."),
-    gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs per replica; for vllm: its tensor-parallel size."),
-    worker_resources: Optional[List[str]] = typer.Option(None, "--worker-resources", help="KEY=AMOUNT: a custom Ray resource each replica needs (repeatable)."),
-    worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", help="Node IP to place replicas on, round robin (repeatable)."),
-    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders/metrics/judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="openai: environment variable holding the API key (never written anywhere)."),
-    model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", help="KEY=VALUE backend option (repeatable), e.g. concurrency=16, endpoint=chat, loglikelihood=top_logprobs, price_prompt=0.15."),
-    mc_format: str = typer.Option("auto", "--mc-format", help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options)."),
-    mc_shuffle: Optional[int] = typer.Option(None, "--mc-shuffle", help="With the generate format: shuffle the lettered options, seeded per sample by this seed."),
-    skip_broken: bool = typer.Option(False, "--skip-broken", help="A folder run in which tasks could not load, prepare or run still exits 0 (they are listed in the results either way)."),
+    paths: List[Path] = typer.Argument(..., metavar="PATHS", help="Task files or folders (searched recursively), or Python use case files (.py)."),
+    # -- which tasks, which rows
+    tasks: Optional[List[str]] = typer.Option(None, "--tasks", "-t", metavar="GLOB", help="Only tasks whose name matches this glob (repeatable).", rich_help_panel=TASKS),
+    limit: Optional[str] = typer.Option(None, "--limit", "-n", metavar="N", callback=limit_option, help="At most N samples per task, or a fraction (0 < N < 1) of each task's rows.", rich_help_panel=TASKS),
+    limit_per_part: Optional[str] = typer.Option(None, "--limit-per-part", metavar="N", callback=limit_option, help="At most N samples (or a fraction) of each part of a task's breakdown (e.g. each MMLU subject), as lm-eval limits each subtask; a task without one: of the task.", rich_help_panel=TASKS),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", metavar="DIR", help="Local data root: sets ${PROCTOR_DATA} in task files.", rich_help_panel=TASKS),
+    var: Optional[List[str]] = typer.Option(None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable).", rich_help_panel=TASKS),
+    data_path: Optional[Path] = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP, rich_help_panel=TASKS),
+    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP, rich_help_panel=TASKS),
+    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders, metrics, judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md.", rich_help_panel=TASKS),
+    # -- the model
+    model: str = typer.Option("smollm2", "--model", "-m", metavar="MODEL", help="smollm2 (embedded default), a local HF folder, hf:HUB_ID, vllm:FOLDER|HUB_ID (vllm extra, a GPU), openai:NAME with --base-url, or steer:FILE.py:NAME (a steering pipeline; its base: --model-arg base=...).", rich_help_panel=MODEL),
+    dtype: DType = typer.Option(DType.float32, "--dtype", metavar="DTYPE", help=f"Weights' precision: {choices(DType)}.", rich_help_panel=MODEL),
+    device: str = typer.Option("cpu", "--device", metavar="DEVICE", callback=device_option, help=f"Where the model runs: {DEVICES}.", rich_help_panel=MODEL),
+    batch_size: str = typer.Option("8", "--batch-size", "-b", metavar="[N|auto]", help="Sequences per forward pass.", rich_help_panel=MODEL),
+    max_length: Optional[int] = typer.Option(None, "--max-length", min=1, metavar="N", help="Context length limit (default: the model's).", rich_help_panel=MODEL),
+    chat_template: ChatTemplate = typer.Option(ChatTemplate.auto, "--chat-template", help="auto: as each task says; on: all tasks; off: none.", rich_help_panel=MODEL),
+    model_arg: Optional[List[str]] = typer.Option(None, "--model-arg", metavar="KEY=VALUE", help="A backend option (repeatable), e.g. concurrency=16, endpoint=chat, price_prompt=0.15.", rich_help_panel=MODEL),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1.", rich_help_panel=MODEL),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", metavar="NAME", help="openai: the variable holding the API key (never written anywhere).", rich_help_panel=MODEL),
+    mc_format: McFormat = typer.Option(McFormat.auto, "--mc-format", metavar="FORMAT", help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options).", rich_help_panel=MODEL),
+    mc_shuffle: Optional[int] = typer.Option(None, "--mc-shuffle", metavar="SEED", help="With the generate format: shuffle the lettered options, seeded per sample.", rich_help_panel=MODEL),
+    # -- run-time overrides of every task
+    num_fewshot: Optional[int] = typer.Option(None, "--num-fewshot", metavar="N", help="Few-shot examples per prompt (each task's fewshot.count).", rich_help_panel=OVERRIDES),
+    gen_kwargs: Optional[str] = typer.Option(None, "--gen-kwargs", metavar="KEY=VALUE,...", help="Generation settings (lm-eval names too: max_gen_toks, until, do_sample).", rich_help_panel=OVERRIDES),
+    temperature: Optional[float] = typer.Option(None, "--temperature", metavar="T", help="Sampling temperature for generate tasks (0: greedy).", rich_help_panel=OVERRIDES),
+    top_p: Optional[float] = typer.Option(None, "--top-p", metavar="P", help="Nucleus sampling for generate tasks.", rich_help_panel=OVERRIDES),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N", help="New tokens per generation.", rich_help_panel=OVERRIDES),
+    seed: Optional[int] = typer.Option(None, "--seed", metavar="S", help="Sampling seed; each sample and epoch draws from its own stream.", rich_help_panel=OVERRIDES),
+    epochs: int = typer.Option(1, "--epochs", min=1, metavar="N", help="Generate tasks: run every sample N times (per-epoch scores, pass@k).", rich_help_panel=OVERRIDES),
+    epoch_reducer: str = typer.Option("mean", "--epoch-reducer", metavar="[mean|pass@K]", callback=reducer_option, help="A sample's score across epochs.", rich_help_panel=OVERRIDES),
+    system_prompt: Optional[str] = typer.Option(None, "--system-prompt", metavar="TEXT", help="For every task (chat: a system turn; plain text: the prompt's start).", rich_help_panel=OVERRIDES),
+    fewshot_as_multiturn: bool = typer.Option(False, "--fewshot-as-multiturn", help="Chat: few-shot examples as user/assistant turns.", rich_help_panel=OVERRIDES),
+    fewshot_in_one_turn: bool = typer.Option(False, "--fewshot-in-one-turn", help="Chat: all few-shot examples in the user turn.", rich_help_panel=OVERRIDES),
+    no_log_samples: bool = typer.Option(False, "--no-log-samples", help="Write no samples.jsonl (nor samples.parquet).", rich_help_panel=OVERRIDES),
+    # -- the run folder
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="DIR", help="Run folder (default: a new folder under runs/).", rich_help_panel=RUN_FOLDER),
+    update: bool = typer.Option(False, "--update", help="Continue in an --output folder whose tasks, model or options changed, recomputing only changed requests.", rich_help_panel=RUN_FOLDER),
+    restart: bool = typer.Option(False, "--restart", help="Discard what the --output folder holds and start over.", rich_help_panel=RUN_FOLDER),
+    cache: Optional[Path] = typer.Option(None, "--cache", envvar="PROCTOR_CACHE", metavar="DIR", help="A response cache folder shared across runs (opt-in).", rich_help_panel=RUN_FOLDER),
+    chunk_size: Optional[int] = typer.Option(None, "--chunk-size", min=1, metavar="N", help="Requests per model call, each stored when it finishes (default: the backend's).", rich_help_panel=RUN_FOLDER),
+    skip_broken: bool = typer.Option(False, "--skip-broken", help="A folder run in which tasks could not load, prepare or run still exits 0 (they are listed in the results either way).", rich_help_panel=RUN_FOLDER),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the results: no progress, no library progress bars, no known deprecation notices.", rich_help_panel=RUN_FOLDER),
+    # -- Ray workers
+    workers: int = typer.Option(1, "--workers", "-w", min=1, metavar="N", help="Model replicas on Ray (ray extra); the same numbers as 1.", rich_help_panel=WORKERS),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="HOST:PORT", help="Join a running Ray cluster (or 'auto') instead of starting a local one.", rich_help_panel=WORKERS),
+    cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", min=0.0, metavar="N", help="CPUs (and torch threads) per replica.", rich_help_panel=WORKERS),
+    gpus_per_worker: float = typer.Option(0.0, "--gpus-per-worker", min=0.0, metavar="N", help="GPUs per replica; for vllm: its tensor-parallel size.", rich_help_panel=WORKERS),
+    worker_resources: Optional[List[str]] = typer.Option(None, "--worker-resources", metavar="KEY=AMOUNT", help="A custom Ray resource each replica needs (repeatable).", rich_help_panel=WORKERS),
+    worker_nodes: Optional[List[str]] = typer.Option(None, "--worker-node", metavar="IP", help="Node to place replicas on, round robin (repeatable).", rich_help_panel=WORKERS),
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
-    from proctor.engine.overrides import RunOverrides, parse_limit
+    from proctor.engine.overrides import RunOverrides
 
+    if quiet:
+        quiet_libraries()
     load_plugins(plugin)
-    limit = parse_limit(limit)
+    if limit is not None and limit_per_part is not None:
+        raise typer.BadParameter("cannot be given with --limit (--limit cuts each task, --limit-per-part each part of a task)", param_hint="--limit-per-part")
+    if fewshot_as_multiturn and fewshot_in_one_turn:
+        raise typer.BadParameter("cannot be given with --fewshot-in-one-turn", param_hint="--fewshot-as-multiturn")
     overrides = RunOverrides.from_flags(
         num_fewshot=num_fewshot, gen_kwargs=gen_kwargs, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
         seed=seed, epochs=epochs, epoch_reducer=epoch_reducer, system_prompt=system_prompt,
-        fewshot_as_multiturn=fewshot_as_multiturn, log_samples=log_samples,
+        fewshot_as_multiturn=True if fewshot_as_multiturn else (False if fewshot_in_one_turn else None), log_samples=not no_log_samples,
     )
-
-    if chat_template not in ("auto", "on", "off"):
-        raise typer.BadParameter(f"takes auto, on or off, got '{chat_template}'", param_hint="--chat-template")
     values = dialect_values or {}
     context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run")
     dialect_opts = dialect_options(values, context, trust_task_code)
     if base_url and not model.startswith("openai:") and not uses_server_options(values):
         raise typer.BadParameter("applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url")
-    chat = {"auto": None, "on": True, "off": False}[chat_template]
-    options = {"dtype": dtype, "device": device, "batch_size": batch_size_from(batch_size)}
+    chat = {"auto": None, "on": True, "off": False}[chat_template.value]
+    options = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
     if max_length is not None:
         options["max_length"] = max_length
     if model.startswith("openai:"):
@@ -116,7 +140,8 @@ def run(
             model,
             output_dir=output,
             select=tasks,
-            limit=limit,
+            limit=limit if limit_per_part is None else limit_per_part,
+            limit_per_part=limit_per_part is not None,
             variables=variables_from(data_dir, var),
             data_path=data_path,
             dialect_options=dialect_opts,
@@ -129,7 +154,7 @@ def run(
             update=update,
             restart=restart,
             cluster=cluster,
-            mc_format=mc_format,
+            mc_format=mc_format.value,
             mc_shuffle_seed=mc_shuffle,
             overrides=overrides,
         )

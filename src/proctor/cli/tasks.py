@@ -25,8 +25,8 @@ def _catalogue(paths: List[Path], options: dict) -> bool:
         if rows is None:
             continue
         table = Table()
-        table.add_column("name", no_wrap=True)
-        table.add_column("output type", no_wrap=True)
+        table.add_column("name", overflow="fold")
+        table.add_column("output type", overflow="fold")
         table.add_column("defined at", overflow="fold")
         for row in rows:
             table.add_row(*row)
@@ -39,20 +39,19 @@ def _catalogue(paths: List[Path], options: dict) -> bool:
 @app.command("ls")
 @with_dialect_options("ls")
 def list_tasks(
-    paths: List[Path] = typer.Argument(..., help="Task files or folders, or a catalogue query such as 'lm_eval:mmlu*'."),
+    paths: List[Path] = typer.Argument(..., metavar="PATHS", help="Task files or folders, or a catalogue query such as 'lm_eval:mmlu*'."),
     trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Accepted as for run (listing runs no task code)."),
     dialect_values: Optional[dict] = None,
 ) -> None:
-    """List the tasks found under the given paths (dialect flags as for run); 'lm_eval:' or a glob
-    such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
+    """List the tasks found under the given paths (dialect flags as for run); 'lm_eval:' or a glob such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
     from proctor.api import load_tasks
 
     options = dialect_options(dialect_values or {}, OptionContext(command="ls"), trust_task_code)
     if _catalogue(paths, options):
         return
     table = Table()
-    for column in ("task", "kind", "dialect", "version", "needs", "defined at"):
-        table.add_column(column)
+    for column in ("task", "kind", "dialect", "version", "needs", "defined at"):  # folded where narrow, never cut
+        table.add_column(column, overflow="fold")
     found = load_tasks(paths, options=options)
     for task in found:
         table.add_row(task.name, task.spec.kind, task.dialect, task.spec.version, needs(task), task.where)
@@ -91,11 +90,11 @@ def _unique_names(found: list, problems: list[dict]) -> list:
 @app.command()
 @with_dialect_options("validate")
 def validate(
-    paths: List[Path] = typer.Argument(..., help="Task files or folders."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Sets ${PROCTOR_DATA} in task files."),
-    var: Optional[List[str]] = typer.Option(None, "--var", help="KEY=VALUE for ${KEY} (repeatable)."),
-    data_path: Optional[Path] = typer.Option(None, "--data-path", help=DATA_PATH_HELP),
-    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help=PLUGIN_HELP),
+    paths: List[Path] = typer.Argument(..., metavar="PATHS", help="Task files or folders."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", metavar="DIR", help="Sets ${PROCTOR_DATA} in task files."),
+    var: Optional[List[str]] = typer.Option(None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable)."),
+    data_path: Optional[Path] = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP),
+    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP),
     trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that ships with task files, as for run."),
     dialect_values: Optional[dict] = None,
 ) -> None:

@@ -41,6 +41,7 @@ class CliOption:
     help: str
     commands: frozenset[str] = frozenset({"run"})
     minimum: float | None = None
+    metavar: str | None = None  # how --help names the value (e.g. "N", "ID=PATH"); default: its type
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Dialect:
     name: ClassVar[str] = ""
     order: ClassVar[int] = 100  # lower is offered a file first
     description: ClassVar[str] = ""  # for "no dialect recognises it" messages: what its files need
+    title: ClassVar[str] = ""  # how --help names its panel of options ("<title> tasks"; default: name)
     Options: ClassVar[type[BaseModel]] = NoOptions  # the typed options this dialect reads
     cli_options: ClassVar[tuple[CliOption, ...]] = ()
     # run-time overrides (--num-fewshot, ...): the engine's default rules, unless the dialect says

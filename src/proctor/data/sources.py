@@ -83,6 +83,11 @@ def _read_hub(spec: DataSpec) -> list[dict]:
         ) from None
     from datasets import load_dataset
 
+    from proctor.data.hub import offline, unreachable
+
+    reason = None if offline() else unreachable()  # offline: the datasets cache answers
+    if reason is not None:  # fail now, not after the hub client's retries
+        raise SourceUnavailable(f"dataset not available offline: {spec.hub} ({reason}; HF_DATASETS_OFFLINE=1 reads the datasets cache)")
     try:
         dataset = load_dataset(spec.hub, spec.subset, split=spec.split or "test")
     except Exception as exc:  # network, auth, missing config: all mean 'not here'

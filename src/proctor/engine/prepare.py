@@ -93,6 +93,7 @@ def prepare_task(
     variables: Mapping[str, str],
     *,
     limit: int | float | None = None,
+    limit_per_part: bool = False,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
@@ -125,11 +126,14 @@ def prepare_task(
         if stats.get("n_filtered"):
             raise TaskDefinitionError(f"the filter dropped all {stats['n_filtered']} rows of {source}", file=file, field="data.filter")
         raise TaskDefinitionError(f"{source} holds no rows", file=file, field="data")
-    count = min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
+    # per part: a breakdown's rows as proctor reads them (a class that reads its own rows keeps them whole)
+    if limit_per_part and spec.breakdown and limit is not None and not isinstance(handler, LoadsSamples):
+        selected = per_part(samples, spec.breakdown[0], limit)[: spec.limit]
+    else:
+        selected = samples[: min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)]
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
-    selected = samples[:count]
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
     builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat,
                             roots=data_roots(task.base_dir, variables))
@@ -150,11 +154,32 @@ def prepare_task(
     )
 
 
+def per_part(samples: Sequence[Sample], key: str, limit: int | float) -> list[Sample]:
+    """The first rows of each part (by the value of field ``key``), ``limit`` of each, in the data's order."""
+    sizes: dict[Any, int] = {}
+    for sample in samples:
+        sizes[_part(sample, key)] = sizes.get(_part(sample, key), 0) + 1
+    room = {part: limit_count(limit, n) for part, n in sizes.items()}
+    kept = []
+    for sample in samples:
+        part = _part(sample, key)
+        if room[part] > 0:
+            room[part] -= 1
+            kept.append(sample)
+    return kept
+
+
+def _part(sample: Sample, key: str) -> Any:
+    value = sample.fields.get(key)
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
 def prepare_tasks(
     tasks: Sequence[Task],
     variables: Mapping[str, str] | None = None,
     *,
     limit: int | float | None = None,
+    limit_per_part: bool = False,
     chat: bool | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
@@ -164,7 +189,8 @@ def prepare_tasks(
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     return [
-        prepare_task(t, variables or {}, limit=limit, chat=chat, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed,
+        prepare_task(t, variables or {}, limit=limit, limit_per_part=limit_per_part, chat=chat, mc_format=mc_format,
+                     mc_shuffle_seed=mc_shuffle_seed,
                      epochs=epochs_of(t, o), epoch_reducer=o.epoch_reducer)
         for t in tasks
     ]

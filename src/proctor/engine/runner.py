@@ -31,7 +31,9 @@ from proctor.kinds.capabilities import (
 
 log = logging.getLogger(__name__)
 
-ProgressHook = Callable[[str, int, int], None]  # task name, finished requests, total requests
+# task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
+# answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
+ProgressHook = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -161,6 +163,12 @@ def run_built(
         if progress:
             progress(spec.name, done, total_units)
 
+    def on_reused(n: int) -> None:
+        note = getattr(progress, "reused", None)
+        if note is not None:
+            note(spec.name, n)
+        on_progress(n)
+
     if progress:
         progress(spec.name, 0, len(unique))
     model_started = time.perf_counter()
@@ -175,7 +183,7 @@ def run_built(
         outcome = score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
         cut, sent = executor.truncated, executor.requests
     else:
-        results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress)
+        results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress, on_reused)
         model_seconds = time.perf_counter() - model_started
         outcome = score_task(built, results, model_seconds, started)
         cut, sent = count_truncated(results), len(results)

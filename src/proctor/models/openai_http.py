@@ -4,6 +4,7 @@ concurrency, token usage, and an API key that never leaves the ``Authorization``
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
 import random
@@ -11,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, TypeVar
 
 from proctor.core.redact import mask_url_credentials
@@ -198,7 +200,17 @@ class ApiClient:
 
 
 def _retry_after(value: str | None) -> float:
-    try:
-        return max(0.0, float(value)) if value else 0.0
-    except ValueError:
+    """Seconds a Retry-After header asks for: a number of seconds, or an HTTP date (RFC 9110)."""
+    if not value:
         return 0.0
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return 0.0
+    if when.tzinfo is None:  # an HTTP date is GMT; a date without a zone is read as such
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())

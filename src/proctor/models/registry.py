@@ -48,6 +48,20 @@ def named_parameters(cls: Any) -> set[str]:
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
+def check_model_source(spec: str, options: dict[str, Any]) -> None:
+    """A Hugging Face model named by hub id: in the local cache, or on a hub that answers (asked once,
+    without the hub client's retries), so a typo or no network fails now with one line. The last check
+    before loading: it may take a request."""
+    backend, rest = _split(spec)
+    if backend not in ("hf", "hf-vision") or rest.lower() in DEFAULT_MODEL_ALIASES or Path(rest).expanduser().exists():
+        return
+    from proctor.data.hub import model_problem
+
+    problem = model_problem(rest, options.get("revision"))
+    if problem is not None:
+        raise ModelLoadError(f"--model '{rest}': {problem}")
+
+
 def check_model_options(spec: str, options: dict[str, Any]) -> None:
     """Refuse a model option the backend would ignore or trip over, before anything loads.
 

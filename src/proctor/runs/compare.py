@@ -1,7 +1,8 @@
 """Compare runs task by task on the samples they share.
 
-For every task and metric present in both runs the difference (B - A) of the means over shared
-samples gets a paired bootstrap confidence interval; metrics whose per-sample values are all 0/1
+For every task and metric present in both runs, both means are taken over the shared samples only
+(never a run's whole-run mean, which may cover other samples), and their difference (B - A) gets a
+paired bootstrap confidence interval; metrics whose per-sample values are all 0/1
 (accuracy-like) also get McNemar's exact test on the discordant pairs. A difference is flagged
 significant at ``alpha`` by McNemar's p-value for 0/1 metrics, and otherwise by the bootstrap
 interval excluding zero.
@@ -10,6 +11,7 @@ interval excluding zero.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -63,14 +65,29 @@ def paired_bootstrap(diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.0
     return percentile_interval(means, alpha)
 
 
+def _tasks(results: dict, run_dir: Path) -> dict[str, dict]:
+    """results.json's tasks, checked for what a comparison reads (a corrupt file names its field)."""
+    where = Path(run_dir) / "results.json"
+    tasks = results.get("tasks") if isinstance(results, dict) else None
+    if not isinstance(tasks, dict):
+        raise ProctorError(f"{where}: field 'tasks' is missing or not a mapping; not a proctor run folder?")
+    for name, task in tasks.items():
+        if not isinstance(task, dict) or not isinstance(task.get("metrics"), dict):
+            raise ProctorError(f"{where}: field 'tasks.{name}.metrics' is missing or not a mapping")
+        if not isinstance(task.get("n_samples"), int):
+            raise ProctorError(f"{where}: field 'tasks.{name}.n_samples' is missing or not a count")
+    return tasks
+
+
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:
     results_a, results_b = load_results(run_a), load_results(run_b)
+    tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
     samples_a, samples_b = _per_sample(run_a), _per_sample(run_b)
     tasks: dict[str, dict] = {}
-    for task in results_a.get("tasks", {}):
-        if task not in results_b.get("tasks", {}):
+    for task in tasks_a:
+        if task not in tasks_b:
             continue
-        ta, tb = results_a["tasks"][task], results_b["tasks"][task]
+        ta, tb = tasks_a[task], tasks_b[task]
         shared_ids = [i for i in samples_a.get(task, {}) if i in samples_b.get(task, {})]
         metrics = {}
         for metric in ta["metrics"]:
@@ -81,10 +98,14 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 for i in shared_ids
                 if (x := _number(samples_a[task][i].get(metric))) is not None and (y := _number(samples_b[task][i].get(metric))) is not None
             ]
+            # "a" / "b": the means over the shared samples (the ones the difference is over);
+            # "run_a" / "run_b": each run's own value over all its samples, for reference
             entry: dict[str, Any] = {
-                "a": ta["metrics"][metric]["value"],
-                "b": tb["metrics"][metric]["value"],
-                "higher_is_better": ta.get("higher_is_better", {}).get(metric, True),
+                "a": None,
+                "b": None,
+                "run_a": (ta["metrics"][metric] or {}).get("value"),
+                "run_b": (tb["metrics"][metric] or {}).get("value"),
+                "higher_is_better": (ta.get("higher_is_better") or {}).get(metric, True),
                 "n_shared": len(pairs),
             }
             if pairs:
@@ -92,7 +113,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 b = np.array([p[1] for p in pairs])
                 diff = b - a
                 low, high = paired_bootstrap(diff, n_boot=n_boot, alpha=alpha, seed=seed)
-                entry.update(mean_a=float(a.mean()), mean_b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
+                entry.update(a=float(a.mean()), b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
                 binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
                 if binary:
                     only_a, only_b, p = mcnemar_exact(a, b)
@@ -111,17 +132,25 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             tasks[task]["mc_format"] = {"a": formulations[0], "b": formulations[1]}
             if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
                 tasks[task]["formulation_differs"] = True
-    only_a = sorted(set(results_a.get("tasks", {})) - set(results_b.get("tasks", {})))
-    only_b = sorted(set(results_b.get("tasks", {})) - set(results_a.get("tasks", {})))
+    only_a = sorted(set(tasks_a) - set(tasks_b))
+    only_b = sorted(set(tasks_b) - set(tasks_a))
     return {
         "a": str(run_a),
         "b": str(run_b),
-        "model_a": results_a.get("model", {}).get("model"),
-        "model_b": results_b.get("model", {}).get("model"),
+        "model_a": (results_a.get("model") or {}).get("model"),
+        "model_b": (results_b.get("model") or {}).get("model"),
         "tasks": tasks,
         "tasks_only_in_a": only_a,
         "tasks_only_in_b": only_b,
     }
+
+
+def default_output(runs: Sequence[Path]) -> Path:
+    """Where a comparison goes without ``-o``: into the baseline's run folder, named after the others
+    (comparing with another run does not overwrite this one)."""
+    others = [re.sub(r"[^A-Za-z0-9._-]+", "-", Path(r).resolve().name) for r in runs[1:]]
+    name = others[0] + (f"_and_{len(others) - 1}_more" if len(others) > 1 else "")
+    return Path(runs[0]) / f"comparison_vs_{name}.json"
 
 
 def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:

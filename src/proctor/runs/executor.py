@@ -81,8 +81,12 @@ def execute(
     lookup: Lookup | None = None,
     chunk_size: int | None = None,
     progress: Progress | None = None,
+    reused: Progress | None = None,
 ) -> list[Any]:
     """Results for ``requests`` (in their order), streaming each finished chunk to ``lookup``.
+
+    ``progress`` hears of answers as the model gives them; answers the store or cache already held
+    go to ``reused`` when given (a display's rate must not count them), else to ``progress``.
 
     Chunk boundaries depend only on the requests and the chunk size, never on what is already
     stored, so a resumed run sends the model exactly the batches the interrupted one would have.
@@ -102,8 +106,9 @@ def execute(
     if lookup is not None:
         found = lookup.get_many(keys, requests)
         results = {i: found[k] for i, k in enumerate(keys) if k in found}
-        if results and progress:
-            progress(len(results))
+        report = reused or progress
+        if results and report:
+            report(len(results))
     chunks = [todo for chunk in chunk_indices(requests, size) if (todo := [i for i in chunk if i not in results])]
 
     def finish(todo: list[int], out: Sequence[Any]) -> None:

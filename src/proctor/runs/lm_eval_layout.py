@@ -130,6 +130,21 @@ def _token(tok: Any) -> list[str]:
     return [str(tok[0]), str(tok[1])] if isinstance(tok, (list, tuple)) and len(tok) == 2 else ["", ""]
 
 
+def user_model_name(results: dict) -> str:
+    """The model as the user named it (``--model``, less a backend prefix such as ``hf:``), as lm-eval
+    names it by its ``pretrained=`` argument; runs from before it was recorded: the model's name."""
+    given = (results.get("model_info") or {}).get("model_name")
+    if isinstance(given, str) and given:
+        backend, sep, rest = given.partition(":")
+        return rest if sep and len(backend) > 1 and rest else given
+    return str((results.get("model") or {}).get("model") or "")
+
+
+def _bootstrap_iters(tasks: dict) -> int:
+    """The bootstrap resamples the run's standard errors used (lm-eval tasks record theirs; 0: none)."""
+    return max((int(t["bootstrap_iters"]) for t in tasks.values() if isinstance(t.get("bootstrap_iters"), int)), default=0)
+
+
 def results_file(results: dict, specs: dict[str, dict]) -> dict:
     """results.json (+ each task's saved spec) as lm-eval's results file."""
     tasks = results.get("tasks", {})
@@ -175,7 +190,7 @@ def results_file(results: dict, specs: dict[str, dict]) -> dict:
         "device": str(info.get("device") or "cpu"),
         "use_cache": None,
         "limit": results.get("limit"),
-        "bootstrap_iters": 0,
+        "bootstrap_iters": _bootstrap_iters(tasks),
         "gen_kwargs": ",".join(f"{k}={v}" for k, v in gen.items()) if gen else None,
         "random_seed": int(seed),
         "numpy_seed": int(seed),
@@ -199,8 +214,8 @@ def results_file(results: dict, specs: dict[str, dict]) -> dict:
         max_length=int(model.get("max_length") or info.get("max_length") or 0),
         task_hashes={name: str(t.get("hash") or "") for name, t in tasks.items()},
         model_source=str(model.get("backend", "proctor")),
-        model_name=str(model.get("path") or model.get("model") or ""),
-        model_name_sanitized=sanitize(model.get("path") or model.get("model") or "model"),
+        model_name=user_model_name(results),
+        model_name_sanitized=sanitize(user_model_name(results) or "model"),
         system_instruction=system,
         system_instruction_sha=_sha(system) if system is not None else None,
         fewshot_as_multiturn=bool(overrides.get("fewshot_as_multiturn", False)),

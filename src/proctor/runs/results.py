@@ -6,7 +6,7 @@ import json
 import math
 import os
 import re
-import tempfile
+import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -70,14 +70,28 @@ def json_text(data: Any) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one)."""
+    """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one).
+
+    The temporary file is made with mode 0666 less the umask, like any other file the run writes
+    (``tempfile`` would make it 0600, and the rename would keep that: teammates could not read it).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
-    with handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:  # pragma: no cover - a 48-bit name taken: draw another
+            continue
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

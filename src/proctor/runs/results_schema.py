@@ -126,6 +126,7 @@ class TaskResult(_Open):
     glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
     evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
     n_shot: Optional[int] = Field(None, description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).")
+    bootstrap_iters: Optional[int] = Field(None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none).")
 
 
 # ------------------------------------------------------------------ run level
@@ -192,6 +193,7 @@ class Results(_Closed):
     status: Literal["running", "complete", "partial"] = Field(
         description="running; complete; partial: finished, but tasks in 'skipped' could not load, prepare or run.")
     limit: Union[int, float, None] = Field(None, description="--limit: a count, a fraction of each task's rows, or null.")
+    limit_per_part: Optional[bool] = Field(None, description="--limit-per-part: the limit applied to each part of a task's breakdown.")
     overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
     tasks: dict[str, TaskResult]
     groups: dict[str, GroupResult]

@@ -25,19 +25,20 @@ class UseCaseOptions(BaseModel):
 
 class UseCaseDialect(Dialect):
     name = "usecase"
+    title = "Python use case"
     order = 5
     description = "a Python use case file defines a UseCase subclass"
     Options = UseCaseOptions
     fixed_prompts = True
     cli_options = (
         CliOption("use_case_data", ("--use-case-data",), Optional[Path], None,
-                  "Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class."),
+                  "Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class.", metavar="FILE"),
         CliOption("use_case_metric", ("--use-case-metric",), Optional[List[str]], None,
-                  "Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable)."),
+                  "Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable).", metavar="METRIC"),
         CliOption("use_case_arg", ("--use-case-arg",), Optional[List[str]], None,
-                  "Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable)."),
+                  "Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable).", metavar="KEY=VALUE"),
         CliOption("use_case_config", ("--use-case-config",), Optional[Path], None,
-                  "Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size."),
+                  "Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.", metavar="FILE"),
     )
 
     def claims_path(self, path: Path) -> bool:

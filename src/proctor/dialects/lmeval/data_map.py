@@ -11,11 +11,11 @@ Keys come from ``--lmeval-data KEY=PATH`` and from ``--lmeval-data-file FILE`` (
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.data.hub import offline, unreachable
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 _LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}
@@ -150,8 +150,6 @@ def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed:
     return Splits(dataset, config, splits, needed) if found else None
 
 
-def offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
 def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -201,9 +199,11 @@ def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any
             return splits
         wanted = ", ".join(sorted(needed)) or "?"
         hint = f"map a local copy with --lmeval-data {path}:{name or ''}:SPLIT=PATH (or --lmeval-data-file)"
-        if offline():
+        reason = None if offline() else unreachable()  # fail now, not after the hub client's retries
+        if offline() or reason is not None:
+            why = f" ({reason})" if reason else ""
             raise TaskDefinitionError(
-                f"task '{task}': dataset not available offline: '{path}' config '{name}' split(s) {wanted}; {hint}",
+                f"task '{task}': dataset not available offline{why}: '{path}' config '{name}' split(s) {wanted}; {hint}",
                 file=source, field="dataset_path",
             )
         try:

@@ -360,9 +360,10 @@ class _LmEvalRunner:
         return {"prompt": recorded["messages"], "rendered_prompt": context}
 
     def result_extras(self) -> dict:
-        """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)."""
+        """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)
+        and the bootstrap resamples its standard errors were allowed (lm-eval's ``bootstrap_iters``)."""
         shots = getattr(self, "_shots", None)
-        return {"n_shot": shots} if shots is not None else {}
+        return {**({"n_shot": shots} if shots is not None else {}), "bootstrap_iters": self.bootstrap_iters}
 
     def corpus_metrics(self) -> dict:
         return dict(self._corpus)

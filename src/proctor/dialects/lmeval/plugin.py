@@ -28,14 +28,14 @@ class LmEvalDialect(Dialect):
     Options = LmEvalOptions
     cli_options = (
         CliOption("lmeval_data", ("--lmeval-data",), Optional[List[str]], None,
-                  "lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).", _ALL),
+                  "lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).", _ALL, metavar="ID=PATH"),
         CliOption("lmeval_data_file", ("--lmeval-data-file",), Optional[Path], None,
-                  "lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.", _ALL),
+                  "lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.", _ALL, metavar="FILE"),
         CliOption("lmeval_include", ("--lmeval-include",), Optional[List[Path]], None,
-                  "lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).", _ALL),
+                  "lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).", _ALL, metavar="DIR"),
         CliOption("bootstrap_iters", ("--bootstrap-iters",), Optional[int], None,
                   "lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
-                  "0: no standard errors).", frozenset({"run"}), minimum=0),
+                  "0: no standard errors).", frozenset({"run"}), minimum=0, metavar="N"),
     )
 
     def claims_name(self, given: str) -> bool:

@@ -31,7 +31,7 @@ class ProbsemDialect(Dialect):
         CliOption("norm", ("--norm", "--probsem-norm"), bool, False,
                   "probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm).", _EVERY_COMMAND),
         CliOption("temp", ("--temp", "--probsem-temp"), float, 1.0,
-                  "probsem suites: softmax temperature over the queries (probsem's --temp).", _EVERY_COMMAND),
+                  "probsem suites: softmax temperature over the queries (probsem's --temp).", _EVERY_COMMAND, metavar="T"),
     )
 
     def files_in_folder(self, folder: Path) -> list[Path]:

@@ -48,32 +48,36 @@ def _model_args(items: list[str] | None, flag: str) -> dict:
 
 class SeaHelmDialect(Dialect):
     name = "seahelm"
+    title = "SEA-HELM"
     order = 20
     Options = SeaHelmOptions
     engine_epochs = False
     cli_options = (
         CliOption("seahelm_data", ("--seahelm-data",), Optional[List[str]], None,
-                  "SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.", _ALL),
+                  "SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.", _ALL, metavar="ID=PATH"),
         CliOption("seahelm_judge", ("--seahelm-judge",), Optional[str], None,
-                  "SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).", _RUN),
+                  "SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).", _RUN, metavar="MODEL"),
         CliOption("judge_base_url", ("--judge-base-url",), Optional[str], None,
-                  "openai judge: its server's API root (default: --base-url).", _RUN),
+                  "openai judge: its server's API root (default: --base-url).", _RUN, metavar="URL"),
         CliOption("judge_api_key_env", ("--judge-api-key-env",), Optional[str], None,
-                  "openai judge: environment variable holding its API key (default: --api-key-env).", _RUN),
+                  "openai judge: environment variable holding its API key (default: --api-key-env).", _RUN, metavar="NAME"),
         CliOption("judge_arg", ("--judge-arg",), Optional[List[str]], None,
-                  "KEY=VALUE backend option for the judge (repeatable), as --model-arg.", _RUN),
-        CliOption("seahelm_runs", ("--seahelm-runs",), int, 1, "SEA-HELM: seeded runs per task, bootstrapped per question.", _RUN, minimum=1),
+                  "KEY=VALUE backend option for the judge (repeatable), as --model-arg.", _RUN, metavar="KEY=VALUE"),
+        CliOption("seahelm_runs", ("--seahelm-runs",), int, 1, "SEA-HELM: seeded runs per task, bootstrapped per question.", _RUN, minimum=1, metavar="N"),
         CliOption("seahelm_tasks", ("--seahelm-tasks",), Optional[List[str]], None,
-                  "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).", _RUN_LS),
-        CliOption("base_model", ("--base-model/--instruct-model",), Optional[bool], None,
-                  "SEA-HELM: base (plain template, 5 shots) or instruct (chat template, 0 shots); default: by chat template. "
-                  "In `ls`, --base-model leaves out the tasks SEA-HELM skips on base models.", _RUN_LS),
+                  "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).", _RUN_LS, metavar="SET"),
+        # two flags, not one --base-model/--instruct-model pair: --help shows each name whole at 80 columns
+        CliOption("base_model", ("--base-model",), bool, False,
+                  "SEA-HELM: a base model (plain template, 5 shots; default: by chat template). In `ls`, leaves out the "
+                  "tasks SEA-HELM skips on base models.", _RUN_LS),
+        CliOption("instruct_model", ("--instruct-model",), bool, False,
+                  "SEA-HELM: an instruct model (chat template, 0 shots; default: by chat template).", _RUN_LS),
         CliOption("reasoning", ("--reasoning-model",), bool, False,
                   "SEA-HELM: add the thinking budget and strip thinking before scoring.", _RUN_LS),
         CliOption("seahelm_max_tokens", ("--seahelm-max-tokens",), Optional[int], None,
-                  "SEA-HELM: cap every language's max_tokens (quick runs).", _RUN, minimum=1),
+                  "SEA-HELM: cap every language's max_tokens (quick runs).", _RUN, minimum=1, metavar="N"),
         CliOption("seahelm_judge_max_tokens", ("--seahelm-judge-max-tokens",), Optional[int], None,
-                  "SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).", _RUN, minimum=1),
+                  "SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).", _RUN, minimum=1, metavar="N"),
     )
 
     def claims_path(self, path: Path) -> bool:
@@ -122,9 +126,13 @@ class SeaHelmDialect(Dialect):
                 **_model_args(raw.get("judge_arg"), "--judge-arg"),
             }
         for key, target in (("seahelm_judge", "seahelm_judge"), ("seahelm_runs", "seahelm_runs"), ("seahelm_tasks", "seahelm_tasks"),
-                            ("base_model", "is_base_model"), ("reasoning", "reasoning"), ("seahelm_max_tokens", "seahelm_max_tokens")):
+                            ("reasoning", "reasoning"), ("seahelm_max_tokens", "seahelm_max_tokens")):
             if raw.get(key) is not None:
                 out[target] = raw[key]
+        if raw.get("base_model") and raw.get("instruct_model"):
+            raise OptionError("--base-model", "cannot be given with --instruct-model")
+        if raw.get("base_model") or raw.get("instruct_model"):
+            out["is_base_model"] = bool(raw.get("base_model"))
         if context.command == "run":
             out["seahelm_model_name"] = context.model
         self.Options.model_validate(out)
