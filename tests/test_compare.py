@@ -121,7 +121,7 @@ def test_compare_command_means_are_over_shared_samples_and_json_goes_into_the_fi
 
 @pytest.mark.parametrize("damage, message", [
     (lambda run: (run / "results.json").write_text("{not json"), "is not valid JSON"),
-    (lambda run: (run / "results.json").write_text("[1, 2]"), "field 'tasks' is missing"),
+    (lambda run: (run / "results.json").write_text("[1, 2]"), "the whole file: Input should be an object"),
     (lambda run: (run / "results.json").write_text('{"tasks": {"mc_alpha": {"metrics": 3}}}'), "field 'tasks.mc_alpha.metrics'"),
     (lambda run: (run / "results.json").unlink(), "no results.json"),
     (lambda run: (run / "samples.jsonl").write_text("{broken\n"), "samples.jsonl:1: not a JSON line"),

@@ -16,7 +16,52 @@ import pytest
 from conftest import REPO
 from hostile_cases import CASES, EVIL, NATIVE, SECRET, Hostile
 from malformed_cases import GLM, GLM_ROWS, ROWS, USECASE, jsonl
-from test_malformed_inputs import check, no_model, run_cli  # noqa: F401  (no_model: a fixture)
+
+os.environ.setdefault("COLUMNS", "400")  # rich wraps long messages at the terminal width
+
+
+class ModelLoaded(Exception):
+    pass
+
+
+def run_cli(args: list[str]) -> tuple[int, str]:
+    """``proctor ARGS`` in this process (the hostile cases are many; the fresh-process runs are in
+    test_cli_every_feature.py and test_malformed_inputs.py): (exit code, stdout + stderr)."""
+    import contextlib
+    import io
+
+    from proctor.cli import main
+
+    out = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue()
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Loading any model fails loudly: an error found only after that came too late."""
+    import proctor.models.registry as registry
+
+    def refuse(*args, **kwargs):
+        raise ModelLoaded(f"a model was loaded: {args} {kwargs}")
+
+    monkeypatch.setattr(registry, "load_model", refuse)
+
+
+def check(case, code: int, output: str) -> None:
+    """Non-zero, no traceback, before any model loaded, and the words the case expects named."""
+    assert code != 0, f"exit 0 for {case.id}:\n{output}"
+    assert "Traceback" not in output, output
+    assert "internal error" not in output, output
+    assert "a model was loaded" not in output, f"{case.id}: the error came after the model loaded:\n{output}"
+    lowered = " ".join(output.lower().split())
+    for word in case.expect:
+        assert word.lower() in lowered, f"{case.id}: message does not name {word!r}:\n{output}"
 
 
 def materialise(case: Hostile, folder: Path) -> list[str]:

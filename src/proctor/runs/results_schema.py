@@ -214,6 +214,11 @@ def check_results_json(text: str) -> Results:
     try:
         return Results.model_validate_json(text)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:10])
+        errors = sorted(exc.errors(), key=lambda e: e["type"] == "missing")  # a wrong value says more than a missing one
+        problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:10])
         raise ResultsSchemaError(f"does not match the results.json schema: {problems}") from None
 
+
+
+def _where(loc: tuple) -> str:
+    return f"field '{'.'.join(str(p) for p in loc)}'" if loc else "the whole file"
