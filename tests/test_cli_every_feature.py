@@ -288,3 +288,26 @@ def test_native_yaml_on_openai_server(tiny_model_dir, reference, tmp_path):
     assert task["mc_format"] == "loglikelihood" and task["metrics"]["acc"]["value"] == pytest.approx(want)
     assert_scores(samples(tmp_path / "run"), scored)
     assert all(math.isfinite(x) for r in samples(tmp_path / "run") for x in r["logprobs"])
+
+
+# --- a steering pipeline as the model (steer:FILE.py:NAME) -------------------------------------------
+def test_native_yaml_on_a_steering_pipeline(tiny_model_dir, reference, tmp_path):
+    """The steer: backend from the command line: a control of strength zero gives the base model's
+    numbers (computed here with transformers); a real one changes them, and results.json says which."""
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    write(tmp_path / "pipes.py", """\
+        from proctor.dialects.aisteer import ActivationAddition
+        ZERO = [ActivationAddition([0], 0.0, ["good"], ["bad"])]
+        STRONG = [ActivationAddition([0], 8.0, ["good"], ["bad"])]
+        """)
+    for name in ("ZERO", "STRONG"):
+        proctor("run", "quiz", "--model", f"steer:pipes.py:{name}", "--model-arg", f"base={tiny_model_dir}",
+                "-o", name, "-q", cwd=tmp_path)
+    want, scored = expected_accuracy(reference, MC_ITEMS)
+    zero = results(tmp_path / "ZERO")
+    assert zero["model"]["steering"]["controls"][0]["control"] == "ActivationAddition"
+    assert zero["tasks"]["quiz"]["metrics"]["acc"]["value"] == pytest.approx(want)
+    assert_scores(samples(tmp_path / "ZERO"), scored)
+    strong = [r["logprobs"] for r in samples(tmp_path / "STRONG")]
+    assert all(len(s) == 3 for s in strong) and max(abs(a - b) for s, w in zip(strong, scored) for a, b in zip(s, w)) > 1e-3
