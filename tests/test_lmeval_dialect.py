@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("lm_eval")
 
 from proctor.api import evaluate, load_tasks  # noqa: E402
-from proctor.dialects import lmeval  # noqa: E402
 from proctor.dialects.lmeval import data_map  # noqa: E402
 from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
 
@@ -83,11 +82,13 @@ def quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_detection_leaves_native_and_glm_files_alone():
-    assert lmeval.looks_like({"task": "x", "dataset_path": "y"})
-    assert lmeval.looks_like({"group": "g", "task": ["a", "b"]})
-    assert not lmeval.looks_like({"name": "x", "kind": "generate", "task": "t"})
-    assert not lmeval.looks_like({"tasks": [{"name": "x"}]})
-    assert not lmeval.looks_like({"name": "x", "type": "mul", "path": "p", "task": "t"})
+    from proctor.plugins.lmeval import looks_like  # the dialect's declaration reads the files
+
+    assert looks_like({"task": "x", "dataset_path": "y"})
+    assert looks_like({"group": "g", "task": ["a", "b"]})
+    assert not looks_like({"name": "x", "kind": "generate", "task": "t"})
+    assert not looks_like({"tasks": [{"name": "x"}]})
+    assert not looks_like({"name": "x", "type": "mul", "path": "p", "task": "t"})
 
 
 def test_python_hooks_beside_a_users_task_need_consent(quiz):

@@ -59,14 +59,6 @@ MINIMUMS = {"max_seq_length": 2, "micro_batch_size": 1, "num_beams": 1, "no_repe
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
 
 
-def claims(document: Any) -> bool:
-    """A GLM-130B task YAML: a mapping with name and type (native files have 'kind' or 'tasks');
-    a missing 'path' is then reported as such."""
-    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
-        return False
-    return {"name", "type"} <= set(document)
-
-
 def _is_class_reference(text: str) -> bool:
     """``package.module.Class`` or ``file.py:Class``: a class name after a module."""
     module, sep, name = text.rpartition(":") if ":" in text else text.rpartition(".")

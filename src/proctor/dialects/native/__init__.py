@@ -17,11 +17,6 @@ from proctor.core.user_code import TRUST
 _TOP_LEVEL = {"tasks", "defaults"}
 
 
-def claims(document: Any) -> bool:
-    """Whether a parsed YAML document is a native task file."""
-    return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
-
-
 def _field_from_message(message: str) -> str | None:
     match = re.search(r"field '([\w.]+)'", message)
     return match.group(1) if match else None
