@@ -19,10 +19,10 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
-from proctor.core.yaml_lines import LineDict
 from proctor.core.task import Task
+from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
+from proctor.core.yaml_lines import LineDict
 
 log = logging.getLogger(__name__)
 

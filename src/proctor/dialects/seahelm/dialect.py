@@ -19,11 +19,11 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.dialects.seahelm import config as C
-from proctor.dialects.seahelm import checks, modalities
-from proctor.dialects.seahelm.dataloaders import folder_lacks
-from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.dialects.seahelm import checks, modalities
+from proctor.dialects.seahelm import config as C
+from proctor.dialects.seahelm.dataloaders import folder_lacks
 from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree
 
 log = logging.getLogger(__name__)
