@@ -37,8 +37,8 @@ ENTRY_POINT_GROUP = "proctor.plugins"
 ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
 # (rest of the --model string, options) -> the option names the backend takes (None: not checked);
 # raises ModelLoadError for a reference that cannot load. Run before anything loads.
-ModelCheck = Callable[[str, dict], "set[str] | None"]
-Exporter = Callable[..., list]  # (prepared, outcome, run_dir, model_name, **options) -> files written
+ModelCheck = Callable[[str, dict[str, Any]], "set[str] | None"]
+Exporter = Callable[..., list[str]]  # (prepared, outcome, run_dir, model_name, **options) -> files written
 
 
 @dataclass
