@@ -81,11 +81,11 @@ def observe(task: str, limit: int, tokenizer_dir: Path) -> None:
     """Run the task on a tiny random Llama on the CPU with the bucketed layout; compare the shapes
     transformers' decoder saw with the plan's."""
     sys.path.insert(0, str(REPO / "tests"))
-    from random_llama import TINY, save_random_llama
     from transformers import AutoTokenizer
 
     from proctor import evaluate
     from proctor.models.hf import HFModel
+    from random_llama import TINY, save_random_llama
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = save_random_llama(Path(tmp) / "tiny", AutoTokenizer.from_pretrained(tokenizer_dir), **{**TINY, "max_position_embeddings": 2048})

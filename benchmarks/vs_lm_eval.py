@@ -27,8 +27,9 @@ LM_EVAL_VERSION = "0.4.13"
 
 def ensure_lm_eval() -> None:
     try:
-        import lm_eval  # noqa: F401
         from importlib.metadata import version
+
+        import lm_eval  # noqa: F401
 
         if version("lm_eval") == LM_EVAL_VERSION:
             return
@@ -141,8 +142,8 @@ def worker_lower_bound(limits: dict) -> dict:
 
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.models.registry import load_model
     from proctor.kinds.base import kind_handler
+    from proctor.models.registry import load_model
 
     model = load_model("smollm2")
     decoder = model.model.get_decoder()
@@ -250,7 +251,7 @@ def main() -> None:
         f"lower_bound={summary['lower_bound']:.3f} max_dlogp={summary['max_dlogp']:.2e}"
     )
     if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "lower_bound": bound, "rows": {t: {"proctor": {k: v for k, v in o.items() if k != "per_sample"}, "lm_eval": {k: v for k, v in l.items() if k != "per_sample"}} for t, (o, l) in rows.items()}}, indent=2))
+        args.json.write_text(json.dumps({"summary": summary, "lower_bound": bound, "rows": {t: {"proctor": {k: v for k, v in o.items() if k != "per_sample"}, "lm_eval": {k: v for k, v in loaded.items() if k != "per_sample"}} for t, (o, loaded) in rows.items()}}, indent=2))
 
 
 if __name__ == "__main__":

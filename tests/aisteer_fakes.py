@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from proctor.models.base import Model
 from proctor.core.model_requests import GenerateResult
+from proctor.models.base import Model
 
 
 class ScriptedJudge(Model):

@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from proctor.models.base import Model
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -20,6 +19,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.models.base import Model
 
 
 def _unit(*parts: object) -> float:

@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import FakeModel  # noqa: E402
-
 from proctor import evaluate  # noqa: E402
 from proctor.runs import manifest as manifest_module  # noqa: E402
 from proctor.runs import results as results_module  # noqa: E402

@@ -90,7 +90,6 @@ def workspace(tokenizer_dir: Path, tmp_path_factory: Any) -> Workspace:
     folder in seconds, once: see ``_manager``)."""
     if not _WORKSPACE:
         from conftest import shared_path
-
         from proctor.dialects.lmeval.library import catalogue_root
 
         shared = shared_path("data")

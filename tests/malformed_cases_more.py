@@ -12,7 +12,19 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from malformed_cases import GEN, GLM, GLM_ROWS, NATIVE, PROBSEM_PROMPT, PROBSEM_SUITE, ROWS, USECASE, Case, jsonl, native
+from malformed_cases import (
+    GEN,
+    GLM,
+    GLM_ROWS,
+    NATIVE,
+    PROBSEM_PROMPT,
+    PROBSEM_SUITE,
+    ROWS,
+    USECASE,
+    Case,
+    jsonl,
+    native,
+)
 
 MORE: list[Case] = []
 RUN = ["run", "task.yaml", "-o", "out"]

@@ -210,8 +210,8 @@ NLI_ROWS = [("entailment", "Dia makan nasi.", "Dia makan."), ("contradiction", "
 
 
 def _rows(triples) -> str:
-    return "\n".join(json.dumps({"id": i, "label": l, "prompts": [{"sentence1": a, "sentence2": b}], "metadata": {"language": "id"}})
-                     for i, (l, a, b) in enumerate(triples))
+    return "\n".join(json.dumps({"id": i, "label": label, "prompts": [{"sentence1": a, "sentence2": b}], "metadata": {"language": "id"}})
+                     for i, (label, a, b) in enumerate(triples))
 
 
 def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...] = ("id", "vi")) -> tuple[Path, dict]:

@@ -10,6 +10,7 @@ import math
 import re
 import string
 from collections import Counter
+
 import pytest
 
 from aisteer_fakes import ScriptedJudge

@@ -10,7 +10,12 @@ import pytest
 
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.base import UseCaseDataError
-from proctor.dialects.aisteer.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction, test_instruction_following_loose
+from proctor.dialects.aisteer.ifeval import (
+    InstructionFollowing,
+    LooseInstruction,
+    StrictInstruction,
+    test_instruction_following_loose,
+)
 from proctor.dialects.aisteer.ifeval_checks import CHECKS, loose, strict
 
 pytest.importorskip("langdetect", reason="the IFEval language checks need the aisteer-ifeval extra")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from aisteer_fakes import ScriptedJudge
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names, run_script
 from proctor.dialects.aisteer.base import UseCaseDataError
-from aisteer_fakes import ScriptedJudge
 
 UPSTREAM = Path(__file__).parent / "data" / "aisteer360" / "truthful_qa"
 

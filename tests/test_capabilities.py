@@ -7,9 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from fakes import FakeModel
-
 import proctor
+from fakes import FakeModel
 from proctor.api import evaluate
 from proctor.core.model_requests import GenerateRequest
 from proctor.kinds import capabilities as C

@@ -7,9 +7,9 @@ import re
 
 import numpy as np
 import pytest
-from fakes import FakeModel, write_tasks
 from typer.testing import CliRunner
 
+from fakes import FakeModel, write_tasks
 from proctor import evaluate
 from proctor.cli import app
 from proctor.runs.compare import compare_runs, mcnemar_exact, paired_bootstrap

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared_path
-from proctor.data.readers import read_rows
-from proctor.data.sources import load_samples
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task_spec import DataSpec
+from proctor.data.readers import read_rows
+from proctor.data.sources import load_samples
 
 ROWS = [{"q": "one", "a": 1}, {"q": "two", "a": 2}]
 

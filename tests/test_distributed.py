@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import stable, write_tasks
 
+from fakes import stable, write_tasks
 from proctor import evaluate
-from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.core.errors import MissingDependencyError
 from proctor.core.model_requests import LoglikelihoodRequest
+from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 4  # small chunks: many of them, so two replicas share the work and a killed one has some left

@@ -6,9 +6,9 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from fakes import FakeModel, write_tasks
 from typer.testing import CliRunner
 
+from fakes import FakeModel, write_tasks
 from proctor import evaluate
 from proctor.cli import app
 

@@ -62,33 +62,33 @@ LM_EVAL_TASKS = {
         """,
 }
 
-PROCTOR_TASKS = f"""
+PROCTOR_TASKS = """
 tasks:
   - name: qs_mc
     kind: multiple_choice
     version: 1
     group: qs_group
-    data: {{path: "${{QUICKSTART_DATA}}/science_mc.jsonl", id: id}}
-    prompt: "Question: {{{{question}}}}\\nAnswer:"
-    choices: "{{{{ choices }}}}"
-    target: "{{{{ 'ABCD'.index(answer) }}}}"
+    data: {path: "${QUICKSTART_DATA}/science_mc.jsonl", id: id}
+    prompt: "Question: {{question}}\\nAnswer:"
+    choices: "{{ choices }}"
+    target: "{{ 'ABCD'.index(answer) }}"
     metrics: [acc, acc_norm]
   - name: qs_mc2
     kind: multiple_choice
     version: 1
     group: qs_group
-    data: {{path: "${{QUICKSTART_DATA}}/science_mc.jsonl", id: id}}
-    prompt: "Q: {{{{question}}}}\\nA:"
-    choices: "{{{{ choices }}}}"
-    target: "{{{{ 'ABCD'.index(answer) }}}}"
+    data: {path: "${QUICKSTART_DATA}/science_mc.jsonl", id: id}
+    prompt: "Q: {{question}}\\nA:"
+    choices: "{{ choices }}"
+    target: "{{ 'ABCD'.index(answer) }}"
     metrics: [acc, acc_norm]
   - name: qs_gen
     kind: generate
     version: 2
-    data: {{path: "${{QUICKSTART_DATA}}/short_answers.jsonl", id: id}}
-    prompt: "Q: {{{{question}}}}\\nA:"
-    target: "{{{{ answers[0] }}}}"
-    generation: {{max_tokens: 8, stop: ["\\n"]}}
+    data: {path: "${QUICKSTART_DATA}/short_answers.jsonl", id: id}
+    prompt: "Q: {{question}}\\nA:"
+    target: "{{ answers[0] }}"
+    generation: {max_tokens: 8, stop: ["\\n"]}
     metrics: [exact_match]
 """
 
@@ -96,10 +96,10 @@ tasks:
 @pytest.fixture(scope="module")
 def lm_eval_output(tiny_model_dir, tmp_path_factory) -> Path:
     """lm-eval's own results and samples files for the three tasks and the group."""
+    import os
+
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
-
-    import os
 
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # local json data only
     folder = tmp_path_factory.mktemp("lm-eval")
@@ -198,7 +198,11 @@ def test_samples_files_follow_lm_eval_layout(lm_eval_output, proctor_output):
 
 def test_lm_eval_readers_on_proctor_export(proctor_output):
     from lm_eval.utils import (
-        get_file_datetime, get_file_task_name, get_latest_filename, get_results_filenames, get_sample_results_filenames,
+        get_file_datetime,
+        get_file_task_name,
+        get_latest_filename,
+        get_results_filenames,
+        get_sample_results_filenames,
         make_table,
     )
 

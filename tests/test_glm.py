@@ -17,9 +17,9 @@ import pytest
 from conftest import EXAMPLES, REPO, shared_path
 from proctor import TaskDefinitionError
 from proctor.api import evaluate, load_tasks
+from proctor.engine.prepare import prepare_task
 
 TRUST = {"trust_task_code": True}  # these tests run task classes their YAML names
-from proctor.engine.prepare import prepare_task
 
 
 def write(path: Path, text: str) -> Path:
@@ -299,8 +299,8 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
 
 
 def test_left_truncation_to_max_seq_length(tiny_model):
-    from proctor.models.packing import ScoringItem as _ScoringItem
     from proctor.core.model_requests import LoglikelihoodRequest
+    from proctor.models.packing import ScoringItem as _ScoringItem
 
     context = "word " * 60 + "The answer is"
     full, cut = tiny_model.loglikelihood([LoglikelihoodRequest(context, " yes"), LoglikelihoodRequest(context, " yes", max_length=12)])

@@ -559,7 +559,6 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
 
 def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     from fakes import FakeModel
-
     from proctor.core.errors import ProctorError
 
     write_jsonl(tmp_path / "DATA" / "exam" / "science" / "a.json",
@@ -573,9 +572,9 @@ def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
         module: tasks.exam.missing.Nothing
         path: exam
     """)
-    from proctor.engine.prepare import prepare_task
-    from proctor.api import load_tasks
     from proctor import TaskDefinitionError
+    from proctor.api import load_tasks
+    from proctor.engine.prepare import prepare_task
 
     (task,) = load_tasks([bad], options=TRUST)
     with pytest.raises(TaskDefinitionError) as info:

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from proctor.models.hf import HFModel
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.models.hf import HFModel
 
 PAIRS = [
     ("Question: What is the capital of France?\nAnswer:", " Paris"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakes import FakeModel, write_tasks
 from malformed_cases import GLM, GLM_ROWS, jsonl
-
 from proctor import evaluate
 from proctor.core.errors import ProctorError
 
@@ -49,8 +49,8 @@ def test_probsem_temperature_must_be_finite(tmp_path):
 
 def test_few_shot_count_larger_than_the_pool_is_an_error(tmp_path):
     from proctor.api import load_tasks
-    from proctor.engine.prepare import prepare_task
     from proctor.core.errors import TaskDefinitionError
+    from proctor.engine.prepare import prepare_task
 
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=0)
     text = (tasks / "tasks.yaml").read_text().replace("metrics: [acc, acc_norm, brier_score]",

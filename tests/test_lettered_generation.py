@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 from fakes import FakeModel, _unit, write_tasks
-
 from proctor import evaluate
 from proctor.core.model_requests import GenerateResult
 from proctor.runs.compare import compare_runs
@@ -68,6 +67,7 @@ def test_no_warning_at_or_below_ten_percent(tmp_path):
 
 def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_tasks(tmp_path):
     from selenium.webdriver.common.by import By
+
     from test_report import _browser
 
     tasks = write_tasks(tmp_path / "tasks", n_mc=12, n_gen=0)

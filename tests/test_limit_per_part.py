@@ -11,9 +11,9 @@ import sys
 from collections import Counter
 
 import pytest
-from fakes import FakeModel
 
 from conftest import EXAMPLES, shared_path
+from fakes import FakeModel
 from proctor import evaluate
 from proctor.core.errors import ProctorError
 

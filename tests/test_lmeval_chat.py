@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from lmeval_parity import run_lm_eval, workspace
 
 pytest.importorskip("lm_eval")

@@ -11,9 +11,8 @@ import pytest
 pytest.importorskip("lm_eval")
 
 from proctor.api import evaluate, load_tasks  # noqa: E402
-from proctor.dialects import lmeval  # noqa: E402
-from proctor.dialects.lmeval import data_map  # noqa: E402
 from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from proctor.dialects.lmeval import data_map  # noqa: E402
 
 ROWS = [
     {"question": "what is two plus two", "answer": "four", "options": ["three", "four"], "label": 1},
@@ -83,11 +82,13 @@ def quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_detection_leaves_native_and_glm_files_alone():
-    assert lmeval.looks_like({"task": "x", "dataset_path": "y"})
-    assert lmeval.looks_like({"group": "g", "task": ["a", "b"]})
-    assert not lmeval.looks_like({"name": "x", "kind": "generate", "task": "t"})
-    assert not lmeval.looks_like({"tasks": [{"name": "x"}]})
-    assert not lmeval.looks_like({"name": "x", "type": "mul", "path": "p", "task": "t"})
+    from proctor.plugins.lmeval import looks_like  # the dialect's declaration reads the files
+
+    assert looks_like({"task": "x", "dataset_path": "y"})
+    assert looks_like({"group": "g", "task": ["a", "b"]})
+    assert not looks_like({"name": "x", "kind": "generate", "task": "t"})
+    assert not looks_like({"tasks": [{"name": "x"}]})
+    assert not looks_like({"name": "x", "type": "mul", "path": "p", "task": "t"})
 
 
 def test_python_hooks_beside_a_users_task_need_consent(quiz):
@@ -235,6 +236,7 @@ def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
     """HellaSwag's process_docs maps every row (``dataset.map``); on a Dataset read from the user's
     save_to_disk folder that would write cache-*.arrow files into it. The folder must stay as it was."""
     import datasets
+
     from conftest import shared_path
 
     rows = [dict(r) for r in datasets.load_from_disk(str(shared_path("data", "hellaswag", "hf_arrow_validation")), keep_in_memory=True).select(range(3))]

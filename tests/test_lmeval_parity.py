@@ -10,6 +10,7 @@ import json
 import math
 
 import pytest
+
 from lmeval_parity import N, run_lm_eval, workspace
 
 pytest.importorskip("lm_eval")

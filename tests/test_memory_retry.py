@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
 from proctor.models.hf import HFModel  # noqa: E402
 from proctor.models.memory import halving, is_out_of_memory  # noqa: E402
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
 
 
 def _inject_oom(module, too_big):

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from proctor.core.task_spec import ExtractionSpec
+from proctor.kinds.multiple_choice import softmax
 from proctor.scoring.extraction import AnswerExtractor
 from proctor.scoring.metrics import METRICS, get_metric, mean_stderr
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.text import normalize_answer, token_f1
-from proctor.core.task_spec import ExtractionSpec
-from proctor.kinds.multiple_choice import softmax
 
 
 def choice(logprobs, n_tokens, lengths, gold):

@@ -24,14 +24,13 @@ import pytest
 if importlib.util.find_spec("httpx") is None:
     pytest.skip("needs 'httpx' (pip install 'proctor[openai]')", allow_module_level=True)
 
-from openai_fakes import BatchServer, ScriptedJudgeServer  # noqa: E402
-
 from conftest import REPO, shared_path  # noqa: E402
-from seahelm_fixtures import MT_BENCH_ID, mt_bench_copy  # noqa: E402
+from openai_fakes import BatchServer, ScriptedJudgeServer  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.core.model_requests import GenerateRequest  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel, encode_chat  # noqa: E402
 from proctor.models.openai_http import ApiError  # noqa: E402
+from seahelm_fixtures import MT_BENCH_ID, mt_bench_copy  # noqa: E402
 
 
 def chat(text: str, **kw) -> GenerateRequest:

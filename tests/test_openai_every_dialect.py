@@ -30,14 +30,13 @@ for module in ("httpx", "fastapi", "uvicorn"):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
-from openai_fakes import FaultProxy, ScriptedJudgeServer, serve_transformers  # noqa: E402
-
 from conftest import REPO, shared_path  # noqa: E402
-from seahelm_fixtures import mt_bench_copy  # noqa: E402
+from openai_fakes import FaultProxy, ScriptedJudgeServer, serve_transformers  # noqa: E402
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
 from proctor.kinds.mc_generate import INSTRUCTION  # noqa: E402
+from proctor.models.openai_compat import OpenAIModel  # noqa: E402
+from seahelm_fixtures import mt_bench_copy  # noqa: E402
 
 SEAHELM_MT_BENCH = "aisingapore/MultiTurn-Chat-MT-Bench"
 

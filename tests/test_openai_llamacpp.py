@@ -18,9 +18,8 @@ for module in ("httpx", "llama_cpp", "uvicorn", "sse_starlette"):
             allow_module_level=True,
         )
 
-from openai_fakes import free_port, start_process_server, stop_process  # noqa: E402
-
 from conftest import EXAMPLES, shared_path  # noqa: E402
+from openai_fakes import free_port, start_process_server, stop_process  # noqa: E402
 from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402

@@ -15,9 +15,8 @@ for module in ("httpx", "fastapi", "uvicorn"):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
-from openai_fakes import FaultProxy, serve_transformers  # noqa: E402
-
 from conftest import EXAMPLES  # noqa: E402
+from openai_fakes import FaultProxy, serve_transformers  # noqa: E402
 from proctor.api import evaluate  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel  # noqa: E402
 

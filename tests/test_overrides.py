@@ -6,9 +6,9 @@ import hashlib
 import json
 import math
 import random
+import shutil
 import subprocess
 import sys
-import shutil
 import textwrap
 from math import comb
 from pathlib import Path
@@ -17,8 +17,8 @@ import pytest
 
 from conftest import EXAMPLES
 from proctor import __version__, evaluate, load_tasks
-from proctor.engine.overrides import RunOverrides, apply_overrides, parse_gen_kwargs, parse_limit
 from proctor.core.errors import ProctorError
+from proctor.engine.overrides import RunOverrides, apply_overrides, parse_gen_kwargs, parse_limit
 from proctor.runs.manifest import RunMismatchError
 from proctor.scoring.metrics import register_metric
 

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.models.hf import HFModel
 from proctor.models.packing import ScoringItem, pack
-from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
 
 
 def test_choices_of_one_question_share_their_context():

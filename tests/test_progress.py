@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fakes import FakeModel, write_tasks
-
 from proctor import evaluate
 from proctor.cli.progress import progress_display
 

@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from fakes import FakeModel, write_tasks
 from typer.testing import CliRunner
 
+from fakes import FakeModel, write_tasks
 from proctor import evaluate
 from proctor.cli import app
 from proctor.runs.report import calibration, fmt, write_report

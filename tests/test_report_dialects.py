@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import shared_path
 from fakes import FakeModel, write_tasks
-from test_report import _browser
-
 from proctor.api import evaluate, load_tasks
+from test_report import _browser
 
 
 def _lmeval_run(tmp: Path) -> Path:

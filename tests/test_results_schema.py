@@ -16,7 +16,13 @@ from fakes import FakeModel, write_tasks
 from proctor.api import evaluate, load_tasks
 from proctor.runs.results import RunWriter
 from proctor.runs.results_schema import (
-    GroupResult, MetricEntry, Results, ResultsSchemaError, RollupNode, TaskResult, check_results_json,
+    GroupResult,
+    MetricEntry,
+    Results,
+    ResultsSchemaError,
+    RollupNode,
+    TaskResult,
+    check_results_json,
 )
 
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import FakeModel, stable, write_tasks
 
+from fakes import FakeModel, stable, write_tasks
 from proctor import evaluate
 from proctor.runs.manifest import RunMismatchError
 

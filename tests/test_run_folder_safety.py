@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from fakes import FakeModel, stable, write_tasks
 
+from fakes import FakeModel, stable, write_tasks
 from proctor import evaluate
 from proctor.engine.runner import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, default_chunk_size
 from proctor.runs.lock import RunFolderBusyError, hold_run_dir
@@ -110,7 +109,10 @@ def test_kills_during_a_rerun_of_a_finished_run_never_leave_complete_results_bes
     assert _run_worker(tasks, run, log, "none") == 0
     samples_agree_with_results(run)
     assert (run / "samples.jsonl").read_bytes() == (base / "samples.jsonl").read_bytes()
-    strip = lambda p: {k: v for k, v in stable(json.loads((p / "results.json").read_text())).items() if k != "created"}
+
+    def strip(p):
+        return {k: v for k, v in stable(json.loads((p / "results.json").read_text())).items() if k != "created"}
+
     assert strip(run) == strip(base)
 
 
@@ -205,8 +207,8 @@ def test_the_hf_backend_is_held_to_the_caps(tiny_model):
 def test_samples_appended_before_results_names_their_task_are_not_part_of_the_run(tmp_path):
     """A kill between a task's samples (appended, fsynced) and the results.json that names it: readers
     (report, exports, compare) see exactly the tasks results.json lists; the rerun rewrites the rest."""
-    from proctor.runs.run_exports import iter_samples
     from proctor.runs.results import RunWriter
+    from proctor.runs.run_exports import iter_samples
 
     def results(status, names):  # the smallest results.json its schema accepts
         task = {"kind": "generate", "dialect": "native", "source": None, "version": "0", "hash": "h", "n_samples": 1,

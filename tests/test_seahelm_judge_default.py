@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import shared_path
-from seahelm_fixtures import mt_bench_copy
 from proctor.api import evaluate
+from seahelm_fixtures import mt_bench_copy
 
 JUDGE_MARK = "impartial judge"  # every MT-Bench judge system prompt says it; answers never do
 

@@ -14,11 +14,11 @@ from typing import Sequence
 
 import pytest
 
-from seahelm_fixtures import NLI_ROWS, seahelm_tree
 from proctor.api import evaluate
-from proctor.models.base import Model
 from proctor.core.model_requests import GenerateResult, LoglikelihoodResult
 from proctor.dialects.seahelm.logprobs import answer_tag_separator, logprob_summary
+from proctor.models.base import Model
+from seahelm_fixtures import NLI_ROWS, seahelm_tree
 
 
 def _seahelm_logprob_metric(cumulative_logprobs: list) -> dict:

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import shared_path
 from proctor.dialects.seahelm import metrics as M
 from proctor.dialects.seahelm import qa as QA
 from proctor.dialects.seahelm.config import load_tree
 from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
 from proctor.dialects.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudgeMetric
-from conftest import shared_path
 
 
 def test_balanced_accuracy_and_macro_f1_match_sklearn():
@@ -42,7 +42,7 @@ def _loader(rows, template, **config):
 
 
 def test_f1acc_metric_extracts_answer_tag_and_normalises_for_chance():
-    rows = [{"label": l, "prompts": [{}]} for l in ["Positive", "Negative", "Neutral", "Positive"]]
+    rows = [{"label": label, "prompts": [{}]} for label in ["Positive", "Negative", "Neutral", "Positive"]]
     loader = _loader(rows, {"answer_tag": "Answer:"})
     loader.inference_df = pd.DataFrame({"label": [r["label"] for r in rows],
                                         "responses": [["Answer: positive"], ["Answer: **Negative**"], ["I think so"], ["Answer: Neutral"]]})

@@ -14,8 +14,8 @@ import pytest
 from oneruler_inputs import WORDS_METRIC
 from proctor.api import evaluate, load_tasks
 from proctor.core.errors import TaskDefinitionError
-from proctor.models.base import Model
 from proctor.core.model_requests import GenerateResult
+from proctor.models.base import Model
 
 CONFIG = """\
 niah_single_1k:

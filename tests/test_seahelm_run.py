@@ -7,10 +7,10 @@ import json
 import pytest
 
 from conftest import EXAMPLES, shared_path
-from seahelm_fixtures import mt_bench_copy
 from fakes import FakeModel
 from proctor.api import evaluate, load_tasks
 from proctor.core.errors import TaskDefinitionError
+from seahelm_fixtures import mt_bench_copy
 
 
 def _tree():
@@ -47,8 +47,8 @@ def test_whole_tree_loads_and_skips_what_is_unavailable():
 def test_hub_dataset_mapped_to_local_copy_runs(tmp_path):
     copy = tmp_path / "senti"
     (copy / "id").mkdir(parents=True)
-    rows = [{"id": i, "label": l, "prompts": [{"text": t}], "metadata": {"language": "id"}}
-            for i, (l, t) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa saja")])]
+    rows = [{"id": i, "label": label, "prompts": [{"text": t}], "metadata": {"language": "id"}}
+            for i, (label, t) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa saja")])]
     (copy / "id" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     (copy / "id" / "examples.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     options = {"seahelm_data": {"aisingapore/NLU-Sentiment-Analysis": str(copy)}}
@@ -99,7 +99,7 @@ def test_pairwise_judge_mt_bench_end_to_end(tiny_model, tmp_path):
     assert metrics["judge_requests"]["value"] >= 8
     assert 0 <= metrics["weighted_win_rate"]["value"] <= 100
     assert metrics["judge_errors"]["value"] <= 8
-    samples = [json.loads(l) for l in (result.run_dir / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples[0]["responses"]) == 2 and len(samples[0]["judgements"]) == 2
 
 

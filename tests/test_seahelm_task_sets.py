@@ -7,10 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from fakes import FakeModel
-from seahelm_fixtures import seahelm_tree
 from proctor.api import evaluate, load_tasks
 from proctor.cli import app
 from proctor.core.errors import TaskDefinitionError
+from seahelm_fixtures import seahelm_tree
 
 
 def _seahelm_aggregate(metrics: dict, config: dict) -> dict:

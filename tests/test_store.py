@@ -6,8 +6,8 @@ import dataclasses
 import sqlite3
 
 import pytest
-from fakes import FakeModel, stable, write_tasks
 
+from fakes import FakeModel, stable, write_tasks
 from proctor import evaluate
 from proctor.core.model_requests import (
     GenerateRequest,

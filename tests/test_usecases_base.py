@@ -8,7 +8,13 @@ import pytest
 
 from conftest import shared_path
 from proctor import UseCase
-from proctor.dialects.aisteer import CommonsenseMCQA, InstructionFollowing, MCQAAccuracy, StrictInstruction, UseCaseDataError
+from proctor.dialects.aisteer import (
+    CommonsenseMCQA,
+    InstructionFollowing,
+    MCQAAccuracy,
+    StrictInstruction,
+    UseCaseDataError,
+)
 from proctor.dialects.aisteer.ifeval import follows
 from proctor.dialects.aisteer.mcqa import LETTERS, parse_letter
 from proctor.dialects.aisteer.overrides import resolve_overrides

@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
+from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
+from proctor.dialects.aisteer.runfile import run_use_cases
 from proctor.models.base import Model
 from proctor.runs.executor import ModelExecutor
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
-from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
-from proctor.dialects.aisteer.runfile import run_use_cases
 
 ROWS = [
     {"id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}", "choices": [f"w{i}", "apple", "river"]}
@@ -214,7 +214,6 @@ def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
     """With ``save_dir``, the use case is handed an executor on ``store.sqlite`` and its LLM judge uses
     that store too: run again without the trials' run folders, neither model is called."""
     from fakes import FakeModel
-
     from proctor.dialects.aisteer import Benchmark, UseCase
     from proctor.dialects.aisteer.judge import LLMJudgeMetric
 
@@ -254,7 +253,6 @@ def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
     equal to the use case run directly with trial seed ``seed + t``, and a rerun on the same save_dir reads every finished trial back
     without calling the model."""
     from fakes import FakeModel
-
     from proctor.dialects.aisteer import Benchmark, UseCase
 
     class Rounds(UseCase):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from proctor.models.base import Model
 from proctor.dialects.aisteer import (
     ActivationAddition,
     FewShot,
@@ -17,6 +16,7 @@ from proctor.dialects.aisteer import (
     WeightDelta,
     batch_retry_generate,
 )
+from proctor.models.base import Model
 
 PROMPTS = ["The cat sat on the", "Question: 2+2=", "Hello my name is", "Paris is the capital of", "One two three"]
 ITEMS = [{"id": i, "prompt": p} for i, p in enumerate(PROMPTS)]

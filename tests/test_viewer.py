@@ -16,10 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fakes import FakeModel, write_tasks
-from test_report import _browser
 
+from fakes import FakeModel, write_tasks
 from proctor import evaluate
+from test_report import _browser
 
 HOSTILE = ['<script>window.__pwned=1</script>', '<img src=x onerror="window.__pwned=1">', '<svg onload="window.__pwned=1">']
 

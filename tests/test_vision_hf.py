@@ -206,8 +206,8 @@ def test_text_model_refuses_image_task(tiny_model, image_set, tmp_path):
 
 
 def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
-    from proctor.engine.prepare import prepare_task
     from proctor.core.model_requests import GenerateRequest
+    from proctor.engine.prepare import prepare_task
     from proctor.runs.store import request_hash
 
     a = write_task(tmp_path, "a", MC_TASK.format(name="a", data=image_set / "paths.jsonl", column="path", chat="false"))

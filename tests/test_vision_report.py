@@ -14,12 +14,11 @@ import pytest
 pytest.importorskip("PIL")
 
 from fakes import FakeModel  # noqa: E402
-from test_report import _browser  # noqa: E402
-from vision_fixtures import COLOURS, image_set  # noqa: E402,F401
-
 from proctor import evaluate  # noqa: E402
 from proctor.core.model_requests import GenerateResult  # noqa: E402
 from proctor.runs.report import write_report  # noqa: E402
+from test_report import _browser  # noqa: E402
+from vision_fixtures import COLOURS, image_set  # noqa: E402,F401
 
 
 class FakeVisionModel(FakeModel):

@@ -13,10 +13,9 @@ import pytest
 pytest.importorskip("PIL")
 pytest.importorskip("datasets")
 
-from vision_fixtures import COLOURS, png_bytes, tiny_vlm_dir  # noqa: E402,F401
-
 from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from vision_fixtures import COLOURS, png_bytes, tiny_vlm_dir  # noqa: E402,F401
 
 TREE = Path(__file__).parent / "data" / "seahelm_vision" / "seahelm_tasks"
 MAX_TOKENS = 6
@@ -31,7 +30,7 @@ def mmstar_copy(folder: Path, broken_row: int | None = None) -> Path:
         data = png_bytes(colour)
         if broken_row == k:
             data = data[:40]  # a truncated PNG
-        rows.append({"index": k, "question": f"Which colour is the picture?\nOptions: A: red, B: green, C: blue, D: yellow",
+        rows.append({"index": k, "question": "Which colour is the picture?\nOptions: A: red, B: green, C: blue, D: yellow",
                      "answer": "ABCD"[k], "image": {"bytes": data, "path": f"{name}.png"}, "category": "perception",
                      "l2_category": "colour", "meta_info": {"source": "test", "split": "val"}})
     folder.mkdir(parents=True, exist_ok=True)
@@ -112,9 +111,9 @@ def test_mmstar_over_an_openai_server_sends_each_rows_image(tmp_path):
     import base64
 
     import pandas as pd
-    from test_vision_openai import CaptureServer
 
     from proctor.models.openai_compat import OpenAIModel
+    from test_vision_openai import CaptureServer
 
     data = mmstar_copy(tmp_path / "mmstar")
     with CaptureServer() as server:

@@ -1,9 +1,8 @@
 """proctor: evaluate language models on tasks you define."""
 
-from proctor.core.version import __version__  # noqa: E402
-
 from proctor.api import EvaluationResult, evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
+from proctor.core.version import __version__  # noqa: E402
 from proctor.scoring.metrics import register_metric  # noqa: E402
 
 # Python use cases and steering (proctor.dialects.aisteer) load on first use, keeping ``import proctor`` light.

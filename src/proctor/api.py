@@ -6,30 +6,29 @@ import contextlib
 import dataclasses
 import logging
 import platform
-
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.redact import masked_command
+from proctor.core.task import Task
 from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
-from proctor.runs.executor import default_chunk_size
-from proctor.core.errors import ProctorError, TaskDefinitionError
-from proctor.core.redact import masked_command
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
+from proctor.runs.executor import default_chunk_size
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, check_output_folder, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
-from proctor.runs.task_exports import write_task_exports
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+from proctor.runs.task_exports import write_task_exports
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.scoring.rollup import rollup
-from proctor.core.task import Task
 
 log = logging.getLogger(__name__)
 

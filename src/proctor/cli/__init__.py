@@ -12,7 +12,10 @@ from typing import List, Optional
 
 import typer
 
-from proctor.cli import run as _run_command, runs as _runs_commands, tasks as _task_commands, view as _view_command  # noqa: F401  (commands add themselves)
+from proctor.cli import run as _run_command  # noqa: F401  (commands add themselves)
+from proctor.cli import runs as _runs_commands  # noqa: F401
+from proctor.cli import tasks as _task_commands  # noqa: F401
+from proctor.cli import view as _view_command  # noqa: F401
 from proctor.cli.app import app
 from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console

@@ -132,11 +132,20 @@ def model_args_from(items: Optional[List[str]]) -> dict:
     return out
 
 
+_REGISTERED: set[str] = set()  # --plugin modules whose register(registry) ran
+
+
 def load_plugins(plugins: Optional[List[Path]]) -> None:
+    """``--plugin FILE``: import each file (metrics registered at import) and call its ``register(registry)``,
+    if it has one, as for an installed plug-in (docs/extending.md)."""
     from proctor.scoring.metrics import load_metric_file
 
     for plugin in plugins or []:
-        load_metric_file(str(plugin))
+        module = load_metric_file(str(plugin))
+        register = getattr(module, "register", None)
+        if callable(register) and module.__name__ not in _REGISTERED:
+            _REGISTERED.add(module.__name__)
+            register(registry())
 
 
 

@@ -39,7 +39,8 @@ from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
-PLUGIN_HELP = "A Python file that registers metrics (with register_metric from proctor.scoring.metrics; repeatable)."
+PLUGIN_HELP = ("A Python file that registers metrics (register_metric) or defines register(registry): a model backend, "
+               "exporter or dialect, as an installed plug-in (docs/extending.md; repeatable).")
 
 
 @app.command()

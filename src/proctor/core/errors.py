@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class ProctorError(Exception):
@@ -55,7 +56,7 @@ class MissingDependencyError(ProctorError):
         )
 
 
-def require(module: str, extra: str, purpose: str):
+def require(module: str, extra: str, purpose: str) -> Any:
     """Import an optional dependency lazily, with an install hint instead of an ImportError."""
     import importlib
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,11 @@ class ImageInput:
     def data_uri(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """What a sample record keeps of the image (no full bytes)."""
         return {"digest": self.digest, "mime": self.mime, "width": self.width, "height": self.height, "thumbnail": self.thumbnail}
 
-    def pil(self):
+    def pil(self) -> Any:
         """The decoded image (RGB), for backends that feed pixels to a processor."""
         import io
 

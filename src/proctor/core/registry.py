@@ -1,15 +1,20 @@
 """The one registry: what dialects and other plug-ins contribute to the layers above ``core``.
 
-A plug-in is a module with a ``register(registry)`` function. The built-in ones are the
-``plugin`` modules of the packages under ``proctor.dialects`` (found by scanning that namespace, so
-adding a dialect touches no core file); installed packages add theirs under the ``proctor.plugins``
-entry-point group. The registry is built once, on first use, by calling each ``register`` in turn:
-importing a plug-in module registers nothing by itself.
+A plug-in is a module with a ``register(registry)`` function. The built-in ones are the modules of
+``proctor.plugins`` (found by scanning that namespace, so adding a dialect touches no core file);
+installed packages add theirs under the ``proctor.plugins`` entry-point group. The registry is built
+once, on first use, by calling each ``register`` in turn: importing a plug-in module registers nothing
+by itself.
+
+A built-in plug-in module is a declaration: names, options, which files its dialect claims (by suffix,
+key or a look at the file) and what else it adds. It imports no dialect package: each method that needs
+the dialect imports it then (``proctor.dialects.<name>``), so a run imports only the dialects whose files
+it reads.
 
 What can be registered: dialects (``core.dialect.Dialect``), model backends by ``--model`` prefix,
 task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
-modules whose import registers metrics (``scoring.metrics.register_metric``), and metric resolvers
-(names made up per task).
+modules whose import registers metrics (``scoring.metrics.register_metric``; with the names they
+register, imported only when one of those is looked up), and metric resolvers (names made up per task).
 """
 
 from __future__ import annotations
@@ -26,14 +31,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DIALECT_NAMESPACE = "proctor.dialects"  # the plug-in namespace scanned for built-in plug-ins
+PLUGIN_NAMESPACE = "proctor.plugins"  # the namespace scanned for built-in plug-ins
 ENTRY_POINT_GROUP = "proctor.plugins"
 
 ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
 # (rest of the --model string, options) -> the option names the backend takes (None: not checked);
 # raises ModelLoadError for a reference that cannot load. Run before anything loads.
-ModelCheck = Callable[[str, dict], "set[str] | None"]
-Exporter = Callable[..., list]  # (prepared, outcome, run_dir, model_name, **options) -> files written
+ModelCheck = Callable[[str, dict[str, Any]], "set[str] | None"]
+Exporter = Callable[..., list[str]]  # (prepared, outcome, run_dir, model_name, **options) -> files written
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Registry:
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
     metric_modules: list[str] = field(default_factory=list)
+    metric_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # module -> the names it registers
     metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
 
     # -- registration (called from plug-ins' register functions)
@@ -69,9 +75,16 @@ class Registry:
         ``metric,filter`` keys): asked, without storing anything, when no registered metric has the name."""
         self.metric_resolvers.append(resolver)
 
-    def add_metric_module(self, module: str) -> None:
-        """A module whose import registers metrics; imported when metrics are first looked up."""
+    def add_metric_module(self, module: str, names: Iterable[str] | None = None) -> None:
+        """A module whose import registers metrics: with ``names`` (those it registers), imported when one of
+        them is first looked up or registered, or all metrics are listed; without, on the first lookup."""
         self.metric_modules.append(module)
+        if names is not None:
+            self.metric_names[module] = tuple(names)
+
+    def metric_modules_for(self, name: str | None) -> list[str]:
+        """The metric modules to import before ``name`` is looked up (None: all of them)."""
+        return [m for m in self.metric_modules if name is None or m not in self.metric_names or name in self.metric_names[m]]
 
     # -- lookup
     def ordered_dialects(self) -> list["Dialect"]:
@@ -87,18 +100,9 @@ _LOCK = threading.Lock()
 
 
 def _plugin_modules() -> Iterable[Callable[[Registry], None]]:
-    namespace = importlib.import_module(DIALECT_NAMESPACE)
+    namespace = importlib.import_module(PLUGIN_NAMESPACE)
     for info in sorted(pkgutil.iter_modules(namespace.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        name = f"{DIALECT_NAMESPACE}.{info.name}.plugin"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # a package without a plug-in module
-                continue
-            raise
-        yield module.register
+        yield importlib.import_module(f"{PLUGIN_NAMESPACE}.{info.name}").register
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):

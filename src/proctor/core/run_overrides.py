@@ -55,7 +55,7 @@ class RunOverrides:
                 generation[key] = value
         return cls(gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())), **flags)
 
-    def recorded(self) -> dict:
+    def recorded(self) -> dict[str, Any]:
         """The overrides in force, for results.json and run.json (defaults left out, so older folders compare equal)."""
         out: dict[str, Any] = {}
         if self.num_fewshot is not None:

@@ -216,7 +216,7 @@ class TaskSpec(_Frozen):
     def _metric_specs(cls, value: Any) -> Any:
         if not isinstance(value, list):
             return value
-        out = []
+        out: list[dict[str, Any]] = []
         for item in value:
             if isinstance(item, str):
                 out.append({"name": item})

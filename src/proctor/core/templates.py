@@ -7,20 +7,20 @@ change the row's values; trying is an error naming the task file and the templat
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from itertools import islice
 from typing import Any, Mapping
 
-import re
-from itertools import islice
-
 import jinja2
+from jinja2.exceptions import SecurityError
 from jinja2.nativetypes import NativeEnvironment, NativeTemplate
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from proctor.core.errors import TaskDefinitionError
 
 
-def _raw_concat(values):
+def _raw_concat(values: Any) -> Any:
     """A single expression keeps its Python value; anything else is text.
 
     Jinja's own native mode runs ``literal_eval`` on text, which would turn a question such as
@@ -35,7 +35,7 @@ def _raw_concat(values):
 
 
 class _RawNativeTemplate(NativeTemplate):
-    def render(self, *args, **kwargs):
+    def render(self, *args: Any, **kwargs: Any) -> Any:
         context = self.new_context(dict(*args, **kwargs))
         try:
             return _raw_concat(self.root_render_func(context))
@@ -156,7 +156,8 @@ class Template(_Compiled):
     """A text template."""
 
     def render(self, fields: Mapping[str, Any], *, file: str | None = None, row: int | None = None) -> str:
-        return self._render(fields, file=file, row=row)
+        text: str = self._render(fields, file=file, row=row)
+        return text
 
 
 class Expression(_Compiled):

@@ -160,7 +160,8 @@ def class_in_file(path: str | Path, class_name: str, *, field: str | None = None
     module = import_file(path, field=field, names=names)
     if not hasattr(module, class_name):
         raise TaskDefinitionError(f"the file defines no '{class_name}'", file=path, field=field)
-    return getattr(module, class_name)
+    found: type = getattr(module, class_name)
+    return found
 
 
 def stand_in_packages(description: str) -> tuple[dict[str, types.ModuleType], Callable[[str], types.ModuleType]]:

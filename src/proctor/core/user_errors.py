@@ -13,7 +13,7 @@ import sysconfig
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 
@@ -97,8 +97,8 @@ def user_code_error(
     return TaskDefinitionError(f"{describe(exc)} (raised in {origin.function}{called})", file=origin.file, line=origin.line, field=field)
 
 
-def call_user(fn: Callable, what: str, *args, field: str | None = None, file: str | Path | None = None,
-              roots: Iterable[str | Path] = (), **kwargs):
+def call_user(fn: Callable[..., Any], what: str, *args: Any, field: str | None = None, file: str | Path | None = None,
+              roots: Iterable[str | Path] = (), **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; an exception from user code becomes :func:`user_code_error`. Re-raised as they are:
     proctor's own errors, an exception from a model the code called, and one with no user frame (proctor's bug)."""
     try:
@@ -111,7 +111,7 @@ def call_user(fn: Callable, what: str, *args, field: str | None = None, file: st
         raise user_code_error(exc, what, field=field, file=file, roots=roots) from None
 
 
-def definition_site(fn: Callable) -> tuple[str | None, int | None]:
+def definition_site(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
     """(file, first line) of a function or method, for "returned None" errors that point at it."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     return (code.co_filename, code.co_firstlineno) if code is not None else (None, None)

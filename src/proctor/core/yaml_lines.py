@@ -10,19 +10,19 @@ import yaml
 from proctor.core.errors import TaskDefinitionError
 
 
-class LineDict(dict):
+class LineDict(dict[Any, Any]):
     """A dict from YAML that knows its own line and the line of each key (1-based)."""
 
     line: int = 0
-    key_lines: dict
+    key_lines: dict[Any, int]
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
 
 
-class LineList(list):
+class LineList(list[Any]):
     line: int = 0
-    item_lines: list
+    item_lines: list[int]
 
 
 # libyaml's C parser when present (several times faster); the constructors stay in Python.
@@ -114,7 +114,7 @@ def load_yaml(path: Path) -> Any:
         raise yaml_error(exc, path, text) from None
 
 
-def line_for(raw: Any, loc: tuple) -> tuple[int | None, str]:
+def line_for(raw: Any, loc: tuple[Any, ...]) -> tuple[int | None, str]:
     """The line of the deepest key in ``loc`` found in ``raw``, and the dotted field path."""
     line = getattr(raw, "line", None)
     node = raw

@@ -48,7 +48,12 @@ def model_problem(repo_id: str, revision: str | None = None) -> str | None:
     """Why ``repo_id`` cannot load as a hub model, or None when it can (or only loading can tell)."""
     try:
         from huggingface_hub import HfApi, try_to_load_from_cache
-        from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError, RevisionNotFoundError
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            HFValidationError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
     except ImportError:  # transformers needs huggingface_hub: loading will say what is missing
         return None
     try:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from proctor.data.paths import check_inside, data_roots
-from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import DataSpec
+from proctor.data.paths import check_inside, data_roots
+from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

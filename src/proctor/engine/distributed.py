@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.core.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.models.base import Model, Progress
 from proctor.models.info import model_info
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from proctor.core.registry import registry
 from proctor.core.errors import ProctorError
-from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
-from proctor.core.task import Task
+from proctor.core.registry import registry
 from proctor.core.run_overrides import (  # noqa: F401  (the engine's names for them)
     GEN_ALIASES,
     GEN_FIELDS,
@@ -23,6 +21,9 @@ from proctor.core.run_overrides import (  # noqa: F401  (the engine's names for 
     reducer_k,
     with_spec_changes,
 )
+from proctor.core.task import Task
+from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
+
 
 def _uses_chat(task: Task, chat: bool | None) -> bool:
     return chat if chat is not None else bool(task.spec.chat and task.spec.chat.enabled)

@@ -6,21 +6,20 @@ Anything wrong with a task, its data or its templates surfaces here, before a mo
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.task import Task
+from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
 from proctor.data.sources import Sample, load_samples
 from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
-from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
-from proctor.core.task_spec import MetricSpec
-from proctor.core.task import Task
-from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 
 
 @dataclass(frozen=True)

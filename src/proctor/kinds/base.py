@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
-from proctor.prompts.builder import PreparedSample
 from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample
 
 
 class KindHandler(Protocol):

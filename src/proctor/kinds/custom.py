@@ -19,12 +19,21 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.user_code import CODE_KEY, TRUST, check_installed_module, class_in_file, dotted_module_file, inside, located, refusal
-from proctor.core.user_errors import call_user, definition_site
-from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
+from proctor.core.user_code import (
+    CODE_KEY,
+    TRUST,
+    check_installed_module,
+    class_in_file,
+    dotted_module_file,
+    inside,
+    located,
+    refusal,
+)
+from proctor.core.user_errors import call_user, definition_site
 from proctor.kinds.capabilities import Executor
+from proctor.prompts.builder import PreparedSample
 
 
 class TaskModel:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult
+from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample
 from proctor.scoring.extraction import AnswerExtractor
 from proctor.scoring.outcomes import GenerationOutcome
-from proctor.core.task_spec import TaskSpec
 
 
 class GenerateKind:

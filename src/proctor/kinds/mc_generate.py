@@ -14,10 +14,10 @@ import re
 import string
 from typing import Callable, Sequence
 
-from proctor.prompts.builder import Prompt, PreparedSample
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.scoring.outcomes import ChoiceOutcome
 from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample, Prompt
+from proctor.scoring.outcomes import ChoiceOutcome
 
 LETTERS = string.ascii_uppercase
 INSTRUCTION = "Answer with the letter of the correct option only."

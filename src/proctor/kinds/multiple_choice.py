@@ -7,10 +7,10 @@ from typing import Sequence
 
 import numpy as np
 
-from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import LoglikelihoodRequest, LoglikelihoodResult
-from proctor.scoring.outcomes import ChoiceOutcome
 from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample
+from proctor.scoring.outcomes import ChoiceOutcome
 
 
 def softmax(logprobs: Sequence[float], temperature: float = 1.0) -> list[float]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from proctor.prompts.builder import PreparedSample
 from proctor.core.model_requests import RollingLoglikelihoodRequest, RollingLoglikelihoodResult
-from proctor.scoring.outcomes import PerplexityOutcome
 from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample
+from proctor.scoring.outcomes import PerplexityOutcome
 
 
 class PerplexityKind:

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task_spec import TaskSpec
+from proctor.core.templates import compile_expression, compile_template
 from proctor.data.images import read_images
 from proctor.data.sources import Sample
-from proctor.core.errors import TaskDefinitionError
 from proctor.prompts.fewshot import choose_shots
-from proctor.core.templates import compile_expression, compile_template
-from proctor.core.task_spec import TaskSpec
 
 
 @dataclass(frozen=True)

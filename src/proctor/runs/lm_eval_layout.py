@@ -237,8 +237,8 @@ class SourceRows:
         source = record.get("source") or {}
         file, row = source.get("file"), source.get("row")
         if file and file not in self._files:
-            from proctor.data.readers import read_rows
             from proctor.core.errors import ProctorError
+            from proctor.data.readers import read_rows
 
             try:
                 rows = read_rows(Path(file)) if Path(file).is_file() else []

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from proctor.core.version import __version__
 from proctor.core.errors import ProctorError
+from proctor.core.version import __version__
 from proctor.runs.lock import LOCK_FILE
 from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash

@@ -2,8 +2,9 @@
 
 Users add metrics with ``@register_metric``; an unknown metric name is an error at load time. Metric
 sets of plug-ins (e.g. a dialect's own names) are modules listed in ``core.registry``'s
-``metric_modules``: they are imported on first use, before a metric is looked up or a user registers one
-(so a user's metric of the same name still wins, as when they were imported with this module).
+``metric_modules``: they are imported on first use, before a metric they name is looked up or a user
+registers one of their names (so a user's metric of the same name still wins, as when they were
+imported with this module), and before the metrics are listed.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def register_metric(
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         if _BUILT_IN_READY:
-            load_plugin_metrics()
+            load_plugin_metrics(name)
         METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better)
         return fn
 
@@ -69,7 +70,7 @@ def register_metric(
 
 def get_metric(name: str, kind: str) -> MetricDef:
     """Look a metric up; the error lists close names and the metrics this kind offers."""
-    load_plugin_metrics()
+    load_plugin_metrics(name)
     metric = METRICS.get(name)
     if metric is None:
         load_entry_points()
@@ -79,6 +80,7 @@ def get_metric(name: str, kind: str) -> MetricDef:
 
         metric = next((m for m in (resolve(name) for resolve in registry().metric_resolvers) if m is not None), None)
     if metric is None or kind not in metric.kinds:
+        load_plugin_metrics()  # every metric, for the list below
         offered = sorted(n for n, m in METRICS.items() if kind in m.kinds)
         close = difflib.get_close_matches(name, offered, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -87,28 +89,30 @@ def get_metric(name: str, kind: str) -> MetricDef:
     return metric
 
 
-_PLUGIN_STATE = "no"  # "loading" while this thread imports them (their register_metric calls re-enter), then "done"
+_PLUGIN_STARTED: set[str] = set()  # modules this thread is importing (their register_metric calls re-enter) or imported
+_PLUGIN_DONE: set[str] = set()
 _PLUGIN_LOCK = threading.RLock()
 
 
-def load_plugin_metrics() -> None:
-    """Import the metric modules plug-ins registered (``Registry.metric_modules``), once."""
-    global _PLUGIN_STATE
-    if _PLUGIN_STATE == "done":
+def load_plugin_metrics(name: str | None = None) -> None:
+    """Import the metric modules plug-ins registered (``Registry.metric_modules``) that may define ``name``
+    (all of them for None), each once."""
+    from proctor.core.registry import registry
+
+    modules = [m for m in registry().metric_modules_for(name) if m not in _PLUGIN_DONE]
+    if not modules:
         return
     with _PLUGIN_LOCK:
-        if _PLUGIN_STATE != "no":  # done meanwhile, or this thread is importing them
-            return
-        _PLUGIN_STATE = "loading"
-        try:
-            from proctor.core.registry import registry
-
-            for module in registry().metric_modules:
+        for module in modules:
+            if module in _PLUGIN_STARTED:  # done meanwhile, or this thread is importing it
+                continue
+            _PLUGIN_STARTED.add(module)
+            try:
                 importlib.import_module(module)
-        except BaseException:
-            _PLUGIN_STATE = "no"
-            raise
-        _PLUGIN_STATE = "done"
+            except BaseException:
+                _PLUGIN_STARTED.discard(module)
+                raise
+            _PLUGIN_DONE.add(module)
 
 
 _ENTRY_POINTS_LOADED = False
@@ -128,8 +132,8 @@ def load_entry_points() -> None:
         entry.load()
 
 
-def load_metric_file(path: str) -> None:
-    """Import a Python file that registers metrics (``--plugin FILE.py``); once per file."""
+def load_metric_file(path: str) -> Any:
+    """Import a Python file that registers metrics (``--plugin FILE.py``); once per file. Returns the module."""
     from pathlib import Path
 
     from proctor.core.errors import TaskDefinitionError
@@ -138,7 +142,7 @@ def load_metric_file(path: str) -> None:
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise TaskDefinitionError("metric plugin file not found", file=file)
-    import_file(file, prefix="proctor_metrics")
+    return import_file(file, prefix="proctor_metrics")
 
 
 DEFAULT_METRICS = {

@@ -69,10 +69,10 @@ def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = N
             leaves[name] = {"value": entry.get("value"), "stderr": entry.get("stderr"), "n_samples": members[name]["n_samples"],
                             "metric": spec["metric"], **({"bootstrap": entry["bootstrap"]} if entry.get("bootstrap") else {})}
         micro = members[names[0]]["rollup"].get("group_type") == "micro"
-        if micro and all(l["value"] is not None for l in leaves.values()):
-            total = sum(l["n_samples"] for l in leaves.values()) or 1
+        if micro and all(leaf["value"] is not None for leaf in leaves.values()):
+            total = sum(leaf["n_samples"] for leaf in leaves.values()) or 1
             group = _node(leaves)
-            group["value"] = sum(l["value"] * l["n_samples"] for l in leaves.values()) / total
+            group["value"] = sum(leaf["value"] * leaf["n_samples"] for leaf in leaves.values()) / total
             group["type"] = "micro"
         else:
             group = _node(leaves)

@@ -16,8 +16,6 @@ conversation's roles, and the SHA-256 (UTF-8) and length of its last message, th
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import subprocess

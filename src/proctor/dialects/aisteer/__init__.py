@@ -7,7 +7,6 @@ with steered pipelines over trials and parameter sweeps, each trial a run of ``p
 
 from proctor.dialects.aisteer.base import UseCase, UseCaseDataError
 from proctor.dialects.aisteer.benchmark import Benchmark
-from proctor.models.steering.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
 from proctor.dialects.aisteer.generation import batch_retry_generate
 from proctor.dialects.aisteer.generic_metrics import Factuality, Perplexity, Relevance, RewardScore, ShortAnswerMatch
 from proctor.dialects.aisteer.ifeval import InstructionFollowing, LooseInstruction, StrictInstruction
@@ -15,12 +14,13 @@ from proctor.dialects.aisteer.judge import LLMJudgeMetric
 from proctor.dialects.aisteer.mcqa import CommonsenseMCQA
 from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 from proctor.dialects.aisteer.metrics import Metric
-from proctor.models.steering.pipeline import SteeringPipeline
 from proctor.dialects.aisteer.runfile import run_use_cases
+from proctor.dialects.aisteer.truthfulqa import Informativeness, Truthfulness, TruthfulQA
+from proctor.models.steering.controls import Control, FewShot, PromptRewrite, SystemPrompt, TokenBias
+from proctor.models.steering.pipeline import SteeringPipeline
 from proctor.models.steering.specs import ControlSpec
 from proctor.models.steering.state import ActivationAddition
 from proctor.models.steering.structural import LoRA, WeightDelta
-from proctor.dialects.aisteer.truthfulqa import Informativeness, TruthfulQA, Truthfulness
 
 __all__ = [
     "ActivationAddition",

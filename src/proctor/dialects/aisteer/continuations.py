@@ -24,8 +24,8 @@ def continuation_logprobs(
     runtime: Sequence[Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> list[float]:
     """log P(continuation | prompt) for every ``(prompt, continuation)``; ``runtime[i]`` goes with ``pairs[i]``."""
-    from proctor.models.steering.pipeline import SteeringPipeline
     from proctor.dialects.aisteer.session import as_executor
+    from proctor.models.steering.pipeline import SteeringPipeline
 
     if not pairs:
         return []

@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render, request_fields
 from proctor.dialects.aisteer.overrides import resolve_overrides
+from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render, request_fields
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,8 @@ def _generate_once(
     batch_size: int,
     use_chat: bool | None,
 ) -> list[Generated]:
-    from proctor.models.steering.pipeline import SteeringPipeline
     from proctor.dialects.aisteer.session import as_executor
+    from proctor.models.steering.pipeline import SteeringPipeline
 
     if isinstance(target, SteeringPipeline):
         from proctor.models.steering.steered_model import engine_model

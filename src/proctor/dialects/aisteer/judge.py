@@ -18,7 +18,6 @@ run store, under the judge's own fingerprint.
 from __future__ import annotations
 
 import contextlib
-
 import json
 import math
 import re

@@ -21,7 +21,6 @@ from typing import Any, Sequence
 from proctor.dialects.aisteer.metrics import Metric, mean, sample_std
 
 
-
 def _norm(value: Any) -> str:
     return str(value).strip().upper()
 

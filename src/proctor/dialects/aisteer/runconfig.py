@@ -141,7 +141,13 @@ def command_line_config(data: Path | None, metrics: Sequence[str] | None, args: 
 
 
 def builtin_metrics() -> dict[str, type[Metric]]:
-    from proctor.dialects.aisteer.generic_metrics import Factuality, Perplexity, Relevance, RewardScore, ShortAnswerMatch
+    from proctor.dialects.aisteer.generic_metrics import (
+        Factuality,
+        Perplexity,
+        Relevance,
+        RewardScore,
+        ShortAnswerMatch,
+    )
     from proctor.dialects.aisteer.ifeval import LooseInstruction, StrictInstruction
     from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
     from proctor.dialects.aisteer.truthfulqa import Informativeness, Truthfulness

@@ -26,8 +26,14 @@ from typing import Any, Callable, Mapping, Sequence
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task import Task
 from proctor.dialects.aisteer.base import UseCase
+from proctor.dialects.aisteer.runconfig import (
+    UseCaseConfig,
+    build_metrics,
+    command_line_config,
+    read_config,
+    resolve_data,
+)
 from proctor.dialects.aisteer.user_files import import_user_file, line_in
-from proctor.dialects.aisteer.runconfig import UseCaseConfig, build_metrics, command_line_config, read_config, resolve_data
 
 
 def _module_config(module: Any, path: Path) -> UseCaseConfig:

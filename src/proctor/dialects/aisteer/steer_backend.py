@@ -18,10 +18,10 @@ from proctor.models.steering.steered_model import SteeredModel
 
 def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredModel:
     """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
+    from proctor.dialects.aisteer.user_files import import_user_file
     from proctor.models.registry import load_model
     from proctor.models.steering.controls import Control
     from proctor.models.steering.pipeline import SteeringPipeline
-    from proctor.dialects.aisteer.user_files import import_user_file
 
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:

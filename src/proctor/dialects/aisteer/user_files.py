@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proctor.core.user_code import import_file, line_in  # noqa: F401  (line_in: the dialect's errors name the user's line)
+from proctor.core.user_code import (  # noqa: F401  (line_in: the dialect's errors name the user's line)
+    import_file,
+    line_in,
+)
 
 
 def import_user_file(path: Path):

@@ -19,10 +19,10 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
-from proctor.core.yaml_lines import LineDict
 from proctor.core.task import Task
+from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
+from proctor.core.yaml_lines import LineDict
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +57,6 @@ FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
 MINIMUMS = {"max_seq_length": 2, "micro_batch_size": 1, "num_beams": 1, "no_repeat_ngram_size": 0, "min_gen_length": 0,
             "max_gen_length": 1, "generation_length": 1}
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
-
-
-def claims(document: Any) -> bool:
-    """A GLM-130B task YAML: a mapping with name and type (native files have 'kind' or 'tasks');
-    a missing 'path' is then reported as such."""
-    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
-        return False
-    return {"name", "type"} <= set(document)
 
 
 def _is_class_reference(text: str) -> bool:

@@ -18,9 +18,9 @@ from os.path import join, relpath
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.sources import Sample, SourceUnavailable, expand_variables
-from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask
 

@@ -18,8 +18,18 @@ from typing import Any, Callable, Dict, List, Tuple, Type
 
 import numpy as np
 
-from proctor.dialects.glm.configs import BaseConfig, GenerationTaskConfig, LanguageModelTaskConfig, MultiChoiceTaskConfig
-from proctor.dialects.glm.dataset import EvaluationDataset, GenerationTaskDataset, LanguageModelTaskDataset, MultiChoiceTaskDataset
+from proctor.dialects.glm.configs import (
+    BaseConfig,
+    GenerationTaskConfig,
+    LanguageModelTaskConfig,
+    MultiChoiceTaskConfig,
+)
+from proctor.dialects.glm.dataset import (
+    EvaluationDataset,
+    GenerationTaskDataset,
+    LanguageModelTaskDataset,
+    MultiChoiceTaskDataset,
+)
 from proctor.dialects.glm.metrics import DEFAULT_METRICS
 from proctor.dialects.glm.strategies import BaseStrategy, BeamSearchStrategy
 from proctor.dialects.glm.utils import build_data_loader, gather_result, print_rank_0

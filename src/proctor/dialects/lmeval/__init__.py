@@ -21,42 +21,9 @@ from typing import Any, Mapping
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
+from proctor.plugins.lmeval import PREFIX, claims_name, peek
 
 log = logging.getLogger(__name__)
-
-PREFIX = "lm_eval:"
-
-
-def _peek(path: Path) -> Any:
-    """The YAML document with ``!function`` tags read as text (no code runs), or None."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
-    try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
-        return None
-
-
-def looks_like(document: Any) -> bool:
-    """lm-eval's task and group files: ``task`` or ``group`` (native files use ``kind`` / ``tasks``,
-    GLM-130B files ``name`` + ``type``)."""
-    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
-        return False
-    if "name" in document and "type" in document:
-        return False
-    return "task" in document or "group" in document
-
-
-def claims_path(path: Path) -> bool:
-    return path.suffix in (".yaml", ".yml") and looks_like(_peek(path))
-
-
-def claims_name(text: str) -> bool:
-    return str(text).startswith(PREFIX)
 
 
 def _mapping(options: Mapping[str, Any]) -> dict[str, str]:
@@ -128,7 +95,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
 
     options = dict(options or {})
     library.lm_eval()
-    document = _peek(path)
+    document = peek(path)
     own = str(document.get("group") or document.get("task"))
     folder = path.parent.resolve()
     local = TaskIndex.build([folder])
@@ -152,11 +119,6 @@ def _referenced(document: dict) -> list[str]:
     if not isinstance(items, list):
         return []
     return [str(i if isinstance(i, str) else i.get("task") or i.get("group")) for i in items if isinstance(i, (str, dict))]
-
-
-def is_catalogue_query(text: str) -> bool:
-    """``lm_eval:`` alone or with a glob (``lm_eval:mmlu*``): list the catalogue, load nothing."""
-    return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX):] for c in "*?["))
 
 
 def catalogue_rows(queries: list[str], include: list[str] | None = None) -> list[tuple[str, str, str]]:

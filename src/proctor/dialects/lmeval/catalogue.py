@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from proctor.dialects.lmeval import library
 from proctor.core.errors import TaskDefinitionError
+from proctor.dialects.lmeval import library
 
 log = logging.getLogger(__name__)
 

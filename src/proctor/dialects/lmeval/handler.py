@@ -15,13 +15,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.data.sources import Sample
 from proctor.dialects.lmeval import chat, data_map, library
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.run_options import fewshot_count
 from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS, task_stderr
-from proctor.core.errors import ProctorError, TaskDefinitionError
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 from proctor.kinds.multiple_choice import softmax

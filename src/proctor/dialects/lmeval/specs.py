@@ -14,12 +14,12 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
-from proctor.core.task_spec import TaskSpec
-from proctor.core.task import Task
 
 KINDS = {
     "multiple_choice": ("multiple_choice", "LmEvalChoiceTask"),

@@ -9,17 +9,12 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.task_spec import TaskSpec
-from proctor.core.yaml_lines import LineDict, line_for
 from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
 from proctor.core.user_code import TRUST
+from proctor.core.yaml_lines import LineDict, line_for
 
 _TOP_LEVEL = {"tasks", "defaults"}
-
-
-def claims(document: Any) -> bool:
-    """Whether a parsed YAML document is a native task file."""
-    return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
 
 
 def _field_from_message(message: str) -> str | None:

@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from proctor.data.readers import decode_utf8
 from proctor.core.errors import ProctorError, TaskDefinitionError
-from proctor.core.task_spec import DataSpec, ExportSpec, TaskSpec
 from proctor.core.task import Task
+from proctor.core.task_spec import DataSpec, ExportSpec, TaskSpec
+from proctor.data.readers import decode_utf8
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from proctor.core.errors import ProctorError
-from proctor.prompts.builder import PreparedSample
 from proctor.kinds.custom import MultipleChoiceTask
 from proctor.kinds.token_scores import require_local, target_logprobs
+from proctor.prompts.builder import PreparedSample
 
 WHAT = "probsem's CogSci2023 suite format"
 

@@ -13,19 +13,10 @@ import yaml
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.yaml_lines import read_text, yaml_error
+from proctor.plugins.seahelm import TASKS_FOLDER, tasks_root
 
-TASKS_FOLDER = "seahelm_tasks"
 _INTERP = re.compile(r"\$\{([^${}]+)\}")
 _ROOT_FILES = ("constants.yaml", "task_config.yaml", "reasoning_generation_config.yaml")
-
-
-def tasks_root(path: Path) -> Path | None:
-    """The ``seahelm_tasks`` folder containing ``path`` (or ``path`` itself), else None."""
-    path = path.resolve()
-    for folder in [path, *path.parents]:
-        if folder.name == TASKS_FOLDER:
-            return folder
-    return None
 
 
 def repo_root(path: Path) -> Path:

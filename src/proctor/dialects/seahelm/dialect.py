@@ -19,20 +19,18 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.dialects.seahelm import config as C
-from proctor.dialects.seahelm import checks, modalities
-from proctor.dialects.seahelm.dataloaders import folder_lacks
-from proctor.core.task_spec import TaskSpec
 from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.dialects.seahelm import checks, modalities
+from proctor.dialects.seahelm import config as C
+from proctor.dialects.seahelm.dataloaders import folder_lacks
+from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree
 
 log = logging.getLogger(__name__)
 
-def claims_path(path: Path) -> bool:
-    """YAML files inside a ``seahelm_tasks`` folder, and any ``config.yaml`` shaped like SEA-HELM's."""
-    if C.tasks_root(path) is not None:
-        return True
-    if path.name != "config.yaml":
-        return False
+def claims_config(path: Path) -> bool:
+    """A ``config.yaml`` outside a ``seahelm_tasks`` folder shaped like SEA-HELM's (the declaration,
+    ``proctor.plugins.seahelm``, claims every YAML file inside one)."""
     try:
         document = C._read(path)
     except TaskDefinitionError:
@@ -55,7 +53,6 @@ def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Map
     return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
 
 
-_JUDGE_SOURCE = "_seahelm_judge_source"  # the options entry sharing one JudgeSource among the files loaded together
 
 
 def judge_source(options: Mapping[str, Any] | None) -> Any:
@@ -64,8 +61,8 @@ def judge_source(options: Mapping[str, Any] | None) -> Any:
     from proctor.dialects.seahelm.judging import JudgeSource
 
     options = options or {}
-    if options.get(_JUDGE_SOURCE) is not None:
-        return options[_JUDGE_SOURCE]
+    if options.get(JUDGE_SOURCE) is not None:
+        return options[JUDGE_SOURCE]
     judge = options.get("seahelm_judge")
     if judge is None:
         return None
@@ -79,13 +76,13 @@ def judge_source(options: Mapping[str, Any] | None) -> Any:
 def with_judge(options: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The options with one judge source for every file loaded with them (a local judge loads once)."""
     source = judge_source(options)
-    return options if source is None else {**(options or {}), _JUDGE_SOURCE: source}
+    return options if source is None else {**(options or {}), JUDGE_SOURCE: source}
 
 
 def with_given_path(options: Mapping[str, Any] | None, given: Path) -> Mapping[str, Any] | None:
     """The options a file found under ``given`` (the path the user named) is loaded with: whether the whole
     SEA-HELM tree was named decides the default task set."""
-    if given.is_file() or (C.tasks_root(given) is None and not (given / C.TASKS_FOLDER).is_dir()):
+    if not in_tree(given):
         return options
     return {**(options or {}), "_seahelm_given": str(given)}
 

@@ -18,8 +18,8 @@ from typing import Callable
 import numpy as np
 
 from proctor.core.errors import ProctorError
-from proctor.scoring.instructions import compare, count_words
 from proctor.dialects.seahelm.metrics import SeaHelmMetric
+from proctor.scoring.instructions import compare, count_words
 
 NO_SPACES = {"th", "lo", "km", "my"}  # scripts without spaces between words
 _BOUNDED = {"en", "id", "vi", "jv", "su", "ms"}  # keywords matched as whole words (case-insensitive)

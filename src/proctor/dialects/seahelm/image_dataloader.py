@@ -16,10 +16,10 @@ import io
 from pathlib import Path
 from typing import Any, Sequence
 
-from proctor.data.images import read_images
 from proctor.core.errors import ProctorError
-from proctor.prompts.builder import Prompt
+from proctor.data.images import read_images
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader, TaskConfig
+from proctor.prompts.builder import Prompt
 
 IMAGE_COLUMN = "images"
 

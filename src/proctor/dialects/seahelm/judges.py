@@ -14,9 +14,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from proctor.core.model_requests import GenerateRequest
-from proctor.kinds.capabilities import Executor
 from proctor.dialects.seahelm.metrics import SeaHelmMetric
 from proctor.dialects.seahelm.prompts import render_base, strip_thinking
+from proctor.kinds.capabilities import Executor
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from proctor.core.errors import ProctorError
-from proctor.core.task import Task
 from proctor.core.run_overrides import RunOverrides, with_spec_changes
+from proctor.core.task import Task
 
 
 def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:

@@ -12,7 +12,16 @@ from typing import Iterator
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_code import class_in_file, located, modules_in_force, stand_in_packages
-from proctor.dialects.seahelm import dataloaders, ifeval, image_dataloader, judges, metrics, mtbench_judge, qa, translation
+from proctor.dialects.seahelm import (
+    dataloaders,
+    ifeval,
+    image_dataloader,
+    judges,
+    metrics,
+    mtbench_judge,
+    qa,
+    translation,
+)
 
 log = logging.getLogger(__name__)
 

@@ -16,19 +16,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from proctor.data.sources import Sample
 from proctor.core.model_requests import GenerateRequest
-from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
-from proctor.scoring.metrics import register_metric
-from proctor.scoring.stats import bootstrap, bootstrap_stderr
-from proctor.dialects.seahelm import prompts as P
-from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
+from proctor.data.sources import Sample
 from proctor.dialects.seahelm import logprobs as LP
+from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
+from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
+from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judging import Judging
 from proctor.dialects.seahelm.metrics import references
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
+from proctor.scoring.metrics import register_metric
+from proctor.scoring.stats import bootstrap, bootstrap_stderr
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
 
     def _plugin_call(self, target: Any, hook: str, *args: Any, **kwargs: Any):
         """Call a (possibly task-folder) class or hook; its failure becomes a clear error naming the file."""
-        from proctor.core.errors import ProctorError, TaskDefinitionError
+        from proctor.core.errors import ProctorError
 
         owner = target if isinstance(target, type) else getattr(target, "__self__", None)
         owner = owner if isinstance(owner, type) else type(owner)

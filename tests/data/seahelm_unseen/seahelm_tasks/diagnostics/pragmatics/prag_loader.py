@@ -1,7 +1,6 @@
 # A task-folder dataloader written in SEA-HELM's style: it calls datasets.load_dataset on the hub id
 # itself, filters and maps rows with datasets' own methods.
 import datasets
-
 from src.base_logger import get_logger
 from src.dataloaders.huggingface_dataloader import HuggingFaceDataloader
 

@@ -1,7 +1,6 @@
 # A task-folder metric subclassing SEA-HELM's F1AccMetric: it reads labels from the postprocessed column
 # through dataloader.dataframe and returns a nested per-difficulty breakdown with numpy values.
 from sklearn.metrics import balanced_accuracy_score
-
 from src.base_logger import get_logger
 from src.metrics.f1_acc_metric import F1AccMetric
 

@@ -1,7 +1,6 @@
 # Written for proctor's tests in the shape of a SEA-HELM image task folder's dataloader: it imports
 # SEA-HELM's names (src.*, datasets) exactly as a folder copied from SEA-HELM does.
 from datasets import Image, load_dataset
-
 from src.base_logger import get_logger
 from src.dataloaders.huggingface_image_dataloader import HuggingFaceImageDataloader
 

@@ -1,7 +1,12 @@
-"""SEA-HELM task folders (``seahelm_tasks/<competency>/<task>/config.yaml``) as a dialect plug-in."""
+"""SEA-HELM task folders (``seahelm_tasks/<competency>/<task>/config.yaml``) as a dialect plug-in.
+
+The declaration: names, options and which paths are SEA-HELM's (a ``seahelm_tasks`` tree, or a
+``config.yaml`` the dialect then reads); ``proctor.dialects.seahelm`` is imported when a path is claimed.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
@@ -14,6 +19,26 @@ from proctor.core.registry import Registry
 _RUN = frozenset({"run"})
 _RUN_LS = frozenset({"run", "ls"})
 _ALL = frozenset({"run", "ls", "validate"})
+TASKS_FOLDER = "seahelm_tasks"
+JUDGE_SOURCE = "_seahelm_judge_source"  # the options entry sharing one JudgeSource among the files loaded together
+
+
+def _dialect() -> Any:
+    return importlib.import_module("proctor.dialects.seahelm.dialect")
+
+
+def tasks_root(path: Path) -> Path | None:
+    """The ``seahelm_tasks`` folder containing ``path`` (or ``path`` itself), else None."""
+    path = path.resolve()
+    for folder in [path, *path.parents]:
+        if folder.name == TASKS_FOLDER:
+            return folder
+    return None
+
+
+def in_tree(given: Path) -> bool:
+    """Whether ``given`` (a path the user named) is a folder in or holding a SEA-HELM task tree."""
+    return not given.is_file() and (tasks_root(given) is not None or (given / TASKS_FOLDER).is_dir())
 
 
 class SeaHelmOptions(BaseModel):
@@ -81,18 +106,17 @@ class SeaHelmDialect(Dialect):
     )
 
     def claims_path(self, path: Path) -> bool:
-        from proctor.dialects.seahelm import dialect
-
-        return dialect.claims_path(path)
+        if tasks_root(path) is not None:
+            return True
+        return path.name == "config.yaml" and _dialect().claims_config(path)
 
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
-        from proctor.dialects.seahelm import dialect
-
-        return dialect.load(path, explicit, options, notes)
+        return _dialect().load(path, explicit, options, notes)
 
     def options_for(self, options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
-        from proctor.dialects.seahelm import dialect
-
+        if options.get("seahelm_judge") is None and JUDGE_SOURCE not in options and not in_tree(given):
+            return options  # nothing to add
+        dialect = _dialect()
         return dialect.with_judge(dialect.with_given_path(options, given)) or {}
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
@@ -142,13 +166,25 @@ class SeaHelmDialect(Dialect):
         return [(flag, value) for flag, value in super().unused_options(options) if flag != "--model"]
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        from proctor.dialects.seahelm.overrides import apply_seahelm_overrides
+        overrides_module = importlib.import_module("proctor.dialects.seahelm.overrides")
+        return overrides_module.apply_seahelm_overrides(task, overrides), set()
 
-        return apply_seahelm_overrides(task, overrides), set()
+
+class _LindseaRule:
+    """``dialects/seahelm/lindsea.LindseaRule``, imported when a SEA-HELM result is rolled up."""
+
+    def _rule(self) -> Any:
+        return importlib.import_module("proctor.dialects.seahelm.lindsea").LindseaRule()
+
+    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+        if "competency" not in level_names or result.get("dialect", "seahelm") != "seahelm":
+            return None
+        return self._rule().member_key(name, result, level_names)
+
+    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+        self._rule().apply(entry, tasks)
 
 
 def register(registry: Registry) -> None:
-    from proctor.dialects.seahelm.lindsea import LindseaRule
-
     registry.add_dialect(SeaHelmDialect())
-    registry.add_rollup_rule(LindseaRule())
+    registry.add_rollup_rule(_LindseaRule())

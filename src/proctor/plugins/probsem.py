@@ -1,7 +1,12 @@
-"""probsem prompt files and their test suites as a dialect plug-in."""
+"""probsem prompt files and their test suites as a dialect plug-in.
+
+The declaration: options, and the suffixes of probsem's files; ``proctor.dialects.probsem`` is imported
+when a folder holds ``.txt`` files or a ``.txt`` / ``.json`` file is claimed.
+"""
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 from typing import Any, Mapping
@@ -35,17 +40,15 @@ class ProbsemDialect(Dialect):
     )
 
     def files_in_folder(self, folder: Path) -> list[Path]:
-        from proctor.dialects import probsem
-
-        return probsem.find_in_folder(folder)
+        if not any(p.is_file() for p in folder.rglob("*.txt")):
+            return []  # no prompt file: nothing to import the dialect for
+        return _dialect().find_in_folder(folder)
 
     def claims_path(self, path: Path) -> bool:
         return path.suffix in (".txt", ".json")
 
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
-        from proctor.dialects import probsem
-
-        return probsem.load_path(path, explicit, options)
+        return _dialect().load_path(path, explicit, options)
 
     def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
         temp = raw.get("temp", 1.0)
@@ -54,10 +57,12 @@ class ProbsemDialect(Dialect):
         return {"probsem_norm": bool(raw.get("norm", False)), "probsem_temp": temp}
 
 
-def _choices_csv(*args: Any, **kwargs: Any) -> list[str]:
-    from proctor.dialects.probsem.exports import choices_csv
+def _dialect() -> Any:
+    return importlib.import_module("proctor.dialects.probsem")
 
-    return choices_csv(*args, **kwargs)
+
+def _choices_csv(*args: Any, **kwargs: Any) -> list[str]:
+    return importlib.import_module("proctor.dialects.probsem.exports").choices_csv(*args, **kwargs)
 
 
 def register(registry: Registry) -> None:

@@ -1,7 +1,12 @@
-"""AISteer360-style Python use cases and steering pipelines as a dialect plug-in (``.py`` files, ``steer:`` models)."""
+"""AISteer360-style Python use cases and steering pipelines as a dialect plug-in (``.py`` files, ``steer:`` models).
+
+The declaration: options, the ``.py`` suffix and the ``steer`` model prefix; ``proctor.dialects.aisteer`` is
+imported when a file is claimed or a ``steer:`` model loads.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
@@ -46,11 +51,11 @@ class UseCaseDialect(Dialect):
 
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
         from proctor.core.user_code import TRUST, refusal
-        from proctor.dialects.aisteer.runfile import file_tasks, options_config
 
         if not explicit and not options.get(TRUST):  # found in a folder, not named on the command line
             raise refusal("this use case file", file=path, field="use_case")
-        return file_tasks(path, options_config(options))
+        runfile = importlib.import_module("proctor.dialects.aisteer.runfile")
+        return runfile.file_tasks(path, runfile.options_config(options))
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
         given = sorted(k for k in overrides.recorded() if k != "log_samples")
@@ -63,9 +68,7 @@ class UseCaseDialect(Dialect):
 
 
 def _load_steered(rest: str, **options: Any) -> Any:
-    from proctor.dialects.aisteer.steer_backend import load_steered
-
-    return load_steered(rest, **options)
+    return importlib.import_module("proctor.dialects.aisteer.steer_backend").load_steered(rest, **options)
 
 
 def _check_steered(rest: str, options: dict) -> set[str]:

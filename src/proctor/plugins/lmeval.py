@@ -1,8 +1,14 @@
-"""lm-evaluation-harness task files (and its installed catalogue, ``lm_eval:NAME``) as a dialect plug-in."""
+"""lm-evaluation-harness task files (and its installed catalogue, ``lm_eval:NAME``) as a dialect plug-in.
+
+The declaration: names, options and which files are lm-eval's (read here, without importing the
+dialect); ``proctor.dialects.lmeval`` is imported when a file or name is claimed.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any, List, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +17,48 @@ from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
 from proctor.core.registry import Registry
 
 _ALL = frozenset({"run", "ls", "validate"})
+PREFIX = "lm_eval:"
+
+
+def _dialect() -> ModuleType:
+    return importlib.import_module("proctor.dialects.lmeval")
+
+
+def peek(path: Path) -> Any:
+    """The YAML document with ``!function`` tags read as text (no code runs), or None."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return None
+
+
+def looks_like(document: Any) -> bool:
+    """lm-eval's task and group files: ``task`` or ``group`` (native files use ``kind`` / ``tasks``,
+    GLM-130B files ``name`` + ``type``)."""
+    if not isinstance(document, dict) or "kind" in document or "tasks" in document:
+        return False
+    if "name" in document and "type" in document:
+        return False
+    return "task" in document or "group" in document
+
+
+def claims_path(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") and looks_like(peek(path))
+
+
+def claims_name(text: str) -> bool:
+    return str(text).startswith(PREFIX)
+
+
+def is_catalogue_query(text: str) -> bool:
+    """``lm_eval:`` alone or with a glob (``lm_eval:mmlu*``): list the catalogue, load nothing."""
+    return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX):] for c in "*?["))
 
 
 class LmEvalOptions(BaseModel):
@@ -39,31 +87,21 @@ class LmEvalDialect(Dialect):
     )
 
     def claims_name(self, given: str) -> bool:
-        from proctor.dialects import lmeval
-
-        return lmeval.claims_name(given)
+        return claims_name(given)
 
     def load_named(self, given: str, options: Mapping[str, Any]) -> list:
-        from proctor.dialects import lmeval
-
-        return lmeval.load_named(given, options)
+        return _dialect().load_named(given, options)
 
     def claims_path(self, path: Path) -> bool:
-        from proctor.dialects import lmeval
-
-        return lmeval.claims_path(path)
+        return claims_path(path)
 
     def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
-        from proctor.dialects import lmeval
-
-        return lmeval.load(path, explicit, options)
+        return _dialect().load(path, explicit, options)
 
     def catalogue_rows(self, given: list[str], options: Mapping[str, Any]) -> list[tuple[str, ...]] | None:
-        from proctor.dialects import lmeval
-
-        if not any(lmeval.is_catalogue_query(g) for g in given):
+        if not any(is_catalogue_query(g) for g in given):
             return None
-        return lmeval.catalogue_rows(given, options.get("lmeval_include"))
+        return _dialect().catalogue_rows(given, options.get("lmeval_include"))
 
     def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
         mapping = {}
@@ -81,17 +119,14 @@ class LmEvalDialect(Dialect):
         return out
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        from proctor.dialects.lmeval import run_options
-
+        run_options = importlib.import_module("proctor.dialects.lmeval.run_options")
         return run_options.apply(task, overrides, chat), set()
 
 
-def _resolve_metric(name: str):
+def _resolve_metric(name: str) -> Any:
     if "," not in name:  # lm-eval's keys are metric,filter; nothing else is asked of lm-eval
         return None
-    from proctor.dialects.lmeval.specs import resolve_metric
-
-    return resolve_metric(name)
+    return importlib.import_module("proctor.dialects.lmeval.specs").resolve_metric(name)
 
 
 def register(registry: Registry) -> None:

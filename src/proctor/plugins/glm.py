@@ -1,0 +1,40 @@
+"""GLM-130B task YAMLs (and their ``module:`` task classes) as a dialect plug-in.
+
+The declaration: which YAML documents are GLM's (``name`` and ``type``) and the names of GLM's metrics;
+``proctor.dialects.glm`` is imported when a document is claimed or one of those metrics is looked up.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Mapping
+
+from proctor.core.dialect import Dialect
+from proctor.core.registry import Registry
+
+
+class GLMDialect(Dialect):
+    name = "glm130b"
+    order = 50
+    description = "a GLM-130B task needs 'name', 'type' and 'path'"
+    single_part_breakdowns = True  # GLM prints each file's result, even a task's only one
+
+    def claims_document(self, document: Any, path: Path) -> bool:
+        """A mapping with name and type (native files have 'kind' or 'tasks'); a missing 'path' is then
+        reported as such."""
+        if not isinstance(document, dict) or "kind" in document or "tasks" in document:
+            return False
+        return {"name", "type"} <= set(document)
+
+    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+        return importlib.import_module("proctor.dialects.glm.dialect").load(document, path, options)
+
+
+# GLM-130B's metric names (dialects/glm/glm_metrics.py registers them when one is first looked up)
+METRICS = ("Accuracy", "Accuracy_norm", "Accuracy_per_token", "Precision", "Recall", "F1_mul", "EM", "F1", "PPL", "BPB")
+
+
+def register(registry: Registry) -> None:
+    registry.add_dialect(GLMDialect())
+    registry.add_metric_module("proctor.dialects.glm.glm_metrics", METRICS)
