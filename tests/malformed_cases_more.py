@@ -533,12 +533,12 @@ add("running-glm-folder-task-fails", ["run", "tasks", "-o", "out", "--data-path"
 add("running-glm-file-task-fails", ["run", "tasks/b_bad.yaml", "-o", "out", "--data-path", "data", "-m", "{model}", "--trust-task-code"],
     ["badtask.py:6", "KeyError", "text"], GLM_FOLDER, before_model=False)
 add("running-folder-task-cannot-load", ["run", "tasks", "-o", "out", "-m", "{model}"], ["b.yaml", "could not load", "--skip-broken"],
-    {"tasks/a.yaml": NATIVE.replace("data.jsonl", "../data.jsonl"), "tasks/b.yaml": "tasks:\n  - name: b\n    kind: [oops\n"}, before_model=False, code=1)
-add("running-task-class-raises", RUN + ["-m", "{model}"], ["mine.py:6", "predict_single_batch", "RuntimeError", "class boom"],
+    {"tasks/a.yaml": NATIVE, "tasks/data.jsonl": jsonl(ROWS), "tasks/b.yaml": "tasks:\n  - name: b\n    kind: [oops\n"}, before_model=False, code=1)
+add("running-task-class-raises", RUN + ["-m", "{model}", "--trust-task-code"], ["mine.py:6", "predict_single_batch", "RuntimeError", "class boom"],
     {"task.yaml": native(**{"metrics: [acc]": "metrics: [acc]\n    task_class: mine.py:Mine"}),
      "mine.py": "from proctor.tasks.custom import MultipleChoiceTask\n\n\nclass Mine(MultipleChoiceTask):\n"
                 "    def predict_single_batch(self, batch):\n        raise RuntimeError('class boom')\n"}, before_model=False)
-add("running-task-class-returns-none", RUN + ["-m", "{model}"], ["mine.py:5", "predict_single_batch", "None"],
+add("running-task-class-returns-none", RUN + ["-m", "{model}", "--trust-task-code"], ["mine.py:5", "predict_single_batch", "None"],
     {"task.yaml": native(**{"metrics: [acc]": "metrics: [acc]\n    task_class: mine.py:Mine"}),
      "mine.py": "from proctor.tasks.custom import MultipleChoiceTask\n\n\nclass Mine(MultipleChoiceTask):\n"
                 "    def predict_single_batch(self, batch):\n        return None\n"}, before_model=False)

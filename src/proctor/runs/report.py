@@ -290,25 +290,27 @@ def _layout_error(run_dir: Path, exc: Exception) -> str:
     return f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
 
 
-def readable_records(run_dir: Path) -> list[dict]:
-    """The run's records up to a torn line, if any (the page names that line: it reads the lines itself)."""
+def readable_records(run_dir: Path, strict: bool = False) -> list[dict]:
+    """The run's records up to a torn line, if any (the page names that line: it reads the lines itself);
+    ``strict``: a line that is not a record is an error naming it (``proctor report``)."""
     records: list[dict] = []
     try:
         for record in iter_samples(run_dir):
             if isinstance(record, dict):
                 records.append(record)
     except ProctorError:
-        pass
+        if strict:
+            raise
     return records
 
 
-def run_summary(run_dir: Path, with_samples: bool = True) -> tuple[str, str | None]:
+def run_summary(run_dir: Path, with_samples: bool = True, strict: bool = False) -> tuple[str, str | None]:
     """A run's summary fragment, or why there is none (a results.json not in proctor's layout). Without
     ``with_samples`` it is made from results.json alone (at once, whatever the run's size) and its
     calibration section is left for ``run_calibration``."""
     results = load_results(run_dir)
     try:
-        return render_summary(results, readable_records(run_dir) if with_samples else None), None
+        return render_summary(results, readable_records(run_dir, strict) if with_samples else None), None
     except (AttributeError, TypeError, KeyError) as exc:  # a results.json that is JSON but not proctor's layout
         return "", _layout_error(run_dir, exc)
 
@@ -322,14 +324,14 @@ def run_calibration(run_dir: Path) -> str:
         raise ProctorError(_layout_error(run_dir, exc)) from None
 
 
-def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "") -> str:
+def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "", strict: bool = False) -> str:
     """One file holding every run given (their summaries and samples embedded): no server, no network."""
     embedded = []
     for entry, run_dir in runs:
         if entry.get("error"):
             embedded.append({"summary": "", "samples": "", "error": entry["error"]})
             continue
-        summary, error = run_summary(run_dir)
+        summary, error = run_summary(run_dir, strict=strict)
         embedded.append({"summary": summary, "samples": script_text(samples_text(run_dir)), "error": error})
     data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start}
     return render_page(title, script_json(data), embedded)
@@ -339,7 +341,8 @@ def render_report(run_dir: Path) -> str:
     run_dir = Path(run_dir)
     load_results(run_dir)  # a folder without results.json is refused here, with its reason
     entry = run_entry(run_dir, run_dir.resolve().name)
-    return static_page([(entry, run_dir)], title=f"proctor report · {entry['model']}", start=entry["key"])
+    # one run asked for by name: a damaged samples.jsonl is an error naming its line, not a page without those samples
+    return static_page([(entry, run_dir)], title=f"proctor report · {entry['model']}", start=entry["key"], strict=True)
 
 
 def write_report(run_dir: Path, path: Path | None = None) -> Path:
