@@ -83,6 +83,12 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _leftover(name: str) -> bool:
+    """What a run killed before its run.json was complete leaves: its lock, a half-written run.json or
+    results.json under the temporary name of an atomic write. The folder is still that run's."""
+    return name == LOCK_FILE or name.startswith((f".{MANIFEST}.", ".results.json."))
+
+
 def check_output_folder(run_dir: Path, restart: bool = False) -> None:
     """What ``--output`` holds, checked before any model loads: a new or empty folder, or a proctor run folder
     (run.json or its response store). A folder holding anything else is the user's own, and a run would overwrite
@@ -91,7 +97,7 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
     if not run_dir.is_dir():
         return
     if not (run_dir / MANIFEST).exists() and not (run_dir / STORE_FILE).exists():
-        others = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK_FILE)  # a run killed before run.json leaves its lock
+        others = sorted(p.name for p in run_dir.iterdir() if not _leftover(p.name))
         if others:
             shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
             raise ProctorError(f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder (no {MANIFEST}); "
