@@ -51,8 +51,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def _plain(obj: Any) -> dict:
-    out = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    out = {name: getattr(obj, name) for name in _field_names(type(obj))}
     if "images" in out:  # a request's images enter its identity by content digest; none: the text-only hash
         images = out.pop("images")
         if images:
@@ -86,6 +91,13 @@ def encode_result(result: Any) -> str:
 def _tuple_fields(cls: type) -> frozenset[str]:
     """The fields of ``cls`` declared as tuples (JSON gives them back as lists)."""
     return frozenset(name for name, hint in typing.get_type_hints(cls).items() if "tuple" in str(hint))
+
+
+def as_stored(result: Any) -> Any:
+    """``result`` as the store gives it back: tuple fields as tuples (a backend may answer with lists).
+    Everything else survives JSON as it was (floats by their shortest repr, which reads back exactly)."""
+    lists = {name: tuple(value) for name in _tuple_fields(type(result)) if isinstance(value := getattr(result, name), list)}
+    return dataclasses.replace(result, **lists) if lists else result
 
 
 def decode_result(text: str) -> Any:
