@@ -37,6 +37,7 @@ SCHEMA_VERSION = 1
 CACHE_ENV = "PROCTOR_CACHE"
 STORE_FILE = "store.sqlite"
 CACHE_FILE = "cache.sqlite"
+WAL_CHECKPOINT_PAGES = 16384  # 64 MB of 4 KB pages
 
 _RESULT_TYPES = {
     LoglikelihoodRequest: LoglikelihoodResult,
@@ -125,6 +126,10 @@ class ResponseStore:
             # NORMAL in WAL mode: a committed batch survives a killed process; only an OS crash or
             # power cut can lose the last transactions, never corrupt the database.
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints (WAL pages copied into the database, with an fsync each) every 64 MB of WAL
+            # rather than SQLite's 4 MB: a page rewritten by many batches is copied once, and the
+            # checkpoints were a third of the writing time. Committed batches are in the WAL either way.
+            self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(
                 """
