@@ -11,8 +11,12 @@ the run store. Printed per repeat: proctor's model phase (the engine's ``model_s
 packing, forwarding, storing) per request; the model's own kernels in that phase, timed again
 alone afterwards (``kernel_floor``: the decoder over the tokens the run forwarded, the vocabulary
 head over the nodes it projected) and the rest per request, which is the harness's overhead; both
-harnesses' wall time, and their ratio. Repeats
-alternate the harnesses, so a busy machine slows both alike; report the range.
+harnesses' wall time, and their ratio. With ``--processes`` (the default), each repeat also times
+both command lines as whole processes, start-up, imports and model load included — what a user
+waits for: ``proctor run`` and ``lm_eval run`` on the same rows, wall clock, and their ratio.
+Repeats alternate the harnesses, so a busy machine slows both alike; report the range. proctor's
+sources are compiled to bytecode once before the first process, as an installed package has them
+(``--no-bytecode``: compiled again in every process, as a source tree with PYTHONDONTWRITEBYTECODE).
 """
 
 from __future__ import annotations
@@ -117,8 +121,44 @@ def worker_lm_eval(model_dir: str, limit: int, batch_size: int, tasks_dir: Path)
             "per_sample": [[r[0][0] for r in s["resps"]] for s in samples]}
 
 
-def run_worker(args: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--worker", *args], capture_output=True, text=True)
+def whole_process(command: list[str], env: dict) -> float:
+    """Wall-clock seconds of a command line, from launch to exit."""
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"{command[0]} failed")
+    return seconds
+
+
+def process_commands(model_dir: str, limit: int, batch_size: int, tmp: Path, repeat: int) -> dict[str, list[str]]:
+    """Both harnesses' command lines for the same HellaSwag rows (each writes its samples, as the
+    in-process workers do)."""
+    bin_dir = Path(sys.executable).parent
+    proctor = [str(bin_dir / "proctor"), "run", str(REPO / "examples" / "benchmarks" / "hellaswag.yaml"), "--model", model_dir,
+               "--limit", str(limit), "--batch-size", str(batch_size), "--data-dir", str(DATA), "--output", str(tmp / f"cli{repeat}")]
+    lm_eval = [str(bin_dir / "lm_eval"), "run", "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32",
+               "--tasks", "bench_hellaswag", "--include_path", str(tmp), "--limit", str(limit), "--batch_size", str(batch_size),
+               "--device", "cpu", "--output_path", str(tmp / f"lm_eval_cli{repeat}"), "--log_samples"]
+    return {"proctor": proctor, "lm_eval": lm_eval}
+
+
+def process_env(tmp: Path, bytecode: bool) -> dict:
+    """The environment of every measured process. With ``bytecode``, proctor's sources are compiled
+    once beforehand into a cache outside the tree, as installing a package leaves it (lm-eval's and
+    transformers' modules have their .pyc files); otherwise, where PYTHONDONTWRITEBYTECODE is set,
+    each proctor process compiles every module it imports from source again, inside the timed run."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], env=env, check=True)
+    return env
+
+
+def run_worker(args: list[str], env: dict | None = None) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--worker", *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
         raise SystemExit(f"worker {args[:2]} failed")
@@ -131,6 +171,10 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--proctor-only", action="store_true", help="skip lm-eval (no ratio)")
+    parser.add_argument("--no-processes", dest="processes", action="store_false",
+                        help="skip the whole-process timing of both command lines")
+    parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
+                        help="let proctor compile its sources in every process (see process_env)")
     parser.add_argument("--profile", help="write a cProfile of proctor's evaluate() here (first repeat)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -154,9 +198,10 @@ def main() -> None:
         tmp_path = Path(tmp)
         model_dir = str(build_tiny_model(tmp_path / "tiny-llama"))
         write_lm_eval_tasks(tmp_path, {"arc_easy": 1, "hellaswag": args.hellaswag, "nq_open": 1})
+        env = process_env(tmp_path, args.bytecode)
         for repeat in range(args.repeats):
             profile = [args.profile] if args.profile and repeat == 0 else []
-            ours = run_worker(["proctor", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path / f"run{repeat}"), *profile])
+            ours = run_worker(["proctor", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path / f"run{repeat}"), *profile], env)
             floor = ours["floor_decoder_seconds"] + ours["floor_head_seconds"]
             line = (f"repeat {repeat + 1}: proctor model phase {ours['model_seconds']:.2f} s = "
                     f"{1000 * ours['model_seconds'] / ours['requests']:.3f} ms per request ({ours['requests']} requests), "
@@ -166,12 +211,21 @@ def main() -> None:
                     f"whole run {ours['seconds']:.2f} s")
             entry = {"proctor": {k: v for k, v in ours.items() if k != "per_sample"}}
             if not args.proctor_only:
-                theirs = run_worker(["lm_eval", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path)])
+                theirs = run_worker(["lm_eval", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path)], env)
                 delta = max(abs(x - y) for a, b in zip(ours["per_sample"], theirs["per_sample"]) for x, y in zip(a, b))
                 entry.update(lm_eval={k: v for k, v in theirs.items() if k != "per_sample"}, ratio=ours["seconds"] / theirs["seconds"], max_dlogp=delta)
                 line += (f"; lm-eval {theirs['seconds']:.2f} s; ratio {entry['ratio']:.3f}; "
                          f"acc {ours['acc']:.4f} / {theirs['acc']:.4f}; max |Δ logp| {delta:.1e}")
             print(line, flush=True)
+            if args.processes:
+                commands = process_commands(model_dir, args.hellaswag, args.batch_size, tmp_path, repeat)
+                entry["process_seconds"] = {name: whole_process(command, env) for name, command in commands.items()
+                                            if name == "proctor" or not args.proctor_only}
+                line = f"repeat {repeat + 1}, whole processes: proctor run {entry['process_seconds']['proctor']:.2f} s"
+                if not args.proctor_only:
+                    entry["process_ratio"] = entry["process_seconds"]["proctor"] / entry["process_seconds"]["lm_eval"]
+                    line += f"; lm_eval run {entry['process_seconds']['lm_eval']:.2f} s; ratio {entry['process_ratio']:.3f}"
+                print(line, flush=True)
             measured.append(entry)
     per_request = [1000 * m["proctor"]["model_seconds"] / m["proctor"]["requests"] for m in measured]
     harness = [1000 * (m["proctor"]["model_seconds"] - m["proctor"]["floor_decoder_seconds"] - m["proctor"]["floor_head_seconds"])
@@ -181,6 +235,9 @@ def main() -> None:
     if not args.proctor_only:
         ratios = [m["ratio"] for m in measured]
         summary += f"; ratio to lm-eval {min(ratios):.3f}-{max(ratios):.3f}"
+        if args.processes:
+            ratios = [m["process_ratio"] for m in measured]
+            summary += f"; whole processes {min(ratios):.3f}-{max(ratios):.3f}"
     print(summary)
     if args.json:
         args.json.write_text(json.dumps(measured, indent=2))

@@ -175,10 +175,7 @@ class _CallRunner:
             ends[b, :n] = row.ends
         # Every scored (node, target), nodes as positions in the flattened call; the head runs on
         # the distinct nodes, in fixed blocks, and its values come out in block order.
-        scored = [(index, b * width + np.asarray(path), targets) for b, row in enumerate(call.rows) for index, path, targets in row.scored]
-        lengths = np.fromiter((len(t) for _, _, t in scored), dtype=np.int64, count=len(scored))
-        flat_nodes = np.concatenate([path for _, path, _ in scored])
-        flat_targets = np.fromiter((t for _, _, targets in scored for t in targets), dtype=np.int64, count=len(flat_nodes))
+        owners, lengths, flat_nodes, flat_targets = _scored_targets(call.rows, width)
         nodes, where = np.unique(flat_nodes, return_inverse=True)
         where = where.reshape(-1)
         order = np.argsort(where, kind="stable")  # targets grouped by their node's block
@@ -228,8 +225,8 @@ class _CallRunner:
         elif values.device.type != "cpu":
             values = values.cpu()
         ends_at = np.cumsum(lengths)
-        items = list(zip((index for index, _, _ in scored), (ends_at - lengths).tolist(), ends_at.tolist()))
-        return _Launched(values, ready, items, order, len(scored))
+        items = list(zip(owners.tolist(), (ends_at - lengths).tolist(), ends_at.tolist()))
+        return _Launched(values, ready, items, order, len(owners))
 
     def _mask(self, call: ForwardCall, ends):
         """The call's attention mask: with the tree-aware attention, none for plain causal rows (the
@@ -237,6 +234,16 @@ class _CallRunner:
         if not self.tree:
             return tree_attention.dense_mask(self.torch, ends)
         return None if call.plain_causal else tree_attention.block_mask(self.torch, ends)
+
+
+def _scored_targets(rows: Sequence[PackedRow], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A call's scored requests, flat over its rows: each request's index and number of targets,
+    then every target's predicting node (as a position in the flattened [rows, width] call) and token."""
+    def flat(name: str) -> np.ndarray:
+        return np.concatenate([np.asarray(getattr(row, name), dtype=np.int64) for row in rows])
+
+    offsets = np.repeat(np.arange(len(rows), dtype=np.int64) * width, [len(row.targets) for row in rows])
+    return flat("owners"), flat("n_targets"), flat("target_nodes") + offsets, flat("targets")
 
 
 def plan_loglikelihood(

@@ -46,8 +46,12 @@ class PackedRow:
     tokens: list[int] = field(default_factory=list)  # input token of each node
     parents: list[int] = field(default_factory=list)  # parent node (-1 for a root)
     depths: list[int] = field(default_factory=list)  # position id of each node
-    # per request in this row: (request index, node whose output predicts each target, targets)
-    scored: list[tuple[int, list[int], list[int]]] = field(default_factory=list)
+    # The requests scored in this row, flat (a forward call gathers them without a loop per request):
+    # each request's index and number of targets, then every target's token and the node whose output predicts it.
+    owners: list[int] = field(default_factory=list)
+    n_targets: list[int] = field(default_factory=list)
+    target_nodes: list[int] = field(default_factory=list)
+    targets: list[int] = field(default_factory=list)
     # Nodes are numbered in depth-first order (sequences go in sorted), so a node's subtree is the
     # nodes from it up to ``ends[node]`` (exclusive): j is an ancestor-or-self of i iff j <= i < ends[j].
     ends: list[int] = field(default_factory=list)
@@ -56,6 +60,22 @@ class PackedRow:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    @property
+    def scored(self) -> list[tuple[int, list[int], list[int]]]:
+        """Per request in this row: (request index, node whose output predicts each target, targets)."""
+        out, start = [], 0
+        for index, n in zip(self.owners, self.n_targets):
+            out.append((index, self.target_nodes[start : start + n], self.targets[start : start + n]))
+            start += n
+        return out
+
+    def add_scored(self, index: int, nodes: Sequence[int], targets: Sequence[int]) -> None:
+        """Request ``index`` scores ``targets``, predicted by the outputs of ``nodes``."""
+        self.owners.append(index)
+        self.n_targets.append(len(targets))
+        self.target_nodes.extend(nodes)
+        self.targets.extend(targets)
 
     def append(self, sequence: Sequence[int], shared: int) -> list[int]:
         """Add ``sequence``, which shares its first ``shared`` tokens with the previous one (sorted
@@ -154,7 +174,7 @@ def pack(items: Sequence[ScoringItem], budget: int, lookahead: int = 0) -> list[
             i = order[j]
             path = row.append(inputs[i], first if j == k else shared[j])
             n_targets = items[i].n_targets
-            row.scored.append((i, path[len(path) - n_targets :], list(items[i].tokens[len(items[i].tokens) - n_targets :])))
+            row.add_scored(i, path[len(path) - n_targets :], items[i].tokens[len(items[i].tokens) - n_targets :])
         last = end - 1
 
     placed = [False] * len(groups)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.models.base import MapsChunks
-from proctor.runs.store import Lookup, request_hash
+from proctor.runs.store import Lookup, as_stored, request_hash
 
 Progress = Callable[[int], None]  # called with the number of requests (or samples) just finished
 
@@ -103,9 +103,11 @@ def execute(
     size = chunk_size or default_chunk_size(model, request_type)
     keys = [request_hash(r) for r in requests]
     results: dict[int, Any] = {}
+    found_before: set[int] = set()
     if lookup is not None:
         found = lookup.get_many(keys, requests)
         results = {i: found[k] for i, k in enumerate(keys) if k in found}
+        found_before = set(results)
         report = reused or progress
         if results and report:
             report(len(results))
@@ -128,8 +130,8 @@ def execute(
         for todo in chunks:
             finish(todo, list(call([requests[i] for i in todo], progress)))
     if lookup is not None:  # score what the store holds: a resumed run reads exactly the same values
-        stored = lookup.run_store.get_many(lookup.model, keys)
-        return [stored[k] for k in keys]
+        # (JSON gives back every field as it was written, so the answers just written need no reading back)
+        return [results[i] if i in found_before else as_stored(results[i]) for i in range(len(requests))]
     return [results[i] for i in range(len(requests))]
 
 

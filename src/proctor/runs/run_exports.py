@@ -120,17 +120,17 @@ def _floats(values: Any) -> list[float | None] | None:
     return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in values]
 
 
-def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
+def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict, list[dict]] | None = None) -> Path:
     """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
-    ``logprob_<i>`` columns, and a float column per metric."""
+    ``logprob_<i>`` columns, and a float column per metric. ``contents``: the run's results and
+    samples, when the caller has read them already (``read_run``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     run_dir = Path(run_dir)
-    results = load_results(run_dir)
+    results, records = contents or read_run(run_dir)
     model = results.get("model") or {}
-    records = list(iter_samples(run_dir))
     metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
     n_choices = max((len(r.get("logprobs") or []) for r in records if isinstance(r.get("logprobs"), list)), default=0)
     fields = [
@@ -176,14 +176,14 @@ def write_parquet(run_dir: Path, path: Path | None = None) -> Path:
     return target
 
 
-def write_lm_eval(run_dir: Path, folder: Path | None = None) -> Path:
+def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dict, list[dict]] | None = None) -> Path:
     """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
 
     The date is the run's start, so exporting again rewrites the same files; other files that an
-    earlier export of this run left there are removed.
+    earlier export of this run left there are removed. ``contents`` as for ``write_parquet``.
     """
     run_dir = Path(run_dir)
-    results = load_results(run_dir)
+    results, samples = contents or read_run(run_dir)
     specs = task_specs(run_dir, results.get("tasks", {}))
     layout = results_file(results, specs)
     target = folder or run_dir / LM_EVAL_DIR / layout["model_name_sanitized"]
@@ -192,7 +192,7 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None) -> Path:
     keep = {f"results_{date}.json"}
     rows = SourceRows()
     by_task: dict[str, list[dict]] = {}
-    for record in iter_samples(run_dir):
+    for record in samples:
         by_task.setdefault(record.get("task"), []).append(record)
     for name, records in by_task.items():
         file = target / f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', str(name))}_{date}.jsonl"
@@ -208,13 +208,15 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None) -> Path:
     return path
 
 
+def read_run(run_dir: Path) -> tuple[dict, list[dict]]:
+    """A run folder's checked results.json and the samples it describes."""
+    return load_results(run_dir), list(iter_samples(run_dir))
+
+
 def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet")) -> list[Path]:
-    written = []
     for fmt in formats:
-        if fmt == "lm-eval":
-            written.append(write_lm_eval(run_dir))
-        elif fmt == "parquet":
-            written.append(write_parquet(run_dir))
-        else:
+        if fmt not in ("lm-eval", "parquet"):
             raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval, parquet or duckdb")
-    return written
+    contents = read_run(run_dir) if formats else None  # read once for every format (samples.jsonl can be large)
+    writers = {"lm-eval": write_lm_eval, "parquet": write_parquet}
+    return [writers[fmt](run_dir, contents=contents) for fmt in formats]
