@@ -216,11 +216,13 @@ def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
         {"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
         {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]},
     ])
-    with pytest.raises(TaskDefinitionError) as caught:
-        evaluate([folder], Answerer({"One": "ok", "Two": "ok"}), output_dir=tmp_path / "run", export=False,
-                 dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
-                                  "seahelm_judge": StandInJudge({"Fine.": "CLASS_EXACTLY_MET"})})
-    message = str(caught.value)
+    # a folder run: the task that fails while running is recorded as not run (stage "run"), never a number
+    result = evaluate([folder], Answerer({"One": "ok", "Two": "ok"}), output_dir=tmp_path / "run", export=False,
+                      dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
+                                       "seahelm_judge": StandInJudge({"Fine.": "CLASS_EXACTLY_MET"})})
+    (skipped,) = result.results["skipped"]
+    message = skipped["error"]
+    assert skipped["stage"] == "run" and result.results["status"] == "partial" and not result.results["tasks"]
     assert "'b'" in message and "field 'criterion'" in message and "row 2" in message and str(tmp_path / "data") in message
 
 
