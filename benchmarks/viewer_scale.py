@@ -58,7 +58,7 @@ def write_run(folder: Path, n: int, seed: int, model: str) -> None:
     (folder / "samples.jsonl").write_text(data)
     tasks = {f"task_{t}": {"kind": "multiple_choice", "dialect": "native", "source": None, "version": "1", "hash": "x",
                            "n_samples": len(range(t, n, 4)), "metrics": {"acc": {"value": correct / n, "stderr": 0.01}},
-                           "requests": {}, "timing": {}} for t in range(4)}
+                           "requests": {"unique": len(range(t, n, 4))}, "timing": {"total_seconds": 1.0}} for t in range(4)}
     results = {"proctor_version": "bench", "created": f"2026-01-{1 + seed % 28:02d}T00:00:00+00:00", "command": None,
                "model": {"backend": "fake", "model": model}, "status": "complete", "tasks": tasks, "groups": {},
                "samples_bytes": len(data.encode())}
