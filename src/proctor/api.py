@@ -176,7 +176,8 @@ def _load_and_evaluate(
     load_started = time.perf_counter()
     owned = None  # a model loaded here is closed here
     # the name as the user wrote it (lm-eval's model_name); a pool of replicas keeps the one it was started with
-    given = model if isinstance(model, str) else getattr(model, "spec", None) if isinstance(getattr(model, "spec", None), str) else None
+    spec = model if isinstance(model, str) else getattr(model, "spec", None)
+    given = spec if isinstance(spec, str) else None
     if isinstance(model, str):
         options = _cluster_options(workers, cluster)
         if options is not None:

@@ -33,15 +33,13 @@ def formulation(task: dict) -> str:
     return "log-likelihood" if mc_format == "loglikelihood" else ""
 
 
-STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
-
-
 def print_warnings(results: dict) -> None:
+    from proctor.runs.report import SKIP_STAGES  # after a run: nothing added to the command's start
 
     for warning in results.get("warnings", []):
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
     for entry in results.get("skipped", []):
-        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {STAGES.get(entry.get('stage'), 'was skipped')}: "
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: "
                           f"{escape(entry['error'])}", highlight=False, soft_wrap=True)
 
 
@@ -85,8 +83,10 @@ def print_results(results: dict) -> None:
                 "" if entry is None else fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 "" if entry is None else fmt_value(entry["stderr"]),
             )
+    from proctor.runs.report import SKIP_STAGES
+
     for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
-        table.add_row(escape(str(entry.get("task") or entry["file"])), "", f"[bold red]{STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
+        table.add_row(escape(str(entry.get("task") or entry["file"])), "", f"[bold red]{SKIP_STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
                       "—", "")
     for name, group in results.get("groups", {}).items():
         first = True
