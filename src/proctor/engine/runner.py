@@ -132,17 +132,6 @@ def is_custom(handler: Any) -> bool:
     return isinstance(handler, PredictsSamples)
 
 
-def run_task(
-    model: Model,
-    prepared: PreparedTask,
-    progress: ProgressHook | None = None,
-    lookup: Lookup | None = None,
-    chunk_size: int | None = None,
-) -> TaskOutcome:
-    built = build_requests(model, prepared)
-    return run_built(model, built, progress, lookup, chunk_size)
-
-
 def run_built(
     model: Model,
     built: TaskRequests,

@@ -122,14 +122,9 @@ def _flatten(prefix: str, value: Any, out: dict) -> None:
             _flatten(f"{prefix}.{key}", inner, out)
 
 
-def by_row(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[Any]]:
-    """The generations of each row: by a generation's ``id`` / ``question_id`` matching a row's
-    ``id``, else by position (generation i of n goes to row i * rows // n)."""
-    return [[generations[i] for i in group] for group in row_positions(generations, rows)]
-
-
 def row_positions(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[int]]:
-    """For each row, the positions (in ``generations``) of its generations, as ``by_row`` groups them."""
+    """For each row, the positions (in ``generations``) of its generations: by a generation's ``id`` /
+    ``question_id`` matching a row's ``id``, else by position (generation i of n goes to row i * rows // n)."""
     groups: list[list[int]] = [[] for _ in rows]
     if not rows:
         return groups

@@ -19,12 +19,6 @@ _INTERP = re.compile(r"\$\{([^${}]+)\}")
 _ROOT_FILES = ("constants.yaml", "task_config.yaml", "reasoning_generation_config.yaml")
 
 
-def repo_root(path: Path) -> Path:
-    """SEA-HELM's repository root: the folder holding ``seahelm_tasks`` (else the config's folder)."""
-    root = tasks_root(path)
-    return root.parent if root is not None else (path.parent if path.is_file() else path)
-
-
 @dataclass
 class ConfigTree:
     root: Path  # the repository root (holds seahelm_tasks/)
