@@ -222,7 +222,7 @@ def test_two_node_run_survives_losing_the_second_nodes_replica(two_nodes, single
 def test_sampled_epochs_are_the_same_with_two_workers(tasks, tiny_model_dir, tmp_path, monkeypatch):
     """--epochs with sampling: each (sample, epoch) has its own seed, so the text does not depend on which
     replica generates it: two workers give the single process's generations, epoch by epoch."""
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
 
     monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
     o = RunOverrides(gen_kwargs={"temperature": 50.0}, seed=3, epochs=2)

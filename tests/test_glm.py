@@ -157,14 +157,14 @@ def test_gen_example_data_runs_with_glm_em_f1(tiny_model, tmp_path):
     assert set(task["metrics"]) == {"EM", "F1"} and task["breakdown_stats"]["_source"]["EM"]["n_parts"] == 1
     (record,) = records(result.run_dir)
     assert record["target"] == ["Paris", "Paris, France"]
-    from proctor.dialects.glm.glm_metrics import glm_exact_match, glm_f1
+    from proctor.dialects.glm.registered_metrics import glm_exact_match, glm_f1
 
     assert record["metrics"]["EM"] == 100 * max(glm_exact_match(record["generation"], t) for t in record["target"])
     assert record["metrics"]["F1"] == pytest.approx(100 * max(glm_f1(record["generation"], t) for t in record["target"]))
 
 
 def test_glm_em_f1_rules():
-    from proctor.dialects.glm.glm_metrics import glm_exact_match, glm_f1
+    from proctor.dialects.glm.registered_metrics import glm_exact_match, glm_f1
     from proctor.scoring.metrics import get_metric
     from proctor.scoring.outcomes import GenerationOutcome
 

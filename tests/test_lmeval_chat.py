@@ -22,7 +22,7 @@ SYSTEM = "You are a careful assistant. Answer briefly."
 @pytest.fixture(scope="module")
 def chat_runs(smollm2_tokenizer_dir, tmp_path_factory):
     from proctor.api import evaluate
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
     from proctor.models.hf import HFModel
 
     space = workspace(smollm2_tokenizer_dir, tmp_path_factory)
@@ -74,7 +74,7 @@ def test_chat_prompts_and_scores_match_lm_eval(chat_runs, task):
 
 def test_chat_options_are_recorded_and_enter_the_resume_check(chat_runs):
     from proctor.api import evaluate
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
     from proctor.runs.manifest import RunMismatchError
 
     _, result, _, model, dialect_options = chat_runs

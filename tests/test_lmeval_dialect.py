@@ -200,7 +200,7 @@ def test_ls_lists_the_catalogue_by_name_with_output_types():
 def test_run_time_overrides_not_wired_for_lm_eval_tasks_are_refused(quiz, tiny_model, tmp_path):
     """lm-eval's task objects build their own generation settings: an override proctor would not pass on
     is an error naming the flag and the task, not silently ignored; few-shot turns need the chat template."""
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
 
     folder, mapping = quiz
     tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": mapping})
@@ -215,7 +215,7 @@ def test_run_time_overrides_not_wired_for_lm_eval_tasks_are_refused(quiz, tiny_m
 def test_num_fewshot_and_system_prompt_reach_lm_evals_prompts(quiz, tiny_model, tmp_path):
     """--num-fewshot as lm-eval's num_fewshot (a task that sets 0 keeps 0), --system-prompt as its
     system_instruction: in plain text, the system prompt, the fewshot delimiter, then the shots."""
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
 
     folder, mapping = quiz
     tasks = load_tasks([folder / "quiz_shouted.yaml", folder / "quiz_plain.yaml"], options={"lmeval_data": mapping, "trust_task_code": True})

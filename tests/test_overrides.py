@@ -18,7 +18,8 @@ import pytest
 from conftest import EXAMPLES
 from proctor import __version__, evaluate, load_tasks
 from proctor.core.errors import ProctorError
-from proctor.engine.overrides import RunOverrides, apply_overrides, parse_gen_kwargs, parse_limit
+from proctor.core.run_overrides import RunOverrides, parse_gen_kwargs, parse_limit
+from proctor.engine.override_policy import apply_overrides
 from proctor.runs.manifest import RunMismatchError
 from proctor.scoring.metrics import register_metric
 

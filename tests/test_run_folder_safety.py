@@ -14,7 +14,7 @@ import pytest
 
 from fakes import FakeModel, stable, write_tasks
 from proctor import evaluate
-from proctor.engine.runner import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, default_chunk_size
+from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, default_chunk_size
 from proctor.runs.lock import RunFolderBusyError, hold_run_dir
 from proctor.runs.manifest import RunMismatchError
 

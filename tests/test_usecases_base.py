@@ -15,9 +15,9 @@ from proctor.dialects.aisteer import (
     StrictInstruction,
     UseCaseDataError,
 )
+from proctor.dialects.aisteer.control_arguments import resolve_overrides
 from proctor.dialects.aisteer.ifeval import follows
 from proctor.dialects.aisteer.mcqa import LETTERS, parse_letter
-from proctor.dialects.aisteer.overrides import resolve_overrides
 
 ROWS = [
     {"id": f"r{i}", "question": f"Question {i}?", "answer": f"c{i}", "choices": [f"c{i}", "x", "y", "z", "w"]}

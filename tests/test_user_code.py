@@ -95,7 +95,7 @@ def test_the_file_folder_is_on_the_path_only_while_importing(tmp_path):
 
 
 def test_seahelm_src_names_exist_only_while_task_folder_code_is_imported(tmp_path):
-    from proctor.dialects.seahelm.plugins import BUILTIN_CLASSES, resolve_class
+    from proctor.dialects.seahelm.named_classes import BUILTIN_CLASSES, resolve_class
 
     write(tmp_path / "my_metric.py", """
         from src.metrics.seahelm_metric import SeaHelmMetric
@@ -111,7 +111,7 @@ def test_seahelm_src_names_exist_only_while_task_folder_code_is_imported(tmp_pat
 
 
 def test_seahelm_task_folder_error_names_the_code_file_and_the_config(tmp_path):
-    from proctor.dialects.seahelm.plugins import resolve_class
+    from proctor.dialects.seahelm.named_classes import resolve_class
 
     write(tmp_path / "broken.py", "class Broken(:\n")
     with pytest.raises(TaskDefinitionError) as info:

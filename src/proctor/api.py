@@ -13,10 +13,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
+from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
 from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
-from proctor.engine.overrides import RunOverrides, apply_overrides, epochs_of, parse_limit
+from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import ConvertsToModel, Model
@@ -123,7 +124,7 @@ def evaluate(
     ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows; with ``limit_per_part``, of
     the rows of each part of a task's first ``breakdown`` field (e.g. each MMLU subject; a task without
     a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
-    (``engine.overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
+    (``core.run_overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
     recorded in results.json and run.json.
     """

@@ -100,7 +100,7 @@ def run(
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import evaluate
-    from proctor.engine.overrides import RunOverrides
+    from proctor.core.run_overrides import RunOverrides
 
     if quiet:
         quiet_libraries()

@@ -1,7 +1,7 @@
 """The run-time overrides a user gives (``--num-fewshot``, ``--gen-kwargs``, ``--seed``, ``--epochs``, ...),
 parsed and checked, and the one way a task's spec is rewritten with changes.
 
-``engine/overrides.py`` applies them to tasks (per dialect); dialects with rules of their own receive
+``engine/override_policy.py`` applies them to tasks (per dialect); dialects with rules of their own receive
 a ``RunOverrides`` and rewrite their tasks with ``with_spec_changes``.
 """
 

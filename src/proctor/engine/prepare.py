@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.run_overrides import RunOverrides, limit_count
 from proctor.core.task import Task
 from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
 from proctor.data.sources import Sample, load_samples
-from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
+from proctor.engine.override_policy import epochs_of
 from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from proctor.engine.epochs import combine_epochs, seeded
-from proctor.engine.overrides import reducer_k
+from proctor.core.run_overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
 from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.core.user_errors import call_user
-from proctor.runs.executor import MAX_CHUNK_REQUESTS, MAX_LOGLIKELIHOOD_CHUNK, ModelExecutor, count_truncated, dedupe, default_chunk_size, execute  # noqa: F401 (re-exported)
+from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.kinds.base import kind_handler

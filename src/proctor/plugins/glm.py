@@ -31,10 +31,10 @@ class GLMDialect(Dialect):
         return importlib.import_module("proctor.dialects.glm.dialect").load(document, path, options)
 
 
-# GLM-130B's metric names (dialects/glm/glm_metrics.py registers them when one is first looked up)
+# GLM-130B's metric names (dialects/glm/registered_metrics.py registers them when one is first looked up)
 METRICS = ("Accuracy", "Accuracy_norm", "Accuracy_per_token", "Precision", "Recall", "F1_mul", "EM", "F1", "PPL", "BPB")
 
 
 def register(registry: Registry) -> None:
     registry.add_dialect(GLMDialect())
-    registry.add_metric_module("proctor.dialects.glm.glm_metrics", METRICS)
+    registry.add_metric_module("proctor.dialects.glm.registered_metrics", METRICS)

@@ -166,7 +166,7 @@ class SeaHelmDialect(Dialect):
         return [(flag, value) for flag, value in super().unused_options(options) if flag != "--model"]
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        overrides_module = importlib.import_module("proctor.dialects.seahelm.overrides")
+        overrides_module = importlib.import_module("proctor.dialects.seahelm.config_overrides")
         return overrides_module.apply_seahelm_overrides(task, overrides), set()
 
 

@@ -74,8 +74,8 @@ _NAMES.update({
     "aisteer360.evaluation.metrics.generic.reward_score": {"RewardScore": f"{_GENERIC}:RewardScore"},
     "aisteer360.evaluation.metrics.generic.short_answer_match": {
         "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
-        "_normalize_answer": f"{_GENERIC}:normalize_answer",
-        "_token_f1": f"{_GENERIC}:token_f1",
+        "_normalize_answer": "proctor.scoring.text:normalize_answer",
+        "_token_f1": "proctor.scoring.text:token_f1",
     },
     "aisteer360.evaluation.metrics.custom.truthful_qa": {
         "Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness",

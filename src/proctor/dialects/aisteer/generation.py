@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from proctor.dialects.aisteer.overrides import resolve_overrides
+from proctor.dialects.aisteer.control_arguments import resolve_overrides
 from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render, request_fields
 
 log = logging.getLogger(__name__)

@@ -13,13 +13,11 @@ local path or hub id (``RewardScore``), or a loaded model with its tokenizer.
 from __future__ import annotations
 
 import math
-import re
-import string
-from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from proctor.dialects.aisteer.judge import LLMJudgeMetric
 from proctor.dialects.aisteer.metrics import Metric
+from proctor.scoring.text import exact_match, token_f1
 
 # AISteer360's grading prompts (the judge's numbers depend on their wording)
 FACTUALITY_PROMPT = """\
@@ -255,26 +253,6 @@ class RewardScore(_ModelMetric):
         return result
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = "".join(c for c in text.lower() if c not in string.punctuation)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    predicted, gold = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    if not predicted or not gold:
-        return float(predicted == gold)
-    same = sum((Counter(predicted) & Counter(gold)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(predicted), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
 class ShortAnswerMatch(Metric):
     """SQuAD exact match and token F1 (best over each item's references), averaged: ``exact_match``, ``f1``."""
 
@@ -292,7 +270,7 @@ class ShortAnswerMatch(Metric):
             if not candidates:
                 raise ValueError(f"ShortAnswerMatch: item {index} has no reference")
             response = response or ""
-            exact.append(max(float(normalize_answer(response) == normalize_answer(c)) for c in candidates))
+            exact.append(max(exact_match(response, c) for c in candidates))
             f1.append(max(token_f1(response, c) for c in candidates))
         count = len(exact) or 1
         return {"exact_match": sum(exact) / count, "f1": sum(f1) / count}

@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.continuations import continuation_logprobs
+from proctor.dialects.aisteer.control_arguments import resolve_overrides
 from proctor.dialects.aisteer.generation import batch_retry_generate, has_own_generate
-from proctor.dialects.aisteer.overrides import resolve_overrides
 from proctor.dialects.aisteer.session import as_executor
 
 LETTERS = string.ascii_uppercase

@@ -10,7 +10,7 @@ from typing import List
 
 import numpy as np
 
-from proctor.dialects.glm.glm_metrics import glm_exact_match, glm_f1
+from proctor.dialects.glm.registered_metrics import glm_exact_match, glm_f1
 from proctor.dialects.glm.tokenizer import get_tokenizer
 from proctor.dialects.glm.utils import print_rank_0
 from proctor.scoring.text import normalize_answer  # noqa: F401  (GLM exports it from this module)

@@ -58,7 +58,7 @@ def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Map
 def judge_source(options: Mapping[str, Any] | None) -> Any:
     """The :class:`JudgeSource` of ``seahelm_judge``: a model object as given; a name with server settings
     (``seahelm_judge_options``: base_url, api_key_env, backend options) or a bare name, built on first use."""
-    from proctor.dialects.seahelm.judging import JudgeSource
+    from proctor.dialects.seahelm.judge_step import JudgeSource
 
     options = options or {}
     if options.get(JUDGE_SOURCE) is not None:

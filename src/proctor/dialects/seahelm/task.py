@@ -23,7 +23,7 @@ from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
 from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
-from proctor.dialects.seahelm.judging import Judging
+from proctor.dialects.seahelm.judge_step import Judging
 from proctor.dialects.seahelm.metrics import references
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
@@ -114,7 +114,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
 
     def __init__(self, spec, options=None) -> None:
         super().__init__(spec, options)
-        from proctor.dialects.seahelm.plugins import resolve_class
+        from proctor.dialects.seahelm.named_classes import resolve_class
 
         o = self.options
         self.task_id: str = o["task_id"]

@@ -11,16 +11,7 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
-from proctor.core.run_overrides import (  # noqa: F401  (the engine's names for them)
-    GEN_ALIASES,
-    GEN_FIELDS,
-    RunOverrides,
-    limit_count,
-    parse_gen_kwargs,
-    parse_limit,
-    reducer_k,
-    with_spec_changes,
-)
+from proctor.core.run_overrides import RunOverrides, with_spec_changes
 from proctor.core.task import Task
 from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
 
