@@ -88,7 +88,7 @@ def test_lm_eval_results_validate(tmp_path):
 
 
 def test_use_case_results_validate(tiny_model, tmp_path):
-    from test_usecases_engine import _run
+    from test_aisteer_engine import _run
 
     saved = _validated(_run(tiny_model, tmp_path / "run").run_dir)
     task = saved.tasks["CommonsenseMCQA"]

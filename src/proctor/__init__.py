@@ -11,9 +11,9 @@ _USECASE_NAMES = ("UseCase", "Metric", "batch_retry_generate", "Benchmark", "Ste
 
 def __getattr__(name: str):
     if name in _USECASE_NAMES:
-        from proctor import usecases
+        from proctor.dialects import aisteer
 
-        return getattr(usecases, name)
+        return getattr(aisteer, name)
     raise AttributeError(f"module 'proctor' has no attribute '{name}'")
 
 

@@ -67,7 +67,7 @@ def unsupported(name: str, reason: str) -> type:
     """A class named ``name`` whose construction raises a ProctorError saying why proctor cannot run it."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        nearest = f"; proctor's nearest control is {NEAREST[name]} (see docs/usecases.md)" if name in NEAREST else ""
+        nearest = f"; proctor's nearest control is {NEAREST[name]} (see docs/aisteer.md)" if name in NEAREST else ""
         raise ProctorError(f"AISteer360's {name} cannot run in proctor: it {reason}{nearest}")
 
     return type(name, (), {"__init__": __init__, "__doc__": f"AISteer360's {name}: not runnable in proctor ({reason})."})

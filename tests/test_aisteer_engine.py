@@ -171,7 +171,7 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
 KILLED_RUN = '''
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
-from test_usecases_engine import Counting, _run
+from test_aisteer_engine import Counting, _run
 from proctor.models.hf import HFModel
 
 class KillAfter(Counting):

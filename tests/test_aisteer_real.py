@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import shared_path
-from test_usecases_confidence import independent_ece
-from test_usecases_metrics import independent_accuracy, independent_bias
+from test_aisteer_confidence import independent_ece
+from test_aisteer_metrics import independent_accuracy, independent_bias
 
 pytestmark = pytest.mark.slow
 
