@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 from proctor.core.errors import TaskDefinitionError
 
@@ -64,6 +64,19 @@ def decode_utf8(path: Path) -> str:
             file=path,
             line=line,
         ) from None
+
+
+def json_lines(lines: Iterable[str], bad_line: Callable[[int, json.JSONDecodeError], Exception]) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line's number (from 1) and JSON value, for the dialects' own JSON Lines data;
+    ``bad_line(number, error)`` is the exception raised for a line that is not JSON (each dialect words its own)."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise bad_line(number, exc) from None
+        yield number, value
 
 
 def read_rows(

@@ -39,17 +39,12 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
         path = Path(source)
         if not path.exists():
             raise UseCaseDataError(f"{path}: no such evaluation data file")
-        from proctor.data.readers import decode_utf8
+        from proctor.data.readers import decode_utf8, json_lines
 
         text = decode_utf8(path)
         if path.suffix == ".jsonl":
-            rows = []
-            for number, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise UseCaseDataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            rows = [row for _, row in json_lines(text.splitlines(),
+                                                 lambda number, exc: UseCaseDataError(f"{path}:{number}: not valid JSON ({exc.msg})"))]
         else:
             try:
                 rows = json.loads(text)

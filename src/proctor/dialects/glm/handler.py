@@ -12,7 +12,6 @@ Non-numeric metric values (dicts per category, lists) are flattened to ``name.ke
 
 from __future__ import annotations
 
-import json
 from glob import glob
 from os.path import join, relpath
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.data.paths import check_inside, data_roots
+from proctor.data.readers import json_lines
 from proctor.data.sources import Sample, SourceUnavailable, expand_variables
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask
@@ -165,13 +165,7 @@ class GLMModuleTask(CustomTask):
                     continue
                 if path.suffix in _JSON or ".json" in path.name:
                     lines = path.read_text(encoding="utf-8").splitlines()
-                    for row, line in enumerate(lines, start=1):
-                        if not line.strip():
-                            continue
-                        try:
-                            item = json.loads(line)
-                        except json.JSONDecodeError as exc:
-                            raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=row) from None
+                    for row, item in json_lines(lines, lambda n, exc: TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=n)):
                         shown = item.get("inputs_pretokenized", item.get("text_pretokenized", "")) if isinstance(item, dict) else ""
                         if isinstance(item, dict):  # the row's choices, label and targets as text, for the sample records
                             self._rows[(str(path), row)] = item

@@ -100,16 +100,10 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
             raise ProctorError(f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)") from None
     suffix = path.suffix
     if suffix == ".jsonl":
-        from proctor.data.readers import decode_utf8  # names the line of a byte that is not UTF-8
+        from proctor.data.readers import decode_utf8, json_lines
 
-        rows = []
-        for n, line in enumerate(decode_utf8(path).split("\n"), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n) from None
-        return rows
+        lines = decode_utf8(path).split("\n")  # decode_utf8 names the line of a byte that is not UTF-8
+        return [row for _, row in json_lines(lines, lambda n, exc: TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n))]
     if suffix == ".json":
         from proctor.data.readers import decode_utf8
 
