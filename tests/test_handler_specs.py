@@ -6,6 +6,7 @@ core code reads no dialect's option keys, and a spec read back from its dump get
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -13,11 +14,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from conftest import REPO, shared_path
+from conftest import EXAMPLES, REPO, shared_path
 from proctor.api import load_tasks
 from proctor.core.task_spec import TaskSpec
 
-PLACEHOLDER = re.compile(r"\{\{\s*_")  # a template that only echoes a field the handler made
+PLACEHOLDER = re.compile(r"\{\{\s*(_\w+)")  # a template reading an underscore field
 TEMPLATE_FIELDS = ("prompt", "target", "choices", "text")
 
 LM_EVAL_TASK = """\
@@ -47,9 +48,14 @@ def _lm_eval_task(tmp_path: Path) -> Path:
 
 def _handler_tasks(tmp_path: Path) -> dict[str, list]:
     """Tasks of every dialect whose tasks run through a handler, loaded from upstream-format files."""
-    seahelm = shared_path("examples", "seahelm")
+    seahelm = EXAMPLES / "seahelm"
     glm = shared_path("examples", "glm130b")
-    probsem = shared_path("examples", "probsem")
+    from test_probsem import COGSCI_PROMPT, COGSCI_SUITE  # the CogSci2023 branch's suite format
+
+    probsem = tmp_path / "probsem"
+    probsem.mkdir()
+    (probsem / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
+    (probsem / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE), encoding="utf-8")
     return {
         "lm-eval": load_tasks([_lm_eval_task(tmp_path)]),
         "seahelm": [t for t in load_tasks([seahelm]) if t.dialect == "seahelm"][:20],
@@ -59,11 +65,14 @@ def _handler_tasks(tmp_path: Path) -> dict[str, list]:
 
 
 def _placeholders(spec: TaskSpec) -> list[str]:
+    """Fields the templates read that only a handler could make: ``_name`` fields the task's data does not
+    define (probsem's ``_probsem_prompt`` is a data constant of its spec: a real template)."""
+    defined = {name for data in spec.data for name in (*data.constants, *data.fields)}
     values = []
     for name in TEMPLATE_FIELDS:
         value = getattr(spec, name)
         values += value if isinstance(value, list) else [value]
-    return [v for v in values if isinstance(v, str) and PLACEHOLDER.search(v)]
+    return [name for v in values if isinstance(v, str) for name in PLACEHOLDER.findall(v) if name not in defined]
 
 
 def test_handler_tasks_name_their_handler_with_typed_options_and_no_placeholder_templates(tmp_path):
@@ -119,7 +128,6 @@ def test_core_packages_read_no_dialect_option_keys():
 def test_a_handler_task_runs_from_the_command_line_with_its_numbers(tmp_path, tiny_model_dir):
     """The lm-eval task above through ``proctor run`` in a fresh process: its accuracy is lm-eval's rule
     (the higher summed log-likelihood wins) applied to the log-likelihoods the run recorded."""
-    import json
     import subprocess
 
     task = _lm_eval_task(tmp_path)
