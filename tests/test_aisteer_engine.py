@@ -286,7 +286,7 @@ def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
 
     for trial in (0, 1):  # each trial is a run folder; its task asks for the trial's seed
         config = yaml.safe_load((tmp_path / "bench" / "runs" / "baseline" / f"baseline-t{trial}" / "tasks" / "Rounds.yaml").read_text())
-        assert config["spec"]["task_options"]["gen_kwargs"]["seed"] == 10 + trial
+        assert config["spec"]["handler"]["options"]["gen_kwargs"]["seed"] == 10 + trial
     again = FakeModel("base")
     assert run(again, tmp_path / "bench") == profiles and again.calls == []
     assert run(FakeModel("base")) == profiles  # without save_dir: the same runs in a temporary folder

@@ -50,15 +50,16 @@ def test_example_yamls_parse():
     assert tasks["glue_cola/validation"].spec.task_options["micro_batch_size"] == 30  # kebab-case key
     assert tasks["C3"].spec.data[0].path == "${DATA_PATH}/CLUE/c3/**/*.json*"  # GLM's default file pattern
     lambada = tasks["LAMBADA"].spec
-    assert lambada.task_class == "proctor.dialects.glm.handler.GLMModuleTask" and lambada.task_options["module"] == "tasks.lambada.task.LAMBADA"
-    glm = lambada.task_options["config"]
+    assert lambada.handler.name == "glm.module" and lambada.handler.options.module == "tasks.lambada.task.LAMBADA"
+    assert lambada.task_class is None and lambada.prompt is None  # a handler's task: no class path, no placeholder templates
+    glm = lambada.handler.options.config
     assert (glm["num_beams"], glm["max_gen_length"], glm["no_repeat_ngram_size"], glm["use_task_mask"]) == (16, 5, 3, True)
     assert glm["file_pattern"] == {"test": "**/test.jsonl", "validation": "**/validation.jsonl"}
     wiki = tasks["WikiText-2/test"].spec
     assert wiki.kind == "perplexity" and (wiki.perplexity.window, wiki.perplexity.stride) == (2047, 256)
     assert wiki.data[0].format == "text" and wiki.metrics[0].name == "PPL"
     assert [m.name for m in tasks["C3"].spec.metrics] == ["Accuracy"]
-    assert tasks["MMLU"].spec.task_options["roots"][0] == "${DATA_PATH}/MMLU"
+    assert tasks["MMLU"].spec.handler.options.roots[0] == "${DATA_PATH}/MMLU"
 
 
 def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):

@@ -281,8 +281,8 @@ def test_lm_eval_layout_reports_a_size_weighted_group_by_its_micro_mean():
     metric = {"value": 0.7, "stderr": 0.0559, "micro": (10 * 0.5 + 30 * 0.9) / 40, "micro_stderr": 0.042}
     results = {"tasks": tasks, "groups": {"g": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}},
                                           "h": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}}}}
-    specs = {"a": {"kind": "multiple_choice", "task_options": {"groups": [["g", True], ["h", False]]}},
-             "b": {"kind": "multiple_choice", "task_options": {"groups": [["g", True], ["h", False]]}}}
+    specs = {"a": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]},
+             "b": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]}}
     layout = results_file(results, specs)
     assert layout["results"]["g"]["acc,none"] == pytest.approx(0.8) and layout["results"]["g"]["acc_stderr,none"] == 0.042
     assert layout["results"]["h"]["acc,none"] == 0.7 and layout["results"]["h"]["acc_stderr,none"] == 0.0559

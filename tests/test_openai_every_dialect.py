@@ -233,9 +233,9 @@ def test_seahelm_logprob_task(chat_only, tiny_model_dir, tmp_path):
 def _mt_bench_task(options: dict):
     folder = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
     (task,) = [t for t in load_tasks([folder], options=options) if t.name == "mt-bench/en"]
-    config = task.spec.task_options["config"]
+    config = task.spec.handler.options.config
     short = {**config, "languages": {"en": {**config["languages"]["en"], "max_tokens": 8}}}
-    spec = task.spec.model_copy(update={"task_options": {**task.spec.task_options, "config": short}})
+    spec = task.spec.with_handler_options(config=short)
     return dataclasses.replace(task, spec=spec)
 
 

@@ -191,10 +191,10 @@ def test_seahelm_overrides_map_to_its_config():
         pytest.skip("no SEA-HELM example tasks")
     o = RunOverrides(num_fewshot=3, gen_kwargs={"temperature": 0.5, "max_tokens": 9}, epochs=2)
     (task,) = apply_overrides(seahelm[:1], o)
-    options = task.spec.task_options
-    assert options["n_runs"] == 2 and options["config"]["temperature"] == 0.5
-    assert options["config"]["fewshot_num_examples"] == {"base": 3, "instruct": 3}
-    assert all(c["max_tokens"] == 9 for c in options["config"]["languages"].values())
+    options = task.spec.handler.options
+    assert options.n_runs == 2 and options.config["temperature"] == 0.5
+    assert options.config["fewshot_num_examples"] == {"base": 3, "instruct": 3}
+    assert all(c["max_tokens"] == 9 for c in options.config["languages"].values())
     with pytest.raises(ProctorError, match="--system-prompt has no meaning"):
         apply_overrides(seahelm[:1], RunOverrides(system_prompt="x"))
 

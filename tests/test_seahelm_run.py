@@ -90,8 +90,7 @@ def test_pairwise_judge_mt_bench_end_to_end(tiny_model, tmp_path):
     tasks = [t for t in load_tasks([folder], options=options) if t.name == "mt-bench/en"]
     import dataclasses
 
-    spec = tasks[0].spec.model_copy(update={"task_options": {**tasks[0].spec.task_options,
-                                                               "config": _short(tasks[0].spec.task_options["config"])}})
+    spec = tasks[0].spec.with_handler_options(config=_short(tasks[0].spec.handler.options.config))
     task = dataclasses.replace(tasks[0], spec=spec)
     result = evaluate([task], tiny_model, output_dir=tmp_path / "run", export=False)
     metrics = result.tasks["mt-bench/en"]["metrics"]

@@ -11,7 +11,8 @@ key or a look at the file) and what else it adds. It imports no dialect package:
 the dialect imports it then (``proctor.dialects.<name>``), so a run imports only the dialects whose files
 it reads.
 
-What can be registered: dialects (``core.dialect.Dialect``), model backends by ``--model`` prefix,
+What can be registered: dialects (``core.dialect.Dialect``), the task handlers their tasks run
+through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix,
 task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
 modules whose import registers metrics (``scoring.metrics.register_metric``; with the names they
 register, imported only when one of those is looked up), and metric resolvers (names made up per task).
@@ -34,6 +35,27 @@ log = logging.getLogger(__name__)
 PLUGIN_NAMESPACE = "proctor.plugins"  # the namespace scanned for built-in plug-ins
 ENTRY_POINT_GROUP = "proctor.plugins"
 
+@dataclass(frozen=True)
+class TaskHandler:
+    """A dialect's task handler, registered by name: the class and its options model as
+    ``module:Name`` references, imported when a task of it is read back or run (not at registration)."""
+
+    name: str
+    handler: str  # "package.module:Class", a ``kinds.custom.CustomTask`` subclass
+    options: str  # "package.module:Model", the pydantic model of ``HandlerSpec.options``
+
+    def handler_class(self) -> type:
+        return _resolve(self.handler)
+
+    def options_model(self) -> Any:
+        return _resolve(self.options)
+
+
+def _resolve(reference: str) -> Any:
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
 # (rest of the --model string, options) -> the option names the backend takes (None: not checked);
 # raises ModelLoadError for a reference that cannot load. Run before anything loads.
@@ -51,12 +73,27 @@ class Registry:
     metric_modules: list[str] = field(default_factory=list)
     metric_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # module -> the names it registers
     metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
+    task_handlers: dict[str, TaskHandler] = field(default_factory=dict)
 
     # -- registration (called from plug-ins' register functions)
     def add_dialect(self, dialect: "Dialect") -> None:
         if dialect.name in self.dialects:
             raise ValueError(f"dialect '{dialect.name}' is registered twice")
         self.dialects[dialect.name] = dialect
+
+    def add_task_handler(self, name: str, handler: str, options: str) -> None:
+        """Tasks whose spec names ``handler: {name: NAME}`` run through ``handler`` ("module:Class"), with
+        options validated by ``options`` ("module:Model")."""
+        if name in self.task_handlers:
+            raise ValueError(f"task handler '{name}' is registered twice")
+        self.task_handlers[name] = TaskHandler(name, handler, options)
+
+    def task_handler(self, name: str) -> TaskHandler:
+        try:
+            return self.task_handlers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.task_handlers)) or "none"
+            raise ValueError(f"no task handler '{name}' is registered (registered: {known})") from None
 
     def add_model_backend(self, prefix: str, loader: ModelLoader, check: ModelCheck | None = None) -> None:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 TaskKind = Literal["multiple_choice", "generate", "perplexity"]
 
@@ -137,8 +137,29 @@ class RollupSpec(_Frozen):
     group_type: Literal["macro", "micro"] = "macro"
 
 
+class HandlerSpec(_Frozen):
+    """The handler a dialect's task runs through: its registered name (``Registry.add_task_handler``)
+    and its options, a typed model the dialect declares with it. The handler reads its own data and
+    gives each sample's texts (``data.sources.GivenTexts``), so the task has no templates."""
+
+    name: str = Field(min_length=1)
+    options: SerializeAsAny[BaseModel]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_options(cls, value: Any) -> Any:
+        # a spec read back from its dump (run-time overrides, resume checks) gets its typed options again
+        if isinstance(value, dict) and isinstance(value.get("options"), dict):
+            from proctor.core.registry import registry
+
+            entry = registry().task_handler(str(value.get("name")))
+            value = {**value, "options": entry.options_model().model_validate(value["options"])}
+        return value
+
+
 class TaskSpec(_Frozen):
-    """One task. Templates are Jinja2 strings rendered with the sample's fields."""
+    """One task. Templates are Jinja2 strings rendered with the sample's fields; a task run by a
+    dialect's ``handler`` has none (the handler gives each sample's texts)."""
 
     name: str = Field(min_length=1)
     kind: TaskKind
@@ -146,6 +167,8 @@ class TaskSpec(_Frozen):
     changes: dict[str, str] = Field(default_factory=dict)
     description: str = ""
     group: list[str] = Field(default_factory=list)
+    # groups (of ``group``) whose score is their tasks' size-weighted mean (lm-eval's weight_by_size)
+    size_weighted_groups: list[str] = Field(default_factory=list)
     data: list[DataSpec]
     limit: int | None = Field(default=None, ge=1)
     prompt: str | None = None
@@ -171,6 +194,7 @@ class TaskSpec(_Frozen):
     max_length: int | None = Field(default=None, ge=2)  # context limit in tokens; prompts lose tokens on the left
     task_class: str | None = None  # custom task class: "pkg.mod.Class" or "file.py:Class" (see proctor.kinds.custom)
     task_options: dict[str, Any] = Field(default_factory=dict)  # handed to the custom task class
+    handler: HandlerSpec | None = None  # a dialect's registered handler and its typed options
     exports: list[ExportSpec] = Field(default_factory=list)
     text: str | None = None  # perplexity: the text to score
     perplexity: PerplexitySpec = PerplexitySpec()
@@ -227,8 +251,20 @@ class TaskSpec(_Frozen):
                 out.append(item)
         return out
 
+    def with_handler_options(self, **changes: Any) -> "TaskSpec":
+        """This spec with some of its handler's options changed, checked by the handler's options model."""
+        if self.handler is None:
+            raise ValueError(f"task '{self.name}' runs through no handler")
+        options = self.handler.options
+        changed = type(options).model_validate({**options.model_dump(), **changes})
+        return self.model_copy(update={"handler": self.handler.model_copy(update={"options": changed})})
+
     @model_validator(mode="after")
     def _fields_for_kind(self) -> "TaskSpec":
+        if self.handler is not None:
+            if self.task_class is not None:
+                raise ValueError("a task runs through a 'handler' or a 'task_class', not both")
+            return self  # the handler gives each sample's texts
         needed = {
             "multiple_choice": ("prompt", "choices", "target"),
             "generate": ("prompt", "target"),

@@ -22,8 +22,20 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
+class GivenTexts:
+    """A sample's texts as a dialect's handler made them (the task has no templates): the prompt, the
+    target (a choice index or text, or references), the choices, the text a perplexity task scores."""
+
+    prompt: str | None = None
+    target: Any = None
+    choices: tuple[str, ...] | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class Sample:
-    """One evaluation item: its stable id, its fields, and where it came from."""
+    """One evaluation item: its stable id, its fields, and where it came from; ``given``: its texts
+    where a handler made them."""
 
     id: str
     fields: Mapping[str, Any]
@@ -31,6 +43,7 @@ class Sample:
     row: int | None = None
     index: int = 0
     origin: dict = field(default_factory=dict, compare=False, hash=False)
+    given: GivenTexts | None = None
 
 
 class SourceUnavailable(ProctorError):

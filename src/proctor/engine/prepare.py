@@ -31,7 +31,7 @@ class PreparedTask:
     content_hash: str
     use_chat: bool
     data: dict  # the source used, rows read, rows dropped by the filter
-    handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
+    handler: Any = None  # a dialect's handler (spec.handler) or a task class (spec.task_class), else the kind's own
     mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
     epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
@@ -105,7 +105,11 @@ def prepare_task(
     file = str(task.file) if task.file else None
     stats: dict = {}
     handler = None
-    if spec.task_class:
+    if spec.handler is not None:
+        from proctor.kinds.custom import load_handler
+
+        handler = load_handler(spec, task.resources)
+    elif spec.task_class:
         from proctor.kinds.custom import load_task_class
 
         handler = load_task_class(spec, task.base_dir, file, task.resources, task.lines.get("task_class"))

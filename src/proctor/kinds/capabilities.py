@@ -1,7 +1,8 @@
 """What a task handler may provide beyond the kind-handler protocol, and the executor it is handed.
 
 A handler is the object a task runs through: a built-in kind (``kinds/base.KindHandler``: requests
-per sample, an outcome from the results) or a task class named by ``TaskSpec.task_class``
+per sample, an outcome from the results), a dialect's handler named by ``TaskSpec.handler`` or a
+task class named by ``TaskSpec.task_class``
 (``kinds/custom.py`` and the dialects' handlers). The engine asks for each optional capability
 with ``isinstance`` against these runtime-checkable protocols; nothing else about a handler is
 probed. A handler imports no engine module: the engine hands it an :class:`Executor`.

@@ -16,7 +16,9 @@ import inspect
 import math
 import numbers
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import BaseModel
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodRequest
@@ -82,12 +84,14 @@ class CustomTask:
     kind: str = ""
     request_type = "custom"
 
-    def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: TaskSpec, options: Mapping[str, Any] | BaseModel | None = None) -> None:
         self.spec = spec
-        self.options = dict(options or {})
+        # a task file's task_options (a mapping) for a user's class; a dialect handler's typed options model
+        self.options: Any = options if isinstance(options, BaseModel) else dict(options or {})
         self.model: Any = None
         self.resources: dict[str, Any] = {}  # the loaded task's resources (core.task.Task.resources)
-        self.micro_batch_size = max(1, int(self.options.get("micro_batch_size", 1) or 1))
+        batch = getattr(options, "micro_batch_size", 1) if isinstance(options, BaseModel) else self.options.get("micro_batch_size", 1)
+        self.micro_batch_size = max(1, int(batch or 1))
 
     # ---------------------------------------------------------------- for subclasses
     def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
@@ -283,4 +287,17 @@ def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources:
         )
     handler = cls(spec, spec.task_options)
     handler.resources = resources
+    return handler
+
+
+def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
+    """The handler of a dialect's task (``spec.handler``), a class its plug-in registered, given the
+    typed options. No consent is asked here: the plug-in is installed code; code a task file names is
+    the handler's to refuse without ``--trust-task-code`` (``core.user_code``)."""
+    from proctor.core.registry import registry
+
+    assert spec.handler is not None
+    cls = registry().task_handler(spec.handler.name).handler_class()
+    handler = cls(spec, spec.handler.options)
+    handler.resources = dict(resources or {})
     return handler

@@ -87,4 +87,6 @@ def _check_steered(rest: str, options: dict) -> set[str]:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(UseCaseDialect())
+    registry.add_task_handler("aisteer.use_case", "proctor.dialects.aisteer.usecase_task:UseCaseTask",
+                              "proctor.dialects.aisteer.task_options:UseCaseTaskOptions")
     registry.add_model_backend("steer", _load_steered, _check_steered)

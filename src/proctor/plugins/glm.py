@@ -37,4 +37,5 @@ METRICS = ("Accuracy", "Accuracy_norm", "Accuracy_per_token", "Precision", "Reca
 
 def register(registry: Registry) -> None:
     registry.add_dialect(GLMDialect())
+    registry.add_task_handler("glm.module", "proctor.dialects.glm.handler:GLMModuleTask", "proctor.dialects.glm.task_options:GLMModuleOptions")
     registry.add_metric_module("proctor.dialects.glm.registered_metrics", METRICS)

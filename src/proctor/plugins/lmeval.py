@@ -131,4 +131,7 @@ def _resolve_metric(name: str) -> Any:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
+    options = "proctor.dialects.lmeval.task_options:LmEvalTaskOptions"
+    for name, handler in (("choices", "LmEvalChoiceTask"), ("generate", "LmEvalGenerateTask"), ("rolling", "LmEvalRollingTask")):
+        registry.add_task_handler(f"lm-eval.{name}", f"proctor.dialects.lmeval.handler:{handler}", options)
     registry.add_metric_resolver(_resolve_metric)

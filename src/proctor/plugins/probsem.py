@@ -67,4 +67,5 @@ def _choices_csv(*args: Any, **kwargs: Any) -> list[str]:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(ProbsemDialect())
+    registry.add_task_handler("probsem.cogsci2023", "proctor.dialects.probsem.cogsci:CogSci2023Task", "proctor.core.dialect:NoOptions")
     registry.add_exporter("choices_csv", _choices_csv)

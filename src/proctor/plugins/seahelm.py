@@ -187,4 +187,6 @@ class _LindseaRule:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(SeaHelmDialect())
+    registry.add_task_handler("seahelm.task", "proctor.dialects.seahelm.task:SeaHelmTask",
+                              "proctor.dialects.seahelm.task_options:SeaHelmTaskOptions")
     registry.add_rollup_rule(_LindseaRule())

@@ -127,6 +127,24 @@ class PromptBuilder:
     def _where(self, sample: Sample) -> dict:
         return {"file": sample.file, "row": sample.row}
 
+    def _given(self, sample: Sample, name: str) -> Any:
+        """A text the task's handler gave the sample (a task run by a handler has no templates)."""
+        value = getattr(sample.given, name, None)
+        if value is None:
+            handler = self.spec.handler.name if self.spec.handler else "?"
+            raise TaskDefinitionError(f"the task's handler ({handler}) gave sample '{sample.id}' no {name}", field=name, **self._where(sample))
+        return value
+
+    def _question(self, sample: Sample) -> str:
+        if self._prompt is None:
+            return str(self._given(sample, "prompt"))
+        return self._prompt.render(sample.fields, **self._where(sample))
+
+    def _target_value(self, sample: Sample) -> Any:
+        if self._target is None:
+            return self._given(sample, "target")
+        return self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)
+
     def _choices_of(self, sample: Sample) -> tuple[str, ...]:
         where = self._where(sample)
         if isinstance(self._choices, list):
@@ -136,7 +154,10 @@ class PromptBuilder:
                     raise TaskDefinitionError(f"'choices' item {i} ({{{{ {template.plain_name} }}}}) is {value!r:.60} "
                                               f"({type(value).__name__}), not a text", field=f"choices[{i}]", **where)
             return _no_empty(tuple(c.render(sample.fields, **where) for c in self._choices), where, listed=True)
-        value = self._choices.evaluate(sample.fields, file=sample.file, row_number=sample.row)
+        if self._choices is None:
+            value = list(self._given(sample, "choices"))
+        else:
+            value = self._choices.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         if not isinstance(value, (list, tuple)) or not value:
             raise TaskDefinitionError(
                 f"'choices' must give a non-empty list, got {type(value).__name__}: {value!r:.80}", field="choices", **where
@@ -150,7 +171,7 @@ class PromptBuilder:
         return _no_empty(tuple(str(c) for c in value), where, listed=False)
 
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
-        value = self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)
+        value = self._target_value(sample)
         values = value if isinstance(value, (list, tuple)) else [value]
         unscored = self.spec.unscored_target
         if unscored is not None and len(values) == 1 and str(values[0]).strip() == str(unscored).strip():
@@ -181,7 +202,7 @@ class PromptBuilder:
         return tuple(gold)
 
     def _references_of(self, sample: Sample) -> tuple[str, ...]:
-        value = self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)
+        value = self._target_value(sample)
         values = value if isinstance(value, (list, tuple)) else [value]
         if any(v is None for v in values):  # str(None) would make "None" a reference answer
             raise TaskDefinitionError(f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample))
@@ -211,7 +232,7 @@ class PromptBuilder:
         """(question, answer, full text from fewshot.template) of a pool example, rendered once."""
         if index not in self._shot_cache:
             example = self.pool[index]
-            question = self._prompt.render(example.fields, **self._where(example))
+            question = self._question(example)
             answer = self._answer_text(example)
             full = self._fewshot_template.render(example.fields, **self._where(example)) if self._fewshot_template else None
             self._shot_cache[index] = (question, answer, full)
@@ -221,9 +242,9 @@ class PromptBuilder:
     def prepare(self, sample: Sample) -> PreparedSample:
         spec = self.spec
         if spec.kind == "perplexity":
-            text = self._text.render(sample.fields, **self._where(sample))
+            text = str(self._given(sample, "text")) if self._text is None else self._text.render(sample.fields, **self._where(sample))
             return PreparedSample(sample, Prompt(text=""), text=text)
-        question = self._prompt.render(sample.fields, **self._where(sample))
+        question = self._question(sample)
         shot_ids: list[int] = []
         if spec.fewshot and spec.fewshot.count:
             shot_ids = choose_shots(self.pool, sample, spec.fewshot.count, spec.fewshot.seed)

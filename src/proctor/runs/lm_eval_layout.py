@@ -67,13 +67,8 @@ def _block(name: str, metrics: dict, n: int, group: bool = False, weighted: bool
 
 
 def _weighted_groups(specs: dict[str, dict]) -> set[str]:
-    """Groups an lm-eval task file averages by size (its tasks' ``task_options.groups``: [group, weight_by_size])."""
-    out: set[str] = set()
-    for spec in specs.values():
-        for entry in ((spec or {}).get("task_options") or {}).get("groups") or []:
-            if isinstance(entry, (list, tuple)) and len(entry) == 2 and entry[1] is True:
-                out.add(str(entry[0]))
-    return out
+    """Groups whose score is their tasks' size-weighted mean (lm-eval's ``weight_by_size``)."""
+    return {str(group) for spec in specs.values() for group in (spec or {}).get("size_weighted_groups") or []}
 
 
 def _config(name: str, task: dict, spec: dict, overrides: dict) -> dict:

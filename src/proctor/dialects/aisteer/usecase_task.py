@@ -1,7 +1,7 @@
 """A Python use case as a proctor task: its handler, and the ``Task`` the dialect builds for it.
 
 A use case runs through ``api.evaluate`` like any other task. Its ``TaskSpec`` is a ``generate``
-task whose ``task_class`` is ``UseCaseTask``; the spec's ``task_options`` carry what identifies the
+task run by the ``aisteer.use_case`` handler (``UseCaseTask``); its options (``UseCaseTaskOptions``) carry what identifies the
 run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
 content hash, resume and ``--update`` see any change. How to build the use case object rides in the
 task's ``resources`` (``Task.resources["use_case"]``, a ``UseCaseEntry``), which the engine hands the
@@ -20,7 +20,7 @@ handler; nothing is kept in module state.
   ``question_id`` when the rows have ids, else by position); the task's metrics are every numeric
   value of the evaluations (``Metric.value`` names), and ``evaluations`` holds them as returned.
 
-A ``Benchmark`` trial (``task_options["benchmark_trial"]``, see ``benchmark.py``) differs in three
+A ``Benchmark`` trial (options ``benchmark_trial``, see ``benchmark.py``) differs in three
 ways, so that its profile entry is rebuilt from the run folder exactly as the Benchmark built it
 before: the global ``random`` is left as it is (the Benchmark never reseeded it), generations and
 evaluations are stored as the profile holds them (JSON, unknown values as ``str``), and each
@@ -39,17 +39,21 @@ from typing import Any, Callable, Mapping, Sequence
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import TaskSpec
+from proctor.core.task_spec import HandlerSpec, TaskSpec
 from proctor.core.user_errors import call_user, definition_site
-from proctor.data.sources import Sample
+from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.session import UseCaseExecutor
+from proctor.dialects.aisteer.task_options import UseCaseTaskOptions
 from proctor.kinds.custom import GenerationTask
 from proctor.models.steering.steered_model import SteeredModel
 
-HANDLER = "proctor.dialects.aisteer.usecase_task.UseCaseTask"
+HANDLER = "aisteer.use_case"  # the registered task handler (plugins/aisteer.py): UseCaseTask
+
+# the use case builds its own prompts and scores its own generations: no prompt or reference answer to render
+NO_TEXTS = GivenTexts(prompt="", target=())
 
 Built = tuple[UseCase, dict, dict]  # the use case, its gen_kwargs, the other generate() keywords
 
@@ -77,14 +81,9 @@ def use_case_task(
         "kind": "generate",
         "description": f"Python use case {type(case).__qualname__}",
         "data": [{"path": str(source) if source is not None else f"<python:{type(case).__qualname__}>"}],
-        "prompt": "",
-        "target": "-",  # the use case scores its own generations: no reference answer
-        "task_class": HANDLER,
-        "task_options": {
-            "fingerprint": fingerprint, "gen_kwargs": _jsonable(gen_kwargs),
-            "batch_size": call.get("batch_size"), "runtime_overrides": _jsonable(call.get("runtime_overrides")),
-            **({"benchmark_trial": benchmark_trial} if benchmark_trial is not None else {}),
-        },
+        "handler": HandlerSpec(name=HANDLER, options=UseCaseTaskOptions(
+            fingerprint=fingerprint, gen_kwargs=_jsonable(gen_kwargs), batch_size=call.get("batch_size"),
+            runtime_overrides=_jsonable(call.get("runtime_overrides")), benchmark_trial=benchmark_trial)),
     })
     base = source.parent if source is not None else Path.cwd()
     return Task(spec=spec, file=source, base_dir=base, dialect="usecase", resources={"use_case": UseCaseEntry(build)})
@@ -180,22 +179,24 @@ class UseCaseTask(GenerationTask):
 
     scores_itself = True  # no per-sample metrics: the use case's evaluations are the task's metrics
 
-    def __init__(self, spec: TaskSpec, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: TaskSpec, options: UseCaseTaskOptions) -> None:
         super().__init__(spec, options)
+        self.options: UseCaseTaskOptions
         self.case: UseCase | None = None
         self._corpus: dict[str, dict] = {}
         self._extras: dict[str, Any] = {}
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
-        entry = self.resources.get("use_case")  # set by load_task_class after construction
+        entry = self.resources.get("use_case")  # set by load_handler after construction
         if not isinstance(entry, UseCaseEntry):
-            raise TaskDefinitionError(f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="task_class")
+            raise TaskDefinitionError(f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="handler")
         self.case, self.gen_kwargs, self.call = entry.build(limit)
         rows = self.case.evaluation_data
         source = str(self.spec.data[0].path)
         return [
             Sample(id=str(row["id"]) if isinstance(row, Mapping) and "id" in row else str(index),
-                   fields=dict(row) if isinstance(row, Mapping) else {"row": row}, file=source, row=index, index=index)
+                   fields=dict(row) if isinstance(row, Mapping) else {"row": row}, file=source, row=index, index=index,
+                   given=NO_TEXTS)
             for index, row in enumerate(rows)
         ]
 
@@ -204,7 +205,7 @@ class UseCaseTask(GenerationTask):
         assert case is not None, "load_samples runs first"
         model = executor.model
         self.model = model
-        trial = "benchmark_trial" in self.options
+        trial = self.options.benchmark_trial is not None
         session = UseCaseExecutor(executor, None, self.spec.name)  # the use case gets it in place of the model
         target, tokenizer = session, getattr(model, "tokenizer", None)
         pipeline = model.pipeline if isinstance(model, SteeredModel) else None

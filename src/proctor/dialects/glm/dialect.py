@@ -20,9 +20,10 @@ from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, PerplexitySpec, TaskSpec
+from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
 from proctor.core.yaml_lines import LineDict
+from proctor.dialects.glm.task_options import GLMModuleOptions
 
 log = logging.getLogger(__name__)
 
@@ -186,14 +187,10 @@ def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, docu
         "kind": "generate",
         "description": f"GLM-130B task '{config['name']}' (type {config['type']}), task class {config['module']}",
         "data": [DataSpec(path=root) for root in roots],
-        "prompt": "{{ _glm_input }}",
-        "target": "{{ _glm_target }}",
-        "task_class": "proctor.dialects.glm.handler.GLMModuleTask",
-        "task_options": {"module": config["module"], "yaml": str(path.resolve()), "roots": roots,
-                         "config": {k: v for k, v in config.items() if k != "stop"}},
+        "handler": HandlerSpec(name="glm.module", options=GLMModuleOptions(
+            module=config["module"], yaml=str(path.resolve()), roots=roots, config={k: v for k, v in config.items() if k != "stop"})),
     })
-    task_lines = {"task_class": lines["module"]} if "module" in lines else {}
-    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines,
+    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None),
                 resources=_consent(options))
 
 

@@ -20,7 +20,8 @@ from typing import Any, Callable, Sequence
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import json_lines
-from proctor.data.sources import Sample, SourceUnavailable, expand_variables
+from proctor.data.sources import GivenTexts, Sample, SourceUnavailable, expand_variables
+from proctor.dialects.glm.task_options import GLMModuleOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask
 
@@ -106,7 +107,8 @@ class GLMModuleTask(CustomTask):
 
     def __init__(self, spec, options=None) -> None:
         super().__init__(spec, options)
-        self.yaml = Path(self.options["yaml"])
+        self.options: GLMModuleOptions
+        self.yaml = Path(self.options.yaml)
         self.cls: Any = None  # imported by load_samples, once the task's resources (consent) are set
         self.root: Path | None = None
         self._rows: dict[tuple[str, int], dict] = {}
@@ -120,7 +122,7 @@ class GLMModuleTask(CustomTask):
         from proctor.dialects.glm.names import glm_names, import_task_class
         from proctor.dialects.glm.tasks import BaseTask
 
-        module = self.options["module"]
+        module = self.options.module
         if not getattr(self, "resources", {}).get(TRUST):
             raise refusal(f"module '{module}'", file=self.yaml, field="module")
         try:
@@ -137,13 +139,13 @@ class GLMModuleTask(CustomTask):
     # ---------------------------------------------------------------- data, before any model
     def _resolve_root(self, variables) -> Path:
         tried = []
-        for candidate in self.options["roots"]:
+        for candidate in self.options.roots:
             try:
                 folder = Path(expand_variables(candidate, variables or {})).expanduser()
             except SourceUnavailable as exc:
                 tried.append(str(exc))
                 continue
-            check_inside(folder, data_roots(self.yaml.parent, variables), written=self.options["config"]["path"], file=self.yaml, field="path")
+            check_inside(folder, data_roots(self.yaml.parent, variables), written=self.options.config["path"], file=self.yaml, field="path")
             if folder.is_dir():
                 return folder
             tried.append(f"no folder {folder}")
@@ -154,7 +156,7 @@ class GLMModuleTask(CustomTask):
         if self.cls is None:
             self.cls = self._import_class()
         self.root = root = self._resolve_root(variables)
-        pattern = self.options["config"]["file_pattern"]
+        pattern = self.options.config["file_pattern"]
         groups = {"all": pattern} if isinstance(pattern, str) else pattern
         samples: list[Sample] = []
         for group, glob_pattern in groups.items():
@@ -178,8 +180,8 @@ class GLMModuleTask(CustomTask):
 
     @staticmethod
     def _sample(group: str, rel: str, path: Path, row: int, shown: str) -> Sample:
-        fields = {"_glm_input": shown, "_glm_target": "", "_source": rel, "_glm_group": group}
-        return Sample(f"{group}/{rel}/{row}", fields, str(path), row, row - 1)
+        fields = {"_source": rel, "_glm_group": group}
+        return Sample(f"{group}/{rel}/{row}", fields, str(path), row, row - 1, given=GivenTexts(prompt=shown, target=""))
 
     # ---------------------------------------------------------------- running
     def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Executor):
@@ -202,7 +204,7 @@ class GLMModuleTask(CustomTask):
         token, sink = use_tokenizer(tokenizer), report_to(report.append)
         try:
             with glm_names():
-                config = build_config(self.cls.config_class(), {**self.options["config"], "path": str(self.root)})
+                config = build_config(self.cls.config_class(), {**self.options.config, "path": str(self.root)})
                 task = self._call("__init__", self.cls, ModelForEvaluation(model), tokenizer, config)
                 task.proctor_limits = {file: n for (_, file), n in per_file.items()}
                 task.proctor_progress = lambda n: None
@@ -222,7 +224,7 @@ class GLMModuleTask(CustomTask):
         except ProctorError:
             raise
         except Exception as exc:  # the class's code (or GLM's stand-ins it called): at the class's own line when it has one
-            raise user_code_error(exc, f"{self.options['module']}.{hook}", file=self.yaml, field="module") from None
+            raise user_code_error(exc, f"{self.options.module}.{hook}", file=self.yaml, field="module") from None
 
     def _collect(self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None) -> list[tuple[Any, dict]]:
         results = task.proctor_results
@@ -247,7 +249,7 @@ class GLMModuleTask(CustomTask):
             "breakdown": {"_source": source_parts, "glm_group": group_parts},
             "breakdown_stats": {"_source": breakdown_stats(source_parts)},
             "glm_report": report,
-            "glm_class": self.options["module"],
+            "glm_class": self.options.module,
         }
         pairs = []
         seen: dict[tuple[str, str], int] = {}

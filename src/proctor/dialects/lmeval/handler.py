@@ -17,11 +17,12 @@ from typing import Any, Callable
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.data.sources import Sample
+from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.run_options import fewshot_count
-from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS, task_stderr
+from proctor.dialects.lmeval.stderr import task_stderr
+from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 from proctor.kinds.multiple_choice import softmax
@@ -111,22 +112,22 @@ def _shown(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
 class _LmEvalRunner:
     """Shared by the three handler classes (one per proctor kind)."""
 
-    def _setup(self, options: dict[str, Any]) -> None:
+    def _setup(self, options: LmEvalTaskOptions) -> None:
         self.task: Any = None
         self.docs: list[tuple[int, Any]] = []
         self._corpus: dict[str, dict] = {}
         self._recorded: dict[str, str] = {}  # chat text -> lm-eval's recorded messages
-        self._task_name = options.get("task")
-        self.mapping = dict(options.get("data_map") or {})
-        self.bootstrap_iters = int(options.get("bootstrap_iters", DEFAULT_BOOTSTRAP_ITERS))
-        self.run_options = dict(options.get("run_options") or {})  # num_fewshot, chat template, system instruction
+        self._task_name = options.task
+        self.mapping = dict(options.data_map)
+        self.bootstrap_iters = options.bootstrap_iters
+        self.run_options = options.run_options  # num_fewshot, chat template, system instruction
 
     @property
     def leaf(self) -> Any:
         """The resolved lm-eval task the dialect loaded, handed over in the task's resources."""
         leaf = getattr(self, "resources", {}).get("leaf")
         if leaf is None:
-            raise TaskDefinitionError(f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="task_class")
+            raise TaskDefinitionError(f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="handler")
         return leaf
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
@@ -149,7 +150,7 @@ class _LmEvalRunner:
     def _build(self, variables: Any = None) -> Any:
         leaf = self.leaf
         config = dict(leaf.config)
-        config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.get("num_fewshot"))
+        config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.num_fewshot)
         needed = _splits_read(config)
         with library.consent(True), self._templates(), data_map.serving(self.mapping, needed, leaf.name, leaf.source, self._roots(variables)) as handed:
             try:
@@ -175,11 +176,11 @@ class _LmEvalRunner:
         self.task = task = self._build(variables)
         run = self.run_options
         chat_options = {}
-        if run.get("apply_chat_template"):  # messages recorded now, rendered with the model's template in predict_samples
-            chat_options = dict(apply_chat_template=True, fewshot_as_multiturn=bool(run.get("fewshot_as_multiturn")), chat_template=chat.recorder)
+        if run.apply_chat_template:  # messages recorded now, rendered with the model's template in predict_samples
+            chat_options = dict(apply_chat_template=True, fewshot_as_multiturn=run.fewshot_as_multiturn, chat_template=chat.recorder)
         try:
             with self._templates():
-                task.build_all_requests(limit=limit, system_instruction=run.get("system_instruction"), **chat_options)
+                task.build_all_requests(limit=limit, system_instruction=run.system_instruction, **chat_options)
         except TaskDefinitionError:
             raise
         except Exception as exc:
@@ -221,12 +222,15 @@ class _LmEvalRunner:
                 raise TaskDefinitionError(f"task '{self.leaf.name}', document {doc_id}: doc_to_target gave {target}, out of range for "
                                           f"its {len(choices)} choices {choices!r:.120}", file=self.leaf.source, row=doc_id + 1, field="doc_to_target")
             gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
-            fields = {
-                "_lmeval_prompt": str(prompt), "_lmeval_target": jsonable(target) if not isinstance(target, (int, float)) else str(target),
-                "_lmeval_choices": choices or [""], "_lmeval_gold": gold,
-                "_lmeval_arguments": jsonable([i.arguments for i in instances]),
-            }
-            samples.append(Sample(id=str(doc_id), fields=fields, file=str(self.leaf.source) if self.leaf.source else None, row=doc_id, index=position))
+            if self.spec.kind == "multiple_choice":
+                given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
+            elif self.spec.kind == "generate":
+                given = GivenTexts(prompt=str(prompt), target=jsonable(target) if not isinstance(target, (int, float)) else str(target))
+            else:
+                given = GivenTexts(text=str(prompt))
+            fields = {"_lmeval_arguments": jsonable([i.arguments for i in instances])}
+            samples.append(Sample(id=str(doc_id), fields=fields, file=str(self.leaf.source) if self.leaf.source else None, row=doc_id,
+                                  index=position, given=given))
         return samples
 
     # ------------------------------------------------------------ model calls and scoring

@@ -8,7 +8,7 @@
 - ``--system-prompt TEXT``: lm-eval's ``system_instruction`` (a system turn, or the prompt's start
   in plain text).
 
-They enter the task's ``task_options["run_options"]`` (so its content hash, hence the resume check);
+They enter the task's handler options (``LmEvalRunOptions``: so its content hash, hence the resume check);
 ``--gen-kwargs`` / ``--seed`` and ``--epochs`` are refused by name (set them in the task YAML).
 """
 
@@ -45,9 +45,7 @@ def apply(task: Any, o: Any, chat: bool | None) -> Any:
     options = run_options(o, chat, task.name)
     if not options:
         return task
-    spec = task.spec
-    task_options = {**spec.task_options, "run_options": options}
-    return dataclasses.replace(task, spec=type(spec).model_validate({**spec.model_dump(), "task_options": task_options}))
+    return dataclasses.replace(task, spec=task.spec.with_handler_options(run_options=options))
 
 
 def fewshot_count(configured: Any, override: int | None) -> int:

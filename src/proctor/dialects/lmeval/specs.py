@@ -16,16 +16,17 @@ from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import TaskSpec
+from proctor.core.task_spec import HandlerSpec, TaskSpec
 from proctor.dialects.lmeval.catalogue import Leaf
+from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
 
-KINDS = {
-    "multiple_choice": ("multiple_choice", "LmEvalChoiceTask"),
-    "loglikelihood": ("multiple_choice", "LmEvalChoiceTask"),
-    "generate_until": ("generate", "LmEvalGenerateTask"),
-    "loglikelihood_rolling": ("perplexity", "LmEvalRollingTask"),
+KINDS = {  # lm-eval's output_type -> proctor's kind, and the registered handler (plugins/lmeval.py) that runs it
+    "multiple_choice": ("multiple_choice", "lm-eval.choices"),
+    "loglikelihood": ("multiple_choice", "lm-eval.choices"),
+    "generate_until": ("generate", "lm-eval.generate"),
+    "loglikelihood_rolling": ("perplexity", "lm-eval.rolling"),
 }
 _ALL_KINDS = ("multiple_choice", "generate", "perplexity")
 
@@ -117,7 +118,7 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
     output_type = str(config.get("output_type") or "generate_until")
     if output_type not in KINDS:
         raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
-    kind, class_name = KINDS[output_type]
+    kind, handler = KINDS[output_type]
     check_metric_names(config, leaf.name, leaf.source)
     shots = config.get("num_fewshot")
     if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
@@ -126,29 +127,21 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
     keys = metric_keys(config)
     token = f"{leaf.name}@{_digest(config)}"
     version = (config.get("metadata") or {}).get("version")
+    task_options = LmEvalTaskOptions(task=leaf.name, token=token, output_type=output_type, config_digest=token.split("@")[1],
+                                     data_map=dict(mapping), **{k: v for k, v in (options or {}).items() if v is not None})
     raw: dict[str, Any] = {
         "name": leaf.name,
         "kind": kind,
         "version": str(version) if version is not None else "0",
         "description": f"lm-evaluation-harness task '{leaf.name}' ({output_type}) from {origin}",
         "group": [g for g, _ in leaf.groups],
+        "size_weighted_groups": [g for g, weighted in leaf.groups if weighted is True],
         "data": [{"hub": str(config.get("dataset_path") or "custom"), "subset": config.get("dataset_name")}],
         # a direction other than lm-eval's default for the metric is stated in the spec (else the resolver's)
         "metrics": [k if better == _default_direction(k.split(",", 1)[0]) else {"name": k, "kwargs": {"higher_is_better": better}}
                     for k, better in keys],
-        "task_class": f"proctor.dialects.lmeval.handler.{class_name}",
-        "task_options": {
-            "task": leaf.name, "token": token, "output_type": output_type, "config_digest": token.split("@")[1],
-            "data_map": dict(mapping), "groups": [[g, w] for g, w in leaf.groups],
-            **{k: v for k, v in (options or {}).items() if v is not None},
-        },
+        "handler": HandlerSpec(name=handler, options=task_options),
     }
-    if kind == "perplexity":
-        raw["text"] = "{{ _lmeval_prompt }}"
-    else:
-        raw.update(prompt="{{ _lmeval_prompt }}", target="{{ _lmeval_target }}")
-        if kind == "multiple_choice":
-            raw.update(choices="{{ _lmeval_choices }}", target="{{ _lmeval_gold }}")
     try:
         spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:

@@ -20,9 +20,10 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from proctor.core.dialect import NoOptions
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExportSpec, TaskSpec
+from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, TaskSpec
 from proctor.data.readers import decode_utf8
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,7 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
         unscored_target=-1,
         choice_normalization="sqrt_tokens",  # the branch's Model.score(normalize=True): logp / sqrt(n)
         metrics=["distribution_acc"],
-        task_class="proctor.dialects.probsem.cogsci.CogSci2023Task",
+        handler=HandlerSpec(name="probsem.cogsci2023", options=NoOptions()),
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 

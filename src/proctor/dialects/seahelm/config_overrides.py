@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from proctor.core.errors import ProctorError
-from proctor.core.run_overrides import RunOverrides, with_spec_changes
+from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 
 def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
@@ -19,8 +22,11 @@ def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
         raise ProctorError(f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens")
     if o.epochs != 1 and o.epoch_reducer != "mean":
         raise ProctorError(f"--epoch-reducer {o.epoch_reducer} has no meaning for {where}: its seeded runs are averaged")
-    options = dict(task.spec.task_options)
-    config = dict(options["config"])
+    handler = task.spec.handler
+    options = handler.options if handler is not None else None
+    if handler is None or not isinstance(options, SeaHelmTaskOptions):
+        raise ProctorError(f"{where} was not made by the SEA-HELM dialect (it has no SEA-HELM handler options)")
+    config = dict(options.config)
     languages = {k: dict(v) for k, v in config["languages"].items()}
     if "temperature" in o.gen_kwargs:
         config["temperature"] = o.gen_kwargs["temperature"]
@@ -29,8 +35,6 @@ def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
             lang_cfg["max_tokens"] = o.gen_kwargs["max_tokens"]
     if o.num_fewshot is not None:
         config["fewshot_num_examples"] = {"base": o.num_fewshot, "instruct": o.num_fewshot}
-    if o.epochs != 1:
-        options["n_runs"] = o.epochs
     config["languages"] = languages
-    options["config"] = config
-    return with_spec_changes(task, task_options=options)
+    spec = task.spec.with_handler_options(config=config, **({"n_runs": o.epochs} if o.epochs != 1 else {}))
+    return dataclasses.replace(task, spec=spec)

@@ -47,7 +47,7 @@ class ReadyConversations:
         from proctor.core.errors import TaskDefinitionError
 
         hook = getattr(type(loader), "prepare_conversations_for_inference", None)
-        source = getattr(type(loader), "__proctor_source__", None) or self.options.get("config_file")
+        source = getattr(type(loader), "__proctor_source__", None) or self.options.config_file
         if hook is not None and not getattr(hook, "__proctor_template__", False):
             loader.dataset = RowList(rows)
             got = self._plugin_call(loader.prepare_conversations_for_inference, "prepare_conversations_for_inference", turn,
@@ -60,6 +60,6 @@ class ReadyConversations:
             return [_messages(c, where, source, i) for i, c in enumerate(got)]
         if turn != 1 or not any(not r.get("prompts") and r.get("conversations") is not None for r in rows):
             return None
-        data = self.options.get("data") or self.config["languages"][self.lang].get("filepath")
+        data = self.options.data or self.config["languages"][self.lang].get("filepath")
         return [_messages(r["conversations"], "row", data, i) if not r.get("prompts") and r.get("conversations") is not None else None
                 for i, r in enumerate(rows)]

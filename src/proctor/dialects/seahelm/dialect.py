@@ -24,6 +24,7 @@ from proctor.core.task_spec import TaskSpec
 from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
 from proctor.dialects.seahelm.dataloaders import folder_lacks
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree
 
 log = logging.getLogger(__name__)
@@ -173,18 +174,15 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
                 "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
                 "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
                 "data": [{"path": data or str(loader_file or path)}],
-                "prompt": "{{ _seahelm_prompt }}",
-                "target": "{{ _seahelm_label }}",
                 "metrics": ["seahelm_row_score"],
-                "task_class": modalities.task_class(cfg, loader_file),
-                "task_options": {
-                    "task_id": task_id, "lang": lang, "config": resolved, "root": str(tree.root), "config_file": str(path),
-                    "data": data, "trust_task_code": bool(options.get("trust_task_code")),
-                    "n_runs": int(options.get("seahelm_runs") or 1), "is_base_model": is_base, "reasoning": reasoning,
-                    "judge": judge, "judge_generation": options.get("seahelm_judge_generation") or {},
+                "handler": {"name": modalities.handler(cfg, loader_file), "options": SeaHelmTaskOptions(
+                    task_id=task_id, lang=lang, config=resolved, root=str(tree.root), config_file=str(path),
+                    data=data, trust_task_code=bool(options.get("trust_task_code")),
+                    n_runs=int(options.get("seahelm_runs") or 1), is_base_model=is_base, reasoning=reasoning,
+                    judge=judge, judge_generation=options.get("seahelm_judge_generation") or {},
                     # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
-                    **({"model_name": options.get("seahelm_model_name")} if data is None and options.get("seahelm_model_name") else {}),
-                },
+                    model_name=options.get("seahelm_model_name") if data is None else None,
+                )},
                 "rollup": {
                     "metric": str(cfg.get("metric", "")),
                     "levels": {"language": str(lang), "competency": str(cfg.get("competency", "unknown"))},

@@ -88,7 +88,7 @@ class Judging:
     def _judge(self, model):
         from proctor.dialects.seahelm.judges import JudgeRunner
 
-        name = self.options.get("judge")
+        name = self.options.judge
         judge_model = model
         if isinstance(name, str) and name:
             source = self.resources.get("judge")
@@ -99,7 +99,7 @@ class Judging:
         generation = (self.config.get("judge") or {}).get("judge_generation_kwargs") or {}
         if isinstance(generation, list):
             generation = generation[0] if generation else {}
-        generation = {**generation, **(self.options.get("judge_generation") or {})}
+        generation = {**generation, **self.options.judge_generation}
         runner = JudgeRunner(self.executor.for_model(judge_model), generation)  # the run store, under the judge's fingerprint
         self._judge_runner = runner
         return runner

@@ -15,17 +15,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# modality -> what runs it; text runs through proctor's own SEA-HELM task
-RUNNERS: dict[str, str] = {"text": "proctor.dialects.seahelm.task.SeaHelmTask", "image": "proctor.dialects.seahelm.task.SeaHelmTask"}
+# modality -> the registered task handler that runs it (plugins/seahelm.py); text and images run through proctor's SEA-HELM task
+RUNNERS: dict[str, str] = {"text": "seahelm.task", "image": "seahelm.task"}
 
 _LOADER_MODALITY = {"HuggingFaceImageDataloader": "image", "HuggingFaceAudioDataloader": "audio"}
 _CONFIG_MODALITY = {"vision": "image", "image": "image", "audio": "audio", "speech": "audio", "text": "text"}
 _IMPORT = re.compile(r"huggingface_(image|audio)_dataloader|HuggingFace(Image|Audio)Dataloader")
 
 
-def register_modality(name: str, task_class: str) -> None:
-    """Let tasks of modality ``name`` ("image", "audio") run through ``task_class`` (a dotted path)."""
-    RUNNERS[name] = task_class
+def register_modality(name: str, handler: str) -> None:
+    """Let tasks of modality ``name`` ("image", "audio") run through ``handler``, a task handler registered
+    by a plug-in (``Registry.add_task_handler``) whose options model is ``SeaHelmTaskOptions``."""
+    RUNNERS[name] = handler
 
 
 def modality(cfg: dict, loader_file: Path | None) -> str:
@@ -62,5 +63,5 @@ def inputs(cfg: dict, loader_file: Path | None) -> tuple[str, ...]:
     return () if kind == "text" else (f"{kind}s" if kind == "image" else kind,)
 
 
-def task_class(cfg: dict, loader_file: Path | None) -> str:
+def handler(cfg: dict, loader_file: Path | None) -> str:
     return RUNNERS[modality(cfg, loader_file)]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from proctor.core.model_requests import GenerateRequest
-from proctor.data.sources import Sample
+from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
@@ -25,6 +25,7 @@ from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judge_step import Judging
 from proctor.dialects.seahelm.metrics import references
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
 from proctor.scoring.metrics import register_metric
@@ -116,12 +117,12 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         super().__init__(spec, options)
         from proctor.dialects.seahelm.named_classes import resolve_class
 
-        o = self.options
-        self.task_id: str = o["task_id"]
-        self.lang: str = o["lang"]
-        self.config: dict = o["config"]
-        root, config_file = Path(o["root"]), Path(o["config_file"])
-        trust = bool(o.get("trust_task_code"))
+        o: SeaHelmTaskOptions = self.options
+        self.task_id: str = o.task_id
+        self.lang: str = o.lang
+        self.config: dict = o.config
+        root, config_file = Path(o.root), Path(o.config_file)
+        trust = o.trust_task_code
         c = self.config
         self.loader_cls = resolve_class(c.get("dataloader_file"), c.get("dataloader_class"), root=root, config_file=config_file,
                                         trust=trust, what="dataloader", default="SeaHelmLocalDataloader")
@@ -151,7 +152,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
     def _make_loader(self, is_base: bool):
         import inspect
 
-        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.get("model_name") or ""}
+        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.model_name or ""}
         try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
             if "num_workers" in inspect.signature(self.loader_cls).parameters:
                 kwargs["num_workers"] = 1
@@ -172,7 +173,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
 
         try:
             # SEA-HELM runs from its repository root; hub ids read this task's local copies
-            with working_directory(self.options.get("root")), offline_copies(self.resources.get("offline_copies")):
+            with working_directory(self.options.root), offline_copies(self.resources.get("offline_copies")):
                 return target(*args, **kwargs)
         except ProctorError:
             raise
@@ -193,23 +194,23 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         (``data/paths.py``), before any is read."""
         from proctor.data.paths import check_inside, data_roots
 
-        roots = (*data_roots(Path(self.options["root"]), variables), *(Path(p) for p in (self.resources.get("offline_copies") or {}).values()))
+        roots = (*data_roots(Path(self.options.root), variables), *(Path(p) for p in (self.resources.get("offline_copies") or {}).values()))
         settings = self.config["languages"][self.lang]
         for key in ("filepath", "example_filepath"):
             if settings.get(key):
-                check_inside(Path(settings[key]), roots, written=str(settings[key]), file=self.options["config_file"],
+                check_inside(Path(settings[key]), roots, written=str(settings[key]), file=self.options.config_file,
                              field=f"{self.task_id}.languages.{self.lang}.{key}")
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self._check_data_paths(variables)
-        self.dataloader = self._make_loader(bool(self.options.get("is_base_model")))
+        self.dataloader = self._make_loader(bool(self.options.is_base_model))
         self._load_rows(self.dataloader, limit)
         rows = as_rows(self.dataloader.dataset)
         if limit is not None:
             rows = rows[:limit]
         self.dataloader.dataset = rows = RowList(rows)
-        self._images = row_images(rows, self.options.get("data"))  # image tasks: read and checked before a model loads
-        _check_labels(rows, self.options.get("data"))
+        self._images = row_images(rows, self.options.data)  # image tasks: read and checked before a model loads
+        _check_labels(rows, self.options.data)
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
         ready = self._ready_conversations(self.dataloader, rows, 1)
@@ -220,17 +221,18 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
                 from proctor.core.errors import TaskDefinitionError
 
                 raise TaskDefinitionError(f"prompt_template does not fit row {i + 1}: {type(exc).__name__}: {exc}",
-                                          file=self.options["config_file"], field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
+                                          file=self.options.config_file, field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
             label = row.get("label")
-            fields = {"_seahelm_prompt": shown, "_seahelm_label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str)}
-            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", fields, str(self.options.get("data") or self.options.get("config_file")), i + 1, i))
+            given = GivenTexts(prompt=shown, target=label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str))
+            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", {}, str(self.options.data or self.options.config_file), i + 1, i,
+                                  given=given))
         return samples
 
     def corpus_metrics(self) -> dict:
         return self._corpus
 
     def _is_base(self, model: Any) -> bool:
-        given = self.options.get("is_base_model")
+        given = self.options.is_base_model
         return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
 
     def _generate(self, requests: list, progress: Callable[[int], None] | None) -> list:
@@ -255,19 +257,19 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         lang_cfg = self.config["languages"][self.lang]
         template = lang_cfg["prompt_template"]
         max_tokens = int(lang_cfg.get("max_tokens") or 256)
-        reasoning = self.options.get("reasoning") or {}
+        reasoning = self.options.reasoning
         if reasoning:
             max_tokens += int(reasoning.get("max_think_tokens", 20000))
         # use_logprobs: any metric class (SEA-HELM's own or a task folder's) gets the label log-probs
         uses_logprobs = getattr(self.metric_cls, "uses_logprobs", False) or bool(self.config.get("use_logprobs"))
         # SEA-HELM's log-prob strategy stops at the answer tag only (found in the text, see logprobs.intermediate)
         stop = () if uses_logprobs else (P.BASE_STOP,) if is_base else ()
-        temperature = float(self.config.get("temperature") or self.options.get("temperature") or 0.0)
-        n_runs = max(1, int(self.options.get("n_runs", 1)))
+        temperature = float(self.config.get("temperature") or 0.0)
+        n_runs = max(1, self.options.n_runs)
         if self.config.get("max_n_runs"):
             n_runs = min(n_runs, int(self.config["max_n_runs"]))
         turns = max(1, loader.get_num_turns())
-        images = getattr(self, "_images", None) or row_images(rows, self.options.get("data"))
+        images = getattr(self, "_images", None) or row_images(rows, self.options.data)
         check_model(model, images, f"{self.task_id}/{self.lang}")
         runs: list[dict] = []
         for run in range(n_runs):

@@ -1,0 +1,31 @@
+"""The options of one lm-eval task, as its handler (``handler.py``) receives them in its spec."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS
+
+
+class LmEvalRunOptions(BaseModel):
+    """What proctor's run-time overrides ask of the task, as ``lm_eval.simple_evaluate`` takes them
+    (``run_options.py``); part of the spec, so of its content hash and the resume check."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_fewshot: int | None = None
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
+
+
+class LmEvalTaskOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str  # lm-eval's task name
+    token: str  # name@digest of its resolved config: what the run records and resumes by
+    output_type: str
+    config_digest: str
+    data_map: dict[str, str] = {}  # hub dataset id[:config[:split]] -> local copy (--lmeval-data)
+    bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS  # resamples for corpus metrics' standard errors
+    run_options: LmEvalRunOptions = LmEvalRunOptions()
