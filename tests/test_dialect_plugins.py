@@ -20,25 +20,21 @@ from proctor.core.model_requests import LoglikelihoodRequest
 
 PLUGIN = '''
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Annotated, Optional
 
-from pydantic import BaseModel, ConfigDict
-
-from proctor.core.dialect import CliOption, Dialect
+from proctor.core.dialect import BaseOptions, Dialect, cli
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 
 
-class QuizOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    quiz_prefix: Optional[str] = None
+class QuizOptions(BaseOptions):
+    quiz_prefix: Annotated[Optional[str], cli("--quiz-prefix", help="quiz files: text before each question.")] = None
 
 
-class QuizDialect(Dialect):
+class QuizDialect(Dialect[QuizOptions]):
     name = "quiz"
     order = 1
     Options = QuizOptions
-    cli_options = (CliOption("quiz_prefix", ("--quiz-prefix",), Optional[str], None, "quiz files: text before each question."),)
 
     def files_in_folder(self, folder):
         return sorted(folder.rglob("*.quiz"))
@@ -47,7 +43,7 @@ class QuizDialect(Dialect):
         return path.suffix == ".quiz"
 
     def load(self, path, document, explicit, options, notes):
-        prefix = options.get("quiz_prefix") or "Q:"
+        prefix = options.quiz_prefix or "Q:"
         rows = path.parent / (path.stem + ".jsonl")
         import json
         with rows.open("w") as out:

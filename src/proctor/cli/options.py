@@ -1,11 +1,13 @@
 """Command-line values → what the API takes: variables, model options, and the options dialect
-plug-ins add to ``run`` / ``ls`` / ``validate`` (declared as ``CliOption``s, parsed by each dialect)."""
+plug-ins add to ``run`` / ``ls`` / ``validate`` (the ``CliOption``s derived from each dialect's
+``Options`` model, parsed by the dialect into that model)."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import re
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional
@@ -13,6 +15,7 @@ from typing import Any, Callable, List, Mapping, Optional
 import typer
 
 from proctor.core.dialect import OptionContext, OptionError
+from proctor.core.dialect_options import DialectOptions
 from proctor.core.registry import registry
 
 _DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
@@ -199,15 +202,16 @@ def typing_hints(fn: Callable) -> dict[str, Any]:
     return typing.get_type_hints(fn)
 
 
-def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_task_code: bool = False) -> dict[str, Any]:
-    """The options mapping the dialects load with: each dialect parses its own command-line values."""
-    options: dict[str, Any] = {"trust_task_code": trust_task_code}
+def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_task_code: bool = False) -> DialectOptions:
+    """The options the dialects load with: each dialect parses its own command-line values into its ``Options``."""
+    context = replace(context, trust_task_code=trust_task_code)
+    options = {}
     for dialect in registry().ordered_dialects():
         try:
-            options.update(dialect.parse_options(_values_of(dialect, values), context))
+            options[dialect.name] = dialect.parse_options(_values_of(dialect, values), context)
         except OptionError as exc:
             raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
-    return options
+    return DialectOptions(options)
 
 
 def uses_server_options(values: Mapping[str, Any]) -> bool:

@@ -13,15 +13,16 @@ from proctor.cli.display import console, err_console
 from proctor.cli.options import dialect_options, load_plugins, variables_from, with_dialect_options
 from proctor.cli.run import DATA_PATH_HELP, PLUGIN_HELP
 from proctor.core.dialect import OptionContext
+from proctor.core.dialect_options import DialectOptions
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
 
 
-def _catalogue(paths: List[Path], options: dict) -> bool:
+def _catalogue(paths: List[Path], options: DialectOptions) -> bool:
     """``ls`` of names a dialect lists from a catalogue (e.g. ``lm_eval:mmlu*``); False when none asks for one."""
     given = [str(p) for p in paths]
     for dialect in registry().ordered_dialects():
-        rows = dialect.catalogue_rows(given, options)
+        rows = dialect.catalogue_rows(given, options.of(dialect))
         if rows is None:
             continue
         table = Table()

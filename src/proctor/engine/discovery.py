@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from proctor.core.dialect_options import DialectOptions, from_mapping
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.registry import registry
 from proctor.core.task import Task
@@ -34,14 +35,14 @@ def _named_dialect(given: str):
     return next((d for d in registry().ordered_dialects() if d.claims_name(given)), None)
 
 
-def _options_for(options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
-    """The options files under ``given`` (a path the user named) load with; a dialect may add to them."""
+def _options_for(options: DialectOptions, given: Path) -> DialectOptions:
+    """The options files under ``given`` (a path the user named) load with; a dialect may add to its own."""
     for dialect in registry().ordered_dialects():
-        options = dialect.options_for(options, given)
+        options = options.replaced(dialect.name, dialect.options_for(options.of(dialect), given))
     return options
 
 
-def _load_file(path: Path, explicit: bool, options: Mapping[str, Any], notes: list[str], folder: Path | None = None) -> list[Task]:
+def _load_file(path: Path, explicit: bool, options: DialectOptions, notes: list[str], folder: Path | None = None) -> list[Task]:
     if folder is not None and not explicit and not path.resolve().is_relative_to(folder.resolve()):
         raise TaskDefinitionError(  # a task file is read from the folder the user named (docs/trust.md)
             f"is a symlink to {path.resolve()}, outside the folder {folder}; name that file on the command line to use it",
@@ -50,11 +51,11 @@ def _load_file(path: Path, explicit: bool, options: Mapping[str, Any], notes: li
     dialects = registry().ordered_dialects()
     for dialect in dialects:
         if dialect.claims_path(path):
-            return dialect.load(path, None, explicit, options, notes)
+            return dialect.load(path, None, explicit, options.of(dialect), notes)
     document = load_yaml(path)
     for dialect in dialects:
         if dialect.claims_document(document, path):
-            return dialect.load(path, document, explicit, options, notes)
+            return dialect.load(path, document, explicit, options.of(dialect), notes)
     if explicit:
         needs = "; ".join(d.description for d in dialects if d.description)
         raise TaskDefinitionError(f"not a task file: {needs}", file=path)
@@ -73,7 +74,8 @@ def collect_tasks(
     """All tasks under ``paths`` (files and folders, folders searched recursively).
 
     ``select`` keeps tasks whose names match any of the given glob patterns; ``options`` go to the
-    dialect adapters (see ``proctor.api.load_tasks``). A file found in a folder that cannot be loaded
+    dialect adapters, each its own (a ``DialectOptions``, or the API's flat mapping: see
+    ``proctor.api.load_tasks``). A file found in a folder that cannot be loaded
     does not stop the others: with ``problems`` given, ``{"file", "error"}`` is appended to it and a
     warning logged (as GLM-130B's evaluate.sh over a folder, one bad YAML must not hide the rest);
     without it the error is raised. A file named directly always raises.
@@ -83,12 +85,12 @@ def collect_tasks(
     tasks: list[Task] = []
     seen: dict[str, Task] = {}
     notes = [] if notes is None else notes  # why tasks were left out (a dialect's own checks)
-    options = dict(options or {})
+    options = from_mapping(options, registry().ordered_dialects())
     for given in paths:
         path = Path(given)
         named = _named_dialect(str(given)) if not path.exists() else None
         if named is not None:
-            batches = [(path, lambda: named.load_named(str(given), options))]
+            batches = [(path, lambda: named.load_named(str(given), options.of(named)))]
         elif not path.exists():
             raise TaskDefinitionError("no such file or folder", file=path)
         else:
@@ -122,7 +124,7 @@ def collect_tasks(
     if not tasks:
         kinds = ", ".join(d.name for d in registry().ordered_dialects())
         raise TaskDefinitionError(f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(given))
-    _check_dialect_options(tasks, options or {})
+    _check_dialect_options(tasks, options)
     if select:
         patterns = list(select)
         names = [t.name for t in tasks]
@@ -134,13 +136,13 @@ def collect_tasks(
     return tasks
 
 
-def _check_dialect_options(tasks: list[Task], options: Mapping[str, Any]) -> None:
+def _check_dialect_options(tasks: list[Task], options: DialectOptions) -> None:
     """An option for a dialect none of the tasks belongs to would be silently ignored: refuse it."""
     dialects = {t.dialect for t in tasks}
     for dialect in registry().ordered_dialects():
         if dialect.name in dialects:
             continue
-        for flag, value in dialect.unused_options(options):
+        for flag, value in dialect.unused_options(options.of(dialect)):
             raise ProctorError(
                 f"{flag} ({value!r}) applies to {dialect.name} tasks only, and none of the {len(tasks)} task(s) is one "
                 f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"

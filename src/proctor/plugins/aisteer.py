@@ -8,51 +8,45 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, List, Mapping, Optional
+from typing import Annotated, Any, List, Optional
 
-from pydantic import BaseModel, ConfigDict
-
-from proctor.core.dialect import CliOption, Dialect
+from proctor.core.dialect import BaseOptions, Dialect, cli
 from proctor.core.errors import ProctorError
 from proctor.core.registry import Registry
 
 
-class UseCaseOptions(BaseModel):
-    """The options mapping's use-case entries (flags named by the CliOptions of the same names)."""
+class UseCaseOptions(BaseOptions):
+    """The use case dialect's options (``runfile.options_config`` reads them)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    use_case_data: Annotated[Optional[Path], cli(
+        "--use-case-data", metavar="FILE",
+        help="Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class.")] = None
+    use_case_metric: Annotated[Optional[List[str]], cli(
+        "--use-case-metric", metavar="METRIC",
+        help="Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable).")] = None
+    use_case_arg: Annotated[Optional[List[str]], cli(
+        "--use-case-arg", metavar="KEY=VALUE",
+        help="Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable).")] = None
+    use_case_config: Annotated[Optional[Path], cli(
+        "--use-case-config", metavar="FILE",
+        help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.")] = None
 
-    use_case_data: Optional[Path] = None
-    use_case_metric: Optional[List[str]] = None
-    use_case_arg: Optional[List[str]] = None
-    use_case_config: Optional[Path] = None
 
-
-class UseCaseDialect(Dialect):
+class UseCaseDialect(Dialect[UseCaseOptions]):
     name = "usecase"
     title = "Python use case"
     order = 5
     description = "a Python use case file defines a UseCase subclass"
     Options = UseCaseOptions
     fixed_prompts = True
-    cli_options = (
-        CliOption("use_case_data", ("--use-case-data",), Optional[Path], None,
-                  "Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class.", metavar="FILE"),
-        CliOption("use_case_metric", ("--use-case-metric",), Optional[List[str]], None,
-                  "Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable).", metavar="METRIC"),
-        CliOption("use_case_arg", ("--use-case-arg",), Optional[List[str]], None,
-                  "Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable).", metavar="KEY=VALUE"),
-        CliOption("use_case_config", ("--use-case-config",), Optional[Path], None,
-                  "Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.", metavar="FILE"),
-    )
 
     def claims_path(self, path: Path) -> bool:
         return path.suffix == ".py"
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
-        from proctor.core.user_code import TRUST, refusal
+    def load(self, path: Path, document: Any, explicit: bool, options: UseCaseOptions, notes: list[str]) -> list:
+        from proctor.core.user_code import refusal
 
-        if not explicit and not options.get(TRUST):  # found in a folder, not named on the command line
+        if not explicit and not options.trust_task_code:  # found in a folder, not named on the command line
             raise refusal("this use case file", file=path, field="use_case")
         runfile = importlib.import_module("proctor.dialects.aisteer.runfile")
         return runfile.file_tasks(path, runfile.options_config(options))

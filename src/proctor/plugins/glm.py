@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from proctor.core.dialect import Dialect
+from proctor.core.dialect import BaseOptions, Dialect
 from proctor.core.registry import Registry
 
 
-class GLMDialect(Dialect):
+class GLMDialect(Dialect[BaseOptions]):
     name = "glm130b"
     order = 50
     description = "a GLM-130B task needs 'name', 'type' and 'path'"
@@ -27,7 +27,7 @@ class GLMDialect(Dialect):
             return False
         return {"name", "type"} <= set(document)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
         return importlib.import_module("proctor.dialects.glm.dialect").load(document, path, options)
 
 

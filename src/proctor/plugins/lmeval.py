@@ -9,14 +9,13 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any, List, Mapping, Optional
+from typing import Annotated, Any, List, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictInt, field_validator
 
-from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionError, cli
 from proctor.core.registry import Registry
 
-_ALL = frozenset({"run", "ls", "validate"})
 PREFIX = "lm_eval:"
 
 
@@ -61,62 +60,69 @@ def is_catalogue_query(text: str) -> bool:
     return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX):] for c in "*?["))
 
 
-class LmEvalOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class LmEvalOptions(BaseOptions):
+    lmeval_data: Annotated[Optional[dict[str, str]], cli(
+        "--lmeval-data", type=Optional[List[str]], metavar="ID=PATH", commands=EVERY_COMMAND,
+        help="lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).")] = None
+    lmeval_data_file: Annotated[Optional[str], cli(
+        "--lmeval-data-file", type=Optional[Path], metavar="FILE", commands=EVERY_COMMAND,
+        help="lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.")] = None
+    lmeval_include: Annotated[Optional[List[str]], cli(
+        "--lmeval-include", type=Optional[List[Path]], metavar="DIR", commands=EVERY_COMMAND,
+        help="lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).")] = None
+    lmeval_bootstrap_iters: Annotated[Optional[StrictInt], cli(
+        "--bootstrap-iters", type=Optional[int], metavar="N",
+        help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
+             "0: no standard errors).")] = Field(None, ge=0)
 
-    lmeval_data: Optional[dict[str, str]] = Field(None, json_schema_extra={"flag": "--lmeval-data"})
-    lmeval_data_file: Optional[str] = Field(None, json_schema_extra={"flag": "--lmeval-data-file"})
-    lmeval_include: Optional[List[str]] = Field(None, json_schema_extra={"flag": "--lmeval-include"})
-    lmeval_bootstrap_iters: Optional[int] = Field(None, ge=0, json_schema_extra={"flag": "--bootstrap-iters"})
+    @field_validator("lmeval_data", mode="before")
+    @classmethod
+    def _data_map(cls, value: Any) -> Any:
+        """The command line's ID=PATH strings as a mapping (an empty list: none); a mapping's paths as text."""
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        if not isinstance(value, (list, tuple)):
+            return value
+        mapping = {}
+        for item in value:
+            key, sep, path = str(item).partition("=")
+            if not sep or not key or not path:
+                raise OptionError("--lmeval-data", f"--lmeval-data takes ID[:CONFIG[:SPLIT]]=PATH, got '{item}'")
+            mapping[key] = path
+        return mapping or None
+
+    @field_validator("lmeval_data_file", mode="before")
+    @classmethod
+    def _file_name(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    @field_validator("lmeval_include", mode="before")
+    @classmethod
+    def _folder_names(cls, value: Any) -> Any:
+        return [str(p) for p in value] or None if isinstance(value, (list, tuple)) else value
 
 
-class LmEvalDialect(Dialect):
+class LmEvalDialect(Dialect[LmEvalOptions]):
     name = "lm-eval"
     order = 30
     Options = LmEvalOptions
-    cli_options = (
-        CliOption("lmeval_data", ("--lmeval-data",), Optional[List[str]], None,
-                  "lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).", _ALL, metavar="ID=PATH"),
-        CliOption("lmeval_data_file", ("--lmeval-data-file",), Optional[Path], None,
-                  "lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.", _ALL, metavar="FILE"),
-        CliOption("lmeval_include", ("--lmeval-include",), Optional[List[Path]], None,
-                  "lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).", _ALL, metavar="DIR"),
-        CliOption("bootstrap_iters", ("--bootstrap-iters",), Optional[int], None,
-                  "lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
-                  "0: no standard errors).", frozenset({"run"}), minimum=0, metavar="N"),
-    )
 
     def claims_name(self, given: str) -> bool:
         return claims_name(given)
 
-    def load_named(self, given: str, options: Mapping[str, Any]) -> list:
+    def load_named(self, given: str, options: LmEvalOptions) -> list:
         return _dialect().load_named(given, options)
 
     def claims_path(self, path: Path) -> bool:
         return claims_path(path)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: LmEvalOptions, notes: list[str]) -> list:
         return _dialect().load(path, explicit, options)
 
-    def catalogue_rows(self, given: list[str], options: Mapping[str, Any]) -> list[tuple[str, ...]] | None:
+    def catalogue_rows(self, given: list[str], options: LmEvalOptions) -> list[tuple[str, ...]] | None:
         if not any(is_catalogue_query(g) for g in given):
             return None
-        return _dialect().catalogue_rows(given, options.get("lmeval_include"))
-
-    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
-        mapping = {}
-        for item in raw.get("lmeval_data") or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key or not value:
-                raise OptionError("--lmeval-data", f"--lmeval-data takes ID[:CONFIG[:SPLIT]]=PATH, got '{item}'")
-            mapping[key] = value
-        data_file, include = raw.get("lmeval_data_file"), raw.get("lmeval_include")
-        out = {"lmeval_data": mapping or None, "lmeval_data_file": str(data_file) if data_file else None,
-               "lmeval_include": [str(p) for p in include] if include else None,
-               "lmeval_bootstrap_iters": raw.get("bootstrap_iters")}
-        out = {k: v for k, v in out.items() if v is not None}
-        self.Options.model_validate(out)
-        return out
+        return _dialect().catalogue_rows(given, options.lmeval_include)
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
         run_options = importlib.import_module("proctor.dialects.lmeval.run_options")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from proctor.core.dialect import Dialect
+from proctor.core.dialect import BaseOptions, Dialect
 from proctor.core.registry import Registry
 
 
-class NativeDialect(Dialect):
+class NativeDialect(Dialect[BaseOptions]):
     name = "native"
     order = 40
     description = "a native task needs 'name' and 'kind' (or a 'tasks:' list)"
@@ -19,7 +19,7 @@ class NativeDialect(Dialect):
         """A native task file: ``name`` and ``kind``, or a ``tasks:`` list."""
         return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
         return importlib.import_module("proctor.dialects.native").load(document, path, options)
 
 

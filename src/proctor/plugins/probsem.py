@@ -9,35 +9,34 @@ from __future__ import annotations
 import importlib
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import field_validator
 
-from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionError, cli
 from proctor.core.registry import Registry
 
-_EVERY_COMMAND = frozenset({"run", "ls", "validate"})
+
+class ProbsemOptions(BaseOptions):
+    probsem_norm: Annotated[bool, cli("--norm", "--probsem-norm", commands=EVERY_COMMAND,
+                                      help="probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm).")] = False
+    probsem_temp: Annotated[float, cli("--temp", "--probsem-temp", commands=EVERY_COMMAND, metavar="T",
+                                       help="probsem suites: softmax temperature over the queries (probsem's --temp).")] = 1.0
+
+    @field_validator("probsem_temp")
+    @classmethod
+    def _positive_and_finite(cls, temp: float) -> float:
+        if not (math.isfinite(temp) and temp > 0):  # inf makes every distribution uniform: ties would all count as right
+            raise OptionError("--temp", f"probsem's softmax temperature must be > 0 and finite, got {temp}")
+        return temp
 
 
-class ProbsemOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    probsem_norm: bool = Field(False, json_schema_extra={"flag": "--norm"})
-    probsem_temp: float = Field(1.0, json_schema_extra={"flag": "--temp"})
-
-
-class ProbsemDialect(Dialect):
+class ProbsemDialect(Dialect[ProbsemOptions]):
     name = "probsem"
     order = 10
     Options = ProbsemOptions
     fixed_prompts = True
     engine_epochs = False
-    cli_options = (
-        CliOption("norm", ("--norm", "--probsem-norm"), bool, False,
-                  "probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm).", _EVERY_COMMAND),
-        CliOption("temp", ("--temp", "--probsem-temp"), float, 1.0,
-                  "probsem suites: softmax temperature over the queries (probsem's --temp).", _EVERY_COMMAND, metavar="T"),
-    )
 
     def files_in_folder(self, folder: Path) -> list[Path]:
         if not any(p.is_file() for p in folder.rglob("*.txt")):
@@ -47,14 +46,8 @@ class ProbsemDialect(Dialect):
     def claims_path(self, path: Path) -> bool:
         return path.suffix in (".txt", ".json")
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: ProbsemOptions, notes: list[str]) -> list:
         return _dialect().load_path(path, explicit, options)
-
-    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
-        temp = raw.get("temp", 1.0)
-        if not (math.isfinite(temp) and temp > 0):
-            raise OptionError("--temp", f"probsem's softmax temperature must be > 0 and finite, got {temp}")
-        return {"probsem_norm": bool(raw.get("norm", False)), "probsem_temp": temp}
 
 
 def _dialect() -> Any:

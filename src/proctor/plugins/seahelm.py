@@ -9,18 +9,19 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli
 from proctor.core.registry import Registry
+from proctor.models.base import Model
 
-_RUN = frozenset({"run"})
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.judging import JudgeSource
+
 _RUN_LS = frozenset({"run", "ls"})
-_ALL = frozenset({"run", "ls", "validate"})
 TASKS_FOLDER = "seahelm_tasks"
-JUDGE_SOURCE = "_seahelm_judge_source"  # the options entry sharing one JudgeSource among the files loaded together
 
 
 def _dialect() -> Any:
@@ -41,21 +42,106 @@ def in_tree(given: Path) -> bool:
     return not given.is_file() and (tasks_root(given) is not None or (given / TASKS_FOLDER).is_dir())
 
 
-class SeaHelmOptions(BaseModel):
-    """The options mapping's SEA-HELM entries (``seahelm_*``), as the dialect reads them."""
+class SeaHelmOptions(BaseOptions):
+    """SEA-HELM's options. The command line gives some in other shapes (``ID=PATH`` strings, the judge's
+    server settings as flags of their own, two flags for the model kind); ``_from_command_line`` converts."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # a judge may be a Model object (Python API)
 
-    seahelm_data: Optional[dict[str, str]] = Field(None, json_schema_extra={"flag": "--seahelm-data"})
-    seahelm_judge: Optional[str] = Field(None, json_schema_extra={"flag": "--seahelm-judge"})
-    seahelm_judge_options: Optional[dict[str, Any]] = Field(None, json_schema_extra={"flag": "--judge-arg"})
-    seahelm_judge_generation: Optional[dict[str, Any]] = Field(None, json_schema_extra={"flag": "--seahelm-judge-max-tokens"})
-    seahelm_runs: int = Field(1, ge=1, json_schema_extra={"flag": "--seahelm-runs"})
-    seahelm_tasks: Optional[List[str]] = Field(None, json_schema_extra={"flag": "--seahelm-tasks"})
-    is_base_model: Optional[bool] = Field(None, json_schema_extra={"flag": "--base-model/--instruct-model"})
-    reasoning: bool = Field(False, json_schema_extra={"flag": "--reasoning-model"})
-    seahelm_max_tokens: Optional[int] = Field(None, ge=1, json_schema_extra={"flag": "--seahelm-max-tokens"})
-    seahelm_model_name: Optional[str] = Field(None, json_schema_extra={"flag": "--model"})
+    seahelm_data: Annotated[Optional[dict[str, str]], cli(
+        "--seahelm-data", type=Optional[List[str]], metavar="ID=PATH", commands=EVERY_COMMAND,
+        help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.")] = None
+    seahelm_judge: Annotated[Optional[Union[str, Model]], cli(
+        "--seahelm-judge", type=Optional[str], metavar="MODEL",
+        help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).")] = None
+    # an openai: judge's server settings and backend options: base_url, api_key_env, KEY=VALUE options
+    seahelm_judge_options: Annotated[
+        Optional[dict[str, Any]],
+        cli("--judge-base-url", name="judge_base_url", type=Optional[str], metavar="URL", default=None,
+            help="openai judge: its server's API root (default: --base-url)."),
+        cli("--judge-api-key-env", name="judge_api_key_env", type=Optional[str], metavar="NAME", default=None,
+            help="openai judge: environment variable holding its API key (default: --api-key-env)."),
+        cli("--judge-arg", name="judge_arg", type=Optional[List[str]], metavar="KEY=VALUE", default=None,
+            help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
+    ] = None
+    seahelm_runs: Annotated[int, cli(
+        "--seahelm-runs", metavar="N", help="SEA-HELM: seeded runs per task, bootstrapped per question.")] = Field(1, ge=1)
+    seahelm_tasks: Annotated[Optional[Union[str, List[str]]], cli(
+        "--seahelm-tasks", type=Optional[List[str]], metavar="SET", commands=_RUN_LS,
+        help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).")] = None
+    # two flags, not one --base-model/--instruct-model pair: --help shows each name whole at 80 columns
+    is_base_model: Annotated[
+        Optional[bool],
+        cli("--base-model", name="base_model", type=bool, default=False, commands=_RUN_LS,
+            help="SEA-HELM: a base model (plain template, 5 shots; default: by chat template). In `ls`, leaves out the "
+                 "tasks SEA-HELM skips on base models."),
+        cli("--instruct-model", name="instruct_model", type=bool, default=False, commands=_RUN_LS,
+            help="SEA-HELM: an instruct model (chat template, 0 shots; default: by chat template)."),
+    ] = None  # None: by the model's chat template
+    reasoning: Annotated[bool, cli(
+        "--reasoning-model", commands=_RUN_LS, help="SEA-HELM: add the thinking budget and strip thinking before scoring.")] = False
+    seahelm_max_tokens: Annotated[Optional[int], cli(
+        "--seahelm-max-tokens", metavar="N", help="SEA-HELM: cap every language's max_tokens (quick runs).")] = Field(None, ge=1)
+    # overrides judge.judge_generation_kwargs (e.g. {"max_tokens": N})
+    seahelm_judge_generation: Annotated[Optional[dict[str, Any]], cli(
+        "--seahelm-judge-max-tokens", name="seahelm_judge_max_tokens", type=Optional[int], metavar="N", default=None, minimum=1,
+        help="SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).")] = None
+    seahelm_model_name: Optional[str] = None  # the evaluated model (``run --model``): task-folder loaders size rows in its tokens
+    seahelm_strict: bool = False  # unavailable data is an error rather than a skipped task (Python API)
+    # what loading shares, set by ``options_for``: one judge for every file, the path the user named
+    _judge_source: Optional[JudgeSource] = PrivateAttr(None)
+    _given: Optional[str] = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_command_line(cls, data: Any, info: ValidationInfo) -> Any:
+        """The command line's judge flags, model kind and judge max_tokens as the fields they give."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        base_url, key_env, judge_arg = (data.pop(key, None) for key in ("judge_base_url", "judge_api_key_env", "judge_arg"))
+        base, instruct = data.pop("base_model", False), data.pop("instruct_model", False)
+        judge_max_tokens = data.pop("seahelm_judge_max_tokens", None)
+        openai_judge = str(data.get("seahelm_judge") or "").startswith("openai:")
+        for flag, value in (("--judge-base-url", base_url), ("--judge-api-key-env", key_env)):
+            if value and not openai_judge:
+                raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")
+        if judge_arg and not openai_judge:
+            raise OptionError("--judge-arg", "applies to an openai: --seahelm-judge only")
+        if judge_max_tokens:
+            data["seahelm_judge_generation"] = {"max_tokens": judge_max_tokens}
+        context = info.context if isinstance(info.context, OptionContext) else None  # the command line's, when parsed from it
+        if openai_judge and context is not None:
+            data["seahelm_judge_options"] = {
+                "base_url": base_url or context.base_url,
+                "api_key_env": key_env or context.api_key_env,
+                **_model_args(judge_arg, "--judge-arg"),
+            }
+        if base and instruct:
+            raise OptionError("--base-model", "cannot be given with --instruct-model")
+        if base or instruct:
+            data["is_base_model"] = bool(base)
+        if context is not None and context.command == "run":
+            data["seahelm_model_name"] = context.model
+        return data
+
+    @field_validator("seahelm_data", mode="before")
+    @classmethod
+    def _data_map(cls, value: Any) -> Any:
+        """The command line's DATASET_ID=PATH strings (each path must exist) as a mapping; a mapping's paths as text."""
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        if not isinstance(value, (list, tuple)):
+            return value
+        mapping = {}
+        for item in value:
+            key, sep, path = str(item).partition("=")
+            if not sep or not key:
+                raise OptionError("--seahelm-data", f"takes DATASET_ID=PATH, got '{item}'")
+            if not Path(path).expanduser().exists():
+                raise OptionError("--seahelm-data", f"{key}={path}: no such file or folder {path}")
+            mapping[key] = path
+        return mapping or None
 
 
 def _model_args(items: list[str] | None, flag: str) -> dict:
@@ -71,99 +157,29 @@ def _model_args(items: list[str] | None, flag: str) -> dict:
     return out
 
 
-class SeaHelmDialect(Dialect):
+class SeaHelmDialect(Dialect[SeaHelmOptions]):
     name = "seahelm"
     title = "SEA-HELM"
     order = 20
     Options = SeaHelmOptions
     engine_epochs = False
-    cli_options = (
-        CliOption("seahelm_data", ("--seahelm-data",), Optional[List[str]], None,
-                  "SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.", _ALL, metavar="ID=PATH"),
-        CliOption("seahelm_judge", ("--seahelm-judge",), Optional[str], None,
-                  "SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).", _RUN, metavar="MODEL"),
-        CliOption("judge_base_url", ("--judge-base-url",), Optional[str], None,
-                  "openai judge: its server's API root (default: --base-url).", _RUN, metavar="URL"),
-        CliOption("judge_api_key_env", ("--judge-api-key-env",), Optional[str], None,
-                  "openai judge: environment variable holding its API key (default: --api-key-env).", _RUN, metavar="NAME"),
-        CliOption("judge_arg", ("--judge-arg",), Optional[List[str]], None,
-                  "KEY=VALUE backend option for the judge (repeatable), as --model-arg.", _RUN, metavar="KEY=VALUE"),
-        CliOption("seahelm_runs", ("--seahelm-runs",), int, 1, "SEA-HELM: seeded runs per task, bootstrapped per question.", _RUN, minimum=1, metavar="N"),
-        CliOption("seahelm_tasks", ("--seahelm-tasks",), Optional[List[str]], None,
-                  "SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).", _RUN_LS, metavar="SET"),
-        # two flags, not one --base-model/--instruct-model pair: --help shows each name whole at 80 columns
-        CliOption("base_model", ("--base-model",), bool, False,
-                  "SEA-HELM: a base model (plain template, 5 shots; default: by chat template). In `ls`, leaves out the "
-                  "tasks SEA-HELM skips on base models.", _RUN_LS),
-        CliOption("instruct_model", ("--instruct-model",), bool, False,
-                  "SEA-HELM: an instruct model (chat template, 0 shots; default: by chat template).", _RUN_LS),
-        CliOption("reasoning", ("--reasoning-model",), bool, False,
-                  "SEA-HELM: add the thinking budget and strip thinking before scoring.", _RUN_LS),
-        CliOption("seahelm_max_tokens", ("--seahelm-max-tokens",), Optional[int], None,
-                  "SEA-HELM: cap every language's max_tokens (quick runs).", _RUN, minimum=1, metavar="N"),
-        CliOption("seahelm_judge_max_tokens", ("--seahelm-judge-max-tokens",), Optional[int], None,
-                  "SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).", _RUN, minimum=1, metavar="N"),
-    )
 
     def claims_path(self, path: Path) -> bool:
         if tasks_root(path) is not None:
             return True
         return path.name == "config.yaml" and _dialect().claims_config(path)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: Mapping[str, Any], notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: SeaHelmOptions, notes: list[str]) -> list:
         return _dialect().load(path, explicit, options, notes)
 
-    def options_for(self, options: Mapping[str, Any], given: Path) -> Mapping[str, Any]:
-        if options.get("seahelm_judge") is None and JUDGE_SOURCE not in options and not in_tree(given):
+    def options_for(self, options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
+        if options.seahelm_judge is None and options._judge_source is None and not in_tree(given):
             return options  # nothing to add
         dialect = _dialect()
-        return dialect.with_judge(dialect.with_given_path(options, given)) or {}
+        return dialect.with_judge(dialect.with_given_path(options, given))
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
         return str(raw.get("seahelm_judge") or "").startswith("openai:")
-
-    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
-        judge = raw.get("seahelm_judge")
-        openai_judge = str(judge or "").startswith("openai:")
-        for flag, key in (("--judge-base-url", "judge_base_url"), ("--judge-api-key-env", "judge_api_key_env")):
-            if raw.get(key) and not openai_judge:
-                raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")
-        if raw.get("judge_arg") and not openai_judge:
-            raise OptionError("--judge-arg", "applies to an openai: --seahelm-judge only")
-        out: dict[str, Any] = {}
-        mapping = {}
-        for item in raw.get("seahelm_data") or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise OptionError("--seahelm-data", f"takes DATASET_ID=PATH, got '{item}'")
-            if not Path(value).expanduser().exists():
-                raise OptionError("--seahelm-data", f"{key}={value}: no such file or folder {value}")
-            mapping[key] = value
-        if mapping:
-            out["seahelm_data"] = mapping
-        if raw.get("seahelm_judge_max_tokens"):
-            out["seahelm_judge_generation"] = {"max_tokens": raw["seahelm_judge_max_tokens"]}
-        if openai_judge:
-            out["seahelm_judge_options"] = {
-                "base_url": raw.get("judge_base_url") or context.base_url,
-                "api_key_env": raw.get("judge_api_key_env") or context.api_key_env,
-                **_model_args(raw.get("judge_arg"), "--judge-arg"),
-            }
-        for key, target in (("seahelm_judge", "seahelm_judge"), ("seahelm_runs", "seahelm_runs"), ("seahelm_tasks", "seahelm_tasks"),
-                            ("reasoning", "reasoning"), ("seahelm_max_tokens", "seahelm_max_tokens")):
-            if raw.get(key) is not None:
-                out[target] = raw[key]
-        if raw.get("base_model") and raw.get("instruct_model"):
-            raise OptionError("--base-model", "cannot be given with --instruct-model")
-        if raw.get("base_model") or raw.get("instruct_model"):
-            out["is_base_model"] = bool(raw.get("base_model"))
-        if context.command == "run":
-            out["seahelm_model_name"] = context.model
-        self.Options.model_validate(out)
-        return out
-
-    def unused_options(self, options: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return [(flag, value) for flag, value in super().unused_options(options) if flag != "--model"]
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
         overrides_module = importlib.import_module("proctor.dialects.seahelm.config_overrides")

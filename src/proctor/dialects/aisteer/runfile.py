@@ -34,6 +34,7 @@ from proctor.dialects.aisteer.runconfig import (
     resolve_data,
 )
 from proctor.dialects.aisteer.user_files import import_user_file, line_in
+from proctor.plugins.aisteer import UseCaseOptions
 
 
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
@@ -153,12 +154,10 @@ def file_tasks(path: str | Path, config: UseCaseConfig | None = None) -> list[Ta
     return [use_case_task(f"{path.stem}:{built[0].name}", built, build, path)]
 
 
-def options_config(options: Mapping[str, Any]) -> UseCaseConfig:
-    """The settings the command line gives (the use case dialect's entries of the options mapping)."""
-    given = command_line_config(options.get("use_case_data"), options.get("use_case_metric"), options.get("use_case_arg"))
-    from proctor.core.user_code import TRUST
-
-    config = read_config(options["use_case_config"], bool(options.get(TRUST))) if options.get("use_case_config") else UseCaseConfig()
+def options_config(options: UseCaseOptions) -> UseCaseConfig:
+    """The settings the command line gives (the use case dialect's options)."""
+    given = command_line_config(options.use_case_data, options.use_case_metric, options.use_case_arg)
+    config = read_config(options.use_case_config, options.trust_task_code) if options.use_case_config else UseCaseConfig()
     return given.over(config)
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.core.dialect import BaseOptions
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
@@ -172,12 +173,12 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     return spec
 
 
-def _consent(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def _consent(options: BaseOptions | None) -> dict[str, Any]:
     """The resources of a task whose ``module:`` names code: the key's name, and the user's consent."""
-    return {CODE_KEY: "module", **({TRUST: True} if (options or {}).get(TRUST) else {})}
+    return {CODE_KEY: "module", **({TRUST: True} if options is not None and options.trust_task_code else {})}
 
 
-def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: Mapping[str, Any] | None) -> Task:
+def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: BaseOptions | None) -> Task:
     """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
     every group, and its report hooks see all of them), run by ``proctor.dialects.glm.handler``."""
     relative = config["path"].rstrip("/")
@@ -213,7 +214,7 @@ def _proctor_class(reference: str, yaml_dir: Path) -> bool:
     return False
 
 
-def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[Task]:
     config, lines = normalise(document, path)
     proctor_class = bool(config["module"]) and _proctor_class(config["module"], path.parent)
     if config["module"] and not proctor_class:

@@ -7,7 +7,7 @@ folders (see docs/lmeval.md).
   task file; in a folder, a task or group that a group file of the same folder lists runs through
   that group only.
 
-Options (``dialect_options``): ``lmeval_include`` (folders), ``lmeval_data`` ({KEY: PATH}, see
+Options (``LmEvalOptions``; API: ``dialect_options``): ``lmeval_include`` (folders), ``lmeval_data`` ({KEY: PATH}, see
 ``data_map``), ``lmeval_data_file`` (a mapping file), ``trust_task_code`` (``!function`` code beside
 task files outside the installed catalogue), ``lmeval_bootstrap_iters`` (lm-eval's
 ``bootstrap_iters`` for standard errors; default 100000, 0: none, as lm-eval).
@@ -17,22 +17,22 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.plugins.lmeval import PREFIX, claims_name, peek
+from proctor.plugins.lmeval import PREFIX, LmEvalOptions, claims_name, peek
 
 log = logging.getLogger(__name__)
 
 
-def _mapping(options: Mapping[str, Any]) -> dict[str, str]:
+def _mapping(options: LmEvalOptions) -> dict[str, str]:
     from proctor.dialects.lmeval import data_map
 
     mapping: dict[str, str] = {}
-    if options.get("lmeval_data_file"):
-        mapping.update(data_map.read_mapping_file(options["lmeval_data_file"]))
-    for key, value in (options.get("lmeval_data") or {}).items():
+    if options.lmeval_data_file:
+        mapping.update(data_map.read_mapping_file(options.lmeval_data_file))
+    for key, value in (options.lmeval_data or {}).items():
         try:
             data_map.parse_key(str(key))
         except ValueError as exc:
@@ -41,33 +41,29 @@ def _mapping(options: Mapping[str, Any]) -> dict[str, str]:
     return mapping
 
 
-def _recorded(options: Mapping[str, Any]) -> dict[str, Any]:
+def _recorded(options: LmEvalOptions) -> dict[str, Any]:
     """Dialect options that change a task's results (they enter its spec, hence its hash)."""
-    iters = options.get("lmeval_bootstrap_iters")
-    if iters is None:
-        return {}
-    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 0:
-        raise TaskDefinitionError(f"--bootstrap-iters takes a count >= 0, got {iters!r}")
-    return {"bootstrap_iters": iters}
+    iters = options.lmeval_bootstrap_iters  # a count >= 0, checked by LmEvalOptions
+    return {} if iters is None else {"bootstrap_iters": iters}
 
 
-def _include(options: Mapping[str, Any]) -> list[Path]:
-    folders = [Path(p).expanduser() for p in options.get("lmeval_include") or []]
+def _include(options: LmEvalOptions) -> list[Path]:
+    folders = [Path(p).expanduser() for p in options.lmeval_include or []]
     for folder in folders:
         if not folder.is_dir():
             raise TaskDefinitionError("--lmeval-include: no such folder", file=folder)
     return folders
 
 
-def load_named(text: str, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load_named(text: str, options: LmEvalOptions | None = None) -> list[Task]:
     """``lm_eval:NAME`` -> the task, or a group's / tag's tasks."""
     from proctor.dialects.lmeval import catalogue, specs
 
-    options = dict(options or {})
+    options = options or LmEvalOptions()
     name = str(text)[len(PREFIX):]
     include = _include(options)
     where = "the lm_eval catalogue" + (f" and {', '.join(map(str, include))}" if include else "")
-    trusted = bool(options.get("trust_task_code"))
+    trusted = options.trust_task_code
     leaves = None
     folder = None if include else catalogue.folder_of(name)
     if folder is not None:  # its own catalogue folder first: fast; anything it lacks -> the full index
@@ -87,13 +83,13 @@ def load_named(text: str, options: Mapping[str, Any] | None = None) -> list[Task
     return [specs.to_task(leaf, mapping, f"{PREFIX}{name}", _recorded(options)) for leaf in leaves]
 
 
-def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> list[Task]:
     """An lm-eval task or group file (groups expand to their tasks)."""
     from lm_eval.tasks._index import TaskIndex
 
     from proctor.dialects.lmeval import catalogue, library, specs
 
-    options = dict(options or {})
+    options = options or LmEvalOptions()
     library.lm_eval()
     document = peek(path)
     own = str(document.get("group") or document.get("task"))
@@ -104,11 +100,11 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -
         return []
     include = [folder, *_include(options)]
     members = [m for m in _referenced(document) if m not in local]
-    tm = catalogue.manager(include, defaults=bool(members) or bool(options.get("lmeval_include")))
+    tm = catalogue.manager(include, defaults=bool(members) or bool(options.lmeval_include))
     entry = tm.task_index.get(own)
     # by name when the index holds this very file (lm-eval names a group loaded by path after its task list)
     spec = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
-    leaves = catalogue.resolve(spec, tm, bool(options.get("trust_task_code")), str(folder))
+    leaves = catalogue.resolve(spec, tm, options.trust_task_code, str(folder))
     mapping = _mapping(options)
     return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in leaves]
 

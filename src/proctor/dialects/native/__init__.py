@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.core.dialect import BaseOptions
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
@@ -41,10 +42,10 @@ def _validate(raw: LineDict, merged: dict, path: Path) -> TaskSpec:
         raise TaskDefinitionError(message + more, file=path, line=line, field=field) from None
 
 
-def load(document: Any, path: Path, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[Task]:
     """The file's tasks; a ``task_class`` it names runs only with ``--trust-task-code`` (recorded in the
     task's resources, checked when the class would be imported)."""
-    trusted = {TRUST: True} if (options or {}).get(TRUST) else {}
+    trusted = {TRUST: True} if options is not None and options.trust_task_code else {}
     if "tasks" in document:
         unknown = set(document) - _TOP_LEVEL
         if unknown:

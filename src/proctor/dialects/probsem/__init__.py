@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from proctor.core.dialect import NoOptions
-from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, TaskSpec
 from proctor.data.readers import decode_utf8
+from proctor.plugins.probsem import ProbsemOptions
 
 log = logging.getLogger(__name__)
 
@@ -183,17 +183,9 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 
 
-def _options(options: Mapping[str, Any] | None) -> tuple[bool, float]:
-    options = options or {}
-    norm = bool(options.get("probsem_norm", False))
-    temp = float(options.get("probsem_temp", 1.0))
-    if not (math.isfinite(temp) and temp > 0):  # inf makes every distribution uniform: ties would all count as right
-        raise ProctorError(f"--temp: probsem's softmax temperature must be > 0 and finite, got {temp}")
-    return norm, temp
-
-
-def suite_task(path: Path, prompt: Path, options: Mapping[str, Any] | None = None) -> Task:
-    norm, temp = _options(options)
+def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) -> Task:
+    options = options or ProbsemOptions()
+    norm, temp = options.probsem_norm, options.probsem_temp
     suite = read_suite(path)
     if suite.get("_format") == "cogsci2023":
         if norm or temp != 1.0:
@@ -235,7 +227,7 @@ def _beside(file: Path, named: Path) -> Path:
     return file
 
 
-def load_path(path: Path, explicit: bool, options: Mapping[str, Any] | None = None) -> list[Task]:
+def load_path(path: Path, explicit: bool, options: ProbsemOptions | None = None) -> list[Task]:
     """Tasks from a prompt ``.txt`` (all its suites) or one suite ``.json``."""
     if path.suffix == ".txt":
         suites = [_beside(suite, path) for suite in suites_of(path)]

@@ -1,7 +1,7 @@
 """SEA-HELM task folders: ``seahelm_tasks/<competency>/<task>/config.yaml``, one proctor task per
 task id and language (named ``<task id>/<lang>``), run by :class:`proctor.dialects.seahelm.task.SeaHelmTask`.
 
-Options (``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge classes from task
+Options (``SeaHelmOptions``; API: ``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge classes from task
 folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model; ``openai:<name>`` with ``seahelm_judge_options``:
 base_url, api_key_env and backend options),
 ``seahelm_runs`` (seeded runs, bootstrapped), ``is_base_model`` (None: models without a chat template),
@@ -25,7 +25,7 @@ from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
 from proctor.dialects.seahelm.dataloaders import folder_lacks
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
-from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree
+from proctor.plugins.seahelm import SeaHelmOptions, in_tree
 
 log = logging.getLogger(__name__)
 
@@ -56,59 +56,64 @@ def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Map
 
 
 
-def judge_source(options: Mapping[str, Any] | None) -> Any:
+def judge_source(options: SeaHelmOptions) -> Any:
     """The :class:`JudgeSource` of ``seahelm_judge``: a model object as given; a name with server settings
     (``seahelm_judge_options``: base_url, api_key_env, backend options) or a bare name, built on first use."""
     from proctor.dialects.seahelm.judge_step import JudgeSource
 
-    options = options or {}
-    if options.get(JUDGE_SOURCE) is not None:
-        return options[JUDGE_SOURCE]
-    judge = options.get("seahelm_judge")
+    if options._judge_source is not None:
+        return options._judge_source
+    judge = options.seahelm_judge
     if judge is None:
         return None
     if not isinstance(judge, str):
         return JudgeSource(getattr(judge, "name", "judge"), model=judge)
-    if judge.startswith("openai:") or options.get("seahelm_judge_options"):
-        return JudgeSource(judge, settings=dict(options.get("seahelm_judge_options") or {}))
+    if judge.startswith("openai:") or options.seahelm_judge_options:
+        return JudgeSource(judge, settings=dict(options.seahelm_judge_options or {}))
     return JudgeSource(judge)
 
 
-def with_judge(options: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def with_judge(options: SeaHelmOptions) -> SeaHelmOptions:
     """The options with one judge source for every file loaded with them (a local judge loads once)."""
     source = judge_source(options)
-    return options if source is None else {**(options or {}), JUDGE_SOURCE: source}
+    if source is None:
+        return options
+    shared = options.model_copy()
+    shared._judge_source = source
+    return shared
 
 
-def with_given_path(options: Mapping[str, Any] | None, given: Path) -> Mapping[str, Any] | None:
+def with_given_path(options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
     """The options a file found under ``given`` (the path the user named) is loaded with: whether the whole
     SEA-HELM tree was named decides the default task set."""
     if not in_tree(given):
         return options
-    return {**(options or {}), "_seahelm_given": str(given)}
+    named = options.model_copy()
+    named._given = str(given)
+    return named
 
 
-def _default_task_set(options: Mapping[str, Any]) -> Any:
+def _default_task_set(options: SeaHelmOptions) -> Any:
     """``seahelm_tasks`` as given; else SEA-HELM's default set when the whole tree (the ``seahelm_tasks`` folder
     or the repository holding it) was named, and every task of a sub-folder or file named on its own."""
-    if options.get("seahelm_tasks"):
-        return options["seahelm_tasks"]
-    given = options.get("_seahelm_given")
+    if options.seahelm_tasks:
+        return options.seahelm_tasks
+    given = options._given
     if given and (Path(given) / C.TASKS_FOLDER).is_dir() or given and Path(given).resolve().name == C.TASKS_FOLDER:
         return None
     return "all"
 
 
-def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, notes: list[str] | None = None) -> list[Task]:
+def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, notes: list[str] | None = None) -> list[Task]:
     """Tasks of a SEA-HELM config; ``notes`` receives why task x language pairs were left out."""
-    options = dict(options or {})
+    options = options or SeaHelmOptions()
     if path.name != "config.yaml":
         return []  # constants.yaml, task_config.yaml, reasoning_generation_config.yaml
     tree = C.load_tree(path)
-    mapping = {str(k): str(v) for k, v in (options.get("seahelm_data") or {}).items()}
-    is_base = options.get("is_base_model")
+    mapping = dict(options.seahelm_data or {})
+    is_base = options.is_base_model
     skip_base = set((tree.constants or {}).get("base_models_skip_tasks") or [])
-    reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.get("reasoning") else {}
+    reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.reasoning else {}
     source = judge_source(options)
     judge = source.name if source is not None else None  # tasks name their judge only: no address or key in a hash
     if source is not None and source.settings is not None:
@@ -156,7 +161,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
                 problems.append(f"{task_id}/{lang}: {problem}")
                 continue
             lang_cfg["filepath"] = data
-            cap = options.get("seahelm_max_tokens")
+            cap = options.seahelm_max_tokens
             if cap:  # a smoke-test budget: never more than the config asks for
                 lang_cfg["max_tokens"] = min(int(lang_cfg.get("max_tokens") or cap), int(cap))
             example, example_problem = _data_ref(lang_cfg.get("example_filepath"), tree.root, path, mapping)
@@ -177,11 +182,11 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
                 "metrics": ["seahelm_row_score"],
                 "handler": {"name": modalities.handler(cfg, loader_file), "options": SeaHelmTaskOptions(
                     task_id=task_id, lang=lang, config=resolved, root=str(tree.root), config_file=str(path),
-                    data=data, trust_task_code=bool(options.get("trust_task_code")),
-                    n_runs=int(options.get("seahelm_runs") or 1), is_base_model=is_base, reasoning=reasoning,
-                    judge=judge, judge_generation=options.get("seahelm_judge_generation") or {},
+                    data=data, trust_task_code=options.trust_task_code,
+                    n_runs=options.seahelm_runs, is_base_model=is_base, reasoning=reasoning,
+                    judge=judge, judge_generation=options.seahelm_judge_generation or {},
                     # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
-                    model_name=options.get("seahelm_model_name") if data is None else None,
+                    model_name=options.seahelm_model_name if data is None else None,
                 )},
                 "rollup": {
                     "metric": str(cfg.get("metric", "")),
@@ -200,7 +205,7 @@ def load(path: Path, explicit: bool, options: Mapping[str, Any] | None = None, n
         shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
         excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]
         log.info("%s: skipping %s", path, excluded[0])
-    if problems and options.get("seahelm_strict"):
+    if problems and options.seahelm_strict:
         raise TaskDefinitionError(problems[0], file=path)
     by_reason: dict[str, list[str]] = {}
     for problem in problems:
