@@ -3,7 +3,7 @@ command in a fresh interpreter (nothing imported by this test reaches it), on va
 numbers checked against values computed here without proctor (transformers called directly, or the
 task's rule written out). An import only the tests perform can no longer hide a broken feature.
 
-Earlier subprocess runs (tests/test_glm.py, test_probsem.py, test_usecases_engine.py, test_glm.py's
+Earlier subprocess runs (test_glm.py, test_probsem.py, test_usecases_engine.py, test_glm.py's
 validate) check exit codes and files, not numbers; these check the numbers."""
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def _die_with_parent() -> None:
 
 @pytest.fixture(scope="module")
 def two_nodes(tasks, tiny_model_dir):
-    """Run tests/ray_two_nodes.py inside fresh network and PID namespaces; its report."""
+    """Run tests/support/ray_two_nodes.py inside fresh network and PID namespaces; its report."""
     reason = _namespaces_unavailable()
     if reason:
         pytest.skip(f"the two-node loopback cluster runs in a network namespace of its own: {reason}")

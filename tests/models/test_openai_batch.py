@@ -2,7 +2,7 @@
 API (upload a JSONL file, create the batch, poll it, read the output and error files), resumed after a kill,
 and the online path with ``false`` or on a server without the endpoints.
 
-``BatchServer`` (tests/openai_fakes.py) is a real HTTP server on 127.0.0.1, stopped after each test, with the
+``BatchServer`` (tests/support/openai_fakes.py) is a real HTTP server on 127.0.0.1, stopped after each test, with the
 Files and Batches endpoints as OpenAI documents them, answering each line through a ``ScriptedJudgeServer``
 (a stand-in, NOT a model: its MT-Bench verdicts follow a fixed rule, the longer answer wins), so the numbers
 through batches can be compared with the same server's online answers.

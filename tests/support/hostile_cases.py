@@ -1,4 +1,4 @@
-"""Hostile task folders for tests/test_trust.py: code without consent, templates escaping their sandbox,
+"""Hostile task folders for tests/cross_cutting/test_trust.py: code without consent, templates escaping their sandbox,
 paths climbing out of the task's folder. Each case writes files (and symlinks) into a fresh folder; the
 task lives in ``sub/`` and the "private" files one level up, so a path that climbs out has something to
 read. Every case must exit non-zero with one message naming the file and the key (or row), before any

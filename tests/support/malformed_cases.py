@@ -1,4 +1,4 @@
-"""The corpus of malformed inputs run by tests/test_malformed_inputs.py (more in malformed_cases_more.py).
+"""The corpus of malformed inputs run by tests/cross_cutting/test_malformed_inputs.py (more in malformed_cases_more.py).
 
 Each case: an id, the files to write into a fresh folder (on top of ``BASE``), the ``proctor``
 arguments, and the words the one error message must contain (the file, the row or line, the field

@@ -1,4 +1,4 @@
-"""More malformed inputs for tests/test_malformed_inputs.py, by category: truncated, binary and empty files,
+"""More malformed inputs for tests/cross_cutting/test_malformed_inputs.py, by category: truncated, binary and empty files,
 encodings and byte-order marks, unicode, duplicate keys, wrong types, huge or impossible values, every dialect
 (native, probsem, GLM-130B, SEA-HELM, lm-eval, use cases), images, run folders, command-line values, and
 problems that only show while a task runs (``{model}``: a small local model)."""

@@ -1,6 +1,6 @@
 """The files of a small ONERULER tree (NIAH and CWE task configs, books, vocabularies), written for proctor's
-tests: the same files feed SEA-HELM's own generator (``tests/data/seahelm_oneruler/record_upstream.py``, run
-once) and proctor's run (``tests/test_seahelm_oneruler.py``). The texts are this project's own."""
+tests: the same files feed SEA-HELM's own generator (``tests/support/data/seahelm_oneruler/record_upstream.py``, run
+once) and proctor's run (``tests/dialects/seahelm/test_seahelm_oneruler.py``). The texts are this project's own."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 usage: unshare --net --pid --fork --kill-child --mount-proc python ray_two_nodes.py WORKDIR TASKS MODEL CHUNK
 
-Run it as the first process of fresh network and PID namespaces (``tests/test_distributed.py``
+Run it as the first process of fresh network and PID namespaces (``tests/engine/test_distributed.py``
 does). It refuses to start unless its network namespace has no interface but ``lo``, so every
 address Ray can find is 127.0.0.1 and no packet can leave the namespace. It then:
 

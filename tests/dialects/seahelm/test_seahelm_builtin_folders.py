@@ -1,5 +1,5 @@
 """SEA-HELM folders whose metric/dataloader files are SEA-HELM's own (IFEval, translation) run on
-proctor's built-in equivalents over small local copies of their data (tests/data/seahelm); folders
+proctor's built-in equivalents over small local copies of their data (tests/support/data/seahelm); folders
 whose missing file is a genuine task-folder plug-in fail with a clear file-not-found error."""
 
 from __future__ import annotations

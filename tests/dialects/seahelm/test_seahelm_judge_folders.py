@@ -1,5 +1,5 @@
 """SEA-HELM v1.2 judge folders (JudgeDataloader mixin): the shared mt_bench_judge folder runs unmodified
-over a small hand-made local copy of its hub data (tests/data/seahelm/mt_bench_judge), with proctor's
+over a small hand-made local copy of its hub data (tests/support/data/seahelm/mt_bench_judge), with proctor's
 built-in stand-ins for the dataloader/metric files SEA-HELM ships in that folder, and a scripted model as
 a stand-in judge whose XML verdicts are parseable."""
 

@@ -214,7 +214,7 @@ def test_oneruler_rows_equal_seahelm_generators(tiny_model_dir, tmp_path):
 
     Expected rows: recorded once from SEA-HELM itself (aisingapore/SEA-HELM 6844e6c, its `src` and its
     `niah_dataloader.py` / `cwe_dataloader.py`, transformers 5.12.0 as it pins, tokenizers 0.22.2, datasets 5.2.0)
-    with `python tests/data/seahelm_oneruler/record_upstream.py SEAHELM_CHECKOUT TOKENIZER_DIR OUT.json`, on the
+    with `python tests/support/data/seahelm_oneruler/record_upstream.py SEAHELM_CHECKOUT TOKENIZER_DIR OUT.json`, on the
     files of `oneruler_inputs.py` (seed 9472347) and the SmolLM2 tokenizer the tiny model carries (conftest's
     `smollm2_tokenizer_dir`). proctor ran SEA-HELM's two dataloaders on the same tree (`--trust-task-code`) and
     gave the recorded rows, all 33; this test runs the written-out generators (`oneruler_inputs.NIAH_LOADER` /

@@ -1,4 +1,4 @@
-"""A vision task folder in SEA-HELM's MMStar format (tests/data/seahelm_vision), run on the tiny random
+"""A vision task folder in SEA-HELM's MMStar format (tests/support/data/seahelm_vision), run on the tiny random
 LLaVA: its dataloader imports ``src.dataloaders.huggingface_image_dataloader`` (proctor's) and reads a local
 MMStar-format copy made with Pillow; generations equal transformers' own on SEA-HELM's prompt and image,
 and the accuracy is SEA-HELM's normalised accuracy of the extracted letters, recomputed here."""

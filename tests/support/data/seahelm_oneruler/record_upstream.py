@@ -1,11 +1,11 @@
-"""Run SEA-HELM's own ONERULER generator once on the files of ``tests/oneruler_inputs.py`` and record its rows.
+"""Run SEA-HELM's own ONERULER generator once on the files of ``tests/support/oneruler_inputs.py`` and record its rows.
 
 Not a test: it needs a SEA-HELM checkout (its ``src`` package and its ``seahelm_tasks/long_context/oneruler``
 dataloaders, nothing of which is in this project) and SEA-HELM's own dependencies (``omegaconf``, ``ujson``,
 ``datasets``, ``pandas``, ``transformers``; CWE's ``batch_encode_plus``, gone from transformers 5, is given the
 tokenizer's ``__call__``, as proctor gives it):
 
-    python tests/data/seahelm_oneruler/record_upstream.py SEAHELM_CHECKOUT TOKENIZER_DIR OUT.json
+    python tests/support/data/seahelm_oneruler/record_upstream.py SEAHELM_CHECKOUT TOKENIZER_DIR OUT.json
 
 It lays out a SEA-HELM root in a temporary folder (the checkout's ``src``, its NIAH / CWE dataloader and metric
 files, this project's configs, books and vocabularies), then, from that root as SEA-HELM runs, builds each
