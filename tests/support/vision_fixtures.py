@@ -1,7 +1,7 @@
 """A tiny random LLaVA (CLIP vision tower + Llama text model, SmolLM2 tokenizer with an ``<image>``
 token) and a small image set in every form a data row may hold, both built at test time, offline.
 
-Import the fixtures into a test module: ``from vision_fixtures import tiny_vlm_dir, image_set``.
+Import the fixtures into a test module: ``from tests.support.vision_fixtures import tiny_vlm_dir, image_set``.
 """
 
 from __future__ import annotations
