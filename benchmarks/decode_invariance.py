@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from random_llama import save_random_llama  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.support
+from tests.support.random_llama import save_random_llama  # noqa: E402
 
 BATCH_SIZES = (1, 8, 64, "auto")
 

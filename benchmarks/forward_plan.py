@@ -80,12 +80,12 @@ class _TokenizerOnly:
 def observe(task: str, limit: int, tokenizer_dir: Path) -> None:
     """Run the task on a tiny random Llama on the CPU with the bucketed layout; compare the shapes
     transformers' decoder saw with the plan's."""
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO))  # the repository root, for tests.support
     from transformers import AutoTokenizer
 
     from proctor import evaluate
     from proctor.models.hf import HFModel
-    from random_llama import TINY, save_random_llama
+    from tests.support.random_llama import TINY, save_random_llama
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = save_random_llama(Path(tmp) / "tiny", AutoTokenizer.from_pretrained(tokenizer_dir), **{**TINY, "max_position_embeddings": 2048})

@@ -36,8 +36,8 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from vs_lm_eval import DATA, ensure_lm_eval, peak_mb, write_lm_eval_tasks  # noqa: E402
 
-sys.path.insert(0, str(REPO / "tests"))
-from random_llama import TINY, save_random_llama  # noqa: E402  (the test suite's own tiny model)
+sys.path.insert(0, str(REPO))  # the repository root, for tests.support
+from tests.support.random_llama import TINY, save_random_llama  # noqa: E402  (the test suite's own tiny model)
 
 
 def build_tiny_model(folder: Path) -> Path:

@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_report import _browser  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.runs
+from tests.runs.test_report import _browser  # noqa: E402
 
 WORDS = "red green blue amber violet teal ochre umber river stone cloud paper".split()
 

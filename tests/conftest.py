@@ -10,6 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
+# Files the tests read (upstream task folders, recorded reference outputs): next to the helpers that use them.
+TEST_DATA = REPO / "tests" / "support" / "data"
 
 
 def shared_path(*parts: str) -> Path:
@@ -40,7 +42,7 @@ def tiny_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
     """A 2-layer random Llama (hidden 64) saved with the SmolLM2 tokenizer: fast and offline."""
     from transformers import AutoTokenizer
 
-    from random_llama import TINY, save_random_llama
+    from tests.support.random_llama import TINY, save_random_llama
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
     # Larger output logits make the random model's predictions peaked, so greedy decoding is stable.

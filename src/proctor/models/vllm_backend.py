@@ -8,7 +8,7 @@ log-prob of every prompt token given the tokens before it) with one generated to
 Tokenisation follows the HF backend exactly (same context/continuation split, same BOS rule),
 and prompts go to vLLM as token ids. NOTE: written against vLLM's documented offline API
 (``LLM``, ``SamplingParams``, ``RequestOutput.prompt_logprobs``); it has not been run on a GPU in
-this project's CI — ``tests/test_vllm.py`` checks the result extraction with a stand-in engine,
+this project's CI — ``tests/models/test_vllm.py`` checks the result extraction with a stand-in engine,
 and runs the real engine only where vLLM and a CUDA GPU are present.
 """
 

@@ -3,7 +3,7 @@
 ``lm_eval/<model_name_sanitized>/results_<date>.json`` plus ``samples_<task>_<date>.jsonl``
 per task, ``<date>`` being the run's start as ``%Y-%m-%dT%H-%M-%S.%f`` (lm-eval's "latest
 results" helpers order files by it). Keys and value types follow the files lm-eval 0.4.13 writes
-(checked against one in tests/test_export_lm_eval.py).
+(checked against one in tests/runs/test_export_lm_eval.py).
 """
 
 from __future__ import annotations

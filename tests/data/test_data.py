@@ -1,0 +1,83 @@
+"""Data readers and sources, on files written here and on the real sets in ../shared/data."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.task_spec import DataSpec
+from proctor.data.readers import read_rows
+from proctor.data.sources import load_samples
+from tests.conftest import shared_path
+
+ROWS = [{"q": "one", "a": 1}, {"q": "two", "a": 2}]
+
+
+def test_every_format_reads_the_same_rows(tmp_path):
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (tmp_path / "d.json").write_text(json.dumps(ROWS))
+    (tmp_path / "wrapped.json").write_text(json.dumps({"data": ROWS}))
+    (tmp_path / "d.csv").write_text("q,a\none,1\ntwo,2\n")
+    (tmp_path / "d.tsv").write_text("q\ta\none\t1\ntwo\t2\n")
+    pq.write_table(pa.Table.from_pylist(ROWS), tmp_path / "d.parquet")
+    with pa.OSFile(str(tmp_path / "d.arrow"), "wb") as sink:
+        table = pa.Table.from_pylist(ROWS)
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    strip = lambda rows: [{k: str(v) for k, v in r.items() if not k.startswith("_")} for r in rows]  # noqa: E731
+    expected = strip(ROWS)
+    for name in ("d.jsonl", "d.json", "d.csv", "d.tsv", "d.parquet", "d.arrow"):
+        assert strip(read_rows(tmp_path / name)) == expected, name
+    assert strip(read_rows(tmp_path / "wrapped.json", records_key="data")) == expected
+
+
+def test_header_less_csv_takes_column_names(tmp_path):
+    (tmp_path / "m.csv").write_text('"What, exactly?",x,y,z,w,B\n')
+    (row,) = read_rows(tmp_path / "m.csv", columns=["question", "A", "B", "C", "D", "answer"])
+    assert row["question"] == "What, exactly?" and row["answer"] == "B"
+
+
+def test_glob_join_fields_and_filter(tmp_path):
+    (tmp_path / "x_test.jsonl").write_text('{"q": "a"}\n{"q": "b"}\n')
+    (tmp_path / "y_test.jsonl").write_text('{"q": "c"}\n')
+    (tmp_path / "keys.jsonl").write_text('{"k": 1}\n{"k": 2}\n')
+    spec = DataSpec(path="*_test.jsonl", fields={"subject": "{{ _file | replace('_test', '') }}"}, filter="{{ q != 'b' }}")
+    samples = load_samples([spec], tmp_path)
+    assert [(s.fields["q"], s.fields["subject"], s.id) for s in samples] == [("a", "x", "x_test/1"), ("c", "y", "y_test/1")]
+    joined = load_samples([DataSpec(path="x_test.jsonl", join=["keys.jsonl"])], tmp_path)
+    assert [s.fields["k"] for s in joined] == [1, 2]
+    with pytest.raises(TaskDefinitionError, match="row-aligned"):
+        load_samples([DataSpec(path="y_test.jsonl", join=["keys.jsonl"])], tmp_path)
+
+
+def test_first_available_source_wins(tmp_path, monkeypatch):
+    monkeypatch.delenv("MY_DATA", raising=False)
+    (tmp_path / "local.jsonl").write_text('{"q": "local"}\n')
+    sources = [DataSpec(path="${MY_DATA}/local.jsonl"), DataSpec(path="local.jsonl")]
+    assert load_samples(sources, tmp_path)[0].fields["q"] == "local"
+    assert load_samples(sources, tmp_path, {"MY_DATA": str(tmp_path)})[0].fields["q"] == "local"
+    with pytest.raises(TaskDefinitionError, match=r"\$\{MY_DATA\} is not set"):
+        load_samples(sources[:1], tmp_path)
+
+
+def test_hub_source_offline_says_so(tmp_path):
+    with pytest.raises(TaskDefinitionError, match="dataset not available offline: someone/some-set"):
+        load_samples([DataSpec(hub="someone/some-set")], tmp_path)
+
+
+def test_duplicate_ids_are_an_error(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"id": 1}\n{"id": 1}\n')
+    with pytest.raises(TaskDefinitionError) as info:
+        load_samples([DataSpec(path="d.jsonl", id="id")], tmp_path)
+    assert info.value.row == 2
+
+
+def test_real_hf_arrow_folder_and_csv_files():
+    hellaswag = read_rows(shared_path("data", "hellaswag", "hf_arrow_validation"))
+    assert len(hellaswag) == 10042 and {"ctx_a", "ctx_b", "endings", "label"} <= set(hellaswag[0])
+    mmlu = load_samples([DataSpec(path="mmlu/*_test.csv", columns=["question", "A", "B", "C", "D", "answer"])], shared_path("data"))
+    assert len(mmlu) == 1416 and {s.fields["answer"] for s in mmlu} == {"A", "B", "C", "D"}

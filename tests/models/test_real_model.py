@@ -1,0 +1,75 @@
+"""Integration tests on the embedded default model (SmolLM2-135M-Instruct) and real benchmark data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proctor import evaluate
+from tests.conftest import EXAMPLES, TEST_DATA, shared_path
+
+pytestmark = pytest.mark.slow
+
+REFERENCE = TEST_DATA / "lmeval-0.4.13_arc-easy-300_smollm2.json"
+
+
+@pytest.fixture(scope="module")
+def default_model():
+    from proctor.models.registry import load_model
+
+    return load_model("smollm2", batch_size=8)
+
+
+def test_arc_easy_agrees_with_lm_evaluation_harness(default_model, tmp_path):
+    data = shared_path("data")
+    reference = json.loads(REFERENCE.read_text())
+    result = evaluate(
+        [EXAMPLES / "benchmarks" / "arc_easy.yaml"],
+        default_model,
+        output_dir=tmp_path / "run",
+        limit=300,
+        variables={"PROCTOR_DATA": str(data)},
+    )
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == len(reference["questions"]) == 300
+    worst = 0.0
+    for ours, theirs in zip(samples, reference["questions"]):
+        assert ours["id"] == theirs["id"]
+        assert ours["target"] == theirs["label"]
+        for a, b in zip(ours["logprobs"], theirs["loglikelihoods"], strict=True):
+            worst = max(worst, abs(a - b))
+        assert ours["metrics"]["acc"] == theirs["acc"], ours["id"]
+        assert ours["metrics"]["acc_norm"] == theirs["acc_norm"], ours["id"]
+    assert worst <= 1e-3, f"max |Δ log-likelihood| vs lm-evaluation-harness = {worst}"
+    assert result.metric("arc_easy", "acc") == pytest.approx(reference["acc"], abs=1e-12)
+    assert result.metric("arc_easy", "acc_norm") == pytest.approx(reference["acc_norm"], abs=1e-12)
+
+
+def test_quickstart_runs_on_the_default_model(default_model, tmp_path):
+    result = evaluate([EXAMPLES / "quickstart"], default_model, output_dir=tmp_path / "qs")
+    mc = result.tasks["quickstart_science_mc"]
+    assert mc["n_samples"] == 30
+    # A 135M instruct model knows a fair share of these; chance is 0.25.
+    assert mc["metrics"]["acc"]["value"] > 0.4
+    gen = result.tasks["quickstart_short_answers"]
+    assert gen["n_samples"] == 20 and gen["metrics"]["exact_match"]["value"] > 0.2
+
+
+def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatch):
+    import torch
+
+    from proctor.models.default import default_model_path, proctor_home
+
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    assert proctor_home() == tmp_path / "home"
+    folder = default_model_path()
+    assert folder.parent.parent == tmp_path / "home" and (folder / "config.json").exists()
+    weights = sorted(folder.glob("*.safetensors"))
+    assert weights and not list(folder.parent.glob(".convert-*"))  # no staging folder left behind
+    stamp = weights[0].stat().st_mtime_ns
+    assert default_model_path() == folder and weights[0].stat().st_mtime_ns == stamp  # not converted again
+    from safetensors.torch import load_file
+
+    tensors = load_file(weights[0])
+    assert all(t.dtype == torch.float32 for t in tensors.values())

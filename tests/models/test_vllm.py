@@ -1,0 +1,175 @@
+"""The vLLM backend.
+
+vLLM needs a CUDA GPU, so two levels:
+- everywhere: the backend runs on a stand-in engine that answers ``LLM.generate`` in vLLM's
+  documented shapes (``prompt_logprobs``: ``[None, {token id: Logprob}, ...]``; ``outputs[0]``
+  with ``text``, ``token_ids``, ``finish_reason``), computed by the tiny HF model; its numbers
+  must equal the HF backend's. This checks proctor's side: tokenisation, offsets, greedy flags.
+- where vLLM and a GPU are present: the real engine against the HF backend (skipped here; it
+  has not been run in this project's CI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+
+REQUESTS = [
+    LoglikelihoodRequest("The cat sat on the", " mat"),
+    LoglikelihoodRequest("The cat sat on the ", "mat"),
+    LoglikelihoodRequest("Question: what colour is the sky?\nAnswer:", " blue, mostly"),
+    LoglikelihoodRequest("", "Hello world"),
+    LoglikelihoodRequest("a b c d e f g h i j k l m n o p", " q r s", max_length=6),
+    LoglikelihoodRequest("context", ""),
+]
+
+
+@dataclass
+class Logprob:  # vllm.logprobs.Logprob's fields
+    logprob: float
+    rank: int | None = None
+    decoded_token: str | None = None
+
+
+class StandInLLM:
+    """``vllm.LLM``'s offline methods, answered by a transformers model (full forward per prompt)."""
+
+    def __init__(self, folder) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=512, dtype="torch.float32"))
+        self.calls: list[int] = []
+
+    def get_tokenizer(self):
+        return self.tokenizer
+
+    def sampling_params(self, **kwargs):
+        defaults = dict(max_tokens=16, temperature=1.0, top_p=1.0, seed=None, stop=None, min_tokens=0, prompt_logprobs=None)
+        return SimpleNamespace(**{**defaults, **kwargs})
+
+    def generate(self, prompts, params, use_tqdm=True):
+        torch = self.torch
+        params = params if isinstance(params, list) else [params] * len(prompts)
+        self.calls.append(len(prompts))
+        outputs = []
+        for prompt, p in zip(prompts, params):
+            ids = list(prompt["prompt_token_ids"])
+            with torch.inference_mode():
+                logprobs = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+            prompt_lp = None
+            if p.prompt_logprobs is not None:
+                prompt_lp = [None]
+                for position in range(1, len(ids)):
+                    row = logprobs[position - 1]
+                    target = ids[position]
+                    rank = int((row > row[target]).sum()) + 1
+                    entry = {target: Logprob(float(row[target]), rank)}
+                    best = int(row.argmax())
+                    entry.setdefault(best, Logprob(float(row[best]), 1))
+                    prompt_lp.append(entry)
+            new, reason = [], "length"
+            with torch.inference_mode():
+                for _ in range(p.max_tokens):
+                    token = int(self.model(torch.tensor([ids + new])).logits[0, -1].argmax())
+                    if token == self.tokenizer.eos_token_id:
+                        reason = "stop"
+                        break
+                    new.append(token)
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            for stop in p.stop or []:
+                if stop in text:
+                    text, reason = text[: text.find(stop)], "stop"
+            outputs.append(SimpleNamespace(prompt_logprobs=prompt_lp, outputs=[SimpleNamespace(text=text, token_ids=new, finish_reason=reason)]))
+        return outputs
+
+
+@pytest.fixture(scope="module")
+def stand_in(tiny_model_dir):
+    from proctor.models.vllm_backend import VLLMModel
+
+    return VLLMModel(tiny_model_dir, engine=StandInLLM(tiny_model_dir), name="tiny-llama")
+
+
+def test_loglikelihood_from_prompt_logprobs_equals_the_hf_backend(stand_in, tiny_model):
+    got = stand_in.loglikelihood(REQUESTS)
+    want = tiny_model.loglikelihood(REQUESTS)
+    for g, w in zip(got, want):
+        assert g.n_tokens == w.n_tokens
+        assert g.logprob == pytest.approx(w.logprob, abs=1e-4)
+        assert g.token_logprobs == pytest.approx(w.token_logprobs, abs=1e-4)
+        assert g.is_greedy == w.is_greedy
+    assert got[-1].logprob == 0.0 and got[-1].n_tokens == 0  # an empty continuation is not sent
+
+
+def test_rolling_windows_equal_the_hf_backend(stand_in, tiny_model):
+    requests = [RollingLoglikelihoodRequest("one two three four five six seven eight nine ten " * 3, window=16, stride=8)]
+    got, want = stand_in.rolling_loglikelihood(requests), tiny_model.rolling_loglikelihood(requests)
+    assert got[0].n_tokens == want[0].n_tokens
+    assert got[0].logprob == pytest.approx(want[0].logprob, abs=1e-3)
+
+
+def test_generation_sends_one_batch_and_maps_results(stand_in, tiny_model):
+    requests = [GenerateRequest("Once upon a time", max_tokens=6), GenerateRequest("The answer is", max_tokens=4, stop=("\n",))]
+    before = len(stand_in.engine.calls)
+    got = stand_in.generate(requests)
+    assert stand_in.engine.calls[before:] == [2]  # every prompt in one LLM.generate call: vLLM batches them
+    want = tiny_model.generate(requests)
+    assert [g.text for g in got] == [w.text for w in want]
+    assert [g.prompt_tokens for g in got] == [w.prompt_tokens for w in want]
+
+
+def test_fingerprint_and_registry(stand_in):
+    assert stand_in.fingerprint["backend"] == "vllm"
+    assert stand_in.fingerprint["tensor_parallel_size"] == 1
+
+
+def test_without_vllm_the_error_says_how_to_install(monkeypatch, tmp_path):
+    import sys
+
+    from proctor.core.errors import MissingDependencyError
+    from proctor.models.registry import load_model
+
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(MissingDependencyError, match=r"proctor\[vllm\]"):
+        load_model(f"vllm:{tmp_path}")
+
+
+def _gpu_and_vllm() -> bool:
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _gpu_and_vllm(), reason="needs vLLM (pip install 'proctor[vllm]') and a CUDA GPU")
+def test_real_vllm_matches_the_hf_backend(tiny_model_dir, tmp_path):
+    from proctor import evaluate
+    from proctor.models.hf import HFModel
+    from proctor.models.vllm_backend import VLLMModel
+
+    hf = HFModel(tiny_model_dir, device="cuda", name="tiny-llama")
+    model = VLLMModel(tiny_model_dir, dtype="float32", name="tiny-llama", gpu_memory_utilization=0.3, enforce_eager=True)
+    try:
+        for g, w in zip(model.loglikelihood(REQUESTS), hf.loglikelihood(REQUESTS)):
+            assert g.logprob == pytest.approx(w.logprob, abs=1e-3)
+            assert g.is_greedy == w.is_greedy
+        requests = [GenerateRequest("Once upon a time", max_tokens=8)]
+        assert model.generate(requests)[0].text == hf.generate(requests)[0].text
+        from tests.support.fakes import write_tasks
+
+        tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
+        result = evaluate([tasks], model, output_dir=tmp_path / "run")
+        assert result.results["status"] == "complete"
+    finally:
+        model.close()

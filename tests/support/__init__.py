@@ -1,0 +1,1 @@
+"""What tests share: fake models and servers, fixtures, input corpora, worker scripts, and data/ (the files tests read)."""
