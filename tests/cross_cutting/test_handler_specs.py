@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tests.conftest import EXAMPLES, REPO, shared_path
 from proctor.api import load_tasks
 from proctor.core.task_spec import TaskSpec
+from tests.conftest import EXAMPLES, REPO, shared_path
 
 PLACEHOLDER = re.compile(r"\{\{\s*(_\w+)")  # a template reading an underscore field
 TEMPLATE_FIELDS = ("prompt", "target", "choices", "text")
