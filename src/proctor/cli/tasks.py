@@ -51,7 +51,8 @@ def list_tasks(
     if _catalogue(paths, options):
         return
     table = Table()
-    for column in ("task", "kind", "dialect", "version", "needs", "defined at"):  # folded where narrow, never cut
+    table.add_column("task", no_wrap=True)  # a name stays whole (scripts grep for it); the others fold
+    for column in ("kind", "dialect", "version", "needs", "defined at"):  # folded where narrow, never cut
         table.add_column(column, overflow="fold")
     found = load_tasks(paths, options=options)
     for task in found:
