@@ -37,6 +37,7 @@ from proctor.cli.options import (
 )
 from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
+from proctor.core.registry import backend_of
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
 PLUGIN_HELP = ("A Python file that registers metrics (register_metric) or defines register(registry): a model backend, "
@@ -117,17 +118,19 @@ def run(
     values = dialect_values or {}
     context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run")
     dialect_opts = dialect_options(values, context, trust_task_code)
-    if base_url and not model.startswith("openai:") and not uses_server_options(values):
+    backend = backend_of(model)  # None: an unknown prefix, refused with the list of backends before anything loads
+    served = backend is not None and backend.server
+    if base_url and not served and not uses_server_options(values):
         raise typer.BadParameter("applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template.value]
     options = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
     if max_length is not None:
         options["max_length"] = max_length
-    if model.startswith("openai:"):
+    if served:
         options = {"base_url": base_url, "api_key_env": api_key_env, **model_args_from(model_arg)}
     elif model_arg:
         options.update(model_args_from(model_arg))
-    if model.startswith("vllm:") and gpus_per_worker >= 1:
+    if backend is not None and backend.tensor_parallel and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None
     if workers > 1 or ray_address:

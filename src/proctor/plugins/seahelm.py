@@ -14,13 +14,19 @@ from typing import Any, List, Mapping, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from proctor.core.dialect import CliOption, Dialect, OptionContext, OptionError
-from proctor.core.registry import Registry
+from proctor.core.registry import Registry, backend_of
 
 _RUN = frozenset({"run"})
 _RUN_LS = frozenset({"run", "ls"})
 _ALL = frozenset({"run", "ls", "validate"})
 TASKS_FOLDER = "seahelm_tasks"
 JUDGE_SOURCE = "_seahelm_judge_source"  # the options entry sharing one JudgeSource among the files loaded together
+
+
+def served_judge(judge: str) -> bool:
+    """A judge model served over HTTP (``openai:NAME``): the one kind that takes --judge-base-url and the like."""
+    backend = backend_of(judge)
+    return backend is not None and backend.server
 
 
 def _dialect() -> Any:
@@ -120,11 +126,11 @@ class SeaHelmDialect(Dialect):
         return dialect.with_judge(dialect.with_given_path(options, given)) or {}
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
-        return str(raw.get("seahelm_judge") or "").startswith("openai:")
+        return served_judge(str(raw.get("seahelm_judge") or ""))
 
     def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> dict[str, Any]:
         judge = raw.get("seahelm_judge")
-        openai_judge = str(judge or "").startswith("openai:")
+        openai_judge = served_judge(str(judge or ""))
         for flag, key in (("--judge-base-url", "judge_base_url"), ("--judge-api-key-env", "judge_api_key_env")):
             if raw.get(key) and not openai_judge:
                 raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")

@@ -24,7 +24,7 @@ from proctor.core.task_spec import TaskSpec
 from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
 from proctor.dialects.seahelm.dataloaders import folder_lacks
-from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree
+from proctor.plugins.seahelm import JUDGE_SOURCE, in_tree, served_judge
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def judge_source(options: Mapping[str, Any] | None) -> Any:
         return None
     if not isinstance(judge, str):
         return JudgeSource(getattr(judge, "name", "judge"), model=judge)
-    if judge.startswith("openai:") or options.get("seahelm_judge_options"):
+    if served_judge(judge) or options.get("seahelm_judge_options"):
         return JudgeSource(judge, settings=dict(options.get("seahelm_judge_options") or {}))
     return JudgeSource(judge)
 
