@@ -100,8 +100,9 @@ def run(
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
-    from proctor.api import evaluate
+    from proctor.api import run_evaluation
     from proctor.engine.overrides import RunOverrides
+    from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
 
     if quiet:
         quiet_libraries()
@@ -138,30 +139,17 @@ def run(
             workers=workers, address=ray_address, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
             resources=resources_from(worker_resources), nodes=tuple(worker_nodes or ()),
         )
+    config = RunConfig(
+        tasks=tuple(paths),
+        model=ModelConfig(model, options, cluster=cluster),
+        select=None if tasks is None else tuple(tasks),
+        dialect_options=dialect_opts,
+        limit=RowLimit(limit, per_part=False) if limit_per_part is None else RowLimit(limit_per_part, per_part=True),  # parsed by limit_option
+        prepare=PrepareOptions(variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides),
+        output=OutputOptions(output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)),
+    )
     with progress_display(quiet) as hook:
-        result = evaluate(
-            paths,
-            model,
-            output_dir=output,
-            select=tasks,
-            limit=limit if limit_per_part is None else limit_per_part,
-            limit_per_part=limit_per_part is not None,
-            variables=variables_from(data_dir, var),
-            data_path=data_path,
-            dialect_options=dialect_opts,
-            chat=chat,
-            model_options=options,
-            progress=hook,
-            command=sys.argv,
-            cache=cache,
-            chunk_size=chunk_size,
-            update=update,
-            restart=restart,
-            cluster=cluster,
-            mc_format=mc_format.value,
-            mc_shuffle_seed=mc_shuffle,
-            overrides=overrides,
-        )
+        result = run_evaluation(config, hook)
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)
