@@ -7,7 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
@@ -183,23 +183,26 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
 
 def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook | None) -> EvaluationResult:
     load_started = time.perf_counter()
-    owned = None  # a model loaded here is closed here
-    model: Any = config.model.model
+    owned: Model | None = None  # a model loaded here is closed here
+    ref = config.model.model
     # the name as the user wrote it (lm-eval's model_name); a pool of replicas keeps the one it was started with
-    spec = model if isinstance(model, str) else getattr(model, "spec", None)
+    spec = ref if isinstance(ref, str) else getattr(ref, "spec", None)
     given = spec if isinstance(spec, str) else None
-    if isinstance(model, str):
+    model: Model
+    if isinstance(ref, str):
         cluster = config.model.cluster_options()
         if cluster is not None:
             from proctor.engine.distributed import DistributedModel
 
-            model = owned = DistributedModel(model, config.model.options, cluster)
+            model = owned = DistributedModel(ref, config.model.options, cluster)
         else:
             from proctor.models.registry import load_model
 
-            model = owned = load_model(model, **dict(config.model.options))
-    elif not isinstance(model, Model) and isinstance(model, ConvertsToModel):  # a SteeringPipeline
-        model = model.as_model()
+            model = owned = load_model(ref, **dict(config.model.options))
+    elif not isinstance(ref, Model) and isinstance(ref, ConvertsToModel):  # a SteeringPipeline
+        model = ref.as_model()
+    else:
+        model = cast(Model, ref)  # a Model, or a stand-in with its calls (test doubles need not subclass it)
     try:
         load_seconds = time.perf_counter() - load_started
         if config.output.output_dir is not None:
