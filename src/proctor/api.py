@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
-from proctor.core.run_overrides import RunOverrides, parse_limit
+from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
 from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
-from proctor.engine.prepare import prepare_task, prepare_tasks, task_config
+from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
+from proctor.engine.run_config import ModelRef, RunConfig, run_config
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
@@ -26,6 +25,8 @@ from proctor.runs.executor import default_chunk_size
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, check_output_folder, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
+from proctor.runs.results_schema import RunTiming
+from proctor.runs.run_results import RunResults, environment
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.runs.task_exports import write_task_exports
 from proctor.scoring.aggregate import aggregate_groups
@@ -45,16 +46,6 @@ class EvaluationResult:
 
     def metric(self, task: str, name: str) -> float:
         return self.results["tasks"][task]["metrics"][name]["value"]
-
-
-def _mc_options(mc_format: str, seed: int | None) -> dict:
-    """Only non-default multiple-choice options enter the manifest (older run folders stay comparable)."""
-    out: dict = {}
-    if mc_format != "auto":
-        out["mc_format"] = mc_format
-    if seed is not None:
-        out["mc_shuffle_seed"] = seed
-    return out
 
 
 def load_tasks(
@@ -81,7 +72,7 @@ def task_hash(task: Task, variables: Mapping[str, str] | None = None) -> str:
 
 def evaluate(
     tasks: Sequence[Task] | Iterable[str | Path],
-    model: Model | str = "smollm2",
+    model: ModelRef = "smollm2",
     *,
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
@@ -127,76 +118,99 @@ def evaluate(
     (``core.run_overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
     recorded in results.json and run.json.
+
+    The keywords build one ``engine.run_config.RunConfig`` (the limit parsed there), run by ``run_evaluation``
+    as ``proctor run``'s is.
     """
+    config = run_config(
+        tasks, model, output_dir=output_dir, runs_root=runs_root, limit=limit, limit_per_part=limit_per_part, select=select,
+        variables=variables, data_path=data_path, dialect_options=dialect_options, chat=chat, model_options=model_options,
+        command=command, cache=cache, chunk_size=chunk_size, update=update, restart=restart, export=export, workers=workers,
+        cluster=cluster, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides,
+    )
+    return run_evaluation(config, progress)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a run has before its model loads: the prepared tasks, and how it started."""
+
+    tasks: list[PreparedTask]
+    skipped: list[dict]  # files and tasks found in folders that could not be loaded or prepared
+    named: set[Path] | None  # the task files named directly (None: Task objects were given)
+    command: list[str] | None  # as recorded: no URL password
+    started: float  # perf_counter() at the start of the run
+
+
+def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> EvaluationResult:
+    """Run tasks on a model as ``config`` says and write a run folder (``evaluate`` documents each option;
+    ``proctor run`` builds the configuration from its flags). ``progress(task, done, total)`` is called as
+    requests finish."""
     started = time.perf_counter()
-    command = masked_command(command)  # run.json, results.json, .lock and the report record it: no URL password
-    check_run_options(output_dir, cache, update, restart, data_path)
-    task_list = list(tasks)
-    skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
+    output, options = config.output, config.prepare
+    command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
+    check_run_options(output.output_dir, output.cache, output.update, output.restart, options.data_path)
+    task_list = list(config.tasks)
+    skipped: list[dict] = []
     named: set[Path] | None = None
     if task_list and not isinstance(task_list[0], Task):
-        named = {Path(p).resolve() for p in task_list if Path(p).is_file()}
-        task_list = collect_tasks(task_list, select=select, options=dialect_options, problems=skipped)
-    overrides = overrides or RunOverrides()
-    limit = parse_limit(limit)
-    task_list = apply_overrides(task_list, overrides, chat)
-    if data_path is not None:
-        variables = {**(variables or {}), "DATA_PATH": str(Path(data_path).expanduser().resolve())}
+        named = {Path(p).resolve() for p in task_list if not isinstance(p, Task) and Path(p).is_file()}
+        task_list = collect_tasks(task_list, select=config.select, options=config.dialect_options, problems=skipped)
+    task_list = apply_overrides(task_list, options.overrides, options.chat)
+    variables = options.all_variables()
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
+    how = dict(limit=config.limit.value, limit_per_part=config.limit.per_part, chat=options.chat, mc_format=options.mc_format,
+               mc_shuffle_seed=options.mc_shuffle_seed, overrides=options.overrides)
     if named is None:
-        prepared = prepare_tasks(task_list, variables, limit=limit, limit_per_part=limit_per_part, chat=chat, mc_format=mc_format,
-                                 mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
+        prepared = prepare_tasks(task_list, variables, **how)
     else:
-        prepared = _prepare_found(task_list, named, skipped, variables, limit=limit, limit_per_part=limit_per_part, chat=chat,
-                                  mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides)
-    if isinstance(model, str):  # after the tasks (their errors first), before anything loads
+        prepared = _prepare_found(task_list, named, skipped, variables, **how)
+    model = config.model
+    if isinstance(model.model, str):  # after the tasks (their errors first), before anything loads
         from proctor.models.registry import check_model_options, check_model_source
 
-        check_model_options(model, dict(model_options or {}))
-        if _cluster_options(workers, cluster) is not None:  # a missing package before the network
+        check_model_options(model.model, dict(model.options))
+        if model.cluster_options() is not None:  # a missing package before the network
             from proctor.engine.distributed import require_ray
 
             require_ray()
-        check_model_source(model, dict(model_options or {}))
+        check_model_source(model.model, dict(model.options))
     with contextlib.ExitStack() as held:
-        if output_dir is not None:  # one writer per run folder, taken before the model loads
-            held.enter_context(hold_run_dir(Path(output_dir), command))
-        return _load_and_evaluate(
-            prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
-            progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed,
-            overrides.recorded(), skipped, named, limit_per_part=limit_per_part and limit is not None,
-        )
+        if output.output_dir is not None:  # one writer per run folder, taken before the model loads
+            held.enter_context(hold_run_dir(output.output_dir, command))
+        return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
 
 
-def _load_and_evaluate(
-    prepared, model, model_options, workers, cluster, started, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_format, mc_shuffle_seed, overrides, skipped, named,
-    limit_per_part=False,
-) -> EvaluationResult:
+def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook | None) -> EvaluationResult:
     load_started = time.perf_counter()
-    owned = None  # a model loaded here is closed here
+    owned: Model | None = None  # a model loaded here is closed here
+    ref = config.model.model
     # the name as the user wrote it (lm-eval's model_name); a pool of replicas keeps the one it was started with
-    spec = model if isinstance(model, str) else getattr(model, "spec", None)
+    spec = ref if isinstance(ref, str) else getattr(ref, "spec", None)
     given = spec if isinstance(spec, str) else None
-    if isinstance(model, str):
-        options = _cluster_options(workers, cluster)
-        if options is not None:
+    model: Model
+    if isinstance(ref, str):
+        cluster = config.model.cluster_options()
+        if cluster is not None:
             from proctor.engine.distributed import DistributedModel
 
-            model = owned = DistributedModel(model, model_options, options)
+            model = owned = DistributedModel(ref, config.model.options, cluster)
         else:
             from proctor.models.registry import load_model
 
-            model = owned = load_model(model, **dict(model_options or {}))
-    elif not isinstance(model, Model) and isinstance(model, ConvertsToModel):  # a SteeringPipeline
-        model = model.as_model()
+            model = owned = load_model(ref, **dict(config.model.options))
+    elif not isinstance(ref, Model) and isinstance(ref, ConvertsToModel):  # a SteeringPipeline
+        model = ref.as_model()
+    else:
+        model = cast(Model, ref)  # a Model, or a stand-in with its calls (test doubles need not subclass it)
     try:
-        return _evaluate_loaded(
-            prepared, model, started, time.perf_counter() - load_started, output_dir, runs_root, limit, variables, chat,
-            progress, command, cache, chunk_size, update, restart, export, _mc_options(mc_format, mc_shuffle_seed),
-            overrides, skipped, named, model_name=given, limit_per_part=limit_per_part,
-        )
+        load_seconds = time.perf_counter() - load_started
+        if config.output.output_dir is not None:
+            return _evaluate_loaded(config, run, model, load_seconds, given, config.output.output_dir, progress)
+        run_dir = new_run_dir(config.output.runs_root, model.name)  # a new folder of our own: held like any other
+        with hold_run_dir(run_dir, run.command):
+            return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)
     finally:
         if owned is not None:
             owned.close()
@@ -264,37 +278,14 @@ def check_run_options(output_dir, cache, update, restart, data_path) -> None:
         raise ProctorError(f"--data-path {data_path}: no such folder")
 
 
-def _cluster_options(workers: int | None, cluster: Any):
-    """ClusterOptions when the run goes to Ray (more than one worker, or a cluster address), else None."""
-    if cluster is None and (workers or 1) <= 1:
-        return None
-    from proctor.engine.distributed import ClusterOptions
-
-    if cluster is None:
-        cluster = ClusterOptions(workers=workers)
-    elif not isinstance(cluster, ClusterOptions):
-        cluster = ClusterOptions(**dict(cluster))
-    if workers is not None and workers != cluster.workers:
-        cluster = dataclasses.replace(cluster, workers=workers)
-    if cluster.workers <= 1 and cluster.address is None:
-        return None
-    return cluster
-
-
 def _evaluate_loaded(
-    prepared, model: Model, started, load_seconds, output_dir, runs_root, limit, variables, chat,
-    progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped=(), named=None,
-    model_name=None, limit_per_part=False,
+    config: RunConfig, run: _Prepared, model: Model, load_seconds: float, model_name: str | None, run_dir: Path,
+    progress: ProgressHook | None,
 ) -> EvaluationResult:
-    if output_dir is None:  # a new folder of our own: held like any other
-        run_dir = new_run_dir(Path(runs_root), model.name)
-        with hold_run_dir(run_dir, command):
-            return _evaluate_loaded(
-                prepared, model, started, load_seconds, run_dir, runs_root, limit, variables, chat,
-                progress, command, cache, chunk_size, update, restart, export, mc_options, overrides, skipped, named,
-                model_name, limit_per_part,
-            )
-    run_dir = Path(output_dir)
+    prepared, skipped, named, command, started = run.tasks, run.skipped, run.named, run.command, run.started
+    output, options, limit = config.output, config.prepare, config.limit
+    overrides = options.overrides.recorded()
+    chunk_size = output.chunk_size
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = model.fingerprint
     manifest = open_run(
@@ -303,35 +294,33 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit, **({"limit_per_part": True} if limit_per_part else {}), "chat": chat, "variables": dict(variables or {}), **mc_options, **_chunk_option(model, chunk_size),
+            {"limit": limit.value, **({"limit_per_part": True} if limit.per_part else {}), "chat": options.chat,
+             "variables": dict(options.all_variables() or {}), **options.mc_options(), **_chunk_option(model, chunk_size),
              **({"overrides": overrides} if overrides else {})},
         ),
-        update=update,
-        restart=restart,
+        update=output.update,
+        restart=output.restart,
     )
     built = [build_requests(model, p) for p in prepared]  # every prompt renders before any model call
-    cache_file = cache_path(cache)
+    cache_file = cache_path(output.cache)
     lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
     lookup.use_model(fingerprint)
     writer = RunWriter(run_dir)
-    results: dict[str, Any] = {
-        "proctor_version": __version__,
-        "created": manifest["created"],
-        "command": list(command) if command is not None else None,
-        "model": fingerprint,
-        "model_info": {**model_info(model), **({"model_name": model_name} if model_name else {})},
-        "chat_applied": any(p.use_chat for p in prepared),
-        "environment": {"python": platform.python_version(), "platform": platform.platform(), "git_hash": _git_hash()},
-        "status": "running",
-        "limit": limit,
-        **({"limit_per_part": True} if limit_per_part else {}),
-        "overrides": overrides,
-        "tasks": {},
-        "groups": {},
-        "timing": {"model_load_seconds": round(load_seconds, 3)},
-    }
-    if skipped:  # files / tasks found in folders that could not be loaded or prepared, with their errors
-        results["skipped"] = list(skipped)
+    record = RunResults(
+        proctor_version=__version__,
+        created=manifest["created"],
+        command=list(command) if command is not None else None,
+        model=fingerprint,
+        model_info={**model_info(model), **({"model_name": model_name} if model_name else {})},
+        chat_applied=any(p.use_chat for p in prepared),
+        environment=environment(_git_hash()),
+        limit=limit.value,
+        limit_per_part=True if limit.per_part else None,
+        overrides=overrides,
+        timing=RunTiming(model_load_seconds=round(load_seconds, 3)),
+        # files / tasks found in folders that could not be loaded or prepared, with their errors
+        skipped=list(skipped) if skipped else None,
+    )
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
             for item in built:
@@ -345,29 +334,22 @@ def _evaluate_loaded(
                 if named is None or task.file is None or task.file.resolve() in named:
                     raise  # a task named directly stops the run, as at load time
                 log.warning("task '%s' failed: %s", task.name, exc)
-                results.setdefault("skipped", []).append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "run"})
-                writer.write_results(results)
+                record.add_skipped({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "run"})
+                writer.write_results(record.as_dict())
                 continue
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result["exports"] = exported
             if overrides.get("log_samples", True):
                 writer.append_samples(outcome.records)
-            results["tasks"][outcome.name] = outcome.result
-            for warning in outcome.result.get("warnings", []):  # also listed run-wide, and printed by the CLI
-                results.setdefault("warnings", []).append(f"{outcome.name}: {warning}")
-            writer.write_results(results)  # what finished is on disk
-        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in results["tasks"]}
+            record.add_task(outcome.name, outcome.result)  # its warnings are also listed run-wide, and printed by the CLI
+            writer.write_results(record.as_dict())  # what finished is on disk
+        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in record.tasks}
         for p in prepared:  # a group over fewer tasks than it has is another number: say so
-            if p.task.spec.group and p.task.name not in results["tasks"]:
-                results.setdefault("warnings", []).append(
-                    f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only")
-        results["groups"] = aggregate_groups(results["tasks"], memberships)
-        hierarchy = rollup(results["tasks"])
-        if hierarchy is not None:
-            results["rollup"] = hierarchy
-        results["status"] = "partial" if results.get("skipped") else "complete"
-        results["timing"]["total_seconds"] = round(time.perf_counter() - started, 3)
+            if p.task.spec.group and p.task.name not in record.tasks:
+                record.add_warning(f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only")
+        record.finish(aggregate_groups(record.tasks, memberships), rollup(record.tasks), round(time.perf_counter() - started, 3))
+        results = record.as_dict()
         writer.write_results(results)
         mark(
             run_dir,
@@ -377,7 +359,7 @@ def _evaluate_loaded(
         )
     finally:
         lookup.close()
-    if export:
+    if output.export:
         from proctor.runs.run_exports import write_exports
 
         write_exports(run_dir, ("lm-eval", "parquet") if overrides.get("log_samples", True) else ("lm-eval",))

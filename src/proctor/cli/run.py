@@ -37,6 +37,7 @@ from proctor.cli.options import (
 )
 from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
+from proctor.core.registry import backend_of
 
 DATA_PATH_HELP = "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
 PLUGIN_HELP = ("A Python file that registers metrics (register_metric) or defines register(registry): a model backend, "
@@ -99,8 +100,9 @@ def run(
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
-    from proctor.api import evaluate
+    from proctor.api import run_evaluation
     from proctor.core.run_overrides import RunOverrides
+    from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
 
     if quiet:
         quiet_libraries()
@@ -117,17 +119,19 @@ def run(
     values = dialect_values or {}
     context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run")
     dialect_opts = dialect_options(values, context, trust_task_code)
-    if base_url and not model.startswith("openai:") and not uses_server_options(values):
+    backend = backend_of(model)  # None: an unknown prefix, refused with the list of backends before anything loads
+    served = backend is not None and backend.server
+    if base_url and not served and not uses_server_options(values):
         raise typer.BadParameter("applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template.value]
     options = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
     if max_length is not None:
         options["max_length"] = max_length
-    if model.startswith("openai:"):
+    if served:
         options = {"base_url": base_url, "api_key_env": api_key_env, **model_args_from(model_arg)}
     elif model_arg:
         options.update(model_args_from(model_arg))
-    if model.startswith("vllm:") and gpus_per_worker >= 1:
+    if backend is not None and backend.tensor_parallel and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None
     if workers > 1 or ray_address:
@@ -135,30 +139,17 @@ def run(
             workers=workers, address=ray_address, cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker,
             resources=resources_from(worker_resources), nodes=tuple(worker_nodes or ()),
         )
+    config = RunConfig(
+        tasks=tuple(paths),
+        model=ModelConfig(model, options, cluster=cluster),
+        select=None if tasks is None else tuple(tasks),
+        dialect_options=dialect_opts,
+        limit=RowLimit(limit, per_part=False) if limit_per_part is None else RowLimit(limit_per_part, per_part=True),  # parsed by limit_option
+        prepare=PrepareOptions(variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides),
+        output=OutputOptions(output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)),
+    )
     with progress_display(quiet) as hook:
-        result = evaluate(
-            paths,
-            model,
-            output_dir=output,
-            select=tasks,
-            limit=limit if limit_per_part is None else limit_per_part,
-            limit_per_part=limit_per_part is not None,
-            variables=variables_from(data_dir, var),
-            data_path=data_path,
-            dialect_options=dialect_opts,
-            chat=chat,
-            model_options=options,
-            progress=hook,
-            command=sys.argv,
-            cache=cache,
-            chunk_size=chunk_size,
-            update=update,
-            restart=restart,
-            cluster=cluster,
-            mc_format=mc_format.value,
-            mc_shuffle_seed=mc_shuffle,
-            overrides=overrides,
-        )
+        result = run_evaluation(config, hook)
     if quiet:
         logging.getLogger("proctor").info("run folder: %s", result.run_dir)
     print_results(result.results)

@@ -12,8 +12,8 @@ the dialect imports it then (``proctor.dialects.<name>``), so a run imports only
 it reads.
 
 What can be registered: dialects (``core.dialect.Dialect``), the task handlers their tasks run
-through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix,
-task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
+through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix (the
+built-in ones too: ``proctor.plugins.backends``), task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
 modules whose import registers metrics (``scoring.metrics.register_metric``; with the names they
 register, imported only when one of those is looked up), and metric resolvers (names made up per task).
 """
@@ -62,12 +62,38 @@ ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> M
 ModelCheck = Callable[[str, dict[str, Any]], "set[str] | None"]
 Exporter = Callable[..., list[str]]  # (prepared, outcome, run_dir, model_name, **options) -> files written
 
+DEFAULT_BACKEND = "hf"  # a --model without a prefix: a Hugging Face folder or hub id, or the embedded default
+
+
+def split_model_spec(spec: str) -> tuple[str, str]:
+    """A ``--model`` string as (backend prefix, the rest): ``vllm:org/name`` -> ("vllm", "org/name"); no prefix
+    (or a Windows drive letter) -> the default backend and the whole string."""
+    prefix, _, rest = spec.partition(":")
+    if not rest or len(prefix) == 1:
+        prefix, rest = DEFAULT_BACKEND, spec
+    return prefix, rest
+
+
+@dataclass(frozen=True)
+class ModelBackend:
+    """A registered ``--model PREFIX:`` backend: how it loads, how its options are vetted, and what it is.
+
+    The capabilities let other modules ask about a model string (``Registry.backend_of``) instead of
+    matching prefixes themselves."""
+
+    prefix: str
+    loader: ModelLoader
+    check: ModelCheck | None = None
+    server: bool = False  # served over HTTP at --base-url: takes base_url / api_key_env, none of dtype, device, ...
+    tensor_parallel: bool = False  # a replica's --gpus-per-worker become its tensor_parallel_size
+    hub_models: bool = False  # the rest may be a Hugging Face hub id, looked up on the hub before loading
+    tokenizer_folder: bool = False  # the rest is a local folder (or the embedded default) holding the tokenizer
+
 
 @dataclass
 class Registry:
     dialects: dict[str, "Dialect"] = field(default_factory=dict)
-    model_backends: dict[str, ModelLoader] = field(default_factory=dict)
-    model_checks: dict[str, ModelCheck] = field(default_factory=dict)
+    model_backends: dict[str, ModelBackend] = field(default_factory=dict)
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
     metric_modules: list[str] = field(default_factory=list)
@@ -95,11 +121,13 @@ class Registry:
             known = ", ".join(sorted(self.task_handlers)) or "none"
             raise ValueError(f"no task handler '{name}' is registered (registered: {known})") from None
 
-    def add_model_backend(self, prefix: str, loader: ModelLoader, check: ModelCheck | None = None) -> None:
-        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first."""
-        self.model_backends[prefix] = loader
-        if check is not None:
-            self.model_checks[prefix] = check
+    def add_model_backend(self, prefix: str, loader: ModelLoader, check: ModelCheck | None = None, *,
+                          server: bool = False, tensor_parallel: bool = False, hub_models: bool = False,
+                          tokenizer_folder: bool = False) -> None:
+        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first. The
+        keywords are the backend's capabilities (``ModelBackend``); a plug-in's backend usually has none."""
+        self.model_backends[prefix] = ModelBackend(prefix, loader, check, server=server, tensor_parallel=tensor_parallel,
+                                                   hub_models=hub_models, tokenizer_folder=tokenizer_folder)
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:
         self.exporters[name] = exporter
@@ -131,6 +159,10 @@ class Registry:
     def dialect(self, name: str) -> "Dialect | None":
         return self.dialects.get(name)
 
+    def backend_of(self, spec: str) -> ModelBackend | None:
+        """The backend a ``--model`` string names (None: no backend has its prefix)."""
+        return self.model_backends.get(split_model_spec(spec)[0])
+
 
 _REGISTRY: Registry | None = None
 _LOCK = threading.Lock()
@@ -144,6 +176,11 @@ def _plugin_modules() -> Iterable[Callable[[Registry], None]]:
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         yield entry.load()
+
+
+def backend_of(spec: str) -> ModelBackend | None:
+    """The registered backend of a ``--model`` string (None: an unknown prefix)."""
+    return registry().backend_of(spec)
 
 
 def registry() -> Registry:

@@ -93,8 +93,11 @@ class ClusterOptions:
 
 def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: ClusterOptions) -> dict:
     """Model options for one replica: the GPUs of a vLLM replica are its tensor-parallel size."""
+    from proctor.core.registry import backend_of
+
     out = dict(options or {})
-    if spec.startswith("vllm:") and cluster.gpus_per_worker >= 1 and "tensor_parallel_size" not in out:
+    backend = backend_of(spec)
+    if backend is not None and backend.tensor_parallel and cluster.gpus_per_worker >= 1 and "tensor_parallel_size" not in out:
         out["tensor_parallel_size"] = int(cluster.gpus_per_worker)
     return out
 
@@ -193,10 +196,11 @@ class DistributedModel(Model):
     @staticmethod
     def _prepare_default_model(spec: str) -> None:
         """Convert the embedded default model once here, not concurrently in every local replica."""
+        from proctor.core.registry import DEFAULT_BACKEND, split_model_spec
         from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
-        backend, _, rest = spec.partition(":")
-        if (rest or backend).lower() in DEFAULT_MODEL_ALIASES and backend in ("hf", spec):
+        backend, rest = split_model_spec(spec)
+        if rest.lower() in DEFAULT_MODEL_ALIASES and backend == DEFAULT_BACKEND:
             default_model_path()
 
     def _init(self, cluster: ClusterOptions) -> None:

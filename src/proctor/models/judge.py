@@ -39,9 +39,11 @@ def judge_many(model: Model, conversations: Sequence[Sequence[dict]], **params) 
 def load_judge(spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any) -> Model:
     """A judge model from a ``--model``-style string. ``openai:<name>`` needs a server address; the
     API key is read from the environment variable ``api_key_env`` as for the evaluated model."""
+    from proctor.core.registry import backend_of
     from proctor.models.registry import load_model
 
-    if spec.startswith("openai:"):
+    backend = backend_of(spec)
+    if backend is not None and backend.server:
         if not base_url:
             raise ProctorError(f"judge '{spec}' needs its server's address: give --judge-base-url (or --base-url, used for both)")
         return load_model(spec, base_url=base_url, api_key_env=api_key_env, name=spec, **options)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, Optional, Union
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli
-from proctor.core.registry import Registry
+from proctor.core.registry import Registry, backend_of
 from proctor.models.base import Model
 
 if TYPE_CHECKING:
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 _RUN_LS = frozenset({"run", "ls"})
 TASKS_FOLDER = "seahelm_tasks"
+
+
+def served_judge(judge: str) -> bool:
+    """A judge model served over HTTP (``openai:NAME``): the one kind that takes --judge-base-url and the like."""
+    backend = backend_of(judge)
+    return backend is not None and backend.server
 
 
 def _dialect() -> Any:
@@ -102,7 +108,7 @@ class SeaHelmOptions(BaseOptions):
         base_url, key_env, judge_arg = (data.pop(key, None) for key in ("judge_base_url", "judge_api_key_env", "judge_arg"))
         base, instruct = data.pop("base_model", False), data.pop("instruct_model", False)
         judge_max_tokens = data.pop("seahelm_judge_max_tokens", None)
-        openai_judge = str(data.get("seahelm_judge") or "").startswith("openai:")
+        openai_judge = served_judge(str(data.get("seahelm_judge") or ""))
         for flag, value in (("--judge-base-url", base_url), ("--judge-api-key-env", key_env)):
             if value and not openai_judge:
                 raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")
@@ -179,7 +185,7 @@ class SeaHelmDialect(Dialect[SeaHelmOptions]):
         return dialect.with_judge(dialect.with_given_path(options, given))
 
     def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
-        return str(raw.get("seahelm_judge") or "").startswith("openai:")
+        return served_judge(str(raw.get("seahelm_judge") or ""))
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
         overrides_module = importlib.import_module("proctor.dialects.seahelm.config_overrides")

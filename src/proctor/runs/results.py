@@ -146,8 +146,9 @@ class RunWriter:
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
         # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is written
+        text = json_text(results)  # serialised once: the text checked is the text written
         try:
-            check_results_json(json_text(results))
+            check_results_json(text)
         except ResultsSchemaError as exc:
             raise ResultsSchemaError(f"results.json not written (a bug in proctor, please report it): it {exc}") from None
-        write_json_atomic(self.run_dir / "results.json", results)
+        write_text_atomic(self.run_dir / "results.json", text)

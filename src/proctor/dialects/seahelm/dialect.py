@@ -25,7 +25,7 @@ from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
 from proctor.dialects.seahelm.dataloaders import folder_lacks
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
-from proctor.plugins.seahelm import SeaHelmOptions, in_tree
+from proctor.plugins.seahelm import SeaHelmOptions, in_tree, served_judge
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def judge_source(options: SeaHelmOptions) -> Any:
         return None
     if not isinstance(judge, str):
         return JudgeSource(getattr(judge, "name", "judge"), model=judge)
-    if judge.startswith("openai:") or options.seahelm_judge_options:
+    if served_judge(judge) or options.seahelm_judge_options:
         return JudgeSource(judge, settings=dict(options.seahelm_judge_options or {}))
     return JudgeSource(judge)
 

@@ -36,11 +36,12 @@ def tokenizer_path(model_spec: str | None) -> str | None:
     """The local folder holding the tokenizer of a ``--model`` spec (hf/vllm folder or the embedded default)."""
     if not model_spec:
         return None
-    backend, _, rest = str(model_spec).partition(":")
-    if not rest or len(backend) == 1:
-        backend, rest = "hf", str(model_spec)
-    if backend not in ("hf", "vllm"):
+    from proctor.core.registry import backend_of, split_model_spec
+
+    backend = backend_of(str(model_spec))
+    if backend is None or not backend.tokenizer_folder:
         return None
+    rest = split_model_spec(str(model_spec))[1]
     from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:

@@ -1,0 +1,173 @@
+"""A run's configuration, typed and frozen: what ``proctor run`` and ``api.evaluate`` are asked to do.
+
+The command line builds one ``RunConfig`` from its flags and ``api.evaluate``'s keywords build the same;
+``api.run_evaluation`` takes it from either, so both go one way. Each group holds one concern: the model
+(``ModelConfig``), the rows each task keeps (``RowLimit``), how tasks are prepared (``PrepareOptions``) and
+the run folder (``OutputOptions``). Values are parsed when the configuration is built, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
+
+from proctor.core.run_overrides import RunOverrides, parse_limit
+from proctor.core.task import Task
+from proctor.models.base import ConvertsToModel, Model
+
+if TYPE_CHECKING:
+    from proctor.engine.distributed import ClusterOptions
+
+ModelRef = Union[Model, ConvertsToModel, str]  # a loaded model, a steering pipeline, or a --model string
+TaskRef = Union[Task, str, Path]  # a task, or a file or folder to find tasks in
+
+
+@dataclass(frozen=True)
+class RowLimit:
+    """``--limit`` / ``--limit-per-part``: a count or a fraction (0 < value < 1) of each task's rows, or of
+    each part of its first ``breakdown`` field (``per_part``, which only holds with a value)."""
+
+    value: int | float | None = None
+    per_part: bool = False
+
+    def __post_init__(self) -> None:
+        if self.value is None and self.per_part:
+            object.__setattr__(self, "per_part", False)  # no limit: nothing is cut, per part or not
+
+    @classmethod
+    def parse(cls, value: str | int | float | None, per_part: bool = False) -> "RowLimit":
+        """From a count or fraction as given (text or number); a bad one raises ``ProctorError``."""
+        return cls(parse_limit(value), per_part)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model and how it is loaded: backend ``options`` for a ``--model`` string, and Ray replicas
+    (``workers``, or a ``cluster``: ``engine.distributed.ClusterOptions`` or a mapping of its fields)."""
+
+    model: ModelRef = "smollm2"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    workers: int | None = None
+    cluster: "ClusterOptions | Mapping[str, Any] | None" = None
+
+    def cluster_options(self) -> "ClusterOptions | None":
+        """ClusterOptions when the run goes to Ray (more than one worker, or a cluster address), else None."""
+        if self.cluster is None and (self.workers or 1) <= 1:
+            return None
+        from proctor.engine.distributed import ClusterOptions
+
+        if self.cluster is None:
+            cluster = ClusterOptions(workers=self.workers or 1)
+        elif isinstance(self.cluster, ClusterOptions):
+            cluster = self.cluster
+        else:
+            cluster = ClusterOptions(**dict(self.cluster))
+        if self.workers is not None and self.workers != cluster.workers:
+            cluster = dataclasses.replace(cluster, workers=self.workers)
+        if cluster.workers <= 1 and cluster.address is None:
+            return None
+        return cluster
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    """How every task is prepared: ``${VAR}`` values (GLM-130B's ``data_path`` sets ``${DATA_PATH}``), chat
+    templates (None: as each task says), the multiple-choice format and the run-time ``overrides``."""
+
+    variables: Mapping[str, str] = field(default_factory=dict)
+    data_path: Path | None = None
+    chat: bool | None = None
+    mc_format: str = "auto"
+    mc_shuffle_seed: int | None = None
+    overrides: RunOverrides = field(default_factory=RunOverrides)
+
+    def all_variables(self) -> dict[str, str] | None:
+        """The variables with ``DATA_PATH`` from ``data_path`` (None when neither is given)."""
+        if self.data_path is None:
+            return dict(self.variables) if self.variables else None
+        return {**self.variables, "DATA_PATH": str(Path(self.data_path).expanduser().resolve())}
+
+    def mc_options(self) -> dict[str, Any]:
+        """Only non-default multiple-choice options enter the manifest (older run folders stay comparable)."""
+        out: dict[str, Any] = {}
+        if self.mc_format != "auto":
+            out["mc_format"] = self.mc_format
+        if self.mc_shuffle_seed is not None:
+            out["mc_shuffle_seed"] = self.mc_shuffle_seed
+        return out
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """The run folder: ``output_dir`` (None: a new folder under ``runs_root``), resuming (``update``,
+    ``restart``), the shared response ``cache``, requests per stored chunk, run-level exports, and the
+    ``command`` recorded (None from Python)."""
+
+    output_dir: Path | None = None
+    runs_root: Path = Path("runs")
+    cache: str | Path | None = None  # as given: "" (an empty $PROCTOR_CACHE) means none, see runs.store.cache_path
+    chunk_size: int | None = None
+    update: bool = False
+    restart: bool = False
+    export: bool = True
+    command: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run: the tasks (``Task`` objects, or files and folders filtered by the ``select`` globs and read with
+    the dialects' ``dialect_options``), the model, the row limit, how tasks are prepared, and the run folder."""
+
+    tasks: tuple[TaskRef, ...]
+    model: ModelConfig = field(default_factory=ModelConfig)
+    select: tuple[str, ...] | None = None
+    dialect_options: Mapping[str, Any] | None = None
+    limit: RowLimit = field(default_factory=RowLimit)
+    prepare: PrepareOptions = field(default_factory=PrepareOptions)
+    output: OutputOptions = field(default_factory=OutputOptions)
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def run_config(
+    tasks: Sequence[Task] | Iterable[str | Path],
+    model: ModelRef = "smollm2",
+    *,
+    output_dir: str | Path | None = None,
+    runs_root: str | Path = "runs",
+    limit: int | float | str | None = None,
+    limit_per_part: bool = False,
+    select: Iterable[str] | None = None,
+    variables: Mapping[str, str] | None = None,
+    data_path: str | Path | None = None,
+    dialect_options: Mapping[str, Any] | None = None,
+    chat: bool | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    command: Sequence[str] | None = None,
+    cache: str | Path | None = None,
+    chunk_size: int | None = None,
+    update: bool = False,
+    restart: bool = False,
+    export: bool = True,
+    workers: int | None = None,
+    cluster: "ClusterOptions | Mapping[str, Any] | None" = None,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
+) -> RunConfig:
+    """A ``RunConfig`` from ``api.evaluate``'s keywords (documented there); the limit is parsed here."""
+    return RunConfig(
+        tasks=tuple(tasks),
+        model=ModelConfig(model, dict(model_options or {}), workers, cluster),
+        select=None if select is None else tuple(select),
+        dialect_options=dialect_options,
+        limit=RowLimit.parse(limit, limit_per_part),
+        prepare=PrepareOptions(dict(variables or {}), _path(data_path), chat, mc_format, mc_shuffle_seed,
+                               overrides or RunOverrides()),
+        output=OutputOptions(_path(output_dir), Path(runs_root), cache, chunk_size, update, restart, export,
+                             None if command is None else tuple(command)),
+    )

@@ -1,0 +1,34 @@
+"""Reading a backend class's declared options: their names and plain types (for vetting ``--model-arg``)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from proctor.core.errors import ModelLoadError
+
+
+def named_parameters(cls: Any) -> set[str]:
+    """The keyword options a backend class takes (for checking ``--model-arg`` names)."""
+    params = inspect.signature(cls.__init__).parameters
+    return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+
+
+_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+
+
+def check_option_types(cls: Any, options: dict[str, Any]) -> None:
+    """A ``--model-arg`` value of the wrong type (``batch_invariant=maybe``) would be read as something else: refuse it.
+    Only options whose declared type is plainly bool, int, float or str (optionally ``| None``) are checked."""
+    params = inspect.signature(cls.__init__).parameters
+    for name, value in options.items():
+        if name not in params or value is None:
+            continue
+        declared = str(params[name].annotation).replace(" | None", "").replace("Optional[", "").rstrip("]")
+        kinds = _TYPES.get(declared)
+        if kinds is None:
+            continue
+        wrong = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+        if wrong:
+            wanted = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a text"}[declared]
+            raise ModelLoadError(f"--model-arg {name}={value!r}: {name} takes {wanted}, got {type(value).__name__}")

@@ -1,0 +1,125 @@
+"""The built-in backends' loaders and option checks, registered by ``proctor.plugins.backends`` as any
+plug-in registers its own (``Registry.add_model_backend``).
+
+Importing this module imports no backend: each function imports its own (transformers, vllm, httpx) when called.
+A check returns the option names its backend takes (None: not checked) and raises ``ModelLoadError`` for a
+model or option that cannot load; the checks every backend shares are ``models.registry.check_model_options``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from proctor.core.errors import ModelLoadError
+from proctor.core.redact import mask_url_credentials
+from proctor.models.backend_options import check_option_types, named_parameters
+from proctor.models.base import Model
+from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
+
+# Options the CLI sends every backend; the openai backend accepts and ignores them.
+_LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
+
+
+# ------------------------------------------------------------------ hf, hf-vision
+def load_hf(rest: str, **options: Any) -> Model:
+    """``hf:<folder or hub id>`` (or no prefix): a local folder whose config has a ``vision_config`` loads as a
+    vision-language model; ``smollm2`` is the embedded default."""
+    from proctor.models.hf import HFModel
+
+    if rest.lower() in DEFAULT_MODEL_ALIASES:
+        return HFModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
+    from proctor.models.hf_vision import HFVisionModel, is_vision_folder
+
+    if is_vision_folder(rest):
+        return HFVisionModel(rest, **options)
+    return HFModel(rest, **options)
+
+
+def load_hf_vision(rest: str, **options: Any) -> Model:
+    from proctor.models.hf_vision import HFVisionModel
+
+    return HFVisionModel(rest, **options)
+
+
+def check_hf(rest: str, options: dict[str, Any]) -> set[str]:
+    return _check_hf(rest, options, vision=False)
+
+
+def check_hf_vision(rest: str, options: dict[str, Any]) -> set[str]:
+    return _check_hf(rest, options, vision=True)
+
+
+def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
+    from proctor.models.hf import _DTYPES, HFModel
+    from proctor.models.hf_vision import HFVisionModel, is_vision_folder
+
+    vision = vision or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
+    typed = HFVisionModel if vision else HFModel
+    path = Path(rest).expanduser()
+    if rest.lower() not in DEFAULT_MODEL_ALIASES:
+        if path.is_dir() and not (path / "config.json").is_file():
+            raise ModelLoadError(f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder")
+        if not path.exists() and (rest.startswith((".", "/", "~")) or rest.count("/") > 1):
+            raise ModelLoadError(f"--model '{rest}': no such model folder")
+    if options.get("dtype", "float32") not in _DTYPES:
+        raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(_DTYPES)}")
+    from proctor.models.forward_plan import LAYOUTS
+    from proctor.models.hf import DECODINGS, _check_choice
+    from proctor.models.tree_attention import ATTENTIONS
+
+    _check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
+    _check_choice("attention", options.get("attention"), ATTENTIONS)
+    _check_choice("decode", options.get("decode"), DECODINGS)
+    from proctor.models.sharding import check as check_sharding
+
+    check_sharding(options.get("device_map"), options.get("max_memory"))
+    check_option_types(typed, options)
+    return named_parameters(typed)
+
+
+# ------------------------------------------------------------------ vllm
+def load_vllm(rest: str, **options: Any) -> Model:
+    """``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)."""
+    from proctor.models.vllm_backend import VLLMModel
+
+    if rest.lower() in DEFAULT_MODEL_ALIASES:
+        return VLLMModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
+    return VLLMModel(rest, **options)
+
+
+def check_vllm(rest: str, options: dict[str, Any]) -> set[str] | None:
+    """Its own options, and vllm's engine arguments (known only where vllm is installed)."""
+    from proctor.models.vllm_backend import VLLMModel
+
+    known = named_parameters(VLLMModel)
+    try:
+        import dataclasses
+
+        from vllm import EngineArgs  # type: ignore[import-not-found]
+
+        return known | {f.name for f in dataclasses.fields(EngineArgs)}
+    except Exception:  # not installed (loading will say so), or another EngineArgs shape
+        return None
+
+
+# ------------------------------------------------------------------ openai
+def load_openai(rest: str, **options: Any) -> Model:
+    """``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server."""
+    from proctor.models.openai_compat import OpenAIModel
+
+    model = OpenAIModel(rest, **options)
+    return model.batched() if model.batch_api else model  # batch_api=true: generation through the Batch API
+
+
+def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
+    from proctor.models.openai_compat import OpenAIModel
+
+    if not options.get("base_url"):
+        raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")
+    url = str(options.get("base_url"))
+    if not url.startswith(("http://", "https://")):
+        raise ModelLoadError(f"--base-url '{mask_url_credentials(url)}' is not an http:// or https:// address "
+                             "(for example http://127.0.0.1:8000/v1)")
+    check_option_types(OpenAIModel, options)
+    return named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)

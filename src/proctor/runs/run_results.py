@@ -1,0 +1,105 @@
+"""results.json as a run builds it: its top level typed, filled in as tasks finish, turned into the file's
+dictionary (``as_dict``) each time it is written.
+
+The fields and their order are results.json's (``runs.results_schema.Results``, docs/results.md); a field that
+is left out of the file until it has a value (``limit_per_part``, ``skipped``, ``warnings``, ``rollup``, the
+run's ``total_seconds``) is None here until then. Each task's result is the dictionary its kind made
+(dialects add fields of their own): it is kept as made, and checked with the rest when the file is written.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from proctor.runs.results_schema import Environment, RunTiming
+
+Status = Literal["running", "complete", "partial"]
+
+
+def environment(git_hash: str | None) -> Environment:
+    """Where the run ran: this Python and platform, and the commit of the folder it started in."""
+    return Environment(python=platform.python_version(), platform=platform.platform(), git_hash=git_hash)
+
+
+class RunResults(BaseModel):
+    """The run's results, as results.json lists them (the file adds ``samples_bytes`` when it is written)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    proctor_version: str
+    created: str
+    command: Optional[list[str]]
+    model: dict[str, Any]  # the model's fingerprint
+    model_info: dict[str, Any]
+    chat_applied: bool
+    environment: Environment
+    status: Status = "running"
+    limit: Union[int, float, None]
+    limit_per_part: Optional[Literal[True]] = None
+    overrides: dict[str, Any]
+    tasks: dict[str, dict[str, Any]] = {}
+    groups: dict[str, Any] = {}
+    timing: RunTiming
+    skipped: Optional[list[dict[str, Any]]] = None
+    warnings: Optional[list[str]] = None
+    rollup: Optional[dict[str, Any]] = None
+    # skipped and warnings are listed in the file in the order they first had an entry
+    _listed: list[str] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, context: Any) -> None:
+        self._listed = [name for name in ("skipped", "warnings") if getattr(self, name) is not None]
+
+    def add_skipped(self, entry: dict[str, Any]) -> None:
+        """A file or task that could not be loaded, prepared or run."""
+        self._append("skipped", entry)
+
+    def add_warning(self, text: str) -> None:
+        self._append("warnings", text)
+
+    def _append(self, name: str, entry: Any) -> None:
+        if getattr(self, name) is None:
+            setattr(self, name, [])
+            self._listed.append(name)
+        getattr(self, name).append(entry)
+
+    def add_task(self, name: str, result: dict[str, Any]) -> None:
+        """A finished task's result; its warnings are also listed run-wide, as 'task: warning'."""
+        self.tasks[name] = result
+        for warning in result.get("warnings", []):
+            self.add_warning(f"{name}: {warning}")
+
+    def finish(self, groups: dict[str, Any], rollup: dict[str, Any] | None, total_seconds: float) -> None:
+        """Every task ran (or failed): the group scores, the roll-up, the status and the total time."""
+        self.groups = groups
+        if rollup is not None:
+            self.rollup = rollup
+        self.status = "partial" if self.skipped else "complete"
+        self.timing = RunTiming(model_load_seconds=self.timing.model_load_seconds, total_seconds=total_seconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The dictionary results.json holds (less ``samples_bytes``), in the file's order; the tasks' results
+        are the run's own dictionaries, not copies."""
+        out: dict[str, Any] = {
+            "proctor_version": self.proctor_version,
+            "created": self.created,
+            "command": self.command,
+            "model": self.model,
+            "model_info": self.model_info,
+            "chat_applied": self.chat_applied,
+            "environment": self.environment.model_dump(),
+            "status": self.status,
+            "limit": self.limit,
+            **({"limit_per_part": True} if self.limit_per_part else {}),
+            "overrides": self.overrides,
+            "tasks": self.tasks,
+            "groups": self.groups,
+            "timing": self.timing.model_dump(exclude_none=True),
+        }
+        for name in self._listed:
+            out[name] = getattr(self, name)
+        if self.rollup is not None:
+            out["rollup"] = self.rollup
+        return out
