@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.run_overrides import RunOverrides, limit_count
 from proctor.core.task import Task
 from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
-from proctor.data.sources import Sample, load_samples
-from proctor.engine.overrides import RunOverrides, epochs_of, limit_count
+from proctor.data.sources import Sample, SourceStats, load_samples
+from proctor.engine.overrides import epochs_of
 from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
@@ -26,10 +27,10 @@ from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
 class PreparedTask:
     task: Task
     samples: tuple[PreparedSample, ...]
-    metrics: tuple[tuple[MetricDef, dict], ...]
+    metrics: tuple[tuple[MetricDef, dict[str, Any]], ...]  # each metric with its keyword arguments
     content_hash: str
     use_chat: bool
-    data: dict  # the source used, rows read, rows dropped by the filter
+    data: SourceStats  # the source used, rows read, rows dropped by the filter
     handler: Any = None  # a custom task class instance (spec.task_class), else the kind's own handler
     mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
@@ -59,7 +60,7 @@ def task_hash(task: Task, samples: Sequence[Sample], pool: Sequence[Sample], ima
     return digest.hexdigest()[:16]
 
 
-def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
+def _metrics(task: Task) -> tuple[tuple[MetricDef, dict[str, Any]], ...]:
     specs = task.spec.metrics or [MetricSpec(name=n) for n in DEFAULT_METRICS[task.spec.kind]]
     out = []
     for spec in specs:
@@ -102,7 +103,7 @@ def prepare_task(
     check_mc_options(mc_format, mc_shuffle_seed)
     spec = task.spec
     file = str(task.file) if task.file else None
-    stats: dict = {}
+    stats: SourceStats = {}
     handler = None
     if spec.task_class:
         from proctor.kinds.custom import load_task_class
