@@ -22,7 +22,6 @@ from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
 
-
 # a metric's aggregate: its per-sample values (floats, or what the metric gives, e.g. (logprob, units))
 # -> (value, stderr)
 Aggregate = Callable[[list[Any]], tuple[float, float | None]]
