@@ -80,7 +80,7 @@ def read_rows(
         raise TaskDefinitionError(f"unknown format '{fmt}'", file=path)
     try:
         if fmt in _DELIMITERS:
-            rows = _read_delimited(_DELIMITERS[fmt])(path, columns)
+            rows = _read_delimited(path, columns, _DELIMITERS[fmt])
         elif fmt == "json":
             rows = _read_json(path, records_key)
         else:
@@ -185,34 +185,34 @@ def _read_json(path: Path, records_key: str | None) -> list[Row]:
     return rows
 
 
-def _read_delimited(delimiter: str) -> Callable[[Path, list[str] | None], list[Row]]:
-    def read(path: Path, columns: list[str] | None) -> list[Row]:
-        with io.StringIO(decode_utf8(path), newline="") as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            first_line: list[str] | None = None if columns else next(reader, None)
-            if not columns and first_line is None:  # no line at all
+def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> list[Row]:
+    with io.StringIO(decode_utf8(path), newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        if columns:
+            header = list(columns)
+        else:
+            first_line = next(reader, None)
+            if first_line is None:  # no line at all
                 return []
-            header = list(columns) if columns else first_line or []
-            twice = sorted({name for name in header if header.count(name) > 1})
-            if twice:  # a row dict would keep only the last of them
-                raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
-            rows = []
-            for record in reader:
-                line = reader.line_num
-                if not record:
-                    continue
-                if len(record) != len(header):
-                    raise TaskDefinitionError(
-                        f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
-                        file=path,
-                        line=line,
-                    )
-                row: Row = dict(zip(header, record))
-                row[ROW_KEY] = line
-                rows.append(row)
-            return rows
-
-    return read
+            header = first_line
+        twice = sorted({name for name in header if header.count(name) > 1})
+        if twice:  # a row dict would keep only the last of them
+            raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
+        rows = []
+        for record in reader:
+            line = reader.line_num
+            if not record:
+                continue
+            if len(record) != len(header):
+                raise TaskDefinitionError(
+                    f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
+                    file=path,
+                    line=line,
+                )
+            row: Row = dict(zip(header, record))
+            row[ROW_KEY] = line
+            rows.append(row)
+        return rows
 
 
 def _read_parquet(path: Path) -> list[Row]:
