@@ -11,7 +11,7 @@ import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 from pydantic import ValidationError
 
@@ -159,6 +159,18 @@ def parse_limit(text: str | float | int | None) -> int | float | None:
     if value <= 0 or (value >= 1 and not value.is_integer()) or not math.isfinite(value):
         raise ProctorError(f"--limit takes a count or a fraction between 0 and 1, got '{text}'")
     return int(value) if value >= 1 else value
+
+
+@overload
+def limit_count(limit: None, n_rows: int) -> None: ...
+
+
+@overload
+def limit_count(limit: int | float, n_rows: int) -> int: ...
+
+
+@overload
+def limit_count(limit: int | float | None, n_rows: int) -> int | None: ...
 
 
 def limit_count(limit: int | float | None, n_rows: int) -> int | None:

@@ -15,7 +15,8 @@ import binascii
 import hashlib
 import io
 from pathlib import Path
-from typing import Any, Sequence
+from types import ModuleType
+from typing import Any, Sequence, TypedDict
 
 from proctor.core.errors import TaskDefinitionError, require
 from proctor.core.images import ImageInput
@@ -24,16 +25,25 @@ from proctor.data.paths import check_inside
 THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
 
 
-def _pillow():
+class _Where(TypedDict):
+    """What an image error names (``TaskDefinitionError``'s keywords)."""
+
+    file: str | None
+    row: int | None
+    field: str
+
+
+def _pillow() -> ModuleType:
     """Pillow's ``Image`` module (importing ``PIL`` alone does not import it)."""
-    return require("PIL.Image", "vision", "Reading images")
+    image: ModuleType = require("PIL.Image", "vision", "Reading images")
+    return image
 
 
 def _looks_like_path(text: str) -> bool:
     return len(text) < 1024 and ("/" in text or "\\" in text or "." in text[-6:])
 
 
-def _raw_bytes(value: Any, bases: Sequence[Path], where: dict, roots: Sequence[Path] = ()) -> bytes:
+def _raw_bytes(value: Any, bases: Sequence[Path], where: _Where, roots: Sequence[Path] = ()) -> bytes:
     Image = _pillow()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
@@ -76,14 +86,14 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: dict, roots: Sequence[P
     raise TaskDefinitionError(f"an image must be a path, bytes or a base64 string, got {type(value).__name__}", **where)
 
 
-def _b64(text: str, where: dict) -> bytes:
+def _b64(text: str, where: _Where) -> bytes:
     try:
         return base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
         raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where) from None
 
 
-def image_input(data: bytes, where: dict) -> ImageInput:
+def image_input(data: bytes, where: _Where) -> ImageInput:
     """Check that ``data`` decodes as an image; its digest, size, MIME type and a thumbnail."""
     Image = _pillow()
     try:
@@ -110,6 +120,6 @@ def read_images(value: Any, *, bases: Sequence[Path] = (), roots: Sequence[Path]
     values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])
     out = []
     for k, item in enumerate(values):
-        where = {"file": file, "row": row, "field": field if len(values) == 1 else f"{field}[{k}]"}
+        where: _Where = {"file": file, "row": row, "field": field if len(values) == 1 else f"{field}[{k}]"}
         out.append(image_input(_raw_bytes(item, bases, where, roots), where))
     return tuple(out)

@@ -23,6 +23,8 @@ _SUFFIX_FORMATS = {
     ".raw": "text",
 }
 
+Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
+
 ROW_KEY = "_row"  # 1-based line (jsonl, csv incl. header) or record number, for error messages
 FILE_KEY = "_file"  # file stem; lets tasks break results down by file
 
@@ -81,23 +83,21 @@ def json_lines(lines: Iterable[str], bad_line: Callable[[int, json.JSONDecodeErr
 
 def read_rows(
     path: Path, fmt: str = "auto", columns: list[str] | None = None, records_key: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """Read one data file (or Arrow/Parquet folder) into row dicts."""
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
     if fmt == "auto":
         fmt = detect_format(path)
+    if fmt not in _READERS and fmt not in _DELIMITERS and fmt != "json":  # pragma: no cover - the spec validates the format
+        raise TaskDefinitionError(f"unknown format '{fmt}'", file=path)
     try:
-        reader = _READERS[fmt]
-    except KeyError:  # pragma: no cover - the spec validates the format
-        raise TaskDefinitionError(f"unknown format '{fmt}'", file=path) from None
-    try:
-        if fmt in ("csv", "tsv"):
-            rows = reader(path, columns)
+        if fmt in _DELIMITERS:
+            rows = _read_delimited(path, columns, _DELIMITERS[fmt])
         elif fmt == "json":
-            rows = reader(path, records_key)
+            rows = _read_json(path, records_key)
         else:
-            rows = reader(path)
+            rows = _READERS[fmt](path)
     except TaskDefinitionError:
         raise
     except (OSError, UnicodeDecodeError) as exc:
@@ -118,12 +118,18 @@ class _BadObject(ValueError):
         self.key = key
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict:
+def _object(pairs: list[tuple[str, Any]]) -> Row:
     """A JSON object; a key given twice is an error (json keeps the last one silently)."""
     row = dict(pairs)
     if len(row) != len(pairs):
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        twice = None
+        for key, _ in pairs:  # the first key met a second time
+            if key in seen:
+                twice = key
+                break
+            seen.add(key)
+        assert twice is not None  # fewer keys than pairs: one repeats
         raise _BadObject(f"key '{twice}' is given twice in one object", twice)
     return row
 
@@ -151,7 +157,7 @@ def _no_lone_surrogates(value: Any) -> None:
             _no_lone_surrogates(item)
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path) -> list[Row]:
     rows = []
     for number, line in enumerate(decode_utf8(path).split("\n"), start=1):
         if not line.strip():
@@ -169,7 +175,7 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def _read_json(path: Path, records_key: str | None) -> list[dict]:
+def _read_json(path: Path, records_key: str | None) -> list[Row]:
     try:
         data = loads(decode_utf8(path))
     except _BadObject as exc:
@@ -192,36 +198,37 @@ def _read_json(path: Path, records_key: str | None) -> list[dict]:
     return rows
 
 
-def _read_delimited(delimiter: str):
-    def read(path: Path, columns: list[str] | None) -> list[dict]:
-        with io.StringIO(decode_utf8(path), newline="") as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            header = list(columns) if columns else next(reader, None)
-            if header is None:
+def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> list[Row]:
+    with io.StringIO(decode_utf8(path), newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        if columns:
+            header = list(columns)
+        else:
+            first_line = next(reader, None)
+            if first_line is None:  # no line at all
                 return []
-            twice = sorted({name for name in header if header.count(name) > 1})
-            if twice:  # a row dict would keep only the last of them
-                raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
-            rows = []
-            for record in reader:
-                line = reader.line_num
-                if not record:
-                    continue
-                if len(record) != len(header):
-                    raise TaskDefinitionError(
-                        f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
-                        file=path,
-                        line=line,
-                    )
-                row = dict(zip(header, record))
-                row[ROW_KEY] = line
-                rows.append(row)
-            return rows
+            header = first_line
+        twice = sorted({name for name in header if header.count(name) > 1})
+        if twice:  # a row dict would keep only the last of them
+            raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
+        rows = []
+        for record in reader:
+            line = reader.line_num
+            if not record:
+                continue
+            if len(record) != len(header):
+                raise TaskDefinitionError(
+                    f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
+                    file=path,
+                    line=line,
+                )
+            row: Row = dict(zip(header, record))
+            row[ROW_KEY] = line
+            rows.append(row)
+        return rows
 
-    return read
 
-
-def _read_parquet(path: Path) -> list[dict]:
+def _read_parquet(path: Path) -> list[Row]:
     import pyarrow.parquet as pq
 
     files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
@@ -231,7 +238,7 @@ def _read_parquet(path: Path) -> list[dict]:
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
-def _read_arrow(path: Path) -> list[dict]:
+def _read_arrow(path: Path) -> list[Row]:
     """Hugging Face ``save_to_disk`` folders hold Arrow IPC streams; plain .arrow files may be either."""
     import pyarrow as pa
 
@@ -248,15 +255,14 @@ def _read_arrow(path: Path) -> list[dict]:
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
-def _read_text(path: Path) -> list[dict]:
+def _read_text(path: Path) -> list[Row]:
     return [{"text": decode_utf8(path), ROW_KEY: 1}]
 
 
-_READERS = {
+_DELIMITERS = {"csv": ",", "tsv": "\t"}  # read by _read_delimited, with the given column names
+# json is read by _read_json (with its records_key); these read the path alone
+_READERS: dict[str, Callable[[Path], list[Row]]] = {
     "jsonl": _read_jsonl,
-    "json": _read_json,
-    "csv": _read_delimited(","),
-    "tsv": _read_delimited("\t"),
     "parquet": _read_parquet,
     "arrow": _read_arrow,
     "text": _read_text,

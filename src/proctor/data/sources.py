@@ -11,12 +11,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import DataSpec
 from proctor.data.paths import check_inside, data_roots
-from proctor.data.readers import FILE_KEY, ROW_KEY, read_rows
+from proctor.data.readers import FILE_KEY, ROW_KEY, Row, read_rows
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -42,8 +42,17 @@ class Sample:
     file: str | None = None
     row: int | None = None
     index: int = 0
-    origin: dict = field(default_factory=dict, compare=False, hash=False)
+    origin: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     given: GivenTexts | None = None
+
+
+class SourceStats(TypedDict, total=False):
+    """What ``load_samples`` reports about the source it read (results.json's data fields)."""
+
+    source: str
+    n_rows: int
+    n_filtered: int
+    fallback: str  # set only when an earlier source was unavailable
 
 
 class SourceUnavailable(ProctorError):
@@ -51,7 +60,7 @@ class SourceUnavailable(ProctorError):
 
 
 def expand_variables(text: str, variables: Mapping[str, str]) -> str:
-    def substitute(match: re.Match) -> str:
+    def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
         value = variables.get(name, os.environ.get(name))
         if value is None:
@@ -87,7 +96,7 @@ def _resolve_path(text: str, base_dir: Path, variables: Mapping[str, str], where
     return [full]
 
 
-def _read_hub(spec: DataSpec) -> list[dict]:
+def _read_hub(spec: DataSpec) -> list[Row]:
     try:
         import datasets  # noqa: F401
     except ImportError:
@@ -121,11 +130,12 @@ def _glob_base(pattern: Path) -> Path:
     return base if base != pattern else pattern.parent
 
 
-def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], where: _Where) -> tuple[list[dict], str]:
+def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], where: _Where) -> tuple[list[Row], str]:
+    assert spec.path is not None  # load_samples reads a local source only where it names a path
     files = _resolve_path(spec.path, base_dir, variables, where)
     expanded = Path(expand_variables(spec.path, variables)).expanduser()
     glob_base = _glob_base(expanded if expanded.is_absolute() else base_dir / expanded)
-    rows: list[dict] = []
+    rows: list[Row] = []
     for file in files:
         file_rows = read_rows(file, spec.format, spec.columns, spec.records_key)
         label = file.name if file.is_dir() else file.name.split(".")[0]
@@ -154,7 +164,7 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], wh
     return rows, str(files[0]) if len(files) == 1 else str(spec.path)
 
 
-def _apply_fields(spec: DataSpec, rows: list[dict], origin: str, task_file: str | None = None) -> list[dict]:
+def _apply_fields(spec: DataSpec, rows: list[Row], origin: str, task_file: str | None = None) -> list[Row]:
     """Add the computed fields, then drop rows the filter rejects."""
     from proctor.core.templates import compile_expression
 
@@ -179,7 +189,7 @@ def load_samples(
     variables: Mapping[str, str] | None = None,
     *,
     task_file: str | None = None,
-    stats: dict | None = None,
+    stats: SourceStats | None = None,
     field: str = "data",
 ) -> list[Sample]:
     """Read the first available source into samples with stable ids.
@@ -207,7 +217,7 @@ def load_samples(
             continue
         kept = _apply_fields(spec, rows, origin, task_file)
         if stats is not None:
-            stats.update(source=origin, n_rows=len(rows), n_filtered=len(rows) - len(kept))
+            stats["source"], stats["n_rows"], stats["n_filtered"] = origin, len(rows), len(rows) - len(kept)
             if reasons:  # a fallback source was used: say so (results.json and a warning), never silently
                 stats["fallback"] = f"read {origin} because an earlier source was unavailable: {'; '.join(reasons)}"
         return _to_samples(kept, spec, origin)
@@ -216,7 +226,7 @@ def load_samples(
     raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field="data")
 
 
-def _to_samples(rows: list[dict], spec: DataSpec, origin: str) -> list[Sample]:
+def _to_samples(rows: list[Row], spec: DataSpec, origin: str) -> list[Sample]:
     stems = {row.get(FILE_KEY) for row in rows}
     multi_file = len(stems) > 1
     paths = {row.get("_path") for row in rows}

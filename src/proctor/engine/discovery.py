@@ -7,15 +7,19 @@ to the dialects by path first, then (YAML files) by their parsed document, each 
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from proctor.core.dialect_options import DialectOptions, from_mapping
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.registry import registry
 from proctor.core.task import Task
 from proctor.core.yaml_lines import load_yaml
+
+if TYPE_CHECKING:
+    from proctor.core.dialect import Dialect
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ def find_task_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _named_dialect(given: str):
+def _named_dialect(given: str) -> Dialect | None:
     return next((d for d in registry().ordered_dialects() if d.claims_name(given)), None)
 
 
@@ -68,7 +72,7 @@ def collect_tasks(
     *,
     select: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
-    problems: list[dict] | None = None,
+    problems: list[dict[str, str]] | None = None,
     notes: list[str] | None = None,
 ) -> list[Task]:
     """All tasks under ``paths`` (files and folders, folders searched recursively).
@@ -89,14 +93,15 @@ def collect_tasks(
     for given in paths:
         path = Path(given)
         named = _named_dialect(str(given)) if not path.exists() else None
+        batches: list[tuple[Path, Callable[[], list[Task]]]]  # each file with what loads its tasks
         if named is not None:
-            batches = [(path, lambda: named.load_named(str(given), options.of(named)))]
+            batches = [(path, functools.partial(named.load_named, str(given), options.of(named)))]
         elif not path.exists():
             raise TaskDefinitionError("no such file or folder", file=path)
         else:
             file_options = _options_for(options, path)
             folder = path if path.is_dir() else None
-            batches = [(file, lambda file=file: _load_file(file, file == path, file_options, notes, folder)) for file in find_task_files(path)]
+            batches = [(file, functools.partial(_load_file, file, file == path, file_options, notes, folder)) for file in find_task_files(path)]
         for file, load in batches:
             try:
                 loaded = load()
@@ -116,14 +121,14 @@ def collect_tasks(
                     )
                 seen[task.name] = task
                 tasks.append(task)
-    given = [str(p) for p in paths]
+    named_paths = [str(p) for p in paths]
     if not tasks and problems:  # every file found failed to load: their errors, not "no task file here"
-        raise TaskDefinitionError("no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(given))
+        raise TaskDefinitionError("no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(named_paths))
     if not tasks and notes:
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:
         kinds = ", ".join(d.name for d in registry().ordered_dialects())
-        raise TaskDefinitionError(f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(given))
+        raise TaskDefinitionError(f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(named_paths))
     _check_dialect_options(tasks, options)
     if select:
         patterns = list(select)
@@ -131,7 +136,7 @@ def collect_tasks(
         for pattern in patterns:  # a typo in one of several globs must not quietly drop its tasks
             if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
                 shown = ", ".join(names[:30]) + (f", ... ({len(names)} in all)" if len(names) > 30 else "")
-                raise TaskDefinitionError(f"--tasks '{pattern}' matches no task; the tasks found are: {shown}", file=", ".join(given))
+                raise TaskDefinitionError(f"--tasks '{pattern}' matches no task; the tasks found are: {shown}", file=", ".join(named_paths))
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)]
     return tasks
 

@@ -18,9 +18,18 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from types import ModuleType
+from typing import Any, Callable, Mapping, Sequence, TypedDict
 
 from proctor.core.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.core.model_requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.models.base import Model, Progress
 from proctor.models.info import model_info
@@ -30,7 +39,7 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 2  # chunks queued on a replica at once: the next one is ready while the driver commits
 
 
-def _loopback_only(ray) -> Callable[[], None]:
+def _loopback_only(ray: ModuleType) -> Callable[[], None]:
     """Keep a private single-node cluster on 127.0.0.1; returns what undoes it (after shutdown).
 
     In cluster mode Ray replaces a loopback node address with the machine's network address and
@@ -57,7 +66,7 @@ def _loopback_only(ray) -> Callable[[], None]:
 _CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
-def require_ray():
+def require_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -81,7 +90,7 @@ class ClusterOptions:
     resources: Mapping[str, float] = field(default_factory=dict)
     nodes: tuple[str, ...] = ()
 
-    def actor_options(self, index: int) -> dict:
+    def actor_options(self, index: int) -> dict[str, Any]:
         resources = dict(self.resources)
         if self.nodes:
             resources[f"node:{self.nodes[index % len(self.nodes)]}"] = 0.001
@@ -91,7 +100,7 @@ class ClusterOptions:
         return options
 
 
-def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: ClusterOptions) -> dict:
+def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: ClusterOptions) -> dict[str, Any]:
     """Model options for one replica: the GPUs of a vLLM replica are its tensor-parallel size."""
     from proctor.core.registry import backend_of
 
@@ -100,6 +109,28 @@ def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: Clust
     if backend is not None and backend.tensor_parallel and cluster.gpus_per_worker >= 1 and "tensor_parallel_size" not in out:
         out["tensor_parallel_size"] = int(cluster.gpus_per_worker)
     return out
+
+
+class _WorkerStart(TypedDict):
+    """What every replica reports when it has started (``ModelWorker.describe``)."""
+
+    pid: int
+    node: str  # its node's IP address
+    node_id: str
+    error: str | None  # the model did not load: why
+
+
+class WorkerInfo(_WorkerStart, total=False):
+    """A replica's report; the rest is set when its model loaded."""
+
+    name: str
+    fingerprint: dict[str, Any]
+    has_chat_template: bool
+    chunk_requests: int | None
+    large_chunks: bool
+    chunk_sizes: Any  # the backend's own chunk sizes, None where it has none
+    batch_size: Any  # the backend's batch size (a number or "auto"), None where it has none
+    model_info: dict[str, Any]
 
 
 class ModelWorker:
@@ -124,33 +155,32 @@ class ModelWorker:
         except Exception as exc:  # reported by describe(): a clean message, not a dead actor
             self.error = f"{type(exc).__name__}: {exc}"
 
-    def describe(self) -> dict:
+    def describe(self) -> WorkerInfo:
         import ray
 
-        info = {
+        info: WorkerInfo = {
             "pid": os.getpid(),
-            "node": ray.util.get_node_ip_address(),
+            "node": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # ray leaves it unannotated
             "node_id": ray.get_runtime_context().get_node_id(),  # nodes on one host share an address
             "error": self.error,
         }
         if self.model is not None:
             m = self.model
-            info.update(
-                name=m.name,
-                fingerprint=m.fingerprint,
-                has_chat_template=m.has_chat_template,
-                chunk_requests=getattr(m, "chunk_requests", None),
-                large_chunks=getattr(m, "large_chunks", False) is True,
-                chunk_sizes=getattr(m, "chunk_sizes", None),
-                batch_size=getattr(m, "batch_size", None),
-                model_info=model_info(m),
-            )
+            info["name"] = m.name
+            info["fingerprint"] = m.fingerprint
+            info["has_chat_template"] = m.has_chat_template
+            info["chunk_requests"] = getattr(m, "chunk_requests", None)
+            info["large_chunks"] = getattr(m, "large_chunks", False) is True
+            info["chunk_sizes"] = getattr(m, "chunk_sizes", None)
+            info["batch_size"] = getattr(m, "batch_size", None)
+            info["model_info"] = model_info(m)
         return info
 
-    def call(self, request_type: str, requests: Sequence[Any]) -> list:
+    def call(self, request_type: str, requests: Sequence[Any]) -> list[Any]:
         return list(getattr(self.model, request_type)(list(requests)))
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
+        assert self.model is not None  # the driver drops a replica whose model did not load (describe's error)
         return self.model.apply_chat_template(messages)
 
     def close(self) -> None:
@@ -177,7 +207,7 @@ class DistributedModel(Model):
         self.spec = spec
         self._owns_ray = False
         self._restore: Callable[[], None] | None = None  # undoes _loopback_only
-        self._actors: list = []
+        self._actors: list[Any] = []  # Ray actor handles (untyped in ray)
         self._alive: list[int] = []
         self.lost: list[int] = []  # replicas dropped during the run
         self.chunks_done: dict[int, int] = {}  # replica -> chunks it answered (first answers only)
@@ -220,7 +250,7 @@ class DistributedModel(Model):
         else:
             self._ray.init(address=cluster.address, **kwargs)
 
-    def _start(self, spec: str, options: dict) -> None:
+    def _start(self, spec: str, options: dict[str, Any]) -> None:
         ray = self._ray
         remote = ray.remote(ModelWorker)
         threads = int(self.cluster.cpus_per_worker) if self.cluster.cpus_per_worker >= 1 else None
@@ -240,7 +270,7 @@ class DistributedModel(Model):
                 len(ready), len(pending), waited, self.cluster.actor_options(0), ray.cluster_resources(),
             )
         try:
-            self.workers = ray.get(pending)
+            self.workers: list[WorkerInfo] = ray.get(pending)
         except ray.exceptions.RayError as exc:
             raise ModelLoadError(f"a replica could not start: {exc}") from None
         errors = [w["error"] for w in self.workers if w["error"]]
@@ -296,7 +326,7 @@ class DistributedModel(Model):
                 self._lose(replica, exc)
 
     # ------------------------------------------------------------------ the engine's entry point
-    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]) -> None:
+    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list[Any]], None]) -> None:
         """Run every chunk on some replica; ``done(index, results)`` once per chunk, here."""
         if not chunks:
             return
@@ -347,30 +377,35 @@ class DistributedModel(Model):
 
     # ------------------------------------------------------------------ Model
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return self._fingerprint  # the replicas' own: runs and caches are shared with single-process runs
 
     @property
     def has_chat_template(self) -> bool:
         return self._has_chat_template
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
-        return self._on_any("apply_chat_template", list(messages))
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
+        text: str = self._on_any("apply_chat_template", list(messages))
+        return text
 
-    def _whole(self, request_type: str, requests: Sequence[Any], progress: Progress | None) -> list:
+    def _whole(self, request_type: str, requests: Sequence[Any], progress: Progress | None) -> list[Any]:
         # One call, one replica: exactly the call a single process would make (custom task code).
-        out = self._on_any("call", request_type, list(requests))
+        out: list[Any] = self._on_any("call", request_type, list(requests))
         if progress:
             progress(len(out))
         return out
 
-    def loglikelihood(self, requests, progress=None):
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
         return self._whole("loglikelihood", requests, progress)
 
-    def generate(self, requests, progress=None):
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         return self._whole("generate", requests, progress)
 
-    def rolling_loglikelihood(self, requests, progress=None):
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]:
         return self._whole("rolling_loglikelihood", requests, progress)
 
     def close(self) -> None:

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
+
+if TYPE_CHECKING:  # the runner imports this module
+    from proctor.engine.prepare import PreparedTask
+    from proctor.engine.runner import SampleRecord, TaskOutcome
+    from proctor.scoring.metrics import MetricDef
 
 
 def epoch_seed(seed: int, sample_id: str, epoch: int) -> int:
@@ -53,13 +58,15 @@ def reduce_sample(values: Sequence[Any], k: int | None) -> Any:
     return sum(present) / len(present)
 
 
-def combine_epochs(outcomes: Sequence[Any], prepared: Any, metric_defs: Sequence[Any], k: int | None, reducer: str) -> Any:
+def combine_epochs(
+    outcomes: Sequence[TaskOutcome], prepared: PreparedTask, metric_defs: Sequence[MetricDef], k: int | None, reducer: str
+) -> TaskOutcome:
     """One TaskOutcome from one per epoch (same samples, same order)."""
     base = outcomes[0]
     n_epochs = len(outcomes)
     names = [m.name for m in metric_defs]
     reduced: dict[str, list[Any]] = {name: [] for name in names}
-    records = []
+    records: list[SampleRecord] = []
     for i, record in enumerate(base.records):
         per_epoch = [o.records[i] for o in outcomes]
         metrics = {name: reduce_sample([r["metrics"].get(name) for r in per_epoch], k) for name in names}

@@ -16,7 +16,7 @@ from proctor.core.run_overrides import RunOverrides, limit_count
 from proctor.core.task import Task
 from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
-from proctor.data.sources import Sample, load_samples
+from proctor.data.sources import Sample, SourceStats, load_samples
 from proctor.engine.override_policy import epochs_of
 from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
@@ -27,10 +27,10 @@ from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
 class PreparedTask:
     task: Task
     samples: tuple[PreparedSample, ...]
-    metrics: tuple[tuple[MetricDef, dict], ...]
+    metrics: tuple[tuple[MetricDef, dict[str, Any]], ...]  # each metric with its keyword arguments
     content_hash: str
     use_chat: bool
-    data: dict  # the source used, rows read, rows dropped by the filter
+    data: SourceStats  # the source used, rows read, rows dropped by the filter
     handler: Any = None  # a dialect's handler (spec.handler) or a task class (spec.task_class), else the kind's own
     mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
@@ -60,7 +60,7 @@ def task_hash(task: Task, samples: Sequence[Sample], pool: Sequence[Sample], ima
     return digest.hexdigest()[:16]
 
 
-def _metrics(task: Task) -> tuple[tuple[MetricDef, dict], ...]:
+def _metrics(task: Task) -> tuple[tuple[MetricDef, dict[str, Any]], ...]:
     specs = task.spec.metrics or [MetricSpec(name=n) for n in DEFAULT_METRICS[task.spec.kind]]
     out = []
     for spec in specs:
@@ -103,7 +103,7 @@ def prepare_task(
     check_mc_options(mc_format, mc_shuffle_seed)
     spec = task.spec
     file = str(task.file) if task.file else None
-    stats: dict = {}
+    stats: SourceStats = {}
     handler = None
     if spec.handler is not None:
         from proctor.kinds.custom import load_handler

@@ -13,13 +13,14 @@ from proctor.engine.epochs import combine_epochs, seeded
 from proctor.core.run_overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
+from proctor.core.images import ImageInput
 from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.core.user_errors import call_user
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.store import Lookup
-from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
-from proctor.kinds.base import kind_handler
+from proctor.scoring.aggregate import TaskEntry, aggregate_metrics, breakdown, breakdown_stats
+from proctor.kinds.base import SampleDetails, kind_handler
 from proctor.kinds.capabilities import (
     CorpusMetrics,
     PredictsSamples,
@@ -36,11 +37,15 @@ log = logging.getLogger(__name__)
 ProgressHook = Callable[[str, int, int], None]
 
 
+# a sample's record in samples.jsonl (its id, source, prompt, metric values, the kind's details)
+SampleRecord = dict[str, Any]
+
+
 @dataclass
 class TaskOutcome:
     name: str
-    result: dict
-    records: list[dict] = field(repr=False)
+    result: TaskEntry  # the task's entry of results.json
+    records: list[SampleRecord] = field(repr=False)
 
 
 @dataclass
@@ -90,7 +95,7 @@ def has_images(prepared: PreparedTask) -> bool:
     return any(sample.prompt.images for sample in prepared.samples)
 
 
-def _with_images(requests: list[Any], images: tuple) -> list[Any]:
+def _with_images(requests: list[Any], images: tuple[ImageInput, ...]) -> list[Any]:
     """The sample's images on each of its requests (they enter the request's identity by digest)."""
     if not images:
         return requests
@@ -246,7 +251,7 @@ def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float
     """Per-sample outcomes, metric values and the task's aggregate from the unique results."""
     spec = built.prepared.task.spec
     epochs = built.prepared.epochs
-    per_epoch: list[list] = [[] for _ in range(epochs)]
+    per_epoch: list[list[tuple[Any, SampleDetails]]] = [[] for _ in range(epochs)]  # (outcome, details) per sample
     position = 0
     for sample, requests in zip(built.prepared.samples, built.per_sample):
         n = len(requests) // epochs
@@ -263,14 +268,14 @@ def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float
 
 
 def score_outcomes(
-    built: TaskRequests, pairs: Sequence[tuple[Any, dict]], request_info: dict, model_seconds: float = 0.0, started: float | None = None
+    built: TaskRequests, pairs: Sequence[tuple[Any, SampleDetails]], request_info: dict[str, Any], model_seconds: float = 0.0, started: float | None = None
 ) -> TaskOutcome:
     """Metric values per sample and the task's aggregate, from each sample's (outcome, details)."""
     started = time.perf_counter() if started is None else started
     prepared, prompts = built.prepared, built.prompts
     spec = prepared.task.spec
     values: dict[str, list[Any]] = {m.name: [] for m, _ in prepared.metrics}
-    records: list[dict] = []
+    records: list[SampleRecord] = []
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):
         metric_values = {}
         for metric, kwargs in prepared.metrics:

@@ -35,14 +35,14 @@ def chunk_key(chunk: Sequence[Any]) -> str:
 
 def assign(
     chunks: Sequence[int], costs: Sequence[int], keys: Sequence[str], replicas: Sequence[int], loads: dict[int, int] | None = None
-) -> dict[int, deque]:
+) -> dict[int, deque[int]]:
     """Queues of chunk indices per replica: heaviest chunk first, to the least-loaded replica.
 
     ``costs`` and ``keys`` are indexed by chunk; ``loads`` (replica -> tokens still queued) lets a
     reassignment balance against the work the surviving replicas already have.
     """
     loads = {r: (loads or {}).get(r, 0) for r in replicas}
-    queues: dict[int, deque] = {r: deque() for r in replicas}
+    queues: dict[int, deque[int]] = {r: deque() for r in replicas}
     for k in sorted(chunks, key=lambda i: (-costs[i], keys[i])):
         target = min(replicas, key=lambda r: (loads[r], r))
         queues[target].append(k)

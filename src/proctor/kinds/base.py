@@ -7,6 +7,9 @@ from typing import Any, Protocol, Sequence
 from proctor.core.task_spec import TaskSpec
 from proctor.prompts.builder import PreparedSample
 
+# what a sample's record in samples.jsonl holds beyond its outcome (the reply, the extracted answer, ...)
+SampleDetails = dict[str, Any]
+
 
 class KindHandler(Protocol):
     """Turns a prepared sample into requests (given the rendered prompt) and results into an outcome."""
@@ -15,7 +18,7 @@ class KindHandler(Protocol):
 
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[Any]: ...
 
-    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[Any]) -> tuple[Any, dict]: ...
+    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[Any]) -> tuple[Any, SampleDetails]: ...
 
 
 def kind_handler(kind: str) -> KindHandler:
@@ -23,4 +26,7 @@ def kind_handler(kind: str) -> KindHandler:
     from proctor.kinds.multiple_choice import MultipleChoiceKind
     from proctor.kinds.perplexity import PerplexityKind
 
-    return {"multiple_choice": MultipleChoiceKind, "generate": GenerateKind, "perplexity": PerplexityKind}[kind]()
+    handlers: dict[str, type[KindHandler]] = {
+        "multiple_choice": MultipleChoiceKind, "generate": GenerateKind, "perplexity": PerplexityKind
+    }
+    return handlers[kind]()

@@ -33,6 +33,7 @@ from typing import (
 
 if TYPE_CHECKING:
     from proctor.data.sources import Sample
+    from proctor.kinds.base import SampleDetails
     from proctor.prompts.builder import PreparedSample
 
 
@@ -98,7 +99,7 @@ class PredictsSamples(Protocol):
 
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
-    ) -> list[tuple[Any, dict]]: ...
+    ) -> list[tuple[Any, SampleDetails]]: ...
 
 
 @runtime_checkable
@@ -127,7 +128,7 @@ class ReportsJudgeUsage(Protocol):
     """Tokens and requests a separate judge model was sent by this task (with its estimated cost),
     or None; read after prediction into the result's ``judge_usage``."""
 
-    def judge_usage(self) -> dict | None: ...
+    def judge_usage(self) -> dict[str, Any] | None: ...
 
 
 @runtime_checkable
@@ -136,7 +137,7 @@ class CorpusMetrics(Protocol):
     prediction (SEA-HELM's metric classes, lm-eval's aggregations, GLM's per-file metrics); merged
     over the per-sample aggregates when the task's result is built."""
 
-    def corpus_metrics(self) -> dict: ...
+    def corpus_metrics(self) -> dict[str, dict[str, Any]]: ...
 
 
 @runtime_checkable
@@ -144,4 +145,4 @@ class ResultExtras(Protocol):
     """Extra top-level entries of the task's result (GLM-130B's per-file and per-group report),
     merged last when the result is built."""
 
-    def result_extras(self) -> dict: ...
+    def result_extras(self) -> dict[str, Any]: ...

@@ -34,6 +34,7 @@ from proctor.core.user_code import (
     refusal,
 )
 from proctor.core.user_errors import call_user, definition_site
+from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import Executor
 from proctor.prompts.builder import PreparedSample
 
@@ -101,15 +102,15 @@ class CustomTask:
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
         raise NotImplementedError
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- called by the runner
-    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, dict]]:
+    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, SampleDetails]]:
         """``kinds/capabilities.PredictsSamples``: batches of ``micro_batch_size`` through ``predict_single_batch``
         (which calls ``self.model`` directly)."""
         self.model = task_model(executor.model)
-        out: list[tuple[Any, dict]] = []
+        out: list[tuple[Any, SampleDetails]] = []
         for start in range(0, len(samples), self.micro_batch_size):
             chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
             batch = [self.item(sample, prompt) for sample, prompt in chunk]
@@ -144,7 +145,7 @@ class MultipleChoiceTask(CustomTask):
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
-    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, dict]]:
+    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, SampleDetails]]:
         # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
         # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
         own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
@@ -162,14 +163,15 @@ class MultipleChoiceTask(CustomTask):
 
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
         delimiter = self.spec.target_delimiter
-        return self.model.cond_log_prob(
+        scores: list[Any] = self.model.cond_log_prob(
             [b["inputs"] for b in batch],
             [[delimiter + c for c in b["choices"]] for b in batch],
             move_whitespace=self.spec.move_whitespace,
             max_length=self.spec.max_length,
         )
+        return scores
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
         from proctor.kinds.multiple_choice import choice_outcome
 
         n = len(prepared.choices)
@@ -181,7 +183,7 @@ class MultipleChoiceTask(CustomTask):
             except (TypeError, ValueError):
                 raise TaskDefinitionError(f"a prediction's choice scores must be numbers, got {list(prediction)!r:.80}", field="task_class") from None
         else:
-            if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real) or not math.isfinite(prediction) or prediction != int(prediction):
+            if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real) or not math.isfinite(prediction) or prediction != int(prediction):  # type: ignore[call-overload]  # typeshed's numbers.Real declares no __int__; int() takes every Real
                 raise TaskDefinitionError(f"a prediction is a choice index or a list of choice scores, got {prediction!r:.80}", field="task_class")
             index = int(prediction)
             if not 0 <= index < n:
@@ -207,9 +209,10 @@ class GenerationTask(CustomTask):
         }
 
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
-        return self.model.generate_text([b["inputs"] for b in batch], **self.generation_params())
+        texts: list[Any] = self.model.generate_text([b["inputs"] for b in batch], **self.generation_params())
+        return texts
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
         from proctor.kinds.generate import GenerateKind
 
         if not hasattr(self, "_kind"):
@@ -262,7 +265,8 @@ def resolve_task_class(reference: str, base_dir: Path, field: str = "task_class"
         ) from None
     if not hasattr(module, class_name):
         raise TaskDefinitionError(f"module '{module_path}' defines no '{class_name}'", field=field)
-    return getattr(module, class_name)
+    task_class: type = getattr(module, class_name)
+    return task_class
 
 
 def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None, line: int | None = None) -> CustomTask:

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
+from proctor.kinds.base import SampleDetails
 from proctor.prompts.builder import PreparedSample
 from proctor.scoring.extraction import AnswerExtractor
 from proctor.scoring.outcomes import GenerationOutcome
@@ -28,7 +29,7 @@ class GenerateKind:
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]
-    ) -> tuple[GenerationOutcome, dict]:
+    ) -> tuple[GenerationOutcome, SampleDetails]:
         extractor = self._extractors.setdefault(id(spec), AnswerExtractor(spec.extraction))
         result = results[0]
         answer, parsed = extractor.extract(result.text)

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
+from proctor.kinds.base import SampleDetails
 from proctor.prompts.builder import PreparedSample, Prompt
 from proctor.scoring.outcomes import ChoiceOutcome
 
@@ -89,16 +90,17 @@ class MultipleChoiceGenerateKind:
         prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
         return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
 
-    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]) -> tuple[ChoiceOutcome, dict]:
+    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]) -> tuple[ChoiceOutcome, SampleDetails]:
         order = self._order(prepared)
         text = results[0].text
         sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))
         position = extract_letter(text, len(order), [prepared.choices[i] for i in order])
         n = len(order)
         if position is not None:
-            prediction: int | None = order[position]
+            chosen = order[position]
+            prediction: int | None = chosen
             logprobs = [UNCHOSEN] * n
-            logprobs[prediction] = 0.0
+            logprobs[chosen] = 0.0
         else:  # unreadable: the first wrong option "wins", so the sample scores as incorrect
             prediction = None
             wrong = next((i for i in range(n) if i not in prepared.gold), 0)

@@ -9,6 +9,7 @@ import numpy as np
 
 from proctor.core.model_requests import LoglikelihoodRequest, LoglikelihoodResult
 from proctor.core.task_spec import TaskSpec
+from proctor.kinds.base import SampleDetails
 from proctor.prompts.builder import PreparedSample
 from proctor.scoring.outcomes import ChoiceOutcome
 
@@ -17,7 +18,8 @@ def softmax(logprobs: Sequence[float], temperature: float = 1.0) -> list[float]:
     scaled = np.asarray(logprobs, dtype=float) / temperature
     scaled -= scaled.max()
     weights = np.exp(scaled)
-    return (weights / weights.sum()).tolist()
+    probabilities: list[float] = (weights / weights.sum()).tolist()
+    return probabilities
 
 
 def choice_weights(spec: TaskSpec, logprobs: Sequence[float], n_tokens: Sequence[int]) -> tuple[float, ...]:
@@ -31,7 +33,7 @@ def choice_weights(spec: TaskSpec, logprobs: Sequence[float], n_tokens: Sequence
 
 def choice_outcome(
     spec: TaskSpec, prepared: PreparedSample, logprobs: Sequence[float], n_tokens: Sequence[int], is_greedy: Sequence[bool]
-) -> tuple[ChoiceOutcome, dict]:
+) -> tuple[ChoiceOutcome, SampleDetails]:
     logprobs = tuple(float(x) for x in logprobs)
     weights = choice_weights(spec, logprobs, n_tokens)
     distribution = tuple(softmax(weights))
@@ -75,7 +77,7 @@ class MultipleChoiceKind:
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[LoglikelihoodResult]
-    ) -> tuple[ChoiceOutcome, dict]:
+    ) -> tuple[ChoiceOutcome, SampleDetails]:
         return choice_outcome(
             spec, prepared, [r.logprob for r in results], [r.n_tokens for r in results], [r.is_greedy for r in results]
         )

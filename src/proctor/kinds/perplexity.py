@@ -6,6 +6,7 @@ from typing import Sequence
 
 from proctor.core.model_requests import RollingLoglikelihoodRequest, RollingLoglikelihoodResult
 from proctor.core.task_spec import TaskSpec
+from proctor.kinds.base import SampleDetails
 from proctor.prompts.builder import PreparedSample
 from proctor.scoring.outcomes import PerplexityOutcome
 
@@ -19,7 +20,7 @@ class PerplexityKind:
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[RollingLoglikelihoodResult]
-    ) -> tuple[PerplexityOutcome, dict]:
+    ) -> tuple[PerplexityOutcome, SampleDetails]:
         text = prepared.text or ""
         result = results[0]
         outcome = PerplexityOutcome(

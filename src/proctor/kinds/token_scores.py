@@ -8,9 +8,12 @@ has ``model``, ``tokenizer`` and ``device`` attributes of that kind).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.errors import ProctorError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def require_local(model: Any, what: str) -> Any:
@@ -25,7 +28,10 @@ def require_local(model: Any, what: str) -> Any:
 
 
 def max_positions(model: Any) -> int:
-    return int(getattr(model, "max_length", None) or getattr(getattr(model.model, "config", None), "max_position_embeddings", 2048))
+    given = getattr(model, "max_length", None)
+    if given:
+        return int(given)
+    return int(getattr(getattr(model.model, "config", None), "max_position_embeddings", 2048))
 
 
 def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task") -> list[list[float]]:
@@ -52,7 +58,7 @@ def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: S
     return out
 
 
-def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32):
+def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32) -> torch.Tensor:
     """The logits for the token after each sequence (a [len(sequences), vocab] float tensor). Sequences of
     the same length (the beams of one item) go through the model together, without padding."""
     import torch
@@ -64,7 +70,7 @@ def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str 
     by_length: dict[int, list[int]] = {}
     for index, row in enumerate(rows):
         by_length.setdefault(len(row), []).append(index)
-    out: list = [None] * len(rows)
+    out: dict[int, torch.Tensor] = {}  # by the sequence's index
     with torch.inference_mode():
         for indices in by_length.values():
             for start in range(0, len(indices), batch):
@@ -73,4 +79,4 @@ def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str 
                 logits = module(input_ids=ids).logits[:, -1].float()
                 for i, row_logits in zip(chunk, logits):
                     out[i] = row_logits
-    return torch.stack(out)
+    return torch.stack([out[i] for i in range(len(rows))])

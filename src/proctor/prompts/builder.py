@@ -8,14 +8,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, TypedDict
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.images import ImageInput
 from proctor.core.task_spec import TaskSpec
-from proctor.core.templates import compile_expression, compile_template
+from proctor.core.templates import Expression, Template, compile_expression, compile_template
 from proctor.data.images import read_images
 from proctor.data.sources import Sample
 from proctor.prompts.fewshot import choose_shots
+
+
+class PromptRenderer(Protocol):
+    """What a prompt needs of a model to become text (``models/base.py`` implements it)."""
+
+    def image_prompt(self, text: str, n_images: int) -> str: ...
+
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -29,16 +38,16 @@ class Prompt:
 
     text: str | None = None
     messages: tuple[tuple[str, str], ...] | None = None
-    images: tuple[Any, ...] = ()  # proctor.core.images.ImageInput
+    images: tuple[ImageInput, ...] = ()
 
-    def render(self, model) -> str:
+    def render(self, model: PromptRenderer) -> str:
         if self.messages is None:
             text = self.text or ""
             return model.image_prompt(text, len(self.images)) if self.images else text
         return model.apply_chat_template(self.chat_messages())
 
-    def chat_messages(self) -> list[dict]:
-        messages: list[dict] = [{"role": role, "content": content} for role, content in self.messages or ()]
+    def chat_messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"role": role, "content": content} for role, content in self.messages or ()]
         if self.images:
             last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
             parts = [{"type": "image"} for _ in self.images]
@@ -70,7 +79,14 @@ def _not_text(value: Any) -> bool:
     return value is None or isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
 
 
-def _no_empty(choices: tuple[str, ...], where: dict, listed: bool) -> tuple[str, ...]:
+class _Where(TypedDict):
+    """The sample an error names (``TaskDefinitionError``'s and ``Template.render``'s keywords)."""
+
+    file: str | None
+    row: int | None
+
+
+def _no_empty(choices: tuple[str, ...], where: _Where, listed: bool) -> tuple[str, ...]:
     """An empty (or blank) choice is scored as the delimiter alone, which a model nearly always prefers: refuse it."""
     for i, choice in enumerate(choices):
         if not choice.strip():
@@ -100,22 +116,24 @@ class PromptBuilder:
         lines = lines or {}
         self._lines = lines
 
-        def template(source: str | None, name: str):
-            return None if source is None else compile_template(source, origin=origin, field=name, line=lines.get(name))
+        def template(source: str, name: str) -> Template:
+            return compile_template(source, origin=origin, field=name, line=lines.get(name))
 
-        def expression(source: str | None, name: str):
-            return None if source is None else compile_expression(source, origin=origin, field=name, line=lines.get(name))
+        def expression(source: str, name: str) -> Expression:
+            return compile_expression(source, origin=origin, field=name, line=lines.get(name))
 
-        self._prompt = template(spec.prompt, "prompt")
-        self._text = template(spec.text, "text")
-        self._target = expression(spec.target, "target")
+        self._prompt = None if spec.prompt is None else template(spec.prompt, "prompt")
+        self._text = None if spec.text is None else template(spec.text, "text")
+        self._target = None if spec.target is None else expression(spec.target, "target")
+        self._choices: list[Template] | Expression | None
         if isinstance(spec.choices, list):
             self._choices = [template(c, f"choices[{i}]") for i, c in enumerate(spec.choices)]
         else:
-            self._choices = expression(spec.choices, "choices")
-        self._fewshot_template = template(spec.fewshot.template, "fewshot.template") if spec.fewshot else None
+            self._choices = None if spec.choices is None else expression(spec.choices, "choices")
+        fewshot_template = spec.fewshot.template if spec.fewshot else None
+        self._fewshot_template = None if fewshot_template is None else template(fewshot_template, "fewshot.template")
         self._system = template(spec.chat.system, "chat.system") if spec.chat and spec.chat.system else None
-        self._images = None
+        self._images: list[Expression] | None = None
         if spec.images is not None:
             sources = spec.images if isinstance(spec.images, list) else [spec.images]
             self._images = [expression(src, "images" if len(sources) == 1 else f"images[{i}]") for i, src in enumerate(sources)]
@@ -124,7 +142,7 @@ class PromptBuilder:
         self._shot_cache: dict[int, tuple[str, str, str | None]] = {}
 
     # -------------------------------------------------------------- pieces
-    def _where(self, sample: Sample) -> dict:
+    def _where(self, sample: Sample) -> _Where:
         return {"file": sample.file, "row": sample.row}
 
     def _given(self, sample: Sample, name: str) -> Any:
@@ -149,9 +167,10 @@ class PromptBuilder:
         where = self._where(sample)
         if isinstance(self._choices, list):
             for i, template in enumerate(self._choices):  # "{{ b }}" over a null field would render the text "None"
-                if template.plain_name in sample.fields and _not_text(sample.fields[template.plain_name]):
-                    value = sample.fields[template.plain_name]
-                    raise TaskDefinitionError(f"'choices' item {i} ({{{{ {template.plain_name} }}}}) is {value!r:.60} "
+                name = template.plain_name
+                if name is not None and name in sample.fields and _not_text(sample.fields[name]):
+                    value = sample.fields[name]
+                    raise TaskDefinitionError(f"'choices' item {i} ({{{{ {name} }}}}) is {value!r:.60} "
                                               f"({type(value).__name__}), not a text", field=f"choices[{i}]", **where)
             return _no_empty(tuple(c.render(sample.fields, **where) for c in self._choices), where, listed=True)
         if self._choices is None:
@@ -176,7 +195,7 @@ class PromptBuilder:
         unscored = self.spec.unscored_target
         if unscored is not None and len(values) == 1 and str(values[0]).strip() == str(unscored).strip():
             return ()  # no ground truth: the sample is scored for its distribution only
-        gold = []
+        gold: list[int] = []
         for item in values:
             if isinstance(item, str) and item in choices:
                 index = choices.index(item)
@@ -208,13 +227,13 @@ class PromptBuilder:
             raise TaskDefinitionError(f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample))
         return tuple(str(v) for v in values)
 
-    def _images_of(self, sample: Sample) -> tuple:
+    def _images_of(self, sample: Sample) -> tuple[ImageInput, ...]:
         """The sample's images, each read and decoded once here (a bad one names the row and field)."""
         if self._images is None:
             return ()
         bases = [Path(sample.file).parent] if sample.file else []
         bases += [self._task_dir] if self._task_dir else []
-        out: list = []
+        out: list[ImageInput] = []
         for expr in self._images:
             value = expr.evaluate(sample.fields, file=sample.file, row_number=sample.row)
             match = _PLAIN_NAME.match(expr.source)  # name the row's own column where the expression is a lookup

@@ -23,10 +23,10 @@ from proctor.runs.run_exports import iter_samples, load_results
 from proctor.scoring.stats import bootstrap, percentile_interval
 
 
-def _per_sample(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """task -> sample key -> metric values. Repeated ids get an occurrence suffix."""
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    seen: dict[tuple[str, str], int] = defaultdict(int)
+def _per_sample(run_dir: Path) -> dict[str | None, dict[str, dict[str, Any]]]:
+    """task (None: a record without one) -> sample key -> metric values. Repeated ids get an occurrence suffix."""
+    out: dict[str | None, dict[str, dict[str, Any]]] = defaultdict(dict)
+    seen: dict[tuple[str | None, str], int] = defaultdict(int)
     for record in iter_samples(run_dir):
         task, sid = record.get("task"), str(record.get("id"))
         n = seen[(task, sid)]
@@ -65,7 +65,7 @@ def paired_bootstrap(diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.0
     return percentile_interval(means, alpha)
 
 
-def _tasks(results: dict, run_dir: Path) -> dict[str, dict]:
+def _tasks(results: dict[str, Any], run_dir: Path) -> dict[str, dict[str, Any]]:
     """results.json's tasks, checked for what a comparison reads (a corrupt file names its field)."""
     where = Path(run_dir) / "results.json"
     tasks = results.get("tasks") if isinstance(results, dict) else None
@@ -79,11 +79,11 @@ def _tasks(results: dict, run_dir: Path) -> dict[str, dict]:
     return tasks
 
 
-def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:
+def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     results_a, results_b = load_results(run_a), load_results(run_b)
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
     samples_a, samples_b = _per_sample(run_a), _per_sample(run_b)
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     for task in tasks_a:
         if task not in tasks_b:
             continue
@@ -116,8 +116,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 entry.update(a=float(a.mean()), b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
                 binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
                 if binary:
-                    only_a, only_b, p = mcnemar_exact(a, b)
-                    entry["mcnemar"] = {"a_only": only_a, "b_only": only_b, "p_value": p}
+                    n_a_only, n_b_only, p = mcnemar_exact(a, b)
+                    entry["mcnemar"] = {"a_only": n_a_only, "b_only": n_b_only, "p_value": p}
                     entry["significant"] = p < alpha
                     entry["test"] = "mcnemar"
                 else:
@@ -153,7 +153,7 @@ def default_output(runs: Sequence[Path]) -> Path:
     return Path(runs[0]) / f"comparison_vs_{name}.json"
 
 
-def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict:
+def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """The first run is the baseline; every other run is compared with it."""
     if len(runs) < 2:
         raise ProctorError("compare needs at least two run folders")

@@ -9,13 +9,16 @@ parquet files (docs/runs.md).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.errors import require
 from proctor.runs.run_exports import PARQUET_FILE, load_results, write_parquet
 
+if TYPE_CHECKING:
+    import duckdb
 
-def _metric_rows(run: str, results: dict) -> list[tuple]:
+
+def _metric_rows(run: str, results: dict[str, Any]) -> list[tuple[Any, ...]]:
     model = (results.get("model") or {}).get("model")
     rows = []
     for kind in ("tasks", "groups"):
@@ -28,7 +31,7 @@ def _metric_rows(run: str, results: dict) -> list[tuple]:
     return rows
 
 
-def _add_missing_columns(con, table: str, source: str, params: list) -> None:
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str, params: list[Any]) -> None:
     have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
     for name, dtype, *_ in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall():
         if name not in have:

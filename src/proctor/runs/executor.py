@@ -38,7 +38,8 @@ def default_chunk_size(model: Any, request_type: str = "generate") -> int:
     # duck-typed: test doubles and wrappers need not subclass Model (Model declares these, default None / False)
     declared = getattr(model, "chunk_sizes", None)
     if isinstance(declared, dict) and isinstance(declared.get(request_type), int) and declared[request_type] > 0:
-        return declared[request_type]  # the backend sized its calls for its device (and kept the work a kill loses small)
+        declared_size: int = declared[request_type]
+        return declared_size  # the backend sized its calls for its device (and kept the work a kill loses small)
     size = getattr(model, "chunk_requests", None) or getattr(model, "batch_size", None)
     size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else MAX_CHUNK_REQUESTS
     if getattr(model, "large_chunks", False) is True:  # vLLM: its engine batches within one call
@@ -59,7 +60,7 @@ def dedupe(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
     return unique, mapping
 
 
-def _chunk_order_key(request: Any) -> tuple:
+def _chunk_order_key(request: Any) -> tuple[str, str] | tuple[int, str] | tuple[int]:
     """The order chunks are cut from.
 
     Log-likelihood requests go by their text, so requests that share a prefix (a question's
@@ -146,7 +147,7 @@ def chunk_indices(requests: Sequence[Any], size: int) -> list[list[int]]:
 
 def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
     """Cut ``order`` into chunks of about ``size``, never between two requests with one context."""
-    def context(i: int):
+    def context(i: int) -> str | None:
         request = requests[i]
         return request.context if isinstance(request, LoglikelihoodRequest) else None
 

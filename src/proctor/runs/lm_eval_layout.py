@@ -13,7 +13,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Hashable, Iterable
 
 import yaml
 
@@ -49,7 +49,7 @@ def _keys(metric: str) -> tuple[str, str]:
     return f"{name},{filter_name}", f"{name}_stderr,{filter_name}"
 
 
-def _block(name: str, metrics: dict, n: int, group: bool = False, weighted: bool = False) -> dict:
+def _block(name: str, metrics: dict[str, Any], n: int, group: bool = False, weighted: bool = False) -> dict[str, Any]:
     """``weighted``: a group lm-eval averages by size (``weight_by_size``): its micro mean and stderr."""
     block: dict[str, Any] = {"name": name, "alias": name, "sample_len": n}
     for metric, entry in metrics.items():
@@ -66,12 +66,12 @@ def _block(name: str, metrics: dict, n: int, group: bool = False, weighted: bool
     return block
 
 
-def _weighted_groups(specs: dict[str, dict]) -> set[str]:
+def _weighted_groups(specs: dict[str, dict[str, Any]]) -> set[str]:
     """Groups whose score is their tasks' size-weighted mean (lm-eval's ``weight_by_size``)."""
     return {str(group) for spec in specs.values() for group in (spec or {}).get("size_weighted_groups") or []}
 
 
-def _config(name: str, task: dict, spec: dict, overrides: dict) -> dict:
+def _config(name: str, task: dict[str, Any], spec: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     kind = spec.get("kind", task.get("kind"))
     fewshot = spec.get("fewshot") or {}
     data = (spec.get("data") or [{}])[0]
@@ -125,7 +125,7 @@ def _token(tok: Any) -> list[str]:
     return [str(tok[0]), str(tok[1])] if isinstance(tok, (list, tuple)) and len(tok) == 2 else ["", ""]
 
 
-def user_model_name(results: dict) -> str:
+def user_model_name(results: dict[str, Any]) -> str:
     """The model as the user named it (``--model``, less a backend prefix such as ``hf:``), as lm-eval
     names it by its ``pretrained=`` argument; runs from before it was recorded: the model's name."""
     given = (results.get("model_info") or {}).get("model_name")
@@ -135,12 +135,12 @@ def user_model_name(results: dict) -> str:
     return str((results.get("model") or {}).get("model") or "")
 
 
-def _bootstrap_iters(tasks: dict) -> int:
+def _bootstrap_iters(tasks: dict[str, Any]) -> int:
     """The bootstrap resamples the run's standard errors used (lm-eval tasks record theirs; 0: none)."""
     return max((int(t["bootstrap_iters"]) for t in tasks.values() if isinstance(t.get("bootstrap_iters"), int)), default=0)
 
 
-def results_file(results: dict, specs: dict[str, dict]) -> dict:
+def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """results.json (+ each task's saved spec) as lm-eval's results file."""
     tasks = results.get("tasks", {})
     groups = results.get("groups", {})
@@ -226,9 +226,10 @@ class SourceRows:
     """The data rows that samples came from (lm-eval's ``doc``), read once per file."""
 
     def __init__(self) -> None:
-        self._files: dict[str, dict[int, dict]] = {}
+        # file -> its rows by row number; a record's "row" is looked up as the record gives it
+        self._files: dict[str, dict[Hashable, dict[str, Any]]] = {}
 
-    def doc(self, record: dict) -> dict:
+    def doc(self, record: dict[str, Any]) -> dict[str, Any]:
         source = record.get("source") or {}
         file, row = source.get("file"), source.get("row")
         if file and file not in self._files:
@@ -248,7 +249,7 @@ def _strings(value: Any) -> Any:
     return [_strings(v) for v in value] if isinstance(value, list) else str(value)
 
 
-def sample_line(index: int, record: dict, spec: dict, doc: dict | None = None) -> dict:
+def sample_line(index: int, record: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any] | None = None) -> dict[str, Any]:
     """One proctor sample record as a line of lm-eval's ``samples_<task>_<date>.jsonl``."""
     prompt = record.get("rendered_prompt") or record.get("prompt")
     prompt = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
@@ -262,7 +263,7 @@ def sample_line(index: int, record: dict, spec: dict, doc: dict | None = None) -
         arguments = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": f"{delimiter}{c}"} for i, c in enumerate(record["choices"])}
         greedy = record.get("is_greedy") or [False] * len(record["choices"])
         resps = [[[str(lp), str(bool(g))]] for lp, g in zip(record.get("logprobs") or [], greedy)]
-        filtered: list = [[str(lp), str(bool(g))] for lp, g in zip(record.get("logprobs") or [], greedy)]
+        filtered = [[str(lp), str(bool(g))] for lp, g in zip(record.get("logprobs") or [], greedy)]
     elif "generation" in record:
         g = spec.get("generation") or {}
         kwargs = {"until": list(g.get("stop") or []), "max_gen_toks": int(g.get("max_tokens", 64)), "do_sample": float(g.get("temperature") or 0) > 0}
@@ -293,7 +294,7 @@ def sample_line(index: int, record: dict, spec: dict, doc: dict | None = None) -
     return line
 
 
-def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict]:
+def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Each task's spec as the run saved it (tasks/<name>.yaml)."""
     out = {}
     for name in names:

@@ -36,7 +36,7 @@ def build_manifest(
     fingerprint: Mapping[str, Any],
     task_hashes: Mapping[str, str],
     options: Mapping[str, Any],
-) -> dict:
+) -> dict[str, Any]:
     return {
         "proctor_version": __version__,
         "created": now(),
@@ -49,14 +49,15 @@ def build_manifest(
     }
 
 
-def read_manifest(run_dir: Path) -> dict | None:
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / MANIFEST
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))  # an object, unless edited by hand
     except (OSError, ValueError) as exc:
         raise ProctorError(f"cannot read {path}: {exc}; use --restart to start this run folder over") from None
+    return manifest
 
 
 def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -122,7 +123,7 @@ def clear_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "tasks", ignore_errors=True)
 
 
-def open_run(run_dir: Path, manifest: dict, *, update: bool = False, restart: bool = False) -> dict:
+def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, restart: bool = False) -> dict[str, Any]:
     """Check (or start) the run folder and record this attempt; returns the manifest in force."""
     old = read_manifest(run_dir) if not restart else None
     if restart:
@@ -153,7 +154,7 @@ def open_run(run_dir: Path, manifest: dict, *, update: bool = False, restart: bo
     return manifest
 
 
-def mark(run_dir: Path, manifest: dict, **fields: Any) -> None:
+def mark(run_dir: Path, manifest: dict[str, Any], **fields: Any) -> None:
     """Update this attempt's entry (e.g. finished time, store statistics)."""
     manifest["attempts"][-1].update(fields)
     write_json_atomic(run_dir / MANIFEST, manifest)

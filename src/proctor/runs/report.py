@@ -17,10 +17,13 @@ import math
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
+
+if TYPE_CHECKING:
+    import jinja2
 
 N_BINS = 10  # calibration bins
 
@@ -28,7 +31,7 @@ REPORT_FILE = "report.html"
 
 
 @lru_cache(maxsize=1)
-def environment():
+def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("proctor.runs", "templates"), autoescape=True,
@@ -42,10 +45,10 @@ def static_text(name: str) -> str:
     """A file shipped in ``runs/static`` (the page's script and style sheet)."""
     from importlib.resources import files
 
-    return files("proctor.runs").joinpath("static", name).read_text(encoding="utf-8")
+    return files("proctor.runs").joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
-def calibration(records: list[dict]) -> dict | None:
+def calibration(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Confidence (top probability) against accuracy in equal-width bins, and the ECE."""
     points = []
     for r in records:
@@ -118,7 +121,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
-def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> dict | None:
+def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> dict[str, Any] | None:
     """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut."""
     values = [(str(label), v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
     if not values:
@@ -147,7 +150,7 @@ def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -
             "ticks": [{"x": x(t), "label": f"{t:.4g}"} for t in ticks], "bars": bars}
 
 
-def calibration_chart(cal: dict, size: int = 260, pad: int = 40) -> dict:
+def calibration_chart(cal: dict[str, Any], size: int = 260, pad: int = 40) -> dict[str, Any]:
     inner = size - 2 * pad
 
     def px(v: float) -> float:
@@ -164,13 +167,13 @@ def calibration_chart(cal: dict, size: int = 260, pad: int = 40) -> dict:
     }
 
 
-def _metric_rows(name: str, entry: dict) -> list[dict]:
+def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()]
 
 
-def calibrations(results: dict, records: list[dict]) -> list[dict]:
+def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is none."""
-    by_task: dict[str, list[dict]] = defaultdict(list)
+    by_task: dict[str | None, list[dict[str, Any]]] = defaultdict(list)  # a record without a task goes under None
     for r in records:
         by_task[r.get("task")].append(r)
     out = []
@@ -189,7 +192,7 @@ def calibrations(results: dict, records: list[dict]) -> list[dict]:
     return out
 
 
-def summary_context(results: dict, records: list[dict] | None) -> dict:
+def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | None) -> dict[str, Any]:
     """What the run's summary fragment shows: tables, charts, scoring notes, and calibration (read from the
     records; without them the page asks for that section on its own)."""
     tasks, charts = [], []
@@ -224,34 +227,36 @@ def summary_context(results: dict, records: list[dict] | None) -> dict:
 SKIP_STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
 
 
-def skipped(results: dict) -> list[dict]:
+def skipped(results: dict[str, Any]) -> list[dict[str, Any]]:
     """What did not run (a folder's task that failed to load, prepare or run): part of the report, never dropped."""
     out = []
     for entry in results.get("skipped") or []:
         if not isinstance(entry, dict):
             continue
         name = f"task {entry['task']} ({entry.get('file')})" if entry.get("task") else str(entry.get("file"))
-        out.append({"name": entry.get("task") or entry.get("file"), "stage": entry.get("stage") or "skipped",
-                    "text": f"not run: {name} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: {entry.get('error')}"})
+        stage = entry.get("stage")
+        says = "was skipped" if stage is None else SKIP_STAGES.get(stage, "was skipped")
+        out.append({"name": entry.get("task") or entry.get("file"), "stage": stage or "skipped",
+                    "text": f"not run: {name} {says}: {entry.get('error')}"})
     return out
 
 
-def render_summary(results: dict, records: list[dict] | None) -> str:
+def render_summary(results: dict[str, Any], records: list[dict[str, Any]] | None) -> str:
     return environment().get_template("summary.html.j2").render(**summary_context(results, records))
 
 
-def render_calibration(results: dict, records: list[dict]) -> str:
+def render_calibration(results: dict[str, Any], records: list[dict[str, Any]]) -> str:
     return environment().get_template("calibration.html.j2").render(calibrations=calibrations(results, records), bins=N_BINS)
 
 
-def render_page(title: str, data: str, embedded: list[dict]) -> str:
+def render_page(title: str, data: str, embedded: list[dict[str, Any]]) -> str:
     """The viewer's page: runs index, run, comparison; ``embedded`` carries each run's summary and samples
     (a static page), or is empty when a server answers for them."""
     return environment().get_template("page.html.j2").render(
         title=title, css=static_text("viewer.css"), js=static_text("viewer.js"), data=data, embedded=embedded)
 
 
-def _key_metrics(results: dict) -> list[dict]:
+def _key_metrics(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The runs table's headline numbers: each group's, then each task's, first metric."""
     out = []
     for kind in ("groups", "tasks"):
@@ -263,7 +268,7 @@ def _key_metrics(results: dict) -> list[dict]:
     return out
 
 
-def run_entry(run_dir: Path, key: str) -> dict:
+def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
     """One row of the runs table; an unreadable folder gives a row that says why."""
     entry: dict[str, Any] = {"key": key, "model": "?", "created": None, "status": "?", "tasks": [], "n_samples": 0,
                              "key_metrics": [], "error": None}
@@ -274,7 +279,8 @@ def run_entry(run_dir: Path, key: str) -> dict:
     except ProctorError as exc:
         entry.update(status="unreadable", error=str(exc))
         return entry
-    model = results.get("model") if isinstance(results.get("model"), dict) else {}
+    given_model = results.get("model")
+    model = given_model if isinstance(given_model, dict) else {}
     tasks = results.get("tasks") or {}
     entry.update(model=str(model.get("model") or model.get("path") or "?"), created=results.get("created"),
                  status=str(results.get("status") or "?"), tasks=list(tasks),
@@ -290,10 +296,10 @@ def _layout_error(run_dir: Path, exc: Exception) -> str:
     return f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
 
 
-def readable_records(run_dir: Path, strict: bool = False) -> list[dict]:
+def readable_records(run_dir: Path, strict: bool = False) -> list[dict[str, Any]]:
     """The run's records up to a torn line, if any (the page names that line: it reads the lines itself);
     ``strict``: a line that is not a record is an error naming it (``proctor report``)."""
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     try:
         for record in iter_samples(run_dir):
             if isinstance(record, dict):
@@ -324,7 +330,7 @@ def run_calibration(run_dir: Path) -> str:
         raise ProctorError(_layout_error(run_dir, exc)) from None
 
 
-def static_page(runs: list[tuple[dict, Path]], title: str, start: str = "", strict: bool = False) -> str:
+def static_page(runs: list[tuple[dict[str, Any], Path]], title: str, start: str = "", strict: bool = False) -> str:
     """One file holding every run given (their summaries and samples embedded): no server, no network."""
     embedded = []
     for entry, run_dir in runs:

@@ -127,21 +127,21 @@ class RunWriter:
         _fsync_dir(run_dir)
         self.samples_path.write_text("", encoding="utf-8")
 
-    def write_task_config(self, name: str, config: dict) -> None:
+    def write_task_config(self, name: str, config: dict[str, Any]) -> None:
         folder = self.run_dir / "tasks"
         folder.mkdir(exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
         with (folder / f"{safe}.yaml").open("w", encoding="utf-8") as handle:
             yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
 
-    def append_samples(self, records: list[dict]) -> None:
+    def append_samples(self, records: list[dict[str, Any]]) -> None:
         with self.samples_path.open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(_clean(record), ensure_ascii=False, default=_json_default) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
-    def write_results(self, results: dict) -> None:
+    def write_results(self, results: dict[str, Any]) -> None:
         # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0

@@ -220,5 +220,5 @@ def check_results_json(text: str) -> Results:
 
 
 
-def _where(loc: tuple) -> str:
+def _where(loc: tuple[int | str, ...]) -> str:
     return f"field '{'.'.join(str(p) for p in loc)}'" if loc else "the whole file"

@@ -16,7 +16,7 @@ LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layo
 PARQUET_FILE = "samples.parquet"
 
 
-def load_results(run_dir: Path) -> dict:
+def load_results(run_dir: Path) -> dict[str, Any]:
     """A run folder's results.json, checked against its schema: a hand-edited or damaged file is an error naming
     the fields that are wrong (report, compare and export would otherwise fail inside, or show wrong numbers)."""
     path = Path(run_dir) / "results.json"
@@ -35,7 +35,8 @@ def load_results(run_dir: Path) -> dict:
         check_results_json(json.dumps(results))
     except ResultsSchemaError as exc:
         raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
-    return results
+    document: dict[str, Any] = results  # the schema's Results model took it: a JSON object
+    return document
 
 
 def samples_data(run_dir: Path) -> bytes:
@@ -61,7 +62,7 @@ def samples_text(run_dir: Path) -> str:
     return samples_data(run_dir).decode("utf-8", errors="replace")
 
 
-def iter_samples(run_dir: Path) -> Iterator[dict]:
+def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The samples results.json describes (``samples_data``), one record per line."""
     path = Path(run_dir) / "samples.jsonl"
     for number, line in enumerate(samples_data(run_dir).split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
@@ -89,7 +90,7 @@ def _indices(values: Any) -> list[int] | None:
     return list(items)
 
 
-def _typed(r: dict) -> dict:
+def _typed(r: dict[str, Any]) -> dict[str, Any]:
     """target / prediction as text (a choice's text for multiple choice), with indices beside them."""
     choices = r.get("choices")
     target = r.get("target")
@@ -120,7 +121,7 @@ def _floats(values: Any) -> list[float | None] | None:
     return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in values]
 
 
-def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict, list[dict]] | None = None) -> Path:
+def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Path:
     """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
     ``logprob_<i>`` columns, and a float column per metric. ``contents``: the run's results and
@@ -143,7 +144,7 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict,
         ("generation", pa.string()), ("record", pa.string()),
         *[(f"metric_{m}", pa.float64()) for m in metric_names],
     ]
-    columns: dict[str, list] = {name: [] for name, _ in fields}
+    columns: dict[str, list[Any]] = {name: [] for name, _ in fields}
     run_name = run_dir.resolve().name
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
@@ -162,7 +163,8 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict,
             "generation": r.get("generation"), "record": json.dumps(r, ensure_ascii=False),
         }
         for i in range(n_choices):
-            row[f"logprob_{i}"] = _floats(logprobs)[i] if logprobs is not None and i < len(logprobs) else None
+            floats = _floats(logprobs)
+            row[f"logprob_{i}"] = floats[i] if floats is not None and i < len(floats) else None
         for m in metric_names:
             value = (r.get("metrics") or {}).get(m)
             row[f"metric_{m}"] = float(value) if isinstance(value, (int, float)) else None
@@ -176,7 +178,7 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict,
     return target
 
 
-def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dict, list[dict]] | None = None) -> Path:
+def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Path:
     """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
 
     The date is the run's start, so exporting again rewrites the same files; other files that an
@@ -191,7 +193,7 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dic
     target.mkdir(parents=True, exist_ok=True)
     keep = {f"results_{date}.json"}
     rows = SourceRows()
-    by_task: dict[str, list[dict]] = {}
+    by_task: dict[str | None, list[dict[str, Any]]] = {}  # a record without a task goes under None
     for record in samples:
         by_task.setdefault(record.get("task"), []).append(record)
     for name, records in by_task.items():
@@ -199,7 +201,7 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dic
         keep.add(file.name)
         with file.open("w", encoding="utf-8") as handle:
             for i, record in enumerate(records):
-                handle.write(json.dumps(sample_line(i, record, specs.get(name) or {}, rows.doc(record)), ensure_ascii=False, default=str) + "\n")
+                handle.write(json.dumps(sample_line(i, record, (specs.get(name) if name is not None else None) or {}, rows.doc(record)), ensure_ascii=False, default=str) + "\n")
     for old in target.glob("*.json*"):
         if old.name not in keep and (old.name.startswith("results_") or old.name.startswith("samples_")):
             old.unlink()
@@ -208,7 +210,7 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dic
     return path
 
 
-def read_run(run_dir: Path) -> tuple[dict, list[dict]]:
+def read_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A run folder's checked results.json and the samples it describes."""
     return load_results(run_dir), list(iter_samples(run_dir))
 

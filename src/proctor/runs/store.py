@@ -57,8 +57,9 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _plain(obj: Any) -> dict:
-    out = {name: getattr(obj, name) for name in _field_names(type(obj))}
+def _plain(obj: Any) -> dict[str, Any]:
+    cls: type = type(obj)
+    out = {name: getattr(obj, name) for name in _field_names(cls)}
     if "images" in out:  # a request's images enter its identity by content digest; none: the text-only hash
         images = out.pop("images")
         if images:
@@ -97,7 +98,8 @@ def _tuple_fields(cls: type) -> frozenset[str]:
 def as_stored(result: Any) -> Any:
     """``result`` as the store gives it back: tuple fields as tuples (a backend may answer with lists).
     Everything else survives JSON as it was (floats by their shortest repr, which reads back exactly)."""
-    lists = {name: tuple(value) for name in _tuple_fields(type(result)) if isinstance(value := getattr(result, name), list)}
+    cls: type = type(result)
+    lists = {name: tuple(value) for name in _tuple_fields(cls) if isinstance(value := getattr(result, name), list)}
     return dataclasses.replace(result, **lists) if lists else result
 
 
@@ -192,8 +194,11 @@ class ResponseStore:
 
     def count(self, model: str | None = None) -> int:
         if model is None:
-            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM responses WHERE model=?", (model,)).fetchone()[0]
+            row = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()
+        else:
+            row = self._db.execute("SELECT COUNT(*) FROM responses WHERE model=?", (model,)).fetchone()
+        number: int = row[0]  # COUNT(*) gives one integer row
+        return number
 
     def close(self) -> None:
         try:
@@ -204,7 +209,7 @@ class ResponseStore:
     def __enter__(self) -> "ResponseStore":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

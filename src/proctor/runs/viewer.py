@@ -51,7 +51,7 @@ def _key(folder: Path, run_dir: Path) -> str:
     return rel if rel != "." else run_dir.resolve().name
 
 
-def index(folder: Path) -> list[tuple[dict, Path]]:
+def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
     """Each run's row of the runs table, with its folder. A folder with run.json only has not finished a task yet."""
     rows = []
     for run_dir in find_runs(folder):
@@ -84,7 +84,8 @@ class Viewer:
         if not self.folder.is_dir():
             raise ProctorError(f"{folder} is not a folder")
         self._runs: dict[str, Path] = {}
-        self._cache: dict[tuple[str, str], tuple[tuple, bytes]] = {}
+        # (run, part) -> (its files' (mtime, size) or None each, the answer built from them)
+        self._cache: dict[tuple[str, str], tuple[tuple[tuple[int, int] | None, ...], bytes]] = {}
         self._lock = threading.Lock()
 
     def page(self) -> bytes:

@@ -9,8 +9,13 @@ from typing import Any, Sequence
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import pooled_sample_stderr, pooled_stderr
 
+# results.json's entries, plain JSON dicts until results are typed objects (issue 29): a metric's
+# {"value", "stderr", ...}; a task's or a breakdown part's {"n_samples", "metrics", ...}
+MetricEntry = dict[str, Any]
+TaskEntry = dict[str, Any]
 
-def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, dict]:
+
+def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, MetricEntry]:
     """Per metric: value and stderr over the samples it scored (None means 'unscored', counted apart)."""
     out = {}
     for metric in metrics:
@@ -25,7 +30,7 @@ def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]
     return out
 
 
-def breakdown_stats(parts: dict[str, dict]) -> dict[str, dict]:
+def breakdown_stats(parts: dict[str, TaskEntry]) -> dict[str, dict[str, float | int]]:
     """Across the parts of a breakdown (e.g. one per data file): max, median and the average weighted by
     each part's number of samples, per metric (GLM-130B's per-group report)."""
     names: list[str] = []
@@ -54,7 +59,7 @@ def breakdown_stats(parts: dict[str, dict]) -> dict[str, dict]:
     return out
 
 
-def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: Sequence[Any]) -> dict[str, dict]:
+def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: Sequence[Any]) -> dict[str, TaskEntry]:
     """Metrics per distinct key (e.g. per data file), keys in first-seen order."""
     positions: dict[Any, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
@@ -66,7 +71,7 @@ def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: 
     return out
 
 
-def aggregate_groups(task_results: dict[str, dict], memberships: dict[str, list[str]]) -> dict[str, dict]:
+def aggregate_groups(task_results: dict[str, TaskEntry], memberships: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
     """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples),
     each with its standard error."""
     groups: dict[str, list[str]] = defaultdict(list)

@@ -14,7 +14,7 @@ import importlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -22,12 +22,17 @@ from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
 
+# a metric's aggregate: its per-sample values (floats, or what the metric gives, e.g. (logprob, units))
+# -> (value, stderr)
+Aggregate = Callable[[list[Any]], tuple[float, float | None]]
+_Metric = TypeVar("_Metric", bound=Callable[..., Any])
+
 
 def total(values: list[float]) -> tuple[float, None]:
     return float(sum(values)), None
 
 
-def pooled_ratio(transform: Callable[[float, float], float]):
+def pooled_ratio(transform: Callable[[float, float], float]) -> Callable[[list[tuple[float, float]]], tuple[float, None]]:
     """Aggregate (logprob, units) pairs as transform(sum logprob, sum units)."""
 
     def aggregate(values: list[tuple[float, float]]) -> tuple[float, None]:
@@ -43,7 +48,7 @@ class MetricDef:
     name: str
     kinds: frozenset[str]
     compute: Callable[..., Any]
-    aggregate: Callable[[list], tuple[float, float | None]] = mean_stderr
+    aggregate: Aggregate = mean_stderr
     higher_is_better: bool = True
 
 
@@ -54,12 +59,12 @@ _BUILT_IN_READY = False  # True once this module's own metrics are registered
 def register_metric(
     name: str,
     kinds: Iterable[str],
-    aggregate: Callable[[list], tuple[float, float | None]] = mean_stderr,
+    aggregate: Aggregate = mean_stderr,
     higher_is_better: bool = True,
-):
+) -> Callable[[_Metric], _Metric]:
     """Register ``fn(outcome, **kwargs) -> value`` under ``name`` for the given task kinds."""
 
-    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorator(fn: _Metric) -> _Metric:
         if _BUILT_IN_READY:
             load_plugin_metrics(name)
         METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better)
@@ -164,7 +169,7 @@ def unscored(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _argmax(values) -> int:
+def _argmax(values: Sequence[float]) -> int:
     return int(np.argmax(np.asarray(values, dtype=float)))  # first maximum wins, as numpy does
 
 

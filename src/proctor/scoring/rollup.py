@@ -14,25 +14,31 @@ from typing import Any, Iterable, Protocol
 
 import numpy as np
 
+from proctor.scoring.aggregate import TaskEntry
 from proctor.scoring.stats import bootstrap_stderr, pooled_stderr
+
+# a node of the hierarchy, as results.json holds it: {"value", "stderr", "children", ...}; a subtree
+# being built maps level values to such nodes
+RollupNode = dict[str, Any]
+LevelPath = tuple[str, ...]  # one value per level (e.g. ("knowledge", "en"))
 
 
 class RollupRule(Protocol):
     """Scores some deepest-level nodes (e.g. a competency within a language) in its own way."""
 
-    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+    def member_key(self, name: str, result: TaskEntry, level_names: list[str]) -> str | None:
         """The key under which this task result goes to :meth:`apply` at its node, or None (not the rule's)."""
 
-    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+    def apply(self, entry: RollupNode, tasks: dict[str, TaskEntry]) -> None:
         """Rescore ``entry`` (the node, scored as the mean of its groups) from its ``tasks`` (by member key)."""
 
 
-def _node(children: dict[str, dict]) -> dict:
+def _node(children: dict[str, RollupNode]) -> RollupNode:
     values = [c["value"] for c in children.values() if c["value"] is not None]
     value = float(np.mean(values)) if values else None
     boots = [c.get("bootstrap") for c in children.values()]
     entry: dict[str, Any] = {"value": value, "stderr": None, "children": children}
-    if boots and all(b is not None for b in boots) and len({len(b) for b in boots}) == 1:
+    if boots and all(b is not None for b in boots) and len({len(b) for b in boots if b is not None}) == 1:
         vector = np.mean(np.asarray(boots, dtype=float), axis=0)
         entry["bootstrap"] = vector.tolist()
         entry["value"] = float(vector.mean())
@@ -42,7 +48,7 @@ def _node(children: dict[str, dict]) -> dict:
     return entry
 
 
-def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = None) -> dict | None:
+def rollup(task_results: dict[str, TaskEntry], rules: Iterable[RollupRule] | None = None) -> RollupNode | None:
     """The hierarchy over every task result holding a ``rollup`` entry; None when there is none.
     ``rules``: the roll-up rules to apply (default: those registered by plug-ins)."""
     if rules is None:
@@ -55,14 +61,14 @@ def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = N
         return None
     level_names = list(next(iter(members.values()))["rollup"]["levels"])
     # group leaves: path (level values) + group name -> tasks
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[LevelPath, list[str]] = {}
     for name, result in members.items():
         spec = result["rollup"]
         path = tuple(spec["levels"].get(level, "?") for level in level_names)
         groups.setdefault(path + (spec.get("group") or name,), []).append(name)
-    tree: dict = {}
+    tree: RollupNode = {}
     for key, names in groups.items():
-        leaves = {}
+        leaves: dict[str, RollupNode] = {}
         for name in names:
             spec = members[name]["rollup"]
             entry = members[name]["metrics"].get(spec["metric"]) or {}
@@ -84,7 +90,7 @@ def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = N
 
     special = _rule_members(members, level_names, rules)
 
-    def build(node: dict, depth: int, path: tuple = ()) -> dict:
+    def build(node: RollupNode, depth: int, path: LevelPath = ()) -> RollupNode:
         if depth == len(level_names):
             entry = _node(node)  # node: group name -> group entry
             for index, rule in enumerate(rules):
@@ -98,9 +104,10 @@ def rollup(task_results: dict[str, dict], rules: Iterable[RollupRule] | None = N
     return top
 
 
-def _rule_members(members: dict[str, dict], level_names: list[str], rules: list[RollupRule]) -> dict[tuple, dict[str, dict]]:
+def _rule_members(members: dict[str, TaskEntry], level_names: list[str], rules: list[RollupRule]
+                  ) -> dict[tuple[int, LevelPath], dict[str, TaskEntry]]:
     """Per (rule index, level path), the task results each rule takes there, by the rule's member key."""
-    out: dict[tuple, dict[str, dict]] = {}
+    out: dict[tuple[int, LevelPath], dict[str, TaskEntry]] = {}
     for index, rule in enumerate(rules):
         for name, result in members.items():
             key = rule.member_key(name, result, level_names)
@@ -111,7 +118,7 @@ def _rule_members(members: dict[str, dict], level_names: list[str], rules: list[
     return out
 
 
-def flatten(node: dict, depth: int = 0, name: str = "overall") -> list[tuple[int, str, dict]]:
+def flatten(node: RollupNode, depth: int = 0, name: str = "overall") -> list[tuple[int, str, RollupNode]]:
     """(depth, name, entry) rows, parents before children, for printing."""
     rows = [(depth, name, node)]
     for child, entry in (node.get("children") or {}).items():

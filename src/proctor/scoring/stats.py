@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeGuard
 
 import numpy as np
 
@@ -42,12 +42,13 @@ def stderr_from_variance(variance: float, n: int) -> float:
 def pooled_stderr(stderrs: Sequence[float | None]) -> float | None:
     """The standard error of an equal-weight mean of k independent estimates: ``sqrt(sum(se^2)) / k``;
     None when there is none or any is unknown."""
-    if not stderrs or not all(_number(s) for s in stderrs):
+    known = [s for s in stderrs if _number(s)]
+    if not stderrs or len(known) != len(stderrs):
         return None
-    return math.sqrt(sum(s * s for s in stderrs)) / len(stderrs)  # type: ignore[operator]
+    return math.sqrt(sum(s * s for s in known)) / len(stderrs)
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[float]:  # an int or a float, not a bool
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -55,12 +56,13 @@ def pooled_sample_stderr(stderrs: Sequence[float | None], counts: Sequence[int])
     """The stderr of the sample-weighted mean from the members' stderrs and sizes: the pooled sample
     variance ``sum((n-1) * se^2 * n) / (N - k)`` over ``N`` (lm-eval's ``pooled_sample_stderr``, for
     ``weight_by_size`` groups); None when any is unknown or ``N <= k``."""
-    if not stderrs or not all(_number(s) for s in stderrs):
+    known = [s for s in stderrs if _number(s)]
+    if not stderrs or len(known) != len(stderrs):
         return None
     total = sum(counts)
     if total - len(counts) <= 0:
         return None
-    variance = sum((n - 1) * s * s * n for s, n in zip(stderrs, counts)) / (total - len(counts))  # type: ignore[operator]
+    variance = sum((n - 1) * s * s * n for s, n in zip(known, counts)) / (total - len(counts))
     return math.sqrt(variance / total)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from typing import Callable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
@@ -36,7 +37,7 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def best_over_references(fn, prediction: str | None, references: list[str]) -> float:
+def best_over_references(fn: Callable[[str, str], float], prediction: str | None, references: list[str]) -> float:
     if prediction is None or not references:
         return 0.0
     return max(fn(prediction, ref) for ref in references)
