@@ -33,7 +33,7 @@ class DialectOptions(Mapping[str, BaseModel]):
     def __repr__(self) -> str:
         return f"DialectOptions({self._by_dialect!r})"
 
-    def of(self, dialect: Dialect) -> Any:
+    def of(self, dialect: Dialect[Any]) -> Any:
         """``dialect``'s options (its ``Options`` instance; ``Any`` as each dialect reads its own model)."""
         found = self._by_dialect.get(dialect.name)
         return found if found is not None else dialect.Options()
@@ -42,7 +42,7 @@ class DialectOptions(Mapping[str, BaseModel]):
         return DialectOptions({**self._by_dialect, name: options})
 
 
-def from_mapping(given: Mapping[str, Any] | None, dialects: Iterable[Dialect]) -> DialectOptions:
+def from_mapping(given: Mapping[str, Any] | None, dialects: Iterable[Dialect[Any]]) -> DialectOptions:
     """The Python API's flat mapping as each dialect's validated options (a ``DialectOptions`` as it is).
 
     A key no dialect takes is refused, as is a bad value (naming its flag, as the CLI would)."""

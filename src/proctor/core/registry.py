@@ -27,6 +27,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from pydantic import BaseModel
+
 if TYPE_CHECKING:
     from proctor.core.dialect import Dialect
 
@@ -45,10 +47,16 @@ class TaskHandler:
     options: str  # "package.module:Model", the pydantic model of ``HandlerSpec.options``
 
     def handler_class(self) -> type:
-        return _resolve(self.handler)
+        found = _resolve(self.handler)
+        if not isinstance(found, type):
+            raise ValueError(f"task handler '{self.name}': {self.handler} is not a class")
+        return found
 
-    def options_model(self) -> Any:
-        return _resolve(self.options)
+    def options_model(self) -> type[BaseModel]:
+        found = _resolve(self.options)
+        if not (isinstance(found, type) and issubclass(found, BaseModel)):
+            raise ValueError(f"task handler '{self.name}': {self.options} is not a pydantic model")
+        return found
 
 
 def _resolve(reference: str) -> Any:
@@ -92,7 +100,7 @@ class ModelBackend:
 
 @dataclass
 class Registry:
-    dialects: dict[str, "Dialect"] = field(default_factory=dict)
+    dialects: dict[str, "Dialect[Any]"] = field(default_factory=dict)
     model_backends: dict[str, ModelBackend] = field(default_factory=dict)
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
@@ -102,7 +110,7 @@ class Registry:
     task_handlers: dict[str, TaskHandler] = field(default_factory=dict)
 
     # -- registration (called from plug-ins' register functions)
-    def add_dialect(self, dialect: "Dialect") -> None:
+    def add_dialect(self, dialect: "Dialect[Any]") -> None:
         if dialect.name in self.dialects:
             raise ValueError(f"dialect '{dialect.name}' is registered twice")
         self.dialects[dialect.name] = dialect
@@ -152,11 +160,11 @@ class Registry:
         return [m for m in self.metric_modules if name is None or m not in self.metric_names or name in self.metric_names[m]]
 
     # -- lookup
-    def ordered_dialects(self) -> list["Dialect"]:
+    def ordered_dialects(self) -> list["Dialect[Any]"]:
         """Dialects in the order they are offered a file (``Dialect.order``, then name)."""
         return sorted(self.dialects.values(), key=lambda d: (d.order, d.name))
 
-    def dialect(self, name: str) -> "Dialect | None":
+    def dialect(self, name: str) -> "Dialect[Any] | None":
         return self.dialects.get(name)
 
     def backend_of(self, spec: str) -> ModelBackend | None:

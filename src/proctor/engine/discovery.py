@@ -35,7 +35,7 @@ def find_task_files(path: Path) -> list[Path]:
     return [path]
 
 
-def _named_dialect(given: str) -> Dialect | None:
+def _named_dialect(given: str) -> Dialect[Any] | None:
     return next((d for d in registry().ordered_dialects() if d.claims_name(given)), None)
 
 

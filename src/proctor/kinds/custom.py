@@ -302,6 +302,8 @@ def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
 
     assert spec.handler is not None
     cls = registry().task_handler(spec.handler.name).handler_class()
+    if not issubclass(cls, CustomTask):
+        raise TaskDefinitionError(f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class", field="handler")
     handler = cls(spec, spec.handler.options)
     handler.resources = dict(resources or {})
     return handler
