@@ -9,7 +9,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
@@ -130,12 +130,14 @@ def evaluate(
     started = time.perf_counter()
     command = masked_command(command)  # run.json, results.json, .lock and the report record it: no URL password
     check_run_options(output_dir, cache, update, restart, data_path)
-    task_list = list(tasks)
+    given = list(tasks)
+    task_list = cast("list[Task]", given)  # the signature's two forms: all tasks, or all paths (below)
     skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None = None
-    if task_list and not isinstance(task_list[0], Task):
-        named = {Path(p).resolve() for p in task_list if Path(p).is_file()}
-        task_list = collect_tasks(task_list, select=select, options=dialect_options, problems=skipped)
+    if given and not isinstance(given[0], Task):
+        paths = cast("list[str | Path]", given)
+        named = {Path(p).resolve() for p in paths if Path(p).is_file()}
+        task_list = collect_tasks(paths, select=select, options=dialect_options, problems=skipped)
     overrides = overrides or RunOverrides()
     limit = parse_limit(limit)
     task_list = apply_overrides(task_list, overrides, chat)
@@ -174,7 +176,7 @@ def _load_and_evaluate(
     limit_per_part=False,
 ) -> EvaluationResult:
     load_started = time.perf_counter()
-    owned = None  # a model loaded here is closed here
+    owned: Model | None = None  # a model loaded here is closed here
     # the name as the user wrote it (lm-eval's model_name); a pool of replicas keeps the one it was started with
     spec = model if isinstance(model, str) else getattr(model, "spec", None)
     given = spec if isinstance(spec, str) else None
@@ -219,8 +221,8 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
             failed.append((task.name, exc))
             skipped.append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "prepare"})
     # each problem is printed once: when nothing could be prepared, the first is the error itself
-    for name, exc in failed if prepared else failed[1:]:
-        logging.getLogger("proctor").warning("skipping task '%s': %s", name, exc)
+    for name, error in failed if prepared else failed[1:]:
+        logging.getLogger("proctor").warning("skipping task '%s': %s", name, error)
     if not prepared and first is not None:
         raise first
     return prepared
@@ -270,6 +272,7 @@ def _cluster_options(workers: int | None, cluster: Any):
     from proctor.engine.distributed import ClusterOptions
 
     if cluster is None:
+        assert workers is not None  # more than one, as checked above
         cluster = ClusterOptions(workers=workers)
     elif not isinstance(cluster, ClusterOptions):
         cluster = ClusterOptions(**dict(cluster))

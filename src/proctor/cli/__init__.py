@@ -22,14 +22,14 @@ from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError
 
 
-def click_exception_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+def click_exception_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(usage-error, abort) classes of plain click and of the copy typer >= 0.29 bundles.
 
     Typer raises its own copy's exceptions; a plugin or an older typer raises plain click's. Both
     must be caught, or a usage error ends in a traceback.
     """
-    errors: list[type] = []
-    aborts: list[type] = [typer.Abort]
+    errors: list[type[BaseException]] = []
+    aborts: list[type[BaseException]] = [typer.Abort]
     for module in ("click.exceptions", "typer._click.exceptions"):
         try:
             found = __import__(module, fromlist=["ClickException"])

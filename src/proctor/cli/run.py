@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import typer
 
@@ -120,7 +120,7 @@ def run(
     if base_url and not model.startswith("openai:") and not uses_server_options(values):
         raise typer.BadParameter("applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template.value]
-    options = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
+    options: dict[str, object] = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
     if max_length is not None:
         options["max_length"] = max_length
     if model.startswith("openai:"):
@@ -141,7 +141,8 @@ def run(
             model,
             output_dir=output,
             select=tasks,
-            limit=limit if limit_per_part is None else limit_per_part,
+            # typer hands over what the callback limit_option returned: a count or a fraction
+            limit=cast("int | float | None", limit if limit_per_part is None else limit_per_part),
             limit_per_part=limit_per_part is not None,
             variables=variables_from(data_dir, var),
             data_path=data_path,

@@ -35,7 +35,7 @@ class DecodingRow:
     generated: list[int] = field(default_factory=list)
 
 
-def cache_keyword(model) -> str:
+def cache_keyword(model: object) -> str:
     """The keyword a model's forward takes its key/value cache by: ``cache`` in newer transformers
     (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before.
     Read off the class (a hooked instance's ``forward`` may be a ``*args, **kwargs`` wrapper)."""

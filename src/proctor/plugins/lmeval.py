@@ -31,7 +31,10 @@ def peek(path: Path) -> Any:
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    def function_tag(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+        return f"!function {loader.construct_scalar(node)}"
+
+    Loader.add_constructor("!function", function_tag)
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
     except (yaml.YAMLError, OSError, UnicodeDecodeError):

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExportSpec, TaskSpec
+from proctor.core.task_spec import DataSpec, ExportSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
         target_delimiter="",
         unscored_target=-1,
         choice_normalization="sqrt_tokens",  # the branch's Model.score(normalize=True): logp / sqrt(n)
-        metrics=["distribution_acc"],
+        metrics=[MetricSpec(name="distribution_acc")],
         task_class="proctor.dialects.probsem.cogsci.CogSci2023Task",
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
@@ -220,7 +220,7 @@ def suite_task(path: Path, prompt: Path, options: Mapping[str, Any] | None = Non
         unscored_target=-1,
         choice_normalization="tokens" if norm else "none",
         choice_temperature=temp,
-        metrics=["distribution_acc"],
+        metrics=[MetricSpec(name="distribution_acc")],
         exports=[ExportSpec(format="choices_csv", options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT})],
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})

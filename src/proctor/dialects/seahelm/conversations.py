@@ -3,7 +3,7 @@ checked as chat messages; proctor builds the others from ``prompts`` + ``prompt_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import RowList, as_rows
 
@@ -38,6 +38,12 @@ def _row_id(row: dict, index: int) -> str:
 class ReadyConversations:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``task_id``, ``lang``,
     ``config`` and ``options``)."""
+
+    options: dict[str, Any]
+    task_id: str
+    lang: str
+    config: dict
+    _plugin_call: Callable[..., Any]
 
     def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
         """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import RowList
 
@@ -58,6 +58,10 @@ class JudgeSource:
 class Judging:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
     ``resources`` and the ``executor`` the engine handed it)."""
+
+    options: dict[str, Any]
+    config: dict
+    _plugin_call: Callable[..., Any]
 
     def judge_usage(self) -> dict | None:
         """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
