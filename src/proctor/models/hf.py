@@ -12,11 +12,11 @@ import functools
 import hashlib
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf_decode import greedy_decode
+from proctor.models.hf_decode import Decoded, greedy_decode
 from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, static_greedy_decode, supported as static_supported
 from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
 from proctor.models.memory import halving
@@ -397,7 +397,7 @@ class HFModel(Model):
                         and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
-                    decode = (invariant_greedy_decode if self.batch_invariant
+                    decode: Callable[..., list[Decoded]] = (invariant_greedy_decode if self.batch_invariant
                               else functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
                               if self.decoding == "static" else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
                     decoded = halving(lambda n: decode(

@@ -77,7 +77,7 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
 
         vision = backend == "hf-vision" or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
         typed = HFVisionModel if vision else HFModel
-        known = named_parameters(typed)
+        known: set[str] | None = named_parameters(typed)  # None: any option (not checked)
         path = Path(rest).expanduser()
         if rest.lower() not in DEFAULT_MODEL_ALIASES:
             if path.is_dir() and not (path / "config.json").is_file():

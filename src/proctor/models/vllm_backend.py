@@ -85,7 +85,7 @@ class VLLMModel(Model):
         self.large_chunks = True  # exempt from the engine's 64-request cap: on a GPU 1024 requests are seconds of work
         local = Path(self.path)
         if local.is_dir():
-            self._content = _weights_digest(local)
+            self._content: str | None = _weights_digest(local)
         else:
             self._content = None
 
