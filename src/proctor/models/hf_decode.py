@@ -39,7 +39,7 @@ def cache_keyword(model: object) -> str:
     """The keyword a model's forward takes its key/value cache by: ``cache`` in newer transformers
     (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before.
     Read off the class (a hooked instance's ``forward`` may be a ``*args, **kwargs`` wrapper)."""
-    return _cache_keyword(type(model))
+    return _cache_keyword(type(model))  # type: ignore[arg-type]  # classes are hashable; mypy's lru_cache stub says no
 
 
 @lru_cache(maxsize=None)

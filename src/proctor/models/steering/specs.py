@@ -46,8 +46,9 @@ class ControlSpec:
         overlap = sorted({k for p in points for k in p} & set(self.params))
         if overlap:
             raise ValueError(f"ControlSpec '{self.name}': {overlap} are both fixed params and swept vars")
-        if self.search_strategy == "random" and self.num_samples < len(points):
-            keep = sorted(random.Random(self.seed).sample(range(len(points)), self.num_samples))
+        count = self.num_samples  # set when random (checked when the spec was made)
+        if self.search_strategy == "random" and count is not None and count < len(points):
+            keep = sorted(random.Random(self.seed).sample(range(len(points)), count))
             points = [points[i] for i in keep]
         return points
 
