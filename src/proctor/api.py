@@ -150,18 +150,21 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
     check_run_options(output.output_dir, output.cache, output.update, output.restart, options.data_path)
-    task_list = list(config.tasks)
-    skipped: list[dict] = []
+    skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None = None
-    if task_list and not isinstance(task_list[0], Task):
-        named = {Path(p).resolve() for p in task_list if not isinstance(p, Task) and Path(p).is_file()}
-        task_list = collect_tasks(task_list, select=config.select, options=config.dialect_options, problems=skipped)
+    paths = [p for p in config.tasks if not isinstance(p, Task)]
+    task_list = [t for t in config.tasks if isinstance(t, Task)]
+    if paths and task_list:
+        raise ProctorError("tasks are given as Task objects or as paths and names, not both in one run")
+    if paths:
+        named = {Path(p).resolve() for p in paths if Path(p).is_file()}
+        task_list = collect_tasks(paths, select=config.select, options=config.dialect_options, problems=skipped)
     task_list = apply_overrides(task_list, options.overrides, options.chat)
     variables = options.all_variables()
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
-    how = dict(limit=config.limit.value, limit_per_part=config.limit.per_part, chat=options.chat, mc_format=options.mc_format,
-               mc_shuffle_seed=options.mc_shuffle_seed, overrides=options.overrides)
+    how: dict[str, Any] = dict(limit=config.limit.value, limit_per_part=config.limit.per_part, chat=options.chat,
+                               mc_format=options.mc_format, mc_shuffle_seed=options.mc_shuffle_seed, overrides=options.overrides)
     if named is None:
         prepared = prepare_tasks(task_list, variables, **how)
     else:
@@ -234,8 +237,8 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict],
             failed.append((task.name, exc))
             skipped.append({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "prepare"})
     # each problem is printed once: when nothing could be prepared, the first is the error itself
-    for name, exc in failed if prepared else failed[1:]:
-        logging.getLogger("proctor").warning("skipping task '%s': %s", name, exc)
+    for name, error in failed if prepared else failed[1:]:
+        logging.getLogger("proctor").warning("skipping task '%s': %s", name, error)
     if not prepared and first is not None:
         raise first
     return prepared

@@ -8,7 +8,7 @@ to it; options of dialect plug-ins are added to ``run`` / ``ls`` / ``validate`` 
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -21,15 +21,18 @@ from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError
 
+if TYPE_CHECKING:
+    from click import ClickException
 
-def click_exception_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+
+def click_exception_classes() -> tuple[tuple[type[ClickException], ...], tuple[type[BaseException], ...]]:
     """(usage-error, abort) classes of plain click and of the copy typer >= 0.29 bundles.
 
     Typer raises its own copy's exceptions; a plugin or an older typer raises plain click's. Both
     must be caught, or a usage error ends in a traceback.
     """
-    errors: list[type] = []
-    aborts: list[type] = [typer.Abort]
+    errors: list[type[ClickException]] = []  # typer's copy has the same API
+    aborts: list[type[BaseException]] = [typer.Abort]
     for module in ("click.exceptions", "typer._click.exceptions"):
         try:
             found = __import__(module, fromlist=["ClickException"])

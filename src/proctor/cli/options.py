@@ -172,11 +172,9 @@ def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
                 if option.name in taken:
                     raise RuntimeError(f"dialect '{dialect.name}': option name '{option.name}' is taken")
                 taken.add(option.name)
-                extra = {"min": option.minimum} if option.minimum is not None else {}
-                if option.metavar:
-                    extra["metavar"] = option.metavar
                 panel = f"{dialect.title or dialect.name} tasks"
-                default = typer.Option(option.default, *option.flags, help=option.help, rich_help_panel=panel, **extra)
+                default = typer.Option(option.default, *option.flags, help=option.help, rich_help_panel=panel,
+                                       min=option.minimum, metavar=option.metavar or None)  # None: typer's defaults
                 added.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option.annotation))
                 annotations[option.name] = option.annotation
         names = {p.name for p in added}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import typer
 
@@ -124,7 +124,7 @@ def run(
     if base_url and not served and not uses_server_options(values):
         raise typer.BadParameter("applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url")
     chat = {"auto": None, "on": True, "off": False}[chat_template.value]
-    options = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
+    options: dict[str, object] = {"dtype": dtype.value, "device": device, "batch_size": batch_size_from(batch_size)}
     if max_length is not None:
         options["max_length"] = max_length
     if served:
@@ -144,7 +144,9 @@ def run(
         model=ModelConfig(model, options, cluster=cluster),
         select=None if tasks is None else tuple(tasks),
         dialect_options=dialect_opts,
-        limit=RowLimit(limit, per_part=False) if limit_per_part is None else RowLimit(limit_per_part, per_part=True),  # parsed by limit_option
+        # typer hands over what the callback limit_option returned: a count or a fraction (the annotation is the flag's text)
+        limit=RowLimit(cast("int | float | None", limit), per_part=False) if limit_per_part is None
+        else RowLimit(cast("int | float", limit_per_part), per_part=True),
         prepare=PrepareOptions(variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides),
         output=OutputOptions(output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)),
     )

@@ -16,6 +16,7 @@ from proctor.core.dialect import OptionContext
 from proctor.core.dialect_options import DialectOptions
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
+from proctor.core.task import Task
 
 
 def _catalogue(paths: List[Path], options: DialectOptions) -> bool:
@@ -74,9 +75,9 @@ def needs(task) -> str:
     return ", ".join(f"{kind} model" for kind in task.needs) or "-"
 
 
-def _unique_names(found: list, problems: list[dict]) -> list:
+def _unique_names(found: list[Task], problems: list[dict]) -> list[Task]:
     """Tasks of different paths that share a name (run refuses them, as results are keyed by name): one problem each."""
-    seen: dict[str, object] = {}
+    seen: dict[str, Task] = {}
     kept = []
     for task in found:
         other = seen.get(task.name)

@@ -28,7 +28,7 @@ def view(
     runs = find_runs(folder)
     server = serve(folder, port)
     host, bound = server.server_address[:2]
-    console.print(f"proctor view: {len(runs)} run(s) under {folder} at http://{host}:{bound}/ (Ctrl-C stops)", soft_wrap=True)
+    console.print(f"proctor view: {len(runs)} run(s) under {folder} at http://{str(host)}:{bound}/ (Ctrl-C stops)", soft_wrap=True)
     import signal
 
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does

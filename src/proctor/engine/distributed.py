@@ -71,7 +71,8 @@ def require_ray() -> ModuleType:
         import ray
     except ImportError:
         raise MissingDependencyError("ray", "ray", "--workers / --ray-address (data-parallel evaluation on Ray)") from None
-    return ray
+    module: ModuleType = ray  # not followed by mypy (pyproject.toml): typed here
+    return module
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ class ModelWorker:
 
         info: WorkerInfo = {
             "pid": os.getpid(),
-            "node": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # ray leaves it unannotated
+            "node": ray.util.get_node_ip_address(),
             "node_id": ray.get_runtime_context().get_node_id(),  # nodes on one host share an address
             "error": self.error,
         }

@@ -12,11 +12,11 @@ import functools
 import hashlib
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf_decode import greedy_decode
+from proctor.models.hf_decode import Decoded, greedy_decode
 from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, static_greedy_decode, supported as static_supported
 from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
 from proctor.models.memory import halving
@@ -397,9 +397,13 @@ class HFModel(Model):
                         and request.repetition_penalty == 1.0):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
-                    decode = (invariant_greedy_decode if self.batch_invariant
-                              else functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
-                              if self.decoding == "static" else functools.partial(greedy_decode, prefill_tokens=self.pack_tokens))
+                    decode: Callable[..., list[Decoded]]
+                    if self.batch_invariant:
+                        decode = invariant_greedy_decode
+                    elif self.decoding == "static":
+                        decode = functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
+                    else:
+                        decode = functools.partial(greedy_decode, prefill_tokens=self.pack_tokens)
                     decoded = halving(lambda n: decode(
                         self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
                         batch_size=n, on_finish=(lambda: progress(1)) if progress else None,
@@ -425,7 +429,7 @@ class HFModel(Model):
         CPU, 256 on CUDA); an out-of-memory error halves it and retries (``memory.halving``)."""
         config = self.model.config
         layers = getattr(config, "num_hidden_layers", 24)
-        heads = getattr(config, "num_key_value_heads", None) or getattr(config, "num_attention_heads", 16)
+        heads = getattr(config, "num_key_value_heads", 0) or getattr(config, "num_attention_heads", 16)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // getattr(config, "num_attention_heads", 16)
         per_token = 2 * layers * heads * head_dim * self.model.dtype.itemsize
         if self.device.startswith("cuda"):

@@ -18,7 +18,6 @@ padding in every row are cut off as rows leave, so the cache stays as wide as it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable, Sequence
 
 
@@ -35,18 +34,22 @@ class DecodingRow:
     generated: list[int] = field(default_factory=list)
 
 
-def cache_keyword(model) -> str:
+def cache_keyword(model: object) -> str:
     """The keyword a model's forward takes its key/value cache by: ``cache`` in newer transformers
     (where ``past_key_values`` is deprecated, to be removed in 5.40), ``past_key_values`` before.
     Read off the class (a hooked instance's ``forward`` may be a ``*args, **kwargs`` wrapper)."""
-    return _cache_keyword(type(model))
-
-
-@lru_cache(maxsize=None)
-def _cache_keyword(cls) -> str:
     import inspect
 
-    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+    cls = type(model)
+    keyword = _CACHE_KEYWORDS.get(cls)
+    if keyword is None:
+        keyword = "cache" if "cache" in inspect.signature(getattr(cls, "forward")).parameters else "past_key_values"
+        _CACHE_KEYWORDS[cls] = keyword
+    return keyword
+
+
+# model class -> its cache keyword: a plain dict, as mypy's lru_cache stub takes no class as a key
+_CACHE_KEYWORDS: dict[type, str] = {}
 
 
 def output_cache(out):

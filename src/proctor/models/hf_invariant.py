@@ -21,11 +21,14 @@ The fixed shapes are also what CUDA graphs need; the GPU cost is not measured ye
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from proctor.core.errors import ModelLoadError
 from proctor.models.hf_decode import Decoded, Decoder, DecodingRow, cache_is_plain, cache_keyword, output_cache
 from proctor.models.hf_static import COLUMNS, attention_mask, cache_width, slot_layer_class
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 ROWS = 8  # rows in every CPU decoding step (the default --batch-size: no padding rows there)
 GPU_ROWS = 64  # on CUDA, where a step's cost hardly grows with its rows (a guess: not measured yet)
@@ -50,7 +53,7 @@ class _Lane:
         self.capacity = capacity  # slots that may hold a sequence (the others stay padding rows)
         self.rows: list[DecodingRow | None] = [None] * size
         self.columns = torch.zeros(size, dtype=torch.long, device=device)  # each row's next column
-        self.cache = None
+        self.cache: Cache | None = None  # made by the first prefill
         self.width = 0
 
     def free(self) -> list[int]:
@@ -65,6 +68,7 @@ class _Lane:
 
         if width == self.width:
             return
+        assert self.cache is not None  # resized only after the first prefill made it
         for layer in self.cache.layers:
             for name in ("keys", "values"):
                 tensor = getattr(layer, name)
@@ -123,7 +127,8 @@ class _InvariantDecoder(Decoder):
         import torch
 
         live = lane.live()
-        lane.resize(cache_width(max(lane.rows[slot].next_position for slot in live) + 1))
+        rows = [row for row in (lane.rows[slot] for slot in live) if row is not None]  # all of them: live slots
+        lane.resize(cache_width(max(row.next_position for row in rows) + 1))
         pad = self.tokenizer.pad_token_id
         feed = torch.tensor([[row.generated[-1] if row else pad] for row in lane.rows], device=self.device)
         for slot in range(lane.size):
@@ -134,11 +139,10 @@ class _InvariantDecoder(Decoder):
             input_ids=feed, attention_mask=attention_mask(self.model, mask[:, None, None, :]), position_ids=lane.columns[:, None].clone(),
             use_cache=True, **{cache_keyword(self.model): lane.cache},
         )
-        rows = [lane.rows[slot] for slot in live]
         going = set(self.take(rows, out.logits[live, -1]))
         for k, slot in enumerate(live):
             if k in going:
-                lane.rows[slot].next_position += 1
+                rows[k].next_position += 1
                 lane.columns[slot] += 1
             else:
                 lane.rows[slot] = None

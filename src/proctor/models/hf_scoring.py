@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from proctor.models.forward_plan import ForwardCall, ForwardLayout, layout_for, 
 from proctor.models.memory import halving, is_out_of_memory
 from proctor.models.packing import PackedRow, ScoringItem, aligned, pack
 from proctor.models.vocab_head import VocabularyHead
+
+if TYPE_CHECKING:
+    import torch
 
 # Part of the model fingerprint: raise it with any change here, in ``packing`` or in ``vocab_head``
 # that can move a log-prob's bits, so stored answers of the old code are not mixed with new ones.
@@ -131,8 +134,8 @@ def _retry_in_halves(runner: "_CallRunner", call: ForwardCall, out: list, on_row
 class _Launched:
     """A forward call in flight: its values on their way to the host, and how to unpack them."""
 
-    values: object  # [2, targets] float32 (host tensor; on CUDA pinned, valid once ``ready`` has fired)
-    ready: object  # a CUDA event, or None (CPU: already there)
+    values: torch.Tensor  # [2, targets] float32 (host tensor; on CUDA pinned, valid once ``ready`` has fired)
+    ready: torch.cuda.Event | None  # None: CPU (already there)
     items: list[tuple[int, int, int]]  # (item index, first value, end value) in the unpacked order
     order: np.ndarray  # value k of the device's block order belongs at position order[k]
     scored: int  # items (requests) scored in the call: progress

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from proctor.models.hf_decode import MIN_SHARED, Decoded, Decoder, DecodingRow, _prefill_group, _shared_prefix, cache_keyword
+
+if TYPE_CHECKING:
+    from transformers import Cache
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class _Slots:
         self.columns = torch.zeros(size, dtype=torch.long, device=device)  # each slot's next column (= position)
         self.feed = torch.zeros((size, 1), dtype=torch.long, device=device)  # each slot's newest token
         self.live = torch.zeros(size, dtype=torch.bool, device=device)
-        self.cache = None
+        self.cache: Cache | None = None  # made by the first prefill
         self.index = torch.arange(width, device=device)
 
     def free(self) -> list[int]:

@@ -84,9 +84,10 @@ class HFVisionModel(Model):
                 "hf-vision: takes a local folder (or hub id) with an image-text-to-text model and its processor."
             ) from None
         self.model.to(self.device).eval()
-        self.tokenizer = getattr(self.processor, "tokenizer", None)
-        if self.tokenizer is None:
+        tokenizer = getattr(self.processor, "tokenizer", None)
+        if tokenizer is None:
             raise ModelLoadError(f"the processor of '{self.path}' has no tokenizer")
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.dtype = str(self.model.dtype).replace("torch.", "")

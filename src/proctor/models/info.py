@@ -18,7 +18,7 @@ def model_info(model: Any) -> dict:
         if isinstance(value, (int, str)):
             info[key] = value
     module = getattr(model, "model", None)
-    if hasattr(module, "num_parameters"):
+    if module is not None and hasattr(module, "num_parameters"):
         try:
             info["num_parameters"] = int(module.num_parameters())
         except Exception:  # a backend's own wrapper; the count is informative only

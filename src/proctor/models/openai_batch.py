@@ -102,7 +102,7 @@ class _Submission:
     round: int
     key: str = ""
     content: bytes = b""
-    batch: dict | None = None
+    batch_id: str = ""  # set by BatchRunner._submit, before the submission is polled
 
 
 def _custom_ids(calls: list[tuple[int, dict]]) -> dict[str, tuple[int, dict]]:
@@ -177,7 +177,7 @@ class BatchRunner:
             still: list[_Submission] = []
             moved = False  # a batch finished in this pass
             for submission in pending:
-                batch = self.client.get(f"/batches/{submission.batch['id']}")
+                batch = self.client.get(f"/batches/{submission.batch_id}")
                 if str(batch.get("status")) not in TERMINAL:
                     still.append(submission)
                     continue
@@ -206,20 +206,21 @@ class BatchRunner:
                 batch = self.client.get(f"/batches/{known['batch_id']}")
                 if batch.get("status") != "failed":
                     log.info("picking up batch %s (%d requests) left pending by an earlier run", batch["id"], len(lines))
-                    submission.batch = batch
+                    submission.batch_id = batch["id"]
                     return submission
             except ApiError as exc:
                 if exc.status not in (404,):
                     raise
             self._journal.forget(submission.key)
         uploaded = self.client.upload("/files", f"proctor-{submission.key[:16]}.jsonl", submission.content, {"purpose": "batch"})
-        submission.batch = self.client.request("POST", "/batches", json={
+        batch = self.client.request("POST", "/batches", json={
             "input_file_id": uploaded["id"], "endpoint": url, "completion_window": COMPLETION_WINDOW,
             "metadata": {"proctor_key": submission.key[:64]},
         })
-        self._journal.put(submission.key, {"batch_id": submission.batch["id"], "input_file_id": uploaded["id"],
+        submission.batch_id = batch["id"]
+        self._journal.put(submission.key, {"batch_id": batch["id"], "input_file_id": uploaded["id"],
                                            "base_url": self.base_url, "requests": len(lines), "created": time.time()})
-        log.info("batch %s: %d requests to %s", submission.batch["id"], len(lines), url)
+        log.info("batch %s: %d requests to %s", batch["id"], len(lines), url)
         return submission
 
     def _collect(self, submission: _Submission, batch: dict) -> _Submission | None:

@@ -226,7 +226,7 @@ class OpenAIModel(Model):
         messages = decode_chat(r.prompt)
         if messages is None and (self.endpoint == "chat" or r.images):  # images travel only on the chat endpoint
             messages = [{"role": "user", "content": r.prompt}]
-        if r.images:
+        if r.images and messages is not None:  # (it is: set above for images)
             messages = with_image_parts(messages, r.images)
         if messages is not None:
             return "/chat/completions", {**params, "messages": messages}
@@ -281,7 +281,10 @@ class OpenAIModel(Model):
             return "none", "chat endpoint: no prompt log-probs"
         reasons = []
         for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
-            result = self_check(lambda text, m=mode: self._score_prompts([text], m)[0], self._next_tokens)
+            def score_one(text: str, m: str = mode):  # this mode, not the loop's last
+                return self._score_prompts([text], m)[0]
+
+            result = self_check(score_one, self._next_tokens)
             if result.ok:
                 return mode, f"self-check passed: {result.reason}"
             reasons.append(f"{mode}: {result.reason}")
@@ -374,7 +377,7 @@ class OpenAIModel(Model):
         top = self._next_tokens(context, self.top_k, max_retries=None)
         if not top:
             raise ProctorError(f"'{self.shown_url}' returned no top_logprobs")
-        best = max(top, key=top.get)
+        best = max(top, key=top.__getitem__)
         if continuation in top:
             lp = float(top[continuation])
             return LoglikelihoodResult(lp, (lp,), continuation == best)
@@ -433,18 +436,22 @@ class BatchedOpenAIModel(OpenAIModel):
     # a chunk is a batch: a kill loses nothing of it (the journal keeps the batch id), so chunks are large;
     # on a server without the Batch API, the online model's chunks
     @property
-    def chunk_requests(self) -> int:
+    def chunk_requests(self) -> int | None:
         from proctor.models.openai_batch import BATCH_CHUNK
 
         return BATCH_CHUNK if self.batch_available() else self._online_chunk
 
     @chunk_requests.setter
-    def chunk_requests(self, value: int) -> None:
+    def chunk_requests(self, value: int | None) -> None:
         self._online_chunk = value
 
     @property
     def large_chunks(self) -> bool:
         return self.batch_available()
+
+    @large_chunks.setter
+    def large_chunks(self, value: bool) -> None:  # Model's is an attribute: refused, as a property without setter is
+        raise AttributeError("large_chunks follows the Batch API (read only)")
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         out: list[list[GenerateResult]] = [[]]

@@ -73,7 +73,9 @@ def parse_prompt_logprobs(choice: dict, prompt: str) -> PromptTokens | None:
     data = choice.get("prompt_logprobs")
     if not isinstance(data, list) or not data:
         return None
-    tokens, lps, greedy = [], [], []
+    tokens: list[str] = []
+    lps: list[float | None] = []  # None: the first token, which has no log-prob
+    greedy: list[bool] = []
     for entry in data:
         if entry is None:
             tokens.append("")

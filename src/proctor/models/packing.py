@@ -169,6 +169,7 @@ def pack(items: Sequence[ScoringItem], budget: int, lookahead: int = 0) -> list[
 
     def add(group: tuple[int, int], first: int) -> None:
         nonlocal last
+        assert row is not None  # a group is added to the row opened for it
         k, end = group
         for j in range(k, end):
             i = order[j]

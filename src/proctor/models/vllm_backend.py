@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf import HFModel, _weights_digest, bos_rule
+from proctor.models.hf import _weights_digest, bos_rule
+from proctor.models.hf_scoring import encode_pairs, split_whitespace
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -85,7 +86,7 @@ class VLLMModel(Model):
         self.large_chunks = True  # exempt from the engine's 64-request cap: on a GPU 1024 requests are seconds of work
         local = Path(self.path)
         if local.is_dir():
-            self._content = _weights_digest(local)
+            self._content: str | None = _weights_digest(local)
         else:
             self._content = None
 
@@ -109,7 +110,8 @@ class VLLMModel(Model):
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def encode_pair(self, context: str, continuation: str, move_whitespace: bool = True) -> tuple[list[int], list[int]]:
-        return HFModel.encode_pair(self, context, continuation, move_whitespace)  # the same split, same BOS rule
+        pair = split_whitespace(context, continuation, move_whitespace)  # the HF backend's split and BOS rule
+        return encode_pairs(self.tokenizer, [pair], self.add_bos, self.prefix_token_id)[0]
 
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         if not self.has_chat_template:

@@ -30,7 +30,10 @@ def peek(path: Path) -> Any:
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    def function_tag(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+        return f"!function {loader.construct_scalar(node)}"
+
+    Loader.add_constructor("!function", function_tag)
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
@@ -73,7 +76,7 @@ class LmEvalOptions(BaseOptions):
     lmeval_bootstrap_iters: Annotated[Optional[StrictInt], cli(
         "--bootstrap-iters", type=Optional[int], metavar="N",
         help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
-             "0: no standard errors).")] = Field(None, ge=0)
+             "0: no standard errors).")] = Field(default=None, ge=0)
 
     @field_validator("lmeval_data", mode="before")
     @classmethod

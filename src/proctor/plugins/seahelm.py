@@ -71,7 +71,7 @@ class SeaHelmOptions(BaseOptions):
             help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
     ] = None
     seahelm_runs: Annotated[int, cli(
-        "--seahelm-runs", metavar="N", help="SEA-HELM: seeded runs per task, bootstrapped per question.")] = Field(1, ge=1)
+        "--seahelm-runs", metavar="N", help="SEA-HELM: seeded runs per task, bootstrapped per question.")] = Field(default=1, ge=1)
     seahelm_tasks: Annotated[Optional[Union[str, List[str]]], cli(
         "--seahelm-tasks", type=Optional[List[str]], metavar="SET", commands=_RUN_LS,
         help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).")] = None
@@ -87,7 +87,7 @@ class SeaHelmOptions(BaseOptions):
     reasoning: Annotated[bool, cli(
         "--reasoning-model", commands=_RUN_LS, help="SEA-HELM: add the thinking budget and strip thinking before scoring.")] = False
     seahelm_max_tokens: Annotated[Optional[int], cli(
-        "--seahelm-max-tokens", metavar="N", help="SEA-HELM: cap every language's max_tokens (quick runs).")] = Field(None, ge=1)
+        "--seahelm-max-tokens", metavar="N", help="SEA-HELM: cap every language's max_tokens (quick runs).")] = Field(default=None, ge=1)
     # overrides judge.judge_generation_kwargs (e.g. {"max_tokens": N})
     seahelm_judge_generation: Annotated[Optional[dict[str, Any]], cli(
         "--seahelm-judge-max-tokens", name="seahelm_judge_max_tokens", type=Optional[int], metavar="N", default=None, minimum=1,

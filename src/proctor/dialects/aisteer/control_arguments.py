@@ -54,9 +54,10 @@ def resolve_overrides(
         if evaluation_data is None:
             row, where = item, f"prompt {index}"
         elif "id" in item:
-            row = by_id.get(_key(item["id"]))
-            if row is None:
+            found = by_id.get(_key(item["id"]))
+            if found is None:
                 raise ValueError(f"runtime_overrides: prompt {index} has id {item['id']!r}, which no evaluation row has")
+            row = found
             where = f"evaluation row with id {item['id']!r}"
         elif len(evaluation_data) == len(prompt_data):
             row, where = evaluation_data[index], f"evaluation row {index}"

@@ -204,12 +204,14 @@ def batch_retry_generate(
         todo = [i for i in todo if parsed[i] is None]
         if todo and attempt < max_retries:
             log.info("retrying %d unparsed item(s) (round %d of %d)", len(todo), attempt + 1, max_retries)
-    raw = [o.text for o in outputs]  # type: ignore[union-attr]
+    done = [o for o in outputs if o is not None]
+    assert len(done) == len(outputs)  # the first round generated for every item
+    raw = [o.text for o in done]
     if return_outputs:
         records = [
             {"text": o.text, "finish_reason": o.finish_reason, "prompt_tokens": o.prompt_tokens,
              "completion_tokens": o.completion_tokens, "rendered_prompt": o.rendered_prompt}
-            for o in outputs  # type: ignore[union-attr]
+            for o in done
         ]
         return parsed, raw, records
     if return_raw:

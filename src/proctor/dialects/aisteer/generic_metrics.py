@@ -54,15 +54,15 @@ What is your score?
 class Factuality(LLMJudgeMetric):
     """A judge rates each response's factual accuracy with respect to its prompt, 1 to 5."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, prompt_template=FACTUALITY_PROMPT, scale=(1, 5), **kwargs)
+    def __init__(self, model_or_id: Any, **kwargs: Any) -> None:
+        super().__init__(model_or_id, prompt_template=FACTUALITY_PROMPT, scale=(1, 5), **kwargs)
 
 
 class Relevance(LLMJudgeMetric):
     """A judge rates how well each response addresses its prompt, 1 to 5."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, prompt_template=RELEVANCE_PROMPT, scale=(1, 5), **kwargs)
+    def __init__(self, model_or_id: Any, **kwargs: Any) -> None:
+        super().__init__(model_or_id, prompt_template=RELEVANCE_PROMPT, scale=(1, 5), **kwargs)
 
 
 def _model_and_tokenizer(model_or_id: Any, tokenizer: Any, load: Any) -> tuple[Any, Any]:

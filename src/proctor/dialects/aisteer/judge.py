@@ -51,7 +51,10 @@ def read_score(text: str, scale: tuple[float, float]) -> float:
 
 def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, Any], float]]:
     """``(format instructions, parse_fn(text, scale))`` for a JSON ``score`` in ``scale`` (AISteer360's helper)."""
-    return format_instructions(*scale), lambda text, _scale=None: read_score(text, scale)
+    def parse_fn(text: str, _scale: Any = None) -> float:
+        return read_score(text, scale)
+
+    return format_instructions(*scale), parse_fn
 
 
 class LLMJudgeMetric(Metric):

@@ -80,10 +80,15 @@ class MCQAAccuracy(Metric):
         return result
 
 
+def _mean_of(values: Sequence[float]) -> float:
+    """``mean`` of values known to be there (the same sum / len, never None)."""
+    return sum(values) / len(values)
+
+
 def _bias(responses: list[Any], positions: list[Any]) -> float:
     """mean over ``positions`` of |share of the position among ``responses`` − 1/K|, K = len(positions)."""
     expected = 1.0 / len(positions)
-    return mean([abs(sum(1 for r in responses if r == p) / len(responses) - expected) for p in positions])
+    return _mean_of([abs(sum(1 for r in responses if r == p) / len(responses) - expected) for p in positions])
 
 
 class MCQAPositionalBias(Metric):
@@ -136,6 +141,8 @@ class MCQACalibration(Metric):
     ``numpy.linspace`` makes them), so a confidence on an edge lands in the same bin.
     """
 
+    n_bins: int  # an attribute once Metric.__init__ has run
+
     def __init__(self, n_bins: int = 10, **extras: Any) -> None:
         if n_bins < 1:
             raise ValueError("n_bins must be at least 1")
@@ -171,10 +178,10 @@ class MCQACalibration(Metric):
                 raise ValueError(f"confidence {conf} is outside [0, 1]")
             bins[bisect.bisect_right(inner_edges, conf)].append((conf, correct))
         ece = sum(
-            len(b) / len(items) * abs(mean([c for _, c in b]) - mean([p for p, _ in b])) for b in bins if b
+            len(b) / len(items) * abs(_mean_of([c for _, c in b]) - _mean_of([p for p, _ in b])) for b in bins if b
         )
-        accuracy = mean([c for _, c in items])
-        avg_conf = mean([p for p, _ in items])
+        accuracy = _mean_of([c for _, c in items])
+        avg_conf = _mean_of([p for p, _ in items])
         return {
             "ece": ece,
             "accuracy": accuracy,

@@ -91,7 +91,9 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
         kwargs = dict(settings.use_case_kwargs)
         if limit:
             kwargs["num_samples"] = limit
-        metrics = build_metrics(settings.evaluation_metrics, module, path)
+        specs = settings.evaluation_metrics
+        assert specs is not None  # checked above
+        metrics = build_metrics(specs, module, path)
         try:
             built = classes[0](evaluation_data=settings.evaluation_data, evaluation_metrics=metrics, **kwargs)
         except TaskDefinitionError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -83,9 +83,9 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise TaskDefinitionError(f"'{key}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=str(key))
-        if snake in MINIMUMS and value < MINIMUMS[snake]:
+        if snake in MINIMUMS and isinstance(value, int) and value < MINIMUMS[snake]:  # counts: ints by FIELDS
             raise TaskDefinitionError(f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key))
-        if snake == "module" and value is not None and not _is_class_reference(value):
+        if snake == "module" and isinstance(value, str) and not _is_class_reference(value):  # else None
             raise TaskDefinitionError(f"'module' names a class as 'package.module.Class' or 'file.py:Class', got {value!r}",
                                       file=path, line=line, field=str(key))
         config[snake] = value
@@ -116,7 +116,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
     return config, lines
 
 
-def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: str) -> list[DataSpec]:
+def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
     relative = f"{config['path'].rstrip('/')}/{pattern}"
     if Path(config["path"]).expanduser().is_absolute():
         return [DataSpec(path=relative, format=fmt)]
@@ -126,7 +126,7 @@ def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: str) -> 
 def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str, yaml_dir: Path) -> dict[str, Any]:
     kind = TYPES[config["type"]]
     raw_text = config["type"] == "lm" and not pattern.endswith(_JSON_SUFFIXES)
-    fmt = "text" if raw_text else "jsonl"
+    fmt: Literal["text", "jsonl"] = "text" if raw_text else "jsonl"
     spec: dict[str, Any] = {
         "name": name,
         "kind": kind,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from typing import List
+from typing import Any, Callable, List
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def special_for_dataset(predictions, examples):
     return True
 
 
-DEFAULT_METRICS = defaultdict(lambda: special_for_dataset)
+DEFAULT_METRICS: defaultdict[str, Callable[..., Any]] = defaultdict(lambda: special_for_dataset)  # name -> f(predictions, examples)
 DEFAULT_METRICS.update(
     {
         "EM": qa_exact_match,

@@ -26,26 +26,27 @@ def _stand_ins() -> dict[str, types.ModuleType]:
     modules = {"configs": configs, "tasks": tasks, "model": model, "dataset": dataset, "metrics": metrics, "utils": utils}
     for name in ("TaskType", "BaseConfig", "MultiChoiceTaskConfig", "GenerationTaskConfig", "LanguageModelTaskConfig"):
         setattr(package, name, getattr(configs, name))
-    package.ModelForEvaluation = model.ModelForEvaluation
+    setattr(package, "ModelForEvaluation", model.ModelForEvaluation)
     for name in ("BaseTask", "GenerationTask", "MultiChoiceTask", "LanguageModelTask"):
         setattr(package, name, getattr(tasks, name))
     for name in ("EvaluationDataset", "GenerationTaskDataset", "MultiChoiceTaskDataset", "LanguageModelTaskDataset"):
         setattr(package, name, getattr(dataset, name))
-    package.qa_evaluate = metrics.qa_evaluate
-    package.print_rank_0 = utils.print_rank_0
-    package.DEFAULT_CLASS = {
+    setattr(package, "qa_evaluate", metrics.qa_evaluate)
+    setattr(package, "print_rank_0", utils.print_rank_0)
+    setattr(package, "DEFAULT_CLASS", {
         configs.TaskType.GENERATION: tasks.GenerationTask,
         configs.TaskType.MULTICHOICE: tasks.MultiChoiceTask,
         configs.TaskType.LANGUAGE_MODEL: tasks.LanguageModelTask,
-    }
+    })
     out = {"evaluation": package}
     for part, module in modules.items():
         setattr(package, part, module)
         out[f"evaluation.{part}"] = module
     generation = types.ModuleType("generation", "proctor's stand-in for GLM-130B's generation package")
     generation.__path__ = []
-    generation.BaseStrategy, generation.BeamSearchStrategy = strategies.BaseStrategy, strategies.BeamSearchStrategy
-    generation.strategies = strategies
+    for name in ("BaseStrategy", "BeamSearchStrategy"):
+        setattr(generation, name, getattr(strategies, name))
+    setattr(generation, "strategies", strategies)
     out["generation"], out["generation.strategies"] = generation, strategies
     return out
 

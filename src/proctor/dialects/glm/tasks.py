@@ -163,6 +163,7 @@ class GenerationTask(BaseTask, ABC):
     def __init__(self, model, tokenizer, config: GenerationTaskConfig):
         super().__init__(model, tokenizer, config)
         end_tokens = [tokenizer.get_command("eop"), tokenizer.get_command("eos")]
+        self.strategy: BaseStrategy | BeamSearchStrategy
         if self.config.sampling_strategy == "BaseStrategy":
             self.strategy = BaseStrategy(batch_size=self.config.micro_batch_size, temperature=1.0, top_k=1, end_tokens=end_tokens)
         elif self.config.sampling_strategy == "BeamSearchStrategy":

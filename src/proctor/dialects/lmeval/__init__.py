@@ -103,7 +103,7 @@ def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> li
     tm = catalogue.manager(include, defaults=bool(members) or bool(options.lmeval_include))
     entry = tm.task_index.get(own)
     # by name when the index holds this very file (lm-eval names a group loaded by path after its task list)
-    spec = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
+    spec: str | Path = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
     leaves = catalogue.resolve(spec, tm, options.trust_task_code, str(folder))
     mapping = _mapping(options)
     return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in leaves]

@@ -68,8 +68,9 @@ def folder_of(name: str) -> Path | None:
         for n, e in tm.task_index.items():  # a tag lives where its tasks do, when they share a folder
             if e.yaml_path is None and e.tags:
                 folders = {index.get(t) for t in e.tags}
-                if len(folders) == 1 and None not in folders:
-                    index[n] = folders.pop()
+                shared = folders.pop() if len(folders) == 1 else None
+                if shared is not None:
+                    index[n] = shared
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
             tmp = file.with_suffix(".tmp")

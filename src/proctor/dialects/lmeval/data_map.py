@@ -26,6 +26,7 @@ def parse_key(key: str) -> tuple[str, str | None, str | None]:
     if len(parts) > 3 or not parts[0]:
         raise ValueError(f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT or ID::SPLIT, got '{key}'")
     dataset, config, split = (parts + [None, None])[:3]
+    assert dataset is not None  # parts[0], checked above
     return dataset, config or None, split or None
 
 
@@ -113,7 +114,8 @@ class Splits(dict):
 
     def __init__(self, dataset: str, config: str | None, splits: dict[str, Any], needed: set[str]) -> None:
         super().__init__(splits)
-        self.dataset, self.config, self.needed, self.missing = dataset, config, needed, set()
+        self.dataset, self.config, self.needed = dataset, config, needed
+        self.missing: set[str] = set()
         self.source: Any = None  # the task file asking, named in errors
 
     def __missing__(self, split: str) -> Any:

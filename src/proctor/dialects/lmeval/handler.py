@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
 from proctor.dialects.lmeval.hook_errors import task_error
@@ -111,6 +112,8 @@ def _shown(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
 
 class _LmEvalRunner:
     """Shared by the three handler classes (one per proctor kind)."""
+
+    spec: TaskSpec  # the task's spec (set by the kinds.custom base the handler classes also derive from)
 
     def _setup(self, options: LmEvalTaskOptions) -> None:
         self.task: Any = None

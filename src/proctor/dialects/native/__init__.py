@@ -23,7 +23,7 @@ def _field_from_message(message: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _validate(raw: LineDict, merged: dict, path: Path) -> TaskSpec:
+def _validate(raw: dict, merged: dict, path: Path) -> TaskSpec:  # raw: a LineDict from YAML names lines
     try:
         return TaskSpec.model_validate(merged)
     except ValidationError as exc:
@@ -70,7 +70,8 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
             raise TaskDefinitionError("each task must be a mapping", file=path, line=getattr(entry, "line", None), field="tasks")
         spec = _validate(entry, {**defaults, **entry}, path)
         if spec.name in names:
-            raise TaskDefinitionError(f"duplicate task name '{spec.name}'", file=path, line=entry.line_of("name"), field="name")
+            line = entry.line_of("name") if isinstance(entry, LineDict) else None
+            raise TaskDefinitionError(f"duplicate task name '{spec.name}'", file=path, line=line, field="name")
         names.add(spec.name)
         lines = {key: entry.line_of(key) for key in entry} if isinstance(entry, LineDict) else {}
         if isinstance(entry, LineDict) and isinstance(entry.get("fewshot"), LineDict):

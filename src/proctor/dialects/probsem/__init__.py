@@ -22,7 +22,7 @@ from typing import Any
 from proctor.core.dialect import NoOptions
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, TaskSpec
+from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8
 from proctor.plugins.probsem import ProbsemOptions
 
@@ -177,7 +177,7 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
         target_delimiter="",
         unscored_target=-1,
         choice_normalization="sqrt_tokens",  # the branch's Model.score(normalize=True): logp / sqrt(n)
-        metrics=["distribution_acc"],
+        metrics=[MetricSpec(name="distribution_acc")],
         handler=HandlerSpec(name="probsem.cogsci2023", options=NoOptions()),
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
@@ -213,7 +213,7 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
         unscored_target=-1,
         choice_normalization="tokens" if norm else "none",
         choice_temperature=temp,
-        metrics=["distribution_acc"],
+        metrics=[MetricSpec(name="distribution_acc")],
         exports=[ExportSpec(format="choices_csv", options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT})],
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})

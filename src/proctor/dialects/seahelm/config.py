@@ -94,7 +94,9 @@ def load_tree(start: Path) -> ConfigTree:
             raise TaskDefinitionError("a task config must be a mapping", file=owners[task_id], field=str(task_id))
         tasks[task_id] = resolved
     root = troot.parent if troot is not None else files[0].parent
-    constants, reasoning, task_sets = {}, {}, {}
+    constants: dict[str, Any] = {}  # the YAML files' mappings
+    reasoning: dict[str, Any] = {}
+    task_sets: dict[str, Any] = {}
     if troot is not None:
         if (troot / "task_config.yaml").is_file():
             task_sets = _read(troot / "task_config.yaml") or {}

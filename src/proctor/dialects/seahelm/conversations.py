@@ -3,9 +3,10 @@ checked as chat messages; proctor builds the others from ``prompts`` + ``prompt_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import RowList, as_rows
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 
 def _messages(conversation: Any, where: str, source: Any, index: int) -> list[dict] | None:
@@ -38,6 +39,12 @@ def _row_id(row: dict, index: int) -> str:
 class ReadyConversations:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``task_id``, ``lang``,
     ``config`` and ``options``)."""
+
+    options: SeaHelmTaskOptions
+    task_id: str
+    lang: str
+    config: dict
+    _plugin_call: Callable[..., Any]
 
     def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
         """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),

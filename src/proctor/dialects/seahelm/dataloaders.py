@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 
@@ -180,7 +180,7 @@ class AbstractDataloader:
         self.dataset: Any = None
         self.example_dataset: Any = None
         self.inference_df: Any = None
-        self.conversations = None
+        self.conversations: list | None = None
         self.num_turns = None
         self.seed = None
 
@@ -277,7 +277,7 @@ class AbstractDataloader:
                               for r in as_rows(self.dataset) if len(r.get("prompts") or [{}]) >= turn]
         return self.conversations
 
-    prepare_conversations_for_inference.__proctor_template__ = True  # proctor's own: not a ready-made conversation
+    setattr(prepare_conversations_for_inference, "__proctor_template__", True)  # proctor's own: not a ready-made conversation
 
     def update_individual_scores(self, scores: list) -> None:
         if self.inference_df is not None:
@@ -349,6 +349,14 @@ class JudgeDataloader:
     ``f(row, idx) -> {"conversations": [...], "custom_ids": [...]}``; proctor sends those conversations to
     the judge model and writes ``{"custom_ids", "responses"}`` lines to ``get_judge_batch_response_filepath()``
     before the metric runs (rows carry the model's ``responses``)."""
+
+    # what the dataloader it is mixed into (AbstractDataloader) provides
+    task_config: TaskConfig
+    task_name: str
+    lang: str
+    specific_task_config: dict
+    dataset: Any
+    get_parent_folder: Callable[[], str]
 
     def _judge_folder(self) -> str:
         import os

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import RowList
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,10 @@ class JudgeSource:
 class Judging:
     """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
     ``resources`` and the ``executor`` the engine handed it)."""
+
+    options: SeaHelmTaskOptions
+    config: dict
+    _plugin_call: Callable[..., Any]
 
     def judge_usage(self) -> dict | None:
         """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""

@@ -116,7 +116,9 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
         self.with_reference = set(cfg.get("categories_with_reference") or ["math", "reasoning", "coding"])
         self.judge_config = cfg.get("judge") or {}
 
-    def extract_response(self, response: Any) -> Any:
+    def extract_response(
+        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+    ) -> list[str]:  # every turn's answer, as given: no regex
         return [("" if r is None else str(r)) for r in list(response)]
 
     def parse(self, text: str) -> str | None:
@@ -209,7 +211,9 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         self.judge_config = task_config.config.get("judge") or {}
         self.classifications = {str(k).upper(): float(v) for k, v in (self.judge_config.get("classifications") or self.DEFAULT).items()}
 
-    def extract_response(self, response: Any) -> Any:
+    def extract_response(
+        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+    ) -> list[str]:  # every turn's answer, as given: no regex
         return [("" if r is None else str(r)) for r in list(response)]
 
     def parse(self, text: str) -> str | None:

@@ -27,9 +27,12 @@ def answer_tag_separator(template: dict) -> str:
     """The text between ``{answer_tag}`` and ``{label}`` in ``answer_template`` (TaskConfig.get_generation_kwargs),
     else the template's ``answer_tag_separator``, else one space."""
     try:
-        return re.search("(?<={answer_tag})(.*)(?={label})", template["answer_template"]).group(1)
-    except Exception:  # no answer_template, or no {answer_tag}...{label} in it: SEA-HELM's fallback
+        found = re.search("(?<={answer_tag})(.*)(?={label})", template["answer_template"])
+    except Exception:  # no answer_template: SEA-HELM's fallback (below)
+        found = None
+    if found is None:  # or no {answer_tag}...{label} in it
         return template.get("answer_tag_separator", " ")
+    return found.group(1)
 
 
 def _is_null(value: Any) -> bool:

@@ -97,9 +97,12 @@ class SeaHelmMetric:
     def normalize_answer(text: str) -> str:
         return normalize_answer(text)
 
-    def extract_response(self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True) -> str | None:
+    def extract_response(
+        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+    ) -> str | list[str] | None:
         """The regex's group 1 in the first response, stripped; on no match (or an empty group) the
-        whole response, or None when ``return_original_response_on_failure`` is false."""
+        whole response, or None when ``return_original_response_on_failure`` is false. (A judge
+        metric keeps every turn's answer: a list.)"""
         text = response[0] if isinstance(response, (list, tuple)) or hasattr(response, "tolist") and not isinstance(response, str) else response
         if text is None or (isinstance(text, float) and math.isnan(text)):
             return None

@@ -97,10 +97,10 @@ def _src_modules() -> dict[str, types.ModuleType]:
     for name, classes in _ALIASES.items():
         for cls in classes:
             setattr(module(name), cls, BUILTIN_CLASSES[cls])
-    module("src.metrics.logprob_metric").LogProbMetric = _builtin_logprob()
-    module("src.task_config").TaskConfig = dataloaders.TaskConfig
-    module("src.dataloaders.base_dataloader").ConfigDict = dataloaders.ConfigDict
-    module("src.base_logger").get_logger = logging.getLogger
+    setattr(module("src.metrics.logprob_metric"), "LogProbMetric", _builtin_logprob())
+    setattr(module("src.task_config"), "TaskConfig", dataloaders.TaskConfig)
+    setattr(module("src.dataloaders.base_dataloader"), "ConfigDict", dataloaders.ConfigDict)
+    setattr(module("src.base_logger"), "get_logger", logging.getLogger)
     return modules
 
 
@@ -150,5 +150,5 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
 
         patch_module(module)  # its load_dataset(<hub id>, ...) reads local copies, never the hub
         task_code_env.patch_module(module)  # AutoTokenizer: the evaluated model's; Dataset.map in-process
-    cls.__proctor_source__ = str(path)
+    setattr(cls, "__proctor_source__", str(path))  # read back with getattr (task.py, conversations.py)
     return cls

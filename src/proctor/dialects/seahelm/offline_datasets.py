@@ -51,7 +51,7 @@ def _to_dataset(rows: list[dict]):
     return Dataset.from_list([dict(r) for r in rows])
 
 
-def _files(data_files: Any, split: str | None) -> list[str]:
+def _files(data_files: Any, split: str | None) -> list[str | Path]:
     if data_files is None:
         return []
     if isinstance(data_files, dict):
@@ -125,6 +125,7 @@ class _DatasetsProxy(types.ModuleType):
 def patch_module(module: types.ModuleType) -> None:
     """Point a task-folder module's ``load_dataset`` / ``datasets`` / ``snapshot_download`` /
     ``huggingface_hub`` names at the offline versions."""
+    huggingface_hub: types.ModuleType | None
     try:
         import huggingface_hub
     except ImportError:

@@ -12,7 +12,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
-from proctor.dialects.seahelm.dataloaders import RowList, TaskConfig, as_rows
+from proctor.dialects.seahelm.dataloaders import AbstractDataloader, RowList, TaskConfig, as_rows
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judge_step import Judging
 from proctor.dialects.seahelm.metrics import references
@@ -61,6 +61,7 @@ def _jsonable(value: Any) -> Any:
 
 def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
     out: dict[str, float] = {}
+    items: Iterable[tuple[object, Any]]  # (key or index, value)
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, (list, tuple)):
@@ -139,8 +140,8 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
             require_segmenter(self.lang)  # a missing Thai/Chinese tokeniser fails here, before generation
         self.executor: Any = None  # handed over by the engine with each predict_samples
         self._corpus: dict = {}
-        self.dataloader = None
-        self._choice_formulation = None
+        self.dataloader: AbstractDataloader | None = None
+        self._choice_formulation: Callable[[], Any] | None = None
         self.mc_format: str | None = None  # "generate" when the label scores came from the lettered formulation
         self._lettered_records: list[dict] = []
 
@@ -149,7 +150,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
-    def _make_loader(self, is_base: bool):
+    def _make_loader(self, is_base: bool) -> AbstractDataloader:
         import inspect
 
         kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.model_name or ""}
@@ -203,17 +204,17 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self._check_data_paths(variables)
-        self.dataloader = self._make_loader(bool(self.options.is_base_model))
-        self._load_rows(self.dataloader, limit)
-        rows = as_rows(self.dataloader.dataset)
+        self.dataloader = loader = self._make_loader(bool(self.options.is_base_model))
+        self._load_rows(loader, limit)
+        rows = as_rows(loader.dataset)
         if limit is not None:
             rows = rows[:limit]
-        self.dataloader.dataset = rows = RowList(rows)
+        loader.dataset = rows = RowList(rows)
         self._images = row_images(rows, self.options.data)  # image tasks: read and checked before a model loads
         _check_labels(rows, self.options.data)
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
-        ready = self._ready_conversations(self.dataloader, rows, 1)
+        ready = self._ready_conversations(loader, rows, 1)
         for i, row in enumerate(rows):
             try:
                 shown = ready[i][-1]["content"] if ready and ready[i] else P.conversation(template, row, 1, [], [])[-1]["content"]
@@ -390,6 +391,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
         import pandas as pd
 
         loader = self.dataloader
+        assert loader is not None  # predict_samples made it
         frame = pd.DataFrame([dict(r) for r in rows])
         frame["responses"] = [list(a) for a in answers]
         frame["raw_responses"] = [list(a) for a in raw]

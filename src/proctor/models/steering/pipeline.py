@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.models.steering.controls import Control, InputControl, OutputControl, describe
 from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render
+from proctor.models.steering.state import StateControl
 
 _ORDER = {"input": 0, "structural": 1, "state": 2, "output": 3}
 
@@ -118,7 +119,7 @@ class SteeringPipeline:
         with contextlib.ExitStack() as stack:
             for control in self.controls:
                 row = dict(runtime.get(control.name, {}))
-                if control.kind == "state":
+                if isinstance(control, StateControl):
                     stack.enter_context(control.active([row]))
                 elif isinstance(control, OutputControl):
                     processors = control.logits_processors(self.tokenizer, [row])

@@ -33,6 +33,13 @@ class ControlSpec:
         if self.name is None:
             self.name = getattr(self.control_cls, "__name__", "control")
 
+    @property
+    def key(self) -> str:
+        """``name`` (``__post_init__`` always sets it): the key of this spec's points in a configuration's params."""
+        if self.name is None:
+            raise AssertionError("ControlSpec.name is set in __post_init__")
+        return self.name
+
     def points(self, context: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if self.vars is None:
             points: list[dict] = [{}]
@@ -46,8 +53,9 @@ class ControlSpec:
         overlap = sorted({k for p in points for k in p} & set(self.params))
         if overlap:
             raise ValueError(f"ControlSpec '{self.name}': {overlap} are both fixed params and swept vars")
-        if self.search_strategy == "random" and self.num_samples < len(points):
-            keep = sorted(random.Random(self.seed).sample(range(len(points)), self.num_samples))
+        count = self.num_samples  # set when random (checked when the spec was made)
+        if self.search_strategy == "random" and count is not None and count < len(points):
+            keep = sorted(random.Random(self.seed).sample(range(len(points)), count))
             points = [points[i] for i in keep]
         return points
 
@@ -66,18 +74,22 @@ def expand(items: list[Any], context: Mapping[str, Any] | None = None) -> list[t
     with params ``{spec name: point}``. Mixing fixed controls and specs is allowed: fixed controls
     join every configuration.
     """
-    specs = [i for i in items if isinstance(i, ControlSpec)]
-    fixed = [i for i in items if not isinstance(i, ControlSpec)]
-    for item in fixed:
-        if not isinstance(item, Control):
+    specs: list[ControlSpec] = []
+    fixed: list[Control] = []
+    for item in items:
+        if isinstance(item, ControlSpec):
+            specs.append(item)
+        elif isinstance(item, Control):
+            fixed.append(item)
+        else:
             raise TypeError(f"pipelines list Control or ControlSpec objects, got {type(item).__name__}")
-    names = [s.name for s in specs]
+    names = [s.key for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"two ControlSpecs in one pipeline share a name: {names}")
     if not specs:
         return [({}, list(fixed))]
     configs = []
     for combo in itertools.product(*(s.points(context) for s in specs)):
-        params = {s.name: point for s, point in zip(specs, combo)}
+        params = {s.key: point for s, point in zip(specs, combo)}
         configs.append((params, list(fixed) + [s.build(p) for s, p in zip(specs, combo)]))
     return configs

@@ -32,15 +32,23 @@ def _hidden(output: Any) -> Any:
     return output[0] if isinstance(output, tuple) else output
 
 
-class ActivationAddition(Control):
+class StateControl(Control):
+    """A control that hooks the forward pass of the pipeline's model while it runs."""
+
+    kind = "state"
+
+    def active(self, rows: list[dict]) -> contextlib.AbstractContextManager[None]:
+        """Hooks on for one batch whose rows have these runtime arguments."""
+        raise NotImplementedError
+
+
+class ActivationAddition(StateControl):
     """Add a contrastive steering vector to the residual stream at chosen layers.
 
     ``positive`` / ``negative``: prompts (texts) whose activations define the direction, or give a
     ready ``vector`` (one tensor for all layers, or {layer: tensor}). ``layers``: indices of the
     decoder blocks (negative counts from the end). Runtime argument: ``strength`` (per example).
     """
-
-    kind = "state"
 
     def __init__(
         self,

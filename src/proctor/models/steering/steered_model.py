@@ -53,6 +53,10 @@ class SteeredModel(Model):
     def chunk_requests(self) -> Any:
         return self.base.chunk_requests
 
+    @chunk_requests.setter
+    def chunk_requests(self, value: int | None) -> None:  # Model's is an attribute: refused, as a property without setter is
+        raise AttributeError("chunk_requests is the base model's (read only)")
+
     @property
     def has_chat_template(self) -> bool:
         return self.base.has_chat_template
