@@ -7,7 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
@@ -41,18 +41,19 @@ class EvaluationResult:
     results: dict[str, Any]
 
     @property
-    def tasks(self) -> dict[str, dict]:
-        return self.results["tasks"]
+    def tasks(self) -> dict[str, dict[str, Any]]:
+        tasks: dict[str, dict[str, Any]] = self.results["tasks"]
+        return tasks
 
     def metric(self, task: str, name: str) -> float:
-        return self.results["tasks"][task]["metrics"][name]["value"]
+        return float(self.results["tasks"][task]["metrics"][name]["value"])
 
 
 def load_tasks(
     paths: Iterable[str | Path],
     select: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
-    problems: list[dict] | None = None,
+    problems: list[dict[str, str]] | None = None,
     notes: list[str] | None = None,
 ) -> list[Task]:
     """Tasks found in files and folders (recursively), optionally filtered by name globs.
@@ -136,7 +137,7 @@ class _Prepared:
     """What a run has before its model loads: the prepared tasks, and how it started."""
 
     tasks: list[PreparedTask]
-    skipped: list[dict]  # files and tasks found in folders that could not be loaded or prepared
+    skipped: list[dict[str, str]]  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None  # the task files named directly (None: Task objects were given)
     command: list[str] | None  # as recorded: no URL password
     started: float  # perf_counter() at the start of the run
@@ -150,7 +151,7 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
     check_run_options(output.output_dir, output.cache, output.update, output.restart, options.data_path)
-    skipped: list[dict] = []  # files and tasks found in folders that could not be loaded or prepared
+    skipped: list[dict[str, str]] = []  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None = None
     paths = [p for p in config.tasks if not isinstance(p, Task)]
     task_list = [t for t in config.tasks if isinstance(t, Task)]
@@ -206,7 +207,7 @@ def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook
     elif not isinstance(ref, Model) and isinstance(ref, ConvertsToModel):  # a SteeringPipeline
         model = ref.as_model()
     else:
-        model = cast(Model, ref)  # a Model, or a stand-in with its calls (test doubles need not subclass it)
+        model = ref  # a Model, or a stand-in with its calls (test doubles need not subclass it)
     try:
         load_seconds = time.perf_counter() - load_started
         if config.output.output_dir is not None:
@@ -219,12 +220,14 @@ def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook
             owned.close()
 
 
-def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict], variables, overrides, **options) -> list:
+def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict[str, str]], variables: Mapping[str, str] | None,
+                   overrides: RunOverrides, **options: Any) -> list[PreparedTask]:
     """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
     others go on. A task from a file named directly, or the failure of every task, still raises."""
     from proctor.core.errors import TaskDefinitionError
 
-    prepared, first = [], None
+    prepared: list[PreparedTask] = []
+    first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []
     for task in tasks:
         try:
@@ -255,7 +258,7 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _chunk_option(model: Model, chunk_size: int | None) -> dict:
+def _chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
     """A non-default --chunk-size enters the resume check: a backend that packs each call's requests
     together (HF) gives slightly different numbers for other chunks, so a run must not mix them."""
     if chunk_size is None or chunk_size == default_chunk_size(model):
@@ -263,7 +266,8 @@ def _chunk_option(model: Model, chunk_size: int | None) -> dict:
     return {"chunk_size": chunk_size}
 
 
-def check_run_options(output_dir, cache, update, restart, data_path) -> None:
+def check_run_options(output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool,
+                      data_path: str | Path | None) -> None:
     """What can be checked before any task file is read or model loaded."""
     if update and restart:
         raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
