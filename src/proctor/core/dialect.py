@@ -105,6 +105,24 @@ def flag_of(model: type[BaseModel], key: str) -> str:
     return "/".join(flags) or key
 
 
+def id_path_mapping(value: Any, flag: str, form: str, *, must_exist: bool = False) -> Any:
+    """A repeatable ``FLAG ID=PATH`` option as the mapping a dialect keeps (a field validator's body): the
+    command line's strings parsed, a mapping's keys and paths as text, no entries as None."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    if not isinstance(value, (list, tuple)):
+        return value
+    mapping = {}
+    for item in value:
+        key, sep, path = str(item).partition("=")
+        if not sep or not key or not path:
+            raise OptionError(flag, f"{flag} takes {form}, got '{item}'")
+        if must_exist and not Path(path).expanduser().exists():
+            raise OptionError(flag, f"{key}={path}: no such file or folder {path}")
+        mapping[key] = path
+    return mapping or None
+
+
 def validate_options(model: type[BaseModel], data: Mapping[str, Any], context: OptionContext | None = None) -> BaseModel:
     """``model`` validated from ``data``; a bad value is an ``OptionError`` naming its flag."""
     try:

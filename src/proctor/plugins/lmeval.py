@@ -13,7 +13,7 @@ from typing import Annotated, Any, List, Optional
 
 from pydantic import Field, StrictInt, field_validator
 
-from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionError, cli
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, cli, id_path_mapping
 from proctor.core.registry import Registry
 
 PREFIX = "lm_eval:"
@@ -81,18 +81,7 @@ class LmEvalOptions(BaseOptions):
     @field_validator("lmeval_data", mode="before")
     @classmethod
     def _data_map(cls, value: Any) -> Any:
-        """The command line's ID=PATH strings as a mapping (an empty list: none); a mapping's paths as text."""
-        if isinstance(value, dict):
-            return {str(k): str(v) for k, v in value.items()}
-        if not isinstance(value, (list, tuple)):
-            return value
-        mapping = {}
-        for item in value:
-            key, sep, path = str(item).partition("=")
-            if not sep or not key or not path:
-                raise OptionError("--lmeval-data", f"--lmeval-data takes ID[:CONFIG[:SPLIT]]=PATH, got '{item}'")
-            mapping[key] = path
-        return mapping or None
+        return id_path_mapping(value, "--lmeval-data", "ID[:CONFIG[:SPLIT]]=PATH")
 
     @field_validator("lmeval_data_file", mode="before")
     @classmethod

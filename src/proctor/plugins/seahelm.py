@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, Optional, Union
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli, id_path_mapping
 from proctor.core.registry import Registry, backend_of
 from proctor.models.base import Model
 
@@ -134,20 +134,7 @@ class SeaHelmOptions(BaseOptions):
     @field_validator("seahelm_data", mode="before")
     @classmethod
     def _data_map(cls, value: Any) -> Any:
-        """The command line's DATASET_ID=PATH strings (each path must exist) as a mapping; a mapping's paths as text."""
-        if isinstance(value, dict):
-            return {str(k): str(v) for k, v in value.items()}
-        if not isinstance(value, (list, tuple)):
-            return value
-        mapping = {}
-        for item in value:
-            key, sep, path = str(item).partition("=")
-            if not sep or not key:
-                raise OptionError("--seahelm-data", f"takes DATASET_ID=PATH, got '{item}'")
-            if not Path(path).expanduser().exists():
-                raise OptionError("--seahelm-data", f"{key}={path}: no such file or folder {path}")
-            mapping[key] = path
-        return mapping or None
+        return id_path_mapping(value, "--seahelm-data", "DATASET_ID=PATH", must_exist=True)
 
 
 def _model_args(items: list[str] | None, flag: str) -> dict:
