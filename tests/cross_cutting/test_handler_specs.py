@@ -87,12 +87,22 @@ def test_handler_tasks_name_their_handler_with_typed_options_and_no_placeholder_
             assert task.spec.task_options == {}, (dialect, task.name)  # task_options is for a task file's own class
 
 
-def test_a_spec_read_back_from_its_dump_has_its_typed_options_again(tmp_path):
+def test_a_spec_changed_by_an_override_keeps_its_typed_options(tmp_path):
+    from proctor.core.run_overrides import with_spec_changes
+    from proctor.core.task_spec import GenerationSpec
+
     for tasks in _handler_tasks(tmp_path).values():
-        spec = tasks[0].spec
-        again = TaskSpec.model_validate(spec.model_dump(mode="json"))
-        assert type(again.handler.options) is type(spec.handler.options)
-        assert again == spec and again.model_dump(mode="json") == spec.model_dump(mode="json")
+        task = tasks[0]
+        changed = with_spec_changes(task, description="changed", generation=GenerationSpec(max_tokens=3)).spec
+        assert changed.handler == task.spec.handler and type(changed.handler.options) is type(task.spec.handler.options)
+        assert changed.description == "changed" and changed.generation.max_tokens == 3
+
+
+def test_handler_options_given_as_a_mapping_are_refused():
+    """A mapping would validate as an empty model: the options would be lost without a word."""
+    raw = {"name": "t", "kind": "generate", "data": "x.jsonl", "handler": {"name": "lm-eval.generate", "options": {"task": "t"}}}
+    with pytest.raises(ValueError, match="typed model its dialect declares"):
+        TaskSpec.model_validate(raw)
 
 
 def test_handler_options_changed_through_the_spec_are_checked_by_the_handlers_model(tmp_path):
@@ -105,10 +115,19 @@ def test_handler_options_changed_through_the_spec_are_checked_by_the_handlers_mo
         task.spec.with_handler_options(nope=1)
 
 
-def test_an_unregistered_handler_is_refused_by_name():
-    raw = {"name": "t", "kind": "generate", "data": "x.jsonl", "handler": {"name": "no.such", "options": {}}}
-    with pytest.raises(ValueError, match="no task handler 'no.such' is registered"):
-        TaskSpec.model_validate(raw)
+def test_an_unregistered_handler_or_foreign_options_are_refused_by_name(tmp_path):
+    from proctor.core.dialect import NoOptions
+    from proctor.core.errors import TaskDefinitionError
+    from proctor.core.task_spec import HandlerSpec
+    from proctor.kinds.custom import load_handler
+
+    (task,) = load_tasks([_lm_eval_task(tmp_path)])
+    unknown = task.spec.model_copy(update={"handler": HandlerSpec(name="no.such", options=NoOptions())})
+    with pytest.raises(TaskDefinitionError, match="no task handler 'no.such' is registered"):
+        load_handler(unknown)
+    foreign = task.spec.model_copy(update={"handler": HandlerSpec(name=task.spec.handler.name, options=NoOptions())})
+    with pytest.raises(TaskDefinitionError, match="takes LmEvalTaskOptions options, got "):
+        load_handler(foreign)
 
 
 def test_core_packages_read_no_dialect_option_keys():

@@ -140,9 +140,9 @@ def test_the_use_case_dialect_refuses_a_file_it_was_not_named(tmp_path):
 
     (tmp_path / "uc.py").write_text("import pathlib\npathlib.Path(__file__).with_name('PWNED').write_text('ran')\n" + USECASE)
     with pytest.raises(TaskDefinitionError, match="--trust-task-code") as info:
-        UseCaseDialect().load(tmp_path / "uc.py", None, False, {}, [])
+        UseCaseDialect().load(tmp_path / "uc.py", None, False, UseCaseDialect.Options(), [])
     assert info.value.file == str(tmp_path / "uc.py") and not (tmp_path / "PWNED").exists()
-    (task,) = UseCaseDialect().load(tmp_path / "uc.py", None, True, {}, [])  # named on the command line
+    (task,) = UseCaseDialect().load(tmp_path / "uc.py", None, True, UseCaseDialect.Options(), [])  # named on the command line
     assert task.name == "uc:Echo" and (tmp_path / "PWNED").exists()
 
 

@@ -138,7 +138,7 @@ def test_a_bucketed_run_through_the_engine_sees_the_planned_calls(tiny_model_dir
     from proctor import evaluate
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
     from proctor.runs.executor import chunk_indices, dedupe
 
     data = shared_path("data")
@@ -273,7 +273,7 @@ def test_flex_on_smollm2_is_as_exact_as_the_dense_path_and_agrees_with_lm_eval()
     FlexAttention path is no less exact than the dense one, and its ARC answers are lm-eval's."""
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
     from proctor.models.registry import load_model
 
     data = shared_path("data")

@@ -182,7 +182,9 @@ def limit_count(limit: int | float | None, n_rows: int) -> int | None:
 
 # --------------------------------------------------------------------------- per dialect
 def with_spec_changes(task: Task, **changes: Any) -> Task:
-    spec = type(task.spec).model_validate({**task.spec.model_dump(), **{k: _dump(v) for k, v in changes.items()}})
+    # validated again from its fields, except a handler's options: the typed model its dialect made (kept as is)
+    fields = {**task.spec.model_dump(exclude={"handler"}), "handler": task.spec.handler}
+    spec = type(task.spec).model_validate({**fields, **{k: v if k == "handler" else _dump(v) for k, v in changes.items()}})
     return dataclasses.replace(task, spec=spec)
 
 

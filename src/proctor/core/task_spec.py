@@ -139,21 +139,20 @@ class RollupSpec(_Frozen):
 
 class HandlerSpec(_Frozen):
     """The handler a dialect's task runs through: its registered name (``Registry.add_task_handler``)
-    and its options, a typed model the dialect declares with it. The handler reads its own data and
-    gives each sample's texts (``data.sources.GivenTexts``), so the task has no templates."""
+    and its options, a typed model the dialect declares with it (a spec with a handler is made by its
+    dialect, never read back from JSON). The handler reads its own data and gives each sample's texts
+    (``data.sources.GivenTexts``), so the task has no templates."""
 
     name: str = Field(min_length=1)
     options: SerializeAsAny[BaseModel]
 
-    @model_validator(mode="before")
+    @field_validator("options", mode="before")
     @classmethod
     def _typed_options(cls, value: Any) -> Any:
-        # a spec read back from its dump (run-time overrides, resume checks) gets its typed options again
-        if isinstance(value, dict) and isinstance(value.get("options"), dict):
-            from proctor.core.registry import registry
-
-            entry = registry().task_handler(str(value.get("name")))
-            value = {**value, "options": entry.options_model().model_validate(value["options"])}
+        # a plain mapping would validate as an empty BaseModel: the options would be lost without a word
+        if not isinstance(value, BaseModel):
+            raise ValueError("a handler's options are the typed model its dialect declares with the handler, "
+                             f"not {type(value).__name__}")
         return value
 
 

@@ -11,11 +11,11 @@ import hashlib
 from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.model_requests import GenerateRequest
+from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 
-if TYPE_CHECKING:  # the runner imports this module
+if TYPE_CHECKING:
     from proctor.engine.prepare import PreparedTask
-    from proctor.engine.runner import SampleRecord, TaskOutcome
     from proctor.scoring.metrics import MetricDef
 
 

@@ -6,10 +6,11 @@ import dataclasses
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from proctor.engine.epochs import combine_epochs, seeded
+from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.core.run_overrides import reducer_k
 from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
@@ -19,8 +20,9 @@ from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.core.user_errors import call_user
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.store import Lookup
-from proctor.scoring.aggregate import TaskEntry, aggregate_metrics, breakdown, breakdown_stats
-from proctor.kinds.base import SampleDetails, kind_handler
+from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
+from proctor.kinds.base import SampleDetails
+from proctor.kinds.handlers import kind_handler
 from proctor.kinds.capabilities import (
     CorpusMetrics,
     PredictsSamples,
@@ -35,17 +37,6 @@ log = logging.getLogger(__name__)
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
 # answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
 ProgressHook = Callable[[str, int, int], None]
-
-
-# a sample's record in samples.jsonl (its id, source, prompt, metric values, the kind's details)
-SampleRecord = dict[str, Any]
-
-
-@dataclass
-class TaskOutcome:
-    name: str
-    result: TaskEntry  # the task's entry of results.json
-    records: list[SampleRecord] = field(repr=False)
 
 
 @dataclass

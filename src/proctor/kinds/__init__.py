@@ -1,5 +1,1 @@
 """Task kinds: how a prepared sample becomes requests, and how responses become outcomes."""
-
-from proctor.kinds.base import kind_handler
-
-__all__ = ["kind_handler"]

@@ -19,14 +19,3 @@ class KindHandler(Protocol):
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[Any]: ...
 
     def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[Any]) -> tuple[Any, SampleDetails]: ...
-
-
-def kind_handler(kind: str) -> KindHandler:
-    from proctor.kinds.generate import GenerateKind
-    from proctor.kinds.multiple_choice import MultipleChoiceKind
-    from proctor.kinds.perplexity import PerplexityKind
-
-    handlers: dict[str, type[KindHandler]] = {
-        "multiple_choice": MultipleChoiceKind, "generate": GenerateKind, "perplexity": PerplexityKind
-    }
-    return handlers[kind]()

@@ -301,9 +301,16 @@ def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
     from proctor.core.registry import registry
 
     assert spec.handler is not None
-    cls = registry().task_handler(spec.handler.name).handler_class()
+    try:
+        entry = registry().task_handler(spec.handler.name)
+    except ValueError as exc:
+        raise TaskDefinitionError(str(exc), field="handler") from None
+    cls, model = entry.handler_class(), entry.options_model()
     if not issubclass(cls, CustomTask):
         raise TaskDefinitionError(f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class", field="handler")
+    if not isinstance(spec.handler.options, model):
+        raise TaskDefinitionError(f"task handler '{spec.handler.name}' takes {model.__name__} options, "
+                                  f"got {type(spec.handler.options).__name__}", field="handler.options")
     handler = cls(spec, spec.handler.options)
     handler.resources = dict(resources or {})
     return handler
