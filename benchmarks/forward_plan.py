@@ -36,7 +36,7 @@ def task_requests(task: str, limit: int, tokenizer_owner) -> list:
     """The task's distinct log-likelihood requests, as the engine builds them."""
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
     from proctor.runs.executor import dedupe
 
     (spec,) = load_tasks([REPO / "examples" / "benchmarks" / f"{task}.yaml"])

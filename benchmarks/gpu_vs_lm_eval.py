@@ -230,7 +230,7 @@ def _requests(model, task: str, limit: int):
     """proctor's own log-likelihood requests for a multiple-choice benchmark."""
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
 
     (spec,) = load_tasks([REPO / "examples" / "benchmarks" / f"{task}.yaml"])
     prepared = prepare_task(spec, {"PROCTOR_DATA": str(DATA)}, limit=limit)

@@ -24,7 +24,7 @@ def prompt_building() -> tuple[float, int]:
     from proctor.core.task_spec import FewShotSpec
     from proctor.data.sources import load_samples
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
 
     (task,) = load_tasks([REPO / "examples" / "benchmarks" / "arc_easy.yaml"])
     spec = task.spec.model_copy(update={"fewshot": FewShotSpec(count=3)})

@@ -142,7 +142,7 @@ def worker_lower_bound(limits: dict) -> dict:
 
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
-    from proctor.kinds.base import kind_handler
+    from proctor.kinds.handlers import kind_handler
     from proctor.models.registry import load_model
 
     model = load_model("smollm2")
