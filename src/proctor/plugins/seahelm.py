@@ -18,7 +18,7 @@ from proctor.core.registry import Registry, backend_of
 from proctor.models.base import Model
 
 if TYPE_CHECKING:
-    from proctor.dialects.seahelm.judging import JudgeSource
+    from proctor.dialects.seahelm.judge_step import JudgeSource
 
 _RUN_LS = frozenset({"run", "ls"})
 TASKS_FOLDER = "seahelm_tasks"
