@@ -250,6 +250,11 @@ class TaskSpec(_Frozen):
                 out.append(item)
         return out
 
+    @property
+    def handled_by(self) -> str | None:
+        """The task file's class or the dialect's handler the task runs through (it makes its own requests)."""
+        return self.task_class or (self.handler.name if self.handler is not None else None)
+
     def with_handler_options(self, **changes: Any) -> "TaskSpec":
         """This spec with some of its handler's options changed, checked by the handler's options model."""
         if self.handler is None:

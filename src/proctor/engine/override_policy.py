@@ -42,7 +42,7 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     where = f"task '{task.name}' ({task.dialect})"
     changes: dict[str, Any] = {}
     if o.num_fewshot is not None:
-        if fixed or spec.kind == "perplexity" or spec.task_class or spec.handler:
+        if fixed or spec.kind == "perplexity" or spec.handled_by:
             raise ProctorError(f"--num-fewshot has no meaning for {where}: its prompts carry no few-shot examples to draw")
         base = spec.fewshot.model_dump() if spec.fewshot else {}
         changes["fewshot"] = FewShotSpec(**{**base, "count": o.num_fewshot})
@@ -50,9 +50,8 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     if generation is not None or o.epochs != 1:
         if fixed or spec.kind != "generate":
             skipped.update(k for k, on in (("--gen-kwargs/--seed", generation is not None), ("--epochs", o.epochs != 1)) if on)
-        elif (spec.task_class or spec.handler) and o.epochs != 1:
-            maker = spec.task_class or (spec.handler.name if spec.handler else "")
-            raise ProctorError(f"--epochs has no meaning for {where}: its task class ({maker}) makes its own requests")
+        elif spec.handled_by and o.epochs != 1:
+            raise ProctorError(f"--epochs has no meaning for {where}: its task class ({spec.handled_by}) makes its own requests")
         if generation is not None and spec.kind == "generate":
             changes["generation"] = generation
     if o.system_prompt is not None or o.fewshot_as_multiturn is not None:
@@ -89,6 +88,6 @@ def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = 
 def epochs_of(task: Task, o: RunOverrides) -> int:
     """Repeats the engine runs for this task (SEA-HELM runs its own seeded runs instead)."""
     dialect = registry().dialect(task.dialect)
-    if o.epochs == 1 or (dialect is not None and not dialect.engine_epochs) or task.spec.kind != "generate" or task.spec.task_class or task.spec.handler:
+    if o.epochs == 1 or (dialect is not None and not dialect.engine_epochs) or task.spec.kind != "generate" or task.spec.handled_by:
         return 1
     return o.epochs
