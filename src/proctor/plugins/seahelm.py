@@ -9,16 +9,13 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, List, Mapping, Optional, Union
+from typing import Annotated, Any, List, Mapping, Optional, Union
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli, id_path_mapping
 from proctor.core.registry import Registry, backend_of
 from proctor.models.base import Model
-
-if TYPE_CHECKING:
-    from proctor.dialects.seahelm.judge_step import JudgeSource
 
 _RUN_LS = frozenset({"run", "ls"})
 TASKS_FOLDER = "seahelm_tasks"
@@ -95,7 +92,9 @@ class SeaHelmOptions(BaseOptions):
     seahelm_model_name: Optional[str] = None  # the evaluated model (``run --model``): task-folder loaders size rows in its tokens
     seahelm_strict: bool = False  # unavailable data is an error rather than a skipped task (Python API)
     # what loading shares, set by ``options_for``: one judge for every file, the path the user named
-    _judge_source: Optional[JudgeSource] = PrivateAttr(None)
+    # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; a declaration imports
+    # no dialect module, not even for its type (the layers contract)
+    _judge_source: Any = PrivateAttr(None)
     _given: Optional[str] = PrivateAttr(None)
 
     @model_validator(mode="before")
