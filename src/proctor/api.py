@@ -346,7 +346,7 @@ def _evaluate_loaded(
                 continue
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
-                outcome.result["exports"] = exported
+                outcome.result.exports = exported
             if overrides.get("log_samples", True):
                 writer.append_samples(outcome.records)
             record.add_task(outcome.name, outcome.result)  # its warnings are also listed run-wide, and printed by the CLI
@@ -355,7 +355,8 @@ def _evaluate_loaded(
         for p in prepared:  # a group over fewer tasks than it has is another number: say so
             if p.task.spec.group and p.task.name not in record.tasks:
                 record.add_warning(f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only")
-        record.finish(aggregate_groups(record.tasks, memberships), rollup(record.tasks), round(time.perf_counter() - started, 3))
+        entries = record.task_entries()
+        record.finish(aggregate_groups(entries, memberships), rollup(entries), round(time.perf_counter() - started, 3))
         results = record.as_dict()
         writer.write_results(results)
         mark(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
+from proctor.runs.results_schema import Epochs
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 
 if TYPE_CHECKING:
@@ -74,9 +75,9 @@ def combine_epochs(
             reduced[name].append(metrics[name])
         keep = ("generation", "extracted", "parsed", "finish_reason", "completion_tokens", "metrics")
         records.append({**record, "metrics": metrics, "epochs": [{key: r.get(key) for key in keep} for r in per_epoch]})
-    result = dict(base.result)
-    result["metrics"] = aggregate_metrics(metric_defs, reduced)
-    scores = {name: [o.result["metrics"][name]["value"] for o in outcomes] for name in names}
+    result = base.result.model_copy(deep=True)
+    result.set_fields({"metrics": aggregate_metrics(metric_defs, reduced)})  # the reduced values replace the first epoch's
+    scores = {name: [o.result.metrics[name].value for o in outcomes] for name in names}
     passes = {}
     for name in names:
         columns = [[o.records[i]["metrics"].get(name) for o in outcomes] for i in range(len(base.records))]
@@ -85,11 +86,9 @@ def combine_epochs(
                 f"pass@{kk}": sum(reduce_sample(c, kk) for c in columns if _binary(c)) / sum(1 for c in columns if _binary(c))
                 for kk in range(1, n_epochs + 1)
             }
-    result["epochs"] = {"n": n_epochs, "reducer": reducer, "scores": scores, "pass_at_k": passes}
+    result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes)
     spec = prepared.task.spec
     if spec.breakdown:
-        result["breakdown"] = {
-            key: breakdown(metric_defs, reduced, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown
-        }
-        result["breakdown_stats"] = {key: breakdown_stats(parts) for key, parts in result["breakdown"].items()}
+        parts = {key: breakdown(metric_defs, reduced, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown}
+        result.set_fields({"breakdown": parts, "breakdown_stats": {key: breakdown_stats(by_value) for key, by_value in parts.items()}})
     return type(base)(base.name, result, records)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.scoring.aggregate import TaskEntry
+from proctor.runs.results_schema import TaskResult
 
 # a sample's record in samples.jsonl (its id, source, prompt, metric values, the kind's details)
 SampleRecord = dict[str, Any]
@@ -14,5 +14,5 @@ SampleRecord = dict[str, Any]
 @dataclass
 class TaskOutcome:
     name: str
-    result: TaskEntry  # the task's entry of results.json
+    result: TaskResult  # the task's entry of results.json
     records: list[SampleRecord] = field(repr=False)

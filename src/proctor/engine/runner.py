@@ -19,6 +19,7 @@ from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.core.user_errors import call_user
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
+from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
 from proctor.kinds.base import SampleDetails
@@ -177,47 +178,45 @@ def run_built(
     _warn_not_numbers(outcome)
     usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
-        outcome.result["usage"] = usage
+        outcome.result.usage = usage
     if isinstance(built.handler, ReportsJudgeUsage) and (judged := built.handler.judge_usage()) is not None:
-        outcome.result["judge_usage"] = judged  # a separate judge model's calls
+        outcome.result.judge_usage = judged  # a separate judge model's calls
     fallback = (built.prepared.data or {}).get("fallback")
     if fallback:
-        outcome.result.setdefault("warnings", []).append(fallback)
+        outcome.result.add_warning(fallback)
     by_generation = not is_custom(built.handler) and built.handler.request_type == "generate" and spec.kind == "multiple_choice"
     said = isinstance(built.handler, ReportsMcFormat) and built.handler.mc_format == "generate"  # custom / SEA-HELM handlers
     if by_generation or said:
-        outcome.result["mc_format"] = "generate"
+        outcome.result.mc_format = "generate"
         _count_unparsed(outcome)
     elif spec.kind == "multiple_choice":
-        outcome.result["mc_format"] = "loglikelihood"
+        outcome.result.mc_format = "loglikelihood"
         if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
-            outcome.result.setdefault("warnings", []).append(
-                "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
-            )
+            outcome.result.add_warning("--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown")
     return outcome
 
 
 def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) -> None:
     """Prompts cut to fit the model's window are scored on their end only: counted, and a warning."""
     window = getattr(model, "max_length", None)
-    outcome.result["truncated"] = {"count": count, "n": total}
+    outcome.result.truncated = Truncated(count=count, n=total)
     limit = f" ({window} tokens for this model, or the task's max_length)" if isinstance(window, int) else ""
     message = (f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: they were "
                "scored without the start of their prompt (fewer few-shot examples, shorter prompts or a longer context avoid it)")
-    outcome.result.setdefault("warnings", []).append(message)
+    outcome.result.add_warning(message)
     log.warning("%s: %s", outcome.name, message)
 
 
 def _warn_not_numbers(outcome: TaskOutcome) -> None:
     """A metric whose value is NaN is not a result (results.json writes it as null): say why."""
-    for name, entry in outcome.result.get("metrics", {}).items():
-        value = entry.get("value") if isinstance(entry, dict) else None
+    for name, entry in outcome.result.metrics.items():
+        value = entry.value
         if isinstance(value, float) and math.isnan(value):
-            unscored = entry.get("n_unscored")
+            unscored = entry.n_unscored
             why = f": none of the samples gave it a value ({unscored} unscored)" if unscored else ""
             message = f"metric '{name}' is not a number (NaN){why}"
-            if not any(f"'{name}'" in w for w in outcome.result.get("warnings", [])):  # a dialect may have said why already
-                outcome.result.setdefault("warnings", []).append(message)
+            if not any(f"'{name}'" in w for w in outcome.result.warnings or []):  # a dialect may have said why already
+                outcome.result.add_warning(message)
 
 
 UNPARSED_WARN_RATE = 0.10  # lettered generation: above this share of unreadable replies, the accuracy is suspect
@@ -230,11 +229,11 @@ def _count_unparsed(outcome: TaskOutcome) -> None:
         return
     count = sum(r["extracted"] is None for r in lettered)
     rate = count / len(lettered)
-    outcome.result["unparsed"] = {"count": count, "n": len(lettered), "rate": rate}
+    outcome.result.unparsed = Unparsed(count=count, n=len(lettered), rate=rate)
     if rate > UNPARSED_WARN_RATE:
         message = (f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
                    "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')")
-        outcome.result.setdefault("warnings", []).append(message)
+        outcome.result.add_warning(message)
         log.warning("%s: %s", outcome.name, message)
 
 
@@ -287,7 +286,7 @@ def score_outcomes(
             }
         )
     metric_defs = [m for m, _ in prepared.metrics]
-    result: dict[str, Any] = {
+    result = TaskResult.model_validate({
         "kind": spec.kind,
         "dialect": prepared.task.dialect,
         "source": str(prepared.task.file) if prepared.task.file else None,
@@ -300,17 +299,15 @@ def score_outcomes(
         "metrics": aggregate_metrics(metric_defs, values),
         "higher_is_better": {m.name: m.higher_is_better for m in metric_defs},
         "requests": request_info,
-        "timing": {"model_seconds": round(model_seconds, 3), "total_seconds": round(time.perf_counter() - started, 3)},
-    }
+        "timing": TaskTiming(model_seconds=round(model_seconds, 3), total_seconds=round(time.perf_counter() - started, 3)),
+    })
     if isinstance(built.handler, CorpusMetrics):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
-        result["metrics"].update(built.handler.corpus_metrics())
+        result.add_metrics(built.handler.corpus_metrics())
     if spec.rollup is not None:
-        result["rollup"] = spec.rollup.model_dump()
+        result.rollup = RollupPlace.model_validate(spec.rollup.model_dump())
     if spec.breakdown:
-        result["breakdown"] = {
-            key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown
-        }
-        result["breakdown_stats"] = {key: breakdown_stats(parts) for key, parts in result["breakdown"].items()}
+        parts = {key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown}
+        result.set_fields({"breakdown": parts, "breakdown_stats": {key: breakdown_stats(by_value) for key, by_value in parts.items()}})
     if isinstance(built.handler, ResultExtras):  # a task class's own per-file / per-group report (GLM-130B task classes)
-        result.update(built.handler.result_extras())
+        result.set_fields(built.handler.result_extras())
     return TaskOutcome(spec.name, result, records)

@@ -3,14 +3,20 @@
 docs/results.md documents each field (type, meaning, which dialects fill it). Known fields are typed;
 per-task results, metric entries and roll-up nodes also accept fields a dialect adds (``extra="allow"``),
 while the top level and the small fixed records (environment, timing, ...) accept nothing unknown.
-The models only check: what is written is the run's own dictionary, unchanged.
+A task's result is built as a ``TaskResult`` while its task runs (engine/runner.py) and written through
+``TaskResult.as_dict``; the rest of the file is built by ``runs/run_results.RunResults``. Numbers keep the type
+they were computed with (``Number``), so the file writes them as Python computed them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# a number as it was computed: an int stays an int (a float field would write 3 as 3.0)
+Number = Union[int, float]
 
 
 class _Closed(BaseModel):
@@ -25,11 +31,11 @@ class _Open(BaseModel):
 class MetricEntry(_Open):
     """One metric of a task (or of a breakdown part): its value and standard error, and what a dialect adds."""
 
-    value: Optional[float] = Field(description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number.")
-    stderr: Optional[float] = Field(description="Standard error of the value; null when none is defined (one sample, corpus metrics).")
+    value: Optional[Number] = Field(description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number.")
+    stderr: Optional[Number] = Field(description="Standard error of the value; null when none is defined (one sample, corpus metrics).")
     n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
     n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
-    bootstrap: Optional[list[float]] = Field(None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric.")
+    bootstrap: Optional[list[Number]] = Field(None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric.")
     n_runs: Optional[int] = Field(None, description="SEA-HELM: seeded runs the bootstrap drew from.")
     primary: Optional[bool] = Field(None, description="SEA-HELM: this is the task's primary (leaderboard) metric.")
     detail: Any = Field(None, description="SEA-HELM and GLM-130B: a metric's nested result (per category, per phenomenon), kept whole.")
@@ -37,9 +43,9 @@ class MetricEntry(_Open):
 
 
 class BreakdownStat(_Closed):
-    max: float
-    median: float
-    average: float = Field(description="Mean over the parts, weighted by each part's samples.")
+    max: Number
+    median: Number
+    average: Number = Field(description="Mean over the parts, weighted by each part's samples.")
     n_parts: int
 
 
@@ -65,14 +71,14 @@ class Requests(_Closed):
 
 
 class TaskTiming(_Closed):
-    model_seconds: Optional[float] = None
-    total_seconds: float
+    model_seconds: Optional[Number] = None
+    total_seconds: Number
 
 
 class Unparsed(_Closed):
     count: int = Field(description="Replies from which no option letter could be read (scored as wrong).")
     n: int = Field(description="Lettered replies.")
-    rate: float
+    rate: Number
 
 
 class Truncated(_Closed):
@@ -90,12 +96,18 @@ class RollupPlace(_Closed):
 class Epochs(_Closed):
     n: int
     reducer: str = Field(description="mean or pass@K.")
-    scores: dict[str, list[Optional[float]]] = Field(description="Per metric, the task's value in each epoch.")
-    pass_at_k: dict[str, dict[str, float]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
+    scores: dict[str, list[Optional[Number]]] = Field(description="Per metric, the task's value in each epoch.")
+    pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
 
 
-class TaskResult(_Open):
-    """One task's result. Dialects may add fields; those listed here are typed."""
+class TaskResult(BaseModel):
+    """One task's result, as the run builds it and results.json holds it. Dialects may add fields (kept after the
+    listed ones, in the order they were set); those listed here are typed, and checked when they are set.
+
+    The fields are listed in the order the file shows them; a field is written once it has been set (None
+    included), so optional fields a task never set are left out (``as_dict``)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     kind: Literal["multiple_choice", "generate", "perplexity"]
     dialect: str = Field(description="native, probsem, glm130b, seahelm, lm-eval or usecase.")
@@ -111,22 +123,38 @@ class TaskResult(_Open):
     higher_is_better: Optional[dict[str, bool]] = None
     requests: Requests
     timing: TaskTiming
-    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(None, description="How a multiple-choice task ran.")
-    unparsed: Optional[Unparsed] = None
-    truncated: Optional[Truncated] = None
-    warnings: Optional[list[str]] = None
-    exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
-    usage: Optional[dict[str, float]] = Field(None, description="Remote models: tokens and requests sent (and estimated_cost).")
-    judge_usage: Optional[dict[str, float]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
     rollup: Optional[RollupPlace] = None
     breakdown: Optional[dict[str, dict[str, BreakdownPart]]] = Field(None, description="Per field (e.g. _source), per value: metrics.")
     breakdown_stats: Optional[dict[str, dict[str, BreakdownStat]]] = None
-    epochs: Optional[Epochs] = None
     glm_class: Optional[str] = Field(None, description="GLM-130B module: the task class that ran.")
     glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
     evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
     n_shot: Optional[int] = Field(None, description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).")
     bootstrap_iters: Optional[int] = Field(None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none).")
+    epochs: Optional[Epochs] = None
+    truncated: Optional[Truncated] = None
+    usage: Optional[dict[str, Number]] = Field(None, description="Remote models: tokens and requests sent (and estimated_cost).")
+    judge_usage: Optional[dict[str, Number]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
+    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(None, description="How a multiple-choice task ran.")
+    unparsed: Optional[Unparsed] = None
+    warnings: Optional[list[str]] = None
+    exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
+
+    def add_warning(self, text: str) -> None:
+        self.warnings = [*(self.warnings or []), text]
+
+    def add_metrics(self, entries: Mapping[str, Any]) -> None:
+        """Metrics computed apart from the per-sample ones (a task class's corpus metrics): added, or replacing."""
+        self.metrics = {**self.metrics, **entries}
+
+    def set_fields(self, fields: Mapping[str, Any]) -> None:
+        """Fields a task class reports of its own (``ResultExtras``), each checked as it is set."""
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry results.json holds: every field that was set, in the listed order, then a dialect's own."""
+        return self.model_dump(exclude_unset=True)
 
 
 # ------------------------------------------------------------------ run level

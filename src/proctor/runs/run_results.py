@@ -3,8 +3,8 @@ dictionary (``as_dict``) each time it is written.
 
 The fields and their order are results.json's (``runs.results_schema.Results``, docs/results.md); a field that
 is left out of the file until it has a value (``limit_per_part``, ``skipped``, ``warnings``, ``rollup``, the
-run's ``total_seconds``) is None here until then. Each task's result is the dictionary its kind made
-(dialects add fields of their own): it is kept as made, and checked with the rest when the file is written.
+run's ``total_seconds``) is None here until then. Each task's result is the ``TaskResult`` its run built
+(dialects add fields of their own); the whole file is checked against the schema when it is written.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from proctor.runs.results_schema import Environment, RunTiming
+from proctor.runs.results_schema import Environment, RunTiming, TaskResult
 
 Status = Literal["running", "complete", "partial"]
 
@@ -40,7 +40,7 @@ class RunResults(BaseModel):
     limit: Union[int, float, None]
     limit_per_part: Optional[Literal[True]] = None
     overrides: dict[str, Any]
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, TaskResult] = {}
     groups: dict[str, Any] = {}
     timing: RunTiming
     skipped: Optional[list[dict[str, Any]]] = None
@@ -65,11 +65,15 @@ class RunResults(BaseModel):
             self._listed.append(name)
         getattr(self, name).append(entry)
 
-    def add_task(self, name: str, result: dict[str, Any]) -> None:
+    def add_task(self, name: str, result: TaskResult) -> None:
         """A finished task's result; its warnings are also listed run-wide, as 'task: warning'."""
         self.tasks[name] = result
-        for warning in result.get("warnings", []):
+        for warning in result.warnings or []:
             self.add_warning(f"{name}: {warning}")
+
+    def task_entries(self) -> dict[str, dict[str, Any]]:
+        """The tasks' entries as results.json holds them (what group scores and roll-up rules read)."""
+        return {name: result.as_dict() for name, result in self.tasks.items()}
 
     def finish(self, groups: dict[str, Any], rollup: dict[str, Any] | None, total_seconds: float) -> None:
         """Every task ran (or failed): the group scores, the roll-up, the status and the total time."""
@@ -80,8 +84,7 @@ class RunResults(BaseModel):
         self.timing = RunTiming(model_load_seconds=self.timing.model_load_seconds, total_seconds=total_seconds)
 
     def as_dict(self) -> dict[str, Any]:
-        """The dictionary results.json holds (less ``samples_bytes``), in the file's order; the tasks' results
-        are the run's own dictionaries, not copies."""
+        """The dictionary results.json holds (less ``samples_bytes``), in the file's order."""
         out: dict[str, Any] = {
             "proctor_version": self.proctor_version,
             "created": self.created,
@@ -94,7 +97,7 @@ class RunResults(BaseModel):
             "limit": self.limit,
             **({"limit_per_part": True} if self.limit_per_part else {}),
             "overrides": self.overrides,
-            "tasks": self.tasks,
+            "tasks": self.task_entries(),
             "groups": self.groups,
             "timing": self.timing.model_dump(exclude_none=True),
         }
