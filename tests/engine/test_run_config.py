@@ -10,7 +10,7 @@ import pytest
 from proctor.api import evaluate, run_evaluation
 from proctor.core.errors import ProctorError
 from proctor.engine.run_config import ModelConfig, RowLimit, run_config
-from proctor.runs.results_schema import Environment, RunTiming
+from proctor.runs.results_schema import Environment, RunTiming, TaskResult
 from proctor.runs.run_results import RunResults
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -70,7 +70,9 @@ def test_run_results_lists_the_fields_in_the_files_order():
     assert list(record.as_dict()) == ["proctor_version", "created", "command", "model", "model_info", "chat_applied", "environment",
                                       "status", "limit", "overrides", "tasks", "groups", "timing"]
     assert record.as_dict()["timing"] == {"model_load_seconds": 0.5}  # the total only once the run finished
-    record.add_task("t", {"kind": "generate", "warnings": ["w"]})
+    record.add_task("t", TaskResult.model_validate({
+        "kind": "generate", "dialect": "native", "source": None, "version": "1", "hash": "h", "n_samples": 1, "metrics": {},
+        "requests": {"unique": 1}, "timing": {"total_seconds": 0.1}, "warnings": ["w"]}))
     record.add_skipped({"task": "u", "file": "f", "error": "e", "stage": "run"})
     record.finish({}, {"value": 1.0, "stderr": None}, 2.0)
     out = record.as_dict()
