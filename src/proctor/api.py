@@ -17,7 +17,7 @@ from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
-from proctor.engine.run_config import ModelRef, RunConfig, run_config
+from proctor.engine.run_config import ModelConfig, ModelRef, OutputOptions, PrepareOptions, RowLimit, RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
@@ -120,14 +120,19 @@ def evaluate(
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
     recorded in results.json and run.json.
 
-    The keywords build one ``engine.run_config.RunConfig`` (the limit parsed there), run by ``run_evaluation``
+    The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
     as ``proctor run``'s is.
     """
-    config = run_config(
-        tasks, model, output_dir=output_dir, runs_root=runs_root, limit=limit, limit_per_part=limit_per_part, select=select,
-        variables=variables, data_path=data_path, dialect_options=dialect_options, chat=chat, model_options=model_options,
-        command=command, cache=cache, chunk_size=chunk_size, update=update, restart=restart, export=export, workers=workers,
-        cluster=cluster, mc_format=mc_format, mc_shuffle_seed=mc_shuffle_seed, overrides=overrides,
+    config = RunConfig(
+        tasks=tuple(tasks),
+        model=ModelConfig(model, dict(model_options or {}), workers, cluster),
+        select=None if select is None else tuple(select),
+        dialect_options=dialect_options,
+        limit=RowLimit.parse(limit, limit_per_part),
+        prepare=PrepareOptions(dict(variables or {}), None if data_path is None else Path(data_path), chat, mc_format,
+                               mc_shuffle_seed, overrides or RunOverrides()),
+        output=OutputOptions(None if output_dir is None else Path(output_dir), Path(runs_root), cache, chunk_size, update,
+                             restart, export, None if command is None else tuple(command)),
     )
     return run_evaluation(config, progress)
 

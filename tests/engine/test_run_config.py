@@ -9,7 +9,8 @@ import pytest
 
 from proctor.api import evaluate, run_evaluation
 from proctor.core.errors import ProctorError
-from proctor.engine.run_config import ModelConfig, RowLimit, run_config
+from proctor.core.run_overrides import RunOverrides
+from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
 from proctor.runs.results_schema import Environment, RunTiming, TaskResult
 from proctor.runs.run_results import RunResults
 from tests.support.fakes import FakeModel, write_tasks
@@ -29,7 +30,9 @@ def test_the_keywords_and_a_run_config_write_the_same_results(tmp_path):
     tasks = write_tasks(tmp_path / "tasks")
     keywords = dict(limit="0.5", limit_per_part=True, mc_format="generate", mc_shuffle_seed=3, variables={"A": "b"})
     by_keywords = evaluate([tasks], FakeModel(), output_dir=tmp_path / "a", **keywords)
-    run_evaluation(run_config([tasks], FakeModel(), output_dir=tmp_path / "b", **keywords))
+    run_evaluation(RunConfig(tasks=(tasks,), model=ModelConfig(FakeModel()), limit=RowLimit.parse("0.5", per_part=True),
+                             prepare=PrepareOptions({"A": "b"}, None, None, "generate", 3, RunOverrides()),
+                             output=OutputOptions(output_dir=tmp_path / "b")))
     assert by_keywords.results["limit"] == 0.5 and by_keywords.results["limit_per_part"] is True
     assert _masked(tmp_path / "a").replace("/a", "/b") == _masked(tmp_path / "b")
     assert json.loads((tmp_path / "a" / "results.json").read_text()) == by_keywords.results  # the dict returned is the file
@@ -40,9 +43,11 @@ def test_the_limit_is_parsed_when_the_configuration_is_built():
     assert RowLimit.parse("3") == RowLimit(3, False)
     assert RowLimit.parse(None, per_part=True) == RowLimit(None, False)  # no limit: nothing is cut per part either
     with pytest.raises(ProctorError, match="--limit takes a count or a fraction"):
-        run_config([], limit="1.5")
-    config = run_config(["x.yaml"], "smollm2", select=["a*"], model_options={"dtype": "float16"})
-    assert config.select == ("a*",) and config.model.options == {"dtype": "float16"} and config.tasks == ("x.yaml",)
+        RowLimit.parse("1.5")
+    with pytest.raises(ProctorError, match="--limit takes a count or a fraction"):
+        evaluate([], FakeModel(), limit=1.5)  # refused before anything runs
+    config = RunConfig(tasks=("x.yaml",), model=ModelConfig("smollm2", {"dtype": "float16"}), select=("a*",))
+    assert config.limit == RowLimit(None, False) and config.output.runs_root.name == "runs" and config.prepare.mc_format == "auto"
     with pytest.raises(AttributeError):
         config.limit = RowLimit(2)  # frozen: the run cannot change what it was asked
 

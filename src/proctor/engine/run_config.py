@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Union
 
 from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
@@ -127,47 +127,3 @@ class RunConfig:
     limit: RowLimit = field(default_factory=RowLimit)
     prepare: PrepareOptions = field(default_factory=PrepareOptions)
     output: OutputOptions = field(default_factory=OutputOptions)
-
-
-def _path(value: str | Path | None) -> Path | None:
-    return None if value is None else Path(value)
-
-
-def run_config(
-    tasks: Sequence[Task] | Iterable[str | Path],
-    model: ModelRef = "smollm2",
-    *,
-    output_dir: str | Path | None = None,
-    runs_root: str | Path = "runs",
-    limit: int | float | str | None = None,
-    limit_per_part: bool = False,
-    select: Iterable[str] | None = None,
-    variables: Mapping[str, str] | None = None,
-    data_path: str | Path | None = None,
-    dialect_options: Mapping[str, Any] | None = None,
-    chat: bool | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    command: Sequence[str] | None = None,
-    cache: str | Path | None = None,
-    chunk_size: int | None = None,
-    update: bool = False,
-    restart: bool = False,
-    export: bool = True,
-    workers: int | None = None,
-    cluster: "ClusterOptions | Mapping[str, Any] | None" = None,
-    mc_format: str = "auto",
-    mc_shuffle_seed: int | None = None,
-    overrides: RunOverrides | None = None,
-) -> RunConfig:
-    """A ``RunConfig`` from ``api.evaluate``'s keywords (documented there); the limit is parsed here."""
-    return RunConfig(
-        tasks=tuple(tasks),
-        model=ModelConfig(model, dict(model_options or {}), workers, cluster),
-        select=None if select is None else tuple(select),
-        dialect_options=dialect_options,
-        limit=RowLimit.parse(limit, limit_per_part),
-        prepare=PrepareOptions(dict(variables or {}), _path(data_path), chat, mc_format, mc_shuffle_seed,
-                               overrides or RunOverrides()),
-        output=OutputOptions(_path(output_dir), Path(runs_root), cache, chunk_size, update, restart, export,
-                             None if command is None else tuple(command)),
-    )
