@@ -21,10 +21,12 @@ from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
-from proctor.dialects.seahelm.dataloaders import AbstractDataloader, RowList, TaskConfig, as_rows
+from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judge_step import Judging
 from proctor.dialects.seahelm.metrics import references
+from proctor.dialects.seahelm.rows import RowList, as_rows
+from proctor.dialects.seahelm.task_config import TaskConfig
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
