@@ -66,7 +66,7 @@ class _TokenizerOnly:
     def __init__(self, folder: Path) -> None:
         from transformers import AutoTokenizer
 
-        from proctor.models.hf import bos_rule
+        from proctor.models.hf_loading import bos_rule
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.max_length = 2048

@@ -181,7 +181,7 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
 
         check_model_options(model.model, dict(model.options))
         if model.cluster_options() is not None:  # a missing package before the network
-            from proctor.engine.distributed import require_ray
+            from proctor.engine.ray_cluster import require_ray
 
             require_ray()
         check_model_source(model.model, dict(model.options))

@@ -81,9 +81,9 @@ def test_export_format_is_an_enum():
 
 def test_cli_dtype_choices_are_the_backends():
     from proctor.cli.options import DType
-    from proctor.models.hf import _DTYPES
+    from proctor.models.hf_loading import DTYPES
 
-    assert {d.value for d in DType} == set(_DTYPES)
+    assert {d.value for d in DType} == set(DTYPES)
 
 
 def test_shell_completion_completes_commands_and_choices():

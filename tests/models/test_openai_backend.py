@@ -15,8 +15,9 @@ from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest  # noqa: E402
 from proctor.kinds.mc_generate import extract_letter, permutation  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel, decode_chat, trim_at_stop  # noqa: E402
+from proctor.models.openai_compat import OpenAIModel, trim_at_stop  # noqa: E402
 from proctor.models.openai_http import RetryBudgetExceeded  # noqa: E402
+from proctor.models.openai_messages import decode_chat  # noqa: E402
 from tests.conftest import EXAMPLES  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, TrueLogprobServer  # noqa: E402
 

@@ -9,19 +9,20 @@ to the driver, which commits each chunk to the one run store as it arrives.
 
 A replica that dies (killed process, lost node) is dropped: its chunk in flight and its queued
 chunks are reassigned to the survivors; a chunk is committed once, the first time it returns.
+
+Here: ``ClusterOptions`` and the driver's side (``DistributedModel``: starting the replicas, handing out
+chunks, losing replicas). A replica's own code is ``ray_replica.py``; starting or joining the Ray cluster
+is ``ray_cluster.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Mapping, Sequence, TypedDict
+from typing import Any, Callable, Mapping, Sequence
 
-from proctor.core.errors import MissingDependencyError, ModelLoadError, ProctorError
+from proctor.core.errors import ModelLoadError, ProctorError
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -30,49 +31,14 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.engine.ray_cluster import connect, require_ray
+from proctor.engine.ray_replica import ModelWorker, WorkerInfo
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
 from proctor.models.base import Model, Progress
-from proctor.models.info import model_info
 
 log = logging.getLogger(__name__)
 
 IN_FLIGHT = 2  # chunks queued on a replica at once: the next one is ready while the driver commits
-
-
-def _loopback_only(ray: ModuleType) -> Callable[[], None]:
-    """Keep a private single-node cluster on 127.0.0.1; returns what undoes it (after shutdown).
-
-    In cluster mode Ray replaces a loopback node address with the machine's network address and
-    listens on every interface. Its single-machine mode (the one it uses on macOS and Windows)
-    keeps every service on loopback; child processes read the same switch from the environment.
-    Undone when the cluster is gone, so that a later run in this process (or a `ray start` it
-    spawns) can join a multi-node cluster.
-    """
-    constants = ray._private.ray_constants
-    saved_env, saved_flag = os.environ.get(_CLUSTER_SWITCH), constants.ENABLE_RAY_CLUSTER
-    os.environ[_CLUSTER_SWITCH] = "0"
-    constants.ENABLE_RAY_CLUSTER = False
-
-    def restore() -> None:
-        if saved_env is None:
-            os.environ.pop(_CLUSTER_SWITCH, None)
-        else:
-            os.environ[_CLUSTER_SWITCH] = saved_env
-        constants.ENABLE_RAY_CLUSTER = saved_flag
-
-    return restore
-
-
-_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-
-
-def require_ray() -> ModuleType:
-    try:
-        import ray
-    except ImportError:
-        raise MissingDependencyError("ray", "ray", "--workers / --ray-address (data-parallel evaluation on Ray)") from None
-    module: ModuleType = ray  # not followed by mypy (pyproject.toml): typed here
-    return module
 
 
 @dataclass(frozen=True)
@@ -112,89 +78,6 @@ def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: Clust
     return out
 
 
-class _WorkerStart(TypedDict):
-    """What every replica reports when it has started (``ModelWorker.describe``)."""
-
-    pid: int
-    node: str  # its node's IP address
-    node_id: str
-    error: str | None  # the model did not load: why
-
-
-class WorkerInfo(_WorkerStart, total=False):
-    """A replica's report; the rest is set when its model loaded."""
-
-    name: str
-    fingerprint: dict[str, Any]
-    has_chat_template: bool
-    chunk_requests: int | None
-    large_chunks: bool
-    chunk_sizes: Any  # the backend's own chunk sizes, None where it has none
-    batch_size: Any  # the backend's batch size (a number or "auto"), None where it has none
-    model_info: dict[str, Any]
-
-
-class ModelWorker:
-    """One replica (a Ray actor): loads its model once, then answers whole chunks."""
-
-    def __init__(self, spec: str, options: Mapping[str, Any], threads: int | None, cwd: str | None) -> None:
-        self.error: str | None = None
-        self.model: Model | None = None
-        if cwd and os.path.isdir(cwd):  # relative model paths mean what they mean for the driver
-            os.chdir(cwd)
-        try:
-            if threads:
-                try:
-                    import torch
-
-                    torch.set_num_threads(threads)
-                except ImportError:
-                    pass
-            from proctor.models.registry import load_model
-
-            self.model = load_model(spec, **dict(options))
-        except Exception as exc:  # reported by describe(): a clean message, not a dead actor
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    def describe(self) -> WorkerInfo:
-        import ray
-
-        info: WorkerInfo = {
-            "pid": os.getpid(),
-            "node": ray.util.get_node_ip_address(),
-            "node_id": ray.get_runtime_context().get_node_id(),  # nodes on one host share an address
-            "error": self.error,
-        }
-        if self.model is not None:
-            m = self.model
-            info["name"] = m.name
-            info["fingerprint"] = m.fingerprint
-            info["has_chat_template"] = m.has_chat_template
-            info["chunk_requests"] = getattr(m, "chunk_requests", None)
-            info["large_chunks"] = getattr(m, "large_chunks", False) is True
-            info["chunk_sizes"] = getattr(m, "chunk_sizes", None)
-            info["batch_size"] = getattr(m, "batch_size", None)
-            info["model_info"] = model_info(m)
-        return info
-
-    def call(self, request_type: str, requests: Sequence[Any]) -> list[Any]:
-        return list(getattr(self.model, request_type)(list(requests)))
-
-    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
-        assert self.model is not None  # the driver drops a replica whose model did not load (describe's error)
-        return self.model.apply_chat_template(messages)
-
-    def close(self) -> None:
-        if self.model is not None:
-            self.model.close()
-
-
-def _source_root() -> str | None:
-    """The folder holding this ``proctor`` package, for workers' PYTHONPATH (a source checkout)."""
-    root = Path(__file__).resolve().parents[2]
-    return None if "site-packages" in root.parts else str(root)
-
-
 class DistributedModel(Model):
     """N replicas of one model on a Ray cluster, seen by the engine as one model."""
 
@@ -207,7 +90,7 @@ class DistributedModel(Model):
         self.cluster = cluster
         self.spec = spec
         self._owns_ray = False
-        self._restore: Callable[[], None] | None = None  # undoes _loopback_only
+        self._restore: Callable[[], None] | None = None  # undoes ray_cluster.connect's loopback switch
         self._actors: list[Any] = []  # Ray actor handles (untyped in ray)
         self._alive: list[int] = []
         self.lost: list[int] = []  # replicas dropped during the run
@@ -235,21 +118,7 @@ class DistributedModel(Model):
             default_model_path()
 
     def _init(self, cluster: ClusterOptions) -> None:
-        paths = [p for p in (_source_root(), os.environ.get("PYTHONPATH")) if p]
-        kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
-        if paths:
-            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
-        if cluster.address is None:  # a private cluster for this run: "local" never joins a running one
-            self._restore = _loopback_only(self._ray)
-            cpus = max(os.cpu_count() or 1, math.ceil(cluster.workers * cluster.cpus_per_worker))
-            try:
-                self._ray.init(address="local", num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
-            except BaseException:
-                self._restore()
-                self._restore = None
-                raise
-        else:
-            self._ray.init(address=cluster.address, **kwargs)
+        self._restore = connect(self._ray, cluster.address, cluster.workers, cluster.cpus_per_worker)
 
     def _start(self, spec: str, options: dict[str, Any]) -> None:
         ray = self._ray

@@ -51,7 +51,8 @@ def check_hf_vision(rest: str, options: dict[str, Any]) -> set[str]:
 
 
 def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
-    from proctor.models.hf import _DTYPES, HFModel
+    from proctor.models.hf import HFModel
+    from proctor.models.hf_loading import DECODINGS, DTYPES, check_choice
     from proctor.models.hf_vision import HFVisionModel, is_vision_folder
 
     vision = vision or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
@@ -62,15 +63,14 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
             raise ModelLoadError(f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder")
         if not path.exists() and (rest.startswith((".", "/", "~")) or rest.count("/") > 1):
             raise ModelLoadError(f"--model '{rest}': no such model folder")
-    if options.get("dtype", "float32") not in _DTYPES:
-        raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(_DTYPES)}")
+    if options.get("dtype", "float32") not in DTYPES:
+        raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(DTYPES)}")
     from proctor.models.forward_plan import LAYOUTS
-    from proctor.models.hf import DECODINGS, _check_choice
     from proctor.models.tree_attention import ATTENTIONS
 
-    _check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
-    _check_choice("attention", options.get("attention"), ATTENTIONS)
-    _check_choice("decode", options.get("decode"), DECODINGS)
+    check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
+    check_choice("attention", options.get("attention"), ATTENTIONS)
+    check_choice("decode", options.get("decode"), DECODINGS)
     from proctor.models.sharding import check as check_sharding
 
     check_sharding(options.get("device_map"), options.get("max_memory"))

@@ -1,25 +1,26 @@
-"""Local Hugging Face transformers backend.
+"""Local Hugging Face transformers backend: ``HFModel`` loads a causal language model (or wraps a
+loaded one), sets up how it scores and decodes, names it (``fingerprint``), tokenizes, and scores
+log-likelihoods.
 
 Log-likelihoods are computed from the decoder's hidden states: the vocabulary projection and
 log-softmax run only at the positions being scored, never over the whole prompt.
+
+Generation is the ``HFGeneration`` mixin (``hf_generation.py``); the load-time rules this backend
+shares with the vision and vLLM backends (dtypes, device, BOS, folder digest) are ``hf_loading.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-import functools
-import hashlib
 import logging
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from proctor.core.errors import ModelLoadError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf_decode import Decoded, greedy_decode
-from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, static_greedy_decode, supported as static_supported
-from proctor.models.hf_invariant import invariant_greedy_decode, layout as invariant_layout
-from proctor.models.memory import halving
+from proctor.models.hf_generation import HFGeneration
+from proctor.models.hf_loading import DECODINGS, DTYPES, bos_rule, check_choice, pick_device, weights_digest
+from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, supported as static_supported
+from proctor.models.hf_invariant import layout as invariant_layout
 from proctor.models.vocab_head import VocabularyHead
 from proctor.models.hf_scoring import (
     SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, plan_loglikelihood, score_rows, split_whitespace,
@@ -28,8 +29,6 @@ from proctor.models import sharding, tree_attention
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
-    GenerateRequest,
-    GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
@@ -38,54 +37,8 @@ from proctor.core.model_requests import (
 
 log = logging.getLogger(__name__)
 
-_DTYPES = ("auto", "float32", "float16", "bfloat16")
-DECODINGS = ("static", "dynamic")
 
-
-def _weights_digest(folder: Path) -> str:
-    """A cheap content digest of a local model folder: config in full, weights by size and edges."""
-    digest = hashlib.sha256()
-    for name in sorted(p.name for p in folder.iterdir() if p.is_file()):
-        path = folder / name
-        digest.update(name.encode())
-        if path.suffix in (".json", ".jinja", ".txt", ".model"):
-            digest.update(path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin", ".gguf", ".pt"):
-            size = path.stat().st_size
-            digest.update(str(size).encode())
-            with path.open("rb") as handle:
-                digest.update(handle.read(1 << 20))
-                handle.seek(max(0, size - (1 << 20)))
-                digest.update(handle.read(1 << 20))
-    return digest.hexdigest()[:16]
-
-
-def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
-    """Whether prompts get a BOS token in front (by default: when the tokenizer adds one itself),
-    and the token an empty context starts from (BOS, else end-of-sequence). Shared by every
-    backend that tokenizes like this one, so their requests are the same token ids."""
-    bos = getattr(tokenizer, "bos_token_id", None)
-    if add_bos is None:
-        with_special = tokenizer.encode("a")
-        add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
-    return bool(add_bos), (bos if bos is not None else tokenizer.eos_token_id)
-
-
-def pick_device(torch, device: str) -> str:
-    """``auto`` is the GPU when there is one; asking for CUDA without one is an error, not a fallback."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
-    return device
-
-
-def _check_choice(option: str, value: str | None, choices: Sequence[str]) -> None:
-    if value is not None and value not in choices:
-        raise ModelLoadError(f"--model-arg {option}={value!r} is not one of {', '.join(choices)}")
-
-
-class HFModel(Model):
+class HFModel(HFGeneration, Model):
     """A causal language model loaded with transformers."""
 
     def __init__(
@@ -112,11 +65,11 @@ class HFModel(Model):
     ) -> None:
         torch = require("torch", "hf", "The Hugging Face backend")
         transformers = require("transformers", "hf", "The Hugging Face backend")
-        if dtype not in _DTYPES:
-            raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(_DTYPES)}")
-        _check_choice("forward_layout", forward_layout, LAYOUTS)
-        _check_choice("attention", attention, tree_attention.ATTENTIONS)
-        _check_choice("decode", decode, DECODINGS)
+        if dtype not in DTYPES:
+            raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(DTYPES)}")
+        check_choice("forward_layout", forward_layout, LAYOUTS)
+        check_choice("attention", attention, tree_attention.ATTENTIONS)
+        check_choice("decode", decode, DECODINGS)
         sharding.check(device_map, max_memory)
         self._torch = torch
         self.path = str(model)
@@ -151,7 +104,7 @@ class HFModel(Model):
             self._compile_flex()
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
-        self._content = _weights_digest(local) if local.is_dir() else None
+        self._content = weights_digest(local) if local.is_dir() else None
 
     @classmethod
     def from_loaded(
@@ -175,9 +128,9 @@ class HFModel(Model):
         self.batch_size = batch_size
         self.batch_invariant = bool(batch_invariant)
         self.tokenizer, self.model = tokenizer, model
-        _check_choice("forward_layout", forward_layout, LAYOUTS)
-        _check_choice("attention", attention, tree_attention.ATTENTIONS)
-        _check_choice("decode", decode, DECODINGS)
+        check_choice("forward_layout", forward_layout, LAYOUTS)
+        check_choice("attention", attention, tree_attention.ATTENTIONS)
+        check_choice("decode", decode, DECODINGS)
         self._setup(max_length, None, add_bos, forward_layout, attention, decode)
         self.cuda_graphs = True
         self._revision = getattr(model.config, "_commit_hash", None)
@@ -360,142 +313,3 @@ class HFModel(Model):
         if progress:
             progress(len(requests))
         return [RollingLoglikelihoodResult(float(sum(lp)), len(lp), tuple(lp)) for lp in per_request]
-
-    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
-        torch = self._torch
-        prompts = encode_many(self.tokenizer, [r.prompt for r in requests])
-        if self.add_bos:
-            prompts = [[self.prefix_token_id] + p for p in prompts]
-        # Same settings batch together; within them longest first, to keep padding low.
-        def settings(i: int):
-            r = requests[i]
-            return (
-                r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty,
-                r.no_repeat_ngram_size, r.min_tokens, r.max_length, r.top_k, r.repetition_penalty,
-            )
-
-        order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
-        results: list = [None] * len(requests)
-        longest = max((len(p) + r.max_tokens for p, r in zip(prompts, requests)), default=1)
-        size = self._auto_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
-        # Requests with the same settings decode together.
-        groups: list[list[int]] = []
-        for i in order:
-            if groups and settings(groups[-1][0]) == settings(i):
-                groups[-1].append(i)
-            else:
-                groups.append([i])
-        eos_ids = self._eos_ids()
-        cuts: dict[int, int] = {}  # request -> prompt tokens cut on the left to fit the window
-        with torch.inference_mode():
-            for group in groups:
-                request = requests[group[0]]
-                budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
-                ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
-                cuts.update((i, len(prompts[i]) - len(x)) for i, x in zip(group, ids) if len(x) < len(prompts[i]))
-                if (request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens
-                        and request.repetition_penalty == 1.0):
-                    # Greedy: continuously batched, `size` sequences in flight.
-                    # On out-of-memory the group decodes again with half as many in flight.
-                    decode: Callable[..., list[Decoded]]
-                    if self.batch_invariant:
-                        decode = invariant_greedy_decode
-                    elif self.decoding == "static":
-                        decode = functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
-                    else:
-                        decode = functools.partial(greedy_decode, prefill_tokens=self.pack_tokens)
-                    decoded = halving(lambda n: decode(
-                        self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None,
-                    ), size, "generation batch")
-                    for r, i in enumerate(group):
-                        results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
-                    continue
-                for start in range(0, len(group), size):
-                    batch, batch_ids = group[start : start + size], ids[start : start + size]
-                    outputs = halving(lambda n: [new for k in range(0, len(batch_ids), n)
-                                                 for new in self._transformers_generate(batch_ids[k : k + n], request, eos_ids)],
-                                      len(batch_ids), "generation batch")
-                    for r, (i, new) in enumerate(zip(batch, outputs)):
-                        results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
-                    if progress:
-                        progress(len(batch))
-        for i, cut in cuts.items():
-            results[i] = dataclasses.replace(results[i], truncated=cut)
-        return results
-
-    def _auto_generation_batch(self, sequence_length: int) -> int:
-        """As many sequences as a quarter of free memory holds key/value caches for (1 to 64 on the
-        CPU, 256 on CUDA); an out-of-memory error halves it and retries (``memory.halving``)."""
-        config = self.model.config
-        layers = getattr(config, "num_hidden_layers", 24)
-        heads = getattr(config, "num_key_value_heads", 0) or getattr(config, "num_attention_heads", 16)
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // getattr(config, "num_attention_heads", 16)
-        per_token = 2 * layers * heads * head_dim * self.model.dtype.itemsize
-        if self.device.startswith("cuda"):
-            free = self._torch.cuda.mem_get_info()[0]
-        else:
-            import os
-
-            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        most = 256 if self.device.startswith("cuda") else 64
-        return int(max(1, min(most, free // 4 // max(1, per_token * sequence_length))))
-
-    def _transformers_generate(self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]) -> list[list[int]]:
-        """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""
-        torch = self._torch
-        pad = self.tokenizer.pad_token_id
-        width = max(len(x) for x in ids)
-        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for r, x in enumerate(ids):
-            input_ids[r, width - len(x) :] = torch.tensor(x)
-            mask[r, width - len(x) :] = 1
-        kwargs = dict(max_new_tokens=request.max_tokens, pad_token_id=pad, eos_token_id=eos_ids, do_sample=request.temperature > 0)
-        if request.temperature > 0:
-            torch.manual_seed(request.seed)
-            kwargs.update(temperature=request.temperature, top_p=request.top_p)
-            if request.top_k is not None:
-                kwargs.update(top_k=request.top_k)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        if request.num_beams > 1:
-            kwargs.update(num_beams=request.num_beams, length_penalty=request.length_penalty, early_stopping=True)
-        if request.no_repeat_ngram_size:
-            kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
-        if request.min_tokens:
-            kwargs.update(min_new_tokens=request.min_tokens)
-        if request.repetition_penalty != 1.0:
-            kwargs.update(repetition_penalty=request.repetition_penalty)
-        if request.stop:
-            kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
-        output = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)
-        return [output[r, width:].tolist() for r in range(len(ids))]
-
-    def _result(self, tokens: list[int], reason: str, request: GenerateRequest, n_prompt: int) -> GenerateResult:
-        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        cut = min((text.find(s) for s in request.stop if s in text), default=-1)
-        if cut >= 0:
-            return GenerateResult(text[:cut], "stop", n_prompt, len(tokens))
-        return GenerateResult(text, "length" if reason == "length" else "stop", n_prompt, len(tokens) + (reason == "eos"))
-
-    def _eos_ids(self) -> list[int]:
-        ids = {self.tokenizer.eos_token_id}
-        config_eos = getattr(self.model.generation_config, "eos_token_id", None)
-        if isinstance(config_eos, int):
-            ids.add(config_eos)
-        elif isinstance(config_eos, (list, tuple)):
-            ids.update(config_eos)
-        return sorted(i for i in ids if i is not None)
-
-    def _finish(self, new: list[int], request: GenerateRequest, n_prompt: int, eos_ids: list[int]) -> GenerateResult:
-        """A result from transformers' output row: cut at end-of-sequence, drop trailing padding."""
-        pad = self.tokenizer.pad_token_id
-        reason = "length"
-        for position, token in enumerate(new):
-            if token in eos_ids:
-                new, reason = new[:position], "eos"
-                break
-        while new and new[-1] == pad and pad not in eos_ids:
-            new.pop()
-        return self._result(new, reason, request, n_prompt)

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ModelLoadError, ProctorError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf import _DTYPES, _weights_digest, bos_rule, pick_device
+from proctor.models.hf_loading import DTYPES, bos_rule, pick_device, weights_digest
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -65,8 +65,8 @@ class HFVisionModel(Model):
         torch = require("torch", "hf", "The Hugging Face vision backend")
         transformers = require("transformers", "hf", "The Hugging Face vision backend")
         require("PIL", "vision", "The Hugging Face vision backend")
-        if dtype not in _DTYPES:
-            raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(_DTYPES)}")
+        if dtype not in DTYPES:
+            raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(DTYPES)}")
         self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
@@ -97,7 +97,7 @@ class HFVisionModel(Model):
         self.image_token = getattr(self.processor, "image_token", None) or "<image>"
         self._revision = revision or getattr(self.model.config, "_commit_hash", None)
         local = Path(self.path)
-        self._content = _weights_digest(local) if local.is_dir() else None
+        self._content = weights_digest(local) if local.is_dir() else None
         # digest -> decoded image: the choices of a question come together, so a few recent ones suffice
         self._pixels: OrderedDict[str, Any] = OrderedDict()
         # transformers 5 names the key/value cache argument `cache` (earlier: `past_key_values`)

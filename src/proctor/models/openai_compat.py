@@ -9,78 +9,27 @@ environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) and s
   and the server applies its own template.
 - images (vision tasks) go to ``/chat/completions`` as ``image_url`` content parts (base64 data URIs);
   image multiple-choice tasks run through their generation formulation.
-- log-likelihoods: ``echo`` + ``logprobs`` or vLLM's ``prompt_logprobs``, each trusted only after a
-  self-check (see ``openai_logprobs``); or, when asked, ``top_logprobs`` of the next generated
-  token, which scores single-token continuations (MMLU-style letters) only. A backend that cannot
-  score says so (``supports_loglikelihood`` is False) and multiple-choice tasks switch to their
-  generation formulation.
+
+Here: ``OpenAIModel`` (settings, identity, usage and cost, generation requests and replies) and
+``BatchedOpenAIModel`` (its generation through the Batch API). Log-likelihoods are the ``OpenAIScoring``
+mixin (``openai_scoring.py``); chat prompts and image parts are ``openai_messages.py``; HTTP (retries,
+concurrency, usage) is ``openai_http.py``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
-from proctor.models.openai_http import ApiClient, ApiError
-from proctor.models.openai_logprobs import (
-    PromptTokens,
-    continuation_scores,
-    parse_echo,
-    parse_prompt_logprobs,
-    self_check,
-)
-from proctor.core.model_requests import (
-    GenerateRequest,
-    GenerateResult,
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    RollingLoglikelihoodRequest,
-    RollingLoglikelihoodResult,
-)
+from proctor.models.openai_http import ApiClient, map_progress
+from proctor.models.openai_messages import decode_chat, encode_chat, with_image_parts
+from proctor.models.openai_scoring import OpenAIScoring
+from proctor.core.model_requests import GenerateRequest, GenerateResult
 
-log = logging.getLogger(__name__)
-
-CHAT_PREFIX = "<|proctor:chat|>"  # a rendered chat prompt: this prefix + the messages as JSON
 LOGLIKELIHOOD_MODES = ("auto", "echo", "prompt_logprobs", "top_logprobs", "none")
 ENDPOINTS = ("completions", "chat")
-
-
-def encode_chat(messages: Sequence[dict]) -> str:
-    return CHAT_PREFIX + json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False)
-
-
-def decode_chat(prompt: str) -> list[dict] | None:
-    return json.loads(prompt[len(CHAT_PREFIX) :]) if prompt.startswith(CHAT_PREFIX) else None
-
-
-def with_image_parts(messages: Sequence[dict], images: Sequence[Any]) -> list[dict]:
-    """Messages with each ``{"type": "image"}`` placeholder replaced by the next image as an OpenAI
-    ``image_url`` content part (a base64 data URI); images left over (a plain-text prompt) go ahead of
-    the last user message's text."""
-    queue = [{"type": "image_url", "image_url": {"url": image.data_uri()}} for image in images]
-    used, out = 0, []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            parts = []
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "image" and used < len(queue):
-                    parts.append(queue[used])
-                    used += 1
-                else:
-                    parts.append(part)
-            message = {**message, "content": parts}
-        out.append(message)
-    if used < len(queue):
-        last = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out) - 1)
-        content = out[last].get("content")
-        text = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        out[last] = {**out[last], "content": queue[used:] + text}
-    return out
 
 
 def trim_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -89,7 +38,7 @@ def trim_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
-class OpenAIModel(Model):
+class OpenAIModel(OpenAIScoring, Model):
     def __init__(
         self,
         model: str,
@@ -191,7 +140,7 @@ class OpenAIModel(Model):
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
         self.check_generation(requests)
-        return self.client.map(self._generate_one, list(requests), _tick(progress))
+        return self.client.map(self._generate_one, list(requests), map_progress(progress))
 
     def check_generation(self, requests: Sequence[GenerateRequest]) -> None:
         """Refuse what the API cannot do, before anything is sent."""
@@ -256,149 +205,6 @@ class OpenAIModel(Model):
     def chat(self, messages: Sequence[dict], *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> str:
         """One chat reply (for judges)."""
         return self.generate([GenerateRequest(encode_chat(messages), max_tokens, (), temperature, 1.0, seed)])[0].text
-
-    # ------------------------------------------------------------------ log-likelihood: capability
-    @property
-    def supports_loglikelihood(self) -> bool:
-        return self.loglikelihood_mode != "none"
-
-    @property
-    def loglikelihood_mode(self) -> str:
-        if self._mode is None:
-            self._mode, self._mode_reason = self._resolve_mode()
-            log.info("model '%s': log-likelihood mode '%s' (%s)", self.name, self._mode, self._mode_reason)
-        return self._mode
-
-    def _resolve_mode(self) -> tuple[str, str]:
-        option = self.loglikelihood_option
-        if option == "none":
-            return "none", "disabled by option"
-        if option == "top_logprobs":
-            if not self._next_tokens(SELF_CHECK_TEXT):
-                raise ProctorError(f"'{self.shown_url}' returns no top_logprobs for generated tokens: cannot score choices")
-            return "top_logprobs", "top log-probs of the next token (single-token continuations only)"
-        if self.endpoint == "chat" and option == "auto":
-            return "none", "chat endpoint: no prompt log-probs"
-        reasons = []
-        for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
-            def score_one(text: str, m: str = mode):  # this mode, not the loop's last
-                return self._score_prompts([text], m)[0]
-
-            result = self_check(score_one, self._next_tokens)
-            if result.ok:
-                return mode, f"self-check passed: {result.reason}"
-            reasons.append(f"{mode}: {result.reason}")
-        why = "; ".join(reasons)
-        if option != "auto":
-            raise ProctorError(f"refusing log-likelihoods from '{self.shown_url}' by '{option}': {why}")
-        log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
-        return "none", why
-
-    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = 2) -> dict[str, float] | None:
-        """Top log-probs of the next token (the generation path), or None if the server gives none.
-
-        Asks for at least one token (``min_tokens``, understood by vLLM and llama.cpp): a server that
-        stops at end-of-sequence otherwise returns no token and no log-probs.
-        """
-        payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
-        if self._min_tokens_ok:
-            try:
-                data = self.client.post("/completions", {**payload, "min_tokens": 1}, max_retries=max_retries)
-            except ApiError as exc:
-                if exc.status not in (400, 422):
-                    raise
-                self._min_tokens_ok = False
-        if not self._min_tokens_ok:
-            data = self.client.post("/completions", payload, max_retries=max_retries)
-        lp = data["choices"][0].get("logprobs") or {}
-        top = (lp.get("top_logprobs") or [None])[0]
-        return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
-
-    # ------------------------------------------------------------------ log-likelihood: scoring
-    def _score_prompts(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
-        """Per-token prompt log-probs, ``batch`` prompts per request where the server takes lists."""
-        extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
-        payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
-        parse = parse_echo if mode == "echo" else parse_prompt_logprobs
-        if len(prompts) > 1 and self._lists_ok:
-            try:
-                data = self.client.post("/completions", {**payload, "prompt": prompts})
-                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
-                if len(choices) == len(prompts):
-                    return [parse(c, p) for c, p in zip(choices, prompts)]
-            except ApiError as exc:
-                if exc.status not in (400, 422):
-                    raise
-            log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
-            self._lists_ok = False
-        return [parse(self.client.post("/completions", {**payload, "prompt": p})["choices"][0], p) for p in prompts]
-
-    def _cannot(self) -> ProctorError:
-        return ProctorError(
-            f"model '{self.name}' at {self.shown_url} cannot score log-likelihoods ({self._mode_reason}). "
-            "Multiple-choice tasks run on it through --mc-format generate (the default when a backend cannot score); "
-            "perplexity and custom log-likelihood tasks need a server with trustworthy prompt log-probs (vLLM)."
-        )
-
-    def loglikelihood(
-        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
-    ) -> list[LoglikelihoodResult]:
-        if any(r.images for r in requests):
-            raise ProctorError(
-                f"model '{self.name}' (OpenAI-compatible API) cannot score log-likelihoods with images: prompt log-probs "
-                "come from the text-only /completions endpoint. Run image multiple-choice tasks with --mc-format generate "
-                "(the default for this backend)."
-            )
-        mode = self.loglikelihood_mode
-        if mode == "none":
-            raise self._cannot()
-        split = [_split(r) for r in requests]
-        if mode == "top_logprobs":
-            return self.client.map(self._top_one, split, _tick(progress))
-        batches = [split[i : i + self.batch] for i in range(0, len(split), self.batch)]
-
-        def run(batch: list[tuple[str, str]]) -> list[LoglikelihoodResult]:
-            parsed = self._score_prompts([c + x for c, x in batch], mode)
-            out = []
-            for (context, continuation), tokens in zip(batch, parsed):
-                if tokens is None:
-                    raise ProctorError(f"'{self.shown_url}' stopped returning prompt log-probs")
-                if not context:
-                    raise ProctorError("an empty context cannot be scored over the API: its first token has no log-prob")
-                lps, greedy = continuation_scores(tokens, len(context))
-                out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
-            return out
-
-        done = _tick(progress, lambda batch: len(batch))
-        return [r for batch in self.client.map(run, batches, done) for r in batch]
-
-    def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
-        context, continuation = pair
-        top = self._next_tokens(context, self.top_k, max_retries=None)
-        if not top:
-            raise ProctorError(f"'{self.shown_url}' returned no top_logprobs")
-        best = max(top, key=top.__getitem__)
-        if continuation in top:
-            lp = float(top[continuation])
-            return LoglikelihoodResult(lp, (lp,), continuation == best)
-        # not among the top k: its log-prob is at most the k-th one (an upper bound, never the greedy token)
-        lp = float(min(top.values()))
-        log.warning("continuation %r is not among the top %d next tokens: scored with the upper bound %.3f", continuation, len(top), lp)
-        return LoglikelihoodResult(lp, (lp,), False)
-
-    def rolling_loglikelihood(
-        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
-    ) -> list[RollingLoglikelihoodResult]:
-        mode = self.loglikelihood_mode
-        if mode not in ("echo", "prompt_logprobs"):
-            raise self._cannot()
-
-        def one(r: RollingLoglikelihoodRequest) -> RollingLoglikelihoodResult:
-            tokens = self._score_prompts([r.text], mode)[0]
-            lps = tuple(lp for lp in (tokens.logprobs if tokens else ()) if lp is not None)
-            return RollingLoglikelihoodResult(float(sum(lps)), len(lps), lps)
-
-        return self.client.map(one, list(requests), _tick(progress))
 
     def close(self) -> None:
         self.client.close()
@@ -470,21 +276,3 @@ class BatchedOpenAIModel(OpenAIModel):
         for chunk in chunks:
             self.check_generation(chunk)
         self.batches.run(chunks, done)
-
-
-SELF_CHECK_TEXT = "The capital of France is"
-
-
-def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
-    """(context, continuation) with the context's trailing whitespace moved if the request says so."""
-    context, continuation = r.context, r.continuation
-    if r.move_whitespace:
-        stripped = context.rstrip()
-        context, continuation = stripped, context[len(stripped) :] + continuation
-    return context, continuation
-
-
-def _tick(progress: Progress | None, count=lambda item: 1):
-    if progress is None:
-        return None
-    return lambda index, item: progress(count(item))

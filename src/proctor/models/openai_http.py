@@ -199,6 +199,14 @@ class ApiClient:
         self._client.close()
 
 
+def map_progress(progress: Callable[[int], None] | None, count=lambda item: 1):
+    """An ``on_done`` for ``ApiClient.map`` that reports ``count(item)`` finished requests to ``progress``
+    (a backend's progress callback), or None without one."""
+    if progress is None:
+        return None
+    return lambda index, item: progress(count(item))
+
+
 def _retry_after(value: str | None) -> float:
     """Seconds a Retry-After header asks for: a number of seconds, or an HTTP date (RFC 9110)."""
     if not value:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError, require
 from proctor.models.base import Model, Progress
-from proctor.models.hf import _weights_digest, bos_rule
+from proctor.models.hf_loading import bos_rule, weights_digest
 from proctor.models.hf_scoring import encode_pairs, split_whitespace
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -86,7 +86,7 @@ class VLLMModel(Model):
         self.large_chunks = True  # exempt from the engine's 64-request cap: on a GPU 1024 requests are seconds of work
         local = Path(self.path)
         if local.is_dir():
-            self._content: str | None = _weights_digest(local)
+            self._content: str | None = weights_digest(local)
         else:
             self._content = None
 

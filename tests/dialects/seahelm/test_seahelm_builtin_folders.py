@@ -13,7 +13,8 @@ from proctor.api import evaluate, load_tasks
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateResult
 from proctor.dialects.seahelm import ifeval as IF
-from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader
+from proctor.dialects.seahelm.task_config import TaskConfig
 from tests.conftest import TEST_DATA, shared_path
 from tests.support.fakes import FakeModel
 

@@ -9,8 +9,9 @@ import pytest
 from proctor.dialects.seahelm import metrics as M
 from proctor.dialects.seahelm import qa as QA
 from proctor.dialects.seahelm.config import load_tree
-from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader
 from proctor.dialects.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudgeMetric
+from proctor.dialects.seahelm.task_config import TaskConfig
 from tests.conftest import shared_path
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from proctor.core.errors import ProctorError
 from proctor.dialects.seahelm import qa as QA
-from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader, TaskConfig
+from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader
+from proctor.dialects.seahelm.task_config import TaskConfig
 from tests.conftest import shared_path
 
 

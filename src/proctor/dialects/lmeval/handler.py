@@ -5,54 +5,37 @@ and ``num_fewshot`` defaulting to 0, as ``lm_eval.simple_evaluate`` does) and it
 ``predict_samples`` sends those requests through proctor's run store and model, then lets lm-eval's
 filters and ``process_results`` score them; ``corpus_metrics`` applies the task's aggregations, with
 lm-eval's standard errors (``stderr``).
+
+Here: building lm-eval's task and its samples, scoring and aggregating. Turning its request instances into
+proctor's requests and answering them is ``instance_requests.py``; what a sample's record holds is
+``sample_records.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
 from proctor.dialects.lmeval.hook_errors import task_error
+from proctor.dialects.lmeval.instance_requests import answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
+from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
-from proctor.kinds.multiple_choice import softmax
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
-DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
-
 
 
 @dataclass(frozen=True)
 class LmEvalOutcome:
     values: dict[str, Any]  # "metric,filter" -> lm-eval's per-sample value
-
-
-def jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if hasattr(value, "item"):
-        try:
-            return value.item()
-        except Exception:
-            pass
-    return str(value)
 
 
 def _splits_read(config: dict[str, Any]) -> set[str]:
@@ -65,49 +48,6 @@ def _splits_read(config: dict[str, Any]) -> set[str]:
     if (config.get("num_fewshot") or 0) > 0:
         needed.add(str(fewshot or config.get("training_split") or config.get("validation_split") or evaluated))
     return needed
-
-
-def _gold_indices(task: Any, doc: Any, choices: list[str]) -> list[int]:
-    """The gold choice(s) as lm-eval's ``process_results`` finds them: an index, a choice's text, or a list."""
-    gold = task.doc_to_text(doc) if getattr(task, "multiple_input", False) else task.doc_to_target(doc)
-    items = gold if isinstance(gold, list) else [gold]
-    out = []
-    for g in items:
-        if isinstance(g, str) and g in choices:
-            g = choices.index(g)
-        if isinstance(g, int) and not isinstance(g, bool) and 0 <= g < len(choices):
-            out.append(g)
-    return out
-
-
-def _shown(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
-    """The fields every dialect's multiple-choice and generation records share (docs/results.md, samples.jsonl):
-    choices, per-choice log-likelihoods and probabilities, prediction and gold index; or the generation,
-    the answer lm-eval's filters read from it and the references."""
-    output_type = getattr(task, "OUTPUT_TYPE", None)
-    if output_type == "multiple_choice":
-        choices = [str(c) for c in task.doc_to_choice(doc)]
-        logprobs = [float(i.resps[0][0]) for i in instances][: len(choices)]  # acc_mutual_info adds unconditional ones
-        if len(logprobs) != len(choices) or not choices:
-            return {}
-        greedy = [bool(i.resps[0][1]) for i in instances][: len(choices)]
-        gold = _gold_indices(task, doc, choices)
-        prediction = max(range(len(logprobs)), key=lambda k: logprobs[k])  # lm-eval's acc: argmax of the log-likelihoods
-        return {
-            "choices": choices, "target": gold[0] if len(gold) == 1 else gold or None, "logprobs": logprobs,
-            "is_greedy": greedy, "distribution": softmax(logprobs), "prediction": prediction,
-            "correct": prediction in gold if gold else None,
-        }
-    if output_type == "generate_until":
-        generation = instances[0].resps[0] if instances[0].resps else ""
-        extracted = answer[0] if isinstance(answer, list) and answer else answer
-        target = task.doc_to_target(doc)
-        if task.config.doc_to_choice is not None and isinstance(target, int):  # as process_results: an index into the choices
-            target = task.doc_to_choice(doc)[target]
-        references = [str(t) for t in target] if isinstance(target, list) else [str(target)]
-        return {"generation": str(generation), "extracted": jsonable(extracted), "parsed": extracted != "[invalid]",  # lm-eval's filters' "no match"
-                "target": references}
-    return {}
 
 
 class _LmEvalRunner:
@@ -237,77 +177,13 @@ class _LmEvalRunner:
         return samples
 
     # ------------------------------------------------------------ model calls and scoring
-    def _request(self, instance: Any) -> Any:
-        kind = instance.request_type
-        args = instance.arguments
-        if kind == "loglikelihood":
-            return LoglikelihoodRequest(context=args[0], continuation=args[1])
-        if kind == "loglikelihood_rolling":
-            return RollingLoglikelihoodRequest(text=args[0], window=10**9)
-        if kind == "generate_until":
-            context, kwargs = args[0], dict(args[1] or {})
-            until = kwargs.pop("until", None)
-            until = [until] if isinstance(until, str) else list(until or [])
-            sample = bool(kwargs.pop("do_sample", False))
-            temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
-            return GenerateRequest(
-                prompt=context, max_tokens=int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)), stop=tuple(until),
-                temperature=temperature if sample else 0.0, top_p=float(kwargs.pop("top_p", 1.0) or 1.0) if sample else 1.0,
-            )
-        raise TaskDefinitionError(f"task '{self.leaf.name}': request type '{kind}' is not supported", file=self.leaf.source, field="output_type")
-
-    def _run(self, executor: Executor) -> None:
-        model, progress = executor.model, executor.progress
-        instances = self.task.instances
-        by_type: dict[str, list] = defaultdict(list)
-        for instance in instances:
-            by_type[instance.request_type].append(instance)
-        total = sum(len(v) * (v[0].repeats if v else 1) for v in by_type.values()) or 1
-        reported, done = 0, 0
-
-        def step(n: int) -> None:  # request progress -> sample progress (the runner counts samples)
-            nonlocal reported, done
-            done += n
-            target = len(self.docs) * done // total
-            if target > reported:
-                progress(target - reported)
-                reported = target
-
-        for kind, group in by_type.items():
-            if kind != "generate_until" and not getattr(model, "supports_loglikelihood", True):
-                raise ProctorError(f"task '{self.leaf.name}' needs log-likelihoods, which model '{model.name}' cannot score")
-            proctor_type = {"loglikelihood": "loglikelihood", "loglikelihood_rolling": "rolling_loglikelihood", "generate_until": "generate"}[kind]
-            flat = []
-            for instance in group:
-                request = self._request(instance)
-                if kind == "generate_until" and instance.repeats > 1:
-                    flat += [dataclasses.replace(request, seed=k) for k in range(instance.repeats)]
-                else:
-                    flat += [request] * instance.repeats
-            unique = list(dict.fromkeys(flat))
-            results = executor.run(proctor_type, unique, step)
-            answer = dict(zip(unique, results))
-            position = 0
-            for instance in group:
-                for _ in range(instance.repeats):
-                    result = answer[flat[position]]
-                    position += 1
-                    if kind == "loglikelihood":
-                        instance.resps.append((float(result.logprob), bool(result.is_greedy)))
-                    elif kind == "loglikelihood_rolling":
-                        instance.resps.append(float(result.logprob))
-                    else:
-                        instance.resps.append(result.text)
-        if reported < len(self.docs):
-            progress(len(self.docs) - reported)
-
     def predict_samples(self, samples, prompts, executor: Executor):
         self.model = executor.model
         task = self.task
         self._recorded.update({text: marker for marker, text in chat.render_all(executor.model, task.instances).items()})
         for instance in task.instances:
             instance.resps = []
-        self._run(executor)
+        answer_instances(task.instances, len(self.docs), executor, self.leaf)
         with self._templates():
             try:
                 return self._score(task)
@@ -337,7 +213,7 @@ class _LmEvalRunner:
                 "doc_id": doc_id,
                 "target": jsonable(task.doc_to_target(doc)),
                 "doc_target": jsonable(task.doc_to_target(doc)),  # lm-eval's own target (its samples file's)
-                **_shown(task, doc, instances, filtered.get(keys[0]) if keys else None),
+                **shown_fields(task, doc, instances, filtered.get(keys[0]) if keys else None),
                 "arguments": jsonable([i.arguments for i in instances]),
                 "resps": jsonable([i.resps for i in instances]),
                 "filtered_resps": filtered,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from proctor.dialects.seahelm.dataloaders import RowList, as_rows
+from proctor.dialects.seahelm.rows import RowList, as_rows
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 

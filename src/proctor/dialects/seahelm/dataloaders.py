@@ -1,154 +1,25 @@
-"""proctor's equivalents of SEA-HELM's dataloaders (same constructor and hooks).
+"""proctor's equivalents of SEA-HELM's dataloaders (same constructor and hooks): the base class
+``AbstractDataloader``, local files (``SeaHelmLocalDataloader``) and hub datasets read from mapped
+local copies (``HuggingFaceDataloader`` and the pairwise MT-Bench loaders).
 
-Datasets are lists of row dicts (a plug-in may also assign a ``datasets.Dataset``; it is read as rows).
-Hub datasets are never fetched implicitly: a local copy is mapped per dataset id
+Datasets are lists of row dicts (``rows.py``; a plug-in may also assign a ``datasets.Dataset``; it is
+read as rows). Hub datasets are never fetched implicitly: a local copy is mapped per dataset id
 (``--seahelm-data <id>=<path>``), else loading fails with "dataset not available offline: <id>".
+The judge dataloaders of SEA-HELM v1.2 are ``judge_dataloaders.py``; the task configuration they
+all take is ``task_config.py``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.errors import ProctorError
+from proctor.dialects.seahelm.rows import as_rows, read_rows
+from proctor.dialects.seahelm.task_config import TaskConfig
 
 log = logging.getLogger(__name__)
-
-
-class ConfigDict(dict):
-    """A config mapping that also reads as attributes (``task_config.config.judge.get(...)``), as
-    SEA-HELM's OmegaConf configs do; nested mappings are ConfigDicts too."""
-
-    def __init__(self, data: Any = (), **kwargs: Any) -> None:
-        super().__init__(data, **kwargs)
-        for key, value in self.items():
-            super().__setitem__(key, _wrap(value))
-
-    def __setitem__(self, key, value) -> None:
-        super().__setitem__(key, _wrap(value))
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"config has no key '{name}'") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self[name] = value
-
-
-def _wrap(value: Any) -> Any:
-    if isinstance(value, dict) and not isinstance(value, ConfigDict):
-        return ConfigDict(value)
-    if isinstance(value, list):
-        return [_wrap(v) for v in value]
-    return value
-
-
-class TaskConfig:
-    """One task in one language: ``task_name``, ``lang`` and the task's resolved ``config`` dict."""
-
-    def __init__(self, task_name: str, lang: str, config: dict, **extra: Any) -> None:
-        self.task_name = task_name
-        self.lang = lang
-        self.config = ConfigDict(config)
-        for key, value in extra.items():
-            setattr(self, key, value)
-
-
-def candidate_files(split: str | None, lang: str | None) -> list[str]:
-    """The files a data folder is searched for, in order (then a ``save_to_disk`` copy)."""
-    names = []
-    for stem in ([f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]):
-        if stem:
-            names += [f"{stem}{s}" for s in (".jsonl", ".json", ".parquet", ".csv")]
-    return names
-
-
-def folder_lacks(path: Path, split: str, lang: str) -> str | None:
-    """Why ``read_rows(path, split, lang)`` would find nothing (None: it finds a file, or ``path`` is a file
-    or a ``save_to_disk`` copy, whose rows are filtered by language when read)."""
-    path = Path(path)
-    if not path.is_dir() or any((path / marker).is_file() for marker in ("dataset_dict.json", "state.json", "dataset_info.json")):
-        return None
-    names = candidate_files(split, lang)
-    if any((path / name).is_file() for name in names):
-        return None
-    return f"{path} has no '{split}' data for language '{lang}' (looked for {', '.join(names[:3])}, ...)"
-
-
-def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> list[dict]:
-    """Rows of a local SEA-HELM data file (jsonl/json/csv/parquet) or folder (``<lang>/<split>.*``,
-    ``<lang>_<split>.*``, ``<split>.*``, or a ``datasets.save_to_disk`` folder)."""
-    path = Path(path)
-    if path.is_dir():
-        names = candidate_files(split, lang)
-        for name in names:
-            if (path / name).is_file():
-                return read_rows(path / name)
-        try:
-            from datasets import load_from_disk
-
-            data = load_from_disk(str(path))
-            if hasattr(data, "keys"):  # DatasetDict
-                data = data[split] if split in data else data[list(data.keys())[0]]
-            rows = data.to_list()
-            return [r for r in rows if not lang or (r.get("metadata") or {}).get("language", lang) == lang]
-        except Exception:
-            raise ProctorError(f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)") from None
-    suffix = path.suffix
-    if suffix == ".jsonl":
-        from proctor.data.readers import decode_utf8, json_lines
-
-        lines = decode_utf8(path).split("\n")  # decode_utf8 names the line of a byte that is not UTF-8
-        return [row for _, row in json_lines(lines, lambda n, exc: TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n))]
-    if suffix == ".json":
-        from proctor.data.readers import decode_utf8
-
-        try:
-            data = json.loads(decode_utf8(path))
-        except json.JSONDecodeError as exc:
-            raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-        return data if isinstance(data, list) else data.get("data", [])
-    import pandas as pd
-
-    frame = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
-    return frame.to_dict("records")
-
-
-class RowList(list):
-    """Rows as proctor holds them, also read by column as a ``datasets.Dataset`` is
-    (``self.dataset["conversations"]`` in task-folder code): a missing column names the row without it."""
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            for index, row in enumerate(self):
-                if key not in row:
-                    raise KeyError(f"{key} (row {index + 1} has no '{key}')")
-            return [row[key] for row in self]
-        return super().__getitem__(key)
-
-    @property
-    def column_names(self) -> list[str]:
-        return list(dict.fromkeys(k for row in self for k in row))
-
-    def map(self, function, *args: Any, **kwargs: Any) -> "RowList":
-        """``Dataset.map(fn)`` for a row function (task-folder code such as ONERULER's formatters), in-process."""
-        return RowList({**row, **(function(dict(row)) or {})} for row in self)
-
-
-def as_rows(dataset: Any) -> list[dict]:
-    if dataset is None:
-        return []
-    if isinstance(dataset, list):
-        return dataset
-    if hasattr(dataset, "to_list"):
-        return dataset.to_list()
-    if hasattr(dataset, "to_dict"):
-        return dataset.to_dict("records")
-    return list(dataset)
 
 
 class AbstractDataloader:
@@ -341,98 +212,4 @@ class HuggingFacePairwiseDataloader(HuggingFaceDataloader):
 
 
 class PairwiseDataloader(HuggingFacePairwiseDataloader):
-    pass
-
-
-class JudgeDataloader:
-    """SEA-HELM v1.2's judge mixin: a subclass's ``get_judge_prompt_formatter(metric)`` returns
-    ``f(row, idx) -> {"conversations": [...], "custom_ids": [...]}``; proctor sends those conversations to
-    the judge model and writes ``{"custom_ids", "responses"}`` lines to ``get_judge_batch_response_filepath()``
-    before the metric runs (rows carry the model's ``responses``)."""
-
-    # what the dataloader it is mixed into (AbstractDataloader) provides
-    task_config: TaskConfig
-    task_name: str
-    lang: str
-    specific_task_config: dict
-    dataset: Any
-    get_parent_folder: Callable[[], str]
-
-    def _judge_folder(self) -> str:
-        import os
-        import tempfile
-
-        if getattr(self, "run_base_path", ""):
-            return self.get_parent_folder()
-        folder = getattr(self, "_proctor_judge_dir", None)
-        if folder is None:  # no SEA-HELM run folder: a private scratch folder, never the working directory
-            folder = self._proctor_judge_dir = tempfile.mkdtemp(prefix="proctor-seahelm-judge-")
-        os.makedirs(folder, exist_ok=True)
-        return folder
-
-    def _judge_file(self, kind: str, turn: int, file_type: str) -> str:
-        import os
-
-        model = os.path.basename(getattr(self, "model_name", "") or "model")
-        return os.path.join(self._judge_folder(), f"{model}_{self.task_name}_{self.lang}_{kind}_turn{turn}.{file_type}")
-
-    def get_judge_batch_filepath(self, turn: int = 1, file_type: str = "jsonl") -> str:
-        return self._judge_file("judge_batch", turn, file_type)
-
-    def get_judge_batch_response_filepath(self, turn: int = 1, file_type: str = "jsonl") -> str:
-        return self._judge_file("judge_batch_response", turn, file_type)
-
-    def prepare_conversations_for_judgements(self, metric: Any) -> tuple[list, list]:
-        formatter = self.get_judge_prompt_formatter(metric)
-        conversations: list = []
-        custom_ids: list = []
-        for index, row in enumerate(as_rows(self.dataset)):
-            try:
-                formatted = formatter(row, index)
-            except (KeyError, IndexError) as exc:  # a row without a field the judge prompt needs
-                missing = exc.args[0] if exc.args else exc
-                raise TaskDefinitionError(
-                    f"{self.task_name}/{self.lang}: row {row.get('id', index)!r} cannot be judged: "
-                    f"{type(exc).__name__} {missing!r} while building the judge prompt",
-                    file=self.specific_task_config.get("filepath"), row=index + 1, field=str(missing),
-                ) from None
-            conversations.extend(formatted["conversations"])
-            custom_ids.extend(formatted["custom_ids"])
-        return conversations, custom_ids
-
-    def get_judge_prompt_formatter(self, metric: Any):
-        raise NotImplementedError(f"{type(self).__name__} must implement get_judge_prompt_formatter")
-
-
-class CriteriaDataloader(JudgeDataloader):
-    """Single-turn criteria judging (SEA-HELM's ``criteria_dataloader``): one judge conversation per
-    criterion, ``criteria_prompt`` filled with ``prompt``, ``response``, ``keyPointText`` and
-    ``reference_text_block`` (``reference_prompt`` with the row's ``label`` when ``include_reference``)."""
-
-    def get_judge_prompt_formatter(self, metric: Any):
-        prompts = self.task_config.config["judge"]["judge_prompts"]
-        task_template = self.task_config.config["languages"][self.lang]["prompt_template"]["task_template"]
-
-        def formatter(row: dict, idx: int) -> dict:
-            first = row["prompts"][0]
-            conversations, custom_ids = [], []
-            for i, criterion in enumerate(row["criteria"]):
-                block = ""
-                if criterion.get("include_reference", False):
-                    block = "\n" + prompts["reference_prompt"].format(reference=row["label"]) + "\n"
-                user = prompts["criteria_prompt"].format(
-                    prompt=task_template.format(**first), response=row["responses"][0],
-                    keyPointText=criterion["criterion"].format(**first), reference_text_block=block)
-                conversations.append([{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}])
-                custom_ids.append(f"{row['id']}_criteria{i}")
-            return {"conversations": conversations, "custom_ids": custom_ids}
-
-        return formatter
-
-
-class SeaHelmLocalCriteriaDataloader(SeaHelmLocalDataloader, CriteriaDataloader):
-    pass
-
-
-class HuggingFaceCriteriaDataloader(HuggingFaceDataloader, CriteriaDataloader):
     pass

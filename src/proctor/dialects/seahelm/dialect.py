@@ -23,7 +23,7 @@ from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
-from proctor.dialects.seahelm.dataloaders import folder_lacks
+from proctor.dialects.seahelm.rows import folder_lacks
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 from proctor.plugins.seahelm import SeaHelmOptions, in_tree, served_judge
 

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.data.images import read_images
-from proctor.dialects.seahelm.dataloaders import AbstractDataloader, TaskConfig
+from proctor.dialects.seahelm.dataloaders import AbstractDataloader
+from proctor.dialects.seahelm.task_config import TaskConfig
 from proctor.prompts.builder import Prompt
 
 IMAGE_COLUMN = "images"

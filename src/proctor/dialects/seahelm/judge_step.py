@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from proctor.dialects.seahelm.dataloaders import RowList
+from proctor.dialects.seahelm.rows import RowList
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader, JudgeDataloader, as_rows
+from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader
+from proctor.dialects.seahelm.judge_dataloaders import JudgeDataloader
 from proctor.dialects.seahelm.metrics import SeaHelmMetric
+from proctor.dialects.seahelm.rows import as_rows
 
 log = logging.getLogger(__name__)
 

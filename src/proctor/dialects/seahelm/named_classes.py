@@ -16,10 +16,12 @@ from proctor.dialects.seahelm import (
     dataloaders,
     ifeval,
     image_dataloader,
+    judge_dataloaders,
     judges,
     metrics,
     mtbench_judge,
     qa,
+    task_config,
     translation,
 )
 
@@ -41,10 +43,10 @@ BUILTIN_CLASSES = {
     "IFEvalMetric": ifeval.IFEvalMetric,
     "PairwiseLLMJudgeMetric": judges.PairwiseLLMJudgeMetric,
     "CriteriaJudgeMetric": judges.CriteriaJudgeMetric,
-    "JudgeDataloader": dataloaders.JudgeDataloader,
-    "CriteriaDataloader": dataloaders.CriteriaDataloader,
-    "SeaHelmLocalCriteriaDataloader": dataloaders.SeaHelmLocalCriteriaDataloader,
-    "HuggingFaceCriteriaDataloader": dataloaders.HuggingFaceCriteriaDataloader,
+    "JudgeDataloader": judge_dataloaders.JudgeDataloader,
+    "CriteriaDataloader": judge_dataloaders.CriteriaDataloader,
+    "SeaHelmLocalCriteriaDataloader": judge_dataloaders.SeaHelmLocalCriteriaDataloader,
+    "HuggingFaceCriteriaDataloader": judge_dataloaders.HuggingFaceCriteriaDataloader,
     "MTBenchJudgeDataloader": mtbench_judge.MTBenchJudgeDataloader,
     "MTBenchJudgeMetric": mtbench_judge.MTBenchJudgeMetric,
     "SeaHelmJudge": judges.SeaHelmJudge,
@@ -98,8 +100,8 @@ def _src_modules() -> dict[str, types.ModuleType]:
         for cls in classes:
             setattr(module(name), cls, BUILTIN_CLASSES[cls])
     setattr(module("src.metrics.logprob_metric"), "LogProbMetric", _builtin_logprob())
-    setattr(module("src.task_config"), "TaskConfig", dataloaders.TaskConfig)
-    setattr(module("src.dataloaders.base_dataloader"), "ConfigDict", dataloaders.ConfigDict)
+    setattr(module("src.task_config"), "TaskConfig", task_config.TaskConfig)
+    setattr(module("src.dataloaders.base_dataloader"), "ConfigDict", task_config.ConfigDict)
     setattr(module("src.base_logger"), "get_logger", logging.getLogger)
     return modules
 

@@ -5,7 +5,7 @@ After such a file is imported, its module-level ``load_dataset`` (``from dataset
 load_dataset``) and ``datasets`` (``import datasets``) names are pointed at this module's versions:
 
 - a local path (the dialect already swapped a mapped hub id in ``filepath`` for its local copy) is read
-  with :func:`proctor.dialects.seahelm.dataloaders.read_rows`: a file, or a folder holding
+  with :func:`proctor.dialects.seahelm.rows.read_rows`: a file, or a folder holding
   ``<subset>/<split>.jsonl``, ``<subset>_<split>.jsonl``, ``<split>.jsonl``, ... or a ``save_to_disk`` copy;
 - a hub id mapped with ``--seahelm-data ID=PATH`` reads PATH the same way (the mapping is the task's,
   in force while its task-folder code runs: :func:`offline_copies`);
@@ -62,7 +62,7 @@ def _files(data_files: Any, split: str | None) -> list[str | Path]:
 
 def load_dataset(path: str, name: str | None = None, split: str | None = None, data_files: Any = None, **_: Any):
     """Offline stand-in for ``datasets.load_dataset`` (see the module docstring)."""
-    from proctor.dialects.seahelm.dataloaders import read_rows
+    from proctor.dialects.seahelm.rows import read_rows
 
     reference = str(path)
     if reference in _PACKAGED:

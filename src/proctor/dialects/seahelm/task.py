@@ -3,38 +3,39 @@
 Samples come from the task's dataloader; ``predict_samples`` builds SEA-HELM conversations (few-shot
 turns, multi-turn carry-forward), generates through the run store, strips thinking, runs the metric
 class (and its judge), repeats for each seeded run and bootstraps per question across runs.
+
+Here: loading (the task's classes, its rows and samples) and generation, with SEA-HELM's log-prob and
+lettered label strategies. Mixed in: ready-made conversations (``conversations.py``), the judge step
+(``judge_step.py``) and the metric step (``metric_step.py``); the corpus metrics over the runs are
+``run_summary.py``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
-
-import numpy as np
+from typing import Any, Callable
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
-from proctor.dialects.seahelm.dataloaders import AbstractDataloader, RowList, TaskConfig, as_rows
+from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judge_step import Judging
-from proctor.dialects.seahelm.metrics import references
+from proctor.dialects.seahelm.metric_step import MetricStep, shown_fields
+from proctor.dialects.seahelm.rows import RowList, as_rows
+from proctor.dialects.seahelm.run_summary import summarise
+from proctor.dialects.seahelm.task_config import TaskConfig
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
 from proctor.scoring.metrics import register_metric
-from proctor.scoring.stats import bootstrap, bootstrap_stderr
 
 log = logging.getLogger(__name__)
-
-N_BOOTSTRAP = 30
-BOOTSTRAP_SEED = 94370244
 
 
 @dataclass(frozen=True)
@@ -46,33 +47,6 @@ class SeaHelmOutcome:
 def _row_score(outcome: Any) -> float | None:
     """The row's individual score from the SEA-HELM metric class (first run)."""
     return getattr(outcome, "score", None)
-
-
-def _jsonable(value: Any) -> Any:
-    """Nested metric output as plain JSON values (tuples -> lists, numpy scalars -> numbers)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
-    out: dict[str, float] = {}
-    items: Iterable[tuple[object, Any]]  # (key or index, value)
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    else:
-        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-            out[prefix] = float(value)
-        return out
-    for key, inner in items:
-        out.update(_numeric_leaves(f"{prefix}.{key}", inner))
-    return out
 
 
 def _check_labels(rows: list, data: Any) -> None:
@@ -92,26 +66,7 @@ def _check_labels(rows: list, data: Any) -> None:
         )
 
 
-def _shown(run: dict, i: int) -> dict[str, Any]:
-    """The fields every dialect's generation and multiple-choice records share (docs/results.md, samples.jsonl): the
-    raw generation, the answer read from it, the references; for a classification task (SEA-HELM's label-map
-    metrics) also its labels as choices, the gold and the predicted label's index (none when no label was read).
-    SEA-HELM classifies by generation: there are no per-choice probabilities."""
-    raw = run["raw"][i] if run.get("raw") and run["raw"][i] else [""]
-    label = run["labels"][i]
-    out: dict[str, Any] = {"generation": str(raw[-1]), "target": references(label)}
-    if run.get("gold_logprob") is not None and run["gold_logprob"][i] is not None:
-        out["gold_logprob"] = run["gold_logprob"][i]  # the log-prob strategy: the gold label after the answer tag
-    classes = run.get("classes")
-    if classes and str(label) in classes:
-        predicted = run["predictions"][i] if run.get("predictions") else None
-        index = classes.index(str(predicted)) if predicted is not None and str(predicted) in classes else None
-        out.update(choices=classes, target=classes.index(str(label)), prediction=index, parsed=index is not None,
-                   correct=index == classes.index(str(label)))
-    return out
-
-
-class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
+class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
     kind = "generate"
 
     def __init__(self, spec, options=None) -> None:
@@ -309,7 +264,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
                     extra, responses = self._logprobs(model, rows, rendered, raw, finish, template, images)
                     answers = [[r] for r in responses]
             runs.append(self._score(rows, answers, raw, extra, rendered, model, sent))
-        self._corpus = self._summarise(runs, rows)
+        self._corpus = summarise(runs, rows, self.config.get("metric"), getattr(self, "_judge_runner", None))
         first = runs[0]
         out = []
         for i, _ in enumerate(samples):
@@ -319,7 +274,7 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
                 "extracted": first["cleaned"][i],
                 "references": [first["labels"][i]],
                 "individual_scores": first["scores"][i],
-                **_shown(first, i),
+                **shown_fields(first, i),
             }
             if first.get("judgements") is not None:
                 details["judgements"] = first["judgements"][i]
@@ -374,135 +329,3 @@ class SeaHelmTask(ReadyConversations, Judging, GenerationTask):
             "predicted_label": [labels[r["prediction"]] if r["prediction"] is not None else None for r in records],
             "mc_format": ["generate"] * len(records),
         }
-
-    @staticmethod
-    def _classes(metric) -> list[str] | None:
-        """A label-map metric's classes: its `labels` where it keeps them (F1AccMetric), else the
-        label map's values (a task's own metric may keep only the map)."""
-        label_map = getattr(metric, "label_map", None)
-        if not isinstance(label_map, dict):
-            return None
-        labels = getattr(metric, "labels", None)
-        if labels is None:
-            labels = label_map.values()
-        return list(dict.fromkeys(str(c) for c in labels))
-
-    def _score(self, rows, answers, raw, extra, rendered, model, sent=None) -> dict:
-        import pandas as pd
-
-        loader = self.dataloader
-        assert loader is not None  # predict_samples made it
-        frame = pd.DataFrame([dict(r) for r in rows])
-        frame["responses"] = [list(a) for a in answers]
-        frame["raw_responses"] = [list(a) for a in raw]
-        frame["conversations"] = rendered
-        if sent and any(c is not None for c in sent):  # ready-made conversations stay message lists, as in SEA-HELM
-            frame["conversations"] = pd.Series([c if c is not None else t for c, t in zip(sent, rendered)], index=frame.index, dtype=object)
-        for key, values in extra.items():
-            frame[key] = values
-        if "cumulative_logprob" in extra:  # SEA-HELM's column: one list per row
-            frame["cumulative_logprobs"] = [[x] for x in extra["cumulative_logprob"]]
-        if "label" not in frame:
-            frame["label"] = ""
-        loader.inference_df = frame
-        metric = self._plugin_call(self.metric_cls, "__init__", loader, self.task_config)
-        judge = None
-        if self.config.get("use_judges") or getattr(metric, "uses_judge", False):
-            metric.judge_model = judge = self._judge(model)
-            judge_before = getattr(judge.model, "usage", lambda: None)()
-        if judge is not None and hasattr(loader, "get_judge_prompt_formatter"):
-            self._judge_batch(loader, metric, judge, rows, answers)
-        metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
-        if judge is not None:  # only the judge's calls: generation ran before
-            self._count_judge_usage(judge.model, judge_before)
-        df = loader.inference_df
-        scores = df["individual_scores"].tolist() if "individual_scores" in df else [None] * len(df)
-        scores = [self._scalar(s, self.config.get("metric")) for s in scores]
-        cleaned = df[metric.postprocessed_response_column].tolist() if metric.postprocessed_response_column in df else [None] * len(df)
-        return {
-            "metrics": metrics,
-            "raw": raw,
-            "classes": self._classes(metric),
-            "gold_logprob": extra.get("cumulative_logprob"),
-            "answers": answers,
-            "cleaned": cleaned,
-            "labels": [r.get("label") for r in rows],
-            "scores": scores,
-            "judgements": df["judgements"].tolist() if "judgements" in df else None,
-            "predictions": df["predictions"].tolist() if "predictions" in df else None,
-        }
-
-    @staticmethod
-    def _scalar(value: Any, key: str | None) -> float | None:
-        if isinstance(value, dict):
-            value = value.get(key, next(iter(value.values()), None)) if value else None
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            return None
-        return None if math.isnan(value) else value
-
-    def _summarise(self, runs: list[dict], rows: list[dict]) -> dict:
-        key = self.config.get("metric")
-        out: dict[str, dict] = {}
-        flat: dict[str, Any] = {}
-        for name, value in list(runs[0]["metrics"].items()):
-            if isinstance(value, (dict, list, tuple)):
-                # nested results (win rate per category, SEA-HELM's ``subcategories`` with (correct, total)
-                # counts or per-phenomenon dicts): every numeric leaf as "name.key[.key...]", and the whole
-                # structure kept as the entry's ``detail`` (first run)
-                flat.update(_numeric_leaves(name, value))
-                for run in runs:
-                    run["metrics"].update(_numeric_leaves(name, run["metrics"].get(name)))
-                out[name] = {"value": None, "stderr": None, "detail": _jsonable(value)}
-            else:
-                flat[name] = _jsonable(value)
-        for name, value in flat.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
-                entry = {"value": float(np.mean(values)), "stderr": None}
-                # SEA-HELM's own standard error of this value, where its metric reports one (LogProbMetric's
-                # clt_se_<x> for average_<x>); SEA-HELM computes none for a single run of the other metrics
-                se_name = "clt_se_" + name[len("average_"):] if name.startswith("average_") else None
-                errors = [float(r["metrics"][se_name]) for r in runs if isinstance(r["metrics"].get(se_name), (int, float, np.number))]
-                if errors:
-                    entry["stderr"] = float(np.mean(errors))
-                out[name] = entry
-            elif value is None:
-                out[name] = {"value": None, "stderr": None}
-            elif isinstance(value, str) and name.endswith("error"):  # e.g. metricx_error: kept, with no value
-                out[name] = {"value": None, "stderr": None, "error": value}
-        if len(runs) > 1 and key in out:
-            boots = self._bootstrap(runs, rows, key)
-            out[key]["bootstrap"] = boots
-            out[key]["value"] = float(np.mean(boots))
-            out[key]["stderr"] = bootstrap_stderr(boots)
-            out[key]["n_runs"] = len(runs)
-        if key in out:
-            out[key]["primary"] = True
-        if getattr(self, "_judge_runner", None) is not None:
-            out["judge_requests"] = {"value": float(self._judge_runner.stats["requests"]), "stderr": None}
-            out["judge_errors"] = {"value": float(self._judge_runner.stats["errors"]), "stderr": None}
-        return out
-
-    def _bootstrap(self, runs: list[dict], rows: list[dict], key: str) -> list[float]:
-        """SEA-HELM's leaderboard bootstrap: per question, the result of a uniformly drawn run."""
-        from proctor.dialects.seahelm.metrics import balanced_accuracy, normalize_score
-
-        n, r = len(rows), len(runs)
-        labels = [str(x.get("label")) for x in rows]
-        mc = runs[0]["predictions"] is not None and len(set(labels)) < n
-        k = len(set(labels))
-
-        def score(picks: np.ndarray) -> list[float]:  # one resample: picks[0][i] = the run question i is taken from
-            pick = picks[0]
-            if mc:
-                correct = [labels[i] if runs[pick[i]]["scores"][i] else f"\x00wrong{labels[i]}" for i in range(n)]
-                return [100 * normalize_score(balanced_accuracy(labels, correct), 1 / k, 1)]
-            values = [runs[pick[i]]["scores"][i] for i in range(n)]
-            values = [v for v in values if v is not None]
-            mean = float(np.mean(values)) if values else 0.0
-            return [100 * mean if mean <= 1 else mean]
-
-        # the resampling unit is the run, per question (not the questions, as in a paired bootstrap)
-        return bootstrap(score, n_items=n, n_choices=r, n_boot=N_BOOTSTRAP, seed=BOOTSTRAP_SEED, chunk=1).tolist()

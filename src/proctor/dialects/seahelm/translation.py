@@ -12,8 +12,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader, read_rows
+from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader
 from proctor.dialects.seahelm.metrics import _FreeTextMetric, chrf, normalize_score, references
+from proctor.dialects.seahelm.rows import read_rows
 
 log = logging.getLogger(__name__)
 

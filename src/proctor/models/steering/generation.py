@@ -2,7 +2,7 @@
 prompts rendered as the model sees them, and the ``Generated`` record a use case gets back.
 
 Raw (transformers model, tokenizer) targets and steering pipelines generate through proctor's
-``HFModel`` (``models/hf.py``: its continuously batched greedy decoder, transformers' sampling and
+``HFModel`` (``models/hf_generation.py``: its continuously batched greedy decoder, transformers' sampling and
 beam search), built around the loaded objects with ``HFModel.from_loaded``. Prompts are tokenized
 without special tokens (``add_bos=False``), as these targets always have been.
 """

@@ -1,0 +1,62 @@
+"""What the backends that load a local transformers folder share before any request: the option
+values the Hugging Face backend takes (dtype, decoding), the device it runs on, the BOS rule its
+tokenization follows and the content digest of the model folder.
+
+Kept apart from ``hf.py`` (the ``HFModel`` backend) because the vision backend (``hf_vision.py``),
+vLLM (``vllm_backend.py``) and the option checks (``builtin_backends.py``) use these rules too,
+without the text backend's scoring and decoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Sequence
+
+from proctor.core.errors import ModelLoadError
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+DECODINGS = ("static", "dynamic")
+
+
+def weights_digest(folder: Path) -> str:
+    """A cheap content digest of a local model folder: config in full, weights by size and edges."""
+    digest = hashlib.sha256()
+    for name in sorted(p.name for p in folder.iterdir() if p.is_file()):
+        path = folder / name
+        digest.update(name.encode())
+        if path.suffix in (".json", ".jinja", ".txt", ".model"):
+            digest.update(path.read_bytes())
+        elif path.suffix in (".safetensors", ".bin", ".gguf", ".pt"):
+            size = path.stat().st_size
+            digest.update(str(size).encode())
+            with path.open("rb") as handle:
+                digest.update(handle.read(1 << 20))
+                handle.seek(max(0, size - (1 << 20)))
+                digest.update(handle.read(1 << 20))
+    return digest.hexdigest()[:16]
+
+
+def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
+    """Whether prompts get a BOS token in front (by default: when the tokenizer adds one itself),
+    and the token an empty context starts from (BOS, else end-of-sequence). Shared by every
+    backend that tokenizes like this one, so their requests are the same token ids."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if add_bos is None:
+        with_special = tokenizer.encode("a")
+        add_bos = bos is not None and len(with_special) > 0 and with_special[0] == bos
+    return bool(add_bos), (bos if bos is not None else tokenizer.eos_token_id)
+
+
+def pick_device(torch, device: str) -> str:
+    """``auto`` is the GPU when there is one; asking for CUDA without one is an error, not a fallback."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
+    return device
+
+
+def check_choice(option: str, value: str | None, choices: Sequence[str]) -> None:
+    if value is not None and value not in choices:
+        raise ModelLoadError(f"--model-arg {option}={value!r} is not one of {', '.join(choices)}")

@@ -1,0 +1,206 @@
+"""Log-likelihoods over an OpenAI-compatible API: which way a server can score (``echo`` + ``logprobs``,
+vLLM's ``prompt_logprobs``, each trusted only after a self-check, see ``openai_logprobs``; or, when asked,
+``top_logprobs`` of the next generated token, which scores single-token continuations such as MMLU-style
+letters only), and the scoring calls themselves. A backend that cannot score says so
+(``supports_loglikelihood`` is False) and multiple-choice tasks switch to their generation formulation.
+
+A mixin of ``OpenAIModel`` (``openai_compat.py``), kept apart from its identity and generation: it reads
+only the settings and the HTTP client that ``OpenAIModel`` sets up (declared below), and holds the mode
+it settles on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from proctor.core.errors import ProctorError
+from proctor.core.model_requests import (
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
+from proctor.models.base import Progress
+from proctor.models.openai_http import ApiClient, ApiError, map_progress
+from proctor.models.openai_logprobs import (
+    PromptTokens,
+    continuation_scores,
+    parse_echo,
+    parse_prompt_logprobs,
+    self_check,
+)
+
+log = logging.getLogger(__name__)
+
+SELF_CHECK_TEXT = "The capital of France is"
+
+
+def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
+    """(context, continuation) with the context's trailing whitespace moved if the request says so."""
+    context, continuation = r.context, r.continuation
+    if r.move_whitespace:
+        stripped = context.rstrip()
+        context, continuation = stripped, context[len(stripped) :] + continuation
+    return context, continuation
+
+
+class OpenAIScoring:
+    """``loglikelihood``, ``rolling_loglikelihood`` and the log-likelihood mode, mixed into
+    :class:`proctor.models.openai_compat.OpenAIModel`."""
+
+    model: str
+    name: str
+    shown_url: str
+    endpoint: str
+    loglikelihood_option: str
+    top_k: int
+    batch: int
+    client: ApiClient
+    _mode: str | None
+    _mode_reason: str
+    _lists_ok: bool
+    _min_tokens_ok: bool
+
+    # ------------------------------------------------------------------ log-likelihood: capability
+    @property
+    def supports_loglikelihood(self) -> bool:
+        return self.loglikelihood_mode != "none"
+
+    @property
+    def loglikelihood_mode(self) -> str:
+        if self._mode is None:
+            self._mode, self._mode_reason = self._resolve_mode()
+            log.info("model '%s': log-likelihood mode '%s' (%s)", self.name, self._mode, self._mode_reason)
+        return self._mode
+
+    def _resolve_mode(self) -> tuple[str, str]:
+        option = self.loglikelihood_option
+        if option == "none":
+            return "none", "disabled by option"
+        if option == "top_logprobs":
+            if not self._next_tokens(SELF_CHECK_TEXT):
+                raise ProctorError(f"'{self.shown_url}' returns no top_logprobs for generated tokens: cannot score choices")
+            return "top_logprobs", "top log-probs of the next token (single-token continuations only)"
+        if self.endpoint == "chat" and option == "auto":
+            return "none", "chat endpoint: no prompt log-probs"
+        reasons = []
+        for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
+            def score_one(text: str, m: str = mode):  # this mode, not the loop's last
+                return self._score_prompts([text], m)[0]
+
+            result = self_check(score_one, self._next_tokens)
+            if result.ok:
+                return mode, f"self-check passed: {result.reason}"
+            reasons.append(f"{mode}: {result.reason}")
+        why = "; ".join(reasons)
+        if option != "auto":
+            raise ProctorError(f"refusing log-likelihoods from '{self.shown_url}' by '{option}': {why}")
+        log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
+        return "none", why
+
+    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = 2) -> dict[str, float] | None:
+        """Top log-probs of the next token (the generation path), or None if the server gives none.
+
+        Asks for at least one token (``min_tokens``, understood by vLLM and llama.cpp): a server that
+        stops at end-of-sequence otherwise returns no token and no log-probs.
+        """
+        payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
+        if self._min_tokens_ok:
+            try:
+                data = self.client.post("/completions", {**payload, "min_tokens": 1}, max_retries=max_retries)
+            except ApiError as exc:
+                if exc.status not in (400, 422):
+                    raise
+                self._min_tokens_ok = False
+        if not self._min_tokens_ok:
+            data = self.client.post("/completions", payload, max_retries=max_retries)
+        lp = data["choices"][0].get("logprobs") or {}
+        top = (lp.get("top_logprobs") or [None])[0]
+        return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
+
+    # ------------------------------------------------------------------ log-likelihood: scoring
+    def _score_prompts(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
+        """Per-token prompt log-probs, ``batch`` prompts per request where the server takes lists."""
+        extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
+        payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
+        parse = parse_echo if mode == "echo" else parse_prompt_logprobs
+        if len(prompts) > 1 and self._lists_ok:
+            try:
+                data = self.client.post("/completions", {**payload, "prompt": prompts})
+                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+                if len(choices) == len(prompts):
+                    return [parse(c, p) for c, p in zip(choices, prompts)]
+            except ApiError as exc:
+                if exc.status not in (400, 422):
+                    raise
+            log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
+            self._lists_ok = False
+        return [parse(self.client.post("/completions", {**payload, "prompt": p})["choices"][0], p) for p in prompts]
+
+    def _cannot(self) -> ProctorError:
+        return ProctorError(
+            f"model '{self.name}' at {self.shown_url} cannot score log-likelihoods ({self._mode_reason}). "
+            "Multiple-choice tasks run on it through --mc-format generate (the default when a backend cannot score); "
+            "perplexity and custom log-likelihood tasks need a server with trustworthy prompt log-probs (vLLM)."
+        )
+
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
+        if any(r.images for r in requests):
+            raise ProctorError(
+                f"model '{self.name}' (OpenAI-compatible API) cannot score log-likelihoods with images: prompt log-probs "
+                "come from the text-only /completions endpoint. Run image multiple-choice tasks with --mc-format generate "
+                "(the default for this backend)."
+            )
+        mode = self.loglikelihood_mode
+        if mode == "none":
+            raise self._cannot()
+        split = [_split(r) for r in requests]
+        if mode == "top_logprobs":
+            return self.client.map(self._top_one, split, map_progress(progress))
+        batches = [split[i : i + self.batch] for i in range(0, len(split), self.batch)]
+
+        def run(batch: list[tuple[str, str]]) -> list[LoglikelihoodResult]:
+            parsed = self._score_prompts([c + x for c, x in batch], mode)
+            out = []
+            for (context, continuation), tokens in zip(batch, parsed):
+                if tokens is None:
+                    raise ProctorError(f"'{self.shown_url}' stopped returning prompt log-probs")
+                if not context:
+                    raise ProctorError("an empty context cannot be scored over the API: its first token has no log-prob")
+                lps, greedy = continuation_scores(tokens, len(context))
+                out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
+            return out
+
+        done = map_progress(progress, lambda batch: len(batch))
+        return [r for batch in self.client.map(run, batches, done) for r in batch]
+
+    def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
+        context, continuation = pair
+        top = self._next_tokens(context, self.top_k, max_retries=None)
+        if not top:
+            raise ProctorError(f"'{self.shown_url}' returned no top_logprobs")
+        best = max(top, key=top.__getitem__)
+        if continuation in top:
+            lp = float(top[continuation])
+            return LoglikelihoodResult(lp, (lp,), continuation == best)
+        # not among the top k: its log-prob is at most the k-th one (an upper bound, never the greedy token)
+        lp = float(min(top.values()))
+        log.warning("continuation %r is not among the top %d next tokens: scored with the upper bound %.3f", continuation, len(top), lp)
+        return LoglikelihoodResult(lp, (lp,), False)
+
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]:
+        mode = self.loglikelihood_mode
+        if mode not in ("echo", "prompt_logprobs"):
+            raise self._cannot()
+
+        def one(r: RollingLoglikelihoodRequest) -> RollingLoglikelihoodResult:
+            tokens = self._score_prompts([r.text], mode)[0]
+            lps = tuple(lp for lp in (tokens.logprobs if tokens else ()) if lp is not None)
+            return RollingLoglikelihoodResult(float(sum(lps)), len(lps), lps)
+
+        return self.client.map(one, list(requests), map_progress(progress))
