@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.models.base import Progress
+from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf_decode import Decoded, greedy_decode
 from proctor.models.hf_invariant import invariant_greedy_decode
 from proctor.models.hf_scoring import encode_many
@@ -129,22 +130,7 @@ class HFGeneration:
         for r, x in enumerate(ids):
             input_ids[r, width - len(x) :] = torch.tensor(x)
             mask[r, width - len(x) :] = 1
-        kwargs = dict(max_new_tokens=request.max_tokens, pad_token_id=pad, eos_token_id=eos_ids, do_sample=request.temperature > 0)
-        if request.temperature > 0:
-            torch.manual_seed(request.seed)
-            kwargs.update(temperature=request.temperature, top_p=request.top_p)
-            if request.top_k is not None:
-                kwargs.update(top_k=request.top_k)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        if request.num_beams > 1:
-            kwargs.update(num_beams=request.num_beams, length_penalty=request.length_penalty, early_stopping=True)
-        if request.no_repeat_ngram_size:
-            kwargs.update(no_repeat_ngram_size=request.no_repeat_ngram_size)
-        if request.min_tokens:
-            kwargs.update(min_new_tokens=request.min_tokens)
-        if request.repetition_penalty != 1.0:
-            kwargs.update(repetition_penalty=request.repetition_penalty)
+        kwargs = decoding_kwargs(torch, request, pad, eos_ids)
         if request.stop:
             kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
         output = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)

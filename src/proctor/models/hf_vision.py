@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from proctor.core.errors import ModelLoadError, ProctorError, require
 from proctor.models.base import Model, Progress
+from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf_loading import DTYPES, bos_rule, pick_device, weights_digest
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -279,23 +280,7 @@ class HFVisionModel(Model):
                 keep = max(budget, 1)
                 inputs = {"input_ids": inputs["input_ids"][:, -keep:], "attention_mask": inputs["attention_mask"][:, -keep:]}
                 n_prompt = keep
-            kwargs: dict[str, Any] = dict(max_new_tokens=r.max_tokens, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=eos_ids,
-                                          do_sample=r.temperature > 0)
-            if r.temperature > 0:
-                torch.manual_seed(r.seed)
-                kwargs.update(temperature=r.temperature, top_p=r.top_p)
-                if r.top_k is not None:
-                    kwargs.update(top_k=r.top_k)
-            else:
-                kwargs.update(temperature=None, top_p=None, top_k=None)
-            if r.num_beams > 1:
-                kwargs.update(num_beams=r.num_beams, length_penalty=r.length_penalty, early_stopping=True)
-            if r.no_repeat_ngram_size:
-                kwargs.update(no_repeat_ngram_size=r.no_repeat_ngram_size)
-            if r.min_tokens:
-                kwargs.update(min_new_tokens=r.min_tokens)
-            if r.repetition_penalty != 1.0:
-                kwargs.update(repetition_penalty=r.repetition_penalty)
+            kwargs = decoding_kwargs(torch, r, self.tokenizer.pad_token_id, eos_ids)
             moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
             with torch.inference_mode():
                 new = self.model.generate(**moved, **kwargs)[0, n_prompt:].tolist()
