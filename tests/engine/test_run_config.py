@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from proctor.api import evaluate, run_evaluation
 from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides
 from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
-from proctor.runs.results_schema import Environment, RunTiming, TaskResult
+from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
 from proctor.runs.run_results import RunResults
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -87,3 +88,18 @@ def test_run_results_lists_the_fields_in_the_files_order():
     assert list(_record(skipped=[{"file": "f", "error": "e"}], limit=3, limit_per_part=True).as_dict())[8:10] == ["limit", "limit_per_part"]
     with pytest.raises(ValueError):
         record.status = "done"  # the schema's statuses only
+
+
+def test_group_scores_and_the_rollup_are_typed_when_the_run_finishes():
+    record = _record()
+    group = {"tasks": ["a", "b"], "n_samples": 7, "metrics": {"acc": {"value": 1, "stderr": None, "micro": 0.75, "micro_stderr": None}}}
+    record.finish({"g": group}, {"value": 0.5, "stderr": 0.1, "levels": ["group", "task"],
+                                 "children": {"g": {"value": 0.5, "stderr": None, "type": "macro", "my_rule_note": "kept"}}}, 1.0)
+    assert isinstance(record.groups["g"], GroupResult) and isinstance(record.rollup, RollupNode)
+    out = record.as_dict()
+    assert out["groups"] == {"g": group} and type(out["groups"]["g"]["metrics"]["acc"]["value"]) is int  # written as computed
+    assert out["rollup"]["children"]["g"] == {"value": 0.5, "stderr": None, "type": "macro", "my_rule_note": "kept"}
+    with pytest.raises(ValidationError, match=r"g\.metrics\.acc\.micro"):
+        _record().finish({"g": {**group, "metrics": {"acc": {"value": 1.0, "stderr": None}}}}, None, 1.0)
+    with pytest.raises(ValidationError, match="type"):
+        _record().finish({}, {"value": 0.5, "stderr": None, "type": "median"}, 1.0)

@@ -159,10 +159,10 @@ class TaskResult(BaseModel):
 
 # ------------------------------------------------------------------ run level
 class GroupMetric(_Closed):
-    value: Optional[float] = Field(description="Macro mean: every task weighs the same.")
-    stderr: Optional[float] = Field(description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null.")
-    micro: Optional[float] = Field(description="Mean weighted by each task's samples.")
-    micro_stderr: Optional[float] = Field(
+    value: Optional[Number] = Field(description="Macro mean: every task weighs the same.")
+    stderr: Optional[Number] = Field(description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null.")
+    micro: Optional[Number] = Field(description="Mean weighted by each task's samples.")
+    micro_stderr: Optional[Number] = Field(
         None, description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null."
     )
 
@@ -176,10 +176,10 @@ class GroupResult(_Closed):
 class RollupNode(_Open):
     """A node of the score hierarchy (the top, a level, a group) or a task leaf."""
 
-    value: Optional[float]
-    stderr: Optional[float]
+    value: Optional[Number]
+    stderr: Optional[Number]
     children: Optional[dict[str, RollupNode]] = None
-    bootstrap: Optional[list[float]] = None
+    bootstrap: Optional[list[Number]] = None
     type: Optional[Literal["macro", "micro"]] = Field(None, description="Group nodes: how their tasks were averaged.")
     levels: Optional[list[str]] = Field(None, description="Top node: the level names, outermost first, then group and task.")
     n_samples: Optional[int] = Field(None, description="Task leaves.")

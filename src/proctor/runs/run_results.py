@@ -14,7 +14,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from proctor.runs.results_schema import Environment, RunTiming, TaskResult
+from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
 
 Status = Literal["running", "complete", "partial"]
 
@@ -41,11 +41,11 @@ class RunResults(BaseModel):
     limit_per_part: Optional[Literal[True]] = None
     overrides: dict[str, Any]
     tasks: dict[str, TaskResult] = {}
-    groups: dict[str, Any] = {}
+    groups: dict[str, GroupResult] = {}
     timing: RunTiming
     skipped: Optional[list[dict[str, Any]]] = None
     warnings: Optional[list[str]] = None
-    rollup: Optional[dict[str, Any]] = None
+    rollup: Optional[RollupNode] = None
     # skipped and warnings are listed in the file in the order they first had an entry
     _listed: list[str] = PrivateAttr(default_factory=list)
 
@@ -76,10 +76,11 @@ class RunResults(BaseModel):
         return {name: result.as_dict() for name, result in self.tasks.items()}
 
     def finish(self, groups: dict[str, Any], rollup: dict[str, Any] | None, total_seconds: float) -> None:
-        """Every task ran (or failed): the group scores, the roll-up, the status and the total time."""
+        """Every task ran (or failed): the group scores and the roll-up (scoring's, checked against their
+        models here), the status and the total time."""
         self.groups = groups
         if rollup is not None:
-            self.rollup = rollup
+            self.rollup = RollupNode.model_validate(rollup)
         self.status = "partial" if self.skipped else "complete"
         self.timing = RunTiming(model_load_seconds=self.timing.model_load_seconds, total_seconds=total_seconds)
 
@@ -98,11 +99,11 @@ class RunResults(BaseModel):
             **({"limit_per_part": True} if self.limit_per_part else {}),
             "overrides": self.overrides,
             "tasks": self.task_entries(),
-            "groups": self.groups,
+            "groups": {name: group.model_dump(exclude_unset=True) for name, group in self.groups.items()},
             "timing": self.timing.model_dump(exclude_none=True),
         }
         for name in self._listed:
             out[name] = getattr(self, name)
         if self.rollup is not None:
-            out["rollup"] = self.rollup
+            out["rollup"] = self.rollup.model_dump(exclude_unset=True)
         return out
