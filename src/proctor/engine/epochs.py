@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from proctor.core.model_requests import GenerateRequest
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.runs.results_schema import Epochs
-from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
+from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 
 if TYPE_CHECKING:
     from proctor.engine.prepare import PreparedTask
@@ -89,6 +89,5 @@ def combine_epochs(
     result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes)
     spec = prepared.task.spec
     if spec.breakdown:
-        parts = {key: breakdown(metric_defs, reduced, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown}
-        result.set_fields({"breakdown": parts, "breakdown_stats": {key: breakdown_stats(by_value) for key, by_value in parts.items()}})
+        result.set_fields(breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples]))
     return type(base)(base.name, result, records)

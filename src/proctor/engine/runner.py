@@ -21,7 +21,7 @@ from proctor.core.user_errors import call_user
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
 from proctor.runs.store import Lookup
-from proctor.scoring.aggregate import aggregate_metrics, breakdown, breakdown_stats
+from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.handlers import kind_handler
 from proctor.kinds.capabilities import (
@@ -306,8 +306,7 @@ def score_outcomes(
     if spec.rollup is not None:
         result.rollup = RollupPlace.model_validate(spec.rollup.model_dump())
     if spec.breakdown:
-        parts = {key: breakdown(metric_defs, values, [s.sample.fields.get(key) for s in prepared.samples]) for key in spec.breakdown}
-        result.set_fields({"breakdown": parts, "breakdown_stats": {key: breakdown_stats(by_value) for key, by_value in parts.items()}})
+        result.set_fields(breakdowns(metric_defs, values, spec.breakdown, [s.sample.fields for s in prepared.samples]))
     if isinstance(built.handler, ResultExtras):  # a task class's own per-file / per-group report (GLM-130B task classes)
         result.set_fields(built.handler.result_extras())
     return TaskOutcome(spec.name, result, records)

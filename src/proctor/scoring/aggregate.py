@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import pooled_sample_stderr, pooled_stderr
 
-# results.json's entries, plain JSON dicts until results are typed objects (issue 29): a metric's
-# {"value", "stderr", ...}; a task's or a breakdown part's {"n_samples", "metrics", ...}
+# results.json's entries as the file holds them (the run builds them as runs.results_schema models; scoring,
+# a layer below, reads and makes the plain JSON): a metric's {"value", "stderr", ...}; a task's or a
+# breakdown part's {"n_samples", "metrics", ...}
 MetricEntry = dict[str, Any]
 TaskEntry = dict[str, Any]
 
@@ -69,6 +70,14 @@ def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: 
         subset = {name: [vals[i] for i in indices] for name, vals in values.items()}
         out[str(key)] = {"n_samples": len(indices), "metrics": aggregate_metrics(metrics, subset)}
     return out
+
+
+def breakdowns(metrics: Sequence[MetricDef], values: dict[str, list[Any]], fields: Sequence[str],
+               rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A task's ``breakdown`` (per field, per value of it in the samples' ``rows``: metrics) and its
+    ``breakdown_stats`` (per field: max, median and weighted average over the values)."""
+    parts = {field: breakdown(metrics, values, [row.get(field) for row in rows]) for field in fields}
+    return {"breakdown": parts, "breakdown_stats": {field: breakdown_stats(by_value) for field, by_value in parts.items()}}
 
 
 def aggregate_groups(task_results: dict[str, TaskEntry], memberships: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
