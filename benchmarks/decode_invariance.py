@@ -30,8 +30,14 @@ def build_model(folder: Path) -> None:
     from proctor.models.default import default_model_path
 
     save_random_llama(
-        folder, AutoTokenizer.from_pretrained(default_model_path()), hidden_size=256, intermediate_size=512,
-        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+        folder,
+        AutoTokenizer.from_pretrained(default_model_path()),
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
         tie_word_embeddings=True,
     )
 
@@ -52,10 +58,16 @@ def kernel_checks(device: str) -> None:
         weight = torch.randn(512, 256, dtype=dtype, device=device) * 0.05
         x = torch.randn(64, 256, dtype=dtype, device=device)
         base = F.linear(x[:8], weight)[0]
-        print("  linear, a row's result with M rows vs 8 rows:", {m: same(F.linear(x[:m], weight)[0], base) for m in (1, 2, 4, 16, 64)})
+        print(
+            "  linear, a row's result with M rows vs 8 rows:",
+            {m: same(F.linear(x[:m], weight)[0], base) for m in (1, 2, 4, 16, 64)},
+        )
         moved = x[:8].roll(3, 0)
         moved[4:] = torch.randn(4, 256, dtype=dtype, device=device)
-        print("  linear, the same row at another of 8 positions, other rows changed:", same(F.linear(moved, weight)[3], base))
+        print(
+            "  linear, the same row at another of 8 positions, other rows changed:",
+            same(F.linear(moved, weight)[3], base),
+        )
         q = torch.randn(1, heads, 1, dim, dtype=dtype, device=device)
         k, v = (torch.randn(1, heads, length, dim, dtype=dtype, device=device) for _ in range(2))
         exact = F.scaled_dot_product_attention(q, k, v)
@@ -69,9 +81,15 @@ def kernel_checks(device: str) -> None:
             mask[..., :length] = True
             return F.scaled_dot_product_attention(q, torch.cat([k, pad], 2), torch.cat([v, pad], 2), attn_mask=mask)
 
-        print("  decode attention, tokens right-aligned (default), width vs exact:", {w: same(padded(w, True), exact) for w in (101, 127, 600)})
+        print(
+            "  decode attention, tokens right-aligned (default), width vs exact:",
+            {w: same(padded(w, True), exact) for w in (101, 127, 600)},
+        )
         ref = padded(128, False)
-        print("  decode attention, tokens left-aligned, width vs 128:", {w: same(padded(w, False), ref) for w in (100, 101, 192, 256, 1024)})
+        print(
+            "  decode attention, tokens left-aligned, width vs 128:",
+            {w: same(padded(w, False), ref) for w in (100, 101, 192, 256, 1024)},
+        )
         qp = torch.randn(1, heads, length, dim, dtype=dtype, device=device)
         alone = F.scaled_dot_product_attention(qp, k, v, is_causal=True)
         pad = torch.zeros(1, heads, 27, dim, dtype=dtype, device=device)
@@ -81,10 +99,16 @@ def kernel_checks(device: str) -> None:
         batched = F.scaled_dot_product_attention(
             torch.cat([pad, qp], 2), torch.cat([pad, k], 2), torch.cat([pad, v], 2), attn_mask=mask[None, None]
         )[:, :, 27:]
-        print("  prefill attention, prompt left-padded by 27 (a longer prompt in its group) vs alone:", same(batched, alone))
+        print(
+            "  prefill attention, prompt left-padded by 27 (a longer prompt in its group) vs alone:",
+            same(batched, alone),
+        )
         tail = torch.ones(length, length, dtype=torch.bool, device=device).tril()[40:]
         split = F.scaled_dot_product_attention(qp[:, :, 40:], k, v, attn_mask=tail[None, None])
-        print("  prefill attention, first 40 tokens from a shared-prefix cache vs the whole prompt:", same(split, alone[:, :, 40:]))
+        print(
+            "  prefill attention, first 40 tokens from a shared-prefix cache vs the whole prompt:",
+            same(split, alone[:, :, 40:]),
+        )
 
 
 def main() -> None:
@@ -109,15 +133,23 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    prompts = [f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9) for i in range(args.prompts)]
+    prompts = [
+        f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9)
+        for i in range(args.prompts)
+    ]
     requests = [GenerateRequest(p, max_tokens=args.tokens) for p in prompts]
-    print(f"{args.prompts} prompts x {args.tokens} new tokens, torch threads {torch.get_num_threads()}, best of {args.repeat}")
+    print(
+        f"{args.prompts} prompts x {args.tokens} new tokens, torch threads {torch.get_num_threads()}, best of {args.repeat}"
+    )
     print(f"{'dtype':<9} {'batch':>5} {'off s':>7} {'on s':>7} {'cost':>7} {'off = bs1':>10} {'on = bs1':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "llama-256x4"
         build_model(folder)
         for dtype in args.dtypes.split(","):
-            models = {mode: {bs: HFModel(folder, dtype=dtype, batch_size=bs, batch_invariant=mode) for bs in BATCH_SIZES} for mode in (False, True)}
+            models = {
+                mode: {bs: HFModel(folder, dtype=dtype, batch_size=bs, batch_invariant=mode) for bs in BATCH_SIZES}
+                for mode in (False, True)
+            }
             models[False][8].generate(requests[:8])  # warm up the kernels once
             best: dict = {}
             texts: dict = {}

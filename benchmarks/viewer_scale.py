@@ -47,26 +47,64 @@ def write_run(folder: Path, n: int, seed: int, model: str) -> None:
         pred = dist.index(max(dist))
         correct += pred == gold
         words = " ".join(rng.choice(WORDS) for _ in range(12))
-        lines.append(json.dumps({
-            "task": f"task_{i % 4}", "id": f"s{i}", "source": {"file": "data.jsonl", "row": i + 1},
-            "prompt": f"Question {i}: which word follows {words}?\nAnswer:", "rendered_prompt": None, "fewshot_ids": [],
-            "choices": [f"{rng.choice(WORDS)} {k}" for k in range(4)], "target": gold, "logprobs": logits, "n_tokens": [2] * 4,
-            "is_greedy": [k == pred for k in range(4)], "distribution": dist, "prediction": pred, "correct": pred == gold,
-            "metrics": {"acc": float(pred == gold), "acc_norm": float(pred == gold), "brier_score": sum((d - (k == gold)) ** 2 for k, d in enumerate(dist))},
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "task": f"task_{i % 4}",
+                    "id": f"s{i}",
+                    "source": {"file": "data.jsonl", "row": i + 1},
+                    "prompt": f"Question {i}: which word follows {words}?\nAnswer:",
+                    "rendered_prompt": None,
+                    "fewshot_ids": [],
+                    "choices": [f"{rng.choice(WORDS)} {k}" for k in range(4)],
+                    "target": gold,
+                    "logprobs": logits,
+                    "n_tokens": [2] * 4,
+                    "is_greedy": [k == pred for k in range(4)],
+                    "distribution": dist,
+                    "prediction": pred,
+                    "correct": pred == gold,
+                    "metrics": {
+                        "acc": float(pred == gold),
+                        "acc_norm": float(pred == gold),
+                        "brier_score": sum((d - (k == gold)) ** 2 for k, d in enumerate(dist)),
+                    },
+                }
+            )
+        )
     data = "\n".join(lines) + "\n"
     (folder / "samples.jsonl").write_text(data)
-    tasks = {f"task_{t}": {"kind": "multiple_choice", "dialect": "native", "source": None, "version": "1", "hash": "x",
-                           "n_samples": len(range(t, n, 4)), "metrics": {"acc": {"value": correct / n, "stderr": 0.01}},
-                           "requests": {"unique": len(range(t, n, 4))}, "timing": {"total_seconds": 1.0}} for t in range(4)}
-    results = {"proctor_version": "bench", "created": f"2026-01-{1 + seed % 28:02d}T00:00:00+00:00", "command": None,
-               "model": {"backend": "fake", "model": model}, "status": "complete", "tasks": tasks, "groups": {},
-               "samples_bytes": len(data.encode())}
+    tasks = {
+        f"task_{t}": {
+            "kind": "multiple_choice",
+            "dialect": "native",
+            "source": None,
+            "version": "1",
+            "hash": "x",
+            "n_samples": len(range(t, n, 4)),
+            "metrics": {"acc": {"value": correct / n, "stderr": 0.01}},
+            "requests": {"unique": len(range(t, n, 4))},
+            "timing": {"total_seconds": 1.0},
+        }
+        for t in range(4)
+    }
+    results = {
+        "proctor_version": "bench",
+        "created": f"2026-01-{1 + seed % 28:02d}T00:00:00+00:00",
+        "command": None,
+        "model": {"backend": "fake", "model": model},
+        "status": "complete",
+        "tasks": tasks,
+        "groups": {},
+        "samples_bytes": len(data.encode()),
+    }
     (folder / "results.json").write_text(json.dumps(results))
 
 
 def start_server(folder: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "proctor.cli", "view", str(folder), "--port", "0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "view", str(folder), "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
     line = proc.stdout.readline()
     return proc, re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
 
@@ -114,7 +152,12 @@ def main() -> None:
                 starts.append(time.perf_counter() - t0)
                 proc.terminate()
                 proc.wait()
-            rows.append((f"start, {args.runs} runs: process start to table drawn (best of {args.repeat})", f"{min(starts):.2f} s"))
+            rows.append(
+                (
+                    f"start, {args.runs} runs: process start to table drawn (best of {args.repeat})",
+                    f"{min(starts):.2f} s",
+                )
+            )
 
             proc, url = start_server(big)
             try:
@@ -127,8 +170,13 @@ def main() -> None:
                     wait(browser, "return document.getElementById('run-view').getAttribute('data-samples') === 'big'")
                     drawn = time.perf_counter() - t0
                     wait(browser, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")
-                    rows.append((f"open a run of {args.samples:,} samples ({size / 1e6:.0f} MB samples.jsonl), {attempt} time: "
-                                 "samples drawn / summary too", f"{drawn:.2f} s / {time.perf_counter() - t0:.2f} s"))
+                    rows.append(
+                        (
+                            f"open a run of {args.samples:,} samples ({size / 1e6:.0f} MB samples.jsonl), {attempt} time: "
+                            "samples drawn / summary too",
+                            f"{drawn:.2f} s / {time.perf_counter() - t0:.2f} s",
+                        )
+                    )
                 for label, element, value in (
                     ("sort: most confident wrong first", "sort", "confident-wrong"),
                     ("search one word (every sample's text)", "search", "ochre"),
@@ -146,8 +194,17 @@ def main() -> None:
 
             page = Path(tmp) / "big.html"
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "proctor.cli", "view", str(big), "--export", str(page)], check=True, capture_output=True)
-            rows.append((f"export {args.samples:,} samples to one file", f"{time.perf_counter() - t0:.2f} s, {page.stat().st_size / 1e6:.0f} MB"))
+            subprocess.run(
+                [sys.executable, "-m", "proctor.cli", "view", str(big), "--export", str(page)],
+                check=True,
+                capture_output=True,
+            )
+            rows.append(
+                (
+                    f"export {args.samples:,} samples to one file",
+                    f"{time.perf_counter() - t0:.2f} s, {page.stat().st_size / 1e6:.0f} MB",
+                )
+            )
             t0 = time.perf_counter()
             browser.get(page.as_uri() + "#run=big")
             wait(browser, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")

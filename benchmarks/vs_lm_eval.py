@@ -38,7 +38,18 @@ def ensure_lm_eval() -> None:
     import torch
 
     # Pin the torch already installed, so pip never swaps in another build.
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"lm-eval=={LM_EVAL_VERSION}", f"torch=={torch.__version__.split('+')[0]}"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            f"lm-eval=={LM_EVAL_VERSION}",
+            f"torch=={torch.__version__.split('+')[0]}",
+        ],
+        check=True,
+    )
 
 
 # ----------------------------------------------------------------------------- data for lm-eval
@@ -53,7 +64,14 @@ def write_lm_eval_tasks(folder: Path, n: dict) -> None:
         k = key["answerKey"]
         label = "ABCDE".index(k) if k in "ABCDE" else int(k) - 1
         if label < len(row["choices"]):  # as proctor's task file: one key points past its question's choices
-            arc.append({"id": key["id"], "question": row["query"][len("Question: ") :], "choices": row["choices"], "label": label})
+            arc.append(
+                {
+                    "id": key["id"],
+                    "question": row["query"][len("Question: ") :],
+                    "choices": row["choices"],
+                    "label": label,
+                }
+            )
     with (folder / "arc.jsonl").open("w") as out:
         for row in arc[: n["arc_easy"]]:
             out.write(json.dumps(row) + "\n")
@@ -95,14 +113,25 @@ def worker_proctor(task: str, limit: int, batch_size: int, out: Path) -> dict:
 
     model = load_model("smollm2", batch_size=batch_size)
     start = time.perf_counter()
-    result = evaluate([REPO / "examples" / "benchmarks" / f"{task}.yaml"], model, output_dir=out, limit=limit, variables={"PROCTOR_DATA": str(DATA)})
+    result = evaluate(
+        [REPO / "examples" / "benchmarks" / f"{task}.yaml"],
+        model,
+        output_dir=out,
+        limit=limit,
+        variables={"PROCTOR_DATA": str(DATA)},
+    )
     seconds = time.perf_counter() - start
     samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     metrics = result.tasks[task]["metrics"]
     score = metrics.get("acc", metrics.get("exact_match"))["value"]
-    return {"seconds": seconds, "peak_mb": peak_mb(), "tokens": getattr(model, "tokens_forwarded", None), "score": score,
-            "acc_norm": metrics.get("acc_norm", {}).get("value"),
-            "per_sample": [s.get("logprobs", s.get("generation")) for s in samples]}
+    return {
+        "seconds": seconds,
+        "peak_mb": peak_mb(),
+        "tokens": getattr(model, "tokens_forwarded", None),
+        "score": score,
+        "acc_norm": metrics.get("acc_norm", {}).get("value"),
+        "per_sample": [s.get("logprobs", s.get("generation")) for s in samples],
+    }
 
 
 def worker_lm_eval(task: str, limit: int, batch_size: int, tasks_dir: Path) -> dict:
@@ -115,10 +144,22 @@ def worker_lm_eval(task: str, limit: int, batch_size: int, tasks_dir: Path) -> d
 
     lm = HFLM(pretrained=str(default_model_path()), dtype="float32", batch_size=batch_size, device="cpu")
     counted = {"tokens": 0}
-    lm.model.register_forward_pre_hook(lambda m, args, kwargs: counted.__setitem__("tokens", counted["tokens"] + (args[0] if args else kwargs["input_ids"]).numel()), with_kwargs=True)
+    lm.model.register_forward_pre_hook(
+        lambda m, args, kwargs: counted.__setitem__(
+            "tokens", counted["tokens"] + (args[0] if args else kwargs["input_ids"]).numel()
+        ),
+        with_kwargs=True,
+    )
     start = time.perf_counter()
     with torch.inference_mode():
-        results = simple_evaluate(model=lm, tasks=[f"bench_{task}"], task_manager=TaskManager(include_path=str(tasks_dir)), limit=limit, log_samples=True, bootstrap_iters=0)
+        results = simple_evaluate(
+            model=lm,
+            tasks=[f"bench_{task}"],
+            task_manager=TaskManager(include_path=str(tasks_dir)),
+            limit=limit,
+            log_samples=True,
+            bootstrap_iters=0,
+        )
     seconds = time.perf_counter() - start
     name = f"bench_{task}"
     metrics = results["results"][name]
@@ -129,7 +170,14 @@ def worker_lm_eval(task: str, limit: int, batch_size: int, tasks_dir: Path) -> d
     else:
         per_sample = [[r[0][0] for r in s["resps"]] for s in samples]
         score = metrics["acc,none"]
-    return {"seconds": seconds, "peak_mb": peak_mb(), "tokens": counted["tokens"], "score": score, "acc_norm": metrics.get("acc_norm,none"), "per_sample": per_sample}
+    return {
+        "seconds": seconds,
+        "peak_mb": peak_mb(),
+        "tokens": counted["tokens"],
+        "score": score,
+        "acc_norm": metrics.get("acc_norm,none"),
+        "per_sample": per_sample,
+    }
 
 
 def worker_lower_bound(limits: dict) -> dict:
@@ -220,7 +268,9 @@ def main() -> None:
             rows[task] = (ours, theirs)
             print(f"measured {task}: proctor {ours['seconds']:.1f}s, lm-eval {theirs['seconds']:.1f}s", file=sys.stderr)
         bound = run_worker(["lower_bound", json.dumps(limits)])
-    print(f"{'task':<10} {'harness':<8} {'wall s':>8} {'peak MB':>8} {'tokens':>9} {'acc/EM':>7} {'acc_norm':>8}  agreement")
+    print(
+        f"{'task':<10} {'harness':<8} {'wall s':>8} {'peak MB':>8} {'tokens':>9} {'acc/EM':>7} {'acc_norm':>8}  agreement"
+    )
     summary = {}
     for task, (ours, theirs) in rows.items():
         if task == "nq_open":
@@ -230,19 +280,30 @@ def main() -> None:
         else:
             delta = max_delta(ours["per_sample"], theirs["per_sample"])
             agreement = f"max |Δ logp| {delta:.2e}"
-            worst = max(range(len(ours["per_sample"])), key=lambda i: max_delta([ours["per_sample"][i]], [theirs["per_sample"][i]]))
+            worst = max(
+                range(len(ours["per_sample"])),
+                key=lambda i: max_delta([ours["per_sample"][i]], [theirs["per_sample"][i]]),
+            )
             # the item that sets the maximum, both harnesses' per-choice values (for diagnosis)
-            summary[f"{task}_worst"] = {"item": worst, "proctor": ours["per_sample"][worst], "lm_eval": theirs["per_sample"][worst]}
+            summary[f"{task}_worst"] = {
+                "item": worst,
+                "proctor": ours["per_sample"][worst],
+                "lm_eval": theirs["per_sample"][worst],
+            }
             summary["max_dlogp"] = max(summary.get("max_dlogp", 0.0), delta)
         for label, r in (("proctor", ours), ("lm-eval", theirs)):
             norm = f"{r['acc_norm']:.4f}" if r.get("acc_norm") is not None else "—"
             tokens = r["tokens"] if r["tokens"] is not None else "—"
-            print(f"{task:<10} {label:<8} {r['seconds']:>8.1f} {r['peak_mb']:>8.0f} {tokens:>9} {r['score']:>7.4f} {norm:>8}  {agreement if label == 'proctor' else ''}")
+            print(
+                f"{task:<10} {label:<8} {r['seconds']:>8.1f} {r['peak_mb']:>8.0f} {tokens:>9} {r['score']:>7.4f} {norm:>8}  {agreement if label == 'proctor' else ''}"
+            )
         summary[task] = ours["seconds"] / theirs["seconds"]
         summary[f"{task}_memory"] = ours["peak_mb"] / theirs["peak_mb"]
     mc_seconds = rows["arc_easy"][0]["seconds"] + rows["hellaswag"][0]["seconds"]
     mc_tokens = rows["arc_easy"][0]["tokens"] + rows["hellaswag"][0]["tokens"]
-    print(f"{'arc+hs':<10} {'forward':<8} {bound['seconds']:>8.1f} {bound['peak_mb']:>8.0f} {bound['tokens']:>9}   (pure forward: unique tokens + head at {bound['scored_positions']} scored positions)")
+    print(
+        f"{'arc+hs':<10} {'forward':<8} {bound['seconds']:>8.1f} {bound['peak_mb']:>8.0f} {bound['tokens']:>9}   (pure forward: unique tokens + head at {bound['scored_positions']} scored positions)"
+    )
     summary["lower_bound"] = mc_seconds / bound["seconds"]
     summary["tokens_vs_unique"] = mc_tokens / bound["tokens"]
     print(f"tokens forwarded / unique tokens needed (arc+hellaswag): {summary['tokens_vs_unique']:.3f}")
@@ -251,7 +312,22 @@ def main() -> None:
         f"lower_bound={summary['lower_bound']:.3f} max_dlogp={summary['max_dlogp']:.2e}"
     )
     if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "lower_bound": bound, "rows": {t: {"proctor": {k: v for k, v in o.items() if k != "per_sample"}, "lm_eval": {k: v for k, v in loaded.items() if k != "per_sample"}} for t, (o, loaded) in rows.items()}}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "summary": summary,
+                    "lower_bound": bound,
+                    "rows": {
+                        t: {
+                            "proctor": {k: v for k, v in o.items() if k != "per_sample"},
+                            "lm_eval": {k: v for k, v in loaded.items() if k != "per_sample"},
+                        }
+                        for t, (o, loaded) in rows.items()
+                    },
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

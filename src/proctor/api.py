@@ -129,10 +129,24 @@ def evaluate(
         select=None if select is None else tuple(select),
         dialect_options=dialect_options,
         limit=RowLimit.parse(limit, limit_per_part),
-        prepare=PrepareOptions(dict(variables or {}), None if data_path is None else Path(data_path), chat, mc_format,
-                               mc_shuffle_seed, overrides or RunOverrides()),
-        output=OutputOptions(None if output_dir is None else Path(output_dir), Path(runs_root), cache, chunk_size, update,
-                             restart, export, None if command is None else tuple(command)),
+        prepare=PrepareOptions(
+            dict(variables or {}),
+            None if data_path is None else Path(data_path),
+            chat,
+            mc_format,
+            mc_shuffle_seed,
+            overrides or RunOverrides(),
+        ),
+        output=OutputOptions(
+            None if output_dir is None else Path(output_dir),
+            Path(runs_root),
+            cache,
+            chunk_size,
+            update,
+            restart,
+            export,
+            None if command is None else tuple(command),
+        ),
     )
     return run_evaluation(config, progress)
 
@@ -169,8 +183,14 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     variables = options.all_variables()
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
-    how: dict[str, Any] = dict(limit=config.limit.value, limit_per_part=config.limit.per_part, chat=options.chat,
-                               mc_format=options.mc_format, mc_shuffle_seed=options.mc_shuffle_seed, overrides=options.overrides)
+    how: dict[str, Any] = dict(
+        limit=config.limit.value,
+        limit_per_part=config.limit.per_part,
+        chat=options.chat,
+        mc_format=options.mc_format,
+        mc_shuffle_seed=options.mc_shuffle_seed,
+        overrides=options.overrides,
+    )
     if named is None:
         prepared = prepare_tasks(task_list, variables, **how)
     else:
@@ -225,8 +245,14 @@ def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook
             owned.close()
 
 
-def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict[str, str]], variables: Mapping[str, str] | None,
-                   overrides: RunOverrides, **options: Any) -> list[PreparedTask]:
+def _prepare_found(
+    tasks: Sequence[Task],
+    named: set[Path],
+    skipped: list[dict[str, str]],
+    variables: Mapping[str, str] | None,
+    overrides: RunOverrides,
+    **options: Any,
+) -> list[PreparedTask]:
     """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
     others go on. A task from a file named directly, or the failure of every task, still raises."""
     from proctor.core.errors import TaskDefinitionError
@@ -236,8 +262,15 @@ def _prepare_found(tasks: Sequence[Task], named: set[Path], skipped: list[dict[s
     failed: list[tuple[str, Exception]] = []
     for task in tasks:
         try:
-            prepared.append(prepare_task(task, variables or {}, epochs=epochs_of(task, overrides),
-                                         epoch_reducer=overrides.epoch_reducer, **options))
+            prepared.append(
+                prepare_task(
+                    task,
+                    variables or {},
+                    epochs=epochs_of(task, overrides),
+                    epoch_reducer=overrides.epoch_reducer,
+                    **options,
+                )
+            )
         except TaskDefinitionError as exc:
             if task.file is None or task.file.resolve() in named:
                 raise
@@ -271,16 +304,21 @@ def _chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
     return {"chunk_size": chunk_size}
 
 
-def check_run_options(output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool,
-                      data_path: str | Path | None) -> None:
+def check_run_options(
+    output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool, data_path: str | Path | None
+) -> None:
     """What can be checked before any task file is read or model loaded."""
     if update and restart:
-        raise ProctorError("--update and --restart exclude each other: update keeps what still matches, restart discards it all")
+        raise ProctorError(
+            "--update and --restart exclude each other: update keeps what still matches, restart discards it all"
+        )
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
         check_output_folder(Path(output_dir), restart)
         if not restart and (Path(output_dir) / STORE_FILE).is_file():
-            ResponseStore(Path(output_dir) / STORE_FILE).close()  # a damaged store is an error now, not after the model loads
+            ResponseStore(
+                Path(output_dir) / STORE_FILE
+            ).close()  # a damaged store is an error now, not after the model loads
     cache_file = cache_path(cache)
     if cache_file is not None:
         check_writable_folder(cache_file.parent, "--cache")
@@ -291,7 +329,12 @@ def check_run_options(output_dir: str | Path | None, cache: str | Path | None, u
 
 
 def _evaluate_loaded(
-    config: RunConfig, run: _Prepared, model: Model, load_seconds: float, model_name: str | None, run_dir: Path,
+    config: RunConfig,
+    run: _Prepared,
+    model: Model,
+    load_seconds: float,
+    model_name: str | None,
+    run_dir: Path,
     progress: ProgressHook | None,
 ) -> EvaluationResult:
     prepared, skipped, named, command, started = run.tasks, run.skipped, run.named, run.command, run.started
@@ -306,9 +349,15 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {"limit": limit.value, **({"limit_per_part": True} if limit.per_part else {}), "chat": options.chat,
-             "variables": dict(options.all_variables() or {}), **options.mc_options(), **_chunk_option(model, chunk_size),
-             **({"overrides": overrides} if overrides else {})},
+            {
+                "limit": limit.value,
+                **({"limit_per_part": True} if limit.per_part else {}),
+                "chat": options.chat,
+                "variables": dict(options.all_variables() or {}),
+                **options.mc_options(),
+                **_chunk_option(model, chunk_size),
+                **({"overrides": overrides} if overrides else {}),
+            },
         ),
         update=output.update,
         restart=output.restart,
@@ -354,12 +403,18 @@ def _evaluate_loaded(
                 outcome.result.exports = exported
             if overrides.get("log_samples", True):
                 writer.append_samples(outcome.records)
-            record.add_task(outcome.name, outcome.result)  # its warnings are also listed run-wide, and printed by the CLI
+            record.add_task(
+                outcome.name, outcome.result
+            )  # its warnings are also listed run-wide, and printed by the CLI
             writer.write_results(record.as_dict())  # what finished is on disk
-        memberships = {p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in record.tasks}
+        memberships = {
+            p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in record.tasks
+        }
         for p in prepared:  # a group over fewer tasks than it has is another number: say so
             if p.task.spec.group and p.task.name not in record.tasks:
-                record.add_warning(f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only")
+                record.add_warning(
+                    f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only"
+                )
         entries = record.task_entries()
         record.finish(aggregate_groups(entries, memberships), rollup(entries), round(time.perf_counter() - started, 3))
         results = record.as_dict()

@@ -22,8 +22,14 @@ from tests.conftest import EXAMPLES
 
 
 def proctor(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proctor.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 def closed_port() -> int:
@@ -67,8 +73,17 @@ def test_eta_is_the_average_rate_from_the_first_answers_and_leaves_reused_answer
 
 
 def test_a_run_without_a_terminal_prints_plain_progress_lines(tiny_model_dir, tmp_path):
-    proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"),
-                   "--limit", "4", env={"PROCTOR_PROGRESS_INTERVAL": "0"})
+    proc = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "--limit",
+        "4",
+        env={"PROCTOR_PROGRESS_INTERVAL": "0"},
+    )
     assert proc.returncode == 0, proc.stderr
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     unique = {name: t["requests"]["unique"] for name, t in results["tasks"].items()}
@@ -82,16 +97,30 @@ def test_a_run_without_a_terminal_prints_plain_progress_lines(tiny_model_dir, tm
 
 
 def test_quiet_prints_nothing_but_the_results(tiny_model_dir, tmp_path):
-    proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"),
-                   "--limit", "3", "-q")
+    proc = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "--limit",
+        "3",
+        "-q",
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # no weight-loading bar, no deprecation notice, no progress
     assert "quickstart_science_mc" in proc.stdout and "run folder:" in proc.stdout
 
 
 def test_bad_progress_interval_is_one_clear_error(tmp_path):
-    proc = proctor("run", str(EXAMPLES / "quickstart"), "-o", str(tmp_path / "run"), env={"PROCTOR_PROGRESS_INTERVAL": "soon"})
-    assert proc.returncode == 2 and proc.stderr.strip() == "error: PROCTOR_PROGRESS_INTERVAL takes a number of seconds >= 0, got 'soon'"
+    proc = proctor(
+        "run", str(EXAMPLES / "quickstart"), "-o", str(tmp_path / "run"), env={"PROCTOR_PROGRESS_INTERVAL": "soon"}
+    )
+    assert (
+        proc.returncode == 2
+        and proc.stderr.strip() == "error: PROCTOR_PROGRESS_INTERVAL takes a number of seconds >= 0, got 'soon'"
+    )
 
 
 def test_a_library_warning_is_printed_once():
@@ -113,15 +142,29 @@ def test_a_library_warning_is_printed_once():
 
 def test_a_mistyped_model_fails_at_once_when_the_hub_cannot_be_reached(tmp_path):
     endpoint = f"http://127.0.0.1:{closed_port()}"
-    proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", "nosuchmodel", "-o", str(tmp_path / "run"),
-                   env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0"})
+    proc = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        "nosuchmodel",
+        "-o",
+        str(tmp_path / "run"),
+        env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0"},
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: --model 'nosuchmodel': not a folder, not in the Hugging Face cache, and {endpoint} cannot be reached "
         "([Errno 111] Connection refused)"
     ]
-    offline = proctor("run", str(EXAMPLES / "quickstart"), "--model", "nosuchmodel", "-o", str(tmp_path / "run2"),
-                      env={"HF_HUB_OFFLINE": "1"})
+    offline = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        "nosuchmodel",
+        "-o",
+        str(tmp_path / "run2"),
+        env={"HF_HUB_OFFLINE": "1"},
+    )
     assert offline.returncode == 2 and len(offline.stderr.strip().splitlines()) == 1
     assert "not in the Hugging Face cache, and the hub is offline" in offline.stderr
 
@@ -149,8 +192,15 @@ def test_a_model_the_hub_does_not_have_fails_at_once(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeHub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", "nosuchorg/nosuchmodel", "-o", str(tmp_path / "run"),
-                       env={"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0"})
+        proc = proctor(
+            "run",
+            str(EXAMPLES / "quickstart"),
+            "--model",
+            "nosuchorg/nosuchmodel",
+            "-o",
+            str(tmp_path / "run"),
+            env={"HF_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}", "HF_HUB_OFFLINE": "0"},
+        )
     finally:
         server.shutdown()
     assert proc.returncode == 2
@@ -168,8 +218,13 @@ def test_an_unmapped_lm_eval_dataset_fails_at_once_without_the_hub(tmp_path):
         "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
     )
     endpoint = f"http://127.0.0.1:{closed_port()}"
-    proc = proctor("run", str(tmp_path / "quiz.yaml"), "-o", str(tmp_path / "run"),
-                   env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"})
+    proc = proctor(
+        "run",
+        str(tmp_path / "quiz.yaml"),
+        "-o",
+        str(tmp_path / "run"),
+        env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"},
+    )
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert f"dataset not available offline ({endpoint} cannot be reached" in line
@@ -183,7 +238,11 @@ def test_a_hub_dataset_fails_at_once_without_the_hub(tmp_path):
         "metrics: [exact_match]\n"
     )
     endpoint = f"http://127.0.0.1:{closed_port()}"
-    proc = proctor("validate", str(tmp_path / "task.yaml"), env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"})
+    proc = proctor(
+        "validate",
+        str(tmp_path / "task.yaml"),
+        env={"HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"},
+    )
     assert proc.returncode == 2
     assert f"dataset not available offline: someone/some-set ({endpoint} cannot be reached" in proc.stderr
     assert "Retrying" not in proc.stderr

@@ -17,8 +17,12 @@ COMMANDS = ["", "run", "ls", "validate", "report", "compare", "export"]
 
 
 def proctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proctor.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+    )
 
 
 def command(name: str):
@@ -42,31 +46,66 @@ def test_help_at_80_columns_shows_every_option_whole(name):
         if choices:  # an enumerated option lists its choices
             flat = " ".join(line.strip("│ ") for line in lines)
             for choice in choices:
-                assert re.search(rf"(?<![\w-]){re.escape(str(choice))}(?![\w-])", flat), f"{param.opts[0]}: '{choice}' not listed"
+                assert re.search(
+                    rf"(?<![\w-]){re.escape(str(choice))}(?![\w-])", flat
+                ), f"{param.opts[0]}: '{choice}' not listed"
 
 
 def test_run_options_are_grouped_in_panels():
     panels = re.findall(r"╭─ (.+?) ─", proctor("run", "--help").stdout)
-    for panel in ("Tasks and data", "Model", "Overrides of every task", "Run folder and output", "Ray workers",
-                  "lm-eval tasks", "SEA-HELM tasks", "probsem tasks", "Python use case tasks"):
+    for panel in (
+        "Tasks and data",
+        "Model",
+        "Overrides of every task",
+        "Run folder and output",
+        "Ray workers",
+        "lm-eval tasks",
+        "SEA-HELM tasks",
+        "probsem tasks",
+        "Python use case tasks",
+    ):
         assert panel in panels
     run = command("run")
     assert len({getattr(p, "rich_help_panel", None) for p in run.params} - {None}) >= 9
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--dtype", "f32"], "Invalid value for '--dtype': Value error, 'f32' is not one of 'float32', 'bfloat16', 'float16', 'auto'."),
-    (["--device", "gpu"], "Invalid value for '--device': 'gpu' is not one of 'cpu', 'cuda', 'cuda:N', 'mps', 'auto'."),
-    (["--chat-template", "yes"], "Invalid value for '--chat-template': Value error, 'yes' is not one of 'auto', 'on', 'off'."),
-    (["--mc-format", "letters"], "Invalid value for '--mc-format': Value error, 'letters' is not one of 'auto', 'loglikelihood', 'generate'."),
-    (["--epoch-reducer", "best"], "Invalid value for '--epoch-reducer': 'best' is not one of 'mean', 'pass@K' (K: a number of epochs)."),
-    (["--limit", "1.5"], "Invalid value for '--limit' / '-n': '1.5' is neither a count (1, 2, ...) nor a fraction between 0 and 1."),
-    (["--limit", "-3"], "'-3' is neither a count"),
-    (["--limit", "ten"], "'ten' is neither a count"),
-    (["--limit-per-part", "0"], "Invalid value for '--limit-per-part': '0' is neither a count"),
-    (["--limit", "5", "--limit-per-part", "2"], "Invalid value for --limit-per-part: cannot be given with --limit"),
-    (["--fewshot-as-multiturn", "--fewshot-in-one-turn"], "Invalid value for --fewshot-as-multiturn: cannot be given with --fewshot-in-one-turn"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--dtype", "f32"],
+            "Invalid value for '--dtype': Value error, 'f32' is not one of 'float32', 'bfloat16', 'float16', 'auto'.",
+        ),
+        (
+            ["--device", "gpu"],
+            "Invalid value for '--device': 'gpu' is not one of 'cpu', 'cuda', 'cuda:N', 'mps', 'auto'.",
+        ),
+        (
+            ["--chat-template", "yes"],
+            "Invalid value for '--chat-template': Value error, 'yes' is not one of 'auto', 'on', 'off'.",
+        ),
+        (
+            ["--mc-format", "letters"],
+            "Invalid value for '--mc-format': Value error, 'letters' is not one of 'auto', 'loglikelihood', 'generate'.",
+        ),
+        (
+            ["--epoch-reducer", "best"],
+            "Invalid value for '--epoch-reducer': 'best' is not one of 'mean', 'pass@K' (K: a number of epochs).",
+        ),
+        (
+            ["--limit", "1.5"],
+            "Invalid value for '--limit' / '-n': '1.5' is neither a count (1, 2, ...) nor a fraction between 0 and 1.",
+        ),
+        (["--limit", "-3"], "'-3' is neither a count"),
+        (["--limit", "ten"], "'ten' is neither a count"),
+        (["--limit-per-part", "0"], "Invalid value for '--limit-per-part': '0' is neither a count"),
+        (["--limit", "5", "--limit-per-part", "2"], "Invalid value for --limit-per-part: cannot be given with --limit"),
+        (
+            ["--fewshot-as-multiturn", "--fewshot-in-one-turn"],
+            "Invalid value for --fewshot-as-multiturn: cannot be given with --fewshot-in-one-turn",
+        ),
+    ],
+)
 def test_a_bad_value_of_an_enumerated_or_counted_option_is_a_usage_error(args, message, tmp_path):
     proc = proctor("run", "examples/quickstart", "-o", str(tmp_path / "run"), *args)
     assert proc.returncode == 2
@@ -91,15 +130,34 @@ def test_shell_completion_completes_commands_and_choices():
     assert script.returncode == 0 and "_PROCTOR_COMPLETE" in script.stdout
     words = proctor(env={"_PROCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "proctor ru", "COMP_CWORD": "1"})
     assert words.stdout.split() == ["run"]
-    dtypes = proctor(env={"_PROCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "proctor run x --dtype ", "COMP_CWORD": "4"})
+    dtypes = proctor(
+        env={"_PROCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "proctor run x --dtype ", "COMP_CWORD": "4"}
+    )
     assert set(dtypes.stdout.split()) == {"float32", "bfloat16", "float16", "auto"}
 
 
 def test_results_table_at_80_columns_names_tasks_whole_and_says_how_epochs_combine(tiny_model_dir, tmp_path):
     from tests.conftest import EXAMPLES
 
-    proc = proctor("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "-q",
-                   "--limit", "3", "--epochs", "3", "--epoch-reducer", "pass@2", "--temperature", "0.7", "--seed", "1")
+    proc = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "-q",
+        "--limit",
+        "3",
+        "--epochs",
+        "3",
+        "--epoch-reducer",
+        "pass@2",
+        "--temperature",
+        "0.7",
+        "--seed",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80 and "…" not in proc.stdout
     rows = [line.split("│")[1].strip() for line in proc.stdout.splitlines() if line.startswith("│")]

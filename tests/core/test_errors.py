@@ -23,7 +23,10 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 @pytest.fixture
 def data(tmp_path):
-    rows = [{"question": "2+2?", "choices": ["3", "4"], "label": 1}, {"question": "1+1?", "choices": ["2", "5"], "label": 0}]
+    rows = [
+        {"question": "2+2?", "choices": ["3", "4"], "label": 1},
+        {"question": "1+1?", "choices": ["2", "5"], "label": 0},
+    ]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return tmp_path
 

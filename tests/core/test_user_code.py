@@ -34,11 +34,12 @@ def test_module_name_is_the_sha256_of_the_resolved_path(tmp_path):
 def test_module_name_is_the_same_in_another_process(tmp_path):
     file = write(tmp_path / "m.py", "class C:\n    pass\n")
     here = import_file(file).__name__
-    code = (f"from proctor.core.user_code import import_file; "
-            f"print(import_file({str(file)!r}).__name__)")
+    code = f"from proctor.core.user_code import import_file; " f"print(import_file({str(file)!r}).__name__)"
     env = {"PYTHONPATH": str(SRC), "PYTHONHASHSEED": "random", "PATH": ""}
-    there = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
-             for _ in range(2)]
+    there = [
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        for _ in range(2)
+    ]
     assert there == [here, here]
 
 
@@ -50,7 +51,9 @@ def test_a_class_in_a_user_file_pickles_by_reference(tmp_path):
 
 
 def test_a_file_is_imported_once_unless_fresh(tmp_path):
-    file = write(tmp_path / "count.py", "import builtins\nbuiltins._proctor_count = getattr(builtins, '_proctor_count', 0) + 1\n")
+    file = write(
+        tmp_path / "count.py", "import builtins\nbuiltins._proctor_count = getattr(builtins, '_proctor_count', 0) + 1\n"
+    )
     import builtins
 
     try:
@@ -98,14 +101,25 @@ def test_the_file_folder_is_on_the_path_only_while_importing(tmp_path):
 def test_seahelm_src_names_exist_only_while_task_folder_code_is_imported(tmp_path):
     from proctor.dialects.seahelm.named_classes import BUILTIN_CLASSES, resolve_class
 
-    write(tmp_path / "my_metric.py", """
+    write(
+        tmp_path / "my_metric.py",
+        """
         from src.metrics.seahelm_metric import SeaHelmMetric
 
         class MyMetric(SeaHelmMetric):
             pass
-    """)
+    """,
+    )
     config = tmp_path / "config.yaml"
-    cls = resolve_class("my_metric.py", "MyMetric", root=tmp_path, config_file=config, trust=True, what="metric", default="SeaHelmMetric")
+    cls = resolve_class(
+        "my_metric.py",
+        "MyMetric",
+        root=tmp_path,
+        config_file=config,
+        trust=True,
+        what="metric",
+        default="SeaHelmMetric",
+    )
     assert issubclass(cls, BUILTIN_CLASSES["SeaHelmMetric"])
     assert cls.__module__ == module_name(tmp_path / "my_metric.py")
     assert "src" not in sys.modules and not any(name.startswith("src.") for name in sys.modules)
@@ -116,6 +130,14 @@ def test_seahelm_task_folder_error_names_the_code_file_and_the_config(tmp_path):
 
     write(tmp_path / "broken.py", "class Broken(:\n")
     with pytest.raises(TaskDefinitionError) as info:
-        resolve_class("broken.py", "Broken", root=tmp_path, config_file=tmp_path / "config.yaml", trust=True, what="metric", default="X")
+        resolve_class(
+            "broken.py",
+            "Broken",
+            root=tmp_path,
+            config_file=tmp_path / "config.yaml",
+            trust=True,
+            what="metric",
+            default="X",
+        )
     message = str(info.value)
     assert "config.yaml" in message and "broken.py:1" in message and "metric_class" in message

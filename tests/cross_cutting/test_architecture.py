@@ -15,8 +15,12 @@ grimp = pytest.importorskip("grimp")
 
 
 def test_import_contracts_hold():
-    done = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
-                          cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "broken" not in done.stdout.lower().split("contracts:")[-1] or " 0 broken" in done.stdout, done.stdout
 

@@ -51,8 +51,10 @@ def _proctor_imports(path: Path) -> set[tuple[str, str | None]]:
     return out
 
 
-IMPORTS = sorted(((script.name, module, name) for script in SCRIPTS for module, name in _proctor_imports(script)),
-                 key=lambda item: (item[0], item[1], item[2] or ""))
+IMPORTS = sorted(
+    ((script.name, module, name) for script in SCRIPTS for module, name in _proctor_imports(script)),
+    key=lambda item: (item[0], item[1], item[2] or ""),
+)
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)

@@ -37,8 +37,14 @@ QUESTIONS = [
 def proctor(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """``python -m proctor.cli ARGS`` in a new interpreter, from this checkout's source."""
     environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", **(env or {})}
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", *args], cwd=cwd, env=environment, capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     return done
@@ -68,7 +74,9 @@ def choice_scores(reference, context: str, continuations: list[str], move_whites
     return [direct_loglikelihood(*reference, context, c, move_whitespace)[0] for c in continuations]
 
 
-def expected_accuracy(reference, items: list[tuple[str, list[str], int]], move_whitespace: bool = True) -> tuple[float, list]:
+def expected_accuracy(
+    reference, items: list[tuple[str, list[str], int]], move_whitespace: bool = True
+) -> tuple[float, list]:
     """(share of items whose gold continuation scores highest, per-item scores)."""
     scored = [choice_scores(reference, context, options, move_whitespace) for context, options, _ in items]
     hits = [max(range(len(s)), key=s.__getitem__) == gold for s, (_, _, gold) in zip(scored, items)]
@@ -107,7 +115,9 @@ def test_native_yaml_on_hf(tiny_model_dir, reference, tmp_path):
 def test_lmeval_yaml_on_hf(tiny_model_dir, reference, tmp_path):
     pytest.importorskip("lm_eval")
     jsonl(tmp_path / "copy" / "test.jsonl", QUESTIONS)
-    write(tmp_path / "tasks" / "quiz.yaml", """\
+    write(
+        tmp_path / "tasks" / "quiz.yaml",
+        """\
         task: quiz_lm
         dataset_path: example/quiz
         output_type: multiple_choice
@@ -121,9 +131,21 @@ def test_lmeval_yaml_on_hf(tiny_model_dir, reference, tmp_path):
             higher_is_better: true
         metadata:
           version: 1
-        """)
-    proctor("run", "tasks/quiz.yaml", "--model", str(tiny_model_dir), "-o", "run", "-q",
-            "--lmeval-data", f"example/quiz={tmp_path / 'copy'}", cwd=tmp_path, env={"HF_DATASETS_OFFLINE": "1"})
+        """,
+    )
+    proctor(
+        "run",
+        "tasks/quiz.yaml",
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        "run",
+        "-q",
+        "--lmeval-data",
+        f"example/quiz={tmp_path / 'copy'}",
+        cwd=tmp_path,
+        env={"HF_DATASETS_OFFLINE": "1"},
+    )
     want, _ = expected_accuracy(reference, MC_ITEMS)
     assert results(tmp_path / "run")["tasks"]["quiz_lm"]["metrics"]["acc,none"]["value"] == pytest.approx(want)
 
@@ -131,31 +153,54 @@ def test_lmeval_yaml_on_hf(tiny_model_dir, reference, tmp_path):
 # --- probsem ----------------------------------------------------------------------------------------
 def test_probsem_on_hf(tiny_model_dir, reference, tmp_path):
     prompt = "Decide whether each statement is true.\n"
-    suite = {"pretext": "Statement:", "posttext": "Verdict:", "queries": [" true", " false"],
-             "context": [{"text": "Water is wet.", "expected": 0}, {"text": "Fish can fly.", "expected": 1},
-                         {"text": "Ice is hot.", "expected": 1}, {"text": "Birds have wings.", "expected": 0}]}
+    suite = {
+        "pretext": "Statement:",
+        "posttext": "Verdict:",
+        "queries": [" true", " false"],
+        "context": [
+            {"text": "Water is wet.", "expected": 0},
+            {"text": "Fish can fly.", "expected": 1},
+            {"text": "Ice is hot.", "expected": 1},
+            {"text": "Birds have wings.", "expected": 0},
+        ],
+    }
     write(tmp_path / "inputs" / "claims.txt", prompt)
     write(tmp_path / "inputs" / "claims_facts.json", json.dumps(suite))
     proctor("run", "inputs", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path)
-    items = [(f"{prompt}\n{suite['pretext']}\n{c['text']}\n{suite['posttext']}\n", suite["queries"], c["expected"])
-             for c in suite["context"]]
+    items = [
+        (f"{prompt}\n{suite['pretext']}\n{c['text']}\n{suite['posttext']}\n", suite["queries"], c["expected"])
+        for c in suite["context"]
+    ]
     want, scored = expected_accuracy(reference, items, move_whitespace=False)  # probsem scores the query as written
-    assert results(tmp_path / "run")["tasks"]["claims_facts"]["metrics"]["distribution_acc"]["value"] == pytest.approx(want)
+    assert results(tmp_path / "run")["tasks"]["claims_facts"]["metrics"]["distribution_acc"]["value"] == pytest.approx(
+        want
+    )
     assert_scores(samples(tmp_path / "run"), scored)
 
 
 # --- GLM-130B ---------------------------------------------------------------------------------------
 def test_glm_on_hf(tiny_model_dir, reference, tmp_path):
-    rows = [{"inputs_pretokenized": f"Question: {q['question']} Answer:", "choices_pretokenized": q["choices"], "label": q["label"]}
-            for q in QUESTIONS]
+    rows = [
+        {
+            "inputs_pretokenized": f"Question: {q['question']} Answer:",
+            "choices_pretokenized": q["choices"],
+            "label": q["label"],
+        }
+        for q in QUESTIONS
+    ]
     jsonl(tmp_path / "DATA" / "quiz" / "prompt_1" / "test.jsonl", rows)
-    write(tmp_path / "tasks" / "quiz.yaml", """\
+    write(
+        tmp_path / "tasks" / "quiz.yaml",
+        """\
         name: quiz
         type: mul
         path: quiz
         file-pattern: {test: "**/test.jsonl"}
-        """)
-    proctor("run", "tasks/quiz.yaml", "--data-path", "DATA", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path)
+        """,
+    )
+    proctor(
+        "run", "tasks/quiz.yaml", "--data-path", "DATA", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path
+    )
     items = [(r["inputs_pretokenized"], [" " + c for c in r["choices_pretokenized"]], r["label"]) for r in rows]
     want, scored = expected_accuracy(reference, items)
     assert results(tmp_path / "run")["tasks"]["quiz/test"]["metrics"]["Accuracy"]["value"] == pytest.approx(100 * want)
@@ -188,7 +233,10 @@ def test_seahelm_on_hf(tiny_model_dir, reference, tmp_path):
     import statistics
 
     labels = ["the cat sat", "a red apple", "rain again today"]
-    rows = [{"id": i, "label": label, "prompts": [{"text": label}], "metadata": {"language": "en"}} for i, label in enumerate(labels)]
+    rows = [
+        {"id": i, "label": label, "prompts": [{"text": label}], "metadata": {"language": "en"}}
+        for i, label in enumerate(labels)
+    ]
     tasks = tmp_path / "repo" / "seahelm_tasks"
     write(tasks / "nlg" / "echo" / "config.yaml", SEAHELM)
     jsonl(tasks / "nlg" / "echo" / "data.jsonl", rows)
@@ -197,11 +245,15 @@ def test_seahelm_on_hf(tiny_model_dir, reference, tmp_path):
     model, tokenizer = reference
     logprobs = []
     for label in labels:
-        chat = tokenizer.apply_chat_template([{"role": "user", "content": f"Repeat: {label}"}], tokenize=False, add_generation_prompt=True)
+        chat = tokenizer.apply_chat_template(
+            [{"role": "user", "content": f"Repeat: {label}"}], tokenize=False, add_generation_prompt=True
+        )
         logprobs.append(direct_loglikelihood(model, tokenizer, chat + "\n", " " + label, move_whitespace=False)[0])
     assert metrics["null_count"]["value"] == 0
     assert metrics["average_cumulative_logprobs"]["value"] == pytest.approx(statistics.mean(logprobs), abs=1e-3)
-    assert metrics["clt_se_cumulative_logprobs"]["value"] == pytest.approx(statistics.stdev(logprobs) / math.sqrt(3), abs=1e-3)
+    assert metrics["clt_se_cumulative_logprobs"]["value"] == pytest.approx(
+        statistics.stdev(logprobs) / math.sqrt(3), abs=1e-3
+    )
 
 
 # --- AISteer360-style use case ----------------------------------------------------------------------
@@ -230,7 +282,9 @@ evaluation_metrics = []
 def test_use_case_on_hf(tiny_model_dir, reference, tmp_path):
     import torch
 
-    rows = [{"id": str(i), "prompt": p} for i, p in enumerate(["Once upon a time", "The capital of France is", "1, 2, 3,"])]
+    rows = [
+        {"id": str(i), "prompt": p} for i, p in enumerate(["Once upon a time", "The capital of France is", "1, 2, 3,"])
+    ]
     jsonl(tmp_path / "uc" / "rows.jsonl", rows)
     write(tmp_path / "uc" / "continue_case.py", USE_CASE)
     proctor("run", "uc/continue_case.py", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path)
@@ -241,7 +295,7 @@ def test_use_case_on_hf(tiny_model_dir, reference, tmp_path):
         ids = tokenizer(row["prompt"], return_tensors="pt").input_ids
         with torch.no_grad():
             out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=tokenizer.eos_token_id)
-        lengths += len(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+        lengths += len(tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
     assert task["evaluations"] == {"characters": lengths, "n": 3.0}
 
 
@@ -253,7 +307,9 @@ def test_image_task_on_hf_vision(tiny_vlm_dir, image_set, tmp_path):
 
     from tests.models.test_vision_hf import reference_logprob
 
-    write(tmp_path / "colours.yaml", """\
+    write(
+        tmp_path / "colours.yaml",
+        """\
         name: colours
         kind: multiple_choice
         data: ${PROCTOR_DATA}/paths.jsonl
@@ -262,18 +318,37 @@ def test_image_task_on_hf_vision(tiny_vlm_dir, image_set, tmp_path):
         target: "{{ answer }}"
         images: "{{ path }}"
         metrics: [acc]
-        """)
-    proctor("run", "colours.yaml", "--model", f"hf-vision:{tiny_vlm_dir}", "--data-dir", str(image_set), "-o", "run", "-q", cwd=tmp_path)
-    direct = AutoProcessor.from_pretrained(tiny_vlm_dir), AutoModelForImageTextToText.from_pretrained(tiny_vlm_dir).eval()
+        """,
+    )
+    proctor(
+        "run",
+        "colours.yaml",
+        "--model",
+        f"hf-vision:{tiny_vlm_dir}",
+        "--data-dir",
+        str(image_set),
+        "-o",
+        "run",
+        "-q",
+        cwd=tmp_path,
+    )
+    direct = (
+        AutoProcessor.from_pretrained(tiny_vlm_dir),
+        AutoModelForImageTextToText.from_pretrained(tiny_vlm_dir).eval(),
+    )
     rows = [json.loads(line) for line in (image_set / "paths.jsonl").read_text().splitlines()]
     hits, records = [], samples(tmp_path / "run")
     with torch.no_grad():
         for row, record in zip(rows, records):
             image = (image_set / row["path"]).read_bytes()
-            scores = [sum(reference_logprob(direct, "<image>\n" + row["question"], image, " " + c)) for c in row["choices"]]
+            scores = [
+                sum(reference_logprob(direct, "<image>\n" + row["question"], image, " " + c)) for c in row["choices"]
+            ]
             assert record["logprobs"] == pytest.approx(scores, abs=1e-4)
             hits.append(max(range(len(scores)), key=scores.__getitem__) == row["answer"])
-    assert len(records) == 4 and results(tmp_path / "run")["tasks"]["colours"]["metrics"]["acc"]["value"] == pytest.approx(sum(hits) / 4)
+    assert len(records) == 4 and results(tmp_path / "run")["tasks"]["colours"]["metrics"]["acc"][
+        "value"
+    ] == pytest.approx(sum(hits) / 4)
 
 
 # --- the OpenAI-compatible backend against a real loopback server ----------------------------------
@@ -284,8 +359,19 @@ def test_native_yaml_on_openai_server(tiny_model_dir, reference, tmp_path):
     jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
     write(tmp_path / "quiz" / "task.yaml", QUIZ)
     with TrueLogprobServer(tiny_model_dir) as server:
-        proctor("run", "quiz", "--model", "openai:tiny", "--base-url", server.url, "-o", "run", "-q", cwd=tmp_path,
-                env={"OPENAI_API_KEY": "sk-test"})
+        proctor(
+            "run",
+            "quiz",
+            "--model",
+            "openai:tiny",
+            "--base-url",
+            server.url,
+            "-o",
+            "run",
+            "-q",
+            cwd=tmp_path,
+            env={"OPENAI_API_KEY": "sk-test"},
+        )
     task = results(tmp_path / "run")["tasks"]["quiz"]
     want, scored = expected_accuracy(reference, MC_ITEMS)
     assert task["mc_format"] == "loglikelihood" and task["metrics"]["acc"]["value"] == pytest.approx(want)
@@ -299,18 +385,34 @@ def test_native_yaml_on_a_steering_pipeline(tiny_model_dir, reference, tmp_path)
     numbers (computed here with transformers); a real one changes them, and results.json says which."""
     jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
     write(tmp_path / "quiz" / "task.yaml", QUIZ)
-    write(tmp_path / "pipes.py", """\
+    write(
+        tmp_path / "pipes.py",
+        """\
         from proctor.dialects.aisteer import ActivationAddition
         ZERO = [ActivationAddition([0], 0.0, ["good"], ["bad"])]
         STRONG = [ActivationAddition([0], 8.0, ["good"], ["bad"])]
-        """)
+        """,
+    )
     for name in ("ZERO", "STRONG"):
-        proctor("run", "quiz", "--model", f"steer:pipes.py:{name}", "--model-arg", f"base={tiny_model_dir}",
-                "-o", name, "-q", cwd=tmp_path)
+        proctor(
+            "run",
+            "quiz",
+            "--model",
+            f"steer:pipes.py:{name}",
+            "--model-arg",
+            f"base={tiny_model_dir}",
+            "-o",
+            name,
+            "-q",
+            cwd=tmp_path,
+        )
     want, scored = expected_accuracy(reference, MC_ITEMS)
     zero = results(tmp_path / "ZERO")
     assert zero["model"]["steering"]["controls"][0]["control"] == "ActivationAddition"
     assert zero["tasks"]["quiz"]["metrics"]["acc"]["value"] == pytest.approx(want)
     assert_scores(samples(tmp_path / "ZERO"), scored)
     strong = [r["logprobs"] for r in samples(tmp_path / "STRONG")]
-    assert all(len(s) == 3 for s in strong) and max(abs(a - b) for s, w in zip(strong, scored) for a, b in zip(s, w)) > 1e-3
+    assert (
+        all(len(s) == 3 for s in strong)
+        and max(abs(a - b) for s, w in zip(strong, scored) for a, b in zip(s, w)) > 1e-3
+    )

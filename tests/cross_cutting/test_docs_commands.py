@@ -103,7 +103,14 @@ def test_each_documented_command_names_real_options(where, line):
         pytest.fail(f"{where}: `{line}` does not parse: {exc}")
 
 
-CARRIED = {"--data-dir", "--data-path", "--var", "--trust-task-code", "--lmeval-data", "--seahelm-data"}  # what validate shares with run
+CARRIED = {
+    "--data-dir",
+    "--data-path",
+    "--var",
+    "--trust-task-code",
+    "--lmeval-data",
+    "--seahelm-data",
+}  # what validate shares with run
 
 
 def _cheap(tokens: list[str]) -> list[str] | None:
@@ -146,7 +153,13 @@ def test_cheap_documented_commands_run(line):
         pytest.importorskip("lm_eval")
     if any(t.startswith("../shared") for t in tokens) and not (REPO.parent / "shared").exists():
         pytest.skip("needs the project's shared data")
-    proc = subprocess.run([sys.executable, "-m", "proctor.cli", *tokens], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *tokens],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+    )
     # offline, a task whose rows live on the hub fails with the documented message; anything else must pass
     assert proc.returncode == 0 or "dataset not available offline" in proc.stderr, f"`{line}`: {proc.stderr[-2000:]}"

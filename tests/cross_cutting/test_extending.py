@@ -32,14 +32,20 @@ def worked(tmp_path_factory) -> Path:
     commands = []
     for language, info, body in blocks():
         if info.startswith("file="):
-            (folder / info[len("file="):]).write_text(body, encoding="utf-8")
+            (folder / info[len("file=") :]).write_text(body, encoding="utf-8")
         elif language == "console":
             commands += [line for line in body.splitlines() if line.startswith("proctor ")]
     assert len(commands) == 3
     environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "200"}
     for command in commands:
-        done = subprocess.run([sys.executable, "-m", "proctor.cli", *shlex.split(command)[1:], "--quiet"], cwd=folder,
-                              env=environment, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor.cli", *shlex.split(command)[1:], "--quiet"],
+            cwd=folder,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, command + "\n" + done.stdout[-3000:] + done.stderr[-3000:]
     return folder
 

@@ -82,7 +82,10 @@ def test_handler_tasks_name_their_handler_with_typed_options_and_no_placeholder_
         for task in tasks:
             handler = task.spec.handler
             assert handler is not None and task.spec.task_class is None, (dialect, task.name)
-            assert isinstance(handler.options, BaseModel) and type(handler.options) is not BaseModel, (dialect, task.name)
+            assert isinstance(handler.options, BaseModel) and type(handler.options) is not BaseModel, (
+                dialect,
+                task.name,
+            )
             assert not _placeholders(task.spec), (dialect, task.name, _placeholders(task.spec))
             assert task.spec.task_options == {}, (dialect, task.name)  # task_options is for a task file's own class
 
@@ -100,7 +103,12 @@ def test_a_spec_changed_by_an_override_keeps_its_typed_options(tmp_path):
 
 def test_handler_options_given_as_a_mapping_are_refused():
     """A mapping would validate as an empty model: the options would be lost without a word."""
-    raw = {"name": "t", "kind": "generate", "data": "x.jsonl", "handler": {"name": "lm-eval.generate", "options": {"task": "t"}}}
+    raw = {
+        "name": "t",
+        "kind": "generate",
+        "data": "x.jsonl",
+        "handler": {"name": "lm-eval.generate", "options": {"task": "t"}},
+    }
     with pytest.raises(ValueError, match="typed model its dialect declares"):
         TaskSpec.model_validate(raw)
 
@@ -151,8 +159,23 @@ def test_a_handler_task_runs_from_the_command_line_with_its_numbers(tmp_path, ti
 
     task = _lm_eval_task(tmp_path)
     out = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(task), "--model", f"hf:{tiny_model_dir}", "-o", str(out), "-q"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(task),
+            "--model",
+            f"hf:{tiny_model_dir}",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
     (sample,) = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines() if line.strip()]

@@ -49,7 +49,9 @@ def tripwire_home(root: Path) -> Path:
 
 def proctor_env(home: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PROCTOR_TRACEBACK", "PROCTOR_CACHE")}
-    env.update(PYTHONPATH=str(REPO / "src"), COLUMNS="400", PROCTOR_HOME=str(home), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    env.update(
+        PYTHONPATH=str(REPO / "src"), COLUMNS="400", PROCTOR_HOME=str(home), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"
+    )
     return env
 
 
@@ -65,8 +67,14 @@ def run_case(case: Case, folder: Path, env: dict, model: Path | None) -> tuple[i
         return -1, f"the case's setup failed: {type(exc).__name__}: {exc}"
     args = [a.replace("{model}", str(model)) for a in case.args]
     try:
-        done = subprocess.run([sys.executable, "-m", "proctor.cli", *args], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor.cli", *args],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     except subprocess.TimeoutExpired:
         return -1, "proctor did not finish in 600 s"
     return done.returncode, done.stdout + done.stderr
@@ -89,8 +97,11 @@ def check(case: Case, code: int, output: str) -> None:
 @pytest.fixture(scope="module")
 def outcomes(request, tmp_path_factory) -> dict[str, tuple[int, str]]:
     """Every selected case, run once, a few at a time (each a separate process in its own folder)."""
-    wanted = {item.callspec.params["case"].id for item in request.session.items
-              if getattr(item, "callspec", None) is not None and item.originalname == "test_malformed_input_is_a_clear_error"}
+    wanted = {
+        item.callspec.params["case"].id
+        for item in request.session.items
+        if getattr(item, "callspec", None) is not None and item.originalname == "test_malformed_input_is_a_clear_error"
+    }
     cases = [c for c in ALL if c.id in wanted]
     model = request.getfixturevalue("tiny_model_dir") if any("{model}" in " ".join(c.args) for c in cases) else None
     root = tmp_path_factory.mktemp("malformed")
@@ -109,9 +120,18 @@ def test_corpus_is_broad():
 def images_unreadable() -> str | None:
     """Why image cases cannot pass in this checkout: reading an image from the command line fails as a whole
     while proctor's image reader uses ``PIL.Image`` without importing it (issue 24, fixed on another branch)."""
-    done = subprocess.run([sys.executable, "-c", "from proctor.data.images import _pillow; _pillow().Image"],
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True, timeout=120)
-    return None if done.returncode == 0 else "proctor's image reader does not import PIL.Image in a fresh interpreter (issue 24)"
+    done = subprocess.run(
+        [sys.executable, "-c", "from proctor.data.images import _pillow; _pillow().Image"],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return (
+        None
+        if done.returncode == 0
+        else "proctor's image reader does not import PIL.Image in a fresh interpreter (issue 24)"
+    )
 
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
@@ -145,7 +165,9 @@ def test_both_click_copies_are_handled(monkeypatch, capsys):
     if BundledClickException is not None:
         assert BundledClickException in errors
     for raised in [click.BadParameter("plain click says no", param_hint="'--plain'")] + (
-            [BundledClickException("bundled click says no")] if BundledClickException else []):
+        [BundledClickException("bundled click says no")] if BundledClickException else []
+    ):
+
         def app(*args, _raised=raised, **kwargs):
             raise _raised
 

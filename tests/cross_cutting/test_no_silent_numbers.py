@@ -27,8 +27,14 @@ from tests.support.malformed_cases import NATIVE
 def proctor(args: list[str], cwd: Path, **env: str) -> tuple[int, str]:
     environment = {k: v for k, v in os.environ.items() if k not in ("PROCTOR_TRACEBACK", "PROCTOR_CACHE")}
     environment.update(PYTHONPATH=str(REPO / "src"), COLUMNS="400", **env)
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", *map(str, args)], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "internal error" not in output, output
     return done.returncode, output
@@ -46,7 +52,9 @@ def jsonl(rows) -> str:
 
 
 def samples(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def flat(text: str) -> str:
@@ -54,12 +62,17 @@ def flat(text: str) -> str:
 
 
 # ------------------------------------------------------------------ a folder with a broken file and a failing task
-GLM_ROWS = [{"inputs_pretokenized": f"Is {i} even?", "choices_pretokenized": ["no", "yes"], "label": int(i % 2 == 0)} for i in range(4)]
+GLM_ROWS = [
+    {"inputs_pretokenized": f"Is {i} even?", "choices_pretokenized": ["no", "yes"], "label": int(i % 2 == 0)}
+    for i in range(4)
+]
 GLM_FOLDER = {
     "tasks/a_good.yaml": 'name: good\ntype: mul\npath: evens\nfile-pattern: {test: "**/test.jsonl"}\n',
     "tasks/b_bad.yaml": 'name: bad\ntype: mul\npath: evens\nmodule: tasks.pile.Pile\nfile-pattern: {test: "**/test.jsonl"}\n',
-    "tasks/pile.py": ("from evaluation import MultiChoiceTask\n\n\nclass Pile(MultiChoiceTask):\n"
-                      "    def predict_single_batch(self, batch):\n        return batch['text']\n"),
+    "tasks/pile.py": (
+        "from evaluation import MultiChoiceTask\n\n\nclass Pile(MultiChoiceTask):\n"
+        "    def predict_single_batch(self, batch):\n        return batch['text']\n"
+    ),
     "tasks/c_broken.yaml": "name: broken\ntype: mul\npath: evens\nfile-pattern: [oops\n",
     "data/evens/test.jsonl": jsonl(GLM_ROWS),
 }
@@ -78,12 +91,18 @@ def test_a_folder_run_lists_what_did_not_run_and_exits_1(tiny_model_dir, tmp_pat
     stages = {Path(s["file"]).name: (s["stage"], s.get("task")) for s in results["skipped"]}
     assert stages == {"c_broken.yaml": ("load", None), "b_bad.yaml": ("run", "bad")}
     failed = next(s for s in results["skipped"] if s["stage"] == "run")
-    assert "pile.py:6" in failed["error"] and "'text'" in failed["error"] and "Pile.predict_single_batch" in failed["error"]
+    assert (
+        "pile.py:6" in failed["error"]
+        and "'text'" in failed["error"]
+        and "Pile.predict_single_batch" in failed["error"]
+    )
     # the good task's accuracy: the argmax of its choices' log-probs against the data file's labels (GLM: in percent)
     records = samples(tmp_path / "run")
     assert len(records) == len(GLM_ROWS)
     correct = [max(range(2), key=lambda k: r["logprobs"][k]) == row["label"] for r, row in zip(records, GLM_ROWS)]
-    assert results["tasks"]["good/test"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(correct) / len(correct))
+    assert results["tasks"]["good/test"]["metrics"]["Accuracy"]["value"] == pytest.approx(
+        100.0 * sum(correct) / len(correct)
+    )
     # the report lists both in its summary
     code, output = proctor(["report", "run"], tmp_path)
     assert code == 0, output
@@ -99,15 +118,20 @@ def test_a_folder_run_lists_what_did_not_run_and_exits_1(tiny_model_dir, tmp_pat
 
 def test_a_task_named_directly_still_stops_the_run(tiny_model_dir, tmp_path):
     write(tmp_path, GLM_FOLDER)
-    code, output = proctor(["run", "tasks/b_bad.yaml", "--data-path", "data", "-m", tiny_model_dir, "-o", "run", "--trust-task-code"], tmp_path)
+    code, output = proctor(
+        ["run", "tasks/b_bad.yaml", "--data-path", "data", "-m", tiny_model_dir, "-o", "run", "--trust-task-code"],
+        tmp_path,
+    )
     assert code == 2 and "pile.py:6" in output and "KeyError" in output, output
 
 
 # ------------------------------------------------------------------ prompts cut to fit the window
 LONG = " ".join(f"word{i}" for i in range(200))
-TRUNC_ROWS = [{"question": LONG, "choices": ["yes", "no"], "label": 0},
-              {"question": LONG + " again", "choices": ["yes", "no"], "label": 1},
-              {"question": "1+1?", "choices": ["2", "3"], "label": 0}]
+TRUNC_ROWS = [
+    {"question": LONG, "choices": ["yes", "no"], "label": 0},
+    {"question": LONG + " again", "choices": ["yes", "no"], "label": 1},
+    {"question": "1+1?", "choices": ["2", "3"], "label": 0},
+]
 NATIVE_MC = NATIVE  # one multiple-choice task, 'arith', over data.jsonl (question, choices, label)
 
 
@@ -129,11 +153,13 @@ def test_truncated_prompts_are_counted_and_warned_about(tiny_model_dir, tmp_path
         assert any("4 of 6 requests were longer than the context window (32 tokens" in w for w in results["warnings"])
         assert "4 of 6 requests were longer than the context window" in flat(output)
     code, output = proctor(["report", "run"], tmp_path)
-    assert "4 of 6 requests were longer than the context window" in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "4 of 6 requests were longer than the context window" in (tmp_path / "run" / "report.html").read_text(
+        encoding="utf-8"
+    )
 
 
 # ------------------------------------------------------------------ use cases: rows without a generation, NaN metrics
-USE_CASE = '''from proctor.dialects.aisteer.base import UseCase
+USE_CASE = """from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.metrics import Metric
 
 
@@ -152,7 +178,7 @@ class Skips(UseCase):
 
 evaluation_data = [{"id": str(i), "answer": answer} for i, answer in enumerate(["yes", "no", "yes", "yes", "no"], 1)]
 evaluation_metrics = [Share()]
-'''
+"""
 
 
 def test_use_case_rows_without_generation_and_nan_metrics_are_warnings(tiny_model_dir, tmp_path):
@@ -177,8 +203,15 @@ def test_use_case_rows_without_generation_and_nan_metrics_are_warnings(tiny_mode
 
 # ------------------------------------------------------------------ -o on the user's own folder
 def test_output_on_a_folder_that_is_not_a_run_folder_is_refused(tmp_path):
-    write(tmp_path, {"task.yaml": NATIVE_MC, "data.jsonl": jsonl(TRUNC_ROWS[2:]),
-                     "mine/results.json": '{"my": "numbers"}', "mine/samples.jsonl": "my samples\n"})
+    write(
+        tmp_path,
+        {
+            "task.yaml": NATIVE_MC,
+            "data.jsonl": jsonl(TRUNC_ROWS[2:]),
+            "mine/results.json": '{"my": "numbers"}',
+            "mine/samples.jsonl": "my samples\n",
+        },
+    )
     before = {p.name: p.read_bytes() for p in (tmp_path / "mine").iterdir()}
     for extra in ([], ["--restart"]):
         code, output = proctor(["run", "task.yaml", "-o", "mine", *extra], tmp_path)
@@ -204,15 +237,26 @@ def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path):
 
     with ScriptedJudgeServer(answer="fixed reply") as server:
         url = server.url.replace("http://", "http://alice:SECRETKEY123@")
-        rows = [{"question": "say it", "answer": "fixed reply"}, {"question": "say it again", "answer": "something else"}]
+        rows = [
+            {"question": "say it", "answer": "fixed reply"},
+            {"question": "say it again", "answer": "something else"},
+        ]
         write(tmp_path, {"task.yaml": GEN_TASK, "data.jsonl": jsonl(rows)})
-        code, output = proctor(["run", "task.yaml", "-m", "openai:stub", "--base-url", url, "--model-arg", "endpoint=chat", "-o", "run"], tmp_path)
+        code, output = proctor(
+            ["run", "task.yaml", "-m", "openai:stub", "--base-url", url, "--model-arg", "endpoint=chat", "-o", "run"],
+            tmp_path,
+        )
         assert code == 0, output
         assert len(server.received) == 2
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["tasks"]["echo"]["metrics"]["exact_match"]["value"] == pytest.approx(0.5)  # one reply equals its target
+    assert results["tasks"]["echo"]["metrics"]["exact_match"]["value"] == pytest.approx(
+        0.5
+    )  # one reply equals its target
     proctor(["report", "run"], tmp_path)
-    recorded = {name: (tmp_path / "run" / name).read_text(encoding="utf-8") for name in ("run.json", "results.json", ".lock", "report.html")}
+    recorded = {
+        name: (tmp_path / "run" / name).read_text(encoding="utf-8")
+        for name in ("run.json", "results.json", ".lock", "report.html")
+    }
     for name, text in {**recorded, "console": output}.items():
         assert "SECRETKEY123" not in text, name
     assert "alice:***@127.0.0.1" in recorded["run.json"] and "alice:***@127.0.0.1" in recorded["results.json"]
@@ -222,8 +266,14 @@ def test_credentials_in_the_base_url_are_masked_everywhere(tmp_path):
 # ------------------------------------------------------------------ byte-order marks
 def test_byte_order_marks_are_not_data(tiny_model_dir, tmp_path):
     rows = TRUNC_ROWS[2:] + [{"question": "2+2?", "choices": ["4", "5"], "label": 0}]
-    csv_task = NATIVE_MC.replace("data.jsonl", "data.csv").replace('"{{ choices }}"', '"{{ [a, b] }}"').replace("{{ label }}", "{{ label | int }}")
-    csv_text = "question,a,b,label\n" + "".join(f"{r['question']},{r['choices'][0]},{r['choices'][1]},{r['label']}\n" for r in rows)
+    csv_task = (
+        NATIVE_MC.replace("data.jsonl", "data.csv")
+        .replace('"{{ choices }}"', '"{{ [a, b] }}"')
+        .replace("{{ label }}", "{{ label | int }}")
+    )
+    csv_text = "question,a,b,label\n" + "".join(
+        f"{r['question']},{r['choices'][0]},{r['choices'][1]},{r['label']}\n" for r in rows
+    )
     plain = {"task.yaml": NATIVE_MC, "data.jsonl": jsonl(rows), "csv/task.yaml": csv_task, "csv/data.csv": csv_text}
     bom = {name: b"\xef\xbb\xbf" + text.encode() for name, text in plain.items()}
     values = []
@@ -234,21 +284,26 @@ def test_byte_order_marks_are_not_data(tiny_model_dir, tmp_path):
             assert code == 0, output
             run = tmp_path / name / f"run-{task[0]}"
             records = samples(run)
-            expected = sum(max(range(2), key=lambda k: r["logprobs"][k]) == row["label"] for r, row in zip(records, rows)) / len(rows)
+            expected = sum(
+                max(range(2), key=lambda k: r["logprobs"][k]) == row["label"] for r, row in zip(records, rows)
+            ) / len(rows)
             value = json.loads((run / "results.json").read_text())["tasks"]["arith"]["metrics"]["acc"]["value"]
             assert value == pytest.approx(expected)
             values.append([r["logprobs"] for r in records])
     assert values[0] == values[2] and values[1] == values[3]  # with and without the mark: the same scores
 
 
-@pytest.mark.parametrize("given,shown", [
-    ("https://user:KEY@host/v1", "https://user:***@host/v1"),
-    ("--base-url=http://token@127.0.0.1:8000/v1", "--base-url=http://***@127.0.0.1:8000/v1"),
-    ("http://user:p@ss@host/v1", "http://user:***@host/v1"),  # an unescaped '@' in the password
-    ("see https://a:b@c and ftp://x:y@z/", "see https://a:***@c and ftp://x:***@z/"),
-    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
-    ("mail me at a@b.c", "mail me at a@b.c"),
-])
+@pytest.mark.parametrize(
+    "given,shown",
+    [
+        ("https://user:KEY@host/v1", "https://user:***@host/v1"),
+        ("--base-url=http://token@127.0.0.1:8000/v1", "--base-url=http://***@127.0.0.1:8000/v1"),
+        ("http://user:p@ss@host/v1", "http://user:***@host/v1"),  # an unescaped '@' in the password
+        ("see https://a:b@c and ftp://x:y@z/", "see https://a:***@c and ftp://x:***@z/"),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("mail me at a@b.c", "mail me at a@b.c"),
+    ],
+)
 def test_url_credentials_are_masked(given, shown):
     from proctor.core.redact import mask_url_credentials
 

@@ -110,8 +110,16 @@ def _case_folder(tmp_path: Path, files: dict) -> Path:
 
 def test_ls_and_validate_list_a_code_task_without_running_its_code(tmp_path, monkeypatch):
     """Listing needs no consent and runs nothing; validate without the flag refuses, with it imports."""
-    _case_folder(tmp_path, {"sub/task.yaml": NATIVE + "task_class: evil.py:Evil\n", "sub/data.jsonl": jsonl(ROWS), "sub/evil.py": EVIL,
-                            "sub/glm.yaml": GLM + 'module: "evil.Task"\n', "sub/data/test.jsonl": jsonl(GLM_ROWS)})
+    _case_folder(
+        tmp_path,
+        {
+            "sub/task.yaml": NATIVE + "task_class: evil.py:Evil\n",
+            "sub/data.jsonl": jsonl(ROWS),
+            "sub/evil.py": EVIL,
+            "sub/glm.yaml": GLM + 'module: "evil.Task"\n',
+            "sub/data/test.jsonl": jsonl(GLM_ROWS),
+        },
+    )
     monkeypatch.chdir(tmp_path)
     code, output = run_cli(["ls", "sub"])
     assert code == 0 and "arith" in output and "glmtask" in output, output
@@ -125,8 +133,14 @@ def test_ls_and_validate_list_a_code_task_without_running_its_code(tmp_path, mon
 
 def test_a_use_case_file_inside_a_folder_is_not_imported(tmp_path, monkeypatch):
     """A .py file among task files is code nobody named: running the folder never imports it."""
-    _case_folder(tmp_path, {"sub/task.yaml": NATIVE, "sub/data.jsonl": jsonl(ROWS),
-                            "sub/uc.py": "import pathlib\npathlib.Path('PWNED').write_text('ran')\n" + USECASE})
+    _case_folder(
+        tmp_path,
+        {
+            "sub/task.yaml": NATIVE,
+            "sub/data.jsonl": jsonl(ROWS),
+            "sub/uc.py": "import pathlib\npathlib.Path('PWNED').write_text('ran')\n" + USECASE,
+        },
+    )
     monkeypatch.chdir(tmp_path)
     code, output = run_cli(["validate", "sub"])
     assert code == 0 and "ok arith" in output and "uc" not in output.replace("sub", ""), output
@@ -138,17 +152,28 @@ def test_the_use_case_dialect_refuses_a_file_it_was_not_named(tmp_path):
     from proctor.core.errors import TaskDefinitionError
     from proctor.plugins.aisteer import UseCaseDialect
 
-    (tmp_path / "uc.py").write_text("import pathlib\npathlib.Path(__file__).with_name('PWNED').write_text('ran')\n" + USECASE)
+    (tmp_path / "uc.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('PWNED').write_text('ran')\n" + USECASE
+    )
     with pytest.raises(TaskDefinitionError, match="--trust-task-code") as info:
         UseCaseDialect().load(tmp_path / "uc.py", None, False, UseCaseDialect.Options(), [])
     assert info.value.file == str(tmp_path / "uc.py") and not (tmp_path / "PWNED").exists()
-    (task,) = UseCaseDialect().load(tmp_path / "uc.py", None, True, UseCaseDialect.Options(), [])  # named on the command line
+    (task,) = UseCaseDialect().load(
+        tmp_path / "uc.py", None, True, UseCaseDialect.Options(), []
+    )  # named on the command line
     assert task.name == "uc:Echo" and (tmp_path / "PWNED").exists()
 
 
 def test_a_symlinked_task_file_in_a_folder_is_a_problem_named_by_file(tmp_path, monkeypatch):
-    _case_folder(tmp_path, {"sub/task.yaml": NATIVE, "sub/data.jsonl": jsonl(ROWS),
-                            "elsewhere/other.yaml": NATIVE.replace("arith", "other"), "elsewhere/data.jsonl": jsonl(ROWS)})
+    _case_folder(
+        tmp_path,
+        {
+            "sub/task.yaml": NATIVE,
+            "sub/data.jsonl": jsonl(ROWS),
+            "elsewhere/other.yaml": NATIVE.replace("arith", "other"),
+            "elsewhere/data.jsonl": jsonl(ROWS),
+        },
+    )
     os.symlink(tmp_path / "elsewhere" / "other.yaml", tmp_path / "sub" / "other.yaml")
     monkeypatch.chdir(tmp_path)
     code, output = run_cli(["validate", "sub"])
@@ -159,12 +184,19 @@ def test_a_symlinked_task_file_in_a_folder_is_a_problem_named_by_file(tmp_path, 
 
 def test_data_folders_given_on_the_command_line_are_readable(tmp_path, monkeypatch):
     """--data-dir (${PROCTOR_DATA}), --var NAME=/absolute and a relative path into them all work."""
-    _case_folder(tmp_path, {"tasks/a.yaml": NATIVE.replace("data: data.jsonl", "data: ${PROCTOR_DATA}/rows.jsonl"),
-                            "tasks/b.yaml": NATIVE.replace("arith", "b").replace("data: data.jsonl", "data: ${ROWS}"),
-                            "tasks/c.yaml": NATIVE.replace("arith", "c").replace("data: data.jsonl", "data: ../data/rows.jsonl"),
-                            "data/rows.jsonl": jsonl(ROWS)})
+    _case_folder(
+        tmp_path,
+        {
+            "tasks/a.yaml": NATIVE.replace("data: data.jsonl", "data: ${PROCTOR_DATA}/rows.jsonl"),
+            "tasks/b.yaml": NATIVE.replace("arith", "b").replace("data: data.jsonl", "data: ${ROWS}"),
+            "tasks/c.yaml": NATIVE.replace("arith", "c").replace("data: data.jsonl", "data: ../data/rows.jsonl"),
+            "data/rows.jsonl": jsonl(ROWS),
+        },
+    )
     monkeypatch.chdir(tmp_path)
-    code, output = run_cli(["validate", "tasks", "--data-dir", "data", "--var", f"ROWS={tmp_path / 'data' / 'rows.jsonl'}"])
+    code, output = run_cli(
+        ["validate", "tasks", "--data-dir", "data", "--var", f"ROWS={tmp_path / 'data' / 'rows.jsonl'}"]
+    )
     assert code == 0 and all(f"ok {n}: 3 samples" in output for n in ("arith", "b", "c")), output
     code, output = run_cli(["validate", "tasks/c.yaml"])  # without --data-dir, ../data climbs out
     assert code != 0 and "tasks/c.yaml" in output and "data.path" in output, output
@@ -177,9 +209,16 @@ def test_sandboxed_templates_render_as_before():
     fields = {"q": "  What is 2+2? ", "choices": ["3", "4"], "label": "1", "n": 3}
     template = compile_template(
         "{{ q.strip() | upper }}|{% for c in choices %}{{ loop.index }}.{{ c }} {% endfor %}|{{ '{}-{}'.format(n, label) }}"
-        "|{{ q | regex_replace('[0-9]', '#') }}|{{ label | int + 1 }}", origin="t.yaml", field="prompt")
+        "|{{ q | regex_replace('[0-9]', '#') }}|{{ label | int + 1 }}",
+        origin="t.yaml",
+        field="prompt",
+    )
     assert template.render(fields) == "WHAT IS 2+2?|1.3 2.4 |3-1|  What is #+#? |2"
-    assert compile_expression("{{ choices + ['5'] }}", origin="t.yaml", field="choices").evaluate(fields) == ["3", "4", "5"]
+    assert compile_expression("{{ choices + ['5'] }}", origin="t.yaml", field="choices").evaluate(fields) == [
+        "3",
+        "4",
+        "5",
+    ]
     assert fields["choices"] == ["3", "4"]
 
 
@@ -189,8 +228,13 @@ def test_lm_eval_templates_render_identically_in_the_sandbox():
     from proctor.dialects.lmeval.library import compiled_templates
 
     doc = {"question": "Why?\n", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "B", "ctx": "x  y"}
-    templates = ["Question: {{question}}\nAnswer:", "{{choices.label.index(answerKey)}}", "{{choices.text}}",
-                 "{{ctx | regex_replace('  ', ' ')}}", "{% for t in choices.text %}{{ t | upper }}{% endfor %}"]
+    templates = [
+        "Question: {{question}}\nAnswer:",
+        "{{choices.label.index(answerKey)}}",
+        "{{choices.text}}",
+        "{{ctx | regex_replace('  ', ' ')}}",
+        "{% for t in choices.text %}{{ t | upper }}{% endfor %}",
+    ]
     plain = [utils.apply_template(t, doc) for t in templates]
     with compiled_templates():
         sandboxed = [utils.apply_template(t, doc) for t in templates]
@@ -199,10 +243,24 @@ def test_lm_eval_templates_render_identically_in_the_sandbox():
 
 def test_consent_reaches_the_command_line_in_a_fresh_process(tmp_path):
     """The real entry point: a GLM module refused without the flag (exit 2, no traceback, nothing ran)."""
-    _case_folder(tmp_path, {"sub/glm.yaml": GLM + 'module: "evil.Task"\n', "sub/data/test.jsonl": jsonl(GLM_ROWS), "sub/evil.py": EVIL})
+    _case_folder(
+        tmp_path,
+        {"sub/glm.yaml": GLM + 'module: "evil.Task"\n', "sub/data/test.jsonl": jsonl(GLM_ROWS), "sub/evil.py": EVIL},
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", "validate", "sub/glm.yaml", "--data-path", "sub"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "validate", "sub/glm.yaml", "--data-path", "sub"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
-    assert done.returncode == 2 and "Traceback" not in output and "--trust-task-code" in output and "sub/glm.yaml" in output, output
+    assert (
+        done.returncode == 2
+        and "Traceback" not in output
+        and "--trust-task-code" in output
+        and "sub/glm.yaml" in output
+    ), output
     assert not (tmp_path / "PWNED").exists()

@@ -45,9 +45,14 @@ def test_glob_join_fields_and_filter(tmp_path):
     (tmp_path / "x_test.jsonl").write_text('{"q": "a"}\n{"q": "b"}\n')
     (tmp_path / "y_test.jsonl").write_text('{"q": "c"}\n')
     (tmp_path / "keys.jsonl").write_text('{"k": 1}\n{"k": 2}\n')
-    spec = DataSpec(path="*_test.jsonl", fields={"subject": "{{ _file | replace('_test', '') }}"}, filter="{{ q != 'b' }}")
+    spec = DataSpec(
+        path="*_test.jsonl", fields={"subject": "{{ _file | replace('_test', '') }}"}, filter="{{ q != 'b' }}"
+    )
     samples = load_samples([spec], tmp_path)
-    assert [(s.fields["q"], s.fields["subject"], s.id) for s in samples] == [("a", "x", "x_test/1"), ("c", "y", "y_test/1")]
+    assert [(s.fields["q"], s.fields["subject"], s.id) for s in samples] == [
+        ("a", "x", "x_test/1"),
+        ("c", "y", "y_test/1"),
+    ]
     joined = load_samples([DataSpec(path="x_test.jsonl", join=["keys.jsonl"])], tmp_path)
     assert [s.fields["k"] for s in joined] == [1, 2]
     with pytest.raises(TaskDefinitionError, match="row-aligned"):
@@ -79,5 +84,7 @@ def test_duplicate_ids_are_an_error(tmp_path):
 def test_real_hf_arrow_folder_and_csv_files():
     hellaswag = read_rows(shared_path("data", "hellaswag", "hf_arrow_validation"))
     assert len(hellaswag) == 10042 and {"ctx_a", "ctx_b", "endings", "label"} <= set(hellaswag[0])
-    mmlu = load_samples([DataSpec(path="mmlu/*_test.csv", columns=["question", "A", "B", "C", "D", "answer"])], shared_path("data"))
+    mmlu = load_samples(
+        [DataSpec(path="mmlu/*_test.csv", columns=["question", "A", "B", "C", "D", "answer"])], shared_path("data")
+    )
     assert len(mmlu) == 1416 and {s.fields["answer"] for s in mmlu} == {"A", "B", "C", "D"}

@@ -161,15 +161,34 @@ def two_nodes(tasks, tiny_model_dir):
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # Ray's single-machine switch refuses a second node
     try:
         helper = subprocess.run(
-            ["nice", "-n", "19", *UNSHARE, sys.executable, str(REPO / "tests" / "support" / "ray_two_nodes.py"),
-             str(workdir), str(tasks), str(tiny_model_dir), str(CHUNK)],
-            env=env, capture_output=True, text=True, timeout=900, preexec_fn=_die_with_parent,
+            [
+                "nice",
+                "-n",
+                "19",
+                *UNSHARE,
+                sys.executable,
+                str(REPO / "tests" / "support" / "ray_two_nodes.py"),
+                str(workdir),
+                str(tasks),
+                str(tiny_model_dir),
+                str(CHUNK),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            preexec_fn=_die_with_parent,
         )
         report_file = workdir / "report.json"
-        assert report_file.exists(), f"no report (rc {helper.returncode}): {helper.stdout[-2000:]} {helper.stderr[-3000:]}"
+        assert (
+            report_file.exists()
+        ), f"no report (rc {helper.returncode}): {helper.stdout[-2000:]} {helper.stderr[-3000:]}"
         report = json.loads(report_file.read_text())
-        assert "error" not in report, report["error"] + "\n" + "".join(
-            f"--- {log.name}\n{log.read_text()[-2000:]}" for log in workdir.glob("*.log"))
+        assert "error" not in report, (
+            report["error"]
+            + "\n"
+            + "".join(f"--- {log.name}\n{log.read_text()[-2000:]}" for log in workdir.glob("*.log"))
+        )
         report["cli-run"], report["kill-run"] = workdir / "cli-run", workdir / "kill-run"
         yield report
     finally:
@@ -180,7 +199,11 @@ def _loopback(address: str) -> bool:
     import ipaddress
 
     ip = ipaddress.ip_address(address)
-    return ip.is_loopback or ip.is_unspecified or (ip.version == 6 and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback)
+    return (
+        ip.is_loopback
+        or ip.is_unspecified
+        or (ip.version == 6 and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback)
+    )
 
 
 @pytest.mark.slow
@@ -189,7 +212,9 @@ def test_two_node_cluster_on_loopback_runs_a_task_end_to_end(two_nodes, single):
     assert two_nodes["interfaces"] == ["lo"]
     assert len(two_nodes["nodes"]) == 2 and all(n["alive"] for n in two_nodes["nodes"])
     assert {n["address"] for n in two_nodes["nodes"]} == {"127.0.0.1"}
-    assert two_nodes["socket_addresses"] and all(_loopback(a) for a in two_nodes["socket_addresses"]), two_nodes["socket_addresses"]
+    assert two_nodes["socket_addresses"] and all(_loopback(a) for a in two_nodes["socket_addresses"]), two_nodes[
+        "socket_addresses"
+    ]
     # `proctor run --workers 2 --ray-address ...`: one replica on each node, the single-process numbers.
     cli = two_nodes["cli"]
     assert cli["rc"] == 0, cli["output"]
@@ -216,8 +241,6 @@ def test_two_node_run_survives_losing_the_second_nodes_replica(two_nodes, single
     assert _computed(run) == _computed(single)  # nothing computed twice, nothing lost
 
 
-
-
 @pytest.mark.slow
 def test_sampled_epochs_are_the_same_with_two_workers(tasks, tiny_model_dir, tmp_path, monkeypatch):
     """--epochs with sampling: each (sample, epoch) has its own seed, so the text does not depend on which
@@ -227,10 +250,27 @@ def test_sampled_epochs_are_the_same_with_two_workers(tasks, tiny_model_dir, tmp
     monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
     o = RunOverrides(gen_kwargs={"temperature": 50.0}, seed=3, epochs=2)
     one, two = tmp_path / "one", tmp_path / "two"
-    evaluate([tasks], str(tiny_model_dir), output_dir=one, chunk_size=CHUNK, model_options=OPTIONS, overrides=o,
-             select=["*gen*"], export=False)
-    evaluate([tasks], str(tiny_model_dir), output_dir=two, chunk_size=CHUNK, model_options=OPTIONS, overrides=o,
-             select=["*gen*"], export=False, workers=2)
+    evaluate(
+        [tasks],
+        str(tiny_model_dir),
+        output_dir=one,
+        chunk_size=CHUNK,
+        model_options=OPTIONS,
+        overrides=o,
+        select=["*gen*"],
+        export=False,
+    )
+    evaluate(
+        [tasks],
+        str(tiny_model_dir),
+        output_dir=two,
+        chunk_size=CHUNK,
+        model_options=OPTIONS,
+        overrides=o,
+        select=["*gen*"],
+        export=False,
+        workers=2,
+    )
 
     def epochs(run: Path) -> list:
         records = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]

@@ -21,8 +21,10 @@ SUBJECTS = ["algebra"] * 5 + ["botany"] * 3 + ["chemistry"] * 1
 
 
 def _task(tmp_path):
-    rows = [{"id": f"r{i}", "subject": s, "q": f"question {i}", "options": ["a", "b"], "label": i % 2}
-            for i, s in enumerate(SUBJECTS[i] for i in (0, 5, 1, 6, 8, 2, 7, 3, 4))]  # parts interleaved
+    rows = [
+        {"id": f"r{i}", "subject": s, "q": f"question {i}", "options": ["a", "b"], "label": i % 2}
+        for i, s in enumerate(SUBJECTS[i] for i in (0, 5, 1, 6, 8, 2, 7, 3, 4))
+    ]  # parts interleaved
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "task.yaml").write_text(
         "name: parts\nkind: multiple_choice\ndata: {path: rows.jsonl, id: id}\nprompt: '{{ q }}'\n"
@@ -48,8 +50,9 @@ def test_limit_per_part_takes_the_first_rows_of_each_part(tmp_path):
     assert whole.tasks["parts"]["n_samples"] == 2 and "limit_per_part" not in whole.results
     fraction = evaluate([task], FakeModel(), output_dir=tmp_path / "c", limit=0.5, limit_per_part=True)
     sizes = Counter(SUBJECTS)
-    assert {k: v["n_samples"] for k, v in fraction.tasks["parts"]["breakdown"]["subject"].items()} == \
-        {k: math.ceil(n * 0.5) for k, n in sizes.items()}  # lm-eval's rounding, per part
+    assert {k: v["n_samples"] for k, v in fraction.tasks["parts"]["breakdown"]["subject"].items()} == {
+        k: math.ceil(n * 0.5) for k, n in sizes.items()
+    }  # lm-eval's rounding, per part
 
 
 def test_a_run_folder_does_not_mix_limit_modes(tmp_path):
@@ -63,9 +66,25 @@ def test_limit_per_part_on_mmlu_takes_each_subject(tiny_model_dir, tmp_path):
     data = shared_path("data")
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "proctor.cli", "run", str(EXAMPLES / "benchmarks" / "mmlu.yaml"), "--data-dir", str(data),
-         "--model", str(tiny_model_dir), "--limit-per-part", "2", "-o", str(out), "-q"],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(EXAMPLES / "benchmarks" / "mmlu.yaml"),
+            "--data-dir",
+            str(data),
+            "--model",
+            str(tiny_model_dir),
+            "--limit-per-part",
+            "2",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
     )
     assert proc.returncode == 0, proc.stderr
     subjects = sorted(p.name[: -len("_test.csv")] for p in (data / "mmlu").glob("*_test.csv"))

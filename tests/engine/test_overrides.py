@@ -34,7 +34,8 @@ def _even_length(outcome, **_):  # a 0/1 metric that sampled generations hit som
 def write_task(folder: Path, extra: str = "", kind_block: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(QA, folder / QA.name)  # beside the task: data stays in the task's folder
-    (folder / "task.yaml").write_text(textwrap.dedent(f"""\
+    (folder / "task.yaml").write_text(
+        textwrap.dedent(f"""\
         name: qa
         kind: generate
         data: {{path: {QA.name}, id: id}}
@@ -42,7 +43,9 @@ def write_task(folder: Path, extra: str = "", kind_block: str = "") -> Path:
         target: "{{{{ answers }}}}"
         generation: {{max_tokens: 6, stop: ["\\n"]}}
         metrics: [exact_match, test_even_length]
-        """) + extra)
+        """)
+        + extra
+    )
     return folder
 
 
@@ -113,7 +116,9 @@ def test_epochs_per_epoch_scores_and_pass_at_k(tiny_model, tmp_path):
     for k in (1, 2, 3):
         expected = sum(unbiased(3, c, k) for c in correct) / len(records)
         assert task["epochs"]["pass_at_k"]["test_even_length"][f"pass@{k}"] == pytest.approx(expected)
-    assert task["metrics"]["test_even_length"]["value"] == pytest.approx(sum(unbiased(3, c, 2) for c in correct) / len(records))
+    assert task["metrics"]["test_even_length"]["value"] == pytest.approx(
+        sum(unbiased(3, c, 2) for c in correct) / len(records)
+    )
     assert 0 < sum(correct) < 30  # the check above is not trivially 0 or 1
     assert task["metrics"]["exact_match"]["value"] == pytest.approx(
         sum(sum(r["epochs"][e]["metrics"]["exact_match"] for e in range(3)) / 3 for r in records) / len(records)
@@ -128,7 +133,9 @@ def test_system_prompt_limit_fraction_and_no_log_samples(tiny_model, tmp_path):
     assert len(records) == math.ceil(20 * 0.25) == result.tasks["qa"]["n_samples"]
     first = rows()[0]
     assert records[0]["prompt"] == f"Answer in one word.\n\nQ: {first['question']}\nA:"
-    quiet = evaluate([folder], tiny_model, output_dir=tmp_path / "quiet", limit=2, overrides=RunOverrides(log_samples=False))
+    quiet = evaluate(
+        [folder], tiny_model, output_dir=tmp_path / "quiet", limit=2, overrides=RunOverrides(log_samples=False)
+    )
     assert (quiet.run_dir / "samples.jsonl").read_text() == "" and not (quiet.run_dir / "samples.parquet").exists()
     assert json.loads((quiet.run_dir / "results.json").read_text())["overrides"] == {"log_samples": False}
 
@@ -136,10 +143,25 @@ def test_system_prompt_limit_fraction_and_no_log_samples(tiny_model, tmp_path):
 def test_fewshot_as_multiturn_needs_chat_and_shapes_messages(tiny_model, tmp_path):
     folder = write_task(tmp_path / "t", "fewshot: {count: 2}\n")
     with pytest.raises(ProctorError, match="needs the chat template"):
-        evaluate([folder], tiny_model, output_dir=tmp_path / "x", limit=2, overrides=RunOverrides(fewshot_as_multiturn=True))
-    turns = evaluate([folder], tiny_model, output_dir=tmp_path / "turns", limit=2, chat=True,
-                     overrides=RunOverrides(fewshot_as_multiturn=True, system_prompt="Be brief."))
-    one = evaluate([folder], tiny_model, output_dir=tmp_path / "one", limit=2, chat=True, overrides=RunOverrides(fewshot_as_multiturn=False))
+        evaluate(
+            [folder], tiny_model, output_dir=tmp_path / "x", limit=2, overrides=RunOverrides(fewshot_as_multiturn=True)
+        )
+    turns = evaluate(
+        [folder],
+        tiny_model,
+        output_dir=tmp_path / "turns",
+        limit=2,
+        chat=True,
+        overrides=RunOverrides(fewshot_as_multiturn=True, system_prompt="Be brief."),
+    )
+    one = evaluate(
+        [folder],
+        tiny_model,
+        output_dir=tmp_path / "one",
+        limit=2,
+        chat=True,
+        overrides=RunOverrides(fewshot_as_multiturn=False),
+    )
     roles = [m["role"] for m in samples(turns.run_dir)[0]["prompt"]]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
     assert [m["role"] for m in samples(one.run_dir)[0]["prompt"]] == ["user"]
@@ -147,7 +169,10 @@ def test_fewshot_as_multiturn_needs_chat_and_shapes_messages(tiny_model, tmp_pat
 
 def test_gen_kwargs_parsing():
     assert parse_gen_kwargs("temperature=0.7,top_p=0.9,max_gen_toks=32,until=['\\n', 'Q:']") == {
-        "temperature": 0.7, "top_p": 0.9, "max_tokens": 32, "stop": ["\n", "Q:"]
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 32,
+        "stop": ["\n", "Q:"],
     }
     assert parse_gen_kwargs("do_sample=False") == {"temperature": 0.0}
     with pytest.raises(ProctorError, match="unknown key 'temprature'"):
@@ -165,12 +190,21 @@ def test_dialects_take_what_means_something(tmp_path):
     folder = tmp_path / "probsem"
     folder.mkdir()
     (folder / "p.txt").write_text("Pick the program.", encoding="utf-8")
-    suite = {"pretext": "", "context": [{"text": "Add one to x.", "expected": 1}], "posttext": "Program:", "queries": ["a", "b"]}
+    suite = {
+        "pretext": "",
+        "context": [{"text": "Add one to x.", "expected": 1}],
+        "posttext": "Program:",
+        "queries": ["a", "b"],
+    }
     (folder / "p_code.json").write_text(json.dumps(suite), encoding="utf-8")
     probsem = load_tasks([folder])
     assert [t.dialect for t in probsem] == ["probsem"]
-    for o, flag in ((RunOverrides(num_fewshot=2), "--num-fewshot"), (RunOverrides(system_prompt="x"), "--system-prompt"),
-                    (RunOverrides(epochs=2), "--epochs"), (RunOverrides(seed=3), "--gen-kwargs/--seed")):
+    for o, flag in (
+        (RunOverrides(num_fewshot=2), "--num-fewshot"),
+        (RunOverrides(system_prompt="x"), "--system-prompt"),
+        (RunOverrides(epochs=2), "--epochs"),
+        (RunOverrides(seed=3), "--gen-kwargs/--seed"),
+    ):
         with pytest.raises(ProctorError, match=f"{flag}.*no meaning"):
             apply_overrides(probsem, o)
     mc = [t for t in load_tasks([EXAMPLES / "quickstart"]) if t.spec.kind == "multiple_choice"]
@@ -210,14 +244,40 @@ def test_cli_version_and_overrides(tiny_model_dir, tmp_path):
     task_file = folder / "task.yaml"
     task_file.write_text(task_file.read_text().replace(", test_even_length", ""))
     out = tmp_path / "cli"
-    proc = run_cli("run", str(folder), "--model", str(tiny_model_dir), "-o", str(out), "-q", "--limit", "0.1",
-                   "--temperature", "0.8", "--max-tokens", "4", "--seed", "5", "--epochs", "2", "--num-fewshot", "1")
+    proc = run_cli(
+        "run",
+        str(folder),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(out),
+        "-q",
+        "--limit",
+        "0.1",
+        "--temperature",
+        "0.8",
+        "--max-tokens",
+        "4",
+        "--seed",
+        "5",
+        "--epochs",
+        "2",
+        "--num-fewshot",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     results = json.loads((out / "results.json").read_text())
-    assert results["overrides"] == {"num_fewshot": 1, "gen_kwargs": {"temperature": 0.8, "max_tokens": 4}, "seed": 5,
-                                    "epochs": 2, "epoch_reducer": "mean"}
+    assert results["overrides"] == {
+        "num_fewshot": 1,
+        "gen_kwargs": {"temperature": 0.8, "max_tokens": 4},
+        "seed": 5,
+        "epochs": 2,
+        "epoch_reducer": "mean",
+    }
     assert results["limit"] == 0.1 and results["tasks"]["qa"]["n_samples"] == 2
-    bad = run_cli("run", str(folder), "--model", str(tiny_model_dir), "-o", str(tmp_path / "bad"), "-q", "--gen-kwargs", "tempx=1")
+    bad = run_cli(
+        "run", str(folder), "--model", str(tiny_model_dir), "-o", str(tmp_path / "bad"), "-q", "--gen-kwargs", "tempx=1"
+    )
     assert bad.returncode == 2 and "unknown key 'tempx'" in bad.stderr and "Traceback" not in bad.stderr
     use_case = tmp_path / "case.py"
     use_case.write_text(  # a use case file: it loads, and the override is refused before the model loads
@@ -239,7 +299,9 @@ def test_seahelm_run_takes_fewshot_max_tokens_and_epochs(tmp_path):
         model, sent = FakeModel(), []
         answer = model.generate
         model.generate = lambda requests, progress=None: (sent.extend(requests), answer(requests, progress))[1]
-        result = evaluate([folder], model, select=["paraphrase/my"], output_dir=tmp_path / name, limit=2, export=False, overrides=o)
+        result = evaluate(
+            [folder], model, select=["paraphrase/my"], output_dir=tmp_path / name, limit=2, export=False, overrides=o
+        )
         return result, sent
 
     marks = []
@@ -252,4 +314,7 @@ def test_seahelm_run_takes_fewshot_max_tokens_and_epochs(tmp_path):
     assert sorted({r.seed for r in sent}) == [0, 1] and len(sent) == 4  # SEA-HELM's seeded runs, one per epoch
     record = json.loads((result.run_dir / "samples.jsonl").read_text().splitlines()[0])
     assert len(record["run_scores"]) == 2
-    assert json.loads((result.run_dir / "results.json").read_text())["overrides"] == {"epochs": 2, "epoch_reducer": "mean"}
+    assert json.loads((result.run_dir / "results.json").read_text())["overrides"] == {
+        "epochs": 2,
+        "epoch_reducer": "mean",
+    }

@@ -22,13 +22,28 @@ def _engine_imports(path: Path) -> list[str]:
     """Every import of proctor.engine in ``path``, at module level or inside functions."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        found += [f"{path.relative_to(SRC)}:{node.lineno} {n}" for n in names if n == "proctor.engine" or n.startswith("proctor.engine.")]
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        found += [
+            f"{path.relative_to(SRC)}:{node.lineno} {n}"
+            for n in names
+            if n == "proctor.engine" or n.startswith("proctor.engine.")
+        ]
     return found
 
 
 def test_no_handler_or_dialect_module_imports_the_engine():
-    offenders = [hit for folder in ("kinds", "dialects") for path in sorted((SRC / folder).rglob("*.py")) for hit in _engine_imports(path)]
+    offenders = [
+        hit
+        for folder in ("kinds", "dialects")
+        for path in sorted((SRC / folder).rglob("*.py"))
+        for hit in _engine_imports(path)
+    ]
     assert offenders == []
 
 
@@ -36,7 +51,7 @@ def test_no_hasattr_probing_of_handlers_in_the_engine():
     for path in [*sorted((SRC / "engine").glob("*.py")), SRC / "api.py"]:
         text = path.read_text(encoding="utf-8")
         assert "hasattr(handler" not in text and "hasattr(built.handler" not in text, path
-        assert 'getattr(built.handler' not in text and 'getattr(handler' not in text, path
+        assert "getattr(built.handler" not in text and "getattr(handler" not in text, path
 
 
 def test_the_dialect_handlers_declare_what_they_provide():
@@ -50,10 +65,14 @@ def test_the_dialect_handlers_declare_what_they_provide():
     from proctor.kinds.custom import GenerationTask, MultipleChoiceTask
 
     for cls in (SeaHelmTask, LmEvalChoiceTask, LmEvalGenerateTask, LmEvalRollingTask, GLMModuleTask):
-        assert issubclass(cls, C.LoadsSamples) and issubclass(cls, C.PredictsSamples) and issubclass(cls, C.CorpusMetrics)
+        assert (
+            issubclass(cls, C.LoadsSamples) and issubclass(cls, C.PredictsSamples) and issubclass(cls, C.CorpusMetrics)
+        )
     assert issubclass(SeaHelmTask, C.ReportsJudgeUsage) and issubclass(SeaHelmTask, C.UsesChoiceFormulation)
     assert issubclass(GLMModuleTask, C.ResultExtras) and GLMModuleTask.scores_itself is True
-    assert issubclass(MultipleChoiceTask, C.UsesChoiceFormulation) and not issubclass(GenerationTask, C.UsesChoiceFormulation)
+    assert issubclass(MultipleChoiceTask, C.UsesChoiceFormulation) and not issubclass(
+        GenerationTask, C.UsesChoiceFormulation
+    )
     assert not issubclass(GenerationTask, C.LoadsSamples)
 
 
@@ -114,7 +133,9 @@ def test_a_task_class_gets_the_run_store_through_its_executor(tmp_path):
     (tmp_path / "probe.py").write_text(textwrap.dedent(PROBE), encoding="utf-8")
     (tmp_path / "tasks.yaml").write_text(textwrap.dedent(TASKS), encoding="utf-8")
     model = FakeModel()
-    result = evaluate([tmp_path / "tasks.yaml"], model, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True})
+    result = evaluate(
+        [tmp_path / "tasks.yaml"], model, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True}
+    )
     task = result.tasks["probe"]
     expected = FakeModel().generate([GenerateRequest(f"Q: question {i}\nA:", max_tokens=4) for i in range(3)])
     assert task["metrics"]["exact_match"]["value"] == sum(r.text == "paris" for r in expected) / 3
@@ -122,5 +143,7 @@ def test_a_task_class_gets_the_run_store_through_its_executor(tmp_path):
     assert task["judge_usage"] == {"requests": 7}
     assert sum(n for _, n in model.calls) == 3
     rerun = FakeModel()
-    again = evaluate([tmp_path / "tasks.yaml"], rerun, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True})
+    again = evaluate(
+        [tmp_path / "tasks.yaml"], rerun, output_dir=tmp_path / "run", dialect_options={"trust_task_code": True}
+    )
     assert rerun.calls == [] and again.tasks["probe"]["metrics"] == task["metrics"]  # answered by the run store

@@ -89,7 +89,9 @@ def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_task
             assert card.find_element(By.CSS_SELECTOR, "pre.generation").text == r["generation"].strip()
             assert {p.text for p in card.find_elements(By.CSS_SELECTOR, ".prob")} == {"—"}  # a letter is no probability
             # no letter read: unparsed, whatever the accuracy says
-            assert card.get_attribute("data-status") == ("unparsed" if r["extracted"] is None else "correct" if r["metrics"]["acc"] == 1 else "incorrect")
+            assert card.get_attribute("data-status") == (
+                "unparsed" if r["extracted"] is None else "correct" if r["metrics"]["acc"] == 1 else "incorrect"
+            )
     finally:
         browser.quit()
 
@@ -108,7 +110,10 @@ def test_compare_flags_runs_whose_formulations_differ(tmp_path):
 def test_cli_table_shows_the_formulation():
     from proctor.cli.display import formulation
 
-    assert formulation({"mc_format": "generate", "unparsed": {"count": 3, "n": 10, "rate": 0.3}}) == "lettered generation (3/10 unparsed, 30%)"
+    assert (
+        formulation({"mc_format": "generate", "unparsed": {"count": 3, "n": 10, "rate": 0.3}})
+        == "lettered generation (3/10 unparsed, 30%)"
+    )
     assert formulation({"mc_format": "loglikelihood"}) == "log-likelihood"
     assert formulation({"kind": "generate"}) == ""
 

@@ -12,7 +12,9 @@ from proctor.core.model_requests import GenerateRequest
 from proctor.models.hf import HFModel
 from proctor.models.hf_invariant import rows_per_step
 
-PROMPTS = [f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9) for i in range(40)]
+PROMPTS = [
+    f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9) for i in range(40)
+]
 NEW_TOKENS = 16
 
 
@@ -30,9 +32,17 @@ def near_tie_model_dir(smollm2_tokenizer_dir, tmp_path_factory):
         head[1::2] = head[0::2] + 1e-7 * torch.randn_like(head[0::2])
 
     return save_random_llama(
-        tmp_path_factory.mktemp("near-tie-llama"), AutoTokenizer.from_pretrained(smollm2_tokenizer_dir), adjust=pair_rows,
-        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=1024, tie_word_embeddings=False, initializer_range=0.2,
+        tmp_path_factory.mktemp("near-tie-llama"),
+        AutoTokenizer.from_pretrained(smollm2_tokenizer_dir),
+        adjust=pair_rows,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        initializer_range=0.2,
     )
 
 
@@ -68,7 +78,9 @@ def _require(dtype, *names):
     properties = _kernel_properties(dtype)
     missing = [name for name in names if not properties[name]]
     if missing:
-        pytest.skip(f"this CPU's {dtype} kernels lack {missing}: the mode cannot be exact here (see docs/performance.md)")
+        pytest.skip(
+            f"this CPU's {dtype} kernels lack {missing}: the mode cannot be exact here (see docs/performance.md)"
+        )
 
 
 def _texts(folder, dtype, batch_size, invariant, prompts=PROMPTS):
@@ -104,8 +116,15 @@ def _generate_reference(model, tokenizer, prompt_ids, copies):
 
     ids = torch.tensor([prompt_ids] * copies)
     output = model.generate(
-        input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW_TOKENS,
-        temperature=None, top_p=None, top_k=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=NEW_TOKENS,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         past_key_values=StaticCache(config=model.config, max_cache_len=256),
     )
     new = output[0, len(prompt_ids) :].tolist()
@@ -134,9 +153,13 @@ def test_eager_attention_is_batch_invariant_too(near_tie_model_dir):
     tokenizer = AutoTokenizer.from_pretrained(near_tie_model_dir)
     texts = []
     for size in (1, 64):
-        model = AutoModelForCausalLM.from_pretrained(near_tie_model_dir, dtype=torch.bfloat16, attn_implementation="eager").eval()
+        model = AutoModelForCausalLM.from_pretrained(
+            near_tie_model_dir, dtype=torch.bfloat16, attn_implementation="eager"
+        ).eval()
         backend = HFModel.from_loaded(model, tokenizer, batch_size=size, batch_invariant=True)
-        texts.append([r.text for r in backend.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in PROMPTS[:20]])])
+        texts.append(
+            [r.text for r in backend.generate([GenerateRequest(p, max_tokens=NEW_TOKENS) for p in PROMPTS[:20]])]
+        )
     assert texts[0] == texts[1]
 
 
@@ -163,8 +186,14 @@ def test_a_sliding_window_model_is_refused_clearly(tiny_model):
     from proctor.core.errors import ModelLoadError
 
     config = MistralConfig(
-        vocab_size=len(tiny_model.tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=128,
+        vocab_size=len(tiny_model.tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=4,
+        max_position_embeddings=128,
     )
     backend = HFModel.from_loaded(MistralForCausalLM(config).eval(), tiny_model.tokenizer, batch_invariant=True)
     with pytest.raises(ModelLoadError, match="sliding-window"):

@@ -78,7 +78,11 @@ def test_lookahead_fills_rows_and_ignores_order():
 
 def test_bucketed_calls_have_few_repeating_shapes():
     rng = random.Random(4)
-    rows = pack([ScoringItem(tuple(rng.randrange(1, 99) for _ in range(rng.randrange(5, 300))), 3) for _ in range(600)], 2048, 32)
+    rows = pack(
+        [ScoringItem(tuple(rng.randrange(1, 99) for _ in range(rng.randrange(5, 300))), 3) for _ in range(600)],
+        2048,
+        32,
+    )
     calls = plan_calls(rows, layout_for("bucketed", cuda=True))
     assert sorted(id(r) for c in calls for r in c.rows) == sorted(id(r) for r in rows)  # every row once
     for call in calls:
@@ -104,9 +108,12 @@ def test_plain_chains_are_recognised():
 def _requests(n_questions: int = 40) -> list[LoglikelihoodRequest]:
     words = "red blue green old new fast slow tall short odd even first last".split()
     return [
-        LoglikelihoodRequest(f"Question {i}: which one is {words[i % len(words)]}? Think of {words[(3 * i) % len(words)]}.\nAnswer:",
-                             f" {words[(i + k) % len(words)]}" + " one" * k)
-        for i in range(n_questions) for k in range(4)
+        LoglikelihoodRequest(
+            f"Question {i}: which one is {words[i % len(words)]}? Think of {words[(3 * i) % len(words)]}.\nAnswer:",
+            f" {words[(i + k) % len(words)]}" + " one" * k,
+        )
+        for i in range(n_questions)
+        for k in range(4)
     ]
 
 
@@ -148,12 +155,20 @@ def test_a_bucketed_run_through_the_engine_sees_the_planned_calls(tiny_model_dir
     handler = kind_handler("multiple_choice")
     requests = dedupe([r for s in prepared.samples for r in handler.requests(spec.spec, s, s.prompt.render(model))])[0]
     planned = collections.Counter(
-        call.shape for chunk in chunk_indices(requests, model.chunk_sizes["loglikelihood"]) for call in model.forward_calls([requests[i] for i in chunk])
+        call.shape
+        for chunk in chunk_indices(requests, model.chunk_sizes["loglikelihood"])
+        for call in model.forward_calls([requests[i] for i in chunk])
     )
     seen, handle = _shapes_seen(model)
     try:
-        evaluate([EXAMPLES / "benchmarks" / "arc_easy.yaml"], model, output_dir=tmp_path / "run", limit=1200,
-                 variables={"PROCTOR_DATA": str(data)}, export=False)
+        evaluate(
+            [EXAMPLES / "benchmarks" / "arc_easy.yaml"],
+            model,
+            output_dir=tmp_path / "run",
+            limit=1200,
+            variables={"PROCTOR_DATA": str(data)},
+            export=False,
+        )
     finally:
         handle.remove()
     assert seen == planned
@@ -177,10 +192,14 @@ def test_flex_tree_attention_equals_the_dense_mask(tiny_model_dir, layout):
     assert [r.is_greedy for r in ref] == [r.is_greedy for r in got]
     # rolling windows are single chains: the plain causal kernel, no mask
     ref_rolling, got_rolling = reference.rolling_loglikelihood(texts), model.rolling_loglikelihood(texts)
-    assert _close([t for r in ref_rolling for t in r.token_logprobs], [t for r in got_rolling for t in r.token_logprobs])
+    assert _close(
+        [t for r in ref_rolling for t in r.token_logprobs], [t for r in got_rolling for t in r.token_logprobs]
+    )
 
 
-@pytest.mark.parametrize("options", [{"forward_layout": "bucketed"}, {"forward_layout": "bucketed", "attention": "flex"}])
+@pytest.mark.parametrize(
+    "options", [{"forward_layout": "bucketed"}, {"forward_layout": "bucketed", "attention": "flex"}]
+)
 def test_the_gpu_path_is_bit_identical_across_batch_sizes_orders_and_threads(tiny_model_dir, options):
     requests = _requests(25)
     reference = [r.token_logprobs for r in HFModel(tiny_model_dir, batch_size=1, **options).loglikelihood(requests)]
@@ -251,8 +270,13 @@ def test_the_command_runs_the_gpu_shaped_path_on_the_cpu(tiny_model_dir, tmp_pat
     default run's numbers (to float32 precision) and its metrics."""
     task = EXAMPLES / "quickstart"
     runs = {}
-    for name, extra in (("default", []), ("gpu", ["--model-arg", "forward_layout=bucketed", "--model-arg", "attention=flex"])):
-        proc = _cli("run", str(task), "--model", str(tiny_model_dir), "-t", "*_mc", "-o", str(tmp_path / name), "-q", *extra)
+    for name, extra in (
+        ("default", []),
+        ("gpu", ["--model-arg", "forward_layout=bucketed", "--model-arg", "attention=flex"]),
+    ):
+        proc = _cli(
+            "run", str(task), "--model", str(tiny_model_dir), "-t", "*_mc", "-o", str(tmp_path / name), "-q", *extra
+        )
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (tmp_path / name / "samples.jsonl").read_text().splitlines()]
     assert len(runs["gpu"]) == len(runs["default"]) >= 30
@@ -260,7 +284,16 @@ def test_the_command_runs_the_gpu_shaped_path_on_the_cpu(tiny_model_dir, tmp_pat
         assert a["id"] == b["id"] and _close(a["logprobs"], b["logprobs"])
     fingerprint = json.loads((tmp_path / "gpu" / "run.json").read_text())
     assert "bucketed" in json.dumps(fingerprint) and '"attention": "flex"' in json.dumps(fingerprint)
-    refused = _cli("run", str(task), "--model", str(tiny_model_dir), "--model-arg", "forward_layout=gpu", "-o", str(tmp_path / "bad"))
+    refused = _cli(
+        "run",
+        str(task),
+        "--model",
+        str(tiny_model_dir),
+        "--model-arg",
+        "forward_layout=gpu",
+        "-o",
+        str(tmp_path / "bad"),
+    )
     assert refused.returncode == 2 and "forward_layout='gpu' is not one of packed, bucketed" in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "bad" / "samples.jsonl").exists()
 
@@ -302,5 +335,10 @@ def test_flex_on_smollm2_is_as_exact_as_the_dense_path_and_agrees_with_lm_eval()
     for sample, questions, theirs in zip(prepared.samples, per_question, reference["questions"]):
         mine = [r.logprob for r in results[k : k + len(questions)]]
         k += len(questions)
-        assert sample.sample.id == theirs["id"] and max(abs(a - b) for a, b in zip(mine, theirs["loglikelihoods"], strict=True)) <= 1e-3
-        assert mine.index(max(mine)) == theirs["loglikelihoods"].index(max(theirs["loglikelihoods"]))  # acc: the same answer
+        assert (
+            sample.sample.id == theirs["id"]
+            and max(abs(a - b) for a, b in zip(mine, theirs["loglikelihoods"], strict=True)) <= 1e-3
+        )
+        assert mine.index(max(mine)) == theirs["loglikelihoods"].index(
+            max(theirs["loglikelihoods"])
+        )  # acc: the same answer

@@ -23,7 +23,9 @@ PAIRS = [
 ]
 
 
-def direct_loglikelihood(model, tokenizer, context: str, continuation: str, move_whitespace: bool = True) -> tuple[float, bool]:
+def direct_loglikelihood(
+    model, tokenizer, context: str, continuation: str, move_whitespace: bool = True
+) -> tuple[float, bool]:
     """Independent reference: one unbatched forward over the full sequence, logits everywhere
     (lm-eval's rule: the context's trailing whitespace moves into the continuation, unless not asked)."""
     n_spaces = len(context) - len(context.rstrip())
@@ -32,7 +34,7 @@ def direct_loglikelihood(model, tokenizer, context: str, continuation: str, move
     if context:
         whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
         ctx = tokenizer(context, add_special_tokens=False).input_ids
-        cont = whole[len(ctx):]
+        cont = whole[len(ctx) :]
     else:
         ctx = [tokenizer.bos_token_id]
         cont = tokenizer(continuation, add_special_tokens=False).input_ids
@@ -95,8 +97,14 @@ def test_greedy_generation_matches_transformers_generate(tiny_model_dir, referen
     for prompt, result in zip(prompts, ours):
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
         with torch.no_grad():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-        new = out[0, ids.shape[1]:].tolist()
+            out = model.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=8,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        new = out[0, ids.shape[1] :].tolist()
         eos = tokenizer.eos_token_id
         if eos in new:
             new = new[: new.index(eos)]
@@ -182,7 +190,9 @@ def test_glm_style_helpers(tiny_model):
     direct = tiny_model.loglikelihood([LoglikelihoodRequest("Grass is", " green")])[0].logprob
     assert scores[1][0] == pytest.approx(direct, abs=1e-4)
     assert isinstance(helpers.generate_text(["Hello"], max_tokens=3, stop="\n")[0], str)
-    assert helpers.name == tiny_model.name and helpers.model is tiny_model.model  # the backend's attributes show through
+    assert (
+        helpers.name == tiny_model.name and helpers.model is tiny_model.model
+    )  # the backend's attributes show through
 
 
 def test_finished_sequences_leave_the_batch(tiny_model):
@@ -193,7 +203,9 @@ def test_finished_sequences_leave_the_batch(tiny_model):
     stop = free[0].text[:2]
     assert stop and stop not in free[1].text
     widths = []
-    hook = tiny_model.model.get_decoder().register_forward_pre_hook(lambda m, a, kw: widths.append(kw["input_ids"].shape[0]), with_kwargs=True)
+    hook = tiny_model.model.get_decoder().register_forward_pre_hook(
+        lambda m, a, kw: widths.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
     try:
         ids = [tiny_model.encode(p) for p in prompts]
         decoded = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 8, (stop,), tiny_model._eos_ids(), "cpu")
@@ -205,9 +217,14 @@ def test_finished_sequences_leave_the_batch(tiny_model):
 
 
 def test_sampling_is_seeded_and_beam_search_runs(tiny_model):
-    sampled = [tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, temperature=1.0, seed=3)])[0].text for _ in range(2)]
+    sampled = [
+        tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, temperature=1.0, seed=3)])[0].text
+        for _ in range(2)
+    ]
     assert sampled[0] == sampled[1]
-    (beam,) = tiny_model.generate([GenerateRequest("Once upon", max_tokens=6, num_beams=3, no_repeat_ngram_size=2, min_tokens=2)])
+    (beam,) = tiny_model.generate(
+        [GenerateRequest("Once upon", max_tokens=6, num_beams=3, no_repeat_ngram_size=2, min_tokens=2)]
+    )
     assert beam.completion_tokens >= 2
 
 
@@ -216,7 +233,14 @@ def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
     output equals decoding that prompt alone, and the cache never grows past the longest row."""
     from proctor.models.hf_decode import greedy_decode
 
-    words = ["Once upon a time", "The answer is", "Question: 2+2?\nAnswer:", "A", "Hello world", "Paris is the capital of"]
+    words = [
+        "Once upon a time",
+        "The answer is",
+        "Question: 2+2?\nAnswer:",
+        "A",
+        "Hello world",
+        "Paris is the capital of",
+    ]
     prompts = [words[i % 6] + " and" * (i // 6) for i in range(10)]
     ids = [tiny_model.encode(p) for p in prompts]
     free = tiny_model.generate([GenerateRequest(p, max_tokens=10) for p in prompts])
@@ -224,16 +248,30 @@ def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
     # The tiny model repeats itself: stop strings cut from its outputs at growing lengths end
     # sequences at different steps, and the " and" prompts run to the token limit.
     stop = tuple(free[i].text[: (i + 2) * len(free[i].text) // 10] for i in range(4))
-    alone = [greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 10, stop, tiny_model._eos_ids(), "cpu")[0] for x in ids]
+    alone = [
+        greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 10, stop, tiny_model._eos_ids(), "cpu")[0]
+        for x in ids
+    ]
     assert len({len(d.tokens) for d in alone}) >= 3
 
     def decode(**options):
         calls = []
         hook = tiny_model.model.get_decoder().register_forward_pre_hook(
-            lambda m, a, kw: calls.append((tuple(kw["input_ids"].shape), kw["attention_mask"].shape[1])), with_kwargs=True
+            lambda m, a, kw: calls.append((tuple(kw["input_ids"].shape), kw["attention_mask"].shape[1])),
+            with_kwargs=True,
         )
         try:
-            out = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 10, stop, tiny_model._eos_ids(), "cpu", batch_size=3, **options)
+            out = greedy_decode(
+                tiny_model.model,
+                tiny_model.tokenizer,
+                ids,
+                10,
+                stop,
+                tiny_model._eos_ids(),
+                "cpu",
+                batch_size=3,
+                **options,
+            )
         finally:
             hook.remove()
         assert [(d.tokens, d.reason) for d in out] == [(d.tokens, d.reason) for d in alone]
@@ -262,11 +300,18 @@ def test_a_shared_prompt_start_is_forwarded_once(tiny_model):
     questions = ["Who wrote Hamlet?", "Where is Paris?", "Why is the sky blue?", "When did it rain?", "How?"]
     ids = [tiny_model.encode(header + q + "\nA:") for q in questions]
     shared = len(tiny_model.encode(header.rstrip()))  # at least this many tokens are common
-    alone = [greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 6, ("\n",), tiny_model._eos_ids(), "cpu")[0] for x in ids]
+    alone = [
+        greedy_decode(tiny_model.model, tiny_model.tokenizer, [x], 6, ("\n",), tiny_model._eos_ids(), "cpu")[0]
+        for x in ids
+    ]
     fed = []
-    hook = tiny_model.model.get_decoder().register_forward_pre_hook(lambda m, a, kw: fed.append(kw["input_ids"].shape), with_kwargs=True)
+    hook = tiny_model.model.get_decoder().register_forward_pre_hook(
+        lambda m, a, kw: fed.append(kw["input_ids"].shape), with_kwargs=True
+    )
     try:
-        batched = greedy_decode(tiny_model.model, tiny_model.tokenizer, ids, 6, ("\n",), tiny_model._eos_ids(), "cpu", batch_size=2)
+        batched = greedy_decode(
+            tiny_model.model, tiny_model.tokenizer, ids, 6, ("\n",), tiny_model._eos_ids(), "cpu", batch_size=2
+        )
     finally:
         hook.remove()
     assert [(d.tokens, d.reason) for d in batched] == [(d.tokens, d.reason) for d in alone]
@@ -285,14 +330,24 @@ def test_a_sliding_window_cache_decodes_batch_by_batch(tiny_model):
 
     torch.manual_seed(0)
     config = MistralConfig(
-        vocab_size=len(tiny_model.tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=128,
+        vocab_size=len(tiny_model.tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=4,
+        max_position_embeddings=128,
     )
     model = MistralForCausalLM(config).eval()
-    ids = [tiny_model.encode(p) for p in ["Once upon a time there was", "The answer is", "A", "Hello world and more words"]]
+    ids = [
+        tiny_model.encode(p) for p in ["Once upon a time there was", "The answer is", "A", "Hello world and more words"]
+    ]
     alone = [greedy_decode(model, tiny_model.tokenizer, [x], 6, (), [], "cpu")[0] for x in ids]
     rows = []
-    hook = model.get_decoder().register_forward_pre_hook(lambda m, a, kw: rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    hook = model.get_decoder().register_forward_pre_hook(
+        lambda m, a, kw: rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
     try:
         batched = greedy_decode(model, tiny_model.tokenizer, ids, 6, (), [], "cpu", batch_size=3)
     finally:

@@ -34,7 +34,10 @@ def pack_rows(model, requests):
     from proctor.models.hf_scoring import loglikelihood_items
     from proctor.models.packing import pack
 
-    return pack(loglikelihood_items(model.tokenizer, requests, model.max_length, model.add_bos, model.prefix_token_id), model.pack_tokens)
+    return pack(
+        loglikelihood_items(model.tokenizer, requests, model.max_length, model.add_bos, model.prefix_token_id),
+        model.pack_tokens,
+    )
 
 
 def test_halving_stops_at_one_and_passes_other_errors_through():
@@ -54,7 +57,10 @@ def test_halving_stops_at_one_and_passes_other_errors_through():
 
 
 def test_scoring_call_out_of_memory_is_retried_with_fewer_rows(tiny_model_dir):
-    requests = [LoglikelihoodRequest(f"Question {i}: what comes after {i}?\nAnswer:", f" {i + 1}, then {i + 2}") for i in range(40)]
+    requests = [
+        LoglikelihoodRequest(f"Question {i}: what comes after {i}?\nAnswer:", f" {i + 1}, then {i + 2}")
+        for i in range(40)
+    ]
     reference = HFModel(tiny_model_dir, pack_tokens=32)
     expected = [r.logprob for r in reference.loglikelihood(requests)]
     model = HFModel(tiny_model_dir, pack_tokens=32)  # many small rows: several rows per forward call

@@ -20,7 +20,11 @@ def test_the_built_in_backends_are_registered_with_their_capabilities():
     assert backend_of("vllm:org/name").tensor_parallel and not backend_of("hf:org/name").tensor_parallel
     assert backend_of("hf:org/name").hub_models and backend_of("hf-vision:org/name").hub_models
     assert not backend_of("vllm:org/name").hub_models
-    assert backend_of("hf:x").tokenizer_folder and backend_of("vllm:x").tokenizer_folder and not backend_of("openai:x").tokenizer_folder
+    assert (
+        backend_of("hf:x").tokenizer_folder
+        and backend_of("vllm:x").tokenizer_folder
+        and not backend_of("openai:x").tokenizer_folder
+    )
     assert backend_of("nosuch:x") is None
     assert split_model_spec("steer:a.py:NAME") == ("steer", "a.py:NAME")
 
@@ -34,10 +38,17 @@ def test_a_plug_ins_backend_is_found_the_same_way():
 
 def test_asking_about_a_backend_imports_none():
     """The registry and every capability answer without importing a backend (transformers, httpx, vllm)."""
-    code = ("import sys\nfrom proctor.core.registry import backend_of\n"
-            "assert backend_of('openai:x').server and backend_of('vllm:x').tensor_parallel\n"
-            "heavy = [m for m in ('transformers', 'torch', 'httpx', 'vllm', 'proctor.models.builtin_backends') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    code = (
+        "import sys\nfrom proctor.core.registry import backend_of\n"
+        "assert backend_of('openai:x').server and backend_of('vllm:x').tensor_parallel\n"
+        "heavy = [m for m in ('transformers', 'torch', 'httpx', 'vllm', 'proctor.models.builtin_backends') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -119,18 +119,31 @@ def test_chat_only_runs_multiple_choice_by_generation(server, tiny_model_dir, tm
     assert 0.0 <= mc["metrics"]["acc"]["value"] <= 1.0
     records = [json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()]
     mc_records = [r for r in records if r["task"] == "quickstart_science_mc"]
-    assert all(r["mc_format"] == "generate" and sorted(r["option_order"]) == list(range(len(r["choices"]))) for r in mc_records)
+    assert all(
+        r["mc_format"] == "generate" and sorted(r["option_order"]) == list(range(len(r["choices"]))) for r in mc_records
+    )
     assert any(r["option_order"] != sorted(r["option_order"]) for r in mc_records)  # shuffled
     # the flag forces it on a backend that could score
-    forced = evaluate([QUICKSTART], backend(server.url, tiny_model_dir), output_dir=tmp_path / "forced", limit=2,
-                      select=["quickstart_science_mc"], export=False, mc_format="generate")
+    forced = evaluate(
+        [QUICKSTART],
+        backend(server.url, tiny_model_dir),
+        output_dir=tmp_path / "forced",
+        limit=2,
+        select=["quickstart_science_mc"],
+        export=False,
+        mc_format="generate",
+    )
     assert forced.tasks["quickstart_science_mc"]["mc_format"] == "generate"
 
 
 def test_faults_give_the_same_results_as_a_clean_run(server, tiny_model_dir, tmp_path):
-    clean = evaluate([QUICKSTART], backend(server.url, tiny_model_dir), output_dir=tmp_path / "clean", limit=6, export=False)
+    clean = evaluate(
+        [QUICKSTART], backend(server.url, tiny_model_dir), output_dir=tmp_path / "clean", limit=6, export=False
+    )
     with FaultProxy(server.url, rate=0.2, seed=1) as proxy:
-        faulty = evaluate([QUICKSTART], backend(proxy.url, tiny_model_dir), output_dir=tmp_path / "faulty", limit=6, export=False)
+        faulty = evaluate(
+            [QUICKSTART], backend(proxy.url, tiny_model_dir), output_dir=tmp_path / "faulty", limit=6, export=False
+        )
     assert min(proxy.counts[k] for k in ("429", "500", "disconnect")) > 0
     for name, task in clean.tasks.items():
         assert faulty.tasks[name]["metrics"] == task["metrics"]
@@ -144,13 +157,34 @@ def test_retry_budget_then_rerun_resumes(server, tiny_model_dir, tmp_path):
     with FaultProxy(server.url, rate=0.0, fail_after=10) as proxy:
         model = backend(proxy.url, tiny_model_dir, max_retries=2, concurrency=1, loglikelihood="echo", batch=1)
         with pytest.raises(RetryBudgetExceeded, match="resume"):
-            evaluate([QUICKSTART], model, output_dir=out, limit=6, chunk_size=1, export=False, select=["quickstart_science_mc"])
-    resumed = evaluate([QUICKSTART], backend(server.url, tiny_model_dir, loglikelihood="echo"), output_dir=out, limit=6,
-                       chunk_size=1, export=False, select=["quickstart_science_mc"])
+            evaluate(
+                [QUICKSTART],
+                model,
+                output_dir=out,
+                limit=6,
+                chunk_size=1,
+                export=False,
+                select=["quickstart_science_mc"],
+            )
+    resumed = evaluate(
+        [QUICKSTART],
+        backend(server.url, tiny_model_dir, loglikelihood="echo"),
+        output_dir=out,
+        limit=6,
+        chunk_size=1,
+        export=False,
+        select=["quickstart_science_mc"],
+    )
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["attempts"][-1]["responses"]["from_run_store"] > 0
-    clean = evaluate([QUICKSTART], backend(server.url, tiny_model_dir), output_dir=tmp_path / "clean", limit=6,
-                     export=False, select=["quickstart_science_mc"])
+    clean = evaluate(
+        [QUICKSTART],
+        backend(server.url, tiny_model_dir),
+        output_dir=tmp_path / "clean",
+        limit=6,
+        export=False,
+        select=["quickstart_science_mc"],
+    )
     assert resumed.tasks["quickstart_science_mc"]["metrics"] == clean.tasks["quickstart_science_mc"]["metrics"]
 
 
@@ -179,7 +213,10 @@ def test_judge_through_the_backend(server, tiny_model_dir):
     from proctor.models.judge import judge_function, judge_many
 
     model = backend(server.url, tiny_model_dir)
-    messages = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Which is better, A or B?"}]
+    messages = [
+        {"role": "system", "content": "You are a judge."},
+        {"role": "user", "content": "Which is better, A or B?"},
+    ]
     reply = judge_function(model, max_tokens=4)(messages)
     assert isinstance(reply, str)
     assert judge_many(model, [messages, messages], max_tokens=4) == [reply, reply]
@@ -195,8 +232,12 @@ def test_retry_after_as_an_http_date_is_honoured(monkeypatch):
     from proctor.models import openai_http
 
     when = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=20), usegmt=True)
-    replies = iter([httpx.Response(429, headers={"Retry-After": when}, json={"error": "slow down"}),
-                    httpx.Response(200, json={"choices": []})])
+    replies = iter(
+        [
+            httpx.Response(429, headers={"Retry-After": when}, json={"error": "slow down"}),
+            httpx.Response(200, json={"choices": []}),
+        ]
+    )
     slept: list[float] = []
     monkeypatch.setattr(openai_http.time, "sleep", slept.append)
     client = openai_http.ApiClient("http://api.invalid/v1", api_key_env=None, backoff=0.01, max_backoff=60.0, seed=0)

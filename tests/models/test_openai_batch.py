@@ -46,18 +46,30 @@ def test_batches_answer_as_the_online_path_and_resend_failed_lines(tmp_path):
         online = OpenAIModel("judge", server.url).generate(requests)
         server.online_calls.clear()
         server.fail_once = {"Question 3?"}
-        model = OpenAIModel("judge", server.url, batch_poll=0.01, batch_dir=str(tmp_path / "journal"), batch_api=True).batched()
+        model = OpenAIModel(
+            "judge", server.url, batch_poll=0.01, batch_dir=str(tmp_path / "journal"), batch_api=True
+        ).batched()
         got = model.generate(requests)
         assert got == online and server.online_calls == []
         first, second = server.created
         lines = [json.loads(x) for x in server.input_of(first).decode().splitlines()]
         assert len(lines) == 6 and len({x["custom_id"] for x in lines}) == 6
         assert all(x["method"] == "POST" and x["url"] == "/v1/chat/completions" for x in lines)
-        assert [x["body"] for x in lines] == [{"model": "judge", "max_tokens": 8, "temperature": 0.0, "seed": 0,
-                                               "messages": [{"role": "user", "content": t}]} for t in texts]  # the online body
+        assert [x["body"] for x in lines] == [
+            {
+                "model": "judge",
+                "max_tokens": 8,
+                "temperature": 0.0,
+                "seed": 0,
+                "messages": [{"role": "user", "content": t}],
+            }
+            for t in texts
+        ]  # the online body
         assert first["endpoint"] == "/v1/chat/completions" and first["completion_window"] == "24h"
         # the failed line alone went again, in a second batch
-        assert [json.loads(x)["body"]["messages"][0]["content"] for x in server.input_of(second).decode().splitlines()] == ["Question 3?"]
+        assert [
+            json.loads(x)["body"]["messages"][0]["content"] for x in server.input_of(second).decode().splitlines()
+        ] == ["Question 3?"]
         assert server.polls.count(first["id"]) >= 3  # validating -> in_progress -> finalizing -> completed
         assert model.usage()["requests"] == 6 and model.usage()["completion_tokens"] == 6 * 5
         assert list((tmp_path / "journal").glob("*.json")) == []  # nothing left pending
@@ -73,13 +85,18 @@ def test_a_line_that_keeps_failing_and_a_rejected_file_are_clear_errors(tmp_path
             return stand_in.respond(path, body, headers)
 
         server.respond_line = always_fail
-        with pytest.raises(ApiError, match=r"1 request\(s\) got no answer .* after 3 batches .*HTTP 500: the model crashed"):
+        with pytest.raises(
+            ApiError, match=r"1 request\(s\) got no answer .* after 3 batches .*HTTP 500: the model crashed"
+        ):
             model.generate([chat("fine"), chat("broken")])
         assert len(server.created) == 3
         original = BatchServer._advance
 
         def reject(self, batch):
-            batch.update(status="failed", errors={"object": "list", "data": [{"code": "invalid_request", "message": "bad line", "line": 1}]})
+            batch.update(
+                status="failed",
+                errors={"object": "list", "data": [{"code": "invalid_request", "message": "bad line", "line": 1}]},
+            )
 
         BatchServer._advance = reject
         try:
@@ -104,7 +121,9 @@ def test_a_server_without_the_batch_api_is_asked_one_request_at_a_time(tmp_path)
 # ---------------------------------------------------------------- SEA-HELM's batch_api_calls, through the command
 def mt_bench_config(folder: Path, batch_api_calls: bool | None) -> Path:
     """SEA-HELM's MT-Bench config as shipped, with ``batch_api_calls`` set under ``judge:`` (or left out)."""
-    text = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml").read_text(encoding="utf-8")
+    text = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml").read_text(
+        encoding="utf-8"
+    )
     if batch_api_calls is not None:
         text = text.replace("  judge:\n", f"  judge:\n    batch_api_calls: {str(batch_api_calls).lower()}\n", 1)
         assert f"batch_api_calls: {str(batch_api_calls).lower()}" in text
@@ -115,9 +134,31 @@ def mt_bench_config(folder: Path, batch_api_calls: bool | None) -> Path:
 
 
 def command(config: Path, data: Path, model_url: str, judge_url: str, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "proctor.cli", "run", str(config), "--model", "openai:evaluated", "--base-url", model_url,
-            "--seahelm-data", f"{MT_BENCH_ID}={data}", "-t", "mt-bench/en", "--seahelm-judge", "openai:judge",
-            "--judge-base-url", judge_url, "--judge-arg", "batch_poll=0.02", "-o", str(out), "-q", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(config),
+        "--model",
+        "openai:evaluated",
+        "--base-url",
+        model_url,
+        "--seahelm-data",
+        f"{MT_BENCH_ID}={data}",
+        "-t",
+        "mt-bench/en",
+        "--seahelm-judge",
+        "openai:judge",
+        "--judge-base-url",
+        judge_url,
+        "--judge-arg",
+        "batch_poll=0.02",
+        "-o",
+        str(out),
+        "-q",
+        *extra,
+    ]
 
 
 def environment(home: Path) -> dict:
@@ -137,16 +178,34 @@ def test_batch_api_calls_true_judges_through_batches_false_and_no_endpoints_onli
     data = mt_bench_copy(tmp_path)
     env = environment(tmp_path / "home")
     runs = {}
-    with ScriptedJudgeServer() as model_server, ScriptedJudgeServer() as judge, BatchServer(judge.respond) as batch_server:
-        for name, flag, judge_url in (("batched", True, batch_server.url), ("online", False, batch_server.url),
-                                      ("unset", None, batch_server.url), ("no-endpoints", True, judge.url)):
+    with (
+        ScriptedJudgeServer() as model_server,
+        ScriptedJudgeServer() as judge,
+        BatchServer(judge.respond) as batch_server,
+    ):
+        for name, flag, judge_url in (
+            ("batched", True, batch_server.url),
+            ("online", False, batch_server.url),
+            ("unset", None, batch_server.url),
+            ("no-endpoints", True, judge.url),
+        ):
             config = mt_bench_config(tmp_path / name, flag)
             before = (len(batch_server.created), len(batch_server.online_calls), len(judge.received))
-            done = subprocess.run(command(config, data, model_server.url, judge_url, tmp_path / f"run-{name}"),
-                                  capture_output=True, text=True, env=env, cwd=tmp_path)
+            done = subprocess.run(
+                command(config, data, model_server.url, judge_url, tmp_path / f"run-{name}"),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+            )
             assert done.returncode == 0, done.stderr
-            runs[name] = (task_result(tmp_path / f"run-{name}"),
-                          len(batch_server.created) - before[0], len(batch_server.online_calls) - before[1], len(judge.received) - before[2], done.stderr)
+            runs[name] = (
+                task_result(tmp_path / f"run-{name}"),
+                len(batch_server.created) - before[0],
+                len(batch_server.online_calls) - before[1],
+                len(judge.received) - before[2],
+                done.stderr,
+            )
     batched, batches, online_calls, _, _ = runs["batched"]
     assert batches >= 1 and online_calls == 0  # every verdict went in a batch
     lines = verdict_lines(batch_server)
@@ -169,12 +228,18 @@ def test_a_run_killed_while_its_batch_is_pending_picks_the_same_batch_up(tmp_pat
     env = environment(tmp_path / "home")
     journal = tmp_path / "home" / "openai-batches"
     config = mt_bench_config(tmp_path / "tree", True)
-    with ScriptedJudgeServer() as model_server, ScriptedJudgeServer() as judge, BatchServer(judge.respond, hold=True) as server:
+    with (
+        ScriptedJudgeServer() as model_server,
+        ScriptedJudgeServer() as judge,
+        BatchServer(judge.respond, hold=True) as server,
+    ):
         argv = command(config, data, model_server.url, server.url, tmp_path / "run")
         first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
         try:
             deadline = time.monotonic() + 300  # a guard against hanging, not a timing check
-            while not (server.created and server.created[0]["status"] == "in_progress" and list(journal.glob("*.json"))):
+            while not (
+                server.created and server.created[0]["status"] == "in_progress" and list(journal.glob("*.json"))
+            ):
                 assert first.poll() is None, first.stderr.read().decode()
                 assert time.monotonic() < deadline, "the run never submitted its batch"
                 time.sleep(0.05)
@@ -194,8 +259,13 @@ def test_a_run_killed_while_its_batch_is_pending_picks_the_same_batch_up(tmp_pat
         assert len(contents) == len(set(contents))  # no request was submitted twice
         assert server.online_calls == []
         reference = tmp_path / "reference"
-        online = subprocess.run(command(mt_bench_config(tmp_path / "plain", False), data, model_server.url, server.url, reference),
-                                capture_output=True, text=True, env=env, cwd=tmp_path)
+        online = subprocess.run(
+            command(mt_bench_config(tmp_path / "plain", False), data, model_server.url, server.url, reference),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         assert online.returncode == 0, online.stderr
     assert task_result(tmp_path / "run")["metrics"] == task_result(reference)["metrics"]
     assert list(journal.glob("*.json")) == []
@@ -205,19 +275,58 @@ def test_the_evaluated_model_through_the_batch_api(tmp_path):
     data = mt_bench_copy(tmp_path)
     env = environment(tmp_path / "home")
     config = mt_bench_config(tmp_path / "tree", None)
-    with ScriptedJudgeServer() as stand_in, BatchServer(stand_in.respond) as model_server, ScriptedJudgeServer() as judge:
-        batched = subprocess.run(command(config, data, model_server.url, judge.url, tmp_path / "batched", "--model-arg", "batch_api=true",
-                                         "--model-arg", "batch_poll=0.02"), capture_output=True, text=True, env=env, cwd=tmp_path)
+    with (
+        ScriptedJudgeServer() as stand_in,
+        BatchServer(stand_in.respond) as model_server,
+        ScriptedJudgeServer() as judge,
+    ):
+        batched = subprocess.run(
+            command(
+                config,
+                data,
+                model_server.url,
+                judge.url,
+                tmp_path / "batched",
+                "--model-arg",
+                "batch_api=true",
+                "--model-arg",
+                "batch_poll=0.02",
+            ),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         assert batched.returncode == 0, batched.stderr
-        sent = [json.loads(x)["body"] for b in model_server.created for x in model_server.input_of(b).decode().splitlines()]
+        sent = [
+            json.loads(x)["body"] for b in model_server.created for x in model_server.input_of(b).decode().splitlines()
+        ]
         assert len(sent) == 4 and model_server.online_calls == []  # 2 questions x 2 turns, all in batches
-        online = subprocess.run(command(config, data, model_server.url, judge.url, tmp_path / "online"),
-                                capture_output=True, text=True, env=env, cwd=tmp_path)
+        online = subprocess.run(
+            command(config, data, model_server.url, judge.url, tmp_path / "online"),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         assert online.returncode == 0, online.stderr
         assert len(model_server.online_calls) == 4
     assert task_result(tmp_path / "batched")["metrics"] == task_result(tmp_path / "online")["metrics"]
-    bad = subprocess.run(command(config, data, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", tmp_path / "bad", "--model-arg", "batch_api=maybe"),
-                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    bad = subprocess.run(
+        command(
+            config,
+            data,
+            "http://127.0.0.1:9/v1",
+            "http://127.0.0.1:9/v1",
+            tmp_path / "bad",
+            "--model-arg",
+            "batch_api=maybe",
+        ),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert bad.returncode == 2 and "batch_api" in bad.stderr and "true or false" in bad.stderr and "maybe" in bad.stderr
 
 

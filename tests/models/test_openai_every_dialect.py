@@ -53,8 +53,9 @@ def chat_only(serve):
 
 
 def backend(proxy: FaultProxy, model_dir: Path, **kw) -> OpenAIModel:
-    return OpenAIModel(str(model_dir), proxy.url, name="tiny-serve", endpoint="chat", backoff=0.05, concurrency=2,
-                       max_retries=2, **kw)
+    return OpenAIModel(
+        str(model_dir), proxy.url, name="tiny-serve", endpoint="chat", backoff=0.05, concurrency=2, max_retries=2, **kw
+    )
 
 
 def records(run_dir: Path, task: str) -> list[dict]:
@@ -96,8 +97,14 @@ def test_chat_only_server_is_detected(chat_only, tiny_model_dir):
 
 def test_native_yaml_arc_easy(chat_only, tiny_model_dir, tmp_path):
     data = shared_path("data", "arc_easy")
-    result = evaluate([REPO / "examples" / "benchmarks" / "arc_easy.yaml"], backend(chat_only, tiny_model_dir),
-                      output_dir=tmp_path / "run", limit=4, variables={"PROCTOR_DATA": str(data.parent)}, export=False)
+    result = evaluate(
+        [REPO / "examples" / "benchmarks" / "arc_easy.yaml"],
+        backend(chat_only, tiny_model_dir),
+        output_dir=tmp_path / "run",
+        limit=4,
+        variables={"PROCTOR_DATA": str(data.parent)},
+        export=False,
+    )
     task = result.tasks["arc_easy"]
     assert task["mc_format"] == "generate" and task["n_samples"] == 4 and task["requests"]["type"] == "generate"
     rows = records(result.run_dir, "arc_easy")
@@ -112,9 +119,15 @@ def test_native_yaml_arc_easy(chat_only, tiny_model_dir, tmp_path):
 
 def test_shuffled_options_keep_scoring_right(chat_only, tiny_model_dir, tmp_path):
     data = shared_path("data", "arc_easy")
-    result = evaluate([REPO / "examples" / "benchmarks" / "arc_easy.yaml"], backend(chat_only, tiny_model_dir),
-                      output_dir=tmp_path / "run", limit=4, variables={"PROCTOR_DATA": str(data.parent)}, export=False,
-                      mc_shuffle_seed=3)
+    result = evaluate(
+        [REPO / "examples" / "benchmarks" / "arc_easy.yaml"],
+        backend(chat_only, tiny_model_dir),
+        output_dir=tmp_path / "run",
+        limit=4,
+        variables={"PROCTOR_DATA": str(data.parent)},
+        export=False,
+        mc_shuffle_seed=3,
+    )
     rows = records(result.run_dir, "arc_easy")
     assert any(r["option_order"] != sorted(r["option_order"]) for r in rows)
     check_generation_records(rows)
@@ -144,8 +157,12 @@ def test_probsem_suites(chat_only, tiny_model_dir, tmp_path):
             assert scores == row["distribution"] and sum(scores) == 1.0
     unscored = result.tasks["test_B"]["metrics"]["distribution_acc"]  # expected = -1: still no ground truth
     assert unscored["n_scored"] == 0 and unscored["n_unscored"] == 1
-    shown = ["\n".join(f"{letter}. {q}" for letter, q in zip("ABCDEFGH", json.loads((inputs / f"{n}.json").read_text())["queries"]))
-             for n in ("test_A", "test_B")]
+    shown = [
+        "\n".join(
+            f"{letter}. {q}" for letter, q in zip("ABCDEFGH", json.loads((inputs / f"{n}.json").read_text())["queries"])
+        )
+        for n in ("test_A", "test_B")
+    ]
     sent = lettered_prompts(chat_only)
     assert len(sent) == sum(result.tasks[n]["n_samples"] for n in ("test_A", "test_B"))
     assert all(any(block + "\n\n" in text for block in shown) for text in sent)
@@ -166,7 +183,9 @@ def test_glm_mul_plain_and_custom_class(chat_only, tiny_model_dir, tmp_path):
     assert task["mc_format"] == "generate" and n >= 2 and len(lettered_prompts(chat_only)) == n
     check_generation_records(records(plain.run_dir, "mytask_mul/validation"))
     # a custom class keeping the default (summed log-prob) prediction gets the lettered formulation too
-    _write(tmp_path / "tasks" / "glm" / "custom" / "rules.py", """
+    _write(
+        tmp_path / "tasks" / "glm" / "custom" / "rules.py",
+        """
         from proctor.tasks.custom import MultipleChoiceTask
 
         class Default(MultipleChoiceTask):
@@ -175,35 +194,58 @@ def test_glm_mul_plain_and_custom_class(chat_only, tiny_model_dir, tmp_path):
         class ByLogprob(MultipleChoiceTask):
             def predict_single_batch(self, batch):
                 return self.model.cond_log_prob([b["inputs"] for b in batch], [b["choices"] for b in batch])
-    """)
+    """,
+    )
     data = folder / "mytask_mul"
     for name, cls in (("default", "Default"), ("bylogprob", "ByLogprob")):
-        _write(tmp_path / "tasks" / "glm" / f"{name}.yaml", f"""
+        _write(
+            tmp_path / "tasks" / "glm" / f"{name}.yaml",
+            f"""
             name: {name}
             type: mul
             module: tasks.glm.custom.rules.{cls}
             path: {data.name}
             file-pattern: "**/validation.jsonl"
-        """)
+        """,
+        )
     before = len(lettered_prompts(chat_only))
     trust = {"data_path": data.parent, "dialect_options": {"trust_task_code": True}}
-    custom = evaluate([tmp_path / "tasks" / "glm" / "default.yaml"], model, output_dir=tmp_path / "custom", limit=3, export=False, **trust)
-    assert custom.tasks["default"]["mc_format"] == "generate" and custom.tasks["default"]["requests"]["type"] == "custom"
+    custom = evaluate(
+        [tmp_path / "tasks" / "glm" / "default.yaml"],
+        model,
+        output_dir=tmp_path / "custom",
+        limit=3,
+        export=False,
+        **trust,
+    )
+    assert (
+        custom.tasks["default"]["mc_format"] == "generate" and custom.tasks["default"]["requests"]["type"] == "custom"
+    )
     assert len(lettered_prompts(chat_only)) - before == n == custom.tasks["default"]["n_samples"]
     check_generation_records(records(custom.run_dir, "default"))
     # a class that asks for log-probs itself cannot get them: a clear error, never a number
     with pytest.raises(ProctorError, match="cannot score log-likelihoods"):
-        evaluate([tmp_path / "tasks" / "glm" / "bylogprob.yaml"], model, output_dir=tmp_path / "bylogprob", limit=3, export=False, **trust)
+        evaluate(
+            [tmp_path / "tasks" / "glm" / "bylogprob.yaml"],
+            model,
+            output_dir=tmp_path / "bylogprob",
+            limit=3,
+            export=False,
+            **trust,
+        )
 
 
 def test_perplexity_task_is_refused(chat_only, tiny_model_dir, tmp_path):
     text = _write(tmp_path / "wiki" / "test.txt", "The cat sat on the mat.\n")
-    yaml_path = _write(tmp_path / "lm.yaml", f"""
+    yaml_path = _write(
+        tmp_path / "lm.yaml",
+        f"""
         name: lm
         type: lm
         path: {text.parent}
         file-pattern: "*.txt"
-    """)
+    """,
+    )
     with pytest.raises(ProctorError, match="perplexity task and needs log-likelihoods"):
         evaluate([yaml_path], backend(chat_only, tiny_model_dir), output_dir=tmp_path / "run", export=False)
     assert chat_only.received == []  # refused before anything was sent
@@ -211,8 +253,14 @@ def test_perplexity_task_is_refused(chat_only, tiny_model_dir, tmp_path):
 
 def test_seahelm_logprob_task(chat_only, tiny_model_dir, tmp_path):
     folder = shared_path("examples", "seahelm", "seahelm_tasks", "nlu", "paraphrase_identification")
-    result = evaluate([folder], backend(chat_only, tiny_model_dir), select=["paraphrase-logprobs/my"],
-                      output_dir=tmp_path / "run", limit=8, export=False)
+    result = evaluate(
+        [folder],
+        backend(chat_only, tiny_model_dir),
+        select=["paraphrase-logprobs/my"],
+        output_dir=tmp_path / "run",
+        limit=8,
+        export=False,
+    )
     task = result.tasks["paraphrase-logprobs/my"]
     assert task["mc_format"] == "generate"
     metrics = task["metrics"]
@@ -222,7 +270,9 @@ def test_seahelm_logprob_task(chat_only, tiny_model_dir, tmp_path):
     chosen_gold = [r["label_choice"]["correct"] for r in rows]
     # the gold label's "cumulative probability" is 1 when the reply chose it, else 0; no log-prob is claimed
     assert metrics["average_cumulative_probabilities"]["value"] == pytest.approx(100 * sum(chosen_gold) / 8)
-    assert metrics["average_cumulative_logprobs"]["value"] is None or math.isnan(metrics["average_cumulative_logprobs"]["value"])
+    assert metrics["average_cumulative_logprobs"]["value"] is None or math.isnan(
+        metrics["average_cumulative_logprobs"]["value"]
+    )
     sent = lettered_prompts(chat_only)
     assert len(sent) == 8 and all(f"A. {labels[0]}\nB. {labels[1]}" in text for text in sent)
 
@@ -241,11 +291,15 @@ def _mt_bench_task(options: dict):
 
 def test_real_server_as_pairwise_judge(serve, chat_only, tiny_model_dir, tmp_path):
     with FaultProxy(serve, rate=0.0, chat_only=True) as judge_proxy:
-        options = {"seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))},
-                   "seahelm_judge": f"openai:{tiny_model_dir}",
-                   "seahelm_judge_options": {"base_url": judge_proxy.url, "backoff": 0.05, "concurrency": 2},
-                   "seahelm_judge_generation": {"max_tokens": 8}}
-        result = evaluate([_mt_bench_task(options)], backend(chat_only, tiny_model_dir), output_dir=tmp_path / "run", export=False)
+        options = {
+            "seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))},
+            "seahelm_judge": f"openai:{tiny_model_dir}",
+            "seahelm_judge_options": {"base_url": judge_proxy.url, "backoff": 0.05, "concurrency": 2},
+            "seahelm_judge_generation": {"max_tokens": 8},
+        }
+        result = evaluate(
+            [_mt_bench_task(options)], backend(chat_only, tiny_model_dir), output_dir=tmp_path / "run", export=False
+        )
     metrics = result.tasks["mt-bench/en"]["metrics"]
     verdict_requests = [b for _, b in judge_proxy.received if "[[A]]" in json.dumps(b)]
     assert len(verdict_requests) == len(judge_proxy.received)  # only verdicts went to the judge's server
@@ -273,10 +327,29 @@ def test_parseable_stand_in_judge_through_the_command(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the evaluated model's server gets no key
     with ScriptedJudgeServer() as model_server, ScriptedJudgeServer() as judge_server:
         out = tmp_path / "run"
-        argv = ["run", str(config), "--model", "openai:evaluated", "--base-url", model_server.url,
-                "--seahelm-data", f"{SEAHELM_MT_BENCH}={data}", "-t", "mt-bench/en",
-                "--seahelm-judge", "openai:judge", "--judge-base-url", judge_server.url,
-                "--judge-api-key-env", "JUDGE_SECRET_KEY", "--judge-arg", "price_prompt=1.0", "-o", str(out), "-q"]
+        argv = [
+            "run",
+            str(config),
+            "--model",
+            "openai:evaluated",
+            "--base-url",
+            model_server.url,
+            "--seahelm-data",
+            f"{SEAHELM_MT_BENCH}={data}",
+            "-t",
+            "mt-bench/en",
+            "--seahelm-judge",
+            "openai:judge",
+            "--judge-base-url",
+            judge_server.url,
+            "--judge-api-key-env",
+            "JUDGE_SECRET_KEY",
+            "--judge-arg",
+            "price_prompt=1.0",
+            "-o",
+            str(out),
+            "-q",
+        ]
         outcome = CliRunner().invoke(app, argv)
         assert outcome.exit_code == 0, outcome.output
     results = json.loads((out / "results.json").read_text())["tasks"]["mt-bench/en"]
@@ -286,7 +359,9 @@ def test_parseable_stand_in_judge_through_the_command(tmp_path, monkeypatch):
     assert metrics["weighted_win_rate"]["value"] == 100.0
     assert len(judge_server.received) == 8 and all(b["model"] == "judge" for b in judge_server.received)
     assert set(judge_server.authorization) == {"Bearer sk-judge-very-secret"}
-    assert all(a is None for a in model_server.authorization) and len(model_server.received) == 4  # 2 questions x 2 turns
+    assert (
+        all(a is None for a in model_server.authorization) and len(model_server.received) == 4
+    )  # 2 questions x 2 turns
     assert results["judge_usage"]["requests"] == 8 and results["judge_usage"]["estimated_cost"] > 0
     for path in out.rglob("*"):  # the key is in no file of the run folder
         if path.is_file():
@@ -294,8 +369,11 @@ def test_parseable_stand_in_judge_through_the_command(tmp_path, monkeypatch):
 
 
 def test_openai_judge_without_address_is_a_clear_error(tmp_path):
-    options = {"seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))}, "seahelm_judge": "openai:judge",
-               "seahelm_judge_options": {"base_url": None}}
+    options = {
+        "seahelm_data": {SEAHELM_MT_BENCH: str(mt_bench_copy(tmp_path))},
+        "seahelm_judge": "openai:judge",
+        "seahelm_judge_options": {"base_url": None},
+    }
     folder = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
     with pytest.raises(ProctorError, match="--judge-base-url"):
         load_tasks([folder], options=options)

@@ -36,8 +36,25 @@ def llama_server(tmp_path_factory):
     except ProctorError as exc:
         pytest.skip(str(exc))
     port = free_port()
-    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "2048", "--logits_all", "true", "--n_threads", "2", "--verbose", "false"]
+    argv = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--logits_all",
+        "true",
+        "--n_threads",
+        "2",
+        "--verbose",
+        "false",
+    ]
     process = start_process_server(argv, port, tmp_path_factory.mktemp("llama") / "server.log")
     yield f"http://127.0.0.1:{port}/v1", gguf
     stop_process(process)
@@ -61,8 +78,14 @@ def test_mmlu_letters_through_top_logprobs(llama_server, tmp_path):
     variables = {"PROCTOR_DATA": str(data)}
     model = OpenAIModel(gguf.name, url, loglikelihood="top_logprobs", top_logprobs=100, concurrency=1)
     api = evaluate(task, model, output_dir=tmp_path / "api", limit=24, variables=variables, export=False)
-    hf = evaluate(task, HFModel(default_model_path(), batch_size=8), output_dir=tmp_path / "hf", limit=24,
-                  variables=variables, export=False)
+    hf = evaluate(
+        task,
+        HFModel(default_model_path(), batch_size=8),
+        output_dir=tmp_path / "hf",
+        limit=24,
+        variables=variables,
+        export=False,
+    )
     read = lambda run: [json.loads(line) for line in (run.run_dir / "samples.jsonl").read_text().splitlines()]  # noqa: E731
     a, h = read(api), read(hf)
     assert api.tasks["mmlu"]["mc_format"] == "loglikelihood"  # scored by log-probs, not by generation

@@ -63,18 +63,27 @@ def test_no_logprobs_so_multiple_choice_runs_by_generation(serve, model_dir, tmp
     for endpoint in ("completions", "chat"):
         model = backend(serve, model_dir, endpoint=endpoint)
         assert not model.supports_loglikelihood  # transformers serve ignores echo/logprobs: detected, not trusted
-        result = evaluate([QUICKSTART], model, output_dir=tmp_path / endpoint, limit=5,
-                          select=["quickstart_science_mc"], export=False)
+        result = evaluate(
+            [QUICKSTART], model, output_dir=tmp_path / endpoint, limit=5, select=["quickstart_science_mc"], export=False
+        )
         mc = result.tasks["quickstart_science_mc"]
         assert mc["mc_format"] == "generate" and mc["n_samples"] == 5
 
 
 def test_injected_faults_change_nothing(serve, model_dir, tmp_path):
     select = ["quickstart_short_answers"]
-    clean = evaluate([QUICKSTART], backend(serve, model_dir), output_dir=tmp_path / "clean", limit=8, select=select, export=False)
+    clean = evaluate(
+        [QUICKSTART], backend(serve, model_dir), output_dir=tmp_path / "clean", limit=8, select=select, export=False
+    )
     with FaultProxy(serve, rate=0.2, seed=2) as proxy:
-        faulty = evaluate([QUICKSTART], backend(proxy.url, model_dir), output_dir=tmp_path / "faulty", limit=8,
-                          select=select, export=False)
+        faulty = evaluate(
+            [QUICKSTART],
+            backend(proxy.url, model_dir),
+            output_dir=tmp_path / "faulty",
+            limit=8,
+            select=select,
+            export=False,
+        )
     assert proxy.counts["forwarded"] >= 8 and sum(proxy.counts[k] for k in ("429", "500", "disconnect")) > 0
     assert generations(faulty.run_dir, select[0]) == generations(clean.run_dir, select[0])
     assert faulty.tasks[select[0]]["metrics"] == clean.tasks[select[0]]["metrics"]

@@ -37,7 +37,10 @@ def test_attention_mask_is_each_sequence_alone():
 
 def test_rows_respect_the_budget_and_ignore_order():
     rng = random.Random(0)
-    items = [ScoringItem(tuple(rng.randrange(50) for _ in range(rng.randrange(3, 30))), rng.randrange(1, 3)) for _ in range(200)]
+    items = [
+        ScoringItem(tuple(rng.randrange(50) for _ in range(rng.randrange(3, 30))), rng.randrange(1, 3))
+        for _ in range(200)
+    ]
     rows = pack(items, budget=64)
     assert all(len(r) <= 64 for r in rows)
     assert sorted(i for r in rows for i, _, _ in r.scored) == list(range(200))
@@ -54,8 +57,13 @@ def test_an_item_longer_than_the_budget_gets_its_own_row():
 
 
 QUESTIONS = [
-    (f"Question {i}: which of these is the {w} one?\nAnswer:", [" the first", " the second option", " a third, longer option here", " four"])
-    for i, w in enumerate(["red", "blue", "largest", "oldest", "fastest", "quiet", "bright", "last", "first", "odd", "even"])
+    (
+        f"Question {i}: which of these is the {w} one?\nAnswer:",
+        [" the first", " the second option", " a third, longer option here", " four"],
+    )
+    for i, w in enumerate(
+        ["red", "blue", "largest", "oldest", "fastest", "quiet", "bright", "last", "first", "odd", "even"]
+    )
 ]
 
 
@@ -96,8 +104,13 @@ def test_engine_results_do_not_depend_on_batch_size(tiny_model_dir, tmp_path):
     runs = {}
     for batch_size in (1, 8, 64, "auto"):
         model = HFModel(tiny_model_dir, batch_size=batch_size)
-        result = evaluate([EXAMPLES / "quickstart"], model, output_dir=tmp_path / f"bs{batch_size}", select=["*_mc"], export=False)
-        runs[batch_size] = ((tmp_path / f"bs{batch_size}" / "samples.jsonl").read_text(), result.tasks["quickstart_science_mc"]["metrics"])
+        result = evaluate(
+            [EXAMPLES / "quickstart"], model, output_dir=tmp_path / f"bs{batch_size}", select=["*_mc"], export=False
+        )
+        runs[batch_size] = (
+            (tmp_path / f"bs{batch_size}" / "samples.jsonl").read_text(),
+            result.tasks["quickstart_science_mc"]["metrics"],
+        )
     assert len({samples for samples, _ in runs.values()}) == 1  # every log-prob, bit for bit
     assert all(metrics == runs[1][1] for _, metrics in runs.values())
 
@@ -186,10 +199,14 @@ def test_vocabulary_head_calls_a_hooked_head():
     hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
     with torch.no_grad():
         plain, _ = head.scores(hidden, rows, targets)
-        handle = linear.register_forward_hook(lambda module, args, output: output + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0)
+        handle = linear.register_forward_hook(
+            lambda module, args, output: output + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0
+        )
         boosted, hits = head.scores(hidden, rows, targets)
         handle.remove()
         again, _ = head.scores(hidden, rows, targets)
-    expected = torch.log_softmax(linear(hidden) + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0, dim=-1)[rows, targets]
+    expected = torch.log_softmax(linear(hidden) + torch.nn.functional.one_hot(torch.tensor(0), 500) * 50.0, dim=-1)[
+        rows, targets
+    ]
     assert torch.equal(boosted, expected) and bool(hits.all())
     assert torch.equal(again, plain) and not torch.equal(plain, boosted)

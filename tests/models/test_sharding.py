@@ -25,14 +25,21 @@ def _split(layers: int, offloaded: set[int]) -> dict:
     return placed
 
 
-REQUESTS = [LoglikelihoodRequest(f"Question {i}: what follows {i}?\nAnswer:", f" {i + 1}{' and more' * k}") for i in range(12) for k in range(3)]
+REQUESTS = [
+    LoglikelihoodRequest(f"Question {i}: what follows {i}?\nAnswer:", f" {i + 1}{' and more' * k}")
+    for i in range(12)
+    for k in range(3)
+]
 PROMPTS = [GenerateRequest(f"Count with me: {i}, {i + 1},", max_tokens=8, stop=("\n",)) for i in range(6)]
 
 
 def _numbers(model) -> tuple:
     return (
         [r.token_logprobs for r in model.loglikelihood(REQUESTS)],
-        [r.token_logprobs for r in model.rolling_loglikelihood([RollingLoglikelihoodRequest("one two three four " * 20, window=32)])],
+        [
+            r.token_logprobs
+            for r in model.rolling_loglikelihood([RollingLoglikelihoodRequest("one two three four " * 20, window=32)])
+        ],
         [r.text for r in model.generate(PROMPTS)],
     )
 
@@ -41,13 +48,20 @@ def _numbers(model) -> tuple:
 def test_a_model_split_between_cpu_and_disk_gives_the_same_numbers(tiny_model_dir, tmp_path, decode):
     whole = HFModel(tiny_model_dir, decode=decode)
     for offloaded in ({1}, {0, 1}):
-        sharded = HFModel(tiny_model_dir, decode=decode, device_map=_split(2, offloaded), offload_folder=str(tmp_path / f"off{len(offloaded)}"))
+        sharded = HFModel(
+            tiny_model_dir,
+            decode=decode,
+            device_map=_split(2, offloaded),
+            offload_folder=str(tmp_path / f"off{len(offloaded)}"),
+        )
         assert sharded.device == "cpu" and set(sharded.model.hf_device_map.values()) == {"cpu", "disk"}
         assert _numbers(sharded) == _numbers(whole)  # bit for bit
 
 
 def test_auto_placement_on_this_machine_is_the_unsharded_model(tiny_model_dir):
-    assert _numbers(HFModel(tiny_model_dir, device_map="auto", max_memory={"cpu": "4GiB"})) == _numbers(HFModel(tiny_model_dir))
+    assert _numbers(HFModel(tiny_model_dir, device_map="auto", max_memory={"cpu": "4GiB"})) == _numbers(
+        HFModel(tiny_model_dir)
+    )
 
 
 @pytest.mark.slow
@@ -55,8 +69,12 @@ def test_smollm2_split_across_cpu_and_disk_scores_as_one(tmp_path):
     from proctor.models.default import default_model_path
 
     whole = HFModel(default_model_path())
-    sharded = HFModel(default_model_path(), device_map=_split(30, set(range(15, 30))), offload_folder=str(tmp_path / "offload"))
-    assert [r.token_logprobs for r in sharded.loglikelihood(REQUESTS)] == [r.token_logprobs for r in whole.loglikelihood(REQUESTS)]
+    sharded = HFModel(
+        default_model_path(), device_map=_split(30, set(range(15, 30))), offload_folder=str(tmp_path / "offload")
+    )
+    assert [r.token_logprobs for r in sharded.loglikelihood(REQUESTS)] == [
+        r.token_logprobs for r in whole.loglikelihood(REQUESTS)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -78,14 +96,58 @@ def test_a_malformed_placement_is_refused_before_loading(tiny_model_dir, options
 
 def test_the_command_runs_a_sharded_model(tiny_model_dir, tmp_path):
     runs = {}
-    for name, extra in (("whole", []), ("sharded", ["--model-arg", "device_map=" + json.dumps(_split(2, {1})),
-                                                     "--model-arg", f"offload_folder={tmp_path / 'offload'}"])):
-        proc = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir),
-                               "-o", str(tmp_path / name), "-q", *extra], capture_output=True, text=True, timeout=900)
+    for name, extra in (
+        ("whole", []),
+        (
+            "sharded",
+            [
+                "--model-arg",
+                "device_map=" + json.dumps(_split(2, {1})),
+                "--model-arg",
+                f"offload_folder={tmp_path / 'offload'}",
+            ],
+        ),
+    ):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "proctor.cli",
+                "run",
+                str(EXAMPLES / "quickstart"),
+                "--model",
+                str(tiny_model_dir),
+                "-o",
+                str(tmp_path / name),
+                "-q",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (tmp_path / name / "samples.jsonl").read_text().splitlines()]
     assert len(runs["whole"]) >= 50
-    assert [(s.get("logprobs"), s.get("generation")) for s in runs["sharded"]] == [(s.get("logprobs"), s.get("generation")) for s in runs["whole"]]
-    bad = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir),
-                          "--model-arg", "device_map=everywhere", "-o", str(tmp_path / "bad")], capture_output=True, text=True, timeout=900)
+    assert [(s.get("logprobs"), s.get("generation")) for s in runs["sharded"]] == [
+        (s.get("logprobs"), s.get("generation")) for s in runs["whole"]
+    ]
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(EXAMPLES / "quickstart"),
+            "--model",
+            str(tiny_model_dir),
+            "--model-arg",
+            "device_map=everywhere",
+            "-o",
+            str(tmp_path / "bad"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert bad.returncode == 2 and "device_map='everywhere' is neither" in bad.stderr and "Traceback" not in bad.stderr

@@ -29,13 +29,17 @@ PROMPTS = [
 
 
 def _requests(stop=("\n",), max_tokens=10):
-    return [GenerateRequest(p + " and" * (i // len(PROMPTS)), max_tokens=max_tokens, stop=stop) for i, p in enumerate(PROMPTS * 3)]
+    return [
+        GenerateRequest(p + " and" * (i // len(PROMPTS)), max_tokens=max_tokens, stop=stop)
+        for i, p in enumerate(PROMPTS * 3)
+    ]
 
 
 def _steps_seen(model):
     shapes = []
     handle = model.model.get_decoder().register_forward_pre_hook(
-        lambda _m, _a, kw: shapes.append((tuple(kw["input_ids"].shape), tuple(kw["attention_mask"].shape))), with_kwargs=True
+        lambda _m, _a, kw: shapes.append((tuple(kw["input_ids"].shape), tuple(kw["attention_mask"].shape))),
+        with_kwargs=True,
     )
     return shapes, handle
 
@@ -93,10 +97,18 @@ def test_the_mode_is_in_the_fingerprint_and_refused_where_it_cannot_run(tiny_mod
     assert "decode" not in HFModel(tiny_model_dir).fingerprint
     assert HFModel(tiny_model_dir, decode="static").fingerprint["decode"] == "static,columns=64"
     torch.manual_seed(0)
-    sliding = MistralForCausalLM(MistralConfig(
-        vocab_size=len(tiny_model.tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=128,
-    )).eval()
+    sliding = MistralForCausalLM(
+        MistralConfig(
+            vocab_size=len(tiny_model.tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            sliding_window=4,
+            max_position_embeddings=128,
+        )
+    ).eval()
     with pytest.raises(ModelLoadError, match="decode=static needs plain full-attention cache layers"):
         HFModel.from_loaded(sliding, tiny_model.tokenizer, decode="static")
     assert HFModel.from_loaded(sliding, tiny_model.tokenizer).decoding == "dynamic"
@@ -106,17 +118,53 @@ def test_the_command_decodes_over_a_static_cache(tiny_model_dir, tmp_path):
     outputs = {}
     for name, extra in (("default", []), ("static", ["--model-arg", "decode=static"])):
         proc = subprocess.run(
-            [sys.executable, "-m", "proctor.cli", "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-t", "*short*",
-             "-o", str(tmp_path / name), "-q", *extra], capture_output=True, text=True, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "proctor.cli",
+                "run",
+                str(EXAMPLES / "quickstart"),
+                "--model",
+                str(tiny_model_dir),
+                "-t",
+                "*short*",
+                "-o",
+                str(tmp_path / name),
+                "-q",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr
         outputs[name] = [json.loads(line) for line in (tmp_path / name / "samples.jsonl").read_text().splitlines()]
     assert len(outputs["static"]) == len(outputs["default"]) >= 10
     assert [s["generation"] for s in outputs["static"]] == [s["generation"] for s in outputs["default"]]
     assert [s["metrics"] for s in outputs["static"]] == [s["metrics"] for s in outputs["default"]]
-    bad = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir),
-                          "--model-arg", "decode=fast", "-o", str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)
-    assert bad.returncode == 2 and "decode='fast' is not one of static, dynamic" in bad.stderr and "Traceback" not in bad.stderr
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(EXAMPLES / "quickstart"),
+            "--model",
+            str(tiny_model_dir),
+            "--model-arg",
+            "decode=fast",
+            "-o",
+            str(tmp_path / "bad"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert (
+        bad.returncode == 2
+        and "decode='fast' is not one of static, dynamic" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA GPU")
@@ -125,8 +173,12 @@ def test_cuda_graph_steps_equal_eager_steps(tiny_model_dir):
 
     model = HFModel(tiny_model_dir, device="cuda", batch_size=8)
     ids = [model.encode(r.prompt) for r in _requests()]
-    runs = {graphs: static_greedy_decode(model.model, model.tokenizer, ids, 10, ("\n",), model._eos_ids(), "cuda", batch_size=8, graphs=graphs)
-            for graphs in (False, True)}
+    runs = {
+        graphs: static_greedy_decode(
+            model.model, model.tokenizer, ids, 10, ("\n",), model._eos_ids(), "cuda", batch_size=8, graphs=graphs
+        )
+        for graphs in (False, True)
+    }
     assert [(d.tokens, d.reason) for d in runs[True]] == [(d.tokens, d.reason) for d in runs[False]]
 
 
@@ -138,7 +190,11 @@ def test_the_stop_filter_stops_where_decoding_every_tail_would(tiny_model_dir, m
 
     model = HFModel(tiny_model_dir, batch_size=4)
     free = [r.text for r in model.generate([GenerateRequest(p, max_tokens=12) for p in PROMPTS])]
-    stops = [(t[2:7],) for t in free if len(t) > 8] + [(t[3:6] + " ",) for t in free if len(t) > 8] + [("é", "\u00a0"), (".\n", "?")]
+    stops = (
+        [(t[2:7],) for t in free if len(t) > 8]
+        + [(t[3:6] + " ",) for t in free if len(t) > 8]
+        + [("é", "\u00a0"), (".\n", "?")]
+    )
     requests = [GenerateRequest(p, max_tokens=12, stop=stop) for p in PROMPTS for stop in stops]
     filtered = [(r.text, r.finish_reason) for r in model.generate(requests)]
     monkeypatch.setattr(Decoder, "_may_end_stop", lambda self, token: True)

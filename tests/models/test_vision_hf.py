@@ -72,9 +72,11 @@ def reference_logprob(direct, messages_or_text, image_bytes: bytes, continuation
     image = Image.open(io.BytesIO(image_bytes)).convert("RGB")
     # lm-eval's rule: the context's trailing whitespace moves into the continuation
     stripped = context.rstrip()
-    continuation = context[len(stripped):] + continuation
+    continuation = context[len(stripped) :] + continuation
     full = processor(text=[stripped + continuation], images=[image], return_tensors="pt", add_special_tokens=False)
-    n_context = processor(text=[stripped], images=[image], return_tensors="pt", add_special_tokens=False)["input_ids"].shape[1]
+    n_context = processor(text=[stripped], images=[image], return_tensors="pt", add_special_tokens=False)[
+        "input_ids"
+    ].shape[1]
     with torch.no_grad():
         logits = model(**full).logits[0]
     logprobs = torch.log_softmax(logits.float(), dim=-1)
@@ -84,8 +86,11 @@ def reference_logprob(direct, messages_or_text, image_bytes: bytes, continuation
 
 @pytest.mark.parametrize("chat", [True, False])
 def test_choice_logprobs_equal_transformers_directly(vlm, direct, image_set, tmp_path, chat):
-    task = write_task(tmp_path, "colours", MC_TASK.format(name="colours", data=image_set / "bytes.parquet", column="image",
-                                                          chat=str(chat).lower()))
+    task = write_task(
+        tmp_path,
+        "colours",
+        MC_TASK.format(name="colours", data=image_set / "bytes.parquet", column="image", chat=str(chat).lower()),
+    )
     result = evaluate([task], vlm, output_dir=tmp_path / "run", export=False)
     rows = records(result.run_dir)
     assert len(rows) == 4
@@ -117,11 +122,19 @@ def test_every_image_form_gives_the_same_requests(vlm, image_set, tmp_path):
     from proctor.engine.prepare import prepare_task
     from proctor.engine.runner import build_requests
 
-    forms = [("paths.jsonl", "path"), ("paths.jsonl", "b64"), ("paths.jsonl", "uri"), ("bytes.parquet", "image"),
-             ("bytes.parquet", "picture"), ("arrow", "image")]
+    forms = [
+        ("paths.jsonl", "path"),
+        ("paths.jsonl", "b64"),
+        ("paths.jsonl", "uri"),
+        ("bytes.parquet", "image"),
+        ("bytes.parquet", "picture"),
+        ("arrow", "image"),
+    ]
     built = []
     for k, (data, column) in enumerate(forms):
-        task = write_task(tmp_path, f"form{k}", MC_TASK.format(name=f"form{k}", data=image_set / data, column=column, chat="true"))
+        task = write_task(
+            tmp_path, f"form{k}", MC_TASK.format(name=f"form{k}", data=image_set / data, column=column, chat="true")
+        )
         prepared = prepare_task(load_tasks([task])[0], {})
         built.append(build_requests(vlm, prepared))
     first = built[0]
@@ -143,7 +156,10 @@ def test_generation_equals_transformers_generate(vlm, direct, image_set, tmp_pat
     import torch
     from PIL import Image
 
-    task = write_task(tmp_path, "describe", f"""\
+    task = write_task(
+        tmp_path,
+        "describe",
+        f"""\
         name: describe
         kind: generate
         data: {image_set / 'paths.jsonl'}
@@ -152,7 +168,8 @@ def test_generation_equals_transformers_generate(vlm, direct, image_set, tmp_pat
         images: "{{{{ path }}}}"
         chat: {{enabled: true}}
         generation: {{max_tokens: 12}}
-        """)
+        """,
+    )
     result = evaluate([task], vlm, output_dir=tmp_path / "run", export=False)
     rows = records(result.run_dir)
     processor, model = direct
@@ -161,11 +178,17 @@ def test_generation_equals_transformers_generate(vlm, direct, image_set, tmp_pat
         path = next((image_set / "img").glob(f"{name}.*"))
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Describe the picture."}]}]
         text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        inputs = processor(text=[text], images=[Image.open(io.BytesIO(path.read_bytes())).convert("RGB")], return_tensors="pt",
-                           add_special_tokens=False)
+        inputs = processor(
+            text=[text],
+            images=[Image.open(io.BytesIO(path.read_bytes())).convert("RGB")],
+            return_tensors="pt",
+            add_special_tokens=False,
+        )
         with torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=12, do_sample=False, pad_token_id=processor.tokenizer.pad_token_id)
-        want = processor.tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = model.generate(
+                **inputs, max_new_tokens=12, do_sample=False, pad_token_id=processor.tokenizer.pad_token_id
+            )
+        want = processor.tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
         assert row["generation"] == want
         texts.append(want)
     assert len(set(texts)) == 4 and all(texts)  # each picture gives its own text
@@ -175,32 +198,42 @@ def test_bad_images_fail_before_the_model_loads(image_set, tmp_path):
     import base64
 
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
-    rows = [{"q": "ok", "img": str(image_set / "img" / "red.png")},
-            {"q": "missing", "img": "img/nowhere.png"},
-            {"q": "broken", "img": "broken.png"},
-            {"q": "b64", "img": base64.b64encode(b"hello world, not an image").decode()}]
+    rows = [
+        {"q": "ok", "img": str(image_set / "img" / "red.png")},
+        {"q": "missing", "img": "img/nowhere.png"},
+        {"q": "broken", "img": "broken.png"},
+        {"q": "b64", "img": base64.b64encode(b"hello world, not an image").decode()},
+    ]
     for k, row in enumerate(rows[1:], start=2):
         data = tmp_path / f"rows{k}.jsonl"
         data.write_text(json.dumps(rows[0]) + "\n" + json.dumps(row) + "\n")
-        task = write_task(tmp_path, f"bad{k}", f"""\
+        task = write_task(
+            tmp_path,
+            f"bad{k}",
+            f"""\
             name: bad{k}
             kind: generate
             data: {data}
             prompt: "{{{{ q }}}}"
             target: "x"
             images: "{{{{ img }}}}"
-            """)
+            """,
+        )
         with pytest.raises(TaskDefinitionError) as info:
             evaluate([task], "hf:/nonexistent/model/never/loaded", output_dir=tmp_path / f"run{k}", export=False)
         message = str(info.value)
         assert f"rows{k}.jsonl, row 2, field 'img'" in message, message
-        assert {"2": "image file not found", "3": "not a readable image", "4": "not a readable image"}[str(k)] in message
+        assert {"2": "image file not found", "3": "not a readable image", "4": "not a readable image"}[
+            str(k)
+        ] in message
 
 
 def test_text_model_refuses_image_task(tiny_model, image_set, tmp_path):
     from proctor.core.errors import ProctorError
 
-    task = write_task(tmp_path, "t", MC_TASK.format(name="t", data=image_set / "bytes.parquet", column="image", chat="false"))
+    task = write_task(
+        tmp_path, "t", MC_TASK.format(name="t", data=image_set / "bytes.parquet", column="image", chat="false")
+    )
     with pytest.raises(ProctorError, match="shows images, and model 'tiny-llama' takes none"):
         evaluate([task], tiny_model, output_dir=tmp_path / "run", export=False)
 
@@ -220,9 +253,23 @@ def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
 
     from proctor.runs.store import canonical_json
 
-    old = {"prompt": "x", "max_tokens": 64, "stop": [], "temperature": 0.0, "top_p": 1.0, "seed": 0, "num_beams": 1,
-           "length_penalty": 1.0, "no_repeat_ngram_size": 0, "min_tokens": 0, "max_length": None}
-    assert request_hash(GenerateRequest("x")) == hashlib.sha256(canonical_json({"type": "GenerateRequest", "fields": old}).encode()).hexdigest()
+    old = {
+        "prompt": "x",
+        "max_tokens": 64,
+        "stop": [],
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 0,
+        "num_beams": 1,
+        "length_penalty": 1.0,
+        "no_repeat_ngram_size": 0,
+        "min_tokens": 0,
+        "max_length": None,
+    }
+    assert (
+        request_hash(GenerateRequest("x"))
+        == hashlib.sha256(canonical_json({"type": "GenerateRequest", "fields": old}).encode()).hexdigest()
+    )
     # the same file name with other pixels changes the task hash (the resume check sees it)
     before = prepared.content_hash
     copy = tmp_path / "copy"
@@ -242,7 +289,9 @@ def test_scores_do_not_depend_on_the_requests_sent_together(vlm, image_set, tmp_
     from proctor.engine.prepare import prepare_task
     from proctor.engine.runner import build_requests
 
-    task = write_task(tmp_path, "alone", MC_TASK.format(name="alone", data=image_set / "bytes.parquet", column="image", chat="true"))
+    task = write_task(
+        tmp_path, "alone", MC_TASK.format(name="alone", data=image_set / "bytes.parquet", column="image", chat="true")
+    )
     requests = build_requests(vlm, prepare_task(load_tasks([task])[0], {}, limit=2)).unique
     together = vlm.loglikelihood(requests)
     alone = [vlm.loglikelihood([r])[0] for r in reversed(requests)][::-1]

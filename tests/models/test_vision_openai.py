@@ -112,8 +112,12 @@ class CaptureServer(_Server):
             self.bodies.append(body)
             parts = [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
             n = sum(p.get("type") == "image_url" for p in parts)
-            return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"{n} image"}, "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+            return 200, {
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": f"{n} image"}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+            }
 
         super().__init__(_json_handler(respond))
 
@@ -139,9 +143,18 @@ def test_payload_has_image_parts_and_resume_reuses_answers(image_set, tmp_path):
             for name in COLOURS:
                 raw = next((data / "img").glob(f"{name}.*")).read_bytes()
                 mime = "image/png" if raw.startswith(b"\x89PNG") else "image/jpeg"
-                want = [{"role": "user", "content": [
-                    {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(raw).decode()}"}},
-                    {"type": "text", "text": "Describe the picture."}]}]
+                want = [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image_url",
+                                "image_url": {"url": f"data:{mime};base64,{base64.b64encode(raw).decode()}"},
+                            },
+                            {"type": "text", "text": "Describe the picture."},
+                        ],
+                    }
+                ]
                 assert json.dumps(want, sort_keys=True) in sent
             assert [r["generation"] for r in records(out)] == ["1 image"] * len(COLOURS)
             evaluate([task], model, output_dir=out, export=False)  # resumed: every answer is in the store
@@ -160,6 +173,11 @@ def test_image_loglikelihood_over_the_api_is_refused(image_set, tmp_path):
     task = task_file(tmp_path, CHOICE, image_set / "paths.jsonl")
     with CaptureServer() as server:
         with pytest.raises(ProctorError, match="cannot score log-likelihoods with images"):
-            evaluate([task], OpenAIModel("vlm", server.url, backoff=0.05), output_dir=tmp_path / "r", export=False,
-                     mc_format="loglikelihood")
+            evaluate(
+                [task],
+                OpenAIModel("vlm", server.url, backoff=0.05),
+                output_dir=tmp_path / "r",
+                export=False,
+                mc_format="loglikelihood",
+            )
         assert server.bodies == []

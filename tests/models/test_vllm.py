@@ -53,7 +53,9 @@ class StandInLLM:
         return self.tokenizer
 
     def sampling_params(self, **kwargs):
-        defaults = dict(max_tokens=16, temperature=1.0, top_p=1.0, seed=None, stop=None, min_tokens=0, prompt_logprobs=None)
+        defaults = dict(
+            max_tokens=16, temperature=1.0, top_p=1.0, seed=None, stop=None, min_tokens=0, prompt_logprobs=None
+        )
         return SimpleNamespace(**{**defaults, **kwargs})
 
     def generate(self, prompts, params, use_tqdm=True):
@@ -88,7 +90,11 @@ class StandInLLM:
             for stop in p.stop or []:
                 if stop in text:
                     text, reason = text[: text.find(stop)], "stop"
-            outputs.append(SimpleNamespace(prompt_logprobs=prompt_lp, outputs=[SimpleNamespace(text=text, token_ids=new, finish_reason=reason)]))
+            outputs.append(
+                SimpleNamespace(
+                    prompt_logprobs=prompt_lp, outputs=[SimpleNamespace(text=text, token_ids=new, finish_reason=reason)]
+                )
+            )
         return outputs
 
 
@@ -111,14 +117,19 @@ def test_loglikelihood_from_prompt_logprobs_equals_the_hf_backend(stand_in, tiny
 
 
 def test_rolling_windows_equal_the_hf_backend(stand_in, tiny_model):
-    requests = [RollingLoglikelihoodRequest("one two three four five six seven eight nine ten " * 3, window=16, stride=8)]
+    requests = [
+        RollingLoglikelihoodRequest("one two three four five six seven eight nine ten " * 3, window=16, stride=8)
+    ]
     got, want = stand_in.rolling_loglikelihood(requests), tiny_model.rolling_loglikelihood(requests)
     assert got[0].n_tokens == want[0].n_tokens
     assert got[0].logprob == pytest.approx(want[0].logprob, abs=1e-3)
 
 
 def test_generation_sends_one_batch_and_maps_results(stand_in, tiny_model):
-    requests = [GenerateRequest("Once upon a time", max_tokens=6), GenerateRequest("The answer is", max_tokens=4, stop=("\n",))]
+    requests = [
+        GenerateRequest("Once upon a time", max_tokens=6),
+        GenerateRequest("The answer is", max_tokens=4, stop=("\n",)),
+    ]
     before = len(stand_in.engine.calls)
     got = stand_in.generate(requests)
     assert stand_in.engine.calls[before:] == [2]  # every prompt in one LLM.generate call: vLLM batches them
@@ -159,7 +170,9 @@ def test_real_vllm_matches_the_hf_backend(tiny_model_dir, tmp_path):
     from proctor.models.vllm_backend import VLLMModel
 
     hf = HFModel(tiny_model_dir, device="cuda", name="tiny-llama")
-    model = VLLMModel(tiny_model_dir, dtype="float32", name="tiny-llama", gpu_memory_utilization=0.3, enforce_eager=True)
+    model = VLLMModel(
+        tiny_model_dir, dtype="float32", name="tiny-llama", gpu_memory_utilization=0.3, enforce_eager=True
+    )
     try:
         for g, w in zip(model.loglikelihood(REQUESTS), hf.loglikelihood(REQUESTS)):
             assert g.logprob == pytest.approx(w.logprob, abs=1e-3)

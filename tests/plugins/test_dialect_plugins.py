@@ -18,7 +18,7 @@ from proctor.core.model_requests import LoglikelihoodRequest
 from tests.conftest import REPO
 from tests.support.fakes import FakeModel
 
-PLUGIN = '''
+PLUGIN = """
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -61,7 +61,7 @@ class QuizDialect(Dialect[QuizOptions]):
 
 def register(registry):
     registry.add_dialect(QuizDialect())
-'''
+"""
 
 QUIZ = "Capital of France? | Paris | Rome | Oslo\nTwo plus two? | four | five\nColour of grass? | green | red | blue\n"
 
@@ -105,34 +105,82 @@ def test_an_installed_dialect_runs_through_evaluate(quiz_plugin, tmp_path):
     (tmp_path / "tasks" / "capitals.quiz").write_text(QUIZ)
     found = load_tasks([tmp_path / "tasks"])
     assert [(t.name, t.dialect) for t in found] == [("quiz/capitals", "quiz")]
-    result = evaluate(found, FakeModel(), output_dir=tmp_path / "run", export=False, dialect_options={"quiz_prefix": "Question:"})
+    result = evaluate(
+        found, FakeModel(), output_dir=tmp_path / "run", export=False, dialect_options={"quiz_prefix": "Question:"}
+    )
     assert result.metric("quiz/capitals", "acc") == pytest.approx(_expected_accuracy("Question:"))
     assert result.tasks["quiz/capitals"]["dialect"] == "quiz"
 
 
 def test_an_installed_dialect_adds_its_cli_options(quiz_plugin, tmp_path):
     (tmp_path / "capitals.quiz").write_text(QUIZ)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(quiz_plugin), str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    shown = subprocess.run([sys.executable, "-m", "proctor.cli", "run", "--help"], capture_output=True, text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(quiz_plugin), str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "run", "--help"], capture_output=True, text=True, env=env
+    )
     assert shown.returncode == 0 and "--quiz-prefix" in shown.stdout
-    listed = subprocess.run([sys.executable, "-m", "proctor.cli", "ls", str(tmp_path / "capitals.quiz")], capture_output=True, text=True, env=env)
+    listed = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "ls", str(tmp_path / "capitals.quiz")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert listed.returncode == 0 and "quiz/capitals" in listed.stdout, listed.stderr
     # its option given with no quiz task among those selected is refused by name, as built-in dialects' are
     (tmp_path / "rows.jsonl").write_text('{"q": "a", "a": "b"}\n')
-    (tmp_path / "native.yaml").write_text("name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n")
-    refused = subprocess.run([sys.executable, "-m", "proctor.cli", "validate", str(tmp_path / "native.yaml")],
-                             capture_output=True, text=True, env=env)
+    (tmp_path / "native.yaml").write_text(
+        "name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n"
+    )
+    refused = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "validate", str(tmp_path / "native.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert refused.returncode == 0, refused.stderr  # validate takes no --quiz-prefix (run only)
-    ran = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(tmp_path / "native.yaml"), "--quiz-prefix", "Q",
-                          "--model", "nonexistent-folder-xyz"], capture_output=True, text=True, env=env)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(tmp_path / "native.yaml"),
+            "--quiz-prefix",
+            "Q",
+            "--model",
+            "nonexistent-folder-xyz",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert ran.returncode == 2 and "--quiz-prefix" in ran.stderr and "quiz tasks only" in ran.stderr, ran.stderr
 
 
 def test_a_built_in_dialects_option_without_its_tasks_is_refused_by_its_flag(tmp_path):
     """The use-case dialect's --use-case-metric with only a native task selected would be ignored: refused, naming it."""
     (tmp_path / "rows.jsonl").write_text('{"q": "a", "a": "b"}\n')
-    (tmp_path / "native.yaml").write_text("name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n")
+    (tmp_path / "native.yaml").write_text(
+        "name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    ran = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(tmp_path / "native.yaml"), "--use-case-metric", "x",
-                          "--model", "nonexistent-folder-xyz"], capture_output=True, text=True, env=env)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(tmp_path / "native.yaml"),
+            "--use-case-metric",
+            "x",
+            "--model",
+            "nonexistent-folder-xyz",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert ran.returncode == 2 and "--use-case-metric" in ran.stderr and "usecase tasks only" in ran.stderr, ran.stderr

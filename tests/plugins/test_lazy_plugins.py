@@ -32,8 +32,14 @@ def imported_by(*args: str, cwd: Path, tmp_path: Path) -> set[str]:
     """The modules a ``proctor ARGS`` process imported (it must succeed)."""
     record = tmp_path / "modules.json"
     environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-c", _WRAPPER, str(record), *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, str(record), *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return set(json.loads(record.read_text()))
 
@@ -58,8 +64,19 @@ def test_a_native_folder_imports_only_the_native_dialect(tmp_path):
 def test_a_native_run_imports_only_the_native_dialect(tmp_path, tiny_model_dir):
     """Model loading, scoring, roll-ups and exports included."""
     run = tmp_path / "run"
-    modules = imported_by("run", "examples/quickstart/tasks.yaml", "--model", str(tiny_model_dir), "--limit", "2",
-                          "--output", str(run), "--quiet", cwd=REPO, tmp_path=tmp_path)
+    modules = imported_by(
+        "run",
+        "examples/quickstart/tasks.yaml",
+        "--model",
+        str(tiny_model_dir),
+        "--limit",
+        "2",
+        "--output",
+        str(run),
+        "--quiet",
+        cwd=REPO,
+        tmp_path=tmp_path,
+    )
     assert (run / "results.json").is_file()
     assert dialects_in(modules) == {"native"}
 

@@ -56,9 +56,15 @@ def test_compare_flags_a_planted_difference_and_not_an_identical_rerun(tmp_path)
 def test_compare_cli_prints_and_writes_json(tmp_path):
     base, rerun, better = _runs(tmp_path)
     out = tmp_path / "cmp.json"
-    result = CliRunner().invoke(app, ["compare", str(base), str(better), "--alpha", "0.01", "--resamples", "300", "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["compare", str(base), str(better), "--alpha", "0.01", "--resamples", "300", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    flagged = sum(m["significant"] for t in json.loads(out.read_text())["comparisons"][0]["tasks"].values() for m in t["metrics"].values())
+    flagged = sum(
+        m["significant"]
+        for t in json.loads(out.read_text())["comparisons"][0]["tasks"].values()
+        for m in t["metrics"].values()
+    )
     assert flagged > 0 and f"{flagged} significant difference(s) at alpha=0.01" in result.output
     data = json.loads(out.read_text())
     assert data["alpha"] == 0.01 and data["comparisons"][0]["tasks"]["mc_beta"]["metrics"]["acc"]["significant"]
@@ -66,6 +72,7 @@ def test_compare_cli_prints_and_writes_json(tmp_path):
 
 def _shared_means(run_a, run_b, task, metric):
     """Independent of proctor: both runs' per-sample values matched by id, read straight from samples.jsonl."""
+
     def values(run):
         out = {}
         for line in (run / "samples.jsonl").read_text().splitlines():
@@ -91,8 +98,13 @@ def test_compare_command_means_are_over_shared_samples_and_json_goes_into_the_fi
     run_b = evaluate([tasks], FakeModel(prefer_gold=1.5), output_dir=tmp_path / "b", limit=25).run_dir
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "proctor.cli", "compare", str(run_a), str(run_b), "--resamples", "1000"],
-                          capture_output=True, text=True, cwd=elsewhere, env={**__import__("os").environ, "COLUMNS": "80"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "compare", str(run_a), str(run_b), "--resamples", "1000"],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env={**__import__("os").environ, "COLUMNS": "80"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert list(elsewhere.iterdir()) == []  # nothing written into the current folder
     written = run_a / "comparison_vs_b.json"
@@ -119,13 +131,19 @@ def test_compare_command_means_are_over_shared_samples_and_json_goes_into_the_fi
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda run: (run / "results.json").write_text("{not json"), "is not valid JSON"),
-    (lambda run: (run / "results.json").write_text("[1, 2]"), "the whole file: Input should be an object"),
-    (lambda run: (run / "results.json").write_text('{"tasks": {"mc_alpha": {"metrics": 3}}}'), "field 'tasks.mc_alpha.metrics'"),
-    (lambda run: (run / "results.json").unlink(), "no results.json"),
-    (lambda run: (run / "samples.jsonl").write_text("{broken\n"), "samples.jsonl:1: not a JSON line"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda run: (run / "results.json").write_text("{not json"), "is not valid JSON"),
+        (lambda run: (run / "results.json").write_text("[1, 2]"), "the whole file: Input should be an object"),
+        (
+            lambda run: (run / "results.json").write_text('{"tasks": {"mc_alpha": {"metrics": 3}}}'),
+            "field 'tasks.mc_alpha.metrics'",
+        ),
+        (lambda run: (run / "results.json").unlink(), "no results.json"),
+        (lambda run: (run / "samples.jsonl").write_text("{broken\n"), "samples.jsonl:1: not a JSON line"),
+    ],
+)
 def test_compare_refuses_a_corrupt_run_in_one_line(tmp_path, damage, message):
     base, rerun, _ = _runs(tmp_path)
     results = json.loads((rerun / "results.json").read_text())

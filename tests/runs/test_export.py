@@ -18,7 +18,17 @@ def test_lm_eval_layout_and_parquet(tmp_path):
     result = evaluate([tasks], FakeModel(), output_dir=tmp_path / "run")
     (lm_file,) = (tmp_path / "run" / "lm_eval").glob("*/results_*.json")
     lm = json.loads(lm_file.read_text())
-    for key in ("results", "groups", "group_subtasks", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "config"):
+    for key in (
+        "results",
+        "groups",
+        "group_subtasks",
+        "configs",
+        "versions",
+        "n-shot",
+        "higher_is_better",
+        "n-samples",
+        "config",
+    ):
         assert key in lm
     acc = result.tasks["mc_alpha"]["metrics"]["acc"]
     assert lm["results"]["mc_alpha"]["acc,none"] == acc["value"]
@@ -33,23 +43,34 @@ def test_lm_eval_layout_and_parquet(tmp_path):
     assert table.num_rows == len(records) == 6 + 6 + 3 + 3
     rows = table.to_pylist()
     assert [(r["task"], r["id"]) for r in rows] == [(r["task"], str(r["id"])) for r in records]
-    assert [r["metric_acc"] for r in rows if r["task"] == "mc_alpha"] == [r["metrics"]["acc"] for r in records if r["task"] == "mc_alpha"]
+    assert [r["metric_acc"] for r in rows if r["task"] == "mc_alpha"] == [
+        r["metrics"]["acc"] for r in records if r["task"] == "mc_alpha"
+    ]
     assert rows[0]["distribution"] == records[0]["distribution"] and rows[0]["choices"] == records[0]["choices"]
     for row, record in zip(rows, records):  # typed target / prediction, per-choice log-likelihoods, run and model
         assert row["run"] == "run" and row["model"] == "fake" and row["model_backend"] == "fake"
         if record.get("choices") is not None:
             assert row["target_index"] == [record["target"]] and row["target"] == [record["choices"][record["target"]]]
-            assert row["prediction_index"] == record["prediction"] and row["prediction"] == record["choices"][record["prediction"]]
+            assert (
+                row["prediction_index"] == record["prediction"]
+                and row["prediction"] == record["choices"][record["prediction"]]
+            )
             assert row["logprobs"] == record["logprobs"]
             assert [row[f"logprob_{i}"] for i in range(len(record["logprobs"]))] == record["logprobs"]
             assert row["correct"] == record["correct"]
         elif "generation" in record:
-            assert row["target"] == record["target"] and row["prediction"] == record["extracted"] and row["target_index"] is None
+            assert (
+                row["target"] == record["target"]
+                and row["prediction"] == record["extracted"]
+                and row["target_index"] is None
+            )
     schema = table.schema
     import pyarrow as pa
 
     assert pa.types.is_list(schema.field("target").type) and pa.types.is_string(schema.field("target").type.value_type)
-    assert pa.types.is_int64(schema.field("prediction_index").type) and pa.types.is_float64(schema.field("logprob_0").type)
+    assert pa.types.is_int64(schema.field("prediction_index").type) and pa.types.is_float64(
+        schema.field("logprob_0").type
+    )
 
 
 def test_export_command_rewrites_the_files(tmp_path):
@@ -58,7 +79,9 @@ def test_export_command_rewrites_the_files(tmp_path):
     assert not (tmp_path / "run" / "samples.parquet").exists()
     result = CliRunner().invoke(app, ["export", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "run" / "samples.parquet").exists() and len(list((tmp_path / "run" / "lm_eval").glob("*/results_*.json"))) == 1
+    assert (tmp_path / "run" / "samples.parquet").exists() and len(
+        list((tmp_path / "run" / "lm_eval").glob("*/results_*.json"))
+    ) == 1
 
 
 def test_cli_refuses_a_changed_task_then_updates(tiny_model_dir, tmp_path):
@@ -99,26 +122,40 @@ def test_duckdb_stacks_runs_and_the_documented_sql_reads_them(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=8, n_gen=3)
     runs = {
         "run_a": evaluate([tasks], FakeModel("model-a"), output_dir=tmp_path / "runs" / "run_a"),
-        "run_b": evaluate([tasks], FakeModel("model-b", salt="b", prefer_gold=1.0), output_dir=tmp_path / "runs" / "run_b"),
+        "run_b": evaluate(
+            [tasks], FakeModel("model-b", salt="b", prefer_gold=1.0), output_dir=tmp_path / "runs" / "run_b"
+        ),
     }
     database = tmp_path / "all.duckdb"
     for _ in range(2):  # exporting again replaces a run's rows
-        result = CliRunner().invoke(app, ["export", *(str(tmp_path / "runs" / n) for n in runs), "--to", "duckdb", "--database", str(database)])
+        result = CliRunner().invoke(
+            app, ["export", *(str(tmp_path / "runs" / n) for n in runs), "--to", "duckdb", "--database", str(database)]
+        )
         assert result.exit_code == 0, result.output
     con = duckdb.connect(str(database))
-    got = dict(((run, task), acc) for run, task, acc in con.execute(
-        "SELECT run, task, avg(metric_acc) FROM samples WHERE metric_acc IS NOT NULL GROUP BY ALL").fetchall())
+    got = dict(
+        ((run, task), acc)
+        for run, task, acc in con.execute(
+            "SELECT run, task, avg(metric_acc) FROM samples WHERE metric_acc IS NOT NULL GROUP BY ALL"
+        ).fetchall()
+    )
     for name, run in runs.items():
         for task in ("mc_alpha", "mc_beta"):
             assert got[(name, task)] == pytest.approx(run.tasks[task]["metrics"]["acc"]["value"])
-    assert con.execute("SELECT count(*) FROM samples").fetchone()[0] == sum(r.tasks[t]["n_samples"] for r in runs.values() for t in r.tasks)
-    stored = con.execute("SELECT value FROM metrics WHERE run = 'run_b' AND task = 'mc_alpha' AND metric = 'acc'").fetchall()
+    assert con.execute("SELECT count(*) FROM samples").fetchone()[0] == sum(
+        r.tasks[t]["n_samples"] for r in runs.values() for t in r.tasks
+    )
+    stored = con.execute(
+        "SELECT value FROM metrics WHERE run = 'run_b' AND task = 'mc_alpha' AND metric = 'acc'"
+    ).fetchall()
     assert stored == [(runs["run_b"].tasks["mc_alpha"]["metrics"]["acc"]["value"],)]
     assert {m for (m,) in con.execute("SELECT DISTINCT model FROM samples").fetchall()} == {"model-a", "model-b"}
     con.close()
     # docs/runs.md: the same stack straight from the parquet files
-    sql = ("SELECT run, model, task, avg(metric_acc) AS acc FROM read_parquet('{root}/*/samples.parquet', union_by_name = true) "
-           "WHERE metric_acc IS NOT NULL GROUP BY ALL ORDER BY run, task")
+    sql = (
+        "SELECT run, model, task, avg(metric_acc) AS acc FROM read_parquet('{root}/*/samples.parquet', union_by_name = true) "
+        "WHERE metric_acc IS NOT NULL GROUP BY ALL ORDER BY run, task"
+    )
     rows = duckdb.sql(sql.format(root=tmp_path / "runs")).fetchall()
     assert [(r[0], r[2]) for r in rows] == [(n, t) for n in ("run_a", "run_b") for t in ("mc_alpha", "mc_beta")]
     assert all(r[3] == pytest.approx(runs[r[0]].tasks[r[2]]["metrics"]["acc"]["value"]) for r in rows)

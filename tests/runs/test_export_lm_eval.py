@@ -108,8 +108,14 @@ def lm_eval_output(tiny_model_dir, tmp_path_factory) -> Path:
         (folder / "tasks" / name).write_text(textwrap.dedent(text))
     tracker = EvaluationTracker(output_path=str(folder / "out"))
     results = lm_eval.simple_evaluate(
-        model="hf", model_args=f"pretrained={tiny_model_dir},dtype=float32", tasks=["qs_group", "qs_gen"], limit=LIMIT,
-        task_manager=TaskManager(include_path=str(folder / "tasks")), batch_size=2, device="cpu", log_samples=True,
+        model="hf",
+        model_args=f"pretrained={tiny_model_dir},dtype=float32",
+        tasks=["qs_group", "qs_gen"],
+        limit=LIMIT,
+        task_manager=TaskManager(include_path=str(folder / "tasks")),
+        batch_size=2,
+        device="cpu",
+        log_samples=True,
         evaluation_tracker=tracker,
     )
     samples = results.pop("samples")
@@ -128,7 +134,9 @@ def proctor_output(tiny_model_dir, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("proctor")
     (folder / "tasks.yaml").write_text(PROCTOR_TASKS)
     model = HFModel(tiny_model_dir, batch_size=2)
-    run = evaluate([folder / "tasks.yaml"], model, output_dir=folder / "run", limit=LIMIT, variables={"QUICKSTART_DATA": str(DATA)})
+    run = evaluate(
+        [folder / "tasks.yaml"], model, output_dir=folder / "run", limit=LIMIT, variables={"QUICKSTART_DATA": str(DATA)}
+    )
     (out,) = (run.run_dir / "lm_eval").iterdir()
     return out
 
@@ -171,7 +179,14 @@ def test_results_file_has_every_key_and_type_lm_eval_writes(lm_eval_output, proc
     assert ours["higher_is_better"] == theirs["higher_is_better"]
     for task in ("qs_mc", "qs_mc2", "qs_gen"):
         assert ours["results"][task]["sample_len"] == LIMIT
-        for key in ("num_fewshot", "output_type", "doc_to_text", "metric_list", "target_delimiter", "fewshot_delimiter"):
+        for key in (
+            "num_fewshot",
+            "output_type",
+            "doc_to_text",
+            "metric_list",
+            "target_delimiter",
+            "fewshot_delimiter",
+        ):
             assert ours["configs"][task][key] == theirs["configs"][task][key], (task, key)
     assert ours["configs"]["qs_gen"]["generation_kwargs"]["until"] == ["\n"]
     assert ours["configs"]["qs_gen"]["generation_kwargs"]["max_gen_toks"] == 8

@@ -17,8 +17,14 @@ from proctor.runs.report import calibration, fmt, write_report
 from tests.support.fakes import FakeModel, write_tasks
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
 ]
 
 
@@ -28,7 +34,10 @@ def run_dir(tmp_path_factory) -> Path:
     tasks = write_tasks(tmp / "tasks", n_mc=24, n_gen=6, star_gold=True)
     # A prompt with markup and a script end tag: the page must show it as text, not run it.
     with (tasks / "mc.jsonl").open("a") as handle:
-        handle.write(json.dumps({"id": "xss", "question": "</script><b>bold?</b> & more", "choices": ["a", "b"], "answer": 1}) + "\n")
+        handle.write(
+            json.dumps({"id": "xss", "question": "</script><b>bold?</b> & more", "choices": ["a", "b"], "answer": 1})
+            + "\n"
+        )
     result = evaluate([tasks], FakeModel(prefer_gold=1.5), output_dir=tmp / "run")
     result = CliRunner().invoke(app, ["report", str(tmp / "run")])
     assert result.exit_code == 0, result.output
@@ -91,7 +100,9 @@ def test_report_in_headless_chromium(run_dir, browser):
             raw = cell.get_attribute("data-value")
             assert (json.loads(raw) if raw else None) == entry[key]
         shown += 1
-    expected = sum(len(t["metrics"]) for t in results["tasks"].values()) + sum(len(g["metrics"]) for g in results["groups"].values())
+    expected = sum(len(t["metrics"]) for t in results["tasks"].values()) + sum(
+        len(g["metrics"]) for g in results["groups"].values()
+    )
     assert shown == expected and shown > 10
 
     assert browser.find_elements(By.CSS_SELECTOR, ".cal svg circle")  # calibration plots drawn
@@ -125,7 +136,9 @@ def test_report_in_headless_chromium(run_dir, browser):
 def test_report_page_errors_are_caught(tmp_path, run_dir, browser):
     """The console check above can fail: a page with a script error is reported."""
     broken = tmp_path / "broken.html"
-    broken.write_text((run_dir / "report.html").read_text().replace('var search = $("search")', 'var search = $("nope").x'))
+    broken.write_text(
+        (run_dir / "report.html").read_text().replace('var search = $("search")', 'var search = $("nope").x')
+    )
     browser.get(broken.as_uri())
     assert any(e["level"] == "SEVERE" for e in browser.get_log("browser"))
 
@@ -164,7 +177,15 @@ def expected_status(records: list[dict]) -> list[str]:
     out = []
     for r in records:
         value = r["metrics"].get(first[r["task"]]) if first[r["task"]] else None
-        out.append("unparsed" if r.get("parsed") is False else "unscored" if value is None else "correct" if value == 1 else "incorrect")
+        out.append(
+            "unparsed"
+            if r.get("parsed") is False
+            else "unscored"
+            if value is None
+            else "correct"
+            if value == 1
+            else "incorrect"
+        )
     return out
 
 
@@ -208,7 +229,9 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
     Select(browser.find_element(By.ID, "metric-filter")).select_by_visible_text("f1")
     browser.find_element(By.ID, "metric-min").send_keys("0.2")
     browser.find_element(By.ID, "metric-max").send_keys("0.8")
-    within = [r for r in records if isinstance(r["metrics"].get("f1"), (int, float)) and 0.2 <= r["metrics"]["f1"] <= 0.8]
+    within = [
+        r for r in records if isinstance(r["metrics"].get("f1"), (int, float)) and 0.2 <= r["metrics"]["f1"] <= 0.8
+    ]
     assert count.get_attribute("data-matches") == str(len(within))
     browser.find_element(By.ID, "metric-min").clear()
     browser.find_element(By.ID, "metric-max").clear()
@@ -218,7 +241,10 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
     Select(browser.find_element(By.ID, "task-filter")).select_by_visible_text("mc_alpha")
     card = cards()[0]
     record = next(r for r in records if r["task"] == "mc_alpha")
-    assert card.find_element(By.CSS_SELECTOR, ".prediction").text == f"{record['prediction']}: {record['choices'][record['prediction']]}"
+    assert (
+        card.find_element(By.CSS_SELECTOR, ".prediction").text
+        == f"{record['prediction']}: {record['choices'][record['prediction']]}"
+    )
     for value in re.findall(r"= (\S+)", card.find_element(By.CSS_SELECTOR, ".metrics").text):
         assert re.fullmatch(r"-?\d+(\.\d{4})?", value), value
     assert record["metrics"]["brier_score"] != round(record["metrics"]["brier_score"], 4)  # a long float, shown rounded

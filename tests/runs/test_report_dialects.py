@@ -34,7 +34,8 @@ def _lmeval_run(tmp: Path) -> Path:
         "doc_to_text: 'Q: {{question}}\\nA:'\noutput_type: generate_until\ndoc_to_target: answer\n"
         "generation_kwargs: {until: ['\\n'], max_gen_toks: 8}\n"
         "filter_list:\n  - name: first_word\n    filter:\n      - function: regex\n        regex_pattern: '(b\\w+)'\n      - function: take_first\n"
-        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
+        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
+    )
     (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in quiz.ROWS))
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in quiz.SHOTS))
     tasks = load_tasks([folder], options={"lmeval_data": {"example/quiz:small": str(data)}})
@@ -46,7 +47,12 @@ def _lmeval_run(tmp: Path) -> Path:
 def dialect_runs(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("dialects")
     runs = tmp / "runs"
-    evaluate([write_tasks(tmp / "native", n_mc=6, n_gen=4, star_gold=True)], FakeModel(prefer_gold=1.5), output_dir=runs / "native", export=False)
+    evaluate(
+        [write_tasks(tmp / "native", n_mc=6, n_gen=4, star_gold=True)],
+        FakeModel(prefer_gold=1.5),
+        output_dir=runs / "native",
+        export=False,
+    )
     _lmeval_run(tmp)
     seahelm = shared_path("examples", "seahelm", "seahelm_tasks", "nlu", "paraphrase_identification")
     evaluate([seahelm], FakeModel(), output_dir=runs / "seahelm", limit=4, export=False)
@@ -77,9 +83,11 @@ def test_every_dialect_writes_the_shared_fields(dialect_runs):
                 assert isinstance(r["generation"], str) and isinstance(r["target"], list), (run.name, r["task"])
                 kinds.setdefault(run.name, set()).add("generation")
     assert kinds == {
-        "native": {"choices+probs", "generation"}, "lmeval": {"choices+probs", "generation"},
+        "native": {"choices+probs", "generation"},
+        "lmeval": {"choices+probs", "generation"},
         "seahelm": {"choices", "generation"},  # SEA-HELM classifies by generation: labels, no probabilities
-        "glm": {"choices+probs"}, "probsem": {"choices+probs"},
+        "glm": {"choices+probs"},
+        "probsem": {"choices+probs"},
     }
 
 
@@ -94,13 +102,30 @@ def _expected_card(r: dict) -> dict:
             "probs": [f"{p:.4f}" for p in r["distribution"]] if "distribution" in r else ["—"] * len(choices),
             "prediction": f"{pred}: {choices[pred]}" if pred is not None else "(no answer found)",
             "target": " | ".join(f"{g}: {choices[g]}" for g in golds) if golds else "—",
-            "generation": r.get("generation"), "gold": [str(choices[g]) for g in golds],
+            "generation": r.get("generation"),
+            "gold": [str(choices[g]) for g in golds],
         }
     if "generation" not in r:  # a perplexity: its log-likelihood
-        return {"choices": [], "probs": [], "gold": [], "generation": None, "target": "—",
-                "prediction": f"logprob={r['logprob']:.4f}, n_tokens={r['n_tokens']}"}
-    return {"choices": [], "probs": [], "gold": [], "generation": r["generation"], "target": " | ".join(r["target"]),
-            "prediction": "(no answer found)" if r.get("parsed") is False else "—" if r.get("extracted") is None else str(r["extracted"])}
+        return {
+            "choices": [],
+            "probs": [],
+            "gold": [],
+            "generation": None,
+            "target": "—",
+            "prediction": f"logprob={r['logprob']:.4f}, n_tokens={r['n_tokens']}",
+        }
+    return {
+        "choices": [],
+        "probs": [],
+        "gold": [],
+        "generation": r["generation"],
+        "target": " | ".join(r["target"]),
+        "prediction": "(no answer found)"
+        if r.get("parsed") is False
+        else "—"
+        if r.get("extracted") is None
+        else str(r["extracted"]),
+    }
 
 
 def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
@@ -108,8 +133,12 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
     from selenium.webdriver.support.ui import Select
 
     page = tmp_path / "all.html"
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", "view", str(dialect_runs), "--export", str(page)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "view", str(dialect_runs), "--export", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "viewer:" in done.stdout and page.exists()
     browser = _browser()
@@ -130,7 +159,10 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
                     shown = [c.text for c in card.find_elements(By.CSS_SELECTOR, ".choice span:last-child")]
                     assert shown == want["choices"], (run.name, task, r["id"])
                     assert [p.text for p in card.find_elements(By.CSS_SELECTOR, ".prob")] == want["probs"]
-                    assert card.find_element(By.CSS_SELECTOR, ".prediction").text == want["prediction"], (run.name, task)
+                    assert card.find_element(By.CSS_SELECTOR, ".prediction").text == want["prediction"], (
+                        run.name,
+                        task,
+                    )
                     assert card.find_element(By.CSS_SELECTOR, ".target").text == want["target"], (run.name, task)
                     if want["generation"] is not None:
                         assert card.find_element(By.CSS_SELECTOR, "pre.generation").text == want["generation"].strip()
@@ -138,7 +170,10 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
                 # calibration: drawn for every task whose records carry probabilities, a note for the others
                 with_choices = [r for r in expected if r.get("choices") is not None]
                 if any("distribution" in r and r["target"] is not None for r in with_choices):
-                    assert browser.find_elements(By.CSS_SELECTOR, f'.cal[data-task="{task}"] svg circle'), (run.name, task)
+                    assert browser.find_elements(By.CSS_SELECTOR, f'.cal[data-task="{task}"] svg circle'), (
+                        run.name,
+                        task,
+                    )
                 elif with_choices:
                     assert browser.find_element(By.CSS_SELECTOR, f'.cal[data-task="{task}"] .cal-note').text
             assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == [], run.name
@@ -153,12 +188,18 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
 
 def test_lm_eval_report_has_calibration_and_text_gold(dialect_runs, tmp_path):
     """`proctor report` on an lm-eval run: not the degraded page of issue 27 (bare index, empty prediction)."""
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", "report", str(dialect_runs / "lmeval"), "-o", str(tmp_path / "r.html")],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "report", str(dialect_runs / "lmeval"), "-o", str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "r.html").read_text()
     assert "No task in this run has choices" not in text and 'class="cal" data-task="quiz_plain"' in text
     mc = [r for r in records(dialect_runs / "lmeval") if r["task"] == "quiz_plain"]
     assert [r["choices"][r["target"]] for r in mc] == ["four", "blue", "four", "ice"]  # gold as the choice's text
     gen = [r for r in records(dialect_runs / "lmeval") if r["task"] == "quiz_gen"]
-    assert {r["extracted"] for r in gen} <= {"blue", "[invalid]"} and any(r["parsed"] is False for r in gen)  # the regex filter's answer
+    assert {r["extracted"] for r in gen} <= {"blue", "[invalid]"} and any(
+        r["parsed"] is False for r in gen
+    )  # the regex filter's answer

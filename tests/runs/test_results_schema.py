@@ -49,8 +49,15 @@ def test_probsem_results_with_exports_and_unscored_metrics_validate(tmp_path):
 
 def test_glm_results_with_breakdowns_validate(tmp_path):
     yaml_path = EXAMPLES / "glm130b" / "lambada_style" / "lambada_style.yaml"
-    saved = _validated(evaluate([yaml_path], FakeModel(), output_dir=tmp_path / "run", export=False,
-                                dialect_options={"trust_task_code": True}).run_dir)  # its module: is a task class
+    saved = _validated(
+        evaluate(
+            [yaml_path],
+            FakeModel(),
+            output_dir=tmp_path / "run",
+            export=False,
+            dialect_options={"trust_task_code": True},
+        ).run_dir
+    )  # its module: is a task class
     task = saved.tasks["lambada_style/validation"]
     assert task.dialect == "glm130b" and task.breakdown_stats["_source"]["Accuracy"].n_parts == 2
     assert task.data.fallback and saved.warnings  # no --data-path: the YAML's folder, said in a warning
@@ -59,9 +66,16 @@ def test_glm_results_with_breakdowns_validate(tmp_path):
 def test_seahelm_results_with_bootstrap_and_rollup_validate(tmp_path):
     data = shared_path("data", "nusax_senti").parent  # the example's data, given as the run's data folder
     folder = EXAMPLES / "seahelm" / "seahelm_tasks" / "nlu" / "nusax_sentiment"
-    result = evaluate([folder], FakeModel(), select=["nusax-sentiment/id"], output_dir=tmp_path / "run", limit=4,
-                      variables={"PROCTOR_DATA": str(data)},
-                      dialect_options={"trust_task_code": True, "seahelm_runs": 2, "is_base_model": True}, export=False)
+    result = evaluate(
+        [folder],
+        FakeModel(),
+        select=["nusax-sentiment/id"],
+        output_dir=tmp_path / "run",
+        limit=4,
+        variables={"PROCTOR_DATA": str(data)},
+        dialect_options={"trust_task_code": True, "seahelm_runs": 2, "is_base_model": True},
+        export=False,
+    )
     saved = _validated(result.run_dir)
     primary = saved.tasks["nusax-sentiment/id"].metrics["normalized_accuracy"]
     assert primary.primary and primary.n_runs == 2 and len(primary.bootstrap) == 30
@@ -76,7 +90,11 @@ def test_lm_eval_results_validate(tmp_path):
     folder, data = tmp_path / "quiz", tmp_path / "data"
     folder.mkdir()
     data.mkdir()
-    for name, text in [("_template_yaml", quiz.TEMPLATE), ("quiz_plain.yaml", quiz.TASK_A), ("_quiz.yaml", quiz.GROUP.replace("  - quiz_shouted\n", ""))]:
+    for name, text in [
+        ("_template_yaml", quiz.TEMPLATE),
+        ("quiz_plain.yaml", quiz.TASK_A),
+        ("_quiz.yaml", quiz.GROUP.replace("  - quiz_shouted\n", "")),
+    ]:
         (folder / name).write_text(text)
     (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in quiz.ROWS))
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in quiz.SHOTS))
@@ -92,25 +110,57 @@ def test_use_case_results_validate(tiny_model, tmp_path):
 
     saved = _validated(_run(tiny_model, tmp_path / "run").run_dir)
     task = saved.tasks["CommonsenseMCQA"]
-    assert task.dialect == "usecase" and task.kind == "generate" and task.evaluations and task.requests.computed is not None and task.n_rows == 5
+    assert (
+        task.dialect == "usecase"
+        and task.kind == "generate"
+        and task.evaluations
+        and task.requests.computed is not None
+        and task.n_rows == 5
+    )
 
 
 def test_the_writer_refuses_results_that_do_not_match_and_keeps_the_last_good_file(tmp_path):
     writer = RunWriter(tmp_path / "run")
-    good = json.loads(json.dumps({
-        "proctor_version": "0", "created": "2025-01-01T00:00:00+00:00", "command": None, "model": {"backend": "fake"},
-        "status": "running", "tasks": {}, "groups": {},
-    }))
+    good = json.loads(
+        json.dumps(
+            {
+                "proctor_version": "0",
+                "created": "2025-01-01T00:00:00+00:00",
+                "command": None,
+                "model": {"backend": "fake"},
+                "status": "running",
+                "tasks": {},
+                "groups": {},
+            }
+        )
+    )
     writer.write_results(good)
     before = (tmp_path / "run" / "results.json").read_text()
-    bad = {**good, "tasks": {"t": {"kind": "multiple_choice", "dialect": "native", "source": None, "version": "0", "hash": "h",
-                                   "n_samples": "many", "metrics": {}, "requests": {"unique": 1}, "timing": {"total_seconds": 0}}}}
+    bad = {
+        **good,
+        "tasks": {
+            "t": {
+                "kind": "multiple_choice",
+                "dialect": "native",
+                "source": None,
+                "version": "0",
+                "hash": "h",
+                "n_samples": "many",
+                "metrics": {},
+                "requests": {"unique": 1},
+                "timing": {"total_seconds": 0},
+            }
+        },
+    }
     with pytest.raises(ResultsSchemaError, match=r"tasks\.t\.n_samples"):
         writer.write_results(bad)
     with pytest.raises(ResultsSchemaError, match="surprise"):
         writer.write_results({**good, "surprise": 1})  # the top level is closed: a new field must be documented first
     assert (tmp_path / "run" / "results.json").read_text() == before
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["results.json", "samples.jsonl"]  # no temporary file left
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "results.json",
+        "samples.jsonl",
+    ]  # no temporary file left
 
 
 def _fields(model) -> list[str]:

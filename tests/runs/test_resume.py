@@ -30,7 +30,10 @@ def _env() -> dict:
 def _worker(tasks: Path, run: Path, log: Path, kill: str, sleep: float = 0.0) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(WORKER), str(tasks), str(run), str(log), kill, str(sleep)],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -75,7 +78,9 @@ def test_sigkill_at_seven_points_then_resume_matches_an_uninterrupted_run(tmp_pa
         else:
             code, err = _finish(_worker(tasks, run, kill_log, kill))
         assert code == -signal.SIGKILL, f"{kill}: the worker was not killed (rc={code})\n{err}"
-        assert not (run / "results.json").exists() or json.loads((run / "results.json").read_text())["status"] == "running"
+        assert (
+            not (run / "results.json").exists() or json.loads((run / "results.json").read_text())["status"] == "running"
+        )
     code, err = _finish(_worker(tasks, run, kill_log, "none"))
     assert code == 0, err
 
@@ -87,7 +92,10 @@ def test_sigkill_at_seven_points_then_resume_matches_an_uninterrupted_run(tmp_pa
     assert sum(calls) <= sum(base_calls) + CHUNK * len(kills)
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["command"] == ["proctor", "run", "tasks", "--output", "run"]
-    assert set(manifest["tasks"]) == {"mc_alpha", "mc_beta", "gen_gamma", "ppl_delta"} and manifest["model"]["backend"] == "fake"
+    assert (
+        set(manifest["tasks"]) == {"mc_alpha", "mc_beta", "gen_gamma", "ppl_delta"}
+        and manifest["model"]["backend"] == "fake"
+    )
     attempts = manifest["attempts"]
     assert len(attempts) >= len(kills) and attempts[-1]["finished"]
 

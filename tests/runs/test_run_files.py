@@ -34,9 +34,26 @@ def test_run_folder_files_honour_the_umask_and_the_export_names_the_model_as_giv
     out = tmp_path / "run"
     # the model named by a relative folder, from its parent: the export's folder is that name
     proc = subprocess.run(
-        [sys.executable, "-m", "proctor.cli", "run", str(tmp_path / "quiz.yaml"), "--model", tiny_model_dir.name,
-         "--lmeval-data", f"example/quiz:small={data}", "--bootstrap-iters", "500", "-o", str(out), "-q"],
-        capture_output=True, text=True, cwd=tiny_model_dir.parent, preexec_fn=lambda: os.umask(0o027),
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(tmp_path / "quiz.yaml"),
+            "--model",
+            tiny_model_dir.name,
+            "--lmeval-data",
+            f"example/quiz:small={data}",
+            "--bootstrap-iters",
+            "500",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tiny_model_dir.parent,
+        preexec_fn=lambda: os.umask(0o027),
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # -q: no lm-eval / transformers progress bars either
@@ -59,11 +76,21 @@ def test_run_folder_files_honour_the_umask_and_the_export_names_the_model_as_giv
 def test_user_model_name_drops_the_backend_prefix_and_falls_back_to_the_models_name():
     from proctor.runs.lm_eval_layout import sanitize, user_model_name
 
-    assert user_model_name({"model_info": {"model_name": "hf:HuggingFaceTB/SmolLM2-360M"}}) == "HuggingFaceTB/SmolLM2-360M"
-    assert sanitize(user_model_name({"model_info": {"model_name": "hf:HuggingFaceTB/SmolLM2-360M"}})) == "HuggingFaceTB__SmolLM2-360M"
+    assert (
+        user_model_name({"model_info": {"model_name": "hf:HuggingFaceTB/SmolLM2-360M"}}) == "HuggingFaceTB/SmolLM2-360M"
+    )
+    assert (
+        sanitize(user_model_name({"model_info": {"model_name": "hf:HuggingFaceTB/SmolLM2-360M"}}))
+        == "HuggingFaceTB__SmolLM2-360M"
+    )
     assert user_model_name({"model_info": {"model_name": "smollm2"}}) == "smollm2"
-    assert user_model_name({"model_info": {"model_name": "C:/models/x"}}) == "C:/models/x"  # a drive letter is no backend
-    assert user_model_name({"model": {"model": "SmolLM2-135M-Instruct", "path": "/root/.cache/proctor/models/x"}}) == "SmolLM2-135M-Instruct"
+    assert (
+        user_model_name({"model_info": {"model_name": "C:/models/x"}}) == "C:/models/x"
+    )  # a drive letter is no backend
+    assert (
+        user_model_name({"model": {"model": "SmolLM2-135M-Instruct", "path": "/root/.cache/proctor/models/x"}})
+        == "SmolLM2-135M-Instruct"
+    )
 
 
 def test_atomic_write_replaces_in_one_step_with_the_umask_mode(tmp_path):

@@ -29,8 +29,13 @@ def _env() -> dict:
 
 
 def _run_worker(tasks: Path, run: Path, log: Path, kill: str) -> int:
-    proc = subprocess.run([sys.executable, str(WORKER), str(tasks), str(run), str(log), kill],
-                          env=_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), str(tasks), str(run), str(log), kill],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode
 
 
@@ -55,6 +60,7 @@ def samples_agree_with_results(run: Path) -> None:
 
 # ---------------------------------------------------------------------------------- one writer
 
+
 def test_a_second_run_on_a_held_folder_refuses_naming_the_holder(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
     run = tmp_path / "run"
@@ -74,16 +80,27 @@ def test_cli_refuses_a_folder_held_by_another_process_and_a_killed_holder_does_n
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
     run = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from proctor.runs.lock import hold_run_dir\n"
-         "with hold_run_dir(Path(sys.argv[1]), ['proctor', 'run', 'holder-cmd']):\n"
-         "    print('held', flush=True); time.sleep(120)", str(run)],
-        env=_env(), stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from proctor.runs.lock import hold_run_dir\n"
+            "with hold_run_dir(Path(sys.argv[1]), ['proctor', 'run', 'holder-cmd']):\n"
+            "    print('held', flush=True); time.sleep(120)",
+            str(run),
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        done = subprocess.run([sys.executable, "-m", "proctor.cli", "run", str(tasks), "-o", str(run), "-q"],
-                              env=_env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor.cli", "run", str(tasks), "-o", str(run), "-q"],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert f"pid {holder.pid}" in done.stderr and "holder-cmd" in done.stderr and "in use" in done.stderr
     finally:
@@ -95,6 +112,7 @@ def test_cli_refuses_a_folder_held_by_another_process_and_a_killed_holder_does_n
 
 
 # ---------------------------------------------------------- samples agree with results.json
+
 
 def test_kills_during_a_rerun_of_a_finished_run_never_leave_complete_results_beside_missing_samples(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=3)
@@ -118,6 +136,7 @@ def test_kills_during_a_rerun_of_a_finished_run_never_leave_complete_results_bes
 
 # ------------------------------------------------------ options that change numbers are checked
 
+
 def test_a_changed_chunk_size_is_refused_on_resume(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=2)
     run = tmp_path / "run"
@@ -135,6 +154,7 @@ def test_a_changed_chunk_size_is_refused_on_resume(tmp_path):
 
 
 # ------------------------------------------------------------------------- bounded loss per kill
+
 
 class Killed(BaseException):
     """Stands in for SIGKILL inside this process: nothing after it runs (the store commits per chunk)."""
@@ -158,7 +178,12 @@ class BigChunkModel(FakeModel):
 def test_a_kill_loses_at_most_one_capped_chunk_even_when_the_backend_asks_for_more(tmp_path):
     big = BigChunkModel(batch_size=1024)
     assert default_chunk_size(big, "loglikelihood") == MAX_LOGLIKELIHOOD_CHUNK == 256
-    assert default_chunk_size(big, "generate") == default_chunk_size(big, "rolling_loglikelihood") == MAX_CHUNK_REQUESTS == 64
+    assert (
+        default_chunk_size(big, "generate")
+        == default_chunk_size(big, "rolling_loglikelihood")
+        == MAX_CHUNK_REQUESTS
+        == 64
+    )
     tasks = write_tasks(tmp_path / "tasks", n_mc=150, n_gen=0)  # mc_alpha: 150 questions x 4 choices = 600 requests
     run = tmp_path / "run"
     killed = BigChunkModel(batch_size=1024, kill_at_call=2)
@@ -211,10 +236,26 @@ def test_samples_appended_before_results_names_their_task_are_not_part_of_the_ru
     from proctor.runs.run_exports import iter_samples
 
     def results(status, names):  # the smallest results.json its schema accepts
-        task = {"kind": "generate", "dialect": "native", "source": None, "version": "0", "hash": "h", "n_samples": 1,
-                "metrics": {}, "requests": {"unique": 1}, "timing": {"total_seconds": 0.0}}
-        return {"proctor_version": "0", "created": "2025-01-01T00:00:00+00:00", "command": None, "model": {}, "status": status,
-                "tasks": {name: dict(task) for name in names}, "groups": {}}
+        task = {
+            "kind": "generate",
+            "dialect": "native",
+            "source": None,
+            "version": "0",
+            "hash": "h",
+            "n_samples": 1,
+            "metrics": {},
+            "requests": {"unique": 1},
+            "timing": {"total_seconds": 0.0},
+        }
+        return {
+            "proctor_version": "0",
+            "created": "2025-01-01T00:00:00+00:00",
+            "command": None,
+            "model": {},
+            "status": status,
+            "tasks": {name: dict(task) for name in names},
+            "groups": {},
+        }
 
     run = tmp_path / "run"
     writer = RunWriter(run)

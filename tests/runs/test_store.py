@@ -34,7 +34,11 @@ def test_results_round_trip_exactly(result):
 
 @pytest.mark.parametrize(
     "request_",
-    [LoglikelihoodRequest("ctx", " cont"), GenerateRequest("p", stop=("\n",)), RollingLoglikelihoodRequest("text", 64, 32)],
+    [
+        LoglikelihoodRequest("ctx", " cont"),
+        GenerateRequest("p", stop=("\n",)),
+        RollingLoglikelihoodRequest("text", 64, 32),
+    ],
     ids=lambda r: type(r).__name__,
 )
 def test_every_request_field_changes_the_key(request_):
@@ -85,7 +89,9 @@ def test_store_is_wal_and_keyed_by_model(tmp_path):
 def test_a_failed_batch_write_leaves_nothing_behind(tmp_path):
     store = ResponseStore(tmp_path / "s.sqlite")
     model = store.register_model({"model": "a"})
-    store._db.execute("CREATE TRIGGER boom BEFORE INSERT ON responses WHEN NEW.kind = 'GenerateRequest' BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    store._db.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON responses WHEN NEW.kind = 'GenerateRequest' BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
     good, bad = LoglikelihoodRequest("a", " b"), GenerateRequest("p")
     with pytest.raises(Exception, match="disk full"):
         store.put_many(model, [(request_hash(good), good, RESULTS[0]), (request_hash(bad), bad, RESULTS[2])])
@@ -151,8 +157,19 @@ def test_later_generation_settings_keep_earlier_request_hashes():
     from proctor.core.model_requests import GenerateRequest
     from proctor.runs.store import canonical_json, request_hash
 
-    old = {"prompt": "x", "max_tokens": 64, "stop": [], "temperature": 0.0, "top_p": 1.0, "seed": 0, "num_beams": 1,
-           "length_penalty": 1.0, "no_repeat_ngram_size": 0, "min_tokens": 0, "max_length": None}
+    old = {
+        "prompt": "x",
+        "max_tokens": 64,
+        "stop": [],
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 0,
+        "num_beams": 1,
+        "length_penalty": 1.0,
+        "no_repeat_ngram_size": 0,
+        "min_tokens": 0,
+        "max_length": None,
+    }
     expected = hashlib.sha256(canonical_json({"type": "GenerateRequest", "fields": old}).encode()).hexdigest()
     assert request_hash(GenerateRequest("x")) == expected
     assert request_hash(GenerateRequest("x", top_k=5)) != expected

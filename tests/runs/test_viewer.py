@@ -21,7 +21,11 @@ from proctor import evaluate
 from tests.runs.test_report import _browser
 from tests.support.fakes import FakeModel, write_tasks
 
-HOSTILE = ['<script>window.__pwned=1</script>', '<img src=x onerror="window.__pwned=1">', '<svg onload="window.__pwned=1">']
+HOSTILE = [
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=1">',
+    '<svg onload="window.__pwned=1">',
+]
 
 
 def records(run: Path) -> list[dict]:
@@ -34,22 +38,38 @@ def folder(tmp_path_factory) -> Path:
     tasks = write_tasks(tmp / "tasks", n_mc=60, n_gen=10, star_gold=True)
     runs = tmp / "runs"
     evaluate([tasks], FakeModel("model-a", prefer_gold=1.5), output_dir=runs / "a", export=False)
-    evaluate([tasks], FakeModel("model-b", salt="b", prefer_gold=0.5), output_dir=runs / "nested" / "b", limit=40, export=False)
+    evaluate(
+        [tasks],
+        FakeModel("model-b", salt="b", prefer_gold=0.5),
+        output_dir=runs / "nested" / "b",
+        limit=40,
+        export=False,
+    )
     # hostile strings everywhere a run's text reaches the page: model, task, ids, prompts, choices, generations
     hostile = tmp / "hostile"
     hostile.mkdir()
-    rows = [{"id": HOSTILE[i % 3] + str(i), "question": HOSTILE[(i + 1) % 3], "choices": [HOSTILE[2], "*" + HOSTILE[0]], "answer": 1}
-            for i in range(6)]
+    rows = [
+        {
+            "id": HOSTILE[i % 3] + str(i),
+            "question": HOSTILE[(i + 1) % 3],
+            "choices": [HOSTILE[2], "*" + HOSTILE[0]],
+            "answer": 1,
+        }
+        for i in range(6)
+    ]
     (hostile / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (hostile / "t.yaml").write_text(
         "name: 'x<script>window.__pwned=1</script>'\nkind: multiple_choice\ndata: {path: mc.jsonl, id: id}\n"
-        "prompt: '{{ question }}'\nchoices: '{{ choices }}'\ntarget: '{{ answer }}'\n")
+        "prompt: '{{ question }}'\nchoices: '{{ choices }}'\ntarget: '{{ answer }}'\n"
+    )
     evaluate([hostile], FakeModel(HOSTILE[1], prefer_gold=1.0), output_dir=runs / "hostile", export=False)
     # corrupt and partial folders: not JSON, a torn samples.jsonl, a run that has not finished a task
     (runs / "broken").mkdir()
     (runs / "broken" / "results.json").write_text("{not json")
     (runs / "torn").mkdir()
-    (runs / "torn" / "results.json").write_text((runs / "a" / "results.json").read_text().replace('"samples_bytes"', '"was_samples_bytes"'))
+    (runs / "torn" / "results.json").write_text(
+        (runs / "a" / "results.json").read_text().replace('"samples_bytes"', '"was_samples_bytes"')
+    )
     (runs / "torn" / "samples.jsonl").write_text((runs / "a" / "samples.jsonl").read_text()[:5000])
     (runs / "started").mkdir()
     (runs / "started" / "run.json").write_text("{}")
@@ -59,8 +79,12 @@ def folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(folder):
     """`proctor view FOLDER --port 0` in a fresh process; its URL from the line it prints."""
-    proc = subprocess.Popen([sys.executable, "-m", "proctor.cli", "view", str(folder), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "view", str(folder), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:\d+/", line)
     if not match:
@@ -104,7 +128,9 @@ def test_runs_table(server, folder, browser):
     results = json.loads((folder / "a" / "results.json").read_text())
     row = rows["a"]
     assert row.find_element(By.CSS_SELECTOR, ".model").text == "model-a"
-    assert row.find_element(By.CSS_SELECTOR, ".samples").text == str(sum(t["n_samples"] for t in results["tasks"].values()))
+    assert row.find_element(By.CSS_SELECTOR, ".samples").text == str(
+        sum(t["n_samples"] for t in results["tasks"].values())
+    )
     assert row.find_element(By.CSS_SELECTOR, ".created").text == results["created"]
     shown = {s.text.rsplit(" ", 1)[0]: s.text.rsplit(" ", 1)[1] for s in row.find_elements(By.CSS_SELECTOR, ".km")}
     acc = results["tasks"]["mc_alpha"]["metrics"]["acc"]["value"]
@@ -116,10 +142,14 @@ def test_runs_table(server, folder, browser):
     # sort by model: a click sorts ascending, a second click descending
     header = browser.find_element(By.CSS_SELECTOR, '#runs th[data-sort="model"]')
     header.click()
-    models = [r.find_element(By.CSS_SELECTOR, ".model").text for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
+    models = [
+        r.find_element(By.CSS_SELECTOR, ".model").text for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    ]
     assert models == sorted(models)
     header.click()
-    models = [r.find_element(By.CSS_SELECTOR, ".model").text for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
+    models = [
+        r.find_element(By.CSS_SELECTOR, ".model").text for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    ]
     assert models == sorted(models, reverse=True)
     no_errors(browser)
 
@@ -160,7 +190,9 @@ def test_per_sample_link(server, folder, browser):
     card = browser.find_element(By.CSS_SELECTOR, "#sample-list .sample.target-sample")
     assert (card.get_attribute("data-task"), card.get_attribute("data-id")) == ("mc_beta", "m57")
     assert browser.find_element(By.ID, "page-info").get_attribute("data-page") == "2"
-    assert browser.execute_script("var b = arguments[0].getBoundingClientRect(); return b.top >= 0 && b.top < innerHeight;", card)
+    assert browser.execute_script(
+        "var b = arguments[0].getBoundingClientRect(); return b.top >= 0 && b.top < innerHeight;", card
+    )
     # the card's own link is that address
     href = card.find_element(By.CSS_SELECTOR, "a.permalink").get_attribute("href")
     assert href.endswith("#run=a&task=mc_beta&id=m57")
@@ -180,16 +212,24 @@ def test_two_runs_side_by_side(server, folder, browser):
     b = {r["id"]: r for r in records(folder / "nested" / "b") if r["task"] == "mc_alpha"}
     shared = [i for i in a if i in b]
     assert 0 < len(shared) < len(a)  # b ran with --limit 40
-    disagree = [i for i in shared if a[i]["metrics"]["acc"] != b[i]["metrics"]["acc"] or a[i]["prediction"] != b[i]["prediction"]]
+    disagree = [
+        i
+        for i in shared
+        if a[i]["metrics"]["acc"] != b[i]["metrics"]["acc"] or a[i]["prediction"] != b[i]["prediction"]
+    ]
     summary = browser.find_element(By.ID, "compare-summary")
-    assert summary.get_attribute("data-shared") == str(len(shared)) and summary.get_attribute("data-disagree") == str(len(disagree))
+    assert summary.get_attribute("data-shared") == str(len(shared)) and summary.get_attribute("data-disagree") == str(
+        len(disagree)
+    )
     rows = browser.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr")
     assert [r.get_attribute("data-id") for r in rows[: len(disagree)]] == disagree  # disagreements first, in file order
     assert {r.get_attribute("class") for r in rows[: len(disagree)]} == {"disagree"}
     # means over the shared samples only, for both runs
     for key, run in (("a", a), ("nested/b", b)):
         cell = browser.find_element(By.CSS_SELECTOR, f'#compare-means tr[data-run="{key}"] td[data-metric="acc"]')
-        assert float(cell.get_attribute("data-value")) == pytest.approx(sum(run[i]["metrics"]["acc"] for i in shared) / len(shared))
+        assert float(cell.get_attribute("data-value")) == pytest.approx(
+            sum(run[i]["metrics"]["acc"] for i in shared) / len(shared)
+        )
     browser.find_element(By.ID, "compare-disagree").click()
     assert browser.find_element(By.ID, "compare-page").get_attribute("data-rows") == str(len(disagree))
     no_errors(browser)
@@ -205,8 +245,13 @@ def test_hostile_strings_stay_text(server, folder, browser):
     cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
     assert len(cards) == 6
     assert HOSTILE[1] in cards[0].find_element(By.CSS_SELECTOR, "pre.prompt").text
-    assert [c.text for c in cards[0].find_elements(By.CSS_SELECTOR, ".choice span:last-child")] == [HOSTILE[2], "*" + HOSTILE[0]]
-    assert browser.execute_script("return window.__pwned === undefined && document.querySelectorAll('img, script[src], svg[onload]').length === 0")
+    assert [c.text for c in cards[0].find_elements(By.CSS_SELECTOR, ".choice span:last-child")] == [
+        HOSTILE[2],
+        "*" + HOSTILE[0],
+    ]
+    assert browser.execute_script(
+        "return window.__pwned === undefined && document.querySelectorAll('img, script[src], svg[onload]').length === 0"
+    )
     browser.get(url + "#compare=hostile&compare=a")
     loaded(browser, "compare-view")
     assert browser.find_element(By.ID, "compare-summary").text == "These runs share no task."
@@ -244,8 +289,12 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
     from selenium.webdriver.common.by import By
 
     page = tmp_path / "runs.html"
-    done = subprocess.run([sys.executable, "-m", "proctor.cli", "view", str(folder), "--export", str(page)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "view", str(folder), "--export", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     text = page.read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
@@ -253,19 +302,29 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
         assert payload not in text  # escaped in the markup and in the embedded JSON
     browser.get(page.as_uri() + "#run=a")
     browser.find_element(By.ID, "nav-index").click()  # back to the runs
-    assert browser.find_element(By.ID, "index-view").is_displayed() and not browser.find_element(By.ID, "run-view").is_displayed()
+    assert (
+        browser.find_element(By.ID, "index-view").is_displayed()
+        and not browser.find_element(By.ID, "run-view").is_displayed()
+    )
     assert len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 6
     browser.get(page.as_uri() + "#compare=a&compare=nested%2Fb&task=mc_beta")
     assert int(browser.find_element(By.ID, "compare-summary").get_attribute("data-shared")) == 40
     browser.get(page.as_uri() + "#run=hostile")
-    assert browser.execute_script("return window.__pwned === undefined && document.querySelectorAll('img').length === 0")
+    assert browser.execute_script(
+        "return window.__pwned === undefined && document.querySelectorAll('img').length === 0"
+    )
     no_errors(browser)
 
 
 def test_command_errors_are_one_line(tmp_path):
     def run(*args):
-        done = subprocess.run([sys.executable, "-m", "proctor.cli", *args], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "COLUMNS": "200"})
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         return done.returncode, done.stdout + done.stderr
 
     code, out = run("view", str(tmp_path / "nowhere"))

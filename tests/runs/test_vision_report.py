@@ -40,7 +40,10 @@ class FakeVisionModel(FakeModel):
         return "<image>\n" * n_images + text
 
     def generate(self, requests, progress=None):
-        return [GenerateResult("It is " + " and ".join(self.names[i.digest] for i in r.images) + ".", "stop", 1, 1) for r in requests]
+        return [
+            GenerateResult("It is " + " and ".join(self.names[i.digest] for i in r.images) + ".", "stop", 1, 1)
+            for r in requests
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,8 @@ def run_dir(image_set, tmp_path_factory) -> Path:
 
     tmp = tmp_path_factory.mktemp("vision-report")
     names = {"sha256:" + hashlib.sha256(p.read_bytes()).hexdigest(): p.stem for p in (image_set / "img").iterdir()}
-    (tmp / "tasks.yaml").write_text(textwrap.dedent(f"""\
+    (tmp / "tasks.yaml").write_text(
+        textwrap.dedent(f"""\
         tasks:
           - name: name_the_colour
             kind: generate
@@ -64,9 +68,15 @@ def run_dir(image_set, tmp_path_factory) -> Path:
             choices: "{{{{ choices }}}}"
             target: "{{{{ answer }}}}"
             images: "{{{{ image }}}}"
-        """))
-    result = evaluate([tmp / "tasks.yaml"], FakeVisionModel(names), output_dir=tmp / "run", export=False,
-                      variables={"IMAGES": str(image_set)})  # the image set, given as a data folder
+        """)
+    )
+    result = evaluate(
+        [tmp / "tasks.yaml"],
+        FakeVisionModel(names),
+        output_dir=tmp / "run",
+        export=False,
+        variables={"IMAGES": str(image_set)},
+    )  # the image set, given as a data folder
     write_report(result.run_dir)
     return result.run_dir
 
@@ -109,7 +119,9 @@ def test_report_shows_thumbnails_beside_prompt_and_answer(run_dir):
         browser.set_window_size(1100, 1400)
         browser.get((run_dir / "report.html").resolve().as_uri())
         assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
-        records = {(r["task"], r["id"]): r for r in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())}
+        records = {
+            (r["task"], r["id"]): r for r in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())
+        }
         cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
         assert len(cards) == 8
         for card in cards:
@@ -125,7 +137,9 @@ def test_report_shows_thumbnails_beside_prompt_and_answer(run_dir):
             assert img.rect["y"] < prompt.rect["y"] + prompt.rect["height"]
             assert img.rect["width"] <= 96 and img.rect["height"] <= 96
         browser.execute_script("document.getElementById('sample-list').children[3].scrollIntoView()")
-        browser.save_screenshot(str(run_dir / "report-thumbnails.png"))  # looked at by hand: thumbnail left of prompt/answer
+        browser.save_screenshot(
+            str(run_dir / "report-thumbnails.png")
+        )  # looked at by hand: thumbnail left of prompt/answer
         assert (run_dir / "report-thumbnails.png").stat().st_size > 1000
     finally:
         browser.quit()

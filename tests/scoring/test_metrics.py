@@ -15,7 +15,9 @@ from proctor.scoring.text import normalize_answer, token_f1
 
 
 def choice(logprobs, n_tokens, lengths, gold):
-    return ChoiceOutcome(tuple(logprobs), tuple(n_tokens), tuple(lengths), (gold,), (False,) * len(logprobs), tuple(softmax(logprobs)))
+    return ChoiceOutcome(
+        tuple(logprobs), tuple(n_tokens), tuple(lengths), (gold,), (False,) * len(logprobs), tuple(softmax(logprobs))
+    )
 
 
 def compute(name, outcome, **kwargs):
@@ -41,7 +43,9 @@ def test_distribution_and_brier():
     outcome = choice([math.log(0.2), math.log(0.6), math.log(0.2)], [1, 1, 1], [1, 1, 1], gold=1)
     assert list(outcome.distribution) == pytest.approx([0.2, 0.6, 0.2])
     assert compute("brier_score", outcome) == pytest.approx(0.04 + 0.16 + 0.04)
-    assert softmax([0.0, math.log(3)], temperature=2.0) == pytest.approx([1 / (1 + math.sqrt(3)), math.sqrt(3) / (1 + math.sqrt(3))])
+    assert softmax([0.0, math.log(3)], temperature=2.0) == pytest.approx(
+        [1 / (1 + math.sqrt(3)), math.sqrt(3) / (1 + math.sqrt(3))]
+    )
 
 
 def test_squad_normalisation_and_f1():
@@ -75,7 +79,10 @@ def test_mean_stderr_uses_sample_standard_deviation():
 
 def test_perplexities_pool_log_likelihood_over_units():
     outcomes = [PerplexityOutcome(-10.0, 5, 2, 12), PerplexityOutcome(-20.0, 15, 8, 30)]
-    values = {name: METRICS[name].aggregate([compute(name, o) for o in outcomes])[0] for name in ("word_perplexity", "token_perplexity", "bits_per_byte", "byte_perplexity")}
+    values = {
+        name: METRICS[name].aggregate([compute(name, o) for o in outcomes])[0]
+        for name in ("word_perplexity", "token_perplexity", "bits_per_byte", "byte_perplexity")
+    }
     assert values["word_perplexity"] == pytest.approx(math.exp(30 / 10))
     assert values["token_perplexity"] == pytest.approx(math.exp(30 / 20))
     assert values["byte_perplexity"] == pytest.approx(math.exp(30 / 42))

@@ -28,8 +28,15 @@ def _unit(*parts: object) -> float:
 
 
 class FakeModel(Model):
-    def __init__(self, name: str = "fake", *, batch_size: int = 4, salt: str = "", log_file: str | Path | None = None,
-                 prefer_gold: float = 0.0) -> None:
+    def __init__(
+        self,
+        name: str = "fake",
+        *,
+        batch_size: int = 4,
+        salt: str = "",
+        log_file: str | Path | None = None,
+        prefer_gold: float = 0.0,
+    ) -> None:
         self.name = name
         self.batch_size = batch_size
         self.salt = salt
@@ -64,12 +71,17 @@ class FakeModel(Model):
     def generate(self, requests: Sequence[GenerateRequest], progress=None) -> list[GenerateResult]:
         self._log("generate", len(requests))
         words = ["paris", "blue", "seven", "water", "oxygen", "cat"]
-        out = [GenerateResult(words[int(_unit(self.salt, r.prompt, r.max_tokens) * len(words))], "stop", len(r.prompt), 1) for r in requests]
+        out = [
+            GenerateResult(words[int(_unit(self.salt, r.prompt, r.max_tokens) * len(words))], "stop", len(r.prompt), 1)
+            for r in requests
+        ]
         if progress:
             progress(len(requests))
         return out
 
-    def rolling_loglikelihood(self, requests: Sequence[RollingLoglikelihoodRequest], progress=None) -> list[RollingLoglikelihoodResult]:
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress=None
+    ) -> list[RollingLoglikelihoodResult]:
         self._log("rolling_loglikelihood", len(requests))
         out = []
         for r in requests:
@@ -112,8 +124,14 @@ tasks:
 """
 
 
-def write_tasks(folder: Path, *, n_mc: int = 16, n_gen: int = 10, mc_prompt: str = "Question: {{ question }}\\nAnswer:",
-                star_gold: bool = False) -> Path:
+def write_tasks(
+    folder: Path,
+    *,
+    n_mc: int = 16,
+    n_gen: int = 10,
+    mc_prompt: str = "Question: {{ question }}\\nAnswer:",
+    star_gold: bool = False,
+) -> Path:
     """A task folder: two multiple-choice tasks (one group), a generation task and a perplexity task.
 
     With ``star_gold`` the gold choice starts with '*', which FakeModel(prefer_gold=...) favours.
@@ -128,10 +146,18 @@ def write_tasks(folder: Path, *, n_mc: int = 16, n_gen: int = 10, mc_prompt: str
             answer = i % 4
             if star_gold:
                 choices[answer] = "*" + choices[answer]
-            handle.write(json.dumps({"id": f"m{i}", "question": f"which colour is number {i}?", "choices": choices, "answer": answer}) + "\n")
+            handle.write(
+                json.dumps(
+                    {"id": f"m{i}", "question": f"which colour is number {i}?", "choices": choices, "answer": answer}
+                )
+                + "\n"
+            )
     with (folder / "gen.jsonl").open("w") as handle:
         for i in range(n_gen):
-            handle.write(json.dumps({"id": f"g{i}", "question": f"what is item {i}", "answers": ["paris", "blue"][: 1 + i % 2]}) + "\n")
+            handle.write(
+                json.dumps({"id": f"g{i}", "question": f"what is item {i}", "answers": ["paris", "blue"][: 1 + i % 2]})
+                + "\n"
+            )
     (folder / "tasks.yaml").write_text(TASKS_YAML.format(mc_prompt=mc_prompt))
     return folder
 

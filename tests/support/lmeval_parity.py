@@ -97,10 +97,22 @@ def workspace(tokenizer_dir: Path, tmp_path_factory: Any) -> Workspace:
         rows = hub_rows(shared)
         tasks = folder / "tasks"
         tasks.mkdir()
-        for name, text in (("mmlu_some", GROUP_YAML), ("nq_open_bleu", BLEU_YAML), ("boolq_f1_mcc", F1_YAML),
-                           ("gsm8k_short", GSM8K_SHORT_YAML.format(catalogue=catalogue_root()))):
+        for name, text in (
+            ("mmlu_some", GROUP_YAML),
+            ("nq_open_bleu", BLEU_YAML),
+            ("boolq_f1_mcc", F1_YAML),
+            ("gsm8k_short", GSM8K_SHORT_YAML.format(catalogue=catalogue_root())),
+        ):
             (tasks / f"{name}.yaml").write_text(text)
-        _WORKSPACE.append(Workspace(folder, parity_model(tokenizer_dir, folder / "model"), rows, write_copies(rows, folder / "copies"), tasks))
+        _WORKSPACE.append(
+            Workspace(
+                folder,
+                parity_model(tokenizer_dir, folder / "model"),
+                rows,
+                write_copies(rows, folder / "copies"),
+                tasks,
+            )
+        )
     return _WORKSPACE[0]
 
 
@@ -151,7 +163,8 @@ def hub_rows(shared: Path) -> dict[tuple[str, str | None, str], list[dict]]:
     out[("allenai/openbookqa", "main", "test")] = _arrow(shared, "openbookqa", N)
     boolq = _arrow(shared, "boolq", N)  # google/boolq fields -> super_glue's (label 0 = no, 1 = yes)
     out[("aps/super_glue", "boolq", "validation")] = [
-        {"question": r["question"], "passage": r["passage"], "idx": i, "label": int(str(r["answer"]) == "True")} for i, r in enumerate(boolq)
+        {"question": r["question"], "passage": r["passage"], "idx": i, "label": int(str(r["answer"]) == "True")}
+        for i, r in enumerate(boolq)
     ]
     labels = (shared / "piqa" / "valid-labels.lst").read_text().split()
     out[("baber/piqa", None, "validation")] = [
@@ -162,7 +175,8 @@ def hub_rows(shared: Path) -> dict[tuple[str, str | None, str], list[dict]]:
         with (shared / "mmlu" / f"{subject}_test.csv").open(encoding="utf-8", newline="") as handle:
             rows = list(csv.reader(handle))[:8]
         out[("cais/mmlu", subject, "test")] = [
-            {"question": q, "subject": subject, "choices": [a, b, c, d], "answer": "ABCD".index(k)} for q, a, b, c, d, k in rows
+            {"question": q, "subject": subject, "choices": [a, b, c, d], "answer": "ABCD".index(k)}
+            for q, a, b, c, d, k in rows
         ]
     out[("EleutherAI/lambada_openai", "default", "test")] = _jsonl(shared / "lambada_openai" / "lambada_test.jsonl", N)
     out[("openai/gsm8k", "main", "test")] = _jsonl(shared / "gsm8k" / "test.jsonl", 3)
@@ -231,8 +245,15 @@ def _manager(TaskManager, include: Path | None):
     return _MANAGERS[key]
 
 
-def run_lm_eval(model_dir: Path, tasks: list[str], rows: dict, limit: int, include: Path | None = None,
-                bootstrap_iters: int = 0, **options: Any) -> dict:
+def run_lm_eval(
+    model_dir: Path,
+    tasks: list[str],
+    rows: dict,
+    limit: int,
+    include: Path | None = None,
+    bootstrap_iters: int = 0,
+    **options: Any,
+) -> dict:
     """lm-eval's ``simple_evaluate`` (``hf`` model, float32, CPU); ``options``: its other arguments
     (``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``, ``num_fewshot``)."""
     import os
@@ -245,9 +266,16 @@ def run_lm_eval(model_dir: Path, tasks: list[str], rows: dict, limit: int, inclu
     try:
         with lm_eval_reads(rows):
             return lm_eval.simple_evaluate(
-                model="hf", model_args={"pretrained": str(model_dir), "dtype": "float32"}, tasks=tasks, limit=limit,
-                device="cpu", batch_size=4, bootstrap_iters=bootstrap_iters, log_samples=True,
-                task_manager=_manager(TaskManager, include), **options,
+                model="hf",
+                model_args={"pretrained": str(model_dir), "dtype": "float32"},
+                tasks=tasks,
+                limit=limit,
+                device="cpu",
+                batch_size=4,
+                bootstrap_iters=bootstrap_iters,
+                log_samples=True,
+                task_manager=_manager(TaskManager, include),
+                **options,
             )
     finally:
         if saved is None:

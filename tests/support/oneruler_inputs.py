@@ -39,9 +39,18 @@ BOOK_ZH = """第一章。灯塔
 
 # en, zh, vi: the NIAH vocabulary (SEA-HELM's file has more languages; the loader reads its own column)
 NOUNS = [
-    ("apple", "苹果", "táo"), ("river", "河流", "dòng sông"), ("stone", "石头", "hòn đá"), ("candle", "蜡烛", "ngọn nến"),
-    ("window", "窗户", "cửa sổ"), ("garden", "花园", "khu vườn"), ("bridge", "桥", "cây cầu"), ("feather", "羽毛", "lông vũ"),
-    ("mirror", "镜子", "tấm gương"), ("ladder", "梯子", "cái thang"), ("compass", "指南针", "la bàn"), ("anchor", "锚", "mỏ neo"),
+    ("apple", "苹果", "táo"),
+    ("river", "河流", "dòng sông"),
+    ("stone", "石头", "hòn đá"),
+    ("candle", "蜡烛", "ngọn nến"),
+    ("window", "窗户", "cửa sổ"),
+    ("garden", "花园", "khu vườn"),
+    ("bridge", "桥", "cây cầu"),
+    ("feather", "羽毛", "lông vũ"),
+    ("mirror", "镜子", "tấm gương"),
+    ("ladder", "梯子", "cái thang"),
+    ("compass", "指南针", "la bàn"),
+    ("anchor", "锚", "mỏ neo"),
 ]
 
 _VI_FIRST = ["bàn", "cây", "đèn", "gió", "hoa", "lá", "mưa", "núi", "sông", "trăng"]
@@ -57,22 +66,37 @@ NIAH_TASKS = {  # task id -> (min_num_keys, num_values, num_queries)
 }
 
 NIAH_TEMPLATES = {
-    "en": ("Read the text below closely; a question about it follows.",
-           "<text>\n{text}\n</text>\n\n<Question>Which special magic numbers for {needle_text} appear in the text? "
-           "Give all of them, or \"None\".</Question>\n\nAnswer in this format:\n<Answer>the numbers</Answer>", "<Answer>"),
-    "zh": ("请仔细阅读下面的文字，之后回答问题。",
-           "<文本>\n{text}\n</文本>\n\n<问题>文中与{needle_text}有关的魔法数字是哪些？请全部列出，若没有请回答“None”。</问题>\n\n"
-           "请按以下格式回答：\n<答案>数字</答案>", "<答案>"),
+    "en": (
+        "Read the text below closely; a question about it follows.",
+        "<text>\n{text}\n</text>\n\n<Question>Which special magic numbers for {needle_text} appear in the text? "
+        'Give all of them, or "None".</Question>\n\nAnswer in this format:\n<Answer>the numbers</Answer>',
+        "<Answer>",
+    ),
+    "zh": (
+        "请仔细阅读下面的文字，之后回答问题。",
+        "<文本>\n{text}\n</文本>\n\n<问题>文中与{needle_text}有关的魔法数字是哪些？请全部列出，若没有请回答“None”。</问题>\n\n"
+        "请按以下格式回答：\n<答案>数字</答案>",
+        "<答案>",
+    ),
 }
 
 CWE_TEMPLATE = {
-    "vi": ("Dưới đây là một danh sách từ đánh số. Hãy nhớ những từ xuất hiện nhiều nhất.",
-           "<Danh sách>{list}</Danh sách>\n\n<Câu hỏi>{num_common_words} từ nào xuất hiện nhiều nhất?</Câu hỏi>\n\n"
-           "Trả lời theo mẫu:\n<Câu trả lời>các từ, cách nhau bởi dấu phẩy</Câu trả lời>", "<Câu trả lời>"),
+    "vi": (
+        "Dưới đây là một danh sách từ đánh số. Hãy nhớ những từ xuất hiện nhiều nhất.",
+        "<Danh sách>{list}</Danh sách>\n\n<Câu hỏi>{num_common_words} từ nào xuất hiện nhiều nhất?</Câu hỏi>\n\n"
+        "Trả lời theo mẫu:\n<Câu trả lời>các từ, cách nhau bởi dấu phẩy</Câu trả lời>",
+        "<Câu trả lời>",
+    ),
 }
 
 NIAH_CONTEXT, NIAH_SAMPLES, SEED = 400, 3, 9472347
-CWE = {"context_size": 700, "num_common_words": 3, "num_repeats_common_words": 6, "num_repeats_uncommon_words": 3, "num_samples": 2}
+CWE = {
+    "context_size": 700,
+    "num_common_words": 3,
+    "num_repeats_common_words": 6,
+    "num_repeats_uncommon_words": 3,
+    "num_samples": 2,
+}
 
 
 def _quoted(text: str) -> str:
@@ -82,33 +106,72 @@ def _quoted(text: str) -> str:
 def _languages(templates: dict) -> str:
     lines = ["  languages:"]
     for lang, (preamble, task, tag) in templates.items():
-        lines += [f"    {lang}:", "      filepath:", "      example_filepath:", "      max_tokens: 32", "      prompt_template:",
-                  f"        preamble: {_quoted(preamble)}", f"        task_template: {_quoted(task)}", "        answer_template:",
-                  f"        answer_tag: {_quoted(tag)}"]
+        lines += [
+            f"    {lang}:",
+            "      filepath:",
+            "      example_filepath:",
+            "      max_tokens: 32",
+            "      prompt_template:",
+            f"        preamble: {_quoted(preamble)}",
+            f"        task_template: {_quoted(task)}",
+            "        answer_template:",
+            f"        answer_tag: {_quoted(tag)}",
+        ]
     return "\n".join(lines)
 
 
 def niah_config(loader: str, metric: str) -> str:
     blocks = []
     for task, (keys, values, queries) in NIAH_TASKS.items():
-        blocks.append("\n".join([
-            f"{task}:", "  metadata:", "    version: 1", f"  name: {task}", "  competency: long-context",
-            f"  dataloader_file: {loader}", "  dataloader_class: NIAHDataloader",
-            f"  metric_file: {metric}", "  metric_class: NIAHMetric", "  metric: normalized_strict_accuracy",
-            "  aggregation_group: oneruler", f"  random_seed: {SEED}", f"  num_samples: {NIAH_SAMPLES}", f"  min_num_keys: {keys}",
-            f"  num_values: {'' if values is None else values}", f"  num_queries: {'' if queries is None else queries}",
-            f"  context_size: {NIAH_CONTEXT}", _languages(NIAH_TEMPLATES),
-        ]))
+        blocks.append(
+            "\n".join(
+                [
+                    f"{task}:",
+                    "  metadata:",
+                    "    version: 1",
+                    f"  name: {task}",
+                    "  competency: long-context",
+                    f"  dataloader_file: {loader}",
+                    "  dataloader_class: NIAHDataloader",
+                    f"  metric_file: {metric}",
+                    "  metric_class: NIAHMetric",
+                    "  metric: normalized_strict_accuracy",
+                    "  aggregation_group: oneruler",
+                    f"  random_seed: {SEED}",
+                    f"  num_samples: {NIAH_SAMPLES}",
+                    f"  min_num_keys: {keys}",
+                    f"  num_values: {'' if values is None else values}",
+                    f"  num_queries: {'' if queries is None else queries}",
+                    f"  context_size: {NIAH_CONTEXT}",
+                    _languages(NIAH_TEMPLATES),
+                ]
+            )
+        )
     return "\n\n".join(blocks) + "\n"
 
 
 def cwe_config(loader: str, metric: str) -> str:
-    return "\n".join([
-        "cwe_t:", "  metadata:", "    version: 1", "  name: cwe_t", "  competency: long-context",
-        f"  dataloader_file: {loader}", "  dataloader_class: CWEDataloader", f"  metric_file: {metric}", "  metric_class: CweMetric",
-        "  metric: normalized_strict_accuracy", "  aggregation_group: oneruler", f"  random_seed: {SEED}",
-        *(f"  {key}: {value}" for key, value in CWE.items()), _languages(CWE_TEMPLATE),
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "cwe_t:",
+                "  metadata:",
+                "    version: 1",
+                "  name: cwe_t",
+                "  competency: long-context",
+                f"  dataloader_file: {loader}",
+                "  dataloader_class: CWEDataloader",
+                f"  metric_file: {metric}",
+                "  metric_class: CweMetric",
+                "  metric: normalized_strict_accuracy",
+                "  aggregation_group: oneruler",
+                f"  random_seed: {SEED}",
+                *(f"  {key}: {value}" for key, value in CWE.items()),
+                _languages(CWE_TEMPLATE),
+            ]
+        )
+        + "\n"
+    )
 
 
 def write_inputs(root: Path) -> Path:
@@ -124,8 +187,12 @@ def write_inputs(root: Path) -> Path:
     (niah / "vocab" / "100_noun_list_translated.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     (cwe / "vocab" / "vi_words.txt").write_text("\n".join(VI_WORDS) + "\n", encoding="utf-8")
     prefix = "seahelm_tasks/long_context/oneruler"
-    (niah / "config.yaml").write_text(niah_config(f"{prefix}/niah/niah_dataloader.py", f"{prefix}/niah/niah_metric.py"), encoding="utf-8")
-    (cwe / "config.yaml").write_text(cwe_config(f"{prefix}/cwe/cwe_dataloader.py", f"{prefix}/cwe/cwe_metric.py"), encoding="utf-8")
+    (niah / "config.yaml").write_text(
+        niah_config(f"{prefix}/niah/niah_dataloader.py", f"{prefix}/niah/niah_metric.py"), encoding="utf-8"
+    )
+    (cwe / "config.yaml").write_text(
+        cwe_config(f"{prefix}/cwe/cwe_dataloader.py", f"{prefix}/cwe/cwe_metric.py"), encoding="utf-8"
+    )
     return root / "seahelm_tasks"
 
 
@@ -143,7 +210,7 @@ def write_inputs(root: Path) -> Path:
 # the token budget by 100 or more.
 
 # the two loaders' conversations: SEA-HELM's base formatter on the row's turn
-CONVERSATIONS = r'''
+CONVERSATIONS = r"""
     def prepare_conversations_for_inference(self, turn, fewshot_as_multiturn=False):
         def with_conversation(row):
             roles, contents = self.generate_formatted_conversation(self.specific_task_config, row["prompts"][turn - 1],
@@ -156,9 +223,10 @@ CONVERSATIONS = r'''
 
     def get_num_turns(self):
         return 1
-'''
+"""
 
-NIAH_LOADER = r'''
+NIAH_LOADER = (
+    r"""
 import csv
 import glob
 import random
@@ -260,9 +328,12 @@ class NIAHDataloader(AbstractDataloader):
         return {"prompts": [{"text": text, "needle_text": AND_WORD[self.lang].join(shown)}], "label": labels,
                 "metadata": {"num_queries": self.queries, "num_values": self.values, "num_keys": self.keys}}
 
-''' + CONVERSATIONS
+"""
+    + CONVERSATIONS
+)
 
-CWE_LOADER = r'''
+CWE_LOADER = (
+    r"""
 import random
 
 from datasets import Dataset
@@ -326,7 +397,9 @@ class CWEDataloader(AbstractDataloader):
         return {"prompts": [{"list": listed, "num_common_words": self.common}], "label": [w.strip() for w in common],
                 "metadata": {"num_tokens": tokens + self.prompt_tokens}}
 
-''' + CONVERSATIONS
+"""
+    + CONVERSATIONS
+)
 
 WORDS_METRIC = r'''
 from src.metrics.seahelm_metric import SeaHelmMetric

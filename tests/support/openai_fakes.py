@@ -78,7 +78,9 @@ def _json_handler(respond):
 class TrueLogprobServer(_Server):
     """OpenAI-compatible completions/chat computed with transformers (a test double, not vLLM)."""
 
-    def __init__(self, model_dir: Path, *, bug: str | None = None, lists: bool = True, api_key: str | None = None) -> None:
+    def __init__(
+        self, model_dir: Path, *, bug: str | None = None, lists: bool = True, api_key: str | None = None
+    ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -123,7 +125,9 @@ class TrueLogprobServer(_Server):
         head = self.tok.decode(ids)
         text = full[len(head) :]
         choice: dict = {"index": 0, "text": (prompt if echo else "") + text, "finish_reason": "length"}
-        new_tokens = [self.tok.decode(ids + gen_ids[: j + 1])[len(self.tok.decode(ids + gen_ids[:j])) :] for j in range(len(gen))]
+        new_tokens = [
+            self.tok.decode(ids + gen_ids[: j + 1])[len(self.tok.decode(ids + gen_ids[:j])) :] for j in range(len(gen))
+        ]
         if k or echo:
             tokens, offsets, lps, tops = [], [], [], []
             if echo:
@@ -182,7 +186,9 @@ class TrueLogprobServer(_Server):
 class FaultProxy(_Server):
     """Forwards POSTs to ``upstream``; fails about ``rate`` of them (seeded) with 429, 500 or a dropped connection."""
 
-    def __init__(self, upstream: str, rate: float = 0.2, seed: int = 0, fail_after: int | None = None, chat_only: bool = False) -> None:
+    def __init__(
+        self, upstream: str, rate: float = 0.2, seed: int = 0, fail_after: int | None = None, chat_only: bool = False
+    ) -> None:
         self.upstream = upstream.rstrip("/")
         self.rate = rate
         self.chat_only = chat_only  # answer 404 to everything but /chat/completions (a chat-only API)
@@ -220,7 +226,11 @@ class FaultProxy(_Server):
                 if fault:
                     self._send(int(fault), b'{"error": {"message": "injected"}}', {"retry-after": "0"})
                     return
-                target = proxy.upstream + self.path[len("/v1") :] if self.path.startswith("/v1") else proxy.upstream + self.path
+                target = (
+                    proxy.upstream + self.path[len("/v1") :]
+                    if self.path.startswith("/v1")
+                    else proxy.upstream + self.path
+                )
                 headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")}
                 request = urllib.request.Request(target, data=data, headers=headers, method="POST")
                 try:
@@ -325,7 +335,9 @@ class BatchServer(_Server):
             def _send(self, status: int, payload) -> None:
                 body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/octet-stream" if isinstance(payload, bytes) else "application/json")
+                self.send_header(
+                    "content-type", "application/octet-stream" if isinstance(payload, bytes) else "application/json"
+                )
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -363,8 +375,13 @@ class BatchServer(_Server):
                 return 200, {k: v for k, v in file.items() if k != "content"}
             if parts[1:] == ["batches"]:
                 data = [self._public(b) for b in sorted(self.batches.values(), key=lambda b: -b["_n"])]
-                return 200, {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                             "last_id": data[-1]["id"] if data else None, "has_more": False}
+                return 200, {
+                    "object": "list",
+                    "data": data,
+                    "first_id": data[0]["id"] if data else None,
+                    "last_id": data[-1]["id"] if data else None,
+                    "has_more": False,
+                }
             if parts[1:2] == ["batches"] and len(parts) == 3:
                 batch = self.batches.get(parts[2])
                 if batch is None:
@@ -389,25 +406,51 @@ class BatchServer(_Server):
                     return 400, {"error": {"message": "purpose 'batch' and a file are required"}}
                 file_id = f"file-{len(self.files) + 1:04d}"
                 name, content = fields["file"]
-                self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                                       "filename": name, "purpose": "batch", "content": content}
+                self.files[file_id] = {
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(content),
+                    "created_at": int(time.time()),
+                    "filename": name,
+                    "purpose": "batch",
+                    "content": content,
+                }
                 return 200, {k: v for k, v in self.files[file_id].items() if k != "content"}
             if path == "/v1/batches":
                 body = json.loads(data or b"{}")
                 if body.get("input_file_id") not in self.files:
                     return 400, {"error": {"message": f"input_file_id {body.get('input_file_id')!r} does not exist"}}
-                if body.get("endpoint") not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"):
+                if body.get("endpoint") not in (
+                    "/v1/chat/completions",
+                    "/v1/completions",
+                    "/v1/embeddings",
+                    "/v1/responses",
+                ):
                     return 400, {"error": {"message": f"unsupported endpoint {body.get('endpoint')!r}"}}
                 if body.get("completion_window") != "24h":
                     return 400, {"error": {"message": "completion_window must be '24h'"}}
                 batch_id = f"batch_{len(self.batches) + 1:04d}"
                 self.batches[batch_id] = {
-                    "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
-                    "input_file_id": body["input_file_id"], "completion_window": "24h", "status": "validating",
-                    "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "in_progress_at": None,
-                    "expires_at": int(time.time()) + 86400, "finalizing_at": None, "completed_at": None, "failed_at": None,
-                    "expired_at": None, "cancelling_at": None, "cancelled_at": None,
-                    "request_counts": {"total": 0, "completed": 0, "failed": 0}, "metadata": body.get("metadata"),
+                    "id": batch_id,
+                    "object": "batch",
+                    "endpoint": body["endpoint"],
+                    "errors": None,
+                    "input_file_id": body["input_file_id"],
+                    "completion_window": "24h",
+                    "status": "validating",
+                    "output_file_id": None,
+                    "error_file_id": None,
+                    "created_at": int(time.time()),
+                    "in_progress_at": None,
+                    "expires_at": int(time.time()) + 86400,
+                    "finalizing_at": None,
+                    "completed_at": None,
+                    "failed_at": None,
+                    "expired_at": None,
+                    "cancelling_at": None,
+                    "cancelled_at": None,
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                    "metadata": body.get("metadata"),
                     "_n": len(self.batches),
                 }
                 return 200, self._public(self.batches[batch_id])
@@ -443,8 +486,14 @@ class BatchServer(_Server):
             if problem is None and len({line["custom_id"] for line in lines}) != len(lines):
                 problem = (1, "custom_id values must be unique")
             if problem is not None:
-                batch.update(status="failed", failed_at=int(time.time()),
-                             errors={"object": "list", "data": [{"code": "invalid_request", "message": problem[1], "line": problem[0]}]})
+                batch.update(
+                    status="failed",
+                    failed_at=int(time.time()),
+                    errors={
+                        "object": "list",
+                        "data": [{"code": "invalid_request", "message": problem[1], "line": problem[0]}],
+                    },
+                )
                 return
             self.lines[batch["id"]] = lines
             batch.update(status="in_progress", in_progress_at=int(time.time()))
@@ -453,21 +502,34 @@ class BatchServer(_Server):
             output, errors = [], []
             for k, line in enumerate(self.lines[batch["id"]]):
                 text = json.dumps(line["body"])
-                inject = next((s for s in self.fail_once if s in text and (line["custom_id"], s) not in self.failed_once), None)
+                inject = next(
+                    (s for s in self.fail_once if s in text and (line["custom_id"], s) not in self.failed_once), None
+                )
                 if inject is not None:
                     self.failed_once.add((line["custom_id"], inject))
                     code, reply = 500, {"error": {"message": "injected failure", "type": "server_error"}}
                 else:
                     code, reply = self.respond_line(line["url"], line["body"], {})
-                record = {"id": f"batch_req_{batch['id']}_{k}", "custom_id": line["custom_id"],
-                          "response": {"status_code": code, "request_id": f"req_{k}", "body": reply}, "error": None}
+                record = {
+                    "id": f"batch_req_{batch['id']}_{k}",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": code, "request_id": f"req_{k}", "body": reply},
+                    "error": None,
+                }
                 (output if code < 300 else errors).append(record)
             for key, records in (("output_file_id", output), ("error_file_id", errors)):
                 if records:
                     file_id = f"file-{len(self.files) + 1:04d}"
                     content = "".join(json.dumps(r) + "\n" for r in reversed(records)).encode()
-                    self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                                           "filename": f"{batch['id']}_{key}.jsonl", "purpose": "batch_output", "content": content}
+                    self.files[file_id] = {
+                        "id": file_id,
+                        "object": "file",
+                        "bytes": len(content),
+                        "created_at": int(time.time()),
+                        "filename": f"{batch['id']}_{key}.jsonl",
+                        "purpose": "batch_output",
+                        "content": content,
+                    }
                     batch[key] = file_id
             batch["request_counts"].update(completed=len(output), failed=len(errors))
             batch.update(status="finalizing", finalizing_at=int(time.time()))
@@ -488,7 +550,9 @@ def _multipart(data: bytes, content_type: str) -> dict[str, tuple[str | None, by
     return out
 
 
-def start_process_server(argv: list[str], port: int, log_file: Path, ready_path: str = "/v1/models", timeout: float = 300):
+def start_process_server(
+    argv: list[str], port: int, log_file: Path, ready_path: str = "/v1/models", timeout: float = 300
+):
     """Start a server process (niced) and wait until it answers on 127.0.0.1:port; returns the Popen."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = open(log_file, "wb")
@@ -526,8 +590,19 @@ def serve_transformers(model_dir: Path, log_dir: Path):
     if not exe.exists() and not shutil.which("transformers"):
         pytest.skip("the 'transformers' command is not installed")
     port = free_port()
-    argv = [str(exe if exe.exists() else "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
-            "--port", str(port), "--device", "cpu", "--dtype", "float32"]
+    argv = [
+        str(exe if exe.exists() else "transformers"),
+        "serve",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+    ]
     process = start_process_server(argv, port, log_dir / "serve.log", ready_path="/health")
     yield f"http://127.0.0.1:{port}/v1"
     stop_process(process)

@@ -90,8 +90,21 @@ class Watcher(threading.Thread):
 def ray_start(args: list[str], env: dict, log: Path) -> subprocess.Popen:
     ray_bin = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
     return subprocess.Popen(
-        [ray_bin, "start", "--block", "--disable-usage-stats", "--num-cpus", "1", "--node-ip-address", "127.0.0.1", *args],
-        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            ray_bin,
+            "start",
+            "--block",
+            "--disable-usage-stats",
+            "--num-cpus",
+            "1",
+            "--node-ip-address",
+            "127.0.0.1",
+            *args,
+        ],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -132,8 +145,14 @@ def replicas(ray, job_id: str | None = None) -> list[dict]:
     out = []
     for info in ray._private.state.actors().values():
         if info["ActorClassName"].endswith("ModelWorker") and (job_id is None or info["JobID"] == job_id):
-            out.append({"node": info["Address"]["NodeID"], "address": info["Address"]["IPAddress"],
-                        "state": info["State"], "job": info["JobID"]})
+            out.append(
+                {
+                    "node": info["Address"]["NodeID"],
+                    "address": info["Address"]["IPAddress"],
+                    "state": info["State"],
+                    "job": info["JobID"],
+                }
+            )
     return out
 
 
@@ -160,8 +179,13 @@ def main() -> None:
     procs: list[subprocess.Popen] = []
     try:
         head_log = workdir / "head.log"
-        procs.append(ray_start(["--head", "--port", str(PORT), "--include-dashboard=false",
-                                "--temp-dir", str(workdir / "ray")], env, head_log))
+        procs.append(
+            ray_start(
+                ["--head", "--port", str(PORT), "--include-dashboard=false", "--temp-dir", str(workdir / "ray")],
+                env,
+                head_log,
+            )
+        )
         wait_for_port(PORT, procs[0], head_log)
         procs.append(ray_start(["--address", address], env, workdir / "node2.log"))
 
@@ -179,13 +203,34 @@ def main() -> None:
 
         # 2. the CLI, as a user runs it against a running cluster
         cli = subprocess.run(
-            [sys.executable, "-m", "proctor.cli", "run", tasks, "--model", model, "-o", str(workdir / "cli-run"),
-             "--chunk-size", str(chunk), "-b", "4", "-q", "--workers", "2", "--ray-address", address,
-             "--cpus-per-worker", "1"],
-            env=env, capture_output=True, text=True, timeout=400,
+            [
+                sys.executable,
+                "-m",
+                "proctor.cli",
+                "run",
+                tasks,
+                "--model",
+                model,
+                "-o",
+                str(workdir / "cli-run"),
+                "--chunk-size",
+                str(chunk),
+                "-b",
+                "4",
+                "-q",
+                "--workers",
+                "2",
+                "--ray-address",
+                address,
+                "--cpus-per-worker",
+                "1",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
         )
-        report["cli"] = {"rc": cli.returncode, "output": (cli.stdout + cli.stderr)[-4000:],
-                         "replicas": replicas(ray)}
+        report["cli"] = {"rc": cli.returncode, "output": (cli.stdout + cli.stderr)[-4000:], "replicas": replicas(ray)}
 
         # 3. the Python API, with the replica on the second node killed in the middle of the run
         from proctor import evaluate

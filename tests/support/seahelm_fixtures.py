@@ -14,10 +14,19 @@ def mt_bench_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "mtbench"
     (copy / "en").mkdir(parents=True)
     rows = [
-        {"question_id": 1, "prompts": [{"text": "Name one fruit."}, {"text": "Now name one colour."}],
-         "baselines": {MT_BENCH_BASELINE: ["Apple.", "Blue."]}, "metadata": {"language": "en", "category": "writing"}},
-        {"question_id": 2, "prompts": [{"text": "What is 2+2?"}, {"text": "And 3+3?"}], "references": ["4", "6"],
-         "baselines": {MT_BENCH_BASELINE: ["4", "6"]}, "metadata": {"language": "en", "category": "math"}},
+        {
+            "question_id": 1,
+            "prompts": [{"text": "Name one fruit."}, {"text": "Now name one colour."}],
+            "baselines": {MT_BENCH_BASELINE: ["Apple.", "Blue."]},
+            "metadata": {"language": "en", "category": "writing"},
+        },
+        {
+            "question_id": 2,
+            "prompts": [{"text": "What is 2+2?"}, {"text": "And 3+3?"}],
+            "references": ["4", "6"],
+            "baselines": {MT_BENCH_BASELINE: ["4", "6"]},
+            "metadata": {"language": "en", "category": "math"},
+        },
     ]
     (copy / "en" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     return copy
@@ -205,13 +214,21 @@ everything_id:
   id: all
 """
 
-NLI_ROWS = [("entailment", "Dia makan nasi.", "Dia makan."), ("contradiction", "Hari hujan.", "Hari cerah."),
-            ("neutral", "Ani membaca.", "Ani senang."), ("entailment", "Budi berlari cepat.", "Budi berlari.")]
+NLI_ROWS = [
+    ("entailment", "Dia makan nasi.", "Dia makan."),
+    ("contradiction", "Hari hujan.", "Hari cerah."),
+    ("neutral", "Ani membaca.", "Ani senang."),
+    ("entailment", "Budi berlari cepat.", "Budi berlari."),
+]
 
 
 def _rows(triples) -> str:
-    return "\n".join(json.dumps({"id": i, "label": label, "prompts": [{"sentence1": a, "sentence2": b}], "metadata": {"language": "id"}})
-                     for i, (label, a, b) in enumerate(triples))
+    return "\n".join(
+        json.dumps(
+            {"id": i, "label": label, "prompts": [{"sentence1": a, "sentence2": b}], "metadata": {"language": "id"}}
+        )
+        for i, (label, a, b) in enumerate(triples)
+    )
 
 
 def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...] = ("id", "vi")) -> tuple[Path, dict]:
@@ -222,16 +239,28 @@ def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...]
     tasks = root / "seahelm_tasks"
     template = _TEMPLATE_ID
     files = {
-        "nlr/nli/config.yaml": _NLI, "nlr/causal/config.yaml": _CAUSAL, "nlu/sentiment/config.yaml": _SENTIMENT,
-        "vision/mmstar/config.yaml": _MMSTAR, "vision/mmstar/mmstar_dataloader.py": _MMSTAR_LOADER, "task_config.yaml": TASK_CONFIG,
-        "audio/speechqa/config.yaml": _SPEECH, "audio/speechqa/speechqa_dataloader.py": _SPEECH_LOADER,
-        "nlr/causal/data/id_copa.jsonl": _rows([("A", "Gelas jatuh.", "Gelas pecah."), ("B", "Dia lapar.", "Dia makan."),
-                                               ("A", "Lampu mati.", "Ruang gelap.")]),
+        "nlr/nli/config.yaml": _NLI,
+        "nlr/causal/config.yaml": _CAUSAL,
+        "nlu/sentiment/config.yaml": _SENTIMENT,
+        "vision/mmstar/config.yaml": _MMSTAR,
+        "vision/mmstar/mmstar_dataloader.py": _MMSTAR_LOADER,
+        "task_config.yaml": TASK_CONFIG,
+        "audio/speechqa/config.yaml": _SPEECH,
+        "audio/speechqa/speechqa_dataloader.py": _SPEECH_LOADER,
+        "nlr/causal/data/id_copa.jsonl": _rows(
+            [
+                ("A", "Gelas jatuh.", "Gelas pecah."),
+                ("B", "Dia lapar.", "Dia makan."),
+                ("A", "Lampu mati.", "Ruang gelap."),
+            ]
+        ),
         "nlu/sentiment/data/id_senti.jsonl": _rows([("Positif", "Bagus.", "-"), ("Negatif", "Buruk.", "-")]),
     }
     for name, text in files.items():
         (tasks / name).parent.mkdir(parents=True, exist_ok=True)
-        (tasks / name).write_text(text.replace("TEMPLATE_ID", template).replace("MAXTOK", str(max_tokens)), encoding="utf-8")
+        (tasks / name).write_text(
+            text.replace("TEMPLATE_ID", template).replace("MAXTOK", str(max_tokens)), encoding="utf-8"
+        )
     data = tmp_path / "nli_copy"
     for lang in nli_langs:
         (data / lang).mkdir(parents=True, exist_ok=True)

@@ -43,17 +43,37 @@ def tiny_vlm_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     processor = LlavaProcessor(
-        image_processor=image_processor, tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default",
-        image_token="<image>", num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE,
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        image_token="<image>",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE,
     )
     torch.manual_seed(0)
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                                       image_size=32, patch_size=8, projection_dim=32),
+        vision_config=CLIPVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+            projection_dim=32,
+        ),
         text_config=LlamaConfig(
-            vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            tie_word_embeddings=False,
         ),
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         vision_feature_layer=-1,
@@ -96,23 +116,61 @@ def image_set(tmp_path_factory) -> Path:
         path = folder / "img" / f"{name}.{fmt.lower()}"
         path.write_bytes(data)
         choices = list(COLOURS)
-        rows.append({"id": name, "question": "What colour is this picture?", "choices": choices, "answer": k,
-                     "path": f"img/{path.name}", "b64": base64.b64encode(data).decode(),
-                     "uri": f"data:image/{fmt.lower()};base64," + base64.b64encode(data).decode(), "raw": data})
+        rows.append(
+            {
+                "id": name,
+                "question": "What colour is this picture?",
+                "choices": choices,
+                "answer": k,
+                "path": f"img/{path.name}",
+                "b64": base64.b64encode(data).decode(),
+                "uri": f"data:image/{fmt.lower()};base64," + base64.b64encode(data).decode(),
+                "raw": data,
+            }
+        )
     with (folder / "paths.jsonl").open("w") as handle:
         for r in rows:
             handle.write(json.dumps({k: v for k, v in r.items() if k != "raw"}) + "\n")
     import pandas as pd
 
-    frame = pd.DataFrame([{"id": r["id"], "question": r["question"], "choices": r["choices"], "answer": r["answer"],
-                           "image": r["raw"], "picture": {"bytes": r["raw"], "path": None}} for r in rows])
+    frame = pd.DataFrame(
+        [
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "choices": r["choices"],
+                "answer": r["answer"],
+                "image": r["raw"],
+                "picture": {"bytes": r["raw"], "path": None},
+            }
+            for r in rows
+        ]
+    )
     frame.to_parquet(folder / "bytes.parquet")
     from datasets import Dataset, Features, Image, Sequence, Value
 
-    features = Features({"id": Value("string"), "question": Value("string"), "choices": Sequence(Value("string")),
-                         "answer": Value("int64"), "image": Image()})
-    Dataset.from_list([{"id": r["id"], "question": r["question"], "choices": r["choices"], "answer": r["answer"],
-                        "image": {"bytes": r["raw"], "path": None}} for r in rows], features=features).save_to_disk(str(folder / "arrow"))
+    features = Features(
+        {
+            "id": Value("string"),
+            "question": Value("string"),
+            "choices": Sequence(Value("string")),
+            "answer": Value("int64"),
+            "image": Image(),
+        }
+    )
+    Dataset.from_list(
+        [
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "choices": r["choices"],
+                "answer": r["answer"],
+                "image": {"bytes": r["raw"], "path": None},
+            }
+            for r in rows
+        ],
+        features=features,
+    ).save_to_disk(str(folder / "arrow"))
     return folder
 
 

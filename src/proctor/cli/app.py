@@ -20,6 +20,8 @@ def _show_version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True, help="Print proctor's version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print proctor's version and exit."
+    ),
 ) -> None:
     """Evaluate language models on tasks you define."""

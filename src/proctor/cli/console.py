@@ -25,8 +25,12 @@ KNOWN_DEPRECATIONS = (
 )
 # The loggers those notices come from (a logger's filter sees what is logged on it, before any handler;
 # the loggers exist before their library loads, so this works before it is imported).
-DEPRECATION_LOGGERS = ("transformers.utils.generic", "transformers.utils.deprecation", "transformers.generation.utils",
-                       "transformers.modeling_utils")
+DEPRECATION_LOGGERS = (
+    "transformers.utils.generic",
+    "transformers.utils.deprecation",
+    "transformers.generation.utils",
+    "transformers.modeling_utils",
+)
 # Progress bars of the libraries proctor drives (tqdm reads TQDM_* defaults; the Hugging Face ones
 # their own switches); set before they load, so Ray workers started later inherit them too.
 QUIET_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}

@@ -39,14 +39,21 @@ def print_warnings(results: dict) -> None:
     for warning in results.get("warnings", []):
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
     for entry in results.get("skipped", []):
-        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: "
-                          f"{escape(entry['error'])}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: "
+            f"{escape(entry['error'])}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def print_skipped(skipped: list[dict]) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {len(skipped)} task(s) or file(s) did not run (listed above, and under "
-                      "'skipped' in results.json); the others' results are written. --skip-broken accepts this (exit 0).",
-                      highlight=False, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/bold red] {len(skipped)} task(s) or file(s) did not run (listed above, and under "
+        "'skipped' in results.json); the others' results are written. --skip-broken accepts this (exit 0).",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _skip_name(entry: dict) -> str:
@@ -80,19 +87,32 @@ def print_results(results: dict) -> None:
                 labels[i] if i < len(labels) else "",
                 str(task["n_samples"]) if i == 0 else "",
                 escape(metric),
-                "" if entry is None else fmt_value(entry["value"]) + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
+                ""
+                if entry is None
+                else fmt_value(entry["value"])
+                + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 "" if entry is None else fmt_value(entry["stderr"]),
             )
     from proctor.runs.report import SKIP_STAGES
 
     for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
-        table.add_row(escape(str(entry.get("task") or entry["file"])), "", f"[bold red]{SKIP_STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
-                      "—", "")
+        table.add_row(
+            escape(str(entry.get("task") or entry["file"])),
+            "",
+            f"[bold red]{SKIP_STAGES.get(entry.get('stage'), 'skipped')}[/bold red]",
+            "—",
+            "",
+        )
     for name, group in results.get("groups", {}).items():
         first = True
         for metric, entry in group["metrics"].items():
-            table.add_row(f"[bold]{escape(name)}[/bold] [dim](group)[/dim]" if first else "", str(group["n_samples"]) if first else "",
-                          escape(metric), fmt_value(entry["value"]), fmt_value(entry["stderr"]))
+            table.add_row(
+                f"[bold]{escape(name)}[/bold] [dim](group)[/dim]" if first else "",
+                str(group["n_samples"]) if first else "",
+                escape(metric),
+                fmt_value(entry["value"]),
+                fmt_value(entry["stderr"]),
+            )
             first = False
     console.print(table)
     if results.get("rollup"):
@@ -104,8 +124,12 @@ def print_results(results: dict) -> None:
         for column in ("level", "name", "value", "± stderr"):
             roll.add_column(column, justify="right" if column in ("value", "± stderr") else "left")
         for depth, name, entry in flatten(hierarchy):
-            roll.add_row(levels[min(depth, len(levels) - 1)], "  " * depth + name + (f" ({entry['aggregation'].upper()})" if entry.get("aggregation") else ""),
-                         fmt_value(entry.get("value")), fmt_value(entry.get("stderr")))
+            roll.add_row(
+                levels[min(depth, len(levels) - 1)],
+                "  " * depth + name + (f" ({entry['aggregation'].upper()})" if entry.get("aggregation") else ""),
+                fmt_value(entry.get("value")),
+                fmt_value(entry.get("stderr")),
+            )
         console.print(roll)
         for depth, name, entry in flatten(hierarchy):
             for note in entry.get("notes") or []:

@@ -21,7 +21,13 @@ from proctor.core.registry import registry
 _DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
 
 # ``proctor run --help`` panels (a dialect's options get a panel of their own)
-TASKS, MODEL, OVERRIDES, RUN_FOLDER, WORKERS = "Tasks and data", "Model", "Overrides of every task", "Run folder and output", "Ray workers"
+TASKS, MODEL, OVERRIDES, RUN_FOLDER, WORKERS = (
+    "Tasks and data",
+    "Model",
+    "Overrides of every task",
+    "Run folder and output",
+    "Ray workers",
+)
 
 
 # Enumerated options: click lists the choices in --help and refuses others with its usual message.
@@ -84,6 +90,7 @@ def limit_option(value: Optional[str]) -> int | float | None:
     except ProctorError:
         raise typer.BadParameter(f"'{value}' is neither a count (1, 2, ...) nor a fraction between 0 and 1.") from None
 
+
 def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:
     variables: dict[str, str] = {}
     if data_dir is not None:
@@ -104,7 +111,9 @@ def batch_size_from(value: str) -> int | str:
     try:
         size = int(value)
     except ValueError:
-        raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size") from None
+        raise typer.BadParameter(
+            f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size"
+        ) from None
     if size < 1:
         raise typer.BadParameter(f"takes a positive integer or 'auto', got '{value}'", param_hint="--batch-size")
     return size
@@ -151,7 +160,6 @@ def load_plugins(plugins: Optional[List[Path]]) -> None:
             register(registry())
 
 
-
 def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
     """Add every registered dialect's options for ``command`` to a Typer command function.
 
@@ -173,9 +181,19 @@ def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
                     raise RuntimeError(f"dialect '{dialect.name}': option name '{option.name}' is taken")
                 taken.add(option.name)
                 panel = f"{dialect.title or dialect.name} tasks"
-                default = typer.Option(option.default, *option.flags, help=option.help, rich_help_panel=panel,
-                                       min=option.minimum, metavar=option.metavar or None)  # None: typer's defaults
-                added.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option.annotation))
+                default = typer.Option(
+                    option.default,
+                    *option.flags,
+                    help=option.help,
+                    rich_help_panel=panel,
+                    min=option.minimum,
+                    metavar=option.metavar or None,
+                )  # None: typer's defaults
+                added.append(
+                    inspect.Parameter(
+                        option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option.annotation
+                    )
+                )
                 annotations[option.name] = option.annotation
         names = {p.name for p in added}
 
@@ -186,7 +204,10 @@ def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
         command_fn.__name__ = fn.__name__
         command_fn.__doc__ = fn.__doc__
         command_fn.__module__ = fn.__module__
-        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotations.get(p.name, p.annotation)) for p in own] + added
+        params = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotations.get(p.name, p.annotation))
+            for p in own
+        ] + added
         command_fn.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         command_fn.__annotations__ = annotations
         return command_fn

@@ -88,7 +88,9 @@ class _ElapsedColumn(ProgressColumn):
 
     def render(self, task) -> Text:
         clock = self.clocks.get(task.id)
-        return Text(clock_text(clock.elapsed(self.now()) if clock and clock.running else None), style="progress.elapsed")
+        return Text(
+            clock_text(clock.elapsed(self.now()) if clock and clock.running else None), style="progress.elapsed"
+        )
 
 
 class _EtaColumn(_ElapsedColumn):
@@ -119,9 +121,13 @@ class progress_display:
             self.by_id: dict[int, Clock] = {}
             now = self.state.now
             self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                _ElapsedColumn(self.by_id, now), _EtaColumn(self.by_id, now),
-                console=err_console, transient=False,
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _ElapsedColumn(self.by_id, now),
+                _EtaColumn(self.by_id, now),
+                console=err_console,
+                transient=False,
             )
             self.overall_id = self.progress.add_task(f"[bold]{OVERALL}[/bold]", total=0)
             self.by_id[self.overall_id] = self.state.overall
@@ -165,7 +171,9 @@ class progress_display:
             f"progress: {name} {clock.done}/{clock.total}{' done' if finished else ''} · {OVERALL} "
             f"{overall.done}/{overall.total}{share} · elapsed {clock_text(overall.elapsed(now))} · "
             f"ETA {clock_text(overall.eta(now))}",
-            highlight=False, soft_wrap=True, markup=False,
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
         )
 
     def __exit__(self, *exc) -> None:

@@ -16,8 +16,12 @@ from proctor.cli.options import ExportFormat
 
 @app.command()
 def report(
-    run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="A run folder (holding results.json and samples.jsonl)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Where to write the page (default: RUN_DIR/report.html)."),
+    run_dir: Path = typer.Argument(
+        ..., metavar="RUN_DIR", help="A run folder (holding results.json and samples.jsonl)."
+    ),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Where to write the page (default: RUN_DIR/report.html)."
+    ),
 ) -> None:
     """Write a self-contained report.html for a run: tables, charts, calibration, sample browser."""
     from proctor.runs.report import write_report
@@ -27,11 +31,26 @@ def report(
 
 @app.command()
 def compare(
-    runs: List[Path] = typer.Argument(..., metavar="RUNS", help="Run folders; the first is the baseline the others are compared with."),
-    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, metavar="ALPHA", help="Significance level (and 1 - confidence of the interval)."),
+    runs: List[Path] = typer.Argument(
+        ..., metavar="RUNS", help="Run folders; the first is the baseline the others are compared with."
+    ),
+    alpha: float = typer.Option(
+        0.05,
+        "--alpha",
+        min=1e-6,
+        max=0.5,
+        metavar="ALPHA",
+        help="Significance level (and 1 - confidence of the interval).",
+    ),
     resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Paired bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", metavar="S", help="Bootstrap seed."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="JSON file with every number shown (default: in RUN_A, comparison_vs_<RUN_B's name>.json)."),
+    output: Optional[Path] = typer.Option(
+        None,
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="JSON file with every number shown (default: in RUN_A, comparison_vs_<RUN_B's name>.json).",
+    ),
 ) -> None:
     """Per-task differences between runs on the samples they share, with paired tests."""
     from proctor.core.errors import ProctorError
@@ -61,38 +80,64 @@ def print_comparison(pair: dict, alpha: float) -> None:
         table.add_column(column, justify="left" if column == "sig." else "right", no_wrap=True)
     for task, entry in pair["tasks"].items():
         # the task's row: each run's sample count, and how many both have (the n of every mean below)
-        table.add_row(f"[bold]{escape(task)}[/bold]", f"n={entry['n_a']}", f"n={entry['n_b']}", "", f"{entry['n_shared']} shared")
+        table.add_row(
+            f"[bold]{escape(task)}[/bold]", f"n={entry['n_a']}", f"n={entry['n_b']}", "", f"{entry['n_shared']} shared"
+        )
         for metric, m in entry["metrics"].items():
             ci = m.get("ci")
             p = (m.get("mcnemar") or {}).get("p_value")
-            n_note = f" (n {m['n_shared']})" if 0 < m["n_shared"] != entry["n_shared"] else ""  # 0: no per-sample values
+            n_note = (
+                f" (n {m['n_shared']})" if 0 < m["n_shared"] != entry["n_shared"] else ""
+            )  # 0: no per-sample values
             table.add_row(
-                f"  {escape(metric)}{n_note}", fmt_value(m["a"]), fmt_value(m["b"]), fmt_value(m.get("diff")),
+                f"  {escape(metric)}{n_note}",
+                fmt_value(m["a"]),
+                fmt_value(m["b"]),
+                fmt_value(m.get("diff")),
                 f"{ci[0]:.3f}, {ci[1]:.3f}" if ci else "—",  # JSON has every digit
                 fmt_value(p) if p is not None else ("boot." if m.get("test") == "bootstrap" else "—"),
                 "[bold red]yes[/bold red]" if m["significant"] else ("no" if m.get("test") else "—"),
             )
     console.print(table)
     flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
-    console.print(f"{flagged} significant difference(s) at alpha={alpha} (p: McNemar's exact test for 0/1 metrics; "
-                  "boot.: the bootstrap interval decides)", highlight=False)
+    console.print(
+        f"{flagged} significant difference(s) at alpha={alpha} (p: McNemar's exact test for 0/1 metrics; "
+        "boot.: the bootstrap interval decides)",
+        highlight=False,
+    )
     for task, entry in pair["tasks"].items():
         if entry.get("formulation_differs"):
             formats = entry["mc_format"]
             err_console.print(
                 f"[bold yellow]warning:[/bold yellow] {task}: scored by {formats['a']} in A but {formats['b']} in B; "
-                "the difference mixes the model with the formulation", highlight=False, soft_wrap=True,
+                "the difference mixes the model with the formulation",
+                highlight=False,
+                soft_wrap=True,
             )
     for side in ("a", "b"):
         if pair[f"tasks_only_in_{side}"]:
-            console.print(f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}", highlight=False, soft_wrap=True)
+            console.print(
+                f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}", highlight=False, soft_wrap=True
+            )
 
 
 @app.command()
 def export(
     run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR", help="Run folders."),
-    fmt: List[ExportFormat] = typer.Option([ExportFormat.lm_eval, ExportFormat.parquet], "--format", "--to", "-f", metavar="[lm-eval|parquet|duckdb]", help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable)."),
-    database: Path = typer.Option(Path("proctor.duckdb"), "--database", metavar="FILE", help="duckdb: the database file runs are added to (tables samples, metrics)."),
+    fmt: List[ExportFormat] = typer.Option(
+        [ExportFormat.lm_eval, ExportFormat.parquet],
+        "--format",
+        "--to",
+        "-f",
+        metavar="[lm-eval|parquet|duckdb]",
+        help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable).",
+    ),
+    database: Path = typer.Option(
+        Path("proctor.duckdb"),
+        "--database",
+        metavar="FILE",
+        help="duckdb: the database file runs are added to (tables samples, metrics).",
+    ),
 ) -> None:
     """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
     from proctor.runs.run_exports import write_exports

@@ -41,8 +41,12 @@ def _catalogue(paths: List[Path], options: DialectOptions) -> bool:
 @app.command("ls")
 @with_dialect_options("ls")
 def list_tasks(
-    paths: List[Path] = typer.Argument(..., metavar="PATHS", help="Task files or folders, or a catalogue query such as 'lm_eval:mmlu*'."),
-    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Accepted as for run (listing runs no task code)."),
+    paths: List[Path] = typer.Argument(
+        ..., metavar="PATHS", help="Task files or folders, or a catalogue query such as 'lm_eval:mmlu*'."
+    ),
+    trust_task_code: bool = typer.Option(
+        False, "--trust-task-code", help="Accepted as for run (listing runs no task code)."
+    ),
     dialect_values: Optional[dict] = None,
 ) -> None:
     """List the tasks found under the given paths (dialect flags as for run); 'lm_eval:' or a glob such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
@@ -85,8 +89,13 @@ def _unique_names(found: list[Task], problems: list[dict]) -> list[Task]:
             seen[task.name] = task
             kept.append(task)
         elif not (other.file is not None and task.file is not None and other.file.resolve() == task.file.resolve()):
-            problems.append({"task": task.name, "file": str(task.file),
-                             "error": f"{task.where}, field 'name': task name '{task.name}' is also defined at {other.where}"})
+            problems.append(
+                {
+                    "task": task.name,
+                    "file": str(task.file),
+                    "error": f"{task.where}, field 'name': task name '{task.name}' is also defined at {other.where}",
+                }
+            )
     return kept
 
 
@@ -94,11 +103,17 @@ def _unique_names(found: list[Task], problems: list[dict]) -> list[Task]:
 @with_dialect_options("validate")
 def validate(
     paths: List[Path] = typer.Argument(..., metavar="PATHS", help="Task files or folders."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", metavar="DIR", help="Sets ${PROCTOR_DATA} in task files."),
-    var: Optional[List[str]] = typer.Option(None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable)."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", metavar="DIR", help="Sets ${PROCTOR_DATA} in task files."
+    ),
+    var: Optional[List[str]] = typer.Option(
+        None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable)."
+    ),
     data_path: Optional[Path] = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP),
-    trust_task_code: bool = typer.Option(False, "--trust-task-code", help="Run Python code that ships with task files, as for run."),
+    trust_task_code: bool = typer.Option(
+        False, "--trust-task-code", help="Run Python code that ships with task files, as for run."
+    ),
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Check task files, their data and every prompt, without running a model."""

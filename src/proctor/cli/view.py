@@ -13,9 +13,13 @@ from proctor.cli.display import console
 
 @app.command()
 def view(
-    folder: Path = typer.Argument(Path("runs"), help="A folder of run folders (searched recursively), or one run folder."),
+    folder: Path = typer.Argument(
+        Path("runs"), help="A folder of run folders (searched recursively), or one run folder."
+    ),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0: any free port)."),
-    export: Optional[Path] = typer.Option(None, "--export", "-o", help="Write the viewer as one self-contained HTML file instead of serving it."),
+    export: Optional[Path] = typer.Option(
+        None, "--export", "-o", help="Write the viewer as one self-contained HTML file instead of serving it."
+    ),
 ) -> None:
     """Browse runs offline: the runs as a table, a run's samples (sort, filter, link), runs side by side."""
     if export is not None:
@@ -28,7 +32,9 @@ def view(
     runs = find_runs(folder)
     server = serve(folder, port)
     host, bound = server.server_address[:2]
-    console.print(f"proctor view: {len(runs)} run(s) under {folder} at http://{str(host)}:{bound}/ (Ctrl-C stops)", soft_wrap=True)
+    console.print(
+        f"proctor view: {len(runs)} run(s) under {folder} at http://{str(host)}:{bound}/ (Ctrl-C stops)", soft_wrap=True
+    )
     import signal
 
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does

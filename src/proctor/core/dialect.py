@@ -72,8 +72,16 @@ class Cli:
     minimum: float | None  # None: the field's ``ge`` constraint, where the flag gives the field itself
 
 
-def cli(*flags: str, help: str, commands: frozenset[str] = RUN, metavar: str | None = None, type: Any = None,
-        name: str | None = None, default: Any = _FIELD_DEFAULT, minimum: float | None = None) -> Cli:
+def cli(
+    *flags: str,
+    help: str,
+    commands: frozenset[str] = RUN,
+    metavar: str | None = None,
+    type: Any = None,
+    name: str | None = None,
+    default: Any = _FIELD_DEFAULT,
+    minimum: float | None = None,
+) -> Cli:
     """The command-line declaration of an ``Options`` field: ``x: Annotated[int, cli("--x", help=...)] = 1``."""
     return Cli(tuple(flags), help, commands, metavar, type, name, default, minimum)
 
@@ -94,7 +102,11 @@ def cli_options_of(model: type[BaseModel]) -> tuple[CliOption, ...]:
             minimum = next((m.ge for m in info.metadata if isinstance(m, Ge) and isinstance(m.ge, (int, float))), None)
         default = info.default if meta.default is _FIELD_DEFAULT else meta.default
         annotation = info.annotation if meta.type is None else meta.type
-        out.append(CliOption(meta.name or key, meta.flags, annotation, default, meta.help, meta.commands, minimum, meta.metavar))
+        out.append(
+            CliOption(
+                meta.name or key, meta.flags, annotation, default, meta.help, meta.commands, minimum, meta.metavar
+            )
+        )
     return tuple(out)
 
 
@@ -123,7 +135,9 @@ def id_path_mapping(value: Any, flag: str, form: str, *, must_exist: bool = Fals
     return mapping or None
 
 
-def validate_options(model: type[BaseModel], data: Mapping[str, Any], context: OptionContext | None = None) -> BaseModel:
+def validate_options(
+    model: type[BaseModel], data: Mapping[str, Any], context: OptionContext | None = None
+) -> BaseModel:
     """``model`` validated from ``data``; a bad value is an ``OptionError`` naming its flag."""
     try:
         return model.model_validate(dict(data), context=context)
@@ -167,7 +181,9 @@ class Dialect(Generic[OptionsT]):
     Options: ClassVar[type[BaseModel]] = BaseOptions  # the typed options this dialect reads
     # run-time overrides (--num-fewshot, ...): the engine's default rules, unless the dialect says
     fixed_prompts: ClassVar[bool] = False  # prompt files are scored as written (no few-shot, system prompt)
-    engine_epochs: ClassVar[bool] = True  # --epochs repeats samples in the engine (False: the dialect repeats runs itself, or never)
+    engine_epochs: ClassVar[bool] = (
+        True  # --epochs repeats samples in the engine (False: the dialect repeats runs itself, or never)
+    )
     single_part_breakdowns: ClassVar[bool] = False  # the CLI prints a breakdown with one part (GLM reports each file)
 
     # -- finding files
@@ -219,7 +235,9 @@ class Dialect(Generic[OptionsT]):
 
         Values left at their defaults are not passed, so the model's defaults hold; the model's
         validators convert the command line's shapes. An ``OptionError`` names the flag."""
-        given = {o.name: raw[o.name] for o in self.cli_options if o.name in raw and not _left_out(raw[o.name], o.default)}
+        given = {
+            o.name: raw[o.name] for o in self.cli_options if o.name in raw and not _left_out(raw[o.name], o.default)
+        }
         if "trust_task_code" in self.Options.model_fields:
             given["trust_task_code"] = context.trust_task_code
         return validate_options(self.Options, given, context)

@@ -63,5 +63,7 @@ def from_mapping(given: Mapping[str, Any] | None, dialects: Iterable[Dialect[Any
     unknown = sorted(set(given) - taken)
     if unknown:
         known = sorted({key for dialect in dialects for key in dialect.Options.model_fields})
-        raise ProctorError(f"dialect_options: no dialect takes {', '.join(map(repr, unknown))} (the keys: {', '.join(known)})")
+        raise ProctorError(
+            f"dialect_options: no dialect takes {', '.join(map(repr, unknown))} (the keys: {', '.join(known)})"
+        )
     return DialectOptions(out)

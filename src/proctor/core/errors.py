@@ -51,9 +51,7 @@ class MissingDependencyError(ProctorError):
     """An optional extra is needed for the requested feature."""
 
     def __init__(self, package: str, extra: str, purpose: str) -> None:
-        super().__init__(
-            f"{purpose} needs the '{package}' package. Install it with: pip install 'proctor[{extra}]'"
-        )
+        super().__init__(f"{purpose} needs the '{package}' package. Install it with: pip install 'proctor[{extra}]'")
 
 
 def require(module: str, extra: str, purpose: str) -> Any:

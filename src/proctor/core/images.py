@@ -25,7 +25,13 @@ class ImageInput:
 
     def record(self) -> dict[str, Any]:
         """What a sample record keeps of the image (no full bytes)."""
-        return {"digest": self.digest, "mime": self.mime, "width": self.width, "height": self.height, "thumbnail": self.thumbnail}
+        return {
+            "digest": self.digest,
+            "mime": self.mime,
+            "width": self.width,
+            "height": self.height,
+            "thumbnail": self.thumbnail,
+        }
 
     def pil(self) -> Any:
         """The decoded image (RGB), for backends that feed pixels to a processor."""

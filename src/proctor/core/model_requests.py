@@ -54,13 +54,17 @@ class GenerateRequest:
     max_length: int | None = None  # prompt + new tokens fit in this many (prompt cut on the left)
     images: tuple[ImageInput, ...] = ()  # images the prompt's placeholders refer to, in order (vision models)
     top_k: int | None = None  # sampling from the k likeliest tokens; None: the model's default, 0: off
-    repetition_penalty: float = 1.0  # > 1: logits of tokens already in the sequence shrink (CTRL's rule, as transformers)
+    repetition_penalty: float = (
+        1.0  # > 1: logits of tokens already in the sequence shrink (CTRL's rule, as transformers)
+    )
 
 
 # Settings added after requests were first stored: they enter a request's identity only when set,
 # so every request stored before them keeps its hash.
 LATER_SETTINGS = {"top_k": None, "repetition_penalty": 1.0}
-LATER_RESULT_FIELDS = {"truncated": 0}  # result fields added later: stored only when set (a stored answer reads as before)
+LATER_RESULT_FIELDS = {
+    "truncated": 0
+}  # result fields added later: stored only when set (a stored answer reads as before)
 
 
 @dataclass(frozen=True)

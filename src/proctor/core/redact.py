@@ -12,6 +12,7 @@ _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[
 
 def mask_url_credentials(text: str) -> str:
     """``text`` with every URL's password (``user:***@``), or a bare token (``***@``), masked."""
+
     def mask(match: re.Match[str]) -> str:
         user, sep, _ = match.group("userinfo").partition(":")
         return f"{match.group('scheme')}{user}:***@" if sep else f"{match.group('scheme')}***@"

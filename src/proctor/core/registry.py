@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 PLUGIN_NAMESPACE = "proctor.plugins"  # the namespace scanned for built-in plug-ins
 ENTRY_POINT_GROUP = "proctor.plugins"
 
+
 @dataclass(frozen=True)
 class TaskHandler:
     """A dialect's task handler, registered by name: the class and its options model as
@@ -129,13 +130,28 @@ class Registry:
             known = ", ".join(sorted(self.task_handlers)) or "none"
             raise ValueError(f"no task handler '{name}' is registered (registered: {known})") from None
 
-    def add_model_backend(self, prefix: str, loader: ModelLoader, check: ModelCheck | None = None, *,
-                          server: bool = False, tensor_parallel: bool = False, hub_models: bool = False,
-                          tokenizer_folder: bool = False) -> None:
+    def add_model_backend(
+        self,
+        prefix: str,
+        loader: ModelLoader,
+        check: ModelCheck | None = None,
+        *,
+        server: bool = False,
+        tensor_parallel: bool = False,
+        hub_models: bool = False,
+        tokenizer_folder: bool = False,
+    ) -> None:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first. The
         keywords are the backend's capabilities (``ModelBackend``); a plug-in's backend usually has none."""
-        self.model_backends[prefix] = ModelBackend(prefix, loader, check, server=server, tensor_parallel=tensor_parallel,
-                                                   hub_models=hub_models, tokenizer_folder=tokenizer_folder)
+        self.model_backends[prefix] = ModelBackend(
+            prefix,
+            loader,
+            check,
+            server=server,
+            tensor_parallel=tensor_parallel,
+            hub_models=hub_models,
+            tokenizer_folder=tokenizer_folder,
+        )
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:
         self.exporters[name] = exporter
@@ -157,7 +173,9 @@ class Registry:
 
     def metric_modules_for(self, name: str | None) -> list[str]:
         """The metric modules to import before ``name`` is looked up (None: all of them)."""
-        return [m for m in self.metric_modules if name is None or m not in self.metric_names or name in self.metric_names[m]]
+        return [
+            m for m in self.metric_modules if name is None or m not in self.metric_names or name in self.metric_names[m]
+        ]
 
     # -- lookup
     def ordered_dialects(self) -> list["Dialect[Any]"]:

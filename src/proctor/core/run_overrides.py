@@ -20,7 +20,12 @@ from proctor.core.task import Task
 from proctor.core.task_spec import GenerationSpec
 
 # lm-evaluation-harness's generation keyword names -> proctor's GenerationSpec fields
-GEN_ALIASES = {"max_gen_toks": "max_tokens", "max_new_tokens": "max_tokens", "until": "stop", "min_new_tokens": "min_tokens"}
+GEN_ALIASES = {
+    "max_gen_toks": "max_tokens",
+    "max_new_tokens": "max_tokens",
+    "until": "stop",
+    "min_new_tokens": "min_tokens",
+}
 GEN_FIELDS = tuple(GenerationSpec.model_fields)
 
 
@@ -45,8 +50,15 @@ class RunOverrides:
             raise ProctorError(f"--num-fewshot takes a count >= 0, got {self.num_fewshot}")
 
     @classmethod
-    def from_flags(cls, *, gen_kwargs: str | None = None, temperature: float | None = None, top_p: float | None = None,
-                   max_tokens: int | None = None, **flags: Any) -> "RunOverrides":
+    def from_flags(
+        cls,
+        *,
+        gen_kwargs: str | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        **flags: Any,
+    ) -> "RunOverrides":
         """From ``proctor run``'s flags: --temperature/--top-p/--max-tokens win over the same keys in --gen-kwargs."""
         generation = parse_gen_kwargs(gen_kwargs)
         for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
@@ -126,7 +138,9 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
                 out["temperature"] = 0.0
             continue
         if name not in GEN_FIELDS:
-            raise ProctorError(f"--gen-kwargs: unknown key '{key}'; known: {', '.join(GEN_FIELDS + tuple(GEN_ALIASES))}, do_sample")
+            raise ProctorError(
+                f"--gen-kwargs: unknown key '{key}'; known: {', '.join(GEN_FIELDS + tuple(GEN_ALIASES))}, do_sample"
+            )
         out[name] = parsed
         given[name] = f"--gen-kwargs {key}" + (f" ({name})" if key != name else "")
     _check_generation(out, given)
@@ -184,7 +198,9 @@ def limit_count(limit: int | float | None, n_rows: int) -> int | None:
 def with_spec_changes(task: Task, **changes: Any) -> Task:
     # validated again from its fields, except a handler's options: the typed model its dialect made (kept as is)
     fields = {**task.spec.model_dump(exclude={"handler"}), "handler": task.spec.handler}
-    spec = type(task.spec).model_validate({**fields, **{k: v if k == "handler" else _dump(v) for k, v in changes.items()}})
+    spec = type(task.spec).model_validate(
+        {**fields, **{k: v if k == "handler" else _dump(v) for k, v in changes.items()}}
+    )
     return dataclasses.replace(task, spec=spec)
 
 

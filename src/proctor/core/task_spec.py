@@ -151,8 +151,10 @@ class HandlerSpec(_Frozen):
     def _typed_options(cls, value: Any) -> Any:
         # a plain mapping would validate as an empty BaseModel: the options would be lost without a word
         if not isinstance(value, BaseModel):
-            raise ValueError("a handler's options are the typed model its dialect declares with the handler, "
-                             f"not {type(value).__name__}")
+            raise ValueError(
+                "a handler's options are the typed model its dialect declares with the handler, "
+                f"not {type(value).__name__}"
+            )
         return value
 
 
@@ -244,7 +246,7 @@ class TaskSpec(_Frozen):
             if isinstance(item, str):
                 out.append({"name": item})
             elif isinstance(item, dict) and "name" not in item and len(item) == 1:
-                (name, kwargs), = item.items()
+                ((name, kwargs),) = item.items()
                 out.append({"name": name, "kwargs": kwargs or {}})
             else:
                 out.append(item)

@@ -75,7 +75,9 @@ def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
     except (TypeError, ValueError):
         if default is not _NO_DEFAULT:
             return default
-        raise ValueError(f"float: {value!r:.60} is not a number (give a default, e.g. float(0), to allow that)") from None
+        raise ValueError(
+            f"float: {value!r:.60} is not a number (give a default, e.g. float(0), to allow that)"
+        ) from None
 
 
 _ENV = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)

@@ -29,7 +29,9 @@ TRUST_HINT = "pass --trust-task-code to run it (API: dialect_options={'trust_tas
 
 def refusal(what: str, *, file: str | Path | None, field: str, line: int | None = None) -> TaskDefinitionError:
     """The error for Python code a task file names, without ``--trust-task-code``."""
-    return TaskDefinitionError(f"{what} is Python code named by a task file; {TRUST_HINT}", file=file, line=line, field=field)
+    return TaskDefinitionError(
+        f"{what} is Python code named by a task file; {TRUST_HINT}", file=file, line=line, field=field
+    )
 
 
 def inside(path: str | Path, folder: str | Path) -> bool:
@@ -62,7 +64,9 @@ def dotted_module_file(module_path: str, folder: Path, *, field: str) -> tuple[P
             if file.is_file() and not inside(file, folder):
                 raise TaskDefinitionError(
                     f"'{module_path}' would run {file.resolve()}, outside the task's folder {folder}; task code is "
-                    "read from the task's folder only", field=field)
+                    "read from the task's folder only",
+                    field=field,
+                )
         return root, root / relative
     return None
 
@@ -84,7 +88,9 @@ def check_installed_module(module_path: str, folder: Path, *, field: str) -> Non
     if any(origin.is_relative_to(parent) for parent in folder.resolve().parents):
         raise TaskDefinitionError(
             f"'{module_path}' would be imported from {origin}, outside the task's folder {folder.resolve()}; "
-            "task code is read from the task's folder (or an installed package) only", field=field)
+            "task code is read from the task's folder (or an installed package) only",
+            field=field,
+        )
 
 
 def module_name(path: str | Path, prefix: str = "proctor_user") -> str:
@@ -141,7 +147,9 @@ def import_file(
         where = Path(exc.filename) if exc.filename and Path(exc.filename).is_file() else path  # or a file it imports
         text = f": {exc.text.strip()!r}" if exc.text and exc.text.strip() else ""
         at = f" (line {exc.lineno}{text})" if exc.lineno is not None else ""
-        raise TaskDefinitionError(f"Python syntax error: {exc.msg}{at}", file=where, line=exc.lineno, field=field) from None
+        raise TaskDefinitionError(
+            f"Python syntax error: {exc.msg}{at}", file=where, line=exc.lineno, field=field
+        ) from None
     except ProctorError:
         sys.modules.pop(name, None)
         raise  # already says what is wrong (a use case's rows, say)
@@ -196,4 +204,3 @@ def modules_in_force(modules: Mapping[str, types.ModuleType]) -> Iterator[None]:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = previous
-

@@ -34,7 +34,9 @@ def _library_dirs() -> tuple[str, ...]:
     """Folders whose files are never the user's: proctor's package, the standard library, installed packages."""
     paths = sysconfig.get_paths()
     folders = {str(Path(__file__).resolve().parents[1])}  # the proctor package
-    folders.update(str(Path(paths[key]).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
+    folders.update(
+        str(Path(paths[key]).resolve()) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths
+    )
     return tuple(sorted(folders))
 
 
@@ -60,7 +62,10 @@ def user_origin(exc: BaseException, roots: Iterable[str | Path] = ()) -> Origin 
     return found
 
 
-_MODEL_CALLS = ("runs/executor.py", "models/")  # below these, an exception is the model's (a backend, a server), not the task's
+_MODEL_CALLS = (
+    "runs/executor.py",
+    "models/",
+)  # below these, an exception is the model's (a backend, a server), not the task's
 
 
 def through_model(exc: BaseException) -> bool:
@@ -68,7 +73,7 @@ def through_model(exc: BaseException) -> bool:
     package = str(Path(__file__).resolve().parents[1]) + "/"
     for frame, _ in traceback.walk_tb(exc.__traceback__):
         name = str(Path(frame.f_code.co_filename).resolve())
-        if name.startswith(package) and name[len(package):].startswith(_MODEL_CALLS):
+        if name.startswith(package) and name[len(package) :].startswith(_MODEL_CALLS):
             return True
     return False
 
@@ -94,11 +99,20 @@ def user_code_error(
     if origin is None:
         return TaskDefinitionError(f"{what} failed: {describe(exc)}", file=file, field=field)
     called = "" if origin.function == what else f", called as {what}"
-    return TaskDefinitionError(f"{describe(exc)} (raised in {origin.function}{called})", file=origin.file, line=origin.line, field=field)
+    return TaskDefinitionError(
+        f"{describe(exc)} (raised in {origin.function}{called})", file=origin.file, line=origin.line, field=field
+    )
 
 
-def call_user(fn: Callable[..., Any], what: str, *args: Any, field: str | None = None, file: str | Path | None = None,
-              roots: Iterable[str | Path] = (), **kwargs: Any) -> Any:
+def call_user(
+    fn: Callable[..., Any],
+    what: str,
+    *args: Any,
+    field: str | None = None,
+    file: str | Path | None = None,
+    roots: Iterable[str | Path] = (),
+    **kwargs: Any,
+) -> Any:
     """``fn(*args, **kwargs)``; an exception from user code becomes :func:`user_code_error`. Re-raised as they are:
     proctor's own errors, an exception from a model the code called, and one with no user frame (proctor's bug)."""
     try:

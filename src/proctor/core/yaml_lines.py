@@ -41,14 +41,14 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
             hash(key)
         except TypeError:
             raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
+                "while constructing a mapping",
+                node.start_mark,
                 f"found a {type(key).__name__.replace('Line', '').lower()} as a key (an unquoted '{{{{ ... }}}}' template is "
-                "read as a YAML mapping: put the value in quotes)", key_node.start_mark,
+                "read as a YAML mapping: put the value in quotes)",
+                key_node.start_mark,
             ) from None
         if key in result:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = key_node.start_mark.line + 1
     return result
@@ -75,8 +75,11 @@ def read_text(path: Path) -> str:
         return data.decode("utf-8-sig")  # a byte-order mark is not part of the text
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise TaskDefinitionError(f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} "
-                                  "(save the file as UTF-8)", file=path, line=line) from None
+        raise TaskDefinitionError(
+            f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} " "(save the file as UTF-8)",
+            file=path,
+            line=line,
+        ) from None
 
 
 def yaml_error(exc: yaml.YAMLError, path: Path | str, text: str | None = None) -> TaskDefinitionError:

@@ -18,7 +18,10 @@ TIMEOUT = 10.0  # seconds for the one reachability request
 
 def offline() -> bool:
     """Whether the user switched the hub off (HF_HUB_OFFLINE, or HF_DATASETS_OFFLINE for datasets)."""
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def endpoint() -> str:
@@ -63,8 +66,11 @@ def model_problem(repo_id: str, revision: str | None = None) -> str | None:
         return "not a folder, and not a valid hub id (ORGANISATION/NAME)"
     reason = unreachable()
     if reason is not None:
-        return f"not a folder, not in the Hugging Face cache, and the hub is {reason}" if offline() else \
-            f"not a folder, not in the Hugging Face cache, and {reason}"
+        return (
+            f"not a folder, not in the Hugging Face cache, and the hub is {reason}"
+            if offline()
+            else f"not a folder, not in the Hugging Face cache, and {reason}"
+        )
     try:
         HfApi(endpoint=endpoint()).model_info(repo_id, revision=revision, timeout=TIMEOUT)
     except GatedRepoError:

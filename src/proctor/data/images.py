@@ -82,7 +82,9 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: _Where, roots: Sequence
         if _looks_like_path(text):
             looked = ", ".join(str(p) for p in candidates) or "no folder: the row has no data file"
             raise TaskDefinitionError(f"image file not found: {text} (looked in {looked})", **where)
-        raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where)
+        raise TaskDefinitionError(
+            f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where
+        )
     raise TaskDefinitionError(f"an image must be a path, bytes or a base64 string, got {type(value).__name__}", **where)
 
 
@@ -90,7 +92,9 @@ def _b64(text: str, where: _Where) -> bytes:
     try:
         return base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
-        raise TaskDefinitionError(f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where) from None
+        raise TaskDefinitionError(
+            f"image value is neither an existing file nor valid base64 ({text[:40]!r}...)", **where
+        ) from None
 
 
 def image_input(data: bytes, where: _Where) -> ImageInput:
@@ -102,7 +106,13 @@ def image_input(data: bytes, where: _Where) -> ImageInput:
             fmt = image.format or "PNG"
             width, height = image.size
             thumb = image.convert("RGB")
-    except (Image.UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # bombs: Pillow's pixel limit
+    except (
+        Image.UnidentifiedImageError,
+        OSError,
+        SyntaxError,
+        ValueError,
+        Image.DecompressionBombError,
+    ) as exc:  # bombs: Pillow's pixel limit
         raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
     thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
     buffer = io.BytesIO()
@@ -113,8 +123,15 @@ def image_input(data: bytes, where: _Where) -> ImageInput:
     return ImageInput(digest, data, mime, width, height, thumbnail)
 
 
-def read_images(value: Any, *, bases: Sequence[Path] = (), roots: Sequence[Path] = (), file: str | None = None,
-                row: int | None = None, field: str = "images") -> tuple[ImageInput, ...]:
+def read_images(
+    value: Any,
+    *,
+    bases: Sequence[Path] = (),
+    roots: Sequence[Path] = (),
+    file: str | None = None,
+    row: int | None = None,
+    field: str = "images",
+) -> tuple[ImageInput, ...]:
     """One row's images from a value or a list of values (``None`` / empty list: no image). A path is
     relative to ``bases`` and must lie in one of ``bases`` or ``roots``."""
     values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])

@@ -26,7 +26,9 @@ def data_roots(base_dir: Path | None, variables: Mapping[str, str] | None = None
         if name not in given and os.environ.get(name):
             given[name] = os.environ[name]
     roots = [base_dir] if base_dir is not None else []
-    roots += [Path(v).expanduser() for v in given.values() if isinstance(v, str) and v and Path(v).expanduser().is_absolute()]
+    roots += [
+        Path(v).expanduser() for v in given.values() if isinstance(v, str) and v and Path(v).expanduser().is_absolute()
+    ]
     return tuple(roots)
 
 
@@ -63,5 +65,8 @@ def check_inside(
         f"the path '{written}' {how}, outside the task's folder and the data folders given on the command line "
         f"({shown}); a task reads files only there (give the folder with --data-dir, --data-path or "
         "--var NAME=/absolute/path, or move the file)",
-        file=file, line=line, row=row, field=field,
+        file=file,
+        line=line,
+        row=row,
+        field=field,
     )

@@ -54,8 +54,11 @@ def decode_utf8(path: Path) -> str:
     if b"\x00" in data:  # UTF-8 text never holds NUL: a binary file, or UTF-16
         at = data.index(b"\x00")
         line = data.count(b"\n", 0, at) + 1
-        raise TaskDefinitionError(f"line {line} holds a NUL byte: this is not UTF-8 text (a binary file, or UTF-16?); save it as UTF-8",
-                                  file=path, line=line)
+        raise TaskDefinitionError(
+            f"line {line} holds a NUL byte: this is not UTF-8 text (a binary file, or UTF-16?); save it as UTF-8",
+            file=path,
+            line=line,
+        )
     try:
         return data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of the data
     except UnicodeDecodeError as exc:
@@ -68,7 +71,9 @@ def decode_utf8(path: Path) -> str:
         ) from None
 
 
-def json_lines(lines: Iterable[str], bad_line: Callable[[int, json.JSONDecodeError], Exception]) -> Iterator[tuple[int, Any]]:
+def json_lines(
+    lines: Iterable[str], bad_line: Callable[[int, json.JSONDecodeError], Exception]
+) -> Iterator[tuple[int, Any]]:
     """Each non-blank line's number (from 1) and JSON value, for the dialects' own JSON Lines data;
     ``bad_line(number, error)`` is the exception raised for a line that is not JSON (each dialect words its own)."""
     for number, line in enumerate(lines, start=1):
@@ -89,7 +94,9 @@ def read_rows(
         raise TaskDefinitionError("data file not found", file=path)
     if fmt == "auto":
         fmt = detect_format(path)
-    if fmt not in _READERS and fmt not in _DELIMITERS and fmt != "json":  # pragma: no cover - the spec validates the format
+    if (
+        fmt not in _READERS and fmt not in _DELIMITERS and fmt != "json"
+    ):  # pragma: no cover - the spec validates the format
         raise TaskDefinitionError(f"unknown format '{fmt}'", file=path)
     try:
         if fmt in _DELIMITERS:
@@ -169,7 +176,9 @@ def _read_jsonl(path: Path) -> list[Row]:
         except json.JSONDecodeError as exc:
             raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
         if not isinstance(row, dict):
-            raise TaskDefinitionError(f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number)
+            raise TaskDefinitionError(
+                f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
+            )
         row[ROW_KEY] = number
         rows.append(row)
     return rows
@@ -210,7 +219,9 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
             header = first_line
         twice = sorted({name for name in header if header.count(name) > 1})
         if twice:  # a row dict would keep only the last of them
-            raise TaskDefinitionError(f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0])
+            raise TaskDefinitionError(
+                f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0]
+            )
         rows = []
         for record in reader:
             line = reader.line_num

@@ -80,7 +80,9 @@ class _Where:
     field: str
 
 
-def _resolve_path(text: str, base_dir: Path, variables: Mapping[str, str], where: _Where, key: str = "path") -> list[Path]:
+def _resolve_path(
+    text: str, base_dir: Path, variables: Mapping[str, str], where: _Where, key: str = "path"
+) -> list[Path]:
     field = f"{where.field}.{key}"
     expanded = Path(expand_variables(text, variables)).expanduser()
     full = expanded if expanded.is_absolute() else base_dir / expanded
@@ -109,7 +111,9 @@ def _read_hub(spec: DataSpec) -> list[Row]:
 
     reason = None if offline() else unreachable()  # offline: the datasets cache answers
     if reason is not None:  # fail now, not after the hub client's retries
-        raise SourceUnavailable(f"dataset not available offline: {spec.hub} ({reason}; HF_DATASETS_OFFLINE=1 reads the datasets cache)")
+        raise SourceUnavailable(
+            f"dataset not available offline: {spec.hub} ({reason}; HF_DATASETS_OFFLINE=1 reads the datasets cache)"
+        )
     try:
         dataset = load_dataset(spec.hub, spec.subset, split=spec.split or "test")
     except Exception as exc:  # network, auth, missing config: all mean 'not here'
@@ -169,7 +173,10 @@ def _apply_fields(spec: DataSpec, rows: list[Row], origin: str, task_file: str |
     from proctor.core.templates import compile_expression
 
     defined_in = task_file or origin  # a template error is the task file's, not the data's
-    compiled = {name: compile_expression(expr, origin=defined_in, field=f"data.fields.{name}") for name, expr in spec.fields.items()}
+    compiled = {
+        name: compile_expression(expr, origin=defined_in, field=f"data.fields.{name}")
+        for name, expr in spec.fields.items()
+    }
     keep = compile_expression(spec.filter, origin=defined_in, field="data.filter") if spec.filter else None
     kept = []
     for row in rows:

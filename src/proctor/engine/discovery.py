@@ -46,7 +46,9 @@ def _options_for(options: DialectOptions, given: Path) -> DialectOptions:
     return options
 
 
-def _load_file(path: Path, explicit: bool, options: DialectOptions, notes: list[str], folder: Path | None = None) -> list[Task]:
+def _load_file(
+    path: Path, explicit: bool, options: DialectOptions, notes: list[str], folder: Path | None = None
+) -> list[Task]:
     if folder is not None and not explicit and not path.resolve().is_relative_to(folder.resolve()):
         raise TaskDefinitionError(  # a task file is read from the folder the user named (docs/trust.md)
             f"is a symlink to {path.resolve()}, outside the folder {folder}; name that file on the command line to use it",
@@ -101,7 +103,10 @@ def collect_tasks(
         else:
             file_options = _options_for(options, path)
             folder = path if path.is_dir() else None
-            batches = [(file, functools.partial(_load_file, file, file == path, file_options, notes, folder)) for file in find_task_files(path)]
+            batches = [
+                (file, functools.partial(_load_file, file, file == path, file_options, notes, folder))
+                for file in find_task_files(path)
+            ]
         for file, load in batches:
             try:
                 loaded = load()
@@ -114,21 +119,33 @@ def collect_tasks(
             for task in loaded:
                 if task.name in seen:
                     other = seen[task.name]
-                    if other.file is not None and task.file is not None and other.file.resolve() == task.file.resolve() and other.spec == task.spec:
+                    if (
+                        other.file is not None
+                        and task.file is not None
+                        and other.file.resolve() == task.file.resolve()
+                        and other.spec == task.spec
+                    ):
                         continue  # the same task reached twice (a folder and a file in it)
                     raise TaskDefinitionError(
-                        f"task name '{task.name}' is also defined at {other.where}", file=task.file, line=task.line, field="name"
+                        f"task name '{task.name}' is also defined at {other.where}",
+                        file=task.file,
+                        line=task.line,
+                        field="name",
                     )
                 seen[task.name] = task
                 tasks.append(task)
     named_paths = [str(p) for p in paths]
     if not tasks and problems:  # every file found failed to load: their errors, not "no task file here"
-        raise TaskDefinitionError("no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(named_paths))
+        raise TaskDefinitionError(
+            "no task could be loaded:" + "".join(f"\n  {p['error']}" for p in problems), file=", ".join(named_paths)
+        )
     if not tasks and notes:
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:
         kinds = ", ".join(d.name for d in registry().ordered_dialects())
-        raise TaskDefinitionError(f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(named_paths))
+        raise TaskDefinitionError(
+            f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(named_paths)
+        )
     _check_dialect_options(tasks, options)
     if select:
         patterns = list(select)
@@ -136,7 +153,9 @@ def collect_tasks(
         for pattern in patterns:  # a typo in one of several globs must not quietly drop its tasks
             if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
                 shown = ", ".join(names[:30]) + (f", ... ({len(names)} in all)" if len(names) > 30 else "")
-                raise TaskDefinitionError(f"--tasks '{pattern}' matches no task; the tasks found are: {shown}", file=", ".join(named_paths))
+                raise TaskDefinitionError(
+                    f"--tasks '{pattern}' matches no task; the tasks found are: {shown}", file=", ".join(named_paths)
+                )
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.name, p) for p in patterns)]
     return tasks
 

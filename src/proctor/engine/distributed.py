@@ -61,7 +61,11 @@ class ClusterOptions:
         resources = dict(self.resources)
         if self.nodes:
             resources[f"node:{self.nodes[index % len(self.nodes)]}"] = 0.001
-        options: dict[str, Any] = {"num_cpus": self.cpus_per_worker, "num_gpus": self.gpus_per_worker, "max_restarts": 0}
+        options: dict[str, Any] = {
+            "num_cpus": self.cpus_per_worker,
+            "num_gpus": self.gpus_per_worker,
+            "max_restarts": 0,
+        }
         if resources:
             options["resources"] = resources
         return options
@@ -73,7 +77,12 @@ def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: Clust
 
     out = dict(options or {})
     backend = backend_of(spec)
-    if backend is not None and backend.tensor_parallel and cluster.gpus_per_worker >= 1 and "tensor_parallel_size" not in out:
+    if (
+        backend is not None
+        and backend.tensor_parallel
+        and cluster.gpus_per_worker >= 1
+        and "tensor_parallel_size" not in out
+    ):
         out["tensor_parallel_size"] = int(cluster.gpus_per_worker)
     return out
 
@@ -81,7 +90,9 @@ def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: Clust
 class DistributedModel(Model):
     """N replicas of one model on a Ray cluster, seen by the engine as one model."""
 
-    def __init__(self, spec: str, model_options: Mapping[str, Any] | None = None, cluster: ClusterOptions | None = None) -> None:
+    def __init__(
+        self, spec: str, model_options: Mapping[str, Any] | None = None, cluster: ClusterOptions | None = None
+    ) -> None:
         ray = require_ray()
         cluster = cluster or ClusterOptions()
         if cluster.workers < 1:
@@ -137,7 +148,11 @@ class DistributedModel(Model):
             waited += 60
             log.warning(
                 "%d of %d replicas started after %d s; waiting for resources (each needs %s). Cluster: %s",
-                len(ready), len(pending), waited, self.cluster.actor_options(0), ray.cluster_resources(),
+                len(ready),
+                len(pending),
+                waited,
+                self.cluster.actor_options(0),
+                ray.cluster_resources(),
             )
         try:
             self.workers: list[WorkerInfo] = ray.get(pending)
@@ -172,16 +187,25 @@ class DistributedModel(Model):
         if replica in self._alive:
             self._alive.remove(replica)
             self.lost.append(replica)
-            log.warning("replica %d (pid %s on %s) was lost: %s; reassigning its work",
-                        replica, self.workers[replica]["pid"], self.workers[replica]["node"], str(exc).splitlines()[0])
+            log.warning(
+                "replica %d (pid %s on %s) was lost: %s; reassigning its work",
+                replica,
+                self.workers[replica]["pid"],
+                self.workers[replica]["node"],
+                str(exc).splitlines()[0],
+            )
         if not self._alive:
-            raise ProctorError(f"all {len(self._actors)} replicas were lost; the run store keeps every finished chunk: run again to continue")
+            raise ProctorError(
+                f"all {len(self._actors)} replicas were lost; the run store keeps every finished chunk: run again to continue"
+            )
 
     def _task_error(self, exc: BaseException, replica: int) -> BaseException:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, ProctorError):
             return cause
-        return ProctorError(f"replica {replica} failed: {cause!r}" if cause is not None else f"replica {replica} failed: {exc}")
+        return ProctorError(
+            f"replica {replica} failed: {cause!r}" if cause is not None else f"replica {replica} failed: {exc}"
+        )
 
     def _on_any(self, method: str, *args: Any) -> Any:
         """One call on the first live replica, moving on to the next if it dies."""
@@ -196,7 +220,9 @@ class DistributedModel(Model):
                 self._lose(replica, exc)
 
     # ------------------------------------------------------------------ the engine's entry point
-    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list[Any]], None]) -> None:
+    def map_chunks(
+        self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list[Any]], None]
+    ) -> None:
         """Run every chunk on some replica; ``done(index, results)`` once per chunk, here."""
         if not chunks:
             return

@@ -29,7 +29,8 @@ def seeded(requests: Sequence[Any], sample_id: str, epoch: int) -> list[Any]:
     """Sampled generation requests get their own seed; greedy ones stay as they are (one stored answer)."""
     return [
         dataclasses.replace(r, seed=epoch_seed(r.seed, sample_id, epoch))
-        if isinstance(r, GenerateRequest) and r.temperature > 0 else r
+        if isinstance(r, GenerateRequest) and r.temperature > 0
+        else r
         for r in requests
     ]
 
@@ -60,7 +61,11 @@ def reduce_sample(values: Sequence[Any], k: int | None) -> Any:
 
 
 def combine_epochs(
-    outcomes: Sequence[TaskOutcome], prepared: PreparedTask, metric_defs: Sequence[MetricDef], k: int | None, reducer: str
+    outcomes: Sequence[TaskOutcome],
+    prepared: PreparedTask,
+    metric_defs: Sequence[MetricDef],
+    k: int | None,
+    reducer: str,
 ) -> TaskOutcome:
     """One TaskOutcome from one per epoch (same samples, same order)."""
     base = outcomes[0]
@@ -76,14 +81,17 @@ def combine_epochs(
         keep = ("generation", "extracted", "parsed", "finish_reason", "completion_tokens", "metrics")
         records.append({**record, "metrics": metrics, "epochs": [{key: r.get(key) for key in keep} for r in per_epoch]})
     result = base.result.model_copy(deep=True)
-    result.set_fields({"metrics": aggregate_metrics(metric_defs, reduced)})  # the reduced values replace the first epoch's
+    result.set_fields(
+        {"metrics": aggregate_metrics(metric_defs, reduced)}
+    )  # the reduced values replace the first epoch's
     scores = {name: [o.result.metrics[name].value for o in outcomes] for name in names}
     passes = {}
     for name in names:
         columns = [[o.records[i]["metrics"].get(name) for o in outcomes] for i in range(len(base.records))]
         if all(_binary(c) or all(v is None for v in c) for c in columns) and any(_binary(c) for c in columns):
             passes[name] = {
-                f"pass@{kk}": sum(reduce_sample(c, kk) for c in columns if _binary(c)) / sum(1 for c in columns if _binary(c))
+                f"pass@{kk}": sum(reduce_sample(c, kk) for c in columns if _binary(c))
+                / sum(1 for c in columns if _binary(c))
                 for kk in range(1, n_epochs + 1)
             }
     result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes)

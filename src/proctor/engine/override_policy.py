@@ -43,25 +43,35 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     changes: dict[str, Any] = {}
     if o.num_fewshot is not None:
         if fixed or spec.kind == "perplexity" or spec.handled_by:
-            raise ProctorError(f"--num-fewshot has no meaning for {where}: its prompts carry no few-shot examples to draw")
+            raise ProctorError(
+                f"--num-fewshot has no meaning for {where}: its prompts carry no few-shot examples to draw"
+            )
         base = spec.fewshot.model_dump() if spec.fewshot else {}
         changes["fewshot"] = FewShotSpec(**{**base, "count": o.num_fewshot})
     generation = _generation(task, o)
     if generation is not None or o.epochs != 1:
         if fixed or spec.kind != "generate":
-            skipped.update(k for k, on in (("--gen-kwargs/--seed", generation is not None), ("--epochs", o.epochs != 1)) if on)
+            skipped.update(
+                k for k, on in (("--gen-kwargs/--seed", generation is not None), ("--epochs", o.epochs != 1)) if on
+            )
         elif spec.handled_by and o.epochs != 1:
-            raise ProctorError(f"--epochs has no meaning for {where}: its task class ({spec.handled_by}) makes its own requests")
+            raise ProctorError(
+                f"--epochs has no meaning for {where}: its task class ({spec.handled_by}) makes its own requests"
+            )
         if generation is not None and spec.kind == "generate":
             changes["generation"] = generation
     if o.system_prompt is not None or o.fewshot_as_multiturn is not None:
         if fixed:
-            raise ProctorError(f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: its prompt files are scored as written")
+            raise ProctorError(
+                f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: its prompt files are scored as written"
+            )
         chat_on = _uses_chat(task, chat)
         base = spec.chat.model_dump() if spec.chat else {"enabled": False}
         if o.fewshot_as_multiturn is not None:
             if not chat_on:
-                raise ProctorError(f"--fewshot-as-multiturn needs the chat template ({where} runs without it; add --chat-template on)")
+                raise ProctorError(
+                    f"--fewshot-as-multiturn needs the chat template ({where} runs without it; add --chat-template on)"
+                )
             base["fewshot_as_turns"] = o.fewshot_as_multiturn
         if o.system_prompt is not None:
             base["system"] = o.system_prompt
@@ -88,6 +98,11 @@ def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = 
 def epochs_of(task: Task, o: RunOverrides) -> int:
     """Repeats the engine runs for this task (SEA-HELM runs its own seeded runs instead)."""
     dialect = registry().dialect(task.dialect)
-    if o.epochs == 1 or (dialect is not None and not dialect.engine_epochs) or task.spec.kind != "generate" or task.spec.handled_by:
+    if (
+        o.epochs == 1
+        or (dialect is not None and not dialect.engine_epochs)
+        or task.spec.kind != "generate"
+        or task.spec.handled_by
+    ):
         return 1
     return o.epochs

@@ -32,7 +32,9 @@ class PreparedTask:
     use_chat: bool
     data: SourceStats  # the source used, rows read, rows dropped by the filter
     handler: Any = None  # a dialect's handler (spec.handler) or a task class (spec.task_class), else the kind's own
-    mc_format: str = "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
+    mc_format: str = (
+        "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
+    )
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
     epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
     epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
@@ -70,7 +72,9 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict[str, Any]], ...]:
                 metric = dataclasses.replace(metric, higher_is_better=bool(kwargs.pop("higher_is_better")))
             out.append((metric, kwargs))
         except KeyError as exc:
-            raise TaskDefinitionError(exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics") from None
+            raise TaskDefinitionError(
+                exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics"
+            ) from None
     return tuple(out)
 
 
@@ -114,6 +118,7 @@ def prepare_task(
 
         handler = load_task_class(spec, task.base_dir, file, task.resources, task.lines.get("task_class"))
     if isinstance(handler, LoadsSamples):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
+
         def load(cut):
             return handler.load_samples(limit=cut, variables=variables)
 
@@ -128,19 +133,29 @@ def prepare_task(
     if not samples:
         source = stats.get("source", "the data source")
         if stats.get("n_filtered"):
-            raise TaskDefinitionError(f"the filter dropped all {stats['n_filtered']} rows of {source}", file=file, field="data.filter")
+            raise TaskDefinitionError(
+                f"the filter dropped all {stats['n_filtered']} rows of {source}", file=file, field="data.filter"
+            )
         raise TaskDefinitionError(f"{source} holds no rows", file=file, field="data")
     # per part: a breakdown's rows as proctor reads them (a class that reads its own rows keeps them whole)
     if limit_per_part and spec.breakdown and limit is not None and not isinstance(handler, LoadsSamples):
         selected = per_part(samples, spec.breakdown[0], limit)[: spec.limit]
     else:
-        selected = samples[: min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)]
+        selected = samples[
+            : min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
+        ]
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
-    builder = PromptBuilder(spec, origin=file, lines=task.lines, fewshot_pool=pool, use_chat=use_chat,
-                            roots=data_roots(task.base_dir, variables))
+    builder = PromptBuilder(
+        spec,
+        origin=file,
+        lines=task.lines,
+        fewshot_pool=pool,
+        use_chat=use_chat,
+        roots=data_roots(task.base_dir, variables),
+    )
     prepared = tuple(builder.prepare(sample) for sample in selected)
     for export in spec.exports:
         from proctor.runs.task_exports import get_exporter
@@ -153,8 +168,17 @@ def prepare_task(
     metrics = () if isinstance(handler, ScoresItself) and handler.scores_itself else _metrics(task)
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     return PreparedTask(
-        task, prepared, metrics, task_hash(task, samples, pool, images), use_chat, stats, handler, mc_format, mc_shuffle_seed,
-        epochs, epoch_reducer,
+        task,
+        prepared,
+        metrics,
+        task_hash(task, samples, pool, images),
+        use_chat,
+        stats,
+        handler,
+        mc_format,
+        mc_shuffle_seed,
+        epochs,
+        epoch_reducer,
     )
 
 
@@ -193,9 +217,17 @@ def prepare_tasks(
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     return [
-        prepare_task(t, variables or {}, limit=limit, limit_per_part=limit_per_part, chat=chat, mc_format=mc_format,
-                     mc_shuffle_seed=mc_shuffle_seed,
-                     epochs=epochs_of(t, o), epoch_reducer=o.epoch_reducer)
+        prepare_task(
+            t,
+            variables or {},
+            limit=limit,
+            limit_per_part=limit_per_part,
+            chat=chat,
+            mc_format=mc_format,
+            mc_shuffle_seed=mc_shuffle_seed,
+            epochs=epochs_of(t, o),
+            epoch_reducer=o.epoch_reducer,
+        )
         for t in tasks
     ]
 

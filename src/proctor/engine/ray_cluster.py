@@ -49,7 +49,9 @@ def require_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
-        raise MissingDependencyError("ray", "ray", "--workers / --ray-address (data-parallel evaluation on Ray)") from None
+        raise MissingDependencyError(
+            "ray", "ray", "--workers / --ray-address (data-parallel evaluation on Ray)"
+        ) from None
     module: ModuleType = ray  # not followed by mypy (pyproject.toml): typed here
     return module
 

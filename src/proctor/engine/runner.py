@@ -9,21 +9,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from proctor.engine.epochs import combine_epochs, seeded
-from proctor.engine.outcomes import SampleRecord, TaskOutcome
-from proctor.core.run_overrides import reducer_k
-from proctor.engine.prepare import PreparedTask
 from proctor.core.errors import ProctorError
 from proctor.core.images import ImageInput
-from proctor.models.base import Model, usage_delta
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.run_overrides import reducer_k
 from proctor.core.user_errors import call_user
-from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
-from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
-from proctor.runs.store import Lookup
-from proctor.scoring.aggregate import aggregate_metrics, breakdowns
+from proctor.engine.epochs import combine_epochs, seeded
+from proctor.engine.outcomes import SampleRecord, TaskOutcome
+from proctor.engine.prepare import PreparedTask
 from proctor.kinds.base import SampleDetails
-from proctor.kinds.handlers import kind_handler
 from proctor.kinds.capabilities import (
     CorpusMetrics,
     PredictsSamples,
@@ -32,6 +26,12 @@ from proctor.kinds.capabilities import (
     ResultExtras,
     UsesChoiceFormulation,
 )
+from proctor.kinds.handlers import kind_handler
+from proctor.models.base import Model, usage_delta
+from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
+from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
+from proctor.runs.store import Lookup
+from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +70,20 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         )
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
     if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
-        if isinstance(handler, UsesChoiceFormulation):  # resolved lazily: only choice scoring needs the capability check
+        if isinstance(
+            handler, UsesChoiceFormulation
+        ):  # resolved lazily: only choice scoring needs the capability check
             handler.use_choice_formulation(lambda: choice_formulation(model, prepared))
         return TaskRequests(prepared, handler, [], prompts, [], [], [])
     epochs = prepared.epochs
     per_sample = [  # sampled generation: a seed per sample and epoch (engine/epochs.py)
-        [r for e in range(epochs) for r in seeded(_with_images(handler.requests(spec, sample, text), sample.prompt.images), sample.sample.id, e)]
+        [
+            r
+            for e in range(epochs)
+            for r in seeded(
+                _with_images(handler.requests(spec, sample, text), sample.prompt.images), sample.sample.id, e
+            )
+        ]
         for sample, text in zip(prepared.samples, prompts)
     ]
     flat = [r for requests in per_sample for r in requests]
@@ -91,7 +99,10 @@ def _with_images(requests: list[Any], images: tuple[ImageInput, ...]) -> list[An
     """The sample's images on each of its requests (they enter the request's identity by digest)."""
     if not images:
         return requests
-    return [dataclasses.replace(r, images=images) if isinstance(r, (GenerateRequest, LoglikelihoodRequest)) else r for r in requests]
+    return [
+        dataclasses.replace(r, images=images) if isinstance(r, (GenerateRequest, LoglikelihoodRequest)) else r
+        for r in requests
+    ]
 
 
 def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
@@ -163,10 +174,14 @@ def run_built(
         total = len(built.prepared.samples)
         if progress:
             progress(spec.name, 0, total)
-        executor = ModelExecutor(model, lookup, chunk_size, on_progress)  # the run store, for requests the handler sends
+        executor = ModelExecutor(
+            model, lookup, chunk_size, on_progress
+        )  # the run store, for requests the handler sends
         pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
         model_seconds = time.perf_counter() - model_started
-        outcome = score_outcomes(built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started)
+        outcome = score_outcomes(
+            built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started
+        )
         cut, sent = executor.truncated, executor.requests
     else:
         results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress, on_reused)
@@ -184,15 +199,21 @@ def run_built(
     fallback = (built.prepared.data or {}).get("fallback")
     if fallback:
         outcome.result.add_warning(fallback)
-    by_generation = not is_custom(built.handler) and built.handler.request_type == "generate" and spec.kind == "multiple_choice"
-    said = isinstance(built.handler, ReportsMcFormat) and built.handler.mc_format == "generate"  # custom / SEA-HELM handlers
+    by_generation = (
+        not is_custom(built.handler) and built.handler.request_type == "generate" and spec.kind == "multiple_choice"
+    )
+    said = (
+        isinstance(built.handler, ReportsMcFormat) and built.handler.mc_format == "generate"
+    )  # custom / SEA-HELM handlers
     if by_generation or said:
         outcome.result.mc_format = "generate"
         _count_unparsed(outcome)
     elif spec.kind == "multiple_choice":
         outcome.result.mc_format = "loglikelihood"
         if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
-            outcome.result.add_warning("--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown")
+            outcome.result.add_warning(
+                "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
+            )
     return outcome
 
 
@@ -201,8 +222,10 @@ def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) 
     window = getattr(model, "max_length", None)
     outcome.result.truncated = Truncated(count=count, n=total)
     limit = f" ({window} tokens for this model, or the task's max_length)" if isinstance(window, int) else ""
-    message = (f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: they were "
-               "scored without the start of their prompt (fewer few-shot examples, shorter prompts or a longer context avoid it)")
+    message = (
+        f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: they were "
+        "scored without the start of their prompt (fewer few-shot examples, shorter prompts or a longer context avoid it)"
+    )
     outcome.result.add_warning(message)
     log.warning("%s: %s", outcome.name, message)
 
@@ -231,13 +254,17 @@ def _count_unparsed(outcome: TaskOutcome) -> None:
     rate = count / len(lettered)
     outcome.result.unparsed = Unparsed(count=count, n=len(lettered), rate=rate)
     if rate > UNPARSED_WARN_RATE:
-        message = (f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
-                   "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')")
+        message = (
+            f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
+            "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')"
+        )
         outcome.result.add_warning(message)
         log.warning("%s: %s", outcome.name, message)
 
 
-def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None) -> TaskOutcome:
+def score_task(
+    built: TaskRequests, results: Sequence[Any], model_seconds: float = 0.0, started: float | None = None
+) -> TaskOutcome:
     """Per-sample outcomes, metric values and the task's aggregate from the unique results."""
     spec = built.prepared.task.spec
     epochs = built.prepared.epochs
@@ -254,11 +281,17 @@ def score_task(built: TaskRequests, results: Sequence[Any], model_seconds: float
     if epochs == 1:
         return outcomes[0]
     k = reducer_k(built.prepared.epoch_reducer, epochs)
-    return combine_epochs(outcomes, built.prepared, [m for m, _ in built.prepared.metrics], k, built.prepared.epoch_reducer)
+    return combine_epochs(
+        outcomes, built.prepared, [m for m, _ in built.prepared.metrics], k, built.prepared.epoch_reducer
+    )
 
 
 def score_outcomes(
-    built: TaskRequests, pairs: Sequence[tuple[Any, SampleDetails]], request_info: dict[str, Any], model_seconds: float = 0.0, started: float | None = None
+    built: TaskRequests,
+    pairs: Sequence[tuple[Any, SampleDetails]],
+    request_info: dict[str, Any],
+    model_seconds: float = 0.0,
+    started: float | None = None,
 ) -> TaskOutcome:
     """Metric values per sample and the task's aggregate, from each sample's (outcome, details)."""
     started = time.perf_counter() if started is None else started
@@ -269,7 +302,9 @@ def score_outcomes(
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):
         metric_values = {}
         for metric, kwargs in prepared.metrics:
-            value = call_user(metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs)  # a plug-in's error: its line
+            value = call_user(
+                metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs
+            )  # a plug-in's error: its line
             values[metric.name].append(value)
             metric_values[metric.name] = value
         records.append(
@@ -286,27 +321,35 @@ def score_outcomes(
             }
         )
     metric_defs = [m for m, _ in prepared.metrics]
-    result = TaskResult.model_validate({
-        "kind": spec.kind,
-        "dialect": prepared.task.dialect,
-        "source": str(prepared.task.file) if prepared.task.file else None,
-        "version": spec.version,
-        "changes": spec.changes,
-        "hash": prepared.content_hash,
-        "group": spec.group,
-        "n_samples": len(prepared.samples),
-        "data": prepared.data,
-        "metrics": aggregate_metrics(metric_defs, values),
-        "higher_is_better": {m.name: m.higher_is_better for m in metric_defs},
-        "requests": request_info,
-        "timing": TaskTiming(model_seconds=round(model_seconds, 3), total_seconds=round(time.perf_counter() - started, 3)),
-    })
-    if isinstance(built.handler, CorpusMetrics):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
+    result = TaskResult.model_validate(
+        {
+            "kind": spec.kind,
+            "dialect": prepared.task.dialect,
+            "source": str(prepared.task.file) if prepared.task.file else None,
+            "version": spec.version,
+            "changes": spec.changes,
+            "hash": prepared.content_hash,
+            "group": spec.group,
+            "n_samples": len(prepared.samples),
+            "data": prepared.data,
+            "metrics": aggregate_metrics(metric_defs, values),
+            "higher_is_better": {m.name: m.higher_is_better for m in metric_defs},
+            "requests": request_info,
+            "timing": TaskTiming(
+                model_seconds=round(model_seconds, 3), total_seconds=round(time.perf_counter() - started, 3)
+            ),
+        }
+    )
+    if isinstance(
+        built.handler, CorpusMetrics
+    ):  # corpus-level metrics computed by a task class (e.g. SEA-HELM's metric classes)
         result.add_metrics(built.handler.corpus_metrics())
     if spec.rollup is not None:
         result.rollup = RollupPlace.model_validate(spec.rollup.model_dump())
     if spec.breakdown:
         result.set_fields(breakdowns(metric_defs, values, spec.breakdown, [s.sample.fields for s in prepared.samples]))
-    if isinstance(built.handler, ResultExtras):  # a task class's own per-file / per-group report (GLM-130B task classes)
+    if isinstance(
+        built.handler, ResultExtras
+    ):  # a task class's own per-file / per-group report (GLM-130B task classes)
         result.set_fields(built.handler.result_extras())
     return TaskOutcome(spec.name, result, records)

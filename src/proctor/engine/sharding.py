@@ -34,7 +34,11 @@ def chunk_key(chunk: Sequence[Any]) -> str:
 
 
 def assign(
-    chunks: Sequence[int], costs: Sequence[int], keys: Sequence[str], replicas: Sequence[int], loads: dict[int, int] | None = None
+    chunks: Sequence[int],
+    costs: Sequence[int],
+    keys: Sequence[str],
+    replicas: Sequence[int],
+    loads: dict[int, int] | None = None,
 ) -> dict[int, deque[int]]:
     """Queues of chunk indices per replica: heaviest chunk first, to the least-loaded replica.
 

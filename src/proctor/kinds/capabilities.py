@@ -53,7 +53,9 @@ class Executor(Protocol):
         """True when answers go through a run store (cached, resumable)."""
         ...
 
-    def run(self, request_type: str, requests: Sequence[Any], progress: Callable[[int], None] | None = None) -> list[Any]:
+    def run(
+        self, request_type: str, requests: Sequence[Any], progress: Callable[[int], None] | None = None
+    ) -> list[Any]:
         """Results of ``request_type`` ("loglikelihood", "generate", "rolling_loglikelihood") in request
         order; ``progress(n)`` as requests are answered (from the store or the model)."""
         ...

@@ -91,7 +91,11 @@ class CustomTask:
         self.options: Any = options if isinstance(options, BaseModel) else dict(options or {})
         self.model: Any = None
         self.resources: dict[str, Any] = {}  # the loaded task's resources (core.task.Task.resources)
-        batch = getattr(options, "micro_batch_size", 1) if isinstance(options, BaseModel) else self.options.get("micro_batch_size", 1)
+        batch = (
+            getattr(options, "micro_batch_size", 1)
+            if isinstance(options, BaseModel)
+            else self.options.get("micro_batch_size", 1)
+        )
         self.micro_batch_size = max(1, int(batch or 1))
 
     # ---------------------------------------------------------------- for subclasses
@@ -106,20 +110,29 @@ class CustomTask:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- called by the runner
-    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, SampleDetails]]:
+    def predict_samples(
+        self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
+    ) -> list[tuple[Any, SampleDetails]]:
         """``kinds/capabilities.PredictsSamples``: batches of ``micro_batch_size`` through ``predict_single_batch``
         (which calls ``self.model`` directly)."""
         self.model = task_model(executor.model)
         out: list[tuple[Any, SampleDetails]] = []
         for start in range(0, len(samples), self.micro_batch_size):
-            chunk = list(zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size]))
+            chunk = list(
+                zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size])
+            )
             batch = [self.item(sample, prompt) for sample, prompt in chunk]
             name = f"{type(self).__name__}.predict_single_batch"
             predictions = call_user(self.predict_single_batch, name, batch, field="task_class")
             if not isinstance(predictions, (list, tuple)):
                 file, line = definition_site(type(self).predict_single_batch)
-                raise TaskDefinitionError(f"{name} returned {type(predictions).__name__} {predictions!r:.60}; it must return a list "
-                                          "with one prediction per item", file=file, line=line, field="task_class")
+                raise TaskDefinitionError(
+                    f"{name} returned {type(predictions).__name__} {predictions!r:.60}; it must return a list "
+                    "with one prediction per item",
+                    file=file,
+                    line=line,
+                    field="task_class",
+                )
             predictions = list(predictions)
             if len(predictions) != len(batch):
                 raise TaskDefinitionError(
@@ -145,7 +158,9 @@ class MultipleChoiceTask(CustomTask):
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
-    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor) -> list[tuple[Any, SampleDetails]]:
+    def predict_samples(
+        self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
+    ) -> list[tuple[Any, SampleDetails]]:
         # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
         # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
         own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
@@ -177,17 +192,32 @@ class MultipleChoiceTask(CustomTask):
         n = len(prepared.choices)
         if isinstance(prediction, (list, tuple)):
             if len(prediction) != n:
-                raise TaskDefinitionError(f"a prediction has {len(prediction)} scores for {n} choices", field="task_class")
+                raise TaskDefinitionError(
+                    f"a prediction has {len(prediction)} scores for {n} choices", field="task_class"
+                )
             try:
                 scores = [float(x) for x in prediction]
             except (TypeError, ValueError):
-                raise TaskDefinitionError(f"a prediction's choice scores must be numbers, got {list(prediction)!r:.80}", field="task_class") from None
+                raise TaskDefinitionError(
+                    f"a prediction's choice scores must be numbers, got {list(prediction)!r:.80}", field="task_class"
+                ) from None
         else:
-            if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real) or not math.isfinite(prediction) or prediction != int(prediction):  # type: ignore[call-overload]  # typeshed's numbers.Real declares no __int__; int() takes every Real
-                raise TaskDefinitionError(f"a prediction is a choice index or a list of choice scores, got {prediction!r:.80}", field="task_class")
+            if (
+                isinstance(prediction, bool)
+                or not isinstance(prediction, numbers.Real)
+                or not math.isfinite(prediction)
+                # typeshed's numbers.Real declares no __int__; int() takes every Real
+                or prediction != int(prediction)  # type: ignore[call-overload]
+            ):
+                raise TaskDefinitionError(
+                    f"a prediction is a choice index or a list of choice scores, got {prediction!r:.80}",
+                    field="task_class",
+                )
             index = int(prediction)
             if not 0 <= index < n:
-                raise TaskDefinitionError(f"predicted choice {index} is out of range for {n} choices", field="task_class")
+                raise TaskDefinitionError(
+                    f"predicted choice {index} is out of range for {n} choices", field="task_class"
+                )
             scores = [0.0 if i == index else float("-inf") for i in range(n)]
         return choice_outcome(self.spec, prepared, scores, [0] * n, [False] * n)
 
@@ -203,9 +233,16 @@ class GenerationTask(CustomTask):
     def generation_params(self) -> dict[str, Any]:
         g = self.spec.generation
         return {
-            "max_tokens": g.max_tokens, "stop": tuple(g.stop), "temperature": g.temperature, "top_p": g.top_p,
-            "seed": g.seed, "num_beams": g.num_beams, "length_penalty": g.length_penalty,
-            "no_repeat_ngram_size": g.no_repeat_ngram_size, "min_tokens": g.min_tokens, "max_length": self.spec.max_length,
+            "max_tokens": g.max_tokens,
+            "stop": tuple(g.stop),
+            "temperature": g.temperature,
+            "top_p": g.top_p,
+            "seed": g.seed,
+            "num_beams": g.num_beams,
+            "length_penalty": g.length_penalty,
+            "no_repeat_ngram_size": g.no_repeat_ngram_size,
+            "min_tokens": g.min_tokens,
+            "max_length": self.spec.max_length,
         }
 
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
@@ -236,7 +273,9 @@ def class_from_file(reference: str, base_dir: Path, field: str) -> type:
         raise TaskDefinitionError(f"task class file not found: {file}", field=field)
     if not inside(file, base_dir):
         raise TaskDefinitionError(
-            f"{file} is outside the task's folder {base_dir.resolve()}; task code is read from the task's folder only", field=field)
+            f"{file} is outside the task's folder {base_dir.resolve()}; task code is read from the task's folder only",
+            field=field,
+        )
     return class_in_file(file, class_name, field=field)
 
 
@@ -269,7 +308,9 @@ def resolve_task_class(reference: str, base_dir: Path, field: str = "task_class"
     return task_class
 
 
-def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None, line: int | None = None) -> CustomTask:
+def load_task_class(
+    spec: TaskSpec, base_dir: Path, file: str | None, resources: Any = None, line: int | None = None
+) -> CustomTask:
     """The handler of a task with a ``task_class``. A class a task file names (not one of proctor's own)
     runs only with consent: ``resources[TRUST]``, set by the dialect from ``--trust-task-code``;
     ``resources[CODE_KEY]`` is the file's own name for the key (GLM's ``module``)."""
@@ -285,9 +326,14 @@ def load_task_class(spec: TaskSpec, base_dir: Path, file: str | None, resources:
     if not (inspect.isclass(cls) and issubclass(cls, CustomTask)) or cls.kind != spec.kind:
         wanted = {"multiple_choice": "MultipleChoiceTask", "generate": "GenerationTask"}.get(spec.kind)
         if wanted is None:
-            raise TaskDefinitionError(f"custom task classes are not supported for '{spec.kind}' tasks", file=file, line=line, field=key)
+            raise TaskDefinitionError(
+                f"custom task classes are not supported for '{spec.kind}' tasks", file=file, line=line, field=key
+            )
         raise TaskDefinitionError(
-            f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)", file=file, line=line, field=key
+            f"'{spec.task_class}' must subclass proctor.tasks.custom.{wanted} (a '{spec.kind}' task)",
+            file=file,
+            line=line,
+            field=key,
         )
     handler = cls(spec, spec.task_options)
     handler.resources = resources
@@ -307,10 +353,15 @@ def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
         raise TaskDefinitionError(str(exc), field="handler") from None
     cls, model = entry.handler_class(), entry.options_model()
     if not issubclass(cls, CustomTask):
-        raise TaskDefinitionError(f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class", field="handler")
+        raise TaskDefinitionError(
+            f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class", field="handler"
+        )
     if not isinstance(spec.handler.options, model):
-        raise TaskDefinitionError(f"task handler '{spec.handler.name}' takes {model.__name__} options, "
-                                  f"got {type(spec.handler.options).__name__}", field="handler.options")
+        raise TaskDefinitionError(
+            f"task handler '{spec.handler.name}' takes {model.__name__} options, "
+            f"got {type(spec.handler.options).__name__}",
+            field="handler.options",
+        )
     handler = cls(spec, spec.handler.options)
     handler.resources = dict(resources or {})
     return handler

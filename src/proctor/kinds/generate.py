@@ -22,8 +22,17 @@ class GenerateKind:
         g = spec.generation
         return [
             GenerateRequest(
-                prompt_text, g.max_tokens, tuple(g.stop), g.temperature, g.top_p, g.seed,
-                g.num_beams, g.length_penalty, g.no_repeat_ngram_size, g.min_tokens, spec.max_length,
+                prompt_text,
+                g.max_tokens,
+                tuple(g.stop),
+                g.temperature,
+                g.top_p,
+                g.seed,
+                g.num_beams,
+                g.length_penalty,
+                g.no_repeat_ngram_size,
+                g.min_tokens,
+                spec.max_length,
             )
         ]
 

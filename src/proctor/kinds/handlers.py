@@ -8,7 +8,9 @@ from proctor.kinds.multiple_choice import MultipleChoiceKind
 from proctor.kinds.perplexity import PerplexityKind
 
 HANDLERS: dict[str, type[KindHandler]] = {
-    "multiple_choice": MultipleChoiceKind, "generate": GenerateKind, "perplexity": PerplexityKind,
+    "multiple_choice": MultipleChoiceKind,
+    "generate": GenerateKind,
+    "perplexity": PerplexityKind,
 }
 
 

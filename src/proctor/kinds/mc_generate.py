@@ -90,7 +90,9 @@ class MultipleChoiceGenerateKind:
         prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
         return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
 
-    def outcome(self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]) -> tuple[ChoiceOutcome, SampleDetails]:
+    def outcome(
+        self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]
+    ) -> tuple[ChoiceOutcome, SampleDetails]:
         order = self._order(prepared)
         text = results[0].text
         sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))

@@ -32,7 +32,11 @@ def choice_weights(spec: TaskSpec, logprobs: Sequence[float], n_tokens: Sequence
 
 
 def choice_outcome(
-    spec: TaskSpec, prepared: PreparedSample, logprobs: Sequence[float], n_tokens: Sequence[int], is_greedy: Sequence[bool]
+    spec: TaskSpec,
+    prepared: PreparedSample,
+    logprobs: Sequence[float],
+    n_tokens: Sequence[int],
+    is_greedy: Sequence[bool],
 ) -> tuple[ChoiceOutcome, SampleDetails]:
     logprobs = tuple(float(x) for x in logprobs)
     weights = choice_weights(spec, logprobs, n_tokens)

@@ -34,7 +34,9 @@ def max_positions(model: Any) -> int:
     return int(getattr(getattr(model.model, "config", None), "max_position_embeddings", 2048))
 
 
-def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task") -> list[list[float]]:
+def target_logprobs(
+    model: Any, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task"
+) -> list[list[float]]:
     """Per sequence, the log-probs of its last ``n`` tokens, each given every token before it
     (sequences longer than the model's context keep their last tokens). One forward pass each, in float32."""
     import torch
@@ -58,7 +60,9 @@ def target_logprobs(model: Any, sequences: Sequence[Sequence[int]], n_targets: S
     return out
 
 
-def next_token_logits(model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32) -> torch.Tensor:
+def next_token_logits(
+    model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32
+) -> torch.Tensor:
     """The logits for the token after each sequence (a [len(sequences), vocab] float tensor). Sequences of
     the same length (the beams of one item) go through the model together, without padding."""
     import torch

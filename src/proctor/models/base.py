@@ -43,7 +43,9 @@ class Model(abc.ABC):
     ) -> list[LoglikelihoodResult]: ...
 
     @abc.abstractmethod
-    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]: ...
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: Progress | None = None
+    ) -> list[GenerateResult]: ...
 
     @abc.abstractmethod
     def rolling_loglikelihood(
@@ -99,7 +101,9 @@ class MapsChunks(Protocol):
     ``done(index, results)`` in the caller's thread once per chunk, in any order.
     """
 
-    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]) -> None: ...
+    def map_chunks(
+        self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]
+    ) -> None: ...
 
 
 @runtime_checkable

@@ -60,7 +60,9 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
     path = Path(rest).expanduser()
     if rest.lower() not in DEFAULT_MODEL_ALIASES:
         if path.is_dir() and not (path / "config.json").is_file():
-            raise ModelLoadError(f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder")
+            raise ModelLoadError(
+                f"--model '{rest}': the folder holds no config.json, so it is not a Hugging Face model folder"
+            )
         if not path.exists() and (rest.startswith((".", "/", "~")) or rest.count("/") > 1):
             raise ModelLoadError(f"--model '{rest}': no such model folder")
     if options.get("dtype", "float32") not in DTYPES:
@@ -119,7 +121,9 @@ def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
         raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")
     url = str(options.get("base_url"))
     if not url.startswith(("http://", "https://")):
-        raise ModelLoadError(f"--base-url '{mask_url_credentials(url)}' is not an http:// or https:// address "
-                             "(for example http://127.0.0.1:8000/v1)")
+        raise ModelLoadError(
+            f"--base-url '{mask_url_credentials(url)}' is not an http:// or https:// address "
+            "(for example http://127.0.0.1:8000/v1)"
+        )
     check_option_types(OpenAIModel, options)
     return named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)

@@ -48,7 +48,9 @@ def default_model_path() -> Path:
     torch = require("torch", "hf", "The embedded default model")
     transformers = require("transformers", "hf", "The embedded default model")
     require("gguf", "hf", "Reading the embedded GGUF model")
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = loaded.config
     if hasattr(config, "quantization_config"):

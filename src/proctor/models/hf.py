@@ -16,24 +16,31 @@ from pathlib import Path
 from typing import Sequence
 
 from proctor.core.errors import ModelLoadError, require
-from proctor.models.base import Model, Progress
-from proctor.models.hf_generation import HFGeneration
-from proctor.models.hf_loading import DECODINGS, DTYPES, bos_rule, check_choice, pick_device, weights_digest
-from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS, supported as static_supported
-from proctor.models.hf_invariant import layout as invariant_layout
-from proctor.models.vocab_head import VocabularyHead
-from proctor.models.hf_scoring import (
-    SCORING_VERSION, encode_many, encode_pairs, loglikelihood_items, plan_loglikelihood, score_rows, split_whitespace,
-)
-from proctor.models import sharding, tree_attention
-from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
-from proctor.models.packing import ScoringItem, pack
 from proctor.core.model_requests import (
     LoglikelihoodRequest,
     LoglikelihoodResult,
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.models import sharding, tree_attention
+from proctor.models.base import Model, Progress
+from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
+from proctor.models.hf_generation import HFGeneration
+from proctor.models.hf_invariant import layout as invariant_layout
+from proctor.models.hf_loading import DECODINGS, DTYPES, bos_rule, check_choice, pick_device, weights_digest
+from proctor.models.hf_scoring import (
+    SCORING_VERSION,
+    encode_many,
+    encode_pairs,
+    loglikelihood_items,
+    plan_loglikelihood,
+    score_rows,
+    split_whitespace,
+)
+from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS
+from proctor.models.hf_static import supported as static_supported
+from proctor.models.packing import ScoringItem, pack
+from proctor.models.vocab_head import VocabularyHead
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +115,17 @@ class HFModel(HFGeneration, Model):
 
     @classmethod
     def from_loaded(
-        cls, model, tokenizer, *, batch_size: int | str = 8, max_length: int | None = None, add_bos: bool | None = None,
-        name: str | None = None, batch_invariant: bool = False, forward_layout: str | None = None, attention: str | None = None,
+        cls,
+        model,
+        tokenizer,
+        *,
+        batch_size: int | str = 8,
+        max_length: int | None = None,
+        add_bos: bool | None = None,
+        name: str | None = None,
+        batch_invariant: bool = False,
+        forward_layout: str | None = None,
+        attention: str | None = None,
         decode: str | None = None,
     ) -> "HFModel":
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
@@ -138,8 +154,13 @@ class HFModel(HFGeneration, Model):
         return self
 
     def _setup(
-        self, max_length: int | None, pack_tokens: int | None, add_bos: bool | None, forward_layout: str | None = None,
-        attention: str | None = None, decode: str | None = None,
+        self,
+        max_length: int | None,
+        pack_tokens: int | None,
+        add_bos: bool | None,
+        forward_layout: str | None = None,
+        attention: str | None = None,
+        decode: str | None = None,
     ) -> None:
         """Settings read off the loaded model and tokenizer."""
         self.dtype = str(self.model.dtype).replace("torch.", "")
@@ -245,8 +266,16 @@ class HFModel(HFGeneration, Model):
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
         with self._torch.inference_mode():
             return score_rows(
-                self._torch, self.model.get_decoder(), self._vocabulary_head(), rows, len(items), self.device,
-                self.tokenizer.pad_token_id, progress, self.layout, self.attention,
+                self._torch,
+                self.model.get_decoder(),
+                self._vocabulary_head(),
+                rows,
+                len(items),
+                self.device,
+                self.tokenizer.pad_token_id,
+                progress,
+                self.layout,
+                self.attention,
             )
 
     def _compile_flex(self) -> None:
@@ -256,19 +285,40 @@ class HFModel(HFGeneration, Model):
         base = [self.prefix_token_id] + self.encode(" warm up the attention kernel")
         for rows, length in ((2, 40), (3, 100)):
             # each row a tree: one context, two branches (a chain would take the plain causal kernel)
-            trees = [pack([ScoringItem(tuple(base + [7 + r] * length + [end, 13]), 2) for end in (11, 12)], 10**9)[0] for r in range(rows)]
+            trees = [
+                pack([ScoringItem(tuple(base + [7 + r] * length + [end, 13]), 2) for end in (11, 12)], 10**9)[0]
+                for r in range(rows)
+            ]
             try:
                 with self._torch.inference_mode():
-                    score_rows(self._torch, self.model.get_decoder(), self._vocabulary_head(), trees, 2, self.device,
-                               self.tokenizer.pad_token_id, None, self.layout, self.attention)
-            except Exception as exc:  # no working FlexAttention kernel here: the dense mask (same numbers to float precision)
-                log.warning("FlexAttention is unavailable (%s: %s); scoring with the dense attention mask", type(exc).__name__, exc)
+                    score_rows(
+                        self._torch,
+                        self.model.get_decoder(),
+                        self._vocabulary_head(),
+                        trees,
+                        2,
+                        self.device,
+                        self.tokenizer.pad_token_id,
+                        None,
+                        self.layout,
+                        self.attention,
+                    )
+            except (
+                Exception
+            ) as exc:  # no working FlexAttention kernel here: the dense mask (same numbers to float precision)
+                log.warning(
+                    "FlexAttention is unavailable (%s: %s); scoring with the dense attention mask",
+                    type(exc).__name__,
+                    exc,
+                )
                 self.attention = "mask"
                 return
 
     def forward_calls(self, requests: Sequence[LoglikelihoodRequest]) -> list[ForwardCall]:
         """The forward calls ``loglikelihood(requests)`` makes, planned without running the model."""
-        return plan_loglikelihood(self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id, self.layout)
+        return plan_loglikelihood(
+            self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id, self.layout
+        )
 
     def _vocabulary_head(self) -> VocabularyHead:
         """The output embedding with its scoring buffers, made once per model (again if the

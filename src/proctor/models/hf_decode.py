@@ -156,7 +156,16 @@ class _Batch:
 class Decoder:
     """The state of one continuously batched greedy decode."""
 
-    def __init__(self, model, tokenizer, max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int], device: str, on_finish=None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_new_tokens: int,
+        stop: Sequence[str],
+        eos_ids: Sequence[int],
+        device: str,
+        on_finish=None,
+    ):
         self.on_finish = on_finish  # called once per finished sequence (progress)
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
@@ -206,10 +215,16 @@ class Decoder:
             past = DynamicCache([(k.expand(count, -1, -1, -1), v.expand(count, -1, -1, -1)) for k, v in self.prefix])
             mask = torch.cat([torch.ones((count, shared), dtype=torch.long), mask], dim=1)
         out = self.model(
-            input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=positions.to(self.device),
-            use_cache=True, logits_to_keep=1, **{cache_keyword(self.model): past},
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=positions.to(self.device),
+            use_cache=True,
+            logits_to_keep=1,
+            **{cache_keyword(self.model): past},
         )
-        batch = _Batch([DecodingRow(index, len(prompt)) for index, prompt in zip(indices, prompts)], output_cache(out), mask)
+        batch = _Batch(
+            [DecodingRow(index, len(prompt)) for index, prompt in zip(indices, prompts)], output_cache(out), mask
+        )
         batch.keep(self.take(batch.rows, out.logits[:, -1]))
         return batch
 
@@ -231,7 +246,11 @@ class Decoder:
         if token in self.eos:
             return "eos"
         row.generated.append(token)
-        if self.stop and self._may_end_stop(token) and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest):
+        if (
+            self.stop
+            and self._may_end_stop(token)
+            and _hit_stop(self.tokenizer, row.generated, self.stop, self.longest)
+        ):
             return "stop"
         if len(row.generated) >= self.max_new_tokens:
             return "length"
@@ -257,8 +276,11 @@ class Decoder:
         feed = torch.tensor([[row.generated[-1]] for row in batch.rows], device=self.device)
         positions = torch.tensor([[row.next_position] for row in batch.rows], device=self.device)
         out = self.model(
-            input_ids=feed, attention_mask=batch.mask.to(self.device), position_ids=positions,
-            use_cache=True, **{cache_keyword(self.model): batch.cache},
+            input_ids=feed,
+            attention_mask=batch.mask.to(self.device),
+            position_ids=positions,
+            use_cache=True,
+            **{cache_keyword(self.model): batch.cache},
         )
         for row in batch.rows:
             row.next_position += 1
@@ -283,8 +305,16 @@ def _shared_prefix(prompts: Sequence[Sequence[int]]) -> int:
 
 
 def greedy_decode(
-    model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
-    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None, prefill_tokens: int = 512,
+    model,
+    tokenizer,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    stop: Sequence[str],
+    eos_ids: Sequence[int],
+    device: str,
+    batch_size: int | None = None,
+    on_finish: Callable[[], None] | None = None,
+    prefill_tokens: int = 512,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts`` with at most ``batch_size`` sequences in flight (all of
     them at once by default); results in the order of ``prompts``.
@@ -311,7 +341,9 @@ def greedy_decode(
                     decoder.running = decoder.prefill([prompts[i] for i in group], group)
             elif free >= max(1, size // 4) or not decoder.running.rows:  # refill once a quarter is free
                 while waiting and len(decoder.ready.rows) < free:
-                    group = _prefill_group(prompts, waiting, free - len(decoder.ready.rows), prefill_tokens, decoder.prefix_length)
+                    group = _prefill_group(
+                        prompts, waiting, free - len(decoder.ready.rows), prefill_tokens, decoder.prefix_length
+                    )
                     waiting = waiting[len(group) :]
                     decoder.ready.join(decoder.prefill([prompts[i] for i in group], group))
                 decoder.running.join(decoder.ready.split(free))

@@ -45,12 +45,23 @@ class HFGeneration:
         prompts = encode_many(self.tokenizer, [r.prompt for r in requests])
         if self.add_bos:
             prompts = [[self.prefix_token_id] + p for p in prompts]
+
         # Same settings batch together; within them longest first, to keep padding low.
         def settings(i: int):
             r = requests[i]
             return (
-                r.max_tokens, r.stop, r.temperature, r.top_p, r.seed, r.num_beams, r.length_penalty,
-                r.no_repeat_ngram_size, r.min_tokens, r.max_length, r.top_k, r.repetition_penalty,
+                r.max_tokens,
+                r.stop,
+                r.temperature,
+                r.top_p,
+                r.seed,
+                r.num_beams,
+                r.length_penalty,
+                r.no_repeat_ngram_size,
+                r.min_tokens,
+                r.max_length,
+                r.top_k,
+                r.repetition_penalty,
             )
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
@@ -72,29 +83,53 @@ class HFGeneration:
                 budget = min(self.max_length, request.max_length or self.max_length) - request.max_tokens
                 ids = [prompts[i][-budget:] if budget > 0 else prompts[i][-1:] for i in group]
                 cuts.update((i, len(prompts[i]) - len(x)) for i, x in zip(group, ids) if len(x) < len(prompts[i]))
-                if (request.temperature == 0 and request.num_beams == 1 and not request.no_repeat_ngram_size and not request.min_tokens
-                        and request.repetition_penalty == 1.0):
+                if (
+                    request.temperature == 0
+                    and request.num_beams == 1
+                    and not request.no_repeat_ngram_size
+                    and not request.min_tokens
+                    and request.repetition_penalty == 1.0
+                ):
                     # Greedy: continuously batched, `size` sequences in flight.
                     # On out-of-memory the group decodes again with half as many in flight.
                     decode: Callable[..., list[Decoded]]
                     if self.batch_invariant:
                         decode = invariant_greedy_decode
                     elif self.decoding == "static":
-                        decode = functools.partial(static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs)
+                        decode = functools.partial(
+                            static_greedy_decode, prefill_tokens=self.pack_tokens, graphs=self.cuda_graphs
+                        )
                     else:
                         decode = functools.partial(greedy_decode, prefill_tokens=self.pack_tokens)
-                    decoded = halving(lambda n: decode(
-                        self.model, self.tokenizer, ids, request.max_tokens, request.stop, eos_ids, self.device,
-                        batch_size=n, on_finish=(lambda: progress(1)) if progress else None,
-                    ), size, "generation batch")
+                    decoded = halving(
+                        lambda n: decode(
+                            self.model,
+                            self.tokenizer,
+                            ids,
+                            request.max_tokens,
+                            request.stop,
+                            eos_ids,
+                            self.device,
+                            batch_size=n,
+                            on_finish=(lambda: progress(1)) if progress else None,
+                        ),
+                        size,
+                        "generation batch",
+                    )
                     for r, i in enumerate(group):
                         results[i] = self._result(decoded[r].tokens, decoded[r].reason, requests[i], len(ids[r]))
                     continue
                 for start in range(0, len(group), size):
                     batch, batch_ids = group[start : start + size], ids[start : start + size]
-                    outputs = halving(lambda n: [new for k in range(0, len(batch_ids), n)
-                                                 for new in self._transformers_generate(batch_ids[k : k + n], request, eos_ids)],
-                                      len(batch_ids), "generation batch")
+                    outputs = halving(
+                        lambda n: [
+                            new
+                            for k in range(0, len(batch_ids), n)
+                            for new in self._transformers_generate(batch_ids[k : k + n], request, eos_ids)
+                        ],
+                        len(batch_ids),
+                        "generation batch",
+                    )
                     for r, (i, new) in enumerate(zip(batch, outputs)):
                         results[i] = self._finish(new, requests[i], len(batch_ids[r]), eos_ids)
                     if progress:
@@ -120,7 +155,9 @@ class HFGeneration:
         most = 256 if self.device.startswith("cuda") else 64
         return int(max(1, min(most, free // 4 // max(1, per_token * sequence_length))))
 
-    def _transformers_generate(self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]) -> list[list[int]]:
+    def _transformers_generate(
+        self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]
+    ) -> list[list[int]]:
         """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""
         torch = self._torch
         pad = self.tokenizer.pad_token_id
@@ -141,7 +178,9 @@ class HFGeneration:
         cut = min((text.find(s) for s in request.stop if s in text), default=-1)
         if cut >= 0:
             return GenerateResult(text[:cut], "stop", n_prompt, len(tokens))
-        return GenerateResult(text, "length" if reason == "length" else "stop", n_prompt, len(tokens) + (reason == "eos"))
+        return GenerateResult(
+            text, "length" if reason == "length" else "stop", n_prompt, len(tokens) + (reason == "eos")
+        )
 
     def _eos_ids(self) -> list[int]:
         ids = {self.tokenizer.eos_token_id}

@@ -91,9 +91,14 @@ class _Lane:
             width = cache_width(length + 1)
 
             def empty(like):  # [lane rows, heads, width, head dim] zeros shaped after a one-row prefill tensor
-                return torch.zeros((self.size, like.shape[1], width, like.shape[3]), dtype=like.dtype, device=like.device)
+                return torch.zeros(
+                    (self.size, like.shape[1], width, like.shape[3]), dtype=like.dtype, device=like.device
+                )
 
-            layers = [slot_layer_class()(empty(source.keys), empty(source.values), self.columns) for source in prefilled.layers]
+            layers = [
+                slot_layer_class()(empty(source.keys), empty(source.values), self.columns)
+                for source in prefilled.layers
+            ]
             self.cache, self.width = Cache(layers=layers), width
         self.resize(max(self.width, cache_width(length + 1)))
         for mine, theirs in zip(self.cache.layers, prefilled.layers):
@@ -114,8 +119,10 @@ class _InvariantDecoder(Decoder):
         # The last position's logits once per step row: the head's product has the decoding steps' shape.
         last = torch.full((rows_per_step(self.device),), len(prompt) - 1, device=self.device)
         out = self.model(
-            input_ids=torch.tensor([list(prompt)], device=self.device), position_ids=torch.arange(len(prompt), device=self.device)[None],
-            use_cache=True, logits_to_keep=last,
+            input_ids=torch.tensor([list(prompt)], device=self.device),
+            position_ids=torch.arange(len(prompt), device=self.device)[None],
+            use_cache=True,
+            logits_to_keep=last,
         )
         row = DecodingRow(index, len(prompt))
         if not self.take([row], out.logits[:, 0]):
@@ -136,8 +143,11 @@ class _InvariantDecoder(Decoder):
                 lane.columns[slot] = 0
         mask = torch.arange(lane.width, device=self.device)[None, :] <= lane.columns[:, None]
         out = self.model(
-            input_ids=feed, attention_mask=attention_mask(self.model, mask[:, None, None, :]), position_ids=lane.columns[:, None].clone(),
-            use_cache=True, **{cache_keyword(self.model): lane.cache},
+            input_ids=feed,
+            attention_mask=attention_mask(self.model, mask[:, None, None, :]),
+            position_ids=lane.columns[:, None].clone(),
+            use_cache=True,
+            **{cache_keyword(self.model): lane.cache},
         )
         going = set(self.take(rows, out.logits[live, -1]))
         for k, slot in enumerate(live):
@@ -149,8 +159,15 @@ class _InvariantDecoder(Decoder):
 
 
 def invariant_greedy_decode(
-    model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
-    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None,
+    model,
+    tokenizer,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    stop: Sequence[str],
+    eos_ids: Sequence[int],
+    device: str,
+    batch_size: int | None = None,
+    on_finish: Callable[[], None] | None = None,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts``, each a function of its prompt alone: the same tokens at
     any ``batch_size`` (sequences in flight) and in any request order."""

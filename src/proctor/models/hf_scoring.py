@@ -52,7 +52,9 @@ def split_whitespace(context: str, continuation: str, move_whitespace: bool) -> 
     return context, continuation
 
 
-def encode_pairs(tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, prefix_token_id: int) -> list[tuple[list[int], list[int]]]:
+def encode_pairs(
+    tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, prefix_token_id: int
+) -> list[tuple[list[int], list[int]]]:
     """(context ids, continuation ids) of each (context, continuation), whitespace already moved.
 
     The continuation is the tail of the joint encoding past the context's own tokens; an empty
@@ -76,8 +78,16 @@ def encode_pairs(tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, pre
 
 
 def score_rows(
-    torch, decoder, head: VocabularyHead, rows: Sequence[PackedRow], n_items: int, device: str, pad_token_id: int,
-    on_row: Callable[[int], None] | None = None, layout: ForwardLayout | None = None, attention: str = "mask",
+    torch,
+    decoder,
+    head: VocabularyHead,
+    rows: Sequence[PackedRow],
+    n_items: int,
+    device: str,
+    pad_token_id: int,
+    on_row: Callable[[int], None] | None = None,
+    layout: ForwardLayout | None = None,
+    attention: str = "mask",
 ) -> list[tuple[tuple[float, ...], bool]]:
     """Per item: (token log-probs, all-greedy flag), for items packed into ``rows``.
 
@@ -122,6 +132,7 @@ def _attention_scope(decoder, attention: str):
 def _retry_in_halves(runner: "_CallRunner", call: ForwardCall, out: list, on_row) -> None:
     """Out of memory: the call's rows in halves (each half's numbers then come from its own shape;
     logged, as a run that needed it can differ from one that did not in the last bits)."""
+
     def run(n: int) -> None:
         for k in range(0, len(call.rows), n):
             rows = call.rows[k : k + n]
@@ -189,7 +200,9 @@ class _CallRunner:
             block = nodes[start : start + block_size]
             picks.append(np.concatenate([block, np.full(aligned(len(block)) - len(block), block[-1])]))
         picked = np.concatenate(picks)
-        rows_of = where[order] - np.repeat(np.arange(0, len(nodes), block_size)[: len(picks)], np.diff(bounds)[: len(picks)])
+        rows_of = where[order] - np.repeat(
+            np.arange(0, len(nodes), block_size)[: len(picks)], np.diff(bounds)[: len(picks)]
+        )
         host = np.concatenate([ids.ravel(), positions.ravel(), ends.ravel(), picked, rows_of, flat_targets[order]])
         staged = torch.from_numpy(host)
         if self.cuda:
@@ -205,7 +218,9 @@ class _CallRunner:
         targets_t = staged[offset + len(order) : offset + 2 * len(order)]
 
         hidden = self.decoder(
-            input_ids=ids_t, attention_mask=self._mask(call, ends_t), position_ids=pos_t,
+            input_ids=ids_t,
+            attention_mask=self._mask(call, ends_t),
+            position_ids=pos_t,
         ).last_hidden_state.reshape(n_rows * width, -1)
         if hidden.device != picked_t.device:  # the last layer on another device (a sharded model)
             picked_t = picked_t.to(hidden.device)
@@ -242,6 +257,7 @@ class _CallRunner:
 def _scored_targets(rows: Sequence[PackedRow], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A call's scored requests, flat over its rows: each request's index and number of targets,
     then every target's predicting node (as a position in the flattened [rows, width] call) and token."""
+
     def flat(name: str) -> np.ndarray:
         return np.concatenate([np.asarray(getattr(row, name), dtype=np.int64) for row in rows])
 
@@ -254,7 +270,11 @@ def plan_loglikelihood(
 ) -> list[ForwardCall]:
     """The forward calls scoring ``requests`` in one model call makes (what ``HFModel.loglikelihood``
     runs), planned without a model: tokenised, packed and laid out as the backend does."""
-    items = [item for item in loglikelihood_items(tokenizer, requests, max_length, add_bos, prefix_token_id) if item.n_targets > 0]
+    items = [
+        item
+        for item in loglikelihood_items(tokenizer, requests, max_length, add_bos, prefix_token_id)
+        if item.n_targets > 0
+    ]
     return plan_calls(pack(items, layout.row_tokens, layout.lookahead), layout)
 
 
@@ -265,7 +285,9 @@ def loglikelihood_items(
     to the request's (or model's) limit, the continuation's tokens scored."""
     pairs = [split_whitespace(r.context, r.continuation, r.move_whitespace) for r in requests]
     items = []
-    for request, (context_ids, continuation_ids) in zip(requests, encode_pairs(tokenizer, pairs, add_bos, prefix_token_id)):
+    for request, (context_ids, continuation_ids) in zip(
+        requests, encode_pairs(tokenizer, pairs, add_bos, prefix_token_id)
+    ):
         limit = min(max_length, request.max_length or max_length)
         whole = context_ids + continuation_ids
         tokens = whole[-(limit + 1) :]

@@ -21,7 +21,15 @@ import logging
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from proctor.models.hf_decode import MIN_SHARED, Decoded, Decoder, DecodingRow, _prefill_group, _shared_prefix, cache_keyword
+from proctor.models.hf_decode import (
+    MIN_SHARED,
+    Decoded,
+    Decoder,
+    DecodingRow,
+    _prefill_group,
+    _shared_prefix,
+    cache_keyword,
+)
 
 if TYPE_CHECKING:
     from transformers import Cache
@@ -87,7 +95,9 @@ def attention_mask(model, allowed):
     if implementation == "sdpa":
         return allowed
     if implementation == "eager":
-        return torch.zeros(allowed.shape, dtype=model.dtype, device=allowed.device).masked_fill(~allowed, torch.finfo(model.dtype).min)
+        return torch.zeros(allowed.shape, dtype=model.dtype, device=allowed.device).masked_fill(
+            ~allowed, torch.finfo(model.dtype).min
+        )
     raise ModelLoadError(
         f"greedy decoding over a static cache (batch_invariant, decode=static) supports the 'sdpa' and 'eager' attention "
         f"implementations, not '{implementation}'"
@@ -99,7 +109,10 @@ def supported(model) -> bool:
     attention that takes a 4-D mask."""
     from proctor.models.hf_decode import cache_is_plain
 
-    return cache_is_plain(model) and (getattr(model.config, "_attn_implementation", None) or "eager") in ("sdpa", "eager")
+    return cache_is_plain(model) and (getattr(model.config, "_attn_implementation", None) or "eager") in (
+        "sdpa",
+        "eager",
+    )
 
 
 class _Slots:
@@ -138,8 +151,11 @@ class _Slots:
         target = torch.tensor(list(slots), device=self.device)
         prefilled = batch.cache.layers
         if self.cache is None:
+
             def empty(like):
-                return torch.zeros((self.size, like.shape[1], self.width, like.shape[3]), dtype=like.dtype, device=like.device)
+                return torch.zeros(
+                    (self.size, like.shape[1], self.width, like.shape[3]), dtype=like.dtype, device=like.device
+                )
 
             layers = [slot_layer_class()(empty(layer.keys), empty(layer.values), self.columns) for layer in prefilled]
             self.cache = Cache(layers=layers)
@@ -179,8 +195,11 @@ class _Step:
         slots = self.slots
         allowed = slots.index[None, :] <= slots.columns[:, None]
         out = slots.model(
-            input_ids=slots.feed, attention_mask=attention_mask(slots.model, allowed[:, None, None, :]),
-            position_ids=slots.columns[:, None], use_cache=True, **{cache_keyword(slots.model): slots.cache},
+            input_ids=slots.feed,
+            attention_mask=attention_mask(slots.model, allowed[:, None, None, :]),
+            position_ids=slots.columns[:, None],
+            use_cache=True,
+            **{cache_keyword(slots.model): slots.cache},
         )
         token = out.logits[:, -1].argmax(-1)
         slots.feed.copy_(token[:, None])
@@ -223,8 +242,16 @@ class _Step:
 
 
 def static_greedy_decode(
-    model, tokenizer, prompts: Sequence[Sequence[int]], max_new_tokens: int, stop: Sequence[str], eos_ids: Sequence[int],
-    device: str, batch_size: int | None = None, on_finish: Callable[[], None] | None = None, prefill_tokens: int = 512,
+    model,
+    tokenizer,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    stop: Sequence[str],
+    eos_ids: Sequence[int],
+    device: str,
+    batch_size: int | None = None,
+    on_finish: Callable[[], None] | None = None,
+    prefill_tokens: int = 512,
     graphs: bool | None = None,
 ) -> list[Decoded]:
     """Greedy continuations of ``prompts`` with at most ``batch_size`` sequences in flight, over a
@@ -244,7 +271,9 @@ def static_greedy_decode(
             free = slots.free()
             if waiting and (len(free) >= max(1, size // 4) or not slots.busy()):  # refill once a quarter is free
                 while waiting and free:
-                    group = _prefill_group(prompts, waiting, len(free), prefill_tokens, decoder.prefix_length)[: len(free)]
+                    group = _prefill_group(prompts, waiting, len(free), prefill_tokens, decoder.prefix_length)[
+                        : len(free)
+                    ]
                     waiting = waiting[len(group) :]
                     batch = decoder.prefill([prompts[i] for i in group], group)
                     if batch.rows:

@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from proctor.core.errors import ModelLoadError, ProctorError, require
-from proctor.models.base import Model, Progress
-from proctor.models.generate_kwargs import decoding_kwargs
-from proctor.models.hf_loading import DTYPES, bos_rule, pick_device, weights_digest
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -26,6 +23,9 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.models.base import Model, Progress
+from proctor.models.generate_kwargs import decoding_kwargs
+from proctor.models.hf_loading import DTYPES, bos_rule, pick_device, weights_digest
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,13 @@ class HFVisionModel(Model):
         self.device = pick_device(torch, device)
         self.batch_size = batch_size
         try:
-            self.processor = transformers.AutoProcessor.from_pretrained(self.path, revision=revision, trust_remote_code=trust_remote_code)
+            self.processor = transformers.AutoProcessor.from_pretrained(
+                self.path, revision=revision, trust_remote_code=trust_remote_code
+            )
             self.model = transformers.AutoModelForImageTextToText.from_pretrained(
-                self.path, revision=revision, dtype="auto" if dtype == "auto" else getattr(torch, dtype),
+                self.path,
+                revision=revision,
+                dtype="auto" if dtype == "auto" else getattr(torch, dtype),
                 trust_remote_code=trust_remote_code,
             )
         except (OSError, ValueError) as exc:
@@ -188,7 +192,9 @@ class HFVisionModel(Model):
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
     # ------------------------------------------------------------------ the three calls
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None) -> list[LoglikelihoodResult]:
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
         """Requests that share a context and images are scored from one forward pass of that context
         (its key/value cache copied for each continuation), so the image is encoded once per question;
         every request goes this way, so its score does not depend on which others came with it."""
@@ -214,17 +220,26 @@ class HFVisionModel(Model):
             for index, continuation in members:
                 request = requests[index]
                 # the continuation is the tail of the joint encoding (text only: placeholders expand in the context)
-                tail = self._text_ids(context + continuation)[len(context_text):] if context else self._text_ids(continuation)
+                tail = (
+                    self._text_ids(context + continuation)[len(context_text) :]
+                    if context
+                    else self._text_ids(continuation)
+                )
                 limit = min(self.max_length, request.max_length or self.max_length)
                 if not tail:
                     out[index] = LoglikelihoodResult(0.0, (), True)
                 elif n_context + len(tail) > limit + 1:  # too long: the context loses tokens on the left
                     if images:
-                        raise ProctorError(f"a request of {n_context + len(tail)} tokens (image tokens included) exceeds the context limit {limit}")
-                    ids = (context_inputs["input_ids"][0].tolist() + tail)[-(limit + 1):]
+                        raise ProctorError(
+                            f"a request of {n_context + len(tail)} tokens (image tokens included) exceeds the context limit {limit}"
+                        )
+                    ids = (context_inputs["input_ids"][0].tolist() + tail)[-(limit + 1) :]
                     n_targets = min(len(tail), len(ids) - 1)
-                    inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
-                    token_lp, greedy = self._forward_logprobs(inputs, len(ids) - n_targets, ids[len(ids) - n_targets:])
+                    inputs = {
+                        "input_ids": torch.tensor([ids]),
+                        "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+                    }
+                    token_lp, greedy = self._forward_logprobs(inputs, len(ids) - n_targets, ids[len(ids) - n_targets :])
                     out[index] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
                 else:
                     with torch.inference_mode():
@@ -237,8 +252,11 @@ class HFVisionModel(Model):
                         if len(tail) > 1:
                             rest = self.model(
                                 input_ids=torch.tensor([tail[:-1]], device=self.device),
-                                attention_mask=torch.ones(1, n_context + len(tail) - 1, dtype=torch.long, device=self.device),
-                                use_cache=True, **{self._cache_arg: copy.deepcopy(cache)},
+                                attention_mask=torch.ones(
+                                    1, n_context + len(tail) - 1, dtype=torch.long, device=self.device
+                                ),
+                                use_cache=True,
+                                **{self._cache_arg: copy.deepcopy(cache)},
                             )
                             logits = torch.cat([last, rest.logits[0].float()])
                     token_lp, greedy = self._pick(logits, tail)
@@ -247,7 +265,9 @@ class HFVisionModel(Model):
                     progress(1)
         return out
 
-    def rolling_loglikelihood(self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None) -> list[RollingLoglikelihoodResult]:
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[RollingLoglikelihoodResult]:
         torch = self._torch
         out = []
         for request in requests:
@@ -258,7 +278,10 @@ class HFVisionModel(Model):
             while start < n:
                 tokens = full[max(0, end - window) : end + 1]
                 n_targets = end - start
-                inputs = {"input_ids": torch.tensor([tokens]), "attention_mask": torch.ones(1, len(tokens), dtype=torch.long)}
+                inputs = {
+                    "input_ids": torch.tensor([tokens]),
+                    "attention_mask": torch.ones(1, len(tokens), dtype=torch.long),
+                }
                 lps += list(self._forward_logprobs(inputs, len(tokens) - n_targets, tokens[-n_targets:])[0])
                 start, end = end, min(end + stride, n)
             out.append(RollingLoglikelihoodResult(float(sum(lps)), len(lps), tuple(lps)))
@@ -276,9 +299,14 @@ class HFVisionModel(Model):
             budget = min(self.max_length, r.max_length or self.max_length) - r.max_tokens
             if n_prompt > max(budget, 1):
                 if r.images:
-                    raise ProctorError(f"a prompt of {n_prompt} tokens (with image tokens) leaves no room for {r.max_tokens} new tokens")
+                    raise ProctorError(
+                        f"a prompt of {n_prompt} tokens (with image tokens) leaves no room for {r.max_tokens} new tokens"
+                    )
                 keep = max(budget, 1)
-                inputs = {"input_ids": inputs["input_ids"][:, -keep:], "attention_mask": inputs["attention_mask"][:, -keep:]}
+                inputs = {
+                    "input_ids": inputs["input_ids"][:, -keep:],
+                    "attention_mask": inputs["attention_mask"][:, -keep:],
+                }
                 n_prompt = keep
             kwargs = decoding_kwargs(torch, r, self.tokenizer.pad_token_id, eos_ids)
             moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
@@ -294,7 +322,11 @@ class HFVisionModel(Model):
             if cut >= 0:
                 out.append(GenerateResult(text[:cut], "stop", n_prompt, len(new)))
             else:
-                out.append(GenerateResult(text, "length" if reason == "length" else "stop", n_prompt, len(new) + (reason == "eos")))
+                out.append(
+                    GenerateResult(
+                        text, "length" if reason == "length" else "stop", n_prompt, len(new) + (reason == "eos")
+                    )
+                )
             if progress:
                 progress(1)
         return out

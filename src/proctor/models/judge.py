@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import ProctorError
-from proctor.models.base import Model
 from proctor.core.model_requests import GenerateRequest
+from proctor.models.base import Model
 
 Judge = Callable[[Sequence[dict]], str]
 
@@ -32,11 +32,16 @@ def judge_many(model: Model, conversations: Sequence[Sequence[dict]], **params) 
     if not model.has_chat_template:
         raise ProctorError(f"model '{model.name}' has no chat template and cannot act as a judge")
     max_tokens, temperature, seed = params.get("max_tokens", 512), params.get("temperature", 0.0), params.get("seed", 0)
-    requests = [GenerateRequest(model.apply_chat_template(list(c)), max_tokens, (), temperature, 1.0, seed) for c in conversations]
+    requests = [
+        GenerateRequest(model.apply_chat_template(list(c)), max_tokens, (), temperature, 1.0, seed)
+        for c in conversations
+    ]
     return [r.text for r in model.generate(requests)]
 
 
-def load_judge(spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any) -> Model:
+def load_judge(
+    spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any
+) -> Model:
     """A judge model from a ``--model``-style string. ``openai:<name>`` needs a server address; the
     API key is read from the environment variable ``api_key_env`` as for the evaluated model."""
     from proctor.core.registry import backend_of
@@ -45,6 +50,8 @@ def load_judge(spec: str, *, base_url: str | None = None, api_key_env: str | Non
     backend = backend_of(spec)
     if backend is not None and backend.server:
         if not base_url:
-            raise ProctorError(f"judge '{spec}' needs its server's address: give --judge-base-url (or --base-url, used for both)")
+            raise ProctorError(
+                f"judge '{spec}' needs its server's address: give --judge-base-url (or --base-url, used for both)"
+            )
         return load_model(spec, base_url=base_url, api_key_env=api_key_env, name=spec, **options)
     return load_model(spec, **options)

@@ -150,7 +150,11 @@ class BatchRunner:
             except ApiError as exc:
                 if exc.status not in NO_BATCH_API:
                     raise
-                log.warning("'%s' has no Batch API (HTTP %s on /batches): generation goes one request at a time", self.base_url, exc.status)
+                log.warning(
+                    "'%s' has no Batch API (HTTP %s on /batches): generation goes one request at a time",
+                    self.base_url,
+                    exc.status,
+                )
                 self._ok = False
         return self._ok
 
@@ -170,7 +174,9 @@ class BatchRunner:
                 else:
                     by_path.setdefault(call[0], []).append((position, call[1]))
             chunk.open = len(by_path)
-            pending += [self._submit(_Submission(chunk, path, _custom_ids(calls), 0)) for path, calls in by_path.items()]
+            pending += [
+                self._submit(_Submission(chunk, path, _custom_ids(calls), 0)) for path, calls in by_path.items()
+            ]
             if not by_path:
                 self._finish(chunk, done)
         while pending:
@@ -196,7 +202,10 @@ class BatchRunner:
     def _submit(self, submission: _Submission) -> _Submission:
         """Create the submission's batch, or pick up the one a previous run created for the same lines."""
         url = "/v1" + submission.path
-        lines = [{"custom_id": cid, "method": "POST", "url": url, "body": body} for cid, (_, body) in submission.items.items()]
+        lines = [
+            {"custom_id": cid, "method": "POST", "url": url, "body": body}
+            for cid, (_, body) in submission.items.items()
+        ]
         submission.content = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
         submission.key = hashlib.sha256(self.base_url.encode() + b"\0" + submission.content).hexdigest()
         submission.chunk.keys.append(submission.key)
@@ -205,21 +214,39 @@ class BatchRunner:
             try:
                 batch = self.client.get(f"/batches/{known['batch_id']}")
                 if batch.get("status") != "failed":
-                    log.info("picking up batch %s (%d requests) left pending by an earlier run", batch["id"], len(lines))
+                    log.info(
+                        "picking up batch %s (%d requests) left pending by an earlier run", batch["id"], len(lines)
+                    )
                     submission.batch_id = batch["id"]
                     return submission
             except ApiError as exc:
                 if exc.status not in (404,):
                     raise
             self._journal.forget(submission.key)
-        uploaded = self.client.upload("/files", f"proctor-{submission.key[:16]}.jsonl", submission.content, {"purpose": "batch"})
-        batch = self.client.request("POST", "/batches", json={
-            "input_file_id": uploaded["id"], "endpoint": url, "completion_window": COMPLETION_WINDOW,
-            "metadata": {"proctor_key": submission.key[:64]},
-        })
+        uploaded = self.client.upload(
+            "/files", f"proctor-{submission.key[:16]}.jsonl", submission.content, {"purpose": "batch"}
+        )
+        batch = self.client.request(
+            "POST",
+            "/batches",
+            json={
+                "input_file_id": uploaded["id"],
+                "endpoint": url,
+                "completion_window": COMPLETION_WINDOW,
+                "metadata": {"proctor_key": submission.key[:64]},
+            },
+        )
         submission.batch_id = batch["id"]
-        self._journal.put(submission.key, {"batch_id": batch["id"], "input_file_id": uploaded["id"],
-                                           "base_url": self.base_url, "requests": len(lines), "created": time.time()})
+        self._journal.put(
+            submission.key,
+            {
+                "batch_id": batch["id"],
+                "input_file_id": uploaded["id"],
+                "base_url": self.base_url,
+                "requests": len(lines),
+                "created": time.time(),
+            },
+        )
         log.info("batch %s: %d requests to %s", batch["id"], len(lines), url)
         return submission
 
@@ -245,7 +272,11 @@ class BatchRunner:
                 if custom_id not in submission.items:
                     continue
                 response = line.get("response") or {}
-                if not line.get("error") and response.get("status_code", 200) < 400 and isinstance(response.get("body"), dict):
+                if (
+                    not line.get("error")
+                    and response.get("status_code", 200) < 400
+                    and isinstance(response.get("body"), dict)
+                ):
                     answered[custom_id] = response["body"]
                 else:
                     failed[custom_id] = _error_text(line)
@@ -261,10 +292,17 @@ class BatchRunner:
         if submission.round >= RETRY_ROUNDS:
             self._journal.forget(submission.key)
             first = next(iter(reasons.items()))
-            raise ApiError(f"{self.base_url}: {len(missing)} request(s) got no answer from the Batch API after "
-                           f"{RETRY_ROUNDS + 1} batches (first: {first[0]}: {first[1]})")
-        log.warning("batch %s: %d of %d requests got no answer (%s); sending them again in a new batch",
-                    batch.get("id"), len(missing), len(submission.items), next(iter(reasons.values())))
+            raise ApiError(
+                f"{self.base_url}: {len(missing)} request(s) got no answer from the Batch API after "
+                f"{RETRY_ROUNDS + 1} batches (first: {first[0]}: {first[1]})"
+            )
+        log.warning(
+            "batch %s: %d of %d requests got no answer (%s); sending them again in a new batch",
+            batch.get("id"),
+            len(missing),
+            len(submission.items),
+            next(iter(reasons.values())),
+        )
         self._journal.forget(submission.key)
         return _Submission(chunk, submission.path, missing, submission.round + 1)
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError
+from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
 from proctor.models.openai_http import ApiClient, map_progress
 from proctor.models.openai_messages import decode_chat, encode_chat, with_image_parts
 from proctor.models.openai_scoring import OpenAIScoring
-from proctor.core.model_requests import GenerateRequest, GenerateResult
 
 LOGLIKELIHOOD_MODES = ("auto", "echo", "prompt_logprobs", "top_logprobs", "none")
 ENDPOINTS = ("completions", "chat")
@@ -79,7 +79,11 @@ class OpenAIModel(OpenAIScoring, Model):
         self.batch = max(1, int(batch))
         self.prices = (price_prompt, price_completion)  # per million tokens
         self.client = ApiClient(
-            self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, backoff=backoff,
+            self.base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
             concurrency=concurrency,
         )
         self.chunk_requests = max(64, 4 * self.client.concurrency * self.batch)
@@ -133,7 +137,8 @@ class OpenAIModel(OpenAIScoring, Model):
         if price_in is None and price_out is None:
             return None
         return round(
-            (usage.get("prompt_tokens", 0) * (price_in or 0.0) + usage.get("completion_tokens", 0) * (price_out or 0.0)) / 1e6,
+            (usage.get("prompt_tokens", 0) * (price_in or 0.0) + usage.get("completion_tokens", 0) * (price_out or 0.0))
+            / 1e6,
             6,
         )
 
@@ -165,7 +170,12 @@ class OpenAIModel(OpenAIScoring, Model):
         """The endpoint path and JSON body that answer ``r`` (a result straight away when nothing is to be sent)."""
         if r.max_tokens <= 0:
             return GenerateResult("", "length", 0, 0)
-        params: dict[str, Any] = {"model": self.model, "max_tokens": r.max_tokens, "temperature": r.temperature, "seed": r.seed}
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": r.max_tokens,
+            "temperature": r.temperature,
+            "seed": r.seed,
+        }
         if r.top_p != 1.0:
             params["top_p"] = r.top_p
         if r.stop:
@@ -193,7 +203,9 @@ class OpenAIModel(OpenAIScoring, Model):
         text, stopped = trim_at_stop(text, r.stop)
         finish = "length" if choice.get("finish_reason") == "length" and not stopped else "stop"
         usage = data.get("usage") or {}
-        return GenerateResult(text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        return GenerateResult(
+            text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        )
 
     def batched(self) -> "BatchedOpenAIModel":
         """This model with its generation sent through the server's Batch API (``models/openai_batch.py``):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, TypeVar
 
-from proctor.core.redact import mask_url_credentials
 from proctor.core.errors import ProctorError, require
+from proctor.core.redact import mask_url_credentials
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,22 @@ class ApiClient:
 
     def upload(self, path: str, filename: str, content: bytes, fields: dict, *, max_retries: int | None = None) -> dict:
         """POST a multipart form: ``fields`` and one file under the name ``file``; the JSON reply."""
-        return self.request("POST", path, files={"file": (filename, content, "application/jsonl")}, data=fields,
-                            max_retries=max_retries)
+        return self.request(
+            "POST", path, files={"file": (filename, content, "application/jsonl")}, data=fields, max_retries=max_retries
+        )
 
-    def request(self, method: str, path: str, *, json: dict | None = None, files: dict | None = None, data: dict | None = None,
-                raw: bool = False, max_retries: int | None = None, count: bool = False) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: dict | None = None,
+        files: dict | None = None,
+        data: dict | None = None,
+        raw: bool = False,
+        max_retries: int | None = None,
+        count: bool = False,
+    ) -> Any:
         """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
@@ -141,12 +152,16 @@ class ApiClient:
                 response = self._client.request(method, url, json=json, files=files, data=data)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
-                log.info("request to %s failed (%s), attempt %d of %d", shown, self.scrub(last), attempt + 1, budget + 1)
+                log.info(
+                    "request to %s failed (%s), attempt %d of %d", shown, self.scrub(last), attempt + 1, budget + 1
+                )
                 continue
             if response.status_code in RETRY_STATUS:
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
-                log.info("request to %s got HTTP %d, attempt %d of %d", shown, response.status_code, attempt + 1, budget + 1)
+                log.info(
+                    "request to %s got HTTP %d, attempt %d of %d", shown, response.status_code, attempt + 1, budget + 1
+                )
                 continue
             if response.status_code >= 400:
                 body = self.scrub(response.text[:1000])

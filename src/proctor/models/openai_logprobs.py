@@ -19,7 +19,9 @@ from proctor.models.openai_http import RetryBudgetExceeded
 
 log = logging.getLogger(__name__)
 
-SELF_CHECK_PROMPT = "The quick brown fox jumps over the lazy dog. The capital of France is Paris, and the capital of Italy is"
+SELF_CHECK_PROMPT = (
+    "The quick brown fox jumps over the lazy dog. The capital of France is Paris, and the capital of Italy is"
+)
 TOLERANCE = 0.02  # nats; float32 vs. float16 kernels differ by far less than a shifted log-prob
 
 
@@ -156,5 +158,7 @@ def self_check(
             )
         checked.append(f"{token!r} {expected:.3f}")
     if len(checked) < 2:
-        return CheckResult(False, "inconclusive: fewer than two candidate tokens could be compared (" + "; ".join(notes) + ")")
+        return CheckResult(
+            False, "inconclusive: fewer than two candidate tokens could be compared (" + "; ".join(notes) + ")"
+        )
     return CheckResult(True, "prompt log-probs match generation log-probs for " + ", ".join(checked))

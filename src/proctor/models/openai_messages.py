@@ -16,7 +16,9 @@ CHAT_PREFIX = "<|proctor:chat|>"  # a rendered chat prompt: this prefix + the me
 
 
 def encode_chat(messages: Sequence[dict]) -> str:
-    return CHAT_PREFIX + json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False)
+    return CHAT_PREFIX + json.dumps(
+        [{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False
+    )
 
 
 def decode_chat(prompt: str) -> list[dict] | None:

@@ -80,12 +80,15 @@ class OpenAIScoring:
             return "none", "disabled by option"
         if option == "top_logprobs":
             if not self._next_tokens(SELF_CHECK_TEXT):
-                raise ProctorError(f"'{self.shown_url}' returns no top_logprobs for generated tokens: cannot score choices")
+                raise ProctorError(
+                    f"'{self.shown_url}' returns no top_logprobs for generated tokens: cannot score choices"
+                )
             return "top_logprobs", "top log-probs of the next token (single-token continuations only)"
         if self.endpoint == "chat" and option == "auto":
             return "none", "chat endpoint: no prompt log-probs"
         reasons = []
         for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
+
             def score_one(text: str, m: str = mode):  # this mode, not the loop's last
                 return self._score_prompts([text], m)[0]
 
@@ -169,7 +172,9 @@ class OpenAIScoring:
                 if tokens is None:
                     raise ProctorError(f"'{self.shown_url}' stopped returning prompt log-probs")
                 if not context:
-                    raise ProctorError("an empty context cannot be scored over the API: its first token has no log-prob")
+                    raise ProctorError(
+                        "an empty context cannot be scored over the API: its first token has no log-prob"
+                    )
                 lps, greedy = continuation_scores(tokens, len(context))
                 out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
             return out
@@ -188,7 +193,12 @@ class OpenAIScoring:
             return LoglikelihoodResult(lp, (lp,), continuation == best)
         # not among the top k: its log-prob is at most the k-th one (an upper bound, never the greedy token)
         lp = float(min(top.values()))
-        log.warning("continuation %r is not among the top %d next tokens: scored with the upper bound %.3f", continuation, len(top), lp)
+        log.warning(
+            "continuation %r is not among the top %d next tokens: scored with the upper bound %.3f",
+            continuation,
+            len(top),
+            lp,
+        )
         return LoglikelihoodResult(lp, (lp,), False)
 
     def rolling_loglikelihood(

@@ -140,7 +140,9 @@ def pack(items: Sequence[ScoringItem], budget: int, lookahead: int = 0) -> list[
     last sequence (for sorted a <= b <= c, lcp(a, c) <= lcp(b, c)).
     """
     inputs = [item.tokens[:-1] for item in items]
-    order = sorted(range(len(items)), key=lambda i: (inputs[i], items[i].tokens[len(items[i].tokens) - items[i].n_targets :], i))
+    order = sorted(
+        range(len(items)), key=lambda i: (inputs[i], items[i].tokens[len(items[i].tokens) - items[i].n_targets :], i)
+    )
     # shared[k]: tokens the k-th input (sorted) shares with the one before it
     shared = [0] + [common_prefix(inputs[a], inputs[b]) for a, b in zip(order, order[1:])]
     context_length = [len(items[i].tokens) - items[i].n_targets for i in order]

@@ -45,7 +45,12 @@ def check_model_source(spec: str, options: dict[str, Any]) -> None:
     before loading: it may take a request."""
     backend = registry().backend_of(spec)
     rest = split_model_spec(spec)[1]
-    if backend is None or not backend.hub_models or rest.lower() in DEFAULT_MODEL_ALIASES or Path(rest).expanduser().exists():
+    if (
+        backend is None
+        or not backend.hub_models
+        or rest.lower() in DEFAULT_MODEL_ALIASES
+        or Path(rest).expanduser().exists()
+    ):
         return
     from proctor.data.hub import model_problem
 
@@ -76,7 +81,11 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
         raise ModelLoadError(f"--max-length must be a positive number of tokens, got {max_length!r}")
     batch_size = options.get("batch_size")
-    if batch_size is not None and batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    if (
+        batch_size is not None
+        and batch_size != "auto"
+        and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1)
+    ):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
 
 

@@ -27,7 +27,11 @@ def check(device_map: Any, max_memory: Any) -> None:
     if max_memory is not None:
         if device_map is None:
             raise ModelLoadError("--model-arg max_memory needs --model-arg device_map (e.g. device_map=auto)")
-        if not isinstance(max_memory, dict) or not max_memory or not all(isinstance(v, (str, int)) for v in max_memory.values()):
+        if (
+            not isinstance(max_memory, dict)
+            or not max_memory
+            or not all(isinstance(v, (str, int)) for v in max_memory.values())
+        ):
             raise ModelLoadError(
                 f"--model-arg max_memory={max_memory!r} must be a JSON object of device to size, e.g. "
                 '{"0": "70GiB", "1": "70GiB", "cpu": "200GiB"}'
@@ -35,14 +39,21 @@ def check(device_map: Any, max_memory: Any) -> None:
 
 
 def _is_map(value: Any) -> bool:
-    return isinstance(value, dict) and bool(value) and all(
-        isinstance(k, str) and (isinstance(v, int) and not isinstance(v, bool) or isinstance(v, str)) for k, v in value.items()
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(
+            isinstance(k, str) and (isinstance(v, int) and not isinstance(v, bool) or isinstance(v, str))
+            for k, v in value.items()
+        )
     )
 
 
 def load_options(device_map: Any, max_memory: Any, offload_folder: str | None) -> dict:
     """``from_pretrained`` keyword arguments for the map (GPU indices given as strings become ints)."""
-    options: dict = {"device_map": {k: _device(v) for k, v in device_map.items()} if isinstance(device_map, dict) else device_map}
+    options: dict = {
+        "device_map": {k: _device(v) for k, v in device_map.items()} if isinstance(device_map, dict) else device_map
+    }
     if max_memory is not None:
         options["max_memory"] = {_device(k): v for k, v in max_memory.items()}
     if offload_folder is not None:

@@ -68,7 +68,9 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
         )
         return out.transpose(1, 2).contiguous(), None
     # a dense boolean mask, or None (plain causal rows): PyTorch's SDPA kernels
-    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs)
+    return sdpa_attention_forward(
+        module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+    )
 
 
 def _is_block_mask(mask) -> bool:

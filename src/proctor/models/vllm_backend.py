@@ -20,9 +20,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from proctor.core.errors import ProctorError, require
-from proctor.models.base import Model, Progress
-from proctor.models.hf_loading import bos_rule, weights_digest
-from proctor.models.hf_scoring import encode_pairs, split_whitespace
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -31,6 +28,9 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.models.base import Model, Progress
+from proctor.models.hf_loading import bos_rule, weights_digest
+from proctor.models.hf_scoring import encode_pairs, split_whitespace
 
 log = logging.getLogger(__name__)
 
@@ -151,13 +151,17 @@ class VLLMModel(Model):
         return scored
 
     # ------------------------------------------------------------------ the three calls
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None) -> list[LoglikelihoodResult]:
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
         items = []
         for request in requests:
-            context_ids, continuation_ids = self.encode_pair(request.context, request.continuation, request.move_whitespace)
+            context_ids, continuation_ids = self.encode_pair(
+                request.context, request.continuation, request.move_whitespace
+            )
             # vLLM needs room for the one generated token: at most max_length - 1 prompt tokens.
             limit = min(self.max_length - 1, request.max_length or self.max_length)
-            tokens = (context_ids + continuation_ids)[-(limit + 1):]
+            tokens = (context_ids + continuation_ids)[-(limit + 1) :]
             items.append((tokens, min(len(continuation_ids), len(tokens) - 1)))
         results = [LoglikelihoodResult(0.0, (), True)] * len(items)
         todo = [i for i, (_, n) in enumerate(items) if n > 0]
@@ -213,7 +217,11 @@ class VLLMModel(Model):
         return results  # type: ignore[return-value]
 
     def _generation_params(self, r: GenerateRequest) -> Any:
-        kwargs: dict[str, Any] = {"max_tokens": r.max_tokens, "temperature": r.temperature, "stop": list(r.stop) or None}
+        kwargs: dict[str, Any] = {
+            "max_tokens": r.max_tokens,
+            "temperature": r.temperature,
+            "stop": list(r.stop) or None,
+        }
         if r.temperature > 0:
             kwargs.update(top_p=r.top_p, seed=r.seed)
             if r.top_k is not None:
@@ -226,9 +234,11 @@ class VLLMModel(Model):
 
     def _beam_search(self, prompt: list[int], r: GenerateRequest) -> GenerateResult:
         vllm = require("vllm", "vllm", "The vLLM backend")
-        params = vllm.sampling_params.BeamSearchParams(beam_width=r.num_beams, max_tokens=r.max_tokens, length_penalty=r.length_penalty)
+        params = vllm.sampling_params.BeamSearchParams(
+            beam_width=r.num_beams, max_tokens=r.max_tokens, length_penalty=r.length_penalty
+        )
         best = self.engine.beam_search([{"prompt_token_ids": prompt}], params)[0].sequences[0]
-        new = list(best.tokens[len(prompt):])
+        new = list(best.tokens[len(prompt) :])
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         cut = min((text.find(s) for s in r.stop if s in text), default=-1)
         if cut >= 0:

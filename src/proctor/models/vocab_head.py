@@ -32,8 +32,12 @@ class VocabularyHead:
         # The buffered path computes exactly what nn.Linear computes (F.linear is addmm / mm of the
         # transposed weight); any other head module, or a non-float32 one, is called as it is.
         self._buffered = (
-            not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
-            and getattr(head, "_hf_hook", None) is None  # an accelerate-placed head (offloaded weights) runs as a module
+            not self.cuda
+            and type(head) is torch.nn.Linear
+            and weight is not None
+            and weight.dtype == torch.float32
+            and getattr(head, "_hf_hook", None)
+            is None  # an accelerate-placed head (offloaded weights) runs as a module
         )
         self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
@@ -41,8 +45,12 @@ class VocabularyHead:
     def _hooked(self) -> bool:
         """Forward hooks on the head (a steering control that edits logits) need the module called."""
         modules = self.torch.nn.modules.module
-        return bool(self.head._forward_hooks or self.head._forward_pre_hooks
-                    or modules._global_forward_hooks or modules._global_forward_pre_hooks)
+        return bool(
+            self.head._forward_hooks
+            or self.head._forward_pre_hooks
+            or modules._global_forward_hooks
+            or modules._global_forward_pre_hooks
+        )
 
     def _buffer(self, name: str, rows: int, width: int):
         """The first ``rows`` rows of the CPU buffer ``name``, ``width`` wide."""

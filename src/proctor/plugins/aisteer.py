@@ -18,18 +18,38 @@ from proctor.core.registry import Registry
 class UseCaseOptions(BaseOptions):
     """The use case dialect's options (``runfile.options_config`` reads them)."""
 
-    use_case_data: Annotated[Optional[Path], cli(
-        "--use-case-data", metavar="FILE",
-        help="Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class.")] = None
-    use_case_metric: Annotated[Optional[List[str]], cli(
-        "--use-case-metric", metavar="METRIC",
-        help="Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable).")] = None
-    use_case_arg: Annotated[Optional[List[str]], cli(
-        "--use-case-arg", metavar="KEY=VALUE",
-        help="Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable).")] = None
-    use_case_config: Annotated[Optional[Path], cli(
-        "--use-case-config", metavar="FILE",
-        help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.")] = None
+    use_case_data: Annotated[
+        Optional[Path],
+        cli(
+            "--use-case-data",
+            metavar="FILE",
+            help="Use case files (.py): the evaluation data (.json/.jsonl) for a file that defines only the class.",
+        ),
+    ] = None
+    use_case_metric: Annotated[
+        Optional[List[str]],
+        cli(
+            "--use-case-metric",
+            metavar="METRIC",
+            help="Use case files: a metric (built-in name, FILE.py:CLASS or module:CLASS; repeatable).",
+        ),
+    ] = None
+    use_case_arg: Annotated[
+        Optional[List[str]],
+        cli(
+            "--use-case-arg",
+            metavar="KEY=VALUE",
+            help="Use case files: KEY=VALUE keyword argument of the use case (JSON value; repeatable).",
+        ),
+    ] = None
+    use_case_config: Annotated[
+        Optional[Path],
+        cli(
+            "--use-case-config",
+            metavar="FILE",
+            help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.",
+        ),
+    ] = None
 
 
 class UseCaseDialect(Dialect[UseCaseOptions]):
@@ -73,7 +93,9 @@ def _check_steered(rest: str, options: dict) -> set[str]:
 
     file, sep, name = rest.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
-        raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'")
+        raise ModelLoadError(
+            f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'"
+        )
     if not Path(file).expanduser().is_file():
         raise ModelLoadError(f"--model steer:{rest}: no such file {file}")
     return named_parameters(HFModel) | {"base"}
@@ -81,6 +103,9 @@ def _check_steered(rest: str, options: dict) -> set[str]:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(UseCaseDialect())
-    registry.add_task_handler("aisteer.use_case", "proctor.dialects.aisteer.usecase_task:UseCaseTask",
-                              "proctor.dialects.aisteer.task_options:UseCaseTaskOptions")
+    registry.add_task_handler(
+        "aisteer.use_case",
+        "proctor.dialects.aisteer.usecase_task:UseCaseTask",
+        "proctor.dialects.aisteer.task_options:UseCaseTaskOptions",
+    )
     registry.add_model_backend("steer", _load_steered, _check_steered)

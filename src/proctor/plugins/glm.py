@@ -37,5 +37,7 @@ METRICS = ("Accuracy", "Accuracy_norm", "Accuracy_per_token", "Precision", "Reca
 
 def register(registry: Registry) -> None:
     registry.add_dialect(GLMDialect())
-    registry.add_task_handler("glm.module", "proctor.dialects.glm.handler:GLMModuleTask", "proctor.dialects.glm.task_options:GLMModuleOptions")
+    registry.add_task_handler(
+        "glm.module", "proctor.dialects.glm.handler:GLMModuleTask", "proctor.dialects.glm.task_options:GLMModuleOptions"
+    )
     registry.add_metric_module("proctor.dialects.glm.registered_metrics", METRICS)

@@ -60,23 +60,50 @@ def claims_name(text: str) -> bool:
 
 def is_catalogue_query(text: str) -> bool:
     """``lm_eval:`` alone or with a glob (``lm_eval:mmlu*``): list the catalogue, load nothing."""
-    return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX):] for c in "*?["))
+    return claims_name(text) and (text == PREFIX or any(c in text[len(PREFIX) :] for c in "*?["))
 
 
 class LmEvalOptions(BaseOptions):
-    lmeval_data: Annotated[Optional[dict[str, str]], cli(
-        "--lmeval-data", type=Optional[List[str]], metavar="ID=PATH", commands=EVERY_COMMAND,
-        help="lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).")] = None
-    lmeval_data_file: Annotated[Optional[str], cli(
-        "--lmeval-data-file", type=Optional[Path], metavar="FILE", commands=EVERY_COMMAND,
-        help="lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.")] = None
-    lmeval_include: Annotated[Optional[List[str]], cli(
-        "--lmeval-include", type=Optional[List[Path]], metavar="DIR", commands=EVERY_COMMAND,
-        help="lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).")] = None
-    lmeval_bootstrap_iters: Annotated[Optional[StrictInt], cli(
-        "--bootstrap-iters", type=Optional[int], metavar="N",
-        help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
-             "0: no standard errors).")] = Field(default=None, ge=0)
+    lmeval_data: Annotated[
+        Optional[dict[str, str]],
+        cli(
+            "--lmeval-data",
+            type=Optional[List[str]],
+            metavar="ID=PATH",
+            commands=EVERY_COMMAND,
+            help="lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).",
+        ),
+    ] = None
+    lmeval_data_file: Annotated[
+        Optional[str],
+        cli(
+            "--lmeval-data-file",
+            type=Optional[Path],
+            metavar="FILE",
+            commands=EVERY_COMMAND,
+            help="lm-eval tasks: a YAML/JSON file of ID[:CONFIG[:SPLIT]]: PATH entries.",
+        ),
+    ] = None
+    lmeval_include: Annotated[
+        Optional[List[str]],
+        cli(
+            "--lmeval-include",
+            type=Optional[List[Path]],
+            metavar="DIR",
+            commands=EVERY_COMMAND,
+            help="lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).",
+        ),
+    ] = None
+    lmeval_bootstrap_iters: Annotated[
+        Optional[StrictInt],
+        cli(
+            "--bootstrap-iters",
+            type=Optional[int],
+            metavar="N",
+            help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
+            "0: no standard errors).",
+        ),
+    ] = Field(default=None, ge=0)
 
     @field_validator("lmeval_data", mode="before")
     @classmethod
@@ -130,6 +157,10 @@ def _resolve_metric(name: str) -> Any:
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
     options = "proctor.dialects.lmeval.task_options:LmEvalTaskOptions"
-    for name, handler in (("choices", "LmEvalChoiceTask"), ("generate", "LmEvalGenerateTask"), ("rolling", "LmEvalRollingTask")):
+    for name, handler in (
+        ("choices", "LmEvalChoiceTask"),
+        ("generate", "LmEvalGenerateTask"),
+        ("rolling", "LmEvalRollingTask"),
+    ):
         registry.add_task_handler(f"lm-eval.{name}", f"proctor.dialects.lmeval.handler:{handler}", options)
     registry.add_metric_resolver(_resolve_metric)

@@ -18,15 +18,32 @@ from proctor.core.registry import Registry
 
 
 class ProbsemOptions(BaseOptions):
-    probsem_norm: Annotated[bool, cli("--norm", "--probsem-norm", commands=EVERY_COMMAND,
-                                      help="probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm).")] = False
-    probsem_temp: Annotated[float, cli("--temp", "--probsem-temp", commands=EVERY_COMMAND, metavar="T",
-                                       help="probsem suites: softmax temperature over the queries (probsem's --temp).")] = 1.0
+    probsem_norm: Annotated[
+        bool,
+        cli(
+            "--norm",
+            "--probsem-norm",
+            commands=EVERY_COMMAND,
+            help="probsem suites: divide each query's log-prob by its number of tokens (probsem's --norm).",
+        ),
+    ] = False
+    probsem_temp: Annotated[
+        float,
+        cli(
+            "--temp",
+            "--probsem-temp",
+            commands=EVERY_COMMAND,
+            metavar="T",
+            help="probsem suites: softmax temperature over the queries (probsem's --temp).",
+        ),
+    ] = 1.0
 
     @field_validator("probsem_temp")
     @classmethod
     def _positive_and_finite(cls, temp: float) -> float:
-        if not (math.isfinite(temp) and temp > 0):  # inf makes every distribution uniform: ties would all count as right
+        if not (
+            math.isfinite(temp) and temp > 0
+        ):  # inf makes every distribution uniform: ties would all count as right
             raise OptionError("--temp", f"probsem's softmax temperature must be > 0 and finite, got {temp}")
         return temp
 
@@ -60,5 +77,7 @@ def _choices_csv(*args: Any, **kwargs: Any) -> list[str]:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(ProbsemDialect())
-    registry.add_task_handler("probsem.cogsci2023", "proctor.dialects.probsem.cogsci:CogSci2023Task", "proctor.core.dialect:NoOptions")
+    registry.add_task_handler(
+        "probsem.cogsci2023", "proctor.dialects.probsem.cogsci:CogSci2023Task", "proctor.core.dialect:NoOptions"
+    )
     registry.add_exporter("choices_csv", _choices_csv)

@@ -51,45 +51,115 @@ class SeaHelmOptions(BaseOptions):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)  # a judge may be a Model object (Python API)
 
-    seahelm_data: Annotated[Optional[dict[str, str]], cli(
-        "--seahelm-data", type=Optional[List[str]], metavar="ID=PATH", commands=EVERY_COMMAND,
-        help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.")] = None
-    seahelm_judge: Annotated[Optional[Union[str, Model]], cli(
-        "--seahelm-judge", type=Optional[str], metavar="MODEL",
-        help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).")] = None
+    seahelm_data: Annotated[
+        Optional[dict[str, str]],
+        cli(
+            "--seahelm-data",
+            type=Optional[List[str]],
+            metavar="ID=PATH",
+            commands=EVERY_COMMAND,
+            help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.",
+        ),
+    ] = None
+    seahelm_judge: Annotated[
+        Optional[Union[str, Model]],
+        cli(
+            "--seahelm-judge",
+            type=Optional[str],
+            metavar="MODEL",
+            help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).",
+        ),
+    ] = None
     # an openai: judge's server settings and backend options: base_url, api_key_env, KEY=VALUE options
     seahelm_judge_options: Annotated[
         Optional[dict[str, Any]],
-        cli("--judge-base-url", name="judge_base_url", type=Optional[str], metavar="URL", default=None,
-            help="openai judge: its server's API root (default: --base-url)."),
-        cli("--judge-api-key-env", name="judge_api_key_env", type=Optional[str], metavar="NAME", default=None,
-            help="openai judge: environment variable holding its API key (default: --api-key-env)."),
-        cli("--judge-arg", name="judge_arg", type=Optional[List[str]], metavar="KEY=VALUE", default=None,
-            help="KEY=VALUE backend option for the judge (repeatable), as --model-arg."),
+        cli(
+            "--judge-base-url",
+            name="judge_base_url",
+            type=Optional[str],
+            metavar="URL",
+            default=None,
+            help="openai judge: its server's API root (default: --base-url).",
+        ),
+        cli(
+            "--judge-api-key-env",
+            name="judge_api_key_env",
+            type=Optional[str],
+            metavar="NAME",
+            default=None,
+            help="openai judge: environment variable holding its API key (default: --api-key-env).",
+        ),
+        cli(
+            "--judge-arg",
+            name="judge_arg",
+            type=Optional[List[str]],
+            metavar="KEY=VALUE",
+            default=None,
+            help="KEY=VALUE backend option for the judge (repeatable), as --model-arg.",
+        ),
     ] = None
-    seahelm_runs: Annotated[int, cli(
-        "--seahelm-runs", metavar="N", help="SEA-HELM: seeded runs per task, bootstrapped per question.")] = Field(default=1, ge=1)
-    seahelm_tasks: Annotated[Optional[Union[str, List[str]]], cli(
-        "--seahelm-tasks", type=Optional[List[str]], metavar="SET", commands=_RUN_LS,
-        help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).")] = None
+    seahelm_runs: Annotated[
+        int, cli("--seahelm-runs", metavar="N", help="SEA-HELM: seeded runs per task, bootstrapped per question.")
+    ] = Field(default=1, ge=1)
+    seahelm_tasks: Annotated[
+        Optional[Union[str, List[str]]],
+        cli(
+            "--seahelm-tasks",
+            type=Optional[List[str]],
+            metavar="SET",
+            commands=_RUN_LS,
+            help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).",
+        ),
+    ] = None
     # two flags, not one --base-model/--instruct-model pair: --help shows each name whole at 80 columns
     is_base_model: Annotated[
         Optional[bool],
-        cli("--base-model", name="base_model", type=bool, default=False, commands=_RUN_LS,
+        cli(
+            "--base-model",
+            name="base_model",
+            type=bool,
+            default=False,
+            commands=_RUN_LS,
             help="SEA-HELM: a base model (plain template, 5 shots; default: by chat template). In `ls`, leaves out the "
-                 "tasks SEA-HELM skips on base models."),
-        cli("--instruct-model", name="instruct_model", type=bool, default=False, commands=_RUN_LS,
-            help="SEA-HELM: an instruct model (chat template, 0 shots; default: by chat template)."),
+            "tasks SEA-HELM skips on base models.",
+        ),
+        cli(
+            "--instruct-model",
+            name="instruct_model",
+            type=bool,
+            default=False,
+            commands=_RUN_LS,
+            help="SEA-HELM: an instruct model (chat template, 0 shots; default: by chat template).",
+        ),
     ] = None  # None: by the model's chat template
-    reasoning: Annotated[bool, cli(
-        "--reasoning-model", commands=_RUN_LS, help="SEA-HELM: add the thinking budget and strip thinking before scoring.")] = False
-    seahelm_max_tokens: Annotated[Optional[int], cli(
-        "--seahelm-max-tokens", metavar="N", help="SEA-HELM: cap every language's max_tokens (quick runs).")] = Field(default=None, ge=1)
+    reasoning: Annotated[
+        bool,
+        cli(
+            "--reasoning-model",
+            commands=_RUN_LS,
+            help="SEA-HELM: add the thinking budget and strip thinking before scoring.",
+        ),
+    ] = False
+    seahelm_max_tokens: Annotated[
+        Optional[int],
+        cli("--seahelm-max-tokens", metavar="N", help="SEA-HELM: cap every language's max_tokens (quick runs)."),
+    ] = Field(default=None, ge=1)
     # overrides judge.judge_generation_kwargs (e.g. {"max_tokens": N})
-    seahelm_judge_generation: Annotated[Optional[dict[str, Any]], cli(
-        "--seahelm-judge-max-tokens", name="seahelm_judge_max_tokens", type=Optional[int], metavar="N", default=None, minimum=1,
-        help="SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).")] = None
-    seahelm_model_name: Optional[str] = None  # the evaluated model (``run --model``): task-folder loaders size rows in its tokens
+    seahelm_judge_generation: Annotated[
+        Optional[dict[str, Any]],
+        cli(
+            "--seahelm-judge-max-tokens",
+            name="seahelm_judge_max_tokens",
+            type=Optional[int],
+            metavar="N",
+            default=None,
+            minimum=1,
+            help="SEA-HELM: the judge's max_tokens (overrides judge_generation_kwargs).",
+        ),
+    ] = None
+    seahelm_model_name: Optional[str] = (
+        None  # the evaluated model (``run --model``): task-folder loaders size rows in its tokens
+    )
     seahelm_strict: bool = False  # unavailable data is an error rather than a skipped task (Python API)
     # what loading shares, set by ``options_for``: one judge for every file, the path the user named
     # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; a declaration imports
@@ -104,7 +174,9 @@ class SeaHelmOptions(BaseOptions):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        base_url, key_env, judge_arg = (data.pop(key, None) for key in ("judge_base_url", "judge_api_key_env", "judge_arg"))
+        base_url, key_env, judge_arg = (
+            data.pop(key, None) for key in ("judge_base_url", "judge_api_key_env", "judge_arg")
+        )
         base, instruct = data.pop("base_model", False), data.pop("instruct_model", False)
         judge_max_tokens = data.pop("seahelm_judge_max_tokens", None)
         openai_judge = served_judge(str(data.get("seahelm_judge") or ""))
@@ -115,7 +187,9 @@ class SeaHelmOptions(BaseOptions):
             raise OptionError("--judge-arg", "applies to an openai: --seahelm-judge only")
         if judge_max_tokens:
             data["seahelm_judge_generation"] = {"max_tokens": judge_max_tokens}
-        context = info.context if isinstance(info.context, OptionContext) else None  # the command line's, when parsed from it
+        context = (
+            info.context if isinstance(info.context, OptionContext) else None
+        )  # the command line's, when parsed from it
         if openai_judge and context is not None:
             data["seahelm_judge_options"] = {
                 "base_url": base_url or context.base_url,
@@ -195,6 +269,9 @@ class _LindseaRule:
 
 def register(registry: Registry) -> None:
     registry.add_dialect(SeaHelmDialect())
-    registry.add_task_handler("seahelm.task", "proctor.dialects.seahelm.task:SeaHelmTask",
-                              "proctor.dialects.seahelm.task_options:SeaHelmTaskOptions")
+    registry.add_task_handler(
+        "seahelm.task",
+        "proctor.dialects.seahelm.task:SeaHelmTask",
+        "proctor.dialects.seahelm.task_options:SeaHelmTaskOptions",
+    )
     registry.add_rollup_rule(_LindseaRule())

@@ -51,7 +51,10 @@ class Prompt:
         if self.images:
             last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
             parts = [{"type": "image"} for _ in self.images]
-            messages[last] = {**messages[last], "content": parts + [{"type": "text", "text": messages[last]["content"]}]}
+            messages[last] = {
+                **messages[last],
+                "content": parts + [{"type": "text", "text": messages[last]["content"]}],
+            }
         return messages
 
     def as_json(self) -> Any:
@@ -90,9 +93,12 @@ def _no_empty(choices: tuple[str, ...], where: _Where, listed: bool) -> tuple[st
     """An empty (or blank) choice is scored as the delimiter alone, which a model nearly always prefers: refuse it."""
     for i, choice in enumerate(choices):
         if not choice.strip():
-            raise TaskDefinitionError(f"choice {i} is empty ({choice!r}): it would be scored as the delimiter alone and nearly "
-                                      "always win; fix the row or drop it with data.filter", field=f"choices[{i}]" if listed else "choices",
-                                      **where)
+            raise TaskDefinitionError(
+                f"choice {i} is empty ({choice!r}): it would be scored as the delimiter alone and nearly "
+                "always win; fix the row or drop it with data.filter",
+                field=f"choices[{i}]" if listed else "choices",
+                **where,
+            )
     return choices
 
 
@@ -136,7 +142,9 @@ class PromptBuilder:
         self._images: list[Expression] | None = None
         if spec.images is not None:
             sources = spec.images if isinstance(spec.images, list) else [spec.images]
-            self._images = [expression(src, "images" if len(sources) == 1 else f"images[{i}]") for i, src in enumerate(sources)]
+            self._images = [
+                expression(src, "images" if len(sources) == 1 else f"images[{i}]") for i, src in enumerate(sources)
+            ]
         self._task_dir = Path(origin).parent if origin else None
         self.pool = list(fewshot_pool)
         self._shot_cache: dict[int, tuple[str, str, str | None]] = {}
@@ -150,7 +158,9 @@ class PromptBuilder:
         value = getattr(sample.given, name, None)
         if value is None:
             handler = self.spec.handler.name if self.spec.handler else "?"
-            raise TaskDefinitionError(f"the task's handler ({handler}) gave sample '{sample.id}' no {name}", field=name, **self._where(sample))
+            raise TaskDefinitionError(
+                f"the task's handler ({handler}) gave sample '{sample.id}' no {name}", field=name, **self._where(sample)
+            )
         return value
 
     def _question(self, sample: Sample) -> str:
@@ -170,8 +180,12 @@ class PromptBuilder:
                 name = template.plain_name
                 if name is not None and name in sample.fields and _not_text(sample.fields[name]):
                     value = sample.fields[name]
-                    raise TaskDefinitionError(f"'choices' item {i} ({{{{ {name} }}}}) is {value!r:.60} "
-                                              f"({type(value).__name__}), not a text", field=f"choices[{i}]", **where)
+                    raise TaskDefinitionError(
+                        f"'choices' item {i} ({{{{ {name} }}}}) is {value!r:.60} "
+                        f"({type(value).__name__}), not a text",
+                        field=f"choices[{i}]",
+                        **where,
+                    )
             return _no_empty(tuple(c.render(sample.fields, **where) for c in self._choices), where, listed=True)
         if self._choices is None:
             value = list(self._given(sample, "choices"))
@@ -179,13 +193,17 @@ class PromptBuilder:
             value = self._choices.evaluate(sample.fields, file=sample.file, row_number=sample.row)
         if not isinstance(value, (list, tuple)) or not value:
             raise TaskDefinitionError(
-                f"'choices' must give a non-empty list, got {type(value).__name__}: {value!r:.80}", field="choices", **where
+                f"'choices' must give a non-empty list, got {type(value).__name__}: {value!r:.80}",
+                field="choices",
+                **where,
             )
         for i, choice in enumerate(value):
             if _not_text(choice):
                 # str() would score the text "None" (or "nan", "[...]") as a choice, maybe the gold one
                 raise TaskDefinitionError(
-                    f"'choices' item {i} is {choice!r:.60} ({type(choice).__name__}), not a text", field="choices", **where
+                    f"'choices' item {i} is {choice!r:.60} ({type(choice).__name__}), not a text",
+                    field="choices",
+                    **where,
                 )
         return _no_empty(tuple(str(c) for c in value), where, listed=False)
 
@@ -201,7 +219,9 @@ class PromptBuilder:
                 index = choices.index(item)
             elif isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):
                 raise TaskDefinitionError(
-                    f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index", field="target", **self._where(sample)
+                    f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index",
+                    field="target",
+                    **self._where(sample),
                 )
             elif isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
                 index = int(item)
@@ -213,7 +233,9 @@ class PromptBuilder:
                 )
             if not 0 <= index < len(choices):
                 raise TaskDefinitionError(
-                    f"'target' index {index} is out of range for {len(choices)} choices", field="target", **self._where(sample)
+                    f"'target' index {index} is out of range for {len(choices)} choices",
+                    field="target",
+                    **self._where(sample),
                 )
             gold.append(index)
         if not gold:
@@ -224,7 +246,9 @@ class PromptBuilder:
         value = self._target_value(sample)
         values = value if isinstance(value, (list, tuple)) else [value]
         if any(v is None for v in values):  # str(None) would make "None" a reference answer
-            raise TaskDefinitionError(f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample))
+            raise TaskDefinitionError(
+                f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample)
+            )
         return tuple(str(v) for v in values)
 
     def _images_of(self, sample: Sample) -> tuple[ImageInput, ...]:
@@ -237,7 +261,14 @@ class PromptBuilder:
         for expr in self._images:
             value = expr.evaluate(sample.fields, file=sample.file, row_number=sample.row)
             match = _PLAIN_NAME.match(expr.source)  # name the row's own column where the expression is a lookup
-            out += read_images(value, bases=bases, roots=self._roots, file=sample.file, row=sample.row, field=match.group(1) if match else expr.field)
+            out += read_images(
+                value,
+                bases=bases,
+                roots=self._roots,
+                file=sample.file,
+                row=sample.row,
+                field=match.group(1) if match else expr.field,
+            )
         return tuple(out)
 
     def _answer_text(self, sample: Sample) -> str:
@@ -253,7 +284,11 @@ class PromptBuilder:
             example = self.pool[index]
             question = self._question(example)
             answer = self._answer_text(example)
-            full = self._fewshot_template.render(example.fields, **self._where(example)) if self._fewshot_template else None
+            full = (
+                self._fewshot_template.render(example.fields, **self._where(example))
+                if self._fewshot_template
+                else None
+            )
             self._shot_cache[index] = (question, answer, full)
         return self._shot_cache[index]
 
@@ -261,7 +296,11 @@ class PromptBuilder:
     def prepare(self, sample: Sample) -> PreparedSample:
         spec = self.spec
         if spec.kind == "perplexity":
-            text = str(self._given(sample, "text")) if self._text is None else self._text.render(sample.fields, **self._where(sample))
+            text = (
+                str(self._given(sample, "text"))
+                if self._text is None
+                else self._text.render(sample.fields, **self._where(sample))
+            )
             return PreparedSample(sample, Prompt(text=""), text=text)
         question = self._question(sample)
         shot_ids: list[int] = []
@@ -271,7 +310,9 @@ class PromptBuilder:
                 raise TaskDefinitionError(
                     f"asks for {spec.fewshot.count} few-shot examples, but the pool has only {len(shot_ids)} "
                     f"(other than the sample itself; {len(self.pool)} rows in all)",
-                    file=self.origin, line=self._lines.get("fewshot"), field="fewshot.count",
+                    file=self.origin,
+                    line=self._lines.get("fewshot"),
+                    field="fewshot.count",
                 )
         shots = [self._shot(i) for i in shot_ids]
         if self.use_chat:
@@ -297,7 +338,9 @@ class PromptBuilder:
         shot_sample_ids = tuple(self.pool[i].id for i in shot_ids)
         if spec.kind == "multiple_choice":
             choices = self._choices_of(sample)
-            return PreparedSample(sample, prompt, choices=choices, gold=self._gold_of(sample, choices), shots=shot_sample_ids)
+            return PreparedSample(
+                sample, prompt, choices=choices, gold=self._gold_of(sample, choices), shots=shot_sample_ids
+            )
         return PreparedSample(sample, prompt, references=self._references_of(sample), shots=shot_sample_ids)
 
     def _plain_shot(self, shot: tuple[str, str, str | None]) -> str:

@@ -55,7 +55,9 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     return only_a, only_b, min(1.0, 2 * tail / 2**n)
 
 
-def paired_bootstrap(diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap(
+    diff: np.ndarray, *, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
     """Percentile interval of the mean paired difference (resampling samples with replacement)."""
     n = diff.size
     if n == 0:
@@ -96,7 +98,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             pairs = [
                 (x, y)
                 for i in shared_ids
-                if (x := _number(samples_a[task][i].get(metric))) is not None and (y := _number(samples_b[task][i].get(metric))) is not None
+                if (x := _number(samples_a[task][i].get(metric))) is not None
+                and (y := _number(samples_b[task][i].get(metric))) is not None
             ]
             # "a" / "b": the means over the shared samples (the ones the difference is over);
             # "run_a" / "run_b": each run's own value over all its samples, for reference

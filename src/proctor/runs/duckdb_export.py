@@ -27,7 +27,19 @@ def _metric_rows(run: str, results: dict[str, Any]) -> list[tuple[Any, ...]]:
                 value = m.get("value") if isinstance(m, dict) else None
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     stderr = m.get("stderr") if isinstance(m.get("stderr"), (int, float)) else None
-                    rows.append((run, results.get("created"), model, kind[:-1], name, metric, float(value), stderr, entry.get("n_samples")))
+                    rows.append(
+                        (
+                            run,
+                            results.get("created"),
+                            model,
+                            kind[:-1],
+                            name,
+                            metric,
+                            float(value),
+                            stderr,
+                            entry.get("n_samples"),
+                        )
+                    )
     return rows
 
 
@@ -53,7 +65,9 @@ def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
                 write_parquet(run_dir)
             run = run_dir.resolve().name
             source = "read_parquet(?)"
-            exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'samples'").fetchone()[0]
+            exists = con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'samples'"
+            ).fetchone()[0]
             if not exists:
                 con.execute(f"CREATE TABLE samples AS SELECT * FROM {source}", [str(parquet)])
             else:

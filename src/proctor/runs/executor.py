@@ -121,6 +121,7 @@ def execute(
         results.update(zip(todo, out))
 
     if isinstance(model, MapsChunks):  # a pool of replicas (engine/distributed.py): chunks run in parallel
+
         def done(k: int, out: Sequence[Any]) -> None:
             finish(chunks[k], list(out))
             if progress:
@@ -147,6 +148,7 @@ def chunk_indices(requests: Sequence[Any], size: int) -> list[list[int]]:
 
 def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
     """Cut ``order`` into chunks of about ``size``, never between two requests with one context."""
+
     def context(i: int) -> str | None:
         request = requests[i]
         return request.context if isinstance(request, LoglikelihoodRequest) else None

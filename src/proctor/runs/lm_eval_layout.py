@@ -18,7 +18,11 @@ from typing import Any, Hashable, Iterable
 import yaml
 
 LAYOUT_VERSION = "0.4.13"  # the lm-evaluation-harness release whose layout this follows
-OUTPUT_TYPES = {"multiple_choice": "multiple_choice", "generate": "generate_until", "perplexity": "loglikelihood_rolling"}
+OUTPUT_TYPES = {
+    "multiple_choice": "multiple_choice",
+    "generate": "generate_until",
+    "perplexity": "loglikelihood_rolling",
+}
 
 
 def sanitize(name: str) -> str:
@@ -55,7 +59,9 @@ def _block(name: str, metrics: dict[str, Any], n: int, group: bool = False, weig
     for metric, entry in metrics.items():
         if not isinstance(entry, dict) or "value" not in entry:
             continue
-        value, stderr = (entry.get("micro"), entry.get("micro_stderr")) if weighted else (entry["value"], entry.get("stderr"))
+        value, stderr = (
+            (entry.get("micro"), entry.get("micro_stderr")) if weighted else (entry["value"], entry.get("stderr"))
+        )
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         value_key, stderr_key = _keys(metric)
@@ -91,10 +97,17 @@ def _config(name: str, task: dict[str, Any], spec: dict[str, Any], overrides: di
         target_delimiter=spec.get("target_delimiter", " "),
         fewshot_delimiter=fewshot.get("separator", "\n\n"),
         fewshot_config={
-            "sampler": "default", "split": None, "process_docs": None, "fewshot_indices": None, "samples": None,
-            "doc_to_text": config["doc_to_text"], "doc_to_choice": config.get("doc_to_choice"),
-            "doc_to_target": config["doc_to_target"], "gen_prefix": None,
-            "fewshot_delimiter": fewshot.get("separator", "\n\n"), "target_delimiter": spec.get("target_delimiter", " "),
+            "sampler": "default",
+            "split": None,
+            "process_docs": None,
+            "fewshot_indices": None,
+            "samples": None,
+            "doc_to_text": config["doc_to_text"],
+            "doc_to_choice": config.get("doc_to_choice"),
+            "doc_to_target": config["doc_to_target"],
+            "gen_prefix": None,
+            "fewshot_delimiter": fewshot.get("separator", "\n\n"),
+            "target_delimiter": spec.get("target_delimiter", " "),
         },
         num_fewshot=int(fewshot.get("count") or 0),
         metric_list=[
@@ -106,16 +119,20 @@ def _config(name: str, task: dict[str, Any], spec: dict[str, Any], overrides: di
     if kind == "generate":
         g = spec.get("generation") or {}
         config["generation_kwargs"] = {
-            "until": list(g.get("stop") or []), "max_gen_toks": int(g.get("max_tokens", 64)),
-            "do_sample": float(g.get("temperature") or 0) > 0, "temperature": float(g.get("temperature") or 0),
+            "until": list(g.get("stop") or []),
+            "max_gen_toks": int(g.get("max_tokens", 64)),
+            "do_sample": float(g.get("temperature") or 0) > 0,
+            "temperature": float(g.get("temperature") or 0),
             "top_p": float(g.get("top_p", 1.0)),
         }
     config.update(
         repeats=int((overrides.get("epochs") or 1) if kind == "generate" else 1),
         should_decontaminate=False,
         metadata={
-            "version": _version(task.get("version")), "config_source": task.get("source") or "",
-            "proctor_hash": task.get("hash"), "dialect": task.get("dialect"),
+            "version": _version(task.get("version")),
+            "config_source": task.get("source") or "",
+            "proctor_hash": task.get("hash"),
+            "dialect": task.get("dialect"),
         },
     )
     return config
@@ -137,7 +154,9 @@ def user_model_name(results: dict[str, Any]) -> str:
 
 def _bootstrap_iters(tasks: dict[str, Any]) -> int:
     """The bootstrap resamples the run's standard errors used (lm-eval tasks record theirs; 0: none)."""
-    return max((int(t["bootstrap_iters"]) for t in tasks.values() if isinstance(t.get("bootstrap_iters"), int)), default=0)
+    return max(
+        (int(t["bootstrap_iters"]) for t in tasks.values() if isinstance(t.get("bootstrap_iters"), int)), default=0
+    )
 
 
 def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -147,31 +166,61 @@ def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> d
     model = results.get("model", {})
     info = results.get("model_info") or {}
     overrides = results.get("overrides") or {}
-    n_shot = {name: int(t["n_shot"]) if isinstance(t.get("n_shot"), int) else int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0)
-              for name, t in tasks.items()}
+    n_shot = {
+        name: int(t["n_shot"])
+        if isinstance(t.get("n_shot"), int)
+        else int(((specs.get(name) or {}).get("fewshot") or {}).get("count") or 0)
+        for name, t in tasks.items()
+    }
     weighted = _weighted_groups(specs)
     out: dict[str, Any] = {
         "results": {
             **{name: _block(name, t["metrics"], int(t["n_samples"])) for name, t in tasks.items()},
-            **{name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted) for name, g in groups.items()},
+            **{
+                name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted)
+                for name, g in groups.items()
+            },
         },
-        "groups": {name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted) for name, g in groups.items()},
+        "groups": {
+            name: _block(name, g["metrics"], int(g.get("n_samples", 0)), group=True, weighted=name in weighted)
+            for name, g in groups.items()
+        },
         "group_subtasks": {name: list(g["tasks"]) for name, g in groups.items()},  # lm-eval 0.4.13 lists groups only
         "configs": {name: _config(name, t, specs.get(name) or {}, overrides) for name, t in tasks.items()},
-        "versions": {**{name: _version(t.get("version")) for name, t in tasks.items()}, **{name: "1.0" for name in groups}},
-        "n-shot": {**n_shot, **{name: max((n_shot.get(t, 0) for t in g["tasks"]), default=0) for name, g in groups.items()}},
+        "versions": {
+            **{name: _version(t.get("version")) for name, t in tasks.items()},
+            **{name: "1.0" for name in groups},
+        },
+        "n-shot": {
+            **n_shot,
+            **{name: max((n_shot.get(t, 0) for t in g["tasks"]), default=0) for name, g in groups.items()},
+        },
         "higher_is_better": {
-            **{name: {m.partition(",")[0]: h for m, h in (t.get("higher_is_better") or {}).items()} for name, t in tasks.items()},
-            **{name: {m.partition(",")[0]: h for t in g["tasks"] for m, h in (tasks.get(t, {}).get("higher_is_better") or {}).items()}
-               for name, g in groups.items()},
+            **{
+                name: {m.partition(",")[0]: h for m, h in (t.get("higher_is_better") or {}).items()}
+                for name, t in tasks.items()
+            },
+            **{
+                name: {
+                    m.partition(",")[0]: h
+                    for t in g["tasks"]
+                    for m, h in (tasks.get(t, {}).get("higher_is_better") or {}).items()
+                }
+                for name, g in groups.items()
+            },
         },
         "n-samples": {
-            name: {"original": int((t.get("data") or {}).get("n_rows", t["n_samples"])), "effective": int(t["n_samples"])}
+            name: {
+                "original": int((t.get("data") or {}).get("n_rows", t["n_samples"])),
+                "effective": int(t["n_samples"]),
+            }
             for name, t in tasks.items()
         },
     }
     gen = overrides.get("gen_kwargs")
-    model_args = f"pretrained={model.get('path') or model.get('model')}" + (f",dtype={model['dtype']}" if model.get("dtype") else "")
+    model_args = f"pretrained={model.get('path') or model.get('model')}" + (
+        f",dtype={model['dtype']}" if model.get("dtype") else ""
+    )
     seed = overrides.get("seed", 0)
     out["config"] = {
         "model": str(model.get("backend", "proctor")),
@@ -180,7 +229,9 @@ def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> d
         "model_dtype": str(model.get("dtype") or ""),
         "model_revision": str(model.get("revision") or "main"),
         "model_sha": str(model.get("content") or ""),
-        "batch_size": info.get("batch_size") if isinstance(info.get("batch_size"), int) else str(info.get("batch_size") or 1),
+        "batch_size": info.get("batch_size")
+        if isinstance(info.get("batch_size"), int)
+        else str(info.get("batch_size") or 1),
         "batch_sizes": [],
         "device": str(info.get("device") or "cpu"),
         "use_cache": None,
@@ -240,7 +291,10 @@ class SourceRows:
                 rows = read_rows(Path(file)) if Path(file).is_file() else []
             except ProctorError:
                 rows = []
-            self._files[file] = {int(r.get("_row", i + 1)): {k: v for k, v in r.items() if not k.startswith("_")} for i, r in enumerate(rows)}
+            self._files[file] = {
+                int(r.get("_row", i + 1)): {k: v for k, v in r.items() if not k.startswith("_")}
+                for i, r in enumerate(rows)
+            }
         found = self._files.get(file, {}).get(row) if file else None
         return found if found is not None else {"id": record.get("id"), **({"source": source} if source else {})}
 
@@ -249,26 +303,40 @@ def _strings(value: Any) -> Any:
     return [_strings(v) for v in value] if isinstance(value, list) else str(value)
 
 
-def sample_line(index: int, record: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any] | None = None) -> dict[str, Any]:
+def sample_line(
+    index: int, record: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One proctor sample record as a line of lm-eval's ``samples_<task>_<date>.jsonl``."""
     prompt = record.get("rendered_prompt") or record.get("prompt")
     prompt = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
     delimiter = spec.get("target_delimiter", " ")
     target = record.get("doc_target", record.get("target"))  # an lm-eval task's record keeps lm-eval's own target
-    if isinstance(record.get("arguments"), list) and "resps" in record:  # an lm-eval task: its own requests and responses
-        arguments = {f"gen_args_{i}": {f"arg_{k}": a for k, a in enumerate(args)} for i, args in enumerate(record["arguments"])}
+    if (
+        isinstance(record.get("arguments"), list) and "resps" in record
+    ):  # an lm-eval task: its own requests and responses
+        arguments = {
+            f"gen_args_{i}": {f"arg_{k}": a for k, a in enumerate(args)} for i, args in enumerate(record["arguments"])
+        }
         resps = _strings(record["resps"])  # lm-eval writes every response value as a string
         filtered = _strings(next(iter((record.get("filtered_resps") or {"none": []}).values())))
     elif record.get("choices") is not None:  # multiple choice: one log-likelihood request per choice
-        arguments = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": f"{delimiter}{c}"} for i, c in enumerate(record["choices"])}
+        arguments = {
+            f"gen_args_{i}": {"arg_0": prompt, "arg_1": f"{delimiter}{c}"} for i, c in enumerate(record["choices"])
+        }
         greedy = record.get("is_greedy") or [False] * len(record["choices"])
         resps = [[[str(lp), str(bool(g))]] for lp, g in zip(record.get("logprobs") or [], greedy)]
         filtered = [[str(lp), str(bool(g))] for lp, g in zip(record.get("logprobs") or [], greedy)]
     elif "generation" in record:
         g = spec.get("generation") or {}
-        kwargs = {"until": list(g.get("stop") or []), "max_gen_toks": int(g.get("max_tokens", 64)), "do_sample": float(g.get("temperature") or 0) > 0}
+        kwargs = {
+            "until": list(g.get("stop") or []),
+            "max_gen_toks": int(g.get("max_tokens", 64)),
+            "do_sample": float(g.get("temperature") or 0) > 0,
+        }
         arguments = {"gen_args_0": {"arg_0": prompt, "arg_1": kwargs}}
-        generations = [e.get("generation") for e in record["epochs"]] if record.get("epochs") else [record.get("generation")]
+        generations = (
+            [e.get("generation") for e in record["epochs"]] if record.get("epochs") else [record.get("generation")]
+        )
         resps = [[str(x) for x in generations]]
         filtered = [str(record.get("extracted") if record.get("extracted") is not None else record.get("generation"))]
     else:  # perplexity and task classes: the record's own fields
@@ -285,7 +353,9 @@ def sample_line(index: int, record: dict[str, Any], spec: dict[str, Any], doc: d
         "filtered_resps": filtered,
         "filter": "none",
         "metrics": list((record.get("metrics") or {}).keys()),
-        "doc_hash": _sha(json.dumps(doc if doc is not None else {"id": record.get("id")}, ensure_ascii=False, default=str)),
+        "doc_hash": _sha(
+            json.dumps(doc if doc is not None else {"id": record.get("id")}, ensure_ascii=False, default=str)
+        ),
         "prompt_hash": _sha(prompt),
         "target_hash": _sha(target_text),
     }

@@ -56,11 +56,15 @@ def hold_run_dir(run_dir: Path, command: Sequence[str] | None = None) -> Iterato
             ) from None
         handle.seek(0)
         handle.truncate()
-        json.dump({
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": list(command) if command is not None else None,
-        }, handle)
+        json.dump(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "command": list(command) if command is not None else None,
+            },
+            handle,
+        )
         handle.flush()
         yield
     finally:

@@ -101,16 +101,22 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
         others = sorted(p.name for p in run_dir.iterdir() if not _leftover(p.name))
         if others:
             shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-            raise ProctorError(f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder (no {MANIFEST}); "
-                               "nothing was written. Choose a new or empty folder")
+            raise ProctorError(
+                f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder (no {MANIFEST}); "
+                "nothing was written. Choose a new or empty folder"
+            )
         return
     if restart:
         return
     manifest = read_manifest(run_dir)
     if manifest is None:
-        raise RunMismatchError(f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output")
+        raise RunMismatchError(
+            f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
+        )
     if not isinstance(manifest, dict):
-        raise ProctorError(f"{run_dir / MANIFEST} is not a run manifest (a JSON object); use --restart to start this run folder over")
+        raise ProctorError(
+            f"{run_dir / MANIFEST} is not a run manifest (a JSON object); use --restart to start this run folder over"
+        )
 
 
 def clear_run_dir(run_dir: Path) -> None:

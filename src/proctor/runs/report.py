@@ -34,8 +34,13 @@ REPORT_FILE = "report.html"
 def environment() -> jinja2.Environment:
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("proctor.runs", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("proctor.runs", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["fmt"] = fmt
     env.filters["num_attr"] = lambda v: "" if v is None else json.dumps(v)
     return env
@@ -143,11 +148,31 @@ def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -
     for i, (label, v, s) in enumerate(values):
         y = top + i * (bar_h + 6)
         x0, x1 = sorted((x(0), x(v)))
-        bars.append({"label": label, "y": y, "x0": x0, "width": max(round(x1 - x0, 1), 1), "value": v, "stderr": s,
-                     "whisker": (x(v - 1.96 * s), x(v + 1.96 * s)) if s else None, "value_x": max(x1, x(v + 1.96 * (s or 0))) + 4})
-    return {"title": title, "width": int(max(left + plot + 70, 7 * len(title) + 12)), "height": bottom + 22, "left": left,
-            "plot": plot, "top": top, "bottom": bottom, "bar_h": bar_h, "zero": x(0),
-            "ticks": [{"x": x(t), "label": f"{t:.4g}"} for t in ticks], "bars": bars}
+        bars.append(
+            {
+                "label": label,
+                "y": y,
+                "x0": x0,
+                "width": max(round(x1 - x0, 1), 1),
+                "value": v,
+                "stderr": s,
+                "whisker": (x(v - 1.96 * s), x(v + 1.96 * s)) if s else None,
+                "value_x": max(x1, x(v + 1.96 * (s or 0))) + 4,
+            }
+        )
+    return {
+        "title": title,
+        "width": int(max(left + plot + 70, 7 * len(title) + 12)),
+        "height": bottom + 22,
+        "left": left,
+        "plot": plot,
+        "top": top,
+        "bottom": bottom,
+        "bar_h": bar_h,
+        "zero": x(0),
+        "ticks": [{"x": x(t), "label": f"{t:.4g}"} for t in ticks],
+        "bars": bars,
+    }
 
 
 def calibration_chart(cal: dict[str, Any], size: int = 260, pad: int = 40) -> dict[str, Any]:
@@ -160,15 +185,27 @@ def calibration_chart(cal: dict[str, Any], size: int = 260, pad: int = 40) -> di
         return round(size - pad - v * inner, 1)
 
     return {
-        "size": size, "pad": pad, "inner": inner, "ece": cal["ece"], "n": cal["n"],
+        "size": size,
+        "pad": pad,
+        "inner": inner,
+        "ece": cal["ece"],
+        "n": cal["n"],
         "ticks": [{"label": f"{t:.1f}", "x": px(t), "y": py(t)} for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)],
-        "x0": px(0), "y0": py(0), "x1": px(1), "y1": py(1),
-        "points": [{"x": px(b["confidence"]), "y": py(b["accuracy"]), "r": round(2 + min(6, math.sqrt(b["n"])), 1), **b} for b in cal["bins"]],
+        "x0": px(0),
+        "y0": py(0),
+        "x1": px(1),
+        "y1": py(1),
+        "points": [
+            {"x": px(b["confidence"]), "y": py(b["accuracy"]), "r": round(2 + min(6, math.sqrt(b["n"])), 1), **b}
+            for b in cal["bins"]
+        ],
     }
 
 
 def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()]
+    return [
+        {"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()
+    ]
 
 
 def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,9 +222,13 @@ def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list
         if cal:
             out.append({"task": name, "chart": calibration_chart(cal), "note": ""})
         else:
-            why = ("lettered generation: a letter is no probability" if task.get("mc_format") == "generate"
-                   else "no sample has a gold answer to calibrate against" if any(r.get("distribution") for r in mine)
-                   else "choices read from a generation: no per-choice probabilities")
+            why = (
+                "lettered generation: a letter is no probability"
+                if task.get("mc_format") == "generate"
+                else "no sample has a gold answer to calibrate against"
+                if any(r.get("distribution") for r in mine)
+                else "choices read from a generation: no per-choice probabilities"
+            )
             out.append({"task": name, "chart": None, "note": why})
     return out
 
@@ -197,30 +238,69 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
     records; without them the page asks for that section on its own)."""
     tasks, charts = [], []
     for name, task in (results.get("tasks") or {}).items():
-        tasks.append({"name": name, "kind": task.get("kind", ""), "n": task.get("n_samples", ""), "rows": _metric_rows(name, task)})
-        drawn = [bar_chart([(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()], f"{name}: metrics (95% interval)")]
+        tasks.append(
+            {
+                "name": name,
+                "kind": task.get("kind", ""),
+                "n": task.get("n_samples", ""),
+                "rows": _metric_rows(name, task),
+            }
+        )
+        drawn = [
+            bar_chart(
+                [(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()],
+                f"{name}: metrics (95% interval)",
+            )
+        ]
         for key, parts in (task.get("breakdown") or {}).items():
             for metric in list(task["metrics"])[:2]:
-                drawn.append(bar_chart([(k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
-                                        for k, p in parts.items()], f"{name}: {metric} by {key}"))
+                drawn.append(
+                    bar_chart(
+                        [
+                            (k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
+                            for k, p in parts.items()
+                        ],
+                        f"{name}: {metric} by {key}",
+                    )
+                )
         charts.append({"task": name, "charts": [c for c in drawn if c]})
-    groups = [{"name": name, "tasks": ", ".join(g.get("tasks", [])), "n": g.get("n_samples", ""), "rows": _metric_rows(name, g)}
-              for name, g in (results.get("groups") or {}).items()]
+    groups = [
+        {
+            "name": name,
+            "tasks": ", ".join(g.get("tasks", [])),
+            "n": g.get("n_samples", ""),
+            "rows": _metric_rows(name, g),
+        }
+        for name, g in (results.get("groups") or {}).items()
+    ]
     formulations = []
     for name, task in (results.get("tasks") or {}).items():
         if task.get("mc_format") == "generate":
             u = task.get("unparsed") or {}
-            formulations.append({"task": name, "text": f"{name}: lettered generation (a letter read from the reply; no probabilities, "
-                                 f"no calibration) · unparsed {u.get('count', '?')} of {u.get('n', '?')} ({100 * u.get('rate', 0):.1f}%)"})
+            formulations.append(
+                {
+                    "task": name,
+                    "text": f"{name}: lettered generation (a letter read from the reply; no probabilities, "
+                    f"no calibration) · unparsed {u.get('count', '?')} of {u.get('n', '?')} ({100 * u.get('rate', 0):.1f}%)",
+                }
+            )
         elif task.get("mc_format") == "loglikelihood":
             formulations.append({"task": name, "text": f"{name}: log-likelihood of each choice"})
     model = results.get("model") or {}
     return {
-        "model": model.get("model", "?"), "status": results.get("status"), "created": results.get("created"),
-        "version": results.get("proctor_version"), "command": " ".join(results.get("command") or []) or "—",
-        "formulations": formulations, "warnings": results.get("warnings") or [], "skipped": skipped(results),
-        "tasks": tasks, "groups": groups,
-        "charts": charts, "calibrations": None if records is None else calibrations(results, records), "bins": N_BINS,
+        "model": model.get("model", "?"),
+        "status": results.get("status"),
+        "created": results.get("created"),
+        "version": results.get("proctor_version"),
+        "command": " ".join(results.get("command") or []) or "—",
+        "formulations": formulations,
+        "warnings": results.get("warnings") or [],
+        "skipped": skipped(results),
+        "tasks": tasks,
+        "groups": groups,
+        "charts": charts,
+        "calibrations": None if records is None else calibrations(results, records),
+        "bins": N_BINS,
     }
 
 
@@ -236,8 +316,13 @@ def skipped(results: dict[str, Any]) -> list[dict[str, Any]]:
         name = f"task {entry['task']} ({entry.get('file')})" if entry.get("task") else str(entry.get("file"))
         stage = entry.get("stage")
         says = "was skipped" if stage is None else SKIP_STAGES.get(stage, "was skipped")
-        out.append({"name": entry.get("task") or entry.get("file"), "stage": stage or "skipped",
-                    "text": f"not run: {name} {says}: {entry.get('error')}"})
+        out.append(
+            {
+                "name": entry.get("task") or entry.get("file"),
+                "stage": stage or "skipped",
+                "text": f"not run: {name} {says}: {entry.get('error')}",
+            }
+        )
     return out
 
 
@@ -246,14 +331,21 @@ def render_summary(results: dict[str, Any], records: list[dict[str, Any]] | None
 
 
 def render_calibration(results: dict[str, Any], records: list[dict[str, Any]]) -> str:
-    return environment().get_template("calibration.html.j2").render(calibrations=calibrations(results, records), bins=N_BINS)
+    return (
+        environment()
+        .get_template("calibration.html.j2")
+        .render(calibrations=calibrations(results, records), bins=N_BINS)
+    )
 
 
 def render_page(title: str, data: str, embedded: list[dict[str, Any]]) -> str:
     """The viewer's page: runs index, run, comparison; ``embedded`` carries each run's summary and samples
     (a static page), or is empty when a server answers for them."""
-    return environment().get_template("page.html.j2").render(
-        title=title, css=static_text("viewer.css"), js=static_text("viewer.js"), data=data, embedded=embedded)
+    return (
+        environment()
+        .get_template("page.html.j2")
+        .render(title=title, css=static_text("viewer.css"), js=static_text("viewer.js"), data=data, embedded=embedded)
+    )
 
 
 def _key_metrics(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -262,16 +354,29 @@ def _key_metrics(results: dict[str, Any]) -> list[dict[str, Any]]:
     for kind in ("groups", "tasks"):
         for name, entry in (results.get(kind) or {}).items():
             metrics = entry.get("metrics") or {}
-            metric = next((m for m, e in metrics.items() if isinstance(e, dict) and isinstance(e.get("value"), (int, float))), None)
+            metric = next(
+                (m for m, e in metrics.items() if isinstance(e, dict) and isinstance(e.get("value"), (int, float))),
+                None,
+            )
             if metric is not None:
-                out.append({"name": name, "metric": metric, "value": metrics[metric]["value"], "group": kind == "groups"})
+                out.append(
+                    {"name": name, "metric": metric, "value": metrics[metric]["value"], "group": kind == "groups"}
+                )
     return out
 
 
 def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
     """One row of the runs table; an unreadable folder gives a row that says why."""
-    entry: dict[str, Any] = {"key": key, "model": "?", "created": None, "status": "?", "tasks": [], "n_samples": 0,
-                             "key_metrics": [], "error": None}
+    entry: dict[str, Any] = {
+        "key": key,
+        "model": "?",
+        "created": None,
+        "status": "?",
+        "tasks": [],
+        "n_samples": 0,
+        "key_metrics": [],
+        "error": None,
+    }
     try:
         results = load_results(run_dir)
         if not isinstance(results, dict) or not isinstance(results.get("tasks", {}), dict):
@@ -282,9 +387,15 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
     given_model = results.get("model")
     model = given_model if isinstance(given_model, dict) else {}
     tasks = results.get("tasks") or {}
-    entry.update(model=str(model.get("model") or model.get("path") or "?"), created=results.get("created"),
-                 status=str(results.get("status") or "?"), tasks=list(tasks),
-                 n_samples=sum(t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)))
+    entry.update(
+        model=str(model.get("model") or model.get("path") or "?"),
+        created=results.get("created"),
+        status=str(results.get("status") or "?"),
+        tasks=list(tasks),
+        n_samples=sum(
+            t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)
+        ),
+    )
     try:
         entry["key_metrics"] = finite(_key_metrics(results))
     except (AttributeError, TypeError):  # a hand-edited file: the row still shows what it can

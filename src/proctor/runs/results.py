@@ -150,5 +150,7 @@ class RunWriter:
         try:
             check_results_json(text)
         except ResultsSchemaError as exc:
-            raise ResultsSchemaError(f"results.json not written (a bug in proctor, please report it): it {exc}") from None
+            raise ResultsSchemaError(
+                f"results.json not written (a bug in proctor, please report it): it {exc}"
+            ) from None
         write_text_atomic(self.run_dir / "results.json", text)

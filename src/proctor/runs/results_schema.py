@@ -31,14 +31,22 @@ class _Open(BaseModel):
 class MetricEntry(_Open):
     """One metric of a task (or of a breakdown part): its value and standard error, and what a dialect adds."""
 
-    value: Optional[Number] = Field(description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number.")
-    stderr: Optional[Number] = Field(description="Standard error of the value; null when none is defined (one sample, corpus metrics).")
+    value: Optional[Number] = Field(
+        description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number."
+    )
+    stderr: Optional[Number] = Field(
+        description="Standard error of the value; null when none is defined (one sample, corpus metrics)."
+    )
     n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
     n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
-    bootstrap: Optional[list[Number]] = Field(None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric.")
+    bootstrap: Optional[list[Number]] = Field(
+        None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric."
+    )
     n_runs: Optional[int] = Field(None, description="SEA-HELM: seeded runs the bootstrap drew from.")
     primary: Optional[bool] = Field(None, description="SEA-HELM: this is the task's primary (leaderboard) metric.")
-    detail: Any = Field(None, description="SEA-HELM and GLM-130B: a metric's nested result (per category, per phenomenon), kept whole.")
+    detail: Any = Field(
+        None, description="SEA-HELM and GLM-130B: a metric's nested result (per category, per phenomenon), kept whole."
+    )
     error: Optional[str] = Field(None, description="SEA-HELM: why a metric has no value (e.g. metricx_error).")
 
 
@@ -66,8 +74,12 @@ class TaskData(_Open):
 class Requests(_Closed):
     total: Optional[int] = Field(None, description="Requests the task made, duplicates included.")
     unique: int = Field(description="Distinct requests.")
-    type: Optional[str] = Field(None, description="loglikelihood, generate, rolling_loglikelihood, or custom (a handler's own).")
-    computed: Optional[int] = Field(None, description="Use cases: requests the model answered in this run (the rest came from the store).")
+    type: Optional[str] = Field(
+        None, description="loglikelihood, generate, rolling_loglikelihood, or custom (a handler's own)."
+    )
+    computed: Optional[int] = Field(
+        None, description="Use cases: requests the model answered in this run (the rest came from the store)."
+    )
 
 
 class TaskTiming(_Closed):
@@ -82,7 +94,9 @@ class Unparsed(_Closed):
 
 
 class Truncated(_Closed):
-    count: int = Field(description="Requests whose prompt the model cut on the left to fit its window (scored without its start).")
+    count: int = Field(
+        description="Requests whose prompt the model cut on the left to fit its window (scored without its start)."
+    )
     n: int = Field(description="Requests the task sent.")
 
 
@@ -114,28 +128,43 @@ class TaskResult(BaseModel):
     source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
     version: str
     changes: Optional[dict[str, str]] = Field(None, description="The task's change log: version -> what changed.")
-    hash: str = Field(description="Content hash of the prepared task (spec, samples, prompts); a use case's fingerprint.")
+    hash: str = Field(
+        description="Content hash of the prepared task (spec, samples, prompts); a use case's fingerprint."
+    )
     group: Optional[list[str]] = Field(None, description="Groups the task belongs to (see the top-level groups).")
     n_samples: int
-    n_rows: Optional[int] = Field(None, description="Use cases: rows of evaluation data (n_samples counts generations).")
+    n_rows: Optional[int] = Field(
+        None, description="Use cases: rows of evaluation data (n_samples counts generations)."
+    )
     data: Optional[TaskData] = None
     metrics: dict[str, MetricEntry]
     higher_is_better: Optional[dict[str, bool]] = None
     requests: Requests
     timing: TaskTiming
     rollup: Optional[RollupPlace] = None
-    breakdown: Optional[dict[str, dict[str, BreakdownPart]]] = Field(None, description="Per field (e.g. _source), per value: metrics.")
+    breakdown: Optional[dict[str, dict[str, BreakdownPart]]] = Field(
+        None, description="Per field (e.g. _source), per value: metrics."
+    )
     breakdown_stats: Optional[dict[str, dict[str, BreakdownStat]]] = None
     glm_class: Optional[str] = Field(None, description="GLM-130B module: the task class that ran.")
     glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
     evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
-    n_shot: Optional[int] = Field(None, description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).")
-    bootstrap_iters: Optional[int] = Field(None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none).")
+    n_shot: Optional[int] = Field(
+        None,
+        description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).",
+    )
+    bootstrap_iters: Optional[int] = Field(
+        None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none)."
+    )
     epochs: Optional[Epochs] = None
     truncated: Optional[Truncated] = None
-    usage: Optional[dict[str, Number]] = Field(None, description="Remote models: tokens and requests sent (and estimated_cost).")
+    usage: Optional[dict[str, Number]] = Field(
+        None, description="Remote models: tokens and requests sent (and estimated_cost)."
+    )
     judge_usage: Optional[dict[str, Number]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
-    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(None, description="How a multiple-choice task ran.")
+    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
+        None, description="How a multiple-choice task ran."
+    )
     unparsed: Optional[Unparsed] = None
     warnings: Optional[list[str]] = None
     exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
@@ -160,10 +189,13 @@ class TaskResult(BaseModel):
 # ------------------------------------------------------------------ run level
 class GroupMetric(_Closed):
     value: Optional[Number] = Field(description="Macro mean: every task weighs the same.")
-    stderr: Optional[Number] = Field(description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null.")
+    stderr: Optional[Number] = Field(
+        description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null."
+    )
     micro: Optional[Number] = Field(description="Mean weighted by each task's samples.")
     micro_stderr: Optional[Number] = Field(
-        None, description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null."
+        None,
+        description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null.",
     )
 
 
@@ -181,10 +213,14 @@ class RollupNode(_Open):
     children: Optional[dict[str, RollupNode]] = None
     bootstrap: Optional[list[Number]] = None
     type: Optional[Literal["macro", "micro"]] = Field(None, description="Group nodes: how their tasks were averaged.")
-    levels: Optional[list[str]] = Field(None, description="Top node: the level names, outermost first, then group and task.")
+    levels: Optional[list[str]] = Field(
+        None, description="Top node: the level names, outermost first, then group and task."
+    )
     n_samples: Optional[int] = Field(None, description="Task leaves.")
     metric: Optional[str] = Field(None, description="Task leaves: the metric rolled up.")
-    aggregation: Optional[Literal["lindsea"]] = Field(None, description="SEA-HELM linguistic diagnostics: scored by LINDSEA.")
+    aggregation: Optional[Literal["lindsea"]] = Field(
+        None, description="SEA-HELM linguistic diagnostics: scored by LINDSEA."
+    )
     lindsea: Optional[dict[str, Any]] = None
     notes: Optional[list[str]] = None
 
@@ -205,7 +241,8 @@ class Skipped(_Closed):
     file: str
     error: str
     stage: Optional[Literal["load", "prepare", "run"]] = Field(
-        None, description="Where it failed: loading the file, preparing the task (data, prompts), or running it.")
+        None, description="Where it failed: loading the file, preparing the task (data, prompts), or running it."
+    )
 
 
 class Results(_Closed):
@@ -214,23 +251,36 @@ class Results(_Closed):
     proctor_version: str
     created: str = Field(description="When the run folder was started (ISO 8601, UTC).")
     command: Optional[list[str]] = Field(description="The command line, or null from Python.")
-    model: dict[str, Any] = Field(description="The model's fingerprint (backend, path, revision, dtype, ...): what the response store is keyed by.")
-    model_info: Optional[dict[str, Any]] = Field(None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them).")
+    model: dict[str, Any] = Field(
+        description="The model's fingerprint (backend, path, revision, dtype, ...): what the response store is keyed by."
+    )
+    model_info: Optional[dict[str, Any]] = Field(
+        None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them)."
+    )
     chat_applied: Optional[bool] = None
     environment: Optional[Environment] = None
     status: Literal["running", "complete", "partial"] = Field(
-        description="running; complete; partial: finished, but tasks in 'skipped' could not load, prepare or run.")
-    limit: Union[int, float, None] = Field(None, description="--limit: a count, a fraction of each task's rows, or null.")
-    limit_per_part: Optional[bool] = Field(None, description="--limit-per-part: the limit applied to each part of a task's breakdown.")
+        description="running; complete; partial: finished, but tasks in 'skipped' could not load, prepare or run."
+    )
+    limit: Union[int, float, None] = Field(
+        None, description="--limit: a count, a fraction of each task's rows, or null."
+    )
+    limit_per_part: Optional[bool] = Field(
+        None, description="--limit-per-part: the limit applied to each part of a task's breakdown."
+    )
     overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
     tasks: dict[str, TaskResult]
     groups: dict[str, GroupResult]
     rollup: Optional[RollupNode] = None
     timing: Optional[RunTiming] = None
-    skipped: Optional[list[Skipped]] = Field(None, description="Files and tasks found in folders that could not be loaded, prepared or run.")
+    skipped: Optional[list[Skipped]] = Field(
+        None, description="Files and tasks found in folders that could not be loaded, prepared or run."
+    )
     warnings: Optional[list[str]] = Field(None, description="Every task's warnings, as 'task: warning'.")
-    samples_bytes: Optional[int] = Field(description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
-                                         "(null in folders from before it was recorded: all of samples.jsonl).")
+    samples_bytes: Optional[int] = Field(
+        description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
+        "(null in folders from before it was recorded: all of samples.jsonl)."
+    )
 
 
 class ResultsSchemaError(RuntimeError):
@@ -242,10 +292,11 @@ def check_results_json(text: str) -> Results:
     try:
         return Results.model_validate_json(text)
     except ValidationError as exc:
-        errors = sorted(exc.errors(), key=lambda e: e["type"] == "missing")  # a wrong value says more than a missing one
+        errors = sorted(
+            exc.errors(), key=lambda e: e["type"] == "missing"
+        )  # a wrong value says more than a missing one
         problems = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:10])
         raise ResultsSchemaError(f"does not match the results.json schema: {problems}") from None
-
 
 
 def _where(loc: tuple[int | str, ...]) -> str:

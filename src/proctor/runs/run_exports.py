@@ -71,9 +71,13 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
         try:
             record = json.loads(line.decode("utf-8"))
         except ValueError:  # UnicodeDecodeError included
-            raise ProctorError(f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)") from None
+            raise ProctorError(
+                f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)"
+            ) from None
         if not isinstance(record, dict) or not isinstance(record.get("task"), str):
-            raise ProctorError(f"{path}:{number}: not a sample record (an object with its 'task'); re-run to rebuild it")
+            raise ProctorError(
+                f"{path}:{number}: not a sample record (an object with its 'task'); re-run to rebuild it"
+            )
         yield record
 
 
@@ -101,8 +105,9 @@ def _typed(r: dict[str, Any]) -> dict[str, Any]:
         return {
             "target": [str(choices[i]) for i in gold if 0 <= i < len(choices)] if gold else _texts(target),
             "target_index": gold,
-            "prediction": str(choices[index]) if index is not None and 0 <= index < len(choices) else
-            (None if prediction is None else str(prediction)),
+            "prediction": str(choices[index])
+            if index is not None and 0 <= index < len(choices)
+            else (None if prediction is None else str(prediction)),
             "prediction_index": index,
         }
     prediction = r.get("extracted", r.get("prediction"))
@@ -121,7 +126,9 @@ def _floats(values: Any) -> list[float | None] | None:
     return [float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None for x in values]
 
 
-def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Path:
+def write_parquet(
+    run_dir: Path, path: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+) -> Path:
     """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
     ``logprob_<i>`` columns, and a float column per metric. ``contents``: the run's results and
@@ -135,13 +142,27 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[
     metric_names = sorted({m for r in records for m in (r.get("metrics") or {})})
     n_choices = max((len(r.get("logprobs") or []) for r in records if isinstance(r.get("logprobs"), list)), default=0)
     fields = [
-        ("run", pa.string()), ("run_created", pa.string()), ("model", pa.string()), ("model_backend", pa.string()),
-        ("task", pa.string()), ("id", pa.string()), ("source_file", pa.string()), ("source_row", pa.int64()),
-        ("prompt", pa.string()), ("target", pa.list_(pa.string())), ("target_index", pa.list_(pa.int64())),
-        ("prediction", pa.string()), ("prediction_index", pa.int64()), ("correct", pa.bool_()), ("parsed", pa.bool_()),
-        ("choices", pa.list_(pa.string())), ("logprobs", pa.list_(pa.float64())), ("distribution", pa.list_(pa.float64())),
+        ("run", pa.string()),
+        ("run_created", pa.string()),
+        ("model", pa.string()),
+        ("model_backend", pa.string()),
+        ("task", pa.string()),
+        ("id", pa.string()),
+        ("source_file", pa.string()),
+        ("source_row", pa.int64()),
+        ("prompt", pa.string()),
+        ("target", pa.list_(pa.string())),
+        ("target_index", pa.list_(pa.int64())),
+        ("prediction", pa.string()),
+        ("prediction_index", pa.int64()),
+        ("correct", pa.bool_()),
+        ("parsed", pa.bool_()),
+        ("choices", pa.list_(pa.string())),
+        ("logprobs", pa.list_(pa.float64())),
+        ("distribution", pa.list_(pa.float64())),
         *[(f"logprob_{i}", pa.float64()) for i in range(n_choices)],
-        ("generation", pa.string()), ("record", pa.string()),
+        ("generation", pa.string()),
+        ("record", pa.string()),
         *[(f"metric_{m}", pa.float64()) for m in metric_names],
     ]
     columns: dict[str, list[Any]] = {name: [] for name, _ in fields}
@@ -150,8 +171,13 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[
         prompt = r.get("rendered_prompt") or r.get("prompt")
         logprobs = r.get("logprobs") if isinstance(r.get("logprobs"), list) else None
         row = {
-            "run": run_name, "run_created": results.get("created"), "model": model.get("model"), "model_backend": model.get("backend"),
-            "task": r.get("task"), "id": str(r.get("id")), "source_file": (r.get("source") or {}).get("file"),
+            "run": run_name,
+            "run_created": results.get("created"),
+            "model": model.get("model"),
+            "model_backend": model.get("backend"),
+            "task": r.get("task"),
+            "id": str(r.get("id")),
+            "source_file": (r.get("source") or {}).get("file"),
             "source_row": (r.get("source") or {}).get("row"),
             "prompt": prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False),
             **_typed(r),
@@ -160,7 +186,8 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[
             "choices": [str(c) for c in r["choices"]] if r.get("choices") is not None else None,
             "logprobs": _floats(logprobs),
             "distribution": _floats(r.get("distribution")),
-            "generation": r.get("generation"), "record": json.dumps(r, ensure_ascii=False),
+            "generation": r.get("generation"),
+            "record": json.dumps(r, ensure_ascii=False),
         }
         for i in range(n_choices):
             floats = _floats(logprobs)
@@ -178,7 +205,9 @@ def write_parquet(run_dir: Path, path: Path | None = None, contents: tuple[dict[
     return target
 
 
-def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Path:
+def write_lm_eval(
+    run_dir: Path, folder: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+) -> Path:
     """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
 
     The date is the run's start, so exporting again rewrites the same files; other files that an
@@ -201,7 +230,14 @@ def write_lm_eval(run_dir: Path, folder: Path | None = None, contents: tuple[dic
         keep.add(file.name)
         with file.open("w", encoding="utf-8") as handle:
             for i, record in enumerate(records):
-                handle.write(json.dumps(sample_line(i, record, (specs.get(name) if name is not None else None) or {}, rows.doc(record)), ensure_ascii=False, default=str) + "\n")
+                handle.write(
+                    json.dumps(
+                        sample_line(i, record, (specs.get(name) if name is not None else None) or {}, rows.doc(record)),
+                        ensure_ascii=False,
+                        default=str,
+                    )
+                    + "\n"
+                )
     for old in target.glob("*.json*"):
         if old.name not in keep and (old.name.startswith("results_") or old.name.startswith("samples_")):
             old.unlink()

@@ -23,9 +23,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import (
-    GenerateRequest,
     LATER_RESULT_FIELDS,
     LATER_SETTINGS,
+    GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,

@@ -58,8 +58,16 @@ def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
         if (run_dir / "results.json").exists():
             entry = run_entry(run_dir, _key(folder, run_dir))
         else:
-            entry = {"key": _key(folder, run_dir), "model": "?", "created": None, "status": "started (no results yet)", "tasks": [],
-                     "n_samples": 0, "key_metrics": [], "error": "no results.json yet: no task has finished"}
+            entry = {
+                "key": _key(folder, run_dir),
+                "model": "?",
+                "created": None,
+                "status": "started (no results yet)",
+                "tasks": [],
+                "n_samples": 0,
+                "key_metrics": [],
+                "error": "no results.json yet: no task has finished",
+            }
         rows.append((entry, run_dir))
     return rows
 
@@ -112,8 +120,10 @@ class Viewer:
         run_dir = self._folder(key)
         if run_dir is None:
             return None
-        stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
-                      for p in (run_dir / "results.json", run_dir / "samples.jsonl"))
+        stamp = tuple(
+            (p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
+            for p in (run_dir / "results.json", run_dir / "samples.jsonl")
+        )
         cached = self._cache.get((key, part))
         if cached and cached[0] == stamp:
             return cached[1]
@@ -152,8 +162,11 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                     return self._send(HTTPStatus.OK, viewer.page(), "text/html; charset=utf-8")
                 if url.path in ("/api/run", "/api/calibration", "/api/samples"):
                     key = (parse_qs(url.query).get("key") or [""])[0]
-                    body = (viewer.samples(key) if url.path == "/api/samples" else
-                            viewer.run(key, "summary" if url.path == "/api/run" else "calibration"))
+                    body = (
+                        viewer.samples(key)
+                        if url.path == "/api/samples"
+                        else viewer.run(key, "summary" if url.path == "/api/run" else "calibration")
+                    )
                     if body is None:
                         return self._send(HTTPStatus.NOT_FOUND, b'{"error": "no such run"}', "application/json")
                     kind = "text/plain" if url.path == "/api/samples" else "application/json"
@@ -176,6 +189,8 @@ def serve(folder: Path, port: int = 8000) -> ThreadingHTTPServer:
     try:
         server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(viewer))
     except OSError as exc:
-        raise ProctorError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc} (choose another --port, or 0 for any free one)") from None
+        raise ProctorError(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc} (choose another --port, or 0 for any free one)"
+        ) from None
     server.daemon_threads = True
     return server

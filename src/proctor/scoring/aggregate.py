@@ -42,7 +42,8 @@ def breakdown_stats(parts: dict[str, TaskEntry]) -> dict[str, dict[str, float | 
         pairs = [
             (part["metrics"][name]["value"], part["n_samples"])
             for part in parts.values()
-            if name in part["metrics"] and part["metrics"][name]["value"] is not None
+            if name in part["metrics"]
+            and part["metrics"][name]["value"] is not None
             and not (isinstance(part["metrics"][name]["value"], float) and math.isnan(part["metrics"][name]["value"]))
         ]
         if not pairs:
@@ -72,15 +73,21 @@ def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: 
     return out
 
 
-def breakdowns(metrics: Sequence[MetricDef], values: dict[str, list[Any]], fields: Sequence[str],
-               rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def breakdowns(
+    metrics: Sequence[MetricDef], values: dict[str, list[Any]], fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     """A task's ``breakdown`` (per field, per value of it in the samples' ``rows``: metrics) and its
     ``breakdown_stats`` (per field: max, median and weighted average over the values)."""
     parts = {field: breakdown(metrics, values, [row.get(field) for row in rows]) for field in fields}
-    return {"breakdown": parts, "breakdown_stats": {field: breakdown_stats(by_value) for field, by_value in parts.items()}}
+    return {
+        "breakdown": parts,
+        "breakdown_stats": {field: breakdown_stats(by_value) for field, by_value in parts.items()},
+    }
 
 
-def aggregate_groups(task_results: dict[str, TaskEntry], memberships: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+def aggregate_groups(
+    task_results: dict[str, TaskEntry], memberships: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
     """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples),
     each with its standard error."""
     groups: dict[str, list[str]] = defaultdict(list)

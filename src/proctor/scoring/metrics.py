@@ -32,7 +32,9 @@ def total(values: list[float]) -> tuple[float, None]:
     return float(sum(values)), None
 
 
-def pooled_ratio(transform: Callable[[float, float], float]) -> Callable[[list[tuple[float, float]]], tuple[float, None]]:
+def pooled_ratio(
+    transform: Callable[[float, float], float],
+) -> Callable[[list[tuple[float, float]]], tuple[float, None]]:
     """Aggregate (logprob, units) pairs as transform(sum logprob, sum units)."""
 
     def aggregate(values: list[tuple[float, float]]) -> tuple[float, None]:
@@ -231,22 +233,30 @@ def _null_count(outcome: GenerationOutcome) -> float:
 
 
 # ---------------------------------------------------------------- perplexity
-@register_metric("word_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+@register_metric(
+    "word_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+)
 def _word_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_words
 
 
-@register_metric("token_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+@register_metric(
+    "token_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+)
 def _token_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_tokens
 
 
-@register_metric("byte_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False)
+@register_metric(
+    "byte_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+)
 def _byte_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes
 
 
-@register_metric("bits_per_byte", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
+@register_metric(
+    "bits_per_byte", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False
+)
 def _bits_per_byte(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes
 

@@ -72,8 +72,13 @@ def rollup(task_results: dict[str, TaskEntry], rules: Iterable[RollupRule] | Non
         for name in names:
             spec = members[name]["rollup"]
             entry = members[name]["metrics"].get(spec["metric"]) or {}
-            leaves[name] = {"value": entry.get("value"), "stderr": entry.get("stderr"), "n_samples": members[name]["n_samples"],
-                            "metric": spec["metric"], **({"bootstrap": entry["bootstrap"]} if entry.get("bootstrap") else {})}
+            leaves[name] = {
+                "value": entry.get("value"),
+                "stderr": entry.get("stderr"),
+                "n_samples": members[name]["n_samples"],
+                "metric": spec["metric"],
+                **({"bootstrap": entry["bootstrap"]} if entry.get("bootstrap") else {}),
+            }
         micro = members[names[0]]["rollup"].get("group_type") == "micro"
         if micro and all(leaf["value"] is not None for leaf in leaves.values()):
             total = sum(leaf["n_samples"] for leaf in leaves.values()) or 1
@@ -104,8 +109,9 @@ def rollup(task_results: dict[str, TaskEntry], rules: Iterable[RollupRule] | Non
     return top
 
 
-def _rule_members(members: dict[str, TaskEntry], level_names: list[str], rules: list[RollupRule]
-                  ) -> dict[tuple[int, LevelPath], dict[str, TaskEntry]]:
+def _rule_members(
+    members: dict[str, TaskEntry], level_names: list[str], rules: list[RollupRule]
+) -> dict[tuple[int, LevelPath], dict[str, TaskEntry]]:
     """Per (rule index, level path), the task results each rule takes there, by the rule's member key."""
     out: dict[tuple[int, LevelPath], dict[str, TaskEntry]] = {}
     for index, rule in enumerate(rules):

@@ -54,9 +54,11 @@ def test_extra_kwargs_become_attributes_and_data_loads_from_jsonl(tmp_path):
 
 def test_construction_rules():
     with pytest.raises(TypeError, match="__init__"):
+
         class Bad(Echo):  # noqa: F841
             def __init__(self):
                 pass
+
     with pytest.raises(TypeError, match="Metric"):
         Echo([{"id": 1, "text": "a"}], ["not a metric"])
     with pytest.raises(TypeError, match="hide the method"):
@@ -135,7 +137,7 @@ def test_ifeval_strict_checks():
     assert not follows("one two three", "length_constraints:number_words", {"num_words": 4, "relation": "at least"})
     assert follows("* a\n* b\n- c", "detectable_format:number_bullet_lists", {"num_bullets": 3})
     assert follows("<<Title>> text", "detectable_format:title", {})
-    assert follows("```json\n{\"a\": 1}\n```", "detectable_format:json_format", {})
+    assert follows('```json\n{"a": 1}\n```', "detectable_format:json_format", {})
     assert follows("Bye. Any other questions?", "startend:end_checker", {"end_phrase": "any other questions?"})
     assert follows('"quoted"', "startend:quotation", {})
     assert not follows("a cat", "keywords:forbidden_words", {"forbidden_words": ["cat"], "extra": None})
@@ -152,6 +154,8 @@ def test_ifeval_strict_checks():
 
 
 def test_real_commonsense_rows_validate():
-    path = shared_path("examples", "aisteer360", "notebooks", "benchmarks", "commonsense_mcqa", "data", "evaluation_qa.first100.jsonl")
+    path = shared_path(
+        "examples", "aisteer360", "notebooks", "benchmarks", "commonsense_mcqa", "data", "evaluation_qa.first100.jsonl"
+    )
     case = CommonsenseMCQA(path, [MCQAAccuracy()], num_shuffling_runs=3)
     assert len(case.evaluation_data) == 100 and len(case.prompt_data()) == 300

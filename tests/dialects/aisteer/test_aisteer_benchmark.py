@@ -17,7 +17,7 @@ from tests.conftest import REPO
 SRC = REPO / "src"
 
 DEFINITION = textwrap.dedent(
-    '''
+    """
     import os, signal, sys
     from proctor import Benchmark
     from proctor.models.hf import HFModel
@@ -50,7 +50,7 @@ DEFINITION = textwrap.dedent(
             if len(done) == kill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
         make(HFModel(model_dir, batch_size=4), save_dir, progress).run()
-    '''
+    """
 )
 
 
@@ -69,8 +69,16 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     module = import_user_file(definition)
     bench = module.make(tiny_model)
     ids = [(c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in bench.configurations]
-    assert ids == [(c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in module.make(tiny_model).configurations]
-    assert [c.pipeline for c in bench.configurations] == ["baseline", "activation", "activation", "activation", "prompt"]
+    assert ids == [
+        (c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in module.make(tiny_model).configurations
+    ]
+    assert [c.pipeline for c in bench.configurations] == [
+        "baseline",
+        "activation",
+        "activation",
+        "activation",
+        "prompt",
+    ]
     assert ids[0][1] == "baseline" and len({i[1] for i in ids}) == 5
     profiles = bench.run()
     assert {k: len(v) for k, v in profiles.items()} == {"baseline": 2, "activation": 6, "prompt": 2}
@@ -96,7 +104,9 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     assert written["tradeoff"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from proctor.dialects.aisteer.analysis import pareto_front, plot_sensitivity
 
-    assert plot_sensitivity(table, "activation", "actadd.strength", "MCQAAccuracy.num_valid", tmp_path / "s.png").exists()
+    assert plot_sensitivity(
+        table, "activation", "actadd.strength", "MCQAAccuracy.num_valid", tmp_path / "s.png"
+    ).exists()
     front = pareto_front([{"x": 1, "y": 1}, {"x": 2, "y": 0.5}, {"x": 0.5, "y": 0.5}, {"x": 2, "y": 1}])
     assert front == [{"x": 2, "y": 1}]
 
@@ -104,7 +114,9 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
 def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir, tmp_path):
     save = tmp_path / "save"
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    killed = subprocess.run([sys.executable, str(definition), str(tiny_model_dir), str(save), "5"], env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, str(definition), str(tiny_model_dir), str(save), "5"], env=env, capture_output=True, text=True
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     finished = set()  # each trial is a run folder save/runs/<pipeline>/<config_id>-t<trial>; finished ones are complete
     for results in (save / "runs").glob("*/*/results.json"):
@@ -163,14 +175,19 @@ def test_cli_runs_a_use_case_file(tiny_model_dir, tmp_path):
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     (tmp_path / "my_use_case.py").write_text(USE_CASE_FILE)
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["run", str(tmp_path / "my_use_case.py"), "--model", str(tiny_model_dir), "-o", str(out), "-q", "--limit", "3"])
+    result = CliRunner().invoke(
+        app,
+        ["run", str(tmp_path / "my_use_case.py"), "--model", str(tiny_model_dir), "-o", str(out), "-q", "--limit", "3"],
+    )
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text())
     task = results["tasks"]["my_use_case:MyMCQA"]
     assert task["n_samples"] == 6 and task["n_rows"] == 3 and results["status"] == "complete"
     assert "MCQAAccuracy.trial_mean" in task["metrics"]
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert len(records) == 3 and sum(len(r["generations"]) for r in records) == 6  # a record per row, with its generations
+    assert (
+        len(records) == 3 and sum(len(r["generations"]) for r in records) == 6
+    )  # a record per row, with its generations
     assert all(g["question_id"] == int(r["id"]) for r in records for g in r["generations"])
     (tmp_path / "two.py").write_text(USE_CASE_FILE + "\nclass Other(CommonsenseMCQA):\n    pass\n")
     from proctor.core.errors import TaskDefinitionError

@@ -11,7 +11,9 @@ from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQACalibrat
 
 ROWS = [
     {
-        "id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}",
+        "id": f"q{i}",
+        "question": f"Which word is number {i}?",
+        "answer": f"w{i}",
         "choices": [f"w{i}", "apple", "river", "stone"][: 3 + i % 2],
         # A large boost per letter makes the random tiny model answer with one; its spread differs by row.
         "boost": {letter: 60.0 + 4.0 * ((k + i) % 4) for k, letter in enumerate("ABCD")},
@@ -64,7 +66,11 @@ def test_confidences_and_ece_match_an_independent_computation(tiny_model):
     rows = {row["id"]: row for row in ROWS}
     for g in generations:
         expected = independent_letter_probs(
-            tiny_model.model, tiny_model.tokenizer, g["adapted_prompt"], g["num_choices"], rows[g["question_id"]]["boost"]
+            tiny_model.model,
+            tiny_model.tokenizer,
+            g["adapted_prompt"],
+            g["num_choices"],
+            rows[g["question_id"]]["boost"],
         )
         assert g["letter_probs"] == pytest.approx(expected, abs=1e-4)
         assert g["confidence"] == pytest.approx(expected[g["response"]], abs=1e-4)
@@ -83,13 +89,17 @@ def test_confidences_and_ece_match_an_independent_computation(tiny_model):
     conf = [g["confidence"] for g in answered]
     correct = [g["response"] == g["reference_answer"] for g in answered]
     assert scores["ece"] == pytest.approx(independent_ece(conf, correct), abs=1e-9)
-    assert scores["accuracy"] == pytest.approx(np.mean(correct)) and scores["avg_confidence"] == pytest.approx(np.mean(conf))
+    assert scores["accuracy"] == pytest.approx(np.mean(correct)) and scores["avg_confidence"] == pytest.approx(
+        np.mean(conf)
+    )
     assert scores["num_valid"] == len(answered) and 0.0 < scores["ece"] < 1.0
 
 
 def test_unanswered_replies_have_no_confidence_and_scoring_can_be_off(tiny_model):
     generations = _case().generate(tiny_model, gen_kwargs={"max_new_tokens": 2}, max_retries=0)
-    assert all(g["response"] is None and g["confidence"] is None for g in generations)  # the bare tiny model prints no letter
+    assert all(
+        g["response"] is None and g["confidence"] is None for g in generations
+    )  # the bare tiny model prints no letter
     assert all(sum(g["letter_probs"].values()) == pytest.approx(1.0) for g in generations)
     assert _case().evaluate(generations)["MCQACalibration"]["ece"] is None
     off = CommonsenseMCQA(ROWS, [MCQAAccuracy()], num_shuffling_runs=1, seed=4, score_letters=False)

@@ -87,7 +87,10 @@ def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model,
     again = Counting(tiny_model)
     second = _run(again, tmp_path / "run")
     assert again.calls == []
-    assert second.results["tasks"]["CommonsenseMCQA"]["evaluations"] == first.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    assert (
+        second.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+        == first.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    )
     assert second.results["tasks"]["CommonsenseMCQA"]["requests"]["computed"] == 0
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["attempts"][-1]["responses"]["computed"] == 0
@@ -105,7 +108,10 @@ def test_a_failed_run_resumes_without_redoing_finished_chunks(tiny_model, tmp_pa
     resumed = Counting(tiny_model)
     result = _run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == total - done_before
-    assert result.results["tasks"]["CommonsenseMCQA"]["evaluations"] == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    assert (
+        result.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+        == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    )
 
 
 def test_the_shared_cache_answers_a_new_run_folder(tiny_model, tmp_path):
@@ -125,7 +131,15 @@ def test_retries_are_new_requests_and_are_stored_too(tiny_model, tmp_path):
         lookup = Lookup(ResponseStore(tmp_path / STORE_FILE))
         try:
             executor = ModelExecutor(model, lookup, chunk_size=2)  # the run store, handed over explicitly
-            return batch_retry_generate(items, executor, gen_kwargs={"max_new_tokens": 3}, parse_fn=lambda t: None, max_retries=2, use_chat=False, return_raw=True)
+            return batch_retry_generate(
+                items,
+                executor,
+                gen_kwargs={"max_new_tokens": 3},
+                parse_fn=lambda t: None,
+                max_retries=2,
+                use_chat=False,
+                return_raw=True,
+            )
         finally:
             lookup.close()
 
@@ -149,7 +163,17 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
         "class Mine(CommonsenseMCQA):\n    pass\n"
         "evaluation_data = 'rows.jsonl'\nevaluation_metrics = [MCQAAccuracy()]\ngen_kwargs = {'max_new_tokens': 3}\n"
     )
-    args = ["run", str(tmp_path / "uc.py"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "-q", "--chunk-size", "2"]
+    args = [
+        "run",
+        str(tmp_path / "uc.py"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "-q",
+        "--chunk-size",
+        "2",
+    ]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     task = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
@@ -168,7 +192,7 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
     assert again["requests"]["computed"] == 0 and again["evaluations"] == task["evaluations"]
 
 
-KILLED_RUN = '''
+KILLED_RUN = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
 from tests.dialects.aisteer.test_aisteer_engine import Counting, _run
@@ -181,7 +205,7 @@ class KillAfter(Counting):
         return super()._call(kind, requests, progress)
 
 _run(KillAfter(HFModel(sys.argv[1], batch_size=4, name="tiny-llama")), sys.argv[2])
-'''
+"""
 
 
 def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_model_dir, tmp_path):
@@ -196,7 +220,10 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
     script.write_text(KILLED_RUN)
     env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     killed = subprocess.run(
-        [sys.executable, str(script), str(tiny_model_dir), str(tmp_path / "run"), "4", str(repo)], env=env, capture_output=True, text=True
+        [sys.executable, str(script), str(tiny_model_dir), str(tmp_path / "run"), "4", str(repo)],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert killed.returncode == -9, killed.stderr[-2000:]
     with ResponseStore(tmp_path / "run" / STORE_FILE) as store:
@@ -207,7 +234,10 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
     resumed = Counting(tiny_model)
     result = _run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == sum(n for _, n in full.calls) - committed
-    assert result.results["tasks"]["CommonsenseMCQA"]["evaluations"] == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    assert (
+        result.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+        == reference.results["tasks"]["CommonsenseMCQA"]["evaluations"]
+    )
 
 
 def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
@@ -224,15 +254,22 @@ def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
             pass
 
         def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs):
-            texts = batch_retry_generate([{"prompt": r["q"]} for r in self.evaluation_data], model_or_pipeline, tokenizer,
-                                         gen_kwargs=gen_kwargs, use_chat=False)
+            texts = batch_retry_generate(
+                [{"prompt": r["q"]} for r in self.evaluation_data],
+                model_or_pipeline,
+                tokenizer,
+                gen_kwargs=gen_kwargs,
+                use_chat=False,
+            )
             return [{"response": t} for t in texts]
 
         def evaluate(self, generations):
             return {m.name: m(responses=[g["response"] for g in generations]) for m in self.evaluation_metrics}
 
     def run(base, judge):
-        metric = LLMJudgeMetric(judge, "Rate: {response}", structured_output=False, parser=lambda text: float(len(text)))
+        metric = LLMJudgeMetric(
+            judge, "Rate: {response}", structured_output=False, parser=lambda text: float(len(text))
+        )
         case = Ask([{"id": i, "q": f"question {i}"} for i in range(4)], [metric])
         return Benchmark(case, base, gen_kwargs={"max_new_tokens": 3}, save_dir=tmp_path / "bench").run()
 
@@ -265,7 +302,10 @@ def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
             items = [{"prompt": f"{r['q']} (round {k})"} for k in range(2) for r in self.evaluation_data]
             texts = batch_retry_generate(items, model_or_pipeline, tokenizer, gen_kwargs=gen_kwargs, use_chat=False)
             ids = [r["id"] for _ in range(2) for r in self.evaluation_data]
-            return [{"id": i, "round": n // len(self.evaluation_data), "response": t} for n, (i, t) in enumerate(zip(ids, texts))]
+            return [
+                {"id": i, "round": n // len(self.evaluation_data), "response": t}
+                for n, (i, t) in enumerate(zip(ids, texts))
+            ]
 
         def evaluate(self, generations):
             return {"Length": {"mean": sum(len(g["response"]) for g in generations) / len(generations)}}
@@ -273,19 +313,32 @@ def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
     rows = [{"id": f"r{i}", "q": f"question {i}"} for i in range(3)]
 
     def run(model, save_dir=None):
-        return Benchmark(Rounds(rows, []), model, gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10},
-                         num_trials=2, save_dir=save_dir).run()
+        return Benchmark(
+            Rounds(rows, []),
+            model,
+            gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10},
+            num_trials=2,
+            save_dir=save_dir,
+        ).run()
 
     profiles = run(FakeModel("base"), tmp_path / "bench")
     for trial, entry in enumerate(profiles["baseline"]):
         case = Rounds(rows, [])
-        direct = case.generate(FakeModel("base"), None, gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10 + trial})
+        direct = case.generate(
+            FakeModel("base"), None, gen_kwargs={"max_new_tokens": 3, "do_sample": True, "seed": 10 + trial}
+        )
         assert [g["id"] for g in entry["generations"]] == ["r0", "r1", "r2"] * 2
-        assert entry["trial_id"] == trial and entry["generations"] == direct and entry["evaluations"] == case.evaluate(direct)
+        assert (
+            entry["trial_id"] == trial
+            and entry["generations"] == direct
+            and entry["evaluations"] == case.evaluate(direct)
+        )
     import yaml
 
     for trial in (0, 1):  # each trial is a run folder; its task asks for the trial's seed
-        config = yaml.safe_load((tmp_path / "bench" / "runs" / "baseline" / f"baseline-t{trial}" / "tasks" / "Rounds.yaml").read_text())
+        config = yaml.safe_load(
+            (tmp_path / "bench" / "runs" / "baseline" / f"baseline-t{trial}" / "tasks" / "Rounds.yaml").read_text()
+        )
         assert config["spec"]["handler"]["options"]["gen_kwargs"]["seed"] == 10 + trial
     again = FakeModel("base")
     assert run(again, tmp_path / "bench") == profiles and again.calls == []

@@ -39,8 +39,10 @@ def squad_f1(prediction, gold):
 def test_short_answer_match_is_squad_em_and_f1():
     responses = ["The capital of France is Paris.", "paris", None, "Blue whale", "the an a"]
     references = ["Paris", ["Lyon", "Paris!"], "Rome", ["blue whale", "whale"], ""]
-    em = [max(float(squad_normalize(r or "") == squad_normalize(c)) for c in ([g] if isinstance(g, str) else g))
-          for r, g in zip(responses, references)]
+    em = [
+        max(float(squad_normalize(r or "") == squad_normalize(c)) for c in ([g] if isinstance(g, str) else g))
+        for r, g in zip(responses, references)
+    ]
     f1 = [max(squad_f1(r or "", c) for c in ([g] if isinstance(g, str) else g)) for r, g in zip(responses, references)]
     with aisteer360_names():
         from aisteer360.evaluation.metrics.generic.short_answer_match import ShortAnswerMatch
@@ -61,12 +63,14 @@ def upstream_perplexities(texts, model, tokenizer, batch_size):
     tokenizer.padding_side = "right"
     out = []
     for start in range(0, len(texts), batch_size):
-        enc = tokenizer(texts[start:start + batch_size], padding=True, add_special_tokens=False, return_tensors="pt")
+        enc = tokenizer(texts[start : start + batch_size], padding=True, add_special_tokens=False, return_tensors="pt")
         ids = torch.cat([torch.full((enc.input_ids.size(0), 1), tokenizer.bos_token_id), enc.input_ids], dim=1)
         with torch.no_grad():
             logits = model(ids).logits[:, :-1]
         labels = ids[:, 1:]
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), reduction="none").view(labels.size())
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), reduction="none").view(
+            labels.size()
+        )
         mask = labels.ne(tokenizer.pad_token_id)
         out.extend(torch.exp((loss * mask).sum(1) / mask.sum(1)).tolist())
     return out
@@ -100,8 +104,16 @@ def reward_models(smollm2_tokenizer_dir, tmp_path_factory):
     folders = {}
     for labels in (1, 3):
         torch.manual_seed(labels)
-        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=2, num_labels=labels, pad_token_id=tokenizer.pad_token_id)
+        config = LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            num_labels=labels,
+            pad_token_id=tokenizer.pad_token_id,
+        )
         folder = tmp_path_factory.mktemp(f"reward{labels}")
         LlamaForSequenceClassification(config).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
@@ -141,13 +153,17 @@ def test_reward_score_matches_upstream_formula(reward_models):
     tokenizer = AutoTokenizer.from_pretrained(reward_models[1])
     for transform in ("identity", "sigmoid"):
         expected = upstream_rewards(single, tokenizer, responses, prompts, transform)
-        out = RewardScore(str(reward_models[1]), batch_size=2, score_transform=transform)(responses=responses, prompts=prompts)
+        out = RewardScore(str(reward_models[1]), batch_size=2, score_transform=transform)(
+            responses=responses, prompts=prompts
+        )
         assert out["rewards"] == pytest.approx(expected, abs=1e-4)
         assert out["mean_reward"] == pytest.approx(sum(expected) / 3, abs=1e-4)
     # generation records: responses and their text prompts
     records = [{"response": r, "prompt": p} for r, p in zip(responses, prompts)]
     out = RewardScore(single, tokenizer=tokenizer, return_logits=True)(responses=records)
-    assert out["rewards"] == pytest.approx(upstream_rewards(single, tokenizer, responses, prompts, "identity"), abs=1e-4)
+    assert out["rewards"] == pytest.approx(
+        upstream_rewards(single, tokenizer, responses, prompts, "identity"), abs=1e-4
+    )
     assert len(out["logits"]) == 3 and len(out["logits"][0]) == 1
     three = AutoModelForSequenceClassification.from_pretrained(reward_models[3]).eval()
     for transform in ("softmax", "log_softmax", "identity"):
@@ -174,7 +190,9 @@ def test_judge_metrics_send_upstream_prompts_and_average_scores(metric_name, tem
     responses, prompts = ["Paris is the capital.", "It is Lyon."], ["Capital of France?", "Capital of France?"]
     out = metric(responses=responses, prompts=prompts)
     # scores are clamped to the scale (1, 5): 7 -> 5
-    assert out["scores"] == [5.0, 2.0] and out["mean_score"] == pytest.approx(3.5) and out["raw_scores"] == [[5.0], [2.0]]
+    assert (
+        out["scores"] == [5.0, 2.0] and out["mean_score"] == pytest.approx(3.5) and out["raw_scores"] == [[5.0], [2.0]]
+    )
     for prompt, response, question in zip(judge.prompts, responses, prompts):
         filled = template.strip().format(prompt=question, response=response, lower_bound=1, upper_bound=5)
         assert prompt.startswith("<user>" + filled)

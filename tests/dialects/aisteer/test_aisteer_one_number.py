@@ -53,8 +53,24 @@ def test_one_number_per_metric_whatever_the_entry_path(tmp_path):
     # 1. proctor run, in a fresh process
     cli_dir = tmp_path / "cli"
     done = subprocess.run(
-        [sys.executable, "-m", "proctor.cli", "run", str(source), "--model", "smollm2", "--batch-size", "4", "-o", str(cli_dir), "--quiet"],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        [
+            sys.executable,
+            "-m",
+            "proctor.cli",
+            "run",
+            str(source),
+            "--model",
+            "smollm2",
+            "--batch-size",
+            "4",
+            "-o",
+            str(cli_dir),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )
     assert done.returncode == 0, done.stderr
     results = json.loads((cli_dir / "results.json").read_text())
@@ -65,8 +81,13 @@ def test_one_number_per_metric_whatever_the_entry_path(tmp_path):
     # 2. the Python API: run_use_cases, and the use case's own generate + evaluate
     case, gen_kwargs, call = load_use_case_file(source)
     api = run_use_cases(case, model, gen_kwargs=gen_kwargs, batch_size=call["batch_size"], output_dir=tmp_path / "api")
-    api_records = [json.loads(line) for line in (tmp_path / "api" / "samples.jsonl").read_text().splitlines() if line.strip()]
-    paths["run_use_cases"] = ([g for r in api_records for g in r["generations"]], api.results["tasks"][case.name]["evaluations"])
+    api_records = [
+        json.loads(line) for line in (tmp_path / "api" / "samples.jsonl").read_text().splitlines() if line.strip()
+    ]
+    paths["run_use_cases"] = (
+        [g for r in api_records for g in r["generations"]],
+        api.results["tasks"][case.name]["evaluations"],
+    )
     case, gen_kwargs, call = load_use_case_file(source)
     generations = case.generate(model, gen_kwargs=gen_kwargs, batch_size=call["batch_size"])
     paths["generate + evaluate"] = (generations, case.evaluate(generations))
@@ -74,8 +95,14 @@ def test_one_number_per_metric_whatever_the_entry_path(tmp_path):
     with aisteer360_names():
         from aisteer360.evaluation.benchmark import Benchmark
     case, gen_kwargs, call = load_use_case_file(source)
-    profiles = Benchmark(use_case=case, base_model_name_or_path=model, steering_pipelines={"baseline": []},
-                         gen_kwargs=gen_kwargs, batch_size=call["batch_size"], save_dir=tmp_path / "bench").run()
+    profiles = Benchmark(
+        use_case=case,
+        base_model_name_or_path=model,
+        steering_pipelines={"baseline": []},
+        gen_kwargs=gen_kwargs,
+        batch_size=call["batch_size"],
+        save_dir=tmp_path / "bench",
+    ).run()
     paths["Benchmark"] = (profiles["baseline"][0]["generations"], profiles["baseline"][0]["evaluations"])
 
     replies = {path: [g["response"] for g in gens] for path, (gens, _) in paths.items()}
@@ -90,8 +117,12 @@ def test_one_number_per_metric_whatever_the_entry_path(tmp_path):
     refs = [g["reference_answer"] for g in gens]
     ev = evaluations["proctor run"]
     if any(r is not None for r in first):
-        assert (ev["MCQAPositionalBias"]["mean"], ev["MCQAPositionalBias"]["std"]) == pytest.approx(independent_bias(first, qids))
+        assert (ev["MCQAPositionalBias"]["mean"], ev["MCQAPositionalBias"]["std"]) == pytest.approx(
+            independent_bias(first, qids)
+        )
         trial_mean, _, question_mean, _ = independent_accuracy(first, refs, qids)
-        assert (ev["MCQAAccuracy"]["trial_mean"], ev["MCQAAccuracy"]["question_mean"]) == pytest.approx((trial_mean, question_mean))
+        assert (ev["MCQAAccuracy"]["trial_mean"], ev["MCQAAccuracy"]["question_mean"]) == pytest.approx(
+            (trial_mean, question_mean)
+        )
     else:
         assert ev["MCQAPositionalBias"]["mean"] is None

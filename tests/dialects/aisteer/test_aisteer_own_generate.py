@@ -39,7 +39,9 @@ class GenerateOnly:
 
     def generate(self, input_ids, attention_mask, **gen_kwargs):
         self.calls.append({"input_ids": input_ids.tolist(), "attention_mask": attention_mask.tolist(), **gen_kwargs})
-        return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, suppress_tokens=self.suppress, **gen_kwargs)
+        return self.model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, suppress_tokens=self.suppress, **gen_kwargs
+        )
 
 
 def callable_wrapper(model, suppress):
@@ -77,14 +79,23 @@ def aisteer_replies(target, tokenizer, prompts, gen_kwargs, batch_size):
     """AISteer360's chat_generate_model for a model that is not its SteeringPipeline, written out."""
     import torch
 
-    rendered = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True) for p in prompts]
+    rendered = [
+        tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
     tokenizer.padding_side = "left"  # batch_retry_generate: decoder-only config -> left padding
     replies = []
     for start in range(0, len(rendered), batch_size):
-        inputs = tokenizer(rendered[start:start + batch_size], return_tensors="pt", padding=True, truncation=True, add_special_tokens=False)
+        inputs = tokenizer(
+            rendered[start : start + batch_size],
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            add_special_tokens=False,
+        )
         with torch.no_grad():
             out = target.generate(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], **gen_kwargs)
-        replies.extend(tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+        replies.extend(tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
     return replies
 
 
@@ -107,7 +118,9 @@ def first_tokens(model, tokenizer) -> list[int]:
 
     firsts = set()
     for prompt in PROMPTS:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
         ids = torch.tensor([tokenizer(text, add_special_tokens=False).input_ids])
         with torch.no_grad():
             firsts.add(int(model(input_ids=ids).logits[0, -1].argmax()))
@@ -121,15 +134,18 @@ def test_wrapper_generate_is_called_greedy(loaded, make):
     wrapper = make(model, suppress)
     assert has_own_generate(wrapper) and not has_own_generate(model)
     gen_kwargs = {"max_new_tokens": 6}
-    parsed, raw, outputs = batch_retry_generate([{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs=gen_kwargs,
-                                                return_outputs=True, batch_size=2)
+    parsed, raw, outputs = batch_retry_generate(
+        [{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs=gen_kwargs, return_outputs=True, batch_size=2
+    )
     assert len(wrapper.calls) == 2  # one call per chunk of batch_size
     assert all(call["max_new_tokens"] == 6 and "seed" not in call and "do_sample" not in call for call in wrapper.calls)
     reference = make(model, suppress)
     expected = aisteer_replies(reference, tokenizer, PROMPTS, gen_kwargs, 2)
     assert raw == parsed == expected
     assert wrapper.calls == reference.calls  # the same token ids, masks and keywords
-    plain = batch_retry_generate([{"prompt": p} for p in PROMPTS], model, tokenizer, gen_kwargs=gen_kwargs, batch_size=2)
+    plain = batch_retry_generate(
+        [{"prompt": p} for p in PROMPTS], model, tokenizer, gen_kwargs=gen_kwargs, batch_size=2
+    )
     assert all(a != b for a, b in zip(raw, plain))  # not bypassed: the plain model's replies start otherwise
     for output, text in zip(outputs, raw):
         assert output["finish_reason"] in ("stop", "length") and output["completion_tokens"] <= 6
@@ -142,11 +158,17 @@ def test_wrapper_generate_is_called_sampled(loaded):
     model, tokenizer = loaded
     wrapper = GenerateOnly(model, [])
     gen_kwargs = {"max_new_tokens": 8, "do_sample": True, "temperature": 1.3, "top_k": 0}
-    raw = batch_retry_generate([{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs=gen_kwargs, batch_size=2)
-    assert [(c["do_sample"], c["temperature"], c["top_k"], "seed" in c) for c in wrapper.calls] == [(True, 1.3, 0, False)] * 2
+    raw = batch_retry_generate(
+        [{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs=gen_kwargs, batch_size=2
+    )
+    assert [(c["do_sample"], c["temperature"], c["top_k"], "seed" in c) for c in wrapper.calls] == [
+        (True, 1.3, 0, False)
+    ] * 2
     torch.manual_seed(0)  # batch_retry_generate's first round seeds torch with gen_kwargs' seed (default 0)
     assert raw == aisteer_replies(GenerateOnly(model, []), tokenizer, PROMPTS, gen_kwargs, 2)
-    again = batch_retry_generate([{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs={**gen_kwargs, "seed": 5}, batch_size=2)
+    again = batch_retry_generate(
+        [{"prompt": p} for p in PROMPTS], wrapper, tokenizer, gen_kwargs={**gen_kwargs, "seed": 5}, batch_size=2
+    )
     torch.manual_seed(5)
     assert again == aisteer_replies(GenerateOnly(model, []), tokenizer, PROMPTS, gen_kwargs, 2)
 
@@ -179,7 +201,15 @@ def test_builtin_mcqa_use_case_through_a_wrapper_in_a_fresh_process(loaded, tiny
     (wrapper, tokenizer, gen_kwargs, batch_size=...) replies are the wrapper's, letter by letter."""
     from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy
 
-    rows = [{"id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}", "choices": [f"w{i}", "apple", "river"]} for i in range(3)]
+    rows = [
+        {
+            "id": f"q{i}",
+            "question": f"Which word is number {i}?",
+            "answer": f"w{i}",
+            "choices": [f"w{i}", "apple", "river"],
+        }
+        for i in range(3)
+    ]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
     script = tmp_path / "run_wrapper.py"
     script.write_text(
@@ -199,14 +229,23 @@ def test_builtin_mcqa_use_case_through_a_wrapper_in_a_fresh_process(loaded, tiny
         "records = case.generate(wrapper, tokenizer, gen_kwargs={'max_new_tokens': 4}, batch_size=4, max_retries=0)\n"
         "print(json.dumps({'records': records, 'calls': wrapper.calls, 'evaluations': case.evaluate(records)}))\n"
     )
-    done = subprocess.run([sys.executable, str(script), str(tiny_model_dir), str(tmp_path / "rows.json")], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    done = subprocess.run(
+        [sys.executable, str(script), str(tiny_model_dir), str(tmp_path / "rows.json")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     model, tokenizer = loaded
     case = CommonsenseMCQA(evaluation_data=rows, evaluation_metrics=[MCQAAccuracy()], num_shuffling_runs=2)
     prompts = [item["prompt"] for item in case.prompt_data()]
-    expected = aisteer_replies(model, tokenizer, prompts, {"max_new_tokens": 4, "pad_token_id": tokenizer.eos_token_id}, 4)
+    expected = aisteer_replies(
+        model, tokenizer, prompts, {"max_new_tokens": 4, "pad_token_id": tokenizer.eos_token_id}, 4
+    )
     assert out["calls"] == 2  # 6 prompts in chunks of 4
     assert [r["raw_response"] for r in out["records"]] == expected
-    assert all("letter_probs" in r and r["letter_probs"] is None for r in out["records"])  # nothing scored outside its generate
+    assert all(
+        "letter_probs" in r and r["letter_probs"] is None for r in out["records"]
+    )  # nothing scored outside its generate

@@ -24,7 +24,10 @@ def _run(model, num_samples=-1):
     from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 
     case = CommonsenseMCQA(
-        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias(), MCQACalibration()], num_shuffling_runs=3, seed=555,
+        shared_path(*DATA),
+        [MCQAAccuracy(), MCQAPositionalBias(), MCQACalibration()],
+        num_shuffling_runs=3,
+        seed=555,
         num_samples=num_samples,
     )
     # The model answers "A. ..." first: two new tokens hold the letter and keep the run to minutes on a CPU.
@@ -60,7 +63,9 @@ def test_commonsense_mcqa_on_default_model(default_model):
     # gives identical replies, and the scores recomputed from them are identical.
     from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias
 
-    rebuilt = CommonsenseMCQA(shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555)
+    rebuilt = CommonsenseMCQA(
+        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555
+    )
     assert [item["prompt"] for item in rebuilt.prompt_data()] == [g["prompt"] for g in generations]
     _, again, _ = _run(default_model, num_samples=10)
     assert [g["prompt"] for g in again] == [g["prompt"] for g in generations[:30]]

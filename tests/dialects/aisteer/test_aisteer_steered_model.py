@@ -76,16 +76,41 @@ def test_yaml_tasks_run_on_a_pipeline_from_python_and_the_cli(tiny_model, tiny_m
         "from proctor.dialects.aisteer import ActivationAddition\n"
         f"ZERO = [ActivationAddition([0], 0.0, {POS!r}, {NEG!r})]\n"
     )
-    result = CliRunner().invoke(app, [
-        "run", str(QUICKSTART), "--model", f"steer:{tmp_path / 'pipes.py'}:ZERO", "--model-arg", f"base={tiny_model_dir}",
-        "-o", str(tmp_path / "cli"), "--limit", "4", "-q",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(QUICKSTART),
+            "--model",
+            f"steer:{tmp_path / 'pipes.py'}:ZERO",
+            "--model-arg",
+            f"base={tiny_model_dir}",
+            "-o",
+            str(tmp_path / "cli"),
+            "--limit",
+            "4",
+            "-q",
+        ],
+    )
     assert result.exit_code == 0, result.output
     cli = json.loads((tmp_path / "cli" / "results.json").read_text())
     assert cli["model"]["steering"]["controls"][0]["control"] == "ActivationAddition"
     # Strength zero: the same numbers as the base model.
-    assert {t: v["metrics"] for t, v in cli["tasks"].items()} == json.loads(json.dumps({t: v["metrics"] for t, v in base.tasks.items()}))
-    bad = CliRunner().invoke(app, ["run", str(QUICKSTART), "--model", f"steer:{tmp_path / 'pipes.py'}:NOPE", "--model-arg", f"base={tiny_model_dir}", "-q"])
+    assert {t: v["metrics"] for t, v in cli["tasks"].items()} == json.loads(
+        json.dumps({t: v["metrics"] for t, v in base.tasks.items()})
+    )
+    bad = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(QUICKSTART),
+            "--model",
+            f"steer:{tmp_path / 'pipes.py'}:NOPE",
+            "--model-arg",
+            f"base={tiny_model_dir}",
+            "-q",
+        ],
+    )
     # main() prints ProctorErrors as one line; the app itself raises them.
     assert bad.exit_code != 0 and "pipes.py, field 'NOPE': the file defines no 'NOPE'" in str(bad.exception)
 

@@ -60,7 +60,9 @@ def run(target, tokenizer=None, items=ITEMS, **kwargs):
 @pytest.mark.parametrize("use_chat", [False, True])
 def test_model_raw_and_empty_pipeline_agree(tiny_model, use_chat):
     via_engine = batch_retry_generate(ITEMS, tiny_model, gen_kwargs=GEN, use_chat=use_chat)
-    raw = batch_retry_generate(ITEMS, tiny_model.model, tiny_model.tokenizer, gen_kwargs=GEN, use_chat=use_chat, batch_size=2)
+    raw = batch_retry_generate(
+        ITEMS, tiny_model.model, tiny_model.tokenizer, gen_kwargs=GEN, use_chat=use_chat, batch_size=2
+    )
     with SteeringPipeline(tiny_model) as pipeline:
         steered = batch_retry_generate(ITEMS, pipeline, gen_kwargs=GEN, use_chat=use_chat, batch_size=3)
     assert via_engine == raw == steered
@@ -109,11 +111,18 @@ def test_per_example_strength_stays_aligned_under_expansion(tiny_model):
         full = dict(zip(PROMPTS, run(pipeline)))
     with SteeringPipeline(tiny_model, [control]) as pipeline:
         mixed = batch_retry_generate(
-            items, pipeline, gen_kwargs=GEN, use_chat=False, batch_size=4,
-            runtime_overrides={"ActivationAddition": {"strength": "strength"}}, evaluation_data=rows,
+            items,
+            pipeline,
+            gen_kwargs=GEN,
+            use_chat=False,
+            batch_size=4,
+            runtime_overrides={"ActivationAddition": {"strength": "strength"}},
+            evaluation_data=rows,
         )
         with pytest.raises(ValueError, match="pipeline's controls are"):
-            batch_retry_generate(items, pipeline, runtime_overrides={"Nope": {"strength": "strength"}}, evaluation_data=rows)
+            batch_retry_generate(
+                items, pipeline, runtime_overrides={"Nope": {"strength": "strength"}}, evaluation_data=rows
+            )
     for item, text in zip(items, mixed):
         expected = full if rows[item["id"]]["strength"] else base
         assert text == expected[item["prompt"]]
@@ -170,7 +179,10 @@ def _next_token_logits(model, tokenizer, text):
     "control, neutral",
     [
         (SystemPrompt("You are a pirate. Answer like one."), SystemPrompt("")),
-        (FewShot([{"question": "Say dog", "answer": "dog dog"}, {"question": "Say cat", "answer": "cat"}], k=2), FewShot([{"question": "q", "answer": "a"}], k=0)),
+        (
+            FewShot([{"question": "Say dog", "answer": "dog dog"}, {"question": "Say cat", "answer": "cat"}], k=2),
+            FewShot([{"question": "q", "answer": "a"}], k=0),
+        ),
         (PromptRewrite(template="{prompt} and then"), PromptRewrite(template="{prompt}")),
     ],
     ids=["system", "fewshot", "rewrite"],
@@ -207,7 +219,7 @@ def _transformers_reference(model, tokenizer, prompt, seed=None, **kwargs):
         torch.manual_seed(seed)
     with torch.no_grad():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=tokenizer.pad_token_id, **kwargs)
-    new = out[0, ids.shape[1]:].tolist()
+    new = out[0, ids.shape[1] :].tolist()
     if tokenizer.eos_token_id in new:
         new = new[: new.index(tokenizer.eos_token_id)]
     return tokenizer.decode(new, skip_special_tokens=True)
@@ -218,16 +230,29 @@ def test_hf_generation_options_on_raw_targets_and_pipelines_match_transformers(t
     transformers model and on a pipeline, as transformers' generate does them."""
     model, tokenizer = tiny_model.model, tiny_model.tokenizer
     greedy = {"max_new_tokens": 8, "repetition_penalty": 1.8}
-    expected = [_transformers_reference(model, tokenizer, p, max_new_tokens=8, do_sample=False, repetition_penalty=1.8,
-                                        temperature=None, top_p=None, top_k=None) for p in PROMPTS]
+    expected = [
+        _transformers_reference(
+            model,
+            tokenizer,
+            p,
+            max_new_tokens=8,
+            do_sample=False,
+            repetition_penalty=1.8,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+        )
+        for p in PROMPTS
+    ]
     assert batch_retry_generate(ITEMS, model, tokenizer, gen_kwargs=greedy, use_chat=False) == expected
     with SteeringPipeline(tiny_model) as pipeline:
         assert batch_retry_generate(ITEMS, pipeline, gen_kwargs=greedy, use_chat=False) == expected
     assert expected != run(tiny_model.model, tiny_model.tokenizer)  # the penalty changed something
     sampled = {"max_new_tokens": 6, "do_sample": True, "top_k": 5, "seed": 11}
     one = [{"id": 0, "prompt": PROMPTS[0]}]
-    reference = _transformers_reference(model, tokenizer, PROMPTS[0], seed=11, max_new_tokens=6, do_sample=True, top_k=5,
-                                        temperature=1.0, top_p=1.0)
+    reference = _transformers_reference(
+        model, tokenizer, PROMPTS[0], seed=11, max_new_tokens=6, do_sample=True, top_k=5, temperature=1.0, top_p=1.0
+    )
     assert batch_retry_generate(one, model, tokenizer, gen_kwargs=sampled, use_chat=False) == [reference]
     with SteeringPipeline(tiny_model) as pipeline:
         assert batch_retry_generate(one, pipeline, gen_kwargs=sampled, use_chat=False) == [reference]

@@ -86,7 +86,10 @@ def test_aisteer360_names_exist_only_inside_the_block():
 
         assert UpstreamMetric is Metric
         assert output_record_fields(None, None) == {"finish_reason": None}
-        with pytest.raises(ImportError, match="'aisteer360.algorithms.state_control._common' is an AISteer360 module proctor has no equivalent"):
+        with pytest.raises(
+            ImportError,
+            match="'aisteer360.algorithms.state_control._common' is an AISteer360 module proctor has no equivalent",
+        ):
             __import__("aisteer360.algorithms.state_control._common.hook_utils")
     assert not any(k.startswith("aisteer360") for k in sys.modules)
 
@@ -110,15 +113,38 @@ def test_upstream_class_only_file_runs_from_the_command_line(tiny_model_dir, tmp
     settings = tmp_path / "gen.json"  # only generation settings here; data and metrics on the command line win
     settings.write_text(json.dumps({"gen_kwargs": {"max_new_tokens": 3}, "evaluation_metrics": ["StrictInstruction"]}))
     args = [
-        "run", str(MCQA_FILE), "--model", str(tiny_model_dir), "-o", str(run_dir), "--quiet",
-        "--use-case-data", str(MCQA_DATA), "--use-case-metric", "MCQAAccuracy", "--use-case-metric", "MCQAPositionalBias",
-        "--use-case-metric", f"{UPSTREAM / 'metrics' / 'answered_share.py'}:AnsweredShare",
-        "--use-case-arg", "num_shuffling_runs=3", "--batch-size", "2", "--use-case-config", str(settings),
+        "run",
+        str(MCQA_FILE),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(run_dir),
+        "--quiet",
+        "--use-case-data",
+        str(MCQA_DATA),
+        "--use-case-metric",
+        "MCQAAccuracy",
+        "--use-case-metric",
+        "MCQAPositionalBias",
+        "--use-case-metric",
+        f"{UPSTREAM / 'metrics' / 'answered_share.py'}:AnsweredShare",
+        "--use-case-arg",
+        "num_shuffling_runs=3",
+        "--batch-size",
+        "2",
+        "--use-case-config",
+        str(settings),
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     samples = read_samples(run_dir)
-    assert len(samples) == 9 and {"response", "reference_answer", "question_id", "finish_reason", "adapted_prompt"} <= set(samples[0])
+    assert len(samples) == 9 and {
+        "response",
+        "reference_answer",
+        "question_id",
+        "finish_reason",
+        "adapted_prompt",
+    } <= set(samples[0])
     responses = [s["response"] for s in samples]
     references = [s["reference_answer"] for s in samples]
     qids = [s["question_id"] for s in samples]
@@ -127,7 +153,9 @@ def test_upstream_class_only_file_runs_from_the_command_line(tiny_model_dir, tmp
     for sample in samples:
         offered = dict(re.findall(r"^\(([A-Z])\) (.+)$", sample["prompt"], flags=re.M))
         row = rows[sample["question_id"]]
-        assert sorted(offered.values()) == sorted(row["choices"]) and offered[sample["reference_answer"]] == row["answer"]
+        assert (
+            sorted(offered.values()) == sorted(row["choices"]) and offered[sample["reference_answer"]] == row["answer"]
+        )
     task = json.loads((run_dir / "results.json").read_text())["tasks"]["use_case:CommonsenseMCQA"]
     evaluations = task["evaluations"]
     if None not in responses:  # upstream's question_mean is misaligned with None responses; proctor's is not
@@ -156,23 +184,33 @@ def test_class_only_file_with_a_config_file(tiny_model, tmp_path):
     (tmp_path / "data.jsonl").write_text(MCQA_DATA.read_text())
     config.write_text(
         "evaluation_data: data.jsonl\n"
-        "evaluation_metrics:\n  - MCQAAccuracy\n  - {metric: " + f"'{UPSTREAM / 'metrics' / 'answered_share.py'}:AnsweredShare'" + ", label: cfg}\n"
+        "evaluation_metrics:\n  - MCQAAccuracy\n  - {metric: "
+        + f"'{UPSTREAM / 'metrics' / 'answered_share.py'}:AnsweredShare'"
+        + ", label: cfg}\n"
         "use_case_kwargs: {num_shuffling_runs: 2}\n"
         "gen_kwargs: {max_new_tokens: 3}\n"
         "batch_size: 3\n"
     )
     from proctor.dialects.aisteer.runconfig import read_config
 
-    case, gen_kwargs, call = load_use_case_file(MCQA_FILE, config=read_config(config, trusted=True))  # it names a metric file
+    case, gen_kwargs, call = load_use_case_file(
+        MCQA_FILE, config=read_config(config, trusted=True)
+    )  # it names a metric file
     assert case.num_shuffling_runs == 2 and len(case.evaluation_data) == 3
     assert [m.name for m in case.evaluation_metrics] == ["MCQAAccuracy", "AnsweredShare[cfg]"]
     assert gen_kwargs == {"max_new_tokens": 3} and call["batch_size"] == 3
     with pytest.raises(TaskDefinitionError, match="--trust-task-code"):
         read_config(config)  # the metric file the config names is code: consent first
-    run_dir, results = run_use_case_files([MCQA_FILE], tiny_model, output_dir=tmp_path / "run", config=read_config(config, trusted=True))
+    run_dir, results = run_use_case_files(
+        [MCQA_FILE], tiny_model, output_dir=tmp_path / "run", config=read_config(config, trusted=True)
+    )
     samples = read_samples(run_dir)
-    trial_mean, _ = upstream_accuracy([s["response"] for s in samples], [s["reference_answer"] for s in samples], [s["question_id"] for s in samples])
-    assert results["tasks"]["use_case:CommonsenseMCQA"]["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(trial_mean)
+    trial_mean, _ = upstream_accuracy(
+        [s["response"] for s in samples], [s["reference_answer"] for s in samples], [s["question_id"] for s in samples]
+    )
+    assert results["tasks"]["use_case:CommonsenseMCQA"]["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(
+        trial_mean
+    )
 
 
 def test_class_only_file_without_data_says_what_to_give():
@@ -189,7 +227,9 @@ def test_generate_receives_batch_size_and_runtime_overrides(tiny_model, tmp_path
 
         class Probe(UseCase):
             def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
-                seen.update(batch_size=int(kwargs["batch_size"]), runtime_overrides=runtime_overrides, gen_kwargs=gen_kwargs)
+                seen.update(
+                    batch_size=int(kwargs["batch_size"]), runtime_overrides=runtime_overrides, gen_kwargs=gen_kwargs
+                )
                 return [{"response": "x"}]
 
             def evaluate(self, generations):
@@ -199,7 +239,13 @@ def test_generate_receives_batch_size_and_runtime_overrides(tiny_model, tmp_path
 
     run_use_cases(Probe([{"text": "a"}], []), tiny_model, output_dir=tmp_path / "r1", gen_kwargs={"max_new_tokens": 2})
     assert seen["batch_size"] == 4 and seen["runtime_overrides"] is None  # the model's batch size
-    run_use_cases(Probe([{"text": "a"}], []), tiny_model, output_dir=tmp_path / "r2", batch_size=16, runtime_overrides={"X": {"a": "text"}})
+    run_use_cases(
+        Probe([{"text": "a"}], []),
+        tiny_model,
+        output_dir=tmp_path / "r2",
+        batch_size=16,
+        runtime_overrides={"X": {"a": "text"}},
+    )
     assert seen["batch_size"] == 16 and seen["runtime_overrides"] == {"X": {"a": "text"}}
 
 
@@ -213,6 +259,7 @@ def test_upstream_instruction_following_rows_without_id(tiny_model, tmp_path):
     rows = [json.loads(line) for line in IF_DATA.read_text().splitlines()]
     assert [s["instructions"] for s in samples] == [r["instructions"] for r in rows]
     out = results["tasks"]["use_case:InstructionFollowing"]["evaluations"]["StrictInstruction"]
+
     # strict_instruction.py: prompt accuracy = prompts with all followed / prompts; instruction accuracy
     # = followed / instructions, each instruction by IFEval's strict rule (written out for these three)
     def followed(response, instruction_id, kwargs):
@@ -232,7 +279,9 @@ def test_upstream_instruction_following_rows_without_id(tiny_model, tmp_path):
             return response.strip().lower().endswith(kwargs["end_phrase"].strip().lower())
         raise AssertionError(instruction_id)
 
-    per_prompt = [[followed(s["response"], i, k) for i, k in zip(s["instruction_id_list"], s["kwargs"])] for s in samples]
+    per_prompt = [
+        [followed(s["response"], i, k) for i, k in zip(s["instruction_id_list"], s["kwargs"])] for s in samples
+    ]
     assert out["strict_prompt_accuracy"] == pytest.approx(sum(all(p) for p in per_prompt) / 3)
     assert out["strict_instruction_accuracy"] == pytest.approx(sum(map(sum, per_prompt)) / 4)
     assert out["follow_all_instructions"] == [all(p) for p in per_prompt]
@@ -253,7 +302,9 @@ def test_calibration_accepts_confidence_scores_and_matches_upstream_bins():
     # 0.3 and 0.6 sit just under linspace's edges (0.30000000000000004, 0.6000000000000001), so upstream
     # bins them with 0.25 and 0.55: ECE 0.15 (binning by int(c * 10) would give 0.475)
     edge = dict(responses=["A", "B", "A", "B"], reference_answers=["A"] * 4, confidence_scores=[0.3, 0.25, 0.6, 0.55])
-    assert upstream_ece(edge["responses"], edge["reference_answers"], edge["confidence_scores"])[0] == pytest.approx(0.15)
+    assert upstream_ece(edge["responses"], edge["reference_answers"], edge["confidence_scores"])[0] == pytest.approx(
+        0.15
+    )
     assert MCQACalibration()(**edge)["ece"] == pytest.approx(0.15)
 
 
@@ -263,17 +314,23 @@ def test_upstream_benchmark_script_runs_through_the_engine(tiny_model_dir, tmp_p
 
     save_dir = tmp_path / "bench"
     args = [str(tiny_model_dir), str(save_dir)]
-    namespace = run_script(str(UPSTREAM / "benchmark.py"), args)  # as `python -m proctor.dialects.aisteer.aisteer_names`
+    namespace = run_script(
+        str(UPSTREAM / "benchmark.py"), args
+    )  # as `python -m proctor.dialects.aisteer.aisteer_names`
     assert list(namespace["summary"]["n_trials"]) == [2]
     runs = json.loads(json.dumps(namespace["profiles"]["baseline"]))
     assert len(list((save_dir / "runs" / "baseline").glob("*/results.json"))) == 2  # one run folder per trial
     assert [r["trial_id"] for r in runs] == [0, 1]
     for run in runs:
         g = run["generations"]
-        trial_mean, _ = upstream_accuracy([x["response"] for x in g], [x["reference_answer"] for x in g], [x["question_id"] for x in g])
+        trial_mean, _ = upstream_accuracy(
+            [x["response"] for x in g], [x["reference_answer"] for x in g], [x["question_id"] for x in g]
+        )
         assert run["evaluations"]["MCQAAccuracy"]["trial_mean"] == pytest.approx(trial_mean)
     assert (save_dir / "store.sqlite").exists()
-    assert json.loads((save_dir / "profiles.json").read_text())["baseline"] == runs  # the use case's export, as upstream calls it
+    assert (
+        json.loads((save_dir / "profiles.json").read_text())["baseline"] == runs
+    )  # the use case's export, as upstream calls it
     # Lose the trials' run folders: the rerun recomputes the trials, and every request comes from the store.
     import sqlite3
 
@@ -301,10 +358,20 @@ def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_
     save_dir = tmp_path / "bench"
 
     def run() -> dict:
-        case = CommonsenseMCQA(evaluation_data=str(MCQA_DATA), evaluation_metrics=[MCQAAccuracy()], num_shuffling_runs=1)
+        case = CommonsenseMCQA(
+            evaluation_data=str(MCQA_DATA), evaluation_metrics=[MCQAAccuracy()], num_shuffling_runs=1
+        )
         bench = Benchmark(
-            case, str(tiny_model_dir), {"baseline": [], "prompted": [SystemPrompt("Answer with one letter.")]},
-            None, {"torch_dtype": "float32"}, {"max_new_tokens": 3}, "cpu", 1, 4, save_dir,  # AISteer360's positional order
+            case,
+            str(tiny_model_dir),
+            {"baseline": [], "prompted": [SystemPrompt("Answer with one letter.")]},
+            None,
+            {"torch_dtype": "float32"},
+            {"max_new_tokens": 3},
+            "cpu",
+            1,
+            4,
+            save_dir,  # AISteer360's positional order
         )
         return bench.run()
 
@@ -318,7 +385,9 @@ def test_steered_configurations_of_an_upstream_benchmark_use_the_run_store(tiny_
     count = stored()
     with sqlite3.connect(save_dir / "store.sqlite") as db:
         fingerprints = [json.loads(f) for (f,) in db.execute("select fingerprint from models")]
-    assert len(fingerprints) == 2 and any("steering" in f for f in fingerprints)  # the steered model's answers are stored
+    assert len(fingerprints) == 2 and any(
+        "steering" in f for f in fingerprints
+    )  # the steered model's answers are stored
     shutil.rmtree(save_dir / "runs")  # the trials' run folders: rerun, they are answered from save_dir/store.sqlite
     assert run() == first and stored() == count  # both configurations answered from the store
 
@@ -344,7 +413,10 @@ def test_upstream_judge_metric_file_scores_with_a_real_judge(tiny_model):
             from brevity import Brevity
         finally:
             sys.path.remove(str(UPSTREAM / "metrics"))
-    responses, prompts = ["Paris.", "It is, as everyone knows, the city of Paris in France."], ["Capital of France?"] * 2
+    responses, prompts = (
+        ["Paris.", "It is, as everyone knows, the city of Paris in France."],
+        ["Capital of France?"] * 2,
+    )
     parser = lambda text: len(text) % 5 + 1  # noqa: E731  (a custom parser: structured_output=False)
     metric = Brevity(tiny_model, structured_output=False, parser=parser, gen_kwargs={"max_new_tokens": 6})
     out = metric(responses=responses, prompts=prompts)
@@ -353,7 +425,9 @@ def test_upstream_judge_metric_file_scores_with_a_real_judge(tiny_model):
     rendered = metric.render(responses, prompts)
     assert "The answer to grade:\nParis." in rendered[0] and "The question asked:\nCapital of France?" in rendered[0]
     assert "{" not in rendered[0] and "from 1 (wordy, padded) up to 5" in rendered[0]  # the scale filled in
-    replies = batch_retry_generate([{"prompt": p} for p in rendered], tiny_model, gen_kwargs={"max_new_tokens": 6, "seed": 0})
+    replies = batch_retry_generate(
+        [{"prompt": p} for p in rendered], tiny_model, gen_kwargs={"max_new_tokens": 6, "seed": 0}
+    )
     expected = [float(parser(r)) for r in replies]
     assert out["scores"] == expected and out["raw_scores"] == [[e] for e in expected]
     assert out["mean_score"] == pytest.approx(sum(expected) / 2)

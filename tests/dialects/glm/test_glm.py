@@ -42,8 +42,14 @@ def test_example_yamls_parse():
     folder = shared_path("examples", "glm130b")
     tasks = {t.name: t for t in load_tasks([folder])}
     assert set(tasks) == {
-        "mytask_mul/validation", "glue_cola/validation", "openbook_qa/test", "openbook_qa/validation", "C3",
-        "LAMBADA", "WikiText-2/test", "MMLU",  # module: task classes: one task per YAML, groups inside
+        "mytask_mul/validation",
+        "glue_cola/validation",
+        "openbook_qa/test",
+        "openbook_qa/validation",
+        "C3",
+        "LAMBADA",
+        "WikiText-2/test",
+        "MMLU",  # module: task classes: one task per YAML, groups inside
     }
     assert {t.dialect for t in tasks.values()} == {"glm130b"}
     assert tasks["openbook_qa/test"].spec.task_options["micro_batch_size"] == 18  # snake_case key
@@ -51,9 +57,16 @@ def test_example_yamls_parse():
     assert tasks["C3"].spec.data[0].path == "${DATA_PATH}/CLUE/c3/**/*.json*"  # GLM's default file pattern
     lambada = tasks["LAMBADA"].spec
     assert lambada.handler.name == "glm.module" and lambada.handler.options.module == "tasks.lambada.task.LAMBADA"
-    assert lambada.task_class is None and lambada.prompt is None  # a handler's task: no class path, no placeholder templates
+    assert (
+        lambada.task_class is None and lambada.prompt is None
+    )  # a handler's task: no class path, no placeholder templates
     glm = lambada.handler.options.config
-    assert (glm["num_beams"], glm["max_gen_length"], glm["no_repeat_ngram_size"], glm["use_task_mask"]) == (16, 5, 3, True)
+    assert (glm["num_beams"], glm["max_gen_length"], glm["no_repeat_ngram_size"], glm["use_task_mask"]) == (
+        16,
+        5,
+        3,
+        True,
+    )
     assert glm["file_pattern"] == {"test": "**/test.jsonl", "validation": "**/validation.jsonl"}
     wiki = tasks["WikiText-2/test"].spec
     assert wiki.kind == "perplexity" and (wiki.perplexity.window, wiki.perplexity.stride) == (2047, 256)
@@ -64,12 +77,15 @@ def test_example_yamls_parse():
 
 def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
     write_jsonl(tmp_path / "d" / "p1" / "test.jsonl", [{"inputs_pretokenized": "x", "targets_pretokenized": ["y"]}])
-    path = write(tmp_path / "t.yaml", """
+    path = write(
+        tmp_path / "t.yaml",
+        """
         name: t
         type: gen
         module: tasks.nowhere.Task
         path: d
-    """)
+    """,
+    )
     (task,) = load_tasks([path], options=TRUST)
     with pytest.raises(TaskDefinitionError) as info:
         prepare_task(task, {})
@@ -79,7 +95,10 @@ def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
 @pytest.fixture
 def mul_data(tmp_path) -> Path:
     root = tmp_path / "DATA"
-    rows = [{"inputs_pretokenized": f"Is {i} even?", "choices_pretokenized": ["no", "yes"], "label": int(i % 2 == 0)} for i in range(5)]
+    rows = [
+        {"inputs_pretokenized": f"Is {i} even?", "choices_pretokenized": ["no", "yes"], "label": int(i % 2 == 0)}
+        for i in range(5)
+    ]
     write_jsonl(root / "evens" / "prompt_1" / "validation.jsonl", rows[:3])
     write_jsonl(root / "evens" / "prompt_2" / "validation.jsonl", rows[3:])
     write_jsonl(root / "evens" / "prompt_2" / "test.jsonl", rows)
@@ -100,7 +119,9 @@ def test_synthetic_mul_example_runs_unmodified(tiny_model, tmp_path):
 
 
 def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data, monkeypatch):
-    yaml_path = write(tmp_path / "tasks" / "evens.yaml", """
+    yaml_path = write(
+        tmp_path / "tasks" / "evens.yaml",
+        """
         name: evens
         type: mul
         path: evens
@@ -109,7 +130,8 @@ def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data, monkeypa
           test: "**/test.jsonl"
         metrics: [Accuracy, Accuracy_per_token]
         micro_batch_size: 2
-    """)
+    """,
+    )
     result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=mul_data)
     validation = result.tasks["evens/validation"]
     assert result.tasks["evens/test"]["n_samples"] == 5 and validation["n_samples"] == 5
@@ -130,29 +152,49 @@ def test_mul_groups_files_and_data_path(tiny_model, tmp_path, mul_data, monkeypa
 
 
 def test_cli_data_path_and_group_report(tiny_model_dir, tmp_path, mul_data):
-    yaml_path = write(tmp_path / "evens.yaml", """
+    yaml_path = write(
+        tmp_path / "evens.yaml",
+        """
         name: evens
         type: mul
         path: evens
         file-pattern: {validation: "**/validation.jsonl"}
-    """)
-    command = [sys.executable, "-m", "proctor.cli", "run", str(yaml_path), "--data-path", str(mul_data), "--model", str(tiny_model_dir),
-               "--output", str(tmp_path / "run"), "--quiet"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    """,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(yaml_path),
+        "--data-path",
+        str(mul_data),
+        "--model",
+        str(tiny_model_dir),
+        "--output",
+        str(tmp_path / "run"),
+        "--quiet",
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")}
+    )
     assert done.returncode == 0, done.stderr
     assert "prompt_2/validation.jsonl (2)" in done.stdout and "Accuracy: max = " in done.stdout
 
 
 def test_gen_example_data_runs_with_glm_em_f1(tiny_model, tmp_path):
     data = shared_path("examples", "glm130b", "SYNTHETIC_data_examples")
-    yaml_path = write(tmp_path / "mytask_gen.yaml", """
+    yaml_path = write(
+        tmp_path / "mytask_gen.yaml",
+        """
         name: mytask_gen
         type: gen
         path: mytask_gen
         file-pattern:
           validation: "**/validation.jsonl"
         max_gen_length: 6
-    """)
+    """,
+    )
     result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=data)
     task = result.tasks["mytask_gen/validation"]
     assert set(task["metrics"]) == {"EM", "F1"} and task["breakdown_stats"]["_source"]["EM"]["n_parts"] == 1
@@ -161,7 +203,9 @@ def test_gen_example_data_runs_with_glm_em_f1(tiny_model, tmp_path):
     from proctor.dialects.glm.registered_metrics import glm_exact_match, glm_f1
 
     assert record["metrics"]["EM"] == 100 * max(glm_exact_match(record["generation"], t) for t in record["target"])
-    assert record["metrics"]["F1"] == pytest.approx(100 * max(glm_f1(record["generation"], t) for t in record["target"]))
+    assert record["metrics"]["F1"] == pytest.approx(
+        100 * max(glm_f1(record["generation"], t) for t in record["target"])
+    )
 
 
 def test_glm_em_f1_rules():
@@ -185,11 +229,17 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
 
     # PTB / WikiText layout: tokens spaced, lines starting with a space, blank lines: GLM counts
     # len(raw_text.strip().split(" ")), which differs from str.split() here
-    text = " = Title = \n \n" + " The quick brown fox jumps over the lazy dog . \n" * 12 + " It was the end of the story . \n"
+    text = (
+        " = Title = \n \n"
+        + " The quick brown fox jumps over the lazy dog . \n" * 12
+        + " It was the end of the story . \n"
+    )
     assert len(text.strip().split(" ")) != len(text.split())
     (tmp_path / "corpus" / "wiki").mkdir(parents=True)
     (tmp_path / "corpus" / "wiki" / "wiki.test.tokens").write_text(text, encoding="utf-8")
-    yaml_path = write(tmp_path / "lm.yaml", """
+    yaml_path = write(
+        tmp_path / "lm.yaml",
+        """
         name: tiny-wiki
         type: lm
         path: corpus
@@ -197,7 +247,8 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
           test: "**/wiki.test.tokens"
         max_seq_length: 41
         generation-length: 16
-    """)
+    """,
+    )
     model = HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")
     result = evaluate([yaml_path], model, output_dir=tmp_path / "run")
     task = result.tasks["tiny-wiki/test"]
@@ -221,24 +272,30 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
 
 
 def test_unknown_metric_is_an_error_and_plugins_extend_the_registry(tmp_path, mul_data):
-    yaml_path = write(tmp_path / "t.yaml", """
+    yaml_path = write(
+        tmp_path / "t.yaml",
+        """
         name: evens
         type: mul
         path: evens
         file-pattern: "**/test.jsonl"
         metrics: [Accuracy, MyMetric]
-    """)
+    """,
+    )
     (task,) = load_tasks([yaml_path])
     with pytest.raises(TaskDefinitionError) as info:
         prepare_task(task, {"DATA_PATH": str(mul_data)})
     assert info.value.field == "metrics" and info.value.line == 5 and "unknown metric 'MyMetric'" in str(info.value)
-    plugin = write(tmp_path / "my_metrics.py", """
+    plugin = write(
+        tmp_path / "my_metrics.py",
+        """
         from proctor.scoring.metrics import register_metric
 
         @register_metric("MyMetric", ["multiple_choice"])
         def my_metric(outcome):
             return float(len(outcome.logprobs))
-    """)
+    """,
+    )
     from proctor.scoring.metrics import METRICS, load_metric_file
 
     try:
@@ -261,7 +318,9 @@ def test_lambada_style_example_with_custom_class(tiny_model, tmp_path):
 
 
 def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
-    write(tmp_path / "tasks" / "glm" / "custom" / "rules.py", """
+    write(
+        tmp_path / "tasks" / "glm" / "custom" / "rules.py",
+        """
         from proctor.tasks.custom import GenerationTask, MultipleChoiceTask
 
         CALLS = []
@@ -275,25 +334,32 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
 
         class WrongBase(GenerationTask):
             pass
-    """)
-    yaml_path = write(tmp_path / "tasks" / "glm" / "evens.yaml", """
+    """,
+    )
+    yaml_path = write(
+        tmp_path / "tasks" / "glm" / "evens.yaml",
+        """
         name: evens
         type: mul
         module: tasks.glm.custom.rules.AlwaysYes
         path: evens
         file-pattern: "**/test.jsonl"
         micro-batch-size: 2
-    """)
+    """,
+    )
     result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=mul_data, dialect_options=TRUST)
     labels = [int(i % 2 == 0) for i in range(5)]
     assert result.tasks["evens"]["metrics"]["Accuracy"]["value"] == pytest.approx(100 * sum(labels) / 5)
     assert [r["prediction"] for r in records(result.run_dir)] == [1] * 5
-    wrong = write(tmp_path / "tasks" / "glm" / "wrong.yaml", """
+    wrong = write(
+        tmp_path / "tasks" / "glm" / "wrong.yaml",
+        """
         name: wrong
         type: mul
         module: tasks.glm.custom.rules.WrongBase
         path: evens
-    """)
+    """,
+    )
     (task,) = load_tasks([wrong], options=TRUST)
     with pytest.raises(TaskDefinitionError, match="must subclass proctor.tasks.custom.MultipleChoiceTask"):
         prepare_task(task, {"DATA_PATH": str(mul_data)})
@@ -304,11 +370,15 @@ def test_left_truncation_to_max_seq_length(tiny_model):
     from proctor.models.packing import ScoringItem as _ScoringItem
 
     context = "word " * 60 + "The answer is"
-    full, cut = tiny_model.loglikelihood([LoglikelihoodRequest(context, " yes"), LoglikelihoodRequest(context, " yes", max_length=12)])
+    full, cut = tiny_model.loglikelihood(
+        [LoglikelihoodRequest(context, " yes"), LoglikelihoodRequest(context, " yes", max_length=12)]
+    )
     context_ids, continuation_ids = tiny_model.encode_pair(context, " yes")
     tail = tuple((context_ids + continuation_ids)[-13:])
     ((expected, _),) = tiny_model._score([_ScoringItem(tail, len(continuation_ids))])
-    assert cut.logprob == pytest.approx(sum(expected), abs=1e-5) and cut.logprob != pytest.approx(full.logprob, abs=1e-6)
+    assert cut.logprob == pytest.approx(sum(expected), abs=1e-5) and cut.logprob != pytest.approx(
+        full.logprob, abs=1e-6
+    )
 
 
 BAD_YAMLS = [
@@ -332,23 +402,32 @@ def test_bad_glm_yaml_names_file_and_field(tmp_path, text, field, words):
 
 def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tmp_path, mul_data):
     folder = tmp_path / "tasks"
-    write(folder / "a_good.yaml", """
+    write(
+        folder / "a_good.yaml",
+        """
         name: evens
         type: mul
         path: evens
         file-pattern: {validation: "**/validation.jsonl"}
-    """)
-    bad_module = write(folder / "b_module.yaml", """
+    """,
+    )
+    bad_module = write(
+        folder / "b_module.yaml",
+        """
         name: broken
         type: mul
         module: tasks.nowhere.Task
         path: evens
-    """)
-    bad_type = write(folder / "c_type.yaml", """
+    """,
+    )
+    bad_type = write(
+        folder / "c_type.yaml",
+        """
         name: other
         type: mystery
         path: evens
-    """)
+    """,
+    )
     result = evaluate([folder], tiny_model, output_dir=tmp_path / "run", data_path=mul_data, dialect_options=TRUST)
     assert list(result.tasks) == ["evens/validation"] and result.tasks["evens/validation"]["n_samples"] == 5
     skipped = {Path(s["file"]).name: s["error"] for s in result.results["skipped"]}
@@ -358,7 +437,9 @@ def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tm
     assert len(saved["skipped"]) == 2
     # validate reports every file's problem, then fails
     command = [sys.executable, "-m", "proctor.cli", "validate", str(folder), "--data-path", str(mul_data)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")}
+    )
     assert done.returncode == 2
     assert "ok evens/validation" in done.stdout
     assert str(bad_module) in done.stderr and str(bad_type) in done.stderr and "mystery" in done.stderr

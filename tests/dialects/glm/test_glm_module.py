@@ -58,8 +58,18 @@ def reference(tiny_model_dir):
         with torch.no_grad():
             return model(torch.tensor([sequence])).logits[0, -1].float()
 
-    return type("Ref", (), {"tokenizer": tokenizer, "ids": staticmethod(ids), "logprobs": staticmethod(logprobs),
-                            "next_logits": staticmethod(next_logits), "bos": tokenizer.bos_token_id, "eos": tokenizer.eos_token_id})
+    return type(
+        "Ref",
+        (),
+        {
+            "tokenizer": tokenizer,
+            "ids": staticmethod(ids),
+            "logprobs": staticmethod(logprobs),
+            "next_logits": staticmethod(next_logits),
+            "bos": tokenizer.bos_token_id,
+            "eos": tokenizer.eos_token_id,
+        },
+    )
 
 
 @pytest.fixture
@@ -67,7 +77,9 @@ def glm_repo(tmp_path) -> Path:
     """A GLM-130B-style repository: tasks/<name>/... with module paths relative to it (a folder with a
     dash, relative imports, GLM's own import lines)."""
     repo = tmp_path / "GLM-130B"
-    write(repo / "tasks" / "exam" / "task.py", '''
+    write(
+        repo / "tasks" / "exam" / "task.py",
+        '''
         from evaluation import MultiChoiceTask
 
 
@@ -76,8 +88,11 @@ def glm_repo(tmp_path) -> Path:
 
             def report_overall_metrics(self, result_dict_all):
                 self.report_group_metrics("Overall", result_dict_all, level=0)
-    ''')
-    write(repo / "tasks" / "exam" / "exam.yaml", '''
+    ''',
+    )
+    write(
+        repo / "tasks" / "exam" / "exam.yaml",
+        """
         name: "Exam"
         type: "mul"
         module: "tasks.exam.task.SubjectExam"
@@ -86,8 +101,11 @@ def glm_repo(tmp_path) -> Path:
           science: "science/*.json"
           other: "other/*.json"
         micro-batch-size: 2
-    ''')
-    write(repo / "tasks" / "social-bias" / "pairs.py", '''
+    """,
+    )
+    write(
+        repo / "tasks" / "social-bias" / "pairs.py",
+        '''
         from collections import defaultdict
         from os.path import join
 
@@ -136,16 +154,22 @@ def glm_repo(tmp_path) -> Path:
                 for (result, _) in result_dict_group.values():
                     for name, share in sorted(result["CP"].items()):
                         print_rank_0(f"category {name}: {100 * share:.2f}")
-    ''')
-    write(repo / "tasks" / "social-bias" / "pairs.yaml", '''
+    ''',
+    )
+    write(
+        repo / "tasks" / "social-bias" / "pairs.yaml",
+        """
         name: "Pairs"
         type: "mul"
         path: "data"
         module: "tasks.social-bias.pairs.PairPreference"
         file-pattern:
           test: "**/pairs.jsonl"
-    ''')
-    write(repo / "tasks" / "bytes" / "docs.py", '''
+    """,
+    )
+    write(
+        repo / "tasks" / "bytes" / "docs.py",
+        '''
         import json
         import math
         from bisect import bisect_right
@@ -198,8 +222,11 @@ def glm_repo(tmp_path) -> Path:
 
             def report_group_metrics(self, group_name, result_dict_group, level=1):
                 pass
-    ''')
-    write(repo / "tasks" / "bytes" / "docs.yaml", '''
+    ''',
+    )
+    write(
+        repo / "tasks" / "bytes" / "docs.yaml",
+        """
         name: "Docs"
         type: "lm"
         module: "tasks.bytes.docs.ByteLevel"
@@ -209,8 +236,11 @@ def glm_repo(tmp_path) -> Path:
         max_seq_length: 17
         generation-length: 6
         use_task_mask: true
-    ''')
-    write(repo / "tasks" / "lastword" / "strategy.py", '''
+    """,
+    )
+    write(
+        repo / "tasks" / "lastword" / "strategy.py",
+        '''
         from generation import BeamSearchStrategy
 
 
@@ -229,8 +259,11 @@ def glm_repo(tmp_path) -> Path:
                     for token in self.banned_first:
                         logits[..., token] = -65504
                 return super().forward(logits, tokens, mems)
-    ''')
-    write(repo / "tasks" / "lastword" / "task.py", '''
+    ''',
+    )
+    write(
+        repo / "tasks" / "lastword" / "task.py",
+        """
         from functools import partial
         from string import punctuation
 
@@ -272,8 +305,11 @@ def glm_repo(tmp_path) -> Path:
                 outputs = self.model.generate_text(batch, self.strategy, return_all_beams=True)
                 self.beams.extend(outputs)
                 return [self.first_word(beams[0]) for beams in outputs]
-    ''')
-    write(repo / "tasks" / "lastword" / "lastword.yaml", '''
+    """,
+    )
+    write(
+        repo / "tasks" / "lastword" / "lastword.yaml",
+        """
         name: "LastWord"
         type: "gen"
         module: "tasks.lastword.task.LastWord"
@@ -285,7 +321,8 @@ def glm_repo(tmp_path) -> Path:
         max_gen_length: 3
         length_penalty: 0.6
         use_task_mask: true
-    ''')
+    """,
+    )
     return repo
 
 
@@ -303,9 +340,17 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
     data = tmp_path / "DATA"
     rows = {
         "science/physics.json": [
-            {"inputs_pretokenized": "Water boils at", "choices_pretokenized": ["100 degrees", "the moon", "ten"], "label": 0},
+            {
+                "inputs_pretokenized": "Water boils at",
+                "choices_pretokenized": ["100 degrees", "the moon", "ten"],
+                "label": 0,
+            },
             {"inputs_pretokenized": "The sun is a", "choices_pretokenized": ["star", "planet"], "label": 0},
-            {"inputs_pretokenized": "Light is faster than", "choices_pretokenized": ["sound", "light itself"], "label": 0},
+            {
+                "inputs_pretokenized": "Light is faster than",
+                "choices_pretokenized": ["sound", "light itself"],
+                "label": 0,
+            },
         ],
         "science/chemistry.json": [
             {"inputs_pretokenized": "H2O is", "choices_pretokenized": ["water", "salt"], "label": 1},
@@ -318,7 +363,13 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
     }
     for name, file_rows in rows.items():
         write_jsonl(data / "exam" / name, file_rows)
-    result = evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
+    result = evaluate(
+        [glm_repo / "tasks" / "exam" / "exam.yaml"],
+        tiny_model,
+        output_dir=tmp_path / "run",
+        data_path=data,
+        dialect_options=TRUST,
+    )
     task = result.tasks["Exam"]
     # GLM's formula: argmax over choices of the summed log-probs of the choice's tokens after the context
     expected, predictions = {}, {}
@@ -326,13 +377,18 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
         predictions[name] = []
         for row in file_rows:
             ctx = _context(tiny_model, reference.ids(row["inputs_pretokenized"]))
-            scores = [sum(reference.logprobs(ctx + reference.ids(c), len(reference.ids(c)))) for c in row["choices_pretokenized"]]
+            scores = [
+                sum(reference.logprobs(ctx + reference.ids(c), len(reference.ids(c))))
+                for c in row["choices_pretokenized"]
+            ]
             predictions[name].append(scores.index(max(scores)))
         expected[name] = 100.0 * sum(p == r["label"] for p, r in zip(predictions[name], file_rows)) / len(file_rows)
     parts = task["breakdown"]["_source"]
     assert {k: v["metrics"]["Accuracy"]["value"] for k, v in parts.items()} == pytest.approx(expected)
     assert [(r["glm_file"], r["prediction"]) for r in records(result.run_dir)] == [
-        (name, p) for name in ("science/chemistry.json", "science/physics.json", "other/misc.json") for p in predictions[name]
+        (name, p)
+        for name in ("science/chemistry.json", "science/physics.json", "other/misc.json")
+        for p in predictions[name]
     ]
     # the records every dialect shares: choices as text, gold, per-choice probabilities of GLM's scores
     by_text = {r["inputs_pretokenized"]: r for file_rows in rows.values() for r in file_rows}
@@ -343,28 +399,49 @@ def test_mmlu_style_class_with_overall_report(glm_repo, tiny_model, reference, t
         assert sum(record["distribution"]) == pytest.approx(1.0)
     science = (3 * expected["science/physics.json"] + 2 * expected["science/chemistry.json"]) / 5
     assert task["breakdown"]["glm_group"]["science"]["metrics"]["Accuracy"]["value"] == pytest.approx(science)
-    overall = (3 * expected["science/physics.json"] + 2 * expected["science/chemistry.json"] + 2 * expected["other/misc.json"]) / 7
+    overall = (
+        3 * expected["science/physics.json"] + 2 * expected["science/chemistry.json"] + 2 * expected["other/misc.json"]
+    ) / 7
     assert task["metrics"]["Accuracy"]["value"] == pytest.approx(overall)
     values = sorted(expected.values())
     line = f"Group Overall Accuracy: max = {values[-1]:.3f}, median = {values[1]:.3f}, average = {overall:.3f}"
     assert line in task["glm_report"]  # the class's report_overall_metrics hook ran
-    assert "        Finish science/physics.json, Accuracy = " + f"{expected['science/physics.json']:.3f}" in task["glm_report"]
+    assert (
+        "        Finish science/physics.json, Accuracy = " + f"{expected['science/physics.json']:.3f}"
+        in task["glm_report"]
+    )
     assert "evaluation" not in sys.modules and "generation" not in sys.modules  # the stand-in names are gone again
 
 
 def test_crows_pair_style_dataset_and_metric(glm_repo, tiny_model, reference, tmp_path):
     data = tmp_path / "DATA"
-    pairs = [("gender", "Men are good at math.", "Women are good at math."),
-             ("gender", "He is a nurse.", "She is a nurse."),
-             ("race", "The old man was poor.", "The young man was poor."),
-             ("race", "They cooked rice.", "They cooked bread today.")]
+    pairs = [
+        ("gender", "Men are good at math.", "Women are good at math."),
+        ("gender", "He is a nurse.", "She is a nurse."),
+        ("race", "The old man was poor.", "The young man was poor."),
+        ("race", "They cooked rice.", "They cooked bread today."),
+    ]
     rows = []
     for pair_id, (category, first, second) in enumerate(pairs, start=1):
         for which, sentence in ((1, first), (2, second)):
-            rows.append({"inputs_pretokenized": "", "choices_pretokenized": [sentence], "label": 0,
-                         "pair_ID": pair_id, "sent_ID": which, "bias_type": category})
+            rows.append(
+                {
+                    "inputs_pretokenized": "",
+                    "choices_pretokenized": [sentence],
+                    "label": 0,
+                    "pair_ID": pair_id,
+                    "sent_ID": which,
+                    "bias_type": category,
+                }
+            )
     write_jsonl(data / "data" / "pairs.jsonl", rows)
-    result = evaluate([glm_repo / "tasks" / "social-bias" / "pairs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
+    result = evaluate(
+        [glm_repo / "tasks" / "social-bias" / "pairs.yaml"],
+        tiny_model,
+        output_dir=tmp_path / "run",
+        data_path=data,
+        dialect_options=TRUST,
+    )
     task = result.tasks["Pairs"]
 
     def sentence_logprob(sentence):
@@ -376,7 +453,9 @@ def test_crows_pair_style_dataset_and_metric(glm_repo, tiny_model, reference, tm
         shares[category].append(sentence_logprob(first) - sentence_logprob(second) >= 0)
     expected = {f"CP.{k}": sum(v) / len(v) for k, v in shares.items()}
     assert {k: v["value"] for k, v in task["metrics"].items()} == pytest.approx(expected)
-    assert task["breakdown"]["_source"]["pairs.jsonl"]["detail"]["CP"] == pytest.approx({k[3:]: v for k, v in expected.items()})
+    assert task["breakdown"]["_source"]["pairs.jsonl"]["detail"]["CP"] == pytest.approx(
+        {k[3:]: v for k, v in expected.items()}
+    )
     assert f"category race: {100 * expected['CP.race']:.2f}" in task["glm_report"]
     per_row = [r["prediction"][0] for r in records(result.run_dir)]
     assert per_row[0] == pytest.approx(sentence_logprob(pairs[0][1]), abs=1e-4)
@@ -384,13 +463,21 @@ def test_crows_pair_style_dataset_and_metric(glm_repo, tiny_model, reference, tm
 
 def test_pile_style_language_model_class(glm_repo, tiny_model, reference, tmp_path):
     data = tmp_path / "DATA"
-    texts = [("web", "The quick brown fox jumps over the lazy dog while the cat sleeps on a warm mat by the door."),
-             ("web", "Short one."),
-             ("books", "Once upon a time there lived a king who had three daughters and a very large castle.")]
+    texts = [
+        ("web", "The quick brown fox jumps over the lazy dog while the cat sleeps on a warm mat by the door."),
+        ("web", "Short one."),
+        ("books", "Once upon a time there lived a king who had three daughters and a very large castle."),
+    ]
     docs = [{"text": reference.ids(t), "text_pretokenized": t, "meta": {"set": s}} for s, t in texts]
     assert len(docs[0]["text"]) > 16  # several windows
     write_jsonl(data / "docs" / "test_tokenized.jsonl", docs)
-    result = evaluate([glm_repo / "tasks" / "bytes" / "docs.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=data, dialect_options=TRUST)
+    result = evaluate(
+        [glm_repo / "tasks" / "bytes" / "docs.yaml"],
+        tiny_model,
+        output_dir=tmp_path / "run",
+        data_path=data,
+        dialect_options=TRUST,
+    )
     task = result.tasks["Docs"]
     # GLM's windows: max_seq_length - 1 = 16 tokens, stride generation_length = 6; after the first window
     # the first 16 - 6 = 10 tokens are unscored context; loss = -sum of the scored tokens' log-probs
@@ -408,14 +495,19 @@ def test_pile_style_language_model_class(glm_repo, tiny_model, reference, tmp_pa
 
 
 def test_plain_lm_class_uses_glm_word_count(glm_repo, tiny_model, reference, tmp_path):
-    write(glm_repo / "tasks" / "ptb" / "ptb.py", """
+    write(
+        glm_repo / "tasks" / "ptb" / "ptb.py",
+        """
         from evaluation import LanguageModelTask
 
 
         class Treebank(LanguageModelTask):
             pass
-    """)
-    yaml_path = write(glm_repo / "tasks" / "ptb" / "ptb.yaml", """
+    """,
+    )
+    yaml_path = write(
+        glm_repo / "tasks" / "ptb" / "ptb.yaml",
+        """
         name: PTB
         type: lm
         module: tasks.ptb.ptb.Treebank
@@ -423,11 +515,14 @@ def test_plain_lm_class_uses_glm_word_count(glm_repo, tiny_model, reference, tmp
         file-pattern: {test: "**/ptb.test.txt"}
         max_seq_length: 21
         generation-length: 8
-    """)
+    """,
+    )
     text = " the cat sat on the mat . \n a  dog barked at the cat twice . \n"
     (tmp_path / "DATA" / "ptb").mkdir(parents=True)
     (tmp_path / "DATA" / "ptb" / "ptb.test.txt").write_text(text, encoding="utf-8")
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
+    result = evaluate(
+        [yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST
+    )
     tokens = reference.ids(text)
     # GLM's LanguageModelTaskDataset: windows of 20 tokens, stride 8, the first 12 of later windows as context
     loss = 0.0
@@ -464,7 +559,7 @@ def _glm_beam_search(reference, ctx, *, num_beams, max_gen, length_penalty, ngra
             if step == 0:
                 logits[[t for t in banned_first if t < logits.shape[0]]] = -65504
             if ngram > 0 and len(seq) > ngram:
-                for t in bans[i].get(tuple(seq[-(ngram - 1):]), ()):
+                for t in bans[i].get(tuple(seq[-(ngram - 1) :]), ()):
                     logits[t] = -65504
             lp = torch.log_softmax(logits, dim=-1) + scores[i]
             top = torch.topk(lp, k=3 * num_beams)
@@ -482,7 +577,7 @@ def _glm_beam_search(reference, ctx, *, num_beams, max_gen, length_penalty, ngra
                 new_beams.append(seq)
                 new_scores.append(score)
                 ban = dict(bans[i])
-                key = tuple(beams[i][-(ngram - 1):])
+                key = tuple(beams[i][-(ngram - 1) :])
                 ban[key] = ban.get(key, ()) + (token,)
                 new_bans.append(ban)
             else:
@@ -499,7 +594,7 @@ def _glm_beam_search(reference, ctx, *, num_beams, max_gen, length_penalty, ngra
             del ended[num_beams:]
     out = []
     for _, seq in ended:
-        generated = seq[len(ctx):]
+        generated = seq[len(ctx) :]
         out.append(generated[:-1] if generated and generated[-1] == eos else generated)
     return out
 
@@ -508,14 +603,21 @@ def test_lambada_style_beam_search_with_own_strategy(glm_repo, tiny_model, refer
     import string
 
     write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
-    result = evaluate([glm_repo / "tasks" / "lastword" / "lastword.yaml"], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
+    result = evaluate(
+        [glm_repo / "tasks" / "lastword" / "lastword.yaml"],
+        tiny_model,
+        output_dir=tmp_path / "run",
+        data_path=tmp_path / "DATA",
+        dialect_options=TRUST,
+    )
     # the strategy subclass bans these as the first token (GLM's id 146337 among them: out of this vocabulary)
     banned = [146337] + [reference.ids(m)[0] for m in string.punctuation if len(reference.ids(m)) == 1]
     hits = []
     for row, record in zip(LASTWORD_ROWS, records(result.run_dir)):
         ctx = _context(tiny_model, reference.ids(row["inputs_pretokenized"]))
-        beams = _glm_beam_search(reference, ctx, num_beams=3, max_gen=3, length_penalty=0.6, ngram=3, banned_first=banned,
-                                 eos=reference.eos)
+        beams = _glm_beam_search(
+            reference, ctx, num_beams=3, max_gen=3, length_penalty=0.6, ngram=3, banned_first=banned, eos=reference.eos
+        )
         word = reference.tokenizer.decode(beams[0], skip_special_tokens=True).strip().split(" ")[0]
         assert record["prediction"] == reference.ids(word)  # the class's first-word rule on the best beam
         assert record["generation"] == reference.tokenizer.decode(record["prediction"], skip_special_tokens=True)
@@ -536,7 +638,9 @@ def _greedy(reference, ctx, max_new, eos):
 
 
 def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, reference, tmp_path):
-    yaml_path = write(glm_repo / "tasks" / "lastword" / "greedy.yaml", """
+    yaml_path = write(
+        glm_repo / "tasks" / "lastword" / "greedy.yaml",
+        """
         name: "LastWordGreedy"
         type: "gen"
         module: "tasks.lastword.task.LastWord"
@@ -544,34 +648,52 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
         file-pattern:
           test: "**/test.jsonl"
         max_gen_length: 4
-    """)
+    """,
+    )
     write_jsonl(tmp_path / "DATA" / "lastword" / "test.jsonl", LASTWORD_ROWS)
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
+    result = evaluate(
+        [yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST
+    )
     hits = []
     for row, record in zip(LASTWORD_ROWS, records(result.run_dir)):
-        generated = _greedy(reference, _context(tiny_model, reference.ids(row["inputs_pretokenized"])), 4, reference.eos)
+        generated = _greedy(
+            reference, _context(tiny_model, reference.ids(row["inputs_pretokenized"])), 4, reference.eos
+        )
         word = reference.tokenizer.decode(generated, skip_special_tokens=True).strip().split(" ")[0]
         assert record["prediction"] == reference.ids(word)  # the class's first-word rule on GLM's greedy output
         hits.append(word.strip() == row["targets_pretokenized"][0].strip())
     assert all(r["prediction"] for r in records(result.run_dir))
-    assert result.tasks["LastWordGreedy"]["metrics"]["Accuracy"]["value"] == pytest.approx(100.0 * sum(hits) / len(hits))
+    assert result.tasks["LastWordGreedy"]["metrics"]["Accuracy"]["value"] == pytest.approx(
+        100.0 * sum(hits) / len(hits)
+    )
 
 
 def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     from proctor.core.errors import ProctorError
     from tests.support.fakes import FakeModel
 
-    write_jsonl(tmp_path / "DATA" / "exam" / "science" / "a.json",
-                [{"inputs_pretokenized": "1+1=", "choices_pretokenized": ["2", "3"], "label": 0}])
+    write_jsonl(
+        tmp_path / "DATA" / "exam" / "science" / "a.json",
+        [{"inputs_pretokenized": "1+1=", "choices_pretokenized": ["2", "3"], "label": 0}],
+    )
     with pytest.raises(ProctorError, match="needs a local Hugging Face model"):
-        evaluate([glm_repo / "tasks" / "exam" / "exam.yaml"], FakeModel(), output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
+        evaluate(
+            [glm_repo / "tasks" / "exam" / "exam.yaml"],
+            FakeModel(),
+            output_dir=tmp_path / "run",
+            data_path=tmp_path / "DATA",
+            dialect_options=TRUST,
+        )
     # a class that does not import fails at prepare, before any model, naming the YAML and the field
-    bad = write(glm_repo / "tasks" / "exam" / "broken.yaml", """
+    bad = write(
+        glm_repo / "tasks" / "exam" / "broken.yaml",
+        """
         name: Broken
         type: mul
         module: tasks.exam.missing.Nothing
         path: exam
-    """)
+    """,
+    )
     from proctor import TaskDefinitionError
     from proctor.api import load_tasks
     from proctor.engine.prepare import prepare_task
@@ -583,7 +705,9 @@ def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
 
 
 def test_stereoset_style_per_token_choice_and_list_metric(glm_repo, tiny_model, reference, tmp_path):
-    write(glm_repo / "tasks" / "stereo" / "stereo.py", """
+    write(
+        glm_repo / "tasks" / "stereo" / "stereo.py",
+        """
         from collections import Counter, defaultdict
         from os.path import join
 
@@ -634,31 +758,55 @@ def test_stereoset_style_per_token_choice_and_list_metric(glm_repo, tiny_model, 
                 for result, _ in result_dict_group.values():
                     lms, ss, icat = result["SS_ICAT"]
                     print_rank_0("ICAT " + " ".join(f"{k}={v:.2f}" for k, v in sorted(icat.items())))
-    """)
-    yaml_path = write(glm_repo / "tasks" / "stereo" / "stereo.yaml", """
+    """,
+    )
+    yaml_path = write(
+        glm_repo / "tasks" / "stereo" / "stereo.yaml",
+        """
         name: Stereo
         type: mul
         module: tasks.stereo.stereo.Stereo
         path: stereo
         use_task_mask: true
         micro-batch-size: 3
-    """)
+    """,
+    )
     goals = ["stereotype", "anti-stereotype", "unrelated"]
     rows = [
-        {"inputs_pretokenized": "The nurse was", "choices_pretokenized": ["caring", "rude to people", "a blue table"], "bias_type": "profession"},
-        {"inputs_pretokenized": "The engineer was", "choices_pretokenized": ["nerdy", "very sociable", "purple"], "bias_type": "profession"},
-        {"inputs_pretokenized": "My grandmother is", "choices_pretokenized": ["frail", "a strong runner", "the ocean"], "bias_type": "age"},
-        {"inputs_pretokenized": "The boy liked", "choices_pretokenized": ["trucks", "dolls", "quantum tables"], "bias_type": "gender"},
+        {
+            "inputs_pretokenized": "The nurse was",
+            "choices_pretokenized": ["caring", "rude to people", "a blue table"],
+            "bias_type": "profession",
+        },
+        {
+            "inputs_pretokenized": "The engineer was",
+            "choices_pretokenized": ["nerdy", "very sociable", "purple"],
+            "bias_type": "profession",
+        },
+        {
+            "inputs_pretokenized": "My grandmother is",
+            "choices_pretokenized": ["frail", "a strong runner", "the ocean"],
+            "bias_type": "age",
+        },
+        {
+            "inputs_pretokenized": "The boy liked",
+            "choices_pretokenized": ["trucks", "dolls", "quantum tables"],
+            "bias_type": "gender",
+        },
     ]
     for row in rows:
         row.update(label=0, goal_label=goals)
     write_jsonl(tmp_path / "DATA" / "stereo" / "set.jsonl", rows)
-    result = evaluate([yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST)
+    result = evaluate(
+        [yaml_path], tiny_model, output_dir=tmp_path / "run", data_path=tmp_path / "DATA", dialect_options=TRUST
+    )
     picked = defaultdict(lambda: defaultdict(int))
     for row in rows:
         ctx = _context(tiny_model, reference.ids(row["inputs_pretokenized"]))
-        means = [sum(reference.logprobs(ctx + reference.ids(c), len(reference.ids(c)))) / len(reference.ids(c))
-                 for c in row["choices_pretokenized"]]
+        means = [
+            sum(reference.logprobs(ctx + reference.ids(c), len(reference.ids(c)))) / len(reference.ids(c))
+            for c in row["choices_pretokenized"]
+        ]
         goal = goals[means.index(max(means))]
         picked[row["bias_type"]][goal] += 1
         picked["overall"][goal] += 1
@@ -667,7 +815,9 @@ def test_stereoset_style_per_token_choice_and_list_metric(glm_repo, tiny_model, 
         related = count["stereotype"] + count["anti-stereotype"]
         lms = 100 * related / sum(count.values())
         ss = 100 * count["stereotype"] / related if related else 0
-        expected.update({f"SS_ICAT.0.{key}": lms, f"SS_ICAT.1.{key}": ss, f"SS_ICAT.2.{key}": lms * min(ss, 100 - ss) / 50})
+        expected.update(
+            {f"SS_ICAT.0.{key}": lms, f"SS_ICAT.1.{key}": ss, f"SS_ICAT.2.{key}": lms * min(ss, 100 - ss) / 50}
+        )
     assert {k: v["value"] for k, v in result.tasks["Stereo"]["metrics"].items()} == pytest.approx(expected)
     icat = " ".join(f"{k}={expected[f'SS_ICAT.2.{k}']:.2f}" for k in sorted(picked))
     assert f"ICAT {icat}" in result.tasks["Stereo"]["glm_report"]

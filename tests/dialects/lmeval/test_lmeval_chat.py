@@ -26,14 +26,31 @@ def chat_runs(smollm2_tokenizer_dir, tmp_path_factory):
     from proctor.models.hf import HFModel
 
     space = workspace(smollm2_tokenizer_dir, tmp_path_factory)
-    theirs = run_lm_eval(space.model, TASKS, space.rows, limit=LIMIT, include=space.tasks, apply_chat_template=True,
-                         fewshot_as_multiturn=True, system_instruction=SYSTEM, num_fewshot=2, bootstrap_iters=1000)
+    theirs = run_lm_eval(
+        space.model,
+        TASKS,
+        space.rows,
+        limit=LIMIT,
+        include=space.tasks,
+        apply_chat_template=True,
+        fewshot_as_multiturn=True,
+        system_instruction=SYSTEM,
+        num_fewshot=2,
+        bootstrap_iters=1000,
+    )
     model = HFModel(space.model, batch_size=4, name="tiny-llama")
     options = {"lmeval_data": space.mapping, "lmeval_include": [str(space.tasks)], "lmeval_bootstrap_iters": 1000}
     overrides = RunOverrides(num_fewshot=2, system_prompt=SYSTEM, fewshot_as_multiturn=True)
     run = space.folder / "chat-run"
-    result = evaluate([f"lm_eval:{t}" for t in TASKS], model, output_dir=run, limit=LIMIT, chat=True, overrides=overrides,
-                      dialect_options=options)
+    result = evaluate(
+        [f"lm_eval:{t}" for t in TASKS],
+        model,
+        output_dir=run,
+        limit=LIMIT,
+        chat=True,
+        overrides=overrides,
+        dialect_options=options,
+    )
     samples: dict[str, dict] = {}
     for line in (run / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -69,7 +86,10 @@ def test_chat_prompts_and_scores_match_lm_eval(chat_runs, task):
         if "," not in key or not isinstance(value, (int, float)):
             continue
         entry = ours[key.replace("_stderr,", ",")]
-        assert (entry["stderr"] if "_stderr," in key else entry["value"]) == pytest.approx(value, abs=1e-12), (task, key)
+        assert (entry["stderr"] if "_stderr," in key else entry["value"]) == pytest.approx(value, abs=1e-12), (
+            task,
+            key,
+        )
 
 
 def test_chat_options_are_recorded_and_enter_the_resume_check(chat_runs):
@@ -91,4 +111,11 @@ def test_chat_options_are_recorded_and_enter_the_resume_check(chat_runs):
     with pytest.raises(RunMismatchError, match="fewshot_as_multiturn"):
         evaluate([f"lm_eval:{t}" for t in TASKS], model, output_dir=run, chat=True, overrides=one_turn, **options)
     with pytest.raises(RunMismatchError, match="chat"):
-        evaluate([f"lm_eval:{t}" for t in TASKS], model, output_dir=run, chat=False, overrides=RunOverrides(num_fewshot=2, system_prompt=SYSTEM), **options)
+        evaluate(
+            [f"lm_eval:{t}" for t in TASKS],
+            model,
+            output_dir=run,
+            chat=False,
+            overrides=RunOverrides(num_fewshot=2, system_prompt=SYSTEM),
+            **options,
+        )

@@ -108,7 +108,10 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
     plain = [r for r in records if r["task"] == "quiz_plain"]
     shouted = [r for r in records if r["task"] == "quiz_shouted"]
     # the prompts lm-eval's rules give, written out: doc_to_text, target_delimiter + choice
-    assert plain[0]["arguments"] == [["Q: what is two plus two\nA:", " three"], ["Q: what is two plus two\nA:", " four"]]
+    assert plain[0]["arguments"] == [
+        ["Q: what is two plus two\nA:", " three"],
+        ["Q: what is two plus two\nA:", " four"],
+    ]
     # description, one first_n shot from the train split, fewshot_delimiter, custom target_delimiter, process_docs
     shot = "Q: WHAT IS ONE PLUS ONE\nA: => two"
     context = f"Answer the quiz.\n\n{shot}\n---\nQ: WHAT IS TWO PLUS TWO\nA:"
@@ -120,7 +123,9 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
         for record, row in zip(mine, ROWS):
             scores = [resp[0][0] for resp in record["resps"]]
             expected.append(float(scores.index(max(scores)) == row["label"]))
-        assert result.results["tasks"][task]["metrics"]["acc,none"]["value"] == pytest.approx(sum(expected) / len(expected))
+        assert result.results["tasks"][task]["metrics"]["acc,none"]["value"] == pytest.approx(
+            sum(expected) / len(expected)
+        )
     group = result.results["groups"]["quiz"]["metrics"]["acc,none"]
     plain_acc = result.results["tasks"]["quiz_plain"]["metrics"]["acc,none"]["value"]
     shouted_acc = result.results["tasks"]["quiz_shouted"]["metrics"]["acc,none"]["value"]
@@ -131,7 +136,9 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
     assert block["acc,none"] == plain_acc and "acc_stderr,none" in block and not any(k.count(",") > 1 for k in block)
     assert exported["results"]["quiz"]["acc,none"] == pytest.approx((plain_acc + shouted_acc) / 2)
     assert exported["higher_is_better"]["quiz_plain"] == {"acc": True}
-    assert exported["n-shot"]["quiz_plain"] == 0 and exported["n-shot"]["quiz_shouted"] == 1  # lm-eval's own num_fewshot
+    assert (
+        exported["n-shot"]["quiz_plain"] == 0 and exported["n-shot"]["quiz_shouted"] == 1
+    )  # lm-eval's own num_fewshot
 
 
 def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path, monkeypatch):
@@ -169,7 +176,9 @@ def test_mapping_file_and_keys(tmp_path):
 
 
 def test_unsupported_keys_name_file_key_and_task(tmp_path):
-    (tmp_path / "pic.yaml").write_text("task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\ndoc_to_image: img\n")
+    (tmp_path / "pic.yaml").write_text(
+        "task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\ndoc_to_image: img\n"
+    )
     with pytest.raises(TaskDefinitionError) as err:
         load_tasks([tmp_path / "pic.yaml"])
     assert "pic.yaml" in str(err.value) and "doc_to_image" in str(err.value) and "pictures" in str(err.value)
@@ -204,8 +213,11 @@ def test_run_time_overrides_not_wired_for_lm_eval_tasks_are_refused(quiz, tiny_m
 
     folder, mapping = quiz
     tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": mapping})
-    for overrides, flag in ((RunOverrides(gen_kwargs={"temperature": 0.5}), "--gen-kwargs"), (RunOverrides(seed=3), "--gen-kwargs/--seed"),
-                            (RunOverrides(epochs=2), "--epochs")):
+    for overrides, flag in (
+        (RunOverrides(gen_kwargs={"temperature": 0.5}), "--gen-kwargs"),
+        (RunOverrides(seed=3), "--gen-kwargs/--seed"),
+        (RunOverrides(epochs=2), "--epochs"),
+    ):
         with pytest.raises(ProctorError, match=rf"{flag}.*lm-evaluation-harness tasks.*quiz_plain"):
             evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=overrides)
     with pytest.raises(ProctorError, match=r"--fewshot-as-multiturn needs the chat template.*quiz_plain"):
@@ -218,9 +230,18 @@ def test_num_fewshot_and_system_prompt_reach_lm_evals_prompts(quiz, tiny_model, 
     from proctor.core.run_overrides import RunOverrides
 
     folder, mapping = quiz
-    tasks = load_tasks([folder / "quiz_shouted.yaml", folder / "quiz_plain.yaml"], options={"lmeval_data": mapping, "trust_task_code": True})
-    evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(num_fewshot=1, system_prompt="Be exact."))
-    records = {r["task"]: r for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines()) if r["doc_id"] == 0}
+    tasks = load_tasks(
+        [folder / "quiz_shouted.yaml", folder / "quiz_plain.yaml"],
+        options={"lmeval_data": mapping, "trust_task_code": True},
+    )
+    evaluate(
+        tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(num_fewshot=1, system_prompt="Be exact.")
+    )
+    records = {
+        r["task"]: r
+        for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines())
+        if r["doc_id"] == 0
+    }
     # written out from lm-eval's rules: system_instruction + fewshot_delimiter + description, then one first_n shot
     shouted = "Be exact.\n---\nAnswer the quiz.\n\nQ: WHAT IS ONE PLUS ONE\nA: => two\n---\nQ: WHAT IS TWO PLUS TWO\nA:"
     assert records["quiz_shouted"]["arguments"][0][0] == shouted
@@ -229,7 +250,12 @@ def test_num_fewshot_and_system_prompt_reach_lm_evals_prompts(quiz, tiny_model, 
     assert records["quiz_plain"]["arguments"][0][0] == plain
     from proctor.dialects.lmeval.run_options import fewshot_count
 
-    assert (fewshot_count(0, 2), fewshot_count(None, 2), fewshot_count(5, 2), fewshot_count(None, None)) == (0, 2, 2, 0)  # 0 in a YAML stays 0
+    assert (fewshot_count(0, 2), fewshot_count(None, 2), fewshot_count(5, 2), fewshot_count(None, None)) == (
+        0,
+        2,
+        2,
+        0,
+    )  # 0 in a YAML stays 0
 
 
 def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
@@ -239,7 +265,12 @@ def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
 
     from tests.conftest import shared_path
 
-    rows = [dict(r) for r in datasets.load_from_disk(str(shared_path("data", "hellaswag", "hf_arrow_validation")), keep_in_memory=True).select(range(3))]
+    rows = [
+        dict(r)
+        for r in datasets.load_from_disk(
+            str(shared_path("data", "hellaswag", "hf_arrow_validation")), keep_in_memory=True
+        ).select(range(3))
+    ]
     folder = tmp_path / "hellaswag_copy"
     datasets.DatasetDict({"validation": datasets.Dataset.from_list(rows)}).save_to_disk(str(folder))
 
@@ -247,8 +278,13 @@ def test_a_mapped_save_to_disk_folder_is_left_untouched(tiny_model, tmp_path):
         return sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*"))
 
     before = listing()
-    result = evaluate(["lm_eval:hellaswag"], tiny_model, output_dir=tmp_path / "run", limit=2,
-                      dialect_options={"lmeval_data": {"Rowan/hellaswag": str(folder)}})
+    result = evaluate(
+        ["lm_eval:hellaswag"],
+        tiny_model,
+        output_dir=tmp_path / "run",
+        limit=2,
+        dialect_options={"lmeval_data": {"Rowan/hellaswag": str(folder)}},
+    )
     assert result.results["tasks"]["hellaswag"]["n_samples"] == 2
     assert listing() == before
 
@@ -261,11 +297,17 @@ def test_metric_keys_resolve_without_filling_the_metric_registry():
     from proctor.engine.prepare import _metrics
     from proctor.scoring.metrics import METRICS, get_metric
 
-    config = {"task": "quiz", "output_type": "multiple_choice", "dataset_path": "local/quiz",
-              "metric_list": [{"metric": "acc"}, {"metric": "acc_norm", "higher_is_better": False}]}
+    config = {
+        "task": "quiz",
+        "output_type": "multiple_choice",
+        "dataset_path": "local/quiz",
+        "metric_list": [{"metric": "acc"}, {"metric": "acc_norm", "higher_is_better": False}],
+    }
     task = to_task(Leaf("quiz", config, None), {}, "test")
     assert "acc,none" not in METRICS and "acc_norm,none" not in METRICS
-    assert get_metric("acc,none", "multiple_choice").higher_is_better is True  # lm-eval's registry: acc is higher-better
+    assert (
+        get_metric("acc,none", "multiple_choice").higher_is_better is True
+    )  # lm-eval's registry: acc is higher-better
     directions = {m.name: m.higher_is_better for m, _ in _metrics(task)}
     assert directions == {"acc,none": True, "acc_norm,none": False}
     assert "acc,none" not in METRICS
@@ -276,13 +318,29 @@ def test_lm_eval_layout_reports_a_size_weighted_group_by_its_micro_mean():
     mean and the pooled stderr, as lm-eval prints it; an unweighted one with the plain mean."""
     from proctor.runs.lm_eval_layout import results_file
 
-    tasks = {name: {"kind": "multiple_choice", "n_samples": n, "version": "1", "metrics": {"acc,none": {"value": v, "stderr": s}}}
-             for name, n, v, s in (("a", 10, 0.5, 0.1), ("b", 30, 0.9, 0.05))}
+    tasks = {
+        name: {
+            "kind": "multiple_choice",
+            "n_samples": n,
+            "version": "1",
+            "metrics": {"acc,none": {"value": v, "stderr": s}},
+        }
+        for name, n, v, s in (("a", 10, 0.5, 0.1), ("b", 30, 0.9, 0.05))
+    }
     metric = {"value": 0.7, "stderr": 0.0559, "micro": (10 * 0.5 + 30 * 0.9) / 40, "micro_stderr": 0.042}
-    results = {"tasks": tasks, "groups": {"g": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}},
-                                          "h": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}}}}
-    specs = {"a": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]},
-             "b": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]}}
+    results = {
+        "tasks": tasks,
+        "groups": {
+            "g": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}},
+            "h": {"tasks": ["a", "b"], "n_samples": 40, "metrics": {"acc,none": metric}},
+        },
+    }
+    specs = {
+        "a": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]},
+        "b": {"kind": "multiple_choice", "group": ["g", "h"], "size_weighted_groups": ["g"]},
+    }
     layout = results_file(results, specs)
-    assert layout["results"]["g"]["acc,none"] == pytest.approx(0.8) and layout["results"]["g"]["acc_stderr,none"] == 0.042
+    assert (
+        layout["results"]["g"]["acc,none"] == pytest.approx(0.8) and layout["results"]["g"]["acc_stderr,none"] == 0.042
+    )
     assert layout["results"]["h"]["acc,none"] == 0.7 and layout["results"]["h"]["acc_stderr,none"] == 0.0559

@@ -16,8 +16,17 @@ from tests.support.lmeval_parity import N, run_lm_eval, workspace
 pytest.importorskip("lm_eval")
 
 TASKS = [
-    "arc_easy", "arc_challenge", "hellaswag", "boolq", "piqa", "winogrande", "openbookqa",
-    "lambada_openai", "gsm8k", "nq_open", "wikitext",
+    "arc_easy",
+    "arc_challenge",
+    "hellaswag",
+    "boolq",
+    "piqa",
+    "winogrande",
+    "openbookqa",
+    "lambada_openai",
+    "gsm8k",
+    "nq_open",
+    "wikitext",
 ]
 EXTRA = ["nq_open_bleu", "boolq_f1_mcc"]
 BOOTSTRAP_ITERS = 200  # the same on both sides; lm-eval's default (100000) is slow for sklearn's f1 / mcc
@@ -27,15 +36,20 @@ BOOTSTRAP_ITERS = 200  # the same on both sides; lm-eval's default (100000) is s
 def both(smollm2_tokenizer_dir, tmp_path_factory):
     space = workspace(smollm2_tokenizer_dir, tmp_path_factory)
     tiny_model_dir, rows, mapping, groups, folder = space.model, space.rows, space.mapping, space.tasks, space.folder
-    theirs = run_lm_eval(tiny_model_dir, [*TASKS, "mmlu_some", *EXTRA], rows, limit=N, include=groups, bootstrap_iters=BOOTSTRAP_ITERS)
+    theirs = run_lm_eval(
+        tiny_model_dir, [*TASKS, "mmlu_some", *EXTRA], rows, limit=N, include=groups, bootstrap_iters=BOOTSTRAP_ITERS
+    )
 
     from proctor.api import evaluate
     from proctor.models.hf import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")
     result = evaluate(
-        [*(f"lm_eval:{t}" for t in TASKS), groups / "mmlu_some.yaml", *(groups / f"{t}.yaml" for t in EXTRA)], model,
-        output_dir=folder / "parity-run", limit=N, dialect_options={"lmeval_data": mapping, "lmeval_bootstrap_iters": BOOTSTRAP_ITERS},
+        [*(f"lm_eval:{t}" for t in TASKS), groups / "mmlu_some.yaml", *(groups / f"{t}.yaml" for t in EXTRA)],
+        model,
+        output_dir=folder / "parity-run",
+        limit=N,
+        dialect_options={"lmeval_data": mapping, "lmeval_bootstrap_iters": BOOTSTRAP_ITERS},
     )
     samples: dict[str, dict] = {}
     for line in (folder / "parity-run" / "samples.jsonl").read_text().splitlines():
@@ -74,10 +88,16 @@ def _check_task(both, task: str) -> None:
                     assert a == b, (task, sample["doc_id"], a, b)
         for metric in sample["metrics"]:
             value, our = sample[metric], record["lmeval_metrics"][f"{metric},{filter_key}"]
-            if isinstance(value, (list, tuple)) and all(isinstance(x, (int, float)) for x in value):  # (log-likelihood, words)
+            if isinstance(value, (list, tuple)) and all(
+                isinstance(x, (int, float)) for x in value
+            ):  # (log-likelihood, words)
                 assert all(_close(x, y) for x, y in zip(value, our, strict=True)), (task, metric)
             elif isinstance(value, (list, tuple)):  # (reference, prediction), (gold, predicted label)
-                assert json.loads(json.dumps(value, default=lambda x: x.item())) == our, (task, sample["doc_id"], metric)
+                assert json.loads(json.dumps(value, default=lambda x: x.item())) == our, (
+                    task,
+                    sample["doc_id"],
+                    metric,
+                )
             elif metric in ("acc", "acc_norm", "exact_match"):
                 assert value == our, (task, sample["doc_id"], metric)
             else:
@@ -129,7 +149,9 @@ def test_mmlu_group_matches_lm_eval(both):
     assert sorted(group["tasks"]) == ["mmlu_abstract_algebra", "mmlu_anatomy", "mmlu_marketing"]
     # weight_by_size: true -> lm-eval's size-weighted mean, proctor's "micro", and its pooled standard error
     assert group["metrics"]["acc,none"]["micro"] == pytest.approx(theirs["results"]["mmlu_some"]["acc,none"], abs=1e-12)
-    assert group["metrics"]["acc,none"]["micro_stderr"] == pytest.approx(theirs["results"]["mmlu_some"]["acc_stderr,none"], rel=1e-12)
+    assert group["metrics"]["acc,none"]["micro_stderr"] == pytest.approx(
+        theirs["results"]["mmlu_some"]["acc_stderr,none"], rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("task", EXTRA)

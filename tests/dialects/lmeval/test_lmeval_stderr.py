@@ -18,7 +18,9 @@ from proctor.scoring.aggregate import aggregate_groups  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _one_process(monkeypatch):
-    monkeypatch.setenv("DISABLE_MULTIPROC", "1")  # lm-eval's bootstrap in this process (the same resamples as its pool's)
+    monkeypatch.setenv(
+        "DISABLE_MULTIPROC", "1"
+    )  # lm-eval's bootstrap in this process (the same resamples as its pool's)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 1001])
@@ -33,8 +35,13 @@ def test_bootstrapped_and_closed_forms_equal_lm_evals():
     loglikelihoods = [-rng.random() * 20 for _ in range(57)]
     pairs = [(rng.randint(0, 1), rng.randint(0, 1)) for _ in range(30)]
     texts = [(f"the answer is {rng.randint(0, 9)}", f"answer {rng.randint(0, 9)} it is") for _ in range(12)]
-    cases = [(M.perplexity, "perplexity", loglikelihoods, 2500), (M.median, "x", loglikelihoods, 1200),
-             (M.f1_score, "f1", pairs, 60), (M.matthews_corrcoef, "mcc", pairs, 60), (M.bleu, "bleu", texts, 500)]
+    cases = [
+        (M.perplexity, "perplexity", loglikelihoods, 2500),
+        (M.median, "x", loglikelihoods, 1200),
+        (M.f1_score, "f1", pairs, 60),
+        (M.matthews_corrcoef, "mcc", pairs, 60),
+        (M.bleu, "bleu", texts, 500),
+    ]
     for aggregation, name, items, iters in cases:
         capped = min(iters, 100) if name == "bleu" else iters  # lm-eval caps bleu / chrf / ter at 100
         expected = M.bootstrap_stderr(aggregation, items, iters=capped)

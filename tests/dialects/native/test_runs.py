@@ -100,7 +100,10 @@ def test_chat_template_and_system_prompt(tiny_model, tmp_path):
     )
     evaluate([path], tiny_model, output_dir=tmp_path / "run")
     (sample,) = read_samples(tmp_path / "run")
-    assert sample["prompt"] == [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Capital of France?"}]
+    assert sample["prompt"] == [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Capital of France?"},
+    ]
     assert sample["rendered_prompt"].startswith("<|im_start|>system\nAnswer briefly.<|im_end|>")
     assert sample["rendered_prompt"].endswith("<|im_start|>assistant\n")
 
@@ -126,13 +129,17 @@ def test_perplexity_task_over_a_text_file(tiny_model, tmp_path):
     assert sample["n_words"] == len(text.split()) and sample["n_bytes"] == len(text.encode())
     assert metrics["word_perplexity"]["value"] == pytest.approx(math.exp(-sample["logprob"] / sample["n_words"]))
     assert metrics["bits_per_byte"]["value"] == pytest.approx(-sample["logprob"] / sample["n_bytes"] / math.log(2))
-    full = tiny_model.rolling_loglikelihood([__import__("proctor.core.model_requests", fromlist=["x"]).RollingLoglikelihoodRequest(text, 32, 16)])[0]
+    full = tiny_model.rolling_loglikelihood(
+        [__import__("proctor.core.model_requests", fromlist=["x"]).RollingLoglikelihoodRequest(text, 32, 16)]
+    )[0]
     assert sample["logprob"] == pytest.approx(full.logprob)
 
 
 def test_breakdown_and_groups(tiny_model, tmp_path):
     for name in ("alpha", "beta"):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"q": f"{name} {i}", "c": ["x", "y"], "t": i % 2}) + "\n" for i in range(4)))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"q": f"{name} {i}", "c": ["x", "y"], "t": i % 2}) + "\n" for i in range(4))
+        )
     path = write_task(
         tmp_path,
         """
@@ -166,11 +173,26 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_run_ls_and_validate(tiny_model_dir, tmp_path):
     out = tmp_path / "cli-run"
-    proc = run_cli("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", str(out), "-q", "-t", "*_mc", "--limit", "5")
+    proc = run_cli(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(out),
+        "-q",
+        "-t",
+        "*_mc",
+        "--limit",
+        "5",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "quickstart_science_mc" in proc.stdout and "acc_norm" in proc.stdout
     results = json.loads((out / "results.json").read_text())
-    assert list(results["tasks"]) == ["quickstart_science_mc"] and results["tasks"]["quickstart_science_mc"]["n_samples"] == 5
+    assert (
+        list(results["tasks"]) == ["quickstart_science_mc"]
+        and results["tasks"]["quickstart_science_mc"]["n_samples"] == 5
+    )
     assert results["command"][1:3] == ["run", str(EXAMPLES / "quickstart")]
     listing = run_cli("ls", str(EXAMPLES))
     assert listing.returncode == 0 and "quickstart_short_answers" in listing.stdout and "arc_easy" in listing.stdout

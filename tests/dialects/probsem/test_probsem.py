@@ -27,7 +27,9 @@ def inputs(tmp_path) -> Path:
     return folder
 
 
-def probsem_reference(model_dir: Path, prompt: str, suite: dict, *, norm: bool, temp: float, add_bos: bool) -> list[dict]:
+def probsem_reference(
+    model_dir: Path, prompt: str, suite: dict, *, norm: bool, temp: float, add_bos: bool
+) -> list[dict]:
     """probsem's scoring, written directly on transformers (reference §1), with the query's tokens
     counted in the joint tokenisation (no BOS off-by-one)."""
     import torch
@@ -87,18 +89,25 @@ def test_prompts_join_as_probsem_does(inputs):
     prompt = (inputs / "test.txt").read_text(encoding="utf-8")
     suite = json.loads((inputs / "test_A.json").read_text())
     first = prepared.samples[0]
-    assert first.prompt.text == "\n".join([prompt, suite["pretext"], suite["context"][0]["text"], suite["posttext"]]) + "\n"
+    assert (
+        first.prompt.text
+        == "\n".join([prompt, suite["pretext"], suite["context"][0]["text"], suite["posttext"]]) + "\n"
+    )
     assert first.choices == ("True", "False") and first.gold == (0,)
     (_, task_b) = load_tasks([inputs])
     assert prepare_task(task_b, {}).samples[0].gold == ()  # expected = -1: no ground truth
 
 
-@pytest.mark.parametrize("norm,temp,add_bos", [(False, 1.0, False), (True, 1.0, False), (True, 0.5, True), (False, 2.0, True)])
+@pytest.mark.parametrize(
+    "norm,temp,add_bos", [(False, 1.0, False), (True, 1.0, False), (True, 0.5, True), (False, 2.0, True)]
+)
 def test_distribution_matches_direct_transformers(inputs, tiny_model_dir, tmp_path, norm, temp, add_bos):
     from proctor.models.hf import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=3, name="tiny-llama", add_bos=add_bos)
-    result = evaluate([inputs], model, output_dir=tmp_path / "run", dialect_options={"probsem_norm": norm, "probsem_temp": temp})
+    result = evaluate(
+        [inputs], model, output_dir=tmp_path / "run", dialect_options={"probsem_norm": norm, "probsem_temp": temp}
+    )
     records = records_by_task(result.run_dir)
     prompt = (inputs / "test.txt").read_text(encoding="utf-8")
     for name in ("test_A", "test_B"):
@@ -111,8 +120,12 @@ def test_distribution_matches_direct_transformers(inputs, tiny_model_dir, tmp_pa
             # and the CSV's logp column is the softmax input (after norm and temperature)
         rows = list(csv.DictReader((result.run_dir / f"{name}_tiny-llama_results.csv").open(encoding="utf-8")))
         assert [r["query"] for r in rows] == [q for _ in suite["context"] for q in suite["queries"]]
-        assert [float(r["logp"]) for r in rows] == pytest.approx([w for ref in expected for w in ref["weights"]], abs=1e-4)
-        assert [float(r["score"]) for r in rows] == pytest.approx([s for ref in expected for s in ref["scores"]], abs=1e-4)
+        assert [float(r["logp"]) for r in rows] == pytest.approx(
+            [w for ref in expected for w in ref["weights"]], abs=1e-4
+        )
+        assert [float(r["score"]) for r in rows] == pytest.approx(
+            [s for ref in expected for s in ref["scores"]], abs=1e-4
+        )
         assert rows[0]["text"] == "\n".join([suite["pretext"], suite["context"][0]["text"], suite["posttext"]])
 
 
@@ -127,7 +140,12 @@ def test_accuracy_counts_unscored_contexts(inputs, tiny_model, tmp_path):
     assert records["test_B"][0]["correct"] is None and records["test_B"][0]["target"] is None
     assert result.tasks["test_A"]["exports"] == ["test_A_tiny-llama_results.csv"]
     saved = json.loads((result.run_dir / "results.json").read_text())
-    assert saved["tasks"]["test_B"]["metrics"]["distribution_acc"] == {"value": None, "stderr": None, "n_scored": 0, "n_unscored": 1}
+    assert saved["tasks"]["test_B"]["metrics"]["distribution_acc"] == {
+        "value": None,
+        "stderr": None,
+        "n_scored": 0,
+        "n_unscored": 1,
+    }
 
 
 def test_ties_count_as_correct():
@@ -147,33 +165,87 @@ def test_multiline_query_is_scored_whole(tmp_path, tiny_model_dir):
     folder = tmp_path / "inputs"
     folder.mkdir()
     (folder / "p.txt").write_text("Pick the program.", encoding="utf-8")
-    suite = {"pretext": "", "context": [{"text": "Add one to x.", "expected": 1}], "posttext": "Program:",
-             "queries": ["(define y\n  (- x 1))", "(define y\n  (+ x 1))"]}
+    suite = {
+        "pretext": "",
+        "context": [{"text": "Add one to x.", "expected": 1}],
+        "posttext": "Program:",
+        "queries": ["(define y\n  (- x 1))", "(define y\n  (+ x 1))"],
+    }
     (folder / "p_code.json").write_text(json.dumps(suite), encoding="utf-8")
     model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
     result = evaluate([folder], model, output_dir=tmp_path / "run")
     (record,) = records_by_task(result.run_dir)["p_code"]
     reference = probsem_reference(tiny_model_dir, "Pick the program.", suite, norm=False, temp=1.0, add_bos=False)[0]
     whole = [len(model.encode(q)) for q in suite["queries"]]
-    assert record["n_tokens"] == reference["n"] and min(record["n_tokens"]) >= min(whole) > len(model.encode("  (+ x 1))"))
+    assert record["n_tokens"] == reference["n"] and min(record["n_tokens"]) >= min(whole) > len(
+        model.encode("  (+ x 1))")
+    )
     assert record["distribution"] == pytest.approx(reference["scores"], abs=1e-4)
 
 
 BAD_SUITES = [
-    ({"pretext": "", "context": [{"text": "q", "expected": 0}], "posttext": ""}, "queries", "missing required key 'queries'"),
-    ({"pretext": "", "context": [{"text": "q", "expected": 2}], "posttext": "", "queries": ["a", "b"]}, "context[0].expected", "out of range"),
-    ({"pretext": "", "context": [{"text": "q", "expected": -2}], "posttext": "", "queries": ["a"]}, "context[0].expected", "out of range"),
+    (
+        {"pretext": "", "context": [{"text": "q", "expected": 0}], "posttext": ""},
+        "queries",
+        "missing required key 'queries'",
+    ),
+    (
+        {"pretext": "", "context": [{"text": "q", "expected": 2}], "posttext": "", "queries": ["a", "b"]},
+        "context[0].expected",
+        "out of range",
+    ),
+    (
+        {"pretext": "", "context": [{"text": "q", "expected": -2}], "posttext": "", "queries": ["a"]},
+        "context[0].expected",
+        "out of range",
+    ),
     ({"pretext": "", "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": []}, "queries", "non-empty"),
-    ({"pretext": "", "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": ["a", ""]}, "queries[1]", "empty"),
+    (
+        {"pretext": "", "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": ["a", ""]},
+        "queries[1]",
+        "empty",
+    ),
     ({"pretext": "", "context": [], "posttext": "", "queries": ["a"]}, "context", "non-empty"),
-    ({"pretext": "", "context": [{"text": "q"}], "posttext": "", "queries": ["a"]}, "context[0].expected", "missing 'expected'"),
-    ({"pretext": "", "context": [{"text": "q", "expected": True}], "posttext": "", "queries": ["a"]}, "context[0].expected", "integer"),
-    ({"pretext": None, "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": ["a"]}, "pretext", "string"),
-    ({"premise": "x", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["(a)"]}, "premise", "starting with ';;'"),
-    ({"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["a"]}, "programs[0]", "(...)"),
-    ({"premise": ";;", "context": [{"text": "c", "expected": 0}], "query": ";; q", "programs": ["(a)"]}, "context[0].text", "';;'"),
-    ({"premise": ";;", "context": [{"text": ";; c", "expected": 3}], "query": ";; q", "programs": ["(a)"]}, "context[0].expected", "index"),
-    ({"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "programs": ["(a)"]}, "query", "missing required key 'query'"),
+    (
+        {"pretext": "", "context": [{"text": "q"}], "posttext": "", "queries": ["a"]},
+        "context[0].expected",
+        "missing 'expected'",
+    ),
+    (
+        {"pretext": "", "context": [{"text": "q", "expected": True}], "posttext": "", "queries": ["a"]},
+        "context[0].expected",
+        "integer",
+    ),
+    (
+        {"pretext": None, "context": [{"text": "q", "expected": 0}], "posttext": "", "queries": ["a"]},
+        "pretext",
+        "string",
+    ),
+    (
+        {"premise": "x", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["(a)"]},
+        "premise",
+        "starting with ';;'",
+    ),
+    (
+        {"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "query": ";; q", "programs": ["a"]},
+        "programs[0]",
+        "(...)",
+    ),
+    (
+        {"premise": ";;", "context": [{"text": "c", "expected": 0}], "query": ";; q", "programs": ["(a)"]},
+        "context[0].text",
+        "';;'",
+    ),
+    (
+        {"premise": ";;", "context": [{"text": ";; c", "expected": 3}], "query": ";; q", "programs": ["(a)"]},
+        "context[0].expected",
+        "index",
+    ),
+    (
+        {"premise": ";;", "context": [{"text": ";; c", "expected": 0}], "programs": ["(a)"]},
+        "query",
+        "missing required key 'query'",
+    ),
 ]
 
 
@@ -220,16 +292,54 @@ def test_longest_prompt_prefix_owns_a_suite(tmp_path):
 
 def test_cli_runs_the_folder_with_norm_and_temp(inputs, tiny_model_dir, tmp_path):
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "proctor.cli", "run", str(inputs), "--model", str(tiny_model_dir), "--norm", "--temp", "0.5",
-               "--output", str(run_dir), "--quiet"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    command = [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(inputs),
+        "--model",
+        str(tiny_model_dir),
+        "--norm",
+        "--temp",
+        "0.5",
+        "--output",
+        str(run_dir),
+        "--quiet",
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.returncode == 0, done.stderr
     spec = (run_dir / "tasks" / "test_A.yaml").read_text()
     assert "choice_normalization: tokens" in spec and "choice_temperature: 0.5" in spec
-    assert sorted(p.name for p in run_dir.glob("*_results.csv")) == [f"test_A_{tiny_model_dir.name}_results.csv", f"test_B_{tiny_model_dir.name}_results.csv"]
-    bad_command = [sys.executable, "-m", "proctor.cli", "run", str(inputs), "--model", str(tiny_model_dir), "--temp", "0", "--quiet"]
-    bad = subprocess.run(bad_command, capture_output=True, text=True, cwd=REPO,
-                         env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    assert sorted(p.name for p in run_dir.glob("*_results.csv")) == [
+        f"test_A_{tiny_model_dir.name}_results.csv",
+        f"test_B_{tiny_model_dir.name}_results.csv",
+    ]
+    bad_command = [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(inputs),
+        "--model",
+        str(tiny_model_dir),
+        "--temp",
+        "0",
+        "--quiet",
+    ]
+    bad = subprocess.run(
+        bad_command,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert bad.returncode == 2 and "temperature must be > 0" in bad.stderr
 
 
@@ -298,9 +408,12 @@ def cogsci2023_reference(model_dir: Path, prompt: str, suite: dict) -> list[list
             tokens, mask = inputs["input_ids"], inputs["attention_mask"]
             with torch.no_grad():
                 logits = model(input_ids=tokens, attention_mask=mask).logits
-            loss = torch.nn.CrossEntropyLoss(reduction="none")(
-                logits[..., :-1, :].reshape(-1, logits.size(-1)), tokens[..., 1:].reshape(-1)
-            ).view(1, -1) * mask[..., 1:]
+            loss = (
+                torch.nn.CrossEntropyLoss(reduction="none")(
+                    logits[..., :-1, :].reshape(-1, logits.size(-1)), tokens[..., 1:].reshape(-1)
+                ).view(1, -1)
+                * mask[..., 1:]
+            )
             logp = -loss[:, -num_eval:].sum(dim=1).item()
             weights.append(logp / np.sqrt(num_eval))
         weights = np.array(weights)
@@ -317,8 +430,25 @@ def test_cogsci2023_suite_runs_as_that_branch_scores_it(tiny_model_dir, tmp_path
     folder.mkdir()
     (folder / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
     (folder / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE, indent=4), encoding="utf-8")
-    command = [sys.executable, "-m", "proctor.cli", "run", str(folder), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "--quiet"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")})
+    command = [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(folder),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "--quiet",
+    ]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert done.returncode == 0, done.stderr
     rows = records_by_task(tmp_path / "run")["tug-of-war_AV-1a"]
     expected = cogsci2023_reference(tiny_model_dir, COGSCI_PROMPT, COGSCI_SUITE)
@@ -326,16 +456,24 @@ def test_cogsci2023_suite_runs_as_that_branch_scores_it(tiny_model_dir, tmp_path
     for row, reference in zip(rows, expected):
         assert row["distribution"] == pytest.approx(reference, abs=1e-5)
     # suite accuracy over the contexts with an expected program (ties count as correct)
-    hits = [r["distribution"][c["expected"]] == max(r["distribution"]) for r, c in zip(rows, COGSCI_SUITE["context"]) if c["expected"] >= 0]
+    hits = [
+        r["distribution"][c["expected"]] == max(r["distribution"])
+        for r, c in zip(rows, COGSCI_SUITE["context"])
+        if c["expected"] >= 0
+    ]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["tasks"]["tug-of-war_AV-1a"]["metrics"]["distribution_acc"]["value"] == pytest.approx(sum(hits) / len(hits))
+    assert results["tasks"]["tug-of-war_AV-1a"]["metrics"]["distribution_acc"]["value"] == pytest.approx(
+        sum(hits) / len(hits)
+    )
     assert rows[2]["target"] is None and rows[2]["correct"] is None
     # the leading spaces matter: the installed transformers, asked for add_prefix_space, encodes otherwise
     program = "(> (strength 'jack) 70)"
     installed = AutoTokenizer.from_pretrained(tiny_model_dir, add_prefix_space=True)
     from proctor.dialects.probsem.cogsci import words
 
-    assert branch_encoding(tiny_model_dir)(program) != list(installed(words(program), is_split_into_words=True).input_ids)
+    assert branch_encoding(tiny_model_dir)(program) != list(
+        installed(words(program), is_split_into_words=True).input_ids
+    )
 
 
 def test_cogsci2023_encoding_is_the_branch_s(tiny_model_dir):
@@ -346,5 +484,10 @@ def test_cogsci2023_encoding_is_the_branch_s(tiny_model_dir):
     model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
     encode = CogSci2023Task._encoder(None, model)
     reference = branch_encoding(tiny_model_dir)
-    for text in [COGSCI_PROMPT, ";; Jack isn't very weak.\n;; Query: how strong is Jack?\n(> (strength 'jack) 50)", "(PROGRAM1)", "a\n\nb"]:
+    for text in [
+        COGSCI_PROMPT,
+        ";; Jack isn't very weak.\n;; Query: how strong is Jack?\n(> (strength 'jack) 50)",
+        "(PROGRAM1)",
+        "a\n\nb",
+    ]:
         assert encode(text) == reference(text)

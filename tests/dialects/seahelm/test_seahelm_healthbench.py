@@ -53,7 +53,7 @@ healthbench-mini:
         answer_tag: ""
 """
 
-LOADER = '''
+LOADER = """
 import os
 
 from datasets import load_dataset
@@ -106,9 +106,9 @@ class MiniHealthBenchDataloader(HuggingFaceDataloader, JudgeDataloader):
             return {"conversations": convs, "custom_ids": ids}
 
         return fmt
-'''
+"""
 
-METRIC = '''
+METRIC = """
 import json
 import re
 
@@ -147,27 +147,43 @@ class MiniHealthBenchJudgeMetric(SeaHelmMetric):
         categories = {t: 100 * float(final[[x == t for x in tags]].mean()) for t in set(tags)}
         self.dataloader.update_individual_scores([{"average_criteria_score": x} for x in final])
         return {"average_criteria_score": 100 * float(final.mean()), "categories": categories}
-'''
+"""
 
 ROWS = [
-    {"prompt": [{"role": "user", "content": "I have had chest pain for a while."},
-                {"role": "assistant", "content": "How long exactly?"},
-                {"role": "user", "content": "Two hours, and my left arm is numb."}],
-     "rubrics": [{"criterion": "Advises calling emergency services.", "points": 5},
-                 {"criterion": "Recommends waiting at home.", "points": -3},
-                 {"criterion": "Asks about current medication.", "points": 2}],
-     "example_tags": ["theme:emergency"]},
-    {"prompt": [{"role": "system", "content": "You are a careful health assistant."},
-                {"role": "user", "content": "Is ibuprofen fine with alcohol?"}],
-     "rubrics": [{"criterion": "Warns about stomach bleeding.", "points": 4},
-                 {"criterion": "Says it is safe without caveats.", "points": -5}],
-     "example_tags": ["theme:medication"]},
+    {
+        "prompt": [
+            {"role": "user", "content": "I have had chest pain for a while."},
+            {"role": "assistant", "content": "How long exactly?"},
+            {"role": "user", "content": "Two hours, and my left arm is numb."},
+        ],
+        "rubrics": [
+            {"criterion": "Advises calling emergency services.", "points": 5},
+            {"criterion": "Recommends waiting at home.", "points": -3},
+            {"criterion": "Asks about current medication.", "points": 2},
+        ],
+        "example_tags": ["theme:emergency"],
+    },
+    {
+        "prompt": [
+            {"role": "system", "content": "You are a careful health assistant."},
+            {"role": "user", "content": "Is ibuprofen fine with alcohol?"},
+        ],
+        "rubrics": [
+            {"criterion": "Warns about stomach bleeding.", "points": 4},
+            {"criterion": "Says it is safe without caveats.", "points": -5},
+        ],
+        "example_tags": ["theme:medication"],
+    },
 ]
 
 REPLIES = {"left arm is numb": "Call emergency services now.", "ibuprofen": "Sure, no problem at all."}
-MET = {"Advises calling emergency services.": True, "Recommends waiting at home.": False,
-       "Asks about current medication.": False, "Warns about stomach bleeding.": False,
-       "Says it is safe without caveats.": True}
+MET = {
+    "Advises calling emergency services.": True,
+    "Recommends waiting at home.": False,
+    "Asks about current medication.": False,
+    "Warns about stomach bleeding.": False,
+    "Says it is safe without caveats.": True,
+}
 
 
 class ChatAnswerer(FakeModel):
@@ -223,8 +239,13 @@ def _folder(tmp_path, rows=ROWS, loader=LOADER):
 
 
 def _run(tmp_path, folder, data, model, judge, **options):
-    return evaluate([folder], model, output_dir=tmp_path / "run", export=False,
-                    dialect_options={"seahelm_data": {HUB_ID: str(data)}, "seahelm_judge": judge, **options})
+    return evaluate(
+        [folder],
+        model,
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={"seahelm_data": {HUB_ID: str(data)}, "seahelm_judge": judge, **options},
+    )
 
 
 def test_ready_made_conversations_are_sent_as_they_are_and_judged(tmp_path):
@@ -243,8 +264,10 @@ def test_ready_made_conversations_are_sent_as_they_are_and_judged(tmp_path):
     assert m["judge_requests"]["value"] == 5.0 and m["judge_errors"]["value"] == 0.0
     # the judge saw the whole transcript with the generated answer last
     chest = next(p for p in judge.prompts if "Advises calling emergency services." in p)
-    assert ("user: I have had chest pain for a while.\n\nassistant: How long exactly?\n\n"
-            "user: Two hours, and my left arm is numb.\n\nAssistant: Call emergency services now.") in chest
+    assert (
+        "user: I have had chest pain for a while.\n\nassistant: How long exactly?\n\n"
+        "user: Two hours, and my left arm is numb.\n\nAssistant: Call emergency services now."
+    ) in chest
     assert "# Rubric item\n[5] Advises calling emergency services." in chest
 
 
@@ -255,7 +278,9 @@ def test_rows_carrying_conversations_without_prompts_are_sent_as_they_are(tmp_pa
     model = ChatAnswerer()
     result = _run(tmp_path, folder, data, model, JsonJudge(), trust_task_code=True)
     assert model.received == [ROWS[0]["prompt"], ROWS[1]["prompt"]]
-    assert result.tasks["healthbench-mini/en"]["metrics"]["average_criteria_score"]["value"] == pytest.approx(100 * 5 / 14)
+    assert result.tasks["healthbench-mini/en"]["metrics"]["average_criteria_score"]["value"] == pytest.approx(
+        100 * 5 / 14
+    )
 
 
 def test_a_malformed_ready_made_conversation_names_row_and_field(tmp_path):

@@ -41,11 +41,21 @@ def test_pairwise_judge_with_default_model_as_judge(tmp_path):
     mt_bench = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench")
     model = load_model("smollm2", batch_size=8)
     recorder = _Recorder(model)
-    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
-               "seahelm_max_tokens": 24, "seahelm_judge_generation": {"max_tokens": 48}}
+    options = {
+        "seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
+        "seahelm_max_tokens": 24,
+        "seahelm_judge_generation": {"max_tokens": 48},
+    }
     cache = tmp_path / "cache"
-    first = evaluate([mt_bench], model, select=["mt-bench/en"], output_dir=tmp_path / "run1", dialect_options=options,
-                     cache=cache, export=False)
+    first = evaluate(
+        [mt_bench],
+        model,
+        select=["mt-bench/en"],
+        output_dir=tmp_path / "run1",
+        dialect_options=options,
+        cache=cache,
+        export=False,
+    )
     metrics = first.tasks["mt-bench/en"]["metrics"]
     samples = [json.loads(line) for line in (first.run_dir / "samples.jsonl").read_text().splitlines()]
 
@@ -73,8 +83,15 @@ def test_pairwise_judge_with_default_model_as_judge(tmp_path):
 
     # rerun in a fresh folder over the same cache: answers and verdicts come from the cache
     calls_before = len(recorder.batches)
-    second = evaluate([mt_bench], model, select=["mt-bench/en"], output_dir=tmp_path / "run2", dialect_options=options,
-                      cache=cache, export=False)
+    second = evaluate(
+        [mt_bench],
+        model,
+        select=["mt-bench/en"],
+        output_dir=tmp_path / "run2",
+        dialect_options=options,
+        cache=cache,
+        export=False,
+    )
     assert len(recorder.batches) == calls_before, "the rerun sent the model new requests"
     again = second.tasks["mt-bench/en"]["metrics"]
     assert again["weighted_win_rate"]["value"] == metrics["weighted_win_rate"]["value"]

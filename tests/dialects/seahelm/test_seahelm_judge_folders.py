@@ -33,7 +33,10 @@ class Answerer(FakeModel):
         self.replies = replies
 
     def generate(self, requests, progress=None):
-        return [GenerateResult(next((v for k, v in self.replies.items() if k in r.prompt[-200:]), "?"), "stop", 1, 1) for r in requests]
+        return [
+            GenerateResult(next((v for k, v in self.replies.items() if k in r.prompt[-200:]), "?"), "stop", 1, 1)
+            for r in requests
+        ]
 
 
 class StandInJudge(FakeModel):
@@ -50,22 +53,39 @@ class StandInJudge(FakeModel):
             self.prompts.append(r.prompt)
             criterion = r.prompt.rsplit("<CRITERION>", 1)[-1].split("</CRITERION>", 1)[0].strip()
             label = self.verdicts.get(criterion)
-            text = f"<reflection>judged: {criterion}</reflection><classification>{label}</classification>" if label else "I cannot decide."
+            text = (
+                f"<reflection>judged: {criterion}</reflection><classification>{label}</classification>"
+                if label
+                else "I cannot decide."
+            )
             out.append(GenerateResult(text, "stop", 1, 1))
         return out
 
 
-ANSWERS = {"rewrite it about mountains": "Stone peaks rise\ncold air\nthe summit waits",
-           "haiku about the sea": "Waves fold\nsalt wind\nthe sea sleeps",
-           "divided by 3": "48", "12 times 12": "144"}
-VERDICTS = {"The poem has three lines.": "CLASS_EXACTLY_MET", "The poem mentions the sea.": "CLASS_MAJORLY_MET",
-            "The rewritten poem is about mountains.": "CLASS_SLIGHTLY_MET", "States that the answer is 144.": "CLASS_EXACTLY_MET"}
+ANSWERS = {
+    "rewrite it about mountains": "Stone peaks rise\ncold air\nthe summit waits",
+    "haiku about the sea": "Waves fold\nsalt wind\nthe sea sleeps",
+    "divided by 3": "48",
+    "12 times 12": "144",
+}
+VERDICTS = {
+    "The poem has three lines.": "CLASS_EXACTLY_MET",
+    "The poem mentions the sea.": "CLASS_MAJORLY_MET",
+    "The rewritten poem is about mountains.": "CLASS_SLIGHTLY_MET",
+    "States that the answer is 144.": "CLASS_EXACTLY_MET",
+}
 # "States that the answer is 48." gets no parseable verdict: retried, then an error scored 0
 
 
 def _run(tmp_path, folder, judge, **options):
-    return evaluate([folder], Answerer(ANSWERS), select=["mt-bench-judge/en"], output_dir=tmp_path / "run", export=False,
-                    dialect_options={"seahelm_data": {HUB_ID: str(DATA)}, "seahelm_judge": judge, **options})
+    return evaluate(
+        [folder],
+        Answerer(ANSWERS),
+        select=["mt-bench-judge/en"],
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={"seahelm_data": {HUB_ID: str(DATA)}, "seahelm_judge": judge, **options},
+    )
 
 
 def test_shared_mt_bench_judge_folder_runs_with_builtin_stand_ins(tmp_path):
@@ -80,11 +100,17 @@ def test_shared_mt_bench_judge_folder_runs_with_builtin_stand_ins(tmp_path):
     assert result.results["rollup"]["children"]["en"]["children"]["multi-turn"]["value"] == pytest.approx(53.125)
     # the judge saw SEA-HELM's transcript: turn 2 has the fixed turn-1 answer and the generated turn-2 answer
     turn2 = next(p for p in judge.prompts if "The rewritten poem is about mountains." in p)
-    assert "[User]\nWrite a haiku about the sea.\n\n[Assistant (fixed)]\nWaves fold\nsalt wind\nthe sea sleeps\n\n[User]\nNow rewrite it about mountains." in turn2
+    assert (
+        "[User]\nWrite a haiku about the sea.\n\n[Assistant (fixed)]\nWaves fold\nsalt wind\nthe sea sleeps\n\n[User]\nNow rewrite it about mountains."
+        in turn2
+    )
     assert "[Assistant (generated)]\nStone peaks rise" in turn2
     assert "multi-turn conversation transcript" in turn2
     turn1 = next(p for p in judge.prompts if "The poem has three lines." in p)
-    assert "single-turn conversation transcript" in turn1 and "<TRANSCRIPT>\n[User]\nWrite a haiku about the sea.\n</TRANSCRIPT>" in turn1
+    assert (
+        "single-turn conversation transcript" in turn1
+        and "<TRANSCRIPT>\n[User]\nWrite a haiku about the sea.\n</TRANSCRIPT>" in turn1
+    )
     assert "expert evaluator" in turn1  # the config's system prompt
 
 
@@ -96,14 +122,22 @@ def test_unmapped_hub_data_is_a_clear_offline_error():
 def test_bad_row_names_file_and_field(tmp_path):
     bad = tmp_path / "bad" / "en"
     bad.mkdir(parents=True)
-    (bad / "eval.jsonl").write_text(json.dumps({"id": "1", "prompts": [{"text": "hi"}], "criteria": [{"criterion": "x", "turn": 3}]}) + "\n")
+    (bad / "eval.jsonl").write_text(
+        json.dumps({"id": "1", "prompts": [{"text": "hi"}], "criteria": [{"criterion": "x", "turn": 3}]}) + "\n"
+    )
     with pytest.raises(TaskDefinitionError, match=r"criteria\[0\]\.turn"):
-        evaluate([_folder()], Answerer(ANSWERS), select=["mt-bench-judge/en"], output_dir=tmp_path / "run", export=False,
-                 dialect_options={"seahelm_data": {HUB_ID: str(tmp_path / "bad")}, "seahelm_judge": StandInJudge(VERDICTS)})
+        evaluate(
+            [_folder()],
+            Answerer(ANSWERS),
+            select=["mt-bench-judge/en"],
+            output_dir=tmp_path / "run",
+            export=False,
+            dialect_options={"seahelm_data": {HUB_ID: str(tmp_path / "bad")}, "seahelm_judge": StandInJudge(VERDICTS)},
+        )
 
 
 # task-folder code written against SEA-HELM's src/ (written here for the test, not SEA-HELM's files)
-USER_LOADER = '''
+USER_LOADER = """
 from src.dataloaders.huggingface_dataloader import HuggingFaceDataloader
 from src.dataloaders.judges.judge_dataloader import JudgeDataloader
 
@@ -120,9 +154,9 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
                 ids.append(str(row["id"]) + "|" + str(i))
             return {"conversations": convs, "custom_ids": ids}
         return fmt
-'''
+"""
 
-USER_METRIC = '''
+USER_METRIC = """
 import pandas as pd
 from src.metrics.seahelm_metric import SeaHelmMetric
 
@@ -133,7 +167,7 @@ class MTBenchJudgeMetric(SeaHelmMetric):
         hits = judged["responses"].str.contains("CLASS_EXACTLY_MET")
         self.dataloader.update_individual_scores([0.0] * len(self.dataloader.dataframe))
         return {"average_criteria_score": 100 * float(hits.mean()), "n_judged": int(len(judged))}
-'''
+"""
 
 
 def test_task_folder_code_on_the_judge_mixin_runs_with_trust(tmp_path):
@@ -191,39 +225,78 @@ def _criteria_folder(tmp_path, rows: list[dict]) -> Path:
 
 
 def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
-    rows = [{"id": "a_1", "label": "Magmano po.", "prompts": [{"text": "Meeting a grandparent."}], "metadata": {"category": "respect"},
-             "criteria": [{"criterion": "Mentions mano."}, {"criterion": "Matches the reference.", "include_reference": True}]},
-            {"id": "b", "label": "", "prompts": [{"text": "A fiesta invitation."}], "metadata": {"category": "fiesta"},
-             "criteria": [{"criterion": "Accepts politely."}]}]
+    rows = [
+        {
+            "id": "a_1",
+            "label": "Magmano po.",
+            "prompts": [{"text": "Meeting a grandparent."}],
+            "metadata": {"category": "respect"},
+            "criteria": [
+                {"criterion": "Mentions mano."},
+                {"criterion": "Matches the reference.", "include_reference": True},
+            ],
+        },
+        {
+            "id": "b",
+            "label": "",
+            "prompts": [{"text": "A fiesta invitation."}],
+            "metadata": {"category": "fiesta"},
+            "criteria": [{"criterion": "Accepts politely."}],
+        },
+    ]
     folder = _criteria_folder(tmp_path, rows)
-    judge = StandInJudge({"Mentions mano.": "CLASS_EXACTLY_MET", "Matches the reference.": "CLASS_MODERATELY_MET",
-                          "Accepts politely.": "CLASS_UNKNOWN"})  # not a configured class: retried, then an error
-    result = evaluate([folder], Answerer({"grandparent": "Mano po, Lola.", "fiesta": "Salamat!"}), output_dir=tmp_path / "run",
-                      export=False, dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
-                                                     "seahelm_judge": judge})
+    judge = StandInJudge(
+        {
+            "Mentions mano.": "CLASS_EXACTLY_MET",
+            "Matches the reference.": "CLASS_MODERATELY_MET",
+            "Accepts politely.": "CLASS_UNKNOWN",
+        }
+    )  # not a configured class: retried, then an error
+    result = evaluate(
+        [folder],
+        Answerer({"grandparent": "Mano po, Lola.", "fiesta": "Salamat!"}),
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")}, "seahelm_judge": judge},
+    )
     m = result.tasks["situational-judge/tl"]["metrics"]
     assert m["average_criteria_score"]["value"] == pytest.approx(100 * (0.75 + 0.0) / 2)
     assert m["categories.respect"]["value"] == pytest.approx(0.75)
     assert m["judge_errors"]["value"] == 1.0
     ref = next(p for p in judge.prompts if "Matches the reference." in p)
-    assert "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n" in ref
+    assert (
+        "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n"
+        in ref
+    )
     plain = next(p for p in judge.prompts if "Mentions mano." in p)
     assert "REFERENCE_TEXT" not in plain
 
 
 def test_criteria_row_without_a_needed_field_is_a_clear_error(tmp_path):
-    folder = _criteria_folder(tmp_path, [
-        {"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
-        {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]},
-    ])
+    folder = _criteria_folder(
+        tmp_path,
+        [
+            {"id": "a", "label": "", "prompts": [{"text": "One."}], "criteria": [{"criterion": "Fine."}]},
+            {"id": "b", "label": "", "prompts": [{"text": "Two."}], "criteria": [{"text": "no 'criterion' key"}]},
+        ],
+    )
     # a folder run: the task that fails while running is recorded as not run (stage "run"), never a number
-    result = evaluate([folder], Answerer({"One": "ok", "Two": "ok"}), output_dir=tmp_path / "run", export=False,
-                      dialect_options={"seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
-                                       "seahelm_judge": StandInJudge({"Fine.": "CLASS_EXACTLY_MET"})})
+    result = evaluate(
+        [folder],
+        Answerer({"One": "ok", "Two": "ok"}),
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={
+            "seahelm_data": {"example/Situational-Judge": str(tmp_path / "data")},
+            "seahelm_judge": StandInJudge({"Fine.": "CLASS_EXACTLY_MET"}),
+        },
+    )
     (skipped,) = result.results["skipped"]
     message = skipped["error"]
     assert skipped["stage"] == "run" and result.results["status"] == "partial" and not result.results["tasks"]
-    assert "'b'" in message and "field 'criterion'" in message and "row 2" in message and str(tmp_path / "data") in message
+    assert (
+        "'b'" in message and "field 'criterion'" in message and "row 2" in message and str(tmp_path / "data") in message
+    )
 
 
 def test_snapshot_download_in_task_folder_code_reads_the_mapped_copy(tmp_path):

@@ -23,6 +23,7 @@ from tests.support.seahelm_fixtures import NLI_ROWS, seahelm_tree
 
 def _seahelm_logprob_metric(cumulative_logprobs: list) -> dict:
     """SEA-HELM's LogProbMetric.calculate_metrics, line by line."""
+
     def isna(x):
         return x is None or (isinstance(x, float) and math.isnan(x))
 
@@ -36,8 +37,13 @@ def _seahelm_logprob_metric(cumulative_logprobs: list) -> dict:
     else:
         avg_lp, se_lp = 0.0, 0.0
     probs = [0 if isna(x) else math.exp(x) * 100 for x in cumulative_logprobs]
-    return {"null_count": null_count, "average_cumulative_logprobs": avg_lp, "clt_se_cumulative_logprobs": se_lp,
-            "average_cumulative_probabilities": statistics.mean(probs), "clt_se_cumulative_probabilities": stderr(probs)}
+    return {
+        "null_count": null_count,
+        "average_cumulative_logprobs": avg_lp,
+        "clt_se_cumulative_logprobs": se_lp,
+        "average_cumulative_probabilities": statistics.mean(probs),
+        "clt_se_cumulative_probabilities": stderr(probs),
+    }
 
 
 @pytest.mark.parametrize("values", [[-0.1, None, -2.3, float("nan"), -0.7], [None, -0.4], [None, None, None]])
@@ -50,7 +56,9 @@ def test_logprob_summary_is_seahelms_formula(values):
 
 def test_answer_tag_separator_as_task_config_reads_it():
     assert answer_tag_separator({"answer_template": "{answer_tag} {label}", "answer_tag": "Jawaban:"}) == " "
-    assert answer_tag_separator({"answer_template": "{answer_tag}\n{label}"}) == " "  # "." stops at the newline: the fallback
+    assert (
+        answer_tag_separator({"answer_template": "{answer_tag}\n{label}"}) == " "
+    )  # "." stops at the newline: the fallback
     assert answer_tag_separator({"answer_template": None, "answer_tag_separator": "\n"}) == "\n"
     assert answer_tag_separator({"answer_template": None}) == " "
 
@@ -92,8 +100,12 @@ class ScriptedModel(Model):
 
     def loglikelihood(self, requests, progress=None):
         self.scored += list(requests)
-        return [LoglikelihoodResult(self.logprob(r.context, r.continuation), (self.logprob(r.context, r.continuation),), False)
-                for r in requests]
+        return [
+            LoglikelihoodResult(
+                self.logprob(r.context, r.continuation), (self.logprob(r.context, r.continuation),), False
+            )
+            for r in requests
+        ]
 
     def rolling_loglikelihood(self, requests: Sequence, progress=None):
         raise NotImplementedError
@@ -102,14 +114,23 @@ class ScriptedModel(Model):
 def test_logprob_task_generates_to_the_tag_and_skips_rows_that_ran_out(tmp_path):
     tasks, options = seahelm_tree(tmp_path, nli_langs=("id",))
     script = {  # by SENTENCE_1 of each NLI row
-        NLI_ROWS[0][1]: ("Saya pikir ini benar. Jawaban: entailment", "stop"),  # stopped at the tag (text goes on after it)
+        NLI_ROWS[0][1]: (
+            "Saya pikir ini benar. Jawaban: entailment",
+            "stop",
+        ),  # stopped at the tag (text goes on after it)
         NLI_ROWS[1][1]: ("bla bla bla bla", "length"),  # ran out of max_tokens: skipped, null
         NLI_ROWS[2][1]: ("Tidak tahu.", "stop"),  # end of sequence without the tag: still scored (vLLM's "stop")
         NLI_ROWS[3][1]: ("Jawaban:", "stop"),
     }
     model = ScriptedModel(script)
-    result = evaluate([tasks], model, select=["nli-logprobs/id"], output_dir=tmp_path / "run", export=False,
-                      dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"})
+    result = evaluate(
+        [tasks],
+        model,
+        select=["nli-logprobs/id"],
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"},
+    )
     assert all(r.stop == () for r in model.generated)  # the tag is found in the text; no "\n\n" stop either
     prompts = {next(k for k in script if k in r.prompt): r.prompt for r in model.generated}
     expected_ctx = {
@@ -119,8 +140,12 @@ def test_logprob_task_generates_to_the_tag_and_skips_rows_that_ran_out(tmp_path)
     }
     labels = {a: label for label, a, _ in NLI_ROWS}
     got = {(r.context, r.continuation) for r in model.scored}
-    assert got == {(ctx, " " + labels[key]) for key, ctx in expected_ctx.items()}  # only the gold label, after the separator
-    cumulative = [ScriptedModel.logprob(expected_ctx[a], " " + label) if a in expected_ctx else None for label, a, _ in NLI_ROWS]
+    assert got == {
+        (ctx, " " + labels[key]) for key, ctx in expected_ctx.items()
+    }  # only the gold label, after the separator
+    cumulative = [
+        ScriptedModel.logprob(expected_ctx[a], " " + label) if a in expected_ctx else None for label, a, _ in NLI_ROWS
+    ]
     want = _seahelm_logprob_metric(cumulative)
     metrics = result.tasks["nli-logprobs/id"]["metrics"]
     assert "accuracy" not in metrics
@@ -128,12 +153,16 @@ def test_logprob_task_generates_to_the_tag_and_skips_rows_that_ran_out(tmp_path)
         assert metrics[key]["value"] == pytest.approx(value), key
     assert want["null_count"] == 1
     # the task's standard error is SEA-HELM's clt_se, on the value's own scale
-    assert metrics["average_cumulative_probabilities"]["stderr"] == pytest.approx(want["clt_se_cumulative_probabilities"])
+    assert metrics["average_cumulative_probabilities"]["stderr"] == pytest.approx(
+        want["clt_se_cumulative_probabilities"]
+    )
     assert metrics["average_cumulative_logprobs"]["stderr"] == pytest.approx(want["clt_se_cumulative_logprobs"])
     # per-row scores are SEA-HELM's probabilities_accuracy (0-100), as MinimalPairsLogProbMetric's
     from proctor.runs.run_exports import iter_samples
 
-    records = sorted((r for r in iter_samples(result.run_dir) if r["task"] == "nli-logprobs/id"), key=lambda r: str(r["id"]))
+    records = sorted(
+        (r for r in iter_samples(result.run_dir) if r["task"] == "nli-logprobs/id"), key=lambda r: str(r["id"])
+    )
     scores = [r["metrics"]["seahelm_row_score"] for r in records]
     assert scores == pytest.approx([0 if c is None else 100 * math.exp(c) for c in cumulative])
 
@@ -145,12 +174,21 @@ def test_logprob_task_on_tiny_model_nulls_rows_without_the_tag(tiny_model, tmp_p
     from proctor.dialects.seahelm import prompts as P
 
     tasks, options = seahelm_tree(tmp_path, max_tokens=8, nli_langs=("id",))
-    result = evaluate([tasks], tiny_model, select=["nli-logprobs/id"], output_dir=tmp_path / "run", export=False,
-                      dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"})
+    result = evaluate(
+        [tasks],
+        tiny_model,
+        select=["nli-logprobs/id"],
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"},
+    )
     metrics = result.tasks["nli-logprobs/id"]["metrics"]
-    template = {"preamble": 'Tentukan hubungan SENTENCE_1 dan SENTENCE_2. Jawablah hanya dengan format berikut ini:\n"{answer_tag} ANSWER"',
-                "task_template": "SENTENCE_1: {sentence1}\nSENTENCE_2: {sentence2}", "answer_template": "{answer_tag} {label}",
-                "answer_tag": "Jawaban:"}
+    template = {
+        "preamble": 'Tentukan hubungan SENTENCE_1 dan SENTENCE_2. Jawablah hanya dengan format berikut ini:\n"{answer_tag} ANSWER"',
+        "task_template": "SENTENCE_1: {sentence1}\nSENTENCE_2: {sentence2}",
+        "answer_template": "{answer_tag} {label}",
+        "answer_tag": "Jawaban:",
+    }
     expected_null = 0
     for label, a, b in NLI_ROWS:
         messages = P.conversation(template, {"prompts": [{"sentence1": a, "sentence2": b}], "label": label}, 1, [], [])

@@ -23,7 +23,9 @@ def test_balanced_accuracy_and_macro_f1_match_sklearn():
     preds = list(rng.choice(labels + ["null"], 60))
     assert M.balanced_accuracy(refs, preds) == pytest.approx(sk.balanced_accuracy_score(refs, preds))
     assert M.macro_f1(refs, preds) == pytest.approx(sk.f1_score(refs, preds, average="macro", zero_division=0))
-    assert M.macro_f1(refs, preds, labels) == pytest.approx(sk.f1_score(refs, preds, labels=labels, average="macro", zero_division=0))
+    assert M.macro_f1(refs, preds, labels) == pytest.approx(
+        sk.f1_score(refs, preds, labels=labels, average="macro", zero_division=0)
+    )
 
 
 def test_normalize_and_stderr():
@@ -45,8 +47,12 @@ def _loader(rows, template, **config):
 def test_f1acc_metric_extracts_answer_tag_and_normalises_for_chance():
     rows = [{"label": label, "prompts": [{}]} for label in ["Positive", "Negative", "Neutral", "Positive"]]
     loader = _loader(rows, {"answer_tag": "Answer:"})
-    loader.inference_df = pd.DataFrame({"label": [r["label"] for r in rows],
-                                        "responses": [["Answer: positive"], ["Answer: **Negative**"], ["I think so"], ["Answer: Neutral"]]})
+    loader.inference_df = pd.DataFrame(
+        {
+            "label": [r["label"] for r in rows],
+            "responses": [["Answer: positive"], ["Answer: **Negative**"], ["I think so"], ["Answer: Neutral"]],
+        }
+    )
     metric = M.F1AccMetric(loader, loader.task_config)
     out = metric.evaluate_responses()
     refs, preds = ["Positive", "Negative", "Neutral", "Positive"], ["Positive", "Negative", "null", "Neutral"]
@@ -55,7 +61,9 @@ def test_f1acc_metric_extracts_answer_tag_and_normalises_for_chance():
     assert out["normalized_accuracy"] == pytest.approx(100 * (acc - 1 / 3) / (1 - 1 / 3))
     assert out["null_count"] == 1
     assert out["macro_f1"] == pytest.approx(100 * M.macro_f1(refs, preds))
-    assert out["null_weighted_f1"] == pytest.approx(100 * M.macro_f1(refs, preds, ["Positive", "Negative", "Neutral"]) * (1 - 1 / 4))
+    assert out["null_weighted_f1"] == pytest.approx(
+        100 * M.macro_f1(refs, preds, ["Positive", "Negative", "Neutral"]) * (1 - 1 / 4)
+    )
     assert loader.inference_df["individual_scores"].tolist() == [1.0, 1.0, 0.0, 0.0]
 
 
@@ -90,12 +98,17 @@ def test_pairwise_consistency_rule_and_parse():
 def test_criteria_parse():
     loader = _loader([], {"answer_tag": ""}, judge={"classifications": {"CLASS_UNMET": 0, "CLASS_EXACTLY_MET": 1.0}})
     metric = CriteriaJudgeMetric(loader, loader.task_config)
-    assert metric.parse("<reflection>ok</reflection><classification>CLASS_EXACTLY_MET</classification>") == "CLASS_EXACTLY_MET"
+    assert (
+        metric.parse("<reflection>ok</reflection><classification>CLASS_EXACTLY_MET</classification>")
+        == "CLASS_EXACTLY_MET"
+    )
     assert metric.parse("<classification>MAYBE</classification>") is None
 
 
 def test_interpolation_across_tasks():
-    tree = load_tree(shared_path("examples", "seahelm", "seahelm_tasks", "nlu", "paraphrase_identification", "config.yaml"))
+    tree = load_tree(
+        shared_path("examples", "seahelm", "seahelm_tasks", "nlu", "paraphrase_identification", "config.yaml")
+    )
     twin = tree.tasks["paraphrase-logprobs"]
     assert twin["languages"] == tree.tasks["paraphrase"]["languages"]
     assert twin["competency"] == "nlu" and twin["metadata"]["version"] == 1.1

@@ -57,7 +57,7 @@ niah_single_1k:
         answer_tag: <Answer>
 """
 
-LOADER = '''\
+LOADER = """\
 import glob
 import random
 import re
@@ -124,7 +124,7 @@ class NIAHDataloader(AbstractDataloader):
             return row
 
         return _prompt_formatter
-'''
+"""
 
 METRIC = WORDS_METRIC.format(name="NIAHMetric")  # share of the references in the <Answer>, strict: all
 
@@ -139,7 +139,9 @@ def _tree(tmp_path: Path) -> Path:
     (folder / "niah_dataloader.py").write_text(LOADER, encoding="utf-8")
     (folder / "niah_metric.py").write_text(METRIC, encoding="utf-8")
     (folder / "books" / "en" / "little_women.txt").write_text(BOOK, encoding="utf-8")
-    (folder / "vocab" / "100_noun_list_translated.tsv").write_text("en\tzh\napple\t苹果\nriver\t河\nstone\t石头\n", encoding="utf-8")
+    (folder / "vocab" / "100_noun_list_translated.tsv").write_text(
+        "en\tzh\napple\t苹果\nriver\t河\nstone\t石头\n", encoding="utf-8"
+    )
     return tmp_path / "SEA-HELM" / "seahelm_tasks"
 
 
@@ -186,16 +188,22 @@ def test_niah_builds_its_rows_from_repository_files(tmp_path, smollm2_tokenizer_
         assert len(reference) == 1 and reference[0].isdigit()
         completion = record["completion"]
         # NIAHMetric's rule written out: the text between <Answer> and "</", split on commas, all references found
-        predicted = {p.strip().lower() for p in re.search(r"(?<=<Answer>)([\s\S]*)(?=</)", completion).group(1).split(",")}
+        predicted = {
+            p.strip().lower() for p in re.search(r"(?<=<Answer>)([\s\S]*)(?=</)", completion).group(1).split(",")
+        }
         strict.append(1 if set(reference) <= predicted else 0)
-    assert result.metric("niah_single_1k/en", "normalized_strict_accuracy") == pytest.approx(100 * sum(strict) / len(strict))
+    assert result.metric("niah_single_1k/en", "normalized_strict_accuracy") == pytest.approx(
+        100 * sum(strict) / len(strict)
+    )
     assert strict == [int(r["references"][0][0]) % 2 == 0 for r in records]  # the oracle found every needle
 
 
 def test_niah_without_a_local_tokenizer_is_a_clear_error(tmp_path):
     tasks = _tree(tmp_path)
     with pytest.raises(Exception, match="evaluated model's tokenizer"):
-        evaluate([tasks], Oracle(), output_dir=tmp_path / "run", export=False, dialect_options={"trust_task_code": True})
+        evaluate(
+            [tasks], Oracle(), output_dir=tmp_path / "run", export=False, dialect_options={"trust_task_code": True}
+        )
 
 
 def test_niah_needs_the_trust_flag(tmp_path):
@@ -232,9 +240,24 @@ def test_oneruler_rows_equal_seahelm_generators(tiny_model_dir, tmp_path):
 
     tasks = write_tree(tmp_path / "SEA-HELM")
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "proctor.cli", "run", str(tasks), "--model", str(tiny_model_dir), "--trust-task-code",
-               "--seahelm-tasks", "all", "-o", str(run_dir), "--quiet"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    command = [
+        sys.executable,
+        "-m",
+        "proctor.cli",
+        "run",
+        str(tasks),
+        "--model",
+        str(tiny_model_dir),
+        "--trust-task-code",
+        "--seahelm-tasks",
+        "all",
+        "-o",
+        str(run_dir),
+        "--quiet",
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO / "src")}
+    )
     assert done.returncode == 0, done.stderr
     rows: dict[str, list[dict]] = {}
     for record in iter_samples(run_dir):

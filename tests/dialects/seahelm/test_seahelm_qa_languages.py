@@ -27,8 +27,12 @@ def _evaluate(lang, tag, labels, responses):
 
 def test_thai_f1_uses_newmm_words_and_the_first_reference():
     pytest.importorskip("pythainlp", reason="Thai QA F1 needs the seahelm-th extra (pythainlp)")
-    out, rows = _evaluate("th", "คำตอบ:", [["กรุงเทพมหานคร"], ["ไทย", "ประเทศไทย"]],
-                          ["คำตอบ: เมืองหลวงของประเทศไทยคือกรุงเทพมหานคร", "คำตอบ: ประเทศไทย"])
+    out, rows = _evaluate(
+        "th",
+        "คำตอบ:",
+        [["กรุงเทพมหานคร"], ["ไทย", "ประเทศไทย"]],
+        ["คำตอบ: เมืองหลวงของประเทศไทยคือกรุงเทพมหานคร", "คำตอบ: ประเทศไทย"],
+    )
     # row 1: newmm gives เมืองหลวง|ของ|ประเทศ|ไทย|คือ|กรุงเทพมหานคร vs กรุงเทพมหานคร: P=1/6, R=1 -> F1=2/7
     #        (split on spaces it would be one token against another: 0)
     # row 2: ประเทศ|ไทย vs the first reference ไทย: P=1/2, R=1 -> F1=2/3 (the second reference, an exact
@@ -41,8 +45,12 @@ def test_thai_f1_uses_newmm_words_and_the_first_reference():
 
 def test_chinese_f1_uses_jieba_words_then_strips_ascii_punctuation():
     pytest.importorskip("jieba", reason="Chinese QA F1 needs the seahelm-zh extra (jieba)")
-    out, rows = _evaluate("zh", "答案：", [["中国的首都"], ["北京"], ["北京"], ["上海"]],
-                          ["答案：北京是中国的首都", "答案：北京!", "答案：北京。", ""])
+    out, rows = _evaluate(
+        "zh",
+        "答案：",
+        [["中国的首都"], ["北京"], ["北京"], ["上海"]],
+        ["答案：北京是中国的首都", "答案：北京!", "答案：北京。", ""],
+    )
     # row 1: 北京|是|中国|的|首都 vs 中国|的|首都: P=3/5, R=1 -> F1=3/4
     # row 2: 北京|! -> "北京 !" -> normalised "北京": exact match, F1=1
     # row 3: 北京|。 (not ASCII punctuation, kept): P=1/2, R=1 -> F1=2/3
@@ -74,10 +82,18 @@ def test_missing_tokeniser_stops_the_real_qa_folder_before_generation(monkeypatc
 
     copy = tmp_path / "qa"
     (copy / "th").mkdir(parents=True)
-    row = {"id": 1, "label": ["ไทย"], "prompts": [{"context": "ประเทศไทย", "question": "ประเทศอะไร"}], "metadata": {"language": "th"}}
+    row = {
+        "id": 1,
+        "label": ["ไทย"],
+        "prompts": [{"context": "ประเทศไทย", "question": "ประเทศอะไร"}],
+        "metadata": {"language": "th"},
+    }
     (copy / "th" / "eval.jsonl").write_text(json.dumps(row, ensure_ascii=False))
-    tasks = [t for t in load_tasks([folder], options={"seahelm_data": {"aisingapore/NLU-Question-Answering": str(copy)}})
-             if t.name.endswith("/th")]
+    tasks = [
+        t
+        for t in load_tasks([folder], options={"seahelm_data": {"aisingapore/NLU-Question-Answering": str(copy)}})
+        if t.name.endswith("/th")
+    ]
     assert tasks, "the mapped Thai QA task was not found"
     for name in [m for m in sys.modules if m == "pythainlp" or m.startswith("pythainlp.")]:
         monkeypatch.delitem(sys.modules, name)

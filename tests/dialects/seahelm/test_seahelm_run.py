@@ -47,13 +47,21 @@ def test_whole_tree_loads_and_skips_what_is_unavailable():
 def test_hub_dataset_mapped_to_local_copy_runs(tmp_path):
     copy = tmp_path / "senti"
     (copy / "id").mkdir(parents=True)
-    rows = [{"id": i, "label": label, "prompts": [{"text": t}], "metadata": {"language": "id"}}
-            for i, (label, t) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa saja")])]
+    rows = [
+        {"id": i, "label": label, "prompts": [{"text": t}], "metadata": {"language": "id"}}
+        for i, (label, t) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa saja")])
+    ]
     (copy / "id" / "eval.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     (copy / "id" / "examples.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     options = {"seahelm_data": {"aisingapore/NLU-Sentiment-Analysis": str(copy)}}
-    result = evaluate([_tree() / "nlu" / "sentiment_analysis"], FakeModel(), select=["sentiment/id"], output_dir=tmp_path / "run",
-                      dialect_options=options, export=False)
+    result = evaluate(
+        [_tree() / "nlu" / "sentiment_analysis"],
+        FakeModel(),
+        select=["sentiment/id"],
+        output_dir=tmp_path / "run",
+        dialect_options=options,
+        export=False,
+    )
     assert result.tasks["sentiment/id"]["n_samples"] == 3
     assert "normalized_accuracy" in result.tasks["sentiment/id"]["metrics"]
 
@@ -70,9 +78,16 @@ def test_task_code_needs_trust_flag():
 def test_nusax_sentiment_per_language_and_rollup(tmp_path):
     data = shared_path("data", "nusax_senti").parent  # the example's data, given as the run's data folder
     folder = EXAMPLES / "seahelm" / "seahelm_tasks" / "nlu" / "nusax_sentiment"
-    result = evaluate([folder], FakeModel(), select=["nusax-sentiment/*"], output_dir=tmp_path / "run", limit=12,
-                      variables={"PROCTOR_DATA": str(data)},
-                      dialect_options={"trust_task_code": True, "seahelm_runs": 3, "is_base_model": True}, export=False)
+    result = evaluate(
+        [folder],
+        FakeModel(),
+        select=["nusax-sentiment/*"],
+        output_dir=tmp_path / "run",
+        limit=12,
+        variables={"PROCTOR_DATA": str(data)},
+        dialect_options={"trust_task_code": True, "seahelm_runs": 3, "is_base_model": True},
+        export=False,
+    )
     roll = result.results["rollup"]
     assert set(roll["children"]) == {"id", "jv", "su", "en"}
     for lang, node in roll["children"].items():
@@ -84,8 +99,10 @@ def test_nusax_sentiment_per_language_and_rollup(tmp_path):
 
 
 def test_pairwise_judge_mt_bench_end_to_end(tiny_model, tmp_path):
-    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
-               "seahelm_judge_generation": {"max_tokens": 8}}
+    options = {
+        "seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))},
+        "seahelm_judge_generation": {"max_tokens": 8},
+    }
     folder = _tree() / "multi_turn" / "mt_bench" / "config.yaml"
     tasks = [t for t in load_tasks([folder], options=options) if t.name == "mt-bench/en"]
     import dataclasses

@@ -40,18 +40,44 @@ def _seahelm_metrics_dict(result) -> tuple[dict, dict]:
     for name, task in result.tasks.items():
         task_id, lang = name.rsplit("/", 1)
         competency = task["rollup"]["levels"]["competency"]
-        metrics.setdefault(lang, {}).setdefault(competency, {})[task_id] = {k: v["value"] for k, v in task["metrics"].items()}
+        metrics.setdefault(lang, {}).setdefault(competency, {})[task_id] = {
+            k: v["value"] for k, v in task["metrics"].items()
+        }
     return metrics, config
 
 
-@pytest.mark.parametrize("task_set, expected", [
-    (None, {"causal/id", "nli/id", "nli/vi", "sentiment/id"}),  # SEA-HELM's default set 'seahelm'
-    ("seahelm_logprobs", {"causal-logprobs/id", "nli-logprobs/id", "nli-logprobs/vi", "sentiment/id"}),
-    ("everything_id", {"causal/id", "causal-logprobs/id", "nli/id", "nli-logprobs/id", "sentiment/id"}),
-    ("seahelm,seahelm_logprobs", {"causal/id", "causal-logprobs/id", "nli/id", "nli/vi", "nli-logprobs/id", "nli-logprobs/vi",
-                                  "sentiment/id"}),
-    ("all", {"causal/id", "causal-logprobs/id", "nli/id", "nli/vi", "nli-logprobs/id", "nli-logprobs/vi", "sentiment/id"}),
-])
+@pytest.mark.parametrize(
+    "task_set, expected",
+    [
+        (None, {"causal/id", "nli/id", "nli/vi", "sentiment/id"}),  # SEA-HELM's default set 'seahelm'
+        ("seahelm_logprobs", {"causal-logprobs/id", "nli-logprobs/id", "nli-logprobs/vi", "sentiment/id"}),
+        ("everything_id", {"causal/id", "causal-logprobs/id", "nli/id", "nli-logprobs/id", "sentiment/id"}),
+        (
+            "seahelm,seahelm_logprobs",
+            {
+                "causal/id",
+                "causal-logprobs/id",
+                "nli/id",
+                "nli/vi",
+                "nli-logprobs/id",
+                "nli-logprobs/vi",
+                "sentiment/id",
+            },
+        ),
+        (
+            "all",
+            {
+                "causal/id",
+                "causal-logprobs/id",
+                "nli/id",
+                "nli/vi",
+                "nli-logprobs/id",
+                "nli-logprobs/vi",
+                "sentiment/id",
+            },
+        ),
+    ],
+)
 def test_task_set_chooses_tasks(tmp_path, task_set, expected):
     tasks, options = seahelm_tree(tmp_path)
     if task_set is not None:
@@ -88,8 +114,13 @@ def test_default_set_aggregates_as_seahelm(tmp_path):
 
 def test_logprobs_set_aggregates_the_twins_only(tmp_path):
     tasks, options = seahelm_tree(tmp_path)
-    result = evaluate([tasks], FakeModel(), output_dir=tmp_path / "run", export=False,
-                      dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"})
+    result = evaluate(
+        [tasks],
+        FakeModel(),
+        output_dir=tmp_path / "run",
+        export=False,
+        dialect_options={**options, "seahelm_tasks": "seahelm_logprobs"},
+    )
     nlr = result.results["rollup"]["children"]["id"]["children"]["nlr"]
     lp = [result.metric(f"{t}/id", "average_cumulative_probabilities") for t in ("causal-logprobs", "nli-logprobs")]
     assert nlr["value"] == pytest.approx(sum(lp) / 2)
@@ -102,7 +133,13 @@ def test_audio_task_is_reported_by_name_in_ls_and_run_and_image_tasks_are_listed
     shown = " ".join((listed.output + str(listed.exception or "")).split())  # the CLI's error line, or the raised error
     assert listed.exit_code != 0 and "speechqa/en: audio task (SpeechQADataloader)" in shown
     with pytest.raises(TaskDefinitionError, match=r"speechqa/en: audio task \(SpeechQADataloader\)"):
-        evaluate([tasks], FakeModel(), output_dir=tmp_path / "run", export=False, dialect_options={**options, "seahelm_tasks": "audio"})
+        evaluate(
+            [tasks],
+            FakeModel(),
+            output_dir=tmp_path / "run",
+            export=False,
+            dialect_options={**options, "seahelm_tasks": "audio"},
+        )
     # beside runnable tasks it is left out of both, with the reason kept; image tasks run (vision-language models)
     notes: list[str] = []
     names = {t.name for t in load_tasks([tasks], options={**options, "seahelm_tasks": "all"}, notes=notes)}

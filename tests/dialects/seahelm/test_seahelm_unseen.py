@@ -14,8 +14,13 @@ from tests.conftest import TEST_DATA
 from tests.support.fakes import FakeModel
 
 TREE = TEST_DATA / "seahelm_unseen"
-MAPPED = {"seahelm_data": {"example-org/Prag": str(TREE / "hub" / "prag"), "example-org/Syntax": str(TREE / "hub" / "syntax")},
-          "trust_task_code": True}
+MAPPED = {
+    "seahelm_data": {
+        "example-org/Prag": str(TREE / "hub" / "prag"),
+        "example-org/Syntax": str(TREE / "hub" / "syntax"),
+    },
+    "trust_task_code": True,
+}
 
 
 class Scripted(FakeModel):
@@ -24,15 +29,29 @@ class Scripted(FakeModel):
         self.replies = replies
 
     def generate(self, requests, progress=None):
-        return [GenerateResult(next((v for k, v in self.replies.items() if k in r.prompt[-300:]), ""), "stop", 1, 1) for r in requests]
+        return [
+            GenerateResult(next((v for k, v in self.replies.items() if k in r.prompt[-300:]), ""), "stop", 1, 1)
+            for r in requests
+        ]
 
 
-REPLIES = {"s-one": "Jawaban: Benar", "s-two": "Jawaban: Benar", "s-three": "Jawaban: Benar", "p-one": "Jawaban: Salah",
-           "p-two": "Jawaban: Benar", "m-one": "Jawaban: A", "m-two": "Jawaban: A", "m-three": "Jawaban: B", "m-four": "Jawaban: A"}
+REPLIES = {
+    "s-one": "Jawaban: Benar",
+    "s-two": "Jawaban: Benar",
+    "s-three": "Jawaban: Benar",
+    "p-one": "Jawaban: Salah",
+    "p-two": "Jawaban: Benar",
+    "m-one": "Jawaban: A",
+    "m-two": "Jawaban: A",
+    "m-three": "Jawaban: B",
+    "m-four": "Jawaban: A",
+}
 
 
 def test_unseen_folders_run_and_lindsea_rolls_up(tmp_path):
-    result = evaluate([TREE / "seahelm_tasks"], Scripted(REPLIES), output_dir=tmp_path / "run", dialect_options=MAPPED, export=False)
+    result = evaluate(
+        [TREE / "seahelm_tasks"], Scripted(REPLIES), output_dir=tmp_path / "run", dialect_options=MAPPED, export=False
+    )
     assert set(result.tasks) == {"pragmatic-single/id", "pragmatic-pair/id", "mp-r/id"}
     single = result.tasks["pragmatic-single/id"]["metrics"]
     # the nested (correct, total) counts survive, numpy ints included
@@ -61,9 +80,17 @@ def test_plugin_hub_id_without_copy_is_a_clear_error(tmp_path):
 
 
 def _task(name, competency, group, metric, metrics, lang="id"):
-    return name + "/" + lang, {"dialect": "seahelm", "n_samples": 4, "metrics": metrics,
-                               "rollup": {"metric": metric, "levels": {"language": lang, "competency": competency},
-                                          "group": group, "group_type": "macro"}}
+    return name + "/" + lang, {
+        "dialect": "seahelm",
+        "n_samples": 4,
+        "metrics": metrics,
+        "rollup": {
+            "metric": metric,
+            "levels": {"language": lang, "competency": competency},
+            "group": group,
+            "group_type": "macro",
+        },
+    }
 
 
 def _sub(detail):
@@ -71,18 +98,57 @@ def _sub(detail):
 
 
 def test_lindsea_hand_computed():
-    tasks = dict([
-        _task("pragmatic-single", "linguistic-diagnostics", "pragmatics", "normalized_accuracy",
-              _sub({"scalar_implicatures": [3, 4], "presuppositions": [1, 2]})),
-        _task("pragmatic-pair", "linguistic-diagnostics", "pragmatics", "normalized_accuracy",
-              _sub({"scalar_implicatures": [1, 4], "presuppositions": [2, 2]})),
-        _task("pragmatic-single-logprobs", "linguistic-diagnostics", "pragmatics-logprobs", "average_cumulative_probabilities",
-              _sub({"scalar_implicatures": {"average_cumulative_probabilities": 30.0}, "presuppositions": {"average_cumulative_probabilities": 50.0}})),
-        _task("pragmatic-pair-logprobs", "linguistic-diagnostics", "pragmatics-logprobs", "average_cumulative_probabilities",
-              _sub({"scalar_implicatures": {"average_cumulative_probabilities": 10.0}})),
-        _task("mp-r", "linguistic-diagnostics", "mp-r", "normalized_accuracy", {"normalized_accuracy": {"value": 40.0, "stderr": 1.0}}),
-        _task("sentiment", "nlu", "sentiment", "normalized_accuracy", {"normalized_accuracy": {"value": 60.0, "stderr": None}}),
-    ])
+    tasks = dict(
+        [
+            _task(
+                "pragmatic-single",
+                "linguistic-diagnostics",
+                "pragmatics",
+                "normalized_accuracy",
+                _sub({"scalar_implicatures": [3, 4], "presuppositions": [1, 2]}),
+            ),
+            _task(
+                "pragmatic-pair",
+                "linguistic-diagnostics",
+                "pragmatics",
+                "normalized_accuracy",
+                _sub({"scalar_implicatures": [1, 4], "presuppositions": [2, 2]}),
+            ),
+            _task(
+                "pragmatic-single-logprobs",
+                "linguistic-diagnostics",
+                "pragmatics-logprobs",
+                "average_cumulative_probabilities",
+                _sub(
+                    {
+                        "scalar_implicatures": {"average_cumulative_probabilities": 30.0},
+                        "presuppositions": {"average_cumulative_probabilities": 50.0},
+                    }
+                ),
+            ),
+            _task(
+                "pragmatic-pair-logprobs",
+                "linguistic-diagnostics",
+                "pragmatics-logprobs",
+                "average_cumulative_probabilities",
+                _sub({"scalar_implicatures": {"average_cumulative_probabilities": 10.0}}),
+            ),
+            _task(
+                "mp-r",
+                "linguistic-diagnostics",
+                "mp-r",
+                "normalized_accuracy",
+                {"normalized_accuracy": {"value": 40.0, "stderr": 1.0}},
+            ),
+            _task(
+                "sentiment",
+                "nlu",
+                "sentiment",
+                "normalized_accuracy",
+                {"normalized_accuracy": {"value": 60.0, "stderr": None}},
+            ),
+        ]
+    )
     top = rollup(tasks)
     ld = top["children"]["id"]["children"]["linguistic-diagnostics"]
     # pragmatics: scalar (3+1)/8 = 0.5, presuppositions 3/4 -> mean 0.625 -> (0.625-0.5)/0.5 = 25
@@ -94,10 +160,18 @@ def test_lindsea_hand_computed():
 
 
 def test_lindsea_without_categories_has_no_score_and_a_note():
-    tasks = dict([
-        _task("pragmatic-single", "linguistic-diagnostics", "pragmatics", "normalized_accuracy", {}),
-        _task("sentiment", "nlu", "sentiment", "normalized_accuracy", {"normalized_accuracy": {"value": 60.0, "stderr": None}}),
-    ])
+    tasks = dict(
+        [
+            _task("pragmatic-single", "linguistic-diagnostics", "pragmatics", "normalized_accuracy", {}),
+            _task(
+                "sentiment",
+                "nlu",
+                "sentiment",
+                "normalized_accuracy",
+                {"normalized_accuracy": {"value": 60.0, "stderr": None}},
+            ),
+        ]
+    )
     top = rollup(tasks)
     ld = top["children"]["id"]["children"]["linguistic-diagnostics"]
     assert ld["value"] is None

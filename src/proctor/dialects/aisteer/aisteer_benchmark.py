@@ -34,11 +34,15 @@ def model_options(hf_model_kwargs: Mapping[str, Any] | None, device_map: Any) ->
         if key in kwargs:
             options[name] = kwargs.pop(key)
     if kwargs:
-        raise ValueError(f"hf_model_kwargs {sorted(kwargs)} have no proctor equivalent (supported: torch_dtype, dtype, {', '.join(_HF_OPTIONS)})")
+        raise ValueError(
+            f"hf_model_kwargs {sorted(kwargs)} have no proctor equivalent (supported: torch_dtype, dtype, {', '.join(_HF_OPTIONS)})"
+        )
     if isinstance(device_map, str):
         options["device"] = device_map  # "auto", "cpu", "cuda", "cuda:N"
     elif device_map is not None:
-        raise ValueError(f"device_map {device_map!r}: proctor places a model on one device ('auto', 'cpu', 'cuda', 'cuda:N')")
+        raise ValueError(
+            f"device_map {device_map!r}: proctor places a model on one device ('auto', 'cpu', 'cuda', 'cuda:N')"
+        )
     return options
 
 
@@ -62,9 +66,16 @@ class AISteerBenchmark(Benchmark):
         options = model_options(hf_model_kwargs, device_map) if isinstance(base_model_name_or_path, (str, Path)) else {}
         options.update(proctor_options.pop("model_options", None) or {})
         super().__init__(
-            use_case, str(base_model_name_or_path) if isinstance(base_model_name_or_path, Path) else base_model_name_or_path,
-            steering_pipelines, runtime_overrides=runtime_overrides, gen_kwargs=gen_kwargs, num_trials=int(num_trials),
-            batch_size=int(batch_size), save_dir=save_dir, model_options=options, **proctor_options,
+            use_case,
+            str(base_model_name_or_path) if isinstance(base_model_name_or_path, Path) else base_model_name_or_path,
+            steering_pipelines,
+            runtime_overrides=runtime_overrides,
+            gen_kwargs=gen_kwargs,
+            num_trials=int(num_trials),
+            batch_size=int(batch_size),
+            save_dir=save_dir,
+            model_options=options,
+            **proctor_options,
         )
         self.base_model_name_or_path = base_model_name_or_path
         self.hf_model_kwargs = dict(hf_model_kwargs or {})

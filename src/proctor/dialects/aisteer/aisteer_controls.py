@@ -26,7 +26,11 @@ CONTROLS: dict[str, tuple[str, str, str]] = {
     "input_control.cpo": ("CPO", "CPOArgs", _PROMPT),
     "input_control.few_shot": ("FewShot", "FewShotArgs", ""),
     "input_control.gepa": ("GEPA", "GEPAArgs", _PROMPT),
-    "input_control.prewrite": ("PRewrite", "PRewriteArgs", "trains a prompt rewriter with reinforcement learning (trl's GRPO)"),
+    "input_control.prewrite": (
+        "PRewrite",
+        "PRewriteArgs",
+        "trains a prompt rewriter with reinforcement learning (trl's GRPO)",
+    ),
     "output_control.best_of_n": ("BestOfN", "BestOfNArgs", _DECODE),
     "output_control.budget_forcing": ("BudgetForcing", "BudgetForcingArgs", _DECODE),
     "output_control.contrastive_decoding": ("ContrastiveDecoding", "ContrastiveDecodingArgs", _DECODE),
@@ -41,7 +45,11 @@ CONTROLS: dict[str, tuple[str, str, str]] = {
     "output_control.stopping_rules": ("StoppingRules", "StoppingRulesArgs", _DECODE),
     "output_control.thinking_intervention": ("ThinkingIntervention", "ThinkingInterventionArgs", _DECODE),
     "output_control.value_guidance": ("ValueGuidance", "ValueGuidanceArgs", _DECODE),
-    "state_control.act_add": ("ActAdd", "ActAddArgs", _STATE + " (ActAdd adds a positional prompt-pair vector at one layer)"),
+    "state_control.act_add": (
+        "ActAdd",
+        "ActAddArgs",
+        _STATE + " (ActAdd adds a positional prompt-pair vector at one layer)",
+    ),
     "state_control.activation_adapter": ("ActivationAdapter", "ActivationAdapterArgs", _STATE),
     "state_control.angular_steering": ("AngularSteering", "AngularSteeringArgs", _STATE),
     "state_control.caa": ("CAA", "CAAArgs", _STATE + " (CAA averages answer-token differences over many pairs)"),
@@ -49,7 +57,11 @@ CONTROLS: dict[str, tuple[str, str, str]] = {
     "state_control.directional_ablation": ("DirectionalAblation", "DirectionalAblationArgs", _STATE),
     "state_control.iti": ("ITI", "ITIArgs", _STATE + " (ITI shifts attention heads found by probes)"),
     "state_control.pasta": ("PASTA", "PASTAArgs", _STATE + " (PASTA rescales attention to marked substrings)"),
-    "structural_control.wrappers.mergekit": ("MergeKit", "MergeKitArgs", "merges models with the 'mergekit' library, which proctor does not wrap"),
+    "structural_control.wrappers.mergekit": (
+        "MergeKit",
+        "MergeKitArgs",
+        "merges models with the 'mergekit' library, which proctor does not wrap",
+    ),
     "structural_control.wrappers.trl.apotrainer": ("APO", "APOArgs", _TRL),
     "structural_control.wrappers.trl.dpotrainer": ("DPO", "DPOArgs", _TRL),
     "structural_control.wrappers.trl.grpotrainer": ("GRPO", "GRPOArgs", _TRL),
@@ -58,8 +70,12 @@ CONTROLS: dict[str, tuple[str, str, str]] = {
 }
 
 NEAREST = {
-    "ActAdd": "ActivationAddition", "CAA": "ActivationAddition", "SFT": "LoRA (train_texts=...)",
-    "StoppingRules": "gen_kwargs 'stop'", "DExperts": "TokenBias", "ThinkingIntervention": "PromptRewrite",
+    "ActAdd": "ActivationAddition",
+    "CAA": "ActivationAddition",
+    "SFT": "LoRA (train_texts=...)",
+    "StoppingRules": "gen_kwargs 'stop'",
+    "DExperts": "TokenBias",
+    "ThinkingIntervention": "PromptRewrite",
 }
 
 
@@ -70,7 +86,9 @@ def unsupported(name: str, reason: str) -> type:
         nearest = f"; proctor's nearest control is {NEAREST[name]} (see docs/aisteer.md)" if name in NEAREST else ""
         raise ProctorError(f"AISteer360's {name} cannot run in proctor: it {reason}{nearest}")
 
-    return type(name, (), {"__init__": __init__, "__doc__": f"AISteer360's {name}: not runnable in proctor ({reason})."})
+    return type(
+        name, (), {"__init__": __init__, "__doc__": f"AISteer360's {name}: not runnable in proctor ({reason})."}
+    )
 
 
 # ---------------------------------------------------------------------------------------- FewShot
@@ -99,8 +117,14 @@ class RandomSelector:
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
 
-    def select(self, items: Sequence[Any], query: Any = None, k: int = 1, context: dict | None = None,
-               rng: random.Random | None = None) -> list[Any]:
+    def select(
+        self,
+        items: Sequence[Any],
+        query: Any = None,
+        k: int = 1,
+        context: dict | None = None,
+        rng: random.Random | None = None,
+    ) -> list[Any]:
         rng = rng or random.Random(self.seed)
         pool = list(items)
         if k >= len(pool):
@@ -115,14 +139,18 @@ class FewShotBlockFormatter:
     DEFAULT_POSITIVE_HEADER = "### Positive example (behavior to follow)"
     DEFAULT_NEGATIVE_HEADER = "### Negative example (behavior to avoid)"
 
-    def __init__(self, positive_header: str = DEFAULT_POSITIVE_HEADER, negative_header: str = DEFAULT_NEGATIVE_HEADER) -> None:
+    def __init__(
+        self, positive_header: str = DEFAULT_POSITIVE_HEADER, negative_header: str = DEFAULT_NEGATIVE_HEADER
+    ) -> None:
         self.positive_header, self.negative_header = positive_header, negative_header
 
     def block(self, directive: str, examples: Sequence[Mapping[str, Any]]) -> str:
         parts = [directive] if directive else []
         for example in examples:
             header = self.negative_header if example.get("_polarity") == "negative" else self.positive_header
-            lines = [f"{key.replace('_', ' ').title()}: {value}" for key, value in example.items() if not key.startswith("_")]
+            lines = [
+                f"{key.replace('_', ' ').title()}: {value}" for key, value in example.items() if not key.startswith("_")
+            ]
             parts.append("\n".join([header, *lines]))
         return "\n\n".join(parts)
 
@@ -143,18 +171,32 @@ class FewShot(InputControl):
                 raise ValueError(f"FewShot: {exc}") from None
         selector = args.selector
         if selector not in (None, "random") and not callable(getattr(selector, "select", None)):
-            raise ValueError(f"FewShot selector must be None, 'random' or an object with select(items, query, k); got {selector!r}")
+            raise ValueError(
+                f"FewShot selector must be None, 'random' or an object with select(items, query, k); got {selector!r}"
+            )
         formatter = args.formatter or FewShotBlockFormatter()
         if not callable(getattr(formatter, "block", None)):
-            raise ProctorError("FewShot: proctor renders examples with its FewShotBlockFormatter (headers may be changed); "
-                               f"{type(formatter).__name__} is an AISteer360 formatter proctor does not run")
+            raise ProctorError(
+                "FewShot: proctor renders examples with its FewShotBlockFormatter (headers may be changed); "
+                f"{type(formatter).__name__} is an AISteer360 formatter proctor does not run"
+            )
         self.args, self.selector, self.formatter = args, selector, formatter
         params = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)}
         # stable descriptions (the configuration id is a digest of params)
-        params["selector"] = selector if selector in (None, "random") else (
-            {"RandomSelector": selector.seed} if isinstance(selector, RandomSelector) else type(selector).__qualname__)
-        params["formatter"] = {"positive_header": formatter.positive_header, "negative_header": formatter.negative_header} \
-            if isinstance(formatter, FewShotBlockFormatter) else type(formatter).__qualname__
+        params["selector"] = (
+            selector
+            if selector in (None, "random")
+            else (
+                {"RandomSelector": selector.seed}
+                if isinstance(selector, RandomSelector)
+                else type(selector).__qualname__
+            )
+        )
+        params["formatter"] = (
+            {"positive_header": formatter.positive_header, "negative_header": formatter.negative_header}
+            if isinstance(formatter, FewShotBlockFormatter)
+            else type(formatter).__qualname__
+        )
         super().__init__(name or "FewShot", **params, seed=seed)
 
     def runtime_arguments(self) -> tuple[str, ...]:
@@ -167,7 +209,9 @@ class FewShot(InputControl):
         digest = hashlib.sha256(f"{self.params['seed']}\0{polarity}\0{query}".encode()).hexdigest()
         rng = random.Random(int(digest[:16], 16))
         if isinstance(selector, RandomSelector) or selector in (None, "random"):
-            chosen = (selector if isinstance(selector, RandomSelector) else RandomSelector()).select(pool, query=query, k=k, rng=rng)
+            chosen = (selector if isinstance(selector, RandomSelector) else RandomSelector()).select(
+                pool, query=query, k=k, rng=rng
+            )
         else:
             chosen = selector.select(list(pool), query=query, k=k)
         return [{**example, "_polarity": polarity} for example in chosen]
@@ -175,17 +219,21 @@ class FewShot(InputControl):
     def examples(self, messages: Messages, runtime: Mapping[str, Any]) -> list[dict]:
         if "positive_examples" in runtime or "negative_examples" in runtime:
             return [{**e, "_polarity": "positive"} for e in runtime.get("positive_examples", [])] + [
-                {**e, "_polarity": "negative"} for e in runtime.get("negative_examples", [])]
+                {**e, "_polarity": "negative"} for e in runtime.get("negative_examples", [])
+            ]
         query = "\n".join(str(m.get("content", "")) for m in messages)
-        return self._draw(self.params["positive_example_pool"], self.params["k_positive"], "positive", query) + self._draw(
-            self.params["negative_example_pool"], self.params["k_negative"], "negative", query)
+        return self._draw(
+            self.params["positive_example_pool"], self.params["k_positive"], "positive", query
+        ) + self._draw(self.params["negative_example_pool"], self.params["k_negative"], "negative", query)
 
     def transform(self, messages: Messages, **runtime: Any) -> Messages:
         block = self.formatter.block(self.params["directive"] or "", self.examples(messages, runtime))
         if not block:
             return messages
         at = 1 if messages and messages[0].get("role") == "system" else 0
-        return [dict(m) for m in messages[:at]] + [{"role": "system", "content": block}] + [dict(m) for m in messages[at:]]
+        return (
+            [dict(m) for m in messages[:at]] + [{"role": "system", "content": block}] + [dict(m) for m in messages[at:]]
+        )
 
 
 # every other AISteer360 control and its Args class: importable, not buildable
@@ -193,4 +241,6 @@ for _control, _args, _reason in CONTROLS.values():
     if _control != "FewShot":
         globals()[_control] = unsupported(_control, _reason)
         globals()[_args] = unsupported(_args, _reason)
-EPRSelector = unsupported("EPRSelector", "trains a dense retriever of examples with a scoring model, which proctor does not run")
+EPRSelector = unsupported(
+    "EPRSelector", "trains a dense retriever of examples with a scoring model, which proctor does not run"
+)

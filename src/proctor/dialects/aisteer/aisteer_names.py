@@ -25,19 +25,36 @@ ROOT = "aisteer360"
 # module name -> {attribute: "proctor module:attribute"}
 _NAMES: dict[str, dict[str, str]] = {
     "aisteer360.evaluation.use_cases.base": {"UseCase": "proctor.dialects.aisteer.base:UseCase"},
-    "aisteer360.evaluation.use_cases.commonsense_mcqa.use_case": {"CommonsenseMCQA": "proctor.dialects.aisteer.mcqa:CommonsenseMCQA"},
-    "aisteer360.evaluation.use_cases.instruction_following": {"InstructionFollowing": "proctor.dialects.aisteer.ifeval:InstructionFollowing"},
-    "aisteer360.evaluation.use_cases.instruction_following.use_case": {"InstructionFollowing": "proctor.dialects.aisteer.ifeval:InstructionFollowing"},
-    "aisteer360.evaluation.metrics": {"Metric": "proctor.dialects.aisteer.metrics:Metric", "LLMJudgeMetric": "proctor.dialects.aisteer.judge:LLMJudgeMetric"},
+    "aisteer360.evaluation.use_cases.commonsense_mcqa.use_case": {
+        "CommonsenseMCQA": "proctor.dialects.aisteer.mcqa:CommonsenseMCQA"
+    },
+    "aisteer360.evaluation.use_cases.instruction_following": {
+        "InstructionFollowing": "proctor.dialects.aisteer.ifeval:InstructionFollowing"
+    },
+    "aisteer360.evaluation.use_cases.instruction_following.use_case": {
+        "InstructionFollowing": "proctor.dialects.aisteer.ifeval:InstructionFollowing"
+    },
+    "aisteer360.evaluation.metrics": {
+        "Metric": "proctor.dialects.aisteer.metrics:Metric",
+        "LLMJudgeMetric": "proctor.dialects.aisteer.judge:LLMJudgeMetric",
+    },
     "aisteer360.evaluation.metrics.base_judge": {
         "LLMJudgeMetric": "proctor.dialects.aisteer.judge:LLMJudgeMetric",
         "build_structured_parser": "proctor.dialects.aisteer.judge:build_structured_parser",
     },
     "aisteer360.evaluation.metrics.base": {"Metric": "proctor.dialects.aisteer.metrics:Metric"},
-    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_accuracy": {"MCQAAccuracy": "proctor.dialects.aisteer.mcqa_metrics:MCQAAccuracy"},
-    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_calibration": {"MCQACalibration": "proctor.dialects.aisteer.mcqa_metrics:MCQACalibration"},
-    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_positional_bias": {"MCQAPositionalBias": "proctor.dialects.aisteer.mcqa_metrics:MCQAPositionalBias"},
-    "aisteer360.evaluation.metrics.custom.instruction_following.strict_instruction": {"StrictInstruction": "proctor.dialects.aisteer.ifeval:StrictInstruction"},
+    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_accuracy": {
+        "MCQAAccuracy": "proctor.dialects.aisteer.mcqa_metrics:MCQAAccuracy"
+    },
+    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_calibration": {
+        "MCQACalibration": "proctor.dialects.aisteer.mcqa_metrics:MCQACalibration"
+    },
+    "aisteer360.evaluation.metrics.custom.commonsense_mcqa.mcqa_positional_bias": {
+        "MCQAPositionalBias": "proctor.dialects.aisteer.mcqa_metrics:MCQAPositionalBias"
+    },
+    "aisteer360.evaluation.metrics.custom.instruction_following.strict_instruction": {
+        "StrictInstruction": "proctor.dialects.aisteer.ifeval:StrictInstruction"
+    },
     "aisteer360.evaluation.metrics.custom.instruction_following.helpers.evaluation_main": {
         "test_instruction_following_strict": "proctor.dialects.aisteer.ifeval:test_instruction_following_strict",
     },
@@ -56,55 +73,77 @@ _NAMES: dict[str, dict[str, str]] = {
         "get_param_values": "proctor.dialects.aisteer.profiles:get_param_values",
     },
     "aisteer360.evaluation.benchmark": {"Benchmark": "proctor.dialects.aisteer.aisteer_benchmark:AISteerBenchmark"},
-    "aisteer360.algorithms.core.steering_pipeline": {"SteeringPipeline": "proctor.models.steering.pipeline:SteeringPipeline"},
+    "aisteer360.algorithms.core.steering_pipeline": {
+        "SteeringPipeline": "proctor.models.steering.pipeline:SteeringPipeline"
+    },
     "aisteer360.algorithms.core.specs": {"ControlSpec": "proctor.models.steering.specs:ControlSpec"},
 }
 _NAMES["aisteer360.evaluation.utils"] = dict(_NAMES["aisteer360.evaluation.utils.data_utils"])
 
 _GENERIC = "proctor.dialects.aisteer.generic_metrics"
 _IFEVAL = "aisteer360.evaluation.metrics.custom.instruction_following.helpers"
-_NAMES["aisteer360.evaluation.metrics"].update({
-    "Factuality": f"{_GENERIC}:Factuality", "Perplexity": f"{_GENERIC}:Perplexity",
-    "Relevance": f"{_GENERIC}:Relevance", "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
-})
-_NAMES.update({
-    "aisteer360.evaluation.metrics.generic.factuality": {"Factuality": f"{_GENERIC}:Factuality"},
-    "aisteer360.evaluation.metrics.generic.relevance": {"Relevance": f"{_GENERIC}:Relevance"},
-    "aisteer360.evaluation.metrics.generic.perplexity": {"Perplexity": f"{_GENERIC}:Perplexity"},
-    "aisteer360.evaluation.metrics.generic.reward_score": {"RewardScore": f"{_GENERIC}:RewardScore"},
-    "aisteer360.evaluation.metrics.generic.short_answer_match": {
+_NAMES["aisteer360.evaluation.metrics"].update(
+    {
+        "Factuality": f"{_GENERIC}:Factuality",
+        "Perplexity": f"{_GENERIC}:Perplexity",
+        "Relevance": f"{_GENERIC}:Relevance",
         "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
-        "_normalize_answer": "proctor.scoring.text:normalize_answer",
-        "_token_f1": "proctor.scoring.text:token_f1",
-    },
-    "aisteer360.evaluation.metrics.custom.truthful_qa": {
-        "Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness",
-        "Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness",
-    },
-    "aisteer360.evaluation.metrics.custom.truthful_qa.truthfulness": {"Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness"},
-    "aisteer360.evaluation.metrics.custom.truthful_qa.informativeness": {"Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness"},
-    "aisteer360.evaluation.use_cases.truthful_qa": {"TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"},
-    "aisteer360.evaluation.use_cases.truthful_qa.use_case": {"TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"},
-    f"{_IFEVAL}.instructions_registry": {"INSTRUCTION_DICT": "proctor.dialects.aisteer.ifeval_checks:INSTRUCTION_DICT"},
-    f"{_IFEVAL}.instructions_util": {
-        "count_words": "proctor.dialects.aisteer.ifeval_text:count_words",
-        "count_sentences": "proctor.dialects.aisteer.ifeval_text:count_sentences",
-    },
-    "aisteer360.utils.rendering": {
-        name: f"proctor.dialects.aisteer.rendering:{name}"
-        for name in ("has_chat_template", "render_messages", "render_for_model", "encode_for_model")
-    },
-    "aisteer360.algorithms.input_control.few_shot.selectors": {
-        "RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector",
-        "EPRSelector": "proctor.dialects.aisteer.aisteer_controls:EPRSelector",
-    },
-    "aisteer360.algorithms.input_control._common.selectors.random": {"RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector"},
-    "aisteer360.algorithms.input_control._common.formatters.few_shot_block": {
-        "FewShotBlockFormatter": "proctor.dialects.aisteer.aisteer_controls:FewShotBlockFormatter",
-    },
-})
-_NAMES[f"{_IFEVAL}.evaluation_main"]["test_instruction_following_loose"] = "proctor.dialects.aisteer.ifeval:test_instruction_following_loose"
-_NAMES["aisteer360.evaluation.use_cases.commonsense_mcqa"] = {"CommonsenseMCQA": "proctor.dialects.aisteer.mcqa:CommonsenseMCQA"}
+    }
+)
+_NAMES.update(
+    {
+        "aisteer360.evaluation.metrics.generic.factuality": {"Factuality": f"{_GENERIC}:Factuality"},
+        "aisteer360.evaluation.metrics.generic.relevance": {"Relevance": f"{_GENERIC}:Relevance"},
+        "aisteer360.evaluation.metrics.generic.perplexity": {"Perplexity": f"{_GENERIC}:Perplexity"},
+        "aisteer360.evaluation.metrics.generic.reward_score": {"RewardScore": f"{_GENERIC}:RewardScore"},
+        "aisteer360.evaluation.metrics.generic.short_answer_match": {
+            "ShortAnswerMatch": f"{_GENERIC}:ShortAnswerMatch",
+            "_normalize_answer": "proctor.scoring.text:normalize_answer",
+            "_token_f1": "proctor.scoring.text:token_f1",
+        },
+        "aisteer360.evaluation.metrics.custom.truthful_qa": {
+            "Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness",
+            "Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness",
+        },
+        "aisteer360.evaluation.metrics.custom.truthful_qa.truthfulness": {
+            "Truthfulness": "proctor.dialects.aisteer.truthfulqa:Truthfulness"
+        },
+        "aisteer360.evaluation.metrics.custom.truthful_qa.informativeness": {
+            "Informativeness": "proctor.dialects.aisteer.truthfulqa:Informativeness"
+        },
+        "aisteer360.evaluation.use_cases.truthful_qa": {"TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"},
+        "aisteer360.evaluation.use_cases.truthful_qa.use_case": {
+            "TruthfulQA": "proctor.dialects.aisteer.truthfulqa:TruthfulQA"
+        },
+        f"{_IFEVAL}.instructions_registry": {
+            "INSTRUCTION_DICT": "proctor.dialects.aisteer.ifeval_checks:INSTRUCTION_DICT"
+        },
+        f"{_IFEVAL}.instructions_util": {
+            "count_words": "proctor.dialects.aisteer.ifeval_text:count_words",
+            "count_sentences": "proctor.dialects.aisteer.ifeval_text:count_sentences",
+        },
+        "aisteer360.utils.rendering": {
+            name: f"proctor.dialects.aisteer.rendering:{name}"
+            for name in ("has_chat_template", "render_messages", "render_for_model", "encode_for_model")
+        },
+        "aisteer360.algorithms.input_control.few_shot.selectors": {
+            "RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector",
+            "EPRSelector": "proctor.dialects.aisteer.aisteer_controls:EPRSelector",
+        },
+        "aisteer360.algorithms.input_control._common.selectors.random": {
+            "RandomSelector": "proctor.dialects.aisteer.aisteer_controls:RandomSelector"
+        },
+        "aisteer360.algorithms.input_control._common.formatters.few_shot_block": {
+            "FewShotBlockFormatter": "proctor.dialects.aisteer.aisteer_controls:FewShotBlockFormatter",
+        },
+    }
+)
+_NAMES[f"{_IFEVAL}.evaluation_main"]["test_instruction_following_loose"] = (
+    "proctor.dialects.aisteer.ifeval:test_instruction_following_loose"
+)
+_NAMES["aisteer360.evaluation.use_cases.commonsense_mcqa"] = {
+    "CommonsenseMCQA": "proctor.dialects.aisteer.mcqa:CommonsenseMCQA"
+}
 
 
 def _control_names() -> None:
@@ -113,7 +152,10 @@ def _control_names() -> None:
 
     for package, (control, args, _) in CONTROLS.items():
         module = f"aisteer360.algorithms.{package}"
-        _NAMES[module] = {control: f"proctor.dialects.aisteer.aisteer_controls:{control}", args: f"proctor.dialects.aisteer.aisteer_controls:{args}"}
+        _NAMES[module] = {
+            control: f"proctor.dialects.aisteer.aisteer_controls:{control}",
+            args: f"proctor.dialects.aisteer.aisteer_controls:{args}",
+        }
         _NAMES[f"{module}.control"] = {control: f"proctor.dialects.aisteer.aisteer_controls:{control}"}
         _NAMES[f"{module}.args"] = {args: f"proctor.dialects.aisteer.aisteer_controls:{args}"}
 

@@ -38,8 +38,14 @@ def results_table(profiles: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[d
             for metric_name, values in (entry.get("evaluations") or {}).items():
                 for metric, value in _numbers(metric_name, values):
                     rows.append(
-                        {"pipeline": pipeline, "config_id": entry["config_id"], "params": params,
-                         "trial": entry["trial_id"], "metric": metric, "value": value}
+                        {
+                            "pipeline": pipeline,
+                            "config_id": entry["config_id"],
+                            "params": params,
+                            "trial": entry["trial_id"],
+                            "metric": metric,
+                            "value": value,
+                        }
                     )
     return rows
 
@@ -53,8 +59,15 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         groups[key].append(row["value"])
         params[key] = row["params"]
     return [
-        {"pipeline": p, "config_id": c, "params": params[(p, c, m)], "metric": m,
-         "n_trials": len(v), "mean": mean(v), "std": sample_std(v)}
+        {
+            "pipeline": p,
+            "config_id": c,
+            "params": params[(p, c, m)],
+            "metric": m,
+            "n_trials": len(v),
+            "mean": mean(v),
+            "std": sample_std(v),
+        }
         for (p, c, m), v in groups.items()
     ]
 
@@ -82,12 +95,21 @@ def config_points(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> list[dic
     for (pipeline, config, metric), entry in summary.items():
         if metric != x or (pipeline, config, y) not in summary:
             continue
-        points.append({"pipeline": pipeline, "config_id": config, "params": entry["params"],
-                       "x": entry["mean"], "y": summary[(pipeline, config, y)]["mean"]})
+        points.append(
+            {
+                "pipeline": pipeline,
+                "config_id": config,
+                "params": entry["params"],
+                "x": entry["mean"],
+                "y": summary[(pipeline, config, y)]["mean"],
+            }
+        )
     return points
 
 
-def pareto_front(points: Sequence[Mapping[str, Any]], maximize: tuple[bool, bool] = (True, True)) -> list[Mapping[str, Any]]:
+def pareto_front(
+    points: Sequence[Mapping[str, Any]], maximize: tuple[bool, bool] = (True, True)
+) -> list[Mapping[str, Any]]:
     """Points no other point beats on both axes (ties kept), sorted by x."""
     sx = 1 if maximize[0] else -1
     sy = 1 if maximize[1] else -1
@@ -139,7 +161,9 @@ def _save(plt, figure, path: str | Path) -> Path:
     return path
 
 
-def plot_sensitivity(rows: Sequence[Mapping[str, Any]], pipeline: str, parameter: str, metric: str, path: str | Path) -> Path:
+def plot_sensitivity(
+    rows: Sequence[Mapping[str, Any]], pipeline: str, parameter: str, metric: str, path: str | Path
+) -> Path:
     """Metric (mean ± std over trials) against one swept parameter (``spec.kwarg``) of a pipeline."""
     plt = _pyplot()
     spec, _, key = parameter.partition(".")

@@ -43,8 +43,13 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
 
         text = decode_utf8(path)
         if path.suffix == ".jsonl":
-            rows = [row for _, row in json_lines(text.splitlines(),
-                                                 lambda number, exc: UseCaseDataError(f"{path}:{number}: not valid JSON ({exc.msg})"))]
+            rows = [
+                row
+                for _, row in json_lines(
+                    text.splitlines(),
+                    lambda number, exc: UseCaseDataError(f"{path}:{number}: not valid JSON ({exc.msg})"),
+                )
+            ]
         else:
             try:
                 rows = json.loads(text)
@@ -123,7 +128,9 @@ class UseCase(abc.ABC):
             if not isinstance(row, dict):
                 raise UseCaseDataError(f"{where}: expected an object, got {type(row).__name__}")
             if "id" in required and ("id" not in row or _is_missing(row["id"])):
-                raise UseCaseDataError(f"{where}: every row needs an 'id' (missing keys: {[k for k in required if k not in row]})")
+                raise UseCaseDataError(
+                    f"{where}: every row needs an 'id' (missing keys: {[k for k in required if k not in row]})"
+                )
             if "id" in row:
                 where += f" (id {row['id']!r})"
             missing = [key for key in required if key not in row]

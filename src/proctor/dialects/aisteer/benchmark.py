@@ -132,7 +132,13 @@ class Benchmark:
         elif isinstance(getattr(base, "fingerprint", None), dict):
             model = base.fingerprint
         else:
-            model = describe(getattr(getattr(base, "config", None) if not isinstance(base, tuple) else base[0].config, "_name_or_path", repr(base)))
+            model = describe(
+                getattr(
+                    getattr(base, "config", None) if not isinstance(base, tuple) else base[0].config,
+                    "_name_or_path",
+                    repr(base),
+                )
+            )
         return {
             "use_case": type(self.use_case).__name__,
             "use_case_fingerprint": self.use_case.fingerprint(),
@@ -227,8 +233,15 @@ class Benchmark:
                     else:
                         entries[trial] = self._run_evaluated(config, trial, run_dir, folder, target)
                     if self.progress:
-                        self.progress({"pipeline": config.pipeline, "config_id": config.config_id, "trial_id": trial,
-                                       "params": config.params, "evaluations": entries[trial]["evaluations"]})
+                        self.progress(
+                            {
+                                "pipeline": config.pipeline,
+                                "config_id": config.config_id,
+                                "trial_id": trial,
+                                "params": config.params,
+                                "evaluations": entries[trial]["evaluations"],
+                            }
+                        )
         elif entries:
             log.info("%s %s: %d finished trial(s) read back", config.pipeline, config.config_id, len(entries))
         return [entries[t] for t in range(self.num_trials)]
@@ -239,8 +252,13 @@ class Benchmark:
         return gen_kwargs
 
     def _entry(self, config: Configuration, trial: int, generations: Any, evaluations: Any) -> dict:
-        entry = {"trial_id": trial, "config_id": config.config_id, "params": describe(config.params),
-                 "generations": generations, "evaluations": evaluations}
+        entry = {
+            "trial_id": trial,
+            "config_id": config.config_id,
+            "params": describe(config.params),
+            "generations": generations,
+            "evaluations": evaluations,
+        }
         return json.loads(json.dumps(entry, default=str))
 
     # ------------------------------------------------------------------ through evaluate
@@ -296,9 +314,14 @@ class Benchmark:
         return self._read_run(config, trial, run_dir, result.results)  # evaluations as returned; generations as stored
 
     # ------------------------------------------------------------------ a raw transformers base
-    def _run_direct(self, config: Configuration, trial: int, run_dir: Path, folder: Path, target: Any, tokenizer: Any) -> dict:
+    def _run_direct(
+        self, config: Configuration, trial: int, run_dir: Path, folder: Path, target: Any, tokenizer: Any
+    ) -> dict:
         generations = self.use_case.generate(
-            target, tokenizer, gen_kwargs=self._gen_kwargs(trial), runtime_overrides=self.runtime_overrides or None,
+            target,
+            tokenizer,
+            gen_kwargs=self._gen_kwargs(trial),
+            runtime_overrides=self.runtime_overrides or None,
             batch_size=self.batch_size,
         )
         with self._judge_store(folder) as lookup, judges_on(self.use_case, lookup):
@@ -349,5 +372,7 @@ class Benchmark:
         written["results"] = analysis.write_csv(rows, folder / "results.csv")
         written["summary"] = analysis.write_csv(analysis.summarize(rows), folder / "summary.csv")
         if tradeoff is not None:
-            written["tradeoff"] = analysis.plot_tradeoff(rows, tradeoff[0], tradeoff[1], folder / "tradeoff.png", maximize)
+            written["tradeoff"] = analysis.plot_tradeoff(
+                rows, tradeoff[0], tradeoff[1], folder / "tradeoff.png", maximize
+            )
         return written

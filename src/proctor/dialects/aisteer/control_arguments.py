@@ -56,7 +56,9 @@ def resolve_overrides(
         elif "id" in item:
             found = by_id.get(_key(item["id"]))
             if found is None:
-                raise ValueError(f"runtime_overrides: prompt {index} has id {item['id']!r}, which no evaluation row has")
+                raise ValueError(
+                    f"runtime_overrides: prompt {index} has id {item['id']!r}, which no evaluation row has"
+                )
             row = found
             where = f"evaluation row with id {item['id']!r}"
         elif len(evaluation_data) == len(prompt_data):

@@ -27,7 +27,9 @@ from proctor.models.steering.generation import Generated, generate_rendered, loa
 log = logging.getLogger(__name__)
 
 
-def _requests(model: Any, prompts: Sequence[Any], gen_kwargs: Mapping[str, Any], use_chat: bool | None) -> tuple[list, list[str]]:
+def _requests(
+    model: Any, prompts: Sequence[Any], gen_kwargs: Mapping[str, Any], use_chat: bool | None
+) -> tuple[list, list[str]]:
     from proctor.core.model_requests import GenerateRequest
 
     fields = request_fields(gen_kwargs)
@@ -60,12 +62,17 @@ def _generate_once(
         steered = engine_model(target, runtime)
         if steered is not None:  # through the pipeline's executor: the run store answers what it holds
             return _generate_once(steered, tokenizer, prompts, runtime, gen_kwargs, batch_size, use_chat)
-        return target.generate_prompts(prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat)
+        return target.generate_prompts(
+            prompts, runtime_kwargs=runtime, gen_kwargs=gen_kwargs, batch_size=batch_size, use_chat=use_chat
+        )
     executor = as_executor(target)
     if executor is not None:
         requests, rendered = _requests(executor.model, prompts, gen_kwargs, use_chat)
         results = executor.run("generate", requests)
-        return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
+        return [
+            Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text)
+            for r, text in zip(results, rendered)
+        ]
     if tokenizer is None:
         raise ValueError(f"a {type(target).__name__} target needs its tokenizer (batch_retry_generate(..., tokenizer))")
     rendered = [render(p, tokenizer, use_chat) for p in prompts]
@@ -101,7 +108,9 @@ def has_own_generate(target: Any) -> bool:
     return not getattr(type(target).generate, "__module__", "").startswith("transformers.")
 
 
-def own_generate(target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwargs: Mapping[str, Any], batch_size: int) -> list[Generated]:
+def own_generate(
+    target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwargs: Mapping[str, Any], batch_size: int
+) -> list[Generated]:
     """Generate through ``target.generate`` as AISteer360's ``batch_retry_generate`` calls a model: left
     padding for a decoder-only ``config`` (as it sets it), chunks of ``batch_size`` tokenized with
     ``padding=True, truncation=True, add_special_tokens=False`` on the target's ``device``,
@@ -114,7 +123,11 @@ def own_generate(target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwarg
     kwargs = dict(gen_kwargs)
     seed = kwargs.pop("seed", None)
     config = getattr(target, "config", None)
-    if config is not None and not getattr(config, "is_encoder_decoder", False) and getattr(tokenizer, "padding_side", None) != "left":
+    if (
+        config is not None
+        and not getattr(config, "is_encoder_decoder", False)
+        and getattr(tokenizer, "padding_side", None) != "left"
+    ):
         tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None and tokenizer.eos_token_id is not None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -130,7 +143,9 @@ def own_generate(target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwarg
         if device is not None:
             inputs = inputs.to(device)
         with torch.no_grad():
-            sequences = target.generate(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], **kwargs)
+            sequences = target.generate(
+                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], **kwargs
+            )
         sequences = getattr(sequences, "sequences", sequences)
         new_tokens = sequences[:, inputs["input_ids"].shape[1] :]
         texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
@@ -194,7 +209,13 @@ def batch_retry_generate(
             break
         round_kwargs = dict(kwargs, seed=base_seed + attempt) if kwargs.get("do_sample") or attempt else kwargs
         generated = _generate_once(
-            model_or_pipeline, tokenizer, [items[i]["prompt"] for i in todo], [runtime[i] for i in todo], round_kwargs, size, use_chat
+            model_or_pipeline,
+            tokenizer,
+            [items[i]["prompt"] for i in todo],
+            [runtime[i] for i in todo],
+            round_kwargs,
+            size,
+            use_chat,
         )
         for i, result in zip(todo, generated):
             outputs[i] = result
@@ -209,8 +230,13 @@ def batch_retry_generate(
     raw = [o.text for o in done]
     if return_outputs:
         records = [
-            {"text": o.text, "finish_reason": o.finish_reason, "prompt_tokens": o.prompt_tokens,
-             "completion_tokens": o.completion_tokens, "rendered_prompt": o.rendered_prompt}
+            {
+                "text": o.text,
+                "finish_reason": o.finish_reason,
+                "prompt_tokens": o.prompt_tokens,
+                "completion_tokens": o.completion_tokens,
+                "rendered_prompt": o.rendered_prompt,
+            }
             for o in done
         ]
         return parsed, raw, records
@@ -243,6 +269,7 @@ def output_record_fields(output: Any, tokenizer: Any = None) -> dict[str, Any]:
 def log_truncation_count(outputs: Sequence[Any]) -> int:
     """Warn once with how many generations stopped at ``max_new_tokens`` (AISteer360's helper);
     returns that count."""
+
     def reason(output: Any) -> Any:
         return output.get("finish_reason") if isinstance(output, Mapping) else getattr(output, "finish_reason", None)
 
@@ -250,6 +277,7 @@ def log_truncation_count(outputs: Sequence[Any]) -> int:
     if truncated:
         log.warning(
             "%d of %d generations ended on 'length' (truncated at max_new_tokens); length-sensitive metrics may be affected.",
-            truncated, len(outputs),
+            truncated,
+            len(outputs),
         )
     return truncated

@@ -87,7 +87,12 @@ class _ModelMetric(Metric):
 
     def __init__(self, model_or_id: Any, tokenizer: Any, device: str | None, batch_size: int, **extras: Any) -> None:
         super().__init__(**extras)
-        self.model_or_id, self._tokenizer, self.device, self.batch_size = model_or_id, tokenizer, device, int(batch_size)
+        self.model_or_id, self._tokenizer, self.device, self.batch_size = (
+            model_or_id,
+            tokenizer,
+            device,
+            int(batch_size),
+        )
         loaded = not isinstance(model_or_id, str) and not hasattr(model_or_id, "tokenizer")
         if self.needs_tokenizer and loaded and tokenizer is None:
             raise ValueError(f"{type(self).__name__}: a loaded model needs its tokenizer (tokenizer=...)")
@@ -124,8 +129,15 @@ class Perplexity(_ModelMetric):
     token are not scored. Each response is scored on its own (padding never reaches its tokens).
     """
 
-    def __init__(self, model_or_id: Any, tokenizer: Any | None = None, batch_size: int = 16, add_bos: bool = True,
-                 max_length: int | None = None, device: str | None = None) -> None:
+    def __init__(
+        self,
+        model_or_id: Any,
+        tokenizer: Any | None = None,
+        batch_size: int = 16,
+        add_bos: bool = True,
+        max_length: int | None = None,
+        device: str | None = None,
+    ) -> None:
         super().__init__(model_or_id, tokenizer, device, batch_size)
         self.add_bos_requested, self.max_length = bool(add_bos), max_length
 
@@ -143,7 +155,9 @@ class Perplexity(_ModelMetric):
 
     def token_ids(self, text: str) -> list[int]:
         truncate = self.max_length is not None
-        ids = self.tokenizer(text, add_special_tokens=False, truncation=truncate, max_length=self.max_length)["input_ids"]
+        ids = self.tokenizer(text, add_special_tokens=False, truncation=truncate, max_length=self.max_length)[
+            "input_ids"
+        ]
         return ([self.tokenizer.bos_token_id] if self.add_bos else []) + list(ids)
 
     def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -185,9 +199,18 @@ class RewardScore(_ModelMetric):
 
     needs_tokenizer = True
 
-    def __init__(self, model_or_id: Any, tokenizer: Any | None = None, device: str | None = None, batch_size: int = 8,
-                 max_length: int | None = 1024, score_transform: str = "identity", label_index: int = 0,
-                 return_logits: bool = False, **extras: Any) -> None:
+    def __init__(
+        self,
+        model_or_id: Any,
+        tokenizer: Any | None = None,
+        device: str | None = None,
+        batch_size: int = 8,
+        max_length: int | None = 1024,
+        score_transform: str = "identity",
+        label_index: int = 0,
+        return_logits: bool = False,
+        **extras: Any,
+    ) -> None:
         if score_transform not in _TRANSFORMS:
             raise ValueError(f"RewardScore score_transform must be one of {_TRANSFORMS}, got {score_transform!r}")
         super().__init__(model_or_id, tokenizer, device, batch_size, **extras)
@@ -197,7 +220,9 @@ class RewardScore(_ModelMetric):
     def _load_string(self, spec: str, tokenizer: Any) -> tuple[Any, Any]:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        return AutoModelForSequenceClassification.from_pretrained(spec), tokenizer or AutoTokenizer.from_pretrained(spec)
+        return AutoModelForSequenceClassification.from_pretrained(spec), tokenizer or AutoTokenizer.from_pretrained(
+            spec
+        )
 
     def scores(self, logits: Any) -> Any:
         import torch
@@ -207,7 +232,9 @@ class RewardScore(_ModelMetric):
         labels = logits.shape[1]
         if labels == 1:
             if self.score_transform in ("softmax", "log_softmax"):
-                raise ValueError(f"RewardScore: score_transform '{self.score_transform}' needs a model with several labels")
+                raise ValueError(
+                    f"RewardScore: score_transform '{self.score_transform}' needs a model with several labels"
+                )
             values = logits[:, 0]
             return torch.sigmoid(values) if self.score_transform == "sigmoid" else values
         if not 0 <= self.label_index < labels:
@@ -219,7 +246,9 @@ class RewardScore(_ModelMetric):
         values = logits[:, self.label_index]
         return torch.sigmoid(values) if self.score_transform == "sigmoid" else values
 
-    def compute(self, responses: Sequence[Any] | None = None, prompts: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    def compute(
+        self, responses: Sequence[Any] | None = None, prompts: Sequence[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         import torch
 
         if not responses:
@@ -241,7 +270,9 @@ class RewardScore(_ModelMetric):
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
             pair = [list(prompts[start : start + self.batch_size])] if prompts is not None else []
-            encoded = tokenizer(*pair, chunk, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+            encoded = tokenizer(
+                *pair, chunk, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
             with torch.no_grad():
                 logits = model(**{k: v.to(device) for k, v in encoded.items()}).logits
             rewards.extend(self.scores(logits).float().cpu().tolist())
@@ -256,9 +287,14 @@ class RewardScore(_ModelMetric):
 class ShortAnswerMatch(Metric):
     """SQuAD exact match and token F1 (best over each item's references), averaged: ``exact_match``, ``f1``."""
 
-    def compute(self, responses: Sequence[str | None], prompts: Sequence[str] | None = None,
-                references: Sequence[str | Sequence[str]] | None = None,
-                reference_answers: Sequence[str | Sequence[str]] | None = None, **kwargs: Any) -> dict[str, float]:
+    def compute(
+        self,
+        responses: Sequence[str | None],
+        prompts: Sequence[str] | None = None,
+        references: Sequence[str | Sequence[str]] | None = None,
+        reference_answers: Sequence[str | Sequence[str]] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, float]:
         golds = references if references is not None else reference_answers
         if golds is None:
             raise ValueError("ShortAnswerMatch needs `references` (or `reference_answers`)")

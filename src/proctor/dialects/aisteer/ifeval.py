@@ -37,7 +37,9 @@ def _records(responses, instruction_id_lists, kwargs_lists, name: str):
     return responses, instruction_id_lists, kwargs_lists
 
 
-def _score(check: Callable[..., bool], responses, instruction_id_lists, kwargs_lists) -> tuple[list[bool], int, int, dict]:
+def _score(
+    check: Callable[..., bool], responses, instruction_id_lists, kwargs_lists
+) -> tuple[list[bool], int, int, dict]:
     per_prompt, followed, total = [], 0, 0
     per_kind: dict[str, list[bool]] = {}
     for response, ids, arguments in zip(responses, instruction_id_lists, kwargs_lists):
@@ -55,7 +57,9 @@ class StrictInstruction(Metric):
 
     mode: ClassVar[str] = "strict"
 
-    def compute(self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs) -> dict[str, Any]:
+    def compute(
+        self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs
+    ) -> dict[str, Any]:
         responses, ids, arguments = _records(responses, instruction_id_lists, kwargs_lists, self.name)
         check = ifeval_checks.strict if self.mode == "strict" else ifeval_checks.loose
         per_prompt, followed, total, per_kind = _score(check, responses, ids, arguments)
@@ -89,7 +93,9 @@ class InstructionFollowing(UseCase):
         for instruction_id, kwargs in zip(ids, arguments):
             ifeval_checks.prepare(instruction_id, kwargs)  # arguments named and complete
 
-    def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
+    def generate(
+        self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs
+    ) -> list[dict]:
         # one prompt per row, in row order: runtime overrides match rows by id, or by position without ids
         items = [
             {**({"id": row["id"]} if "id" in row else {}), "prompt": [{"role": "user", "content": row["prompt"]}]}
@@ -98,8 +104,13 @@ class InstructionFollowing(UseCase):
         if not items:
             return []
         _, raw, outputs = batch_retry_generate(
-            prompt_data=items, model_or_pipeline=model_or_pipeline, tokenizer=tokenizer, gen_kwargs=gen_kwargs,
-            runtime_overrides=runtime_overrides, evaluation_data=self.evaluation_data, return_outputs=True,
+            prompt_data=items,
+            model_or_pipeline=model_or_pipeline,
+            tokenizer=tokenizer,
+            gen_kwargs=gen_kwargs,
+            runtime_overrides=runtime_overrides,
+            evaluation_data=self.evaluation_data,
+            return_outputs=True,
             batch_size=kwargs.get("batch_size"),
         )
         return [
@@ -133,7 +144,9 @@ class StrictOutcome:
     follow_instruction_list: list[bool]
 
 
-def test_instruction_following_strict(example: Mapping[str, Any], prompt_to_response: Mapping[Any, str]) -> StrictOutcome:
+def test_instruction_following_strict(
+    example: Mapping[str, Any], prompt_to_response: Mapping[Any, str]
+) -> StrictOutcome:
     """IFEval's ``evaluation_main.test_instruction_following_strict``: ``example`` has ``prompt``,
     ``instruction_id_list`` and ``kwargs``; the response is looked up by the prompt."""
     response = prompt_to_response[example["prompt"]]

@@ -109,34 +109,47 @@ def _quoted(response: str) -> bool:
 CHECKS: dict[str, Callable[..., bool]] = {
     "keywords:existence": lambda r, keywords: all(re.search(k, r, flags=re.IGNORECASE) for k in keywords),
     "keywords:frequency": lambda r, keyword, frequency, relation: _relation(
-        len(re.findall(keyword.strip(), r, flags=re.IGNORECASE)), relation, frequency),
+        len(re.findall(keyword.strip(), r, flags=re.IGNORECASE)), relation, frequency
+    ),
     "keywords:forbidden_words": lambda r, forbidden_words: not any(
-        re.search(r"\b" + w + r"\b", r, flags=re.IGNORECASE) for w in forbidden_words),
+        re.search(r"\b" + w + r"\b", r, flags=re.IGNORECASE) for w in forbidden_words
+    ),
     "keywords:letter_frequency": lambda r, letter, let_frequency, let_relation: _relation(
-        collections.Counter(r.lower())[letter.strip().lower()], let_relation, let_frequency),
+        collections.Counter(r.lower())[letter.strip().lower()], let_relation, let_frequency
+    ),
     "language:response_language": lambda r, language: ifeval_text.detected_language(r) in (language, None),
     "length_constraints:number_sentences": lambda r, num_sentences, relation: _relation(
-        len(ifeval_text.sentences(r)), relation, num_sentences),
+        len(ifeval_text.sentences(r)), relation, num_sentences
+    ),
     "length_constraints:number_paragraphs": _paragraphs_by_divider,
     "length_constraints:number_words": lambda r, num_words, relation: _relation(
-        len(re.findall(r"\w+", r)), relation, num_words),
+        len(re.findall(r"\w+", r)), relation, num_words
+    ),
     "length_constraints:nth_paragraph_first_word": _nth_paragraph_first_word,
-    "detectable_content:number_placeholders": lambda r, num_placeholders: len(re.findall(r"\[.*?\]", r)) >= num_placeholders,
+    "detectable_content:number_placeholders": lambda r, num_placeholders: len(re.findall(r"\[.*?\]", r))
+    >= num_placeholders,
     "detectable_content:postscript": _postscript,
     "detectable_format:number_bullet_lists": lambda r, num_bullets: (
         len(re.findall(r"^\s*\*[^\*].*$", r, flags=re.MULTILINE)) + len(re.findall(r"^\s*-.*$", r, flags=re.MULTILINE))
-    ) == num_bullets,
+    )
+    == num_bullets,
     "detectable_format:constrained_response": lambda r: any(o in r.strip() for o in CONSTRAINED_OPTIONS),
     "detectable_format:number_highlighted_sections": lambda r, num_highlights: _highlights(r) >= num_highlights,
     "detectable_format:multiple_sections": lambda r, section_spliter, num_sections: len(
-        re.split(r"\s?" + section_spliter.strip() + r"\s?\d+\s?", r)) - 1 >= num_sections,
+        re.split(r"\s?" + section_spliter.strip() + r"\s?\d+\s?", r)
+    )
+    - 1
+    >= num_sections,
     "detectable_format:json_format": _json,
     "detectable_format:title": _title,
     "combination:two_responses": _two_responses,
-    "combination:repeat_prompt": lambda r, prompt_to_repeat: r.strip().lower().startswith(prompt_to_repeat.strip().lower()),
+    "combination:repeat_prompt": lambda r, prompt_to_repeat: r.strip()
+    .lower()
+    .startswith(prompt_to_repeat.strip().lower()),
     "startend:end_checker": lambda r, end_phrase: r.strip().strip('"').lower().endswith(end_phrase.strip().lower()),
     "change_case:capital_word_frequency": lambda r, capital_frequency, capital_relation: _relation(
-        sum(1 for w in ifeval_text.words(r) if w.isupper()), capital_relation, capital_frequency),
+        sum(1 for w in ifeval_text.words(r) if w.isupper()), capital_relation, capital_frequency
+    ),
     "change_case:english_capital": lambda r: r.isupper() and ifeval_text.detected_language(r) in ("en", None),
     "change_case:english_lowercase": lambda r: r.islower() and ifeval_text.detected_language(r) in ("en", None),
     "punctuation:no_comma": lambda r: "," not in r,
@@ -160,7 +173,9 @@ def prepare(instruction_id: str, kwargs: Mapping[str, Any] | None) -> dict[str, 
     if unknown:
         raise ValueError(f"instruction '{instruction_id}' takes no argument(s) {unknown}; it takes {list(expected)}")
     if missing:
-        raise ValueError(f"instruction '{instruction_id}' needs argument(s) {missing} (IFEval would draw them at random)")
+        raise ValueError(
+            f"instruction '{instruction_id}' needs argument(s) {missing} (IFEval would draw them at random)"
+        )
     return given
 
 

@@ -32,7 +32,7 @@ _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 def format_instructions(low: float, high: float) -> str:
     return (
         "Answer with a markdown code block holding a JSON object, starting with ```json and ending with ```:\n\n"
-        '```json\n{"score": <a number from ' + f"{low} to {high}" + ', inclusive, rating the response>}\n```'
+        '```json\n{"score": <a number from ' + f"{low} to {high}" + ", inclusive, rating the response>}\n```"
     )
 
 
@@ -51,6 +51,7 @@ def read_score(text: str, scale: tuple[float, float]) -> float:
 
 def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, Any], float]]:
     """``(format instructions, parse_fn(text, scale))`` for a JSON ``score`` in ``scale`` (AISteer360's helper)."""
+
     def parse_fn(text: str, _scale: Any = None) -> float:
         return read_score(text, scale)
 
@@ -131,15 +132,26 @@ class LLMJudgeMetric(Metric):
             # draw d uses seeds seed + d * (max_retries + 1) + round: its retries never repeat another draw's
             gen_kwargs["seed"] = int(self.gen_kwargs.get("seed", 0)) + draw * (self.max_retries + 1)
             parsed, raw = batch_retry_generate(
-                [{"prompt": p} for p in rendered], self._target(), self.tokenizer, gen_kwargs=gen_kwargs,
-                parse_fn=self._safe_parse, max_retries=self.max_retries if sampling else 0, return_raw=True,
+                [{"prompt": p} for p in rendered],
+                self._target(),
+                self.tokenizer,
+                gen_kwargs=gen_kwargs,
+                parse_fn=self._safe_parse,
+                max_retries=self.max_retries if sampling else 0,
+                return_raw=True,
                 batch_size=self.batch_size,
             )
             for i, (score, text) in enumerate(zip(parsed, raw)):
                 if score is None and not sampling:
-                    raise ValueError(f"{self.name}: cannot read a score from the judge's greedy reply {text!r} (response {i})")
+                    raise ValueError(
+                        f"{self.name}: cannot read a score from the judge's greedy reply {text!r} (response {i})"
+                    )
                 if score is None:
-                    warnings.warn(f"{self.name}: no score after {self.max_retries} retries (response {i}); NaN", UserWarning, stacklevel=2)
+                    warnings.warn(
+                        f"{self.name}: no score after {self.max_retries} retries (response {i}); NaN",
+                        UserWarning,
+                        stacklevel=2,
+                    )
                     score = math.nan
                 raw_scores[i].append(score)
         scores = [sum(s) / len(s) for s in raw_scores]
@@ -168,7 +180,11 @@ class LLMJudgeMetric(Metric):
 def judges_on(use_case: Any, lookup: Any) -> Iterator[None]:
     """While ``use_case`` evaluates, its ``LLMJudgeMetric``s send a proctor judge's requests through
     ``lookup``'s run store (``None``: no store, nothing changes)."""
-    judges = [m for m in getattr(use_case, "evaluation_metrics", ()) if isinstance(m, LLMJudgeMetric)] if lookup is not None else []
+    judges = (
+        [m for m in getattr(use_case, "evaluation_metrics", ()) if isinstance(m, LLMJudgeMetric)]
+        if lookup is not None
+        else []
+    )
     for judge in judges:
         judge.store = lookup
     try:

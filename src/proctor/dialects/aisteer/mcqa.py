@@ -90,7 +90,9 @@ class CommonsenseMCQA(UseCase):
                 )
         return items
 
-    def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
+    def generate(
+        self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs
+    ) -> list[dict]:
         if int(self.num_shuffling_runs) < 1:
             raise ValueError("num_shuffling_runs must be at least 1")
         items = self.prompt_data()
@@ -114,9 +116,15 @@ class CommonsenseMCQA(UseCase):
         scorer = executor.model if executor is not None else model_or_pipeline
         # not a chat-only API, nor a target that generates through its own generate() (its forward pass,
         # if any, need not be what its generate() runs)
-        if self.score_letters and getattr(scorer, "supports_loglikelihood", True) and not has_own_generate(model_or_pipeline):
+        if (
+            self.score_letters
+            and getattr(scorer, "supports_loglikelihood", True)
+            and not has_own_generate(model_or_pipeline)
+        ):
             runtime = resolve_overrides(runtime_overrides, items, self.evaluation_data)
-            probs = self.letter_probs(model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime)
+            probs = self.letter_probs(
+                model_or_pipeline, tokenizer, items, [o["rendered_prompt"] for o in outputs], runtime
+            )
         records = [
             {
                 "response": letter if letter is None or LETTERS.index(letter) < item["num_choices"] else None,
@@ -140,7 +148,9 @@ class CommonsenseMCQA(UseCase):
         return records
 
     @staticmethod
-    def letter_probs(target: Any, tokenizer: Any, items: list[dict], rendered: list[str], runtime: list[dict]) -> list[dict[str, float] | None]:
+    def letter_probs(
+        target: Any, tokenizer: Any, items: list[dict], rendered: list[str], runtime: list[dict]
+    ) -> list[dict[str, float] | None]:
         """Per prompt, the probability that the reply starts with each offered letter, normalised
         over the offered letters (None when the target gives every letter -inf).
 

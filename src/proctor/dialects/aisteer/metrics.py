@@ -32,7 +32,9 @@ class Metric(abc.ABC):
         self.__dict__["_name"] = str(value)
 
     @abc.abstractmethod
-    def compute(self, responses: Sequence[Any], prompts: Sequence[Any] | None = None, **kwargs: Any) -> dict[str, Any]: ...
+    def compute(
+        self, responses: Sequence[Any], prompts: Sequence[Any] | None = None, **kwargs: Any
+    ) -> dict[str, Any]: ...
 
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return self.compute(*args, **kwargs)

@@ -61,7 +61,9 @@ def extract_param(run: Mapping[str, Any], spec_name: str, param_name: str, defau
     return ((run.get("params") or {}).get(spec_name) or {}).get(param_name, default)
 
 
-def flatten_profiles(profiles: Mapping[str, list[Mapping[str, Any]]], metric_accessors: Mapping[str, tuple[str, str]] | None = None):
+def flatten_profiles(
+    profiles: Mapping[str, list[Mapping[str, Any]]], metric_accessors: Mapping[str, tuple[str, str]] | None = None
+):
     """A DataFrame: pipeline, trial_id, config_id, params, _run and one column per metric accessor
     (``{column: (MetricName, key)}``)."""
     rows = []

@@ -27,7 +27,9 @@ def render_messages(tokenizer: Any, messages: list[dict[str, str]], *, add_gener
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
 
-def render_for_model(tokenizer: Any, *, prompt: str | None = None, completion: str | None = None, mode: str = "chat_completion") -> str:
+def render_for_model(
+    tokenizer: Any, *, prompt: str | None = None, completion: str | None = None, mode: str = "chat_completion"
+) -> str:
     """``raw``: prompt + completion; ``chat_prompt``: the prompt as a user turn ready for the reply;
     ``chat_completion``: that, followed by the completion. Chat modes fall back to ``raw`` without a template."""
     if mode not in MODES:
@@ -39,8 +41,15 @@ def render_for_model(tokenizer: Any, *, prompt: str | None = None, completion: s
     return head if mode == "chat_prompt" else head + tail
 
 
-def encode_for_model(tokenizer: Any, *, prompt: str | None = None, completion: str | None = None,
-                     messages: list[dict[str, str]] | None = None, mode: str = "chat_prompt", **tokenizer_kwargs: Any) -> Any:
+def encode_for_model(
+    tokenizer: Any,
+    *,
+    prompt: str | None = None,
+    completion: str | None = None,
+    messages: list[dict[str, str]] | None = None,
+    mode: str = "chat_prompt",
+    **tokenizer_kwargs: Any,
+) -> Any:
     """Render (``messages`` first, else ``prompt`` / ``completion`` in ``mode``) and tokenize."""
     if messages is not None:
         text, templated = render_messages(tokenizer, messages), has_chat_template(tokenizer)

@@ -107,17 +107,23 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
         raise TaskDefinitionError(f"unknown setting(s) {unknown}; known: {sorted(_KEYS)}", file=path, field=unknown[0])
     for key, kind in (("use_case_kwargs", Mapping), ("gen_kwargs", Mapping), ("evaluation_metrics", list)):
         if key in raw and not isinstance(raw[key], kind):
-            raise TaskDefinitionError(f"'{key}' must be a {'mapping' if kind is Mapping else 'list'}", file=path, field=key)
+            raise TaskDefinitionError(
+                f"'{key}' must be a {'mapping' if kind is Mapping else 'list'}", file=path, field=key
+            )
     for spec in raw.get("evaluation_metrics") or []:
         code = _names_code(spec)
         if code and not trusted:
             raise refusal(f"evaluation_metrics '{code}'", file=path, field="evaluation_metrics")
     batch_size = raw.get("batch_size")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-        raise TaskDefinitionError(f"'batch_size' must be a positive integer, got {batch_size!r}", file=path, field="batch_size")
+        raise TaskDefinitionError(
+            f"'batch_size' must be a positive integer, got {batch_size!r}", file=path, field="batch_size"
+        )
     return UseCaseConfig(
         evaluation_data=resolve_data(raw.get("evaluation_data"), path.parent, path),
-        evaluation_metrics=[(m, path.parent) for m in raw["evaluation_metrics"]] if raw.get("evaluation_metrics") else None,
+        evaluation_metrics=[(m, path.parent) for m in raw["evaluation_metrics"]]
+        if raw.get("evaluation_metrics")
+        else None,
         use_case_kwargs=dict(raw.get("use_case_kwargs") or {}),
         gen_kwargs=dict(raw.get("gen_kwargs") or {}),
         batch_size=batch_size,
@@ -136,7 +142,9 @@ def command_line_config(data: Path | None, metrics: Sequence[str] | None, args: 
         except json.JSONDecodeError:
             kwargs[key] = value
     return UseCaseConfig(
-        evaluation_data=data, evaluation_metrics=[(m, Path(".")) for m in metrics] if metrics else None, use_case_kwargs=kwargs
+        evaluation_data=data,
+        evaluation_metrics=[(m, Path(".")) for m in metrics] if metrics else None,
+        use_case_kwargs=kwargs,
     )
 
 
@@ -152,10 +160,23 @@ def builtin_metrics() -> dict[str, type[Metric]]:
     from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
     from proctor.dialects.aisteer.truthfulqa import Informativeness, Truthfulness
 
-    return {cls.__name__: cls for cls in (
-        MCQAAccuracy, MCQACalibration, MCQAPositionalBias, StrictInstruction, LooseInstruction,
-        Factuality, Relevance, Perplexity, RewardScore, ShortAnswerMatch, Truthfulness, Informativeness,
-    )}
+    return {
+        cls.__name__: cls
+        for cls in (
+            MCQAAccuracy,
+            MCQACalibration,
+            MCQAPositionalBias,
+            StrictInstruction,
+            LooseInstruction,
+            Factuality,
+            Relevance,
+            Perplexity,
+            RewardScore,
+            ShortAnswerMatch,
+            Truthfulness,
+            Informativeness,
+        )
+    }
 
 
 def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
@@ -168,7 +189,9 @@ def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
     if not sep:
         raise TaskDefinitionError(
             f"unknown metric '{spec}': give a built-in name ({', '.join(builtin_metrics())}), a Metric class of the "
-            "use case file, FILE.py:CLASS or module.path:CLASS", file=where, field="evaluation_metrics",
+            "use case file, FILE.py:CLASS or module.path:CLASS",
+            file=where,
+            field="evaluation_metrics",
         )
     if source.endswith(".py"):
         from proctor.dialects.aisteer.user_files import import_user_file
@@ -185,7 +208,9 @@ def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
             raise TaskDefinitionError(f"metric '{spec}': {exc}", file=where, field="evaluation_metrics") from None
     cls = getattr(holder, name, None)
     if not (isinstance(cls, type) and issubclass(cls, Metric)):
-        raise TaskDefinitionError(f"metric '{spec}': {source} has no Metric class '{name}'", file=where, field="evaluation_metrics")
+        raise TaskDefinitionError(
+            f"metric '{spec}': {source} has no Metric class '{name}'", file=where, field="evaluation_metrics"
+        )
     return cls
 
 
@@ -201,7 +226,9 @@ def build_metrics(specs: Sequence[Any], module: Any, where: Path) -> list[Metric
             kwargs = {k: v for k, v in spec.items() if k != "metric"}
             spec = spec.get("metric")
         if not isinstance(spec, str):
-            raise TaskDefinitionError(f"a metric is a name or {{metric: NAME, ...}}, got {spec!r}", file=where, field="evaluation_metrics")
+            raise TaskDefinitionError(
+                f"a metric is a name or {{metric: NAME, ...}}, got {spec!r}", file=where, field="evaluation_metrics"
+            )
         cls = _metric_class(spec, module, Path(base), where)
         try:
             metrics.append(cls(**kwargs))

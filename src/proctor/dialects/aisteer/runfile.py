@@ -54,12 +54,17 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
     module = import_user_file(path)
     settings = (config or UseCaseConfig()).over(_module_config(module, path))
     gen_kwargs = dict(settings.gen_kwargs)
-    call = {"batch_size": settings.batch_size or gen_kwargs.pop("batch_size", None), "runtime_overrides": settings.runtime_overrides}
+    call = {
+        "batch_size": settings.batch_size or gen_kwargs.pop("batch_size", None),
+        "runtime_overrides": settings.runtime_overrides,
+    }
     gen_kwargs.pop("batch_size", None)
     use_case = getattr(module, "use_case", None)
     if use_case is not None:
         if not isinstance(use_case, UseCase):
-            raise TaskDefinitionError(f"'use_case' is a {type(use_case).__name__}, not a UseCase", file=path, field="use_case")
+            raise TaskDefinitionError(
+                f"'use_case' is a {type(use_case).__name__}, not a UseCase", file=path, field="use_case"
+            )
 
         def given(limit: int | None) -> tuple[UseCase, dict, dict]:
             case = use_case
@@ -70,8 +75,12 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
 
         return given
     classes = [
-        obj for obj in vars(module).values()
-        if inspect.isclass(obj) and issubclass(obj, UseCase) and obj.__module__ == module.__name__ and not inspect.isabstract(obj)
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, UseCase)
+        and obj.__module__ == module.__name__
+        and not inspect.isabstract(obj)
     ]
     if len(classes) != 1:
         found = ", ".join(c.__name__ for c in classes) or "none"
@@ -82,7 +91,9 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
         if getattr(settings, required) is None:
             raise TaskDefinitionError(
                 f"the file defines {classes[0].__name__} but no '{required}': give {option} (or --use-case-config, "
-                f"or a module-level '{required}')", file=path, field=required,
+                f"or a module-level '{required}')",
+                file=path,
+                field=required,
             )
 
     _check_settings(classes[0], settings.use_case_kwargs, path)
@@ -100,8 +111,12 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
             raise
         except Exception as exc:  # a row check (validate_evaluation_data) or the class itself: the file's problem
             detail = str(exc) if isinstance(exc, ProctorError) else f"{type(exc).__name__}: {exc}"
-            raise TaskDefinitionError(f"building {classes[0].__name__} failed: {detail}", file=path,
-                                      line=line_in(exc, path), field="evaluation_data") from None
+            raise TaskDefinitionError(
+                f"building {classes[0].__name__} failed: {detail}",
+                file=path,
+                line=line_in(exc, path),
+                field="evaluation_data",
+            ) from None
         return built, dict(gen_kwargs), dict(call)
 
     return build
@@ -135,11 +150,17 @@ def _check_settings(cls: type, kwargs: Mapping[str, Any], path: Path) -> None:
         words = declared | set(re.findall(r"self\.([A-Za-z_]\w*)", text))
         close = difflib.get_close_matches(str(key), sorted(w for w in words if not w.startswith("_")), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise TaskDefinitionError(f"{cls.__name__} has no setting '{key}' (given by --use-case-arg, --use-case-config or "
-                                  f"use_case_kwargs): it would be ignored{hint}", file=path, field=str(key))
+        raise TaskDefinitionError(
+            f"{cls.__name__} has no setting '{key}' (given by --use-case-arg, --use-case-config or "
+            f"use_case_kwargs): it would be ignored{hint}",
+            file=path,
+            field=str(key),
+        )
 
 
-def load_use_case_file(path: str | Path, limit: int | None = None, config: UseCaseConfig | None = None) -> tuple[UseCase, dict, dict]:
+def load_use_case_file(
+    path: str | Path, limit: int | None = None, config: UseCaseConfig | None = None
+) -> tuple[UseCase, dict, dict]:
     """The file's use case (by the convention above), its ``gen_kwargs`` and the other keyword
     arguments ``generate`` gets (``batch_size``, ``runtime_overrides``)."""
     return _read_use_case_file(Path(path), config)(limit)
@@ -159,7 +180,9 @@ def file_tasks(path: str | Path, config: UseCaseConfig | None = None) -> list[Ta
 def options_config(options: UseCaseOptions) -> UseCaseConfig:
     """The settings the command line gives (the use case dialect's options)."""
     given = command_line_config(options.use_case_data, options.use_case_metric, options.use_case_arg)
-    config = read_config(options.use_case_config, options.trust_task_code) if options.use_case_config else UseCaseConfig()
+    config = (
+        read_config(options.use_case_config, options.trust_task_code) if options.use_case_config else UseCaseConfig()
+    )
     return given.over(config)
 
 
@@ -185,8 +208,18 @@ def run_use_case_files(
 
     tasks = [task for p in paths for task in file_tasks(p, config)]  # bad files fail before the model loads
     result = evaluate(
-        tasks, model, output_dir=output_dir, runs_root=runs_root, limit=limit, model_options=model_options, command=command,
-        cache=cache, chunk_size=chunk_size, progress=progress, update=update, restart=restart,
+        tasks,
+        model,
+        output_dir=output_dir,
+        runs_root=runs_root,
+        limit=limit,
+        model_options=model_options,
+        command=command,
+        cache=cache,
+        chunk_size=chunk_size,
+        progress=progress,
+        update=update,
+        restart=restart,
     )
     return result.run_dir, result.results
 
@@ -222,7 +255,10 @@ def run_use_cases(
     from proctor.dialects.aisteer.usecase_task import object_build, use_case_task
 
     cases = [use_cases] if isinstance(use_cases, UseCase) else list(use_cases)
-    call = {"batch_size": batch_size, "runtime_overrides": dict(runtime_overrides) if runtime_overrides is not None else None}
+    call = {
+        "batch_size": batch_size,
+        "runtime_overrides": dict(runtime_overrides) if runtime_overrides is not None else None,
+    }
     names = [case.name for case in cases]
     if len(set(names)) != len(names):
         names = [f"{name}#{k}" for k, name in enumerate(names)]
@@ -231,6 +267,15 @@ def run_use_cases(
         build = object_build(case, dict(gen_kwargs or {}), call)
         tasks.append(use_case_task(name, build(None), build, None))
     return evaluate(
-        tasks, model, output_dir=output_dir, runs_root=runs_root, model_options=model_options, command=command,
-        cache=cache, chunk_size=chunk_size, progress=progress, update=update, restart=restart,
+        tasks,
+        model,
+        output_dir=output_dir,
+        runs_root=runs_root,
+        model_options=model_options,
+        command=command,
+        cache=cache,
+        chunk_size=chunk_size,
+        progress=progress,
+        update=update,
+        restart=restart,
     )

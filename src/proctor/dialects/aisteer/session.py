@@ -34,8 +34,13 @@ class Tally:
 class UseCaseExecutor:
     """``kinds/capabilities.Executor`` for Python use cases, around a ``ModelExecutor``."""
 
-    def __init__(self, executor: ModelExecutor, progress: ProgressHook | None = None, name: str = "usecase",
-                 tally: Tally | None = None) -> None:
+    def __init__(
+        self,
+        executor: ModelExecutor,
+        progress: ProgressHook | None = None,
+        name: str = "usecase",
+        tally: Tally | None = None,
+    ) -> None:
         self.executor = executor
         self.hook = progress
         self.name = name
@@ -60,7 +65,9 @@ class UseCaseExecutor:
         self._report()
         return self
 
-    def run(self, request_type: str, requests: Sequence[Any], progress: Callable[[int], None] | None = None) -> list[Any]:
+    def run(
+        self, request_type: str, requests: Sequence[Any], progress: Callable[[int], None] | None = None
+    ) -> list[Any]:
         if not requests:
             return []
         unique, mapping = dedupe(requests)

@@ -25,7 +25,9 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
 
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
-        raise ModelLoadError(f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{spec}'")
+        raise ModelLoadError(
+            f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{spec}'"
+        )
     path = Path(file)
     if not path.is_file():
         raise ModelLoadError(f"--model steer:{spec}: no such file {path}")
@@ -44,6 +46,8 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     if not isinstance(controls, (list, tuple)) or not all(isinstance(c, Control) for c in controls):
         raise TaskDefinitionError(
             f"'{name}' must be a SteeringPipeline, a list of controls, or a function returning one "
-            f"(got {type(value).__name__})", file=path, field=name,
+            f"(got {type(value).__name__})",
+            file=path,
+            field=name,
         )
     return SteeredModel(SteeringPipeline(base_model, list(controls), name=name), owns=True)

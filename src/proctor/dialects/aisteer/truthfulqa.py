@@ -94,8 +94,15 @@ class YesNoJudgeMetric(Metric):
     rate_key: ClassVar[str] = "rate"
     fields: ClassVar[tuple[str, ...]] = ("question", "response")
 
-    def __init__(self, model_or_id: Any = DEFAULT_JUDGE, tokenizer: Any | None = None, device: str | None = None,
-                 torch_dtype: Any = "bfloat16", max_new_tokens: int = 3, **extras: Any) -> None:
+    def __init__(
+        self,
+        model_or_id: Any = DEFAULT_JUDGE,
+        tokenizer: Any | None = None,
+        device: str | None = None,
+        torch_dtype: Any = "bfloat16",
+        max_new_tokens: int = 3,
+        **extras: Any,
+    ) -> None:
         super().__init__(**extras)
         self.name = type(self).__name__
         if tokenizer is None and not isinstance(model_or_id, str) and not _is_proctor_model(model_or_id):
@@ -128,13 +135,19 @@ class YesNoJudgeMetric(Metric):
         # a single user turn: rendered with the judge's chat template, as is without one (as AISteer360 does)
         items = [{"prompt": self.judge_prompt(r)} for r in records]
         _, raw = batch_retry_generate(
-            items, self._judge(), self.tokenizer, gen_kwargs={"max_new_tokens": self.max_new_tokens, "do_sample": False},
-            max_retries=0, return_raw=True, batch_size=1,  # one prompt at a time on a raw model: no padding
+            items,
+            self._judge(),
+            self.tokenizer,
+            gen_kwargs={"max_new_tokens": self.max_new_tokens, "do_sample": False},
+            max_retries=0,
+            return_raw=True,
+            batch_size=1,  # one prompt at a time on a raw model: no padding
         )
         return raw
 
-    def compute(self, responses: Sequence[dict[str, Any]] | None = None, prompts: Sequence[str] | None = None,
-                **kwargs: Any) -> dict[str, Any]:
+    def compute(
+        self, responses: Sequence[dict[str, Any]] | None = None, prompts: Sequence[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         if not responses:
             return {self.rate_key: 0.0, "scores": []}
         scores = [int(text.strip().lower().startswith("yes")) for text in self.verdicts(list(responses))]
@@ -159,8 +172,10 @@ class Truthfulness(YesNoJudgeMetric):
 
     def judge_prompt(self, record: dict[str, Any]) -> str:
         return TRUTHFULNESS_PROMPT.format(
-            question=record["question"], answer=record["response"],
-            correct_answers=_bullets(record["correct_answers"]), incorrect_answers=_bullets(record["incorrect_answers"]),
+            question=record["question"],
+            answer=record["response"],
+            correct_answers=_bullets(record["correct_answers"]),
+            incorrect_answers=_bullets(record["incorrect_answers"]),
         )
 
 
@@ -187,18 +202,28 @@ class TruthfulQA(UseCase):
     def prompt_text(row: dict[str, Any]) -> str:
         return f"{row['truthfulness_instruction']}\n\nQuestion: {row['question']}"
 
-    def generate(self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs) -> list[dict]:
+    def generate(
+        self, model_or_pipeline, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kwargs
+    ) -> list[dict]:
         if not self.evaluation_data:
             log.warning("No evaluation data provided")
             return []
         # one prompt per row, in row order: runtime overrides (e.g. {"PASTA": {"substrings": ...}}) match rows
         items = [
-            {**({"id": row["id"]} if "id" in row else {}), "prompt": [{"role": "user", "content": self.prompt_text(row)}]}
+            {
+                **({"id": row["id"]} if "id" in row else {}),
+                "prompt": [{"role": "user", "content": self.prompt_text(row)}],
+            }
             for row in self.evaluation_data
         ]
         responses, _, outputs = batch_retry_generate(
-            prompt_data=items, model_or_pipeline=model_or_pipeline, tokenizer=tokenizer, gen_kwargs=dict(gen_kwargs or {}),
-            runtime_overrides=runtime_overrides, evaluation_data=self.evaluation_data, return_outputs=True,
+            prompt_data=items,
+            model_or_pipeline=model_or_pipeline,
+            tokenizer=tokenizer,
+            gen_kwargs=dict(gen_kwargs or {}),
+            runtime_overrides=runtime_overrides,
+            evaluation_data=self.evaluation_data,
+            return_outputs=True,
             batch_size=kwargs.get("batch_size"),
         )
         log_truncation_count(outputs)
@@ -231,12 +256,17 @@ class TruthfulQA(UseCase):
         for name, trials in runs.items():
             for index, generation in enumerate(trials[0]["generations"] if trials else []):
                 if index == len(entries):
-                    entries.append({key: generation[key] for key in ("question", "correct_answers", "incorrect_answers")})
+                    entries.append(
+                        {key: generation[key] for key in ("question", "correct_answers", "incorrect_answers")}
+                    )
                 entry = entries[index]
                 entry[name] = generation["response"]
                 entry[f"{name}_finish_reason"] = generation.get("finish_reason")
                 if generation.get("adapted_prompt") is not None:
                     entry[f"{name}_adapted_prompt"] = generation["adapted_prompt"]
         write_json_atomic(folder / "responses.json", entries)
-        scores = {name: [{k: v for k, v in run.items() if k != "generations"} for run in trials] for name, trials in runs.items()}
+        scores = {
+            name: [{k: v for k, v in run.items() if k != "generations"} for run in trials]
+            for name, trials in runs.items()
+        }
         write_json_atomic(folder / "scores.json", scores)

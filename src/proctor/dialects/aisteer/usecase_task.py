@@ -70,27 +70,43 @@ def _jsonable(value: Any) -> Any:
 
 
 def use_case_task(
-    name: str, built: Built, build: Callable[[int | None], Built], source: Path | None, benchmark_trial: int | None = None
+    name: str,
+    built: Built,
+    build: Callable[[int | None], Built],
+    source: Path | None,
+    benchmark_trial: int | None = None,
 ) -> Task:
     """The task of one use case; ``built`` is it with every row, ``build(limit)`` builds it again;
     ``benchmark_trial``: the trial of a ``Benchmark`` this task runs (see the module doc)."""
     case, gen_kwargs, call = built
     fingerprint = case.fingerprint()
-    spec = TaskSpec.model_validate({
-        "name": name,
-        "kind": "generate",
-        "description": f"Python use case {type(case).__qualname__}",
-        "data": [{"path": str(source) if source is not None else f"<python:{type(case).__qualname__}>"}],
-        "handler": HandlerSpec(name=HANDLER, options=UseCaseTaskOptions(
-            fingerprint=fingerprint, gen_kwargs=_jsonable(gen_kwargs), batch_size=call.get("batch_size"),
-            runtime_overrides=_jsonable(call.get("runtime_overrides")), benchmark_trial=benchmark_trial)),
-    })
+    spec = TaskSpec.model_validate(
+        {
+            "name": name,
+            "kind": "generate",
+            "description": f"Python use case {type(case).__qualname__}",
+            "data": [{"path": str(source) if source is not None else f"<python:{type(case).__qualname__}>"}],
+            "handler": HandlerSpec(
+                name=HANDLER,
+                options=UseCaseTaskOptions(
+                    fingerprint=fingerprint,
+                    gen_kwargs=_jsonable(gen_kwargs),
+                    batch_size=call.get("batch_size"),
+                    runtime_overrides=_jsonable(call.get("runtime_overrides")),
+                    benchmark_trial=benchmark_trial,
+                ),
+            ),
+        }
+    )
     base = source.parent if source is not None else Path.cwd()
     return Task(spec=spec, file=source, base_dir=base, dialect="usecase", resources={"use_case": UseCaseEntry(build)})
 
 
-def object_build(case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]) -> Callable[[int | None], Built]:
+def object_build(
+    case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]
+) -> Callable[[int | None], Built]:
     """``build`` for a use case object: a copy holding its first ``limit`` rows (the object stays as is)."""
+
     def build(limit: int | None) -> Built:
         if not limit:
             return case, dict(gen_kwargs), dict(call)
@@ -149,8 +165,12 @@ def _returned(case: UseCase, method: str, value: Any, kind: type, wanted: str) -
     if kind is list and isinstance(value, tuple):
         return list(value)
     file, line = definition_site(getattr(type(case), method))
-    raise TaskDefinitionError(f"{type(case).__name__}.{method} returned {type(value).__name__} {value!r:.80}; it must return {wanted}",
-                              file=file, line=line, field=method)
+    raise TaskDefinitionError(
+        f"{type(case).__name__}.{method} returned {type(value).__name__} {value!r:.80}; it must return {wanted}",
+        file=file,
+        line=line,
+        field=method,
+    )
 
 
 def _missing_rows(generations: Sequence[Any], rows: Sequence[Any]) -> list[str]:
@@ -161,8 +181,10 @@ def _missing_rows(generations: Sequence[Any], rows: Sequence[Any]) -> list[str]:
     by_id = all(isinstance(rows[k], Mapping) and "id" in rows[k] for k in empty)
     names = [str(rows[k]["id"]) if by_id else str(k + 1) for k in empty]
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-    return [f"generate() returned {len(generations)} generation(s) for {len(rows)} rows: {len(empty)} row(s) got none "
-            f"({'ids' if by_id else 'rows'} {shown}); the metrics cover only the generations returned"]
+    return [
+        f"generate() returned {len(generations)} generation(s) for {len(rows)} rows: {len(empty)} row(s) got none "
+        f"({'ids' if by_id else 'rows'} {shown}); the metrics cover only the generations returned"
+    ]
 
 
 def _not_numbers(evaluations: Mapping[str, Any]) -> list[str]:
@@ -170,8 +192,11 @@ def _not_numbers(evaluations: Mapping[str, Any]) -> list[str]:
     flat: dict[str, dict] = {}
     for metric, values in evaluations.items():
         _flatten(str(metric), values, flat)
-    return [f"metric '{name}' is {entry['value']} (not a number): the use case's metric returned it"
-            for name, entry in flat.items() if not math.isfinite(entry["value"])]
+    return [
+        f"metric '{name}' is {entry['value']} (not a number): the use case's metric returned it"
+        for name, entry in flat.items()
+        if not math.isfinite(entry["value"])
+    ]
 
 
 class UseCaseTask(GenerationTask):
@@ -189,14 +214,21 @@ class UseCaseTask(GenerationTask):
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         entry = self.resources.get("use_case")  # set by load_handler after construction
         if not isinstance(entry, UseCaseEntry):
-            raise TaskDefinitionError(f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="handler")
+            raise TaskDefinitionError(
+                f"use case task '{self.spec.name}' was not loaded by the use case dialect", field="handler"
+            )
         self.case, self.gen_kwargs, self.call = entry.build(limit)
         rows = self.case.evaluation_data
         source = str(self.spec.data[0].path)
         return [
-            Sample(id=str(row["id"]) if isinstance(row, Mapping) and "id" in row else str(index),
-                   fields=dict(row) if isinstance(row, Mapping) else {"row": row}, file=source, row=index, index=index,
-                   given=NO_TEXTS)
+            Sample(
+                id=str(row["id"]) if isinstance(row, Mapping) and "id" in row else str(index),
+                fields=dict(row) if isinstance(row, Mapping) else {"row": row},
+                file=source,
+                row=index,
+                index=index,
+                given=NO_TEXTS,
+            )
             for index, row in enumerate(rows)
         ]
 
@@ -219,16 +251,24 @@ class UseCaseTask(GenerationTask):
         try:
             with aisteer360_names():
                 generations = call_user(
-                    case.generate, f"{type(case).__name__}.generate", target, tokenizer, gen_kwargs=dict(self.gen_kwargs),
-                    runtime_overrides=self.call.get("runtime_overrides"), batch_size=self.call.get("batch_size") or _model_batch_size(model),
-                    field="generate", file=source,
+                    case.generate,
+                    f"{type(case).__name__}.generate",
+                    target,
+                    tokenizer,
+                    gen_kwargs=dict(self.gen_kwargs),
+                    runtime_overrides=self.call.get("runtime_overrides"),
+                    batch_size=self.call.get("batch_size") or _model_batch_size(model),
+                    field="generate",
+                    file=source,
                 )
         finally:
             if pipeline is not None:
                 pipeline.executor = held
         generations = _returned(case, "generate", generations, list, "a list of generations (one dict per prompt)")
         with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
-            evaluations = call_user(case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source)
+            evaluations = call_user(
+                case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source
+            )
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
         warnings = _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations)
         metrics: dict[str, dict] = {}
@@ -241,7 +281,12 @@ class UseCaseTask(GenerationTask):
             "n_samples": len(generations),
             "n_rows": len(case.evaluation_data),
             "evaluations": evaluations,
-            "requests": {"total": session.tally.total, "unique": session.tally.total, "computed": session.tally.model_calls, "type": "custom"},
+            "requests": {
+                "total": session.tally.total,
+                "unique": session.tally.total,
+                "computed": session.tally.model_calls,
+                "type": "custom",
+            },
             **({"warnings": warnings} if warnings else {}),
         }
         executor.progress(len(samples))

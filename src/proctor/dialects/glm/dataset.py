@@ -101,7 +101,9 @@ class MultiChoiceTaskDataset(EvaluationDataset):
         if len(text) + tgt_seq_length + 2 > self.config.max_seq_length:
             text_length = self.config.max_seq_length - tgt_seq_length - 2
             text = text[len(text) - text_length :]
-        assert not (self.mask_id in text and self.config.use_multitask_encoding), "Unified multitask encoding don't support blank filling"
+        assert not (
+            self.mask_id in text and self.config.use_multitask_encoding
+        ), "Unified multitask encoding don't support blank filling"
         if tgt_seq_length != 1:
             self.is_single_token = False
         return {"text": text, "choices": choices, "label": label}
@@ -111,7 +113,12 @@ class MultiChoiceTaskDataset(EvaluationDataset):
         choices = item["choices"]
         if self.is_single_token:  # GLM's batch holds the choice ids flattened: [c1, c2, ...]
             choices = np.array(choices, dtype=np.int64).squeeze().tolist()
-        return {"text": list(item["text"]), "choices": choices, "choice_ids": [list(c) for c in item["choices"]], "label": item["label"]}
+        return {
+            "text": list(item["text"]),
+            "choices": choices,
+            "choice_ids": [list(c) for c in item["choices"]],
+            "label": item["label"],
+        }
 
     def collate_fn(self, samples):
         return {
@@ -137,7 +144,11 @@ class LanguageModelTaskDataset(EvaluationDataset):
                     "raw_text": tokens,
                     "num_original_tokens": len(raw_text.strip().split(" ")),  # GLM's word count
                     "num_sequences": max(
-                        math.ceil(max(len(tokens) - (self.config.max_seq_length - 1), 0) / self.config.generation_length) + 1, 1
+                        math.ceil(
+                            max(len(tokens) - (self.config.max_seq_length - 1), 0) / self.config.generation_length
+                        )
+                        + 1,
+                        1,
                     ),
                 }
             )

@@ -56,8 +56,15 @@ FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
     "stop": ((str, list), None),  # proctor's addition: stop strings for generation
 }
 # the least each count may be (GLM would crash later, or proctor silently use another value)
-MINIMUMS = {"max_seq_length": 2, "micro_batch_size": 1, "num_beams": 1, "no_repeat_ngram_size": 0, "min_gen_length": 0,
-            "max_gen_length": 1, "generation_length": 1}
+MINIMUMS = {
+    "max_seq_length": 2,
+    "micro_batch_size": 1,
+    "num_beams": 1,
+    "no_repeat_ngram_size": 0,
+    "min_gen_length": 0,
+    "max_gen_length": 1,
+    "generation_length": 1,
+}
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
 
 
@@ -75,44 +82,74 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
         snake = str(key).replace("-", "_")
         line = document.line_of(key) if isinstance(document, LineDict) else None
         if snake in config:
-            raise TaskDefinitionError(f"'{key}' is given twice (as snake_case and kebab-case)", file=path, line=line, field=str(key))
+            raise TaskDefinitionError(
+                f"'{key}' is given twice (as snake_case and kebab-case)", file=path, line=line, field=str(key)
+            )
         if snake not in FIELDS:
             log.warning("%s:%s: unknown GLM task key '%s' (ignored, as GLM does)", path, line, key)
             continue
         types, _ = FIELDS[snake]
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-            raise TaskDefinitionError(f"'{key}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=str(key))
+            raise TaskDefinitionError(
+                f"'{key}' must be {wanted}, got {type(value).__name__}: {value!r:.60}",
+                file=path,
+                line=line,
+                field=str(key),
+            )
         if snake in MINIMUMS and isinstance(value, int) and value < MINIMUMS[snake]:  # counts: ints by FIELDS
-            raise TaskDefinitionError(f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key))
+            raise TaskDefinitionError(
+                f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key)
+            )
         if snake == "module" and isinstance(value, str) and not _is_class_reference(value):  # else None
-            raise TaskDefinitionError(f"'module' names a class as 'package.module.Class' or 'file.py:Class', got {value!r}",
-                                      file=path, line=line, field=str(key))
+            raise TaskDefinitionError(
+                f"'module' names a class as 'package.module.Class' or 'file.py:Class', got {value!r}",
+                file=path,
+                line=line,
+                field=str(key),
+            )
         config[snake] = value
         lines[snake] = line
     for key in ("name", "type", "path"):
         if key not in config:
-            raise TaskDefinitionError(f"missing required field '{key}'", file=path, line=getattr(document, "line", None), field=key)
+            raise TaskDefinitionError(
+                f"missing required field '{key}'", file=path, line=getattr(document, "line", None), field=key
+            )
     for key, (_, default) in FIELDS.items():
         config.setdefault(key, default)
     if config["type"] not in TYPES and not (config["type"] == "other" and config["module"]):
         detail = " ('other' tasks are custom GLM code that proctor cannot run)" if config["type"] == "other" else ""
         raise TaskDefinitionError(
-            f"unknown task type '{config['type']}'{detail}; use mul, gen or lm", file=path, line=lines.get("type"), field="type"
+            f"unknown task type '{config['type']}'{detail}; use mul, gen or lm",
+            file=path,
+            line=lines.get("type"),
+            field="type",
         )
     if config["unidirectional"] and not config["use_task_mask"]:
-        raise TaskDefinitionError("'unidirectional' requires 'use_task_mask' (as in GLM)", file=path, line=lines.get("unidirectional"), field="unidirectional")
+        raise TaskDefinitionError(
+            "'unidirectional' requires 'use_task_mask' (as in GLM)",
+            file=path,
+            line=lines.get("unidirectional"),
+            field="unidirectional",
+        )
     if config["sampling_strategy"] not in ("BaseStrategy", "BeamSearchStrategy"):
         raise TaskDefinitionError(
             f"unknown sampling_strategy '{config['sampling_strategy']}'; use BaseStrategy or BeamSearchStrategy",
-            file=path, line=lines.get("sampling_strategy"), field="sampling_strategy",
+            file=path,
+            line=lines.get("sampling_strategy"),
+            field="sampling_strategy",
         )
     if isinstance(config["metrics"], str):
         config["metrics"] = [config["metrics"]]
     pattern = config["file_pattern"]
     if isinstance(pattern, dict):
         if not pattern or not all(isinstance(k, str) and isinstance(v, str) for k, v in pattern.items()):
-            raise TaskDefinitionError("'file-pattern' groups map a group name to one glob", file=path, line=lines.get("file_pattern"), field="file-pattern")
+            raise TaskDefinitionError(
+                "'file-pattern' groups map a group name to one glob",
+                file=path,
+                line=lines.get("file_pattern"),
+                field="file-pattern",
+            )
     return config, lines
 
 
@@ -120,7 +157,10 @@ def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal[
     relative = f"{config['path'].rstrip('/')}/{pattern}"
     if Path(config["path"]).expanduser().is_absolute():
         return [DataSpec(path=relative, format=fmt)]
-    return [DataSpec(path="${DATA_PATH}/" + relative, format=fmt), DataSpec(path=str(yaml_dir.resolve() / relative), format=fmt)]
+    return [
+        DataSpec(path="${DATA_PATH}/" + relative, format=fmt),
+        DataSpec(path=str(yaml_dir.resolve() / relative), format=fmt),
+    ]
 
 
 def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str, yaml_dir: Path) -> dict[str, Any]:
@@ -143,7 +183,9 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     }
     if kind == "multiple_choice":
         spec.update(
-            prompt="{{ inputs_pretokenized }}", choices="{{ choices_pretokenized }}", target="{{ label }}",
+            prompt="{{ inputs_pretokenized }}",
+            choices="{{ choices_pretokenized }}",
+            target="{{ label }}",
             max_length=config["max_seq_length"],
         )
     elif kind == "generate":
@@ -178,21 +220,42 @@ def _consent(options: BaseOptions | None) -> dict[str, Any]:
     return {CODE_KEY: "module", **({TRUST: True} if options is not None and options.trust_task_code else {})}
 
 
-def _module_task(config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: BaseOptions | None) -> Task:
+def _module_task(
+    config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: BaseOptions | None
+) -> Task:
     """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
     every group, and its report hooks see all of them), run by ``proctor.dialects.glm.handler``."""
     relative = config["path"].rstrip("/")
-    roots = [relative] if Path(relative).expanduser().is_absolute() else ["${DATA_PATH}/" + relative, str(path.parent.resolve() / relative)]
-    spec = TaskSpec.model_validate({
-        "name": config["name"],
-        "kind": "generate",
-        "description": f"GLM-130B task '{config['name']}' (type {config['type']}), task class {config['module']}",
-        "data": [DataSpec(path=root) for root in roots],
-        "handler": HandlerSpec(name="glm.module", options=GLMModuleOptions(
-            module=config["module"], yaml=str(path.resolve()), roots=roots, config={k: v for k, v in config.items() if k != "stop"})),
-    })
-    return Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None),
-                resources=_consent(options))
+    roots = (
+        [relative]
+        if Path(relative).expanduser().is_absolute()
+        else ["${DATA_PATH}/" + relative, str(path.parent.resolve() / relative)]
+    )
+    spec = TaskSpec.model_validate(
+        {
+            "name": config["name"],
+            "kind": "generate",
+            "description": f"GLM-130B task '{config['name']}' (type {config['type']}), task class {config['module']}",
+            "data": [DataSpec(path=root) for root in roots],
+            "handler": HandlerSpec(
+                name="glm.module",
+                options=GLMModuleOptions(
+                    module=config["module"],
+                    yaml=str(path.resolve()),
+                    roots=roots,
+                    config={k: v for k, v in config.items() if k != "stop"},
+                ),
+            ),
+        }
+    )
+    return Task(
+        spec=spec,
+        file=path,
+        base_dir=path.parent,
+        dialect="glm130b",
+        line=getattr(document, "line", None),
+        resources=_consent(options),
+    )
 
 
 def _proctor_class(reference: str, yaml_dir: Path) -> bool:
@@ -220,12 +283,18 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
     if config["module"] and not proctor_class:
         return [_module_task(config, lines, path, document, options)]
     if config["type"] not in TYPES:
-        raise TaskDefinitionError("'type: other' needs a GLM task class (module:)", file=path, line=lines.get("type"), field="type")
+        raise TaskDefinitionError(
+            "'type: other' needs a GLM task class (module:)", file=path, line=lines.get("type"), field="type"
+        )
     pattern = config["file_pattern"]
-    groups = [("all", pattern, config["name"])] if isinstance(pattern, str) else [
-        (group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()
-    ]
-    task_lines = {proctor: lines[glm] for glm, proctor in (("metrics", "metrics"), ("module", "task_class")) if glm in lines}
+    groups = (
+        [("all", pattern, config["name"])]
+        if isinstance(pattern, str)
+        else [(group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()]
+    )
+    task_lines = {
+        proctor: lines[glm] for glm, proctor in (("metrics", "metrics"), ("module", "task_class")) if glm in lines
+    }
     tasks = []
     for group, glob, name in groups:
         raw = _spec_for_group(config, name, group, glob, path.parent)
@@ -234,8 +303,19 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
         except ValidationError as exc:
             error = exc.errors()[0]
             field = ".".join(str(x) for x in error["loc"])
-            raise TaskDefinitionError(f"{error['msg']} (from the GLM settings)", file=path, line=getattr(document, "line", None), field=field) from None
+            raise TaskDefinitionError(
+                f"{error['msg']} (from the GLM settings)", file=path, line=getattr(document, "line", None), field=field
+            ) from None
         code = _consent(options) if config["module"] else {}
-        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="glm130b", line=getattr(document, "line", None), lines=task_lines,
-                          resources=code))
+        tasks.append(
+            Task(
+                spec=spec,
+                file=path,
+                base_dir=path.parent,
+                dialect="glm130b",
+                line=getattr(document, "line", None),
+                lines=task_lines,
+                resources=code,
+            )
+        )
     return tasks

@@ -84,8 +84,11 @@ def _shown(item: dict | None, prediction: Any, scores: list[float] | None, token
     choices = item.get("choices_pretokenized")
     if isinstance(choices, list) and isinstance(prediction, (int, np.integer)):
         label = item.get("label")
-        out: dict[str, Any] = {"choices": [str(c) for c in choices], "prediction": int(prediction),
-                               "target": label if isinstance(label, int) and 0 <= label < len(choices) else None}
+        out: dict[str, Any] = {
+            "choices": [str(c) for c in choices],
+            "prediction": int(prediction),
+            "target": label if isinstance(label, int) and 0 <= label < len(choices) else None,
+        }
         out["correct"] = out["target"] == out["prediction"] if out["target"] is not None else None
         if scores is not None and len(scores) == len(choices):
             from proctor.kinds.multiple_choice import softmax
@@ -93,7 +96,11 @@ def _shown(item: dict | None, prediction: Any, scores: list[float] | None, token
             out.update(logprobs=scores, distribution=softmax(scores))
         return out
     targets = item.get("targets_pretokenized")
-    if isinstance(prediction, (list, tuple)) and tokenizer is not None and all(isinstance(t, (int, np.integer)) for t in prediction):
+    if (
+        isinstance(prediction, (list, tuple))
+        and tokenizer is not None
+        and all(isinstance(t, (int, np.integer)) for t in prediction)
+    ):
         out = {"generation": tokenizer.detokenize(list(prediction))}
         if targets is not None:
             out["target"] = [str(t) for t in targets] if isinstance(targets, list) else [str(targets)]
@@ -133,7 +140,10 @@ class GLMModuleTask(CustomTask):
         if not (isinstance(cls, type) and issubclass(cls, BaseTask)):
             raise TaskDefinitionError(
                 f"'{module}' must subclass GLM's MultiChoiceTask, GenerationTask or LanguageModelTask "
-                "(from evaluation import ...)", file=self.yaml, field="module")
+                "(from evaluation import ...)",
+                file=self.yaml,
+                field="module",
+            )
         return cls
 
     # ---------------------------------------------------------------- data, before any model
@@ -145,12 +155,21 @@ class GLMModuleTask(CustomTask):
             except SourceUnavailable as exc:
                 tried.append(str(exc))
                 continue
-            check_inside(folder, data_roots(self.yaml.parent, variables), written=self.options.config["path"], file=self.yaml, field="path")
+            check_inside(
+                folder,
+                data_roots(self.yaml.parent, variables),
+                written=self.options.config["path"],
+                file=self.yaml,
+                field="path",
+            )
             if folder.is_dir():
                 return folder
             tried.append(f"no folder {folder}")
-        raise TaskDefinitionError("the task's data folder is not available: " + "; ".join(tried) +
-                                  " (give GLM's DATA_PATH with --data-path)", file=self.yaml, field="path")
+        raise TaskDefinitionError(
+            "the task's data folder is not available: " + "; ".join(tried) + " (give GLM's DATA_PATH with --data-path)",
+            file=self.yaml,
+            field="path",
+        )
 
     def load_samples(self, limit: int | None = None, variables=None) -> list[Sample]:
         if self.cls is None:
@@ -162,26 +181,44 @@ class GLMModuleTask(CustomTask):
         for group, glob_pattern in groups.items():
             self.files[group] = [relpath(p, root) for p in sorted(glob(join(str(root), glob_pattern), recursive=True))]
             for rel in self.files[group]:
-                path = check_inside(root / rel, data_roots(self.yaml.parent, variables), written=rel, file=self.yaml, field="file-pattern")
+                path = check_inside(
+                    root / rel,
+                    data_roots(self.yaml.parent, variables),
+                    written=rel,
+                    file=self.yaml,
+                    field="file-pattern",
+                )
                 if path.is_dir():
                     continue
                 if path.suffix in _JSON or ".json" in path.name:
                     lines = path.read_text(encoding="utf-8").splitlines()
-                    for row, item in json_lines(lines, lambda n, exc: TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=n)):
-                        shown = item.get("inputs_pretokenized", item.get("text_pretokenized", "")) if isinstance(item, dict) else ""
-                        if isinstance(item, dict):  # the row's choices, label and targets as text, for the sample records
+                    for row, item in json_lines(
+                        lines, lambda n, exc: TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=n)
+                    ):
+                        shown = (
+                            item.get("inputs_pretokenized", item.get("text_pretokenized", ""))
+                            if isinstance(item, dict)
+                            else ""
+                        )
+                        if isinstance(
+                            item, dict
+                        ):  # the row's choices, label and targets as text, for the sample records
                             self._rows[(str(path), row)] = item
                         samples.append(self._sample(group, rel, path, row, str(shown)))
                 else:
                     samples.append(self._sample(group, rel, path, 1, path.read_text(encoding="utf-8")[:200]))
         if not samples:
-            raise TaskDefinitionError(f"no data file matches {pattern!r} under {root}", file=self.yaml, field="file-pattern")
+            raise TaskDefinitionError(
+                f"no data file matches {pattern!r} under {root}", file=self.yaml, field="file-pattern"
+            )
         return samples
 
     @staticmethod
     def _sample(group: str, rel: str, path: Path, row: int, shown: str) -> Sample:
         fields = {"_source": rel, "_glm_group": group}
-        return Sample(f"{group}/{rel}/{row}", fields, str(path), row, row - 1, given=GivenTexts(prompt=shown, target=""))
+        return Sample(
+            f"{group}/{rel}/{row}", fields, str(path), row, row - 1, given=GivenTexts(prompt=shown, target="")
+        )
 
     # ---------------------------------------------------------------- running
     def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Executor):
@@ -223,17 +260,23 @@ class GLMModuleTask(CustomTask):
             return target(*args)
         except ProctorError:
             raise
-        except Exception as exc:  # the class's code (or GLM's stand-ins it called): at the class's own line when it has one
+        except (
+            Exception
+        ) as exc:  # the class's code (or GLM's stand-ins it called): at the class's own line when it has one
             raise user_code_error(exc, f"{self.options.module}.{hook}", file=self.yaml, field="module") from None
 
-    def _collect(self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None) -> list[tuple[Any, dict]]:
+    def _collect(
+        self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None
+    ) -> list[tuple[Any, dict]]:
         results = task.proctor_results
         files: list[tuple[dict[str, float], int]] = []
         source_parts, group_parts = {}, {}
         for group, by_file in results.items():
             group_files = []
             for file, entry in by_file.items():
-                values = {k: v for name, value in entry["metrics"].items() for k, v in _numeric_leaves(name, value).items()}
+                values = {
+                    k: v for name, value in entry["metrics"].items() for k, v in _numeric_leaves(name, value).items()
+                }
                 files.append((values, entry["n"]))
                 group_files.append((values, entry["n"]))
                 source_parts[file] = {
@@ -263,8 +306,14 @@ class GLMModuleTask(CustomTask):
                 prediction = entry["predictions"][index]
                 record["prediction"] = _jsonable(prediction)
                 scores = entry.get("scores") or []
-                record.update(_shown(self._rows.get((s.sample.file, s.sample.row)), prediction,
-                                     scores[index] if len(scores) == len(entry["predictions"]) else None, tokenizer))
+                record.update(
+                    _shown(
+                        self._rows.get((s.sample.file, s.sample.row)),
+                        prediction,
+                        scores[index] if len(scores) == len(entry["predictions"]) else None,
+                        tokenizer,
+                    )
+                )
             pairs.append((None, record))
         return pairs
 

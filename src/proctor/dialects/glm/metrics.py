@@ -75,7 +75,9 @@ def special_for_dataset(predictions, examples):
     return True
 
 
-DEFAULT_METRICS: defaultdict[str, Callable[..., Any]] = defaultdict(lambda: special_for_dataset)  # name -> f(predictions, examples)
+DEFAULT_METRICS: defaultdict[str, Callable[..., Any]] = defaultdict(
+    lambda: special_for_dataset
+)  # name -> f(predictions, examples)
 DEFAULT_METRICS.update(
     {
         "EM": qa_exact_match,

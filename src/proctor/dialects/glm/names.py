@@ -23,7 +23,14 @@ def _stand_ins() -> dict[str, types.ModuleType]:
 
     package = types.ModuleType("evaluation", "proctor's stand-in for GLM-130B's evaluation package")
     package.__path__ = []  # a package: submodules below resolve through sys.modules
-    modules = {"configs": configs, "tasks": tasks, "model": model, "dataset": dataset, "metrics": metrics, "utils": utils}
+    modules = {
+        "configs": configs,
+        "tasks": tasks,
+        "model": model,
+        "dataset": dataset,
+        "metrics": metrics,
+        "utils": utils,
+    }
     for name in ("TaskType", "BaseConfig", "MultiChoiceTaskConfig", "GenerationTaskConfig", "LanguageModelTaskConfig"):
         setattr(package, name, getattr(configs, name))
     setattr(package, "ModelForEvaluation", model.ModelForEvaluation)
@@ -33,11 +40,15 @@ def _stand_ins() -> dict[str, types.ModuleType]:
         setattr(package, name, getattr(dataset, name))
     setattr(package, "qa_evaluate", metrics.qa_evaluate)
     setattr(package, "print_rank_0", utils.print_rank_0)
-    setattr(package, "DEFAULT_CLASS", {
-        configs.TaskType.GENERATION: tasks.GenerationTask,
-        configs.TaskType.MULTICHOICE: tasks.MultiChoiceTask,
-        configs.TaskType.LANGUAGE_MODEL: tasks.LanguageModelTask,
-    })
+    setattr(
+        package,
+        "DEFAULT_CLASS",
+        {
+            configs.TaskType.GENERATION: tasks.GenerationTask,
+            configs.TaskType.MULTICHOICE: tasks.MultiChoiceTask,
+            configs.TaskType.LANGUAGE_MODEL: tasks.LanguageModelTask,
+        },
+    )
     out = {"evaluation": package}
     for part, module in modules.items():
         setattr(package, part, module)

@@ -99,6 +99,8 @@ def _ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, words
 
 
-@register_metric("BPB", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False)
+@register_metric(
+    "BPB", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: -lp / n / math.log(2)), higher_is_better=False
+)
 def _bpb(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes

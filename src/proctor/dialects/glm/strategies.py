@@ -77,8 +77,18 @@ class BaseStrategy:
 
 
 class BeamSearchStrategy:
-    def __init__(self, batch_size, num_beams, length_penalty=1.0, consider_end=False, end_tokens=(), invalid_slices=(),
-                 no_repeat_ngram_size=0, min_gen_length=0, deterministic=False):
+    def __init__(
+        self,
+        batch_size,
+        num_beams,
+        length_penalty=1.0,
+        consider_end=False,
+        end_tokens=(),
+        invalid_slices=(),
+        no_repeat_ngram_size=0,
+        min_gen_length=0,
+        deterministic=False,
+    ):
         self.batch_size = batch_size
         self.num_beams = num_beams
         self.length_penalty = length_penalty
@@ -132,7 +142,7 @@ class BeamSearchStrategy:
         if self.ngram > 0 and seq_len > self.ngram:
             for b in range(batch_size):
                 for i in range(num_beams):
-                    prefix = tuple(tokens[b, i, -(self.ngram - 1):].tolist())
+                    prefix = tuple(tokens[b, i, -(self.ngram - 1) :].tolist())
                     for banned in self.cached_beam_ngram_bans[b][i].get(prefix, ()):
                         logits[b, i, banned] = BANNED
         scores = F.log_softmax(logits, dim=-1)
@@ -167,7 +177,7 @@ class BeamSearchStrategy:
                     kept_scores.append(candidate_scores[b, i])
                     if self.ngram > 0:
                         bans = self.cached_beam_ngram_bans[b][int(parent)].copy()
-                        prefix = tuple(tokens[b, parent, -(self.ngram - 1):].tolist())
+                        prefix = tuple(tokens[b, parent, -(self.ngram - 1) :].tolist())
                         bans[prefix] = bans.get(prefix, ()) + (int(token),)
                         kept_bans.append(bans)
                 else:

@@ -62,9 +62,14 @@ class BaseTask(ABC):
         self.proctor_progress: Callable[[int], None] | None = None
 
     def get_file_groups(self):
-        patterns = {"all": self.config.file_pattern} if isinstance(self.config.file_pattern, str) else self.config.file_pattern
+        patterns = (
+            {"all": self.config.file_pattern} if isinstance(self.config.file_pattern, str) else self.config.file_pattern
+        )
         return {
-            name: [relpath(path, start=self.config.path) for path in sorted(glob(join(self.config.path, pattern), recursive=True))]
+            name: [
+                relpath(path, start=self.config.path)
+                for path in sorted(glob(join(self.config.path, pattern), recursive=True))
+            ]
             for name, pattern in patterns.items()
         }
 
@@ -73,8 +78,13 @@ class BaseTask(ABC):
         keep = self.proctor_limits.get(file)
         if keep is not None and len(dataset) == len(dataset.data) and keep < len(dataset.data):
             dataset.data = dataset.data[:keep]
-        loader = build_data_loader(dataset, micro_batch_size=self.config.micro_batch_size, num_workers=1, drop_last=False,
-                                   collate_fn=dataset.collate_fn if dataset.has_collate_fn else None)
+        loader = build_data_loader(
+            dataset,
+            micro_batch_size=self.config.micro_batch_size,
+            num_workers=1,
+            drop_last=False,
+            collate_fn=dataset.collate_fn if dataset.has_collate_fn else None,
+        )
         prediction = []
         self.proctor_scores = []  # the default multiple-choice prediction's per-choice scores, item by item
         for batch in loader:
@@ -96,8 +106,12 @@ class BaseTask(ABC):
                 dataset, prediction = self._predict_file(file)
                 result_dict = {key: metric(prediction, dataset.data) for key, metric in self.metrics.items()}
                 result_dict_group[file] = (result_dict, len(dataset))
-                self.proctor_results[group_name][file] = {"metrics": result_dict, "n": len(dataset), "predictions": prediction,
-                                                          "scores": list(self.proctor_scores)}
+                self.proctor_results[group_name][file] = {
+                    "metrics": result_dict,
+                    "n": len(dataset),
+                    "predictions": prediction,
+                    "scores": list(self.proctor_scores),
+                }
                 if self.verbose:
                     self.report_single_metrics(file, result_dict)
             result_dict_all[group_name] = result_dict_group
@@ -130,13 +144,17 @@ class BaseTask(ABC):
         stats_dict = self.calc_group_metrics(result_dict_group)
         if len(stats_dict) == 1:
             name, stats = next(iter(stats_dict.items()))
-            print_rank_0("    " * level + f"Group {group_name} {name}: max = {stats['max']:.3f}, "
-                         f"median = {stats['median']:.3f}, average = {stats['average']:.3f}")
+            print_rank_0(
+                "    " * level + f"Group {group_name} {name}: max = {stats['max']:.3f}, "
+                f"median = {stats['median']:.3f}, average = {stats['average']:.3f}"
+            )
         else:
             print_rank_0("    " * level + f"  Group {group_name}: ")
             for name, stats in stats_dict.items():
-                print_rank_0("    " * (level + 1) + f"Metric {name}: max = {stats['max']:.3f}, "
-                             f"median = {stats['median']:.3f}, average = {stats['average']:.3f}")
+                print_rank_0(
+                    "    " * (level + 1) + f"Metric {name}: max = {stats['max']:.3f}, "
+                    f"median = {stats['median']:.3f}, average = {stats['average']:.3f}"
+                )
 
     def report_overall_metrics(self, result_dict_all: Dict[str, Tuple[Dict[str, float], int]]):
         pass
@@ -165,12 +183,19 @@ class GenerationTask(BaseTask, ABC):
         end_tokens = [tokenizer.get_command("eop"), tokenizer.get_command("eos")]
         self.strategy: BaseStrategy | BeamSearchStrategy
         if self.config.sampling_strategy == "BaseStrategy":
-            self.strategy = BaseStrategy(batch_size=self.config.micro_batch_size, temperature=1.0, top_k=1, end_tokens=end_tokens)
+            self.strategy = BaseStrategy(
+                batch_size=self.config.micro_batch_size, temperature=1.0, top_k=1, end_tokens=end_tokens
+            )
         elif self.config.sampling_strategy == "BeamSearchStrategy":
             self.strategy = BeamSearchStrategy(
-                self.config.micro_batch_size, self.config.num_beams, length_penalty=self.config.length_penalty, consider_end=True,
-                end_tokens=end_tokens, no_repeat_ngram_size=self.config.no_repeat_ngram_size,
-                min_gen_length=self.config.min_gen_length, deterministic=True,
+                self.config.micro_batch_size,
+                self.config.num_beams,
+                length_penalty=self.config.length_penalty,
+                consider_end=True,
+                end_tokens=end_tokens,
+                no_repeat_ngram_size=self.config.no_repeat_ngram_size,
+                min_gen_length=self.config.min_gen_length,
+                deterministic=True,
             )
         else:
             raise ValueError(f"unknown strategy {self.config.sampling_strategy}")

@@ -55,7 +55,9 @@ class GLMTokenizer:
 def get_tokenizer() -> GLMTokenizer:
     tokenizer = _CURRENT.get()
     if tokenizer is None:
-        raise ProctorError("GLM's get_tokenizer() is available only while proctor runs a GLM-130B task (the model's tokenizer)")
+        raise ProctorError(
+            "GLM's get_tokenizer() is available only while proctor runs a GLM-130B task (the model's tokenizer)"
+        )
     return tokenizer
 
 

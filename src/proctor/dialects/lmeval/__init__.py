@@ -60,7 +60,7 @@ def load_named(text: str, options: LmEvalOptions | None = None) -> list[Task]:
     from proctor.dialects.lmeval import catalogue, specs
 
     options = options or LmEvalOptions()
-    name = str(text)[len(PREFIX):]
+    name = str(text)[len(PREFIX) :]
     include = _include(options)
     where = "the lm_eval catalogue" + (f" and {', '.join(map(str, include))}" if include else "")
     trusted = options.trust_task_code
@@ -103,7 +103,11 @@ def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> li
     tm = catalogue.manager(include, defaults=bool(members) or bool(options.lmeval_include))
     entry = tm.task_index.get(own)
     # by name when the index holds this very file (lm-eval names a group loaded by path after its task list)
-    spec: str | Path = own if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve() else path.resolve()
+    spec: str | Path = (
+        own
+        if entry is not None and entry.yaml_path is not None and Path(entry.yaml_path).resolve() == path.resolve()
+        else path.resolve()
+    )
     leaves = catalogue.resolve(spec, tm, options.trust_task_code, str(folder))
     mapping = _mapping(options)
     return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in leaves]
@@ -114,7 +118,9 @@ def _referenced(document: dict) -> list[str]:
     items = document.get("task")
     if not isinstance(items, list):
         return []
-    return [str(i if isinstance(i, str) else i.get("task") or i.get("group")) for i in items if isinstance(i, (str, dict))]
+    return [
+        str(i if isinstance(i, str) else i.get("task") or i.get("group")) for i in items if isinstance(i, (str, dict))
+    ]
 
 
 def catalogue_rows(queries: list[str], include: list[str] | None = None) -> list[tuple[str, str, str]]:
@@ -123,6 +129,6 @@ def catalogue_rows(queries: list[str], include: list[str] | None = None) -> list
 
     from proctor.dialects.lmeval import catalogue
 
-    patterns = [q[len(PREFIX):] or "*" for q in queries if claims_name(q)]
+    patterns = [q[len(PREFIX) :] or "*" for q in queries if claims_name(q)]
     rows = catalogue.listing(include or [])
     return [row for row in rows if any(fnmatch.fnmatchcase(row[0], p) for p in patterns)]

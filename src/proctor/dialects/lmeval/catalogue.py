@@ -109,16 +109,23 @@ def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> 
     if "class" in config:
         raise TaskDefinitionError(
             f"task '{name}' is a Python task class ('class:'), which proctor does not run; only YAML tasks are supported",
-            file=source, field="class",
+            file=source,
+            field="class",
         )
     for key in ("doc_to_image", "doc_to_audio"):
         if config.get(key):
-            raise TaskDefinitionError(f"task '{name}': '{key}' (multimodal input) is not supported", file=source, field=key)
+            raise TaskDefinitionError(
+                f"task '{name}': '{key}' (multimodal input) is not supported", file=source, field=key
+            )
     if config.get("use_prompt"):
-        raise TaskDefinitionError(f"task '{name}': 'use_prompt' (promptsource) is not supported", file=source, field="use_prompt")
+        raise TaskDefinitionError(
+            f"task '{name}': 'use_prompt' (promptsource) is not supported", file=source, field="use_prompt"
+        )
     repeats = config.get("repeats", 1)
     if repeats not in (None, 1) and config.get("output_type") != "generate_until":
-        raise TaskDefinitionError(f"task '{name}': 'repeats' is only supported for generate_until", file=source, field="repeats")
+        raise TaskDefinitionError(
+            f"task '{name}': 'repeats' is only supported for generate_until", file=source, field="repeats"
+        )
 
 
 def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
@@ -137,15 +144,21 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str =
         file = spec if Path(spec).suffix in (".yaml", ".yml") else None
         raise TaskDefinitionError(
             f"a task here is a Python task class ('class: !function ...', {type(node).__module__}.{type(node).__qualname__}), "
-            "which proctor does not run; only YAML tasks are supported", file=file, field="class",
+            "which proctor does not run; only YAML tasks are supported",
+            file=file,
+            field="class",
         )
     config = captured.config
     source_text = (config.get("metadata") or {}).get("config_source")
     source = Path(source_text) if source_text and source_text != "inline" else None
     if not any(config.get(k) for k in ("dataset_path", "custom_dataset", "dataset_kwargs")):
         member = captured.task_name.rsplit("::", 1)[-1]  # lm-eval names an inline member 'group::name'
-        raise TaskDefinitionError(f"task '{member}' is defined nowhere lm-eval looks (no task file declares it, and an inline entry "
-                                  "gives no dataset_path): a typo in a group's task list?", file=source or (Path(spec) if spec else None), field="task")
+        raise TaskDefinitionError(
+            f"task '{member}' is defined nowhere lm-eval looks (no task file declares it, and an inline entry "
+            "gives no dataset_path): a typo in a group's task list?",
+            file=source or (Path(spec) if spec else None),
+            field="task",
+        )
     _check_supported(config, source, captured.task_name)
     out.append(Leaf(captured.task_name, config, source, list(above)))
 
@@ -174,7 +187,9 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
                 raise unknown_name(name, tm, where) from None
             raise TaskDefinitionError(f"'{name}' refers to an unknown task or group: {missing}", field="task") from None
         except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
-            raise TaskDefinitionError(f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task") from None
+            raise TaskDefinitionError(
+                f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task"
+            ) from None
     leaves: list[Leaf] = []
     for node in built if isinstance(built, list) else [built]:
         _walk(node, [], leaves, _file_of(spec, tm) or str(spec))

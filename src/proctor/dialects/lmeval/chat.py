@@ -22,13 +22,15 @@ MARKER = "\x1elm-eval chat messages\x1e"  # a record separator: no task text sta
 
 def recorder(messages: list[dict], add_generation_prompt: bool = True) -> str:
     """Stands in for ``lm.apply_chat_template`` while lm-eval builds the requests."""
-    return MARKER + json.dumps({"messages": messages, "add_generation_prompt": bool(add_generation_prompt)}, ensure_ascii=False)
+    return MARKER + json.dumps(
+        {"messages": messages, "add_generation_prompt": bool(add_generation_prompt)}, ensure_ascii=False
+    )
 
 
 def recorded(text: Any) -> dict | None:
     """The messages behind a marker, or None for plain text."""
     if isinstance(text, str) and text.startswith(MARKER):
-        return json.loads(text[len(MARKER):])
+        return json.loads(text[len(MARKER) :])
     return None
 
 
@@ -44,7 +46,9 @@ def render(model: Any, messages: list[dict], add_generation_prompt: bool) -> str
                 f"this lm-eval task continues an assistant turn (gen_prefix) under the chat template, which needs "
                 f"the model's tokenizer; model '{getattr(model, 'name', model)}' has none here"
             )
-        return tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=False, continue_final_message=True)
+        return tokenizer.apply_chat_template(
+            chat, tokenize=False, add_generation_prompt=False, continue_final_message=True
+        )
 
     try:
         return apply(messages)

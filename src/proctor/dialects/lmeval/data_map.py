@@ -123,7 +123,9 @@ class Splits(dict):
             have = ", ".join(sorted(self)) or "none"
             raise TaskDefinitionError(
                 f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' (the copy has: {have}; "
-                f"map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)", file=self.source, field="dataset_path"
+                f"map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)",
+                file=self.source,
+                field="dataset_path",
             )
         import datasets
 
@@ -148,10 +150,10 @@ def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed:
             for name, part in loaded.items():
                 splits.setdefault(name, part)
         else:
-            raise TaskDefinitionError(f"--lmeval-data {key}: {value} holds one split; name it (ID:CONFIG:SPLIT)", file=value)
+            raise TaskDefinitionError(
+                f"--lmeval-data {key}: {value} holds one split; name it (ID:CONFIG:SPLIT)", file=value
+            )
     return Splits(dataset, config, splits, needed) if found else None
-
-
 
 
 def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -164,7 +166,9 @@ def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
     files = kwargs.get("data_files")
     values = files.values() if isinstance(files, Mapping) else [files] if files else []
     for value in values:
-        named += [("dataset_kwargs.data_files", str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
+        named += [
+            ("dataset_kwargs.data_files", str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])
+        ]
     return named
 
 
@@ -179,7 +183,9 @@ def check_local(path: Any, kwargs: Mapping[str, Any], roots: tuple[Path, ...], s
 
 
 @contextlib.contextmanager
-def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any, roots: tuple[Path, ...] = ()) -> Iterator[list]:
+def serving(
+    mapping: Mapping[str, str], needed: set[str], task: str, source: Any, roots: tuple[Path, ...] = ()
+) -> Iterator[list]:
     """While lm-eval builds a task, ``datasets.load_dataset`` reads mapped local copies first, then
     the hub (unless offline). Yields a list that receives each ``Splits`` handed out. Local files a
     task names itself (``dataset_path``, ``dataset_kwargs``) must lie in ``roots``."""
@@ -206,14 +212,17 @@ def serving(mapping: Mapping[str, str], needed: set[str], task: str, source: Any
             why = f" ({reason})" if reason else ""
             raise TaskDefinitionError(
                 f"task '{task}': dataset not available offline{why}: '{path}' config '{name}' split(s) {wanted}; {hint}",
-                file=source, field="dataset_path",
+                file=source,
+                field="dataset_path",
             )
         try:
             return real(path, name, *args, **kwargs)
         except Exception as exc:
             raise TaskDefinitionError(
                 f"task '{task}': cannot read dataset '{path}' config '{name}' split(s) {wanted} from the hub "
-                f"({type(exc).__name__}: {str(exc)[:200]}); {hint}", file=source, field="dataset_path",
+                f"({type(exc).__name__}: {str(exc)[:200]}); {hint}",
+                file=source,
+                field="dataset_path",
             ) from None
 
     datasets.load_dataset = load_dataset

@@ -44,7 +44,9 @@ def _splits_read(config: dict[str, Any]) -> set[str]:
     evaluated = config.get("test_split") or config.get("validation_split")
     if evaluated:
         needed.add(str(evaluated))
-    fewshot = config.get("fewshot_split") or ((config.get("fewshot_config") or {}).get("split") if isinstance(config.get("fewshot_config"), dict) else None)
+    fewshot = config.get("fewshot_split") or (
+        (config.get("fewshot_config") or {}).get("split") if isinstance(config.get("fewshot_config"), dict) else None
+    )
     if (config.get("num_fewshot") or 0) > 0:
         needed.add(str(fewshot or config.get("training_split") or config.get("validation_split") or evaluated))
     return needed
@@ -70,7 +72,9 @@ class _LmEvalRunner:
         """The resolved lm-eval task the dialect loaded, handed over in the task's resources."""
         leaf = getattr(self, "resources", {}).get("leaf")
         if leaf is None:
-            raise TaskDefinitionError(f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="handler")
+            raise TaskDefinitionError(
+                f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="handler"
+            )
         return leaf
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
@@ -95,7 +99,11 @@ class _LmEvalRunner:
         config = dict(leaf.config)
         config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.num_fewshot)
         needed = _splits_read(config)
-        with library.consent(True), self._templates(), data_map.serving(self.mapping, needed, leaf.name, leaf.source, self._roots(variables)) as handed:
+        with (
+            library.consent(True),
+            self._templates(),
+            data_map.serving(self.mapping, needed, leaf.name, leaf.source, self._roots(variables)) as handed,
+        ):
             try:
                 task = library.build_task(config)
             except (TaskDefinitionError, ProctorError):
@@ -110,7 +118,8 @@ class _LmEvalRunner:
                 raise TaskDefinitionError(
                     f"task '{leaf.name}' draws {shots} few-shot examples from split '{missing}' of '{splits.dataset}' "
                     f"config '{splits.config}', which has no local copy (--lmeval-data {splits.dataset}:{splits.config or ''}:{missing}=PATH)",
-                    file=leaf.source, field="fewshot_split",
+                    file=leaf.source,
+                    field="fewshot_split",
                 )
         task.set_fewshot_seed(seed=FEWSHOT_SEED)
         return task
@@ -120,7 +129,9 @@ class _LmEvalRunner:
         run = self.run_options
         chat_options = {}
         if run.apply_chat_template:  # messages recorded now, rendered with the model's template in predict_samples
-            chat_options = dict(apply_chat_template=True, fewshot_as_multiturn=run.fewshot_as_multiturn, chat_template=chat.recorder)
+            chat_options = dict(
+                apply_chat_template=True, fewshot_as_multiturn=run.fewshot_as_multiturn, chat_template=chat.recorder
+            )
         try:
             with self._templates():
                 task.build_all_requests(limit=limit, system_instruction=run.system_instruction, **chat_options)
@@ -152,35 +163,60 @@ class _LmEvalRunner:
             instances = self.by_doc[doc_id]
             first = instances[0].arguments
             prompt = first[0] if isinstance(first, tuple) else first
-            choices = [str(i.arguments[1]) for i in instances if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)]
+            choices = [
+                str(i.arguments[1])
+                for i in instances
+                if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)
+            ]
             if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
                 empty = [i for i, c in enumerate(task.doc_to_choice(doc)) if not str(c).strip()]
                 if empty:  # its scored text is only the delimiter, which a model nearly always prefers: a silent number
-                    raise TaskDefinitionError(f"task '{self.leaf.name}', document {doc_id}: doc_to_choice gave an empty choice "
-                                              f"(number {empty[0]}) among {task.doc_to_choice(doc)!r:.120}", file=self.leaf.source,
-                                              row=doc_id + 1, field="doc_to_choice")
+                    raise TaskDefinitionError(
+                        f"task '{self.leaf.name}', document {doc_id}: doc_to_choice gave an empty choice "
+                        f"(number {empty[0]}) among {task.doc_to_choice(doc)!r:.120}",
+                        file=self.leaf.source,
+                        row=doc_id + 1,
+                        field="doc_to_choice",
+                    )
             target = task.doc_to_target(doc)
             if choices and isinstance(target, int) and not isinstance(target, bool) and not 0 <= target < len(choices):
                 # lm-eval would score this document as wrong whatever the model says: a silent number
-                raise TaskDefinitionError(f"task '{self.leaf.name}', document {doc_id}: doc_to_target gave {target}, out of range for "
-                                          f"its {len(choices)} choices {choices!r:.120}", file=self.leaf.source, row=doc_id + 1, field="doc_to_target")
+                raise TaskDefinitionError(
+                    f"task '{self.leaf.name}', document {doc_id}: doc_to_target gave {target}, out of range for "
+                    f"its {len(choices)} choices {choices!r:.120}",
+                    file=self.leaf.source,
+                    row=doc_id + 1,
+                    field="doc_to_target",
+                )
             gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
             if self.spec.kind == "multiple_choice":
                 given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
             elif self.spec.kind == "generate":
-                given = GivenTexts(prompt=str(prompt), target=jsonable(target) if not isinstance(target, (int, float)) else str(target))
+                given = GivenTexts(
+                    prompt=str(prompt), target=jsonable(target) if not isinstance(target, (int, float)) else str(target)
+                )
             else:
                 given = GivenTexts(text=str(prompt))
             fields = {"_lmeval_arguments": jsonable([i.arguments for i in instances])}
-            samples.append(Sample(id=str(doc_id), fields=fields, file=str(self.leaf.source) if self.leaf.source else None, row=doc_id,
-                                  index=position, given=given))
+            samples.append(
+                Sample(
+                    id=str(doc_id),
+                    fields=fields,
+                    file=str(self.leaf.source) if self.leaf.source else None,
+                    row=doc_id,
+                    index=position,
+                    given=given,
+                )
+            )
         return samples
 
     # ------------------------------------------------------------ model calls and scoring
     def predict_samples(self, samples, prompts, executor: Executor):
         self.model = executor.model
         task = self.task
-        self._recorded.update({text: marker for marker, text in chat.render_all(executor.model, task.instances).items()})
+        self._recorded.update(
+            {text: marker for marker, text in chat.render_all(executor.model, task.instances).items()}
+        )
         for instance in task.instances:
             instance.resps = []
         answer_instances(task.instances, len(self.docs), executor, self.leaf)

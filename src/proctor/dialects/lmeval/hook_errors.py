@@ -22,12 +22,12 @@ def _callables(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         if callable(value):
             yield key, value
     for index, item in enumerate(config.get("metric_list") or []):
-        for name, value in (item.items() if isinstance(item, dict) else ()):
+        for name, value in item.items() if isinstance(item, dict) else ():
             if callable(value):
                 yield f"metric_list[{index}].{name}", value
     for index, item in enumerate(config.get("filter_list") or []):
         for step, entry in enumerate(item.get("filter") or [] if isinstance(item, dict) else []):
-            for name, value in (entry.items() if isinstance(entry, dict) else ()):
+            for name, value in entry.items() if isinstance(entry, dict) else ():
                 if callable(value):
                     yield f"filter_list[{index}].filter[{step}].{name}", value
 
@@ -50,31 +50,52 @@ def _first_document(exc: BaseException) -> str | None:
             continue
         target, choices = names.get("test_target"), names.get("test_choice")
         if isinstance(exc, IndexError) and isinstance(target, int) and isinstance(choices, list):
-            return (f"doc_to_target gave {target} for the first document, which is out of range for its "
-                    f"{len(choices)} choice(s) {choices!r:.120}")
+            return (
+                f"doc_to_target gave {target} for the first document, which is out of range for its "
+                f"{len(choices)} choice(s) {choices!r:.120}"
+            )
         if isinstance(exc, IndexError) and names.get("choice") == "":
             return f"doc_to_choice gave an empty choice for the first document: {choices!r:.120}"
     return None
 
 
-def task_error(exc: BaseException, stage: str, name: str, config: dict[str, Any], source: Path | None,
-               catalogue: Path | None = None) -> TaskDefinitionError:
+def task_error(
+    exc: BaseException,
+    stage: str,
+    name: str,
+    config: dict[str, Any],
+    source: Path | None,
+    catalogue: Path | None = None,
+) -> TaskDefinitionError:
     """``exc``, raised while lm-eval ``stage`` (e.g. "builds") task ``name``, as a clear error."""
     roots = [p for p in (source.parent if source else None, catalogue) if p is not None]
     origin = user_origin(exc, roots)
     hook = _hook_key(config, exc)
     if origin is not None:
         via = f"; the task's '{hook[0]}' hook ({hook[1]}) in {source}" if hook else f" (task '{name}' in {source})"
-        return TaskDefinitionError(f"{describe(exc)} (raised in {origin.function} while lm-eval {stage} task '{name}'{via})",
-                                   file=origin.file, line=origin.line, field=hook[0] if hook else None)
+        return TaskDefinitionError(
+            f"{describe(exc)} (raised in {origin.function} while lm-eval {stage} task '{name}'{via})",
+            file=origin.file,
+            line=origin.line,
+            field=hook[0] if hook else None,
+        )
     first = _first_document(exc)
     if first is not None:
         field = "doc_to_choice" if "doc_to_choice" in first.split(" ", 1)[0] else "doc_to_target"
         return TaskDefinitionError(f"task '{name}': {first}", file=source, field=field)
-    reading = [frame.f_code.co_name for frame, _ in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_name.startswith("doc_to_")]
+    reading = [
+        frame.f_code.co_name
+        for frame, _ in traceback.walk_tb(exc.__traceback__)
+        if frame.f_code.co_name.startswith("doc_to_")
+    ]
     if reading:  # lm-eval could not apply a doc_to_* key to a document (a number where a field or template belongs)
         key = reading[-1]
-        return TaskDefinitionError(f"task '{name}': lm-eval cannot apply {key} ({config.get(key)!r:.80}) to the documents: "
-                                   f"{describe(exc)}; it names a field, holds a Jinja template or a list", file=source, field=key)
-    return TaskDefinitionError(f"lm-eval {stage} task '{name}' and failed: {describe(exc)}", file=source,
-                               field=hook[0] if hook else "task")
+        return TaskDefinitionError(
+            f"task '{name}': lm-eval cannot apply {key} ({config.get(key)!r:.80}) to the documents: "
+            f"{describe(exc)}; it names a field, holds a Jinja template or a list",
+            file=source,
+            field=key,
+        )
+    return TaskDefinitionError(
+        f"lm-eval {stage} task '{name}' and failed: {describe(exc)}", file=source, field=hook[0] if hook else "task"
+    )

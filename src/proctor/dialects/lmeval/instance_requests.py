@@ -35,10 +35,15 @@ def proctor_request(instance: Any, leaf: Any) -> Any:
         sample = bool(kwargs.pop("do_sample", False))
         temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
         return GenerateRequest(
-            prompt=context, max_tokens=int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)), stop=tuple(until),
-            temperature=temperature if sample else 0.0, top_p=float(kwargs.pop("top_p", 1.0) or 1.0) if sample else 1.0,
+            prompt=context,
+            max_tokens=int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)),
+            stop=tuple(until),
+            temperature=temperature if sample else 0.0,
+            top_p=float(kwargs.pop("top_p", 1.0) or 1.0) if sample else 1.0,
         )
-    raise TaskDefinitionError(f"task '{leaf.name}': request type '{kind}' is not supported", file=leaf.source, field="output_type")
+    raise TaskDefinitionError(
+        f"task '{leaf.name}': request type '{kind}' is not supported", file=leaf.source, field="output_type"
+    )
 
 
 def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any) -> None:
@@ -63,7 +68,11 @@ def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any
     for kind, group in by_type.items():
         if kind != "generate_until" and not getattr(model, "supports_loglikelihood", True):
             raise ProctorError(f"task '{leaf.name}' needs log-likelihoods, which model '{model.name}' cannot score")
-        proctor_type = {"loglikelihood": "loglikelihood", "loglikelihood_rolling": "rolling_loglikelihood", "generate_until": "generate"}[kind]
+        proctor_type = {
+            "loglikelihood": "loglikelihood",
+            "loglikelihood_rolling": "rolling_loglikelihood",
+            "generate_until": "generate",
+        }[kind]
         flat = []
         for instance in group:
             request = proctor_request(instance, leaf)

@@ -65,13 +65,18 @@ def consent(trusted: bool) -> Iterator[None]:
             raise TaskDefinitionError(
                 f"'!function {qual}' runs Python from {module}; pass --trust-task-code to allow "
                 "code beside task files (lm_eval's installed catalogue needs no consent)",
-                file=base_dir, field="!function",
+                file=base_dir,
+                field="!function",
             )
         from proctor.core.user_code import check_installed_module, inside
 
         if module.exists() and not inside(module, base_dir):  # '..' in the name, or a symlink pointing out
-            raise TaskDefinitionError(f"'!function {qual}' would run {module.resolve()}, outside the task's folder; "
-                                      "hooks are read from the task's folder only", file=base_dir, field="!function")
+            raise TaskDefinitionError(
+                f"'!function {qual}' would run {module.resolve()}, outside the task's folder; "
+                "hooks are read from the task's folder only",
+                file=base_dir,
+                field="!function",
+            )
         if not module.exists() and module_path:
             check_installed_module(module_path, Path(base_dir), field="!function")
         return original(qual, base_dir)
@@ -153,7 +158,9 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
 
     original = utils.apply_template
     sandbox = ImmutableSandboxedEnvironment(
-        loader=utils.env.loader, undefined=utils.env.undefined, keep_trailing_newline=utils.env.keep_trailing_newline,
+        loader=utils.env.loader,
+        undefined=utils.env.undefined,
+        keep_trailing_newline=utils.env.keep_trailing_newline,
     )
     sandbox.filters.update(utils.env.filters)  # lm-eval's regex_replace and any it adds
     compile_once = functools.lru_cache(maxsize=4096)(sandbox.from_string)
@@ -165,7 +172,9 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
             field = _template_field(template, config) or "a template"
             raise TaskDefinitionError(
                 f"the template '{field}' reaches outside its sandbox ({str(exc).rstrip('.')}): templates may read the document's "
-                "fields and call filters, not Python internals", file=source, field=field,
+                "fields and call filters, not Python internals",
+                file=source,
+                field=field,
             ) from None
 
     with _LOCK:

@@ -22,13 +22,21 @@ from proctor.core.errors import ProctorError
 
 def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
     """What the overrides ask of one lm-eval task (empty when they ask nothing)."""
-    refused = [flag for flag, on in (("--gen-kwargs/--seed", bool(o.gen_kwargs) or o.seed is not None), ("--epochs", o.epochs != 1)) if on]
+    refused = [
+        flag
+        for flag, on in (("--gen-kwargs/--seed", bool(o.gen_kwargs) or o.seed is not None), ("--epochs", o.epochs != 1))
+        if on
+    ]
     if refused:
-        raise ProctorError(f"{refused[0]} is not applied to lm-evaluation-harness tasks yet (task '{name}'): set "
-                           "generation_kwargs / repeats in the task YAML instead")
+        raise ProctorError(
+            f"{refused[0]} is not applied to lm-evaluation-harness tasks yet (task '{name}'): set "
+            "generation_kwargs / repeats in the task YAML instead"
+        )
     if o.fewshot_as_multiturn and not chat:
-        raise ProctorError(f"--fewshot-as-multiturn needs the chat template (task '{name}' runs without it; add --chat-template on), "
-                           "as lm-eval's --fewshot_as_multiturn needs --apply_chat_template")
+        raise ProctorError(
+            f"--fewshot-as-multiturn needs the chat template (task '{name}' runs without it; add --chat-template on), "
+            "as lm-eval's --fewshot_as_multiturn needs --apply_chat_template"
+        )
     out: dict[str, Any] = {}
     if o.num_fewshot is not None:
         out["num_fewshot"] = o.num_fewshot

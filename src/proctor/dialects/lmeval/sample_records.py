@@ -56,19 +56,31 @@ def shown_fields(task: Any, doc: Any, instances: list, answer: Any) -> dict[str,
             return {}
         greedy = [bool(i.resps[0][1]) for i in instances][: len(choices)]
         gold = _gold_indices(task, doc, choices)
-        prediction = max(range(len(logprobs)), key=lambda k: logprobs[k])  # lm-eval's acc: argmax of the log-likelihoods
+        prediction = max(
+            range(len(logprobs)), key=lambda k: logprobs[k]
+        )  # lm-eval's acc: argmax of the log-likelihoods
         return {
-            "choices": choices, "target": gold[0] if len(gold) == 1 else gold or None, "logprobs": logprobs,
-            "is_greedy": greedy, "distribution": softmax(logprobs), "prediction": prediction,
+            "choices": choices,
+            "target": gold[0] if len(gold) == 1 else gold or None,
+            "logprobs": logprobs,
+            "is_greedy": greedy,
+            "distribution": softmax(logprobs),
+            "prediction": prediction,
             "correct": prediction in gold if gold else None,
         }
     if output_type == "generate_until":
         generation = instances[0].resps[0] if instances[0].resps else ""
         extracted = answer[0] if isinstance(answer, list) and answer else answer
         target = task.doc_to_target(doc)
-        if task.config.doc_to_choice is not None and isinstance(target, int):  # as process_results: an index into the choices
+        if task.config.doc_to_choice is not None and isinstance(
+            target, int
+        ):  # as process_results: an index into the choices
             target = task.doc_to_choice(doc)[target]
         references = [str(t) for t in target] if isinstance(target, list) else [str(target)]
-        return {"generation": str(generation), "extracted": jsonable(extracted), "parsed": extracted != "[invalid]",  # lm-eval's filters' "no match"
-                "target": references}
+        return {
+            "generation": str(generation),
+            "extracted": jsonable(extracted),
+            "parsed": extracted != "[invalid]",  # lm-eval's filters' "no match"
+            "target": references,
+        }
     return {}

@@ -98,11 +98,21 @@ def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None
         import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's metrics
     for index, item in enumerate(config.get("metric_list") or []):
         metric = item.get("metric") if isinstance(item, dict) else item
-        if not isinstance(metric, str) or (isinstance(item, dict) and item.get("hf_evaluate")) or metric in METRIC_REGISTRY:
+        if (
+            not isinstance(metric, str)
+            or (isinstance(item, dict) and item.get("hf_evaluate"))
+            or metric in METRIC_REGISTRY
+        ):
             continue
         close = difflib.get_close_matches(metric, list(METRIC_REGISTRY), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; lm-eval's metrics: {', '.join(sorted(METRIC_REGISTRY))}"
-        raise TaskDefinitionError(f"task '{name}': lm-eval has no metric '{metric}'{hint}", file=source, field=f"metric_list[{index}].metric")
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else f"; lm-eval's metrics: {', '.join(sorted(METRIC_REGISTRY))}"
+        )
+        raise TaskDefinitionError(
+            f"task '{name}': lm-eval has no metric '{metric}'{hint}", file=source, field=f"metric_list[{index}].metric"
+        )
 
 
 def _digest(config: Mapping[str, Any]) -> str:
@@ -117,18 +127,29 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
     config = leaf.config
     output_type = str(config.get("output_type") or "generate_until")
     if output_type not in KINDS:
-        raise TaskDefinitionError(f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type")
+        raise TaskDefinitionError(
+            f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type"
+        )
     kind, handler = KINDS[output_type]
     check_metric_names(config, leaf.name, leaf.source)
     shots = config.get("num_fewshot")
     if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
-        raise TaskDefinitionError(f"task '{leaf.name}': num_fewshot is a count of examples (0 or more), got {shots!r}",
-                                  file=leaf.source, field="num_fewshot")
+        raise TaskDefinitionError(
+            f"task '{leaf.name}': num_fewshot is a count of examples (0 or more), got {shots!r}",
+            file=leaf.source,
+            field="num_fewshot",
+        )
     keys = metric_keys(config)
     token = f"{leaf.name}@{_digest(config)}"
     version = (config.get("metadata") or {}).get("version")
-    task_options = LmEvalTaskOptions(task=leaf.name, token=token, output_type=output_type, config_digest=token.split("@")[1],
-                                     data_map=dict(mapping), **{k: v for k, v in (options or {}).items() if v is not None})
+    task_options = LmEvalTaskOptions(
+        task=leaf.name,
+        token=token,
+        output_type=output_type,
+        config_digest=token.split("@")[1],
+        data_map=dict(mapping),
+        **{k: v for k, v in (options or {}).items() if v is not None},
+    )
     raw: dict[str, Any] = {
         "name": leaf.name,
         "kind": kind,
@@ -138,14 +159,28 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         "size_weighted_groups": [g for g, weighted in leaf.groups if weighted is True],
         "data": [{"hub": str(config.get("dataset_path") or "custom"), "subset": config.get("dataset_name")}],
         # a direction other than lm-eval's default for the metric is stated in the spec (else the resolver's)
-        "metrics": [k if better == _default_direction(k.split(",", 1)[0]) else {"name": k, "kwargs": {"higher_is_better": better}}
-                    for k, better in keys],
+        "metrics": [
+            k
+            if better == _default_direction(k.split(",", 1)[0])
+            else {"name": k, "kwargs": {"higher_is_better": better}}
+            for k, better in keys
+        ],
         "handler": HandlerSpec(name=handler, options=task_options),
     }
     try:
         spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:
         error = exc.errors()[0]
-        raise TaskDefinitionError(f"{error['msg']} (from lm-eval task '{leaf.name}')", file=leaf.source, field=".".join(map(str, error["loc"]))) from None
+        raise TaskDefinitionError(
+            f"{error['msg']} (from lm-eval task '{leaf.name}')",
+            file=leaf.source,
+            field=".".join(map(str, error["loc"])),
+        ) from None
     source = leaf.source
-    return Task(spec=spec, file=source, base_dir=source.parent if source else Path.cwd(), dialect="lm-eval", resources={"leaf": leaf})
+    return Task(
+        spec=spec,
+        file=source,
+        base_dir=source.parent if source else Path.cwd(),
+        dialect="lm-eval",
+        resources={"leaf": leaf},
+    )

@@ -45,7 +45,10 @@ def resamples(seed: int, n: int, count: int):
 
     state = random.Random(seed).getstate()[1]
     generator = np.random.MT19937()
-    generator.state = {"bit_generator": "MT19937", "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]}}
+    generator.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]},
+    }
     per_block = max(1, _BLOCK // max(n, 1))
     for start in range(0, count, per_block):
         rows = min(per_block, count - start)

@@ -59,15 +59,21 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
         entries = document["tasks"]
         defaults = document.get("defaults") or {}
         if not isinstance(entries, list) or not entries:
-            raise TaskDefinitionError("'tasks' must be a non-empty list", file=path, line=document.line_of("tasks"), field="tasks")
+            raise TaskDefinitionError(
+                "'tasks' must be a non-empty list", file=path, line=document.line_of("tasks"), field="tasks"
+            )
         if not isinstance(defaults, dict):
-            raise TaskDefinitionError("'defaults' must be a mapping", file=path, line=document.line_of("defaults"), field="defaults")
+            raise TaskDefinitionError(
+                "'defaults' must be a mapping", file=path, line=document.line_of("defaults"), field="defaults"
+            )
     else:
         entries, defaults = [document], {}
     tasks, names = [], set()
     for entry in entries:
         if not isinstance(entry, dict):
-            raise TaskDefinitionError("each task must be a mapping", file=path, line=getattr(entry, "line", None), field="tasks")
+            raise TaskDefinitionError(
+                "each task must be a mapping", file=path, line=getattr(entry, "line", None), field="tasks"
+            )
         spec = _validate(entry, {**defaults, **entry}, path)
         if spec.name in names:
             line = entry.line_of("name") if isinstance(entry, LineDict) else None
@@ -76,6 +82,15 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
         lines = {key: entry.line_of(key) for key in entry} if isinstance(entry, LineDict) else {}
         if isinstance(entry, LineDict) and isinstance(entry.get("fewshot"), LineDict):
             lines["fewshot.template"] = entry["fewshot"].line_of("template")
-        tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="native", line=getattr(entry, "line", None), lines=lines,
-                          resources=trusted))
+        tasks.append(
+            Task(
+                spec=spec,
+                file=path,
+                base_dir=path.parent,
+                dialect="native",
+                line=getattr(entry, "line", None),
+                lines=lines,
+                resources=trusted,
+            )
+        )
     return tasks

@@ -71,11 +71,16 @@ def read_suite(path: Path) -> dict[str, Any]:
     """Parse and check one suite file; every problem names the file, the line where known, and the field."""
     text = decode_utf8(path)
     if not text.strip():
-        raise TaskDefinitionError("the suite file is empty; a probsem suite is a JSON object with pretext, context, posttext and queries", file=path)
+        raise TaskDefinitionError(
+            "the suite file is empty; a probsem suite is a JSON object with pretext, context, posttext and queries",
+            file=path,
+        )
     try:
         suite = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TaskDefinitionError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno) from None
+        raise TaskDefinitionError(
+            f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno
+        ) from None
     if not isinstance(suite, dict):
         raise TaskDefinitionError(f"a probsem suite is a JSON object, got {type(suite).__name__}", file=path)
 
@@ -87,7 +92,9 @@ def read_suite(path: Path) -> dict[str, Any]:
     for key in ("pretext", "context", "posttext", "queries"):
         if key not in suite:
             raise TaskDefinitionError(
-                f"missing required key '{key}' (a suite has pretext, context, posttext and queries)", file=path, field=key
+                f"missing required key '{key}' (a suite has pretext, context, posttext and queries)",
+                file=path,
+                field=key,
             )
     for key in ("pretext", "posttext"):
         if not isinstance(suite[key], str):
@@ -102,11 +109,13 @@ def read_suite(path: Path) -> dict[str, Any]:
             raise fail(f"query {i} is empty", f"queries[{i}]", "queries")
     contexts = suite["context"]
     if not isinstance(contexts, list) or not contexts:
-        raise fail("'context' must be a non-empty list of {\"text\": ..., \"expected\": ...} objects", "context")
+        raise fail('\'context\' must be a non-empty list of {"text": ..., "expected": ...} objects', "context")
     for i, item in enumerate(contexts):
         field = f"context[{i}]"
         if not isinstance(item, dict):
-            raise fail(f"{field} must be an object with 'text' and 'expected', got {type(item).__name__}", field, "context")
+            raise fail(
+                f"{field} must be an object with 'text' and 'expected', got {type(item).__name__}", field, "context"
+            )
         for key in ("text", "expected"):
             if key not in item:
                 raise fail(f"{field} is missing '{key}'", f"{field}.{key}", "context")
@@ -114,12 +123,16 @@ def read_suite(path: Path) -> dict[str, Any]:
             raise fail(f"{field}.text must be a string", f"{field}.text", "context")
         expected = item["expected"]
         if isinstance(expected, bool) or not isinstance(expected, int):
-            raise fail(f"{field}.expected must be an integer (a query index, or -1 for none), got {expected!r}",
-                       f"{field}.expected", "context")
+            raise fail(
+                f"{field}.expected must be an integer (a query index, or -1 for none), got {expected!r}",
+                f"{field}.expected",
+                "context",
+            )
         if not -1 <= expected < len(queries):
             raise fail(
                 f"{field}.expected is {expected}, out of range: there are {len(queries)} queries (0..{len(queries) - 1}, or -1 for none)",
-                f"{field}.expected", "context",
+                f"{field}.expected",
+                "context",
             )
     return suite
 
@@ -130,19 +143,25 @@ def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
     with ';;', programs are strings written "(...)"."""
     for key in ("premise", "context", "query", "programs"):
         if key not in suite:
-            raise fail(f"missing required key '{key}' (a CogSci2023 suite has premise, context, query and programs)", key)
+            raise fail(
+                f"missing required key '{key}' (a CogSci2023 suite has premise, context, query and programs)", key
+            )
     for key in ("premise", "query"):
         if not isinstance(suite[key], str) or not suite[key].startswith(";;"):
-            raise fail(f"'{key}' must be a string starting with ';;' (\";;\" alone for none), got {suite[key]!r:.60}", key)
+            raise fail(
+                f"'{key}' must be a string starting with ';;' (\";;\" alone for none), got {suite[key]!r:.60}", key
+            )
     programs = suite["programs"]
     if not isinstance(programs, list) or not programs:
         raise fail("'programs' must be a non-empty list of strings", "programs")
     for i, program in enumerate(programs):
         if not isinstance(program, str) or not (program.startswith("(") and program.endswith(")")):
-            raise fail(f"program {i} must be a string written \"(...)\", got {program!r:.60}", f"programs[{i}]", "programs")
+            raise fail(
+                f'program {i} must be a string written "(...)", got {program!r:.60}', f"programs[{i}]", "programs"
+            )
     contexts = suite["context"]
     if not isinstance(contexts, list) or not contexts:
-        raise fail("'context' must be a non-empty list of {\"text\": ..., \"expected\": ...} objects", "context")
+        raise fail('\'context\' must be a non-empty list of {"text": ..., "expected": ...} objects', "context")
     for i, item in enumerate(contexts):
         field = f"context[{i}]"
         if not isinstance(item, dict) or "text" not in item or "expected" not in item:
@@ -151,8 +170,11 @@ def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
             raise fail(f"{field}.text must be a string starting with ';;'", f"{field}.text", "context")
         expected = item["expected"]
         if isinstance(expected, bool) or not isinstance(expected, int) or not -1 <= expected < len(programs):
-            raise fail(f"{field}.expected must be a program index 0..{len(programs) - 1} or -1, got {expected!r}",
-                       f"{field}.expected", "context")
+            raise fail(
+                f"{field}.expected must be a program index 0..{len(programs) - 1} or -1, got {expected!r}",
+                f"{field}.expected",
+                "context",
+            )
     suite["_format"] = "cogsci2023"
     return suite
 
@@ -189,8 +211,11 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
     suite = read_suite(path)
     if suite.get("_format") == "cogsci2023":
         if norm or temp != 1.0:
-            log.warning("%s: --norm / --temp do not apply to the CogSci2023 suite format (that branch always divides by "
-                        "the square root of the program's token count, at temperature 1)", path)
+            log.warning(
+                "%s: --norm / --temp do not apply to the CogSci2023 suite format (that branch always divides by "
+                "the square root of the program's token count, at temperature 1)",
+                path,
+            )
         return _cogsci2023_task(path, prompt, suite)
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
@@ -214,7 +239,12 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
         choice_normalization="tokens" if norm else "none",
         choice_temperature=temp,
         metrics=[MetricSpec(name="distribution_acc")],
-        exports=[ExportSpec(format="choices_csv", options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT})],
+        exports=[
+            ExportSpec(
+                format="choices_csv",
+                options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT},
+            )
+        ],
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 
@@ -222,8 +252,11 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
 def _beside(file: Path, named: Path) -> Path:
     """A prompt or suite found beside the file named: in its folder, not a symlink pointing out (docs/trust.md)."""
     if not file.resolve().is_relative_to(named.parent.resolve()):
-        raise TaskDefinitionError(f"is a symlink to {file.resolve()}, outside the folder {named.parent}; probsem reads "
-                                  "prompts and suites from the task's folder only", file=file)
+        raise TaskDefinitionError(
+            f"is a symlink to {file.resolve()}, outside the folder {named.parent}; probsem reads "
+            "prompts and suites from the task's folder only",
+            file=file,
+        )
     return file
 
 

@@ -19,7 +19,9 @@ def sanitize_filename(name: str) -> str:
     return re.sub(r'[/<>:"\\|?*\x00-\x1f]', "-", name)
 
 
-def choices_csv(prepared: Any, outcome: Any, run_dir: Path, model_name: str, *, file: str, text: str = "{{ text }}") -> list[str]:
+def choices_csv(
+    prepared: Any, outcome: Any, run_dir: Path, model_name: str, *, file: str, text: str = "{{ text }}"
+) -> list[str]:
     from proctor.core.templates import compile_template
 
     template = compile_template(text, origin=str(prepared.task.file), field="exports.text")

@@ -26,8 +26,9 @@ def check_task(task_id: str, cfg: dict, path: Path) -> None:
     for mode, value in items:
         if value is not None and not _count(value, positive=False):
             key = f"{task_id}.fewshot_num_examples" + (f".{mode}" if mode else "")
-            raise TaskDefinitionError(f"'fewshot_num_examples' must be a count of examples (0 or more), got {value!r}",
-                                      file=path, field=key)
+            raise TaskDefinitionError(
+                f"'fewshot_num_examples' must be a count of examples (0 or more), got {value!r}", file=path, field=key
+            )
 
 
 def check_language(task_id: str, lang: Any, block: Any, path: Path) -> None:
@@ -35,22 +36,39 @@ def check_language(task_id: str, lang: Any, block: Any, path: Path) -> None:
     given, a positive ``max_tokens``."""
     where = f"{task_id}.languages.{lang}"
     if not isinstance(block, dict):
-        raise TaskDefinitionError(f"language '{lang}' must be a mapping of settings, got {type(block).__name__}", file=path, field=where)
+        raise TaskDefinitionError(
+            f"language '{lang}' must be a mapping of settings, got {type(block).__name__}", file=path, field=where
+        )
     template = block.get("prompt_template")
     if template is None:
-        raise TaskDefinitionError(f"language '{lang}' has no 'prompt_template'", file=path, field=f"{where}.prompt_template")
+        raise TaskDefinitionError(
+            f"language '{lang}' has no 'prompt_template'", file=path, field=f"{where}.prompt_template"
+        )
     if not isinstance(template, dict):
-        raise TaskDefinitionError(f"language '{lang}': 'prompt_template' must be a mapping (preamble, task_template, ...), "
-                                  f"got {type(template).__name__}", file=path, field=f"{where}.prompt_template")
+        raise TaskDefinitionError(
+            f"language '{lang}': 'prompt_template' must be a mapping (preamble, task_template, ...), "
+            f"got {type(template).__name__}",
+            file=path,
+            field=f"{where}.prompt_template",
+        )
     for key in ("task_template", "preamble", "answer_template", "answer_tag"):
         value = template.get(key)
         if key == "task_template" and value is None:
-            raise TaskDefinitionError(f"language '{lang}': 'prompt_template' has no 'task_template'", file=path,
-                                      field=f"{where}.prompt_template.task_template")
+            raise TaskDefinitionError(
+                f"language '{lang}': 'prompt_template' has no 'task_template'",
+                file=path,
+                field=f"{where}.prompt_template.task_template",
+            )
         if value is not None and not isinstance(value, str):
-            raise TaskDefinitionError(f"language '{lang}': '{key}' must be a text, got {type(value).__name__}: {value!r:.60}",
-                                      file=path, field=f"{where}.prompt_template.{key}")
+            raise TaskDefinitionError(
+                f"language '{lang}': '{key}' must be a text, got {type(value).__name__}: {value!r:.60}",
+                file=path,
+                field=f"{where}.prompt_template.{key}",
+            )
     tokens = block.get("max_tokens")
     if tokens is not None and not _count(tokens, positive=True):
-        raise TaskDefinitionError(f"language '{lang}': 'max_tokens' must be a positive number of tokens, got {tokens!r}",
-                                  file=path, field=f"{where}.max_tokens")
+        raise TaskDefinitionError(
+            f"language '{lang}': 'max_tokens' must be a positive number of tokens, got {tokens!r}",
+            file=path,
+            field=f"{where}.max_tokens",
+        )

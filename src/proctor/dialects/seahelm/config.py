@@ -43,7 +43,9 @@ def _lookup(merged: dict, dotted: str, file: Path, stack: tuple[str, ...]) -> An
     node: Any = merged
     for part in dotted.strip().split("."):
         if not isinstance(node, dict) or part not in node:
-            raise TaskDefinitionError(f"interpolation '${{{dotted}}}' names nothing in the merged SEA-HELM configs", file=file)
+            raise TaskDefinitionError(
+                f"interpolation '${{{dotted}}}' names nothing in the merged SEA-HELM configs", file=file
+            )
         node = node[part]
     return _resolve(copy.deepcopy(node), merged, file, stack + (dotted,))
 
@@ -69,7 +71,11 @@ def load_tree(start: Path) -> ConfigTree:
     any ``seahelm_tasks`` folder is read alone."""
     start = start.resolve()
     troot = tasks_root(start)
-    files = sorted(troot.rglob("config.yaml")) if troot is not None else [start if start.is_file() else start / "config.yaml"]
+    files = (
+        sorted(troot.rglob("config.yaml"))
+        if troot is not None
+        else [start if start.is_file() else start / "config.yaml"]
+    )
     extra = [troot / "task_config.yaml"] if troot is not None and (troot / "task_config.yaml").is_file() else []
     key = tuple((str(f), f.stat().st_mtime_ns) for f in files + extra)
     if key in _CACHE:
@@ -84,7 +90,9 @@ def load_tree(start: Path) -> ConfigTree:
             raise TaskDefinitionError("a SEA-HELM config.yaml maps task ids to task configs", file=file)
         for task_id, cfg in document.items():
             if task_id in owners:
-                raise TaskDefinitionError(f"task '{task_id}' is also defined in {owners[task_id]}", file=file, field=str(task_id))
+                raise TaskDefinitionError(
+                    f"task '{task_id}' is also defined in {owners[task_id]}", file=file, field=str(task_id)
+                )
             merged[task_id] = cfg
             owners[task_id] = file
     tasks = {}
@@ -101,7 +109,9 @@ def load_tree(start: Path) -> ConfigTree:
         if (troot / "task_config.yaml").is_file():
             task_sets = _read(troot / "task_config.yaml") or {}
             if not isinstance(task_sets, dict):
-                raise TaskDefinitionError("task_config.yaml maps task-set names to {language: [task ids]}", file=troot / "task_config.yaml")
+                raise TaskDefinitionError(
+                    "task_config.yaml maps task-set names to {language: [task ids]}", file=troot / "task_config.yaml"
+                )
         if (troot / "constants.yaml").is_file():
             constants = _read(troot / "constants.yaml") or {}
         if (troot / "reasoning_generation_config.yaml").is_file():
@@ -129,7 +139,9 @@ def resolve_file(reference: str, root: Path, config_file: Path, code_field: str 
 
 def looks_like_hub_id(reference: str) -> bool:
     """``owner/name`` without a file suffix: a Hugging Face dataset id."""
-    return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", reference)) and not re.search(r"\.(jsonl?|csv|tsv|parquet|arrow)$", reference)
+    return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", reference)) and not re.search(
+        r"\.(jsonl?|csv|tsv|parquet|arrow)$", reference
+    )
 
 
 DEFAULT_TASK_SET = "seahelm"  # what SEA-HELM's run_evaluation.sh passes as --tasks
@@ -162,13 +174,18 @@ def task_selection(tree: ConfigTree, names: str | list[str] | None) -> tuple[dic
         chosen = tree.task_sets.get(name)
         if not isinstance(chosen, dict):
             known = ", ".join(k for k, v in tree.task_sets.items() if isinstance(v, dict)) or "none"
-            raise TaskDefinitionError(f"unknown SEA-HELM task set '{name}' (task_config.yaml defines: {known}; 'all' runs every task)",
-                                      file=source if tree.task_sets else None, field=name)
+            raise TaskDefinitionError(
+                f"unknown SEA-HELM task set '{name}' (task_config.yaml defines: {known}; 'all' runs every task)",
+                file=source if tree.task_sets else None,
+                field=name,
+            )
         for lang, entries in chosen.items():
             lang = str(lang)
             if isinstance(entries, str):
                 if entries != "all":
-                    raise TaskDefinitionError(f"a task list or 'all' expected, got '{entries}'", file=source, field=f"{name}.{lang}")
+                    raise TaskDefinitionError(
+                        f"a task list or 'all' expected, got '{entries}'", file=source, field=f"{name}.{lang}"
+                    )
                 ids = list(by_lang.get(lang, []))
             else:
                 ids = []

@@ -13,15 +13,24 @@ from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
     """SEA-HELM's own knobs: temperature, max_tokens, few-shot count, and seeded runs for epochs."""
     where = f"task '{task.name}' (SEA-HELM)"
-    for flag, value in (("--system-prompt", o.system_prompt), ("--fewshot-as-multiturn", o.fewshot_as_multiturn),
-                        ("--seed", o.seed)):
+    for flag, value in (
+        ("--system-prompt", o.system_prompt),
+        ("--fewshot-as-multiturn", o.fewshot_as_multiturn),
+        ("--seed", o.seed),
+    ):
         if value is not None:
-            raise ProctorError(f"{flag} has no meaning for {where}: SEA-HELM's config fixes the prompt and seeds run k with k")
+            raise ProctorError(
+                f"{flag} has no meaning for {where}: SEA-HELM's config fixes the prompt and seeds run k with k"
+            )
     unknown = sorted(set(o.gen_kwargs) - {"temperature", "max_tokens"})
     if unknown:
-        raise ProctorError(f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens")
+        raise ProctorError(
+            f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens"
+        )
     if o.epochs != 1 and o.epoch_reducer != "mean":
-        raise ProctorError(f"--epoch-reducer {o.epoch_reducer} has no meaning for {where}: its seeded runs are averaged")
+        raise ProctorError(
+            f"--epoch-reducer {o.epoch_reducer} has no meaning for {where}: its seeded runs are averaged"
+        )
     handler = task.spec.handler
     options = handler.options if handler is not None else None
     if handler is None or not isinstance(options, SeaHelmTaskOptions):

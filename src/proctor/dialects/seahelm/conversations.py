@@ -18,13 +18,26 @@ def _messages(conversation: Any, where: str, source: Any, index: int) -> list[di
     if hasattr(conversation, "tolist"):
         conversation = conversation.tolist()
     if not isinstance(conversation, (list, tuple)) or not conversation:
-        raise TaskDefinitionError(f"{where}: conversation of row {index + 1} is not a non-empty list of messages "
-                                  f"(got {type(conversation).__name__})", file=source, row=index + 1, field="conversations")
+        raise TaskDefinitionError(
+            f"{where}: conversation of row {index + 1} is not a non-empty list of messages "
+            f"(got {type(conversation).__name__})",
+            file=source,
+            row=index + 1,
+            field="conversations",
+        )
     out = []
     for k, message in enumerate(conversation):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or not isinstance(message.get("content"), str):
-            raise TaskDefinitionError(f"{where}: message {k} of row {index + 1} needs a string 'role' and 'content' (got {message!r:.80})",
-                                      file=source, row=index + 1, field=f"conversations[{k}]")
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or not isinstance(message.get("content"), str)
+        ):
+            raise TaskDefinitionError(
+                f"{where}: message {k} of row {index + 1} needs a string 'role' and 'content' (got {message!r:.80})",
+                file=source,
+                row=index + 1,
+                field=f"conversations[{k}]",
+            )
         out.append({"role": message["role"], "content": message["content"]})
     return out
 
@@ -57,16 +70,28 @@ class ReadyConversations:
         source = getattr(type(loader), "__proctor_source__", None) or self.options.config_file
         if hook is not None and not getattr(hook, "__proctor_template__", False):
             loader.dataset = RowList(rows)
-            got = self._plugin_call(loader.prepare_conversations_for_inference, "prepare_conversations_for_inference", turn,
-                                    fewshot_as_multiturn=True)
+            got = self._plugin_call(
+                loader.prepare_conversations_for_inference,
+                "prepare_conversations_for_inference",
+                turn,
+                fewshot_as_multiturn=True,
+            )
             got = as_rows(got) if not isinstance(got, list) else got
             if len(got) != len(rows):
-                raise TaskDefinitionError(f"{type(loader).__name__}.prepare_conversations_for_inference gave {len(got)} conversations "
-                                          f"for {len(rows)} rows ({self.task_id}/{self.lang}, turn {turn})", file=source, field="conversations")
+                raise TaskDefinitionError(
+                    f"{type(loader).__name__}.prepare_conversations_for_inference gave {len(got)} conversations "
+                    f"for {len(rows)} rows ({self.task_id}/{self.lang}, turn {turn})",
+                    file=source,
+                    field="conversations",
+                )
             where = f"{type(loader).__name__}.prepare_conversations_for_inference"
             return [_messages(c, where, source, i) for i, c in enumerate(got)]
         if turn != 1 or not any(not r.get("prompts") and r.get("conversations") is not None for r in rows):
             return None
         data = self.options.data or self.config["languages"][self.lang].get("filepath")
-        return [_messages(r["conversations"], "row", data, i) if not r.get("prompts") and r.get("conversations") is not None else None
-                for i, r in enumerate(rows)]
+        return [
+            _messages(r["conversations"], "row", data, i)
+            if not r.get("prompts") and r.get("conversations") is not None
+            else None
+            for i, r in enumerate(rows)
+        ]

@@ -47,7 +47,9 @@ class AbstractDataloader:
         self.num_workers = num_workers
         counts = task_config.config.get("fewshot_num_examples") or {}
         value = counts.get("base" if is_base_model else "instruct") if isinstance(counts, dict) else None
-        self.fewshot_num_examples = int(value) if value is not None else (0 if counts else default_num_in_context_examples)
+        self.fewshot_num_examples = (
+            int(value) if value is not None else (0 if counts else default_num_in_context_examples)
+        )
         self.dataset: Any = None
         self.example_dataset: Any = None
         self.inference_df: Any = None
@@ -68,7 +70,9 @@ class AbstractDataloader:
     def get_inference_filepath(self, file_type: str = "jsonl") -> str:
         import os
 
-        return os.path.join(self.get_parent_folder(), f"{os.path.basename(self.model_name)}_{self.task_name}_{self.lang}.{file_type}")
+        return os.path.join(
+            self.get_parent_folder(), f"{os.path.basename(self.model_name)}_{self.task_name}_{self.lang}.{file_type}"
+        )
 
     def read_inference_results_as_df(self) -> bool:
         return False  # proctor's run store caches generations; no inference file is read back
@@ -122,7 +126,9 @@ class AbstractDataloader:
     def example_rows(self) -> list[dict]:
         return as_rows(self.example_dataset)
 
-    def generate_formatted_conversation(self, specific_task_config: dict, values: dict, fewshot_as_multiturn: bool = True):
+    def generate_formatted_conversation(
+        self, specific_task_config: dict, values: dict, fewshot_as_multiturn: bool = True
+    ):
         """(roles, contents): few-shot turns, then the task prompt; the preamble opens the first message."""
         from proctor.dialects.seahelm.prompts import fewshot_turns, with_preamble
 
@@ -144,11 +150,16 @@ class AbstractDataloader:
 
         template = self.specific_task_config["prompt_template"]
         examples = self.example_rows()[: self.fewshot_num_examples] if self.fewshot_num_examples else []
-        self.conversations = [conversation(template, r, turn, examples, r.get("responses") or [])
-                              for r in as_rows(self.dataset) if len(r.get("prompts") or [{}]) >= turn]
+        self.conversations = [
+            conversation(template, r, turn, examples, r.get("responses") or [])
+            for r in as_rows(self.dataset)
+            if len(r.get("prompts") or [{}]) >= turn
+        ]
         return self.conversations
 
-    setattr(prepare_conversations_for_inference, "__proctor_template__", True)  # proctor's own: not a ready-made conversation
+    setattr(
+        prepare_conversations_for_inference, "__proctor_template__", True
+    )  # proctor's own: not a ready-made conversation
 
     def update_individual_scores(self, scores: list) -> None:
         if self.inference_df is not None:
@@ -178,7 +189,9 @@ class SeaHelmLocalDataloader(AbstractDataloader):
                 return self.example_dataset
             rows = read_rows(Path(path), "examples", self.lang)
             if limit is not None and len(rows) < limit:
-                log.warning("%s/%s: %d few-shot examples asked, %d available", self.task_name, self.lang, limit, len(rows))
+                log.warning(
+                    "%s/%s: %d few-shot examples asked, %d available", self.task_name, self.lang, limit, len(rows)
+                )
             self.example_dataset = _limit(rows, limit)
         return self.example_dataset
 

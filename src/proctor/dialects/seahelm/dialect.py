@@ -29,6 +29,7 @@ from proctor.plugins.seahelm import SeaHelmOptions, in_tree, served_judge
 
 log = logging.getLogger(__name__)
 
+
 def claims_config(path: Path) -> bool:
     """A ``config.yaml`` outside a ``seahelm_tasks`` folder shaped like SEA-HELM's (the declaration,
     ``proctor.plugins.seahelm``, claims every YAML file inside one)."""
@@ -36,24 +37,35 @@ def claims_config(path: Path) -> bool:
         document = C._read(path)
     except TaskDefinitionError:
         return False
-    return isinstance(document, dict) and bool(document) and all(isinstance(v, dict) and "languages" in v for v in document.values())
+    return (
+        isinstance(document, dict)
+        and bool(document)
+        and all(isinstance(v, dict) and "languages" in v for v in document.values())
+    )
 
 
-def _data_ref(reference: str | None, root: Path, config_file: Path, mapping: Mapping[str, str]) -> tuple[str | None, str | None]:
+def _data_ref(
+    reference: str | None, root: Path, config_file: Path, mapping: Mapping[str, str]
+) -> tuple[str | None, str | None]:
     """(resolved path, problem)."""
     if not reference:
         return None, None
     if reference in mapping:
         path = Path(mapping[reference]).expanduser()
-        return (str(path.resolve()), None) if path.exists() else (None, f"--seahelm-data {reference}: {path} does not exist")
+        return (
+            (str(path.resolve()), None)
+            if path.exists()
+            else (None, f"--seahelm-data {reference}: {path} does not exist")
+        )
     found = C.resolve_file(reference, root, config_file)
     if found is not None:
         return str(found.resolve()), None
     if C.looks_like_hub_id(reference):
-        return None, f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)"
+        return (
+            None,
+            f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)",
+        )
     return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
-
-
 
 
 def judge_source(options: SeaHelmOptions) -> Any:
@@ -104,7 +116,9 @@ def _default_task_set(options: SeaHelmOptions) -> Any:
     return "all"
 
 
-def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, notes: list[str] | None = None) -> list[Task]:
+def load(
+    path: Path, explicit: bool, options: SeaHelmOptions | None = None, notes: list[str] | None = None
+) -> list[Task]:
     """Tasks of a SEA-HELM config; ``notes`` receives why task x language pairs were left out."""
     options = options or SeaHelmOptions()
     if path.name != "config.yaml":
@@ -113,7 +127,9 @@ def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, note
     mapping = dict(options.seahelm_data or {})
     is_base = options.is_base_model
     skip_base = set((tree.constants or {}).get("base_models_skip_tasks") or [])
-    reasoning = dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.reasoning else {}
+    reasoning = (
+        dict(tree.reasoning or {"end_think_token": "</think>", "max_think_tokens": 20000}) if options.reasoning else {}
+    )
     source = judge_source(options)
     judge = source.name if source is not None else None  # tasks name their judge only: no address or key in a hash
     if source is not None and source.settings is not None:
@@ -134,13 +150,20 @@ def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, note
         if not isinstance(languages, dict) or not languages:
             raise TaskDefinitionError("a SEA-HELM task needs 'languages'", file=path, field=f"{task_id}.languages")
         batch_calls = (cfg.get("judge") or {}).get("batch_api_calls") if isinstance(cfg.get("judge"), dict) else None
-        if not all(v is None or isinstance(v, bool) for v in (batch_calls if isinstance(batch_calls, list) else [batch_calls])):
-            raise TaskDefinitionError(f"batch_api_calls must be true or false, got {batch_calls!r}", file=path,
-                                      field=f"{task_id}.judge.batch_api_calls")
+        if not all(
+            v is None or isinstance(v, bool) for v in (batch_calls if isinstance(batch_calls, list) else [batch_calls])
+        ):
+            raise TaskDefinitionError(
+                f"batch_api_calls must be true or false, got {batch_calls!r}",
+                file=path,
+                field=f"{task_id}.judge.batch_api_calls",
+            )
         checks.check_task(task_id, cfg, path)
         loader_ref = cfg.get("dataloader_file")
         builtin_loader = not loader_ref or str(loader_ref).replace("\\", "/").startswith("src/")
-        loader_file = None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path, f"{task_id}.dataloader_file")
+        loader_file = (
+            None if builtin_loader else C.resolve_file(str(loader_ref), tree.root, path, f"{task_id}.dataloader_file")
+        )
         unsupported = modalities.unsupported(cfg, loader_file)
         inputs = modalities.inputs(cfg, loader_file)
         for lang, lang_cfg in languages.items():
@@ -180,14 +203,25 @@ def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, note
                 "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
                 "data": [{"path": data or str(loader_file or path)}],
                 "metrics": ["seahelm_row_score"],
-                "handler": {"name": modalities.handler(cfg, loader_file), "options": SeaHelmTaskOptions(
-                    task_id=task_id, lang=lang, config=resolved, root=str(tree.root), config_file=str(path),
-                    data=data, trust_task_code=options.trust_task_code,
-                    n_runs=options.seahelm_runs, is_base_model=is_base, reasoning=reasoning,
-                    judge=judge, judge_generation=options.seahelm_judge_generation or {},
-                    # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
-                    model_name=options.seahelm_model_name if data is None else None,
-                )},
+                "handler": {
+                    "name": modalities.handler(cfg, loader_file),
+                    "options": SeaHelmTaskOptions(
+                        task_id=task_id,
+                        lang=lang,
+                        config=resolved,
+                        root=str(tree.root),
+                        config_file=str(path),
+                        data=data,
+                        trust_task_code=options.trust_task_code,
+                        n_runs=options.seahelm_runs,
+                        is_base_model=is_base,
+                        reasoning=reasoning,
+                        judge=judge,
+                        judge_generation=options.seahelm_judge_generation or {},
+                        # a loader that builds its rows (ONERULER) sizes them in the evaluated model's tokens
+                        model_name=options.seahelm_model_name if data is None else None,
+                    ),
+                },
                 "rollup": {
                     "metric": str(cfg.get("metric", "")),
                     "levels": {"language": str(lang), "competency": str(cfg.get("competency", "unknown"))},
@@ -200,7 +234,9 @@ def load(path: Path, explicit: bool, options: SeaHelmOptions | None = None, note
             except ValidationError as exc:
                 error = exc.errors()[0]
                 raise TaskDefinitionError(f"{error['msg']}", file=path, field=task_id) from None
-            tasks.append(Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm", resources=resources, inputs=inputs))
+            tasks.append(
+                Task(spec=spec, file=path, base_dir=path.parent, dialect="seahelm", resources=resources, inputs=inputs)
+            )
     if excluded:  # one line per file: a whole tree leaves out hundreds
         shown = ", ".join(excluded[:4]) + (f" and {len(excluded) - 4} more" if len(excluded) > 4 else "")
         excluded = [f"{shown}: not in {set_label} (--seahelm-tasks SET chooses; 'all' runs every task)"]

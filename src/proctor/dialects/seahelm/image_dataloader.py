@@ -41,15 +41,25 @@ class HuggingFaceImageDataloader(AbstractDataloader):
         dropped_columns: Sequence[str] = (IMAGE_COLUMN,),
         **kwargs: Any,
     ) -> None:
-        super().__init__(task_config, default_num_in_context_examples, is_base_model, model_name, run_base_path,
-                         inference_file_type, num_workers, **kwargs)
+        super().__init__(
+            task_config,
+            default_num_in_context_examples,
+            is_base_model,
+            model_name,
+            run_base_path,
+            inference_file_type,
+            num_workers,
+            **kwargs,
+        )
         self.dropped_columns = list(dropped_columns)
 
     def get_num_turns(self) -> int:
         return 1
 
     @staticmethod
-    def update_conversation(conversations: list, role: str, text_content: str, images: Sequence[Any] | None = None) -> list:
+    def update_conversation(
+        conversations: list, role: str, text_content: str, images: Sequence[Any] | None = None
+    ) -> list:
         """SEA-HELM's multimodal message: a text part, then (user turns) each image as a JPEG data URI part."""
         content: list[dict] = [{"type": "text", "text": text_content}]
         for image in (images or ()) if role == "user" else ():
@@ -80,15 +90,20 @@ def row_images(rows: Sequence[dict], source: Any) -> list[tuple]:
     out = []
     for index, row in enumerate(rows):
         value = row.get(IMAGE_COLUMN) if isinstance(row, dict) else None
-        out.append(read_images(value, bases=bases, file=str(source) if source else None, row=index + 1, field=IMAGE_COLUMN)
-                   if value is not None else ())
+        out.append(
+            read_images(value, bases=bases, file=str(source) if source else None, row=index + 1, field=IMAGE_COLUMN)
+            if value is not None
+            else ()
+        )
     return out
 
 
 def check_model(model: Any, images: Sequence[tuple], task: str) -> None:
     if any(images) and not getattr(model, "supports_images", False):
-        raise ProctorError(f"SEA-HELM task '{task}' shows images, and model '{getattr(model, 'name', model)}' takes none: "
-                           "run it on a vision-language model (hf-vision:<folder>, or openai:<name> on a server that takes images)")
+        raise ProctorError(
+            f"SEA-HELM task '{task}' shows images, and model '{getattr(model, 'name', model)}' takes none: "
+            "run it on a vision-language model (hf-vision:<folder>, or openai:<name> on a server that takes images)"
+        )
 
 
 def render_with_images(model: Any, messages: Sequence[dict], images: tuple, is_base: bool, render) -> str:

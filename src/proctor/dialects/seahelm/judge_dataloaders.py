@@ -66,7 +66,9 @@ class JudgeDataloader:
                 raise TaskDefinitionError(
                     f"{self.task_name}/{self.lang}: row {row.get('id', index)!r} cannot be judged: "
                     f"{type(exc).__name__} {missing!r} while building the judge prompt",
-                    file=self.specific_task_config.get("filepath"), row=index + 1, field=str(missing),
+                    file=self.specific_task_config.get("filepath"),
+                    row=index + 1,
+                    field=str(missing),
                 ) from None
             conversations.extend(formatted["conversations"])
             custom_ids.extend(formatted["custom_ids"])
@@ -93,9 +95,14 @@ class CriteriaDataloader(JudgeDataloader):
                 if criterion.get("include_reference", False):
                     block = "\n" + prompts["reference_prompt"].format(reference=row["label"]) + "\n"
                 user = prompts["criteria_prompt"].format(
-                    prompt=task_template.format(**first), response=row["responses"][0],
-                    keyPointText=criterion["criterion"].format(**first), reference_text_block=block)
-                conversations.append([{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}])
+                    prompt=task_template.format(**first),
+                    response=row["responses"][0],
+                    keyPointText=criterion["criterion"].format(**first),
+                    reference_text_block=block,
+                )
+                conversations.append(
+                    [{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}]
+                )
                 custom_ids.append(f"{row['id']}_criteria{i}")
             return {"conversations": conversations, "custom_ids": custom_ids}
 

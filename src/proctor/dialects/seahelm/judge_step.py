@@ -25,8 +25,10 @@ def batch_api_judge(judge_model: Any, judge_config: dict) -> Any:
         return judge_model
     batched = getattr(judge_model, "batched", None)
     if not callable(batched):
-        log.info("batch_api_calls: judge '%s' has no Batch API; its calls go one request at a time",
-                 getattr(judge_model, "name", judge_model))
+        log.info(
+            "batch_api_calls: judge '%s' has no Batch API; its calls go one request at a time",
+            getattr(judge_model, "name", judge_model),
+        )
         return judge_model
     return batched()
 
@@ -75,20 +77,33 @@ class Judging:
         if delta is None:
             return
         total = getattr(self, "_judge_usage", None) or {}
-        self._judge_usage = {k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()}
+        self._judge_usage = {
+            k: round(total.get(k, 0) + v, 6) if k == "estimated_cost" else total.get(k, 0) + v for k, v in delta.items()
+        }
 
     def _judge_batch(self, loader, metric, judge, rows, answers) -> None:
         """SEA-HELM v1.2's judge dataloaders: the loader builds the judge conversations (with ``custom_ids``),
         the judge model answers them (retried while no ``<classification>``/verdict parses) and the
         responses are written where the metric reads them, ``get_judge_batch_response_filepath()``."""
         loader.dataset = RowList(dict(r, responses=list(a)) for r, a in zip(rows, answers))
-        conversations, custom_ids = self._plugin_call(loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric)
-        parse = getattr(metric, "extract_classification", None) or getattr(metric, "parse", None) or (lambda text: text.strip() or None)
+        conversations, custom_ids = self._plugin_call(
+            loader.prepare_conversations_for_judgements, "prepare_conversations_for_judgements", metric
+        )
+        parse = (
+            getattr(metric, "extract_classification", None)
+            or getattr(metric, "parse", None)
+            or (lambda text: text.strip() or None)
+        )
         verdicts = judge.judge(conversations, lambda text: self._plugin_call(parse, "extract_classification", text))
         path = self._plugin_call(loader.get_judge_batch_response_filepath, "get_judge_batch_response_filepath")
         with open(path, "w", encoding="utf-8") as handle:
             for custom_id, conversation, (_, text) in zip(custom_ids, conversations, verdicts):
-                handle.write(json.dumps({"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False) + "\n")
+                handle.write(
+                    json.dumps(
+                        {"custom_ids": custom_id, "conversations": conversation, "responses": text}, ensure_ascii=False
+                    )
+                    + "\n"
+                )
 
     def _judge(self, model):
         from proctor.dialects.seahelm.judges import JudgeRunner
@@ -105,6 +120,8 @@ class Judging:
         if isinstance(generation, list):
             generation = generation[0] if generation else {}
         generation = {**generation, **self.options.judge_generation}
-        runner = JudgeRunner(self.executor.for_model(judge_model), generation)  # the run store, under the judge's fingerprint
+        runner = JudgeRunner(
+            self.executor.for_model(judge_model), generation
+        )  # the run store, under the judge's fingerprint
         self._judge_runner = runner
         return runner

@@ -68,7 +68,10 @@ class JudgeRunner:
                 break
             if attempt:
                 self.stats["retried"] += len(pending)
-            requests = [GenerateRequest(prompts[i], max_tokens=self.max_tokens, temperature=self.temperature, seed=attempt) for i in pending]
+            requests = [
+                GenerateRequest(prompts[i], max_tokens=self.max_tokens, temperature=self.temperature, seed=attempt)
+                for i in pending
+            ]
             texts = self._generate(requests)
             still = []
             for i, text in zip(pending, texts):
@@ -80,7 +83,12 @@ class JudgeRunner:
             pending = still
         self.stats["errors"] += len(pending)
         if pending:
-            log.warning("judge: %d of %d verdicts unparseable after %d retries (counted as errors)", len(pending), len(prompts), self.max_retries)
+            log.warning(
+                "judge: %d of %d verdicts unparseable after %d retries (counted as errors)",
+                len(pending),
+                len(prompts),
+                self.max_retries,
+            )
         return out
 
 
@@ -117,7 +125,10 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
         self.judge_config = cfg.get("judge") or {}
 
     def extract_response(
-        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+        self,
+        response: Any,
+        flags: int | None = None,
+        return_original_response_on_failure: bool = True,
     ) -> list[str]:  # every turn's answer, as given: no regex
         return [("" if r is None else str(r)) for r in list(response)]
 
@@ -147,7 +158,11 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
             questions = [str(p.get("text", "")) for p in _listish(row.get("prompts"))]
             category = _meta(row.get("metadata")).get("category", "")
             refs = list(_listish(row.get("references")))
-            kind = "with-reference" if category in self.with_reference and refs and "with-reference" in prompts else "without-reference"
+            kind = (
+                "with-reference"
+                if category in self.with_reference and refs and "with-reference" in prompts
+                else "without-reference"
+            )
             turn_prompts = prompts.get(kind) or prompts.get("without-reference") or []
             for turn in range(1, len(questions) + 1):
                 spec = turn_prompts[min(turn, len(turn_prompts)) - 1]
@@ -159,7 +174,9 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
                         values[f"answer_a_{i}"] = a[i - 1] if i - 1 < len(a) else ""
                         values[f"answer_b_{i}"] = b[i - 1] if i - 1 < len(b) else ""
                         values[f"ref_answer_{i}"] = refs[i - 1] if i - 1 < len(refs) else ""
-                    conversations.append(_messages(fill(spec.get("system_prompt", ""), values), fill(spec["prompt_template"], values)))
+                    conversations.append(
+                        _messages(fill(spec.get("system_prompt", ""), values), fill(spec["prompt_template"], values))
+                    )
                     keys.append((index, turn, order, category))
         verdicts = self.judge_model.judge(conversations, self.parse)
         per: dict[tuple, dict] = {}
@@ -177,10 +194,18 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
             score = {"W": 1.0, "T": 0.5}.get(final, 0.0)
             scores_by_row.setdefault(index, []).append(score)
             by_category.setdefault(category, []).append(score)
-            judgements.setdefault(index, []).append({"turn": turn, "verdicts": [first, second], "final": final,
-                                                      "judgements": [both["baseline-after"][1], both["baseline-before"][1]]})
+            judgements.setdefault(index, []).append(
+                {
+                    "turn": turn,
+                    "verdicts": [first, second],
+                    "final": final,
+                    "judgements": [both["baseline-after"][1], both["baseline-before"][1]],
+                }
+            )
         df["judgements"] = [judgements.get(i, []) for i in df.index]
-        self.update_individual_scores([float(np.mean(scores_by_row[i])) if i in scores_by_row else 0.0 for i in df.index])
+        self.update_individual_scores(
+            [float(np.mean(scores_by_row[i])) if i in scores_by_row else 0.0 for i in df.index]
+        )
         win_rates = {c: 100 * float(np.mean(v)) for c, v in by_category.items()}
         errors = sum(1 for j in judgements.values() for t in j for v in t["verdicts"] if v == "ERROR")
         return {
@@ -204,15 +229,26 @@ class CriteriaJudgeMetric(SeaHelmMetric):
     ``judge.classifications`` to a score; row score = mean over its criteria."""
 
     uses_judge = True
-    DEFAULT = {"CLASS_UNMET": 0.0, "CLASS_SLIGHTLY_MET": 0.25, "CLASS_MODERATELY_MET": 0.5, "CLASS_MAJORLY_MET": 0.75, "CLASS_EXACTLY_MET": 1.0}
+    DEFAULT = {
+        "CLASS_UNMET": 0.0,
+        "CLASS_SLIGHTLY_MET": 0.25,
+        "CLASS_MODERATELY_MET": 0.5,
+        "CLASS_MAJORLY_MET": 0.75,
+        "CLASS_EXACTLY_MET": 1.0,
+    }
 
     def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         self.judge_config = task_config.config.get("judge") or {}
-        self.classifications = {str(k).upper(): float(v) for k, v in (self.judge_config.get("classifications") or self.DEFAULT).items()}
+        self.classifications = {
+            str(k).upper(): float(v) for k, v in (self.judge_config.get("classifications") or self.DEFAULT).items()
+        }
 
     def extract_response(
-        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+        self,
+        response: Any,
+        flags: int | None = None,
+        return_original_response_on_failure: bool = True,
     ) -> list[str]:  # every turn's answer, as given: no regex
         return [("" if r is None else str(r)) for r in list(response)]
 
@@ -237,7 +273,9 @@ class CriteriaJudgeMetric(SeaHelmMetric):
                 if line.strip():
                     record = json.loads(line)
                     row_id, criterion = str(record["custom_ids"]).rsplit("_", 1)
-                    judged.setdefault(row_id, []).append((int(criterion.removeprefix("criteria")), record.get("responses") or ""))
+                    judged.setdefault(row_id, []).append(
+                        (int(criterion.removeprefix("criteria")), record.get("responses") or "")
+                    )
         df = self.inference_df
         scores, details = [], []
         for _, row in df.iterrows():
@@ -245,8 +283,16 @@ class CriteriaJudgeMetric(SeaHelmMetric):
             verdicts = [self.parse(text) for _, text in items]
             row_scores = [self.classifications.get(v, 0.0) if v else 0.0 for v in verdicts]
             scores.append(sum(row_scores) / len(row_scores) if row_scores else 0.0)
-            details.append([{"criterion": c, "classification": v or "ERROR", "reflection": (m.group(1).strip() if (m := _REFLECTION.search(t)) else None)}
-                            for (c, t), v in zip(items, verdicts)])
+            details.append(
+                [
+                    {
+                        "criterion": c,
+                        "classification": v or "ERROR",
+                        "reflection": (m.group(1).strip() if (m := _REFLECTION.search(t)) else None),
+                    }
+                    for (c, t), v in zip(items, verdicts)
+                ]
+            )
         df["judgements"] = details
         df["final_scores"] = scores
         self.update_individual_scores([{"average_criteria_score": x} for x in scores])
@@ -263,7 +309,14 @@ class CriteriaJudgeMetric(SeaHelmMetric):
             return self._from_judge_file()
         df = self.inference_df
         prompts = self.judge_config.get("judge_prompts") or {}
-        system, template = (prompts.get("system_prompt"), prompts.get("prompt_template") or prompts.get("user_prompt") or "{criterion}") if isinstance(prompts, dict) else (None, str(prompts))
+        system, template = (
+            (
+                prompts.get("system_prompt"),
+                prompts.get("prompt_template") or prompts.get("user_prompt") or "{criterion}",
+            )
+            if isinstance(prompts, dict)
+            else (None, str(prompts))
+        )
         conversations, keys = [], []
         for index, row in df.iterrows():
             row = row.to_dict()
@@ -276,8 +329,12 @@ class CriteriaJudgeMetric(SeaHelmMetric):
                     "criterion": criterion.get("criterion", ""),
                     "question": questions[turn - 1] if turn - 1 < len(questions) else "",
                     "response": answers[turn - 1] if turn - 1 < len(answers) else "",
-                    "reference": (refs[turn - 1] if turn - 1 < len(refs) else "") if criterion.get("include_reference") else "",
-                    "conversation": "\n\n".join(f"User: {q}\n\nAssistant: {a}" for q, a in zip(questions[:turn], answers[:turn])),
+                    "reference": (refs[turn - 1] if turn - 1 < len(refs) else "")
+                    if criterion.get("include_reference")
+                    else "",
+                    "conversation": "\n\n".join(
+                        f"User: {q}\n\nAssistant: {a}" for q, a in zip(questions[:turn], answers[:turn])
+                    ),
                 }
                 conversations.append(_messages(fill(system, values) if system else None, fill(template, values)))
                 keys.append((index, c))
@@ -288,13 +345,20 @@ class CriteriaJudgeMetric(SeaHelmMetric):
             score = self.classifications.get(verdict, 0.0) if verdict else 0.0
             per_row.setdefault(index, []).append(score)
             reflection = _REFLECTION.search(text)
-            details.setdefault(index, []).append({"classification": verdict or "ERROR", "reflection": reflection.group(1).strip() if reflection else None})
+            details.setdefault(index, []).append(
+                {
+                    "classification": verdict or "ERROR",
+                    "reflection": reflection.group(1).strip() if reflection else None,
+                }
+            )
         df["judgements"] = [details.get(i, []) for i in df.index]
         scores = [float(np.mean(per_row[i])) if per_row.get(i) else 0.0 for i in df.index]
         self.update_individual_scores(scores)
         categories: dict[str, list[float]] = {}
         for i, s in zip(df.index, scores):
-            categories.setdefault(str(_meta(df.at[i, "metadata"]).get("category", "")) if "metadata" in df else "", []).append(s)
+            categories.setdefault(
+                str(_meta(df.at[i, "metadata"]).get("category", "")) if "metadata" in df else "", []
+            ).append(s)
         return {
             "average_criteria_score": 100 * float(np.mean(scores)) if scores else 0.0,
             "category_scores": {k: 100 * float(np.mean(v)) for k, v in categories.items()},

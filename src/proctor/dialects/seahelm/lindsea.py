@@ -28,8 +28,12 @@ PHENOMENA = ("scalar_implicatures", "presuppositions")
 PRAGMATICS_TASKS = ("pragmatic-single", "pragmatic-pair")
 PRAGMATICS_LOGPROB_TASKS = ("pragmatic-single-logprobs", "pragmatic-pair-logprobs")
 MIN_SCORE = 0.5
-CATEGORIES = (("mp-r", "normalized_accuracy"), ("mp-r-logprobs", "average_cumulative_probabilities"),
-              ("pragmatics", "normalized_accuracy"), ("pragmatics-logprobs", "average_cumulative_probabilities"))
+CATEGORIES = (
+    ("mp-r", "normalized_accuracy"),
+    ("mp-r-logprobs", "average_cumulative_probabilities"),
+    ("pragmatics", "normalized_accuracy"),
+    ("pragmatics-logprobs", "average_cumulative_probabilities"),
+)
 
 
 def _subcategories(result: dict) -> dict:
@@ -73,7 +77,12 @@ def pragmatics(tasks: dict[str, dict]) -> tuple[dict | None, list[str]]:
         return None, notes + ["pragmatics: no subcategory counts (the tasks' metric gave no 'subcategories')"]
     accuracy = sum(accuracies) / len(accuracies)
     normalized = max((accuracy - MIN_SCORE) / (1 - MIN_SCORE), 0.0)
-    return {"accuracy": 100 * accuracy, "normalized_accuracy": 100 * normalized, "subcategories": subcategories, "tasks": present}, notes
+    return {
+        "accuracy": 100 * accuracy,
+        "normalized_accuracy": 100 * normalized,
+        "subcategories": subcategories,
+        "tasks": present,
+    }, notes
 
 
 def pragmatics_logprobs(tasks: dict[str, dict]) -> tuple[dict | None, list[str]]:
@@ -94,7 +103,11 @@ def pragmatics_logprobs(tasks: dict[str, dict]) -> tuple[dict | None, list[str]]
         values.append(sum(found) / len(found))
     if not values:
         return None, notes
-    return {"average_cumulative_probabilities": sum(values) / len(values), "subcategories": subcategories, "tasks": present}, notes
+    return {
+        "average_cumulative_probabilities": sum(values) / len(values),
+        "subcategories": subcategories,
+        "tasks": present,
+    }, notes
 
 
 def lindsea(tasks: dict[str, dict]) -> dict:
@@ -124,8 +137,10 @@ def lindsea(tasks: dict[str, dict]) -> dict:
         categories[category] = {"value": float(value), "metric": metric, **({"detail": entry} if entry else {})}
         scores.append(float(value))
     if not scores:
-        notes.append("no LINDSEA category available (mp-r, mp-r-logprobs, pragmatic-single/pair[-logprobs]): "
-                     "linguistic-diagnostics has no score")
+        notes.append(
+            "no LINDSEA category available (mp-r, mp-r-logprobs, pragmatic-single/pair[-logprobs]): "
+            "linguistic-diagnostics has no score"
+        )
         return {"value": None, "categories": categories, "notes": notes}
     return {"value": sum(scores) / len(scores), "categories": categories, "notes": notes}
 

@@ -56,16 +56,27 @@ def intermediate(text: str, finish_reason: str, tag: str) -> Intermediate:
     return Intermediate(text, finish_reason == "stop")
 
 
-def label_requests(prompts: Sequence[str], steps: Sequence[Intermediate], labels: Sequence[Any], separator: str,
-                   images: Sequence[tuple] | None = None) -> tuple[list[int], list]:
+def label_requests(
+    prompts: Sequence[str],
+    steps: Sequence[Intermediate],
+    labels: Sequence[Any],
+    separator: str,
+    images: Sequence[tuple] | None = None,
+) -> tuple[list[int], list]:
     """(rows scored, their requests): log P(separator + label | prompt + generated text) for each scored row
     (with the row's images, for image tasks)."""
     rows, requests = [], []
     for i, (prompt, step, label) in enumerate(zip(prompts, steps, labels)):
         if step.scored:
             rows.append(i)
-            requests.append(LoglikelihoodRequest(prompt + step.response, separator + str(label), move_whitespace=False,
-                                                 images=images[i] if images else ()))
+            requests.append(
+                LoglikelihoodRequest(
+                    prompt + step.response,
+                    separator + str(label),
+                    move_whitespace=False,
+                    images=images[i] if images else (),
+                )
+            )
     return rows, requests
 
 

@@ -31,8 +31,13 @@ def shown_fields(run: dict, i: int) -> dict[str, Any]:
     if classes and str(label) in classes:
         predicted = run["predictions"][i] if run.get("predictions") else None
         index = classes.index(str(predicted)) if predicted is not None and str(predicted) in classes else None
-        out.update(choices=classes, target=classes.index(str(label)), prediction=index, parsed=index is not None,
-                   correct=index == classes.index(str(label)))
+        out.update(
+            choices=classes,
+            target=classes.index(str(label)),
+            prediction=index,
+            parsed=index is not None,
+            correct=index == classes.index(str(label)),
+        )
     return out
 
 
@@ -71,7 +76,9 @@ class MetricStep:
         frame["raw_responses"] = [list(a) for a in raw]
         frame["conversations"] = rendered
         if sent and any(c is not None for c in sent):  # ready-made conversations stay message lists, as in SEA-HELM
-            frame["conversations"] = pd.Series([c if c is not None else t for c, t in zip(sent, rendered)], index=frame.index, dtype=object)
+            frame["conversations"] = pd.Series(
+                [c if c is not None else t for c, t in zip(sent, rendered)], index=frame.index, dtype=object
+            )
         for key, values in extra.items():
             frame[key] = values
         if "cumulative_logprob" in extra:  # SEA-HELM's column: one list per row
@@ -92,7 +99,11 @@ class MetricStep:
         df = loader.inference_df
         scores = df["individual_scores"].tolist() if "individual_scores" in df else [None] * len(df)
         scores = [self._scalar(s, self.config.get("metric")) for s in scores]
-        cleaned = df[metric.postprocessed_response_column].tolist() if metric.postprocessed_response_column in df else [None] * len(df)
+        cleaned = (
+            df[metric.postprocessed_response_column].tolist()
+            if metric.postprocessed_response_column in df
+            else [None] * len(df)
+        )
         return {
             "metrics": metrics,
             "raw": raw,

@@ -54,8 +54,15 @@ def macro_f1(references: Sequence[str], predictions: Sequence[str], labels: Sequ
 class SeaHelmMetric:
     """Base metric: error handling, answer extraction, ``calculate_metrics`` (override), normalisation."""
 
-    def __init__(self, dataloader: Any, task_config: Any, response_column: str = "responses",
-                 postprocessed_response_column: str = "cleaned_response", label_column: str = "label", **_: Any) -> None:
+    def __init__(
+        self,
+        dataloader: Any,
+        task_config: Any,
+        response_column: str = "responses",
+        postprocessed_response_column: str = "cleaned_response",
+        label_column: str = "label",
+        **_: Any,
+    ) -> None:
         self.dataloader = dataloader
         self.task_config = task_config
         self.task_name = self.task = task_config.task_name
@@ -85,7 +92,9 @@ class SeaHelmMetric:
 
     def replace_error_responses(self, replacement: str = "") -> None:
         df = self.inference_df
-        df[self.response_column] = df[self.response_column].apply(lambda rs: [replacement if r is None else r for r in rs])
+        df[self.response_column] = df[self.response_column].apply(
+            lambda rs: [replacement if r is None else r for r in rs]
+        )
 
     def get_response(self, row: Any) -> Any:
         return row[self.response_column]
@@ -98,12 +107,19 @@ class SeaHelmMetric:
         return normalize_answer(text)
 
     def extract_response(
-        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True,
+        self,
+        response: Any,
+        flags: int | None = None,
+        return_original_response_on_failure: bool = True,
     ) -> str | list[str] | None:
         """The regex's group 1 in the first response, stripped; on no match (or an empty group) the
         whole response, or None when ``return_original_response_on_failure`` is false. (A judge
         metric keeps every turn's answer: a list.)"""
-        text = response[0] if isinstance(response, (list, tuple)) or hasattr(response, "tolist") and not isinstance(response, str) else response
+        text = (
+            response[0]
+            if isinstance(response, (list, tuple)) or hasattr(response, "tolist") and not isinstance(response, str)
+            else response
+        )
         if text is None or (isinstance(text, float) and math.isnan(text)):
             return None
         text = str(text)
@@ -171,7 +187,9 @@ class F1AccMetric(SeaHelmMetric):
             return self.null_label
         return self.label_map.get(normalize_answer(text), self.null_label)
 
-    def extract_response(self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True) -> str:
+    def extract_response(
+        self, response: Any, flags: int | None = None, return_original_response_on_failure: bool = True
+    ) -> str:
         """As SEA-HELM: the extracted answer mapped to its label (else the null label), so subclasses'
         ``calculate_metrics`` read labels from ``postprocessed_response_column``."""
         return self.map_label(super().extract_response(response, flags, return_original_response_on_failure))

@@ -30,7 +30,7 @@ def register_modality(name: str, handler: str) -> None:
 
 
 def modality(cfg: dict, loader_file: Path | None) -> str:
-    """"text", "image" or "audio": the config's ``task_modality``, else the dataloader it names (by class,
+    """ "text", "image" or "audio": the config's ``task_modality``, else the dataloader it names (by class,
     or by what the task-folder file imports: read as text, never run)."""
     declared = str(cfg.get("task_modality") or "").lower()
     if declared:

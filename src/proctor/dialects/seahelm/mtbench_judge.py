@@ -53,7 +53,9 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
         for n, row in enumerate(as_rows(self.dataset), start=1):
             problem = _row_problem(row)
             if problem:
-                raise TaskDefinitionError(f"{self.task_name}/{self.lang}: {problem}", file=self.specific_task_config["filepath"], row=n)
+                raise TaskDefinitionError(
+                    f"{self.task_name}/{self.lang}: {problem}", file=self.specific_task_config["filepath"], row=n
+                )
         return self.dataset
 
     def get_judge_prompt_formatter(self, metric: Any):
@@ -67,14 +69,26 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
             for i, criterion in enumerate(row["criteria"]):
                 turn = int(criterion["turn"])
                 if turn >= len(asked) or turn >= len(answers) or answers[turn] is None:
-                    log.error("%s/%s row %s: no answer for turn %d of criterion %d; not judged", self.task_name, self.lang, row.get("id"), turn, i)
+                    log.error(
+                        "%s/%s row %s: no answer for turn %d of criterion %d; not judged",
+                        self.task_name,
+                        self.lang,
+                        row.get("id"),
+                        turn,
+                        i,
+                    )
                     continue
                 transcript = "[User]\n" + asked[0]
                 for t in range(1, turn + 1):
                     transcript += f"\n\n[Assistant (fixed)]\n{answers[t - 1]}\n\n[User]\n{asked[t]}"
                 user = prompts["criteria_prompt"][f"turn_{turn + 1}"].format(
-                    transcript=transcript, response=answers[turn], keyPointText=criterion["criterion"].format(**row["prompts"][0]))
-                conversations.append([{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}])
+                    transcript=transcript,
+                    response=answers[turn],
+                    keyPointText=criterion["criterion"].format(**row["prompts"][0]),
+                )
+                conversations.append(
+                    [{"role": "system", "content": prompts["system_prompt"]}, {"role": "user", "content": user}]
+                )
                 custom_ids.append(f"{row['id']}_turn{turn}_criteria{i}")
             return {"conversations": conversations, "custom_ids": custom_ids}
 
@@ -121,14 +135,26 @@ class MTBenchJudgeMetric(SeaHelmMetric):
                 row_scores.append(scores)
                 row_reflections.append([self.extract_reflection(text) for _, text in items])
                 row_turns.append(sum(scores) / len(scores) if scores else 0.0)
-                row_details += [{"turn": turn, "criterion": c, "classification": k or "ERROR", "reflection": self.extract_reflection(t)}
-                                for (c, t), k in zip(items, classes)]
+                row_details += [
+                    {
+                        "turn": turn,
+                        "criterion": c,
+                        "classification": k or "ERROR",
+                        "reflection": self.extract_reflection(t),
+                    }
+                    for (c, t), k in zip(items, classes)
+                ]
             all_scores.append(row_scores)
             reflections.append(row_reflections)
             turn_scores.append(row_turns)
             finals.append(sum(row_turns) / len(row_turns))
             details.append(row_details)
-        df["scores"], df["reflection"], df["turn_scores"], df["final_scores"] = all_scores, reflections, turn_scores, finals
+        df["scores"], df["reflection"], df["turn_scores"], df["final_scores"] = (
+            all_scores,
+            reflections,
+            turn_scores,
+            finals,
+        )
         df["judgements"] = details
         self.dataloader.update_individual_scores([{"average_criteria_score": x} for x in finals])
         categories: dict[str, list[float]] = {}

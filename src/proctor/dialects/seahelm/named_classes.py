@@ -90,7 +90,11 @@ _ALIASES = {
     "src.judges.seahelm_judge": ["SeaHelmJudge"],
     "src.judges.criteria_judge": ["CriteriaJudge"],
     "src.judges.pairwise_judge": ["PairwiseJudge"],
-    "src.dataloaders.judges.criteria_dataloader": ["CriteriaDataloader", "SeaHelmLocalCriteriaDataloader", "HuggingFaceCriteriaDataloader"],
+    "src.dataloaders.judges.criteria_dataloader": [
+        "CriteriaDataloader",
+        "SeaHelmLocalCriteriaDataloader",
+        "HuggingFaceCriteriaDataloader",
+    ],
 }
 
 
@@ -118,7 +122,9 @@ def seahelm_src_names() -> Iterator[None]:
         yield
 
 
-def resolve_class(file: str | None, class_name: str | None, *, root: Path, config_file: Path, trust: bool, what: str, default: str):
+def resolve_class(
+    file: str | None, class_name: str | None, *, root: Path, config_file: Path, trust: bool, what: str, default: str
+):
     """The class a config names (``<what>_file`` + ``<what>_class``)."""
     from proctor.dialects.seahelm.config import resolve_file
 
@@ -128,17 +134,24 @@ def resolve_class(file: str | None, class_name: str | None, *, root: Path, confi
             return _builtin_logprob()
         if name in BUILTIN_CLASSES:
             return BUILTIN_CLASSES[name]
-        raise TaskDefinitionError(f"SEA-HELM class '{name}' ({file}) has no proctor equivalent", file=config_file, field=f"{what}_class")
+        raise TaskDefinitionError(
+            f"SEA-HELM class '{name}' ({file}) has no proctor equivalent", file=config_file, field=f"{what}_class"
+        )
     path = resolve_file(str(file), root, config_file, f"{what}_file")
     if path is None and (str(file).replace("\\", "/"), name) in SHIPPED:
         log.info("%s: %s is not in the tree; using proctor's built-in %s", config_file, file, name)
         return BUILTIN_CLASSES[name]
     if path is None:
-        raise TaskDefinitionError(f"{what}_file not found: {file} (looked in {root} and {config_file.parent})", file=config_file, field=f"{what}_file")
+        raise TaskDefinitionError(
+            f"{what}_file not found: {file} (looked in {root} and {config_file.parent})",
+            file=config_file,
+            field=f"{what}_file",
+        )
     if not trust:
         raise TaskDefinitionError(
             f"{what}_class '{name}' is code in {path}; pass --trust-task-code (API: dialect_options={{'trust_task_code': True}}) to run it",
-            file=config_file, field=f"{what}_file",
+            file=config_file,
+            field=f"{what}_file",
         )
     try:
         cls = class_in_file(path, name, field=f"{what}_class", names=seahelm_src_names)

@@ -78,7 +78,9 @@ def load_dataset(path: str, name: str | None = None, split: str | None = None, d
         return dataset if split else {"train": dataset}
     local = _local(reference)
     if not local.exists():
-        raise ProctorError(f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)")
+        raise ProctorError(
+            f"dataset not available offline: {reference} (map a local copy with --seahelm-data {reference}=PATH)"
+        )
     if split is None:
         from datasets import DatasetDict
 
@@ -92,7 +94,9 @@ def snapshot_download(repo_id: str, *args: Any, repo_type: str | None = None, **
     reference = str(repo_id)
     local = _local(reference)
     if not local.is_dir():
-        raise ProctorError(f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)")
+        raise ProctorError(
+            f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)"
+        )
     return str(local)
 
 

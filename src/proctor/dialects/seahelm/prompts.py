@@ -17,7 +17,9 @@ def fewshot_turns(template: dict, examples: Sequence[dict]) -> list[tuple[str, s
         values = (example.get("prompts") or [{}])[0]
         turns.append(("user", template["task_template"].format(**values, answer_tag=tag)))
         fields = {k: v for k, v in example.items() if k != "answer_tag"}
-        turns.append(("assistant", template.get("answer_template", "").format(**{**fields, **values, "answer_tag": tag})))
+        turns.append(
+            ("assistant", template.get("answer_template", "").format(**{**fields, **values, "answer_tag": tag}))
+        )
     return turns
 
 

@@ -23,7 +23,9 @@ SEGMENTED = {"th": ("pythainlp", "seahelm-th", "Thai"), "zh": ("jieba", "seahelm
 
 def _missing(lang: str) -> ProctorError:
     package, extra, name = SEGMENTED[lang]
-    return ProctorError(f"{name} QA F1 ({lang}) needs {package}, as SEA-HELM uses it to split words: pip install 'proctor[{extra}]'")
+    return ProctorError(
+        f"{name} QA F1 ({lang}) needs {package}, as SEA-HELM uses it to split words: pip install 'proctor[{extra}]'"
+    )
 
 
 def require_segmenter(lang: str) -> None:
@@ -69,7 +71,6 @@ def qa_exact(prediction: str, reference: str) -> float:
 
 
 class QuestionAnsweringMetric(_FreeTextMetric):
-
     def calculate_metrics(self):
         df = self.inference_df
         preds = self._predictions()

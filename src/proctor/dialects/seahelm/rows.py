@@ -19,7 +19,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 def candidate_files(split: str | None, lang: str | None) -> list[str]:
     """The files a data folder is searched for, in order (then a ``save_to_disk`` copy)."""
     names = []
-    for stem in ([f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]):
+    for stem in [f"{lang}/{split}", f"{lang}_{split}", f"{split}/{lang}", split, lang] if split else [lang]:
         if stem:
             names += [f"{stem}{s}" for s in (".jsonl", ".json", ".parquet", ".csv")]
     return names
@@ -29,7 +29,9 @@ def folder_lacks(path: Path, split: str, lang: str) -> str | None:
     """Why ``read_rows(path, split, lang)`` would find nothing (None: it finds a file, or ``path`` is a file
     or a ``save_to_disk`` copy, whose rows are filtered by language when read)."""
     path = Path(path)
-    if not path.is_dir() or any((path / marker).is_file() for marker in ("dataset_dict.json", "state.json", "dataset_info.json")):
+    if not path.is_dir() or any(
+        (path / marker).is_file() for marker in ("dataset_dict.json", "state.json", "dataset_info.json")
+    ):
         return None
     names = candidate_files(split, lang)
     if any((path / name).is_file() for name in names):
@@ -55,13 +57,20 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
             rows = data.to_list()
             return [r for r in rows if not lang or (r.get("metadata") or {}).get("language", lang) == lang]
         except Exception:
-            raise ProctorError(f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)") from None
+            raise ProctorError(
+                f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)"
+            ) from None
     suffix = path.suffix
     if suffix == ".jsonl":
         from proctor.data.readers import decode_utf8, json_lines
 
         lines = decode_utf8(path).split("\n")  # decode_utf8 names the line of a byte that is not UTF-8
-        return [row for _, row in json_lines(lines, lambda n, exc: TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n))]
+        return [
+            row
+            for _, row in json_lines(
+                lines, lambda n, exc: TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n)
+            )
+        ]
     if suffix == ".json":
         from proctor.data.readers import decode_utf8
 

@@ -65,12 +65,18 @@ def summarise(runs: list[dict], rows: list[dict], key: Any, judge_runner: Any = 
             flat[name] = _jsonable(value)
     for name, value in flat.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            values = [float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))]
+            values = [
+                float(r["metrics"][name]) for r in runs if isinstance(r["metrics"].get(name), (int, float, np.number))
+            ]
             entry = {"value": float(np.mean(values)), "stderr": None}
             # SEA-HELM's own standard error of this value, where its metric reports one (LogProbMetric's
             # clt_se_<x> for average_<x>); SEA-HELM computes none for a single run of the other metrics
-            se_name = "clt_se_" + name[len("average_"):] if name.startswith("average_") else None
-            errors = [float(r["metrics"][se_name]) for r in runs if isinstance(r["metrics"].get(se_name), (int, float, np.number))]
+            se_name = "clt_se_" + name[len("average_") :] if name.startswith("average_") else None
+            errors = [
+                float(r["metrics"][se_name])
+                for r in runs
+                if isinstance(r["metrics"].get(se_name), (int, float, np.number))
+            ]
             if errors:
                 entry["stderr"] = float(np.mean(errors))
             out[name] = entry

@@ -52,6 +52,7 @@ def _row_score(outcome: Any) -> float | None:
 def _check_labels(rows: list, data: Any) -> None:
     """A row without the label its siblings have would be scored as a miss: an error naming it.
     (Judge tasks, whose rows have no labels at all, are not affected.)"""
+
     def missing(row: Any) -> bool:
         label = row.get("label") if isinstance(row, dict) else None
         return label is None or (isinstance(label, float) and label != label)
@@ -62,7 +63,9 @@ def _check_labels(rows: list, data: Any) -> None:
 
         raise TaskDefinitionError(
             f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows have one; it would be scored as a miss",
-            file=str(data) if data else None, row=absent[0] + 1, field="label",
+            file=str(data) if data else None,
+            row=absent[0] + 1,
+            field="label",
         )
 
 
@@ -80,14 +83,35 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
         root, config_file = Path(o.root), Path(o.config_file)
         trust = o.trust_task_code
         c = self.config
-        self.loader_cls = resolve_class(c.get("dataloader_file"), c.get("dataloader_class"), root=root, config_file=config_file,
-                                        trust=trust, what="dataloader", default="SeaHelmLocalDataloader")
-        self.metric_cls = resolve_class(c.get("metric_file"), c.get("metric_class"), root=root, config_file=config_file,
-                                        trust=trust, what="metric", default="SeaHelmMetric")
+        self.loader_cls = resolve_class(
+            c.get("dataloader_file"),
+            c.get("dataloader_class"),
+            root=root,
+            config_file=config_file,
+            trust=trust,
+            what="dataloader",
+            default="SeaHelmLocalDataloader",
+        )
+        self.metric_cls = resolve_class(
+            c.get("metric_file"),
+            c.get("metric_class"),
+            root=root,
+            config_file=config_file,
+            trust=trust,
+            what="metric",
+            default="SeaHelmMetric",
+        )
         self.judge_cls = None
         if c.get("judge_file") or c.get("judge_class"):
-            self.judge_cls = resolve_class(c.get("judge_file"), c.get("judge_class"), root=root, config_file=config_file,
-                                           trust=trust, what="judge", default="")
+            self.judge_cls = resolve_class(
+                c.get("judge_file"),
+                c.get("judge_class"),
+                root=root,
+                config_file=config_file,
+                trust=trust,
+                what="judge",
+                default="",
+            )
         self.task_config = TaskConfig(self.task_id, self.lang, c)
         from proctor.dialects.seahelm.qa import QuestionAnsweringMetric, require_segmenter
 
@@ -137,12 +161,16 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
             from proctor.core.user_errors import user_code_error
 
             source = getattr(owner, "__proctor_source__", None)
-            raise user_code_error(exc, f"{owner.__name__}.{hook} (task {self.task_id}/{self.lang})", file=source) from None
+            raise user_code_error(
+                exc, f"{owner.__name__}.{hook} (task {self.task_id}/{self.lang})", file=source
+            ) from None
 
     def _load_rows(self, loader: Any, limit: int | None) -> None:
         # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
         user_code = getattr(type(loader), "__proctor_source__", None) is not None
-        generated = not self.config["languages"][self.lang].get("filepath")  # ONERULER: rows made by the loader, limit honoured
+        generated = not self.config["languages"][self.lang].get(
+            "filepath"
+        )  # ONERULER: rows made by the loader, limit honoured
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
     def _check_data_paths(self, variables: Any) -> None:
@@ -150,12 +178,20 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
         (``data/paths.py``), before any is read."""
         from proctor.data.paths import check_inside, data_roots
 
-        roots = (*data_roots(Path(self.options.root), variables), *(Path(p) for p in (self.resources.get("offline_copies") or {}).values()))
+        roots = (
+            *data_roots(Path(self.options.root), variables),
+            *(Path(p) for p in (self.resources.get("offline_copies") or {}).values()),
+        )
         settings = self.config["languages"][self.lang]
         for key in ("filepath", "example_filepath"):
             if settings.get(key):
-                check_inside(Path(settings[key]), roots, written=str(settings[key]), file=self.options.config_file,
-                             field=f"{self.task_id}.languages.{self.lang}.{key}")
+                check_inside(
+                    Path(settings[key]),
+                    roots,
+                    written=str(settings[key]),
+                    file=self.options.config_file,
+                    field=f"{self.task_id}.languages.{self.lang}.{key}",
+                )
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
         self._check_data_paths(variables)
@@ -172,16 +208,34 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
         ready = self._ready_conversations(loader, rows, 1)
         for i, row in enumerate(rows):
             try:
-                shown = ready[i][-1]["content"] if ready and ready[i] else P.conversation(template, row, 1, [], [])[-1]["content"]
+                shown = (
+                    ready[i][-1]["content"]
+                    if ready and ready[i]
+                    else P.conversation(template, row, 1, [], [])[-1]["content"]
+                )
             except (KeyError, IndexError, ValueError) as exc:
                 from proctor.core.errors import TaskDefinitionError
 
-                raise TaskDefinitionError(f"prompt_template does not fit row {i + 1}: {type(exc).__name__}: {exc}",
-                                          file=self.options.config_file, field=f"{self.task_id}.languages.{self.lang}.prompt_template") from None
+                raise TaskDefinitionError(
+                    f"prompt_template does not fit row {i + 1}: {type(exc).__name__}: {exc}",
+                    file=self.options.config_file,
+                    field=f"{self.task_id}.languages.{self.lang}.prompt_template",
+                ) from None
             label = row.get("label")
-            given = GivenTexts(prompt=shown, target=label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str))
-            samples.append(Sample(f"{self.task_id}/{self.lang}/{_row_id(row, i)}", {}, str(self.options.data or self.options.config_file), i + 1, i,
-                                  given=given))
+            given = GivenTexts(
+                prompt=shown,
+                target=label if isinstance(label, str) else json.dumps(label, ensure_ascii=False, default=str),
+            )
+            samples.append(
+                Sample(
+                    f"{self.task_id}/{self.lang}/{_row_id(row, i)}",
+                    {},
+                    str(self.options.data or self.options.config_file),
+                    i + 1,
+                    i,
+                    given=given,
+                )
+            )
         return samples
 
     def corpus_metrics(self) -> dict:
@@ -243,18 +297,34 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
                         sent = list(ready)
                 else:
                     active = [i for i, r in enumerate(rows) if len(r.get("prompts") or [{}]) >= turn]
-                    texts = [render_with_images(model, P.conversation(template, rows[i], turn, examples, answers[i]), images[i], is_base,
-                                                P.render) for i in active]
+                    texts = [
+                        render_with_images(
+                            model,
+                            P.conversation(template, rows[i], turn, examples, answers[i]),
+                            images[i],
+                            is_base,
+                            P.render,
+                        )
+                        for i in active
+                    ]
                 if turn == 1:
                     rendered = texts
-                requests = [GenerateRequest(t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run, images=images[i])
-                            for i, t in zip(active, texts)]
+                requests = [
+                    GenerateRequest(
+                        t, max_tokens=max_tokens, stop=stop, temperature=temperature, seed=run, images=images[i]
+                    )
+                    for i, t in zip(active, texts)
+                ]
                 results = self._generate(requests, executor.progress if run == 0 and turn == 1 else (lambda n: None))
                 for i, result in zip(active, results):
                     if turn == 1:
                         finish[i] = result.finish_reason
                     raw[i].append(result.text)
-                    answers[i].append(P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK)) if reasoning else result.text)
+                    answers[i].append(
+                        P.strip_thinking(result.text, reasoning.get("end_think_token", P.END_THINK))
+                        if reasoning
+                        else result.text
+                    )
             extra: dict[str, list] = {}
             if uses_logprobs:
                 lettered = self._choice_formulation() if self._choice_formulation else None
@@ -309,15 +379,18 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
         from proctor.prompts.builder import PreparedSample, Prompt
 
         labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
-        kind.render = lambda prompt: render_with_images(self.model, [{"role": r, "content": c} for r, c in prompt.messages],
-                                                        prompt.images, is_base, P.render)
+        kind.render = lambda prompt: render_with_images(
+            self.model, [{"role": r, "content": c} for r, c in prompt.messages], prompt.images, is_base, P.render
+        )
         images = getattr(self, "_images", None) or [()] * len(rows)
         prepared = []
         for k, (sample, row) in enumerate(zip(samples, rows)):
             messages = P.conversation(template, row, 1, examples, [])
             gold = str(row.get("label"))
             prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages), images=images[k])
-            prepared.append(PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ()))
+            prepared.append(
+                PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ())
+            )
         requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
         results = self._generate(requests, lambda n: None)
         records = [kind.outcome(self.spec, p, [r])[1] for p, r in zip(prepared, results)]

@@ -71,9 +71,11 @@ class AutoTokenizer:
     @staticmethod
     def from_pretrained(name: Any, *args: Any, **kwargs: Any) -> _Tokenizer:
         if not name:
-            raise ProctorError("this dataloader builds its data with the evaluated model's tokenizer, as SEA-HELM does: "
-                               "run a local model (--model FOLDER or the default smollm2; API: dialect_options="
-                               "{'seahelm_model_name': FOLDER})")
+            raise ProctorError(
+                "this dataloader builds its data with the evaluated model's tokenizer, as SEA-HELM does: "
+                "run a local model (--model FOLDER or the default smollm2; API: dialect_options="
+                "{'seahelm_model_name': FOLDER})"
+            )
         path = tokenizer_path(str(name)) or str(name)
         if not Path(path).expanduser().is_dir():
             raise ProctorError(f"tokenizer not available offline: {name} (give the model as a local folder)")

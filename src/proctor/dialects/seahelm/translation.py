@@ -51,7 +51,9 @@ class TranslationDataloader(HuggingFaceDataloader):
             rows = self._rows("example_filepath", "examples")
             rows = rows[:limit] if limit is not None else rows
             # few-shot answers show one reference, as SEA-HELM does
-            self.example_dataset = [{**r, "label": r["label"][0]} if isinstance(r.get("label"), list) and r["label"] else r for r in rows]
+            self.example_dataset = [
+                {**r, "label": r["label"][0]} if isinstance(r.get("label"), list) and r["label"] else r for r in rows
+            ]
         return self.example_dataset or []
 
 
@@ -62,8 +64,10 @@ def metricx_model(config: dict) -> str:
 
 
 def metricx_unavailable(config: dict) -> str:
-    return (f"MetricX needs model {metricx_model(config)}, not available offline (proctor does not fetch hub models); "
-            "chrF++ computed instead: set use_metricx_metric: false and metric: normalized_chrf_score to score by it")
+    return (
+        f"MetricX needs model {metricx_model(config)}, not available offline (proctor does not fetch hub models); "
+        "chrF++ computed instead: set use_metricx_metric: false and metric: normalized_chrf_score to score by it"
+    )
 
 
 class TranslationMetric(_FreeTextMetric):
@@ -82,10 +86,14 @@ class TranslationMetric(_FreeTextMetric):
         if self.use_metricx_metric:
             message = metricx_unavailable(self.config)
             log.error("%s/%s: %s", self.task_name, self.lang, message)
-            metrics.update({"metricx_wmt24_scores": None, "normalized_metricx_wmt24_scores": None, "metricx_error": message})
+            metrics.update(
+                {"metricx_wmt24_scores": None, "normalized_metricx_wmt24_scores": None, "metricx_error": message}
+            )
         # chrF++ always: the configured one, or the fallback when MetricX cannot run
         score = chrf(preds, refs) if preds else None
-        metrics.update({"chrf_score": score, "normalized_chrf_score": normalize_score(score, 0, 1) if score is not None else None})
+        metrics.update(
+            {"chrf_score": score, "normalized_chrf_score": normalize_score(score, 0, 1) if score is not None else None}
+        )
         self.update_individual_scores([chrf([p], [r]) / 100 for p, r in zip(preds, refs)])
         metrics["null_count"] = sum(p == "" for p in preds)
         return metrics, df

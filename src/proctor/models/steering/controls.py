@@ -60,7 +60,9 @@ class Control:
         allowed = self.runtime_arguments()
         unknown = sorted(set(kwargs) - set(allowed))
         if unknown:
-            raise ValueError(f"control '{self.name}' takes no runtime argument(s) {unknown}; it takes {sorted(allowed)}")
+            raise ValueError(
+                f"control '{self.name}' takes no runtime argument(s) {unknown}; it takes {sorted(allowed)}"
+            )
 
     def runtime_arguments(self) -> tuple[str, ...]:
         return tuple(self.params)
@@ -102,7 +104,9 @@ class PromptRewrite(InputControl):
     """Rewrite the last user message, with a ``template`` (``{prompt}`` and runtime fields) or a
     function ``fn(prompt, **runtime) -> str``. Runtime arguments go to the template or function."""
 
-    def __init__(self, template: str | None = None, fn: Callable[..., str] | None = None, name: str | None = None) -> None:
+    def __init__(
+        self, template: str | None = None, fn: Callable[..., str] | None = None, name: str | None = None
+    ) -> None:
         if (template is None) == (fn is None):
             raise ValueError("PromptRewrite takes exactly one of template= or fn=")
         if template is not None and "{prompt}" not in template:
@@ -156,7 +160,9 @@ class FewShot(InputControl):
             missing = [key for key in (question_key, answer_key) if key not in example]
             if missing:
                 raise ValueError(f"FewShot example {index} lacks {missing}")
-        super().__init__(name, examples=list(examples), k=k, seed=seed, question_key=question_key, answer_key=answer_key)
+        super().__init__(
+            name, examples=list(examples), k=k, seed=seed, question_key=question_key, answer_key=answer_key
+        )
 
     def runtime_arguments(self) -> tuple[str, ...]:
         return ("k", "examples")

@@ -95,7 +95,10 @@ def generate_rendered(backend: Any, rendered: Sequence[str], gen_kwargs: Mapping
 
     fields = request_fields(gen_kwargs)
     results = backend.generate([GenerateRequest(text, **fields) for text in rendered])
-    return [Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text) for r, text in zip(results, rendered)]
+    return [
+        Generated(r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, text)
+        for r, text in zip(results, rendered)
+    ]
 
 
 def loaded_backend(model: Any, tokenizer: Any, batch_size: int | str = 8, base: Any = None) -> Any:

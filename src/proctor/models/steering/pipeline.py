@@ -31,8 +31,15 @@ class SteeringPipeline:
     ``executor`` (a ``proctor.runs.executor.ModelExecutor`` with a run store, as a use case run on
     ``as_model()`` is given): requests without per-example arguments run as a proctor model through it."""
 
-    def __init__(self, model: Any, controls: Sequence[Control] = (), tokenizer: Any = None, *, name: str | None = None,
-                 executor: Any = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        controls: Sequence[Control] = (),
+        tokenizer: Any = None,
+        *,
+        name: str | None = None,
+        executor: Any = None,
+    ) -> None:
         if isinstance(model, str):
             from proctor.models.registry import load_model
 
@@ -96,7 +103,9 @@ class SteeringPipeline:
     def config(self) -> dict:
         base = getattr(self.base, "fingerprint", None)
         return {
-            "base": base if isinstance(base, dict) else describe(getattr(self.base_model, "name_or_path", type(self.base_model).__name__)),
+            "base": base
+            if isinstance(base, dict)
+            else describe(getattr(self.base_model, "name_or_path", type(self.base_model).__name__)),
             "controls": [c.config() for c in self.controls],
         }
 
@@ -184,17 +193,23 @@ class SteeringPipeline:
                     out[i] = result
         return out  # type: ignore[return-value]
 
-    def generate(self, prompt: str | Sequence[dict], runtime_kwargs: Mapping[str, Mapping[str, Any]] | None = None, **gen_kwargs: Any) -> str:
+    def generate(
+        self,
+        prompt: str | Sequence[dict],
+        runtime_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        **gen_kwargs: Any,
+    ) -> str:
         """One steered reply (convenience)."""
         return self.generate_prompts([prompt], [dict(runtime_kwargs or {})], gen_kwargs)[0].text
 
 
 def _processed_logits(processors: list):
     """A forward hook on the output layer that passes its logits (any leading shape) through ``processors``."""
+
     def hook(module: Any, args: Any, output: Any) -> Any:
         flat = output.reshape(-1, output.shape[-1])
         for process in processors:
             flat = process(None, flat)
         return flat.reshape(output.shape)
-    return hook
 
+    return hook

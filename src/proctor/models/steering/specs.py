@@ -19,7 +19,9 @@ from proctor.models.steering.controls import Control
 class ControlSpec:
     control_cls: type[Control] | Callable[..., Control]
     params: Mapping[str, Any] = field(default_factory=dict)
-    vars: Mapping[str, Iterable[Any]] | list[Mapping[str, Any]] | Callable[[dict], Iterable[Mapping[str, Any]]] | None = None
+    vars: (
+        Mapping[str, Iterable[Any]] | list[Mapping[str, Any]] | Callable[[dict], Iterable[Mapping[str, Any]]] | None
+    ) = None
     name: str | None = None
     search_strategy: str = "grid"
     num_samples: int | None = None

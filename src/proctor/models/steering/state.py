@@ -63,8 +63,13 @@ class ActivationAddition(StateControl):
         if vector is None and (not positive or not negative):
             raise ValueError("ActivationAddition needs positive and negative prompts, or a vector")
         super().__init__(
-            name, layers=list(layers), strength=float(strength), positive=list(positive),
-            negative=list(negative), vector=vector, normalize=normalize,
+            name,
+            layers=list(layers),
+            strength=float(strength),
+            positive=list(positive),
+            negative=list(negative),
+            vector=vector,
+            normalize=normalize,
         )
         self.vectors: dict[int, Any] = {}
         self._layers: Any = None
@@ -91,7 +96,9 @@ class ActivationAddition(StateControl):
             self.vectors = {i: v / v.norm().clamp(min=1e-8) for i, v in self.vectors.items()}
 
     @staticmethod
-    def _mean_states(model: Any, tokenizer: Any, blocks: Any, indices: list[int], prompts: Sequence[str]) -> dict[int, Any]:
+    def _mean_states(
+        model: Any, tokenizer: Any, blocks: Any, indices: list[int], prompts: Sequence[str]
+    ) -> dict[int, Any]:
         import torch
 
         sums: dict[int, Any] = {}
@@ -100,6 +107,7 @@ class ActivationAddition(StateControl):
         def capture(i: int):
             def hook(module, args, output):
                 captured[i] = _hidden(output)[0, -1].detach().float()
+
             return hook
 
         handles = [blocks[i].register_forward_hook(capture(i)) for i in indices]
@@ -136,6 +144,7 @@ class ActivationAddition(StateControl):
                 scale = scale.repeat_interleave(hidden.shape[0] // len(strengths))[:, None, None]
                 steered = hidden + scale * vector.to(device=hidden.device, dtype=hidden.dtype)
                 return (steered, *output[1:]) if isinstance(output, tuple) else steered
+
             return hook
 
         try:

@@ -18,8 +18,8 @@ import copy
 from typing import Any, Sequence
 
 from proctor.core.errors import ModelLoadError
-from proctor.models.base import Model, Progress
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.models.base import Model, Progress
 
 
 class SteeredModel(Model):
@@ -54,7 +54,9 @@ class SteeredModel(Model):
         return self.base.chunk_requests
 
     @chunk_requests.setter
-    def chunk_requests(self, value: int | None) -> None:  # Model's is an attribute: refused, as a property without setter is
+    def chunk_requests(
+        self, value: int | None
+    ) -> None:  # Model's is an attribute: refused, as a property without setter is
         raise AttributeError("chunk_requests is the base model's (read only)")
 
     @property
@@ -77,7 +79,9 @@ class SteeredModel(Model):
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list:
         return self._run("generate", requests, progress)
 
-    def rolling_loglikelihood(self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None) -> list:
+    def rolling_loglikelihood(
+        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
+    ) -> list:
         return self._run("rolling_loglikelihood", requests, progress)
 
     def close(self) -> None:

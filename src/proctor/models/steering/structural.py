@@ -52,7 +52,9 @@ class WeightDelta(Control):
         for key, delta in self.params["deltas"].items():
             shape = tuple(torch.as_tensor(delta).shape)
             if shape != tuple(parameters[key].shape):
-                raise ValueError(f"WeightDelta: delta for {key} has shape {shape}, the weight {tuple(parameters[key].shape)}")
+                raise ValueError(
+                    f"WeightDelta: delta for {key} has shape {shape}, the weight {tuple(parameters[key].shape)}"
+                )
         patched = shared_copy(model, fresh=self.params["deltas"])
         patched_parameters = dict(patched.named_parameters())
         with torch.no_grad():
@@ -88,9 +90,16 @@ class LoRA(Control):
         if not train_texts and adapter_path is None:
             raise ValueError("LoRA needs train_texts or an adapter_path")
         super().__init__(
-            name, train_texts=list(train_texts), adapter_path=adapter_path, r=r, alpha=alpha,
-            target_modules=list(target_modules) if target_modules else None, steps=steps, lr=lr,
-            strength=float(strength), seed=seed,
+            name,
+            train_texts=list(train_texts),
+            adapter_path=adapter_path,
+            r=r,
+            alpha=alpha,
+            target_modules=list(target_modules) if target_modules else None,
+            steps=steps,
+            lr=lr,
+            strength=float(strength),
+            seed=seed,
         )
         self._peft_model: Any = None
 
@@ -110,8 +119,11 @@ class LoRA(Control):
             else:
                 torch.manual_seed(self.params["seed"])
                 config = peft.LoraConfig(
-                    r=self.params["r"], lora_alpha=self.params["alpha"], lora_dropout=0.0,
-                    target_modules=self.params["target_modules"] or ["q_proj", "v_proj"], task_type="CAUSAL_LM",
+                    r=self.params["r"],
+                    lora_alpha=self.params["alpha"],
+                    lora_dropout=0.0,
+                    target_modules=self.params["target_modules"] or ["q_proj", "v_proj"],
+                    task_type="CAUSAL_LM",
                 )
                 self._peft_model = peft.get_peft_model(target, config)
                 self._train(tokenizer)
