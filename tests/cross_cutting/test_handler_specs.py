@@ -59,7 +59,7 @@ def _handler_tasks(tmp_path: Path) -> dict[str, list]:
     return {
         "lm-eval": load_tasks([_lm_eval_task(tmp_path)]),
         "seahelm": [t for t in load_tasks([seahelm]) if t.dialect == "seahelm"][:20],
-        "glm130b": [t for t in load_tasks([glm]) if t.spec.handler is not None],
+        "glm": [t for t in load_tasks([glm]) if t.spec.handler is not None],
         "probsem": [t for t in load_tasks([probsem]) if t.spec.handler is not None],
     }
 

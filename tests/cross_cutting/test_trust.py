@@ -150,16 +150,16 @@ def test_a_use_case_file_inside_a_folder_is_not_imported(tmp_path, monkeypatch):
 def test_the_use_case_dialect_refuses_a_file_it_was_not_named(tmp_path):
     """The dialect's own rule, should a folder ever hand it a .py file: consent first."""
     from proctor.core.errors import TaskDefinitionError
-    from proctor.plugins.aisteer import UseCaseDialect
+    from proctor.plugins.aisteer import AISteerDialect
 
     (tmp_path / "uc.py").write_text(
         "import pathlib\npathlib.Path(__file__).with_name('PWNED').write_text('ran')\n" + USECASE
     )
     with pytest.raises(TaskDefinitionError, match="--trust-task-code") as info:
-        UseCaseDialect().load(tmp_path / "uc.py", None, False, UseCaseDialect.Options(), [])
+        AISteerDialect().load(tmp_path / "uc.py", None, False, AISteerDialect.Options(), [])
     assert info.value.file == str(tmp_path / "uc.py") and not (tmp_path / "PWNED").exists()
-    (task,) = UseCaseDialect().load(
-        tmp_path / "uc.py", None, True, UseCaseDialect.Options(), []
+    (task,) = AISteerDialect().load(
+        tmp_path / "uc.py", None, True, AISteerDialect.Options(), []
     )  # named on the command line
     assert task.name == "uc:Echo" and (tmp_path / "PWNED").exists()
 

@@ -281,7 +281,7 @@ def test_cli_version_and_overrides(tiny_model_dir, tmp_path):
     assert bad.returncode == 2 and "unknown key 'tempx'" in bad.stderr and "Traceback" not in bad.stderr
     use_case = tmp_path / "case.py"
     use_case.write_text(  # a use case file: it loads, and the override is refused before the model loads
-        "from proctor.usecases import UseCase\n\nclass Echo(UseCase):\n"
+        "from proctor import UseCase\n\nclass Echo(UseCase):\n"
         "    def generate(self, model, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kw):\n        return []\n\n"
         "    def evaluate(self, generations):\n        return {}\n\nevaluation_data = [{'id': '1'}]\nevaluation_metrics = []\n"
     )

@@ -59,7 +59,7 @@ def test_glm_results_with_breakdowns_validate(tmp_path):
         ).run_dir
     )  # its module: is a task class
     task = saved.tasks["lambada_style/validation"]
-    assert task.dialect == "glm130b" and task.breakdown_stats["_source"]["Accuracy"].n_parts == 2
+    assert task.dialect == "glm" and task.breakdown_stats["_source"]["Accuracy"].n_parts == 2
     assert task.data.fallback and saved.warnings  # no --data-path: the YAML's folder, said in a warning
 
 
@@ -111,7 +111,7 @@ def test_use_case_results_validate(tiny_model, tmp_path):
     saved = _validated(_run(tiny_model, tmp_path / "run").run_dir)
     task = saved.tasks["CommonsenseMCQA"]
     assert (
-        task.dialect == "usecase"
+        task.dialect == "aisteer"
         and task.kind == "generate"
         and task.evaluations
         and task.requests.computed is not None

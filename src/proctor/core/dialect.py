@@ -175,6 +175,9 @@ class Dialect(Generic[OptionsT]):
     """Base class of dialect plug-ins; a subclass overrides what its format needs."""
 
     name: ClassVar[str] = ""
+    # ids earlier proctor versions recorded for this dialect (results.json's ``dialect``): old run folders
+    # are read under them
+    former_names: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100  # lower is offered a file first
     description: ClassVar[str] = ""  # for "no dialect recognises it" messages: what its files need
     title: ClassVar[str] = ""  # how --help names its panel of options ("<title> tasks"; default: name)

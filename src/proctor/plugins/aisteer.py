@@ -15,7 +15,7 @@ from proctor.core.errors import ProctorError
 from proctor.core.registry import Registry
 
 
-class UseCaseOptions(BaseOptions):
+class AISteerOptions(BaseOptions):
     """The use case dialect's options (``runfile.options_config`` reads them)."""
 
     use_case_data: Annotated[
@@ -52,18 +52,19 @@ class UseCaseOptions(BaseOptions):
     ] = None
 
 
-class UseCaseDialect(Dialect[UseCaseOptions]):
-    name = "usecase"
+class AISteerDialect(Dialect[AISteerOptions]):
+    name = "aisteer"
+    former_names = ("usecase",)  # what results.json said before; see docs/architecture.md, "Dialect names"
     title = "Python use case"
     order = 5
     description = "a Python use case file defines a UseCase subclass"
-    Options = UseCaseOptions
+    Options = AISteerOptions
     fixed_prompts = True
 
     def claims_path(self, path: Path) -> bool:
         return path.suffix == ".py"
 
-    def load(self, path: Path, document: Any, explicit: bool, options: UseCaseOptions, notes: list[str]) -> list:
+    def load(self, path: Path, document: Any, explicit: bool, options: AISteerOptions, notes: list[str]) -> list:
         from proctor.core.user_code import refusal
 
         if not explicit and not options.trust_task_code:  # found in a folder, not named on the command line
@@ -102,7 +103,7 @@ def _check_steered(rest: str, options: dict) -> set[str]:
 
 
 def register(registry: Registry) -> None:
-    registry.add_dialect(UseCaseDialect())
+    registry.add_dialect(AISteerDialect())
     registry.add_task_handler(
         "aisteer.use_case",
         "proctor.dialects.aisteer.usecase_task:UseCaseTask",

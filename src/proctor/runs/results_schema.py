@@ -124,7 +124,9 @@ class TaskResult(BaseModel):
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     kind: Literal["multiple_choice", "generate", "perplexity"]
-    dialect: str = Field(description="native, probsem, glm130b, seahelm, lm-eval or usecase.")
+    dialect: str = Field(
+        description="native, probsem, glm, seahelm, lm-eval or aisteer (glm130b and usecase in runs of earlier versions)."
+    )
     source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
     version: str
     changes: Optional[dict[str, str]] = Field(None, description="The task's change log: version -> what changed.")

@@ -1,4 +1,4 @@
-"""Public import path of the benchmark analysis helpers (``proctor.usecases.analysis``)."""
+"""Deprecated: ``proctor.dialects.aisteer.analysis`` under its former path (importing it warns, in ``__init__``)."""
 
 from proctor.dialects.aisteer.analysis import (  # noqa: F401
     config_points,

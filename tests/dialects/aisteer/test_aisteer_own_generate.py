@@ -215,7 +215,7 @@ def test_builtin_mcqa_use_case_through_a_wrapper_in_a_fresh_process(loaded, tiny
     script.write_text(
         "import json, sys, torch\n"
         "from transformers import AutoModelForCausalLM, AutoTokenizer\n"
-        "from proctor.usecases import CommonsenseMCQA, MCQAAccuracy\n"
+        "from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy\n"
         "folder, rows = sys.argv[1], json.load(open(sys.argv[2]))\n"
         "tokenizer = AutoTokenizer.from_pretrained(folder)\n"
         "model = AutoModelForCausalLM.from_pretrained(folder).eval()\n"

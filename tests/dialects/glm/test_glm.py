@@ -51,7 +51,7 @@ def test_example_yamls_parse():
         "WikiText-2/test",
         "MMLU",  # module: task classes: one task per YAML, groups inside
     }
-    assert {t.dialect for t in tasks.values()} == {"glm130b"}
+    assert {t.dialect for t in tasks.values()} == {"glm"}
     assert tasks["openbook_qa/test"].spec.task_options["micro_batch_size"] == 18  # snake_case key
     assert tasks["glue_cola/validation"].spec.task_options["micro_batch_size"] == 30  # kebab-case key
     assert tasks["C3"].spec.data[0].path == "${DATA_PATH}/CLUE/c3/**/*.json*"  # GLM's default file pattern
@@ -109,7 +109,7 @@ def test_synthetic_mul_example_runs_unmodified(tiny_model, tmp_path):
     folder = shared_path("examples", "glm130b", "SYNTHETIC_data_examples")
     result = evaluate([folder / "mytask_mul.yaml"], tiny_model, output_dir=tmp_path / "run")
     task = result.tasks["mytask_mul/validation"]
-    assert task["dialect"] == "glm130b" and task["n_samples"] == 2
+    assert task["dialect"] == "glm" and task["n_samples"] == 2
     assert task["metrics"]["Accuracy"]["value"] in (0.0, 50.0, 100.0)
     assert list(task["breakdown"]["_source"]) == ["prompt_1/validation.jsonl"]
     stats = task["breakdown_stats"]["_source"]["Accuracy"]

@@ -34,7 +34,7 @@ from proctor.dialects.aisteer.runconfig import (
     resolve_data,
 )
 from proctor.dialects.aisteer.user_files import import_user_file, line_in
-from proctor.plugins.aisteer import UseCaseOptions
+from proctor.plugins.aisteer import AISteerOptions
 
 
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
@@ -177,7 +177,7 @@ def file_tasks(path: str | Path, config: UseCaseConfig | None = None) -> list[Ta
     return [use_case_task(f"{path.stem}:{built[0].name}", built, build, path)]
 
 
-def options_config(options: UseCaseOptions) -> UseCaseConfig:
+def options_config(options: AISteerOptions) -> UseCaseConfig:
     """The settings the command line gives (the use case dialect's options)."""
     given = command_line_config(options.use_case_data, options.use_case_metric, options.use_case_arg)
     config = (

@@ -38,7 +38,7 @@ class UseCaseExecutor:
         self,
         executor: ModelExecutor,
         progress: ProgressHook | None = None,
-        name: str = "usecase",
+        name: str = "use case",  # the progress label
         tally: Tally | None = None,
     ) -> None:
         self.executor = executor

@@ -99,7 +99,7 @@ def use_case_task(
         }
     )
     base = source.parent if source is not None else Path.cwd()
-    return Task(spec=spec, file=source, base_dir=base, dialect="usecase", resources={"use_case": UseCaseEntry(build)})
+    return Task(spec=spec, file=source, base_dir=base, dialect="aisteer", resources={"use_case": UseCaseEntry(build)})
 
 
 def object_build(

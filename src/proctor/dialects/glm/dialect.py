@@ -252,7 +252,7 @@ def _module_task(
         spec=spec,
         file=path,
         base_dir=path.parent,
-        dialect="glm130b",
+        dialect="glm",
         line=getattr(document, "line", None),
         resources=_consent(options),
     )
@@ -312,7 +312,7 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
                 spec=spec,
                 file=path,
                 base_dir=path.parent,
-                dialect="glm130b",
+                dialect="glm",
                 line=getattr(document, "line", None),
                 lines=task_lines,
                 resources=code,
