@@ -17,12 +17,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from proctor.api import evaluate
 from proctor.cli import app
 from proctor.core.errors import TaskDefinitionError
 from proctor.dialects.aisteer import MCQACalibration, Metric
 from proctor.dialects.aisteer.aisteer_names import aisteer360_names
 from proctor.dialects.aisteer.runconfig import command_line_config
-from proctor.dialects.aisteer.runfile import load_use_case_file, run_use_case_files
+from proctor.dialects.aisteer.runfile import file_tasks, load_use_case_file
 from tests.conftest import TEST_DATA
 
 UPSTREAM = TEST_DATA / "aisteer360"
@@ -201,9 +202,8 @@ def test_class_only_file_with_a_config_file(tiny_model, tmp_path):
     assert gen_kwargs == {"max_new_tokens": 3} and call["batch_size"] == 3
     with pytest.raises(TaskDefinitionError, match="--trust-task-code"):
         read_config(config)  # the metric file the config names is code: consent first
-    run_dir, results = run_use_case_files(
-        [MCQA_FILE], tiny_model, output_dir=tmp_path / "run", config=read_config(config, trusted=True)
-    )
+    ran = evaluate(file_tasks(MCQA_FILE, read_config(config, trusted=True)), tiny_model, output_dir=tmp_path / "run")
+    run_dir, results = ran.run_dir, ran.results
     samples = read_samples(run_dir)
     trial_mean, _ = upstream_accuracy(
         [s["response"] for s in samples], [s["reference_answer"] for s in samples], [s["question_id"] for s in samples]
@@ -253,7 +253,8 @@ def test_generate_receives_batch_size_and_runtime_overrides(tiny_model, tmp_path
 def test_upstream_instruction_following_rows_without_id(tiny_model, tmp_path):
     config = command_line_config(IF_DATA, ["StrictInstruction"], None)
     config.gen_kwargs = {"max_new_tokens": 12}
-    run_dir, results = run_use_case_files([IF_FILE], tiny_model, output_dir=tmp_path / "run", config=config)
+    ran = evaluate(file_tasks(IF_FILE, config), tiny_model, output_dir=tmp_path / "run")
+    run_dir, results = ran.run_dir, ran.results
     samples = read_samples(run_dir)
     assert len(samples) == 3 and all("id" not in s for s in samples)
     rows = [json.loads(line) for line in IF_DATA.read_text().splitlines()]

@@ -186,44 +186,6 @@ def options_config(options: AISteerOptions) -> UseCaseConfig:
     return given.over(config)
 
 
-def run_use_case_files(
-    paths: Sequence[Path],
-    model: Any,
-    *,
-    output_dir: Path | None = None,
-    runs_root: Path = Path("runs"),
-    limit: int | None = None,
-    model_options: dict | None = None,
-    command: Sequence[str] | None = None,
-    cache: str | Path | None = None,
-    chunk_size: int | None = None,
-    progress: Any = None,
-    update: bool = False,
-    restart: bool = False,
-    config: UseCaseConfig | None = None,
-) -> tuple[Path, dict]:
-    """Run each use case file on one model through ``proctor.evaluate``; returns the run folder and
-    results. ``config``: data, metrics and settings from the command line / a config file (``runconfig.py``)."""
-    from proctor.api import evaluate
-
-    tasks = [task for p in paths for task in file_tasks(p, config)]  # bad files fail before the model loads
-    result = evaluate(
-        tasks,
-        model,
-        output_dir=output_dir,
-        runs_root=runs_root,
-        limit=limit,
-        model_options=model_options,
-        command=command,
-        cache=cache,
-        chunk_size=chunk_size,
-        progress=progress,
-        update=update,
-        restart=restart,
-    )
-    return result.run_dir, result.results
-
-
 def run_use_cases(
     use_cases: UseCase | Sequence[UseCase],
     model: Any = "smollm2",
