@@ -210,16 +210,16 @@ def test_api_key_never_written_or_logged(tiny_model_dir, tmp_path, monkeypatch, 
 
 
 def test_judge_through_the_backend(server, tiny_model_dir):
-    from proctor.models.judge import judge_function, judge_many
+    from proctor.models.judge import judge_function
 
     model = backend(server.url, tiny_model_dir)
     messages = [
         {"role": "system", "content": "You are a judge."},
         {"role": "user", "content": "Which is better, A or B?"},
     ]
-    reply = judge_function(model, max_tokens=4)(messages)
-    assert isinstance(reply, str)
-    assert judge_many(model, [messages, messages], max_tokens=4) == [reply, reply]
+    judge = judge_function(model, max_tokens=4)
+    reply = judge(messages)
+    assert isinstance(reply, str) and judge(messages) == reply  # greedy: the same verdict again
 
 
 def test_retry_after_as_an_http_date_is_honoured(monkeypatch):

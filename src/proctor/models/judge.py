@@ -27,18 +27,6 @@ def judge_function(model: Model, *, max_tokens: int = 512, temperature: float = 
     return judge
 
 
-def judge_many(model: Model, conversations: Sequence[Sequence[dict]], **params) -> list[str]:
-    """Replies to many judge prompts in one batched call (concurrent on an HTTP backend)."""
-    if not model.has_chat_template:
-        raise ProctorError(f"model '{model.name}' has no chat template and cannot act as a judge")
-    max_tokens, temperature, seed = params.get("max_tokens", 512), params.get("temperature", 0.0), params.get("seed", 0)
-    requests = [
-        GenerateRequest(model.apply_chat_template(list(c)), max_tokens, (), temperature, 1.0, seed)
-        for c in conversations
-    ]
-    return [r.text for r in model.generate(requests)]
-
-
 def load_judge(
     spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any
 ) -> Model:
