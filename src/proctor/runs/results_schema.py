@@ -195,7 +195,8 @@ class GroupMetric(_Closed):
     micro: Optional[Number] = Field(description="Mean weighted by each task's samples.")
     micro_stderr: Optional[Number] = Field(
         None,
-        description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null.",
+        description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's "
+        "pooled_sample_stderr); null if any is null.",
     )
 
 
@@ -252,7 +253,8 @@ class Results(_Closed):
     created: str = Field(description="When the run folder was started (ISO 8601, UTC).")
     command: Optional[list[str]] = Field(description="The command line, or null from Python.")
     model: dict[str, Any] = Field(
-        description="The model's fingerprint (backend, path, revision, dtype, ...): what the response store is keyed by."
+        description="The model's fingerprint (backend, path, revision, dtype, ...): "
+        "what the response store is keyed by."
     )
     model_info: Optional[dict[str, Any]] = Field(
         None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them)."
