@@ -139,7 +139,8 @@ def main() -> None:
     ]
     requests = [GenerateRequest(p, max_tokens=args.tokens) for p in prompts]
     print(
-        f"{args.prompts} prompts x {args.tokens} new tokens, torch threads {torch.get_num_threads()}, best of {args.repeat}"
+        f"{args.prompts} prompts x {args.tokens} new tokens, torch threads "
+        f"{torch.get_num_threads()}, best of {args.repeat}"
     )
     print(f"{'dtype':<9} {'batch':>5} {'off s':>7} {'on s':>7} {'cost':>7} {'off = bs1':>10} {'on = bs1':>9}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,8 @@
 """The forward calls proctor plans for log-likelihood scoring, computed without a GPU.
 
     python benchmarks/forward_plan.py                       # ARC-Easy (2376) and HellaSwag (10042), both layouts
-    python benchmarks/forward_plan.py --observe arc_easy    # also run it on the CPU and compare with transformers' calls
+    python benchmarks/forward_plan.py --observe arc_easy    # also run it on the CPU and compare with
+                                                            # transformers' calls
 
 For each task, the requests proctor's own task file makes (``examples/benchmarks``, rows from
 ``$PROCTOR_DATA`` or ../shared/data) are cut into engine calls as the run's executor cuts them
@@ -131,7 +132,8 @@ def main() -> None:
     tokenizer_dir = args.tokenizer or default_model_path()
     model = _TokenizerOnly(tokenizer_dir)
     print(
-        f"{'task':<10} {'layout':<9} {'calls':>6} {'shapes':>6} {'tokens/call':>11} {'padding':>8} {'tokens/unique':>13}"
+        f"{'task':<10} {'layout':<9} {'calls':>6} {'shapes':>6} {'tokens/call':>11} "
+        f"{'padding':>8} {'tokens/unique':>13}"
     )
     for task, rows in TASKS.items():
         requests = task_requests(task, rows, model)
@@ -139,8 +141,9 @@ def main() -> None:
             calls, unique = plan(requests, model, layout_for(name, cuda=name == "bucketed"))
             s = plan_summary(calls, unique)
             print(
-                f"{task:<10} {name:<9} {s['forward_calls']:>6} {s['distinct_shapes']:>6} {s['mean_tokens_per_call']:>11.0f} "
-                f"{100 * s['padding_share']:>7.1f}% {s['tokens_over_unique']:>13.3f}"
+                f"{task:<10} {name:<9} {s['forward_calls']:>6} {s['distinct_shapes']:>6} "
+                f"{s['mean_tokens_per_call']:>11.0f} {100 * s['padding_share']:>7.1f}% "
+                f"{s['tokens_over_unique']:>13.3f}"
             )
     if args.observe:
         observe(args.observe, args.observe_limit or TASKS[args.observe], tokenizer_dir)

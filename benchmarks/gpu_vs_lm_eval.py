@@ -491,7 +491,8 @@ def worker_extras(job: dict) -> None:
         profiled = time.perf_counter() - start
         sort = "cuda_time_total" if model.device.startswith("cuda") else "cpu_time_total"
         text = [
-            f"HellaSwag first {job['profile_rows']} rows ({len(requests)} requests), wall {profiled:.2f} s under the profiler"
+            f"HellaSwag first {job['profile_rows']} rows ({len(requests)} requests), wall "
+            f"{profiled:.2f} s under the profiler"
         ]
         text.append(prof.key_averages().table(sort_by=sort, row_limit=25, max_name_column_width=60))
         text.append(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))

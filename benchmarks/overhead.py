@@ -72,7 +72,8 @@ def indexing(n: int = 1000) -> float:
 def main() -> None:
     seconds, n = prompt_building()
     print(
-        f"prompts + requests, 3-shot ARC-Easy: {n} samples in {seconds:.3f} s = {1000 * seconds / n:.3f} ms per sample (data reading excluded)"
+        f"prompts + requests, 3-shot ARC-Easy: {n} samples in {seconds:.3f} s = {1000 * seconds / n:.3f} "
+        "ms per sample (data reading excluded)"
     )
     print(f"indexing 1000 task files: {indexing():.3f} s")
 

@@ -278,7 +278,8 @@ def main() -> None:
                 f"repeat {repeat + 1}: proctor model phase {ours['model_seconds']:.2f} s = "
                 f"{1000 * ours['model_seconds'] / ours['requests']:.3f} ms per request ({ours['requests']} requests), "
                 f"of which the model's kernels {floor:.2f} s (decoder {ours['floor_decoder_seconds']:.2f} s over "
-                f"{ours['tokens_forwarded']} tokens, head {ours['floor_head_seconds']:.2f} s over {ours['nodes_projected']} nodes), "
+                f"{ours['tokens_forwarded']} tokens, head {ours['floor_head_seconds']:.2f} s "
+                f"over {ours['nodes_projected']} nodes), "
                 f"harness {1000 * (ours['model_seconds'] - floor) / ours['requests']:.3f} ms per request; "
                 f"whole run {ours['seconds']:.2f} s"
             )

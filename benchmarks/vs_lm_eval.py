@@ -85,19 +85,25 @@ def write_lm_eval_tasks(folder: Path, n: dict) -> None:
     (folder / "utils.py").write_text("from lm_eval.tasks.hellaswag.utils import process_docs  # noqa: F401\n")
     common = "test_split: test\nnum_fewshot: 0\nmetadata: {version: 1.0}\n"
     (folder / "b_arc.yaml").write_text(
-        f"task: bench_arc_easy\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {folder / 'arc.jsonl'}}}}}\n{common}"
-        "output_type: multiple_choice\ndoc_to_text: \"Question: {{question}}\\nAnswer:\"\ndoc_to_choice: \"{{choices}}\"\n"
+        "task: bench_arc_easy\ndataset_path: json\n"
+        f"dataset_kwargs: {{data_files: {{test: {folder / 'arc.jsonl'}}}}}\n{common}"
+        "output_type: multiple_choice\ndoc_to_text: \"Question: {{question}}\\nAnswer:\"\n"
+        "doc_to_choice: \"{{choices}}\"\n"
         "doc_to_target: \"{{label}}\"\nmetric_list: [{metric: acc}, {metric: acc_norm}]\n"
     )
     (folder / "b_hellaswag.yaml").write_text(
-        f"task: bench_hellaswag\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {folder / 'hellaswag.jsonl'}}}}}\n{common}"
+        "task: bench_hellaswag\ndataset_path: json\n"
+        f"dataset_kwargs: {{data_files: {{test: {folder / 'hellaswag.jsonl'}}}}}\n{common}"
         "output_type: multiple_choice\nprocess_docs: !function utils.process_docs\ndoc_to_text: \"{{query}}\"\n"
         "doc_to_choice: \"choices\"\ndoc_to_target: \"{{label}}\"\nmetric_list: [{metric: acc}, {metric: acc_norm}]\n"
     )
     (folder / "b_nq.yaml").write_text(
-        f"task: bench_nq_open\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {folder / 'nq.jsonl'}}}}}\n{common}"
-        "output_type: generate_until\ndescription: \"Answer these questions:\\n\\n\"\ndoc_to_text: \"Q: {{question}}?\\nA:\"\n"
-        "doc_to_target: \"{{answer}}\"\ngeneration_kwargs: {until: [\"\\n\"], do_sample: false, temperature: 0.0, max_gen_toks: 32}\n"
+        "task: bench_nq_open\ndataset_path: json\n"
+        f"dataset_kwargs: {{data_files: {{test: {folder / 'nq.jsonl'}}}}}\n{common}"
+        "output_type: generate_until\ndescription: \"Answer these questions:\\n\\n\"\n"
+        "doc_to_text: \"Q: {{question}}?\\nA:\"\n"
+        "doc_to_target: \"{{answer}}\"\n"
+        "generation_kwargs: {until: [\"\\n\"], do_sample: false, temperature: 0.0, max_gen_toks: 32}\n"
         "metric_list: [{metric: exact_match, ignore_case: true, ignore_punctuation: true}]\n"
     )
 
@@ -269,7 +275,8 @@ def main() -> None:
             print(f"measured {task}: proctor {ours['seconds']:.1f}s, lm-eval {theirs['seconds']:.1f}s", file=sys.stderr)
         bound = run_worker(["lower_bound", json.dumps(limits)])
     print(
-        f"{'task':<10} {'harness':<8} {'wall s':>8} {'peak MB':>8} {'tokens':>9} {'acc/EM':>7} {'acc_norm':>8}  agreement"
+        f"{'task':<10} {'harness':<8} {'wall s':>8} {'peak MB':>8} {'tokens':>9} "
+        f"{'acc/EM':>7} {'acc_norm':>8}  agreement"
     )
     summary = {}
     for task, (ours, theirs) in rows.items():
@@ -295,20 +302,23 @@ def main() -> None:
             norm = f"{r['acc_norm']:.4f}" if r.get("acc_norm") is not None else "—"
             tokens = r["tokens"] if r["tokens"] is not None else "—"
             print(
-                f"{task:<10} {label:<8} {r['seconds']:>8.1f} {r['peak_mb']:>8.0f} {tokens:>9} {r['score']:>7.4f} {norm:>8}  {agreement if label == 'proctor' else ''}"
+                f"{task:<10} {label:<8} {r['seconds']:>8.1f} {r['peak_mb']:>8.0f} {tokens:>9} {r['score']:>7.4f} "
+                f"{norm:>8}  {agreement if label == 'proctor' else ''}"
             )
         summary[task] = ours["seconds"] / theirs["seconds"]
         summary[f"{task}_memory"] = ours["peak_mb"] / theirs["peak_mb"]
     mc_seconds = rows["arc_easy"][0]["seconds"] + rows["hellaswag"][0]["seconds"]
     mc_tokens = rows["arc_easy"][0]["tokens"] + rows["hellaswag"][0]["tokens"]
     print(
-        f"{'arc+hs':<10} {'forward':<8} {bound['seconds']:>8.1f} {bound['peak_mb']:>8.0f} {bound['tokens']:>9}   (pure forward: unique tokens + head at {bound['scored_positions']} scored positions)"
+        f"{'arc+hs':<10} {'forward':<8} {bound['seconds']:>8.1f} {bound['peak_mb']:>8.0f} {bound['tokens']:>9}   "
+        f"(pure forward: unique tokens + head at {bound['scored_positions']} scored positions)"
     )
     summary["lower_bound"] = mc_seconds / bound["seconds"]
     summary["tokens_vs_unique"] = mc_tokens / bound["tokens"]
     print(f"tokens forwarded / unique tokens needed (arc+hellaswag): {summary['tokens_vs_unique']:.3f}")
     print(
-        f"ratios arc_easy={summary['arc_easy']:.3f} hellaswag={summary['hellaswag']:.3f} nq_open={summary['nq_open']:.3f} "
+        f"ratios arc_easy={summary['arc_easy']:.3f} "
+        f"hellaswag={summary['hellaswag']:.3f} nq_open={summary['nq_open']:.3f} "
         f"lower_bound={summary['lower_bound']:.3f} max_dlogp={summary['max_dlogp']:.2e}"
     )
     if args.json:

@@ -234,7 +234,8 @@ def test_an_unmapped_lm_eval_dataset_fails_at_once_without_the_hub(tmp_path):
 def test_a_hub_dataset_fails_at_once_without_the_hub(tmp_path):
     pytest.importorskip("datasets")
     (tmp_path / "task.yaml").write_text(
-        "name: hubbed\nkind: generate\ndata: {hub: someone/some-set, split: test}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n"
+        "name: hubbed\nkind: generate\ndata: {hub: someone/some-set, split: test}\n"
+        "prompt: '{{ q }}'\ntarget: '{{ a }}'\n"
         "metrics: [exact_match]\n"
     )
     endpoint = f"http://127.0.0.1:{closed_port()}"

@@ -86,7 +86,8 @@ def test_run_options_are_grouped_in_panels():
         ),
         (
             ["--mc-format", "letters"],
-            "Invalid value for '--mc-format': Value error, 'letters' is not one of 'auto', 'loglikelihood', 'generate'.",
+            "Invalid value for '--mc-format': Value error, 'letters' is not one of "
+            "'auto', 'loglikelihood', 'generate'.",
         ),
         (
             ["--epoch-reducer", "best"],

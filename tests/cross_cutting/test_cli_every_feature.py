@@ -276,7 +276,7 @@ class Continue(UseCase):
 
 evaluation_data = "rows.jsonl"
 evaluation_metrics = []
-"""
+"""  # noqa: E501 (a file's text, line for line)
 
 
 def test_use_case_on_hf(tiny_model_dir, reference, tmp_path):

@@ -68,7 +68,8 @@ GLM_ROWS = [
 ]
 GLM_FOLDER = {
     "tasks/a_good.yaml": 'name: good\ntype: mul\npath: evens\nfile-pattern: {test: "**/test.jsonl"}\n',
-    "tasks/b_bad.yaml": 'name: bad\ntype: mul\npath: evens\nmodule: tasks.pile.Pile\nfile-pattern: {test: "**/test.jsonl"}\n',
+    "tasks/b_bad.yaml": "name: bad\ntype: mul\npath: evens\nmodule: tasks.pile.Pile\n"
+    'file-pattern: {test: "**/test.jsonl"}\n',
     "tasks/pile.py": (
         "from evaluation import MultiChoiceTask\n\n\nclass Pile(MultiChoiceTask):\n"
         "    def predict_single_batch(self, batch):\n        return batch['text']\n"

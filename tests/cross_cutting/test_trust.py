@@ -208,7 +208,8 @@ def test_sandboxed_templates_render_as_before():
 
     fields = {"q": "  What is 2+2? ", "choices": ["3", "4"], "label": "1", "n": 3}
     template = compile_template(
-        "{{ q.strip() | upper }}|{% for c in choices %}{{ loop.index }}.{{ c }} {% endfor %}|{{ '{}-{}'.format(n, label) }}"
+        "{{ q.strip() | upper }}|{% for c in choices %}{{ loop.index }}.{{ c }} {% endfor %}"
+        "|{{ '{}-{}'.format(n, label) }}"
         "|{{ q | regex_replace('[0-9]', '#') }}|{{ label | int + 1 }}",
         origin="t.yaml",
         field="prompt",

@@ -282,8 +282,10 @@ def test_cli_version_and_overrides(tiny_model_dir, tmp_path):
     use_case = tmp_path / "case.py"
     use_case.write_text(  # a use case file: it loads, and the override is refused before the model loads
         "from proctor import UseCase\n\nclass Echo(UseCase):\n"
-        "    def generate(self, model, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kw):\n        return []\n\n"
-        "    def evaluate(self, generations):\n        return {}\n\nevaluation_data = [{'id': '1'}]\nevaluation_metrics = []\n"
+        "    def generate(self, model, tokenizer=None, gen_kwargs=None, runtime_overrides=None, **kw):\n"
+        "        return []\n\n"
+        "    def evaluate(self, generations):\n        return {}\n\n"
+        "evaluation_data = [{'id': '1'}]\nevaluation_metrics = []\n"
     )
     refused = run_cli("run", str(use_case), "--model", str(tiny_model_dir), "-q", "--num-fewshot", "2")
     assert refused.returncode == 2 and "use case files" in refused.stderr and "Traceback" not in refused.stderr

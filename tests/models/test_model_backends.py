@@ -41,7 +41,8 @@ def test_asking_about_a_backend_imports_none():
     code = (
         "import sys\nfrom proctor.core.registry import backend_of\n"
         "assert backend_of('openai:x').server and backend_of('vllm:x').tensor_parallel\n"
-        "heavy = [m for m in ('transformers', 'torch', 'httpx', 'vllm', 'proctor.models.builtin_backends') if m in sys.modules]\n"
+        "heavy = [m for m in ('transformers', 'torch', 'httpx', 'vllm', "
+        "'proctor.models.builtin_backends') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     done = subprocess.run(

@@ -161,7 +161,8 @@ def test_an_installed_dialect_adds_its_cli_options(quiz_plugin, tmp_path):
 
 
 def test_a_built_in_dialects_option_without_its_tasks_is_refused_by_its_flag(tmp_path):
-    """The use-case dialect's --use-case-metric with only a native task selected would be ignored: refused, naming it."""
+    """The use-case dialect's --use-case-metric with only a native task selected would be ignored: refused,
+    naming it."""
     (tmp_path / "rows.jsonl").write_text('{"q": "a", "a": "b"}\n')
     (tmp_path / "native.yaml").write_text(
         "name: n\nkind: generate\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\ntarget: '{{ a }}'\n"

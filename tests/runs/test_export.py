@@ -153,7 +153,8 @@ def test_duckdb_stacks_runs_and_the_documented_sql_reads_them(tmp_path):
     con.close()
     # docs/runs.md: the same stack straight from the parquet files
     sql = (
-        "SELECT run, model, task, avg(metric_acc) AS acc FROM read_parquet('{root}/*/samples.parquet', union_by_name = true) "
+        "SELECT run, model, task, avg(metric_acc) AS acc FROM "
+        "read_parquet('{root}/*/samples.parquet', union_by_name = true) "
         "WHERE metric_acc IS NOT NULL GROUP BY ALL ORDER BY run, task"
     )
     rows = duckdb.sql(sql.format(root=tmp_path / "runs")).fetchall()

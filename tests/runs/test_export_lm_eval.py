@@ -29,7 +29,7 @@ LM_EVAL_TASKS = {
         doc_to_target: "{{{{['A','B','C','D'].index(answer)}}}}"
         metric_list: [{{metric: acc, aggregation: mean, higher_is_better: true}}, {{metric: acc_norm, aggregation: mean, higher_is_better: true}}]
         metadata: {{version: 1.0}}
-        """,
+        """,  # noqa: E501 (a task file's text, line for line)
     "qs_mc2.yaml": f"""
         task: qs_mc2
         dataset_path: json
@@ -41,7 +41,7 @@ LM_EVAL_TASKS = {
         doc_to_target: "{{{{['A','B','C','D'].index(answer)}}}}"
         metric_list: [{{metric: acc, aggregation: mean, higher_is_better: true}}, {{metric: acc_norm, aggregation: mean, higher_is_better: true}}]
         metadata: {{version: 1.0}}
-        """,
+        """,  # noqa: E501 (a task file's text, line for line)
     "qs_gen.yaml": f"""
         task: qs_gen
         dataset_path: json

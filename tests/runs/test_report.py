@@ -261,7 +261,7 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
           if (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 || b.bottom > box.bottom + 0.5)
             bad.push(t.textContent);
         });
-        return bad;""")
+        return bad;""")  # noqa: E501 (JavaScript the browser runs, as written)
     assert overflow == []
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.chart .ctitle, svg.chart .lbl, .cname")]
     assert any(LONG in label for label in labels)

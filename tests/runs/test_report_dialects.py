@@ -33,7 +33,8 @@ def _lmeval_run(tmp: Path) -> Path:
         "task: quiz_gen\ndataset_path: example/quiz\ndataset_name: small\ntest_split: test\n"
         "doc_to_text: 'Q: {{question}}\\nA:'\noutput_type: generate_until\ndoc_to_target: answer\n"
         "generation_kwargs: {until: ['\\n'], max_gen_toks: 8}\n"
-        "filter_list:\n  - name: first_word\n    filter:\n      - function: regex\n        regex_pattern: '(b\\w+)'\n      - function: take_first\n"
+        "filter_list:\n  - name: first_word\n    filter:\n      - function: regex\n"
+        "        regex_pattern: '(b\\w+)'\n      - function: take_first\n"
         "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
     )
     (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in quiz.ROWS))

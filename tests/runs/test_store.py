@@ -90,7 +90,8 @@ def test_a_failed_batch_write_leaves_nothing_behind(tmp_path):
     store = ResponseStore(tmp_path / "s.sqlite")
     model = store.register_model({"model": "a"})
     store._db.execute(
-        "CREATE TRIGGER boom BEFORE INSERT ON responses WHEN NEW.kind = 'GenerateRequest' BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        "CREATE TRIGGER boom BEFORE INSERT ON responses WHEN NEW.kind = 'GenerateRequest' BEGIN "
+        "SELECT RAISE(ABORT, 'disk full'); END"
     )
     good, bad = LoglikelihoodRequest("a", " b"), GenerateRequest("p")
     with pytest.raises(Exception, match="disk full"):

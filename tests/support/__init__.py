@@ -1,1 +1,2 @@
-"""What tests share: fake models and servers, fixtures, input corpora, worker scripts, and data/ (the files tests read)."""
+"""What tests share: fake models and servers, fixtures, input corpora, worker scripts, and data/ (the files
+tests read)."""

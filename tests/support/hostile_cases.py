@@ -247,7 +247,8 @@ add(
     RUN,
     ["sub/task.yaml", "data.path", "etc/passwd"],
     {
-        "sub/task.yaml": 'name: leak\nkind: perplexity\ndata: {path: ../../../../../../../../etc/passwd, format: text}\ntext: "{{ text }}"\n'
+        "sub/task.yaml": "name: leak\nkind: perplexity\n"
+        'data: {path: ../../../../../../../../etc/passwd, format: text}\ntext: "{{ text }}"\n'
     },
 )
 add(

@@ -62,7 +62,8 @@ metric_list:
 metadata:
   version: 1
 """
-# GSM8K as the catalogue has it (few-shot split, stop strings, filters), answers cut to 16 tokens: the random model never stops
+# GSM8K as the catalogue has it (few-shot split, stop strings, filters), answers cut to 16 tokens: the random
+# model never stops
 GSM8K_SHORT_YAML = """include: {catalogue}/gsm8k/gsm8k.yaml
 task: gsm8k_short
 generation_kwargs:

@@ -541,7 +541,8 @@ add(
     ["p_A.json", "expected"],
     {
         **P,
-        "p_A.json": '{"pretext": "", "posttext": "", "queries": ["a", "b"], "context": [{"text": "x", "expected": NaN}]}',
+        "p_A.json": '{"pretext": "", "posttext": "", "queries": ["a", "b"], '
+        '"context": [{"text": "x", "expected": NaN}]}',
     },
 )
 
@@ -613,7 +614,8 @@ add(
     {
         "uc.py": USECASE.replace(
             "    def validate_evaluation_data",
-            "    def __init__(self, *a, **k):\n        raise RuntimeError('init boom')\n\n    def validate_evaluation_data",
+            "    def __init__(self, *a, **k):\n        raise RuntimeError('init boom')\n\n"
+            "    def validate_evaluation_data",
         )
     },
 )

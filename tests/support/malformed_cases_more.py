@@ -1,7 +1,7 @@
-"""More malformed inputs for tests/cross_cutting/test_malformed_inputs.py, by category: truncated, binary and empty files,
-encodings and byte-order marks, unicode, duplicate keys, wrong types, huge or impossible values, every dialect
-(native, probsem, GLM-130B, SEA-HELM, lm-eval, use cases), images, run folders, command-line values, and
-problems that only show while a task runs (``{model}``: a small local model)."""
+"""More malformed inputs for tests/cross_cutting/test_malformed_inputs.py, by category: truncated, binary and
+empty files, encodings and byte-order marks, unicode, duplicate keys, wrong types, huge or impossible values,
+every dialect (native, probsem, GLM-130B, SEA-HELM, lm-eval, use cases), images, run folders, command-line
+values, and problems that only show while a task runs (``{model}``: a small local model)."""
 
 from __future__ import annotations
 
@@ -280,7 +280,8 @@ add(
     ["p_A.json", "queries"],
     {
         "p.txt": PROBSEM_PROMPT,
-        "p_A.json": '{"pretext": "", "posttext": "", "queries": ["a", "b"], "queries": ["c"], "context": [{"text": "x", "expected": 0}]}',
+        "p_A.json": '{"pretext": "", "posttext": "", "queries": ["a", "b"], "queries": ["c"], '
+        '"context": [{"text": "x", "expected": 0}]}',
     },
 )
 add(
@@ -1335,8 +1336,8 @@ add(
     LM_RUN + ["--trust-task-code", "-m", "{model}"],
     ["utils.py:10", "process_results", "ZeroDivisionError"],
     lm(
-        LM_TEMPLATE
-        + "process_results: !function utils.results\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
+        LM_TEMPLATE + "process_results: !function utils.results\nmetric_list:\n  - metric: acc\n"
+        "    aggregation: mean\n    higher_is_better: true\n"
     ),
     before_model=False,
 )
@@ -1358,7 +1359,8 @@ def usecase(
     if metric is not None:
         text = text.replace(
             "from proctor.dialects.aisteer.base import UseCase\n",
-            "from proctor.dialects.aisteer.base import UseCase\nfrom proctor.dialects.aisteer.metrics import Metric\n\n\n"
+            "from proctor.dialects.aisteer.base import UseCase\n"
+            "from proctor.dialects.aisteer.metrics import Metric\n\n\n"
             f"class Broken(Metric):\n    def compute(self, responses, **kwargs):\n        {metric}\n",
         )
         text = text.replace("evaluation_metrics = []", "evaluation_metrics = [Broken()]")
@@ -1430,7 +1432,8 @@ add(
 # --- problems only a running task shows -----------------------------------------------------------------
 GLM_FOLDER = {
     "tasks/a_good.yaml": 'name: good\ntype: mul\npath: evens\nfile-pattern: {test: "**/test.jsonl"}\n',
-    "tasks/b_bad.yaml": 'name: bad\ntype: mul\npath: evens\nmodule: tasks.badtask.Broken\nfile-pattern: {test: "**/test.jsonl"}\n',
+    "tasks/b_bad.yaml": "name: bad\ntype: mul\npath: evens\nmodule: tasks.badtask.Broken\n"
+    'file-pattern: {test: "**/test.jsonl"}\n',
     "tasks/badtask.py": "from evaluation import MultiChoiceTask\n\n\nclass Broken(MultiChoiceTask):\n"
     "    def predict_single_batch(self, batch):\n        return batch['text']\n",
     "data/evens/test.jsonl": jsonl(GLM_ROWS),
@@ -1486,7 +1489,8 @@ add(
     ["plug.py:6", "metric 'boom'", "ZeroDivisionError"],
     {
         "task.yaml": native(**{"[acc]": "[boom]"}),
-        "plug.py": "from proctor.scoring.metrics import register_metric\n\n\n@register_metric('boom', ['multiple_choice'])\n"
+        "plug.py": "from proctor.scoring.metrics import register_metric\n\n\n"
+        "@register_metric('boom', ['multiple_choice'])\n"
         "def boom(outcome, **kwargs):\n    return 1 / 0\n",
     },
     before_model=False,

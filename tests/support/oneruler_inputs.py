@@ -23,7 +23,7 @@ Chapter Three.  The Long Night
 He rationed the oil by halving the wick.   The beam grew weaker, but it still reached the reef.
 At midnight a bell sounded somewhere to the east? No, it was only the buoy. He wrote everything down in the log, line by line.
 By dawn the fog had lifted, and far out on the water a small sail was moving toward the island.
-"""
+"""  # noqa: E501 (a file's text, line for line: SEA-HELM's recorded outputs were made from it)
 
 BOOK_ZH = """第一章。灯塔
 
@@ -328,7 +328,7 @@ class NIAHDataloader(AbstractDataloader):
         return {"prompts": [{"text": text, "needle_text": AND_WORD[self.lang].join(shown)}], "label": labels,
                 "metadata": {"num_queries": self.queries, "num_values": self.values, "num_keys": self.keys}}
 
-"""
+"""  # noqa: E501 (a file's text, line for line: SEA-HELM's recorded outputs were made from it)
     + CONVERSATIONS
 )
 
@@ -397,7 +397,7 @@ class CWEDataloader(AbstractDataloader):
         return {"prompts": [{"list": listed, "num_common_words": self.common}], "label": [w.strip() for w in common],
                 "metadata": {"num_tokens": tokens + self.prompt_tokens}}
 
-"""
+"""  # noqa: E501 (a file's text, line for line: SEA-HELM's recorded outputs were made from it)
     + CONVERSATIONS
 )
 

@@ -233,8 +233,9 @@ def _rows(triples) -> str:
 
 def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...] = ("id", "vi")) -> tuple[Path, dict]:
     """A SEA-HELM repository copy in upstream's layout: nli/nli-logprobs (hub id mapped to a local folder holding
-    ``nli_langs``), causal/causal-logprobs (local file, an aggregation group), sentiment, an image task (mmstar), an audio task (speechqa)
-    and task_config.yaml. Returns (the seahelm_tasks folder, dialect options mapping the hub id)."""
+    ``nli_langs``), causal/causal-logprobs (local file, an aggregation group), sentiment, an image task (mmstar),
+    an audio task (speechqa) and task_config.yaml. Returns (the seahelm_tasks folder, dialect options mapping the
+    hub id)."""
     root = tmp_path / "SEA-HELM"
     tasks = root / "seahelm_tasks"
     template = _TEMPLATE_ID

@@ -40,7 +40,8 @@ def print_warnings(results: dict) -> None:
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
     for entry in results.get("skipped", []):
         err_console.print(
-            f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} {SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: "
+            f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} "
+            f"{SKIP_STAGES.get(entry.get('stage'), 'was skipped')}: "
             f"{escape(entry['error'])}",
             highlight=False,
             soft_wrap=True,
@@ -148,5 +149,6 @@ def print_results(results: dict) -> None:
                 console.print(f"    {part} ({entry['n_samples']}): {values}")
             for metric, stat in stats.items():
                 console.print(
-                    f"  {metric}: max = {fmt_value(stat['max'])}, median = {fmt_value(stat['median'])}, average = {fmt_value(stat['average'])}"
+                    f"  {metric}: max = {fmt_value(stat['max'])}, median = {fmt_value(stat['median'])}, "
+                    f"average = {fmt_value(stat['average'])}"
                 )

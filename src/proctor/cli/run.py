@@ -77,7 +77,8 @@ def run(
         "--limit-per-part",
         metavar="N",
         callback=limit_option,
-        help="At most N samples (or a fraction) of each part of a task's breakdown (e.g. each MMLU subject), as lm-eval limits each subtask; a task without one: of the task.",
+        help="At most N samples (or a fraction) of each part of a task's breakdown (e.g. each MMLU subject), as "
+        "lm-eval limits each subtask; a task without one: of the task.",
         rich_help_panel=TASKS,
     ),
     data_dir: Optional[Path] = typer.Option(
@@ -99,7 +100,8 @@ def run(
     trust_task_code: bool = typer.Option(
         False,
         "--trust-task-code",
-        help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders, metrics, judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md.",
+        help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders, metrics, "
+        "judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md.",
         rich_help_panel=TASKS,
     ),
     # -- the model
@@ -108,7 +110,9 @@ def run(
         "--model",
         "-m",
         metavar="MODEL",
-        help="smollm2 (embedded default), a local HF folder, hf:HUB_ID, vllm:FOLDER|HUB_ID (vllm extra, a GPU), openai:NAME with --base-url, or steer:FILE.py:NAME (a steering pipeline; its base: --model-arg base=...).",
+        help="smollm2 (embedded default), a local HF folder, hf:HUB_ID, vllm:FOLDER|HUB_ID (vllm "
+        "extra, a GPU), openai:NAME with --base-url, or steer:FILE.py:NAME (a steering "
+        "pipeline; its base: --model-arg base=...).",
         rich_help_panel=MODEL,
     ),
     dtype: DType = typer.Option(
@@ -164,7 +168,8 @@ def run(
         McFormat.auto,
         "--mc-format",
         metavar="FORMAT",
-        help="Multiple choice: auto (generate if the model cannot score log-likelihoods), loglikelihood, or generate (lettered options).",
+        help="Multiple choice: auto (generate if the model cannot score log-likelihoods), "
+        "loglikelihood, or generate (lettered options).",
         rich_help_panel=MODEL,
     ),
     mc_shuffle: Optional[int] = typer.Option(
@@ -281,7 +286,8 @@ def run(
     skip_broken: bool = typer.Option(
         False,
         "--skip-broken",
-        help="A folder run in which tasks could not load, prepare or run still exits 0 (they are listed in the results either way).",
+        help="A folder run in which tasks could not load, prepare or run still exits 0 (they "
+        "are listed in the results either way).",
         rich_help_panel=RUN_FOLDER,
     ),
     quiet: bool = typer.Option(
@@ -402,7 +408,8 @@ def run(
         model=ModelConfig(model, options, cluster=cluster),
         select=None if tasks is None else tuple(tasks),
         dialect_options=dialect_opts,
-        # typer hands over what the callback limit_option returned: a count or a fraction (the annotation is the flag's text)
+        # typer hands over what the callback limit_option returned: a count or a fraction (the annotation is
+        # the flag's text)
         limit=RowLimit(cast("int | float | None", limit), per_part=False)
         if limit_per_part is None
         else RowLimit(cast("int | float", limit_per_part), per_part=True),

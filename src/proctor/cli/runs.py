@@ -130,7 +130,8 @@ def export(
         "--to",
         "-f",
         metavar="[lm-eval|parquet|duckdb]",
-        help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable).",
+        help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: "
+        "RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable).",
     ),
     database: Path = typer.Option(
         Path("proctor.duckdb"),

@@ -38,7 +38,12 @@ def _catalogue(paths: List[Path], options: DialectOptions) -> bool:
     return False
 
 
-@app.command("ls")
+# the help as one line: the command list shows a docstring's line breaks
+@app.command(
+    "ls",
+    help="List the tasks found under the given paths (dialect flags as for run); 'lm_eval:' or a glob such as "
+    "'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name.",
+)
 @with_dialect_options("ls")
 def list_tasks(
     paths: List[Path] = typer.Argument(
@@ -49,7 +54,6 @@ def list_tasks(
     ),
     dialect_values: Optional[dict] = None,
 ) -> None:
-    """List the tasks found under the given paths (dialect flags as for run); 'lm_eval:' or a glob such as 'lm_eval:mmlu*' lists lm-eval's catalogue (tasks, groups, tags) by name."""
     from proctor.api import load_tasks
 
     options = dialect_options(dialect_values or {}, OptionContext(command="ls"), trust_task_code)
@@ -67,8 +71,9 @@ def list_tasks(
     vision = [task.name for task in found if "images" in task.needs]
     if vision:
         console.print(
-            f"{len(vision)} task(s) show images and need a vision-language model: --model hf-vision:<folder> (or a local "
-            "image-text-to-text folder), or openai:<name> on a server that takes images; a text model is refused"
+            f"{len(vision)} task(s) show images and need a vision-language model: --model hf-vision:<folder> "
+            "(or a local image-text-to-text folder), or openai:<name> on a server that takes images; "
+            "a text model is refused"
         )
 
 

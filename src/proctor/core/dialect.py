@@ -246,7 +246,8 @@ class Dialect(Generic[OptionsT]):
         return validate_options(self.Options, given, context)
 
     def unused_options(self, options: OptionsT) -> list[tuple[str, Any]]:
-        """(flag, value) of this dialect's command-line options that are set; used when none of its tasks is selected."""
+        """(flag, value) of this dialect's command-line options that are set; used when none of its tasks is
+        selected."""
         fields = type(options).model_fields
         out = []
         for key in dict.fromkeys(field for field, _ in _cli_of(type(options))):

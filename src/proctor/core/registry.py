@@ -13,9 +13,10 @@ it reads.
 
 What can be registered: dialects (``core.dialect.Dialect``), the task handlers their tasks run
 through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix (the
-built-in ones too: ``proctor.plugins.backends``), task exporters (a spec's ``exports:``), roll-up rules (group scores that are not a mean), and
-modules whose import registers metrics (``scoring.metrics.register_metric``; with the names they
-register, imported only when one of those is looked up), and metric resolvers (names made up per task).
+built-in ones too: ``proctor.plugins.backends``), task exporters (a spec's ``exports:``), roll-up rules
+(group scores that are not a mean), and modules whose import registers metrics
+(``scoring.metrics.register_metric``; with the names they register, imported only when one of those is
+looked up), and metric resolvers (names made up per task).
 """
 
 from __future__ import annotations

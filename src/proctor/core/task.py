@@ -31,7 +31,8 @@ class Task:
 
     @property
     def needs(self) -> tuple[str, ...]:
-        """Inputs besides text the model must take: the dialect's ``inputs``, and ``images`` for a spec with ``images:``."""
+        """Inputs besides text the model must take: the dialect's ``inputs``, and ``images`` for a spec with
+        ``images:``."""
         found = list(self.inputs)
         if self.spec.images is not None and "images" not in found:
             found.append("images")

@@ -43,8 +43,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping",
                 node.start_mark,
-                f"found a {type(key).__name__.replace('Line', '').lower()} as a key (an unquoted '{{{{ ... }}}}' template is "
-                "read as a YAML mapping: put the value in quotes)",
+                f"found a {type(key).__name__.replace('Line', '').lower()} as a key "
+                "(an unquoted '{{ ... }}' template is read as a YAML mapping: put the value in quotes)",
                 key_node.start_mark,
             ) from None
         if key in result:

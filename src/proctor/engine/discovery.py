@@ -51,7 +51,8 @@ def _load_file(
 ) -> list[Task]:
     if folder is not None and not explicit and not path.resolve().is_relative_to(folder.resolve()):
         raise TaskDefinitionError(  # a task file is read from the folder the user named (docs/trust.md)
-            f"is a symlink to {path.resolve()}, outside the folder {folder}; name that file on the command line to use it",
+            f"is a symlink to {path.resolve()}, outside the folder {folder}; name "
+            "that file on the command line to use it",
             file=path,
         )
     dialects = registry().ordered_dialects()
@@ -168,6 +169,7 @@ def _check_dialect_options(tasks: list[Task], options: DialectOptions) -> None:
             continue
         for flag, value in dialect.unused_options(options.of(dialect)):
             raise ProctorError(
-                f"{flag} ({value!r}) applies to {dialect.title or dialect.name} tasks only, and none of the {len(tasks)} task(s) is one "
+                f"{flag} ({value!r}) applies to {dialect.title or dialect.name} tasks only, "
+                f"and none of the {len(tasks)} task(s) is one "
                 f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"
             )

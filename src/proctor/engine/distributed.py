@@ -196,7 +196,8 @@ class DistributedModel(Model):
             )
         if not self._alive:
             raise ProctorError(
-                f"all {len(self._actors)} replicas were lost; the run store keeps every finished chunk: run again to continue"
+                f"all {len(self._actors)} replicas were lost; the run store keeps every "
+                "finished chunk: run again to continue"
             )
 
     def _task_error(self, exc: BaseException, replica: int) -> BaseException:

@@ -63,7 +63,8 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     if o.system_prompt is not None or o.fewshot_as_multiturn is not None:
         if fixed:
             raise ProctorError(
-                f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: its prompt files are scored as written"
+                f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: "
+                "its prompt files are scored as written"
             )
         chat_on = _uses_chat(task, chat)
         base = spec.chat.model_dump() if spec.chat else {"enabled": False}

@@ -65,8 +65,9 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
     if has_images(prepared) and not model.supports_images:
         raise ProctorError(
-            f"task '{spec.name}' shows images, and model '{model.name}' takes none: run it on a vision-language model "
-            "(a local Hugging Face image-text-to-text folder, hf-vision:<folder>, or openai:<name> on a server that takes images)"
+            f"task '{spec.name}' shows images, and model '{model.name}' takes none: run it on a vision-language "
+            "model (a local Hugging Face image-text-to-text folder, hf-vision:<folder>, or openai:<name> on a "
+            "server that takes images)"
         )
     prompts = [sample.prompt.render(model) if spec.kind != "perplexity" else "" for sample in prepared.samples]
     if is_custom(handler):  # a custom task class calls the model itself: no requests to plan
@@ -223,8 +224,9 @@ def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) 
     outcome.result.truncated = Truncated(count=count, n=total)
     limit = f" ({window} tokens for this model, or the task's max_length)" if isinstance(window, int) else ""
     message = (
-        f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: they were "
-        "scored without the start of their prompt (fewer few-shot examples, shorter prompts or a longer context avoid it)"
+        f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: "
+        "they were scored without the start of their prompt (fewer few-shot examples, shorter prompts or a "
+        "longer context avoid it)"
     )
     outcome.result.add_warning(message)
     log.warning("%s: %s", outcome.name, message)

@@ -45,7 +45,8 @@ class Executor(Protocol):
 
     @property
     def model(self) -> Any:
-        """The model requests go to (a ``proctor.models.base.Model``): for its tokenizer, chat template, capabilities."""
+        """The model requests go to (a ``proctor.models.base.Model``): for its tokenizer, chat template,
+        capabilities."""
         ...
 
     @property

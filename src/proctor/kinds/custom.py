@@ -136,7 +136,8 @@ class CustomTask:
             predictions = list(predictions)
             if len(predictions) != len(batch):
                 raise TaskDefinitionError(
-                    f"{type(self).__name__}.predict_single_batch returned {len(predictions)} predictions for {len(batch)} items",
+                    f"{type(self).__name__}.predict_single_batch returned "
+                    f"{len(predictions)} predictions for {len(batch)} items",
                     field="task_class",
                 )
             out += [self.outcome(sample, prediction) for (sample, _), prediction in zip(chunk, predictions)]

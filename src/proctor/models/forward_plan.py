@@ -8,8 +8,8 @@ Two layouts, chosen per model (``HFModel(forward_layout=...)``, ``--model-arg fo
 - ``bucketed`` (the CUDA default): rows of up to 2,048 tokens, filled with look-ahead packing, each
   padded to a bucket width (a power of two from ``MIN_BUCKET``); a bucket's rows go
   ``call_tokens // width`` at a time, and its last call takes the rows left, rounded up with empty
-  rows to a power of two or an eighth of a full call, whichever is fewer. A task then sees a handful of input shapes, each many times:
-  what GPU kernels (and their autotuned or compiled variants) want.
+  rows to a power of two or an eighth of a full call, whichever is fewer. A task then sees a handful of
+  input shapes, each many times: what GPU kernels (and their autotuned or compiled variants) want.
 
 Either way the calls are a function of the rows alone, never of the batch size or request order,
 so a log-likelihood's bits do not depend on them either.

@@ -134,7 +134,8 @@ class HFModel(HFGeneration, Model):
         torch = require("torch", "hf", "The Hugging Face backend")
         if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
             raise ModelLoadError(
-                f"{type(model).__name__} is an encoder-decoder model; proctor's Hugging Face backend runs causal language models only"
+                f"{type(model).__name__} is an encoder-decoder model; proctor's Hugging Face "
+                "backend runs causal language models only"
             )
         self = cls.__new__(cls)
         self._torch = torch
@@ -191,8 +192,8 @@ class HFModel(HFGeneration, Model):
         if self.decoding == "static" and not static_supported(self.model):
             if decode:
                 raise ModelLoadError(
-                    f"--model-arg decode=static needs plain full-attention cache layers and 'sdpa' or 'eager' attention; "
-                    f"{type(self.model).__name__} has neither or not both"
+                    "--model-arg decode=static needs plain full-attention cache layers and 'sdpa' or 'eager' "
+                    f"attention; {type(self.model).__name__} has neither or not both"
                 )
             self.decoding = "dynamic"
         self._head: VocabularyHead | None = None  # made on the first log-likelihood call

@@ -99,8 +99,8 @@ def attention_mask(model, allowed):
             ~allowed, torch.finfo(model.dtype).min
         )
     raise ModelLoadError(
-        f"greedy decoding over a static cache (batch_invariant, decode=static) supports the 'sdpa' and 'eager' attention "
-        f"implementations, not '{implementation}'"
+        "greedy decoding over a static cache (batch_invariant, decode=static) supports the 'sdpa' and "
+        f"'eager' attention implementations, not '{implementation}'"
     )
 
 

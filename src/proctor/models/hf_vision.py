@@ -231,7 +231,8 @@ class HFVisionModel(Model):
                 elif n_context + len(tail) > limit + 1:  # too long: the context loses tokens on the left
                     if images:
                         raise ProctorError(
-                            f"a request of {n_context + len(tail)} tokens (image tokens included) exceeds the context limit {limit}"
+                            f"a request of {n_context + len(tail)} tokens (image tokens "
+                            f"included) exceeds the context limit {limit}"
                         )
                     ids = (context_inputs["input_ids"][0].tolist() + tail)[-(limit + 1) :]
                     n_targets = min(len(tail), len(ids) - 1)
@@ -300,7 +301,8 @@ class HFVisionModel(Model):
             if n_prompt > max(budget, 1):
                 if r.images:
                     raise ProctorError(
-                        f"a prompt of {n_prompt} tokens (with image tokens) leaves no room for {r.max_tokens} new tokens"
+                        f"a prompt of {n_prompt} tokens (with image tokens) leaves "
+                        f"no room for {r.max_tokens} new tokens"
                     )
                 keep = max(budget, 1)
                 inputs = {

@@ -156,7 +156,8 @@ class OpenAIModel(OpenAIScoring, Model):
                 )
             if r.top_k is not None or r.repetition_penalty != 1.0:
                 raise ProctorError(
-                    f"model '{self.name}' (OpenAI-compatible API) takes neither top_k nor repetition_penalty; use the hf or vllm backend"
+                    f"model '{self.name}' (OpenAI-compatible API) takes neither top_k nor "
+                    "repetition_penalty; use the hf or vllm backend"
                 )
 
     def _generate_one(self, r: GenerateRequest) -> GenerateResult:

@@ -100,7 +100,8 @@ class ApiClient:
 
     # ------------------------------------------------------------------ secrets
     def scrub(self, text: str) -> str:
-        """``text`` with the API key (if any) and a URL's credentials replaced: error messages may quote server replies."""
+        """``text`` with the API key (if any) and a URL's credentials replaced: error messages may quote server
+        replies."""
         text = mask_url_credentials(text)
         return text.replace(self._key, "***") if self._key else text
 

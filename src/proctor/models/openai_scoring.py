@@ -153,9 +153,9 @@ class OpenAIScoring:
     ) -> list[LoglikelihoodResult]:
         if any(r.images for r in requests):
             raise ProctorError(
-                f"model '{self.name}' (OpenAI-compatible API) cannot score log-likelihoods with images: prompt log-probs "
-                "come from the text-only /completions endpoint. Run image multiple-choice tasks with --mc-format generate "
-                "(the default for this backend)."
+                f"model '{self.name}' (OpenAI-compatible API) cannot score log-likelihoods with images: "
+                "prompt log-probs come from the text-only /completions endpoint. Run image multiple-choice "
+                "tasks with --mc-format generate (the default for this backend)."
             )
         mode = self.loglikelihood_mode
         if mode == "none":

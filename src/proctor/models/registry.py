@@ -71,8 +71,8 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         unknown = sorted(set(options) - known)
         if unknown:
             raise ModelLoadError(
-                f"--model-arg '{unknown[0]}' is not an option of the {backend.prefix} backend (it would be ignored or fail "
-                f"after loading); its options are: {', '.join(sorted(known - {'model', 'name'}))}"
+                f"--model-arg '{unknown[0]}' is not an option of the {backend.prefix} backend (it would be "
+                f"ignored or fail after loading); its options are: {', '.join(sorted(known - {'model', 'name'}))}"
             )
     device = options.get("device")
     if device is not None and not backend.server and not _DEVICE.match(str(device)):

@@ -47,7 +47,8 @@ class AISteerOptions(BaseOptions):
         cli(
             "--use-case-config",
             metavar="FILE",
-            help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, use_case_kwargs, gen_kwargs, batch_size.",
+            help="Use case files: a YAML/JSON file with evaluation_data, evaluation_metrics, "
+            "use_case_kwargs, gen_kwargs, batch_size.",
         ),
     ] = None
 
@@ -95,7 +96,8 @@ def _check_steered(rest: str, options: dict) -> set[str]:
     file, sep, name = rest.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
         raise ModelLoadError(
-            f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{rest}'"
+            "--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a "
+            f"function in the file), got '{rest}'"
         )
     if not Path(file).expanduser().is_file():
         raise ModelLoadError(f"--model steer:{rest}: no such file {file}")

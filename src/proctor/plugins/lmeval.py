@@ -71,7 +71,8 @@ class LmEvalOptions(BaseOptions):
             type=Optional[List[str]],
             metavar="ID=PATH",
             commands=EVERY_COMMAND,
-            help="lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub dataset (repeatable; see docs/lmeval.md).",
+            help="lm-eval tasks: ID[:CONFIG[:SPLIT]]=PATH, a local copy of a hub "
+            "dataset (repeatable; see docs/lmeval.md).",
         ),
     ] = None
     lmeval_data_file: Annotated[
@@ -91,7 +92,8 @@ class LmEvalOptions(BaseOptions):
             type=Optional[List[Path]],
             metavar="DIR",
             commands=EVERY_COMMAND,
-            help="lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides the installed catalogue (repeatable).",
+            help="lm-eval tasks: a folder of task YAMLs searched for lm_eval:NAME besides "
+            "the installed catalogue (repeatable).",
         ),
     ] = None
     lmeval_bootstrap_iters: Annotated[
@@ -100,8 +102,8 @@ class LmEvalOptions(BaseOptions):
             "--bootstrap-iters",
             type=Optional[int],
             metavar="N",
-            help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics (lm-eval's default 100000; "
-            "0: no standard errors).",
+            help="lm-eval tasks: bootstrap resamples for the standard errors of corpus metrics "
+            "(lm-eval's default 100000; 0: no standard errors).",
         ),
     ] = Field(default=None, ge=0)
 

@@ -58,7 +58,8 @@ class SeaHelmOptions(BaseOptions):
             type=Optional[List[str]],
             metavar="ID=PATH",
             commands=EVERY_COMMAND,
-            help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset (repeatable); `ls` lists the mapped hub tasks.",
+            help="SEA-HELM: DATASET_ID=PATH, a local copy of a hub dataset "
+            "(repeatable); `ls` lists the mapped hub tasks.",
         ),
     ] = None
     seahelm_judge: Annotated[
@@ -108,7 +109,8 @@ class SeaHelmOptions(BaseOptions):
             type=Optional[List[str]],
             metavar="SET",
             commands=_RUN_LS,
-            help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; default: seahelm; 'all': every task).",
+            help="SEA-HELM: task set(s) from task_config.yaml (repeatable or comma-separated; "
+            "default: seahelm; 'all': every task).",
         ),
     ] = None
     # two flags, not one --base-model/--instruct-model pair: --help shows each name whole at 80 columns

@@ -227,7 +227,8 @@ class PromptBuilder:
                 index = int(item)
             else:
                 raise TaskDefinitionError(
-                    f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}",
+                    f"'target' gave {item!r}, which is neither a choice index nor one "
+                    f"of the choices {list(choices)!r:.200}",
                     field="target",
                     **self._where(sample),
                 )

@@ -102,8 +102,8 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
         if others:
             shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
             raise ProctorError(
-                f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder (no {MANIFEST}); "
-                "nothing was written. Choose a new or empty folder"
+                f"--output {run_dir}: the folder is not empty ({shown}) and is not a proctor run folder "
+                f"(no {MANIFEST}); nothing was written. Choose a new or empty folder"
             )
         return
     if restart:

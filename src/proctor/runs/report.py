@@ -209,7 +209,8 @@ def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is none."""
+    """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is
+    none."""
     by_task: dict[str | None, list[dict[str, Any]]] = defaultdict(list)  # a record without a task goes under None
     for r in records:
         by_task[r.get("task")].append(r)
@@ -281,7 +282,8 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
                 {
                     "task": name,
                     "text": f"{name}: lettered generation (a letter read from the reply; no probabilities, "
-                    f"no calibration) · unparsed {u.get('count', '?')} of {u.get('n', '?')} ({100 * u.get('rate', 0):.1f}%)",
+                    f"no calibration) · unparsed {u.get('count', '?')} of "
+                    f"{u.get('n', '?')} ({100 * u.get('rate', 0):.1f}%)",
                 }
             )
         elif task.get("mc_format") == "loglikelihood":

@@ -145,7 +145,8 @@ class RunWriter:
         # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
-        # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is written
+        # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is
+        # written
         text = json_text(results)  # serialised once: the text checked is the text written
         try:
             check_results_json(text)

@@ -125,7 +125,8 @@ class TaskResult(BaseModel):
 
     kind: Literal["multiple_choice", "generate", "perplexity"]
     dialect: str = Field(
-        description="native, probsem, glm, seahelm, lm-eval or aisteer (glm130b and usecase in runs of earlier versions)."
+        description="native, probsem, glm, seahelm, lm-eval or aisteer "
+        "(glm130b and usecase in runs of earlier versions)."
     )
     source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
     version: str
@@ -197,7 +198,8 @@ class GroupMetric(_Closed):
     micro: Optional[Number] = Field(description="Mean weighted by each task's samples.")
     micro_stderr: Optional[Number] = Field(
         None,
-        description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's pooled_sample_stderr); null if any is null.",
+        description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's "
+        "pooled_sample_stderr); null if any is null.",
     )
 
 
@@ -254,7 +256,8 @@ class Results(_Closed):
     created: str = Field(description="When the run folder was started (ISO 8601, UTC).")
     command: Optional[list[str]] = Field(description="The command line, or null from Python.")
     model: dict[str, Any] = Field(
-        description="The model's fingerprint (backend, path, revision, dtype, ...): what the response store is keyed by."
+        description="The model's fingerprint (backend, path, revision, dtype, ...): "
+        "what the response store is keyed by."
     )
     model_info: Optional[dict[str, Any]] = Field(
         None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them)."

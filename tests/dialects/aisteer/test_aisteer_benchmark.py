@@ -50,7 +50,7 @@ DEFINITION = textwrap.dedent(
             if len(done) == kill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
         make(HFModel(model_dir, batch_size=4), save_dir, progress).run()
-    """
+    """  # noqa: E501 (a file's text, line for line)
 )
 
 

@@ -73,7 +73,8 @@ def test_dpo_names_trl_and_pasta_names_its_hooks():
 
 
 def upstream_block(directive, examples):
-    """few_shot_block.py: the directive, then per example its header and `Title Key: value` lines, joined by blank lines."""
+    """few_shot_block.py: the directive, then per example its header and `Title Key: value` lines, joined by
+    blank lines."""
     headers = {
         "positive": "### Positive example (behavior to follow)",
         "negative": "### Negative example (behavior to avoid)",

@@ -287,8 +287,8 @@ def test_benchmark_generation_and_judge_requests_go_through_its_store(tmp_path):
 def test_benchmark_profiles_keep_the_use_case_generation_order(tmp_path):
     """Profiles are rebuilt from each trial's run folder: the generations come back in the order the
     use case returned them (here round by round, not grouped by row as samples.jsonl holds them),
-    equal to the use case run directly with trial seed ``seed + t``, and a rerun on the same save_dir reads every finished trial back
-    without calling the model."""
+    equal to the use case run directly with trial seed ``seed + t``, and a rerun on the same save_dir reads
+    every finished trial back without calling the model."""
     from proctor.dialects.aisteer import Benchmark, UseCase
     from tests.support.fakes import FakeModel
 

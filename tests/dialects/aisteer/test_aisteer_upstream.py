@@ -78,7 +78,10 @@ def read_samples(run_dir: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- names exist only while user code runs
 def test_aisteer360_names_exist_only_inside_the_block():
-    code = "import sys, proctor, proctor.dialects.aisteer, proctor.cli; print(sorted(k for k in sys.modules if k.startswith('aisteer360')))"
+    code = (
+        "import sys, proctor, proctor.dialects.aisteer, proctor.cli; "
+        "print(sorted(k for k in sys.modules if k.startswith('aisteer360')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     with aisteer360_names():

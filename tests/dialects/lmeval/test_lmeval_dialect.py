@@ -177,7 +177,8 @@ def test_mapping_file_and_keys(tmp_path):
 
 def test_unsupported_keys_name_file_key_and_task(tmp_path):
     (tmp_path / "pic.yaml").write_text(
-        "task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\ndoc_to_image: img\n"
+        "task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\n"
+        "doc_to_target: a\ndoc_to_image: img\n"
     )
     with pytest.raises(TaskDefinitionError) as err:
         load_tasks([tmp_path / "pic.yaml"])
@@ -245,7 +246,8 @@ def test_num_fewshot_and_system_prompt_reach_lm_evals_prompts(quiz, tiny_model, 
     # written out from lm-eval's rules: system_instruction + fewshot_delimiter + description, then one first_n shot
     shouted = "Be exact.\n---\nAnswer the quiz.\n\nQ: WHAT IS ONE PLUS ONE\nA: => two\n---\nQ: WHAT IS TWO PLUS TWO\nA:"
     assert records["quiz_shouted"]["arguments"][0][0] == shouted
-    # num_fewshot unset: 1; no description, so nothing joins the system instruction to the first shot (lm-eval's maybe_delimit)
+    # num_fewshot unset: 1; no description, so nothing joins the system instruction to the first shot
+    # (lm-eval's maybe_delimit)
     plain = "Be exact.Q: what is one plus one\nA: two\n\nQ: what is two plus two\nA:"
     assert records["quiz_plain"]["arguments"][0][0] == plain
     from proctor.dialects.lmeval.run_options import fewshot_count

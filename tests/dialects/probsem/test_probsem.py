@@ -344,7 +344,10 @@ def test_cli_runs_the_folder_with_norm_and_temp(inputs, tiny_model_dir, tmp_path
 
 
 # ---------------------------------------------------------------- the CogSci2023 branch's format
-COGSCI_PROMPT = ";; This Church program models a tug-of-war game.\n\n(define (strength person) (gaussian 50 20))\n\n;; Now, let us translate some user-defined statements.\n"
+COGSCI_PROMPT = (
+    ";; This Church program models a tug-of-war game.\n\n(define (strength person) (gaussian 50 20))\n\n"
+    ";; Now, let us translate some user-defined statements.\n"
+)
 COGSCI_SUITE = {  # the shape of the branch's inputs/tug-of-war_AV-1a.json and inputs/test_A.json
     "premise": ";;",
     "context": [

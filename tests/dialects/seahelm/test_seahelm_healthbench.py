@@ -106,7 +106,7 @@ class MiniHealthBenchDataloader(HuggingFaceDataloader, JudgeDataloader):
             return {"conversations": convs, "custom_ids": ids}
 
         return fmt
-"""
+"""  # noqa: E501 (a file's text, line for line)
 
 METRIC = """
 import json

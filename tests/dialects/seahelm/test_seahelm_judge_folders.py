@@ -101,8 +101,8 @@ def test_shared_mt_bench_judge_folder_runs_with_builtin_stand_ins(tmp_path):
     # the judge saw SEA-HELM's transcript: turn 2 has the fixed turn-1 answer and the generated turn-2 answer
     turn2 = next(p for p in judge.prompts if "The rewritten poem is about mountains." in p)
     assert (
-        "[User]\nWrite a haiku about the sea.\n\n[Assistant (fixed)]\nWaves fold\nsalt wind\nthe sea sleeps\n\n[User]\nNow rewrite it about mountains."
-        in turn2
+        "[User]\nWrite a haiku about the sea.\n\n[Assistant (fixed)]\nWaves fold\nsalt wind\nthe sea sleeps\n\n"
+        "[User]\nNow rewrite it about mountains." in turn2
     )
     assert "[Assistant (generated)]\nStone peaks rise" in turn2
     assert "multi-turn conversation transcript" in turn2
@@ -154,7 +154,7 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
                 ids.append(str(row["id"]) + "|" + str(i))
             return {"conversations": convs, "custom_ids": ids}
         return fmt
-"""
+"""  # noqa: E501 (a file's text, line for line)
 
 USER_METRIC = """
 import pandas as pd
@@ -210,7 +210,7 @@ situational-judge:
       filepath: example/Situational-Judge
       max_tokens: 64
       prompt_template: {preamble: "", task_template: "Situation: {text}", answer_template: "", answer_tag: ""}
-"""
+"""  # noqa: E501 (a file's text, line for line)
 
 
 def _criteria_folder(tmp_path, rows: list[dict]) -> Path:
@@ -265,8 +265,8 @@ def test_criteria_judge_folder_on_seahelm_src_classes(tmp_path):
     assert m["judge_errors"]["value"] == 1.0
     ref = next(p for p in judge.prompts if "Matches the reference." in p)
     assert (
-        "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n"
-        in ref
+        "<TRANSCRIPT>Situation: Meeting a grandparent.</TRANSCRIPT><TEXT>Mano po, Lola.</TEXT>\n"
+        "<REFERENCE_TEXT>Magmano po.</REFERENCE_TEXT>\n" in ref
     )
     plain = next(p for p in judge.prompts if "Mentions mano." in p)
     assert "REFERENCE_TEXT" not in plain

@@ -184,7 +184,8 @@ def test_logprob_task_on_tiny_model_nulls_rows_without_the_tag(tiny_model, tmp_p
     )
     metrics = result.tasks["nli-logprobs/id"]["metrics"]
     template = {
-        "preamble": 'Tentukan hubungan SENTENCE_1 dan SENTENCE_2. Jawablah hanya dengan format berikut ini:\n"{answer_tag} ANSWER"',
+        "preamble": "Tentukan hubungan SENTENCE_1 dan SENTENCE_2. Jawablah hanya dengan format berikut ini:\n"
+        '"{answer_tag} ANSWER"',
         "task_template": "SENTENCE_1: {sentence1}\nSENTENCE_2: {sentence2}",
         "answer_template": "{answer_tag} {label}",
         "answer_tag": "Jawaban:",

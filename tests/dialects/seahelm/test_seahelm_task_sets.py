@@ -15,7 +15,8 @@ from tests.support.seahelm_fixtures import seahelm_tree
 
 def _seahelm_aggregate(metrics: dict, config: dict) -> dict:
     """SEA-HELM's src/aggregate_metrics.py (non-LINDSEA part), written out: competency = mean over tasks and
-    aggregation groups (macro: mean of the group's tasks), language = mean of competencies, total = mean of languages."""
+    aggregation groups (macro: mean of the group's tasks), language = mean of competencies, total = mean of
+    languages."""
     out = {}
     for lang, competencies in metrics.items():
         totals = {}

@@ -4,7 +4,8 @@ AISteer360 writes ``Benchmark(use_case, base_model_name_or_path, steering_pipeli
 runtime_overrides=None, hf_model_kwargs=None, gen_kwargs=None, device_map="auto", num_trials=1,
 batch_size=8, save_dir=None)``: the same arguments in that order are accepted here, and the run is
 proctor's (one shared base model, trials with seeds ``seed + t``, each trial a run of ``proctor.evaluate``
-in ``save_dir/runs``, resumed as evaluate resumes). ``hf_model_kwargs`` / ``device_map`` become the proctor model's options.
+in ``save_dir/runs``, resumed as evaluate resumes). ``hf_model_kwargs`` / ``device_map`` become the proctor
+model's options.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def model_options(hf_model_kwargs: Mapping[str, Any] | None, device_map: Any) ->
             options[name] = kwargs.pop(key)
     if kwargs:
         raise ValueError(
-            f"hf_model_kwargs {sorted(kwargs)} have no proctor equivalent (supported: torch_dtype, dtype, {', '.join(_HF_OPTIONS)})"
+            f"hf_model_kwargs {sorted(kwargs)} have no proctor equivalent (supported: "
+            f"torch_dtype, dtype, {', '.join(_HF_OPTIONS)})"
         )
     if isinstance(device_map, str):
         options["device"] = device_map  # "auto", "cpu", "cuda", "cuda:N"

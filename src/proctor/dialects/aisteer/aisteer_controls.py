@@ -17,7 +17,10 @@ from proctor.core.errors import ProctorError
 from proctor.models.steering.controls import InputControl, Messages
 
 _PROMPT = "needs a proposer model and an optimisation loop over prompts, which proctor does not run"
-_DECODE = "is a decoding algorithm of its own; proctor's pipelines decode with transformers' generate and logits processors only"
+_DECODE = (
+    "is a decoding algorithm of its own; proctor's pipelines decode with transformers' "
+    "generate and logits processors only"
+)
 _STATE = "needs its own activation / attention hooks, which proctor does not implement"
 _TRL = "trains the model with the 'trl' library; proctor evaluates models and does not train them with trl"
 

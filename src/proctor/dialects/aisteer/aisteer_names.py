@@ -185,7 +185,8 @@ class _Missing(importlib.abc.MetaPathFinder):
         if fullname == ROOT or fullname.startswith(ROOT + "."):
             raise ImportError(
                 f"'{fullname}' is an AISteer360 module proctor has no equivalent for; proctor provides "
-                f"{len(_NAMES)} aisteer360 modules, listed in docs/aisteer.md and by proctor.dialects.aisteer.aisteer_names.supported()",
+                f"{len(_NAMES)} aisteer360 modules, listed in docs/aisteer.md and by "
+                "proctor.dialects.aisteer.aisteer_names.supported()",
                 name=fullname,
             )
         return None

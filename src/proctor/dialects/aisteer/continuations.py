@@ -7,8 +7,8 @@
 - a plain transformers model with its tokenizer.
 
 The prompts are scored exactly as generation saw them (``Generated.rendered_prompt``), without
-extra special tokens on the transformers paths (as their generation tokenizes, ``models/steering/generation.py``) and with the
-backend's own rule on the engine path (as its ``generate`` does).
+extra special tokens on the transformers paths (as their generation tokenizes,
+``models/steering/generation.py``) and with the backend's own rule on the engine path (as its ``generate`` does).
 """
 
 from __future__ import annotations

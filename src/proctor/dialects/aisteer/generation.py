@@ -276,7 +276,8 @@ def log_truncation_count(outputs: Sequence[Any]) -> int:
     truncated = sum(1 for o in outputs if o is not None and reason(o) == "length")
     if truncated:
         log.warning(
-            "%d of %d generations ended on 'length' (truncated at max_new_tokens); length-sensitive metrics may be affected.",
+            "%d of %d generations ended on 'length' (truncated at max_new_tokens); "
+            "length-sensitive metrics may be affected.",
             truncated,
             len(outputs),
         )

@@ -8,10 +8,10 @@ data order, the batch size or how many rows are used.
 With ``score_letters`` (the default) every prompt's offered letters are also scored: the
 probability that the reply starts with each letter ("A" or " A") right after the prompt as
 generation saw it (on the same target: the engine, the steered pipeline, or the transformers
-model), normalised over the letters offered. ``letter_probs`` holds them and ``confidence`` is the probability of the letter the
-reply chose (``None`` when it chose none), which ``MCQACalibration`` reads. A target that generates
-through its own ``generate`` (``generation.has_own_generate``) gets none: what its ``generate`` computes
-cannot be scored from outside.
+model), normalised over the letters offered. ``letter_probs`` holds them and ``confidence`` is the
+probability of the letter the reply chose (``None`` when it chose none), which ``MCQACalibration`` reads.
+A target that generates through its own ``generate`` (``generation.has_own_generate``) gets none: what its
+``generate`` computes cannot be scored from outside.
 """
 
 from __future__ import annotations

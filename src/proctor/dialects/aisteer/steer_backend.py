@@ -26,7 +26,8 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py") or not name:
         raise ModelLoadError(
-            f"--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a function in the file), got '{spec}'"
+            "--model steer: takes FILE.py:NAME (a pipeline, a list of controls or a "
+            f"function in the file), got '{spec}'"
         )
     path = Path(file)
     if not path.is_file():

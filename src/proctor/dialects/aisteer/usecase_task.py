@@ -1,8 +1,8 @@
 """A Python use case as a proctor task: its handler, and the ``Task`` the dialect builds for it.
 
 A use case runs through ``api.evaluate`` like any other task. Its ``TaskSpec`` is a ``generate``
-task run by the ``aisteer.use_case`` handler (``UseCaseTask``); its options (``UseCaseTaskOptions``) carry what identifies the
-run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
+task run by the ``aisteer.use_case`` handler (``UseCaseTask``); its options (``UseCaseTaskOptions``) carry
+what identifies the run (the use case's fingerprint, ``gen_kwargs``, ``batch_size``, ``runtime_overrides``), so the
 content hash, resume and ``--update`` see any change. How to build the use case object rides in the
 task's ``resources`` (``Task.resources["use_case"]``, a ``UseCaseEntry``), which the engine hands the
 handler; nothing is kept in module state.

@@ -108,7 +108,8 @@ def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:
 def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> None:
     if "class" in config:
         raise TaskDefinitionError(
-            f"task '{name}' is a Python task class ('class:'), which proctor does not run; only YAML tasks are supported",
+            f"task '{name}' is a Python task class ('class:'), which proctor does not run; "
+            "only YAML tasks are supported",
             file=source,
             field="class",
         )
@@ -143,7 +144,8 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str =
     if captured is None:  # lm-eval built a task file's own class ('class: !function ...') instead of a YAML task
         file = spec if Path(spec).suffix in (".yaml", ".yml") else None
         raise TaskDefinitionError(
-            f"a task here is a Python task class ('class: !function ...', {type(node).__module__}.{type(node).__qualname__}), "
+            "a task here is a Python task class ('class: !function ...', "
+            f"{type(node).__module__}.{type(node).__qualname__}), "
             "which proctor does not run; only YAML tasks are supported",
             file=file,
             field="class",

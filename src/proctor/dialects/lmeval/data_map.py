@@ -122,8 +122,8 @@ class Splits(dict):
         if split in self.needed:
             have = ", ".join(sorted(self)) or "none"
             raise TaskDefinitionError(
-                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' (the copy has: {have}; "
-                f"map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)",
+                f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' "
+                f"(the copy has: {have}; map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)",
                 file=self.source,
                 field="dataset_path",
             )
@@ -211,7 +211,8 @@ def serving(
         if offline() or reason is not None:
             why = f" ({reason})" if reason else ""
             raise TaskDefinitionError(
-                f"task '{task}': dataset not available offline{why}: '{path}' config '{name}' split(s) {wanted}; {hint}",
+                f"task '{task}': dataset not available offline{why}: '{path}' "
+                f"config '{name}' split(s) {wanted}; {hint}",
                 file=source,
                 field="dataset_path",
             )

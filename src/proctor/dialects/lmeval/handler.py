@@ -117,7 +117,8 @@ class _LmEvalRunner:
                 missing = ", ".join(sorted(splits.missing))
                 raise TaskDefinitionError(
                     f"task '{leaf.name}' draws {shots} few-shot examples from split '{missing}' of '{splits.dataset}' "
-                    f"config '{splits.config}', which has no local copy (--lmeval-data {splits.dataset}:{splits.config or ''}:{missing}=PATH)",
+                    f"config '{splits.config}', which has no local copy (--lmeval-data "
+                    f"{splits.dataset}:{splits.config or ''}:{missing}=PATH)",
                     file=leaf.source,
                     field="fewshot_split",
                 )

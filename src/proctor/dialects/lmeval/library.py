@@ -171,8 +171,8 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
         except SecurityError as exc:
             field = _template_field(template, config) or "a template"
             raise TaskDefinitionError(
-                f"the template '{field}' reaches outside its sandbox ({str(exc).rstrip('.')}): templates may read the document's "
-                "fields and call filters, not Python internals",
+                f"the template '{field}' reaches outside its sandbox ({str(exc).rstrip('.')}): "
+                "templates may read the document's fields and call filters, not Python internals",
                 file=source,
                 field=field,
             ) from None

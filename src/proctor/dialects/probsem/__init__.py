@@ -130,7 +130,8 @@ def read_suite(path: Path) -> dict[str, Any]:
             )
         if not -1 <= expected < len(queries):
             raise fail(
-                f"{field}.expected is {expected}, out of range: there are {len(queries)} queries (0..{len(queries) - 1}, or -1 for none)",
+                f"{field}.expected is {expected}, out of range: there are {len(queries)} queries "
+                f"(0..{len(queries) - 1}, or -1 for none)",
                 f"{field}.expected",
                 "context",
             )

@@ -1,9 +1,9 @@
 """SEA-HELM task folders: ``seahelm_tasks/<competency>/<task>/config.yaml``, one proctor task per
 task id and language (named ``<task id>/<lang>``), run by :class:`proctor.dialects.seahelm.task.SeaHelmTask`.
 
-Options (``SeaHelmOptions``; API: ``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge classes from task
-folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or Model; ``openai:<name>`` with ``seahelm_judge_options``:
-base_url, api_key_env and backend options),
+Options (``SeaHelmOptions``; API: ``dialect_options``): ``trust_task_code`` (load dataloader/metric/judge
+classes from task folders), ``seahelm_data`` ({hub id: local path}), ``seahelm_judge`` (a model name/path or
+Model; ``openai:<name>`` with ``seahelm_judge_options``: base_url, api_key_env and backend options),
 ``seahelm_runs`` (seeded runs, bootstrapped), ``is_base_model`` (None: models without a chat template),
 ``reasoning`` (extra thinking budget, thinking stripped), ``seahelm_strict`` (unavailable data is an
 error rather than a skipped task), ``seahelm_max_tokens`` (a cap on every language's ``max_tokens``, for
@@ -133,7 +133,8 @@ def load(
     source = judge_source(options)
     judge = source.name if source is not None else None  # tasks name their judge only: no address or key in a hash
     if source is not None and source.settings is not None:
-        source.model()  # a judge with server settings is built (and its settings checked) at load, as the CLI reports it
+        # a judge with server settings is built (and its settings checked) at load, as the CLI reports it
+        source.model()
     # task-folder code calling datasets.load_dataset(<id>) reads the same copies (offline_datasets.offline_copies)
     resources = {k: v for k, v in (("judge", source), ("offline_copies", mapping)) if v}
     selection, set_label = C.task_selection(tree, _default_task_set(options))
@@ -200,7 +201,8 @@ def load(
                 "kind": "generate",
                 "version": str(meta.get("version", "0")),
                 "changes": changes if isinstance(changes, dict) else {"notes": str(changes)},
-                "description": f"SEA-HELM task '{cfg.get('name', task_id)}' ({cfg.get('competency', '?')}), language {lang}",
+                "description": f"SEA-HELM task '{cfg.get('name', task_id)}' "
+                f"({cfg.get('competency', '?')}), language {lang}",
                 "data": [{"path": data or str(loader_file or path)}],
                 "metrics": ["seahelm_row_score"],
                 "handler": {

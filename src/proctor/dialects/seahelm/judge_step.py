@@ -1,5 +1,6 @@
 """The judging step of a SEA-HELM task: the judge model (``--seahelm-judge`` or the evaluated model) behind a
-:class:`proctor.dialects.seahelm.judges.JudgeRunner`, SEA-HELM v1.2 judge dataloaders' batch files, and the judge's usage."""
+:class:`proctor.dialects.seahelm.judges.JudgeRunner`, SEA-HELM v1.2 judge dataloaders' batch files, and the
+judge's usage."""
 
 from __future__ import annotations
 
@@ -59,8 +60,8 @@ class JudgeSource:
 
 
 class Judging:
-    """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``, ``options``,
-    ``resources`` and the ``executor`` the engine handed it)."""
+    """Mixed into :class:`proctor.dialects.seahelm.task.SeaHelmTask` (uses its ``_plugin_call``, ``config``,
+    ``options``, ``resources`` and the ``executor`` the engine handed it)."""
 
     options: SeaHelmTaskOptions
     config: dict

@@ -149,7 +149,8 @@ def resolve_class(
         )
     if not trust:
         raise TaskDefinitionError(
-            f"{what}_class '{name}' is code in {path}; pass --trust-task-code (API: dialect_options={{'trust_task_code': True}}) to run it",
+            f"{what}_class '{name}' is code in {path}; pass --trust-task-code (API: "
+            "dialect_options={'trust_task_code': True}) to run it",
             file=config_file,
             field=f"{what}_file",
         )

@@ -95,7 +95,8 @@ def snapshot_download(repo_id: str, *args: Any, repo_type: str | None = None, **
     local = _local(reference)
     if not local.is_dir():
         raise ProctorError(
-            f"dataset not available offline: {reference} (snapshot_download; map a local folder with --seahelm-data {reference}=PATH)"
+            f"dataset not available offline: {reference} (snapshot_download; map a local folder "
+            f"with --seahelm-data {reference}=PATH)"
         )
     return str(local)
 

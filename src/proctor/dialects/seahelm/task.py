@@ -62,7 +62,8 @@ def _check_labels(rows: list, data: Any) -> None:
         from proctor.core.errors import TaskDefinitionError
 
         raise TaskDefinitionError(
-            f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows have one; it would be scored as a miss",
+            f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows "
+            "have one; it would be scored as a miss",
             file=str(data) if data else None,
             row=absent[0] + 1,
             field="label",

@@ -71,7 +71,8 @@ def request_fields(gen_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     unknown = sorted(set(gen_kwargs) - set(REQUEST_FIELDS) - {"do_sample"})
     if unknown:
         raise UnsupportedGenKwarg(
-            f"gen_kwargs {unknown} are not supported by proctor's generation; supported: {sorted(REQUEST_FIELDS)} and do_sample"
+            f"gen_kwargs {unknown} are not supported by proctor's generation; supported: "
+            f"{sorted(REQUEST_FIELDS)} and do_sample"
         )
     fields: dict[str, Any] = {"max_tokens": DEFAULT_MAX_NEW_TOKENS}
     for key, value in gen_kwargs.items():

@@ -145,7 +145,8 @@ class SteeringPipeline:
             for control_name, kwargs in row.items():
                 if control_name not in by_name:
                     raise ValueError(
-                        f"runtime arguments for '{control_name}' (prompt {index}), but the pipeline's controls are {sorted(by_name)}"
+                        f"runtime arguments for '{control_name}' (prompt {index}), but the "
+                        f"pipeline's controls are {sorted(by_name)}"
                     )
                 by_name[control_name].check_runtime(kwargs)
 
