@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.runs
-from tests.runs.test_report import _browser  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.support
+from tests.support.browser import browser  # noqa: E402
 
 WORDS = "red green blue amber violet teal ochre umber river stone cloud paper".split()
 
@@ -137,8 +137,8 @@ def main() -> None:
             write_run(many / f"group{i % 5}" / f"run{i:03d}", 200, i, f"model-{i % 7}")
         write_run(big / "big", args.samples, 1, "big-model")
         size = (big / "big" / "samples.jsonl").stat().st_size
-        browser = _browser()
-        browser.set_window_size(1400, 1000)
+        driver = browser()
+        driver.set_window_size(1400, 1000)
         try:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", "proctor.cli", "--version"], check=True, capture_output=True)
@@ -147,8 +147,8 @@ def main() -> None:
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
                 proc, url = start_server(many)
-                browser.get(url)
-                wait(browser, f"return document.querySelectorAll('#runs tbody tr').length === {args.runs}")
+                driver.get(url)
+                wait(driver, f"return document.querySelectorAll('#runs tbody tr').length === {args.runs}")
                 starts.append(time.perf_counter() - t0)
                 proc.terminate()
                 proc.wait()
@@ -161,15 +161,15 @@ def main() -> None:
 
             proc, url = start_server(big)
             try:
-                browser.get(url)
-                wait(browser, "return document.querySelectorAll('#runs tbody tr').length === 1")
+                driver.get(url)
+                wait(driver, "return document.querySelectorAll('#runs tbody tr').length === 1")
                 for attempt in ("first", "second"):
-                    browser.get(url + "#")
+                    driver.get(url + "#")
                     t0 = time.perf_counter()
-                    browser.get(url + "#run=big")
-                    wait(browser, "return document.getElementById('run-view').getAttribute('data-samples') === 'big'")
+                    driver.get(url + "#run=big")
+                    wait(driver, "return document.getElementById('run-view').getAttribute('data-samples') === 'big'")
                     drawn = time.perf_counter() - t0
-                    wait(browser, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")
+                    wait(driver, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")
                     rows.append(
                         (
                             f"open a run of {args.samples:,} samples "
@@ -187,7 +187,7 @@ def main() -> None:
                     ("next page", "next", None),
                     ("sort: file order", "sort", ""),
                 ):
-                    best = min(browser.execute_script(TIMED, element, value)[0] for _ in range(args.repeat))
+                    best = min(driver.execute_script(TIMED, element, value)[0] for _ in range(args.repeat))
                     rows.append((f"{label}", f"{best:.0f} ms"))
             finally:
                 proc.terminate()
@@ -207,11 +207,11 @@ def main() -> None:
                 )
             )
             t0 = time.perf_counter()
-            browser.get(page.as_uri() + "#run=big")
-            wait(browser, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")
+            driver.get(page.as_uri() + "#run=big")
+            wait(driver, "return document.getElementById('run-view').getAttribute('data-loaded') === 'big'")
             rows.append(("open that file at the run", f"{time.perf_counter() - t0:.2f} s"))
         finally:
-            browser.quit()
+            driver.quit()
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")

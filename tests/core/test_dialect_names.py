@@ -15,7 +15,7 @@ import pytest
 from proctor.core.dialect import Dialect
 from proctor.core.registry import Registry, registry
 from tests.conftest import REPO
-from tests.cross_cutting.test_cli_every_feature import QUESTIONS, jsonl, proctor, results, samples, write
+from tests.support.cli_runs import QUESTIONS, jsonl, proctor, results, samples, write
 
 PLUGINS = REPO / "src" / "proctor" / "plugins"
 

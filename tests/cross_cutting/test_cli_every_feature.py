@@ -10,64 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.models.test_hf_backend import (  # noqa: F401  (reference: transformers on the tiny model)
+from tests.support.cli_runs import QUESTIONS, jsonl, proctor, results, samples, write
+from tests.support.hf_reference import (  # noqa: F401  (reference: transformers on the tiny model)
     direct_loglikelihood,
     reference,
+    reference_logprob,
 )
 from tests.support.vision_fixtures import image_set, tiny_vlm_dir  # noqa: F401  (fixtures)
-
-QUESTIONS = [
-    {"id": "a", "question": "What colour is the sky on a clear day?", "choices": ["blue", "green", "red"], "label": 0},
-    {"id": "b", "question": "How many legs does a spider have?", "choices": ["six", "eight", "four"], "label": 1},
-    {"id": "c", "question": "Which animal barks?", "choices": ["cat", "fish", "dog"], "label": 2},
-    {"id": "d", "question": "What is frozen water called?", "choices": ["steam", "ice", "sand"], "label": 1},
-    {"id": "e", "question": "Which planet do we live on?", "choices": ["Earth", "Mars", "Venus"], "label": 0},
-]
-
-
-def proctor(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m proctor.cli ARGS`` in a new interpreter, from this checkout's source."""
-    environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", **(env or {})}
-    done = subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    return done
-
-
-def results(run: Path) -> dict:
-    return json.loads((run / "results.json").read_text())
-
-
-def samples(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def choice_scores(reference, context: str, continuations: list[str], move_whitespace: bool = True) -> list[float]:
@@ -304,8 +256,6 @@ def test_image_task_on_hf_vision(tiny_vlm_dir, image_set, tmp_path):
     pytest.importorskip("PIL")
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    from tests.models.test_vision_hf import reference_logprob
 
     write(
         tmp_path / "colours.yaml",

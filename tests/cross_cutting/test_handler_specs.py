@@ -50,7 +50,7 @@ def _handler_tasks(tmp_path: Path) -> dict[str, list]:
     """Tasks of every dialect whose tasks run through a handler, loaded from upstream-format files."""
     seahelm = EXAMPLES / "seahelm"
     glm = shared_path("examples", "glm130b")
-    from tests.dialects.probsem.test_probsem import COGSCI_PROMPT, COGSCI_SUITE  # the CogSci2023 branch's suite format
+    from tests.support.probsem_cogsci import COGSCI_PROMPT, COGSCI_SUITE  # the CogSci2023 branch's suite format
 
     probsem = tmp_path / "probsem"
     probsem.mkdir()

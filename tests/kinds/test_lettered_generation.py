@@ -68,7 +68,7 @@ def test_no_warning_at_or_below_ten_percent(tmp_path):
 def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_tasks(tmp_path):
     from selenium.webdriver.common.by import By
 
-    from tests.runs.test_report import _browser
+    from tests.support.browser import browser
 
     tasks = write_tasks(tmp_path / "tasks", n_mc=12, n_gen=0)
     evaluate([tasks], LetterModel(share=0.5), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
@@ -78,10 +78,10 @@ def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_task
     assert "lettered generation: a letter is no probability" in page
     assert "lettered generation" in page and "unparsed" in page and "warning:" in page
     (tmp_path / "report.html").write_text(page)
-    browser = _browser()
+    driver = browser()
     try:
-        browser.get((tmp_path / "report.html").as_uri())
-        cards = {c.get_attribute("data-id"): c for c in browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")}
+        driver.get((tmp_path / "report.html").as_uri())
+        cards = {c.get_attribute("data-id"): c for c in driver.find_elements(By.CSS_SELECTOR, "#sample-list .sample")}
         assert len(cards) == len(rows)
         for r in rows:
             card = cards[r["id"]]
@@ -93,7 +93,7 @@ def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_task
                 "unparsed" if r["extracted"] is None else "correct" if r["metrics"]["acc"] == 1 else "incorrect"
             )
     finally:
-        browser.quit()
+        driver.quit()
 
 
 def test_compare_flags_runs_whose_formulations_differ(tmp_path):

@@ -9,6 +9,7 @@ import torch
 
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.models.hf import HFModel
+from tests.support.hf_reference import direct_loglikelihood, reference  # noqa: F401  (reference: a fixture)
 
 PAIRS = [
     ("Question: What is the capital of France?\nAnswer:", " Paris"),
@@ -21,42 +22,6 @@ PAIRS = [
     ("Numbers: 1, 2, 3,", " 4, 5, 6"),
     ("Unicode: café, naïve, 東京", " and more ünïcödé"),
 ]
-
-
-def direct_loglikelihood(
-    model, tokenizer, context: str, continuation: str, move_whitespace: bool = True
-) -> tuple[float, bool]:
-    """Independent reference: one unbatched forward over the full sequence, logits everywhere
-    (lm-eval's rule: the context's trailing whitespace moves into the continuation, unless not asked)."""
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces and move_whitespace:
-        context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
-    if context:
-        whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
-        ctx = tokenizer(context, add_special_tokens=False).input_ids
-        cont = whole[len(ctx) :]
-    else:
-        ctx = [tokenizer.bos_token_id]
-        cont = tokenizer(continuation, add_special_tokens=False).input_ids
-    ids = torch.tensor([ctx + cont])
-    with torch.no_grad():
-        logits = model(ids).logits[0].float()
-    logprobs = torch.log_softmax(logits, -1)
-    total, greedy = 0.0, True
-    for k, token in enumerate(cont):
-        position = len(ctx) + k - 1
-        total += logprobs[position, token].item()
-        greedy &= int(logits[position].argmax()) == token
-    return total, greedy
-
-
-@pytest.fixture(scope="module")
-def reference(tiny_model_dir):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    return model, tokenizer
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8, "auto"])

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.usefixtures("image_set_as_data")  # task files here rea
 
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import TaskDefinitionError  # noqa: E402
+from tests.support.hf_reference import reference_logprob  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -55,33 +56,6 @@ chat: {{enabled: {chat}}}
 
 def records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
-
-
-def reference_logprob(direct, messages_or_text, image_bytes: bytes, continuation: str) -> list[float]:
-    """transformers directly: processor chat template (or the plain text), pixels, one forward, log-softmax."""
-    import io
-
-    import torch
-    from PIL import Image
-
-    processor, model = direct
-    if isinstance(messages_or_text, list):
-        context = processor.apply_chat_template(messages_or_text, tokenize=False, add_generation_prompt=True)
-    else:
-        context = messages_or_text
-    image = Image.open(io.BytesIO(image_bytes)).convert("RGB")
-    # lm-eval's rule: the context's trailing whitespace moves into the continuation
-    stripped = context.rstrip()
-    continuation = context[len(stripped) :] + continuation
-    full = processor(text=[stripped + continuation], images=[image], return_tensors="pt", add_special_tokens=False)
-    n_context = processor(text=[stripped], images=[image], return_tensors="pt", add_special_tokens=False)[
-        "input_ids"
-    ].shape[1]
-    with torch.no_grad():
-        logits = model(**full).logits[0]
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
-    ids = full["input_ids"][0]
-    return [float(logprobs[p - 1, ids[p]]) for p in range(n_context, len(ids))]
 
 
 @pytest.mark.parametrize("chat", [True, False])

@@ -19,7 +19,7 @@ for module in ("httpx", "fastapi", "uvicorn"):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
-from tests.support.openai_fakes import _json_handler, _Server, serve_transformers  # noqa: E402
+from tests.support.openai_fakes import CaptureServer, serve_transformers  # noqa: E402
 from tests.support.vision_fixtures import (  # noqa: E402,F401
     COLOURS,
     image_set,
@@ -99,27 +99,6 @@ def test_served_image_choice_runs_by_generation(serve, vlm, tiny_vlm_dir, image_
     local = evaluate([task], vlm, output_dir=tmp_path / "hf", export=False, mc_format="generate")
     assert [r["generation"] for r in records(api.run_dir)] == [r["generation"] for r in records(local.run_dir)]
     assert api.tasks["colour_choice"]["metrics"] == local.tasks["colour_choice"]["metrics"]
-
-
-class CaptureServer(_Server):
-    """SUPPLEMENT (in-process stand-in, not a model server): records each /chat/completions body and
-    answers with the number of image parts it saw."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict] = []
-
-        def respond(path: str, body: dict, headers: dict):
-            self.bodies.append(body)
-            parts = [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
-            n = sum(p.get("type") == "image_url" for p in parts)
-            return 200, {
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": f"{n} image"}, "finish_reason": "stop"}
-                ],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 2},
-            }
-
-        super().__init__(_json_handler(respond))
 
 
 def test_payload_has_image_parts_and_resume_reuses_answers(image_set, tmp_path):

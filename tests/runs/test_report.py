@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,18 +13,8 @@ from typer.testing import CliRunner
 from proctor import evaluate
 from proctor.cli import app
 from proctor.runs.report import calibration, fmt, write_report
+from tests.support.browser import browser
 from tests.support.fakes import FakeModel, write_tasks
-
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
 
 
 @pytest.fixture(scope="module")
@@ -59,25 +48,9 @@ def test_calibration_bins():
     assert cal["ece"] == pytest.approx(0.75 * 0.05 + 0.25 * 0.55)
 
 
-def _browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install selenium)")
-    from selenium.webdriver.chrome.service import Service
-
-    binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    driver = shutil.which("chromedriver")
-    if not binary or not driver:
-        pytest.skip("needs a Chromium browser and chromedriver (Debian: apt-get install chromium chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tempfile.mkdtemp(prefix='proctor-chromium-')}"]:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    driver = _browser()
+@pytest.fixture(scope="module", name="browser")
+def browser_fixture():
+    driver = browser()
     yield driver
     driver.quit()
 

@@ -16,13 +16,13 @@ import pytest
 
 from proctor.api import evaluate, load_tasks
 from tests.conftest import shared_path
-from tests.runs.test_report import _browser
+from tests.support.browser import browser
 from tests.support.fakes import FakeModel, write_tasks
 
 
 def _lmeval_run(tmp: Path) -> Path:
     pytest.importorskip("lm_eval")
-    import tests.dialects.lmeval.test_lmeval_dialect as quiz
+    import tests.support.lmeval_quiz as quiz
 
     folder, data = tmp / "lmeval_tasks", tmp / "lmeval_data"
     folder.mkdir()
@@ -142,17 +142,17 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "viewer:" in done.stdout and page.exists()
-    browser = _browser()
+    driver = browser()
     try:
-        browser.set_window_size(1400, 1000)
+        driver.set_window_size(1400, 1000)
         for run in sorted(dialect_runs.iterdir()):
-            browser.get(page.as_uri() + f"#run={run.name}")
+            driver.get(page.as_uri() + f"#run={run.name}")
             mine = records(run)
             results = json.loads((run / "results.json").read_text())
             for task in results["tasks"]:
-                Select(browser.find_element(By.ID, "task-filter")).select_by_visible_text(task)
+                Select(driver.find_element(By.ID, "task-filter")).select_by_visible_text(task)
                 expected = [r for r in mine if r["task"] == task]
-                cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
+                cards = driver.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
                 assert len(cards) == min(len(expected), 50), (run.name, task)
                 for card, r in zip(cards, expected):
                     want = _expected_card(r)
@@ -171,20 +171,20 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
                 # calibration: drawn for every task whose records carry probabilities, a note for the others
                 with_choices = [r for r in expected if r.get("choices") is not None]
                 if any("distribution" in r and r["target"] is not None for r in with_choices):
-                    assert browser.find_elements(By.CSS_SELECTOR, f'.cal[data-task="{task}"] svg circle'), (
+                    assert driver.find_elements(By.CSS_SELECTOR, f'.cal[data-task="{task}"] svg circle'), (
                         run.name,
                         task,
                     )
                 elif with_choices:
-                    assert browser.find_element(By.CSS_SELECTOR, f'.cal[data-task="{task}"] .cal-note').text
-            assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == [], run.name
+                    assert driver.find_element(By.CSS_SELECTOR, f'.cal[data-task="{task}"] .cal-note').text
+            assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == [], run.name
         # lm-eval: a word that is only in a choice is found by the search
-        browser.get(page.as_uri() + "#run=lmeval")
-        browser.find_element(By.ID, "search").send_keys("steam")
-        cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
+        driver.get(page.as_uri() + "#run=lmeval")
+        driver.find_element(By.ID, "search").send_keys("steam")
+        cards = driver.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
         assert [(c.get_attribute("data-task"), c.get_attribute("data-id")) for c in cards] == [("quiz_plain", "3")]
     finally:
-        browser.quit()
+        driver.quit()
 
 
 def test_lm_eval_report_has_calibration_and_text_gold(dialect_runs, tmp_path):

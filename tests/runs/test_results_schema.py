@@ -85,7 +85,7 @@ def test_seahelm_results_with_bootstrap_and_rollup_validate(tmp_path):
 
 def test_lm_eval_results_validate(tmp_path):
     pytest.importorskip("lm_eval")
-    import tests.dialects.lmeval.test_lmeval_dialect as quiz
+    import tests.support.lmeval_quiz as quiz
 
     folder, data = tmp_path / "quiz", tmp_path / "data"
     folder.mkdir()
@@ -106,9 +106,9 @@ def test_lm_eval_results_validate(tmp_path):
 
 
 def test_use_case_results_validate(tiny_model, tmp_path):
-    from tests.dialects.aisteer.test_aisteer_engine import _run
+    from tests.support.aisteer_runs import run
 
-    saved = _validated(_run(tiny_model, tmp_path / "run").run_dir)
+    saved = _validated(run(tiny_model, tmp_path / "run").run_dir)
     task = saved.tasks["CommonsenseMCQA"]
     assert (
         task.dialect == "aisteer"

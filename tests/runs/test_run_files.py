@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from tests.dialects.lmeval.test_lmeval_dialect import (  # noqa: E402
+from tests.support.lmeval_quiz import (  # noqa: E402
     TEMPLATE,  # an lm-eval task YAML on a mapped local copy
 )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from proctor import evaluate
-from tests.runs.test_report import _browser
+from tests.support.browser import browser
 from tests.support.fakes import FakeModel, write_tasks
 
 HOSTILE = [
@@ -97,9 +97,9 @@ def server(folder):
         proc.wait()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = _browser()
+@pytest.fixture(scope="module", name="browser")
+def browser_fixture():
+    driver = browser()
     driver.set_window_size(1400, 1000)
     yield driver
     driver.quit()

@@ -16,7 +16,7 @@ pytest.importorskip("PIL")
 from proctor import evaluate  # noqa: E402
 from proctor.core.model_requests import GenerateResult  # noqa: E402
 from proctor.runs.report import write_report  # noqa: E402
-from tests.runs.test_report import _browser  # noqa: E402
+from tests.support.browser import browser  # noqa: E402
 from tests.support.fakes import FakeModel  # noqa: E402
 from tests.support.vision_fixtures import COLOURS, image_set  # noqa: E402,F401
 
@@ -114,32 +114,32 @@ def test_thumbnails_are_small_and_show_the_picture(run_dir, image_set):
 def test_report_shows_thumbnails_beside_prompt_and_answer(run_dir):
     from selenium.webdriver.common.by import By
 
-    browser = _browser()
+    driver = browser()
     try:
-        browser.set_window_size(1100, 1400)
-        browser.get((run_dir / "report.html").resolve().as_uri())
-        assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+        driver.set_window_size(1100, 1400)
+        driver.get((run_dir / "report.html").resolve().as_uri())
+        assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
         records = {
             (r["task"], r["id"]): r for r in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())
         }
-        cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
+        cards = driver.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
         assert len(cards) == 8
         for card in cards:
             task = card.find_element(By.CSS_SELECTOR, ".tag").text.split(" · ")[0]
             record = records[(task, card.get_attribute("data-id"))]
             img = card.find_element(By.CSS_SELECTOR, "img.thumb")
             assert img.get_attribute("src") == record["images"][0]["thumbnail"]
-            assert browser.execute_script("return arguments[0].naturalWidth", img) > 0  # decoded by the browser
+            assert driver.execute_script("return arguments[0].naturalWidth", img) > 0  # decoded by the browser
             prompt = card.find_element(By.CSS_SELECTOR, "pre.prompt")
             answer = card.find_element(By.CSS_SELECTOR, "pre.generation" if task == "name_the_colour" else ".choice")
             for other in (prompt, answer):  # beside: to the left, overlapping vertically with the text column
                 assert img.rect["x"] + img.rect["width"] <= other.rect["x"]
             assert img.rect["y"] < prompt.rect["y"] + prompt.rect["height"]
             assert img.rect["width"] <= 96 and img.rect["height"] <= 96
-        browser.execute_script("document.getElementById('sample-list').children[3].scrollIntoView()")
-        browser.save_screenshot(
+        driver.execute_script("document.getElementById('sample-list').children[3].scrollIntoView()")
+        driver.save_screenshot(
             str(run_dir / "report-thumbnails.png")
         )  # looked at by hand: thumbnail left of prompt/answer
         assert (run_dir / "report-thumbnails.png").stat().st_size > 1000
     finally:
-        browser.quit()
+        driver.quit()

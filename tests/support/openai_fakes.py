@@ -8,6 +8,8 @@
   a dropped connection.
 - ``ScriptedJudgeServer``: an in-process stand-in chat server (NOT a model) whose MT-Bench verdicts
   follow a fixed rule (the longer answer wins), so judge parsing can be tested with parseable replies.
+- ``CaptureServer``: an in-process stand-in chat server (NOT a model) that records each /chat/completions body
+  and answers with the number of image parts it saw.
 - ``BatchServer``: OpenAI's Files and Batches endpoints, as OpenAI documents them, in front of another
   server's ``respond`` (a ``ScriptedJudgeServer``'s, say); batches can be held pending, and lines made to fail.
 - ``start_process_server``: a real server process (transformers serve, llama.cpp) on a free port.
@@ -287,6 +289,27 @@ class ScriptedJudgeServer(_Server):
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
         return 200, {"object": "chat.completion", "choices": [choice], "usage": usage}
+
+
+class CaptureServer(_Server):
+    """SUPPLEMENT (in-process stand-in, not a model server): records each /chat/completions body and
+    answers with the number of image parts it saw."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+
+        def respond(path: str, body: dict, headers: dict):
+            self.bodies.append(body)
+            parts = [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
+            n = sum(p.get("type") == "image_url" for p in parts)
+            return 200, {
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": f"{n} image"}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+            }
+
+        super().__init__(_json_handler(respond))
 
 
 class BatchServer(_Server):

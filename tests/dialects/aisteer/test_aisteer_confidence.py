@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQACalibration, SteeringPipeline, TokenBias
+from tests.support.aisteer_reference import independent_ece
 
 ROWS = [
     {
@@ -42,18 +43,6 @@ def independent_letter_probs(model, tokenizer, prompt, n, boost):
     probs = torch.softmax(logits, dim=0)
     mass = {letter: float(probs[pair].sum()) for letter, pair in tokens.items()}
     return {letter: value / sum(mass.values()) for letter, value in mass.items()}
-
-
-def independent_ece(confidences, correct, n_bins=10):
-    conf, hit = np.asarray(confidences, float), np.asarray(correct, float)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    ece = 0.0
-    for b in range(n_bins):
-        upper = conf <= edges[b + 1] if b == n_bins - 1 else conf < edges[b + 1]
-        mask = (conf >= edges[b]) & upper
-        if mask.any():
-            ece += mask.mean() * abs(hit[mask].mean() - conf[mask].mean())
-    return ece
 
 
 def test_confidences_and_ece_match_an_independent_computation(tiny_model):

@@ -8,62 +8,10 @@ import shutil
 
 import pytest
 
-from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias, batch_retry_generate
-from proctor.dialects.aisteer.runfile import run_use_cases
-from proctor.models.base import Model
+from proctor.dialects.aisteer import batch_retry_generate
 from proctor.runs.executor import ModelExecutor
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
-
-ROWS = [
-    {"id": f"q{i}", "question": f"Which word is number {i}?", "answer": f"w{i}", "choices": [f"w{i}", "apple", "river"]}
-    for i in range(5)
-]
-
-
-class Counting(Model):
-    """A real model behind a counter of the requests it is sent; ``fail_after`` calls, it raises."""
-
-    def __init__(self, inner, fail_after: int | None = None):
-        self.inner, self.name, self.fail_after = inner, inner.name, fail_after
-        self.calls: list[tuple[str, int]] = []
-
-    @property
-    def fingerprint(self):
-        return self.inner.fingerprint
-
-    def _call(self, kind, requests, progress):
-        if self.fail_after is not None and len(self.calls) >= self.fail_after:
-            raise RuntimeError("killed")
-        self.calls.append((kind, len(requests)))
-        return getattr(self.inner, kind)(requests, progress)
-
-    def generate(self, requests, progress=None):
-        return self._call("generate", requests, progress)
-
-    def loglikelihood(self, requests, progress=None):
-        return self._call("loglikelihood", requests, progress)
-
-    def rolling_loglikelihood(self, requests, progress=None):
-        return self._call("rolling_loglikelihood", requests, progress)
-
-    def apply_chat_template(self, messages):
-        return self.inner.apply_chat_template(messages)
-
-    @property
-    def has_chat_template(self):
-        return self.inner.has_chat_template
-
-    @property
-    def tokenizer(self):
-        return self.inner.tokenizer
-
-
-def _case():
-    return CommonsenseMCQA(ROWS, [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=2, seed=3)
-
-
-def _run(model, folder, **kwargs):
-    return run_use_cases(_case(), model, gen_kwargs={"max_new_tokens": 3}, output_dir=folder, chunk_size=2, **kwargs)
+from tests.support.aisteer_runs import ROWS, Counting, run
 
 
 def _sent(model, kind="generate"):
@@ -73,7 +21,7 @@ def _sent(model, kind="generate"):
 def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model, tmp_path):
     model = Counting(tiny_model)
     events: list[tuple] = []
-    first = _run(model, tmp_path / "run", progress=lambda *e: events.append(e))
+    first = run(model, tmp_path / "run", progress=lambda *e: events.append(e))
     # Chunks of 2 requests (a prompt's 6 letter scores, "A"/" A" ..., share a context and stay in one call).
     # The random tiny model never prints a letter: 10 prompts x 3 rounds (two retries) of generation.
     assert max(n for k, n in model.calls if k == "generate") <= 2 and _sent(model) == 30
@@ -85,7 +33,7 @@ def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model,
     assert [e[1] for e in events] == sorted(e[1] for e in events)  # progress only moves forward
 
     again = Counting(tiny_model)
-    second = _run(again, tmp_path / "run")
+    second = run(again, tmp_path / "run")
     assert again.calls == []
     assert (
         second.results["tasks"]["CommonsenseMCQA"]["evaluations"]
@@ -98,15 +46,15 @@ def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model,
 
 def test_a_failed_run_resumes_without_redoing_finished_chunks(tiny_model, tmp_path):
     full = Counting(tiny_model)
-    reference = _run(full, tmp_path / "full")
+    reference = run(full, tmp_path / "full")
     total = sum(n for _, n in full.calls)
     broken = Counting(tiny_model, fail_after=3)
     with pytest.raises(RuntimeError, match="killed"):
-        _run(broken, tmp_path / "run")
+        run(broken, tmp_path / "run")
     done_before = sum(n for _, n in broken.calls)
     assert done_before > 0
     resumed = Counting(tiny_model)
-    result = _run(resumed, tmp_path / "run")
+    result = run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == total - done_before
     assert (
         result.results["tasks"]["CommonsenseMCQA"]["evaluations"]
@@ -116,9 +64,9 @@ def test_a_failed_run_resumes_without_redoing_finished_chunks(tiny_model, tmp_pa
 
 def test_the_shared_cache_answers_a_new_run_folder(tiny_model, tmp_path):
     first = Counting(tiny_model)
-    _run(first, tmp_path / "a", cache=tmp_path / "cache")
+    run(first, tmp_path / "a", cache=tmp_path / "cache")
     second = Counting(tiny_model)
-    _run(second, tmp_path / "b", cache=tmp_path / "cache")
+    run(second, tmp_path / "b", cache=tmp_path / "cache")
     assert first.calls and second.calls == []
     manifest = json.loads((tmp_path / "b" / "run.json").read_text())
     assert manifest["attempts"][-1]["responses"]["from_cache"] == sum(n for _, n in first.calls)
@@ -195,7 +143,7 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
 KILLED_RUN = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
-from tests.dialects.aisteer.test_aisteer_engine import Counting, _run
+from tests.support.aisteer_runs import Counting, run
 from proctor.models.hf import HFModel
 
 class KillAfter(Counting):
@@ -204,7 +152,7 @@ class KillAfter(Counting):
             os.kill(os.getpid(), signal.SIGKILL)  # an outside kill: no cleanup, no exception handling
         return super()._call(kind, requests, progress)
 
-_run(KillAfter(HFModel(sys.argv[1], batch_size=4, name="tiny-llama")), sys.argv[2])
+run(KillAfter(HFModel(sys.argv[1], batch_size=4, name="tiny-llama")), sys.argv[2])
 """
 
 
@@ -214,7 +162,7 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[3]  # on the child's sys.path, for tests.dialects.aisteer
+    repo = Path(__file__).resolve().parents[3]  # on the child's sys.path, for tests.support
     src = repo / "src"
     script = tmp_path / "killed.py"
     script.write_text(KILLED_RUN)
@@ -230,9 +178,9 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
         committed = store.count()
     assert committed > 0
     full = Counting(tiny_model)
-    reference = _run(full, tmp_path / "full")
+    reference = run(full, tmp_path / "full")
     resumed = Counting(tiny_model)
-    result = _run(resumed, tmp_path / "run")
+    result = run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == sum(n for _, n in full.calls) - committed
     assert (
         result.results["tasks"]["CommonsenseMCQA"]["evaluations"]

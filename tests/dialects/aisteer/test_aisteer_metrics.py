@@ -10,39 +10,12 @@ import pytest
 
 from proctor import Metric
 from proctor.dialects.aisteer import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
+from tests.support.aisteer_reference import independent_accuracy, independent_bias
 
 # The reference's toy example (seed-systems.md §3).
 RESP = ["A", "B", "A", None, "C", "A"]
 REF = ["A", "A", "A", "B", "C", "C"]
 QID = ["q1", "q1", "q1", "q2", "q2", "q2"]
-
-
-def independent_accuracy(resp, ref, qid):
-    keep = [i for i, r in enumerate(resp) if r is not None]
-    correct = np.array([resp[i].strip().upper() == ref[i].strip().upper() for i in keep], dtype=float)
-    per_q: dict = {}
-    for i, c in zip(keep, correct):
-        per_q.setdefault(qid[i], []).append(c)
-    majority = np.array([float(np.sum(v) > len(v) / 2) for v in per_q.values()])
-    std = lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0  # noqa: E731
-    return float(correct.mean()), std(correct), float(majority.mean()), std(majority)
-
-
-def independent_bias(resp, qid):
-    """AISteer360's mcqa_positional_bias.py written out: positions = sorted distinct letters observed among
-    the non-None responses; per question the same positions; std with ddof=1 (0.0 for one question)."""
-    valid = [(r, q) for r, q in zip(resp, qid) if r is not None]
-    positions = sorted({r for r, _ in valid})
-
-    def b(items):
-        f = np.array([sum(1 for r in items if r == p) / len(items) for p in positions])
-        return float(np.mean(np.abs(f - 1.0 / len(positions))))
-
-    per_q: dict = {}
-    for r, q in valid:
-        per_q.setdefault(q, []).append(r)
-    values = [b(v) for v in per_q.values()]
-    return b([r for r, _ in valid]), (float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
 
 
 def test_toy_example_accuracy():

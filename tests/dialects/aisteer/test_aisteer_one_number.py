@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO, shared_path
-from tests.dialects.aisteer.test_aisteer_metrics import independent_accuracy, independent_bias
+from tests.support.aisteer_reference import independent_accuracy, independent_bias
 
 DATA = ("examples", "aisteer360", "notebooks", "benchmarks", "commonsense_mcqa", "data", "evaluation_qa.first100.jsonl")
 

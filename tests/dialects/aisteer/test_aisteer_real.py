@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import shared_path
-from tests.dialects.aisteer.test_aisteer_confidence import independent_ece
-from tests.dialects.aisteer.test_aisteer_metrics import independent_accuracy, independent_bias
+from tests.support.aisteer_reference import independent_accuracy, independent_bias, independent_ece
 
 pytestmark = pytest.mark.slow
 

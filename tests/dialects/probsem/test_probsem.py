@@ -17,6 +17,7 @@ from proctor import TaskDefinitionError
 from proctor.api import evaluate, load_tasks
 from proctor.engine.prepare import prepare_task
 from tests.conftest import REPO, shared_path
+from tests.support.probsem_cogsci import COGSCI_PROMPT, COGSCI_SUITE
 
 
 @pytest.fixture
@@ -344,22 +345,6 @@ def test_cli_runs_the_folder_with_norm_and_temp(inputs, tiny_model_dir, tmp_path
 
 
 # ---------------------------------------------------------------- the CogSci2023 branch's format
-COGSCI_PROMPT = (
-    ";; This Church program models a tug-of-war game.\n\n(define (strength person) (gaussian 50 20))\n\n"
-    ";; Now, let us translate some user-defined statements.\n"
-)
-COGSCI_SUITE = {  # the shape of the branch's inputs/tug-of-war_AV-1a.json and inputs/test_A.json
-    "premise": ";;",
-    "context": [
-        {"text": ";; Jack is strong.", "expected": 0},
-        {"text": ";; Jack isn't very weak.", "expected": 1},
-        {"text": ";; Jack is somewhat strong.", "expected": -1},
-    ],
-    "query": ";; Query: how strong is Jack?",
-    "programs": ["(> (strength 'jack) 70)", "(> (strength 'jack) 50)", "(< (strength 'jack) 30)"],
-}
-
-
 def branch_encoding(model_dir: Path):
     """text -> token ids as the CogSci2023 branch gets them under its pinned transformers 4.23.1:
     ``AutoTokenizer.from_pretrained(id, add_prefix_space=True)`` gives GPT2TokenizerFast, whose

@@ -132,15 +132,15 @@ def test_mmstar_on_a_text_model_is_refused(tiny_model, tmp_path):
 
 
 def test_mmstar_over_an_openai_server_sends_each_rows_image(tmp_path):
-    """SUPPLEMENT with the in-process capture server of test_vision_openai (the real-server check of image
-    parts is there, against transformers serve): each row's own image bytes go as an image_url part."""
+    """SUPPLEMENT with the in-process capture server of openai_fakes (the real-server check of image parts is
+    in test_vision_openai, against transformers serve): each row's own image bytes go as an image_url part."""
     pytest.importorskip("httpx")
     import base64
 
     import pandas as pd
 
     from proctor.models.openai_compat import OpenAIModel
-    from tests.models.test_vision_openai import CaptureServer
+    from tests.support.openai_fakes import CaptureServer
 
     data = mmstar_copy(tmp_path / "mmstar")
     with CaptureServer() as server:

@@ -1,0 +1,57 @@
+"""The ``proctor`` command run in a fresh interpreter, its input files written and its run folder read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.conftest import REPO
+
+# Five multiple-choice questions the command-line tests run.
+QUESTIONS = [
+    {"id": "a", "question": "What colour is the sky on a clear day?", "choices": ["blue", "green", "red"], "label": 0},
+    {"id": "b", "question": "How many legs does a spider have?", "choices": ["six", "eight", "four"], "label": 1},
+    {"id": "c", "question": "Which animal barks?", "choices": ["cat", "fish", "dog"], "label": 2},
+    {"id": "d", "question": "What is frozen water called?", "choices": ["steam", "ice", "sand"], "label": 1},
+    {"id": "e", "question": "Which planet do we live on?", "choices": ["Earth", "Mars", "Venus"], "label": 0},
+]
+
+
+def proctor(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m proctor.cli ARGS`` in a new interpreter, from this checkout's source."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", **(env or {})}
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def results(run: Path) -> dict:
+    return json.loads((run / "results.json").read_text())
+
+
+def samples(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
