@@ -169,7 +169,7 @@ def _check_dialect_options(tasks: list[Task], options: DialectOptions) -> None:
             continue
         for flag, value in dialect.unused_options(options.of(dialect)):
             raise ProctorError(
-                f"{flag} ({value!r}) applies to {dialect.title or dialect.name} tasks only, "
+                f"{flag} ({value!r}) applies to {dialect.name} tasks only, "
                 f"and none of the {len(tasks)} task(s) is one "
                 f"(dialects here: {', '.join(sorted(dialects))}); it would be ignored"
             )

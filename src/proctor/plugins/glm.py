@@ -17,7 +17,6 @@ from proctor.core.registry import Registry
 class GLMDialect(Dialect[BaseOptions]):
     name = "glm"
     former_names = ("glm130b",)  # what results.json said before; see docs/architecture.md, "Dialect names"
-    title = "GLM-130B"
     order = 50
     description = "a GLM-130B task needs 'name', 'type' and 'path'"
     single_part_breakdowns = True  # GLM prints each file's result, even a task's only one
