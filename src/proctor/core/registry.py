@@ -103,7 +103,6 @@ class ModelBackend:
 @dataclass
 class Registry:
     dialects: dict[str, "Dialect[Any]"] = field(default_factory=dict)
-    former_dialect_names: dict[str, str] = field(default_factory=dict)  # an id a dialect had before -> its id
     model_backends: dict[str, ModelBackend] = field(default_factory=dict)
     exporters: dict[str, Exporter] = field(default_factory=dict)
     rollup_rules: list[Any] = field(default_factory=list)
@@ -114,11 +113,11 @@ class Registry:
 
     # -- registration (called from plug-ins' register functions)
     def add_dialect(self, dialect: "Dialect[Any]") -> None:
+        taken = {name for d in self.dialects.values() for name in (d.name, *d.former_names)}
         for name in (dialect.name, *dialect.former_names):
-            if name in self.dialects or name in self.former_dialect_names:
+            if name in taken:
                 raise ValueError(f"dialect '{name}' is registered twice")
         self.dialects[dialect.name] = dialect
-        self.former_dialect_names.update(dict.fromkeys(dialect.former_names, dialect.name))
 
     def add_task_handler(self, name: str, handler: str, options: str) -> None:
         """Tasks whose spec names ``handler: {name: NAME}`` run through ``handler`` ("module:Class"), with
@@ -188,7 +187,8 @@ class Registry:
 
     def dialect(self, name: str) -> "Dialect[Any] | None":
         """The dialect ``name`` names: its id, or an id it had before (read from an old run folder)."""
-        return self.dialects.get(self.former_dialect_names.get(name, name))
+        found = self.dialects.get(name)
+        return found or next((d for d in self.dialects.values() if name in d.former_names), None)
 
     def backend_of(self, spec: str) -> ModelBackend | None:
         """The backend a ``--model`` string names (None: no backend has its prefix)."""
