@@ -63,6 +63,16 @@ def test_native_yaml_on_hf(tiny_model_dir, reference, tmp_path):
     assert_scores(samples(tmp_path / "run"), scored)
 
 
+def test_python_dash_m_proctor_runs_the_same_command(tiny_model_dir, reference, tmp_path):
+    """``python -m proctor`` is the ``proctor`` command too (as ``python -m lm_eval`` is lm-eval's)."""
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    proctor("run", "quiz", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path, module="proctor")
+    want, scored = expected_accuracy(reference, MC_ITEMS)
+    assert results(tmp_path / "run")["tasks"]["quiz"]["metrics"]["acc"]["value"] == pytest.approx(want)
+    assert_scores(samples(tmp_path / "run"), scored)
+
+
 # --- lm-evaluation-harness task YAML ----------------------------------------------------------------
 def test_lmeval_yaml_on_hf(tiny_model_dir, reference, tmp_path):
     pytest.importorskip("lm_eval")

@@ -21,11 +21,12 @@ QUESTIONS = [
 ]
 
 
-def proctor(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m proctor.cli ARGS`` in a new interpreter, from this checkout's source."""
+def proctor(*args: str, cwd: Path, env: dict | None = None, module: str = "proctor.cli") -> subprocess.CompletedProcess:
+    """``python -m proctor.cli ARGS`` (or another entry ``module``) in a new interpreter, from this
+    checkout's source."""
     environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", **(env or {})}
     done = subprocess.run(
-        [sys.executable, "-m", "proctor.cli", *args],
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         env=environment,
         capture_output=True,
