@@ -27,7 +27,17 @@ from proctor.models.base import Model, Progress
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf_generation import HFGeneration
 from proctor.models.hf_invariant import layout as invariant_layout
-from proctor.models.hf_loading import DECODINGS, DTYPES, bos_rule, check_choice, pick_device, weights_digest
+from proctor.models.hf_loading import (
+    DECODINGS,
+    DTYPES,
+    bos_rule,
+    check_choice,
+    check_complete,
+    load_errors,
+    load_failure,
+    pick_device,
+    weights_digest,
+)
 from proctor.models.hf_scoring import (
     SCORING_VERSION,
     encode_many,
@@ -91,14 +101,20 @@ class HFModel(HFGeneration, Model):
             )
             torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
             placement = sharding.load_options(device_map, max_memory, offload_folder) if device_map is not None else {}
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.path, revision=revision, dtype=torch_dtype, trust_remote_code=trust_remote_code, **placement
+            self.model, loading_info = transformers.AutoModelForCausalLM.from_pretrained(
+                self.path,
+                revision=revision,
+                dtype=torch_dtype,
+                trust_remote_code=trust_remote_code,
+                output_loading_info=True,
+                **placement,
             )
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # a missing, damaged or foreign folder
+        except load_errors() as exc:  # a missing, damaged or foreign folder
             raise ModelLoadError(
-                f"cannot load model '{self.path}': {type(exc).__name__}: {str(exc)[:500]}\n"
+                f"cannot load model '{self.path}': {load_failure(self.path, exc)}\n"
                 "--model takes a local Hugging Face folder, a hub id (needs internet), or 'smollm2' (embedded)."
             ) from None
+        check_complete(self.path, loading_info)
         if device_map is None:
             self.model.to(self.device)
         else:  # placed by accelerate across devices (``sharding``): inputs go where the embeddings are

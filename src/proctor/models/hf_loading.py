@@ -19,6 +19,62 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 DECODINGS = ("static", "dynamic")
 
 
+def load_errors() -> tuple[type[BaseException], ...]:
+    """What transformers raises for a missing, damaged or foreign model folder: its own errors, and
+    safetensors' for a weights file cut short (a copy or download that stopped part-way) or not one
+    at all; ``EOFError`` / unpickling errors for a damaged ``pytorch_model.bin``."""
+    import pickle
+
+    errors: tuple[type[BaseException], ...] = (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        RuntimeError,
+        EOFError,
+        pickle.UnpicklingError,
+    )
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # safetensors comes with transformers; without it there is nothing to catch
+        return errors
+    return (*errors, SafetensorError)
+
+
+def check_complete(path: str, loading_info: dict) -> None:
+    """Refuse a model whose checkpoint lacks weights its config asks for: transformers fills them with random
+    numbers and only prints a report, so the run would finish with numbers of a model nobody trained (a
+    config.json from another model size, a shard missing from the folder)."""
+    missing = sorted(loading_info.get("missing_keys") or ())
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        raise ModelLoadError(
+            f"cannot load model '{path}': its weights lack {len(missing)} tensor(s) that its config.json asks "
+            f"for ({shown}); transformers would fill them with random numbers. Is config.json from another "
+            "model, or a weights shard missing from the folder?"
+        )
+
+
+def load_failure(path: str, exc: BaseException) -> str:
+    """``exc``, raised loading the model at ``path``, in words; a damaged weights file is named (safetensors'
+    own message does not say which of the folder's files it was reading)."""
+    text = f"{type(exc).__name__}: {str(exc)[:500]}"
+    if type(exc).__name__ != "SafetensorError" or not Path(path).is_dir():
+        return text
+    from safetensors import safe_open
+
+    damaged = []
+    for weights in sorted(Path(path).glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), framework="pt"):
+                pass
+        except Exception:  # any failure to read the header is what is being looked for
+            damaged.append(weights.name)
+    if not damaged:
+        return text
+    return f"{', '.join(damaged)} is damaged or incomplete (a copy or download cut short?): {text}"
+
+
 def weights_digest(folder: Path) -> str:
     """A cheap content digest of a local model folder: config in full, weights by size and edges."""
     digest = hashlib.sha256()

@@ -25,7 +25,15 @@ from proctor.core.model_requests import (
 )
 from proctor.models.base import Model, Progress
 from proctor.models.generate_kwargs import decoding_kwargs
-from proctor.models.hf_loading import DTYPES, bos_rule, pick_device, weights_digest
+from proctor.models.hf_loading import (
+    DTYPES,
+    bos_rule,
+    check_complete,
+    load_errors,
+    load_failure,
+    pick_device,
+    weights_digest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +85,19 @@ class HFVisionModel(Model):
             self.processor = transformers.AutoProcessor.from_pretrained(
                 self.path, revision=revision, trust_remote_code=trust_remote_code
             )
-            self.model = transformers.AutoModelForImageTextToText.from_pretrained(
+            self.model, loading_info = transformers.AutoModelForImageTextToText.from_pretrained(
                 self.path,
                 revision=revision,
                 dtype="auto" if dtype == "auto" else getattr(torch, dtype),
                 trust_remote_code=trust_remote_code,
+                output_loading_info=True,
             )
-        except (OSError, ValueError) as exc:
+        except load_errors() as exc:  # a missing, damaged or foreign folder
             raise ModelLoadError(
-                f"cannot load vision-language model '{self.path}': {exc}\n"
+                f"cannot load vision-language model '{self.path}': {load_failure(self.path, exc)}\n"
                 "hf-vision: takes a local folder (or hub id) with an image-text-to-text model and its processor."
             ) from None
+        check_complete(self.path, loading_info)
         self.model.to(self.device).eval()
         tokenizer = getattr(self.processor, "tokenizer", None)
         if tokenizer is None:

@@ -1,0 +1,70 @@
+"""A damaged or mismatched local model folder ends the ``proctor`` command with one message that names the
+folder and what is wrong with it — never a traceback, and never a run on weights transformers made up."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.cli_runs import QUESTIONS, jsonl, write
+
+QUIZ = """\
+name: quiz
+kind: multiple_choice
+data: data.jsonl
+prompt: "Q: {{ question }}\\nA:"
+choices: "{{ choices }}"
+target: "{{ label }}"
+metrics: [acc]
+"""
+
+
+def truncate_weights(folder):
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100_000])
+
+
+def empty_weights(folder):
+    (folder / "model.safetensors").write_bytes(b"")
+
+
+def one_more_layer(folder):
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] += 1
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (truncate_weights, ["model.safetensors", "damaged or incomplete"]),
+        (empty_weights, ["model.safetensors", "damaged or incomplete"]),
+        (one_more_layer, ["lack", "model.layers.2.", "random numbers", "config.json"]),
+    ],
+    ids=["truncated-weights", "empty-weights", "config-asks-for-more-layers"],
+)
+def test_a_damaged_model_folder_is_one_clear_error(damage, words, tiny_model_dir, tmp_path):
+    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    damage(model)
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", "run", "quiz", "--model", str(model), "-o", "run"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    message = done.stdout + done.stderr
+    assert done.returncode == 2, message[-3000:]
+    assert "Traceback" not in message and "internal error" not in message
+    assert f"cannot load model '{model}'" in message
+    for word in words:
+        assert word in message, message[-3000:]
+    assert not (tmp_path / "run" / "results.json").exists()
