@@ -33,6 +33,11 @@ def empty_weights(folder):
     (folder / "model.safetensors").write_bytes(b"")
 
 
+def truncate_tokenizer(folder):
+    tokenizer = folder / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes()[:5000])
+
+
 def one_more_layer(folder):
     config = json.loads((folder / "config.json").read_text())
     config["num_hidden_layers"] += 1
@@ -44,9 +49,10 @@ def one_more_layer(folder):
     [
         (truncate_weights, ["model.safetensors", "damaged or incomplete"]),
         (empty_weights, ["model.safetensors", "damaged or incomplete"]),
+        (truncate_tokenizer, ["tokenizer.json", "damaged or incomplete"]),
         (one_more_layer, ["lack", "model.layers.2.", "random numbers", "config.json"]),
     ],
-    ids=["truncated-weights", "empty-weights", "config-asks-for-more-layers"],
+    ids=["truncated-weights", "empty-weights", "truncated-tokenizer", "config-asks-for-more-layers"],
 )
 def test_a_damaged_model_folder_is_one_clear_error(damage, words, tiny_model_dir, tmp_path):
     model = shutil.copytree(tiny_model_dir, tmp_path / "model")

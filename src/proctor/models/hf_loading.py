@@ -10,6 +10,7 @@ without the text backend's scoring and decoding.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -56,23 +57,39 @@ def check_complete(path: str, loading_info: dict) -> None:
 
 
 def load_failure(path: str, exc: BaseException) -> str:
-    """``exc``, raised loading the model at ``path``, in words; a damaged weights file is named (safetensors'
-    own message does not say which of the folder's files it was reading)."""
+    """``exc``, raised loading the model at ``path``, in words; a damaged weights or JSON file is named
+    (safetensors' and json's own messages do not say which of the folder's files they were reading)."""
     text = f"{type(exc).__name__}: {str(exc)[:500]}"
-    if type(exc).__name__ != "SafetensorError" or not Path(path).is_dir():
+    folder = Path(path)
+    if not folder.is_dir():
         return text
-    from safetensors import safe_open
-
-    damaged = []
-    for weights in sorted(Path(path).glob("*.safetensors")):
-        try:
-            with safe_open(str(weights), framework="pt"):
-                pass
-        except Exception:  # any failure to read the header is what is being looked for
-            damaged.append(weights.name)
+    if type(exc).__name__ == "SafetensorError":
+        damaged = [f.name for f in sorted(folder.glob("*.safetensors")) if not _readable_safetensors(f)]
+    elif isinstance(exc, json.JSONDecodeError):
+        damaged = [f.name for f in sorted(folder.glob("*.json")) if not _readable_json(f)]
+    else:
+        return text
     if not damaged:
         return text
     return f"{', '.join(damaged)} is damaged or incomplete (a copy or download cut short?): {text}"
+
+
+def _readable_safetensors(file: Path) -> bool:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(file), framework="pt"):
+            return True
+    except Exception:  # any failure to read the header is what is being looked for
+        return False
+
+
+def _readable_json(file: Path) -> bool:
+    try:
+        json.loads(file.read_bytes())
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def weights_digest(folder: Path) -> str:
