@@ -253,6 +253,14 @@ class FaultProxy(_Server):
         super().__init__(Handler)
 
 
+class FixedReplyServer(_Server):
+    """A stand-in server (NOT a model) that answers every POST with the same JSON ``reply`` and status 200:
+    what a misconfigured proxy or a broken server sends back."""
+
+    def __init__(self, reply) -> None:
+        super().__init__(_json_handler(lambda path, body, headers: (200, reply)))
+
+
 class ScriptedJudgeServer(_Server):
     """A stand-in OpenAI-compatible chat server (NOT a model): its replies follow a fixed rule, so
     judge verdicts are parseable. A prompt holding the MT-Bench verdict labels gets "[[A]]" or

@@ -24,7 +24,7 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
-from proctor.models.openai_http import ApiClient, map_progress
+from proctor.models.openai_http import ApiClient, map_progress, reply_choices, token_count
 from proctor.models.openai_messages import decode_chat, encode_chat, with_image_parts
 from proctor.models.openai_scoring import OpenAIScoring
 
@@ -196,17 +196,17 @@ class OpenAIModel(OpenAIScoring, Model):
 
     def generation_result(self, r: GenerateRequest, path: str, data: dict) -> GenerateResult:
         """``r``'s result from the server's reply ``data`` to ``generation_call(r)``."""
-        choice = data["choices"][0]
+        choice = reply_choices(data, self.shown_url + path)[0]
         if path == "/chat/completions":
             text = (choice.get("message") or {}).get("content") or ""
         else:
             text = choice.get("text") or ""
         text, stopped = trim_at_stop(text, r.stop)
         finish = "length" if choice.get("finish_reason") == "length" and not stopped else "stop"
-        usage = data.get("usage") or {}
-        return GenerateResult(
-            text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        )
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        tokens_in, tokens_out = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+        return GenerateResult(text, finish, tokens_in, tokens_out)
 
     def batched(self) -> "BatchedOpenAIModel":
         """This model with its generation sent through the server's Batch API (``models/openai_batch.py``):

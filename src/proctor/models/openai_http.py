@@ -35,6 +35,21 @@ class ApiError(ProctorError):
         self.body = body
 
 
+def token_count(value: Any) -> int:
+    """A usage count as a server sent it; anything but a whole number (null, text) counts as none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def reply_choices(reply: Any, where: str) -> list[dict]:
+    """The ``choices`` of a completion reply. A reply without any, or not shaped as the API says (a proxy's
+    JSON error, an empty list), is an error naming the endpoint, not an ``IndexError`` later."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
+        expected = '{"choices": [{...}]}'
+        raise ProctorError(f"{where} replied without a choice (expected {expected}): {str(reply)[:300]}")
+    return choices
+
+
 class RetryBudgetExceeded(ApiError):
     """Every attempt failed: the run store keeps what finished, so a rerun resumes."""
 
@@ -47,13 +62,14 @@ class Usage:
     completion_tokens: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, payload: dict, retries: int) -> None:
-        usage = payload.get("usage") or {}
+    def add(self, payload: Any, retries: int) -> None:
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        usage = usage if isinstance(usage, dict) else {}  # a reply's shape is checked where it is read, not here
         with self.lock:
             self.requests += 1
             self.retries += retries
-            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.prompt_tokens += token_count(usage.get("prompt_tokens"))
+            self.completion_tokens += token_count(usage.get("completion_tokens"))
 
     def snapshot(self) -> dict:
         with self.lock:

@@ -22,7 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Progress
-from proctor.models.openai_http import ApiClient, ApiError, map_progress
+from proctor.models.openai_http import ApiClient, ApiError, map_progress, reply_choices
 from proctor.models.openai_logprobs import (
     PromptTokens,
     continuation_scores,
@@ -118,7 +118,7 @@ class OpenAIScoring:
                 self._min_tokens_ok = False
         if not self._min_tokens_ok:
             data = self.client.post("/completions", payload, max_retries=max_retries)
-        lp = data["choices"][0].get("logprobs") or {}
+        lp = reply_choices(data, self.shown_url + "/completions")[0].get("logprobs") or {}
         top = (lp.get("top_logprobs") or [None])[0]
         return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
 
@@ -131,7 +131,7 @@ class OpenAIScoring:
         if len(prompts) > 1 and self._lists_ok:
             try:
                 data = self.client.post("/completions", {**payload, "prompt": prompts})
-                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+                choices = sorted(reply_choices(data, self.shown_url + "/completions"), key=lambda c: c.get("index", 0))
                 if len(choices) == len(prompts):
                     return [parse(c, p) for c, p in zip(choices, prompts)]
             except ApiError as exc:
@@ -139,7 +139,9 @@ class OpenAIScoring:
                     raise
             log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
             self._lists_ok = False
-        return [parse(self.client.post("/completions", {**payload, "prompt": p})["choices"][0], p) for p in prompts]
+        where = self.shown_url + "/completions"
+        replies = (self.client.post("/completions", {**payload, "prompt": p}) for p in prompts)
+        return [parse(reply_choices(reply, where)[0], p) for reply, p in zip(replies, prompts)]
 
     def _cannot(self) -> ProctorError:
         return ProctorError(
