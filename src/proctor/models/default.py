@@ -59,16 +59,25 @@ def default_model_path() -> Path:
     fresh = model_class(config)
     fresh.load_state_dict(loaded.state_dict())
     fresh.generation_config = loaded.generation_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Write beside the target and rename, so an interrupted conversion never leaves half a model.
-    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    from safetensors import SafetensorError  # what writing the weights raises when the disk fills
+
+    staging = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Write beside the target and rename, so an interrupted conversion never leaves half a model.
+        staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
         fresh.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
+    except (OSError, SafetensorError) as exc:  # a full disk, a read-only home: nothing half-written is kept
+        reason = getattr(exc, "strerror", None) or exc
+        raise ModelLoadError(
+            f"cannot write the embedded default model (~540 MB, float32) into {target.parent}: {reason}. "
+            "Free space there, or set PROCTOR_HOME to a folder with room."
+        ) from None
     finally:
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return target
