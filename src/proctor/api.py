@@ -29,6 +29,7 @@ from proctor.runs.results_schema import RunTiming
 from proctor.runs.run_results import RunResults, environment
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
 from proctor.runs.task_exports import write_task_exports
+from proctor.runs.unwritable import explained
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.scoring.rollup import rollup
 
@@ -236,9 +237,11 @@ def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook
     try:
         load_seconds = time.perf_counter() - load_started
         if config.output.output_dir is not None:
-            return _evaluate_loaded(config, run, model, load_seconds, given, config.output.output_dir, progress)
+            run_dir = Path(config.output.output_dir)
+            with explained(run_dir, run_dir / STORE_FILE):  # a full disk: one error that says the answers are kept
+                return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)
         run_dir = new_run_dir(config.output.runs_root, model.name)  # a new folder of our own: held like any other
-        with hold_run_dir(run_dir, run.command):
+        with hold_run_dir(run_dir, run.command), explained(run_dir, run_dir / STORE_FILE):
             return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)
     finally:
         if owned is not None:

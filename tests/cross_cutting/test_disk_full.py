@@ -5,6 +5,7 @@ mounted for the test (skipped where this user may not mount one)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -62,3 +63,33 @@ def test_no_room_for_the_default_model_is_one_clear_error(small_disk, tmp_path):
     assert f"cannot write the embedded default model (~540 MB, float32) into {home / 'models'}" in message
     assert "PROCTOR_HOME" in message
     assert list((home / "models").iterdir()) == []  # no half-converted folder, no staging folder left
+
+
+def test_a_run_folder_on_a_full_disk_keeps_its_answers_and_resumes_to_the_same_numbers(
+    small_disk, tiny_model_dir, tmp_path
+):
+    """The disk fills while the run folder is written (after the first task's answers are stored): one error
+    naming the file; once there is room, the same command resumes from the stored answers and ends with the
+    numbers and samples of a run that never ran out of room."""
+    args = ["run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o"]
+    clean = proctor(*args, str(tmp_path / "clean"), cwd=tmp_path, env={})
+    assert clean.returncode == 0, (clean.stdout + clean.stderr)[-3000:]
+
+    disk = small_disk("200k")
+    run = disk / "run"
+    full = proctor(*args, str(run), cwd=tmp_path, env={})
+    message = full.stdout + full.stderr
+    assert full.returncode == 2, message[-3000:]
+    assert "Traceback" not in message and "internal error" not in message
+    assert f"cannot write {run}/" in message and "No space left on device" in message
+    assert f"kept in {run / 'store.sqlite'}" in message and f"--output {run} to resume" in message
+
+    subprocess.run(["mount", "-o", "remount,size=20m", str(disk)], check=True)
+    resumed = proctor(*args, str(run), cwd=tmp_path, env={})
+    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
+    attempts = json.loads((run / "run.json").read_text())["attempts"]
+    assert attempts[-1]["responses"]["from_run_store"] > 0  # the answers stored before the disk filled
+    want = json.loads((tmp_path / "clean" / "results.json").read_text())["tasks"]
+    got = json.loads((run / "results.json").read_text())["tasks"]
+    assert {t: d["metrics"] for t, d in got.items()} == {t: d["metrics"] for t, d in want.items()}
+    assert (run / "samples.jsonl").read_text() == (tmp_path / "clean" / "samples.jsonl").read_text()

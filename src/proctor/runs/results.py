@@ -15,6 +15,7 @@ import yaml
 
 from proctor.core.errors import ProctorError
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
+from proctor.runs.unwritable import naming
 
 
 def new_run_dir(root: Path, label: str) -> Path:
@@ -84,7 +85,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         except FileExistsError:  # pragma: no cover - a 48-bit name taken: draw another
             continue
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with naming(path), os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -131,11 +132,12 @@ class RunWriter:
         folder = self.run_dir / "tasks"
         folder.mkdir(exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-        with (folder / f"{safe}.yaml").open("w", encoding="utf-8") as handle:
+        path = folder / f"{safe}.yaml"
+        with naming(path), path.open("w", encoding="utf-8") as handle:
             yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
 
     def append_samples(self, records: list[dict[str, Any]]) -> None:
-        with self.samples_path.open("a", encoding="utf-8") as handle:
+        with naming(self.samples_path), self.samples_path.open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(_clean(record), ensure_ascii=False, default=_json_default) + "\n")
             handle.flush()

@@ -11,6 +11,7 @@ from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
+from proctor.runs.unwritable import naming
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
@@ -228,7 +229,7 @@ def write_lm_eval(
     for name, records in by_task.items():
         file = target / f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', str(name))}_{date}.jsonl"
         keep.add(file.name)
-        with file.open("w", encoding="utf-8") as handle:
+        with naming(file), file.open("w", encoding="utf-8") as handle:
             for i, record in enumerate(records):
                 handle.write(
                     json.dumps(
