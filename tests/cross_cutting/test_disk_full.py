@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,31 @@ def test_a_run_folder_on_a_full_disk_keeps_its_answers_and_resumes_to_the_same_n
     got = json.loads((run / "results.json").read_text())["tasks"]
     assert {t: d["metrics"] for t, d in got.items()} == {t: d["metrics"] for t, d in want.items()}
     assert (run / "samples.jsonl").read_text() == (tmp_path / "clean" / "samples.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "fmt, written", [("lm-eval", "samples_"), ("parquet", "samples.parquet"), ("duckdb", "x.duckdb")]
+)
+def test_an_export_to_a_full_disk_is_one_clear_error_and_leaves_no_half_file(
+    fmt, written, small_disk, tiny_model_dir, tmp_path
+):
+    if fmt == "duckdb":
+        pytest.importorskip("duckdb")
+    made = proctor(
+        "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path, env={}
+    )
+    assert made.returncode == 0, (made.stdout + made.stderr)[-3000:]
+    disk = small_disk("20m")
+    run = disk / "run"
+    shutil.copytree(tmp_path / "run", run, ignore=shutil.ignore_patterns("lm_eval", "samples.parquet"))
+    stats = os.statvfs(disk)
+    used_kb = (stats.f_blocks - stats.f_bfree) * stats.f_frsize // 1024
+    subprocess.run(["mount", "-o", f"remount,size={used_kb + 8}k", str(disk)], check=True)  # 8 KB to spare
+    before = sorted(p.relative_to(disk) for p in disk.rglob("*"))
+    done = proctor("export", str(run), "-f", fmt, "--database", str(disk / "x.duckdb"), cwd=tmp_path, env={})
+    message = done.stdout + done.stderr
+    assert done.returncode == 2, message[-3000:]
+    assert "Traceback" not in message and "internal error" not in message
+    assert "cannot write " in message and written in message.split("cannot write ", 1)[1].split(":", 1)[0]
+    after = [p for p in disk.rglob("*") if p.relative_to(disk) not in before]
+    assert not [p for p in after if p.is_file() and p.stat().st_size and p.suffix != ".duckdb"]  # no half file

@@ -8,7 +8,7 @@ to it; options of dialect plug-ins are added to ``run`` / ``ls`` / ``validate`` 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
@@ -20,6 +20,7 @@ from proctor.cli.app import app
 from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError
+from proctor.runs.unwritable import DISK_ERRORS
 
 if TYPE_CHECKING:
     from click import ClickException
@@ -52,8 +53,6 @@ def _print_error(message: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """The console entry point: user errors print one message (no traceback) and exit non-zero."""
-    import os
-
     configure_logging()
     click_errors, aborts = click_exception_classes()
     try:
@@ -67,13 +66,26 @@ def main(argv: Optional[List[str]] = None) -> None:
     except aborts + (KeyboardInterrupt,):
         err_console.print("aborted")
         sys.exit(130)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:  # not the disk: a bug, reported as the branch below does
+            _internal_error(exc)
+        # a full or read-only disk outside a run (a run says more: runs/unwritable.py)
+        _print_error(f"cannot write {exc.filename or 'to the disk'}: {exc.strerror or exc}")
+        sys.exit(2)
     except Exception as exc:  # a bug, not a user error: one line, the traceback on request
-        if os.environ.get("PROCTOR_TRACEBACK"):
-            raise
-        _print_error(f"internal error: {type(exc).__name__}: {exc} (set PROCTOR_TRACEBACK=1 to see where)")
-        sys.exit(3)
+        _internal_error(exc)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    """A bug, not a user error: one line, the traceback on request (``PROCTOR_TRACEBACK=1``)."""
+    import os
+
+    if os.environ.get("PROCTOR_TRACEBACK"):
+        raise exc
+    _print_error(f"internal error: {type(exc).__name__}: {exc} (set PROCTOR_TRACEBACK=1 to see where)")
+    sys.exit(3)
 
 
 if __name__ == "__main__":

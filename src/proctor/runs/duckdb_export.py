@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from proctor.core.errors import require
+from proctor.core.errors import ProctorError, require
 from proctor.runs.run_exports import PARQUET_FILE, load_results, write_parquet
 
 if TYPE_CHECKING:
@@ -52,6 +52,13 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str
 
 def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
+    try:
+        return _export(duckdb, run_dirs, database)
+    except duckdb.IOException as exc:  # a full disk, a folder that cannot be written
+        raise ProctorError(f"cannot write {database}: {exc}") from None
+
+
+def _export(duckdb: Any, run_dirs: Sequence[Path], database: Path) -> Path:
     con = duckdb.connect(str(database))
     try:
         con.execute(

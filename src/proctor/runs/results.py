@@ -7,9 +7,10 @@ import math
 import os
 import re
 import secrets
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -93,6 +94,20 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def replaced(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write; when the block ends without an error it replaces ``path``
+    in one step. A write that fails (a full disk) leaves ``path`` as it was and no temporary file behind,
+    and its ``OSError`` names ``path``. For files written by other libraries or streamed (exports)."""
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        with naming(path):
+            yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

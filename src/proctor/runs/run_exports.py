@@ -9,9 +9,8 @@ from typing import Any, Iterator
 
 from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
-from proctor.runs.results import write_json_atomic
+from proctor.runs.results import replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
-from proctor.runs.unwritable import naming
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
@@ -200,9 +199,8 @@ def write_parquet(
             columns[name].append(row.get(name))
     table = pa.table(columns, schema=pa.schema(fields))
     target = path or run_dir / PARQUET_FILE
-    tmp = target.with_name(f".{target.name}.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(target)
+    with replaced(target) as tmp:
+        pq.write_table(table, tmp)
     return target
 
 
@@ -229,7 +227,7 @@ def write_lm_eval(
     for name, records in by_task.items():
         file = target / f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', str(name))}_{date}.jsonl"
         keep.add(file.name)
-        with naming(file), file.open("w", encoding="utf-8") as handle:
+        with replaced(file) as tmp, tmp.open("w", encoding="utf-8") as handle:
             for i, record in enumerate(records):
                 handle.write(
                     json.dumps(
