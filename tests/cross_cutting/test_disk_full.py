@@ -97,12 +97,19 @@ def test_a_run_folder_on_a_full_disk_keeps_its_answers_and_resumes_to_the_same_n
 
 
 @pytest.mark.parametrize(
-    "fmt, written", [("lm-eval", "samples_"), ("parquet", "samples.parquet"), ("duckdb", "x.duckdb")]
+    "command, written",
+    [
+        (["export", "{run}", "-f", "lm-eval"], "samples_"),
+        (["export", "{run}", "-f", "parquet"], "samples.parquet"),
+        (["export", "{run}", "-f", "duckdb", "--database", "{disk}/x.duckdb"], "x.duckdb"),
+        (["report", "{run}"], "report.html"),
+    ],
+    ids=["lm-eval", "parquet", "duckdb", "report"],
 )
 def test_an_export_to_a_full_disk_is_one_clear_error_and_leaves_no_half_file(
-    fmt, written, small_disk, tiny_model_dir, tmp_path
+    command, written, small_disk, tiny_model_dir, tmp_path
 ):
-    if fmt == "duckdb":
+    if "duckdb" in command:
         pytest.importorskip("duckdb")
     made = proctor(
         "run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path, env={}
@@ -115,7 +122,7 @@ def test_an_export_to_a_full_disk_is_one_clear_error_and_leaves_no_half_file(
     used_kb = (stats.f_blocks - stats.f_bfree) * stats.f_frsize // 1024
     subprocess.run(["mount", "-o", f"remount,size={used_kb + 8}k", str(disk)], check=True)  # 8 KB to spare
     before = sorted(p.relative_to(disk) for p in disk.rglob("*"))
-    done = proctor("export", str(run), "-f", fmt, "--database", str(disk / "x.duckdb"), cwd=tmp_path, env={})
+    done = proctor(*[a.format(run=run, disk=disk) for a in command], cwd=tmp_path, env={})
     message = done.stdout + done.stderr
     assert done.returncode == 2, message[-3000:]
     assert "Traceback" not in message and "internal error" not in message

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
 from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
+from proctor.runs.results import write_text_atomic
 from proctor.runs.run_exports import samples_text
 
 RUN_MARKERS = ("results.json", "run.json")
@@ -78,9 +79,7 @@ def export_folder(folder: Path, path: Path) -> Path:
     if not runs:
         raise ProctorError(f"no run folder (results.json or run.json) under {folder}")
     text = static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)  # a full disk: an error naming the file, and no half page left
     return path
 
 
