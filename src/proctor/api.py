@@ -316,9 +316,15 @@ def check_run_options(
         check_writable_folder(Path(output_dir), "--output")
         check_output_folder(Path(output_dir), restart)
         if not restart and (Path(output_dir) / STORE_FILE).is_file():
-            ResponseStore(
-                Path(output_dir) / STORE_FILE
-            ).close()  # a damaged store is an error now, not after the model loads
+            # a damaged store is an error now, not after the model loads and the folder's results are replaced
+            try:
+                with ResponseStore(Path(output_dir) / STORE_FILE) as store:
+                    store.check()
+            except ProctorError as exc:
+                raise ProctorError(
+                    f"{exc}; use --restart to start {output_dir} over (its stored answers are discarded), "
+                    "or choose another --output"
+                ) from None
     cache_file = cache_path(cache)
     if cache_file is not None:
         check_writable_folder(cache_file.parent, "--cache")

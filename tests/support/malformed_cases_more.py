@@ -1509,3 +1509,86 @@ add(
     {"damaged/config.json": '{"model_type": "no_such_architecture"}'},
     before_model=False,
 )
+
+
+# --- run folders: the response store (store.sqlite) damaged or from elsewhere ------------------------------
+def _with_store(damage):
+    """A run folder ``out`` whose store.sqlite holds one answer as proctor stores it, then ``damage(path)``."""
+
+    def setup(folder: Path) -> None:
+        from proctor.core.model_requests import LoglikelihoodRequest, LoglikelihoodResult
+        from proctor.runs.store import ResponseStore, request_hash
+
+        run = _run_folder(folder, "out")
+        request = LoglikelihoodRequest("Q: 2+2?\nA:", " 4")
+        with ResponseStore(run / "store.sqlite") as store:
+            model = store.register_model({"model": "m"})
+            store.put_many(model, [(request_hash(request), request, LoglikelihoodResult(-1.5, (-1.5,), True))])
+        damage(run / "store.sqlite")
+
+    return setup
+
+
+def _sql(statement: str):
+    def damage(path: Path) -> None:
+        with sqlite3.connect(str(path)) as db:
+            db.execute(statement)
+
+    return damage
+
+
+def _smash_page(number: int):
+    """Overwrite page ``number`` (1-based, 4 KB pages) with garbage: the header reads, a table does not."""
+
+    def damage(path: Path) -> None:
+        with path.open("r+b") as handle:
+            handle.seek(4096 * (number - 1))
+            handle.write(b"\xde\xad" * 2048)
+
+    return damage
+
+
+add(
+    "runfolder-store-schema-not-a-number",
+    RUN,
+    ["store.sqlite", "schema", "--restart"],
+    setup=_with_store(_sql("UPDATE meta SET value='one' WHERE key='schema'")),
+)
+add(
+    "runfolder-store-damaged-page",
+    RUN,
+    ["store.sqlite", "damaged", "--restart"],
+    setup=_with_store(_smash_page(4)),
+)
+add(
+    "runfolder-store-answer-not-json",
+    RUN,
+    ["store.sqlite", "request", "does not read", "--restart"],
+    setup=_with_store(_sql("UPDATE responses SET result_json='{half'")),
+)
+add(
+    "runfolder-store-answer-text-logprob",
+    RUN,
+    ["store.sqlite", "request", "logprob", "--restart"],
+    setup=_with_store(_sql("UPDATE responses SET result_json=replace(result_json, '-1.5,', '\"high\",')")),
+)
+add(
+    "runfolder-store-answer-missing-fields",
+    RUN,
+    ["store.sqlite", "request", "logprob", "--restart"],
+    setup=_with_store(_sql("""UPDATE responses SET result_json='{"type":"LoglikelihoodResult","fields":{}}'""")),
+)
+add(
+    "runfolder-store-foreign-table",
+    RUN,
+    ["store.sqlite", "responses", "columns", "--restart"],
+    setup=_with_store(
+        lambda p: (p.unlink(), _sqlite_tables(p, "meta(key TEXT PRIMARY KEY, value TEXT)", "responses(a, b)"))
+    ),
+)
+
+
+def _sqlite_tables(path: Path, *tables: str) -> None:
+    with sqlite3.connect(str(path)) as db:
+        for table in tables:
+            db.execute(f"CREATE TABLE {table}")
