@@ -1592,3 +1592,22 @@ def _sqlite_tables(path: Path, *tables: str) -> None:
     with sqlite3.connect(str(path)) as db:
         for table in tables:
             db.execute(f"CREATE TABLE {table}")
+
+
+# --- run folders: run.json is JSON, its fields of the wrong type ---------------------------------------------
+def _edit_manifest(**fields):
+    def setup(folder: Path) -> None:
+        run = _run_folder(folder, "out")
+        manifest = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**manifest, **fields}))
+
+    return setup
+
+
+for _field, _value in [("model", "tiny"), ("tasks", ["arith"]), ("options", None), ("attempts", 3), ("created", 5)]:
+    add(
+        f"runfolder-manifest-{_field}-{type(_value).__name__}",
+        RUN,
+        ["run.json", _field, "--restart"],
+        setup=_edit_manifest(**{_field: _value}),
+    )

@@ -21,6 +21,15 @@ from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 
 MANIFEST = "run.json"
+# run.json's fields a resumed run reads: their JSON type, and how a message names it
+_FIELD_TYPES: dict[str, tuple[type, str]] = {
+    "created": (str, "a string"),
+    "model": (dict, "an object"),
+    "model_hash": (str, "a string"),
+    "tasks": (dict, "an object"),
+    "options": (dict, "an object"),
+    "attempts": (list, "a list"),
+}
 
 
 class RunMismatchError(ProctorError):
@@ -54,9 +63,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))  # an object, unless edited by hand
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ProctorError(f"cannot read {path}: {exc}; use --restart to start this run folder over") from None
+    if not isinstance(manifest, dict):
+        raise ProctorError(f"{path} is not a run manifest (a JSON object); use --restart to start this run folder over")
+    for name, kind in _FIELD_TYPES.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
+        if name in manifest and not isinstance(manifest[name], kind[0]):
+            raise ProctorError(
+                f"{path}, field '{name}': {type(manifest[name]).__name__} {json.dumps(manifest[name])[:40]}, "
+                f"not {kind[1]}; use --restart to start this run folder over"
+            )
     return manifest
 
 
@@ -108,14 +125,9 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
         return
     if restart:
         return
-    manifest = read_manifest(run_dir)
-    if manifest is None:
+    if read_manifest(run_dir) is None:
         raise RunMismatchError(
             f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
-        )
-    if not isinstance(manifest, dict):
-        raise ProctorError(
-            f"{run_dir / MANIFEST} is not a run manifest (a JSON object); use --restart to start this run folder over"
         )
 
 
