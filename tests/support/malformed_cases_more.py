@@ -1611,3 +1611,31 @@ for _field, _value in [("model", "tiny"), ("tasks", ["arith"]), ("options", None
         ["run.json", _field, "--restart"],
         setup=_edit_manifest(**{_field: _value}),
     )
+
+
+# --- run folders: samples.jsonl shorter than results.json's samples_bytes says ---------------------------------
+add(
+    "runfolder-results-samples-bytes-negative",
+    ["report", "run"],
+    ["results.json", "samples_bytes"],
+    setup=_edit_results(_set(["samples_bytes"], -5)),
+)
+add(
+    "runfolder-samples-emptied",
+    ["report", "run"],
+    ["samples.jsonl", "samples_bytes"],
+    setup=_write_in_run("samples.jsonl", b""),
+)
+add(
+    "runfolder-samples-deleted",
+    ["report", "run"],
+    ["samples.jsonl", "samples_bytes"],
+    setup=lambda f: (_run_folder(f), (f / "run" / "samples.jsonl").unlink()),
+)
+add(
+    "runfolder-compare-samples-emptied",
+    ["compare", "a", "b"],
+    ["b/samples.jsonl", "samples_bytes"],
+    setup=lambda f: (_run_folder(f, "a"), _run_folder(f, "b"), (f / "b" / "samples.jsonl").write_bytes(b"")),
+)
+add("runfolder-export-samples-emptied", ["export", "run"], ["samples.jsonl"], setup=_write_in_run("samples.jsonl", b""))
