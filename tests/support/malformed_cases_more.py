@@ -1639,3 +1639,43 @@ add(
     setup=lambda f: (_run_folder(f, "a"), _run_folder(f, "b"), (f / "b" / "samples.jsonl").write_bytes(b"")),
 )
 add("runfolder-export-samples-emptied", ["export", "run"], ["samples.jsonl"], setup=_write_in_run("samples.jsonl", b""))
+
+
+# --- images: animated, over Pillow's pixel limit (where it only warns), a URL --------------------------------
+def _animated(fmt: str) -> bytes:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (8, 8), (40 * k, 0, 0)) for k in range(3)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format=fmt, save_all=True, append_images=frames[1:])
+    return buffer.getvalue()
+
+
+def _over_pixel_limit(path: Path) -> None:
+    """A PNG of 144 million pixels: over Pillow's limit, under twice it (Pillow warns, but reads it whole)."""
+    from PIL import Image
+
+    Image.new("1", (12000, 12000)).save(path, format="PNG")
+
+
+for _fmt in ("GIF", "PNG", "WEBP"):
+    _name = f"anim.{_fmt.lower()}"
+    add(
+        f"image-animated-{_fmt.lower()}",
+        RUN,
+        ["data.jsonl", "row 2", "image", "animated"],
+        {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows(_name), "red.png": png(), _name: _animated(_fmt)},
+    )
+add(
+    "image-over-pixel-limit",
+    RUN,
+    ["data.jsonl", "row 2", "image", "pixels"],
+    {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows("big.png"), "red.png": png()},
+    setup=lambda f: _over_pixel_limit(f / "big.png"),
+)
+add(
+    "image-url",
+    RUN,
+    ["data.jsonl", "row 2", "image", "URL"],
+    {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows("https://example.com/red.png"), "red.png": png()},
+)
