@@ -1679,3 +1679,35 @@ add(
     ["data.jsonl", "row 2", "image", "URL"],
     {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows("https://example.com/red.png"), "red.png": png()},
 )
+
+
+# --- run folders: a name the run writes is of the wrong kind; the store deleted beside results ---------------
+def _replace_in_out(name: str, kind: str):
+    """The run folder ``out`` (with its store) where ``name`` is replaced by a folder or a file."""
+
+    def setup(folder: Path) -> None:
+        _with_store(lambda path: None)(folder)
+        target = folder / "out" / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+        target.mkdir() if kind == "folder" else target.write_text("not a folder")
+
+    return setup
+
+
+for _name, _kind in [("samples.jsonl", "folder"), ("results.json", "folder"), ("tasks", "file"), ("lm_eval", "file")]:
+    for _extra in ([], ["--restart"]):
+        add(
+            f"runfolder-{_name.replace('.', '-')}-is-a-{_kind}{''.join(_extra).replace('--', '-')}",
+            RUN + _extra,
+            [f"out/{_name}", _kind],
+            setup=_replace_in_out(_name, _kind),
+        )
+add(
+    "runfolder-store-deleted-beside-results",
+    RUN,
+    ["store.sqlite", "results.json", "--restart"],
+    setup=_with_store(lambda path: path.unlink()),
+)

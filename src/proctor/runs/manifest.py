@@ -21,6 +21,10 @@ from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 
 MANIFEST = "run.json"
+# what a run writes in its folder (the lock aside): files, the store's files and folders
+RUN_FILES = (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html")
+STORE_FILES = tuple(f"{STORE_FILE}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
+RUN_FOLDERS = ("lm_eval", "tasks")
 # run.json's fields a resumed run reads: their JSON type, and how a message names it
 _FIELD_TYPES: dict[str, tuple[type, str]] = {
     "created": (str, "a string"),
@@ -123,22 +127,40 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
                 f"(no {MANIFEST}); nothing was written. Choose a new or empty folder"
             )
         return
+    _check_kinds(run_dir)
     if restart:
         return
     if read_manifest(run_dir) is None:
         raise RunMismatchError(
             f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
         )
+    if (run_dir / "results.json").exists() and not (run_dir / STORE_FILE).exists():  # the store is made before it
+        raise RunMismatchError(
+            f"{run_dir} has results.json but no {STORE_FILE} (deleted?): a run would answer every request again and "
+            f"replace results.json and samples.jsonl; use --restart to do that, or restore {STORE_FILE}, "
+            "or choose another --output"
+        )
+
+
+def _check_kinds(run_dir: Path) -> None:
+    """Each name a run writes is a file, or a folder where a run keeps one: a folder named results.json, a file
+    named tasks, ... would fail the run only after the model loaded and the folder's results were removed."""
+    files = (*RUN_FILES, *STORE_FILES, LOCK_FILE)
+    wrong = [(name, "a folder", "a file") for name in files if (run_dir / name).is_dir()]
+    wrong += [(name, "a file", "a folder") for name in RUN_FOLDERS if (run_dir / name).is_file()]
+    if wrong:
+        name, found, kept = wrong[0]
+        raise ProctorError(
+            f"{run_dir / name} is {found}, where a run keeps {kept}; move it out of {run_dir} (nothing was written)"
+        )
 
 
 def clear_run_dir(run_dir: Path) -> None:
     """Remove what a run wrote (store, results, samples, exports), keeping unrelated files."""
-    for name in (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html"):
+    for name in (*RUN_FILES, *STORE_FILES):
         (run_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "lm_eval", ignore_errors=True)
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        (run_dir / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "tasks", ignore_errors=True)
+    for name in RUN_FOLDERS:
+        shutil.rmtree(run_dir / name, ignore_errors=True)
 
 
 def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, restart: bool = False) -> dict[str, Any]:
