@@ -1711,3 +1711,48 @@ add(
     ["store.sqlite", "results.json", "--restart"],
     setup=_with_store(lambda path: path.unlink()),
 )
+
+
+# --- run folders: where report, view, compare and export write is a folder, or a file where a folder goes -----
+def _run_with(name: str, kind: str):
+    """The run folder ``run`` (and ``other``, for compare) with ``name`` made a folder or a file."""
+
+    def setup(folder: Path) -> None:
+        _run_folder(folder, "other")
+        target = _run_folder(folder) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.mkdir() if kind == "folder" else target.write_text("not a folder")
+
+    return setup
+
+
+add(
+    "runfolder-report-html-is-a-folder",
+    ["report", "run"],
+    ["run/report.html", "directory", "-o"],
+    setup=_run_with("report.html", "folder"),
+)
+add(
+    "runfolder-view-export-is-a-folder",
+    ["view", "run", "-o", "run/page.html"],
+    ["run/page.html", "directory", "-o"],
+    setup=_run_with("page.html", "folder"),
+)
+add(
+    "runfolder-compare-default-file-is-a-folder",
+    ["compare", "run", "other"],
+    ["run/comparison_vs_other.json", "directory", "-o"],
+    setup=_run_with("comparison_vs_other.json", "folder"),
+)
+add(
+    "runfolder-export-lm-eval-is-a-file",
+    ["export", "run", "--format", "lm-eval"],
+    ["run/lm_eval", "lm-eval", "directory"],
+    setup=_run_with("lm_eval", "file"),
+)
+add(
+    "runfolder-export-parquet-is-a-folder",
+    ["export", "run", "--format", "parquet"],
+    ["run/samples.parquet", "parquet", "directory"],
+    setup=_run_with("samples.parquet", "folder"),
+)

@@ -210,8 +210,12 @@ def write_parquet(
     table = pa.table(columns, schema=pa.schema(fields))
     target = path or run_dir / PARQUET_FILE
     tmp = target.with_name(f".{target.name}.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(target)
+    try:
+        pq.write_table(table, tmp)
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
 
 
@@ -267,4 +271,11 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
             raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval, parquet or duckdb")
     contents = read_run(run_dir) if formats else None  # read once for every format (samples.jsonl can be large)
     writers = {"lm-eval": write_lm_eval, "parquet": write_parquet}
-    return [writers[fmt](run_dir, contents=contents) for fmt in formats]
+    written = []
+    for fmt in formats:
+        try:
+            written.append(writers[fmt](run_dir, contents=contents))
+        except OSError as exc:  # a file where the export makes a folder, a folder where it writes a file, ...
+            where = exc.filename2 or exc.filename or run_dir  # a rename: where it went
+            raise ProctorError(f"cannot write the {fmt} export of {run_dir}: {where}: {exc.strerror or exc}") from None
+    return written

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
 from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
+from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 
 RUN_MARKERS = ("results.json", "run.json")
@@ -77,11 +78,7 @@ def export_folder(folder: Path, path: Path) -> Path:
     runs = index(folder)
     if not runs:
         raise ProctorError(f"no run folder (results.json or run.json) under {folder}")
-    text = static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_output(path, static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}"))
 
 
 class Viewer:
