@@ -1707,7 +1707,7 @@ for _name, _kind in [("samples.jsonl", "folder"), ("results.json", "folder"), ("
         )
 add(
     "runfolder-store-deleted-beside-results",
-    RUN,
+    RUN + ["--update"],  # the tasks changed too (run.json lists none): accepted, the missing store is not
     ["store.sqlite", "results.json", "--restart"],
     setup=_with_store(lambda path: path.unlink()),
 )
@@ -1755,4 +1755,28 @@ add(
     ["export", "run", "--format", "parquet"],
     ["run/samples.parquet", "parquet", "directory"],
     setup=_run_with("samples.parquet", "folder"),
+)
+
+
+# --- run folders: resuming a folder started with other tasks is refused before the model loads ------------------
+def _started_with(tasks: dict):
+    def setup(folder: Path) -> None:
+        _with_store(lambda path: None)(folder)
+        manifest = folder / "out" / "run.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tasks": tasks}))
+
+    return setup
+
+
+add(
+    "runfolder-resume-task-edited",
+    RUN,
+    ["out", "task 'arith' changed", "--update", "--restart"],
+    setup=_started_with({"arith": "0123456789abcdef"}),
+)
+add(
+    "runfolder-resume-other-tasks",
+    RUN,
+    ["out", "'arith' was not in this run", "'spelling' is no longer selected", "--update"],
+    setup=_started_with({"spelling": "0123456789abcdef"}),
 )

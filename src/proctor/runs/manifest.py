@@ -89,20 +89,62 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         changed = sorted(k for k in set(was) | set(now_) if was.get(k) != now_.get(k))
         detail = ", ".join(f"{k}: {was.get(k)!r} -> {now_.get(k)!r}" for k in changed[:6])
         lines.append(f"model changed ({detail})")
-    old_tasks, new_tasks = old.get("tasks", {}), new["tasks"]
+    return lines + _task_changes(old.get("tasks", {}), new["tasks"]) + _option_changes(old, new["options"])
+
+
+def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) -> list[str]:
+    lines = []
     for name in new_tasks:
         if name not in old_tasks:
             lines.append(f"task '{name}' was not in this run")
         elif old_tasks[name] != new_tasks[name]:
             lines.append(f"task '{name}' changed (content hash {old_tasks[name]} -> {new_tasks[name]})")
-    for name in old_tasks:
-        if name not in new_tasks:
-            lines.append(f"task '{name}' is no longer selected")
-    old_opts, new_opts = old.get("options", {}), new["options"]
-    for key in sorted(set(old_opts) | set(new_opts)):
-        if old_opts.get(key) != new_opts.get(key):
-            lines.append(f"option {key} changed ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
+    lines += [f"task '{name}' is no longer selected" for name in old_tasks if name not in new_tasks]
     return lines
+
+
+def _option_changes(old: Mapping[str, Any], new_opts: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+    old_opts = old.get("options", {})
+    keys = sorted(k for k in set(old_opts) | set(new_opts) if k not in skip)
+    return [
+        f"option {k} changed ({old_opts.get(k)!r} -> {new_opts.get(k)!r})"
+        for k in keys
+        if old_opts.get(k) != new_opts.get(k)
+    ]
+
+
+def _refusal(run_dir: Path, changes: list[str]) -> RunMismatchError:
+    listed = "\n  - ".join(changes)
+    return RunMismatchError(
+        f"run folder {run_dir} was started with different inputs:\n  - {listed}\n"
+        "Re-run with --update to accept the changes (only changed requests are recomputed), "
+        "--restart to start over, or choose another --output folder."
+    )
+
+
+def check_resume(
+    run_dir: Path,
+    task_hashes: Mapping[str, str],
+    options: Mapping[str, Any],
+    *,
+    update: bool = False,
+    restart: bool = False,
+) -> None:
+    """What can refuse a run in its folder before the model loads (the folder held): other tasks or options than
+    the folder's (the model and --chunk-size, ``open_run`` checks once it has loaded), and results whose store was
+    deleted."""
+    old = read_manifest(run_dir) if not restart and Path(run_dir).is_dir() else None
+    if old is None:
+        return
+    changes = _task_changes(old.get("tasks", {}), task_hashes) + _option_changes(old, options, skip=("chunk_size",))
+    if changes and not update:
+        raise _refusal(run_dir, changes)
+    if (run_dir / "results.json").exists() and not (run_dir / STORE_FILE).exists():  # the store is made before it
+        raise RunMismatchError(
+            f"{run_dir} has results.json but no {STORE_FILE} (deleted?): a run would answer every request again and "
+            f"replace results.json and samples.jsonl; use --restart to do that, or restore {STORE_FILE}, "
+            "or choose another --output"
+        )
 
 
 def _leftover(name: str) -> bool:
@@ -133,12 +175,6 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
     if read_manifest(run_dir) is None:
         raise RunMismatchError(
             f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
-        )
-    if (run_dir / "results.json").exists() and not (run_dir / STORE_FILE).exists():  # the store is made before it
-        raise RunMismatchError(
-            f"{run_dir} has results.json but no {STORE_FILE} (deleted?): a run would answer every request again and "
-            f"replace results.json and samples.jsonl; use --restart to do that, or restore {STORE_FILE}, "
-            "or choose another --output"
         )
 
 
@@ -176,12 +212,7 @@ def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, r
     if old is not None:
         changes = differences(old, manifest)
         if changes and not update:
-            listed = "\n  - ".join(changes)
-            raise RunMismatchError(
-                f"run folder {run_dir} was started with different inputs:\n  - {listed}\n"
-                "Re-run with --update to accept the changes (only changed requests are recomputed), "
-                "--restart to start over, or choose another --output folder."
-            )
+            raise _refusal(run_dir, changes)
         merged = dict(manifest)
         merged["created"] = old.get("created", manifest["created"])
         merged["attempts"] = list(old.get("attempts", []))
