@@ -1780,3 +1780,21 @@ add(
     ["out", "'arith' was not in this run", "'spelling' is no longer selected", "--update"],
     setup=_started_with({"spelling": "0123456789abcdef"}),
 )
+
+
+# --- run folders: compare two runs that scored other data under the same sample ids -----------------------------
+def _other_data_in_b(folder: Path) -> None:
+    _run_folder(folder, "a")
+    run = _run_folder(folder, "b")
+    line = (run / "samples.jsonl").read_text().replace('["3", "4"]', '["7", "8"]')
+    (run / "samples.jsonl").write_text(line)
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**results, "samples_bytes": len(line.encode())}))
+
+
+add(
+    "runfolder-compare-other-data-same-ids",
+    ["compare", "a", "b"],
+    ["b/samples.jsonl", "arith", "id '0'", "choices"],
+    setup=_other_data_in_b,
+)
