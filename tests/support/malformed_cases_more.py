@@ -6,6 +6,7 @@ values, and problems that only show while a task runs (``{model}``: a small loca
 from __future__ import annotations
 
 import base64
+import importlib.util
 import io
 import json
 import shutil
@@ -1798,3 +1799,35 @@ add(
     ["b/samples.jsonl", "arith", "id '0'", "choices"],
     setup=_other_data_in_b,
 )
+
+
+# --- run folders: export --to duckdb into a file that is not a DuckDB database -----------------------------------
+def _foreign_duckdb(path: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE metrics (a INTEGER)")
+    con.close()
+
+
+if importlib.util.find_spec("duckdb") is not None:  # the optional extra: without it, a message says to install it
+    _DUCK = ["export", "run", "--to", "duckdb", "--database", "runs.duckdb"]
+    add(
+        "runfolder-duckdb-not-a-database",
+        _DUCK,
+        ["--database", "runs.duckdb"],
+        {"runs.duckdb": b"garbage" * 100},
+        setup=_run_folder,
+    )
+    add(
+        "runfolder-duckdb-is-a-folder",
+        _DUCK,
+        ["--database", "runs.duckdb"],
+        setup=lambda f: (_run_folder(f), (f / "runs.duckdb").mkdir()),
+    )
+    add(
+        "runfolder-duckdb-foreign-tables",
+        _DUCK,
+        ["--database", "runs.duckdb", "metrics"],
+        setup=lambda f: (_run_folder(f), _foreign_duckdb(f / "runs.duckdb")),
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from proctor.core.errors import require
+from proctor.core.errors import ProctorError, require
 from proctor.runs.run_exports import PARQUET_FILE, load_results, write_parquet
 
 if TYPE_CHECKING:
@@ -52,7 +52,10 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str
 
 def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
-    con = duckdb.connect(str(database))
+    try:
+        con = duckdb.connect(str(database))
+    except duckdb.Error as exc:  # not a DuckDB file, a folder, a newer format, ...
+        raise ProctorError(f"--database {database}: cannot open it as a DuckDB database: {exc}") from None
     try:
         con.execute(
             "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
@@ -78,6 +81,8 @@ def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
             rows = _metric_rows(run, results)
             if rows:
                 con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    except duckdb.Error as exc:  # tables of that name from something else
+        raise ProctorError(f"--database {database}: cannot add the runs: {exc}") from None
     finally:
         con.close()
     return database
