@@ -333,10 +333,11 @@ def check_run_options(
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
         check_output_folder(Path(output_dir), restart)
-        if not restart and (Path(output_dir) / STORE_FILE).is_file():
+        store_file = Path(output_dir) / STORE_FILE  # an empty one is left to check_resume (beside results.json?)
+        if not restart and store_file.is_file() and store_file.stat().st_size > 0:
             # a damaged store is an error now, not after the model loads and the folder's results are replaced
             try:
-                with ResponseStore(Path(output_dir) / STORE_FILE) as store:
+                with ResponseStore(store_file) as store:
                     store.check()
             except ProctorError as exc:
                 raise ProctorError(

@@ -1712,6 +1712,12 @@ add(
     ["store.sqlite", "results.json", "--restart"],
     setup=_with_store(lambda path: path.unlink()),
 )
+add(
+    "runfolder-store-emptied-beside-results",
+    RUN + ["--update"],
+    ["store.sqlite", "results.json", "empty", "--restart"],
+    setup=_with_store(lambda path: path.write_bytes(b"")),
+)
 
 
 # --- run folders: where report, view, compare and export write is a folder, or a file where a folder goes -----

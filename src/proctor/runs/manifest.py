@@ -139,11 +139,12 @@ def check_resume(
     changes = _task_changes(old.get("tasks", {}), task_hashes) + _option_changes(old, options, skip=("chunk_size",))
     if changes and not update:
         raise _refusal(run_dir, changes)
-    if (run_dir / "results.json").exists() and not (run_dir / STORE_FILE).exists():  # the store is made before it
+    store = run_dir / STORE_FILE  # made before results.json, and never empty once it is
+    if (run_dir / "results.json").exists() and (not store.exists() or store.stat().st_size == 0):
         raise RunMismatchError(
-            f"{run_dir} has results.json but no {STORE_FILE} (deleted?): a run would answer every request again and "
-            f"replace results.json and samples.jsonl; use --restart to do that, or restore {STORE_FILE}, "
-            "or choose another --output"
+            f"{run_dir} has results.json but its {STORE_FILE} is missing or empty (deleted, cut?): a run would answer "
+            f"every request again and replace results.json and samples.jsonl; use --restart to do that, or restore "
+            f"{STORE_FILE}, or choose another --output"
         )
 
 
