@@ -23,7 +23,7 @@ from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
 from proctor.runs.executor import default_chunk_size
 from proctor.runs.lock import hold_run_dir
-from proctor.runs.manifest import build_manifest, check_output_folder, mark, now, open_run
+from proctor.runs.manifest import build_manifest, check_output_folder, check_resume, mark, now, open_run
 from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
 from proctor.runs.results_schema import RunTiming
 from proctor.runs.run_results import RunResults, environment
@@ -209,6 +209,9 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     with contextlib.ExitStack() as held:
         if output.output_dir is not None:  # one writer per run folder, taken before the model loads
             held.enter_context(hold_run_dir(output.output_dir, command))
+            hashes = {p.task.name: p.content_hash for p in prepared}
+            recorded = _recorded_options(config, {})  # --chunk-size's default is the model's: checked once it loads
+            check_resume(Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart)
         return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
 
 
@@ -307,6 +310,21 @@ def _chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
     return {"chunk_size": chunk_size}
 
 
+def _recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, Any]:
+    """The options run.json records, which a run continuing in the folder must match (``chunk``: ``_chunk_option``)."""
+    options, limit = config.prepare, config.limit
+    overrides = options.overrides.recorded()
+    return {
+        "limit": limit.value,
+        **({"limit_per_part": True} if limit.per_part else {}),
+        "chat": options.chat,
+        "variables": dict(options.all_variables() or {}),
+        **options.mc_options(),
+        **chunk,
+        **({"overrides": overrides} if overrides else {}),
+    }
+
+
 def check_run_options(
     output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool, data_path: str | Path | None
 ) -> None:
@@ -318,10 +336,17 @@ def check_run_options(
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
         check_output_folder(Path(output_dir), restart)
-        if not restart and (Path(output_dir) / STORE_FILE).is_file():
-            ResponseStore(
-                Path(output_dir) / STORE_FILE
-            ).close()  # a damaged store is an error now, not after the model loads
+        store_file = Path(output_dir) / STORE_FILE  # an empty one is left to check_resume (beside results.json?)
+        if not restart and store_file.is_file() and store_file.stat().st_size > 0:
+            # a damaged store is an error now, not after the model loads and the folder's results are replaced
+            try:
+                with ResponseStore(store_file) as store:
+                    store.check()
+            except ProctorError as exc:
+                raise ProctorError(
+                    f"{exc}; use --restart to start {output_dir} over (its stored answers are discarded), "
+                    "or choose another --output"
+                ) from None
     cache_file = cache_path(cache)
     if cache_file is not None:
         check_writable_folder(cache_file.parent, "--cache")
@@ -352,15 +377,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            {
-                "limit": limit.value,
-                **({"limit_per_part": True} if limit.per_part else {}),
-                "chat": options.chat,
-                "variables": dict(options.all_variables() or {}),
-                **options.mc_options(),
-                **_chunk_option(model, chunk_size),
-                **({"overrides": overrides} if overrides else {}),
-            },
+            _recorded_options(config, _chunk_option(model, chunk_size)),
         ),
         update=output.update,
         restart=output.restart,

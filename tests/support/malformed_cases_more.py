@@ -6,6 +6,7 @@ values, and problems that only show while a task runs (``{model}``: a small loca
 from __future__ import annotations
 
 import base64
+import importlib.util
 import io
 import json
 import shutil
@@ -1509,3 +1510,330 @@ add(
     {"damaged/config.json": '{"model_type": "no_such_architecture"}'},
     before_model=False,
 )
+
+
+# --- run folders: the response store (store.sqlite) damaged or from elsewhere ------------------------------
+def _with_store(damage):
+    """A run folder ``out`` whose store.sqlite holds one answer as proctor stores it, then ``damage(path)``."""
+
+    def setup(folder: Path) -> None:
+        from proctor.core.model_requests import LoglikelihoodRequest, LoglikelihoodResult
+        from proctor.runs.store import ResponseStore, request_hash
+
+        run = _run_folder(folder, "out")
+        request = LoglikelihoodRequest("Q: 2+2?\nA:", " 4")
+        with ResponseStore(run / "store.sqlite") as store:
+            model = store.register_model({"model": "m"})
+            store.put_many(model, [(request_hash(request), request, LoglikelihoodResult(-1.5, (-1.5,), True))])
+        damage(run / "store.sqlite")
+
+    return setup
+
+
+def _sql(statement: str):
+    def damage(path: Path) -> None:
+        with sqlite3.connect(str(path)) as db:
+            db.execute(statement)
+
+    return damage
+
+
+def _smash_page(number: int):
+    """Overwrite page ``number`` (1-based, 4 KB pages) with garbage: the header reads, a table does not."""
+
+    def damage(path: Path) -> None:
+        with path.open("r+b") as handle:
+            handle.seek(4096 * (number - 1))
+            handle.write(b"\xde\xad" * 2048)
+
+    return damage
+
+
+add(
+    "runfolder-store-schema-not-a-number",
+    RUN,
+    ["store.sqlite", "schema", "--restart"],
+    setup=_with_store(_sql("UPDATE meta SET value='one' WHERE key='schema'")),
+)
+add(
+    "runfolder-store-damaged-page",
+    RUN,
+    ["store.sqlite", "damaged", "--restart"],
+    setup=_with_store(_smash_page(4)),
+)
+add(
+    "runfolder-store-answer-not-json",
+    RUN,
+    ["store.sqlite", "request", "does not read", "--restart"],
+    setup=_with_store(_sql("UPDATE responses SET result_json='{half'")),
+)
+add(
+    "runfolder-store-answer-text-logprob",
+    RUN,
+    ["store.sqlite", "request", "logprob", "--restart"],
+    setup=_with_store(_sql("UPDATE responses SET result_json=replace(result_json, '-1.5,', '\"high\",')")),
+)
+add(
+    "runfolder-store-answer-missing-fields",
+    RUN,
+    ["store.sqlite", "request", "logprob", "--restart"],
+    setup=_with_store(_sql("""UPDATE responses SET result_json='{"type":"LoglikelihoodResult","fields":{}}'""")),
+)
+add(
+    "runfolder-store-foreign-table",
+    RUN,
+    ["store.sqlite", "responses", "columns", "--restart"],
+    setup=_with_store(
+        lambda p: (p.unlink(), _sqlite_tables(p, "meta(key TEXT PRIMARY KEY, value TEXT)", "responses(a, b)"))
+    ),
+)
+
+
+def _sqlite_tables(path: Path, *tables: str) -> None:
+    with sqlite3.connect(str(path)) as db:
+        for table in tables:
+            db.execute(f"CREATE TABLE {table}")
+
+
+# --- run folders: run.json is JSON, its fields of the wrong type ---------------------------------------------
+def _edit_manifest(**fields):
+    def setup(folder: Path) -> None:
+        run = _run_folder(folder, "out")
+        manifest = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**manifest, **fields}))
+
+    return setup
+
+
+for _field, _value in [("model", "tiny"), ("tasks", ["arith"]), ("options", None), ("attempts", 3), ("created", 5)]:
+    add(
+        f"runfolder-manifest-{_field}-{type(_value).__name__}",
+        RUN,
+        ["run.json", _field, "--restart"],
+        setup=_edit_manifest(**{_field: _value}),
+    )
+
+
+# --- run folders: samples.jsonl shorter than results.json's samples_bytes says ---------------------------------
+add(
+    "runfolder-results-samples-bytes-negative",
+    ["report", "run"],
+    ["results.json", "samples_bytes"],
+    setup=_edit_results(_set(["samples_bytes"], -5)),
+)
+add(
+    "runfolder-samples-emptied",
+    ["report", "run"],
+    ["samples.jsonl", "samples_bytes"],
+    setup=_write_in_run("samples.jsonl", b""),
+)
+add(
+    "runfolder-samples-deleted",
+    ["report", "run"],
+    ["samples.jsonl", "samples_bytes"],
+    setup=lambda f: (_run_folder(f), (f / "run" / "samples.jsonl").unlink()),
+)
+add(
+    "runfolder-compare-samples-emptied",
+    ["compare", "a", "b"],
+    ["b/samples.jsonl", "samples_bytes"],
+    setup=lambda f: (_run_folder(f, "a"), _run_folder(f, "b"), (f / "b" / "samples.jsonl").write_bytes(b"")),
+)
+add("runfolder-export-samples-emptied", ["export", "run"], ["samples.jsonl"], setup=_write_in_run("samples.jsonl", b""))
+
+
+# --- images: animated, over Pillow's pixel limit (where it only warns), a URL --------------------------------
+def _animated(fmt: str) -> bytes:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (8, 8), (40 * k, 0, 0)) for k in range(3)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format=fmt, save_all=True, append_images=frames[1:])
+    return buffer.getvalue()
+
+
+def _over_pixel_limit(path: Path) -> None:
+    """A PNG of 144 million pixels: over Pillow's limit, under twice it (Pillow warns, but reads it whole)."""
+    from PIL import Image
+
+    Image.new("1", (12000, 12000)).save(path, format="PNG")
+
+
+for _fmt in ("GIF", "PNG", "WEBP"):
+    _name = f"anim.{_fmt.lower()}"
+    add(
+        f"image-animated-{_fmt.lower()}",
+        RUN,
+        ["data.jsonl", "row 2", "image", "animated"],
+        {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows(_name), "red.png": png(), _name: _animated(_fmt)},
+    )
+add(
+    "image-over-pixel-limit",
+    RUN,
+    ["data.jsonl", "row 2", "image", "pixels"],
+    {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows("big.png"), "red.png": png()},
+    setup=lambda f: _over_pixel_limit(f / "big.png"),
+)
+add(
+    "image-url",
+    RUN,
+    ["data.jsonl", "row 2", "image", "URL"],
+    {"task.yaml": IMAGE_TASK, "data.jsonl": image_rows("https://example.com/red.png"), "red.png": png()},
+)
+
+
+# --- run folders: a name the run writes is of the wrong kind; the store deleted beside results ---------------
+def _replace_in_out(name: str, kind: str):
+    """The run folder ``out`` (with its store) where ``name`` is replaced by a folder or a file."""
+
+    def setup(folder: Path) -> None:
+        _with_store(lambda path: None)(folder)
+        target = folder / "out" / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+        target.mkdir() if kind == "folder" else target.write_text("not a folder")
+
+    return setup
+
+
+for _name, _kind in [("samples.jsonl", "folder"), ("results.json", "folder"), ("tasks", "file"), ("lm_eval", "file")]:
+    for _extra in ([], ["--restart"]):
+        add(
+            f"runfolder-{_name.replace('.', '-')}-is-a-{_kind}{''.join(_extra).replace('--', '-')}",
+            RUN + _extra,
+            [f"out/{_name}", _kind],
+            setup=_replace_in_out(_name, _kind),
+        )
+add(
+    "runfolder-store-deleted-beside-results",
+    RUN + ["--update"],  # the tasks changed too (run.json lists none): accepted, the missing store is not
+    ["store.sqlite", "results.json", "--restart"],
+    setup=_with_store(lambda path: path.unlink()),
+)
+add(
+    "runfolder-store-emptied-beside-results",
+    RUN + ["--update"],
+    ["store.sqlite", "results.json", "empty", "--restart"],
+    setup=_with_store(lambda path: path.write_bytes(b"")),
+)
+
+
+# --- run folders: where report, view, compare and export write is a folder, or a file where a folder goes -----
+def _run_with(name: str, kind: str):
+    """The run folder ``run`` (and ``other``, for compare) with ``name`` made a folder or a file."""
+
+    def setup(folder: Path) -> None:
+        _run_folder(folder, "other")
+        target = _run_folder(folder) / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.mkdir() if kind == "folder" else target.write_text("not a folder")
+
+    return setup
+
+
+add(
+    "runfolder-report-html-is-a-folder",
+    ["report", "run"],
+    ["run/report.html", "directory", "-o"],
+    setup=_run_with("report.html", "folder"),
+)
+add(
+    "runfolder-view-export-is-a-folder",
+    ["view", "run", "-o", "run/page.html"],
+    ["run/page.html", "directory", "-o"],
+    setup=_run_with("page.html", "folder"),
+)
+add(
+    "runfolder-compare-default-file-is-a-folder",
+    ["compare", "run", "other"],
+    ["run/comparison_vs_other.json", "directory", "-o"],
+    setup=_run_with("comparison_vs_other.json", "folder"),
+)
+add(
+    "runfolder-export-lm-eval-is-a-file",
+    ["export", "run", "--format", "lm-eval"],
+    ["run/lm_eval", "lm-eval", "directory"],
+    setup=_run_with("lm_eval", "file"),
+)
+add(
+    "runfolder-export-parquet-is-a-folder",
+    ["export", "run", "--format", "parquet"],
+    ["run/samples.parquet", "parquet", "directory"],
+    setup=_run_with("samples.parquet", "folder"),
+)
+
+
+# --- run folders: resuming a folder started with other tasks is refused before the model loads ------------------
+def _started_with(tasks: dict):
+    def setup(folder: Path) -> None:
+        _with_store(lambda path: None)(folder)
+        manifest = folder / "out" / "run.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "tasks": tasks}))
+
+    return setup
+
+
+add(
+    "runfolder-resume-task-edited",
+    RUN,
+    ["out", "task 'arith' changed", "--update", "--restart"],
+    setup=_started_with({"arith": "0123456789abcdef"}),
+)
+add(
+    "runfolder-resume-other-tasks",
+    RUN,
+    ["out", "'arith' was not in this run", "'spelling' is no longer selected", "--update"],
+    setup=_started_with({"spelling": "0123456789abcdef"}),
+)
+
+
+# --- run folders: compare two runs that scored other data under the same sample ids -----------------------------
+def _other_data_in_b(folder: Path) -> None:
+    _run_folder(folder, "a")
+    run = _run_folder(folder, "b")
+    line = (run / "samples.jsonl").read_text().replace('["3", "4"]', '["7", "8"]')
+    (run / "samples.jsonl").write_text(line)
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**results, "samples_bytes": len(line.encode())}))
+
+
+add(
+    "runfolder-compare-other-data-same-ids",
+    ["compare", "a", "b"],
+    ["b/samples.jsonl", "arith", "id '0'", "choices"],
+    setup=_other_data_in_b,
+)
+
+
+# --- run folders: export --to duckdb into a file that is not a DuckDB database -----------------------------------
+def _foreign_duckdb(path: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE metrics (a INTEGER)")
+    con.close()
+
+
+if importlib.util.find_spec("duckdb") is not None:  # the optional extra: without it, a message says to install it
+    _DUCK = ["export", "run", "--to", "duckdb", "--database", "runs.duckdb"]
+    add(
+        "runfolder-duckdb-not-a-database",
+        _DUCK,
+        ["--database", "runs.duckdb"],
+        {"runs.duckdb": b"garbage" * 100},
+        setup=_run_folder,
+    )
+    add(
+        "runfolder-duckdb-is-a-folder",
+        _DUCK,
+        ["--database", "runs.duckdb"],
+        setup=lambda f: (_run_folder(f), (f / "runs.duckdb").mkdir()),
+    )
+    add(
+        "runfolder-duckdb-foreign-tables",
+        _DUCK,
+        ["--database", "runs.duckdb", "metrics"],
+        setup=lambda f: (_run_folder(f), _foreign_duckdb(f / "runs.duckdb")),
+    )

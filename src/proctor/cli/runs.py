@@ -53,18 +53,13 @@ def compare(
     ),
 ) -> None:
     """Per-task differences between runs on the samples they share, with paired tests."""
-    from proctor.core.errors import ProctorError
     from proctor.runs.compare import compare_runs, default_output
-    from proctor.runs.results import write_json_atomic
+    from proctor.runs.results import json_text, write_output
 
     found = compare_runs(runs, alpha=alpha, n_boot=resamples, seed=seed)
     for pair in found["comparisons"]:
         print_comparison(pair, alpha)
-    target = output if output is not None else default_output(runs)
-    try:
-        write_json_atomic(target, found)
-    except OSError as exc:
-        raise ProctorError(f"cannot write {target}: {exc.strerror or exc}; name another file with -o") from None
+    target = write_output(output if output is not None else default_output(runs), json_text(found))
     console.print(f"comparison: {target}")
 
 

@@ -14,6 +14,8 @@ import base64
 import binascii
 import hashlib
 import io
+import re
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence, TypedDict
@@ -23,6 +25,7 @@ from proctor.core.images import ImageInput
 from proctor.data.paths import check_inside
 
 THUMBNAIL_PIXELS = 96  # longest side of the report thumbnail
+ANIMATED_FORMATS = ("GIF", "PNG", "WEBP")  # formats whose frames are an animation (an MPO's are not: one photo)
 
 
 class _Where(TypedDict):
@@ -66,6 +69,12 @@ def _raw_bytes(value: Any, bases: Sequence[Path], where: _Where, roots: Sequence
             if ";base64" not in head:
                 raise TaskDefinitionError(f"image data URI is not base64 ({head[:40]!r})", **where)
             return _b64(payload, where)
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+            raise TaskDefinitionError(
+                f"image value is a URL ({text[:60]}): images are read from files, never fetched; download it into "
+                "the task's folder and give its path",
+                **where,
+            )
         given = Path(text).expanduser()
         candidates = [given] if given.is_absolute() else [base / given for base in bases]
         for path in candidates:
@@ -101,19 +110,30 @@ def image_input(data: bytes, where: _Where) -> ImageInput:
     """Check that ``data`` decodes as an image; its digest, size, MIME type and a thumbnail."""
     Image = _pillow()
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()  # decodes fully: a truncated file fails here, not inside a model call
-            fmt = image.format or "PNG"
-            width, height = image.size
-            thumb = image.convert("RGB")
+        with warnings.catch_warnings():
+            # over Pillow's pixel limit is a bomb, even below twice the limit (where Pillow only warns)
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()  # decodes fully: a truncated file fails here, not inside a model call
+                fmt = image.format or "PNG"
+                width, height = image.size
+                frames = getattr(image, "n_frames", 1) if fmt in ANIMATED_FORMATS else 1
+                thumb = image.convert("RGB")
     except (
         Image.UnidentifiedImageError,
         OSError,
         SyntaxError,
         ValueError,
         Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
     ) as exc:  # bombs: Pillow's pixel limit
         raise TaskDefinitionError(f"not a readable image ({len(data)} bytes): {exc}", **where) from None
+    if frames > 1:  # a model is given one still image: the first frame alone would be a silent choice
+        raise TaskDefinitionError(
+            f"an animated {fmt} image ({frames} frames): a model is given one still image; save the frame meant "
+            "as its own PNG or JPEG",
+            **where,
+        )
     thumb.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
     buffer = io.BytesIO()
     thumb.save(buffer, format="JPEG", quality=80)

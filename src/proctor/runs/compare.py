@@ -10,6 +10,7 @@ interval excluding zero.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -22,17 +23,43 @@ from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results
 from proctor.scoring.stats import bootstrap, percentile_interval
 
+Sample = tuple[dict[str, Any], str]  # a sample's metric values, and what it asked (``_asked``)
 
-def _per_sample(run_dir: Path) -> dict[str | None, dict[str, dict[str, Any]]]:
-    """task (None: a record without one) -> sample key -> metric values. Repeated ids get an occurrence suffix."""
-    out: dict[str | None, dict[str, dict[str, Any]]] = defaultdict(dict)
+
+def _per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
+    """task (None: a record without one) -> sample key -> ``Sample``. Repeated ids get an occurrence suffix."""
+    out: dict[str | None, dict[str, Sample]] = defaultdict(dict)
     seen: dict[tuple[str | None, str], int] = defaultdict(int)
     for record in iter_samples(run_dir):
         task, sid = record.get("task"), str(record.get("id"))
         n = seen[(task, sid)]
         seen[(task, sid)] += 1
-        out[task][sid if n == 0 else f"{sid}#{n}"] = record.get("metrics") or {}
+        out[task][sid if n == 0 else f"{sid}#{n}"] = (record.get("metrics") or {}, _asked(record))
     return out
+
+
+def _asked(record: dict[str, Any]) -> str:
+    """What makes two runs' samples under one id the same sample: the choices (as a set: --mc-shuffle reorders
+    them) with the gold ones' texts, else the reference answers. Prompts may differ (that is often the point)."""
+    choices, target = record.get("choices"), record.get("target")
+    if isinstance(choices, list):
+        golds = target if isinstance(target, list) else [target]
+        named = [
+            choices[g] if isinstance(g, int) and not isinstance(g, bool) and 0 <= g < len(choices) else g for g in golds
+        ]
+        return json.dumps({"choices": sorted(map(str, choices)), "gold": sorted(map(str, named))}, ensure_ascii=False)
+    return json.dumps({"target": target}, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _check_same_samples(task: str, shared: list[str], a: dict[str, Sample], b: dict[str, Sample], run_b: Path) -> None:
+    """Pairs are only the same sample asked twice: runs that scored other data under the same ids are refused."""
+    for sid in shared:
+        if a[sid][1] != b[sid][1]:
+            raise ProctorError(
+                f"{Path(run_b) / 'samples.jsonl'}: task '{task}', sample id '{sid}': choices or target {b[sid][1]} "
+                f"differ from the baseline's {a[sid][1]}: the runs scored other data under the same ids, so their "
+                "samples cannot be paired"
+            )
 
 
 def _number(value: Any) -> float | None:
@@ -91,6 +118,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             continue
         ta, tb = tasks_a[task], tasks_b[task]
         shared_ids = [i for i in samples_a.get(task, {}) if i in samples_b.get(task, {})]
+        _check_same_samples(task, shared_ids, samples_a[task], samples_b[task], run_b)
         metrics = {}
         for metric in ta["metrics"]:
             if metric not in tb["metrics"]:
@@ -98,8 +126,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             pairs = [
                 (x, y)
                 for i in shared_ids
-                if (x := _number(samples_a[task][i].get(metric))) is not None
-                and (y := _number(samples_b[task][i].get(metric))) is not None
+                if (x := _number(samples_a[task][i][0].get(metric))) is not None
+                and (y := _number(samples_b[task][i][0].get(metric))) is not None
             ]
             # "a" / "b": the means over the shared samples (the ones the difference is over);
             # "run_a" / "run_b": each run's own value over all its samples, for reference

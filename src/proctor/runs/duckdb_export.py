@@ -53,13 +53,9 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str
 def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
     try:
-        return _export(duckdb, run_dirs, database)
-    except duckdb.IOException as exc:  # a full disk, a folder that cannot be written
-        raise ProctorError(f"cannot write {database}: {exc}") from None
-
-
-def _export(duckdb: Any, run_dirs: Sequence[Path], database: Path) -> Path:
-    con = duckdb.connect(str(database))
+        con = duckdb.connect(str(database))
+    except duckdb.Error as exc:  # not a DuckDB file, a folder, a newer format, ...
+        raise ProctorError(f"--database {database}: cannot open it as a DuckDB database: {exc}") from None
     try:
         con.execute(
             "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
@@ -85,6 +81,10 @@ def _export(duckdb: Any, run_dirs: Sequence[Path], database: Path) -> Path:
             rows = _metric_rows(run, results)
             if rows:
                 con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    except duckdb.IOException as exc:  # a full disk, a file that cannot be written
+        raise ProctorError(f"cannot write {database}: {exc}") from None
+    except duckdb.Error as exc:  # tables of that name from something else
+        raise ProctorError(f"--database {database}: cannot add the runs: {exc}") from None
     finally:
         con.close()
     return database

@@ -21,6 +21,19 @@ from proctor.runs.results import write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 
 MANIFEST = "run.json"
+# what a run writes in its folder (the lock aside): files, the store's files and folders
+RUN_FILES = (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html")
+STORE_FILES = tuple(f"{STORE_FILE}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
+RUN_FOLDERS = ("lm_eval", "tasks")
+# run.json's fields a resumed run reads: their JSON type, and how a message names it
+_FIELD_TYPES: dict[str, tuple[type, str]] = {
+    "created": (str, "a string"),
+    "model": (dict, "an object"),
+    "model_hash": (str, "a string"),
+    "tasks": (dict, "an object"),
+    "options": (dict, "an object"),
+    "attempts": (list, "a list"),
+}
 
 
 class RunMismatchError(ProctorError):
@@ -54,9 +67,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))  # an object, unless edited by hand
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ProctorError(f"cannot read {path}: {exc}; use --restart to start this run folder over") from None
+    if not isinstance(manifest, dict):
+        raise ProctorError(f"{path} is not a run manifest (a JSON object); use --restart to start this run folder over")
+    for name, kind in _FIELD_TYPES.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
+        if name in manifest and not isinstance(manifest[name], kind[0]):
+            raise ProctorError(
+                f"{path}, field '{name}': {type(manifest[name]).__name__} {json.dumps(manifest[name])[:40]}, "
+                f"not {kind[1]}; use --restart to start this run folder over"
+            )
     return manifest
 
 
@@ -68,20 +89,63 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         changed = sorted(k for k in set(was) | set(now_) if was.get(k) != now_.get(k))
         detail = ", ".join(f"{k}: {was.get(k)!r} -> {now_.get(k)!r}" for k in changed[:6])
         lines.append(f"model changed ({detail})")
-    old_tasks, new_tasks = old.get("tasks", {}), new["tasks"]
+    return lines + _task_changes(old.get("tasks", {}), new["tasks"]) + _option_changes(old, new["options"])
+
+
+def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) -> list[str]:
+    lines = []
     for name in new_tasks:
         if name not in old_tasks:
             lines.append(f"task '{name}' was not in this run")
         elif old_tasks[name] != new_tasks[name]:
             lines.append(f"task '{name}' changed (content hash {old_tasks[name]} -> {new_tasks[name]})")
-    for name in old_tasks:
-        if name not in new_tasks:
-            lines.append(f"task '{name}' is no longer selected")
-    old_opts, new_opts = old.get("options", {}), new["options"]
-    for key in sorted(set(old_opts) | set(new_opts)):
-        if old_opts.get(key) != new_opts.get(key):
-            lines.append(f"option {key} changed ({old_opts.get(key)!r} -> {new_opts.get(key)!r})")
+    lines += [f"task '{name}' is no longer selected" for name in old_tasks if name not in new_tasks]
     return lines
+
+
+def _option_changes(old: Mapping[str, Any], new_opts: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+    old_opts = old.get("options", {})
+    keys = sorted(k for k in set(old_opts) | set(new_opts) if k not in skip)
+    return [
+        f"option {k} changed ({old_opts.get(k)!r} -> {new_opts.get(k)!r})"
+        for k in keys
+        if old_opts.get(k) != new_opts.get(k)
+    ]
+
+
+def _refusal(run_dir: Path, changes: list[str]) -> RunMismatchError:
+    listed = "\n  - ".join(changes)
+    return RunMismatchError(
+        f"run folder {run_dir} was started with different inputs:\n  - {listed}\n"
+        "Re-run with --update to accept the changes (only changed requests are recomputed), "
+        "--restart to start over, or choose another --output folder."
+    )
+
+
+def check_resume(
+    run_dir: Path,
+    task_hashes: Mapping[str, str],
+    options: Mapping[str, Any],
+    *,
+    update: bool = False,
+    restart: bool = False,
+) -> None:
+    """What can refuse a run in its folder before the model loads (the folder held): other tasks or options than
+    the folder's (the model and --chunk-size, ``open_run`` checks once it has loaded), and results whose store was
+    deleted."""
+    old = read_manifest(run_dir) if not restart and Path(run_dir).is_dir() else None
+    if old is None:
+        return
+    changes = _task_changes(old.get("tasks", {}), task_hashes) + _option_changes(old, options, skip=("chunk_size",))
+    if changes and not update:
+        raise _refusal(run_dir, changes)
+    store = run_dir / STORE_FILE  # made before results.json, and never empty once it is
+    if (run_dir / "results.json").exists() and (not store.exists() or store.stat().st_size == 0):
+        raise RunMismatchError(
+            f"{run_dir} has results.json but its {STORE_FILE} is missing or empty (deleted, cut?): a run would answer "
+            f"every request again and replace results.json and samples.jsonl; use --restart to do that, or restore "
+            f"{STORE_FILE}, or choose another --output"
+        )
 
 
 def _leftover(name: str) -> bool:
@@ -106,27 +170,34 @@ def check_output_folder(run_dir: Path, restart: bool = False) -> None:
                 f"(no {MANIFEST}); nothing was written. Choose a new or empty folder"
             )
         return
+    _check_kinds(run_dir)
     if restart:
         return
-    manifest = read_manifest(run_dir)
-    if manifest is None:
+    if read_manifest(run_dir) is None:
         raise RunMismatchError(
             f"{run_dir} holds a response store but no {MANIFEST}; use --restart to start it over, or another --output"
         )
-    if not isinstance(manifest, dict):
+
+
+def _check_kinds(run_dir: Path) -> None:
+    """Each name a run writes is a file, or a folder where a run keeps one: a folder named results.json, a file
+    named tasks, ... would fail the run only after the model loaded and the folder's results were removed."""
+    files = (*RUN_FILES, *STORE_FILES, LOCK_FILE)
+    wrong = [(name, "a folder", "a file") for name in files if (run_dir / name).is_dir()]
+    wrong += [(name, "a file", "a folder") for name in RUN_FOLDERS if (run_dir / name).is_file()]
+    if wrong:
+        name, found, kept = wrong[0]
         raise ProctorError(
-            f"{run_dir / MANIFEST} is not a run manifest (a JSON object); use --restart to start this run folder over"
+            f"{run_dir / name} is {found}, where a run keeps {kept}; move it out of {run_dir} (nothing was written)"
         )
 
 
 def clear_run_dir(run_dir: Path) -> None:
     """Remove what a run wrote (store, results, samples, exports), keeping unrelated files."""
-    for name in (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html"):
+    for name in (*RUN_FILES, *STORE_FILES):
         (run_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "lm_eval", ignore_errors=True)
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        (run_dir / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "tasks", ignore_errors=True)
+    for name in RUN_FOLDERS:
+        shutil.rmtree(run_dir / name, ignore_errors=True)
 
 
 def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, restart: bool = False) -> dict[str, Any]:
@@ -142,12 +213,7 @@ def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, r
     if old is not None:
         changes = differences(old, manifest)
         if changes and not update:
-            listed = "\n  - ".join(changes)
-            raise RunMismatchError(
-                f"run folder {run_dir} was started with different inputs:\n  - {listed}\n"
-                "Re-run with --update to accept the changes (only changed requests are recomputed), "
-                "--restart to start over, or choose another --output folder."
-            )
+            raise _refusal(run_dir, changes)
         merged = dict(manifest)
         merged["created"] = old.get("created", manifest["created"])
         merged["attempts"] = list(old.get("attempts", []))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.core.errors import ProctorError
-from proctor.runs.results import write_text_atomic
+from proctor.runs.results import write_output
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
 
 if TYPE_CHECKING:
@@ -467,6 +467,4 @@ def render_report(run_dir: Path) -> str:
 
 def write_report(run_dir: Path, path: Path | None = None) -> Path:
     target = path or Path(run_dir) / REPORT_FILE
-    text = render_report(Path(run_dir))
-    write_text_atomic(target, text)  # a full disk: an error naming the file, and no half page left
-    return target
+    return write_output(target, render_report(Path(run_dir)))

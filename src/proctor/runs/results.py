@@ -114,6 +114,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json_text(data))
 
 
+def write_output(path: Path, text: str) -> Path:
+    """A file the user asked for (a report, the viewer's page, a comparison), written atomically; a place that
+    cannot take it (a folder of that name, a missing or read-only folder) is an error naming it."""
+    try:
+        write_text_atomic(Path(path), text)
+    except OSError as exc:
+        raise ProctorError(f"cannot write {path}: {exc.strerror or exc}; name another file with -o") from None
+    return Path(path)
+
+
 def _fsync_dir(folder: Path) -> None:
     """Make unlinks and renames in ``folder`` durable before what follows them."""
     try:

@@ -283,8 +283,9 @@ class Results(_Closed):
     )
     warnings: Optional[list[str]] = Field(None, description="Every task's warnings, as 'task: warning'.")
     samples_bytes: Optional[int] = Field(
+        ge=0,
         description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
-        "(null in folders from before it was recorded: all of samples.jsonl)."
+        "(null in folders from before it was recorded: all of samples.jsonl).",
     )
 
 

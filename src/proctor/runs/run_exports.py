@@ -39,22 +39,26 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     return document
 
 
+def _samples_bytes(run_dir: Path) -> int | None:
+    """results.json's ``samples_bytes`` where it is a count (None: absent, or the file does not read)."""
+    results = Path(run_dir) / "results.json"
+    try:
+        loaded = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
+    return covered if isinstance(covered, int) and not isinstance(covered, bool) and covered >= 0 else None
+
+
 def samples_data(run_dir: Path) -> bytes:
     """The part of samples.jsonl that results.json describes: its first ``samples_bytes`` bytes (what a task
     killed before results.json named it appended after them is left out); the whole file without that number."""
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
         return b""
-    covered = None
-    results = Path(run_dir) / "results.json"
-    if results.exists():
-        try:
-            loaded = json.loads(results.read_text(encoding="utf-8"))
-        except ValueError:
-            loaded = None
-        covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
+    covered = _samples_bytes(run_dir)
     with path.open("rb") as raw:
-        return raw.read() if not isinstance(covered, int) else raw.read(covered)
+        return raw.read() if covered is None else raw.read(covered)
 
 
 def samples_text(run_dir: Path) -> str:
@@ -65,7 +69,13 @@ def samples_text(run_dir: Path) -> str:
 def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The samples results.json describes (``samples_data``), one record per line."""
     path = Path(run_dir) / "samples.jsonl"
-    for number, line in enumerate(samples_data(run_dir).split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
+    data, covered = samples_data(run_dir), _samples_bytes(run_dir)
+    if covered is not None and len(data) < covered:  # proctor appends before it counts: the file lost samples
+        raise ProctorError(
+            f"{path} holds {len(data)} bytes, fewer than the {covered} that results.json's field 'samples_bytes' "
+            "says it describes: samples were lost (the file was cut or replaced); re-run the run to rebuild it"
+        )
+    for number, line in enumerate(data.split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
         if not line.strip():
             continue
         try:
@@ -256,4 +266,11 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
             raise ProctorError(f"unknown export format '{fmt}'; choose lm-eval, parquet or duckdb")
     contents = read_run(run_dir) if formats else None  # read once for every format (samples.jsonl can be large)
     writers = {"lm-eval": write_lm_eval, "parquet": write_parquet}
-    return [writers[fmt](run_dir, contents=contents) for fmt in formats]
+    written = []
+    for fmt in formats:
+        try:
+            written.append(writers[fmt](run_dir, contents=contents))
+        except OSError as exc:  # a file where the export makes a folder, a folder where it writes a file, ...
+            where = exc.filename2 or exc.filename or run_dir  # a rename: where it went
+            raise ProctorError(f"cannot write the {fmt} export of {run_dir}: {where}: {exc.strerror or exc}") from None
+    return written

@@ -17,6 +17,7 @@ import json
 import os
 import sqlite3
 import time
+import types
 import typing
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -44,6 +45,7 @@ _RESULT_TYPES = {
     GenerateRequest: GenerateResult,
     RollingLoglikelihoodRequest: RollingLoglikelihoodResult,
 }
+_COLUMNS = ("model", "request", "kind", "request_json", "result_json", "created")  # the table 'responses'
 _BY_NAME = {cls.__name__: cls for cls in (*_RESULT_TYPES, *_RESULT_TYPES.values())}
 
 
@@ -103,16 +105,39 @@ def as_stored(result: Any) -> Any:
     return dataclasses.replace(result, **lists) if lists else result
 
 
+def _fits(hint: Any, value: Any) -> bool:
+    """Whether a stored JSON value has the type a result field declares (a number where a number belongs)."""
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list) and all(_fits(typing.get_args(hint)[0], v) for v in value)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(arg, value) for arg in typing.get_args(hint))
+    if hint in (int, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
 def decode_result(text: str) -> Any:
+    """A stored answer; one that is not a result of a known type, its fields typed as the type declares, is a
+    ``ValueError`` saying what is wrong (the store says which file and request)."""
     data = json.loads(text)
-    cls = _BY_NAME.get(data["type"])
+    if not isinstance(data, dict) or not isinstance(data.get("fields"), dict):
+        raise ValueError("not an object with 'type' and 'fields'")
+    cls = _BY_NAME.get(data.get("type"))
     if cls is None:
-        raise ProctorError(f"the run store holds an unknown result type '{data['type']}'")
-    tuples = _tuple_fields(cls)
+        raise ValueError(f"unknown result type {data.get('type')!r}")
+    hints = typing.get_type_hints(cls)
     fields = data["fields"]
+    for name, value in fields.items():
+        if name not in hints:
+            raise ValueError(f"{cls.__name__} has no field '{name}'")
+        if not _fits(hints[name], value):
+            raise ValueError(f"field '{name}' of a {cls.__name__} holds {value!r}")
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in fields and f.default is dataclasses.MISSING]
+    if missing:
+        raise ValueError(f"a {cls.__name__} without its field(s) {', '.join(repr(m) for m in missing)}")
+    tuples = _tuple_fields(cls)
     for name in tuples.intersection(fields):
-        if isinstance(fields[name], list):
-            fields[name] = tuple(fields[name])
+        fields[name] = tuple(fields[name])
     return cls(**fields)
 
 
@@ -149,11 +174,37 @@ class ResponseStore:
                 """
             )
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
+            columns = tuple(row[1] for row in self._db.execute("PRAGMA table_info(responses)"))
         except sqlite3.DatabaseError as exc:
             raise ProctorError(f"cannot open the response store {self.path}: {exc}") from None
-        version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
-        if int(version) != SCHEMA_VERSION:
-            raise ProctorError(f"{self.path} has store schema {version}; this proctor reads {SCHEMA_VERSION}")
+        if str(version).strip() != str(SCHEMA_VERSION):
+            raise ProctorError(f"{self.path} has store schema {version!r}; this proctor reads {SCHEMA_VERSION}")
+        if columns != _COLUMNS:
+            raise ProctorError(
+                f"{self.path} is not a proctor response store: its table 'responses' has the columns "
+                f"{', '.join(columns)}, not {', '.join(_COLUMNS)}"
+            )
+
+    def check(self) -> None:
+        """Read the whole store once: a damaged page or a stored answer that does not read is an error now, before
+        a model loads and before a resumed run replaces the folder's results, not halfway through the run."""
+        try:
+            problems = [row[0] for row in self._db.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                raise ProctorError(f"the response store {self.path} is damaged: {'; '.join(problems)}")
+            for key, text in self._db.execute("SELECT request, result_json FROM responses"):
+                self._decode(key, text)
+        except sqlite3.DatabaseError as exc:
+            raise ProctorError(f"the response store {self.path} is damaged: {exc}") from None
+
+    def _decode(self, key: str, text: str) -> Any:
+        try:
+            return decode_result(text)
+        except (ValueError, TypeError) as exc:  # json's errors are ValueErrors
+            raise ProctorError(
+                f"the response store {self.path}, request {key}: the stored answer does not read ({exc})"
+            ) from None
 
     def register_model(self, fingerprint: Mapping[str, Any]) -> str:
         key = fingerprint_hash(fingerprint)
@@ -167,11 +218,15 @@ class ResponseStore:
         for start in range(0, len(keys), step):
             part = list(keys[start : start + step])
             marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT request, result_json FROM responses WHERE model=? AND request IN ({marks})", [model, *part]
-            )
+            try:
+                rows = self._db.execute(
+                    f"SELECT request, result_json FROM responses WHERE model=? AND request IN ({marks})",
+                    [model, *part],
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise ProctorError(f"cannot read the response store {self.path}: {exc}") from None
             for key, text in rows:
-                found[key] = decode_result(text)
+                found[key] = self._decode(key, text)
         return found
 
     def put_many(self, model: str, items: Iterable[tuple[str, Any, Any]]) -> None:

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
 from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
-from proctor.runs.results import write_text_atomic
+from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 
 RUN_MARKERS = ("results.json", "run.json")
@@ -78,9 +78,7 @@ def export_folder(folder: Path, path: Path) -> Path:
     runs = index(folder)
     if not runs:
         raise ProctorError(f"no run folder (results.json or run.json) under {folder}")
-    text = static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}")
-    write_text_atomic(path, text)  # a full disk: an error naming the file, and no half page left
-    return path
+    return write_output(path, static_page(runs, title=f"proctor runs · {Path(folder).resolve().name}"))
 
 
 class Viewer:
