@@ -122,7 +122,7 @@ def decode_result(text: str) -> Any:
     data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("fields"), dict):
         raise ValueError("not an object with 'type' and 'fields'")
-    cls = _BY_NAME.get(data.get("type"))
+    cls = _BY_NAME.get(str(data.get("type")))
     if cls is None:
         raise ValueError(f"unknown result type {data.get('type')!r}")
     hints = typing.get_type_hints(cls)
