@@ -1509,3 +1509,12 @@ add(
     {"damaged/config.json": '{"model_type": "no_such_architecture"}'},
     before_model=False,
 )
+
+
+# --- task definitions: metric arguments, native expressions, spec values the run would drop ---------------------
+add(
+    "spec-metric-argument-unknown",
+    RUN,
+    ["task.yaml:8", "metrics", "'acc'", "nonsense"],
+    {"task.yaml": native(**{"metrics: [acc]": "metrics: [{acc: {nonsense: 3}}]"})},
+)

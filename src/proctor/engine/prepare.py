@@ -20,7 +20,7 @@ from proctor.data.sources import Sample, SourceStats, load_samples
 from proctor.engine.override_policy import epochs_of
 from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
-from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
+from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,12 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict[str, Any]], ...]:
             metric, kwargs = get_metric(spec.name, task.spec.kind), dict(spec.kwargs)
             if "higher_is_better" in kwargs:  # a task may state a metric's direction itself (lm-eval's metric_list)
                 metric = dataclasses.replace(metric, higher_is_better=bool(kwargs.pop("higher_is_better")))
-            out.append((metric, kwargs))
-        except KeyError as exc:
+            check_arguments(metric, kwargs)
+        except (KeyError, ValueError) as exc:  # an unknown name; arguments the metric does not take
             raise TaskDefinitionError(
                 exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics"
             ) from None
+        out.append((metric, kwargs))
     return tuple(out)
 
 
