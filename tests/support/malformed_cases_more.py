@@ -1518,3 +1518,41 @@ add(
     ["task.yaml:8", "metrics", "'acc'", "nonsense"],
     {"task.yaml": native(**{"metrics: [acc]": "metrics: [{acc: {nonsense: 3}}]"})},
 )
+# a native expression ("{{ name }}") of a name the row lacks: Jinja hands back its Undefined, which is reported
+add(
+    "spec-filter-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "data.filter", "nothere"],
+    {"task.yaml": native(**{"data: data.jsonl": 'data: {path: data.jsonl, filter: "{{ nothere }}"}'})},
+)
+add(
+    "spec-choices-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'choices'", "nothere"],
+    {"task.yaml": native(**{'choices: "{{ choices }}"': 'choices: "{{ nothere }}"'})},
+)
+add(
+    "spec-target-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'target'", "nothere"],
+    {"task.yaml": native(**{'target: "{{ label }}"': 'target: "{{ nothere }}"'})},
+)
+add(
+    "spec-images-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'images'", "nothere"],
+    {"task.yaml": with_field(images='"{{ nothere }}"')},
+)
+add(
+    "spec-fields-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "data.fields.q2", "nothere"],
+    {
+        "task.yaml": native(
+            **{
+                "data: data.jsonl": 'data: {path: data.jsonl, fields: {q2: "{{ nothere }}"}}',
+                "{{ question }}": "{{ q2 }}",
+            }
+        )
+    },
+)
