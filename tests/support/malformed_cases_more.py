@@ -1556,3 +1556,22 @@ add(
         )
     },
 )
+# values a run would take without a word and then give a wrong number
+add(
+    "spec-filter-plain-text",
+    RUN,
+    ["task.yaml:4", "filter", "nothere == 1"],
+    {"task.yaml": native(**{"data: data.jsonl": 'data: {path: data.jsonl, filter: "nothere == 1"}'})},
+)
+add(
+    "spec-generation-stop-empty-string",
+    RUN,
+    ["task.yaml:7", "generation.stop", "empty stop string"],
+    {"task.yaml": GEN.replace("{max_tokens: 4}", '{max_tokens: 4, stop: ["\\n", ""]}')},
+)
+add(
+    "spec-extraction-group-negative",
+    RUN,
+    ["task.yaml:9", "extraction.group"],
+    {"task.yaml": GEN + '    extraction: {regex: "(\\\\d+)", group: -1}\n'},
+)

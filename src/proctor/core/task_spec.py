@@ -37,6 +37,16 @@ class DataSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("filter")
+    @classmethod
+    def _filter_is_template(cls, value: str | None) -> str | None:
+        if value is not None and "{{" not in value and "{%" not in value:  # plain text: true for every row
+            raise ValueError(
+                f"'filter' is an expression in braces, such as \"{{{{ {value} }}}}\"; "
+                f"plain text {value!r} keeps every row"
+            )
+        return value
+
     @model_validator(mode="after")
     def _has_source(self) -> "DataSpec":
         if not self.path and not self.hub:
@@ -78,12 +88,19 @@ class GenerationSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("stop")
+    @classmethod
+    def _no_empty_stop(cls, value: list[str]) -> list[str]:
+        if "" in value:  # found at once in any text: every generation would be cut to nothing
+            raise ValueError(f"an empty stop string would end every generation before its first character: {value!r}")
+        return value
+
 
 class ExtractionSpec(_Frozen):
     """How an answer is pulled from generated text; no match counts toward ``null_count``."""
 
     regex: str | None = None
-    group: int = 1
+    group: int = Field(default=1, ge=0)  # 0: the whole match
     answer_tag: str | None = None  # text after the last occurrence of the tag, up to end of line
     strip: bool = True
     ignore_case: bool = False
