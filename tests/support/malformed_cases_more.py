@@ -1575,3 +1575,15 @@ add(
     ["task.yaml:9", "extraction.group"],
     {"task.yaml": GEN + '    extraction: {regex: "(\\\\d+)", group: -1}\n'},
 )
+add(
+    "spec-breakdown-field-no-row-has",
+    RUN,
+    ["task.yaml:9", "breakdown", "nofield"],
+    {"task.yaml": with_field(breakdown="[nofield]")},
+)
+add(
+    "spec-rollup-metric-not-computed",
+    RUN,
+    ["task.yaml:9", "rollup.metric", "nometric"],
+    {"task.yaml": with_field(rollup="{metric: nometric}")},
+)
