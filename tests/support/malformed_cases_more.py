@@ -1587,3 +1587,16 @@ add(
     ["task.yaml:9", "rollup.metric", "nometric"],
     {"task.yaml": with_field(rollup="{metric: nometric}")},
 )
+# YAML nested thousands deep: the parser's depth limit, and below it Python's recursion limit
+add(
+    "spec-yaml-nested-400-deep",
+    RUN,
+    ["task.yaml", "nested too deeply"],
+    {"task.yaml": with_field(task_options="{x: " + "[" * 400 + "]" * 400 + "}")},
+)
+add(
+    "spec-yaml-nested-5000-deep",
+    RUN,
+    ["task.yaml:9", "nesting depth"],
+    {"task.yaml": with_field(task_options="{x: " + "[" * 5000 + "]" * 5000 + "}")},
+)
