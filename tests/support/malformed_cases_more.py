@@ -1600,3 +1600,32 @@ add(
     ["task.yaml:9", "nesting depth"],
     {"task.yaml": with_field(task_options="{x: " + "[" * 5000 + "]" * 5000 + "}")},
 )
+# probsem: the CogSci2023 format's prompt, a folder named like a suite, a suite nested too deeply
+COGSCI_SUITE = {
+    "premise": ";; a premise",
+    "context": [{"text": ";; a context", "expected": 0}],
+    "query": ";; a query",
+    "programs": ["(a)", "(b)"],
+}
+add(
+    "spec-probsem-cogsci-prompt-latin1",
+    ["run", "p.txt", "-o", "out"],
+    ["p.txt:1", "utf-8"],
+    {"p.txt": "caf\xe9 prompt\n".encode("latin-1"), "p_A.json": json.dumps(COGSCI_SUITE)},
+)
+add(
+    "spec-probsem-suite-folder-beside-suite",
+    ["run", "p.txt", "-o", "out"],
+    ["p_B.json", "queries"],
+    {
+        "p.txt": PROBSEM_PROMPT,
+        "p_A.json/x.txt": "not a suite",
+        "p_B.json": json.dumps({**PROBSEM_SUITE, "queries": []}),
+    },
+)
+add(
+    "spec-probsem-suite-nested-too-deeply",
+    ["run", "p.txt", "-o", "out"],
+    ["p_A.json", "nested too deeply"],
+    {"p.txt": PROBSEM_PROMPT, "p_A.json": "[" * 100000 + "]" * 100000},
+)
