@@ -1629,3 +1629,26 @@ add(
     ["p_A.json", "nested too deeply"],
     {"p.txt": PROBSEM_PROMPT, "p_A.json": "[" * 100000 + "]" * 100000},
 )
+# GLM-130B: settings that reached proctor's spec unchecked (a traceback), and an empty path (the disk globbed)
+GLM_GEN_ROWS = [{"inputs_pretokenized": "The sky is", "targets_pretokenized": ["blue"]}]
+add(
+    "spec-glm-stop-not-strings",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:7", "stop"],
+    {"glm.yaml": GLM.replace('"mul"', '"gen"') + "stop: [1, 2]\n", "data/test.jsonl": jsonl(GLM_GEN_ROWS)},
+)
+add(
+    "spec-glm-lm-max-seq-length-two",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:7", "max-seq-length", "at least 3"],
+    {
+        "glm.yaml": GLM.replace('"mul"', '"lm"') + "max-seq-length: 2\n",
+        "data/test.jsonl": jsonl([{"text_pretokenized": "hello world"}]),
+    },
+)
+add(
+    "spec-glm-path-empty",
+    ["run", "glm.yaml", "-o", "out"],
+    ["glm.yaml:3", "path", "empty"],
+    {"glm.yaml": GLM.replace('path: "data"', 'path: ""'), "data/test.jsonl": jsonl(GLM_ROWS)},
+)

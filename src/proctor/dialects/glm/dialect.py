@@ -57,7 +57,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
 }
 # the least each count may be (GLM would crash later, or proctor silently use another value)
 MINIMUMS = {
-    "max_seq_length": 2,
+    "max_seq_length": 3,  # an lm task's window is one token less, and a window scores at least two
     "micro_batch_size": 1,
     "num_beams": 1,
     "no_repeat_ngram_size": 0,
@@ -107,6 +107,12 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 file=path,
                 line=line,
                 field=str(key),
+            )
+        if snake in ("name", "path") and not value.strip():  # an empty path is the root: the whole disk is globbed
+            raise TaskDefinitionError(f"'{key}' must not be empty", file=path, line=line, field=str(key))
+        if snake == "stop" and isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+            raise TaskDefinitionError(
+                f"'stop' is a list of non-empty strings, got {value!r:.60}", file=path, line=line, field=str(key)
             )
         config[snake] = value
         lines[snake] = line
