@@ -1652,3 +1652,31 @@ add(
     ["glm.yaml:3", "path", "empty"],
     {"glm.yaml": GLM.replace('path: "data"', 'path: ""'), "data/test.jsonl": jsonl(GLM_ROWS)},
 )
+# infinite or NaN settings a run would take: a NaN length penalty ranks beams at random, an infinite
+# temperature makes every distribution uniform
+add(
+    "spec-generation-length-penalty-nan",
+    RUN,
+    ["task.yaml:7", "generation.length_penalty", "finite"],
+    {"task.yaml": GEN.replace("{max_tokens: 4}", "{max_tokens: 4, num_beams: 2, length_penalty: .nan}")},
+)
+add(
+    "spec-choice-temperature-infinite",
+    RUN,
+    ["task.yaml:9", "choice_temperature", "finite"],
+    {"task.yaml": with_field(choice_temperature=".inf")},
+)
+add(
+    "spec-glm-length-penalty-nan",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:8", "length-penalty", "finite"],
+    {
+        "glm.yaml": GLM.replace('"mul"', '"gen"') + "sampling-strategy: BeamSearchStrategy\nlength-penalty: .nan\n",
+        "data/test.jsonl": jsonl(GLM_GEN_ROWS),
+    },
+)
+add(
+    "spec-cli-gen-kwargs-temperature-infinite",
+    RUN + ["--gen-kwargs", "temperature=inf"],
+    ["--gen-kwargs", "temperature"],
+)

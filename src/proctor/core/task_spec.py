@@ -75,11 +75,11 @@ class ChatSpec(_Frozen):
 class GenerationSpec(_Frozen):
     max_tokens: int = Field(default=64, ge=1)
     stop: list[str] = Field(default_factory=list)
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int = 0
     num_beams: int = Field(default=1, ge=1)  # > 1: deterministic beam search
-    length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
+    length_penalty: float = Field(default=1.0, allow_inf_nan=False)  # beam scores divided by length ** length_penalty
     no_repeat_ngram_size: int = Field(default=0, ge=0)
     min_tokens: int = Field(default=0, ge=0)  # end-of-sequence is banned before this many new tokens
 
@@ -200,7 +200,7 @@ class TaskSpec(_Frozen):
     chat: ChatSpec | None = None
     generation: GenerationSpec = GenerationSpec()
     extraction: ExtractionSpec | None = None
-    choice_temperature: float = Field(default=1.0, gt=0.0)  # softmax temperature for distributions
+    choice_temperature: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)  # softmax temperature for distributions
     # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax,
     # "sqrt_tokens" by the square root of that count (probsem's CogSci2023 branch)
     choice_normalization: Literal["none", "tokens", "sqrt_tokens"] = "none"

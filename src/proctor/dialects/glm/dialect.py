@@ -13,6 +13,7 @@ A ``module:`` class written for GLM's ``evaluation`` package makes one task for 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -96,6 +97,10 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 file=path,
                 line=line,
                 field=str(key),
+            )
+        if isinstance(value, float) and not math.isfinite(value):  # a NaN length penalty ranks beams at random
+            raise TaskDefinitionError(
+                f"'{key}' must be a finite number, got {value}", file=path, line=line, field=str(key)
             )
         if snake in MINIMUMS and isinstance(value, int) and value < MINIMUMS[snake]:  # counts: ints by FIELDS
             raise TaskDefinitionError(
