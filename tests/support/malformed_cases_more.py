@@ -1680,3 +1680,38 @@ add(
     RUN + ["--gen-kwargs", "temperature=inf"],
     ["--gen-kwargs", "temperature"],
 )
+# lm-eval: the config's lists and generation settings proctor reads itself (internal errors, or one after the run)
+LM_GENERATE = LM_TEMPLATE.replace("multiple_choice", "generate_until").replace("doc_to_choice: options\n", "")
+add(
+    "spec-lmeval-metric-list-not-list",
+    LM_RUN,
+    ["quiz.yaml", "metric_list", "int"],
+    lm(LM_TEMPLATE + "metric_list: 5\n"),
+)
+add(
+    "spec-lmeval-filter-list-entry-text",
+    LM_RUN,
+    ["quiz.yaml", "filter_list[0]"],
+    lm(LM_TEMPLATE + "filter_list: [take_first]\n"),
+)
+add(
+    "spec-lmeval-filter-regex-does-not-compile",
+    LM_RUN,
+    ["quiz.yaml", "filter_list[0].filter[0].regex_pattern", "(unclosed"],
+    lm(
+        LM_GENERATE
+        + 'filter_list:\n  - name: f\n    filter:\n      - function: regex\n        regex_pattern: "(unclosed"\n'
+    ),
+)
+add(
+    "spec-lmeval-generation-until-number",
+    LM_RUN,
+    ["quiz.yaml", "generation_kwargs.until"],
+    lm(LM_GENERATE + "generation_kwargs: {until: 5}\n"),
+)
+add(
+    "spec-lmeval-generation-max-gen-toks-text",
+    LM_RUN,
+    ["quiz.yaml", "generation_kwargs.max_gen_toks", "many"],
+    lm(LM_GENERATE + "generation_kwargs: {max_gen_toks: many}\n"),
+)
