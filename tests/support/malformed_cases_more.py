@@ -1715,3 +1715,15 @@ add(
     ["quiz.yaml", "generation_kwargs.max_gen_toks", "many"],
     lm(LM_GENERATE + "generation_kwargs: {max_gen_toks: many}\n"),
 )
+add(
+    "spec-lmeval-task-name-list-without-group",
+    LM_RUN,
+    ["quiz.yaml", "'task'", "group"],
+    lm(LM_TEMPLATE.replace("task: quiz", "task: [quiz]")),
+)
+add(
+    "spec-lmeval-group-lists-itself",
+    ["run", "quiz/g.yaml", "-o", "out"],
+    ["g.yaml", "'task'", "lists itself"],
+    lm(LM_TEMPLATE, **{"quiz/g.yaml": "group: g\ntask: [h]\n", "quiz/h.yaml": "group: h\ntask: [g]\n"}),
+)
