@@ -1727,3 +1727,11 @@ add(
     ["g.yaml", "'task'", "lists itself"],
     lm(LM_TEMPLATE, **{"quiz/g.yaml": "group: g\ntask: [h]\n", "quiz/h.yaml": "group: h\ntask: [g]\n"}),
 )
+# SEA-HELM: a number among text labels (an internal error after the run), a config metric its class never reports
+# (every level of the score hierarchy empty, exit 0)
+add(
+    "spec-seahelm-label-number-among-text",
+    SEAHELM_RUN,
+    ["copy", "row 2", "label"],
+    setup=seahelm(eval_data=_lines([SEAHELM_ROWS[0], {**SEAHELM_ROWS[1], "label": 3}, SEAHELM_ROWS[2]])),
+)
