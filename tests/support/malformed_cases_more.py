@@ -1742,3 +1742,17 @@ add(
     setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: no_such_metric")),
     before_model=False,
 )
+# use cases: module-level settings of the wrong shape (internal errors)
+UC_RUN = ["run", "uc.py", "-o", "out"]
+add(
+    "spec-usecase-metrics-not-list",
+    UC_RUN,
+    ["uc.py:16", "evaluation_metrics", "int"],
+    {"uc.py": USECASE.replace("evaluation_metrics = []", "evaluation_metrics = 5")},
+)
+add(
+    "spec-usecase-kwargs-list",
+    UC_RUN,
+    ["uc.py:18", "use_case_kwargs", "list"],
+    {"uc.py": USECASE + '\nuse_case_kwargs = ["x"]\n'},
+)
