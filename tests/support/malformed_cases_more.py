@@ -1756,3 +1756,16 @@ add(
     ["uc.py:18", "use_case_kwargs", "list"],
     {"uc.py": USECASE + '\nuse_case_kwargs = ["x"]\n'},
 )
+# Python a task names that calls sys.exit() while it is imported: proctor ended with the script's code and no message
+add(
+    "spec-usecase-sys-exit-at-import",
+    UC_RUN,
+    ["uc.py:2", "sys.exit(3)"],
+    {"uc.py": "import sys\nsys.exit(3)\n" + USECASE},
+)
+add(
+    "spec-plugin-exit-at-import",
+    RUN + ["--plugin", "plug.py"],
+    ["plug.py:1", "sys.exit('bye')"],
+    {"plug.py": "raise SystemExit('bye')\n"},
+)
