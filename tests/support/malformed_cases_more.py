@@ -1769,3 +1769,10 @@ add(
     ["plug.py:1", "sys.exit('bye')"],
     {"plug.py": "raise SystemExit('bye')\n"},
 )
+# a folder to write into where no folder can be made, whatever the permission bits say (root may "write" in /proc)
+add("spec-cli-cache-in-proc", RUN + ["--cache", "/proc/proctor-cache"], ["--cache", "/proc", "cannot make a folder"])
+add(
+    "spec-cli-output-in-proc",
+    ["run", "task.yaml", "-o", "/proc/proctor-out"],
+    ["--output", "/proc", "cannot make a folder"],
+)
