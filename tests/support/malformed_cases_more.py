@@ -1776,3 +1776,14 @@ add(
     ["run", "task.yaml", "-o", "/proc/proctor-out"],
     ["--output", "/proc", "cannot make a folder"],
 )
+# the same model setting twice: one of the values was dropped without a word
+add(
+    "spec-cli-model-arg-twice",
+    RUN + ["--model-arg", "dtype=float16", "--model-arg", "dtype=bfloat16"],
+    ["--model-arg", "dtype", "twice"],
+)
+add(
+    "spec-cli-model-arg-and-dtype-flag",
+    RUN + ["--dtype", "bfloat16", "--model-arg", "dtype=float16"],
+    ["--model-arg", "dtype", "--dtype"],
+)
