@@ -1787,3 +1787,11 @@ add(
     RUN + ["--dtype", "bfloat16", "--model-arg", "dtype=float16"],
     ["--model-arg", "dtype", "--dtype"],
 )
+# data paths through symlinks: a loop (an internal error), a folder linked into itself ("**" read each file 40 times)
+add(
+    "spec-data-symlink-loop",
+    RUN,
+    ["task.yaml", "data.path", "symlink loop"],
+    {"task.yaml": native(**{"data: data.jsonl": "data: loop/*.jsonl"})},
+    setup=lambda folder: (folder / "loop").symlink_to("loop"),
+)
