@@ -1795,3 +1795,10 @@ add(
     {"task.yaml": native(**{"data: data.jsonl": "data: loop/*.jsonl"})},
     setup=lambda folder: (folder / "loop").symlink_to("loop"),
 )
+add(
+    "spec-data-glob-through-folder-linked-into-itself",
+    RUN,
+    ["fewshot.count", "3 rows in all"],  # the three rows, each read once: two others for each sample's shots
+    {"task.yaml": with_field(fewshot="{count: 3}").replace("data: data.jsonl", 'data: "**/*.jsonl"')},
+    setup=lambda folder: (folder / "sub").mkdir() or (folder / "sub" / "up").symlink_to(".."),
+)
