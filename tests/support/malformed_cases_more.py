@@ -1837,3 +1837,296 @@ if importlib.util.find_spec("duckdb") is not None:  # the optional extra: withou
         ["--database", "runs.duckdb", "metrics"],
         setup=lambda f: (_run_folder(f), _foreign_duckdb(f / "runs.duckdb")),
     )
+
+
+# --- task definitions: metric arguments, native expressions, spec values the run would drop ---------------------
+add(
+    "spec-metric-argument-unknown",
+    RUN,
+    ["task.yaml:8", "metrics", "'acc'", "nonsense"],
+    {"task.yaml": native(**{"metrics: [acc]": "metrics: [{acc: {nonsense: 3}}]"})},
+)
+# a native expression ("{{ name }}") of a name the row lacks: Jinja hands back its Undefined, which is reported
+add(
+    "spec-filter-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "data.filter", "nothere"],
+    {"task.yaml": native(**{"data: data.jsonl": 'data: {path: data.jsonl, filter: "{{ nothere }}"}'})},
+)
+add(
+    "spec-choices-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'choices'", "nothere"],
+    {"task.yaml": native(**{'choices: "{{ choices }}"': 'choices: "{{ nothere }}"'})},
+)
+add(
+    "spec-target-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'target'", "nothere"],
+    {"task.yaml": native(**{'target: "{{ label }}"': 'target: "{{ nothere }}"'})},
+)
+add(
+    "spec-images-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "'images'", "nothere"],
+    {"task.yaml": with_field(images='"{{ nothere }}"')},
+)
+add(
+    "spec-fields-undefined-name",
+    RUN,
+    ["data.jsonl", "row 1", "data.fields.q2", "nothere"],
+    {
+        "task.yaml": native(
+            **{
+                "data: data.jsonl": 'data: {path: data.jsonl, fields: {q2: "{{ nothere }}"}}',
+                "{{ question }}": "{{ q2 }}",
+            }
+        )
+    },
+)
+# values a run would take without a word and then give a wrong number
+add(
+    "spec-filter-plain-text",
+    RUN,
+    ["task.yaml:4", "filter", "nothere == 1"],
+    {"task.yaml": native(**{"data: data.jsonl": 'data: {path: data.jsonl, filter: "nothere == 1"}'})},
+)
+add(
+    "spec-generation-stop-empty-string",
+    RUN,
+    ["task.yaml:7", "generation.stop", "empty stop string"],
+    {"task.yaml": GEN.replace("{max_tokens: 4}", '{max_tokens: 4, stop: ["\\n", ""]}')},
+)
+add(
+    "spec-extraction-group-negative",
+    RUN,
+    ["task.yaml:9", "extraction.group"],
+    {"task.yaml": GEN + '    extraction: {regex: "(\\\\d+)", group: -1}\n'},
+)
+add(
+    "spec-breakdown-field-no-row-has",
+    RUN,
+    ["task.yaml:9", "breakdown", "nofield"],
+    {"task.yaml": with_field(breakdown="[nofield]")},
+)
+add(
+    "spec-rollup-metric-not-computed",
+    RUN,
+    ["task.yaml:9", "rollup.metric", "nometric"],
+    {"task.yaml": with_field(rollup="{metric: nometric}")},
+)
+# YAML nested thousands deep: the parser's depth limit, and below it Python's recursion limit
+add(
+    "spec-yaml-nested-400-deep",
+    RUN,
+    ["task.yaml", "nested too deeply"],
+    {"task.yaml": with_field(task_options="{x: " + "[" * 400 + "]" * 400 + "}")},
+)
+add(
+    "spec-yaml-nested-5000-deep",
+    RUN,
+    ["task.yaml:9", "nesting depth"],
+    {"task.yaml": with_field(task_options="{x: " + "[" * 5000 + "]" * 5000 + "}")},
+)
+# probsem: the CogSci2023 format's prompt, a folder named like a suite, a suite nested too deeply
+COGSCI_SUITE = {
+    "premise": ";; a premise",
+    "context": [{"text": ";; a context", "expected": 0}],
+    "query": ";; a query",
+    "programs": ["(a)", "(b)"],
+}
+add(
+    "spec-probsem-cogsci-prompt-latin1",
+    ["run", "p.txt", "-o", "out"],
+    ["p.txt:1", "utf-8"],
+    {"p.txt": "caf\xe9 prompt\n".encode("latin-1"), "p_A.json": json.dumps(COGSCI_SUITE)},
+)
+add(
+    "spec-probsem-suite-folder-beside-suite",
+    ["run", "p.txt", "-o", "out"],
+    ["p_B.json", "queries"],
+    {
+        "p.txt": PROBSEM_PROMPT,
+        "p_A.json/x.txt": "not a suite",
+        "p_B.json": json.dumps({**PROBSEM_SUITE, "queries": []}),
+    },
+)
+add(
+    "spec-probsem-suite-nested-too-deeply",
+    ["run", "p.txt", "-o", "out"],
+    ["p_A.json", "nested too deeply"],
+    {"p.txt": PROBSEM_PROMPT, "p_A.json": "[" * 100000 + "]" * 100000},
+)
+# GLM-130B: settings that reached proctor's spec unchecked (a traceback), and an empty path (the disk globbed)
+GLM_GEN_ROWS = [{"inputs_pretokenized": "The sky is", "targets_pretokenized": ["blue"]}]
+add(
+    "spec-glm-stop-not-strings",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:7", "stop"],
+    {"glm.yaml": GLM.replace('"mul"', '"gen"') + "stop: [1, 2]\n", "data/test.jsonl": jsonl(GLM_GEN_ROWS)},
+)
+add(
+    "spec-glm-lm-max-seq-length-two",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:7", "max-seq-length", "at least 3"],
+    {
+        "glm.yaml": GLM.replace('"mul"', '"lm"') + "max-seq-length: 2\n",
+        "data/test.jsonl": jsonl([{"text_pretokenized": "hello world"}]),
+    },
+)
+add(
+    "spec-glm-path-empty",
+    ["run", "glm.yaml", "-o", "out"],
+    ["glm.yaml:3", "path", "empty"],
+    {"glm.yaml": GLM.replace('path: "data"', 'path: ""'), "data/test.jsonl": jsonl(GLM_ROWS)},
+)
+# infinite or NaN settings a run would take: a NaN length penalty ranks beams at random, an infinite
+# temperature makes every distribution uniform
+add(
+    "spec-generation-length-penalty-nan",
+    RUN,
+    ["task.yaml:7", "generation.length_penalty", "finite"],
+    {"task.yaml": GEN.replace("{max_tokens: 4}", "{max_tokens: 4, num_beams: 2, length_penalty: .nan}")},
+)
+add(
+    "spec-choice-temperature-infinite",
+    RUN,
+    ["task.yaml:9", "choice_temperature", "finite"],
+    {"task.yaml": with_field(choice_temperature=".inf")},
+)
+add(
+    "spec-glm-length-penalty-nan",
+    ["run", "glm.yaml", "-o", "out", "--data-path", "."],
+    ["glm.yaml:8", "length-penalty", "finite"],
+    {
+        "glm.yaml": GLM.replace('"mul"', '"gen"') + "sampling-strategy: BeamSearchStrategy\nlength-penalty: .nan\n",
+        "data/test.jsonl": jsonl(GLM_GEN_ROWS),
+    },
+)
+add(
+    "spec-cli-gen-kwargs-temperature-infinite",
+    RUN + ["--gen-kwargs", "temperature=inf"],
+    ["--gen-kwargs", "temperature"],
+)
+# lm-eval: the config's lists and generation settings proctor reads itself (internal errors, or one after the run)
+LM_GENERATE = LM_TEMPLATE.replace("multiple_choice", "generate_until").replace("doc_to_choice: options\n", "")
+add(
+    "spec-lmeval-metric-list-not-list",
+    LM_RUN,
+    ["quiz.yaml", "metric_list", "int"],
+    lm(LM_TEMPLATE + "metric_list: 5\n"),
+)
+add(
+    "spec-lmeval-filter-list-entry-text",
+    LM_RUN,
+    ["quiz.yaml", "filter_list[0]"],
+    lm(LM_TEMPLATE + "filter_list: [take_first]\n"),
+)
+add(
+    "spec-lmeval-filter-regex-does-not-compile",
+    LM_RUN,
+    ["quiz.yaml", "filter_list[0].filter[0].regex_pattern", "(unclosed"],
+    lm(
+        LM_GENERATE
+        + 'filter_list:\n  - name: f\n    filter:\n      - function: regex\n        regex_pattern: "(unclosed"\n'
+    ),
+)
+add(
+    "spec-lmeval-generation-until-number",
+    LM_RUN,
+    ["quiz.yaml", "generation_kwargs.until"],
+    lm(LM_GENERATE + "generation_kwargs: {until: 5}\n"),
+)
+add(
+    "spec-lmeval-generation-max-gen-toks-text",
+    LM_RUN,
+    ["quiz.yaml", "generation_kwargs.max_gen_toks", "many"],
+    lm(LM_GENERATE + "generation_kwargs: {max_gen_toks: many}\n"),
+)
+add(
+    "spec-lmeval-task-name-list-without-group",
+    LM_RUN,
+    ["quiz.yaml", "'task'", "group"],
+    lm(LM_TEMPLATE.replace("task: quiz", "task: [quiz]")),
+)
+add(
+    "spec-lmeval-group-lists-itself",
+    ["run", "quiz/g.yaml", "-o", "out"],
+    ["g.yaml", "'task'", "lists itself"],
+    lm(LM_TEMPLATE, **{"quiz/g.yaml": "group: g\ntask: [h]\n", "quiz/h.yaml": "group: h\ntask: [g]\n"}),
+)
+# SEA-HELM: a number among text labels (an internal error after the run), a config metric its class never reports
+# (every level of the score hierarchy empty, exit 0)
+add(
+    "spec-seahelm-label-number-among-text",
+    SEAHELM_RUN,
+    ["copy", "row 2", "label"],
+    setup=seahelm(eval_data=_lines([SEAHELM_ROWS[0], {**SEAHELM_ROWS[1], "label": 3}, SEAHELM_ROWS[2]])),
+)
+add(
+    "spec-seahelm-metric-not-reported",
+    SEAHELM_RUN + ["-m", "{model}"],
+    ["config.yaml", "sentiment.metric", "no_such_metric", "normalized_accuracy"],
+    setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: no_such_metric")),
+    before_model=False,
+)
+# use cases: module-level settings of the wrong shape (internal errors)
+UC_RUN = ["run", "uc.py", "-o", "out"]
+add(
+    "spec-usecase-metrics-not-list",
+    UC_RUN,
+    ["uc.py:16", "evaluation_metrics", "int"],
+    {"uc.py": USECASE.replace("evaluation_metrics = []", "evaluation_metrics = 5")},
+)
+add(
+    "spec-usecase-kwargs-list",
+    UC_RUN,
+    ["uc.py:18", "use_case_kwargs", "list"],
+    {"uc.py": USECASE + '\nuse_case_kwargs = ["x"]\n'},
+)
+# Python a task names that calls sys.exit() while it is imported: proctor ended with the script's code and no message
+add(
+    "spec-usecase-sys-exit-at-import",
+    UC_RUN,
+    ["uc.py:2", "sys.exit(3)"],
+    {"uc.py": "import sys\nsys.exit(3)\n" + USECASE},
+)
+add(
+    "spec-plugin-exit-at-import",
+    RUN + ["--plugin", "plug.py"],
+    ["plug.py:1", "sys.exit('bye')"],
+    {"plug.py": "raise SystemExit('bye')\n"},
+)
+# a folder to write into where no folder can be made, whatever the permission bits say (root may "write" in /proc)
+add("spec-cli-cache-in-proc", RUN + ["--cache", "/proc/proctor-cache"], ["--cache", "/proc", "cannot make a folder"])
+add(
+    "spec-cli-output-in-proc",
+    ["run", "task.yaml", "-o", "/proc/proctor-out"],
+    ["--output", "/proc", "cannot make a folder"],
+)
+# the same model setting twice: one of the values was dropped without a word
+add(
+    "spec-cli-model-arg-twice",
+    RUN + ["--model-arg", "dtype=float16", "--model-arg", "dtype=bfloat16"],
+    ["--model-arg", "dtype", "twice"],
+)
+add(
+    "spec-cli-model-arg-and-dtype-flag",
+    RUN + ["--dtype", "bfloat16", "--model-arg", "dtype=float16"],
+    ["--model-arg", "dtype", "--dtype"],
+)
+# data paths through symlinks: a loop (an internal error), a folder linked into itself ("**" read each file 40 times)
+add(
+    "spec-data-symlink-loop",
+    RUN,
+    ["task.yaml", "data.path", "symlink loop"],
+    {"task.yaml": native(**{"data: data.jsonl": "data: loop/*.jsonl"})},
+    setup=lambda folder: (folder / "loop").symlink_to("loop"),
+)
+add(
+    "spec-data-glob-through-folder-linked-into-itself",
+    RUN,
+    ["fewshot.count", "3 rows in all"],  # the three rows, each read once: two others for each sample's shots
+    {"task.yaml": with_field(fewshot="{count: 3}").replace("data: data.jsonl", 'data: "**/*.jsonl"')},
+    setup=lambda folder: (folder / "sub").mkdir() or (folder / "sub" / "up").symlink_to(".."),
+)

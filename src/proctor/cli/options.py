@@ -137,11 +137,27 @@ def model_args_from(items: Optional[List[str]]) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--model-arg")
+        if key.strip() in out:  # the last would win without a word
+            raise typer.BadParameter(f"'{key.strip()}' is given twice", param_hint="--model-arg")
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:
             out[key.strip()] = value
     return out
+
+
+_MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
+
+
+def check_model_arg_flags(model_args: dict, command: Callable, flags: Mapping[str, Any]) -> None:
+    """A --model-arg key that a flag of ``command`` also sets, the flag given a value other than its default: one of
+    the two would be dropped without a word."""
+    parameters = inspect.signature(command).parameters
+    for key, value in flags.items():
+        if key in model_args and value != getattr(parameters[key].default, "default", None):
+            raise typer.BadParameter(
+                f"'{key}' is also given by {_MODEL_FLAGS[key]}: give it once", param_hint="--model-arg"
+            )
 
 
 _REGISTERED: set[str] = set()  # --plugin modules whose register(registry) ran

@@ -23,6 +23,7 @@ from proctor.cli.options import (
     DType,
     McFormat,
     batch_size_from,
+    check_model_arg_flags,
     choices,
     device_option,
     dialect_options,
@@ -390,7 +391,11 @@ def run(
     if served:
         options = {"base_url": base_url, "api_key_env": api_key_env, **model_args_from(model_arg)}
     elif model_arg:
-        options.update(model_args_from(model_arg))
+        given = model_args_from(model_arg)
+        check_model_arg_flags(
+            given, run, {"dtype": dtype, "device": device, "batch_size": batch_size, "max_length": max_length}
+        )
+        options.update(given)
     if backend is not None and backend.tensor_parallel and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     cluster = None

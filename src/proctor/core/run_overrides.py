@@ -158,7 +158,7 @@ def _check_generation(values: dict[str, Any], flags: dict[str, str]) -> None:
         if isinstance(value, float) and value != value:
             message = "must be a number, not NaN"
         else:
-            message = error["msg"]
+            message = error["msg"].removeprefix("Value error, ")
         raise ProctorError(f"{flags.get(field, f'--gen-kwargs {field}')}: {message} (got {value!r})") from None
 
 

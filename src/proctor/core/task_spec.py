@@ -37,6 +37,16 @@ class DataSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("filter")
+    @classmethod
+    def _filter_is_template(cls, value: str | None) -> str | None:
+        if value is not None and "{{" not in value and "{%" not in value:  # plain text: true for every row
+            raise ValueError(
+                f"'filter' is an expression in braces, such as \"{{{{ {value} }}}}\"; "
+                f"plain text {value!r} keeps every row"
+            )
+        return value
+
     @model_validator(mode="after")
     def _has_source(self) -> "DataSpec":
         if not self.path and not self.hub:
@@ -65,11 +75,11 @@ class ChatSpec(_Frozen):
 class GenerationSpec(_Frozen):
     max_tokens: int = Field(default=64, ge=1)
     stop: list[str] = Field(default_factory=list)
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int = 0
     num_beams: int = Field(default=1, ge=1)  # > 1: deterministic beam search
-    length_penalty: float = 1.0  # beam scores divided by length ** length_penalty
+    length_penalty: float = Field(default=1.0, allow_inf_nan=False)  # beam scores divided by length ** length_penalty
     no_repeat_ngram_size: int = Field(default=0, ge=0)
     min_tokens: int = Field(default=0, ge=0)  # end-of-sequence is banned before this many new tokens
 
@@ -78,12 +88,19 @@ class GenerationSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("stop")
+    @classmethod
+    def _no_empty_stop(cls, value: list[str]) -> list[str]:
+        if "" in value:  # found at once in any text: every generation would be cut to nothing
+            raise ValueError(f"an empty stop string would end every generation before its first character: {value!r}")
+        return value
+
 
 class ExtractionSpec(_Frozen):
     """How an answer is pulled from generated text; no match counts toward ``null_count``."""
 
     regex: str | None = None
-    group: int = 1
+    group: int = Field(default=1, ge=0)  # 0: the whole match
     answer_tag: str | None = None  # text after the last occurrence of the tag, up to end of line
     strip: bool = True
     ignore_case: bool = False
@@ -183,7 +200,7 @@ class TaskSpec(_Frozen):
     chat: ChatSpec | None = None
     generation: GenerationSpec = GenerationSpec()
     extraction: ExtractionSpec | None = None
-    choice_temperature: float = Field(default=1.0, gt=0.0)  # softmax temperature for distributions
+    choice_temperature: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)  # softmax temperature for distributions
     # multiple_choice: "tokens" divides each choice's log-prob by its token count before the softmax,
     # "sqrt_tokens" by the square root of that count (probsem's CogSci2023 branch)
     choice_normalization: Literal["none", "tokens", "sqrt_tokens"] = "none"

@@ -127,7 +127,10 @@ class _Compiled:
             value = fields[self._name]
             return value if self.native else str(value)
         try:
-            return self._template.render(fields)
+            value = self._template.render(fields)
+            if isinstance(value, jinja2.Undefined):  # a native "{{ name }}" of a missing name gives it back as is
+                str(value)  # StrictUndefined raises the UndefinedError reported below
+            return value
         except SecurityError as exc:  # the template's own doing, whatever the row: name where it is written
             raise TaskDefinitionError(
                 f"the template '{self.field}' reaches outside its sandbox ({str(exc).rstrip('.')}; first seen on "

@@ -153,10 +153,13 @@ def import_file(
     except ProctorError:
         sys.modules.pop(name, None)
         raise  # already says what is wrong (a use case's rows, say)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: a script's sys.exit() or exit() would end proctor unexplained
         sys.modules.pop(name, None)
+        what = (
+            f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"failed: {type(exc).__name__}: {exc}"
+        )
         raise TaskDefinitionError(
-            f"importing the file failed: {type(exc).__name__}: {exc}", file=path, line=line_in(exc, path), field=field
+            f"importing the file {what}", file=path, line=line_in(exc, path), field=field
         ) from None
     finally:
         sys.path.remove(folder)

@@ -115,6 +115,8 @@ def load_yaml(path: Path) -> Any:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         raise yaml_error(exc, path, text) from None
+    except RecursionError:  # lists or mappings nested thousands deep (the constructor recurses per level)
+        raise TaskDefinitionError("invalid YAML: lists or mappings nested too deeply to read", file=path) from None
 
 
 def line_for(raw: Any, loc: tuple[Any, ...]) -> tuple[int | None, str]:

@@ -50,7 +50,17 @@ def check_inside(
     """``path`` when it lies in one of ``roots``; else an error naming ``file`` and ``field`` (and the
     path as ``written``), before anything is read."""
     roots = tuple(roots)
-    if is_inside(path, roots):
+    try:
+        inside = is_inside(path, roots)
+    except RuntimeError:  # Path.resolve: symlinks that point at each other never end
+        raise TaskDefinitionError(
+            f"the path '{written}' is a symlink loop ({path} never resolves to a file)",
+            file=file,
+            line=line,
+            row=row,
+            field=field,
+        ) from None
+    if inside:
         return path
     resolved = Path(path).resolve()
     named = Path(os.path.normpath(Path(path).absolute()))  # ".." resolved, symlinks not

@@ -91,7 +91,11 @@ def _resolve_path(
         if not matches:
             check_inside(_glob_base(full), where.roots, written=text, file=where.file, field=field)
             raise SourceUnavailable(f"no file matches {full}")
-        return [check_inside(m, where.roots, written=text, file=where.file, field=field) for m in matches]
+        files = [check_inside(m, where.roots, written=text, file=where.file, field=field) for m in matches]
+        unique: dict[Path, Path] = {}  # a file reached again through a symlinked folder ("**" follows them): once
+        for file in files:
+            unique.setdefault(file.resolve(), file)
+        return list(unique.values())
     check_inside(full, where.roots, written=text, file=where.file, field=field)
     if not full.exists():
         raise SourceUnavailable(f"data file not found: {full}")

@@ -20,7 +20,7 @@ from proctor.data.sources import Sample, SourceStats, load_samples
 from proctor.engine.override_policy import epochs_of
 from proctor.kinds.capabilities import LoadsSamples, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
-from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, get_metric
+from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,12 @@ def _metrics(task: Task) -> tuple[tuple[MetricDef, dict[str, Any]], ...]:
             metric, kwargs = get_metric(spec.name, task.spec.kind), dict(spec.kwargs)
             if "higher_is_better" in kwargs:  # a task may state a metric's direction itself (lm-eval's metric_list)
                 metric = dataclasses.replace(metric, higher_is_better=bool(kwargs.pop("higher_is_better")))
-            out.append((metric, kwargs))
-        except KeyError as exc:
+            check_arguments(metric, kwargs)
+        except (KeyError, ValueError) as exc:  # an unknown name; arguments the metric does not take
             raise TaskDefinitionError(
                 exc.args[0], file=task.file, line=task.lines.get("metrics"), field="metrics"
             ) from None
+        out.append((metric, kwargs))
     return tuple(out)
 
 
@@ -137,6 +138,8 @@ def prepare_task(
                 f"the filter dropped all {stats['n_filtered']} rows of {source}", file=file, field="data.filter"
             )
         raise TaskDefinitionError(f"{source} holds no rows", file=file, field="data")
+    if not isinstance(handler, LoadsSamples):
+        _check_breakdown(task, samples, file)
     # per part: a breakdown's rows as proctor reads them (a class that reads its own rows keeps them whole)
     if limit_per_part and spec.breakdown and limit is not None and not isinstance(handler, LoadsSamples):
         selected = per_part(samples, spec.breakdown[0], limit)[: spec.limit]
@@ -166,6 +169,14 @@ def prepare_task(
             raise TaskDefinitionError(exc.args[0], file=file, field="exports") from None
     # a task class that scores whole files itself (GLM-130B's metrics) has no per-sample metrics
     metrics = () if isinstance(handler, ScoresItself) and handler.scores_itself else _metrics(task)
+    if spec.rollup is not None and spec.handled_by is None and spec.rollup.metric not in {m.name for m, _ in metrics}:
+        raise TaskDefinitionError(
+            f"rolls up the metric '{spec.rollup.metric}', which the task does not compute; its metrics: "
+            + ", ".join(m.name for m, _ in metrics),
+            file=file,
+            line=task.lines.get("rollup"),
+            field="rollup.metric",
+        )
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     return PreparedTask(
         task,
@@ -180,6 +191,19 @@ def prepare_task(
         epochs,
         epoch_reducer,
     )
+
+
+def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) -> None:
+    """A ``breakdown`` field that no row has would report every sample under one part, None."""
+    for key in task.spec.breakdown:
+        if not any(key in sample.fields for sample in samples):
+            fields = sorted({k for sample in samples[:100] for k in sample.fields if k != "_path"})
+            raise TaskDefinitionError(
+                f"breaks the results down by '{key}', a field no row has; the rows' fields: {', '.join(fields)}",
+                file=file,
+                line=task.lines.get("breakdown"),
+                field="breakdown",
+            )
 
 
 def per_part(samples: Sequence[Sample], key: str, limit: int | float) -> list[Sample]:

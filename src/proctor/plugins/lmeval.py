@@ -36,7 +36,7 @@ def peek(path: Path) -> Any:
     Loader.add_constructor("!function", function_tag)
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+    except (yaml.YAMLError, OSError, UnicodeDecodeError, RecursionError):  # not its file: the owner's reader says why
         return None
 
 

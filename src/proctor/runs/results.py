@@ -7,6 +7,7 @@ import math
 import os
 import re
 import secrets
+import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +44,10 @@ def check_writable_folder(path: Path, option: str) -> None:
         raise ProctorError(f"{option} {path}: {existing} is a file, so the folder cannot be made")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ProctorError(f"{option} {path}: {existing} is not writable")
+    try:  # a place that refuses new folders whatever the permissions say (/proc, a read-only mount, for root too)
+        os.rmdir(tempfile.mkdtemp(prefix=".proctor-check-", dir=existing))
+    except OSError as exc:
+        raise ProctorError(f"{option} {path}: cannot make a folder in {existing}: {exc.strerror or exc}") from None
 
 
 def _json_default(value: Any) -> Any:

@@ -10,7 +10,9 @@ imported with this module), and before the metrics are listed.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
+import inspect
 import math
 import threading
 from dataclasses import dataclass
@@ -96,6 +98,23 @@ def get_metric(name: str, kind: str) -> MetricDef:
     return metric
 
 
+def check_arguments(metric: MetricDef, kwargs: dict[str, Any]) -> None:
+    """A task's keyword arguments for a metric that its function does not take: a ValueError naming them, at
+    load time (else the first sample's scoring fails, after the model ran)."""
+    try:
+        signature = inspect.signature(metric.compute)
+    except (TypeError, ValueError):  # no signature to read (a builtin): the call will tell
+        return
+    try:
+        signature.bind(None, **kwargs)
+    except TypeError as exc:
+        taken = [p.name for p in list(signature.parameters.values())[1:] if p.kind is not p.VAR_POSITIONAL]
+        offered = f"it takes {', '.join(taken)}" if taken else "it takes no arguments"
+        raise ValueError(
+            f"metric '{metric.name}' cannot take the arguments {sorted(kwargs)} ({exc}; {offered})"
+        ) from None
+
+
 _PLUGIN_STARTED: set[str] = set()  # modules this thread is importing (their register_metric calls re-enter) or imported
 _PLUGIN_DONE: set[str] = set()
 _PLUGIN_LOCK = threading.RLock()
@@ -163,11 +182,10 @@ DEFAULT_METRICS = {
 def unscored(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A choice metric gives None (not counted; reported as unscored) for a sample without ground truth."""
 
+    @functools.wraps(fn)  # its signature too: check_arguments reads it
     def wrapper(outcome: ChoiceOutcome, **kwargs: Any) -> Any:
         return None if not outcome.gold else fn(outcome, **kwargs)
 
-    wrapper.__name__ = getattr(fn, "__name__", "metric")
-    wrapper.__doc__ = fn.__doc__
     return wrapper
 
 

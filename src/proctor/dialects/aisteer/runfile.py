@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,13 +38,27 @@ from proctor.dialects.aisteer.user_files import import_user_file, line_in
 from proctor.plugins.aisteer import AISteerOptions
 
 
+def _setting(module: Any, path: Path, name: str, kinds: tuple[type, ...], wanted: str) -> Any:
+    """The use case file's module-level ``name`` when it is one of ``kinds`` (None when absent); else an error
+    naming the file, the line of the assignment and the name."""
+    value = getattr(module, name, None)
+    if value is None or isinstance(value, kinds):
+        return value
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.search(rf"^{name}\s*[:=]", text, re.MULTILINE)
+    line = text.count("\n", 0, match.start()) + 1 if match else None
+    raise TaskDefinitionError(
+        f"'{name}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=name
+    )
+
+
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
-    metrics = getattr(module, "evaluation_metrics", None)
+    metrics = _setting(module, path, "evaluation_metrics", (list, tuple), "a list of metrics")
     return UseCaseConfig(
         evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent, path),
         evaluation_metrics=[(m, path.parent) for m in metrics] if metrics is not None else None,
-        use_case_kwargs=dict(getattr(module, "use_case_kwargs", {}) or {}),
-        gen_kwargs=dict(getattr(module, "gen_kwargs", {}) or {}),
+        use_case_kwargs=dict(_setting(module, path, "use_case_kwargs", (dict,), "a mapping") or {}),
+        gen_kwargs=dict(_setting(module, path, "gen_kwargs", (dict,), "a mapping") or {}),
         batch_size=getattr(module, "batch_size", None),
         runtime_overrides=getattr(module, "runtime_overrides", None),
     )

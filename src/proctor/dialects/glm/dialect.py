@@ -13,6 +13,7 @@ A ``module:`` class written for GLM's ``evaluation`` package makes one task for 
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,7 +58,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
 }
 # the least each count may be (GLM would crash later, or proctor silently use another value)
 MINIMUMS = {
-    "max_seq_length": 2,
+    "max_seq_length": 3,  # an lm task's window is one token less, and a window scores at least two
     "micro_batch_size": 1,
     "num_beams": 1,
     "no_repeat_ngram_size": 0,
@@ -97,6 +98,10 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 line=line,
                 field=str(key),
             )
+        if isinstance(value, float) and not math.isfinite(value):  # a NaN length penalty ranks beams at random
+            raise TaskDefinitionError(
+                f"'{key}' must be a finite number, got {value}", file=path, line=line, field=str(key)
+            )
         if snake in MINIMUMS and isinstance(value, int) and value < MINIMUMS[snake]:  # counts: ints by FIELDS
             raise TaskDefinitionError(
                 f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key)
@@ -107,6 +112,12 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 file=path,
                 line=line,
                 field=str(key),
+            )
+        if snake in ("name", "path") and not value.strip():  # an empty path is the root: the whole disk is globbed
+            raise TaskDefinitionError(f"'{key}' must not be empty", file=path, line=line, field=str(key))
+        if snake == "stop" and isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+            raise TaskDefinitionError(
+                f"'stop' is a list of non-empty strings, got {value!r:.60}", file=path, line=line, field=str(key)
             )
         config[snake] = value
         lines[snake] = line

@@ -106,6 +106,13 @@ def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:
 
 
 def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> None:
+    if not isinstance(config.get("task"), str):  # a list without 'group:' would be one task named "['a', 'b']"
+        raise TaskDefinitionError(
+            f"a task's 'task' is its name, got {type(config.get('task')).__name__} {config.get('task')!r:.60} "
+            "(a group lists its tasks under 'task' beside 'group: NAME')",
+            file=source,
+            field="task",
+        )
     if "class" in config:
         raise TaskDefinitionError(
             f"task '{name}' is a Python task class ('class:'), which proctor does not run; "
@@ -188,6 +195,12 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
             if missing == name or "not a registered" in str(missing):
                 raise unknown_name(name, tm, where) from None
             raise TaskDefinitionError(f"'{name}' refers to an unknown task or group: {missing}", field="task") from None
+        except RecursionError:
+            raise TaskDefinitionError(
+                f"'{spec}' never ends: a group lists itself among its tasks, directly or through another group",
+                file=_file_of(spec, tm),
+                field="task",
+            ) from None
         except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
             raise TaskDefinitionError(
                 f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -115,6 +117,55 @@ def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None
         )
 
 
+def _number(value: Any, low: float, high: float) -> bool:
+    """A number (not a bool) in [low, high]; NaN never is."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+
+
+_GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "until": (
+        lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+        "a string or a list of strings",
+    ),
+    "max_gen_toks": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number, 1 or more"),
+    "temperature": (lambda v: _number(v, 0.0, sys.float_info.max), "a finite number, 0 or more"),
+    "top_p": (lambda v: _number(v, sys.float_info.min, 1.0), "a number above 0 and at most 1"),
+}
+
+
+def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+    """The lists and settings proctor reads from the task's config itself, checked before it reads them (else an
+    internal error, or one after the model ran): metric_list, filter_list (their regexes compile) and
+    generation_kwargs."""
+
+    def fail(message: str, field: str) -> TaskDefinitionError:
+        return TaskDefinitionError(f"task '{name}': {message}", file=source, field=field)
+
+    for key in ("metric_list", "filter_list"):
+        if config.get(key) is not None and not isinstance(config[key], list):
+            raise fail(f"'{key}' is a list, got {type(config[key]).__name__}: {config[key]!r:.60}", key)
+    for index, entry in enumerate(config.get("filter_list") or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("filter", []), list):
+            raise fail(
+                "a filter_list entry is a mapping with 'name' and a 'filter' list of steps", f"filter_list[{index}]"
+            )
+        for step, item in enumerate(entry.get("filter") or []):
+            pattern = item.get("regex_pattern") if isinstance(item, dict) else None
+            if not isinstance(pattern, str):
+                continue
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                field = f"filter_list[{index}].filter[{step}].regex_pattern"
+                raise fail(f"regex_pattern {pattern!r} does not compile: {exc}", field) from None
+    settings = config.get("generation_kwargs")
+    if settings is not None and not isinstance(settings, dict):
+        raise fail(f"'generation_kwargs' is a mapping, got {type(settings).__name__}", "generation_kwargs")
+    for key, (ok, wanted) in _GENERATION_CHECKS.items():
+        if settings and key in settings and not ok(settings[key]):
+            raise fail(f"generation_kwargs.{key} is {wanted}, got {settings[key]!r:.60}", f"generation_kwargs.{key}")
+
+
 def _digest(config: Mapping[str, Any]) -> str:
     def stable(value: Any) -> Any:
         return getattr(value, "__module__", "") + "." + getattr(value, "__qualname__", type(value).__name__)
@@ -131,6 +182,7 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
             f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type"
         )
     kind, handler = KINDS[output_type]
+    check_config_shapes(config, leaf.name, leaf.source)
     check_metric_names(config, leaf.name, leaf.source)
     shots = config.get("num_fewshot")
     if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):

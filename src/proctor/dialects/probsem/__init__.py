@@ -44,7 +44,11 @@ def prompt_for_suite(path: Path) -> Path | None:
 
 
 def suites_of(prompt: Path) -> list[Path]:
-    return sorted(p for p in prompt.parent.glob(f"{glob_escape(prompt.stem)}_*.json") if prompt_for_suite(p) == prompt)
+    return sorted(
+        p
+        for p in prompt.parent.glob(f"{glob_escape(prompt.stem)}_*.json")
+        if p.is_file() and prompt_for_suite(p) == prompt  # a folder named like a suite is not one
+    )
 
 
 def glob_escape(text: str) -> str:
@@ -81,6 +85,8 @@ def read_suite(path: Path) -> dict[str, Any]:
         raise TaskDefinitionError(
             f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno
         ) from None
+    except RecursionError:
+        raise TaskDefinitionError("not a probsem suite: arrays or objects nested too deeply", file=path) from None
     if not isinstance(suite, dict):
         raise TaskDefinitionError(f"a probsem suite is a JSON object, got {type(suite).__name__}", file=path)
 
@@ -184,7 +190,7 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     constants = {
-        "_probsem_prompt": prompt.read_text(encoding="utf-8"),
+        "_probsem_prompt": decode_utf8(prompt),
         "_probsem_premise": suite["premise"],
         "_probsem_query": suite["query"],
         "_probsem_programs": list(suite["programs"]),

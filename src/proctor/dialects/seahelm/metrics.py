@@ -216,12 +216,14 @@ class F1AccMetric(SeaHelmMetric):
 
 
 def references(label: Any) -> list[str]:
-    """A row's reference answers (a string, a list, or nothing)."""
+    """A row's reference answers (a string, a list, or nothing; a number or any other value is one answer)."""
     if isinstance(label, str):
         return [label]
     if label is None:
         return [""]
-    return [str(x) for x in list(label)]
+    if isinstance(label, (list, tuple)):
+        return [str(x) for x in label]
+    return [str(label)]
 
 
 class _FreeTextMetric(SeaHelmMetric):

@@ -57,10 +57,10 @@ def _check_labels(rows: list, data: Any) -> None:
         label = row.get("label") if isinstance(row, dict) else None
         return label is None or (isinstance(label, float) and label != label)
 
+    from proctor.core.errors import TaskDefinitionError
+
     absent = [i for i, row in enumerate(rows) if missing(row)]
     if absent and len(absent) < len(rows):
-        from proctor.core.errors import TaskDefinitionError
-
         raise TaskDefinitionError(
             f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows "
             "have one; it would be scored as a miss",
@@ -68,6 +68,17 @@ def _check_labels(rows: list, data: Any) -> None:
             row=absent[0] + 1,
             field="label",
         )
+    # a number among text labels (3 among "Positif", "Negatif") matches no class: a miss, or an error mid-run
+    labels = [row.get("label") if isinstance(row, dict) else None for row in rows]
+    if any(isinstance(label, str) for label in labels):
+        odd = next((i for i, x in enumerate(labels) if x is not None and not isinstance(x, (str, list))), None)
+        if odd is not None:
+            raise TaskDefinitionError(
+                f"the label is {type(labels[odd]).__name__} {labels[odd]!r:.60} while other rows' labels are text",
+                file=str(data) if data else None,
+                row=odd + 1,
+                field="label",
+            )
 
 
 class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
