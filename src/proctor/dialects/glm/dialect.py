@@ -113,7 +113,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 line=line,
                 field=str(key),
             )
-        if snake in ("name", "path") and not value.strip():  # an empty path is the root: the whole disk is globbed
+        if snake in ("name", "path") and isinstance(value, str) and not value.strip():  # "": the whole disk globbed
             raise TaskDefinitionError(f"'{key}' must not be empty", file=path, line=line, field=str(key))
         if snake == "stop" and isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
             raise TaskDefinitionError(
