@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from tests.support.cli_runs import QUESTIONS, jsonl, proctor, results, samples, write
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, samples, write
 from tests.support.hf_reference import (  # noqa: F401  (reference: transformers on the tiny model)
     direct_loglikelihood,
     reference,
@@ -41,15 +41,6 @@ def assert_scores(records: list[dict], scored: list[list[float]]) -> None:
         assert record["logprobs"] == pytest.approx(want, abs=1e-4)
 
 
-QUIZ = """\
-name: quiz
-kind: multiple_choice
-data: {path: data.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-choices: "{{ choices }}"
-target: "{{ label }}"
-metrics: [acc]
-"""
 MC_ITEMS = [(f"Q: {q['question']}\nA:", [" " + c for c in q["choices"]], q["label"]) for q in QUESTIONS]
 
 

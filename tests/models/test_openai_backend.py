@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 
 import pytest
 
@@ -20,7 +18,8 @@ from proctor.kinds.mc_generate import extract_letter, permutation  # noqa: E402
 from proctor.models.openai_compat import OpenAIModel, trim_at_stop  # noqa: E402
 from proctor.models.openai_http import RetryBudgetExceeded  # noqa: E402
 from proctor.models.openai_messages import decode_chat  # noqa: E402
-from tests.conftest import EXAMPLES, REPO  # noqa: E402
+from tests.conftest import EXAMPLES  # noqa: E402
+from tests.support.cli_runs import proctor_error  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, FixedReplyServer, TrueLogprobServer  # noqa: E402
 
 QUICKSTART = EXAMPLES / "quickstart"
@@ -256,17 +255,7 @@ def test_a_reply_without_choices_is_one_clear_error(reply, tmp_path):
     """A 200 reply that holds no choice (an empty list, a proxy's own JSON) ends the command with one message
     naming the endpoint and showing the reply; it used to end in an internal error (IndexError)."""
     with FixedReplyServer(reply) as srv:
-        done = subprocess.run(
-            [sys.executable, "-m", "proctor.cli", "run", str(QUICKSTART), "--model", "openai:m"]
-            + ["--base-url", srv.url, "--limit", "2", "-o", "run"],
-            cwd=tmp_path,
-            env={"PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    message = done.stdout + done.stderr
-    assert done.returncode == 2, message[-3000:]
-    assert "Traceback" not in message and "internal error" not in message
+        args = ["run", str(QUICKSTART), "--model", "openai:m", "--base-url", srv.url, "--limit", "2", "-o", "run"]
+        message = proctor_error(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
     assert f"{srv.url}/completions replied without a choice" in message or f"{srv.url}/chat/completions" in message
     assert not (tmp_path / "run" / "results.json").exists()

@@ -11,6 +11,17 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
+# A native multiple-choice task over QUESTIONS (as data.jsonl beside it).
+QUIZ = """\
+name: quiz
+kind: multiple_choice
+data: {path: data.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+choices: "{{ choices }}"
+target: "{{ label }}"
+metrics: [acc]
+"""
+
 # Five multiple-choice questions the command-line tests run.
 QUESTIONS = [
     {"id": "a", "question": "What colour is the sky on a clear day?", "choices": ["blue", "green", "red"], "label": 0},
@@ -21,11 +32,14 @@ QUESTIONS = [
 ]
 
 
-def proctor(*args: str, cwd: Path, env: dict | None = None, module: str = "proctor.cli") -> subprocess.CompletedProcess:
+def run_proctor(
+    *args: str, cwd: Path, env: dict | None = None, module: str = "proctor.cli"
+) -> subprocess.CompletedProcess:
     """``python -m proctor.cli ARGS`` (or another entry ``module``) in a new interpreter, from this
-    checkout's source."""
+    checkout's source; whatever it ends with."""
     environment = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400", **(env or {})}
-    done = subprocess.run(
+    environment.pop("PROCTOR_TRACEBACK", None)
+    return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
         env=environment,
@@ -33,9 +47,23 @@ def proctor(*args: str, cwd: Path, env: dict | None = None, module: str = "proct
         text=True,
         timeout=900,
     )
+
+
+def proctor(*args: str, cwd: Path, env: dict | None = None, module: str = "proctor.cli") -> subprocess.CompletedProcess:
+    """``run_proctor``, which must succeed."""
+    done = run_proctor(*args, cwd=cwd, env=env, module=module)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     return done
+
+
+def proctor_error(*args: str, cwd: Path, env: dict | None = None) -> str:
+    """``run_proctor``, which must end as a user error does: exit 2, one message, no traceback; its output."""
+    done = run_proctor(*args, cwd=cwd, env=env)
+    message = done.stdout + done.stderr
+    assert done.returncode == 2, message[-3000:]
+    assert "Traceback" not in message and "internal error" not in message, message[-3000:]
+    return message
 
 
 def results(run: Path) -> dict:
