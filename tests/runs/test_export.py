@@ -106,10 +106,12 @@ def test_lm_eval_original_counts_rows_before_the_filter(tmp_path):
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps({"q": f"q{i}", "c": ["a", "b"], "y": i % 2}) + "\n" for i in range(10)))
     (tmp_path / "t.yaml").write_text(
-        f"name: filt\nkind: multiple_choice\ndata: {{path: {data}, filter: 'y == 1'}}\n"
+        f"name: filt\nkind: multiple_choice\ndata: {{path: {data}, filter: '{{{{ y == 1 }}}}'}}\n"
         "prompt: '{{ q }}'\nchoices: '{{ c }}'\ntarget: '{{ y }}'\nfewshot: {count: 2}\n"
     )
     evaluate([tmp_path / "t.yaml"], FakeModel(), output_dir=tmp_path / "run", limit=3)
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert [s["target"] for s in samples] == [1, 1, 1]  # only rows with y == 1 were kept
     (lm_file,) = (tmp_path / "run" / "lm_eval").glob("*/results_*.json")
     lm = json.loads(lm_file.read_text())
     assert lm["n-samples"]["filt"] == {"original": 10, "effective": 3}  # 10 rows read, 5 kept by the filter, 3 run

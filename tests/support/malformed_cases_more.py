@@ -2063,13 +2063,6 @@ add(
     ["copy", "row 2", "label"],
     setup=seahelm(eval_data=_lines([SEAHELM_ROWS[0], {**SEAHELM_ROWS[1], "label": 3}, SEAHELM_ROWS[2]])),
 )
-add(
-    "spec-seahelm-metric-not-reported",
-    SEAHELM_RUN + ["-m", "{model}"],
-    ["config.yaml", "sentiment.metric", "no_such_metric", "normalized_accuracy"],
-    setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: no_such_metric")),
-    before_model=False,
-)
 # use cases: module-level settings of the wrong shape (internal errors)
 UC_RUN = ["run", "uc.py", "-o", "out"]
 add(

@@ -15,7 +15,6 @@ from typing import Any, Callable
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.metrics import references
 from proctor.dialects.seahelm.task_config import TaskConfig
-from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
 
 def shown_fields(run: dict, i: int) -> dict[str, Any]:
@@ -47,8 +46,6 @@ class MetricStep:
     ``metric_cls``, ``task_config``, ``dataloader`` and the judge step of ``judge_step.Judging``)."""
 
     config: dict
-    options: SeaHelmTaskOptions
-    task_id: str
     metric_cls: Any
     task_config: TaskConfig
     dataloader: AbstractDataloader | None
@@ -97,7 +94,6 @@ class MetricStep:
         if judge is not None and hasattr(loader, "get_judge_prompt_formatter"):
             self._judge_batch(loader, metric, judge, rows, answers)
         metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
-        self._check_reported(metrics)
         if judge is not None:  # only the judge's calls: generation ran before
             self._count_judge_usage(judge.model, judge_before)
         df = loader.inference_df
@@ -120,21 +116,6 @@ class MetricStep:
             "judgements": df["judgements"].tolist() if "judgements" in df else None,
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
-
-    def _check_reported(self, metrics: Any) -> None:
-        """The config's ``metric`` (the task's score in SEA-HELM's hierarchy) must be one the metric class
-        reports: else every level of the hierarchy would show no value, and the run end without an error."""
-        wanted = self.config.get("metric")
-        if not wanted or not isinstance(metrics, dict) or not metrics or wanted in metrics:
-            return
-        from proctor.core.errors import TaskDefinitionError
-
-        raise TaskDefinitionError(
-            f"metric '{wanted}' is not one that {getattr(self.metric_cls, '__name__', 'the metric class')} reports "
-            f"(it reports: {', '.join(map(str, metrics))})",
-            file=self.options.config_file,
-            field=f"{self.task_id}.metric",
-        )
 
     @staticmethod
     def _scalar(value: Any, key: str | None) -> float | None:
