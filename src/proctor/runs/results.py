@@ -76,31 +76,6 @@ def json_text(data: Any) -> str:
     return json.dumps(_clean(data), indent=2, ensure_ascii=False, default=_json_default) + "\n"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one).
-
-    The temporary file is made with mode 0666 less the umask, like any other file the run writes
-    (``tempfile`` would make it 0600, and the rename would keep that: teammates could not read it).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:  # pragma: no cover - a 48-bit name taken: draw another
-            continue
-    try:
-        with naming(path), os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 @contextmanager
 def replaced(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` to write; when the block ends without an error it replaces ``path``
@@ -113,6 +88,19 @@ def replaced(path: Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one).
+
+    The temporary file is made with mode 0666 less the umask, like any other file the run writes
+    (``tempfile`` would make it 0600, and the rename would keep that: teammates could not read it).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replaced(path) as tmp, tmp.open("x", encoding="utf-8") as handle:  # "x": a new file, never another's
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
