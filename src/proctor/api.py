@@ -211,7 +211,14 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
             held.enter_context(hold_run_dir(output.output_dir, command))
             hashes = {p.task.name: p.content_hash for p in prepared}
             recorded = _recorded_options(config, {})  # --chunk-size's default is the model's: checked once it loads
-            check_resume(Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart)
+            known = None  # what of the model's fingerprint is known before loading it (a local folder's)
+            if isinstance(model.model, str):
+                from proctor.models.registry import model_identity
+
+                known = model_identity(model.model, dict(model.options))
+            check_resume(
+                Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
+            )
         return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
 
 

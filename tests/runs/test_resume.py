@@ -183,3 +183,37 @@ def test_resume_on_a_real_model_gives_identical_results(tiny_model, tmp_path):
     resumed = evaluate([tasks], wrapper, output_dir=tmp_path / "run", chunk_size=4)
     assert stable(resumed.results)["tasks"] == stable(full.results)["tasks"]
     assert (tmp_path / "run" / "samples.jsonl").read_bytes() == (tmp_path / "full" / "samples.jsonl").read_bytes()
+
+
+def test_another_model_folder_is_refused_before_it_loads(tiny_model_dir, tmp_path):
+    """Resuming a run folder with another local model: refused from the folder's path and weights, before the
+    model loads (a 70B model takes minutes to load only to be turned away); the same model resumes."""
+    import shutil
+
+    from tests.support.cli_runs import QUESTIONS, QUIZ, proctor, run_proctor
+
+    (tmp_path / "task.yaml").write_text(QUIZ)
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    proctor("run", "task.yaml", "--model", str(model), "-o", "out", cwd=tmp_path)
+    finished = json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["quiz"]["metrics"]
+
+    def refused(folder: Path) -> str:
+        done = run_proctor("run", "task.yaml", "--model", str(folder), "-o", "out", cwd=tmp_path)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert "cannot load" not in done.stderr  # weights that cannot load: the refusal came before loading
+        return done.stderr.split("model changed (", 1)[1].split(")\n", 1)[0]
+
+    # Weights that cannot load, in another folder, then in the run's own folder.
+    other = shutil.copytree(model, tmp_path / "other")
+    (other / "model.safetensors").write_bytes(b"not weights")
+    assert refused(other).startswith("content: ") and f"path: '{model}' -> '{other}'" in refused(other)
+    weights = (model / "model.safetensors").read_bytes()
+    (model / "model.safetensors").write_bytes(b"not weights")
+    assert refused(model).startswith("content: ") and "path" not in refused(model)
+    with_update = run_proctor("run", "task.yaml", "--model", str(model), "-o", "out", "--update", cwd=tmp_path)
+    assert with_update.returncode != 0 and "cannot load" in with_update.stderr  # --update accepts the change
+    # The original weights back: the run resumes, answering nothing again, with the same numbers.
+    (model / "model.safetensors").write_bytes(weights)
+    proctor("run", "task.yaml", "--model", str(model), "-o", "out", cwd=tmp_path)
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["quiz"]["metrics"] == finished

@@ -70,6 +70,9 @@ ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> M
 # (rest of the --model string, options) -> the option names the backend takes (None: not checked);
 # raises ModelLoadError for a reference that cannot load. Run before anything loads.
 ModelCheck = Callable[[str, dict[str, Any]], "set[str] | None"]
+# (rest of the --model string, options) -> the fields of the model's fingerprint that are known without loading it
+# (a local folder's path and content digest), or None: a resumed run's folder is compared with them before loading.
+ModelIdentity = Callable[[str, dict[str, Any]], "dict[str, Any] | None"]
 Exporter = Callable[..., list[str]]  # (prepared, outcome, run_dir, model_name, **options) -> files written
 
 DEFAULT_BACKEND = "hf"  # a --model without a prefix: a Hugging Face folder or hub id, or the embedded default
@@ -94,6 +97,7 @@ class ModelBackend:
     prefix: str
     loader: ModelLoader
     check: ModelCheck | None = None
+    identity: ModelIdentity | None = None
     server: bool = False  # served over HTTP at --base-url: takes base_url / api_key_env, none of dtype, device, ...
     tensor_parallel: bool = False  # a replica's --gpus-per-worker become its tensor_parallel_size
     hub_models: bool = False  # the rest may be a Hugging Face hub id, looked up on the hub before loading
@@ -139,17 +143,20 @@ class Registry:
         loader: ModelLoader,
         check: ModelCheck | None = None,
         *,
+        identity: ModelIdentity | None = None,
         server: bool = False,
         tensor_parallel: bool = False,
         hub_models: bool = False,
         tokenizer_folder: bool = False,
     ) -> None:
-        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first. The
-        keywords are the backend's capabilities (``ModelBackend``); a plug-in's backend usually has none."""
+        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
+        tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
+        capabilities (``ModelBackend``); a plug-in's backend usually has none."""
         self.model_backends[prefix] = ModelBackend(
             prefix,
             loader,
             check,
+            identity,
             server=server,
             tensor_parallel=tensor_parallel,
             hub_models=hub_models,

@@ -15,7 +15,7 @@ from proctor.core.errors import ModelLoadError
 from proctor.core.redact import mask_url_credentials
 from proctor.models.backend_options import check_option_types, named_parameters
 from proctor.models.base import Model
-from proctor.models.default import DEFAULT_MODEL_ALIASES, default_model_path
+from proctor.models.default import DEFAULT_MODEL_ALIASES, converted_default_model, default_model_path
 
 # Options the CLI sends every backend; the openai backend accepts and ignores them.
 _LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
@@ -40,6 +40,17 @@ def load_hf_vision(rest: str, **options: Any) -> Model:
     from proctor.models.hf_vision import HFVisionModel
 
     return HFVisionModel(rest, **options)
+
+
+def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The fingerprint's ``path`` and ``content`` of a local folder (the embedded default once converted), as
+    ``HFModel`` and ``HFVisionModel`` will record them; a hub id: nothing before loading."""
+    from proctor.models.hf_loading import weights_digest
+
+    if rest.lower() in DEFAULT_MODEL_ALIASES:
+        folder = converted_default_model()
+        return None if folder is None else {"path": str(folder), "content": weights_digest(folder)}
+    return {"path": rest, "content": weights_digest(Path(rest))} if Path(rest).is_dir() else None
 
 
 def check_hf(rest: str, options: dict[str, Any]) -> set[str]:

@@ -38,10 +38,16 @@ def find_gguf() -> Path:
     return files[0]
 
 
+def converted_default_model() -> Path | None:
+    """The float32 folder of the default model if it has been converted, without converting it."""
+    target = proctor_home() / "models" / _FOLDER_NAME
+    return target if (target / "config.json").exists() and list(target.glob("*.safetensors")) else None
+
+
 def default_model_path() -> Path:
     """The float32 folder of the default model, converting the GGUF on first use."""
     target = proctor_home() / "models" / _FOLDER_NAME
-    if (target / "config.json").exists() and list(target.glob("*.safetensors")):
+    if converted_default_model() is not None:
         return target
     gguf = find_gguf()
     log.info("converting %s to %s (once)", gguf.name, target)

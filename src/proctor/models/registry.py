@@ -24,7 +24,7 @@ from proctor.models.backend_options import named_parameters
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES
 
-__all__ = ["check_model_options", "check_model_source", "load_model", "named_parameters"]
+__all__ = ["check_model_options", "check_model_source", "load_model", "model_identity", "named_parameters"]
 
 _DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
 
@@ -87,6 +87,12 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1)
     ):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
+
+
+def model_identity(spec: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """What of the model's fingerprint is known before it loads (``ModelBackend.identity``), or None."""
+    backend, rest = _backend(spec, "--model '{spec}': unknown backend '{prefix}'; available: {available}")
+    return backend.identity(rest, options) if backend.identity is not None else None
 
 
 def load_model(spec: str = "smollm2", **options: Any) -> Model:

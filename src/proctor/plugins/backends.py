@@ -26,8 +26,13 @@ def _lazy(name: str) -> Callable[..., Any]:
 
 
 def register(registry: Registry) -> None:
-    registry.add_model_backend("hf", _lazy("load_hf"), _lazy("check_hf"), hub_models=True, tokenizer_folder=True)
-    registry.add_model_backend("hf-vision", _lazy("load_hf_vision"), _lazy("check_hf_vision"), hub_models=True)
+    identity = _lazy("identity_hf")
+    registry.add_model_backend(
+        "hf", _lazy("load_hf"), _lazy("check_hf"), identity=identity, hub_models=True, tokenizer_folder=True
+    )
+    registry.add_model_backend(
+        "hf-vision", _lazy("load_hf_vision"), _lazy("check_hf_vision"), identity=identity, hub_models=True
+    )
     registry.add_model_backend(
         "vllm", _lazy("load_vllm"), _lazy("check_vllm"), tensor_parallel=True, tokenizer_folder=True
     )

@@ -92,6 +92,15 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return lines + _task_changes(old.get("tasks", {}), new["tasks"]) + _option_changes(old, new["options"])
 
 
+def _model_change(recorded: Any, known: Mapping[str, Any] | None) -> list[str]:
+    """The model's change, from the fields known before loading that the folder's fingerprint also records."""
+    if not isinstance(recorded, Mapping) or not known:
+        return []
+    changed = sorted(k for k in known if k in recorded and recorded[k] != known[k])
+    detail = ", ".join(f"{k}: {recorded[k]!r} -> {known[k]!r}" for k in changed)
+    return [f"model changed ({detail})"] if changed else []
+
+
 def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) -> list[str]:
     lines = []
     for name in new_tasks:
@@ -129,14 +138,17 @@ def check_resume(
     *,
     update: bool = False,
     restart: bool = False,
+    model: Mapping[str, Any] | None = None,
 ) -> None:
     """What can refuse a run in its folder before the model loads (the folder held): other tasks or options than
-    the folder's (the model and --chunk-size, ``open_run`` checks once it has loaded), and results whose store was
-    deleted."""
+    the folder's, another model where ``model`` (the fields of its fingerprint known before loading: a local
+    folder's path and content) says so — the whole fingerprint and --chunk-size ``open_run`` checks once it has
+    loaded — and results whose store was deleted."""
     old = read_manifest(run_dir) if not restart and Path(run_dir).is_dir() else None
     if old is None:
         return
-    changes = _task_changes(old.get("tasks", {}), task_hashes) + _option_changes(old, options, skip=("chunk_size",))
+    changes = _model_change(old.get("model"), model) + _task_changes(old.get("tasks", {}), task_hashes)
+    changes += _option_changes(old, options, skip=("chunk_size",))
     if changes and not update:
         raise _refusal(run_dir, changes)
     store = run_dir / STORE_FILE  # made before results.json, and never empty once it is
