@@ -162,3 +162,27 @@ def test_duckdb_stacks_runs_and_the_documented_sql_reads_them(tmp_path):
     rows = duckdb.sql(sql.format(root=tmp_path / "runs")).fetchall()
     assert [(r[0], r[2]) for r in rows] == [(n, t) for n in ("run_a", "run_b") for t in ("mc_alpha", "mc_beta")]
     assert all(r[3] == pytest.approx(runs[r[0]].tasks[r[2]]["metrics"]["acc"]["value"]) for r in rows)
+
+
+def test_duckdb_reads_the_runs_samples_not_a_stale_parquet_beside_them(tmp_path):
+    """A samples.parquet left in a run folder from before a resumed or updated run (here: another run's) is
+    not what `proctor export --to duckdb` stacks: the run's own samples.jsonl is."""
+    duckdb = pytest.importorskip("duckdb", reason="needs the duckdb extra (pip install 'proctor[duckdb]')")
+    import shutil
+
+    from tests.support.cli_runs import proctor
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=8, n_gen=3)
+    run_a = evaluate([tasks], FakeModel("model-a"), output_dir=tmp_path / "run_a")
+    evaluate([tasks], FakeModel("model-b", salt="b", prefer_gold=1.0), output_dir=tmp_path / "run_b")
+    shutil.copy(tmp_path / "run_b" / "samples.parquet", tmp_path / "run_a" / "samples.parquet")
+    stale = (tmp_path / "run_a" / "samples.parquet").read_bytes()
+    proctor("export", "run_a", "--to", "duckdb", "--database", "all.duckdb", cwd=tmp_path)
+    con = duckdb.connect(str(tmp_path / "all.duckdb"))
+    rows = con.execute("SELECT run, model, task, avg(metric_acc) FROM samples GROUP BY ALL").fetchall()
+    con.close()
+    assert {(run, model) for run, model, *_ in rows} == {("run_a", "model-a")}
+    acc = {task: value for *_, task, value in rows}
+    for task in ("mc_alpha", "mc_beta"):
+        assert acc[task] == pytest.approx(run_a.tasks[task]["metrics"]["acc"]["value"])
+    assert (tmp_path / "run_a" / "samples.parquet").read_bytes() == stale  # the run folder is only read

@@ -8,6 +8,7 @@ parquet files (docs/runs.md).
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -50,6 +51,31 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str
             con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {dtype}')
 
 
+def _add_runs(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], scratch: Path) -> None:
+    """Each run's samples and metrics into the tables, replacing the rows an earlier export of it left."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
+        "task VARCHAR, metric VARCHAR, value DOUBLE, stderr DOUBLE, n_samples BIGINT)"
+    )
+    for run_dir in map(Path, run_dirs):
+        results = load_results(run_dir)
+        # Made afresh from samples.jsonl: a samples.parquet in the folder may predate a resumed or updated run.
+        parquet = str(write_parquet(run_dir, scratch / PARQUET_FILE))
+        run = run_dir.resolve().name
+        source = "read_parquet(?)"
+        exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'samples'").fetchone()
+        if not exists or not exists[0]:
+            con.execute(f"CREATE TABLE samples AS SELECT * FROM {source}", [parquet])
+        else:
+            _add_missing_columns(con, "samples", source, [parquet])
+            con.execute("DELETE FROM samples WHERE run = ?", [run])
+            con.execute(f"INSERT INTO samples BY NAME SELECT * FROM {source}", [parquet])
+        con.execute("DELETE FROM metrics WHERE run = ?", [run])
+        rows = _metric_rows(run, results)
+        if rows:
+            con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
 def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
     try:
@@ -57,30 +83,8 @@ def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     except duckdb.Error as exc:  # not a DuckDB file, a folder, a newer format, ...
         raise ProctorError(f"--database {database}: cannot open it as a DuckDB database: {exc}") from None
     try:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
-            "task VARCHAR, metric VARCHAR, value DOUBLE, stderr DOUBLE, n_samples BIGINT)"
-        )
-        for run_dir in map(Path, run_dirs):
-            results = load_results(run_dir)
-            parquet = run_dir / PARQUET_FILE
-            if not parquet.exists():
-                write_parquet(run_dir)
-            run = run_dir.resolve().name
-            source = "read_parquet(?)"
-            exists = con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'samples'"
-            ).fetchone()[0]
-            if not exists:
-                con.execute(f"CREATE TABLE samples AS SELECT * FROM {source}", [str(parquet)])
-            else:
-                _add_missing_columns(con, "samples", source, [str(parquet)])
-                con.execute("DELETE FROM samples WHERE run = ?", [run])
-                con.execute(f"INSERT INTO samples BY NAME SELECT * FROM {source}", [str(parquet)])
-            con.execute("DELETE FROM metrics WHERE run = ?", [run])
-            rows = _metric_rows(run, results)
-            if rows:
-                con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        with tempfile.TemporaryDirectory(prefix="proctor-duckdb-") as scratch:
+            _add_runs(con, run_dirs, Path(scratch))
     except duckdb.IOException as exc:  # a full disk, a file that cannot be written
         raise ProctorError(f"cannot write {database}: {exc}") from None
     except duckdb.Error as exc:  # tables of that name from something else
