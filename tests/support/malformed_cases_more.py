@@ -2123,3 +2123,28 @@ add(
     {"task.yaml": with_field(fewshot="{count: 3}").replace("data: data.jsonl", 'data: "**/*.jsonl"')},
     setup=lambda folder: (folder / "sub").mkdir() or (folder / "sub" / "up").symlink_to(".."),
 )
+
+
+# --- run folders: a sample record whose shared fields have the wrong types (report, compare and export read them) ---
+def _record_field(folder: Path, name: str, value) -> None:
+    run = _run_folder(folder, "out")
+    record = json.loads((run / "samples.jsonl").read_text())
+    line = json.dumps({**record, name: value}) + "\n"
+    (run / "samples.jsonl").write_text(line)
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**results, "samples_bytes": len(line.encode())}))
+
+
+for _command, _field, _value in (
+    (["export", "out"], "metrics", "x"),  # before: an internal AttributeError
+    (["compare", "out", "out"], "metrics", [1]),  # before: an internal AttributeError
+    (["compare", "out", "out"], "id", None),  # before: paired under the id "None"
+    (["report", "out"], "choices", "abc"),
+    (["export", "out", "--to", "parquet"], "correct", "yes"),
+):
+    add(
+        f"runfolder-sample-{_field}-{type(_value).__name__}-{_command[0]}",
+        _command,
+        ["out/samples.jsonl:1", f"field '{_field}'"],
+        setup=lambda folder, f=_field, v=_value: _record_field(folder, f, v),
+    )

@@ -88,7 +88,29 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
             raise ProctorError(
                 f"{path}:{number}: not a sample record (an object with its 'task'); re-run to rebuild it"
             )
+        for field, (kinds, named) in _RECORD_FIELDS.items():  # what report, compare and the exports rely on
+            value = record.get(field)
+            wrong = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+            if wrong and (value is not None or field == "id"):
+                raise ProctorError(
+                    f"{path}:{number}, field '{field}': {type(value).__name__} {json.dumps(value)[:40]}, not {named} "
+                    "(edited by hand, or damaged?); re-run to rebuild it"
+                )
         yield record
+
+
+# The types of a sample record's shared fields (docs/results.md): ``id`` always, the others where not null.
+_RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "id": ((str, int), "a sample id (text or a number)"),
+    "source": ((dict,), "an object (file, row)"),
+    "metrics": ((dict,), "an object (metric -> value)"),
+    "choices": ((list,), "a list of choices"),
+    "logprobs": ((list,), "a list of log-likelihoods"),
+    "distribution": ((list,), "a list of probabilities"),
+    "fewshot_ids": ((list,), "a list of sample ids"),
+    "correct": ((bool,), "true or false"),
+    "parsed": ((bool,), "true or false"),
+}
 
 
 def _texts(values: Any) -> list[str] | None:
