@@ -56,6 +56,18 @@ add(
     lm(LM_GENERATE.replace("output_type: generate_until", "output_type: generate_untill")),
 )
 add(
+    "lmeval-data-column-mixes-types",
+    LM_RUN,
+    ["test.jsonl", "row 2", "options"],
+    lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "options": ["blue", 3]}]),
+)
+add(
+    "lmeval-data-column-changes-type",
+    LM_RUN,
+    ["test.jsonl", "row 2", "label", "row 1"],
+    lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "label": "zero"}]),
+)
+add(
     "lmeval-aggregation-unknown",
     LM_RUN,
     ["quiz.yaml", "metric_list[0].aggregation", "meen"],
@@ -84,6 +96,12 @@ add(
     LM_RUN,
     ["quiz.yaml", "generation_kwargs.do_sample"],
     lm(LM_GENERATE + "generation_kwargs: {do_sample: maybe, max_gen_toks: 4}\n"),
+)
+add(
+    "lmeval-data-files-missing",
+    LOCAL_RUN,
+    ["quiz.yaml", "dataset_kwargs.data_files", "nowhere.jsonl"],
+    local(LM_LOCAL.replace("test: quiz/test.jsonl", "test: quiz/nowhere.jsonl")),
 )
 add(
     "lmeval-fewshot-config-sampler-unknown",
