@@ -56,6 +56,29 @@ add(
     lm(LM_GENERATE.replace("output_type: generate_until", "output_type: generate_untill")),
 )
 add(
+    "lmeval-num-fewshot-larger-than-pool",
+    LOCAL_RUN,
+    ["quiz.yaml", "num_fewshot", "5", "2"],
+    local(LM_LOCAL + "num_fewshot: 5\n"),
+)
+add(
+    "lmeval-choice-not-text-later-doc",
+    LOCAL_RUN,
+    ["quiz.yaml", "row 2", "doc_to_choice", "3"],
+    local(
+        LM_LOCAL.replace("\n    train: quiz/train.jsonl\n    test: quiz/test.jsonl", " quiz/test.jsonl")
+        .replace("test_split: test", "test_split: train")
+        .replace("fewshot_split: train\n", ""),
+        rows=[LM_ROWS[0], {**LM_ROWS[1], "options": ["blue", 3]}],
+    ),
+)
+add(
+    "lmeval-choice-not-text-in-yaml",
+    LM_RUN,
+    ["quiz.yaml", "row 1", "doc_to_choice", "3"],
+    lm(LM_TEMPLATE.replace("doc_to_choice: options", 'doc_to_choice: ["four", 3]')),
+)
+add(
     "lmeval-data-column-mixes-types",
     LM_RUN,
     ["test.jsonl", "row 2", "options"],
@@ -66,6 +89,30 @@ add(
     LM_RUN,
     ["test.jsonl", "row 2", "label", "row 1"],
     lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "label": "zero"}]),
+)
+add(
+    "lmeval-target-text-not-a-choice",
+    LM_RUN,
+    ["quiz.yaml", "row 2", "doc_to_target", "purple"],
+    lm(LM_TEMPLATE, rows=[{**LM_ROWS[0], "label": "four"}, {**LM_ROWS[1], "label": "purple"}]),
+)
+add(
+    "lmeval-target-none",
+    LM_RUN,
+    ["quiz.yaml", "row 2", "doc_to_target"],
+    lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "label": None}]),
+)
+add(
+    "lmeval-target-float",
+    LM_RUN,
+    ["quiz.yaml", "row 1", "doc_to_target", "float"],
+    lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "label": 0.5}]),
+)
+add(
+    "lmeval-template-undefined-later-doc",
+    LM_RUN,
+    ["quiz.yaml", "row 2", "doc_to_text", "hint"],
+    lm(LM_TEMPLATE.replace("{{question}}", "{{question}}{% if question == 'sky colour' %}{{hint}}{% endif %}")),
 )
 add(
     "lmeval-aggregation-unknown",
@@ -104,6 +151,18 @@ add(
     local(LM_LOCAL.replace("test: quiz/test.jsonl", "test: quiz/nowhere.jsonl")),
 )
 add(
+    "lmeval-local-split-missing",
+    LOCAL_RUN,
+    ["quiz.yaml", "validation", "test_split"],
+    local(LM_LOCAL.replace("test_split: test", "test_split: validation")),
+)
+add(
+    "lmeval-local-fewshot-split-missing",
+    LOCAL_RUN,
+    ["quiz.yaml", "dev", "fewshot_split"],
+    local(LM_LOCAL.replace("fewshot_split: train", "fewshot_split: dev") + "num_fewshot: 1\n"),
+)
+add(
     "lmeval-fewshot-config-sampler-unknown",
     LOCAL_RUN,
     ["quiz.yaml", "fewshot_config.sampler", "fancy"],
@@ -116,10 +175,22 @@ add(
     local(LM_LOCAL + "num_fewshot: 1\nfewshot_config: 5\n"),
 )
 add(
+    "lmeval-fewshot-first-n-too-many",
+    LOCAL_RUN,
+    ["quiz.yaml", "num_fewshot", "3"],
+    local(LM_LOCAL + "num_fewshot: 3\nfewshot_config:\n  sampler: first_n\n"),
+)
+add(
     "lmeval-target-delimiter-number",
     LM_RUN,
     ["quiz.yaml", "target_delimiter"],
     lm(LM_TEMPLATE + "target_delimiter: 5\n"),
+)
+add(
+    "lmeval-choice-empty-list",
+    LM_RUN,
+    ["quiz.yaml", "row 2", "doc_to_choice"],
+    lm(LM_TEMPLATE, rows=[LM_ROWS[0], {**LM_ROWS[1], "options": []}]),
 )
 add(
     "lmeval-repeats-zero",
@@ -138,4 +209,13 @@ add(
     LM_RUN + ["--trust-task-code"],
     ["broken.py:1", "!function", "quiz.yaml"],
     lm(LM_TEMPLATE + "process_docs: !function broken.fn\n", **{"quiz/broken.py": "def fn(:\n"}),
+)
+add(
+    "lmeval-process-docs-returns-list",
+    LM_RUN + ["--trust-task-code"],
+    ["quiz.yaml", "process_docs"],
+    lm(
+        LM_TEMPLATE + "process_docs: !function hooks.listed\n",
+        **{"quiz/hooks.py": "def listed(dataset):\n    return list(dataset)\n"},
+    ),
 )
