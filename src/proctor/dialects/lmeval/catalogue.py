@@ -201,6 +201,13 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
                 file=_file_of(spec, tm),
                 field="task",
             ) from None
+        except SyntaxError as exc:  # a '!function' module that does not compile
+            raise TaskDefinitionError(
+                f"{exc.msg}: the Python that a '!function' in {_file_of(spec, tm) or spec} imports does not compile",
+                file=exc.filename,
+                line=exc.lineno,
+                field="!function",
+            ) from None
         except Exception as exc:  # lm-eval's own validation (TaskConfig fields, bad includes, ...)
             raise TaskDefinitionError(
                 f"lm-eval cannot load '{spec}': {type(exc).__name__}: {exc}", file=_file_of(spec, tm), field="task"

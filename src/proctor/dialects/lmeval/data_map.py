@@ -104,8 +104,49 @@ def _read(path: Path, split: str | None) -> Any:
         from proctor.data.readers import read_rows
 
         rows = read_rows(path)
-        return datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "_row"} for row in rows])
+        plain = [{k: v for k, v in row.items() if k != "_row"} for row in rows]
+        try:
+            return datasets.Dataset.from_list(plain)
+        except Exception as exc:  # pyarrow: a column whose values differ in type from row to row
+            raise _mixed_column(path, rows, exc) from None
     raise TaskDefinitionError("the mapped local copy does not exist", file=path)
+
+
+def _shape(value: Any) -> str:
+    """A value's type as a table column holds it: ``list[str]``, ``int`` (None fits any column)."""
+    if isinstance(value, list):
+        inner = sorted({_shape(v) for v in value if v is not None})
+        return f"list[{'|'.join(inner)}]"
+    if isinstance(value, dict):
+        return "mapping"
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def _mixed_column(path: Path, rows: list[dict], exc: Exception) -> TaskDefinitionError:
+    """The first field whose type changes between rows (or within a list), as an error naming file, row and field."""
+    seen: dict[str, tuple[str, int]] = {}
+    for number, row in enumerate(rows, 1):
+        for key, value in row.items():
+            if key == "_row" or value is None:
+                continue
+            shape = _shape(value)
+            where = row.get("_row", number)
+            if "|" in shape:
+                return TaskDefinitionError(
+                    f"the list in '{key}' mixes types ({shape}); a dataset column holds one type",
+                    file=path,
+                    row=where,
+                    field=key,
+                )
+            first = seen.setdefault(key, (shape, where))
+            if first[0] != shape:
+                return TaskDefinitionError(
+                    f"'{key}' is {shape} here but {first[0]} in row {first[1]}; a dataset column holds one type",
+                    file=path,
+                    row=where,
+                    field=key,
+                )
+    return TaskDefinitionError(f"cannot read as a dataset: {type(exc).__name__}: {str(exc)[:200]}", file=path)
 
 
 class Splits(dict):
@@ -182,13 +223,39 @@ def check_local(path: Any, kwargs: Mapping[str, Any], roots: tuple[Path, ...], s
         check_inside(Path(value).expanduser(), roots, written=value, file=source, field=key)
 
 
+def _local_splits(loaded: Any, path: Any, split_keys: Mapping[str, str], source: Any) -> Any:
+    """A ``DatasetDict`` read by a local builder, whose missing split is an error naming the task file's key that
+    asks for it and the splits there are (lm-eval's own ``self.dataset[split]`` is a bare KeyError)."""
+    import datasets
+
+    if not isinstance(loaded, datasets.DatasetDict):
+        return loaded
+
+    class LocalSplits(datasets.DatasetDict):
+        def __missing__(self, split: str) -> Any:
+            key = split_keys.get(split, "test_split")
+            raise TaskDefinitionError(
+                f"{key} '{split}' is not a split of the local dataset '{path}' (it has: {', '.join(self) or 'none'})",
+                file=source,
+                field=key,
+            )
+
+    return LocalSplits(loaded)
+
+
 @contextlib.contextmanager
 def serving(
-    mapping: Mapping[str, str], needed: set[str], task: str, source: Any, roots: tuple[Path, ...] = ()
+    mapping: Mapping[str, str],
+    needed: set[str],
+    task: str,
+    source: Any,
+    roots: tuple[Path, ...] = (),
+    split_keys: Mapping[str, str] | None = None,
 ) -> Iterator[list]:
     """While lm-eval builds a task, ``datasets.load_dataset`` reads mapped local copies first, then
     the hub (unless offline). Yields a list that receives each ``Splits`` handed out. Local files a
-    task names itself (``dataset_path``, ``dataset_kwargs``) must lie in ``roots``."""
+    task names itself (``dataset_path``, ``dataset_kwargs``) must lie in ``roots``; ``split_keys``
+    (split -> the task file's key naming it) words the error for a split a local dataset lacks."""
     import datasets
 
     real = datasets.load_dataset
@@ -199,7 +266,14 @@ def serving(
         name = kwargs.pop("name", name)
         if path in _LOCAL_BUILDERS or (path and Path(str(path)).expanduser().exists()):
             check_local(path, kwargs, roots, source)
-            return real(path, name, *args, **kwargs)
+            try:
+                loaded = real(path, name, *args, **kwargs)
+            except FileNotFoundError as exc:  # datasets: "Unable to find '...'"
+                field = next(
+                    (f"dataset_kwargs.{k}" for k in ("data_files", "data_dir") if kwargs.get(k)), "dataset_path"
+                )
+                raise TaskDefinitionError(f"task '{task}': {exc}", file=source, field=field) from None
+            return _local_splits(loaded, path, split_keys or {}, source)
         splits = lookup(mapping, str(path), name, needed)
         if splits is not None:
             splits.source = source

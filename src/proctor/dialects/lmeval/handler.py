@@ -52,6 +52,42 @@ def _splits_read(config: dict[str, Any]) -> set[str]:
     return needed
 
 
+def _split_keys(config: dict[str, Any]) -> dict[str, str]:
+    """Each split the task file names -> the key naming it (the first, where two keys name one split)."""
+    named = [(key, config.get(key)) for key in ("test_split", "validation_split", "training_split", "fewshot_split")]
+    fewshot = config.get("fewshot_config")
+    if isinstance(fewshot, dict):
+        named.append(("fewshot_config.split", fewshot.get("split")))
+    keys: dict[str, str] = {}
+    for key, split in named:
+        if isinstance(split, str):
+            keys.setdefault(split, key)
+    return keys
+
+
+def _gives_dataset(hook: Callable, leaf: Any) -> Callable:
+    """``process_docs`` as lm-eval calls it, refusing a result that is not a ``datasets.Dataset`` (lm-eval
+    reads its ``features`` and ``map`` next: an AttributeError from its internals)."""
+    import functools
+
+    @functools.wraps(hook)
+    def process_docs(dataset: Any) -> Any:
+        import datasets
+
+        result = hook(dataset)
+        if not isinstance(result, datasets.Dataset):
+            name = getattr(hook, "__qualname__", getattr(hook, "__name__", "?"))
+            raise TaskDefinitionError(
+                f"task '{leaf.name}': the process_docs hook {name} returned {type(result).__name__}; "
+                "lm-eval needs a datasets.Dataset (e.g. dataset.map(...) or dataset.filter(...))",
+                file=leaf.source,
+                field="process_docs",
+            )
+        return result
+
+    return process_docs
+
+
 class _LmEvalRunner:
     """Shared by the three handler classes (one per proctor kind)."""
 
@@ -98,11 +134,15 @@ class _LmEvalRunner:
         leaf = self.leaf
         config = dict(leaf.config)
         config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.num_fewshot)
+        if callable(config.get("process_docs")):
+            config["process_docs"] = _gives_dataset(config["process_docs"], leaf)
         needed = _splits_read(config)
         with (
             library.consent(True),
             self._templates(),
-            data_map.serving(self.mapping, needed, leaf.name, leaf.source, self._roots(variables)) as handed,
+            data_map.serving(
+                self.mapping, needed, leaf.name, leaf.source, self._roots(variables), _split_keys(config)
+            ) as handed,
         ):
             try:
                 task = library.build_task(config)
@@ -161,6 +201,8 @@ class _LmEvalRunner:
         self.by_doc = {k: sorted(v, key=lambda i: i.idx) for k, v in by_doc.items()}
         samples = []
         for position, (doc_id, doc) in enumerate(self.docs):
+            if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
+                self._check_choices(task, doc_id, doc)
             instances = self.by_doc[doc_id]
             first = instances[0].arguments
             prompt = first[0] if isinstance(first, tuple) else first
@@ -169,16 +211,6 @@ class _LmEvalRunner:
                 for i in instances
                 if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)
             ]
-            if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
-                empty = [i for i, c in enumerate(task.doc_to_choice(doc)) if not str(c).strip()]
-                if empty:  # its scored text is only the delimiter, which a model nearly always prefers: a silent number
-                    raise TaskDefinitionError(
-                        f"task '{self.leaf.name}', document {doc_id}: doc_to_choice gave an empty choice "
-                        f"(number {empty[0]}) among {task.doc_to_choice(doc)!r:.120}",
-                        file=self.leaf.source,
-                        row=doc_id + 1,
-                        field="doc_to_choice",
-                    )
             target = task.doc_to_target(doc)
             if choices and isinstance(target, int) and not isinstance(target, bool) and not 0 <= target < len(choices):
                 # lm-eval would score this document as wrong whatever the model says: a silent number
@@ -210,6 +242,65 @@ class _LmEvalRunner:
                 )
             )
         return samples
+
+    def _check_choices(self, task: Any, doc_id: int, doc: Any) -> None:
+        """A ``multiple_choice`` document's choices and target, before any model runs: lm-eval would crash while
+        scoring it (a choice that is not text, no choices, a target that is neither an index nor a choice) or
+        score it silently (an empty choice is only the delimiter, which a model nearly always prefers; a text
+        target that is none of the choices is wrong whatever the model says)."""
+
+        def fail(message: str, field: str) -> TaskDefinitionError:
+            return TaskDefinitionError(
+                f"task '{self.leaf.name}', document {doc_id}: {message}",
+                file=self.leaf.source,
+                row=doc_id + 1,
+                field=field,
+            )
+
+        given = task.doc_to_choice(doc)
+        try:  # lm-eval iterates whatever it is given (a text's letters, a mapping's keys)
+            choices = list(given)
+        except TypeError:
+            choices = []
+        if not choices:
+            raise fail(f"doc_to_choice gave {given!r:.120}, not a list of one or more choices", "doc_to_choice")
+        for index, choice in enumerate(choices):
+            if not isinstance(choice, str):
+                raise fail(
+                    f"doc_to_choice gave {type(choice).__name__} {choice!r:.40} (number {index}) among "
+                    f"{choices!r:.120}; every choice is a text",
+                    "doc_to_choice",
+                )
+            if not choice.strip():
+                raise fail(
+                    f"doc_to_choice gave an empty choice (number {index}) among {choices!r:.120}", "doc_to_choice"
+                )
+        if task.multiple_input:  # the gold is the document's doc_to_text (one context per choice)
+            return
+        target = task.doc_to_target(doc)
+        golds = target if isinstance(target, list) else [target]
+        for gold in golds:
+            if (
+                isinstance(gold, str)
+                and isinstance(given, (list, tuple))
+                and gold not in choices
+                and not isinstance(target, list)
+            ):
+                raise fail(
+                    f"doc_to_target gave {gold!r:.60}, which is none of its choices {choices!r:.120}", "doc_to_target"
+                )
+            if not isinstance(gold, (int, str)):
+                raise fail(
+                    f"doc_to_target gave {type(gold).__name__} {gold!r:.60}; for multiple_choice it is the index of "
+                    f"the right choice (a whole number) or its text",
+                    "doc_to_target",
+                )
+            if isinstance(target, list) and (isinstance(gold, str) or not 0 <= gold < len(choices)):
+                raise fail(
+                    f"doc_to_target gave {gold} among {target!r:.60}, out of range for its {len(choices)} choices "
+                    f"{choices!r:.120}",
+                    "doc_to_target",
+                )
 
     # ------------------------------------------------------------ model calls and scoring
     def predict_samples(self, samples, prompts, executor: Executor):

@@ -56,7 +56,57 @@ def _first_document(exc: BaseException) -> str | None:
             )
         if isinstance(exc, IndexError) and names.get("choice") == "":
             return f"doc_to_choice gave an empty choice for the first document: {choices!r:.120}"
+        choice = names.get("choice")
+        if isinstance(exc, TypeError) and "choice" in names and not isinstance(choice, str):
+            return (
+                f"doc_to_choice gave {type(choice).__name__} {choice!r:.40} for the first document, among "
+                f"{choices!r:.120}; every choice is a text"
+            )
     return None
+
+
+def _fewshot_draw(exc: BaseException, config: dict[str, Any]) -> str | None:
+    """lm-eval's sampler could not draw ``num_fewshot`` examples from its pool (``random.sample`` larger than the
+    population, or first_n's assertion): how many were asked for, and how many the pool holds."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        names = frame.f_locals
+        if not frame.f_code.co_filename.endswith("samplers.py") or frame.f_code.co_name != "sample":
+            continue
+        asked, sampler = names.get("n"), names.get("self")
+        if not isinstance(asked, int) or sampler is None:
+            continue
+        try:
+            pool = len(sampler.fewshot_docs())
+        except Exception:
+            pool = len(getattr(sampler, "df", None) or [])
+        split = (
+            config.get("fewshot_split")
+            or (
+                (config.get("fewshot_config") or {}).get("split")
+                if isinstance(config.get("fewshot_config"), dict)
+                else None
+            )
+            or config.get("training_split")
+            or config.get("validation_split")
+            or config.get("test_split")
+        )
+        where = f" (split '{split}')" if split else ""
+        own = names.get("eval_doc") is not None
+        spare = " and the evaluated document itself, when drawn, is left out" if own else ""
+        return (
+            f"num_fewshot asks for {asked} few-shot examples, but the few-shot pool{where} holds {pool} "
+            f"document(s){spare}; lower num_fewshot (or --num-fewshot) or give a larger few-shot split"
+        )
+    return None
+
+
+def _document(exc: BaseException) -> int | None:
+    """The document lm-eval was building requests for (its ``doc_id``), when the exception came from one."""
+    found = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_name == "build_all_requests" and isinstance(frame.f_locals.get("doc_id"), int):
+            found = frame.f_locals["doc_id"]
+    return found
 
 
 def task_error(
@@ -68,6 +118,12 @@ def task_error(
     catalogue: Path | None = None,
 ) -> TaskDefinitionError:
     """``exc``, raised while lm-eval ``stage`` (e.g. "builds") task ``name``, as a clear error."""
+    shots = _fewshot_draw(exc, config)
+    if shots is not None:
+        return TaskDefinitionError(f"task '{name}': {shots}", file=source, field="num_fewshot")
+    document = _document(exc)
+    row = document + 1 if document is not None else None
+    at = f", document {document}" if document is not None else ""
     roots = [p for p in (source.parent if source else None, catalogue) if p is not None]
     origin = user_origin(exc, roots)
     hook = _hook_key(config, exc)
@@ -82,7 +138,7 @@ def task_error(
     first = _first_document(exc)
     if first is not None:
         field = "doc_to_choice" if "doc_to_choice" in first.split(" ", 1)[0] else "doc_to_target"
-        return TaskDefinitionError(f"task '{name}': {first}", file=source, field=field)
+        return TaskDefinitionError(f"task '{name}': {first}", file=source, row=1, field=field)
     reading = [
         frame.f_code.co_name
         for frame, _ in traceback.walk_tb(exc.__traceback__)
@@ -91,9 +147,10 @@ def task_error(
     if reading:  # lm-eval could not apply a doc_to_* key to a document (a number where a field or template belongs)
         key = reading[-1]
         return TaskDefinitionError(
-            f"task '{name}': lm-eval cannot apply {key} ({config.get(key)!r:.80}) to the documents: "
+            f"task '{name}'{at}: lm-eval cannot apply {key} ({config.get(key)!r:.80}) to the documents: "
             f"{describe(exc)}; it names a field, holds a Jinja template or a list",
             file=source,
+            row=row,
             field=key,
         )
     return TaskDefinitionError(

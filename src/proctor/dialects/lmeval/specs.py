@@ -7,6 +7,7 @@ lm-eval aggregation replaces the value in the results (``corpus_metrics``).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -130,7 +131,56 @@ _GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_gen_toks": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number, 1 or more"),
     "temperature": (lambda v: _number(v, 0.0, sys.float_info.max), "a finite number, 0 or more"),
     "top_p": (lambda v: _number(v, sys.float_info.min, 1.0), "a number above 0 and at most 1"),
+    "do_sample": (lambda v: isinstance(v, bool), "true or false"),
 }
+
+
+def _unknown(kind: str, value: str, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(value, known, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"lm-eval's {kind}s: {', '.join(sorted(known))}"
+    return f"lm-eval has no {kind} '{value}'; {hint}"
+
+
+def check_registered_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+    """Names lm-eval looks up in its registries while it builds or scores the task: each metric_list entry's
+    ``metric`` key and ``aggregation``, each filter step's ``function``, the few-shot ``sampler``. An unknown one
+    is a bare KeyError while the task is built, or a crash only after the model ran (an unknown aggregation)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY, FILTER_REGISTRY
+    from lm_eval.api.samplers import SAMPLER_REGISTRY
+
+    def fail(message: str, field: str) -> TaskDefinitionError:
+        return TaskDefinitionError(f"task '{name}': {message}", file=source, field=field)
+
+    if not AGGREGATION_REGISTRY.keys():
+        import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's aggregations
+    if not FILTER_REGISTRY.keys():
+        import lm_eval.filters  # noqa: F401 - registers lm-eval's filters
+    for index, item in enumerate(config.get("metric_list") or []):
+        if not isinstance(item, dict) or "metric" not in item:
+            raise fail(
+                f"a metric_list entry is a mapping with a 'metric' key (and optionally 'aggregation', "
+                f"'higher_is_better'), got {item!r:.60}",
+                f"metric_list[{index}]",
+            )
+        aggregation = item.get("aggregation")
+        if "aggregation" in item and not callable(aggregation):
+            known = list(AGGREGATION_REGISTRY.keys())
+            if not isinstance(aggregation, str) or aggregation not in known:
+                raise fail(_unknown("aggregation", str(aggregation), known), f"metric_list[{index}].aggregation")
+    for index, entry in enumerate(config.get("filter_list") or []):
+        for step, item in enumerate(entry.get("filter") or []):
+            field = f"filter_list[{index}].filter[{step}]"
+            if not isinstance(item, dict) or "function" not in item:
+                raise fail(f"a filter step is a mapping with a 'function' key, got {item!r:.60}", field)
+            function = item["function"]
+            known = list(FILTER_REGISTRY.keys())
+            if not callable(function) and (not isinstance(function, str) or function not in known):
+                raise fail(_unknown("filter", str(function), known), f"{field}.function")
+    sampler = (config.get("fewshot_config") or {}).get("sampler")
+    if isinstance(sampler, str) and sampler not in SAMPLER_REGISTRY:
+        raise fail(_unknown("few-shot sampler", sampler, list(SAMPLER_REGISTRY)), "fewshot_config.sampler")
 
 
 def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | None) -> None:
@@ -158,6 +208,17 @@ def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | Non
             except re.error as exc:
                 field = f"filter_list[{index}].filter[{step}].regex_pattern"
                 raise fail(f"regex_pattern {pattern!r} does not compile: {exc}", field) from None
+    for key in ("target_delimiter", "fewshot_delimiter"):  # lm-eval joins texts with them (a number: a crash)
+        if key in config and not isinstance(config[key], str):
+            raise fail(f"'{key}' is a string joining texts, got {type(config[key]).__name__} {config[key]!r:.60}", key)
+    repeats = config.get("repeats", 1)
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+        raise fail(f"'repeats' is a whole number, 1 or more, got {repeats!r:.60}", "repeats")
+    fewshot = config.get("fewshot_config")
+    if fewshot is not None and not isinstance(fewshot, dict):
+        raise fail(
+            f"'fewshot_config' is a mapping (sampler, samples, ...), got {type(fewshot).__name__}", "fewshot_config"
+        )
     settings = config.get("generation_kwargs")
     if settings is not None and not isinstance(settings, dict):
         raise fail(f"'generation_kwargs' is a mapping, got {type(settings).__name__}", "generation_kwargs")
@@ -176,13 +237,25 @@ def _digest(config: Mapping[str, Any]) -> str:
 def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mapping[str, Any] | None = None) -> Task:
     """``options``: the dialect options a task records (``bootstrap_iters``: lm-eval's, for standard errors)."""
     config = leaf.config
+    if "output_type" in config and config["output_type"] is None:  # lm-eval then makes no requests: a crash
+        raise TaskDefinitionError(
+            f"task '{leaf.name}': output_type is null; it is one of lm-eval's output types: {', '.join(KINDS)}",
+            file=leaf.source,
+            field="output_type",
+        )
     output_type = str(config.get("output_type") or "generate_until")
     if output_type not in KINDS:
+        close = difflib.get_close_matches(output_type, list(KINDS), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise TaskDefinitionError(
-            f"task '{leaf.name}': unknown output_type '{output_type}'", file=leaf.source, field="output_type"
+            f"task '{leaf.name}': unknown output_type '{output_type}'; {hint}lm-eval's output types: "
+            f"{', '.join(KINDS)}",
+            file=leaf.source,
+            field="output_type",
         )
     kind, handler = KINDS[output_type]
     check_config_shapes(config, leaf.name, leaf.source)
+    check_registered_names(config, leaf.name, leaf.source)
     check_metric_names(config, leaf.name, leaf.source)
     shots = config.get("num_fewshot")
     if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
