@@ -2148,3 +2148,19 @@ for _command, _field, _value in (
         ["out/samples.jsonl:1", f"field '{_field}'"],
         setup=lambda folder, f=_field, v=_value: _record_field(folder, f, v),
     )
+
+
+# --- model options out of range: failed deep in the HTTP client (an internal error) or changed the numbers silently ---
+_OPENAI = RUN + ["-m", "openai:x", "--base-url", "http://127.0.0.1:9/v1"]
+for _arg, _words in (
+    ("timeout=-1", ["timeout=-1", "above 0"]),  # before: an internal ValueError from httpx
+    ("timeout=0", ["timeout=0", "above 0"]),
+    ("concurrency=0", ["concurrency=0", "at least 1"]),  # before: taken as 1 without a word
+    ("max_retries=-2", ["max_retries=-2", "at least 0"]),
+):
+    add(f"cli-openai-arg-{_arg.split('=')[0]}-{_arg.split('=')[1][:6]}", _OPENAI + ["--model-arg", _arg], _words)
+add(
+    "cli-hf-pack-tokens-negative",  # before: ran, every request cut into its own row (other numbers)
+    RUN + ["-m", "{model}", "--model-arg", "pack_tokens=-5"],
+    ["pack_tokens=-5", "at least 1"],
+)

@@ -32,3 +32,17 @@ def check_option_types(cls: Any, options: dict[str, Any]) -> None:
         if wrong:
             wanted = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a text"}[declared]
             raise ModelLoadError(f"--model-arg {name}={value!r}: {name} takes {wanted}, got {type(value).__name__}")
+
+
+def check_bounds(options: dict[str, Any], lowest: dict[str, tuple[float, bool]]) -> None:
+    """Numeric ``--model-arg`` values below their least sensible value (``lowest``: name -> (bound, whether the
+    bound itself is allowed)), refused before anything loads rather than failing deep in a client or a loop."""
+    import math
+
+    for name, (bound, allowed) in lowest.items():
+        value = options.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue  # absent, or of another type (check_option_types says so)
+        if not math.isfinite(value) or value < bound or (value == bound and not allowed):
+            relation = "at least" if allowed else "above"
+            raise ModelLoadError(f"--model-arg {name}={value!r}: {name} must be a number {relation} {bound:g}")

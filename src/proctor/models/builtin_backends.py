@@ -8,14 +8,18 @@ model or option that cannot load; the checks every backend shares are ``models.r
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import ModelLoadError
 from proctor.core.redact import mask_url_credentials
-from proctor.models.backend_options import check_option_types, named_parameters
+from proctor.models.backend_options import check_bounds, check_option_types, named_parameters
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES, converted_default_model, default_model_path
+
+log = logging.getLogger(__name__)
 
 # Options the CLI sends every backend; the openai backend accepts and ignores them.
 _LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
@@ -88,6 +92,7 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
 
     check_sharding(options.get("device_map"), options.get("max_memory"))
     check_option_types(typed, options)
+    check_bounds(options, {"pack_tokens": (1.0, True)})  # a row's token budget: below 1 every request is cut apart
     return named_parameters(typed)
 
 
@@ -137,4 +142,22 @@ def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
             "(for example http://127.0.0.1:8000/v1)"
         )
     check_option_types(OpenAIModel, options)
+    check_bounds(options, _OPENAI_BOUNDS)
+    key = options.get("api_key_env")
+    if key and "api_key_env" in options and key not in os.environ:  # named on purpose, yet missing: say so now
+        log.warning("--model-arg api_key_env=%s: %s is not set, so requests go without a key", key, key)
     return named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
+
+
+# name -> (least value, whether it is allowed): a timeout of 0 or below makes the HTTP client raise on each call.
+_OPENAI_BOUNDS: dict[str, tuple[float, bool]] = {
+    "timeout": (0, False),
+    "max_retries": (0, True),
+    "backoff": (0, True),
+    "concurrency": (1, True),
+    "batch": (1, True),
+    "top_logprobs": (0, True),
+    "price_prompt": (0, True),
+    "price_completion": (0, True),
+    "batch_poll": (0, True),
+}
