@@ -201,10 +201,13 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
         from proctor.models.registry import check_model_options, check_model_source
 
         check_model_options(model.model, dict(model.options))
-        if model.cluster_options() is not None:  # a missing package before the network
-            from proctor.engine.ray_cluster import require_ray
+        cluster = model.cluster_options()
+        if cluster is not None:  # a missing package, then a cluster that does not answer, before anything loads
+            from proctor.engine.ray_cluster import check_reachable, require_ray
 
             require_ray()
+            if cluster.address is not None:
+                check_reachable(cluster.address)
         check_model_source(model.model, dict(model.options))
     with contextlib.ExitStack() as held:
         if output.output_dir is not None:  # one writer per run folder, taken before the model loads

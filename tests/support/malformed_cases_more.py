@@ -2164,3 +2164,13 @@ add(
     RUN + ["-m", "{model}", "--model-arg", "pack_tokens=-5"],
     ["pack_tokens=-5", "at least 1"],
 )
+
+
+# --- Ray flags: replica shapes in a run without replicas (ignored before), a cluster that does not answer (Ray's
+# client retried for minutes before failing) -------------------------------------------------------------------
+for _flag in (["--worker-node", "10.0.0.9"], ["--cpus-per-worker", "4"], ["--worker-resources", "tpu=1"]):
+    add(f"cli-ray-{_flag[0][2:]}-without-workers", RUN + _flag, [_flag[0], "--workers"])
+add(
+    "cli-ray-address-not-host-port", RUN + ["--ray-address", "my-cluster"], ["--ray-address", "my-cluster", "HOST:PORT"]
+)
+add("cli-ray-address-nothing-answers", RUN + ["--ray-address", "127.0.0.1:9"], ["--ray-address", "127.0.0.1:9"])

@@ -130,6 +130,18 @@ def resources_from(items: Optional[List[str]]) -> dict[str, float]:
     return out
 
 
+def check_worker_flags(on_ray: bool, tensor_parallel: bool, given: Mapping[str, Any]) -> None:
+    """Flags that shape Ray replicas (``given``: flag -> whether it was given) mean nothing in a run that does not go
+    to Ray: refused rather than ignored. ``--gpus-per-worker`` is also a vllm model's tensor-parallel size."""
+    if on_ray:
+        return
+    for flag, was_given in given.items():
+        if was_given and not (flag == "--gpus-per-worker" and tensor_parallel):
+            raise typer.BadParameter(
+                "shapes Ray replicas, and this run has none: add --workers N (N > 1) or --ray-address", param_hint=flag
+            )
+
+
 def model_args_from(items: Optional[List[str]]) -> dict:
     """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
     out: dict = {}

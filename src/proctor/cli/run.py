@@ -24,6 +24,7 @@ from proctor.cli.options import (
     McFormat,
     batch_size_from,
     check_model_arg_flags,
+    check_worker_flags,
     choices,
     device_option,
     dialect_options,
@@ -398,6 +399,9 @@ def run(
         options.update(given)
     if backend is not None and backend.tensor_parallel and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
+    worker_flags = {"--cpus-per-worker": cpus_per_worker != 1.0, "--gpus-per-worker": gpus_per_worker != 0.0}
+    worker_flags.update({"--worker-resources": bool(worker_resources), "--worker-node": bool(worker_nodes)})
+    check_worker_flags(workers > 1 or bool(ray_address), backend is not None and backend.tensor_parallel, worker_flags)
     cluster = None
     if workers > 1 or ray_address:
         cluster = dict(

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from proctor.core.errors import MissingDependencyError
+from proctor.core.errors import MissingDependencyError, ProctorError
 
 
 def _loopback_only(ray: ModuleType) -> Callable[[], None]:
@@ -79,5 +80,23 @@ def connect(ray: ModuleType, address: str | None, workers: int, cpus_per_worker:
             restore()
             raise
         return restore
+    check_reachable(address)
     ray.init(address=address, **kwargs)
     return None
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) that nothing answers at: one error now, where Ray's own client
+    would retry for a minute or more (its GCS connection) before failing."""
+    if address in ("auto", "local"):  # Ray finds the local node's address itself, or starts one
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ProctorError(f"--ray-address '{address}' is not HOST:PORT (e.g. 10.0.0.5:6379), ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ProctorError(
+            f"--ray-address '{address}': nothing answers there ({exc.strerror or type(exc).__name__}); "
+            "start the cluster first (ray start --head) or check the address"
+        ) from None
