@@ -1,7 +1,8 @@
 """Hundreds of malformed inputs across every format and option, each run through the ``proctor`` command in
 a fresh interpreter: each ends with a non-zero exit, no traceback, and one message naming the file, the
 row or line, and the field or option, before any model loads wherever the problem can be known then.
-The cases live in malformed_cases.py, malformed_cases_more.py and malformed_cases_lmeval.py.
+The cases live in malformed_cases.py, malformed_cases_more.py and one file per area (malformed_cases_lmeval.py,
+malformed_cases_seeds.py, malformed_cases_images.py).
 
 The default model is a tripwire: ``PROCTOR_HOME`` points at a folder whose "converted default model" is a
 damaged model folder named ``tripwire-model-was-loaded``, so a case whose error came only after the model
@@ -24,8 +25,9 @@ from tests.conftest import REPO
 from tests.support.malformed_cases import BASE, CASES, Case
 from tests.support.malformed_cases_lmeval import LMEVAL
 from tests.support.malformed_cases_more import MORE
+from tests.support.malformed_cases_seeds import SEEDS
 
-ALL = CASES + MORE + LMEVAL
+ALL = CASES + MORE + LMEVAL + SEEDS
 TRIPWIRE = "tripwire-model-was-loaded"
 
 

@@ -80,12 +80,24 @@ def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
         ) from None
 
 
+class RowProblem(Exception):
+    """Raised by ``_fail(message[, value])`` in a template: the row does not fit the task's format."""
+
+
+def _fail(message: Any, value: Any = _NO_DEFAULT) -> Any:
+    """``{{ x if x is string else _fail("'x' must be a text", x) }}``: a template's own check of a row, reported
+    as an error naming the row's file, the row and the template's field (a dialect states its format so)."""
+    got = "" if value is _NO_DEFAULT else f", got {type(value).__name__}: {value!r:.60}"
+    raise RowProblem(f"{message}{got}")
+
+
 _ENV = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
     _env.filters["int"] = _strict_int
     _env.filters["float"] = _strict_float
+    _env.globals["_fail"] = _fail
 
 
 @lru_cache(maxsize=4096)
@@ -140,6 +152,8 @@ class _Compiled:
                 line=self.line,
                 field=self.field,
             ) from None
+        except RowProblem as exc:
+            raise TaskDefinitionError(str(exc), file=file, row=row, field=self.field) from None
         except jinja2.UndefinedError as exc:
             raise TaskDefinitionError(
                 f"the template '{self.field}' uses a field this row does not have ({exc.message}); "

@@ -106,9 +106,15 @@ class UseCase(abc.ABC):
             raise ValueError(f"two evaluation metrics share a name: {names}")
         self.evaluation_metrics = metrics
         self._metrics_by_name = {m.name: m for m in metrics}  # AISteer360's attribute
+        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)):
+            raise TypeError(
+                f"num_samples must be an integer (the number of rows to keep; -1 for all), got "
+                f"{type(num_samples).__name__} {num_samples!r:.60}"
+            )
         self.num_samples = num_samples
         self.shuffle = shuffle
         self.seed = seed
+        self._check_settings()
         rows, self._data_label = load_rows(evaluation_data)
         if not rows:
             warnings.warn(f"{type(self).__name__}: the evaluation data is empty", UserWarning, stacklevel=2)
@@ -120,6 +126,10 @@ class UseCase(abc.ABC):
         self.evaluation_data: list[dict] = rows
 
     # ------------------------------------------------------------------ validation
+    def _check_settings(self) -> None:
+        """A subclass's check of its settings (the keyword arguments, now attributes), run when it is built,
+        before any model loads; raise ``ValueError`` / ``TypeError`` naming the setting."""
+
     def _check_rows(self, rows: list[Any]) -> None:
         seen: dict[Any, int] = {}
         required = list(dict.fromkeys(self._EVALUATION_REQ_KEYS))

@@ -56,6 +56,15 @@ class CommonsenseMCQA(UseCase):
     strict_letters: bool = True  # parse only letters that were offered (the reference accepts any A–Z)
     score_letters: bool = True  # score each offered letter: letter_probs and confidence per reply
 
+    def _check_settings(self) -> None:
+        runs = self.num_shuffling_runs
+        try:
+            whole = not isinstance(runs, bool) and int(runs) == float(runs)
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole or int(runs) < 1:
+            raise ValueError(f"num_shuffling_runs must be a whole number, at least 1, got {runs!r:.60}")
+
     def validate_evaluation_data(self, row: dict[str, Any]) -> None:
         choices = row["choices"]
         if not isinstance(choices, list) or len(choices) < 2:

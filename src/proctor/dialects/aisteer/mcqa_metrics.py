@@ -144,6 +144,8 @@ class MCQACalibration(Metric):
     n_bins: int  # an attribute once Metric.__init__ has run
 
     def __init__(self, n_bins: int = 10, **extras: Any) -> None:
+        if isinstance(n_bins, bool) or not isinstance(n_bins, int):
+            raise TypeError(f"MCQACalibration: n_bins must be an integer, got {type(n_bins).__name__} {n_bins!r:.60}")
         if n_bins < 1:
             raise ValueError("n_bins must be at least 1")
         super().__init__(n_bins=n_bins, **extras)

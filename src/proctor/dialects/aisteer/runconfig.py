@@ -28,7 +28,7 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_code import refusal
@@ -83,6 +83,78 @@ def _names_code(spec: Any) -> str | None:
     return None
 
 
+# gen_kwargs keys proctor's generation reads, and what each must be (a wrong type fails only mid-run, inside
+# the model's generation loop: checked where the file is read). Other keys are the use case's own business.
+_COUNTS = {"max_new_tokens": 1, "num_beams": 1, "min_new_tokens": 0, "no_repeat_ngram_size": 0, "top_k": 0}
+_NUMBERS = ("temperature", "top_p", "length_penalty", "repetition_penalty")
+
+
+def gen_kwargs_problem(gen_kwargs: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, problem) for the first ``gen_kwargs`` value proctor's generation cannot use; None when all fit."""
+    for key, value in gen_kwargs.items():
+        if value is None:
+            continue
+        if key in _COUNTS or key in ("seed", "batch_size"):
+            least = _COUNTS.get(key, 1 if key == "batch_size" else None)
+            if isinstance(value, bool) or not isinstance(value, int):
+                return key, f"'{key}' must be an integer, got {type(value).__name__}: {value!r:.60}"
+            if least is not None and value < least:
+                return key, f"'{key}' must be at least {least}, got {value}"
+        elif key in _NUMBERS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                return key, f"'{key}' must be a number, got {type(value).__name__}: {value!r:.60}"
+        elif key == "do_sample" and not isinstance(value, bool):
+            return key, f"'do_sample' must be true or false, got {type(value).__name__}: {value!r:.60}"
+        elif key == "stop" and not (
+            isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+        ):
+            return key, f"'stop' must be a text or a list of texts, got {value!r:.60}"
+    return None
+
+
+def runtime_overrides_problem(overrides: Any) -> str | None:
+    """Why ``runtime_overrides`` is not AISteer360's ``{ControlName: {argument: column}}``; None when it is."""
+    if not isinstance(overrides, Mapping):
+        got = f"{type(overrides).__name__}: {overrides!r:.60}"
+        return f"must be a mapping {{ControlName: {{argument: column}}}}, got {got}"
+    for control, arguments in overrides.items():
+        if not isinstance(arguments, Mapping):
+            return (
+                f"'{control}' must map the control's arguments to evaluation data columns, got "
+                f"{type(arguments).__name__}: {arguments!r:.60}"
+            )
+    return None
+
+
+def check_settings(
+    gen_kwargs: Any, runtime_overrides: Any, batch_size: Any, file: Path, line_of: Callable[[str], int | None]
+) -> None:
+    """The generation settings a use case file or config gives, checked before any model loads."""
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise TaskDefinitionError(
+            f"'batch_size' must be a positive integer, got {batch_size!r:.60}",
+            file=file,
+            line=line_of("batch_size"),
+            field="batch_size",
+        )
+    if isinstance(gen_kwargs, Mapping):
+        problem = gen_kwargs_problem(gen_kwargs)
+        if problem is not None:
+            key, message = problem
+            raise TaskDefinitionError(
+                f"gen_kwargs: {message}", file=file, line=line_of("gen_kwargs"), field=f"gen_kwargs.{key}"
+            )
+    if runtime_overrides is not None:
+        wrong = runtime_overrides_problem(runtime_overrides)
+        if wrong is not None:
+            raise TaskDefinitionError(
+                f"'runtime_overrides' {wrong}",
+                file=file,
+                line=line_of("runtime_overrides"),
+                field="runtime_overrides",
+            )
+
+
 def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
     """A ``--use-case-config`` file. Metric code it names (not the command line) runs only when ``trusted``
     (--trust-task-code); its data path stays in its folder."""
@@ -115,10 +187,7 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
         if code and not trusted:
             raise refusal(f"evaluation_metrics '{code}'", file=path, field="evaluation_metrics")
     batch_size = raw.get("batch_size")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-        raise TaskDefinitionError(
-            f"'batch_size' must be a positive integer, got {batch_size!r}", file=path, field="batch_size"
-        )
+    check_settings(raw.get("gen_kwargs"), raw.get("runtime_overrides"), batch_size, path, lambda key: None)
     return UseCaseConfig(
         evaluation_data=resolve_data(raw.get("evaluation_data"), path.parent, path),
         evaluation_metrics=[(m, path.parent) for m in raw["evaluation_metrics"]]

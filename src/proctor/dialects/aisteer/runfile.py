@@ -30,6 +30,7 @@ from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.runconfig import (
     UseCaseConfig,
     build_metrics,
+    check_settings,
     command_line_config,
     read_config,
     resolve_data,
@@ -38,22 +39,36 @@ from proctor.dialects.aisteer.user_files import import_user_file, line_in
 from proctor.plugins.aisteer import AISteerOptions
 
 
+def _line_of(path: Path, name: str) -> int | None:
+    """The line of the use case file's module-level assignment to ``name``."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.search(rf"^{name}\s*[:=]", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
 def _setting(module: Any, path: Path, name: str, kinds: tuple[type, ...], wanted: str) -> Any:
     """The use case file's module-level ``name`` when it is one of ``kinds`` (None when absent); else an error
     naming the file, the line of the assignment and the name."""
     value = getattr(module, name, None)
     if value is None or isinstance(value, kinds):
         return value
-    text = path.read_text(encoding="utf-8", errors="replace")
-    match = re.search(rf"^{name}\s*[:=]", text, re.MULTILINE)
-    line = text.count("\n", 0, match.start()) + 1 if match else None
     raise TaskDefinitionError(
-        f"'{name}' must be {wanted}, got {type(value).__name__}: {value!r:.60}", file=path, line=line, field=name
+        f"'{name}' must be {wanted}, got {type(value).__name__}: {value!r:.60}",
+        file=path,
+        line=_line_of(path, name),
+        field=name,
     )
 
 
 def _module_config(module: Any, path: Path) -> UseCaseConfig:
     metrics = _setting(module, path, "evaluation_metrics", (list, tuple), "a list of metrics")
+    check_settings(
+        getattr(module, "gen_kwargs", None),
+        getattr(module, "runtime_overrides", None),
+        getattr(module, "batch_size", None),
+        path,
+        lambda name: _line_of(path, name),
+    )
     return UseCaseConfig(
         evaluation_data=resolve_data(getattr(module, "evaluation_data", None), path.parent, path),
         evaluation_metrics=[(m, path.parent) for m in metrics] if metrics is not None else None,
@@ -62,6 +77,31 @@ def _module_config(module: Any, path: Path) -> UseCaseConfig:
         batch_size=getattr(module, "batch_size", None),
         runtime_overrides=getattr(module, "runtime_overrides", None),
     )
+
+
+def _nothing_ignored(config: UseCaseConfig | None, path: Path) -> None:
+    """A file whose ``use_case = ...`` is built already takes no data, metrics or use case settings from the
+    command line or a config file: they would be ignored without a word, so they are refused."""
+    if config is None:
+        return
+    given = [
+        (name, option)
+        for name, option, value in (
+            ("evaluation_data", "--use-case-data", config.evaluation_data),
+            ("evaluation_metrics", "--use-case-metric", config.evaluation_metrics),
+            ("use_case_kwargs", "--use-case-arg", config.use_case_kwargs),
+        )
+        if value
+    ]
+    if given:
+        name, option = given[0]
+        raise TaskDefinitionError(
+            f"the file builds its use case itself ('use_case = ...'), so the '{name}' given by {option} or "
+            "--use-case-config would be ignored; give it in the file, or define only the UseCase class there",
+            file=path,
+            line=_line_of(path, "use_case"),
+            field=name,
+        )
 
 
 def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[int | None], tuple[UseCase, dict, dict]]:
@@ -80,6 +120,7 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
             raise TaskDefinitionError(
                 f"'use_case' is a {type(use_case).__name__}, not a UseCase", file=path, field="use_case"
             )
+        _nothing_ignored(config, path)
 
         def given(limit: int | None) -> tuple[UseCase, dict, dict]:
             case = use_case

@@ -152,6 +152,19 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
         )
     if isinstance(config["metrics"], str):
         config["metrics"] = [config["metrics"]]
+    metrics = config["metrics"]
+    if metrics is not None:
+        odd = next((m for m in metrics if not isinstance(m, str) or not m.strip()), None)
+        if odd is not None or not metrics:
+            raise TaskDefinitionError(
+                f"'metrics' lists metric names (e.g. [Accuracy]), got {odd!r:.60}"
+                if metrics
+                else "'metrics' is empty: GLM would compute nothing; leave the key out for the type's default "
+                f"({', '.join(DEFAULT_METRICS.get(config['type'], ['Accuracy']))})",
+                file=path,
+                line=lines.get("metrics"),
+                field="metrics",
+            )
     pattern = config["file_pattern"]
     if isinstance(pattern, dict):
         if not pattern or not all(isinstance(k, str) and isinstance(v, str) for k, v in pattern.items()):
@@ -161,7 +174,35 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 line=lines.get("file_pattern"),
                 field="file-pattern",
             )
+    globs = pattern if isinstance(pattern, dict) else {"": pattern}
+    empty = [group for group, glob in globs.items() if not glob.strip()]
+    if empty:
+        raise TaskDefinitionError(
+            f"'file-pattern'{f' group {empty[0]!r}' if empty[0] else ''} is empty: it would match the data "
+            "folder itself, not a file; give a glob such as \"**/test.jsonl\"",
+            file=path,
+            line=lines.get("file_pattern"),
+            field="file-pattern",
+        )
     return config, lines
+
+
+def _text_of(field: str, what: str, blank: bool = True) -> str:
+    """A template giving the row's ``field`` when it is a text (``blank``: or an empty one), else an error naming
+    the row: str() would make a list its Python spelling ("['a', 'b']"), and an empty text scores nothing. A
+    missing field stays the usual "uses a field this row does not have"."""
+    fits = f"{field} is string" if blank else f"({field} is string and {field}.strip())"
+    kind = "a text" if blank else "a non-empty text"
+    fail = f"_fail(\"'{field}' must be {kind} ({what})\", {field})"
+    return f"{{{{ {field} if {field} is not defined or {fits} else {fail} }}}}"
+
+
+# GLM's Accuracy compares the predicted index with ``label`` (pred == label): a text "1" or a list is never equal,
+# so the row would count as a miss whatever the model answers; a number is used as the index (true/false refused).
+_LABEL = (
+    "{{ label if label is not defined or label is number and label is not boolean else "
+    "_fail(\"'label' must be the index of the correct choice (a whole number)\", label) }}"
+)
 
 
 def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
@@ -194,16 +235,16 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     }
     if kind == "multiple_choice":
         spec.update(
-            prompt="{{ inputs_pretokenized }}",
+            prompt=_text_of("inputs_pretokenized", "the question or context the choices continue"),
             choices="{{ choices_pretokenized }}",
-            target="{{ label }}",
+            target=_LABEL,
             max_length=config["max_seq_length"],
         )
     elif kind == "generate":
         beam = config["sampling_strategy"] == "BeamSearchStrategy"
         stop = config["stop"] or []
         spec.update(
-            prompt="{{ inputs_pretokenized }}",
+            prompt=_text_of("inputs_pretokenized", "the input the model continues"),
             target="{{ targets_pretokenized }}",
             max_length=config["max_seq_length"],
             extraction=ExtractionSpec(strip=True),
@@ -220,7 +261,9 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
         window = config["max_seq_length"] - 1
         stride = min(config["generation_length"], window)
         spec.update(
-            text="{{ text }}" if raw_text else "{{ text_pretokenized }}",
+            text=_text_of("text", "the file's text to score", blank=False)
+            if raw_text
+            else _text_of("text_pretokenized", "the text to score", blank=False),
             perplexity=PerplexitySpec(window=window, stride=stride),
         )
     return spec

@@ -81,6 +81,28 @@ def _check_labels(rows: list, data: Any) -> None:
             )
 
 
+def _check_prompts(rows: list, data: Any) -> None:
+    """Each row's ``prompts`` is a list of objects (one per turn) whose fields fill ``task_template``; a text or
+    a number there would fail inside ``str.format`` (SEA-HELM stops with a TypeError): an error naming the row."""
+    from proctor.core.errors import TaskDefinitionError
+
+    for i, row in enumerate(rows):
+        prompts = row.get("prompts") if isinstance(row, dict) else None
+        if prompts is None:
+            continue
+        if not isinstance(prompts, list):
+            problem = f"'prompts' must be a list of objects (one per turn), got {type(prompts).__name__}"
+        else:
+            odd = next((t for t, p in enumerate(prompts) if not isinstance(p, dict)), None)
+            if odd is None:
+                continue
+            problem = (
+                f"'prompts' item {odd} is {type(prompts[odd]).__name__} {prompts[odd]!r:.60}: each turn is an "
+                "object whose fields fill the prompt template's task_template"
+            )
+        raise TaskDefinitionError(problem, file=str(data) if data else None, row=i + 1, field="prompts")
+
+
 class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
     kind = "generate"
 
@@ -215,6 +237,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
         loader.dataset = rows = RowList(rows)
         self._images = row_images(rows, self.options.data)  # image tasks: read and checked before a model loads
         _check_labels(rows, self.options.data)
+        _check_prompts(rows, self.options.data)
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
         ready = self._ready_conversations(loader, rows, 1)
