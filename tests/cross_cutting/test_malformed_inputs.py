@@ -1,7 +1,8 @@
 """Hundreds of malformed inputs across every format and option, each run through the ``proctor`` command in
 a fresh interpreter: each ends with a non-zero exit, no traceback, and one message naming the file, the
 row or line, and the field or option, before any model loads wherever the problem can be known then.
-The cases live in malformed_cases.py, malformed_cases_more.py and malformed_cases_lmeval.py.
+The cases live in malformed_cases.py, malformed_cases_more.py, malformed_cases_lmeval.py and
+malformed_cases_images.py.
 
 The default model is a tripwire: ``PROCTOR_HOME`` points at a folder whose "converted default model" is a
 damaged model folder named ``tripwire-model-was-loaded``, so a case whose error came only after the model
@@ -22,10 +23,11 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.malformed_cases import BASE, CASES, Case
+from tests.support.malformed_cases_images import IMAGES
 from tests.support.malformed_cases_lmeval import LMEVAL
 from tests.support.malformed_cases_more import MORE
 
-ALL = CASES + MORE + LMEVAL
+ALL = CASES + MORE + LMEVAL + IMAGES
 TRIPWIRE = "tripwire-model-was-loaded"
 
 
@@ -137,7 +139,7 @@ def images_unreadable() -> str | None:
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_malformed_input_is_a_clear_error(case, outcomes):
-    if case.id.startswith("image-") and images_unreadable():
+    if case.id.startswith(("image-", "img2-")) and images_unreadable():
         pytest.skip(images_unreadable())
     code, output = outcomes[case.id]
     check(case, code, output)
