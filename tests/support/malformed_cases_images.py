@@ -125,3 +125,9 @@ add(
     ["task.yaml:8", "'Metrics'", "did you mean 'metrics'"],
     {"task.yaml": native(**{"metrics:": "Metrics:"})},
 )
+add(
+    "native2-breakdown-by-a-list-field",
+    RUN,
+    ["data.jsonl", "row 1", "'breakdown'", "list"],
+    {"task.yaml": native(**{"metrics: [acc]": "metrics: [acc]\n    breakdown: choices"})},
+)
