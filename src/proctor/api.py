@@ -201,6 +201,7 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
         from proctor.models.registry import check_model_options, check_model_source
 
         check_model_options(model.model, dict(model.options))
+        _check_images_taken(prepared, model.model)
         cluster = model.cluster_options()
         if cluster is not None:  # a missing package, then a cluster that does not answer, before anything loads
             from proctor.engine.ray_cluster import check_reachable, require_ray
@@ -223,6 +224,26 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
                 Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
             )
         return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
+
+
+def _check_images_taken(prepared: Sequence[PreparedTask], spec: str) -> None:
+    """A task with images on a model known, before it loads, to take none (a text model's folder, the embedded
+    default): the task file's ``images`` and the model named now, not after loading it."""
+    from proctor.engine.runner import has_images
+    from proctor.models.registry import takes_images
+
+    showing = [p for p in prepared if has_images(p)]
+    if not showing or takes_images(spec) is not False:
+        return
+    task = showing[0].task
+    raise TaskDefinitionError(
+        f"task '{task.name}' shows images, and model '{spec}' takes none (a text model: its config names no "
+        "vision tower); run it on a vision-language model (a local Hugging Face image-text-to-text folder, "
+        "hf-vision:<folder>, or openai:<name> on a server that takes images)",
+        file=task.file,
+        line=task.lines.get("images", task.line),
+        field="images",
+    )
 
 
 def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook | None) -> EvaluationResult:

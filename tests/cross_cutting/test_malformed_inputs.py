@@ -23,11 +23,12 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.malformed_cases import BASE, CASES, Case
+from tests.support.malformed_cases_images import IMAGES
 from tests.support.malformed_cases_lmeval import LMEVAL
 from tests.support.malformed_cases_more import MORE
 from tests.support.malformed_cases_seeds import SEEDS
 
-ALL = CASES + MORE + LMEVAL + SEEDS
+ALL = CASES + MORE + LMEVAL + SEEDS + IMAGES
 TRIPWIRE = "tripwire-model-was-loaded"
 
 
@@ -139,7 +140,7 @@ def images_unreadable() -> str | None:
 
 @pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_malformed_input_is_a_clear_error(case, outcomes):
-    if case.id.startswith("image-") and images_unreadable():
+    if case.id.startswith(("image-", "img2-")) and images_unreadable():
         pytest.skip(images_unreadable())
     code, output = outcomes[case.id]
     check(case, code, output)

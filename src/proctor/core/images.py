@@ -34,10 +34,24 @@ class ImageInput:
         }
 
     def pil(self) -> Any:
-        """The decoded image (RGB), for backends that feed pixels to a processor."""
+        """The decoded image (RGB), for backends that feed pixels to a processor: as ``rgb`` makes it."""
         import io
 
         from PIL import Image
 
         with Image.open(io.BytesIO(self.data)) as image:
-            return image.convert("RGB")
+            return rgb(image)
+
+
+def rgb(image: Any) -> Any:
+    """A PIL image as the Hugging Face stack shows it to a model: turned upright by its EXIF orientation (as
+    ``datasets`` decodes an ``Image`` feature and transformers' ``load_image`` reads a file), and transparency
+    composited onto white (transformers' ``convert_to_rgb``), not dropped to whatever colour lies under it."""
+    from PIL import Image, ImageOps
+
+    upright = ImageOps.exif_transpose(image) or image
+    if "A" in upright.getbands() or upright.info.get("transparency") is not None:
+        with_alpha = upright.convert("RGBA")
+        background = Image.new("RGBA", with_alpha.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, with_alpha).convert("RGB")
+    return upright.convert("RGB")

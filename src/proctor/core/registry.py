@@ -102,6 +102,8 @@ class ModelBackend:
     tensor_parallel: bool = False  # a replica's --gpus-per-worker become its tensor_parallel_size
     hub_models: bool = False  # the rest may be a Hugging Face hub id, looked up on the hub before loading
     tokenizer_folder: bool = False  # the rest is a local folder (or the embedded default) holding the tokenizer
+    # whether the model the rest names takes images, as far as is known before it loads (None: not known then)
+    images: Callable[[str], bool | None] | None = None
 
 
 @dataclass
@@ -148,6 +150,7 @@ class Registry:
         tensor_parallel: bool = False,
         hub_models: bool = False,
         tokenizer_folder: bool = False,
+        images: Callable[[str], bool | None] | None = None,
     ) -> None:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
         tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
@@ -161,6 +164,7 @@ class Registry:
             tensor_parallel=tensor_parallel,
             hub_models=hub_models,
             tokenizer_folder=tokenizer_folder,
+            images=images,
         )
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:

@@ -7,13 +7,25 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationInfo, field_validator, model_validator
 
 TaskKind = Literal["multiple_choice", "generate", "perplexity"]
 
 
+_NUMBERS = (int, float, int | None, float | None, Union[int, None], Union[float, None])
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _number_not_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        """``limit: yes`` is YAML's true, which pydantic would take as the number 1: a number field refuses it."""
+        if isinstance(value, bool) and info.field_name is not None:
+            if cls.model_fields[info.field_name].annotation in _NUMBERS:
+                raise ValueError(f"expects a number, got {str(value).lower()} (YAML reads yes/no/on/off as true/false)")
+        return value
 
 
 class DataSpec(_Frozen):

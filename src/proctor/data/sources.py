@@ -237,6 +237,17 @@ def load_samples(
     raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field="data")
 
 
+def _not_an_id(value: Any) -> str | None:
+    """What an id value is when it is no id (null, NaN, a list or mapping), else None."""
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if not isinstance(value, str) and (hasattr(value, "__len__") or isinstance(value, (set, dict))):
+        return f"a {type(value).__name__}"
+    return None
+
+
 def _to_samples(rows: list[Row], spec: DataSpec, origin: str) -> list[Sample]:
     stems = {row.get(FILE_KEY) for row in rows}
     multi_file = len(stems) > 1
@@ -253,7 +264,16 @@ def _to_samples(rows: list[Row], spec: DataSpec, origin: str) -> list[Sample]:
                 raise TaskDefinitionError(
                     f"the id column '{spec.id}' is missing", file=file, row=row.get(ROW_KEY), field=spec.id
                 )
-            sample_id = str(row[spec.id])
+            value = row[spec.id]
+            shown = _not_an_id(value)
+            if shown is not None:
+                raise TaskDefinitionError(  # str() would make the id 'None' / '[1, 2]': a silent, shared id
+                    f"the id column '{spec.id}' holds {shown}, not a text or a number",
+                    file=file,
+                    row=row.get(ROW_KEY),
+                    field=spec.id,
+                )
+            sample_id = str(value)
         elif multi_file:
             sample_id = f"{row.get(file_key)}/{row.get(ROW_KEY)}"
         else:

@@ -204,6 +204,18 @@ def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) ->
                 line=task.lines.get("breakdown"),
                 field="breakdown",
             )
+        for sample in samples:  # parts are keyed by the value: a list or mapping is no part's name
+            value = sample.fields.get(key)
+            if isinstance(value, (list, tuple, dict, set)) or (
+                hasattr(value, "__len__") and not isinstance(value, str)
+            ):
+                raise TaskDefinitionError(
+                    f"breaks the results down by '{key}', whose value in this row is a {type(value).__name__}, "
+                    "not a text or a number naming a part",
+                    file=sample.file,
+                    row=sample.row,
+                    field="breakdown",
+                )
 
 
 def per_part(samples: Sequence[Sample], key: str, limit: int | float) -> list[Sample]:

@@ -57,6 +57,18 @@ def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
     return {"path": rest, "content": weights_digest(Path(rest))} if Path(rest).is_dir() else None
 
 
+def images_hf(rest: str) -> bool | None:
+    """The embedded default and a local folder whose config names no vision tower take no images; a hub id:
+    not known before it loads."""
+    from proctor.models.hf_vision import is_vision_folder
+
+    if rest.lower() in DEFAULT_MODEL_ALIASES:
+        return False
+    if (Path(rest).expanduser() / "config.json").is_file():
+        return is_vision_folder(Path(rest).expanduser())
+    return None
+
+
 def check_hf(rest: str, options: dict[str, Any]) -> set[str]:
     return _check_hf(rest, options, vision=False)
 

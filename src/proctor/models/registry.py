@@ -89,6 +89,15 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
 
 
+def takes_images(spec: str) -> bool | None:
+    """Whether the model ``spec`` names takes images, as far as its backend knows before loading it (None: not
+    known until it loads)."""
+    backend = registry().backend_of(spec)
+    if backend is None or backend.images is None:
+        return None
+    return backend.images(split_model_spec(spec)[1])
+
+
 def model_identity(spec: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """What of the model's fingerprint is known before it loads (``ModelBackend.identity``), or None."""
     backend, rest = _backend(spec, "--model '{spec}': unknown backend '{prefix}'; available: {available}")

@@ -28,12 +28,28 @@ def _lazy(name: str) -> Callable[..., Any]:
 def register(registry: Registry) -> None:
     identity = _lazy("identity_hf")
     registry.add_model_backend(
-        "hf", _lazy("load_hf"), _lazy("check_hf"), identity=identity, hub_models=True, tokenizer_folder=True
+        "hf",
+        _lazy("load_hf"),
+        _lazy("check_hf"),
+        identity=identity,
+        hub_models=True,
+        tokenizer_folder=True,
+        images=_lazy("images_hf"),
     )
     registry.add_model_backend(
-        "hf-vision", _lazy("load_hf_vision"), _lazy("check_hf_vision"), identity=identity, hub_models=True
+        "hf-vision",
+        _lazy("load_hf_vision"),
+        _lazy("check_hf_vision"),
+        identity=identity,
+        hub_models=True,
+        images=lambda rest: True,
     )
     registry.add_model_backend(
-        "vllm", _lazy("load_vllm"), _lazy("check_vllm"), tensor_parallel=True, tokenizer_folder=True
+        "vllm",
+        _lazy("load_vllm"),
+        _lazy("check_vllm"),
+        tensor_parallel=True,
+        tokenizer_folder=True,
+        images=lambda rest: False,
     )
     registry.add_model_backend("openai", _lazy("load_openai"), _lazy("check_openai"), server=True)

@@ -23,16 +23,33 @@ def _field_from_message(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+def _meant(key: str, parent: tuple, errors: list) -> str:
+    """' (did you mean 'kind'?)' for an unknown key that a missing field of the same mapping spells in
+    another case or with other separators."""
+
+    def squashed(name: str) -> str:
+        return re.sub(r"[\s_-]", "", name).lower()
+
+    names = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == parent]
+    names += list(TaskSpec.model_fields) if not parent else []
+    for name in names:
+        if squashed(name) == squashed(key) and name != key:
+            return f" (did you mean '{name}'? field names are lower case, with underscores)"
+    return ""
+
+
 def _validate(raw: dict, merged: dict, path: Path) -> TaskSpec:  # raw: a LineDict from YAML names lines
     try:
         return TaskSpec.model_validate(merged)
     except ValidationError as exc:
-        error = exc.errors()[0]
+        errors = exc.errors()
+        # an unknown key first: 'Kind' is the user's typo, the missing 'kind' only its consequence
+        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(error["loc"])
         line, dotted = line_for(raw, loc)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown field '{loc[-1]}'"
+            message = f"unknown field '{loc[-1]}'" + _meant(str(loc[-1]), loc[:-1], errors)
         elif error["type"] == "missing":
             message = f"missing required field '{dotted}'"
         elif error["type"] == "literal_error":
