@@ -140,7 +140,7 @@ def test_an_unregistered_handler_or_foreign_options_are_refused_by_name(tmp_path
 
 def test_core_packages_read_no_dialect_option_keys():
     """The layers below the dialects know no dialect's options: no ``task_options[...]`` lookups of theirs."""
-    below = ["core", "data", "prompts", "scoring", "kinds", "engine", "runs", "models", "api.py"]
+    below = ["core", "data", "prompts", "scoring", "kinds", "engine", "runs", "models", "api"]
     offenders = []
     for name in below:
         root = REPO / "src" / "proctor" / name

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from proctor import evaluate
 from proctor.cli import app
-from proctor.runs.report import calibration, fmt, write_report
+from proctor.runs.report import fmt, write_report
+from proctor.runs.report_data import calibration
 from tests.support.browser import browser
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -246,6 +247,6 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
 
 
 def test_chart_ticks():
-    from proctor.runs.report import nice_ticks
+    from proctor.runs.report_charts import nice_ticks
 
     assert nice_ticks(0, 0.45) == [0, 0.2, 0.4, 0.6] and nice_ticks(0, 300) == [0, 100, 200, 300]

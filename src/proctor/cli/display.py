@@ -34,7 +34,7 @@ def formulation(task: dict) -> str:
 
 
 def print_warnings(results: dict) -> None:
-    from proctor.runs.report import SKIP_STAGES  # after a run: nothing added to the command's start
+    from proctor.runs.report_data import SKIP_STAGES  # after a run: nothing added to the command's start
 
     for warning in results.get("warnings", []):
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
@@ -94,7 +94,7 @@ def print_results(results: dict) -> None:
                 + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 "" if entry is None else fmt_value(entry["stderr"]),
             )
-    from proctor.runs.report import SKIP_STAGES
+    from proctor.runs.report_data import SKIP_STAGES
 
     for entry in results.get("skipped", []):  # what did not run is part of the results, not only a log line
         table.add_row(

@@ -20,15 +20,6 @@ from proctor.core.registry import registry
 
 _DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
 
-# ``proctor run --help`` panels (a dialect's options get a panel of their own)
-TASKS, MODEL, OVERRIDES, RUN_FOLDER, WORKERS = (
-    "Tasks and data",
-    "Model",
-    "Overrides of every task",
-    "Run folder and output",
-    "Ray workers",
-)
-
 
 # Enumerated options: click lists the choices in --help and refuses others with its usual message.
 class DType(str, Enum):

@@ -1,4 +1,7 @@
-"""``proctor run``: evaluate a model on tasks and write a run folder."""
+"""``proctor run``: evaluate a model on tasks and write a run folder.
+
+The flags' declarations are ``cli/run_flags.py``; this module turns their values into a ``RunConfig``, runs it
+and prints the results."""
 
 from __future__ import annotations
 
@@ -9,29 +12,20 @@ from typing import List, Optional, cast
 
 import typer
 
+from proctor.cli import run_flags as flag
 from proctor.cli.app import app
 from proctor.cli.console import quiet_libraries
 from proctor.cli.display import console, print_results, print_skipped, print_warnings
 from proctor.cli.options import (
-    DEVICES,
-    MODEL,
-    OVERRIDES,
-    RUN_FOLDER,
-    TASKS,
-    WORKERS,
     ChatTemplate,
     DType,
     McFormat,
     batch_size_from,
     check_model_arg_flags,
     check_worker_flags,
-    choices,
-    device_option,
     dialect_options,
-    limit_option,
     load_plugins,
     model_args_from,
-    reducer_option,
     resources_from,
     uses_server_options,
     variables_from,
@@ -41,311 +35,60 @@ from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
 from proctor.core.registry import backend_of
 
-DATA_PATH_HELP = (
-    "GLM-130B tasks: the data root their 'path' is relative to (GLM's DATA_PATH); default: the YAML's folder."
-)
-PLUGIN_HELP = (
-    "A Python file that registers metrics (register_metric) or defines register(registry): a model backend, "
-    "exporter or dialect, as an installed plug-in (docs/extending.md; repeatable)."
-)
-
 
 @app.command()
 @with_dialect_options("run")
 def run(
-    paths: List[Path] = typer.Argument(
-        ..., metavar="PATHS", help="Task files or folders (searched recursively), or Python use case files (.py)."
-    ),
+    paths: List[Path] = flag.PATHS,
     # -- which tasks, which rows
-    tasks: Optional[List[str]] = typer.Option(
-        None,
-        "--tasks",
-        "-t",
-        metavar="GLOB",
-        help="Only tasks whose name matches this glob (repeatable).",
-        rich_help_panel=TASKS,
-    ),
-    limit: Optional[str] = typer.Option(
-        None,
-        "--limit",
-        "-n",
-        metavar="N",
-        callback=limit_option,
-        help="At most N samples per task, or a fraction (0 < N < 1) of each task's rows.",
-        rich_help_panel=TASKS,
-    ),
-    limit_per_part: Optional[str] = typer.Option(
-        None,
-        "--limit-per-part",
-        metavar="N",
-        callback=limit_option,
-        help="At most N samples (or a fraction) of each part of a task's breakdown (e.g. each MMLU subject), as "
-        "lm-eval limits each subtask; a task without one: of the task.",
-        rich_help_panel=TASKS,
-    ),
-    data_dir: Optional[Path] = typer.Option(
-        None,
-        "--data-dir",
-        metavar="DIR",
-        help="Local data root: sets ${PROCTOR_DATA} in task files.",
-        rich_help_panel=TASKS,
-    ),
-    var: Optional[List[str]] = typer.Option(
-        None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable).", rich_help_panel=TASKS
-    ),
-    data_path: Optional[Path] = typer.Option(
-        None, "--data-path", metavar="DIR", help=DATA_PATH_HELP, rich_help_panel=TASKS
-    ),
-    plugin: Optional[List[Path]] = typer.Option(
-        None, "--plugin", metavar="FILE", help=PLUGIN_HELP, rich_help_panel=TASKS
-    ),
-    trust_task_code: bool = typer.Option(
-        False,
-        "--trust-task-code",
-        help="Run Python code that task files name (native task_class, GLM module:, SEA-HELM dataloaders, metrics, "
-        "judges, lm-eval !function hooks beside your files, use case config metrics); see docs/trust.md.",
-        rich_help_panel=TASKS,
-    ),
+    tasks: Optional[List[str]] = flag.TASKS,
+    limit: Optional[str] = flag.LIMIT,
+    limit_per_part: Optional[str] = flag.LIMIT_PER_PART,
+    data_dir: Optional[Path] = flag.DATA_DIR,
+    var: Optional[List[str]] = flag.VAR,
+    data_path: Optional[Path] = flag.DATA_PATH,
+    plugin: Optional[List[Path]] = flag.PLUGIN,
+    trust_task_code: bool = flag.TRUST_TASK_CODE,
     # -- the model
-    model: str = typer.Option(
-        "smollm2",
-        "--model",
-        "-m",
-        metavar="MODEL",
-        help="smollm2 (embedded default), a local HF folder, hf:HUB_ID, vllm:FOLDER|HUB_ID (vllm "
-        "extra, a GPU), openai:NAME with --base-url, or steer:FILE.py:NAME (a steering "
-        "pipeline; its base: --model-arg base=...).",
-        rich_help_panel=MODEL,
-    ),
-    dtype: DType = typer.Option(
-        DType.float32, "--dtype", metavar="DTYPE", help=f"Weights' precision: {choices(DType)}.", rich_help_panel=MODEL
-    ),
-    device: str = typer.Option(
-        "cpu",
-        "--device",
-        metavar="DEVICE",
-        callback=device_option,
-        help=f"Where the model runs: {DEVICES}.",
-        rich_help_panel=MODEL,
-    ),
-    batch_size: str = typer.Option(
-        "8", "--batch-size", "-b", metavar="[N|auto]", help="Sequences per forward pass.", rich_help_panel=MODEL
-    ),
-    max_length: Optional[int] = typer.Option(
-        None,
-        "--max-length",
-        min=1,
-        metavar="N",
-        help="Context length limit (default: the model's).",
-        rich_help_panel=MODEL,
-    ),
-    chat_template: ChatTemplate = typer.Option(
-        ChatTemplate.auto,
-        "--chat-template",
-        help="auto: as each task says; on: all tasks; off: none.",
-        rich_help_panel=MODEL,
-    ),
-    model_arg: Optional[List[str]] = typer.Option(
-        None,
-        "--model-arg",
-        metavar="KEY=VALUE",
-        help="A backend option (repeatable), e.g. concurrency=16, endpoint=chat, price_prompt=0.15.",
-        rich_help_panel=MODEL,
-    ),
-    base_url: Optional[str] = typer.Option(
-        None,
-        "--base-url",
-        metavar="URL",
-        help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1.",
-        rich_help_panel=MODEL,
-    ),
-    api_key_env: str = typer.Option(
-        "OPENAI_API_KEY",
-        "--api-key-env",
-        metavar="NAME",
-        help="openai: the variable holding the API key (never written anywhere).",
-        rich_help_panel=MODEL,
-    ),
-    mc_format: McFormat = typer.Option(
-        McFormat.auto,
-        "--mc-format",
-        metavar="FORMAT",
-        help="Multiple choice: auto (generate if the model cannot score log-likelihoods), "
-        "loglikelihood, or generate (lettered options).",
-        rich_help_panel=MODEL,
-    ),
-    mc_shuffle: Optional[int] = typer.Option(
-        None,
-        "--mc-shuffle",
-        metavar="SEED",
-        help="With the generate format: shuffle the lettered options, seeded per sample.",
-        rich_help_panel=MODEL,
-    ),
+    model: str = flag.MODEL,
+    dtype: DType = flag.DTYPE,
+    device: str = flag.DEVICE,
+    batch_size: str = flag.BATCH_SIZE,
+    max_length: Optional[int] = flag.MAX_LENGTH,
+    chat_template: ChatTemplate = flag.CHAT_TEMPLATE,
+    model_arg: Optional[List[str]] = flag.MODEL_ARG,
+    base_url: Optional[str] = flag.BASE_URL,
+    api_key_env: str = flag.API_KEY_ENV,
+    mc_format: McFormat = flag.MC_FORMAT,
+    mc_shuffle: Optional[int] = flag.MC_SHUFFLE,
     # -- run-time overrides of every task
-    num_fewshot: Optional[int] = typer.Option(
-        None,
-        "--num-fewshot",
-        metavar="N",
-        help="Few-shot examples per prompt (each task's fewshot.count).",
-        rich_help_panel=OVERRIDES,
-    ),
-    gen_kwargs: Optional[str] = typer.Option(
-        None,
-        "--gen-kwargs",
-        metavar="KEY=VALUE,...",
-        help="Generation settings (lm-eval names too: max_gen_toks, until, do_sample).",
-        rich_help_panel=OVERRIDES,
-    ),
-    temperature: Optional[float] = typer.Option(
-        None,
-        "--temperature",
-        metavar="T",
-        help="Sampling temperature for generate tasks (0: greedy).",
-        rich_help_panel=OVERRIDES,
-    ),
-    top_p: Optional[float] = typer.Option(
-        None, "--top-p", metavar="P", help="Nucleus sampling for generate tasks.", rich_help_panel=OVERRIDES
-    ),
-    max_tokens: Optional[int] = typer.Option(
-        None, "--max-tokens", metavar="N", help="New tokens per generation.", rich_help_panel=OVERRIDES
-    ),
-    seed: Optional[int] = typer.Option(
-        None,
-        "--seed",
-        metavar="S",
-        help="Sampling seed; each sample and epoch draws from its own stream.",
-        rich_help_panel=OVERRIDES,
-    ),
-    epochs: int = typer.Option(
-        1,
-        "--epochs",
-        min=1,
-        metavar="N",
-        help="Generate tasks: run every sample N times (per-epoch scores, pass@k).",
-        rich_help_panel=OVERRIDES,
-    ),
-    epoch_reducer: str = typer.Option(
-        "mean",
-        "--epoch-reducer",
-        metavar="[mean|pass@K]",
-        callback=reducer_option,
-        help="A sample's score across epochs.",
-        rich_help_panel=OVERRIDES,
-    ),
-    system_prompt: Optional[str] = typer.Option(
-        None,
-        "--system-prompt",
-        metavar="TEXT",
-        help="For every task (chat: a system turn; plain text: the prompt's start).",
-        rich_help_panel=OVERRIDES,
-    ),
-    fewshot_as_multiturn: bool = typer.Option(
-        False,
-        "--fewshot-as-multiturn",
-        help="Chat: few-shot examples as user/assistant turns.",
-        rich_help_panel=OVERRIDES,
-    ),
-    fewshot_in_one_turn: bool = typer.Option(
-        False, "--fewshot-in-one-turn", help="Chat: all few-shot examples in the user turn.", rich_help_panel=OVERRIDES
-    ),
-    no_log_samples: bool = typer.Option(
-        False, "--no-log-samples", help="Write no samples.jsonl (nor samples.parquet).", rich_help_panel=OVERRIDES
-    ),
+    num_fewshot: Optional[int] = flag.NUM_FEWSHOT,
+    gen_kwargs: Optional[str] = flag.GEN_KWARGS,
+    temperature: Optional[float] = flag.TEMPERATURE,
+    top_p: Optional[float] = flag.TOP_P,
+    max_tokens: Optional[int] = flag.MAX_TOKENS,
+    seed: Optional[int] = flag.SEED,
+    epochs: int = flag.EPOCHS,
+    epoch_reducer: str = flag.EPOCH_REDUCER,
+    system_prompt: Optional[str] = flag.SYSTEM_PROMPT,
+    fewshot_as_multiturn: bool = flag.FEWSHOT_AS_MULTITURN,
+    fewshot_in_one_turn: bool = flag.FEWSHOT_IN_ONE_TURN,
+    no_log_samples: bool = flag.NO_LOG_SAMPLES,
     # -- the run folder
-    output: Optional[Path] = typer.Option(
-        None,
-        "--output",
-        "-o",
-        metavar="DIR",
-        help="Run folder (default: a new folder under runs/).",
-        rich_help_panel=RUN_FOLDER,
-    ),
-    update: bool = typer.Option(
-        False,
-        "--update",
-        help="Continue in an --output folder whose tasks, model or options changed, recomputing only changed requests.",
-        rich_help_panel=RUN_FOLDER,
-    ),
-    restart: bool = typer.Option(
-        False, "--restart", help="Discard what the --output folder holds and start over.", rich_help_panel=RUN_FOLDER
-    ),
-    cache: Optional[Path] = typer.Option(
-        None,
-        "--cache",
-        envvar="PROCTOR_CACHE",
-        metavar="DIR",
-        help="A response cache folder shared across runs (opt-in).",
-        rich_help_panel=RUN_FOLDER,
-    ),
-    chunk_size: Optional[int] = typer.Option(
-        None,
-        "--chunk-size",
-        min=1,
-        metavar="N",
-        help="Requests per model call, each stored when it finishes (default: the backend's).",
-        rich_help_panel=RUN_FOLDER,
-    ),
-    skip_broken: bool = typer.Option(
-        False,
-        "--skip-broken",
-        help="A folder run in which tasks could not load, prepare or run still exits 0 (they "
-        "are listed in the results either way).",
-        rich_help_panel=RUN_FOLDER,
-    ),
-    quiet: bool = typer.Option(
-        False,
-        "--quiet",
-        "-q",
-        help="Print only the results: no progress, no library progress bars, no known deprecation notices.",
-        rich_help_panel=RUN_FOLDER,
-    ),
+    output: Optional[Path] = flag.OUTPUT,
+    update: bool = flag.UPDATE,
+    restart: bool = flag.RESTART,
+    cache: Optional[Path] = flag.CACHE,
+    chunk_size: Optional[int] = flag.CHUNK_SIZE,
+    skip_broken: bool = flag.SKIP_BROKEN,
+    quiet: bool = flag.QUIET,
     # -- Ray workers
-    workers: int = typer.Option(
-        1,
-        "--workers",
-        "-w",
-        min=1,
-        metavar="N",
-        help="Model replicas on Ray (ray extra); the same numbers as 1.",
-        rich_help_panel=WORKERS,
-    ),
-    ray_address: Optional[str] = typer.Option(
-        None,
-        "--ray-address",
-        metavar="HOST:PORT",
-        help="Join a running Ray cluster (or 'auto') instead of starting a local one.",
-        rich_help_panel=WORKERS,
-    ),
-    cpus_per_worker: float = typer.Option(
-        1.0,
-        "--cpus-per-worker",
-        min=0.0,
-        metavar="N",
-        help="CPUs (and torch threads) per replica.",
-        rich_help_panel=WORKERS,
-    ),
-    gpus_per_worker: float = typer.Option(
-        0.0,
-        "--gpus-per-worker",
-        min=0.0,
-        metavar="N",
-        help="GPUs per replica; for vllm: its tensor-parallel size.",
-        rich_help_panel=WORKERS,
-    ),
-    worker_resources: Optional[List[str]] = typer.Option(
-        None,
-        "--worker-resources",
-        metavar="KEY=AMOUNT",
-        help="A custom Ray resource each replica needs (repeatable).",
-        rich_help_panel=WORKERS,
-    ),
-    worker_nodes: Optional[List[str]] = typer.Option(
-        None,
-        "--worker-node",
-        metavar="IP",
-        help="Node to place replicas on, round robin (repeatable).",
-        rich_help_panel=WORKERS,
-    ),
+    workers: int = flag.WORKERS,
+    ray_address: Optional[str] = flag.RAY_ADDRESS,
+    cpus_per_worker: float = flag.CPUS_PER_WORKER,
+    gpus_per_worker: float = flag.GPUS_PER_WORKER,
+    worker_resources: Optional[List[str]] = flag.WORKER_RESOURCES,
+    worker_nodes: Optional[List[str]] = flag.WORKER_NODES,
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""

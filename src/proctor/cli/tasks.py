@@ -11,7 +11,7 @@ from rich.table import Table
 from proctor.cli.app import app
 from proctor.cli.display import console, err_console
 from proctor.cli.options import dialect_options, load_plugins, variables_from, with_dialect_options
-from proctor.cli.run import DATA_PATH_HELP, PLUGIN_HELP
+from proctor.cli.run_flags import DATA_PATH_HELP, PLUGIN_HELP
 from proctor.core.dialect import OptionContext
 from proctor.core.dialect_options import DialectOptions
 from proctor.core.errors import ProctorError

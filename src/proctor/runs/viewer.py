@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
-from proctor.runs.report import render_page, run_calibration, run_entry, run_summary, script_json, static_page
+from proctor.runs.report import render_page, run_calibration, run_summary, script_json, static_page
+from proctor.runs.report_data import run_entry
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 

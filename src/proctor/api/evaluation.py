@@ -1,4 +1,5 @@
-"""Python entry points: ``load_tasks`` and ``evaluate``."""
+"""``run_evaluation``: a ``RunConfig`` run: every task prepared before the model loads, then the model loaded,
+each task run and written to the run folder as it finishes, and the groups and roll-ups at the end."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from proctor.api.run_options import check_run_options, chunk_option, recorded_options
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.redact import masked_command
 from proctor.core.run_overrides import RunOverrides
@@ -17,14 +19,13 @@ from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
-from proctor.engine.run_config import ModelConfig, ModelRef, OutputOptions, PrepareOptions, RowLimit, RunConfig
+from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, run_built
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
-from proctor.runs.executor import default_chunk_size
 from proctor.runs.lock import hold_run_dir
-from proctor.runs.manifest import build_manifest, check_output_folder, check_resume, mark, now, open_run
-from proctor.runs.results import RunWriter, check_writable_folder, new_run_dir
+from proctor.runs.manifest import build_manifest, check_resume, mark, now, open_run
+from proctor.runs.results import RunWriter, new_run_dir
 from proctor.runs.results_schema import RunTiming
 from proctor.runs.run_results import RunResults, environment
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
@@ -33,7 +34,7 @@ from proctor.runs.unwritable import explained
 from proctor.scoring.aggregate import aggregate_groups
 from proctor.scoring.rollup import rollup
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("proctor.api")  # the public module's name, as the CLI's log lines show it
 
 
 @dataclass
@@ -48,108 +49,6 @@ class EvaluationResult:
 
     def metric(self, task: str, name: str) -> float:
         return float(self.results["tasks"][task]["metrics"][name]["value"])
-
-
-def load_tasks(
-    paths: Iterable[str | Path],
-    select: Iterable[str] | None = None,
-    options: Mapping[str, Any] | None = None,
-    problems: list[dict[str, str]] | None = None,
-    notes: list[str] | None = None,
-) -> list[Task]:
-    """Tasks found in files and folders (recursively), optionally filtered by name globs.
-
-    ``options`` go to the dialect plug-ins (each reads its own keys, e.g. ``probsem_temp``, ``seahelm_data``).
-    ``problems``: a list that receives ``{"file", "error"}`` for each file in a folder that could not be
-    loaded, instead of the first such error stopping the load; ``notes``: a list that receives why a
-    dialect left tasks out (e.g. a SEA-HELM language without data).
-    """
-    return collect_tasks(paths, select=select, options=options, problems=problems, notes=notes)
-
-
-def task_hash(task: Task, variables: Mapping[str, str] | None = None) -> str:
-    """The content hash of a task as a run folder's ``run.json`` records it (spec, samples, prompts)."""
-    return prepare_task(task, dict(variables or {})).content_hash
-
-
-def evaluate(
-    tasks: Sequence[Task] | Iterable[str | Path],
-    model: ModelRef = "smollm2",
-    *,
-    output_dir: str | Path | None = None,
-    runs_root: str | Path = "runs",
-    limit: int | float | None = None,
-    limit_per_part: bool = False,
-    select: Iterable[str] | None = None,
-    variables: Mapping[str, str] | None = None,
-    data_path: str | Path | None = None,
-    dialect_options: Mapping[str, Any] | None = None,
-    chat: bool | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    progress: ProgressHook | None = None,
-    command: Sequence[str] | None = None,
-    cache: str | Path | None = None,
-    chunk_size: int | None = None,
-    update: bool = False,
-    restart: bool = False,
-    export: bool = True,
-    workers: int | None = None,
-    cluster: Any = None,
-    mc_format: str = "auto",
-    mc_shuffle_seed: int | None = None,
-    overrides: RunOverrides | None = None,
-) -> EvaluationResult:
-    """Run tasks on a model and write a run folder; returns the results.
-
-    Every task is prepared (data read, prompts rendered) before the model loads, so bad input
-    fails fast. Each model response is stored (``store.sqlite``) as soon as its chunk of
-    ``chunk_size`` requests finishes; running again with the same ``output_dir`` continues where
-    an interrupted run stopped. A folder started with other tasks, model or options is refused
-    unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
-    ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
-    ``mc_format`` picks how multiple-choice tasks run: "loglikelihood", "generate" (lettered
-    options, the letter read from a generated reply; ``mc_shuffle_seed`` shuffles the options) or
-    "auto" (generate when the model cannot score log-likelihoods, e.g. a chat-only API).
-    ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
-    ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
-    string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
-    ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
-    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows; with ``limit_per_part``, of
-    the rows of each part of a task's first ``breakdown`` field (e.g. each MMLU subject; a task without
-    a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
-    (``core.run_overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
-    prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
-    recorded in results.json and run.json.
-
-    The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
-    as ``proctor run``'s is.
-    """
-    config = RunConfig(
-        tasks=tuple(tasks),
-        model=ModelConfig(model, dict(model_options or {}), workers, cluster),
-        select=None if select is None else tuple(select),
-        dialect_options=dialect_options,
-        limit=RowLimit.parse(limit, limit_per_part),
-        prepare=PrepareOptions(
-            dict(variables or {}),
-            None if data_path is None else Path(data_path),
-            chat,
-            mc_format,
-            mc_shuffle_seed,
-            overrides or RunOverrides(),
-        ),
-        output=OutputOptions(
-            None if output_dir is None else Path(output_dir),
-            Path(runs_root),
-            cache,
-            chunk_size,
-            update,
-            restart,
-            export,
-            None if command is None else tuple(command),
-        ),
-    )
-    return run_evaluation(config, progress)
 
 
 @dataclass(frozen=True)
@@ -214,7 +113,7 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
         if output.output_dir is not None:  # one writer per run folder, taken before the model loads
             held.enter_context(hold_run_dir(output.output_dir, command))
             hashes = {p.task.name: p.content_hash for p in prepared}
-            recorded = _recorded_options(config, {})  # --chunk-size's default is the model's: checked once it loads
+            recorded = recorded_options(config, {})  # --chunk-size's default is the model's: checked once it loads
             known = None  # what of the model's fingerprint is known before loading it (a local folder's)
             if isinstance(model.model, str):
                 from proctor.models.registry import model_identity
@@ -333,60 +232,6 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
-    """A non-default --chunk-size enters the resume check: a backend that packs each call's requests
-    together (HF) gives slightly different numbers for other chunks, so a run must not mix them."""
-    if chunk_size is None or chunk_size == default_chunk_size(model):
-        return {}
-    return {"chunk_size": chunk_size}
-
-
-def _recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, Any]:
-    """The options run.json records, which a run continuing in the folder must match (``chunk``: ``_chunk_option``)."""
-    options, limit = config.prepare, config.limit
-    overrides = options.overrides.recorded()
-    return {
-        "limit": limit.value,
-        **({"limit_per_part": True} if limit.per_part else {}),
-        "chat": options.chat,
-        "variables": dict(options.all_variables() or {}),
-        **options.mc_options(),
-        **chunk,
-        **({"overrides": overrides} if overrides else {}),
-    }
-
-
-def check_run_options(
-    output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool, data_path: str | Path | None
-) -> None:
-    """What can be checked before any task file is read or model loaded."""
-    if update and restart:
-        raise ProctorError(
-            "--update and --restart exclude each other: update keeps what still matches, restart discards it all"
-        )
-    if output_dir is not None:
-        check_writable_folder(Path(output_dir), "--output")
-        check_output_folder(Path(output_dir), restart)
-        store_file = Path(output_dir) / STORE_FILE  # an empty one is left to check_resume (beside results.json?)
-        if not restart and store_file.is_file() and store_file.stat().st_size > 0:
-            # a damaged store is an error now, not after the model loads and the folder's results are replaced
-            try:
-                with ResponseStore(store_file) as store:
-                    store.check()
-            except ProctorError as exc:
-                raise ProctorError(
-                    f"{exc}; use --restart to start {output_dir} over (its stored answers are discarded), "
-                    "or choose another --output"
-                ) from None
-    cache_file = cache_path(cache)
-    if cache_file is not None:
-        check_writable_folder(cache_file.parent, "--cache")
-        if cache_file.is_file():
-            ResponseStore(cache_file).close()
-    if data_path is not None and not Path(data_path).expanduser().is_dir():
-        raise ProctorError(f"--data-path {data_path}: no such folder")
-
-
 def _evaluate_loaded(
     config: RunConfig,
     run: _Prepared,
@@ -408,7 +253,7 @@ def _evaluate_loaded(
             command,
             fingerprint,
             {p.task.name: p.content_hash for p in prepared},
-            _recorded_options(config, _chunk_option(model, chunk_size)),
+            recorded_options(config, chunk_option(model, chunk_size)),
         ),
         update=output.update,
         restart=output.restart,

@@ -1,0 +1,120 @@
+"""The public Python API (``from proctor import evaluate``): ``load_tasks``, ``task_hash``, ``evaluate`` and
+``run_evaluation``, which runs a ``RunConfig`` (``api/evaluation.py``); the checks of a run's options before
+anything loads and what run.json records of them are ``api/run_options.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from proctor.api.evaluation import EvaluationResult as EvaluationResult
+from proctor.api.evaluation import run_evaluation as run_evaluation
+from proctor.api.run_options import check_run_options as check_run_options
+from proctor.core.run_overrides import RunOverrides
+from proctor.core.task import Task
+from proctor.engine.discovery import collect_tasks
+from proctor.engine.prepare import prepare_task
+from proctor.engine.run_config import ModelConfig, ModelRef, OutputOptions, PrepareOptions, RowLimit, RunConfig
+from proctor.engine.runner import ProgressHook
+
+
+def load_tasks(
+    paths: Iterable[str | Path],
+    select: Iterable[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    problems: list[dict[str, str]] | None = None,
+    notes: list[str] | None = None,
+) -> list[Task]:
+    """Tasks found in files and folders (recursively), optionally filtered by name globs.
+
+    ``options`` go to the dialect plug-ins (each reads its own keys, e.g. ``probsem_temp``, ``seahelm_data``).
+    ``problems``: a list that receives ``{"file", "error"}`` for each file in a folder that could not be
+    loaded, instead of the first such error stopping the load; ``notes``: a list that receives why a
+    dialect left tasks out (e.g. a SEA-HELM language without data).
+    """
+    return collect_tasks(paths, select=select, options=options, problems=problems, notes=notes)
+
+
+def task_hash(task: Task, variables: Mapping[str, str] | None = None) -> str:
+    """The content hash of a task as a run folder's ``run.json`` records it (spec, samples, prompts)."""
+    return prepare_task(task, dict(variables or {})).content_hash
+
+
+def evaluate(
+    tasks: Sequence[Task] | Iterable[str | Path],
+    model: ModelRef = "smollm2",
+    *,
+    output_dir: str | Path | None = None,
+    runs_root: str | Path = "runs",
+    limit: int | float | None = None,
+    limit_per_part: bool = False,
+    select: Iterable[str] | None = None,
+    variables: Mapping[str, str] | None = None,
+    data_path: str | Path | None = None,
+    dialect_options: Mapping[str, Any] | None = None,
+    chat: bool | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    progress: ProgressHook | None = None,
+    command: Sequence[str] | None = None,
+    cache: str | Path | None = None,
+    chunk_size: int | None = None,
+    update: bool = False,
+    restart: bool = False,
+    export: bool = True,
+    workers: int | None = None,
+    cluster: Any = None,
+    mc_format: str = "auto",
+    mc_shuffle_seed: int | None = None,
+    overrides: RunOverrides | None = None,
+) -> EvaluationResult:
+    """Run tasks on a model and write a run folder; returns the results.
+
+    Every task is prepared (data read, prompts rendered) before the model loads, so bad input
+    fails fast. Each model response is stored (``store.sqlite``) as soon as its chunk of
+    ``chunk_size`` requests finishes; running again with the same ``output_dir`` continues where
+    an interrupted run stopped. A folder started with other tasks, model or options is refused
+    unless ``update`` (accept the changes, reuse what still matches) or ``restart`` is given.
+    ``cache`` (or $PROCTOR_CACHE) names a response cache shared across runs.
+    ``mc_format`` picks how multiple-choice tasks run: "loglikelihood", "generate" (lettered
+    options, the letter read from a generated reply; ``mc_shuffle_seed`` shuffles the options) or
+    "auto" (generate when the model cannot score log-likelihoods, e.g. a chat-only API).
+    ``data_path`` is GLM-130B's DATA_PATH (sets ``${DATA_PATH}``); ``dialect_options`` see ``load_tasks``.
+    ``workers`` > 1 (or a ``cluster`` with an address) runs that many replicas of a model named by
+    string on Ray (``engine.distributed.ClusterOptions``), with the same numbers as one process.
+    ``model`` may also be a ``SteeringPipeline``: tasks then run on the steered model (``as_model()``).
+    ``limit`` is a count or a fraction (0 < limit < 1) of each task's rows; with ``limit_per_part``, of
+    the rows of each part of a task's first ``breakdown`` field (e.g. each MMLU subject; a task without
+    a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
+    (``core.run_overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
+    prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
+    recorded in results.json and run.json.
+
+    The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
+    as ``proctor run``'s is.
+    """
+    config = RunConfig(
+        tasks=tuple(tasks),
+        model=ModelConfig(model, dict(model_options or {}), workers, cluster),
+        select=None if select is None else tuple(select),
+        dialect_options=dialect_options,
+        limit=RowLimit.parse(limit, limit_per_part),
+        prepare=PrepareOptions(
+            dict(variables or {}),
+            None if data_path is None else Path(data_path),
+            chat,
+            mc_format,
+            mc_shuffle_seed,
+            overrides or RunOverrides(),
+        ),
+        output=OutputOptions(
+            None if output_dir is None else Path(output_dir),
+            Path(runs_root),
+            cache,
+            chunk_size,
+            update,
+            restart,
+            export,
+            None if command is None else tuple(command),
+        ),
+    )
+    return run_evaluation(config, progress)

@@ -1,0 +1,69 @@
+"""A run's options: what can be checked before any task file is read or model loaded (``check_run_options``),
+and what run.json records of them, which a run continuing in the folder must match (``recorded_options``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from proctor.core.errors import ProctorError
+from proctor.engine.run_config import RunConfig
+from proctor.models.base import Model
+from proctor.runs.executor import default_chunk_size
+from proctor.runs.manifest import check_output_folder
+from proctor.runs.results import check_writable_folder
+from proctor.runs.store import STORE_FILE, ResponseStore, cache_path
+
+
+def chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
+    """A non-default --chunk-size enters the resume check: a backend that packs each call's requests
+    together (HF) gives slightly different numbers for other chunks, so a run must not mix them."""
+    if chunk_size is None or chunk_size == default_chunk_size(model):
+        return {}
+    return {"chunk_size": chunk_size}
+
+
+def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, Any]:
+    """The options run.json records, which a run continuing in the folder must match (``chunk``: ``chunk_option``)."""
+    options, limit = config.prepare, config.limit
+    overrides = options.overrides.recorded()
+    return {
+        "limit": limit.value,
+        **({"limit_per_part": True} if limit.per_part else {}),
+        "chat": options.chat,
+        "variables": dict(options.all_variables() or {}),
+        **options.mc_options(),
+        **chunk,
+        **({"overrides": overrides} if overrides else {}),
+    }
+
+
+def check_run_options(
+    output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool, data_path: str | Path | None
+) -> None:
+    """What can be checked before any task file is read or model loaded."""
+    if update and restart:
+        raise ProctorError(
+            "--update and --restart exclude each other: update keeps what still matches, restart discards it all"
+        )
+    if output_dir is not None:
+        check_writable_folder(Path(output_dir), "--output")
+        check_output_folder(Path(output_dir), restart)
+        store_file = Path(output_dir) / STORE_FILE  # an empty one is left to check_resume (beside results.json?)
+        if not restart and store_file.is_file() and store_file.stat().st_size > 0:
+            # a damaged store is an error now, not after the model loads and the folder's results are replaced
+            try:
+                with ResponseStore(store_file) as store:
+                    store.check()
+            except ProctorError as exc:
+                raise ProctorError(
+                    f"{exc}; use --restart to start {output_dir} over (its stored answers are discarded), "
+                    "or choose another --output"
+                ) from None
+    cache_file = cache_path(cache)
+    if cache_file is not None:
+        check_writable_folder(cache_file.parent, "--cache")
+        if cache_file.is_file():
+            ResponseStore(cache_file).close()
+    if data_path is not None and not Path(data_path).expanduser().is_dir():
+        raise ProctorError(f"--data-path {data_path}: no such folder")

@@ -1,0 +1,96 @@
+"""The report's SVG charts as geometry (the templates' chart macros draw them): horizontal bars with 95%
+whiskers on a labelled value axis, and a calibration plot."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] (1, 2, 2.5 or 5 times a power of ten apart)."""
+    span = hi - lo if hi > lo else 1.0
+    raw = span / max(count - 1, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step) * step
+    ticks = [round(first, 10)]
+    while ticks[-1] < hi - step * 1e-9:  # the last tick reaches hi
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> dict[str, Any] | None:
+    """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut."""
+    values = [(str(label), v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not values:
+        return None
+    lows = [v - 1.96 * (s or 0) for _, v, s in values] + [0.0]
+    highs = [v + 1.96 * (s or 0) for _, v, s in values] + [0.0]
+    ticks = nice_ticks(min(lows), max(highs))
+    lo, hi = ticks[0], ticks[-1]
+    if hi - lo < 1e-12:
+        hi = lo + 1
+    bar_h, top, plot = 18, 24, 300
+    left = 16 + 6.5 * max(len(label) for label, _, _ in values)  # room for the longest label
+    bottom = top + (bar_h + 6) * len(values)
+
+    def x(v: float) -> float:
+        return round(left + (v - lo) / (hi - lo) * plot, 1)
+
+    bars = []
+    for i, (label, v, s) in enumerate(values):
+        y = top + i * (bar_h + 6)
+        x0, x1 = sorted((x(0), x(v)))
+        bars.append(
+            {
+                "label": label,
+                "y": y,
+                "x0": x0,
+                "width": max(round(x1 - x0, 1), 1),
+                "value": v,
+                "stderr": s,
+                "whisker": (x(v - 1.96 * s), x(v + 1.96 * s)) if s else None,
+                "value_x": max(x1, x(v + 1.96 * (s or 0))) + 4,
+            }
+        )
+    return {
+        "title": title,
+        "width": int(max(left + plot + 70, 7 * len(title) + 12)),
+        "height": bottom + 22,
+        "left": left,
+        "plot": plot,
+        "top": top,
+        "bottom": bottom,
+        "bar_h": bar_h,
+        "zero": x(0),
+        "ticks": [{"x": x(t), "label": f"{t:.4g}"} for t in ticks],
+        "bars": bars,
+    }
+
+
+def calibration_chart(cal: dict[str, Any], size: int = 260, pad: int = 40) -> dict[str, Any]:
+    inner = size - 2 * pad
+
+    def px(v: float) -> float:
+        return round(pad + v * inner, 1)
+
+    def py(v: float) -> float:
+        return round(size - pad - v * inner, 1)
+
+    return {
+        "size": size,
+        "pad": pad,
+        "inner": inner,
+        "ece": cal["ece"],
+        "n": cal["n"],
+        "ticks": [{"label": f"{t:.1f}", "x": px(t), "y": py(t)} for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)],
+        "x0": px(0),
+        "y0": py(0),
+        "x1": px(1),
+        "y1": py(1),
+        "points": [
+            {"x": px(b["confidence"]), "y": py(b["accuracy"]), "r": round(2 + min(6, math.sqrt(b["n"])), 1), **b}
+            for b in cal["bins"]
+        ],
+    }
