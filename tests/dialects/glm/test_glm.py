@@ -447,3 +447,28 @@ def test_a_failing_yaml_does_not_abort_the_folder(tiny_model, tiny_model_dir, tm
     # a file named directly still stops the run with its error
     with pytest.raises(TaskDefinitionError, match="mystery"):
         evaluate([bad_type], tiny_model, output_dir=tmp_path / "run2", data_path=mul_data)
+
+
+def test_numbers_written_as_text_are_read_as_glm_reads_them(tiny_model_dir, tmp_path):
+    """GLM's YAMLWizard (dataclass-wizard 0.22) converts "41" to 41 for a count, "yes" / 1 to true for a flag and
+    a number to text for a name; such an upstream file runs with the same numbers as one written with plain
+    values. A fractional count (which dataclass-wizard would round) is refused, naming the key."""
+    from tests.support.cli_runs import proctor, proctor_error
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "wiki.test.tokens").write_text(" The quick brown fox jumps over the lazy dog . \n" * 12)
+    plain = "name: wiki\ntype: lm\npath: corpus\nfile-pattern:\n  test: '**/wiki.test.tokens'\n"
+
+    def logprob(extra: str, run: str) -> float:
+        (tmp_path / f"{run}.yaml").write_text(plain.replace("name: wiki", f"name: {run}") + extra)
+        proctor("run", f"{run}.yaml", "--model", str(tiny_model_dir), "-o", run, cwd=tmp_path)
+        (record,) = [json.loads(line) for line in (tmp_path / run / "samples.jsonl").read_text().splitlines()]
+        return record["logprob"]  # the PPL itself is capped at exp(20) on this random model
+
+    windows = logprob("max_seq_length: 41\ngeneration-length: 16\nunidirectional: false\n", "plain")
+    as_text = logprob("max_seq_length: '41'\ngeneration-length: 16.0\nunidirectional: 'no'\n", "text")
+    assert as_text == windows
+    assert logprob("", "default") != windows  # the windows took effect: one 2048-token window scores otherwise
+    (tmp_path / "frac.yaml").write_text(plain + "max_seq_length: '41.5'\n")
+    message = proctor_error("run", "frac.yaml", "--model", str(tiny_model_dir), "-o", "frac", cwd=tmp_path)
+    assert "frac.yaml" in message and "max_seq_length" in message

@@ -75,6 +75,41 @@ def _is_class_reference(text: str) -> bool:
     return bool(module.strip()) and bool(sep) and name.isidentifier()
 
 
+_TRUTHY = ("TRUE", "T", "YES", "Y", "1")  # dataclass-wizard's as_bool: any other text is false
+_FALSY = ("FALSE", "F", "NO", "N", "0")
+
+
+def _as_upstream_reads(value: Any, types: tuple[type, ...]) -> Any:
+    """A value as GLM's YAMLWizard (dataclass-wizard) converts it for a field of ``types``, where that is
+    unambiguous: a number written as text ("2048", "0.5"), a whole float for a count (2048.0), yes / no and 1 / 0
+    for a flag, a number for a text. Left as given otherwise, for the type check to name it (a fractional count,
+    which upstream would round, or "maybe", which it would read as false)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if bool in types:
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().upper() in _TRUTHY + _FALSY:
+            return value.strip().upper() in _TRUTHY
+        return value
+    if float in types and isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if int in types and not isinstance(value, int):
+        try:
+            number = float(value) if isinstance(value, (str, float)) else None
+        except ValueError:
+            return value
+        if number is not None and math.isfinite(number) and number.is_integer():
+            return int(number)
+        return value
+    if str in types and isinstance(value, (int, float)) and list not in types and dict not in types:
+        return str(value)
+    return value
+
+
 def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """snake_case keys and their YAML lines; unknown keys are warned about (GLM ignores them)."""
     config: dict[str, Any] = {}
@@ -90,6 +125,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
             log.warning("%s:%s: unknown GLM task key '%s' (ignored, as GLM does)", path, line, key)
             continue
         types, _ = FIELDS[snake]
+        value = _as_upstream_reads(value, types)
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise TaskDefinitionError(
