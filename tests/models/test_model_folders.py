@@ -53,3 +53,20 @@ def test_a_damaged_model_folder_is_one_clear_error(damage, words, tiny_model_dir
     for word in words:
         assert word in message, message[-3000:]
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_the_weights_digest_is_read_once_and_again_when_a_file_changes(tiny_model_dir, tmp_path):
+    """A resumed run asks for a folder's digest before loading and again at loading: the weights are read
+    once, and read anew (another digest) as soon as a file in the folder changes."""
+    from proctor.models import hf_loading
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    hf_loading._digest.cache_clear()
+    first = hf_loading.weights_digest(folder)
+    assert hf_loading.weights_digest(folder) == first
+    assert hf_loading._digest.cache_info().misses == 1
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "rms_norm_eps": 1e-4}))
+    assert hf_loading.weights_digest(folder) != first
+    assert hf_loading._digest.cache_info().misses == 2

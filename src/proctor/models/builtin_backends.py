@@ -156,7 +156,7 @@ def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
     check_option_types(OpenAIModel, options)
     check_bounds(options, _OPENAI_BOUNDS)
     key = options.get("api_key_env")
-    if key and "api_key_env" in options and key not in os.environ:  # named on purpose, yet missing: say so now
+    if key and key not in os.environ:  # named on purpose, yet missing: say so now
         log.warning("--model-arg api_key_env=%s: %s is not set, so requests go without a key", key, key)
     return named_parameters(OpenAIModel) | set(_LOCAL_OPTIONS)
 

@@ -9,6 +9,7 @@ without the text backend's scoring and decoding.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -92,18 +93,39 @@ def _readable_json(file: Path) -> bool:
         return False
 
 
+_TEXT_FILES = (".json", ".jinja", ".txt", ".model")
+_WEIGHTS_FILES = (".safetensors", ".bin", ".gguf", ".pt")
+
+
 def weights_digest(folder: Path) -> str:
     """A cheap content digest of a local model folder: config in full, weights by size and edges."""
-    digest = hashlib.sha256()
+    entries: list[tuple] = []
     for name in sorted(p.name for p in folder.iterdir() if p.is_file()):
         path = folder / name
+        if path.suffix in _TEXT_FILES:
+            entries.append((name, path.read_bytes()))
+        elif path.suffix in _WEIGHTS_FILES:
+            stat = path.stat()
+            entries.append((name, stat.st_size, stat.st_mtime_ns))
+        else:
+            entries.append((name,))
+    return _digest(str(folder.resolve()), tuple(entries))
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(folder: str, entries: tuple[tuple, ...]) -> str:
+    """The digest of a folder as ``entries`` describe it, kept while they stay the same: a resumed run asks
+    for it before loading (the fingerprint check) and again when the model loads, and each weights file
+    costs a read of 2 MiB."""
+    digest = hashlib.sha256()
+    for name, *rest in entries:
         digest.update(name.encode())
-        if path.suffix in (".json", ".jinja", ".txt", ".model"):
-            digest.update(path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin", ".gguf", ".pt"):
-            size = path.stat().st_size
+        if rest and isinstance(rest[0], bytes):
+            digest.update(rest[0])
+        elif rest:
+            size = rest[0]
             digest.update(str(size).encode())
-            with path.open("rb") as handle:
+            with open(Path(folder) / name, "rb") as handle:
                 digest.update(handle.read(1 << 20))
                 handle.seek(max(0, size - (1 << 20)))
                 digest.update(handle.read(1 << 20))

@@ -86,9 +86,7 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     lines = []
     if old.get("model_hash") != new["model_hash"]:
         was, now_ = old.get("model", {}), new["model"]
-        changed = sorted(k for k in set(was) | set(now_) if was.get(k) != now_.get(k))
-        detail = ", ".join(f"{k}: {was.get(k)!r} -> {now_.get(k)!r}" for k in changed[:6])
-        lines.append(f"model changed ({detail})")
+        lines.append(_model_changed(was, now_, sorted(k for k in set(was) | set(now_) if was.get(k) != now_.get(k))))
     return lines + _task_changes(old.get("tasks", {}), new["tasks"]) + _option_changes(old, new["options"])
 
 
@@ -97,8 +95,12 @@ def _model_change(recorded: Any, known: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(recorded, Mapping) or not known:
         return []
     changed = sorted(k for k in known if k in recorded and recorded[k] != known[k])
-    detail = ", ".join(f"{k}: {recorded[k]!r} -> {known[k]!r}" for k in changed)
-    return [f"model changed ({detail})"] if changed else []
+    return [_model_changed(recorded, known, changed)] if changed else []
+
+
+def _model_changed(was: Mapping[str, Any], now: Mapping[str, Any], keys: list[str]) -> str:
+    """One line naming the model fields that differ (the first six: a fingerprint has more, rarely all changed)."""
+    return "model changed (" + ", ".join(f"{k}: {was.get(k)!r} -> {now.get(k)!r}" for k in keys[:6]) + ")"
 
 
 def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) -> list[str]:
