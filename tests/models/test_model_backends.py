@@ -53,3 +53,19 @@ def test_asking_about_a_backend_imports_none():
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_an_api_key_variable_named_but_unset_is_a_warning_before_the_run(caplog, monkeypatch):
+    from proctor.models.builtin_backends import check_openai
+
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "PROCTOR_TEST_NO_SUCH_KEY"}
+    monkeypatch.delenv("PROCTOR_TEST_NO_SUCH_KEY", raising=False)
+    with caplog.at_level("WARNING"):
+        check_openai("m", dict(options))
+    assert "PROCTOR_TEST_NO_SUCH_KEY is not set" in caplog.text
+    caplog.clear()
+    monkeypatch.setenv("PROCTOR_TEST_NO_SUCH_KEY", "sk-test")
+    with caplog.at_level("WARNING"):
+        check_openai("m", dict(options))
+        check_openai("m", {"base_url": "http://127.0.0.1:9/v1", "api_key_env": None})
+    assert "is not set" not in caplog.text
