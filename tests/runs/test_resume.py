@@ -217,3 +217,26 @@ def test_another_model_folder_is_refused_before_it_loads(tiny_model_dir, tmp_pat
     (model / "model.safetensors").write_bytes(weights)
     proctor("run", "task.yaml", "--model", str(model), "-o", "out", cwd=tmp_path)
     assert json.loads((tmp_path / "out" / "results.json").read_text())["tasks"]["quiz"]["metrics"] == finished
+
+
+def test_a_hub_model_or_the_unconverted_default_is_refused_before_loading(tiny_model_dir, tmp_path):
+    """Resuming a local model's run folder with a hub id, or with the embedded default before it was ever
+    converted, is refused from the path alone: no hub lookup, and no conversion into PROCTOR_HOME first."""
+    from tests.support.cli_runs import QUESTIONS, QUIZ, proctor, proctor_error
+
+    (tmp_path / "task.yaml").write_text(QUIZ)
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    proctor("run", "task.yaml", "--model", str(tiny_model_dir), "-o", "out", cwd=tmp_path)
+    home = tmp_path / "home"
+    cached = tmp_path / "hub" / "models--someorg--another-model"  # in the HF cache: it could load offline
+    (cached / "refs").mkdir(parents=True)
+    (cached / "refs" / "main").write_text("0" * 40)
+    (cached / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (cached / "snapshots" / ("0" * 40) / "config.json").write_text('{"model_type": "llama"}')
+    env = {"PROCTOR_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
+    hub = proctor_error("run", "task.yaml", "--model", "someorg/another-model", "-o", "out", cwd=tmp_path, env=env)
+    assert f"model changed (path: '{tiny_model_dir}' -> 'someorg/another-model')" in hub, hub
+    default = proctor_error("run", "task.yaml", "-o", "out", cwd=tmp_path, env=env)
+    target = home / "models" / "smollm2-135m-instruct-f32"
+    assert f"model changed (path: '{tiny_model_dir}' -> '{target}')" in default, default
+    assert not (home / "models").exists()  # refused before converting the default model

@@ -17,7 +17,12 @@ from proctor.core.errors import ModelLoadError
 from proctor.core.redact import mask_url_credentials
 from proctor.models.backend_options import check_bounds, check_option_types, named_parameters
 from proctor.models.base import Model
-from proctor.models.default import DEFAULT_MODEL_ALIASES, converted_default_model, default_model_path
+from proctor.models.default import (
+    DEFAULT_MODEL_ALIASES,
+    converted_default_model,
+    default_model_folder,
+    default_model_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +53,16 @@ def load_hf_vision(rest: str, **options: Any) -> Model:
 
 def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """The fingerprint's ``path`` and ``content`` of a local folder (the embedded default once converted), as
-    ``HFModel`` and ``HFVisionModel`` will record them; a hub id: nothing before loading."""
+    ``HFModel`` and ``HFVisionModel`` will record them; the default not yet converted and a hub id: the
+    ``path`` alone (the folder it will be converted to; the id), so another model is known before loading."""
     from proctor.models.hf_loading import weights_digest
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:
         folder = converted_default_model()
-        return None if folder is None else {"path": str(folder), "content": weights_digest(folder)}
-    return {"path": rest, "content": weights_digest(Path(rest))} if Path(rest).is_dir() else None
+        if folder is None:
+            return {"path": str(default_model_folder())}
+        return {"path": str(folder), "content": weights_digest(folder)}
+    return {"path": rest, "content": weights_digest(Path(rest))} if Path(rest).is_dir() else {"path": rest}
 
 
 def images_hf(rest: str) -> bool | None:

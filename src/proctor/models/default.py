@@ -38,15 +38,20 @@ def find_gguf() -> Path:
     return files[0]
 
 
+def default_model_folder() -> Path:
+    """Where the float32 folder of the default model is (or will be, once converted)."""
+    return proctor_home() / "models" / _FOLDER_NAME
+
+
 def converted_default_model() -> Path | None:
     """The float32 folder of the default model if it has been converted, without converting it."""
-    target = proctor_home() / "models" / _FOLDER_NAME
+    target = default_model_folder()
     return target if (target / "config.json").exists() and list(target.glob("*.safetensors")) else None
 
 
 def default_model_path() -> Path:
     """The float32 folder of the default model, converting the GGUF on first use."""
-    target = proctor_home() / "models" / _FOLDER_NAME
+    target = default_model_folder()
     if converted_default_model() is not None:
         return target
     gguf = find_gguf()
