@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from proctor.core.errors import ProctorError
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
-from proctor.runs.results import replaced, write_json_atomic
+from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
@@ -23,12 +23,9 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ProctorError(f"{run_dir} is not a run folder: no results.json")
     try:
-        text = path.read_bytes().decode("utf-8")
-        results = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise ProctorError(f"{path} is not UTF-8 text (byte {exc.start}); re-run the run to rebuild it") from None
-    except ValueError as exc:
-        raise ProctorError(f"{path} is not valid JSON: {exc}") from None
+        results = read_json(path)
+    except ProctorError as exc:
+        raise ProctorError(f"{exc}; re-run the run to rebuild it") from None
     if isinstance(results, dict):
         results.setdefault("samples_bytes", None)  # written by proctor before results.json named its samples
     try:
@@ -41,10 +38,9 @@ def load_results(run_dir: Path) -> dict[str, Any]:
 
 def _samples_bytes(run_dir: Path) -> int | None:
     """results.json's ``samples_bytes`` where it is a count (None: absent, or the file does not read)."""
-    results = Path(run_dir) / "results.json"
     try:
-        loaded = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        loaded = read_json(Path(run_dir) / "results.json")
+    except ProctorError:
         return None
     covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
     return covered if isinstance(covered, int) and not isinstance(covered, bool) and covered >= 0 else None
@@ -56,14 +52,19 @@ def samples_data(run_dir: Path) -> bytes:
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
         return b""
+    if path.is_dir():
+        raise ProctorError(f"{path} is a folder, not the run's samples file; move it out of {run_dir}")
     covered = _samples_bytes(run_dir)
-    with path.open("rb") as raw:
-        return raw.read() if covered is None else raw.read(covered)
+    try:
+        with path.open("rb") as raw:
+            return raw.read() if covered is None else raw.read(covered)
+    except OSError as exc:
+        raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def samples_text(run_dir: Path) -> str:
-    """``samples_data`` as text for the viewer (a byte that is not UTF-8 shown as U+FFFD)."""
-    return samples_data(run_dir).decode("utf-8", errors="replace")
+    """``samples_data`` as text for the viewer (a byte that is not UTF-8 shown as U+FFFD, a byte-order mark dropped)."""
+    return samples_data(run_dir).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
@@ -75,7 +76,7 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
             f"{path} holds {len(data)} bytes, fewer than the {covered} that results.json's field 'samples_bytes' "
             "says it describes: samples were lost (the file was cut or replaced); re-run the run to rebuild it"
         )
-    for number, line in enumerate(data.split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
+    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):  # bytes: U+2028 may sit in a string
         if not line.strip():
             continue
         try:
