@@ -134,9 +134,17 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json_text(data))
 
 
+# A run folder's own files: a report, page or comparison written over one would destroy the run.
+_RUN_OWN_FILES = ("run.json", "results.json", "samples.jsonl", "store.sqlite", "store.sqlite-wal", "store.sqlite-shm")
+
+
 def write_output(path: Path, text: str) -> Path:
     """A file the user asked for (a report, the viewer's page, a comparison), written atomically; a place that
-    cannot take it (a folder of that name, a missing or read-only folder) is an error naming it."""
+    cannot take it (a folder of that name, a missing or read-only folder) or a run folder's own file (its
+    results.json, ...) is an error naming it."""
+    target = Path(path)
+    if target.name in _RUN_OWN_FILES and any((target.parent / n).is_file() for n in ("run.json", "results.json")):
+        raise ProctorError(f"{path} is a file of the run folder {target.parent}; name another file with -o")
     try:
         write_text_atomic(Path(path), text)
     except OSError as exc:
