@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from proctor.core.errors import ProctorError
+from proctor.core.version import __version__
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
 from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
@@ -31,9 +32,26 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     try:
         check_results_json(json.dumps(results))
     except ResultsSchemaError as exc:
+        written_by = results.get("proctor_version") if isinstance(results, dict) else None
+        if _newer(written_by):  # a later proctor's layout, not a damaged file
+            raise ProctorError(
+                f"{path} was written by proctor {written_by}, newer than this one ({__version__}), and does not read "
+                f"here ({exc}); upgrade proctor to read it"
+            ) from None
         raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
     document: dict[str, Any] = results  # the schema's Results model took it: a JSON object
     return document
+
+
+def _newer(version: Any) -> bool:
+    """Whether ``version`` (results.json's ``proctor_version``) is a release after this proctor's."""
+
+    def parts(text: str) -> tuple[int, ...] | None:
+        numbers = re.match(r"\d+(\.\d+)*", text)
+        return tuple(int(n) for n in numbers.group(0).split(".")) if numbers else None
+
+    theirs, ours = parts(version) if isinstance(version, str) else None, parts(__version__)
+    return theirs is not None and ours is not None and theirs > ours
 
 
 def _samples_bytes(run_dir: Path) -> int | None:
@@ -76,7 +94,9 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
             f"{path} holds {len(data)} bytes, fewer than the {covered} that results.json's field 'samples_bytes' "
             "says it describes: samples were lost (the file was cut or replaced); re-run the run to rebuild it"
         )
-    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):  # bytes: U+2028 may sit in a string
+    for number, line in enumerate(
+        data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1
+    ):  # bytes: U+2028 may sit in a string
         if not line.strip():
             continue
         try:
