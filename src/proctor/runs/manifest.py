@@ -204,6 +204,10 @@ def _check_kinds(run_dir: Path) -> None:
     files = (*RUN_FILES, *STORE_FILES, LOCK_FILE)
     wrong = [(name, "a folder", "a file") for name in files if (run_dir / name).is_dir()]
     wrong += [(name, "a file", "a folder") for name in RUN_FOLDERS if (run_dir / name).is_file()]
+    if (run_dir / "tasks").is_dir():  # each task's configuration, tasks/NAME.yaml
+        wrong += [
+            (f"tasks/{p.name}", "a folder", "a file") for p in sorted((run_dir / "tasks").glob("*.yaml")) if p.is_dir()
+        ]
     if wrong:
         name, found, kept = wrong[0]
         raise ProctorError(
