@@ -64,7 +64,8 @@ def test_a_run_continues_in_a_folder_whose_run_json_has_a_byte_order_mark(tasks,
     again = evaluate([tasks], model, output_dir=folder, export=False)
     assert model.calls == []  # every answer read back from the store: no work lost
     assert again.results["tasks"] == load_results(run)["tasks"] | {
-        name: {**task, "timing": again.results["tasks"][name]["timing"]} for name, task in load_results(run)["tasks"].items()
+        name: {**task, "timing": again.results["tasks"][name]["timing"]}
+        for name, task in load_results(run)["tasks"].items()
     }
 
 

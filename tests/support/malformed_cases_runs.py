@@ -133,6 +133,40 @@ add(
     setup=_two_runs_one_samples_folder,
 )
 
+# --- run's options ---------------------------------------------------------------------------------------
+# a repeated --var key: the last one won without a word (--model-arg refuses its repeated keys)
+add("runs3-run-var-twice", RUN + ["--var", "X=1", "--var", "X=2"], ["--var", "'X'", "twice"])
+add(
+    "runs3-run-var-and-data-dir",
+    RUN + ["--data-dir", ".", "--var", "PROCTOR_DATA=/data"],
+    ["--var", "PROCTOR_DATA", "--data-dir"],
+)
+
+# -o naming a run folder's own file: the page or comparison replaced it, exit 0, and the run was gone
+add(
+    "runs3-report-over-results",
+    ["report", "run", "-o", "run/results.json"],
+    ["run/results.json", "-o"],
+    setup=_run_folder,
+)
+add(
+    "runs3-report-over-samples",
+    ["report", "run", "-o", "run/samples.jsonl"],
+    ["run/samples.jsonl", "-o"],
+    setup=_run_folder,
+)
+add("runs3-compare-over-run-json", ["compare", "a", "b", "-o", "b/run.json"], ["b/run.json", "-o"], setup=_two)
+add("runs3-view-over-results", ["view", ".", "-o", "run/results.json"], ["run/results.json", "-o"], setup=_run_folder)
+
+# results.json from a later proctor with a field this one does not know: "Extra inputs are not permitted
+# (edited by hand, or damaged?); re-run the run to rebuild it" (it is neither)
+add(
+    "runs3-report-results-from-newer-proctor",
+    ["report", "run"],
+    ["run/results.json", "99.1.0", "upgrade"],
+    setup=lambda f: _edit_json(_run_folder(f) / "results.json", lambda r: r.update(proctor_version="99.1.0", later=1)),
+)
+
 # --- export's options ------------------------------------------------------------------------------------
 # --database without --to duckdb was ignored: lm-eval and parquet files were written, no database, exit 0
 add(
@@ -153,7 +187,12 @@ add(
 
 # --- --output / --cache through a symbolic link that leads nowhere -------------------------------------
 # --cache: "internal error: FileExistsError: [Errno 17] File exists" after the model loaded
-add("runs3-run-cache-symlink-loop", RUN + ["--cache", "loop"], ["--cache", "loop", "symbolic link"], setup=_link("loop", "loop"))
+add(
+    "runs3-run-cache-symlink-loop",
+    RUN + ["--cache", "loop"],
+    ["--cache", "loop", "symbolic link"],
+    setup=_link("loop", "loop"),
+)
 add(
     "runs3-run-cache-dangling-symlink",
     RUN + ["--cache", "gone"],
@@ -167,7 +206,12 @@ add(
     setup=_link("gone", "missing/cache"),
 )
 # --output: "cannot open the run folder's lock file loop/.lock: File exists"
-add("runs3-run-output-symlink-loop", ["run", "task.yaml", "-o", "loop"], ["--output", "loop", "symbolic link"], setup=_link("loop", "loop"))
+add(
+    "runs3-run-output-symlink-loop",
+    ["run", "task.yaml", "-o", "loop"],
+    ["--output", "loop", "symbolic link"],
+    setup=_link("loop", "loop"),
+)
 add(
     "runs3-run-output-dangling-symlink",
     ["run", "task.yaml", "-o", "gone"],
@@ -178,7 +222,22 @@ add(
 # without --output a run makes its folder under ./runs: a file or a link to nowhere there failed only after the
 # model loaded ("cannot open the run folder's lock file runs/..._tiny/.lock: Not a directory")
 add("runs3-run-runs-folder-is-file", ["run", "task.yaml"], ["runs", "--output", "file"], {"runs": "notes\n"})
-add("runs3-run-runs-folder-symlink-loop", ["run", "task.yaml"], ["runs", "--output", "symbolic link"], setup=_link("runs", "runs"))
+add(
+    "runs3-run-runs-folder-symlink-loop",
+    ["run", "task.yaml"],
+    ["runs", "--output", "symbolic link"],
+    setup=_link("runs", "runs"),
+)
+
+
+# a folder where the run writes a task's configuration: "internal error: IsADirectoryError" after the model loaded,
+# results.json already removed
+def _task_config_folder(folder: Path) -> None:
+    run = _run_folder(folder, "out")
+    (run / "tasks" / "arith.yaml").mkdir(parents=True)
+
+
+add("runs3-resume-task-config-is-folder", RUN, ["out/tasks/arith.yaml", "folder"], setup=_task_config_folder)
 
 # --- run.json of a run folder continued ------------------------------------------------------------------
 # without 'tasks': "task 'arith' was not in this run" (the field's absence not named)

@@ -127,7 +127,9 @@ def _check_comparable(
             f"task '{t}': {listed(tasks_a[t]['metrics'])} in {run_a}, {listed(tasks_b[t]['metrics'])} in {run_b}"
             for t in compared
         )
-        raise ProctorError(f"{run_a} and {run_b} share no metric of their shared tasks, so there is nothing to compare ({shown})")
+        raise ProctorError(
+            f"{run_a} and {run_b} share no metric of their shared tasks, so there is nothing to compare ({shown})"
+        )
 
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
