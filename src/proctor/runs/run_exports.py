@@ -313,6 +313,13 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
     for fmt in formats:
         try:
             written.append(writers[fmt](run_dir, contents=contents))
+        except (AttributeError, TypeError, IndexError) as exc:  # a saved task configuration edited by hand
+            if fmt != "lm-eval":
+                raise
+            raise ProctorError(
+                f"{Path(run_dir) / 'tasks'}: a task configuration does not have proctor's layout "
+                f"({type(exc).__name__}: {exc}; edited by hand?); re-run the run to rebuild it"
+            ) from None
         except OSError as exc:  # a file where the export makes a folder, a folder where it writes a file, ...
             where = exc.filename2 or exc.filename or run_dir  # a rename: where it went
             raise ProctorError(f"cannot write the {fmt} export of {run_dir}: {where}: {exc.strerror or exc}") from None
