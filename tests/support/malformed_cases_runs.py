@@ -185,6 +185,29 @@ add(
     setup=lambda f: (_run_folder(f / "one"), _run_folder(f / "two")),
 )
 
+
+# a run's saved task configuration (tasks/NAME.yaml, read by the lm-eval export) damaged: "internal error:
+# ParserError", "UnicodeDecodeError", "AttributeError: 'list' object has no attribute 'get'"
+def _task_config(content: bytes):
+    def setup(folder: Path) -> None:
+        run = _run_folder(folder)
+        (run / "tasks").mkdir()
+        (run / "tasks" / "arith.yaml").write_bytes(content)
+
+    return setup
+
+
+LM_EVAL = ["export", "run", "--to", "lm-eval"]
+add("runs3-export-task-config-not-yaml", LM_EVAL, ["run/tasks/arith.yaml", "yaml"], setup=_task_config(b"spec: {{{\n"))
+add("runs3-export-task-config-binary", LM_EVAL, ["run/tasks/arith.yaml", "utf-8"], setup=_task_config(b"\xff\xfe\x00"))
+add("runs3-export-task-config-list", LM_EVAL, ["run/tasks/arith.yaml", "spec"], setup=_task_config(b"- 1\n"))
+add(
+    "runs3-export-task-config-fewshot-number",
+    LM_EVAL,
+    ["run/tasks", "layout"],
+    setup=_task_config(b"spec:\n  kind: multiple_choice\n  fewshot: 5\n"),
+)
+
 # --- --output / --cache through a symbolic link that leads nowhere -------------------------------------
 # --cache: "internal error: FileExistsError: [Errno 17] File exists" after the model loaded
 add(
