@@ -73,3 +73,14 @@ def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatc
 
     tensors = load_file(weights[0])
     assert all(t.dtype == torch.float32 for t in tensors.values())
+
+
+def test_a_proctor_home_that_is_a_file_is_named_before_the_gguf_is_read(tmp_path, monkeypatch):
+    from proctor.core.errors import ModelLoadError
+    from proctor.models import default
+
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(default, "find_gguf", lambda: pytest.fail("the GGUF was read"))
+    with pytest.raises(ModelLoadError, match="home is not a folder.*PROCTOR_HOME"):
+        default.default_model_path()

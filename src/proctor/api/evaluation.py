@@ -69,7 +69,9 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     started = time.perf_counter()
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
-    check_run_options(output.output_dir, output.cache, output.update, output.restart, options.data_path)
+    check_run_options(
+        output.output_dir, output.cache, output.update, output.restart, options.data_path, output.runs_root
+    )
     skipped: list[dict[str, str]] = []  # files and tasks found in folders that could not be loaded or prepared
     named: set[Path] | None = None
     paths = [p for p in config.tasks if not isinstance(p, Task)]

@@ -39,13 +39,21 @@ def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, A
 
 
 def check_run_options(
-    output_dir: str | Path | None, cache: str | Path | None, update: bool, restart: bool, data_path: str | Path | None
+    output_dir: str | Path | None,
+    cache: str | Path | None,
+    update: bool,
+    restart: bool,
+    data_path: str | Path | None,
+    runs_root: str | Path | None = None,
 ) -> None:
-    """What can be checked before any task file is read or model loaded."""
+    """What can be checked before any task file is read or model loaded (``runs_root``: where a run without
+    ``output_dir`` makes its folder)."""
     if update and restart:
         raise ProctorError(
             "--update and --restart exclude each other: update keeps what still matches, restart discards it all"
         )
+    if output_dir is None and runs_root is not None:
+        check_writable_folder(Path(runs_root), "the runs folder (no --output given)")
     if output_dir is not None:
         check_writable_folder(Path(output_dir), "--output")
         check_output_folder(Path(output_dir), restart)

@@ -92,6 +92,9 @@ def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[s
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"takes KEY=VALUE, got '{item}'", param_hint="--var")
+        if key in variables:  # the last would win without a word
+            given = "by --data-dir" if key == "PROCTOR_DATA" and data_dir is not None else "twice"
+            raise typer.BadParameter(f"'{key}' is given {given}", param_hint="--var")
         variables[key] = value
     return variables
 

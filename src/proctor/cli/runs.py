@@ -43,7 +43,7 @@ def compare(
         help="Significance level (and 1 - confidence of the interval).",
     ),
     resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Paired bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", metavar="S", help="Bootstrap seed."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="S", help="Bootstrap seed (a count: 0, 1, ...)."),
     output: Optional[Path] = typer.Option(
         None,
         "--output",
@@ -128,17 +128,19 @@ def export(
         help="lm-eval: lm-eval's results and samples files under RUN_DIR/lm_eval/MODEL/; parquet: "
         "RUN_DIR/samples.parquet; duckdb: every run into --database (repeatable).",
     ),
-    database: Path = typer.Option(
-        Path("proctor.duckdb"),
+    database: Optional[Path] = typer.Option(
+        None,
         "--database",
         metavar="FILE",
-        help="duckdb: the database file runs are added to (tables samples, metrics).",
+        help="duckdb: the database file runs are added to (tables samples, metrics; default: proctor.duckdb).",
     ),
 ) -> None:
     """Write runs' results in lm-evaluation-harness's layout, samples as parquet, or many runs into one DuckDB file."""
     from proctor.runs.run_exports import write_exports
 
     formats = [f.value for f in fmt]
+    if database is not None and "duckdb" not in formats:  # it would be ignored: no database written, exit 0
+        raise typer.BadParameter("applies to --to duckdb only; add --to duckdb", param_hint="--database")
     per_run = tuple(f for f in formats if f != "duckdb")
     for run_dir in run_dirs:
         for path in write_exports(run_dir, per_run):
@@ -146,4 +148,5 @@ def export(
     if "duckdb" in formats:
         from proctor.runs.duckdb_export import export_duckdb
 
-        console.print(f"wrote {export_duckdb(run_dirs, database)} ({len(run_dirs)} run(s))")
+        written = export_duckdb(run_dirs, database if database is not None else Path("proctor.duckdb"))
+        console.print(f"wrote {written} ({len(run_dirs)} run(s))")

@@ -49,11 +49,25 @@ def converted_default_model() -> Path | None:
     return target if (target / "config.json").exists() and list(target.glob("*.safetensors")) else None
 
 
+def _check_home(folder: Path) -> None:
+    """The folder the conversion writes into can be made: a file on its way (``PROCTOR_HOME`` set to a file) is
+    named before the GGUF is read, not reported as a full disk after."""
+    for place in (folder, *folder.parents):
+        if place.exists() or place.is_symlink():
+            if not place.is_dir():
+                raise ModelLoadError(
+                    f"cannot convert the embedded default model into {folder}: {place} is not a folder "
+                    "(PROCTOR_HOME, default ~/.cache/proctor, names where it is kept); set PROCTOR_HOME to a folder"
+                )
+            return
+
+
 def default_model_path() -> Path:
     """The float32 folder of the default model, converting the GGUF on first use."""
     target = default_model_folder()
     if converted_default_model() is not None:
         return target
+    _check_home(target.parent)
     gguf = find_gguf()
     log.info("converting %s to %s (once)", gguf.name, target)
     torch = require("torch", "hf", "The embedded default model")

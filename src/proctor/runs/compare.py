@@ -108,6 +108,30 @@ def _tasks(results: dict[str, Any], run_dir: Path) -> dict[str, dict[str, Any]]:
     return tasks
 
 
+def _check_comparable(
+    run_a: Path, run_b: Path, tasks_a: dict[str, Any], tasks_b: dict[str, Any], compared: dict[str, Any]
+) -> None:
+    """Runs with no task, or no metric of a shared task, in common have nothing to compare: an error, not a table
+    with no rows that says "0 significant difference(s)"."""
+
+    def listed(names: Any) -> str:
+        return ", ".join(sorted(names)) or "none"
+
+    if not compared:
+        raise ProctorError(
+            f"{run_a} and {run_b} share no task, so there is nothing to compare "
+            f"({run_a}: {listed(tasks_a)}; {run_b}: {listed(tasks_b)})"
+        )
+    if not any(entry["metrics"] for entry in compared.values()):
+        shown = "; ".join(
+            f"task '{t}': {listed(tasks_a[t]['metrics'])} in {run_a}, {listed(tasks_b[t]['metrics'])} in {run_b}"
+            for t in compared
+        )
+        raise ProctorError(
+            f"{run_a} and {run_b} share no metric of their shared tasks, so there is nothing to compare ({shown})"
+        )
+
+
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     results_a, results_b = load_results(run_a), load_results(run_b)
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
@@ -163,6 +187,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             tasks[task]["mc_format"] = {"a": formulations[0], "b": formulations[1]}
             if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
                 tasks[task]["formulation_differs"] = True
+    _check_comparable(run_a, run_b, tasks_a, tasks_b, tasks)
     only_a = sorted(set(tasks_a) - set(tasks_b))
     only_b = sorted(set(tasks_b) - set(tasks_a))
     return {

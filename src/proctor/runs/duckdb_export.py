@@ -76,8 +76,22 @@ def _add_runs(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], scratch:
             con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
+def _check_names(run_dirs: Sequence[Path]) -> None:
+    """The tables key a run by its folder's name: two runs of one name would keep only the last one's rows."""
+    seen: dict[str, Path] = {}
+    for run_dir in map(Path, run_dirs):
+        name = run_dir.resolve().name
+        first = seen.setdefault(name, run_dir)
+        if first.resolve() != run_dir.resolve():
+            raise ProctorError(
+                f"{first} and {run_dir} are both named '{name}': the database keys a run by its folder's name, so "
+                "the second would replace the first's rows; rename one folder, or export them into separate databases"
+            )
+
+
 def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
     duckdb = require("duckdb", "duckdb", "proctor export --to duckdb")
+    _check_names(run_dirs)
     try:
         con = duckdb.connect(str(database))
     except duckdb.Error as exc:  # not a DuckDB file, a folder, a newer format, ...

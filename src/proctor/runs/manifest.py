@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from proctor.core.errors import ProctorError
 from proctor.core.version import __version__
 from proctor.runs.lock import LOCK_FILE
-from proctor.runs.results import write_json_atomic
+from proctor.runs.results import read_json, write_json_atomic
 from proctor.runs.store import STORE_FILE, fingerprint_hash
 
 MANIFEST = "run.json"
@@ -34,6 +34,7 @@ _FIELD_TYPES: dict[str, tuple[type, str]] = {
     "options": (dict, "an object"),
     "attempts": (list, "a list"),
 }
+_REQUIRED = ("model", "model_hash", "tasks", "options")  # what a resumed run compares with this run's
 
 
 class RunMismatchError(ProctorError):
@@ -67,11 +68,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ProctorError(f"cannot read {path}: {exc}; use --restart to start this run folder over") from None
+        manifest = read_json(path)
+    except ProctorError as exc:
+        raise ProctorError(f"{exc}; use --restart to start this run folder over") from None
     if not isinstance(manifest, dict):
         raise ProctorError(f"{path} is not a run manifest (a JSON object); use --restart to start this run folder over")
+    missing = [name for name in _REQUIRED if name not in manifest]
+    if missing:  # every run.json proctor writes has them: a resume would report changes that are not there
+        raise ProctorError(
+            f"{path} has no field {', '.join(repr(m) for m in missing)} (edited by hand, or damaged?); "
+            "use --restart to start this run folder over"
+        )
     for name, kind in _FIELD_TYPES.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
         if name in manifest and not isinstance(manifest[name], kind[0]):
             raise ProctorError(
@@ -199,6 +206,10 @@ def _check_kinds(run_dir: Path) -> None:
     files = (*RUN_FILES, *STORE_FILES, LOCK_FILE)
     wrong = [(name, "a folder", "a file") for name in files if (run_dir / name).is_dir()]
     wrong += [(name, "a file", "a folder") for name in RUN_FOLDERS if (run_dir / name).is_file()]
+    if (run_dir / "tasks").is_dir():  # each task's configuration, tasks/NAME.yaml
+        wrong += [
+            (f"tasks/{p.name}", "a folder", "a file") for p in sorted((run_dir / "tasks").glob("*.yaml")) if p.is_dir()
+        ]
     if wrong:
         name, found, kept = wrong[0]
         raise ProctorError(

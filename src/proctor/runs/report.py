@@ -142,7 +142,13 @@ def static_page(runs: list[tuple[dict[str, Any], Path]], title: str, start: str 
             embedded.append({"summary": "", "samples": "", "error": entry["error"]})
             continue
         summary, error = run_summary(run_dir, strict=strict)
-        embedded.append({"summary": summary, "samples": script_text(samples_text(run_dir)), "error": error})
+        try:
+            samples = samples_text(run_dir)
+        except ProctorError as exc:  # samples.jsonl unreadable (a folder, say): the run's row says why
+            if strict:
+                raise
+            samples, error = "", error or str(exc)
+        embedded.append({"summary": summary, "samples": script_text(samples), "error": error})
     data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start}
     return render_page(title, script_json(data), embedded)
 

@@ -39,6 +39,11 @@ def check_writable_folder(path: Path, option: str) -> None:
         raise ProctorError(f"{option} {path}: is a file, not a folder")
     existing = path
     while not existing.exists():
+        if existing.is_symlink():  # no folder can be made through it (mkdir says "File exists")
+            raise ProctorError(
+                f"{option} {path}: {existing} is a symbolic link to {os.readlink(existing)}, which does not lead to "
+                "a folder (missing, or a loop); make that folder, or name another"
+            )
         existing = existing.parent
     if not existing.is_dir():
         raise ProctorError(f"{option} {path}: {existing} is a file, so the folder cannot be made")
@@ -48,6 +53,28 @@ def check_writable_folder(path: Path, option: str) -> None:
         os.rmdir(tempfile.mkdtemp(prefix=".proctor-check-", dir=existing))
     except OSError as exc:
         raise ProctorError(f"{option} {path}: cannot make a folder in {existing}: {exc.strerror or exc}") from None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of a run folder (results.json, run.json), a byte-order mark dropped: a file that does not read,
+    is empty, is not UTF-8 or not JSON is an error naming it and where (the caller adds what to do about it)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise ProctorError(f"{path} is empty")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ProctorError(
+            f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProctorError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
 
 
 def _json_default(value: Any) -> Any:
@@ -107,9 +134,17 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json_text(data))
 
 
+# A run folder's own files: a report, page or comparison written over one would destroy the run.
+_RUN_OWN_FILES = ("run.json", "results.json", "samples.jsonl", "store.sqlite", "store.sqlite-wal", "store.sqlite-shm")
+
+
 def write_output(path: Path, text: str) -> Path:
     """A file the user asked for (a report, the viewer's page, a comparison), written atomically; a place that
-    cannot take it (a folder of that name, a missing or read-only folder) is an error naming it."""
+    cannot take it (a folder of that name, a missing or read-only folder) or a run folder's own file (its
+    results.json, ...) is an error naming it."""
+    target = Path(path)
+    if target.name in _RUN_OWN_FILES and any((target.parent / n).is_file() for n in ("run.json", "results.json")):
+        raise ProctorError(f"{path} is a file of the run folder {target.parent}; name another file with -o")
     try:
         write_text_atomic(Path(path), text)
     except OSError as exc:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from proctor.core.errors import ProctorError
+from proctor.core.version import __version__
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
-from proctor.runs.results import replaced, write_json_atomic
+from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
@@ -23,28 +24,41 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ProctorError(f"{run_dir} is not a run folder: no results.json")
     try:
-        text = path.read_bytes().decode("utf-8")
-        results = json.loads(text)
-    except UnicodeDecodeError as exc:
-        raise ProctorError(f"{path} is not UTF-8 text (byte {exc.start}); re-run the run to rebuild it") from None
-    except ValueError as exc:
-        raise ProctorError(f"{path} is not valid JSON: {exc}") from None
+        results = read_json(path)
+    except ProctorError as exc:
+        raise ProctorError(f"{exc}; re-run the run to rebuild it") from None
     if isinstance(results, dict):
         results.setdefault("samples_bytes", None)  # written by proctor before results.json named its samples
     try:
         check_results_json(json.dumps(results))
     except ResultsSchemaError as exc:
+        written_by = results.get("proctor_version") if isinstance(results, dict) else None
+        if _newer(written_by):  # a later proctor's layout, not a damaged file
+            raise ProctorError(
+                f"{path} was written by proctor {written_by}, newer than this one ({__version__}), and does not read "
+                f"here ({exc}); upgrade proctor to read it"
+            ) from None
         raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
     document: dict[str, Any] = results  # the schema's Results model took it: a JSON object
     return document
 
 
+def _newer(version: Any) -> bool:
+    """Whether ``version`` (results.json's ``proctor_version``) is a release after this proctor's."""
+
+    def parts(text: str) -> tuple[int, ...] | None:
+        numbers = re.match(r"\d+(\.\d+)*", text)
+        return tuple(int(n) for n in numbers.group(0).split(".")) if numbers else None
+
+    theirs, ours = parts(version) if isinstance(version, str) else None, parts(__version__)
+    return theirs is not None and ours is not None and theirs > ours
+
+
 def _samples_bytes(run_dir: Path) -> int | None:
     """results.json's ``samples_bytes`` where it is a count (None: absent, or the file does not read)."""
-    results = Path(run_dir) / "results.json"
     try:
-        loaded = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        loaded = read_json(Path(run_dir) / "results.json")
+    except ProctorError:
         return None
     covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
     return covered if isinstance(covered, int) and not isinstance(covered, bool) and covered >= 0 else None
@@ -56,14 +70,19 @@ def samples_data(run_dir: Path) -> bytes:
     path = Path(run_dir) / "samples.jsonl"
     if not path.exists():
         return b""
+    if path.is_dir():
+        raise ProctorError(f"{path} is a folder, not the run's samples file; move it out of {run_dir}")
     covered = _samples_bytes(run_dir)
-    with path.open("rb") as raw:
-        return raw.read() if covered is None else raw.read(covered)
+    try:
+        with path.open("rb") as raw:
+            return raw.read() if covered is None else raw.read(covered)
+    except OSError as exc:
+        raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def samples_text(run_dir: Path) -> str:
-    """``samples_data`` as text for the viewer (a byte that is not UTF-8 shown as U+FFFD)."""
-    return samples_data(run_dir).decode("utf-8", errors="replace")
+    """``samples_data`` as text for the viewer (a byte that is not UTF-8 shown as U+FFFD, a byte-order mark dropped)."""
+    return samples_data(run_dir).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
@@ -75,7 +94,9 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
             f"{path} holds {len(data)} bytes, fewer than the {covered} that results.json's field 'samples_bytes' "
             "says it describes: samples were lost (the file was cut or replaced); re-run the run to rebuild it"
         )
-    for number, line in enumerate(data.split(b"\n"), 1):  # bytes: U+2028 may sit inside a string
+    for number, line in enumerate(
+        data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1
+    ):  # bytes: U+2028 may sit in a string
         if not line.strip():
             continue
         try:
@@ -292,6 +313,13 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
     for fmt in formats:
         try:
             written.append(writers[fmt](run_dir, contents=contents))
+        except (AttributeError, TypeError, IndexError) as exc:  # a saved task configuration edited by hand
+            if fmt != "lm-eval":
+                raise
+            raise ProctorError(
+                f"{Path(run_dir) / 'tasks'}: a task configuration does not have proctor's layout "
+                f"({type(exc).__name__}: {exc}; edited by hand?); re-run the run to rebuild it"
+            ) from None
         except OSError as exc:  # a file where the export makes a folder, a folder where it writes a file, ...
             where = exc.filename2 or exc.filename or run_dir  # a rename: where it went
             raise ProctorError(f"cannot write the {fmt} export of {run_dir}: {where}: {exc.strerror or exc}") from None

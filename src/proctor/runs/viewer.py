@@ -110,6 +110,7 @@ class Viewer:
         return run_dir
 
     def samples(self, key: str) -> bytes | None:
+        """A run's samples.jsonl lines (raises ``ProctorError`` where the file does not read, e.g. a folder)."""
         run_dir = self._folder(key)
         return None if run_dir is None else samples_text(run_dir).encode("utf-8")
 
@@ -174,6 +175,8 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
             except (BrokenPipeError, ConnectionResetError):  # the browser went away mid-answer
                 pass
+            except ProctorError as exc:  # a run's file that does not read: the page shows why
+                self._send(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode("utf-8"), "text/plain; charset=utf-8")
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
             pass  # no line per request on the console

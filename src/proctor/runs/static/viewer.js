@@ -38,7 +38,7 @@
     }
     if (DATA.mode === "static") return ready($("samples-" + byKey[key].index).textContent);
     fetch("api/samples?key=" + encodeURIComponent(key)).then(function (r) {
-      return r.ok ? r.text() : Promise.reject(new Error("the server answered " + r.status));
+      return r.ok ? r.text() : r.text().then(function (why) { throw new Error(why || "the server answered " + r.status); });
     }).then(ready, ready);
   }
   function loadSummary(key, done) {
