@@ -81,3 +81,24 @@ def check_target_in_range(target: Any, choices: list[str], doc_id: int, name: st
             field="doc_to_target",
         )
 
+
+def check_request_texts(task: Any, doc_id: int, instances: list, name: str, source: Any) -> None:
+    """A ``loglikelihood`` / ``loglikelihood_rolling`` document's scored text must be a text: lm-eval hands
+    ``doc_to_target``'s value to the model as is (an index such as 1 makes the model's tokeniser fail, after it
+    loaded). Named here, with the key that gave it."""
+    kind = task.OUTPUT_TYPE
+    if kind not in ("loglikelihood", "loglikelihood_rolling"):
+        return
+    position = 1 if kind == "loglikelihood" else 0
+    for instance in instances:
+        arguments = instance.arguments if isinstance(instance.arguments, tuple) else (instance.arguments,)
+        value = arguments[position] if len(arguments) > position else None
+        if not isinstance(value, str):
+            raise TaskDefinitionError(
+                f"task '{name}', document {doc_id}: doc_to_target gave {type(value).__name__} {value!r:.60}; "
+                f"a {kind} task scores it as text (the {'continuation' if position else 'document'}), "
+                "so it must be a text",
+                file=source,
+                row=doc_id + 1,
+                field="doc_to_target",
+            )

@@ -22,7 +22,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
-from proctor.dialects.lmeval.document_checks import check_choices, check_target_in_range
+from proctor.dialects.lmeval.document_checks import check_choices, check_request_texts, check_target_in_range
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.instance_requests import answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
@@ -206,6 +206,7 @@ class _LmEvalRunner:
             if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
                 check_choices(task, doc_id, doc, self.leaf.name, self.leaf.source)
             instances = self.by_doc[doc_id]
+            check_request_texts(task, doc_id, instances, self.leaf.name, self.leaf.source)
             first = instances[0].arguments
             prompt = first[0] if isinstance(first, tuple) else first
             choices = [
