@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.support.malformed_cases import Case
 from tests.support.malformed_cases_lmeval import LM_GENERATE, LM_LOCAL, LOCAL_RUN, local
-from tests.support.malformed_cases_more import LM_TEMPLATE, lm
+from tests.support.malformed_cases_more import LM_TEMPLATE, SEAHELM_RUN, _first, lm, seahelm
 
 DIALECTS: list[Case] = []
 
@@ -82,4 +82,13 @@ add(  # TakeKFilter pops its 'k': a KeyError after the model ran
     LM_RUN,
     ["quiz.yaml", "filter_list[0].filter[0]", "take_first_k", "k"],
     lm(LM_GENERATE + FILTER + "take_first_k\n"),
+)
+
+# --- SEA-HELM ---------------------------------------------------------------------------------------------
+add(  # SEA-HELM's aggregate_metrics reads results[metric]: a KeyError upstream; proctor showed "—" and exited 0
+    "dial3-seahelm-metric-not-reported",
+    SEAHELM_RUN + ["-m", "{model}"],
+    ["config.yaml", "sentiment.metric", "no_such_metric", "normalized_accuracy"],
+    setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: no_such_metric")),
+    before_model=False,
 )
