@@ -5,7 +5,7 @@ run that completed on nonsense (a silent number) before its fix."""
 
 from __future__ import annotations
 
-from tests.support.malformed_cases import Case
+from tests.support.malformed_cases import Case, jsonl
 from tests.support.malformed_cases_lmeval import LM_GENERATE, LM_LOCAL, LOCAL_RUN, local
 from tests.support.malformed_cases_more import LM_TEMPLATE, SEAHELM_RUN, _first, lm, seahelm
 
@@ -91,4 +91,22 @@ add(  # SEA-HELM's aggregate_metrics reads results[metric]: a KeyError upstream;
     ["config.yaml", "sentiment.metric", "no_such_metric", "normalized_accuracy"],
     setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: no_such_metric")),
     before_model=False,
+)
+
+# --- GLM-130B ---------------------------------------------------------------------------------------------
+GLM_GEN = 'name: "g"\ntype: "gen"\npath: "data"\nfile-pattern: "**/test.jsonl"\n'
+GLM_GEN_RUN = ["run", "glm.yaml", "-o", "out", "--data-path", "."]
+add(  # GLM tokenizes the targets (a number fails there); proctor compared answers with "5" and exited 0
+    "dial3-glm-gen-targets-number",
+    GLM_GEN_RUN,
+    ["test.jsonl", "row 2", "targets_pretokenized", "int"],
+    {
+        "glm.yaml": GLM_GEN,
+        "data/test.jsonl": jsonl(
+            [
+                {"inputs_pretokenized": "Q: 1+1?", "targets_pretokenized": ["2"]},
+                {"inputs_pretokenized": "Q: 2+2?", "targets_pretokenized": 4},
+            ]
+        ),
+    },
 )

@@ -168,6 +168,16 @@ _LABEL = (
 )
 
 
+# GLM tokenizes ``targets_pretokenized`` (a text or a list of texts): a number, a mapping or a list holding one fails
+# there upstream, while proctor would compare the answer with its Python spelling ("5"): an error naming the row.
+_TARGETS = (
+    "{{ targets_pretokenized if targets_pretokenized is not defined or targets_pretokenized is string or "
+    "(targets_pretokenized is sequence and targets_pretokenized is not mapping and "
+    "targets_pretokenized | reject('string') | list | length == 0) else "
+    "_fail(\"'targets_pretokenized' must be a text or a list of texts (the reference answers)\", targets_pretokenized) }}"
+)
+
+
 def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
     relative = f"{config['path'].rstrip('/')}/{pattern}"
     if Path(config["path"]).expanduser().is_absolute():
@@ -208,7 +218,7 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
         stop = config["stop"] or []
         spec.update(
             prompt=_text_of("inputs_pretokenized", "the input the model continues"),
-            target="{{ targets_pretokenized }}",
+            target=_TARGETS,
             max_length=config["max_seq_length"],
             extraction=ExtractionSpec(strip=True),
             generation=GenerationSpec(
