@@ -93,6 +93,32 @@ add(  # SEA-HELM's aggregate_metrics reads results[metric]: a KeyError upstream;
     before_model=False,
 )
 
+SETTING = "  metric: normalized_accuracy\n"
+for name, extra, expect in [
+    # an internal error after generation ("ValueError: invalid literal for int()"); SEA-HELM's min() fails on it
+    ("max-n-runs-text", "  max_n_runs: two\n", ["sentiment.max_n_runs", "two"]),
+    # an internal error after the model loaded ("could not convert string to float")
+    ("temperature-text", "  temperature: hot\n", ["sentiment.temperature", "hot"]),
+    # SEA-HELM's aggregate_metrics knows macro-average and micro-average only; proctor read "micro" and exited 0
+    (
+        "aggregation-type-unknown",
+        "  aggregation_group: sa\n  aggregation_type: micro\n",
+        ["sentiment.aggregation_type", "micro-average"],
+    ),
+]:
+    add(
+        f"dial3-seahelm-{name}",
+        SEAHELM_RUN,
+        ["config.yaml", *expect],
+        setup=seahelm(config_edit=_first(SETTING, SETTING + extra)),
+    )
+add(  # upstream reads results[5]: a KeyError; proctor showed "—" and exited 0
+    "dial3-seahelm-metric-number",
+    SEAHELM_RUN,
+    ["config.yaml", "sentiment.metric", "int"],
+    setup=seahelm(config_edit=_first("metric: normalized_accuracy", "metric: 5")),
+)
+
 # --- GLM-130B ---------------------------------------------------------------------------------------------
 GLM_GEN = 'name: "g"\ntype: "gen"\npath: "data"\nfile-pattern: "**/test.jsonl"\n'
 GLM_GEN_RUN = ["run", "glm.yaml", "-o", "out", "--data-path", "."]
