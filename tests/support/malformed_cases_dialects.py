@@ -43,7 +43,12 @@ add(  # lm-eval pops keys from it: "AttributeError: 'int' object has no attribut
     "dial3-lmeval-dataset-kwargs-not-mapping",
     LOCAL_RUN,
     ["quiz.yaml", "dataset_kwargs", "mapping"],
-    local(LM_LOCAL.replace("dataset_kwargs:\n  data_files:\n    train: quiz/train.jsonl\n    test: quiz/test.jsonl\n", "dataset_kwargs: 5\n")),
+    local(
+        LM_LOCAL.replace(
+            "dataset_kwargs:\n  data_files:\n    train: quiz/train.jsonl\n    test: quiz/test.jsonl\n",
+            "dataset_kwargs: 5\n",
+        )
+    ),
 )
 add(  # was "dataset not available offline: 'None' config 'None'"
     "dial3-lmeval-dataset-path-missing",

@@ -174,7 +174,8 @@ _TARGETS = (
     "{{ targets_pretokenized if targets_pretokenized is not defined or targets_pretokenized is string or "
     "(targets_pretokenized is sequence and targets_pretokenized is not mapping and "
     "targets_pretokenized | reject('string') | list | length == 0) else "
-    "_fail(\"'targets_pretokenized' must be a text or a list of texts (the reference answers)\", targets_pretokenized) }}"
+    "_fail(\"'targets_pretokenized' must be a text or a list of texts (the reference answers)\", "
+    "targets_pretokenized) }}"
 )
 
 

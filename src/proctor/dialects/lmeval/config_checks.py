@@ -68,7 +68,9 @@ def _check_regexes(value: Any, name: str, source: Path | None, field: str) -> No
     odd = next((x for x in items if not isinstance(x, str)), None) if items is not None else value
     if items is None or odd is not None:
         raise TaskDefinitionError(
-            f"task '{name}': regexes_to_ignore is a list of regular expressions, got {odd!r:.60}", file=source, field=field
+            f"task '{name}': regexes_to_ignore is a list of regular expressions, got {odd!r:.60}",
+            file=source,
+            field=field,
         )
     for pattern in items:
         try:
@@ -244,9 +246,13 @@ def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | Non
     if kwargs is not None and not isinstance(kwargs, dict):  # lm-eval pops keys from it: an AttributeError
         raise fail(f"'dataset_kwargs' is a mapping (data_files, ...), got {type(kwargs).__name__}", "dataset_kwargs")
     if not config.get("dataset_path") and not callable(config.get("custom_dataset")):
-        raise fail("'dataset_path' is missing: it names the dataset lm-eval loads (a hub id, or json / csv)", "dataset_path")
+        raise fail(
+            "'dataset_path' is missing: it names the dataset lm-eval loads (a hub id, or json / csv)", "dataset_path"
+        )
     if config.get("description") is not None and not isinstance(config["description"], str):
-        raise fail(f"'description' is a text (a Jinja template), got {type(config['description']).__name__}", "description")
+        raise fail(
+            f"'description' is a text (a Jinja template), got {type(config['description']).__name__}", "description"
+        )
     for key in ("target_delimiter", "fewshot_delimiter"):  # lm-eval joins texts with them (a number: a crash)
         if key in config and not isinstance(config[key], str):
             raise fail(f"'{key}' is a string joining texts, got {type(config[key]).__name__} {config[key]!r:.60}", key)

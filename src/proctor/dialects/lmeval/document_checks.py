@@ -38,9 +38,7 @@ def check_choices(task: Any, doc_id: int, doc: Any, name: str, source: Any) -> N
                 "doc_to_choice",
             )
         if not choice.strip():
-            raise fail(
-                f"doc_to_choice gave an empty choice (number {index}) among {choices!r:.120}", "doc_to_choice"
-            )
+            raise fail(f"doc_to_choice gave an empty choice (number {index}) among {choices!r:.120}", "doc_to_choice")
     if task.multiple_input:  # the gold is the document's doc_to_text (one context per choice)
         return
     target = task.doc_to_target(doc)

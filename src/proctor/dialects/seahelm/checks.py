@@ -31,7 +31,9 @@ def _settings(task_id: str, cfg: dict, path: Path) -> None:
 
     metric = cfg.get("metric")
     if metric is not None and not isinstance(metric, str):
-        raise fail(f"'metric' names the metric the task is scored by, got {type(metric).__name__} {metric!r:.60}", "metric")
+        raise fail(
+            f"'metric' names the metric the task is scored by, got {type(metric).__name__} {metric!r:.60}", "metric"
+        )
     runs = cfg.get("max_n_runs")
     if runs is not None and not _count(runs, positive=True):
         raise fail(f"'max_n_runs' must be a count of runs (1 or more), got {runs!r:.60}", "max_n_runs")
@@ -42,7 +44,9 @@ def _settings(task_id: str, cfg: dict, path: Path) -> None:
         raise fail(f"'temperature' must be a number, 0 or more, got {temperature!r:.60}", "temperature")
     kind = cfg.get("aggregation_type")
     if cfg.get("aggregation_group") and kind is not None and kind not in _AGGREGATION_TYPES:
-        raise fail(f"'aggregation_type' must be {' or '.join(_AGGREGATION_TYPES)}, got {kind!r:.60}", "aggregation_type")
+        raise fail(
+            f"'aggregation_type' must be {' or '.join(_AGGREGATION_TYPES)}, got {kind!r:.60}", "aggregation_type"
+        )
 
 
 def check_task(task_id: str, cfg: dict, path: Path) -> None:
