@@ -25,89 +25,16 @@ from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
 from proctor.core.yaml_lines import LineDict
+from proctor.dialects.glm.config_fields import FIELDS, MINIMUMS, as_upstream_reads, is_class_reference
 from proctor.dialects.glm.task_options import GLMModuleOptions
 
 log = logging.getLogger(__name__)
 
 TYPES = {"mul": "multiple_choice", "gen": "generate", "lm": "perplexity"}
 DEFAULT_METRICS = {"mul": ["Accuracy"], "gen": ["EM", "F1"], "lm": ["PPL"]}
-DEFAULT_FILE_PATTERN = "**/*.json*"
 _JSON_SUFFIXES = (".json", ".jsonl", ".json*", ".jsonl*")
 
-# key -> (accepted types, default); GLM's BaseConfig, GenerationTaskConfig and LanguageModelTaskConfig
-FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
-    "name": ((str,), None),
-    "type": ((str,), None),
-    "path": ((str,), None),
-    "module": ((str, type(None)), None),
-    "metrics": ((list, str), None),
-    "use_task_mask": ((bool,), False),
-    "use_multitask_encoding": ((bool,), False),
-    "unidirectional": ((bool,), False),
-    "max_seq_length": ((int,), 2048),
-    "file_pattern": ((str, dict), DEFAULT_FILE_PATTERN),
-    "micro_batch_size": ((int,), 1),
-    "sampling_strategy": ((str,), "BaseStrategy"),
-    "num_beams": ((int,), 4),
-    "length_penalty": ((float, int), 1.0),
-    "no_repeat_ngram_size": ((int,), 3),
-    "min_gen_length": ((int,), 0),
-    "max_gen_length": ((int,), 128),
-    "generation_length": ((int,), 256),
-    "stop": ((str, list), None),  # proctor's addition: stop strings for generation
-}
-# the least each count may be (GLM would crash later, or proctor silently use another value)
-MINIMUMS = {
-    "max_seq_length": 3,  # an lm task's window is one token less, and a window scores at least two
-    "micro_batch_size": 1,
-    "num_beams": 1,
-    "no_repeat_ngram_size": 0,
-    "min_gen_length": 0,
-    "max_gen_length": 1,
-    "generation_length": 1,
-}
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
-
-
-def _is_class_reference(text: str) -> bool:
-    """``package.module.Class`` or ``file.py:Class``: a class name after a module."""
-    module, sep, name = text.rpartition(":") if ":" in text else text.rpartition(".")
-    return bool(module.strip()) and bool(sep) and name.isidentifier()
-
-
-_TRUTHY = ("TRUE", "T", "YES", "Y", "1")  # dataclass-wizard's as_bool: any other text is false
-_FALSY = ("FALSE", "F", "NO", "N", "0")
-
-
-def _as_upstream_reads(value: Any, types: tuple[type, ...]) -> Any:
-    """A value as GLM's YAMLWizard (dataclass-wizard) converts it for a field of ``types``, where that is
-    unambiguous: a number written as text ("2048", "0.5"), a whole float for a count (2048.0), yes / no and 1 / 0
-    for a flag, a number for a text. Left as given otherwise, for the type check to name it (a fractional count,
-    which upstream would round, or "maybe", which it would read as false)."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if bool in types:
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().upper() in _TRUTHY + _FALSY:
-            return value.strip().upper() in _TRUTHY
-        return value
-    if float in types and isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    if int in types and not isinstance(value, int):
-        try:
-            number = float(value) if isinstance(value, (str, float)) else None
-        except ValueError:
-            return value
-        if number is not None and math.isfinite(number) and number.is_integer():
-            return int(number)
-        return value
-    if str in types and isinstance(value, (int, float)) and list not in types and dict not in types:
-        return str(value)
-    return value
 
 
 def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -125,7 +52,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
             log.warning("%s:%s: unknown GLM task key '%s' (ignored, as GLM does)", path, line, key)
             continue
         types, _ = FIELDS[snake]
-        value = _as_upstream_reads(value, types)
+        value = as_upstream_reads(value, types)
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise TaskDefinitionError(
@@ -142,7 +69,7 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
             raise TaskDefinitionError(
                 f"'{key}' must be at least {MINIMUMS[snake]}, got {value}", file=path, line=line, field=str(key)
             )
-        if snake == "module" and isinstance(value, str) and not _is_class_reference(value):  # else None
+        if snake == "module" and isinstance(value, str) and not is_class_reference(value):  # else None
             raise TaskDefinitionError(
                 f"'module' names a class as 'package.module.Class' or 'file.py:Class', got {value!r}",
                 file=path,
@@ -241,6 +168,17 @@ _LABEL = (
 )
 
 
+# GLM tokenizes ``targets_pretokenized`` (a text or a list of texts): a number, a mapping or a list holding one fails
+# there upstream, while proctor would compare the answer with its Python spelling ("5"): an error naming the row.
+_TARGETS = (
+    "{{ targets_pretokenized if targets_pretokenized is not defined or targets_pretokenized is string or "
+    "(targets_pretokenized is sequence and targets_pretokenized is not mapping and "
+    "targets_pretokenized | reject('string') | list | length == 0) else "
+    "_fail(\"'targets_pretokenized' must be a text or a list of texts (the reference answers)\", "
+    "targets_pretokenized) }}"
+)
+
+
 def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
     relative = f"{config['path'].rstrip('/')}/{pattern}"
     if Path(config["path"]).expanduser().is_absolute():
@@ -281,7 +219,7 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
         stop = config["stop"] or []
         spec.update(
             prompt=_text_of("inputs_pretokenized", "the input the model continues"),
-            target="{{ targets_pretokenized }}",
+            target=_TARGETS,
             max_length=config["max_seq_length"],
             extraction=ExtractionSpec(strip=True),
             generation=GenerationSpec(

@@ -160,6 +160,13 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str =
     config = captured.config
     source_text = (config.get("metadata") or {}).get("config_source")
     source = Path(source_text) if source_text and source_text != "inline" else None
+    if source is not None and not any(config.get(k) for k in ("dataset_path", "custom_dataset")):
+        raise TaskDefinitionError(
+            f"task '{captured.task_name}': 'dataset_path' is missing: it names the dataset lm-eval loads "
+            "(a hub id, or json / csv with dataset_kwargs.data_files)",
+            file=source,
+            field="dataset_path",
+        )
     if not any(config.get(k) for k in ("dataset_path", "custom_dataset", "dataset_kwargs")):
         member = captured.task_name.rsplit("::", 1)[-1]  # lm-eval names an inline member 'group::name'
         raise TaskDefinitionError(

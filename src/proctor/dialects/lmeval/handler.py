@@ -8,7 +8,8 @@ lm-eval's standard errors (``stderr``).
 
 Here: building lm-eval's task and its samples, scoring and aggregating. Turning its request instances into
 proctor's requests and answering them is ``instance_requests.py``; what a sample's record holds is
-``sample_records.py``.
+``sample_records.py``; the checks of each document's choices and target before any model runs are
+``document_checks.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
+from proctor.dialects.lmeval.document_checks import check_choices, check_request_texts, check_target_in_range
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.instance_requests import answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
@@ -202,8 +204,9 @@ class _LmEvalRunner:
         samples = []
         for position, (doc_id, doc) in enumerate(self.docs):
             if task.config.doc_to_choice is not None and task.OUTPUT_TYPE == "multiple_choice":
-                self._check_choices(task, doc_id, doc)
+                check_choices(task, doc_id, doc, self.leaf.name, self.leaf.source)
             instances = self.by_doc[doc_id]
+            check_request_texts(task, doc_id, instances, self.leaf.name, self.leaf.source)
             first = instances[0].arguments
             prompt = first[0] if isinstance(first, tuple) else first
             choices = [
@@ -212,15 +215,7 @@ class _LmEvalRunner:
                 if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)
             ]
             target = task.doc_to_target(doc)
-            if choices and isinstance(target, int) and not isinstance(target, bool) and not 0 <= target < len(choices):
-                # lm-eval would score this document as wrong whatever the model says: a silent number
-                raise TaskDefinitionError(
-                    f"task '{self.leaf.name}', document {doc_id}: doc_to_target gave {target}, out of range for "
-                    f"its {len(choices)} choices {choices!r:.120}",
-                    file=self.leaf.source,
-                    row=doc_id + 1,
-                    field="doc_to_target",
-                )
+            check_target_in_range(target, choices, doc_id, self.leaf.name, self.leaf.source)
             gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
             if self.spec.kind == "multiple_choice":
                 given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
@@ -242,65 +237,6 @@ class _LmEvalRunner:
                 )
             )
         return samples
-
-    def _check_choices(self, task: Any, doc_id: int, doc: Any) -> None:
-        """A ``multiple_choice`` document's choices and target, before any model runs: lm-eval would crash while
-        scoring it (a choice that is not text, no choices, a target that is neither an index nor a choice) or
-        score it silently (an empty choice is only the delimiter, which a model nearly always prefers; a text
-        target that is none of the choices is wrong whatever the model says)."""
-
-        def fail(message: str, field: str) -> TaskDefinitionError:
-            return TaskDefinitionError(
-                f"task '{self.leaf.name}', document {doc_id}: {message}",
-                file=self.leaf.source,
-                row=doc_id + 1,
-                field=field,
-            )
-
-        given = task.doc_to_choice(doc)
-        try:  # lm-eval iterates whatever it is given (a text's letters, a mapping's keys)
-            choices = list(given)
-        except TypeError:
-            choices = []
-        if not choices:
-            raise fail(f"doc_to_choice gave {given!r:.120}, not a list of one or more choices", "doc_to_choice")
-        for index, choice in enumerate(choices):
-            if not isinstance(choice, str):
-                raise fail(
-                    f"doc_to_choice gave {type(choice).__name__} {choice!r:.40} (number {index}) among "
-                    f"{choices!r:.120}; every choice is a text",
-                    "doc_to_choice",
-                )
-            if not choice.strip():
-                raise fail(
-                    f"doc_to_choice gave an empty choice (number {index}) among {choices!r:.120}", "doc_to_choice"
-                )
-        if task.multiple_input:  # the gold is the document's doc_to_text (one context per choice)
-            return
-        target = task.doc_to_target(doc)
-        golds = target if isinstance(target, list) else [target]
-        for gold in golds:
-            if (
-                isinstance(gold, str)
-                and isinstance(given, (list, tuple))
-                and gold not in choices
-                and not isinstance(target, list)
-            ):
-                raise fail(
-                    f"doc_to_target gave {gold!r:.60}, which is none of its choices {choices!r:.120}", "doc_to_target"
-                )
-            if not isinstance(gold, (int, str)):
-                raise fail(
-                    f"doc_to_target gave {type(gold).__name__} {gold!r:.60}; for multiple_choice it is the index of "
-                    f"the right choice (a whole number) or its text",
-                    "doc_to_target",
-                )
-            if isinstance(target, list) and (isinstance(gold, str) or not 0 <= gold < len(choices)):
-                raise fail(
-                    f"doc_to_target gave {gold} among {target!r:.60}, out of range for its {len(choices)} choices "
-                    f"{choices!r:.120}",
-                    "doc_to_target",
-                )
 
     # ------------------------------------------------------------ model calls and scoring
     def predict_samples(self, samples, prompts, executor: Executor):

@@ -10,10 +10,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import re
-import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from pydantic import ValidationError
 
@@ -21,6 +19,13 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import HandlerSpec, TaskSpec
 from proctor.dialects.lmeval.catalogue import Leaf
+from proctor.dialects.lmeval.config_checks import (
+    check_config_shapes,
+    check_metric_arguments,
+    check_metric_names,
+    check_registered_names,
+    check_task_keys,
+)
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
@@ -88,145 +93,6 @@ def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
-def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
-    """A metric_list name lm-eval does not know would score every sample as nothing (a NaN result): refuse it.
-    Only where lm-eval computes the metric itself (no custom ``process_results``, no ``hf_evaluate``)."""
-    import difflib
-
-    from lm_eval.api.registry import METRIC_REGISTRY
-
-    if config.get("process_results") is not None:
-        return
-    if not METRIC_REGISTRY:
-        import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's metrics
-    for index, item in enumerate(config.get("metric_list") or []):
-        metric = item.get("metric") if isinstance(item, dict) else item
-        if (
-            not isinstance(metric, str)
-            or (isinstance(item, dict) and item.get("hf_evaluate"))
-            or metric in METRIC_REGISTRY
-        ):
-            continue
-        close = difflib.get_close_matches(metric, list(METRIC_REGISTRY), n=3)
-        hint = (
-            f"; did you mean {', '.join(close)}?"
-            if close
-            else f"; lm-eval's metrics: {', '.join(sorted(METRIC_REGISTRY))}"
-        )
-        raise TaskDefinitionError(
-            f"task '{name}': lm-eval has no metric '{metric}'{hint}", file=source, field=f"metric_list[{index}].metric"
-        )
-
-
-def _number(value: Any, low: float, high: float) -> bool:
-    """A number (not a bool) in [low, high]; NaN never is."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
-
-
-_GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "until": (
-        lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
-        "a string or a list of strings",
-    ),
-    "max_gen_toks": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number, 1 or more"),
-    "temperature": (lambda v: _number(v, 0.0, sys.float_info.max), "a finite number, 0 or more"),
-    "top_p": (lambda v: _number(v, sys.float_info.min, 1.0), "a number above 0 and at most 1"),
-    "do_sample": (lambda v: isinstance(v, bool), "true or false"),
-}
-
-
-def _unknown(kind: str, value: str, known: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(value, known, n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else f"lm-eval's {kind}s: {', '.join(sorted(known))}"
-    return f"lm-eval has no {kind} '{value}'; {hint}"
-
-
-def check_registered_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
-    """Names lm-eval looks up in its registries while it builds or scores the task: each metric_list entry's
-    ``metric`` key and ``aggregation``, each filter step's ``function``, the few-shot ``sampler``. An unknown one
-    is a bare KeyError while the task is built, or a crash only after the model ran (an unknown aggregation)."""
-    from lm_eval.api.registry import AGGREGATION_REGISTRY, FILTER_REGISTRY
-    from lm_eval.api.samplers import SAMPLER_REGISTRY
-
-    def fail(message: str, field: str) -> TaskDefinitionError:
-        return TaskDefinitionError(f"task '{name}': {message}", file=source, field=field)
-
-    if not AGGREGATION_REGISTRY.keys():
-        import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's aggregations
-    if not FILTER_REGISTRY.keys():
-        import lm_eval.filters  # noqa: F401 - registers lm-eval's filters
-    for index, item in enumerate(config.get("metric_list") or []):
-        if not isinstance(item, dict) or "metric" not in item:
-            raise fail(
-                f"a metric_list entry is a mapping with a 'metric' key (and optionally 'aggregation', "
-                f"'higher_is_better'), got {item!r:.60}",
-                f"metric_list[{index}]",
-            )
-        aggregation = item.get("aggregation")
-        if "aggregation" in item and not callable(aggregation):
-            known = list(AGGREGATION_REGISTRY.keys())
-            if not isinstance(aggregation, str) or aggregation not in known:
-                raise fail(_unknown("aggregation", str(aggregation), known), f"metric_list[{index}].aggregation")
-    for index, entry in enumerate(config.get("filter_list") or []):
-        for step, item in enumerate(entry.get("filter") or []):
-            field = f"filter_list[{index}].filter[{step}]"
-            if not isinstance(item, dict) or "function" not in item:
-                raise fail(f"a filter step is a mapping with a 'function' key, got {item!r:.60}", field)
-            function = item["function"]
-            known = list(FILTER_REGISTRY.keys())
-            if not callable(function) and (not isinstance(function, str) or function not in known):
-                raise fail(_unknown("filter", str(function), known), f"{field}.function")
-    sampler = (config.get("fewshot_config") or {}).get("sampler")
-    if isinstance(sampler, str) and sampler not in SAMPLER_REGISTRY:
-        raise fail(_unknown("few-shot sampler", sampler, list(SAMPLER_REGISTRY)), "fewshot_config.sampler")
-
-
-def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | None) -> None:
-    """The lists and settings proctor reads from the task's config itself, checked before it reads them (else an
-    internal error, or one after the model ran): metric_list, filter_list (their regexes compile) and
-    generation_kwargs."""
-
-    def fail(message: str, field: str) -> TaskDefinitionError:
-        return TaskDefinitionError(f"task '{name}': {message}", file=source, field=field)
-
-    for key in ("metric_list", "filter_list"):
-        if config.get(key) is not None and not isinstance(config[key], list):
-            raise fail(f"'{key}' is a list, got {type(config[key]).__name__}: {config[key]!r:.60}", key)
-    for index, entry in enumerate(config.get("filter_list") or []):
-        if not isinstance(entry, dict) or not isinstance(entry.get("filter", []), list):
-            raise fail(
-                "a filter_list entry is a mapping with 'name' and a 'filter' list of steps", f"filter_list[{index}]"
-            )
-        for step, item in enumerate(entry.get("filter") or []):
-            pattern = item.get("regex_pattern") if isinstance(item, dict) else None
-            if not isinstance(pattern, str):
-                continue
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                field = f"filter_list[{index}].filter[{step}].regex_pattern"
-                raise fail(f"regex_pattern {pattern!r} does not compile: {exc}", field) from None
-    for key in ("target_delimiter", "fewshot_delimiter"):  # lm-eval joins texts with them (a number: a crash)
-        if key in config and not isinstance(config[key], str):
-            raise fail(f"'{key}' is a string joining texts, got {type(config[key]).__name__} {config[key]!r:.60}", key)
-    repeats = config.get("repeats", 1)
-    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
-        raise fail(f"'repeats' is a whole number, 1 or more, got {repeats!r:.60}", "repeats")
-    fewshot = config.get("fewshot_config")
-    if fewshot is not None and not isinstance(fewshot, dict):
-        raise fail(
-            f"'fewshot_config' is a mapping (sampler, samples, ...), got {type(fewshot).__name__}", "fewshot_config"
-        )
-    settings = config.get("generation_kwargs")
-    if settings is not None and not isinstance(settings, dict):
-        raise fail(f"'generation_kwargs' is a mapping, got {type(settings).__name__}", "generation_kwargs")
-    for key, (ok, wanted) in _GENERATION_CHECKS.items():
-        if settings and key in settings and not ok(settings[key]):
-            raise fail(f"generation_kwargs.{key} is {wanted}, got {settings[key]!r:.60}", f"generation_kwargs.{key}")
-
-
 def _digest(config: Mapping[str, Any]) -> str:
     def stable(value: Any) -> Any:
         return getattr(value, "__module__", "") + "." + getattr(value, "__qualname__", type(value).__name__)
@@ -254,9 +120,11 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
             field="output_type",
         )
     kind, handler = KINDS[output_type]
+    check_task_keys(config, leaf.name, leaf.source)
     check_config_shapes(config, leaf.name, leaf.source)
     check_registered_names(config, leaf.name, leaf.source)
     check_metric_names(config, leaf.name, leaf.source)
+    check_metric_arguments(config, leaf.name, leaf.source)
     shots = config.get("num_fewshot")
     if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 0):
         raise TaskDefinitionError(

@@ -2,7 +2,8 @@
 
 Each problem names the config file, the key (``<task>.languages.<lang>.<key>``) and so the language:
 a language block without ``prompt_template``, a ``max_tokens`` that is not a positive count (SEA-HELM
-would silently use another), a ``fewshot_num_examples`` that is not a count.
+would silently use another), a ``fewshot_num_examples`` that is not a count, a ``metric``, ``max_n_runs``,
+``temperature`` or ``aggregation_type`` SEA-HELM would fail on.
 """
 
 from __future__ import annotations
@@ -17,8 +18,41 @@ def _count(value: Any, *, positive: bool) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and (value > 0 if positive else value >= 0)
 
 
+_AGGREGATION_TYPES = ("macro-average", "micro-average")  # SEA-HELM's aggregate_metrics knows these two
+
+
+def _settings(task_id: str, cfg: dict, path: Path) -> None:
+    """``metric`` (a text: upstream reads ``results[metric]``), ``max_n_runs`` (a count of runs, 1 or more),
+    ``temperature`` (a number, 0 or more) and, under an ``aggregation_group``, ``aggregation_type``: values
+    SEA-HELM would fail on (proctor: an internal error after generation, or a run ending on nonsense)."""
+
+    def fail(message: str, key: str) -> TaskDefinitionError:
+        return TaskDefinitionError(message, file=path, field=f"{task_id}.{key}")
+
+    metric = cfg.get("metric")
+    if metric is not None and not isinstance(metric, str):
+        raise fail(
+            f"'metric' names the metric the task is scored by, got {type(metric).__name__} {metric!r:.60}", "metric"
+        )
+    runs = cfg.get("max_n_runs")
+    if runs is not None and not _count(runs, positive=True):
+        raise fail(f"'max_n_runs' must be a count of runs (1 or more), got {runs!r:.60}", "max_n_runs")
+    temperature = cfg.get("temperature")
+    if temperature is not None and not (
+        isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and 0 <= temperature < float("inf")
+    ):
+        raise fail(f"'temperature' must be a number, 0 or more, got {temperature!r:.60}", "temperature")
+    kind = cfg.get("aggregation_type")
+    if cfg.get("aggregation_group") and kind is not None and kind not in _AGGREGATION_TYPES:
+        raise fail(
+            f"'aggregation_type' must be {' or '.join(_AGGREGATION_TYPES)}, got {kind!r:.60}", "aggregation_type"
+        )
+
+
 def check_task(task_id: str, cfg: dict, path: Path) -> None:
-    """Task-level keys: ``fewshot_num_examples`` (a count, or ``{instruct: N, base: N}`` with counts or null)."""
+    """Task-level keys: ``fewshot_num_examples`` (a count, or ``{instruct: N, base: N}`` with counts or null),
+    and the settings ``_settings`` checks."""
+    _settings(task_id, cfg, path)
     counts = cfg.get("fewshot_num_examples")
     if counts is None:
         return

@@ -9,12 +9,18 @@ it starts from the answers and uses the task only for its metric class, configur
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.metrics import references
 from proctor.dialects.seahelm.task_config import TaskConfig
+from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
+
+log = logging.getLogger(__name__)
+# SEA-HELM's aggregate_metrics scores this competency by its own LINDSEA roll-up, never reading a task's `metric`
+LINDSEA_COMPETENCY = "linguistic-diagnostics"
 
 
 def shown_fields(run: dict, i: int) -> dict[str, Any]:
@@ -46,6 +52,8 @@ class MetricStep:
     ``metric_cls``, ``task_config``, ``dataloader`` and the judge step of ``judge_step.Judging``)."""
 
     config: dict
+    options: SeaHelmTaskOptions
+    task_id: str
     metric_cls: Any
     task_config: TaskConfig
     dataloader: AbstractDataloader | None
@@ -94,6 +102,7 @@ class MetricStep:
         if judge is not None and hasattr(loader, "get_judge_prompt_formatter"):
             self._judge_batch(loader, metric, judge, rows, answers)
         metrics = self._plugin_call(metric.evaluate_responses, "evaluate_responses")
+        self._check_reported(metrics)
         if judge is not None:  # only the judge's calls: generation ran before
             self._count_judge_usage(judge.model, judge_before)
         df = loader.inference_df
@@ -116,6 +125,29 @@ class MetricStep:
             "judgements": df["judgements"].tolist() if "judgements" in df else None,
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
+
+    def _check_reported(self, metrics: Any) -> None:
+        """The config's ``metric`` (the task's score in SEA-HELM's hierarchy) must be one the metric class reports:
+        SEA-HELM's aggregate_metrics reads ``results[metric]`` and stops with a KeyError, while proctor would show no
+        value at every level and exit 0. Under ``linguistic-diagnostics`` upstream never reads it (its LINDSEA roll-up
+        scores the competency; its own pragmatics config names a metric PragMetric does not report): a warning."""
+        wanted = self.config.get("metric")
+        if not isinstance(wanted, str) or not isinstance(metrics, dict) or not metrics or wanted in metrics:
+            return
+        reporter = getattr(self.metric_cls, "__name__", "the metric class")
+        message = f"metric '{wanted}' is not one that {reporter} reports (it reports: {', '.join(map(str, metrics))})"
+        if self.config.get("competency") == LINDSEA_COMPETENCY:
+            log.warning(
+                "%s: %s.metric: %s; not read under %s (SEA-HELM's LINDSEA roll-up scores it)",
+                self.options.config_file,
+                self.task_id,
+                message,
+                LINDSEA_COMPETENCY,
+            )
+            return
+        from proctor.core.errors import TaskDefinitionError
+
+        raise TaskDefinitionError(message, file=self.options.config_file, field=f"{self.task_id}.metric")
 
     @staticmethod
     def _scalar(value: Any, key: str | None) -> float | None:

@@ -4,10 +4,10 @@ Samples come from the task's dataloader; ``predict_samples`` builds SEA-HELM con
 turns, multi-turn carry-forward), generates through the run store, strips thinking, runs the metric
 class (and its judge), repeats for each seeded run and bootstraps per question across runs.
 
-Here: loading (the task's classes, its rows and samples) and generation, with SEA-HELM's log-prob and
-lettered label strategies. Mixed in: ready-made conversations (``conversations.py``), the judge step
-(``judge_step.py``) and the metric step (``metric_step.py``); the corpus metrics over the runs are
-``run_summary.py``.
+Here: loading (the task's classes, its rows and samples) and generation. Mixed in: ready-made
+conversations (``conversations.py``), the judge step (``judge_step.py``), the metric step
+(``metric_step.py``) and SEA-HELM's log-prob and lettered label strategies (``label_strategies.py``); the
+checks of the rows read are ``row_checks.py``; the corpus metrics over the runs are ``run_summary.py``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from typing import Any, Callable
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.data.sources import GivenTexts, Sample
-from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.conversations import ReadyConversations, _row_id
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.image_dataloader import check_model, render_with_images, row_images
 from proctor.dialects.seahelm.judge_step import Judging
+from proctor.dialects.seahelm.label_strategies import LabelStrategies
 from proctor.dialects.seahelm.metric_step import MetricStep, shown_fields
+from proctor.dialects.seahelm.row_checks import check_labels, check_prompts
 from proctor.dialects.seahelm.rows import RowList, as_rows
 from proctor.dialects.seahelm.run_summary import summarise
 from proctor.dialects.seahelm.task_config import TaskConfig
@@ -49,61 +50,7 @@ def _row_score(outcome: Any) -> float | None:
     return getattr(outcome, "score", None)
 
 
-def _check_labels(rows: list, data: Any) -> None:
-    """A row without the label its siblings have would be scored as a miss: an error naming it.
-    (Judge tasks, whose rows have no labels at all, are not affected.)"""
-
-    def missing(row: Any) -> bool:
-        label = row.get("label") if isinstance(row, dict) else None
-        return label is None or (isinstance(label, float) and label != label)
-
-    from proctor.core.errors import TaskDefinitionError
-
-    absent = [i for i, row in enumerate(rows) if missing(row)]
-    if absent and len(absent) < len(rows):
-        raise TaskDefinitionError(
-            f"has no 'label' (null, NaN or absent) while {len(rows) - len(absent)} other rows "
-            "have one; it would be scored as a miss",
-            file=str(data) if data else None,
-            row=absent[0] + 1,
-            field="label",
-        )
-    # a number among text labels (3 among "Positif", "Negatif") matches no class: a miss, or an error mid-run
-    labels = [row.get("label") if isinstance(row, dict) else None for row in rows]
-    if any(isinstance(label, str) for label in labels):
-        odd = next((i for i, x in enumerate(labels) if x is not None and not isinstance(x, (str, list))), None)
-        if odd is not None:
-            raise TaskDefinitionError(
-                f"the label is {type(labels[odd]).__name__} {labels[odd]!r:.60} while other rows' labels are text",
-                file=str(data) if data else None,
-                row=odd + 1,
-                field="label",
-            )
-
-
-def _check_prompts(rows: list, data: Any) -> None:
-    """Each row's ``prompts`` is a list of objects (one per turn) whose fields fill ``task_template``; a text or
-    a number there would fail inside ``str.format`` (SEA-HELM stops with a TypeError): an error naming the row."""
-    from proctor.core.errors import TaskDefinitionError
-
-    for i, row in enumerate(rows):
-        prompts = row.get("prompts") if isinstance(row, dict) else None
-        if prompts is None:
-            continue
-        if not isinstance(prompts, list):
-            problem = f"'prompts' must be a list of objects (one per turn), got {type(prompts).__name__}"
-        else:
-            odd = next((t for t, p in enumerate(prompts) if not isinstance(p, dict)), None)
-            if odd is None:
-                continue
-            problem = (
-                f"'prompts' item {odd} is {type(prompts[odd]).__name__} {prompts[odd]!r:.60}: each turn is an "
-                "object whose fields fill the prompt template's task_template"
-            )
-        raise TaskDefinitionError(problem, file=str(data) if data else None, row=i + 1, field="prompts")
-
-
-class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
+class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, GenerationTask):
     kind = "generate"
 
     def __init__(self, spec, options=None) -> None:
@@ -236,8 +183,8 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
             rows = rows[:limit]
         loader.dataset = rows = RowList(rows)
         self._images = row_images(rows, self.options.data)  # image tasks: read and checked before a model loads
-        _check_labels(rows, self.options.data)
-        _check_prompts(rows, self.options.data)
+        check_labels(rows, self.options.data)
+        check_prompts(rows, self.options.data)
         template = self.config["languages"][self.lang]["prompt_template"]
         samples = []
         ready = self._ready_conversations(loader, rows, 1)
@@ -392,48 +339,3 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, GenerationTask):
             score = first["scores"][i]
             out.append((SeaHelmOutcome(score if isinstance(score, (int, float)) else None), details))
         return out
-
-    def _logprobs(self, model, rows, rendered, raw, finish, template, images=None) -> tuple[dict[str, list], list[str]]:
-        """SEA-HELM's LogprobsInferenceStrategy (see :mod:`proctor.dialects.seahelm.logprobs`): ({"cumulative_logprob":
-        per row, None where skipped}, the responses as SEA-HELM stores them: text + separator + label when scored)."""
-        tag = template.get("answer_tag") or ""
-        separator = LP.answer_tag_separator(template)
-        steps = [LP.intermediate(r[0] if r else "", f, tag) for r, f in zip(raw, finish)]
-        labels = [r.get("label") for r in rows]
-        scored, requests = LP.label_requests(rendered, steps, labels, separator, images)
-        results = self.executor.run("loglikelihood", requests) if requests else []
-        cumulative: list = [None] * len(rows)
-        for i, result in zip(scored, results):
-            cumulative[i] = result.logprob
-        responses = [s.response + (separator + str(label) if s.scored else "") for s, label in zip(steps, labels)]
-        return {"cumulative_logprob": cumulative}, responses
-
-    def _lettered(self, kind, samples, rows, examples, template, is_base, run) -> dict[str, list]:
-        """The labels as lettered options after the turn-1 prompt, the letter read back: the gold
-        label's cumulative probability becomes 1 if chosen, else 0 (a chat-only model gives no log-probs)."""
-        from proctor.prompts.builder import PreparedSample, Prompt
-
-        labels = list(dict.fromkeys(str(r.get("label")) for r in rows))
-        kind.render = lambda prompt: render_with_images(
-            self.model, [{"role": r, "content": c} for r, c in prompt.messages], prompt.images, is_base, P.render
-        )
-        images = getattr(self, "_images", None) or [()] * len(rows)
-        prepared = []
-        for k, (sample, row) in enumerate(zip(samples, rows)):
-            messages = P.conversation(template, row, 1, examples, [])
-            gold = str(row.get("label"))
-            prompt = Prompt(messages=tuple((m["role"], m["content"]) for m in messages), images=images[k])
-            prepared.append(
-                PreparedSample(sample.sample, prompt, tuple(labels), (labels.index(gold),) if gold in labels else ())
-            )
-        requests = [kind.requests(self.spec, p, "")[0] for p in prepared]
-        results = self._generate(requests, lambda n: None)
-        records = [kind.outcome(self.spec, p, [r])[1] for p, r in zip(prepared, results)]
-        if run == 0:
-            self._lettered_records = records
-        self.mc_format = "generate"
-        return {
-            "cumulative_logprob": [0.0 if r["correct"] else None for r in records],
-            "predicted_label": [labels[r["prediction"]] if r["prediction"] is not None else None for r in records],
-            "mc_format": ["generate"] * len(records),
-        }
