@@ -63,6 +63,12 @@ class DataSpec(_Frozen):
     def _has_source(self) -> "DataSpec":
         if not self.path and not self.hub:
             raise ValueError("a data source needs 'path' (a local file, folder or glob) or 'hub' (a dataset id)")
+        if not self.hub and (self.split is not None or self.subset is not None):
+            which = "split" if self.split is not None else "subset"
+            raise ValueError(  # a local file has no splits: the whole file would be read, without a word
+                f"'{which}' chooses part of a hub dataset, but this source has no 'hub': a local file is read whole "
+                "(give each split its own file)"
+            )
         return self
 
 
@@ -84,6 +90,11 @@ class ChatSpec(_Frozen):
     fewshot_as_turns: bool = True
 
 
+# More new tokens than any model's window holds (the longest are about ten million tokens): refused before a
+# model loads; a smaller number beyond the loaded model's own window is refused once it is known (engine/runner.py)
+MAX_NEW_TOKENS = 100_000_000
+
+
 class GenerationSpec(_Frozen):
     max_tokens: int = Field(default=64, ge=1)
     stop: list[str] = Field(default_factory=list)
@@ -99,6 +110,15 @@ class GenerationSpec(_Frozen):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _fits_a_window(cls, value: int) -> int:
+        if value > MAX_NEW_TOKENS:  # the model would generate for hours before its window stopped nothing
+            raise ValueError(
+                f"max_tokens {value} is more new tokens than any model's window holds (at most {MAX_NEW_TOKENS})"
+            )
+        return value
 
     @field_validator("stop")
     @classmethod
