@@ -158,8 +158,10 @@ def prepare_task(
         fewshot_pool=pool,
         use_chat=use_chat,
         roots=data_roots(task.base_dir, variables),
+        blank_prompts=_blank_prompts(task),
     )
     prepared = tuple(builder.prepare(sample) for sample in selected)
+    builder.check_prompts()
     for export in spec.exports:
         from proctor.runs.task_exports import get_exporter
 
@@ -191,6 +193,14 @@ def prepare_task(
         epochs,
         epoch_reducer,
     )
+
+
+def _blank_prompts(task: Task) -> bool:
+    """Whether the task's dialect lets a prompt render blank (``Dialect.blank_prompts``)."""
+    from proctor.core.registry import registry
+
+    dialect = registry().dialect(task.dialect)
+    return dialect is None or dialect.blank_prompts
 
 
 def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) -> None:
