@@ -32,18 +32,38 @@ def rows(*changes: dict) -> str:
 
 
 # --- the task file: metrics, groups, fields a kind does not use ----------------------------------------------
-add("native3-metrics-twice", RUN, ["task.yaml:8", "'metrics'", "acc", "twice"], {"task.yaml": native(**{"[acc]": "[acc, acc_norm, acc]"})})
+add(
+    "native3-metrics-twice",
+    RUN,
+    ["task.yaml:8", "'metrics'", "acc", "twice"],
+    {"task.yaml": native(**{"[acc]": "[acc, acc_norm, acc]"})},
+)
 add("native3-metrics-empty-list", RUN, ["task.yaml:8", "'metrics'", "empty"], {"task.yaml": native(**{"[acc]": "[]"})})
 add("native3-group-empty", RUN, ["task.yaml:9", "'group'", "empty"], {"task.yaml": more("    group: ''\n")})
-add("native3-group-twice", RUN, ["task.yaml:9", "'group'", "science", "twice"], {"task.yaml": more("    group: [science, science]\n")})
+add(
+    "native3-group-twice",
+    RUN,
+    ["task.yaml:9", "'group'", "science", "twice"],
+    {"task.yaml": more("    group: [science, science]\n")},
+)
 add(
     "native3-generation-on-multiple-choice",
     RUN,
     ["task.yaml:9", "'generation'", "multiple_choice"],
     {"task.yaml": more("    generation: {max_tokens: 5}\n")},
 )
-add("native3-choices-on-generate", RUN, ["task.yaml:8", "'choices'", "generate"], {"task.yaml": gen("    metrics:", '    choices: "{{ choices }}"\n    metrics:')})
-add("native3-text-on-multiple-choice", RUN, ["task.yaml:9", "'text'", "perplexity"], {"task.yaml": more('    text: "{{ question }}"\n')})
+add(
+    "native3-choices-on-generate",
+    RUN,
+    ["task.yaml:8", "'choices'", "generate"],
+    {"task.yaml": gen("    metrics:", '    choices: "{{ choices }}"\n    metrics:')},
+)
+add(
+    "native3-text-on-multiple-choice",
+    RUN,
+    ["task.yaml:9", "'text'", "perplexity"],
+    {"task.yaml": more('    text: "{{ question }}"\n')},
+)
 
 # --- generation settings ---------------------------------------------------------------------------------------
 add(
@@ -73,7 +93,12 @@ add(
 )
 
 # --- targets and choices -----------------------------------------------------------------------------------------
-add("native3-target-list-twice", RUN, ["data.jsonl", "row 1", "'target'", "twice"], {"task.yaml": native(**{"{{ label }}": "{{ [label, label] }}"})})
+add(
+    "native3-target-list-twice",
+    RUN,
+    ["data.jsonl", "row 1", "'target'", "twice"],
+    {"task.yaml": native(**{"{{ label }}": "{{ [label, label] }}"})},
+)
 add(
     "native3-target-index-and-text-twice",
     RUN,
@@ -92,8 +117,18 @@ add(
     ["data.jsonl", "row 1", "'target'", "dict"],
     {"task.yaml": gen("{{ choices[label] }}", "{{ {'answer': choices[label]} }}")},
 )
-add("native3-reference-empty-list", RUN, ["data.jsonl", "row 1", "'target'", "no reference"], {"task.yaml": gen("{{ choices[label] }}", "{{ [] }}")})
-add("native3-reference-nested-list", RUN, ["data.jsonl", "row 1", "'target'", "list"], {"task.yaml": gen("{{ choices[label] }}", "{{ [choices] }}")})
+add(
+    "native3-reference-empty-list",
+    RUN,
+    ["data.jsonl", "row 1", "'target'", "no reference"],
+    {"task.yaml": gen("{{ choices[label] }}", "{{ [] }}")},
+)
+add(
+    "native3-reference-nested-list",
+    RUN,
+    ["data.jsonl", "row 1", "'target'", "list"],
+    {"task.yaml": gen("{{ choices[label] }}", "{{ [choices] }}")},
+)
 
 # --- empty prompts and texts ---------------------------------------------------------------------------------------
 add(
@@ -112,7 +147,10 @@ add(
     "native3-perplexity-text-empty",
     RUN,
     ["data.jsonl", "row 2", "'text'", "empty"],
-    {"task.yaml": "name: ppl\nkind: perplexity\ndata: data.jsonl\ntext: \"{{ question }}\"\n", "data.jsonl": rows({}, {"question": ""})},
+    {
+        "task.yaml": 'name: ppl\nkind: perplexity\ndata: data.jsonl\ntext: "{{ question }}"\n',
+        "data.jsonl": rows({}, {"question": ""}),
+    },
 )
 add(
     "native3-prompt-prints-null",
@@ -144,7 +182,13 @@ add(
         "keys.jsonl": jsonl([{"label": 0}, {"label": 0}, {"label": 0}]),
     },
 )
-CSV_TASK = native(**{WITH_DATA: "    data: {path: data.csv, columns: [question, a, b, label]}", '"{{ choices }}"': '"{{ [a, b] }}"', "{{ label }}": "{{ label | int(-1) }}"})
+CSV_TASK = native(
+    **{
+        WITH_DATA: "    data: {path: data.csv, columns: [question, a, b, label]}",
+        '"{{ choices }}"': '"{{ [a, b] }}"',
+        "{{ label }}": "{{ label | int(-1) }}",
+    }
+)
 add(
     "native3-csv-columns-and-a-header",
     RUN,

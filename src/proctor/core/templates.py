@@ -13,8 +13,8 @@ from itertools import islice
 from typing import Any, Mapping
 
 import jinja2
-from jinja2.exceptions import SecurityError
 from jinja2 import nodes
+from jinja2.exceptions import SecurityError
 from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 

@@ -222,7 +222,7 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
             raise TaskDefinitionError(
                 f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0]
             )
-        rows = []
+        rows: list[Row] = []
         for record in reader:
             line = reader.line_num
             if not record:

@@ -185,7 +185,10 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], wh
 def _options_fit(spec: DataSpec, file: Path, where: _Where) -> None:
     """'columns' (CSV/TSV) or 'records_key' (JSON) on a file of another format would be ignored without a word."""
     fmt = spec.format if spec.format != "auto" else detect_format(file)
-    for key, value, formats in (("columns", spec.columns, ("csv", "tsv")), ("records_key", spec.records_key, ("json",))):
+    for key, value, formats in (
+        ("columns", spec.columns, ("csv", "tsv")),
+        ("records_key", spec.records_key, ("json",)),
+    ):
         if value is not None and fmt not in formats:
             raise TaskDefinitionError(
                 f"'{key}' applies to {' and '.join(f.upper() for f in formats)} files, but {file.name} is read as "

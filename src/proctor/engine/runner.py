@@ -91,8 +91,13 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     if spec.kind == "generate" and handler.request_type == "generate":
         window = getattr(model, "max_length", None)
         task = prepared.task
-        check_window(spec, window if isinstance(window, int) else None, model.name, task.file and str(task.file),
-                     task.lines.get("generation"))
+        check_window(
+            spec,
+            window if isinstance(window, int) else None,
+            model.name,
+            str(task.file) if task.file else None,
+            task.lines.get("generation"),
+        )
     flat = [r for requests in per_sample for r in requests]
     unique, mapping = dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)

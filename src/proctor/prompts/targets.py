@@ -22,16 +22,14 @@ def _index(item: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> i
         if template and digits and int(item) != index and 0 <= int(item) < len(choices):
             raise fail(
                 f"'target' gave the text {item!r}, which is choice {int(item)}'s index and choice {index}'s text: "
-                "give an index as a number (e.g. \"{{ label | int }}\") or the choice's text"
+                'give an index as a number (e.g. "{{ label | int }}") or the choice\'s text'
             )
         return index
     if isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):
         raise fail(f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index")
     if isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
         return int(item)
-    raise fail(
-        f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}"
-    )
+    raise fail(f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}")
 
 
 def gold_indices(value: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> tuple[int, ...]:

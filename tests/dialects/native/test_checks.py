@@ -43,7 +43,8 @@ def test_a_key_given_twice_beside_a_merge_key_is_still_an_error(tmp_path):
 
 def test_prompts_empty_on_every_row_are_a_blimp_style_task(tmp_path):
     (prepared,) = _prepare(
-        tmp_path, "name: t\nkind: multiple_choice\ndata: data.jsonl\nprompt: ''\nchoices: '{{ choices }}'\ntarget: '0'\n"
+        tmp_path,
+        "name: t\nkind: multiple_choice\ndata: data.jsonl\nprompt: ''\nchoices: '{{ choices }}'\ntarget: '0'\n",
     )
     assert [s.prompt.text for s in prepared.samples] == ["", ""]
 
@@ -71,7 +72,13 @@ def test_defaults_may_set_fields_for_tasks_of_several_kinds(tmp_path):
 
 @pytest.mark.parametrize(
     "source, value",
-    [("{{ [] }}", []), ("{{ ['a', 'b'] }}", ["a", "b"]), ("{{ false }}", False), ("{{ none }}", None), ("x{{ 1 }}", "x1")],
+    [
+        ("{{ [] }}", []),
+        ("{{ ['a', 'b'] }}", ["a", "b"]),
+        ("{{ false }}", False),
+        ("{{ none }}", None),
+        ("x{{ 1 }}", "x1"),
+    ],
 )
 def test_a_constant_expression_keeps_its_python_value(source, value):
     assert compile_expression(source, origin=None, field="f").evaluate({}) == value

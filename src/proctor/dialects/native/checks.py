@@ -62,7 +62,9 @@ def check_task(entry: Mapping[str, Any], merged: Mapping[str, Any], spec: TaskSp
     groups: set[str] = set()
     for index, group in enumerate(spec.group):
         if not group.strip():
-            raise fail(f"a group name is empty ({group!r}): name the group or leave 'group' out", "group", "group", index)
+            raise fail(
+                f"a group name is empty ({group!r}): name the group or leave 'group' out", "group", "group", index
+            )
         if group in groups:
             raise fail(f"the group '{group}' is listed twice", "group", "group", index)
         groups.add(group)
