@@ -65,6 +65,32 @@ add(
     {"task.yaml": more('    text: "{{ question }}"\n')},
 )
 
+add(
+    "native3-breakdown-twice",
+    RUN,
+    ["task.yaml:9", "'breakdown'", "_file", "twice"],
+    {"task.yaml": more("    breakdown: [_file, _file]\n")},
+)
+add(
+    "native3-answer-tag-empty",
+    RUN,
+    ["task.yaml:8", "answer_tag", "empty"],
+    {"task.yaml": gen("    metrics:", "    extraction: {answer_tag: ''}\n    metrics:")},
+)
+
+add(
+    "native3-data-empty-list",
+    RUN,
+    ["task.yaml:4", "'data'", "no source"],
+    {"task.yaml": native(**{"data: data.jsonl": "data: []"})},
+)
+add(
+    "native3-choices-one-template",
+    RUN,
+    ["task.yaml:6", "'choices'", "one template"],
+    {"task.yaml": native(**{'"{{ choices }}"': "['{{ choices[0] }}']", "{{ label }}": "0"})},
+)
+
 # --- generation settings ---------------------------------------------------------------------------------------
 add(
     "native3-max-tokens-absurd",
@@ -110,6 +136,12 @@ add(
     RUN,
     ["data.jsonl", "row 2", "'target'", "'0'"],
     {"data.jsonl": rows({}, {"choices": ["1", "0"], "label": "0"})},
+)
+add(
+    "native3-row-with-one-choice",
+    RUN,
+    ["data.jsonl", "row 2", "'choices'", "one choice"],
+    {"data.jsonl": rows({}, {"choices": ["2"], "label": 0})},
 )
 add(
     "native3-reference-mapping",
@@ -194,6 +226,12 @@ add(
     RUN,
     ["data.csv:1", "columns", "header"],
     {"task.yaml": CSV_TASK, "data.csv": "question,a,b,label\n2+2?,3,4,1\n1+1?,2,5,0\n"},
+)
+add(
+    "native3-csv-columns-twice",
+    RUN,
+    ["task.yaml:4", "columns", "label", "twice"],
+    {"task.yaml": CSV_TASK.replace("[question, a, b, label]", "[question, a, label, label]"), "data.csv": "q,3,4,1\n"},
 )
 add(
     "native3-columns-on-jsonl",

@@ -49,6 +49,14 @@ class DataSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("columns")
+    @classmethod
+    def _columns_once(cls, value: list[str] | None) -> list[str] | None:
+        twice = sorted({name for name in value or [] if (value or []).count(name) > 1})
+        if twice:  # a row would keep only the last of the columns so named
+            raise ValueError(f"'columns' names the column '{twice[0]}' twice")
+        return value
+
     @field_validator("filter")
     @classmethod
     def _filter_is_template(cls, value: str | None) -> str | None:
@@ -137,6 +145,13 @@ class ExtractionSpec(_Frozen):
     strip: bool = True
     ignore_case: bool = False
     fallback: Literal["none", "full"] = "full"  # no match: None (unparseable) or the whole text
+
+    @field_validator("answer_tag")
+    @classmethod
+    def _tag_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value:  # it would be ignored: the whole text taken as the answer
+            raise ValueError("an empty answer_tag marks nothing; leave 'answer_tag' out to take the whole text")
+        return value
 
     @model_validator(mode="after")
     def _check_regex(self) -> "ExtractionSpec":

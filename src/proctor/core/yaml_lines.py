@@ -139,6 +139,8 @@ def line_for(raw: Any, loc: tuple[Any, ...]) -> tuple[int | None, str]:
             line = node.item_lines[step]
             node = node[step]
             parts.append(f"[{step}]")
+        elif step == 0 and isinstance(node, LineDict):  # one mapping the spec took as a list of one ('data: {...}')
+            continue
         else:
             parts.append(str(step))
             break

@@ -158,7 +158,7 @@ def prepare_task(
         fewshot_pool=pool,
         use_chat=use_chat,
         roots=data_roots(task.base_dir, variables),
-        blank_prompts=_blank_prompts(task),
+        strict_rows=_strict_rows(task),
     )
     prepared = tuple(builder.prepare(sample) for sample in selected)
     builder.check_prompts()
@@ -195,12 +195,12 @@ def prepare_task(
     )
 
 
-def _blank_prompts(task: Task) -> bool:
-    """Whether the task's dialect lets a prompt render blank (``Dialect.blank_prompts``)."""
+def _strict_rows(task: Task) -> bool:
+    """Whether the task's dialect holds rendered rows to the native format's rules (``Dialect.strict_rows``)."""
     from proctor.core.registry import registry
 
     dialect = registry().dialect(task.dialect)
-    return dialect is None or dialect.blank_prompts
+    return dialect is not None and dialect.strict_rows
 
 
 def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) -> None:

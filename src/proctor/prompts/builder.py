@@ -115,10 +115,10 @@ class PromptBuilder:
         fewshot_pool: Sequence[Sample] = (),
         use_chat: bool = False,
         roots: Sequence[Path] = (),
-        blank_prompts: bool = True,
+        strict_rows: bool = False,
     ) -> None:
         self.spec = spec
-        self._blank_prompts = blank_prompts  # False: a prompt rendering blank is checked (``check_prompts``)
+        self._strict = strict_rows  # the native format's row rules: blank prompts (``check_prompts``), one choice
         self._blank: Sample | None = None  # the first sample whose prompt rendered blank, and one whose did not
         self._written: Sample | None = None
         self._roots = tuple(roots)  # where image paths may lead besides the data's and task file's folders
@@ -210,6 +210,12 @@ class PromptBuilder:
                     field="choices",
                     **where,
                 )
+        if self._strict and len(value) == 1:  # the model's pick, always: every metric would score it right
+            raise TaskDefinitionError(
+                f"'choices' gives one choice ({value[0]!r:.40}): a multiple choice row needs two or more",
+                field="choices",
+                **where,
+            )
         return _no_empty(tuple(str(c) for c in value), where, listed=False)
 
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
@@ -285,7 +291,7 @@ class PromptBuilder:
                 )
             return PreparedSample(sample, Prompt(text=""), text=text)
         question = self._question(sample)
-        if self._prompt is not None and not self._blank_prompts:
+        if self._prompt is not None and self._strict:
             self._note_prompt(sample, question)
         shot_ids: list[int] = []
         if spec.fewshot and spec.fewshot.count:

@@ -50,6 +50,17 @@ def check_task(entry: Mapping[str, Any], merged: Mapping[str, Any], spec: TaskSp
                     key,
                     key,
                 )
+    if not spec.data:
+        raise fail("'data' names no source: give a path or a hub dataset", "data", "data")
+    if spec.choices == [] and spec.kind == "multiple_choice":
+        raise fail("'choices' lists no choice: give two or more templates, or one giving a list", "choices", "choices")
+    if isinstance(spec.choices, list) and len(spec.choices) == 1 and spec.kind == "multiple_choice":
+        raise fail(
+            "'choices' lists one template: a multiple choice task needs two or more choices (or one template "
+            "giving the row's list, without brackets)",
+            "choices",
+            "choices",
+        )
     if merged.get("metrics") == []:
         raise fail(
             "the list of metrics is empty: leave 'metrics' out for the kind's default metrics", "metrics", "metrics"
@@ -68,6 +79,11 @@ def check_task(entry: Mapping[str, Any], merged: Mapping[str, Any], spec: TaskSp
         if group in groups:
             raise fail(f"the group '{group}' is listed twice", "group", "group", index)
         groups.add(group)
+    fields: set[str] = set()
+    for index, name in enumerate(spec.breakdown):
+        if name in fields:  # the same breakdown would be reported twice
+            raise fail(f"the field '{name}' is listed twice", "breakdown", "breakdown", index)
+        fields.add(name)
     _check_generation(spec, fail)
 
 
