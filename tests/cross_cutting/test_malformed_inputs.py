@@ -2,7 +2,8 @@
 a fresh interpreter: each ends with a non-zero exit, no traceback, and one message naming the file, the
 row or line, and the field or option, before any model loads wherever the problem can be known then.
 The cases live in malformed_cases.py, malformed_cases_more.py and one file per area (malformed_cases_lmeval.py,
-malformed_cases_seeds.py, malformed_cases_images.py, malformed_cases_runs.py, malformed_cases_dialects.py).
+malformed_cases_seeds.py, malformed_cases_images.py, malformed_cases_runs.py, malformed_cases_dialects.py,
+malformed_cases_native.py).
 
 The default model is a tripwire: ``PROCTOR_HOME`` points at a folder whose "converted default model" is a
 damaged model folder named ``tripwire-model-was-loaded``, so a case whose error came only after the model
@@ -27,10 +28,11 @@ from tests.support.malformed_cases_dialects import DIALECTS
 from tests.support.malformed_cases_images import IMAGES
 from tests.support.malformed_cases_lmeval import LMEVAL
 from tests.support.malformed_cases_more import MORE
+from tests.support.malformed_cases_native import NATIVE3
 from tests.support.malformed_cases_runs import RUNS
 from tests.support.malformed_cases_seeds import SEEDS
 
-ALL = CASES + MORE + LMEVAL + SEEDS + IMAGES + RUNS + DIALECTS
+ALL = CASES + MORE + LMEVAL + SEEDS + IMAGES + RUNS + DIALECTS + NATIVE3
 TRIPWIRE = "tripwire-model-was-loaded"
 
 

@@ -188,6 +188,9 @@ class Dialect(Generic[OptionsT]):
         True  # --epochs repeats samples in the engine (False: the dialect repeats runs itself, or never)
     )
     single_part_breakdowns: ClassVar[bool] = False  # the CLI prints a breakdown with one part (GLM reports each file)
+    # the native format's rules for rendered rows (errors naming the row): a generate task's blank prompt, a multiple
+    # choice task's blank on some rows only (all blank is a BLiMP-style task), a row with a single choice
+    strict_rows: ClassVar[bool] = False
 
     # -- finding files
     def claims_name(self, given: str) -> bool:

@@ -49,6 +49,14 @@ class DataSpec(_Frozen):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("columns")
+    @classmethod
+    def _columns_once(cls, value: list[str] | None) -> list[str] | None:
+        twice = sorted({name for name in value or [] if (value or []).count(name) > 1})
+        if twice:  # a row would keep only the last of the columns so named
+            raise ValueError(f"'columns' names the column '{twice[0]}' twice")
+        return value
+
     @field_validator("filter")
     @classmethod
     def _filter_is_template(cls, value: str | None) -> str | None:
@@ -63,6 +71,12 @@ class DataSpec(_Frozen):
     def _has_source(self) -> "DataSpec":
         if not self.path and not self.hub:
             raise ValueError("a data source needs 'path' (a local file, folder or glob) or 'hub' (a dataset id)")
+        if not self.hub and (self.split is not None or self.subset is not None):
+            which = "split" if self.split is not None else "subset"
+            raise ValueError(  # a local file has no splits: the whole file would be read, without a word
+                f"'{which}' chooses part of a hub dataset, but this source has no 'hub': a local file is read whole "
+                "(give each split its own file)"
+            )
         return self
 
 
@@ -84,6 +98,11 @@ class ChatSpec(_Frozen):
     fewshot_as_turns: bool = True
 
 
+# More new tokens than any model's window holds (the longest are about ten million tokens): refused before a
+# model loads; a smaller number beyond the loaded model's own window is refused once it is known (engine/runner.py)
+MAX_NEW_TOKENS = 100_000_000
+
+
 class GenerationSpec(_Frozen):
     max_tokens: int = Field(default=64, ge=1)
     stop: list[str] = Field(default_factory=list)
@@ -99,6 +118,15 @@ class GenerationSpec(_Frozen):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _fits_a_window(cls, value: int) -> int:
+        if value > MAX_NEW_TOKENS:  # the model would generate for hours before its window stopped nothing
+            raise ValueError(
+                f"max_tokens {value} is more new tokens than any model's window holds (at most {MAX_NEW_TOKENS})"
+            )
+        return value
 
     @field_validator("stop")
     @classmethod
@@ -117,6 +145,13 @@ class ExtractionSpec(_Frozen):
     strip: bool = True
     ignore_case: bool = False
     fallback: Literal["none", "full"] = "full"  # no match: None (unparseable) or the whole text
+
+    @field_validator("answer_tag")
+    @classmethod
+    def _tag_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value:  # it would be ignored: the whole text taken as the answer
+            raise ValueError("an empty answer_tag marks nothing; leave 'answer_tag' out to take the whole text")
+        return value
 
     @model_validator(mode="after")
     def _check_regex(self) -> "ExtractionSpec":

@@ -13,8 +13,9 @@ from itertools import islice
 from typing import Any, Mapping
 
 import jinja2
+from jinja2 import nodes
 from jinja2.exceptions import SecurityError
-from jinja2.nativetypes import NativeEnvironment, NativeTemplate
+from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from proctor.core.errors import TaskDefinitionError
@@ -43,8 +44,20 @@ class _RawNativeTemplate(NativeTemplate):
             return self.environment.handle_exception()
 
 
+class _RawNativeCodeGenerator(NativeCodeGenerator):
+    """Jinja folds a constant expression into the template's text at compile time (``{{ [] }}`` becomes the
+    text "[]", ``{{ false }}`` the text "False", which is true): only literal text is folded here, so a constant
+    expression keeps its Python value as any other does."""
+
+    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> Any:
+        if not isinstance(node, nodes.TemplateData):
+            raise nodes.Impossible()
+        return super()._output_child_to_const(node, frame, finalize)
+
+
 class _RawNativeEnvironment(ImmutableSandboxedEnvironment, NativeEnvironment):
     template_class = _RawNativeTemplate
+    code_generator_class = _RawNativeCodeGenerator
 
 
 def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
@@ -91,7 +104,22 @@ def _fail(message: Any, value: Any = _NO_DEFAULT) -> Any:
     raise RowProblem(f"{message}{got}")
 
 
-_ENV = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_NULL = (
+    "prints a null value (a field that is null in this row?), which would show as the text 'None'; "
+    "fix the row, or give a default: {{ x if x is not none else '' }}"
+)
+
+
+def _no_null(value: Any) -> Any:
+    """Each value a text template prints: a null is refused, never the text 'None' in a prompt."""
+    if value is None:
+        raise RowProblem(_NULL)
+    return value
+
+
+_ENV = ImmutableSandboxedEnvironment(
+    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_no_null
+)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
@@ -137,6 +165,8 @@ class _Compiled:
     def _render(self, fields: Mapping[str, Any], *, file: str | None, row: int | None) -> Any:
         if self._name is not None and self._name in fields:
             value = fields[self._name]
+            if value is None and not self.native:
+                raise TaskDefinitionError(f"the template '{self.field}' {_NULL}", file=file, row=row, field=self.field)
             return value if self.native else str(value)
         try:
             value = self._template.render(fields)
@@ -153,7 +183,8 @@ class _Compiled:
                 field=self.field,
             ) from None
         except RowProblem as exc:
-            raise TaskDefinitionError(str(exc), file=file, row=row, field=self.field) from None
+            message = f"the template '{self.field}' {exc}" if str(exc) == _NULL else str(exc)
+            raise TaskDefinitionError(message, file=file, row=row, field=self.field) from None
         except jinja2.UndefinedError as exc:
             raise TaskDefinitionError(
                 f"the template '{self.field}' uses a field this row does not have ({exc.message}); "

@@ -31,11 +31,14 @@ class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
-    loader.flatten_mapping(node)
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+    loader.flatten_mapping(node)  # the merged (``<<: *anchor``) pairs first, then the mapping's own keys
+    merged = len(node.value) - own
     result = LineDict()
     result.line = node.start_mark.line + 1
     result.key_lines = {}
-    for key_node, value_node in node.value:
+    own_keys: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
             hash(key)
@@ -47,8 +50,11 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
                 "(an unquoted '{{ ... }}' template is read as a YAML mapping: put the value in quotes)",
                 key_node.start_mark,
             ) from None
-        if key in result:
+        # a key of the mapping's own overrides a merged one (YAML's merge key); given twice itself, it is an error
+        if index >= merged and key in own_keys:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        if index >= merged:
+            own_keys.add(key)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = key_node.start_mark.line + 1
     return result
@@ -133,6 +139,8 @@ def line_for(raw: Any, loc: tuple[Any, ...]) -> tuple[int | None, str]:
             line = node.item_lines[step]
             node = node[step]
             parts.append(f"[{step}]")
+        elif step == 0 and isinstance(node, LineDict):  # one mapping the spec took as a list of one ('data: {...}')
+            continue
         else:
             parts.append(str(step))
             break

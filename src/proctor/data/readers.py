@@ -222,11 +222,19 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
             raise TaskDefinitionError(
                 f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0]
             )
-        rows = []
+        rows: list[Row] = []
         for record in reader:
             line = reader.line_num
             if not record:
                 continue
+            if columns and not rows and [c.strip() for c in record] == [c.strip() for c in header]:
+                raise TaskDefinitionError(  # read as a row, the header would be a sample ("question", "answer")
+                    f"the first line names the columns ({', '.join(record)}): with 'columns' set it would be read "
+                    "as a row; leave 'columns' out, the file's header names them",
+                    file=path,
+                    line=line,
+                    field="columns",
+                )
             if len(record) != len(header):
                 raise TaskDefinitionError(
                     f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",

@@ -16,7 +16,7 @@ from typing import Any, Mapping, TypedDict
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import DataSpec
 from proctor.data.paths import check_inside, data_roots
-from proctor.data.readers import FILE_KEY, ROW_KEY, Row, read_rows
+from proctor.data.readers import FILE_KEY, ROW_KEY, Row, detect_format, read_rows
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -145,6 +145,7 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], wh
     glob_base = _glob_base(expanded if expanded.is_absolute() else base_dir / expanded)
     rows: list[Row] = []
     for file in files:
+        _options_fit(spec, file, where)
         file_rows = read_rows(file, spec.format, spec.columns, spec.records_key)
         label = file.name if file.is_dir() else file.name.split(".")[0]
         try:
@@ -167,9 +168,34 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], wh
                     field="join",
                 )
             for row, addition in zip(file_rows, extra):
+                for key, value in addition.items():
+                    if key != ROW_KEY and key in row and row[key] != value:  # the data's own value would be lost
+                        raise TaskDefinitionError(
+                            f"the joined column '{key}' is {value!r:.40} here but {row[key]!r:.40} in {file.name} "
+                            "(row-aligned files may share a column only where they agree)",
+                            file=joined_files[0],
+                            row=addition.get(ROW_KEY),
+                            field=key,
+                        )
                 row.update({k: v for k, v in addition.items() if k != ROW_KEY})
         rows.extend(file_rows)
     return rows, str(files[0]) if len(files) == 1 else str(spec.path)
+
+
+def _options_fit(spec: DataSpec, file: Path, where: _Where) -> None:
+    """'columns' (CSV/TSV) or 'records_key' (JSON) on a file of another format would be ignored without a word."""
+    fmt = spec.format if spec.format != "auto" else detect_format(file)
+    for key, value, formats in (
+        ("columns", spec.columns, ("csv", "tsv")),
+        ("records_key", spec.records_key, ("json",)),
+    ):
+        if value is not None and fmt not in formats:
+            raise TaskDefinitionError(
+                f"'{key}' applies to {' and '.join(f.upper() for f in formats)} files, but {file.name} is read as "
+                f"{fmt}: it would be ignored",
+                file=where.file,
+                field=f"{where.field}.{key}",
+            )
 
 
 def _apply_fields(spec: DataSpec, rows: list[Row], origin: str, task_file: str | None = None) -> list[Row]:
@@ -184,14 +210,47 @@ def _apply_fields(spec: DataSpec, rows: list[Row], origin: str, task_file: str |
     keep = compile_expression(spec.filter, origin=defined_in, field="data.filter") if spec.filter else None
     kept = []
     for row in rows:
+        _no_column_named(spec, row, defined_in)
         for name, value in spec.constants.items():
-            row.setdefault(name, value)
+            row[name] = value
         where = {"row_number": row.get(ROW_KEY), "file": row.get("_path", origin)}
-        if keep is not None and not keep.evaluate(row, **where):
+        if keep is not None and not _kept(keep.evaluate(row, **where), row, origin):
             continue
         row.update({name: expr.evaluate(row, **where) for name, expr in compiled.items()})
         kept.append(row)
     return kept
+
+
+def _no_column_named(spec: DataSpec, row: Row, task_file: str) -> None:
+    """A computed field or constant named as one of the data's columns would silently replace (or, a constant,
+    give way to) the data's own value: refused, naming the column."""
+    for key, names in (("fields", spec.fields), ("constants", spec.constants)):
+        for name in names:
+            if name in row:
+                where = f"{row.get('_path', 'the data')}, row {row.get(ROW_KEY)}"
+                raise TaskDefinitionError(
+                    f"the data already has a column '{name}' ({where}): the {key[:-1]} would silently take its place; "
+                    f"give it another name (e.g. '{name}_2') and use that",
+                    file=task_file,
+                    field=f"data.{key}.{name}",
+                )
+
+
+_FALSE_TEXTS = {"false", "no", "off", "0", "n", "f", "none", "null"}
+
+
+def _kept(value: Any, row: Row, origin: str) -> bool:
+    """The filter's value as a truth value; a text reading as false ('False' from a CSV) is true in a template,
+    so it would keep the row: refused, naming the row."""
+    if isinstance(value, str) and value.strip().lower() in _FALSE_TEXTS:
+        raise TaskDefinitionError(
+            f"the filter gave the text {value!r}, which counts as true (only an empty text is false); "
+            f"compare it instead, e.g. \"{{{{ keep == 'True' }}}}\"",
+            file=row.get("_path", origin),
+            row=row.get(ROW_KEY),
+            field="data.filter",
+        )
+    return bool(value)
 
 
 def load_samples(
@@ -233,8 +292,8 @@ def load_samples(
                 stats["fallback"] = f"read {origin} because an earlier source was unavailable: {'; '.join(reasons)}"
         return _to_samples(kept, spec, origin)
     if len(reasons) == 1:
-        raise TaskDefinitionError(reasons[0], file=task_file, field="data")
-    raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field="data")
+        raise TaskDefinitionError(reasons[0], file=task_file, field=field)
+    raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field=field)
 
 
 def _not_an_id(value: Any) -> str | None:

@@ -158,8 +158,10 @@ def prepare_task(
         fewshot_pool=pool,
         use_chat=use_chat,
         roots=data_roots(task.base_dir, variables),
+        strict_rows=_strict_rows(task),
     )
     prepared = tuple(builder.prepare(sample) for sample in selected)
+    builder.check_prompts()
     for export in spec.exports:
         from proctor.runs.task_exports import get_exporter
 
@@ -191,6 +193,14 @@ def prepare_task(
         epochs,
         epoch_reducer,
     )
+
+
+def _strict_rows(task: Task) -> bool:
+    """Whether the task's dialect holds rendered rows to the native format's rules (``Dialect.strict_rows``)."""
+    from proctor.core.registry import registry
+
+    dialect = registry().dialect(task.dialect)
+    return dialect is not None and dialect.strict_rows
 
 
 def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) -> None:

@@ -26,6 +26,7 @@ from proctor.kinds.capabilities import (
     ResultExtras,
     UsesChoiceFormulation,
 )
+from proctor.kinds.generate import check_window
 from proctor.kinds.handlers import kind_handler
 from proctor.models.base import Model, usage_delta
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
@@ -87,6 +88,16 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
         ]
         for sample, text in zip(prepared.samples, prompts)
     ]
+    if spec.kind == "generate" and handler.request_type == "generate":
+        window = getattr(model, "max_length", None)
+        task = prepared.task
+        check_window(
+            spec,
+            window if isinstance(window, int) else None,
+            model.name,
+            str(task.file) if task.file else None,
+            task.lines.get("generation"),
+        )
     flat = [r for requests in per_sample for r in requests]
     unique, mapping = dedupe(flat)
     return TaskRequests(prepared, handler, per_sample, prompts, flat, unique, mapping)

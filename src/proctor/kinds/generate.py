@@ -4,12 +4,31 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
 from proctor.kinds.base import SampleDetails
 from proctor.prompts.builder import PreparedSample
 from proctor.scoring.extraction import AnswerExtractor
 from proctor.scoring.outcomes import GenerationOutcome
+
+
+def check_window(spec: TaskSpec, window: int | None, model: str, file: str | None, line: int | None) -> None:
+    """``max_tokens`` new tokens leave no room for the prompt in the model's window (or the task's max_length):
+    the prompt would be cut to its last token and the model generate past its window. lm-evaluation-harness
+    refuses the same (max_gen_toks must be less than the model's max_length)."""
+    if window is None:  # a server's model: its window is the server's to enforce
+        return
+    limit = min(window, spec.max_length or window)
+    if spec.generation.max_tokens >= limit:
+        which = f"model '{model}' has a {window}-token window" if limit == window else f"max_length is {limit}"
+        raise TaskDefinitionError(
+            f"asks for up to {spec.generation.max_tokens} new tokens, but {which} (prompt and generation "
+            f"together): at most {limit - 1} leave room for a prompt token",
+            file=file,
+            line=line,
+            field="generation.max_tokens",
+        )
 
 
 class GenerateKind:

@@ -14,6 +14,7 @@ class NativeDialect(Dialect[BaseOptions]):
     name = "native"
     order = 40
     description = "a native task needs 'name' and 'kind' (or a 'tasks:' list)"
+    strict_rows = True
 
     def claims_document(self, document: Any, path: Path) -> bool:
         """A native task file: ``name`` and ``kind``, or a ``tasks:`` list."""

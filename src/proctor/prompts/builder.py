@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence, TypedDict
+from typing import Any, Callable, Protocol, Sequence, TypedDict
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.images import ImageInput
@@ -17,6 +17,7 @@ from proctor.core.templates import Expression, Template, compile_expression, com
 from proctor.data.images import read_images
 from proctor.data.sources import Sample
 from proctor.prompts.fewshot import choose_shots
+from proctor.prompts.targets import gold_indices, references
 
 
 class PromptRenderer(Protocol):
@@ -114,8 +115,12 @@ class PromptBuilder:
         fewshot_pool: Sequence[Sample] = (),
         use_chat: bool = False,
         roots: Sequence[Path] = (),
+        strict_rows: bool = False,
     ) -> None:
         self.spec = spec
+        self._strict = strict_rows  # the native format's row rules: blank prompts (``check_prompts``), one choice
+        self._blank: Sample | None = None  # the first sample whose prompt rendered blank, and one whose did not
+        self._written: Sample | None = None
         self._roots = tuple(roots)  # where image paths may lead besides the data's and task file's folders
         self.origin = origin
         self.use_chat = use_chat
@@ -205,6 +210,12 @@ class PromptBuilder:
                     field="choices",
                     **where,
                 )
+        if self._strict and len(value) == 1:  # the model's pick, always: every metric would score it right
+            raise TaskDefinitionError(
+                f"'choices' gives one choice ({value[0]!r:.40}): a multiple choice row needs two or more",
+                field="choices",
+                **where,
+            )
         return _no_empty(tuple(str(c) for c in value), where, listed=False)
 
     def _gold_of(self, sample: Sample, choices: tuple[str, ...]) -> tuple[int, ...]:
@@ -213,44 +224,13 @@ class PromptBuilder:
         unscored = self.spec.unscored_target
         if unscored is not None and len(values) == 1 and str(values[0]).strip() == str(unscored).strip():
             return ()  # no ground truth: the sample is scored for its distribution only
-        gold: list[int] = []
-        for item in values:
-            if isinstance(item, str) and item in choices:
-                index = choices.index(item)
-            elif isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):
-                raise TaskDefinitionError(
-                    f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index",
-                    field="target",
-                    **self._where(sample),
-                )
-            elif isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
-                index = int(item)
-            else:
-                raise TaskDefinitionError(
-                    f"'target' gave {item!r}, which is neither a choice index nor one "
-                    f"of the choices {list(choices)!r:.200}",
-                    field="target",
-                    **self._where(sample),
-                )
-            if not 0 <= index < len(choices):
-                raise TaskDefinitionError(
-                    f"'target' index {index} is out of range for {len(choices)} choices",
-                    field="target",
-                    **self._where(sample),
-                )
-            gold.append(index)
-        if not gold:
-            raise TaskDefinitionError("'target' is empty", field="target", **self._where(sample))
-        return tuple(gold)
+        return gold_indices(value, choices, self._target is not None, self._target_error(sample))
 
     def _references_of(self, sample: Sample) -> tuple[str, ...]:
-        value = self._target_value(sample)
-        values = value if isinstance(value, (list, tuple)) else [value]
-        if any(v is None for v in values):  # str(None) would make "None" a reference answer
-            raise TaskDefinitionError(
-                f"'target' gave a null reference: {value!r:.80}", field="target", **self._where(sample)
-            )
-        return tuple(str(v) for v in values)
+        return references(self._target_value(sample), self._target is not None, self._target_error(sample))
+
+    def _target_error(self, sample: Sample) -> Callable[[str], TaskDefinitionError]:
+        return lambda message: TaskDefinitionError(message, field="target", **self._where(sample))
 
     def _images_of(self, sample: Sample) -> tuple[ImageInput, ...]:
         """The sample's images, each read and decoded once here (a bad one names the row and field)."""
@@ -302,8 +282,17 @@ class PromptBuilder:
                 if self._text is None
                 else self._text.render(sample.fields, **self._where(sample))
             )
+            if self._text is not None and not text.strip():  # no token to score: it would add nothing, or NaN
+                raise TaskDefinitionError(
+                    f"the template 'text' renders empty ({text!r:.20}) for this row: a perplexity task needs "
+                    "text to score; drop such rows with data.filter",
+                    field="text",
+                    **self._where(sample),
+                )
             return PreparedSample(sample, Prompt(text=""), text=text)
         question = self._question(sample)
+        if self._prompt is not None and self._strict:
+            self._note_prompt(sample, question)
         shot_ids: list[int] = []
         if spec.fewshot and spec.fewshot.count:
             shot_ids = choose_shots(self.pool, sample, spec.fewshot.count, spec.fewshot.seed)
@@ -343,6 +332,32 @@ class PromptBuilder:
                 sample, prompt, choices=choices, gold=self._gold_of(sample, choices), shots=shot_sample_ids
             )
         return PreparedSample(sample, prompt, references=self._references_of(sample), shots=shot_sample_ids)
+
+    def _note_prompt(self, sample: Sample, question: str) -> None:
+        if question.strip():
+            self._written = self._written or sample
+            return
+        if self.spec.kind == "generate":  # the model would answer no question: every row the same text
+            raise TaskDefinitionError(
+                f"the template 'prompt' renders empty ({question!r:.20}) for this row: the model would be asked "
+                "nothing; drop such rows with data.filter",
+                field="prompt",
+                **self._where(sample),
+            )
+        self._blank = self._blank or sample
+
+    def check_prompts(self) -> None:
+        """Multiple choice: a prompt blank on some rows only is a row's mistake (a missing question), not a
+        BLiMP-style task, whose prompts are all empty (its choices scored on their own)."""
+        if self._blank is not None and self._written is not None:
+            written = self._written
+            raise TaskDefinitionError(
+                "the template 'prompt' renders empty for this row, but not for others (row "
+                f"{written.row} of {Path(written.file).name if written.file else 'the data'}): its choices would be "
+                "scored without a question; fix the row or drop it with data.filter",
+                field="prompt",
+                **self._where(self._blank),
+            )
 
     def _plain_shot(self, shot: tuple[str, str, str | None]) -> str:
         question, answer, full = shot

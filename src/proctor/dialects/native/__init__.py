@@ -14,6 +14,7 @@ from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 from proctor.core.user_code import TRUST
 from proctor.core.yaml_lines import LineDict, line_for
+from proctor.dialects.native.checks import check_task
 
 _TOP_LEVEL = {"tasks", "defaults"}
 
@@ -91,7 +92,9 @@ def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[
             raise TaskDefinitionError(
                 "each task must be a mapping", file=path, line=getattr(entry, "line", None), field="tasks"
             )
-        spec = _validate(entry, {**defaults, **entry}, path)
+        merged = {**defaults, **entry}
+        spec = _validate(entry, merged, path)
+        check_task(entry, merged, spec, path)
         if spec.name in names:
             line = entry.line_of("name") if isinstance(entry, LineDict) else None
             raise TaskDefinitionError(f"duplicate task name '{spec.name}'", file=path, line=line, field="name")

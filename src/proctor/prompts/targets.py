@@ -1,0 +1,66 @@
+"""A sample's right answers: the gold choice indices of a multiple-choice row, the references of a generated one.
+
+What a task's own ``target`` template gives is held to the format's rules: a value that would silently score
+wrong (a choice named twice, a digit text that is both one choice's index and another choice's text, a mapping
+str() would make a reference) is an error naming the row. A dialect's handler gives its targets as its format
+reads them (``template=False``): those keep only the checks every format shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from proctor.core.errors import TaskDefinitionError
+
+Fail = Callable[[str], TaskDefinitionError]  # the error for this row and field 'target'
+
+
+def _index(item: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> int:
+    if isinstance(item, str) and item in choices:
+        index = choices.index(item)
+        digits = item.strip().lstrip("-").isdigit()
+        if template and digits and int(item) != index and 0 <= int(item) < len(choices):
+            raise fail(
+                f"'target' gave the text {item!r}, which is choice {int(item)}'s index and choice {index}'s text: "
+                'give an index as a number (e.g. "{{ label | int }}") or the choice\'s text'
+            )
+        return index
+    if isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):
+        raise fail(f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index")
+    if isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
+        return int(item)
+    raise fail(f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}")
+
+
+def gold_indices(value: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> tuple[int, ...]:
+    """The indices of the right choices ``value`` (an index or a choice's text, or a list of them) names."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    gold: list[int] = []
+    for item in values:
+        index = _index(item, choices, template, fail)
+        if not 0 <= index < len(choices):
+            raise fail(f"'target' index {index} is out of range for {len(choices)} choices")
+        if template and index in gold:  # gold_probability would count the choice twice
+            raise fail(f"'target' names choice {index} ({choices[index]!r:.60}) twice: {value!r:.80}")
+        gold.append(index)
+    if not gold:
+        raise fail("'target' is empty")
+    return tuple(gold)
+
+
+def _not_a_reference(value: Any) -> bool:
+    return isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
+
+
+def references(value: Any, template: bool, fail: Fail) -> tuple[str, ...]:
+    """The reference answers ``value`` gives: one, or a list of them (each a text or a number)."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if any(v is None for v in values):  # str(None) would make "None" a reference answer
+        raise fail(f"'target' gave a null reference: {value!r:.80}")
+    if template:
+        if not values:
+            raise fail("'target' gave no reference (an empty list): nothing to compare the answer with")
+        for v in values:
+            if _not_a_reference(v):  # str() would make "{'a': 1}" or "nan" the reference
+                raise fail(f"'target' gave {v!r:.60} ({type(v).__name__}) as a reference, not a text or a number")
+    return tuple(str(v) for v in values)
