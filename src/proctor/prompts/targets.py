@@ -22,7 +22,8 @@ def _index(item: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> i
         if template and digits and int(item) != index and 0 <= int(item) < len(choices):
             raise fail(
                 f"'target' gave the text {item!r}, which is choice {int(item)}'s index and choice {index}'s text: "
-                'give an index as a number (e.g. "{{ label | int }}") or the choice\'s text'
+                'for the index give a number ("{{ label | int }}"); for the text give its index '
+                '("{{ options.index(answer) }}", with the list the choices come from)'
             )
         return index
     if isinstance(item, bool) or item is None or (isinstance(item, float) and not float(item).is_integer()):

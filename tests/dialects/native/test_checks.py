@@ -82,3 +82,17 @@ def test_defaults_may_set_fields_for_tasks_of_several_kinds(tmp_path):
 )
 def test_a_constant_expression_keeps_its_python_value(source, value):
     assert compile_expression(source, origin=None, field="f").evaluate({}) == value
+
+
+def test_a_digit_answer_that_is_the_choices_text_is_given_by_its_index(tmp_path):
+    """Choices that are digits and an answer that is one of them as text: '1' is choice 1's index and choice 2's
+    text, so ``{{ answer }}`` is refused as ambiguous; the way out the error names, the text's index, scores it."""
+    rows = [
+        {"id": "a", "q": "How many?", "options": ["3", "2", "1", "0"], "answer": "1"},
+        {"id": "b", "q": "How many more?", "options": ["3", "2", "1", "0"], "answer": "3"},
+    ]
+    task = "name: legs\nkind: multiple_choice\ndata: data.jsonl\nprompt: '{{ q }}'\nchoices: '{{ options }}'\n"
+    with pytest.raises(TaskDefinitionError, match=r"options\.index\(answer\)"):
+        _prepare(tmp_path, task + "target: '{{ answer }}'\n", rows)
+    prepared = _prepare(tmp_path, task + "target: '{{ options.index(answer) }}'\n", rows)
+    assert [s.gold for s in prepared[0].samples] == [(2,), (0,)]
