@@ -6,20 +6,18 @@ with a bare exception while building the task, or only while scoring, after the 
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.dialects.lmeval.catalogue import suggest
 
 
 def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
     """A metric_list name lm-eval does not know would score every sample as nothing (a NaN result): refuse it.
     Only where lm-eval computes the metric itself (no custom ``process_results``, no ``hf_evaluate``)."""
-    import difflib
-
     from lm_eval.api.registry import METRIC_REGISTRY
 
     if config.get("process_results") is not None:
@@ -34,7 +32,7 @@ def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None
             or metric in METRIC_REGISTRY
         ):
             continue
-        close = difflib.get_close_matches(metric, list(METRIC_REGISTRY), n=3)
+        close = suggest(metric, METRIC_REGISTRY, n=3)
         hint = (
             f"; did you mean {', '.join(close)}?"
             if close
@@ -116,7 +114,7 @@ def check_metric_arguments(config: Mapping[str, Any], name: str, source: Path | 
         ]
         label = metric if isinstance(metric, str) else getattr(metric, "__name__", "the metric")
         odd = [k for k in kwargs if k not in taken] or list(kwargs)
-        close = difflib.get_close_matches(odd[0], taken, n=3)
+        close = suggest(odd[0], taken, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else f"it takes: {', '.join(taken) or 'no other arguments'}"
         raise TaskDefinitionError(
             f"task '{name}': metric '{label}' takes no argument '{odd[0]}' (lm-eval would fail while scoring, after "
@@ -144,9 +142,7 @@ _GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _unknown(kind: str, value: str, known: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(value, known, n=3)
+    close = suggest(value, known, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else f"lm-eval's {kind}s: {', '.join(sorted(known))}"
     return f"lm-eval has no {kind} '{value}'; {hint}"
 
