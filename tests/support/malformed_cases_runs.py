@@ -204,8 +204,62 @@ add("runs3-export-task-config-list", LM_EVAL, ["run/tasks/arith.yaml", "spec"], 
 add(
     "runs3-export-task-config-fewshot-number",
     LM_EVAL,
-    ["run/tasks", "layout"],
+    ["run/tasks/arith.yaml", "spec.fewshot", "mapping"],
     setup=_task_config(b"spec:\n  kind: multiple_choice\n  fewshot: 5\n"),
+)
+# "run/tasks: ... does not have proctor's layout (AttributeError ...)" naming no file or field; a field of the right
+# shape holding the wrong type: "internal error: ValueError: invalid literal for int()",
+# and a stop string that is text, not a list, exported as one stop per character with exit 0
+add(
+    "runs3-export-task-config-count-text",
+    LM_EVAL,
+    ["run/tasks/arith.yaml", "spec.fewshot.count", "whole number"],
+    setup=_task_config(b"spec:\n  kind: multiple_choice\n  fewshot: {count: five}\n"),
+)
+add(
+    "runs3-export-task-config-stop-text",
+    LM_EVAL,
+    ["run/tasks/arith.yaml", "spec.generation.stop", "list"],
+    setup=_task_config(b"spec:\n  kind: generate\n  generation: {stop: '###'}\n"),
+)
+add(
+    "runs3-export-task-config-data-text",
+    LM_EVAL,
+    ["run/tasks/arith.yaml", "spec.data[0]", "mapping"],
+    setup=_task_config(b"spec:\n  kind: multiple_choice\n  data: [quiz.jsonl]\n"),
+)
+
+
+def _record_fields(**changes):
+    """A run folder whose first sample record has ``changes`` (None: the field removed), results.json still covering
+    the file."""
+
+    def setup(folder: Path) -> None:
+        run = _run_folder(folder)
+        lines = (run / "samples.jsonl").read_text().splitlines()
+        first = json.loads(lines[0])
+        first.update(changes)
+        first = {k: v for k, v in first.items() if v is not None}
+        text = "".join(line + "\n" for line in [json.dumps(first), *lines[1:]])
+        (run / "samples.jsonl").write_text(text)
+        _edit_json(run / "results.json", lambda r: r.update(samples_bytes=len(text.encode())))
+
+    return setup
+
+
+# sample records edited by hand: "run/tasks: a task configuration does not have proctor's layout (AttributeError:
+# 'list' object has no attribute 'values' ...)", blaming a file that is fine and naming no line or field
+add(
+    "runs3-export-record-filtered-resps-list",
+    LM_EVAL,
+    ["run/samples.jsonl:1", "filtered_resps", "object"],
+    setup=_record_fields(arguments=[["q", " a"]], resps=[["-1.0"]], filtered_resps=[["1"]]),
+)
+add(
+    "runs3-export-record-epochs-numbers",
+    LM_EVAL,
+    ["run/samples.jsonl:1", "epochs[0]", "object"],
+    setup=_record_fields(choices=None, generation="4", epochs=[1, 2]),
 )
 
 # --- --output / --cache through a symbolic link that leads nowhere -------------------------------------

@@ -13,11 +13,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Hashable, Iterable
-
-import yaml
-
-from proctor.core.errors import ProctorError
+from typing import Any, Hashable
 
 LAYOUT_VERSION = "0.4.13"  # the lm-evaluation-harness release whose layout this follows
 OUTPUT_TYPES = {
@@ -285,6 +281,8 @@ class SourceRows:
     def doc(self, record: dict[str, Any]) -> dict[str, Any]:
         source = record.get("source") or {}
         file, row = source.get("file"), source.get("row")
+        if not isinstance(file, str) or not isinstance(row, (int, str)):  # a source edited by hand: no row to read
+            file = None
         if file and file not in self._files:
             from proctor.core.errors import ProctorError
             from proctor.data.readers import read_rows
@@ -364,33 +362,3 @@ def sample_line(
     for name, value in (record.get("metrics") or {}).items():
         line[name] = value
     return line
-
-
-def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Each task's spec as the run saved it (tasks/<name>.yaml)."""
-    out = {}
-    for name in names:
-        path = run_dir / "tasks" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.yaml"
-        if path.exists():
-            out[name] = _saved_spec(path)
-    return out
-
-
-def _saved_spec(path: Path) -> dict[str, Any]:
-    """The ``spec`` mapping of a task's saved configuration; a file that does not read is an error naming it."""
-    try:
-        saved = yaml.safe_load(path.read_bytes().decode("utf-8-sig")) or {}
-    except OSError as exc:
-        raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ProctorError(f"{path}: not UTF-8 text (offset {exc.start}); re-run the run to rebuild it") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ProctorError(f"{path}{where}: not valid YAML; re-run the run to rebuild it") from None
-    spec = saved.get("spec") if isinstance(saved, dict) else None
-    if not isinstance(saved, dict) or not isinstance(spec, (dict, type(None))):
-        raise ProctorError(
-            f"{path}: not a task configuration (a mapping with its 'spec'); re-run the run to rebuild it"
-        )
-    return spec or {}

@@ -9,9 +9,10 @@ from typing import Any, Iterator
 
 from proctor.core.errors import ProctorError
 from proctor.core.version import __version__
-from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp, task_specs
+from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp
 from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
+from proctor.runs.saved_specs import task_specs
 
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
@@ -117,6 +118,14 @@ def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
                     f"{path}:{number}, field '{field}': {type(value).__name__} {json.dumps(value)[:40]}, not {named} "
                     "(edited by hand, or damaged?); re-run to rebuild it"
                 )
+        for field, (kind, named) in _RECORD_ITEMS.items():
+            for i, item in enumerate(record.get(field) or []):
+                if not isinstance(item, kind):
+                    raise ProctorError(
+                        f"{path}:{number}, field '{field}[{i}]': {type(item).__name__} "
+                        f"{json.dumps(item, default=str)[:40]}, not {named} (edited by hand, or damaged?); "
+                        "re-run to rebuild it"
+                    )
         yield record
 
 
@@ -131,7 +140,13 @@ _RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "fewshot_ids": ((list,), "a list of sample ids"),
     "correct": ((bool,), "true or false"),
     "parsed": ((bool,), "true or false"),
+    "epochs": ((list,), "a list of objects (one per epoch)"),
+    "is_greedy": ((list,), "a list of true or false"),
+    "arguments": ((list,), "a list of request arguments"),
+    "filtered_resps": ((dict,), "an object (filter -> responses)"),
 }
+# Fields whose items the exports read as one type: epochs as objects, an lm-eval record's arguments as lists.
+_RECORD_ITEMS: dict[str, tuple[type, str]] = {"epochs": (dict, "an object"), "arguments": (list, "a list")}
 
 
 def _texts(values: Any) -> list[str] | None:
@@ -311,15 +326,8 @@ def write_exports(run_dir: Path, formats: tuple[str, ...] = ("lm-eval", "parquet
     writers = {"lm-eval": write_lm_eval, "parquet": write_parquet}
     written = []
     for fmt in formats:
-        try:
+        try:  # what the writers read was checked as it was read (iter_samples, saved_specs)
             written.append(writers[fmt](run_dir, contents=contents))
-        except (AttributeError, TypeError, IndexError) as exc:  # a saved task configuration edited by hand
-            if fmt != "lm-eval":
-                raise
-            raise ProctorError(
-                f"{Path(run_dir) / 'tasks'}: a task configuration does not have proctor's layout "
-                f"({type(exc).__name__}: {exc}; edited by hand?); re-run the run to rebuild it"
-            ) from None
         except OSError as exc:  # a file where the export makes a folder, a folder where it writes a file, ...
             where = exc.filename2 or exc.filename or run_dir  # a rename: where it went
             raise ProctorError(f"cannot write the {fmt} export of {run_dir}: {where}: {exc.strerror or exc}") from None
