@@ -9,6 +9,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationInfo, field_validator, model_validator
 
+from proctor.core.names import first_repeat
+
 TaskKind = Literal["multiple_choice", "generate", "perplexity"]
 
 
@@ -52,9 +54,9 @@ class DataSpec(_Frozen):
     @field_validator("columns")
     @classmethod
     def _columns_once(cls, value: list[str] | None) -> list[str] | None:
-        twice = sorted({name for name in value or [] if (value or []).count(name) > 1})
-        if twice:  # a row would keep only the last of the columns so named
-            raise ValueError(f"'columns' names the column '{twice[0]}' twice")
+        repeat = first_repeat(value or [])
+        if repeat is not None:  # a row would keep only the last of the columns so named
+            raise ValueError(f"'columns' names the column '{repeat[1]}' twice")
         return value
 
     @field_validator("filter")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.names import first_repeat
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -217,10 +218,10 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
             if first_line is None:  # no line at all
                 return []
             header = first_line
-        twice = sorted({name for name in header if header.count(name) > 1})
-        if twice:  # a row dict would keep only the last of them
+        repeat = first_repeat(header)
+        if repeat is not None:  # a row dict would keep only the last of them
             raise TaskDefinitionError(
-                f"column '{twice[0]}' is named twice in the header", file=path, line=1, field=twice[0]
+                f"column '{repeat[1]}' is named twice in the header", file=path, line=1, field=repeat[1]
             )
         rows: list[Row] = []
         for record in reader:

@@ -9,7 +9,6 @@ imported with this module), and before the metrics are listed.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import inspect
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
+from proctor.core.names import close_names
 from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
@@ -91,7 +91,7 @@ def get_metric(name: str, kind: str) -> MetricDef:
     if metric is None or kind not in metric.kinds:
         load_plugin_metrics()  # every metric, for the list below
         offered = sorted(n for n, m in METRICS.items() if kind in m.kinds)
-        close = difflib.get_close_matches(name, offered, n=1)
+        close = close_names(name, offered)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         what = "unknown metric" if metric is None else f"metric not available for '{kind}' tasks:"
         raise KeyError(f"{what} '{name}'.{hint} Available for '{kind}': {', '.join(offered)}")

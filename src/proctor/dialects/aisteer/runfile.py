@@ -185,8 +185,9 @@ def _check_settings(cls: type, kwargs: Mapping[str, Any], path: Path) -> None:
     """A setting (``--use-case-arg``, ``use_case_kwargs``) the class never names would become an attribute nobody
     reads, leaving the default in force: refuse names that are neither a base setting, a class attribute nor a word
     of the file (where ``self.<name>`` or ``getattr(self, "<name>")`` reads it)."""
-    import difflib
     import re
+
+    from proctor.core.names import close_names
 
     if not kwargs:
         return
@@ -204,7 +205,7 @@ def _check_settings(cls: type, kwargs: Mapping[str, Any], path: Path) -> None:
         if key in declared or re.search(rf"\b{re.escape(str(key))}\b", text):
             continue
         words = declared | set(re.findall(r"self\.([A-Za-z_]\w*)", text))
-        close = difflib.get_close_matches(str(key), sorted(w for w in words if not w.startswith("_")), n=3)
+        close = close_names(str(key), sorted(w for w in words if not w.startswith("_")), 3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise TaskDefinitionError(
             f"{cls.__name__} has no setting '{key}' (given by --use-case-arg, --use-case-config or "

@@ -5,13 +5,13 @@ names), or by file. Resolving one gives its leaf tasks, each with its merged con
 
 from __future__ import annotations
 
-import difflib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.names import close_names
 from proctor.dialects.lmeval import library
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def output_type(entry: Any) -> str:
 
 
 def suggest(name: str, names: Iterable[str], n: int = 5) -> list[str]:
-    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.6)
+    return close_names(name, names, n)
 
 
 def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:

@@ -7,7 +7,6 @@ lm-eval aggregation replaces the value in the results (``corpus_metrics``).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.names import close_names
 from proctor.core.task import Task
 from proctor.core.task_spec import HandlerSpec, TaskSpec
 from proctor.dialects.lmeval.catalogue import Leaf
@@ -111,7 +111,7 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         )
     output_type = str(config.get("output_type") or "generate_until")
     if output_type not in KINDS:
-        close = difflib.get_close_matches(output_type, list(KINDS), n=1)
+        close = close_names(output_type, KINDS)
         hint = f"did you mean {close[0]}? " if close else ""
         raise TaskDefinitionError(
             f"task '{leaf.name}': unknown output_type '{output_type}'; {hint}lm-eval's output types: "

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.names import first_repeat
 from proctor.core.task_spec import TaskSpec
 from proctor.core.yaml_lines import LineDict, LineList
 
@@ -65,25 +66,21 @@ def check_task(entry: Mapping[str, Any], merged: Mapping[str, Any], spec: TaskSp
         raise fail(
             "the list of metrics is empty: leave 'metrics' out for the kind's default metrics", "metrics", "metrics"
         )
-    seen: set[str] = set()
-    for index, metric in enumerate(spec.metrics):
-        if metric.name in seen:  # results are keyed by name: the second would silently replace the first
-            raise fail(f"the metric '{metric.name}' is listed twice", "metrics", "metrics", index)
-        seen.add(metric.name)
-    groups: set[str] = set()
     for index, group in enumerate(spec.group):
         if not group.strip():
             raise fail(
                 f"a group name is empty ({group!r}): name the group or leave 'group' out", "group", "group", index
             )
-        if group in groups:
-            raise fail(f"the group '{group}' is listed twice", "group", "group", index)
-        groups.add(group)
-    fields: set[str] = set()
-    for index, name in enumerate(spec.breakdown):
-        if name in fields:  # the same breakdown would be reported twice
-            raise fail(f"the field '{name}' is listed twice", "breakdown", "breakdown", index)
-        fields.add(name)
+    # results are keyed by metric name (the second would silently replace the first), a group would count its
+    # task twice, a breakdown would be reported twice
+    for field, what, names in (
+        ("metrics", "metric", [m.name for m in spec.metrics]),
+        ("group", "group", list(spec.group)),
+        ("breakdown", "field", list(spec.breakdown)),
+    ):
+        repeat = first_repeat(names)
+        if repeat is not None:
+            raise fail(f"the {what} '{repeat[1]}' is listed twice", field, field, repeat[0])
     _check_generation(spec, fail)
 
 
