@@ -26,15 +26,16 @@ RUN_FILES = (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "resu
 STORE_FILES = tuple(f"{STORE_FILE}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
 RUN_FOLDERS = ("lm_eval", "tasks")
 # run.json's fields a resumed run reads: their JSON type, and how a message names it
-_FIELD_TYPES: dict[str, tuple[type, str]] = {
-    "created": (str, "a string"),
-    "model": (dict, "an object"),
-    "model_hash": (str, "a string"),
-    "tasks": (dict, "an object"),
-    "options": (dict, "an object"),
-    "attempts": (list, "a list"),
+# run.json's fields read back: (type, its name, whether every run.json has it). The required ones are what a
+# resumed run compares with this run's.
+_FIELDS: dict[str, tuple[type, str, bool]] = {
+    "created": (str, "a string", False),
+    "model": (dict, "an object", True),
+    "model_hash": (str, "a string", True),
+    "tasks": (dict, "an object", True),
+    "options": (dict, "an object", True),
+    "attempts": (list, "a list", False),
 }
-_REQUIRED = ("model", "model_hash", "tasks", "options")  # what a resumed run compares with this run's
 
 
 class RunMismatchError(ProctorError):
@@ -73,17 +74,21 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
         raise ProctorError(f"{exc}; use --restart to start this run folder over") from None
     if not isinstance(manifest, dict):
         raise ProctorError(f"{path} is not a run manifest (a JSON object); use --restart to start this run folder over")
-    missing = [name for name in _REQUIRED if name not in manifest]
+    missing = [name for name, (_, _, required) in _FIELDS.items() if required and name not in manifest]
     if missing:  # every run.json proctor writes has them: a resume would report changes that are not there
         raise ProctorError(
             f"{path} has no field {', '.join(repr(m) for m in missing)} (edited by hand, or damaged?); "
             "use --restart to start this run folder over"
         )
-    for name, kind in _FIELD_TYPES.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
-        if name in manifest and not isinstance(manifest[name], kind[0]):
+    for name, (
+        kind,
+        named,
+        _,
+    ) in _FIELDS.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
+        if name in manifest and not isinstance(manifest[name], kind):
             raise ProctorError(
                 f"{path}, field '{name}': {type(manifest[name]).__name__} {json.dumps(manifest[name])[:40]}, "
-                f"not {kind[1]}; use --restart to start this run folder over"
+                f"not {named}; use --restart to start this run folder over"
             )
     return manifest
 
