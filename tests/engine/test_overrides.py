@@ -182,6 +182,13 @@ def test_gen_kwargs_parsing():
     assert parse_limit("0.1") == 0.1 and parse_limit("5") == 5
     with pytest.raises(ProctorError, match="--limit"):
         parse_limit("1.5")
+    # read as written, not as a float rounds it: nearly all rows is not one row, a count is whole
+    assert parse_limit("3.0") == 3 and parse_limit("1e3") == 1000 and parse_limit(0.25) == 0.25
+    for text in ("0.99999999999999999999", "1e-400"):
+        with pytest.raises(ProctorError, match="fewer digits"):
+            parse_limit(text)
+    with pytest.raises(ProctorError, match="--limit takes a count"):
+        parse_limit("1.0000000000000001")
     with pytest.raises(ProctorError, match="--epoch-reducer"):
         RunOverrides(epochs=2, epoch_reducer="pass@3")
 

@@ -78,8 +78,12 @@ def limit_option(value: Optional[str]) -> int | float | None:
 
     try:
         return parse_limit(value)
-    except ProctorError:
-        raise typer.BadParameter(f"'{value}' is neither a count (1, 2, ...) nor a fraction between 0 and 1.") from None
+    except ProctorError as exc:
+        rounded = str(exc).partition(f"--limit {value}: ")[2]  # a fraction a float rounds to 0 or 1
+        why = f" ({rounded})" if rounded else ""
+        raise typer.BadParameter(
+            f"'{value}' is neither a count (1, 2, ...) nor a fraction between 0 and 1{why}."
+        ) from None
 
 
 def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:

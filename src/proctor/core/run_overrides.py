@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import decimal
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, overload
@@ -166,13 +167,20 @@ def parse_limit(text: str | float | int | None) -> int | float | None:
     """``--limit``: a count (>= 1) or a fraction of each task's rows (0 < x < 1), as lm-eval's."""
     if text is None:
         return None
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise ProctorError(f"--limit takes a count or a fraction between 0 and 1, got '{text}'") from None
-    if value <= 0 or (value >= 1 and not value.is_integer()) or not math.isfinite(value):
-        raise ProctorError(f"--limit takes a count or a fraction between 0 and 1, got '{text}'")
-    return int(value) if value >= 1 else value
+    wrong = f"--limit takes a count or a fraction between 0 and 1, got '{text}'"
+    try:  # read exactly (float('0.99999999999999999') is 1.0: one row, not nearly all of them)
+        value = decimal.Decimal(str(text).strip())
+    except (TypeError, ValueError, decimal.InvalidOperation):
+        raise ProctorError(wrong) from None
+    if not value.is_finite() or value <= 0 or (value >= 1 and value != value.to_integral_value()):
+        raise ProctorError(wrong)
+    if value >= 1:
+        return int(value)
+    if not 0 < float(value) < 1:
+        raise ProctorError(
+            f"--limit {text}: a fraction this close to 0 or 1 is not a number a float holds; give fewer digits"
+        )
+    return float(value)
 
 
 @overload
