@@ -295,11 +295,12 @@ class PromptBuilder:
             self._note_prompt(sample, question)
         shot_ids: list[int] = []
         if spec.fewshot and spec.fewshot.count:
-            shot_ids = choose_shots(self.pool, sample, spec.fewshot.count, spec.fewshot.seed)
+            own_data = spec.fewshot.source is None
+            shot_ids = choose_shots(self.pool, sample, spec.fewshot.count, spec.fewshot.seed, own_data=own_data)
             if len(shot_ids) < spec.fewshot.count:  # never quietly fewer shots than asked for
                 raise TaskDefinitionError(
                     f"asks for {spec.fewshot.count} few-shot examples, but the pool has only {len(shot_ids)} "
-                    f"(other than the sample itself; {len(self.pool)} rows in all)",
+                    + (f"(other than the sample itself; {len(self.pool)} rows in all)" if own_data else "rows"),
                     file=self.origin,
                     line=self._lines.get("fewshot"),
                     field="fewshot.count",
