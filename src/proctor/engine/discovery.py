@@ -27,12 +27,20 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def find_task_files(path: Path) -> list[Path]:
+    """The files under a folder that may define tasks, or the file given. Run folders inside it (``-o`` pointed
+    into the task folder) are passed over: their tasks/*.yaml are saved configurations, not task files."""
     if path.is_dir():
-        found = [p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file()]
+        every = list(path.rglob("*"))
+        runs = {p.parent for p in every if p.name == "run.json" and _is_run_folder(p.parent)}
+        found = [p for p in every if p.suffix in _YAML_SUFFIXES and p.is_file()]
         for dialect in registry().ordered_dialects():
             found += dialect.files_in_folder(path)
-        return sorted(set(found))
+        return sorted({p for p in found if not runs.intersection(p.parents)})
     return [path]
+
+
+def _is_run_folder(folder: Path) -> bool:
+    return (folder / "run.json").is_file() and (folder / "samples.jsonl").is_file()
 
 
 def _named_dialect(given: str) -> Dialect[Any] | None:
@@ -144,8 +152,15 @@ def collect_tasks(
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:
         kinds = ", ".join(d.name for d in registry().ordered_dialects())
+        runs = [p for p in named_paths if _is_run_folder(Path(p))]
+        hint = (
+            f" ({', '.join(runs)}: a run folder, whose tasks/*.yaml are a run's saved configurations: name the task "
+            "files, or read the run with `proctor report`)"
+            if runs
+            else ""
+        )
         raise TaskDefinitionError(
-            f"no tasks found: no task file of any dialect ({kinds}) here", file=", ".join(named_paths)
+            f"no tasks found: no task file of any dialect ({kinds}) here{hint}", file=", ".join(named_paths)
         )
     _check_dialect_options(tasks, options)
     if select:
