@@ -186,3 +186,31 @@ def test_duckdb_reads_the_runs_samples_not_a_stale_parquet_beside_them(tmp_path)
     for task in ("mc_alpha", "mc_beta"):
         assert acc[task] == pytest.approx(run_a.tasks[task]["metrics"]["acc"]["value"])
     assert (tmp_path / "run_a" / "samples.parquet").read_bytes() == stale  # the run folder is only read
+
+
+def test_duckdb_export_is_one_transaction(tmp_path):
+    """A run that fails part way (here the last one's samples.jsonl, damaged after its first line) leaves the database
+    as it was: no rows of the runs before it, and the rows an earlier export wrote are still there."""
+    duckdb = pytest.importorskip("duckdb", reason="needs the duckdb extra (pip install 'proctor[duckdb]')")
+    from tests.support.cli_runs import proctor, run_proctor
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=8, n_gen=3)
+    run_a = evaluate([tasks], FakeModel("model-a"), output_dir=tmp_path / "run_a")
+    evaluate([tasks], FakeModel("model-b", salt="b"), output_dir=tmp_path / "run_b")
+    evaluate([tasks], FakeModel("model-c", salt="c"), output_dir=tmp_path / "run_c")
+    proctor("export", "run_a", "--to", "duckdb", "--database", "all.duckdb", cwd=tmp_path)
+    lines = (tmp_path / "run_c" / "samples.jsonl").read_text().splitlines(keepends=True)
+    damaged = "{" + "x" * (len(lines[1].encode()) - 2) + "\n"  # as long as the line it replaces
+    (tmp_path / "run_c" / "samples.jsonl").write_text(lines[0] + damaged + "".join(lines[2:]))
+    done = run_proctor("export", "run_b", "run_c", "--to", "duckdb", "--database", "all.duckdb", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "run_c/samples.jsonl:2" in done.stderr, done.stderr
+    con = duckdb.connect(str(tmp_path / "all.duckdb"))
+    assert con.execute("SELECT DISTINCT run FROM samples").fetchall() == [("run_a",)]
+    assert con.execute("SELECT DISTINCT run FROM metrics").fetchall() == [("run_a",)]
+    acc = dict(
+        con.execute("SELECT task, avg(metric_acc) FROM samples WHERE metric_acc IS NOT NULL GROUP BY ALL").fetchall()
+    )
+    con.close()
+    for task in ("mc_alpha", "mc_beta"):
+        assert acc[task] == pytest.approx(run_a.tasks[task]["metrics"]["acc"]["value"])

@@ -2,12 +2,13 @@
 
 Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
 lacks is NULL there) and ``metrics`` (one row per run, task and metric). Exporting a run again
-replaces its rows. Without DuckDB's Python package the same stack is one SQL query over the
+replaces its rows; the runs go in as one transaction. Without DuckDB's Python package the same stack is one SQL query over the
 parquet files (docs/runs.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -96,13 +97,20 @@ def export_duckdb(run_dirs: Sequence[Path], database: Path) -> Path:
         con = duckdb.connect(str(database))
     except duckdb.Error as exc:  # not a DuckDB file, a folder, a newer format, ...
         raise ProctorError(f"--database {database}: cannot open it as a DuckDB database: {exc}") from None
-    try:
+    committed = False
+    try:  # one transaction: a run that fails (damaged, a full disk) leaves the database as it was, not half of them
+        con.begin()
         with tempfile.TemporaryDirectory(prefix="proctor-duckdb-") as scratch:
             _add_runs(con, run_dirs, Path(scratch))
+        con.commit()
+        committed = True
     except duckdb.IOException as exc:  # a full disk, a file that cannot be written
-        raise ProctorError(f"cannot write {database}: {exc}") from None
+        raise ProctorError(f"cannot write {database}: {exc}; the database is as it was") from None
     except duckdb.Error as exc:  # tables of that name from something else
-        raise ProctorError(f"--database {database}: cannot add the runs: {exc}") from None
+        raise ProctorError(f"--database {database}: cannot add the runs: {exc}; the database is as it was") from None
     finally:
+        if not committed:
+            with contextlib.suppress(duckdb.Error):  # no transaction left to roll back after a failed commit
+                con.rollback()
         con.close()
     return database
