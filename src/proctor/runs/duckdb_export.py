@@ -2,8 +2,8 @@
 
 Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
 lacks is NULL there) and ``metrics`` (one row per run, task and metric). Exporting a run again
-replaces its rows; the runs go in as one transaction. Without DuckDB's Python package the same stack is one SQL query over the
-parquet files (docs/runs.md).
+replaces its rows; the runs go in as one transaction. Without DuckDB's Python package the same
+stack is one SQL query over the parquet files (docs/runs.md).
 """
 
 from __future__ import annotations
