@@ -174,6 +174,8 @@ def parse_limit(text: str | float | int | None) -> int | float | None:
         raise ProctorError(wrong) from None
     if not value.is_finite() or value <= 0 or (value >= 1 and value != value.to_integral_value()):
         raise ProctorError(wrong)
+    if math.isinf(float(value)):  # a count past any float (1e400): no number of rows, as 'inf' is none
+        raise ProctorError(wrong)
     if value >= 1:
         return int(value)
     if not 0 < float(value) < 1:
