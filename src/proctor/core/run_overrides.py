@@ -172,17 +172,17 @@ def parse_limit(text: str | float | int | None) -> int | float | None:
         value = decimal.Decimal(str(text).strip())
     except (TypeError, ValueError, decimal.InvalidOperation):
         raise ProctorError(wrong) from None
-    if not value.is_finite() or value <= 0 or (value >= 1 and value != value.to_integral_value()):
-        raise ProctorError(wrong)
-    if math.isinf(float(value)):  # a count past any float (1e400): no number of rows, as 'inf' is none
+    # a count past any float (1e400) is no number of rows, as 'inf' is none
+    number = float(value) if value.is_finite() else math.inf
+    if math.isinf(number) or value <= 0 or (value >= 1 and value != value.to_integral_value()):
         raise ProctorError(wrong)
     if value >= 1:
         return int(value)
-    if not 0 < float(value) < 1:
+    if not 0 < number < 1:
         raise ProctorError(
             f"--limit {text}: a fraction this close to 0 or 1 is not a number a float holds; give fewer digits"
         )
-    return float(value)
+    return number
 
 
 @overload

@@ -17,6 +17,7 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.registry import registry
 from proctor.core.task import Task
 from proctor.core.yaml_lines import load_yaml
+from proctor.runs.manifest import MANIFEST, is_run_folder
 
 if TYPE_CHECKING:
     from proctor.core.dialect import Dialect
@@ -31,16 +32,12 @@ def find_task_files(path: Path) -> list[Path]:
     into the task folder) are passed over: their tasks/*.yaml are saved configurations, not task files."""
     if path.is_dir():
         every = list(path.rglob("*"))
-        runs = {p.parent for p in every if p.name == "run.json" and _is_run_folder(p.parent)}
+        runs = {p.parent for p in every if p.name == MANIFEST and is_run_folder(p.parent)}
         found = [p for p in every if p.suffix in _YAML_SUFFIXES and p.is_file()]
         for dialect in registry().ordered_dialects():
             found += dialect.files_in_folder(path)
         return sorted({p for p in found if not runs.intersection(p.parents)})
     return [path]
-
-
-def _is_run_folder(folder: Path) -> bool:
-    return (folder / "run.json").is_file() and (folder / "samples.jsonl").is_file()
 
 
 def _named_dialect(given: str) -> Dialect[Any] | None:
@@ -152,7 +149,7 @@ def collect_tasks(
         raise TaskDefinitionError("no task can run: " + "; ".join(notes))
     if not tasks:
         kinds = ", ".join(d.name for d in registry().ordered_dialects())
-        runs = [p for p in named_paths if _is_run_folder(Path(p))]
+        runs = [p for p in named_paths if is_run_folder(Path(p))]
         hint = (
             f" ({', '.join(runs)}: a run folder, whose tasks/*.yaml are a run's saved configurations: name the task "
             "files, or read the run with `proctor report`)"

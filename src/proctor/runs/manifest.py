@@ -25,7 +25,6 @@ MANIFEST = "run.json"
 RUN_FILES = (MANIFEST, "results.json", "samples.jsonl", "samples.parquet", "results_lm_eval.json", "report.html")
 STORE_FILES = tuple(f"{STORE_FILE}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
 RUN_FOLDERS = ("lm_eval", "tasks")
-# run.json's fields a resumed run reads: their JSON type, and how a message names it
 # run.json's fields read back: (type, its name, whether every run.json has it). The required ones are what a
 # resumed run compares with this run's.
 _FIELDS: dict[str, tuple[type, str, bool]] = {
@@ -64,6 +63,11 @@ def build_manifest(
     }
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether proctor wrote ``folder`` as a run folder: its run.json beside its samples.jsonl."""
+    return (folder / MANIFEST).is_file() and (folder / "samples.jsonl").is_file()
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / MANIFEST
     if not path.exists():
@@ -80,11 +84,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
             f"{path} has no field {', '.join(repr(m) for m in missing)} (edited by hand, or damaged?); "
             "use --restart to start this run folder over"
         )
-    for name, (
-        kind,
-        named,
-        _,
-    ) in _FIELDS.items():  # what a resumed run compares and keeps (edited by hand, or damaged?)
+    for name, (kind, named, _) in _FIELDS.items():  # edited by hand, or damaged?
         if name in manifest and not isinstance(manifest[name], kind):
             raise ProctorError(
                 f"{path}, field '{name}': {type(manifest[name]).__name__} {json.dumps(manifest[name])[:40]}, "

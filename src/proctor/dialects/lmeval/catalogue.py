@@ -95,12 +95,8 @@ def output_type(entry: Any) -> str:
     return str(cfg.get("output_type") or "generate_until")
 
 
-def suggest(name: str, names: Iterable[str], n: int = 5) -> list[str]:
-    return close_names(name, names, n)
-
-
 def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:
-    close = suggest(name, tm.all_tasks)
+    close = close_names(name, tm.all_tasks, 5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return TaskDefinitionError(f"no lm-eval task, group or tag named '{name}' in {where}{hint}", field="task")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from proctor.core.errors import TaskDefinitionError
-from proctor.dialects.lmeval.catalogue import suggest
+from proctor.core.names import close_names
 
 
 def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
@@ -32,7 +32,7 @@ def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None
             or metric in METRIC_REGISTRY
         ):
             continue
-        close = suggest(metric, METRIC_REGISTRY, n=3)
+        close = close_names(metric, METRIC_REGISTRY, 3)
         hint = (
             f"; did you mean {', '.join(close)}?"
             if close
@@ -114,7 +114,7 @@ def check_metric_arguments(config: Mapping[str, Any], name: str, source: Path | 
         ]
         label = metric if isinstance(metric, str) else getattr(metric, "__name__", "the metric")
         odd = [k for k in kwargs if k not in taken] or list(kwargs)
-        close = suggest(odd[0], taken, n=3)
+        close = close_names(odd[0], taken, 3)
         hint = f"did you mean {', '.join(close)}?" if close else f"it takes: {', '.join(taken) or 'no other arguments'}"
         raise TaskDefinitionError(
             f"task '{name}': metric '{label}' takes no argument '{odd[0]}' (lm-eval would fail while scoring, after "
@@ -142,7 +142,7 @@ _GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def _unknown(kind: str, value: str, known: list[str]) -> str:
-    close = suggest(value, known, n=3)
+    close = close_names(value, known, 3)
     hint = f"did you mean {', '.join(close)}?" if close else f"lm-eval's {kind}s: {', '.join(sorted(known))}"
     return f"lm-eval has no {kind} '{value}'; {hint}"
 
