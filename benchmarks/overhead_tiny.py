@@ -197,14 +197,17 @@ def process_commands(model_dir: str, limit: int, batch_size: int, tmp: Path, rep
 
 def process_env(tmp: Path, bytecode: bool) -> dict:
     """The environment of every measured process. With ``bytecode``, proctor's sources are compiled
-    once beforehand into a cache outside the tree, as installing a package leaves it (lm-eval's and
-    transformers' modules have their .pyc files); otherwise, where PYTHONDONTWRITEBYTECODE is set,
-    each proctor process compiles every module it imports from source again, inside the timed run."""
+    once beforehand into their ``__pycache__`` folders, as installing a package leaves them (lm-eval's,
+    transformers' and every other installed module have their .pyc files); otherwise, where
+    PYTHONDONTWRITEBYTECODE is set, each proctor process compiles every module it imports from
+    source again, inside the timed run. (A PYTHONPYCACHEPREFIX would not do: Python then reads
+    every module's bytecode from that prefix alone, and every installed package is compiled again.)"""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
     if bytecode:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], env=env, check=True)
+        env.pop("PYTHONPYCACHEPREFIX", None)
+        compiling = {**env}
+        compiling.pop("PYTHONDONTWRITEBYTECODE", None)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], env=compiling, check=True)
     return env
 
 

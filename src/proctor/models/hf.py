@@ -244,6 +244,9 @@ class HFModel(HFGeneration, Model):
             fingerprint["decode"] = f"static,columns={STATIC_COLUMNS}"
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
             fingerprint["batch_invariant"] = invariant_layout(self.device)
+        head = self._vocabulary_head().implementation if self.device == "cpu" else None
+        if head:  # the fused CPU head (``head_kernel``): other last bits than PyTorch's log-softmax
+            fingerprint["vocab_head"] = head
         return fingerprint
 
     def _pick_device(self, device: str) -> str:

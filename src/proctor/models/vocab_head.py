@@ -1,15 +1,22 @@
 """The vocabulary projection at scored nodes: log-probs of the targets and greedy hits.
 
 On a small model this is most of the scoring time (on the tests' 2-layer, width-64 Llama with
-SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase), so it runs in fixed
-blocks of nodes and, on the CPU, into buffers allocated once: a fresh [64, 49,152] float32 tensor
-per block is 12.6 MB that the allocator maps and unmaps, and the page faults cost as much as the
-log-softmax. Each node's numbers depend on its own row of logits alone (row-wise kernels, blocks
-padded to ``packing.aligned`` sizes), so neither the block size nor the buffers change a bit.
+SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). On the CPU a plain
+float32 ``nn.Linear`` head runs fused (``head_kernel``, a C kernel built on the machine): each
+node's logits are computed a cache-sized chunk at a time and reduced at once to its log-sum-exp
+and first maximum, never written out, and the block's nodes are split over threads. Elsewhere
+(CUDA, another head, a hooked head, no C compiler) the head is PyTorch's projection and
+log-softmax, in fixed blocks and, on the CPU, into buffers allocated once (a fresh [64, 49,152]
+float32 tensor per block is 12.6 MB that the allocator maps and unmaps). Either way each node's
+numbers depend on its own hidden state alone (row-wise kernels, blocks padded to
+``packing.aligned`` sizes), so neither the block size, nor the buffers, nor the threads change a bit.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+from proctor.models import head_kernel
 from proctor.models.packing import aligned
 
 # Scored nodes per block. On the CPU a [64, vocab] block stays in cache for the log-softmax and the
@@ -17,6 +24,9 @@ from proctor.models.packing import aligned
 # blocks mean fewer kernel launches.
 BLOCK_CPU = 64
 BLOCK_CUDA = 1024
+# The fused kernel keeps no [block, vocab] buffer; a larger block reads the weights from memory
+# fewer times (once per block and thread).
+BLOCK_FUSED = 1024
 
 
 class VocabularyHead:
@@ -41,6 +51,29 @@ class VocabularyHead:
         )
         self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
+        # The fused C kernel, for a plain float32 Linear without a bias or softcap on the CPU, placed
+        # there by accelerate (a sharded model, its weight offloaded) or not: the same numbers either way.
+        self._hook = getattr(head, "_hf_hook", None)
+        fusable = (
+            not self.cuda
+            and type(head) is torch.nn.Linear
+            and weight is not None
+            and weight.dtype == torch.float32
+            and head.bias is None
+            and not softcap
+            and _computes_on_cpu(torch, self._hook, weight)
+        )
+        self._kernel = head_kernel.load() if fusable else None
+        self._packed: tuple | None = None  # (weight's data pointer and version, packed weight, padded vocab)
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
+        if self._kernel is not None:
+            self.block_size = BLOCK_FUSED
+
+    @property
+    def implementation(self) -> str | None:
+        """The fused kernel's version where it computes this head (part of the model fingerprint),
+        None where PyTorch's ops do."""
+        return head_kernel.VERSION if self._kernel is not None else None
 
     def _hooked(self) -> bool:
         """Forward hooks on the head (a steering control that edits logits) need the module called."""
@@ -82,6 +115,8 @@ class VocabularyHead:
         torch = self.torch
         assert len(hidden) == aligned(len(hidden)) and len(hidden) <= self.block_size
         self.nodes_projected += len(hidden)
+        if self._kernel is not None and not self._hooked():
+            return self._fused(hidden, rows, targets)
         logits = self._project(hidden)
         if rows.device != logits.device:  # a head on another device than the inputs (a sharded model)
             rows, targets = rows.to(logits.device), targets.to(logits.device)
@@ -89,6 +124,75 @@ class VocabularyHead:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
         logprobs = torch.log_softmax(logits, dim=-1, out=self._buffer("logprobs", *logits.shape))
         return logprobs[rows, targets], greedy_hits(torch, logits, rows, targets)
+
+    def _weights(self):
+        """The packed weight, made again if the weight was replaced or edited in place."""
+        weight = self.head.weight
+        stamp = (weight.data_ptr(), weight._version)
+        if self._packed is None or self._packed[0] != stamp:
+            packed, padded = head_kernel.pack(self.torch, weight)
+            self._packed = (stamp, packed, padded)
+        return self._packed[1], self._packed[2]
+
+    def _fused(self, hidden, rows, targets):
+        """``scores`` by the C kernel: log-sum-exp and first maximum per node (the nodes split over
+        the intra-op threads), then each target's logit, in the same order of operations. An
+        accelerate-placed head has its weight brought in (from disk or elsewhere) for the call, as
+        its own forward would."""
+        if self._hook is None:
+            return self._fused_here(hidden, rows, targets)
+        self._hook.pre_forward(self.head)
+        try:
+            return self._fused_here(hidden, rows, targets)
+        finally:
+            self._hook.post_forward(self.head, None)
+
+    def _fused_here(self, hidden, rows, targets):
+        torch = self.torch
+        packed, padded = self._weights()
+        weight = self.head.weight.detach().contiguous()
+        vocab, width = weight.shape
+        hidden = hidden.detach().float().contiguous()
+        rows, targets = rows.to(torch.int64).contiguous(), targets.to(torch.int64).contiguous()
+        n = len(hidden)
+        lse, first = torch.empty(n), torch.empty(n, dtype=torch.int64)
+        threads = max(1, min(torch.get_num_threads(), n // 16))
+        args = (packed.data_ptr(), vocab, padded, width, hidden.data_ptr())
+        outs = (lse.data_ptr(), first.data_ptr())
+        codes = [self._kernel.proctor_head_stats_threads(*args, n, *outs, threads)]
+        if codes == [-2]:  # built without OpenMP: the ranges on Python threads (ctypes releases the GIL)
+            step = -(-n // threads)
+            ranges = [(start, min(start + step, n)) for start in range(0, n, step)]
+            if self._pool is None or self._pool[0] < threads:
+                self._pool = (threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="proctor-head"))
+            codes = list(self._pool[1].map(lambda r: self._kernel.proctor_head_stats(*args, *r, *outs), ranges))
+        if any(codes):
+            raise MemoryError("the fused vocabulary head could not allocate its buffers")
+        logprobs, hits = torch.empty(len(rows)), torch.empty(len(rows))
+        self._kernel.proctor_head_targets(
+            weight.data_ptr(),
+            width,
+            hidden.data_ptr(),
+            lse.data_ptr(),
+            first.data_ptr(),
+            rows.data_ptr(),
+            targets.data_ptr(),
+            len(rows),
+            logprobs.data_ptr(),
+            hits.data_ptr(),
+        )
+        return logprobs, hits.bool()
+
+
+def _computes_on_cpu(torch, hook, weight) -> bool:
+    """Whether the head computes on the CPU: its weight is there, or accelerate's hook brings it
+    there (an offloaded weight waits on the meta device; ``execution_device`` says where it runs)."""
+    if hook is None:
+        return weight.device.type == "cpu"
+    device = getattr(hook, "execution_device", None)
+    if device is None or isinstance(device, int):  # an int is a CUDA device index
+        return device is None and weight.device.type == "cpu"
+    return torch.device(device).type == "cpu"
 
 
 def greedy_hits(torch, logits, rows, targets):

@@ -1,0 +1,128 @@
+"""The fused CPU vocabulary head (``kernels/vocab_head.c``): built once per machine, loaded with ctypes.
+
+The C file ships with proctor and is compiled by the machine's C compiler (``$CC``, else ``cc``)
+the first time a CPU model scores log-likelihoods, into ``PROCTOR_HOME/kernels`` (a temporary
+folder where that cannot be written), keyed by the source, the compiler and the processor, so a
+home folder shared by machines of other kinds never loads a build made for another. Where no
+compiler works, ``load`` gives None and the head runs as PyTorch ops (``vocab_head``); the
+model's fingerprint says which of the two computed its numbers (``VERSION``).
+
+A block's hidden states are split over threads: built with OpenMP, the kernel runs them on the
+process's OpenMP threads — PyTorch's own, whose libgomp is the one already loaded — so they do the
+work instead of spinning beside it after each decoder call; built without, its calls release the
+GIL (ctypes) and the head runs them on Python threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from proctor.models.default import proctor_home
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
+VERSION = (
+    "fused-1"  # in the model fingerprint where this kernel computes the head; raise it with any change to its numbers
+)
+DISABLE_ENV = "PROCTOR_FUSED_HEAD"  # "0": the PyTorch ops instead (for comparisons)
+# IEEE order as written: no fused multiply-add contraction, no fast-math reassociation.
+FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
+TILE = 24  # as in the C file: vocabulary entries per micro-tile (the packed layout)
+
+
+def _compiler() -> str | None:
+    name = os.environ.get("CC") or "cc"
+    return shutil.which(name)
+
+
+def _cpu_features() -> str:
+    """The processor's feature flags (a -march=native build runs only where they match)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith(("flags", "Features")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _build(compiler: str, folder: Path, flags: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "vocab_head.so"
+    if target.exists():
+        return target
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        out = Path(tmp) / "vocab_head.so"
+        command = [compiler, *FLAGS, *flags, "-o", str(out), str(SOURCE), "-lm"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise OSError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "compiler failed")
+        os.replace(out, target)  # whole or not at all: a concurrent build writes the same bytes
+    return target
+
+
+def _key(compiler: str, flags: list[str]) -> str:
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    parts = [SOURCE.read_bytes().decode(), compiler, version, " ".join(FLAGS + flags), platform.machine()]
+    if "-march=native" in flags:
+        parts.append(_cpu_features())
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def load() -> ctypes.CDLL | None:
+    """The built kernel, or None (no compiler, a failed build, or ``PROCTOR_FUSED_HEAD=0``)."""
+    if os.environ.get(DISABLE_ENV, "1") == "0":
+        return None
+    compiler = _compiler()
+    if compiler is None or not SOURCE.exists():
+        log.info("no C compiler (set CC): the vocabulary head runs as PyTorch ops")
+        return None
+    reason: Exception | None = None
+    homes = [proctor_home() / "kernels", Path(tempfile.gettempdir()) / f"proctor-kernels-{os.getuid()}"]
+    # For this processor with OpenMP first; a compiler that refuses either builds without it.
+    for flags in (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], []):
+        for home in homes:
+            try:
+                path = _build(compiler, home / _key(compiler, flags), flags)
+                return _bind(ctypes.CDLL(str(path)))
+            except (OSError, subprocess.SubprocessError) as exc:
+                reason = exc
+    log.info("the fused vocabulary head could not be built (%s): it runs as PyTorch ops", reason)
+    return None
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    pointer, count = ctypes.c_void_p, ctypes.c_int64
+    lib.proctor_head_stats.argtypes = [pointer, count, count, count, pointer, count, count, pointer, pointer]
+    lib.proctor_head_stats.restype = ctypes.c_int
+    lib.proctor_head_stats_threads.argtypes = [pointer, count, count, count, pointer, count, pointer, pointer]
+    lib.proctor_head_stats_threads.argtypes += [ctypes.c_int]
+    lib.proctor_head_stats_threads.restype = ctypes.c_int
+    lib.proctor_head_targets.argtypes = [pointer, count, pointer, pointer, pointer, pointer, pointer, count]
+    lib.proctor_head_targets.argtypes += [pointer, pointer]
+    lib.proctor_head_targets.restype = None
+    return lib
+
+
+def pack(torch, weight):
+    """The weight [vocab, width] as the kernel reads it: tiles of TILE vocabulary entries,
+    [padded / TILE, width, TILE], padded with zero rows to a multiple of TILE entries."""
+    vocab, width = weight.shape
+    padded = -(-vocab // TILE) * TILE
+    rows = torch.zeros((padded, width), dtype=torch.float32)
+    rows[:vocab] = weight.detach()
+    return rows.view(padded // TILE, TILE, width).permute(0, 2, 1).contiguous(), padded

@@ -1,0 +1,221 @@
+"""The fused CPU vocabulary head (``models/head_kernel.py``, ``models/kernels/vocab_head.c``).
+
+Its numbers are checked against a float64 log-softmax computed here, its greedy hits against
+``argmax`` (ties included), and its bits against itself: the same node gives the same values in
+any block, at any thread count. The last tests run the ``proctor`` command with it and without it
+(``PROCTOR_FUSED_HEAD=0``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+torch = pytest.importorskip("torch")
+
+from proctor.models import head_kernel  # noqa: E402
+from proctor.models.vocab_head import VocabularyHead  # noqa: E402
+
+pytestmark = pytest.mark.skipif(head_kernel.load() is None, reason="no C compiler: the head runs as PyTorch ops")
+
+
+def _linear(vocab: int, width: int, scale: float, seed: int = 0):
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear(width, vocab, bias=False)
+    with torch.no_grad():
+        linear.weight.mul_(scale)
+    return linear
+
+
+def _exact(linear, hidden, rows, targets):
+    """log_softmax in float64 at (row, target), and the rows' first maxima."""
+    logits = hidden.double() @ linear.weight.detach().double().t()
+    return torch.log_softmax(logits, dim=-1)[rows, targets], logits.argmax(dim=-1)
+
+
+@pytest.mark.parametrize(
+    ("vocab", "width", "scale"), [(5000, 64, 40.0), (49152, 64, 1.0), (1001, 576, 3.0), (37, 8, 1.0)]
+)
+def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, width, scale):
+    """Vocabularies that are and are not a multiple of the kernel's 24-entry tiles, widths from 8 to
+    576; log-probs to within float32 rounding of the logits' size, hits exactly argmax's."""
+    linear = _linear(vocab, width, scale)
+    head = VocabularyHead(torch, linear, "cpu")
+    assert head.implementation == head_kernel.VERSION and head.block_size == 1024
+    n = 48
+    hidden = torch.randn(n, width)
+    rows = torch.arange(n).repeat_interleave(3)
+    targets = torch.randint(0, vocab, (3 * n,))
+    with torch.no_grad():
+        exact, first = _exact(linear, hidden, rows, targets)
+        targets[::3] = first  # every row's greedy token once
+        exact, first = _exact(linear, hidden, rows, targets)
+        values, hits = head.scores(hidden, rows, targets)
+        logits = (hidden @ linear.weight.t()).abs().amax(dim=-1)[rows].double()
+    assert values.dtype == torch.float32 and hits.dtype == torch.bool
+    # float32 logits are rounded by about 6e-8 of their size; the log-sum-exp adds a few ulps of its own
+    assert ((values.double() - exact).abs() <= 1e-6 * torch.clamp(logits, min=1.0)).all()
+    assert hits.tolist() == (first[rows] == targets).tolist() and hits[::3].all()
+
+
+def test_fused_head_resolves_ties_by_the_first_index_and_keeps_nan():
+    """Equal weight rows give equal logits: the maximum's first index is the greedy token, as
+    ``argmax`` says; a NaN hidden state gives NaN log-probs, as a log-softmax does."""
+    linear = _linear(3000, 64, 4.0)
+    with torch.no_grad():
+        linear.weight[2500] = linear.weight[7] = linear.weight[1234]  # three rows alike
+    head = VocabularyHead(torch, linear, "cpu")
+    hidden = linear.weight[1234].detach().repeat(16, 1) * 3.0  # its own row: the maximum, tied three times
+    rows = torch.arange(16).repeat_interleave(3)
+    targets = torch.tensor([7, 1234, 2500] * 16)
+    with torch.no_grad():
+        values, hits = head.scores(hidden, rows, targets)
+        assert int((hidden @ linear.weight.t()).argmax(dim=-1)[0]) == 7
+    assert hits.tolist() == [True, False, False] * 16
+    assert values[0] == values[1] == values[2]  # the same logit, bit for bit
+    hidden[3, 5] = float("nan")
+    with torch.no_grad():
+        values, _ = head.scores(hidden, rows, targets)
+    assert torch.isnan(values[9:12]).all() and not torch.isnan(values[:9]).any()
+
+
+def test_fused_head_bits_do_not_depend_on_the_block_or_the_threads():
+    """A node's values are the same alone, among 1,024 others, at another position of the block,
+    with 1, 2 or 3 threads."""
+    linear = _linear(20000, 64, 10.0)
+    head = VocabularyHead(torch, linear, "cpu")
+    hidden = torch.randn(1024, 64)
+    targets = torch.randint(0, 20000, (1024,))
+    before = torch.get_num_threads()
+    results = []
+    try:
+        with torch.no_grad():
+            for threads in (1, 2, 3):
+                torch.set_num_threads(threads)
+                everything = head.scores(hidden, torch.arange(1024), targets)
+                order = torch.randperm(1024, generator=torch.Generator().manual_seed(threads))
+                shuffled = head.scores(hidden[order], torch.arange(1024), targets[order])
+                alone = head.scores(hidden[:16].contiguous(), torch.arange(16), targets[:16])
+                assert torch.equal(shuffled[0], everything[0][order]) and torch.equal(shuffled[1], everything[1][order])
+                assert torch.equal(alone[0], everything[0][:16])
+                results.append(everything)
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(r[0], results[0][0]) and torch.equal(r[1], results[0][1]) for r in results)
+
+
+def test_fused_head_follows_a_weight_edited_in_place():
+    """The packed copy of the weight is made again when the weight changes (a steering control
+    may edit it); a hooked head is called as a module."""
+    linear = _linear(500, 64, 5.0)
+    head = VocabularyHead(torch, linear, "cpu")
+    hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
+    with torch.no_grad():
+        plain, _ = head.scores(hidden, rows, targets)
+        linear.weight[0] += 1.0
+        edited, _ = head.scores(hidden, rows, targets)
+        exact, _ = _exact(linear, hidden, rows, targets)
+    assert not torch.equal(plain, edited)
+    assert ((edited.double() - exact).abs() <= 1e-5).all()
+
+
+def test_other_heads_keep_pytorch_ops_bit_for_bit():
+    """A biased Linear, a softcapped head and a non-Linear head are PyTorch's log-softmax exactly."""
+    torch.manual_seed(0)
+    biased = torch.nn.Linear(64, 700)
+    wrapped = torch.nn.Sequential(torch.nn.Linear(64, 700, bias=False))
+    for module, softcap in ((biased, None), (wrapped, None), (torch.nn.Linear(64, 700, bias=False), 30.0)):
+        head = VocabularyHead(torch, module, "cpu", softcap)
+        assert head.implementation is None
+        hidden, rows = torch.randn(16, 64), torch.arange(16)
+        targets = torch.randint(0, 700, (16,))
+        with torch.no_grad():
+            logits = module(hidden).float()
+            if softcap:
+                logits = torch.tanh(logits / softcap) * softcap
+            values, _ = head.scores(hidden, rows, targets)
+        assert torch.equal(values, torch.log_softmax(logits, dim=-1)[rows, targets])
+
+
+def test_the_kernel_build_is_keyed_and_reused(tmp_path):
+    """Built once into PROCTOR_HOME/kernels/<key>/ and loaded from there by later processes."""
+    code = "from proctor.models import head_kernel; print(head_kernel.load() is not None)"
+    env = {**os.environ, "PROCTOR_HOME": str(tmp_path / "home")}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert done.stdout.strip() == "True", done.stderr
+    built = list((tmp_path / "home" / "kernels").glob("*/vocab_head.so"))
+    assert len(built) == 1
+    stamp = built[0].stat().st_mtime_ns
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert built[0].stat().st_mtime_ns == stamp  # not built again
+
+
+# --------------------------------------------------------------------- as users run it
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args], capture_output=True, text=True, timeout=900, env=env
+    )
+
+
+def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, tmp_path):
+    """`proctor run` with the fused head (the CPU default where a C compiler works) and with
+    PROCTOR_FUSED_HEAD=0: the same answers, log-likelihoods equal to float32 precision, and run.json
+    says which head computed them."""
+    runs = {}
+    for name, flag in (("fused", "1"), ("torch", "0")):
+        env = {**os.environ, "PROCTOR_FUSED_HEAD": flag}
+        out = tmp_path / name
+        proc = _cli(
+            "run",
+            str(EXAMPLES / "quickstart"),
+            "--model",
+            str(tiny_model_dir),
+            "-t",
+            "*_mc",
+            "-o",
+            str(out),
+            "-q",
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+        fingerprint = json.dumps(json.loads((out / "run.json").read_text()))
+        assert ('"vocab_head": "fused-1"' in fingerprint) == (name == "fused")
+    assert len(runs["fused"]) == len(runs["torch"]) >= 30
+    for a, b in zip(runs["fused"], runs["torch"], strict=True):
+        assert a["id"] == b["id"] and a["correct"] == b["correct"]
+        assert all(abs(x - y) <= 1e-5 * max(1.0, abs(y)) for x, y in zip(a["logprobs"], b["logprobs"], strict=True))
+
+
+def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path):
+    """Built for this processor's vector units (-march=native, AVX2 here) and for the portable
+    baseline (SSE2 on x86-64): bit-identical log-sum-exps and maxima, as on any other machine."""
+    import ctypes
+
+    compiler = head_kernel._compiler()
+    builds = [
+        head_kernel._bind(ctypes.CDLL(str(head_kernel._build(compiler, tmp_path / name, flags))))
+        for name, flags in (("native", ["-march=native", "-fopenmp"]), ("portable", []))
+    ]
+    torch.manual_seed(0)
+    weight = torch.randn(49157, 64) * 2.0  # not a multiple of the tile
+    packed, padded = head_kernel.pack(torch, weight)
+    hidden = torch.randn(301, 64) * 3.0
+    results = []
+    for lib in builds:
+        lse, first = torch.empty(301), torch.empty(301, dtype=torch.int64)
+        code = lib.proctor_head_stats(
+            packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, lse.data_ptr(), first.data_ptr()
+        )
+        assert code == 0
+        results.append((lse, first))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+    exact = torch.logsumexp(hidden.double() @ weight.double().t(), dim=-1)
+    assert ((results[0][0].double() - exact).abs() <= 1e-6 * exact.abs().clamp(min=1.0)).all()
