@@ -2,6 +2,7 @@
 
     python benchmarks/overhead_tiny.py                 # HellaSwag-2000, 3 repeats, batch size 8
     python benchmarks/overhead_tiny.py --hellaswag 500 --repeats 1 --profile prof.out
+    python benchmarks/overhead_tiny.py --vocab-head fused      # proctor with --model-arg vocab_head=fused
 
 A random-initialised Llama (2 layers, width 64, the SmolLM2 tokenizer; as in tests/conftest.py)
 is built once; then each harness runs in its own process on the same HellaSwag validation rows
@@ -54,11 +55,13 @@ def build_tiny_model(folder: Path) -> Path:
     return save_random_llama(folder, AutoTokenizer.from_pretrained(folder), embedding_scale=40.0, **TINY)
 
 
-def worker_proctor(model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None) -> dict:
+def worker_proctor(
+    model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None, vocab_head: str = "torch"
+) -> dict:
     from proctor import evaluate
     from proctor.models.hf import HFModel
 
-    model = HFModel(model_dir, batch_size=batch_size, name="tiny-llama")
+    model = HFModel(model_dir, batch_size=batch_size, name="tiny-llama", vocab_head=vocab_head)
     task = REPO / "examples" / "benchmarks" / "hellaswag.yaml"
     run = lambda: evaluate([task], model, output_dir=out, limit=limit, variables={"PROCTOR_DATA": str(DATA)})  # noqa: E731
     start = time.perf_counter()
@@ -152,7 +155,9 @@ def whole_process(command: list[str], env: dict) -> float:
     return seconds
 
 
-def process_commands(model_dir: str, limit: int, batch_size: int, tmp: Path, repeat: int) -> dict[str, list[str]]:
+def process_commands(
+    model_dir: str, limit: int, batch_size: int, tmp: Path, repeat: int, vocab_head: str = "torch"
+) -> dict[str, list[str]]:
     """Both harnesses' command lines for the same HellaSwag rows (each writes its samples, as the
     in-process workers do)."""
     bin_dir = Path(sys.executable).parent
@@ -170,6 +175,7 @@ def process_commands(model_dir: str, limit: int, batch_size: int, tmp: Path, rep
         str(DATA),
         "--output",
         str(tmp / f"cli{repeat}"),
+        *(["--model-arg", f"vocab_head={vocab_head}"] if vocab_head != "torch" else []),
     ]
     lm_eval = [
         str(bin_dir / "lm_eval"),
@@ -237,6 +243,12 @@ def main() -> None:
         action="store_false",
         help="let proctor compile its sources in every process (see process_env)",
     )
+    parser.add_argument(
+        "--vocab-head",
+        choices=("torch", "fused"),
+        default="torch",
+        help="proctor's vocabulary head (--model-arg vocab_head): PyTorch's ops (the default) or the fused C kernel",
+    )
     parser.add_argument("--profile", help="write a cProfile of proctor's evaluate() here (first repeat)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -245,7 +257,7 @@ def main() -> None:
         kind, *rest = args.worker
         if kind == "proctor":
             result = worker_proctor(
-                rest[0], int(rest[1]), int(rest[2]), Path(rest[3]), rest[4] if len(rest) > 4 else None
+                rest[0], int(rest[1]), int(rest[2]), Path(rest[3]), rest[5] if len(rest) > 5 else None, rest[4]
             )
         else:
             result = worker_lm_eval(rest[0], int(rest[1]), int(rest[2]), Path(rest[3]))
@@ -272,6 +284,7 @@ def main() -> None:
                     str(args.hellaswag),
                     str(args.batch_size),
                     str(tmp_path / f"run{repeat}"),
+                    args.vocab_head,
                     *profile,
                 ],
                 env,
@@ -303,7 +316,9 @@ def main() -> None:
                 )
             print(line, flush=True)
             if args.processes:
-                commands = process_commands(model_dir, args.hellaswag, args.batch_size, tmp_path, repeat)
+                commands = process_commands(
+                    model_dir, args.hellaswag, args.batch_size, tmp_path, repeat, args.vocab_head
+                )
                 entry["process_seconds"] = {
                     name: whole_process(command, env)
                     for name, command in commands.items()

@@ -3,7 +3,7 @@
 Its numbers are checked against a float64 log-softmax computed here, its greedy hits against
 ``argmax`` (ties included), and its bits against itself: the same node gives the same values in
 any block, at any thread count. The last tests run the ``proctor`` command with it and without it
-(``PROCTOR_FUSED_HEAD=0``).
+(``--model-arg vocab_head=fused``) and without (PyTorch's ops, the default).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
     """Vocabularies that are and are not a multiple of the kernel's 24-entry tiles, widths from 8 to
     576; log-probs to within float32 rounding of the logits' size, hits exactly argmax's."""
     linear = _linear(vocab, width, scale)
-    head = VocabularyHead(torch, linear, "cpu")
+    head = VocabularyHead(torch, linear, "cpu", fused=True)
     assert head.implementation == head_kernel.VERSION and head.block_size == 1024
+    assert VocabularyHead(torch, linear, "cpu").implementation is None  # PyTorch's ops unless asked
     n = 48
     hidden = torch.randn(n, width)
     rows = torch.arange(n).repeat_interleave(3)
@@ -70,7 +71,7 @@ def test_fused_head_resolves_ties_by_the_first_index_and_keeps_nan():
     linear = _linear(3000, 64, 4.0)
     with torch.no_grad():
         linear.weight[2500] = linear.weight[7] = linear.weight[1234]  # three rows alike
-    head = VocabularyHead(torch, linear, "cpu")
+    head = VocabularyHead(torch, linear, "cpu", fused=True)
     hidden = linear.weight[1234].detach().repeat(16, 1) * 3.0  # its own row: the maximum, tied three times
     rows = torch.arange(16).repeat_interleave(3)
     targets = torch.tensor([7, 1234, 2500] * 16)
@@ -89,7 +90,7 @@ def test_fused_head_bits_do_not_depend_on_the_block_or_the_threads():
     """A node's values are the same alone, among 1,024 others, at another position of the block,
     with 1, 2 or 3 threads."""
     linear = _linear(20000, 64, 10.0)
-    head = VocabularyHead(torch, linear, "cpu")
+    head = VocabularyHead(torch, linear, "cpu", fused=True)
     hidden = torch.randn(1024, 64)
     targets = torch.randint(0, 20000, (1024,))
     before = torch.get_num_threads()
@@ -114,7 +115,7 @@ def test_fused_head_follows_a_weight_edited_in_place():
     """The packed copy of the weight is made again when the weight changes (a steering control
     may edit it); a hooked head is called as a module."""
     linear = _linear(500, 64, 5.0)
-    head = VocabularyHead(torch, linear, "cpu")
+    head = VocabularyHead(torch, linear, "cpu", fused=True)
     hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
     with torch.no_grad():
         plain, _ = head.scores(hidden, rows, targets)
@@ -125,13 +126,25 @@ def test_fused_head_follows_a_weight_edited_in_place():
     assert ((edited.double() - exact).abs() <= 1e-5).all()
 
 
+def test_a_token_outside_the_vocabulary_is_refused_not_read():
+    """A target id the head has no row for is an IndexError (as indexing the logits was), never a
+    read past the weight."""
+    head = VocabularyHead(torch, _linear(500, 64, 1.0), "cpu", fused=True)
+    hidden, rows = torch.randn(16, 64), torch.arange(16)
+    for bad in (500, -1):
+        targets = torch.zeros(16, dtype=torch.long)
+        targets[3] = bad
+        with torch.no_grad(), pytest.raises(IndexError, match="outside the head's vocabulary of 500"):
+            head.scores(hidden, rows, targets)
+
+
 def test_other_heads_keep_pytorch_ops_bit_for_bit():
     """A biased Linear, a softcapped head and a non-Linear head are PyTorch's log-softmax exactly."""
     torch.manual_seed(0)
     biased = torch.nn.Linear(64, 700)
     wrapped = torch.nn.Sequential(torch.nn.Linear(64, 700, bias=False))
     for module, softcap in ((biased, None), (wrapped, None), (torch.nn.Linear(64, 700, bias=False), 30.0)):
-        head = VocabularyHead(torch, module, "cpu", softcap)
+        head = VocabularyHead(torch, module, "cpu", softcap, fused=True)
         assert head.implementation is None
         hidden, rows = torch.randn(16, 64), torch.arange(16)
         targets = torch.randint(0, 700, (16,))
@@ -165,12 +178,11 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, tmp_path):
-    """`proctor run` with the fused head (the CPU default where a C compiler works) and with
-    PROCTOR_FUSED_HEAD=0: the same answers, log-likelihoods equal to float32 precision, and run.json
-    says which head computed them."""
+    """`proctor run --model-arg vocab_head=fused` and the default (PyTorch's head): the same answers,
+    log-likelihoods equal to float32 precision, and run.json says which head computed them; a
+    head name it does not know is refused before the model loads."""
     runs = {}
-    for name, flag in (("fused", "1"), ("torch", "0")):
-        env = {**os.environ, "PROCTOR_FUSED_HEAD": flag}
+    for name, extra in (("fused", ["--model-arg", "vocab_head=fused"]), ("torch", [])):
         out = tmp_path / name
         proc = _cli(
             "run",
@@ -182,7 +194,7 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
             "-o",
             str(out),
             "-q",
-            env=env,
+            *extra,
         )
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
@@ -192,6 +204,9 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
     for a, b in zip(runs["fused"], runs["torch"], strict=True):
         assert a["id"] == b["id"] and a["correct"] == b["correct"]
         assert all(abs(x - y) <= 1e-5 * max(1.0, abs(y)) for x, y in zip(a["logprobs"], b["logprobs"], strict=True))
+    refused = _cli("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "--model-arg", "vocab_head=c")
+    assert refused.returncode == 2 and "vocab_head='c' is not one of torch, fused" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path):

@@ -108,6 +108,9 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
     check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
     check_choice("attention", options.get("attention"), ATTENTIONS)
     check_choice("decode", options.get("decode"), DECODINGS)
+    from proctor.models.vocab_head import HEADS
+
+    check_choice("vocab_head", options.get("vocab_head"), HEADS)
     from proctor.models.sharding import check as check_sharding
 
     check_sharding(options.get("device_map"), options.get("max_memory"))

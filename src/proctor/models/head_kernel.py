@@ -1,11 +1,11 @@
 """The fused CPU vocabulary head (``kernels/vocab_head.c``): built once per machine, loaded with ctypes.
 
 The C file ships with proctor and is compiled by the machine's C compiler (``$CC``, else ``cc``)
-the first time a CPU model scores log-likelihoods, into ``PROCTOR_HOME/kernels`` (a temporary
-folder where that cannot be written), keyed by the source, the compiler and the processor, so a
-home folder shared by machines of other kinds never loads a build made for another. Where no
-compiler works, ``load`` gives None and the head runs as PyTorch ops (``vocab_head``); the
-model's fingerprint says which of the two computed its numbers (``VERSION``).
+the first time a CPU model with ``--model-arg vocab_head=fused`` scores log-likelihoods, into
+``PROCTOR_HOME/kernels`` (a temporary folder where that cannot be written), keyed by the source,
+the compiler and the processor, so a home folder shared by machines of other kinds never loads a
+build made for another. Where no compiler works, ``load`` gives None and the head runs as PyTorch
+ops (``vocab_head``); the model's fingerprint says where the kernel computed its numbers (``VERSION``).
 
 A block's hidden states are split over threads: built with OpenMP, the kernel runs them on the
 process's OpenMP threads — PyTorch's own, whose libgomp is the one already loaded — so they do the
@@ -34,7 +34,6 @@ SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
 VERSION = (
     "fused-1"  # in the model fingerprint where this kernel computes the head; raise it with any change to its numbers
 )
-DISABLE_ENV = "PROCTOR_FUSED_HEAD"  # "0": the PyTorch ops instead (for comparisons)
 # IEEE order as written: no fused multiply-add contraction, no fast-math reassociation.
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
 TILE = 24  # as in the C file: vocabulary entries per micro-tile (the packed layout)
@@ -84,9 +83,7 @@ def _key(compiler: str, flags: list[str]) -> str:
 
 @lru_cache(maxsize=None)
 def load() -> ctypes.CDLL | None:
-    """The built kernel, or None (no compiler, a failed build, or ``PROCTOR_FUSED_HEAD=0``)."""
-    if os.environ.get(DISABLE_ENV, "1") == "0":
-        return None
+    """The built kernel, or None (no compiler, or a failed build)."""
     compiler = _compiler()
     if compiler is None or not SOURCE.exists():
         log.info("no C compiler (set CC): the vocabulary head runs as PyTorch ops")

@@ -22,7 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
-from proctor.models import sharding, tree_attention
+from proctor.models import head_kernel, sharding, tree_attention
 from proctor.models.base import Model, Progress
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf_generation import HFGeneration
@@ -50,7 +50,7 @@ from proctor.models.hf_scoring import (
 from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS
 from proctor.models.hf_static import supported as static_supported
 from proctor.models.packing import ScoringItem, pack
-from proctor.models.vocab_head import VocabularyHead
+from proctor.models.vocab_head import HEADS, VocabularyHead
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ class HFModel(HFGeneration, Model):
         forward_layout: str | None = None,
         attention: str | None = None,
         decode: str | None = None,
+        vocab_head: str | None = None,
         cuda_graphs: bool = True,
         device_map: str | dict | None = None,
         max_memory: dict | None = None,
@@ -87,6 +88,7 @@ class HFModel(HFGeneration, Model):
         check_choice("forward_layout", forward_layout, LAYOUTS)
         check_choice("attention", attention, tree_attention.ATTENTIONS)
         check_choice("decode", decode, DECODINGS)
+        check_choice("vocab_head", vocab_head, HEADS)
         sharding.check(device_map, max_memory)
         self._torch = torch
         self.path = str(model)
@@ -120,7 +122,7 @@ class HFModel(HFGeneration, Model):
         else:  # placed by accelerate across devices (``sharding``): inputs go where the embeddings are
             self.device = sharding.input_device(self.model)
         self.model.eval()
-        self._setup(max_length, pack_tokens, add_bos, forward_layout, attention, decode)
+        self._setup(max_length, pack_tokens, add_bos, forward_layout, attention, decode, vocab_head)
         # Replay static decoding steps as CUDA graphs (no effect on numbers); not across devices.
         self.cuda_graphs = bool(cuda_graphs) and not sharding.spans_devices(self.model)
         if self.attention == "flex" and self.device.startswith("cuda"):
@@ -143,6 +145,7 @@ class HFModel(HFGeneration, Model):
         forward_layout: str | None = None,
         attention: str | None = None,
         decode: str | None = None,
+        vocab_head: str | None = None,
     ) -> "HFModel":
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
         pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
@@ -164,7 +167,8 @@ class HFModel(HFGeneration, Model):
         check_choice("forward_layout", forward_layout, LAYOUTS)
         check_choice("attention", attention, tree_attention.ATTENTIONS)
         check_choice("decode", decode, DECODINGS)
-        self._setup(max_length, None, add_bos, forward_layout, attention, decode)
+        check_choice("vocab_head", vocab_head, HEADS)
+        self._setup(max_length, None, add_bos, forward_layout, attention, decode, vocab_head)
         self.cuda_graphs = True
         self._revision = getattr(model.config, "_commit_hash", None)
         self._content = None
@@ -178,6 +182,7 @@ class HFModel(HFGeneration, Model):
         forward_layout: str | None = None,
         attention: str | None = None,
         decode: str | None = None,
+        vocab_head: str | None = None,
     ) -> None:
         """Settings read off the loaded model and tokenizer."""
         self.dtype = str(self.model.dtype).replace("torch.", "")
@@ -212,6 +217,8 @@ class HFModel(HFGeneration, Model):
                     f"attention; {type(self.model).__name__} has neither or not both"
                 )
             self.decoding = "dynamic"
+        # The vocabulary head: PyTorch's ops by default (lm-eval's kernels), the fused C kernel on request.
+        self.vocab_head = vocab_head or "torch"
         self._head: VocabularyHead | None = None  # made on the first log-likelihood call
 
     # ------------------------------------------------------------------ identity
@@ -244,7 +251,7 @@ class HFModel(HFGeneration, Model):
             fingerprint["decode"] = f"static,columns={STATIC_COLUMNS}"
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
             fingerprint["batch_invariant"] = invariant_layout(self.device)
-        head = self._vocabulary_head().implementation if self.device == "cpu" else None
+        head = self._vocabulary_head().implementation if self.vocab_head == "fused" else None
         if head:  # the fused CPU head (``head_kernel``): other last bits than PyTorch's log-softmax
             fingerprint["vocab_head"] = head
         return fingerprint
@@ -345,7 +352,20 @@ class HFModel(HFGeneration, Model):
         model's output embedding was replaced)."""
         if self._head is None or self._head.head is not self.model.get_output_embeddings():
             softcap = getattr(self.model.config, "final_logit_softcapping", None)
-            self._head = VocabularyHead(self._torch, self.model.get_output_embeddings(), self.device, softcap)
+            self._head = VocabularyHead(
+                self._torch,
+                self.model.get_output_embeddings(),
+                self.device,
+                softcap,
+                fused=self.vocab_head == "fused",
+            )
+            if self.vocab_head == "fused" and self._head.implementation is None:
+                log.warning(
+                    "--model-arg vocab_head=fused: %s; the vocabulary head runs as PyTorch ops",
+                    "no C compiler could build the kernel"
+                    if head_kernel.load() is None
+                    else "it runs only a plain float32 Linear head on the CPU",
+                )
         return self._head
 
     # ------------------------------------------------------------------ the three calls

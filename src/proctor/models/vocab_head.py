@@ -1,14 +1,16 @@
 """The vocabulary projection at scored nodes: log-probs of the targets and greedy hits.
 
 On a small model this is most of the scoring time (on the tests' 2-layer, width-64 Llama with
-SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). On the CPU a plain
-float32 ``nn.Linear`` head runs fused (``head_kernel``, a C kernel built on the machine): each
-node's logits are computed a cache-sized chunk at a time and reduced at once to its log-sum-exp
-and first maximum, never written out, and the block's nodes are split over threads. Elsewhere
-(CUDA, another head, a hooked head, no C compiler) the head is PyTorch's projection and
-log-softmax, in fixed blocks and, on the CPU, into buffers allocated once (a fresh [64, 49,152]
-float32 tensor per block is 12.6 MB that the allocator maps and unmaps). Either way each node's
-numbers depend on its own hidden state alone (row-wise kernels, blocks padded to
+SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). By default (``torch``)
+the head is PyTorch's projection and log-softmax, in fixed blocks and, on the CPU, into buffers
+allocated once (a fresh [64, 49,152] float32 tensor per block is 12.6 MB that the allocator maps
+and unmaps): the same kernels as lm-evaluation-harness's, so per-sample log-likelihoods agree with
+it to ~1e-4. With ``--model-arg vocab_head=fused`` a plain float32 ``nn.Linear`` head on the CPU
+runs fused (``head_kernel``, a C kernel built on the machine): each node's logits are computed a
+cache-sized chunk at a time and reduced at once to its log-sum-exp and first maximum, never
+written out, on the intra-op threads; about 2.5x faster and closer to float64, but its rounding
+is not MKL's, so on SmolLM2 a HellaSwag sum can differ from lm-eval's by ~1e-3. Either way each
+node's numbers depend on its own hidden state alone (row-wise kernels, blocks padded to
 ``packing.aligned`` sizes), so neither the block size, nor the buffers, nor the threads change a bit.
 """
 
@@ -27,12 +29,13 @@ BLOCK_CUDA = 1024
 # The fused kernel keeps no [block, vocab] buffer; a larger block reads the weights from memory
 # fewer times (once per block and thread).
 BLOCK_FUSED = 1024
+HEADS = ("torch", "fused")  # --model-arg vocab_head
 
 
 class VocabularyHead:
     """A model's output embedding, applied to blocks of hidden states (see ``scores``)."""
 
-    def __init__(self, torch, head, device: str, softcap: float | None = None) -> None:
+    def __init__(self, torch, head, device: str, softcap: float | None = None, fused: bool = False) -> None:
         self.torch = torch
         self.head = head
         self.softcap = softcap
@@ -51,11 +54,12 @@ class VocabularyHead:
         )
         self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
-        # The fused C kernel, for a plain float32 Linear without a bias or softcap on the CPU, placed
+        # The fused C kernel, when asked for, for a plain float32 Linear without a bias or softcap on the CPU, placed
         # there by accelerate (a sharded model, its weight offloaded) or not: the same numbers either way.
         self._hook = getattr(head, "_hf_hook", None)
         fusable = (
-            not self.cuda
+            fused
+            and not self.cuda
             and type(head) is torch.nn.Linear
             and weight is not None
             and weight.dtype == torch.float32
@@ -155,6 +159,8 @@ class VocabularyHead:
         hidden = hidden.detach().float().contiguous()
         rows, targets = rows.to(torch.int64).contiguous(), targets.to(torch.int64).contiguous()
         n = len(hidden)
+        if len(targets) and not 0 <= int(targets.min()) <= int(targets.max()) < vocab:  # as indexing would refuse
+            raise IndexError(f"a scored token id is outside the head's vocabulary of {vocab}")
         lse, first = torch.empty(n), torch.empty(n, dtype=torch.int64)
         threads = max(1, min(torch.get_num_threads(), n // 16))
         args = (packed.data_ptr(), vocab, padded, width, hidden.data_ptr())

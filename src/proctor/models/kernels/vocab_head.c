@@ -26,6 +26,7 @@ typedef float v8f_any __attribute__((vector_size(32), aligned(4))); /* a load fr
 #define TILE (LANES * GROUPS) /* 24: the packed layout's tile (head_kernel.TILE) */
 #define NODES 4 /* hidden states per micro-tile */
 #define CHUNK (TILE * 64) /* the most vocabulary entries per chunk (chunk_entries) */
+#define KBLOCK 32 /* k per partial sum of a logit */
 
 static inline v8f splat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
 
@@ -75,25 +76,32 @@ static inline float hsum(v8f v) {
 }
 
 /* Logits of `nodes` (<= NODES) hidden states over vocabulary entries [v0, v0 + len) of the packed
- * weights (v0 and len multiples of TILE) into out[i * CHUNK + (v - v0)]. Each logit is summed
- * over k in order, a product then a sum. */
+ * weights (v0 and len multiples of TILE) into out[i * CHUNK + (v - v0)]. A logit is summed in
+ * blocks of KBLOCK consecutive k, each in order (a product, then a sum), and the blocks' sums are
+ * added in order: a shorter chain of roundings than one sum over a wide model's k. */
 static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int nodes, int64_t v0, int64_t len,
                          float *out) {
   for (int64_t t = 0; t < len; t += TILE) {
     const float *w = packed + ((v0 + t) / TILE) * k_dim * TILE;
-    v8f acc[NODES][GROUPS];
-    for (int i = 0; i < NODES; i++)
-      for (int g = 0; g < GROUPS; g++) acc[i][g] = splat(0.0f);
-    for (int64_t k = 0; k < k_dim; k++) {
-      v8f wk[GROUPS];
-      for (int g = 0; g < GROUPS; g++) wk[g] = *(const v8f_any *)(w + k * TILE + g * LANES);
-      for (int i = 0; i < NODES; i++) {
-        v8f x = splat(h[i * k_dim + k]);
-        for (int g = 0; g < GROUPS; g++) acc[i][g] = acc[i][g] + x * wk[g];
+    for (int64_t k0 = 0; k0 < k_dim; k0 += KBLOCK) {
+      int64_t k1 = k0 + KBLOCK < k_dim ? k0 + KBLOCK : k_dim;
+      v8f acc[NODES][GROUPS];
+      for (int i = 0; i < NODES; i++)
+        for (int g = 0; g < GROUPS; g++) acc[i][g] = splat(0.0f);
+      for (int64_t k = k0; k < k1; k++) {
+        v8f wk[GROUPS];
+        for (int g = 0; g < GROUPS; g++) wk[g] = *(const v8f_any *)(w + k * TILE + g * LANES);
+        for (int i = 0; i < NODES; i++) {
+          v8f x = splat(h[i * k_dim + k]);
+          for (int g = 0; g < GROUPS; g++) acc[i][g] = acc[i][g] + x * wk[g];
+        }
       }
+      for (int i = 0; i < nodes; i++)
+        for (int g = 0; g < GROUPS; g++) {
+          v8f *o = (v8f *)(out + i * CHUNK + t + g * LANES);
+          *o = k0 == 0 ? acc[i][g] : *o + acc[i][g];
+        }
     }
-    for (int i = 0; i < nodes; i++)
-      for (int g = 0; g < GROUPS; g++) *(v8f *)(out + i * CHUNK + t + g * LANES) = acc[i][g];
   }
 }
 
@@ -201,7 +209,12 @@ void proctor_head_targets(const float *weight, int64_t k_dim, const float *h, co
     const float *w = weight + targets[p] * k_dim;
     const float *x = h + rows[p] * k_dim;
     float acc = 0.0f;
-    for (int64_t k = 0; k < k_dim; k++) acc = acc + x[k] * w[k];
+    for (int64_t k0 = 0; k0 < k_dim; k0 += KBLOCK) {
+      int64_t k1 = k0 + KBLOCK < k_dim ? k0 + KBLOCK : k_dim;
+      float part = 0.0f;
+      for (int64_t k = k0; k < k1; k++) part = part + x[k] * w[k];
+      acc = k0 == 0 ? part : acc + part;
+    }
     logprob[p] = acc - lse[rows[p]];
     hit[p] = first[rows[p]] == targets[p] ? 1.0f : 0.0f;
   }
