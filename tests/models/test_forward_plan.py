@@ -334,12 +334,16 @@ def test_flex_on_smollm2_is_as_exact_as_the_dense_path_and_agrees_with_lm_eval()
     # The attention alone (same layout, same rows): FlexAttention's log-probs are the dense mask's to
     # 1e-5 of their size in the packed layout (measured 2026-12-01: 8.2e-6); in the bucketed one PyTorch's
     # head rounds the difference up to 1.3e-5, the fused head (closer to float64) keeps it at 8.8e-6.
+    from proctor.models import head_kernel
+
     packed_flex = tokens(load_model("smollm2", attention="flex"))
-    bucketed = {
-        attention: tokens(load_model("smollm2", forward_layout="bucketed", attention=attention, vocab_head="fused"))
-        for attention in ("mask", "flex")
-    }
-    assert _close(ours, packed_flex) and _close(bucketed["mask"], bucketed["flex"])
+    assert _close(ours, packed_flex)
+    if head_kernel.load() is not None:  # the fused head needs a C compiler
+        bucketed = {
+            attention: tokens(load_model("smollm2", forward_layout="bucketed", attention=attention, vocab_head="fused"))
+            for attention in ("mask", "flex")
+        }
+        assert _close(bucketed["mask"], bucketed["flex"])
     results = flex_model.loglikelihood(requests)
     k = 0
     for sample, questions, theirs in zip(prepared.samples, per_question, reference["questions"]):
