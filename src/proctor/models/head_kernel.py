@@ -31,9 +31,8 @@ from proctor.models.default import proctor_home
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
-VERSION = (
-    "fused-1"  # in the model fingerprint where this kernel computes the head; raise it with any change to its numbers
-)
+# In the model fingerprint where this kernel computes the head; raise it with any change to its numbers.
+VERSION = "fused-1"
 # IEEE order as written: no fused multiply-add contraction, no fast-math reassociation.
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
 TILE = 24  # as in the C file: vocabulary entries per micro-tile (the packed layout)

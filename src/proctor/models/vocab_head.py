@@ -42,27 +42,21 @@ class VocabularyHead:
         self.cuda = str(device).startswith("cuda")
         self.block_size = BLOCK_CUDA if self.cuda else BLOCK_CPU
         weight = getattr(head, "weight", None)
-        # The buffered path computes exactly what nn.Linear computes (F.linear is addmm / mm of the
-        # transposed weight); any other head module, or a non-float32 one, is called as it is.
-        self._buffered = (
-            not self.cuda
-            and type(head) is torch.nn.Linear
-            and weight is not None
-            and weight.dtype == torch.float32
-            and getattr(head, "_hf_hook", None)
-            is None  # an accelerate-placed head (offloaded weights) runs as a module
+        self._hook = getattr(head, "_hf_hook", None)  # accelerate's, on a sharded or offloaded head
+        cpu_float32_linear = (
+            not self.cuda and type(head) is torch.nn.Linear and weight is not None and weight.dtype == torch.float32
         )
+        # The buffered path computes exactly what nn.Linear computes (F.linear is addmm / mm of the
+        # transposed weight); any other head module, or a non-float32 one, is called as it is, and so is
+        # an accelerate-placed head (offloaded weights).
+        self._buffered = cpu_float32_linear and self._hook is None
         self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
-        # The fused C kernel, when asked for, for a plain float32 Linear without a bias or softcap on the CPU, placed
-        # there by accelerate (a sharded model, its weight offloaded) or not: the same numbers either way.
-        self._hook = getattr(head, "_hf_hook", None)
+        # The fused C kernel, when asked for, for such a Linear without a bias or softcap, placed on the CPU
+        # by accelerate or not (its weight brought in for the call): the same numbers either way.
         fusable = (
             fused
-            and not self.cuda
-            and type(head) is torch.nn.Linear
-            and weight is not None
-            and weight.dtype == torch.float32
+            and cpu_float32_linear
             and head.bias is None
             and not softcap
             and _computes_on_cpu(torch, self._hook, weight)
