@@ -2,7 +2,7 @@
 
     python benchmarks/overhead_tiny.py                 # HellaSwag-2000, 3 repeats, batch size 8
     python benchmarks/overhead_tiny.py --hellaswag 500 --repeats 1 --profile prof.out
-    python benchmarks/overhead_tiny.py --vocab-head fused      # proctor with --model-arg vocab_head=fused
+    python benchmarks/overhead_tiny.py --vocab-head torch      # proctor with --model-arg vocab_head=torch
 
 A random-initialised Llama (2 layers, width 64, the SmolLM2 tokenizer; as in tests/conftest.py)
 is built once; then each harness runs in its own process on the same HellaSwag validation rows
@@ -56,7 +56,7 @@ def build_tiny_model(folder: Path) -> Path:
 
 
 def worker_proctor(
-    model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None, vocab_head: str = "torch"
+    model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None, vocab_head: str = "fused"
 ) -> dict:
     from proctor import evaluate
     from proctor.models.hf import HFModel
@@ -156,7 +156,7 @@ def whole_process(command: list[str], env: dict) -> float:
 
 
 def process_commands(
-    model_dir: str, limit: int, batch_size: int, tmp: Path, repeat: int, vocab_head: str = "torch"
+    model_dir: str, limit: int, batch_size: int, tmp: Path, repeat: int, vocab_head: str = "fused"
 ) -> dict[str, list[str]]:
     """Both harnesses' command lines for the same HellaSwag rows (each writes its samples, as the
     in-process workers do)."""
@@ -175,7 +175,7 @@ def process_commands(
         str(DATA),
         "--output",
         str(tmp / f"cli{repeat}"),
-        *(["--model-arg", f"vocab_head={vocab_head}"] if vocab_head != "torch" else []),
+        *(["--model-arg", f"vocab_head={vocab_head}"] if vocab_head != "fused" else []),
     ]
     lm_eval = [
         str(bin_dir / "lm_eval"),
@@ -245,9 +245,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--vocab-head",
-        choices=("torch", "fused"),
-        default="torch",
-        help="proctor's vocabulary head (--model-arg vocab_head): PyTorch's ops (the default) or the fused C kernel",
+        choices=("fused", "torch"),
+        default="fused",
+        help="proctor's vocabulary head (--model-arg vocab_head): the fused C kernel (the default) or PyTorch's ops",
     )
     parser.add_argument("--profile", help="write a cProfile of proctor's evaluate() here (first repeat)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")

@@ -1,7 +1,7 @@
 """The fused CPU vocabulary head (``kernels/vocab_head.c``): built once per machine, loaded with ctypes.
 
 The C file ships with proctor and is compiled by the machine's C compiler (``$CC``, else ``cc``)
-the first time a CPU model with ``--model-arg vocab_head=fused`` scores log-likelihoods, into
+the first time a CPU model scores log-likelihoods (``vocab_head=fused``, the default), into
 ``PROCTOR_HOME/kernels`` (a temporary folder where that cannot be written), keyed by the source,
 the compiler and the processor, so a home folder shared by machines of other kinds never loads a
 build made for another. Where no compiler works, ``load`` gives None and the head runs as PyTorch
@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
 # In the model fingerprint where this kernel computes the head; raise it with any change to its numbers.
-VERSION = "fused-1"
-# IEEE order as written: no fused multiply-add contraction, no fast-math reassociation.
+VERSION = "fused-2"
+# IEEE order as written: fused multiply-adds only where the source asks for them, no fast-math reassociation.
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
 TILE = 24  # as in the C file: vocabulary entries per micro-tile (the packed layout)
 
@@ -103,13 +103,15 @@ def load() -> ctypes.CDLL | None:
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     pointer, count = ctypes.c_void_p, ctypes.c_int64
-    lib.proctor_head_stats.argtypes = [pointer, count, count, count, pointer, count, count, pointer, pointer]
+    # (packed, vocab, padded, width, hidden, ...) then the outputs: maxima, log-sums, first maxima
+    head = [pointer, count, count, count, pointer]
+    outputs = [pointer, pointer, pointer]
+    lib.proctor_head_stats.argtypes = [*head, count, count, *outputs]
     lib.proctor_head_stats.restype = ctypes.c_int
-    lib.proctor_head_stats_threads.argtypes = [pointer, count, count, count, pointer, count, pointer, pointer]
-    lib.proctor_head_stats_threads.argtypes += [ctypes.c_int]
+    lib.proctor_head_stats_threads.argtypes = [*head, count, *outputs, ctypes.c_int]
     lib.proctor_head_stats_threads.restype = ctypes.c_int
-    lib.proctor_head_targets.argtypes = [pointer, count, pointer, pointer, pointer, pointer, pointer, count]
-    lib.proctor_head_targets.argtypes += [pointer, pointer]
+    # (weight, width, hidden, maxima, log-sums, first maxima, rows, targets, pairs, log-probs, hits)
+    lib.proctor_head_targets.argtypes = [pointer, count, pointer, *outputs, pointer, pointer, count, pointer, pointer]
     lib.proctor_head_targets.restype = None
     return lib
 

@@ -1,17 +1,23 @@
 """The vocabulary projection at scored nodes: log-probs of the targets and greedy hits.
 
 On a small model this is most of the scoring time (on the tests' 2-layer, width-64 Llama with
-SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). By default (``torch``)
-the head is PyTorch's projection and log-softmax, in fixed blocks and, on the CPU, into buffers
-allocated once (a fresh [64, 49,152] float32 tensor per block is 12.6 MB that the allocator maps
-and unmaps): the same kernels as lm-evaluation-harness's, so per-sample log-likelihoods agree with
-it to ~1e-4. With ``--model-arg vocab_head=fused`` a plain float32 ``nn.Linear`` head on the CPU
-runs fused (``head_kernel``, a C kernel built on the machine): each node's logits are computed a
-cache-sized chunk at a time and reduced at once to its log-sum-exp and first maximum, never
-written out, on the intra-op threads; about 2.5x faster and closer to float64, but its rounding
-is not MKL's, so on SmolLM2 a HellaSwag sum can differ from lm-eval's by ~1e-3. Either way each
-node's numbers depend on its own hidden state alone (row-wise kernels, blocks padded to
-``packing.aligned`` sizes), so neither the block size, nor the buffers, nor the threads change a bit.
+SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). Two implementations,
+``--model-arg vocab_head``:
+
+- ``fused`` (the backend's default): a plain float32 ``nn.Linear`` head on the CPU runs as a C
+  kernel built on the machine (``head_kernel``) that computes PyTorch's own numbers — MKL's
+  logits and ATen's log-softmax, the same IEEE operations in the same order — without the
+  separate passes over a [block, vocab] tensor: about twice as fast, bit-identical to PyTorch's
+  head where MKL and ATen run their AVX2 code (a last-bit difference in ~0.3% of values, from the
+  log), and the same bits on every machine.
+- ``torch``, and every head the kernel does not take (CUDA, a bias, a softcap, hooks, another
+  dtype or module): PyTorch's projection and log-softmax in fixed blocks and, on the CPU, into
+  buffers allocated once (a fresh [64, 49,152] float32 tensor per block is 12.6 MB that the
+  allocator maps and unmaps): lm-evaluation-harness's kernels.
+
+Either way each node's numbers depend on its own hidden state alone (row-wise kernels, blocks
+padded to ``packing.aligned`` sizes), so neither the block size, nor the buffers, nor the threads
+change a bit.
 """
 
 from __future__ import annotations
@@ -155,10 +161,10 @@ class VocabularyHead:
         n = len(hidden)
         if len(targets) and not 0 <= int(targets.min()) <= int(targets.max()) < vocab:  # as indexing would refuse
             raise IndexError(f"a scored token id is outside the head's vocabulary of {vocab}")
-        lse, first = torch.empty(n), torch.empty(n, dtype=torch.int64)
+        maxima, logsums, first = torch.empty(n), torch.empty(n), torch.empty(n, dtype=torch.int64)
         threads = max(1, min(torch.get_num_threads(), n // 16))
         args = (packed.data_ptr(), vocab, padded, width, hidden.data_ptr())
-        outs = (lse.data_ptr(), first.data_ptr())
+        outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
         codes = [self._kernel.proctor_head_stats_threads(*args, n, *outs, threads)]
         if codes == [-2]:  # built without OpenMP: the ranges on Python threads (ctypes releases the GIL)
             step = -(-n // threads)
@@ -173,8 +179,7 @@ class VocabularyHead:
             weight.data_ptr(),
             width,
             hidden.data_ptr(),
-            lse.data_ptr(),
-            first.data_ptr(),
+            *outs,
             rows.data_ptr(),
             targets.data_ptr(),
             len(rows),
