@@ -217,10 +217,10 @@ class HFModel(HFGeneration, Model):
                     f"attention; {type(self.model).__name__} has neither or not both"
                 )
             self.decoding = "dynamic"
-        # The vocabulary head: the fused C kernel where it can run (PyTorch's numbers, about twice as
-        # fast on the CPU), else PyTorch's ops; asked for by name, a kernel that cannot run is warned of.
-        self.vocab_head = vocab_head or "fused"
-        self._vocab_head_asked = vocab_head is not None
+        # The vocabulary head: unless "torch" is asked for, the fused C kernel where it can run
+        # (PyTorch's numbers, about twice as fast on the CPU), else PyTorch's ops; None is the default,
+        # so that only a kernel asked for by name ("fused") is warned of when it cannot run.
+        self.vocab_head = vocab_head
         self._head: VocabularyHead | None = None  # made on the first log-likelihood call
 
     # ------------------------------------------------------------------ identity
@@ -253,7 +253,7 @@ class HFModel(HFGeneration, Model):
             fingerprint["decode"] = f"static,columns={STATIC_COLUMNS}"
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
             fingerprint["batch_invariant"] = invariant_layout(self.device)
-        head = self._vocabulary_head().implementation if self.vocab_head == "fused" else None
+        head = self._vocabulary_head().implementation if self.vocab_head != "torch" else None
         if head:  # the fused CPU head (``head_kernel``): PyTorch's bits only where MKL rounds as it does
             fingerprint["vocab_head"] = head
         return fingerprint
@@ -359,9 +359,9 @@ class HFModel(HFGeneration, Model):
                 self.model.get_output_embeddings(),
                 self.device,
                 softcap,
-                fused=self.vocab_head == "fused",
+                fused=self.vocab_head != "torch",
             )
-            if self._vocab_head_asked and self.vocab_head == "fused" and self._head.implementation is None:
+            if self.vocab_head == "fused" and self._head.implementation is None:
                 log.warning(
                     "--model-arg vocab_head=fused: %s; the vocabulary head runs as PyTorch ops",
                     "no C compiler could build the kernel"

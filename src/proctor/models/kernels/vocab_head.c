@@ -79,7 +79,6 @@ static inline v8f vexp(v8f d) {
   return vselect(nan, d, u);
 }
 
-
 /* The end of the block of k that starts at k0: blocks of KBLOCK, except that a width between one
  * and two blocks is split in halves (as MKL does; for an odd such width its split is not this one,
  * and a logit can differ from MKL's in its last bit). */
@@ -148,18 +147,24 @@ static void chunk_max(const float *x, int64_t valid, int64_t v0, float *max, int
   }
 }
 
-/* exp(x[j] - max) for j in [0, valid), added to lane j mod 8 of *sums in order (x starts at a
- * multiple of LANES of the vocabulary, so lane j mod 8 is the entry's index mod 8). */
-static void chunk_sum(const float *x, int64_t valid, float max, v8f *sums) {
-  int64_t full = valid / LANES * LANES;
+/* The sum of exp(x[j] - max) over one row's logits x[0 .. vocab), as ATen's AVX2 log-softmax adds
+ * them: entry j into lane j mod 8, in order, then the lanes in a fixed tree (a row shorter than
+ * the lanes: lane by lane). */
+static float row_sum(const float *x, int64_t vocab, float max) {
+  int64_t full = vocab / LANES * LANES;
   const v8f vm = splat(max);
-  v8f acc = *sums;
-  for (int64_t j = 0; j < full; j += LANES) acc = acc + vexp(*(const v8f *)(x + j) - vm);
-  if (full < valid) { /* the vocabulary's last entries: lanes 0 .. valid - full - 1 */
+  v8f v = splat(0.0f);
+  for (int64_t j = 0; j < full; j += LANES) v = v + vexp(*(const v8f *)(x + j) - vm);
+  if (full < vocab) { /* the last entries: lanes 0 .. vocab - full - 1 */
     v8f last = vexp(*(const v8f *)(x + full) - vm);
-    for (int64_t j = 0; j < valid - full; j++) acc[j] = acc[j] + last[j];
+    for (int64_t j = 0; j < vocab - full; j++) v[j] = v[j] + last[j];
   }
-  *sums = acc;
+  if (vocab < LANES) {
+    float s = v[0];
+    for (int64_t j = 1; j < vocab; j++) s = s + v[j];
+    return s;
+  }
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); /* halves, pairs, neighbours */
 }
 
 /* The statistics of nodes [n0, n0 + count), count <= KEPT: their logits into `logits`
@@ -185,16 +190,8 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
     }
   }
   for (int64_t i = 0; i < count; i++) {
-    float m = maxima[n0 + i], s;
-    v8f v = splat(0.0f);
-    if (m == m) chunk_sum(logits + i * padded, vocab, m, &v);
-    if (vocab < LANES) { /* ATen adds a row shorter than a vector lane by lane */
-      s = v[0];
-      for (int64_t j = 1; j < vocab; j++) s = s + v[j];
-    } else { /* as ATen's AVX2 reduction adds lanes: halves, then pairs, then neighbours */
-      s = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
-    }
-    logsums[n0 + i] = m == m ? (float)log((double)s) : m;
+    float m = maxima[n0 + i];
+    logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m)) : m;
   }
 }
 
