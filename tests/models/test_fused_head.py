@@ -1,7 +1,8 @@
 """The fused CPU vocabulary head (``models/head_kernel.py``, ``models/kernels/vocab_head.c``).
 
 Its numbers are checked against PyTorch's own head (``log_softmax(mm)``: bit for bit where ATen
-runs its AVX2 kernels and MKL its AVX2 GEMM, as on this project's machines), against a float64
+runs its AVX2 kernels and MKL its AVX2 GEMM, or their AVX-512 ones at widths up to 768, as on this
+project's machines), against a float64
 log-softmax computed here, its greedy hits against ``argmax`` (ties included), and its bits against
 themselves: the same node gives the same values in any block, at any thread count, built for any
 instruction set. The last tests run the ``proctor`` command with it (the default) and with
@@ -49,7 +50,7 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
     576; log-probs to within float32 rounding of the logits' size, hits exactly argmax's."""
     linear = _linear(vocab, width, scale)
     head = VocabularyHead(torch, linear, "cpu", fused=True)
-    assert head.implementation == head_kernel.VERSION and head.block_size == 1024
+    assert head.implementation == head_kernel.version(head.lanes) and head.block_size == 1024
     assert VocabularyHead(torch, linear, "cpu").implementation is None  # the class's default: PyTorch's ops
     n = 48
     hidden = torch.randn(n, width)
@@ -67,9 +68,14 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
     assert hits.tolist() == (first[rows] == targets).tolist() and hits[::3].all()
 
 
-def _pytorch_head_rounds_as_avx2() -> bool:
-    """ATen's log-softmax on 8-lane vectors and MKL's GEMM: what the kernel computes the order of."""
-    return torch.backends.cpu.get_cpu_capability() == "AVX2" and torch.backends.mkl.is_available()
+def _pytorch_head_rounds_as_the_kernel(width: int) -> bool:
+    """ATen's log-softmax and MKL's GEMM in the order the kernel follows here (``head_kernel.lanes``):
+    AVX2's at every width; AVX-512's where MKL sums a logit's k in at most two halves (its order
+    past 768 was not read)."""
+    if not torch.backends.mkl.is_available():
+        return False
+    capability = torch.backends.cpu.get_cpu_capability()
+    return capability == "AVX2" or (capability == "AVX512" and width <= 768)
 
 
 @pytest.mark.parametrize(
@@ -79,8 +85,9 @@ def _pytorch_head_rounds_as_avx2() -> bool:
 def test_fused_head_computes_pytorchs_log_softmax(vocab, width, scale):
     """PyTorch's head on the CPU (the default ``VocabularyHead``: ``mm`` into a buffer, then
     ``log_softmax``, as lm-evaluation-harness computes it) and the kernel: the same bits where the
-    kernel's order is PyTorch's (AVX2); a value may differ in its last bit where the kernel's
-    ``log`` rounds otherwise than SLEEF's. Elsewhere (AVX-512: 16 lanes) within float32 rounding."""
+    kernel's order is PyTorch's (AVX2, or AVX-512 at widths to 768: 16 lanes, k in halves); a value may
+    differ in its last bit where the kernel's ``log`` rounds otherwise than SLEEF's. Elsewhere within
+    float32 rounding."""
     linear = _linear(vocab, width, scale, seed=width)
     n = 256
     hidden = torch.randn(n, width)
@@ -94,7 +101,7 @@ def test_fused_head_computes_pytorchs_log_softmax(vocab, width, scale):
         values, hits = VocabularyHead(torch, linear, "cpu", fused=True).scores(hidden, rows, targets)
     assert torch.equal(hits, expected_hits)
     size = expected.double().abs().clamp(min=1.0)
-    if _pytorch_head_rounds_as_avx2():
+    if _pytorch_head_rounds_as_the_kernel(width):
         assert (values == expected).double().mean() >= 0.99
         assert ((values.double() - expected.double()).abs() <= 2.4e-7 * size).all()  # an ulp or two of the value
     else:
@@ -236,23 +243,25 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
         fingerprint = json.dumps(json.loads((out / "run.json").read_text()))
-        assert (f'"vocab_head": "{head_kernel.VERSION}"' in fingerprint) == (name == "fused")
+        assert (f'"vocab_head": "{head_kernel.version(head_kernel.lanes(torch))}"' in fingerprint) == (name == "fused")
     assert len(runs["fused"]) == len(runs["torch"]) >= 30
     pairs = []
     for a, b in zip(runs["fused"], runs["torch"], strict=True):
         assert a["id"] == b["id"] and a["correct"] == b["correct"]
         pairs += zip(a["logprobs"], b["logprobs"], strict=True)
     assert all(abs(x - y) <= 1e-5 * max(1.0, abs(y)) for x, y in pairs)
-    if _pytorch_head_rounds_as_avx2():  # sums of the same per-token bits, but for a last-bit log
+    if _pytorch_head_rounds_as_the_kernel(64):  # sums of the same per-token bits, but for a last-bit log
         assert sum(x == y for x, y in pairs) >= 0.9 * len(pairs)
     refused = _cli("run", str(EXAMPLES / "quickstart"), "--model", str(tiny_model_dir), "--model-arg", "vocab_head=c")
     assert refused.returncode == 2 and "vocab_head='c' is not one of torch, fused" in refused.stderr
     assert "Traceback" not in refused.stderr
 
 
-def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path):
-    """Built for this processor's vector units (-march=native, AVX2 here) and for the portable
-    baseline (SSE2 on x86-64): bit-identical log-sum-exps and maxima, as on any other machine."""
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, lanes):
+    """Built for this processor's vector units (-march=native) and for the portable baseline (SSE2
+    on x86-64), in either order (PyTorch's AVX2 one and its AVX-512 one): bit-identical log-sum-exps
+    and maxima, as on any other machine; and the two orders are different numbers."""
     import ctypes
 
     compiler = head_kernel._compiler()
@@ -265,13 +274,19 @@ def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path):
     packed, padded = head_kernel.pack(torch, weight)
     hidden = torch.randn(301, 64) * 3.0
     results = []
+    other = None
     for lib in builds:
         maxima, logsums, first = torch.empty(301), torch.empty(301), torch.empty(301, dtype=torch.int64)
         outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
-        code = lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs)
+        code = lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs, lanes)
         assert code == 0
         results.append((maxima, logsums, first))
+        if other is None:  # the other order, once: another sum of the same terms
+            other, scratch, index = torch.empty(301), torch.empty(301), torch.empty(301, dtype=torch.int64)
+            outs = (scratch.data_ptr(), other.data_ptr(), index.data_ptr())
+            lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs, 24 - lanes)
     assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
+    assert not torch.equal(other, results[0][1]) and torch.allclose(other, results[0][1], rtol=1e-6, atol=1e-6)
     exact = torch.logsumexp(hidden.double() @ weight.double().t(), dim=-1)
     lse = results[0][0].double() + results[0][1].double()
     assert ((lse - exact).abs() <= 1e-6 * exact.abs().clamp(min=1.0)).all()

@@ -106,14 +106,32 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     # (packed, vocab, padded, width, hidden, ...) then the outputs: maxima, log-sums, first maxima
     head = [pointer, count, count, count, pointer]
     outputs = [pointer, pointer, pointer]
-    lib.proctor_head_stats.argtypes = [*head, count, count, *outputs]
+    lanes = ctypes.c_int  # the order of PyTorch's kernels to follow (``lanes``)
+    lib.proctor_head_stats.argtypes = [*head, count, count, *outputs, lanes]
     lib.proctor_head_stats.restype = ctypes.c_int
-    lib.proctor_head_stats_threads.argtypes = [*head, count, *outputs, ctypes.c_int]
+    lib.proctor_head_stats_threads.argtypes = [*head, count, *outputs, lanes, ctypes.c_int]
     lib.proctor_head_stats_threads.restype = ctypes.c_int
-    # (weight, width, hidden, maxima, log-sums, first maxima, rows, targets, pairs, log-probs, hits)
-    lib.proctor_head_targets.argtypes = [pointer, count, pointer, *outputs, pointer, pointer, count, pointer, pointer]
+    # (weight, width, hidden, maxima, log-sums, first maxima, rows, targets, pairs, log-probs, hits, lanes)
+    lib.proctor_head_targets.argtypes = [
+        *[pointer, count, pointer, *outputs, pointer, pointer, count, pointer, pointer],
+        lanes,
+    ]
     lib.proctor_head_targets.restype = None
     return lib
+
+
+def lanes(torch) -> int:
+    """Whose rounding the kernel follows: PyTorch's CPU kernels add a log-softmax's terms in as many
+    float32 lanes as their instruction set holds (8 with AVX2, 16 with AVX-512) and MKL blocks a
+    GEMM's k by it too, so the kernel computes in the order of the kernels PyTorch runs here (16
+    where its capability is AVX-512, else 8); lm-evaluation-harness's numbers on this machine are
+    PyTorch's."""
+    return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
+
+
+def version(lanes: int) -> str:
+    """The fingerprint's name for the kernel computing in the order of ``lanes``."""
+    return VERSION if lanes == 8 else f"{VERSION}-avx512"
 
 
 def pack(torch, weight):

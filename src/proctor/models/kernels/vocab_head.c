@@ -12,7 +12,10 @@
  *  - the log-softmax as ATen's AVX2 kernel does: the row's maximum M, then exp(logit - M) by
  *    SLEEF's expf_u10 algorithm, summed in 8 lanes in vocabulary order (entry i in lane i mod 8),
  *    the lanes added in a fixed tree, the log of the sum; a log-prob is (logit - M) - log(sum).
- * That order is fixed here, not chosen by the processor: the bits are the same on every machine
+ * PyTorch's AVX-512 kernels round otherwise, and `lanes` = 16 follows them: the logit's k in
+ * halves (tile_halves), the sum in 16 lanes, lane j + lane j + 8 first, then the tree above.
+ * That order is fixed here (by `lanes`, which the caller sets from PyTorch's capability), not chosen by the
+ * processor: the bits are the same on every machine
  * (AVX2 and SSE2 builds are compared in the tests), and a node's values depend on its hidden state
  * and the weights alone, not on the other nodes of the call, their number, or the thread. */
 
@@ -34,6 +37,7 @@ typedef float v8f_any __attribute__((vector_size(32), aligned(4))); /* a load fr
 #define NODES 4 /* hidden states per micro-tile */
 #define CHUNK (TILE * 64) /* the most vocabulary entries per chunk (chunk_entries) */
 #define KBLOCK 192 /* k per partial sum of a logit, as MKL's AVX2 GEMM blocks k */
+#define KHALVES 384 /* the widest chain of a logit in MKL's AVX-512 GEMM (tile_halves) */
 #ifndef KEPT
 #define KEPT 64 /* nodes whose logits are held at a time: 64 x 49,152 floats is 12.6 MB, as PyTorch's block */
 #endif
@@ -87,13 +91,70 @@ static inline int64_t block_end(int64_t k0, int64_t k_dim) {
   return k0 + step < k_dim ? k0 + step : k_dim;
 }
 
+/* One micro-tile's logits over k in [k0, k1) as MKL's AVX-512 GEMM sums them (read off its
+ * results at widths 64 to 1,536): a chain of fused multiply-adds where the width is at most
+ * KHALVES, else the two halves (the first one the larger) each so, then added. */
+static void tile_halves(const float *w, const float *h, int64_t k_dim, int64_t k0, int64_t k1,
+                        v8f acc[NODES][GROUPS]) {
+  if (k1 - k0 > KHALVES) {
+    int64_t mid = k0 + (k1 - k0 + 1) / 2;
+    v8f right[NODES][GROUPS];
+    tile_halves(w, h, k_dim, k0, mid, acc);
+    tile_halves(w, h, k_dim, mid, k1, right);
+    for (int i = 0; i < NODES; i++)
+      for (int g = 0; g < GROUPS; g++) acc[i][g] = acc[i][g] + right[i][g];
+    return;
+  }
+  for (int i = 0; i < NODES; i++)
+    for (int g = 0; g < GROUPS; g++) acc[i][g] = splat(0.0f);
+  for (int64_t k = k0; k < k1; k++) {
+    v8f wk[GROUPS];
+    for (int g = 0; g < GROUPS; g++) wk[g] = *(const v8f_any *)(w + k * TILE + g * LANES);
+    for (int i = 0; i < NODES; i++) {
+      v8f x = splat(h[i * k_dim + k]);
+      for (int g = 0; g < GROUPS; g++) acc[i][g] = vfma(x, wk[g], acc[i][g]);
+    }
+  }
+}
+
+/* The same for one logit (w and x of k_dim floats, plain). */
+static float dot_halves(const float *w, const float *x, int64_t k0, int64_t k1) {
+  if (k1 - k0 > KHALVES) {
+    int64_t mid = k0 + (k1 - k0 + 1) / 2;
+    float left = dot_halves(w, x, k0, mid);
+    return left + dot_halves(w, x, mid, k1);
+  }
+  float part = 0.0f;
+  for (int64_t k = k0; k < k1; k++) part = fmaf(x[k], w[k], part);
+  return part;
+}
+
+/* One logit in MKL's AVX2 order (logits_chunk's): per block of k a chain from zero, added in order. */
+static float dot_blocks(const float *w, const float *x, int64_t k_dim) {
+  float acc = 0.0f;
+  for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
+    k1 = block_end(k0, k_dim);
+    float part = 0.0f;
+    for (int64_t k = k0; k < k1; k++) part = fmaf(x[k], w[k], part);
+    acc = k0 == 0 ? part : acc + part;
+  }
+  return acc;
+}
+
 /* Logits of `nodes` (<= NODES) hidden states over vocabulary entries [v0, v0 + len) of the packed
  * weights (v0 and len multiples of TILE) into out[i * stride + (v - v0)]: per block of k
  * (block_end) a chain of fused multiply-adds from zero, the blocks' sums added in order. */
 static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int nodes, int64_t v0, int64_t len,
-                         float *out, int64_t stride) {
+                         float *out, int64_t stride, int lanes) {
   for (int64_t t = 0; t < len; t += TILE) {
     const float *w = packed + ((v0 + t) / TILE) * k_dim * TILE;
+    if (lanes == 16) {
+      v8f acc[NODES][GROUPS];
+      tile_halves(w, h, k_dim, 0, k_dim, acc);
+      for (int i = 0; i < nodes; i++)
+        for (int g = 0; g < GROUPS; g++) *(v8f *)(out + i * stride + t + g * LANES) = acc[i][g];
+      continue;
+    }
     for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
       k1 = block_end(k0, k_dim);
       v8f acc[NODES][GROUPS];
@@ -150,21 +211,23 @@ static void chunk_max(const float *x, int64_t valid, int64_t v0, float *max, int
 /* The sum of exp(x[j] - max) over one row's logits x[0 .. vocab), as ATen's AVX2 log-softmax adds
  * them: entry j into lane j mod 8, in order, then the lanes in a fixed tree (a row shorter than
  * the lanes: lane by lane). */
-static float row_sum(const float *x, int64_t vocab, float max) {
-  int64_t full = vocab / LANES * LANES;
+static float row_sum(const float *x, int64_t vocab, float max, int lanes) {
+  int64_t full = vocab / lanes * lanes;
   const v8f vm = splat(max);
-  v8f v = splat(0.0f);
-  for (int64_t j = 0; j < full; j += LANES) v = v + vexp(*(const v8f *)(x + j) - vm);
-  if (full < vocab) { /* the last entries: lanes 0 .. vocab - full - 1 */
-    v8f last = vexp(*(const v8f *)(x + full) - vm);
-    for (int64_t j = 0; j < vocab - full; j++) v[j] = v[j] + last[j];
+  v8f v[2] = {splat(0.0f), splat(0.0f)}; /* lanes 0-7 and (16 lanes) 8-15 */
+  for (int64_t j = 0; j < full; j += lanes)
+    for (int u = 0; u < lanes / LANES; u++) v[u] = v[u] + vexp(*(const v8f *)(x + j + u * LANES) - vm);
+  for (int64_t j = 0; j < vocab - full; j++) { /* the last entries: lanes 0 .. vocab - full - 1 */
+    v8f last = vexp(*(const v8f *)(x + full + j / LANES * LANES) - vm);
+    v[j / LANES][j % LANES] = v[j / LANES][j % LANES] + last[j % LANES];
   }
-  if (vocab < LANES) {
-    float s = v[0];
-    for (int64_t j = 1; j < vocab; j++) s = s + v[j];
+  if (vocab < lanes) {
+    float s = v[0][0];
+    for (int64_t j = 1; j < vocab; j++) s = s + v[j / LANES][j % LANES];
     return s;
   }
-  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); /* halves, pairs, neighbours */
+  v8f w = lanes == 16 ? v[0] + v[1] : v[0]; /* 16 lanes: lane j + lane j + 8 first */
+  return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7])); /* halves, pairs, neighbours */
 }
 
 /* The statistics of nodes [n0, n0 + count), count <= KEPT: their logits into `logits`
@@ -172,7 +235,8 @@ static float row_sum(const float *x, int64_t vocab, float max) {
  * of NODES hidden states in the inner one (a chunk's weights are read from memory once, not once
  * per group); then each row's sum relative to its maximum. */
 static void stats_range(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
-                        int64_t count, float *maxima, float *logsums, int64_t *first, float *tail, float *logits) {
+                        int64_t count, float *maxima, float *logsums, int64_t *first, float *tail, float *logits,
+                        int lanes) {
   int64_t step = chunk_entries(k_dim), whole = count / NODES * NODES;
   for (int64_t i = 0; i < count; i++) maxima[n0 + i] = -INFINITY, first[n0 + i] = 0;
   memset(tail, 0, sizeof(float) * NODES * k_dim); /* the last, partial group, padded with zeros */
@@ -183,7 +247,7 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
     for (int64_t g = 0; g < count; g += NODES) {
       int nodes = (int)(count - g < NODES ? count - g : NODES);
       float *out = logits + g * padded + v0;
-      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, out, padded);
+      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, out, padded, lanes);
       for (int i = 0; i < nodes; i++)
         if (maxima[n0 + g + i] == maxima[n0 + g + i]) /* after a NaN logit the row is NaN */
           chunk_max(out + i * padded, valid, v0, &maxima[n0 + g + i], &first[n0 + g + i]);
@@ -191,7 +255,7 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
   }
   for (int64_t i = 0; i < count; i++) {
     float m = maxima[n0 + i];
-    logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m)) : m;
+    logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m, lanes)) : m;
   }
 }
 
@@ -203,14 +267,14 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
  * are held (computing them twice instead was slower at every width measured, 64 to 960).
  * Returns 0, or -1 out of memory. */
 int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
-                       int64_t n1, float *maxima, float *logsums, int64_t *first) {
+                       int64_t n1, float *maxima, float *logsums, int64_t *first, int lanes) {
   int64_t group = n1 - n0 < KEPT ? n1 - n0 : KEPT;
   float *tail = aligned_alloc(32, sizeof(float) * NODES * ((k_dim + LANES - 1) / LANES * LANES));
   float *logits = aligned_alloc(32, sizeof(float) * (group + 1) * padded);
   int ok = tail && logits;
   for (int64_t start = n0; ok && start < n1; start += group) {
     int64_t end = start + group < n1 ? start + group : n1;
-    stats_range(packed, vocab, padded, k_dim, h, start, end - start, maxima, logsums, first, tail, logits);
+    stats_range(packed, vocab, padded, k_dim, h, start, end - start, maxima, logsums, first, tail, logits, lanes);
   }
   free(tail);
   free(logits);
@@ -222,7 +286,8 @@ int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64
  * threads do this work rather than spin beside it). Without OpenMP it returns -2 and does nothing;
  * the caller splits the range itself. */
 int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h,
-                               int64_t count, float *maxima, float *logsums, int64_t *first, int threads) {
+                               int64_t count, float *maxima, float *logsums, int64_t *first, int lanes,
+                               int threads) {
 #ifdef _OPENMP
   int failed = 0;
   int64_t step = (count + threads - 1) / threads;
@@ -230,12 +295,12 @@ int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padde
   for (int t = 0; t < threads; t++) {
     int64_t start = t * step, end = start + step < count ? start + step : count;
     if (start < end)
-      failed |= proctor_head_stats(packed, vocab, padded, k_dim, h, start, end, maxima, logsums, first) != 0;
+      failed |= proctor_head_stats(packed, vocab, padded, k_dim, h, start, end, maxima, logsums, first, lanes) != 0;
   }
   return failed ? -1 : 0;
 #else
   (void)packed, (void)vocab, (void)padded, (void)k_dim, (void)h, (void)count, (void)maxima, (void)logsums;
-  (void)first, (void)threads;
+  (void)first, (void)lanes, (void)threads;
   return -2;
 #endif
 }
@@ -245,17 +310,11 @@ int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padde
  * the target is the node's first maximum. `weight` is the plain [vocab, k_dim] weight. */
 void proctor_head_targets(const float *weight, int64_t k_dim, const float *h, const float *maxima,
                           const float *logsums, const int64_t *first, const int64_t *rows, const int64_t *targets,
-                          int64_t pairs, float *logprob, float *hit) {
+                          int64_t pairs, float *logprob, float *hit, int lanes) {
   for (int64_t p = 0; p < pairs; p++) {
     const float *w = weight + targets[p] * k_dim;
     const float *x = h + rows[p] * k_dim;
-    float acc = 0.0f;
-    for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
-      k1 = block_end(k0, k_dim);
-      float part = 0.0f;
-      for (int64_t k = k0; k < k1; k++) part = fmaf(x[k], w[k], part);
-      acc = k0 == 0 ? part : acc + part;
-    }
+    float acc = lanes == 16 ? dot_halves(w, x, 0, k_dim) : dot_blocks(w, x, k_dim);
     logprob[p] = (acc - maxima[rows[p]]) - logsums[rows[p]];
     hit[p] = first[rows[p]] == targets[p] ? 1.0f : 0.0f;
   }
