@@ -271,11 +271,11 @@ def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, 
     ]
     torch.manual_seed(0)
     weight = torch.randn(49157, 64) * 2.0  # not a multiple of the tile
-    packed, padded = head_kernel.pack(torch, weight)
-    hidden = torch.randn(301, 64) * 3.0
+    hidden = torch.randn(301, 64) * 3.0  # not a multiple of either build's group of nodes (6, 4)
     results = []
     other = None
-    for lib in builds:
+    for lib in builds:  # each its own packed layout (its tile: 48 entries built for AVX-512, else 24)
+        packed, padded = head_kernel.pack(torch, weight, head_kernel.tile(lib))
         maxima, logsums, first = torch.empty(301), torch.empty(301), torch.empty(301, dtype=torch.int64)
         outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
         code = lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs, lanes)

@@ -35,7 +35,7 @@ SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
 VERSION = "fused-2"
 # IEEE order as written: fused multiply-adds only where the source asks for them, no fast-math reassociation.
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
-TILE = 24  # as in the C file: vocabulary entries per micro-tile (the packed layout)
+TILE = 24  # the portable build's micro-tile (vocabulary entries; an AVX-512 build's is 48): ``tile(lib)`` says which
 
 
 def _compiler() -> str | None:
@@ -117,7 +117,15 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         lanes,
     ]
     lib.proctor_head_targets.restype = None
+    lib.proctor_tile.argtypes = []
+    lib.proctor_tile.restype = ctypes.c_int
     return lib
+
+
+def tile(lib: ctypes.CDLL) -> int:
+    """The packed layout's tile the build reads: vocabulary entries per micro-tile, as wide as the
+    registers it was built for (the order of every logit's operations does not depend on it)."""
+    return int(lib.proctor_tile())
 
 
 def lanes(torch) -> int:
@@ -134,11 +142,12 @@ def version(lanes: int) -> str:
     return VERSION if lanes == 8 else f"{VERSION}-avx512"
 
 
-def pack(torch, weight):
-    """The weight [vocab, width] as the kernel reads it: tiles of TILE vocabulary entries,
-    [padded / TILE, width, TILE], padded with zero rows to a multiple of TILE entries."""
+def pack(torch, weight, tile: int = TILE):
+    """The weight [vocab, width] as a build of the kernel reads it (``tile(lib)``): tiles of
+    ``tile`` vocabulary entries, [padded / tile, width, tile], padded with zero rows to a multiple
+    of ``tile`` entries."""
     vocab, width = weight.shape
-    padded = -(-vocab // TILE) * TILE
+    padded = -(-vocab // tile) * tile
     rows = torch.zeros((padded, width), dtype=torch.float32)
     rows[:vocab] = weight.detach()
-    return rows.view(padded // TILE, TILE, width).permute(0, 2, 1).contiguous(), padded
+    return rows.view(padded // tile, tile, width).permute(0, 2, 1).contiguous(), padded

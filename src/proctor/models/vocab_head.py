@@ -137,7 +137,7 @@ class VocabularyHead:
         weight = self.head.weight
         stamp = (weight.data_ptr(), weight._version)
         if self._packed is None or self._packed[0] != stamp:
-            packed, padded = head_kernel.pack(self.torch, weight)
+            packed, padded = head_kernel.pack(self.torch, weight, head_kernel.tile(self._kernel))
             self._packed = (stamp, packed, padded)
         return self._packed[1], self._packed[2]
 

@@ -17,7 +17,9 @@
  * That order is fixed here (by `lanes`, which the caller sets from PyTorch's capability), not chosen by the
  * processor: the bits are the same on every machine
  * (AVX2 and SSE2 builds are compared in the tests), and a node's values depend on its hidden state
- * and the weights alone, not on the other nodes of the call, their number, or the thread. */
+ * and the weights alone, not on the other nodes of the call, their number, or the thread.
+ * The logits' micro-tile is as wide as the build's vector registers (3 x 16 entries for 6 nodes
+ * where AVX-512 is there, 3 x 8 for 4 otherwise), which changes no logit: each is its own chain. */
 
 #include <math.h>
 #include <stdint.h>
@@ -29,12 +31,23 @@
 
 typedef float v8f __attribute__((vector_size(32), aligned(32)));
 typedef int32_t v8i __attribute__((vector_size(32), aligned(32)));
-typedef float v8f_any __attribute__((vector_size(32), aligned(4))); /* a load from memory of any alignment */
 
-#define LANES 8
+#define LANES 8 /* the reductions' vectors (their lane orders are PyTorch's, whatever the build) */
+/* The logits' micro-tile: GROUPS vectors of TILE_LANES vocabulary entries for NODES hidden states,
+ * as wide as the build's registers (each logit is its own chain whatever the width: the same bits). */
+#if defined(__AVX512F__)
+#define TILE_LANES 16
+#define NODES 6
+typedef float vt __attribute__((vector_size(64), aligned(64)));
+typedef float vt_any __attribute__((vector_size(64), aligned(4)));
+#else
+#define TILE_LANES 8
+#define NODES 4
+typedef float vt __attribute__((vector_size(32), aligned(32)));
+typedef float vt_any __attribute__((vector_size(32), aligned(4)));
+#endif
 #define GROUPS 3 /* vectors of vocabulary entries per micro-tile */
-#define TILE (LANES * GROUPS) /* 24: the packed layout's tile (head_kernel.TILE) */
-#define NODES 4 /* hidden states per micro-tile */
+#define TILE (TILE_LANES * GROUPS) /* the packed layout's tile (proctor_tile, read by head_kernel) */
 #define CHUNK (TILE * 64) /* the most vocabulary entries per chunk (chunk_entries) */
 #define KBLOCK 192 /* k per partial sum of a logit, as MKL's AVX2 GEMM blocks k */
 #define KHALVES 384 /* the widest chain of a logit in MKL's AVX-512 GEMM (tile_halves) */
@@ -51,6 +64,19 @@ static inline v8f vfma(v8f a, v8f b, v8f c) {
 #else
   v8f r;
   for (int i = 0; i < LANES; i++) r[i] = fmaf(a[i], b[i], c[i]);
+  return r;
+#endif
+}
+
+/* The same for the micro-tile's vectors. */
+static inline vt tfma(vt a, vt b, vt c) {
+#if defined(__AVX512F__)
+  return (vt)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__) && defined(__AVX__)
+  return (vt)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  vt r;
+  for (int i = 0; i < TILE_LANES; i++) r[i] = fmaf(a[i], b[i], c[i]);
   return r;
 #endif
 }
@@ -91,30 +117,40 @@ static inline int64_t block_end(int64_t k0, int64_t k_dim) {
   return k0 + step < k_dim ? k0 + step : k_dim;
 }
 
+/* One chain of fused multiply-adds over k in [k0, k1), from zero, into out (the accumulators
+ * local, so that they stay in registers: through the pointer they went to memory at every k). */
+static inline __attribute__((always_inline)) void tile_chain(const float *w, const float *h, int64_t k_dim,
+                                                             int64_t k0, int64_t k1, vt out[NODES][GROUPS]) {
+  vt acc[NODES][GROUPS];
+  for (int i = 0; i < NODES; i++)
+    for (int g = 0; g < GROUPS; g++) acc[i][g] = (vt){0};
+  for (int64_t k = k0; k < k1; k++) {
+    vt wk[GROUPS];
+    for (int g = 0; g < GROUPS; g++) wk[g] = *(const vt_any *)(w + k * TILE + g * TILE_LANES);
+    for (int i = 0; i < NODES; i++) {
+      vt x = (vt){0} + h[i * k_dim + k];
+      for (int g = 0; g < GROUPS; g++) acc[i][g] = tfma(x, wk[g], acc[i][g]);
+    }
+  }
+  for (int i = 0; i < NODES; i++)
+    for (int g = 0; g < GROUPS; g++) out[i][g] = acc[i][g];
+}
+
 /* One micro-tile's logits over k in [k0, k1) as MKL's AVX-512 GEMM sums them (read off its
  * results at widths 64 to 1,536): a chain of fused multiply-adds where the width is at most
  * KHALVES, else the two halves (the first one the larger) each so, then added. */
 static void tile_halves(const float *w, const float *h, int64_t k_dim, int64_t k0, int64_t k1,
-                        v8f acc[NODES][GROUPS]) {
+                        vt acc[NODES][GROUPS]) {
   if (k1 - k0 > KHALVES) {
     int64_t mid = k0 + (k1 - k0 + 1) / 2;
-    v8f right[NODES][GROUPS];
+    vt right[NODES][GROUPS];
     tile_halves(w, h, k_dim, k0, mid, acc);
     tile_halves(w, h, k_dim, mid, k1, right);
     for (int i = 0; i < NODES; i++)
       for (int g = 0; g < GROUPS; g++) acc[i][g] = acc[i][g] + right[i][g];
     return;
   }
-  for (int i = 0; i < NODES; i++)
-    for (int g = 0; g < GROUPS; g++) acc[i][g] = splat(0.0f);
-  for (int64_t k = k0; k < k1; k++) {
-    v8f wk[GROUPS];
-    for (int g = 0; g < GROUPS; g++) wk[g] = *(const v8f_any *)(w + k * TILE + g * LANES);
-    for (int i = 0; i < NODES; i++) {
-      v8f x = splat(h[i * k_dim + k]);
-      for (int g = 0; g < GROUPS; g++) acc[i][g] = vfma(x, wk[g], acc[i][g]);
-    }
-  }
+  tile_chain(w, h, k_dim, k0, k1, acc);
 }
 
 /* The same for one logit (w and x of k_dim floats, plain). */
@@ -148,29 +184,19 @@ static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int
                          float *out, int64_t stride, int lanes) {
   for (int64_t t = 0; t < len; t += TILE) {
     const float *w = packed + ((v0 + t) / TILE) * k_dim * TILE;
+    vt acc[NODES][GROUPS];
     if (lanes == 16) {
-      v8f acc[NODES][GROUPS];
       tile_halves(w, h, k_dim, 0, k_dim, acc);
       for (int i = 0; i < nodes; i++)
-        for (int g = 0; g < GROUPS; g++) *(v8f *)(out + i * stride + t + g * LANES) = acc[i][g];
+        for (int g = 0; g < GROUPS; g++) *(vt_any *)(out + i * stride + t + g * TILE_LANES) = acc[i][g];
       continue;
     }
     for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
       k1 = block_end(k0, k_dim);
-      v8f acc[NODES][GROUPS];
-      for (int i = 0; i < NODES; i++)
-        for (int g = 0; g < GROUPS; g++) acc[i][g] = splat(0.0f);
-      for (int64_t k = k0; k < k1; k++) {
-        v8f wk[GROUPS];
-        for (int g = 0; g < GROUPS; g++) wk[g] = *(const v8f_any *)(w + k * TILE + g * LANES);
-        for (int i = 0; i < NODES; i++) {
-          v8f x = splat(h[i * k_dim + k]);
-          for (int g = 0; g < GROUPS; g++) acc[i][g] = vfma(x, wk[g], acc[i][g]);
-        }
-      }
+      tile_chain(w, h, k_dim, k0, k1, acc);
       for (int i = 0; i < nodes; i++)
         for (int g = 0; g < GROUPS; g++) {
-          v8f *o = (v8f *)(out + i * stride + t + g * LANES);
+          vt_any *o = (vt_any *)(out + i * stride + t + g * TILE_LANES);
           *o = k0 == 0 ? acc[i][g] : *o + acc[i][g];
         }
     }
@@ -269,8 +295,8 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
 int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
                        int64_t n1, float *maxima, float *logsums, int64_t *first, int lanes) {
   int64_t group = n1 - n0 < KEPT ? n1 - n0 : KEPT;
-  float *tail = aligned_alloc(32, sizeof(float) * NODES * ((k_dim + LANES - 1) / LANES * LANES));
-  float *logits = aligned_alloc(32, sizeof(float) * (group + 1) * padded);
+  float *tail = aligned_alloc(64, sizeof(float) * NODES * ((k_dim + 15) / 16 * 16));
+  float *logits = aligned_alloc(64, sizeof(float) * (group + 1) * padded);
   int ok = tail && logits;
   for (int64_t start = n0; ok && start < n1; start += group) {
     int64_t end = start + group < n1 ? start + group : n1;
@@ -319,3 +345,6 @@ void proctor_head_targets(const float *weight, int64_t k_dim, const float *h, co
     hit[p] = first[rows[p]] == targets[p] ? 1.0f : 0.0f;
   }
 }
+
+/* The packed layout's tile (vocabulary entries per micro-tile), which this build reads. */
+int proctor_tile(void) { return TILE; }
