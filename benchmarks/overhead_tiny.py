@@ -78,7 +78,8 @@ def worker_proctor(
     else:
         result = run()
     seconds = time.perf_counter() - start
-    in_run_seconds = {"run_decoder_seconds": in_run.decoder, "run_head_seconds": in_run.head}  # before the floor's calls
+    # read before the floor, whose calls go through the same clock
+    in_run_seconds = {"run_decoder_seconds": in_run.decoder, "run_head_seconds": in_run.head}
     info = result.tasks["hellaswag"]
     samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     return {
