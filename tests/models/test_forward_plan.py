@@ -181,6 +181,22 @@ def _close(a: list[float], b: list[float], rel: float = 1e-5) -> bool:
     return all(abs(x - y) <= rel * max(1.0, abs(x)) for x, y in zip(a, b, strict=True))
 
 
+def test_the_dense_mask_is_the_tree_rule_cell_by_cell():
+    """kv <= q < ends[kv], written out per cell, for a row of two branches after a shared prefix and a
+    padded tail (ends of padding: the position itself), with the triangle made inside or kept."""
+    from proctor.models import tree_attention
+
+    ends = torch.tensor([[5, 3, 3, 5, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]])  # row 0: 0 < 1-2 | 3-4, pads
+    expected = torch.tensor(
+        [[[int(kv <= q < int(ends[b, kv])) for kv in range(8)] for q in range(8)] for b in range(2)], dtype=torch.bool
+    )[:, None]
+    kept = tree_attention.causal_triangle(torch, 8, ends.device)
+    for mask in (tree_attention.dense_mask(torch, ends), tree_attention.dense_mask(torch, ends, kept)):
+        assert mask.shape == (2, 1, 8, 8) and mask.dtype == torch.bool
+        assert torch.equal(mask, expected)
+    assert torch.equal(kept, torch.ones(8, 8, dtype=torch.bool).tril())  # the kept triangle is not written
+
+
 @pytest.mark.parametrize("layout", ["packed", "bucketed"])
 def test_flex_tree_attention_equals_the_dense_mask(tiny_model_dir, layout):
     """The tiny model's embeddings are scaled up (log-probs reach -80), so the bound is relative."""

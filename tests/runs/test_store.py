@@ -176,3 +176,32 @@ def test_later_generation_settings_keep_earlier_request_hashes():
     assert request_hash(GenerateRequest("x", top_k=5)) != expected
     assert request_hash(GenerateRequest("x", repetition_penalty=1.2)) != expected
     assert request_hash(GenerateRequest("x", top_k=0)) != request_hash(GenerateRequest("x", top_k=5))
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        LoglikelihoodRequest('a "quoted"\n context é\\', " ending"),
+        GenerateRequest("prompt", max_tokens=7),
+        RollingLoglikelihoodRequest("text", window=3),
+    ],
+)
+def test_a_requests_hash_is_the_hash_of_its_type_and_fields_as_before(request_):
+    """Run folders written before keep answering: the hash is sha256 of the canonical JSON of
+    {"type", "fields"} (as written out here), and the stored fields are the fields' JSON."""
+    import hashlib
+    import json
+
+    from proctor.runs.store import _plain, request_key
+
+    fields = _plain(request_)
+    text = json.dumps(
+        {"type": type(request_).__name__, "fields": fields},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=True,
+    )
+    key, stored = request_key(request_)
+    assert key == hashlib.sha256(text.encode()).hexdigest() == request_hash(request_)
+    assert stored == json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -62,7 +62,7 @@ def main() -> None:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                [(model, k, type(r).__name__, "{}", store_module.encode_result(res), 0.0) for k, r, res in items],
+                [(model, k, type(r).__name__, "{}", store_module.encode_result(res), 0.0) for k, r, res, *_ in items],
             )
             die()
         original_put(self, model, items)

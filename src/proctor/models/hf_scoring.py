@@ -203,6 +203,7 @@ class _CallRunner:
         self.pad, self.attention = pad_token_id, attention
         self.cuda = str(device).startswith("cuda")
         self.tree = attention == "flex" and tree_attention.supported(decoder)  # see _attention_scope
+        self._causal: dict[int, torch.Tensor] = {}  # the dense masks' triangle, by width (calls repeat few widths)
 
     def launch(self, call: ForwardCall) -> _Launched:
         torch = self.torch
@@ -278,7 +279,10 @@ class _CallRunner:
         """The call's attention mask: with the tree-aware attention, none for plain causal rows (the
         causal kernel) and a FlexAttention block mask for trees; otherwise the dense boolean mask."""
         if not self.tree:
-            return tree_attention.dense_mask(self.torch, ends)
+            width = ends.shape[1]
+            if width not in self._causal:
+                self._causal[width] = tree_attention.causal_triangle(self.torch, width, ends.device)
+            return tree_attention.dense_mask(self.torch, ends, self._causal[width])
         return None if call.plain_causal else tree_attention.block_mask(self.torch, ends)
 
 

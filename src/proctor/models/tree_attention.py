@@ -99,10 +99,23 @@ def _flex(device_type: str):
     return reference
 
 
-def dense_mask(torch, ends):
-    """[rows, 1, width, width] booleans from ``ends`` [rows, width] (on its device)."""
-    index = torch.arange(ends.shape[1], device=ends.device)
-    return ((index[None, None, :] <= index[None, :, None]) & (index[None, :, None] < ends[:, None, :]))[:, None]
+def dense_mask(torch, ends, causal=None):
+    """[rows, 1, width, width] booleans from ``ends`` [rows, width] (on its device): query q sees key
+    kv where kv <= q < ends[kv]. ``causal``: the [width, width] lower triangle (``causal_triangle``),
+    kept by a caller that makes many masks of one width (the compare and the in-place ``and`` are
+    the two passes over the mask left; building the triangle was a third)."""
+    width = ends.shape[1]
+    if causal is None:
+        causal = causal_triangle(torch, width, ends.device)
+    index = torch.arange(width, device=ends.device)
+    mask = index[:, None] < ends[:, None, :]
+    mask &= causal
+    return mask[:, None]
+
+
+def causal_triangle(torch, width: int, device):
+    """[width, width] booleans, true where key <= query."""
+    return torch.ones(width, width, dtype=torch.bool, device=device).tril_()
 
 
 def block_mask(torch, ends):

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.models.base import MapsChunks
-from proctor.runs.store import Lookup, as_stored, request_hash
+from proctor.runs.store import Lookup, as_stored, request_key
 
 Progress = Callable[[int], None]  # called with the number of requests (or samples) just finished
 
@@ -102,7 +102,9 @@ def execute(
         _check_count(model, request_type, len(requests), len(out))
         return out
     size = chunk_size or default_chunk_size(model, request_type)
-    keys = [request_hash(r) for r in requests]
+    identities = [request_key(r) for r in requests]  # the fields' JSON made once: hashed, and stored
+    keys = [key for key, _ in identities]
+    stored_fields = [fields for _, fields in identities]
     results: dict[int, Any] = {}
     found_before: set[int] = set()
     if lookup is not None:
@@ -117,7 +119,7 @@ def execute(
     def finish(todo: list[int], out: Sequence[Any]) -> None:
         _check_count(model, request_type, len(todo), len(out))
         if lookup is not None:
-            lookup.put_many([(keys[i], requests[i], r) for i, r in zip(todo, out)])
+            lookup.put_many([(keys[i], requests[i], r, stored_fields[i]) for i, r in zip(todo, out)])
         results.update(zip(todo, out))
 
     if isinstance(model, MapsChunks):  # a pool of replicas (engine/distributed.py): chunks run in parallel

@@ -83,8 +83,16 @@ def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
 
 def request_hash(request: Any) -> str:
     """Hash of the request type and every one of its fields (generation settings included)."""
-    payload = canonical_json({"type": type(request).__name__, "fields": _plain(request)})
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return request_key(request)[0]
+
+
+def request_key(request: Any) -> tuple[str, str]:
+    """(``request_hash``, the request's fields as stored): the fields' JSON made once for both. The
+    hashed text is ``canonical_json({"type": ..., "fields": ...})``, spelled out: sorted keys put
+    "fields" first, and a type's name is a plain identifier (no escapes)."""
+    fields = canonical_json(_plain(request))
+    payload = '{"fields":' + fields + ',"type":"' + type(request).__name__ + '"}'
+    return hashlib.sha256(payload.encode()).hexdigest(), fields
 
 
 def encode_result(result: Any) -> str:
@@ -229,12 +237,20 @@ class ResponseStore:
                 found[key] = self._decode(key, text)
         return found
 
-    def put_many(self, model: str, items: Iterable[tuple[str, Any, Any]]) -> None:
-        """Write (request hash, request, result) triples in one transaction: all or none land."""
+    def put_many(self, model: str, items: Iterable[tuple[Any, ...]]) -> None:
+        """Write (request hash, request, result) triples in one transaction: all or none land. An item
+        may carry the request's stored fields as a fourth element (``request_key``'s), not made again."""
         now = time.time()
         rows = [
-            (model, key, type(request).__name__, canonical_json(_plain(request)), encode_result(result), now)
-            for key, request, result in items
+            (
+                model,
+                item[0],
+                type(item[1]).__name__,
+                item[3] if len(item) > 3 else canonical_json(_plain(item[1])),
+                encode_result(item[2]),
+                now,
+            )
+            for item in items
         ]
         if not rows:
             return
@@ -310,7 +326,8 @@ class Lookup:
                 found.update(cached)
         return found
 
-    def put_many(self, items: Sequence[tuple[str, Any, Any]]) -> None:
+    def put_many(self, items: Sequence[tuple[Any, ...]]) -> None:
+        """(hash, request, result[, request fields]) items into the run store and the cache."""
         self.computed += len(items)
         self.run_store.put_many(self.model, items)
         if self.cache is not None:
