@@ -285,6 +285,10 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
   }
 }
 
+/* n bytes rounded up to a multiple of 64: aligned_alloc may refuse a size that is not a multiple
+ * of the alignment (macOS's does). */
+static size_t bytes64(size_t n) { return (n + 63) / 64 * 64; }
+
 /* Per hidden state n in [n0, n1): maxima[n], the maximum of its logits (NaN if one is NaN),
  * first[n], the first index of it (of the first NaN: as argmax), and logsums[n], the log of the
  * sum of exp(logit - maximum). `packed` is the weight [vocab, k_dim] in tiles of TILE entries,
@@ -295,8 +299,8 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
 int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
                        int64_t n1, float *maxima, float *logsums, int64_t *first, int lanes) {
   int64_t group = n1 - n0 < KEPT ? n1 - n0 : KEPT;
-  float *tail = aligned_alloc(64, sizeof(float) * NODES * ((k_dim + 15) / 16 * 16));
-  float *logits = aligned_alloc(64, sizeof(float) * (group + 1) * padded);
+  float *tail = aligned_alloc(64, bytes64(sizeof(float) * NODES * k_dim));
+  float *logits = aligned_alloc(64, bytes64(sizeof(float) * (group + 1) * padded));
   int ok = tail && logits;
   for (int64_t start = n0; ok && start < n1; start += group) {
     int64_t end = start + group < n1 ? start + group : n1;
