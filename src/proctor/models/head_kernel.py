@@ -35,7 +35,6 @@ SOURCE = Path(__file__).with_name("kernels") / "vocab_head.c"
 VERSION = "fused-2"
 # IEEE order as written: fused multiply-adds only where the source asks for them, no fast-math reassociation.
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC", "-shared"]
-TILE = 24  # the portable build's micro-tile (vocabulary entries; an AVX-512 build's is 48): ``tile(lib)`` says which
 
 
 def _compiler() -> str | None:
@@ -142,7 +141,7 @@ def version(lanes: int) -> str:
     return VERSION if lanes == 8 else f"{VERSION}-avx512"
 
 
-def pack(torch, weight, tile: int = TILE):
+def pack(torch, weight, tile: int):
     """The weight [vocab, width] as a build of the kernel reads it (``tile(lib)``): tiles of
     ``tile`` vocabulary entries, [padded / tile, width, tile], padded with zero rows to a multiple
     of ``tile`` entries."""

@@ -244,13 +244,13 @@ class ResponseStore:
         rows = [
             (
                 model,
-                item[0],
-                type(item[1]).__name__,
-                item[3] if len(item) > 3 else canonical_json(_plain(item[1])),
-                encode_result(item[2]),
+                key,
+                type(request).__name__,
+                fields[0] if fields else canonical_json(_plain(request)),
+                encode_result(result),
                 now,
             )
-            for item in items
+            for key, request, result, *fields in items
         ]
         if not rows:
             return

@@ -68,16 +68,12 @@ static inline v8f vfma(v8f a, v8f b, v8f c) {
 #endif
 }
 
-/* The same for the micro-tile's vectors. */
+/* The same for the micro-tile's vectors (without AVX-512 they are v8f). */
 static inline vt tfma(vt a, vt b, vt c) {
 #if defined(__AVX512F__)
   return (vt)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__) && defined(__AVX__)
-  return (vt)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
-  vt r;
-  for (int i = 0; i < TILE_LANES; i++) r[i] = fmaf(a[i], b[i], c[i]);
-  return r;
+  return vfma(a, b, c);
 #endif
 }
 
