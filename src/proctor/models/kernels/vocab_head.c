@@ -40,11 +40,13 @@ typedef int32_t v8i __attribute__((vector_size(32), aligned(32)));
 #define NODES 6
 typedef float vt __attribute__((vector_size(64), aligned(64)));
 typedef float vt_any __attribute__((vector_size(64), aligned(4)));
+typedef int32_t vti __attribute__((vector_size(64), aligned(64)));
 #else
 #define TILE_LANES 8
 #define NODES 4
 typedef float vt __attribute__((vector_size(32), aligned(32)));
 typedef float vt_any __attribute__((vector_size(32), aligned(4)));
+typedef int32_t vti __attribute__((vector_size(32), aligned(32)));
 #endif
 #define GROUPS 3 /* vectors of vocabulary entries per micro-tile */
 #define TILE (TILE_LANES * GROUPS) /* the packed layout's tile (proctor_tile, read by head_kernel) */
@@ -79,31 +81,45 @@ static inline vt tfma(vt a, vt b, vt c) {
 
 static inline v8f vselect(v8i take, v8f a, v8f b) { return (v8f)(((v8i)a & take) | ((v8i)b & ~take)); }
 
-/* 2^e for integer e in [-126, 127], as a float's exponent field. */
-static inline v8f pow2i(v8i e) { return (v8f)((e + 127) << 23); }
+/* x in every lane of the micro-tile's vector (as a broadcast from memory: `(vt){0} + x` made the
+ * compiler add the zero first, for the sign of -0.0, and broadcast from a register). */
+#if defined(__AVX512F__)
+static inline vt tsplat(float x) { return (vt){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+static inline vt tselect(vti take, vt a, vt b) { return (vt)(((vti)a & take) | ((vti)b & ~take)); }
+#else
+static inline vt tsplat(float x) { return splat(x); }
+static inline vt tselect(vti take, vt a, vt b) { return vselect(take, a, b); }
+#endif
 
 /* exp(d), SLEEF's expf_u10 algorithm (what ATen's Vectorized<float>::exp computes with AVX2):
  * n = round(d / ln 2), the reduced argument by a two-part ln 2, a degree-6 polynomial by Horner's
- * rule in fused multiply-adds, and 2^n applied in two halves; 0 below -104, NaN stays NaN. */
-static inline v8f vexp(v8f d) {
-  const v8f magic = splat(12582912.0f); /* 1.5 * 2^23: adding and subtracting rounds to nearest even */
-  v8f q = (d * splat(1.442695040888963407359924681001892137f) + magic) - magic;
-  v8i nan = d != d;
-  v8i qi = __builtin_convertvector(vselect(nan, splat(0.0f), q), v8i);
-  v8f s = vfma(q, splat(-0.693145751953125f), d);
-  s = vfma(q, splat(-1.428606765330187045e-06f), s);
-  v8f u = splat(0.000198527617612853646278381f);
-  u = vfma(u, s, splat(0.00139304355252534151077271f));
-  u = vfma(u, s, splat(0.00833336077630519866943359f));
-  u = vfma(u, s, splat(0.0416664853692054748535156f));
-  u = vfma(u, s, splat(0.166666671633720397949219f));
-  u = vfma(u, s, splat(0.5f));
-  u = splat(1.0f) + vfma(s * s, u, s);
-  v8i half = qi >> 1;
-  u = (u * pow2i(half)) * pow2i(qi - half);
-  u = vselect(d < splat(-104.0f), splat(0.0f), u);
-  return vselect(nan, d, u);
-}
+ * rule in fused multiply-adds, and 2^n applied in two halves (each as a float's exponent field);
+ * 0 below -104, NaN stays NaN. Lane by lane, so the same bits at every vector width: it is made
+ * for 8 lanes (vexp) and, with AVX-512, for the micro-tile's 16 (texp). */
+#define DEFINE_EXP(name, F, I, fma, select, spl)                                                  \
+  static inline F name(F d) {                                                                    \
+    const F magic = spl(12582912.0f); /* 1.5 * 2^23: adding and subtracting rounds to nearest even */ \
+    F q = (d * spl(1.442695040888963407359924681001892137f) + magic) - magic;                     \
+    I nan = d != d;                                                                              \
+    I qi = __builtin_convertvector(select(nan, spl(0.0f), q), I);                                \
+    F s = fma(q, spl(-0.693145751953125f), d);                                                   \
+    s = fma(q, spl(-1.428606765330187045e-06f), s);                                              \
+    F u = spl(0.000198527617612853646278381f);                                                   \
+    u = fma(u, s, spl(0.00139304355252534151077271f));                                           \
+    u = fma(u, s, spl(0.00833336077630519866943359f));                                           \
+    u = fma(u, s, spl(0.0416664853692054748535156f));                                            \
+    u = fma(u, s, spl(0.166666671633720397949219f));                                             \
+    u = fma(u, s, spl(0.5f));                                                                    \
+    u = spl(1.0f) + fma(s * s, u, s);                                                            \
+    I half = qi >> 1;                                                                            \
+    u = (u * (F)((half + 127) << 23)) * (F)((qi - half + 127) << 23);                            \
+    u = select(d < spl(-104.0f), spl(0.0f), u);                                                  \
+    return select(nan, d, u);                                                                    \
+  }
+DEFINE_EXP(vexp, v8f, v8i, vfma, vselect, splat)
+#if defined(__AVX512F__)
+DEFINE_EXP(texp, vt, vti, tfma, tselect, tsplat)
+#endif
 
 /* The end of the block of k that starts at k0: blocks of KBLOCK, except that a width between one
  * and two blocks is split in halves (as MKL does; for an odd such width its split is not this one,
@@ -124,7 +140,7 @@ static inline __attribute__((always_inline)) void tile_chain(const float *w, con
     vt wk[GROUPS];
     for (int g = 0; g < GROUPS; g++) wk[g] = *(const vt_any *)(w + k * TILE + g * TILE_LANES);
     for (int i = 0; i < NODES; i++) {
-      vt x = (vt){0} + h[i * k_dim + k];
+      vt x = tsplat(h[i * k_dim + k]);
       for (int g = 0; g < GROUPS; g++) acc[i][g] = tfma(x, wk[g], acc[i][g]);
     }
   }
@@ -173,29 +189,43 @@ static float dot_blocks(const float *w, const float *x, int64_t k_dim) {
   return acc;
 }
 
+/* The running maximum of a node's logits in whole vectors of a chunk (v > max selects it, NaN
+ * is noted apart), taken as they are made, while they are in registers or the L1 cache. */
+typedef struct {
+  vt max;
+  vti nan;
+} running_max;
+
+static inline void take_max(running_max *m, vt v) {
+  m->nan |= v != v;
+  m->max = tselect(v > m->max, v, m->max);
+}
+
 /* Logits of `nodes` (<= NODES) hidden states over vocabulary entries [v0, v0 + len) of the packed
  * weights (v0 and len multiples of TILE) into out[i * stride + (v - v0)]: per block of k
- * (block_end) a chain of fused multiply-adds from zero, the blocks' sums added in order. */
+ * (block_end) a chain of fused multiply-adds from zero, the blocks' sums added in order. The
+ * vectors wholly below `valid` (entries of the chunk that are in the vocabulary) go into max[i]. */
 static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int nodes, int64_t v0, int64_t len,
-                         float *out, int64_t stride, int lanes) {
+                         int64_t valid, float *out, int64_t stride, int lanes, running_max max[NODES]) {
   for (int64_t t = 0; t < len; t += TILE) {
     const float *w = packed + ((v0 + t) / TILE) * k_dim * TILE;
     vt acc[NODES][GROUPS];
     if (lanes == 16) {
       tile_halves(w, h, k_dim, 0, k_dim, acc);
-      for (int i = 0; i < nodes; i++)
-        for (int g = 0; g < GROUPS; g++) *(vt_any *)(out + i * stride + t + g * TILE_LANES) = acc[i][g];
-      continue;
+    } else {
+      for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
+        k1 = block_end(k0, k_dim);
+        vt part[NODES][GROUPS];
+        tile_chain(w, h, k_dim, k0, k1, part);
+        for (int i = 0; i < NODES; i++)
+          for (int g = 0; g < GROUPS; g++) acc[i][g] = k0 == 0 ? part[i][g] : acc[i][g] + part[i][g];
+      }
     }
-    for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
-      k1 = block_end(k0, k_dim);
-      tile_chain(w, h, k_dim, k0, k1, acc);
-      for (int i = 0; i < nodes; i++)
-        for (int g = 0; g < GROUPS; g++) {
-          vt_any *o = (vt_any *)(out + i * stride + t + g * TILE_LANES);
-          *o = k0 == 0 ? acc[i][g] : *o + acc[i][g];
-        }
-    }
+    for (int i = 0; i < nodes; i++)
+      for (int g = 0; g < GROUPS; g++) {
+        *(vt_any *)(out + i * stride + t + g * TILE_LANES) = acc[i][g];
+        if (t + (g + 1) * TILE_LANES <= valid) take_max(&max[i], acc[i][g]);
+      }
   }
 }
 
@@ -208,21 +238,15 @@ static int64_t chunk_entries(int64_t k_dim) {
   return n < TILE ? TILE : (n > CHUNK ? CHUNK : n);
 }
 
-/* The running maximum of one node's logits x[0 .. valid) (a chunk, from vocabulary entry v0):
- * the first entry above *max (or the first NaN, after which the row is NaN) moves it and *first. */
-static void chunk_max(const float *x, int64_t valid, int64_t v0, float *max, int64_t *first) {
-  int64_t full = valid / LANES * LANES;
-  v8f vm = splat(-INFINITY);
-  v8i nan = (v8i){0};
-  for (int64_t j = 0; j < full; j += LANES) {
-    v8f v = *(const v8f *)(x + j);
-    nan |= v != v;
-    vm = vselect(v > vm, v, vm);
-  }
-  float c = vm[0];
+/* A chunk's maximum into the row's (*max, *first): the running maximum m of its whole vectors, the
+ * entries from `covered` to `valid` one by one; the first entry above *max (or the first NaN, after
+ * which the row is NaN) moves it and *first (x: the chunk's logits, from vocabulary entry v0). */
+static void chunk_max(const float *x, int64_t covered, int64_t valid, running_max m, int64_t v0, float *max,
+                      int64_t *first) {
+  float c = m.max[0];
   int any_nan = 0;
-  for (int l = 0; l < LANES; l++) c = vm[l] > c ? vm[l] : c, any_nan |= nan[l];
-  for (int64_t j = full; j < valid; j++) c = x[j] > c ? x[j] : c, any_nan |= x[j] != x[j];
+  for (int l = 0; l < TILE_LANES; l++) c = m.max[l] > c ? m.max[l] : c, any_nan |= m.nan[l];
+  for (int64_t j = covered; j < valid; j++) c = x[j] > c ? x[j] : c, any_nan |= x[j] != x[j];
   if (any_nan || c > *max) { /* where it is: the first NaN, else the first entry equal to it */
     int64_t j = 0;
     while (any_nan ? x[j] == x[j] : !(x[j] == c)) j++;
@@ -237,8 +261,15 @@ static float row_sum(const float *x, int64_t vocab, float max, int lanes) {
   int64_t full = vocab / lanes * lanes;
   const v8f vm = splat(max);
   v8f v[2] = {splat(0.0f), splat(0.0f)}; /* lanes 0-7 and (16 lanes) 8-15 */
-  for (int64_t j = 0; j < full; j += lanes)
-    for (int u = 0; u < lanes / LANES; u++) v[u] = v[u] + vexp(*(const v8f *)(x + j + u * LANES) - vm);
+#if defined(__AVX512F__)
+  if (lanes == 16) { /* the same lanes in one register */
+    vt wide = tsplat(0.0f);
+    for (int64_t j = 0; j < full; j += 16) wide = wide + texp(*(const vt_any *)(x + j) - tsplat(max));
+    memcpy(v, &wide, sizeof wide);
+  } else
+#endif
+    for (int64_t j = 0; j < full; j += lanes)
+      for (int u = 0; u < lanes / LANES; u++) v[u] = v[u] + vexp(*(const v8f *)(x + j + u * LANES) - vm);
   for (int64_t j = 0; j < vocab - full; j++) { /* the last entries: lanes 0 .. vocab - full - 1 */
     v8f last = vexp(*(const v8f *)(x + full + j / LANES * LANES) - vm);
     v[j / LANES][j % LANES] = v[j / LANES][j % LANES] + last[j % LANES];
@@ -269,10 +300,14 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
     for (int64_t g = 0; g < count; g += NODES) {
       int nodes = (int)(count - g < NODES ? count - g : NODES);
       float *out = logits + g * padded + v0;
-      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, out, padded, lanes);
+      running_max max[NODES];
+      for (int i = 0; i < NODES; i++) max[i] = (running_max){tsplat(-INFINITY), (vti){0}};
+      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, valid, out, padded, lanes,
+                   max);
       for (int i = 0; i < nodes; i++)
         if (maxima[n0 + g + i] == maxima[n0 + g + i]) /* after a NaN logit the row is NaN */
-          chunk_max(out + i * padded, valid, v0, &maxima[n0 + g + i], &first[n0 + g + i]);
+          chunk_max(out + i * padded, valid / TILE_LANES * TILE_LANES, valid, max[i], v0, &maxima[n0 + g + i],
+                    &first[n0 + g + i]);
     }
   }
   for (int64_t i = 0; i < count; i++) {
