@@ -1,7 +1,7 @@
 /* The vocabulary head at scored nodes, fused: for each hidden state h (K floats) the logits
  * W h over the vocabulary are computed a cache-sized chunk of it at a time, with the row's running
  * maximum taken as they are made, then reduced to the log-sum-exp; the logits of KEPT nodes at a
- * time are held in between, and never the [nodes, vocab] log-probs (on a small model that
+ * time (at most) are held in between, and never the [nodes, vocab] log-probs (on a small model that
  * traffic, and the separate passes over it, were most of the scoring time).
  *
  * It computes what PyTorch's CPU head computes, in the same order of IEEE operations, so that a
@@ -283,7 +283,7 @@ static float row_sum(const float *x, int64_t vocab, float max, int lanes) {
   return ((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7])); /* halves, pairs, neighbours */
 }
 
-/* The statistics of nodes [n0, n0 + count), count <= KEPT: their logits into `logits`
+/* The statistics of nodes [n0, n0 + count), count <= a group: their logits into `logits`
  * ([count][padded]) with the running maxima, chunks of the vocabulary in the outer loop and groups
  * of NODES hidden states in the inner one (a chunk's weights are read from memory once, not once
  * per group); then each row's sum relative to its maximum. */
@@ -329,7 +329,10 @@ static size_t bytes64(size_t n) { return (n + 63) / 64 * 64; }
  * Returns 0, or -1 out of memory. */
 int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
                        int64_t n1, float *maxima, float *logsums, int64_t *first, int lanes) {
-  int64_t group = n1 - n0 < KEPT ? n1 - n0 : KEPT;
+  /* groups of at most KEPT nodes, as even as whole micro-tiles make them (each group reads all the
+   * weights once: a last group of a few nodes cost nearly as much as a full one) */
+  int64_t groups = n1 > n0 ? (n1 - n0 + KEPT - 1) / KEPT : 1;
+  int64_t group = ((n1 - n0 + groups - 1) / groups + NODES - 1) / NODES * NODES;
   float *tail = aligned_alloc(64, bytes64(sizeof(float) * NODES * k_dim));
   float *logits = aligned_alloc(64, bytes64(sizeof(float) * (group + 1) * padded));
   int ok = tail && logits;
