@@ -189,6 +189,26 @@ static float dot_blocks(const float *w, const float *x, int64_t k_dim) {
   return acc;
 }
 
+/* A vector of logits into the held block (aligned to its width: rows of whole tiles in a 64-byte
+ * aligned buffer), past the caches where the instruction is there: the block is larger than a
+ * core's L2 cache and is read once, later, by row_sum, so caching the lines on the way only made
+ * the processor read each one first (sfence_logits orders them before that read). */
+static inline void store_logits(float *p, vt v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, (__m512)v);
+#elif defined(__FMA__) && defined(__AVX__)
+  _mm256_stream_ps(p, (__m256)v);
+#else
+  *(vt_any *)p = v;
+#endif
+}
+
+static inline void sfence_logits(void) {
+#if defined(__FMA__) && defined(__AVX__)
+  _mm_sfence();
+#endif
+}
+
 /* The running maximum of a node's logits in whole vectors of a chunk (v > max selects it, NaN
  * is noted apart), taken as they are made, while they are in registers or the L1 cache. */
 typedef struct {
@@ -223,7 +243,7 @@ static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int
     }
     for (int i = 0; i < nodes; i++)
       for (int g = 0; g < GROUPS; g++) {
-        *(vt_any *)(out + i * stride + t + g * TILE_LANES) = acc[i][g];
+        store_logits(out + i * stride + t + g * TILE_LANES, acc[i][g]);
         if (t + (g + 1) * TILE_LANES <= valid) take_max(&max[i], acc[i][g]);
       }
   }
@@ -310,6 +330,7 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
                     &first[n0 + g + i]);
     }
   }
+  sfence_logits();
   for (int64_t i = 0; i < count; i++) {
     float m = maxima[n0 + i];
     logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m, lanes)) : m;
