@@ -49,9 +49,13 @@ _COLUMNS = ("model", "request", "kind", "request_json", "result_json", "created"
 _BY_NAME = {cls.__name__: cls for cls in (*_RESULT_TYPES, *_RESULT_TYPES.values())}
 
 
+# json.dumps with these options builds an encoder per call; the store spells two values per request
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, floats as Python's shortest repr."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return _CANONICAL.encode(value)
 
 
 @functools.cache
