@@ -42,6 +42,18 @@ SEAHELM_MT_BENCH = "aisingapore/MultiTurn-Chat-MT-Bench"
 
 
 @pytest.fixture(scope="module")
+def tiny_model_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny model with a 2048-token context: `transformers serve` refuses a prompt longer than the
+    model's context (SEA-HELM's paraphrase prompts run to ~1,300 tokens; the shared tiny model has 512).
+    Default RoPE does not read the length, so the weights compute what they did."""
+    copy = tmp_path_factory.mktemp("tiny-llama-2k") / "model"
+    shutil.copytree(tiny_model_dir, copy)
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2048}))
+    return copy
+
+
+@pytest.fixture(scope="module")
 def serve(tiny_model_dir, tmp_path_factory):
     yield from serve_transformers(tiny_model_dir, tmp_path_factory.mktemp("serve"))
 
