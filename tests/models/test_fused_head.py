@@ -50,7 +50,7 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
     576; log-probs to within float32 rounding of the logits' size, hits exactly argmax's."""
     linear = _linear(vocab, width, scale)
     head = VocabularyHead(torch, linear, "cpu", fused=True)
-    assert head.implementation == head_kernel.version(head.lanes) and head.block_size == 1024
+    assert head.implementation == head_kernel.version(head.order) and head.block_size == 1024
     assert VocabularyHead(torch, linear, "cpu").implementation is None  # the class's default: PyTorch's ops
     n = 48
     hidden = torch.randn(n, width)
@@ -69,13 +69,44 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
 
 
 def _pytorch_head_rounds_as_the_kernel(width: int) -> bool:
-    """ATen's log-softmax and MKL's GEMM in the order the kernel follows here (``head_kernel.lanes``):
-    AVX2's at every width; AVX-512's where MKL sums a logit's k in at most two halves (its order
-    past 768 was not read)."""
-    if not torch.backends.mkl.is_available():
-        return False
-    capability = torch.backends.cpu.get_cpu_capability()
-    return capability == "AVX2" or (capability == "AVX512" and width <= 768)
+    """ATen's log-softmax and MKL's GEMM in the order the kernel follows here (``head_kernel.order``):
+    ATen's lanes by its capability, and MKL's order of a logit as the kernel's probe found it (its
+    AVX2 blocks at every width; its AVX-512 halves where MKL sums a logit's k in at most two halves:
+    its order past 768 on Intel was not read)."""
+    return torch.backends.mkl.is_available() and head_kernel.follows_pytorch(torch, width)
+
+
+@pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="PyTorch without MKL: another GEMM's order")
+@pytest.mark.parametrize("width", [64, 256, 576, 960])
+def test_the_probe_finds_mkls_order_of_a_logit(width):
+    """MKL's order of a logit's k at the widths of the tests' and SmolLM2's heads is one of the
+    kernel's (on Intel and AMD processors, AVX2 or AVX-512 — read off each), so the kernel's numbers
+    are PyTorch's; a machine where this fails has an MKL whose order is to be read anew."""
+    assert head_kernel.follows_pytorch(torch, width)
+    chosen = head_kernel.order(torch, width)
+    assert chosen & 0xFF == head_kernel.sum_lanes(torch)
+    linear = _linear(3000, width, 1.0, seed=1)
+    hidden = torch.randn(64, width)
+    rows = torch.arange(64).repeat_interleave(8)
+    targets = torch.randint(0, 3000, (8 * 64,))
+    zero = torch.zeros(64)  # the kernel's logits: a log-prob with maximum and log-sum 0
+    logits, hits = torch.empty(len(rows)), torch.empty(len(rows))
+    head_kernel.load().proctor_head_targets(
+        linear.weight.data_ptr(),
+        width,
+        hidden.data_ptr(),
+        zero.data_ptr(),
+        zero.data_ptr(),
+        torch.zeros(64, dtype=torch.int64).data_ptr(),
+        rows.data_ptr(),
+        targets.data_ptr(),
+        len(rows),
+        logits.data_ptr(),
+        hits.data_ptr(),
+        chosen,
+    )
+    with torch.no_grad():
+        assert torch.equal(logits, (hidden @ linear.weight.t())[rows, targets])  # a real head's shape, every bit
 
 
 @pytest.mark.parametrize(
@@ -243,7 +274,9 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
         fingerprint = json.dumps(json.loads((out / "run.json").read_text()))
-        assert (f'"vocab_head": "{head_kernel.version(head_kernel.lanes(torch))}"' in fingerprint) == (name == "fused")
+        assert (f'"vocab_head": "{head_kernel.version(head_kernel.order(torch, 64))}"' in fingerprint) == (
+            name == "fused"
+        )
     assert len(runs["fused"]) == len(runs["torch"]) >= 30
     pairs = []
     for a, b in zip(runs["fused"], runs["torch"], strict=True):
@@ -257,11 +290,13 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
     assert "Traceback" not in refused.stderr
 
 
-@pytest.mark.parametrize("lanes", [8, 16])
-def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, lanes):
+@pytest.mark.parametrize("order", [8, 16, 8 | head_kernel.HALVES, 16 | head_kernel.HALVES])
+@pytest.mark.parametrize("width", [64, 576])
+def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, order, width):
     """Built for this processor's vector units (-march=native) and for the portable baseline (SSE2
-    on x86-64), in either order (PyTorch's AVX2 one and its AVX-512 one): bit-identical log-sum-exps
-    and maxima, as on any other machine; and the two orders are different numbers."""
+    on x86-64), in every order (ATen's AVX2 or AVX-512 lanes, MKL's AVX2 blocks or AVX-512 halves):
+    bit-identical log-sum-exps and maxima, as on any other machine; and the other lanes, and at a
+    width past one block the other order of a logit, are different numbers."""
     import ctypes
 
     compiler = head_kernel._compiler()
@@ -270,23 +305,35 @@ def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, 
         for name, flags in (("native", ["-march=native", "-fopenmp"]), ("portable", []))
     ]
     torch.manual_seed(0)
-    weight = torch.randn(49157, 64) * 2.0  # not a multiple of the tile
-    hidden = torch.randn(301, 64) * 3.0  # not a multiple of either build's group of nodes (6, 4)
+    n = 301 if width == 64 else 37  # not a multiple of either build's group of nodes (6, 4)
+    weight = torch.randn(49157, width) * (2.0 if width == 64 else 0.2)  # not a multiple of the tile
+    hidden = torch.randn(n, width) * 3.0
     results = []
-    other = None
+    others = {}  # the other lanes; past one block of k, the other order of a logit
     for lib in builds:  # each its own packed layout (its tile: 48 entries built for AVX-512, else 24)
         packed, padded = head_kernel.pack(torch, weight, head_kernel.tile(lib))
-        maxima, logsums, first = torch.empty(301), torch.empty(301), torch.empty(301, dtype=torch.int64)
-        outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
-        code = lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs, lanes)
-        assert code == 0
-        results.append((maxima, logsums, first))
-        if other is None:  # the other order, once: another sum of the same terms
-            other, scratch, index = torch.empty(301), torch.empty(301), torch.empty(301, dtype=torch.int64)
-            outs = (scratch.data_ptr(), other.data_ptr(), index.data_ptr())
-            lib.proctor_head_stats(packed.data_ptr(), 49157, padded, 64, hidden.data_ptr(), 0, 301, *outs, 24 - lanes)
+
+        def stats(chosen: int):
+            maxima, logsums, first = torch.empty(n), torch.empty(n), torch.empty(n, dtype=torch.int64)
+            outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
+            code = lib.proctor_head_stats(
+                packed.data_ptr(), 49157, padded, width, hidden.data_ptr(), 0, n, *outs, chosen
+            )
+            assert code == 0
+            return maxima, logsums, first
+
+        results.append(stats(order))
+        if not others:  # once: other sums of the same terms
+            others = {"lanes": stats(order ^ 24)[1]} | (
+                {"logit": stats(order ^ head_kernel.HALVES)} if width > 192 else {}
+            )
     assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
-    assert not torch.equal(other, results[0][1]) and torch.allclose(other, results[0][1], rtol=1e-6, atol=1e-6)
+    logsums = results[0][1]
+    assert not torch.equal(others["lanes"], logsums) and torch.allclose(others["lanes"], logsums, rtol=1e-6, atol=1e-6)
+    if "logit" in others:  # the logits themselves differ, and so may their maximum
+        maxima = results[0][0]
+        assert not (torch.equal(others["logit"][0], maxima) and torch.equal(others["logit"][1], logsums))
+        assert torch.allclose(others["logit"][0] + others["logit"][1], maxima + logsums, rtol=1e-6, atol=1e-5)
     exact = torch.logsumexp(hidden.double() @ weight.double().t(), dim=-1)
     lse = results[0][0].double() + results[0][1].double()
     assert ((lse - exact).abs() <= 1e-6 * exact.abs().clamp(min=1.0)).all()

@@ -105,15 +105,15 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     # (packed, vocab, padded, width, hidden, ...) then the outputs: maxima, log-sums, first maxima
     head = [pointer, count, count, count, pointer]
     outputs = [pointer, pointer, pointer]
-    lanes = ctypes.c_int  # the order of PyTorch's kernels to follow (``lanes``)
-    lib.proctor_head_stats.argtypes = [*head, count, count, *outputs, lanes]
+    order = ctypes.c_int  # the order of PyTorch's kernels to follow (``order``)
+    lib.proctor_head_stats.argtypes = [*head, count, count, *outputs, order]
     lib.proctor_head_stats.restype = ctypes.c_int
-    lib.proctor_head_stats_threads.argtypes = [*head, count, *outputs, lanes, ctypes.c_int]
+    lib.proctor_head_stats_threads.argtypes = [*head, count, *outputs, order, ctypes.c_int]
     lib.proctor_head_stats_threads.restype = ctypes.c_int
-    # (weight, width, hidden, maxima, log-sums, first maxima, rows, targets, pairs, log-probs, hits, lanes)
+    # (weight, width, hidden, maxima, log-sums, first maxima, rows, targets, pairs, log-probs, hits, order)
     lib.proctor_head_targets.argtypes = [
         *[pointer, count, pointer, *outputs, pointer, pointer, count, pointer, pointer],
-        lanes,
+        order,
     ]
     lib.proctor_head_targets.restype = None
     lib.proctor_tile.argtypes = []
@@ -127,18 +127,87 @@ def tile(lib: ctypes.CDLL) -> int:
     return int(lib.proctor_tile())
 
 
-def lanes(torch) -> int:
-    """Whose rounding the kernel follows: PyTorch's CPU kernels add a log-softmax's terms in as many
-    float32 lanes as their instruction set holds (8 with AVX2, 16 with AVX-512) and MKL blocks a
-    GEMM's k by it too, so the kernel computes in the order of the kernels PyTorch runs here (16
-    where its capability is AVX-512, else 8); lm-evaluation-harness's numbers on this machine are
-    PyTorch's."""
+# ``order`` (the kernel's argument): the log-softmax's lanes (8 or 16) in the low byte, and this bit
+# where a logit's k is summed in halves (MKL's AVX-512 GEMM) rather than in blocks of 192 (its AVX2 one).
+HALVES = 0x100
+PROBE_ENTRIES = 2048  # weight rows of the probe's GEMM (MKL's k order was the same from 512 to 49,152)
+
+
+def sum_lanes(torch) -> int:
+    """The lanes ATen's CPU log-softmax adds its terms in: as many float32 as its instruction set
+    holds (16 where its capability is AVX-512, else 8)."""
     return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
 
 
-def version(lanes: int) -> str:
-    """The fingerprint's name for the kernel computing in the order of ``lanes``."""
-    return VERSION if lanes == 8 else f"{VERSION}-avx512"
+@lru_cache(maxsize=None)
+def _probe(torch, width: int) -> dict[int, bool]:
+    """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): whether its
+    logits are MKL's, every bit, in a GEMM shaped as the head's calls are (a block of 64 hidden
+    states, ``PROBE_ENTRIES`` weight rows; random, seeded), at 16 of the nodes and 256 entries."""
+    lib = load()
+    lanes = sum_lanes(torch)
+    if lib is None:
+        return {}
+    generator = torch.Generator().manual_seed(width)
+    weight = torch.randn(PROBE_ENTRIES, width, generator=generator)
+    hidden = torch.randn(64, width, generator=generator)
+    nodes, entries = 16, 256
+    expected = torch.mm(hidden, weight.t())[:nodes, :entries].reshape(-1)
+    rows = torch.arange(nodes).repeat_interleave(entries)
+    targets = torch.arange(entries).repeat(nodes)
+    zeros, first = torch.zeros(nodes), torch.zeros(nodes, dtype=torch.int64)  # a log-prob of logit - 0 - 0
+    found = {}
+    for candidate in (lanes, lanes | HALVES):
+        logits, hits = torch.empty(len(rows)), torch.empty(len(rows))
+        lib.proctor_head_targets(
+            weight.data_ptr(),
+            width,
+            hidden.data_ptr(),
+            zeros.data_ptr(),
+            zeros.data_ptr(),
+            first.data_ptr(),
+            rows.data_ptr(),
+            targets.data_ptr(),
+            len(rows),
+            logits.data_ptr(),
+            hits.data_ptr(),
+            candidate,
+        )
+        found[candidate] = torch.equal(logits, expected)
+    return found
+
+
+def order(torch, width: int) -> int:
+    """Whose rounding the kernel follows for a head ``width`` wide: ATen's log-softmax lanes
+    (``sum_lanes``) and MKL's order of a logit's k, probed (``_probe``) — MKL picks its kernels by
+    processor, not by PyTorch's capability: on Intel processors with AVX-512 it sums k in halves,
+    on AMD ones (with AVX-512 or not) and wherever it runs AVX2 in blocks of 192 (read off both).
+    Where both orders agree (a width of at most 192) or neither gives every bit, the order of
+    PyTorch's capability (halves with 16 lanes). So lm-evaluation-harness's numbers, which are
+    PyTorch's, are the kernel's on each machine."""
+    lanes = sum_lanes(torch)
+    default = lanes | (HALVES if lanes == 16 else 0)
+    matching = [candidate for candidate, equal in _probe(torch, width).items() if equal]
+    if not matching:
+        log.info(
+            "MKL's order of a logit %d wide is neither of the fused head's: its logits may differ in a last bit", width
+        )
+    return matching[0] if len(matching) == 1 else default
+
+
+def follows_pytorch(torch, width: int) -> bool:
+    """Whether the kernel's logits at ``width`` are MKL's, every bit (the probe's verdict)."""
+    return _probe(torch, width).get(order(torch, width), False)
+
+
+def version(order: int) -> str:
+    """The fingerprint's name for the kernel computing in ``order`` (the names of the two orders
+    that were all there were are kept: 8 lanes with blocks, 16 with halves)."""
+    lanes = order & 0xFF
+    name = VERSION if lanes == 8 else f"{VERSION}-avx512"
+    if bool(order & HALVES) != (lanes == 16):
+        name += "-khalves" if order & HALVES else "-kblocks"
+    return name
 
 
 def pack(torch, weight, tile: int):

@@ -9,9 +9,10 @@ SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). Two imp
   logits and ATen's log-softmax, the same IEEE operations in the same order — without the
   separate passes over a [block, vocab] tensor: about twice as fast, bit-identical to PyTorch's
   head where MKL and ATen run their AVX2 code (a last-bit difference in ~0.3% of values, from the
-  log). Where PyTorch runs AVX-512 kernels the kernel follows their order instead (16 lanes, MKL's
-  k in halves; ``head_kernel.lanes``), so its numbers are PyTorch's on each machine, as
-  lm-evaluation-harness's are.
+  log). Where PyTorch runs AVX-512 kernels the kernel follows their order instead (ATen's 16
+  lanes; MKL's k in halves where it runs its AVX-512 GEMM, which it does on Intel processors and
+  not on AMD ones, so that is probed: ``head_kernel.order``), so its numbers are PyTorch's on each
+  machine, as lm-evaluation-harness's are.
 - ``torch``, and every head the kernel does not take (CUDA, a bias, a softcap, hooks, another
   dtype or module): PyTorch's projection and log-softmax in fixed blocks and, on the CPU, into
   buffers allocated once (a fresh [64, 49,152] float32 tensor per block is 12.6 MB that the
@@ -70,7 +71,8 @@ class VocabularyHead:
             and _computes_on_cpu(torch, self._hook, weight)
         )
         self._kernel = head_kernel.load() if fusable else None
-        self.lanes = head_kernel.lanes(torch)  # whose order the kernel follows: PyTorch's kernels here
+        # whose order the kernel follows: PyTorch's kernels' here, at this width
+        self.order = head_kernel.order(torch, weight.shape[1]) if self._kernel is not None else 0
         self._packed: tuple | None = None  # (weight's data pointer and version, packed weight, padded vocab)
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
         if self._kernel is not None:
@@ -80,7 +82,7 @@ class VocabularyHead:
     def implementation(self) -> str | None:
         """The fused kernel's version where it computes this head (part of the model fingerprint),
         None where PyTorch's ops do."""
-        return head_kernel.version(self.lanes) if self._kernel is not None else None
+        return head_kernel.version(self.order) if self._kernel is not None else None
 
     def _hooked(self) -> bool:
         """Forward hooks on the head (a steering control that edits logits) need the module called."""
@@ -168,14 +170,14 @@ class VocabularyHead:
         threads = max(1, min(torch.get_num_threads(), n // 16))
         args = (packed.data_ptr(), vocab, padded, width, hidden.data_ptr())
         outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
-        codes = [self._kernel.proctor_head_stats_threads(*args, n, *outs, self.lanes, threads)]
+        codes = [self._kernel.proctor_head_stats_threads(*args, n, *outs, self.order, threads)]
         if codes == [-2]:  # built without OpenMP: the ranges on Python threads (ctypes releases the GIL)
             step = -(-n // threads)
             ranges = [(start, min(start + step, n)) for start in range(0, n, step)]
             if self._pool is None or self._pool[0] < threads:
                 self._pool = (threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="proctor-head"))
             stats = self._kernel.proctor_head_stats
-            codes = list(self._pool[1].map(lambda r: stats(*args, *r, *outs, self.lanes), ranges))
+            codes = list(self._pool[1].map(lambda r: stats(*args, *r, *outs, self.order), ranges))
         if any(codes):
             raise MemoryError("the fused vocabulary head could not allocate its buffers")
         logprobs, hits = torch.empty(len(rows)), torch.empty(len(rows))
@@ -189,7 +191,7 @@ class VocabularyHead:
             len(rows),
             logprobs.data_ptr(),
             hits.data_ptr(),
-            self.lanes,
+            self.order,
         )
         return logprobs, hits.bool()
 

@@ -12,9 +12,12 @@
  *  - the log-softmax as ATen's AVX2 kernel does: the row's maximum M, then exp(logit - M) by
  *    SLEEF's expf_u10 algorithm, summed in 8 lanes in vocabulary order (entry i in lane i mod 8),
  *    the lanes added in a fixed tree, the log of the sum; a log-prob is (logit - M) - log(sum).
- * PyTorch's AVX-512 kernels round otherwise, and `lanes` = 16 follows them: the logit's k in
- * halves (tile_halves), the sum in 16 lanes, lane j + lane j + 8 first, then the tree above.
- * That order is fixed here (by `lanes`, which the caller sets from PyTorch's capability), not chosen by the
+ * PyTorch's AVX-512 kernels round otherwise, and `order` follows them, its two parts apart: ATen's
+ * AVX-512 log-softmax sums in 16 lanes, lane j + lane j + 8 first, then the tree above (the lanes
+ * of `order`: 8 or 16); MKL's AVX-512 GEMM on Intel processors sums a logit's k in halves
+ * (tile_halves; ORDER_HALVES in `order`), while on AMD processors, AVX-512 or not, MKL runs its
+ * AVX2 kernels' blocks (read off both; the caller probes which one PyTorch computes).
+ * That order is fixed here (by `order`, which the caller sets from what PyTorch computes), not chosen by the
  * processor: the bits are the same on every machine
  * (AVX2 and SSE2 builds are compared in the tests), and a node's values depend on its hidden state
  * and the weights alone, not on the other nodes of the call, their number, or the thread.
@@ -53,6 +56,10 @@ typedef int32_t vti __attribute__((vector_size(32), aligned(32)));
 #define CHUNK (TILE * 64) /* the most vocabulary entries per chunk (chunk_entries) */
 #define KBLOCK 192 /* k per partial sum of a logit, as MKL's AVX2 GEMM blocks k */
 #define KHALVES 384 /* the widest chain of a logit in MKL's AVX-512 GEMM (tile_halves) */
+/* `order`: the sum's lanes (8 or 16) in its low byte, and this bit where a logit's k is summed in
+ * halves (MKL's AVX-512 GEMM) rather than in blocks (its AVX2 one). */
+#define ORDER_LANES(order) ((order) & 0xff)
+#define ORDER_HALVES 0x100
 /* The most nodes whose logits are held at a time, per thread: KEPT, or fewer where their logits
  * would pass KEPT_BYTES (128 x 49,152 floats is 25 MB; each group reads all the weights once, so
  * on a small model the larger group was faster, 64 -> 128 about 10% per node measured). */
@@ -228,11 +235,11 @@ static inline void take_max(running_max *m, vt v) {
  * (block_end) a chain of fused multiply-adds from zero, the blocks' sums added in order. The
  * vectors wholly below `valid` (entries of the chunk that are in the vocabulary) go into max[i]. */
 static void logits_chunk(const float *packed, int64_t k_dim, const float *h, int nodes, int64_t v0, int64_t len,
-                         int64_t valid, float *out, int64_t stride, int lanes, running_max max[NODES]) {
+                         int64_t valid, float *out, int64_t stride, int order, running_max max[NODES]) {
   for (int64_t t = 0; t < len; t += TILE) {
     const float *w = packed + ((v0 + t) / TILE) * k_dim * TILE;
     vt acc[NODES][GROUPS];
-    if (lanes == 16) {
+    if (order & ORDER_HALVES) {
       tile_halves(w, h, k_dim, 0, k_dim, acc);
     } else {
       for (int64_t k0 = 0, k1; k0 < k_dim; k0 = k1) {
@@ -311,7 +318,7 @@ static float row_sum(const float *x, int64_t vocab, float max, int lanes) {
  * per group); then each row's sum relative to its maximum. */
 static void stats_range(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
                         int64_t count, float *maxima, float *logsums, int64_t *first, float *tail, float *logits,
-                        int lanes) {
+                        int order) {
   int64_t step = chunk_entries(k_dim), whole = count / NODES * NODES;
   for (int64_t i = 0; i < count; i++) maxima[n0 + i] = -INFINITY, first[n0 + i] = 0;
   memset(tail, 0, sizeof(float) * NODES * k_dim); /* the last, partial group, padded with zeros */
@@ -324,7 +331,7 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
       float *out = logits + g * padded + v0;
       running_max max[NODES];
       for (int i = 0; i < NODES; i++) max[i] = (running_max){tsplat(-INFINITY), (vti){0}};
-      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, valid, out, padded, lanes,
+      logits_chunk(packed, k_dim, g < whole ? h + (n0 + g) * k_dim : tail, nodes, v0, len, valid, out, padded, order,
                    max);
       for (int i = 0; i < nodes; i++)
         if (maxima[n0 + g + i] == maxima[n0 + g + i]) /* after a NaN logit the row is NaN */
@@ -335,7 +342,7 @@ static void stats_range(const float *packed, int64_t vocab, int64_t padded, int6
   sfence_logits();
   for (int64_t i = 0; i < count; i++) {
     float m = maxima[n0 + i];
-    logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m, lanes)) : m;
+    logsums[n0 + i] = m == m ? (float)log((double)row_sum(logits + i * padded, vocab, m, ORDER_LANES(order))) : m;
   }
 }
 
@@ -351,7 +358,7 @@ static size_t bytes64(size_t n) { return (n + 63) / 64 * 64; }
  * are held (computing them twice instead was slower at every width measured, 64 to 960).
  * Returns 0, or -1 out of memory. */
 int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h, int64_t n0,
-                       int64_t n1, float *maxima, float *logsums, int64_t *first, int lanes) {
+                       int64_t n1, float *maxima, float *logsums, int64_t *first, int order) {
   /* groups of at most `kept` nodes, as even as whole micro-tiles make them (each group reads all the
    * weights once: a last group of a few nodes cost nearly as much as a full one) */
   int64_t kept = KEPT_BYTES / ((int64_t)sizeof(float) * padded) / NODES * NODES;
@@ -363,7 +370,7 @@ int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64
   int ok = tail && logits;
   for (int64_t start = n0; ok && start < n1; start += group) {
     int64_t end = start + group < n1 ? start + group : n1;
-    stats_range(packed, vocab, padded, k_dim, h, start, end - start, maxima, logsums, first, tail, logits, lanes);
+    stats_range(packed, vocab, padded, k_dim, h, start, end - start, maxima, logsums, first, tail, logits, order);
   }
   free(tail);
   free(logits);
@@ -375,7 +382,7 @@ int proctor_head_stats(const float *packed, int64_t vocab, int64_t padded, int64
  * threads do this work rather than spin beside it). Without OpenMP it returns -2 and does nothing;
  * the caller splits the range itself. */
 int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padded, int64_t k_dim, const float *h,
-                               int64_t count, float *maxima, float *logsums, int64_t *first, int lanes,
+                               int64_t count, float *maxima, float *logsums, int64_t *first, int order,
                                int threads) {
 #ifdef _OPENMP
   int failed = 0;
@@ -384,12 +391,12 @@ int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padde
   for (int t = 0; t < threads; t++) {
     int64_t start = t * step, end = start + step < count ? start + step : count;
     if (start < end)
-      failed |= proctor_head_stats(packed, vocab, padded, k_dim, h, start, end, maxima, logsums, first, lanes) != 0;
+      failed |= proctor_head_stats(packed, vocab, padded, k_dim, h, start, end, maxima, logsums, first, order) != 0;
   }
   return failed ? -1 : 0;
 #else
   (void)packed, (void)vocab, (void)padded, (void)k_dim, (void)h, (void)count, (void)maxima, (void)logsums;
-  (void)first, (void)lanes, (void)threads;
+  (void)first, (void)order, (void)threads;
   return -2;
 #endif
 }
@@ -399,11 +406,11 @@ int proctor_head_stats_threads(const float *packed, int64_t vocab, int64_t padde
  * the target is the node's first maximum. `weight` is the plain [vocab, k_dim] weight. */
 void proctor_head_targets(const float *weight, int64_t k_dim, const float *h, const float *maxima,
                           const float *logsums, const int64_t *first, const int64_t *rows, const int64_t *targets,
-                          int64_t pairs, float *logprob, float *hit, int lanes) {
+                          int64_t pairs, float *logprob, float *hit, int order) {
   for (int64_t p = 0; p < pairs; p++) {
     const float *w = weight + targets[p] * k_dim;
     const float *x = h + rows[p] * k_dim;
-    float acc = lanes == 16 ? dot_halves(w, x, 0, k_dim) : dot_blocks(w, x, k_dim);
+    float acc = order & ORDER_HALVES ? dot_halves(w, x, 0, k_dim) : dot_blocks(w, x, k_dim);
     logprob[p] = (acc - maxima[rows[p]]) - logsums[rows[p]];
     hit[p] = first[rows[p]] == targets[p] ? 1.0f : 0.0f;
   }
