@@ -130,7 +130,8 @@ def tile(lib: ctypes.CDLL) -> int:
 # ``order`` (the kernel's argument): the log-softmax's lanes (8 or 16) in the low byte, and this bit
 # where a logit's k is summed in halves (MKL's AVX-512 GEMM) rather than in blocks of 192 (its AVX2 one).
 HALVES = 0x100
-PROBE_ENTRIES = 2048  # weight rows of the probe's GEMM (MKL's k order was the same from 512 to 49,152)
+PROBE_ENTRIES = 2048  # weight rows of a probe without the head's weight (MKL's k order was the same from 512 to 49,152)
+_PROBED: dict[tuple[int, int, int], dict[int, bool]] = {}  # (width, weight rows, lanes) -> _probe's answer
 
 
 def sum_lanes(torch) -> int:
@@ -139,19 +140,26 @@ def sum_lanes(torch) -> int:
     return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
 
 
-@lru_cache(maxsize=None)
-def _probe(torch, width: int) -> dict[int, bool]:
+def _probe(torch, width: int, weight=None) -> dict[int, bool]:
     """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): whether its
-    logits are MKL's, every bit, in a GEMM shaped as the head's calls are (a block of 64 hidden
-    states, ``PROBE_ENTRIES`` weight rows; random, seeded), at 16 of the nodes and 256 entries."""
+    logits are MKL's, every bit, in the GEMM of one of the head's CPU calls (a block of 64 hidden
+    states, random and seeded, times ``weight``, the head's own where it is on the CPU in float32,
+    else ``PROBE_ENTRIES`` random rows), compared at 16 of the nodes and 256 entries."""
     lib = load()
     lanes = sum_lanes(torch)
     if lib is None:
         return {}
+    if weight is not None and (weight.device.type != "cpu" or weight.dtype != torch.float32):
+        weight = None  # an offloaded head's weight waits on the meta device
+    key = (width, PROBE_ENTRIES if weight is None else len(weight), lanes)
+    if key in _PROBED:
+        return _PROBED[key]
     generator = torch.Generator().manual_seed(width)
-    weight = torch.randn(PROBE_ENTRIES, width, generator=generator)
+    if weight is None:
+        weight = torch.randn(PROBE_ENTRIES, width, generator=generator)
+    weight = weight.detach().contiguous()
     hidden = torch.randn(64, width, generator=generator)
-    nodes, entries = 16, 256
+    nodes, entries = 16, min(256, len(weight))
     expected = torch.mm(hidden, weight.t())[:nodes, :entries].reshape(-1)
     rows = torch.arange(nodes).repeat_interleave(entries)
     targets = torch.arange(entries).repeat(nodes)
@@ -174,12 +182,14 @@ def _probe(torch, width: int) -> dict[int, bool]:
             candidate,
         )
         found[candidate] = torch.equal(logits, expected)
+    _PROBED[key] = found
     return found
 
 
-def order(torch, width: int) -> int:
+def order(torch, width: int, weight=None) -> int:
     """Whose rounding the kernel follows for a head ``width`` wide: ATen's log-softmax lanes
-    (``sum_lanes``) and MKL's order of a logit's k, probed (``_probe``) — MKL picks its kernels by
+    (``sum_lanes``) and MKL's order of a logit's k, probed (``_probe``, with the head's ``weight``
+    where it is given) — MKL picks its kernels by
     processor, not by PyTorch's capability: on Intel processors with AVX-512 it sums k in halves,
     on AMD ones (with AVX-512 or not) and wherever it runs AVX2 in blocks of 192 (read off both).
     Where both orders agree (a width of at most 192) or neither gives every bit, the order of
@@ -187,7 +197,7 @@ def order(torch, width: int) -> int:
     PyTorch's, are the kernel's on each machine."""
     lanes = sum_lanes(torch)
     default = lanes | (HALVES if lanes == 16 else 0)
-    matching = [candidate for candidate, equal in _probe(torch, width).items() if equal]
+    matching = [candidate for candidate, equal in _probe(torch, width, weight).items() if equal]
     if not matching:
         log.info(
             "MKL's order of a logit %d wide is neither of the fused head's: its logits may differ in a last bit", width
@@ -195,9 +205,9 @@ def order(torch, width: int) -> int:
     return matching[0] if len(matching) == 1 else default
 
 
-def follows_pytorch(torch, width: int) -> bool:
+def follows_pytorch(torch, width: int, weight=None) -> bool:
     """Whether the kernel's logits at ``width`` are MKL's, every bit (the probe's verdict)."""
-    return _probe(torch, width).get(order(torch, width), False)
+    return _probe(torch, width, weight).get(order(torch, width, weight), False)
 
 
 def version(order: int) -> str:
