@@ -72,8 +72,9 @@ class VocabularyHead:
         )
         self._kernel = head_kernel.load() if fusable else None
         # whose order the kernel follows: PyTorch's kernels' here, at this width
-        fused_here = self._kernel is not None and weight is not None
-        self.order = head_kernel.order(torch, weight.shape[1], weight) if fused_here else 0
+        self.order = 0
+        if self._kernel is not None and weight is not None:
+            self.order = head_kernel.order(torch, weight.shape[1], weight)
         self._packed: tuple | None = None  # (weight's data pointer and version, packed weight, padded vocab)
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
         if self._kernel is not None:
