@@ -131,7 +131,7 @@ def tile(lib: ctypes.CDLL) -> int:
 # where a logit's k is summed in halves (MKL's AVX-512 GEMM) rather than in blocks of 192 (its AVX2 one).
 HALVES = 0x100
 PROBE_ENTRIES = 2048  # weight rows of a probe without the head's weight (MKL's k order was the same from 512 to 49,152)
-_PROBED: dict[tuple[int, int, int], dict[int, bool]] = {}  # (width, weight rows, lanes) -> _probe's answer
+_PROBED: dict[tuple[int, int, int], dict[int, float]] = {}  # (width, weight rows, lanes) -> _probe's answer
 
 
 def sum_lanes(torch) -> int:
@@ -140,9 +140,9 @@ def sum_lanes(torch) -> int:
     return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
 
 
-def _probe(torch, width: int, weight=None) -> dict[int, bool]:
-    """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): whether its
-    logits are MKL's, every bit, in the GEMM of one of the head's CPU calls (a block of 64 hidden
+def _probe(torch, width: int, weight=None) -> dict[int, float]:
+    """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): the share of its
+    logits that are MKL's, every bit (1.0: all), in the GEMM of one of the head's CPU calls (a block of 64 hidden
     states, random and seeded, times ``weight``, the head's own where it is on the CPU in float32,
     else ``PROBE_ENTRIES`` random rows), compared at 16 of the nodes and 256 entries."""
     lib = load()
@@ -181,7 +181,7 @@ def _probe(torch, width: int, weight=None) -> dict[int, bool]:
             hits.data_ptr(),
             candidate,
         )
-        found[candidate] = torch.equal(logits, expected)
+        found[candidate] = float((logits == expected).double().mean())
     _PROBED[key] = found
     return found
 
@@ -192,22 +192,25 @@ def order(torch, width: int, weight=None) -> int:
     where it is given) — MKL picks its kernels by
     processor, not by PyTorch's capability: on Intel processors with AVX-512 it sums k in halves,
     on AMD ones (with AVX-512 or not) and wherever it runs AVX2 in blocks of 192 (read off both).
-    Where both orders agree (a width of at most 192) or neither gives every bit, the order of
-    PyTorch's capability (halves with 16 lanes). So lm-evaluation-harness's numbers, which are
+    Where both orders give every bit (a width of at most 192), the order of PyTorch's capability
+    (halves with 16 lanes); where neither does, the closer one. So lm-evaluation-harness's numbers, which are
     PyTorch's, are the kernel's on each machine."""
     lanes = sum_lanes(torch)
     default = lanes | (HALVES if lanes == 16 else 0)
-    matching = [candidate for candidate, equal in _probe(torch, width, weight).items() if equal]
-    if not matching:
-        log.info(
-            "MKL's order of a logit %d wide is neither of the fused head's: its logits may differ in a last bit", width
-        )
-    return matching[0] if len(matching) == 1 else default
+    shares = _probe(torch, width, weight)
+    matching = [candidate for candidate, share in shares.items() if share == 1.0]
+    if len(matching) == 1:
+        return matching[0]
+    if matching or not shares:
+        return default
+    log.info("MKL's order of a logit %d wide is neither of the fused head's: some logits differ in a last bit", width)
+    best = max(shares.values())
+    return default if shares.get(default) == best else max(shares, key=lambda candidate: shares[candidate])
 
 
 def follows_pytorch(torch, width: int, weight=None) -> bool:
     """Whether the kernel's logits at ``width`` are MKL's, every bit (the probe's verdict)."""
-    return _probe(torch, width, weight).get(order(torch, width, weight), False)
+    return _probe(torch, width, weight).get(order(torch, width, weight)) == 1.0
 
 
 def version(order: int) -> str:
