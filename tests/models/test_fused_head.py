@@ -89,22 +89,8 @@ def test_the_probe_finds_mkls_order_of_a_logit(width):
     hidden = torch.randn(64, width)
     rows = torch.arange(64).repeat_interleave(8)
     targets = torch.randint(0, 3000, (8 * 64,))
-    zero = torch.zeros(64)  # the kernel's logits: a log-prob with maximum and log-sum 0
-    logits, hits = torch.empty(len(rows)), torch.empty(len(rows))
-    head_kernel.load().proctor_head_targets(
-        linear.weight.data_ptr(),
-        width,
-        hidden.data_ptr(),
-        zero.data_ptr(),
-        zero.data_ptr(),
-        torch.zeros(64, dtype=torch.int64).data_ptr(),
-        rows.data_ptr(),
-        targets.data_ptr(),
-        len(rows),
-        logits.data_ptr(),
-        hits.data_ptr(),
-        chosen,
-    )
+    weight = linear.weight.detach()
+    logits = head_kernel.pair_logits(torch, head_kernel.load(), weight, hidden, rows, targets, chosen)
     with torch.no_grad():
         assert torch.equal(logits, (hidden @ linear.weight.t())[rows, targets])  # a real head's shape, every bit
 

@@ -140,11 +140,39 @@ def sum_lanes(torch) -> int:
     return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
 
 
+def pair_logprobs(torch, lib: ctypes.CDLL, weight, hidden, maxima, logsums, first, rows, targets, order: int):
+    """``proctor_head_targets``: the log-probs of (row, target) pairs, (logit - maximum) - log-sum,
+    and their greedy hits (1.0 where the target is the row's first maximum). ``weight`` [vocab,
+    width] and ``hidden`` [nodes, width] float32 and contiguous; rows and targets int64."""
+    logprobs, hits = torch.empty(len(rows)), torch.empty(len(rows))
+    lib.proctor_head_targets(
+        weight.data_ptr(),
+        weight.shape[1],
+        hidden.data_ptr(),
+        maxima.data_ptr(),
+        logsums.data_ptr(),
+        first.data_ptr(),
+        rows.data_ptr(),
+        targets.data_ptr(),
+        len(rows),
+        logprobs.data_ptr(),
+        hits.data_ptr(),
+        order,
+    )
+    return logprobs, hits
+
+
+def pair_logits(torch, lib: ctypes.CDLL, weight, hidden, rows, targets, order: int):
+    """The kernel's logits at (row, target) pairs, in ``order``: ``pair_logprobs`` with maximum and log-sum 0."""
+    zeros, first = torch.zeros(len(hidden)), torch.zeros(len(hidden), dtype=torch.int64)
+    return pair_logprobs(torch, lib, weight, hidden, zeros, zeros, first, rows, targets, order)[0]
+
+
 def _probe(torch, width: int, weight=None) -> dict[int, float]:
     """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): the share of its
-    logits that are MKL's, every bit (1.0: all), in the GEMM of one of the head's CPU calls (a block of 64 hidden
-    states, random and seeded, times ``weight``, the head's own where it is on the CPU in float32,
-    else ``PROBE_ENTRIES`` random rows), compared at 16 of the nodes and 256 entries."""
+    logits that are MKL's, every bit (1.0: all), in the GEMM of one of the head's CPU calls (a block
+    of 64 hidden states, random and seeded, times ``weight``, the head's own where it is on the CPU
+    in float32, else ``PROBE_ENTRIES`` random rows), compared at 16 of the nodes and 256 entries."""
     lib = load()
     lanes = sum_lanes(torch)
     if lib is None:
@@ -163,24 +191,9 @@ def _probe(torch, width: int, weight=None) -> dict[int, float]:
     expected = torch.mm(hidden, weight.t())[:nodes, :entries].reshape(-1)
     rows = torch.arange(nodes).repeat_interleave(entries)
     targets = torch.arange(entries).repeat(nodes)
-    zeros, first = torch.zeros(nodes), torch.zeros(nodes, dtype=torch.int64)  # a log-prob of logit - 0 - 0
     found = {}
     for candidate in (lanes, lanes | HALVES):
-        logits, hits = torch.empty(len(rows)), torch.empty(len(rows))
-        lib.proctor_head_targets(
-            weight.data_ptr(),
-            width,
-            hidden.data_ptr(),
-            zeros.data_ptr(),
-            zeros.data_ptr(),
-            first.data_ptr(),
-            rows.data_ptr(),
-            targets.data_ptr(),
-            len(rows),
-            logits.data_ptr(),
-            hits.data_ptr(),
-            candidate,
-        )
+        logits = pair_logits(torch, lib, weight, hidden, rows, targets, candidate)
         found[candidate] = float((logits == expected).double().mean())
     _PROBED[key] = found
     return found
@@ -189,23 +202,23 @@ def _probe(torch, width: int, weight=None) -> dict[int, float]:
 def order(torch, width: int, weight=None) -> int:
     """Whose rounding the kernel follows for a head ``width`` wide: ATen's log-softmax lanes
     (``sum_lanes``) and MKL's order of a logit's k, probed (``_probe``, with the head's ``weight``
-    where it is given) — MKL picks its kernels by
-    processor, not by PyTorch's capability: on Intel processors with AVX-512 it sums k in halves,
-    on AMD ones (with AVX-512 or not) and wherever it runs AVX2 in blocks of 192 (read off both).
-    Where both orders give every bit (a width of at most 192), the order of PyTorch's capability
-    (halves with 16 lanes); where neither does, the closer one. So lm-evaluation-harness's numbers, which are
-    PyTorch's, are the kernel's on each machine."""
+    where it is given) — MKL picks its kernels by processor, not by PyTorch's capability: on Intel
+    processors with AVX-512 it sums k in halves, on AMD ones (with AVX-512 or not) and wherever it
+    runs AVX2 in blocks of 192 (read off both). Where both orders give every bit (a width of at
+    most 192), the order of PyTorch's capability (halves with 16 lanes); where neither does, the
+    closer one. So lm-evaluation-harness's numbers, which are PyTorch's, are the kernel's on each
+    machine."""
     lanes = sum_lanes(torch)
     default = lanes | (HALVES if lanes == 16 else 0)
     shares = _probe(torch, width, weight)
-    matching = [candidate for candidate, share in shares.items() if share == 1.0]
-    if len(matching) == 1:
-        return matching[0]
-    if matching or not shares:
+    if not shares:
         return default
-    log.info("MKL's order of a logit %d wide is neither of the fused head's: some logits differ in a last bit", width)
-    best = max(shares.values())
-    return default if shares.get(default) == best else max(shares, key=lambda candidate: shares[candidate])
+    chosen = max(shares, key=lambda candidate: (shares[candidate], candidate == default))  # a tie: the default
+    if shares[chosen] < 1.0:
+        log.info(
+            "MKL's order of a logit %d wide is neither of the fused head's: some logits differ in a last bit", width
+        )
+    return chosen
 
 
 def follows_pytorch(torch, width: int, weight=None) -> bool:

@@ -182,18 +182,8 @@ class VocabularyHead:
             codes = list(self._pool[1].map(lambda r: stats(*args, *r, *outs, self.order), ranges))
         if any(codes):
             raise MemoryError("the fused vocabulary head could not allocate its buffers")
-        logprobs, hits = torch.empty(len(rows)), torch.empty(len(rows))
-        self._kernel.proctor_head_targets(
-            weight.data_ptr(),
-            width,
-            hidden.data_ptr(),
-            *outs,
-            rows.data_ptr(),
-            targets.data_ptr(),
-            len(rows),
-            logprobs.data_ptr(),
-            hits.data_ptr(),
-            self.order,
+        logprobs, hits = head_kernel.pair_logprobs(
+            torch, self._kernel, weight, hidden, maxima, logsums, first, rows, targets, self.order
         )
         return logprobs, hits.bool()
 
