@@ -14,7 +14,7 @@ from proctor import evaluate
 from proctor.cli import app
 from proctor.runs.report import fmt, write_report
 from proctor.runs.report_data import calibration
-from tests.support.browser import browser
+from tests.support.browser import browser, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
 
@@ -59,7 +59,7 @@ def browser_fixture():
 def test_report_in_headless_chromium(run_dir, browser):
     from selenium.webdriver.common.by import By
 
-    browser.get((run_dir / "report.html").resolve().as_uri())
+    open_page(browser, (run_dir / "report.html").resolve().as_uri())
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert errors == []
 
@@ -104,6 +104,8 @@ def test_report_in_headless_chromium(run_dir, browser):
     assert count.get_attribute("data-matches") == "0"
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
     browser.find_element(By.ID, "nav-index").click()  # a one-run report lists its run too
+    # The click changes the hash; the index is drawn on the hashchange event, after click() returns.
+    wait_until(browser, lambda d: d.find_element(By.ID, "run-count").get_attribute("data-shown"))
     assert [r.get_attribute("data-run") for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")] == ["run"]
 
 
@@ -113,7 +115,7 @@ def test_report_page_errors_are_caught(tmp_path, run_dir, browser):
     broken.write_text(
         (run_dir / "report.html").read_text().replace('var search = $("search")', 'var search = $("nope").x')
     )
-    browser.get(broken.as_uri())
+    open_page(browser, broken.as_uri())
     assert any(e["level"] == "SEVERE" for e in browser.get_log("browser"))
 
 
@@ -171,7 +173,7 @@ def test_report_pages_filters_and_plots_on_2000_samples(big_run, browser):
     assert len(records) >= 2000
     SHOTS.mkdir(exist_ok=True)
     browser.set_window_size(1400, 1000)
-    browser.get((big_run / "report.html").resolve().as_uri())
+    open_page(browser, (big_run / "report.html").resolve().as_uri())
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
     browser.save_screenshot(str(SHOTS / "top.png"))
 

@@ -16,7 +16,7 @@ import pytest
 
 from proctor.api import evaluate, load_tasks
 from tests.conftest import shared_path
-from tests.support.browser import browser
+from tests.support.browser import browser, open_page
 from tests.support.fakes import FakeModel, write_tasks
 
 
@@ -146,7 +146,7 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
     try:
         driver.set_window_size(1400, 1000)
         for run in sorted(dialect_runs.iterdir()):
-            driver.get(page.as_uri() + f"#run={run.name}")
+            open_page(driver, page.as_uri() + f"#run={run.name}")
             mine = records(run)
             results = json.loads((run / "results.json").read_text())
             for task in results["tasks"]:
@@ -179,7 +179,7 @@ def test_report_shows_every_dialect_alike(dialect_runs, tmp_path):
                     assert driver.find_element(By.CSS_SELECTOR, f'.cal[data-task="{task}"] .cal-note').text
             assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == [], run.name
         # lm-eval: a word that is only in a choice is found by the search
-        driver.get(page.as_uri() + "#run=lmeval")
+        open_page(driver, page.as_uri() + "#run=lmeval")
         driver.find_element(By.ID, "search").send_keys("steam")
         cards = driver.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
         assert [(c.get_attribute("data-task"), c.get_attribute("data-id")) for c in cards] == [("quiz_plain", "3")]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from proctor import evaluate
-from tests.support.browser import browser
+from tests.support.browser import browser, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
 HOSTILE = [
@@ -108,9 +108,8 @@ def browser_fixture():
 def loaded(browser, view: str = "run-view") -> None:
     """The served page reads a run when it is opened: wait until it is drawn."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, view).get_attribute("data-loaded"))
+    wait_until(browser, lambda d: d.find_element(By.ID, view).get_attribute("data-loaded"), timeout=60)
 
 
 def no_errors(browser) -> None:
@@ -121,7 +120,7 @@ def test_runs_table(server, folder, browser):
     from selenium.webdriver.common.by import By
 
     _, url = server
-    browser.get(url)
+    open_page(browser, url)
     no_errors(browser)
     rows = {r.get_attribute("data-run"): r for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")}
     assert set(rows) == {"a", "nested/b", "hostile", "broken", "torn", "started"}
@@ -159,7 +158,7 @@ def test_run_samples_sorted_most_confident_wrong_and_filtered(server, folder, br
     from selenium.webdriver.support.ui import Select
 
     _, url = server
-    browser.get(url + "#run=a")
+    open_page(browser, url + "#run=a")
     loaded(browser)
     no_errors(browser)
     mine = records(folder / "a")
@@ -185,7 +184,7 @@ def test_per_sample_link(server, folder, browser):
     from selenium.webdriver.common.by import By
 
     _, url = server
-    browser.get(url + "#run=a&task=mc_beta&id=m57")  # past the first page of 50
+    open_page(browser, url + "#run=a&task=mc_beta&id=m57")  # past the first page of 50
     loaded(browser)
     card = browser.find_element(By.CSS_SELECTOR, "#sample-list .sample.target-sample")
     assert (card.get_attribute("data-task"), card.get_attribute("data-id")) == ("mc_beta", "m57")
@@ -203,7 +202,7 @@ def test_two_runs_side_by_side(server, folder, browser):
     from selenium.webdriver.common.by import By
 
     _, url = server
-    browser.get(url)
+    open_page(browser, url)
     for key in ("a", "nested/b"):
         browser.find_element(By.CSS_SELECTOR, f'#runs tr[data-run="{key}"] input[type=checkbox]').click()
     browser.find_element(By.ID, "compare-button").click()
@@ -239,8 +238,7 @@ def test_hostile_strings_stay_text(server, folder, browser):
     from selenium.webdriver.common.by import By
 
     _, url = server
-    browser.get(url)
-    browser.get(url + "#run=hostile")
+    open_page(browser, url + "#run=hostile")
     loaded(browser)
     cards = browser.find_elements(By.CSS_SELECTOR, "#sample-list .sample")
     assert len(cards) == 6
@@ -252,7 +250,7 @@ def test_hostile_strings_stay_text(server, folder, browser):
     assert browser.execute_script(
         "return window.__pwned === undefined && document.querySelectorAll('img, script[src], svg[onload]').length === 0"
     )
-    browser.get(url + "#compare=hostile&compare=a")
+    open_page(browser, url + "#compare=hostile&compare=a")
     loaded(browser, "compare-view")
     assert browser.find_element(By.ID, "compare-summary").text == "These runs share no task."
     assert browser.execute_script("return window.__pwned === undefined")
@@ -263,7 +261,7 @@ def test_corrupt_folders_are_named_not_fatal(server, folder, browser):
     from selenium.webdriver.common.by import By
 
     _, url = server
-    browser.get(url + "#run=torn")
+    open_page(browser, url + "#run=torn")
     loaded(browser)
     error = browser.find_element(By.ID, "run-error")
     assert error.is_displayed() and "not a JSON line" in error.text  # a torn last line, named with its line number
@@ -300,16 +298,17 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "<link" not in text
     for payload in HOSTILE:
         assert payload not in text  # escaped in the markup and in the embedded JSON
-    browser.get(page.as_uri() + "#run=a")
-    browser.find_element(By.ID, "nav-index").click()  # back to the runs
+    open_page(browser, page.as_uri() + "#run=a")
+    browser.find_element(By.ID, "nav-index").click()  # back to the runs (drawn on hashchange, after the click)
+    wait_until(browser, lambda d: d.find_element(By.ID, "run-count").get_attribute("data-shown"))
     assert (
         browser.find_element(By.ID, "index-view").is_displayed()
         and not browser.find_element(By.ID, "run-view").is_displayed()
     )
     assert len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 6
-    browser.get(page.as_uri() + "#compare=a&compare=nested%2Fb&task=mc_beta")
+    open_page(browser, page.as_uri() + "#compare=a&compare=nested%2Fb&task=mc_beta")
     assert int(browser.find_element(By.ID, "compare-summary").get_attribute("data-shared")) == 40
-    browser.get(page.as_uri() + "#run=hostile")
+    open_page(browser, page.as_uri() + "#run=hostile")
     assert browser.execute_script(
         "return window.__pwned === undefined && document.querySelectorAll('img').length === 0"
     )

@@ -34,3 +34,17 @@ def browser():
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def open_page(driver, url: str) -> None:
+    """Load ``url`` as a new document. A URL that differs from the open page's only in its fragment would be a
+    same-document navigation: WebDriver returns before the page's hashchange handler has drawn anything."""
+    driver.get("about:blank")
+    driver.get(url)
+
+
+def wait_until(driver, condition, timeout: float = 30):
+    """Wait for ``condition(driver)`` to be truthy (what a hashchange or a fetch draws comes after the action)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(condition)
