@@ -14,7 +14,7 @@ from proctor import evaluate
 from proctor.cli import app
 from proctor.runs.report import fmt, write_report
 from proctor.runs.report_data import calibration
-from tests.support.browser import browser, open_page, wait_until
+from tests.support.browser import browser, index_drawn, open_page
 from tests.support.fakes import FakeModel, write_tasks
 
 
@@ -105,7 +105,7 @@ def test_report_in_headless_chromium(run_dir, browser):
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
     browser.find_element(By.ID, "nav-index").click()  # a one-run report lists its run too
     # The click changes the hash; the index is drawn on the hashchange event, after click() returns.
-    wait_until(browser, lambda d: d.find_element(By.ID, "run-count").get_attribute("data-shown"))
+    index_drawn(browser)
     assert [r.get_attribute("data-run") for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")] == ["run"]
 
 

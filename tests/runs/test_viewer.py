@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from proctor import evaluate
-from tests.support.browser import browser, open_page, wait_until
+from tests.support.browser import browser, index_drawn, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
 HOSTILE = [
@@ -300,7 +300,7 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
         assert payload not in text  # escaped in the markup and in the embedded JSON
     open_page(browser, page.as_uri() + "#run=a")
     browser.find_element(By.ID, "nav-index").click()  # back to the runs (drawn on hashchange, after the click)
-    wait_until(browser, lambda d: d.find_element(By.ID, "run-count").get_attribute("data-shown"))
+    index_drawn(browser)
     assert (
         browser.find_element(By.ID, "index-view").is_displayed()
         and not browser.find_element(By.ID, "run-view").is_displayed()

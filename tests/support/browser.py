@@ -48,3 +48,10 @@ def wait_until(driver, condition, timeout: float = 30):
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, timeout).until(condition)
+
+
+def index_drawn(driver) -> None:
+    """Wait until the viewer's runs index is drawn: only its drawIndex() sets ``#run-count[data-shown]``."""
+    from selenium.webdriver.common.by import By
+
+    wait_until(driver, lambda d: d.find_element(By.ID, "run-count").get_attribute("data-shown"))
