@@ -92,11 +92,13 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
         mc_format=options.mc_format,
         mc_shuffle_seed=options.mc_shuffle_seed,
         overrides=options.overrides,
+        strict_audit=options.strict_audit,
     )
     if named is None:
         prepared = prepare_tasks(task_list, variables, **how)
     else:
         prepared = _prepare_found(task_list, named, skipped, variables, **how)
+    report_findings(prepared)  # before the model loads: a user can stop a run whose numbers would mislead
     model = config.model
     if isinstance(model.model, str):  # after the tasks (their errors first), before anything loads
         from proctor.models.registry import check_model_options, check_model_source
@@ -125,6 +127,14 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
                 Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
             )
         return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
+
+
+def report_findings(prepared: Sequence[PreparedTask]) -> None:
+    """Each task's audit findings, logged once (the console shows them); silenced ones are recorded only."""
+    for p in prepared:
+        for finding in p.findings:
+            if finding.silenced is None:
+                log.warning("%s: audit %s", p.task.name, finding.text())
 
 
 def _check_images_taken(prepared: Sequence[PreparedTask], spec: str) -> None:
@@ -189,6 +199,7 @@ def _prepare_found(
     skipped: list[dict[str, str]],
     variables: Mapping[str, str] | None,
     overrides: RunOverrides,
+    strict_audit: bool = False,
     **options: Any,
 ) -> list[PreparedTask]:
     """Prepare every task; one found in a folder that fails is reported in ``skipped`` (and logged) and the
@@ -206,6 +217,7 @@ def _prepare_found(
                     variables or {},
                     epochs=epochs_of(task, overrides),
                     epoch_reducer=overrides.epoch_reducer,
+                    strict_audit=strict_audit,
                     **options,
                 )
             )

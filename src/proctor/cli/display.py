@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Optional, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from proctor.core.audit import Finding
 
 # Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
 console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=240)
@@ -46,6 +48,23 @@ def print_warnings(results: dict) -> None:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def print_findings(task: str, findings: Sequence[Finding]) -> None:
+    """``validate``: a task's audit findings, one line each (a silenced one says so, with its reason)."""
+    for finding in findings:
+        if finding.silenced is not None:
+            console.print(
+                f"  silenced {escape(finding.text())} (reason: {escape(finding.silenced)})",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            err_console.print(
+                f"[bold yellow]warning:[/bold yellow] {escape(task)}: audit {escape(finding.text())}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def print_skipped(skipped: list[dict]) -> None:

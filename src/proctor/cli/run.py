@@ -81,6 +81,7 @@ def run(
     cache: Optional[Path] = flag.CACHE,
     chunk_size: Optional[int] = flag.CHUNK_SIZE,
     skip_broken: bool = flag.SKIP_BROKEN,
+    strict: bool = flag.STRICT,
     quiet: bool = flag.QUIET,
     # -- Ray workers
     workers: int = flag.WORKERS,
@@ -165,7 +166,9 @@ def run(
         limit=RowLimit(cast("int | float | None", limit), per_part=False)
         if limit_per_part is None
         else RowLimit(cast("int | float", limit_per_part), per_part=True),
-        prepare=PrepareOptions(variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides),
+        prepare=PrepareOptions(
+            variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides, strict_audit=strict
+        ),
         output=OutputOptions(
             output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)
         ),

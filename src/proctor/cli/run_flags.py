@@ -274,6 +274,13 @@ CHUNK_SIZE = typer.Option(
     help="Requests per model call, each stored when it finishes (default: the backend's).",
     rich_help_panel=RUN_FOLDER_PANEL,
 )
+STRICT = typer.Option(
+    False,
+    "--strict",
+    help="Every audit finding (docs/audit.md: duplicate choices, few-shot leaks, misaligned joins, ...) stops its "
+    "task as an error, not a warning; a task file silences a rule with audit: {silence: [{rule, reason}]}.",
+    rich_help_panel=RUN_FOLDER_PANEL,
+)
 SKIP_BROKEN = typer.Option(
     False,
     "--skip-broken",

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from proctor.cli.app import app
-from proctor.cli.display import console, err_console
+from proctor.cli.display import console, err_console, print_findings
 from proctor.cli.options import dialect_options, load_plugins, variables_from, with_dialect_options
 from proctor.cli.run_flags import DATA_PATH_HELP, PLUGIN_HELP
 from proctor.core.dialect import OptionContext
@@ -119,9 +119,12 @@ def validate(
     trust_task_code: bool = typer.Option(
         False, "--trust-task-code", help="Run Python code that ships with task files, as for run."
     ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Every audit finding is an error, not a warning (as for run; docs/audit.md)."
+    ),
     dialect_values: Optional[dict] = None,
 ) -> None:
-    """Check task files, their data and every prompt, without running a model."""
+    """Check task files, their data and every prompt, without running a model; audit what would mislead."""
     from rich.markup import escape
 
     from proctor.api import load_tasks
@@ -148,12 +151,13 @@ def validate(
     valid = 0
     for task in found:
         try:
-            prepared = prepare_task(task, variables)
+            prepared = prepare_task(task, variables, strict_audit=strict)
         except ProctorError as exc:
             problems.append({"task": task.name, "file": str(task.file), "error": str(exc)})
             continue
         valid += 1
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")
+        print_findings(task.name, prepared.findings)
     for problem in problems:
         err_console.print(f"[bold red]error:[/bold red] {escape(problem['error'])}", highlight=False, soft_wrap=True)
     console.print(f"{valid} task(s) valid")

@@ -16,7 +16,7 @@ through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix (
 built-in ones too: ``proctor.plugins.backends``), task exporters (a spec's ``exports:``), roll-up rules
 (group scores that are not a mean), and modules whose import registers metrics
 (``scoring.metrics.register_metric``; with the names they register, imported only when one of those is
-looked up), and metric resolvers (names made up per task).
+looked up), metric resolvers (names made up per task), and audit rules (``core/audit.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
+
+from proctor.core.audit import AuditRule
 
 if TYPE_CHECKING:
     from proctor.core.dialect import Dialect
@@ -116,6 +118,7 @@ class Registry:
     metric_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # module -> the names it registers
     metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
     task_handlers: dict[str, TaskHandler] = field(default_factory=dict)
+    audit_rules: dict[str, AuditRule] = field(default_factory=dict)  # a plug-in's, beside the built-in ones
 
     # -- registration (called from plug-ins' register functions)
     def add_dialect(self, dialect: "Dialect[Any]") -> None:
@@ -172,6 +175,14 @@ class Registry:
 
     def add_rollup_rule(self, rule: Any) -> None:
         self.rollup_rules.append(rule)
+
+    def add_audit_rule(self, rule: AuditRule) -> None:
+        """A check the audit stage runs over every prepared task (``core/audit.py``), beside the built-in ones."""
+        if not isinstance(rule, AuditRule):
+            raise TypeError(f"add_audit_rule takes a proctor.core.audit.AuditRule, got {type(rule).__name__}")
+        if rule.id in self.audit_rules:
+            raise ValueError(f"audit rule '{rule.id}' is registered twice")
+        self.audit_rules[rule.id] = rule
 
     def add_metric_resolver(self, resolver: Callable[[str], Any]) -> None:
         """``resolver(name) -> MetricDef | None`` for names a plug-in makes up per task (lm-eval's

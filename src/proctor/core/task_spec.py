@@ -180,6 +180,29 @@ class PerplexitySpec(_Frozen):
         return self
 
 
+class SilencedRule(_Frozen):
+    """An audit rule the task file turns off for this task, and why (the reason is recorded with the finding)."""
+
+    rule: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+    @field_validator("reason")
+    @classmethod
+    def _a_reason(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a silenced audit rule needs a reason: it is recorded in results.json")
+        return value
+
+
+class AuditSpec(_Frozen):
+    """The task's say in the audit stage (``proctor.audit``): rules it silences, each with a reason."""
+
+    silence: list[SilencedRule] = Field(default_factory=list)
+
+    def reason_for(self, rule: str) -> str | None:
+        return next((s.reason for s in self.silence if s.rule == rule), None)
+
+
 class MetricSpec(_Frozen):
     name: str
     kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -268,6 +291,8 @@ class TaskSpec(_Frozen):
     metrics: list[MetricSpec] = Field(default_factory=list)
     breakdown: list[str] = Field(default_factory=list)  # fields to report metrics by (e.g. _file)
     rollup: RollupSpec | None = None  # place in a score hierarchy (see proctor.scoring.rollup)
+    # rules of the audit stage the task silences; changes no number, so it is left out of dumps (and content hashes)
+    audit: AuditSpec | None = Field(default=None, exclude=True)
 
     @field_validator("name")
     @classmethod

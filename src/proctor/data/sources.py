@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TypedDict
 
+from proctor.core.audit import Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import DataSpec
+from proctor.data.join_alignment import join_misalignment
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import FILE_KEY, ROW_KEY, Row, detect_format, read_rows
 
@@ -138,7 +140,13 @@ def _glob_base(pattern: Path) -> Path:
     return base if base != pattern else pattern.parent
 
 
-def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], where: _Where) -> tuple[list[Row], str]:
+def _read_local(
+    spec: DataSpec,
+    base_dir: Path,
+    variables: Mapping[str, str],
+    where: _Where,
+    noticed: dict[str, list[Hit]] | None = None,
+) -> tuple[list[Row], str]:
     assert spec.path is not None  # load_samples reads a local source only where it names a path
     files = _resolve_path(spec.path, base_dir, variables, where)
     expanded = Path(expand_variables(spec.path, variables)).expanduser()
@@ -167,6 +175,10 @@ def _read_local(spec: DataSpec, base_dir: Path, variables: Mapping[str, str], wh
                     file=joined_files[0],
                     field="join",
                 )
+            if noticed is not None:
+                misaligned = join_misalignment(file_rows, extra, file, joined_files[0])
+                if misaligned is not None:
+                    noticed.setdefault("data.join", []).append(misaligned)
             for row, addition in zip(file_rows, extra):
                 for key, value in addition.items():
                     if key != ROW_KEY and key in row and row[key] != value:  # the data's own value would be lost
@@ -261,12 +273,14 @@ def load_samples(
     task_file: str | None = None,
     stats: SourceStats | None = None,
     field: str = "data",
+    noticed: dict[str, list[Hit]] | None = None,
 ) -> list[Sample]:
     """Read the first available source into samples with stable ids.
 
     ``stats`` (if given) receives the source used and how many rows its filter dropped. Paths stay in
     the task's folder (``base_dir``) or a folder the variables give; ``field`` names the task file's key
-    in errors.
+    in errors. ``noticed`` (if given) receives, by audit rule id, what reading showed (a join whose key column
+    lists the rows in another order).
     """
     variables = variables or {}
     where = _Where(data_roots(base_dir, variables), task_file, field)
@@ -275,7 +289,7 @@ def load_samples(
         try:
             if spec.path is not None:
                 try:
-                    rows, origin = _read_local(spec, base_dir, variables, where)
+                    rows, origin = _read_local(spec, base_dir, variables, where, noticed)
                 except SourceUnavailable:
                     if spec.hub is None:
                         raise

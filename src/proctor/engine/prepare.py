@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from proctor.audit import AuditSubject, audit
+from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.run_overrides import RunOverrides, limit_count
 from proctor.core.task import Task
@@ -38,6 +40,7 @@ class PreparedTask:
     mc_shuffle_seed: int | None = None  # generate formulation: shuffle the lettered options, seeded per sample
     epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
     epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
+    findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
 
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
@@ -104,11 +107,15 @@ def prepare_task(
     mc_shuffle_seed: int | None = None,
     epochs: int = 1,
     epoch_reducer: str = "mean",
+    strict_audit: bool = False,
 ) -> PreparedTask:
+    """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
+    ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``."""
     check_mc_options(mc_format, mc_shuffle_seed)
     spec = task.spec
     file = str(task.file) if task.file else None
     stats: SourceStats = {}
+    noticed: dict[str, list[Hit]] = {}  # what the data reader noticed for the audit (a join's key order)
     handler = None
     if spec.handler is not None:
         from proctor.kinds.custom import load_handler
@@ -130,7 +137,7 @@ def prepare_task(
             limit = None
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
     else:
-        samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats)
+        samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats, noticed=noticed)
     if not samples:
         source = stats.get("source", "the data source")
         if stats.get("n_filtered"):
@@ -180,6 +187,8 @@ def prepare_task(
             field="rollup.metric",
         )
     images = [image.digest for sample in prepared for image in sample.prompt.images]
+    subject = AuditSubject(task, prepared, samples, pool, spec.fewshot is None or spec.fewshot.source is None, stats)
+    findings = audit(dataclasses.replace(subject, source_hits=noticed), strict=strict_audit)
     return PreparedTask(
         task,
         prepared,
@@ -192,6 +201,7 @@ def prepare_task(
         mc_shuffle_seed,
         epochs,
         epoch_reducer,
+        findings,
     )
 
 
@@ -258,6 +268,7 @@ def prepare_tasks(
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
     overrides: RunOverrides | None = None,
+    strict_audit: bool = False,
 ) -> list[PreparedTask]:
     """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
     check_mc_options(mc_format, mc_shuffle_seed)
@@ -273,6 +284,7 @@ def prepare_tasks(
             mc_shuffle_seed=mc_shuffle_seed,
             epochs=epochs_of(t, o),
             epoch_reducer=o.epoch_reducer,
+            strict_audit=strict_audit,
         )
         for t in tasks
     ]

@@ -82,6 +82,7 @@ class PrepareOptions:
     mc_format: str = "auto"
     mc_shuffle_seed: int | None = None
     overrides: RunOverrides = field(default_factory=RunOverrides)
+    strict_audit: bool = False  # --strict: every audit finding the task does not silence stops it
 
     def all_variables(self) -> dict[str, str] | None:
         """The variables with ``DATA_PATH`` from ``data_path`` (None when neither is given)."""

@@ -208,6 +208,8 @@ def run_built(
         outcome.result.usage = usage
     if isinstance(built.handler, ReportsJudgeUsage) and (judged := built.handler.judge_usage()) is not None:
         outcome.result.judge_usage = judged  # a separate judge model's calls
+    for finding in built.prepared.findings:  # the audit stage's, found before the model loaded
+        outcome.result.add_finding(finding.as_json(), finding.text())
     fallback = (built.prepared.data or {}).get("fallback")
     if fallback:
         outcome.result.add_warning(fallback)

@@ -114,6 +114,21 @@ class Epochs(_Closed):
     pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
 
 
+class AuditEntry(_Closed):
+    """A finding of the audit stage (docs/audit.md): one rule's first place in the task, and how many in all."""
+
+    rule: str = Field(description="The rule's id, e.g. choices.duplicate (a task file silences a rule by it).")
+    severity: Literal["error", "warning"]
+    message: str
+    file: Optional[str] = None
+    row: Optional[int] = None
+    line: Optional[int] = None
+    field: Optional[str] = None
+    sample: Optional[str] = Field(None, description="The first sample id it names, where the finding is a row's.")
+    count: int = Field(ge=1, description="Rows or places the rule found; the first is named.")
+    silenced: Optional[str] = Field(None, description="The task file's reason, where it silenced the rule.")
+
+
 class TaskResult(BaseModel):
     """One task's result, as the run builds it and results.json holds it. Dialects may add fields (kept after the
     listed ones, in the order they were set); those listed here are typed, and checked when they are set.
@@ -170,10 +185,20 @@ class TaskResult(BaseModel):
     )
     unparsed: Optional[Unparsed] = None
     warnings: Optional[list[str]] = None
+    audit: Optional[list[AuditEntry]] = Field(
+        None, description="The audit stage's findings (docs/audit.md), silenced ones with their reason."
+    )
     exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
 
     def add_warning(self, text: str) -> None:
         self.warnings = [*(self.warnings or []), text]
+
+    def add_finding(self, entry: Mapping[str, Any], text: str) -> None:
+        """An audit finding: listed under ``audit``, and (``text``, its one line) a warning unless the task file
+        silenced its rule."""
+        self.audit = [*(self.audit or []), AuditEntry.model_validate(entry)]
+        if entry.get("silenced") is None:
+            self.add_warning(f"audit {text}")
 
     def add_metrics(self, entries: Mapping[str, Any]) -> None:
         """Metrics computed apart from the per-sample ones (a task class's corpus metrics): added, or replacing."""

@@ -1,0 +1,163 @@
+"""Rules over a multiple-choice row's choices and right answers: what makes accuracy count something else."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterator
+
+from proctor.audit.subject import AuditSubject, loose
+from proctor.core.audit import AuditRule, Hit
+from proctor.prompts.builder import PreparedSample
+
+
+def _hit(subject: AuditSubject, sample: PreparedSample, message: str, field: str) -> Hit:
+    s = sample.sample
+    return Hit(message, file=s.file or subject.file, row=s.row, field=field, sample=s.id)
+
+
+def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.samples:
+        choices = sample.choices
+        if len(choices) < 2:
+            continue
+        keys = [loose(c) for c in choices]
+        if len(set(keys)) == len(keys):
+            continue
+        seen: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key in seen:
+                j = seen[key]
+                how = "the same text" if choices[i] == choices[j] else "the same text up to case and whitespace"
+                yield _hit(
+                    subject,
+                    sample,
+                    f"choices {j} and {i} are {how} ({choices[j]!r:.40} / {choices[i]!r:.40}): a model cannot tell "
+                    "them apart, so the row scores by which of the two the data calls right",
+                    "choices",
+                )
+                break
+            seen[key] = i
+
+
+def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.scored:
+        keys = [loose(c) for c in sample.choices]
+        counts = Counter(keys)
+        for g in sample.gold:
+            if counts[keys[g]] > 1:
+                others = [i for i, k in enumerate(keys) if k == keys[g] and i != g]
+                yield _hit(
+                    subject,
+                    sample,
+                    f"the right answer, choice {g} ({sample.choices[g]!r:.40}), has the text of choice(s) "
+                    f"{', '.join(map(str, others))} too: which one is right is a guess (a target given as text "
+                    "picks the first)",
+                    "target",
+                )
+                break
+
+
+def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.scored:
+        if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):
+            yield _hit(
+                subject,
+                sample,
+                f"the target names every one of the {len(sample.choices)} choices as right: any answer scores 1",
+                "target",
+            )
+
+
+def single_choice(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.scored:
+        if len(sample.choices) == 1:
+            yield _hit(
+                subject,
+                sample,
+                f"the row has one choice ({sample.choices[0]!r:.40}): the model's pick is always right",
+                "choices",
+            )
+
+
+CONSTANT_MIN_ROWS = 10  # below this a shared answer can be chance (3 rows of 4 choices: 1 in 16)
+
+
+def constant_target(subject: AuditSubject) -> Iterator[Hit]:
+    rows = [s for s in subject.scored if len(s.choices) >= 2]
+    if len(rows) < CONSTANT_MIN_ROWS:
+        return
+    first = rows[0].gold
+    if all(s.gold == first for s in rows):
+        yield Hit(
+            f"every one of the {len(rows)} rows has the same right answer (choice index "
+            f"{', '.join(map(str, first))}): a model that always picks that position scores 1, so accuracy "
+            "measures position bias (a label column read wrongly, or a filter that kept one class?)",
+            file=subject.file,
+            line=subject.line("target"),
+            field="target",
+        )
+
+
+OFF_BY_ONE_ROWS_PER_CHOICE = 5  # label 0 missing by chance from n rows of k choices: about ((k-1)/k)^n
+
+
+def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
+    """Labels counted from 1 (the last choice's label out of range, an error) or with the first choice never
+    right: the target is read one off."""
+    rows = [s for s in subject.scored if len(s.gold) == 1 and len(s.choices) >= 2]
+    widths = {len(s.choices) for s in rows}
+    if len(widths) != 1:
+        return
+    (width,) = widths
+    if len(rows) < OFF_BY_ONE_ROWS_PER_CHOICE * width:
+        return
+    used = Counter(s.gold[0] for s in rows)
+    if used[0] == 0 and all(used[i] > 0 for i in range(1, width)):
+        yield Hit(
+            f"no row's right answer is choice 0, while every other position is right in some of the {len(rows)} "
+            "rows: labels counted from 1 read as indices counted from 0? (the last choice would then be out of "
+            "range, and every gold answer one off)",
+            file=subject.file,
+            line=subject.line("target"),
+            field="target",
+        )
+
+
+RULES = (
+    AuditRule(
+        "choices.duplicate",
+        "warning",
+        "A row lists the same choice twice (or twice up to case and whitespace): a model cannot tell them apart.",
+        duplicate_choices,
+    ),
+    AuditRule(
+        "target.ambiguous",
+        "warning",
+        "The right answer's text is also another choice's text: which of the two is right is a guess.",
+        ambiguous_target,
+    ),
+    AuditRule(
+        "target.all-choices",
+        "error",
+        "The target names every choice as right: every answer scores 1, whatever the model does.",
+        every_choice_right,
+    ),
+    AuditRule(
+        "choices.single",
+        "warning",
+        "A multiple-choice row with one choice: the model's pick is always right.",
+        single_choice,
+    ),
+    AuditRule(
+        "target.constant",
+        "warning",
+        "Every row has the same right answer position: accuracy measures position bias, not knowledge.",
+        constant_target,
+    ),
+    AuditRule(
+        "labels.off-by-one",
+        "warning",
+        "No row's answer is the first choice while all others occur: labels counted from 1 read from 0.",
+        shifted_labels,
+    ),
+)

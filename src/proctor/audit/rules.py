@@ -1,0 +1,13 @@
+"""The built-in audit rules, in the order the stage runs them and ``docs/audit.md`` lists them."""
+
+from __future__ import annotations
+
+from proctor.audit import choice_rules, data_rules, leak_rules, target_rules
+from proctor.core.audit import AuditRule
+
+BUILTIN_RULES: tuple[AuditRule, ...] = (
+    *choice_rules.RULES,
+    *target_rules.RULES,
+    *leak_rules.RULES,
+    *data_rules.RULES,
+)

@@ -1,0 +1,92 @@
+"""The audit stage: every rule run over a prepared task, before any model loads.
+
+``proctor validate`` and ``proctor run`` both call it (through ``engine/prepare``). A rule's hits become one
+finding per rule and task (the first place named, the others counted). A finding the task file silences
+(``audit: {silence: [{rule, reason}]}``) is kept, with its reason, and neither warns nor stops the run; an
+error, or with ``strict`` any finding, stops the task with the finding's file, row and field.
+"""
+
+from __future__ import annotations
+
+from proctor.audit.rules import BUILTIN_RULES
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Finding, Severity
+from proctor.core.errors import TaskDefinitionError
+from proctor.core.user_errors import call_user
+
+
+def all_rules() -> tuple[AuditRule, ...]:
+    """The built-in rules, then those plug-ins registered (``Registry.add_audit_rule``)."""
+    from proctor.core.registry import registry
+
+    builtin = {rule.id for rule in BUILTIN_RULES}
+    added = tuple(rule for rule in registry().audit_rules.values() if rule.id not in builtin)
+    return BUILTIN_RULES + added
+
+
+def _check_silenced(subject: AuditSubject, known: set[str]) -> None:
+    spec = subject.spec.audit
+    for item in spec.silence if spec else ():
+        if item.rule not in known:
+            from proctor.core.names import close_names
+
+            near = close_names(item.rule, sorted(known))
+            hint = f" (did you mean {', '.join(near)}?)" if near else f"; the rules: {', '.join(sorted(known))}"
+            raise TaskDefinitionError(
+                f"silences the audit rule '{item.rule}', which no rule has{hint}",
+                file=subject.file,
+                line=subject.line("audit"),
+                field="audit.silence",
+            )
+
+
+def audit(subject: AuditSubject, *, strict: bool = False) -> tuple[Finding, ...]:
+    """Each rule's finding for this task; raises the first error (every finding, with ``strict``) that the
+    task does not silence, naming its place and listing the others."""
+    rules = all_rules()
+    _check_silenced(subject, {rule.id for rule in rules})
+    findings: list[Finding] = []
+    for rule in rules:
+        first = None
+        count = 0
+        builtin = rule in BUILTIN_RULES
+        hits = (
+            rule.check(subject) if builtin else call_user(lambda: list(rule.check(subject)), f"audit rule '{rule.id}'")
+        )
+        for hit in hits:
+            first = first or hit
+            count += 1
+        if first is None:
+            continue
+        severity: Severity = "error" if strict else rule.severity
+        reason = subject.spec.audit.reason_for(rule.id) if subject.spec.audit else None
+        findings.append(
+            Finding(
+                rule.id,
+                severity,
+                first.message,
+                file=first.file,
+                row=first.row,
+                line=first.line,
+                field=first.field,
+                sample=first.sample,
+                count=count,
+                silenced=reason,
+            )
+        )
+    stopping = [f for f in findings if f.severity == "error" and f.silenced is None]
+    if stopping:
+        first_error = stopping[0]
+        others = "".join(f"\n  also: {f.text()}" for f in stopping[1:])
+        how = "--strict turns audit warnings into errors; " if strict else ""
+        raise TaskDefinitionError(
+            f"[{first_error.rule}] {first_error.message}"
+            + (f" ({first_error.count} rows or places in all)" if first_error.count > 1 else "")
+            + f"{others}\n  ({how}if this is intended, silence the rule in the task file with a reason: "
+            f"audit: {{silence: [{{rule: {first_error.rule}, reason: ...}}]}})",
+            file=first_error.file,
+            line=first_error.line,
+            row=first_error.row,
+            field=first_error.field,
+        )
+    return tuple(findings)

@@ -1,0 +1,76 @@
+"""What the audit rules look at: one prepared task, as every dialect leaves it before a model loads."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Mapping, Sequence
+
+from proctor.core.audit import Hit
+from proctor.core.task import Task
+from proctor.core.task_spec import TaskSpec
+from proctor.data.sources import Sample, SourceStats
+from proctor.prompts.builder import PreparedSample
+
+# fields a reader adds to every row (its line, file, path): not the row's content
+_READER_FIELDS = frozenset({"_row", "_file", "_path", "_source"})
+_SPACES = re.compile(r"\s+")
+
+
+def loose(text: str) -> str:
+    """A text as a reader sees it: case and runs of whitespace ignored ("Paris " and "paris" are one answer)."""
+    return _SPACES.sub(" ", text).strip().casefold()
+
+
+def row_content(fields: Any) -> tuple[tuple[str, str], ...]:
+    """A row's own fields, comparable across files (the reader's bookkeeping left out)."""
+    return tuple(sorted((str(k), repr(v)) for k, v in fields.items() if k not in _READER_FIELDS))
+
+
+@dataclass(frozen=True)
+class AuditSubject:
+    """A task after ``engine/prepare``: its spec and file, the samples it will evaluate (prompts, choices, gold
+    indices, references), every row its source gave (before ``--limit``), and the few-shot pool."""
+
+    task: Task
+    samples: Sequence[PreparedSample]
+    rows: Sequence[Sample]
+    pool: Sequence[Sample]
+    pool_is_own: bool  # the few-shot pool is the evaluated data itself (no fewshot.source)
+    stats: SourceStats
+    source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(
+        default_factory=dict
+    )  # what the reader noticed, by rule
+
+    @property
+    def spec(self) -> TaskSpec:
+        return self.task.spec
+
+    @property
+    def file(self) -> str | None:
+        return str(self.task.file) if self.task.file else None
+
+    def line(self, key: str) -> int | None:
+        """The task file's line of ``key`` (or the task's own line)."""
+        return self.task.lines.get(key, self.task.line)
+
+    @property
+    def templated(self) -> bool:
+        """Whether the task's own templates made the texts (native YAML), not a dialect's handler."""
+        return self.spec.handler is None and self.spec.task_class is None
+
+    @cached_property
+    def scored(self) -> list[PreparedSample]:
+        """Multiple-choice samples with a right answer (unscored ones, ``unscored_target``, have none)."""
+        return [s for s in self.samples if s.choices and s.gold]
+
+    @cached_property
+    def prompt_texts(self) -> list[str]:
+        """Each sample's prompt as text (chat messages joined), for rules that read what the model is shown."""
+        out = []
+        for s in self.samples:
+            prompt = s.prompt
+            out.append(prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages))
+        return [t or "" for t in out]

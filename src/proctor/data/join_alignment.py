@@ -1,0 +1,59 @@
+"""Whether a row-aligned join really is aligned: a key column that lists the same rows in another order.
+
+A ``join`` adds a file's columns row by row, by position. When the joined file carries a key of its own (an id
+column, under any name) holding the same set of values as a column of the data but in another order, its
+rows belong to other questions: every label would be misaligned without a word.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from proctor.core.audit import Hit
+from proctor.data.readers import ROW_KEY, Row
+
+_READER_FIELDS = frozenset({ROW_KEY, "_file", "_path", "_source"})
+
+
+def _keys(rows: Sequence[Row]) -> dict[str, list[str]]:
+    """The columns whose values are all present and distinct (a key), as texts ("7" and 7 are one id)."""
+    columns: dict[str, list[str]] = {}
+    names = [k for k in rows[0] if k not in _READER_FIELDS] if rows else []
+    for name in names:
+        values = [row.get(name) for row in rows]
+        if any(v is None or isinstance(v, (dict, list)) for v in values):
+            continue
+        texts = [str(v).strip() for v in values]
+        if len(set(texts)) == len(texts):
+            columns[name] = texts
+    return columns
+
+
+def join_misalignment(rows: Sequence[Row], joined: Sequence[Row], file: Path, joined_file: Path) -> Hit | None:
+    """A hit naming the first row whose key differs, when a key column of ``joined`` lists the keys of a column of
+    ``rows`` in another order; None when no key column pairs up, or every pair is in the same order."""
+    if len(rows) != len(joined) or len(rows) < 2:
+        return None
+    ours = _keys(rows)
+    if not ours:
+        return None
+    by_set: dict[frozenset[str], str] = {frozenset(v): k for k, v in ours.items()}
+    for name, theirs in _keys(joined).items():
+        match = by_set.get(frozenset(theirs))
+        if match is None:
+            continue
+        mine = ours[match]
+        if mine == theirs:
+            return None  # one key pair in the same order: aligned
+        first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+        row: Any = joined[first].get(ROW_KEY, first + 1)
+        return Hit(
+            f"the joined file's '{name}' lists the rows of {file.name}'s '{match}' in another order (row {row} "
+            f"joins {theirs[first]!r:.30} to {mine[first]!r:.30}): a join adds rows by position, so its columns "
+            "would belong to other rows; sort the joined file like the data",
+            file=str(joined_file),
+            row=row if isinstance(row, int) else None,
+            field=name,
+        )
+    return None
