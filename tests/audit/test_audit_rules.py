@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from proctor.audit.rules import BUILTIN_RULES
-from proctor.core.registry import registry
 from proctor.cli import main
+from proctor.core.registry import registry
 from tests.support.cli_runs import QUESTIONS
 
 MC = """\
@@ -93,9 +93,9 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
     ),
     "target.coerced": (
         {
-            "quiz.yaml": mc(target="{{ label | int }}").replace(
-                "data: {path: data.jsonl, id: id}", "data: {path: data.csv, id: id}"
-            ).replace('choices: "{{ choices }}"', "choices: [\"{{ a }}\", \"{{ b }}\"]"),
+            "quiz.yaml": mc(target="{{ label | int }}")
+            .replace("data: {path: data.jsonl, id: id}", "data: {path: data.csv, id: id}")
+            .replace('choices: "{{ choices }}"', 'choices: ["{{ a }}", "{{ b }}"]'),
             "data.csv": "id,question,a,b,label\n1,Is ice cold?,yes,no,0\n2,Is fire cold?,yes,no,1.5\n",
         },
         r"data\.csv, row 3, field 'label'",
@@ -169,7 +169,7 @@ ERRORS: dict[str, tuple[dict[str, str], str]] = {
     ),
     "data.join": (
         {
-            "quiz.yaml": mc().replace("data: {path: data.jsonl, id: id}", "data: {path: data.jsonl, id: id, join: [labels.jsonl]}"),
+            "quiz.yaml": mc().replace("id: id}", "id: id, join: [labels.jsonl]}"),
             "data.jsonl": rows(*({k: v for k, v in q.items() if k != "label"} for q in QUESTIONS)),
             "labels.jsonl": rows(*({"qid": q["id"], "label": q["label"]} for q in reversed(QUESTIONS))),
         },
@@ -250,7 +250,8 @@ def test_clean_tasks_have_no_findings(tmp_path, monkeypatch, capsys):
     # few-shot examples from a separate split
     pool = rows({"id": "p1", "question": "Colour of grass?", "choices": ["green", "blue"], "label": 0})
     sep = mc(extra="fewshot: {count: 1, source: {path: dev.jsonl, id: id}}\n")
-    write(tmp_path / "shots", {"quiz.yaml": sep.replace("name: quiz", "name: shots"), "data.jsonl": CLEAN, "dev.jsonl": pool})
+    sep = sep.replace("name: quiz", "name: shots")
+    write(tmp_path / "shots", {"quiz.yaml": sep, "data.jsonl": CLEAN, "dev.jsonl": pool})
     monkeypatch.chdir(tmp_path)
     code, text = validate(tmp_path, "quiz.yaml", "gen", "listed", "shots", capsys=capsys)
     assert code == 0, text
@@ -269,7 +270,8 @@ def test_strict_turns_a_warning_into_an_error(tmp_path, monkeypatch, capsys):
 
 def test_a_task_file_silences_a_rule_with_a_reason(tmp_path, monkeypatch, capsys):
     files, _ = CASES["choices.duplicate"]
-    silenced = files["quiz.yaml"] + "audit:\n  silence:\n    - {rule: choices.duplicate, reason: the pair is the test}\n"
+    silence = "audit:\n  silence:\n    - {rule: choices.duplicate, reason: the pair is the test}\n"
+    silenced = files["quiz.yaml"] + silence
     write(tmp_path, {**files, "quiz.yaml": silenced})
     monkeypatch.chdir(tmp_path)
     code, text = validate(tmp_path, "quiz.yaml", "--strict", capsys=capsys)
@@ -295,7 +297,7 @@ def test_a_silence_without_a_reason_is_refused(tmp_path, monkeypatch, capsys):
     assert code == 2 and "reason" in text, text
 
 
-PLUGIN = '''
+PLUGIN = """
 from proctor.core.audit import AuditRule, Hit
 
 
@@ -309,7 +311,7 @@ def long_questions(subject):
 def register(registry):
     registry.add_audit_rule(AuditRule("house.long-question", "warning", "Questions over 30 characters.",
                                       long_questions))
-'''
+"""
 
 
 def test_a_plugin_adds_a_rule_through_the_registry(tmp_path, monkeypatch, capsys):

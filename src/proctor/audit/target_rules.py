@@ -12,6 +12,7 @@ from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
+_TEMPLATE_GLOBALS = frozenset({"_fail"})  # proctor's own template functions (core/templates.py), not row fields
 
 
 @lru_cache(maxsize=64)
@@ -21,16 +22,18 @@ def _variables(source: str) -> frozenset[str]:
     from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    env = ImmutableSandboxedEnvironment()
     try:
-        return frozenset(meta.find_undeclared_variables(ImmutableSandboxedEnvironment().parse(source)))
+        names = meta.find_undeclared_variables(env.parse(source))
     except Exception:  # noqa: BLE001 - a template error is reported where the template is compiled
         return frozenset()
+    return frozenset(names - set(env.globals) - _TEMPLATE_GLOBALS)
 
 
 @lru_cache(maxsize=64)
 def _int_filtered(source: str) -> frozenset[str]:
-    """Fields the template passes straight through Jinja's ``int`` filter (``{{ label | int }}``), which turns
-    "1.5" into 1 and "two", None or NaN into 0 without a word."""
+    """Fields the template passes straight through the ``int`` filter (``{{ label | int }}``), which turns "1.5"
+    into 1 and True into 1 without a word (a text that is no number is an error already: core/templates.py)."""
     from jinja2 import nodes
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -76,7 +79,7 @@ def coerced_target(subject: AuditSubject) -> Iterator[Hit]:
                 value = sample.sample.fields[name]
                 yield Hit(
                     f"the target's '| int' turns {value!r:.40} ({type(value).__name__}) into a choice index without "
-                    "a word (1.5 becomes 1; a text, null or NaN becomes 0): the row's label is not a whole number",
+                    "a word (1.5 becomes 1, True becomes 1): the row's label is not a whole number",
                     file=sample.sample.file or subject.file,
                     row=sample.sample.row,
                     field=name,
@@ -198,7 +201,7 @@ RULES = (
     AuditRule(
         "target.coerced",
         "error",
-        "The target's '| int' changes a label that is not a whole number (1.5 -> 1, 'two' -> 0) without a word.",
+        "The target's '| int' changes a label that is not a whole number (1.5 -> 1, True -> 1) without a word.",
         coerced_target,
     ),
     AuditRule(
