@@ -1838,3 +1838,117 @@ glm_add(
 ps_add("expected-none-some-ok", "ok", {"context": [*SUITE["context"][:3], {**SUITE["context"][3], "expected": -1}]}, OK)
 add("gen-stop-newline-ok", "ok", gen(generation={"max_tokens": 16, "stop": ["\n", "Q:"]}), OK)
 add("chat-system-plain-ok", "ok", gen(chat={"system": "You are a careful assistant."}), OK)
+
+# ---------------------------------------------------------------- odd values where text or an index belongs
+
+add(
+    "choices-ints",
+    "choices.type",
+    native([{**r, "choices": [3, 4, 5, 6]} for r in QUIZ[:1]] + QUIZ[1:]),
+    rule("choices.coerced"),
+)
+add("choices-bool", "choices.type", native(with_row(0, choices=[True, False], label=0)), rule("choices.coerced"))
+add("choices-nested-list", "choices.type", native(with_row(0, choices=[["3"], ["4"]], label=0)), ("error", "choices"))
+add(
+    "choices-rtl-mark",
+    "choices.confusable",
+    native(with_row(0, choices=["4", "\u200f4", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add("target-dict", "target.type", native(with_row(0, label={"index": 1})), ("error", "target"))
+add("ref-int-zero", "target.coerced", gen([{**r, "answer": 0} for r in GEN_ROWS]), rule("target.index-as-reference"))
+add(
+    "breakdown-list-values",
+    "breakdown.mixed",
+    native([{**r, "tags": ["a", "b"] if i % 2 else ["a"]} for i, r in enumerate(QUIZ)], breakdown="tags"),
+    ("error", "tags"),
+)
+add(
+    "breakdown-dict-values",
+    "breakdown.mixed",
+    native([{**r, "meta": {"s": i % 2}} for i, r in enumerate(QUIZ)], breakdown="meta"),
+    ("error", "meta"),
+)
+add(
+    "breakdown-bool-vs-int",
+    "breakdown.mixed",
+    native([{**r, "hard": True if i % 2 else 1} for i, r in enumerate(QUIZ)], breakdown="hard"),
+    rule("breakdown.mixed"),
+)
+add(
+    "breakdown-float-nan",
+    "breakdown.mixed",
+    {
+        "t.yaml": task_yaml(**MC3, breakdown="grade"),
+        "d.csv": csv_text([*HEADER, "grade"], [[*CSV_ROWS[0], "1"], [*CSV_ROWS[1], ""], [*CSV_ROWS[2], "1"]]),
+    },
+    rule("breakdown.mixed"),
+)
+add(
+    "ids-float-vs-int",
+    "ids.mixed",
+    native(
+        [{**r, "id": 1.0 if i == 0 else (1 if i == 1 else r["id"])} for i, r in enumerate(QUIZ)],
+        data={"path": "data.jsonl", "id": "id"},
+    ),
+    rule("ids.mixed"),
+)
+add(
+    "fields-computed-nan",
+    "target.coerced",
+    native(
+        QUIZ,
+        data={"path": "data.jsonl", "fields": {"gold": "{{ label / 0 if label > 9 else label * 1.0 }}"}},
+        target="{{ gold }}",
+    ),
+    rule("target.coerced"),
+)
+add(
+    "filter-returns-none",
+    "data.filter",
+    native(QUIZ, data={"path": "data.jsonl", "filter": "{{ none }}"}),
+    ("error", "filter"),
+)
+add(
+    "choice-temperature-inf",
+    "metrics.mismatch",
+    native(QUIZ, choice_temperature=float("inf")),
+    ("error", "choice_temperature"),
+)
+add("ppl-text-number", "target.coerced", native([{"n": 12345}, {"n": 678}], **{**PPL, "text": "{{ n }}"}), OK)
+
+# ---------------------------------------------------------------- few-shot draws a row's own twin
+
+add(
+    "fewshot-own-data-twin-rows",
+    "fewshot.leak",
+    native(QUIZ + [{**r, "id": r["id"] + "-twin"} for r in QUIZ], fewshot={"count": 3}),
+    rule("fewshot.leak"),
+)
+add("fewshot-limit-one-ok", "ok", native(QUIZ, fewshot={"count": 2}, limit=1), OK)
+
+# ---------------------------------------------------------------- empty parts in the other dialects
+
+glm_add(
+    "choice-empty",
+    "choices.empty",
+    glm([{**GLM_ROWS[0], "choices_pretokenized": ["blue", ""]}, *GLM_ROWS[1:]]),
+    ("error", "choice"),
+)
+glm_add(
+    "input-empty",
+    "prompt.empty",
+    glm([{**GLM_ROWS[0], "inputs_pretokenized": ""}, *GLM_ROWS[1:]]),
+    rule("prompt.empty"),
+)
+glm_add("label-out-of-range", "target.range", glm([{**GLM_ROWS[0], "label": 2}, *GLM_ROWS[1:]]), ("error", "label"))
+glm_add("label-negative", "target.range", glm([{**GLM_ROWS[0], "label": -1}, *GLM_ROWS[1:]]), ("error", "label"))
+ps_add("query-empty", "choices.empty", {"queries": ["True", ""]}, ("error", "queries"))
+ps_add(
+    "context-text-empty",
+    "prompt.empty",
+    {"context": [{**SUITE["context"][0], "text": ""}, *SUITE["context"][1:]]},
+    rule("prompt.empty"),
+)
+lm_add("choice-empty", "choices.empty", lm(test=with_row(0, choices=["", "4", "5", "6"], label=1)), ("error", "choice"))
+lm_add("target-out-of-range-negative", "target.range", lm(test=with_row(0, label=-1)), ("error", "doc_to_target"))
