@@ -1,0 +1,1954 @@
+"""The red-team corpus of issue 45 (wrong tasks and wrong replies must not become plausible numbers).
+
+Each ``AuditCase`` is an input that loads and validates but would give a wrong number (or a valid control
+that must not be flagged): its name, a category, the files to write into a fresh folder (path -> text or
+bytes), the ``proctor`` arguments (``{model}`` is the tiny random Llama; ``pre`` commands run first, e.g.
+a run that ``compare`` then reads), and what a careful reviewer expects:
+
+- ``("rule", ID)``: the audit reports finding ``[ID]`` (a warning, or an error);
+- ``("error", WORDS)``: a clear error whose message contains WORDS;
+- ``("ok",)``: a valid control: exit 0 and no audit finding.
+
+Rule ids outside the audit's planned list (``choices.near-duplicate``, ``prompt.constant``, ...) are this
+corpus's proposals. tests/support/audit_runner.py runs a case and classifies what proctor did;
+tests/cross_cutting/test_audit_corpus.py asserts the expectation for every case.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import yaml
+
+from tests.conftest import SHARED
+
+Files = dict[str, Union[str, bytes]]
+
+
+@dataclass(frozen=True)
+class AuditCase:
+    name: str
+    category: str
+    files: Files
+    args: list[str]
+    expect: tuple
+    pre: list[list[str]] = field(default_factory=list)
+
+    @property
+    def needs_model(self) -> bool:
+        return any("{model}" in a for a in [*self.args, *(a for cmd in self.pre for a in cmd)])
+
+
+CORPUS: list[AuditCase] = []
+
+
+def add(name: str, category: str, files: Files, expect: tuple, args: list[str] | None = None, pre=None) -> None:
+    assert all(c.name != name for c in CORPUS), name
+    CORPUS.append(AuditCase(name, category, dict(files), list(args or ["validate", "t.yaml"]), expect, list(pre or [])))
+
+
+def rule(rule_id: str) -> tuple:
+    return ("rule", rule_id)
+
+
+OK = ("ok",)
+
+
+# ---------------------------------------------------------------- native helpers
+
+
+def jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def csv_text(header: list[str] | None, rows: list[list[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    if header:
+        writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def task_yaml(**fields: Any) -> str:
+    """One native task under ``tasks:`` (a multiple-choice quiz unless the fields say otherwise)."""
+    task = {
+        "name": "quiz",
+        "kind": "multiple_choice",
+        "data": "data.jsonl",
+        "prompt": "Q: {{ question }}\nA:",
+        "choices": "{{ choices }}",
+        "target": "{{ label }}",
+    }
+    task.update(fields)
+    for key in [k for k, v in task.items() if v is None]:
+        del task[key]
+    return yaml.safe_dump({"tasks": [task]}, sort_keys=False, allow_unicode=True)
+
+
+QUIZ = [
+    {"id": "q1", "question": "What is 2 + 2?", "choices": ["3", "4", "5", "6"], "label": 1},
+    {
+        "id": "q2",
+        "question": "What is the capital of France?",
+        "choices": ["Berlin", "Madrid", "Paris", "Rome"],
+        "label": 2,
+    },
+    {"id": "q3", "question": "Which is a mammal?", "choices": ["Whale", "Shark", "Trout", "Eel"], "label": 0},
+    {"id": "q4", "question": "What colour is the sky?", "choices": ["Green", "Red", "Yellow", "Blue"], "label": 3},
+    {"id": "q5", "question": "How many legs has a spider?", "choices": ["Six", "Eight", "Ten", "Four"], "label": 1},
+    {"id": "q6", "question": "What is frozen water?", "choices": ["Steam", "Ice", "Fog", "Dew"], "label": 1},
+]
+GEN_ROWS = [
+    {"id": "g1", "question": "Capital of France?", "answer": "Paris"},
+    {"id": "g2", "question": "Capital of Italy?", "answer": "Rome"},
+    {"id": "g3", "question": "Capital of Spain?", "answer": "Madrid"},
+    {"id": "g4", "question": "Capital of Japan?", "answer": "Tokyo"},
+]
+GEN = {
+    "kind": "generate",
+    "choices": None,
+    "target": "{{ answer }}",
+    "generation": {"max_tokens": 8, "stop": ["\n"]},
+}
+
+
+# an MMLU-style prompt listing the options with letters
+LETTERED = "{{ question }}\nA. {{ choices[0] }}\nB. {{ choices[1] }}\nC. {{ choices[2] }}\nD. {{ choices[3] }}\n"
+
+
+def native(rows: list[dict] | None = None, **fields: Any) -> Files:
+    return {"t.yaml": task_yaml(**fields), "data.jsonl": jsonl(QUIZ if rows is None else rows)}
+
+
+def with_row(index: int, **changes: Any) -> list[dict]:
+    rows = [dict(r) for r in QUIZ]
+    rows[index].update(changes)
+    return rows
+
+
+def gen(rows: list[dict] | None = None, **fields: Any) -> Files:
+    return native(GEN_ROWS if rows is None else rows, **{**GEN, **fields})
+
+
+# ---------------------------------------------------------------- choices that are not distinct
+
+add("dup-exact", "choices.duplicate", native(with_row(0, choices=["4", "4", "5", "6"])), rule("choices.duplicate"))
+add(
+    "dup-case",
+    "choices.duplicate",
+    native(with_row(1, choices=["Paris", "paris", "Rome", "Oslo"], label=0)),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-trailing-space",
+    "choices.duplicate",
+    native(with_row(0, choices=["4", "4 ", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-leading-space",
+    "choices.duplicate",
+    native(with_row(0, choices=[" 4", "4", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-inner-whitespace",
+    "choices.duplicate",
+    native(with_row(1, choices=["New  York", "New York", "Rome", "Oslo"], label=0)),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-trailing-period",
+    "choices.near-duplicate",
+    native(with_row(1, choices=["Paris", "Paris.", "Rome", "Oslo"], label=0)),
+    rule("choices.near-duplicate"),
+)
+add(
+    "dup-quotes",
+    "choices.near-duplicate",
+    native(with_row(1, choices=['"Paris"', "Paris", "Rome", "Oslo"], label=1)),
+    rule("choices.near-duplicate"),
+)
+add(
+    "dup-cyrillic-lookalike",
+    "choices.confusable",
+    native(with_row(3, choices=["Blue", "Вlue", "Red", "Green"], label=0)),
+    rule("choices.confusable"),
+)
+add(
+    "dup-nfc-nfd",
+    "choices.duplicate",
+    native(with_row(1, choices=["caf\u00e9", "cafe\u0301", "Rome", "Oslo"], label=0)),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-zero-width",
+    "choices.duplicate",
+    native(with_row(0, choices=["4", "4\u200b", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-nbsp",
+    "choices.duplicate",
+    native(with_row(1, choices=["New York", "New\u00a0York", "Rome", "Oslo"], label=0)),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-fullwidth-digit",
+    "choices.duplicate",
+    native(with_row(0, choices=["4", "\uff14", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-templates-same-field",
+    "choices.duplicate",
+    native(
+        [{**r, "a": r["choices"][0], "b": r["choices"][1]} for r in QUIZ],
+        choices=["{{ a }}", "{{ a }}", "{{ b }}"],
+        target="{{ 0 if label == 0 else 2 }}",
+    ),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-every-row",
+    "choices.duplicate",
+    native([{**r, "choices": [r["choices"][0]] * 2 + r["choices"][2:]} for r in QUIZ], target="{{ 2 }}"),
+    rule("choices.duplicate"),
+)
+add(
+    "dup-number-vs-text",
+    "choices.duplicate",
+    native(with_row(0, choices=["4", "4.0", "5", "6"])),
+    rule("choices.near-duplicate"),
+)
+add("choices-single-one-row", "choices.single", native(with_row(0, choices=["4"], label=0)), rule("choices.single"))
+add(
+    "choices-all-empty-but-one",
+    "choices.single",
+    native(with_row(0, choices=["4", " ", "  "], label=0)),
+    rule("choices.single"),
+)
+add(
+    "choices-stringified-list",
+    "choices.type",
+    native([{**r, "choices": json.dumps(r["choices"])} for r in QUIZ]),
+    ("error", "choices"),
+)
+add(
+    "choices-string-chars",
+    "choices.type",
+    native([{**r, "choices": "ABCD", "label": r["label"]} for r in QUIZ]),
+    ("error", "choices"),
+)
+add("choices-differ-in-count", "ok", native(with_row(0, choices=["3", "4"], label=1)), OK)
+
+# ---------------------------------------------------------------- targets
+
+add(
+    "target-text-shared",
+    "target.ambiguous",
+    native(with_row(0, choices=["4", "4", "5"], label="4"), target="{{ label }}"),
+    rule("target.ambiguous"),
+)
+add(
+    "target-text-case-variant",
+    "target.ambiguous",
+    native([{**r, "answer": r["choices"][r["label"]].lower()} for r in QUIZ], target="{{ answer }}"),
+    rule("target.not-a-choice"),
+)
+add(
+    "target-text-trailing-space",
+    "target.ambiguous",
+    native([{**r, "answer": r["choices"][r["label"]] + " "} for r in QUIZ], target="{{ answer }}"),
+    rule("target.not-a-choice"),
+)
+add(
+    "target-all-choices-list", "target.all-choices", native(with_row(0, label=[0, 1, 2, 3])), rule("target.all-choices")
+)
+add(
+    "target-all-choices-texts",
+    "target.all-choices",
+    native(with_row(0, choices=["3", "4"], label=["3", "4"])),
+    rule("target.all-choices"),
+)
+add(
+    "target-all-choices-every-row",
+    "target.all-choices",
+    native(QUIZ, target="{{ range(choices | length) | list }}"),
+    rule("target.all-choices"),
+)
+add(
+    "target-csv-fraction-int",
+    "target.coerced",
+    {
+        "t.yaml": task_yaml(data="d.csv", choices=["{{ a }}", "{{ b }}", "{{ c }}"], target="{{ label | int }}"),
+        "d.csv": csv_text(
+            ["question", "a", "b", "c", "label"], [["2+2?", "3", "4", "5", "1.5"], ["1+1?", "2", "3", "4", "0"]]
+        ),
+    },
+    rule("target.coerced"),
+)
+add(
+    "target-csv-one-point-zero",
+    "target.coerced",
+    {
+        "t.yaml": task_yaml(
+            data="d.csv", choices=["{{ a }}", "{{ b }}", "{{ c }}"], target="{{ label | float | int }}"
+        ),
+        "d.csv": csv_text(
+            ["question", "a", "b", "c", "label"], [["2+2?", "3", "4", "5", "1.0"], ["1+1?", "2", "3", "4", "0.9"]]
+        ),
+    },
+    rule("target.coerced"),
+)
+add(
+    "target-round-filter",
+    "target.coerced",
+    native(with_row(0, label=1.6), target="{{ label | round | int }}"),
+    rule("target.coerced"),
+)
+add("target-bool-json", "target.coerced", native(with_row(0, label=True)), rule("target.coerced"))
+add(
+    "target-bool-int-filter",
+    "target.coerced",
+    native([{**r, "label": r["label"] > 0} for r in QUIZ], target="{{ label | int }}"),
+    rule("target.coerced"),
+)
+add("target-string-digit", "target.coerced", native(with_row(1, label="2")), rule("target.coerced"))
+add("target-json-float-one", "target.coerced", native(with_row(0, label=1.0)), rule("target.coerced"))
+add(
+    "target-int-default-hides-text",
+    "target.coerced",
+    native(with_row(0, label="B"), target="{{ label | int(0) }}"),
+    rule("target.coerced"),
+)
+add(
+    "target-csv-spaces-int",
+    "ok",
+    {
+        "t.yaml": task_yaml(data="d.csv", choices=["{{ a }}", "{{ b }}"], target="{{ label | int }}"),
+        "d.csv": csv_text(["question", "a", "b", "label"], [["2+2?", "3", "4", "1"], ["1+1?", "2", "3", "0"]]),
+    },
+    OK,
+)
+add("target-negative-index", "target.range", native(with_row(0, label=-1)), ("error", "target"))
+add("target-negative-index-python", "target.range", native(with_row(0, label=-4)), ("error", "target"))
+add(
+    "target-letter-index-plus-one",
+    "labels.off-by-one",
+    native(
+        [{**r, "answer": "ABCD"[r["label"]]} for r in QUIZ],
+        target="{{ 'ABCD'.index(answer) + 1 if answer != 'D' else 0 }}",
+    ),
+    rule("labels.off-by-one"),
+)
+add(
+    "labels-one-based",
+    "labels.off-by-one",
+    native([{**r, "label": r["label"] + 1} for r in QUIZ if r["label"] < 3] + [{**QUIZ[0], "id": "q9", "label": 3}]),
+    rule("labels.off-by-one"),
+)
+add(
+    "labels-one-based-binary",
+    "labels.off-by-one",
+    native([{"id": f"b{i}", "question": f"Is {i} even?", "choices": ["no", "yes"], "label": 1} for i in range(6)]),
+    rule("target.constant"),
+)
+add("target-constant-zero", "target.constant", native([{**r, "label": 0} for r in QUIZ]), rule("target.constant"))
+add("target-constant-literal", "target.constant", native(QUIZ, target="{{ 0 }}"), rule("target.constant"))
+add(
+    "target-constant-text-position",
+    "target.constant",
+    native(
+        [
+            {
+                **r,
+                "choices": [r["choices"][r["label"]]] + [c for i, c in enumerate(r["choices"]) if i != r["label"]],
+                "label": 0,
+            }
+            for r in QUIZ
+        ]
+    ),
+    rule("target.constant"),
+)
+add("target-balanced-ok", "ok", native(QUIZ), OK)
+add(
+    "target-is-choice-text-ok",
+    "ok",
+    native([{**r, "answer": r["choices"][r["label"]]} for r in QUIZ], target="{{ answer }}"),
+    OK,
+)
+add(
+    "labels-skewed-unused-last",
+    "labels.off-by-one",
+    native([{**r, "label": min(r["label"], 2)} for r in QUIZ] + [{**QUIZ[1], "id": "q7", "label": 0}]),
+    OK,
+)
+
+# ---------------------------------------------------------------- prompts
+
+add(
+    "prompt-prints-gold-text",
+    "prompt.contains-gold",
+    native(QUIZ, prompt="Q: {{ question }} (answer: {{ choices[label] }})\nA:"),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-prints-label-index",
+    "prompt.contains-gold",
+    native(QUIZ, prompt="Q: {{ question }}\nOptions: {{ choices | join(', ') }}\nGold: {{ label }}\nA:"),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-prints-answer-field",
+    "prompt.contains-gold",
+    gen(prompt="Q: {{ question }} [{{ answer }}]\nA:"),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-prints-gold-letter",
+    "prompt.contains-gold",
+    native(
+        [{**r, "key": "ABCD"[r["label"]]} for r in QUIZ],
+        prompt=LETTERED + "Key {{ key }}\nAnswer:",
+        choices=["A", "B", "C", "D"],
+        target="{{ 'ABCD'.index(key) }}",
+    ),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-chat-system-gold",
+    "prompt.contains-gold",
+    gen(chat={"system": "The answer is {{ answer }}."}),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-gold-in-passage-ok",
+    "ok",
+    gen(
+        [{**r, "passage": f"{r['answer']} is a city."} for r in GEN_ROWS], prompt="{{ passage }}\nQ: {{ question }}\nA:"
+    ),
+    OK,
+)
+add(
+    "prompt-mmlu-lists-choices-ok",
+    "ok",
+    native(
+        QUIZ,
+        prompt=LETTERED + "Answer:",
+        choices=["A", "B", "C", "D"],
+    ),
+    OK,
+)
+add("prompt-constant", "prompt.constant", native(QUIZ, prompt="Answer the question.\nA:"), rule("prompt.constant"))
+add(
+    "prompt-constant-wrong-field-default",
+    "prompt.constant",
+    native(QUIZ, prompt="Q: {{ query | default('') }}?\nA:"),
+    rule("prompt.constant"),
+)
+add("prompt-constant-generate", "prompt.constant", gen(prompt="Name a capital.\nA:"), rule("prompt.constant"))
+add(
+    "prompt-letters-without-options",
+    "choices.not-in-prompt",
+    native(QUIZ, prompt="{{ question }}\nAnswer:", choices=["A", "B", "C", "D"]),
+    rule("choices.not-in-prompt"),
+)
+add(
+    "prompt-drops-passage",
+    "prompt.drops-field",
+    gen(
+        [
+            {**r, "passage": f"Long passage number {i} that holds the evidence for the answer." * 3}
+            for i, r in enumerate(GEN_ROWS)
+        ]
+    ),
+    rule("prompt.drops-field"),
+)
+add(
+    "prompt-double-space-delimiter",
+    "prompt.delimiter",
+    native(QUIZ, prompt="Q: {{ question }}\nA: ", target_delimiter="  "),
+    rule("prompt.delimiter"),
+)
+add(
+    "prompt-no-delimiter-glued",
+    "prompt.delimiter",
+    native(QUIZ, prompt="Q: {{ question }}\nA:", target_delimiter=""),
+    rule("prompt.delimiter"),
+)
+# BLiMP-style pairs: the good sentence is always first, so a constant gold is the design, not a mistake
+add(
+    "blimp-style-constant-target-ok",
+    "ok",
+    native(
+        [{"id": f"m{i}", "good": f"The cat{i} sleeps.", "bad": f"The cat{i} sleep."} for i in range(4)],
+        prompt="",
+        choices=["{{ good }}", "{{ bad }}"],
+        target="{{ 0 }}",
+    ),
+    OK,
+)
+add(
+    "prompt-same-two-rows",
+    "samples.duplicate",
+    native(QUIZ + [{**QUIZ[0], "id": "q1-again"}]),
+    rule("samples.duplicate"),
+)
+add(
+    "prompt-same-whitespace-variant",
+    "samples.duplicate",
+    native(QUIZ + [{**QUIZ[1], "id": "q2b", "question": "What is the capital of  France? "}]),
+    rule("samples.duplicate"),
+)
+add(
+    "samples-same-question-different-gold",
+    "samples.conflict",
+    native(QUIZ + [{**QUIZ[0], "id": "q1b", "label": 2}]),
+    rule("samples.conflict"),
+)
+
+# ---------------------------------------------------------------- generate
+
+add("ref-empty", "references.empty", gen([*GEN_ROWS[:3], {**GEN_ROWS[3], "answer": ""}]), rule("references.empty"))
+add(
+    "ref-whitespace",
+    "references.empty",
+    gen([*GEN_ROWS[:3], {**GEN_ROWS[3], "answer": "  "}]),
+    rule("references.empty"),
+)
+add(
+    "ref-list-with-empty",
+    "references.empty",
+    gen([{**r, "answers": [r["answer"], ""]} for r in GEN_ROWS], target="{{ answers }}"),
+    rule("references.empty"),
+)
+add(
+    "ref-punctuation-only",
+    "references.empty",
+    gen([*GEN_ROWS[:3], {**GEN_ROWS[3], "answer": "."}]),
+    rule("references.empty"),
+)
+add(
+    "ref-article-only",
+    "references.empty",
+    gen([*GEN_ROWS[:3], {**GEN_ROWS[3], "answer": "The"}]),
+    rule("references.empty"),
+)
+add(
+    "ref-is-index",
+    "target.index-as-reference",
+    gen([{**r, "label": 0} for r in GEN_ROWS], target="{{ label }}"),
+    rule("target.index-as-reference"),
+)
+add("ref-bool", "target.coerced", gen([{**r, "answer": True} for r in GEN_ROWS]), rule("target.coerced"))
+add("ref-number-float", "target.coerced", gen([{**r, "answer": 3.0} for r in GEN_ROWS]), rule("target.coerced"))
+add(
+    "ref-python-list-text",
+    "target.coerced",
+    gen([{**r, "answer": json.dumps([r["answer"], r["answer"].upper()])} for r in GEN_ROWS]),
+    rule("target.coerced"),
+)
+add(
+    "gen-stop-prefix-of-answers",
+    "generation.stop-prefix",
+    gen([{**r, "answer": "The " + r["answer"]} for r in GEN_ROWS], generation={"max_tokens": 8, "stop": ["The"]}),
+    rule("generation.stop-prefix"),
+)
+add(
+    "gen-stop-space",
+    "generation.stop-prefix",
+    gen([{**r, "answer": "New " + r["answer"]} for r in GEN_ROWS], generation={"max_tokens": 8, "stop": [" "]}),
+    rule("generation.stop-prefix"),
+)
+add(
+    "gen-stop-empty-string",
+    "generation.stop-prefix",
+    gen(generation={"max_tokens": 8, "stop": [""]}),
+    ("error", "stop"),
+)
+add("gen-max-tokens-zero", "generation.too-short", gen(generation={"max_tokens": 0}), ("error", "max_tokens"))
+add(
+    "gen-max-tokens-one-long-refs",
+    "generation.too-short",
+    gen(
+        [{**r, "answer": f"The capital city is {r['answer']} and it is large"} for r in GEN_ROWS],
+        generation={"max_tokens": 1},
+    ),
+    rule("generation.too-short"),
+)
+add(
+    "gen-min-tokens-equals-max",
+    "generation.too-short",
+    gen(generation={"max_tokens": 8, "min_tokens": 8}),
+    rule("generation.min-tokens"),
+)
+add(
+    "gen-temperature-sampling-one-epoch",
+    "generation.sampling",
+    gen(generation={"max_tokens": 8, "temperature": 1.5}),
+    rule("generation.sampling"),
+)
+add(
+    "gen-regex-never-matches-refs",
+    "extraction.never-matches",
+    gen(extraction={"regex": "(\\d+)", "fallback": "none"}),
+    rule("extraction.never-matches"),
+)
+add(
+    "gen-regex-group-missing",
+    "extraction.never-matches",
+    gen(extraction={"regex": "answer: \\w+", "group": 1}),
+    ("error", "group"),
+)
+add(
+    "gen-answer-tag-not-in-prompt",
+    "extraction.never-matches",
+    gen(extraction={"answer_tag": "####", "fallback": "none"}),
+    rule("extraction.tag-not-asked"),
+)
+add("gen-ok", "ok", gen(), OK)
+add(
+    "gen-multi-refs-ok",
+    "ok",
+    gen([{**r, "answers": [r["answer"], r["answer"] + " city"]} for r in GEN_ROWS], target="{{ answers }}"),
+    OK,
+)
+add(
+    "gen-metric-f1-on-numbers",
+    "metrics.mismatch",
+    gen([{"id": f"n{i}", "question": f"{i}+{i}?", "answer": 2 * i} for i in range(4)], metrics=["f1"]),
+    OK,
+)
+
+# ---------------------------------------------------------------- perplexity
+
+PPL = {"kind": "perplexity", "prompt": None, "choices": None, "target": None, "text": "{{ text }}"}
+add(
+    "ppl-whitespace-text",
+    "references.empty",
+    native([{"text": "A sentence."}, {"text": "   "}, {"text": "Another one."}], **PPL),
+    rule("text.empty"),
+)
+add(
+    "ppl-constant-text",
+    "prompt.constant",
+    native([{"text": f"row {i}"} for i in range(4)], **{**PPL, "text": "The same text."}),
+    rule("prompt.constant"),
+)
+add(
+    "ppl-duplicate-docs",
+    "samples.duplicate",
+    native([{"text": "A sentence here."}] * 3 + [{"text": "Other."}], **PPL),
+    rule("samples.duplicate"),
+)
+add(
+    "ppl-window-one",
+    "perplexity.window",
+    native([{"text": "A long sentence with words."}], **PPL, perplexity={"window": 1}),
+    rule("perplexity.window"),
+)
+add(
+    "ppl-stride-zero",
+    "perplexity.window",
+    native([{"text": "A long sentence."}], **PPL, perplexity={"window": 8, "stride": 0}),
+    ("error", "stride"),
+)
+add("ppl-ok", "ok", native([{"text": "A sentence."}, {"text": "Another one here."}], **PPL), OK)
+
+# ---------------------------------------------------------------- few-shot
+
+FEW = {"count": 2, "source": {"path": "dev.jsonl"}}
+add(
+    "fewshot-source-same-file",
+    "fewshot.leak",
+    native(QUIZ, fewshot={"count": 2, "source": {"path": "data.jsonl"}}),
+    rule("fewshot.leak"),
+)
+add(
+    "fewshot-source-byte-copy",
+    "fewshot.leak",
+    {**native(QUIZ, fewshot=FEW), "dev.jsonl": jsonl(QUIZ)},
+    rule("fewshot.leak"),
+)
+add(
+    "fewshot-source-shares-ids",
+    "fewshot.leak",
+    {**native(QUIZ, fewshot=FEW), "dev.jsonl": jsonl([{**QUIZ[0], "question": "What is 3 + 3?"}, QUIZ[2]])},
+    rule("fewshot.leak"),
+)
+add(
+    "fewshot-source-same-content-new-ids",
+    "fewshot.leak",
+    {**native(QUIZ, fewshot=FEW), "dev.jsonl": jsonl([{**r, "id": "dev-" + r["id"]} for r in QUIZ[:3]])},
+    rule("fewshot.leak"),
+)
+add(
+    "fewshot-source-glob-includes-test",
+    "fewshot.leak",
+    {
+        **native(QUIZ, data="split/test.jsonl", fewshot={"count": 2, "source": {"path": "split/*.jsonl"}}),
+        "split/test.jsonl": jsonl(QUIZ),
+        "split/dev.jsonl": jsonl([{**r, "id": "d" + r["id"], "question": r["question"] + "!"} for r in QUIZ]),
+    },
+    rule("fewshot.leak"),
+)
+DEV = [
+    {"id": "d1", "question": "What is 1 + 1?", "choices": ["1", "2", "3", "4"], "label": 1, "answer": "2"},
+    {
+        "id": "d2",
+        "question": "Capital of Peru?",
+        "choices": ["Lima", "Quito", "Bogota", "Cusco"],
+        "label": 0,
+        "answer": "Lima",
+    },
+]
+add(
+    "fewshot-source-reformatted-copy",
+    "fewshot.leak",
+    {
+        **native(
+            QUIZ,
+            fewshot={"count": 2, "source": {"path": "dev.jsonl"}, "template": "Q: {{ question }}\nA: {{ answer }}"},
+        ),
+        "dev.jsonl": jsonl(
+            [
+                {
+                    "answer": r["choices"][r["label"]],
+                    "label": r["label"],
+                    "question": r["question"].upper(),
+                    "choices": r["choices"],
+                    "id": "x" + r["id"],
+                }
+                for r in QUIZ
+            ]
+        ),
+    },
+    rule("fewshot.leak"),
+)
+# a custom few-shot template names its own fields: the source need not have the task's choices or target
+add(
+    "fewshot-custom-template-own-fields-ok",
+    "ok",
+    {
+        **native(
+            QUIZ, fewshot={"count": 2, "source": {"path": "dev.csv"}, "template": "Q: {{ question }}\nA: {{ answer }}"}
+        ),
+        "dev.csv": csv_text(["id", "question", "answer"], [[d["id"], d["question"], d["answer"]] for d in DEV]),
+    },
+    OK,
+)
+add(
+    "fewshot-other-split-ok",
+    "ok",
+    {
+        **native(QUIZ, fewshot=FEW),
+        "dev.jsonl": jsonl(
+            [
+                {"id": "d1", "question": "What is 1 + 1?", "choices": ["1", "2", "3", "4"], "label": 1},
+                {
+                    "id": "d2",
+                    "question": "Capital of Peru?",
+                    "choices": ["Lima", "Quito", "Bogota", "Cusco"],
+                    "label": 0,
+                },
+            ]
+        ),
+    },
+    OK,
+)
+add("fewshot-own-data-ok", "ok", native(QUIZ, fewshot={"count": 2}), OK)
+add(
+    "fewshot-template-no-answer",
+    "fewshot.no-answer",
+    {
+        **native(QUIZ, fewshot={**FEW, "template": "Q: {{ question }}\nA:"}),
+        "dev.jsonl": jsonl(
+            [
+                {"id": "d1", "question": "1+1?", "choices": ["1", "2"], "label": 1},
+                {"id": "d2", "question": "2+1?", "choices": ["3", "1"], "label": 0},
+            ]
+        ),
+    },
+    rule("fewshot.no-answer"),
+)
+add(
+    "fewshot-template-wrong-answer-field",
+    "fewshot.no-answer",
+    {
+        **native(QUIZ, fewshot={**FEW, "template": "Q: {{ question }}\nA: {{ choices[0] }}"}),
+        "dev.jsonl": jsonl(
+            [
+                {"id": "d1", "question": "1+1?", "choices": ["1", "2"], "label": 1},
+                {"id": "d2", "question": "2+1?", "choices": ["1", "3"], "label": 1},
+            ]
+        ),
+    },
+    rule("fewshot.wrong-answer"),
+)
+add(
+    "fewshot-pool-constant-label",
+    "fewshot.constant-label",
+    {
+        **native(QUIZ, fewshot=FEW),
+        "dev.jsonl": jsonl(
+            [
+                {"id": "d1", "question": "1+1?", "choices": ["2", "1"], "label": 0},
+                {"id": "d2", "question": "2+1?", "choices": ["3", "1"], "label": 0},
+            ]
+        ),
+    },
+    rule("fewshot.constant-label"),
+)
+add("fewshot-count-larger-than-pool", "fewshot.count", native(QUIZ, fewshot={"count": 6}), ("error", "fewshot.count"))
+add(
+    "fewshot-count-zero-with-source",
+    "fewshot.count",
+    {**native(QUIZ, fewshot={**FEW, "count": 0}), "dev.jsonl": jsonl(QUIZ[:1])},
+    rule("fewshot.unused"),
+)
+add(
+    "fewshot-template-ignores-row",
+    "fewshot.template",
+    {**native(QUIZ, fewshot={**FEW, "template": "Q: example\nA: example"}), "dev.jsonl": jsonl(DEV)},
+    rule("prompt.constant"),
+)
+
+# ---------------------------------------------------------------- data: filter, limit, join, glob, breakdown, ids
+
+add(
+    "filter-drops-most",
+    "data.filter",
+    native(QUIZ, data={"path": "data.jsonl", "filter": "{{ id == 'q1' }}"}),
+    rule("data.filter-drops-most"),
+)
+add(
+    "filter-drops-all",
+    "data.filter",
+    native(QUIZ, data={"path": "data.jsonl", "filter": "{{ id == 'none' }}"}),
+    ("error", "filter"),
+)
+add(
+    "filter-string-compare-number",
+    "data.filter",
+    native(QUIZ, data={"path": "data.jsonl", "filter": "{{ label == '1' }}"}),
+    ("error", "filter"),
+)
+add("filter-keeps-all-ok", "ok", native(QUIZ, data={"path": "data.jsonl", "filter": "{{ label >= 0 }}"}), OK)
+add("limit-larger-than-data", "data.limit", native(QUIZ, limit=1000), rule("data.limit-exceeds"))
+add(
+    "limit-first-rows-sorted-by-label",
+    "data.limit",
+    native(sorted(QUIZ, key=lambda r: r["label"]), limit=2),
+    rule("data.limit-biased"),
+)
+add(
+    "join-other-order",
+    "data.join",
+    {
+        "t.yaml": task_yaml(data={"path": "q.jsonl", "id": "id", "join": "keys.jsonl"}),
+        "q.jsonl": jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ]),
+        "keys.jsonl": jsonl([{"id": r["id"], "label": r["label"]} for r in reversed(QUIZ)]),
+    },
+    ("error", "join"),
+)
+add(
+    "join-other-order-no-id-col",
+    "data.join",
+    {
+        "t.yaml": task_yaml(data={"path": "q.jsonl", "join": "keys.jsonl"}),
+        "q.jsonl": jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ]),
+        "keys.jsonl": jsonl([{"qid": r["id"], "label": r["label"]} for r in reversed(QUIZ)]),
+    },
+    rule("data.join"),
+)
+add(
+    "join-duplicated-key-rows",
+    "data.join",
+    {
+        "t.yaml": task_yaml(data={"path": "q.jsonl", "join": "keys.jsonl"}),
+        "q.jsonl": jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ]),
+        "keys.jsonl": jsonl(
+            [{"qid": "q1", "label": 1}] * 2 + [{"qid": r["id"], "label": r["label"]} for r in QUIZ[2:]]
+        ),
+    },
+    rule("data.join"),
+)
+add(
+    "join-fewer-rows",
+    "data.join",
+    {
+        "t.yaml": task_yaml(data={"path": "q.jsonl", "join": "keys.jsonl"}),
+        "q.jsonl": jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ]),
+        "keys.jsonl": jsonl([{"label": r["label"]} for r in QUIZ[:4]]),
+    },
+    ("error", "join"),
+)
+add(
+    "join-aligned-ok",
+    "ok",
+    {
+        "t.yaml": task_yaml(data={"path": "q.jsonl", "join": "keys.jsonl"}),
+        "q.jsonl": jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ]),
+        "keys.jsonl": jsonl([{"id": r["id"], "label": r["label"]} for r in QUIZ]),
+    },
+    OK,
+)
+add(
+    "glob-two-folders-same-stem",
+    "data.glob-merge",
+    {
+        "t.yaml": task_yaml(data="*/test.jsonl", breakdown="_file"),
+        "a/test.jsonl": jsonl(QUIZ[:3]),
+        "b/test.jsonl": jsonl([{**r, "id": "b" + r["id"]} for r in QUIZ[3:]]),
+    },
+    rule("data.glob-merge"),
+)
+add(
+    "glob-overlapping-files",
+    "data.glob-merge",
+    {
+        "t.yaml": task_yaml(data={"path": "parts/*.jsonl"}),
+        "parts/p1.jsonl": jsonl(QUIZ[:4]),
+        "parts/p2.jsonl": jsonl(QUIZ[2:]),
+    },
+    rule("samples.duplicate"),
+)
+add(
+    "glob-includes-train",
+    "data.split",
+    {
+        "t.yaml": task_yaml(data="mmlu/*.jsonl"),
+        "mmlu/x_test.jsonl": jsonl(QUIZ[:3]),
+        "mmlu/x_train.jsonl": jsonl([{**r, "id": "t" + r["id"]} for r in QUIZ[3:]]),
+    },
+    rule("data.split"),
+)
+add(
+    "data-is-train-split",
+    "data.split",
+    {"t.yaml": task_yaml(data="train.jsonl"), "train.jsonl": jsonl(QUIZ)},
+    rule("data.split"),
+)
+add(
+    "glob-disjoint-ok",
+    "ok",
+    {"t.yaml": task_yaml(data="parts/*.jsonl"), "parts/p1.jsonl": jsonl(QUIZ[:3]), "parts/p2.jsonl": jsonl(QUIZ[3:])},
+    OK,
+)
+add(
+    "breakdown-mixed-types",
+    "breakdown.mixed",
+    native([{**r, "subject": 1 if i % 2 else "1"} for i, r in enumerate(QUIZ)], breakdown="subject"),
+    rule("breakdown.mixed"),
+)
+add(
+    "breakdown-missing-some",
+    "breakdown.mixed",
+    native([{**r, **({"subject": "math"} if i < 3 else {})} for i, r in enumerate(QUIZ)], breakdown="subject"),
+    rule("breakdown.mixed"),
+)
+add(
+    "breakdown-null-some",
+    "breakdown.mixed",
+    native([{**r, "subject": "math" if i < 3 else None} for i, r in enumerate(QUIZ)], breakdown="subject"),
+    rule("breakdown.mixed"),
+)
+add(
+    "breakdown-case-variants",
+    "breakdown.mixed",
+    native([{**r, "subject": "Math" if i % 2 else "math "} for i, r in enumerate(QUIZ)], breakdown="subject"),
+    rule("breakdown.mixed"),
+)
+add("breakdown-per-row", "breakdown.per-row", native(QUIZ, breakdown="id"), rule("breakdown.per-row"))
+add(
+    "breakdown-ok",
+    "ok",
+    native([{**r, "subject": "math" if i % 2 else "geo"} for i, r in enumerate(QUIZ)], breakdown="subject"),
+    OK,
+)
+add(
+    "ids-int-vs-string",
+    "ids.mixed",
+    native(
+        [{**r, "id": 1 if i == 0 else ("1" if i == 1 else r["id"])} for i, r in enumerate(QUIZ)],
+        data={"path": "data.jsonl", "id": "id"},
+    ),
+    rule("ids.mixed"),
+)
+add(
+    "ids-case-variants",
+    "ids.mixed",
+    native(
+        [{**r, "id": "Q1" if i == 1 else r["id"]} for i, r in enumerate(QUIZ)], data={"path": "data.jsonl", "id": "id"}
+    ),
+    rule("ids.mixed"),
+)
+add(
+    "ids-whitespace-variants",
+    "ids.mixed",
+    native(
+        [{**r, "id": "q1 " if i == 1 else r["id"]} for i, r in enumerate(QUIZ)], data={"path": "data.jsonl", "id": "id"}
+    ),
+    rule("ids.mixed"),
+)
+
+# ---------------------------------------------------------------- encodings and CSV
+
+MC3 = {"data": "d.csv", "choices": ["{{ a }}", "{{ b }}", "{{ c }}"], "target": "{{ label | int }}"}
+CSV_ROWS = [["2+2?", "3", "4", "5", "1"], ["1+1?", "2", "3", "4", "0"], ["3+3?", "5", "7", "6", "2"]]
+HEADER = ["question", "a", "b", "c", "label"]
+add("csv-ok", "ok", {"t.yaml": task_yaml(**MC3), "d.csv": csv_text(HEADER, CSV_ROWS)}, OK)
+add("csv-bom-ok", "ok", {"t.yaml": task_yaml(**MC3), "d.csv": "\ufeff" + csv_text(HEADER, CSV_ROWS)}, OK)
+add(
+    "csv-nan-label",
+    "csv.nan",
+    {"t.yaml": task_yaml(**MC3), "d.csv": csv_text(HEADER, [*CSV_ROWS[:2], ["3+3?", "5", "7", "6", "NaN"]])},
+    ("error", "row"),
+)
+add(
+    "csv-na-choice",
+    "csv.nan",
+    {"t.yaml": task_yaml(**MC3), "d.csv": csv_text(HEADER, [*CSV_ROWS[:2], ["3+3?", "NA", "7", "6", "2"]])},
+    rule("choices.placeholder"),
+)
+add(
+    "csv-none-choice-text",
+    "csv.nan",
+    {"t.yaml": task_yaml(**MC3), "d.csv": csv_text(HEADER, [*CSV_ROWS[:2], ["3+3?", "None", "7", "6", "2"]])},
+    rule("choices.placeholder"),
+)
+add(
+    "csv-nan-text-choice",
+    "csv.nan",
+    {"t.yaml": task_yaml(**MC3), "d.csv": csv_text(HEADER, [*CSV_ROWS[:2], ["3+3?", "nan", "7", "6", "2"]])},
+    rule("choices.placeholder"),
+)
+add(
+    "csv-header-as-data",
+    "csv.header",
+    {
+        "t.yaml": task_yaml(**{**MC3, "data": {"path": "d.csv", "columns": HEADER}}),
+        "d.csv": csv_text(None, [["Question", "A", "B", "C", "0"], *CSV_ROWS]),
+    },
+    rule("data.header-row"),
+)
+add(
+    "csv-semicolon-one-column",
+    "csv.delimiter",
+    {
+        "t.yaml": task_yaml(data="d.csv", prompt="{{ question }}", choices=["yes", "no"], target="{{ 0 }}"),
+        "d.csv": "question;label\n2+2=4?;0\n1+1=3?;1\n",
+    },
+    ("error", "question"),
+)
+add(
+    "csv-label-letter-lowercase",
+    "target.coerced",
+    {
+        "t.yaml": task_yaml(**{**MC3, "target": "{{ 'ABC'.index(label) }}"}),
+        "d.csv": csv_text(HEADER, [["2+2?", "3", "4", "5", "B"], ["1+1?", "2", "3", "4", "a"]]),
+    },
+    ("error", "target"),
+)
+add("jsonl-bom-ok", "ok", {"t.yaml": task_yaml(), "data.jsonl": "\ufeff" + jsonl(QUIZ)}, OK)
+add(
+    "jsonl-latin1",
+    "encoding",
+    {"t.yaml": task_yaml(), "data.jsonl": jsonl(with_row(1, question="Caf\u00e9?")).encode("latin-1")},
+    ("error", "utf-8"),
+)
+add(
+    "jsonl-mojibake",
+    "encoding",
+    native(
+        with_row(
+            1,
+            question="Caf\u00e9?".encode().decode("latin-1"),
+            choices=["Paris", "Rome", "Caf\u00e9".encode().decode("latin-1"), "Oslo"],
+        )
+    ),
+    rule("text.mojibake"),
+)
+add("jsonl-replacement-char", "encoding", native(with_row(1, question="Caf\ufffd?")), rule("text.mojibake"))
+add(
+    "jsonl-html-entities",
+    "encoding",
+    native(with_row(1, choices=["Paris &amp; Lyon", "Rome", "Oslo", "Bern"], label=0)),
+    rule("text.escaped"),
+)
+add(
+    "jsonl-escaped-newlines",
+    "encoding",
+    native([{**r, "question": r["question"] + "\\nExplain."} for r in QUIZ]),
+    rule("text.escaped"),
+)
+add("yaml-bom-ok", "ok", {"t.yaml": "\ufeff" + task_yaml(), "data.jsonl": jsonl(QUIZ)}, OK)
+add(
+    "yaml-choices-bare-yes-no",
+    "yaml.coercion",
+    {
+        "t.yaml": task_yaml(target="{{ label % 2 }}").replace(
+            "choices: '{{ choices }}'", "choices:\n    - yes\n    - no"
+        ),
+        "data.jsonl": jsonl(QUIZ),
+    },
+    ("error", "choices"),
+)
+add(
+    "yaml-choices-octal-like",
+    "yaml.coercion",
+    {
+        "t.yaml": task_yaml(target="{{ label % 2 }}").replace(
+            "choices: '{{ choices }}'", "choices:\n    - 010\n    - 10"
+        ),
+        "data.jsonl": jsonl(QUIZ),
+    },
+    rule("choices.duplicate"),
+)
+
+# ---------------------------------------------------------------- groups and metrics
+
+TWO = """\
+tasks:
+  - name: quiz_a
+    kind: multiple_choice
+    data: data.jsonl
+    prompt: "Q: {{ question }}\\nA:"
+    choices: "{{ choices }}"
+    target: "{{ label }}"
+    group: quizzes
+  - name: quiz_b
+    kind: multiple_choice
+    data: data.jsonl
+    prompt: "Q: {{ question }}\\nA:"
+    choices: "{{ choices }}"
+    target: "{{ label }}"
+    group: quizzes
+"""
+add(
+    "group-same-task-twice-other-name",
+    "task.duplicate",
+    {"t.yaml": TWO, "data.jsonl": jsonl(QUIZ)},
+    rule("task.duplicate"),
+)
+add(
+    "group-one-row-task",
+    "group.tiny-member",
+    {
+        "t.yaml": TWO.replace("data: data.jsonl", "data: one.jsonl", 1),
+        "data.jsonl": jsonl(QUIZ),
+        "one.jsonl": jsonl(QUIZ[:1]),
+    },
+    rule("group.tiny-member"),
+)
+add(
+    "metrics-acc-norm-letters",
+    "metrics.mismatch",
+    native(
+        QUIZ,
+        prompt=LETTERED + "Answer:",
+        choices=["A", "B", "C", "D"],
+        metrics=["acc_norm"],
+    ),
+    rule("metrics.mismatch"),
+)
+add("choice-temperature-tiny", "metrics.mismatch", native(QUIZ, choice_temperature=1e-9), rule("metrics.mismatch"))
+add("metric-exact-match-on-mc", "metrics.mismatch", native(QUIZ, metrics=["exact_match"]), ("error", "exact_match"))
+add("metric-word-ppl-on-gen", "metrics.mismatch", gen(metrics=["word_perplexity"]), ("error", "word_perplexity"))
+add(
+    "two-tasks-ok",
+    "ok",
+    {
+        "t.yaml": TWO.replace("data: data.jsonl", "data: b.jsonl", 1),
+        "data.jsonl": jsonl(QUIZ),
+        "b.jsonl": jsonl([{**r, "id": "b" + r["id"], "question": "Again: " + r["question"]} for r in QUIZ]),
+    },
+    OK,
+)
+
+# ---------------------------------------------------------------- real data shapes (../shared/data)
+
+
+def mmlu_head(n: int = 8) -> str:
+    path = SHARED / "data" / "mmlu" / "anatomy_test.csv"
+    return (
+        "".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:n])
+        if path.exists()
+        else csv_text(None, [["Q?", "a", "b", "c", "d", "A"], ["R?", "e", "f", "g", "h", "B"]])
+    )
+
+
+MMLU = {
+    "data": {"path": "anatomy_test.csv", "columns": ["question", "A", "B", "C", "D", "answer"]},
+    "prompt": "{{ question }}\nA. {{ A }}\nB. {{ B }}\nC. {{ C }}\nD. {{ D }}\nAnswer:",
+    "choices": ["A", "B", "C", "D"],
+    "target": "{{ 'ABCD'.index(answer) }}",
+}
+add("mmlu-real-ok", "ok", {"t.yaml": task_yaml(**MMLU), "anatomy_test.csv": mmlu_head()}, OK)
+add(
+    "mmlu-fewshot-from-test",
+    "fewshot.leak",
+    {
+        "t.yaml": task_yaml(
+            **MMLU,
+            fewshot={
+                "count": 3,
+                "source": {"path": "anatomy_dev.csv", "columns": ["question", "A", "B", "C", "D", "answer"]},
+            },
+        ),
+        "anatomy_test.csv": mmlu_head(),
+        "anatomy_dev.csv": mmlu_head(4),
+    },
+    rule("fewshot.leak"),
+)
+add(
+    "mmlu-columns-shifted",
+    "data.columns",
+    {
+        "t.yaml": task_yaml(
+            **{**MMLU, "data": {"path": "anatomy_test.csv", "columns": ["A", "B", "C", "D", "question", "answer"]}}
+        ),
+        "anatomy_test.csv": mmlu_head(),
+    },
+    rule("data.columns"),
+)
+add(
+    "mmlu-answer-index-plus-one",
+    "labels.off-by-one",
+    {
+        "t.yaml": task_yaml(**{**MMLU, "target": "{{ 'ABCD'.index(answer) + 1 if answer != 'D' else 0 }}"}),
+        "anatomy_test.csv": mmlu_head(),
+    },
+    rule("labels.off-by-one"),
+)
+add(
+    "mmlu-target-is-letter-text",
+    "target.ambiguous",
+    {"t.yaml": task_yaml(**{**MMLU, "target": "{{ answer }}"}), "anatomy_test.csv": mmlu_head()},
+    OK,
+)
+add(
+    "mmlu-choices-are-texts-but-prompt-has-letters",
+    "prompt.delimiter",
+    {
+        "t.yaml": task_yaml(**{**MMLU, "choices": ["{{ A }}", "{{ B }}", "{{ C }}", "{{ D }}"]}),
+        "anatomy_test.csv": mmlu_head(),
+    },
+    OK,
+)
+
+
+def boolq_rows(n: int = 6) -> list[dict]:
+    path = SHARED / "data" / "boolq" / "boolq.jsonl"
+    if path.exists():
+        with path.open(encoding="utf-8") as handle:
+            return [json.loads(next(handle)) for _ in range(n)]
+    return [{"query": f"Passage {i}\nQuestion: q?\nAnswer:", "choices": ["no", "yes"], "gold": i % 2} for i in range(n)]
+
+
+BOOLQ = boolq_rows()
+BOOLQ_KEYS = sorted(BOOLQ[0])
+add("boolq-real-ok", "ok", native(BOOLQ, prompt="{{ query }}", choices="{{ choices }}", target="{{ gold }}"), OK)
+add(
+    "boolq-choices-reversed",
+    "target.flipped",
+    native(BOOLQ, prompt="{{ query }}", choices=["yes", "no"], target="{{ gold }}"),
+    rule("target.flipped"),
+)
+
+# ---------------------------------------------------------------- lm-eval task files
+
+LM = """\
+task: quiz
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: train.jsonl
+    test: test.jsonl
+output_type: multiple_choice
+test_split: test
+fewshot_split: train
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_choice: choices
+doc_to_target: label
+"""
+TRAIN = [
+    {"id": "t" + r["id"], "question": "Train: " + r["question"], "choices": r["choices"], "label": r["label"]}
+    for r in QUIZ
+]
+LM_ARGS = ["validate", "quiz.yaml"]
+
+
+def lm(yaml_text: str = LM, test: list[dict] | None = None, train: list[dict] | None = None) -> Files:
+    return {
+        "quiz.yaml": yaml_text,
+        "test.jsonl": jsonl(QUIZ if test is None else test),
+        "train.jsonl": jsonl(TRAIN if train is None else train),
+    }
+
+
+def lm_add(name: str, category: str, files: Files, expect: tuple, args: list[str] | None = None) -> None:
+    add("lmeval-" + name, category, files, expect, args or LM_ARGS)
+
+
+lm_add("ok", "ok", lm(), OK)
+lm_add("fewshot-ok", "ok", lm(LM + "num_fewshot: 2\n"), OK)
+lm_add(
+    "dup-choices", "choices.duplicate", lm(test=with_row(0, choices=["4", "4", "5", "6"])), rule("choices.duplicate")
+)
+lm_add(
+    "dup-choices-case",
+    "choices.duplicate",
+    lm(test=with_row(1, choices=["Paris", "PARIS", "Rome", "Oslo"], label=0)),
+    rule("choices.duplicate"),
+)
+lm_add(
+    "fewshot-split-is-test",
+    "fewshot.leak",
+    lm(LM.replace("fewshot_split: train", "fewshot_split: test") + "num_fewshot: 2\n"),
+    rule("fewshot.leak"),
+)
+lm_add("fewshot-train-is-copy", "fewshot.leak", lm(LM + "num_fewshot: 2\n", train=QUIZ), rule("fewshot.leak"))
+lm_add(
+    "fewshot-same-file-both-splits",
+    "fewshot.leak",
+    lm(LM.replace("train: train.jsonl", "train: test.jsonl") + "num_fewshot: 2\n"),
+    rule("fewshot.leak"),
+)
+lm_add(
+    "fewshot-no-split",
+    "fewshot.leak",
+    lm(LM.replace("fewshot_split: train\n", "") + "num_fewshot: 2\n"),
+    rule("fewshot.leak"),
+)
+lm_add(
+    "target-constant",
+    "target.constant",
+    lm(LM.replace("doc_to_target: label", "doc_to_target: 0")),
+    rule("target.constant"),
+)
+lm_add(
+    "target-one-based",
+    "labels.off-by-one",
+    lm(LM.replace("doc_to_target: label", 'doc_to_target: "{{label + 1 if label < 3 else 0}}"')),
+    rule("labels.off-by-one"),
+)
+lm_add(
+    "target-text-ambiguous",
+    "target.ambiguous",
+    lm(
+        LM.replace("doc_to_target: label", 'doc_to_target: "{{choices[label]}}"'),
+        test=with_row(0, choices=["4", "4", "5", "6"]),
+    ),
+    rule("target.ambiguous"),
+)
+lm_add("target-string-digit", "target.coerced", lm(test=with_row(1, label="2")), rule("target.coerced"))
+lm_add("target-bool", "target.coerced", lm(test=with_row(0, label=True)), rule("target.coerced"))
+lm_add(
+    "prompt-contains-gold",
+    "prompt.contains-gold",
+    lm(LM.replace('doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Q: {{question}} ({{choices[label]}})\\nA:"')),
+    rule("prompt.contains-gold"),
+)
+lm_add(
+    "prompt-constant",
+    "prompt.constant",
+    lm(LM.replace('doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Answer:"')),
+    rule("prompt.constant"),
+)
+lm_add(
+    "prompt-missing-field-renders-empty",
+    "prompt.constant",
+    lm(LM.replace('doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Q: {{query}}\\nA:"')),
+    ("error", "query"),
+)
+lm_add(
+    "choices-single",
+    "choices.single",
+    lm(
+        LM.replace("doc_to_choice: choices", 'doc_to_choice: ["yes"]').replace(
+            "doc_to_target: label", "doc_to_target: 0"
+        )
+    ),
+    rule("choices.single"),
+)
+lm_add(
+    "choices-literal-duplicate",
+    "choices.duplicate",
+    lm(
+        LM.replace("doc_to_choice: choices", 'doc_to_choice: ["yes", "Yes"]').replace(
+            "doc_to_target: label", 'doc_to_target: "{{label % 2}}"'
+        )
+    ),
+    rule("choices.duplicate"),
+)
+lm_add(
+    "samples-duplicate", "samples.duplicate", lm(test=QUIZ + [{**QUIZ[0], "id": "again"}]), rule("samples.duplicate")
+)
+lm_add("target-delimiter-empty", "prompt.delimiter", lm(LM + 'target_delimiter: ""\n'), rule("prompt.delimiter"))
+LM_GEN = (
+    LM.replace("output_type: multiple_choice", "output_type: generate_until")
+    .replace("doc_to_choice: choices\n", "")
+    .replace("doc_to_target: label", 'doc_to_target: "{{choices[label]}}"')
+)
+lm_add("gen-ok", "ok", lm(LM_GEN + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n"), OK)
+lm_add(
+    "gen-until-prefix",
+    "generation.stop-prefix",
+    lm(LM_GEN + "generation_kwargs:\n  until: ['P', 'B', 'W', 'S', 'I', '4', '6', '3', 'E']\n  max_gen_toks: 8\n"),
+    rule("generation.stop-prefix"),
+)
+lm_add(
+    "gen-max-gen-toks-one",
+    "generation.too-short",
+    lm(
+        LM_GEN.replace(
+            'doc_to_target: "{{choices[label]}}"', 'doc_to_target: "The answer is {{choices[label]}} of course"'
+        )
+        + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 1\n"
+    ),
+    rule("generation.too-short"),
+)
+lm_add(
+    "gen-target-index",
+    "target.index-as-reference",
+    lm(LM_GEN.replace('doc_to_target: "{{choices[label]}}"', "doc_to_target: label")),
+    rule("target.index-as-reference"),
+)
+lm_add(
+    "gen-target-empty",
+    "references.empty",
+    lm(LM_GEN, test=[*QUIZ[:5], {**QUIZ[5], "choices": ["", "", "", ""]}]),
+    rule("references.empty"),
+)
+lm_add(
+    "cli-num-fewshot-without-split",
+    "fewshot.leak",
+    lm(LM.replace("fewshot_split: train\n", "")),
+    rule("fewshot.leak"),
+    args=["run", "quiz.yaml", "--num-fewshot", "3", "-m", "{model}", "-o", "out", "-q"],
+)
+
+# ---------------------------------------------------------------- GLM-130B task files
+
+GLM = """\
+name: "glmtask"
+type: "mul"
+path: "data"
+file-pattern:
+  test: "**/test.jsonl"
+micro-batch-size: 2
+"""
+GLM_ROWS = [
+    {"inputs_pretokenized": "The sky is", "choices_pretokenized": ["blue", "green"], "label": 0},
+    {"inputs_pretokenized": "Grass is", "choices_pretokenized": ["red", "green"], "label": 1},
+    {"inputs_pretokenized": "Snow is", "choices_pretokenized": ["white", "black"], "label": 0},
+    {"inputs_pretokenized": "Coal is", "choices_pretokenized": ["white", "black"], "label": 1},
+]
+GLM_GEN = GLM.replace('type: "mul"', 'type: "gen"')
+GLM_GEN_ROWS = [
+    {"inputs_pretokenized": f"Capital of {c}?", "targets_pretokenized": [a]}
+    for c, a in [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid")]
+]
+
+
+def glm(rows: list[dict] | None = None, yaml_text: str = GLM, extra: Files | None = None) -> Files:
+    return {
+        "glm.yaml": yaml_text,
+        "data/prompt_1/test.jsonl": jsonl(GLM_ROWS if rows is None else rows),
+        **(extra or {}),
+    }
+
+
+def glm_add(name: str, category: str, files: Files, expect: tuple) -> None:
+    add("glm-" + name, category, files, expect, ["validate", "glm.yaml"])
+
+
+glm_add("ok", "ok", glm(), OK)
+glm_add("gen-ok", "ok", glm(GLM_GEN_ROWS, GLM_GEN), OK)
+glm_add(
+    "dup-choices",
+    "choices.duplicate",
+    glm([{**GLM_ROWS[0], "choices_pretokenized": ["blue", "blue"]}, *GLM_ROWS[1:]]),
+    rule("choices.duplicate"),
+)
+glm_add(
+    "dup-choices-space",
+    "choices.duplicate",
+    glm([{**GLM_ROWS[0], "choices_pretokenized": ["blue", " blue"]}, *GLM_ROWS[1:]]),
+    rule("choices.duplicate"),
+)
+glm_add("target-constant", "target.constant", glm([{**r, "label": 0} for r in GLM_ROWS]), rule("target.constant"))
+glm_add("label-bool", "target.coerced", glm([{**GLM_ROWS[0], "label": False}, *GLM_ROWS[1:]]), rule("target.coerced"))
+glm_add("label-string", "target.coerced", glm([{**GLM_ROWS[0], "label": "0"}, *GLM_ROWS[1:]]), rule("target.coerced"))
+glm_add("label-float", "target.coerced", glm([{**GLM_ROWS[0], "label": 0.0}, *GLM_ROWS[1:]]), rule("target.coerced"))
+glm_add(
+    "labels-one-based",
+    "labels.off-by-one",
+    glm(
+        [{**r, "choices_pretokenized": r["choices_pretokenized"] + ["grey"], "label": r["label"] + 1} for r in GLM_ROWS]
+    ),
+    rule("labels.off-by-one"),
+)
+glm_add(
+    "choices-single",
+    "choices.single",
+    glm([{**GLM_ROWS[0], "choices_pretokenized": ["blue"]}, *GLM_ROWS[1:]]),
+    rule("choices.single"),
+)
+glm_add(
+    "input-contains-gold",
+    "prompt.contains-gold",
+    glm(
+        [
+            {**r, "inputs_pretokenized": r["inputs_pretokenized"] + " (" + r["choices_pretokenized"][r["label"]] + ")"}
+            for r in GLM_ROWS
+        ]
+    ),
+    rule("prompt.contains-gold"),
+)
+glm_add("samples-duplicate", "samples.duplicate", glm(GLM_ROWS + GLM_ROWS[:1]), rule("samples.duplicate"))
+glm_add(
+    "prompt-folders-identical",
+    "data.glob-merge",
+    glm(extra={"data/prompt_2/test.jsonl": jsonl(GLM_ROWS)}),
+    rule("data.glob-merge"),
+)
+glm_add(
+    "gen-target-empty",
+    "references.empty",
+    glm([*GLM_GEN_ROWS[:2], {**GLM_GEN_ROWS[2], "targets_pretokenized": [""]}], GLM_GEN),
+    rule("references.empty"),
+)
+glm_add(
+    "gen-target-whitespace",
+    "references.empty",
+    glm([*GLM_GEN_ROWS[:2], {**GLM_GEN_ROWS[2], "targets_pretokenized": [" "]}], GLM_GEN),
+    rule("references.empty"),
+)
+glm_add(
+    "gen-target-in-input",
+    "prompt.contains-gold",
+    glm(
+        [
+            {**r, "inputs_pretokenized": r["inputs_pretokenized"] + " " + r["targets_pretokenized"][0]}
+            for r in GLM_GEN_ROWS
+        ],
+        GLM_GEN,
+    ),
+    rule("prompt.contains-gold"),
+)
+glm_add(
+    "gen-max-gen-length-one",
+    "generation.too-short",
+    glm(
+        [{**r, "targets_pretokenized": ["It is the city of " + r["targets_pretokenized"][0]]} for r in GLM_GEN_ROWS],
+        GLM_GEN + "max_gen_length: 1\n",
+    ),
+    rule("generation.too-short"),
+)
+glm_add(
+    "pattern-matches-train",
+    "data.split",
+    glm(
+        GLM_ROWS,
+        GLM.replace('"**/test.jsonl"', '"**/*.jsonl"'),
+        extra={"data/prompt_1/train.jsonl": jsonl(GLM_ROWS[:2])},
+    ),
+    rule("data.split"),
+)
+
+# ---------------------------------------------------------------- probsem suites
+
+PROBSEM_PROMPT = "Read the statements and judge them.\n"
+SUITE = {
+    "pretext": "Is it true?",
+    "context": [
+        {"text": "The sky is blue.", "expected": 0},
+        {"text": "Fish can fly.", "expected": 1},
+        {"text": "Water is wet.", "expected": 0},
+        {"text": "Stones can sing.", "expected": 1},
+    ],
+    "posttext": "Answer:",
+    "queries": ["True", "False"],
+}
+
+
+def probsem(suite: dict) -> Files:
+    return {"p/test.txt": PROBSEM_PROMPT, "p/test_A.json": json.dumps(suite, ensure_ascii=False)}
+
+
+def ps_add(name: str, category: str, suite_changes: dict, expect: tuple) -> None:
+    add("probsem-" + name, category, probsem({**SUITE, **suite_changes}), expect, ["validate", "p"])
+
+
+ps_add("ok", "ok", {}, OK)
+ps_add("dup-queries", "choices.duplicate", {"queries": ["True", "True"]}, rule("choices.duplicate"))
+ps_add("dup-queries-case", "choices.duplicate", {"queries": ["True", "true", "False"]}, rule("choices.duplicate"))
+ps_add(
+    "single-query",
+    "choices.single",
+    {"queries": ["True"], "context": [{**c, "expected": 0} for c in SUITE["context"]]},
+    rule("choices.single"),
+)
+ps_add(
+    "expected-constant",
+    "target.constant",
+    {"context": [{**c, "expected": 0} for c in SUITE["context"]]},
+    rule("target.constant"),
+)
+ps_add(
+    "expected-none-anywhere",
+    "target.none",
+    {"context": [{**c, "expected": -1} for c in SUITE["context"]]},
+    rule("target.none"),
+)
+ps_add(
+    "expected-bool",
+    "target.coerced",
+    {"context": [{**SUITE["context"][0], "expected": True}, *SUITE["context"][1:]]},
+    rule("target.coerced"),
+)
+ps_add(
+    "expected-string",
+    "target.coerced",
+    {"context": [{**SUITE["context"][0], "expected": "1"}, *SUITE["context"][1:]]},
+    rule("target.coerced"),
+)
+ps_add(
+    "expected-out-of-range",
+    "target.range",
+    {"context": [{**SUITE["context"][0], "expected": 2}, *SUITE["context"][1:]]},
+    ("error", "expected"),
+)
+ps_add(
+    "samples-duplicate",
+    "samples.duplicate",
+    {"context": SUITE["context"] + SUITE["context"][:1]},
+    rule("samples.duplicate"),
+)
+ps_add(
+    "posttext-gives-answer",
+    "prompt.contains-gold",
+    {"posttext": "The answer is True. Answer:"},
+    rule("prompt.contains-gold"),
+)
+ps_add("queries-leading-space", "choices.duplicate", {"queries": ["True", " True", "False"]}, rule("choices.duplicate"))
+
+# ---------------------------------------------------------------- SEA-HELM folders
+
+SEA_CONFIG_PATH = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "sentiment_analysis" / "config.yaml"
+SEA_CONFIG = SEA_CONFIG_PATH.read_text(encoding="utf-8") if SEA_CONFIG_PATH.exists() else ""
+SEA_ROWS = [
+    {"id": i, "label": label, "prompts": [{"text": text}], "metadata": {"language": "id"}}
+    for i, (label, text) in enumerate(
+        [
+            ("Positif", "Bagus sekali"),
+            ("Negatif", "Buruk sekali"),
+            ("Netral", "Biasa saja"),
+            ("Positif", "Sangat senang"),
+        ]
+    )
+]
+SEA_EXAMPLES = [
+    {"id": 100 + i, "label": label, "prompts": [{"text": text}], "metadata": {"language": "id"}}
+    for i, (label, text) in enumerate(
+        [("Negatif", "Jelek"), ("Positif", "Indah"), ("Netral", "Lumayan"), ("Positif", "Hebat"), ("Negatif", "Sedih")]
+    )
+]
+SEA_ARGS = ["validate", "sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"]
+
+
+def sea(rows: list[dict] | None = None, examples: list[dict] | None = None, config: str | None = None) -> Files:
+    return {
+        "sa/config.yaml": SEA_CONFIG if config is None else config,
+        "copy/id/eval.jsonl": jsonl(SEA_ROWS if rows is None else rows),
+        "copy/id/examples.jsonl": jsonl(SEA_EXAMPLES if examples is None else examples),
+    }
+
+
+def sea_add(name: str, category: str, files: Files, expect: tuple) -> None:
+    add("seahelm-" + name, category, files, expect, SEA_ARGS)
+
+
+sea_add("ok", "ok", sea(), OK)
+sea_add(
+    "label-not-in-label-set",
+    "target.not-a-choice",
+    sea([*SEA_ROWS[:3], {**SEA_ROWS[3], "label": "positive"}]),
+    rule("target.not-a-choice"),
+)
+sea_add(
+    "label-case-variant",
+    "target.not-a-choice",
+    sea([*SEA_ROWS[:3], {**SEA_ROWS[3], "label": "positif"}]),
+    rule("target.not-a-choice"),
+)
+sea_add(
+    "labels-constant", "target.constant", sea([{**r, "label": "Positif"} for r in SEA_ROWS]), rule("target.constant")
+)
+sea_add("examples-are-eval", "fewshot.leak", sea(examples=SEA_ROWS + SEA_ROWS[:1]), rule("fewshot.leak"))
+sea_add(
+    "samples-duplicate", "samples.duplicate", sea(SEA_ROWS + [{**SEA_ROWS[0], "id": 99}]), rule("samples.duplicate")
+)
+sea_add(
+    "prompt-text-empty",
+    "references.empty",
+    sea([*SEA_ROWS[:3], {**SEA_ROWS[3], "prompts": [{"text": " "}]}]),
+    rule("text.empty"),
+)
+sea_add("label-empty", "references.empty", sea([*SEA_ROWS[:3], {**SEA_ROWS[3], "label": ""}]), rule("references.empty"))
+sea_add(
+    "max-tokens-one",
+    "generation.too-short",
+    sea(config=SEA_CONFIG.replace("max_tokens: 32", "max_tokens: 1", 1)),
+    rule("generation.too-short"),
+)
+sea_add(
+    "answer-tag-empty",
+    "extraction.never-matches",
+    sea(config=SEA_CONFIG.replace('answer_tag: "Jawaban:"', 'answer_tag: ""', 1)),
+    rule("extraction.tag-empty"),
+)
+
+# ---------------------------------------------------------------- runs and CLI usage (a model: the tiny random Llama)
+
+RUN = ["run", "t.yaml", "-m", "{model}", "-o", "out", "-q"]
+add("run-ok", "ok", native(QUIZ), OK, RUN)
+add("run-limit-larger-than-data", "data.limit", native(QUIZ), rule("data.limit-exceeds"), [*RUN, "--limit", "50"])
+# --limit 0.01 of 6 rows: one sample scored, a number with no stderr
+add("run-limit-fraction-one-row", "data.limit", native(QUIZ), rule("data.limit-tiny"), [*RUN, "--limit", "0.01"])
+add(
+    "run-gen-max-tokens-cli-one",
+    "generation.too-short",
+    gen([{**r, "answer": f"The capital city is {r['answer']} and it is large"} for r in GEN_ROWS]),
+    rule("generation.too-short"),
+    [*RUN, "--max-tokens", "1"],
+)
+add(
+    "run-compare-with-itself",
+    "compare.same-run",
+    native(QUIZ),
+    rule("compare.same-run"),
+    ["compare", "out", "out"],
+    pre=[RUN],
+)
+add(
+    "run-chat-template-on-base",
+    "chat.base-model",
+    native(QUIZ),
+    rule("chat.base-model"),
+    [*RUN, "--chat-template", "on"],
+)
+
+# ---------------------------------------------------------------- found while running: digit texts read as indices
+
+NUMERIC = [
+    {"id": f"n{i}", "question": f"What is {a} + {b}?", "choices": ["1", "2", "3", "4"], "label": a + b - 1}
+    for i, (a, b) in enumerate([(1, 0), (1, 1), (1, 2), (2, 1), (0, 1)])  # no answer "4": index 4 would be out of range
+]
+add(
+    "target-digit-text-trailing-space",
+    "target.coerced",
+    native([{**r, "answer": r["choices"][r["label"]] + " "} for r in NUMERIC], target="{{ answer }}"),
+    rule("target.coerced"),
+)
+add(
+    "target-digit-text-leading-zero",
+    "target.coerced",
+    native([{**r, "answer": "0" + r["choices"][r["label"]]} for r in NUMERIC], target="{{ answer }}"),
+    rule("target.coerced"),
+)
+add(
+    "target-numeric-choice-text-ok",
+    "ok",
+    native([{**r, "answer": r["choices"][r["label"]]} for r in NUMERIC], target="{{ choices.index(answer) }}"),
+    OK,
+)
+lm_add(
+    "target-digit-text-read-as-index",
+    "target.coerced",
+    lm(LM.replace("doc_to_target: label", 'doc_to_target: "{{choices[label]}}"'), test=NUMERIC),
+    rule("target.ambiguous"),
+)
+lm_add(
+    "target-bool-all-rows",
+    "target.coerced",
+    lm(
+        LM.replace("doc_to_choice: choices", 'doc_to_choice: ["no", "yes"]'),
+        test=[{**r, "label": r["label"] % 2 == 1} for r in QUIZ],
+        train=[{**r, "label": r["label"] % 2 == 1} for r in TRAIN],
+    ),
+    rule("target.coerced"),
+)
+
+# ---------------------------------------------------------------- more valid controls (none of these may be flagged)
+
+add(
+    "choices-shared-prefix-ok",
+    "ok",
+    native(with_row(1, choices=["New York", "New York City", "York", "Newark"], label=0)),
+    OK,
+)
+add("choices-number-and-fraction-ok", "ok", native(with_row(0, choices=["1", "1.5", "4", "6"], label=2)), OK)
+add("filter-drops-half-ok", "ok", native(QUIZ, data={"path": "data.jsonl", "filter": "{{ label < 2 }}"}), OK)
+add(
+    "gen-same-reference-twice-ok",
+    "ok",
+    gen([{**r, "answers": [r["answer"], r["answer"]]} for r in GEN_ROWS], target="{{ answers }}"),
+    OK,
+)
+add(
+    "csv-quoted-commas-ok",
+    "ok",
+    {
+        "t.yaml": task_yaml(**MC3),
+        "d.csv": csv_text(HEADER, [["Pick: a, b or c?", "a, b", "c", "d", "1"], ["1+1?", "2", "3", "4", "0"]]),
+    },
+    OK,
+)
+add(
+    "glob-breakdown-by-file-ok",
+    "ok",
+    {
+        "t.yaml": task_yaml(data="parts/*.jsonl", breakdown="_file"),
+        "parts/p1.jsonl": jsonl(QUIZ[:3]),
+        "parts/p2.jsonl": jsonl([{**r, "id": "p2" + r["id"]} for r in QUIZ[3:]]),
+    },
+    OK,
+)
+glm_add(
+    "two-prompt-folders-ok",
+    "ok",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [{**r, "inputs_pretokenized": "Say: " + r["inputs_pretokenized"]} for r in GLM_ROWS]
+            )
+        }
+    ),
+    OK,
+)
+ps_add("expected-none-some-ok", "ok", {"context": [*SUITE["context"][:3], {**SUITE["context"][3], "expected": -1}]}, OK)
+add("gen-stop-newline-ok", "ok", gen(generation={"max_tokens": 16, "stop": ["\n", "Q:"]}), OK)
+add("chat-system-plain-ok", "ok", gen(chat={"system": "You are a careful assistant."}), OK)
+
+# ---------------------------------------------------------------- odd values where text or an index belongs
+
+add(
+    "choices-ints",
+    "choices.type",
+    native([{**r, "choices": [3, 4, 5, 6]} for r in QUIZ[:1]] + QUIZ[1:]),
+    rule("choices.coerced"),
+)
+add("choices-bool", "choices.type", native(with_row(0, choices=[True, False], label=0)), rule("choices.coerced"))
+add("choices-nested-list", "choices.type", native(with_row(0, choices=[["3"], ["4"]], label=0)), ("error", "choices"))
+add(
+    "choices-rtl-mark",
+    "choices.confusable",
+    native(with_row(0, choices=["4", "\u200f4", "5", "6"])),
+    rule("choices.duplicate"),
+)
+add("target-dict", "target.type", native(with_row(0, label={"index": 1})), ("error", "target"))
+add("ref-int-zero", "target.coerced", gen([{**r, "answer": 0} for r in GEN_ROWS]), rule("target.index-as-reference"))
+add(
+    "breakdown-list-values",
+    "breakdown.mixed",
+    native([{**r, "tags": ["a", "b"] if i % 2 else ["a"]} for i, r in enumerate(QUIZ)], breakdown="tags"),
+    ("error", "tags"),
+)
+add(
+    "breakdown-dict-values",
+    "breakdown.mixed",
+    native([{**r, "meta": {"s": i % 2}} for i, r in enumerate(QUIZ)], breakdown="meta"),
+    ("error", "meta"),
+)
+add(
+    "breakdown-bool-vs-int",
+    "breakdown.mixed",
+    native([{**r, "hard": True if i % 2 else 1} for i, r in enumerate(QUIZ)], breakdown="hard"),
+    rule("breakdown.mixed"),
+)
+add(
+    "breakdown-float-nan",
+    "breakdown.mixed",
+    {
+        "t.yaml": task_yaml(**MC3, breakdown="grade"),
+        "d.csv": csv_text([*HEADER, "grade"], [[*CSV_ROWS[0], "1"], [*CSV_ROWS[1], ""], [*CSV_ROWS[2], "1"]]),
+    },
+    rule("breakdown.mixed"),
+)
+add(
+    "ids-float-vs-int",
+    "ids.mixed",
+    native(
+        [{**r, "id": 1.0 if i == 0 else (1 if i == 1 else r["id"])} for i, r in enumerate(QUIZ)],
+        data={"path": "data.jsonl", "id": "id"},
+    ),
+    rule("ids.mixed"),
+)
+add(
+    "fields-computed-nan",
+    "target.coerced",
+    native(
+        QUIZ,
+        data={"path": "data.jsonl", "fields": {"gold": "{{ label / 0 if label > 9 else label * 1.0 }}"}},
+        target="{{ gold }}",
+    ),
+    rule("target.coerced"),
+)
+add(
+    "filter-returns-none",
+    "data.filter",
+    native(QUIZ, data={"path": "data.jsonl", "filter": "{{ none }}"}),
+    ("error", "filter"),
+)
+add(
+    "choice-temperature-inf",
+    "metrics.mismatch",
+    native(QUIZ, choice_temperature=float("inf")),
+    ("error", "choice_temperature"),
+)
+add("ppl-text-number", "target.coerced", native([{"n": 12345}, {"n": 678}], **{**PPL, "text": "{{ n }}"}), OK)
+
+# ---------------------------------------------------------------- few-shot draws a row's own twin
+
+add(
+    "fewshot-own-data-twin-rows",
+    "fewshot.leak",
+    native(QUIZ + [{**r, "id": r["id"] + "-twin"} for r in QUIZ], fewshot={"count": 3}),
+    rule("fewshot.leak"),
+)
+add("fewshot-limit-one-ok", "ok", native(QUIZ, fewshot={"count": 2}, limit=1), OK)
+
+# ---------------------------------------------------------------- empty parts in the other dialects
+
+glm_add(
+    "choice-empty",
+    "choices.empty",
+    glm([{**GLM_ROWS[0], "choices_pretokenized": ["blue", ""]}, *GLM_ROWS[1:]]),
+    ("error", "choice"),
+)
+glm_add(
+    "input-empty",
+    "prompt.empty",
+    glm([{**GLM_ROWS[0], "inputs_pretokenized": ""}, *GLM_ROWS[1:]]),
+    rule("prompt.empty"),
+)
+glm_add("label-out-of-range", "target.range", glm([{**GLM_ROWS[0], "label": 2}, *GLM_ROWS[1:]]), ("error", "label"))
+glm_add("label-negative", "target.range", glm([{**GLM_ROWS[0], "label": -1}, *GLM_ROWS[1:]]), ("error", "label"))
+ps_add("query-empty", "choices.empty", {"queries": ["True", ""]}, ("error", "queries"))
+ps_add(
+    "context-text-empty",
+    "prompt.empty",
+    {"context": [{**SUITE["context"][0], "text": ""}, *SUITE["context"][1:]]},
+    rule("prompt.empty"),
+)
+lm_add("choice-empty", "choices.empty", lm(test=with_row(0, choices=["", "4", "5", "6"], label=1)), ("error", "choice"))
+lm_add("target-out-of-range-negative", "target.range", lm(test=with_row(0, label=-1)), ("error", "doc_to_target"))
