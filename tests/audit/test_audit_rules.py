@@ -73,6 +73,15 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
         },
         r"data\.jsonl, row 5, field 'choices'",
     ),
+    "choices.near-duplicate": (
+        {
+            "quiz.yaml": mc(),
+            "data.jsonl": rows(
+                *QUESTIONS[:4], {"id": "x", "question": "Capital?", "choices": ["Paris", "Paris.", "Rome"], "label": 2}
+            ),
+        },
+        r"data\.jsonl, row 5, field 'choices'",
+    ),
     "target.ambiguous": (
         {
             "quiz.yaml": mc(target="{{ answer }}"),
@@ -99,6 +108,15 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
             "data.csv": "id,question,a,b,label\n1,Is ice cold?,yes,no,0\n2,Is fire cold?,yes,no,1.5\n",
         },
         r"data\.csv, row 3, field 'label'",
+    ),
+    "references.coerced": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "What is {{ a }} + {{ b }}?").replace(
+                "{{ answers }}", "{{ total }}"
+            ),
+            "data.jsonl": rows({"id": "a", "a": 1, "b": 2, "total": 3.0}, {"id": "b", "a": 2, "b": 2, "total": 4.0}),
+        },
+        r"row 1, field 'total'",
     ),
     "references.empty": (
         {
@@ -143,6 +161,89 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
     "samples.duplicate": (
         {"quiz.yaml": mc(), "data.jsonl": rows(*QUESTIONS, {**QUESTIONS[1], "id": "again"})},
         r"row 6, field 'data'",
+    ),
+    "samples.conflict": (
+        {"quiz.yaml": mc(), "data.jsonl": rows(*QUESTIONS, {**QUESTIONS[1], "id": "again", "label": 2})},
+        r"row 6, field 'target'",
+    ),
+    "ids.look-alike": (
+        {"quiz.yaml": mc(), "data.jsonl": rows(*QUESTIONS[:4], {**QUESTIONS[4], "id": "A"})},
+        r"row 5, field 'id'",
+    ),
+    "generation.stop-inside-answer": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?") + "generation: {stop: [' City']}\n",
+            "data.jsonl": rows(
+                {"id": "a", "country": "Mexico", "answers": ["Mexico City"]},
+                {"id": "b", "country": "Guatemala", "answers": ["Guatemala City"]},
+                {"id": "c", "country": "Peru", "answers": ["Lima"]},
+            ),
+        },
+        r"capitals\.yaml:\d+, field 'generation\.stop'",
+    ),
+    "generation.too-short": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Who wrote {{ book }}?") + "generation: {max_tokens: 1}\n",
+            "data.jsonl": rows(
+                {"id": "a", "book": "Hamlet", "answers": ["William Shakespeare"]},
+                {"id": "b", "book": "Emma", "answers": ["Jane Austen"]},
+            ),
+        },
+        r"capitals\.yaml:\d+, field 'generation\.max_tokens'",
+    ),
+    "text.damaged": (
+        {
+            "quiz.yaml": mc(),
+            "data.jsonl": rows(*QUESTIONS[:4], {**QUESTIONS[4], "question": "Which planet is the cafÃ© on?"}),
+        },
+        r"row 5, field 'prompt'",
+    ),
+    "choices.placeholder": (
+        {"quiz.yaml": mc(), "data.jsonl": rows(*QUESTIONS[:4], {**QUESTIONS[4], "choices": ["Earth", "nan", "Mars"]})},
+        r"row 5, field 'choices'",
+    ),
+    "target.none": (
+        {"quiz.yaml": mc(extra="unscored_target: -1\n"), "data.jsonl": rows(*({**q, "label": -1} for q in QUESTIONS))},
+        r"quiz\.yaml:\d+, field 'target'",
+    ),
+    "prompt.delimiter": (
+        {"quiz.yaml": mc(prompt="Q: {{ question }} Answer", extra="target_delimiter: ''\n"), "data.jsonl": CLEAN},
+        r"quiz\.yaml:\d+, field 'target_delimiter'",
+    ),
+    "generation.min-tokens": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?")
+            + "generation: {max_tokens: 8, min_tokens: 8}\n",
+            "data.jsonl": rows({"id": "a", "country": "Peru", "answers": ["Lima"]}),
+        },
+        r"capitals\.yaml:\d+, field 'generation\.min_tokens'",
+    ),
+    "extraction.never-matches": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?") + "extraction: {regex: '(\\d+)'}\n",
+            "data.jsonl": rows({"id": "a", "country": "Peru", "answers": ["Lima"]}),
+        },
+        r"capitals\.yaml:\d+, field 'extraction\.regex'",
+    ),
+    "text.escaped": (
+        {
+            "quiz.yaml": mc(),
+            "data.jsonl": rows(*({**q, "question": q["question"] + " Tom &amp; Jerry"} for q in QUESTIONS)),
+        },
+        r"row 1, field 'prompt'",
+    ),
+    "data.split": (
+        {"quiz.yaml": mc().replace("path: data.jsonl", "path: train.jsonl"), "train.jsonl": CLEAN},
+        r"quiz\.yaml:\d+, field 'data'",
+    ),
+    "data.header-row": (
+        {
+            "quiz.yaml": mc(target="{{ label | int }}")
+            .replace("data: {path: data.jsonl, id: id}", "data: {path: data.csv, columns: [question, a, b, label]}")
+            .replace('choices: "{{ choices }}"', 'choices: ["{{ a }}", "{{ b }}"]'),
+            "data.csv": "Question,A,B,0\nIs ice cold?,yes,no,0\nIs fire cold?,yes,no,1\n",
+        },
+        r"data\.csv, row 1, field 'data\.columns'",
     ),
     "breakdown.mixed": (
         {
@@ -229,7 +330,8 @@ def test_an_error_rule_stops_the_task_naming_file_row_and_field(rule, tmp_path, 
 
 
 def test_every_builtin_rule_has_a_case_here():
-    assert set(SEVERITY) - {"choices.single"} <= set(CASES) | set(ERRORS)
+    # choices.single and prompt.empty: the native format refuses such rows itself; the other dialects meet them
+    assert set(SEVERITY) - {"choices.single", "prompt.empty"} <= set(CASES) | set(ERRORS)
 
 
 def test_clean_tasks_have_no_findings(tmp_path, monkeypatch, capsys):

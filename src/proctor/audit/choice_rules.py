@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator
 
-from proctor.audit.subject import AuditSubject, loose
+from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
 
@@ -37,6 +37,61 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
                 )
                 break
             seen[key] = i
+
+
+def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
+    """Choices a reader would not tell apart that ``choices.duplicate`` leaves (it compares case and spacing
+    only): "Paris" and "Paris.", a quoted copy, "4" and "4.0", a Cyrillic "В" for a Latin "B"."""
+    for sample in subject.samples:
+        choices = sample.choices
+        if len(choices) < 2:
+            continue
+        keys = [near(c) for c in choices]
+        if len(set(keys)) == len(keys):
+            continue
+        seen: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            j = seen.setdefault(key, i)
+            if j != i and loose(choices[i]) != loose(choices[j]):
+                yield _hit(
+                    subject,
+                    sample,
+                    f"choices {j} and {i} differ only in punctuation, quotes, a number's spelling or look-alike "
+                    f"letters ({choices[j]!r:.40} / {choices[i]!r:.40}): a reader takes them for one answer",
+                    "choices",
+                )
+                break
+
+
+# what a CSV or pandas reader makes of a missing value, read back as a choice's text
+PLACEHOLDERS = frozenset({"na", "n/a", "nan", "none", "null", "nil", "#n/a", "undefined"})
+
+
+def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.samples:
+        for i, choice in enumerate(sample.choices):
+            if choice.strip().casefold() in PLACEHOLDERS:
+                yield _hit(
+                    subject,
+                    sample,
+                    f"choice {i} is {choice!r}, what a CSV or pandas reader makes of a missing value: a choice "
+                    "the data does not have is scored as one",
+                    "choices",
+                )
+                break
+
+
+def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
+    """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
+    mc = [s for s in subject.samples if s.choices]
+    if mc and not any(s.gold for s in mc):
+        yield Hit(
+            f"none of the {len(mc)} rows has a right answer (every target is the task's unscored value): "
+            "accuracy is not a number, only the distributions are reported",
+            file=subject.file,
+            line=subject.line("target"),
+            field="target",
+        )
 
 
 def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
@@ -79,13 +134,24 @@ def single_choice(subject: AuditSubject) -> Iterator[Hit]:
             )
 
 
-CONSTANT_MIN_ROWS = 10  # below this a shared answer can be chance (3 rows of 4 choices: 1 in 16)
+CHANCE = 0.05  # a pattern this unlikely among rows whose answers fall at random is worth a word
+MIN_ROWS = 4
+
+
+def _by_chance_all_same(rows: list[PreparedSample]) -> float:
+    """The chance that ``rows`` all share one right position if each row's were uniform over its choices."""
+    same = 1.0
+    for s in rows[1:]:
+        same /= len(s.choices)
+    return same
 
 
 def constant_target(subject: AuditSubject) -> Iterator[Hit]:
     rows = [s for s in subject.scored if len(s.choices) >= 2]
-    if len(rows) < CONSTANT_MIN_ROWS:
+    if len(rows) < MIN_ROWS or _by_chance_all_same(rows) >= CHANCE:
         return
+    if not any(t.strip() for t in subject.prompt_texts):
+        return  # prompt-less pairs (BLiMP): the right sentence is listed first by the format's design
     first = rows[0].gold
     if all(s.gold == first for s in rows):
         yield Hit(
@@ -98,7 +164,7 @@ def constant_target(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-OFF_BY_ONE_ROWS_PER_CHOICE = 5  # label 0 missing by chance from n rows of k choices: about ((k-1)/k)^n
+OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: ((k-1)/k)^n
 
 
 def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
@@ -109,7 +175,7 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(widths) != 1:
         return
     (width,) = widths
-    if len(rows) < OFF_BY_ONE_ROWS_PER_CHOICE * width:
+    if len(rows) < width + 2 or ((width - 1) / width) ** len(rows) >= OFF_BY_ONE_CHANCE:
         return
     used = Counter(s.gold[0] for s in rows)
     if used[0] == 0 and all(used[i] > 0 for i in range(1, width)):
@@ -129,6 +195,24 @@ RULES = (
         "warning",
         "A row lists the same choice twice (or twice up to case and whitespace): a model cannot tell them apart.",
         duplicate_choices,
+    ),
+    AuditRule(
+        "choices.near-duplicate",
+        "warning",
+        "Two choices differ only in end punctuation, quotes, a number's spelling or look-alike letters.",
+        near_duplicate_choices,
+    ),
+    AuditRule(
+        "choices.placeholder",
+        "warning",
+        "A choice reads 'NA', 'nan', 'None' or 'null': a missing value read back as text is scored as a choice.",
+        placeholder_choices,
+    ),
+    AuditRule(
+        "target.none",
+        "warning",
+        "No row of a multiple-choice task has a right answer: accuracy is undefined.",
+        no_right_answer,
     ),
     AuditRule(
         "target.ambiguous",

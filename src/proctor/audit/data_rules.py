@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Iterator
 
-from proctor.audit.subject import AuditSubject
+from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 
 FILE_KEY = "_file"  # the reader's file label (its name without suffix); "_source" is its path below the glob
@@ -16,26 +18,70 @@ def join_alignment(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get("data.join", ())
 
 
-def _key(sample: Any, text: str) -> tuple[Any, ...]:
-    return (text, sample.choices, sample.gold, sample.references, sample.text)
+def _item(sample: Any, text: str) -> tuple[Any, ...]:
+    """What a reader would call the same item: the prompt and choices (or text), spacing aside."""
+    return (" ".join(text.split()), sample.choices, " ".join(sample.text.split()) if sample.text else None)
+
+
+def _answer(sample: Any) -> tuple[Any, ...]:
+    return (sample.gold, sample.references)
+
+
+def _repeats(subject: AuditSubject) -> Iterator[tuple[Any, Any]]:
+    """(sample, the earlier sample of the same item) for each repeated item."""
+    seen: dict[tuple[Any, ...], Any] = {}
+    for sample, text in zip(subject.samples, subject.prompt_texts):
+        if not text.strip() and sample.text is None and not sample.choices:
+            continue
+        earlier = seen.setdefault(_item(sample, text), sample)
+        if earlier is not sample:
+            yield sample, earlier
 
 
 def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
-    seen: dict[tuple[Any, ...], Any] = {}
-    for sample, text in zip(subject.samples, subject.prompt_texts):
-        if not text and sample.text is None and not sample.choices:
+    for sample, earlier in _repeats(subject):
+        if _answer(sample) != _answer(earlier):
+            continue  # samples.conflict
+        yield Hit(
+            f"the row repeats sample '{earlier.sample.id}' (row {earlier.sample.row}): the same prompt, "
+            + ("choices and answer" if sample.choices else "text" if sample.text is not None else "answer")
+            + " (spacing aside); it counts twice in every mean and its standard error",
+            file=sample.sample.file or subject.file,
+            row=sample.sample.row,
+            field="data",
+            sample=sample.sample.id,
+        )
+
+
+def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
+    for sample, earlier in _repeats(subject):
+        if _answer(sample) == _answer(earlier):
             continue
-        key = _key(sample, text)
-        earlier = seen.setdefault(key, sample.sample)
-        if earlier is not sample.sample:
+        yield Hit(
+            f"the row asks what sample '{earlier.sample.id}' (row {earlier.sample.row}) asks, with another right "
+            "answer: one of the two is scored wrong whatever the model says",
+            file=sample.sample.file or subject.file,
+            row=sample.sample.row,
+            field="target",
+            sample=sample.sample.id,
+        )
+
+
+def look_alike_ids(subject: AuditSubject) -> Iterator[Hit]:
+    """Ids a reader takes for one ('Q1' and 'q1', 'q1 ', '1.0' and '1'): comparisons and joins by id mix them."""
+    seen: dict[str, str] = {}
+    for sample in subject.samples:
+        sid = sample.sample.id
+        key = near(sid)
+        other = seen.setdefault(key, sid)
+        if other != sid:
             yield Hit(
-                f"the row repeats sample '{earlier.id}' (row {earlier.row}): the same prompt, "
-                + ("choices and answer" if sample.choices else "text" if sample.text is not None else "answer")
-                + "; it counts twice in every mean and its standard error",
+                f"sample id {sid!r} differs from sample id {other!r} only in case, spacing or a number's spelling: "
+                "comparisons of runs and joins by id would take them for one sample",
                 file=sample.sample.file or subject.file,
                 row=sample.sample.row,
-                field="data",
-                sample=sample.sample.id,
+                field=subject.spec.data[0].id if subject.spec.data and subject.spec.data[0].id else "id",
+                sample=sid,
             )
 
 
@@ -43,7 +89,7 @@ def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
     for key in subject.spec.breakdown:
         if key.startswith("_"):
             continue  # the reader's own fields are always there, of one type
-        kinds: dict[str, set[str]] = defaultdict(set)
+        spellings: dict[str, set[str]] = defaultdict(set)  # a part as a reader names it -> its values as written
         missing = 0
         first_missing = None
         for sample in subject.samples:
@@ -52,12 +98,13 @@ def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
                 missing += 1
                 first_missing = first_missing or sample.sample
                 continue
-            kinds[str(value)].add(type(value).__name__)
-        mixed = sorted(name for name, types in kinds.items() if len(types) > 1)
+            shown = str(int(value)) if isinstance(value, bool) else str(value)  # True and 1 are one dict key
+            spellings[near(shown)].add(f"{value!r} ({type(value).__name__})")
+        mixed = sorted(name for name, values in spellings.items() if len(values) > 1)
         if mixed:
             yield Hit(
-                f"breakdown '{key}' has the part {mixed[0]!r} as values of different types "
-                f"({', '.join(sorted(kinds[mixed[0]]))}): the rows of one part are reported as two",
+                f"breakdown '{key}' spells one part in several ways ({', '.join(sorted(spellings[mixed[0]]))}): "
+                "types, case or spacing split its rows into parts, or True and 1 merge two",
                 file=subject.file,
                 line=subject.line("breakdown"),
                 field="breakdown",
@@ -91,6 +138,41 @@ def merged_files(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+_TRAIN = re.compile(r"(^|[^a-z])(train|training)([^a-z]|$)", re.IGNORECASE)
+
+
+def training_split(subject: AuditSubject) -> Iterator[Hit]:
+    """The evaluated rows come from a file named as a training split: scores on data a model may have
+    been tuned on."""
+    paths = {str(s.sample.fields.get("_path") or s.sample.file or "") for s in subject.samples}
+    named = sorted(p for p in paths if _TRAIN.search(Path(p).name))
+    if named and subject.templated:
+        yield Hit(
+            f"the evaluated rows are read from {Path(named[0]).name}, named as a training split"
+            + (f" ({len(named)} of {len(paths)} files)" if len(paths) > 1 else "")
+            + ": evaluate a test or validation split, or say why in the task file",
+            file=subject.file,
+            line=subject.line("data"),
+            field="data",
+        )
+
+
+def header_as_row(subject: AuditSubject) -> Iterator[Hit]:
+    """A CSV whose header line was read as a row (``columns:`` given for a file that has a header)."""
+    for sample in subject.samples[:1]:
+        fields = {k: v for k, v in sample.sample.fields.items() if not k.startswith("_")}
+        same = [k for k, v in fields.items() if isinstance(v, str) and v.strip().casefold() == k.casefold()]
+        if fields and len(same) >= max(2, len(fields) // 2):
+            yield Hit(
+                f"the first row's values are its column names ({', '.join(same[:4])}): the file's header line is "
+                "read as a question (give 'columns:' only for files without a header)",
+                file=sample.sample.file or subject.file,
+                row=sample.sample.row,
+                field="data.columns",
+                sample=sample.sample.id,
+            )
+
+
 RULES = (
     AuditRule(
         "data.join",
@@ -103,6 +185,30 @@ RULES = (
         "warning",
         "The same item (prompt, choices, answer) appears in more than one row: it weighs twice.",
         duplicate_samples,
+    ),
+    AuditRule(
+        "samples.conflict",
+        "warning",
+        "The same item appears twice with different right answers: one of the two is scored wrong regardless.",
+        conflicting_samples,
+    ),
+    AuditRule(
+        "ids.look-alike",
+        "warning",
+        "Two sample ids differ only in case, spacing or a number's spelling: comparisons by id mix them.",
+        look_alike_ids,
+    ),
+    AuditRule(
+        "data.split",
+        "warning",
+        "The evaluated rows come from a file named as a training split.",
+        training_split,
+    ),
+    AuditRule(
+        "data.header-row",
+        "warning",
+        "A CSV's header line is read as a row of data.",
+        header_as_row,
     ),
     AuditRule(
         "breakdown.mixed",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -12,49 +11,81 @@ from proctor.core.audit import AuditRule, Hit
 _READER_FIELDS = ("_row", "_file", "_path", "_source")
 
 
-def _content(fields: Mapping[str, Any]) -> str:
-    """A row's own fields as one text (the reader's bookkeeping left out): equal for a row and its byte copy."""
-    own = {k: v for k, v in fields.items() if k not in _READER_FIELDS}
-    return json.dumps(own, sort_keys=True, ensure_ascii=False, default=str)
-
-
 def _paths(rows: Any) -> set[str]:
     """The files rows were read from, resolved (each distinct path once: a task may have 100,000 rows)."""
     return {str(Path(p).resolve()) for p in {r.fields.get("_path") for r in rows} if p}
 
 
+DISTINCT_CHARS = 12  # a text this long that one row alone has names that row (its question, its passage)
+
+
+def _texts(fields: Mapping[str, Any]) -> set[str]:
+    """A row's long texts, spacing and case aside: what a copy of the row keeps under new ids or field names."""
+    return {
+        " ".join(v.split()).casefold()
+        for k, v in fields.items()
+        if k not in _READER_FIELDS and isinstance(v, str) and len(v) >= DISTINCT_CHARS
+    }
+
+
+def _distinct(rows: Any) -> dict[str, int]:
+    """Each long text that exactly one of ``rows`` holds, with that row's position (shared boilerplate left out)."""
+    owner: dict[str, int] = {}
+    shared: set[str] = set()
+    for i, fields in enumerate(rows):
+        for text in _texts(fields):
+            if text in owner:
+                shared.add(text)
+            owner[text] = i
+    return {t: i for t, i in owner.items() if t not in shared}
+
+
 def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
     fewshot = subject.spec.fewshot
-    if fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
+    if fewshot is None or not fewshot.count or not subject.pool:
         return
-    same_file = _paths(subject.pool) & _paths(s.sample for s in subject.samples)
-    if same_file:
-        yield Hit(
-            f"fewshot.source reads {sorted(same_file)[0]}, the file the task evaluates: each row can be shown "
-            "itself, answer included, as an example",
-            file=subject.file,
-            line=subject.line("fewshot"),
-            field="fewshot.source",
-        )
-        return
-    pool = {_content(row.fields): row for row in subject.pool}
-    by_id = {row.id: key for key, row in pool.items()}
-    shared = 0
+    if not subject.pool_is_own:
+        same_file = _paths(subject.pool) & _paths(s.sample for s in subject.samples)
+        if same_file:
+            yield Hit(
+                f"fewshot.source reads {sorted(same_file)[0]}, the file the task evaluates: each row can be shown "
+                "itself, answer included, as an example",
+                file=subject.file,
+                line=subject.line("fewshot"),
+                field="fewshot.source",
+            )
+            return
+    pool_texts = _distinct(row.fields for row in subject.pool)
+    by_id = {row.id: row for row in subject.pool}
+    shot_texts: dict[str, set[str]] = {}  # a pool row's texts, made once however many rows it serves
+
+    def texts_of(shot: str) -> set[str]:
+        if shot not in shot_texts:
+            shot_texts[shot] = _texts(by_id[shot].fields) if shot in by_id else set()
+        return shot_texts[shot]
+
+    shared = shown_itself = 0
     first = None
-    shown_itself = 0
     for sample in subject.samples:
-        key = _content(sample.sample.fields)
-        if key in pool:
+        own = _texts(sample.sample.fields)
+        if not own:
+            continue
+        if not subject.pool_is_own and any(t in pool_texts for t in own):
             shared += 1
             first = first or sample.sample
-            if any(by_id.get(shot) == key for shot in sample.shots):
-                shown_itself += 1
-    if shared:
-        assert first is not None
+        # the row itself among its own examples: a copy under another id (or a twin row in the task's own data)
+        if any(own & texts_of(shot) for shot in sample.shots):
+            shown_itself += 1
+            first = first or sample.sample
+    if first is not None:
+        in_pool = (
+            f"{shared} of {len(subject.samples)} evaluated rows are also in the few-shot pool (a copy of "
+            "the evaluated split?); "
+            if shared
+            else ""
+        )
         yield Hit(
-            f"{shared} of {len(subject.samples)} evaluated rows are also in the few-shot pool (the same fields: "
-            f"a copy of the evaluated split?); {shown_itself} of them are shown themselves, answer included, as "
-            "an example",
+            f"{in_pool}{shown_itself} row(s) are shown a copy of themselves, answer included, as an example",
             file=first.file or subject.file,
             row=first.row,
             field="fewshot.source",

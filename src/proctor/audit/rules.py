@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proctor.audit import choice_rules, data_rules, leak_rules, target_rules
+from proctor.audit import choice_rules, data_rules, generation_rules, leak_rules, target_rules
 from proctor.core.audit import AuditRule
 
 BUILTIN_RULES: tuple[AuditRule, ...] = (
@@ -10,4 +10,5 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *target_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
+    *generation_rules.RULES,
 )

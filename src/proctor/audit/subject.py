@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping, Sequence
@@ -19,9 +20,35 @@ _READER_FIELDS = frozenset({"_row", "_file", "_path", "_source"})
 _SPACES = re.compile(r"\s+")
 
 
+# characters a reader does not see: zero-width spaces and joiners, direction marks, soft hyphens, a BOM
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# letters of other scripts drawn like Latin ones ("В" is Cyrillic): a reader takes them for the Latin letter
+_LOOK_ALIKES = str.maketrans(
+    "АВЕКМНОРСТХаеорсухіјѕԁΑΒΕΖΗΙΚΜΝΟΡΤΥΧοι",
+    "ABEKMHOPCTXaeopcyxijsdABEZHIKMNOPTYXoi",
+)
+_EDGE_PUNCTUATION = "\"'`.,;:!?()[]{}«»“”‘’"
+
+
 def loose(text: str) -> str:
-    """A text as a reader sees it: case and runs of whitespace ignored ("Paris " and "paris" are one answer)."""
+    """A text as a reader sees it: Unicode's compatibility forms (NFKC: composed accents, full-width digits,
+    no-break spaces), invisible characters dropped, case and runs of whitespace ignored ("Paris " and "paris"
+    are one answer)."""
+    if text.isascii():
+        return _SPACES.sub(" ", text).strip().casefold()
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     return _SPACES.sub(" ", text).strip().casefold()
+
+
+def near(text: str) -> str:
+    """``loose``, and what else a reader would not tell apart: quotes and punctuation at either end, letters
+    of other scripts drawn like Latin ones, a number's spelling ("4" and "4.0")."""
+    key = loose(text.translate(_LOOK_ALIKES)).strip(_EDGE_PUNCTUATION).strip()
+    try:
+        number = float(key)
+    except ValueError:
+        return key
+    return repr(number) if number == number else key
 
 
 def row_content(fields: Any) -> tuple[tuple[str, str], ...]:

@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from proctor.audit.subject import AuditSubject
+from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
@@ -31,21 +31,31 @@ def _variables(source: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=64)
-def _int_filtered(source: str) -> frozenset[str]:
-    """Fields the template passes straight through the ``int`` filter (``{{ label | int }}``), which turns "1.5"
-    into 1 and True into 1 without a word (a text that is no number is an error already: core/templates.py)."""
+def _read_field(source: str) -> tuple[str, tuple[str, ...]] | None:
+    """The row field a target template gives as it is, through filters only (``{{ label }}``,
+    ``{{ label | round | int }}``): (the field, the filters' names, outermost first); None for anything else."""
     from jinja2 import nodes
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     try:
         tree = ImmutableSandboxedEnvironment().parse(source)
     except Exception:  # noqa: BLE001 - reported where the template is compiled
-        return frozenset()
-    return frozenset(
-        f.node.name
-        for f in tree.find_all(nodes.Filter)
-        if f.name == "int" and isinstance(f.node, nodes.Name) and not f.args
-    )
+        return None
+    parts = [n for n in tree.body if not (isinstance(n, nodes.Output) and _blank(n))]
+    if len(parts) != 1 or not isinstance(parts[0], nodes.Output) or len(parts[0].nodes) != 1:
+        return None
+    node = parts[0].nodes[0]
+    filters: list[str] = []
+    while isinstance(node, nodes.Filter) and node.node is not None:
+        filters.append(node.name)
+        node = node.node
+    return (node.name, tuple(filters)) if isinstance(node, nodes.Name) else None
+
+
+def _blank(output: Any) -> bool:
+    from jinja2 import nodes
+
+    return all(isinstance(n, nodes.TemplateData) and not n.data.strip() for n in output.nodes)
 
 
 def _changed_by_int(value: Any) -> bool:
@@ -62,40 +72,97 @@ def _changed_by_int(value: Any) -> bool:
         try:
             number = float(value)
         except ValueError:
-            return True  # "two", "B", "": int gives 0
+            return True  # "B": int(0) makes it 0
         return not math.isfinite(number) or not number.is_integer()
     return True
 
 
-def coerced_target(subject: AuditSubject) -> Iterator[Hit]:
+def _index_text(value: str, choices: tuple[str, ...]) -> str | None:
+    """Why a digit text with spaces or leading zeros misleads: read as an index, it is another choice's text."""
+    if value == value.strip() and not (value.strip().startswith("0") and len(value.strip()) > 1):
+        return None
+    index = int(value)
+    key = near(value)
+    same = [i for i, c in enumerate(choices) if near(c) == key]
+    if same and index not in same:
+        return f"the text {value!r} is read as choice index {index}, but it is choice {same[0]}'s text up to spacing"
+    return None
+
+
+def _coercion(value: Any, filters: tuple[str, ...], sample: Any) -> str | None:
+    """What reading ``value`` as the row's target changes without a word, or None."""
+    if sample.choices:  # an index, or a choice's text
+        if "int" in filters and _changed_by_int(value):
+            return (
+                f"the target's '| int' turns {value!r:.40} ({type(value).__name__}) into a choice index without a "
+                "word (1.5 becomes 1, True becomes 1, a text with a default becomes it): the label is not a whole "
+                "number"
+            )
+        if isinstance(value, bool):
+            return f"the label is {value!r}, a truth value, read as choice index {int(value)}"
+        if isinstance(value, str) and _INTEGER.match(value):
+            return _index_text(value, sample.choices)
+        return None
+    if isinstance(value, bool):  # a reference
+        return f"the reference is the truth value {value!r}, compared as the text {str(value)!r}"
+    if isinstance(value, float):
+        shown = f"{value:g}"
+        return (
+            f"the reference is the number {value!r}, compared as the text {str(value)!r} (an answer {shown!r} misses)"
+        )
+    if isinstance(value, str) and value.strip()[:1] == "[" and value.strip()[-1:] == "]":
+        return f"the reference {value!r:.60} is a list written as text: it is compared as one answer, brackets included"
+    return None
+
+
+def _coercions(subject: AuditSubject, choices: bool) -> Iterator[Hit]:
+    """Rows whose target field is changed on its way in: multiple-choice labels (``choices``) or references."""
     if not subject.templated or not subject.spec.target:
         return
-    names = _int_filtered(subject.spec.target)
-    if not names:
+    read = _read_field(subject.spec.target)
+    if read is None:
         return
+    name, filters = read
     for sample in subject.samples:
-        for name in names:
-            if name in sample.sample.fields and _changed_by_int(sample.sample.fields[name]):
-                value = sample.sample.fields[name]
-                yield Hit(
-                    f"the target's '| int' turns {value!r:.40} ({type(value).__name__}) into a choice index without "
-                    "a word (1.5 becomes 1, True becomes 1): the row's label is not a whole number",
-                    file=sample.sample.file or subject.file,
-                    row=sample.sample.row,
-                    field=name,
-                    sample=sample.sample.id,
-                )
-                break
+        if name not in sample.sample.fields or sample.text is not None or bool(sample.choices) != choices:
+            continue
+        why = _coercion(sample.sample.fields[name], filters, sample)
+        if why is not None:
+            yield Hit(
+                why,
+                file=sample.sample.file or subject.file,
+                row=sample.sample.row,
+                field=name,
+                sample=sample.sample.id,
+            )
+
+
+def coerced_target(subject: AuditSubject) -> Iterator[Hit]:
+    yield from _coercions(subject, choices=True)
+
+
+def coerced_reference(subject: AuditSubject) -> Iterator[Hit]:
+    yield from _coercions(subject, choices=False)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def _empty_answer(text: str) -> bool:
+    """Empty as exact match and F1 compare answers (SQuAD's normalisation: punctuation and articles dropped)."""
+    return not text.strip() or not _ARTICLES.sub(" ", _PUNCTUATION.sub(" ", text)).strip()
 
 
 def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
     for sample in subject.samples:
         if sample.choices or sample.text is not None:
             continue
-        blank = [i for i, r in enumerate(sample.references) if not r.strip()]
+        blank = [i for i, r in enumerate(sample.references) if _empty_answer(r)]
         if blank:
             yield Hit(
-                f"reference {blank[0]} is empty ({sample.references[blank[0]]!r}): an empty or cut-off answer "
+                f"reference {blank[0]} is empty ({sample.references[blank[0]]!r}) once answers are normalised as "
+                "exact match and F1 normalise them (punctuation and articles dropped): an empty or cut-off answer "
                 "matches it",
                 file=sample.sample.file or subject.file,
                 row=sample.sample.row,
@@ -115,15 +182,18 @@ def prompt_reads_target(subject: AuditSubject) -> Iterator[Hit]:
     elif isinstance(spec.choices, list):
         choice_fields = frozenset().union(*(_variables(c) for c in spec.choices))
     answer_fields = _variables(spec.target) - choice_fields
-    shown = sorted(answer_fields & _variables(spec.prompt))
-    if shown:
-        yield Hit(
-            f"the prompt shows {', '.join(repr(f) for f in shown)}, the field(s) the target reads the right answer "
-            "from: the model is told the answer",
-            file=subject.file,
-            line=subject.line("prompt"),
-            field="prompt",
-        )
+    shown_by = [("prompt", spec.prompt), ("chat.system", spec.chat.system if spec.chat else None)]
+    for key, template in shown_by:
+        shown = sorted(answer_fields & _variables(template)) if template else []
+        if shown:
+            yield Hit(
+                f"the {key} template shows {', '.join(repr(f) for f in shown)}, the field(s) the target reads the "
+                "right answer from: the model is told the answer",
+                file=subject.file,
+                line=subject.line(key.split(".")[0]),
+                field=key,
+            )
+            return
 
 
 GOLD_IN_PROMPT_SHARE = 0.5  # a coincidence in some rows is normal; in most, the prompt prints the answer
@@ -183,9 +253,7 @@ def constant_prompt(subject: AuditSubject) -> Iterator[Hit]:
     """Every row asks the model the same thing: the template reads no field of the row."""
     samples, texts = subject.samples, subject.prompt_texts
     if len(samples) < 2 or not texts[0].strip() or any(t != texts[0] for t in texts):
-        return
-    if samples[0].choices and any(s.choices != samples[0].choices for s in samples):
-        return  # the same instruction over different choices (a BLiMP-style pair) is a task
+        return  # prompt-less pairs (BLiMP) render empty prompts: the choices are the task
     if samples[0].text is not None:
         return
     yield Hit(
@@ -197,12 +265,55 @@ def constant_prompt(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
+    """Some rows' prompts are blank and others' are not: those rows are asked nothing (a missing question)."""
+    texts = subject.prompt_texts
+    blank = [i for i, t in enumerate(texts) if not t.strip() and subject.samples[i].text is None]
+    if blank and len(blank) < len(texts):
+        first = subject.samples[blank[0]].sample
+        yield Hit(
+            f"the prompt is blank in {len(blank)} of {len(texts)} rows, and not in the others: those rows' "
+            "answers are scored without a question",
+            file=first.file or subject.file,
+            row=first.row,
+            field="prompt",
+            sample=first.id,
+        )
+
+
+GLUED_SHARE = 0.5
+
+
+def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
+    """``target_delimiter: ""`` with prompts that end without a space and choices that start with a letter or
+    digit: the answer is scored glued to the prompt ("A:Paris")."""
+    if not subject.templated or subject.spec.target_delimiter:
+        return
+    rows = [(t, s) for t, s in zip(subject.prompt_texts, subject.samples) if s.choices and t]
+    glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
+    if glued and len(glued) >= GLUED_SHARE * len(rows):
+        yield Hit(
+            f"target_delimiter is empty, and in {len(glued)} of {len(rows)} rows the prompt ends without a space "
+            "and every choice starts with a letter or digit: each answer is scored glued to the prompt ('A:Paris')",
+            file=subject.file,
+            line=subject.line("target_delimiter"),
+            field="target_delimiter",
+        )
+
+
 RULES = (
     AuditRule(
         "target.coerced",
         "error",
-        "The target's '| int' changes a label that is not a whole number (1.5 -> 1, True -> 1) without a word.",
+        "A label is changed on its way to a choice index: int of 1.5 or True, a truth value, a digit text that "
+        "is another choice's text.",
         coerced_target,
+    ),
+    AuditRule(
+        "references.coerced",
+        "warning",
+        "A reference answer is a truth value, a float (3.0) or a list written as text: compared as that text.",
+        coerced_reference,
     ),
     AuditRule(
         "references.empty",
@@ -221,6 +332,18 @@ RULES = (
         "warning",
         "Most rows' prompts hold the right choice (and no other) or end with the reference: the answer is copied.",
         gold_in_prompt,
+    ),
+    AuditRule(
+        "prompt.empty",
+        "warning",
+        "Some rows' prompts are blank while others' are not: those rows are asked nothing.",
+        blank_prompts,
+    ),
+    AuditRule(
+        "prompt.delimiter",
+        "warning",
+        "target_delimiter is empty and prompts end without a space: every answer is scored glued to the prompt.",
+        glued_answers,
     ),
     AuditRule(
         "prompt.constant",

@@ -264,12 +264,14 @@ class PromptBuilder:
         if index not in self._shot_cache:
             example = self.pool[index]
             question = self._question(example)
-            answer = self._answer_text(example)
             full = (
                 self._fewshot_template.render(example.fields, **self._where(example))
                 if self._fewshot_template
                 else None
             )
+            # a few-shot template writes the example whole: a pool of another shape (a dev split with an 'answer'
+            # column and no choices) needs no answer of the task's own fields, unless chat turns show one
+            answer = self._answer_text(example) if full is None or self.use_chat else ""
             self._shot_cache[index] = (question, answer, full)
         return self._shot_cache[index]
 

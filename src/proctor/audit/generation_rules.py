@@ -1,0 +1,200 @@
+"""Rules over what a generated answer can be: stop strings and token limits that cut every reference, and
+texts damaged on their way in."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Hit
+
+CUT_SHARE = 0.2  # a stop string inside this share of the references cuts answers the task counts as right
+SHORT_SHARE = 0.5  # a token limit below this share of the references' word counts
+
+
+def _generated(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
+    """(sample position, references) of each generated row with references (a templated task's own settings)."""
+    if not subject.templated or subject.spec.kind != "generate":
+        return []
+    return [(i, s.references) for i, s in enumerate(subject.samples) if s.references]
+
+
+def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
+    rows = _generated(subject)
+    if not rows:
+        return
+    for stop in subject.spec.generation.stop:
+        if not stop:
+            continue
+        if not stop.strip() and (" " in stop or "\t" in stop):  # answers start with a space after "A:"
+            yield Hit(
+                f"the stop string {stop!r} is a space: a generated answer (which starts with one after 'A:', and "
+                "has one between its words) ends at once or after its first word",
+                file=subject.file,
+                line=subject.line("generation"),
+                field="generation.stop",
+            )
+            return
+        cut = [i for i, refs in rows if all(stop in r.strip() for r in refs)]
+        if cut and len(cut) >= CUT_SHARE * len(rows):
+            first = subject.samples[cut[0]].sample
+            yield Hit(
+                f"the stop string {stop!r} occurs inside the reference answers of {len(cut)} of {len(rows)} rows "
+                f"(e.g. {subject.samples[cut[0]].references[0]!r:.40}): generation ends there, so those answers "
+                "can never be given whole",
+                file=subject.file,
+                line=subject.line("generation"),
+                field="generation.stop",
+                sample=first.id,
+            )
+            return
+
+
+def limit_below_answers(subject: AuditSubject) -> Iterator[Hit]:
+    rows = _generated(subject)
+    limit = subject.spec.generation.max_tokens
+    if not rows:
+        return
+    # a word is at least one token: a limit below the shortest reference's words cannot give it
+    short = [i for i, refs in rows if min(len(r.split()) for r in refs) > limit]
+    if len(short) >= SHORT_SHARE * len(rows):
+        yield Hit(
+            f"max_tokens is {limit}, and the shortest reference of {len(short)} of {len(rows)} rows has more words "
+            f"than that (e.g. {subject.samples[short[0]].references[0]!r:.40}): those answers are cut before "
+            "they can match",
+            file=subject.file,
+            line=subject.line("generation"),
+            field="generation.max_tokens",
+        )
+
+
+def min_at_max(subject: AuditSubject) -> Iterator[Hit]:
+    generation = subject.spec.generation
+    if _generated(subject) and generation.min_tokens and generation.min_tokens >= generation.max_tokens:
+        yield Hit(
+            f"min_tokens ({generation.min_tokens}) is not below max_tokens ({generation.max_tokens}): the end of "
+            "the answer is banned until the limit, so every answer runs on past its end",
+            file=subject.file,
+            line=subject.line("generation"),
+            field="generation.min_tokens",
+        )
+
+
+def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
+    extraction = subject.spec.extraction
+    rows = _generated(subject)
+    if extraction is None or not extraction.regex or not rows:
+        return
+    try:
+        pattern = re.compile(extraction.regex, re.IGNORECASE if extraction.ignore_case else 0)
+    except re.error:
+        return  # the spec's own check names a bad pattern
+    if not any(pattern.search(r) for _, refs in rows for r in refs):
+        yield Hit(
+            f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "
+            f"{rows[0][1][0]!r:.40}): an answer shaped like the references is never extracted",
+            file=subject.file,
+            line=subject.line("extraction"),
+            field="extraction.regex",
+        )
+
+
+# text decoded in the wrong encoding (UTF-8 read as Latin-1 / cp1252), and the replacement character
+_MOJIBAKE = re.compile("\ufffd|Ã[\u0080-\u00bf]|â€[\u0080-\u00bf\u2018-\u201e\u2122]|Â[\u00a0-\u00bf]")
+
+
+def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
+    for sample, text in zip(subject.samples, subject.prompt_texts):
+        for field, value in (("prompt", text), *(("choices", c) for c in sample.choices)):
+            if value.isascii():
+                continue
+            match = _MOJIBAKE.search(value)
+            if match:
+                yield Hit(
+                    f"the {field} holds {match.group()!r}, text decoded in the wrong encoding (UTF-8 read as Latin-1) "
+                    "or a character lost on the way in: the model reads a damaged text",
+                    file=sample.sample.file or subject.file,
+                    row=sample.sample.row,
+                    field=field,
+                    sample=sample.sample.id,
+                )
+                break
+
+
+# HTML entities and escapes written out: text that went through a markup or JSON encoder twice
+_ESCAPED = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4});|\\n|\\u[0-9a-fA-F]{4}")
+ESCAPED_SHARE = 0.2
+
+
+_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
+
+
+def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
+    for sample in subject.samples:  # an answer with markup in it: no model writes "&amp;"
+        answers = sample.choices or sample.references
+        entity = next((m for a in answers if "&" in a for m in [_ENTITY.search(a)] if m), None)
+        if entity is not None:
+            yield Hit(
+                f"an answer holds the HTML entity {entity.group()!r}, written out: it is scored as those characters",
+                file=sample.sample.file or subject.file,
+                row=sample.sample.row,
+                field="choices" if sample.choices else "target",
+                sample=sample.sample.id,
+            )
+            return
+    texts = subject.prompt_texts
+    found = [i for i, t in enumerate(texts) if ("&" in t or "\\" in t) and _ESCAPED.search(t)]
+    if found and len(found) >= ESCAPED_SHARE * len(texts):
+        i = found[0]
+        match = _ESCAPED.search(texts[i])
+        assert match is not None
+        first = subject.samples[i].sample
+        yield Hit(
+            f"{len(found)} of {len(texts)} prompts hold escapes written out ({match.group()!r}): the model reads "
+            "markup or escape codes where the text had a character",
+            file=first.file or subject.file,
+            row=first.row,
+            field="prompt",
+            sample=first.id,
+        )
+
+
+RULES = (
+    AuditRule(
+        "generation.stop-inside-answer",
+        "warning",
+        "A stop string occurs inside the reference answers: generation ends before the answer is whole.",
+        stop_inside_answers,
+    ),
+    AuditRule(
+        "generation.too-short",
+        "warning",
+        "max_tokens is below the word count of most reference answers: the answers are cut before they match.",
+        limit_below_answers,
+    ),
+    AuditRule(
+        "generation.min-tokens",
+        "warning",
+        "min_tokens is not below max_tokens: the end of the answer is banned, so answers run on.",
+        min_at_max,
+    ),
+    AuditRule(
+        "extraction.never-matches",
+        "warning",
+        "The extraction regex matches none of the reference answers.",
+        regex_misses_references,
+    ),
+    AuditRule(
+        "text.escaped",
+        "warning",
+        "Prompts hold HTML entities or escapes written out (&amp;, a literal \\n).",
+        escaped_text,
+    ),
+    AuditRule(
+        "text.damaged",
+        "warning",
+        "Prompts or choices hold mojibake (UTF-8 read as Latin-1) or the replacement character.",
+        damaged_text,
+    ),
+)
