@@ -427,3 +427,11 @@ def test_a_plugin_adds_a_rule_through_the_registry(tmp_path, monkeypatch, capsys
     assert findings(text) == ["house.long-question"], text
     assert "data.jsonl, row 1, field 'question'" in text  # "What colour is the sky on a clear day?"
     assert "(2 rows or places in all" in text  # and "What is frozen water called?"
+
+
+def test_docs_list_every_rule_with_its_severity():
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "audit.md").read_text(encoding="utf-8")
+    for rule in BUILTIN_RULES:
+        assert f"| `{rule.id}` | {rule.severity} |" in text, rule.id

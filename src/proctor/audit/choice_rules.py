@@ -16,7 +16,7 @@ def _hit(subject: AuditSubject, sample: PreparedSample, message: str, field: str
 
 
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.samples:
+    for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
         choices = sample.choices
         if len(choices) < 2:
             continue
@@ -42,7 +42,7 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
 def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
     """Choices a reader would not tell apart that ``choices.duplicate`` leaves (it compares case and spacing
     only): "Paris" and "Paris.", a quoted copy, "4" and "4.0", a Cyrillic "В" for a Latin "B"."""
-    for sample in subject.samples:
+    for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
         choices = sample.choices
         if len(choices) < 2:
             continue
@@ -68,7 +68,7 @@ PLACEHOLDERS = frozenset({"na", "n/a", "nan", "none", "null", "nil", "#n/a", "un
 
 
 def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.samples:
+    for sample in (subject.samples[i] for i in subject.scan.placeholder_choices):
         for i, choice in enumerate(sample.choices):
             if choice.strip().casefold() in PLACEHOLDERS:
                 yield _hit(
@@ -95,7 +95,9 @@ def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.scored:
+    for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
+        if not sample.gold:
+            continue
         keys = [loose(c) for c in sample.choices]
         counts = Counter(keys)
         for g in sample.gold:
@@ -113,7 +115,7 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.scored:
+    for sample in [s for s in subject.scored if len(s.gold) > 1]:  # most rows have one right answer
         if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):
             yield _hit(
                 subject,
@@ -148,20 +150,20 @@ def _by_chance_all_same(rows: list[PreparedSample]) -> float:
 
 def constant_target(subject: AuditSubject) -> Iterator[Hit]:
     rows = [s for s in subject.scored if len(s.choices) >= 2]
-    if len(rows) < MIN_ROWS or _by_chance_all_same(rows) >= CHANCE:
+    if len(rows) < MIN_ROWS or any(s.gold != rows[0].gold for s in rows):
+        return
+    if _by_chance_all_same(rows) >= CHANCE:
         return
     if not any(t.strip() for t in subject.prompt_texts):
         return  # prompt-less pairs (BLiMP): the right sentence is listed first by the format's design
-    first = rows[0].gold
-    if all(s.gold == first for s in rows):
-        yield Hit(
-            f"every one of the {len(rows)} rows has the same right answer (choice index "
-            f"{', '.join(map(str, first))}): a model that always picks that position scores 1, so accuracy "
-            "measures position bias (a label column read wrongly, or a filter that kept one class?)",
-            file=subject.file,
-            line=subject.line("target"),
-            field="target",
-        )
+    yield Hit(
+        f"every one of the {len(rows)} rows has the same right answer (choice index "
+        f"{', '.join(map(str, rows[0].gold))}): a model that always picks that position scores 1, so accuracy "
+        "measures position bias (a label column read wrongly, or a filter that kept one class?)",
+        file=subject.file,
+        line=subject.line("target"),
+        field="target",
+    )
 
 
 OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: ((k-1)/k)^n
@@ -170,6 +172,8 @@ OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: (
 def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     """Labels counted from 1 (the last choice's label out of range, an error) or with the first choice never
     right: the target is read one off."""
+    if any(s.gold[:1] == (0,) for s in subject.scored):
+        return  # the first choice is right somewhere (most tasks: within the first rows)
     rows = [s for s in subject.scored if len(s.gold) == 1 and len(s.choices) >= 2]
     widths = {len(s.choices) for s in rows}
     if len(widths) != 1:

@@ -18,28 +18,13 @@ def join_alignment(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get("data.join", ())
 
 
-def _item(sample: Any, text: str) -> tuple[Any, ...]:
-    """What a reader would call the same item: the prompt and choices (or text), spacing aside."""
-    return (" ".join(text.split()), sample.choices, " ".join(sample.text.split()) if sample.text else None)
-
-
 def _answer(sample: Any) -> tuple[Any, ...]:
     return (sample.gold, sample.references)
 
 
-def _repeats(subject: AuditSubject) -> Iterator[tuple[Any, Any]]:
-    """(sample, the earlier sample of the same item) for each repeated item."""
-    seen: dict[tuple[Any, ...], Any] = {}
-    for sample, text in zip(subject.samples, subject.prompt_texts):
-        if not text.strip() and sample.text is None and not sample.choices:
-            continue
-        earlier = seen.setdefault(_item(sample, text), sample)
-        if earlier is not sample:
-            yield sample, earlier
-
-
 def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
-    for sample, earlier in _repeats(subject):
+    for i, first in subject.scan.repeats:
+        sample, earlier = subject.samples[i], subject.samples[first]
         if _answer(sample) != _answer(earlier):
             continue  # samples.conflict
         yield Hit(
@@ -54,7 +39,8 @@ def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
-    for sample, earlier in _repeats(subject):
+    for i, first in subject.scan.repeats:
+        sample, earlier = subject.samples[i], subject.samples[first]
         if _answer(sample) == _answer(earlier):
             continue
         yield Hit(
@@ -69,20 +55,16 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
 
 def look_alike_ids(subject: AuditSubject) -> Iterator[Hit]:
     """Ids a reader takes for one ('Q1' and 'q1', 'q1 ', '1.0' and '1'): comparisons and joins by id mix them."""
-    seen: dict[str, str] = {}
-    for sample in subject.samples:
-        sid = sample.sample.id
-        key = near(sid)
-        other = seen.setdefault(key, sid)
-        if other != sid:
-            yield Hit(
-                f"sample id {sid!r} differs from sample id {other!r} only in case, spacing or a number's spelling: "
-                "comparisons of runs and joins by id would take them for one sample",
-                file=sample.sample.file or subject.file,
-                row=sample.sample.row,
-                field=subject.spec.data[0].id if subject.spec.data and subject.spec.data[0].id else "id",
-                sample=sid,
-            )
+    for i, first in subject.scan.id_clashes:
+        sample, other = subject.samples[i].sample, subject.samples[first].sample.id
+        yield Hit(
+            f"sample id {sample.id!r} differs from sample id {other!r} only in case, spacing or a number's "
+            "spelling: comparisons of runs and joins by id would take them for one sample",
+            file=sample.file or subject.file,
+            row=sample.row,
+            field=subject.spec.data[0].id if subject.spec.data and subject.spec.data[0].id else "id",
+            sample=sample.id,
+        )
 
 
 def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
@@ -144,7 +126,11 @@ _TRAIN = re.compile(r"(^|[^a-z])(train|training)([^a-z]|$)", re.IGNORECASE)
 def training_split(subject: AuditSubject) -> Iterator[Hit]:
     """The evaluated rows come from a file named as a training split: scores on data a model may have
     been tuned on."""
-    paths = {str(s.sample.fields.get("_path") or s.sample.file or "") for s in subject.samples}
+    source = subject.stats.get("source", "")
+    if source and not any(ch in source for ch in "*?[") and not source.startswith("hub:"):
+        paths = {source}  # one file: the reader named it
+    else:
+        paths = {str(s.sample.fields.get("_path") or s.sample.file or "") for s in subject.samples}
     named = sorted(p for p in paths if _TRAIN.search(Path(p).name))
     if named and subject.templated:
         yield Hit(

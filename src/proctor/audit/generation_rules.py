@@ -105,7 +105,7 @@ _MOJIBAKE = re.compile("\ufffd|Ã[\u0080-\u00bf]|â€[\u0080-\u00bf\u2018-\u201
 
 
 def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
-    for sample, text in zip(subject.samples, subject.prompt_texts):
+    for sample, text in ((subject.samples[i], subject.prompt_texts[i]) for i in subject.scan.unusual_text):
         for field, value in (("prompt", text), *(("choices", c) for c in sample.choices)):
             if value.isascii():
                 continue
@@ -131,7 +131,8 @@ _ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4})
 
 
 def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.samples:  # an answer with markup in it: no model writes "&amp;"
+    unusual = subject.scan.unusual_text
+    for sample in (subject.samples[i] for i in unusual):  # an answer with markup in it: no model writes "&amp;"
         answers = sample.choices or sample.references
         entity = next((m for a in answers if "&" in a for m in [_ENTITY.search(a)] if m), None)
         if entity is not None:
@@ -144,7 +145,7 @@ def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
             )
             return
     texts = subject.prompt_texts
-    found = [i for i, t in enumerate(texts) if ("&" in t or "\\" in t) and _ESCAPED.search(t)]
+    found = [i for i in unusual if ("&" in texts[i] or "\\" in texts[i]) and _ESCAPED.search(texts[i])]
     if found and len(found) >= ESCAPED_SHARE * len(texts):
         i = found[0]
         match = _ESCAPED.search(texts[i])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from proctor.audit.row_scan import RowScan, scan_rows
 from proctor.core.audit import Hit
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
@@ -92,6 +93,11 @@ class AuditSubject:
     def scored(self) -> list[PreparedSample]:
         """Multiple-choice samples with a right answer (unscored ones, ``unscored_target``, have none)."""
         return [s for s in self.samples if s.choices and s.gold]
+
+    @cached_property
+    def scan(self) -> RowScan:
+        """The rows the per-row rules look at closely (one pass over every row: ``row_scan.py``)."""
+        return scan_rows(self.samples, self.prompt_texts, near)
 
     @cached_property
     def prompt_texts(self) -> list[str]:

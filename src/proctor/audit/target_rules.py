@@ -123,6 +123,13 @@ def _coercions(subject: AuditSubject, choices: bool) -> Iterator[Hit]:
     if read is None:
         return
     name, filters = read
+    if subject.spec.kind != ("multiple_choice" if choices else "generate"):
+        return
+    values = [s.sample.fields.get(name) for s in subject.samples]
+    if choices and all(type(v) is int for v in values):
+        return  # indices as they are (most tasks)
+    if not choices and all(type(v) is str and v[:1] != "[" for v in values):
+        return  # references as texts
     for sample in subject.samples:
         if name not in sample.sample.fields or sample.text is not None or bool(sample.choices) != choices:
             continue
