@@ -46,16 +46,13 @@ def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
 
 
 def _id_key(sample_id: str) -> str:
-    key = sample_id.lower()
-    if key.isalnum():  # most ids: nothing to normalise
+    """An id as a reader compares it: case and spacing aside, a number by its value ("1.0" is "1")."""
+    key = " ".join(sample_id.split()).lower()
+    try:
+        number = float(key)
+    except ValueError:
         return key
-    key = " ".join(key.split())
-    if key[:1].isdigit() and "." in key:
-        try:
-            return repr(float(key))
-        except ValueError:
-            return key
-    return key
+    return repr(number) if number == number else key
 
 
 def _choice_collisions(samples: Sequence[Any], joined: list[str], near: Any) -> tuple[list[int], list[int]]:
@@ -92,9 +89,7 @@ def _choice_collisions(samples: Sequence[Any], joined: list[str], near: Any) -> 
 def _repeats(samples: Sequence[Any], texts: Sequence[str], joined: list[str]) -> list[tuple[int, int]]:
     """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text."""
     items = [
-        (" ".join(s.text.split()),)
-        if s.text is not None
-        else ((" ".join(t.split()) if "  " in t or t[-1:].isspace() else t), j)
+        (" ".join(s.text.split()),) if s.text is not None else (" ".join(t.split()), j)
         for s, t, j in zip(samples, texts, joined)
     ]
     if len(set(items)) == len(items):
