@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from proctor import evaluate
+from proctor.runs.compare import compare_runs
 from tests.support.browser import browser, index_drawn, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -231,6 +232,32 @@ def test_two_runs_side_by_side(server, folder, browser):
         )
     browser.find_element(By.ID, "compare-disagree").click()
     assert browser.find_element(By.ID, "compare-page").get_attribute("data-rows") == str(len(disagree))
+    # b ran with --limit 40: the banner names that setting for every shared task, as `proctor compare` does
+    banner = browser.find_element(By.ID, "compare-settings")
+    named = compare_runs([folder / "a", folder / "nested" / "b"], n_boot=100)["comparisons"][0]["settings_differ"]
+    assert {(d["task"], d["setting"], d["a"], d["b"]) for d in named} == {
+        (t, "limit", None, 40) for t in ("mc_alpha", "mc_beta", "gen_gamma", "ppl_delta")
+    }
+    assert banner.is_displayed() and banner.get_attribute("data-differ") == str(len(named))
+    assert "Not comparable as they stand" in banner.text
+    items = banner.find_elements(By.CSS_SELECTOR, "li")
+    assert {(li.get_attribute("data-task"), li.get_attribute("data-setting")) for li in items} == {
+        (d["task"], d["setting"]) for d in named
+    }
+    assert all(li.text.endswith(": limit: a none \u00b7 nested/b 40") for li in items)
+    no_errors(browser)
+
+
+def test_a_run_side_by_side_with_itself_is_refused(server, browser):
+    from selenium.webdriver.common.by import By
+
+    _, url = server
+    open_page(browser, url + "#compare=a&compare=a")
+    loaded(browser, "compare-view")
+    summary = browser.find_element(By.ID, "compare-summary")
+    assert summary.get_attribute("data-refused") == "same-run" and "comparing a run with itself" in summary.text
+    assert browser.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr") == []
+    assert not browser.find_element(By.ID, "compare-settings").is_displayed()
     no_errors(browser)
 
 
