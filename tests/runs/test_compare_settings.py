@@ -11,9 +11,10 @@ import pytest
 
 from proctor import evaluate
 from proctor.core.run_overrides import RunOverrides
+from proctor.engine.task_settings import model_args
 from proctor.runs.compare import compare_runs
 from proctor.runs.report import render_report
-from tests.support.cli_runs import proctor, run_proctor
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, run_proctor, write
 from tests.support.fakes import FakeModel, write_tasks
 
 CHOICE_TASKS = ["mc_alpha", "mc_beta", "gen_gamma"]  # few-shot has no meaning for the perplexity task
@@ -165,3 +166,47 @@ def test_a_missing_folder_is_named_not_taken_for_the_same_run(runs, tmp_path):
     tmp, a, _, _ = runs
     done = run_proctor("compare", str(a), str(tmp_path / "nowhere"), cwd=tmp_path)
     assert done.returncode == 2 and "nowhere is not a run folder" in done.stdout + done.stderr
+
+
+def test_chat_template_system_prompt_dtype_and_model_args_are_recorded_and_named(tmp_path, tiny_model_dir):
+    import hashlib
+
+    from transformers import AutoTokenizer
+
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    plain = evaluate(
+        [tmp_path / "quiz"], str(tiny_model_dir), output_dir=tmp_path / "plain", model_options={"dtype": "float32"}
+    )
+    chat = evaluate(
+        [tmp_path / "quiz"],
+        str(tiny_model_dir),
+        output_dir=tmp_path / "chat",
+        chat=True,
+        overrides=RunOverrides(system_prompt="Answer with one word."),
+        model_options={"dtype": "bfloat16"},
+    )
+    template = AutoTokenizer.from_pretrained(tiny_model_dir).chat_template
+    digest = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+    recorded = _settings(chat.run_dir, "quiz")
+    assert (recorded["chat"], recorded["chat_template"], recorded["system_prompt"]) == (
+        True,
+        digest,
+        "Answer with one word.",
+    )
+    assert (recorded["backend"], recorded["dtype"], recorded["model_args"]) == ("hf", "bfloat16", {"dtype": "bfloat16"})
+    pair = compare_runs([plain.run_dir, chat.run_dir], n_boot=100)["comparisons"][0]
+    assert {d["setting"]: (d["a"], d["b"]) for d in pair["settings_differ"]} == {
+        "chat": (False, True),
+        "chat_template": (None, digest),
+        "system_prompt": (None, "Answer with one word."),
+        "dtype": ("float32", "bfloat16"),
+        "model_args": ({"dtype": "float32"}, {"dtype": "bfloat16"}),
+    }
+
+
+def test_model_args_leave_credentials_out():
+    given = {"api_key": "sk-1", "base_url": "http://me:pw@127.0.0.1:9/v1", "AUTH_TOKEN": "t", "password": "p"}
+    given["seed"] = 3
+    kept = model_args(given)
+    assert kept["seed"] == 3 and set(kept) == {"base_url", "seed"} and "pw" not in kept["base_url"]

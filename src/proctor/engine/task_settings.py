@@ -9,6 +9,7 @@ import hashlib
 import re
 from typing import Any, Mapping
 
+from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
 from proctor.runs.results_schema import TaskResult, TaskSettings
@@ -28,7 +29,10 @@ def model_args(options: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in sorted(options.items()):
         if _SECRET.search(str(name)):
             continue
-        out[str(name)] = value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+        if isinstance(value, str):
+            out[str(name)] = mask_url_credentials(value)  # http://user:password@host: the password left out
+        else:
+            out[str(name)] = value if isinstance(value, (int, float, bool)) or value is None else str(value)
     return out
 
 
