@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 from proctor import evaluate
 from proctor.runs.compare import compare_runs
+from proctor.runs.viewer import export_folder
 from tests.support.browser import browser, index_drawn, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -339,6 +341,32 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
     assert browser.execute_script(
         "return window.__pwned === undefined && document.querySelectorAll('img').length === 0"
     )
+    no_errors(browser)
+
+
+def test_side_by_side_with_a_run_of_an_earlier_version_names_what_it_did_not_record(folder, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    runs = tmp_path / "runs"
+    old = runs / "old"
+    old.mkdir(parents=True)
+    results = json.loads((folder / "nested" / "b" / "results.json").read_text())
+    for task in results["tasks"].values():
+        del task["settings"]  # as proctor wrote it before settings were recorded
+    (old / "results.json").write_text(json.dumps(results))
+    (old / "samples.jsonl").write_bytes((folder / "nested" / "b" / "samples.jsonl").read_bytes())
+    shutil.copytree(folder / "a", runs / "new")
+    pair = compare_runs([runs / "new", old], n_boot=100)["comparisons"][0]
+    assert pair["settings_unknown"] and all(u["unknown_in"] == ["b"] for u in pair["settings_unknown"])
+    page = tmp_path / "runs.html"
+    export_folder(runs, page)
+    open_page(browser, page.as_uri() + "#compare=new&compare=old")
+    banner = browser.find_element(By.ID, "compare-settings")
+    assert banner.is_displayed() and banner.get_attribute("data-unknown") == str(len(pair["settings_unknown"]))
+    assert banner.get_attribute("data-differ") == str(len(pair["settings_differ"])) == "4"  # --limit 40, known
+    note = banner.find_element(By.CSS_SELECTOR, 'div[data-run="old"]').text
+    names = list(dict.fromkeys(u["setting"] for u in pair["settings_unknown"]))
+    assert note == f"Not recorded in old (written by an earlier proctor), so not compared: {', '.join(names)}"
     no_errors(browser)
 
 
