@@ -100,20 +100,6 @@ class Truncated(_Closed):
     n: int = Field(description="Requests the task sent.")
 
 
-class RollupPlace(_Closed):
-    metric: str
-    levels: dict[str, str]
-    group: Optional[str] = None
-    group_type: Literal["macro", "micro"] = "macro"
-
-
-class Epochs(_Closed):
-    n: int
-    reducer: str = Field(description="mean or pass@K.")
-    scores: dict[str, list[Optional[Number]]] = Field(description="Per metric, the task's value in each epoch.")
-    pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
-
-
 class TaskSettings(_Closed):
     """What a task ran with that changes its numbers, recorded so that ``compare`` and the viewer can name every
     difference between two runs of it (runs/task_settings.py diffs them). null: none, or not applicable to the
@@ -141,6 +127,20 @@ class TaskSettings(_Closed):
     mc_format: Optional[Literal["loglikelihood", "generate"]] = None
     epochs: int = 1
     epoch_reducer: Optional[str] = Field(None, description="With epochs > 1: mean or pass@K.")
+
+
+class RollupPlace(_Closed):
+    metric: str
+    levels: dict[str, str]
+    group: Optional[str] = None
+    group_type: Literal["macro", "micro"] = "macro"
+
+
+class Epochs(_Closed):
+    n: int
+    reducer: str = Field(description="mean or pass@K.")
+    scores: dict[str, list[Optional[Number]]] = Field(description="Per metric, the task's value in each epoch.")
+    pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
 
 
 class TaskResult(BaseModel):
