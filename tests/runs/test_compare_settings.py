@@ -210,3 +210,14 @@ def test_model_args_leave_credentials_out():
     given["seed"] = 3
     kept = model_args(given)
     assert kept["seed"] == 3 and set(kept) == {"base_url", "seed"} and "pw" not in kept["base_url"]
+
+
+def test_a_samples_file_that_is_a_fifo_is_an_error_not_a_hang(runs, tmp_path):
+    _, a, _, b = runs
+    piped = tmp_path / "piped"
+    piped.mkdir()
+    (piped / "results.json").write_bytes((b / "results.json").read_bytes())
+    os.mkfifo(piped / "samples.jsonl")  # reading it would wait for a writer forever
+    done = run_proctor("compare", str(a), str(piped), cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and "samples.jsonl is not a regular file" in said and "Traceback" not in said
