@@ -63,32 +63,24 @@ def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
         try:
             check_run_files(folder, run_dir)
         except NotServed as exc:  # its row says why; nothing of it is read
-            rows.append((_refused(_key(folder, run_dir), str(exc)), run_dir))
+            rows.append((_no_results(_key(folder, run_dir), "not served", str(exc)), run_dir))
             continue
         if (run_dir / "results.json").exists():
             entry = run_entry(run_dir, _key(folder, run_dir))
         else:
-            entry = {
-                "key": _key(folder, run_dir),
-                "model": "?",
-                "created": None,
-                "status": "started (no results yet)",
-                "tasks": [],
-                "n_samples": 0,
-                "key_metrics": [],
-                "settings": {},
-                "error": "no results.json yet: no task has finished",
-            }
+            why = "no results.json yet: no task has finished"
+            entry = _no_results(_key(folder, run_dir), "started (no results yet)", why)
         rows.append((entry, run_dir))
     return rows
 
 
-def _refused(key: str, why: str) -> dict[str, Any]:
+def _no_results(key: str, status: str, why: str) -> dict[str, Any]:
+    """The row of a run whose results are not read: one that has not finished a task, or one not served."""
     return {
         "key": key,
         "model": "?",
         "created": None,
-        "status": "not served",
+        "status": status,
         "tasks": [],
         "n_samples": 0,
         "key_metrics": [],
