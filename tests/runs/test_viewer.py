@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from proctor import evaluate
+from proctor.runs.compare import compare_runs
+from proctor.runs.viewer import export_folder
 from tests.support.browser import browser, index_drawn, open_page, wait_until
 from tests.support.fakes import FakeModel, write_tasks
 
@@ -231,6 +234,32 @@ def test_two_runs_side_by_side(server, folder, browser):
         )
     browser.find_element(By.ID, "compare-disagree").click()
     assert browser.find_element(By.ID, "compare-page").get_attribute("data-rows") == str(len(disagree))
+    # b ran with --limit 40: the banner names that setting for every shared task, as `proctor compare` does
+    banner = browser.find_element(By.ID, "compare-settings")
+    named = compare_runs([folder / "a", folder / "nested" / "b"], n_boot=100)["comparisons"][0]["settings_differ"]
+    assert {(d["task"], d["setting"], d["a"], d["b"]) for d in named} == {
+        (t, "limit", None, 40) for t in ("mc_alpha", "mc_beta", "gen_gamma", "ppl_delta")
+    }
+    assert banner.is_displayed() and banner.get_attribute("data-differ") == str(len(named))
+    assert "Not comparable as they stand" in banner.text
+    items = banner.find_elements(By.CSS_SELECTOR, "li")
+    assert {(li.get_attribute("data-task"), li.get_attribute("data-setting")) for li in items} == {
+        (d["task"], d["setting"]) for d in named
+    }
+    assert all(li.text.endswith(": limit: a none \u00b7 nested/b 40") for li in items)
+    no_errors(browser)
+
+
+def test_a_run_side_by_side_with_itself_is_refused(server, browser):
+    from selenium.webdriver.common.by import By
+
+    _, url = server
+    open_page(browser, url + "#compare=a&compare=a")
+    loaded(browser, "compare-view")
+    summary = browser.find_element(By.ID, "compare-summary")
+    assert summary.get_attribute("data-refused") == "same-run" and "comparing a run with itself" in summary.text
+    assert browser.find_elements(By.CSS_SELECTOR, "#compare-table tbody tr") == []
+    assert not browser.find_element(By.ID, "compare-settings").is_displayed()
     no_errors(browser)
 
 
@@ -312,6 +341,32 @@ def test_export_is_one_offline_file(folder, tmp_path, browser):
     assert browser.execute_script(
         "return window.__pwned === undefined && document.querySelectorAll('img').length === 0"
     )
+    no_errors(browser)
+
+
+def test_side_by_side_with_a_run_of_an_earlier_version_names_what_it_did_not_record(folder, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    runs = tmp_path / "runs"
+    old = runs / "old"
+    old.mkdir(parents=True)
+    results = json.loads((folder / "nested" / "b" / "results.json").read_text())
+    for task in results["tasks"].values():
+        del task["settings"]  # as proctor wrote it before settings were recorded
+    (old / "results.json").write_text(json.dumps(results))
+    (old / "samples.jsonl").write_bytes((folder / "nested" / "b" / "samples.jsonl").read_bytes())
+    shutil.copytree(folder / "a", runs / "new")
+    pair = compare_runs([runs / "new", old], n_boot=100)["comparisons"][0]
+    assert pair["settings_unknown"] and all(u["unknown_in"] == ["b"] for u in pair["settings_unknown"])
+    page = tmp_path / "runs.html"
+    export_folder(runs, page)
+    open_page(browser, page.as_uri() + "#compare=new&compare=old")
+    banner = browser.find_element(By.ID, "compare-settings")
+    assert banner.is_displayed() and banner.get_attribute("data-unknown") == str(len(pair["settings_unknown"]))
+    assert banner.get_attribute("data-differ") == str(len(pair["settings_differ"])) == "4"  # --limit 40, known
+    note = banner.find_element(By.CSS_SELECTOR, 'div[data-run="old"]').text
+    names = list(dict.fromkeys(u["setting"] for u in pair["settings_unknown"]))
+    assert note == f"Not recorded in old (written by an earlier proctor), so not compared: {', '.join(names)}"
     no_errors(browser)
 
 

@@ -117,6 +117,19 @@ add(
     setup=_renamed("acc", "acc_norm", task=False),
 )
 
+# a run compared with itself showed every difference zero and exited 0, as if two runs had agreed
+add("runs3-compare-same-run", ["compare", "a", "a"], ["a is named twice", "itself"], setup=_two)
+add("runs3-compare-same-run-slash", ["compare", "a", "./a/"], ["a is named twice", "itself"], setup=_two)
+add("runs3-compare-same-run-dots", ["compare", "a", "b/../a"], ["the same run folder", "itself"], setup=_two)
+
+
+def _two_and_a_link(folder: Path) -> None:
+    _two(folder)
+    (folder / "link").symlink_to(folder / "b", target_is_directory=True)
+
+
+add("runs3-compare-same-run-link", ["compare", "a", "b", "link"], ["b and link", "itself"], setup=_two_and_a_link)
+
 # --- samples.jsonl that is a folder: "internal error: IsADirectoryError: [Errno 21] Is a directory" ------
 add("runs3-report-samples-is-folder", ["report", "run"], ["run/samples.jsonl", "folder"], setup=_samples_folder)
 add("runs3-export-samples-is-folder", ["export", "run"], ["run/samples.jsonl", "folder"], setup=_samples_folder)

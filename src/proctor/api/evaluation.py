@@ -21,6 +21,7 @@ from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.engine.task_settings import task_settings
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
@@ -277,12 +278,13 @@ def _evaluate_loaded(
     lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
     lookup.use_model(fingerprint)
     writer = RunWriter(run_dir)
+    info = {**model_info(model), **({"model_name": model_name} if model_name else {})}
     record = RunResults(
         proctor_version=__version__,
         created=manifest["created"],
         command=list(command) if command is not None else None,
         model=fingerprint,
-        model_info={**model_info(model), **({"model_name": model_name} if model_name else {})},
+        model_info=info,
         chat_applied=any(p.use_chat for p in prepared),
         environment=environment(_git_hash()),
         limit=limit.value,
@@ -308,6 +310,7 @@ def _evaluate_loaded(
                 record.add_skipped({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "run"})
                 writer.write_results(record.as_dict())
                 continue
+            outcome.result.settings = task_settings(item.prepared, outcome.result, fingerprint, info, config)
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result.exports = exported

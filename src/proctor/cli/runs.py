@@ -68,6 +68,7 @@ def print_comparison(pair: dict, alpha: float) -> None:
     from rich import box
 
     console.print(f"A = {pair['a']} ({pair.get('model_a')})\nB = {pair['b']} ({pair.get('model_b')})", highlight=False)
+    print_settings(pair)
     table = Table(title=f"B - A on the samples both runs share, alpha={alpha}", box=box.SIMPLE_HEAD, pad_edge=False)
     longest = max((len(m) + 2 for t in pair["tasks"].values() for m in t["metrics"]), default=10)
     table.add_column("task / metric", overflow="fold", min_width=min(longest, 18))
@@ -113,6 +114,34 @@ def print_comparison(pair: dict, alpha: float) -> None:
         if pair[f"tasks_only_in_{side}"]:
             console.print(
                 f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}", highlight=False, soft_wrap=True
+            )
+
+
+def print_settings(pair: dict) -> None:
+    """Every setting of a shared task that differs between A and B, with both values; what was not recorded."""
+    from proctor.runs.task_settings import shown
+
+    differ = pair.get("settings_differ") or []
+    if differ:
+        console.print(
+            f"[bold yellow]Not comparable as they stand:[/bold yellow] {len(differ)} setting(s) differ between A "
+            "and B, so the differences below may come from them as much as from the model.\nSettings that differ:",
+            highlight=False,
+        )
+        for d in differ:
+            console.print(
+                f"  {escape(d['task'])}: {d['setting']}: A {escape(shown(d['a']))}, B {escape(shown(d['b']))}",
+                highlight=False,
+            )
+    for side in ("a", "b"):
+        missing = [u for u in pair.get("settings_unknown") or [] if side in u["unknown_in"]]
+        if missing:
+            names = list(dict.fromkeys(u["setting"] for u in missing))
+            tasks = list(dict.fromkeys(u["task"] for u in missing))
+            console.print(
+                f"[yellow]Not recorded[/yellow] in {side.upper()} ({escape(pair[side])}, written by an earlier "
+                f"proctor), so not compared: {', '.join(names)} (task(s): {escape(', '.join(tasks))})",
+                highlight=False,
             )
 
 

@@ -6,12 +6,18 @@ paired bootstrap confidence interval; metrics whose per-sample values are all 0/
 (accuracy-like) also get McNemar's exact test on the discordant pairs. A difference is flagged
 significant at ``alpha`` by McNemar's p-value for 0/1 metrics, and otherwise by the bootstrap
 interval excluding zero.
+
+Numbers are comparable only when the runs asked the same way: every setting of a shared task that differs
+(few-shot, chat template, system prompt, limit, generation, backend, dtype, model arguments: runs/task_settings.py)
+is listed with both values, and what an earlier version's run did not record is named. A run compared with
+itself (the same folder under two paths) is refused.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -21,6 +27,7 @@ import numpy as np
 
 from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results
+from proctor.runs.task_settings import run_settings, settings_differences
 from proctor.scoring.stats import bootstrap, percentile_interval
 
 Sample = tuple[dict[str, Any], str]  # a sample's metric values, and what it asked (``_asked``)
@@ -188,6 +195,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
                 tasks[task]["formulation_differs"] = True
     _check_comparable(run_a, run_b, tasks_a, tasks_b, tasks)
+    differ, unknown = settings_differences(run_settings(results_a), run_settings(results_b), list(tasks))
     only_a = sorted(set(tasks_a) - set(tasks_b))
     only_b = sorted(set(tasks_b) - set(tasks_a))
     return {
@@ -198,6 +206,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
         "tasks": tasks,
         "tasks_only_in_a": only_a,
         "tasks_only_in_b": only_b,
+        "settings_differ": differ,  # each setting of a shared task whose values differ: task, setting, a, b
+        "settings_unknown": unknown,  # each one a run of an earlier version did not record: task, setting, unknown_in
     }
 
 
@@ -209,10 +219,32 @@ def default_output(runs: Sequence[Path]) -> Path:
     return Path(runs[0]) / f"comparison_vs_{name}.json"
 
 
+def _check_distinct(runs: Sequence[Path]) -> None:
+    """The same folder twice (``out`` and ``./out/``, a symlink to it) would compare a run with itself: every
+    difference zero, as if two runs had agreed. Folders are told apart by device and inode, after links."""
+    seen: dict[tuple[int, int], Path] = {}
+    for run in runs:
+        try:
+            found = os.stat(run)
+        except OSError:
+            continue  # load_results names a folder that is not there
+        identity = (found.st_dev, found.st_ino)
+        if identity in seen:
+            first = seen[identity]
+            named = (
+                f"{run} is named twice"
+                if str(first) == str(run)
+                else f"{first} and {run} are the same run folder ({Path(run).resolve()})"
+            )
+            raise ProctorError(f"{named}: comparing a run with itself shows no difference; give two different runs")
+        seen[identity] = Path(run)
+
+
 def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """The first run is the baseline; every other run is compared with it."""
     if len(runs) < 2:
         raise ProctorError("compare needs at least two run folders")
+    _check_distinct(runs)
     base = Path(runs[0])
     return {
         "baseline": str(base),

@@ -22,6 +22,7 @@ from proctor.core.errors import ProctorError
 from proctor.runs.report_data import N_BINS, calibrations, run_entry, summary_context
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
+from proctor.runs.task_settings import SETTING_NAMES
 
 if TYPE_CHECKING:
     import jinja2
@@ -149,7 +150,7 @@ def static_page(runs: list[tuple[dict[str, Any], Path]], title: str, start: str 
                 raise
             samples, error = "", error or str(exc)
         embedded.append({"summary": summary, "samples": script_text(samples), "error": error})
-    data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start}
+    data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start, "setting_names": SETTING_NAMES}
     return render_page(title, script_json(data), embedded)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from proctor.core.errors import ProctorError
 from proctor.runs.report_charts import bar_chart, calibration_chart
 from proctor.runs.run_exports import load_results
+from proctor.runs.task_settings import run_settings
 
 N_BINS = 10  # calibration bins
 
@@ -207,6 +208,7 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
         "tasks": [],
         "n_samples": 0,
         "key_metrics": [],
+        "settings": {},  # task -> its settings (runs/task_settings.py): the side-by-side page names what differs
         "error": None,
     }
     try:
@@ -228,6 +230,7 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
             t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)
         ),
     )
+    entry["settings"] = finite(run_settings(results))
     try:
         entry["key_metrics"] = finite(_key_metrics(results))
     except (AttributeError, TypeError):  # a hand-edited file: the row still shows what it can

@@ -100,6 +100,35 @@ class Truncated(_Closed):
     n: int = Field(description="Requests the task sent.")
 
 
+class TaskSettings(_Closed):
+    """What a task ran with that changes its numbers, recorded so that ``compare`` and the viewer can name every
+    difference between two runs of it (runs/task_settings.py diffs them). null: none, or not applicable to the
+    task (generation settings of a task scored by log-likelihoods); for ``fewshot`` and ``generation`` also a
+    dialect's handler that decides them itself (lm-eval's count is its ``n_shot``)."""
+
+    fewshot: Optional[int] = Field(description="Few-shot examples per prompt.")
+    fewshot_source: Optional[str] = Field(
+        description="Where the examples are drawn from: 'task data' (the task's own rows) or the file / hub id."
+    )
+    fewshot_seed: Optional[int] = Field(description="The seed the examples are drawn with.")
+    chat: bool = Field(description="Whether prompts went through the model's chat template.")
+    chat_template: Optional[str] = Field(description="sha256 of the chat template used (first 16 hex digits).")
+    system_prompt: Optional[str] = None
+    limit: Union[int, float, None] = Field(description="Rows run: --limit, else the task's own limit; null: all.")
+    limit_per_part: bool = False
+    generation: Optional[dict[str, Any]] = Field(
+        description="Generation settings (max_tokens, temperature, top_p, stop, seed, ...) of a task that generates."
+    )
+    backend: Optional[str] = Field(description="The model backend (hf, vllm, openai, ...).")
+    dtype: Optional[str] = None
+    model_args: dict[str, Any] = Field(
+        default_factory=dict, description="--model-arg values (credentials left out: they change no number)."
+    )
+    mc_format: Optional[Literal["loglikelihood", "generate"]] = None
+    epochs: int = 1
+    epoch_reducer: Optional[str] = Field(None, description="With epochs > 1: mean or pass@K.")
+
+
 class RollupPlace(_Closed):
     metric: str
     levels: dict[str, str]
@@ -182,6 +211,9 @@ class TaskResult(BaseModel):
     judge_usage: Optional[dict[str, Number]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
         None, description="How a multiple-choice task ran."
+    )
+    settings: Optional[TaskSettings] = Field(
+        None, description="What the task ran with that changes its numbers (absent in runs of earlier versions)."
     )
     unparsed: Optional[Unparsed] = None
     warnings: Optional[list[str]] = None

@@ -73,6 +73,8 @@ def samples_data(run_dir: Path) -> bytes:
         return b""
     if path.is_dir():
         raise ProctorError(f"{path} is a folder, not the run's samples file; move it out of {run_dir}")
+    if not path.is_file():  # a FIFO would wait for a writer forever; a device reads without end
+        raise ProctorError(f"{path} is not a regular file (a FIFO, socket or device), not the run's samples file")
     covered = _samples_bytes(run_dir)
     try:
         with path.open("rb") as raw:

@@ -5,7 +5,8 @@ the runs table), ``/api/samples?key=`` with a run's samples.jsonl lines (the pag
 ``/api/run?key=`` with its summary fragment made from results.json, and ``/api/calibration?key=``
 with the summary's calibration section (which reads every sample); both made when first asked for
 and kept while the run's files are unchanged. ``export_folder`` writes the same
-page as one file with every run embedded (no server, no network).
+page as one file with every run embedded (no server, no network). Only regular files inside the folder are
+read, and only requests addressed to a loopback name are answered (``runs/served_files.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from proctor.runs.report import render_page, run_calibration, run_summary, scrip
 from proctor.runs.report_data import run_entry
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
+from proctor.runs.served_files import NotServed, check_run_files, loopback_host
+from proctor.runs.task_settings import SETTING_NAMES
 
 RUN_MARKERS = ("results.json", "run.json")
 CACHED_RUNS = 16  # run summaries kept in memory
@@ -57,21 +60,33 @@ def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
     """Each run's row of the runs table, with its folder. A folder with run.json only has not finished a task yet."""
     rows = []
     for run_dir in find_runs(folder):
+        try:
+            check_run_files(folder, run_dir)
+        except NotServed as exc:  # its row says why; nothing of it is read
+            rows.append((_no_results(_key(folder, run_dir), "not served", str(exc)), run_dir))
+            continue
         if (run_dir / "results.json").exists():
             entry = run_entry(run_dir, _key(folder, run_dir))
         else:
-            entry = {
-                "key": _key(folder, run_dir),
-                "model": "?",
-                "created": None,
-                "status": "started (no results yet)",
-                "tasks": [],
-                "n_samples": 0,
-                "key_metrics": [],
-                "error": "no results.json yet: no task has finished",
-            }
+            why = "no results.json yet: no task has finished"
+            entry = _no_results(_key(folder, run_dir), "started (no results yet)", why)
         rows.append((entry, run_dir))
     return rows
+
+
+def _no_results(key: str, status: str, why: str) -> dict[str, Any]:
+    """The row of a run whose results are not read: one that has not finished a task, or one not served."""
+    return {
+        "key": key,
+        "model": "?",
+        "created": None,
+        "status": status,
+        "tasks": [],
+        "n_samples": 0,
+        "key_metrics": [],
+        "settings": {},
+        "error": why,
+    }
 
 
 def export_folder(folder: Path, path: Path) -> Path:
@@ -98,7 +113,7 @@ class Viewer:
         runs = index(self.folder)
         with self._lock:
             self._runs = {entry["key"]: run_dir for entry, run_dir in runs}
-        data = {"mode": "served", "runs": [entry for entry, _ in runs], "start": ""}
+        data = {"mode": "served", "runs": [entry for entry, _ in runs], "start": "", "setting_names": SETTING_NAMES}
         return render_page(f"proctor runs · {self.folder.resolve().name}", script_json(data), []).encode("utf-8")
 
     def _folder(self, key: str) -> Path | None:
@@ -107,6 +122,8 @@ class Viewer:
         if run_dir is None:
             self.page()  # a run that appeared since the page was drawn
             run_dir = self._runs.get(key)
+        if run_dir is not None:
+            check_run_files(self.folder, run_dir)  # as they are now: a file may have become a link since
         return run_dir
 
     def samples(self, key: str) -> bytes | None:
@@ -156,6 +173,9 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             url = urlsplit(self.path)
+            if not loopback_host(self.headers.get("Host")):  # another site's name for 127.0.0.1 (DNS rebinding)
+                why = "proctor view answers only requests addressed to localhost, 127.0.0.1 or [::1]"
+                return self._send(HTTPStatus.FORBIDDEN, why.encode("utf-8"), "text/plain; charset=utf-8")
             try:
                 if url.path in ("/", "/index.html"):
                     return self._send(HTTPStatus.OK, viewer.page(), "text/html; charset=utf-8")
@@ -175,6 +195,8 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
             except (BrokenPipeError, ConnectionResetError):  # the browser went away mid-answer
                 pass
+            except NotServed as exc:  # a link out of the folder, a FIFO, a device: not read
+                self._send(HTTPStatus.FORBIDDEN, str(exc).encode("utf-8"), "text/plain; charset=utf-8")
             except ProctorError as exc:  # a run's file that does not read: the page shows why
                 self._send(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode("utf-8"), "text/plain; charset=utf-8")
 

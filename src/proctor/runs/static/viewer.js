@@ -2,7 +2,7 @@
 // by side on the samples they share. Routes live in the URL's fragment, so every view and sample has a link:
 //   #runs        the runs (also an empty fragment, except in a one-run report)
 //   #run=KEY     a run               #run=KEY&task=T&id=I   one sample
-//   #compare=KEY&compare=KEY2&task=T   runs side by side
+//   #compare=KEY&compare=KEY2&task=T   runs side by side (a banner names every setting that differs)
 // Every text from a run is put in the page with textContent (never parsed as HTML); the run summaries are
 // HTML the server rendered with Jinja2's autoescaping.
 (function () {
@@ -48,9 +48,12 @@
       summaryOf[key] = {summary: $("summary-" + i), error: errorNode ? errorNode.content.textContent : null};
       return done(summaryOf[key]);
     }
-    fetch("api/run?key=" + encodeURIComponent(key)).then(function (r) { return r.json(); }).then(function (payload) {
+    fetch("api/run?key=" + encodeURIComponent(key)).then(answerJson).then(function (payload) {
       summaryOf[key] = payload; done(payload);
     }).catch(function (e) { summaryOf[key] = {summary: "", error: String(e)}; done(summaryOf[key]); });
+  }
+  function answerJson(r) {  // a refusal (a file the server does not serve) is text: its words are the error
+    return r.ok ? r.json() : r.text().then(function (why) { throw new Error(why || "the server answered " + r.status); });
   }
   function loadAll(keys, done) {
     var left = keys.length;
@@ -151,7 +154,9 @@
   function route() {
     var q = new URLSearchParams(location.hash.slice(1));
     if (q.has("runs")) return showIndex();
-    var compare = q.getAll("compare").filter(function (k) { return byKey[k]; });
+    var asked = q.getAll("compare").filter(function (k) { return byKey[k]; });
+    var compare = asked.filter(function (k, i) { return asked.indexOf(k) === i; });
+    if (asked.length >= 2 && compare.length < 2) return showSelfCompare(compare[0]);
     if (compare.length >= 2) return showCompare(compare, q.get("task"));
     var key = q.get("run") || (location.hash.length <= 1 ? DATA.start : "");
     if (key && byKey[key]) return showRun(key, q.get("task"), q.get("id"));
@@ -260,7 +265,7 @@
       errors.summary = payload.error; showErrors();
       var pending = box.querySelector("#calibration-section[data-pending]");
       if (!pending) return settled();
-      fetch("api/calibration?key=" + encodeURIComponent(key)).then(function (r) { return r.json(); }).then(function (cal) {
+      fetch("api/calibration?key=" + encodeURIComponent(key)).then(answerJson).then(function (cal) {
         if (current !== key) return;
         if (cal.error) { errors.summary = cal.error; showErrors(); }
         var holder = document.createElement("div"); holder.innerHTML = cal.summary || "";  // proctor's templates, escaped
@@ -420,8 +425,75 @@
 
   // ---------------------------------------------------------------- runs side by side
   var cmp = {keys: [], rows: [], shown: [], page: 0};
+  function clearCompare() {
+    ["compare-table", "compare-means"].forEach(function (id) { $(id).tHead.textContent = ""; $(id).tBodies[0].textContent = ""; });
+    $("compare-task").textContent = ""; $("compare-settings").hidden = true; $("compare-settings").textContent = "";
+  }
+  function showSelfCompare(key) {  // the same run twice: every difference would be zero, as if two runs agreed
+    show("compare-view"); clearCompare();
+    $("crumb").textContent = "\u203a compare " + key + " \u00b7 " + key;
+    var why = $("compare-summary");
+    why.textContent = "Not compared: " + key + " is the same run twice; comparing a run with itself shows no difference. Tick two different runs.";
+    why.className = "error"; why.setAttribute("data-refused", "same-run");
+    $("compare-view").setAttribute("data-loaded", "1");
+  }
+
+  // Each task's settings as results.json records them (runs/task_settings.py: values, and those an earlier
+  // version did not record); a setting differs when any run's value differs from the first run's.
+  function canon(v) {  // JSON with sorted keys: two objects with the same entries are the same setting
+    if (v === null || typeof v !== "object") return JSON.stringify(v === undefined ? null : v);
+    if (Array.isArray(v)) return "[" + v.map(canon).join(",") + "]";
+    return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canon(v[k]); }).join(",") + "}";
+  }
+  function settingsDiffer(keys, tasks) {
+    var differ = [], unknown = [];
+    tasks.forEach(function (t) {
+      var all = keys.map(function (k) { return (byKey[k].settings || {})[t]; });
+      if (all.some(function (s) { return !s; })) return;
+      (DATA.setting_names || []).forEach(function (name) {
+        var missing = keys.filter(function (k, j) { return all[j].unknown.indexOf(name) >= 0; });
+        if (missing.length) { unknown.push({task: t, setting: name, runs: missing}); return; }
+        var first = canon(all[0].values[name]);
+        if (all.some(function (s) { return canon(s.values[name]) !== first; })) {
+          differ.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
+        }
+      });
+    });
+    return {differ: differ, unknown: unknown};
+  }
+  function shownValue(v) {
+    var t = v === null || v === undefined ? "none" : canon(v);
+    return t.length > 80 ? t.slice(0, 79) + "\u2026" : t;
+  }
+  function drawSettings(keys, tasks) {
+    var found = settingsDiffer(keys, tasks), box = $("compare-settings");
+    box.textContent = "";
+    box.setAttribute("data-differ", String(found.differ.length));
+    box.setAttribute("data-unknown", String(found.unknown.length));
+    box.hidden = !found.differ.length && !found.unknown.length;
+    if (found.differ.length) {
+      box.appendChild(text("strong", "", "Not comparable as they stand: " + found.differ.length + " setting(s) differ, so the differences below may come from them as much as from the models."));
+      box.appendChild(text("div", "", "Settings that differ:"));
+      var list = document.createElement("ul");
+      found.differ.forEach(function (d) {
+        var li = text("li", "", d.task + ": " + d.setting + ": " + keys.map(function (k, j) { return k + " " + shownValue(d.values[j]); }).join(" \u00b7 "));
+        li.setAttribute("data-task", d.task); li.setAttribute("data-setting", d.setting);
+        list.appendChild(li);
+      });
+      box.appendChild(list);
+    }
+    keys.forEach(function (k) {
+      var missing = found.unknown.filter(function (u) { return u.runs.indexOf(k) >= 0; });
+      if (!missing.length) return;
+      var names = missing.map(function (u) { return u.setting; }).filter(function (n, i, a) { return a.indexOf(n) === i; });
+      var p = text("div", "muted", "Not recorded in " + k + " (written by an earlier proctor), so not compared: " + names.join(", "));
+      p.setAttribute("data-run", k); box.appendChild(p);
+    });
+  }
   function showCompare(keys, task) {
     show("compare-view");
+    $("compare-summary").className = ""; $("compare-summary").removeAttribute("data-refused");
+    $("compare-settings").hidden = true;
     $("crumb").textContent = "\u203a compare " + keys.join(" \u00b7 ");
     $("compare-summary").textContent = "loading\u2026";
     $("compare-view").removeAttribute("data-loaded");
@@ -435,10 +507,8 @@
       var tasks = Object.keys(common || {});
       var sel = $("compare-task"); sel.textContent = "";
       tasks.forEach(function (t) { sel.appendChild(text("option", "", t)); });
-      if (!tasks.length) {
-        $("compare-summary").textContent = "These runs share no task."; $("compare-table").tHead.textContent = "";
-        $("compare-table").tBodies[0].textContent = ""; $("compare-means").tBodies[0].textContent = ""; return;
-      }
+      if (!tasks.length) { clearCompare(); $("compare-summary").textContent = "These runs share no task."; return; }
+      drawSettings(keys, tasks);
       sel.value = tasks.indexOf(task) >= 0 ? task : tasks[0];
       cmp.keys = keys; buildCompare();
     });

@@ -1,0 +1,85 @@
+"""Each task's ``settings`` in results.json: what it ran with that changes its numbers (few-shot, chat, system
+prompt, limit, generation, backend, dtype, model arguments, formulation, epochs), read from the task's spec as
+the run's overrides left it, the model's fingerprint and the run's configuration. ``compare`` and the viewer
+name every setting that differs between two runs (runs/task_settings.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Mapping
+
+from proctor.core.redact import mask_url_credentials
+from proctor.engine.prepare import PreparedTask
+from proctor.engine.run_config import RunConfig
+from proctor.runs.results_schema import TaskResult, TaskSettings
+
+# --model-arg names that hold a credential: left out (a key changes no number, and results.json is shared)
+_SECRET = re.compile(r"key|token|secret|password|passwd|auth|credential", re.IGNORECASE)
+
+
+def chat_template_digest(template: Any) -> str | None:
+    """The first 16 hex digits of the template's sha256: two runs on the same template show the same digest."""
+    return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16] if isinstance(template, str) else None
+
+
+def model_args(options: Mapping[str, Any]) -> dict[str, Any]:
+    """--model-arg values as plain JSON values, credentials left out."""
+    out: dict[str, Any] = {}
+    for name, value in sorted(options.items()):
+        if _SECRET.search(str(name)):
+            continue
+        if isinstance(value, str):
+            out[str(name)] = mask_url_credentials(value)  # http://user:password@host: the password left out
+        else:
+            out[str(name)] = value if isinstance(value, (int, float, bool)) or value is None else str(value)
+    return out
+
+
+def task_settings(
+    prepared: PreparedTask,
+    result: TaskResult,
+    fingerprint: Mapping[str, Any],
+    info: Mapping[str, Any],
+    config: RunConfig,
+) -> TaskSettings:
+    """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count)."""
+    spec = prepared.task.spec
+    overrides = config.prepare.overrides
+    own_code = spec.handler is not None or spec.task_class is not None  # it builds its own prompts and requests
+    if result.n_shot is not None:
+        fewshot: int | None = result.n_shot
+    elif spec.fewshot is not None:
+        fewshot = spec.fewshot.count
+    else:
+        fewshot = overrides.num_fewshot if own_code else 0
+    source = None
+    if spec.fewshot is not None and spec.fewshot.count:
+        given = spec.fewshot.source
+        source = "task data" if given is None else (given.path or given.hub or "task data")
+        if given is not None and given.split:
+            source += f" (split {given.split})"
+    system = spec.chat.system if spec.chat is not None and spec.chat.system is not None else overrides.system_prompt
+    generates = spec.kind == "generate" or result.mc_format == "generate"
+    generation: dict[str, Any] | None = None
+    if generates:
+        generation = (dict(overrides.gen_kwargs) or None) if own_code else spec.generation.model_dump(mode="json")
+    limit = config.limit.value if config.limit.value is not None else spec.limit
+    backend, dtype = fingerprint.get("backend"), fingerprint.get("dtype")
+    return TaskSettings(
+        fewshot=fewshot,
+        fewshot_source=source,
+        fewshot_seed=spec.fewshot.seed if source is not None and spec.fewshot is not None else None,
+        chat=prepared.use_chat,
+        chat_template=chat_template_digest(info.get("chat_template")) if prepared.use_chat else None,
+        system_prompt=system,
+        limit=limit,
+        limit_per_part=bool(config.limit.per_part) and limit is not None,
+        generation=generation,
+        backend=str(backend) if backend is not None else None,
+        dtype=str(dtype) if dtype is not None else None,
+        model_args=model_args(config.model.options),
+        mc_format=result.mc_format,
+        epochs=prepared.epochs,
+        epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
+    )

@@ -1,0 +1,223 @@
+"""Comparable or told: each task's recorded settings, every difference named by `proctor compare`, runs of an
+earlier version read with what is unknown said, and a run compared with itself refused."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from proctor import evaluate
+from proctor.core.run_overrides import RunOverrides
+from proctor.engine.task_settings import model_args
+from proctor.runs.compare import compare_runs
+from proctor.runs.report import render_report
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, run_proctor, write
+from tests.support.fakes import FakeModel, write_tasks
+
+CHOICE_TASKS = ["mc_alpha", "mc_beta", "gen_gamma"]  # few-shot has no meaning for the perplexity task
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A: zero-shot, every row. Same: A again. B: two-shot, ten rows, a system prompt, another sampling seed."""
+    tmp = tmp_path_factory.mktemp("settings")
+    tasks = write_tasks(tmp / "tasks", n_mc=24, n_gen=6, star_gold=True)
+    a = evaluate([tasks], FakeModel(), output_dir=tmp / "a", select=CHOICE_TASKS, export=False).run_dir
+    same = evaluate([tasks], FakeModel(), output_dir=tmp / "same", select=CHOICE_TASKS, export=False).run_dir
+    b = evaluate(
+        [tasks],
+        FakeModel(prefer_gold=2.0),
+        output_dir=tmp / "b",
+        select=CHOICE_TASKS,
+        limit=10,
+        overrides=RunOverrides(num_fewshot=2, gen_kwargs={"max_tokens": 5}),
+        export=False,
+    ).run_dir
+    return tmp, a, same, b
+
+
+def _settings(run, task):
+    return json.loads((run / "results.json").read_text())["tasks"][task]["settings"]
+
+
+def test_each_task_records_the_settings_that_change_its_numbers(runs):
+    _, a, _, b = runs
+    mc = _settings(b, "mc_alpha")
+    assert (mc["fewshot"], mc["fewshot_source"], mc["fewshot_seed"]) == (2, "task data", 1234)
+    assert (mc["limit"], mc["chat"], mc["chat_template"], mc["backend"], mc["mc_format"]) == (
+        10,
+        False,
+        None,
+        "fake",
+        "loglikelihood",
+    )
+    assert mc["generation"] is None  # scored by log-likelihoods: no generation setting reaches its numbers
+    gen = _settings(b, "gen_gamma")
+    assert gen["generation"]["max_tokens"] == 5 and gen["generation"]["temperature"] == 0.0 and gen["epochs"] == 1
+    zero = _settings(a, "mc_alpha")
+    assert (zero["fewshot"], zero["fewshot_source"], zero["limit"]) == (0, None, None)
+    # written right after mc_format, in the documented order
+    keys = list(json.loads((b / "results.json").read_text())["tasks"]["mc_alpha"])
+    assert keys.index("settings") == keys.index("mc_format") + 1
+
+
+def test_compare_names_every_setting_that_differs_and_none_for_a_rerun(runs):
+    _, a, same, b = runs
+    rerun, other = compare_runs([a, same, b], n_boot=200)["comparisons"]
+    assert rerun["settings_differ"] == [] and rerun["settings_unknown"] == []
+    found = {(d["task"], d["setting"]): (d["a"], d["b"]) for d in other["settings_differ"]}
+    for task in ("mc_alpha", "mc_beta"):
+        assert found.pop((task, "fewshot")) == (0, 2)
+        assert found.pop((task, "fewshot_source")) == (None, "task data")
+        assert found.pop((task, "fewshot_seed")) == (None, 1234)
+        assert found.pop((task, "limit")) == (None, 10)
+    generation_a, generation_b = found.pop(("gen_gamma", "generation"))
+    assert (generation_a["max_tokens"], generation_b["max_tokens"]) == (8, 5)
+    assert found.pop(("gen_gamma", "fewshot")) == (0, 2) and found.pop(("gen_gamma", "limit")) == (None, 10)
+    assert found.pop(("gen_gamma", "fewshot_source")) == (None, "task data")
+    assert found.pop(("gen_gamma", "fewshot_seed")) == (None, 1234)
+    assert found == {}  # nothing else: same backend, chat, formulation, epochs
+
+
+def test_a_run_of_an_earlier_version_compares_on_what_it_says_and_names_the_rest(runs, tmp_path):
+    _, a, _, b = runs
+    old = tmp_path / "old"
+    old.mkdir()
+    results = json.loads((b / "results.json").read_text())
+    for task in results["tasks"].values():
+        del task["settings"]  # as proctor wrote it before settings were recorded
+    (old / "results.json").write_text(json.dumps(results))
+    (old / "samples.jsonl").write_bytes((b / "samples.jsonl").read_bytes())
+    pair = compare_runs([a, old], n_boot=200)["comparisons"][0]
+    found = {(d["task"], d["setting"]): (d["a"], d["b"]) for d in pair["settings_differ"]}
+    # known from the top level: --limit and --num-fewshot; the backend and formulation agree
+    assert found == {
+        **{(t, "fewshot"): (0, 2) for t in CHOICE_TASKS},
+        **{(t, "limit"): (None, 10) for t in CHOICE_TASKS},
+    }
+    unknown = {(u["task"], u["setting"]): u["unknown_in"] for u in pair["settings_unknown"]}
+    assert unknown[("mc_alpha", "system_prompt")] == ["b"] and unknown[("gen_gamma", "generation")] == ["b"]
+    assert ("mc_alpha", "generation") not in unknown  # log-likelihood scoring: known to use none
+    assert "settings" not in json.loads((old / "results.json").read_text())["tasks"]["mc_alpha"]
+    assert "mc_alpha" in render_report(old)  # the report still reads it
+
+
+def test_compare_command_in_a_fresh_process_prints_the_numbers_and_each_difference(runs):
+    tmp, a, _, b = runs
+    out = tmp / "cmp.json"
+    done = proctor("compare", str(a), str(b), "--resamples", "300", "-o", str(out), cwd=tmp)
+    pair = json.loads(out.read_text())["comparisons"][0]
+    acc = pair["tasks"]["mc_alpha"]["metrics"]["acc"]
+    # the means over the ten shared samples, read straight from both samples.jsonl files
+    per_run = []
+    for run in (a, b):
+        values = {}
+        for line in (run / "samples.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["task"] == "mc_alpha":
+                values[record["id"]] = record["metrics"]["acc"]
+        per_run.append(values)
+    shared = [i for i in per_run[0] if i in per_run[1]]
+    mean_a, mean_b = np.mean([per_run[0][i] for i in shared]), np.mean([per_run[1][i] for i in shared])
+    assert len(shared) == acc["n_shared"] == 10
+    assert acc["a"] == pytest.approx(mean_a) and acc["b"] == pytest.approx(mean_b)
+    assert f"{mean_a:.4f}" in done.stdout and f"{mean_b:.4f}" in done.stdout
+    assert "Not comparable as they stand: 13 setting(s) differ" in done.stdout
+    assert len(pair["settings_differ"]) == 13
+    lines = done.stdout.splitlines()
+    settings_at = lines.index("Settings that differ:")
+    listed = [line.strip() for line in lines[settings_at + 1 : settings_at + 14]]
+    assert "mc_alpha: fewshot: A 0, B 2" in listed and "mc_beta: limit: A none, B 10" in listed
+    assert 'mc_beta: fewshot_source: A none, B "task data"' in listed
+    assert any(line.startswith("gen_gamma: generation: A {") and '"max_tokens": 5' in line for line in listed)
+
+
+def _cli_error(monkeypatch, capsys, *args):
+    import proctor.cli as cli
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(["compare", *args])
+    err = capsys.readouterr()
+    return info.value.code, err.out + err.err
+
+
+@pytest.mark.parametrize("second", ["{a}", "{a}/", "./a", "./a/../a", "link"])
+def test_a_run_compared_with_itself_is_refused(runs, monkeypatch, capsys, second):
+    tmp, a, _, _ = runs
+    link = tmp / "link"
+    if not link.exists():
+        link.symlink_to(a, target_is_directory=True)
+    monkeypatch.chdir(tmp)
+    code, said = _cli_error(monkeypatch, capsys, str(a), second.format(a=a), "-o", str(tmp / "x.json"))
+    assert code == 2 and "comparing a run with itself shows no difference" in said and "Traceback" not in said
+    assert not (tmp / "x.json").exists()
+
+
+def test_the_same_run_among_others_is_refused_too(runs, monkeypatch, capsys):
+    tmp, a, same, b = runs
+    code, said = _cli_error(monkeypatch, capsys, str(a), str(b), os.path.relpath(b))
+    assert code == 2 and str(b) in said and "the same run folder" in said
+
+
+def test_a_missing_folder_is_named_not_taken_for_the_same_run(runs, tmp_path):
+    tmp, a, _, _ = runs
+    done = run_proctor("compare", str(a), str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert done.returncode == 2 and "nowhere is not a run folder" in done.stdout + done.stderr
+
+
+def test_chat_template_system_prompt_dtype_and_model_args_are_recorded_and_named(tmp_path, tiny_model_dir):
+    import hashlib
+
+    from transformers import AutoTokenizer
+
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    plain = evaluate(
+        [tmp_path / "quiz"], str(tiny_model_dir), output_dir=tmp_path / "plain", model_options={"dtype": "float32"}
+    )
+    chat = evaluate(
+        [tmp_path / "quiz"],
+        str(tiny_model_dir),
+        output_dir=tmp_path / "chat",
+        chat=True,
+        overrides=RunOverrides(system_prompt="Answer with one word."),
+        model_options={"dtype": "bfloat16"},
+    )
+    template = AutoTokenizer.from_pretrained(tiny_model_dir).chat_template
+    digest = hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+    recorded = _settings(chat.run_dir, "quiz")
+    assert (recorded["chat"], recorded["chat_template"], recorded["system_prompt"]) == (
+        True,
+        digest,
+        "Answer with one word.",
+    )
+    assert (recorded["backend"], recorded["dtype"], recorded["model_args"]) == ("hf", "bfloat16", {"dtype": "bfloat16"})
+    pair = compare_runs([plain.run_dir, chat.run_dir], n_boot=100)["comparisons"][0]
+    assert {d["setting"]: (d["a"], d["b"]) for d in pair["settings_differ"]} == {
+        "chat": (False, True),
+        "chat_template": (None, digest),
+        "system_prompt": (None, "Answer with one word."),
+        "dtype": ("float32", "bfloat16"),
+        "model_args": ({"dtype": "float32"}, {"dtype": "bfloat16"}),
+    }
+
+
+def test_model_args_leave_credentials_out():
+    given = {"api_key": "sk-1", "base_url": "http://me:pw@127.0.0.1:9/v1", "AUTH_TOKEN": "t", "password": "p"}
+    given["seed"] = 3
+    kept = model_args(given)
+    assert kept["seed"] == 3 and set(kept) == {"base_url", "seed"} and "pw" not in kept["base_url"]
+
+
+def test_a_samples_file_that_is_a_fifo_is_an_error_not_a_hang(runs, tmp_path):
+    _, a, _, b = runs
+    piped = tmp_path / "piped"
+    piped.mkdir()
+    (piped / "results.json").write_bytes((b / "results.json").read_bytes())
+    os.mkfifo(piped / "samples.jsonl")  # reading it would wait for a writer forever
+    done = run_proctor("compare", str(a), str(piped), cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and "samples.jsonl is not a regular file" in said and "Traceback" not in said
