@@ -168,6 +168,9 @@ class TaskResult(BaseModel):
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
         None, description="How a multiple-choice task ran."
     )
+    mc_format_reason: Optional[str] = Field(
+        None, description="Why it ran so: --mc-format, or what the model's log-likelihood check found."
+    )
     unparsed: Optional[Unparsed] = None
     warnings: Optional[list[str]] = None
     exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
