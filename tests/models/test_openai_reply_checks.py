@@ -292,3 +292,15 @@ def test_proctor_run_on_a_wrong_reply_ends_with_its_error(tmp_path):
     assert "'logprobs.tokens[" in message and "do not spell the prompt" in message
     assert len(sent) == len({json.dumps(b, sort_keys=True) for b in sent})  # none sent twice
     assert not (tmp_path / "run" / "results.json").exists() or "quiz" not in results(tmp_path / "run")["tasks"]
+
+
+# ------------------------------------------------------------------ the Batch API
+def test_a_wrong_reply_in_a_batch_output_is_one_error(tmp_path):
+    """Batch output lines are read by the same checks as online replies."""
+    from tests.support.openai_fakes import BatchServer
+
+    with ToyLogprobServer("length_with_no_text") as toy, BatchServer(toy.respond, online=False) as server:
+        model = toy_model(server.url, endpoint="chat", batch_poll=0.01, batch_dir=str(tmp_path / "journal"))
+        with pytest.raises(ReplyError, match="'choices\\[0\\].finish_reason' is 'length' with no text"):
+            model.batched().generate([GenerateRequest("Q: hi\nA:", 4)])
+    assert len(server.created) == 1  # not sent again in another batch
