@@ -125,8 +125,9 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
     if fmt == "auto":
         scores = model.supports_loglikelihood and (model.supports_image_loglikelihood or not has_images(prepared))
         fmt = "loglikelihood" if scores else "generate"
-    elif fmt == "loglikelihood" and not model.supports_loglikelihood:
-        # asked for by name: an error, never the fallback the flag is there to rule out
+    elif fmt == "loglikelihood" and not has_images(prepared) and not model.supports_loglikelihood:
+        # asked for by name: an error, never the fallback the flag is there to rule out (with images the
+        # backend refuses first, before any request)
         why = getattr(model, "loglikelihood_reason", None) or "it has no log-likelihoods"
         raise ProctorError(
             f"task '{prepared.task.spec.name}': --mc-format loglikelihood, but model '{model.name}' cannot score "
