@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -304,3 +305,37 @@ def test_a_wrong_reply_in_a_batch_output_is_one_error(tmp_path):
         with pytest.raises(ReplyError, match="'choices\\[0\\].finish_reason' is 'length' with no text"):
             model.batched().generate([GenerateRequest("Q: hi\nA:", 4)])
     assert len(server.created) == 1  # not sent again in another batch
+
+
+# ------------------------------------------------------------------ a reply that is not JSON
+class NotJsonServer(_Server):
+    """Answers every POST with HTTP 200 and an HTML page, as a misconfigured proxy does; counts the requests."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                server.requests += 1
+                data = b"<html><body>Welcome to nginx!</body></html>"
+                self.send_response(200)
+                self.send_header("content-type", "text/html")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        super().__init__(Handler)
+
+
+def test_a_reply_that_is_not_json_is_not_retried():
+    with NotJsonServer() as srv:
+        with pytest.raises(ProctorError, match="with a body that is not JSON .*Welcome to nginx"):
+            toy_model(srv.url, max_retries=3).generate([GenerateRequest("Q: hi\nA:", 4)])
+        assert srv.requests == 1
