@@ -200,10 +200,12 @@ def test_a_passed_self_check_is_recorded(tmp_path):
 
 
 # ------------------------------------------------------------------ a trickling server
-def test_a_trickling_server_meets_the_overall_deadline():
-    """One byte a second: each read is within the socket timeout (30 s), but the whole reply is not within the
-    deadline (2 s); the attempt is a transport fault, retried within the budget, then a clear error."""
-    with TrickleServer() as srv:
+@pytest.mark.parametrize("headers_too", [False, True])
+def test_a_trickling_server_meets_the_overall_deadline(headers_too):
+    """One byte a second (of the body, or of the whole response from the status line on): each read is within
+    the socket timeout (30 s), but the whole reply is not within the deadline (2 s); the attempt is a transport
+    fault, retried within the budget, then a clear error."""
+    with TrickleServer(headers_too=headers_too) as srv:
         model = toy_model(srv.url, timeout=30, deadline=2, max_retries=1)
         with pytest.raises(RetryBudgetExceeded, match="deadline of 2 s"):
             model.generate([GenerateRequest("Q: hi\nA:", 4)])

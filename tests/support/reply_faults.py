@@ -256,10 +256,11 @@ class ToyLogprobServer(_Server):
 
 
 class TrickleServer(_Server):
-    """Answers every POST with ``{"choices": [{"index": 0, "text": " A"}]}`` one byte a second (headers at once);
-    counts the requests it saw (``requests``)."""
+    """Answers every POST with ``{"choices": [{"index": 0, "text": " A"}]}`` one byte a second: the body only
+    (``headers_too=False``: the status line and headers at once) or the whole response; counts the requests it
+    saw (``requests``)."""
 
-    def __init__(self, interval: float = 1.0) -> None:
+    def __init__(self, interval: float = 1.0, headers_too: bool = False) -> None:
         self.requests = 0
         server = self
 
@@ -273,12 +274,12 @@ class TrickleServer(_Server):
                 self.rfile.read(int(self.headers.get("content-length") or 0))
                 server.requests += 1
                 data = json.dumps({"choices": [{"index": 0, "text": " A", "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
+                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+                if not headers_too:
+                    self.wfile.write(head.encode())
+                    self.wfile.flush()
                 try:
-                    for byte in data:
+                    for byte in (head.encode() if headers_too else b"") + data:
                         self.wfile.write(bytes([byte]))
                         self.wfile.flush()
                         time.sleep(interval)

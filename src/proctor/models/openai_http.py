@@ -127,7 +127,9 @@ class ApiClient:
         self.usage = Usage()
         self._random = random.Random(seed)
         self._httpx = httpx
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        # twice the connections in flight: an attempt abandoned at its deadline may hold one until the server
+        # stops sending, and must not keep the next attempt from being sent (``concurrency`` bounds the requests)
+        limits = httpx.Limits(max_connections=2 * self.concurrency, max_keepalive_connections=self.concurrency)
         self._client = httpx.Client(
             headers=headers, auth=auth, timeout=httpx.Timeout(self.timeout), limits=limits, follow_redirects=False
         )
@@ -224,18 +226,41 @@ class ApiClient:
         )
 
     def _send(self, method: str, url: str, **content: Any) -> Any:
-        """One attempt, its body read in full within ``deadline`` seconds of the start: the socket's read
-        timeout bounds each wait for a byte, so a server that trickles one byte a second would otherwise hold
-        a request for ever. The reply's body is read before it is returned."""
-        started = time.monotonic()
+        """One attempt, answered in full (headers and body) within ``deadline`` seconds, or ``DeadlinePassed``.
+
+        The socket's read timeout bounds each wait for a byte only, so a server that trickles a byte a second
+        would hold a request for ever. The attempt runs in a thread of its own that this one waits for; past the
+        deadline it is abandoned (told to stop at its next bytes; a read blocked on the socket ends at the read
+        timeout) and the attempt counts as a transport fault."""
+        box: dict[str, Any] = {}
+        stop = threading.Event()
+
+        def attempt() -> None:
+            try:
+                box["response"] = self._read(method, url, stop, content)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+                box["error"] = exc
+
+        worker = threading.Thread(target=attempt, name="proctor-http-attempt", daemon=True)
+        worker.start()
+        worker.join(self.deadline)
+        if worker.is_alive():
+            stop.set()
+            raise DeadlinePassed(
+                f"the reply took longer than the deadline of {self.deadline:g} s (--model-arg deadline=...)"
+            )
+        if "error" in box:
+            raise box["error"]
+        return box["response"]
+
+    def _read(self, method: str, url: str, stop: threading.Event, content: dict) -> Any:
+        """The request sent and its reply read whole (a buffered ``httpx.Response``), unless ``stop`` is set."""
         with self._client.stream(method, url, **content) as response:
             chunks = []
             for chunk in response.iter_bytes():
+                if stop.is_set():
+                    raise DeadlinePassed("abandoned: past the deadline")
                 chunks.append(chunk)
-                if time.monotonic() - started > self.deadline:
-                    raise DeadlinePassed(
-                        f"the reply took longer than the deadline of {self.deadline:g} s (--model-arg deadline=...)"
-                    )
             body = b"".join(chunks)
         return self._httpx.Response(response.status_code, headers=response.headers, content=body)
 
