@@ -341,3 +341,22 @@ def test_a_reply_that_is_not_json_is_not_retried():
         with pytest.raises(ProctorError, match="with a body that is not JSON .*Welcome to nginx"):
             toy_model(srv.url, max_retries=3).generate([GenerateRequest("Q: hi\nA:", 4)])
         assert srv.requests == 1
+
+
+# ------------------------------------------------------------------ top_logprobs' upper bound
+def test_an_upper_bound_from_top_logprobs_is_a_warning(tmp_path):
+    """A continuation not among the top next tokens is scored with the lowest listed log-prob (an upper bound):
+    an approximation, so a warning in results.json, counted, and the number is that bound."""
+    from tests.support.reply_faults import CANDIDATES, word_logprob
+
+    rows = [{"id": "a", "question": "Capital of Italy?", "choices": ["Rome", "Paris", "dog"], "label": 0}]
+    folder = tmp_path / "tasks"
+    write(folder / "quiz.yaml", QUIZ)
+    jsonl(folder / "data.jsonl", rows)
+    with ToyLogprobServer() as srv:
+        model = toy_model(srv.url, loglikelihood="top_logprobs", top_logprobs=5)
+        result = evaluate([folder], model, output_dir=tmp_path / "run", export=False)
+    task = result.tasks["quiz"]
+    assert any(w.startswith("1 of 3 continuations were not among the server's top") for w in task["warnings"])
+    best = max(word_logprob(" Rome"), word_logprob(" Paris"), min(word_logprob(t) for t in CANDIDATES))
+    assert task["metrics"]["acc"]["value"] == (1.0 if best == word_logprob(" Rome") else 0.0)

@@ -210,6 +210,7 @@ def run_built(
             model_seconds = time.perf_counter() - model_started
             outcome = score_task(built, results, model_seconds, started)
             cut, sent = count_truncated(results), len(results)
+            _warn_bounded(outcome, results)
     except ReplyError as exc:  # a server's wrong reply: say which task sent the request
         raise exc.in_task(spec.name) from None
     if cut:
@@ -260,6 +261,20 @@ def _record_choice(outcome: TaskOutcome, model: Model, prepared: PreparedTask) -
             f"multiple choice ran by lettered generation, not log-likelihoods: model '{model.name}' failed its "
             f"log-likelihood check ({found}). The two give different numbers; --mc-format loglikelihood or "
             "--mc-format generate fixes the choice"
+        )
+        outcome.result.add_warning(message)
+        log.warning("%s: %s", outcome.name, message)
+
+
+def _warn_bounded(outcome: TaskOutcome, results: Sequence[Any]) -> None:
+    """Log-likelihoods that are upper bounds (a continuation not among a server's top next tokens, in its
+    ``top_logprobs`` mode): an approximation the backend fell back to, so a warning."""
+    bounded = sum(1 for r in results if getattr(r, "bounded", False))
+    if bounded:
+        message = (
+            f"{bounded} of {len(results)} continuations were not among the server's top next tokens and were "
+            "scored with an upper bound (the lowest listed log-prob), not their log-prob: raise "
+            "--model-arg top_logprobs=..., or use a server with prompt log-probs"
         )
         outcome.result.add_warning(message)
         log.warning("%s: %s", outcome.name, message)

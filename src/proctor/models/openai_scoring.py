@@ -246,7 +246,7 @@ class OpenAIScoring:
             len(top),
             lp,
         )
-        return LoglikelihoodResult(lp, (lp,), False)
+        return LoglikelihoodResult(lp, (lp,), False, bounded=True)
 
     def rolling_loglikelihood(
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
