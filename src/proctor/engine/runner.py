@@ -211,8 +211,8 @@ def run_built(
             outcome = score_task(built, results, model_seconds, started)
             cut, sent = count_truncated(results), len(results)
             _warn_bounded(outcome, results)
-    except ReplyError as exc:  # a server's wrong reply: say which task sent the request
-        raise exc.in_task(spec.name) from None
+    except ReplyError as exc:  # a server's wrong reply: say which task and sample sent the request
+        raise exc.in_task(spec.name, _sample_of(built, exc.prompt)) from None
     if cut:
         _warn_truncated(outcome, model, cut, sent)
     _warn_not_numbers(outcome)
@@ -242,6 +242,23 @@ def run_built(
                 "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
             )
     return outcome
+
+
+def _request_text(request: Any) -> str | None:
+    """The whole text a request sends (what a backend names a request by)."""
+    if isinstance(request, LoglikelihoodRequest):
+        return request.context + request.continuation
+    return getattr(request, "prompt", None) or getattr(request, "text", None)
+
+
+def _sample_of(built: TaskRequests, prompt: str | None) -> str | None:
+    """The id of the first sample one of whose requests sends ``prompt`` (None: not found, or no prompt)."""
+    if prompt is None:
+        return None
+    for prepared, requests in zip(built.prepared.samples, built.per_sample):
+        if any(_request_text(r) == prompt for r in requests):
+            return str(prepared.sample.id)
+    return None
 
 
 def _record_choice(outcome: TaskOutcome, model: Model, prepared: PreparedTask) -> None:

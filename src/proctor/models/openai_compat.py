@@ -31,7 +31,6 @@ from proctor.models.reply_checks import (
     check_generated,
     check_usage,
     choice_text,
-    describe_request,
     ordered_choices,
 )
 
@@ -206,7 +205,7 @@ class OpenAIModel(OpenAIScoring, Model):
 
     def generation_result(self, r: GenerateRequest, path: str, data: dict) -> GenerateResult:
         """``r``'s result from the server's reply ``data`` to ``generation_call(r)``."""
-        where = self._where(path, describe_request(r.prompt))
+        where = self._where(path, r.prompt)
         choice = ordered_choices(data, 1, where)[0]
         text, reason = choice_text(choice, path == "/chat/completions", where, "choices[0]")
         check_generated(text, reason, r.max_tokens, where, "choices[0]")

@@ -64,9 +64,10 @@ class OpenAIScoring:
     _lists_ok: bool
     _min_tokens_ok: bool
 
-    def _where(self, path: str, request: str) -> Where:
-        """Whom a reply to ``request`` at ``path`` came from, for ``reply_checks``' messages (secrets masked)."""
-        return Where(self.shown_url + path, request, self.client.scrub)
+    def _where(self, path: str, prompt: str, head: str = "the request") -> Where:
+        """Whom a reply to the request of ``prompt`` at ``path`` came from, for ``reply_checks``' messages
+        (secrets masked)."""
+        return Where(self.shown_url + path, describe_request(prompt, head), self.client.scrub, prompt)
 
     # ------------------------------------------------------------------ log-likelihood: capability
     @property
@@ -135,7 +136,7 @@ class OpenAIScoring:
                 self._min_tokens_ok = False
         if not self._min_tokens_ok:
             data = self.client.post("/completions", payload, max_retries=max_retries)
-        where = self._where("/completions", describe_request(prompt))
+        where = self._where("/completions", prompt)
         check_usage(data, where)
         lp = ordered_choices(data, 1, where)[0].get("logprobs")
         if lp is None:
@@ -156,8 +157,8 @@ class OpenAIScoring:
         extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
         payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
 
-        def parse(choice: dict, prompt: str, request: str) -> PromptTokens | None:
-            at = self._where("/completions", request)
+        def parse(choice: dict, prompt: str, head: str) -> PromptTokens | None:
+            at = self._where("/completions", prompt, head)
             return parse_echo(choice, prompt, at) if mode == "echo" else parse_prompt_logprobs(choice, prompt, at)
 
         if len(prompts) > 1 and self._lists_ok:
@@ -170,20 +171,18 @@ class OpenAIScoring:
                 self._lists_ok = False
             else:
                 n = len(prompts)
-                first = describe_request(prompts[0], f"a request of {n} prompts, the first")
-                listed = self._where("/completions", first)
+                listed = self._where("/completions", prompts[0], f"a request of {n} prompts, the first")
                 check_usage(data, listed)
                 choices = ordered_choices(data, n, listed)
                 return [
-                    parse(c, p, describe_request(p, f"prompt {k} of a request of {n}"))
-                    for k, (c, p) in enumerate(zip(choices, prompts))
+                    parse(c, p, f"prompt {k} of a request of {n}") for k, (c, p) in enumerate(zip(choices, prompts))
                 ]
         out = []
         for p in prompts:
             reply = self.client.post("/completions", {**payload, "prompt": p})
-            at = self._where("/completions", describe_request(p))
+            at = self._where("/completions", p)
             check_usage(reply, at)
-            out.append(parse(ordered_choices(reply, 1, at)[0], p, at.request))
+            out.append(parse(ordered_choices(reply, 1, at)[0], p, "the request"))
         return out
 
     def _cannot(self) -> ProctorError:
@@ -216,7 +215,7 @@ class OpenAIScoring:
             for (context, continuation), tokens in zip(batch, parsed):
                 if tokens is None:
                     field = "logprobs" if mode == "echo" else "prompt_logprobs"
-                    at = self._where("/completions", describe_request(context + continuation))
+                    at = self._where("/completions", context + continuation)
                     raise at.error(f"choices[].{field}", "is missing: the server stopped returning prompt log-probs")
                 if not context:
                     raise ProctorError(

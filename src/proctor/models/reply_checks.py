@@ -24,28 +24,34 @@ class ReplyError(ProctorError):
     """A reply that breaks an invariant: ``server`` (an endpoint URL or engine), ``request`` (which one) and
     ``field`` (the JSON path of what is wrong) are named in the message and kept as attributes."""
 
-    def __init__(self, server: str, request: str, field: str, problem: str) -> None:
+    def __init__(self, server: str, request: str, field: str, problem: str, prompt: str | None = None) -> None:
         self.server, self.request, self.field, self.problem = server, request, field, problem
+        self.prompt = prompt  # the whole prompt sent, for finding its sample (not shown)
+        advice = (
+            " or choose another log-likelihood mode (--model-arg loglikelihood=...) or --mc-format generate"
+            if any(word in field for word in ("logprob", "tokens", "text_offset"))
+            else ""
+        )
         super().__init__(
             f"{server} sent a wrong reply to {request}: '{field}' {problem}. It is not retried (the same request "
-            "gets the same reply) and no score is made from it: check the server (its version, its options) or "
-            "choose another log-likelihood mode (--model-arg loglikelihood=...) or --mc-format generate"
+            f"gets the same reply) and no score is made from it: check the server (its version, its options){advice}"
         )
 
-    def in_task(self, task: str) -> "ReplyError":
-        """This error with the task that sent the request named (the backend sees requests, not tasks)."""
-        return ReplyError(self.server, f"{self.request} of task '{task}'", self.field, self.problem)
+    def in_task(self, task: str, sample: str | None = None) -> "ReplyError":
+        """This error with the task (and the sample) that sent the request named: the backend sees requests only."""
+        where = f"{self.request} of task '{task}'" + (f", sample '{sample}'" if sample is not None else "")
+        return ReplyError(self.server, where, self.field, self.problem, self.prompt)
 
 
 class Where:
     """The server and the request a reply answers, for messages: ``Where(url, "the request (prompt 'Q: ...')")``.
     ``scrub`` masks secrets in what the message quotes from the reply (a server may echo a key back)."""
 
-    def __init__(self, server: str, request: str, scrub: Callable[[str], str] = str) -> None:
-        self.server, self.request, self.scrub = server, request, scrub
+    def __init__(self, server: str, request: str, scrub: Callable[[str], str] = str, prompt: str | None = None) -> None:
+        self.server, self.request, self.scrub, self.prompt = server, request, scrub, prompt
 
     def error(self, field: str, problem: str) -> ReplyError:
-        return ReplyError(self.server, self.scrub(self.request), field, self.scrub(problem))
+        return ReplyError(self.server, self.scrub(self.request), field, self.scrub(problem), self.prompt)
 
 
 def describe_request(prompt: Any, head: str = "the request") -> str:
