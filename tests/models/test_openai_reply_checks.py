@@ -363,3 +363,21 @@ def test_an_upper_bound_from_top_logprobs_is_a_warning(tmp_path):
     assert any(w.startswith("1 of 3 continuations were not among the server's top") for w in task["warnings"])
     best = max(word_logprob(" Rome"), word_logprob(" Paris"), min(word_logprob(t) for t in CANDIDATES))
     assert task["metrics"]["acc"]["value"] == (1.0 if best == word_logprob(" Rome") else 0.0)
+
+
+def test_prompt_logprobs_led_by_a_bos_entry_spell_the_prompt():
+    """vLLM lists a BOS token first (null, no text) when the tokenizer adds one: the rest spells the whole prompt,
+    which is right, not an error; a rest that is not the prompt's end is."""
+    from proctor.models.openai_logprobs import continuation_scores, parse_prompt_logprobs
+    from proctor.models.reply_checks import Where
+
+    def entry(token: str, lp: float) -> dict:
+        return {"7": {"logprob": lp, "rank": 1, "decoded_token": token}}
+
+    where = Where("http://127.0.0.1:9/v1/completions", "the request")
+    with_bos = {"prompt_logprobs": [None, entry("The", -3.0), entry(" sky", -2.0), entry(" is", -1.0)]}
+    parsed = parse_prompt_logprobs(with_bos, "The sky is", where)
+    assert parsed is not None and parsed.tokens == ("", "The", " sky", " is")
+    assert continuation_scores(parsed, len("The sky")) == ((-1.0,), True)
+    with pytest.raises(ReplyError, match="decoded_token' spells"):
+        parse_prompt_logprobs(with_bos, "A sky is", where)

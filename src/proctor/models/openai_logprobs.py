@@ -123,7 +123,7 @@ def parse_prompt_logprobs(choice: dict, prompt: str, where: Where) -> PromptToke
     if lps[0] is None:
         # the first token's text is not given; recover it from the prompt and the rest
         rest = "".join(tokens[1:])
-        if len(rest) >= len(prompt) or not prompt.endswith(rest):
+        if not prompt.endswith(rest):  # rest == prompt: the first entry is a BOS token, with no text
             raise where.error(
                 "prompt_logprobs[].decoded_token",
                 f"spells {rest[-60:]!r} at the end, which is not how the prompt that was sent ends",
