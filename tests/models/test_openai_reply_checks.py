@@ -381,3 +381,9 @@ def test_prompt_logprobs_led_by_a_bos_entry_spell_the_prompt():
     assert continuation_scores(parsed, len("The sky")) == ((-1.0,), True)
     with pytest.raises(ReplyError, match="decoded_token' spells"):
         parse_prompt_logprobs(with_bos, "A sky is", where)
+
+
+def test_batch_journal_entries_and_errors_name_the_url_without_its_password(tmp_path):
+    """The Batch API's journal (written under PROCTOR_HOME) and its errors name the server by its masked URL."""
+    model = toy_model("http://bob:pw1234@127.0.0.1:9/v1", batch_dir=str(tmp_path / "journal")).batched()
+    assert model.batches.base_url == "http://bob:***@127.0.0.1:9/v1"

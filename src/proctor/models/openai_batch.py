@@ -150,7 +150,7 @@ class BatchRunner:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.client = model.client
-        self.base_url = model.base_url
+        self.base_url = model.shown_url  # credentials written in the URL masked: it names journal entries and errors
         self.poll = model.batch_poll
         self._ok: bool | None = None
         self._journal = BatchJournal(model.batch_dir)
