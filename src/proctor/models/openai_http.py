@@ -100,6 +100,7 @@ class ApiClient:
         # sees: httpx would put them in the Authorization header and silently drop the API key's Bearer
         url, user, password = split_url_credentials(base_url.rstrip("/"))
         self.base_url = url
+        self.shown_url = mask_url_credentials(base_url.rstrip("/"))  # what messages say: user:***@host
         self.api_key_env = api_key_env
         self._key = os.environ.get(api_key_env) if api_key_env else None
         headers = {}  # httpx sets the content type of each body (JSON, or a multipart file upload)
@@ -177,7 +178,7 @@ class ApiClient:
         """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
-        shown = mask_url_credentials(url)  # what messages and logs say
+        shown = self.shown_url + path  # what messages and logs say
         httpx = self._httpx
         last = ""
         retry_after = 0.0  # the server's Retry-After from the previous attempt
