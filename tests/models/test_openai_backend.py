@@ -257,5 +257,5 @@ def test_a_reply_without_choices_is_one_clear_error(reply, tmp_path):
     with FixedReplyServer(reply) as srv:
         args = ["run", str(QUICKSTART), "--model", "openai:m", "--base-url", srv.url, "--limit", "2", "-o", "run"]
         message = proctor_error(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
-    assert f"{srv.url}/completions replied without a choice" in message or f"{srv.url}/chat/completions" in message
+    assert f"{srv.url}/completions sent a wrong reply" in message and "'choices'" in message or "(the reply)" in message
     assert not (tmp_path / "run" / "results.json").exists()

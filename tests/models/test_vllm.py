@@ -138,6 +138,68 @@ def test_generation_sends_one_batch_and_maps_results(stand_in, tiny_model):
     assert [g.prompt_tokens for g in got] == [w.prompt_tokens for w in want]
 
 
+def _nan_last(outputs):
+    entry = outputs[0].prompt_logprobs[-1]
+    entry[next(iter(entry))] = Logprob(float("nan"), 1)
+
+
+def _positive_last(outputs):
+    entry = outputs[0].prompt_logprobs[-1]
+    entry[next(iter(entry))] = Logprob(0.5, 1)
+
+
+def _own_token_missing(outputs):
+    entry = outputs[0].prompt_logprobs[-1]
+    del entry[next(iter(entry))]
+    entry[-1] = Logprob(-0.1, 1)
+
+
+# an engine output broken one way -> what the error names (models/reply_checks.py, shared with the HTTP backend)
+ENGINE_FAULTS = {
+    "nan": (_nan_last, "is NaN"),
+    "positive": (_positive_last, "above 0"),
+    "own token missing": (_own_token_missing, "the prompt's own token has no log-prob"),
+    "an entry short": (lambda outputs: outputs[0].prompt_logprobs.pop(), "entries for"),
+    "no prompt_logprobs": (lambda outputs: setattr(outputs[0], "prompt_logprobs", None), "not a list"),
+    "an output short": (lambda outputs: outputs.pop(), "outputs for 2 inputs"),
+}
+
+
+@pytest.mark.parametrize("fault", list(ENGINE_FAULTS))
+def test_a_wrong_engine_output_is_one_error_naming_the_field(tiny_model_dir, fault):
+    from proctor.models.reply_checks import ReplyError
+    from proctor.models.vllm_backend import VLLMModel
+
+    breaks, says = ENGINE_FAULTS[fault]
+
+    class Broken(StandInLLM):
+        def generate(self, prompts, params, use_tqdm=True):
+            outputs = super().generate(prompts, params, use_tqdm)
+            breaks(outputs)
+            return outputs
+
+    model = VLLMModel(tiny_model_dir, engine=Broken(tiny_model_dir), name="tiny-llama")
+    with pytest.raises(ReplyError, match="the vLLM engine of 'tiny-llama' sent a wrong reply") as info:
+        model.loglikelihood(REQUESTS[:2])
+    assert says in str(info.value)
+    assert info.value.field.startswith("prompt_logprobs" if fault != "an output short" else "outputs")
+
+
+def test_a_generation_output_without_completions_is_an_error(tiny_model_dir):
+    from proctor.models.reply_checks import ReplyError
+    from proctor.models.vllm_backend import VLLMModel
+
+    class Empty(StandInLLM):
+        def generate(self, prompts, params, use_tqdm=True):
+            outputs = super().generate(prompts, params, use_tqdm)
+            outputs[0].outputs = []
+            return outputs
+
+    model = VLLMModel(tiny_model_dir, engine=Empty(tiny_model_dir), name="tiny-llama")
+    with pytest.raises(ReplyError, match="'outputs' is \\[\\], not a list of completions"):
+        model.generate([GenerateRequest("Once upon a time", max_tokens=2)])
+
+
 def test_fingerprint_and_registry(stand_in):
     assert stand_in.fingerprint["backend"] == "vllm"
     assert stand_in.fingerprint["tensor_parallel_size"] == 1

@@ -1433,7 +1433,7 @@ lm_add(
     "cli-num-fewshot-without-split",
     "fewshot.leak",
     lm(LM.replace("fewshot_split: train\n", "")),
-    rule("fewshot.leak"),
+    rule("lmeval.fewshot-from-evaluated"),
     args=["run", "quiz.yaml", "--num-fewshot", "3", "-m", "{model}", "-o", "out", "-q"],
 )
 
@@ -1979,6 +1979,10 @@ RENAMED = {
     "target-json-float-one": OK,
     "glm-label-float": OK,
     "lmeval-target-string-digit": OK,
+    "lmeval-fewshot-split-is-test": rule("lmeval.fewshot-from-evaluated"),
+    "lmeval-fewshot-train-is-copy": rule("lmeval.fewshot-from-evaluated"),
+    "lmeval-fewshot-same-file-both-splits": rule("lmeval.fewshot-from-evaluated"),
+    "lmeval-fewshot-no-split": rule("lmeval.fewshot-from-evaluated"),
     "choices-ints": OK,  # the choice texts "1".."4" are what the data says
     "ref-bool": rule("references.coerced"),
     "ref-number-float": rule("references.coerced"),
@@ -1999,10 +2003,6 @@ GAPS = {
     "seahelm-answer-tag-empty": "extraction.tag-empty",
     "gen-answer-tag-not-in-prompt": "extraction.tag-not-asked",
     "fewshot-pool-constant-label": "fewshot.constant-label",
-    "lmeval-fewshot-split-is-test": "fewshot.leak",
-    "lmeval-fewshot-train-is-copy": "fewshot.leak",
-    "lmeval-fewshot-same-file-both-splits": "fewshot.leak",
-    "lmeval-fewshot-no-split": "fewshot.leak",
     "seahelm-examples-are-eval": "fewshot.leak",
     "fewshot-template-no-answer": "fewshot.no-answer",
     "fewshot-count-zero-with-source": "fewshot.unused",

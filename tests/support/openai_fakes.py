@@ -126,7 +126,9 @@ class TrueLogprobServer(_Server):
         full = self.tok.decode(ids + gen_ids)
         head = self.tok.decode(ids)
         text = full[len(head) :]
-        choice: dict = {"index": 0, "text": (prompt if echo else "") + text, "finish_reason": "length"}
+        ended = bool(gen) and gen[-1][0] == self.tok.eos_token_id  # stopped at end-of-sequence, not the limit
+        finish = "stop" if ended else "length"
+        choice: dict = {"index": 0, "text": (prompt if echo else "") + text, "finish_reason": finish}
         new_tokens = [
             self.tok.decode(ids + gen_ids[: j + 1])[len(self.tok.decode(ids + gen_ids[:j])) :] for j in range(len(gen))
         ]
@@ -168,7 +170,7 @@ class TrueLogprobServer(_Server):
             text = self.tok.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
             r = self._prompt(text, False, None, 0, n_new)
             message = {"role": "assistant", "content": r["choice"]["text"]}
-            choices = [{"index": 0, "message": message, "finish_reason": "length"}]
+            choices = [{"index": 0, "message": message, "finish_reason": r["choice"]["finish_reason"]}]
             usage = {"prompt_tokens": r["prompt_tokens"], "completion_tokens": r["completion_tokens"]}
             return 200, {"object": "chat.completion", "choices": choices, "usage": usage}
         prompts = body["prompt"]

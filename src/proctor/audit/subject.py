@@ -68,9 +68,9 @@ class AuditSubject:
     pool: Sequence[Sample]
     pool_is_own: bool  # the few-shot pool is the evaluated data itself (no fewshot.source)
     stats: SourceStats
-    source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(
-        default_factory=dict
-    )  # what the reader noticed, by rule
+    # what the data reader noticed (a join's key order), by rule id
+    source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(default_factory=dict)
+    handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
 
     @property
     def spec(self) -> TaskSpec:

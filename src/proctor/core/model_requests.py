@@ -33,6 +33,8 @@ class LoglikelihoodResult:
     token_logprobs: tuple[float, ...]
     is_greedy: bool
     truncated: int = 0  # tokens cut from the left of context + continuation to fit the model's window
+    # an upper bound, not the log-prob: the continuation was not among a server's top next tokens (top_logprobs)
+    bounded: bool = False
 
     @property
     def n_tokens(self) -> int:
@@ -63,7 +65,8 @@ class GenerateRequest:
 # so every request stored before them keeps its hash.
 LATER_SETTINGS = {"top_k": None, "repetition_penalty": 1.0}
 LATER_RESULT_FIELDS = {
-    "truncated": 0
+    "truncated": 0,
+    "bounded": False,
 }  # result fields added later: stored only when set (a stored answer reads as before)
 
 

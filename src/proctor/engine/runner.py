@@ -29,6 +29,7 @@ from proctor.kinds.capabilities import (
 from proctor.kinds.generate import check_window
 from proctor.kinds.handlers import kind_handler
 from proctor.models.base import Model, usage_delta
+from proctor.models.reply_checks import ReplyError
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
 from proctor.runs.store import Lookup
@@ -124,6 +125,14 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
     if fmt == "auto":
         scores = model.supports_loglikelihood and (model.supports_image_loglikelihood or not has_images(prepared))
         fmt = "loglikelihood" if scores else "generate"
+    elif fmt == "loglikelihood" and not has_images(prepared) and not model.supports_loglikelihood:
+        # asked for by name: an error, never the fallback the flag is there to rule out (with images the
+        # backend refuses first, before any request)
+        why = getattr(model, "loglikelihood_reason", None) or "it has no log-likelihoods"
+        raise ProctorError(
+            f"task '{prepared.task.spec.name}': --mc-format loglikelihood, but model '{model.name}' cannot score "
+            f"log-likelihoods ({why}); run it with --mc-format generate, or fix the server"
+        )
     if fmt != "generate":
         return None
     from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
@@ -182,24 +191,28 @@ def run_built(
         progress(spec.name, 0, len(unique))
     model_started = time.perf_counter()
     usage_before = model.usage()
-    if is_custom(built.handler):
-        total = len(built.prepared.samples)
-        if progress:
-            progress(spec.name, 0, total)
-        executor = ModelExecutor(
-            model, lookup, chunk_size, on_progress
-        )  # the run store, for requests the handler sends
-        pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
-        model_seconds = time.perf_counter() - model_started
-        outcome = score_outcomes(
-            built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started
-        )
-        cut, sent = executor.truncated, executor.requests
-    else:
-        results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress, on_reused)
-        model_seconds = time.perf_counter() - model_started
-        outcome = score_task(built, results, model_seconds, started)
-        cut, sent = count_truncated(results), len(results)
+    try:
+        if is_custom(built.handler):
+            total = len(built.prepared.samples)
+            if progress:
+                progress(spec.name, 0, total)
+            executor = ModelExecutor(
+                model, lookup, chunk_size, on_progress
+            )  # the run store, for requests the handler sends
+            pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
+            model_seconds = time.perf_counter() - model_started
+            outcome = score_outcomes(
+                built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started
+            )
+            cut, sent = executor.truncated, executor.requests
+        else:
+            results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress, on_reused)
+            model_seconds = time.perf_counter() - model_started
+            outcome = score_task(built, results, model_seconds, started)
+            cut, sent = count_truncated(results), len(results)
+            _warn_bounded(outcome, results)
+    except ReplyError as exc:  # a server's wrong reply: say which task and sample sent the request
+        raise exc.in_task(spec.name, _sample_of(built, exc.prompt)) from None
     if cut:
         _warn_truncated(outcome, model, cut, sent)
     _warn_not_numbers(outcome)
@@ -222,13 +235,68 @@ def run_built(
     if by_generation or said:
         outcome.result.mc_format = "generate"
         _count_unparsed(outcome)
+        _record_choice(outcome, model, built.prepared)
     elif spec.kind == "multiple_choice":
         outcome.result.mc_format = "loglikelihood"
+        _record_choice(outcome, model, built.prepared)
         if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
             outcome.result.add_warning(
                 "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
             )
     return outcome
+
+
+def _request_text(request: Any) -> str | None:
+    """The whole text a request sends (what a backend names a request by)."""
+    if isinstance(request, LoglikelihoodRequest):
+        return request.context + request.continuation
+    return getattr(request, "prompt", None) or getattr(request, "text", None)
+
+
+def _sample_of(built: TaskRequests, prompt: str | None) -> str | None:
+    """The id of the first sample one of whose requests sends ``prompt`` (None: not found, or no prompt)."""
+    if prompt is None:
+        return None
+    for prepared, requests in zip(built.prepared.samples, built.per_sample):
+        if any(_request_text(r) == prompt for r in requests):
+            return str(prepared.sample.id)
+    return None
+
+
+def _record_choice(outcome: TaskOutcome, model: Model, prepared: PreparedTask) -> None:
+    """Why a multiple-choice task ran as it did (``mc_format_reason``); a fallback to lettered generation that
+    an automatic check chose (a server's failed log-likelihood self-check) is also a warning."""
+    chosen = outcome.result.mc_format
+    if prepared.mc_format != "auto":
+        outcome.result.mc_format_reason = f"--mc-format {prepared.mc_format}"
+        return
+    found = getattr(model, "loglikelihood_reason", None)
+    if chosen == "generate" and model.supports_loglikelihood and has_images(prepared):
+        outcome.result.mc_format_reason = f"model '{model.name}' cannot score log-likelihoods with images"
+    elif found:
+        outcome.result.mc_format_reason = found
+    if chosen == "generate" and getattr(model, "loglikelihood_fallback", False):
+        message = (
+            f"multiple choice ran by lettered generation, not log-likelihoods: model '{model.name}' failed its "
+            f"log-likelihood check ({found}). The two give different numbers; --mc-format loglikelihood or "
+            "--mc-format generate fixes the choice"
+        )
+        outcome.result.add_warning(message)
+        log.warning("%s: %s", outcome.name, message)
+
+
+def _warn_bounded(outcome: TaskOutcome, results: Sequence[Any]) -> None:
+    """Log-likelihoods that are upper bounds (a continuation not among a server's top next tokens, in its
+    ``top_logprobs`` mode): an approximation the backend fell back to, so a warning."""
+    bounded = sum(1 for r in results if getattr(r, "bounded", False))
+    if bounded:
+        message = (
+            f"{bounded} of {len(results)} continuations were not among the server's top next tokens and were "
+            "scored with an upper bound (the lowest listed log-prob), not their log-prob: raise "
+            "--model-arg top_logprobs=..., or use a server with prompt log-probs"
+        )
+        outcome.result.add_warning(message)
+        log.warning("%s: %s", outcome.name, message)
 
 
 def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) -> None:

@@ -81,6 +81,18 @@ class Model(abc.ABC):
         tasks then use their generation formulation."""
         return True
 
+    @property
+    def loglikelihood_reason(self) -> str | None:
+        """Why this backend can or cannot score log-likelihoods (a server's self-check verdict), for
+        results.json's ``mc_format_reason``; None when there is nothing to say (a local model scores)."""
+        return None
+
+    @property
+    def loglikelihood_fallback(self) -> bool:
+        """True when an automatic check, not a setting, found the backend unable to score: multiple-choice
+        tasks then fall back to lettered generation, with a warning."""
+        return False
+
     def usage(self) -> dict | None:
         """Counters of work sent to a paid/remote service (requests, tokens), or None."""
         return None

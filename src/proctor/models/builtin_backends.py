@@ -175,6 +175,7 @@ def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
 # name -> (least value, whether it is allowed): a timeout of 0 or below makes the HTTP client raise on each call.
 _OPENAI_BOUNDS: dict[str, tuple[float, bool]] = {
     "timeout": (0, False),
+    "deadline": (0, False),
     "max_retries": (0, True),
     "backoff": (0, True),
     "concurrency": (1, True),

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.models.openai_http import ApiError
+from proctor.models.reply_checks import Where, a_dict
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +118,27 @@ def _custom_ids(calls: list[tuple[int, dict]]) -> dict[str, tuple[int, dict]]:
     return out
 
 
+def _batch_line(raw: str, where: Where) -> dict:
+    """One line of a batch's output or error file: a JSON object (``custom_id``, ``response``, ``error``)."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        raise where.error("(the line)", f"is not JSON: {raw[:120]!r}") from None
+    return a_dict(line, where, "(the line)")
+
+
 def _error_text(line: dict) -> str:
-    """What the server says went wrong with one line of a batch (its ``error``, or the failed response's body)."""
-    error = line.get("error") or {}
-    response = line.get("response") or {}
+    """What the server says went wrong with one line of a batch (its ``error``, or the failed response's body);
+    any shape (an error given as text, a body that is not an object) is shown, not read as the API's."""
+    error = line.get("error")
+    error = error if isinstance(error, dict) else ({"message": str(error)} if error else {})
+    response = line.get("response")
+    response = response if isinstance(response, dict) else {}
     body = response.get("body")
     message = error.get("message")
     if not message and isinstance(body, dict):
-        message = (body.get("error") or {}).get("message")
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else inner
     status = response.get("status_code")
     return f"{'HTTP ' + str(status) + ': ' if status else ''}{message or error.get('code') or json.dumps(line)[:300]}"
 
@@ -136,7 +150,7 @@ class BatchRunner:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.client = model.client
-        self.base_url = model.base_url
+        self.base_url = model.shown_url  # credentials written in the URL masked: it names journal entries and errors
         self.poll = model.batch_poll
         self._ok: bool | None = None
         self._journal = BatchJournal(model.batch_dir)
@@ -264,17 +278,20 @@ class BatchRunner:
             file_id = batch.get(file_key)
             if not file_id:
                 continue
-            for raw in self.client.get_bytes(f"/files/{file_id}/content").decode("utf-8").splitlines():
+            content = self.client.get_bytes(f"/files/{file_id}/content").decode("utf-8", errors="replace")
+            for number, raw in enumerate(content.splitlines(), 1):
                 if not raw.strip():
                     continue
-                line = json.loads(raw)
+                line = _batch_line(raw, Where(f"{self.base_url}/files/{file_id}/content", f"line {number}"))
                 custom_id = line.get("custom_id")
-                if custom_id not in submission.items:
+                if not isinstance(custom_id, str) or custom_id not in submission.items:
                     continue
                 response = line.get("response") or {}
+                status_code = response.get("status_code", 200) if isinstance(response, dict) else 500
                 if (
                     not line.get("error")
-                    and response.get("status_code", 200) < 400
+                    and isinstance(status_code, int)
+                    and status_code < 400
                     and isinstance(response.get("body"), dict)
                 ):
                     answered[custom_id] = response["body"]

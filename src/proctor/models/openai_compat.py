@@ -24,9 +24,15 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
-from proctor.models.openai_http import ApiClient, map_progress, reply_choices, token_count
+from proctor.models.openai_http import ApiClient, map_progress, token_count
 from proctor.models.openai_messages import decode_chat, encode_chat, with_image_parts
 from proctor.models.openai_scoring import OpenAIScoring
+from proctor.models.reply_checks import (
+    check_generated,
+    check_usage,
+    choice_text,
+    ordered_choices,
+)
 
 LOGLIKELIHOOD_MODES = ("auto", "echo", "prompt_logprobs", "top_logprobs", "none")
 ENDPOINTS = ("completions", "chat")
@@ -51,6 +57,7 @@ class OpenAIModel(OpenAIScoring, Model):
         concurrency: int = 8,
         batch: int = 8,
         timeout: float = 120.0,
+        deadline: float = 600.0,
         max_retries: int = 6,
         backoff: float = 0.5,
         price_prompt: float | None = None,
@@ -82,6 +89,7 @@ class OpenAIModel(OpenAIScoring, Model):
             self.base_url,
             api_key_env=api_key_env,
             timeout=timeout,
+            deadline=deadline,
             max_retries=max_retries,
             backoff=backoff,
             concurrency=concurrency,
@@ -97,6 +105,7 @@ class OpenAIModel(OpenAIScoring, Model):
             raise ProctorError(f"batch_poll must be >= 0 seconds, got {batch_poll}")
         self._mode: str | None = None
         self._mode_reason = ""
+        self._fallback = False  # the self-check (not a setting) found the server unable to score
         self._lists_ok = True
         self._min_tokens_ok = True  # "min_tokens": 1 keeps end-of-sequence from swallowing the one token asked for
 
@@ -196,13 +205,13 @@ class OpenAIModel(OpenAIScoring, Model):
 
     def generation_result(self, r: GenerateRequest, path: str, data: dict) -> GenerateResult:
         """``r``'s result from the server's reply ``data`` to ``generation_call(r)``."""
-        choice = reply_choices(data, self.shown_url + path)[0]
-        if path == "/chat/completions":
-            text = (choice.get("message") or {}).get("content") or ""
-        else:
-            text = choice.get("text") or ""
+        where = self._where(path, r.prompt)
+        choice = ordered_choices(data, 1, where)[0]
+        text, reason = choice_text(choice, path == "/chat/completions", where, "choices[0]")
+        check_generated(text, reason, r.max_tokens, where, "choices[0]")
+        check_usage(data, where)
         text, stopped = trim_at_stop(text, r.stop)
-        finish = "length" if choice.get("finish_reason") == "length" and not stopped else "stop"
+        finish = "length" if reason == "length" and not stopped else "stop"
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens_in, tokens_out = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))

@@ -1,5 +1,9 @@
-"""HTTP for the OpenAI-compatible backend: retries with backoff, a per-request timeout, bounded
-concurrency, token usage, and an API key that never leaves the ``Authorization`` header.
+"""HTTP for the OpenAI-compatible backend: retries with backoff, a per-request timeout and an overall
+deadline, bounded concurrency, token usage, and an API key that never leaves the ``Authorization`` header.
+
+Only transport faults are retried (a dropped connection, a timeout, a deadline passed, 429 and 5xx): a reply
+that arrived whole but is wrong (not JSON here; the invariants of ``reply_checks`` in the backend) is an
+error at once, since the same request would get the same reply.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, TypeVar
 
 from proctor.core.errors import ProctorError, require
-from proctor.core.redact import mask_url_credentials
+from proctor.core.redact import mask_url_credentials, secret_forms, split_url_credentials
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +44,8 @@ def token_count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def reply_choices(reply: Any, where: str) -> list[dict]:
-    """The ``choices`` of a completion reply. A reply without any, or not shaped as the API says (a proxy's
-    JSON error, an empty list), is an error naming the endpoint, not an ``IndexError`` later."""
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) for c in choices):
-        expected = '{"choices": [{...}]}'
-        raise ProctorError(f"{where} replied without a choice (expected {expected}): {str(reply)[:300]}")
-    return choices
+class DeadlinePassed(Exception):
+    """An attempt ran past the overall deadline: a transport fault, retried as a timeout is."""
 
 
 class RetryBudgetExceeded(ApiError):
@@ -90,6 +88,7 @@ class ApiClient:
         *,
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 120.0,
+        deadline: float = 600.0,
         max_retries: int = 6,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
@@ -97,12 +96,30 @@ class ApiClient:
         seed: int | None = None,
     ) -> None:
         httpx = require("httpx", "openai", "The OpenAI-compatible backend")
-        self.base_url = base_url.rstrip("/")
+        # credentials written in the URL go in a Basic-auth header of their own making, never in the URL httpx
+        # sees: httpx would put them in the Authorization header and silently drop the API key's Bearer
+        url, user, password = split_url_credentials(base_url.rstrip("/"))
+        self.base_url = url
+        self.shown_url = mask_url_credentials(base_url.rstrip("/"))  # what messages say: user:***@host
         self.api_key_env = api_key_env
         self._key = os.environ.get(api_key_env) if api_key_env else None
         headers = {}  # httpx sets the content type of each body (JSON, or a multipart file upload)
+        if user is not None and self._key:
+            raise ProctorError(
+                f"{mask_url_credentials(base_url)} holds credentials, and ${api_key_env} holds an API key: both "
+                "would be the request's Authorization header, so one would be dropped. Give one of them (the URL "
+                "without user:password@, or unset the variable / --model-arg api_key_env=)"
+            )
+        auth = None
+        if user is not None:
+            auth = httpx.BasicAuth(user, password or "")
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
+        # every form a secret may come back in (a server echoing its headers): masked in messages
+        self._secrets = secret_forms(self._key, user, password)
+        if deadline <= 0 or timeout <= 0:
+            raise ProctorError(f"timeout and deadline must be above 0 seconds, got {timeout} and {deadline}")
+        self.deadline = float(deadline)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
@@ -111,15 +128,21 @@ class ApiClient:
         self.usage = Usage()
         self._random = random.Random(seed)
         self._httpx = httpx
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(self.timeout), limits=limits)
+        # twice the connections in flight: an attempt abandoned at its deadline may hold one until the server
+        # stops sending, and must not keep the next attempt from being sent (``concurrency`` bounds the requests)
+        limits = httpx.Limits(max_connections=2 * self.concurrency, max_keepalive_connections=self.concurrency)
+        self._client = httpx.Client(
+            headers=headers, auth=auth, timeout=httpx.Timeout(self.timeout), limits=limits, follow_redirects=False
+        )
 
     # ------------------------------------------------------------------ secrets
     def scrub(self, text: str) -> str:
         """``text`` with the API key (if any) and a URL's credentials replaced: error messages may quote server
         replies."""
         text = mask_url_credentials(text)
-        return text.replace(self._key, "***") if self._key else text
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     # ------------------------------------------------------------------ one request
     def post(self, path: str, payload: dict, *, max_retries: int | None = None) -> dict:
@@ -155,7 +178,7 @@ class ApiClient:
         """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
-        shown = mask_url_credentials(url)  # what messages and logs say
+        shown = self.shown_url + path  # what messages and logs say
         httpx = self._httpx
         last = ""
         retry_after = 0.0  # the server's Retry-After from the previous attempt
@@ -166,8 +189,8 @@ class ApiClient:
                 time.sleep(delay if not retry_after else max(delay, min(retry_after, self.max_backoff)))
             retry_after = 0.0
             try:
-                response = self._client.request(method, url, json=json, files=files, data=data)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                response = self._send(method, url, json=json, files=files, data=data)
+            except (httpx.TimeoutException, httpx.TransportError, DeadlinePassed) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 log.info(
                     "request to %s failed (%s), attempt %d of %d", shown, self.scrub(last), attempt + 1, budget + 1
@@ -188,8 +211,13 @@ class ApiClient:
             try:
                 reply = response.json()
             except ValueError:
-                last = f"a reply that is not JSON: {response.text[:200]!r}"
-                continue
+                body = self.scrub(response.text[:300])
+                raise ApiError(
+                    f"{shown} answered HTTP {response.status_code} with a body that is not JSON (not retried: the "
+                    f"same request gets the same reply): {body!r}",
+                    response.status_code,
+                    body,
+                ) from None
             if count:
                 self.usage.add(reply, attempt)
             return reply
@@ -197,6 +225,45 @@ class ApiClient:
             f"{shown} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
             "kept in the run folder's store: run the same command with the same --output to resume."
         )
+
+    def _send(self, method: str, url: str, **content: Any) -> Any:
+        """One attempt, answered in full (headers and body) within ``deadline`` seconds, or ``DeadlinePassed``.
+
+        The socket's read timeout bounds each wait for a byte only, so a server that trickles a byte a second
+        would hold a request for ever. The attempt runs in a thread of its own that this one waits for; past the
+        deadline it is abandoned (told to stop at its next bytes; a read blocked on the socket ends at the read
+        timeout) and the attempt counts as a transport fault."""
+        box: dict[str, Any] = {}
+        stop = threading.Event()
+
+        def attempt() -> None:
+            try:
+                box["response"] = self._read(method, url, stop, content)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+                box["error"] = exc
+
+        worker = threading.Thread(target=attempt, name="proctor-http-attempt", daemon=True)
+        worker.start()
+        worker.join(self.deadline)
+        if worker.is_alive():
+            stop.set()
+            raise DeadlinePassed(
+                f"the reply took longer than the deadline of {self.deadline:g} s (--model-arg deadline=...)"
+            )
+        if "error" in box:
+            raise box["error"]
+        return box["response"]
+
+    def _read(self, method: str, url: str, stop: threading.Event, content: dict) -> Any:
+        """The request sent and its reply read whole (a buffered ``httpx.Response``), unless ``stop`` is set."""
+        with self._client.stream(method, url, **content) as response:
+            chunks = []
+            for chunk in response.iter_bytes():
+                if stop.is_set():
+                    raise DeadlinePassed("abandoned: past the deadline")
+                chunks.append(chunk)
+            body = b"".join(chunks)
+        return self._httpx.Response(response.status_code, headers=response.headers, content=body)
 
     # ------------------------------------------------------------------ many requests
     def map(self, fn: Callable[[T], R], items: Sequence[T], on_done: Callable[[int, T], None] | None = None) -> list[R]:

@@ -11,11 +11,21 @@ llama.cpp's does) gives a different one, and the mode is refused.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Callable
 
-from proctor.models.openai_http import RetryBudgetExceeded
+from proctor.core.errors import ProctorError
+from proctor.models.openai_http import ApiError, RetryBudgetExceeded
+from proctor.models.reply_checks import (
+    ReplyError,
+    Where,
+    a_dict,
+    a_list,
+    a_string,
+    check_offsets,
+    logprob,
+    spelled_prefix,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,65 +45,97 @@ class PromptTokens:
     greedy: tuple[bool, ...]
 
 
-def _offsets(tokens: list[str], given: list | None) -> list[int]:
-    if given and len(given) == len(tokens):
-        return [int(x) for x in given]
-    out, position = [], 0
-    for token in tokens:
-        out.append(position)
-        position += len(token)
-    return out
-
-
-def parse_echo(choice: dict, prompt: str) -> PromptTokens | None:
-    """The prompt part of an ``echo`` reply's ``logprobs`` (OpenAI's legacy completions format)."""
+def parse_echo(choice: dict, prompt: str, where: Where, max_new: int = 1) -> PromptTokens | None:
+    """The prompt part of an ``echo`` reply's ``logprobs`` (OpenAI's legacy completions format); None when the
+    reply holds no ``logprobs`` at all (a server that ignores ``echo``). Whatever it holds is checked
+    (``reply_checks``): the tokens spell the prompt, then at most ``max_new`` generated ones; one log-prob per
+    token, each finite and at most 0 (only the first token's may be null); ``text_offset`` consistent."""
     data = choice.get("logprobs")
-    if not isinstance(data, dict) or not data.get("tokens") or data.get("token_logprobs") is None:
+    if data is None:
         return None
-    tokens = [str(t) for t in data["tokens"]]
-    offsets = _offsets(tokens, data.get("text_offset"))
-    lps = list(data["token_logprobs"])
-    tops = data.get("top_logprobs") or [None] * len(tokens)
-    keep = [i for i, start in enumerate(offsets) if start < len(prompt)]  # drop the generated token(s)
-    greedy = []
-    for i in keep:
-        top, lp = tops[i] if i < len(tops) else None, lps[i]
+    a_dict(data, where, "logprobs")
+    listed = a_list(data.get("tokens"), where, "logprobs.tokens")
+    tokens = [a_string(t, where, f"logprobs.tokens[{i}]") for i, t in enumerate(listed)]
+    if not tokens:
+        raise where.error("logprobs.tokens", "is empty (an echo holds the prompt's tokens)")
+    values = a_list(data.get("token_logprobs"), where, "logprobs.token_logprobs")
+    if len(values) != len(tokens):
+        raise where.error("logprobs.token_logprobs", f"has {len(values)} log-probs for {len(tokens)} tokens")
+    n = spelled_prefix(tokens, prompt, where, "logprobs.tokens")
+    if len(tokens) - n > max_new:
+        extra = len(tokens) - n
+        raise where.error("logprobs.tokens", f"holds {extra} tokens after the prompt; {max_new} was asked for")
+    offsets = data.get("text_offset")
+    if offsets is not None:
+        check_offsets(a_list(offsets, where, "logprobs.text_offset"), tokens, where, "logprobs.text_offset")
+    tops = data.get("top_logprobs")
+    tops = [None] * len(tokens) if tops is None else a_list(tops, where, "logprobs.top_logprobs")
+    lps: list[float | None] = []
+    greedy: list[bool] = []
+    position = 0
+    starts = []
+    for i in range(n):
+        starts.append(position)
+        position += len(tokens[i])
+        field = f"logprobs.token_logprobs[{i}]"
+        lp = None if i == 0 and values[i] is None else logprob(values[i], where, field)
+        top = tops[i] if i < len(tops) else None
+        if top is not None:
+            top = a_dict(top, where, f"logprobs.top_logprobs[{i}]")
+            for key, value in top.items():
+                logprob(value, where, f"logprobs.top_logprobs[{i}][{key!r}]")
+        lps.append(lp)
         greedy.append(bool(top) and lp is not None and lp >= max(top.values()) - 1e-6)
-    return PromptTokens(
-        tuple(tokens[i] for i in keep),
-        tuple(offsets[i] for i in keep),
-        tuple(None if lps[i] is None else float(lps[i]) for i in keep),
-        tuple(greedy),
-    )
+    return PromptTokens(tuple(tokens[:n]), tuple(starts), tuple(lps), tuple(greedy))
 
 
-def parse_prompt_logprobs(choice: dict, prompt: str) -> PromptTokens | None:
-    """vLLM's ``prompt_logprobs``: per prompt token, None (the first) or {token_id: {logprob, rank, decoded_token}}.
+def parse_prompt_logprobs(choice: dict, prompt: str, where: Where) -> PromptTokens | None:
+    """vLLM's ``prompt_logprobs``: per prompt token, None (the first) or {token_id: {logprob, rank, decoded_token}};
+    None when the reply holds none (a server without the extension).
 
-    The prompt's own token is the entry that is not one of the top-k extras; vLLM lists it first.
-    """
+    The prompt's own token is the entry that is not one of the top-k extras; vLLM lists it first. Checked as
+    ``parse_echo``'s are: the decoded tokens spell the prompt, every log-prob but the first is a finite number
+    at most 0."""
     data = choice.get("prompt_logprobs")
-    if not isinstance(data, list) or not data:
+    if data is None:
         return None
+    a_list(data, where, "prompt_logprobs")
+    if not data:
+        raise where.error("prompt_logprobs", "is empty (one entry per prompt token was asked for)")
     tokens: list[str] = []
     lps: list[float | None] = []  # None: the first token, which has no log-prob
     greedy: list[bool] = []
-    for entry in data:
-        if entry is None:
+    for i, entry in enumerate(data):
+        field = f"prompt_logprobs[{i}]"
+        if entry is None and i == 0:
             tokens.append("")
             lps.append(None)
             greedy.append(False)
             continue
-        own = next(iter(entry.values()))
-        tokens.append(str(own.get("decoded_token", "")))
-        lps.append(float(own["logprob"]))
+        a_dict(entry, where, field)
+        if not entry:
+            raise where.error(field, "is empty (the prompt token's own log-prob is missing)")
+        key, own = next(iter(entry.items()))
+        own = a_dict(own, where, f"{field}[{key!r}]")
+        tokens.append(a_string(own.get("decoded_token"), where, f"{field}[{key!r}].decoded_token"))
+        lps.append(logprob(own.get("logprob"), where, f"{field}[{key!r}].logprob"))
         greedy.append(own.get("rank") == 1)
-    if tokens[0] == "" and lps[0] is None:
+    if lps[0] is None:
         # the first token's text is not given; recover it from the prompt and the rest
         rest = "".join(tokens[1:])
-        tokens[0] = prompt[: len(prompt) - len(rest)] if prompt.endswith(rest) else ""
-    offsets = _offsets(tokens, None)
-    return PromptTokens(tuple(tokens), tuple(offsets), tuple(lps), tuple(greedy))
+        if not prompt.endswith(rest):  # rest == prompt: the first entry is a BOS token, with no text
+            raise where.error(
+                "prompt_logprobs[].decoded_token",
+                f"spells {rest[-60:]!r} at the end, which is not how the prompt that was sent ends",
+            )
+        tokens[0] = prompt[: len(prompt) - len(rest)]
+    elif spelled_prefix(tokens, prompt, where, "prompt_logprobs") != len(tokens):
+        raise where.error("prompt_logprobs", "holds more tokens than the prompt that was sent")
+    starts, position = [], 0
+    for token in tokens:
+        starts.append(position)
+        position += len(token)
+    return PromptTokens(tuple(tokens), tuple(starts), tuple(lps), tuple(greedy))
 
 
 def continuation_scores(parsed: PromptTokens, context_chars: int) -> tuple[tuple[float, ...], bool]:
@@ -102,7 +144,7 @@ def continuation_scores(parsed: PromptTokens, context_chars: int) -> tuple[tuple
     for start, token, lp, g in zip(parsed.offsets, parsed.tokens, parsed.logprobs, parsed.greedy):
         if start + len(token) > context_chars:
             if lp is None:
-                raise ValueError("the server gave no log-prob for a continuation token (an empty context?)")
+                raise ProctorError("the server gave no log-prob for a continuation token (an empty context?)")
             lps.append(lp)
             greedy = greedy and g
     return tuple(lps), greedy
@@ -112,6 +154,17 @@ def continuation_scores(parsed: PromptTokens, context_chars: int) -> tuple[tuple
 class CheckResult:
     ok: bool
     reason: str
+    wrong_reply: bool = False  # it failed on a reply that broke an invariant (reply_checks), not on a capability
+
+
+def _failed(step: str, exc: ProctorError) -> CheckResult:
+    """A self-check step that raised: a wrong reply, or a refusal (the server cannot do what was asked).
+    Transport faults and a refused key say nothing about log-probs: raised, never a fallback."""
+    if isinstance(exc, RetryBudgetExceeded) or (isinstance(exc, ApiError) and exc.status in (401, 403)):
+        raise exc
+    if isinstance(exc, ReplyError):
+        return CheckResult(False, f"{step} got a wrong reply from {exc.server}: '{exc.field}' {exc.problem}", True)
+    return CheckResult(False, f"{step} failed: {exc}")
 
 
 def self_check(
@@ -123,10 +176,8 @@ def self_check(
     prompt = SELF_CHECK_PROMPT
     try:
         top = next_tokens(prompt)
-    except RetryBudgetExceeded:
-        raise  # the server is down, which says nothing about its log-probs
-    except Exception as exc:  # noqa: BLE001 - any other failure means "cannot verify"
-        return CheckResult(False, f"generating one token with logprobs failed: {exc}")
+    except ProctorError as exc:  # anything else is a defect, raised as one
+        return _failed("generating one token with logprobs", exc)
     if not top:
         return CheckResult(False, "the server returns no log-probs for generated tokens")
     checked, notes = [], []
@@ -135,16 +186,10 @@ def self_check(
             continue
         try:
             parsed = score(prompt + token)
-        except RetryBudgetExceeded:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            return CheckResult(False, f"the prompt log-prob request failed: {exc}")
+        except ProctorError as exc:
+            return _failed("the prompt log-prob request", exc)
         if parsed is None or not parsed.tokens:
             return CheckResult(False, "the server ignores the request for prompt log-probs")
-        if "".join(parsed.tokens) != prompt + token:
-            return CheckResult(False, "the tokens it returns do not spell the prompt it was sent")
-        if any(lp is not None and (math.isnan(lp) or lp > 1e-4) for lp in parsed.logprobs):
-            return CheckResult(False, "it returns prompt log-probs above zero or NaN")
         tail = [i for i, start in enumerate(parsed.offsets) if start >= len(prompt)]
         if len(tail) != 1 or parsed.tokens[tail[0]] != token:
             notes.append(f"{token!r} tokenises differently after the prompt")

@@ -22,7 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Progress
-from proctor.models.openai_http import ApiClient, ApiError, map_progress, reply_choices
+from proctor.models.openai_http import ApiClient, ApiError, map_progress
 from proctor.models.openai_logprobs import (
     PromptTokens,
     continuation_scores,
@@ -30,6 +30,7 @@ from proctor.models.openai_logprobs import (
     parse_prompt_logprobs,
     self_check,
 )
+from proctor.models.reply_checks import Where, a_dict, a_list, check_usage, describe_request, logprob, ordered_choices
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,14 @@ class OpenAIScoring:
     client: ApiClient
     _mode: str | None
     _mode_reason: str
+    _fallback: bool
     _lists_ok: bool
     _min_tokens_ok: bool
+
+    def _where(self, path: str, prompt: str, head: str = "the request") -> Where:
+        """Whom a reply to the request of ``prompt`` at ``path`` came from, for ``reply_checks``' messages
+        (secrets masked)."""
+        return Where(self.shown_url + path, describe_request(prompt, head), self.client.scrub, prompt)
 
     # ------------------------------------------------------------------ log-likelihood: capability
     @property
@@ -73,6 +80,16 @@ class OpenAIScoring:
             self._mode, self._mode_reason = self._resolve_mode()
             log.info("model '%s': log-likelihood mode '%s' (%s)", self.name, self._mode, self._mode_reason)
         return self._mode
+
+    @property
+    def loglikelihood_reason(self) -> str | None:
+        mode = self.loglikelihood_mode
+        return f"log-likelihood mode '{mode}' at {self.shown_url}: {self._mode_reason}"
+
+    @property
+    def loglikelihood_fallback(self) -> bool:
+        """True when the self-check (not a setting) found this server unable to score."""
+        return self.loglikelihood_mode == "none" and self._fallback
 
     def _resolve_mode(self) -> tuple[str, str]:
         option = self.loglikelihood_option
@@ -100,9 +117,10 @@ class OpenAIScoring:
         if option != "auto":
             raise ProctorError(f"refusing log-likelihoods from '{self.shown_url}' by '{option}': {why}")
         log.warning("model '%s' cannot score log-likelihoods (%s)", self.name, why)
-        return "none", why
+        self._fallback = True
+        return "none", f"the self-check failed ({why})"
 
-    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = 2) -> dict[str, float] | None:
+    def _next_tokens(self, prompt: str, k: int = 5, max_retries: int | None = None) -> dict[str, float] | None:
         """Top log-probs of the next token (the generation path), or None if the server gives none.
 
         Asks for at least one token (``min_tokens``, understood by vLLM and llama.cpp): a server that
@@ -118,30 +136,54 @@ class OpenAIScoring:
                 self._min_tokens_ok = False
         if not self._min_tokens_ok:
             data = self.client.post("/completions", payload, max_retries=max_retries)
-        lp = reply_choices(data, self.shown_url + "/completions")[0].get("logprobs") or {}
-        top = (lp.get("top_logprobs") or [None])[0]
-        return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) and top else None
+        where = self._where("/completions", prompt)
+        check_usage(data, where)
+        lp = ordered_choices(data, 1, where)[0].get("logprobs")
+        if lp is None:
+            return None  # a server without log-probs for generated tokens
+        tops = a_dict(lp, where, "choices[0].logprobs").get("top_logprobs")
+        if tops is None:
+            return None
+        a_list(tops, where, "choices[0].logprobs.top_logprobs")
+        if not tops or tops[0] is None:
+            return None
+        top = a_dict(tops[0], where, "choices[0].logprobs.top_logprobs[0]")
+        field = "choices[0].logprobs.top_logprobs[0]"
+        return {str(t): logprob(v, where, f"{field}[{t!r}]") for t, v in top.items()} or None
 
     # ------------------------------------------------------------------ log-likelihood: scoring
     def _score_prompts(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
         """Per-token prompt log-probs, ``batch`` prompts per request where the server takes lists."""
         extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
         payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
-        parse = parse_echo if mode == "echo" else parse_prompt_logprobs
+
+        def parse(choice: dict, prompt: str, head: str) -> PromptTokens | None:
+            at = self._where("/completions", prompt, head)
+            return parse_echo(choice, prompt, at) if mode == "echo" else parse_prompt_logprobs(choice, prompt, at)
+
         if len(prompts) > 1 and self._lists_ok:
             try:
                 data = self.client.post("/completions", {**payload, "prompt": prompts})
-                choices = sorted(reply_choices(data, self.shown_url + "/completions"), key=lambda c: c.get("index", 0))
-                if len(choices) == len(prompts):
-                    return [parse(c, p) for c, p in zip(choices, prompts)]
             except ApiError as exc:
                 if exc.status not in (400, 422):
                     raise
-            log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
-            self._lists_ok = False
-        where = self.shown_url + "/completions"
-        replies = (self.client.post("/completions", {**payload, "prompt": p}) for p in prompts)
-        return [parse(reply_choices(reply, where)[0], p) for reply, p in zip(replies, prompts)]
+                log.info("'%s' does not take lists of prompts: sending them one by one", self.shown_url)
+                self._lists_ok = False
+            else:
+                n = len(prompts)
+                listed = self._where("/completions", prompts[0], f"a request of {n} prompts, the first")
+                check_usage(data, listed)
+                choices = ordered_choices(data, n, listed)
+                return [
+                    parse(c, p, f"prompt {k} of a request of {n}") for k, (c, p) in enumerate(zip(choices, prompts))
+                ]
+        out = []
+        for p in prompts:
+            reply = self.client.post("/completions", {**payload, "prompt": p})
+            at = self._where("/completions", p)
+            check_usage(reply, at)
+            out.append(parse(ordered_choices(reply, 1, at)[0], p, "the request"))
+        return out
 
     def _cannot(self) -> ProctorError:
         return ProctorError(
@@ -172,7 +214,9 @@ class OpenAIScoring:
             out = []
             for (context, continuation), tokens in zip(batch, parsed):
                 if tokens is None:
-                    raise ProctorError(f"'{self.shown_url}' stopped returning prompt log-probs")
+                    field = "logprobs" if mode == "echo" else "prompt_logprobs"
+                    at = self._where("/completions", context + continuation)
+                    raise at.error(f"choices[].{field}", "is missing: the server stopped returning prompt log-probs")
                 if not context:
                     raise ProctorError(
                         "an empty context cannot be scored over the API: its first token has no log-prob"
@@ -201,7 +245,7 @@ class OpenAIScoring:
             len(top),
             lp,
         )
-        return LoglikelihoodResult(lp, (lp,), False)
+        return LoglikelihoodResult(lp, (lp,), False, bounded=True)
 
     def rolling_loglikelihood(
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None

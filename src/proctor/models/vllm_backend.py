@@ -31,6 +31,7 @@ from proctor.core.model_requests import (
 from proctor.models.base import Model, Progress
 from proctor.models.hf_loading import bos_rule, weights_digest
 from proctor.models.hf_scoring import encode_pairs, split_whitespace
+from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
 
 log = logging.getLogger(__name__)
 
@@ -135,14 +136,21 @@ class VLLMModel(Model):
             return []
         params = self._sampling_params(max_tokens=1, temperature=0.0, prompt_logprobs=1)
         outputs = self.engine.generate([{"prompt_token_ids": list(t)} for t, _ in items], params, use_tqdm=False)
+        engine = f"the vLLM engine of '{self.name}'"
+        outputs = engine_outputs(outputs, len(items), Where(engine, f"a call of {len(items)} prompts"))
         scored = []
-        for (tokens, n), output in zip(items, outputs):
-            per_position = output.prompt_logprobs  # [None, {token id: Logprob}, ...], one per prompt token
+        for k, ((tokens, n), output) in enumerate(zip(items, outputs)):
+            where = Where(engine, f"prompt {k} of a call of {len(items)} ({len(tokens)} tokens)")
+            # [None, {token id: Logprob}, ...], one per prompt token
+            per_position = token_positions(getattr(output, "prompt_logprobs", None), len(tokens), where)
             values, greedy = [], True
             for position in range(len(tokens) - n, len(tokens)):
                 options = per_position[position]
                 target = tokens[position]
-                values.append(float(options[target].logprob))
+                field = f"prompt_logprobs[{position}][{target}]"
+                if not isinstance(options, dict) or target not in options:
+                    raise where.error(field, "is missing: the prompt's own token has no log-prob")
+                values.append(logprob(getattr(options[target], "logprob", None), where, f"{field}.logprob"))
                 rank = getattr(options[target], "rank", None)
                 if rank is None:
                     rank = 1 + sum(1 for v in options.values() if v.logprob > options[target].logprob)
@@ -205,8 +213,15 @@ class VLLMModel(Model):
         if sampled:
             params = [self._generation_params(requests[i]) for i in sampled]
             outputs = self.engine.generate([{"prompt_token_ids": prompts[i]} for i in sampled], params, use_tqdm=False)
+            engine = f"the vLLM engine of '{self.name}'"
+            outputs = engine_outputs(outputs, len(sampled), Where(engine, f"a call of {len(sampled)} prompts"))
             for i, output in zip(sampled, outputs):
-                best = output.outputs[0]
+                where = Where(engine, describe_request(requests[i].prompt))
+                completions = getattr(output, "outputs", None)
+                if not isinstance(completions, list) or not completions:
+                    raise where.error("outputs", f"is {completions!r}, not a list of completions")
+                best = completions[0]
+                a_string(getattr(best, "text", None), where, "outputs[0].text")
                 reason = "length" if best.finish_reason == "length" else "stop"
                 results[i] = GenerateResult(best.text, reason, len(prompts[i]), len(best.token_ids))
         for i, r in enumerate(requests):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, List, Optional
 
 from pydantic import Field, StrictInt, field_validator
 
+from proctor.core.audit import AuditRule
 from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, cli, id_path_mapping
 from proctor.core.registry import Registry
 
@@ -156,6 +157,13 @@ def _resolve_metric(name: str) -> Any:
     return importlib.import_module("proctor.dialects.lmeval.specs").resolve_metric(name)
 
 
+def _audit_fewshot(subject: Any) -> Any:
+    """The dialect's audit rule, imported only for an lm-eval task (a native run imports no dialect but its own)."""
+    if subject.task.dialect != "lm-eval":
+        return ()
+    return importlib.import_module("proctor.dialects.lmeval.audit_rules").fewshot_from_evaluated(subject)
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
     options = "proctor.dialects.lmeval.task_options:LmEvalTaskOptions"
@@ -166,3 +174,11 @@ def register(registry: Registry) -> None:
     ):
         registry.add_task_handler(f"lm-eval.{name}", f"proctor.dialects.lmeval.handler:{handler}", options)
     registry.add_metric_resolver(_resolve_metric)
+    registry.add_audit_rule(
+        AuditRule(
+            "lmeval.fewshot-from-evaluated",
+            "warning",
+            "An lm-eval task's few-shot pool (its fewshot_split, or the test split) holds evaluated documents.",
+            _audit_fewshot,
+        )
+    )

@@ -215,6 +215,9 @@ class TaskResult(BaseModel):
     settings: Optional[TaskSettings] = Field(
         None, description="What the task ran with that changes its numbers (absent in runs of earlier versions)."
     )
+    mc_format_reason: Optional[str] = Field(
+        None, description="Why it ran so: --mc-format, or what the model's log-likelihood check found."
+    )
     unparsed: Optional[Unparsed] = None
     warnings: Optional[list[str]] = None
     audit: Optional[list[AuditEntry]] = Field(
