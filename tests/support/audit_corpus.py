@@ -2036,6 +2036,9 @@ GAPS = {
     "group-same-task-twice-other-name": "task.duplicate",
     "seahelm-prompt-text-empty": "text.empty",
     "probsem-context-text-empty": "prompt.empty",
+    "run-limit-larger-than-data": "data.limit-exceeds",
+    "run-limit-fraction-one-row": "data.limit-tiny",
+    "run-chat-template-on-base": "chat.base-model",
 }
 
 
