@@ -245,6 +245,33 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
         },
         r"data\.csv, row 1, field 'data\.columns'",
     ),
+    "breakdown.per-row": (
+        {"quiz.yaml": mc(extra="breakdown: [question]\n"), "data.jsonl": CLEAN},
+        r"quiz\.yaml:\d+, field 'breakdown'",
+    ),
+    "fewshot.settings": (
+        {
+            "quiz.yaml": mc(extra="fewshot: {count: 0, source: {path: dev.jsonl, id: id}}\n"),
+            "data.jsonl": CLEAN,
+            "dev.jsonl": rows({"id": "p1", "question": "Colour of grass?", "choices": ["green", "blue"], "label": 0}),
+        },
+        r"quiz\.yaml:\d+, field 'fewshot\.count'",
+    ),
+    "extraction.tag-not-asked": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?")
+            + "extraction: {answer_tag: 'ANSWER:'}\n",
+            "data.jsonl": rows({"id": "a", "country": "Peru", "answers": ["Lima"]}),
+        },
+        r"capitals\.yaml:\d+, field 'extraction\.answer_tag'",
+    ),
+    "generation.sampling": (
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?") + "generation: {temperature: 0.8}\n",
+            "data.jsonl": rows({"id": "a", "country": "Peru", "answers": ["Lima"]}),
+        },
+        r"capitals\.yaml:\d+, field 'generation\.temperature'",
+    ),
     "breakdown.mixed": (
         {
             "quiz.yaml": mc(extra="breakdown: [level]\n"),

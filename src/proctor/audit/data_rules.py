@@ -102,6 +102,28 @@ def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
             )
 
 
+PER_ROW_MIN = 5
+
+
+def one_row_parts(subject: AuditSubject) -> Iterator[Hit]:
+    """A breakdown whose every part is one row (an id column): each part's number is a single 0 or 1."""
+    n = len(subject.samples)
+    if n < PER_ROW_MIN:
+        return
+    for key in subject.spec.breakdown:
+        if key in ("_file", "_source"):
+            continue
+        if len({str(s.sample.fields.get(key)) for s in subject.samples}) == n:
+            yield Hit(
+                f"breakdown '{key}' has a different value in each of the {n} rows: every part is one row, so each "
+                "part's number is that row's score (an id column?)",
+                file=subject.file,
+                line=subject.line("breakdown"),
+                field="breakdown",
+            )
+            return
+
+
 def merged_files(subject: AuditSubject) -> Iterator[Hit]:
     if FILE_KEY not in subject.spec.breakdown:
         return
@@ -201,6 +223,12 @@ RULES = (
         "warning",
         "A breakdown field mixes types for one value (1 and '1') or is missing in some rows: parts split.",
         mixed_breakdown,
+    ),
+    AuditRule(
+        "breakdown.per-row",
+        "warning",
+        "A breakdown field differs in every row: each part is one row's score.",
+        one_row_parts,
     ),
     AuditRule(
         "data.glob-merge",

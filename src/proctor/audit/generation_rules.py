@@ -122,6 +122,33 @@ def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
                 break
 
 
+def tag_not_asked(subject: AuditSubject) -> Iterator[Hit]:
+    extraction = subject.spec.extraction
+    tag = extraction.answer_tag if extraction else None
+    if not tag or not _generated(subject):
+        return
+    if not any(tag in t for t in subject.prompt_texts):
+        yield Hit(
+            f"the answer is read after the tag {tag!r}, which no prompt mentions: a model not asked to write it "
+            "rarely does, and its answers are then unreadable",
+            file=subject.file,
+            line=subject.line("extraction"),
+            field="extraction.answer_tag",
+        )
+
+
+def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
+    generation = subject.spec.generation
+    if _generated(subject) and generation.temperature > 0 and subject.epochs == 1:
+        yield Hit(
+            f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
+            "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
+            file=subject.file,
+            line=subject.line("generation"),
+            field="generation.temperature",
+        )
+
+
 # HTML entities and escapes written out: text that went through a markup or JSON encoder twice
 _ESCAPED = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4});|\\n|\\u[0-9a-fA-F]{4}")
 ESCAPED_SHARE = 0.2
@@ -185,6 +212,18 @@ RULES = (
         "warning",
         "The extraction regex matches none of the reference answers.",
         regex_misses_references,
+    ),
+    AuditRule(
+        "extraction.tag-not-asked",
+        "warning",
+        "The answer is read after a tag that no prompt asks the model to write.",
+        tag_not_asked,
+    ),
+    AuditRule(
+        "generation.sampling",
+        "warning",
+        "Sampled generation (temperature > 0) with one epoch: each score is one random draw.",
+        one_sample_of_chance,
     ),
     AuditRule(
         "text.escaped",

@@ -107,12 +107,54 @@ def shots_from_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+def fewshot_settings(subject: AuditSubject) -> Iterator[Hit]:
+    """Few-shot settings that do nothing, or show examples without their answers."""
+    fewshot = subject.spec.fewshot
+    if fewshot is None:
+        return
+    if not fewshot.count and fewshot.source is not None:
+        yield Hit(
+            "fewshot.source is given but fewshot.count is 0: no example is shown (--num-fewshot N sets the count)",
+            file=subject.file,
+            line=subject.line("fewshot"),
+            field="fewshot.count",
+        )
+        return
+    if not fewshot.count or not fewshot.template or not subject.templated:
+        return
+    from proctor.audit.target_rules import template_fields
+
+    shown = template_fields(fewshot.template)
+    asked = template_fields(subject.spec.prompt or "")
+    if not shown:
+        yield Hit(
+            "the few-shot template reads no field of its example: every example is the same text",
+            file=subject.file,
+            line=subject.line("fewshot"),
+            field="fewshot.template",
+        )
+    elif shown <= asked:
+        yield Hit(
+            f"the few-shot template reads only what the prompt asks ({', '.join(sorted(shown))}): the examples "
+            "are shown without their answers",
+            file=subject.file,
+            line=subject.line("fewshot"),
+            field="fewshot.template",
+        )
+
+
 RULES = (
     AuditRule(
         "fewshot.leak",
         "warning",
         "The few-shot pool holds evaluated rows (the same file, or rows with the same fields): answers leak.",
         pool_leak,
+    ),
+    AuditRule(
+        "fewshot.settings",
+        "warning",
+        "Few-shot settings that show nothing (a source with count 0) or examples without their answers.",
+        fewshot_settings,
     ),
     AuditRule(
         "fewshot.from-evaluated",

@@ -71,6 +71,7 @@ class AuditSubject:
     # what the data reader noticed (a join's key order), by rule id
     source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(default_factory=dict)
     handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
+    epochs: int = 1  # generate tasks: samples drawn per row (--epochs)
 
     @property
     def spec(self) -> TaskSpec:

@@ -30,6 +30,11 @@ def _variables(source: str) -> frozenset[str]:
     return frozenset(names - set(env.globals) - _TEMPLATE_GLOBALS)
 
 
+def template_fields(source: str) -> frozenset[str]:
+    """The row fields a template reads (for rules in other modules)."""
+    return _variables(source)
+
+
 @lru_cache(maxsize=64)
 def _read_field(source: str) -> tuple[str, tuple[str, ...]] | None:
     """The row field a target template gives as it is, through filters only (``{{ label }}``,
@@ -294,9 +299,21 @@ GLUED_SHARE = 0.5
 def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """``target_delimiter: ""`` with prompts that end without a space and choices that start with a letter or
     digit: the answer is scored glued to the prompt ("A:Paris")."""
-    if not subject.templated or subject.spec.target_delimiter:
+    if not subject.templated:
         return
+    delimiter = subject.spec.target_delimiter
     rows = [(t, s) for t, s in zip(subject.prompt_texts, subject.samples) if s.choices and t]
+    if delimiter:
+        doubled = [s for t, s in rows if t[-1:] in (" ", "\t") and delimiter[:1] in (" ", "\t")]
+        if delimiter.startswith("  ") or (doubled and len(doubled) >= GLUED_SHARE * len(rows)):
+            yield Hit(
+                f"target_delimiter is {delimiter!r} and the prompts end with a space: each answer follows two "
+                "or more spaces ('A:  Paris'), which a model has rarely seen",
+                file=subject.file,
+                line=subject.line("target_delimiter"),
+                field="target_delimiter",
+            )
+        return
     glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
         yield Hit(
@@ -349,7 +366,7 @@ RULES = (
     AuditRule(
         "prompt.delimiter",
         "warning",
-        "target_delimiter is empty and prompts end without a space: every answer is scored glued to the prompt.",
+        "target_delimiter is empty and prompts end without a space (answers glued on), or spaces are doubled.",
         glued_answers,
     ),
     AuditRule(

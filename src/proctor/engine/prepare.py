@@ -188,7 +188,8 @@ def prepare_task(
         )
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     subject = AuditSubject(task, prepared, samples, pool, spec.fewshot is None or spec.fewshot.source is None, stats)
-    findings = audit(dataclasses.replace(subject, source_hits=noticed, handler=handler), strict=strict_audit)
+    subject = dataclasses.replace(subject, source_hits=noticed, handler=handler, epochs=epochs)
+    findings = audit(subject, strict=strict_audit)
     return PreparedTask(
         task,
         prepared,
