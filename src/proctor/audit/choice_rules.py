@@ -126,14 +126,13 @@ def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def single_choice(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in subject.scored:
-        if len(sample.choices) == 1:
-            yield _hit(
-                subject,
-                sample,
-                f"the row has one choice ({sample.choices[0]!r:.40}): the model's pick is always right",
-                "choices",
-            )
+    for sample in [s for s in subject.scored if len(s.choices) == 1]:
+        yield _hit(
+            subject,
+            sample,
+            f"the row has one choice ({sample.choices[0]!r:.40}): the model's pick is always right",
+            "choices",
+        )
 
 
 CHANCE = 0.05  # a pattern this unlikely among rows whose answers fall at random is worth a word
@@ -149,8 +148,11 @@ def _by_chance_all_same(rows: list[PreparedSample]) -> float:
 
 
 def constant_target(subject: AuditSubject) -> Iterator[Hit]:
-    rows = [s for s in subject.scored if len(s.choices) >= 2]
-    if len(rows) < MIN_ROWS or any(s.gold != rows[0].gold for s in rows):
+    scored = subject.scored
+    if len(scored) < MIN_ROWS or any(s.gold != scored[0].gold for s in scored):
+        return  # most tasks: two rows differ within the first few
+    rows = [s for s in scored if len(s.choices) >= 2]
+    if len(rows) < MIN_ROWS:
         return
     if _by_chance_all_same(rows) >= CHANCE:
         return

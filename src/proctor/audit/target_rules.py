@@ -302,10 +302,17 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     if not subject.templated:
         return
     delimiter = subject.spec.target_delimiter
-    rows = [(t, s) for t, s in zip(subject.prompt_texts, subject.samples) if s.choices and t]
+    texts = subject.prompt_texts
     if delimiter:
-        doubled = [s for t, s in rows if t[-1:] in (" ", "\t") and delimiter[:1] in (" ", "\t")]
-        if delimiter.startswith("  ") or (doubled and len(doubled) >= GLUED_SHARE * len(rows)):
+        if delimiter[:1] not in (" ", "\t"):
+            return
+        probe = texts[:_PROBE_ROWS]  # most tasks' prompts end alike: a probe decides before the whole task is read
+        doubled = delimiter.startswith("  ") or (
+            bool(probe)
+            and sum(t[-1:] in (" ", "\t") for t in probe) >= GLUED_SHARE * len(probe)
+            and sum(t[-1:] in (" ", "\t") for t in texts) >= GLUED_SHARE * len(texts)
+        )
+        if doubled:
             yield Hit(
                 f"target_delimiter is {delimiter!r} and the prompts end with a space: each answer follows two "
                 "or more spaces ('A:  Paris'), which a model has rarely seen",
@@ -314,6 +321,7 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
                 field="target_delimiter",
             )
         return
+    rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
     glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
         yield Hit(
