@@ -288,6 +288,24 @@ class ResponseStore:
         self.close()
 
 
+def saved_answers(path: Path) -> int:
+    """How many answers the store at ``path`` holds (0 where there is none or it does not read): what an
+    interrupted run reports as kept. Read-only, so it neither creates nor locks the file."""
+    if not path.is_file():
+        return 0
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return 0
+    try:
+        number: int = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return number
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
+
+
 def cache_path(cache: str | Path | None) -> Path | None:
     """The shared cache database: ``cache`` if given, else $PROCTOR_CACHE, else none (opt-in)."""
     where = cache if cache is not None else os.environ.get(CACHE_ENV) or None
