@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.special_files import refuse_special
 
 
 class LineDict(dict[Any, Any]):
@@ -73,6 +74,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 
 def read_text(path: Path) -> str:
     """A text file's content; a byte that is not UTF-8 or an unreadable file is an error naming it (and the line)."""
+    refuse_special(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
