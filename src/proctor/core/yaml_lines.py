@@ -9,6 +9,7 @@ import yaml
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.special_files import refuse_special
+from proctor.core.yaml_bounds import AliasBound
 
 
 class LineDict(dict[Any, Any]):
@@ -27,7 +28,7 @@ class LineList(list[Any]):
 
 
 # libyaml's C parser when present (several times faster); the constructors stay in Python.
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _LineLoader(AliasBound, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 

@@ -31,7 +31,21 @@ def lm_eval() -> Any:
         import lm_eval.tasks  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError("lm_eval", "lmeval", PURPOSE) from exc
+    _bound_aliases()
     return package
+
+
+def _bound_aliases() -> None:
+    """lm-eval's YAML loader checks a document's aliases as proctor's do (``core/yaml_bounds.py``): its
+    ``_make_loader`` subclasses the module's ``_Base`` for each file, so replacing that class once covers every
+    file it reads, ``include``s too. A file it cannot read is reported as its other YAML errors are."""
+    from lm_eval.tasks import _yaml_loader
+
+    from proctor.core.yaml_bounds import AliasBound
+
+    base = getattr(_yaml_loader, "_Base", None)
+    if isinstance(base, type) and not issubclass(base, AliasBound):
+        _yaml_loader._Base = type("AliasBoundBase", (AliasBound, base), {})
 
 
 def catalogue_root() -> Path:
