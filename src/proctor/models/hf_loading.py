@@ -9,16 +9,43 @@ without the text backend's scoring and decoding.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from proctor.core.errors import ModelLoadError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DECODINGS = ("static", "dynamic")
+
+
+def chat_template_file(folder: str) -> str:
+    """Where a model folder's chat template is written: ``chat_template.jinja`` (or ``.json``) where there is
+    one, else ``tokenizer_config.json``'s ``chat_template`` (the folder itself when it is no local folder)."""
+    local = Path(folder)
+    for name in ("chat_template.jinja", "chat_template.json"):
+        if (local / name).is_file():
+            return str(local / name)
+    config = local / "tokenizer_config.json"
+    return f"{config} (its 'chat_template')" if config.is_file() else folder
+
+
+@contextlib.contextmanager
+def chat_template_compiles(folder: str, name: str) -> Iterator[None]:
+    """Run the block (the tokenizer's ``apply_chat_template``); a template that does not compile is an error
+    naming its file and line, not an internal error from Jinja."""
+    import jinja2
+
+    try:
+        yield
+    except jinja2.TemplateSyntaxError as exc:
+        raise ModelLoadError(
+            f"the chat template of model '{name}' does not compile: {chat_template_file(folder)}, template line "
+            f"{exc.lineno}: {exc.message}; fix it, or run with --chat-template off"
+        ) from None
 
 
 def load_errors() -> tuple[type[BaseException], ...]:
