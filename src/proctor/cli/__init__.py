@@ -22,6 +22,7 @@ from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console
 from proctor.cli.interrupts import message as interrupted
 from proctor.cli.interrupts import signals_raise
+from proctor.cli.streams import closed_pipe_exit, is_closed_pipe, open_closed_streams, replace_unencodable
 from proctor.core.errors import ProctorError, RunInterrupted
 from proctor.runs.unwritable import DISK_ERRORS
 
@@ -54,11 +55,19 @@ def _print_error(message: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """The console entry point: user errors print one message (no traceback) and exit non-zero."""
+    open_closed_streams()  # closed, unable to encode, a pipe that closes: cli/streams.py
+    replace_unencodable()
     configure_logging()
     click_errors, aborts = click_exception_classes()
     try:
         with signals_raise():  # Ctrl-C and SIGTERM: RunInterrupted, told below (cli/interrupts.py)
             code = app(args=argv, prog_name="proctor", standalone_mode=False)
+    except SystemExit as exc:
+        if is_closed_pipe(exc):  # typer's own handling of a closed pipe: a bare exit 1
+            sys.exit(closed_pipe_exit())
+        raise
+    except BrokenPipeError:
+        sys.exit(closed_pipe_exit())
     except RunInterrupted as exc:
         shown = interrupted(exc, sys.argv[1:] if argv is None else argv)
         err_console.print(f"[bold yellow]{escape(shown)}[/]", highlight=False, soft_wrap=True)
