@@ -22,7 +22,9 @@ import pytest
 from tests.conftest import REPO
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, samples, slow_model_plugin, write
 
-ROWS = [{**q, "id": f"{q['id']}{i}"} for i in range(4) for q in QUESTIONS]  # 20 questions, 60 requests
+ROWS = [
+    {**q, "id": f"{q['id']}{i}", "question": f"{i}. {q['question']}"} for i in range(4) for q in QUESTIONS
+]  # 60 requests
 
 
 def _task_folder(folder: Path) -> Path:
