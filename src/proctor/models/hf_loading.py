@@ -171,12 +171,31 @@ def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
 
 
 def pick_device(torch, device: str) -> str:
-    """``auto`` is the GPU when there is one; asking for CUDA without one is an error, not a fallback."""
+    """``auto`` is the GPU when there is one; asking for a GPU this machine lacks is an error, not a fallback."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
+    problem = device_unavailable(torch, device)
+    if problem is not None:
+        raise ModelLoadError(problem)
     return device
+
+
+def device_unavailable(torch, device: str) -> str | None:
+    """Why ``device`` (a valid name: cpu, cuda, cuda:N, mps) cannot be used on this machine, or None."""
+    if device == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        if backend is None or not backend.is_available():
+            return "device 'mps' (Apple's GPU) was asked for but this machine or PyTorch build has none"
+        return None
+    if not device.startswith("cuda"):
+        return None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        return f"device '{device}' was asked for but no CUDA GPU is available"
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        return f"device '{device}' was asked for but this machine has {count} CUDA GPU(s): cuda:0 to cuda:{count - 1}"
+    return None
 
 
 def check_choice(option: str, value: str | None, choices: Sequence[str]) -> None:
