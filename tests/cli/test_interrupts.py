@@ -99,3 +99,22 @@ def test_a_signal_says_what_was_saved_and_the_printed_command_resumes(signum, co
     assert finished["tasks"]["quiz"]["metrics"] == uninterrupted["tasks"]["quiz"]["metrics"]
     assert finished["tasks"]["quiz"]["n_samples"] == 20
     assert len(samples(folder / "run")) == 20
+
+
+def test_the_resume_command_keeps_the_answers_and_names_the_folder():
+    from proctor.cli.interrupts import message, resume_command
+    from proctor.core.errors import RunInterrupted
+
+    # --restart would discard what was saved; a run folder made for the run is named; no password shown
+    given = ["run", "t.yaml", "--model", "openai:m", "--base-url", "http://me:secret@host/v1", "--restart"]
+    assert resume_command(given, "runs/20260101_m") == (
+        "proctor run t.yaml --model openai:m --base-url 'http://me:***@host/v1' --output runs/20260101_m"
+    )
+    assert resume_command(["run", "my tasks", "-o", "out"], "out") == "proctor run 'my tasks' -o out"
+    stopped = RunInterrupted(signal.SIGTERM, "SIGTERM")
+    assert stopped.exit_code == 143
+    assert message(stopped, ["run", "t.yaml"]) == "interrupted by SIGTERM before any answer was saved"
+    stopped.run_dir, stopped.saved = Path("out"), 12
+    assert message(stopped, ["run", "t.yaml", "-o", "out"]) == (
+        "interrupted by SIGTERM: 12 answer(s) saved in out; to resume, run:\n  proctor run t.yaml -o out"
+    )
