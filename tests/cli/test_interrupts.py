@@ -118,3 +118,26 @@ def test_the_resume_command_keeps_the_answers_and_names_the_folder():
     assert message(stopped, ["run", "t.yaml", "-o", "out"]) == (
         "interrupted by SIGTERM: 12 answer(s) saved in out; to resume, run:\n  proctor run t.yaml -o out"
     )
+
+
+def test_ctrl_c_stops_the_viewer_as_before(tmp_path):
+    """``proctor view`` serves until stopped: Ctrl-C is its way out, a clean stop, not an interruption."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", "view", str(tmp_path), "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert "Ctrl-C stops" in child.stdout.readline()  # serving
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err
+    assert "proctor view: stopped" in out and "interrupted" not in err

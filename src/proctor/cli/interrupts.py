@@ -60,8 +60,8 @@ def resume_command(argv: Sequence[str], run_dir: object) -> str:
 
 def message(exc: RunInterrupted, argv: Sequence[str]) -> str:
     """What an interrupted command prints: the signal, the answers kept and the command that resumes."""
-    if exc.run_dir is None:
-        return f"interrupted by {exc.name} before any answer was saved"
+    if exc.run_dir is None:  # before a run folder took answers, or another command than run
+        return f"interrupted by {exc.name}" + (" before any answer was saved" if argv[:1] == ["run"] else "")
     return (
         f"interrupted by {exc.name}: {exc.saved} answer(s) saved in {exc.run_dir}; to resume, run:\n"
         f"  {resume_command(argv, exc.run_dir)}"

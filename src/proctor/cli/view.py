@@ -9,6 +9,7 @@ import typer
 
 from proctor.cli.app import app
 from proctor.cli.display import console
+from proctor.core.errors import RunInterrupted
 
 
 @app.command()
@@ -40,7 +41,7 @@ def view(
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does
     try:
         server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunInterrupted):  # Ctrl-C (cli/interrupts.py) or `kill`: the way to stop it
         pass
     finally:
         server.server_close()
