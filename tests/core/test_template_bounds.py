@@ -9,7 +9,7 @@ import json
 import pytest
 
 from proctor.core import template_bounds
-from proctor.core.templates import compile_template
+from proctor.core.templates import compile_expression, compile_template
 from tests.support.cli_runs import QUESTIONS, jsonl, run_in_process, write
 
 TASK = """\
@@ -91,3 +91,7 @@ def test_templates_within_the_bounds_render_as_before():
         "{% for i in range(300) %}{% for j in range(300) %}{% endfor %}{% endfor %}done", origin="t", field="p"
     )
     assert nested.render({}) == "done"  # 90,000 steps: well inside the bound
+    # an expression keeps its Python value, through a macro too
+    macro = compile_expression("{% macro m() %}[1, 2]{% endmacro %}{{ m() }}", origin="t", field="choices")
+    assert macro.evaluate({}) == [1, 2]
+    assert compile_expression("{{ choices * 2 }}", origin="t", field="c").evaluate({"choices": ["a"]}) == ["a", "a"]

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
-from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate
+from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate, native_concat
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
 from proctor.core import template_bounds as bounds
@@ -71,9 +71,12 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
-class _RawNativeEnvironment(_BoundedSandbox, NativeEnvironment):  # type: ignore[misc]  # concat: ours (unused: render below)
+class _RawNativeEnvironment(_BoundedSandbox, NativeEnvironment):
     template_class = _RawNativeTemplate
     code_generator_class = _RawNativeCodeGenerator
+    # macros and {% set %} blocks join their parts as native templates always have (the render's own result
+    # is joined by _raw_concat, with the size bound)
+    concat = staticmethod(native_concat)  # type: ignore[assignment, arg-type]  # native: any value, as Jinja has it
 
 
 def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
