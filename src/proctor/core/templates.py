@@ -56,12 +56,18 @@ class _RawNativeCodeGenerator(NativeCodeGenerator):
         return super()._output_child_to_const(node, frame, finalize)
 
 
-class _BoundedSandbox(ImmutableSandboxedEnvironment):
+class BoundedSandbox(ImmutableSandboxedEnvironment):
     """Jinja's immutable sandbox with the bounds of ``core/template_bounds.py``: loops counted, ``*``, ``**`` and
-    ``~`` sized, the rendered text joined up to a size."""
+    ``~`` sized, the rendered text joined up to a size. A render starts with ``bounds.start_render()``; going
+    past a bound raises ``bounds.TemplateBound``. (The lm-eval dialect renders lm-eval's templates in one.)"""
 
     intercepted_binops = frozenset({"*", "**"})
     concat = staticmethod(bounds.bounded_join)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters[bounds.COUNTED] = bounds.counted
+        self.filters[bounds.SIZED] = bounds.sized
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         return bounds.bound_loops(super()._parse(source, name, filename))
@@ -71,7 +77,7 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
-class _RawNativeEnvironment(_BoundedSandbox, NativeEnvironment):
+class _RawNativeEnvironment(BoundedSandbox, NativeEnvironment):
     template_class = _RawNativeTemplate
     code_generator_class = _RawNativeCodeGenerator
     # macros and {% set %} blocks join their parts as native templates always have (the render's own result
@@ -136,17 +142,13 @@ def _no_null(value: Any) -> Any:
     return value
 
 
-_ENV = _BoundedSandbox(
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_no_null
-)
+_ENV = BoundedSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_no_null)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
     _env.filters["int"] = _strict_int
     _env.filters["float"] = _strict_float
     _env.globals["_fail"] = _fail
-    _env.filters[bounds.COUNTED] = bounds.counted
-    _env.filters[bounds.SIZED] = bounds.sized
 
 
 @lru_cache(maxsize=4096)
