@@ -5,8 +5,8 @@ build a string of gigabytes (``{{ question * 10**9 }}``) for every row. Jinja's 
 only; what proctor adds costs nothing for a template without loops or the operators below:
 
 - every ``{% for %}`` iterates through ``counted`` (its iterable is wrapped when the template compiles,
-  ``bound_loops``): more than ``MAX_STEPS`` loop steps in one render, or ``MAX_SECONDS`` (checked as each
-  loop starts and every 1024 steps of an iterator), stop it;
+  ``bound_loops``): more than ``MAX_STEPS`` loop steps in one render, or ``MAX_SECONDS``, stop it (both
+  checked every ``CHECK_EVERY`` steps: a loop over a list or range counts its length at once);
 - ``*`` and ``**`` go through ``checked_binop``, and ``~`` through ``sized``: a text or list over
   ``MAX_ITEMS``, or a power over ``MAX_POWER_BITS`` bits, is refused before it is built;
 - the rendered text is joined by ``bounded_join``, which stops at ``MAX_ITEMS`` characters.
@@ -17,7 +17,6 @@ field and task file (a runaway template is the template's doing, whatever the ro
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from typing import Any, Iterable, Iterator
@@ -38,31 +37,45 @@ class TemplateBound(Exception):
 
 
 class _Budget(threading.local):
-    steps = 0
-    deadline = math.inf
+    steps = 0  # loop steps of the render so far
+    check_at = 0  # the step count at which the bounds are checked next (every CHECK_EVERY steps)
+    deadline: float | None = None  # set at the first check: a render without loops reads no clock
 
 
+CHECK_EVERY = 1024
 _BUDGET = _Budget()
 
 
 def start_render() -> None:
     """A new render: its loop steps and time start from zero."""
-    _BUDGET.steps = 0
-    _BUDGET.deadline = time.monotonic() + MAX_SECONDS
+    budget = _BUDGET
+    budget.steps = budget.check_at = 0
+    budget.deadline = None
+
+
+def _check(budget: _Budget) -> None:
+    """The bounds, checked at most once per ``CHECK_EVERY`` loop steps (the clock costs more than a step)."""
+    if budget.steps > MAX_STEPS:
+        raise TemplateBound(f"loops more than {MAX_STEPS:,} times in one render")
+    now = time.monotonic()
+    if budget.deadline is None:
+        budget.deadline = now + MAX_SECONDS
+    elif now > budget.deadline:
+        raise TemplateBound(f"takes more than {MAX_SECONDS:g} seconds to render")
+    budget.check_at = min(budget.steps + CHECK_EVERY, MAX_STEPS + 1)  # the step bound is exact
 
 
 def counted(iterable: Iterable[Any]) -> Iterable[Any]:
     """A ``{% for %}``'s iterable, its steps counted against the render's budget: a sized one (a list, a range,
     a text: nearly every loop) all at once and returned as it is, an iterator step by step."""
-    budget = _BUDGET
-    if time.monotonic() > budget.deadline:
-        raise TemplateBound(f"takes more than {MAX_SECONDS:g} seconds to render")
     try:
-        budget.steps += len(iterable)  # type: ignore[arg-type]  # no len(): counted below
+        size = len(iterable)  # type: ignore[arg-type]  # no len(): counted step by step
     except TypeError:
         return _each_counted(iterable)
-    if budget.steps > MAX_STEPS:
-        raise TemplateBound(f"loops more than {MAX_STEPS:,} times in one render")
+    budget = _BUDGET
+    budget.steps += size
+    if budget.steps >= budget.check_at:
+        _check(budget)
     return iterable
 
 
@@ -70,10 +83,8 @@ def _each_counted(iterable: Iterable[Any]) -> Iterator[Any]:
     budget = _BUDGET
     for item in iterable:
         budget.steps += 1
-        if budget.steps > MAX_STEPS:
-            raise TemplateBound(f"loops more than {MAX_STEPS:,} times in one render")
-        if not budget.steps & 1023 and time.monotonic() > budget.deadline:
-            raise TemplateBound(f"takes more than {MAX_SECONDS:g} seconds to render")
+        if budget.steps >= budget.check_at:
+            _check(budget)
         yield item
 
 
@@ -100,10 +111,10 @@ def checked_binop(operator: str, left: Any, right: Any) -> None:
             raise TemplateBound(f"computes a power of about {right * abs(left).bit_length():,} bits")
 
 
-def bounded_join(parts: Iterable[Any]) -> str:
+def bounded_join(parts: Iterable[str]) -> str:
     """The rendered text's pieces joined, refused past ``MAX_ITEMS`` characters before the join allocates it
     (the pieces are references to texts already built: a loop printing one long field many times)."""
-    pieces = [p if isinstance(p, str) else str(p) for p in parts]
+    pieces = list(parts)  # texts (the compiled template prints str() of each value)
     size = sum(map(len, pieces))
     if size > MAX_ITEMS:
         raise _too_long(size)

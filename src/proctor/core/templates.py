@@ -33,7 +33,7 @@ def _raw_concat(values: Any) -> Any:
         return None
     if len(head) == 1:
         return head[0]
-    return bounds.bounded_join((*head, *values))
+    return bounds.bounded_join(str(v) for v in (*head, *values))
 
 
 class _RawNativeTemplate(NativeTemplate):
@@ -170,6 +170,7 @@ class _Compiled:
         # "{{ name }}" is a plain lookup: skip Jinja's per-render context (the hot path).
         match = _SINGLE_NAME.match(source)
         self._name = match.group(1) if match else None
+        self._loops = "for" in source  # a loop may be written here: its renders count their steps from zero
         try:
             self._template = _compile(source, self.native)
         except jinja2.TemplateSyntaxError as exc:
@@ -192,7 +193,8 @@ class _Compiled:
                 raise TaskDefinitionError(f"the template '{self.field}' {_NULL}", file=file, row=row, field=self.field)
             return value if self.native else str(value)
         try:
-            bounds.start_render()
+            if self._loops:
+                bounds.start_render()
             value = self._template.render(fields)
             if isinstance(value, jinja2.Undefined):  # a native "{{ name }}" of a missing name gives it back as is
                 str(value)  # StrictUndefined raises the UndefinedError reported below
