@@ -56,3 +56,18 @@ def test_a_task_file_given_to_run_is_refused_before_any_model_loads(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     os.mkfifo(tmp_path / "quiz.yaml")
     _refused(["run", "quiz.yaml", "--model", "no-such-model-folder"], "named pipe (FIFO)")
+
+
+def test_a_glm_data_file_that_is_a_named_pipe(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "evens.yaml",
+        'name: evens\ntype: mul\npath: evens\nfile-pattern: "*.jsonl"\nmetrics: [Accuracy]\n',
+    )
+    (tmp_path / "data" / "evens").mkdir(parents=True)
+    os.mkfifo(tmp_path / "data" / "evens" / "validation.jsonl")
+    _refused(
+        ["validate", "evens.yaml", "--data-path", str(tmp_path / "data")],
+        "evens.yaml, field 'data.path': ",
+        "validation.jsonl is a named pipe (FIFO)",
+    )
