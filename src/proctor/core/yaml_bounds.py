@@ -51,21 +51,28 @@ def check_expansion(root: yaml.Node) -> None:
     """Raise ``YamlAliasBomb`` if ``root`` expands too far, ``YamlSelfReference`` on a cycle of aliases."""
     sizes: dict[int, int] = {}  # a node's expanded size, by id (a shared node is counted once)
     open_ids = {id(root)}  # the nodes on the path from the root: meeting one again is a cycle
-    stack: list[tuple[yaml.Node, Iterator[yaml.Node]]] = [(root, iter(_children(root)))]
+    stack: list[tuple[yaml.Node, list[yaml.Node], Iterator[yaml.Node]]] = []
+    children = _children(root)
+    stack.append((root, children, iter(children)))
     while stack:
-        node, pending = stack[-1]
-        child = next(pending, None)
-        if child is None:
+        node, below, pending = stack[-1]
+        for child in pending:
+            if id(child) not in sizes:
+                break
+        else:  # every child is sized: so is the node
             stack.pop()
             open_ids.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in _children(node))
-            continue
-        if id(child) in sizes:
+            sizes[id(node)] = 1 + sum([sizes[id(c)] for c in below])
             continue
         if id(child) in open_ids:
             raise YamlSelfReference(child.start_mark)
         open_ids.add(id(child))
-        stack.append((child, iter(_children(child))))
+        grandchildren = _children(child)
+        if grandchildren:
+            stack.append((child, grandchildren, iter(grandchildren)))
+        else:  # a scalar: sized at once
+            open_ids.discard(id(child))
+            sizes[id(child)] = 1
     expanded, written = sizes[id(root)], len(sizes)
     if expanded > max(MAX_EXPANDED, RATIO * written):
         raise YamlAliasBomb(expanded, written, root.start_mark)
