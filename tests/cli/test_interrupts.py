@@ -101,6 +101,32 @@ def test_a_signal_says_what_was_saved_and_the_printed_command_resumes(signum, co
     assert len(samples(folder / "run")) == 20
 
 
+def test_interrupted_while_the_model_loads_names_the_answers_an_earlier_attempt_kept(tmp_path):
+    folder = _task_folder(tmp_path)
+    first = _interrupted(folder, signal.SIGINT)
+    assert first.returncode == 130, first.stderr
+    saved = _stored(folder / "run" / "store.sqlite")
+    slow_model_plugin(folder, 0.2, load=600)  # the next attempt is stopped while its model loads
+    args = ["run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py", "--chunk-size", "3", "-o", "run"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "proctor.cli", *args], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (folder / "loading").exists():
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.05)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 143, err
+    assert f"interrupted by SIGTERM: {saved} answer(s) saved in run; to resume, run:" in err, err
+
+
 def test_the_resume_command_keeps_the_answers_and_names_the_folder():
     from proctor.cli.interrupts import message, resume_command
     from proctor.core.errors import RunInterrupted

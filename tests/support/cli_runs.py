@@ -105,9 +105,11 @@ def run_in_process(args: list[str]) -> tuple[int, str]:
 
 
 # A --plugin file adding the backend ``slow:NAME``: tests.support.fakes.FakeModel, each call taking SECONDS
-# (so a test can interrupt a run between two stored batches). REPO is filled in by ``slow_model_plugin``.
+# (so a test can interrupt a run between two stored batches), its loading LOAD seconds (a file "loading" in
+# the working folder says it started). REPO is filled in by ``slow_model_plugin``.
 SLOW_MODEL_PLUGIN = """\
 import sys, time
+from pathlib import Path
 sys.path.insert(0, {repo!r})
 from tests.support.fakes import FakeModel
 
@@ -118,11 +120,18 @@ class SlowModel(FakeModel):
         time.sleep({seconds!r})
 
 
+def load(rest, **options):
+    if {load!r}:
+        Path("loading").touch()
+        time.sleep({load!r})
+    return SlowModel(rest, batch_size=1)
+
+
 def register(registry):
-    registry.add_model_backend("slow", lambda rest, **options: SlowModel(rest, batch_size=1))
+    registry.add_model_backend("slow", load)
 """
 
 
-def slow_model_plugin(folder: Path, seconds: float) -> Path:
-    """A --plugin file in ``folder`` whose ``slow:NAME`` model takes ``seconds`` per call."""
-    return write(folder / "slow_model.py", SLOW_MODEL_PLUGIN.format(repo=str(REPO), seconds=seconds))
+def slow_model_plugin(folder: Path, seconds: float, load: float = 0.0) -> Path:
+    """A --plugin file in ``folder`` whose ``slow:NAME`` model takes ``seconds`` per call and ``load`` to load."""
+    return write(folder / "slow_model.py", SLOW_MODEL_PLUGIN.format(repo=str(REPO), seconds=seconds, load=load))

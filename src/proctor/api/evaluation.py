@@ -66,6 +66,16 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     """Run tasks on a model as ``config`` says and write a run folder (``evaluate`` documents each option;
     ``proctor run`` builds the configuration from its flags). ``progress(task, done, total)`` is called as
     requests finish."""
+    try:
+        return _run_evaluation(config, progress)
+    except RunInterrupted as exc:  # before this attempt reached its store (the model loading): an earlier one's
+        earlier = Path(config.output.output_dir) / STORE_FILE if config.output.output_dir is not None else None
+        if exc.run_dir is None and earlier is not None and earlier.is_file():
+            exc.run_dir, exc.saved = earlier.parent, saved_answers(earlier)
+        raise
+
+
+def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> EvaluationResult:
     started = time.perf_counter()
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
