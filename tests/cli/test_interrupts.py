@@ -14,13 +14,24 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
-from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, samples, slow_model_plugin, write
+from tests.support.cli_runs import (
+    QUESTIONS,
+    QUIZ,
+    jsonl,
+    proctor,
+    results,
+    run_in_process,
+    samples,
+    slow_model_plugin,
+    write,
+)
 
 ROWS = [
     {**q, "id": f"{q['id']}{i}", "question": f"{i}. {q['question']}"} for i in range(4) for q in QUESTIONS
@@ -167,3 +178,17 @@ def test_ctrl_c_stops_the_viewer_as_before(tmp_path):
             child.communicate()
     assert child.returncode == 0, err
     assert "proctor view: stopped" in out and "interrupted" not in err
+
+
+def test_the_entry_point_runs_from_a_thread_too(tmp_path, monkeypatch):
+    """Signal handlers can be installed from the main thread only: main() called from another leaves them."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "quiz.yaml", QUIZ)
+    jsonl(tmp_path / "data.jsonl", QUESTIONS)
+    outcome: list[tuple[int, str]] = []
+    worker = threading.Thread(target=lambda: outcome.append(run_in_process(["validate", "quiz.yaml"])))
+    worker.start()
+    worker.join(timeout=300)
+    ((code, output),) = outcome
+    assert code == 0 and "1 task(s) valid" in output, output
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the main thread's, untouched

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import signal
+import threading
 from contextlib import contextmanager
 from types import FrameType
 from typing import Iterator, Sequence
@@ -33,11 +34,10 @@ def signals_raise() -> Iterator[None]:
     """Within the block SIGINT and SIGTERM raise ``RunInterrupted``; the former handlers come back after it.
 
     A signal the process was started ignoring (``nohup``, a background job of a shell) stays ignored."""
-    try:
-        former = {number: signal.getsignal(number) for number in _SIGNALS}
-    except ValueError:  # pragma: no cover - not the main thread: signals are not ours to take
-        yield
+    if threading.current_thread() is not threading.main_thread():  # main() called from a thread: the signals
+        yield  # are the main thread's (Python runs handlers there only, and refuses to install them elsewhere)
         return
+    former = {number: signal.getsignal(number) for number in _SIGNALS}
     for number, handler in former.items():
         if handler is not signal.SIG_IGN:
             signal.signal(number, _raise_interrupted)
