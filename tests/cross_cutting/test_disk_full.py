@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES
-from tests.support.cli_runs import proctor, proctor_error
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, proctor_error, slow_model_plugin, write
 
 
 @pytest.fixture
@@ -107,3 +107,27 @@ def test_an_export_to_a_full_disk_is_one_clear_error_and_leaves_no_half_file(
     assert written in message and "No space left on device" in message  # the file, and why
     after = [p for p in disk.rglob("*") if p.relative_to(disk) not in before]
     assert not [p for p in after if p.is_file() and p.stat().st_size and p.suffix != ".duckdb"]  # no half file
+
+
+def test_a_full_response_store_says_how_to_resume_and_the_rerun_finishes(small_disk, tmp_path):
+    """The store is what fills the disk (many answers, nothing else written yet): its error says the answers
+    stored before are kept and gives the command that resumes; once there is room, that command finishes with
+    the numbers of a run that never ran out of room."""
+    rows = [{**q, "id": f"{q['id']}{i}", "question": f"{i}. {q['question']}"} for i in range(300) for q in QUESTIONS]
+    write(tmp_path / "tasks" / "quiz.yaml", QUIZ)
+    jsonl(tmp_path / "tasks" / "data.jsonl", rows)
+    slow_model_plugin(tmp_path, 0.0)
+    args = ["run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py", "-o"]
+    proctor(*args, str(tmp_path / "clean"), cwd=tmp_path)
+
+    disk = small_disk("300k")
+    run = disk / "run"
+    message = proctor_error(*args, str(run), cwd=tmp_path)
+    assert f"cannot write to the response store {run / 'store.sqlite'}: database or disk is full" in message
+    assert f"kept in {run / 'store.sqlite'}" in message and f"with --output {run} to resume" in message
+
+    subprocess.run(["mount", "-o", "remount,size=50m", str(disk)], check=True)
+    proctor(*args, str(run), cwd=tmp_path)
+    assert json.loads((run / "run.json").read_text())["attempts"][-1]["responses"]["from_run_store"] > 0
+    want = json.loads((tmp_path / "clean" / "results.json").read_text())["tasks"]["quiz"]["metrics"]
+    assert json.loads((run / "results.json").read_text())["tasks"]["quiz"]["metrics"] == want

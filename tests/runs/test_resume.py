@@ -81,8 +81,10 @@ def test_sigkill_at_seven_points_then_resume_matches_an_uninterrupted_run(tmp_pa
         assert (
             not (run / "results.json").exists() or json.loads((run / "results.json").read_text())["status"] == "running"
         )
+    assert [p.name for p in run.glob(".results.json.*.tmp")]  # the last kill left its half-written file
     code, err = _finish(_worker(tasks, run, kill_log, "none"))
     assert code == 0, err
+    assert not list(run.rglob("*.tmp"))  # the next run removed the interrupted writes' temporary files
 
     assert _comparable(run) == _comparable(tmp_path / "base")
     assert (run / "samples.jsonl").read_bytes() == (tmp_path / "base" / "samples.jsonl").read_bytes()

@@ -84,3 +84,54 @@ def jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def run_in_process(args: list[str]) -> tuple[int, str]:
+    """``proctor ARGS`` through the CLI's entry point in this process (for the many malformed cases; the
+    process boundary is tested with ``proctor``): (exit code, stdout + stderr)."""
+    import contextlib
+    import io
+
+    from proctor.cli import main
+
+    out = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue()
+
+
+# A --plugin file adding the backend ``slow:NAME``: tests.support.fakes.FakeModel, each call taking SECONDS
+# (so a test can interrupt a run between two stored batches), its loading LOAD seconds (a file "loading" in
+# the working folder says it started). REPO is filled in by ``slow_model_plugin``.
+SLOW_MODEL_PLUGIN = """\
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from tests.support.fakes import FakeModel
+
+
+class SlowModel(FakeModel):
+    def _log(self, kind, n):
+        super()._log(kind, n)
+        time.sleep({seconds!r})
+
+
+def load(rest, **options):
+    if {load!r}:
+        Path("loading").touch()
+        time.sleep({load!r})
+    return SlowModel(rest, batch_size=1)
+
+
+def register(registry):
+    registry.add_model_backend("slow", load)
+"""
+
+
+def slow_model_plugin(folder: Path, seconds: float, load: float = 0.0) -> Path:
+    """A --plugin file in ``folder`` whose ``slow:NAME`` model takes ``seconds`` per call and ``load`` to load."""
+    return write(folder / "slow_model.py", SLOW_MODEL_PLUGIN.format(repo=str(REPO), seconds=seconds, load=load))

@@ -89,9 +89,9 @@ def main() -> None:
     def write_json_atomic(path, data):
         name = {"results.json": "results", "run.json": "manifest"}.get(Path(path).name)
         if name and reached(name):
-            tmp = Path(path).with_name(f".{Path(path).name}.partial")
-            tmp.write_text('{"status": "half wri')
-            die()
+            with results_module.replaced(Path(path)) as tmp:  # the temporary file a real write makes
+                tmp.write_text('{"status": "half wri')
+                die()
         original_write_json(path, data)
 
     results_module.write_json_atomic = write_json_atomic
@@ -101,9 +101,9 @@ def main() -> None:
 
     def write_text_atomic(path, text):  # results.json: RunWriter writes the text it checked
         if Path(path).name == "results.json" and reached("results"):
-            tmp = Path(path).with_name(f".{Path(path).name}.partial")
-            tmp.write_text('{"status": "half wri')
-            die()
+            with results_module.replaced(Path(path)) as tmp:
+                tmp.write_text('{"status": "half wri')
+                die()
         original_write_text(path, text)
 
     results_module.write_text_atomic = write_text_atomic

@@ -8,10 +8,10 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
-from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.redact import masked_command
 from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
@@ -29,7 +29,7 @@ from proctor.runs.manifest import build_manifest, check_resume, mark, now, open_
 from proctor.runs.results import RunWriter, new_run_dir
 from proctor.runs.results_schema import RunTiming
 from proctor.runs.run_results import RunResults, environment
-from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path
+from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path, saved_answers
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.unwritable import explained
 from proctor.scoring.aggregate import aggregate_groups
@@ -67,6 +67,16 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
     """Run tasks on a model as ``config`` says and write a run folder (``evaluate`` documents each option;
     ``proctor run`` builds the configuration from its flags). ``progress(task, done, total)`` is called as
     requests finish."""
+    try:
+        return _run_evaluation(config, progress)
+    except RunInterrupted as exc:  # before this attempt reached its store (the model loading): an earlier one's
+        earlier = Path(config.output.output_dir) / STORE_FILE if config.output.output_dir is not None else None
+        if exc.run_dir is None and earlier is not None and earlier.is_file():
+            exc.run_dir, exc.saved = earlier.parent, saved_answers(earlier)
+        raise
+
+
+def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> EvaluationResult:
     started = time.perf_counter()
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
@@ -184,14 +194,32 @@ def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook
         load_seconds = time.perf_counter() - load_started
         if config.output.output_dir is not None:
             run_dir = Path(config.output.output_dir)
-            with explained(run_dir, run_dir / STORE_FILE):  # a full disk: one error that says the answers are kept
-                return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)
+            with explained(run_dir, run_dir / STORE_FILE), _interruption_noted(run_dir):  # a full disk, Ctrl-C:
+                return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)  # what is kept
         run_dir = new_run_dir(config.output.runs_root, model.name)  # a new folder of our own: held like any other
-        with hold_run_dir(run_dir, run.command), explained(run_dir, run_dir / STORE_FILE):
+        with hold_run_dir(run_dir, run.command), explained(run_dir, run_dir / STORE_FILE), _interruption_noted(run_dir):
             return _evaluate_loaded(config, run, model, load_seconds, given, run_dir, progress)
     finally:
         if owned is not None:
             owned.close()
+
+
+@contextlib.contextmanager
+def _interruption_noted(run_dir: Path) -> Iterator[None]:
+    """Run the block; an interruption leaving it (the CLI's ``RunInterrupted``, Ctrl-C in the Python API) learns
+    the run folder and how many answers its store holds, which a rerun with the same output folder reuses."""
+    try:
+        yield
+    except RunInterrupted as exc:
+        exc.run_dir, exc.saved = run_dir, saved_answers(run_dir / STORE_FILE)
+        raise
+    except KeyboardInterrupt:
+        log.warning(
+            "interrupted: %s answer(s) saved in %s; run again with the same output folder to resume",
+            saved_answers(run_dir / STORE_FILE),
+            run_dir / STORE_FILE,
+        )
+        raise
 
 
 def _prepare_found(

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
+from rich.markup import escape
 
 from proctor.cli import run as _run_command  # noqa: F401  (commands add themselves)
 from proctor.cli import runs as _runs_commands  # noqa: F401
@@ -19,7 +20,10 @@ from proctor.cli import view as _view_command  # noqa: F401
 from proctor.cli.app import app
 from proctor.cli.console import configure_logging
 from proctor.cli.display import err_console
-from proctor.core.errors import ProctorError
+from proctor.cli.interrupts import message as interrupted
+from proctor.cli.interrupts import signals_raise
+from proctor.cli.streams import closed_pipe_exit, is_closed_pipe, open_closed_streams, replace_unencodable
+from proctor.core.errors import ProctorError, RunInterrupted
 from proctor.runs.unwritable import DISK_ERRORS
 
 if TYPE_CHECKING:
@@ -46,17 +50,28 @@ def click_exception_classes() -> tuple[tuple[type[ClickException], ...], tuple[t
 
 
 def _print_error(message: str) -> None:
-    from rich.markup import escape
-
     err_console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     """The console entry point: user errors print one message (no traceback) and exit non-zero."""
+    open_closed_streams()  # closed, unable to encode, a pipe that closes: cli/streams.py
+    replace_unencodable()
     configure_logging()
     click_errors, aborts = click_exception_classes()
     try:
-        code = app(args=argv, prog_name="proctor", standalone_mode=False)
+        with signals_raise():  # Ctrl-C and SIGTERM: RunInterrupted, told below (cli/interrupts.py)
+            code = app(args=argv, prog_name="proctor", standalone_mode=False)
+    except SystemExit as exc:
+        if is_closed_pipe(exc):  # typer's own handling of a closed pipe: a bare exit 1
+            sys.exit(closed_pipe_exit())
+        raise
+    except BrokenPipeError:
+        sys.exit(closed_pipe_exit())
+    except RunInterrupted as exc:
+        shown = interrupted(exc, sys.argv[1:] if argv is None else argv)
+        err_console.print(f"[bold yellow]{escape(shown)}[/]", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except ProctorError as exc:
         _print_error(str(exc))
         sys.exit(2)

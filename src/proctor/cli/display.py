@@ -13,7 +13,10 @@ from rich.table import Table
 from proctor.core.audit import Finding
 
 # Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
-console = Console() if sys.stdout.isatty() or os.environ.get("COLUMNS") else Console(width=240)
+# sys.stdout is None where proctor started with it closed (cli/streams.py opens it on /dev/null)
+console = (
+    Console() if (sys.stdout is not None and sys.stdout.isatty()) or os.environ.get("COLUMNS") else Console(width=240)
+)
 err_console = Console(stderr=True)
 
 

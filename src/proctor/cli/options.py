@@ -176,6 +176,7 @@ _REGISTERED: set[str] = set()  # --plugin modules whose register(registry) ran
 def load_plugins(plugins: Optional[List[Path]]) -> None:
     """``--plugin FILE``: import each file (metrics registered at import) and call its ``register(registry)``,
     if it has one, as for an installed plug-in (docs/extending.md)."""
+    from proctor.core.user_errors import call_user
     from proctor.scoring.metrics import load_metric_file
 
     for plugin in plugins or []:
@@ -183,7 +184,7 @@ def load_plugins(plugins: Optional[List[Path]]) -> None:
         register = getattr(module, "register", None)
         if callable(register) and module.__name__ not in _REGISTERED:
             _REGISTERED.add(module.__name__)
-            register(registry())
+            call_user(register, "register", registry(), field="--plugin", file=plugin)  # a raise: its file and line
 
 
 def with_dialect_options(command: str) -> Callable[[Callable], Callable]:

@@ -9,6 +9,7 @@ import typer
 
 from proctor.cli.app import app
 from proctor.cli.display import console
+from proctor.core.errors import RunInterrupted
 
 
 @app.command()
@@ -32,15 +33,16 @@ def view(
     runs = find_runs(folder)
     server = serve(folder, port)
     host, bound = server.server_address[:2]
-    console.print(
-        f"proctor view: {len(runs)} run(s) under {folder} at http://{str(host)}:{bound}/ (Ctrl-C stops)", soft_wrap=True
-    )
     import signal
 
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does
-    try:
+    try:  # from the line saying Ctrl-C stops it on, Ctrl-C (or `kill`, as Ctrl-C does) is a clean stop
+        signal.signal(signal.SIGTERM, _interrupt)
+        console.print(
+            f"proctor view: {len(runs)} run(s) under {folder} at http://{str(host)}:{bound}/ (Ctrl-C stops)",
+            soft_wrap=True,
+        )
         server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunInterrupted):  # Ctrl-C (cli/interrupts.py) or `kill`: the way to stop it
         pass
     finally:
         server.server_close()

@@ -43,6 +43,27 @@ class TaskDefinitionError(ProctorError):
         return f"{where}: {self.detail}"
 
 
+class RunInterrupted(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM reached a command (the CLI's handlers raise it: ``cli/interrupts.py``).
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is, so that no ``except Exception`` swallows it; not a
+    ``KeyboardInterrupt``, which typer turns into a bare exit 130 before proctor could say what was kept.
+    A run it stops fills in ``run_dir`` and ``saved`` (answers in the run store) on its way out.
+    """
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.signum = signum
+        self.name = name
+        self.run_dir: Path | None = None
+        self.saved: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process the signal ended (130, 143)."""
+        return 128 + self.signum
+
+
 class ModelLoadError(ProctorError):
     """A model could not be found or loaded."""
 

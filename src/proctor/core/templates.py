@@ -15,9 +15,10 @@ from typing import Any, Mapping
 import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
-from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate, native_concat
+from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
+from proctor.core import template_bounds as bounds
 from proctor.core.errors import TaskDefinitionError
 
 
@@ -32,7 +33,7 @@ def _raw_concat(values: Any) -> Any:
         return None
     if len(head) == 1:
         return head[0]
-    return "".join(str(v) for v in (*head, *values))
+    return bounds.bounded_join(str(v) for v in (*head, *values))
 
 
 class _RawNativeTemplate(NativeTemplate):
@@ -55,9 +56,33 @@ class _RawNativeCodeGenerator(NativeCodeGenerator):
         return super()._output_child_to_const(node, frame, finalize)
 
 
-class _RawNativeEnvironment(ImmutableSandboxedEnvironment, NativeEnvironment):
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox with the bounds of ``core/template_bounds.py``: loops counted, ``*``, ``**`` and
+    ``~`` sized, the rendered text joined up to a size. A render starts with ``bounds.start_render()``; going
+    past a bound raises ``bounds.TemplateBound``. (The lm-eval dialect renders lm-eval's templates in one.)"""
+
+    intercepted_binops = frozenset({"*", "**"})
+    concat = staticmethod(bounds.bounded_join)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters[bounds.COUNTED] = bounds.counted
+        self.filters[bounds.SIZED] = bounds.sized
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        return bounds.bound_loops(super()._parse(source, name, filename))
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        bounds.checked_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+
+class _RawNativeEnvironment(BoundedSandbox, NativeEnvironment):
     template_class = _RawNativeTemplate
     code_generator_class = _RawNativeCodeGenerator
+    # macros and {% set %} blocks join their parts as native templates always have (the render's own result
+    # is joined by _raw_concat, with the size bound)
+    concat = staticmethod(native_concat)  # type: ignore[assignment, arg-type]  # native: any value, as Jinja has it
 
 
 def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
@@ -117,9 +142,7 @@ def _no_null(value: Any) -> Any:
     return value
 
 
-_ENV = ImmutableSandboxedEnvironment(
-    undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_no_null
-)
+_ENV = BoundedSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False, finalize=_no_null)
 _NATIVE_ENV = _RawNativeEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 for _env in (_ENV, _NATIVE_ENV):
     _env.filters["regex_replace"] = _regex_replace
@@ -147,6 +170,7 @@ class _Compiled:
         # "{{ name }}" is a plain lookup: skip Jinja's per-render context (the hot path).
         match = _SINGLE_NAME.match(source)
         self._name = match.group(1) if match else None
+        self._loops = "for" in source  # a loop may be written here: its renders count their steps from zero
         try:
             self._template = _compile(source, self.native)
         except jinja2.TemplateSyntaxError as exc:
@@ -169,10 +193,24 @@ class _Compiled:
                 raise TaskDefinitionError(f"the template '{self.field}' {_NULL}", file=file, row=row, field=self.field)
             return value if self.native else str(value)
         try:
+            if self._loops:
+                bounds.start_render()
             value = self._template.render(fields)
             if isinstance(value, jinja2.Undefined):  # a native "{{ name }}" of a missing name gives it back as is
                 str(value)  # StrictUndefined raises the UndefinedError reported below
             return value
+        except bounds.TemplateBound as exc:  # the template's doing, whatever the row: named as such
+            raise self._runaway(str(exc), file, row) from None
+        except RecursionError:
+            raise self._runaway("calls itself too deeply (a macro or recursive loop without end?)", file, row) from None
+        except MemoryError:
+            raise self._runaway("ran out of memory", file, row) from None
+        except OverflowError as exc:
+            if not str(exc).startswith("Range too big"):  # the sandbox's bound on range(): the template's doing
+                raise self._failed(exc, file, row) from None
+            raise self._runaway(
+                f"asks for a range of more than {MAX_RANGE:,} numbers (the sandbox's bound)", file, row
+            ) from None
         except SecurityError as exc:  # the template's own doing, whatever the row: name where it is written
             raise TaskDefinitionError(
                 f"the template '{self.field}' reaches outside its sandbox ({str(exc).rstrip('.')}; first seen on "
@@ -194,12 +232,25 @@ class _Compiled:
                 field=self.field,
             ) from None
         except Exception as exc:  # errors raised inside template expressions
-            raise TaskDefinitionError(
-                f"rendering the template '{self.field}' failed: {type(exc).__name__}: {exc}",
-                file=file,
-                row=row,
-                field=self.field,
-            ) from None
+            raise self._failed(exc, file, row) from None
+
+    def _failed(self, exc: Exception, file: str | None, row: int | None) -> TaskDefinitionError:
+        return TaskDefinitionError(
+            f"rendering the template '{self.field}' failed: {type(exc).__name__}: {exc}",
+            file=file,
+            row=row,
+            field=self.field,
+        )
+
+    def _runaway(self, what: str, file: str | None, row: int | None) -> TaskDefinitionError:
+        """A render past its bounds (``core/template_bounds.py``): the template's error, not the row's."""
+        return TaskDefinitionError(
+            f"the template '{self.field}' stopped: it {what} (first seen on {file or 'a row'}"
+            f"{f', row {row}' if row is not None else ''}); a template must not loop or grow without bound",
+            file=self.origin,
+            line=self.line,
+            field=self.field,
+        )
 
 
 class Template(_Compiled):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Mapping
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.special_files import refuse_special
 
 Names = Callable[[], ContextManager[object]]
 
@@ -127,6 +128,7 @@ def import_file(
     names a dialect points at proctor's objects only while user code is imported). An already
     imported file is reused unless ``fresh``. Errors name the file, the line and ``field``."""
     path = Path(path).expanduser()
+    refuse_special(path, "Python file", field=field)
     if not path.is_file():
         raise TaskDefinitionError("no such Python file", file=path, field=field)
     name = module_name(path, prefix)

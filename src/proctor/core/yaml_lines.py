@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.special_files import refuse_special
+from proctor.core.yaml_bounds import AliasBound
 
 
 class LineDict(dict[Any, Any]):
@@ -26,7 +28,7 @@ class LineList(list[Any]):
 
 
 # libyaml's C parser when present (several times faster); the constructors stay in Python.
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _LineLoader(AliasBound, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 
@@ -73,6 +75,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 
 def read_text(path: Path) -> str:
     """A text file's content; a byte that is not UTF-8 or an unreadable file is an error naming it (and the line)."""
+    refuse_special(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
+from proctor.core.special_files import refuse_special
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -93,6 +94,7 @@ def read_rows(
     """Read one data file (or Arrow/Parquet folder) into row dicts."""
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
+    refuse_special(path, "data file")
     if fmt == "auto":
         fmt = detect_format(path)
     if (

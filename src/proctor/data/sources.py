@@ -15,6 +15,7 @@ from typing import Any, Mapping, TypedDict
 
 from proctor.core.audit import Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.special_files import refuse_special
 from proctor.core.task_spec import DataSpec
 from proctor.data.join_alignment import join_misalignment
 from proctor.data.paths import check_inside, data_roots
@@ -94,6 +95,8 @@ def _resolve_path(
             check_inside(_glob_base(full), where.roots, written=text, file=where.file, field=field)
             raise SourceUnavailable(f"no file matches {full}")
         files = [check_inside(m, where.roots, written=text, file=where.file, field=field) for m in matches]
+        for file in files:
+            refuse_special(file, "data file", file=where.file, field=field)
         unique: dict[Path, Path] = {}  # a file reached again through a symlinked folder ("**" follows them): once
         for file in files:
             unique.setdefault(file.resolve(), file)
@@ -101,6 +104,7 @@ def _resolve_path(
     check_inside(full, where.roots, written=text, file=where.file, field=field)
     if not full.exists():
         raise SourceUnavailable(f"data file not found: {full}")
+    refuse_special(full, "data file", file=where.file, field=field)
     return [full]
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from proctor.core.dialect_options import DialectOptions, from_mapping
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.registry import registry
+from proctor.core.special_files import refuse_special
 from proctor.core.task import Task
 from proctor.core.yaml_lines import load_yaml
 from proctor.runs.manifest import MANIFEST, is_run_folder
@@ -60,6 +61,7 @@ def _load_file(
             "that file on the command line to use it",
             file=path,
         )
+    refuse_special(path, "task file")  # before any dialect peeks into it
     dialects = registry().ordered_dialects()
     for dialect in dialects:
         if dialect.claims_path(path):

@@ -31,6 +31,7 @@ from proctor.models.hf_loading import (
     DECODINGS,
     DTYPES,
     bos_rule,
+    chat_template_compiles,
     check_choice,
     check_complete,
     load_errors,
@@ -277,7 +278,9 @@ class HFModel(HFGeneration, Model):
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         if not self.has_chat_template:
             raise ModelLoadError(f"the tokenizer of '{self.name}' has no chat template")
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        with chat_template_compiles(self.path, self.name):
+            text: str = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return text
 
     @property
     def has_chat_template(self) -> bool:

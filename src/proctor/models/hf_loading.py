@@ -9,16 +9,43 @@ without the text backend's scoring and decoding.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from proctor.core.errors import ModelLoadError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DECODINGS = ("static", "dynamic")
+
+
+def chat_template_file(folder: str) -> str:
+    """Where a model folder's chat template is written: ``chat_template.jinja`` (or ``.json``) where there is
+    one, else ``tokenizer_config.json``'s ``chat_template`` (the folder itself when it is no local folder)."""
+    local = Path(folder)
+    for name in ("chat_template.jinja", "chat_template.json"):
+        if (local / name).is_file():
+            return str(local / name)
+    config = local / "tokenizer_config.json"
+    return f"{config} (its 'chat_template')" if config.is_file() else folder
+
+
+@contextlib.contextmanager
+def chat_template_compiles(folder: str, name: str) -> Iterator[None]:
+    """Run the block (the tokenizer's ``apply_chat_template``); a template that does not compile is an error
+    naming its file and line, not an internal error from Jinja."""
+    import jinja2
+
+    try:
+        yield
+    except jinja2.TemplateSyntaxError as exc:
+        raise ModelLoadError(
+            f"the chat template of model '{name}' does not compile: {chat_template_file(folder)}, template line "
+            f"{exc.lineno}: {exc.message}; fix it, or run with --chat-template off"
+        ) from None
 
 
 def load_errors() -> tuple[type[BaseException], ...]:
@@ -144,12 +171,31 @@ def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
 
 
 def pick_device(torch, device: str) -> str:
-    """``auto`` is the GPU when there is one; asking for CUDA without one is an error, not a fallback."""
+    """``auto`` is the GPU when there is one; asking for a GPU this machine lacks is an error, not a fallback."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelLoadError(f"device '{device}' was asked for but no CUDA GPU is available")
+    problem = device_unavailable(torch, device)
+    if problem is not None:
+        raise ModelLoadError(problem)
     return device
+
+
+def device_unavailable(torch, device: str) -> str | None:
+    """Why ``device`` (a valid name: cpu, cuda, cuda:N, mps) cannot be used on this machine, or None."""
+    if device == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        if backend is None or not backend.is_available():
+            return "device 'mps' (Apple's GPU) was asked for but this machine or PyTorch build has none"
+        return None
+    if not device.startswith("cuda"):
+        return None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        return f"device '{device}' was asked for but no CUDA GPU is available"
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        return f"device '{device}' was asked for but this machine has {count} CUDA GPU(s): cuda:0 to cuda:{count - 1}"
+    return None
 
 
 def check_choice(option: str, value: str | None, choices: Sequence[str]) -> None:

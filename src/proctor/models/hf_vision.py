@@ -28,6 +28,7 @@ from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf_loading import (
     DTYPES,
     bos_rule,
+    chat_template_compiles,
     check_complete,
     load_errors,
     load_failure,
@@ -151,7 +152,9 @@ class HFVisionModel(Model):
     def apply_chat_template(self, messages: Sequence[dict]) -> str:
         if not self.has_chat_template:
             raise ModelLoadError(f"the processor of '{self.name}' has no chat template")
-        return self.processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        with chat_template_compiles(self.path, self.name):
+            text: str = self.processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return text
 
     def image_prompt(self, text: str, n_images: int) -> str:
         return f"{self.image_token}\n" * n_images + text

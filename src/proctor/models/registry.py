@@ -77,6 +77,8 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
     device = options.get("device")
     if device is not None and not backend.server and not _DEVICE.match(str(device)):
         raise ModelLoadError(f"--device '{device}' is not one of cpu, cuda, cuda:N, mps, auto")
+    if device is not None and not backend.server and (str(device).startswith("cuda") or device == "mps"):
+        _check_device_present(str(device))
     max_length = options.get("max_length")
     if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
         raise ModelLoadError(f"--max-length must be a positive number of tokens, got {max_length!r}")
@@ -87,6 +89,20 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1)
     ):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
+
+
+def _check_device_present(device: str) -> None:
+    """A GPU asked for that this machine lacks: the error before the model loads, not after (or an internal
+    error from PyTorch for mps). Without torch installed, the backend's own load says what to install."""
+    try:
+        import torch
+    except ImportError:
+        return
+    from proctor.models.hf_loading import device_unavailable
+
+    problem = device_unavailable(torch, device)
+    if problem is not None:
+        raise ModelLoadError(f"--device: {problem}")
 
 
 def takes_images(spec: str) -> bool | None:

@@ -28,7 +28,9 @@ def peek(path: Path) -> Any:
     """The YAML document with ``!function`` tags read as text (no code runs), or None."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    from proctor.core.yaml_bounds import AliasBound
+
+    class Loader(AliasBound, yaml.SafeLoader):  # an alias bomb: None here, and discovery's reader says so
         pass
 
     def function_tag(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:

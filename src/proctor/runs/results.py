@@ -117,6 +117,24 @@ def replaced(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+# ``replaced``'s temporary files: ".NAME.<12 hex digits>.tmp"
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+
+
+def remove_temporaries(run_dir: Path) -> list[Path]:
+    """Remove the temporary files of writes a killed run left half done (``replaced``'s, in the run folder and
+    its subfolders); called by the next run, which holds the folder's lock, so no write of another is in
+    flight. The paths removed."""
+    removed = []
+    for folder, _, names in os.walk(run_dir):
+        for name in names:
+            if _TEMPORARY.fullmatch(name):
+                path = Path(folder) / name
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (a kill leaves the old file or the new one).
 
@@ -178,6 +196,7 @@ class RunWriter:
         # leaves a "complete" results.json beside missing samples.
         for stale in ("results.json", "results_lm_eval.json", "samples.parquet"):
             (run_dir / stale).unlink(missing_ok=True)
+        remove_temporaries(run_dir)  # what a killed write left
         _fsync_dir(run_dir)
         self.samples_path.write_text("", encoding="utf-8")
 

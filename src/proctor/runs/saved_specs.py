@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import yaml
 
 from proctor.core.errors import ProctorError
+from proctor.core.yaml_bounds import safe_load
 
 
 def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -26,7 +27,7 @@ def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]
 def _saved_spec(path: Path) -> dict[str, Any]:
     """The ``spec`` mapping of a task's saved configuration; a file that does not read is an error naming it."""
     try:
-        saved = yaml.safe_load(path.read_bytes().decode("utf-8-sig")) or {}
+        saved = safe_load(path.read_bytes().decode("utf-8-sig")) or {}
     except OSError as exc:
         raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -265,7 +265,24 @@ class ResponseStore:
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
-            raise ProctorError(f"cannot write to the response store {self.path}: {exc}") from None
+            raise ProctorError(
+                f"cannot write to the response store {self.path}: {exc}{self._resume_hint(exc)}"
+            ) from None
+
+    def _resume_hint(self, exc: sqlite3.Error) -> str:
+        """For a store the disk will not take more of (full, read-only): the batches committed before are kept,
+        and how to go on from them."""
+        code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; SQLITE_FULL is 13, SQLITE_READONLY 8
+        if code not in (13, 8) and "full" not in str(exc):
+            return ""
+        if self.path.name == STORE_FILE:  # a run folder's own store
+            rerun = f"run the same command with --output {self.path.parent} to resume"
+        else:  # the shared --cache
+            rerun = "run the same command again to go on from them"
+        return (
+            f". The answers stored before are kept in {self.path}: make room (or make its folder writable) and "
+            f"{rerun}."
+        )
 
     def count(self, model: str | None = None) -> int:
         if model is None:
@@ -286,6 +303,24 @@ class ResponseStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def saved_answers(path: Path) -> int:
+    """How many answers the store at ``path`` holds (0 where there is none or it does not read): what an
+    interrupted run reports as kept. Read-only, so it neither creates nor locks the file."""
+    if not path.is_file():
+        return 0
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return 0
+    try:
+        number: int = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return number
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
 
 
 def cache_path(cache: str | Path | None) -> Path | None:

@@ -163,11 +163,12 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
         raise TaskDefinitionError("no such use case config file", file=path)
     import yaml
 
+    from proctor.core.yaml_bounds import safe_load
     from proctor.core.yaml_lines import read_text, yaml_error
 
     text = read_text(path)
     try:
-        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        raw = json.loads(text) if path.suffix == ".json" else safe_load(text)
     except json.JSONDecodeError as exc:
         raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
     except yaml.YAMLError as exc:

@@ -18,6 +18,7 @@ from proctor.models.steering.steered_model import SteeredModel
 
 def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredModel:
     """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
+    from proctor.core.user_errors import call_user
     from proctor.dialects.aisteer.user_files import import_user_file
     from proctor.models.registry import load_model
     from proctor.models.steering.controls import Control
@@ -40,7 +41,7 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
         return SteeredModel(value, owns=True)
     base_model = load_model(base, **options)
     if callable(value) and not isinstance(value, Control):
-        value = value(base_model)
+        value = call_user(value, name, base_model, field=name, file=path)  # a raise names its file and line
         if isinstance(value, SteeringPipeline):
             return SteeredModel(value, owns=True)
     controls = [value] if isinstance(value, Control) else value

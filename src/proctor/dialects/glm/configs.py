@@ -40,10 +40,10 @@ class BaseConfig:
 
     @classmethod
     def from_yaml_file(cls, path: str):
-        import yaml
+        from proctor.core.yaml_bounds import safe_load
 
         with open(path, encoding="utf-8") as handle:
-            document = yaml.safe_load(handle) or {}
+            document = safe_load(handle) or {}
         return build_config(cls, {str(k).replace("-", "_"): v for k, v in document.items()})
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.special_files import refuse_special
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import json_lines
 from proctor.data.sources import GivenTexts, Sample, SourceUnavailable, expand_variables
@@ -190,6 +191,7 @@ class GLMModuleTask(CustomTask):
                 )
                 if path.is_dir():
                     continue
+                refuse_special(path, "data file", file=self.yaml, field="file-pattern")  # a FIFO would hang
                 if path.suffix in _JSON or ".json" in path.name:
                     lines = path.read_text(encoding="utf-8").splitlines()
                     for row, item in json_lines(

@@ -85,12 +85,12 @@ def load_named(text: str, options: LmEvalOptions | None = None) -> list[Task]:
 
 def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> list[Task]:
     """An lm-eval task or group file (groups expand to their tasks)."""
-    from lm_eval.tasks._index import TaskIndex
-
     from proctor.dialects.lmeval import catalogue, library, specs
 
     options = options or LmEvalOptions()
-    library.lm_eval()
+    library.lm_eval()  # an install hint where lm-eval is missing, before anything of it is imported
+    from lm_eval.tasks._index import TaskIndex
+
     document = peek(path)
     own = str(document.get("group") or document.get("task"))
     folder = path.parent.resolve()

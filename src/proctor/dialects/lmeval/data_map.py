@@ -36,11 +36,12 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
     file = Path(path).expanduser()
     if not file.is_file():
         raise TaskDefinitionError("lm-eval data mapping file not found", file=file)
+    from proctor.core.yaml_bounds import safe_load
     from proctor.core.yaml_lines import read_text, yaml_error
 
     text = read_text(file)
     try:
-        document = yaml.safe_load(text)
+        document = safe_load(text)
     except yaml.YAMLError as exc:
         raise yaml_error(exc, file, text) from None
     if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):

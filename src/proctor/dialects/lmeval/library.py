@@ -31,7 +31,21 @@ def lm_eval() -> Any:
         import lm_eval.tasks  # noqa: F401
     except ImportError as exc:
         raise MissingDependencyError("lm_eval", "lmeval", PURPOSE) from exc
+    _bound_aliases()
     return package
+
+
+def _bound_aliases() -> None:
+    """lm-eval's YAML loader checks a document's aliases as proctor's do (``core/yaml_bounds.py``): its
+    ``_make_loader`` subclasses the module's ``_Base`` for each file, so replacing that class once covers every
+    file it reads, ``include``s too. A file it cannot read is reported as its other YAML errors are."""
+    from lm_eval.tasks import _yaml_loader
+
+    from proctor.core.yaml_bounds import AliasBound
+
+    base = getattr(_yaml_loader, "_Base", None)
+    if isinstance(base, type) and not issubclass(base, AliasBound):
+        _yaml_loader._Base = type("AliasBoundBase", (AliasBound, base), {})
 
 
 def catalogue_root() -> Path:
@@ -153,11 +167,14 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
     holds it."""
     import functools
 
-    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+    from jinja2.sandbox import SecurityError
     from lm_eval import utils
 
+    from proctor.core import template_bounds as bounds
+    from proctor.core.templates import BoundedSandbox
+
     original = utils.apply_template
-    sandbox = ImmutableSandboxedEnvironment(
+    sandbox = BoundedSandbox(  # the bounds of proctor's own templates: a runaway template stops
         loader=utils.env.loader,
         undefined=utils.env.undefined,
         keep_trailing_newline=utils.env.keep_trailing_newline,
@@ -167,12 +184,21 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
 
     def apply_template(template: str, doc: dict) -> str:
         try:
+            bounds.start_render()
             return compile_once(template).render(**doc)
         except SecurityError as exc:
             field = _template_field(template, config) or "a template"
             raise TaskDefinitionError(
                 f"the template '{field}' reaches outside its sandbox ({str(exc).rstrip('.')}): "
                 "templates may read the document's fields and call filters, not Python internals",
+                file=source,
+                field=field,
+            ) from None
+        except (bounds.TemplateBound, RecursionError) as exc:
+            field = _template_field(template, config) or "a template"
+            what = str(exc) if isinstance(exc, bounds.TemplateBound) else "calls itself too deeply"
+            raise TaskDefinitionError(
+                f"the template '{field}' stopped: it {what}; a template must not loop or grow without bound",
                 file=source,
                 field=field,
             ) from None

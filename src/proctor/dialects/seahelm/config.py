@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.yaml_bounds import safe_load
 from proctor.core.yaml_lines import read_text, yaml_error
 from proctor.plugins.seahelm import TASKS_FOLDER, tasks_root
 
@@ -32,7 +33,7 @@ class ConfigTree:
 def _read(path: Path) -> Any:
     text = read_text(path)
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         raise yaml_error(exc, path, text) from None
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.special_files import refuse_special
 
 
 def candidate_files(split: str | None, lang: str | None) -> list[str]:
@@ -60,6 +61,7 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
             raise ProctorError(
                 f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)"
             ) from None
+    refuse_special(path, "data file")  # a FIFO or device would hang or never end
     suffix = path.suffix
     if suffix == ".jsonl":
         from proctor.data.readers import decode_utf8, json_lines
