@@ -11,8 +11,7 @@ from proctor.prompts.builder import PreparedSample
 
 
 def _hit(subject: AuditSubject, sample: PreparedSample, message: str, field: str) -> Hit:
-    s = sample.sample
-    return Hit(message, file=s.file or subject.file, row=s.row, field=field, sample=s.id)
+    return subject.at_row(sample.sample, message, field)
 
 
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
@@ -85,12 +84,11 @@ def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
     """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
     mc = [s for s in subject.samples if s.choices]
     if mc and not any(s.gold for s in mc):
-        yield Hit(
+        yield subject.at_line(
+            "target",
             f"none of the {len(mc)} rows has a right answer (every target is the task's unscored value): "
             "accuracy is not a number, only the distributions are reported",
-            file=subject.file,
-            line=subject.line("target"),
-            field="target",
+            "target",
         )
 
 
@@ -158,13 +156,12 @@ def constant_target(subject: AuditSubject) -> Iterator[Hit]:
         return
     if not any(t.strip() for t in subject.prompt_texts):
         return  # prompt-less pairs (BLiMP): the right sentence is listed first by the format's design
-    yield Hit(
+    yield subject.at_line(
+        "target",
         f"every one of the {len(rows)} rows has the same right answer (choice index "
         f"{', '.join(map(str, rows[0].gold))}): a model that always picks that position scores 1, so accuracy "
         "measures position bias (a label column read wrongly, or a filter that kept one class?)",
-        file=subject.file,
-        line=subject.line("target"),
-        field="target",
+        "target",
     )
 
 
@@ -185,13 +182,12 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
         return
     used = Counter(s.gold[0] for s in rows)
     if used[0] == 0 and all(used[i] > 0 for i in range(1, width)):
-        yield Hit(
+        yield subject.at_line(
+            "target",
             f"no row's right answer is choice 0, while every other position is right in some of the {len(rows)} "
             "rows: labels counted from 1 read as indices counted from 0? (the last choice would then be out of "
             "range, and every gold answer one off)",
-            file=subject.file,
-            line=subject.line("target"),
-            field="target",
+            "target",
         )
 
 

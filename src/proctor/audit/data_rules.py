@@ -43,13 +43,11 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
         sample, earlier = subject.samples[i], subject.samples[first]
         if _answer(sample) == _answer(earlier):
             continue
-        yield Hit(
+        yield subject.at_row(
+            sample.sample,
             f"the row asks what sample '{earlier.sample.id}' (row {earlier.sample.row}) asks, with another right "
             "answer: one of the two is scored wrong whatever the model says",
-            file=sample.sample.file or subject.file,
-            row=sample.sample.row,
-            field="target",
-            sample=sample.sample.id,
+            "target",
         )
 
 
@@ -57,13 +55,11 @@ def look_alike_ids(subject: AuditSubject) -> Iterator[Hit]:
     """Ids a reader takes for one ('Q1' and 'q1', 'q1 ', '1.0' and '1'): comparisons and joins by id mix them."""
     for i, first in subject.scan.id_clashes:
         sample, other = subject.samples[i].sample, subject.samples[first].sample.id
-        yield Hit(
+        yield subject.at_row(
+            sample,
             f"sample id {sample.id!r} differs from sample id {other!r} only in case, spacing or a number's "
             "spelling: comparisons of runs and joins by id would take them for one sample",
-            file=sample.file or subject.file,
-            row=sample.row,
-            field=subject.spec.data[0].id if subject.spec.data and subject.spec.data[0].id else "id",
-            sample=sample.id,
+            subject.spec.data[0].id if subject.spec.data and subject.spec.data[0].id else "id",
         )
 
 
@@ -84,21 +80,18 @@ def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
             spellings[near(shown)].add(f"{value!r} ({type(value).__name__})")
         mixed = sorted(name for name, values in spellings.items() if len(values) > 1)
         if mixed:
-            yield Hit(
+            yield subject.at_line(
+                "breakdown",
                 f"breakdown '{key}' spells one part in several ways ({', '.join(sorted(spellings[mixed[0]]))}): "
                 "types, case or spacing split its rows into parts, or True and 1 merge two",
-                file=subject.file,
-                line=subject.line("breakdown"),
-                field="breakdown",
+                "breakdown",
             )
         if missing and first_missing is not None:
-            yield Hit(
+            yield subject.at_row(
+                first_missing,
                 f"breakdown '{key}' is missing or empty in {missing} of {len(subject.samples)} rows: they are "
                 "reported as a part of their own (None)",
-                file=first_missing.file or subject.file,
-                row=first_missing.row,
-                field=key,
-                sample=first_missing.id,
+                key,
             )
 
 
@@ -114,12 +107,11 @@ def one_row_parts(subject: AuditSubject) -> Iterator[Hit]:
         if key in ("_file", "_source"):
             continue
         if len({str(s.sample.fields.get(key)) for s in subject.samples}) == n:
-            yield Hit(
+            yield subject.at_line(
+                "breakdown",
                 f"breakdown '{key}' has a different value in each of the {n} rows: every part is one row, so each "
                 "part's number is that row's score (an id column?)",
-                file=subject.file,
-                line=subject.line("breakdown"),
-                field="breakdown",
+                "breakdown",
             )
             return
 
@@ -133,12 +125,11 @@ def merged_files(subject: AuditSubject) -> Iterator[Hit]:
     merged = sorted((str(label), sorted(p)) for label, p in paths.items() if len(p) > 1)
     if merged:
         label, files = merged[0]
-        yield Hit(
+        yield subject.at_line(
+            "breakdown",
             f"breakdown '_file' reports {len(files)} files named '{label}' ({files[0]}, {files[1]}, ...) as one "
             "part: files from different folders are merged; break down by '_source' (the path below the glob)",
-            file=subject.file,
-            line=subject.line("breakdown"),
-            field="breakdown",
+            "breakdown",
         )
 
 
@@ -171,13 +162,11 @@ def header_as_row(subject: AuditSubject) -> Iterator[Hit]:
         fields = {k: v for k, v in sample.sample.fields.items() if not k.startswith("_")}
         same = [k for k, v in fields.items() if isinstance(v, str) and v.strip().casefold() == k.casefold()]
         if fields and len(same) >= max(2, len(fields) // 2):
-            yield Hit(
+            yield subject.at_row(
+                sample.sample,
                 f"the first row's values are its column names ({', '.join(same[:4])}): the file's header line is "
                 "read as a question (give 'columns:' only for files without a header)",
-                file=sample.sample.file or subject.file,
-                row=sample.sample.row,
-                field="data.columns",
-                sample=sample.sample.id,
+                "data.columns",
             )
 
 

@@ -28,12 +28,11 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
         if not stop:
             continue
         if not stop.strip() and (" " in stop or "\t" in stop):  # answers start with a space after "A:"
-            yield Hit(
+            yield subject.at_line(
+                "generation",
                 f"the stop string {stop!r} is a space: a generated answer (which starts with one after 'A:', and "
                 "has one between its words) ends at once or after its first word",
-                file=subject.file,
-                line=subject.line("generation"),
-                field="generation.stop",
+                "generation.stop",
             )
             return
         cut = [i for i, refs in rows if all(stop in r.strip() for r in refs)]
@@ -59,25 +58,23 @@ def limit_below_answers(subject: AuditSubject) -> Iterator[Hit]:
     # a word is at least one token: a limit below the shortest reference's words cannot give it
     short = [i for i, refs in rows if min(len(r.split()) for r in refs) > limit]
     if len(short) >= SHORT_SHARE * len(rows):
-        yield Hit(
+        yield subject.at_line(
+            "generation",
             f"max_tokens is {limit}, and the shortest reference of {len(short)} of {len(rows)} rows has more words "
             f"than that (e.g. {subject.samples[short[0]].references[0]!r:.40}): those answers are cut before "
             "they can match",
-            file=subject.file,
-            line=subject.line("generation"),
-            field="generation.max_tokens",
+            "generation.max_tokens",
         )
 
 
 def min_at_max(subject: AuditSubject) -> Iterator[Hit]:
     generation = subject.spec.generation
     if _generated(subject) and generation.min_tokens and generation.min_tokens >= generation.max_tokens:
-        yield Hit(
+        yield subject.at_line(
+            "generation",
             f"min_tokens ({generation.min_tokens}) is not below max_tokens ({generation.max_tokens}): the end of "
             "the answer is banned until the limit, so every answer runs on past its end",
-            file=subject.file,
-            line=subject.line("generation"),
-            field="generation.min_tokens",
+            "generation.min_tokens",
         )
 
 
@@ -91,12 +88,11 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
     except re.error:
         return  # the spec's own check names a bad pattern
     if not any(pattern.search(r) for _, refs in rows for r in refs):
-        yield Hit(
+        yield subject.at_line(
+            "extraction",
             f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "
             f"{rows[0][1][0]!r:.40}): an answer shaped like the references is never extracted",
-            file=subject.file,
-            line=subject.line("extraction"),
-            field="extraction.regex",
+            "extraction.regex",
         )
 
 
@@ -111,13 +107,11 @@ def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
                 continue
             match = _MOJIBAKE.search(value)
             if match:
-                yield Hit(
+                yield subject.at_row(
+                    sample.sample,
                     f"the {field} holds {match.group()!r}, text decoded in the wrong encoding (UTF-8 read as Latin-1) "
                     "or a character lost on the way in: the model reads a damaged text",
-                    file=sample.sample.file or subject.file,
-                    row=sample.sample.row,
-                    field=field,
-                    sample=sample.sample.id,
+                    field,
                 )
                 break
 
@@ -128,24 +122,22 @@ def tag_not_asked(subject: AuditSubject) -> Iterator[Hit]:
     if not tag or not _generated(subject):
         return
     if not any(tag in t for t in subject.prompt_texts):
-        yield Hit(
+        yield subject.at_line(
+            "extraction",
             f"the answer is read after the tag {tag!r}, which no prompt mentions: a model not asked to write it "
             "rarely does, and its answers are then unreadable",
-            file=subject.file,
-            line=subject.line("extraction"),
-            field="extraction.answer_tag",
+            "extraction.answer_tag",
         )
 
 
 def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
     generation = subject.spec.generation
     if _generated(subject) and generation.temperature > 0 and subject.epochs == 1:
-        yield Hit(
+        yield subject.at_line(
+            "generation",
             f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
             "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
-            file=subject.file,
-            line=subject.line("generation"),
-            field="generation.temperature",
+            "generation.temperature",
         )
 
 
@@ -163,12 +155,10 @@ def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
         answers = sample.choices or sample.references
         entity = next((m for a in answers if "&" in a for m in [_ENTITY.search(a)] if m), None)
         if entity is not None:
-            yield Hit(
+            yield subject.at_row(
+                sample.sample,
                 f"an answer holds the HTML entity {entity.group()!r}, written out: it is scored as those characters",
-                file=sample.sample.file or subject.file,
-                row=sample.sample.row,
-                field="choices" if sample.choices else "target",
-                sample=sample.sample.id,
+                "choices" if sample.choices else "target",
             )
             return
     texts = subject.prompt_texts
@@ -178,13 +168,11 @@ def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
         match = _ESCAPED.search(texts[i])
         assert match is not None
         first = subject.samples[i].sample
-        yield Hit(
+        yield subject.at_row(
+            first,
             f"{len(found)} of {len(texts)} prompts hold escapes written out ({match.group()!r}): the model reads "
             "markup or escape codes where the text had a character",
-            file=first.file or subject.file,
-            row=first.row,
-            field="prompt",
-            sample=first.id,
+            "prompt",
         )
 
 

@@ -47,12 +47,11 @@ def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
     if not subject.pool_is_own:
         same_file = _paths(subject.pool) & _paths(s.sample for s in subject.samples)
         if same_file:
-            yield Hit(
+            yield subject.at_line(
+                "fewshot",
                 f"fewshot.source reads {sorted(same_file)[0]}, the file the task evaluates: each row can be shown "
                 "itself, answer included, as an example",
-                file=subject.file,
-                line=subject.line("fewshot"),
-                field="fewshot.source",
+                "fewshot.source",
             )
             return
     pool_texts = _distinct(row.fields for row in subject.pool)
@@ -84,12 +83,10 @@ def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
             if shared
             else ""
         )
-        yield Hit(
+        yield subject.at_row(
+            first,
             f"{in_pool}{shown_itself} row(s) are shown a copy of themselves, answer included, as an example",
-            file=first.file or subject.file,
-            row=first.row,
-            field="fewshot.source",
-            sample=first.id,
+            "fewshot.source",
         )
 
 
@@ -97,13 +94,12 @@ def shots_from_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     fewshot = subject.spec.fewshot
     if fewshot is None or not fewshot.count or not subject.pool_is_own:
         return
-    yield Hit(
+    yield subject.at_line(
+        "fewshot",
         f"the {fewshot.count} few-shot example(s) per row are drawn from the rows being evaluated (never the row "
         "itself): test items serve as examples, and numbers differ from a run whose examples come from a "
         "training or dev split; give fewshot.source such a split",
-        file=subject.file,
-        line=subject.line("fewshot"),
-        field="fewshot.source",
+        "fewshot.source",
     )
 
 
@@ -113,11 +109,10 @@ def fewshot_settings(subject: AuditSubject) -> Iterator[Hit]:
     if fewshot is None:
         return
     if not fewshot.count and fewshot.source is not None:
-        yield Hit(
+        yield subject.at_line(
+            "fewshot",
             "fewshot.source is given but fewshot.count is 0: no example is shown (--num-fewshot N sets the count)",
-            file=subject.file,
-            line=subject.line("fewshot"),
-            field="fewshot.count",
+            "fewshot.count",
         )
         return
     if not fewshot.count or not fewshot.template or not subject.templated:
@@ -127,19 +122,17 @@ def fewshot_settings(subject: AuditSubject) -> Iterator[Hit]:
     shown = template_fields(fewshot.template)
     asked = template_fields(subject.spec.prompt or "")
     if not shown:
-        yield Hit(
+        yield subject.at_line(
+            "fewshot",
             "the few-shot template reads no field of its example: every example is the same text",
-            file=subject.file,
-            line=subject.line("fewshot"),
-            field="fewshot.template",
+            "fewshot.template",
         )
     elif shown <= asked:
-        yield Hit(
+        yield subject.at_line(
+            "fewshot",
             f"the few-shot template reads only what the prompt asks ({', '.join(sorted(shown))}): the examples "
             "are shown without their answers",
-            file=subject.file,
-            line=subject.line("fewshot"),
-            field="fewshot.template",
+            "fewshot.template",
         )
 
 

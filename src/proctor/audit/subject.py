@@ -85,6 +85,14 @@ class AuditSubject:
         """The task file's line of ``key`` (or the task's own line)."""
         return self.task.lines.get(key, self.task.line)
 
+    def at_line(self, key: str, message: str, field: str | None = None) -> Hit:
+        """A hit at the task file's line of ``key`` (a setting of the task), naming ``field`` (default ``key``)."""
+        return Hit(message, file=self.file, line=self.line(key.split(".")[0]), field=field or key)
+
+    def at_row(self, sample: Sample, message: str, field: str) -> Hit:
+        """A hit at one data row (its file and row), naming ``field`` and the sample's id."""
+        return Hit(message, file=sample.file or self.file, row=sample.row, field=field, sample=sample.id)
+
     @property
     def templated(self) -> bool:
         """Whether the task's own templates made the texts (native YAML), not a dialect's handler."""

@@ -172,14 +172,12 @@ def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
             continue
         blank = [i for i, r in enumerate(sample.references) if _empty_answer(r)]
         if blank:
-            yield Hit(
+            yield subject.at_row(
+                sample.sample,
                 f"reference {blank[0]} is empty ({sample.references[blank[0]]!r}) once answers are normalised as "
                 "exact match and F1 normalise them (punctuation and articles dropped): an empty or cut-off answer "
                 "matches it",
-                file=sample.sample.file or subject.file,
-                row=sample.sample.row,
-                field="target",
-                sample=sample.sample.id,
+                "target",
             )
 
 
@@ -252,12 +250,10 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
             if samples[hits[0]].choices
             else "ends with the reference answer"
         )
-        yield Hit(
+        yield subject.at_row(
+            first,
             f"the prompt {where} in {len(hits)} of {len(samples)} rows: the model can copy the answer",
-            file=first.file or subject.file,
-            row=first.row,
-            field="prompt",
-            sample=first.id,
+            "prompt",
         )
 
 
@@ -268,12 +264,11 @@ def constant_prompt(subject: AuditSubject) -> Iterator[Hit]:
         return  # prompt-less pairs (BLiMP) render empty prompts: the choices are the task
     if samples[0].text is not None:
         return
-    yield Hit(
+    yield subject.at_line(
+        "prompt",
         f"all {len(samples)} rows render the same prompt ({texts[0]!r:.60}): the template reads nothing of the row, "
         "so every row gets the same answer",
-        file=subject.file,
-        line=subject.line("prompt"),
-        field="prompt",
+        "prompt",
     )
 
 
@@ -283,13 +278,11 @@ def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
     blank = [i for i, t in enumerate(texts) if not t.strip() and subject.samples[i].text is None]
     if blank and len(blank) < len(texts):
         first = subject.samples[blank[0]].sample
-        yield Hit(
+        yield subject.at_row(
+            first,
             f"the prompt is blank in {len(blank)} of {len(texts)} rows, and not in the others: those rows' "
             "answers are scored without a question",
-            file=first.file or subject.file,
-            row=first.row,
-            field="prompt",
-            sample=first.id,
+            "prompt",
         )
 
 
@@ -313,23 +306,21 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
             and sum(t[-1:] in (" ", "\t") for t in texts) >= GLUED_SHARE * len(texts)
         )
         if doubled:
-            yield Hit(
+            yield subject.at_line(
+                "target_delimiter",
                 f"target_delimiter is {delimiter!r} and the prompts end with a space: each answer follows two "
                 "or more spaces ('A:  Paris'), which a model has rarely seen",
-                file=subject.file,
-                line=subject.line("target_delimiter"),
-                field="target_delimiter",
+                "target_delimiter",
             )
         return
     rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
     glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
-        yield Hit(
+        yield subject.at_line(
+            "target_delimiter",
             f"target_delimiter is empty, and in {len(glued)} of {len(rows)} rows the prompt ends without a space "
             "and every choice starts with a letter or digit: each answer is scored glued to the prompt ('A:Paris')",
-            file=subject.file,
-            line=subject.line("target_delimiter"),
-            field="target_delimiter",
+            "target_delimiter",
         )
 
 
