@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
+from proctor.core.errors import place
+
 Severity = Literal["error", "warning"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning")
 
@@ -64,14 +66,7 @@ class Finding:
 
     def where(self) -> str:
         """'file:line, row 3, field 'choices'' (the parts that are known), as ``TaskDefinitionError`` writes it."""
-        where = self.file or ""
-        if self.line is not None:
-            where += f":{self.line}"
-        if self.row is not None:
-            where += f", row {self.row}"
-        if self.field:
-            where += f", field '{self.field}'"
-        return where.lstrip(", ")
+        return place(self.file, self.line, self.row, self.field).lstrip(", ")
 
     def text(self) -> str:
         """The one line the console, results.json's warnings and errors show: '[rule] where: message'."""

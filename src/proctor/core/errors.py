@@ -6,6 +6,18 @@ from pathlib import Path
 from typing import Any
 
 
+def place(file: str | None, line: int | None = None, row: int | None = None, field: str | None = None) -> str:
+    """Where a problem is, as every message writes it: ``file:line, row N, field 'name'`` (the parts known)."""
+    where = file or ""
+    if line is not None:
+        where += f":{line}"
+    if row is not None:
+        where += f", row {row}"
+    if field:
+        where += f", field '{field}'"
+    return where
+
+
 class ProctorError(Exception):
     """Base class for errors proctor reports to users without a traceback."""
 
@@ -33,14 +45,7 @@ class TaskDefinitionError(ProctorError):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = self.file or "<input>"
-        if self.line is not None:
-            where += f":{self.line}"
-        if self.row is not None:
-            where += f", row {self.row}"
-        if self.field:
-            where += f", field '{self.field}'"
-        return f"{where}: {self.detail}"
+        return f"{place(self.file or '<input>', self.line, self.row, self.field)}: {self.detail}"
 
 
 class RunInterrupted(BaseException):
