@@ -103,7 +103,9 @@ def test_compare_flags_runs_whose_formulations_differ(tmp_path):
     found = compare_runs([tmp_path / "ll", tmp_path / "gen"], n_boot=200)
     entry = found["comparisons"][0]["tasks"]["mc_alpha"]
     assert entry["mc_format"] == {"a": "loglikelihood", "b": "generate"} and entry["formulation_differs"] is True
-    same = compare_runs([tmp_path / "ll", tmp_path / "ll"], n_boot=200)["comparisons"][0]["tasks"]["mc_alpha"]
+    # a second log-likelihood run (a run compared with itself is refused)
+    evaluate([tasks], FakeModel(), output_dir=tmp_path / "ll2", select=["mc_alpha"], export=False)
+    same = compare_runs([tmp_path / "ll", tmp_path / "ll2"], n_boot=200)["comparisons"][0]["tasks"]["mc_alpha"]
     assert "formulation_differs" not in same
 
 
