@@ -1,4 +1,4 @@
-"""``proctor report``, ``compare`` and ``export``: reading run folders."""
+"""``proctor report``, ``compare``, ``power`` and ``export``: reading run folders."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def print_comparison(pair: dict, alpha: float) -> None:
     table = Table(title=f"B - A on the samples both runs share, alpha={alpha}", box=box.SIMPLE_HEAD, pad_edge=False)
     longest = max((len(m) + 2 for t in pair["tasks"].values() for m in t["metrics"]), default=10)
     table.add_column("task / metric", overflow="fold", min_width=min(longest, 18))
-    for column in ("A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "p", "sig."):
+    for column in ("A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "p", "sig.", "SE (CLT)", "MDE"):
         table.add_column(column, justify="left" if column == "sig." else "right", no_wrap=True)
     for task, entry in pair["tasks"].items():
         # the task's row: each run's sample count, and how many both have (the n of every mean below)
@@ -93,12 +93,16 @@ def print_comparison(pair: dict, alpha: float) -> None:
                 f"{ci[0]:.3f}, {ci[1]:.3f}" if ci else "—",  # JSON has every digit
                 fmt_value(p) if p is not None else ("boot." if m.get("test") == "bootstrap" else "—"),
                 "[bold red]yes[/bold red]" if m["significant"] else ("no" if m.get("test") else "—"),
+                _paired_se(m.get("paired")),
+                fmt_value((m.get("paired") or {}).get("mde")),
             )
     console.print(table)
     flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
     console.print(
         f"{flagged} significant difference(s) at alpha={alpha} (p: McNemar's exact test for 0/1 metrics; "
-        "boot.: the bootstrap interval decides)",
+        "boot.: the bootstrap interval decides); SE (CLT): the standard error of the per-sample differences "
+        "(c: clustered by the task's cluster field); MDE: the smallest difference this n detects with 80% power "
+        "at alpha=0.05",
         highlight=False,
     )
     for task, entry in pair["tasks"].items():
@@ -115,6 +119,63 @@ def print_comparison(pair: dict, alpha: float) -> None:
             console.print(
                 f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}", highlight=False, soft_wrap=True
             )
+
+
+def _paired_se(paired: dict | None) -> str:
+    if not paired or paired.get("stderr") is None:
+        return "—"
+    return fmt_value(paired["stderr"]) + (" c" if "n_clusters" in paired else "")
+
+
+@app.command()
+def power(
+    pilot: Path = typer.Argument(
+        ..., metavar="PILOT", help="A pilot run folder (its per-sample scores give the spread)."
+    ),
+    other: Optional[Path] = typer.Argument(
+        None,
+        metavar="[OTHER]",
+        help="A pilot run of the other model on the same samples: the spread of the paired differences is measured.",
+    ),
+    effect: float = typer.Option(
+        ..., "--effect", "-d", metavar="D", help="The difference to detect, in the metric's units (e.g. 0.02)."
+    ),
+    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, metavar="ALPHA", help="Significance level."),
+    power_: float = typer.Option(0.8, "--power", min=0.5, max=0.999, metavar="P", help="The chance to detect it."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Also write every number as JSON to FILE."
+    ),
+) -> None:
+    """How many samples a paired comparison needs to detect a difference of D, from pilot runs' variance."""
+    from proctor.runs.power import power_analysis
+    from proctor.runs.results import json_text, write_output
+
+    found = power_analysis(pilot, effect, other=other, alpha=alpha, power=power_)
+    table = Table(
+        title=f"samples needed to detect a difference of {effect:g} (power {power_:g}, alpha {alpha:g})",
+        pad_edge=False,
+    )
+    for column in ("task / metric", "pilot n", "sd of a difference", "design effect", "samples needed", "MDE at n"):
+        table.add_column(column, justify="left" if column == "task / metric" else "right")
+    for task, metrics in found["tasks"].items():
+        for metric, m in metrics.items():
+            table.add_row(
+                f"{escape(task)} / {escape(metric)}",
+                str(m["n"]),
+                fmt_value(m["sd_difference"]),
+                fmt_value(m["design_effect"]),
+                str(m["samples_needed"]),
+                fmt_value(m["mde_at_n"]),
+            )
+    console.print(table)
+    basis = (
+        "the paired differences between the two pilots"
+        if other is not None
+        else "one pilot: a difference of two uncorrelated scores with its spread (sqrt(2) x sd)"
+    )
+    console.print(f"spread from {basis}", highlight=False, soft_wrap=True)
+    if output is not None:
+        console.print(f"power: {write_output(output, json_text(found))}")
 
 
 def print_settings(pair: dict) -> None:

@@ -82,7 +82,7 @@ def combine_epochs(
         records.append({**record, "metrics": metrics, "epochs": [{key: r.get(key) for key in keep} for r in per_epoch]})
     result = base.result.model_copy(deep=True)
     result.set_fields(
-        {"metrics": aggregate_metrics(metric_defs, reduced)}
+        {"metrics": aggregate_metrics(metric_defs, reduced, prepared.clusters())}
     )  # the reduced values replace the first epoch's
     scores = {name: [o.result.metrics[name].value for o in outcomes] for name in names}
     passes = {}
@@ -97,5 +97,7 @@ def combine_epochs(
     result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes)
     spec = prepared.task.spec
     if spec.breakdown:
-        result.set_fields(breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples]))
+        result.set_fields(
+            breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples], spec.cluster)
+        )
     return type(base)(base.name, result, records)

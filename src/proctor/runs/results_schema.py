@@ -37,6 +37,12 @@ class MetricEntry(_Open):
     stderr: Optional[Number] = Field(
         description="Standard error of the value; null when none is defined (one sample, corpus metrics)."
     )
+    stderr_clustered: Optional[Number] = Field(
+        None,
+        description="Tasks with a 'cluster' field, mean metrics: the cluster-robust (CR1) standard error of the value; "
+        "null with fewer than two clusters.",
+    )
+    n_clusters: Optional[int] = Field(None, description="Tasks with a 'cluster' field: the clusters the samples form.")
     n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
     n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
     bootstrap: Optional[list[Number]] = Field(

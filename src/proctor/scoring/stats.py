@@ -97,3 +97,23 @@ def percentile_interval(values: np.ndarray, alpha: float) -> tuple[float, float]
     """The ``1 - alpha`` percentile interval (numpy's linear quantiles)."""
     low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
+
+
+def cluster_stderr(values: Sequence[float], clusters: Sequence[object]) -> tuple[float | None, int]:
+    """The cluster-robust (CR1) standard error of the mean and the number of clusters G: with residuals
+    ``e_i = x_i - mean`` summed per cluster, ``sqrt(G / (G - 1) * sum_g (sum_{i in g} e_i)^2) / n`` (Miller 2024,
+    eq. 4, and Inspect's ``stderr(cluster=...)``; statsmodels' cluster-robust OLS of the values on a constant gives
+    the same, its ``(N - 1) / (N - K)`` factor being 1 for K = 1). With one sample per cluster it is the plain
+    ``std(ddof=1) / sqrt(n)``. None for fewer than two clusters (nothing to estimate the spread from)."""
+    if len(values) != len(clusters):
+        raise ValueError("one cluster per value")
+    array = np.asarray(values, dtype=float)
+    sums: dict[object, float] = {}
+    mean = float(array.mean()) if array.size else float("nan")
+    for value, cluster in zip(array, clusters):
+        sums[cluster] = sums.get(cluster, 0.0) + float(value) - mean
+    groups = len(sums)
+    if groups < 2:
+        return None, groups
+    total = sum(s * s for s in sums.values())
+    return math.sqrt(groups / (groups - 1) * total) / array.size, groups
