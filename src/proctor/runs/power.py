@@ -19,6 +19,7 @@ import numpy as np
 
 from proctor.core.errors import ProctorError
 from proctor.runs.compare import finite_number, per_sample
+from proctor.runs.run_exports import load_results
 from proctor.scoring.power import minimum_detectable_effect, samples_needed
 from proctor.scoring.stats import cluster_stderr
 
@@ -31,6 +32,9 @@ def power_analysis(
     effect."""
     if not 0 < effect:
         raise ProctorError(f"--effect {effect}: the difference to detect is a positive number (e.g. 0.02)")
+    for run in (pilot, other):
+        if run is not None:
+            load_results(run)  # a folder that is not a run, or a damaged results.json, is named first
     samples_a = per_sample(pilot)
     samples_b = per_sample(other) if other is not None else None
     tasks: dict[str, Any] = {}
