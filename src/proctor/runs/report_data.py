@@ -61,6 +61,12 @@ def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _n(metric: dict[str, Any], owner: dict[str, Any]) -> int | None:
+    """The samples behind a metric's value: those it scored, else its task's or breakdown part's."""
+    n = metric.get("n_scored", owner.get("n_samples"))
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
 def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is
     none."""
@@ -102,7 +108,7 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
         )
         drawn = [
             bar_chart(
-                [(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()],
+                [(m, e.get("value"), e.get("stderr"), _n(e, task)) for m, e in task["metrics"].items()],
                 f"{name}: metrics (95% interval)",
             )
         ]
@@ -111,7 +117,12 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
                 drawn.append(
                     bar_chart(
                         [
-                            (k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
+                            (
+                                k,
+                                p["metrics"].get(metric, {}).get("value"),
+                                p["metrics"].get(metric, {}).get("stderr"),
+                                _n(p["metrics"].get(metric, {}), p),
+                            )
                             for k, p in parts.items()
                         ],
                         f"{name}: {metric} by {key}",

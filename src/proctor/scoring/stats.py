@@ -117,3 +117,28 @@ def cluster_stderr(values: Sequence[float], clusters: Sequence[object]) -> tuple
         return None, groups
     total = sum(s * s for s in sums.values())
     return math.sqrt(groups / (groups - 1) * total) / array.size, groups
+
+
+def wilson_interval(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` of ``n`` 0/1 values (Wilson 1927): centre
+    ``(p + z^2 / 2n) / (1 + z^2 / n)``, half-width ``z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)``. It stays
+    in [0, 1] and keeps a width at p = 0 or 1, where ``p +- z * se`` collapses or leaves the range."""
+    if n < 1:
+        raise ValueError("a proportion of no values has no interval")
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z / scale * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def is_proportion(value: float, stderr: float | None, n: int) -> bool:
+    """Whether a mean with this standard error (``std(ddof=1) / sqrt(n)``) is a proportion of 0/1 values: only
+    they reach ``stderr = sqrt(p (1 - p) / (n - 1))``, the largest spread values in [0, 1] with mean p can have.
+    One value in {0, 1} (no stderr) counts too."""
+    if not 0 <= value <= 1 or n < 1:
+        return False
+    if stderr is None:
+        return n == 1 and value in (0, 1)
+    if n < 2:
+        return False
+    return math.isclose(stderr, math.sqrt(value * (1 - value) / (n - 1)), rel_tol=1e-6, abs_tol=1e-12)
