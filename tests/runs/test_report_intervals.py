@@ -69,3 +69,32 @@ def test_breakdown_bars_carry_n_and_stderr_in_the_report_context():
     by_subject = charts[1]["bars"]
     assert [(b["label"], b["n"], b["stderr"]) for b in by_subject] == [("a", 2, 0.5), ("b", 1, None)]
     assert by_subject[1]["interval"] == pytest.approx(proportion_confint(1, 1, method="wilson"))
+
+
+def test_the_summary_shows_the_clustered_stderr_and_the_epochs_variance():
+    from proctor.runs.report import render_summary
+
+    variance = {
+        "n_questions": 10,
+        "k": 3,
+        "within": 0.125,
+        "between": 0.0625,
+        "stderr": 0.0875,
+        "stderr_one_epoch": 0.137,
+    }
+    results = {
+        "model": {"model": "m"},
+        "tasks": {
+            "t": {
+                "kind": "generate",
+                "n_samples": 10,
+                "metrics": {"em": {"value": 0.5, "stderr": 0.1667, "stderr_clustered": 0.2345, "n_clusters": 4}},
+                "epochs": {"n": 3, "reducer": "mean", "scores": {}, "pass_at_k": {}, "variance": {"em": variance}},
+            }
+        },
+    }
+    html = " ".join(render_summary(results, []).split())
+    assert "(clustered 0.2345, G=4)" in html
+    assert 'data-row="epochs:t:em"' in html
+    for number in ("0.1250", "0.0625", "0.0875", "0.1370"):
+        assert number in html

@@ -57,7 +57,24 @@ def finite(value: Any) -> Any:
 
 def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()
+        {
+            "metric": metric,
+            "value": m.get("value"),
+            "stderr": m.get("stderr"),
+            "stderr_clustered": m.get("stderr_clustered"),
+            "n_clusters": m.get("n_clusters"),
+        }
+        for metric, m in entry["metrics"].items()
+    ]
+
+
+def epoch_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per task and metric run with ``--epochs``: the within- and between-question variance and the standard
+    errors of the mean over questions, with the epochs and as one epoch would give it."""
+    return [
+        {"task": name, "metric": metric, **found}
+        for name, task in (results.get("tasks") or {}).items()
+        for metric, found in ((task.get("epochs") or {}).get("variance") or {}).items()
     ]
 
 
@@ -164,6 +181,7 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
         "skipped": skipped(results),
         "tasks": tasks,
         "groups": groups,
+        "epoch_variance": epoch_rows(results),
         "charts": charts,
         "calibrations": None if records is None else calibrations(results, records),
         "bins": N_BINS,

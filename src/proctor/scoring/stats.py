@@ -142,3 +142,34 @@ def is_proportion(value: float, stderr: float | None, n: int) -> bool:
     if n < 2:
         return False
     return math.isclose(stderr, math.sqrt(value * (1 - value) / (n - 1)), rel_tol=1e-6, abs_tol=1e-12)
+
+
+def epoch_variance(columns: Sequence[Sequence[float]]) -> dict[str, float | int] | None:
+    """How much ``k`` epochs (repeats of each question) reduce the variance of the mean (Miller 2024, section 3,
+    "resampling"), from each question's ``k`` values (questions with fewer than two are left out):
+
+    - ``within``: the mean over questions of the variance of a question's values across epochs (ddof 1);
+    - ``between``: the variance of the questions' true means, ``var(question means, ddof 1) - within / k``
+      (at least 0);
+    - ``stderr``: the standard error of the mean over questions, ``sqrt(var(question means, ddof 1) / n)``;
+    - ``stderr_one_epoch``: what one epoch would give, ``sqrt((between + within) / n)``.
+
+    None with fewer than two questions."""
+    usable = [list(map(float, c)) for c in columns if len(c) >= 2]
+    if len(usable) < 2:
+        return None
+    k = min(len(c) for c in usable)
+    usable = [c[:k] for c in usable]  # one k for all: a question missing an epoch's value counts with its first k
+    n = len(usable)
+    within = sum(sample_variance(c) for c in usable) / n
+    means = [sum(c) / k for c in usable]
+    of_means = sample_variance(means)
+    between = max(0.0, of_means - within / k)
+    return {
+        "n_questions": n,
+        "k": k,
+        "within": within,
+        "between": between,
+        "stderr": math.sqrt(of_means / n),
+        "stderr_one_epoch": math.sqrt((between + within) / n),
+    }
