@@ -23,7 +23,7 @@ data: {{path: data.jsonl, id: id}}
 prompt: "{prompt}"
 choices: "{{{{ choices }}}}"
 target: "{{{{ gold }}}}"
-metrics: [acc, acc_norm]
+metrics: [acc, gold_probability]
 cluster: passage
 """
 
@@ -64,6 +64,7 @@ def test_run_with_a_cluster_field_reports_cr1_beside_the_plain_stderr(two_runs):
     assert entry["stderr"] == pytest.approx(np.std(acc, ddof=1) / math.sqrt(len(acc)))
     assert entry["stderr_clustered"] == pytest.approx(_cr1(acc, clusters), rel=1e-9)
     assert entry["n_clusters"] == len(set(clusters)) < len(rows)
+    assert entry["stderr_clustered"] != pytest.approx(entry["stderr"], rel=1e-3)  # the passages do count
     assert f"clustered {entry['stderr_clustered']:.4f}, G={entry['n_clusters']}" in stdout
 
 
@@ -71,12 +72,12 @@ def test_compare_reports_the_paired_se_and_mde_of_the_closed_form(two_runs):
     root, rows, [(run_a, _), (run_b, _)] = two_runs
     out = root / "comparison.json"
     done = proctor("compare", str(run_a), str(run_b), "-o", str(out), cwd=root)
-    entry = json.loads(out.read_text())["comparisons"][0]["tasks"]["boolq"]["metrics"]["acc"]
-    a = {s["id"]: float(s["metrics"]["acc"]) for s in samples(run_a)}
-    b = {s["id"]: float(s["metrics"]["acc"]) for s in samples(run_b)}
+    entry = json.loads(out.read_text())["comparisons"][0]["tasks"]["boolq"]["metrics"]["gold_probability"]
+    a = {s["id"]: float(s["metrics"]["gold_probability"]) for s in samples(run_a)}
+    b = {s["id"]: float(s["metrics"]["gold_probability"]) for s in samples(run_b)}
     passage = {r["id"]: r["passage"] for r in rows}
     diffs = [b[i] - a[i] for i in a]
-    assert any(diffs)  # the two prompts do disagree on some questions
+    assert any(diffs)  # the two prompts do change the gold choice's probability
     paired = entry["paired"]
     assert paired["diff"] == pytest.approx(sum(diffs) / len(diffs))
     assert paired["stderr_unclustered"] == pytest.approx(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
@@ -100,14 +101,15 @@ def test_power_answers_how_many_samples_from_the_pilots_variance(two_runs):
     deff = max(1.0, (clustered / (np.std(acc, ddof=1) / math.sqrt(len(acc)))) ** 2)
     assert found["sd_difference"] == pytest.approx(sd)
     assert found["design_effect"] == pytest.approx(deff)
-    assert found["samples_needed"] == math.ceil(math.ceil((Z_80 * sd / 0.1) ** 2) * deff)
+    assert found["samples_needed"] == math.ceil(math.ceil((Z_80 * sd / 0.1) ** 2) * deff) > 0
     assert found["mde_at_n"] == pytest.approx(Z_80 * sd * math.sqrt(deff / len(acc)))
     assert str(found["samples_needed"]) in done.stdout
     # two pilots: the spread of the measured paired differences
     both = json.loads(
         proctor("power", str(run_a), str(run_b), "--effect", "0.1", "-o", str(root / "p2.json"), cwd=root)
         and (root / "p2.json").read_text()
-    )["tasks"]["boolq"]["acc"]
-    b = {s["id"]: float(s["metrics"]["acc"]) for s in samples(run_b)}
-    diffs = [b[s["id"]] - float(s["metrics"]["acc"]) for s in samples(run_a)]
+    )["tasks"]["boolq"]["gold_probability"]
+    b = {s["id"]: float(s["metrics"]["gold_probability"]) for s in samples(run_b)}
+    diffs = [b[s["id"]] - float(s["metrics"]["gold_probability"]) for s in samples(run_a)]
+    assert any(diffs)
     assert both["sd_difference"] == pytest.approx(float(np.std(diffs, ddof=1)))

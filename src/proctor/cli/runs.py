@@ -72,7 +72,7 @@ def print_comparison(pair: dict, alpha: float) -> None:
     table = Table(title=f"B - A on the samples both runs share, alpha={alpha}", box=box.SIMPLE_HEAD, pad_edge=False)
     longest = max((len(m) + 2 for t in pair["tasks"].values() for m in t["metrics"]), default=10)
     table.add_column("task / metric", overflow="fold", min_width=min(longest, 18))
-    for column in ("A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "p", "sig.", "SE (CLT)", "MDE"):
+    for column in ("A", "B", "B - A", f"{100 * (1 - alpha):g}% CI", "p", "sig."):
         table.add_column(column, justify="left" if column == "sig." else "right", no_wrap=True)
     for task, entry in pair["tasks"].items():
         # the task's row: each run's sample count, and how many both have (the n of every mean below)
@@ -93,18 +93,15 @@ def print_comparison(pair: dict, alpha: float) -> None:
                 f"{ci[0]:.3f}, {ci[1]:.3f}" if ci else "—",  # JSON has every digit
                 fmt_value(p) if p is not None else ("boot." if m.get("test") == "bootstrap" else "—"),
                 "[bold red]yes[/bold red]" if m["significant"] else ("no" if m.get("test") else "—"),
-                _paired_se(m.get("paired")),
-                fmt_value((m.get("paired") or {}).get("mde")),
             )
     console.print(table)
     flagged = sum(m["significant"] for t in pair["tasks"].values() for m in t["metrics"].values())
     console.print(
         f"{flagged} significant difference(s) at alpha={alpha} (p: McNemar's exact test for 0/1 metrics; "
-        "boot.: the bootstrap interval decides); SE (CLT): the standard error of the per-sample differences "
-        "(c: clustered by the task's cluster field); MDE: the smallest difference this n detects with 80% power "
-        "at alpha=0.05",
+        "boot.: the bootstrap interval decides)",
         highlight=False,
     )
+    print_paired(pair, alpha)
     for task, entry in pair["tasks"].items():
         if entry.get("formulation_differs"):
             formats = entry["mc_format"]
@@ -121,10 +118,34 @@ def print_comparison(pair: dict, alpha: float) -> None:
             )
 
 
-def _paired_se(paired: dict | None) -> str:
-    if not paired or paired.get("stderr") is None:
-        return "—"
-    return fmt_value(paired["stderr"]) + (" c" if "n_clusters" in paired else "")
+def print_paired(pair: dict, alpha: float) -> None:
+    """The CLT view of each difference, a table of its own (the first stays readable at 80 columns): the standard
+    error of the per-sample differences (clustered when the samples carry one), its normal interval, and the
+    minimum detectable effect at 80% power and alpha 0.05 for the shared n."""
+    from rich import box
+
+    table = Table(title="B - A by the CLT: paired standard error and power", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("task / metric", overflow="fold", min_width=12)
+    for column in ("n", "SE", f"{100 * (1 - alpha):g}% CI", "MDE (80%)"):
+        table.add_column(column, justify="right", no_wrap=True)
+    shown = False
+    for task, entry in pair["tasks"].items():
+        for metric, m in entry["metrics"].items():
+            paired = m.get("paired")
+            if not paired or paired.get("stderr") is None:
+                continue
+            shown = True
+            ci = paired["ci"]
+            clustered = f" (clustered, G={paired['n_clusters']})" if "n_clusters" in paired else ""
+            table.add_row(
+                f"{escape(task)} / {escape(metric)}{clustered}",
+                str(paired["n"]),
+                fmt_value(paired["stderr"]),
+                f"{ci[0]:.3f}, {ci[1]:.3f}",
+                fmt_value(paired["mde"]),
+            )
+    if shown:
+        console.print(table)
 
 
 @app.command()
