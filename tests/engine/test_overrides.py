@@ -7,6 +7,7 @@ import json
 import math
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -328,3 +329,25 @@ def test_seahelm_run_takes_fewshot_max_tokens_and_epochs(tmp_path):
         "epochs": 2,
         "epoch_reducer": "mean",
     }
+
+
+def test_epochs_report_within_and_between_question_variance(tiny_model, tmp_path):
+    """Miller's resampling: per question the variance across epochs (within), the variance of the question means
+    less within / k (between), and the stderr of the mean over questions, written out from the samples."""
+    folder = write_task(tmp_path / "t")
+    o = RunOverrides(gen_kwargs={"temperature": 50.0}, epochs=3)
+    result = evaluate([folder], tiny_model, output_dir=tmp_path / "run", limit=10, overrides=o, export=False)
+    records = samples(result.run_dir)
+    found = result.tasks["qa"]["epochs"]["variance"]["test_even_length"]
+    columns = [[float(e["metrics"]["test_even_length"]) for e in r["epochs"]] for r in records]
+    n, k = len(columns), 3
+    within = sum(statistics.variance(c) for c in columns) / n
+    means = [sum(c) / k for c in columns]
+    assert within > 0  # the epochs do differ, so the check below is not trivially zero
+    assert found["n_questions"] == n and found["k"] == k
+    assert found["within"] == pytest.approx(within)
+    assert found["between"] == pytest.approx(max(0.0, statistics.variance(means) - within / k))
+    assert found["stderr"] == pytest.approx(math.sqrt(statistics.variance(means) / n))
+    assert found["stderr_one_epoch"] == pytest.approx(math.sqrt((found["between"] + within) / n))
+    # the reduced metric's own stderr is the same standard error of the question means
+    assert result.tasks["qa"]["metrics"]["test_even_length"]["stderr"] == pytest.approx(found["stderr"])

@@ -92,6 +92,15 @@ def epochs_note(task: dict) -> str:
     return f"{'mean' if reducer == 'mean' else reducer} over {epochs['n']} epochs"
 
 
+def stderr_text(entry: dict) -> str:
+    """The plain standard error, and beside it the cluster-robust one (CR1, over G clusters) when the task has one."""
+    if "n_clusters" not in entry:
+        return fmt_value(entry["stderr"])
+    return (
+        f"{fmt_value(entry['stderr'])} (clustered {fmt_value(entry.get('stderr_clustered'))}, G={entry['n_clusters']})"
+    )
+
+
 def print_results(results: dict) -> None:
     # one line of notes under each task's name (version, how it was scored, epochs) instead of columns:
     # names are folded, never cut, and the table stays readable at 80 columns
@@ -114,7 +123,7 @@ def print_results(results: dict) -> None:
                 if entry is None
                 else fmt_value(entry["value"])
                 + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
-                "" if entry is None else fmt_value(entry["stderr"]),
+                "" if entry is None else stderr_text(entry),
             )
     from proctor.runs.report_data import SKIP_STAGES
 

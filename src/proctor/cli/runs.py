@@ -1,4 +1,4 @@
-"""``proctor report``, ``compare`` and ``export``: reading run folders."""
+"""``proctor report``, ``compare``, ``power`` and ``export``: reading run folders."""
 
 from __future__ import annotations
 
@@ -101,6 +101,7 @@ def print_comparison(pair: dict, alpha: float) -> None:
         "boot.: the bootstrap interval decides)",
         highlight=False,
     )
+    print_paired(pair, alpha)
     for task, entry in pair["tasks"].items():
         if entry.get("formulation_differs"):
             formats = entry["mc_format"]
@@ -115,6 +116,87 @@ def print_comparison(pair: dict, alpha: float) -> None:
             console.print(
                 f"only in {pair[side]}: {', '.join(pair[f'tasks_only_in_{side}'])}", highlight=False, soft_wrap=True
             )
+
+
+def print_paired(pair: dict, alpha: float) -> None:
+    """The CLT view of each difference, a table of its own (the first stays readable at 80 columns): the standard
+    error of the per-sample differences (clustered when the samples carry one), its normal interval, and the
+    minimum detectable effect at 80% power and alpha 0.05 for the shared n."""
+    from rich import box
+
+    table = Table(title="B - A by the CLT: paired standard error and power", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("task / metric", overflow="fold", min_width=12)
+    for column in ("n", "SE", f"{100 * (1 - alpha):g}% CI", "MDE (80%)"):
+        table.add_column(column, justify="right", no_wrap=True)
+    shown = False
+    for task, entry in pair["tasks"].items():
+        for metric, m in entry["metrics"].items():
+            paired = m.get("paired")
+            if not paired or paired.get("stderr") is None:
+                continue
+            shown = True
+            ci = paired["ci"]
+            clustered = f" (clustered, G={paired['n_clusters']})" if "n_clusters" in paired else ""
+            table.add_row(
+                f"{escape(task)} / {escape(metric)}{clustered}",
+                str(paired["n"]),
+                fmt_value(paired["stderr"]),
+                f"{ci[0]:.3f}, {ci[1]:.3f}",
+                fmt_value(paired["mde"]),
+            )
+    if shown:
+        console.print(table)
+
+
+@app.command()
+def power(
+    pilot: Path = typer.Argument(
+        ..., metavar="PILOT", help="A pilot run folder (its per-sample scores give the spread)."
+    ),
+    other: Optional[Path] = typer.Argument(
+        None,
+        metavar="[OTHER]",
+        help="A pilot run of the other model on the same samples: the spread of the paired differences is measured.",
+    ),
+    effect: float = typer.Option(
+        ..., "--effect", "-d", metavar="D", help="The difference to detect, in the metric's units (e.g. 0.02)."
+    ),
+    alpha: float = typer.Option(0.05, "--alpha", min=1e-6, max=0.5, metavar="ALPHA", help="Significance level."),
+    power_: float = typer.Option(0.8, "--power", min=0.5, max=0.999, metavar="P", help="The chance to detect it."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Also write every number as JSON to FILE."
+    ),
+) -> None:
+    """How many samples a paired comparison needs to detect a difference of D, from pilot runs' variance."""
+    from proctor.runs.power import power_analysis
+    from proctor.runs.results import json_text, write_output
+
+    found = power_analysis(pilot, effect, other=other, alpha=alpha, power=power_)
+    table = Table(
+        title=f"samples needed to detect a difference of {effect:g} (power {power_:g}, alpha {alpha:g})",
+        pad_edge=False,
+    )
+    for column in ("task / metric", "pilot n", "sd of a difference", "design effect", "samples needed", "MDE at n"):
+        table.add_column(column, justify="left" if column == "task / metric" else "right")
+    for task, metrics in found["tasks"].items():
+        for metric, m in metrics.items():
+            table.add_row(
+                f"{escape(task)} / {escape(metric)}",
+                str(m["n"]),
+                fmt_value(m["sd_difference"]),
+                fmt_value(m["design_effect"]),
+                str(m["samples_needed"]),
+                fmt_value(m["mde_at_n"]),
+            )
+    console.print(table)
+    basis = (
+        "the paired differences between the two pilots"
+        if other is not None
+        else "one pilot: a difference of two uncorrelated scores with its spread (sqrt(2) x sd)"
+    )
+    console.print(f"spread from {basis}", highlight=False, soft_wrap=True)
+    if output is not None:
+        console.print(f"power: {write_output(output, json_text(found))}")
 
 
 def print_settings(pair: dict) -> None:

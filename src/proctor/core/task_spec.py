@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from proctor.core.names import first_repeat
 
@@ -291,8 +301,19 @@ class TaskSpec(_Frozen):
     metrics: list[MetricSpec] = Field(default_factory=list)
     breakdown: list[str] = Field(default_factory=list)  # fields to report metrics by (e.g. _file)
     rollup: RollupSpec | None = None  # place in a score hierarchy (see proctor.scoring.rollup)
+    # a row field whose equal values make one cluster (e.g. the passage several questions share): every mean
+    # metric then also reports its cluster-robust standard error; left out of dumps (and hashes) when unset
+    cluster: str | None = None
     # rules of the audit stage the task silences; changes no number, so it is left out of dumps (and content hashes)
     audit: AuditSpec | None = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_cluster(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a task without ``cluster`` dumps (and so hashes) exactly as before the field existed
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("cluster", "") is None:
+            del dumped["cluster"]
+        return dumped
 
     @field_validator("name")
     @classmethod

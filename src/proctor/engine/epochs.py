@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
-from proctor.runs.results_schema import Epochs
+from proctor.runs.results_schema import Epochs, EpochVariance
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
+from proctor.scoring.stats import epoch_variance
 
 if TYPE_CHECKING:
     from proctor.engine.prepare import PreparedTask
@@ -60,6 +62,10 @@ def reduce_sample(values: Sequence[Any], k: int | None) -> Any:
     return sum(present) / len(present)
 
 
+def _numeric(value: Any) -> bool:  # an int, a float or a bool (0/1), finite
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def combine_epochs(
     outcomes: Sequence[TaskOutcome],
     prepared: PreparedTask,
@@ -82,7 +88,7 @@ def combine_epochs(
         records.append({**record, "metrics": metrics, "epochs": [{key: r.get(key) for key in keep} for r in per_epoch]})
     result = base.result.model_copy(deep=True)
     result.set_fields(
-        {"metrics": aggregate_metrics(metric_defs, reduced)}
+        {"metrics": aggregate_metrics(metric_defs, reduced, prepared.clusters())}
     )  # the reduced values replace the first epoch's
     scores = {name: [o.result.metrics[name].value for o in outcomes] for name in names}
     passes = {}
@@ -94,8 +100,18 @@ def combine_epochs(
                 / sum(1 for c in columns if _binary(c))
                 for kk in range(1, n_epochs + 1)
             }
-    result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes)
+    variance = {}
+    for name in names:  # each question's values across the epochs, for the numeric metrics
+        columns = [[o.records[i]["metrics"].get(name) for o in outcomes] for i in range(len(base.records))]
+        numeric = [[float(v) for v in c if _numeric(v)] for c in columns]
+        if any(numeric) and all(len(c) == len([v for v in col if v is not None]) for c, col in zip(numeric, columns)):
+            found = epoch_variance(numeric)
+            if found is not None:
+                variance[name] = EpochVariance.model_validate(found)
+    result.epochs = Epochs(n=n_epochs, reducer=reducer, scores=scores, pass_at_k=passes, variance=variance or None)
     spec = prepared.task.spec
     if spec.breakdown:
-        result.set_fields(breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples]))
+        result.set_fields(
+            breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples], spec.cluster)
+        )
     return type(base)(base.name, result, records)

@@ -42,6 +42,11 @@ class PreparedTask:
     epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
     findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
 
+    def clusters(self) -> list[Any] | None:
+        """Each sample's cluster (the value of the task's ``cluster`` field in its row), None without one."""
+        key = self.task.spec.cluster
+        return None if key is None else [s.sample.fields.get(key) for s in self.samples]
+
 
 def _rows_digest(samples: Sequence[Sample]) -> str:
     digest = hashlib.sha256()
@@ -147,6 +152,7 @@ def prepare_task(
         raise TaskDefinitionError(f"{source} holds no rows", file=file, field="data")
     if not isinstance(handler, LoadsSamples):
         _check_breakdown(task, samples, file)
+        _check_cluster(task, samples, file)
     # per part: a breakdown's rows as proctor reads them (a class that reads its own rows keeps them whole)
     if limit_per_part and spec.breakdown and limit is not None and not isinstance(handler, LoadsSamples):
         selected = per_part(samples, spec.breakdown[0], limit)[: spec.limit]
@@ -237,6 +243,30 @@ def _check_breakdown(task: Task, samples: Sequence[Sample], file: str | None) ->
                     row=sample.row,
                     field="breakdown",
                 )
+
+
+def _check_cluster(task: Task, samples: Sequence[Sample], file: str | None) -> None:
+    """Every row names its cluster: a row without one, or with a list, would silently make a cluster of its own."""
+    key = task.spec.cluster
+    if key is None:
+        return
+    for sample in samples:
+        if key not in sample.fields or sample.fields[key] is None:
+            fields = sorted(k for k in sample.fields if k != "_path")
+            raise TaskDefinitionError(
+                f"clusters samples by '{key}', a field this row does not have; its fields: {', '.join(fields)}",
+                file=sample.file,
+                row=sample.row,
+                field="cluster",
+            )
+        if isinstance(sample.fields[key], (list, dict)):
+            raise TaskDefinitionError(
+                f"clusters samples by '{key}', whose value in this row is a {type(sample.fields[key]).__name__}, "
+                "not a text or a number naming a cluster",
+                file=sample.file,
+                row=sample.row,
+                field="cluster",
+            )
 
 
 def per_part(samples: Sequence[Sample], key: str, limit: int | float) -> list[Sample]:

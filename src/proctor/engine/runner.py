@@ -401,6 +401,7 @@ def score_outcomes(
                 **({"images": [image.record() for image in sample.prompt.images]} if sample.prompt.images else {}),
                 **details,
                 "metrics": metric_values,
+                **({"cluster": sample.sample.fields.get(spec.cluster)} if spec.cluster is not None else {}),
             }
         )
     metric_defs = [m for m, _ in prepared.metrics]
@@ -415,7 +416,7 @@ def score_outcomes(
             "group": spec.group,
             "n_samples": len(prepared.samples),
             "data": prepared.data,
-            "metrics": aggregate_metrics(metric_defs, values),
+            "metrics": aggregate_metrics(metric_defs, values, prepared.clusters()),
             "higher_is_better": {m.name: m.higher_is_better for m in metric_defs},
             "requests": request_info,
             "timing": TaskTiming(
@@ -430,7 +431,9 @@ def score_outcomes(
     if spec.rollup is not None:
         result.rollup = RollupPlace.model_validate(spec.rollup.model_dump())
     if spec.breakdown:
-        result.set_fields(breakdowns(metric_defs, values, spec.breakdown, [s.sample.fields for s in prepared.samples]))
+        result.set_fields(
+            breakdowns(metric_defs, values, spec.breakdown, [s.sample.fields for s in prepared.samples], spec.cluster)
+        )
     if isinstance(
         built.handler, ResultExtras
     ):  # a task class's own per-file / per-group report (GLM-130B task classes)

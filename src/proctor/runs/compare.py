@@ -2,7 +2,9 @@
 
 For every task and metric present in both runs, both means are taken over the shared samples only
 (never a run's whole-run mean, which may cover other samples), and their difference (B - A) gets a
-paired bootstrap confidence interval; metrics whose per-sample values are all 0/1
+paired bootstrap confidence interval and, beside it, the CLT view (``paired``): the standard error of the
+per-sample differences (clustered when the task names a cluster field), its normal interval and p-value, and
+the minimum detectable effect at 80% power and alpha 0.05 for the shared n; metrics whose per-sample values are all 0/1
 (accuracy-like) also get McNemar's exact test on the discordant pairs. A difference is flagged
 significant at ``alpha`` by McNemar's p-value for 0/1 metrics, and otherwise by the bootstrap
 interval excluding zero.
@@ -28,12 +30,14 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.scoring.power import paired_difference
 from proctor.scoring.stats import bootstrap, percentile_interval
 
-Sample = tuple[dict[str, Any], str]  # a sample's metric values, and what it asked (``_asked``)
+# a sample's metric values, what it asked (``_asked``), and its cluster (None: the task names no cluster field)
+Sample = tuple[dict[str, Any], str, Any]
 
 
-def _per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
+def per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
     """task (None: a record without one) -> sample key -> ``Sample``. Repeated ids get an occurrence suffix."""
     out: dict[str | None, dict[str, Sample]] = defaultdict(dict)
     seen: dict[tuple[str | None, str], int] = defaultdict(int)
@@ -41,7 +45,11 @@ def _per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
         task, sid = record.get("task"), str(record.get("id"))
         n = seen[(task, sid)]
         seen[(task, sid)] += 1
-        out[task][sid if n == 0 else f"{sid}#{n}"] = (record.get("metrics") or {}, _asked(record))
+        out[task][sid if n == 0 else f"{sid}#{n}"] = (
+            record.get("metrics") or {},
+            _asked(record),
+            record.get("cluster"),
+        )
     return out
 
 
@@ -69,7 +77,7 @@ def _check_same_samples(task: str, shared: list[str], a: dict[str, Sample], b: d
             )
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)) and math.isfinite(value):
@@ -99,6 +107,27 @@ def paired_bootstrap(
     chunk = max(1, min(n_boot, 2_000_000 // max(n, 1)))  # resamples per draw: at most ~2M indices in memory
     means = bootstrap(lambda idx: diff[idx].mean(axis=1), n_items=n, n_choices=n, n_boot=n_boot, seed=seed, chunk=chunk)
     return percentile_interval(means, alpha)
+
+
+def _paired(a: np.ndarray, b: np.ndarray, clusters: list[Any], alpha: float) -> dict[str, Any]:
+    """The CLT view of B - A beside the bootstrap's: the standard error of the per-sample differences (clustered
+    when every pair names its cluster), the normal interval and p-value, and the minimum detectable effect at 80%
+    power and alpha 0.05 for this n (scoring/power.py)."""
+    clustered = bool(clusters) and all(c is not None for c in clusters)
+    found = paired_difference(list(a), list(b), clusters if clustered else None, alpha)
+    entry: dict[str, Any] = {
+        "diff": found.diff,
+        "stderr": found.stderr,
+        "ci": list(found.interval) if found.interval is not None else None,
+        "p_value": found.p_value,
+        "test": found.test,
+        "n": found.n,
+        "mde": found.mde,
+    }
+    if found.n_clusters is not None:
+        entry["n_clusters"] = found.n_clusters
+        entry["stderr_unclustered"] = paired_difference(list(a), list(b), None, alpha).stderr
+    return entry
 
 
 def _tasks(results: dict[str, Any], run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -142,7 +171,7 @@ def _check_comparable(
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     results_a, results_b = load_results(run_a), load_results(run_b)
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
-    samples_a, samples_b = _per_sample(run_a), _per_sample(run_b)
+    samples_a, samples_b = per_sample(run_a), per_sample(run_b)
     tasks: dict[str, dict[str, Any]] = {}
     for task in tasks_a:
         if task not in tasks_b:
@@ -155,10 +184,10 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             if metric not in tb["metrics"]:
                 continue
             pairs = [
-                (x, y)
+                (x, y, samples_a[task][i][2] if samples_a[task][i][2] is not None else samples_b[task][i][2])
                 for i in shared_ids
-                if (x := _number(samples_a[task][i][0].get(metric))) is not None
-                and (y := _number(samples_b[task][i][0].get(metric))) is not None
+                if (x := finite_number(samples_a[task][i][0].get(metric))) is not None
+                and (y := finite_number(samples_b[task][i][0].get(metric))) is not None
             ]
             # "a" / "b": the means over the shared samples (the ones the difference is over);
             # "run_a" / "run_b": each run's own value over all its samples, for reference
@@ -176,6 +205,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 diff = b - a
                 low, high = paired_bootstrap(diff, n_boot=n_boot, alpha=alpha, seed=seed)
                 entry.update(a=float(a.mean()), b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
+                entry["paired"] = _paired(a, b, [p[2] for p in pairs], alpha)
                 binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
                 if binary:
                     n_a_only, n_b_only, p = mcnemar_exact(a, b)

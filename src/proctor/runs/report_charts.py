@@ -4,7 +4,11 @@ whiskers on a labelled value axis, and a calibration plot."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
+
+from proctor.scoring.stats import is_proportion, wilson_interval
+
+Z95 = 1.959963984540054
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -20,26 +24,44 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
-def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -> dict[str, Any] | None:
-    """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut."""
-    values = [(str(label), v, s) for label, v, s in items if isinstance(v, (int, float)) and math.isfinite(v)]
+def interval(value: float, stderr: float | None, n: int | None) -> tuple[tuple[float, float] | None, bool]:
+    """A bar's 95% interval and whether it is a proportion's: Wilson's for a mean of 0/1 values (it stays in
+    [0, 1]: a part of two questions no longer draws from -0.5 to 1.5), else ``value +- 1.96 * stderr``."""
+    if n is not None and is_proportion(value, stderr, n):
+        return wilson_interval(value, n), True
+    return ((value - Z95 * stderr, value + Z95 * stderr) if stderr else None), False
+
+
+def bar_chart(items: Sequence[tuple[Any, ...]], title: str) -> dict[str, Any] | None:
+    """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut. Each item is
+    (label, value, stderr) or (label, value, stderr, n): with n a proportion's whisker is its Wilson interval and a
+    chart of proportions only has the axis [0, 1]."""
+    values = []
+    for item in items:
+        label, v, s = item[:3]
+        n = item[3] if len(item) > 3 else None
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            values.append((str(label), float(v), s, n, *interval(float(v), s, n)))
     if not values:
         return None
-    lows = [v - 1.96 * (s or 0) for _, v, s in values] + [0.0]
-    highs = [v + 1.96 * (s or 0) for _, v, s in values] + [0.0]
+    lows = [span[0] if span else v for _, v, _, _, span, _ in values] + [0.0]
+    highs = [span[1] if span else v for _, v, _, _, span, _ in values] + [0.0]
     ticks = nice_ticks(min(lows), max(highs))
+    if all(proportion for *_, proportion in values):  # a proportion's axis is its range: [0, 1]
+        ticks = [t for t in ticks if 0 <= t <= 1] or [0.0, 1.0]
+        ticks = sorted({0.0, *ticks, 1.0} if max(highs) > ticks[-1] else {0.0, *ticks})
     lo, hi = ticks[0], ticks[-1]
     if hi - lo < 1e-12:
         hi = lo + 1
     bar_h, top, plot = 18, 24, 300
-    left = 16 + 6.5 * max(len(label) for label, _, _ in values)  # room for the longest label
+    left = 16 + 6.5 * max(len(label) for label, *_ in values)  # room for the longest label
     bottom = top + (bar_h + 6) * len(values)
 
     def x(v: float) -> float:
         return round(left + (v - lo) / (hi - lo) * plot, 1)
 
     bars = []
-    for i, (label, v, s) in enumerate(values):
+    for i, (label, v, s, n, span, proportion) in enumerate(values):
         y = top + i * (bar_h + 6)
         x0, x1 = sorted((x(0), x(v)))
         bars.append(
@@ -50,13 +72,16 @@ def bar_chart(items: list[tuple[str, float | None, float | None]], title: str) -
                 "width": max(round(x1 - x0, 1), 1),
                 "value": v,
                 "stderr": s,
-                "whisker": (x(v - 1.96 * s), x(v + 1.96 * s)) if s else None,
-                "value_x": max(x1, x(v + 1.96 * (s or 0))) + 4,
+                "n": n,
+                "interval": span,
+                "interval_kind": "Wilson" if proportion else "normal",
+                "whisker": (x(span[0]), x(span[1])) if span else None,
+                "value_x": max(x1, x(span[1]) if span else x1) + 4,
             }
         )
     return {
         "title": title,
-        "width": int(max(left + plot + 70, 7 * len(title) + 12)),
+        "width": int(max(left + plot + 170, 7 * len(title) + 12)),  # the value, its stderr and n at the bar's end
         "height": bottom + 22,
         "left": left,
         "plot": plot,

@@ -57,8 +57,31 @@ def finite(value: Any) -> Any:
 
 def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"metric": metric, "value": m.get("value"), "stderr": m.get("stderr")} for metric, m in entry["metrics"].items()
+        {
+            "metric": metric,
+            "value": m.get("value"),
+            "stderr": m.get("stderr"),
+            "stderr_clustered": m.get("stderr_clustered"),
+            "n_clusters": m.get("n_clusters"),
+        }
+        for metric, m in entry["metrics"].items()
     ]
+
+
+def epoch_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per task and metric run with ``--epochs``: the within- and between-question variance and the standard
+    errors of the mean over questions, with the epochs and as one epoch would give it."""
+    return [
+        {"task": name, "metric": metric, **found}
+        for name, task in (results.get("tasks") or {}).items()
+        for metric, found in ((task.get("epochs") or {}).get("variance") or {}).items()
+    ]
+
+
+def _n(metric: dict[str, Any], owner: dict[str, Any]) -> int | None:
+    """The samples behind a metric's value: those it scored, else its task's or breakdown part's."""
+    n = metric.get("n_scored", owner.get("n_samples"))
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,7 +125,7 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
         )
         drawn = [
             bar_chart(
-                [(m, e.get("value"), e.get("stderr")) for m, e in task["metrics"].items()],
+                [(m, e.get("value"), e.get("stderr"), _n(e, task)) for m, e in task["metrics"].items()],
                 f"{name}: metrics (95% interval)",
             )
         ]
@@ -111,7 +134,12 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
                 drawn.append(
                     bar_chart(
                         [
-                            (k, p["metrics"].get(metric, {}).get("value"), p["metrics"].get(metric, {}).get("stderr"))
+                            (
+                                k,
+                                p["metrics"].get(metric, {}).get("value"),
+                                p["metrics"].get(metric, {}).get("stderr"),
+                                _n(p["metrics"].get(metric, {}), p),
+                            )
                             for k, p in parts.items()
                         ],
                         f"{name}: {metric} by {key}",
@@ -153,6 +181,7 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
         "skipped": skipped(results),
         "tasks": tasks,
         "groups": groups,
+        "epoch_variance": epoch_rows(results),
         "charts": charts,
         "calibrations": None if records is None else calibrations(results, records),
         "bins": N_BINS,

@@ -37,6 +37,12 @@ class MetricEntry(_Open):
     stderr: Optional[Number] = Field(
         description="Standard error of the value; null when none is defined (one sample, corpus metrics)."
     )
+    stderr_clustered: Optional[Number] = Field(
+        None,
+        description="Tasks with a 'cluster' field, mean metrics: the cluster-robust (CR1) standard error of the value; "
+        "null with fewer than two clusters.",
+    )
+    n_clusters: Optional[int] = Field(None, description="Tasks with a 'cluster' field: the clusters the samples form.")
     n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
     n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
     bootstrap: Optional[list[Number]] = Field(
@@ -136,11 +142,25 @@ class RollupPlace(_Closed):
     group_type: Literal["macro", "micro"] = "macro"
 
 
+class EpochVariance(_Closed):
+    """How much the epochs reduced a metric's variance (Miller 2024's resampling; scoring/stats.epoch_variance)."""
+
+    n_questions: int = Field(description="Questions with a value in every epoch.")
+    k: int = Field(description="Epochs per question.")
+    within: Number = Field(description="Mean over questions of the variance across a question's epochs (ddof 1).")
+    between: Number = Field(description="Variance of the questions' true means: var(question means) - within / k.")
+    stderr: Number = Field(description="Standard error of the mean over questions (of the question means).")
+    stderr_one_epoch: Number = Field(description="The standard error one epoch would give: sqrt((between+within)/n).")
+
+
 class Epochs(_Closed):
     n: int
     reducer: str = Field(description="mean or pass@K.")
     scores: dict[str, list[Optional[Number]]] = Field(description="Per metric, the task's value in each epoch.")
     pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
+    variance: Optional[dict[str, EpochVariance]] = Field(
+        None, description="Per numeric metric: within- and between-question variance, and the stderr they give."
+    )
 
 
 class AuditEntry(_Closed):

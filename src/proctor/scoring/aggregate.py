@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
 from proctor.scoring.metrics import MetricDef
-from proctor.scoring.stats import pooled_sample_stderr, pooled_stderr
+from proctor.scoring.stats import cluster_stderr, pooled_sample_stderr, pooled_stderr
 
 # results.json's entries as the file holds them (the run builds them as runs.results_schema models; scoring,
 # a layer below, reads and makes the plain JSON): a metric's {"value", "stderr", ...}; a task's or a
@@ -16,8 +16,11 @@ MetricEntry = dict[str, Any]
 TaskEntry = dict[str, Any]
 
 
-def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]) -> dict[str, MetricEntry]:
-    """Per metric: value and stderr over the samples it scored (None means 'unscored', counted apart)."""
+def aggregate_metrics(
+    metrics: Sequence[MetricDef], values: dict[str, list[Any]], clusters: Sequence[Any] | None = None
+) -> dict[str, MetricEntry]:
+    """Per metric: value and stderr over the samples it scored (None means 'unscored', counted apart). With
+    ``clusters`` (each sample's cluster), a mean metric also gets its cluster-robust (CR1) standard error."""
     out = {}
     for metric in metrics:
         all_values = values[metric.name]
@@ -27,8 +30,18 @@ def aggregate_metrics(metrics: Sequence[MetricDef], values: dict[str, list[Any]]
         if len(present) < len(all_values):
             entry["n_scored"] = len(present)
             entry["n_unscored"] = len(all_values) - len(present)
+        if clusters is not None and _is_mean(value, present):
+            scored = [c for v, c in zip(all_values, clusters) if v is not None]
+            entry["stderr_clustered"], entry["n_clusters"] = cluster_stderr([float(v) for v in present], scored)
         out[metric.name] = entry
     return out
+
+
+def _is_mean(value: Any, present: Sequence[Any]) -> bool:
+    """A metric whose aggregate is the plain mean of numeric per-sample values (the only kind CR1 applies to)."""
+    if not present or not all(isinstance(v, (int, float)) for v in present) or not isinstance(value, (int, float)):
+        return False
+    return math.isclose(float(value), sum(float(v) for v in present) / len(present), rel_tol=1e-9, abs_tol=1e-12)
 
 
 def breakdown_stats(parts: dict[str, TaskEntry]) -> dict[str, dict[str, float | int]]:
@@ -61,24 +74,36 @@ def breakdown_stats(parts: dict[str, TaskEntry]) -> dict[str, dict[str, float | 
     return out
 
 
-def breakdown(metrics: Sequence[MetricDef], values: dict[str, list[Any]], keys: Sequence[Any]) -> dict[str, TaskEntry]:
-    """Metrics per distinct key (e.g. per data file), keys in first-seen order."""
+def breakdown(
+    metrics: Sequence[MetricDef],
+    values: dict[str, list[Any]],
+    keys: Sequence[Any],
+    clusters: Sequence[Any] | None = None,
+) -> dict[str, TaskEntry]:
+    """Metrics per distinct key (e.g. per data file), keys in first-seen order; each part's standard errors
+    (clustered too, with ``clusters``) over its own samples."""
     positions: dict[Any, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         positions[key].append(i)
     out = {}
     for key, indices in positions.items():
         subset = {name: [vals[i] for i in indices] for name, vals in values.items()}
-        out[str(key)] = {"n_samples": len(indices), "metrics": aggregate_metrics(metrics, subset)}
+        part_clusters = [clusters[i] for i in indices] if clusters is not None else None
+        out[str(key)] = {"n_samples": len(indices), "metrics": aggregate_metrics(metrics, subset, part_clusters)}
     return out
 
 
 def breakdowns(
-    metrics: Sequence[MetricDef], values: dict[str, list[Any]], fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
+    metrics: Sequence[MetricDef],
+    values: dict[str, list[Any]],
+    fields: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    cluster: str | None = None,
 ) -> dict[str, Any]:
     """A task's ``breakdown`` (per field, per value of it in the samples' ``rows``: metrics) and its
     ``breakdown_stats`` (per field: max, median and weighted average over the values)."""
-    parts = {field: breakdown(metrics, values, [row.get(field) for row in rows]) for field in fields}
+    clusters = [row.get(cluster) for row in rows] if cluster is not None else None
+    parts = {field: breakdown(metrics, values, [row.get(field) for row in rows], clusters) for field in fields}
     return {
         "breakdown": parts,
         "breakdown_stats": {field: breakdown_stats(by_value) for field, by_value in parts.items()},

@@ -97,3 +97,79 @@ def percentile_interval(values: np.ndarray, alpha: float) -> tuple[float, float]
     """The ``1 - alpha`` percentile interval (numpy's linear quantiles)."""
     low, high = np.quantile(values, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
+
+
+def cluster_stderr(values: Sequence[float], clusters: Sequence[object]) -> tuple[float | None, int]:
+    """The cluster-robust (CR1) standard error of the mean and the number of clusters G: with residuals
+    ``e_i = x_i - mean`` summed per cluster, ``sqrt(G / (G - 1) * sum_g (sum_{i in g} e_i)^2) / n`` (Miller 2024,
+    eq. 4, and Inspect's ``stderr(cluster=...)``; statsmodels' cluster-robust OLS of the values on a constant gives
+    the same, its ``(N - 1) / (N - K)`` factor being 1 for K = 1). With one sample per cluster it is the plain
+    ``std(ddof=1) / sqrt(n)``. None for fewer than two clusters (nothing to estimate the spread from)."""
+    if len(values) != len(clusters):
+        raise ValueError("one cluster per value")
+    array = np.asarray(values, dtype=float)
+    sums: dict[object, float] = {}
+    mean = float(array.mean()) if array.size else float("nan")
+    for value, cluster in zip(array, clusters):
+        sums[cluster] = sums.get(cluster, 0.0) + float(value) - mean
+    groups = len(sums)
+    if groups < 2:
+        return None, groups
+    total = sum(s * s for s in sums.values())
+    return math.sqrt(groups / (groups - 1) * total) / array.size, groups
+
+
+def wilson_interval(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` of ``n`` 0/1 values (Wilson 1927): centre
+    ``(p + z^2 / 2n) / (1 + z^2 / n)``, half-width ``z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)``. It stays
+    in [0, 1] and keeps a width at p = 0 or 1, where ``p +- z * se`` collapses or leaves the range."""
+    if n < 1:
+        raise ValueError("a proportion of no values has no interval")
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z / scale * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def is_proportion(value: float, stderr: float | None, n: int) -> bool:
+    """Whether a mean with this standard error (``std(ddof=1) / sqrt(n)``) is a proportion of 0/1 values: only
+    they reach ``stderr = sqrt(p (1 - p) / (n - 1))``, the largest spread values in [0, 1] with mean p can have.
+    One value in {0, 1} (no stderr) counts too."""
+    if not 0 <= value <= 1 or n < 1:
+        return False
+    if stderr is None:
+        return n == 1 and value in (0, 1)
+    if n < 2:
+        return False
+    return math.isclose(stderr, math.sqrt(value * (1 - value) / (n - 1)), rel_tol=1e-6, abs_tol=1e-12)
+
+
+def epoch_variance(columns: Sequence[Sequence[float]]) -> dict[str, float | int] | None:
+    """How much ``k`` epochs (repeats of each question) reduce the variance of the mean (Miller 2024, section 3,
+    "resampling"), from each question's ``k`` values (questions with fewer than two are left out):
+
+    - ``within``: the mean over questions of the variance of a question's values across epochs (ddof 1);
+    - ``between``: the variance of the questions' true means, ``var(question means, ddof 1) - within / k``
+      (at least 0);
+    - ``stderr``: the standard error of the mean over questions, ``sqrt(var(question means, ddof 1) / n)``;
+    - ``stderr_one_epoch``: what one epoch would give, ``sqrt((between + within) / n)``.
+
+    None with fewer than two questions."""
+    usable = [list(map(float, c)) for c in columns if len(c) >= 2]
+    if len(usable) < 2:
+        return None
+    k = min(len(c) for c in usable)
+    usable = [c[:k] for c in usable]  # one k for all: a question missing an epoch's value counts with its first k
+    n = len(usable)
+    within = sum(sample_variance(c) for c in usable) / n
+    means = [sum(c) / k for c in usable]
+    of_means = sample_variance(means)
+    between = max(0.0, of_means - within / k)
+    return {
+        "n_questions": n,
+        "k": k,
+        "within": within,
+        "between": between,
+        "stderr": math.sqrt(of_means / n),
+        "stderr_one_epoch": math.sqrt((between + within) / n),
+    }

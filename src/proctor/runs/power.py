@@ -1,0 +1,86 @@
+"""``proctor power``: how many samples a comparison needs to detect a difference of ``d``, from pilot runs.
+
+From one pilot run each metric's per-sample standard deviation ``s`` gives the standard deviation of a paired
+difference as ``sqrt(2) * s``: two models with that spread whose errors are uncorrelated (Miller 2024, section 5:
+models that err on the same questions need fewer; a pilot of both models measures it). From two pilot runs (the
+baseline and the candidate) it is measured: the standard deviation of the per-sample differences on the samples
+they share. With clusters the count is multiplied by the design effect measured in the pilot, the squared ratio of
+the clustered to the plain standard error (at least 1). Samples needed: ``ceil(design effect * ((z_a + z_b) * sd /
+d)^2)`` (scoring/power.py).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from proctor.core.errors import ProctorError
+from proctor.runs.compare import finite_number, per_sample
+from proctor.runs.run_exports import load_results
+from proctor.scoring.power import minimum_detectable_effect, samples_needed
+from proctor.scoring.stats import cluster_stderr
+
+
+def power_analysis(
+    pilot: Path, effect: float, *, other: Path | None = None, alpha: float = 0.05, power: float = 0.8
+) -> dict[str, Any]:
+    """Per task, per numeric per-sample metric: the pilot's n, the standard deviation of a paired difference, the
+    design effect (clustered tasks), the samples needed to detect ``effect`` and the pilot n's minimum detectable
+    effect."""
+    if not 0 < effect:
+        raise ProctorError(f"--effect {effect}: the difference to detect is a positive number (e.g. 0.02)")
+    for run in (pilot, other):
+        if run is not None:
+            load_results(run)  # a folder that is not a run, or a damaged results.json, is named first
+    samples_a = per_sample(pilot)
+    samples_b = per_sample(other) if other is not None else None
+    tasks: dict[str, Any] = {}
+    for task, by_id in samples_a.items():
+        if task is None:
+            continue
+        ids = list(by_id) if samples_b is None else [i for i in by_id if i in samples_b.get(task, {})]
+        names = list(dict.fromkeys(name for i in ids for name in by_id[i][0]))
+        metrics: dict[str, Any] = {}
+        for name in names:
+            rows = []
+            for i in ids:
+                x = finite_number(by_id[i][0].get(name))
+                y = finite_number(samples_b[task][i][0].get(name)) if samples_b is not None else 0.0
+                if x is not None and y is not None:
+                    rows.append((x, y, by_id[i][2]))
+            if len(rows) < 2:
+                continue
+            values = (
+                np.array([y - x for x, y, _ in rows]) if samples_b is not None else np.array([x for x, _, _ in rows])
+            )
+            sd = float(values.std(ddof=1))
+            if samples_b is None:
+                sd *= math.sqrt(2)  # a difference of two independent scores with this spread
+            entry: dict[str, Any] = {"n": len(rows), "sd_difference": sd, "design_effect": 1.0}
+            clusters = [c for _, _, c in rows]
+            if all(c is not None for c in clusters) and sd > 0:
+                clustered, groups = cluster_stderr(list(values), clusters)
+                plain = float(values.std(ddof=1)) / math.sqrt(len(rows))
+                if clustered is not None:
+                    entry.update(design_effect=max(1.0, (clustered / plain) ** 2), n_clusters=groups)
+            needed = samples_needed(sd, effect, alpha, power)
+            entry["samples_needed"] = math.ceil(needed * entry["design_effect"])
+            entry["mde_at_n"] = minimum_detectable_effect(
+                sd * math.sqrt(entry["design_effect"] / len(rows)), alpha, power
+            )
+            metrics[name] = entry
+        if metrics:
+            tasks[task] = metrics
+    if not tasks:
+        raise ProctorError(f"{pilot}: no task has two samples or more with a numeric metric, so there is no variance")
+    return {
+        "pilot": str(pilot),
+        "other": str(other) if other is not None else None,
+        "effect": effect,
+        "alpha": alpha,
+        "power": power,
+        "tasks": tasks,
+    }

@@ -1,0 +1,71 @@
+"""CR1 cluster-robust standard errors (scoring/stats.cluster_stderr) and the aggregate that reports them, against
+statsmodels' cluster-robust OLS of the scores on a constant, on real questions that share passages (BoolQ)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from proctor.scoring.aggregate import aggregate_metrics, breakdowns
+from proctor.scoring.metrics import get_metric
+from proctor.scoring.stats import cluster_stderr, mean_stderr
+from tests.support.passages import boolq_rows
+
+sm = pytest.importorskip("statsmodels.api")
+
+
+def _statsmodels_cr1(values, clusters) -> float:
+    codes = {c: i for i, c in enumerate(dict.fromkeys(clusters))}
+    fit = sm.OLS(np.asarray(values, dtype=float), np.ones((len(values), 1))).fit(
+        cov_type="cluster", cov_kwds={"groups": np.array([codes[c] for c in clusters])}
+    )
+    return float(fit.bse[0])
+
+
+def test_cr1_matches_statsmodels_on_boolq_passages():
+    rows = boolq_rows(n_shared=60, n_alone=20)
+    values = [float(r["gold"]) for r in rows]  # the real answers (1: "yes") as a 0/1 score
+    clusters = [r["passage"] for r in rows]
+    assert len(set(clusters)) < len(rows)  # several questions do share passages
+    se, groups = cluster_stderr(values, clusters)
+    assert groups == len(set(clusters))
+    assert se == pytest.approx(_statsmodels_cr1(values, clusters), rel=1e-12)
+    assert se != pytest.approx(mean_stderr(values)[1], rel=1e-3)  # the clusters do change the number
+
+
+def test_cr1_written_out_and_its_limits():
+    values, clusters = [1.0, 0.0, 1.0, 1.0, 0.0], ["a", "a", "b", "c", "c"]
+    mean = 0.6
+    sums = [(1 - mean) + (0 - mean), 1 - mean, (1 - mean) + (0 - mean)]
+    assert cluster_stderr(values, clusters) == (pytest.approx(math.sqrt(3 / 2 * sum(s * s for s in sums)) / 5), 3)
+    # one sample per cluster: the plain std(ddof=1) / sqrt(n)
+    assert cluster_stderr(values, list(range(5)))[0] == pytest.approx(mean_stderr(values)[1])
+    assert cluster_stderr(values, ["x"] * 5) == (None, 1)  # one cluster: nothing to estimate the spread from
+    with pytest.raises(ValueError):
+        cluster_stderr(values, ["a"])
+
+
+def test_aggregate_reports_clustered_beside_plain_and_per_breakdown_part():
+    rows = boolq_rows(n_shared=30, n_alone=10)
+    acc = get_metric("acc", "multiple_choice")
+    values = {"acc": [float(r["gold"]) for r in rows]}
+    clusters = [r["passage"] for r in rows]
+    entry = aggregate_metrics([acc], values, clusters)["acc"]
+    assert entry["stderr"] == pytest.approx(mean_stderr(values["acc"])[1])  # the plain one is unchanged
+    assert entry["stderr_clustered"] == pytest.approx(_statsmodels_cr1(values["acc"], clusters), rel=1e-12)
+    assert entry["n_clusters"] == len(set(clusters))
+    assert "stderr_clustered" not in aggregate_metrics([acc], values)["acc"]  # no cluster field: as before
+    fields = [{**r, "alone": str(i >= 30)} for i, r in enumerate(rows)]
+    parts = breakdowns([acc], values, ["alone"], fields, "passage")["breakdown"]["alone"]
+    shared = parts["False"]["metrics"]["acc"]
+    assert parts["False"]["n_samples"] == 30
+    assert shared["stderr_clustered"] == pytest.approx(_statsmodels_cr1(values["acc"][:30], clusters[:30]), rel=1e-12)
+
+
+def test_unscored_samples_leave_their_clusters_out():
+    acc = get_metric("acc", "multiple_choice")
+    entry = aggregate_metrics([acc], {"acc": [1.0, None, 0.0, 1.0, 0.0]}, ["a", "a", "b", "c", "c"])["acc"]
+    assert entry["n_clusters"] == 3
+    assert entry["stderr_clustered"] == pytest.approx(cluster_stderr([1.0, 0.0, 1.0, 0.0], ["a", "b", "c", "c"])[0])
