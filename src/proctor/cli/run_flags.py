@@ -45,7 +45,7 @@ TASKS = typer.Option(
     "--tasks",
     "-t",
     metavar="GLOB",
-    help="Only tasks whose name matches this glob (repeatable).",
+    help="Only tasks whose name matches this glob (repeatable, or a,b as lm-eval's --tasks).",
     rich_help_panel=TASKS_PANEL,
 )
 LIMIT = typer.Option(
@@ -74,7 +74,12 @@ DATA_DIR = typer.Option(
     rich_help_panel=TASKS_PANEL,
 )
 VAR = typer.Option(
-    None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable).", rich_help_panel=TASKS_PANEL
+    None,
+    "--var",
+    "-T",
+    metavar="KEY=VALUE",
+    help="Fills ${KEY} in task files (repeatable; -T as Inspect's task arguments).",
+    rich_help_panel=TASKS_PANEL,
 )
 DATA_PATH = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP, rich_help_panel=TASKS_PANEL)
 PLUGIN = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP, rich_help_panel=TASKS_PANEL)

@@ -1,0 +1,75 @@
+"""Flags of lm-evaluation-harness and Inspect that users type out of habit, on ``proctor run``.
+
+Each is declared (hidden from ``--help``) so that it is either taken in proctor's meaning or refused with the
+proctor equivalent named: click's own "no such option" would suggest the nearest spelling, which misleads
+(``--log-dir`` -> ``--data-dir``, ``--max-connections`` -> ``--max-tokens``). The README's lm-eval and Inspect
+tables list each one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import typer
+
+# flag -> why proctor refuses it and what to type instead
+REFUSED = {
+    "--log-dir": "is Inspect's; proctor writes each run to a folder of its own: -o/--output DIR "
+    "(default: a new folder under runs/)",
+    "--sample-id": "is Inspect's; proctor selects rows with --limit N (the first N), or a filter: in the "
+    "task's data",
+    "--write-out": "is lm-eval's; see the rendered prompts without a model with "
+    "'proctor validate PATHS --show N' (after a run every prompt is in samples.jsonl)",
+    "--predict-only": "is lm-eval's; proctor scores every run, and the generations are in the run folder's "
+    "samples.jsonl whether or not the task has targets",
+    "--show-config": "is lm-eval's; each task's resolved config is in the run folder (results.json's "
+    "'config' of each task), and 'proctor validate PATHS --show N' prints prompts without a model",
+}
+
+HIDDEN = dict(hidden=True, rich_help_panel="Habits")
+LOG_DIR = typer.Option(None, "--log-dir", "--log_dir", metavar="DIR", **HIDDEN)  # type: ignore[arg-type]
+SAMPLE_ID = typer.Option(None, "--sample-id", "--sample_id", metavar="ID", **HIDDEN)  # type: ignore[arg-type]
+WRITE_OUT = typer.Option(False, "--write-out", "--write_out", **HIDDEN)  # type: ignore[arg-type]
+PREDICT_ONLY = typer.Option(False, "--predict-only", "--predict_only", **HIDDEN)  # type: ignore[arg-type]
+SHOW_CONFIG = typer.Option(False, "--show-config", "--show_config", **HIDDEN)  # type: ignore[arg-type]
+MAX_CONNECTIONS = typer.Option(
+    None,
+    "--max-connections",
+    min=1,
+    metavar="N",
+    help="openai: models: at most N requests at once (Inspect's flag; --model-arg concurrency=N).",
+    rich_help_panel="Model",
+)
+
+
+def refuse_habits(given: Mapping[str, Any]) -> None:
+    """A refused habit flag that was given (flag -> its value) ends the command, naming proctor's equivalent."""
+    for flag, value in given.items():
+        if value not in (None, False, ()):
+            raise typer.BadParameter(REFUSED[flag], param_hint=flag)
+
+
+def split_globs(tasks: Optional[list[str]]) -> Optional[tuple[str, ...]]:
+    """``--tasks a,b`` (lm-eval's list) as ``--tasks a --tasks b``; a glob holds no comma."""
+    if tasks is None:
+        return None
+    globs = tuple(part.strip() for item in tasks for part in item.split(",") if part.strip())
+    if not globs:
+        raise typer.BadParameter("names no task glob", param_hint="--tasks")
+    return globs
+
+
+def max_connections_option(count: Optional[int], served: bool, model_args: Mapping[str, Any]) -> dict[str, int]:
+    """``--max-connections N``: an openai: model's ``concurrency``; refused where it would be ignored."""
+    if count is None:
+        return {}
+    if not served:
+        raise typer.BadParameter(
+            "limits requests to an openai: model's server, and this model runs here (its batch: --batch-size N)",
+            param_hint="--max-connections",
+        )
+    if "concurrency" in model_args:
+        raise typer.BadParameter(
+            "is also given as --model-arg concurrency: give it once", param_hint="--max-connections"
+        )
+    return {"concurrency": count}

@@ -1,0 +1,103 @@
+"""lm-eval's and Inspect's common flags on ``proctor``: taken in proctor's meaning (``--tasks a,b``, ``-T``,
+``validate --show N`` / ``--write-out``, ``--max-connections``) or refused naming proctor's equivalent
+(cli/habits.py). One fresh ``proctor`` process per habit that works; the refusals in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, proctor_error, results, samples, write
+
+# the quiz under three names, its data in the folder ${PREFIX} (filled with --var / -T)
+PREFIXED = QUIZ.replace("path: data.jsonl", "path: '${PREFIX}/data.jsonl'")
+
+
+def _three_quizzes(root: Path) -> Path:
+    jsonl(root / "quizzes" / "rows" / "data.jsonl", QUESTIONS)
+    for name in ("alpha", "beta", "gamma"):
+        write(root / "quizzes" / f"{name}.yaml", PREFIXED.replace("name: quiz", f"name: {name}"))
+    return root / "quizzes"
+
+
+def test_tasks_takes_lm_evals_comma_list_and_T_fills_task_variables(tiny_model_dir, tmp_path):
+    _three_quizzes(tmp_path)
+    proctor(
+        "run", "quizzes", "--tasks", "alpha,gamma", "-T", "PREFIX=rows", "--model", str(tiny_model_dir), "-o", "run",
+        "-q", cwd=tmp_path,
+    )  # fmt: skip
+    tasks = results(tmp_path / "run")["tasks"]
+    assert sorted(tasks) == ["alpha", "gamma"]
+    assert all(0.0 <= tasks[name]["metrics"]["acc"]["value"] <= 1.0 for name in tasks)
+    rows = samples(tmp_path / "run")
+    assert len(rows) == 2 * len(QUESTIONS)
+    assert {r["task"] for r in rows} == {"alpha", "gamma"}
+
+
+def test_validate_show_prints_the_rendered_prompts_without_a_model(tmp_path):
+    _three_quizzes(tmp_path)
+    for flag in ("--show", "--write-out"):
+        done = proctor("validate", "quizzes/beta.yaml", flag, "2", "-T", "PREFIX=rows", cwd=tmp_path)
+        out = done.stdout
+        assert "beta sample a (1 of 5)" in out and "beta sample b (2 of 5)" in out and "sample c" not in out
+        assert f"Q: {QUESTIONS[0]['question']}\nA:" in out
+        assert "choices: " + " | ".join(QUESTIONS[1]["choices"]) in out
+
+
+def test_a_refused_habit_names_proctors_equivalent_in_a_fresh_process(tmp_path):
+    _three_quizzes(tmp_path)
+    message = proctor_error("run", "quizzes", "-T", "PREFIX=rows", "--log-dir", "logs", cwd=tmp_path)
+    assert "--log-dir" in message and "-o/--output DIR" in message and "--data-dir" not in message
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "logs").exists()
+
+
+def _cli(*args: str, cwd: Path) -> tuple[int, str]:
+    """The CLI's entry point in-process: its exit code and what it printed."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from proctor.cli import app
+
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        out = CliRunner().invoke(app, list(args), terminal_width=400)
+    finally:
+        os.chdir(before)
+    return out.exit_code, out.output
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--log-dir", "logs"], "-o/--output DIR"),
+        (["--log_dir", "logs"], "-o/--output DIR"),
+        (["--sample-id", "a"], "--limit N"),
+        (["--write_out"], "proctor validate PATHS --show N"),
+        (["--predict-only"], "samples.jsonl"),
+        (["--show-config"], "'config' of each task"),
+        (["--max-connections", "4"], "--batch-size N"),
+        (["--max-connections", "0"], "greater than or equal to 1"),
+        (["--tasks", ","], "names no task glob"),
+    ],
+)
+def test_refused_habits_name_the_flag_and_proctors_equivalent(flags, says, tmp_path):
+    _three_quizzes(tmp_path)
+    code, output = _cli("run", "quizzes", "-T", "PREFIX=rows", *flags, cwd=tmp_path)
+    assert code == 2, output
+    text = " ".join(output.replace("│", " ").split())  # click's error box wraps the message
+    assert flags[0].replace("_", "-") in text and says in text, output
+    assert not (tmp_path / "runs").exists()  # refused before a run folder was made
+
+
+def test_max_connections_is_an_openai_models_concurrency():
+    from proctor.cli.habits import max_connections_option
+
+    assert max_connections_option(5, True, {}) == {"concurrency": 5}
+    assert max_connections_option(None, False, {}) == {}
+    import typer
+
+    with pytest.raises(typer.BadParameter, match="give it once"):
+        max_connections_option(5, True, {"concurrency": 2})
