@@ -77,7 +77,7 @@ def _cli(*args: str, cwd: Path) -> tuple[int, str]:
         (["--sample-id", "a"], "--limit N"),
         (["--write_out"], "proctor validate PATHS --show N"),
         (["--predict-only"], "samples.jsonl"),
-        (["--show-config"], "'config' of each task"),
+        (["--show-config"], "tasks/NAME.yaml"),
         (["--max-connections", "4"], "--batch-size N"),
         (["--max-connections", "0"], "greater than or equal to 1"),
         (["--tasks", ","], "names no task glob"),
@@ -101,3 +101,63 @@ def test_max_connections_is_an_openai_models_concurrency():
 
     with pytest.raises(typer.BadParameter, match="give it once"):
         max_connections_option(5, True, {"concurrency": 2})
+
+
+def test_lm_evals_seed_and_gen_kwargs_on_its_tasks_in_a_fresh_process(tiny_model_dir, tmp_path):
+    """``--gen-kwargs`` merged into the generate task's generation_kwargs and ``--seed`` as its few-shot seed, as
+    lm-eval's flags do."""
+    pytest.importorskip("lm_eval")
+    from tests.dialects.lmeval.test_lmeval_dialect import GEN_TASK, MANY_SHOTS, first_shot
+    from tests.support.lmeval_quiz import ROWS
+
+    write(tmp_path / "gen" / "quiz_gen.yaml", GEN_TASK)
+    jsonl(tmp_path / "data" / "test.jsonl", ROWS)
+    jsonl(tmp_path / "data" / "train.jsonl", MANY_SHOTS)
+    proctor(
+        "run", "gen", "--lmeval-data", f"example/quiz:small={tmp_path / 'data'}", "--gen-kwargs", "max_gen_toks=2",
+        "--seed", "7", "--model", str(tiny_model_dir), "-o", "run", "-q", cwd=tmp_path,
+    )  # fmt: skip
+    first = next(r for r in samples(tmp_path / "run") if r["doc_id"] == 0)
+    context, given = first["arguments"][0]
+    assert context.startswith(f"Q: {first_shot(7)}\nA:") and first_shot(7) != first_shot(1234)
+    assert given == {"until": ["\n"], "max_gen_toks": 2}
+    recorded = results(tmp_path / "run")
+    assert recorded["tasks"]["quiz_gen"]["metrics"]["exact_match,none"]["value"] == 0.0  # a random model's answers
+
+
+def _lmeval_quiz(root: Path) -> tuple[Path, Path]:
+    from tests.support.lmeval_quiz import ROWS, SHOTS, TASK_A, TEMPLATE
+
+    write(root / "lmquiz" / "_template_yaml", TEMPLATE)
+    write(root / "lmquiz" / "quiz_plain.yaml", TASK_A)
+    jsonl(root / "lmdata" / "test.jsonl", ROWS)
+    jsonl(root / "lmdata" / "train.jsonl", SHOTS)
+    return root / "lmquiz", root / "lmdata"
+
+
+def test_metadata_reaches_lm_eval_task_configs_in_a_fresh_process(tiny_model_dir, tmp_path):
+    """lm-eval's --metadata JSON merged into each task config's metadata: its version (3 in the YAML) becomes 7."""
+    pytest.importorskip("lm_eval")
+    folder, data = _lmeval_quiz(tmp_path)
+    common = ("--lmeval-data", f"example/quiz:small={data}", "--model", str(tiny_model_dir), "-q")
+    proctor("run", "lmquiz", *common, "-o", "plain", cwd=tmp_path)
+    proctor(
+        "run", "lmquiz", *common, "--metadata", '{"version": 7, "max_seq_lengths": [64]}', "-o", "meta", cwd=tmp_path
+    )
+    plain, meta = results(tmp_path / "plain")["tasks"]["quiz_plain"], results(tmp_path / "meta")["tasks"]["quiz_plain"]
+    assert (plain["version"], meta["version"]) == ("3", "7")
+    assert meta["metrics"]["acc,none"]["value"] == plain["metrics"]["acc,none"]["value"]
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [("not json", "takes a JSON object"), ("[4096]", "takes a JSON object ({...}), got list")],
+)
+def test_malformed_metadata_names_the_flag(value, says, tmp_path):
+    pytest.importorskip("lm_eval")
+    folder, data = _lmeval_quiz(tmp_path)
+    code, output = _cli(
+        "validate", "lmquiz", "--lmeval-data", f"example/quiz:small={data}", "--metadata", value, cwd=tmp_path
+    )
+    text = " ".join(output.replace("│", " ").split())
+    assert code == 2 and "--metadata" in text and says in text, output

@@ -22,8 +22,8 @@ REFUSED = {
     "'proctor validate PATHS --show N' (after a run every prompt is in samples.jsonl)",
     "--predict-only": "is lm-eval's; proctor scores every run, and the generations are in the run folder's "
     "samples.jsonl whether or not the task has targets",
-    "--show-config": "is lm-eval's; each task's resolved config is in the run folder (results.json's "
-    "'config' of each task), and 'proctor validate PATHS --show N' prints prompts without a model",
+    "--show-config": "is lm-eval's; each task's resolved config is saved in the run folder as tasks/NAME.yaml, "
+    "and 'proctor validate PATHS --show N' prints prompts without a model",
 }
 
 HIDDEN = dict(hidden=True, rich_help_panel="Habits")
