@@ -161,3 +161,81 @@ def test_malformed_metadata_names_the_flag(value, says, tmp_path):
     )
     text = " ".join(output.replace("│", " ").split())
     assert code == 2 and "--metadata" in text and says in text, output
+
+
+ANSWERS = """\
+name: answers
+kind: generate
+data: {path: data.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+target: "{{ choices[label] }}"
+generation: {max_tokens: 4, stop: ["\\n"]}
+metrics: [exact_match]
+"""
+
+
+class _CountingServer:
+    """A stand-in OpenAI-compatible server on 127.0.0.1 (NOT a model): it answers every completion ' blue' after a
+    short wait and records the most requests it held at once."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.lock, self.open, self.most = threading.Lock(), 0, 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                with server.lock:
+                    server.open += 1
+                    server.most = max(server.most, server.open)
+                time.sleep(0.3)  # long enough for the client's other requests to arrive meanwhile
+                with server.lock:
+                    server.open -= 1
+                choice = {"index": 0, "finish_reason": "stop", "text": " blue"}
+                if self.path.endswith("/chat/completions"):
+                    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "blue"}}
+                usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+                data = json.dumps({"id": "x", "object": "text_completion", "choices": [choice], "usage": usage})
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data.encode())))
+                self.end_headers()
+                self.wfile.write(data.encode())
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "_CountingServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_max_connections_bounds_an_openai_models_requests_in_a_fresh_process(tmp_path):
+    pytest.importorskip("httpx")
+    jsonl(tmp_path / "answers" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "answers" / "task.yaml", ANSWERS)
+    for count in (1, 2):
+        with _CountingServer() as server:
+            proctor(
+                "run", "answers", "--model", "openai:stub", "--base-url", server.url, "--max-connections", str(count),
+                "-o", f"run{count}", "-q", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"},
+            )  # fmt: skip
+        assert server.most == count
+        # ' blue' is right for the first question only
+        assert results(tmp_path / f"run{count}")["tasks"]["answers"]["metrics"]["exact_match"]["value"] == 0.2
