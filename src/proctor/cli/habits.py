@@ -22,13 +22,35 @@ REFUSED = {
     "'proctor validate PATHS --show N' (after a run every prompt is in samples.jsonl)",
     "--predict-only": "is lm-eval's; proctor scores every run, and the generations are in the run folder's "
     "samples.jsonl whether or not the task has targets",
+    "--log-samples": "is lm-eval's; proctor always logs the samples (the run folder's samples.jsonl; "
+    "--no-log-samples turns that off)",
+    "--system-instruction": "is lm-eval's; proctor's is --system-prompt TEXT (a system turn with the chat "
+    "template, the prompt's start without it)",
+    "--apply-chat-template": "is lm-eval's; proctor's is --chat-template on (auto: as each task says)",
+    "--max-samples": "is Inspect's; proctor bounds the requests in flight with --max-connections N (openai: "
+    "models) or --batch-size N (local models)",
     "--show-config": "is lm-eval's; each task's resolved config is saved in the run folder as tasks/NAME.yaml, "
     "and 'proctor validate PATHS --show N' prints prompts without a model",
 }
 
 HIDDEN = dict(hidden=True, rich_help_panel="Habits")
 LOG_DIR = typer.Option(None, "--log-dir", "--log_dir", metavar="DIR", **HIDDEN)  # type: ignore[arg-type]
-SAMPLE_ID = typer.Option(None, "--sample-id", "--sample_id", metavar="ID", **HIDDEN)  # type: ignore[arg-type]
+SAMPLE_ID = typer.Option(None, "--sample-id", metavar="ID", **HIDDEN)  # type: ignore[arg-type]
+LOG_SAMPLES = typer.Option(False, "--log-samples", "--log_samples", **HIDDEN)  # type: ignore[arg-type]
+SYSTEM_INSTRUCTION = typer.Option(
+    None,
+    "--system-instruction",
+    "--system_instruction",
+    metavar="TEXT",
+    **HIDDEN,  # type: ignore[arg-type]
+)
+APPLY_CHAT_TEMPLATE = typer.Option(
+    False,
+    "--apply-chat-template",
+    "--apply_chat_template",
+    **HIDDEN,  # type: ignore[arg-type]
+)
+MAX_SAMPLES = typer.Option(None, "--max-samples", metavar="N", **HIDDEN)  # type: ignore[arg-type]
 WRITE_OUT = typer.Option(False, "--write-out", "--write_out", **HIDDEN)  # type: ignore[arg-type]
 PREDICT_ONLY = typer.Option(False, "--predict-only", "--predict_only", **HIDDEN)  # type: ignore[arg-type]
 SHOW_CONFIG = typer.Option(False, "--show-config", "--show_config", **HIDDEN)  # type: ignore[arg-type]

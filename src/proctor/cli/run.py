@@ -98,6 +98,10 @@ def run(
     write_out: bool = habits.WRITE_OUT,
     predict_only: bool = habits.PREDICT_ONLY,
     show_config: bool = habits.SHOW_CONFIG,
+    log_samples: bool = habits.LOG_SAMPLES,
+    system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
+    apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
+    max_samples: Optional[str] = habits.MAX_SAMPLES,
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
@@ -114,6 +118,10 @@ def run(
             "--write-out": write_out,
             "--predict-only": predict_only,
             "--show-config": show_config,
+            "--log-samples": log_samples,
+            "--system-instruction": system_instruction,
+            "--apply-chat-template": apply_chat_template,
+            "--max-samples": max_samples,
         }
     )
     load_plugins(plugin)
