@@ -85,6 +85,8 @@ def _cli(*args: str, cwd: Path) -> tuple[int, str]:
         (["--max-connections", "4"], "--batch-size N"),
         (["--max-connections", "0"], "greater than or equal to 1"),
         (["--tasks", ","], "names no task glob"),
+        (["--seed", "0,1234,1234,1234"], "lm-eval's list of four seeds"),
+        (["--seed", "x"], "takes an integer, got 'x'"),
     ],
 )
 def test_refused_habits_name_the_flag_and_proctors_equivalent(flags, says, tmp_path):

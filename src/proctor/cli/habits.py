@@ -64,6 +64,22 @@ MAX_CONNECTIONS = typer.Option(
 )
 
 
+def seed_option(value: Optional[str]) -> Optional[int]:
+    """--seed S: one integer; lm-eval's four-seed list ("0,1234,1234,1234") is refused saying what S does here."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    if "," in value:
+        raise typer.BadParameter(
+            f"takes one integer S, got '{value}': lm-eval's list of four seeds (python, numpy, torch, few-shot) has "
+            "no proctor spelling, as proctor seeds each request; --seed S is lm-eval's --seed S (all four S)"
+        )
+    raise typer.BadParameter(f"takes an integer, got '{value}'")
+
+
 def refuse_habits(given: Mapping[str, Any]) -> None:
     """A refused habit flag that was given (flag -> its value) ends the command, naming proctor's equivalent."""
     for flag, value in given.items():

@@ -68,7 +68,7 @@ def run(
     temperature: Optional[float] = flag.TEMPERATURE,
     top_p: Optional[float] = flag.TOP_P,
     max_tokens: Optional[int] = flag.MAX_TOKENS,
-    seed: Optional[int] = flag.SEED,
+    seed: Optional[str] = flag.SEED,  # the callback hands over an int
     epochs: int = flag.EPOCHS,
     epoch_reducer: str = flag.EPOCH_REDUCER,
     system_prompt: Optional[str] = flag.SYSTEM_PROMPT,
@@ -138,7 +138,7 @@ def run(
         temperature=temperature,
         top_p=top_p,
         max_tokens=max_tokens,
-        seed=seed,
+        seed=cast("int | None", seed),
         epochs=epochs,
         epoch_reducer=epoch_reducer,
         system_prompt=system_prompt,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from proctor.cli.habits import seed_option
 from proctor.cli.options import (
     DEVICES,
     ChatTemplate,
@@ -203,7 +204,8 @@ SEED = typer.Option(
     None,
     "--seed",
     metavar="S",
-    help="Sampling seed; each sample and epoch draws from its own stream.",
+    callback=seed_option,
+    help="Sampling seed; each sample and epoch draws from its own stream (lm-eval tasks: also the few-shot seed).",
     rich_help_panel=OVERRIDES_PANEL,
 )
 EPOCHS = typer.Option(
