@@ -356,6 +356,9 @@ def _evaluate_loaded(
                 record.add_warning(
                     f"{p.task.name}: failed, so group(s) {', '.join(p.task.spec.group)} average the other tasks only"
                 )
+        chosen = model_info(model).get("batch_sizes")
+        if chosen:  # --batch-size auto: what it chose, known once the model has run
+            record.model_info = {**record.model_info, "batch_sizes": chosen}
         entries = record.task_entries()
         record.finish(aggregate_groups(entries, memberships), rollup(entries), round(time.perf_counter() - started, 3))
         results = record.as_dict()

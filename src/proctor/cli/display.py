@@ -20,11 +20,21 @@ console = (
 err_console = Console(stderr=True)
 
 
-def fmt_value(value: Optional[float]) -> str:
+def is_count(metric: str) -> bool:
+    """A metric that counts (SEA-HELM's null_count, a use case's n_correct): printed as a whole number."""
+    name = metric.split(",")[0].lower()
+    return name.endswith("count") or name.startswith(("n_", "num_"))
+
+
+def fmt_value(value: Optional[float], metric: str = "") -> str:
     if value is None:
         return "—"
     if value != value:  # NaN
         return "nan"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if metric and is_count(metric) and float(value).is_integer():  # a count stored as a float (4.0)
+        return str(int(value))
     return f"{value:.4f}"
 
 
@@ -121,7 +131,7 @@ def print_results(results: dict) -> None:
                 escape(metric),
                 ""
                 if entry is None
-                else fmt_value(entry["value"])
+                else fmt_value(entry["value"], metric)
                 + (f" ({entry['n_unscored']} unscored)" if entry.get("n_unscored") else ""),
                 "" if entry is None else stderr_text(entry),
             )
@@ -142,7 +152,7 @@ def print_results(results: dict) -> None:
                 f"[bold]{escape(name)}[/bold] [dim](group)[/dim]" if first else "",
                 str(group["n_samples"]) if first else "",
                 escape(metric),
-                fmt_value(entry["value"]),
+                fmt_value(entry["value"], metric),
                 fmt_value(entry["stderr"]),
             )
             first = False
@@ -176,7 +186,7 @@ def print_results(results: dict) -> None:
             stats = task.get("breakdown_stats", {}).get(key, {})
             console.print(f"[bold]{name}[/bold] by {key}:")
             for part, entry in parts.items():
-                values = ", ".join(f"{m} = {fmt_value(e['value'])}" for m, e in entry["metrics"].items())
+                values = ", ".join(f"{m} = {fmt_value(e['value'], m)}" for m, e in entry["metrics"].items())
                 console.print(f"    {part} ({entry['n_samples']}): {values}")
             for metric, stat in stats.items():
                 console.print(

@@ -12,6 +12,7 @@ from typing import List, Optional, cast
 
 import typer
 
+from proctor.cli import habits
 from proctor.cli import run_flags as flag
 from proctor.cli.app import app
 from proctor.cli.console import quiet_libraries
@@ -67,7 +68,7 @@ def run(
     temperature: Optional[float] = flag.TEMPERATURE,
     top_p: Optional[float] = flag.TOP_P,
     max_tokens: Optional[int] = flag.MAX_TOKENS,
-    seed: Optional[int] = flag.SEED,
+    seed: Optional[str] = flag.SEED,  # the callback hands over an int
     epochs: int = flag.EPOCHS,
     epoch_reducer: str = flag.EPOCH_REDUCER,
     system_prompt: Optional[str] = flag.SYSTEM_PROMPT,
@@ -90,6 +91,17 @@ def run(
     gpus_per_worker: float = flag.GPUS_PER_WORKER,
     worker_resources: Optional[List[str]] = flag.WORKER_RESOURCES,
     worker_nodes: Optional[List[str]] = flag.WORKER_NODES,
+    # -- lm-eval's and Inspect's flags: taken in proctor's meaning or refused naming its equivalent (cli/habits.py)
+    max_connections: Optional[int] = habits.MAX_CONNECTIONS,
+    log_dir: Optional[str] = habits.LOG_DIR,
+    sample_id: Optional[List[str]] = habits.SAMPLE_ID,
+    write_out: bool = habits.WRITE_OUT,
+    predict_only: bool = habits.PREDICT_ONLY,
+    show_config: bool = habits.SHOW_CONFIG,
+    log_samples: bool = habits.LOG_SAMPLES,
+    system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
+    apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
+    max_samples: Optional[str] = habits.MAX_SAMPLES,
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
@@ -99,6 +111,19 @@ def run(
 
     if quiet:
         quiet_libraries()
+    habits.refuse_habits(
+        {
+            "--log-dir": log_dir,
+            "--sample-id": tuple(sample_id or ()),
+            "--write-out": write_out,
+            "--predict-only": predict_only,
+            "--show-config": show_config,
+            "--log-samples": log_samples,
+            "--system-instruction": system_instruction,
+            "--apply-chat-template": apply_chat_template,
+            "--max-samples": max_samples,
+        }
+    )
     load_plugins(plugin)
     if limit is not None and limit_per_part is not None:
         raise typer.BadParameter(
@@ -113,7 +138,7 @@ def run(
         temperature=temperature,
         top_p=top_p,
         max_tokens=max_tokens,
-        seed=seed,
+        seed=cast("int | None", seed),
         epochs=epochs,
         epoch_reducer=epoch_reducer,
         system_prompt=system_prompt,
@@ -134,13 +159,17 @@ def run(
     if max_length is not None:
         options["max_length"] = max_length
     if served:
-        options = {"base_url": base_url, "api_key_env": api_key_env, **model_args_from(model_arg)}
+        given_args = model_args_from(model_arg)
+        options = {"base_url": base_url, "api_key_env": api_key_env, **given_args}
+        options.update(habits.max_connections_option(max_connections, served, given_args))
     elif model_arg:
         given = model_args_from(model_arg)
         check_model_arg_flags(
             given, run, {"dtype": dtype, "device": device, "batch_size": batch_size, "max_length": max_length}
         )
         options.update(given)
+    if not served:
+        habits.max_connections_option(max_connections, served, {})  # refused: nothing here to limit
     if backend is not None and backend.tensor_parallel and gpus_per_worker >= 1:
         options["tensor_parallel_size"] = int(gpus_per_worker)
     worker_flags = {"--cpus-per-worker": cpus_per_worker != 1.0, "--gpus-per-worker": gpus_per_worker != 0.0}
@@ -159,7 +188,7 @@ def run(
     config = RunConfig(
         tasks=tuple(paths),
         model=ModelConfig(model, options, cluster=cluster),
-        select=None if tasks is None else tuple(tasks),
+        select=habits.split_globs(tasks),
         dialect_options=dialect_opts,
         # typer hands over what the callback limit_option returned: a count or a fraction (the annotation is
         # the flag's text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from proctor.cli.habits import seed_option
 from proctor.cli.options import (
     DEVICES,
     ChatTemplate,
@@ -45,7 +46,7 @@ TASKS = typer.Option(
     "--tasks",
     "-t",
     metavar="GLOB",
-    help="Only tasks whose name matches this glob (repeatable).",
+    help="Only tasks whose name matches this glob (repeatable, or a,b as lm-eval's --tasks).",
     rich_help_panel=TASKS_PANEL,
 )
 LIMIT = typer.Option(
@@ -74,7 +75,12 @@ DATA_DIR = typer.Option(
     rich_help_panel=TASKS_PANEL,
 )
 VAR = typer.Option(
-    None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable).", rich_help_panel=TASKS_PANEL
+    None,
+    "--var",
+    "-T",
+    metavar="KEY=VALUE",
+    help="Fills ${KEY} in task files (repeatable; -T as Inspect's task arguments).",
+    rich_help_panel=TASKS_PANEL,
 )
 DATA_PATH = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP, rich_help_panel=TASKS_PANEL)
 PLUGIN = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP, rich_help_panel=TASKS_PANEL)
@@ -198,7 +204,8 @@ SEED = typer.Option(
     None,
     "--seed",
     metavar="S",
-    help="Sampling seed; each sample and epoch draws from its own stream.",
+    callback=seed_option,
+    help="Sampling seed; each sample and epoch draws from its own stream (lm-eval tasks: also the few-shot seed).",
     rich_help_panel=OVERRIDES_PANEL,
 )
 EPOCHS = typer.Option(

@@ -77,6 +77,22 @@ def list_tasks(
         )
 
 
+def print_prompts(prepared, count: int) -> None:
+    """``validate --show N``: the first N prompts of a task (lm-eval's --write_out), as text or chat messages."""
+    from rich.markup import escape
+
+    for position, item in enumerate(prepared.samples[:count]):
+        prompt = item.prompt
+        console.rule(f"{prepared.task.name} sample {item.sample.id} ({position + 1} of {len(prepared.samples)})")
+        if prompt.messages is None:
+            console.print(escape(prompt.text or item.text or ""), highlight=False, soft_wrap=True)
+        else:
+            for role, content in prompt.messages:
+                console.print(f"[bold]{role}:[/bold] {escape(content)}", highlight=False, soft_wrap=True)
+        if item.choices:
+            console.print("choices: " + escape(" | ".join(item.choices)), highlight=False, soft_wrap=True)
+
+
 def needs(task) -> str:
     """The ``needs`` cell of ``ls``: what the model must take besides text."""
     if "images" in task.needs:
@@ -112,12 +128,20 @@ def validate(
         None, "--data-dir", metavar="DIR", help="Sets ${PROCTOR_DATA} in task files."
     ),
     var: Optional[List[str]] = typer.Option(
-        None, "--var", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable)."
+        None, "--var", "-T", metavar="KEY=VALUE", help="Fills ${KEY} in task files (repeatable)."
     ),
     data_path: Optional[Path] = typer.Option(None, "--data-path", metavar="DIR", help=DATA_PATH_HELP),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", metavar="FILE", help=PLUGIN_HELP),
     trust_task_code: bool = typer.Option(
         False, "--trust-task-code", help="Run Python code that ships with task files, as for run."
+    ),
+    show: int = typer.Option(
+        0,
+        "--show",
+        "--write-out",
+        min=0,
+        metavar="N",
+        help="Print each task's first N prompts as the model would get them (chat: the messages), without a model.",
     ),
     strict: bool = typer.Option(
         False, "--strict", help="Every audit finding is an error, not a warning (as for run; docs/audit.md)."
@@ -158,6 +182,7 @@ def validate(
         valid += 1
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")
         print_findings(task.name, prepared.findings)
+        print_prompts(prepared, show)
     for problem in problems:
         err_console.print(f"[bold red]error:[/bold red] {escape(problem['error'])}", highlight=False, soft_wrap=True)
     console.print(f"{valid} task(s) valid")

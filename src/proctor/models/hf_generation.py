@@ -67,7 +67,7 @@ class HFGeneration:
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
         results: list = [None] * len(requests)
         longest = max((len(p) + r.max_tokens for p, r in zip(prompts, requests)), default=1)
-        size = self._auto_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
+        size = self._chosen_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
         # Requests with the same settings decode together.
         groups: list[list[int]] = []
         for i in order:
@@ -137,6 +137,15 @@ class HFGeneration:
         for i, cut in cuts.items():
             results[i] = dataclasses.replace(results[i], truncated=cut)
         return results
+
+    def _chosen_generation_batch(self, sequence_length: int) -> int:
+        """``--batch-size auto``: the size chosen for this call, remembered (``chosen_batch_sizes``, each size once)
+        so the run records what ran rather than 'auto' (results.json's ``model_info.batch_sizes``)."""
+        size = self._auto_generation_batch(sequence_length)
+        chosen = self.__dict__.setdefault("chosen_batch_sizes", [])
+        if size not in chosen:
+            chosen.append(size)
+        return size
 
     def _auto_generation_batch(self, sequence_length: int) -> int:
         """As many sequences as a quarter of free memory holds key/value caches for (1 to 64 on the

@@ -17,6 +17,9 @@ def model_info(model: Any) -> dict:
         value = getattr(model, key, None)
         if isinstance(value, (int, str)):
             info[key] = value
+    chosen = getattr(model, "chosen_batch_sizes", None)
+    if isinstance(chosen, list) and chosen:  # --batch-size auto: the sizes it chose (lm-eval's batch_sizes)
+        info["batch_sizes"] = [int(size) for size in chosen]
     module = getattr(model, "model", None)
     if module is not None and hasattr(module, "num_parameters"):
         try:

@@ -109,11 +109,38 @@ class LmEvalOptions(BaseOptions):
             "(lm-eval's default 100000; 0: no standard errors).",
         ),
     ] = Field(default=None, ge=0)
+    lmeval_metadata: Annotated[
+        Optional[dict[str, Any]],
+        cli(
+            "--metadata",
+            type=Optional[str],
+            metavar="JSON",
+            commands=EVERY_COMMAND,
+            help="lm-eval tasks: a JSON object merged into every task's metadata, as lm-eval's --metadata "
+            "(e.g. '{\"max_seq_lengths\": [4096]}').",
+        ),
+    ] = None
 
     @field_validator("lmeval_data", mode="before")
     @classmethod
     def _data_map(cls, value: Any) -> Any:
         return id_path_mapping(value, "--lmeval-data", "ID[:CONFIG[:SPLIT]]=PATH")
+
+    @field_validator("lmeval_metadata", mode="before")
+    @classmethod
+    def _json_object(cls, value: Any) -> Any:
+        """lm-eval's --metadata: a JSON object (its keys reach the task configs' ``metadata``)."""
+        if not isinstance(value, str):
+            return value
+        import json
+
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"takes a JSON object, e.g. '{{\"max_seq_lengths\": [4096]}}': {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError(f"takes a JSON object ({{...}}), got {type(parsed).__name__} {value!r}")
+        return parsed
 
     @field_validator("lmeval_data_file", mode="before")
     @classmethod
@@ -150,7 +177,7 @@ class LmEvalDialect(Dialect[LmEvalOptions]):
 
     def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
         run_options = importlib.import_module("proctor.dialects.lmeval.run_options")
-        return run_options.apply(task, overrides, chat), set()
+        return run_options.apply(task, overrides, chat)
 
 
 def _resolve_metric(name: str) -> Any:

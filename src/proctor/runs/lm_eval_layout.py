@@ -230,7 +230,7 @@ def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> d
         "batch_size": info.get("batch_size")
         if isinstance(info.get("batch_size"), int)
         else str(info.get("batch_size") or 1),
-        "batch_sizes": [],
+        "batch_sizes": list(info.get("batch_sizes") or []),
         "device": str(info.get("device") or "cpu"),
         "use_cache": None,
         "limit": results.get("limit"),
@@ -239,7 +239,7 @@ def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> d
         "random_seed": int(seed),
         "numpy_seed": int(seed),
         "torch_seed": int(seed),
-        "fewshot_seed": 1234,
+        "fewshot_seed": int(overrides.get("seed", 1234)),  # --seed S is lm-eval's fewshot seed too
     }
     env = results.get("environment") or {}
     chat = info.get("chat_template") if results.get("chat_applied") else None

@@ -65,11 +65,13 @@ def script_text(json_text: str) -> str:
 
 
 def fmt(value: Any) -> str:
-    """How the report prints a metric: 4 decimals, '—' for none, 'nan' for NaN."""
+    """How the report prints a metric: 4 decimals (a count: whole), '—' for none, 'nan' for NaN."""
     if value is None:
         return "—"
     if isinstance(value, float) and value != value:
         return "nan"
+    if isinstance(value, int) and not isinstance(value, bool):  # a count (null_count): a whole number
+        return str(value)
     if isinstance(value, (int, float)):
         return f"{value:.4f}"
     return str(value)

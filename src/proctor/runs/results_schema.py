@@ -313,6 +313,13 @@ class Environment(_Closed):
     python: str
     platform: str
     git_hash: Optional[str]
+    cpu: Optional[str] = Field(None, description="The CPU's model name (absent in runs of earlier versions).")
+    gpus: list[str] = Field(default_factory=list, description="The GPUs' model names (none: an empty list).")
+    packages: dict[str, str] = Field(
+        default_factory=dict,
+        description="Versions of the installed packages that can change numbers (torch, transformers, tokenizers, "
+        "numpy, lm_eval, vllm, datasets, ...), by distribution name.",
+    )
 
 
 class RunTiming(_Closed):

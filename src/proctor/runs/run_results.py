@@ -9,19 +9,14 @@ run's ``total_seconds``) is None here until then. Each task's result is the ``Ta
 
 from __future__ import annotations
 
-import platform
 from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from proctor.runs.environment_record import environment as environment
 from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
 
 Status = Literal["running", "complete", "partial"]
-
-
-def environment(git_hash: str | None) -> Environment:
-    """Where the run ran: this Python and platform, and the commit of the folder it started in."""
-    return Environment(python=platform.python_version(), platform=platform.platform(), git_hash=git_hash)
 
 
 class RunResults(BaseModel):

@@ -10,7 +10,8 @@ folders (see docs/lmeval.md).
 Options (``LmEvalOptions``; API: ``dialect_options``): ``lmeval_include`` (folders), ``lmeval_data`` ({KEY: PATH}, see
 ``data_map``), ``lmeval_data_file`` (a mapping file), ``trust_task_code`` (``!function`` code beside
 task files outside the installed catalogue), ``lmeval_bootstrap_iters`` (lm-eval's
-``bootstrap_iters`` for standard errors; default 100000, 0: none, as lm-eval).
+``bootstrap_iters`` for standard errors; default 100000, 0: none, as lm-eval), ``lmeval_metadata`` (lm-eval's
+``--metadata``: merged into every task config's ``metadata``, so into its digest).
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ def _recorded(options: LmEvalOptions) -> dict[str, Any]:
     return {} if iters is None else {"bootstrap_iters": iters}
 
 
+def _with_metadata(leaves: list, options: LmEvalOptions) -> list:
+    """lm-eval's ``--metadata``: each config's ``metadata`` | the given object (TaskFactory's merge); copies, as
+    the catalogue's leaves are cached."""
+    import dataclasses
+
+    extra = options.lmeval_metadata
+    if not extra:
+        return leaves
+    return [
+        dataclasses.replace(leaf, config={**leaf.config, "metadata": {**(leaf.config.get("metadata") or {}), **extra}})
+        for leaf in leaves
+    ]
+
+
 def _include(options: LmEvalOptions) -> list[Path]:
     folders = [Path(p).expanduser() for p in options.lmeval_include or []]
     for folder in folders:
@@ -80,7 +95,9 @@ def load_named(text: str, options: LmEvalOptions | None = None) -> list[Task]:
             raise catalogue.unknown_name(name, tm, where)
         leaves = catalogue.resolve(name, tm, trusted, where)
     mapping = _mapping(options)
-    return [specs.to_task(leaf, mapping, f"{PREFIX}{name}", _recorded(options)) for leaf in leaves]
+    return [
+        specs.to_task(leaf, mapping, f"{PREFIX}{name}", _recorded(options)) for leaf in _with_metadata(leaves, options)
+    ]
 
 
 def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> list[Task]:
@@ -110,7 +127,7 @@ def load(path: Path, explicit: bool, options: LmEvalOptions | None = None) -> li
     )
     leaves = catalogue.resolve(spec, tm, options.trust_task_code, str(folder))
     mapping = _mapping(options)
-    return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in leaves]
+    return [specs.to_task(leaf, mapping, str(path), _recorded(options)) for leaf in _with_metadata(leaves, options)]
 
 
 def _referenced(document: dict) -> list[str]:

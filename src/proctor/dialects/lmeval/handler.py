@@ -136,6 +136,10 @@ class _LmEvalRunner:
         leaf = self.leaf
         config = dict(leaf.config)
         config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.num_fewshot)
+        if self.run_options.generation_kwargs:  # only a generate_until task gets them (run_options.apply)
+            # lm-eval's --gen_kwargs: set_config("generation_kwargs", ..., update=True)
+            own = config.get("generation_kwargs") or {}
+            config["generation_kwargs"] = {**own, **self.run_options.generation_kwargs}
         if callable(config.get("process_docs")):
             config["process_docs"] = _gives_dataset(config["process_docs"], leaf)
         needed = _splits_read(config)
@@ -164,7 +168,8 @@ class _LmEvalRunner:
                     file=leaf.source,
                     field="fewshot_split",
                 )
-        task.set_fewshot_seed(seed=FEWSHOT_SEED)
+        seed = self.run_options.seed
+        task.set_fewshot_seed(seed=FEWSHOT_SEED if seed is None else seed)  # lm-eval's --seed sets this one too
         return task
 
     def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
@@ -247,7 +252,7 @@ class _LmEvalRunner:
         )
         for instance in task.instances:
             instance.resps = []
-        answer_instances(task.instances, len(self.docs), executor, self.leaf)
+        answer_instances(task.instances, len(self.docs), executor, self.leaf, self.run_options.seed or 0)
         with self._templates():
             try:
                 return self._score(task)

@@ -46,10 +46,11 @@ def proctor_request(instance: Any, leaf: Any) -> Any:
     )
 
 
-def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any) -> None:
+def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any, seed: int = 0) -> None:
     """Every request instance answered through the executor (run store, chunks), grouped by request type and
-    each distinct request sent once; the answers appended to the instances' ``resps`` as lm-eval's own model
-    classes would, and progress reported per document (``n_docs`` in all)."""
+    each distinct request sent once (``seed``: --seed, the first repeat's sampling seed); the answers appended to
+    the instances' ``resps`` as lm-eval's own model classes would, and progress reported per document (``n_docs``
+    in all)."""
     model, progress = executor.model, executor.progress
     by_type: dict[str, list] = defaultdict(list)
     for instance in instances:
@@ -76,8 +77,8 @@ def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any
         flat = []
         for instance in group:
             request = proctor_request(instance, leaf)
-            if kind == "generate_until" and instance.repeats > 1:
-                flat += [dataclasses.replace(request, seed=k) for k in range(instance.repeats)]
+            if kind == "generate_until" and (instance.repeats > 1 or seed):  # --seed S: repeats draw S, S+1, ...
+                flat += [dataclasses.replace(request, seed=seed + k) for k in range(instance.repeats)]
             else:
                 flat += [request] * instance.repeats
         unique = list(dict.fromkeys(flat))

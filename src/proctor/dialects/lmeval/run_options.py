@@ -8,8 +8,15 @@
 - ``--system-prompt TEXT``: lm-eval's ``system_instruction`` (a system turn, or the prompt's start
   in plain text).
 
+- ``--gen-kwargs K=V,...`` (and ``--temperature`` / ``--top-p`` / ``--max-tokens``): merged into each
+  ``generate_until`` task's ``generation_kwargs``, as lm-eval's ``--gen_kwargs`` (``set_config(update=True)``);
+  other tasks keep theirs, as in lm-eval;
+- ``--seed S``: lm-eval's ``--seed S`` (every seed S): the few-shot draw's seed (default 1234), and the
+  sampling seed of each generation (lm-eval seeds torch globally; proctor seeds each request).
+
 They enter the task's handler options (``LmEvalRunOptions``: so its content hash, hence the resume check);
-``--gen-kwargs`` / ``--seed`` and ``--epochs`` are refused by name (set them in the task YAML).
+``--epochs`` is refused by name (set ``repeats`` in the task YAML), as are generation settings lm-eval's requests
+do not carry here.
 """
 
 from __future__ import annotations
@@ -19,18 +26,32 @@ from typing import Any
 
 from proctor.core.errors import ProctorError
 
+# proctor's generation fields -> lm-eval's generation_kwargs keys (what instance_requests reads back)
+LMEVAL_GEN_KEYS = {"max_tokens": "max_gen_toks", "stop": "until", "temperature": "temperature", "top_p": "top_p"}
+
+
+def lmeval_gen_kwargs(gen_kwargs: Any, name: str) -> dict[str, Any]:
+    """--gen-kwargs (parsed into proctor's fields) in lm-eval's names; a temperature above 0 turns sampling on,
+    as lm-eval's ``do_sample``; a setting its requests do not carry is refused rather than dropped."""
+    out: dict[str, Any] = {}
+    for key, value in dict(gen_kwargs).items():
+        if key not in LMEVAL_GEN_KEYS:
+            raise ProctorError(
+                f"--gen-kwargs {key} is not applied to lm-evaluation-harness tasks (task '{name}'); they take "
+                + ", ".join(sorted(set(LMEVAL_GEN_KEYS.values()) | {"max_new_tokens", "do_sample"}))
+            )
+        out[LMEVAL_GEN_KEYS[key]] = list(value) if key == "stop" else value
+    if "temperature" in out:
+        out["do_sample"] = float(out["temperature"]) > 0
+    return out
+
 
 def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
     """What the overrides ask of one lm-eval task (empty when they ask nothing)."""
-    refused = [
-        flag
-        for flag, on in (("--gen-kwargs/--seed", bool(o.gen_kwargs) or o.seed is not None), ("--epochs", o.epochs != 1))
-        if on
-    ]
-    if refused:
+    if o.epochs != 1:
         raise ProctorError(
-            f"{refused[0]} is not applied to lm-evaluation-harness tasks yet (task '{name}'): set "
-            "generation_kwargs / repeats in the task YAML instead"
+            f"--epochs is not applied to lm-evaluation-harness tasks yet (task '{name}'): set repeats in the task "
+            "YAML instead"
         )
     if o.fewshot_as_multiturn and not chat:
         raise ProctorError(
@@ -45,15 +66,27 @@ def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
         out["fewshot_as_multiturn"] = True if o.fewshot_as_multiturn is None else bool(o.fewshot_as_multiturn)
     if o.system_prompt is not None:
         out["system_instruction"] = o.system_prompt
+    if o.gen_kwargs:
+        out["generation_kwargs"] = lmeval_gen_kwargs(o.gen_kwargs, name)
+    if o.seed is not None:
+        out["seed"] = o.seed
     return out
 
 
-def apply(task: Any, o: Any, chat: bool | None) -> Any:
-    """The task with its run options recorded in its spec (unchanged when there are none)."""
+def apply(task: Any, o: Any, chat: bool | None) -> tuple[Any, set[str]]:
+    """The task with its run options recorded in its spec (unchanged when there are none), and the overrides that
+    mean nothing for it: --gen-kwargs on a task that generates nothing (lm-eval leaves it alone too; the run is
+    refused when no selected task generates)."""
     options = run_options(o, chat, task.name)
+    skipped: set[str] = set()
+    generates = task.spec.handler is not None and task.spec.handler.options.output_type == "generate_until"
+    if "generation_kwargs" in options and not generates:
+        del options["generation_kwargs"]
+        if o.seed is None:
+            skipped.add("--gen-kwargs/--seed")
     if not options:
-        return task
-    return dataclasses.replace(task, spec=task.spec.with_handler_options(run_options=options))
+        return task, skipped
+    return dataclasses.replace(task, spec=task.spec.with_handler_options(run_options=options)), skipped
 
 
 def fewshot_count(configured: Any, override: int | None) -> int:
