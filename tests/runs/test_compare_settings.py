@@ -194,14 +194,14 @@ def test_chat_template_system_prompt_dtype_and_model_args_are_recorded_and_named
         digest,
         "Answer with one word.",
     )
-    assert (recorded["backend"], recorded["dtype"], recorded["model_args"]) == ("hf", "bfloat16", {"dtype": "bfloat16"})
+    # the dtype as resolved, once (model_args leave it out)
+    assert (recorded["backend"], recorded["dtype"], recorded["model_args"]) == ("hf", "bfloat16", {})
     pair = compare_runs([plain.run_dir, chat.run_dir], n_boot=100)["comparisons"][0]
     assert {d["setting"]: (d["a"], d["b"]) for d in pair["settings_differ"]} == {
         "chat": (False, True),
         "chat_template": (None, digest),
         "system_prompt": (None, "Answer with one word."),
-        "dtype": ("float32", "bfloat16"),
-        "model_args": ({"dtype": "float32"}, {"dtype": "bfloat16"}),
+        "dtype": ("float32", "bfloat16"),  # once: model_args leave the dtype to its own setting
     }
 
 

@@ -2126,19 +2126,21 @@ add(
 
 
 # --- run folders: a sample record whose shared fields have the wrong types (report, compare and export read them) ---
-def _record_field(folder: Path, name: str, value) -> None:
+def _record_field(folder: Path, name: str, value, copy: bool = False) -> None:
     run = _run_folder(folder, "out")
     record = json.loads((run / "samples.jsonl").read_text())
     line = json.dumps({**record, name: value}) + "\n"
     (run / "samples.jsonl").write_text(line)
     results = json.loads((run / "results.json").read_text())
     (run / "results.json").write_text(json.dumps({**results, "samples_bytes": len(line.encode())}))
+    if copy:  # a second run folder to compare with (a run compared with itself is refused before it is read)
+        shutil.copytree(run, folder / "out2")
 
 
 for _command, _field, _value in (
     (["export", "out"], "metrics", "x"),  # before: an internal AttributeError
-    (["compare", "out", "out"], "metrics", [1]),  # before: an internal AttributeError
-    (["compare", "out", "out"], "id", None),  # before: paired under the id "None"
+    (["compare", "out", "out2"], "metrics", [1]),  # before: an internal AttributeError
+    (["compare", "out", "out2"], "id", None),  # before: paired under the id "None"
     (["report", "out"], "choices", "abc"),
     (["export", "out", "--to", "parquet"], "correct", "yes"),
 ):
@@ -2146,7 +2148,7 @@ for _command, _field, _value in (
         f"runfolder-sample-{_field}-{type(_value).__name__}-{_command[0]}",
         _command,
         ["out/samples.jsonl:1", f"field '{_field}'"],
-        setup=lambda folder, f=_field, v=_value: _record_field(folder, f, v),
+        setup=lambda folder, f=_field, v=_value, c=_command[0] == "compare": _record_field(folder, f, v, c),
     )
 
 

@@ -23,12 +23,19 @@ def chat_template_digest(template: Any) -> str | None:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16] if isinstance(template, str) else None
 
 
+# options that change how fast answers come, never an answer: proctor's numbers do not depend on the batch size
+# (docs/performance.md) nor on how many requests a server gets at once or how long one may take
+_PACE = frozenset({"batch_size", "concurrency", "deadline", "timeout", "max_retries"})
+
+
 def model_args(options: Mapping[str, Any]) -> dict[str, Any]:
-    """--model-arg values as plain JSON values, credentials left out."""
+    """--model-arg values as plain JSON values, credentials and pace settings left out."""
     out: dict[str, Any] = {}
     for name, value in sorted(options.items()):
-        if _SECRET.search(str(name)):
+        if _SECRET.search(str(name)) or name in _PACE:
             continue
+        if name == "dtype" or (name == "device" and value in ("auto", "cpu")):
+            continue  # the dtype as resolved is its own setting; the command line's default device is the API's
         if isinstance(value, str):
             out[str(name)] = mask_url_credentials(value)  # http://user:password@host: the password left out
         else:
