@@ -113,8 +113,7 @@ def test_lm_evals_seed_and_gen_kwargs_on_its_tasks_in_a_fresh_process(tiny_model
     """``--gen-kwargs`` merged into the generate task's generation_kwargs and ``--seed`` as its few-shot seed, as
     lm-eval's flags do."""
     pytest.importorskip("lm_eval")
-    from tests.dialects.lmeval.test_lmeval_dialect import GEN_TASK, MANY_SHOTS, first_shot
-    from tests.support.lmeval_quiz import ROWS
+    from tests.support.lmeval_quiz import GEN_TASK, MANY_SHOTS, ROWS, first_shot
 
     write(tmp_path / "gen" / "quiz_gen.yaml", GEN_TASK)
     jsonl(tmp_path / "data" / "test.jsonl", ROWS)

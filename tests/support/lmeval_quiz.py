@@ -51,3 +51,28 @@ aggregate_metric_list:
 metadata:
   version: 1
 """
+
+# a generating task over the quiz, with many few-shot examples (lm-eval's --seed and --gen-kwargs)
+GEN_TASK = """task: quiz_gen
+dataset_path: example/quiz
+dataset_name: small
+output_type: generate_until
+test_split: test
+fewshot_split: train
+num_fewshot: 1
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_target: answer
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 5
+metric_list:
+  - metric: exact_match
+"""
+MANY_SHOTS = [{"question": f"shot question {k}", "answer": str(k), "options": ["a", "b"], "label": 0} for k in range(9)]
+
+
+def first_shot(seed: int) -> str:
+    """The question of the first document's few-shot example, as lm-eval's sampler draws it with ``seed``."""
+    import random
+
+    return random.Random(seed).sample(MANY_SHOTS, 1)[0]["question"]

@@ -13,7 +13,18 @@ pytest.importorskip("lm_eval")
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import ProctorError, TaskDefinitionError  # noqa: E402
 from proctor.dialects.lmeval import data_map  # noqa: E402
-from tests.support.lmeval_quiz import GROUP, ROWS, SHOTS, TASK_A, TASK_B, TEMPLATE, UTILS  # noqa: E402
+from tests.support.lmeval_quiz import (  # noqa: E402
+    GEN_TASK,
+    GROUP,
+    MANY_SHOTS,
+    ROWS,
+    SHOTS,
+    TASK_A,
+    TASK_B,
+    TEMPLATE,
+    UTILS,
+    first_shot,
+)
 
 
 @pytest.fixture()
@@ -294,24 +305,6 @@ def test_lm_eval_layout_reports_a_size_weighted_group_by_its_micro_mean():
     assert layout["results"]["h"]["acc,none"] == 0.7 and layout["results"]["h"]["acc_stderr,none"] == 0.0559
 
 
-GEN_TASK = """task: quiz_gen
-dataset_path: example/quiz
-dataset_name: small
-output_type: generate_until
-test_split: test
-fewshot_split: train
-num_fewshot: 1
-doc_to_text: "Q: {{question}}\\nA:"
-doc_to_target: answer
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 5
-metric_list:
-  - metric: exact_match
-"""
-MANY_SHOTS = [{"question": f"shot question {k}", "answer": str(k), "options": ["a", "b"], "label": 0} for k in range(9)]
-
-
 @pytest.fixture()
 def gen_quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (tmp_path / "gen").mkdir()
@@ -321,13 +314,6 @@ def gen_quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MANY_SHOTS))
     return tmp_path / "gen" / "quiz_gen.yaml", {"example/quiz:small": str(data)}
-
-
-def first_shot(seed: int) -> str:
-    """The question of the first document's few-shot example, as lm-eval's sampler draws it with ``seed``."""
-    import random
-
-    return random.Random(seed).sample(MANY_SHOTS, 1)[0]["question"]
 
 
 def test_gen_kwargs_and_seed_take_lm_evals_meaning(gen_quiz, tiny_model, tmp_path):
