@@ -10,10 +10,6 @@ from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
 
 
-def _hit(subject: AuditSubject, sample: PreparedSample, message: str, field: str) -> Hit:
-    return subject.at_row(sample.sample, message, field)
-
-
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
     for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
         choices = sample.choices
@@ -27,9 +23,8 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
             if key in seen:
                 j = seen[key]
                 how = "the same text" if choices[i] == choices[j] else "the same text up to case and whitespace"
-                yield _hit(
-                    subject,
-                    sample,
+                yield subject.at_row(
+                    sample.sample,
                     f"choices {j} and {i} are {how} ({choices[j]!r:.40} / {choices[i]!r:.40}): a model cannot tell "
                     "them apart, so the row scores by which of the two the data calls right",
                     "choices",
@@ -52,9 +47,8 @@ def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
         for i, key in enumerate(keys):
             j = seen.setdefault(key, i)
             if j != i and loose(choices[i]) != loose(choices[j]):
-                yield _hit(
-                    subject,
-                    sample,
+                yield subject.at_row(
+                    sample.sample,
                     f"choices {j} and {i} differ only in punctuation, quotes, a number's spelling or look-alike "
                     f"letters ({choices[j]!r:.40} / {choices[i]!r:.40}): a reader takes them for one answer",
                     "choices",
@@ -70,9 +64,8 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
     for sample in (subject.samples[i] for i in subject.scan.placeholder_choices):
         for i, choice in enumerate(sample.choices):
             if choice.strip().casefold() in PLACEHOLDERS:
-                yield _hit(
-                    subject,
-                    sample,
+                yield subject.at_row(
+                    sample.sample,
                     f"choice {i} is {choice!r}, what a CSV or pandas reader makes of a missing value: a choice "
                     "the data does not have is scored as one",
                     "choices",
@@ -101,9 +94,8 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
         for g in sample.gold:
             if counts[keys[g]] > 1:
                 others = [i for i, k in enumerate(keys) if k == keys[g] and i != g]
-                yield _hit(
-                    subject,
-                    sample,
+                yield subject.at_row(
+                    sample.sample,
                     f"the right answer, choice {g} ({sample.choices[g]!r:.40}), has the text of choice(s) "
                     f"{', '.join(map(str, others))} too: which one is right is a guess (a target given as text "
                     "picks the first)",
@@ -115,9 +107,8 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
     for sample in [s for s in subject.scored if len(s.gold) > 1]:  # most rows have one right answer
         if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):
-            yield _hit(
-                subject,
-                sample,
+            yield subject.at_row(
+                sample.sample,
                 f"the target names every one of the {len(sample.choices)} choices as right: any answer scores 1",
                 "target",
             )
@@ -125,9 +116,8 @@ def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
 
 def single_choice(subject: AuditSubject) -> Iterator[Hit]:
     for sample in [s for s in subject.scored if len(s.choices) == 1]:
-        yield _hit(
-            subject,
-            sample,
+        yield subject.at_row(
+            sample.sample,
             f"the row has one choice ({sample.choices[0]!r:.40}): the model's pick is always right",
             "choices",
         )

@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from proctor.audit.subject import AuditSubject
+from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
-
-_READER_FIELDS = ("_row", "_file", "_path", "_source")
 
 
 def _paths(rows: Any) -> set[str]:
@@ -24,7 +22,7 @@ def _texts(fields: Mapping[str, Any]) -> set[str]:
     return {
         " ".join(v.split()).casefold()
         for k, v in fields.items()
-        if k not in _READER_FIELDS and isinstance(v, str) and len(v) >= DISTINCT_CHARS
+        if k not in READER_FIELDS and isinstance(v, str) and len(v) >= DISTINCT_CHARS
     }
 
 

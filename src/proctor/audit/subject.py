@@ -17,7 +17,7 @@ from proctor.data.sources import Sample, SourceStats
 from proctor.prompts.builder import PreparedSample
 
 # fields a reader adds to every row (its line, file, path): not the row's content
-_READER_FIELDS = frozenset({"_row", "_file", "_path", "_source"})
+READER_FIELDS = frozenset({"_row", "_file", "_path", "_source"})
 _SPACES = re.compile(r"\s+")
 
 
@@ -50,11 +50,6 @@ def near(text: str) -> str:
     except ValueError:
         return key
     return repr(number) if number == number else key
-
-
-def row_content(fields: Any) -> tuple[tuple[str, str], ...]:
-    """A row's own fields, comparable across files (the reader's bookkeeping left out)."""
-    return tuple(sorted((str(k), repr(v)) for k, v in fields.items() if k not in _READER_FIELDS))
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,17 @@ def prepare_task(
             field="rollup.metric",
         )
     images = [image.digest for sample in prepared for image in sample.prompt.images]
-    subject = AuditSubject(task, prepared, samples, pool, spec.fewshot is None or spec.fewshot.source is None, stats)
-    subject = dataclasses.replace(subject, source_hits=noticed, handler=handler, epochs=epochs)
+    subject = AuditSubject(
+        task,
+        prepared,
+        samples,
+        pool,
+        pool_is_own=spec.fewshot is None or spec.fewshot.source is None,
+        stats=stats,
+        source_hits=noticed,
+        handler=handler,
+        epochs=epochs,
+    )
     findings = audit(subject, strict=strict_audit)
     return PreparedTask(
         task,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -17,6 +15,7 @@ from proctor.core.user_errors import call_user
 from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.engine.prepare import PreparedTask
+from proctor.engine.task_warnings import count_unparsed, record_choice, warn_bounded, warn_not_numbers, warn_truncated
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import (
     CorpusMetrics,
@@ -31,11 +30,9 @@ from proctor.kinds.handlers import kind_handler
 from proctor.models.base import Model, usage_delta
 from proctor.models.reply_checks import ReplyError
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
-from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming, Truncated, Unparsed
+from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.store import Lookup
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
-
-log = logging.getLogger(__name__)
 
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
 # answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
@@ -210,12 +207,12 @@ def run_built(
             model_seconds = time.perf_counter() - model_started
             outcome = score_task(built, results, model_seconds, started)
             cut, sent = count_truncated(results), len(results)
-            _warn_bounded(outcome, results)
+            warn_bounded(outcome, results)
     except ReplyError as exc:  # a server's wrong reply: say which task and sample sent the request
         raise exc.in_task(spec.name, _sample_of(built, exc.prompt)) from None
     if cut:
-        _warn_truncated(outcome, model, cut, sent)
-    _warn_not_numbers(outcome)
+        warn_truncated(outcome, model, cut, sent)
+    warn_not_numbers(outcome)
     usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
         outcome.result.usage = usage
@@ -234,11 +231,11 @@ def run_built(
     )  # custom / SEA-HELM handlers
     if by_generation or said:
         outcome.result.mc_format = "generate"
-        _count_unparsed(outcome)
-        _record_choice(outcome, model, built.prepared)
+        count_unparsed(outcome)
+        record_choice(outcome, model, built.prepared, has_images(built.prepared))
     elif spec.kind == "multiple_choice":
         outcome.result.mc_format = "loglikelihood"
-        _record_choice(outcome, model, built.prepared)
+        record_choice(outcome, model, built.prepared, has_images(built.prepared))
         if built.prepared.mc_shuffle_seed is not None:  # auto chose log-likelihoods: there were no letters to shuffle
             outcome.result.add_warning(
                 "--mc-shuffle was ignored: this model scores log-likelihoods, so no lettered options were shown"
@@ -261,88 +258,6 @@ def _sample_of(built: TaskRequests, prompt: str | None) -> str | None:
         if any(_request_text(r) == prompt for r in requests):
             return str(prepared.sample.id)
     return None
-
-
-def _record_choice(outcome: TaskOutcome, model: Model, prepared: PreparedTask) -> None:
-    """Why a multiple-choice task ran as it did (``mc_format_reason``); a fallback to lettered generation that
-    an automatic check chose (a server's failed log-likelihood self-check) is also a warning."""
-    chosen = outcome.result.mc_format
-    if prepared.mc_format != "auto":
-        outcome.result.mc_format_reason = f"--mc-format {prepared.mc_format}"
-        return
-    found = getattr(model, "loglikelihood_reason", None)
-    if chosen == "generate" and model.supports_loglikelihood and has_images(prepared):
-        outcome.result.mc_format_reason = f"model '{model.name}' cannot score log-likelihoods with images"
-    elif found:
-        outcome.result.mc_format_reason = found
-    if chosen == "generate" and getattr(model, "loglikelihood_fallback", False):
-        message = (
-            f"multiple choice ran by lettered generation, not log-likelihoods: model '{model.name}' failed its "
-            f"log-likelihood check ({found}). The two give different numbers; --mc-format loglikelihood or "
-            "--mc-format generate fixes the choice"
-        )
-        outcome.result.add_warning(message)
-        log.warning("%s: %s", outcome.name, message)
-
-
-def _warn_bounded(outcome: TaskOutcome, results: Sequence[Any]) -> None:
-    """Log-likelihoods that are upper bounds (a continuation not among a server's top next tokens, in its
-    ``top_logprobs`` mode): an approximation the backend fell back to, so a warning."""
-    bounded = sum(1 for r in results if getattr(r, "bounded", False))
-    if bounded:
-        message = (
-            f"{bounded} of {len(results)} continuations were not among the server's top next tokens and were "
-            "scored with an upper bound (the lowest listed log-prob), not their log-prob: raise "
-            "--model-arg top_logprobs=..., or use a server with prompt log-probs"
-        )
-        outcome.result.add_warning(message)
-        log.warning("%s: %s", outcome.name, message)
-
-
-def _warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) -> None:
-    """Prompts cut to fit the model's window are scored on their end only: counted, and a warning."""
-    window = getattr(model, "max_length", None)
-    outcome.result.truncated = Truncated(count=count, n=total)
-    limit = f" ({window} tokens for this model, or the task's max_length)" if isinstance(window, int) else ""
-    message = (
-        f"{count} of {total} requests were longer than the context window{limit} and were cut on the left: "
-        "they were scored without the start of their prompt (fewer few-shot examples, shorter prompts or a "
-        "longer context avoid it)"
-    )
-    outcome.result.add_warning(message)
-    log.warning("%s: %s", outcome.name, message)
-
-
-def _warn_not_numbers(outcome: TaskOutcome) -> None:
-    """A metric whose value is NaN is not a result (results.json writes it as null): say why."""
-    for name, entry in outcome.result.metrics.items():
-        value = entry.value
-        if isinstance(value, float) and math.isnan(value):
-            unscored = entry.n_unscored
-            why = f": none of the samples gave it a value ({unscored} unscored)" if unscored else ""
-            message = f"metric '{name}' is not a number (NaN){why}"
-            if not any(f"'{name}'" in w for w in outcome.result.warnings or []):  # a dialect may have said why already
-                outcome.result.add_warning(message)
-
-
-UNPARSED_WARN_RATE = 0.10  # lettered generation: above this share of unreadable replies, the accuracy is suspect
-
-
-def _count_unparsed(outcome: TaskOutcome) -> None:
-    """Replies no letter could be read from: counted, and a warning above 10% (they score as wrong)."""
-    lettered = [r for r in outcome.records if r.get("mc_format") == "generate" and "extracted" in r]
-    if not lettered:
-        return
-    count = sum(r["extracted"] is None for r in lettered)
-    rate = count / len(lettered)
-    outcome.result.unparsed = Unparsed(count=count, n=len(lettered), rate=rate)
-    if rate > UNPARSED_WARN_RATE:
-        message = (
-            f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
-            "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')"
-        )
-        outcome.result.add_warning(message)
-        log.warning("%s: %s", outcome.name, message)
 
 
 def score_task(
