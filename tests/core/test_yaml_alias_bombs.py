@@ -9,6 +9,7 @@ import pytest
 
 from proctor.core.yaml_bounds import MAX_EXPANDED, safe_load
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
+from tests.support.lmeval_quiz import JSON_TASK as LMEVAL_TASK
 from tests.support.seahelm_fixtures import seahelm_tree
 
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
@@ -42,19 +43,6 @@ def test_glm(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "t.yaml", "name: t\ntype: gen\npath: d\n" + BOMB)
     _refused(["validate", "t.yaml"], "t.yaml:1: invalid YAML")
-
-
-LMEVAL_TASK = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files: {test: data.jsonl}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{question}}"
-doc_to_choice: "{{choices}}"
-doc_to_target: label
-"""
 
 
 def test_lmeval_task_file(tmp_path, monkeypatch):

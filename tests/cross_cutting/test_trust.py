@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.cli_runs import run_in_process as run_cli  # proctor ARGS in this process: (code, output)
 from tests.support.hostile_cases import CASES, EVIL, NATIVE, SECRET, Hostile
 from tests.support.malformed_cases import GLM, GLM_ROWS, ROWS, USECASE, jsonl
 
@@ -22,24 +23,6 @@ os.environ.setdefault("COLUMNS", "400")  # rich wraps long messages at the termi
 
 class ModelLoaded(Exception):
     pass
-
-
-def run_cli(args: list[str]) -> tuple[int, str]:
-    """``proctor ARGS`` in this process (the hostile cases are many; the fresh-process runs are in
-    test_cli_every_feature.py and test_malformed_inputs.py): (exit code, stdout + stderr)."""
-    import contextlib
-    import io
-
-    from proctor.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main(args)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue()
 
 
 @pytest.fixture

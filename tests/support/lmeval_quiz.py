@@ -76,3 +76,17 @@ def first_shot(seed: int) -> str:
     import random
 
     return random.Random(seed).sample(MANY_SHOTS, 1)[0]["question"]
+
+
+# an lm-eval task over a JSON Lines file beside it (data.jsonl: question, choices, label)
+JSON_TASK = """\
+task: quiz
+dataset_path: json
+dataset_kwargs:
+  data_files: {test: data.jsonl}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{question}}"
+doc_to_choice: "{{choices}}"
+doc_to_target: label
+"""

@@ -9,18 +9,8 @@ import sys
 import pytest
 
 from tests.support.cli_runs import QUESTIONS, jsonl, run_in_process, write
+from tests.support.lmeval_quiz import JSON_TASK as TASK
 
-TASK = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files: {test: data.jsonl}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{question}}"
-doc_to_choice: "{{choices}}"
-doc_to_target: label
-"""
 HINT = (
     "running lm-evaluation-harness task files needs the 'lm_eval' package. "
     "Install it with: pip install 'proctor[lmeval]'"
