@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from proctor.core.errors import ModelLoadError, require
+from proctor.models.torch_runtime import load_torch
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def default_model_path() -> Path:
     _check_home(target.parent)
     gguf = find_gguf()
     log.info("converting %s to %s (once)", gguf.name, target)
-    torch = require("torch", "hf", "The embedded default model")
+    torch = load_torch("hf", "The embedded default model")
     transformers = require("transformers", "hf", "The embedded default model")
     require("gguf", "hf", "Reading the embedded GGUF model")
     loaded = transformers.AutoModelForCausalLM.from_pretrained(

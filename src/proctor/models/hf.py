@@ -51,6 +51,7 @@ from proctor.models.hf_scoring import (
 from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS
 from proctor.models.hf_static import supported as static_supported
 from proctor.models.packing import ScoringItem, pack
+from proctor.models.torch_runtime import load_torch
 from proctor.models.vocab_head import HEADS, VocabularyHead
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class HFModel(HFGeneration, Model):
         max_memory: dict | None = None,
         offload_folder: str | None = None,
     ) -> None:
-        torch = require("torch", "hf", "The Hugging Face backend")
+        torch = load_torch("hf", "The Hugging Face backend")
         transformers = require("transformers", "hf", "The Hugging Face backend")
         if dtype not in DTYPES:
             raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(DTYPES)}")
@@ -151,7 +152,7 @@ class HFModel(HFGeneration, Model):
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
         pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
         stays on its own device."""
-        torch = require("torch", "hf", "The Hugging Face backend")
+        torch = load_torch("hf", "The Hugging Face backend")
         if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
             raise ModelLoadError(
                 f"{type(model).__name__} is an encoder-decoder model; proctor's Hugging Face "

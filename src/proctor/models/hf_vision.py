@@ -35,6 +35,7 @@ from proctor.models.hf_loading import (
     pick_device,
     weights_digest,
 )
+from proctor.models.torch_runtime import load_torch
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class HFVisionModel(Model):
         name: str | None = None,
         **ignored: Any,  # text-backend options (pack_tokens) do not apply
     ) -> None:
-        torch = require("torch", "hf", "The Hugging Face vision backend")
+        torch = load_torch("hf", "The Hugging Face vision backend")
         transformers = require("transformers", "hf", "The Hugging Face vision backend")
         require("PIL", "vision", "The Hugging Face vision backend")
         if dtype not in DTYPES:
