@@ -1113,6 +1113,19 @@ add(
         )
     ),
 )
+# str.format's mini-language in an upstream-style template: refused when the config is read, naming the template
+for name, template, expect in [
+    ("width", "{text:>2000000000}", ["width of 2,000,000,000"]),
+    ("nested-spec", "{text:.{label}}", ["takes its format from another field"]),
+    ("private-attribute", "{text.__class__}", ["private attribute"]),
+    ("unbalanced", "{text", ["not a valid format template"]),
+]:
+    add(
+        f"seahelm-task-template-{name}",
+        SEAHELM_RUN,
+        ["config.yaml", "sentiment.languages.id.prompt_template.task_template", *expect],
+        setup=seahelm(config_edit=_first("          {text}\n", f"          {template}\n")),
+    )
 add(
     "seahelm-language-not-mapping",
     SEAHELM_RUN,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.format_bounds import format_problem
 
 
 def _count(value: Any, *, positive: bool) -> bool:
@@ -98,6 +99,11 @@ def check_language(task_id: str, lang: Any, block: Any, path: Path) -> None:
                 f"language '{lang}': '{key}' must be a text, got {type(value).__name__}: {value!r:.60}",
                 file=path,
                 field=f"{where}.prompt_template.{key}",
+            )
+        problem = format_problem(value) if isinstance(value, str) and key != "answer_tag" else None
+        if problem:  # the template is filled with str.format for every row: found here, not on the first row
+            raise TaskDefinitionError(
+                f"language '{lang}': '{key}' {problem}", file=path, field=f"{where}.prompt_template.{key}"
             )
     tokens = block.get("max_tokens")
     if tokens is not None and not _count(tokens, positive=True):
