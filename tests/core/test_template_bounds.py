@@ -95,3 +95,39 @@ def test_templates_within_the_bounds_render_as_before():
     macro = compile_expression("{% macro m() %}[1, 2]{% endmacro %}{{ m() }}", origin="t", field="choices")
     assert macro.evaluate({}) == [1, 2]
     assert compile_expression("{{ choices * 2 }}", origin="t", field="c").evaluate({"choices": ["a"]}) == ["a", "a"]
+
+
+BACKTRACKING = "{{ ('a' * 40 ~ '!') | regex_replace('(a|aa)+$', '') }}"  # exponentially many ways to fail
+
+
+def test_a_backtracking_regex_in_a_template_stops_at_the_time_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(template_bounds, "MAX_SECONDS", 0.5)
+    monkeypatch.chdir(tmp_path)
+    _task(tmp_path, BACKTRACKING)
+    code, output = run_in_process(["validate", "quiz.yaml"])
+    assert code == 2, output
+    assert (
+        "quiz.yaml:4, field 'prompt': the template 'prompt' stopped: it runs regex_replace with '(a|aa)+$', which"
+        in output
+    )
+    assert "takes more than 0.5 seconds" in output, output
+
+
+def test_regex_replace_replaces_as_re_sub_does():
+    """The bounded filter (the ``regex`` package) gives ``re.sub``'s text, groups and escapes included."""
+    import re
+
+    cases = [
+        (r"\s+", " ", "a  b\t\nc"),
+        (r"(\w+)@(\w+)", r"\2 at \1", "me@host, you@there"),
+        (r"^\s*|\s*$", "", "  padded  "),
+        (r"(?i)ANSWER:\s*", "", "answer: B"),
+        (r"\\n", "\n", r"a\nb"),
+        (r"(?P<x>\d)", r"<\g<x>>", "a1b22"),
+        (r"", "-", "abc"),
+    ]
+    for pattern, replacement, text in cases:
+        rendered = compile_template("{{ text | regex_replace(pattern, replacement) }}", origin="t", field="p").render(
+            {"text": text, "pattern": pattern, "replacement": replacement}
+        )
+        assert rendered == re.sub(pattern, replacement, text), (pattern, text)

@@ -121,6 +121,26 @@ def bounded_join(parts: Iterable[str]) -> str:
     return "".join(pieces)
 
 
+def bounded_sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
+    """``re.sub`` for a template's ``regex_replace`` filter, stopped at the render's time bound: a pattern
+    that backtracks catastrophically on a row's text (``(a+)+$``) would otherwise hold one C call for hours,
+    where no loop step is counted. The ``regex`` package's ``sub`` takes a timeout and, in its default
+    (version 0) mode, matches as ``re`` does."""
+    import regex
+
+    budget = _BUDGET
+    now = time.monotonic()
+    if budget.deadline is None:
+        budget.deadline = now + MAX_SECONDS
+    try:
+        return regex.sub(pattern, replacement, text, count=count, timeout=max(budget.deadline - now, 0.001))
+    except TimeoutError:
+        raise TemplateBound(
+            f"runs regex_replace with {pattern!r}, which takes more than {MAX_SECONDS:g} seconds on a "
+            f"{len(text):,}-character text"
+        ) from None
+
+
 def bound_loops(template: nodes.Template) -> nodes.Template:
     """Wrap each loop's iterable in ``counted`` and each ``~`` in ``sized`` (in the parsed template)."""
     every = [template, *template.find_all(nodes.Node)]  # listed first: the wrappers added are not walked

@@ -86,7 +86,7 @@ class _RawNativeEnvironment(BoundedSandbox, NativeEnvironment):
 
 
 def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
-    return re.sub(pattern, replacement, str(value))
+    return bounds.bounded_sub(pattern, replacement, str(value))
 
 
 _NO_DEFAULT = object()

@@ -27,10 +27,18 @@ doc_to_target: label
     [
         ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "loops more than"),
         ("{{ question * 100000000 }}", "builds a text or list of"),
+        (
+            "{{ ('a' * 40 ~ '!') | regex_replace('(a|aa)+$', '') }}",
+            "runs regex_replace with '(a|aa)+$', which takes more than",
+        ),
     ],
-    ids=["loops", "size"],
+    ids=["loops", "size", "regex"],
 )
 def test_a_runaway_lm_eval_template_is_named(text, words, tmp_path, monkeypatch):
+    from proctor.core import template_bounds
+
+    if "regex_replace" in text:  # a regex with exponentially many ways to fail: hours in re.sub; stopped sooner here
+        monkeypatch.setattr(template_bounds, "MAX_SECONDS", 0.2)
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "quiz.yaml", TASK.format(text=text))
     jsonl(tmp_path / "data.jsonl", QUESTIONS)

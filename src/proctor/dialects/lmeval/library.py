@@ -180,6 +180,10 @@ def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]
         keep_trailing_newline=utils.env.keep_trailing_newline,
     )
     sandbox.filters.update(utils.env.filters)  # lm-eval's regex_replace and any it adds
+    if sandbox.filters.get("regex_replace") is utils.regex_replace:  # lm-eval's re.sub, bounded in time
+        sandbox.filters["regex_replace"] = lambda string, pattern, repl, count=0: bounds.bounded_sub(
+            pattern, repl, string, count
+        )
     compile_once = functools.lru_cache(maxsize=4096)(sandbox.from_string)
 
     def apply_template(template: str, doc: dict) -> str:
