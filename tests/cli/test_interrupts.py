@@ -8,6 +8,7 @@ answers before sending it.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -102,11 +103,16 @@ def test_a_signal_says_what_was_saved_and_the_printed_command_resumes(signum, co
     assert f"interrupted by {name}" in done.stderr
     assert f"{saved} answer(s) saved in run" in done.stderr, done.stderr
     assert not (folder / "run" / "results.json").exists()  # an interrupted run is no finished one
+    attempt = json.loads((folder / "run" / "run.json").read_text())["attempts"][-1]
+    assert attempt["signal"].startswith(name) and attempt["saved"] == saved and "finished" not in attempt
+    assert attempt["interrupted"] >= attempt["started"]
     resume = done.stderr.split("to resume, run:")[1].strip().splitlines()[0]
     assert resume.startswith("proctor run tasks ")
     again = proctor(*shlex.split(resume)[1:], cwd=folder)
     assert again.returncode == 0
     finished = results(folder / "run")
+    resumed = json.loads((folder / "run" / "run.json").read_text())["attempts"][-1]
+    assert resumed["resumed"] and "interrupted" not in resumed and resumed["responses"]["from_run_store"] == saved
     assert finished["tasks"]["quiz"]["metrics"] == uninterrupted["tasks"]["quiz"]["metrics"]
     assert finished["tasks"]["quiz"]["n_samples"] == 20
     assert len(samples(folder / "run")) == 20

@@ -322,6 +322,7 @@ def _evaluate_loaded(
         # files / tasks found in folders that could not be loaded or prepared, with their errors
         skipped=list(skipped) if skipped else None,
     )
+    interrupted: BaseException | None = None
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
             for item in built:
@@ -369,8 +370,20 @@ def _evaluate_loaded(
             finished=now(),
             responses={"from_run_store": lookup.hits_run, "from_cache": lookup.hits_cache, "computed": lookup.computed},
         )
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        interrupted = exc
+        raise
     finally:
-        lookup.close()
+        lookup.close()  # the store's last batch: committed or rolled back whole
+        if interrupted is not None:  # run.json says this attempt stopped, and with how many answers kept
+            with contextlib.suppress(OSError):  # a full disk: the interruption itself is what the user must see
+                mark(
+                    run_dir,
+                    manifest,
+                    interrupted=now(),
+                    signal=getattr(interrupted, "name", "KeyboardInterrupt"),
+                    saved=saved_answers(run_dir / STORE_FILE),
+                )
     if output.export:
         from proctor.runs.run_exports import write_exports
 
