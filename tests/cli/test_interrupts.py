@@ -198,3 +198,76 @@ def test_the_entry_point_runs_from_a_thread_too(tmp_path, monkeypatch):
     ((code, output),) = outcome
     assert code == 0 and "1 task(s) valid" in output, output
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the main thread's, untouched
+
+
+GENERATE = """\
+name: echo
+kind: generate
+data: {path: data.jsonl, id: id}
+prompt: "{{ question }}"
+target: "{{ choices[label] }}"
+generation: {max_tokens: 8}
+metrics: [exact_match]
+"""
+
+
+def _slow_chat_server():
+    """A stand-in chat server (NOT a model) that answers each question with its last word after 0.1 s, so a
+    signal lands while requests are in flight on several connections."""
+    from tests.support.openai_fakes import _json_handler, _Server
+
+    def respond(path: str, body: dict, headers: dict) -> tuple[int, dict]:
+        time.sleep(0.1)
+        text = str(body["messages"][-1]["content"])
+        reply = text.rstrip("?").split()[-1]
+        choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+        return 200, {"object": "chat.completion", "choices": [choice], "usage": {}}
+
+    return _Server(_json_handler(respond))
+
+
+def test_an_openai_run_stopped_mid_flight_resumes_to_the_numbers_of_an_uninterrupted_one(tmp_path):
+    """SIGINT while an ``openai:`` run has requests in flight on two connections: the answers that came back are
+    kept, run.json records the interruption, and the printed command finishes with an uninterrupted run's numbers."""
+    rows = [{**row, "choices": ["day", "have", "barks", "called", "on"]} for row in ROWS]
+    for name in ("whole", "stopped"):
+        write(tmp_path / name / "tasks" / "echo.yaml", GENERATE)
+        jsonl(tmp_path / name / "tasks" / "data.jsonl", rows)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
+    env.pop("PROCTOR_TRACEBACK", None)
+    with _slow_chat_server() as server:
+        args = ["run", "tasks", "--model", "openai:stand-in", "--base-url", server.url]
+        args += ["--model-arg", "endpoint=chat", "--max-connections", "2", "--chunk-size", "4", "-o", "run"]
+        proctor(*args, cwd=tmp_path / "whole")
+        folder = tmp_path / "stopped"
+        child = subprocess.Popen(
+            [sys.executable, "-m", "proctor.cli", *args], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 300
+            while _stored(folder / "run" / "store.sqlite") < 8:
+                assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+                time.sleep(0.02)
+            child.send_signal(signal.SIGINT)
+            _, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+        assert child.returncode == 130, err
+        assert "Traceback" not in err and "internal error" not in err, err
+        saved = _stored(folder / "run" / "store.sqlite")
+        assert 8 <= saved < 60 and f"{saved} answer(s) saved in run" in err, err
+        attempt = json.loads((folder / "run" / "run.json").read_text())["attempts"][-1]
+        assert attempt["saved"] == saved and attempt["signal"].startswith("SIGINT")
+        resume = err.split("to resume, run:")[1].strip().splitlines()[0]
+        again = proctor(*shlex.split(resume)[1:], cwd=folder)
+        assert again.returncode == 0
+    want, got = results(tmp_path / "whole" / "run"), results(folder / "run")
+    assert got["tasks"]["echo"]["metrics"] == want["tasks"]["echo"]["metrics"]
+    assert got["tasks"]["echo"]["metrics"]["exact_match"]["value"] > 0  # the stand-in's answers were scored
+    by_id = {s["id"]: s for s in samples(tmp_path / "whole" / "run")}
+    assert [(s["id"], s["generation"]) for s in samples(folder / "run")] == [
+        (s["id"], by_id[s["id"]]["generation"]) for s in samples(folder / "run")
+    ]
+    assert json.loads((folder / "run" / "run.json").read_text())["attempts"][-1]["responses"]["from_run_store"] == saved
