@@ -236,7 +236,8 @@ def test_two_runs_side_by_side(server, folder, browser):
     assert browser.find_element(By.ID, "compare-page").get_attribute("data-rows") == str(len(disagree))
     # b ran with --limit 40: the banner names that setting for every shared task, as `proctor compare` does
     banner = browser.find_element(By.ID, "compare-settings")
-    named = compare_runs([folder / "a", folder / "nested" / "b"], n_boot=100)["comparisons"][0]["settings_differ"]
+    comparison = compare_runs([folder / "a", folder / "nested" / "b"], n_boot=100)["comparisons"][0]
+    named = comparison["settings_differ"]
     assert {(d["task"], d["setting"], d["a"], d["b"]) for d in named} == {
         (t, "limit", None, 40) for t in ("mc_alpha", "mc_beta", "gen_gamma", "ppl_delta")
     }
@@ -247,6 +248,14 @@ def test_two_runs_side_by_side(server, folder, browser):
         (d["task"], d["setting"]) for d in named
     }
     assert all(li.text.endswith(": limit: a none \u00b7 nested/b 40") for li in items)
+    # the paired difference B - A with its standard error, p and minimum detectable effect: `proctor compare`'s
+    paired = comparison["tasks"]["mc_alpha"]["metrics"]["acc"]["paired"]
+    row = browser.find_element(By.CSS_SELECTOR, '#compare-paired tr[data-run="nested/b"][data-metric="acc"]')
+    assert paired["stderr"] > 0 and paired["n"] == len(shared)
+    for attribute, field in (("data-diff", "diff"), ("data-se", "stderr"), ("data-mde", "mde")):
+        assert float(row.get_attribute(attribute)) == pytest.approx(paired[field], rel=1e-9, abs=1e-12)
+    assert float(row.get_attribute("data-p")) == pytest.approx(paired["p_value"], abs=2e-7)  # erfc to 1.2e-7
+    assert row.find_elements(By.TAG_NAME, "td")[-1].text == str(len(shared))
     no_errors(browser)
 
 

@@ -116,7 +116,8 @@
   function choiceText(choices, i) { return isIndex(i, choices.length) ? i + ": " + choices[i] : i === null || i === undefined ? "\u2014" : String(i); }
   function view(r, primary) {
     var metrics = r.metrics && typeof r.metrics === "object" && !Array.isArray(r.metrics) ? r.metrics : {};
-    var v = {task: String(r.task), id: String(r.id), prompt: promptText(r), metrics: metrics, status: outcome(r, primary), confidence: null};
+    var v = {task: String(r.task), id: String(r.id), prompt: promptText(r), metrics: metrics, status: outcome(r, primary), confidence: null,
+      cluster: r.cluster === undefined ? null : r.cluster};
     var images = (r.images || []).map(function (i) { return i && String(i.thumbnail || ""); }).filter(function (t) { return t.indexOf("data:image/") === 0; });
     if (images.length) v.images = images;
     var target = r.target;
@@ -426,7 +427,7 @@
   // ---------------------------------------------------------------- runs side by side
   var cmp = {keys: [], rows: [], shown: [], page: 0};
   function clearCompare() {
-    ["compare-table", "compare-means"].forEach(function (id) { $(id).tHead.textContent = ""; $(id).tBodies[0].textContent = ""; });
+    ["compare-table", "compare-means", "compare-paired"].forEach(function (id) { $(id).tHead.textContent = ""; $(id).tBodies[0].textContent = ""; });
     $("compare-task").textContent = ""; $("compare-settings").hidden = true; $("compare-settings").textContent = "";
   }
   function showSelfCompare(key) {  // the same run twice: every difference would be zero, as if two runs agreed
@@ -528,7 +529,71 @@
     rows.sort(function (a, b) { return b.disagree - a.disagree; });  // stable: file order within each
     cmp.rows = rows;
     drawMeans(task, keys, rows, maps);
+    drawPaired(keys, rows);
     filterCompare();
+  }
+  // ---------------------------------------------------------------- the paired difference (runs/compare.py's)
+  // Each run against the first, per metric, over the shared samples where both have a number: the mean of the
+  // per-sample differences B - A, its standard error std(ddof=1)/sqrt(n) -- cluster-robust (CR1) where every pair
+  // names its cluster --, the normal 95% interval and two-sided p, and the minimum detectable effect at 80% power
+  // and alpha 0.05 for this n ((z_0.975 + z_0.8) * se): what `proctor compare` reports (scoring/power.py).
+  var Z_HALF = 1.959963984540054, Z_MDE = Z_HALF + 0.8416212335729143;
+  function normalTail(z) {  // P(Z > z) for z >= 0: erfc(z / sqrt 2) / 2 (Numerical Recipes' erfcc, |error| < 1.2e-7)
+    var x = z / Math.SQRT2, t = 1 / (1 + 0.5 * x);
+    var r = t * Math.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+      t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    return r / 2;
+  }
+  function pairedDifference(a, b, clusters) {
+    var n = a.length, d = a.map(function (x, i) { return b[i] - x; });
+    var mean = d.reduce(function (s, x) { return s + x; }, 0) / n, se = null, groups = null;
+    if (clusters) {
+      var sums = new Map();
+      d.forEach(function (x, i) { sums.set(clusters[i], (sums.get(clusters[i]) || 0) + x - mean); });
+      groups = sums.size;
+      if (groups >= 2) {
+        var total = 0; sums.forEach(function (v) { total += v * v; });
+        se = Math.sqrt(groups / (groups - 1) * total) / n;
+      }
+    } else if (n > 1) {
+      var ss = d.reduce(function (s, x) { return s + (x - mean) * (x - mean); }, 0);
+      se = Math.sqrt(ss / (n - 1)) / Math.sqrt(n);
+    }
+    var p = se === null ? null : se === 0 ? (mean === 0 ? 1 : 0) : 2 * normalTail(Math.abs(mean) / se);
+    return {diff: mean, se: se, p: p, mde: se === null ? null : Z_MDE * se, n: n, clusters: groups};
+  }
+  function drawPaired(keys, rows) {
+    var head = $("compare-paired").tHead, body = $("compare-paired").tBodies[0];
+    head.textContent = ""; body.textContent = "";
+    var metrics = [];
+    rows.forEach(function (r) { r.samples.forEach(function (s) { Object.keys(s.metrics).forEach(function (m) { if (metrics.indexOf(m) < 0) metrics.push(m); }); }); });
+    var tr = document.createElement("tr");
+    ["B − A", "metric", "difference", "std. error", "95% interval", "p", "detectable (80% power)", "pairs"].forEach(function (h) { tr.appendChild(text("th", "", h)); });
+    head.appendChild(tr);
+    function fixed(v) { return v === null ? "—" : v.toFixed(4); }
+    keys.slice(1).forEach(function (k, j) {
+      metrics.forEach(function (m) {
+        var a = [], b = [], clusters = [];
+        rows.forEach(function (r) {
+          var x = r.samples[0].metrics[m], y = r.samples[j + 1].metrics[m];
+          if (!isNum(x) && typeof x !== "boolean") return;
+          if (!isNum(y) && typeof y !== "boolean") return;
+          a.push(Number(x)); b.push(Number(y));
+          var c = r.samples[0].cluster !== null ? r.samples[0].cluster : r.samples[j + 1].cluster;
+          clusters.push(c === null ? null : JSON.stringify(c));
+        });
+        if (!a.length) return;
+        var found = pairedDifference(a, b, clusters.every(function (c) { return c !== null; }) ? clusters : null);
+        var row = document.createElement("tr"); row.setAttribute("data-run", k); row.setAttribute("data-metric", m);
+        [k + " − " + keys[0], m, fixed(found.diff), fixed(found.se),
+         found.se === null ? "—" : "[" + fixed(found.diff - Z_HALF * found.se) + ", " + fixed(found.diff + Z_HALF * found.se) + "]",
+         found.p === null ? "—" : found.p < 1e-4 ? found.p.toExponential(1) : found.p.toFixed(4),
+         fixed(found.mde), found.n + (found.clusters === null ? "" : " in " + found.clusters + " clusters")
+        ].forEach(function (cell, i) { row.appendChild(text("td", i >= 2 ? "num" : "", cell)); });
+        ["diff", "se", "p", "mde"].forEach(function (f) { if (found[f] !== null) row.setAttribute("data-" + f, String(found[f])); });
+        body.appendChild(row);
+      });
+    });
   }
   function drawMeans(task, keys, rows, maps) {
     var metrics = [];
