@@ -69,3 +69,33 @@ def test_unscored_samples_leave_their_clusters_out():
     entry = aggregate_metrics([acc], {"acc": [1.0, None, 0.0, 1.0, 0.0]}, ["a", "a", "b", "c", "c"])["acc"]
     assert entry["n_clusters"] == 3
     assert entry["stderr_clustered"] == pytest.approx(cluster_stderr([1.0, 0.0, 1.0, 0.0], ["a", "b", "c", "c"])[0])
+
+
+def test_a_group_of_clustered_tasks_reports_its_clustered_standard_errors():
+    """Two tasks of BoolQ questions sharing passages, in one group: the macro and micro means' cluster-robust
+    standard errors are the tasks' (statsmodels' CR1 each) combined as independent strata: sqrt(sum se^2) / k and
+    sqrt(sum (n se)^2) / N. A group with a member that names no clusters has none."""
+    from proctor.scoring.aggregate import aggregate_groups
+
+    acc = get_metric("acc", "multiple_choice")
+    rows = boolq_rows(n_shared=60, n_alone=20)
+    parts = {"first": rows[:50], "second": rows[50:]}
+    entries = {}
+    for task, part in parts.items():
+        values = {"acc": [float(r["gold"]) for r in part]}
+        entries[task] = {
+            "metrics": aggregate_metrics([acc], values, [r["passage"] for r in part]),
+            "n_samples": len(part),
+        }
+    entries["plain"] = {"metrics": aggregate_metrics([acc], {"acc": [1.0, 0.0, 1.0]}), "n_samples": 3}
+    groups = aggregate_groups(entries, {"first": ["both"], "second": ["both"], "plain": ["mixed"]})
+    both = groups["both"]["metrics"]["acc"]
+    ses = {t: _statsmodels_cr1([float(r["gold"]) for r in p], [r["passage"] for r in p]) for t, p in parts.items()}
+    counts = {t: len(p) for t, p in parts.items()}
+    assert both["stderr_clustered"] == pytest.approx(math.sqrt(sum(s * s for s in ses.values())) / 2, rel=1e-12)
+    micro = math.sqrt(sum((counts[t] * ses[t]) ** 2 for t in parts)) / sum(counts.values())
+    assert both["micro_stderr_clustered"] == pytest.approx(micro, rel=1e-12)
+    assert both["n_clusters"] == sum(len({r["passage"] for r in p}) for p in parts.values())
+    assert both["stderr_clustered"] != pytest.approx(both["stderr"], rel=1e-3)  # the passages do change it
+    mixed = aggregate_groups(entries, {"first": ["mixed"], "plain": ["mixed"]})["mixed"]["metrics"]["acc"]
+    assert "stderr_clustered" not in mixed and mixed["stderr"] is not None

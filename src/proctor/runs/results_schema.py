@@ -281,6 +281,17 @@ class GroupMetric(_Closed):
         description="Stderr of the micro mean: the pooled sample variance of the tasks (lm-eval's "
         "pooled_sample_stderr); null if any is null.",
     )
+    stderr_clustered: Optional[Number] = Field(
+        None,
+        description="Where every task names a cluster field: the macro mean's cluster-robust stderr, "
+        "sqrt(sum of the tasks' CR1 stderr^2) / number of tasks (clusters lie within tasks).",
+    )
+    micro_stderr_clustered: Optional[Number] = Field(
+        None,
+        description="Where every task names a cluster field: the micro mean's cluster-robust stderr, "
+        "sqrt(sum of (task samples * task CR1 stderr)^2) / group samples.",
+    )
+    n_clusters: Optional[int] = Field(None, description="Clusters over the group's tasks (with stderr_clustered).")
 
 
 class GroupResult(_Closed):

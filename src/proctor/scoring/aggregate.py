@@ -133,5 +133,21 @@ def aggregate_groups(
             macro_se = pooled_stderr(stderrs)
             micro_se = pooled_sample_stderr(stderrs, counts)
             metrics[name] = {"value": macro, "stderr": macro_se, "micro": micro, "micro_stderr": micro_se}
+            clustered = [e.get("stderr_clustered") for e in entries]
+            if all(isinstance(se, (int, float)) for se in clustered):  # every member names its clusters
+                metrics[name].update(_clustered_group(clustered, counts, [e.get("n_clusters") for e in entries]))
         out[group] = {"tasks": tasks, "n_samples": sum(task_results[t]["n_samples"] for t in tasks), "metrics": metrics}
     return out
+
+
+def _clustered_group(stderrs: list[float], counts: list[int], clusters: list[int | None]) -> dict[str, Any]:
+    """A group's cluster-robust standard errors where every member task reports one. The tasks are independent
+    and each one's clusters lie within it, so the variance of the macro mean is ``sum(se_i^2) / k^2`` and that of
+    the micro (sample-weighted) mean ``sum((n_i * se_i)^2) / N^2``, with each task's CR1 ``se_i``."""
+    total = sum(counts)
+    micro = math.sqrt(sum((n * se) ** 2 for se, n in zip(stderrs, counts))) / total if total else None
+    return {
+        "stderr_clustered": pooled_stderr(stderrs),
+        "micro_stderr_clustered": micro,
+        "n_clusters": sum(c for c in clusters if isinstance(c, int)),
+    }
