@@ -17,6 +17,9 @@ def model_info(model: Any) -> dict:
         value = getattr(model, key, None)
         if isinstance(value, (int, str)):
             info[key] = value
+    engine = getattr(model, "engine_settings", None)
+    if isinstance(engine, dict) and engine:  # what a backend chose for its engine where the user did not (vLLM-CPU)
+        info["engine"] = dict(engine)
     chosen = getattr(model, "chosen_batch_sizes", None)
     if isinstance(chosen, list) and chosen:  # --batch-size auto: the sizes it chose (lm-eval's batch_sizes)
         info["batch_sizes"] = [int(size) for size in chosen]

