@@ -1,4 +1,5 @@
-"""vLLM backend (``--model vllm:<folder or hub id>``; ``pip install 'proctor[vllm]'``, a GPU).
+"""vLLM backend (``--model vllm:<folder or hub id>``; ``pip install 'proctor[vllm]'`` with a GPU, or
+``bash install_vllm.sh`` for vLLM's CPU build in a venv of its own).
 
 One ``vllm.LLM`` per process (per replica under ``--workers``), created once and used for every
 request type. Generation sends a whole engine chunk to ``LLM.generate`` at once, so vLLM's
@@ -6,10 +7,9 @@ continuous batching schedules it; log-likelihoods are read from ``prompt_logprob
 log-prob of every prompt token given the tokens before it) with one generated token.
 
 Tokenisation follows the HF backend exactly (same context/continuation split, same BOS rule),
-and prompts go to vLLM as token ids. NOTE: written against vLLM's documented offline API
-(``LLM``, ``SamplingParams``, ``RequestOutput.prompt_logprobs``); it has not been run on a GPU in
-this project's CI — ``tests/models/test_vllm.py`` checks the result extraction with a stand-in engine,
-and runs the real engine only where vLLM and a CUDA GPU are present.
+and prompts go to vLLM as token ids. Run on the real engine on the CPU by
+``tests/models/test_vllm_cpu.py`` (against the HF backend); not yet on a GPU. ``tests/models/test_vllm.py``
+checks the result extraction with a stand-in engine.
 """
 
 from __future__ import annotations
