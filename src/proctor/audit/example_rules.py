@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from proctor.audit import target_rules
-from proctor.audit.label_rules import PROBE_ROWS, _named, fixed_text
+from proctor.audit.label_rules import PROBE_ROWS, _named, shared_fixed_text
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit
@@ -21,13 +21,13 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
     """Rows whose prompt is the template's text alone: the row's own part (its question, its passage) is empty
     or whitespace while the other rows have one (a missing field rendered as nothing)."""
     texts = subject.prompt_texts
-    rows = [i for i, s in enumerate(subject.samples) if s.text is None]
-    if len(rows) < 3:
-        return
-    prefix, suffix = fixed_text([texts[i] for i in rows])
+    if subject.spec.kind == "perplexity" or len(texts) < 3:
+        return  # a perplexity row's text is the task, its prompt may be empty by design
+    prefix, suffix = shared_fixed_text(texts)
     fixed = len(prefix) + len(suffix)
-    if not fixed:
-        return
+    if not fixed or min(map(len, texts)) > fixed + OWN_MAX:
+        return  # every row adds more than a few characters of its own (most tasks)
+    rows = range(len(texts))
     blank = []
     for i in rows:
         own = len(texts[i]) - fixed
@@ -58,10 +58,10 @@ def empty_prompts(subject: AuditSubject) -> Iterator[Hit]:
 def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     """The template's own text (what every prompt shares) names one choice and no other ('The answer is
     True.'): every row is told that answer, right or not."""
-    rows = [s for s in subject.scored if len(s.gold) == 1]
-    if len(rows) < 3 or len(rows) < len(subject.samples) // 2:
+    rows = [s for s in subject.scored[:PROBE_ROWS] if len(s.gold) == 1]
+    if len(rows) < 3 or len(subject.scored) < len(subject.samples) // 2:
         return
-    prefix, suffix = fixed_text(subject.prompt_texts)
+    prefix, suffix = shared_fixed_text(subject.prompt_texts)
     fixed = prefix + "\n" + suffix
     if not fixed.strip():
         return
@@ -171,8 +171,8 @@ def example_shows_fixed_choice(subject: AuditSubject) -> Iterator[Hit]:
         return
     (index,) = shown
     wrong = [v for v in labels if type(v) is int and v != index]
-    if len(wrong) * 2 <= len(labels) or len(labels) < 2 and not wrong:
-        return
+    if not wrong:
+        return  # every example's answer is that choice: shown right (fewshot.constant-label speaks)
     yield subject.at_line(
         "fewshot",
         f"the few-shot template shows {choices[0]}[{index}] as each example's answer and does not read '{name}', "

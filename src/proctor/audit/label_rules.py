@@ -8,7 +8,10 @@ its source gave it: a native row's fields, or the document a dialect's handler k
 
 from __future__ import annotations
 
+import os
 import re
+from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import choice_rules
@@ -20,6 +23,46 @@ PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most ta
 MIN_ROWS = 4  # a pattern over fewer rows is chance
 
 
+_CHOICES = attrgetter("choices")
+_TRUTH_TEXTS = frozenset({"True", "False"})
+
+
+class _RowFields(Sequence[Mapping[str, Any]]):
+    """Each sample's fields, read when asked (a rule that probes a few rows reads only those)."""
+
+    def __init__(self, samples: Sequence[Any]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [s.sample.fields for s in self.samples[i]]
+        return self.samples[i].sample.fields
+
+
+def generated_rows(subject: AuditSubject) -> list[int]:
+    """Positions of the generated rows with references (none in a multiple-choice task: its kind says so)."""
+    if subject.spec.kind != "generate":
+        return []
+    return [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and s.references]
+
+
+_FIXED: dict[int, tuple[Sequence[str], tuple[str, str]]] = {}  # id(texts) -> (texts, their fixed text)
+
+
+def shared_fixed_text(texts: Sequence[str]) -> tuple[str, str]:
+    """``fixed_text`` of a task's prompts, computed once for the rules that read it (the last task's kept)."""
+    kept = _FIXED.get(id(texts))
+    if kept is not None and kept[0] is texts:
+        return kept[1]
+    result = fixed_text(texts)
+    _FIXED.clear()
+    _FIXED[id(texts)] = (texts, result)
+    return result
+
+
 def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
     """Each sample's row as its source gave it: the fields a native row has, or the document a handler that
     reads its own data kept (lm-eval's ``handler.docs``: (id, document) pairs, in the samples' order)."""
@@ -27,7 +70,7 @@ def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
     if isinstance(docs, list) and len(docs) == len(subject.samples):
         if all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS]):
             return [d[1] for d in docs]
-    return [s.sample.fields for s in subject.samples]
+    return _RowFields(subject.samples)
 
 
 def target_reads(subject: AuditSubject) -> frozenset[str]:
@@ -54,7 +97,13 @@ def bool_choices(subject: AuditSubject) -> Iterator[Hit]:
     if read is None:
         return
     name = read[0]
-    for sample in subject.samples:
+    samples = subject.samples
+    # the texts str() makes of a truth value, looked for among the rendered choices in C (most tasks have none)
+    if _TRUTH_TEXTS.isdisjoint(chain.from_iterable(map(_CHOICES, samples))):
+        return
+    for sample in samples:
+        if "True" not in sample.choices and "False" not in sample.choices:
+            continue
         value = sample.sample.fields.get(name)
         if type(value) is list and any(type(c) is bool for c in value):
             i = next(i for i, c in enumerate(value) if type(c) is bool)
@@ -102,14 +151,27 @@ def _shift(subject: AuditSubject, name: str, rows: list[int], docs: Sequence[Map
 def shifted_from_row_key(subject: AuditSubject) -> Iterator[Hit]:
     """The target moves every row's answer the same number of places away from the answer key the row itself
     holds (a letter, or an index counted from 0): '+ 1' on a key that already counts from 0."""
-    rows = [i for i, s in enumerate(subject.samples) if s.choices and len(s.gold) == 1 and len(s.choices) >= 2]
+    if subject.spec.kind != "multiple_choice":
+        return
+    names = sorted(target_reads(subject))
+    if not names:
+        return
+
+    def answered(samples: Sequence[Any], start: int = 0) -> list[int]:
+        return [i for i, s in enumerate(samples, start) if len(s.gold) == 1 and len(s.choices) >= 2]
+
+    rows = answered(subject.samples[:PROBE_ROWS])
     if len(rows) < MIN_ROWS:
         return
     docs = documents(subject)
-    for name in sorted(target_reads(subject)):
-        shift = _shift(subject, name, rows[:PROBE_ROWS], docs)
-        if shift is None or (len(rows) > PROBE_ROWS and _shift(subject, name, rows, docs) != shift):
+    for name in names:
+        shift = _shift(subject, name, rows, docs)
+        if shift is None:
             continue
+        if len(subject.samples) > PROBE_ROWS:  # the probe agrees: the whole task decides
+            rows += answered(subject.samples[PROBE_ROWS:], PROBE_ROWS)
+            if _shift(subject, name, rows, docs) != shift:
+                continue
         first = subject.samples[rows[0]]
         key = docs[rows[0]].get(name)
         yield Hit(
@@ -138,7 +200,7 @@ def off_by_one(subject: AuditSubject) -> Iterator[Hit]:
 
 def constant_reference(subject: AuditSubject) -> Iterator[Hit]:
     """Every generated row has the same reference answer: a model that always says it scores 1."""
-    rows = [s for s in subject.samples if not s.choices and s.text is None and s.references]
+    rows = [subject.samples[i] for i in generated_rows(subject)]
     if len(rows) < MIN_ROWS or len(rows) < len(subject.samples) // 2:
         return
     first = rows[0].references
@@ -174,7 +236,7 @@ def _indexes_a_list(number: int, doc: Mapping[str, Any]) -> str | None:
 def index_references(subject: AuditSubject) -> Iterator[Hit]:
     """A generated row's reference is a small number that is an index (into the row's choices, or the same 0 in
     every row): the model is scored on writing '2', not the answer."""
-    rows = [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and s.references]
+    rows = generated_rows(subject)
     if len(rows) < MIN_ROWS or len(rows) < len(subject.samples) // 2:
         return
     samples = subject.samples
@@ -189,9 +251,10 @@ def index_references(subject: AuditSubject) -> Iterator[Hit]:
     if not same and not all(lists):
         return  # numbers that vary and index nothing: numeric answers (counts, sums)
     first = samples[rows[0]]
+    listed = lists[0]
     why = (
-        f"an index into the row's '{lists[0]}' ({docs[rows[0]][lists[0]][int(first.references[0])]!r:.40})"
-        if all(lists)
+        f"an index into the row's '{listed}' ({docs[rows[0]][listed][int(first.references[0])]!r:.40})"
+        if listed is not None and all(lists)
         else "the same number in every row"
     )
     yield subject.at_row(
@@ -235,7 +298,8 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
     names = {reordered_field(s.sample.fields) for s in probe}
     if len(names) != 1 or None in names:
         return
-    (name,) = names
+    name = names.pop()
+    assert name is not None
     first = scored[0].sample
     yield subject.at_line(
         "choices",
@@ -250,33 +314,22 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def fixed_text(texts: Sequence[str]) -> tuple[str, str]:
-    """(prefix, suffix) every text shares, cut back to whole lines: the template's own text around the row's."""
+    """(prefix, suffix) every text shares, cut back to whole lines: the template's own text around the row's.
+    The comparisons run in C (a task may have 100,000 prompts): the common prefix from the least and greatest
+    texts, the suffix as the longest of the first text's line ends that every text ends with."""
     if len(texts) < 2:
         return "", ""
-    prefix = texts[0]
-    suffix = texts[0]
-    for text in texts[1:]:
-        if not text.startswith(prefix):
-            n = 0
-            for a, b in zip(prefix, text):
-                if a != b:
-                    break
-                n += 1
-            prefix = prefix[:n]
-        if not text.endswith(suffix):
-            n = 0
-            for a, b in zip(reversed(suffix), reversed(text)):
-                if a != b:
-                    break
-                n += 1
-            suffix = suffix[len(suffix) - n :]
-        if not prefix and not suffix:
-            break
+    prefix = os.path.commonprefix([min(texts), max(texts)])
     cut = prefix.rfind("\n")
     prefix = prefix[: cut + 1] if cut >= 0 else ""
-    cut = suffix.find("\n")
-    suffix = suffix[cut:] if cut >= 0 else ""
-    return prefix, suffix
+    first = texts[0]
+    start = first.find("\n")
+    while start >= 0:
+        suffix = first[start:]
+        if all(map(str.endswith, texts, repeat(suffix))):
+            return prefix, suffix
+        start = first.find("\n", start + 1)
+    return prefix, ""
 
 
 def _named(text: str, fixed: str) -> bool:
@@ -289,10 +342,11 @@ NAMED_SHARE = 0.6  # most rows' references are answers the template offers: the 
 def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
     """A generated task whose prompts offer a set of answers (a label set written in the template) where some
     rows' reference is none of them ('positive' where the prompt offers 'Positif'): those rows cannot be right."""
-    rows = [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and len(s.references) == 1]
+    rows = [i for i in generated_rows(subject) if len(subject.samples[i].references) == 1]
     if len(rows) < 3:
         return
-    prefix, suffix = fixed_text([subject.prompt_texts[i] for i in rows])
+    texts = subject.prompt_texts
+    prefix, suffix = shared_fixed_text(texts) if len(rows) == len(texts) else fixed_text([texts[i] for i in rows])
     fixed = prefix + "\n" + suffix
     if not fixed.strip():
         return
@@ -331,7 +385,7 @@ def _lmeval_target_texts(subject: AuditSubject, positions: Sequence[int]) -> lis
     config = getattr(task, "config", None)
     template = getattr(config, "doc_to_target", None)
     docs = getattr(subject.handler, "docs", None)
-    if not isinstance(template, str) or "{" not in template or not isinstance(docs, list):
+    if task is None or not isinstance(template, str) or "{" not in template or not isinstance(docs, list):
         return None
     if getattr(config, "doc_to_choice", None) is None or len(docs) != len(subject.samples):
         return None
