@@ -284,3 +284,28 @@ def test_an_lmeval_digit_target_read_as_another_index(tmp_path, monkeypatch, cap
     write(tmp_path, {"test.jsonl": rows(*words)})
     code, text = validate(tmp_path, ["quiz.yaml"], capsys, monkeypatch)
     assert code == 0 and "target.ambiguous" not in findings(text), text
+
+
+def test_seahelm_examples_that_are_evaluated_rows(tmp_path, monkeypatch, capsys):
+    """SEA-HELM shows a base model the first examples of a task's 'examples' split: the dialect's rule reads them
+    before any model loads; examples of their own give nothing."""
+    from tests.conftest import SHARED
+
+    config = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "sentiment_analysis" / "config.yaml"
+    if not config.exists():
+        pytest.skip("the SEA-HELM example tree is not in ../shared")
+    evaluated = [
+        {"id": i, "label": label, "prompts": [{"text": text}], "metadata": {"language": "id"}}
+        for i, (label, text) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa")])
+    ]
+    own = [{**r, "id": 100 + r["id"], "prompts": [{"text": r["prompts"][0]["text"] + "!"}]} for r in evaluated]
+    args = ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"]
+    files = {"sa/config.yaml": config.read_text(encoding="utf-8"), "copy/id/eval.jsonl": rows(*evaluated)}
+    write(tmp_path, {**files, "copy/id/examples.jsonl": rows(*own, evaluated[1])})
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    assert code == 0, text
+    line = next(line for line in text.splitlines() if "sentiment/id: audit [seahelm.examples-are-evaluated]" in line)
+    assert re.search(r"sa/config\.yaml, field 'example_filepath': 1 of the 4 few-shot examples", line), line
+    write(tmp_path, {"copy/id/examples.jsonl": rows(*own)})
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    assert code == 0 and "seahelm.examples-are-evaluated" not in findings(text), text
