@@ -309,3 +309,13 @@ def test_seahelm_examples_that_are_evaluated_rows(tmp_path, monkeypatch, capsys)
     write(tmp_path, {"copy/id/examples.jsonl": rows(*own)})
     code, text = validate(tmp_path, args, capsys, monkeypatch)
     assert code == 0 and "seahelm.examples-are-evaluated" not in findings(text), text
+
+
+def test_labels_shown_one_by_one_in_fixed_examples_are_not_an_offered_set(tmp_path, monkeypatch, capsys):
+    """A template whose fixed examples show 'Positive' and 'Negative' on lines of their own offers no label set:
+    a row whose answer is 'Neutral' is not flagged."""
+    prompt = "Text: Great\nSentiment: Positive\nText: Awful\nSentiment: Negative\nText: {{ text }}\nSentiment:"
+    data = [*({"text": t, "answer": a} for t, a in FEELINGS), {"text": "Fine", "answer": "Neutral"}]
+    write(tmp_path, {"t.yaml": task(**{**GEN, "prompt": prompt}), "data.jsonl": rows(*data)})
+    code, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
+    assert code == 0 and findings(text) == [], text

@@ -277,7 +277,7 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
     if any(template_fields(c) for c in spec.choices):
         return  # choices from the row: its own order
     read = _read_field(spec.target)
-    if read is None or read[1]:
+    if read is None or set(read[1]) - {"int", "trim", "string"}:
         return  # a target that computes the index may map it
     scored = [s for s in subject.samples if s.choices and s.gold]
     if len(scored) < 2:
@@ -357,6 +357,15 @@ def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
             offered[reference] = _named(reference, fixed)
         if len(offered) > 50:
             return  # free answers, not a label set
+    # offered: named on a line that names two or more of them (an options line, "Positif, Negatif, atau
+    # Netral"), not each alone (a fixed few-shot example's answer names one label, not the set)
+    lines = [line for line in fixed.splitlines() if line.strip()]
+    listed: set[str] = set()
+    for line in lines:
+        on_line = {r for r, is_named in offered.items() if is_named and _named(r, line)}
+        if len(on_line) >= 2:
+            listed |= on_line
+    offered = {r: r in listed for r in offered}
     named = [i for i in rows if offered.get(subject.samples[i].references[0].strip())]
     if len(named) < NAMED_SHARE * len(rows) or len(named) == len(rows):
         return
