@@ -123,7 +123,7 @@ def single_choice(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-CHANCE = 0.05  # a pattern this unlikely among rows whose answers fall at random is worth a word
+CHANCE = 1 / 8  # a pattern this unlikely among rows whose answers fall at random is worth a word (four two-choice rows)
 MIN_ROWS = 4
 
 
@@ -142,7 +142,7 @@ def constant_target(subject: AuditSubject) -> Iterator[Hit]:
     rows = [s for s in scored if len(s.choices) >= 2]
     if len(rows) < MIN_ROWS:
         return
-    if _by_chance_all_same(rows) >= CHANCE:
+    if _by_chance_all_same(rows) > CHANCE:
         return
     if not any(t.strip() for t in subject.prompt_texts):
         return  # prompt-less pairs (BLiMP): the right sentence is listed first by the format's design
@@ -168,7 +168,7 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(widths) != 1:
         return
     (width,) = widths
-    if len(rows) < width + 2 or ((width - 1) / width) ** len(rows) >= OFF_BY_ONE_CHANCE:
+    if len(rows) <= width or ((width - 1) / width) ** len(rows) >= OFF_BY_ONE_CHANCE:
         return
     used = Counter(s.gold[0] for s in rows)
     if used[0] == 0 and all(used[i] > 0 for i in range(1, width)):
@@ -181,6 +181,8 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+# target.ambiguous, target.constant and labels.off-by-one are registered by label_rules, which adds the other
+# dialects' forms to the checks here
 RULES = (
     AuditRule(
         "choices.duplicate",
@@ -207,12 +209,6 @@ RULES = (
         no_right_answer,
     ),
     AuditRule(
-        "target.ambiguous",
-        "warning",
-        "The right answer's text is also another choice's text: which of the two is right is a guess.",
-        ambiguous_target,
-    ),
-    AuditRule(
         "target.all-choices",
         "error",
         "The target names every choice as right: every answer scores 1, whatever the model does.",
@@ -223,17 +219,5 @@ RULES = (
         "warning",
         "A multiple-choice row with one choice: the model's pick is always right.",
         single_choice,
-    ),
-    AuditRule(
-        "target.constant",
-        "warning",
-        "Every row has the same right answer position: accuracy measures position bias, not knowledge.",
-        constant_target,
-    ),
-    AuditRule(
-        "labels.off-by-one",
-        "warning",
-        "No row's answer is the first choice while all others occur: labels counted from 1 read from 0.",
-        shifted_labels,
     ),
 )

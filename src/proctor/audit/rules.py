@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from proctor.audit import choice_rules, data_rules, generation_rules, leak_rules, target_rules
+from proctor.audit import (
+    choice_rules,
+    data_rules,
+    example_rules,
+    generation_rules,
+    label_rules,
+    leak_rules,
+    target_rules,
+)
 from proctor.core.audit import AuditRule
 
 BUILTIN_RULES: tuple[AuditRule, ...] = (
@@ -11,4 +19,6 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *leak_rules.RULES,
     *data_rules.RULES,
     *generation_rules.RULES,
+    *label_rules.RULES,
+    *example_rules.RULES,
 )

@@ -324,6 +324,8 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+# prompt.contains-gold and prompt.empty are registered by example_rules, which adds what the template's own
+# text shows to the checks here
 RULES = (
     AuditRule(
         "target.coerced",
@@ -349,18 +351,6 @@ RULES = (
         "warning",
         "The prompt template reads the field the target's right answer comes from: the model is told the answer.",
         prompt_reads_target,
-    ),
-    AuditRule(
-        "prompt.contains-gold",
-        "warning",
-        "Most rows' prompts hold the right choice (and no other) or end with the reference: the answer is copied.",
-        gold_in_prompt,
-    ),
-    AuditRule(
-        "prompt.empty",
-        "warning",
-        "Some rows' prompts are blank while others' are not: those rows are asked nothing.",
-        blank_prompts,
     ),
     AuditRule(
         "prompt.delimiter",

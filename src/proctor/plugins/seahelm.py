@@ -13,6 +13,7 @@ from typing import Annotated, Any, List, Mapping, Optional, Union
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from proctor.core.audit import AuditRule
 from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli, id_path_mapping
 from proctor.core.registry import Registry, backend_of
 from proctor.models.base import Model
@@ -269,8 +270,23 @@ class _LindseaRule:
         self._rule().apply(entry, tasks)
 
 
+def _audit_examples(subject: Any) -> Any:
+    """The dialect's audit rule, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
+    if subject.task.dialect != "seahelm":
+        return ()
+    return importlib.import_module("proctor.dialects.seahelm.audit_rules").examples_are_evaluated(subject)
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(SeaHelmDialect())
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.examples-are-evaluated",
+            "warning",
+            "The few-shot examples SEA-HELM shows a base model (its examples split) are evaluated rows.",
+            _audit_examples,
+        )
+    )
     registry.add_task_handler(
         "seahelm.task",
         "proctor.dialects.seahelm.task:SeaHelmTask",

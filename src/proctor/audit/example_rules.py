@@ -1,0 +1,211 @@
+"""Rules over what the model is shown besides the row: the template's own text (that names an answer, or
+wraps a row that adds nothing) and the few-shot examples (all with one answer position, or showing a choice
+that is not their answer)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from proctor.audit import target_rules
+from proctor.audit.label_rules import PROBE_ROWS, _named, shared_fixed_text
+from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import _read_field, template_fields
+from proctor.core.audit import AuditRule, Hit
+
+# ---------------------------------------------------------------- prompt.empty: the row's own part is blank
+
+OWN_MAX = 64  # an own part longer than this is not blank (a slice of every long prompt is not needed)
+
+
+def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
+    """Rows whose prompt is the template's text alone: the row's own part (its question, its passage) is empty
+    or whitespace while the other rows have one (a missing field rendered as nothing)."""
+    texts = subject.prompt_texts
+    if subject.spec.kind == "perplexity" or len(texts) < 3:
+        return  # a perplexity row's text is the task, its prompt may be empty by design
+    prefix, suffix = shared_fixed_text(texts)
+    fixed = len(prefix) + len(suffix)
+    if not fixed or min(map(len, texts)) > fixed + OWN_MAX:
+        return  # every row adds more than a few characters of its own (most tasks)
+    rows = range(len(texts))
+    blank = []
+    for i in rows:
+        own = len(texts[i]) - fixed
+        if own <= 0 or (own <= OWN_MAX and texts[i][len(prefix) : len(texts[i]) - len(suffix)].isspace()):
+            blank.append(i)
+    if blank and len(blank) * 2 < len(rows):
+        first = subject.samples[blank[0]].sample
+        yield subject.at_row(
+            first,
+            f"the prompt is the template's own text alone in {len(blank)} of {len(rows)} rows (the row's part, "
+            "between the text every prompt shares, is empty or whitespace): those rows are asked nothing",
+            "prompt",
+        )
+
+
+def empty_prompts(subject: AuditSubject) -> Iterator[Hit]:
+    found = False
+    for hit in target_rules.blank_prompts(subject):
+        found = True
+        yield hit
+    if not found:
+        yield from blank_own_parts(subject)
+
+
+# ---------------------------------------------------------------- prompt.contains-gold: the template names one
+
+
+def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
+    """The template's own text (what every prompt shares) names one choice and no other ('The answer is
+    True.'): every row is told that answer, right or not."""
+    rows = [s for s in subject.scored[:PROBE_ROWS] if len(s.gold) == 1]
+    if len(rows) < 3 or len(subject.scored) < len(subject.samples) // 2:
+        return
+    prefix, suffix = shared_fixed_text(subject.prompt_texts)
+    fixed = prefix + "\n" + suffix
+    if not fixed.strip():
+        return
+    named: dict[str, bool] = {}
+    told = []
+    for sample in rows[:PROBE_ROWS]:
+        for choice in sample.choices:
+            text = choice.strip()
+            if text and text not in named:
+                named[text] = len(text) >= target_rules.GOLD_MIN_CHARS and _named(text, fixed)
+        in_template = [c for c in sample.choices if named.get(c.strip())]
+        if len(in_template) != 1:
+            return  # no choice named (most tasks), or every choice (a template listing the options)
+        told.append(in_template[0].strip())
+    if len(set(told)) != 1:
+        return
+    answer = told[0]
+    right = sum(1 for s in rows[:PROBE_ROWS] if s.choices[s.gold[0]].strip() == answer)
+    yield subject.at_line(
+        "prompt",
+        f"the template's own text names the choice {answer!r:.40} and no other, in every prompt: each row is told "
+        f"that answer (the right one in {right} of {min(len(rows), PROBE_ROWS)} rows)",
+        "prompt",
+    )
+
+
+def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
+    found = False
+    for hit in target_rules.gold_in_prompt(subject):
+        found = True
+        yield hit
+    if not found:
+        yield from template_names_a_choice(subject)
+
+
+# ---------------------------------------------------------------- few-shot examples
+
+
+def _pool_labels(subject: AuditSubject) -> tuple[str, list[Any]] | None:
+    """(the target's field, each few-shot pool row's value of it) where the target reads one field as it is."""
+    fewshot = subject.spec.fewshot
+    if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
+        return None
+    if subject.spec.kind != "multiple_choice" or not subject.spec.target:
+        return None
+    read = _read_field(subject.spec.target)
+    if read is None:
+        return None
+    name = read[0]
+    return name, [row.fields.get(name) for row in subject.pool[:PROBE_ROWS]]
+
+
+def constant_example_label(subject: AuditSubject) -> Iterator[Hit]:
+    """Every few-shot example's answer is the same choice position while the evaluated rows' vary: the examples
+    teach the model to pick that position."""
+    pooled = _pool_labels(subject)
+    if pooled is None:
+        return
+    name, labels = pooled
+    fewshot = subject.spec.fewshot
+    assert fewshot is not None
+    if fewshot.count < 2 or len(labels) < 2 or len(subject.pool) > PROBE_ROWS:
+        return
+    if any(type(v) is not int for v in labels) or len(set(labels)) != 1:
+        return
+    golds = {s.gold for s in subject.scored}
+    if len(golds) < 2:
+        return  # target.constant speaks for the rows themselves
+    yield subject.at_line(
+        "fewshot",
+        f"every one of the {len(labels)} few-shot examples has the answer at choice {labels[0]} ('{name}'), while "
+        f"the evaluated rows' answers vary: each prompt's {fewshot.count} examples teach that position",
+        "fewshot.source",
+    )
+
+
+def _constant_items(source: str, field: str) -> set[int]:
+    """The constant indices a template reads from ``field`` (``choices[0]``)."""
+    from jinja2 import nodes
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        tree = ImmutableSandboxedEnvironment().parse(source)
+    except Exception:  # noqa: BLE001 - reported where the template is compiled
+        return set()
+    out = set()
+    for node in tree.find_all(nodes.Getitem):
+        if isinstance(node.node, nodes.Name) and node.node.name == field and isinstance(node.arg, nodes.Const):
+            if type(node.arg.value) is int:
+                out.add(node.arg.value)
+    return out
+
+
+def example_shows_fixed_choice(subject: AuditSubject) -> Iterator[Hit]:
+    """The few-shot template shows ``choices[0]`` as each example's answer and reads nothing the target reads:
+    examples whose answer is another choice are shown with a wrong one."""
+    fewshot = subject.spec.fewshot
+    pooled = _pool_labels(subject)
+    if pooled is None or fewshot is None or not fewshot.template or not isinstance(subject.spec.choices, str):
+        return
+    name, labels = pooled
+    choices = _read_field(subject.spec.choices)
+    if choices is None or name in template_fields(fewshot.template):
+        return
+    shown = _constant_items(fewshot.template, choices[0])
+    if len(shown) != 1:
+        return
+    (index,) = shown
+    wrong = [v for v in labels if type(v) is int and v != index]
+    if not wrong:
+        return  # every example's answer is that choice: shown right (fewshot.constant-label speaks)
+    yield subject.at_line(
+        "fewshot",
+        f"the few-shot template shows {choices[0]}[{index}] as each example's answer and does not read '{name}', "
+        f"the field the right answer comes from: {len(wrong)} of {len(labels)} examples are shown a wrong answer",
+        "fewshot.template",
+    )
+
+
+RULES = (
+    AuditRule(
+        "prompt.contains-gold",
+        "warning",
+        "Most rows' prompts hold the right choice (and no other) or end with the reference, or the template names "
+        "one choice: the answer is copied.",
+        gold_in_prompt,
+    ),
+    AuditRule(
+        "prompt.empty",
+        "warning",
+        "Some rows' prompts are blank, or the template's text alone, while others' are not: those rows are asked "
+        "nothing.",
+        empty_prompts,
+    ),
+    AuditRule(
+        "fewshot.constant-label",
+        "warning",
+        "Every few-shot example's answer is the same choice position: the examples teach that position.",
+        constant_example_label,
+    ),
+    AuditRule(
+        "fewshot.wrong-answer",
+        "warning",
+        "The few-shot template shows a fixed choice (choices[0]) as each example's answer, not its right one.",
+        example_shows_fixed_choice,
+    ),
+)

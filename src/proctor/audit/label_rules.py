@@ -1,0 +1,488 @@
+"""Rules over labels as they reach the scorer: a right answer moved one place, read from the other end of a
+reordered list, given as an index where a text is compared, outside the answers the prompt offers, or a choice
+that is a truth value.
+
+They read what every dialect leaves (``PreparedSample``) and, where the signal is in the row itself, the row as
+its source gave it: a native row's fields, or the document a dialect's handler kept (lm-eval's ``docs``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from itertools import chain, repeat
+from operator import attrgetter
+from typing import Any, Iterator, Mapping, Sequence
+
+from proctor.audit import choice_rules
+from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
+from proctor.audit.target_rules import _read_field, template_fields
+from proctor.core.audit import AuditRule, Hit
+
+PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
+MIN_ROWS = 4  # a pattern over fewer rows is chance
+
+
+_CHOICES = attrgetter("choices")
+_TRUTH_TEXTS = frozenset({"True", "False"})
+
+
+class _RowFields(Sequence[Mapping[str, Any]]):
+    """Each sample's fields, read when asked (a rule that probes a few rows reads only those)."""
+
+    def __init__(self, samples: Sequence[Any]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [s.sample.fields for s in self.samples[i]]
+        return self.samples[i].sample.fields
+
+
+def generated_rows(subject: AuditSubject) -> list[int]:
+    """Positions of the generated rows with references (none in a multiple-choice task: its kind says so)."""
+    if subject.spec.kind != "generate":
+        return []
+    return [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and s.references]
+
+
+_FIXED: dict[int, tuple[Sequence[str], tuple[str, str]]] = {}  # id(texts) -> (texts, their fixed text)
+
+
+def shared_fixed_text(texts: Sequence[str]) -> tuple[str, str]:
+    """``fixed_text`` of a task's prompts, computed once for the rules that read it (the last task's kept)."""
+    kept = _FIXED.get(id(texts))
+    if kept is not None and kept[0] is texts:
+        return kept[1]
+    result = fixed_text(texts)
+    _FIXED.clear()
+    _FIXED[id(texts)] = (texts, result)
+    return result
+
+
+def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
+    """Each sample's row as its source gave it: the fields a native row has, or the document a handler that
+    reads its own data kept (lm-eval's ``handler.docs``: (id, document) pairs, in the samples' order)."""
+    docs = getattr(subject.handler, "docs", None)
+    if isinstance(docs, list) and len(docs) == len(subject.samples):
+        if all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS]):
+            return [d[1] for d in docs]
+    return _RowFields(subject.samples)
+
+
+def target_reads(subject: AuditSubject) -> frozenset[str]:
+    """The row fields the target is made from: a native template's variables, or lm-eval's ``doc_to_target``
+    (a field's name, or a template)."""
+    if subject.templated:
+        return template_fields(subject.spec.target) if subject.spec.target else frozenset()
+    config = getattr(getattr(subject.handler, "task", None), "config", None)
+    source = getattr(config, "doc_to_target", None)
+    if not isinstance(source, str):
+        return frozenset()
+    return template_fields(source) if "{" in source else frozenset({source})
+
+
+# ---------------------------------------------------------------- choices.coerced
+
+
+def bool_choices(subject: AuditSubject) -> Iterator[Hit]:
+    """A row's choices list holds truth values: the model is asked to pick 'True' or 'False', the texts str()
+    made of them, which the data never wrote (a column of booleans read where answer texts belong)."""
+    if not subject.templated or not isinstance(subject.spec.choices, str):
+        return
+    read = _read_field(subject.spec.choices)
+    if read is None:
+        return
+    name = read[0]
+    samples = subject.samples
+    # the texts str() makes of a truth value, looked for among the rendered choices in C (most tasks have none)
+    if _TRUTH_TEXTS.isdisjoint(chain.from_iterable(map(_CHOICES, samples))):
+        return
+    for sample in samples:
+        if "True" not in sample.choices and "False" not in sample.choices:
+            continue
+        value = sample.sample.fields.get(name)
+        if type(value) is list and any(type(c) is bool for c in value):
+            i = next(i for i, c in enumerate(value) if type(c) is bool)
+            yield subject.at_row(
+                sample.sample,
+                f"choice {i} is the truth value {value[i]!r}, shown to the model as the text {str(value[i])!r}: "
+                "a column of booleans read where the answer texts belong?",
+                name,
+            )
+
+
+# ---------------------------------------------------------------- labels.off-by-one
+
+
+def _position(value: Any, width: int) -> int | None:
+    """A row's answer key as a choice position: a whole number, or a letter ('A' is 0)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and len(value) == 1 and "A" <= value <= "Z":
+        return ord(value) - ord("A")
+    return None
+
+
+def _shift(subject: AuditSubject, name: str, rows: list[int], docs: Sequence[Mapping[str, Any]]) -> int | None:
+    """The one shift (not 0) between field ``name`` read as a position counted from 0 and every row's gold."""
+    shifts = set()
+    positions = []
+    for i in rows:
+        sample = subject.samples[i]
+        width = len(sample.choices)
+        position = _position(docs[i].get(name), width)
+        if position is None or not 0 <= position < width:
+            return None
+        positions.append((position, docs[i].get(name)))
+        shifts.add((sample.gold[0] - position) % width)
+        if len(shifts) > 1:
+            return None
+    # a number column counted from 0 shows a 0 somewhere (one counted from 1 and read with '- 1' does not)
+    if all(type(v) is int for _, v in positions) and not any(p == 0 for p, _ in positions):
+        return None
+    (shift,) = shifts
+    return shift or None
+
+
+def shifted_from_row_key(subject: AuditSubject) -> Iterator[Hit]:
+    """The target moves every row's answer the same number of places away from the answer key the row itself
+    holds (a letter, or an index counted from 0): '+ 1' on a key that already counts from 0."""
+    if subject.spec.kind != "multiple_choice":
+        return
+    names = sorted(target_reads(subject))
+    if not names:
+        return
+
+    def answered(samples: Sequence[Any], start: int = 0) -> list[int]:
+        return [i for i, s in enumerate(samples, start) if len(s.gold) == 1 and len(s.choices) >= 2]
+
+    rows = answered(subject.samples[:PROBE_ROWS])
+    if len(rows) < MIN_ROWS:
+        return
+    docs = documents(subject)
+    for name in names:
+        shift = _shift(subject, name, rows, docs)
+        if shift is None:
+            continue
+        if len(subject.samples) > PROBE_ROWS:  # the probe agrees: the whole task decides
+            rows += answered(subject.samples[PROBE_ROWS:], PROBE_ROWS)
+            if _shift(subject, name, rows, docs) != shift:
+                continue
+        first = subject.samples[rows[0]]
+        key = docs[rows[0]].get(name)
+        yield Hit(
+            f"the target moves every row's answer {shift} place(s) from the row's own '{name}' (row "
+            f"{first.sample.row}: {key!r} is choice {_position(key, len(first.choices))}, the gold is choice "
+            f"{first.gold[0]}) in all {len(rows)} rows: a key counted from 0 read as if counted from 1?",
+            file=subject.file,
+            line=subject.line("target"),
+            field="target",
+            sample=first.sample.id,
+        )
+        return
+
+
+def off_by_one(subject: AuditSubject) -> Iterator[Hit]:
+    found = False
+    for hit in choice_rules.shifted_labels(subject):
+        found = True
+        yield hit
+    if not found:
+        yield from shifted_from_row_key(subject)
+
+
+# ---------------------------------------------------------------- target.constant
+
+
+def constant_reference(subject: AuditSubject) -> Iterator[Hit]:
+    """Every generated row has the same reference answer: a model that always says it scores 1."""
+    rows = [subject.samples[i] for i in generated_rows(subject)]
+    if len(rows) < MIN_ROWS or len(rows) < len(subject.samples) // 2:
+        return
+    first = rows[0].references
+    if any(s.references != first for s in rows):
+        return
+    yield subject.at_row(
+        rows[0].sample,
+        f"every one of the {len(rows)} generated rows has the same reference answer ({first[0]!r:.40}): a model "
+        "that always answers that scores 1 (a label column read wrongly, or a filter that kept one class?)",
+        "target",
+    )
+
+
+def constant_target(subject: AuditSubject) -> Iterator[Hit]:
+    yield from choice_rules.constant_target(subject)
+    yield from constant_reference(subject)
+
+
+# ---------------------------------------------------------------- target.index-as-reference
+
+_SMALL_NUMBER = re.compile(r"^\s*\d{1,2}\s*$")
+
+
+def _indexes_a_list(number: int, doc: Mapping[str, Any]) -> str | None:
+    """The row's list field (choices, options) a number is an index into, or None."""
+    for key, value in doc.items():
+        if key not in READER_FIELDS and isinstance(value, list) and len(value) > number:
+            if value and all(isinstance(v, str) for v in value):
+                return key
+    return None
+
+
+def index_references(subject: AuditSubject) -> Iterator[Hit]:
+    """A generated row's reference is a small number that is an index (into the row's choices, or the same 0 in
+    every row): the model is scored on writing '2', not the answer."""
+    rows = generated_rows(subject)
+    if len(rows) < MIN_ROWS or len(rows) < len(subject.samples) // 2:
+        return
+    samples = subject.samples
+    for i in rows[:PROBE_ROWS]:
+        if not all(_SMALL_NUMBER.match(r) for r in samples[i].references):
+            return  # answers in words (most generated tasks): decided within the first rows
+    if not all(_SMALL_NUMBER.match(r) for i in rows for r in samples[i].references):
+        return
+    docs = documents(subject)
+    lists = [_indexes_a_list(int(samples[i].references[0]), docs[i]) for i in rows]
+    same = len({samples[i].references for i in rows}) == 1
+    if not same and not all(lists):
+        return  # numbers that vary and index nothing: numeric answers (counts, sums)
+    first = samples[rows[0]]
+    listed = lists[0]
+    why = (
+        f"an index into the row's '{listed}' ({docs[rows[0]][listed][int(first.references[0])]!r:.40})"
+        if listed is not None and all(lists)
+        else "the same number in every row"
+    )
+    yield subject.at_row(
+        first.sample,
+        f"the reference answer is {first.references[0]!r}, {why}, in all {len(rows)} generated rows: the model is "
+        "scored on writing the number, not the answer (a choice index where a text belongs?)",
+        "target",
+    )
+
+
+# ---------------------------------------------------------------- target.flipped
+
+
+def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
+    """The task lists fixed choices (["yes", "no"]) while each row holds the same texts in another order
+    (["no", "yes"]) and the target reads the row's index as it is: every label points at the other answer."""
+    spec = subject.spec
+    if not subject.templated or not isinstance(spec.choices, list) or not spec.target:
+        return
+    if any(template_fields(c) for c in spec.choices):
+        return  # choices from the row: its own order
+    read = _read_field(spec.target)
+    if read is None or set(read[1]) - {"int", "trim", "string"}:
+        return  # a target that computes the index may map it
+    scored = [s for s in subject.samples if s.choices and s.gold]
+    if len(scored) < 2:
+        return
+    listed = tuple(loose(c) for c in scored[0].choices)
+    if len(set(listed)) != len(listed):
+        return
+
+    def reordered_field(fields: Mapping[str, Any]) -> str | None:
+        for key, value in fields.items():
+            if isinstance(value, list) and len(value) == len(listed) and all(isinstance(v, str) for v in value):
+                keys = tuple(loose(v) for v in value)
+                if keys != listed and sorted(keys) == sorted(listed):
+                    return key
+        return None
+
+    probe = scored[:PROBE_ROWS]
+    names = {reordered_field(s.sample.fields) for s in probe}
+    if len(names) != 1 or None in names:
+        return
+    name = names.pop()
+    assert name is not None
+    first = scored[0].sample
+    yield subject.at_line(
+        "choices",
+        f"the task lists the choices {list(scored[0].choices)!r:.60}, and each row's '{name}' holds the same texts "
+        f"in another order ({first.fields[name]!r:.60}, row {first.row}), while the target reads the row's "
+        f"'{read[0]}' as it is: the index counts in the row's order, so labels point at other answers",
+        "choices",
+    )
+
+
+# ---------------------------------------------------------------- target.not-a-choice
+
+
+def fixed_text(texts: Sequence[str]) -> tuple[str, str]:
+    """(prefix, suffix) every text shares, cut back to whole lines: the template's own text around the row's.
+    The comparisons run in C (a task may have 100,000 prompts): the common prefix from the least and greatest
+    texts, the suffix as the longest of the first text's line ends that every text ends with."""
+    if len(texts) < 2:
+        return "", ""
+    prefix = os.path.commonprefix([min(texts), max(texts)])
+    cut = prefix.rfind("\n")
+    prefix = prefix[: cut + 1] if cut >= 0 else ""
+    first = texts[0]
+    start = first.find("\n")
+    while start >= 0:
+        suffix = first[start:]
+        if all(map(str.endswith, texts, repeat(suffix))):
+            return prefix, suffix
+        start = first.find("\n", start + 1)
+    return prefix, ""
+
+
+def _named(text: str, fixed: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", fixed) is not None
+
+
+NAMED_SHARE = 0.6  # most rows' references are answers the template offers: the task is a choice among them
+
+
+def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
+    """A generated task whose prompts offer a set of answers (a label set written in the template) where some
+    rows' reference is none of them ('positive' where the prompt offers 'Positif'): those rows cannot be right."""
+    rows = [i for i in generated_rows(subject) if len(subject.samples[i].references) == 1]
+    if len(rows) < 3:
+        return
+    texts = subject.prompt_texts
+    prefix, suffix = shared_fixed_text(texts) if len(rows) == len(texts) else fixed_text([texts[i] for i in rows])
+    fixed = prefix + "\n" + suffix
+    if not fixed.strip():
+        return
+    offered: dict[str, bool] = {}
+    for i in rows:
+        reference = subject.samples[i].references[0].strip()
+        if reference and reference not in offered:
+            offered[reference] = _named(reference, fixed)
+        if len(offered) > 50:
+            return  # free answers, not a label set
+    # offered: named on a line that names two or more of them (an options line, "Positif, Negatif, atau
+    # Netral"), not each alone (a fixed few-shot example's answer names one label, not the set)
+    lines = [line for line in fixed.splitlines() if line.strip()]
+    listed: set[str] = set()
+    for line in lines:
+        on_line = {r for r, is_named in offered.items() if is_named and _named(r, line)}
+        if len(on_line) >= 2:
+            listed |= on_line
+    offered = {r: r in listed for r in offered}
+    named = [i for i in rows if offered.get(subject.samples[i].references[0].strip())]
+    if len(named) < NAMED_SHARE * len(rows) or len(named) == len(rows):
+        return
+    labels = sorted({subject.samples[i].references[0].strip() for i in named})
+    for i in rows:
+        reference = subject.samples[i].references[0].strip()
+        if offered.get(reference):
+            continue
+        close = [label for label in labels if loose(label) == loose(reference)]
+        how = f"it is {close[0]!r} up to case and spacing" if close else "no answer the prompt offers"
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r:.40} is not one of the answers the prompt offers ({', '.join(labels)}): "
+            f"{how}, so a model that answers as asked is scored wrong",
+            "target",
+        )
+
+
+# ---------------------------------------------------------------- target.ambiguous (a digit text read as an index)
+
+
+def _lmeval_target_texts(subject: AuditSubject, positions: Sequence[int]) -> list[tuple[int, str]] | None:
+    """lm-eval's ``doc_to_target`` template rendered as text (lm-eval reads a digit text as an index) for the
+    documents at ``positions``; None where the task has no such template."""
+    task = getattr(subject.handler, "task", None)
+    config = getattr(task, "config", None)
+    template = getattr(config, "doc_to_target", None)
+    docs = getattr(subject.handler, "docs", None)
+    if task is None or not isinstance(template, str) or "{" not in template or not isinstance(docs, list):
+        return None
+    if getattr(config, "doc_to_choice", None) is None or len(docs) != len(subject.samples):
+        return None
+    out = []
+    for i in positions:
+        try:  # a leading mark keeps the text a text (lm-eval's own conversion is what this rule looks behind)
+            text = task.doc_to_target(docs[i][1], doc_to_target="\x01" + template)
+        except Exception:  # noqa: BLE001 - a template lm-eval cannot render is reported where it builds requests
+            return None
+        if isinstance(text, str):
+            out.append((i, text[1:]))
+    return out
+
+
+def digit_text_as_index(subject: AuditSubject) -> Iterator[Hit]:
+    """lm-eval reads a ``doc_to_target`` that renders a digit ('2') as choice index 2: where '2' is another
+    choice's text, the gold is that other choice."""
+    samples = subject.samples
+    texts = _lmeval_target_texts(subject, range(min(len(samples), PROBE_ROWS)))
+    if not texts:
+        return
+
+    def misread(i: int, text: str) -> bool:
+        choices = [c.strip() for c in samples[i].choices]
+        return text.strip().isdigit() and text.strip() in choices and choices.index(text.strip()) != int(text)
+
+    if not any(misread(i, t) for i, t in texts):
+        return
+    if len(samples) > PROBE_ROWS:
+        texts = _lmeval_target_texts(subject, range(len(samples))) or texts
+    for i, text in texts:
+        if misread(i, text):
+            choices = [c.strip() for c in samples[i].choices]
+            yield subject.at_row(
+                samples[i].sample,
+                f"doc_to_target gives the text {text.strip()!r}, which lm-eval reads as choice index {int(text)} "
+                f"({samples[i].choices[int(text)].strip()!r}); {text.strip()!r} is choice "
+                f"{choices.index(text.strip())}'s text: which of the two is meant is a guess, and the index wins",
+                "doc_to_target",
+            )
+
+
+def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
+    yield from choice_rules.ambiguous_target(subject)
+    yield from digit_text_as_index(subject)
+
+
+RULES = (
+    AuditRule(
+        "choices.coerced",
+        "warning",
+        "A row's choices hold truth values (True, False): the model picks among texts str() made of them.",
+        bool_choices,
+    ),
+    AuditRule(
+        "target.ambiguous",
+        "warning",
+        "The right answer's text is also another choice's text (or a digit text lm-eval reads as another index).",
+        ambiguous_target,
+    ),
+    AuditRule(
+        "target.constant",
+        "warning",
+        "Every row has the same right answer position (or reference): accuracy measures a habit, not knowledge.",
+        constant_target,
+    ),
+    AuditRule(
+        "labels.off-by-one",
+        "warning",
+        "No row's answer is the first choice while all others occur, or every gold is one off the row's own key.",
+        off_by_one,
+    ),
+    AuditRule(
+        "target.index-as-reference",
+        "warning",
+        "A generated row's reference is a choice index ('2') or the same number in every row, not the answer.",
+        index_references,
+    ),
+    AuditRule(
+        "target.flipped",
+        "warning",
+        "The task's fixed choices list a row's own choices in another order, and the target reads its index as is.",
+        reordered_choices,
+    ),
+    AuditRule(
+        "target.not-a-choice",
+        "warning",
+        "A generated row's reference is none of the answers the prompt offers (another word, or another case).",
+        unoffered_references,
+    ),
+)

@@ -1,0 +1,58 @@
+"""The SEA-HELM dialect's audit rule: the few-shot examples SEA-HELM shows a base model are evaluated rows.
+
+SEA-HELM reads a task's examples (its ``examples`` split, ``example_filepath``) only when a base model runs
+(``fewshot_num_examples: {base: 5, instruct: 0}``), so the generic ``fewshot.*`` rules, which read a native
+task's ``fewshot:``, cannot see them. This rule reads them as a base model's run would, before any model loads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from proctor.core.audit import Hit
+from proctor.dialects.seahelm.rows import as_rows
+
+BASE_DEFAULT = 5  # SEA-HELM's examples for a base model where the config gives no count (task._make_loader)
+
+
+def _key(row: Any) -> str:
+    """A row's content without its id: a copy under another id is the same item."""
+    if not isinstance(row, dict):
+        return json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+    return json.dumps({k: v for k, v in row.items() if k != "id"}, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _shown_count(config: Any) -> int:
+    counts = config.get("fewshot_num_examples") if isinstance(config, dict) else None
+    if not isinstance(counts, dict) or not counts:
+        return BASE_DEFAULT
+    return max((int(v) for v in counts.values() if isinstance(v, (int, str)) and str(v).isdigit()), default=0)
+
+
+def examples_are_evaluated(subject: Any) -> Iterator[Hit]:
+    handler = subject.handler
+    loader = getattr(handler, "dataloader", None)
+    shown = _shown_count(getattr(handler, "config", None))
+    if loader is None or shown <= 0:
+        return
+    try:
+        base = handler._make_loader(True)  # a fresh base-model loader: the evaluated run's loader is left as it is
+        if not base.specific_task_config.get("example_filepath"):
+            return
+        handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
+        examples = as_rows(base.example_dataset)[:shown]
+    except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
+        return
+    evaluated = {_key(row) for row in as_rows(loader.dataset)}
+    shared = [i for i, row in enumerate(examples) if _key(row) in evaluated]
+    if shared:
+        path = base.specific_task_config.get("example_filepath")
+        yield Hit(
+            f"{len(shared)} of the {len(examples)} few-shot examples SEA-HELM shows a base model (the 'examples' "
+            f"split of {path}) are evaluated rows: a base model is shown test items with their answers (an instruct "
+            "model is shown no examples)",
+            file=subject.file,
+            line=subject.task.line,
+            field="example_filepath",
+        )

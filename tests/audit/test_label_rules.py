@@ -1,0 +1,321 @@
+"""The label and example rules (audit/label_rules.py, audit/example_rules.py) through the ``proctor`` command's
+entry point (``validate``, in-process): each on a valid-looking task that breaks it, checking the finding's rule,
+file, row or line and field; and look-alike tasks that are right (a key counted from 1 read with '- 1', numeric
+answers, a template that names every option) that must stay silent."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proctor.cli import main
+
+
+def rows(*items: dict) -> str:
+    return "".join(json.dumps(r) + "\n" for r in items)
+
+
+def task(**fields: object) -> str:
+    spec = {
+        "name": "quiz",
+        "kind": "multiple_choice",
+        "data": "data.jsonl",
+        "prompt": "Q: {{ question }}\nA:",
+        "choices": "{{ choices }}",
+        "target": "{{ label }}",
+    }
+    spec.update(fields)
+    return yaml.safe_dump({"tasks": [{k: v for k, v in spec.items() if v is not None}]}, sort_keys=False)
+
+
+QUIZ = [
+    {"id": "q1", "question": "What is 2 + 2?", "choices": ["3", "4", "5", "6"], "label": 1, "answer": "B"},
+    {"id": "q2", "question": "Capital of France?", "choices": ["Berlin", "Madrid", "Paris", "Rome"], "label": 2},
+    {"id": "q3", "question": "Which is a mammal?", "choices": ["Whale", "Shark", "Trout", "Eel"], "label": 0},
+    {"id": "q4", "question": "Colour of the sky?", "choices": ["Green", "Red", "Yellow", "Blue"], "label": 3},
+    {"id": "q5", "question": "Legs of a spider?", "choices": ["Six", "Eight", "Ten", "Four"], "label": 1},
+    {"id": "q6", "question": "What is frozen water?", "choices": ["Steam", "Ice", "Fog", "Dew"], "label": 1},
+]
+LETTERED = [{**r, "answer": "ABCD"[r["label"]]} for r in QUIZ]
+GEN = {"kind": "generate", "choices": None, "target": "{{ answer }}", "generation": {"max_tokens": 8}}
+SENTIMENT = "Answer Positive, Negative or Neutral.\nText: {{ text }}\nAnswer:"
+FEELINGS = [("Great day", "Positive"), ("Awful food", "Negative"), ("It is fine", "Neutral"), ("Lovely", "Positive")]
+PROBSEM_SUITE = {
+    "pretext": "Is it true?",
+    "context": [
+        {"text": "The sky is blue.", "expected": 0},
+        {"text": "Fish can fly.", "expected": 1},
+        {"text": "Water is wet.", "expected": 0},
+        {"text": "Stones can sing.", "expected": 1},
+    ],
+    "posttext": "Answer:",
+    "queries": ["True", "False"],
+}
+DEV_SAME_POSITION = [
+    {"id": "d1", "question": "1+1?", "choices": ["2", "1"], "label": 0},
+    {"id": "d2", "question": "2+1?", "choices": ["3", "1"], "label": 0},
+    {"id": "d3", "question": "2+2?", "choices": ["4", "1"], "label": 0},
+]
+DEV_MIXED = [
+    {"id": "d1", "question": "1+1?", "choices": ["1", "2"], "label": 1},
+    {"id": "d2", "question": "2+1?", "choices": ["3", "1"], "label": 0},
+]
+
+
+def probsem(**changes: object) -> dict[str, str]:
+    return {"p/test.txt": "Judge the statements.\n", "p/test_A.json": json.dumps({**PROBSEM_SUITE, **changes})}
+
+
+# rule -> (files, the arguments after 'validate', where the finding points: a regex over its line)
+CASES: dict[str, tuple[dict[str, str], list[str], str]] = {
+    "choices.coerced": (
+        {"t.yaml": task(), "data.jsonl": rows(*QUIZ[:2], {**QUIZ[2], "choices": [True, False], "label": 0}, *QUIZ[3:])},
+        ["t.yaml"],
+        r"data\.jsonl, row 3, field 'choices'",
+    ),
+    "labels.off-by-one": (  # a letter key moved one place on: 'B' scored as choice 2
+        {
+            "t.yaml": task(target="{{ 'ABCD'.index(answer) + 1 if answer != 'D' else 0 }}"),
+            "data.jsonl": rows(*LETTERED),
+        },
+        ["t.yaml"],
+        r"t\.yaml:\d+, field 'target'",
+    ),
+    "target.constant": (  # every generated row's reference is the same text
+        {"t.yaml": task(**GEN), "data.jsonl": rows(*({**r, "answer": "Paris"} for r in QUIZ))},
+        ["t.yaml"],
+        r"data\.jsonl, row 1, field 'target'",
+    ),
+    "target.index-as-reference": (  # a generated task scored on the choice index
+        {"t.yaml": task(**{**GEN, "target": "{{ label }}"}), "data.jsonl": rows(*QUIZ)},
+        ["t.yaml"],
+        r"data\.jsonl, row 1, field 'target'",
+    ),
+    "target.flipped": (  # the task lists yes/no, the rows' own lists say no/yes
+        {
+            "t.yaml": task(choices=["yes", "no"], target="{{ gold }}"),
+            "data.jsonl": rows(
+                *({"question": f"Is {n} even?", "choices": ["no", "yes"], "gold": int(n % 2 == 0)} for n in range(5))
+            ),
+        },
+        ["t.yaml"],
+        r"t\.yaml:\d+, field 'choices'",
+    ),
+    "target.not-a-choice": (  # the prompt offers 'Positive'; row 5's reference is 'positive'
+        {
+            "t.yaml": task(**{**GEN, "prompt": SENTIMENT}),
+            "data.jsonl": rows(
+                *({"text": t, "answer": a} for t, a in FEELINGS), {"text": "Nice", "answer": "positive"}
+            ),
+        },
+        ["t.yaml"],
+        r"data\.jsonl, row 5, field 'target'",
+    ),
+    "prompt.empty": (  # probsem: the first statement is empty, the prompt is the suite's text alone
+        probsem(context=[{"text": "", "expected": 0}, *PROBSEM_SUITE["context"][1:]]),  # type: ignore[index]
+        ["p"],
+        r"test_A\.json, row 1, field 'prompt'",
+    ),
+    "prompt.contains-gold": (  # the posttext names one of the two queries in every prompt
+        probsem(posttext="The answer is True. Answer:"),
+        ["p"],
+        r"test_A\.json, field 'prompt'",
+    ),
+    "fewshot.constant-label": (
+        {
+            "t.yaml": task(fewshot={"count": 2, "source": {"path": "dev.jsonl"}}),
+            "data.jsonl": rows(*QUIZ),
+            "dev.jsonl": rows(*DEV_SAME_POSITION),
+        },
+        ["t.yaml"],
+        r"t\.yaml:\d+, field 'fewshot\.source'",
+    ),
+    "fewshot.wrong-answer": (
+        {
+            "t.yaml": task(
+                fewshot={
+                    "count": 2,
+                    "source": {"path": "dev.jsonl"},
+                    "template": "Q: {{ question }}\nA: {{ choices[0] }}",
+                }
+            ),
+            "data.jsonl": rows(*QUIZ),
+            "dev.jsonl": rows(*DEV_MIXED),
+        },
+        ["t.yaml"],
+        r"t\.yaml:\d+, field 'fewshot\.template'",
+    ),
+}
+
+# right tasks that look like the above: none may be flagged
+CLEAN: dict[str, dict[str, str]] = {
+    "one-based-key-read-minus-one": {
+        "t.yaml": task(target="{{ label - 1 }}"),
+        "data.jsonl": rows(*({**r, "label": r["label"] + 1} for r in QUIZ)),
+    },
+    "letter-key-read-as-is": {"t.yaml": task(target="{{ 'ABCD'.index(answer) }}"), "data.jsonl": rows(*LETTERED)},
+    "numeric-answers": {
+        "t.yaml": task(**GEN),
+        "data.jsonl": rows(*({"question": f"{a} + {a}?", "answer": str(a + a)} for a in range(1, 7))),
+    },
+    "offered-labels": {
+        "t.yaml": task(**{**GEN, "prompt": SENTIMENT}),
+        "data.jsonl": rows(*({"text": t, "answer": a} for t, a in FEELINGS)),
+    },
+    "fixed-choices-same-order": {
+        "t.yaml": task(choices=["no", "yes"], target="{{ gold }}"),
+        "data.jsonl": rows(
+            *({"question": f"Is {n} even?", "choices": ["no", "yes"], "gold": int(n % 2 == 0)} for n in range(5))
+        ),
+    },
+    "few-shot-mixed-answers": {
+        "t.yaml": task(
+            fewshot={
+                "count": 2,
+                "source": {"path": "dev.jsonl"},
+                "template": "Q: {{ question }}\nA: {{ choices[label] }}",
+            }
+        ),
+        "data.jsonl": rows(*QUIZ),
+        "dev.jsonl": rows(*DEV_MIXED),
+    },
+}
+
+
+def validate(folder: Path, args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch) -> tuple[int, str]:
+    monkeypatch.chdir(folder)
+    try:
+        main(["validate", *args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def findings(text: str) -> list[str]:
+    return re.findall(r"audit \[([a-z.-]+)\]", text)
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_the_rule_names_its_finding_and_place(rule, tmp_path, monkeypatch, capsys):
+    files, args, where = CASES[rule]
+    write(tmp_path, files)
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    assert code == 0, text
+    assert rule in findings(text), text
+    line = next(line for line in text.splitlines() if f"[{rule}]" in line)
+    assert re.search(where, line), line
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_right_tasks_that_look_alike_have_no_findings(name, tmp_path, monkeypatch, capsys):
+    write(tmp_path, CLEAN[name])
+    code, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
+    assert code == 0, text
+    assert findings(text) == [], text
+
+
+def test_a_template_naming_every_option_is_not_a_gold_in_the_prompt(tmp_path, monkeypatch, capsys):
+    write(tmp_path, probsem(pretext="Answer True or False: is it true?"))
+    code, text = validate(tmp_path, ["p"], capsys, monkeypatch)
+    assert code == 0, text
+    assert findings(text) == [], text
+
+
+def test_the_off_by_one_finding_names_the_key_and_the_gold(tmp_path, monkeypatch, capsys):
+    files, args, _ = CASES["labels.off-by-one"]
+    write(tmp_path, files)
+    _, text = validate(tmp_path, args, capsys, monkeypatch)
+    # row 1's key 'B' is choice 1, the target makes it choice 2; all 6 rows are moved by one
+    assert "1 place(s) from the row's own 'answer' (row 1: 'B' is choice 1, the gold is choice 2) in all 6 rows" in text
+
+
+def test_four_two_choice_rows_with_one_answer_are_a_constant_target(tmp_path, monkeypatch, capsys):
+    """1 in 8 by chance: small binary tasks (GLM's, probsem's four-row suites) are told apart too."""
+    data = [{"question": f"Is {n} small?", "choices": ["yes", "no"], "label": 0} for n in range(4)]
+    write(tmp_path, {"t.yaml": task(), "data.jsonl": rows(*data)})
+    _, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
+    assert findings(text) == ["target.constant"], text
+    write(tmp_path, {"data.jsonl": rows(*data[:3])})  # three rows: 1 in 4, chance
+    _, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
+    assert findings(text) == [], text
+
+
+LMEVAL = """\
+task: quiz
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: test.jsonl
+output_type: multiple_choice
+test_split: test
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_choice: choices
+doc_to_target: "{{choices[label]}}"
+"""
+
+
+def test_an_lmeval_digit_target_read_as_another_index(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("lm_eval")
+    numeric = [
+        {"question": f"What is {a} + {b}?", "choices": ["1", "2", "3", "4"], "label": a + b - 1}
+        for a, b in [(1, 0), (1, 1), (1, 2), (2, 1), (0, 1)]
+    ]
+    write(tmp_path, {"quiz.yaml": LMEVAL, "test.jsonl": rows(*numeric)})
+    code, text = validate(tmp_path, ["quiz.yaml"], capsys, monkeypatch)
+    assert code == 0, text
+    line = next(line for line in text.splitlines() if "[target.ambiguous]" in line)
+    assert re.search(r"quiz\.yaml, row 0, field 'doc_to_target'", line), line
+    assert "the text '1', which lm-eval reads as choice index 1 ('2'); '1' is choice 0's text" in line
+    # the same task with texts that are not digits: lm-eval compares the text, nothing is read as an index
+    words = [{**r, "choices": ["one", "two", "three", "four"]} for r in numeric]
+    write(tmp_path, {"test.jsonl": rows(*words)})
+    code, text = validate(tmp_path, ["quiz.yaml"], capsys, monkeypatch)
+    assert code == 0 and "target.ambiguous" not in findings(text), text
+
+
+def test_seahelm_examples_that_are_evaluated_rows(tmp_path, monkeypatch, capsys):
+    """SEA-HELM shows a base model the first examples of a task's 'examples' split: the dialect's rule reads them
+    before any model loads; examples of their own give nothing."""
+    from tests.conftest import SHARED
+
+    config = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "sentiment_analysis" / "config.yaml"
+    if not config.exists():
+        pytest.skip("the SEA-HELM example tree is not in ../shared")
+    evaluated = [
+        {"id": i, "label": label, "prompts": [{"text": text}], "metadata": {"language": "id"}}
+        for i, (label, text) in enumerate([("Positif", "Bagus sekali"), ("Negatif", "Buruk"), ("Netral", "Biasa")])
+    ]
+    own = [{**r, "id": 100 + r["id"], "prompts": [{"text": r["prompts"][0]["text"] + "!"}]} for r in evaluated]
+    args = ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"]
+    files = {"sa/config.yaml": config.read_text(encoding="utf-8"), "copy/id/eval.jsonl": rows(*evaluated)}
+    write(tmp_path, {**files, "copy/id/examples.jsonl": rows(*own, evaluated[1])})
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    assert code == 0, text
+    line = next(line for line in text.splitlines() if "sentiment/id: audit [seahelm.examples-are-evaluated]" in line)
+    assert re.search(r"sa/config\.yaml, field 'example_filepath': 1 of the 4 few-shot examples", line), line
+    write(tmp_path, {"copy/id/examples.jsonl": rows(*own)})
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    assert code == 0 and "seahelm.examples-are-evaluated" not in findings(text), text
+
+
+def test_labels_shown_one_by_one_in_fixed_examples_are_not_an_offered_set(tmp_path, monkeypatch, capsys):
+    """A template whose fixed examples show 'Positive' and 'Negative' on lines of their own offers no label set:
+    a row whose answer is 'Neutral' is not flagged."""
+    prompt = "Text: Great\nSentiment: Positive\nText: Awful\nSentiment: Negative\nText: {{ text }}\nSentiment:"
+    data = [*({"text": t, "answer": a} for t, a in FEELINGS), {"text": "Fine", "answer": "Neutral"}]
+    write(tmp_path, {"t.yaml": task(**{**GEN, "prompt": prompt}), "data.jsonl": rows(*data)})
+    code, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
+    assert code == 0 and findings(text) == [], text
