@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proctor.audit import choice_rules, data_rules, generation_rules, leak_rules, target_rules
+from proctor.audit import choice_rules, data_rules, generation_rules, leak_rules, run_rules, setting_rules, target_rules
 from proctor.core.audit import AuditRule
 
 BUILTIN_RULES: tuple[AuditRule, ...] = (
@@ -11,4 +11,6 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *leak_rules.RULES,
     *data_rules.RULES,
     *generation_rules.RULES,
+    *setting_rules.RULES,
+    *run_rules.RULES,
 )

@@ -173,9 +173,10 @@ def validate(
                 problems.append({"file": str(path), "error": str(exc)})
     found = _unique_names(found, problems)
     valid = 0
+    seen: dict[tuple[str, str], str] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
     for task in found:
         try:
-            prepared = prepare_task(task, variables, strict_audit=strict)
+            prepared = prepare_task(task, variables, strict_audit=strict, seen_in_groups=seen)
         except ProctorError as exc:
             problems.append({"task": task.name, "file": str(task.file), "error": str(exc)})
             continue
