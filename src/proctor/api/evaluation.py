@@ -236,7 +236,7 @@ def _prepare_found(
     from proctor.core.errors import TaskDefinitionError
 
     prepared: list[PreparedTask] = []
-    seen: dict[tuple[str, str], str] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
     first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []
     for task in tasks:

@@ -151,11 +151,12 @@ def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
         )
     names = [m.name.split(",")[0] for m in spec.metrics]
     if subject.templated and "acc_norm" in names and subject.scored:
-        lengths = {len(c) for s in subject.scored for c in s.choices}
-        if len(lengths) == 1:
+        length = len(subject.scored[0].choices[0])
+        # one length throughout: stops at the first row with another (most tasks' first or second row)
+        if all(len(c) == length for s in subject.scored for c in s.choices):
             yield subject.at_line(
                 "metrics",
-                f"acc_norm divides each choice's log-likelihood by its length, and every choice is {lengths.pop()} "
+                f"acc_norm divides each choice's log-likelihood by its length, and every choice is {length} "
                 "character(s) long: acc_norm is acc under another name, not a length-normalised accuracy",
                 "metrics",
             )
