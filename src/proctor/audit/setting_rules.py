@@ -259,7 +259,7 @@ def dropped_field(subject: AuditSubject) -> Iterator[Hit]:
     counts: dict[str, list[int]] = {}  # field -> [rows with a long value, rows whose prompt lacks it]
     first: dict[str, Any] = {}
     for i, sample in enumerate(probe):
-        shown = texts[i] + "\x00".join(sample.choices) + "\x00".join(sample.references)
+        shown = "\x00".join((texts[i], sample.text or "", *sample.choices, *sample.references))
         for key, value in sample.sample.fields.items():
             if not isinstance(value, str) or len(value.strip()) < LONG_FIELD or not _CONTEXT_FIELDS.match(key):
                 continue
