@@ -108,8 +108,8 @@ def _are_labels(choices: Sequence[str]) -> bool:
 
 
 def _shows_option(prompt: str, label: str) -> bool:
-    """Whether the prompt lists an option under ``label``: "A. ", "A) ", "(A)", "A: ", "[A]"."""
-    return re.search(rf"(?:^|[\s(\[]){re.escape(label)}\s*[.):\]]", prompt) is not None
+    """Whether the prompt lists an option under ``label``: "A. ", "A) ", "(A)", "A: ", "[A]", "A - "."""
+    return re.search(rf"(?:^|[\s(\[]){re.escape(label)}\s*[.):\]-]", prompt) is not None
 
 
 def letters_not_shown(subject: AuditSubject) -> Iterator[Hit]:

@@ -167,7 +167,8 @@ def prepare_task(
         selected = samples[
             : min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
         ]
-    noticed.update(limit_notes(file, run_limit, total, len(selected)))
+    if not limit_per_part:  # a limit per part is checked part by part as it is taken
+        noticed.update(limit_notes(file, run_limit, total, len(selected)))
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
