@@ -33,8 +33,8 @@ def limit_notes(file: str | None, limit: int | float | None, total: int | None, 
         return {
             LIMIT_EXCEEDS: [
                 Hit(
-                    f"--limit {limit} is more than the {total} rows the task has: it evaluates all {total}, and a "
-                    f"number reported as of {limit} rows is not",
+                    f"--limit {limit} is more than the {total} rows the task has: it evaluates all {total}, not {limit}"
+                    " (a smaller file than meant?)",
                     file=file,
                     field="--limit",
                 )
