@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,85 @@ def test_vllm_greedy_generations_are_the_hf_backends_and_seeded_sampling_repeats
     assert engine["platform"] == "cpu" and engine["enforce_eager"] is True
     if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         assert engine["kv_cache_from"].startswith("proctor") and 1 <= int(engine["kv_cache_gib"]) <= 8
+
+
+@pytest.fixture(scope="module")
+def server_runs(runs, tmp_path_factory) -> dict[str, Path]:
+    """A real ``vllm serve`` (vLLM's OpenAI-compatible server, from the vLLM venv) on 127.0.0.1, and proctor's
+    ``openai:`` backend (this venv) against it: ARC-Easy scored through echoed log-probs, NQ-open generated
+    through the completions endpoint, and a chat task (the chat endpoint) beside the ``hf`` backend with its chat
+    template on."""
+    import time
+    import urllib.request
+
+    from tests.support.openai_fakes import free_port
+
+    folder = tmp_path_factory.mktemp("vllm-serve")
+    model = json.loads((runs["hf"] / "run.json").read_text())["model"]["path"]
+    port = free_port()
+    env = {**os.environ, "VLLM_HOST_IP": "127.0.0.1", "VLLM_CPU_KVCACHE_SPACE": "2"}
+    command = [str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", model]
+    command += ["--served-model-name", "smollm2", "--enforce-eager", "--dtype", "float32"]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    log = (folder / "server.log").open("w")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            assert server.poll() is None, (folder / "server.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "vllm serve did not start"
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(2)
+        tasks = [str(REPO / "examples" / "benchmarks" / f"{t}.yaml") for t in ("arc_easy", "nq_open")]
+        common = ["--data-dir", str(SHARED / "data"), "--limit", "12", "-q"]
+        url = ["--base-url", f"http://127.0.0.1:{port}/v1"]
+        main = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+        for name, extra in (("completions", []), ("chat", ["--model-arg", "endpoint=chat"])):
+            chosen = tasks if name == "completions" else tasks[1:]
+            done = subprocess.run(
+                [sys.executable, "-m", "proctor.cli", "run", *chosen, "--model", "openai:smollm2", *url, *extra]
+                + common
+                + ["-o", str(folder / name)],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                env=main,
+            )
+            assert done.returncode == 0, done.stderr[-4000:]
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor.cli", "run", tasks[1], "--model", f"hf:{model}", "--chat-template", "on"]
+            + common
+            + ["-o", str(folder / "hf-chat")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=main,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+    return {name: folder / name for name in ("completions", "chat", "hf-chat")}
+
+
+def test_openai_backend_against_a_real_vllm_server_gives_the_hf_backends_numbers(runs, server_runs):
+    served, hf = _samples(server_runs["completions"]), _samples(runs["hf"])
+    arc = [key for key in served if key[0] == "arc_easy"]
+    assert len(arc) == 12
+    for key in arc:  # echoed prompt log-probs, each within 1e-4 of transformers
+        assert max(abs(x - y) for x, y in zip(served[key]["logprobs"], hf[key]["logprobs"])) <= 1e-4, key
+    results = json.loads((server_runs["completions"] / "results.json").read_text())
+    assert results["tasks"]["arc_easy"]["mc_format"] == "loglikelihood"  # the self-check trusted the echo path
+    greedy = [key for key in served if key[0] == "nq_open"]
+    assert [served[k]["generation"] for k in greedy] == [hf[k]["generation"] for k in greedy]
+    chat, hf_chat = _samples(server_runs["chat"]), _samples(server_runs["hf-chat"])
+    assert len(chat) == 12 and chat.keys() == hf_chat.keys()
+    assert [chat[k]["generation"] for k in chat] == [hf_chat[k]["generation"] for k in chat]  # the same template

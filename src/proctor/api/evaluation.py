@@ -236,6 +236,7 @@ def _prepare_found(
     from proctor.core.errors import TaskDefinitionError
 
     prepared: list[PreparedTask] = []
+    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
     first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []
     for task in tasks:
@@ -247,6 +248,7 @@ def _prepare_found(
                     epochs=epochs_of(task, overrides),
                     epoch_reducer=overrides.epoch_reducer,
                     strict_audit=strict_audit,
+                    seen_in_groups=seen,
                     **options,
                 )
             )

@@ -174,7 +174,8 @@ RULES = (
     AuditRule(
         "data.join",
         "error",
-        "A joined file lists its rows in another order than the data (a key column shows it): labels misalign.",
+        "A joined file lists its rows in another order than the data, or repeats a key in place of another (a key "
+        "column shows it): labels misalign.",
         join_alignment,
     ),
     AuditRule(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.setting_rules import generation_settings
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -20,50 +21,70 @@ def _generated(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
     return [(i, s.references) for i, s in enumerate(subject.samples) if s.references]
 
 
+def _answers(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
+    """(sample position, references) of each row with references, whichever dialect built them."""
+    return [(i, s.references) for i, s in enumerate(subject.samples) if s.references]
+
+
 def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
-    rows = _generated(subject)
-    if not rows:
+    settings = generation_settings(subject)
+    rows = _answers(subject) if settings is not None else []
+    if settings is None or not rows:
         return
-    for stop in subject.spec.generation.stop:
-        if not stop:
-            continue
+    stops = [stop for stop in settings.stop if stop]
+    for stop in stops:
         if not stop.strip() and (" " in stop or "\t" in stop):  # answers start with a space after "A:"
             yield subject.at_line(
-                "generation",
+                settings.key,
                 f"the stop string {stop!r} is a space: a generated answer (which starts with one after 'A:', and "
                 "has one between its words) ends at once or after its first word",
-                "generation.stop",
+                settings.stop_field,
             )
             return
-        cut = [i for i, refs in rows if all(stop in r.strip() for r in refs)]
-        if cut and len(cut) >= CUT_SHARE * len(rows):
-            first = subject.samples[cut[0]].sample
-            yield Hit(
-                f"the stop string {stop!r} occurs inside the reference answers of {len(cut)} of {len(rows)} rows "
-                f"(e.g. {subject.samples[cut[0]].references[0]!r:.40}): generation ends there, so those answers "
-                "can never be given whole",
-                file=subject.file,
-                line=subject.line("generation"),
-                field="generation.stop",
-                sample=first.id,
-            )
-            return
+    # a row is cut when one stop string occurs inside every reference; several stops together can cut most rows
+    # (lm-eval's until: ['P', 'B', ...]) where none alone reaches the share
+    cut: list[tuple[int, str]] = []
+    for i, refs in rows:
+        stripped = [r.strip() for r in refs]
+        cutting = next((s for s in stops if all(s in r for r in stripped)), "")
+        if cutting:
+            cut.append((i, cutting))
+    if cut and len(cut) >= CUT_SHARE * len(rows):
+        first = subject.samples[cut[0][0]].sample
+        named = sorted({stop for _, stop in cut}, key=[s for _, s in cut].index)
+        which = (
+            f"the stop string {named[0]!r}"
+            if len(named) == 1
+            else f"the stop strings {', '.join(map(repr, named[:5]))}"
+        )
+        yield Hit(
+            f"{which} occur{'s' if len(named) == 1 else ''} inside the reference answers of {len(cut)} of "
+            f"{len(rows)} rows (e.g. {subject.samples[cut[0][0]].references[0]!r:.40}): generation ends there, so "
+            "those answers can never be given whole",
+            file=subject.file,
+            line=subject.line(settings.key),
+            field=settings.stop_field,
+            sample=first.id,
+        )
 
 
 def limit_below_answers(subject: AuditSubject) -> Iterator[Hit]:
-    rows = _generated(subject)
-    limit = subject.spec.generation.max_tokens
-    if not rows:
+    settings = generation_settings(subject)
+    rows = _answers(subject) if settings is not None else []
+    if settings is None or settings.max_tokens is None or not rows:
         return
-    # a word is at least one token: a limit below the shortest reference's words cannot give it
-    short = [i for i, refs in rows if min(len(r.split()) for r in refs) > limit]
-    if len(short) >= SHORT_SHARE * len(rows):
+    limit = settings.max_tokens
+    # a word is at least one token: a limit below the shortest reference's words (and the answer tag the model
+    # must write before it) cannot give it
+    short = [i for i, refs in rows if settings.tag_words + min(len(r.split()) for r in refs) > limit]
+    if short and len(short) >= SHORT_SHARE * len(rows):
+        tag = f" after the answer tag ({settings.tag_words} word(s))" if settings.tag_words else ""
         yield subject.at_line(
-            "generation",
-            f"max_tokens is {limit}, and the shortest reference of {len(short)} of {len(rows)} rows has more words "
-            f"than that (e.g. {subject.samples[short[0]].references[0]!r:.40}): those answers are cut before "
-            "they can match",
-            "generation.max_tokens",
+            settings.key,
+            f"{settings.max_field.rsplit('.', 1)[-1]} is {limit}, and the shortest reference of {len(short)} of "
+            f"{len(rows)} rows{tag} has more words than that (e.g. {subject.samples[short[0]].references[0]!r:.40}): "
+            "those answers are cut before they can match",
+            settings.max_field,
         )
 
 
@@ -180,13 +201,15 @@ RULES = (
     AuditRule(
         "generation.stop-inside-answer",
         "warning",
-        "A stop string occurs inside the reference answers: generation ends before the answer is whole.",
+        "A stop string (a native `generation.stop`, lm-eval's `until`) occurs inside the reference answers: generation "
+        "ends before the answer is whole.",
         stop_inside_answers,
     ),
     AuditRule(
         "generation.too-short",
         "warning",
-        "max_tokens is below the word count of most reference answers: the answers are cut before they match.",
+        "max_tokens (lm-eval's max_gen_toks, a SEA-HELM language's max_tokens, with its answer tag) is below the word "
+        "count of most reference answers: the answers are cut before they match.",
         limit_below_answers,
     ),
     AuditRule(

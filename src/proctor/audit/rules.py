@@ -9,6 +9,8 @@ from proctor.audit import (
     generation_rules,
     label_rules,
     leak_rules,
+    run_rules,
+    setting_rules,
     target_rules,
 )
 from proctor.core.audit import AuditRule
@@ -21,4 +23,6 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *generation_rules.RULES,
     *label_rules.RULES,
     *example_rules.RULES,
+    *setting_rules.RULES,
+    *run_rules.RULES,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.table import Table
@@ -173,9 +173,10 @@ def validate(
                 problems.append({"file": str(path), "error": str(exc)})
     found = _unique_names(found, problems)
     valid = 0
+    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
     for task in found:
         try:
-            prepared = prepare_task(task, variables, strict_audit=strict)
+            prepared = prepare_task(task, variables, strict_audit=strict, seen_in_groups=seen)
         except ProctorError as exc:
             problems.append({"task": task.name, "file": str(task.file), "error": str(exc)})
             continue

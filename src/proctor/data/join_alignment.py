@@ -16,8 +16,9 @@ from proctor.data.readers import ROW_KEY, Row
 _READER_FIELDS = frozenset({ROW_KEY, "_file", "_path", "_source"})
 
 
-def _keys(rows: Sequence[Row]) -> dict[str, list[str]]:
-    """The columns whose values are all present and distinct (a key), as texts ("7" and 7 are one id)."""
+def _keys(rows: Sequence[Row], near: bool = False) -> dict[str, list[str]]:
+    """The columns whose values are all present and distinct (a key), as texts ("7" and 7 are one id); with
+    ``near``, those with at most a fifth of their values repeated (a key with a row copied over another)."""
     columns: dict[str, list[str]] = {}
     names = [k for k in rows[0] if k not in _READER_FIELDS] if rows else []
     for name in names:
@@ -25,9 +26,13 @@ def _keys(rows: Sequence[Row]) -> dict[str, list[str]]:
         if any(v is None or isinstance(v, (dict, list)) for v in values):
             continue
         texts = [str(v).strip() for v in values]
-        if len(set(texts)) == len(texts):
+        distinct = len(set(texts))
+        if distinct == len(texts) or (near and distinct >= NEAR_KEY_SHARE * len(texts)):
             columns[name] = texts
     return columns
+
+
+NEAR_KEY_SHARE = 0.8
 
 
 def join_misalignment(rows: Sequence[Row], joined: Sequence[Row], file: Path, joined_file: Path) -> Hit | None:
@@ -56,4 +61,29 @@ def join_misalignment(rows: Sequence[Row], joined: Sequence[Row], file: Path, jo
             row=row if isinstance(row, int) else None,
             field=name,
         )
+    return _repeated_keys(ours, joined, file, joined_file)
+
+
+def _repeated_keys(ours: dict[str, list[str]], joined: Sequence[Row], file: Path, joined_file: Path) -> Hit | None:
+    """A joined column that is the data's key in the same order except where a key repeats in place of another
+    (q1, q1, q3 for q1, q2, q3): the repeated row's columns are joined to the row it replaced."""
+    for name, theirs in _keys(joined, near=True).items():
+        if len(set(theirs)) == len(theirs):
+            continue  # a true key: the order check above decided
+        for match, mine in ours.items():
+            if not set(theirs) <= set(mine):
+                continue
+            same = sum(a == b for a, b in zip(mine, theirs))
+            if same * 2 < len(mine):
+                continue
+            first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+            row: Any = joined[first].get(ROW_KEY, first + 1)
+            return Hit(
+                f"the joined file's '{name}' repeats {theirs[first]!r:.30} where {file.name}'s '{match}' has "
+                f"{mine[first]!r:.30} (row {row}): a join adds rows by position, so that row's columns belong to "
+                "another row; give each row of the data its own row in the joined file",
+                file=str(joined_file),
+                row=row if isinstance(row, int) else None,
+                field=name,
+            )
     return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
+from proctor.audit.run_rules import duplicate_notes, limit_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.run_overrides import RunOverrides, limit_count
@@ -113,12 +114,15 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
     strict_audit: bool = False,
+    seen_in_groups: dict[tuple[str, str], Any] | None = None,
 ) -> PreparedTask:
     """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
-    ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``."""
+    ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``. ``seen_in_groups``:
+    one dict shared by the tasks a command prepares, so that the audit sees a group's task asked twice."""
     check_mc_options(mc_format, mc_shuffle_seed)
     spec = task.spec
     file = str(task.file) if task.file else None
+    run_limit = limit  # as given (a fraction is turned into a count below), for the audit's limit rules
     stats: SourceStats = {}
     noticed: dict[str, list[Hit]] = {}  # what the data reader noticed for the audit (a join's key order)
     handler = None
@@ -137,12 +141,15 @@ def prepare_task(
 
         count = limit if not isinstance(limit, float) else None  # a fraction needs the row count: cut below
         samples = load(min(x for x in (count, spec.limit) if x is not None) if (count or spec.limit) else None)
+        # the handler read at most the task's limit: past it, how many rows the data has is not known
+        total = len(samples) if spec.limit is None or len(samples) < spec.limit else None
         if isinstance(limit, float) and samples:  # the handler keeps its rows: load again with the count
             samples = load(min(x for x in (limit_count(limit, len(samples)), spec.limit) if x is not None))
             limit = None
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats, noticed=noticed)
+        total = len(samples)
     if not samples:
         source = stats.get("source", "the data source")
         if stats.get("n_filtered"):
@@ -160,6 +167,8 @@ def prepare_task(
         selected = samples[
             : min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
         ]
+    if not limit_per_part:  # a limit per part is checked part by part as it is taken
+        noticed.update(limit_notes(file, run_limit, total, len(selected)))
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
@@ -193,6 +202,8 @@ def prepare_task(
             field="rollup.metric",
         )
     images = [image.digest for sample in prepared for image in sample.prompt.images]
+    if seen_in_groups is not None:
+        noticed.update(duplicate_notes(task, prepared, seen_in_groups))
     subject = AuditSubject(
         task,
         prepared,
@@ -313,6 +324,7 @@ def prepare_tasks(
     """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
+    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
     return [
         prepare_task(
             t,
@@ -325,6 +337,7 @@ def prepare_tasks(
             epochs=epochs_of(t, o),
             epoch_reducer=o.epoch_reducer,
             strict_audit=strict_audit,
+            seen_in_groups=seen,
         )
         for t in tasks
     ]

@@ -1,0 +1,183 @@
+"""Rules over how a run cuts and groups a task's rows: a ``limit`` larger than the data, a fraction that leaves
+a row or two, the first rows of a file sorted by its answer, one task twice in a group under two names.
+
+The run's ``--limit`` and the other tasks of a command are not part of the audit subject: ``engine/prepare``
+asks ``limit_notes`` what it makes of the limit it was given, and ``duplicate_notes`` whether an earlier task
+of the task's group asks the same rows, and hands the hits over with what the data reader noticed
+(``subject.source_hits``), which these rules yield; a task file's own ``limit`` they read from the spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterator, MutableMapping, Sequence
+
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Hit
+from proctor.core.task import Task
+from proctor.prompts.builder import PreparedSample
+
+TINY_KEPT = 3  # a fraction of the rows that leaves fewer: a number with no standard error to speak of
+LIMIT_EXCEEDS = "data.limit-exceeds"
+LIMIT_TINY = "data.limit-tiny"
+TASK_DUPLICATE = "task.duplicate"
+
+
+def limit_notes(file: str | None, limit: int | float | None, total: int | None, kept: int) -> dict[str, list[Hit]]:
+    """What the run's ``--limit`` does to a task of ``total`` rows (None: not known) that keeps ``kept``, by
+    rule id."""
+    if limit is None or isinstance(limit, bool) or total is None:
+        return {}
+    if isinstance(limit, int) and limit > total:
+        return {
+            LIMIT_EXCEEDS: [
+                Hit(
+                    f"--limit {limit} is more than the {total} rows the task has: it evaluates all {total}, not {limit}"
+                    " (a smaller file than meant?)",
+                    file=file,
+                    field="--limit",
+                )
+            ]
+        }
+    if isinstance(limit, float) and kept < TINY_KEPT < total:
+        return {
+            LIMIT_TINY: [
+                Hit(
+                    f"--limit {limit:g} keeps {kept} of the {total} rows: the task's number is {kept} row(s)' score, "
+                    "with no standard error worth the name (give a whole number of rows, or a larger fraction)",
+                    file=file,
+                    field="--limit",
+                )
+            ]
+        }
+    return {}
+
+
+def limit_exceeds(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(LIMIT_EXCEEDS, ())
+    limit, total = subject.spec.limit, len(subject.rows)
+    if limit is not None and limit > total and not hasattr(subject.handler, "load_samples"):
+        yield subject.at_line(
+            "limit",
+            f"limit is {limit}, more than the {total} rows the data has: the task evaluates all {total} (a smaller "
+            "file than meant, or a filter that drops more?)",
+            "limit",
+        )
+
+
+def limit_tiny(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(LIMIT_TINY, ())
+
+
+# a target template that reads one field: "{{ label }}", "{{ answer | int }}"
+_ONE_FIELD = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|[^}]*)?\}\}\s*$")
+SORTED_MIN_ROWS = 5  # fewer rows fall in order by chance too often to say the file is sorted
+
+
+def _sortable(values: Sequence[Any]) -> bool:
+    kinds = {type(v) for v in values}
+    return len(kinds) == 1 and kinds.pop() in (int, str, float)
+
+
+def limit_on_sorted_answers(subject: AuditSubject) -> Iterator[Hit]:
+    """The data is sorted by the field its answers come from, and the limit keeps its first rows: the evaluated
+    rows hold some answers only (all 'A' first), so the number says how the model does on those."""
+    if not subject.templated or len(subject.samples) >= len(subject.rows) or len(subject.rows) < SORTED_MIN_ROWS:
+        return
+    target = subject.spec.target
+    match = _ONE_FIELD.match(target) if isinstance(target, str) else None
+    if match is None:
+        return
+    key = match.group(1)
+    values: list[Any] = [row.fields.get(key) for row in subject.rows]
+    if not _sortable(values) or len(set(values)) < 2:
+        return
+    if any(a > b for a, b in zip(values, values[1:])) and any(a < b for a, b in zip(values, values[1:])):
+        return  # neither ascending nor descending
+    kept = set(values[: len(subject.samples)])
+    missing = sorted(set(values) - kept, key=str)
+    if missing:
+        first = subject.samples[0].sample
+        yield subject.at_row(
+            first,
+            f"the rows are sorted by '{key}', the field the answers come from, and the limit keeps the first "
+            f"{len(subject.samples)} of {len(subject.rows)}: no evaluated row has the answer "
+            f"{', '.join(map(repr, missing[:4]))}, so the number measures some answers only",
+            key,
+        )
+
+
+def _fingerprint(samples: Sequence[PreparedSample]) -> str:
+    """What a task asks and counts as right, row by row (its name and file aside)."""
+    digest = hashlib.sha256()
+    for sample in samples:
+        prompt = sample.prompt
+        text = prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
+        parts = (text or "", sample.text or "", "\x00".join(sample.choices), repr(sample.gold), *sample.references)
+        digest.update("\x01".join(parts).encode("utf-8", "surrogatepass") + b"\x02")
+    return digest.hexdigest()
+
+
+def _cheap_key(samples: Sequence[PreparedSample]) -> str:
+    """The row count and the first, middle and last rows: tasks that differ almost always differ here, so the
+    whole fingerprint is computed only for tasks that share it."""
+    picks = [samples[0], samples[len(samples) // 2], samples[-1]]
+    return f"{len(samples)}:{_fingerprint(picks)}"
+
+
+def duplicate_notes(
+    task: Task, samples: Sequence[PreparedSample], seen: MutableMapping[tuple[str, str], Any]
+) -> dict[str, list[Hit]]:
+    """A task of a group whose rows ask and score exactly what an earlier task of that group does (``seen``: the
+    tasks prepared so far in this command, by group and a cheap key): the group's mean counts them twice."""
+    if not task.spec.group or not samples:
+        return {}
+    key = _cheap_key(samples)
+    hits = []
+    for group in task.spec.group:
+        earlier = seen.setdefault((group, key), (task.spec.name, samples))
+        name, rows = earlier
+        if name != task.spec.name and _fingerprint(rows) == _fingerprint(samples):
+            hits.append(
+                Hit(
+                    f"the task's {len(samples)} rows ask and score exactly what task '{name}' of the same group "
+                    f"'{group}' does: the group's mean counts that task twice (the same task under another name?)",
+                    file=str(task.file) if task.file else None,
+                    line=task.lines.get("name", task.line),
+                    field="name",
+                )
+            )
+    return {TASK_DUPLICATE: hits} if hits else {}
+
+
+def duplicate_task(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(TASK_DUPLICATE, ())
+
+
+RULES = (
+    AuditRule(
+        LIMIT_EXCEEDS,
+        "warning",
+        "A limit (the task's or --limit) is larger than the data: fewer rows are evaluated than asked for.",
+        limit_exceeds,
+    ),
+    AuditRule(
+        LIMIT_TINY,
+        "warning",
+        "A fractional --limit leaves fewer than 3 rows: the number is one or two rows' score.",
+        limit_tiny,
+    ),
+    AuditRule(
+        "data.limit-biased",
+        "warning",
+        "The data is sorted by its answer field and a limit keeps the first rows: some answers are never asked.",
+        limit_on_sorted_answers,
+    ),
+    AuditRule(
+        TASK_DUPLICATE,
+        "warning",
+        "Two tasks of one group ask and score the same rows under different names: the group's mean counts it twice.",
+        duplicate_task,
+    ),
+)
