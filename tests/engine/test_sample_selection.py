@@ -96,3 +96,12 @@ def test_other_ids_in_the_same_folder_are_a_change_the_resume_check_names(tmp_pa
     evaluate([folder], FakeModel(), output_dir=tmp_path / "run", sample_ids=["m1"])
     with pytest.raises(RunMismatchError, match=r"option sample_ids changed \(\['m1'\] -> \['m2'\]\)"):
         evaluate([folder], FakeModel(), output_dir=tmp_path / "run", sample_ids=["m2"])
+
+
+def test_one_string_of_ids_is_a_comma_list_not_its_letters(tmp_path):
+    folder = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=3)
+    results = evaluate([folder], FakeModel(), output_dir=tmp_path / "run", sample_ids="m1,g2").results
+    assert results["sample_ids"] == ["m1", "g2"]
+    assert {name: t["n_samples"] for name, t in results["tasks"].items()} == dict.fromkeys(
+        ("mc_alpha", "mc_beta", "gen_gamma", "ppl_delta"), 1
+    )

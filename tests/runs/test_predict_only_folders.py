@@ -42,12 +42,14 @@ def test_the_report_of_a_predict_only_run_says_so(runs):
     assert NOTE in page and "predict-only" in page
 
 
-def test_compare_refuses_a_predict_only_run_naming_how_to_score_it(runs):
+def test_compare_and_power_refuse_a_predict_only_run_naming_how_to_score_it(runs):
     with pytest.raises(ProctorError, match="is a predict-only run") as raised:
         compare_runs([runs / "scored", runs / "answers"])
     assert "without --predict-only" in str(raised.value) and f"-o {runs / 'answers'}" in str(raised.value)
     code, output = run_in_process(["compare", str(runs / "answers"), str(runs / "scored")])
     assert code == 2 and "is a predict-only run" in output and "Traceback" not in output
+    code, output = run_in_process(["power", str(runs / "answers"), "--effect", "0.1"])
+    assert code == 2 and "nothing to measure" in output and "without --predict-only" in output, output
 
 
 def test_the_viewer_shows_a_predict_only_run_with_a_note(runs, tmp_path, chromium):

@@ -97,12 +97,13 @@ def evaluate(
     The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
     as ``proctor run``'s is.
     """
+    ids = (sample_ids,) if isinstance(sample_ids, str) else tuple(sample_ids or ())  # "a,b": one list, not its letters
     config = RunConfig(
         tasks=tuple(tasks),
         model=ModelConfig(model, dict(model_options or {}), workers, cluster),
         select=None if select is None else tuple(select),
         dialect_options=dialect_options,
-        limit=RowLimit(parse_limit(limit), limit_per_part, parse_sample_ids(tuple(sample_ids or ()))),
+        limit=RowLimit(parse_limit(limit), limit_per_part, parse_sample_ids(ids)),
         prepare=PrepareOptions(
             dict(variables or {}),
             None if data_path is None else Path(data_path),

@@ -30,6 +30,7 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.runs.unscored import check_scored
 from proctor.scoring.power import paired_difference
 from proctor.scoring.stats import bootstrap, percentile_interval
 
@@ -171,12 +172,7 @@ def _check_comparable(
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     results_a, results_b = load_results(run_a), load_results(run_b)
     for run, results in ((run_a, results_a), (run_b, results_b)):
-        if isinstance(results, dict) and results.get("predict_only"):
-            raise ProctorError(
-                f"{run} is a predict-only run (--predict-only): it holds the model's answers but no metric, so there "
-                f"is nothing to compare; score it by running its command again without --predict-only (-o {run}: "
-                "the answers are read from its store, no model call), then compare"
-            )
+        check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
     samples_a, samples_b = per_sample(run_a), per_sample(run_b)
     tasks: dict[str, dict[str, Any]] = {}
