@@ -1,14 +1,27 @@
 """lm-eval's and Inspect's common flags on ``proctor``: taken in proctor's meaning (``--tasks a,b``, ``-T``,
-``validate --show N`` / ``--write-out``, ``--max-connections``) or refused naming proctor's equivalent
-(cli/habits.py). One fresh ``proctor`` process per habit that works; the refusals in-process."""
+``validate --show N`` / ``--write-out``, ``--max-connections``, ``--predict-only``, ``--sample-id``) or refused
+naming proctor's equivalent (cli/habits.py). One fresh ``proctor`` process per habit that works; the refusals and
+malformed values in-process."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, proctor_error, results, samples, write
+from proctor.engine.predict_only import NOTE
+from tests.support.cli_runs import (
+    QUESTIONS,
+    QUIZ,
+    jsonl,
+    proctor,
+    proctor_error,
+    results,
+    run_in_process,
+    samples,
+    write,
+)
 
 # the quiz under three names, its data in the folder ${PREFIX} (filled with --var / -T)
 PREFIXED = QUIZ.replace("path: data.jsonl", "path: '${PREFIX}/data.jsonl'")
@@ -74,9 +87,7 @@ def _cli(*args: str, cwd: Path) -> tuple[int, str]:
     [
         (["--log-dir", "logs"], "-o/--output DIR"),
         (["--log_dir", "logs"], "-o/--output DIR"),
-        (["--sample-id", "a"], "--limit N"),
         (["--write_out"], "proctor validate PATHS --show N"),
-        (["--predict-only"], "samples.jsonl"),
         (["--show-config"], "tasks/NAME.yaml"),
         (["--log_samples"], "always logs the samples"),
         (["--system_instruction", "Be brief."], "--system-prompt TEXT"),
@@ -96,6 +107,87 @@ def test_refused_habits_name_the_flag_and_proctors_equivalent(flags, says, tmp_p
     text = " ".join(output.replace("│", " ").split())  # click's error box wraps the message
     assert flags[0].replace("_", "-") in text and says in text, output
     assert not (tmp_path / "runs").exists()  # refused before a run folder was made
+
+
+def test_predict_only_keeps_answers_and_the_same_folder_is_scored_later_in_fresh_processes(tiny_model_dir, tmp_path):
+    """lm-eval's --predict_only: the tiny model's answers kept, no metric; the folder run again without it is scored
+    from its store (no request computed), to the numbers of a run that scored at once."""
+    _three_quizzes(tmp_path)
+    jsonl(tmp_path / "answers" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "answers" / "task.yaml", ANSWERS)
+    common = ("quizzes/alpha.yaml", "answers", "-T", "PREFIX=rows", "--model", str(tiny_model_dir), "-q")
+    done = proctor("run", *common, "--predict_only", "-o", "run", cwd=tmp_path)
+    assert "predict-only run" in done.stdout + done.stderr
+    kept = results(tmp_path / "run")
+    assert kept["predict_only"] is True and NOTE in kept["warnings"]
+    assert [(t["n_samples"], t["metrics"]) for t in kept["tasks"].values()] == [(5, {}), (5, {})]
+    records = samples(tmp_path / "run")
+    assert all(r["metrics"] == {} for r in records)
+    assert all(len(r["logprobs"]) == 3 for r in records if r["task"] == "alpha")
+    assert all(isinstance(r["generation"], str) for r in records if r["task"] == "answers")
+
+    proctor("run", *common, "-o", "run", cwd=tmp_path)
+    attempts = json.loads((tmp_path / "run" / "run.json").read_text())["attempts"]
+    assert attempts[0]["predict_only"] is True and "predict_only" not in attempts[1]
+    assert attempts[1]["responses"] == {"from_run_store": 20, "from_cache": 0, "computed": 0}  # 15 choices, 5 replies
+    proctor("run", *common, "-o", "direct", cwd=tmp_path)
+    scored, direct = results(tmp_path / "run"), results(tmp_path / "direct")
+    assert "predict_only" not in scored
+    for name in ("alpha", "answers"):
+        assert scored["tasks"][name]["metrics"] == direct["tasks"][name]["metrics"]
+    assert 0.0 <= scored["tasks"]["alpha"]["metrics"]["acc"]["value"] <= 1.0
+    assert [r["metrics"] for r in samples(tmp_path / "run")] == [r["metrics"] for r in samples(tmp_path / "direct")]
+
+
+def test_sample_id_runs_those_samples_with_their_own_numbers_in_a_fresh_process(tiny_model_dir, tmp_path):
+    """Inspect's --sample-id: the samples b and d of each task, each with the values a run over every row gives it."""
+    _three_quizzes(tmp_path)
+    common = ("quizzes", "--tasks", "alpha,beta", "-T", "PREFIX=rows", "--model", str(tiny_model_dir), "-q")
+    proctor("run", *common, "-o", "full", cwd=tmp_path)
+    proctor("run", *common, "--sample-id", "b", "--sample-id", "d", "-o", "chosen", cwd=tmp_path)
+    chosen, full = results(tmp_path / "chosen"), results(tmp_path / "full")
+    assert chosen["sample_ids"] == ["b", "d"]
+    everything = {(r["task"], r["id"]): r for r in samples(tmp_path / "full")}
+    kept = {(r["task"], r["id"]): r for r in samples(tmp_path / "chosen")}
+    assert sorted(kept) == [("alpha", "b"), ("alpha", "d"), ("beta", "b"), ("beta", "d")]
+    for key, record in kept.items():
+        assert record["logprobs"] == everything[key]["logprobs"] and record["metrics"] == everything[key]["metrics"]
+    for name in ("alpha", "beta"):
+        task = chosen["tasks"][name]
+        assert task["n_samples"] == 2 and full["tasks"][name]["n_samples"] == 5
+        own = [kept[(name, i)]["metrics"]["acc"] for i in ("b", "d")]
+        assert task["metrics"]["acc"]["value"] == sum(own) / 2
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--sample-id", "zz,b"], "no sample has the id(s) 'zz' in task(s) alpha, beta, gamma"),
+        (["--sample-id", "q*"], "no sample has the id(s) 'q*'"),
+        (["--sample-id", "a,,b"], "names an empty id"),
+        (["--sample-id", "a", "--sample-id", "a"], "id 'a' is given twice"),
+        (["--sample-id", "a", "--limit", "2"], "--sample-id and --limit exclude each other"),
+        (["--sample-id", "a", "--limit-per-part", "2"], "--sample-id and --limit-per-part exclude each other"),
+    ],
+)
+def test_malformed_sample_ids_are_refused_before_a_run_folder_is_made(flags, says, tmp_path):
+    folder = _three_quizzes(tmp_path)
+    code, output = run_in_process(["run", str(folder), "-T", "PREFIX=rows", *flags, "-o", str(tmp_path / "run")])
+    text = " ".join(output.replace("│", " ").split())
+    assert code == 2 and says in text and "Traceback" not in output, output
+    assert not (tmp_path / "run").exists()
+
+
+def test_sample_id_is_refused_for_lm_eval_tasks_which_read_their_own_rows(tmp_path):
+    pytest.importorskip("lm_eval")
+    folder, data = _lmeval_quiz(tmp_path)
+    mapped = f"example/quiz:small={data}"
+    code, output = run_in_process(
+        ["run", str(folder), "--lmeval-data", mapped, "--sample-id", "0", "-o", str(tmp_path / "run")]
+    )
+    text = " ".join(output.replace("│", " ").split())
+    assert code == 2 and "task(s) quiz_plain read their rows with their dialect's own code" in text, output
+    assert "--limit N" in text and not (tmp_path / "run").exists()
 
 
 def test_max_connections_is_an_openai_models_concurrency():

@@ -10,12 +10,13 @@ from typing import Any, Iterable, Mapping, Sequence
 from proctor.api.evaluation import EvaluationResult as EvaluationResult
 from proctor.api.evaluation import run_evaluation as run_evaluation
 from proctor.api.run_options import check_run_options as check_run_options
-from proctor.core.run_overrides import RunOverrides
+from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.prepare import prepare_task
 from proctor.engine.run_config import ModelConfig, ModelRef, OutputOptions, PrepareOptions, RowLimit, RunConfig
 from proctor.engine.runner import ProgressHook
+from proctor.engine.sample_selection import parse_sample_ids
 
 
 def load_tasks(
@@ -66,6 +67,8 @@ def evaluate(
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
     overrides: RunOverrides | None = None,
+    sample_ids: Iterable[str] | None = None,
+    predict_only: bool = False,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -87,17 +90,20 @@ def evaluate(
     a breakdown, or one whose class reads its own rows, is limited as a whole). ``overrides``
     (``core.run_overrides.RunOverrides``: few-shot count, generation settings, seed, epochs, system
     prompt, few-shot as turns, sample logging) change every task before it is prepared; they are
-    recorded in results.json and run.json.
+    recorded in results.json and run.json. ``sample_ids`` (ids or globs; not with ``limit``) runs only those
+    samples of each task (``--sample-id``); ``predict_only`` keeps the model's answers and computes no metric
+    (``--predict-only``: the same ``output_dir`` run again without it scores the stored answers).
 
     The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
     as ``proctor run``'s is.
     """
+    ids = (sample_ids,) if isinstance(sample_ids, str) else tuple(sample_ids or ())  # "a,b": one list, not its letters
     config = RunConfig(
         tasks=tuple(tasks),
         model=ModelConfig(model, dict(model_options or {}), workers, cluster),
         select=None if select is None else tuple(select),
         dialect_options=dialect_options,
-        limit=RowLimit.parse(limit, limit_per_part),
+        limit=RowLimit(parse_limit(limit), limit_per_part, parse_sample_ids(ids)),
         prepare=PrepareOptions(
             dict(variables or {}),
             None if data_path is None else Path(data_path),
@@ -116,5 +122,6 @@ def evaluate(
             export,
             None if command is None else tuple(command),
         ),
+        predict_only=predict_only,
     )
     return run_evaluation(config, progress)

@@ -18,9 +18,12 @@ from proctor.core.task import Task
 from proctor.core.version import __version__
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
+from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
+from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.engine.sample_selection import select_samples
 from proctor.engine.task_settings import task_settings
 from proctor.models.base import ConvertsToModel, Model
 from proctor.models.info import model_info
@@ -61,6 +64,7 @@ class _Prepared:
     named: set[Path] | None  # the task files named directly (None: Task objects were given)
     command: list[str] | None  # as recorded: no URL password
     started: float  # perf_counter() at the start of the run
+    without_ids: list[str]  # --sample-id: tasks that hold none of the ids, left out
 
 
 def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> EvaluationResult:
@@ -109,6 +113,11 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
         prepared = prepare_tasks(task_list, variables, **how)
     else:
         prepared = _prepare_found(task_list, named, skipped, variables, **how)
+    prepared, without_ids = select_samples(prepared, config.limit.sample_ids)  # --sample-id: before the model loads
+    if not prepared:  # every id was found, so some task holds one: unreachable, but never an empty run
+        raise ProctorError("--sample-id: no task holds any of the ids")
+    if config.predict_only:
+        prepared = unscored(prepared)  # a task class that would score in its own code is refused here
     report_findings(prepared)  # before the model loads: a user can stop a run whose numbers would mislead
     model = config.model
     if isinstance(model.model, str):  # after the tasks (their errors first), before anything loads
@@ -137,7 +146,8 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
             check_resume(
                 Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
             )
-        return _load_and_evaluate(config, _Prepared(prepared, skipped, named, command, started), progress)
+        run = _Prepared(prepared, skipped, named, command, started, without_ids)
+        return _load_and_evaluate(config, run, progress)
 
 
 def report_findings(prepared: Sequence[PreparedTask]) -> None:
@@ -303,6 +313,8 @@ def _evaluate_loaded(
         update=output.update,
         restart=output.restart,
     )
+    if config.predict_only:  # run.json says which attempts left the scoring out (it changes no request)
+        mark(run_dir, manifest, predict_only=True)
     built = [build_requests(model, p) for p in prepared]  # every prompt renders before any model call
     cache_file = cache_path(output.cache)
     lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
@@ -319,11 +331,17 @@ def _evaluate_loaded(
         environment=environment(_git_hash()),
         limit=limit.value,
         limit_per_part=True if limit.per_part else None,
+        sample_ids=list(limit.sample_ids) or None,
+        predict_only=True if config.predict_only else None,
         overrides=overrides,
         timing=RunTiming(model_load_seconds=round(load_seconds, 3)),
         # files / tasks found in folders that could not be loaded or prepared, with their errors
         skipped=list(skipped) if skipped else None,
     )
+    if config.predict_only:  # the console, the report and the viewer show results.json's warnings
+        record.add_warning(PREDICT_ONLY_NOTE)
+    for name in run.without_ids:
+        record.add_warning(f"{name}: holds none of the --sample-id ids, so it did not run")
     interrupted: BaseException | None = None
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
@@ -363,7 +381,8 @@ def _evaluate_loaded(
         if chosen:  # --batch-size auto: what it chose, known once the model has run
             record.model_info = {**record.model_info, "batch_sizes": chosen}
         entries = record.task_entries()
-        record.finish(aggregate_groups(entries, memberships), rollup(entries), round(time.perf_counter() - started, 3))
+        rolled = None if config.predict_only else rollup(entries)  # no metric to roll up: no tree of nulls
+        record.finish(aggregate_groups(entries, memberships), rolled, round(time.perf_counter() - started, 3))
         results = record.as_dict()
         writer.write_results(results)
         mark(

@@ -24,12 +24,15 @@ def chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
 
 
 def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, Any]:
-    """The options run.json records, which a run continuing in the folder must match (``chunk``: ``chunk_option``)."""
+    """The options run.json records, which a run continuing in the folder must match (``chunk``: ``chunk_option``).
+    ``--predict-only`` is not one: it changes no request, so a predict-only folder is scored by a run without it
+    (run.json's attempt says which attempts left the scoring out)."""
     options, limit = config.prepare, config.limit
     overrides = options.overrides.recorded()
     return {
         "limit": limit.value,
         **({"limit_per_part": True} if limit.per_part else {}),
+        **({"sample_ids": list(limit.sample_ids)} if limit.sample_ids else {}),
         "chat": options.chat,
         "variables": dict(options.all_variables() or {}),
         **options.mc_options(),

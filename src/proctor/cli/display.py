@@ -123,7 +123,8 @@ def print_results(results: dict) -> None:
     for name, task in results["tasks"].items():
         notes = " · ".join(x for x in (f"v{task['version']}", formulation(task), epochs_note(task)) if x)
         labels = [escape(name), f"[dim]{escape(notes)}[/dim]"]  # the task's name, then its notes a row below
-        rows = list(task["metrics"].items()) or [("", None)]
+        unscored = "(predict-only: not scored)" if results.get("predict_only") else ""
+        rows = list(task["metrics"].items()) or [(unscored, None)]
         for i, (metric, entry) in enumerate(rows + [("", None)] * (len(labels) - len(rows))):
             table.add_row(
                 labels[i] if i < len(labels) else "",

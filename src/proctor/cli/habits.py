@@ -16,12 +16,8 @@ import typer
 REFUSED = {
     "--log-dir": "is Inspect's; proctor writes each run to a folder of its own: -o/--output DIR "
     "(default: a new folder under runs/)",
-    "--sample-id": "is Inspect's; proctor selects rows with --limit N (the first N), or a filter: in the "
-    "task's data",
     "--write-out": "is lm-eval's; see the rendered prompts without a model with "
     "'proctor validate PATHS --show N' (after a run every prompt is in samples.jsonl)",
-    "--predict-only": "is lm-eval's; proctor scores every run, and the generations are in the run folder's "
-    "samples.jsonl whether or not the task has targets",
     "--log-samples": "is lm-eval's; proctor always logs the samples (the run folder's samples.jsonl; "
     "--no-log-samples turns that off)",
     "--system-instruction": "is lm-eval's; proctor's is --system-prompt TEXT (a system turn with the chat "
@@ -35,7 +31,6 @@ REFUSED = {
 
 HIDDEN = dict(hidden=True, rich_help_panel="Habits")
 LOG_DIR = typer.Option(None, "--log-dir", "--log_dir", metavar="DIR", **HIDDEN)  # type: ignore[arg-type]
-SAMPLE_ID = typer.Option(None, "--sample-id", metavar="ID", **HIDDEN)  # type: ignore[arg-type]
 LOG_SAMPLES = typer.Option(False, "--log-samples", "--log_samples", **HIDDEN)  # type: ignore[arg-type]
 SYSTEM_INSTRUCTION = typer.Option(
     None,
@@ -52,7 +47,8 @@ APPLY_CHAT_TEMPLATE = typer.Option(
 )
 MAX_SAMPLES = typer.Option(None, "--max-samples", metavar="N", **HIDDEN)  # type: ignore[arg-type]
 WRITE_OUT = typer.Option(False, "--write-out", "--write_out", **HIDDEN)  # type: ignore[arg-type]
-PREDICT_ONLY = typer.Option(False, "--predict-only", "--predict_only", **HIDDEN)  # type: ignore[arg-type]
+# lm-eval's spelling of --predict-only, taken in its meaning (hidden: two names would not fit --help's column)
+PREDICT_ONLY = typer.Option(False, "--predict_only", **HIDDEN)  # type: ignore[arg-type]
 SHOW_CONFIG = typer.Option(False, "--show-config", "--show_config", **HIDDEN)  # type: ignore[arg-type]
 MAX_CONNECTIONS = typer.Option(
     None,

@@ -45,6 +45,7 @@ def run(
     tasks: Optional[List[str]] = flag.TASKS,
     limit: Optional[str] = flag.LIMIT,
     limit_per_part: Optional[str] = flag.LIMIT_PER_PART,
+    sample_id: Optional[List[str]] = flag.SAMPLE_ID,
     data_dir: Optional[Path] = flag.DATA_DIR,
     var: Optional[List[str]] = flag.VAR,
     data_path: Optional[Path] = flag.DATA_PATH,
@@ -76,6 +77,7 @@ def run(
     fewshot_in_one_turn: bool = flag.FEWSHOT_IN_ONE_TURN,
     no_log_samples: bool = flag.NO_LOG_SAMPLES,
     # -- the run folder
+    predict_only: bool = flag.PREDICT_ONLY,
     output: Optional[Path] = flag.OUTPUT,
     update: bool = flag.UPDATE,
     restart: bool = flag.RESTART,
@@ -94,9 +96,8 @@ def run(
     # -- lm-eval's and Inspect's flags: taken in proctor's meaning or refused naming its equivalent (cli/habits.py)
     max_connections: Optional[int] = habits.MAX_CONNECTIONS,
     log_dir: Optional[str] = habits.LOG_DIR,
-    sample_id: Optional[List[str]] = habits.SAMPLE_ID,
     write_out: bool = habits.WRITE_OUT,
-    predict_only: bool = habits.PREDICT_ONLY,
+    predict_only_spelled: bool = habits.PREDICT_ONLY,
     show_config: bool = habits.SHOW_CONFIG,
     log_samples: bool = habits.LOG_SAMPLES,
     system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
@@ -108,15 +109,14 @@ def run(
     from proctor.api import run_evaluation
     from proctor.core.run_overrides import RunOverrides
     from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
+    from proctor.engine.sample_selection import parse_sample_ids
 
     if quiet:
         quiet_libraries()
     habits.refuse_habits(
         {
             "--log-dir": log_dir,
-            "--sample-id": tuple(sample_id or ()),
             "--write-out": write_out,
-            "--predict-only": predict_only,
             "--show-config": show_config,
             "--log-samples": log_samples,
             "--system-instruction": system_instruction,
@@ -145,6 +145,7 @@ def run(
         fewshot_as_multiturn=True if fewshot_as_multiturn else (False if fewshot_in_one_turn else None),
         log_samples=not no_log_samples,
     )
+    ids = parse_sample_ids(sample_id or ())  # --sample-id a,b: before anything is read
     values = dialect_values or {}
     context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run")
     dialect_opts = dialect_options(values, context, trust_task_code)
@@ -192,15 +193,16 @@ def run(
         dialect_options=dialect_opts,
         # typer hands over what the callback limit_option returned: a count or a fraction (the annotation is
         # the flag's text)
-        limit=RowLimit(cast("int | float | None", limit), per_part=False)
+        limit=RowLimit(cast("int | float | None", limit), per_part=False, sample_ids=ids)
         if limit_per_part is None
-        else RowLimit(cast("int | float", limit_per_part), per_part=True),
+        else RowLimit(cast("int | float", limit_per_part), per_part=True, sample_ids=ids),
         prepare=PrepareOptions(
             variables_from(data_dir, var), data_path, chat, mc_format.value, mc_shuffle, overrides, strict_audit=strict
         ),
         output=OutputOptions(
             output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)
         ),
+        predict_only=predict_only or predict_only_spelled,
     )
     with progress_display(quiet) as hook:
         result = run_evaluation(config, hook)

@@ -67,6 +67,14 @@ LIMIT_PER_PART = typer.Option(
     "lm-eval limits each subtask; a task without one: of the task.",
     rich_help_panel=TASKS_PANEL,
 )
+SAMPLE_ID = typer.Option(
+    None,
+    "--sample-id",
+    metavar="ID[,ID...]",
+    help="Only the samples with these ids, in every task (exact ids or globs; repeatable; Inspect's flag); "
+    "an id no task holds is an error.",
+    rich_help_panel=TASKS_PANEL,
+)
 DATA_DIR = typer.Option(
     None,
     "--data-dir",
@@ -248,6 +256,13 @@ NO_LOG_SAMPLES = typer.Option(
 )
 
 # -- the run folder
+PREDICT_ONLY = typer.Option(
+    False,
+    "--predict-only",
+    help="Run the model and keep its answers (samples.jsonl) but compute no metric (lm-eval's flag); the same "
+    "--output run again without it scores the stored answers, with no model call.",
+    rich_help_panel=RUN_FOLDER_PANEL,
+)
 OUTPUT = typer.Option(
     None,
     "--output",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Union
 
+from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
 from proctor.models.base import ConvertsToModel, Model
@@ -27,14 +28,22 @@ TaskRef = Union[Task, str, Path]  # a task, or a file or folder to find tasks in
 @dataclass(frozen=True)
 class RowLimit:
     """``--limit`` / ``--limit-per-part``: a count or a fraction (0 < value < 1) of each task's rows, or of
-    each part of its first ``breakdown`` field (``per_part``, which only holds with a value)."""
+    each part of its first ``breakdown`` field (``per_part``, which only holds with a value); or ``--sample-id``:
+    the samples with these ids (exact, or globs), in every task (``engine/sample_selection.py``)."""
 
     value: int | float | None = None
     per_part: bool = False
+    sample_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.value is None and self.per_part:
             object.__setattr__(self, "per_part", False)  # no limit: nothing is cut, per part or not
+        if self.sample_ids and self.value is not None:  # which rows, named twice: the ids would be cut again
+            flag = "--limit-per-part" if self.per_part else "--limit"
+            raise ProctorError(
+                f"--sample-id and {flag} exclude each other: --sample-id names the samples to run, {flag} keeps "
+                "the first rows; give one"
+            )
 
     @classmethod
     def parse(cls, value: str | int | float | None, per_part: bool = False) -> "RowLimit":
@@ -119,7 +128,9 @@ class OutputOptions:
 @dataclass(frozen=True)
 class RunConfig:
     """One run: the tasks (``Task`` objects, or files and folders filtered by the ``select`` globs and read with
-    the dialects' ``dialect_options``), the model, the row limit, how tasks are prepared, and the run folder."""
+    the dialects' ``dialect_options``), the model, the row limit, how tasks are prepared, and the run folder.
+    ``predict_only``: the model answers and its answers are kept (run store, samples.jsonl), but no metric is
+    computed; the same folder run again without it scores the stored answers."""
 
     tasks: tuple[TaskRef, ...]
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -128,3 +139,4 @@ class RunConfig:
     limit: RowLimit = field(default_factory=RowLimit)
     prepare: PrepareOptions = field(default_factory=PrepareOptions)
     output: OutputOptions = field(default_factory=OutputOptions)
+    predict_only: bool = False

@@ -82,6 +82,7 @@ def task_settings(
         system_prompt=system,
         limit=limit,
         limit_per_part=bool(config.limit.per_part) and limit is not None,
+        sample_ids=list(config.limit.sample_ids) or None,
         generation=generation,
         backend=str(backend) if backend is not None else None,
         dtype=str(dtype) if dtype is not None else None,

@@ -12,6 +12,7 @@ probed. A handler imports no engine module: the engine hands it an :class:`Execu
 | ``LoadsSamples`` | ``engine/prepare.prepare_task`` | phase one, instead of reading ``spec.data`` |
 | ``ScoresItself`` | ``engine/prepare.prepare_task`` | phase one: no per-sample metrics are looked up |
 | ``PredictsSamples`` | ``engine/runner.run_built`` | phase two, instead of per-sample kind requests |
+| ``SkipsScoring`` | ``engine/predict_only.unscored`` | phase one, ``--predict-only``: before prediction |
 | ``UsesChoiceFormulation`` | ``engine/runner.build_requests`` | before prediction, once the model is known |
 | ``ReportsMcFormat`` | ``engine/runner.run_built`` | after prediction: ``mc_format`` in the result |
 | ``ReportsJudgeUsage`` | ``engine/runner.run_built`` | after prediction: ``judge_usage`` in the result |
@@ -103,6 +104,16 @@ class PredictsSamples(Protocol):
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
     ) -> list[tuple[Any, SampleDetails]]: ...
+
+
+@runtime_checkable
+class SkipsScoring(Protocol):
+    """A predicting task class that can answer its requests without scoring them (``--predict-only``): after
+    ``skip_scoring()``, ``predict_samples`` returns each sample's details with an outcome no metric reads, and
+    ``corpus_metrics`` (where it has one) returns none. A predicting class without it is refused with
+    ``--predict-only`` (its own code would score)."""
+
+    def skip_scoring(self) -> None: ...
 
 
 @runtime_checkable

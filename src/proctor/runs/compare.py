@@ -30,6 +30,7 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.runs.unscored import check_scored
 from proctor.scoring.power import paired_difference
 from proctor.scoring.stats import bootstrap, percentile_interval
 
@@ -170,6 +171,8 @@ def _check_comparable(
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     results_a, results_b = load_results(run_a), load_results(run_b)
+    for run, results in ((run_a, results_a), (run_b, results_b)):
+        check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
     samples_a, samples_b = per_sample(run_a), per_sample(run_b)
     tasks: dict[str, dict[str, Any]] = {}

@@ -20,6 +20,7 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.compare import finite_number, per_sample
 from proctor.runs.run_exports import load_results
+from proctor.runs.unscored import check_scored
 from proctor.scoring.power import minimum_detectable_effect, samples_needed
 from proctor.scoring.stats import cluster_stderr
 
@@ -34,7 +35,8 @@ def power_analysis(
         raise ProctorError(f"--effect {effect}: the difference to detect is a positive number (e.g. 0.02)")
     for run in (pilot, other):
         if run is not None:
-            load_results(run)  # a folder that is not a run, or a damaged results.json, is named first
+            # a folder that is not a run, or a damaged results.json, is named first; then a run with no metric
+            check_scored(run, load_results(run), "measure")
     samples_a = per_sample(pilot)
     samples_b = per_sample(other) if other is not None else None
     tasks: dict[str, Any] = {}

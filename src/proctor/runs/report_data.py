@@ -237,6 +237,7 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
         "tasks": [],
         "n_samples": 0,
         "key_metrics": [],
+        "predict_only": False,  # --predict-only: answers kept, no metric (the key metrics cell says so)
         "settings": {},  # task -> its settings (runs/task_settings.py): the side-by-side page names what differs
         "error": None,
     }
@@ -254,6 +255,7 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
         model=str(model.get("model") or model.get("path") or "?"),
         created=results.get("created"),
         status=str(results.get("status") or "?"),
+        predict_only=results.get("predict_only") is True,
         tasks=list(tasks),
         n_samples=sum(
             t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)

@@ -122,6 +122,9 @@ class TaskSettings(_Closed):
     system_prompt: Optional[str] = None
     limit: Union[int, float, None] = Field(description="Rows run: --limit, else the task's own limit; null: all.")
     limit_per_part: bool = False
+    sample_ids: Optional[list[str]] = Field(
+        None, description="--sample-id: the ids (or globs) the task's samples were selected by; null: no selection."
+    )
     generation: Optional[dict[str, Any]] = Field(
         description="Generation settings (max_tokens, temperature, top_p, stop, seed, ...) of a task that generates."
     )
@@ -370,6 +373,14 @@ class Results(_Closed):
     )
     limit_per_part: Optional[bool] = Field(
         None, description="--limit-per-part: the limit applied to each part of a task's breakdown."
+    )
+    sample_ids: Optional[list[str]] = Field(
+        None, description="--sample-id: the ids (or globs) of the samples each task ran; absent: all its rows."
+    )
+    predict_only: Optional[bool] = Field(
+        None,
+        description="--predict-only: the answers are in samples.jsonl and no metric was computed (each task's "
+        "metrics are empty); absent: a scored run.",
     )
     overrides: Optional[dict[str, Any]] = Field(None, description="Run-time overrides in force (defaults left out).")
     tasks: dict[str, TaskResult]

@@ -34,6 +34,8 @@ class RunResults(BaseModel):
     status: Status = "running"
     limit: Union[int, float, None]
     limit_per_part: Optional[Literal[True]] = None
+    sample_ids: Optional[list[str]] = None
+    predict_only: Optional[Literal[True]] = None
     overrides: dict[str, Any]
     tasks: dict[str, TaskResult] = {}
     groups: dict[str, GroupResult] = {}
@@ -92,6 +94,8 @@ class RunResults(BaseModel):
             "status": self.status,
             "limit": self.limit,
             **({"limit_per_part": True} if self.limit_per_part else {}),
+            **({"sample_ids": self.sample_ids} if self.sample_ids else {}),
+            **({"predict_only": True} if self.predict_only else {}),
             "overrides": self.overrides,
             "tasks": self.task_entries(),
             "groups": {name: group.model_dump(exclude_unset=True) for name, group in self.groups.items()},

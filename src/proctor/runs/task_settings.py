@@ -12,6 +12,8 @@ from typing import Any, Mapping
 from proctor.runs.results_schema import TaskSettings
 
 SETTING_NAMES: tuple[str, ...] = tuple(TaskSettings.model_fields)
+# settings recorded since a later version, whose absence means the default: no such flag existed before
+_LATER = {"sample_ids": None}
 
 
 def run_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -23,8 +25,9 @@ def run_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             continue
         recorded = task.get("settings")
         if isinstance(recorded, Mapping):
-            values = {n: recorded.get(n) for n in SETTING_NAMES}
-            out[name] = {"values": values, "unknown": [n for n in SETTING_NAMES if n not in recorded]}
+            values = {n: recorded.get(n, _LATER.get(n)) for n in SETTING_NAMES}
+            unknown = [n for n in SETTING_NAMES if n not in recorded and n not in _LATER]
+            out[name] = {"values": values, "unknown": unknown}
         else:
             out[name] = _derived(results, task)
     return out
@@ -36,7 +39,7 @@ def _derived(results: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, A
     model: Mapping[str, Any] = fingerprint if isinstance(fingerprint, Mapping) else {}
     given = results.get("overrides")
     overrides: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-    known: dict[str, Any] = {}
+    known: dict[str, Any] = {"sample_ids": results.get("sample_ids")}
     if "backend" in model:
         known.update(backend=model.get("backend"), dtype=model.get("dtype"))
     if results.get("limit") is not None:  # without --limit, the task file's own limit may have applied

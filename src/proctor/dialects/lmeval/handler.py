@@ -104,6 +104,7 @@ class _LmEvalRunner:
         self.mapping = dict(options.data_map)
         self.bootstrap_iters = options.bootstrap_iters
         self.run_options = options.run_options  # num_fewshot, chat template, system instruction
+        self._scored = True  # --predict-only: filters applied, process_results and aggregations not called
 
     @property
     def leaf(self) -> Any:
@@ -114,6 +115,12 @@ class _LmEvalRunner:
                 f"lm-eval task '{self._task_name}' was not loaded by the lm-eval dialect", field="handler"
             )
         return leaf
+
+    def skip_scoring(self) -> None:
+        """``kinds/capabilities.SkipsScoring`` (``--predict-only``): the answers and lm-eval's filtered answers are
+        recorded, and neither ``process_results`` nor an aggregation runs (lm-eval's own ``--predict_only`` scores
+        with its ``bypass`` metric, whose values mean nothing)."""
+        self._scored = False
 
     def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
@@ -271,7 +278,7 @@ class _LmEvalRunner:
             values: dict[str, Any] = {}
             filtered: dict[str, Any] = {}
             for key in keys:
-                metrics = task.process_results(doc, [i.filtered_resps[key] for i in instances])
+                metrics = task.process_results(doc, [i.filtered_resps[key] for i in instances]) if self._scored else {}
                 for metric, value in metrics.items():
                     raw[(metric, key)].append(value)
                     values[f"{metric},{key}"] = value

@@ -197,6 +197,7 @@
       tr.appendChild(text("td", "num samples", r.n_samples));
       var km = document.createElement("td"); km.className = "key-metrics";
       if (r.error) km.appendChild(text("span", "error", r.error));
+      if (r.predict_only) km.appendChild(text("span", "muted predict-only", "predict-only: answers kept, not scored"));
       r.key_metrics.slice(0, 6).forEach(function (m) {
         var span = text("span", "km", (m.group ? "group " : "") + m.name + " " + m.metric + " ");
         span.appendChild(text("span", "v", num(m.value))); km.appendChild(span);
