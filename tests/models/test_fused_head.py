@@ -80,11 +80,10 @@ def _pytorch_head_rounds_as_the_kernel(width: int) -> bool:
 @pytest.mark.parametrize("width", [64, 256, 576, 960])
 def test_the_probe_finds_mkls_order_of_a_logit(width):
     """MKL's order of a logit's k at the widths of the tests' and SmolLM2's heads is one of the
-    kernel's (on Intel and AMD processors, AVX2 or AVX-512 — read off each), so the kernel's numbers
-    are PyTorch's; a machine where this fails has an MKL whose order is to be read anew."""
-    assert head_kernel.follows_pytorch(torch, width)
-    chosen = head_kernel.order(torch, width)
-    assert chosen & 0xFF == head_kernel.sum_lanes(torch)
+    kernel's (on Intel and AMD processors, AVX2 or AVX-512 — read off each): the kernel's logits are
+    PyTorch's, every bit, in the order its probe rates closest."""
+    shares = head_kernel._probe(torch, width)
+    chosen = max(head_kernel.candidates(torch), key=lambda c: shares[c])  # the first of the best: ties keep ATen's
     linear = _linear(3000, width, 1.0, seed=1)
     hidden = torch.randn(64, width)
     rows = torch.arange(64).repeat_interleave(8)
@@ -93,6 +92,29 @@ def test_the_probe_finds_mkls_order_of_a_logit(width):
     logits = head_kernel.pair_logits(torch, head_kernel.load(), weight, hidden, rows, targets, chosen)
     with torch.no_grad():
         assert torch.equal(logits, (hidden @ linear.weight.t())[rows, targets])  # a real head's shape, every bit
+
+
+@pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="PyTorch without MKL: another GEMM's order")
+def test_the_fused_head_runs_only_where_its_probe_finds_pytorchs_bits(monkeypatch):
+    """The kernel is used where one of its orders gives PyTorch's whole head (log-probs and greedy hits) in every
+    value of the probe, with ATen's lanes probed too; where none does it is not, with a warning naming the best
+    share, and the head's numbers are PyTorch's ops' (a torch or MKL update that moved a last bit would otherwise
+    change most values while the fingerprint still said fused)."""
+    linear = _linear(3000, 64, 1.0, seed=2)
+    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    assert head.implementation is not None and head.refused is None
+    assert head_kernel._probe(torch, 64, linear.weight)[head.order] == 1.0
+    assert head.order == head_kernel.order(torch, 64, linear.weight)
+    other = _linear(3000, 64, 1.0, seed=3)
+    monkeypatch.setattr(head_kernel, "_probe", lambda torch, width, weight=None: {8: 0.31, 16: 0.9995})
+    refused = VocabularyHead(torch, other, "cpu", fused=True)
+    assert refused.implementation is None
+    assert refused.refused == "no order of the fused kernel reproduces PyTorch's head here (best 99.95% of bits)"
+    hidden = torch.randn(64, 64)
+    rows, targets = torch.arange(64), torch.randint(0, 3000, (64,))
+    with torch.no_grad():
+        values, _ = refused.scores(hidden, rows, targets)
+        assert torch.equal(values, torch.log_softmax(hidden @ other.weight.t(), dim=-1)[rows, targets])
 
 
 @pytest.mark.parametrize(
@@ -260,9 +282,9 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
         fingerprint = json.dumps(json.loads((out / "run.json").read_text()))
-        assert (f'"vocab_head": "{head_kernel.version(head_kernel.order(torch, 64))}"' in fingerprint) == (
-            name == "fused"
-        )
+        chosen = head_kernel.order(torch, 64)  # None where the probe finds no exact order: PyTorch's ops, said so
+        expected = head_kernel.version(chosen) if chosen is not None else "torch (no order of the fused kernel"
+        assert (f'"vocab_head": "{expected}' in fingerprint) == (name == "fused")
     assert len(runs["fused"]) == len(runs["torch"]) >= 30
     pairs = []
     for a, b in zip(runs["fused"], runs["torch"], strict=True):

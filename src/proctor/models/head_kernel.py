@@ -168,62 +168,77 @@ def pair_logits(torch, lib: ctypes.CDLL, weight, hidden, rows, targets, order: i
     return pair_logprobs(torch, lib, weight, hidden, zeros, zeros, first, rows, targets, order)[0]
 
 
-def _probe(torch, width: int, weight=None) -> dict[int, float]:
-    """For both of the kernel's orders of a logit at ``width`` (with ATen's lanes): the share of its
-    logits that are MKL's, every bit (1.0: all), in the GEMM of one of the head's CPU calls (a block
-    of 64 hidden states, random and seeded, times ``weight``, the head's own where it is on the CPU
-    in float32, else ``PROBE_ENTRIES`` random rows), compared at 16 of the nodes and 256 entries."""
-    lib = load()
+def candidates(torch) -> tuple[int, ...]:
+    """The kernel's orders a probe tries: ATen's lanes (8 or 16), MKL's k in blocks or in halves; the order of
+    PyTorch's reported capability first (the one kept where several reproduce PyTorch's head)."""
     lanes = sum_lanes(torch)
+    default = lanes | (HALVES if lanes == 16 else 0)
+    others = [order for order in (8, 16, 8 | HALVES, 16 | HALVES) if order != default]
+    return (default, *others)
+
+
+def _probe(torch, width: int, weight=None) -> dict[int, float]:
+    """For each of the kernel's orders at ``width`` (``candidates``): the share of its log-probs and greedy hits
+    that are PyTorch's head's, every bit (1.0: all) — ``log_softmax(mm(hidden, weight.t()))`` at 16 nodes (random,
+    seeded) and 256 targets each (each node's greedy token among them), ``weight`` the head's own where it is on the
+    CPU in float32, else ``PROBE_ENTRIES`` random rows. The whole head is compared, so both the GEMM's order of a
+    logit (MKL's, which MKL picks by processor) and the log-softmax's lanes (ATen's) are read off this machine."""
+    lib = load()
     if lib is None:
         return {}
     if weight is not None and (weight.device.type != "cpu" or weight.dtype != torch.float32):
         weight = None  # an offloaded head's weight waits on the meta device
-    key = (width, PROBE_ENTRIES if weight is None else len(weight), lanes)
+    key = (width, PROBE_ENTRIES if weight is None else len(weight), sum_lanes(torch))
     if key in _PROBED:
         return _PROBED[key]
     generator = torch.Generator().manual_seed(width)
     if weight is None:
         weight = torch.randn(PROBE_ENTRIES, width, generator=generator)
     weight = weight.detach().contiguous()
-    hidden = torch.randn(64, width, generator=generator)
-    nodes, entries = 16, min(256, len(weight))
-    expected = torch.mm(hidden, weight.t())[:nodes, :entries].reshape(-1)
-    rows = torch.arange(nodes).repeat_interleave(entries)
-    targets = torch.arange(entries).repeat(nodes)
+    vocab, nodes, per_node = len(weight), 16, 256
+    hidden = torch.randn(nodes, width, generator=generator) * 3.0
+    with torch.no_grad():
+        logits = torch.mm(hidden, weight.t())
+        expected = torch.log_softmax(logits, dim=-1)
+        greedy = logits.argmax(dim=-1)
+    rows = torch.arange(nodes).repeat_interleave(per_node)
+    targets = torch.randint(0, vocab, (nodes * per_node,), generator=generator)
+    targets[::per_node] = greedy  # every node's greedy token once: the hits are compared too
+    want_values, want_hits = expected[rows, targets], greedy[rows] == targets
+    packed, padded = pack(torch, weight, tile(lib))
     found = {}
-    for candidate in (lanes, lanes | HALVES):
-        logits = pair_logits(torch, lib, weight, hidden, rows, targets, candidate)
-        found[candidate] = float((logits == expected).double().mean())
+    for candidate in candidates(torch):
+        maxima, logsums, first = torch.empty(nodes), torch.empty(nodes), torch.empty(nodes, dtype=torch.int64)
+        outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
+        if lib.proctor_head_stats(
+            packed.data_ptr(), vocab, padded, width, hidden.data_ptr(), 0, nodes, *outs, candidate
+        ):
+            return {}  # out of memory in a probe: no verdict, so no kernel
+        values, hits = pair_logprobs(torch, lib, weight, hidden, maxima, logsums, first, rows, targets, candidate)
+        found[candidate] = float(((values == want_values) & (hits.bool() == want_hits)).double().mean())
     _PROBED[key] = found
     return found
 
 
-def order(torch, width: int, weight=None) -> int:
-    """Whose rounding the kernel follows for a head ``width`` wide: ATen's log-softmax lanes
-    (``sum_lanes``) and MKL's order of a logit's k, probed (``_probe``, with the head's ``weight``
-    where it is given) — MKL picks its kernels by processor, not by PyTorch's capability: on Intel
-    processors with AVX-512 it sums k in halves, on AMD ones (with AVX-512 or not) and wherever it
-    runs AVX2 in blocks of 192 (read off both). Where both orders give every bit (a width of at
-    most 192), the order of PyTorch's capability (halves with 16 lanes); where neither does, the
-    closer one. So lm-evaluation-harness's numbers, which are PyTorch's, are the kernel's on each
-    machine."""
-    lanes = sum_lanes(torch)
-    default = lanes | (HALVES if lanes == 16 else 0)
+def order(torch, width: int, weight=None) -> int | None:
+    """The kernel's order that reproduces PyTorch's head at ``width`` exactly (``_probe``, with the head's
+    ``weight`` where it is given), or None where none does (a PyTorch, MKL or processor whose order the kernel
+    does not follow): the head then runs as PyTorch's ops. Where several do, the order of PyTorch's capability
+    (``candidates``' first). So lm-evaluation-harness's numbers, which are PyTorch's, are the kernel's on each
+    machine, or the kernel does not run."""
     shares = _probe(torch, width, weight)
-    if not shares:
-        return default
-    chosen = max(shares, key=lambda candidate: (shares[candidate], candidate == default))  # a tie: the default
-    if shares[chosen] < 1.0:
-        log.info(
-            "MKL's order of a logit %d wide is neither of the fused head's: some logits differ in a last bit", width
-        )
-    return chosen
+    exact = [candidate for candidate in candidates(torch) if shares.get(candidate) == 1.0]
+    return exact[0] if exact else None
+
+
+def best_share(torch, width: int, weight=None) -> float:
+    """The probe's closest order's share of PyTorch's bits (for the fingerprint and the warning where none is exact)."""
+    return max(_probe(torch, width, weight).values(), default=0.0)
 
 
 def follows_pytorch(torch, width: int, weight=None) -> bool:
-    """Whether the kernel's logits at ``width`` are MKL's, every bit (the probe's verdict)."""
-    return _probe(torch, width, weight).get(order(torch, width, weight)) == 1.0
+    """Whether one of the kernel's orders reproduces PyTorch's head at ``width``, every bit (the probe's verdict)."""
+    return order(torch, width, weight) is not None
 
 
 def version(order: int) -> str:

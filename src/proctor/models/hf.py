@@ -255,9 +255,11 @@ class HFModel(HFGeneration, Model):
             fingerprint["decode"] = f"static,columns={STATIC_COLUMNS}"
         if self.batch_invariant:  # other greedy tokens than the default decoding (absent when off: old keys hold)
             fingerprint["batch_invariant"] = invariant_layout(self.device)
-        head = self._vocabulary_head().implementation if self.vocab_head != "torch" else None
-        if head:  # the fused CPU head (``head_kernel``): PyTorch's bits only where MKL rounds as it does
-            fingerprint["vocab_head"] = head
+        head = self._vocabulary_head() if self.vocab_head != "torch" else None
+        if head is not None and head.implementation:  # the fused CPU head (``head_kernel``), where its probe found
+            fingerprint["vocab_head"] = head.implementation  # an order that gives PyTorch's bits
+        elif head is not None and head.refused:  # PyTorch's ops, because the probe found none: said and kept
+            fingerprint["vocab_head"] = f"torch ({head.refused})"
         return fingerprint
 
     def _pick_device(self, device: str) -> str:
@@ -365,7 +367,9 @@ class HFModel(HFGeneration, Model):
                 softcap,
                 fused=self.vocab_head != "torch",
             )
-            if self.vocab_head == "fused" and self._head.implementation is None:
+            if self._head.refused:  # the default fused head, refused by its probe: PyTorch's ops, slower, same bits
+                log.warning("the fused vocabulary head is off: %s; it runs as PyTorch ops", self._head.refused)
+            elif self.vocab_head == "fused" and self._head.implementation is None:
                 log.warning(
                     "--model-arg vocab_head=fused: %s; the vocabulary head runs as PyTorch ops",
                     "no C compiler could build the kernel"

@@ -12,7 +12,10 @@ SmolLM2's 49,152-token vocabulary, the head is ~3/4 of the model phase). Two imp
   log). Where PyTorch runs AVX-512 kernels the kernel follows their order instead (ATen's 16
   lanes; MKL's k in halves where it runs its AVX-512 GEMM, which it does on Intel processors and
   not on AMD ones, so that is probed: ``head_kernel.order``), so its numbers are PyTorch's on each
-  machine, as lm-evaluation-harness's are.
+  machine, as lm-evaluation-harness's are. The probe compares the whole head (log-probs and greedy
+  hits, ATen's lanes included) with PyTorch's on the head's own weight when the model loads; where no
+  order gives every bit, the kernel does not run: PyTorch's ops do, with a warning, and the
+  fingerprint says ``torch (...)`` with the probe's best share.
 - ``torch``, and every head the kernel does not take (CUDA, a bias, a softcap, hooks, another
   dtype or module): PyTorch's projection and log-softmax in fixed blocks and, on the CPU, into
   buffers allocated once (a fresh [64, 49,152] float32 tensor per block is 12.6 MB that the
@@ -71,10 +74,18 @@ class VocabularyHead:
             and _computes_on_cpu(torch, self._hook, weight)
         )
         self._kernel = head_kernel.load() if fusable else None
-        # whose order the kernel follows: PyTorch's kernels' here, at this width
+        # whose order the kernel follows: PyTorch's kernels' here, at this width, as the probe found it; where no
+        # order reproduces PyTorch's head exactly, the kernel does not run (``refused`` says why)
         self.order = 0
+        self.refused: str | None = None
         if self._kernel is not None and weight is not None:
-            self.order = head_kernel.order(torch, weight.shape[1], weight)
+            chosen = head_kernel.order(torch, weight.shape[1], weight)
+            if chosen is None:
+                share = head_kernel.best_share(torch, weight.shape[1], weight)
+                self.refused = f"no order of the fused kernel reproduces PyTorch's head here (best {share:.2%} of bits)"
+                self._kernel = None
+            else:
+                self.order = chosen
         self._packed: tuple | None = None  # (weight's data pointer and version, packed weight, padded vocab)
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
         if self._kernel is not None:
