@@ -6,6 +6,7 @@ and prints the results."""
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import List, Optional, cast
@@ -34,6 +35,7 @@ from proctor.cli.options import (
 )
 from proctor.cli.progress import progress_display
 from proctor.core.dialect import OptionContext
+from proctor.core.errors import ProctorError
 from proctor.core.registry import backend_of
 
 
@@ -84,6 +86,7 @@ def run(
     skip_broken: bool = flag.SKIP_BROKEN,
     strict: bool = flag.STRICT,
     quiet: bool = flag.QUIET,
+    log_to: Optional[List[str]] = flag.LOG_TO,
     # -- Ray workers
     workers: int = flag.WORKERS,
     ray_address: Optional[str] = flag.RAY_ADDRESS,
@@ -102,6 +105,7 @@ def run(
     system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
     apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
     max_samples: Optional[str] = habits.MAX_SAMPLES,
+    wandb_args: Optional[str] = habits.WANDB_ARGS,
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
@@ -122,8 +126,10 @@ def run(
             "--system-instruction": system_instruction,
             "--apply-chat-template": apply_chat_template,
             "--max-samples": max_samples,
+            "--wandb-args": wandb_args,
         }
     )
+    trackers = tracker_targets(log_to)  # a typo or a missing library fails before any task is read
     load_plugins(plugin)
     if limit is not None and limit_per_part is not None:
         raise typer.BadParameter(
@@ -209,7 +215,49 @@ def run(
     print_results(result.results)
     print_warnings(result.results)
     console.print(f"run folder: {result.run_dir}")
+    logged = log_finished(result.run_dir, trackers)
     skipped = result.results.get("skipped") or []
     if skipped and not skip_broken:
         print_skipped(skipped)
         raise typer.Exit(1)
+    if not logged:
+        raise typer.Exit(1)
+
+
+def tracker_targets(texts: Optional[List[str]]) -> list:
+    """``--log-to`` values parsed and their libraries found, before the run (``runs/trackers/targets.py``)."""
+    if not texts:
+        return []
+    from proctor.runs.trackers import check_installed, parse_targets
+
+    targets = parse_targets(texts, "--log-to")
+    check_installed(targets, "--log-to")
+    return targets
+
+
+def log_finished(run_dir: Path, targets: list) -> bool:
+    """The finished run logged to each tracker; one that fails is an error naming it and the command that logs
+    the run again, and the others still log (the run folder is complete either way). Whether all logged."""
+    if not targets:
+        return True
+    from proctor.cli.display import err_console
+    from proctor.runs.trackers import log_to, read_contents
+
+    try:
+        contents = read_contents(run_dir)
+    except ProctorError as exc:
+        err_console.print(f"[bold red]error:[/bold red] cannot log the run to trackers: {exc}", highlight=False)
+        return False
+    ok = True
+    for target in targets:
+        try:
+            console.print(log_to(contents, target).line(), highlight=False, soft_wrap=True)
+        except ProctorError as exc:
+            ok = False
+            err_console.print(
+                f"[bold red]error:[/bold red] {exc}\nThe run is complete in {run_dir}; log it with: "
+                f"proctor log {shlex.quote(str(run_dir))} --to {shlex.quote(target.text)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    return ok
