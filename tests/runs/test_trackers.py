@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -206,6 +207,13 @@ def test_a_tracker_that_fails_after_the_run_keeps_the_run_and_names_the_command_
     client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
     (run,) = client.search_runs([client.get_experiment_by_name("proctor").experiment_id])
     assert run.data.metrics == expected_metrics(tmp_path / "run")
+    # a run that did not finish (interrupted: results.json still says running) is not logged as if it had
+    shutil.copytree(tmp_path / "run", tmp_path / "unfinished")
+    written = results(tmp_path / "unfinished")
+    (tmp_path / "unfinished" / "results.json").write_text(json.dumps({**written, "status": "running"}))
+    code, output = run_in_process(["log", "unfinished", "--to", f"mlflow:tracking_uri={tmp_path / 'mlruns'}"])
+    assert code == 2 and "unfinished is not a finished run (results.json's status is 'running'" in output, output
+    assert len(client.search_runs([client.get_experiment_by_name("proctor").experiment_id])) == 1
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,11 @@ def read_contents(run_dir: Path) -> RunContents:
     """The run in ``run_dir`` as trackers log it; a folder that is not a finished run is an error naming it."""
     run_dir = Path(run_dir)
     results, samples = read_run(run_dir)
+    if results.get("status") == "running":  # its numbers are those of the tasks done so far
+        raise ProctorError(
+            f"{run_dir} is not a finished run (results.json's status is 'running': it was interrupted, or is still "
+            "running); finish it by running the same proctor run command again, then log it"
+        )
     specs = task_specs(run_dir, results.get("tasks") or {})
     table = samples_table(run_dir, (results, samples)).to_pylist()
     metric_columns = [c for c in (table[0] if table else {}) if c.startswith("metric_")]

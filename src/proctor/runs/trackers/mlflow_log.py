@@ -68,9 +68,10 @@ def log_mlflow(contents: RunContents, target: Target) -> Logged:
                 folder = file.parent.relative_to(contents.run_dir).as_posix()
                 client.log_artifact(run_id, str(file), None if folder == "." else folder)
             table: dict[str, list[Any]] = {c: [row[i] for row in contents.rows] for i, c in enumerate(contents.columns)}
-            with warnings.catch_warnings():  # pandas 3's notice about MLflow's own select_dtypes call
-                warnings.filterwarnings("ignore", message=".*select_dtypes.*")
-                client.log_table(run_id, data=table, artifact_file=SAMPLES_FILE)
+            if contents.rows:  # none with --no-log-samples
+                with warnings.catch_warnings():  # pandas 3's notice about MLflow's own select_dtypes call
+                    warnings.filterwarnings("ignore", message=".*select_dtypes.*")
+                    client.log_table(run_id, data=table, artifact_file=SAMPLES_FILE)
         except Exception:
             client.set_terminated(run_id, status="FAILED")
             raise

@@ -39,7 +39,9 @@ def log_wandb(contents: RunContents, target: Target) -> Logged:
         )
         try:
             run.log(contents.metrics, step=0)
-            run.log({SAMPLES_KEY: wandb.Table(columns=contents.columns, data=contents.rows, allow_mixed_types=True)})
+            if contents.rows:  # none with --no-log-samples
+                table = wandb.Table(columns=contents.columns, data=contents.rows, allow_mixed_types=True)
+                run.log({SAMPLES_KEY: table})
             artifact = wandb.Artifact(_artifact_name(contents.name), type=ARTIFACT_TYPE)
             for file in contents.files:
                 artifact.add_file(str(file), name=str(file.relative_to(contents.run_dir)))
