@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import EXAMPLES
 from tests.support import wandb_records
-from tests.support.cli_runs import proctor, results, run_in_process, samples
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_in_process, samples, write
 
 pytest.importorskip("wandb", reason="needs the wandb extra (pip install 'proctor[wandb]')")
 pytest.importorskip("mlflow", reason="needs the mlflow extra (pip install 'proctor[mlflow]')")
@@ -214,6 +214,38 @@ def test_a_tracker_that_fails_after_the_run_keeps_the_run_and_names_the_command_
     code, output = run_in_process(["log", "unfinished", "--to", f"mlflow:tracking_uri={tmp_path / 'mlruns'}"])
     assert code == 2 and "unfinished is not a finished run (results.json's status is 'running'" in output, output
     assert len(client.search_runs([client.get_experiment_by_name("proctor").experiment_id])) == 1
+
+
+def test_groups_are_logged_with_their_macro_and_micro_means(tiny_model_dir, tmp_path, monkeypatch):
+    """Two tasks of one group (3 and 5 questions, so the micro mean differs from the macro): ``proctor log`` to
+    MLflow and to W&B under ``dir=``, each holding the group's four numbers as results.json has them."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)
+    jsonl(tmp_path / "tasks" / "data.jsonl", QUESTIONS)
+    task = QUIZ.replace("metrics: [acc]", "metrics: [acc, brier_score]\ngroup: quiz")
+    write(tmp_path / "tasks" / "quiz_a.yaml", task.replace("name: quiz", "name: quiz_a") + "limit: 3\n")
+    write(tmp_path / "tasks" / "quiz_b.yaml", task.replace("name: quiz", "name: quiz_b"))
+    code, output = run_in_process(["run", "tasks", "--model", str(tiny_model_dir), "-o", "run", "-q"])
+    assert code == 0, output
+    want = expected_metrics(tmp_path / "run")
+    for metric, group in results(tmp_path / "run")["groups"]["quiz"]["metrics"].items():
+        want |= {f"quiz/{metric}": group["value"], f"quiz/{metric}_stderr": group["stderr"]}
+        want |= {f"quiz/{metric}_micro": group["micro"], f"quiz/{metric}_micro_stderr": group["micro_stderr"]}
+    assert want["quiz/brier_score"] != want["quiz/brier_score_micro"]  # the check below tells the two apart
+    assert len(want) == 2 * 2 * 2 + 2 * 4  # two tasks' and the group's value and stderr per metric, and micro ones
+    store = f"mlflow:tracking_uri={tmp_path / 'mlruns'},experiment=groups"
+    code, output = run_in_process(["log", "run", "--to", store, "--to", f"wandb:dir={tmp_path / 'wb'}"])
+    assert code == 0, output
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    (run,) = client.search_runs([client.get_experiment_by_name("groups").experiment_id])
+    assert run.data.metrics == want
+    (path,) = (tmp_path / "wb" / "wandb").glob("offline-run-*/run-*.wandb")
+    assert f"wandb: run {path.stem.removeprefix('run-')} in {path.parent}" in " ".join(output.split())
+    logged_values = {k: v for h in wandb_records.history(path) for k, v in h.items() if "/" in k}
+    assert logged_values == want
+    assert not (tmp_path / "run" / "wandb").exists()  # dir= says where
 
 
 @pytest.mark.parametrize(
