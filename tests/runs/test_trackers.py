@@ -19,6 +19,7 @@ import yaml
 from tests.conftest import EXAMPLES
 from tests.support import wandb_records
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_in_process, samples, write
+from tests.support.lmeval_quiz import JSON_TASK
 
 pytest.importorskip("wandb", reason="needs the wandb extra (pip install 'proctor[wandb]')")
 pytest.importorskip("mlflow", reason="needs the mlflow extra (pip install 'proctor[mlflow]')")
@@ -246,6 +247,37 @@ def test_groups_are_logged_with_their_macro_and_micro_means(tiny_model_dir, tmp_
     logged_values = {k: v for h in wandb_records.history(path) for k, v in h.items() if "/" in k}
     assert logged_values == want
     assert not (tmp_path / "run" / "wandb").exists()  # dir= says where
+
+
+def test_lm_eval_metric_keys_keep_their_filter_last_and_mlflow_gets_a_name_it_takes(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """An lm-eval task's ``acc,none``: ``acc,none`` and ``acc_stderr,none`` in W&B (lm-eval's own spelling),
+    ``acc_none`` and ``acc_stderr_none`` in MLflow, which refuses a comma in a name."""
+    pytest.importorskip("lm_eval", reason="needs the lmeval extra")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)  # lm-eval reads data_files from the working folder
+    write(tmp_path / "quiz.yaml", JSON_TASK)
+    jsonl(tmp_path / "data.jsonl", QUESTIONS)
+    code, output = run_in_process(
+        ["run", str(tmp_path / "quiz.yaml"), "--model", str(tiny_model_dir), "-o", str(tmp_path / "run"), "-q"]
+    )
+    assert code == 0, output
+    acc = results(tmp_path / "run")["tasks"]["quiz"]["metrics"]["acc,none"]
+    store = tmp_path / "mlruns"
+    code, output = run_in_process(
+        ["log", str(tmp_path / "run"), "--to", f"mlflow:tracking_uri={store}", "--to", "wandb"]
+    )
+    assert code == 0, output
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=store.as_uri())
+    (run,) = client.search_runs([client.get_experiment_by_name("proctor").experiment_id])
+    assert run.data.metrics["quiz/acc_none"] == acc["value"]
+    assert run.data.metrics["quiz/acc_stderr_none"] == acc["stderr"]
+    (path,) = (tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb")
+    logged_values = {k: v for h in wandb_records.history(path) for k, v in h.items() if "/" in k}
+    assert logged_values["quiz/acc,none"] == acc["value"] and logged_values["quiz/acc_stderr,none"] == acc["stderr"]
 
 
 @pytest.mark.parametrize(

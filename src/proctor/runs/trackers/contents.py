@@ -43,7 +43,8 @@ class RunContents:
 
 def metric_values(results: dict[str, Any]) -> dict[str, float]:
     """Every task's and group's metrics as ``NAME/METRIC`` (value), ``NAME/METRIC_stderr``, and for groups
-    ``NAME/METRIC_micro`` and ``NAME/METRIC_micro_stderr``; null values are left out (no number to log)."""
+    ``NAME/METRIC_micro`` and ``NAME/METRIC_micro_stderr``; null values are left out (no number to log). An
+    lm-eval key keeps its filter last, as lm-eval writes it: ``acc,none`` and ``acc_stderr,none``."""
     out: dict[str, float] = {}
     plain = (("value", ""), ("stderr", "_stderr"))
     fields = {"tasks": plain, "groups": (*plain, ("micro", "_micro"), ("micro_stderr", "_micro_stderr"))}
@@ -54,7 +55,8 @@ def metric_values(results: dict[str, Any]) -> dict[str, float]:
                     value = m.get(field) if isinstance(m, dict) else None
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
                         continue
-                    key = f"{name}/{metric}{suffix}"
+                    base, comma, filter_name = metric.partition(",")  # lm-eval's "acc,none": "acc_stderr,none"
+                    key = f"{name}/{base}{suffix}{comma}{filter_name}"
                     if key in out:  # a group named as a task, or a metric "x_stderr" beside "x"
                         raise ProctorError(
                             f"the metric key '{key}' would name two numbers (a group and a task of one name, or "
