@@ -6,7 +6,6 @@ and prints the results."""
 from __future__ import annotations
 
 import logging
-import shlex
 import sys
 from pathlib import Path
 from typing import List, Optional, cast
@@ -34,8 +33,8 @@ from proctor.cli.options import (
     with_dialect_options,
 )
 from proctor.cli.progress import progress_display
+from proctor.cli.trackers import log_finished, tracker_targets
 from proctor.core.dialect import OptionContext
-from proctor.core.errors import ProctorError
 from proctor.core.registry import backend_of
 
 
@@ -222,42 +221,3 @@ def run(
         raise typer.Exit(1)
     if not logged:
         raise typer.Exit(1)
-
-
-def tracker_targets(texts: Optional[List[str]]) -> list:
-    """``--log-to`` values parsed and their libraries found, before the run (``runs/trackers/targets.py``)."""
-    if not texts:
-        return []
-    from proctor.runs.trackers import check_installed, parse_targets
-
-    targets = parse_targets(texts, "--log-to")
-    check_installed(targets, "--log-to")
-    return targets
-
-
-def log_finished(run_dir: Path, targets: list) -> bool:
-    """The finished run logged to each tracker; one that fails is an error naming it and the command that logs
-    the run again, and the others still log (the run folder is complete either way). Whether all logged."""
-    if not targets:
-        return True
-    from proctor.cli.display import err_console
-    from proctor.runs.trackers import log_to, read_contents
-
-    try:
-        contents = read_contents(run_dir)
-    except ProctorError as exc:
-        err_console.print(f"[bold red]error:[/bold red] cannot log the run to trackers: {exc}", highlight=False)
-        return False
-    ok = True
-    for target in targets:
-        try:
-            console.print(log_to(contents, target).line(), highlight=False, soft_wrap=True)
-        except ProctorError as exc:
-            ok = False
-            err_console.print(
-                f"[bold red]error:[/bold red] {exc}\nThe run is complete in {run_dir}; log it with: "
-                f"proctor log {shlex.quote(str(run_dir))} --to {shlex.quote(target.text)}",
-                highlight=False,
-                soft_wrap=True,
-            )
-    return ok

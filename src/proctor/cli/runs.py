@@ -276,10 +276,9 @@ def log_run(
 ) -> None:
     """Log a finished run to experiment trackers: metrics with standard errors, task configurations, environment,
     and a samples table."""
-    from proctor.runs.trackers import check_installed, log_to, parse_targets, read_contents
+    from proctor.cli.trackers import log_each, tracker_targets
+    from proctor.runs.trackers import read_contents
 
-    targets = parse_targets(to, "--to")
-    check_installed(targets, "proctor log --to")
-    contents = read_contents(run_dir)
-    for target in targets:
-        console.print(log_to(contents, target).line(), highlight=False, soft_wrap=True)
+    targets = tracker_targets(to, "--to")
+    if not log_each(read_contents(run_dir), targets):  # each failure printed, naming its tracker
+        raise typer.Exit(1)
