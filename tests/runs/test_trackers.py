@@ -147,6 +147,20 @@ def test_wandb_offline_run_holds_the_runs_numbers_configuration_files_and_sample
     assert metrics == per_sample(run_dir) and len(metrics) == 50
 
 
+def test_a_task_folder_holding_tracker_stores_lists_only_its_tasks(logged, tmp_path, monkeypatch):
+    """``--log-to mlflow``'s default store is ./mlruns, so a later ``proctor run .`` meets it (and a W&B folder):
+    their YAML files (experiments' meta.yaml, copies of tasks/*.yaml) are passed over, not warned about."""
+    run_dir, _, _ = logged
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(QUICKSTART, tmp_path, dirs_exist_ok=True)
+    code, output = run_in_process(["log", str(run_dir), "--to", "mlflow", "--to", "wandb:dir=."])
+    assert code == 0 and (tmp_path / "mlruns").is_dir() and (tmp_path / "wandb").is_dir(), output
+    assert list((tmp_path / "mlruns").rglob("*.yaml")), "the store's own YAML files, which the listing passes over"
+    code, output = run_in_process(["ls", "."])
+    assert code == 0 and "skipping" not in output, output
+    assert "2 task(s)" in output and all(task in output for task in TASKS), output
+
+
 def test_samples_frame_and_logging_from_python(tiny_model_dir, tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
