@@ -307,6 +307,7 @@ def test_lm_eval_metric_keys_keep_their_filter_last_and_mlflow_gets_a_name_it_ta
         (["--log-to", "wandb", "--log-to", "wandb:project=x"], "wandb is named twice"),
         (["--log-to", "mlflow:tracking_uri=http://127.0.0.1:5000"], "is not a local file store"),
         (["--log-to", "mlflow:tracking_uri=sqlite:///m.db"], "is not a local file store"),
+        (["--log-to", "mlflow:tracking_uri=databricks"], "is not a local file store"),
         (["--wandb_args", "project=x"], "--log-to wandb:project=NAME"),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,14 +114,15 @@ def check_installed(targets: list[Target], purpose: str) -> None:
 def mlflow_store(target: Target) -> str:
     """The MLflow tracking URI as a ``file:`` URI of an absolute folder. proctor writes only to a local file store:
     a server (http, databricks) or a database URI is refused, from the option or from $MLFLOW_TRACKING_URI."""
-    given = target.option("tracking_uri")
-    source = "tracking_uri"
+    given, source = target.option("tracking_uri"), "tracking_uri"
+    if given is None and os.environ.get("MLFLOW_TRACKING_URI"):
+        given, source = os.environ["MLFLOW_TRACKING_URI"], "$MLFLOW_TRACKING_URI"
     if given is None:
-        given, source = os.environ.get("MLFLOW_TRACKING_URI") or "mlruns", "$MLFLOW_TRACKING_URI"
-        if not os.environ.get("MLFLOW_TRACKING_URI"):
-            source = "the default"
-    scheme = given.partition(":")[0].lower() if ":" in given else ""
-    if scheme not in ("", "file") or given.startswith("file://") and not given.startswith("file:///"):
+        given, source = "mlruns", "the default"
+    named = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", given)  # a URI's scheme; a folder may hold ':' further on
+    scheme = named.group(1).lower() if named else ""
+    server = given.lower() in ("databricks", "databricks-uc", "uc")  # MLflow's names of a hosted server
+    if server or scheme not in ("", "file") or given.startswith("file://") and not given.startswith("file:///"):
         raise ProctorError(
             f"mlflow: {source} {given!r} is not a local file store; proctor logs to MLflow only as files "
             "(tracking_uri=file:PATH or a folder), never over the network; give tracking_uri=file:./mlruns"
