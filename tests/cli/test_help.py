@@ -13,7 +13,7 @@ import typer
 
 from proctor.cli import app
 
-COMMANDS = ["", "run", "ls", "validate", "report", "compare", "export"]
+COMMANDS = ["", "run", "ls", "validate", "report", "compare", "export", "log"]
 
 
 def proctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

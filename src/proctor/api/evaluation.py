@@ -54,6 +54,21 @@ class EvaluationResult:
     def metric(self, task: str, name: str) -> float:
         return float(self.results["tasks"][task]["metrics"][name]["value"])
 
+    def samples_frame(self) -> Any:
+        """The run's samples (samples.jsonl) as a pandas DataFrame, one row per sample: ``task``, ``id``,
+        ``target``, ``prediction``, ``correct``, a ``metric_<name>`` column per metric, and the rest of
+        samples.parquet's columns (docs/results.md). Needs pandas (``pip install 'proctor[pandas]'``)."""
+        from proctor.runs.samples_frame import samples_frame
+
+        return samples_frame(self.run_dir)
+
+    def log_to(self, tracker: str) -> str:
+        """Log the run to a tracker as ``proctor log RUN_DIR --to TRACKER`` does (``"wandb:project=evals"``,
+        ``"mlflow:tracking_uri=file:./mlruns"``; docs/trackers.md); the line saying where it went."""
+        from proctor.runs.trackers import log_to, parse_target, read_contents
+
+        return log_to(read_contents(self.run_dir), parse_target(tracker, "log_to")).line()
+
 
 @dataclass(frozen=True)
 class _Prepared:

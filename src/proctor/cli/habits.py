@@ -25,6 +25,8 @@ REFUSED = {
     "--apply-chat-template": "is lm-eval's; proctor's is --chat-template on (auto: as each task says)",
     "--max-samples": "is Inspect's; proctor bounds the requests in flight with --max-connections N (openai: "
     "models) or --batch-size N (local models)",
+    "--wandb-args": "is lm-eval's; proctor logs a run to Weights & Biases (offline) with --log-to "
+    "wandb:project=NAME,name=RUN (or 'proctor log RUN_DIR --to wandb:...' after it finished; docs/trackers.md)",
     "--show-config": "is lm-eval's; each task's resolved config is saved in the run folder as tasks/NAME.yaml, "
     "and 'proctor validate PATHS --show N' prints prompts without a model",
 }
@@ -50,6 +52,7 @@ WRITE_OUT = typer.Option(False, "--write-out", "--write_out", **HIDDEN)  # type:
 # lm-eval's spelling of --predict-only, taken in its meaning (hidden: two names would not fit --help's column)
 PREDICT_ONLY = typer.Option(False, "--predict_only", **HIDDEN)  # type: ignore[arg-type]
 SHOW_CONFIG = typer.Option(False, "--show-config", "--show_config", **HIDDEN)  # type: ignore[arg-type]
+WANDB_ARGS = typer.Option(None, "--wandb-args", "--wandb_args", metavar="ARGS", **HIDDEN)  # type: ignore[arg-type]
 MAX_CONNECTIONS = typer.Option(
     None,
     "--max-connections",

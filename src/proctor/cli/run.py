@@ -33,6 +33,7 @@ from proctor.cli.options import (
     with_dialect_options,
 )
 from proctor.cli.progress import progress_display
+from proctor.cli.trackers import log_finished, tracker_targets
 from proctor.core.dialect import OptionContext
 from proctor.core.registry import backend_of
 
@@ -86,6 +87,7 @@ def run(
     skip_broken: bool = flag.SKIP_BROKEN,
     strict: bool = flag.STRICT,
     quiet: bool = flag.QUIET,
+    log_to: Optional[List[str]] = flag.LOG_TO,
     # -- Ray workers
     workers: int = flag.WORKERS,
     ray_address: Optional[str] = flag.RAY_ADDRESS,
@@ -103,6 +105,7 @@ def run(
     system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
     apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
     max_samples: Optional[str] = habits.MAX_SAMPLES,
+    wandb_args: Optional[str] = habits.WANDB_ARGS,
     dialect_values: Optional[dict] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
@@ -122,8 +125,10 @@ def run(
             "--system-instruction": system_instruction,
             "--apply-chat-template": apply_chat_template,
             "--max-samples": max_samples,
+            "--wandb-args": wandb_args,
         }
     )
+    trackers = tracker_targets(log_to)  # a typo or a missing library fails before any task is read
     load_plugins(plugin)
     if limit is not None and limit_per_part is not None:
         raise typer.BadParameter(
@@ -211,7 +216,10 @@ def run(
     print_results(result.results)
     print_warnings(result.results)
     console.print(f"run folder: {result.run_dir}")
+    logged = log_finished(result.run_dir, trackers)
     skipped = result.results.get("skipped") or []
     if skipped and not skip_broken:
         print_skipped(skipped)
+        raise typer.Exit(1)
+    if not logged:
         raise typer.Exit(1)

@@ -317,6 +317,15 @@ QUIET = typer.Option(
     help="Print only the results: no progress, no library progress bars, no known deprecation notices.",
     rich_help_panel=RUN_FOLDER_PANEL,
 )
+LOG_TO = typer.Option(
+    None,
+    "--log-to",
+    metavar="TRACKER[:KEY=VALUE,...]",
+    help="Log the finished run to wandb (offline: files under the run folder; wandb sync uploads them) or mlflow "
+    "(a local file store, tracking_uri=file:PATH; default ./mlruns): metrics, task configurations, environment, "
+    "samples table (repeatable; docs/trackers.md). wandb extra or mlflow extra.",
+    rich_help_panel=RUN_FOLDER_PANEL,
+)
 
 # -- Ray workers
 WORKERS = typer.Option(

@@ -261,3 +261,24 @@ def export(
 
         written = export_duckdb(run_dirs, database if database is not None else Path("proctor.duckdb"))
         console.print(f"wrote {written} ({len(run_dirs)} run(s))")
+
+
+@app.command("log")
+def log_run(
+    run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="A finished run folder (results.json, samples.jsonl)."),
+    to: List[str] = typer.Option(
+        ...,
+        "--to",
+        metavar="TRACKER[:KEY=VALUE,...]",
+        help="wandb (offline; options project, entity, name, group, job_type, tags, notes, dir) or mlflow (a local "
+        "file store; options tracking_uri, experiment, name); repeatable. docs/trackers.md.",
+    ),
+) -> None:
+    """Log a finished run to experiment trackers: metrics with standard errors, task configurations, environment,
+    and a samples table."""
+    from proctor.cli.trackers import log_each, tracker_targets
+    from proctor.runs.trackers import read_contents
+
+    targets = tracker_targets(to, "--to")
+    if not log_each(read_contents(run_dir), targets):  # each failure printed, naming its tracker
+        raise typer.Exit(1)

@@ -76,15 +76,24 @@ class ModelLoadError(ProctorError):
 class MissingDependencyError(ProctorError):
     """An optional extra is needed for the requested feature."""
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
-        super().__init__(f"{purpose} needs the '{package}' package. Install it with: pip install 'proctor[{extra}]'")
+    def __init__(self, package: str, extra: str, purpose: str, requirement: str | None = None) -> None:
+        here = ""
+        if requirement is not None:  # the pip of the Python running proctor: a bare `pip` may be another one's
+            import shlex
+            import sys
+
+            here = f" (into this Python: {shlex.quote(sys.executable)} -m pip install {requirement})"
+        super().__init__(
+            f"{purpose} needs the '{package}' package. Install it with: pip install 'proctor[{extra}]'{here}"
+        )
 
 
-def require(module: str, extra: str, purpose: str) -> Any:
-    """Import an optional dependency lazily, with an install hint instead of an ImportError."""
+def require(module: str, extra: str, purpose: str, requirement: str | None = None) -> Any:
+    """Import an optional dependency lazily, with an install hint instead of an ImportError (``requirement``: what
+    this Python's pip installs, named in the hint too)."""
     import importlib
 
     try:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(module.split(".")[0], extra, purpose) from exc
+        raise MissingDependencyError(module.split(".")[0], extra, purpose, requirement) from exc

@@ -30,10 +30,13 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 
 def find_task_files(path: Path) -> list[Path]:
     """The files under a folder that may define tasks, or the file given. Run folders inside it (``-o`` pointed
-    into the task folder) are passed over: their tasks/*.yaml are saved configurations, not task files."""
+    into the task folder) are passed over: their tasks/*.yaml are saved configurations, not task files; so are
+    the trackers' folders (``--log-to``, docs/trackers.md): an MLflow file store (its ``.trash`` marks its root;
+    its experiments' meta.yaml, its copies of tasks/*.yaml) and a W&B run (beside its ``.wandb`` file)."""
     if path.is_dir():
         every = list(path.rglob("*"))
         runs = {p.parent for p in every if p.name == MANIFEST and is_run_folder(p.parent)}
+        runs |= {p.parent for p in every if (p.name == ".trash" and p.is_dir()) or p.suffix == ".wandb"}
         found = [p for p in every if p.suffix in _YAML_SUFFIXES and p.is_file()]
         for dialect in registry().ordered_dialects():
             found += dialect.files_in_folder(path)

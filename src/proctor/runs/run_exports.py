@@ -199,12 +199,23 @@ def _floats(values: Any) -> list[float | None] | None:
 def write_parquet(
     run_dir: Path, path: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
 ) -> Path:
-    """samples.jsonl as a flat, typed table: one row per sample, run and model columns (to stack runs),
-    target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
-    ``logprob_<i>`` columns, and a float column per metric. ``contents``: the run's results and
-    samples, when the caller has read them already (``read_run``)."""
-    import pyarrow as pa
+    """``samples_table`` written as RUN_DIR/samples.parquet (or ``path``)."""
     import pyarrow.parquet as pq
+
+    table = samples_table(run_dir, contents)
+    target = path or Path(run_dir) / PARQUET_FILE
+    with replaced(target) as tmp:
+        pq.write_table(table, tmp)
+    return target
+
+
+def samples_table(run_dir: Path, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Any:
+    """samples.jsonl as a flat, typed pyarrow table: one row per sample, run and model columns (to stack runs),
+    target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
+    ``logprob_<i>`` columns, and a float column per metric (``metric_<name>``). The layout of samples.parquet,
+    of ``EvaluationResult.samples_frame()`` and of the trackers' samples tables. ``contents``: the run's results
+    and samples, when the caller has read them already (``read_run``)."""
+    import pyarrow as pa
 
     run_dir = Path(run_dir)
     results, records = contents or read_run(run_dir)
@@ -267,11 +278,7 @@ def write_parquet(
             row[f"metric_{m}"] = float(value) if isinstance(value, (int, float)) else None
         for name in columns:
             columns[name].append(row.get(name))
-    table = pa.table(columns, schema=pa.schema(fields))
-    target = path or run_dir / PARQUET_FILE
-    with replaced(target) as tmp:
-        pq.write_table(table, tmp)
-    return target
+    return pa.table(columns, schema=pa.schema(fields))
 
 
 def write_lm_eval(
