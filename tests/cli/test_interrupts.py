@@ -57,9 +57,8 @@ def _stored(store: Path) -> int:
         return 0
 
 
-def _interrupted(folder: Path, signum: int) -> subprocess.CompletedProcess:
-    """``proctor run`` started in ``folder``, sent ``signum`` once its store holds answers."""
-    args = ["run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py", "--chunk-size", "3", "-o", "run"]
+def _signalled(args: list[str], folder: Path, ready, signum: int) -> subprocess.CompletedProcess:
+    """``proctor ARGS`` started in ``folder`` in a fresh process, sent ``signum`` once ``ready()`` holds."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
     env.pop("PROCTOR_TRACEBACK", None)
     child = subprocess.Popen(
@@ -72,10 +71,10 @@ def _interrupted(folder: Path, signum: int) -> subprocess.CompletedProcess:
     )
     try:
         deadline = time.monotonic() + 300
-        while _stored(folder / "run" / "store.sqlite") < 6:
+        while not ready():
             assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "no answer was stored"
-            time.sleep(0.05)
+            assert time.monotonic() < deadline, "the moment to send the signal never came"
+            time.sleep(0.02)
         child.send_signal(signum)
         out, err = child.communicate(timeout=120)
     finally:
@@ -83,6 +82,12 @@ def _interrupted(folder: Path, signum: int) -> subprocess.CompletedProcess:
             child.kill()
             child.communicate()
     return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+
+def _interrupted(folder: Path, signum: int) -> subprocess.CompletedProcess:
+    """``proctor run`` started in ``folder``, sent ``signum`` once its store holds answers."""
+    args = ["run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py", "--chunk-size", "3", "-o", "run"]
+    return _signalled(args, folder, lambda: _stored(folder / "run" / "store.sqlite") >= 6, signum)
 
 
 @pytest.fixture(scope="module")
@@ -125,22 +130,9 @@ def test_interrupted_while_the_model_loads_names_the_answers_an_earlier_attempt_
     saved = _stored(folder / "run" / "store.sqlite")
     slow_model_plugin(folder, 0.2, load=600)  # the next attempt is stopped while its model loads
     args = ["run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py", "--chunk-size", "3", "-o", "run"]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
-    child = subprocess.Popen(
-        [sys.executable, "-m", "proctor.cli", *args], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not (folder / "loading").exists():
-            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-            time.sleep(0.05)
-        child.send_signal(signal.SIGTERM)
-        _, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    assert child.returncode == 143, err
+    done = _signalled(args, folder, (folder / "loading").exists, signal.SIGTERM)
+    err = done.stderr
+    assert done.returncode == 143, err
     assert f"interrupted by SIGTERM: {saved} answer(s) saved in run; to resume, run:" in err, err
 
 
@@ -233,28 +225,14 @@ def test_an_openai_run_stopped_mid_flight_resumes_to_the_numbers_of_an_uninterru
     for name in ("whole", "stopped"):
         write(tmp_path / name / "tasks" / "echo.yaml", GENERATE)
         jsonl(tmp_path / name / "tasks" / "data.jsonl", rows)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "400"}
-    env.pop("PROCTOR_TRACEBACK", None)
     with _slow_chat_server() as server:
         args = ["run", "tasks", "--model", "openai:stand-in", "--base-url", server.url]
         args += ["--model-arg", "endpoint=chat", "--max-connections", "2", "--chunk-size", "4", "-o", "run"]
         proctor(*args, cwd=tmp_path / "whole")
         folder = tmp_path / "stopped"
-        child = subprocess.Popen(
-            [sys.executable, "-m", "proctor.cli", *args], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
-        )
-        try:
-            deadline = time.monotonic() + 300
-            while _stored(folder / "run" / "store.sqlite") < 8:
-                assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-                time.sleep(0.02)
-            child.send_signal(signal.SIGINT)
-            _, err = child.communicate(timeout=120)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.communicate()
-        assert child.returncode == 130, err
+        done = _signalled(args, folder, lambda: _stored(folder / "run" / "store.sqlite") >= 8, signal.SIGINT)
+        err = done.stderr
+        assert done.returncode == 130, err
         assert "Traceback" not in err and "internal error" not in err, err
         saved = _stored(folder / "run" / "store.sqlite")
         assert 8 <= saved < 60 and f"{saved} answer(s) saved in run" in err, err

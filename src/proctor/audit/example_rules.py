@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from proctor.audit import target_rules
+from proctor.audit.fallback import first_found
 from proctor.audit.label_rules import PROBE_ROWS, _named, shared_fixed_text
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
@@ -43,13 +44,7 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-def empty_prompts(subject: AuditSubject) -> Iterator[Hit]:
-    found = False
-    for hit in target_rules.blank_prompts(subject):
-        found = True
-        yield hit
-    if not found:
-        yield from blank_own_parts(subject)
+empty_prompts = first_found(target_rules.blank_prompts, blank_own_parts)
 
 
 # ---------------------------------------------------------------- prompt.contains-gold: the template names one
@@ -88,13 +83,7 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
-def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
-    found = False
-    for hit in target_rules.gold_in_prompt(subject):
-        found = True
-        yield hit
-    if not found:
-        yield from template_names_a_choice(subject)
+gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choice)
 
 
 # ---------------------------------------------------------------- few-shot examples

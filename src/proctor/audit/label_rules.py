@@ -15,6 +15,7 @@ from operator import attrgetter
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import choice_rules
+from proctor.audit.fallback import first_found
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit
@@ -186,13 +187,7 @@ def shifted_from_row_key(subject: AuditSubject) -> Iterator[Hit]:
         return
 
 
-def off_by_one(subject: AuditSubject) -> Iterator[Hit]:
-    found = False
-    for hit in choice_rules.shifted_labels(subject):
-        found = True
-        yield hit
-    if not found:
-        yield from shifted_from_row_key(subject)
+off_by_one = first_found(choice_rules.shifted_labels, shifted_from_row_key)
 
 
 # ---------------------------------------------------------------- target.constant
