@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from proctor.cli import main
+from tests.support.audit_corpus import SUITE
+from tests.support.audit_runner import write_files as write
+from tests.support.cli_runs import run_in_process
 
 
 def rows(*items: dict) -> str:
@@ -44,17 +46,7 @@ LETTERED = [{**r, "answer": "ABCD"[r["label"]]} for r in QUIZ]
 GEN = {"kind": "generate", "choices": None, "target": "{{ answer }}", "generation": {"max_tokens": 8}}
 SENTIMENT = "Answer Positive, Negative or Neutral.\nText: {{ text }}\nAnswer:"
 FEELINGS = [("Great day", "Positive"), ("Awful food", "Negative"), ("It is fine", "Neutral"), ("Lovely", "Positive")]
-PROBSEM_SUITE = {
-    "pretext": "Is it true?",
-    "context": [
-        {"text": "The sky is blue.", "expected": 0},
-        {"text": "Fish can fly.", "expected": 1},
-        {"text": "Water is wet.", "expected": 0},
-        {"text": "Stones can sing.", "expected": 1},
-    ],
-    "posttext": "Answer:",
-    "queries": ["True", "False"],
-}
+PROBSEM_SUITE = SUITE  # the corpus's four statements, answers alternating
 DEV_SAME_POSITION = [
     {"id": "d1", "question": "1+1?", "choices": ["2", "1"], "label": 0},
     {"id": "d2", "question": "2+1?", "choices": ["3", "1"], "label": 0},
@@ -187,21 +179,9 @@ CLEAN: dict[str, dict[str, str]] = {
 
 
 def validate(folder: Path, args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch) -> tuple[int, str]:
+    """``proctor validate ARGS`` in ``folder``, through the CLI's entry point in this process."""
     monkeypatch.chdir(folder)
-    try:
-        main(["validate", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    return run_in_process(["validate", *args])
 
 
 def findings(text: str) -> list[str]:
