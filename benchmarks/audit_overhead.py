@@ -93,6 +93,10 @@ def main() -> None:
         a = statistics.median(t[index] for t in on)
         b = statistics.median(t[index] for t in off)
         print(f"{label:4s}: without the audit {b:.2f} s, with it {a:.2f} s: +{a - b:.2f} s ({100 * (a - b) / b:.1f}%)")
+    # the noise: each run's CPU seconds, and each alternating pair's difference (with minus the run after it)
+    print("CPU runs without:", " ".join(f"{t[1]:.2f}" for t in off))
+    print("CPU runs with:   ", " ".join(f"{t[1]:.2f}" for t in on))
+    print("pairs (with - without):", " ".join(f"{x[1] - y[1]:+.2f}" for x, y in zip(on, off)))
 
 
 if __name__ == "__main__":

@@ -1,25 +1,52 @@
 """One pass over a task's prepared rows that finds the few rows the per-row rules need to look at closely.
 
-A task may have 100,000 rows and the audit may add at most a few percent to ``proctor validate``: so the rules
+A task may have 100,000 rows and the audit may add at most 5% to ``proctor validate`` (issue 45): so the rules
 that compare texts within a row (choices a reader takes for one), across rows (an item asked twice, ids that
-look alike) or look for damaged text do not each walk every row in Python. This pass computes, per row, a cheap
-key that every near-duplicate shares (ASCII text: lower case, spaces and punctuation dropped, as bytes) and
-keeps the rows where keys collide; the rules then check those rows with the exact comparisons of
-``subject.loose`` / ``subject.near``, which decide.
+look alike) or look for damaged text do not each walk every row in Python. Each choice has a cheap key that
+every near-duplicate shares (lower case, spaces and punctuation dropped; a non-ASCII row's keys are
+``subject.near``'s); the rows where two keys meet are kept, and the rules check them with the exact comparisons
+of ``subject.loose`` / ``subject.near``, which decide.
+
+Nor does the pass make an object per row or per choice where it can help it: the whole task's choices (prompts,
+ids) are joined into one text and lowered, stripped and split by single calls of C, and the keys are compared
+by a fingerprint that equal keys share (their length and five of their bytes, in numpy arrays). Only the rows
+whose fingerprints meet are compared again, exactly, in Python. What the pass finds is what the plain per-row
+definitions find (``tests/audit/test_row_scan.py`` holds them and compares).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from itertools import chain, repeat
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 # dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
 _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
+# ASCII letters lowered, as str.lower() lowers them (other letters are in rows whose keys are near()'s)
+_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 # what a CSV or pandas reader makes of a missing value, as the cheap key writes it
 PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefined"})
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
+# ASCII whitespace as str.split() sees it (\x1c-\x1f too, which bytes.split() keeps)
+_SPACING = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+# what an ASCII number's spelling (as _NUMBERS reads it) is made of: a choice with anything else is no number
+_NUMBER_CHARS = b"0123456789+-." + _SPACING
+# the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
+WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_ROW = "\x01"  # between rows in a joined column (a text holding it is read row by row)
+_ITEM = "\x00"  # between a row's choices, and after each cheap key
+
+Rows = npt.NDArray[np.intp]
+Flags = npt.NDArray[np.bool_]
+Fingerprints = npt.NDArray[np.uint64]
+
+FEW_ROWS = 0.125  # rows of shared choices up to this share of a task have their prompts read one by one
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a fingerprint's bits before they are summed
 
 
 @dataclass
@@ -31,6 +58,105 @@ class RowScan:
     repeats: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row of the same item)
     id_clashes: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row whose id looks alike)
     unusual_text: list[int] = field(default_factory=list)  # non-ASCII, '&' or a backslash in a prompt or choice
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _key(choice: str) -> bytes:
+    """An ASCII choice's cheap key."""
+    return _encode(choice).translate(_LOWER, _DROP)
+
+
+def _fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
+    """(where each key ends, each key's fingerprint) of keys written one after another, each ended by NUL:
+    equal keys have equal fingerprints (their length, and their bytes at 0, 1/4, 1/2, 3/4 and the end)."""
+    data = np.frombuffer(keys, dtype=np.uint8)
+    ends = np.flatnonzero(data == 0)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts
+    # an empty key reads its own NUL and the one before (or the last byte, a NUL): the same for every empty key
+    sampled = (starts, starts + (lengths >> 2), starts + (lengths >> 1), starts + ((3 * lengths) >> 2), ends - 1)
+    packed = np.empty((len(ends), 8), dtype=np.uint8)  # a fingerprint's eight bytes, made in place
+    packed[:, :3] = lengths.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3]
+    for column, at in enumerate(sampled, start=3):
+        packed[:, column] = data[at]
+    return ends, packed.view(np.uint64).reshape(-1)
+
+
+@dataclass
+class _Choices:
+    """Every row's choices: one flat list, each choice's row and cheap key's fingerprint."""
+
+    rows: list[Sequence[str]]  # per row, as the samples hold them
+    items: list[str]  # all of them, row after row
+    widths: Rows  # how many each row has
+    row_of: Rows  # each choice's row
+    whole: str  # the items joined by NUL
+    keys: bytes  # each item's cheap key (non-ASCII items lowered in their ASCII letters only), each ended by NUL
+    ends: Rows  # where each key ends in ``keys``
+    fingerprints: Fingerprints  # each key's
+    aligned: bool  # no item holds a NUL, so ``keys`` splits back into one key per item
+    foreign: Flags  # per row: a choice is non-ASCII (the row's keys are near()'s)
+
+    @classmethod
+    def of(cls, samples: Sequence[Any]) -> _Choices:
+        rows: list[Sequence[str]] = [s.choices for s in samples]  # (faster than a map of attrgetter in 3.11)
+        items = list(chain.from_iterable(rows))
+        widths = np.fromiter(map(len, rows), dtype=np.intp, count=len(rows))
+        row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
+        whole = _ITEM.join(items)
+        keys = _encode(whole).translate(_LOWER, _DROP) + b"\x00"
+        ends, fingerprints = _fingerprints(keys)
+        foreign = np.zeros(len(rows), dtype=np.bool_)
+        if not whole.isascii():
+            foreign = np.bincount(row_of[~_flags(str.isascii, items)], minlength=len(rows)) > 0
+        aligned = len(ends) == len(items)
+        return cls(rows, items, widths, row_of, whole, keys, ends, fingerprints, aligned, foreign)
+
+    def rows_where(self, flags: Flags) -> Flags:
+        """Per row: whether one of its choices is flagged."""
+        return np.bincount(self.row_of[flags], minlength=len(self.rows)) > 0
+
+    def exact_keys(self, row: int, near: Callable[[str], str]) -> list[Any]:
+        choices = self.rows[row]
+        return [near(c) for c in choices] if self.foreign[row] else [_key(c) for c in choices]
+
+    def key_at(self, item: int) -> bytes:
+        return self.keys[int(self.ends[item - 1]) + 1 if item else 0 : int(self.ends[item])]
+
+
+def _positions(flags: Flags) -> list[int]:
+    """The positions of the flags that are set, as Python ints."""
+    positions: list[int] = np.flatnonzero(flags).tolist()
+    return positions
+
+
+def _flags(test: Callable[..., Any], items: Sequence[Any], *args: Iterable[Any]) -> Flags:
+    """``test`` of each item, as a boolean array (the calls made by ``map``, in C)."""
+    return np.fromiter(map(test, items, *args), dtype=np.bool_, count=len(items))
+
+
+# -- choices that collide within a row ----------------------------------------------------------------------
+
+
+def _meeting_rows(choices: _Choices) -> Flags:
+    """Per row: two of its choices' fingerprints are equal."""
+    widths, fingerprints, n = choices.widths, choices.fingerprints, len(choices.rows)
+    width = int(widths[0])
+    if bool((widths == width).all()):  # most tasks: every row has as many choices
+        if width < 2:
+            return np.zeros(n, dtype=np.bool_)
+        by_row = np.sort(fingerprints.reshape(n, width), axis=1)
+        meeting: Flags = (by_row[:, 1:] == by_row[:, :-1]).any(axis=1)
+        return meeting
+    order = np.lexsort((fingerprints, choices.row_of))
+    rows, in_order = choices.row_of[order], fingerprints[order]
+    same = (rows[1:] == rows[:-1]) & (in_order[1:] == in_order[:-1])
+    return np.bincount(rows[1:][same], minlength=n) > 0
 
 
 def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
@@ -45,6 +171,139 @@ def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
     return len(set(values)) < len(values)
 
 
+def _maybe_numbers(choices: _Choices) -> Flags:
+    """Per row: two choices may be numbers (made of a number's characters only; or a non-ASCII choice)."""
+    n = len(choices.rows)
+    if "." not in choices.whole:
+        return np.zeros(n, dtype=np.bool_)  # "4" and "4.0": a point is needed (most tasks have none)
+    if not choices.aligned:
+        return np.ones(n, dtype=np.bool_)
+    bare = _encode(choices.whole).translate(None, _NUMBER_CHARS) + b"\x00"
+    ends = np.flatnonzero(np.frombuffer(bare, dtype=np.uint8) == 0)
+    numeric = np.diff(ends, prepend=-1) == 1  # nothing left between two NULs
+    return (np.bincount(choices.row_of[numeric], minlength=n) >= 2) | choices.foreign
+
+
+def _choice_collisions(choices: _Choices, near: Callable[[str], str]) -> list[int]:
+    """Rows where two choices share a cheap key or are one number: the candidates, checked exactly."""
+    if not choices.items:
+        return []
+    maybe = _meeting_rows(choices) | choices.foreign if choices.aligned else np.ones(len(choices.rows), np.bool_)
+    numbers = _maybe_numbers(choices)
+    out = []
+    for row in np.flatnonzero((maybe | numbers) & (choices.widths >= 2)).tolist():
+        keys = choices.exact_keys(row, near)
+        if len(set(keys)) < len(keys):
+            out.append(row)
+        elif numbers[row] and _numbers_clash(_ITEM.join(choices.rows[row]), choices.rows[row]):
+            out.append(row)
+    return out
+
+
+def _fingerprint_of(key: bytes) -> int:
+    return int(_fingerprints(key + b"\x00")[1][0])
+
+
+_PLACEHOLDER_PRINTS = np.array(sorted(_fingerprint_of(k) for k in PLACEHOLDER_KEYS), dtype=np.uint64)
+
+
+def _placeholder_rows(choices: _Choices) -> list[int]:
+    """Rows of two or more choices one of which reads as a placeholder (and every non-ASCII row: its keys are
+    near()'s, which the rule reads again)."""
+    if not choices.items:
+        return []
+    if choices.aligned:
+        maybe = np.flatnonzero(np.isin(choices.fingerprints, _PLACEHOLDER_PRINTS)).tolist()
+        flags = np.zeros(len(choices.items), dtype=np.bool_)
+        flags[[i for i in maybe if choices.key_at(i) in PLACEHOLDER_KEYS]] = True
+    else:
+        flags = _flags(lambda c: _key(c) in PLACEHOLDER_KEYS, choices.items)
+    marked = choices.rows_where(flags) | choices.foreign
+    return _positions(marked & (choices.widths >= 2))
+
+
+# -- items asked twice --------------------------------------------------------------------------------------
+
+
+def _text_hashes(texts: Sequence[str], whole: str) -> npt.NDArray[np.int64]:
+    """Per text, a hash that texts equal up to spacing share (of the text with its whitespace dropped); ``whole``:
+    the texts joined by the row separator."""
+    if not whole.isascii():
+        whole = WIDE_SPACES.sub("", whole)
+    bare: list[Any] = _encode(whole).translate(None, _SPACING).split(_ROW.encode())
+    if len(bare) != len(texts):  # a text holds the row separator
+        bare = ["".join(t.split()) for t in texts]
+    return np.fromiter(map(hash, bare), dtype=np.int64, count=len(texts))
+
+
+def _choice_row_prints(choices: _Choices) -> Fingerprints:
+    """Per row, a fingerprint that rows of the same choices (in the same order) share."""
+    n = len(choices.rows)
+    if not choices.aligned:
+        return np.fromiter(map(hash, map(_ITEM.join, choices.rows)), dtype=np.int64, count=n).view(np.uint64)
+    starts = np.cumsum(choices.widths) - choices.widths
+    place = (np.arange(len(choices.items), dtype=np.intp) - starts[choices.row_of]).astype(np.uint64)
+    mixed = (choices.fingerprints + place) * _MIX
+    mixed ^= mixed >> np.uint64(29)
+    total = np.zeros(len(mixed) + 1, dtype=np.uint64)
+    np.cumsum(mixed, out=total[1:])
+    prints: Fingerprints = total[starts + choices.widths] - total[starts]
+    return prints
+
+
+def _item(sample: Any, text: str) -> tuple[str, ...]:
+    """What an item is, as ``samples.duplicate`` compares it: the prompt (spacing aside) and choices, or text."""
+    if sample.text is not None:
+        return (" ".join(sample.text.split()),)
+    return (" ".join(text.split()), _ITEM.join(sample.choices))
+
+
+def _meeting(prints: Fingerprints) -> Flags:
+    """Per row: whether another row has the same print."""
+    meeting = np.zeros(len(prints), dtype=np.bool_)
+    if bool((np.diff(np.sort(prints)) != 0).all()):
+        return meeting  # all differ (most tasks)
+    order = np.argsort(prints, kind="stable")
+    same = prints[order][1:] == prints[order][:-1]
+    meeting[order[1:][same]] = True
+    meeting[order[:-1][same]] = True
+    return meeting
+
+
+def _repeats(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices: _Choices) -> list[tuple[int, int]]:
+    """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text;
+    ``prompts``: the texts joined by the row separator. Rows of the same choices are found first (in most
+    multiple-choice tasks a row's choices tell it apart, and no prompt need be read); their prompts then."""
+    n = len(samples)
+    own = [s.text for s in samples]
+    texts_only = own.count(None) != n  # perplexity rows: the item is the text alone
+    choice_prints = _choice_row_prints(choices)
+    if texts_only:
+        choice_prints[np.fromiter((o is not None for o in own), dtype=np.bool_, count=n)] = 0
+    rows = np.flatnonzero(_meeting(choice_prints))
+    if not len(rows):
+        return []
+    asked = [o if o is not None else t for o, t in zip(own, texts)] if texts_only else texts
+    if len(rows) < FEW_ROWS * n:  # a few rows: their texts one by one
+        hashes = np.fromiter((hash("".join(asked[i].split())) for i in rows.tolist()), np.int64, count=len(rows))
+    else:
+        hashes = _text_hashes(asked, _ROW.join(asked) if texts_only else prompts)[rows]
+    rows = rows[_meeting(hashes.view(np.uint64) * _MIX + choice_prints[rows])]
+    first: dict[tuple[str, ...], int] = {}
+    out = []
+    for i in rows.tolist():  # every row of an item asked twice (and a few others), in order
+        item = _item(samples[i], texts[i])
+        if item == ("", "") or item == ("",):
+            continue  # nothing asked (BLiMP-style rows are told apart by their choices)
+        earlier = first.setdefault(item, i)
+        if earlier != i:
+            out.append((i, earlier))
+    return out
+
+
+# -- ids that look alike ------------------------------------------------------------------------------------
+
+
 def _id_key(sample_id: str) -> str:
     """An id as a reader compares it: case and spacing aside, a number by its value ("1.0" is "1")."""
     key = " ".join(sample_id.split()).lower()
@@ -55,62 +314,23 @@ def _id_key(sample_id: str) -> str:
     return repr(number) if number == number else key
 
 
-def _choice_collisions(samples: Sequence[Any], joined: list[str], near: Any) -> tuple[list[int], list[int]]:
-    """(rows where two choices share a cheap key, rows that may hold a placeholder choice): the whole task's
-    ASCII choices lowered and stripped in one pass of C (a task may have 100,000 rows)."""
-    whole = "\x01".join(joined)
-    if whole.isascii():
-        cheap = whole.lower().encode().translate(None, _DROP)
-        rows: list[list[Any]] = [row.split(b"\x00") for row in cheap.split(b"\x01")]
-        maybe_placeholder = not PLACEHOLDER_KEYS.isdisjoint(cheap.replace(b"\x01", b"\x00").split(b"\x00"))
-    else:
-        rows = [
-            j.lower().encode().translate(None, _DROP).split(b"\x00") if j.isascii() else [near(c) for c in s.choices]
-            for s, j in zip(samples, joined)
-        ]
-        maybe_placeholder = True
-    collisions = [
-        i
-        for i, (row, j) in enumerate(zip(rows, joined))
-        if len(row) > 1 and (len(set(row)) < len(row) or ("." in j and _numbers_clash(j, samples[i].choices)))
-    ]
-    placeholders = (
-        [
-            i
-            for i, row in enumerate(rows)
-            if len(row) > 1 and (not isinstance(row[0], bytes) or not PLACEHOLDER_KEYS.isdisjoint(row))
-        ]
-        if maybe_placeholder
-        else []
-    )
-    return collisions, placeholders
-
-
-def _repeats(samples: Sequence[Any], texts: Sequence[str], joined: list[str]) -> list[tuple[int, int]]:
-    """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text."""
-    items = [
-        (" ".join(s.text.split()),) if s.text is not None else (" ".join(t.split()), j)
-        for s, t, j in zip(samples, texts, joined)
-    ]
-    if len(set(items)) == len(items):
-        return []
-    first: dict[tuple[Any, ...], int] = {}
-    out = []
-    for i, item in enumerate(items):
-        if item == ("", "") or item == ("",):
-            continue  # nothing asked (BLiMP-style rows are told apart by their choices)
-        earlier = first.setdefault(item, i)
-        if earlier != i:
-            out.append((i, earlier))
-    return out
+def _ids_plainly_distinct(ids: list[str]) -> bool:
+    """Whether no two ids are one up to case and ends, none holds a space and none a point (which a number's
+    spelling could tell apart, "1.0" and "1"): most tasks' ids, told in one pass of the joined ids."""
+    whole = _ITEM.join(ids)
+    if "." in whole:
+        return False
+    if whole.isascii() and whole.count(_ITEM) == len(ids) - 1 and not any(c in whole for c in _SPACING.decode()):
+        lowered = whole.lower()  # no spacing in any id: nothing to strip
+        return len(set(ids if lowered == whole else lowered.split(_ITEM))) == len(ids)
+    quick = [i.strip().lower() for i in ids]
+    return len(set(quick)) == len(quick) and " " not in "".join(quick)
 
 
 def _id_clashes(samples: Sequence[Any]) -> list[tuple[int, int]]:
     ids = [s.sample.id for s in samples]
-    if "." not in "".join(ids):  # no id a number's spelling could tell apart ("1.0" and "1"): case and ends only
-        quick = [i.strip().lower() for i in ids]
-        if len(set(quick)) == len(quick) and " " not in "".join(quick):
-            return []
+    if _ids_plainly_distinct(ids):
+        return []
     keys = [_id_key(i) for i in ids]
     if len(set(keys)) == len(keys):
         return []
@@ -118,32 +338,50 @@ def _id_clashes(samples: Sequence[Any]) -> list[tuple[int, int]]:
     out = []
     for i, key in enumerate(keys):
         earlier = first.setdefault(key, i)
-        if earlier != i and samples[earlier].sample.id != samples[i].sample.id:
+        if earlier != i and ids[earlier] != ids[i]:
             out.append((i, earlier))
     return out
 
 
-def _unusual(samples: Sequence[Any], texts: Sequence[str], joined: list[str]) -> list[int]:
-    references = ["\x00".join(s.references) for s in samples]
-    whole = "\x01".join([*texts, *joined, *references])
-    if whole.isascii() and "&" not in whole and "\\" not in whole:
-        return []
-    return [
-        i
-        for i, (t, j, r) in enumerate(zip(texts, joined, references))
-        if not (t.isascii() and j.isascii() and r.isascii()) or "&" in t or "&" in j or "&" in r or "\\" in t
-    ]
+# -- text a reader should look at -----------------------------------------------------------------------------
 
 
-def scan_rows(samples: Sequence[Any], texts: Sequence[str], near: Any) -> RowScan:
-    """The pass, run with the cyclic collector off (``stage.audit``): it makes a few hundred thousand small
-    lists and tuples."""
-    joined = ["\x00".join(s.choices) for s in samples]
-    collisions, placeholders = _choice_collisions(samples, joined, near)
+def _odd(items: Sequence[str], whole: str, backslash: bool) -> Flags | None:
+    """Per item: non-ASCII, or holding '&' (or, with ``backslash``, a backslash); None when no item is."""
+    if whole.isascii() and "&" not in whole and not (backslash and "\\" in whole):
+        return None
+    flags = ~_flags(str.isascii, items) | _flags(str.__contains__, items, repeat("&"))
+    return flags | _flags(str.__contains__, items, repeat("\\")) if backslash else flags
+
+
+def _unusual(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
+    """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
+    rows = np.zeros(len(texts), dtype=np.bool_)
+    odd = _odd(texts, prompts, backslash=True)
+    if odd is not None:
+        rows |= odd
+    odd = _odd(choices.items, choices.whole, backslash=False)
+    if odd is not None:
+        rows |= choices.rows_where(odd)
+    references: list[Sequence[str]] = [s.references for s in samples]
+    items = list(chain.from_iterable(references))
+    odd = _odd(items, "".join(items), backslash=False)
+    if odd is not None:
+        widths = np.fromiter(map(len, references), dtype=np.intp, count=len(references))
+        rows |= np.bincount(np.repeat(np.arange(len(references)), widths)[odd], minlength=len(texts)) > 0
+    return _positions(rows)
+
+
+def scan_rows(samples: Sequence[Any], texts: Sequence[str], near: Callable[[str], str]) -> RowScan:
+    """The pass (``stage.audit`` runs it with the cyclic collector off)."""
+    if not samples:
+        return RowScan()
+    choices = _Choices.of(samples)
+    prompts = _ROW.join(texts)
     return RowScan(
-        choice_collisions=collisions,
-        placeholder_choices=placeholders,
-        repeats=_repeats(samples, texts, joined),
+        choice_collisions=_choice_collisions(choices, near),
+        placeholder_choices=_placeholder_rows(choices),
+        repeats=_repeats(samples, texts, prompts, choices),
         id_clashes=_id_clashes(samples),
-        unusual_text=_unusual(samples, texts, joined),
+        unusual_text=_unusual(samples, texts, prompts, choices),
     )
