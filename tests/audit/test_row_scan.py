@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import pytest
 
 from proctor.audit import row_scan
-from proctor.audit.row_scan import PLACEHOLDER_KEYS, WIDE_SPACES, RowScan, scan_rows
+from proctor.audit.row_scan import PLACEHOLDER_KEYS, TRUTH_KEYS, WIDE_SPACES, RowScan, scan_rows
 from proctor.audit.subject import near
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
@@ -65,6 +65,8 @@ def reference_scan(samples: Sequence[PreparedSample], texts: Sequence[str]) -> R
             scan.choice_collisions.append(i)
         if len(keys) > 1 and (not isinstance(keys[0], bytes) or not PLACEHOLDER_KEYS.isdisjoint(keys)):
             scan.placeholder_choices.append(i)
+        if len(keys) > 1 and (not isinstance(keys[0], bytes) or not TRUTH_KEYS.isdisjoint(keys)):
+            scan.truth_choices.append(i)
         item = (" ".join(s.text.split()),) if s.text is not None else (" ".join(text.split()), "\x00".join(s.choices))
         if item not in (("", ""), ("",)):
             earlier = items.setdefault(item, i)
@@ -106,6 +108,7 @@ WORDS += [
     "x\x00y",
     "x\x01y",
 ]
+WORDS += ["True", "false", "TRUE."]  # truth values as texts (choices.coerced reads those rows)
 WORDS += ["two  words", "two\twords", "two\xa0words", "two\u3000words", "tab\x1fsep", "", "blue", "green"]
 # pairs whose cheap keys differ (non-ASCII texts) but that near() or their numbers' values equate
 NEAR_ONLY = [("Ваш", "Вaш"), ("café", "cafe\u0301"), ("٤", "4"), ("٠", "-0.0"), ("\uff21", "a")]

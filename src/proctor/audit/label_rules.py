@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from itertools import chain, repeat
-from operator import attrgetter
+from itertools import repeat
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import choice_rules
@@ -22,10 +21,6 @@ from proctor.core.audit import AuditRule, Hit
 
 PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
 MIN_ROWS = 4  # a pattern over fewer rows is chance
-
-
-_CHOICES = attrgetter("choices")
-_TRUTH_TEXTS = frozenset({"True", "False"})
 
 
 class _RowFields(Sequence[Mapping[str, Any]]):
@@ -99,10 +94,8 @@ def bool_choices(subject: AuditSubject) -> Iterator[Hit]:
         return
     name = read[0]
     samples = subject.samples
-    # the texts str() makes of a truth value, looked for among the rendered choices in C (most tasks have none)
-    if _TRUTH_TEXTS.isdisjoint(chain.from_iterable(map(_CHOICES, samples))):
-        return
-    for sample in samples:
+    # the rows where a choice reads True or False: the audit's one pass found them (most tasks have none)
+    for sample in (samples[row] for row in subject.scan.truth_choices):
         if "True" not in sample.choices and "False" not in sample.choices:
             continue
         value = sample.sample.fields.get(name)

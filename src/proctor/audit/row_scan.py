@@ -30,6 +30,7 @@ _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 # what a CSV or pandas reader makes of a missing value, as the cheap key writes it
 PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefined"})
+TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
 # ASCII whitespace as str.split() sees it (\x1c-\x1f too, which bytes.split() keeps)
@@ -58,6 +59,7 @@ class RowScan:
     repeats: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row of the same item)
     id_clashes: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row whose id looks alike)
     unusual_text: list[int] = field(default_factory=list)  # non-ASCII, '&' or a backslash in a prompt or choice
+    truth_choices: list[int] = field(default_factory=list)  # a choice reads True or False
 
 
 def _encode(text: str) -> bytes:
@@ -204,20 +206,25 @@ def _fingerprint_of(key: bytes) -> int:
     return int(_fingerprints(key + b"\x00")[1][0])
 
 
-_PLACEHOLDER_PRINTS = np.array(sorted(_fingerprint_of(k) for k in PLACEHOLDER_KEYS), dtype=np.uint64)
+def _prints_of(keys: frozenset[bytes]) -> npt.NDArray[np.uint64]:
+    return np.array(sorted(_fingerprint_of(k) for k in keys), dtype=np.uint64)
 
 
-def _placeholder_rows(choices: _Choices) -> list[int]:
-    """Rows of two or more choices one of which reads as a placeholder (and every non-ASCII row: its keys are
-    near()'s, which the rule reads again)."""
+_PLACEHOLDER_PRINTS = _prints_of(PLACEHOLDER_KEYS)
+_TRUTH_PRINTS = _prints_of(TRUTH_KEYS)
+
+
+def _rows_with_key(choices: _Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
+    """Rows of two or more choices one of which has one of ``keys`` as its cheap key (placeholders, truth values;
+    and every non-ASCII row: its keys are near()'s, which the rule reads again)."""
     if not choices.items:
         return []
     if choices.aligned:
-        maybe = np.flatnonzero(np.isin(choices.fingerprints, _PLACEHOLDER_PRINTS)).tolist()
+        maybe = np.flatnonzero(np.isin(choices.fingerprints, prints)).tolist()
         flags = np.zeros(len(choices.items), dtype=np.bool_)
-        flags[[i for i in maybe if choices.key_at(i) in PLACEHOLDER_KEYS]] = True
+        flags[[i for i in maybe if choices.key_at(i) in keys]] = True
     else:
-        flags = _flags(lambda c: _key(c) in PLACEHOLDER_KEYS, choices.items)
+        flags = _flags(lambda c: _key(c) in keys, choices.items)
     marked = choices.rows_where(flags) | choices.foreign
     return _positions(marked & (choices.widths >= 2))
 
@@ -380,8 +387,9 @@ def scan_rows(samples: Sequence[Any], texts: Sequence[str], near: Callable[[str]
     prompts = _ROW.join(texts)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
-        placeholder_choices=_placeholder_rows(choices),
+        placeholder_choices=_rows_with_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
         repeats=_repeats(samples, texts, prompts, choices),
         id_clashes=_id_clashes(samples),
         unusual_text=_unusual(samples, texts, prompts, choices),
+        truth_choices=_rows_with_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
     )
