@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from operator import attrgetter
 from typing import Iterator
 
 from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
+
+_GOLD = attrgetter("gold")
+_CHOICES = attrgetter("choices")
 
 
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
@@ -105,7 +109,9 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in [s for s in subject.scored if len(s.gold) > 1]:  # most rows have one right answer
+    if max(map(len, map(_GOLD, subject.scored)), default=0) <= 1:  # one right answer per row (most tasks), in C
+        return
+    for sample in [s for s in subject.scored if len(s.gold) > 1]:
         if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):
             yield subject.at_row(
                 sample.sample,
@@ -115,6 +121,8 @@ def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def single_choice(subject: AuditSubject) -> Iterator[Hit]:
+    if 1 not in map(len, map(_CHOICES, subject.scored)):  # no row of one choice (nearly every task), in C
+        return
     for sample in [s for s in subject.scored if len(s.choices) == 1]:
         yield subject.at_row(
             sample.sample,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from operator import attrgetter, methodcaller
 from typing import Any, Iterator
 
 from proctor.audit.subject import AuditSubject, near
@@ -13,6 +14,8 @@ from proctor.core.audit import AuditRule, Hit
 
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _TEMPLATE_GLOBALS = frozenset({"_fail"})  # proctor's own template functions (core/templates.py), not row fields
+
+_FIELDS = attrgetter("sample.fields")
 
 
 @lru_cache(maxsize=64)
@@ -130,7 +133,7 @@ def _coercions(subject: AuditSubject, choices: bool) -> Iterator[Hit]:
     name, filters = read
     if subject.spec.kind != ("multiple_choice" if choices else "generate"):
         return
-    values = [s.sample.fields.get(name) for s in subject.samples]
+    values = list(map(methodcaller("get", name), map(_FIELDS, subject.samples)))  # in C: 100,000 rows add up
     types = set(map(type, values))
     if choices and types == {int}:
         return  # indices as they are (most tasks)
