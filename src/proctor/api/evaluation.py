@@ -23,7 +23,7 @@ from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
-from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
 from proctor.engine.task_settings import task_settings
 from proctor.models.base import ConvertsToModel, Model
@@ -397,7 +397,7 @@ def _evaluate_loaded(
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
             for item in built:
-                progress(item.name, 0, len(item.unique))
+                progress(item.name, 0, progress_total(item))
         for item in built:
             writer.write_task_config(item.name, task_config(item.prepared))
             try:
