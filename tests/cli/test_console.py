@@ -46,7 +46,7 @@ class Ticks:
         return self.t
 
 
-def test_eta_is_the_average_rate_from_the_first_answers_and_leaves_reused_answers_out():
+def test_eta_is_the_rate_from_the_first_answers_and_leaves_reused_answers_out():
     now = Ticks()
     state = ProgressState(now)
     state.update("a", 0, 100)  # announced at t=0
@@ -94,6 +94,30 @@ def test_a_run_without_a_terminal_prints_plain_progress_lines(tiny_model_dir, tm
     assert re.search(rf"all tasks {total}/{total} \(100%\) · elapsed \d+:\d\d:\d\d · ETA 0:00:00$", lines[-1])
     assert all("ETA -:--:--" not in line for line in lines)  # every line comes after answers: it has a rate
     assert "\r" not in proc.stderr and "\x1b[" not in proc.stderr  # no bar redrawn in a log
+
+
+def test_plain_progress_moves_within_one_chunk_as_sequences_finish(tiny_model_dir, tmp_path):
+    """6 generations, all in one engine chunk (256 requests): a line per finished sequence, not one per chunk."""
+    proc = proctor(
+        "run",
+        str(EXAMPLES / "quickstart"),
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "--limit",
+        "6",
+        "--batch-size",
+        "1",
+        env={"PROCTOR_PROGRESS_INTERVAL": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["tasks"]["quickstart_short_answers"]["requests"]["unique"] == 6
+    counts = re.findall(r"^progress: quickstart_short_answers (\d)/6", proc.stderr, re.MULTILINE)
+    assert counts == ["1", "2", "3", "4", "5", "6"]
+    first = next(line for line in proc.stderr.splitlines() if line.startswith("progress: "))
+    assert "all tasks 24/30 (80%)" in first  # the run's total was known from its first line
 
 
 def test_quiet_prints_nothing_but_the_results(tiny_model_dir, tmp_path):

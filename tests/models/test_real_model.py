@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -56,19 +57,27 @@ def test_quickstart_runs_on_the_default_model(default_model, tmp_path):
     assert gen["n_samples"] == 20 and gen["metrics"]["exact_match"]["value"] > 0.2
 
 
-def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatch):
+def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatch, caplog):
+    import re
+
     import torch
 
     from proctor.models.default import default_model_path, proctor_home
 
     monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
     assert proctor_home() == tmp_path / "home"
-    folder = default_model_path()
+    with caplog.at_level(logging.WARNING, logger="proctor.models.default"):
+        folder = default_model_path()
+    said = [r.getMessage() for r in caplog.records if r.name == "proctor.models.default"]
+    assert len(said) == 2 and "(once; this takes about a minute)" in said[0]  # what it does, and for how long
+    assert re.fullmatch(rf"converted the embedded default model in \d+ s \(kept in {re.escape(str(folder))}\)", said[1])
+    caplog.clear()
     assert folder.parent.parent == tmp_path / "home" and (folder / "config.json").exists()
     weights = sorted(folder.glob("*.safetensors"))
     assert weights and not list(folder.parent.glob(".convert-*"))  # no staging folder left behind
     stamp = weights[0].stat().st_mtime_ns
     assert default_model_path() == folder and weights[0].stat().st_mtime_ns == stamp  # not converted again
+    assert not [r for r in caplog.records if r.name == "proctor.models.default"]  # and nothing said
     from safetensors.torch import load_file
 
     tensors = load_file(weights[0])

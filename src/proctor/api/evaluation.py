@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from proctor.api.finished_run import REQUEST_FIELD, finished_results, model_request
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.redact import masked_command
@@ -22,7 +23,7 @@ from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
-from proctor.engine.runner import ProgressHook, build_requests, run_built
+from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
 from proctor.engine.task_settings import task_settings
 from proctor.models.base import ConvertsToModel, Model
@@ -161,8 +162,43 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
             check_resume(
                 Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
             )
+            if isinstance(model.model, str) and not output.update and not output.restart:
+                done = _already_complete(config, Path(output.output_dir), hashes, recorded, known)
+                if done is not None:
+                    return done
         run = _Prepared(prepared, skipped, named, command, started, without_ids)
         return _load_and_evaluate(config, run, progress)
+
+
+def _already_complete(
+    config: RunConfig,
+    run_dir: Path,
+    hashes: Mapping[str, str],
+    recorded: Mapping[str, Any],
+    known: Mapping[str, Any] | None,
+) -> EvaluationResult | None:
+    """The folder's results when it holds a complete run of exactly this request (``api.finished_run``): reported
+    without loading the model, which could only compute nothing."""
+    assert isinstance(config.model.model, str)
+    request = model_request(config.model.model, config.model.options)
+    results = finished_results(
+        run_dir,
+        hashes,
+        recorded,
+        request,
+        known,
+        chunk_size=config.output.chunk_size,
+        predict_only=bool(config.predict_only),
+    )
+    if results is None:
+        return None
+    log.warning("already complete: %s holds this run's results (no model loaded)", run_dir)
+    if config.output.export:
+        from proctor.runs.run_exports import write_exports
+
+        log_samples = config.prepare.overrides.recorded().get("log_samples", True)
+        write_exports(run_dir, ("lm-eval", "parquet") if log_samples else ("lm-eval",))
+    return EvaluationResult(run_dir, results)
 
 
 def report_findings(prepared: Sequence[PreparedTask]) -> None:
@@ -361,7 +397,7 @@ def _evaluate_loaded(
     try:
         if progress:  # announce every task first: an overall bar knows its total from the start
             for item in built:
-                progress(item.name, 0, len(item.unique))
+                progress(item.name, 0, progress_total(item))
         for item in built:
             writer.write_task_config(item.name, task_config(item.prepared))
             try:
@@ -404,6 +440,12 @@ def _evaluate_loaded(
             run_dir,
             manifest,
             finished=now(),
+            # what a re-run asking for the same must match to be reported without loading the model
+            **(
+                {REQUEST_FIELD: model_request(config.model.model, config.model.options)}
+                if isinstance(config.model.model, str)
+                else {}
+            ),
             responses={"from_run_store": lookup.hits_run, "from_cache": lookup.hits_cache, "computed": lookup.computed},
         )
     except (RunInterrupted, KeyboardInterrupt) as exc:

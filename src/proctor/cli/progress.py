@@ -1,14 +1,14 @@
 """The run's progress on stderr: Rich bars on a terminal, a plain line per interval otherwise (batch
 jobs, CI, nohup), nothing with ``--quiet``.
 
-The ETA is an average rate: the time since a task's requests began, over the answers the model has
-given since (answers read back from the run store or the cache are done, but say nothing about the
-model's speed: the engine reports them through the hook's ``reused``). So it is shown from the first
-answers on and never waits for a sampling window to fill.
+The ETA comes from a smoothed rate of the answers the model gives (``Clock``); answers read back from the run
+store or the cache are done, but say nothing about the model's speed: the engine reports them through the
+hook's ``reused``. It is shown from the first answers on, and climbs no faster than time passes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -20,31 +20,66 @@ from rich.text import Text
 from proctor.cli.display import err_console
 from proctor.core.errors import ProctorError
 
-INTERVAL_ENV = "PROCTOR_PROGRESS_INTERVAL"  # seconds between plain progress lines (default 30)
+INTERVAL_ENV = "PROCTOR_PROGRESS_INTERVAL"  # seconds between plain progress lines (default 5)
 OVERALL = "all tasks"
+
+
+SMOOTHING_SECONDS = 20.0  # the smoothed rate's time constant: how fast the ETA follows a change of speed
 
 
 @dataclass
 class Clock:
-    """One count of work: when it began, how much is done, how much of that was reused."""
+    """One count of work: when it began, how much is done, how much of that was reused, and the ETA.
+
+    The rate is the model's answers per second, exponentially smoothed over the samples the updates give (a
+    sample: the answers computed since the last one, over the time since). The ETA set at an update is the work
+    left at that rate, but it may rise above the previous one by at most the time since that was set (a slow
+    stretch moves the finish only as far as the time it took); between updates it counts down, never up."""
 
     total: int = 0
     done: int = 0
     reused: int = 0
     start: Optional[float] = None
     running: bool = False  # answers have come in: the start is fixed
+    rate: Optional[float] = None  # computed answers per second, smoothed
+    sampled_at: Optional[float] = None  # when the rate last took a sample
+    sampled: int = 0  # answers computed by then
+    eta_set: Optional[float] = None  # the ETA as of eta_set_at
+    eta_set_at: float = 0.0
+    eta_total: int = 0  # the total it was set for: more work announced may raise it at once
 
     def elapsed(self, now: float) -> Optional[float]:
         return None if self.start is None else max(0.0, now - self.start)
 
-    def eta(self, now: float) -> Optional[float]:
-        """Seconds left at the average rate so far; None before the model's first answers."""
+    def observe(self, now: float, estimate: Optional[float] = None) -> None:
+        """Take the counts as of ``now``: a rate sample when answers were computed, and a new ETA (``estimate``:
+        the seconds left as the caller knows them better than this clock's own rate, clamped the same way)."""
+        if self.start is None:
+            return
         computed = self.done - self.reused
-        if self.start is None or computed <= 0:
+        since = self.sampled_at if self.sampled_at is not None else self.start
+        if computed > self.sampled and now > since:
+            sample = (computed - self.sampled) / (now - since)
+            weight = 1.0 if self.rate is None else 1.0 - math.exp(-(now - since) / SMOOTHING_SECONDS)
+            self.rate = sample if self.rate is None else weight * sample + (1.0 - weight) * self.rate
+            self.sampled_at, self.sampled = now, computed
+        if estimate is None:
+            if self.rate is None or self.rate <= 0:
+                return
+            estimate = max(0, self.total - self.done) / self.rate
+        if self.eta_set is not None and self.total == self.eta_total:
+            estimate = min(estimate, self.eta_set + (now - self.eta_set_at))
+        self.eta_set, self.eta_set_at, self.eta_total = estimate, now, self.total
+
+    def eta(self, now: float) -> Optional[float]:
+        """Seconds left; None before the model's first answers."""
+        if self.start is None or self.done - self.reused <= 0:
             return None
         if self.done >= self.total:
             return 0.0
-        return (now - self.start) * (self.total - self.done) / computed
+        if self.eta_set is None:
+            return None
+        return max(0.0, self.eta_set - max(0.0, now - self.eta_set_at))
 
 
 def clock_text(seconds: Optional[float]) -> str:
@@ -70,11 +105,28 @@ class ProgressState:
         clock.done, clock.total = done, total
         if done and not clock.running:
             clock.running = True
+            self.overall.eta_set = None  # a task with its own speed began: the run's ETA is new, not a jump
             if not self.overall.running:  # the run's clock: from the first task that began
                 self.overall.start, self.overall.running = clock.start, True
         self.overall.done = sum(c.done for c in self.tasks.values())
         self.overall.total = sum(c.total for c in self.tasks.values())
+        clock.observe(now)
+        self.overall.observe(now, self._overall_estimate(now))
         return clock
+
+    def _overall_estimate(self, now: float) -> Optional[float]:
+        """The run's seconds left: each running task's ETA (its own rate: a generation task runs far slower per
+        request than a scoring one), and the tasks not yet begun at the run's rate so far."""
+        if self.overall.rate is None:
+            return None
+        seconds, waiting = 0.0, 0
+        for clock in self.tasks.values():
+            left = clock.eta(now)
+            if left is not None:
+                seconds += left
+            else:
+                waiting += max(0, clock.total - clock.done)
+        return seconds + waiting / self.overall.rate
 
     def reused(self, name: str, count: int) -> None:
         self.tasks.setdefault(name, Clock()).reused += count
@@ -182,7 +234,7 @@ class progress_display:
 
 
 def _interval() -> float:
-    raw = os.environ.get(INTERVAL_ENV, "30")
+    raw = os.environ.get(INTERVAL_ENV, "5")
     try:
         value = float(raw)
     except ValueError:

@@ -158,6 +158,13 @@ def is_custom(handler: Any) -> bool:
     return isinstance(handler, PredictsSamples)
 
 
+def progress_total(built: TaskRequests) -> int:
+    """The units a task's progress counts: a task class reports finished samples (it sends its own requests,
+    unknown before it runs), other tasks finished requests. The run announces each task's total before the first
+    model call, so an overall count knows its total from the start."""
+    return len(built.prepared.samples) if is_custom(built.handler) else len(built.unique)
+
+
 def run_built(
     model: Model,
     built: TaskRequests,
@@ -169,8 +176,7 @@ def run_built(
     spec = built.prepared.task.spec
     unique = built.unique
     done = 0
-    # a task class reports finished samples (it sends its own requests), other tasks finished requests
-    total_units = len(built.prepared.samples) if is_custom(built.handler) else len(unique)
+    total_units = progress_total(built)
 
     def on_progress(n: int) -> None:
         nonlocal done
@@ -185,14 +191,12 @@ def run_built(
         on_progress(n)
 
     if progress:
-        progress(spec.name, 0, len(unique))
+        progress(spec.name, 0, total_units)
     model_started = time.perf_counter()
     usage_before = model.usage()
     try:
         if is_custom(built.handler):
             total = len(built.prepared.samples)
-            if progress:
-                progress(spec.name, 0, total)
             executor = ModelExecutor(
                 model, lookup, chunk_size, on_progress
             )  # the run store, for requests the handler sends

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from proctor.core.errors import ModelLoadError, require
@@ -70,7 +71,11 @@ def default_model_path() -> Path:
         return target
     _check_home(target.parent)
     gguf = find_gguf()
-    log.info("converting %s to %s (once)", gguf.name, target)
+    # a warning, so the console shows it: the first run is otherwise silent for as long as this takes
+    log.warning(
+        "converting the embedded default model %s to float32 in %s (once; this takes about a minute)", gguf.name, target
+    )
+    started = time.perf_counter()
     torch = load_torch("hf", "The embedded default model")
     transformers = require("transformers", "hf", "The embedded default model")
     require("gguf", "hf", "Reading the embedded GGUF model")
@@ -106,4 +111,5 @@ def default_model_path() -> Path:
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+    log.warning("converted the embedded default model in %.0f s (kept in %s)", time.perf_counter() - started, target)
     return target

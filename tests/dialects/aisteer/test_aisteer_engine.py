@@ -126,7 +126,9 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
     assert first.exit_code == 0, first.output
     task = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
     assert task["requests"]["computed"] == task["requests"]["unique"] > 0
-    # Again in a new process (the use case's fingerprint must not depend on the process).
+    # Again in a new process (the use case's fingerprint must not depend on the process), with another batch
+    # size: not exactly the finished run, which would be reported without loading the model, so the requests are
+    # answered from the store.
     import os
     import subprocess
     import sys
@@ -134,7 +136,9 @@ def test_cli_use_case_run_resumes_from_its_store(tiny_model_dir, tmp_path):
 
     src = Path(__file__).resolve().parents[3] / "src"
     env = dict(os.environ, PYTHONPATH=f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    second = subprocess.run([sys.executable, "-m", "proctor.cli", *args], env=env, capture_output=True, text=True)
+    second = subprocess.run(
+        [sys.executable, "-m", "proctor.cli", *args, "--batch-size", "2"], env=env, capture_output=True, text=True
+    )
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     again = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["uc:Mine"]
     assert again["requests"]["computed"] == 0 and again["evaluations"] == task["evaluations"]

@@ -175,8 +175,8 @@ def test_upstream_class_only_file_runs_from_the_command_line(tiny_model_dir, tmp
         assert evaluations["MCQAPositionalBias"]["mean"] is None
     assert evaluations["AnsweredShare[answered]"]["share"] == pytest.approx(sum(r is not None for r in responses) / 9)
     # The file shuffles with the global random; the runner seeds it, so the same command builds the
-    # same prompts and answers everything from the run store.
-    again = CliRunner().invoke(app, args)
+    # same prompts and answers everything from the run store (--update: the finished run is not just reported).
+    again = CliRunner().invoke(app, [*args, "--update"])
     assert again.exit_code == 0, again.output
     assert read_samples(run_dir) == samples
     task = json.loads((run_dir / "results.json").read_text())["tasks"]["use_case:CommonsenseMCQA"]
