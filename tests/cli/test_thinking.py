@@ -139,3 +139,73 @@ def test_a_malformed_think_end_token_is_refused(tmp_path: Path, flags: list[str]
     code, out = run_in_process(["run", str(tmp_path / "tasks"), "--model", "fake:m", "-o", str(tmp_path / "r"), *flags])
     assert code == 2 and says in out, out
     assert "Traceback" not in out
+
+
+def test_a_servers_reasoning_content_is_kept_as_thinking_in_a_fresh_process(tmp_path: Path) -> None:
+    """A chat reply's ``reasoning_content`` (vLLM's reasoning parsers, DeepSeek) is the thinking: kept and counted,
+    the content scored; a reply of only reasoning that ran out of tokens is no wrong reply."""
+    from tests.support.openai_fakes import FixedReplyServer
+
+    write(tmp_path / "tasks" / "think_native.yaml", NATIVE_TASK)
+    jsonl(tmp_path / "tasks" / "data.jsonl", ROWS)
+    message = {"role": "assistant", "content": "four", "reasoning_content": "Count them.\n\nFour."}
+    reply = {
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 9},
+    }
+    with FixedReplyServer(reply) as server:
+        proctor(
+            "run", "tasks", "--model", "openai:m", "--base-url", server.url, "--model-arg", "endpoint=chat",
+            "-o", "run", "-q", cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"},
+        )  # fmt: skip
+    task = results(tmp_path / "run")["tasks"]["think_native"]
+    assert task["metrics"]["exact_match"]["value"] == 0.5  # "four" is right for two of the four questions
+    assert task["thinking"] == {"samples": 4, "unclosed": 0, "mean_chars": float(len("Count them.\n\nFour."))}
+    assert task["settings"]["think_end_token"] is None
+    assert {r["thinking"] for r in samples(tmp_path / "run")} == {"Count them.\n\nFour."}
+    assert {r["generation"] for r in samples(tmp_path / "run")} == {"four"}
+
+
+@pytest.mark.parametrize(
+    ("message", "finish", "says"),
+    [
+        ({"role": "assistant", "content": "four", "reasoning_content": 5}, "stop", "reasoning_content"),
+        ({"role": "assistant", "content": "", "reasoning": ["a"]}, "stop", "reasoning"),
+        ({"role": "assistant", "content": None, "reasoning_content": "Still counting"}, "length", None),
+    ],
+)
+def test_a_servers_reasoning_field_is_checked(tmp_path: Path, message: dict, finish: str, says: str | None) -> None:
+    """Reasoning that is not text is a wrong reply naming its field; a reply cut at the token limit with only
+    reasoning is a reply (no answer, the thinking kept), not the 'length with no text' error."""
+    from tests.support.openai_fakes import FixedReplyServer
+
+    write(tmp_path / "tasks" / "think_native.yaml", NATIVE_TASK)
+    jsonl(tmp_path / "tasks" / "data.jsonl", ROWS)
+    reply = {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": {}}
+    with FixedReplyServer(reply) as server:
+        code, out = run_in_process(
+            ["run", str(tmp_path / "tasks"), "--model", "openai:m", "--base-url", server.url,
+             "--model-arg", "endpoint=chat", "-o", str(tmp_path / "run"), "-q"]
+        )  # fmt: skip
+    if says is None:
+        assert code == 0, out
+        task = results(tmp_path / "run")["tasks"]["think_native"]
+        assert task["metrics"]["exact_match"]["value"] == 0.0 and task["thinking"]["samples"] == 4
+        assert {r["thinking"] for r in samples(tmp_path / "run")} == {"Still counting"}
+    else:
+        assert code == 2 and f"choices[0].message.{says}" in out, out
+        assert "Traceback" not in out and not (tmp_path / "run" / "results.json").exists()
+
+
+def test_a_reasoning_reply_whose_content_still_holds_the_marker_is_cut_there() -> None:
+    """With --think-end-token, content that still holds thinking (a server's parser that left some) is cut at the
+    last marker and then at the stops, its thinking joined to the server's reasoning; without it, left as sent."""
+    from proctor.core.model_requests import GenerateRequest, GenerateResult
+    from proctor.runs.thinking import answer_of
+
+    request = GenerateRequest("Q: x\nA:", 50, ("\n",))
+    result = GenerateResult("more\n</think> blue\nQ: next", "stop", 3, 9, reasoning="first")
+    cut = answer_of(request, result, "</think>")
+    assert (cut.text, cut.thinking, cut.closed) == ("blue", "firstmore\n</think>", True)
+    kept = answer_of(request, result, None)
+    assert (kept.text, kept.thinking) == (result.text, "first")

@@ -223,9 +223,9 @@ def run_built(
     if cut:
         warn_truncated(outcome, model, cut, sent)
     end_token = built.prepared.think_end_token
-    if end_token is not None and thinking.samples:
+    if thinking.samples:  # --think-end-token, or a server's separate reasoning text
         outcome.result.thinking = thinking.as_json()
-        if (unclosed := thinking.warning(end_token)) is not None:
+        if end_token is not None and (unclosed := thinking.warning(end_token)) is not None:
             outcome.result.add_warning(unclosed)
     warn_not_numbers(outcome)
     usage = usage_delta(model, usage_before)

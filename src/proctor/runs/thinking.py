@@ -6,6 +6,11 @@ thinking trace often holds a stop string such as a blank line). So with the mark
 go to the model without their stop strings and are cut here; runs without it send and store exactly what
 they did before. One rule differs from lm-eval's: a generation whose thinking never closes has no answer
 (lm-eval scores the whole thinking trace as the answer); such replies are counted and warned about.
+
+A server that returns a reasoning model's thinking apart from its answer (a chat reply's
+``reasoning_content``: ``GenerateResult.reasoning``) needs no marker: that text is the thinking, kept and
+counted with or without ``--think-end-token``, and the reply's content is the answer (cut further at the
+marker when one is set and the content holds it).
 """
 
 from __future__ import annotations
@@ -46,9 +51,21 @@ def sent_request(request: Any, end_token: str | None) -> Any:
 
 def answer_of(request: Any, result: Any, end_token: str | None) -> Any:
     """The reply scored for ``request``: its thinking split off (a ``ThoughtResult``), or as given."""
-    if end_token is None or not isinstance(request, GenerateRequest) or not isinstance(result, GenerateResult):
+    if not isinstance(request, GenerateRequest) or not isinstance(result, GenerateResult):
         return result
-    answer, thinking, closed = split_thinking(result.text, end_token, request.stop)
+    thinking: str | None
+    if result.reasoning is not None:  # the server kept the thinking apart: the content is the answer
+        answer, closed, kept = result.text, True, result.reasoning
+        if end_token is not None:
+            if end_token in answer:
+                before, answer = answer.rsplit(end_token, 1)
+                kept += before + end_token
+            answer = split_thinking(end_token + answer, end_token, request.stop)[0]
+        thinking = kept
+    elif end_token is None:
+        return result
+    else:
+        answer, thinking, closed = split_thinking(result.text, end_token, request.stop)
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(GenerateResult)}
     return ThoughtResult(**{**fields, "text": answer}, thinking=thinking, closed=closed)
 
@@ -57,8 +74,6 @@ def run_thinking(
     run: Callable[[Sequence[Any]], list[Any]], requests: Sequence[Any], end_token: str | None
 ) -> list[Any]:
     """``run`` (which answers requests through the store) on the requests as sent, each answer split."""
-    if end_token is None:
-        return run(requests)
     results = run([sent_request(r, end_token) for r in requests])
     return [answer_of(r, out, end_token) for r, out in zip(requests, results)]
 
