@@ -4,6 +4,7 @@ each task run and written to the run folder as it finishes, and the groups and r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -130,6 +131,8 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
     else:
         prepared = _prepare_found(task_list, named, skipped, variables, **how)
     prepared, without_ids = select_samples(prepared, config.limit.sample_ids)  # --sample-id: before the model loads
+    if options.overrides.think_end_token is not None:  # every generation's thinking cut off (runs/thinking.py)
+        prepared = [dataclasses.replace(p, think_end_token=options.overrides.think_end_token) for p in prepared]
     if not prepared:  # every id was found, so some task holds one: unreachable, but never an empty run
         raise ProctorError("--sample-id: no task holds any of the ids")
     if config.predict_only:

@@ -156,6 +156,26 @@ def model_args_from(items: Optional[List[str]]) -> dict:
     return out
 
 
+def think_end_token_from(flag: Optional[str], items: Optional[List[str]]) -> tuple[Optional[str], List[str]]:
+    """--think-end-token, or lm-eval's spelling --model-arg think_end_token=TEXT (taken out of the model's
+    arguments: the run cuts the thinking, not the backend); both given with different values is refused."""
+    rest, given = [], []
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "think_end_token":
+            given.append(value)
+        else:
+            rest.append(item)
+    if len(given) > 1:
+        raise typer.BadParameter("'think_end_token' is given twice", param_hint="--model-arg")
+    if given and flag is not None and given[0] != flag:
+        raise typer.BadParameter(
+            f"think_end_token={given[0]!r} differs from --think-end-token {flag!r}: give it once",
+            param_hint="--model-arg",
+        )
+    return (flag if flag is not None else (given[0] if given else None)), rest
+
+
 _MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
 
 

@@ -28,6 +28,7 @@ from proctor.cli.options import (
     load_plugins,
     model_args_from,
     resources_from,
+    think_end_token_from,
     uses_server_options,
     variables_from,
     with_dialect_options,
@@ -74,6 +75,7 @@ def run(
     epochs: int = flag.EPOCHS,
     epoch_reducer: str = flag.EPOCH_REDUCER,
     system_prompt: Optional[str] = flag.SYSTEM_PROMPT,
+    think_end_token: Optional[str] = flag.THINK_END_TOKEN,
     fewshot_as_multiturn: bool = flag.FEWSHOT_AS_MULTITURN,
     fewshot_in_one_turn: bool = flag.FEWSHOT_IN_ONE_TURN,
     no_log_samples: bool = flag.NO_LOG_SAMPLES,
@@ -137,6 +139,7 @@ def run(
         )
     if fewshot_as_multiturn and fewshot_in_one_turn:
         raise typer.BadParameter("cannot be given with --fewshot-in-one-turn", param_hint="--fewshot-as-multiturn")
+    think_end_token, model_arg = think_end_token_from(think_end_token, model_arg)
     overrides = RunOverrides.from_flags(
         num_fewshot=num_fewshot,
         gen_kwargs=gen_kwargs,
@@ -149,6 +152,7 @@ def run(
         system_prompt=system_prompt,
         fewshot_as_multiturn=True if fewshot_as_multiturn else (False if fewshot_in_one_turn else None),
         log_samples=not no_log_samples,
+        think_end_token=think_end_token,
     )
     ids = parse_sample_ids(sample_id or ())  # --sample-id a,b: before anything is read
     values = dialect_values or {}

@@ -232,6 +232,15 @@ EPOCH_REDUCER = typer.Option(
     help="A sample's score across epochs.",
     rich_help_panel=OVERRIDES_PANEL,
 )
+THINK_END_TOKEN = typer.Option(
+    None,
+    "--think-end-token",
+    metavar="TEXT",
+    help="Reasoning models: every generation is scored on the text after the last TEXT (e.g. '</think>'); the "
+    "thinking is kept in samples.jsonl (lm-eval's think_end_token model argument, also taken as "
+    "--model-arg think_end_token=TEXT).",
+    rich_help_panel=OVERRIDES_PANEL,
+)
 SYSTEM_PROMPT = typer.Option(
     None,
     "--system-prompt",

@@ -67,6 +67,7 @@ LATER_SETTINGS = {"top_k": None, "repetition_penalty": 1.0}
 LATER_RESULT_FIELDS = {
     "truncated": 0,
     "bounded": False,
+    "reasoning": None,
 }  # result fields added later: stored only when set (a stored answer reads as before)
 
 
@@ -77,6 +78,8 @@ class GenerateResult:
     prompt_tokens: int
     completion_tokens: int
     truncated: int = 0  # prompt tokens cut from the left to fit the model's window (with the tokens to generate)
+    # a server's separate reasoning text (a chat reply's reasoning_content / reasoning: vLLM, DeepSeek), else None
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,14 @@ class RunOverrides:
     system_prompt: str | None = None
     fewshot_as_multiturn: bool | None = None
     log_samples: bool = True
+    # reasoning models: the scored text is what follows the last of this marker (lm-eval's think_end_token)
+    think_end_token: str | None = None
 
     def __post_init__(self) -> None:
+        if self.think_end_token is not None and not self.think_end_token.strip():
+            raise ProctorError(
+                "--think-end-token takes the text that ends a model's thinking (e.g. '</think>'), got an empty one"
+            )
         if self.epochs < 1:
             raise ProctorError(f"--epochs takes a positive count, got {self.epochs}")
         reducer_k(self.epoch_reducer, self.epochs)
@@ -86,6 +92,8 @@ class RunOverrides:
             out["fewshot_as_multiturn"] = self.fewshot_as_multiturn
         if not self.log_samples:
             out["log_samples"] = False
+        if self.think_end_token is not None:
+            out["think_end_token"] = self.think_end_token
         return out
 
 

@@ -42,6 +42,7 @@ class PreparedTask:
     epochs: int = 1  # generate tasks: repeats, each sample and epoch sampled with its own seed (engine/epochs.py)
     epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
     findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
+    think_end_token: str | None = None  # --think-end-token: generations scored after their thinking (runs/thinking.py)
 
     def clusters(self) -> list[Any] | None:
         """Each sample's cluster (the value of the task's ``cluster`` field in its row), None without one."""

@@ -32,6 +32,7 @@ from proctor.models.reply_checks import ReplyError
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.store import Lookup
+from proctor.runs.thinking import ThinkingTally, ThoughtResult, run_thinking
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
@@ -197,17 +198,26 @@ def run_built(
     try:
         if is_custom(built.handler):
             total = len(built.prepared.samples)
-            executor = ModelExecutor(
-                model, lookup, chunk_size, on_progress
-            )  # the run store, for requests the handler sends
+            executor = ModelExecutor(  # the run store, for requests the handler sends
+                model, lookup, chunk_size, on_progress, built.prepared.think_end_token
+            )
             pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
             model_seconds = time.perf_counter() - model_started
             outcome = score_outcomes(
                 built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started
             )
             cut, sent = executor.truncated, executor.requests
+            thinking = executor.thinking
         else:
-            results = execute(model, built.handler.request_type, unique, lookup, chunk_size, on_progress, on_reused)
+            results = run_thinking(
+                lambda requests: execute(
+                    model, built.handler.request_type, requests, lookup, chunk_size, on_progress, on_reused
+                ),
+                unique,
+                built.prepared.think_end_token,
+            )
+            thinking = ThinkingTally()
+            thinking.add(results)
             model_seconds = time.perf_counter() - model_started
             outcome = score_task(built, results, model_seconds, started)
             cut, sent = count_truncated(results), len(results)
@@ -216,6 +226,11 @@ def run_built(
         raise exc.in_task(spec.name, _sample_of(built, exc.prompt)) from None
     if cut:
         warn_truncated(outcome, model, cut, sent)
+    end_token = built.prepared.think_end_token
+    if thinking.samples:  # --think-end-token, or a server's separate reasoning text
+        outcome.result.thinking = thinking.as_json()
+        if end_token is not None and (unclosed := thinking.warning(end_token)) is not None:
+            outcome.result.add_warning(unclosed)
     warn_not_numbers(outcome)
     usage = usage_delta(model, usage_before)
     if usage is not None:  # what this run sent (responses read from the store or cache cost nothing)
@@ -276,7 +291,11 @@ def score_task(
         n = len(requests) // epochs
         for e in range(epochs):
             sample_results = [results[built.mapping[position + e * n + k]] for k in range(n)]
-            per_epoch[e].append(built.handler.outcome(spec, sample, sample_results))
+            scored, details = built.handler.outcome(spec, sample, sample_results)
+            thoughts = [r.thinking for r in sample_results if isinstance(r, ThoughtResult)]
+            if thoughts:  # --think-end-token: the thinking kept beside the answer scored
+                details = {**details, "thinking": thoughts[0] if len(thoughts) == 1 else thoughts}
+            per_epoch[e].append((scored, details))
         position += len(requests)
     request_info = {"total": len(built.flat), "unique": len(built.unique), "type": built.handler.request_type}
     outcomes = [score_outcomes(built, pairs, request_info, model_seconds, started) for pairs in per_epoch]

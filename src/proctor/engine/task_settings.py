@@ -90,4 +90,5 @@ def task_settings(
         mc_format=result.mc_format,
         epochs=prepared.epochs,
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
+        think_end_token=prepared.think_end_token if generates else None,
     )

@@ -30,6 +30,7 @@ from proctor.models.openai_scoring import OpenAIScoring
 from proctor.models.reply_checks import (
     check_generated,
     check_usage,
+    choice_reasoning,
     choice_text,
     ordered_choices,
 )
@@ -208,14 +209,15 @@ class OpenAIModel(OpenAIScoring, Model):
         where = self._where(path, r.prompt)
         choice = ordered_choices(data, 1, where)[0]
         text, reason = choice_text(choice, path == "/chat/completions", where, "choices[0]")
-        check_generated(text, reason, r.max_tokens, where, "choices[0]")
+        reasoning = choice_reasoning(choice, path == "/chat/completions", where, "choices[0]")
+        check_generated(text or reasoning or "", reason, r.max_tokens, where, "choices[0]")
         check_usage(data, where)
         text, stopped = trim_at_stop(text, r.stop)
         finish = "length" if reason == "length" and not stopped else "stop"
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens_in, tokens_out = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
-        return GenerateResult(text, finish, tokens_in, tokens_out)
+        return GenerateResult(text, finish, tokens_in, tokens_out, reasoning=reasoning)
 
     def batched(self) -> "BatchedOpenAIModel":
         """This model with its generation sent through the server's Batch API (``models/openai_batch.py``):

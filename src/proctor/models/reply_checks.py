@@ -165,8 +165,23 @@ def choice_text(choice: dict, chat: bool, where: Where, field: str) -> tuple[str
     return text, finish
 
 
+def choice_reasoning(choice: dict, chat: bool, where: Where, field: str) -> str | None:
+    """A chat choice's reasoning text, which servers of reasoning models return beside the answer
+    (``message.reasoning_content``: vLLM's reasoning parsers, DeepSeek; ``message.reasoning``: newer vLLM,
+    OpenRouter); None when there is none."""
+    if not chat or not isinstance(choice.get("message"), dict):
+        return None
+    message = choice["message"]
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if value is not None:
+            return a_string(value, where, f"{field}.message.{key}")
+    return None
+
+
 def check_generated(text: str, finish: str | None, max_tokens: int, where: Where, field: str) -> None:
-    """A reply that says it stopped at the token limit has generated tokens, so it has text."""
+    """A reply that says it stopped at the token limit has generated tokens, so it has text (its reasoning text
+    counts: pass it when the reply has one)."""
     if finish == "length" and max_tokens > 0 and text == "":
         raise where.error(
             f"{field}.finish_reason",

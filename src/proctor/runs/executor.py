@@ -17,6 +17,7 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
 from proctor.models.base import MapsChunks
 from proctor.runs.store import Lookup, as_stored, request_key
+from proctor.runs.thinking import ThinkingTally, run_thinking
 
 Progress = Callable[[int], None]  # called with the number of requests (or samples) just finished
 
@@ -184,7 +185,12 @@ class ModelExecutor:
     """
 
     def __init__(
-        self, model: Any, lookup: Lookup | None = None, chunk_size: int | None = None, progress: Progress | None = None
+        self,
+        model: Any,
+        lookup: Lookup | None = None,
+        chunk_size: int | None = None,
+        progress: Progress | None = None,
+        think_end_token: str | None = None,
     ) -> None:
         self.model = model
         self.lookup = lookup
@@ -195,6 +201,8 @@ class ModelExecutor:
         self.requests = 0
         self.computed = 0
         self.truncated = 0  # answers whose prompt the model cut to fit its window
+        self.think_end_token = think_end_token  # --think-end-token: generations' thinking cut off (runs/thinking.py)
+        self.thinking = ThinkingTally()
 
     @property
     def stored(self) -> bool:
@@ -202,7 +210,12 @@ class ModelExecutor:
 
     def run(self, request_type: str, requests: Sequence[Any], progress: Progress | None = None) -> list[Any]:
         before = self.lookup.computed if self.lookup is not None else 0
-        results = execute(self.model, request_type, requests, self.lookup, self.chunk_size, progress)
+        results = run_thinking(
+            lambda sent: execute(self.model, request_type, sent, self.lookup, self.chunk_size, progress),
+            requests,
+            self.think_end_token,
+        )
+        self.thinking.add(results)
         self.requests += len(requests)
         self.computed += self.lookup.computed - before if self.lookup is not None else len(requests)
         self.truncated += count_truncated(results)

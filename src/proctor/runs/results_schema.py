@@ -136,6 +136,9 @@ class TaskSettings(_Closed):
     mc_format: Optional[Literal["loglikelihood", "generate"]] = None
     epochs: int = 1
     epoch_reducer: Optional[str] = Field(None, description="With epochs > 1: mean or pass@K.")
+    think_end_token: Optional[str] = Field(
+        None, description="--think-end-token: generations were scored on the text after its last occurrence."
+    )
 
 
 class RollupPlace(_Closed):
@@ -232,6 +235,11 @@ class TaskResult(BaseModel):
         None, description="Remote models: tokens and requests sent (and estimated_cost)."
     )
     judge_usage: Optional[dict[str, Number]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
+    thinking: Optional[dict[str, Number]] = Field(
+        None,
+        description="--think-end-token: generations split (samples), those whose thinking never closed (unclosed), "
+        "and the thinking's mean length in characters (mean_chars).",
+    )
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
         None, description="How a multiple-choice task ran."
     )

@@ -76,7 +76,7 @@ def _plain(obj: Any) -> dict[str, Any]:
                 del out[name]
     elif isinstance(obj, (LoglikelihoodResult, GenerateResult)):
         for name, default in LATER_RESULT_FIELDS.items():
-            if out.get(name) == default:
+            if name in out and out[name] == default:  # a field one result type has and another not (reasoning)
                 del out[name]
     return out
 

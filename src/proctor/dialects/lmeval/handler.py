@@ -24,7 +24,7 @@ from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
 from proctor.dialects.lmeval.document_checks import check_choices, check_request_texts, check_target_in_range
 from proctor.dialects.lmeval.hook_errors import task_error
-from proctor.dialects.lmeval.instance_requests import answer_instances
+from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
 from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
@@ -295,6 +295,9 @@ class _LmEvalRunner:
                 "filtered_resps": filtered,
                 "lmeval_metrics": jsonable(values),
             }
+            thoughts = [t for i in instances for t in i.__dict__.get(THINKING, [])]
+            if thoughts:  # --think-end-token: the thinking kept beside the answer lm-eval scored
+                details["thinking"] = thoughts[0] if len(thoughts) == 1 else thoughts
             pairs.append((LmEvalOutcome(values), details))
         self._corpus = self._aggregate(raw)
         return pairs

@@ -46,6 +46,9 @@ def proctor_request(instance: Any, leaf: Any) -> Any:
     )
 
 
+THINKING = "proctor_thinking"  # an instance's attribute: the thinking cut off each of its replies
+
+
 def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any, seed: int = 0) -> None:
     """Every request instance answered through the executor (run store, chunks), grouped by request type and
     each distinct request sent once (``seed``: --seed, the first repeat's sampling seed); the answers appended to
@@ -95,5 +98,8 @@ def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any
                     instance.resps.append(float(result.logprob))
                 else:
                     instance.resps.append(result.text)
+                    thinking = getattr(result, "thinking", None)  # --think-end-token: cut off before lm-eval sees it
+                    if thinking is not None:
+                        instance.__dict__.setdefault(THINKING, []).append(thinking)
     if reported < n_docs:
         progress(n_docs - reported)

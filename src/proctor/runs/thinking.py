@@ -1,0 +1,106 @@
+"""Reasoning models (``--think-end-token``): the thinking cut off a generation before it is scored.
+
+lm-evaluation-harness's rule (``lm_eval.models.utils.postprocess_generated_text``): the answer is the text
+after the *last* end-of-thinking marker, left-stripped, and only then cut at the request's stop strings (a
+thinking trace often holds a stop string such as a blank line). So with the marker set, generation requests
+go to the model without their stop strings and are cut here; runs without it send and store exactly what
+they did before. One rule differs from lm-eval's: a generation whose thinking never closes has no answer
+(lm-eval scores the whole thinking trace as the answer); such replies are counted and warned about.
+
+A server that returns a reasoning model's thinking apart from its answer (a chat reply's
+``reasoning_content``: ``GenerateResult.reasoning``) needs no marker: that text is the thinking, kept and
+counted with or without ``--think-end-token``, and the reply's content is the answer (cut further at the
+marker when one is set and the content holds it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from proctor.core.model_requests import GenerateRequest, GenerateResult
+
+
+@dataclass(frozen=True)
+class ThoughtResult(GenerateResult):
+    """A generation's answer (``text``) with the thinking cut off it (None: no thinking was found)."""
+
+    thinking: str | None = None
+    closed: bool = True  # False: the thinking never ended, so there is no answer
+
+
+def split_thinking(text: str, end_token: str, stop: Sequence[str]) -> tuple[str, str | None, bool]:
+    """(answer, thinking, closed): the answer after the last ``end_token`` cut at the first of ``stop``."""
+    if end_token not in text:
+        return "", text, False
+    thinking, answer = text.rsplit(end_token, 1)
+    answer = answer.lstrip()
+    for term in stop:
+        if term:
+            answer = answer.split(term)[0]
+    return answer, thinking, True
+
+
+def sent_request(request: Any, end_token: str | None) -> Any:
+    """What goes to the model: a generation request without its stop strings when thinking is cut."""
+    if end_token is None or not isinstance(request, GenerateRequest) or not request.stop:
+        return request
+    return dataclasses.replace(request, stop=())
+
+
+def answer_of(request: Any, result: Any, end_token: str | None) -> Any:
+    """The reply scored for ``request``: its thinking split off (a ``ThoughtResult``), or as given."""
+    if not isinstance(request, GenerateRequest) or not isinstance(result, GenerateResult):
+        return result
+    thinking: str | None
+    if result.reasoning is not None:  # the server kept the thinking apart: the content is the answer
+        answer, closed, kept = result.text, True, result.reasoning
+        if end_token is not None:
+            if end_token in answer:
+                before, answer = answer.rsplit(end_token, 1)
+                kept += before + end_token
+            answer = split_thinking(end_token + answer, end_token, request.stop)[0]
+        thinking = kept
+    elif end_token is None:
+        return result
+    else:
+        answer, thinking, closed = split_thinking(result.text, end_token, request.stop)
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(GenerateResult)}
+    return ThoughtResult(**{**fields, "text": answer}, thinking=thinking, closed=closed)
+
+
+def run_thinking(
+    run: Callable[[Sequence[Any]], list[Any]], requests: Sequence[Any], end_token: str | None
+) -> list[Any]:
+    """``run`` (which answers requests through the store) on the requests as sent, each answer split."""
+    results = run([sent_request(r, end_token) for r in requests])
+    return [answer_of(r, out, end_token) for r, out in zip(requests, results)]
+
+
+@dataclass
+class ThinkingTally:
+    """A task's thinking: replies seen, those that never closed, and the thinking's characters."""
+
+    samples: int = 0
+    unclosed: int = 0
+    chars: list[int] = field(default_factory=list)
+
+    def add(self, results: Sequence[Any]) -> None:
+        for result in results:
+            if isinstance(result, ThoughtResult):
+                self.samples += 1
+                self.unclosed += 0 if result.closed else 1
+                self.chars.append(len(result.thinking or ""))
+
+    def as_json(self) -> dict[str, Any]:
+        mean = sum(self.chars) / len(self.chars) if self.chars else 0.0
+        return {"samples": self.samples, "unclosed": self.unclosed, "mean_chars": round(mean, 1)}
+
+    def warning(self, end_token: str) -> str | None:
+        if not self.unclosed:
+            return None
+        return (
+            f"{self.unclosed} of {self.samples} generations never closed their thinking with {end_token!r}: they "
+            "have no answer and score as wrong (raise the generation's max_tokens, or check the marker)"
+        )
