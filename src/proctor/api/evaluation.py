@@ -166,7 +166,8 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
                 Path(output.output_dir), hashes, recorded, update=output.update, restart=output.restart, model=known
             )
             if isinstance(model.model, str) and not output.update and not output.restart:
-                done = _already_complete(config, Path(output.output_dir), hashes, recorded, known)
+                dialects = {p.task.name: p.task.dialect for p in prepared}
+                done = _already_complete(config, Path(output.output_dir), hashes, recorded, known, dialects)
                 if done is not None:
                     return done
         run = _Prepared(prepared, skipped, named, command, started, without_ids)
@@ -179,6 +180,7 @@ def _already_complete(
     hashes: Mapping[str, str],
     recorded: Mapping[str, Any],
     known: Mapping[str, Any] | None,
+    dialects: Mapping[str, str],
 ) -> EvaluationResult | None:
     """The folder's results when it holds a complete run of exactly this request (``api.finished_run``): reported
     without loading the model, which could only compute nothing."""
@@ -192,6 +194,7 @@ def _already_complete(
         known,
         chunk_size=config.output.chunk_size,
         predict_only=bool(config.predict_only),
+        dialects=dialects,
     )
     if results is None:
         return None

@@ -38,6 +38,7 @@ def finished_results(
     *,
     chunk_size: int | None,
     predict_only: bool,
+    dialects: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """results.json of ``run_dir`` when it is a complete run of exactly this request, else None.
 
@@ -73,5 +74,12 @@ def finished_results(
     if results.get("proctor_version") != __version__ or not isinstance(results.get("tasks"), dict):
         return None
     if set(results["tasks"]) != set(task_hashes):
+        return None
+    # each task recorded under the dialect id it has now (a folder that names a former id, such as glm130b, is run
+    # the normal way, which rewrites it with the current one)
+    if dialects and any(
+        isinstance(entry, dict) and entry.get("dialect") != dialects.get(name)
+        for name, entry in results["tasks"].items()
+    ):
         return None
     return results
