@@ -10,28 +10,15 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.support.audit_corpus import SUITE
+from tests.support.audit_corpus import SUITE, jsonl
+from tests.support.audit_corpus import task_yaml as task
 from tests.support.audit_runner import write_files as write
 from tests.support.cli_runs import run_in_process
 
 
 def rows(*items: dict) -> str:
-    return "".join(json.dumps(r) + "\n" for r in items)
-
-
-def task(**fields: object) -> str:
-    spec = {
-        "name": "quiz",
-        "kind": "multiple_choice",
-        "data": "data.jsonl",
-        "prompt": "Q: {{ question }}\nA:",
-        "choices": "{{ choices }}",
-        "target": "{{ label }}",
-    }
-    spec.update(fields)
-    return yaml.safe_dump({"tasks": [{k: v for k, v in spec.items() if v is not None}]}, sort_keys=False)
+    return jsonl(list(items))
 
 
 QUIZ = [

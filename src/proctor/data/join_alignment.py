@@ -8,7 +8,7 @@ rows belong to other questions: every label would be misaligned without a word.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from proctor.core.audit import Hit
 from proctor.data.readers import ROW_KEY, Row
@@ -51,15 +51,15 @@ def join_misalignment(rows: Sequence[Row], joined: Sequence[Row], file: Path, jo
         mine = ours[match]
         if mine == theirs:
             return None  # one key pair in the same order: aligned
-        first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b)
-        row: Any = joined[first].get(ROW_KEY, first + 1)
-        return Hit(
-            f"the joined file's '{name}' lists the rows of {file.name}'s '{match}' in another order (row {row} "
-            f"joins {theirs[first]!r:.30} to {mine[first]!r:.30}): a join adds rows by position, so its columns "
-            "would belong to other rows; sort the joined file like the data",
-            file=str(joined_file),
-            row=row if isinstance(row, int) else None,
-            field=name,
+        return _misaligned(
+            mine,
+            theirs,
+            joined,
+            joined_file,
+            name,
+            lambda row, a, b: f"the joined file's '{name}' lists the rows of {file.name}'s '{match}' in another "
+            f"order (row {row} joins {b!r:.30} to {a!r:.30}): a join adds rows by position, so its columns would "
+            "belong to other rows; sort the joined file like the data",
         )
     return _repeated_keys(ours, joined, file, joined_file)
 
@@ -76,14 +76,34 @@ def _repeated_keys(ours: dict[str, list[str]], joined: Sequence[Row], file: Path
             same = sum(a == b for a, b in zip(mine, theirs))
             if same * 2 < len(mine):
                 continue
-            first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b)
-            row: Any = joined[first].get(ROW_KEY, first + 1)
-            return Hit(
-                f"the joined file's '{name}' repeats {theirs[first]!r:.30} where {file.name}'s '{match}' has "
-                f"{mine[first]!r:.30} (row {row}): a join adds rows by position, so that row's columns belong to "
-                "another row; give each row of the data its own row in the joined file",
-                file=str(joined_file),
-                row=row if isinstance(row, int) else None,
-                field=name,
+            return _misaligned(
+                mine,
+                theirs,
+                joined,
+                joined_file,
+                name,
+                lambda row, a, b: f"the joined file's '{name}' repeats {b!r:.30} where {file.name}'s '{match}' has "
+                f"{a!r:.30} (row {row}): a join adds rows by position, so that row's columns belong to another "
+                "row; give each row of the data its own row in the joined file",
             )
     return None
+
+
+def _misaligned(
+    mine: Sequence[str],
+    theirs: Sequence[str],
+    joined: Sequence[Row],
+    joined_file: Path,
+    name: str,
+    why: Callable[[Any, str, str], str],
+) -> Hit:
+    """The hit at the first position where the joined key column ``theirs`` leaves the data's ``mine``: its
+    joined row (as the reader numbered it) and ``why(row, the data's key, the joined key)``."""
+    first = next(i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+    row: Any = joined[first].get(ROW_KEY, first + 1)
+    return Hit(
+        why(row, mine[first], theirs[first]),
+        file=str(joined_file),
+        row=row if isinstance(row, int) else None,
+        field=name,
+    )
