@@ -46,6 +46,11 @@ class Ticks:
         return self.t
 
 
+def quickstart(model: Path, out: Path, *args: str, **kwargs):
+    """``proctor run`` of the quickstart on ``model`` into ``out``, in a fresh process, with ``args``."""
+    return proctor("run", str(EXAMPLES / "quickstart"), "--model", str(model), "-o", str(out), *args, **kwargs)
+
+
 def test_eta_is_the_rate_from_the_first_answers_and_leaves_reused_answers_out():
     now = Ticks()
     state = ProgressState(now)
@@ -73,13 +78,9 @@ def test_eta_is_the_rate_from_the_first_answers_and_leaves_reused_answers_out():
 
 
 def test_a_run_without_a_terminal_prints_plain_progress_lines(tiny_model_dir, tmp_path):
-    proc = proctor(
-        "run",
-        str(EXAMPLES / "quickstart"),
-        "--model",
-        str(tiny_model_dir),
-        "-o",
-        str(tmp_path / "run"),
+    proc = quickstart(
+        tiny_model_dir,
+        tmp_path / "run",
         "--limit",
         "4",
         env={"PROCTOR_PROGRESS_INTERVAL": "0"},
@@ -98,13 +99,9 @@ def test_a_run_without_a_terminal_prints_plain_progress_lines(tiny_model_dir, tm
 
 def test_plain_progress_moves_within_one_chunk_as_sequences_finish(tiny_model_dir, tmp_path):
     """6 generations, all in one engine chunk (256 requests): a line per finished sequence, not one per chunk."""
-    proc = proctor(
-        "run",
-        str(EXAMPLES / "quickstart"),
-        "--model",
-        str(tiny_model_dir),
-        "-o",
-        str(tmp_path / "run"),
+    proc = quickstart(
+        tiny_model_dir,
+        tmp_path / "run",
         "--limit",
         "6",
         "--batch-size",
@@ -121,13 +118,9 @@ def test_plain_progress_moves_within_one_chunk_as_sequences_finish(tiny_model_di
 
 
 def test_quiet_prints_nothing_but_the_results(tiny_model_dir, tmp_path):
-    proc = proctor(
-        "run",
-        str(EXAMPLES / "quickstart"),
-        "--model",
-        str(tiny_model_dir),
-        "-o",
-        str(tmp_path / "run"),
+    proc = quickstart(
+        tiny_model_dir,
+        tmp_path / "run",
         "--limit",
         "3",
         "-q",
