@@ -27,7 +27,10 @@ class Thinker(FakeModel):
             last = r.prompt.rsplit("Q:", 1)[-1]
             text = next(reply for word, reply in REPLIES.items() if word in last)
             assert not r.stop, r.stop  # sent without its stop strings: they are applied after the thinking is cut
-            out.append(GenerateResult(text, "stop", len(r.prompt), len(text)))
+            if "</think>" in text:
+                out.append(GenerateResult(text, "stop", len(r.prompt), len(text) // 4))
+            else:  # thinking that never closes ran out of tokens: it generated all it was allowed
+                out.append(GenerateResult(text, "length", len(r.prompt), r.max_tokens))
         if progress:
             progress(len(requests))
         return out
@@ -84,7 +87,8 @@ def test_thinking_is_cut_before_scoring_in_native_and_lm_eval_tasks_in_a_fresh_p
     jsonl(tmp_path / "data" / "train.jsonl", SHOTS)
     done = proctor(
         "run", "tasks", "--plugin", "thinker.py", "--model", "thinker:m", "--think-end-token", "</think>",
-        "--lmeval-data", f"example/quiz:small={tmp_path / 'data'}", "-o", "run", cwd=tmp_path,
+        "--max-thinking-tokens", "200", "--lmeval-data", f"example/quiz:small={tmp_path / 'data'}",
+        "-o", "run", cwd=tmp_path,
     )  # fmt: skip
     expected, answers = _expected_lm_eval(["\n"])
     assert expected == 0.5  # two of four: the stop string inside the first thinking did not cut its answer
@@ -96,6 +100,11 @@ def test_thinking_is_cut_before_scoring_in_native_and_lm_eval_tasks_in_a_fresh_p
         assert task["thinking"]["samples"] == 4 and task["thinking"]["unclosed"] == 1
         assert any("1 of 4 generations never closed their thinking" in w for w in task["warnings"])
         assert task["settings"]["think_end_token"] == "</think>"
+        # the thinking budget: each generation could make its task's 50 tokens and 200 more for thinking
+        assert task["settings"]["think_budget"] == 200
+        assert task["thinking"]["max_generated_tokens"] == 250 and task["thinking"]["stopped_at_max_tokens"] == 1
+        closed_tokens = [len(REPLIES[w]) // 4 for w in ("two plus two", "sky", "cat")]
+        assert task["thinking"]["mean_generated_tokens"] == round((sum(closed_tokens) + 250) / 4, 1)
     closed = ("two plus two", "sky", "cat")
     lengths = [len(REPLIES[w].rsplit("</think>", 1)[0]) for w in closed] + [len(REPLIES["frozen"])]
     assert native["thinking"]["mean_chars"] == round(sum(lengths) / 4, 1)
@@ -123,6 +132,8 @@ def test_a_resumed_run_with_another_think_end_token_is_refused(tmp_path: Path) -
     assert results(tmp_path / "r")["tasks"]["think_native"]["metrics"]["exact_match"]["value"] == 0.5
     code, out = run_in_process([*base, "--think-end-token", "</reasoning>", "-q"])
     assert code == 2 and "option overrides changed" in out and "</reasoning>" in out, out
+    code, out = run_in_process([*base, "--think-end-token", "</think>", "--max-thinking-tokens", "100", "-q"])
+    assert code == 2 and "option overrides changed" in out and "think_budget" in out, out
 
 
 @pytest.mark.parametrize(
@@ -131,6 +142,9 @@ def test_a_resumed_run_with_another_think_end_token_is_refused(tmp_path: Path) -
         (["--think-end-token", " "], "got an empty one"),
         (["--think-end-token", "</think>", "--model-arg", "think_end_token=</t>"], "differs from --think-end-token"),
         (["--model-arg", "think_end_token=a", "--model-arg", "think_end_token=b"], "'think_end_token' is given twice"),
+        (["--max-thinking-tokens", "0"], "--max-thinking-tokens"),
+        (["--reasoning-tokens", "-5"], "--max-thinking-tokens"),
+        (["--max-thinking-tokens", "many"], "Input should be a valid integer"),
     ],
 )
 def test_a_malformed_think_end_token_is_refused(tmp_path: Path, flags: list[str], says: str) -> None:
@@ -160,7 +174,14 @@ def test_a_servers_reasoning_content_is_kept_as_thinking_in_a_fresh_process(tmp_
         )  # fmt: skip
     task = results(tmp_path / "run")["tasks"]["think_native"]
     assert task["metrics"]["exact_match"]["value"] == 0.5  # "four" is right for two of the four questions
-    assert task["thinking"] == {"samples": 4, "unclosed": 0, "mean_chars": float(len("Count them.\n\nFour."))}
+    assert task["thinking"] == {
+        "samples": 4,
+        "unclosed": 0,
+        "mean_chars": float(len("Count them.\n\nFour.")),
+        "mean_generated_tokens": 9.0,  # the server's usage.completion_tokens, thinking and answer
+        "max_generated_tokens": 9,
+        "stopped_at_max_tokens": 0,
+    }
     assert task["settings"]["think_end_token"] is None
     assert {r["thinking"] for r in samples(tmp_path / "run")} == {"Count them.\n\nFour."}
     assert {r["generation"] for r in samples(tmp_path / "run")} == {"four"}

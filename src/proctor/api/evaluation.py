@@ -133,6 +133,8 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
     prepared, without_ids = select_samples(prepared, config.limit.sample_ids)  # --sample-id: before the model loads
     if options.overrides.think_end_token is not None:  # every generation's thinking cut off (runs/thinking.py)
         prepared = [dataclasses.replace(p, think_end_token=options.overrides.think_end_token) for p in prepared]
+    if options.overrides.think_budget is not None:  # every generation's max_tokens grows by the thinking budget
+        prepared = [dataclasses.replace(p, think_budget=options.overrides.think_budget) for p in prepared]
     if not prepared:  # every id was found, so some task holds one: unreachable, but never an empty run
         raise ProctorError("--sample-id: no task holds any of the ids")
     if config.predict_only:

@@ -76,6 +76,7 @@ def run(
     epoch_reducer: str = flag.EPOCH_REDUCER,
     system_prompt: Optional[str] = flag.SYSTEM_PROMPT,
     think_end_token: Optional[str] = flag.THINK_END_TOKEN,
+    max_thinking_tokens: Optional[int] = flag.MAX_THINKING_TOKENS,
     fewshot_as_multiturn: bool = flag.FEWSHOT_AS_MULTITURN,
     fewshot_in_one_turn: bool = flag.FEWSHOT_IN_ONE_TURN,
     no_log_samples: bool = flag.NO_LOG_SAMPLES,
@@ -153,6 +154,7 @@ def run(
         fewshot_as_multiturn=True if fewshot_as_multiturn else (False if fewshot_in_one_turn else None),
         log_samples=not no_log_samples,
         think_end_token=think_end_token,
+        think_budget=max_thinking_tokens,
     )
     ids = parse_sample_ids(sample_id or ())  # --sample-id a,b: before anything is read
     values = dialect_values or {}

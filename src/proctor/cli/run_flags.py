@@ -241,6 +241,16 @@ THINK_END_TOKEN = typer.Option(
     "--model-arg think_end_token=TEXT).",
     rich_help_panel=OVERRIDES_PANEL,
 )
+MAX_THINKING_TOKENS = typer.Option(
+    None,
+    "--max-thinking-tokens",
+    "--reasoning-tokens",
+    metavar="N",
+    min=1,
+    help="Reasoning models: a thinking budget, N tokens added to every generation's max_tokens so the answer "
+    "keeps its own (SEA-HELM's max_think_tokens; Inspect's --reasoning-tokens).",
+    rich_help_panel=OVERRIDES_PANEL,
+)
 SYSTEM_PROMPT = typer.Option(
     None,
     "--system-prompt",

@@ -44,8 +44,13 @@ class RunOverrides:
     log_samples: bool = True
     # reasoning models: the scored text is what follows the last of this marker (lm-eval's think_end_token)
     think_end_token: str | None = None
+    # reasoning models: tokens added to every generation's max_tokens for its thinking (SEA-HELM's
+    # max_think_tokens, Inspect's reasoning_tokens), so the answer keeps the budget its task gives it
+    think_budget: int | None = None
 
     def __post_init__(self) -> None:
+        if self.think_budget is not None and self.think_budget < 1:
+            raise ProctorError(f"--max-thinking-tokens takes a positive count, got {self.think_budget}")
         if self.think_end_token is not None and not self.think_end_token.strip():
             raise ProctorError(
                 "--think-end-token takes the text that ends a model's thinking (e.g. '</think>'), got an empty one"
@@ -94,6 +99,8 @@ class RunOverrides:
             out["log_samples"] = False
         if self.think_end_token is not None:
             out["think_end_token"] = self.think_end_token
+        if self.think_budget is not None:
+            out["think_budget"] = self.think_budget
         return out
 
 

@@ -43,6 +43,7 @@ class PreparedTask:
     epoch_reducer: str = "mean"  # per sample across epochs: "mean" or "pass@K"
     findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
     think_end_token: str | None = None  # --think-end-token: generations scored after their thinking (runs/thinking.py)
+    think_budget: int | None = None  # --max-thinking-tokens: added to every generation's max_tokens
 
     def clusters(self) -> list[Any] | None:
         """Each sample's cluster (the value of the task's ``cluster`` field in its row), None without one."""

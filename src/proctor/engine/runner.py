@@ -199,7 +199,7 @@ def run_built(
         if is_custom(built.handler):
             total = len(built.prepared.samples)
             executor = ModelExecutor(  # the run store, for requests the handler sends
-                model, lookup, chunk_size, on_progress, built.prepared.think_end_token
+                model, lookup, chunk_size, on_progress, built.prepared.think_end_token, built.prepared.think_budget
             )
             pairs = built.handler.predict_samples(built.prepared.samples, built.prompts, executor)
             model_seconds = time.perf_counter() - model_started
@@ -215,6 +215,7 @@ def run_built(
                 ),
                 unique,
                 built.prepared.think_end_token,
+                built.prepared.think_budget,
             )
             thinking = ThinkingTally()
             thinking.add(results)

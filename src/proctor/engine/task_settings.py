@@ -91,4 +91,5 @@ def task_settings(
         epochs=prepared.epochs,
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
         think_end_token=prepared.think_end_token if generates else None,
+        think_budget=prepared.think_budget if generates else None,
     )

@@ -191,6 +191,7 @@ class ModelExecutor:
         chunk_size: int | None = None,
         progress: Progress | None = None,
         think_end_token: str | None = None,
+        think_budget: int | None = None,
     ) -> None:
         self.model = model
         self.lookup = lookup
@@ -202,6 +203,7 @@ class ModelExecutor:
         self.computed = 0
         self.truncated = 0  # answers whose prompt the model cut to fit its window
         self.think_end_token = think_end_token  # --think-end-token: generations' thinking cut off (runs/thinking.py)
+        self.think_budget = think_budget  # --max-thinking-tokens: added to every generation's max_tokens
         self.thinking = ThinkingTally()
 
     @property
@@ -214,6 +216,7 @@ class ModelExecutor:
             lambda sent: execute(self.model, request_type, sent, self.lookup, self.chunk_size, progress),
             requests,
             self.think_end_token,
+            self.think_budget,
         )
         self.thinking.add(results)
         self.requests += len(requests)

@@ -139,6 +139,9 @@ class TaskSettings(_Closed):
     think_end_token: Optional[str] = Field(
         None, description="--think-end-token: generations were scored on the text after its last occurrence."
     )
+    think_budget: Optional[int] = Field(
+        None, description="--max-thinking-tokens: tokens added to every generation's max_tokens for its thinking."
+    )
 
 
 class RollupPlace(_Closed):
@@ -238,7 +241,9 @@ class TaskResult(BaseModel):
     thinking: Optional[dict[str, Number]] = Field(
         None,
         description="--think-end-token: generations split (samples), those whose thinking never closed (unclosed), "
-        "and the thinking's mean length in characters (mean_chars).",
+        "the thinking's mean length in characters (mean_chars), the tokens each reply generated, thinking and "
+        "answer (mean_generated_tokens, max_generated_tokens), and replies that reached max_tokens "
+        "(stopped_at_max_tokens).",
     )
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
         None, description="How a multiple-choice task ran."

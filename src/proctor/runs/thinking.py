@@ -42,9 +42,14 @@ def split_thinking(text: str, end_token: str, stop: Sequence[str]) -> tuple[str,
     return answer, thinking, True
 
 
-def sent_request(request: Any, end_token: str | None) -> Any:
-    """What goes to the model: a generation request without its stop strings when thinking is cut."""
-    if end_token is None or not isinstance(request, GenerateRequest) or not request.stop:
+def sent_request(request: Any, end_token: str | None, budget: int | None = None) -> Any:
+    """What goes to the model: a generation request without its stop strings when thinking is cut, and
+    with ``budget`` more tokens to generate (``--max-thinking-tokens``: the thinking's own allowance)."""
+    if not isinstance(request, GenerateRequest):
+        return request
+    if budget is not None:
+        request = dataclasses.replace(request, max_tokens=request.max_tokens + budget)
+    if end_token is None or not request.stop:
         return request
     return dataclasses.replace(request, stop=())
 
@@ -71,20 +76,26 @@ def answer_of(request: Any, result: Any, end_token: str | None) -> Any:
 
 
 def run_thinking(
-    run: Callable[[Sequence[Any]], list[Any]], requests: Sequence[Any], end_token: str | None
+    run: Callable[[Sequence[Any]], list[Any]],
+    requests: Sequence[Any],
+    end_token: str | None,
+    budget: int | None = None,
 ) -> list[Any]:
     """``run`` (which answers requests through the store) on the requests as sent, each answer split."""
-    results = run([sent_request(r, end_token) for r in requests])
+    results = run([sent_request(r, end_token, budget) for r in requests])
     return [answer_of(r, out, end_token) for r, out in zip(requests, results)]
 
 
 @dataclass
 class ThinkingTally:
-    """A task's thinking: replies seen, those that never closed, and the thinking's characters."""
+    """A task's thinking: replies seen, those that never closed, the thinking's characters, and the tokens
+    each reply generated (thinking and answer: what a thinking budget bounds)."""
 
     samples: int = 0
     unclosed: int = 0
     chars: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    at_limit: int = 0  # replies that stopped because they reached max_tokens (the budget, when one is set)
 
     def add(self, results: Sequence[Any]) -> None:
         for result in results:
@@ -92,10 +103,20 @@ class ThinkingTally:
                 self.samples += 1
                 self.unclosed += 0 if result.closed else 1
                 self.chars.append(len(result.thinking or ""))
+                self.tokens.append(result.completion_tokens)
+                self.at_limit += result.finish_reason == "length"
 
     def as_json(self) -> dict[str, Any]:
         mean = sum(self.chars) / len(self.chars) if self.chars else 0.0
-        return {"samples": self.samples, "unclosed": self.unclosed, "mean_chars": round(mean, 1)}
+        tokens = sum(self.tokens) / len(self.tokens) if self.tokens else 0.0
+        return {
+            "samples": self.samples,
+            "unclosed": self.unclosed,
+            "mean_chars": round(mean, 1),
+            "mean_generated_tokens": round(tokens, 1),
+            "max_generated_tokens": max(self.tokens, default=0),
+            "stopped_at_max_tokens": self.at_limit,
+        }
 
     def warning(self, end_token: str) -> str | None:
         if not self.unclosed:
