@@ -51,6 +51,8 @@ def test_finished_run_reported_without_loading_and_changed_task_recomputes(tmp_p
     again = proctor(*args, cwd=tmp_path)
     assert _loads(tmp_path) == 1  # the model did not load
     assert "already complete" in again.stderr and "(no model loaded)" in again.stderr
+    complete = next(line for line in again.stderr.splitlines() if "already complete" in line)
+    assert complete.startswith("already complete: ")  # a plain notice, not a WARNING line
     assert results(tmp_path / "run") == stored  # nothing rewritten
     assert _table_values(again.stdout) == _table_values(first.stdout) != []  # the same table, the same numbers
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 
@@ -62,14 +61,16 @@ def test_first_use_converts_the_gguf_once_into_proctor_home(tmp_path, monkeypatc
 
     import torch
 
+    from proctor.core.notice import NOTICE
     from proctor.models.default import default_model_path, proctor_home
 
     monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
     assert proctor_home() == tmp_path / "home"
-    with caplog.at_level(logging.WARNING, logger="proctor.models.default"):
+    with caplog.at_level(NOTICE, logger="proctor.models.default"):
         folder = default_model_path()
     said = [r.getMessage() for r in caplog.records if r.name == "proctor.models.default"]
     assert len(said) == 2 and "(once; this takes about a minute)" in said[0]  # what it does, and for how long
+    assert {r.levelname for r in caplog.records if r.name == "proctor.models.default"} == {"NOTICE"}  # not a warning
     assert re.fullmatch(rf"converted the embedded default model in \d+ s \(kept in {re.escape(str(folder))}\)", said[1])
     caplog.clear()
     assert folder.parent.parent == tmp_path / "home" and (folder / "config.json").exists()

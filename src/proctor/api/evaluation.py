@@ -14,6 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from proctor.api.finished_run import REQUEST_FIELD, finished_results, model_request
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
+from proctor.core.notice import notice
 from proctor.core.redact import masked_command
 from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
@@ -200,7 +201,7 @@ def _already_complete(
     )
     if results is None:
         return None
-    log.warning("already complete: %s holds this run's results (no model loaded)", run_dir)
+    notice(log, "already complete: %s holds this run's results (no model loaded)", run_dir)
     if config.output.export:
         from proctor.runs.run_exports import write_exports
 

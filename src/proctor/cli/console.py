@@ -14,6 +14,8 @@ import re
 import sys
 import warnings
 
+from proctor.core.notice import NOTICE
+
 FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 # Deprecation notices proctor knows of and that ask nothing of the user (the code that triggers them is
@@ -74,17 +76,26 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
+class _Formatter(logging.Formatter):
+    """Warnings and errors with their level and logger; a notice (``core/notice.py``) as its plain message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno == NOTICE:
+            return record.getMessage()
+        return super().format(record)
+
+
 def configure_logging() -> None:
-    """Warnings and errors on stderr, each once (idempotent: one root handler of ours)."""
+    """Notices, warnings and errors on stderr, each once (idempotent: one root handler of ours)."""
     root = logging.getLogger()
     if any(getattr(h, "_proctor", False) for h in root.handlers):
         return
     handler = _Stderr()
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(_Formatter(FORMAT))
     handler.addFilter(_Once())
     handler._proctor = True  # type: ignore[attr-defined]
     root.addHandler(handler)
-    root.setLevel(logging.WARNING)
+    root.setLevel(NOTICE)
 
 
 def quiet_libraries() -> None:

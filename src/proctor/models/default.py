@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from proctor.core.errors import ModelLoadError, require
+from proctor.core.notice import notice
 from proctor.models.torch_runtime import load_torch
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,12 @@ def default_model_path() -> Path:
         return target
     _check_home(target.parent)
     gguf = find_gguf()
-    # a warning, so the console shows it: the first run is otherwise silent for as long as this takes
-    log.warning(
-        "converting the embedded default model %s to float32 in %s (once; this takes about a minute)", gguf.name, target
+    # a notice, so the console shows it: the first run is otherwise silent for as long as this takes
+    notice(
+        log,
+        "converting the embedded default model %s to float32 in %s (once; this takes about a minute)",
+        gguf.name,
+        target,
     )
     started = time.perf_counter()
     torch = load_torch("hf", "The embedded default model")
@@ -111,5 +115,5 @@ def default_model_path() -> Path:
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    log.warning("converted the embedded default model in %.0f s (kept in %s)", time.perf_counter() - started, target)
+    notice(log, "converted the embedded default model in %.0f s (kept in %s)", time.perf_counter() - started, target)
     return target
