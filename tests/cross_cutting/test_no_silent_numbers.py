@@ -146,7 +146,7 @@ def test_truncated_prompts_are_counted_and_warned_about(tiny_model_dir, tmp_path
     expected = sum(n > 33 for n in lengths)
     assert expected == 4
     args = ["run", "task.yaml", "-m", tiny_model_dir, "--max-length", "32", "-o", "run", "-q"]
-    for attempt in range(2):  # the second run answers from the store: the count stays
+    for _attempt in range(2):  # the second run answers from the store: the count stays
         code, output = proctor(args, tmp_path)
         assert code == 0, output
         results = json.loads((tmp_path / "run" / "results.json").read_text())

@@ -91,7 +91,8 @@ def test_two_workers_give_the_single_process_results(tasks, tiny_model_dir, sing
     assert not ray.is_initialized()  # the local cluster this run started is gone
     # ... and so is its loopback-only switch: a later run in this process may join a multi-node cluster
     assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
-    assert ray._private.ray_constants.ENABLE_RAY_CLUSTER == (sys.platform not in ("darwin", "win32"))
+    enabled = ray._private.ray_constants.ENABLE_RAY_CLUSTER
+    assert enabled == (sys.platform not in ("darwin", "win32"))
 
 
 @pytest.mark.slow

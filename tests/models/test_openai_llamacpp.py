@@ -65,7 +65,7 @@ def test_wrong_echo_logprobs_are_refused(llama_server):
     model = OpenAIModel(gguf.name, url, concurrency=1)
     assert not model.supports_loglikelihood, model._mode_reason
     with pytest.raises(ProctorError):
-        OpenAIModel(gguf.name, url, loglikelihood="echo", concurrency=1).supports_loglikelihood
+        _ = OpenAIModel(gguf.name, url, loglikelihood="echo", concurrency=1).supports_loglikelihood
 
 
 def test_mmlu_letters_through_top_logprobs(llama_server, tmp_path):

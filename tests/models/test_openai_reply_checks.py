@@ -186,9 +186,12 @@ def test_mc_format_loglikelihood_on_a_server_failing_the_self_check_is_an_error(
 
 
 def test_a_transport_fault_in_the_self_check_is_an_error_not_a_fallback(tmp_path):
-    with ToyLogprobServer() as srv, FaultProxy(srv.url, rate=0.0, fail_after=0) as proxy:
-        with pytest.raises(RetryBudgetExceeded, match="failed 2 times"):
-            evaluate([quiz(tmp_path / "tasks")], toy_model(proxy.url, max_retries=1), output_dir=tmp_path / "run")
+    with (
+        ToyLogprobServer() as srv,
+        FaultProxy(srv.url, rate=0.0, fail_after=0) as proxy,
+        pytest.raises(RetryBudgetExceeded, match="failed 2 times"),
+    ):
+        evaluate([quiz(tmp_path / "tasks")], toy_model(proxy.url, max_retries=1), output_dir=tmp_path / "run")
     assert proxy.counts["500"] == 2
 
 
@@ -259,9 +262,8 @@ def test_url_credentials_echoed_back_in_base64_are_masked_on_the_console(tmp_pat
 def test_an_api_key_echoed_in_base64_is_masked(monkeypatch):
     key = "sk-reply-checks-" + "5e1f0c"
     monkeypatch.setenv("PROCTOR_REPLY_KEY", key)
-    with EchoHeadersServer(encode=True) as srv:
-        with pytest.raises(ProctorError) as info:
-            toy_model(srv.url, api_key_env="PROCTOR_REPLY_KEY").generate([GenerateRequest("hi", 2)])
+    with EchoHeadersServer(encode=True) as srv, pytest.raises(ProctorError) as info:
+        toy_model(srv.url, api_key_env="PROCTOR_REPLY_KEY").generate([GenerateRequest("hi", 2)])
     message = str(info.value)
     assert srv.seen == [f"Bearer {key}"]  # sent once: a 400 is not retried
     assert "Authorization: Bearer ***" in message

@@ -588,7 +588,7 @@ def start_process_server(
 ):
     """Start a server process (niced) and wait until it answers on 127.0.0.1:port; returns the Popen."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    out = open(log_file, "wb")
+    out = open(log_file, "wb")  # noqa: SIM115 - the server process writes it for as long as it lives
     process = subprocess.Popen(["nice", "-n", "19", *argv], stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -22,6 +22,7 @@ network namespace.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import ipaddress
 import json
@@ -112,14 +113,10 @@ def stop(proc: subprocess.Popen) -> None:
     """End a `ray start --block` and every process in its session (by process group)."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=10)
 
 

@@ -174,7 +174,7 @@ def print_results(results: dict) -> None:
                 fmt_value(entry.get("stderr")),
             )
         console.print(roll)
-        for depth, name, entry in flatten(hierarchy):
+        for _depth, name, entry in flatten(hierarchy):
             for note in entry.get("notes") or []:
                 console.print(f"  note ({name}): {note}")
     from proctor.core.registry import registry

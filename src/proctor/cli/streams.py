@@ -12,6 +12,7 @@ stopped. None of them turns a finished command into an internal error.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -60,10 +61,8 @@ def closed_pipe_exit() -> int:
         os.close(null)
     except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is no file: nothing to flush there
         pass
-    try:
+    with contextlib.suppress(OSError):
         err_console.print(
             "note: the standard output was closed (a pipe's reader stopped); printing stopped there", soft_wrap=True
         )
-    except OSError:
-        pass
     return CLOSED_PIPE_EXIT

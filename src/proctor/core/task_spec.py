@@ -34,9 +34,12 @@ class _Frozen(BaseModel):
     @classmethod
     def _number_not_bool(cls, value: Any, info: ValidationInfo) -> Any:
         """``limit: yes`` is YAML's true, which pydantic would take as the number 1: a number field refuses it."""
-        if isinstance(value, bool) and info.field_name is not None:
-            if cls.model_fields[info.field_name].annotation in _NUMBERS:
-                raise ValueError(f"expects a number, got {str(value).lower()} (YAML reads yes/no/on/off as true/false)")
+        if (
+            isinstance(value, bool)
+            and info.field_name is not None
+            and cls.model_fields[info.field_name].annotation in _NUMBERS
+        ):
+            raise ValueError(f"expects a number, got {str(value).lower()} (YAML reads yes/no/on/off as true/false)")
         return value
 
 

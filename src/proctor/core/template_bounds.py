@@ -103,12 +103,15 @@ def checked_binop(operator: str, left: Any, right: Any) -> None:
     """Refuse a ``*`` or ``**`` whose result would be too big, before Python builds it."""
     if operator == "*":
         for sequence, times in ((left, right), (right, left)):
-            if isinstance(sequence, (str, list, tuple)) and isinstance(times, int) and not isinstance(times, bool):
-                if len(sequence) * times > MAX_ITEMS:
-                    raise _too_long(len(sequence) * times)
+            counted = (
+                isinstance(sequence, (str, list, tuple)) and isinstance(times, int) and not isinstance(times, bool)
+            )
+            if counted and len(sequence) * times > MAX_ITEMS:
+                raise _too_long(len(sequence) * times)
     elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
-        if right * abs(left).bit_length() > MAX_POWER_BITS:
-            raise TemplateBound(f"computes a power of about {right * abs(left).bit_length():,} bits")
+        bits = right * abs(left).bit_length()
+        if bits > MAX_POWER_BITS:
+            raise TemplateBound(f"computes a power of about {bits:,} bits")
 
 
 def bounded_join(parts: Iterable[str]) -> str:

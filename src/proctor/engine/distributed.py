@@ -17,6 +17,7 @@ is ``ray_cluster.py``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -308,10 +309,8 @@ class DistributedModel(Model):
     def close(self) -> None:
         ray = self._ray
         for actor in self._actors:
-            try:
+            with contextlib.suppress(Exception):  # already dead
                 ray.kill(actor)
-            except Exception:  # already dead
-                pass
         self._actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()

@@ -101,7 +101,7 @@ class Model(abc.ABC):
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: a backend holding nothing frees nothing
         """Free resources (GPU memory, servers)."""
 
 

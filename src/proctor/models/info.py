@@ -3,6 +3,7 @@ tokenizer special tokens, chat template."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 
@@ -25,10 +26,8 @@ def model_info(model: Any) -> dict:
         info["batch_sizes"] = [int(size) for size in chosen]
     module = getattr(model, "model", None)
     if module is not None and hasattr(module, "num_parameters"):
-        try:
+        with contextlib.suppress(Exception):  # a backend's own wrapper; the count is informative only
             info["num_parameters"] = int(module.num_parameters())
-        except Exception:  # a backend's own wrapper; the count is informative only
-            pass
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is not None:
         for name in ("pad", "eos", "bos"):

@@ -19,9 +19,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
     try:
         import torch
 
-        if isinstance(exc, getattr(torch, "OutOfMemoryError", ())) or isinstance(
-            exc, getattr(torch.cuda, "OutOfMemoryError", ())
-        ):
+        if isinstance(exc, (getattr(torch, "OutOfMemoryError", ()), getattr(torch.cuda, "OutOfMemoryError", ()))):
             return True
     except ImportError:
         pass

@@ -31,6 +31,7 @@ as without ``batch_api`` (warned once). Log-likelihoods always go one request at
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -80,10 +81,8 @@ class BatchJournal:
         os.replace(temporary, self.folder / f"{key}.json")
 
     def forget(self, key: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             (self.folder / f"{key}.json").unlink()
-        except FileNotFoundError:
-            pass
 
 
 @dataclass

@@ -44,7 +44,7 @@ def hold_run_dir(run_dir: Path, command: Sequence[str] | None = None) -> Iterato
     path = run_dir / LOCK_FILE
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+", encoding="utf-8")
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held (and locked) until the run ends
     except OSError as exc:  # a folder named .lock, a read-only folder
         raise ProctorError(f"cannot open the run folder's lock file {path}: {exc.strerror or exc}") from None
     try:

@@ -31,7 +31,7 @@ def power_analysis(
     """Per task, per numeric per-sample metric: the pilot's n, the standard deviation of a paired difference, the
     design effect (clustered tasks), the samples needed to detect ``effect`` and the pilot n's minimum detectable
     effect."""
-    if not 0 < effect:
+    if not effect > 0:
         raise ProctorError(f"--effect {effect}: the difference to detect is a positive number (e.g. 0.02)")
     for run in (pilot, other):
         if run is not None:

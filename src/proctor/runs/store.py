@@ -10,6 +10,7 @@ run folder) and the opt-in cache shared across runs (``--cache DIR``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -293,10 +294,8 @@ class ResponseStore:
         return number
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self._db.close()
-        except sqlite3.Error:
-            pass
 
     def __enter__(self) -> "ResponseStore":
         return self

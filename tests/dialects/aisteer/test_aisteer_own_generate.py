@@ -147,7 +147,7 @@ def test_wrapper_generate_is_called_greedy(loaded, make):
         [{"prompt": p} for p in PROMPTS], model, tokenizer, gen_kwargs=gen_kwargs, batch_size=2
     )
     assert all(a != b for a, b in zip(raw, plain))  # not bypassed: the plain model's replies start otherwise
-    for output, text in zip(outputs, raw):
+    for output in outputs:
         assert output["finish_reason"] in ("stop", "length") and output["completion_tokens"] <= 6
         assert output["rendered_prompt"].endswith("assistant\n")
 

@@ -126,7 +126,7 @@ class UseCase(abc.ABC):
         self.evaluation_data: list[dict] = rows
 
     # ------------------------------------------------------------------ validation
-    def _check_settings(self) -> None:
+    def _check_settings(self) -> None:  # noqa: B027 - an optional hook: most use cases have nothing to check
         """A subclass's check of its settings (the keyword arguments, now attributes), run when it is built,
         before any model loads; raise ``ValueError`` / ``TypeError`` naming the setting."""
 
@@ -161,7 +161,7 @@ class UseCase(abc.ABC):
             except (ValueError, TypeError, KeyError) as exc:
                 raise UseCaseDataError(f"{where}: {exc}") from exc
 
-    def validate_evaluation_data(self, row: dict[str, Any]) -> None:
+    def validate_evaluation_data(self, row: dict[str, Any]) -> None:  # noqa: B027 - optional, as upstream's
         """Check one row; raise ValueError with what is wrong. Called on every row at construction.
 
         The base class has already checked ``_EVALUATION_REQ_KEYS`` and that ids are unique.

@@ -129,14 +129,15 @@ def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str,
                 field="metrics",
             )
     pattern = config["file_pattern"]
-    if isinstance(pattern, dict):
-        if not pattern or not all(isinstance(k, str) and isinstance(v, str) for k, v in pattern.items()):
-            raise TaskDefinitionError(
-                "'file-pattern' groups map a group name to one glob",
-                file=path,
-                line=lines.get("file_pattern"),
-                field="file-pattern",
-            )
+    if isinstance(pattern, dict) and (
+        not pattern or not all(isinstance(k, str) and isinstance(v, str) for k, v in pattern.items())
+    ):
+        raise TaskDefinitionError(
+            "'file-pattern' groups map a group name to one glob",
+            file=path,
+            line=lines.get("file_pattern"),
+            field="file-pattern",
+        )
     globs = pattern if isinstance(pattern, dict) else {"": pattern}
     empty = [group for group, glob in globs.items() if not glob.strip()]
     if empty:

@@ -191,11 +191,12 @@ class BeamSearchStrategy:
         self.cached_beam_scores = torch.tensor(scores_out, device=logits.device)
         self.length_generated += 1
         for b in range(self.batch_size):
-            if b >= batch_size:
-                self._is_done[b] = True
-            elif len(self.end_beams[b]) == self.num_beams and self.end_beams_penalized_scores[b][-1] >= self._penalised(
-                self.cached_beam_scores[b].max(), seq_len + 1
-            ):  # no running beam can beat the worst finished one
+            # a beam past the batch, or a full set of finished beams that no running beam can beat
+            if b >= batch_size or (
+                len(self.end_beams[b]) == self.num_beams
+                and self.end_beams_penalized_scores[b][-1]
+                >= self._penalised(self.cached_beam_scores[b].max(), seq_len + 1)
+            ):
                 self._is_done[b] = True
         return tokens, mems
 

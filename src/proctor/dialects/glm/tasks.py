@@ -156,8 +156,8 @@ class BaseTask(ABC):
                     f"median = {stats['median']:.3f}, average = {stats['average']:.3f}"
                 )
 
-    def report_overall_metrics(self, result_dict_all: Dict[str, Tuple[Dict[str, float], int]]):
-        pass
+    def report_overall_metrics(self, result_dict_all: Dict[str, Tuple[Dict[str, float], int]]):  # noqa: B027
+        pass  # an optional hook, as in GLM-130B: a task may print more than the per-dataset metrics
 
     @abstractmethod
     def predict_single_batch(self, batch) -> List[Any]:

@@ -203,7 +203,7 @@ class IFEvalMetric(SeaHelmMetric):
     def calculate_metrics(self):
         df = self.inference_df
         results, languages, scores, subcategories = [], [], [], []
-        for i, row in df.iterrows():
+        for _, row in df.iterrows():
             meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
             subcategory = str(meta.get("subcategory", ""))
             kwargs_list = row.get("kwargs")

@@ -341,7 +341,7 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         verdicts = self.judge_model.judge(conversations, self.parse)
         per_row: dict[int, list[float]] = {}
         details: dict[int, list] = {}
-        for (index, c), (verdict, text) in zip(keys, verdicts):
+        for (index, _), (verdict, text) in zip(keys, verdicts):
             score = self.classifications.get(verdict, 0.0) if verdict else 0.0
             per_row.setdefault(index, []).append(score)
             reflection = _REFLECTION.search(text)

@@ -20,9 +20,9 @@ def decoder_layers(model: Any) -> Any:
 
     best = None
     for name, module in model.named_modules():
-        if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in ("layers", "h", "blocks"):
-            if best is None or len(module) > len(best):
-                best = module
+        stack = isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in ("layers", "h", "blocks")
+        if stack and (best is None or len(module) > len(best)):
+            best = module
     if best is None:
         raise ValueError(f"cannot find the decoder layers of {type(model).__name__}")
     return best
