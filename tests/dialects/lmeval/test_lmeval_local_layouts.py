@@ -331,3 +331,41 @@ def test_a_split_key_wins_over_the_folder_mapped_whole(rows, tmp_path):
         assert [r["id"] for r in splits["test"]] == [r["id"] for r in rows[20:24]]
         assert len(splits["train"]) == 3  # from the snapshot
         assert splits.read["test"]["paths"] == [str(own)]
+
+
+@pytest.mark.parametrize("cache", ["datasets-cache", "hub-cache", "local-dir"])
+def test_a_folder_of_copies_serves_each_dataset_found_in_it(cache, rows, tmp_path, monkeypatch):
+    """PROCTOR_LMEVAL_DATA naming a folder (the key ``*``): a copied datasets cache (``ORG___NAME``), hub cache
+    (``datasets--ORG--NAME/snapshots/REV``) or ``--local-dir ROOT/ORG/NAME`` downloads, found by dataset id."""
+    from proctor.api import load_tasks
+    from proctor.engine.prepare import prepare_task
+
+    root = tmp_path / "copies"
+    if cache == "datasets-cache":
+        arrow(
+            root / "allenai___ai2_arc" / "ARC-Easy" / "0.0.0" / "abc" / "ai2_arc-test.arrow", rows[:5], tmp_path / "a"
+        )
+    elif cache == "hub-cache":
+        snapshot(root / "datasets--allenai--ai2_arc" / "snapshots" / "0123abcd", rows[:5])
+    else:
+        snapshot(root / "allenai" / "ai2_arc", rows[:5])
+    (tmp_path / "arc_local.yaml").write_text(TASK, encoding="utf-8")
+    monkeypatch.setenv("PROCTOR_LMEVAL_DATA", str(root))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    (task,) = load_tasks([tmp_path / "arc_local.yaml"])
+    prepared = prepare_task(task, {})
+    assert [s.sample.given.prompt for s in prepared.samples] == [
+        f"Question: {r['question']}\nAnswer:" for r in rows[:5]
+    ]
+    assert str(root) in prepared.data["files"]["test"]["paths"][0]
+
+
+def test_a_folder_of_copies_without_the_dataset_names_where_it_looked(tmp_path, monkeypatch):
+    (tmp_path / "copies" / "someone___else").mkdir(parents=True)
+    (tmp_path / "arc_local.yaml").write_text(TASK, encoding="utf-8")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    code, output = run_in_process(["validate", "arc_local.yaml", "--lmeval-data", f"*={tmp_path / 'copies'}"])
+    flat = " ".join(output.split())
+    assert code == 2, output
+    assert "not available offline" in flat and str(tmp_path / "copies") in flat and "allenai___ai2_arc" in flat, output

@@ -31,8 +31,9 @@ DATA_FILE_VARIABLE = "PROCTOR_LMEVAL_DATA"
 
 
 def _mapping(options: LmEvalOptions) -> dict[str, str]:
-    """The data mapping: the file ``PROCTOR_LMEVAL_DATA`` names (set once, e.g. in a shell profile), then
-    ``--lmeval-data-file``, then ``--lmeval-data`` keys, each overriding the same key before it."""
+    """The data mapping: what ``PROCTOR_LMEVAL_DATA`` names (set once, e.g. in a shell profile: a mapping file,
+    or a folder of copies as the key ``*``), then ``--lmeval-data-file``, then ``--lmeval-data`` keys, each
+    overriding the same key before it."""
     import os
 
     from proctor.dialects.lmeval import data_map
@@ -40,11 +41,16 @@ def _mapping(options: LmEvalOptions) -> dict[str, str]:
     mapping: dict[str, str] = {}
     standing = os.environ.get(DATA_FILE_VARIABLE)
     if standing:
-        if not Path(standing).expanduser().is_file():
+        where = Path(standing).expanduser()
+        if where.is_dir():  # a folder of copies, one per dataset (data_map.under_root)
+            mapping[data_map.ANY] = str(where.resolve())
+        elif where.is_file():
+            mapping.update(data_map.read_mapping_file(where))
+        else:
             raise TaskDefinitionError(
-                f"{DATA_FILE_VARIABLE} names a data mapping file that does not exist", file=standing
+                f"{DATA_FILE_VARIABLE} names neither a data mapping file nor a folder of copies: it does not exist",
+                file=standing,
             )
-        mapping.update(data_map.read_mapping_file(standing))
     if options.lmeval_data_file:
         mapping.update(data_map.read_mapping_file(options.lmeval_data_file))
     for key, value in (options.lmeval_data or {}).items():

@@ -23,13 +23,30 @@ from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix, loca
 _LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}
 
 
+ANY = "*"  # the key of a folder of copies, one per dataset (``under_root``)
+
+
 def parse_key(key: str) -> tuple[str, str | None, str | None]:
     parts = key.split(":")
-    if len(parts) > 3 or not parts[0]:
-        raise ValueError(f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT or ID::SPLIT, got '{key}'")
+    if len(parts) > 3 or not parts[0] or (parts[0] == ANY and len(parts) > 1):
+        raise ValueError(
+            f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT, ID::SPLIT or * (a folder of copies), got '{key}'"
+        )
     dataset, config, split = (parts + [None, None])[:3]
     assert dataset is not None  # parts[0], checked above
     return dataset, config or None, split or None
+
+
+def under_root(root: Path, dataset: str) -> Path | None:
+    """A dataset's copy in a folder of copies (key ``*``): ``ROOT/ORG/NAME`` (``huggingface-cli download
+    --local-dir ROOT/ORG/NAME``), ``ROOT/ORG___NAME`` (a datasets cache folder), the one snapshot of
+    ``ROOT/datasets--ORG--NAME`` (a hub cache folder), or ``ROOT/NAME``; None: none there."""
+    org, _, name = dataset.rpartition("/")
+    hub = root / f"datasets--{org}--{name}" / "snapshots" if org else root / f"datasets--{name}" / "snapshots"
+    revisions = sorted(p for p in hub.iterdir() if p.is_dir()) if hub.is_dir() else []
+    candidates = [root / dataset, root / dataset.replace("/", "___"), *(revisions if len(revisions) == 1 else [])]
+    candidates.append(root / name)
+    return next((c for c in candidates if c.is_dir()), None)
 
 
 def read_mapping_file(path: str | Path) -> dict[str, str]:
@@ -86,6 +103,10 @@ class Splits(dict):
             if found.error:
                 raise TaskDefinitionError(found.error, file=self.source, field="dataset_path")
             loaded = local_files.read(found)
+            if loaded is None:  # a save_to_disk folder whose dataset_dict.json names a split it lacks
+                raise TaskDefinitionError(
+                    f"split '{split}' of the save_to_disk folder {found.paths[0]} cannot be read", file=found.paths[0]
+                )
             self[split] = loaded
             self.read[split] = local_files.provenance(found)
             return loaded
@@ -129,7 +150,14 @@ def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed:
     sources: dict[str, SplitSource] = {}
     problems: list[str] = []
     found = False
-    for key, value in mapping.items():
+    named = {key: value for key, value in mapping.items() if parse_key(key)[0] == dataset}
+    if not named:  # a folder of copies holding this dataset's
+        for root in (Path(v).expanduser() for k, v in mapping.items() if k == ANY):
+            copy = under_root(root, dataset) if root.is_dir() else None
+            if copy is not None:
+                named = {dataset: str(copy)}
+                break
+    for key, value in named.items():
         d, c, s = parse_key(key)
         if d != dataset or (c is not None and c != config):
             continue
@@ -236,6 +264,13 @@ def serving(
             return splits
         wanted = ", ".join(sorted(needed)) or "?"
         hint = f"map a local copy with --lmeval-data {path}:{name or ''}:SPLIT=PATH (or --lmeval-data-file)"
+        copies = [v for k, v in mapping.items() if k == ANY]
+        if copies:
+            org, _, short = str(path).rpartition("/")
+            hint += (
+                f"; the folder(s) of copies {', '.join(copies)} hold none as {path}, {org}___{short}, "
+                f"datasets--{org}--{short} or {short}"
+            )
         reason = None if offline() else unreachable()  # fail now, not after the hub client's retries
         if offline() or reason is not None:
             why = f" ({reason})" if reason else ""
