@@ -22,6 +22,7 @@ task needs still serves it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -90,7 +91,14 @@ def card_configs(folder: Path) -> list[dict[str, Any]] | None:
     readme = folder / "README.md"
     if not readme.is_file():
         return None
-    text = readme.read_text(encoding="utf-8", errors="replace")
+    stat = readme.stat()
+    return _parsed_card(str(readme), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_card(readme: str, size: int, mtime_ns: int) -> list[dict[str, Any]] | None:
+    """A card read once per version of it (a group such as MMLU asks for each of its 57 configs in turn)."""
+    text = Path(readme).read_text(encoding="utf-8", errors="replace")
     if not text.startswith("---"):
         return None
     front = text[3:].split("\n---", 1)[0]
