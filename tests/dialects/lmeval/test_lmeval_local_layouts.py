@@ -369,3 +369,17 @@ def test_a_folder_of_copies_without_the_dataset_names_where_it_looked(tmp_path, 
     flat = " ".join(output.split())
     assert code == 2, output
     assert "not available offline" in flat and str(tmp_path / "copies") in flat and "allenai___ai2_arc" in flat, output
+
+
+def test_one_snapshot_mapping_serves_each_config_the_tasks_read(rows, tmp_path):
+    """arc_easy and arc_challenge read ARC-Easy and ARC-Challenge from the one folder mapped for allenai/ai2_arc."""
+    from proctor.dialects.lmeval.data_map import lookup
+
+    for card in (True, False):
+        snap = snapshot(tmp_path / f"snap-{card}", rows[:10], card=card)
+        easy = lookup({ARC: str(snap)}, ARC, "ARC-Easy", {"test"})
+        hard = lookup({ARC: str(snap)}, ARC, "ARC-Challenge", {"test"})
+        assert easy is not None and hard is not None
+        assert [r["id"] for r in easy["test"]] == [r["id"] for r in rows[:10]]
+        assert [r["id"] for r in hard["test"]] == [r["id"] for r in rows[:2]]
+        assert hard.read["test"]["paths"] == [str(snap / "ARC-Challenge" / "test-00000-of-00001.parquet")]
