@@ -56,6 +56,7 @@ class SourceStats(TypedDict, total=False):
     n_rows: int
     n_filtered: int
     fallback: str  # set only when an earlier source was unavailable
+    files: dict[str, dict[str, Any]]  # local copies read, per split: paths, sha256 (capabilities.ReadsLocalFiles)
 
 
 class SourceUnavailable(ProctorError):

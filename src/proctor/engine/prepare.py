@@ -21,7 +21,7 @@ from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
 from proctor.data.sources import Sample, SourceStats, load_samples
 from proctor.engine.override_policy import epochs_of
-from proctor.kinds.capabilities import LoadsSamples, ScoresItself
+from proctor.kinds.capabilities import LoadsSamples, ReadsLocalFiles, ScoresItself
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
@@ -149,6 +149,8 @@ def prepare_task(
             samples = load(min(x for x in (limit_count(limit, len(samples)), spec.limit) if x is not None))
             limit = None
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
+        if isinstance(handler, ReadsLocalFiles) and handler.local_files():
+            stats["files"] = handler.local_files()
     else:
         samples = load_samples(spec.data, task.base_dir, variables, task_file=file, stats=stats, noticed=noticed)
         total = len(samples)

@@ -10,6 +10,7 @@ probed. A handler imports no engine module: the engine hands it an :class:`Execu
 | protocol | called by | when |
 | --- | --- | --- |
 | ``LoadsSamples`` | ``engine/prepare.prepare_task`` | phase one, instead of reading ``spec.data`` |
+| ``ReadsLocalFiles`` | ``engine/prepare.prepare_task`` | phase one, after ``load_samples``: ``data.files`` |
 | ``ScoresItself`` | ``engine/prepare.prepare_task`` | phase one: no per-sample metrics are looked up |
 | ``PredictsSamples`` | ``engine/runner.run_built`` | phase two, instead of per-sample kind requests |
 | ``SkipsScoring`` | ``engine/predict_only.unscored`` | phase one, ``--predict-only``: before prediction |
@@ -81,6 +82,15 @@ class LoadsSamples(Protocol):
     """
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]: ...
+
+
+@runtime_checkable
+class ReadsLocalFiles(Protocol):
+    """A ``LoadsSamples`` handler that read local copies of its data (lm-eval's ``--lmeval-data``): per split,
+    the paths read and the sha256 of their bytes (``{"test": {"paths": [...], "sha256": "..."}}``), asked
+    right after ``load_samples``; results.json records it as the task's ``data.files``."""
+
+    def local_files(self) -> dict[str, dict[str, Any]]: ...
 
 
 @runtime_checkable

@@ -70,11 +70,19 @@ class BreakdownPart(_Open):
 
 
 # ------------------------------------------------------------------ per task
+class LocalFiles(_Closed):
+    paths: list[str] = Field(description="The files read, in reading order (a save_to_disk split: its folder).")
+    sha256: str = Field(description="sha256 of those files' bytes, in that order.")
+
+
 class TaskData(_Open):
     source: Optional[str] = Field(None, description="The data file, glob or hub id read.")
     n_rows: Optional[int] = Field(None, description="Rows read.")
     n_filtered: Optional[int] = Field(None, description="Rows the task's filter dropped.")
     fallback: Optional[str] = Field(None, description="Set when a fallback source was read, saying why.")
+    files: Optional[dict[str, LocalFiles]] = Field(
+        None, description="lm-eval tasks on local copies (--lmeval-data): per split read, its files and their sha256."
+    )
 
 
 class Requests(_Closed):

@@ -27,10 +27,30 @@ from proctor.plugins.lmeval import PREFIX, LmEvalOptions, claims_name, peek
 log = logging.getLogger(__name__)
 
 
+DATA_FILE_VARIABLE = "PROCTOR_LMEVAL_DATA"
+
+
 def _mapping(options: LmEvalOptions) -> dict[str, str]:
+    """The data mapping: what ``PROCTOR_LMEVAL_DATA`` names (set once, e.g. in a shell profile: a mapping file,
+    or a folder of copies as the key ``*``), then ``--lmeval-data-file``, then ``--lmeval-data`` keys, each
+    overriding the same key before it."""
+    import os
+
     from proctor.dialects.lmeval import data_map
 
     mapping: dict[str, str] = {}
+    standing = os.environ.get(DATA_FILE_VARIABLE)
+    if standing:
+        where = Path(standing).expanduser()
+        if where.is_dir():  # a folder of copies, one per dataset (data_map.under_root)
+            mapping[data_map.ANY] = str(where.resolve())
+        elif where.is_file():
+            mapping.update(data_map.read_mapping_file(where))
+        else:
+            raise TaskDefinitionError(
+                f"{DATA_FILE_VARIABLE} names neither a data mapping file nor a folder of copies: it does not exist",
+                file=standing,
+            )
     if options.lmeval_data_file:
         mapping.update(data_map.read_mapping_file(options.lmeval_data_file))
     for key, value in (options.lmeval_data or {}).items():
@@ -144,8 +164,18 @@ def catalogue_rows(queries: list[str], include: list[str] | None = None) -> list
     """(name, output type / group / tag, file) of the catalogue entries matching the queries."""
     import fnmatch
 
-    from proctor.dialects.lmeval import catalogue
+    from proctor.dialects.lmeval import listing_cache
 
     patterns = [q[len(PREFIX) :] or "*" for q in queries if claims_name(q)]
-    rows = catalogue.listing(include or [])
+    folders = include or []
+    for folder in folders:
+        if not Path(folder).expanduser().is_dir():
+            raise TaskDefinitionError("--lmeval-include: no such folder", file=folder)
+
+    def build() -> list[tuple[str, str, str]]:
+        from proctor.dialects.lmeval import catalogue
+
+        return catalogue.listing(folders)
+
+    rows = listing_cache.cached_listing(folders, build)
     return [row for row in rows if any(fnmatch.fnmatchcase(row[0], p) for p in patterns)]

@@ -2,10 +2,11 @@
 dataset id, config name and split.
 
 A mapping key is ``ID``, ``ID:CONFIG``, ``ID:CONFIG:SPLIT`` or ``ID::SPLIT`` (any config); its value
-is a ``save_to_disk`` folder (a ``DatasetDict`` for ``ID`` / ``ID:CONFIG``, a ``Dataset`` for one
-split), a folder holding ``<split>.jsonl|.json|.parquet|.csv`` files, or one such file (for a split).
-Keys come from ``--lmeval-data KEY=PATH`` and from ``--lmeval-data-file FILE`` (YAML or JSON,
-``KEY: PATH``, relative paths from the file's folder).
+is a folder (a hub snapshot, a ``save_to_disk`` folder, a datasets cache folder, a folder of split files:
+``local_layouts.py`` tells which files hold which config and split), or one data file (for a split).
+Keys come from ``--lmeval-data KEY=PATH``, from ``--lmeval-data-file FILE`` and from the file
+``PROCTOR_LMEVAL_DATA`` names (YAML or JSON, ``KEY: PATH``, relative paths from the file's folder).
+Splits are read when lm-eval asks for them (``local_files.py``), each recorded with its sha256.
 """
 
 from __future__ import annotations
@@ -16,18 +17,36 @@ from typing import Any, Iterator, Mapping
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.data.hub import offline, unreachable
+from proctor.dialects.lmeval import local_files
+from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix, locate
 
-_FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 _LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}
+
+
+ANY = "*"  # the key of a folder of copies, one per dataset (``under_root``)
 
 
 def parse_key(key: str) -> tuple[str, str | None, str | None]:
     parts = key.split(":")
-    if len(parts) > 3 or not parts[0]:
-        raise ValueError(f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT or ID::SPLIT, got '{key}'")
+    if len(parts) > 3 or not parts[0] or (parts[0] == ANY and len(parts) > 1):
+        raise ValueError(
+            f"a dataset key is ID, ID:CONFIG, ID:CONFIG:SPLIT, ID::SPLIT or * (a folder of copies), got '{key}'"
+        )
     dataset, config, split = (parts + [None, None])[:3]
     assert dataset is not None  # parts[0], checked above
     return dataset, config or None, split or None
+
+
+def under_root(root: Path, dataset: str) -> Path | None:
+    """A dataset's copy in a folder of copies (key ``*``): ``ROOT/ORG/NAME`` (``huggingface-cli download
+    --local-dir ROOT/ORG/NAME``), ``ROOT/ORG___NAME`` (a datasets cache folder), the one snapshot of
+    ``ROOT/datasets--ORG--NAME`` (a hub cache folder), or ``ROOT/NAME``; None: none there."""
+    org, _, name = dataset.rpartition("/")
+    hub = root / f"datasets--{org}--{name}" / "snapshots" if org else root / f"datasets--{name}" / "snapshots"
+    revisions = sorted(p for p in hub.iterdir() if p.is_dir()) if hub.is_dir() else []
+    candidates = [root / dataset, root / dataset.replace("/", "___"), *(revisions if len(revisions) == 1 else [])]
+    candidates.append(root / name)
+    return next((c for c in candidates if c.is_dir()), None)
 
 
 def read_mapping_file(path: str | Path) -> dict[str, str]:
@@ -57,112 +76,44 @@ def read_mapping_file(path: str | Path) -> dict[str, str]:
     return out
 
 
-def _working_copy(folder: Path) -> Path:
-    """A copy of a ``save_to_disk`` folder under ``PROCTOR_HOME/lmeval-datasets``, made once per
-    version of it (path, file sizes and modification times), so the user's folder is never written."""
-    import hashlib
-    import shutil
-    import tempfile
-
-    from proctor.models.default import proctor_home
-
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("cache-"))
-    digest = hashlib.sha256(str(folder.resolve()).encode())
-    for file in files:
-        stat = file.stat()
-        digest.update(f"{file.relative_to(folder)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    target = proctor_home() / "lmeval-datasets" / digest.hexdigest()[:16]
-    if not target.is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".copy-"))
-        for file in files:
-            (staging / file.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(file, staging / file.relative_to(folder))
-        try:
-            staging.rename(target)  # atomic: a concurrent run either sees the whole copy or makes its own
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
-def _read(path: Path, split: str | None) -> Any:
-    """A ``Dataset`` (one split) or a dict of split -> ``Dataset`` from a local copy."""
-    import datasets
-
-    if path.is_dir() and ((path / "dataset_dict.json").is_file() or (path / "state.json").is_file()):
-        # Read from proctor's own copy: a Dataset backed by the user's folder would have lm-eval's
-        # process_docs (``dataset.map``) write cache-*.arrow files into it. In the copy, those caches
-        # serve the next run, as datasets' own cache serves lm-eval's.
-        loaded = datasets.load_from_disk(str(_working_copy(path)))
-        return loaded if isinstance(loaded, datasets.Dataset) else dict(loaded)
-    if path.is_dir():
-        found = {}
-        for file in sorted(path.iterdir()):
-            if file.suffix in _FILE_SUFFIXES and (split is None or file.stem == split):
-                found[file.stem] = _read(file, file.stem)
-        return found if split is None else found.get(split)
-    if path.is_file():
-        from proctor.data.readers import read_rows
-
-        rows = read_rows(path)
-        plain = [{k: v for k, v in row.items() if k != "_row"} for row in rows]
-        try:
-            return datasets.Dataset.from_list(plain)
-        except Exception as exc:  # pyarrow: a column whose values differ in type from row to row
-            raise _mixed_column(path, rows, exc) from None
-    raise TaskDefinitionError("the mapped local copy does not exist", file=path)
-
-
-def _shape(value: Any) -> str:
-    """A value's type as a table column holds it: ``list[str]``, ``int`` (None fits any column)."""
-    if isinstance(value, list):
-        inner = sorted({_shape(v) for v in value if v is not None})
-        return f"list[{'|'.join(inner)}]"
-    if isinstance(value, dict):
-        return "mapping"
-    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
-
-
-def _mixed_column(path: Path, rows: list[dict], exc: Exception) -> TaskDefinitionError:
-    """The first field whose type changes between rows (or within a list), as an error naming file, row and field."""
-    seen: dict[str, tuple[str, int]] = {}
-    for number, row in enumerate(rows, 1):
-        for key, value in row.items():
-            if key == "_row" or value is None:
-                continue
-            shape = _shape(value)
-            where = row.get("_row", number)
-            if "|" in shape:
-                return TaskDefinitionError(
-                    f"the list in '{key}' mixes types ({shape}); a dataset column holds one type",
-                    file=path,
-                    row=where,
-                    field=key,
-                )
-            first = seen.setdefault(key, (shape, where))
-            if first[0] != shape:
-                return TaskDefinitionError(
-                    f"'{key}' is {shape} here but {first[0]} in row {first[1]}; a dataset column holds one type",
-                    file=path,
-                    row=where,
-                    field=key,
-                )
-    return TaskDefinitionError(f"cannot read as a dataset: {type(exc).__name__}: {str(exc)[:200]}", file=path)
-
-
 class Splits(dict):
-    """The splits of a mapped dataset; a missing one is an error naming id, config and split, except
-    a split lm-eval only reads for few-shot examples, which is empty (checked when shots are drawn)."""
+    """The splits of a mapped dataset, each read when lm-eval first asks for it (a hub snapshot mapped whole
+    holds every config's files; only the task's are read). A missing one is an error naming id, config and
+    split, except a split lm-eval only reads for few-shot examples, which is empty (checked when shots are
+    drawn). ``read``: split -> the paths read and their sha256 (results.json's ``data.files``)."""
 
-    def __init__(self, dataset: str, config: str | None, splits: dict[str, Any], needed: set[str]) -> None:
-        super().__init__(splits)
+    def __init__(
+        self,
+        dataset: str,
+        config: str | None,
+        sources: dict[str, SplitSource],
+        needed: set[str],
+        problems: list[str] | None = None,
+    ) -> None:
+        super().__init__()
         self.dataset, self.config, self.needed = dataset, config, needed
+        self.sources, self.problems = sources, problems or []
         self.missing: set[str] = set()
+        self.read: dict[str, dict[str, Any]] = {}
         self.source: Any = None  # the task file asking, named in errors
 
     def __missing__(self, split: str) -> Any:
+        found = self.sources.get(split)
+        if found is not None:
+            if found.error:
+                raise TaskDefinitionError(found.error, file=self.source, field="dataset_path")
+            loaded = local_files.read(found)
+            if loaded is None:  # a save_to_disk folder whose dataset_dict.json names a split it lacks
+                raise TaskDefinitionError(
+                    f"split '{split}' of the save_to_disk folder {found.paths[0]} cannot be read", file=found.paths[0]
+                )
+            self[split] = loaded
+            self.read[split] = local_files.provenance(found)
+            return loaded
         if split in self.needed:
-            have = ", ".join(sorted(self)) or "none"
+            if self.problems:  # a layout that could not be told apart (a config not found)
+                raise TaskDefinitionError(self.problems[0], file=self.source, field="dataset_path")
+            have = ", ".join(sorted(self.sources)) or "none"
             raise TaskDefinitionError(
                 f"no local copy of dataset '{self.dataset}' config '{self.config}' split '{split}' "
                 f"(the copy has: {have}; map one with --lmeval-data {self.dataset}:{self.config or ''}:{split}=PATH)",
@@ -175,27 +126,58 @@ class Splits(dict):
         return datasets.Dataset.from_list([])
 
 
+def _one_split(key: str, path: Path, dataset: str, config: str | None, split: str) -> SplitSource:
+    """The source a ``ID:CONFIG:SPLIT=PATH`` key names: a file, a save_to_disk Dataset, or that split of a folder."""
+    if path.is_file():
+        if data_suffix(path) is None:
+            raise TaskDefinitionError(
+                f"--lmeval-data {key}: not a data file (.jsonl, .json, .parquet, .csv, .arrow, .jsonl.gz)", file=path
+            )
+        return SplitSource(split, (path,))
+    located = locate(path, dataset, config)
+    if "" in located.splits:  # the folder is one save_to_disk Dataset
+        return SplitSource(split, (path,), form="save_to_disk")
+    if split in located.splits:
+        return located.splits[split]
+    have = ", ".join(sorted(located.splits)) or "none"
+    why = f"; {located.problem}" if located.problem else ""
+    raise TaskDefinitionError(f"--lmeval-data {key}: no '{split}' data in {path} (it has: {have}){why}", file=path)
+
+
 def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed: set[str]) -> Splits | None:
-    splits: dict[str, Any] = {}
+    """The mapped copies of ``dataset`` / ``config`` (None: not mapped). A key naming a split wins over a
+    folder mapped for all splits; of two such folders, the first listed."""
+    sources: dict[str, SplitSource] = {}
+    problems: list[str] = []
     found = False
-    for key, value in mapping.items():
+    named = {key: value for key, value in mapping.items() if parse_key(key)[0] == dataset}
+    if not named:  # a folder of copies holding this dataset's
+        for root in (Path(v).expanduser() for k, v in mapping.items() if k == ANY):
+            copy = under_root(root, dataset) if root.is_dir() else None
+            if copy is not None:
+                named = {dataset: str(copy)}
+                break
+    for key, value in named.items():
         d, c, s = parse_key(key)
         if d != dataset or (c is not None and c != config):
             continue
         found = True
-        loaded = _read(Path(value).expanduser(), s)
+        path = Path(value).expanduser()
+        if not path.exists():
+            raise TaskDefinitionError(f"--lmeval-data {key}: the mapped local copy does not exist", file=path)
         if s is not None:
-            if loaded is None:
-                raise TaskDefinitionError(f"--lmeval-data {key}: no '{s}' data in {value}", file=value)
-            splits[s] = loaded
-        elif isinstance(loaded, dict):
-            for name, part in loaded.items():
-                splits.setdefault(name, part)
-        else:
+            sources[s] = _one_split(key, path, dataset, config, s)
+            continue
+        located = locate(path, dataset, config) if path.is_dir() else None
+        if located is None or "" in located.splits:
             raise TaskDefinitionError(
                 f"--lmeval-data {key}: {value} holds one split; name it (ID:CONFIG:SPLIT)", file=value
             )
-    return Splits(dataset, config, splits, needed) if found else None
+        if located.problem:
+            problems.append(located.problem)
+        for name, source in located.splits.items():
+            sources.setdefault(name, source)
+    return Splits(dataset, config, sources, needed, problems) if found else None
 
 
 def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -282,6 +264,13 @@ def serving(
             return splits
         wanted = ", ".join(sorted(needed)) or "?"
         hint = f"map a local copy with --lmeval-data {path}:{name or ''}:SPLIT=PATH (or --lmeval-data-file)"
+        copies = [v for k, v in mapping.items() if k == ANY]
+        if copies:
+            org, _, short = str(path).rpartition("/")
+            hint += (
+                f"; the folder(s) of copies {', '.join(copies)} hold none as {path}, {org}___{short}, "
+                f"datasets--{org}--{short} or {short}"
+            )
         reason = None if offline() else unreachable()  # fail now, not after the hub client's retries
         if offline() or reason is not None:
             why = f" ({reason})" if reason else ""

@@ -105,6 +105,7 @@ class _LmEvalRunner:
         self.bootstrap_iters = options.bootstrap_iters
         self.run_options = options.run_options  # num_fewshot, chat template, system instruction
         self._scored = True  # --predict-only: filters applied, process_results and aggregations not called
+        self._handed: list[data_map.Splits] = []  # the mapped local copies lm-eval was given (read lazily)
 
     @property
     def leaf(self) -> Any:
@@ -163,6 +164,7 @@ class _LmEvalRunner:
                 raise
             except Exception as exc:
                 raise self._error(exc, "builds") from None
+        self._handed = handed
         shots = task.get_config("num_fewshot") or 0
         self._shots = int(shots)
         for splits in handed:
@@ -320,6 +322,10 @@ class _LmEvalRunner:
         if recorded is None:
             return {}
         return {"prompt": recorded["messages"], "rendered_prompt": context}
+
+    def local_files(self) -> dict:
+        """``kinds/capabilities.ReadsLocalFiles``: per split lm-eval read from a mapped copy, its paths and sha256."""
+        return {split: read for splits in self._handed for split, read in splits.read.items()}
 
     def result_extras(self) -> dict:
         """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)
