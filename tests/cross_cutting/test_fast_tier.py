@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support import fast_tier
 from tests.support.tier_coverage import fast_files, packages, touched
 
 pytestmark = pytest.mark.fast
@@ -152,6 +153,8 @@ def project(tmp_path, monkeypatch):
     )
     _write(tmp_path / "t" / "test_long.py", "def test_l1(): pass\ndef test_l2(): pass\n")
     monkeypatch.chdir(tmp_path)
+    # The inner sessions need none of the installed plugins, whose loading is most of their time.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return tmp_path
 
 
@@ -161,15 +164,22 @@ def _pytest(*args: str) -> tuple[int, _Ran]:
     return int(code), ran
 
 
-def test_a_bare_pytest_runs_the_fast_tier_and_full_runs_every_test(project, capsys):
+def test_a_bare_pytest_runs_the_fast_tier_and_full_runs_every_test(project, capsys, monkeypatch):
     code, bare = _pytest()
     assert code == 0
     assert sorted(bare.ran) == ["test_m_fast", "test_q1", "test_q2"]
     # test_long.py names no fast test: it is not even imported; test_mixed.py's other tests are deselected.
     assert sorted(bare.deselected) == ["test_m_plain", "test_m_slow"]
     assert bare.collected_files == ["t/test_mixed.py", "t/test_quick.py"]
-    summary = "fast tier: 3 tests ran; 2 deselected and 1 test files without fast tests not collected"
-    assert summary in capsys.readouterr().out
+    output = capsys.readouterr().out
+    assert "fast tier: 3 tests ran; 2 deselected and 1 test files without fast tests not collected" in output
+    assert "does it belong in the tier?" not in output
+
+    # A fast test over the time hint is named at the end (every test is, with a bound below zero).
+    monkeypatch.setattr(fast_tier, "SLOW_FAST_TEST_S", -1.0)
+    _pytest()
+    hints = [line for line in capsys.readouterr().out.splitlines() if "does it belong in the tier?" in line]
+    assert len(hints) == 3 and any(line.startswith("fast tier: t/test_quick.py::test_q1 ran ") for line in hints)
 
     code, full = _pytest("--full")
     assert code == 0

@@ -12,6 +12,7 @@ import a package for its slow tests alone.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -94,6 +95,12 @@ def imported_packages(code: Iterable[ast.AST], known: Iterable[str]) -> set[str]
     return {package for package in known if any(n == package or n.startswith(package + ".") for n in names)}
 
 
+@functools.lru_cache(maxsize=None)
+def _fast_code_in(path: Path) -> tuple[ast.AST, ...]:
+    # Both checks of tests/cross_cutting/test_fast_tier.py read every test file: parse each once a session.
+    return tuple(fast_code(path.read_text(encoding="utf-8")))
+
+
 def folder_package(test_file: Path, tests: Path, known: Iterable[str]) -> str | None:
     """The package a test folder is named after (``tests/dialects/glm/x.py`` → ``proctor.dialects.glm``), if any."""
     parts = test_file.relative_to(tests).parts[:-1]
@@ -111,7 +118,7 @@ def touched(tests: Path, src: Path) -> dict[str, list[str]]:
     for test_file in sorted(tests.rglob("test_*.py")):
         if "support" in test_file.relative_to(tests).parts:
             continue
-        code = fast_code(test_file.read_text(encoding="utf-8"))
+        code = _fast_code_in(test_file)
         if not code:
             continue
         reached = imported_packages(code, known)
@@ -128,5 +135,5 @@ def fast_files(tests: Path) -> set[str]:
     return {
         f.relative_to(tests).as_posix()
         for f in tests.rglob("test_*.py")
-        if "support" not in f.relative_to(tests).parts and fast_code(f.read_text(encoding="utf-8"))
+        if "support" not in f.relative_to(tests).parts and _fast_code_in(f)
     }
