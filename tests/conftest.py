@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# The one-minute tier a bare `pytest` runs, and `--full` / `--fast` (tests/README.md, "The fast tier").
+from tests.support.fast_tier import pytest_addoption, pytest_configure, pytest_report_header  # noqa: F401 (hooks)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"

@@ -16,6 +16,8 @@ from proctor.cli import main
 from proctor.core.registry import registry
 from tests.support.cli_runs import QUESTIONS
 
+pytestmark = pytest.mark.fast
+
 MC = """\
 name: quiz
 kind: multiple_choice

@@ -175,6 +175,7 @@ def findings(text: str) -> list[str]:
     return re.findall(r"audit \[([a-z.-]+)\]", text)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_the_rule_names_its_finding_and_place(rule, tmp_path, monkeypatch, capsys):
     files, args, where = CASES[rule]
@@ -186,6 +187,7 @@ def test_the_rule_names_its_finding_and_place(rule, tmp_path, monkeypatch, capsy
     assert re.search(where, line), line
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(CLEAN))
 def test_right_tasks_that_look_alike_have_no_findings(name, tmp_path, monkeypatch, capsys):
     write(tmp_path, CLEAN[name])

@@ -19,6 +19,8 @@ from proctor.audit.subject import near
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
 
+pytestmark = pytest.mark.fast
+
 _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
 

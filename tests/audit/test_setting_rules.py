@@ -115,6 +115,7 @@ def test_a_passage_no_prompt_shows(tmp_path, monkeypatch):
 MMLU_CSV = SHARED / "data" / "mmlu" / "anatomy_test.csv"
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(not MMLU_CSV.exists(), reason="needs ../shared/data/mmlu")
 def test_mmlu_columns_named_one_place_off(tmp_path, monkeypatch):
     head = "".join(MMLU_CSV.read_text(encoding="utf-8").splitlines(keepends=True)[:40])
@@ -143,6 +144,7 @@ def test_mmlu_columns_named_one_place_off(tmp_path, monkeypatch):
     assert code == 0 and lines == [], text
 
 
+@pytest.mark.fast
 def test_a_filter_that_keeps_one_row(tmp_path, monkeypatch):
     one = native(QUIZ, data={"path": "data.jsonl", "filter": "{{ id == 'q3' }}"})
     _, _, lines = check(tmp_path / "one", one, ["validate", "t.yaml"], monkeypatch)
@@ -244,6 +246,7 @@ def lmeval(tmp_path, monkeypatch, files: dict) -> list[str]:
     return lines
 
 
+@pytest.mark.fast
 def test_lmeval_until_strings_inside_the_answers_and_a_one_token_limit(tmp_path, monkeypatch):
     until = lm(
         LM_GEN + "generation_kwargs:\n  until: ['P', 'B', 'W', 'S', 'I', '4', '6', '3', 'E']\n  max_gen_toks: 8\n"
@@ -267,6 +270,7 @@ def test_lmeval_empty_target_delimiter_glues_the_answers(tmp_path, monkeypatch):
     assert lmeval(tmp_path / "spaced", monkeypatch, spaced) == []
 
 
+@pytest.mark.fast
 @pytest.mark.skipif(not SEA_CONFIG, reason="needs ../shared/examples/seahelm")
 def test_seahelm_one_token_limit_and_an_empty_answer_tag(tmp_path, monkeypatch):
     one = sea(config=SEA_CONFIG.replace("max_tokens: 32", "max_tokens: 1", 1))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from proctor.cli.display import fmt_value, print_results
 from proctor.runs.report import fmt
+
+pytestmark = pytest.mark.fast
 
 
 def test_counts_print_as_whole_numbers_and_rates_with_four_decimals(capsys):

@@ -58,6 +58,7 @@ def test_validate_show_prints_the_rendered_prompts_without_a_model(tmp_path):
         assert "choices: " + " | ".join(QUESTIONS[1]["choices"]) in out
 
 
+@pytest.mark.fast
 def test_a_refused_habit_names_proctors_equivalent_in_a_fresh_process(tmp_path):
     _three_quizzes(tmp_path)
     message = proctor_error("run", "quizzes", "-T", "PREFIX=rows", "--log-dir", "logs", cwd=tmp_path)
@@ -82,6 +83,7 @@ def _cli(*args: str, cwd: Path) -> tuple[int, str]:
     return out.exit_code, out.output
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "flags, says",
     [
@@ -159,6 +161,7 @@ def test_sample_id_runs_those_samples_with_their_own_numbers_in_a_fresh_process(
         assert task["metrics"]["acc"]["value"] == sum(own) / 2
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "flags, says",
     [
@@ -246,6 +249,7 @@ def test_metadata_reaches_lm_eval_task_configs_in_a_fresh_process(tiny_model_dir
     assert meta["metrics"]["acc,none"]["value"] == plain["metrics"]["acc,none"]["value"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "value, says",
     [("not json", "takes a JSON object"), ("[4096]", "takes a JSON object ({...}), got list")],

@@ -121,6 +121,7 @@ def test_export_format_is_an_enum():
     assert proc.returncode == 2 and "'csv' is not one of 'lm-eval', 'parquet', 'duckdb'." in proc.stderr
 
 
+@pytest.mark.fast
 def test_cli_dtype_choices_are_the_backends():
     from proctor.cli.options import DType
     from proctor.models.hf_loading import DTYPES

@@ -3,7 +3,11 @@ internal error; through the CLI's entry point in this process."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
+
+pytestmark = pytest.mark.fast
 
 
 def test_a_plugin_whose_register_raises_names_its_file_and_line(tmp_path, monkeypatch):

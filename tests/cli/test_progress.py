@@ -8,6 +8,8 @@ from proctor import evaluate
 from proctor.cli.progress import ProgressState, progress_display
 from tests.support.fakes import FakeModel, write_tasks
 
+pytestmark = pytest.mark.fast
+
 
 def test_overall_bar_sums_every_announced_task(tmp_path):
     display = progress_display(quiet=False, live=True)

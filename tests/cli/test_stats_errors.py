@@ -11,6 +11,8 @@ from proctor.cli import main
 from proctor.core.task_spec import TaskSpec
 from tests.support.cli_runs import jsonl, write
 
+pytestmark = pytest.mark.fast
+
 TASK = """\
 name: clustered
 kind: multiple_choice

@@ -136,6 +136,7 @@ def test_a_resumed_run_with_another_think_end_token_is_refused(tmp_path: Path) -
     assert code == 2 and "option overrides changed" in out and "think_budget" in out, out
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("flags", "says"),
     [

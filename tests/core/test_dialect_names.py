@@ -122,6 +122,7 @@ def test_use_case_runs_record_aisteer(tiny_model_dir, tmp_path):
     assert task["dialect"] == "aisteer" and task["evaluations"] == {"n": 3.0}
 
 
+@pytest.mark.fast
 def test_the_former_import_path_still_imports_and_says_where_to_go():
     code = (
         "import json, warnings\n"

@@ -47,6 +47,7 @@ def prepare_all(path: Path):
     return [prepare_task(t, {}) for t in load_tasks([path])]
 
 
+@pytest.mark.fast
 def test_good_file_prepares(data):
     (prepared,) = prepare_all(write(data, "good.yaml", GOOD))
     assert [s.gold for s in prepared.samples] == [(1,), (0,)]
@@ -62,6 +63,7 @@ def test_missing_field_names_file_line_and_field(data):
     assert info.value.line == 2  # the task's own line
 
 
+@pytest.mark.fast
 def test_mistyped_field_names_the_line(data):
     path = write(data, "t.yaml", GOOD.replace("    metrics: [acc]", "    metrics: [acc]\n    promtp: oops"))
     with pytest.raises(TaskDefinitionError) as info:
@@ -84,6 +86,7 @@ def test_unknown_kind_is_reported(data):
     assert f"{path}:3" in str(info.value) and info.value.field == "kind"
 
 
+@pytest.mark.fast
 def test_row_missing_a_template_field_names_data_file_and_row(data):
     with (data / "data.jsonl").open("a") as handle:
         handle.write(json.dumps({"query": "no question here", "choices": ["a", "b"], "label": 0}) + "\n")
@@ -95,6 +98,7 @@ def test_row_missing_a_template_field_names_data_file_and_row(data):
     assert "'question' is undefined" in str(error)
 
 
+@pytest.mark.fast
 def test_unknown_metric_is_an_error_with_a_suggestion(data):
     path = write(data, "t.yaml", GOOD.replace("metrics: [acc]", "metrics: [acc, accuracy_norm]"))
     with pytest.raises(TaskDefinitionError) as info:
@@ -103,12 +107,14 @@ def test_unknown_metric_is_an_error_with_a_suggestion(data):
     assert "unknown metric 'accuracy_norm'" in str(info.value)
 
 
+@pytest.mark.fast
 def test_metric_for_another_kind_is_an_error(data):
     path = write(data, "t.yaml", GOOD.replace("metrics: [acc]", "metrics: [exact_match]"))
     with pytest.raises(TaskDefinitionError, match="not available for 'multiple_choice'"):
         prepare_all(path)
 
 
+@pytest.mark.fast
 def test_unreadable_data_file(data):
     (data / "data.jsonl").write_text('{"question": "ok", "choices": ["a"], "label": 0}\n{not json\n')
     path = write(data, "t.yaml", GOOD)
@@ -131,6 +137,7 @@ def test_template_syntax_error_names_the_yaml_line(data):
     assert info.value.field == "prompt" and info.value.line == 5 and "template syntax error" in str(info.value)
 
 
+@pytest.mark.fast
 def test_target_out_of_range_names_the_row(data):
     path = write(data, "t.yaml", GOOD.replace('target: "{{ label }}"', 'target: "{{ label + 5 }}"'))
     with pytest.raises(TaskDefinitionError) as info:
@@ -138,6 +145,7 @@ def test_target_out_of_range_names_the_row(data):
     assert info.value.row == 1 and info.value.field == "target"
 
 
+@pytest.mark.fast
 def test_yaml_syntax_error_names_the_line(data):
     path = write(data, "t.yaml", GOOD.replace("    kind: multiple_choice", "    kind: [multiple_choice"))
     with pytest.raises(TaskDefinitionError) as info:

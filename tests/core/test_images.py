@@ -8,6 +8,8 @@ import pytest
 
 from proctor.core.images import ImageInput
 
+pytestmark = pytest.mark.fast
+
 PIL = pytest.importorskip("PIL")
 
 

@@ -1,6 +1,10 @@
 """The one place that answers "did you mean" and "listed twice"."""
 
+import pytest
+
 from proctor.core.names import close_names, first_repeat
+
+pytestmark = pytest.mark.fast
 
 
 def test_close_names_best_first_and_only_close_ones():

@@ -61,6 +61,7 @@ def test_a_runaway_template_is_named_as_the_template(case, tmp_path, monkeypatch
     assert "first seen on data.jsonl, row 1" in output
 
 
+@pytest.mark.fast
 def test_a_render_past_its_time_stops(tmp_path, monkeypatch):
     monkeypatch.setattr(template_bounds, "MAX_SECONDS", 0.0)  # the second check is past the deadline
     monkeypatch.chdir(tmp_path)
@@ -70,6 +71,7 @@ def test_a_render_past_its_time_stops(tmp_path, monkeypatch):
     assert "quiz.yaml:4, field 'prompt': the template 'prompt' stopped: it takes more than 0 seconds" in output
 
 
+@pytest.mark.fast
 def test_an_iterator_is_counted_step_by_step(monkeypatch):
     monkeypatch.setattr(template_bounds, "MAX_STEPS", 5)
     template = compile_template("{% for x in items %}{{ x }}{% endfor %}", origin="t.yaml", field="prompt", line=3)
@@ -80,6 +82,7 @@ def test_an_iterator_is_counted_step_by_step(monkeypatch):
         template.render({"items": list(range(6))})  # a sized one: counted at once
 
 
+@pytest.mark.fast
 def test_templates_within_the_bounds_render_as_before():
     loop = compile_template(
         "{% for c in choices %}{{ loop.index }}. {{ c ~ '!' }}\n{% endfor %}{{ 'ab' * 2 }}{{ 2 ** 10 }}",

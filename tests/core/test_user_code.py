@@ -16,6 +16,8 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_code import class_in_file, import_file, module_name
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.fast
+
 SRC = REPO / "src"
 
 

@@ -12,6 +12,8 @@ from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
 from tests.support.lmeval_quiz import JSON_TASK as LMEVAL_TASK
 from tests.support.seahelm_fixtures import seahelm_tree
 
+pytestmark = pytest.mark.fast
+
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
     f"{name}: &{name} [{', '.join(['*' + before] * 9)}]\n" for before, name in zip("abcdefgh", "bcdefghi")
 )

@@ -119,6 +119,7 @@ def outcomes(request, tmp_path_factory) -> dict[str, tuple[int, str]]:
         return {name: future.result() for name, future in futures.items()}
 
 
+@pytest.mark.fast
 def test_corpus_is_broad():
     assert len(ALL) > 250
     assert len({c.id for c in ALL}) == len(ALL)
@@ -158,6 +159,7 @@ def test_the_tripwire_is_seen(tmp_path):
     assert "Traceback" not in output and "internal error" not in output, output
 
 
+@pytest.mark.fast
 def test_both_click_copies_are_handled(monkeypatch, capsys):
     """typer >= 0.29 raises its bundled click's exceptions; plain click's must be caught too."""
     import click
@@ -187,6 +189,7 @@ def test_both_click_copies_are_handled(monkeypatch, capsys):
         assert "says no" in err and "Traceback" not in err
 
 
+@pytest.mark.fast
 def test_an_unexpected_exception_is_one_line_not_a_traceback(monkeypatch, capsys):
     import proctor.cli as cli
 

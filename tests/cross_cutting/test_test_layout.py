@@ -8,7 +8,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.fast
 
 TESTS = REPO / "tests"
 SOURCE = REPO / "src" / "proctor"

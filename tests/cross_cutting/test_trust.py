@@ -78,6 +78,7 @@ def test_hostile_input_is_refused_before_anything_runs(case, tmp_path, monkeypat
     assert not (tmp_path / "out" / "samples.jsonl").exists()
 
 
+@pytest.mark.fast
 def test_the_corpus_covers_every_rule():
     kinds = {c.id.split("-")[0] for c in CASES}
     assert kinds == {"sandbox", "consent", "trusted", "path"} and len(CASES) >= 50
@@ -185,6 +186,7 @@ def test_data_folders_given_on_the_command_line_are_readable(tmp_path, monkeypat
     assert code != 0 and "tasks/c.yaml" in output and "data.path" in output, output
 
 
+@pytest.mark.fast
 def test_sandboxed_templates_render_as_before():
     """The sandbox changes nothing a task may do: filters, methods on values, loops, str.format."""
     from proctor.core.templates import compile_expression, compile_template

@@ -14,6 +14,8 @@ from proctor.data.readers import read_rows
 from proctor.data.sources import load_samples
 from tests.conftest import shared_path
 
+pytestmark = pytest.mark.fast
+
 ROWS = [{"q": "one", "a": 1}, {"q": "two", "a": 2}]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")
+pytestmark = [pytest.mark.fast, pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")]
 
 
 def _refused(args: list[str], *words: str) -> str:

@@ -11,6 +11,8 @@ from proctor.core.errors import ProctorError
 from tests.support.fakes import FakeModel, write_tasks
 from tests.support.malformed_cases import GLM, GLM_ROWS, jsonl
 
+pytestmark = pytest.mark.fast
+
 
 def test_glm_task_without_data_path_says_where_it_read(tmp_path):
     (tmp_path / "data").mkdir()

@@ -33,6 +33,7 @@ def _task(tmp_path):
     return tmp_path / "task.yaml", rows
 
 
+@pytest.mark.fast
 def test_limit_per_part_takes_the_first_rows_of_each_part(tmp_path):
     task, rows = _task(tmp_path)
     result = evaluate([task], FakeModel(), output_dir=tmp_path / "a", limit=2, limit_per_part=True)
@@ -55,6 +56,7 @@ def test_limit_per_part_takes_the_first_rows_of_each_part(tmp_path):
     }  # lm-eval's rounding, per part
 
 
+@pytest.mark.fast
 def test_a_run_folder_does_not_mix_limit_modes(tmp_path):
     task, _ = _task(tmp_path)
     evaluate([task], FakeModel(), output_dir=tmp_path / "run", limit=2, limit_per_part=True)

@@ -195,6 +195,7 @@ def test_gen_kwargs_parsing():
         RunOverrides(epochs=2, epoch_reducer="pass@3")
 
 
+@pytest.mark.fast
 def test_dialects_take_what_means_something(tmp_path):
     folder = tmp_path / "probsem"
     folder.mkdir()
@@ -228,6 +229,7 @@ def test_dialects_take_what_means_something(tmp_path):
         assert out.spec.generation.max_tokens == 3 and out.spec.generation.stop == glm[0].spec.generation.stop
 
 
+@pytest.mark.fast
 def test_seahelm_overrides_map_to_its_config():
     seahelm = [t for t in load_tasks([EXAMPLES / "seahelm"]) if t.dialect == "seahelm"]
     if not seahelm:

@@ -28,6 +28,7 @@ def _scored(results: dict) -> dict:
     }
 
 
+@pytest.mark.fast
 def test_predict_only_keeps_the_answers_and_a_later_run_scores_them_without_a_model_call(tmp_path):
     folder = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=4)
     calls = tmp_path / "calls.log"
@@ -77,6 +78,7 @@ class _CanSkip(_ScoresInOwnCode):
         self.skipped = True
 
 
+@pytest.mark.fast
 def test_a_task_whose_own_code_scores_is_refused_unless_it_can_skip_scoring(tmp_path):
     folder = write_tasks(tmp_path / "tasks", n_mc=2, n_gen=2)
     prepared = prepare_task(load_tasks([folder])[0], {})

@@ -16,6 +16,8 @@ from proctor.runs.results_schema import Environment, GroupResult, RollupNode, Ru
 from proctor.runs.run_results import RunResults
 from tests.support.fakes import FakeModel, write_tasks
 
+pytestmark = pytest.mark.fast
+
 
 def _masked(run_dir) -> str:
     """results.json with what differs between two runs (times, the folder) masked, its order kept."""

@@ -15,6 +15,8 @@ from proctor.engine.sample_selection import parse_sample_ids
 from proctor.runs.manifest import RunMismatchError
 from tests.support.fakes import FakeModel, write_tasks
 
+pytestmark = pytest.mark.fast
+
 
 def _by_id(run: Path) -> dict[tuple[str, str], dict]:
     lines = (run / "samples.jsonl").read_text().splitlines()

@@ -7,6 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import proctor
 from proctor.api import evaluate
 from proctor.core.model_requests import GenerateRequest
@@ -14,6 +16,8 @@ from proctor.kinds import capabilities as C
 from proctor.runs.executor import ModelExecutor
 from proctor.runs.store import STORE_FILE, Lookup, ResponseStore
 from tests.support.fakes import FakeModel
+
+pytestmark = pytest.mark.fast
 
 SRC = Path(proctor.__file__).parent
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from proctor import evaluate
 from proctor.core.model_requests import GenerateResult
 from proctor.runs.compare import compare_runs
@@ -36,6 +38,7 @@ def records(run_dir, task):
     return [r for r in map(json.loads, lines) if r["task"] == task]
 
 
+@pytest.mark.fast
 def test_unparsed_replies_are_counted_warned_about_and_recorded(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=40, n_gen=0)
     result = evaluate([tasks], LetterModel(share=0.5), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
@@ -58,6 +61,7 @@ def test_unparsed_replies_are_counted_warned_about_and_recorded(tmp_path):
     assert first["generation"] in ("B", "")
 
 
+@pytest.mark.fast
 def test_no_warning_at_or_below_ten_percent(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=40, n_gen=0)
     result = evaluate([tasks], LetterModel(share=1.0), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
@@ -120,6 +124,7 @@ def test_cli_table_shows_the_formulation():
     assert formulation({"kind": "generate"}) == ""
 
 
+@pytest.mark.fast
 def test_cli_compare_warns_when_formulations_differ(tmp_path, capsys):
     from proctor.cli import main
 

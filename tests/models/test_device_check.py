@@ -12,6 +12,8 @@ import pytest
 from proctor.models.hf_loading import device_unavailable
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
 
+pytestmark = pytest.mark.fast
+
 torch = pytest.importorskip("torch")
 
 

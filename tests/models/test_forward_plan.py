@@ -48,6 +48,7 @@ def _sequence_of(row, node: int) -> list[int]:
     return out[::-1]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("lookahead", [0, 4, 32])
 def test_every_item_sees_exactly_its_own_tokens(lookahead):
     items = _random_items(1)
@@ -97,6 +98,7 @@ def test_bucketed_calls_have_few_repeating_shapes():
         assert call.n_rows == len(call.rows) and call.width % 16 == 0 and call.width * call.n_rows <= 2048
 
 
+@pytest.mark.fast
 def test_plain_chains_are_recognised():
     (chain,) = pack([ScoringItem(tuple(range(1, 20)), 4)], 64)
     (tree,) = pack([ScoringItem((1, 2, 3, 4, 9), 2), ScoringItem((1, 2, 3, 5, 9), 2)], 64)  # inputs branch after 3

@@ -40,6 +40,7 @@ def pack_rows(model, requests):
     )
 
 
+@pytest.mark.fast
 def test_halving_stops_at_one_and_passes_other_errors_through():
     sizes = []
 

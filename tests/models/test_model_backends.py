@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from proctor.core.registry import Registry, backend_of, registry, split_model_spec
 from tests.conftest import REPO
 
 
+@pytest.mark.fast
 def test_the_built_in_backends_are_registered_with_their_capabilities():
     backends = registry().model_backends
     assert {"hf", "hf-vision", "vllm", "openai", "steer"} <= set(backends)
@@ -29,6 +32,7 @@ def test_the_built_in_backends_are_registered_with_their_capabilities():
     assert split_model_spec("steer:a.py:NAME") == ("steer", "a.py:NAME")
 
 
+@pytest.mark.fast
 def test_a_plug_ins_backend_is_found_the_same_way():
     own = Registry()
     own.add_model_backend("mine", lambda rest, **options: rest, server=True)

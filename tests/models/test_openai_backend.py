@@ -81,6 +81,7 @@ def test_generation_equals_hf_backend(server, tiny_model, tiny_model_dir):
     assert [g.completion_tokens for g in got] == [w.completion_tokens for w in want]
 
 
+@pytest.mark.fast
 def test_stop_strings_trimmed_and_chat_prompts_round_trip():
     assert trim_at_stop("Paris\nQ: next", ["\n"]) == ("Paris", True)
     assert trim_at_stop("Paris", ["\n", ""]) == ("Paris", False)
@@ -89,6 +90,7 @@ def test_stop_strings_trimmed_and_chat_prompts_round_trip():
     assert decode_chat(model.apply_chat_template(messages)) == messages
 
 
+@pytest.mark.fast
 def test_letter_extraction_and_seeded_shuffle():
     assert extract_letter("B", 4) == 1
     assert extract_letter(" (C) because", 4) == 2

@@ -116,6 +116,7 @@ def test_a_wrong_scoring_reply_is_one_error_naming_server_request_and_field(faul
     assert len(sent) == 1  # not retried, and not sent again one prompt at a time
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "fault, endpoint, says",
     [
@@ -195,6 +196,7 @@ def test_a_transport_fault_in_the_self_check_is_an_error_not_a_fallback(tmp_path
     assert proxy.counts["500"] == 2
 
 
+@pytest.mark.fast
 def test_a_passed_self_check_is_recorded(tmp_path):
     with ToyLogprobServer() as srv:
         result = evaluate([quiz(tmp_path / "tasks")], toy_model(srv.url), output_dir=tmp_path / "run", export=False)

@@ -11,6 +11,7 @@ from proctor.models.hf import HFModel
 from proctor.models.packing import ScoringItem, pack
 
 
+@pytest.mark.fast
 def test_choices_of_one_question_share_their_context():
     context = (1, 2, 3, 4)
     items = [ScoringItem(context + choice, len(choice)) for choice in [(7,), (8, 9), (8, 10, 11)]]
@@ -24,6 +25,7 @@ def test_choices_of_one_question_share_their_context():
     assert by_item[2] == ([3, 4, 5], [8, 10, 11])
 
 
+@pytest.mark.fast
 def test_attention_mask_is_each_sequence_alone():
     items = [ScoringItem((1, 2, 5, 6), 2), ScoringItem((1, 2, 7, 8), 2), ScoringItem((3, 4), 1)]
     (row,) = pack(items, budget=100)
@@ -35,6 +37,7 @@ def test_attention_mask_is_each_sequence_alone():
     assert row.depths == [0, 1, 2, 2, 0]
 
 
+@pytest.mark.fast
 def test_rows_respect_the_budget_and_ignore_order():
     rng = random.Random(0)
     items = [
@@ -50,6 +53,7 @@ def test_rows_respect_the_budget_and_ignore_order():
     assert [r.tokens for r in rows] == [r.tokens for r in rows_shuffled]
 
 
+@pytest.mark.fast
 def test_an_item_longer_than_the_budget_gets_its_own_row():
     items = [ScoringItem(tuple(range(100)), 3), ScoringItem((1, 2, 3), 1)]
     rows = pack(items, budget=10)

@@ -96,6 +96,7 @@ def _expected_accuracy(prefix: str) -> float:
     return right / len(QUIZ.splitlines())
 
 
+@pytest.mark.fast
 def test_an_installed_dialect_runs_through_evaluate(quiz_plugin, tmp_path):
     from proctor.api import evaluate, load_tasks
     from proctor.core.registry import registry
@@ -160,6 +161,7 @@ def test_an_installed_dialect_adds_its_cli_options(quiz_plugin, tmp_path):
     assert ran.returncode == 2 and "--quiz-prefix" in ran.stderr and "quiz tasks only" in ran.stderr, ran.stderr
 
 
+@pytest.mark.fast
 def test_a_built_in_dialects_option_without_its_tasks_is_refused_by_its_flag(tmp_path):
     """The use-case dialect's --use-case-metric with only a native task selected would be ignored: refused,
     naming it."""

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 DIALECTS = ("aisteer", "glm", "lmeval", "native", "probsem", "seahelm")
@@ -49,6 +51,7 @@ def dialects_in(modules: set[str]) -> set[str]:
     return {m.split(".")[2] for m in modules if m.startswith("proctor.dialects.")}
 
 
+@pytest.mark.fast
 def test_a_native_validate_imports_only_the_native_dialect(tmp_path):
     modules = imported_by("validate", "examples/quickstart/tasks.yaml", cwd=REPO, tmp_path=tmp_path)
     assert dialects_in(modules) == {"native"}

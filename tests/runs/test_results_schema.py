@@ -30,6 +30,7 @@ def _validated(run_dir: Path) -> Results:
     return check_results_json((run_dir / "results.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.fast
 def test_native_results_with_groups_validate(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=4)
     result = evaluate([tasks], FakeModel(), output_dir=tmp_path / "run", export=False)
@@ -40,6 +41,7 @@ def test_native_results_with_groups_validate(tmp_path):
     assert isinstance(task.metrics["acc"], MetricEntry) and task.requests.type == "loglikelihood"
 
 
+@pytest.mark.fast
 def test_probsem_results_with_exports_and_unscored_metrics_validate(tmp_path):
     folder = tmp_path / "inputs"
     shutil.copytree(shared_path("examples", "probsem", "inputs"), folder)
@@ -47,6 +49,7 @@ def test_probsem_results_with_exports_and_unscored_metrics_validate(tmp_path):
     assert saved.tasks["test_A"].exports and saved.tasks["test_B"].metrics["distribution_acc"].n_unscored == 1
 
 
+@pytest.mark.fast
 def test_glm_results_with_breakdowns_validate(tmp_path):
     yaml_path = EXAMPLES / "glm130b" / "lambada_style" / "lambada_style.yaml"
     saved = _validated(
@@ -63,6 +66,7 @@ def test_glm_results_with_breakdowns_validate(tmp_path):
     assert task.data.fallback and saved.warnings  # no --data-path: the YAML's folder, said in a warning
 
 
+@pytest.mark.fast
 def test_seahelm_results_with_bootstrap_and_rollup_validate(tmp_path):
     data = shared_path("data", "nusax_senti").parent  # the example's data, given as the run's data folder
     folder = EXAMPLES / "seahelm" / "seahelm_tasks" / "nlu" / "nusax_sentiment"
@@ -119,6 +123,7 @@ def test_use_case_results_validate(tiny_model, tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_the_writer_refuses_results_that_do_not_match_and_keeps_the_last_good_file(tmp_path):
     writer = RunWriter(tmp_path / "run")
     good = json.loads(

@@ -27,6 +27,7 @@ RESULTS = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("result", RESULTS, ids=lambda r: type(r).__name__)
 def test_results_round_trip_exactly(result):
     assert decode_result(encode_result(result)) == result
@@ -63,6 +64,7 @@ def test_every_request_field_changes_the_key(request_):
     assert request_hash(request_) == key
 
 
+@pytest.mark.fast
 def test_request_type_is_part_of_the_key():
     @dataclasses.dataclass(frozen=True)
     class Other:
@@ -73,6 +75,7 @@ def test_request_type_is_part_of_the_key():
     assert request_hash(Other("a", "b")) != request_hash(LoglikelihoodRequest("a", "b"))
 
 
+@pytest.mark.fast
 def test_store_is_wal_and_keyed_by_model(tmp_path):
     store = ResponseStore(tmp_path / "s.sqlite")
     assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -86,6 +89,7 @@ def test_store_is_wal_and_keyed_by_model(tmp_path):
     store.close()
 
 
+@pytest.mark.fast
 def test_a_failed_batch_write_leaves_nothing_behind(tmp_path):
     store = ResponseStore(tmp_path / "s.sqlite")
     model = store.register_model({"model": "a"})
@@ -102,6 +106,7 @@ def test_a_failed_batch_write_leaves_nothing_behind(tmp_path):
     store.close()
 
 
+@pytest.mark.fast
 def test_shared_cache_serves_a_second_run_and_never_another_model(tmp_path, monkeypatch):
     tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=4)
     cache = tmp_path / "cache"
@@ -124,6 +129,7 @@ def test_shared_cache_serves_a_second_run_and_never_another_model(tmp_path, monk
     assert no_cache.calls
 
 
+@pytest.mark.fast
 def test_generation_settings_are_part_of_the_cache_key(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=5)
     cache = tmp_path / "cache"
@@ -135,6 +141,7 @@ def test_generation_settings_are_part_of_the_cache_key(tmp_path):
     assert [(kind, n) for kind, n in model.calls] == [("generate", 4), ("generate", 1)]
 
 
+@pytest.mark.fast
 def test_chunks_follow_the_batch_size_and_can_be_set(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=5, n_gen=2)
     # A chunk reaches its size, then runs on to the end of its question (4 choices share a

@@ -37,6 +37,7 @@ def _minimal(**more) -> TaskResult:
     )
 
 
+@pytest.mark.fast
 def test_fields_set_are_written_in_the_listed_order_and_numbers_keep_their_type():
     result = _minimal()
     result.add_warning("first")
@@ -68,6 +69,7 @@ def test_fields_set_are_written_in_the_listed_order_and_numbers_keep_their_type(
     assert entry["changes"] is None and "mc_format" not in entry  # set to None is written; never set is not
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "field, value, where",
     [

@@ -13,6 +13,8 @@ from proctor.scoring.metrics import get_metric
 from proctor.scoring.stats import cluster_stderr, mean_stderr
 from tests.support.passages import boolq_rows
 
+pytestmark = pytest.mark.fast
+
 sm = pytest.importorskip("statsmodels.api")
 
 

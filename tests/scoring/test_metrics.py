@@ -13,6 +13,8 @@ from proctor.scoring.metrics import METRICS, get_metric, mean_stderr
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.text import normalize_answer, token_f1
 
+pytestmark = pytest.mark.fast
+
 
 def choice(logprobs, n_tokens, lengths, gold):
     return ChoiceOutcome(

@@ -11,6 +11,8 @@ import pytest
 from proctor.scoring.power import minimum_detectable_effect, paired_difference, samples_needed, z_value
 from proctor.scoring.stats import cluster_stderr
 
+pytestmark = pytest.mark.fast
+
 Z_975, Z_80 = 1.959963984540054, 0.8416212335729143
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from proctor.scoring import stats
 
+pytestmark = pytest.mark.fast
+
 VALUES = [0.25, 1.0, 0.0, 0.75, 0.5, 1.0, 0.125]
 
 

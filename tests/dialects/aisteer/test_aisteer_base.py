@@ -52,6 +52,7 @@ def test_extra_kwargs_become_attributes_and_data_loads_from_jsonl(tmp_path):
     assert Echo(json_path).evaluation_data == [{"id": 1, "text": "a"}]
 
 
+@pytest.mark.fast
 def test_construction_rules():
     with pytest.raises(TypeError, match="__init__"):
 
@@ -88,6 +89,7 @@ def test_validation_runs_on_rows_beyond_num_samples():
         Echo([{"id": 1, "text": "a"}, {"id": 2, "text": "b"}, {"id": 3}], num_samples=1)
 
 
+@pytest.mark.fast
 def test_commonsense_validation_names_row():
     bad = dict(ROWS[1], answer="not there")
     with pytest.raises(UseCaseDataError, match=r"row 2 \(id 'r1'\): 'answer' 'not there' is not one of the choices"):
@@ -109,6 +111,7 @@ def test_seeded_shuffles_are_reproducible_and_per_row():
         assert shown[LETTERS.index(item["reference_answer"])] == row["answer"]
 
 
+@pytest.mark.fast
 def test_parse_letter():
     assert parse_letter("assistant: B") == "B"
     assert parse_letter("The answer is c.") == "C"
@@ -128,6 +131,7 @@ def test_runtime_overrides_follow_ids_not_positions():
         resolve_overrides({"Ctl": {"text": "nope"}}, items, case.evaluation_data)
 
 
+@pytest.mark.fast
 def test_ifeval_strict_checks():
     assert follows("hello world", "punctuation:no_comma", {})
     assert not follows("hello, world", "punctuation:no_comma", {})

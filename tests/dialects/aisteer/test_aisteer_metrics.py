@@ -12,6 +12,8 @@ from proctor import Metric
 from proctor.dialects.aisteer import MCQAAccuracy, MCQACalibration, MCQAPositionalBias
 from tests.support.aisteer_reference import independent_accuracy, independent_bias
 
+pytestmark = pytest.mark.fast
+
 # The reference's toy example (seed-systems.md §3).
 RESP = ["A", "B", "A", None, "C", "A"]
 REF = ["A", "A", "A", "B", "C", "C"]

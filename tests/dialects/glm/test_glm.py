@@ -38,6 +38,7 @@ def records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.fast
 def test_example_yamls_parse():
     folder = shared_path("examples", "glm130b")
     tasks = {t.name: t for t in load_tasks([folder])}
@@ -75,6 +76,7 @@ def test_example_yamls_parse():
     assert tasks["MMLU"].spec.handler.options.roots[0] == "${DATA_PATH}/MMLU"
 
 
+@pytest.mark.fast
 def test_missing_module_fails_at_prepare_with_file_and_field(tmp_path):
     write_jsonl(tmp_path / "d" / "p1" / "test.jsonl", [{"inputs_pretokenized": "x", "targets_pretokenized": ["y"]}])
     path = write(
@@ -208,6 +210,7 @@ def test_gen_example_data_runs_with_glm_em_f1(tiny_model, tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_glm_em_f1_rules():
     from proctor.dialects.glm.registered_metrics import glm_exact_match, glm_f1
     from proctor.scoring.metrics import get_metric
@@ -271,6 +274,7 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
     assert record["n_tokens"] == n and record["logprob"] == pytest.approx(total, abs=1e-3)
 
 
+@pytest.mark.fast
 def test_unknown_metric_is_an_error_and_plugins_extend_the_registry(tmp_path, mul_data):
     yaml_path = write(
         tmp_path / "t.yaml",
@@ -317,6 +321,7 @@ def test_lambada_style_example_with_custom_class(tiny_model, tmp_path):
         assert record["metrics"]["Accuracy"] == 100.0 * (record["generation"] == record["target"][0])
 
 
+@pytest.mark.fast
 def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
     write(
         tmp_path / "tasks" / "glm" / "custom" / "rules.py",
@@ -365,6 +370,7 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
         prepare_task(task, {"DATA_PATH": str(mul_data)})
 
 
+@pytest.mark.fast
 def test_left_truncation_to_max_seq_length(tiny_model):
     from proctor.core.model_requests import LoglikelihoodRequest
     from proctor.models.packing import ScoringItem as _ScoringItem
@@ -391,6 +397,7 @@ BAD_YAMLS = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text,field,words", BAD_YAMLS, ids=[b[1] for b in BAD_YAMLS])
 def test_bad_glm_yaml_names_file_and_field(tmp_path, text, field, words):
     path = tmp_path / "t.yaml"

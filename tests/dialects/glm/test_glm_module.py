@@ -668,6 +668,7 @@ def test_lambada_style_greedy_equals_direct_decoding(glm_repo, tiny_model, refer
     )
 
 
+@pytest.mark.fast
 def test_glm_class_needs_a_local_model_and_says_so(glm_repo, tmp_path):
     from proctor.core.errors import ProctorError
     from tests.support.fakes import FakeModel

@@ -121,6 +121,7 @@ def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path
     assert "split 'test'" in str(err.value) and "example/quiz" in str(err.value)
 
 
+@pytest.mark.fast
 def test_mapping_file_and_keys(tmp_path):
     (tmp_path / "copies").mkdir()
     (tmp_path / "copies" / "rows.csv").write_text("question,answer\nq1,a1\nq2,a2\n")
@@ -137,6 +138,7 @@ def test_mapping_file_and_keys(tmp_path):
         data_map.parse_key("a:b:c:d")
 
 
+@pytest.mark.fast
 def test_unsupported_keys_name_file_key_and_task(tmp_path):
     (tmp_path / "pic.yaml").write_text(
         "task: pictures\ndataset_path: x/y\noutput_type: generate_until\ndoc_to_text: q\n"

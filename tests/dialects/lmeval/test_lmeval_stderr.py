@@ -23,6 +23,7 @@ def _one_process(monkeypatch):
     )  # lm-eval's bootstrap in this process (the same resamples as its pool's)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("n", [1, 2, 7, 1001])
 def test_resamples_are_pythons_choices(n):
     rng = random.Random(3)

@@ -13,6 +13,8 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.templates import compile_expression
 from proctor.engine.prepare import prepare_task
 
+pytestmark = pytest.mark.fast
+
 ROWS = [
     {"id": "a", "question": "2+2?", "choices": ["3", "4"], "label": 1},
     {"id": "b", "question": "1+1?", "choices": ["2", "5"], "label": 0},

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 DEV = [{"q": f"dev question {i}?", "options": ["yes", "no"], "label": i % 2} for i in range(5)]
 TEST = [{"q": f"test question {i}?", "options": ["yes", "no"], "label": 0} for i in range(4)]
 
@@ -55,6 +57,7 @@ def test_a_dev_file_of_exactly_count_rows_gives_every_sample_all_of_them(tiny_mo
     assert math.isclose(acc, sum(s["metrics"]["acc"] for s in samples) / 4)
 
 
+@pytest.mark.fast
 def test_the_tasks_own_data_never_shows_a_sample_itself(tmp_path):
     from proctor import load_tasks
     from proctor.engine.prepare import prepare_task

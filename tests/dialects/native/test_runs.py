@@ -47,6 +47,7 @@ def test_quickstart_run_folder(tiny_model, tmp_path):
     assert result.metric("quickstart_science_mc", "acc") == mc["metrics"]["acc"]["value"]
 
 
+@pytest.mark.fast
 def test_fewshot_choice_does_not_depend_on_other_samples():
     (task,) = load_tasks([EXAMPLES / "quickstart"], select=["quickstart_short_answers"])
     full = prepare_task(task, {})
@@ -63,6 +64,7 @@ def write_task(folder: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.fast
 def test_content_hash_follows_template_and_data(tmp_path):
     (tmp_path / "d.jsonl").write_text('{"q": "a", "c": ["x", "y"], "t": 0}\n')
     base = """

@@ -75,6 +75,7 @@ def records_by_task(run_dir: Path) -> dict[str, list[dict]]:
     return out
 
 
+@pytest.mark.fast
 def test_discovery_by_probsem_naming(inputs):
     assert [t.name for t in load_tasks([inputs])] == ["test_A", "test_B"]
     assert [t.name for t in load_tasks([inputs / "test.txt"])] == ["test_A", "test_B"]
@@ -84,6 +85,7 @@ def test_discovery_by_probsem_naming(inputs):
     assert [t.name for t in load_tasks([inputs, inputs / "test_A.json"])] == ["test_A", "test_B"]
 
 
+@pytest.mark.fast
 def test_prompts_join_as_probsem_does(inputs):
     (task_a, _) = load_tasks([inputs])
     prepared = prepare_task(task_a, {})
@@ -149,6 +151,7 @@ def test_accuracy_counts_unscored_contexts(inputs, tiny_model, tmp_path):
     }
 
 
+@pytest.mark.fast
 def test_ties_count_as_correct():
     from proctor.scoring.metrics import get_metric
     from proctor.scoring.outcomes import ChoiceOutcome
@@ -250,6 +253,7 @@ BAD_SUITES = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("suite,field,words", BAD_SUITES, ids=[b[2] for b in BAD_SUITES])
 def test_bad_suite_names_file_and_field(tmp_path, suite, field, words):
     (tmp_path / "p.txt").write_text("prompt", encoding="utf-8")
@@ -261,6 +265,7 @@ def test_bad_suite_names_file_and_field(tmp_path, suite, field, words):
     assert str(path) in str(info.value)
 
 
+@pytest.mark.fast
 def test_non_json_suite_names_file_and_line(tmp_path):
     (tmp_path / "p.txt").write_text("prompt", encoding="utf-8")
     path = tmp_path / "p_bad.json"
@@ -270,6 +275,7 @@ def test_non_json_suite_names_file_and_line(tmp_path):
     assert "not valid JSON" in str(info.value) and info.value.line == 3 and str(path) in str(info.value)
 
 
+@pytest.mark.fast
 def test_suite_without_prompt_and_prompt_without_suites(tmp_path):
     orphan = tmp_path / "x_y.json"
     orphan.write_text("{}", encoding="utf-8")
@@ -281,6 +287,7 @@ def test_suite_without_prompt_and_prompt_without_suites(tmp_path):
         load_tasks([lonely])
 
 
+@pytest.mark.fast
 def test_longest_prompt_prefix_owns_a_suite(tmp_path):
     good = {"pretext": "", "context": [{"text": "t", "expected": 0}], "posttext": "", "queries": ["a"]}
     for name in ("a.txt", "a_b.txt"):

@@ -46,6 +46,7 @@ def _seahelm_logprob_metric(cumulative_logprobs: list) -> dict:
     }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("values", [[-0.1, None, -2.3, float("nan"), -0.7], [None, -0.4], [None, None, None]])
 def test_logprob_summary_is_seahelms_formula(values):
     got, want = logprob_summary(values), _seahelm_logprob_metric(values)

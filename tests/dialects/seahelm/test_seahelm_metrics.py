@@ -14,6 +14,8 @@ from proctor.dialects.seahelm.judges import CriteriaJudgeMetric, PairwiseLLMJudg
 from proctor.dialects.seahelm.task_config import TaskConfig
 from tests.conftest import shared_path
 
+pytestmark = pytest.mark.fast
+
 
 def test_balanced_accuracy_and_macro_f1_match_sklearn():
     sk = pytest.importorskip("sklearn.metrics")
