@@ -37,6 +37,8 @@ class ProbsemDialect(Dialect[ProbsemOptions]):
 def register(registry: Registry) -> None:
     registry.add_dialect(ProbsemDialect())
     registry.add_task_handler(
-        "probsem.cogsci2023", "proctor.dialects.probsem.cogsci:CogSci2023Task", "proctor.core.dialect:NoOptions"
+        "probsem.cogsci2023",
+        "proctor.dialects.probsem.cogsci:CogSci2023Task",
+        "proctor.dialects.probsem.task_options:CogSci2023Options",
     )
     registry.add_exporter("choices_csv", lazy("proctor.dialects.probsem.exports:choices_csv"))

@@ -19,12 +19,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from proctor.core.dialect import NoOptions
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8
 from proctor.dialects.probsem.options import ProbsemOptions
+from proctor.dialects.probsem.task_options import CogSci2023Options
 
 log = logging.getLogger(__name__)
 
@@ -187,27 +187,23 @@ def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
 
 
 def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
+    """A spec of its own: the suite's contexts are the data, its prompt, premise, query and programs the handler's
+    options; the handler gives each context's prompt and choices (``cogsci.CogSci2023Task``)."""
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
-    constants = {
-        "_probsem_prompt": decode_utf8(prompt),
-        "_probsem_premise": suite["premise"],
-        "_probsem_query": suite["query"],
-        "_probsem_programs": list(suite["programs"]),
-    }
+    options = CogSci2023Options(
+        prompt=decode_utf8(prompt), premise=suite["premise"], query=suite["query"], programs=tuple(suite["programs"])
+    )
     spec = TaskSpec(
         name=path.stem,
         kind="multiple_choice",
         description=f"probsem (CogSci2023 format) suite '{suite_name}' of prompt '{prompt_name}'",
-        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context", constants=constants)],
-        prompt="{{ _probsem_prompt }}\n{{ text }}",
-        choices="{{ _probsem_programs }}",
-        target="{{ expected }}",
+        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context")],
         target_delimiter="",
         unscored_target=-1,
         choice_normalization="sqrt_tokens",  # the branch's Model.score(normalize=True): logp / sqrt(n)
         metrics=[MetricSpec(name="distribution_acc")],
-        handler=HandlerSpec(name="probsem.cogsci2023", options=NoOptions()),
+        handler=HandlerSpec(name="probsem.cogsci2023", options=options),
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 
