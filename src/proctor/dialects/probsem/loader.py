@@ -1,4 +1,4 @@
-"""probsem test suites: ``<prompt>.txt`` + ``<prompt>_<suite>.json``, one proctor task per suite.
+"""probsem test suites read into tasks: ``<prompt>.txt`` + ``<prompt>_<suite>.json``, one proctor task per suite.
 
 Scoring follows probsem (reference §1): every context of a suite is a sample, every query a choice.
 The text scored is ``"\\n".join([prompt, text, query])`` where ``text`` joins the non-empty pretext,

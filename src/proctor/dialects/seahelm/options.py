@@ -147,8 +147,8 @@ class SeaHelmOptions(BaseOptions):
     )
     seahelm_strict: bool = False  # unavailable data is an error rather than a skipped task (Python API)
     # what loading shares, set by ``options_for``: one judge for every file, the path the user named
-    # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; a declaration imports
-    # no dialect module, not even for its type (the layers contract)
+    # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; this leaf imports only
+    # core, not even judge_step for its type (the declaration imports it on every run)
     _judge_source: Any = PrivateAttr(None)
     _given: Optional[str] = PrivateAttr(None)
 
