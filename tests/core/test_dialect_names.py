@@ -17,14 +17,15 @@ from proctor.core.registry import Registry, registry
 from tests.conftest import REPO
 from tests.support.cli_runs import QUESTIONS, jsonl, proctor, results, samples, write
 
-PLUGINS = REPO / "src" / "proctor" / "plugins"
+DIALECTS = REPO / "src" / "proctor" / "dialects"
 
 
 def test_every_built_in_dialect_is_named_as_its_package():
     """Each dialect's id is its package's and declaration's name (lm-eval keeps the tool's hyphen)."""
     names = {d.name.replace("-", "") for d in registry().ordered_dialects()}
-    packages = {p.name for p in (REPO / "src" / "proctor" / "dialects").iterdir() if (p / "__init__.py").exists()}
-    declarations = {p.stem for p in PLUGINS.glob("*.py") if p.stem not in ("__init__", "backends")}
+    packages = {p.name for p in DIALECTS.iterdir() if (p / "__init__.py").exists()}
+    declarations = {type(d).__module__.split(".")[2] for d in registry().ordered_dialects()}
+    assert {p.parent.name for p in DIALECTS.glob("*/declaration.py")} == declarations
     assert names == packages == declarations == {"native", "probsem", "glm", "seahelm", "lmeval", "aisteer"}
 
 

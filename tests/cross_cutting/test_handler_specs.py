@@ -66,7 +66,7 @@ def _handler_tasks(tmp_path: Path) -> dict[str, list]:
 
 def _placeholders(spec: TaskSpec) -> list[str]:
     """Fields the templates read that only a handler could make: ``_name`` fields the task's data does not
-    define (probsem's ``_probsem_prompt`` is a data constant of its spec: a real template)."""
+    define."""
     defined = {name for data in spec.data for name in (*data.constants, *data.fields)}
     values = []
     for name in TEMPLATE_FIELDS:
@@ -87,6 +87,9 @@ def test_handler_tasks_name_their_handler_with_typed_options_and_no_placeholder_
                 task.name,
             )
             assert not _placeholders(task.spec), (dialect, task.name, _placeholders(task.spec))
+            # no templates at all, nor data constants standing in for them (probsem's CogSci2023 suites once had both)
+            assert [f for f in TEMPLATE_FIELDS if getattr(task.spec, f) is not None] == [], (dialect, task.name)
+            assert not any(data.constants for data in task.spec.data), (dialect, task.name)
             assert task.spec.task_options == {}, (dialect, task.name)  # task_options is for a task file's own class
 
 

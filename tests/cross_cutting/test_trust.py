@@ -134,7 +134,7 @@ def test_a_use_case_file_inside_a_folder_is_not_imported(tmp_path, monkeypatch):
 def test_the_use_case_dialect_refuses_a_file_it_was_not_named(tmp_path):
     """The dialect's own rule, should a folder ever hand it a .py file: consent first."""
     from proctor.core.errors import TaskDefinitionError
-    from proctor.plugins.aisteer import AISteerDialect
+    from proctor.dialects.aisteer.declaration import AISteerDialect
 
     (tmp_path / "uc.py").write_text(
         "import pathlib\npathlib.Path(__file__).with_name('PWNED').write_text('ran')\n" + USECASE

@@ -1,230 +1,74 @@
 """The one registry: what dialects and other plug-ins contribute to the layers above ``core``.
 
-A plug-in is a module with a ``register(registry)`` function. The built-in ones are the modules of
-``proctor.plugins`` (found by scanning that namespace, so adding a dialect touches no core file);
-installed packages add theirs under the ``proctor.plugins`` entry-point group. The registry is built
-once, on first use, by calling each ``register`` in turn: importing a plug-in module registers nothing
-by itself.
+A plug-in is a module with a ``register(registry)`` function (``core/contributions.py``: the ``Registry`` and
+what may be added to it). The built-in ones are declarations, each a leaf module that imports only ``core``:
 
-A built-in plug-in module is a declaration: names, options, which files its dialect claims (by suffix,
-key or a look at the file) and what else it adds. It imports no dialect package: each method that needs
-the dialect imports it then (``proctor.dialects.<name>``), so a run imports only the dialects whose files
-it reads.
+- ``proctor.dialects.<name>.declaration``, one per dialect package, found by scanning ``proctor.dialects``
+  (adding a dialect touches no core file);
+- ``proctor.models.declaration``, the built-in model backends (``hf``, ``hf-vision``, ``vllm``, ``openai``).
 
-What can be registered: dialects (``core.dialect.Dialect``), the task handlers their tasks run
-through (``core.task_spec.HandlerSpec``), model backends by ``--model`` prefix (the
-built-in ones too: ``proctor.plugins.backends``), task exporters (a spec's ``exports:``), roll-up rules
-(group scores that are not a mean), and modules whose import registers metrics
-(``scoring.metrics.register_metric``; with the names they register, imported only when one of those is
-looked up), metric resolvers (names made up per task), and audit rules (``core/audit.py``).
+Installed packages add theirs under the ``proctor.plugins`` entry-point group (the name kept from when the built-in
+declarations were the modules of a ``proctor.plugins`` package). The registry is built once, on first use, by
+calling each ``register`` in turn: importing a declaration registers nothing by itself.
+
+A declaration names its dialect, its options, which files it claims (by suffix, key or a look at the file) and
+what else it adds; it names its implementation by ``"module:attr"`` references (``core/references.py``),
+imported when a file of its dialect is read, so a run imports only the dialects whose files it reads.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
 import pkgutil
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Callable, Iterable
 
-from pydantic import BaseModel
+from proctor.core.contributions import (
+    DEFAULT_BACKEND,
+    Exporter,
+    ModelBackend,
+    ModelCheck,
+    ModelIdentity,
+    ModelLoader,
+    Registry,
+    TaskHandler,
+    split_model_spec,
+)
 
-from proctor.core.audit import AuditRule
+__all__ = [
+    "DEFAULT_BACKEND",
+    "Exporter",
+    "ModelBackend",
+    "ModelCheck",
+    "ModelIdentity",
+    "ModelLoader",
+    "Registry",
+    "TaskHandler",
+    "backend_of",
+    "builtin_declarations",
+    "registry",
+    "split_model_spec",
+]
 
-if TYPE_CHECKING:
-    from proctor.core.dialect import Dialect
-
-log = logging.getLogger(__name__)
-
-PLUGIN_NAMESPACE = "proctor.plugins"  # the namespace scanned for built-in plug-ins
-ENTRY_POINT_GROUP = "proctor.plugins"
-
-
-@dataclass(frozen=True)
-class TaskHandler:
-    """A dialect's task handler, registered by name: the class and its options model as
-    ``module:Name`` references, imported when a task of it is read back or run (not at registration)."""
-
-    name: str
-    handler: str  # "package.module:Class", a ``kinds.custom.CustomTask`` subclass
-    options: str  # "package.module:Model", the pydantic model of ``HandlerSpec.options``
-
-    def handler_class(self) -> type:
-        found = _resolve(self.handler)
-        if not isinstance(found, type):
-            raise ValueError(f"task handler '{self.name}': {self.handler} is not a class")
-        return found
-
-    def options_model(self) -> type[BaseModel]:
-        found = _resolve(self.options)
-        if not (isinstance(found, type) and issubclass(found, BaseModel)):
-            raise ValueError(f"task handler '{self.name}': {self.options} is not a pydantic model")
-        return found
-
-
-def _resolve(reference: str) -> Any:
-    module, _, name = reference.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-ModelLoader = Callable[..., Any]  # (rest of the --model string, **options) -> Model
-# (rest of the --model string, options) -> the option names the backend takes (None: not checked);
-# raises ModelLoadError for a reference that cannot load. Run before anything loads.
-ModelCheck = Callable[[str, dict[str, Any]], "set[str] | None"]
-# (rest of the --model string, options) -> the fields of the model's fingerprint that are known without loading it
-# (a local folder's path and content digest), or None: a resumed run's folder is compared with them before loading.
-ModelIdentity = Callable[[str, dict[str, Any]], "dict[str, Any] | None"]
-Exporter = Callable[..., list[str]]  # (prepared, outcome, run_dir, model_name, **options) -> files written
-
-DEFAULT_BACKEND = "hf"  # a --model without a prefix: a Hugging Face folder or hub id, or the embedded default
-
-
-def split_model_spec(spec: str) -> tuple[str, str]:
-    """A ``--model`` string as (backend prefix, the rest): ``vllm:org/name`` -> ("vllm", "org/name"); no prefix
-    (or a Windows drive letter) -> the default backend and the whole string."""
-    prefix, _, rest = spec.partition(":")
-    if not rest or len(prefix) == 1:
-        prefix, rest = DEFAULT_BACKEND, spec
-    return prefix, rest
-
-
-@dataclass(frozen=True)
-class ModelBackend:
-    """A registered ``--model PREFIX:`` backend: how it loads, how its options are vetted, and what it is.
-
-    The capabilities let other modules ask about a model string (``Registry.backend_of``) instead of
-    matching prefixes themselves."""
-
-    prefix: str
-    loader: ModelLoader
-    check: ModelCheck | None = None
-    identity: ModelIdentity | None = None
-    server: bool = False  # served over HTTP at --base-url: takes base_url / api_key_env, none of dtype, device, ...
-    tensor_parallel: bool = False  # a replica's --gpus-per-worker become its tensor_parallel_size
-    hub_models: bool = False  # the rest may be a Hugging Face hub id, looked up on the hub before loading
-    tokenizer_folder: bool = False  # the rest is a local folder (or the embedded default) holding the tokenizer
-    # whether the model the rest names takes images, as far as is known before it loads (None: not known then)
-    images: Callable[[str], bool | None] | None = None
-
-
-@dataclass
-class Registry:
-    dialects: dict[str, "Dialect[Any]"] = field(default_factory=dict)
-    model_backends: dict[str, ModelBackend] = field(default_factory=dict)
-    exporters: dict[str, Exporter] = field(default_factory=dict)
-    rollup_rules: list[Any] = field(default_factory=list)
-    metric_modules: list[str] = field(default_factory=list)
-    metric_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # module -> the names it registers
-    metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
-    task_handlers: dict[str, TaskHandler] = field(default_factory=dict)
-    audit_rules: dict[str, AuditRule] = field(default_factory=dict)  # a plug-in's, beside the built-in ones
-
-    # -- registration (called from plug-ins' register functions)
-    def add_dialect(self, dialect: "Dialect[Any]") -> None:
-        taken = {name for d in self.dialects.values() for name in (d.name, *d.former_names)}
-        for name in (dialect.name, *dialect.former_names):
-            if name in taken:
-                raise ValueError(f"dialect '{name}' is registered twice")
-        self.dialects[dialect.name] = dialect
-
-    def add_task_handler(self, name: str, handler: str, options: str) -> None:
-        """Tasks whose spec names ``handler: {name: NAME}`` run through ``handler`` ("module:Class"), with
-        options validated by ``options`` ("module:Model")."""
-        if name in self.task_handlers:
-            raise ValueError(f"task handler '{name}' is registered twice")
-        self.task_handlers[name] = TaskHandler(name, handler, options)
-
-    def task_handler(self, name: str) -> TaskHandler:
-        try:
-            return self.task_handlers[name]
-        except KeyError:
-            known = ", ".join(sorted(self.task_handlers)) or "none"
-            raise ValueError(f"no task handler '{name}' is registered (registered: {known})") from None
-
-    def add_model_backend(
-        self,
-        prefix: str,
-        loader: ModelLoader,
-        check: ModelCheck | None = None,
-        *,
-        identity: ModelIdentity | None = None,
-        server: bool = False,
-        tensor_parallel: bool = False,
-        hub_models: bool = False,
-        tokenizer_folder: bool = False,
-        images: Callable[[str], bool | None] | None = None,
-    ) -> None:
-        """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
-        tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
-        capabilities (``ModelBackend``); a plug-in's backend usually has none."""
-        self.model_backends[prefix] = ModelBackend(
-            prefix,
-            loader,
-            check,
-            identity,
-            server=server,
-            tensor_parallel=tensor_parallel,
-            hub_models=hub_models,
-            tokenizer_folder=tokenizer_folder,
-            images=images,
-        )
-
-    def add_exporter(self, name: str, exporter: Exporter) -> None:
-        self.exporters[name] = exporter
-
-    def add_rollup_rule(self, rule: Any) -> None:
-        self.rollup_rules.append(rule)
-
-    def add_audit_rule(self, rule: AuditRule) -> None:
-        """A check the audit stage runs over every prepared task (``core/audit.py``), beside the built-in ones."""
-        if not isinstance(rule, AuditRule):
-            raise TypeError(f"add_audit_rule takes a proctor.core.audit.AuditRule, got {type(rule).__name__}")
-        if rule.id in self.audit_rules:
-            raise ValueError(f"audit rule '{rule.id}' is registered twice")
-        self.audit_rules[rule.id] = rule
-
-    def add_metric_resolver(self, resolver: Callable[[str], Any]) -> None:
-        """``resolver(name) -> MetricDef | None`` for names a plug-in makes up per task (lm-eval's
-        ``metric,filter`` keys): asked, without storing anything, when no registered metric has the name."""
-        self.metric_resolvers.append(resolver)
-
-    def add_metric_module(self, module: str, names: Iterable[str] | None = None) -> None:
-        """A module whose import registers metrics: with ``names`` (those it registers), imported when one of
-        them is first looked up or registered, or all metrics are listed; without, on the first lookup."""
-        self.metric_modules.append(module)
-        if names is not None:
-            self.metric_names[module] = tuple(names)
-
-    def metric_modules_for(self, name: str | None) -> list[str]:
-        """The metric modules to import before ``name`` is looked up (None: all of them)."""
-        return [
-            m for m in self.metric_modules if name is None or m not in self.metric_names or name in self.metric_names[m]
-        ]
-
-    # -- lookup
-    def ordered_dialects(self) -> list["Dialect[Any]"]:
-        """Dialects in the order they are offered a file (``Dialect.order``, then name)."""
-        return sorted(self.dialects.values(), key=lambda d: (d.order, d.name))
-
-    def dialect(self, name: str) -> "Dialect[Any] | None":
-        """The dialect ``name`` names: its id, or an id it had before (read from an old run folder)."""
-        found = self.dialects.get(name)
-        return found or next((d for d in self.dialects.values() if name in d.former_names), None)
-
-    def backend_of(self, spec: str) -> ModelBackend | None:
-        """The backend a ``--model`` string names (None: no backend has its prefix)."""
-        return self.model_backends.get(split_model_spec(spec)[0])
-
+DIALECTS_PACKAGE = "proctor.dialects"  # each package in it declares its dialect in its ``declaration`` module
+DECLARATION = "declaration"  # the module of a package that declares what the package contributes
+BACKENDS_DECLARATION = "proctor.models.declaration"  # the built-in model backends
+ENTRY_POINT_GROUP = "proctor.plugins"  # installed plug-ins (docs/extending.md)
 
 _REGISTRY: Registry | None = None
 _LOCK = threading.Lock()
 
 
+def builtin_declarations() -> list[str]:
+    """The built-in declaration modules, by name: the backends', then each dialect package's (sorted)."""
+    dialects = importlib.import_module(DIALECTS_PACKAGE)  # its __init__ imports nothing: no dialect loads here
+    packages = sorted(info.name for info in pkgutil.iter_modules(dialects.__path__) if info.ispkg)
+    return [BACKENDS_DECLARATION] + [f"{DIALECTS_PACKAGE}.{name}.{DECLARATION}" for name in packages]
+
+
 def _plugin_modules() -> Iterable[Callable[[Registry], None]]:
-    namespace = importlib.import_module(PLUGIN_NAMESPACE)
-    for info in sorted(pkgutil.iter_modules(namespace.__path__), key=lambda i: i.name):
-        yield importlib.import_module(f"{PLUGIN_NAMESPACE}.{info.name}").register
+    for name in builtin_declarations():
+        yield importlib.import_module(name).register
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):

@@ -146,8 +146,8 @@ def prepare_task(
         # the handler read at most the task's limit: past it, how many rows the data has is not known
         total = len(samples) if spec.limit is None or len(samples) < spec.limit else None
         if isinstance(limit, float) and samples:  # the handler keeps its rows: load again with the count
-            samples = load(min(x for x in (limit_count(limit, len(samples)), spec.limit) if x is not None))
-            limit = None
+            limit = limit_count(limit, len(samples))  # kept, as a handler may give more rows than asked (all of them)
+            samples = load(min(x for x in (limit, spec.limit) if x is not None))
         stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
         if isinstance(handler, ReadsLocalFiles) and handler.local_files():
             stats["files"] = handler.local_files()

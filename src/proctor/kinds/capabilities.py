@@ -78,7 +78,9 @@ class LoadsSamples(Protocol):
 
     Called once in phase one, before any model loads, with the row cap (``--limit`` count or the
     spec's ``limit``; a fraction is resolved by calling again with the count) and the run's
-    ``${VAR}`` variables. The samples replace ``spec.data``; prompts are still built from the spec.
+    ``${VAR}`` variables. The samples replace ``spec.data``; prompts are still built from the spec (or from
+    each sample's ``given`` texts). A handler may give more samples than the cap (all its rows: results.json's
+    ``n_rows`` then counts them all); the engine keeps the first ones.
     """
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]: ...

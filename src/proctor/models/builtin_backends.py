@@ -1,4 +1,4 @@
-"""The built-in backends' loaders and option checks, registered by ``proctor.plugins.backends`` as any
+"""The built-in backends' loaders and option checks, registered by ``proctor.models.declaration`` as any
 plug-in registers its own (``Registry.add_model_backend``).
 
 Importing this module imports no backend: each function imports its own (transformers, vllm, httpx) when called.

@@ -9,7 +9,7 @@
 - ``<prefix>:<rest>``: a backend a plug-in registered (``Registry.add_model_backend``), e.g. the
   AISteer360 dialect's ``steer:<file.py>:<NAME>`` (a steering pipeline on a base model)
 
-Every backend, the built-in ones too (``proctor.plugins.backends``), is found through the registry.
+Every backend, the built-in ones too (``proctor.models.declaration``), is found through the registry.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def quiz(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_detection_leaves_native_and_glm_files_alone():
-    from proctor.plugins.lmeval import looks_like  # the dialect's declaration reads the files
+    from proctor.dialects.lmeval.claims import looks_like  # the dialect's declaration reads the files
 
     assert looks_like({"task": "x", "dataset_path": "y"})
     assert looks_like({"group": "g", "task": ["a", "b"]})

@@ -486,3 +486,28 @@ def test_cogsci2023_encoding_is_the_branch_s(tiny_model_dir):
         "a\n\nb",
     ]:
         assert encode(text) == reference(text)
+
+
+def test_cogsci2023_suite_has_a_spec_of_its_own_and_the_engine_keeps_its_limit(tmp_path):
+    """The suite's parts are its handler's options (no templates, no data constants standing in for them); the
+    handler gives each context its texts as the templates did, and the engine keeps the first --limit contexts (a
+    count or a fraction) while the data's n_rows counts them all, as before (issue 48)."""
+    from proctor.api import load_tasks
+    from proctor.engine.prepare import prepare_task
+
+    (tmp_path / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
+    (tmp_path / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE), encoding="utf-8")
+    (task,) = load_tasks([tmp_path])
+    spec = task.spec
+    assert (spec.prompt, spec.choices, spec.target, spec.data[0].constants) == (None, None, None, {})
+    options = spec.handler.options
+    assert (options.prompt, options.premise, options.query) == (COGSCI_PROMPT, ";;", ";; Query: how strong is Jack?")
+    assert options.programs == tuple(COGSCI_SUITE["programs"])
+    for limit, kept in ((None, 3), (2, 2), (0.5, 2), (0.2, 1)):
+        prepared = prepare_task(task, {}, limit=limit)
+        assert (len(prepared.samples), prepared.data["n_rows"]) == (kept, 3), limit
+    prepared = prepare_task(task, {})
+    for sample, context in zip(prepared.samples, COGSCI_SUITE["context"]):
+        assert sample.prompt.text == COGSCI_PROMPT + "\n" + context["text"]
+        assert sample.choices == tuple(COGSCI_SUITE["programs"])
+        assert sample.gold == ((context["expected"],) if context["expected"] >= 0 else ())

@@ -4,7 +4,7 @@
   run a patched copy that shares its unchanged tensors (the base model itself never changes).
 - Each configuration has a stable id: a digest of its controls' settings (``baseline`` without any).
 - Each (configuration, trial) is one run of ``proctor.evaluate``: the use case as a task
-  (``usecase_task.use_case_task``, trial seed ``seed + t`` in its ``gen_kwargs``) on the base model
+  (``usecase_spec.use_case_task``, trial seed ``seed + t`` in its ``gen_kwargs``) on the base model
   or on the configuration's pipeline as a proctor model (``SteeredModel``; the use case is handed
   the pipeline itself, so per-example runtime arguments apply), into the run folder
   ``save_dir/runs/<pipeline>/<config_id>-t<trial>`` (a temporary folder without ``save_dir``).
@@ -263,7 +263,7 @@ class Benchmark:
 
     # ------------------------------------------------------------------ through evaluate
     def _task(self, trial: int) -> Any:
-        from proctor.dialects.aisteer.usecase_task import object_build, use_case_task
+        from proctor.dialects.aisteer.usecase_spec import object_build, use_case_task
 
         call = {"batch_size": self.batch_size, "runtime_overrides": self.runtime_overrides or None}
         build = object_build(self.use_case, self._gen_kwargs(trial), call)

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task import Task
 from proctor.dialects.aisteer.base import UseCase
+from proctor.dialects.aisteer.options import AISteerOptions
 from proctor.dialects.aisteer.runconfig import (
     UseCaseConfig,
     build_metrics,
@@ -36,7 +37,6 @@ from proctor.dialects.aisteer.runconfig import (
     resolve_data,
 )
 from proctor.dialects.aisteer.user_files import import_user_file, line_in
-from proctor.plugins.aisteer import AISteerOptions
 
 
 def _line_of(path: Path, name: str) -> int | None:
@@ -226,7 +226,7 @@ def load_use_case_file(
 def file_tasks(path: str | Path, config: UseCaseConfig | None = None) -> list[Task]:
     """The task of a use case file (named ``<file stem>:<use case name>``); errors surface here,
     before any model loads."""
-    from proctor.dialects.aisteer.usecase_task import use_case_task
+    from proctor.dialects.aisteer.usecase_spec import use_case_task
 
     path = Path(path)
     build = _read_use_case_file(path, config)
@@ -271,7 +271,7 @@ def run_use_cases(
     calls the model only for what is missing. Returns an ``EvaluationResult``.
     """
     from proctor.api import evaluate
-    from proctor.dialects.aisteer.usecase_task import object_build, use_case_task
+    from proctor.dialects.aisteer.usecase_spec import object_build, use_case_task
 
     cases = [use_cases] if isinstance(use_cases, UseCase) else list(use_cases)
     call = {

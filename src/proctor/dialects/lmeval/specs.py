@@ -30,7 +30,7 @@ from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
 
-KINDS = {  # lm-eval's output_type -> proctor's kind, and the registered handler (plugins/lmeval.py) that runs it
+KINDS = {  # lm-eval's output_type -> proctor's kind, and the registered handler (declaration.py) that runs it
     "multiple_choice": ("multiple_choice", "lm-eval.choices"),
     "loglikelihood": ("multiple_choice", "lm-eval.choices"),
     "generate_until": ("generate", "lm-eval.generate"),

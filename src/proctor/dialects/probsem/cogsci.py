@@ -11,13 +11,21 @@ flag, so the leading space is added here explicitly (``encode_words``), whatever
 program's log-prob is the sum over the last ``len(encode(program))`` tokens of the full encoding
 (special tokens of that encoding counted, as the branch counts them), divided by the square root of
 that count (the branch always normalises); the scores are a softmax over the programs.
+
+The task's spec is its own (``loader``): the suite's contexts are its data, the prompt, premise, query and
+programs its handler's options (``task_options.CogSci2023Options``); ``load_samples`` gives each context its
+texts (prompt, the programs as choices, the expected program), so the spec has no templates.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
 
 from proctor.core.errors import ProctorError
+from proctor.data.sources import GivenTexts, Sample, load_samples
+from proctor.dialects.probsem.task_options import CogSci2023Options
 from proctor.kinds.custom import MultipleChoiceTask
 from proctor.kinds.token_scores import require_local, target_logprobs
 from proctor.prompts.builder import PreparedSample
@@ -59,6 +67,27 @@ def encode_words(tokenizer: Any, words: list[str]) -> list[int]:
 class CogSci2023Task(MultipleChoiceTask):
     """Each context's programs scored as the branch scores them; ``outcome`` gets (log-probs, counts)."""
 
+    options: CogSci2023Options
+
+    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
+        """Every context of the suite (the engine keeps the first ``limit``; results.json counts them all), each
+        with its texts: the prompt file's text and the context's, the programs, the expected program (-1: none)."""
+        suite = self.spec.data[0].path
+        assert suite is not None  # the loader names the suite file
+        rows = load_samples(self.spec.data, Path(suite).parent, variables, task_file=suite)
+        programs = self.options.programs
+        return [
+            dataclasses.replace(
+                sample,
+                given=GivenTexts(
+                    prompt=f"{self.options.prompt}\n{sample.fields['text']}",
+                    target=sample.fields["expected"],
+                    choices=programs,
+                ),
+            )
+            for sample in rows
+        ]
+
     def _encoder(self, model: Any):
         """text -> token ids as the branch encodes it (``encode_words`` on its Treebank words)."""
         require_local(model, WHAT)
@@ -68,11 +97,11 @@ class CogSci2023Task(MultipleChoiceTask):
     def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
         encode = self._encoder(self.model)
         sequences, counts = [], []
+        premise, query, prompt = self.options.premise, self.options.query, self.options.prompt
         for item in batch:
-            fields = item["fields"]
             for program in item["choices"]:
-                text, last = sample_parts(fields["_probsem_premise"], fields["text"], fields["_probsem_query"], program)
-                full = encode("\n".join([fields["_probsem_prompt"], text, last]))
+                text, last = sample_parts(premise, item["fields"]["text"], query, program)
+                full = encode("\n".join([prompt, text, last]))
                 sequences.append(full)
                 counts.append(len(encode(last)))
         scores = iter(target_logprobs(self.model, sequences, counts, WHAT))

@@ -14,7 +14,7 @@ import yaml
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.yaml_bounds import safe_load
 from proctor.core.yaml_lines import read_text, yaml_error
-from proctor.plugins.seahelm import TASKS_FOLDER, tasks_root
+from proctor.dialects.seahelm.claims import TASKS_FOLDER, tasks_root
 
 _INTERP = re.compile(r"\$\{([^${}]+)\}")
 _ROOT_FILES = ("constants.yaml", "task_config.yaml", "reasoning_generation_config.yaml")

@@ -23,16 +23,17 @@ from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
 from proctor.dialects.seahelm import checks, modalities
 from proctor.dialects.seahelm import config as C
+from proctor.dialects.seahelm.claims import in_tree
+from proctor.dialects.seahelm.options import SeaHelmOptions, served_judge
 from proctor.dialects.seahelm.rows import folder_lacks
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
-from proctor.plugins.seahelm import SeaHelmOptions, in_tree, served_judge
 
 log = logging.getLogger(__name__)
 
 
 def claims_config(path: Path) -> bool:
     """A ``config.yaml`` outside a ``seahelm_tasks`` folder shaped like SEA-HELM's (the declaration,
-    ``proctor.plugins.seahelm``, claims every YAML file inside one)."""
+    ``proctor.dialects.seahelm.declaration``, claims every YAML file inside one)."""
     try:
         document = C._read(path)
     except TaskDefinitionError:

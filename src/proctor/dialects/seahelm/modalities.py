@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# modality -> the registered task handler that runs it (plugins/seahelm.py); text and images run through
+# modality -> the registered task handler that runs it (declaration.py); text and images run through
 # proctor's SEA-HELM task
 RUNNERS: dict[str, str] = {"text": "seahelm.task", "image": "seahelm.task"}
 

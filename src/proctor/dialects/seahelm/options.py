@@ -1,25 +1,21 @@
-"""SEA-HELM task folders (``seahelm_tasks/<competency>/<task>/config.yaml``) as a dialect plug-in.
+"""SEA-HELM's options (``--seahelm-data``, ``--seahelm-judge`` and the judge's server settings, ``--seahelm-runs``,
+...): read by the declaration (the CLI's flags) and by the dialect's modules.
 
-The declaration: names, options and which paths are SEA-HELM's (a ``seahelm_tasks`` tree, or a
-``config.yaml`` the dialect then reads); ``proctor.dialects.seahelm`` is imported when a path is claimed.
+A leaf that imports only ``core``, so the dialect's modules can import it without importing the declaration
+(which names them).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-from pathlib import Path
-from typing import Annotated, Any, List, Mapping, Optional, Union
+from typing import Annotated, Any, List, Optional, Union
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from proctor.core.audit import AuditRule
-from proctor.core.dialect import EVERY_COMMAND, BaseOptions, Dialect, OptionContext, OptionError, cli, id_path_mapping
-from proctor.core.registry import Registry, backend_of
-from proctor.models.base import Model
+from proctor.core.dialect import EVERY_COMMAND, BaseOptions, OptionContext, OptionError, cli, id_path_mapping
+from proctor.core.registry import backend_of
 
 _RUN_LS = frozenset({"run", "ls"})
-TASKS_FOLDER = "seahelm_tasks"
 
 
 def served_judge(judge: str) -> bool:
@@ -28,22 +24,8 @@ def served_judge(judge: str) -> bool:
     return backend is not None and backend.server
 
 
-def _dialect() -> Any:
-    return importlib.import_module("proctor.dialects.seahelm.dialect")
-
-
-def tasks_root(path: Path) -> Path | None:
-    """The ``seahelm_tasks`` folder containing ``path`` (or ``path`` itself), else None."""
-    path = path.resolve()
-    for folder in [path, *path.parents]:
-        if folder.name == TASKS_FOLDER:
-            return folder
-    return None
-
-
-def in_tree(given: Path) -> bool:
-    """Whether ``given`` (a path the user named) is a folder in or holding a SEA-HELM task tree."""
-    return not given.is_file() and (tasks_root(given) is not None or (given / TASKS_FOLDER).is_dir())
+def _is_model_class(cls: type) -> bool:
+    return cls.__name__ == "Model" and cls.__module__ == "proctor.models.base"
 
 
 class SeaHelmOptions(BaseOptions):
@@ -64,7 +46,7 @@ class SeaHelmOptions(BaseOptions):
         ),
     ] = None
     seahelm_judge: Annotated[
-        Optional[Union[str, Model]],
+        Optional[Union[str, Any]],  # a name, or a Model object: checked by ``_judge_model``
         cli(
             "--seahelm-judge",
             type=Optional[str],
@@ -165,8 +147,8 @@ class SeaHelmOptions(BaseOptions):
     )
     seahelm_strict: bool = False  # unavailable data is an error rather than a skipped task (Python API)
     # what loading shares, set by ``options_for``: one judge for every file, the path the user named
-    # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; a declaration imports
-    # no dialect module, not even for its type (the layers contract)
+    # a dialects.seahelm.judge_step.JudgeSource, shared by the files loaded together; this leaf imports only
+    # core, not even judge_step for its type (the declaration imports it on every run)
     _judge_source: Any = PrivateAttr(None)
     _given: Optional[str] = PrivateAttr(None)
 
@@ -207,6 +189,15 @@ class SeaHelmOptions(BaseOptions):
             data["seahelm_model_name"] = context.model
         return data
 
+    @field_validator("seahelm_judge", mode="before")
+    @classmethod
+    def _judge_model(cls, judge: Any) -> Any:
+        """A model name or a ``proctor.models.base.Model``, told by its class's ancestry: this leaf imports only
+        ``core``, not the models layer."""
+        if judge is None or isinstance(judge, str) or any(_is_model_class(c) for c in type(judge).__mro__):
+            return judge
+        raise ValueError(f"takes a model name or a proctor Model object, got {type(judge).__name__}")
+
     @field_validator("seahelm_data", mode="before")
     @classmethod
     def _data_map(cls, value: Any) -> Any:
@@ -224,72 +215,3 @@ def _model_args(items: list[str] | None, flag: str) -> dict:
         except ValueError:
             out[key.strip()] = value
     return out
-
-
-class SeaHelmDialect(Dialect[SeaHelmOptions]):
-    name = "seahelm"
-    title = "SEA-HELM"
-    order = 20
-    Options = SeaHelmOptions
-    engine_epochs = False
-
-    def claims_path(self, path: Path) -> bool:
-        if tasks_root(path) is not None:
-            return True
-        return path.name == "config.yaml" and _dialect().claims_config(path)
-
-    def load(self, path: Path, document: Any, explicit: bool, options: SeaHelmOptions, notes: list[str]) -> list:
-        return _dialect().load(path, explicit, options, notes)
-
-    def options_for(self, options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
-        if options.seahelm_judge is None and options._judge_source is None and not in_tree(given):
-            return options  # nothing to add
-        dialect = _dialect()
-        return dialect.with_judge(dialect.with_given_path(options, given))
-
-    def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
-        return served_judge(str(raw.get("seahelm_judge") or ""))
-
-    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        overrides_module = importlib.import_module("proctor.dialects.seahelm.config_overrides")
-        return overrides_module.apply_seahelm_overrides(task, overrides), set()
-
-
-class _LindseaRule:
-    """``dialects/seahelm/lindsea.LindseaRule``, imported when a SEA-HELM result is rolled up."""
-
-    def _rule(self) -> Any:
-        return importlib.import_module("proctor.dialects.seahelm.lindsea").LindseaRule()
-
-    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
-        if "competency" not in level_names or result.get("dialect", "seahelm") != "seahelm":
-            return None
-        return self._rule().member_key(name, result, level_names)
-
-    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
-        self._rule().apply(entry, tasks)
-
-
-def _audit_examples(subject: Any) -> Any:
-    """The dialect's audit rule, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
-    if subject.task.dialect != "seahelm":
-        return ()
-    return importlib.import_module("proctor.dialects.seahelm.audit_rules").examples_are_evaluated(subject)
-
-
-def register(registry: Registry) -> None:
-    registry.add_dialect(SeaHelmDialect())
-    registry.add_audit_rule(
-        AuditRule(
-            "seahelm.examples-are-evaluated",
-            "warning",
-            "The few-shot examples SEA-HELM shows a base model (its examples split) are evaluated rows.",
-            _audit_examples,
-        )
-    )
-    registry.add_task_handler(
-        "seahelm.task",
-        "proctor.dialects.seahelm.task:SeaHelmTask",
-        "proctor.dialects.seahelm.task_options:SeaHelmTaskOptions",
-    )
-    registry.add_rollup_rule(_LindseaRule())

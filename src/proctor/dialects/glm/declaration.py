@@ -1,17 +1,18 @@
-"""GLM-130B task YAMLs (and their ``module:`` task classes) as a dialect plug-in.
+"""GLM-130B task YAMLs (and their ``module:`` task classes), declared: which YAML documents are GLM's (``name``
+and ``type``) and the names of GLM's metrics.
 
-The declaration: which YAML documents are GLM's (``name`` and ``type``) and the names of GLM's metrics;
-``proctor.dialects.glm`` is imported when a document is claimed or one of those metrics is looked up.
+A leaf that imports only ``core``: ``dialect:load`` is imported when a document is claimed,
+``registered_metrics`` when one of those metrics is looked up.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
+from proctor.core.contributions import Registry
 from proctor.core.dialect import BaseOptions, Dialect
-from proctor.core.registry import Registry
+from proctor.core.references import resolve
 
 
 class GLMDialect(Dialect[BaseOptions]):
@@ -29,7 +30,7 @@ class GLMDialect(Dialect[BaseOptions]):
         return {"name", "type"} <= set(document)
 
     def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
-        return importlib.import_module("proctor.dialects.glm.dialect").load(document, path, options)
+        return resolve("proctor.dialects.glm.dialect:load")(document, path, options)
 
 
 # GLM-130B's metric names (dialects/glm/registered_metrics.py registers them when one is first looked up)

@@ -1,13 +1,16 @@
-"""proctor's own task YAML as a dialect plug-in (``proctor.dialects.native`` is imported when a document is claimed)."""
+"""proctor's own task YAML, declared: which documents are native; ``loader:load`` reads them when one is claimed.
+
+A leaf that imports only ``core`` (``core/registry.py`` finds it by scanning ``proctor.dialects``).
+"""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
+from proctor.core.contributions import Registry
 from proctor.core.dialect import BaseOptions, Dialect
-from proctor.core.registry import Registry
+from proctor.core.references import resolve
 
 
 class NativeDialect(Dialect[BaseOptions]):
@@ -21,7 +24,7 @@ class NativeDialect(Dialect[BaseOptions]):
         return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
 
     def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
-        return importlib.import_module("proctor.dialects.native").load(document, path, options)
+        return resolve("proctor.dialects.native.loader:load")(document, path, options)
 
 
 def register(registry: Registry) -> None:

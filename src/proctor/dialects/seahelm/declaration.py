@@ -1,0 +1,87 @@
+"""SEA-HELM task folders (``seahelm_tasks/<competency>/<task>/config.yaml``), declared: names, options
+(``options``) and which paths are SEA-HELM's (``claims``: a ``seahelm_tasks`` tree; or a ``config.yaml`` the
+dialect then reads).
+
+A leaf that imports only ``core`` (and those two leaves): ``dialect`` is imported when a path is claimed, the other
+modules of the dialect when what they hold is asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from proctor.core.audit import AuditRule
+from proctor.core.contributions import Registry
+from proctor.core.dialect import Dialect
+from proctor.core.references import resolve
+from proctor.dialects.seahelm.claims import in_tree, tasks_root
+from proctor.dialects.seahelm.options import SeaHelmOptions, served_judge
+
+
+class SeaHelmDialect(Dialect[SeaHelmOptions]):
+    name = "seahelm"
+    title = "SEA-HELM"
+    order = 20
+    Options = SeaHelmOptions
+    engine_epochs = False
+
+    def claims_path(self, path: Path) -> bool:
+        if tasks_root(path) is not None:
+            return True
+        return path.name == "config.yaml" and resolve("proctor.dialects.seahelm.dialect:claims_config")(path)
+
+    def load(self, path: Path, document: Any, explicit: bool, options: SeaHelmOptions, notes: list[str]) -> list:
+        return resolve("proctor.dialects.seahelm.dialect:load")(path, explicit, options, notes)
+
+    def options_for(self, options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
+        if options.seahelm_judge is None and options._judge_source is None and not in_tree(given):
+            return options  # nothing to add
+        with_given_path = resolve("proctor.dialects.seahelm.dialect:with_given_path")
+        return resolve("proctor.dialects.seahelm.dialect:with_judge")(with_given_path(options, given))
+
+    def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
+        return served_judge(str(raw.get("seahelm_judge") or ""))
+
+    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
+        return resolve("proctor.dialects.seahelm.config_overrides:apply_seahelm_overrides")(task, overrides), set()
+
+
+class _LindseaRule:
+    """``dialects/seahelm/lindsea.LindseaRule``, imported when a SEA-HELM result is rolled up."""
+
+    def _rule(self) -> Any:
+        return resolve("proctor.dialects.seahelm.lindsea:LindseaRule")()
+
+    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+        if "competency" not in level_names or result.get("dialect", "seahelm") != "seahelm":
+            return None
+        return self._rule().member_key(name, result, level_names)
+
+    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+        self._rule().apply(entry, tasks)
+
+
+def _audit_examples(subject: Any) -> Any:
+    """The dialect's audit rule, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
+    if subject.task.dialect != "seahelm":
+        return ()
+    return resolve("proctor.dialects.seahelm.audit_rules:examples_are_evaluated")(subject)
+
+
+def register(registry: Registry) -> None:
+    registry.add_dialect(SeaHelmDialect())
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.examples-are-evaluated",
+            "warning",
+            "The few-shot examples SEA-HELM shows a base model (its examples split) are evaluated rows.",
+            _audit_examples,
+        )
+    )
+    registry.add_task_handler(
+        "seahelm.task",
+        "proctor.dialects.seahelm.task:SeaHelmTask",
+        "proctor.dialects.seahelm.task_options:SeaHelmTaskOptions",
+    )
+    registry.add_rollup_rule(_LindseaRule())
