@@ -141,7 +141,7 @@ def test_ls_answers_from_its_saved_listing_without_importing_lm_eval(tmp_path, m
     import subprocess
     import sys
 
-    from proctor.dialects.lmeval import catalogue_rows
+    from proctor.dialects.lmeval.loader import catalogue_rows
     from tests.conftest import REPO
 
     monkeypatch.setenv("PROCTOR_HOME", str(tmp_path))
