@@ -1,7 +1,7 @@
 """The audit's shared columns (``audit/columns.py``) and the template's own text (``audit/fixed_text.py``) are
 read in whole columns and joined texts for speed (issue 45); what they give is what the plain per-row
 definitions here give, on awkward rows: chat prompts, absent texts, unscored and perplexity rows, prompts that
-hold the row mark or share lines at either end."""
+hold the row separator or share lines at either end."""
 
 from __future__ import annotations
 
@@ -46,16 +46,14 @@ def test_fixed_text_is_the_common_whole_lines_at_either_end(seed):
     texts = _texts(random.Random(seed))
     expected = _plain_fixed_text(texts)
     assert fixed_text(texts) == expected
-    joined = ROW.join(texts)
-    if joined.count(ROW) == len(texts) - 1:  # the joined text is used only where no text holds the mark
-        assert fixed_text(texts, joined) == expected
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_fixed_text_of_many_texts_one_of_which_differs_after_the_first_ones(seed):
-    """Beyond the texts a candidate is tried on first, the joined text decides: one odd text far down."""
+    """One odd text far down; a long template (more line starts than are tried one by one) too."""
     rng = random.Random(seed)
-    head, tail = "Choose.\nContext: x\n", "\nOptions: yes, no\nA:"
+    head = "Choose.\nContext: x\n" + "".join(f"Example {k}\n" for k in range(rng.choice([0, 12])))
+    tail = "\nOptions: yes, no\nA:"
     texts = [f"{head}Q: {i}{tail}" for i in range(rng.randrange(70, 200))]
     odd = rng.randrange(66, len(texts))
     texts[odd] = rng.choice(
@@ -63,15 +61,14 @@ def test_fixed_text_of_many_texts_one_of_which_differs_after_the_first_ones(seed
     )
     expected = _plain_fixed_text(texts)
     assert fixed_text(texts) == expected
-    assert fixed_text(texts, ROW.join(texts)) == expected
     assert expected != (head, tail)
 
 
 def test_fixed_text_of_prompts_around_a_row_part():
     texts = [f"Choose.\nQ: {q}\nOptions: yes, no\nA:" for q in ("one", "two", "three")]
-    assert fixed_text(texts, ROW.join(texts)) == ("Choose.\n", "\nOptions: yes, no\nA:")
+    assert fixed_text(texts) == ("Choose.\n", "\nOptions: yes, no\nA:")
     texts[1] = "Q: two\nA:"  # one prompt lacks the first line and the options
-    assert fixed_text(texts, ROW.join(texts)) == ("", "\nA:")
+    assert fixed_text(texts) == ("", "\nA:")
 
 
 def _sample(i: int, prompt: Prompt, **parts) -> PreparedSample:
@@ -89,7 +86,7 @@ def test_columns_are_each_samples_parts():
     ]
     columns = Columns(samples)
     assert columns.prompt_texts == ["Q: a\nA:", "Be brief.\nQ: b", "", "", "", "Q: c\x01"]
-    assert columns.prompts_hold_row_mark
+    assert columns.choice_counts.tolist() == [2, 0, 2, 0, 0, 3]
     assert columns.scored == [samples[0], samples[5]]
     assert columns.multiple_choice() == 3
     assert columns.any_scored_multiple_choice()
@@ -103,7 +100,6 @@ def test_columns_of_plain_prompts_and_unscored_rows():
     samples = [_sample(i, Prompt(f"Q: {i}\nA:"), choices=("x", "y")) for i in range(3)]
     columns = Columns(samples)
     assert columns.prompt_texts == ["Q: 0\nA:", "Q: 1\nA:", "Q: 2\nA:"]
-    assert not columns.prompts_hold_row_mark
     assert columns.joined_prompts == ROW.join(columns.prompt_texts)
     assert columns.scored == []
     assert columns.multiple_choice() == 3

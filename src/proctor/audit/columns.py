@@ -16,6 +16,9 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
 
@@ -76,9 +79,9 @@ class Columns:
         return ROW.join(self.prompt_texts)
 
     @cached_property
-    def prompts_hold_row_mark(self) -> bool:
-        """Whether a prompt holds ``ROW`` itself (then ``joined_prompts`` does not split back into the rows)."""
-        return self.joined_prompts.count(ROW) != len(self.samples) - 1
+    def choice_counts(self) -> npt.NDArray[np.intp]:
+        """How many choices each row has."""
+        return np.fromiter(map(len, self.choices), dtype=np.intp, count=len(self.choices))
 
     @cached_property
     def scored(self) -> list[PreparedSample]:

@@ -4,7 +4,10 @@ that is not their answer)."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Iterator
+
+import numpy as np
 
 from proctor.audit import target_rules
 from proctor.audit.fallback import first_found
@@ -27,11 +30,16 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
         return  # a perplexity row's text is the task, its prompt may be empty by design
     prefix, suffix = subject.fixed_text
     fixed = len(prefix) + len(suffix)
-    if not fixed or min(map(len, texts)) > fixed + OWN_MAX:
+    lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts))
+    if not fixed or lengths.min() > fixed + OWN_MAX:
         return  # every row adds more than a few characters of its own (most tasks)
     rows = range(len(texts))
+    # a row's own part is blank only if it is empty or starts with a space: the character after the prefix of
+    # every row, read in C, leaves the few rows to look at closely
+    after_prefix = map(itemgetter(slice(len(prefix), len(prefix) + 1)), texts)
+    maybe = (lengths <= fixed) | np.fromiter(map(str.isspace, after_prefix), dtype=np.bool_, count=len(texts))
     blank = []
-    for i in rows:
+    for i in np.flatnonzero(maybe).tolist():
         own = len(texts[i]) - fixed
         if own <= 0 or (own <= OWN_MAX and texts[i][len(prefix) : len(texts[i]) - len(suffix)].isspace()):
             blank.append(i)

@@ -3,53 +3,46 @@ around each row's own part (``prompt.empty``, ``prompt.contains-gold`` and ``tar
 
 from __future__ import annotations
 
+import os
 import re
 from itertools import repeat
 from typing import Sequence
 
-from proctor.audit.columns import ROW
-
-_PROBE = 64  # texts a candidate is tried on first: most candidates fail on the second text, at once
+_MANY_LINES = 8  # line starts in the first text beyond which the prefix is found from the least and greatest text
 
 
-def _all_start(texts: Sequence[str], prefix: str, joined: str | None) -> bool:
-    if not prefix:
-        return True
-    if not all(map(str.startswith, texts[:_PROBE], repeat(prefix))):
-        return False
-    if joined is not None:  # each text but the first starts right after a row mark: one search of C
-        return joined.startswith(prefix) and joined.count(ROW + prefix) == len(texts) - 1
-    return all(map(str.startswith, texts, repeat(prefix)))
+def _all_start(texts: Sequence[str], prefix: str) -> bool:
+    return all(map(str.startswith, texts, repeat(prefix)))  # in C; most candidates fail on the second text
 
 
-def _all_end(texts: Sequence[str], suffix: str, joined: str | None) -> bool:
-    if not all(map(str.endswith, texts[:_PROBE], repeat(suffix))):
-        return False
-    if joined is not None:  # each text but the last ends right before a row mark
-        return joined.endswith(suffix) and joined.count(suffix + ROW) == len(texts) - 1
+def _all_end(texts: Sequence[str], suffix: str) -> bool:
     return all(map(str.endswith, texts, repeat(suffix)))
 
 
-def fixed_text(texts: Sequence[str], joined: str | None = None) -> tuple[str, str]:
+def fixed_text(texts: Sequence[str]) -> tuple[str, str]:
     """(prefix, suffix) every text shares, cut back to whole lines: the template's own text around the row's.
     The prefix is the longest of the first text's line starts that every text starts with (what the common
     prefix of all texts, cut back to a line end, is), the suffix the longest of its line ends that every text
-    ends with. ``joined``: the texts joined by ``ROW``, none of which holds it, where the caller has it (a
-    task may have 100,000 prompts: each check is then one search of the joined text, in C)."""
+    ends with. Each candidate is checked against every text in C, and the longest first: a candidate that
+    fails does so at once (on the second text, mostly), and the one that holds is one pass (a task may have
+    100,000 prompts; the least and greatest text, which would give the common prefix at once, take two)."""
     if len(texts) < 2:
         return "", ""
     first = texts[0]
     prefix = ""
     end = first.rfind("\n")
+    if first.count("\n", 0, end) >= _MANY_LINES:  # a long template: its common prefix in two passes, at most
+        common = os.path.commonprefix([min(texts), max(texts)])
+        end = common.rfind("\n")
     while end >= 0:
-        if _all_start(texts, first[: end + 1], joined):
+        if _all_start(texts, first[: end + 1]):
             prefix = first[: end + 1]
             break
         end = first.rfind("\n", 0, end)
     start = first.find("\n")
     while start >= 0:
         suffix = first[start:]
-        if _all_end(texts, suffix, joined):
+        if _all_end(texts, suffix):
             return prefix, suffix
         start = first.find("\n", start + 1)
     return prefix, ""

@@ -48,6 +48,7 @@ Rows = npt.NDArray[np.intp]
 Flags = npt.NDArray[np.bool_]
 Fingerprints = npt.NDArray[np.uint64]
 
+PAIRWISE_WIDTH = 8  # rows of up to this many choices have each pair compared; wider ones are sorted
 FEW_ROWS = 0.125  # rows of shared choices up to this share of a task have their prompts read one by one
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a fingerprint's bits before they are summed
 
@@ -107,9 +108,8 @@ class _Choices:
     foreign: Flags  # per row: a choice is non-ASCII (the row's keys are near()'s)
 
     @classmethod
-    def of(cls, rows: Sequence[Sequence[str]]) -> _Choices:
+    def of(cls, rows: Sequence[Sequence[str]], widths: Rows) -> _Choices:
         items = list(chain.from_iterable(rows))
-        widths = np.fromiter(map(len, rows), dtype=np.intp, count=len(rows))
         row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
         whole = _ITEM.join(items)
         keys = _encode(whole).translate(_LOWER, _DROP) + b"\x00"
@@ -151,10 +151,15 @@ def _meeting_rows(choices: _Choices) -> Flags:
     widths, fingerprints, n = choices.widths, choices.fingerprints, len(choices.rows)
     width = int(widths[0])
     if bool((widths == width).all()):  # most tasks: every row has as many choices
-        if width < 2:
-            return np.zeros(n, dtype=np.bool_)
-        by_row = np.sort(fingerprints.reshape(n, width), axis=1)
-        meeting: Flags = (by_row[:, 1:] == by_row[:, :-1]).any(axis=1)
+        by_row = fingerprints.reshape(n, width)
+        meeting: Flags = np.zeros(n, dtype=np.bool_)
+        if width <= PAIRWISE_WIDTH:  # each pair of positions compared in whole columns (cheaper than a sort per row)
+            for a in range(width):
+                for b in range(a + 1, width):
+                    meeting |= by_row[:, a] == by_row[:, b]
+        else:
+            in_order = np.sort(by_row, axis=1)
+            meeting = (in_order[:, 1:] == in_order[:, :-1]).any(axis=1)
         return meeting
     order = np.lexsort((fingerprints, choices.row_of))
     rows, in_order = choices.row_of[order], fingerprints[order]
@@ -390,7 +395,7 @@ def scan_rows(
     if columns is None:
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
-    choices = _Choices.of(columns.choices)
+    choices = _Choices.of(columns.choices, columns.choice_counts)
     prompts = columns.joined_prompts
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),

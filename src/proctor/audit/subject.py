@@ -113,8 +113,7 @@ class AuditSubject:
     @cached_property
     def fixed_text(self) -> tuple[str, str]:
         """The template's own text: (prefix, suffix) every prompt shares, in whole lines (``fixed_text.py``)."""
-        columns = self.columns
-        return fixed_text(columns.prompt_texts, None if columns.prompts_hold_row_mark else columns.joined_prompts)
+        return fixed_text(self.columns.prompt_texts)
 
     @property
     def prompt_texts(self) -> list[str]:
