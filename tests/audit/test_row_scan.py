@@ -122,11 +122,15 @@ def _text(rng: random.Random) -> str:
     return rng.choice(["", " "]) + rng.choice(["\n", " ", "  ", "\t", "\x1c"]).join(rng.sample(WORDS, 3))
 
 
-def awkward_samples(rng: random.Random, n: int, ragged: bool, perplexity: bool, points: bool) -> list[PreparedSample]:
+def awkward_samples(
+    rng: random.Random, n: int, ragged: bool, perplexity: bool, points: bool, width: int = 4
+) -> list[PreparedSample]:
+    """``width``: how many choices every row has (pairs compared up to 8, sorted beyond), unless ``ragged``."""
     out = []
     ids = IDS if points else IDS[:-2]
+    uniform = width
     for i in range(n):
-        width = rng.choice([0, 1, 2, 3, 4, 5]) if ragged else 4
+        width = rng.choice([0, 1, 2, 3, 4, 5]) if ragged else uniform
         choices = tuple(rng.choice(WORDS[:8] if rng.random() < 0.5 else WORDS) for _ in range(width))
         prompt = _text(rng) if rng.random() < 0.7 else rng.choice(["Q: same?", "Q:  same? ", ""])
         if rng.random() < 0.1:  # choices that only a reader's eye (near) takes for one
@@ -174,7 +178,9 @@ def test_scan_finds_what_the_per_row_definitions_find(seed: int, monkeypatch: py
     # rows that share their choices have their prompts read one by one, or all prompts are read at once
     monkeypatch.setattr(row_scan, "FEW_ROWS", 1.0 if seed % 5 < 2 else 0.0)
     rng = random.Random(seed)
-    samples = awkward_samples(rng, 400, ragged=seed % 2 == 1, perplexity=seed % 3 == 0, points=seed % 4 < 2)
+    width = (4, 10, 2)[seed % 3]
+    ragged, perplexity, points = seed % 2 == 1, seed % 3 == 0, seed % 4 < 2
+    samples = awkward_samples(rng, 400, ragged=ragged, perplexity=perplexity, points=points, width=width)
     if seed % 4 == 3:  # no point in any choice: the numbers' pass is skipped
         samples = [dataclasses.replace(s, choices=tuple(c.replace(".", "") for c in s.choices)) for s in samples]
     found = []

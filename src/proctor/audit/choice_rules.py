@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from operator import attrgetter
 from typing import Iterator
 
 from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
-
-_GOLD = attrgetter("gold")
-_CHOICES = attrgetter("choices")
 
 
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
@@ -79,12 +75,12 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
 
 def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
     """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
-    mc = [s for s in subject.samples if s.choices]
-    if mc and not any(s.gold for s in mc):
+    columns = subject.columns
+    if any(columns.choices) and not columns.any_scored_multiple_choice():  # told in C, column by column
         yield subject.at_line(
             "target",
-            f"none of the {len(mc)} rows has a right answer (every target is the task's unscored value): "
-            "accuracy is not a number, only the distributions are reported",
+            f"none of the {columns.multiple_choice()} rows has a right answer (every target is the task's unscored "
+            "value): accuracy is not a number, only the distributions are reported",
             "target",
         )
 
@@ -109,7 +105,7 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
-    if max(map(len, map(_GOLD, subject.scored)), default=0) <= 1:  # one right answer per row (most tasks), in C
+    if max(map(len, subject.columns.gold), default=0) <= 1:  # one right answer per row (most tasks), in C
         return
     for sample in [s for s in subject.scored if len(s.gold) > 1]:
         if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):
@@ -121,7 +117,7 @@ def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def single_choice(subject: AuditSubject) -> Iterator[Hit]:
-    if 1 not in map(len, map(_CHOICES, subject.scored)):  # no row of one choice (nearly every task), in C
+    if not (subject.columns.choice_counts == 1).any():  # no row of one choice (nearly every task), in C
         return
     for sample in [s for s in subject.scored if len(s.choices) == 1]:
         yield subject.at_row(

@@ -4,11 +4,15 @@ that is not their answer)."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Iterator
+
+import numpy as np
 
 from proctor.audit import target_rules
 from proctor.audit.fallback import first_found
-from proctor.audit.label_rules import PROBE_ROWS, _named, shared_fixed_text
+from proctor.audit.fixed_text import said_in
+from proctor.audit.source_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit
@@ -24,13 +28,18 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
     texts = subject.prompt_texts
     if subject.spec.kind == "perplexity" or len(texts) < 3:
         return  # a perplexity row's text is the task, its prompt may be empty by design
-    prefix, suffix = shared_fixed_text(texts)
+    prefix, suffix = subject.fixed_text
     fixed = len(prefix) + len(suffix)
-    if not fixed or min(map(len, texts)) > fixed + OWN_MAX:
+    lengths = np.fromiter(map(len, texts), dtype=np.intp, count=len(texts))
+    if not fixed or lengths.min() > fixed + OWN_MAX:
         return  # every row adds more than a few characters of its own (most tasks)
     rows = range(len(texts))
+    # a row's own part is blank only if it is empty or starts with a space: the character after the prefix of
+    # every row, read in C, leaves the few rows to look at closely
+    after_prefix = map(itemgetter(slice(len(prefix), len(prefix) + 1)), texts)
+    maybe = (lengths <= fixed) | np.fromiter(map(str.isspace, after_prefix), dtype=np.bool_, count=len(texts))
     blank = []
-    for i in rows:
+    for i in np.flatnonzero(maybe).tolist():
         own = len(texts[i]) - fixed
         if own <= 0 or (own <= OWN_MAX and texts[i][len(prefix) : len(texts[i]) - len(suffix)].isspace()):
             blank.append(i)
@@ -56,7 +65,7 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     rows = [s for s in subject.scored[:PROBE_ROWS] if len(s.gold) == 1]
     if len(rows) < 3 or len(subject.scored) < len(subject.samples) // 2:
         return
-    prefix, suffix = shared_fixed_text(subject.prompt_texts)
+    prefix, suffix = subject.fixed_text
     fixed = prefix + "\n" + suffix
     if not fixed.strip():
         return
@@ -66,7 +75,7 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
         for choice in sample.choices:
             text = choice.strip()
             if text and text not in named:
-                named[text] = len(text) >= target_rules.GOLD_MIN_CHARS and _named(text, fixed)
+                named[text] = len(text) >= target_rules.GOLD_MIN_CHARS and said_in(text, fixed)
         in_template = [c for c in sample.choices if named.get(c.strip())]
         if len(in_template) != 1:
             return  # no choice named (most tasks), or every choice (a template listing the options)

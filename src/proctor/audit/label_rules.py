@@ -3,83 +3,21 @@ reordered list, given as an index where a text is compared, outside the answers 
 that is a truth value.
 
 They read what every dialect leaves (``PreparedSample``) and, where the signal is in the row itself, the row as
-its source gave it: a native row's fields, or the document a dialect's handler kept (lm-eval's ``docs``).
+its source gave it (``source_rows.py``).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from itertools import repeat
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import choice_rules
 from proctor.audit.fallback import first_found
+from proctor.audit.fixed_text import fixed_text, said_in
+from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated_rows, target_reads
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit
-
-PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
-MIN_ROWS = 4  # a pattern over fewer rows is chance
-
-
-class _RowFields(Sequence[Mapping[str, Any]]):
-    """Each sample's fields, read when asked (a rule that probes a few rows reads only those)."""
-
-    def __init__(self, samples: Sequence[Any]) -> None:
-        self.samples = samples
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [s.sample.fields for s in self.samples[i]]
-        return self.samples[i].sample.fields
-
-
-def generated_rows(subject: AuditSubject) -> list[int]:
-    """Positions of the generated rows with references (none in a multiple-choice task: its kind says so)."""
-    if subject.spec.kind != "generate":
-        return []
-    return [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and s.references]
-
-
-_FIXED: dict[int, tuple[Sequence[str], tuple[str, str]]] = {}  # id(texts) -> (texts, their fixed text)
-
-
-def shared_fixed_text(texts: Sequence[str]) -> tuple[str, str]:
-    """``fixed_text`` of a task's prompts, computed once for the rules that read it (the last task's kept)."""
-    kept = _FIXED.get(id(texts))
-    if kept is not None and kept[0] is texts:
-        return kept[1]
-    result = fixed_text(texts)
-    _FIXED.clear()
-    _FIXED[id(texts)] = (texts, result)
-    return result
-
-
-def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
-    """Each sample's row as its source gave it: the fields a native row has, or the document a handler that
-    reads its own data kept (lm-eval's ``handler.docs``: (id, document) pairs, in the samples' order)."""
-    docs = getattr(subject.handler, "docs", None)
-    if isinstance(docs, list) and len(docs) == len(subject.samples):
-        if all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS]):
-            return [d[1] for d in docs]
-    return _RowFields(subject.samples)
-
-
-def target_reads(subject: AuditSubject) -> frozenset[str]:
-    """The row fields the target is made from: a native template's variables, or lm-eval's ``doc_to_target``
-    (a field's name, or a template)."""
-    if subject.templated:
-        return template_fields(subject.spec.target) if subject.spec.target else frozenset()
-    config = getattr(getattr(subject.handler, "task", None), "config", None)
-    source = getattr(config, "doc_to_target", None)
-    if not isinstance(source, str):
-        return frozenset()
-    return template_fields(source) if "{" in source else frozenset({source})
-
 
 # ---------------------------------------------------------------- choices.coerced
 
@@ -301,29 +239,6 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
 # ---------------------------------------------------------------- target.not-a-choice
 
 
-def fixed_text(texts: Sequence[str]) -> tuple[str, str]:
-    """(prefix, suffix) every text shares, cut back to whole lines: the template's own text around the row's.
-    The comparisons run in C (a task may have 100,000 prompts): the common prefix from the least and greatest
-    texts, the suffix as the longest of the first text's line ends that every text ends with."""
-    if len(texts) < 2:
-        return "", ""
-    prefix = os.path.commonprefix([min(texts), max(texts)])
-    cut = prefix.rfind("\n")
-    prefix = prefix[: cut + 1] if cut >= 0 else ""
-    first = texts[0]
-    start = first.find("\n")
-    while start >= 0:
-        suffix = first[start:]
-        if all(map(str.endswith, texts, repeat(suffix))):
-            return prefix, suffix
-        start = first.find("\n", start + 1)
-    return prefix, ""
-
-
-def _named(text: str, fixed: str) -> bool:
-    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", fixed) is not None
-
-
 NAMED_SHARE = 0.6  # most rows' references are answers the template offers: the task is a choice among them
 
 
@@ -334,7 +249,7 @@ def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
     if len(rows) < 3:
         return
     texts = subject.prompt_texts
-    prefix, suffix = shared_fixed_text(texts) if len(rows) == len(texts) else fixed_text([texts[i] for i in rows])
+    prefix, suffix = subject.fixed_text if len(rows) == len(texts) else fixed_text([texts[i] for i in rows])
     fixed = prefix + "\n" + suffix
     if not fixed.strip():
         return
@@ -342,7 +257,7 @@ def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
     for i in rows:
         reference = subject.samples[i].references[0].strip()
         if reference and reference not in offered:
-            offered[reference] = _named(reference, fixed)
+            offered[reference] = said_in(reference, fixed)
         if len(offered) > 50:
             return  # free answers, not a label set
     # offered: named on a line that names two or more of them (an options line, "Positif, Negatif, atau
@@ -350,7 +265,7 @@ def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
     lines = [line for line in fixed.splitlines() if line.strip()]
     listed: set[str] = set()
     for line in lines:
-        on_line = {r for r, is_named in offered.items() if is_named and _named(r, line)}
+        on_line = {r for r, is_named in offered.items() if is_named and said_in(r, line)}
         if len(on_line) >= 2:
             listed |= on_line
     offered = {r: r in listed for r in offered}

@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import attrgetter
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from proctor.audit.columns import ROW, Columns
 
 # dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
 _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
@@ -32,7 +33,6 @@ _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuv
 # what a CSV or pandas reader makes of a missing value, as the cheap key writes it
 PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefined"})
 TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
-_ID = attrgetter("sample.id")  # a row's id, read in C (100,000 rows add up)
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
 # ASCII whitespace as str.split() sees it (\x1c-\x1f too, which bytes.split() keeps)
@@ -41,13 +41,14 @@ _SPACING = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 _NUMBER_CHARS = b"0123456789+-." + _SPACING
 # the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
 WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-_ROW = "\x01"  # between rows in a joined column (a text holding it is read row by row)
+_ROW = ROW  # between rows in a joined column (a text holding it is read row by row)
 _ITEM = "\x00"  # between a row's choices, and after each cheap key
 
 Rows = npt.NDArray[np.intp]
 Flags = npt.NDArray[np.bool_]
 Fingerprints = npt.NDArray[np.uint64]
 
+PAIRWISE_WIDTH = 8  # rows of up to this many choices have each pair compared; wider ones are sorted
 FEW_ROWS = 0.125  # rows of shared choices up to this share of a task have their prompts read one by one
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a fingerprint's bits before they are summed
 
@@ -95,7 +96,7 @@ def _fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
 class _Choices:
     """Every row's choices: one flat list, each choice's row and cheap key's fingerprint."""
 
-    rows: list[Sequence[str]]  # per row, as the samples hold them
+    rows: Sequence[Sequence[str]]  # per row, as the samples hold them
     items: list[str]  # all of them, row after row
     widths: Rows  # how many each row has
     row_of: Rows  # each choice's row
@@ -107,10 +108,8 @@ class _Choices:
     foreign: Flags  # per row: a choice is non-ASCII (the row's keys are near()'s)
 
     @classmethod
-    def of(cls, samples: Sequence[Any]) -> _Choices:
-        rows: list[Sequence[str]] = [s.choices for s in samples]  # (faster than a map of attrgetter in 3.11)
+    def of(cls, rows: Sequence[Sequence[str]], widths: Rows) -> _Choices:
         items = list(chain.from_iterable(rows))
-        widths = np.fromiter(map(len, rows), dtype=np.intp, count=len(rows))
         row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
         whole = _ITEM.join(items)
         keys = _encode(whole).translate(_LOWER, _DROP) + b"\x00"
@@ -152,10 +151,15 @@ def _meeting_rows(choices: _Choices) -> Flags:
     widths, fingerprints, n = choices.widths, choices.fingerprints, len(choices.rows)
     width = int(widths[0])
     if bool((widths == width).all()):  # most tasks: every row has as many choices
-        if width < 2:
-            return np.zeros(n, dtype=np.bool_)
-        by_row = np.sort(fingerprints.reshape(n, width), axis=1)
-        meeting: Flags = (by_row[:, 1:] == by_row[:, :-1]).any(axis=1)
+        by_row = fingerprints.reshape(n, width)
+        meeting: Flags = np.zeros(n, dtype=np.bool_)
+        if width <= PAIRWISE_WIDTH:  # each pair of positions compared in whole columns (cheaper than a sort per row)
+            for a in range(width):
+                for b in range(a + 1, width):
+                    meeting |= by_row[:, a] == by_row[:, b]
+        else:
+            in_order = np.sort(by_row, axis=1)
+            meeting = (in_order[:, 1:] == in_order[:, :-1]).any(axis=1)
         return meeting
     order = np.lexsort((fingerprints, choices.row_of))
     rows, in_order = choices.row_of[order], fingerprints[order]
@@ -279,12 +283,14 @@ def _meeting(prints: Fingerprints) -> Flags:
     return meeting
 
 
-def _repeats(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices: _Choices) -> list[tuple[int, int]]:
-    """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text;
-    ``prompts``: the texts joined by the row separator. Rows of the same choices are found first (in most
-    multiple-choice tasks a row's choices tell it apart, and no prompt need be read); their prompts then."""
+def _repeats(
+    samples: Sequence[Any], own: list[str | None], texts: Sequence[str], prompts: str, choices: _Choices
+) -> list[tuple[int, int]]:
+    """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text
+    (``own``: each sample's own text); ``prompts``: the texts joined by the row separator. Rows of the same
+    choices are found first (in most multiple-choice tasks a row's choices tell it apart, and no prompt need be
+    read); their prompts then."""
     n = len(samples)
-    own = [s.text for s in samples]
     texts_only = own.count(None) != n  # perplexity rows: the item is the text alone
     choice_prints = _choice_row_prints(choices)
     if texts_only:
@@ -336,8 +342,7 @@ def _ids_plainly_distinct(ids: list[str]) -> bool:
     return len(set(quick)) == len(quick) and " " not in "".join(quick)
 
 
-def _id_clashes(samples: Sequence[Any]) -> list[tuple[int, int]]:
-    ids = list(map(_ID, samples))
+def _id_clashes(ids: list[str]) -> list[tuple[int, int]]:
     if _ids_plainly_distinct(ids):
         return []
     keys = [_id_key(i) for i in ids]
@@ -363,7 +368,7 @@ def _odd(items: Sequence[str], whole: str, backslash: bool) -> Flags | None:
     return flags | _flags(str.__contains__, items, repeat("\\")) if backslash else flags
 
 
-def _unusual(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
+def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
     """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
     rows = np.zeros(len(texts), dtype=np.bool_)
     odd = _odd(texts, prompts, backslash=True)
@@ -372,7 +377,6 @@ def _unusual(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices
     odd = _odd(choices.items, choices.whole, backslash=False)
     if odd is not None:
         rows |= choices.rows_where(odd)
-    references: list[Sequence[str]] = [s.references for s in samples]
     items = list(chain.from_iterable(references))
     odd = _odd(items, "".join(items), backslash=False)
     if odd is not None:
@@ -381,17 +385,23 @@ def _unusual(samples: Sequence[Any], texts: Sequence[str], prompts: str, choices
     return _positions(rows)
 
 
-def scan_rows(samples: Sequence[Any], texts: Sequence[str], near: Callable[[str], str]) -> RowScan:
-    """The pass (``stage.audit`` runs it with the cyclic collector off)."""
+def scan_rows(
+    samples: Sequence[Any], texts: Sequence[str], near: Callable[[str], str], columns: Columns | None = None
+) -> RowScan:
+    """The pass (``stage.audit`` runs it with the cyclic collector off); ``columns``: the samples' columns,
+    where the subject has read them already."""
     if not samples:
         return RowScan()
-    choices = _Choices.of(samples)
-    prompts = _ROW.join(texts)
+    if columns is None:
+        columns = Columns(samples)
+        columns.prompt_texts = list(texts)  # the texts as given
+    choices = _Choices.of(columns.choices, columns.choice_counts)
+    prompts = columns.joined_prompts
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
         placeholder_choices=_rows_with_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
-        repeats=_repeats(samples, texts, prompts, choices),
-        id_clashes=_id_clashes(samples),
-        unusual_text=_unusual(samples, texts, prompts, choices),
+        repeats=_repeats(samples, columns.own_texts, texts, prompts, choices),
+        id_clashes=_id_clashes(columns.ids),
+        unusual_text=_unusual(columns.references, texts, prompts, choices),
         truth_choices=_rows_with_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
     )

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from proctor.audit.columns import Columns
+from proctor.audit.fixed_text import fixed_text
 from proctor.audit.row_scan import RowScan, scan_rows
 from proctor.core.audit import Hit
 from proctor.core.task import Task
@@ -94,20 +96,26 @@ class AuditSubject:
         return self.spec.handler is None and self.spec.task_class is None
 
     @cached_property
+    def columns(self) -> Columns:
+        """Each part of every sample as one column, read once for all rules (``columns.py``)."""
+        return Columns(self.samples)
+
+    @property
     def scored(self) -> list[PreparedSample]:
         """Multiple-choice samples with a right answer (unscored ones, ``unscored_target``, have none)."""
-        return [s for s in self.samples if s.choices and s.gold]
+        return self.columns.scored
 
     @cached_property
     def scan(self) -> RowScan:
         """The rows the per-row rules look at closely (one pass over every row: ``row_scan.py``)."""
-        return scan_rows(self.samples, self.prompt_texts, near)
+        return scan_rows(self.samples, self.prompt_texts, near, self.columns)
 
     @cached_property
+    def fixed_text(self) -> tuple[str, str]:
+        """The template's own text: (prefix, suffix) every prompt shares, in whole lines (``fixed_text.py``)."""
+        return fixed_text(self.columns.prompt_texts)
+
+    @property
     def prompt_texts(self) -> list[str]:
         """Each sample's prompt as text (chat messages joined), for rules that read what the model is shown."""
-        out = []
-        for s in self.samples:
-            prompt = s.prompt
-            out.append(prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages))
-        return [t or "" for t in out]
+        return self.columns.prompt_texts

@@ -1,0 +1,102 @@
+"""A prepared task's rows as whole columns: each part of every row (its choices, gold indices, references, own
+text, source row, prompt text) read once per task, for every rule that looks at all rows.
+
+A task may have 100,000 rows and the audit may add at most 5% to ``proctor validate`` (issue 45). Reading one
+attribute of 100,000 objects costs milliseconds, most of it in fetching each object from memory; several
+rules reading the same attribute row by row, each in its own pass, paid that again and again. The columns
+are read once, in one pass over the samples, and shared; and a whole-column question (does any row have one
+choice? more than one right answer?) is asked of a column in C, so that a rule reads rows one by one only
+where the column says one may hit.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from itertools import compress
+from operator import attrgetter
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from proctor.data.sources import Sample
+from proctor.prompts.builder import PreparedSample, Prompt
+
+ROW = "\x01"  # between rows in a joined column
+_PROMPT_TEXT = attrgetter("text")
+_MESSAGES = attrgetter("messages")
+_ID = attrgetter("id")
+
+
+class Columns:
+    """The columns of one task's prepared samples, read in one pass over them."""
+
+    def __init__(self, samples: Sequence[PreparedSample]) -> None:
+        self.samples = samples
+        # one Python loop that reads every part of a sample at once costs less than one pass of C per part: each
+        # pass fetches 100,000 objects from memory again
+        choices: list[tuple[str, ...]] = []
+        gold: list[tuple[int, ...]] = []
+        references: list[tuple[str, ...]] = []
+        own: list[str | None] = []
+        rows: list[Sample] = []
+        prompts: list[Prompt] = []
+        for sample in samples:
+            choices.append(sample.choices)
+            gold.append(sample.gold)
+            references.append(sample.references)
+            own.append(sample.text)
+            rows.append(sample.sample)
+            prompts.append(sample.prompt)
+        self.choices = choices
+        self.gold = gold
+        self.references = references
+        self.own_texts = own  # a perplexity row's own text, or None
+        self.rows = rows  # each sample's source row (its id, fields, file and line)
+        self._prompts = prompts
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return list(map(_ID, self.rows))
+
+    @cached_property
+    def prompt_texts(self) -> list[str]:
+        """Each sample's prompt as text (chat messages joined; an absent text is '')."""
+        prompts = self._prompts
+        texts: list[Any] = list(map(_PROMPT_TEXT, prompts))
+        messages = list(map(_MESSAGES, prompts))
+        if messages.count(None) == len(messages) and None not in texts:
+            return texts  # plain-text prompts (every native task without chat): as they are
+        out = []
+        for prompt in prompts:
+            text = prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
+            out.append(text or "")
+        return out
+
+    @cached_property
+    def joined_prompts(self) -> str:
+        """The prompt texts joined by ``ROW`` (searched at once, in C, for what each would be searched for)."""
+        return ROW.join(self.prompt_texts)
+
+    @cached_property
+    def choice_counts(self) -> npt.NDArray[np.intp]:
+        """How many choices each row has."""
+        return np.fromiter(map(len, self.choices), dtype=np.intp, count=len(self.choices))
+
+    @cached_property
+    def scored(self) -> list[PreparedSample]:
+        """Multiple-choice samples with a right answer (unscored ones, ``unscored_target``, have none)."""
+        if all(self.choices) and all(self.gold):  # every row (most multiple-choice tasks): told in C
+            return list(self.samples)
+        return list(compress(self.samples, [bool(c and g) for c, g in zip(self.choices, self.gold)]))
+
+    def multiple_choice(self) -> int:
+        """How many rows have choices."""
+        choices = self.choices
+        return len(choices) if all(choices) else sum(map(bool, choices))
+
+    def any_scored_multiple_choice(self) -> bool:
+        """Whether a row with choices has a right answer."""
+        if all(self.choices):
+            return any(self.gold)
+        return any(g for c, g in zip(self.choices, self.gold) if c)

@@ -1,0 +1,57 @@
+"""What the label rules read of a row besides what every dialect leaves: the row as its source gave it (a
+native row's fields, or the document a dialect's handler kept: lm-eval's ``docs``), the fields the target is
+made from, and which rows are generated rows with references."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import template_fields
+
+PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
+MIN_ROWS = 4  # a pattern over fewer rows is chance
+
+
+class _RowFields(Sequence[Mapping[str, Any]]):
+    """Each sample's fields, read when asked (a rule that probes a few rows reads only those)."""
+
+    def __init__(self, samples: Sequence[Any]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [s.sample.fields for s in self.samples[i]]
+        return self.samples[i].sample.fields
+
+
+def generated_rows(subject: AuditSubject) -> list[int]:
+    """Positions of the generated rows with references (none in a multiple-choice task: its kind says so)."""
+    if subject.spec.kind != "generate":
+        return []
+    return [i for i, s in enumerate(subject.samples) if not s.choices and s.text is None and s.references]
+
+
+def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
+    """Each sample's row as its source gave it: the fields a native row has, or the document a handler that
+    reads its own data kept (lm-eval's ``handler.docs``: (id, document) pairs, in the samples' order)."""
+    docs = getattr(subject.handler, "docs", None)
+    if isinstance(docs, list) and len(docs) == len(subject.samples):
+        if all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS]):
+            return [d[1] for d in docs]
+    return _RowFields(subject.samples)
+
+
+def target_reads(subject: AuditSubject) -> frozenset[str]:
+    """The row fields the target is made from: a native template's variables, or lm-eval's ``doc_to_target``
+    (a field's name, or a template)."""
+    if subject.templated:
+        return template_fields(subject.spec.target) if subject.spec.target else frozenset()
+    config = getattr(getattr(subject.handler, "task", None), "config", None)
+    source = getattr(config, "doc_to_target", None)
+    if not isinstance(source, str):
+        return frozenset()
+    return template_fields(source) if "{" in source else frozenset({source})
