@@ -86,10 +86,10 @@ class _FastTier:
         self.seconds: dict[str, float] = {}
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
-        if collection_path.suffix == ".py" and collection_path.name.startswith("test_") and collection_path.is_file():
-            if not may_hold_fast_tests(collection_path):
-                self.files_left_out += 1
-                return True
+        is_test_file = collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+        if is_test_file and collection_path.is_file() and not may_hold_fast_tests(collection_path):
+            self.files_left_out += 1
+            return True
         return None
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:

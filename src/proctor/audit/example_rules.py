@@ -147,9 +147,9 @@ def _constant_items(source: str, field: str) -> set[int]:
         return set()
     out = set()
     for node in tree.find_all(nodes.Getitem):
-        if isinstance(node.node, nodes.Name) and node.node.name == field and isinstance(node.arg, nodes.Const):
-            if type(node.arg.value) is int:
-                out.add(node.arg.value)
+        named = isinstance(node.node, nodes.Name) and node.node.name == field
+        if named and isinstance(node.arg, nodes.Const) and type(node.arg.value) is int:
+            out.add(node.arg.value)
     return out
 
 

@@ -153,9 +153,9 @@ _SMALL_NUMBER = re.compile(r"^\s*\d{1,2}\s*$")
 def _indexes_a_list(number: int, doc: Mapping[str, Any]) -> str | None:
     """The row's list field (choices, options) a number is an index into, or None."""
     for key, value in doc.items():
-        if key not in READER_FIELDS and isinstance(value, list) and len(value) > number:
-            if value and all(isinstance(v, str) for v in value):
-                return key
+        listed = key not in READER_FIELDS and isinstance(value, list) and len(value) > number
+        if listed and value and all(isinstance(v, str) for v in value):
+            return key
     return None
 
 

@@ -201,9 +201,8 @@ def _choice_collisions(choices: _Choices, near: Callable[[str], str]) -> list[in
     out = []
     for row in np.flatnonzero((maybe | numbers) & (choices.widths >= 2)).tolist():
         keys = choices.exact_keys(row, near)
-        if len(set(keys)) < len(keys):
-            out.append(row)
-        elif numbers[row] and _numbers_clash(_ITEM.join(choices.rows[row]), choices.rows[row]):
+        repeated = len(set(keys)) < len(keys)
+        if repeated or (numbers[row] and _numbers_clash(_ITEM.join(choices.rows[row]), choices.rows[row])):
             out.append(row)
     return out
 

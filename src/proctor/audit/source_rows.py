@@ -39,9 +39,12 @@ def documents(subject: AuditSubject) -> Sequence[Mapping[str, Any]]:
     """Each sample's row as its source gave it: the fields a native row has, or the document a handler that
     reads its own data kept (lm-eval's ``handler.docs``: (id, document) pairs, in the samples' order)."""
     docs = getattr(subject.handler, "docs", None)
-    if isinstance(docs, list) and len(docs) == len(subject.samples):
-        if all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS]):
-            return [d[1] for d in docs]
+    if (
+        isinstance(docs, list)
+        and len(docs) == len(subject.samples)
+        and all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], Mapping) for d in docs[:PROBE_ROWS])
+    ):
+        return [d[1] for d in docs]
     return _RowFields(subject.samples)
 
 

@@ -67,7 +67,9 @@ def _findings(subject: AuditSubject, rules: tuple[AuditRule, ...], strict: bool)
         count = 0
         builtin = rule in BUILTIN_RULES
         hits = (
-            rule.check(subject) if builtin else call_user(lambda: list(rule.check(subject)), f"audit rule '{rule.id}'")
+            rule.check(subject)
+            if builtin
+            else call_user(lambda rule=rule: list(rule.check(subject)), f"audit rule '{rule.id}'")
         )
         for hit in hits:
             first = first or hit

@@ -149,7 +149,7 @@ def test_ls_answers_from_its_saved_listing_without_importing_lm_eval(tmp_path, m
     assert any(name == "arc_easy" for name, _, _ in built)
     script = (
         "import sys, json\n"
-        "from proctor.dialects.lmeval import catalogue_rows\n"
+        "from proctor.dialects.lmeval.loader import catalogue_rows\n"
         "rows = catalogue_rows(['lm_eval:arc_e*'])\n"
         "print(json.dumps({'rows': rows, 'imported': [m for m in ('lm_eval', 'datasets', 'torch') "
         "if m in sys.modules]}))\n"
