@@ -115,7 +115,8 @@ def worker_proctor(backend: str, folder: Path) -> dict:
             "score": metrics.get("acc", metrics.get("exact_match"))["value"],
             "per_sample": [s.get("logprobs", s.get("generation")) for s in samples],
         }
-    found["prompts_rescored"] = getattr(model, "prompts_rescored", None)
+        found["prompts_rescored"] = getattr(model, "prompts_rescored", None)
+        (folder / f"proctor-{backend}.partial.json").write_text(json.dumps(found))  # the tasks so far
     return found
 
 
@@ -193,6 +194,7 @@ def main() -> None:
         parser.add_argument(f"--{task.replace('_', '-')}", type=int, default=rows, help=f"rows (default {rows})")
     parser.add_argument("--no-hf", action="store_true", help="leave out proctor's hf backend")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--from-runs", type=Path, help="the figures again from a --json run's .runs.json")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -210,9 +212,13 @@ def main() -> None:
     began = {"start": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), **machine()}
     sides = ["proctor-vllm", "lm_eval"] + ([] if args.no_hf else ["proctor-hf"])
     runs: dict[str, list[dict]] = {side: [] for side in sides}
+    rows = {task: getattr(args, task) for task in TASKS}
+    if args.from_runs:
+        saved = json.loads(args.from_runs.read_text())
+        runs, began, rows = saved["runs"], saved["machine"], saved["rows"]
+        return summarise(runs, began, rows, args.json)
     with tempfile.TemporaryDirectory(prefix="vllm-vs-lm-eval-") as tmp:
         folder = Path(tmp)
-        rows = {task: getattr(args, task) for task in TASKS}
         (folder / "limits.json").write_text(json.dumps(rows))
         (folder / "lm_eval_tasks").mkdir()
         write_lm_eval_side(folder / "lm_eval_tasks", rows)
@@ -224,13 +230,22 @@ def main() -> None:
                 times = ", ".join(f"{t} {r['seconds']:.1f}s" for t, r in found["tasks"].items())
                 print(f"repeat {repeat + 1} {side}: {times}", file=sys.stderr, flush=True)
                 if args.json:  # every measurement kept as it comes, per-sample values included
-                    args.json.with_suffix(".runs.json").write_text(json.dumps(runs))
-    figures: dict = {"machine": {**began, "end_load_1_5_15": os.getloadavg()}, "rows": rows, "tasks": {}}
+                    saved = {"runs": runs, "machine": began, "rows": rows}
+                    args.json.with_suffix(".runs.json").write_text(json.dumps(saved))
+    began["end_load_1_5_15"] = os.getloadavg()
+    summarise(runs, began, rows, args.json)
+
+
+def summarise(runs: dict[str, list[dict]], began: dict, rows: dict, out: Path | None) -> None:
+    """Medians, ratios and agreement; a side may lack a task (a run stopped early: its tasks so far)."""
+    sides = [side for side, found in runs.items() if found]
+    figures: dict = {"machine": began, "rows": rows, "tasks": {}}
     figures["engine"] = {**ENGINE, "dtype": "float32", "kv_cache_gib": KV_CACHE_GIB}
     figures["proctor_engine_settings"] = runs["proctor-vllm"][0]["engine"]
     figures["prompts_rescored"] = [r["prompts_rescored"] for r in runs["proctor-vllm"]]
     for task, target in TARGETS.items():
-        seconds = {side: [r["tasks"][task]["seconds"] for r in runs[side]] for side in sides}
+        seconds = {side: [r["tasks"][task]["seconds"] for r in runs[side] if task in r["tasks"]] for side in sides}
+        seconds = {side: values for side, values in seconds.items() if values}
         median = {side: statistics.median(values) for side, values in seconds.items()}
         ours, theirs = runs["proctor-vllm"][0]["tasks"][task], runs["lm_eval"][0]["tasks"][task]
         row = {
@@ -238,25 +253,25 @@ def main() -> None:
             "median_s": median,
             "ratio_vs_lm_eval": median["proctor-vllm"] / median["lm_eval"],
             "target": target,
-            "score": {side: runs[side][0]["tasks"][task]["score"] for side in sides},
+            "score": {side: runs[side][0]["tasks"][task]["score"] for side in seconds},
             "agreement_vs_lm_eval": agreement(task, ours["per_sample"], theirs["per_sample"]),
         }
         agree = row["agreement_vs_lm_eval"]
         exact = agree["identical"] == agree["of"] if task == "nq_open" else agree["max_abs_dlogp"] <= 1e-4
         row["holds"] = {"time": row["ratio_vs_lm_eval"] <= target, "agreement": exact}
-        if "proctor-hf" in runs:
+        if "proctor-hf" in seconds:
             hf = runs["proctor-hf"][0]["tasks"][task]
             row["ratio_vs_proctor_hf"] = median["proctor-vllm"] / median["proctor-hf"]
             row["agreement_vs_proctor_hf"] = agreement(task, ours["per_sample"], hf["per_sample"])
         figures["tasks"][task] = row
-        shown = {k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in row["agreement_vs_lm_eval"].items()}
+        shown = {k: (f"{v:.2e}" if isinstance(v, float) else v) for k, v in row["agreement_vs_lm_eval"].items()}
         print(
             f"{task:<10} proctor vllm {median['proctor-vllm']:7.1f}s  lm-eval vllm {median['lm_eval']:7.1f}s  "
             f"ratio {row['ratio_vs_lm_eval']:.3f} (target <= {target})  {shown}"
             + (f"  proctor hf {median['proctor-hf']:.1f}s" if "proctor-hf" in median else "")
         )
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    if out:
+        out.write_text(json.dumps(figures, indent=2) + "\n")
 
 
 if __name__ == "__main__":
