@@ -248,3 +248,83 @@ def test_real_vllm_matches_the_hf_backend(tiny_model_dir, tmp_path):
         assert result.results["status"] == "complete"
     finally:
         model.close()
+
+
+class PrefixCachingLLM(StandInLLM):
+    """The stand-in with vLLM's prefix cache as prompt log-prob requests see it: a prompt that reads the cache
+    (``skip_reading_prefix_cache=False``) reports ``num_cached_tokens`` (whole blocks of an earlier prompt's
+    start, never its last token) and has no log-probs at the positions those tokens decide (vLLM leaves
+    them uncomputed: here empty, so reading one is an error)."""
+
+    BLOCK = 4
+
+    def __init__(self, folder) -> None:
+        super().__init__(folder)
+        cache = SimpleNamespace(enable_prefix_caching=True, block_size=self.BLOCK)
+        self.llm_engine.vllm_config = SimpleNamespace(cache_config=cache)
+        self.blocks: set[tuple[int, ...]] = set()
+        self.reads: list[bool] = []  # per call: whether its prompts read the cache
+
+    def generate(self, prompts, params, use_tqdm=True):
+        one = params if not isinstance(params, list) else params[0]
+        reading = getattr(one, "skip_reading_prefix_cache", True) is False
+        self.reads.append(reading)
+        outputs = []
+        for prompt in prompts:
+            ids = list(prompt["prompt_token_ids"])
+            (output,) = super().generate([prompt], params if not isinstance(params, list) else params[:1])
+            cached = 0
+            if reading:
+                while cached + self.BLOCK <= len(ids) - 1 and tuple(ids[: cached + self.BLOCK]) in self.blocks:
+                    cached += self.BLOCK
+                if output.prompt_logprobs is not None:
+                    for position in range(1, cached + 1):
+                        output.prompt_logprobs[position] = {}
+            self.blocks.update(tuple(ids[:k]) for k in range(self.BLOCK, len(ids) + 1, self.BLOCK))
+            output.num_cached_tokens = cached
+            outputs.append(output)
+        return outputs
+
+
+def test_prefix_cache_shares_contexts_and_rescores_what_it_covered(tiny_model_dir, tiny_model):
+    """Choices of one question read its context from the cache; a prompt whose cached part reaches a scored
+    token (a repeated choice of several tokens) is sent again without the cache: the hf backend's numbers."""
+    from proctor.models.vllm_backend import VLLMModel
+
+    engine = PrefixCachingLLM(tiny_model_dir)
+    model = VLLMModel(tiny_model_dir, engine=engine, name="tiny-llama")
+    assert model.prefix_caching and model.engine_settings == {"prefix_caching": True, "block_size": 4}
+    context = "Question: which colour is the sky on a clear summer day, seen from the ground?\nAnswer:"
+    # the last choice repeats the first: its cached blocks reach into its (five-token) continuation
+    choices = (" light blue with white clouds", " green", " grey", " light blue with white clouds")
+    requests = [LoglikelihoodRequest(context, c) for c in choices]
+    requests.append(LoglikelihoodRequest("Question: how many legs has a spider?\nAnswer:", " eight"))
+    got, want = model.loglikelihood(requests), tiny_model.loglikelihood(requests)
+    for g, w in zip(got, want):
+        assert g.logprob == pytest.approx(w.logprob, abs=1e-4)
+        assert g.is_greedy == w.is_greedy
+    assert got[0].logprob == got[3].logprob  # the repeated choice, scored again without the cache
+    assert engine.reads == [True, False]  # one call reading the cache, one re-sending what it covered
+    assert model.prompts_rescored >= 1
+
+
+def test_the_cpu_build_is_recognised_before_its_platforms_module_is_imported(tmp_path, monkeypatch):
+    """``import vllm`` does not import ``vllm.platforms``: the CPU defaults must not depend on who imported it."""
+    import importlib
+    import sys
+
+    from proctor.models.vllm_cpu import on_cpu
+
+    package = tmp_path / "fake_vllm_cpu"
+    (package / "platforms").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "platforms" / "__init__.py").write_text(
+        "class _Cpu:\n    def is_cpu(self):\n        return True\n\ncurrent_platform = _Cpu()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake = importlib.import_module("fake_vllm_cpu")
+    assert getattr(fake, "platforms", None) is None  # as vllm after a plain import
+    assert on_cpu(fake) is True
+    assert on_cpu(SimpleNamespace()) is False  # a stand-in without platforms: not the CPU build
+    monkeypatch.delitem(sys.modules, "fake_vllm_cpu")
+    monkeypatch.delitem(sys.modules, "fake_vllm_cpu.platforms")

@@ -6,7 +6,8 @@ float32): ARC-Easy and HellaSwag rows from ../shared/data scored by log-likeliho
 greedily, a perplexity task (rolling log-likelihoods) and a seeded sampling task twice — then the same run
 with the ``hf`` backend in the same venv. What must hold: every log-likelihood within 1e-4 of the ``hf``
 backend's, greedy generations identical, seeded sampling reproducible, and the engine started with the CPU
-defaults (eager, a KV cache sized from the model) that ``models/vllm_cpu.py`` chose. Skipped where the venv
+defaults (eager, a KV cache sized from the model, the prefix cache in blocks of 32 tokens, read by the
+log-likelihood prompts) that ``models/vllm_cpu.py`` chose. Skipped where the venv
 or ../shared is missing.
 """
 
@@ -128,6 +129,8 @@ def test_vllm_greedy_generations_are_the_hf_backends_and_seeded_sampling_repeats
     assert results["model"]["backend"] == "vllm"
     engine = results["model_info"]["engine"]  # what the backend chose on the CPU, where the user said nothing
     assert engine["platform"] == "cpu" and engine["enforce_eager"] is True
+    # the prefix cache on, in blocks small enough for a question's context to be shared by its choices
+    assert engine["prefix_caching"] is True and engine["block_size"] == 32
     if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         assert engine["kv_cache_from"].startswith("proctor") and 1 <= int(engine["kv_cache_gib"]) <= 8
 

@@ -89,6 +89,10 @@ class VLLMModel(Model):
         self.add_bos, self.prefix_token_id = bos_rule(self.tokenizer, add_bos)  # as the HF backend
         self.chunk_requests = 1024  # per engine call: vLLM schedules within it
         self.large_chunks = True  # exempt from the engine's 64-request cap: on a GPU 1024 requests are seconds of work
+        self.prefix_caching = _prefix_caching(engine)
+        self.prompts_rescored = 0  # log-likelihood prompts sent again because the cache covered a scored token
+        if self.engine_settings or self.prefix_caching:
+            self.engine_settings.update(_cache_settings(engine))
         local = Path(self.path)
         if local.is_dir():
             self._content: str | None = weights_digest(local)
@@ -135,15 +139,28 @@ class VLLMModel(Model):
         return require("vllm", "vllm", "The vLLM backend").SamplingParams(**kwargs)
 
     def _prompt_logprobs(self, items: Sequence[tuple[list[int], int]]) -> list[tuple[tuple[float, ...], bool]]:
-        """Per (tokens, n): log-probs of the last n tokens, each given all before it, and all-greedy."""
+        """Per (tokens, n): log-probs of the last n tokens, each given all before it, and all-greedy.
+
+        With the engine's prefix cache on, prompts read it (a question's context computed once for all its
+        choices, shared few-shot text once for all questions): vLLM then computes log-probs only past the
+        cached tokens, which is all scoring needs while a prompt's cached part ends before the last context
+        token. Prompts go in token order (shared starts side by side); the few whose cached part reaches
+        into the scored tokens are sent again without reading the cache."""
         if not items:
             return []
-        params = self._sampling_params(max_tokens=1, temperature=0.0, prompt_logprobs=1)
-        outputs = self.engine.generate([{"prompt_token_ids": list(t)} for t, _ in items], params, use_tqdm=False)
+        order = sorted(range(len(items)), key=lambda i: items[i][0])
+        outputs = self._score_prompts([items[i][0] for i in order], read_cache=self.prefix_caching)
+        by_item: list[Any] = [None] * len(items)
+        for i, output in zip(order, outputs):
+            by_item[i] = output
+        if self.prefix_caching:
+            again = [i for i, (tokens, n) in enumerate(items) if _cached(by_item[i]) > len(tokens) - n - 1]
+            self.prompts_rescored += len(again)
+            for i, output in zip(again, self._score_prompts([items[i][0] for i in again], read_cache=False)):
+                by_item[i] = output
         engine = f"the vLLM engine of '{self.name}'"
-        outputs = engine_outputs(outputs, len(items), Where(engine, f"a call of {len(items)} prompts"))
         scored = []
-        for k, ((tokens, n), output) in enumerate(zip(items, outputs)):
+        for k, ((tokens, n), output) in enumerate(zip(items, by_item)):
             where = Where(engine, f"prompt {k} of a call of {len(items)} ({len(tokens)} tokens)")
             # [None, {token id: Logprob}, ...], one per prompt token
             per_position = token_positions(getattr(output, "prompt_logprobs", None), len(tokens), where)
@@ -161,6 +178,19 @@ class VLLMModel(Model):
                 greedy = greedy and rank == 1
             scored.append((tuple(values), greedy))
         return scored
+
+    def _score_prompts(self, prompts: Sequence[list[int]], read_cache: bool) -> list[Any]:
+        """One engine call: each prompt with its prompt log-probs (one generated token, not detokenised: the
+        log-probs of cached positions are not computed, and their token ids are not tokens)."""
+        if not prompts:
+            return []
+        options: dict[str, Any] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
+        if self.prefix_caching:  # vLLM skips the cache for prompt log-probs unless told otherwise
+            options["skip_reading_prefix_cache"] = not read_cache
+        params = self._sampling_params(**options)
+        outputs = self.engine.generate([{"prompt_token_ids": list(t)} for t in prompts], params, use_tqdm=False)
+        where = Where(f"the vLLM engine of '{self.name}'", f"a call of {len(prompts)} prompts")
+        return engine_outputs(outputs, len(prompts), where)
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(
@@ -274,3 +304,37 @@ class VLLMModel(Model):
                 torch.cuda.empty_cache()
         except ImportError:
             pass
+
+
+def _cache_config(engine: Any) -> Any:
+    return getattr(getattr(getattr(engine, "llm_engine", None), "vllm_config", None), "cache_config", None)
+
+
+def _prefix_caching(engine: Any) -> bool:
+    """Whether the engine keeps a prefix cache that prompt log-prob requests can read (vLLM >= 0.11 has
+    ``SamplingParams.skip_reading_prefix_cache``; before it, such requests never read the cache)."""
+    config = _cache_config(engine)
+    if not getattr(config, "enable_prefix_caching", False):
+        return False
+    if getattr(engine, "sampling_params", None) is not None:  # a stand-in engine: its own parameters
+        return True
+    vllm = require("vllm", "vllm", "The vLLM backend")
+    fields = getattr(vllm.SamplingParams, "__struct_fields__", None) or getattr(
+        vllm.SamplingParams, "__dataclass_fields__", {}
+    )
+    return "skip_reading_prefix_cache" in fields
+
+
+def _cache_settings(engine: Any) -> dict[str, Any]:
+    """The engine's KV cache as results.json's ``model_info.engine`` reports it."""
+    config = _cache_config(engine)
+    found: dict[str, Any] = {"prefix_caching": _prefix_caching(engine)}
+    if getattr(config, "block_size", None) is not None:
+        found["block_size"] = int(config.block_size)
+    return found
+
+
+def _cached(output: Any) -> int:
+    """Prompt tokens an engine output read from the prefix cache (their log-probs were not computed)."""
+    value = getattr(output, "num_cached_tokens", None)
+    return value if isinstance(value, int) else 0
