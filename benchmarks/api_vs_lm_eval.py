@@ -158,7 +158,7 @@ def main() -> None:
         import lm_eval.models.openai_completions  # noqa: F401
         import vllm  # noqa: F401
     except ImportError as missing:
-        raise SystemExit(f"needs vLLM and lm-eval[api] here ({missing}): run it with .venv-vllm/bin/python")
+        raise SystemExit(f"needs vLLM and lm-eval[api] here ({missing}): run it with .venv-vllm/bin/python") from None
     began = {"start": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "load_1_5_15": os.getloadavg()}
     runs: dict[str, list[dict]] = {"proctor": [], "lm_eval": []}
     with tempfile.TemporaryDirectory(prefix="api-vs-lm-eval-") as tmp:

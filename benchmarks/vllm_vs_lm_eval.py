@@ -206,7 +206,9 @@ def main() -> None:
         import lm_eval  # noqa: F401
         import vllm  # noqa: F401
     except ImportError as missing:
-        raise SystemExit(f"needs vLLM and lm-eval in this interpreter ({missing}): run it with .venv-vllm/bin/python")
+        raise SystemExit(
+            f"needs vLLM and lm-eval in this interpreter ({missing}): run it with .venv-vllm/bin/python"
+        ) from None
     if not DATA.exists():
         raise SystemExit(f"needs the benchmark data at {DATA} (set PROCTOR_DATA)")
     began = {"start": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), **machine()}
