@@ -35,6 +35,9 @@ class Thinker(FakeModel):
             progress(len(requests))
         return out
 
+    def count_tokens(self, texts):  # a tokenizer of words, so the test knows the thinking's tokens
+        return [len(t.split()) for t in texts]
+
 
 def register(registry):
     registry.add_model_backend("thinker", lambda rest, **options: Thinker(rest))
@@ -105,6 +108,11 @@ def test_thinking_is_cut_before_scoring_in_native_and_lm_eval_tasks_in_a_fresh_p
         assert task["thinking"]["max_generated_tokens"] == 250 and task["thinking"]["stopped_at_max_tokens"] == 1
         closed_tokens = [len(REPLIES[w]) // 4 for w in ("two plus two", "sky", "cat")]
         assert task["thinking"]["mean_generated_tokens"] == round((sum(closed_tokens) + 250) / 4, 1)
+        # the thinking's own tokens, as the model's tokenizer (here: words) counts them
+        words = [len(REPLIES[w].rsplit("</think>", 1)[0].split()) for w in ("two plus two", "sky", "cat")]
+        words.append(len(REPLIES["frozen"].split()))
+        assert task["thinking"]["mean_thinking_tokens"] == round(sum(words) / 4, 1)
+        assert task["thinking"]["max_thinking_tokens"] == max(words)
     closed = ("two plus two", "sky", "cat")
     lengths = [len(REPLIES[w].rsplit("</think>", 1)[0]) for w in closed] + [len(REPLIES["frozen"])]
     assert native["thinking"]["mean_chars"] == round(sum(lengths) / 4, 1)

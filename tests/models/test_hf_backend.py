@@ -125,6 +125,15 @@ def test_rolling_windows_score_every_token_once_with_context(tiny_model, referen
     assert list(result.token_logprobs) == pytest.approx(expected, abs=1e-4)
 
 
+def test_count_tokens_is_the_tokenizers_count_without_special_tokens(tiny_model):
+    """What a reasoning model's thinking is counted in (results.json ``thinking.mean_thinking_tokens``)."""
+    texts = ["Two and two.\n\nThat makes four.", "", "Blue, surely"]
+    expected = [len(tiny_model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts]
+    assert tiny_model.count_tokens(texts) == expected
+    assert expected[0] > expected[2] > 0 and expected[1] == 0
+    assert tiny_model.count_tokens([]) == []
+
+
 def test_fingerprint_names_model_dtype_and_content(tiny_model):
     fingerprint = tiny_model.fingerprint
     assert fingerprint["backend"] == "hf"

@@ -229,7 +229,7 @@ def run_built(
         warn_truncated(outcome, model, cut, sent)
     end_token = built.prepared.think_end_token
     if thinking.samples:  # --think-end-token, or a server's separate reasoning text
-        outcome.result.thinking = thinking.as_json()
+        outcome.result.thinking = thinking.as_json(getattr(model, "count_tokens", None))
         if end_token is not None and (unclosed := thinking.warning(end_token)) is not None:
             outcome.result.add_warning(unclosed)
     warn_not_numbers(outcome)

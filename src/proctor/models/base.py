@@ -101,6 +101,11 @@ class Model(abc.ABC):
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
         return None
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        """How many tokens this model's tokenizer makes of each text (no special tokens), or None where the model
+        has no tokenizer at hand (a remote server): what a reasoning model's thinking is counted in."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional: a backend holding nothing frees nothing
         """Free resources (GPU memory, servers)."""
 

@@ -289,6 +289,12 @@ class HFModel(HFGeneration, Model):
     def has_chat_template(self) -> bool:
         return getattr(self.tokenizer, "chat_template", None) is not None
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
+        if not texts:
+            return []
+        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(one) for one in ids]
+
     # ------------------------------------------------------------------ scoring core
     def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None):
         """Per item: (token log-probs, all-greedy flag).

@@ -250,8 +250,9 @@ class TaskResult(BaseModel):
         None,
         description="--think-end-token: generations split (samples), those whose thinking never closed (unclosed), "
         "the thinking's mean length in characters (mean_chars), the tokens each reply generated, thinking and "
-        "answer (mean_generated_tokens, max_generated_tokens), and replies that reached max_tokens "
-        "(stopped_at_max_tokens).",
+        "answer (mean_generated_tokens, max_generated_tokens), replies that reached max_tokens "
+        "(stopped_at_max_tokens), and, where the model's tokenizer is at hand, the thinking's own tokens "
+        "(mean_thinking_tokens, max_thinking_tokens).",
     )
     mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
         None, description="How a multiple-choice task ran."

@@ -94,6 +94,7 @@ class ThinkingTally:
     samples: int = 0
     unclosed: int = 0
     chars: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # the thinking of each reply, counted in tokens at the end
     tokens: list[int] = field(default_factory=list)
     at_limit: int = 0  # replies that stopped because they reached max_tokens (the budget, when one is set)
 
@@ -103,12 +104,24 @@ class ThinkingTally:
                 self.samples += 1
                 self.unclosed += 0 if result.closed else 1
                 self.chars.append(len(result.thinking or ""))
+                self.texts.append(result.thinking or "")
                 self.tokens.append(result.completion_tokens)
                 self.at_limit += result.finish_reason == "length"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, count_tokens: Callable[[Sequence[str]], list[int] | None] | None = None) -> dict[str, Any]:
+        """The tally; with ``count_tokens`` (the model's tokenizer, where it has one at hand) the thinking's own
+        tokens too (``mean_thinking_tokens``, ``max_thinking_tokens``)."""
         mean = sum(self.chars) / len(self.chars) if self.chars else 0.0
         tokens = sum(self.tokens) / len(self.tokens) if self.tokens else 0.0
+        counted = count_tokens(self.texts) if count_tokens is not None and self.texts else None
+        thought = (
+            {
+                "mean_thinking_tokens": round(sum(counted) / len(counted), 1),
+                "max_thinking_tokens": max(counted),
+            }
+            if counted and len(counted) == len(self.texts)
+            else {}
+        )
         return {
             "samples": self.samples,
             "unclosed": self.unclosed,
@@ -116,6 +129,7 @@ class ThinkingTally:
             "mean_generated_tokens": round(tokens, 1),
             "max_generated_tokens": max(self.tokens, default=0),
             "stopped_at_max_tokens": self.at_limit,
+            **thought,
         }
 
     def warning(self, end_token: str) -> str | None:
