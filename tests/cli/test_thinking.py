@@ -145,6 +145,20 @@ def test_a_resumed_run_with_another_think_end_token_is_refused(tmp_path: Path) -
 
 
 @pytest.mark.fast
+def test_inspects_reasoning_tokens_is_the_thinking_budget(tmp_path: Path) -> None:
+    write(tmp_path / "thinker.py", THINKER_PLUGIN.format(repo=str(REPO), replies=REPLIES))
+    write(tmp_path / "tasks" / "think_native.yaml", NATIVE_TASK)
+    jsonl(tmp_path / "tasks" / "data.jsonl", ROWS)
+    code, out = run_in_process(
+        ["run", str(tmp_path / "tasks"), "--plugin", str(tmp_path / "thinker.py"), "--model", "thinker:m",
+         "--think-end-token", "</think>", "--reasoning-tokens", "30", "-o", str(tmp_path / "r"), "-q"]
+    )  # fmt: skip
+    assert code == 0, out
+    task = results(tmp_path / "r")["tasks"]["think_native"]
+    assert task["settings"]["think_budget"] == 30
+    assert task["thinking"]["max_generated_tokens"] == 80  # the task's 50 and the budget's 30
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
@@ -152,7 +166,8 @@ def test_a_resumed_run_with_another_think_end_token_is_refused(tmp_path: Path) -
         (["--think-end-token", "</think>", "--model-arg", "think_end_token=</t>"], "differs from --think-end-token"),
         (["--model-arg", "think_end_token=a", "--model-arg", "think_end_token=b"], "'think_end_token' is given twice"),
         (["--max-thinking-tokens", "0"], "--max-thinking-tokens"),
-        (["--reasoning-tokens", "-5"], "--max-thinking-tokens"),
+        (["--reasoning-tokens", "-5"], "--reasoning-tokens"),
+        (["--max-thinking-tokens", "100", "--reasoning-tokens", "200"], "differs from --max-thinking-tokens 100"),
         (["--max-thinking-tokens", "many"], "Input should be a valid integer"),
     ],
 )

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from proctor.api.evaluation import EvaluationResult as EvaluationResult
 from proctor.api.evaluation import run_evaluation as run_evaluation
+from proctor.api.evaluation_result import EvaluationResult as EvaluationResult
 from proctor.api.run_options import check_run_options as check_run_options
 from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from proctor.api.evaluation_result import EvaluationResult
 from proctor.api.finished_run import REQUEST_FIELD, finished_results, model_request
+from proctor.api.model_resolver import resolve_model
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.notice import notice
@@ -28,7 +30,7 @@ from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
 from proctor.engine.task_settings import task_settings
-from proctor.models.base import ConvertsToModel, Model
+from proctor.models.base import Model
 from proctor.models.info import model_info
 from proctor.runs.lock import hold_run_dir
 from proctor.runs.manifest import build_manifest, check_resume, mark, now, open_run
@@ -42,35 +44,6 @@ from proctor.scoring.aggregate import aggregate_groups
 from proctor.scoring.rollup import rollup
 
 log = logging.getLogger("proctor.api")  # the public module's name, as the CLI's log lines show it
-
-
-@dataclass
-class EvaluationResult:
-    run_dir: Path
-    results: dict[str, Any]
-
-    @property
-    def tasks(self) -> dict[str, dict[str, Any]]:
-        tasks: dict[str, dict[str, Any]] = self.results["tasks"]
-        return tasks
-
-    def metric(self, task: str, name: str) -> float:
-        return float(self.results["tasks"][task]["metrics"][name]["value"])
-
-    def samples_frame(self) -> Any:
-        """The run's samples (samples.jsonl) as a pandas DataFrame, one row per sample: ``task``, ``id``,
-        ``target``, ``prediction``, ``correct``, a ``metric_<name>`` column per metric, and the rest of
-        samples.parquet's columns (docs/results.md). Needs pandas (``pip install 'proctor[pandas]'``)."""
-        from proctor.runs.samples_frame import samples_frame
-
-        return samples_frame(self.run_dir)
-
-    def log_to(self, tracker: str) -> str:
-        """Log the run to a tracker as ``proctor log RUN_DIR --to TRACKER`` does (``"wandb:project=evals"``,
-        ``"mlflow:tracking_uri=file:./mlruns"``; docs/trackers.md); the line saying where it went."""
-        from proctor.runs.trackers import log_to, parse_target, read_contents
-
-        return log_to(read_contents(self.run_dir), parse_target(tracker, "log_to")).line()
 
 
 @dataclass(frozen=True)
@@ -240,26 +213,9 @@ def _check_images_taken(prepared: Sequence[PreparedTask], spec: str) -> None:
 
 def _load_and_evaluate(config: RunConfig, run: _Prepared, progress: ProgressHook | None) -> EvaluationResult:
     load_started = time.perf_counter()
-    owned: Model | None = None  # a model loaded here is closed here
-    ref = config.model.model
-    # the name as the user wrote it (lm-eval's model_name); a pool of replicas keeps the one it was started with
-    spec = ref if isinstance(ref, str) else getattr(ref, "spec", None)
-    given = spec if isinstance(spec, str) else None
-    model: Model
-    if isinstance(ref, str):
-        cluster = config.model.cluster_options()
-        if cluster is not None:
-            from proctor.engine.distributed import DistributedModel
-
-            model = owned = DistributedModel(ref, config.model.options, cluster)
-        else:
-            from proctor.models.registry import load_model
-
-            model = owned = load_model(ref, **dict(config.model.options))
-    elif not isinstance(ref, Model) and isinstance(ref, ConvertsToModel):  # a SteeringPipeline
-        model = ref.as_model()
-    else:
-        model = ref  # a Model, or a stand-in with its calls (test doubles need not subclass it)
+    resolved = resolve_model(config.model)
+    model, given = resolved.model, resolved.given
+    owned = model if resolved.owned else None  # a model loaded here is closed here
     try:
         load_seconds = time.perf_counter() - load_started
         if config.output.output_dir is not None:

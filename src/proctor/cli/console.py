@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import warnings
+from typing import TextIO
 
 from proctor.core.notice import NOTICE
 
@@ -61,18 +62,18 @@ class _NotKnownDeprecation(logging.Filter):
         return not any(re.search(p, message) for p in KNOWN_DEPRECATIONS)
 
 
-class _Stderr(logging.StreamHandler):
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # its stream is whatever sys.stderr is now
     """Writes to ``sys.stderr`` as it is when a record comes (tests and redirections swap it)."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
-    def stream(self):
+    @property  # type: ignore[override]  # a property where logging has an attribute: read at each record
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value) -> None:
+    def stream(self, value: TextIO) -> None:
         pass
 
 
@@ -114,7 +115,7 @@ def quiet_libraries() -> None:
 
         transformers_logging.disable_progress_bar()
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub.utils import disable_progress_bars
+        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
 
         disable_progress_bars()
     if "datasets" in sys.modules:

@@ -51,6 +51,8 @@ MAX_SAMPLES = typer.Option(None, "--max-samples", metavar="N", **HIDDEN)  # type
 WRITE_OUT = typer.Option(False, "--write-out", "--write_out", **HIDDEN)  # type: ignore[arg-type]
 # lm-eval's spelling of --predict-only, taken in its meaning (hidden: two names would not fit --help's column)
 PREDICT_ONLY = typer.Option(False, "--predict_only", **HIDDEN)  # type: ignore[arg-type]
+# Inspect's spelling of --max-thinking-tokens, taken in its meaning (hidden, as --predict_only)
+REASONING_TOKENS = typer.Option(None, "--reasoning-tokens", min=1, metavar="N", **HIDDEN)  # type: ignore[arg-type]
 SHOW_CONFIG = typer.Option(False, "--show-config", "--show_config", **HIDDEN)  # type: ignore[arg-type]
 WANDB_ARGS = typer.Option(None, "--wandb-args", "--wandb_args", metavar="ARGS", **HIDDEN)  # type: ignore[arg-type]
 MAX_CONNECTIONS = typer.Option(

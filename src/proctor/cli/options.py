@@ -140,9 +140,9 @@ def check_worker_flags(on_ray: bool, tensor_parallel: bool, given: Mapping[str, 
             )
 
 
-def model_args_from(items: Optional[List[str]]) -> dict:
+def model_args_from(items: Optional[List[str]]) -> dict[str, Any]:
     """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -176,10 +176,21 @@ def think_end_token_from(flag: Optional[str], items: Optional[List[str]]) -> tup
     return (flag if flag is not None else (given[0] if given else None)), rest
 
 
+def thinking_budget(flag: Optional[int], inspect_spelling: Optional[int]) -> Optional[int]:
+    """--max-thinking-tokens, or Inspect's spelling --reasoning-tokens; both given with different values is
+    refused."""
+    if flag is not None and inspect_spelling is not None and flag != inspect_spelling:
+        raise typer.BadParameter(
+            f"--reasoning-tokens {inspect_spelling} differs from --max-thinking-tokens {flag}: give it once",
+            param_hint="--reasoning-tokens",
+        )
+    return flag if flag is not None else inspect_spelling
+
+
 _MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
 
 
-def check_model_arg_flags(model_args: dict, command: Callable, flags: Mapping[str, Any]) -> None:
+def check_model_arg_flags(model_args: dict[str, Any], command: Callable[..., Any], flags: Mapping[str, Any]) -> None:
     """A --model-arg key that a flag of ``command`` also sets, the flag given a value other than its default: one of
     the two would be dropped without a word."""
     parameters = inspect.signature(command).parameters
@@ -207,13 +218,13 @@ def load_plugins(plugins: Optional[List[Path]]) -> None:
             call_user(register, "register", registry(), field="--plugin", file=plugin)  # a raise: its file and line
 
 
-def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
+def with_dialect_options(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add every registered dialect's options for ``command`` to a Typer command function.
 
     The function takes ``dialect_values`` (a dict by ``CliOption.name``) instead of one parameter per option;
     Typer sees the options through the wrapper's signature."""
 
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(fn)
         own = [p for p in signature.parameters.values() if p.name != _DIALECT_VALUES]
         taken = {p.name for p in own}
@@ -262,7 +273,7 @@ def with_dialect_options(command: str) -> Callable[[Callable], Callable]:
     return decorate
 
 
-def typing_hints(fn: Callable) -> dict[str, Any]:
+def typing_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     import typing
 
     return typing.get_type_hints(fn)

@@ -12,9 +12,9 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.text import Text
 
 from proctor.cli.display import err_console
@@ -138,7 +138,7 @@ class _ElapsedColumn(ProgressColumn):
         super().__init__()
         self.clocks, self.now = clocks, now
 
-    def render(self, task) -> Text:
+    def render(self, task: Task) -> Text:
         clock = self.clocks.get(task.id)
         return Text(
             clock_text(clock.elapsed(self.now()) if clock and clock.running else None), style="progress.elapsed"
@@ -146,7 +146,7 @@ class _ElapsedColumn(ProgressColumn):
 
 
 class _EtaColumn(_ElapsedColumn):
-    def render(self, task) -> Text:
+    def render(self, task: Task) -> Text:
         clock = self.clocks.get(task.id)
         return Text("ETA " + clock_text(clock.eta(self.now()) if clock else None), style="progress.remaining")
 
@@ -165,11 +165,11 @@ class progress_display:
         self.finished: set[str] = set()
         self.running = False
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         if self.quiet:
             return None
         if self.live:
-            self.ids: dict[str, int] = {}
+            self.ids: dict[str, TaskID] = {}
             self.by_id: dict[int, Clock] = {}
             now = self.state.now
             self.progress = Progress(
@@ -228,7 +228,7 @@ class progress_display:
             markup=False,
         )
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self.quiet and self.live and self.running:
             self.progress.stop()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import List, Optional, cast
+from typing import Any, List, Optional, cast
 
 import typer
 
@@ -29,6 +29,7 @@ from proctor.cli.options import (
     model_args_from,
     resources_from,
     think_end_token_from,
+    thinking_budget,
     uses_server_options,
     variables_from,
     with_dialect_options,
@@ -103,13 +104,14 @@ def run(
     log_dir: Optional[str] = habits.LOG_DIR,
     write_out: bool = habits.WRITE_OUT,
     predict_only_spelled: bool = habits.PREDICT_ONLY,
+    reasoning_tokens: Optional[int] = habits.REASONING_TOKENS,
     show_config: bool = habits.SHOW_CONFIG,
     log_samples: bool = habits.LOG_SAMPLES,
     system_instruction: Optional[str] = habits.SYSTEM_INSTRUCTION,
     apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
     max_samples: Optional[str] = habits.MAX_SAMPLES,
     wandb_args: Optional[str] = habits.WANDB_ARGS,
-    dialect_values: Optional[dict] = None,
+    dialect_values: Optional[dict[str, Any]] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import run_evaluation
@@ -154,7 +156,7 @@ def run(
         fewshot_as_multiturn=True if fewshot_as_multiturn else (False if fewshot_in_one_turn else None),
         log_samples=not no_log_samples,
         think_end_token=think_end_token,
-        think_budget=max_thinking_tokens,
+        think_budget=thinking_budget(max_thinking_tokens, reasoning_tokens),
     )
     ids = parse_sample_ids(sample_id or ())  # --sample-id a,b: before anything is read
     values = dialect_values or {}

@@ -244,7 +244,6 @@ THINK_END_TOKEN = typer.Option(
 MAX_THINKING_TOKENS = typer.Option(
     None,
     "--max-thinking-tokens",
-    "--reasoning-tokens",
     metavar="N",
     min=1,
     help="Reasoning models: a thinking budget, N tokens added to every generation's max_tokens so the answer "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.markup import escape
@@ -63,7 +63,7 @@ def compare(
     console.print(f"comparison: {target}")
 
 
-def print_comparison(pair: dict, alpha: float) -> None:
+def print_comparison(pair: dict[str, Any], alpha: float) -> None:
     """One comparison: per task its sample counts, per metric both means over the shared samples, B - A, CI, test."""
     from rich import box
 
@@ -118,7 +118,7 @@ def print_comparison(pair: dict, alpha: float) -> None:
             )
 
 
-def print_paired(pair: dict, alpha: float) -> None:
+def print_paired(pair: dict[str, Any], alpha: float) -> None:
     """The CLT view of each difference, a table of its own (the first stays readable at 80 columns): the standard
     error of the per-sample differences (clustered when the samples carry one), its normal interval, and the
     minimum detectable effect at 80% power and alpha 0.05 for the shared n."""
@@ -199,7 +199,7 @@ def power(
         console.print(f"power: {write_output(output, json_text(found))}")
 
 
-def print_settings(pair: dict) -> None:
+def print_settings(pair: dict[str, Any]) -> None:
     """Every setting of a shared task that differs between A and B, with both values; what was not recorded."""
     from proctor.runs.task_settings import shown
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 from rich.table import Table
@@ -17,6 +17,9 @@ from proctor.core.dialect_options import DialectOptions
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
 from proctor.core.task import Task
+
+if TYPE_CHECKING:
+    from proctor.engine.prepare import PreparedTask
 
 
 def _catalogue(paths: List[Path], options: DialectOptions) -> bool:
@@ -52,7 +55,7 @@ def list_tasks(
     trust_task_code: bool = typer.Option(
         False, "--trust-task-code", help="Accepted as for run (listing runs no task code)."
     ),
-    dialect_values: Optional[dict] = None,
+    dialect_values: Optional[dict[str, Any]] = None,
 ) -> None:
     from proctor.api import load_tasks
 
@@ -77,7 +80,7 @@ def list_tasks(
         )
 
 
-def print_prompts(prepared, count: int) -> None:
+def print_prompts(prepared: PreparedTask, count: int) -> None:
     """``validate --show N``: the first N prompts of a task (lm-eval's --write_out), as text or chat messages."""
     from rich.markup import escape
 
@@ -93,14 +96,14 @@ def print_prompts(prepared, count: int) -> None:
             console.print("choices: " + escape(" | ".join(item.choices)), highlight=False, soft_wrap=True)
 
 
-def needs(task) -> str:
+def needs(task: Task) -> str:
     """The ``needs`` cell of ``ls``: what the model must take besides text."""
     if "images" in task.needs:
         return "vision model"
     return ", ".join(f"{kind} model" for kind in task.needs) or "-"
 
 
-def _unique_names(found: list[Task], problems: list[dict]) -> list[Task]:
+def _unique_names(found: list[Task], problems: list[dict[str, Any]]) -> list[Task]:
     """Tasks of different paths that share a name (run refuses them, as results are keyed by name): one problem each."""
     seen: dict[str, Task] = {}
     kept = []
@@ -146,7 +149,7 @@ def validate(
     strict: bool = typer.Option(
         False, "--strict", help="Every audit finding is an error, not a warning (as for run; docs/audit.md)."
     ),
-    dialect_values: Optional[dict] = None,
+    dialect_values: Optional[dict[str, Any]] = None,
 ) -> None:
     """Check task files, their data and every prompt, without running a model; audit what would mislead."""
     from rich.markup import escape
@@ -162,7 +165,7 @@ def validate(
         variables["DATA_PATH"] = str(data_path.expanduser().resolve())
     options = dialect_options(dialect_values or {}, OptionContext(command="validate"), trust_task_code)
     # every file's problems are reported, not only the first one's
-    problems: list[dict] = []
+    problems: list[dict[str, Any]] = []
     found = []
     for path in paths:
         before = len(problems)
