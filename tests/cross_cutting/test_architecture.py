@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
+from tests.support.import_graph import cycles
 
 importlinter = pytest.importorskip("importlinter")
 grimp = pytest.importorskip("grimp")
@@ -26,51 +27,9 @@ def test_import_contracts_hold():
 
 
 def _cycles(graph) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    adjacency = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(adjacency):
-        if root in index:
-            continue
-        work = [(root, iter(adjacency[root]))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in adjacency:
-                    continue
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(adjacency[child])))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    """Strongly connected components of more than one module in grimp's graph (import-linter's reading of the
+    imports; test_import_cycles.py reads them itself, strings included): the same Tarjan search."""
+    return cycles({m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules})
 
 
 def test_no_import_cycles_between_modules():
