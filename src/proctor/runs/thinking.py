@@ -91,19 +91,20 @@ class ThinkingTally:
     """A task's thinking: replies seen, those that never closed, the thinking's characters, and the tokens
     each reply generated (thinking and answer: what a thinking budget bounds)."""
 
-    samples: int = 0
     unclosed: int = 0
-    chars: list[int] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)  # the thinking of each reply, counted in tokens at the end
+    texts: list[str] = field(default_factory=list)  # the thinking of each reply (its length; its tokens at the end)
     tokens: list[int] = field(default_factory=list)
     at_limit: int = 0  # replies that stopped because they reached max_tokens (the budget, when one is set)
+
+    @property
+    def samples(self) -> int:
+        """The replies whose thinking was split off."""
+        return len(self.texts)
 
     def add(self, results: Sequence[Any]) -> None:
         for result in results:
             if isinstance(result, ThoughtResult):
-                self.samples += 1
                 self.unclosed += 0 if result.closed else 1
-                self.chars.append(len(result.thinking or ""))
                 self.texts.append(result.thinking or "")
                 self.tokens.append(result.completion_tokens)
                 self.at_limit += result.finish_reason == "length"
@@ -111,7 +112,7 @@ class ThinkingTally:
     def as_json(self, count_tokens: Callable[[Sequence[str]], list[int] | None] | None = None) -> dict[str, Any]:
         """The tally; with ``count_tokens`` (the model's tokenizer, where it has one at hand) the thinking's own
         tokens too (``mean_thinking_tokens``, ``max_thinking_tokens``)."""
-        mean = sum(self.chars) / len(self.chars) if self.chars else 0.0
+        mean = sum(map(len, self.texts)) / len(self.texts) if self.texts else 0.0
         tokens = sum(self.tokens) / len(self.tokens) if self.tokens else 0.0
         counted = count_tokens(self.texts) if count_tokens is not None and self.texts else None
         thought = (
