@@ -25,6 +25,11 @@ _SUFFIX_FORMATS = {
     ".raw": "text",
 }
 
+# A data file may be compressed: its last suffix names how (``test.jsonl.gz`` is JSON lines, gzipped); the
+# text formats are read through the same reader, with the same checks, after decompressing in memory.
+_COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+_COMPRESSIBLE = {"jsonl", "json", "csv", "tsv", "text"}  # Parquet and Arrow compress their own columns
+
 Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
 
 ROW_KEY = "_row"  # 1-based line (jsonl, csv incl. header) or record number, for error messages
@@ -41,6 +46,8 @@ def detect_format(path: Path) -> str:
             "a data folder must hold *.arrow (Hugging Face save_to_disk) or *.parquet files", file=path
         )
     suffixes = path.suffixes
+    if suffixes and suffixes[-1].lower() in _COMPRESSIONS:
+        suffixes = suffixes[:-1]  # the format is the suffix before the compression's
     for suffix in reversed(suffixes):
         if suffix.lower() in _SUFFIX_FORMATS:
             return _SUFFIX_FORMATS[suffix.lower()]
@@ -50,9 +57,38 @@ def detect_format(path: Path) -> str:
     )
 
 
-def decode_utf8(path: Path) -> str:
-    """A file's text; bytes that are not UTF-8 are an error naming the line and column."""
+def compression(path: Path) -> str | None:
+    """How a file is compressed, from its last suffix (``gzip``, ``bzip2``, ``xz``), or None."""
+    return _COMPRESSIONS.get(path.suffix.lower())
+
+
+def file_bytes(path: Path) -> bytes:
+    """A file's bytes, decompressed where its name says it is compressed (``.gz``, ``.bz2``, ``.xz``)."""
+    kind = compression(path)
+    if kind is None:
+        return path.read_bytes()
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
     data = path.read_bytes()
+    try:
+        if kind == "gzip":
+            return gzip.decompress(data)
+        return bz2.decompress(data) if kind == "bzip2" else lzma.decompress(data)
+    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:  # not that format, or cut short
+        raise TaskDefinitionError(
+            f"cannot decompress the {kind} file ({type(exc).__name__}: {exc}); "
+            f"is it whole, and {kind}-compressed as its name '{path.suffix}' says?",
+            file=path,
+        ) from None
+
+
+def decode_utf8(path: Path) -> str:
+    """A file's text (decompressed where its name says so); bytes that are not UTF-8 are an error naming the
+    line and column."""
+    data = file_bytes(path)
     if b"\x00" in data:  # UTF-8 text never holds NUL: a binary file, or UTF-16
         at = data.index(b"\x00")
         line = data.count(b"\n", 0, at) + 1
@@ -97,6 +133,13 @@ def read_rows(
     refuse_special(path, "data file")
     if fmt == "auto":
         fmt = detect_format(path)
+    kind = compression(path) if path.is_file() else None
+    if kind is not None and fmt not in _COMPRESSIBLE:
+        raise TaskDefinitionError(
+            f"a {kind}-compressed {fmt} file cannot be read: {fmt} compresses its own columns; "
+            f"decompress it (or save it uncompressed)",
+            file=path,
+        )
     if (
         fmt not in _READERS and fmt not in _DELIMITERS and fmt != "json"
     ):  # pragma: no cover - the spec validates the format
@@ -115,7 +158,7 @@ def read_rows(
     except Exception as exc:  # pyarrow and friends raise many kinds
         raise TaskDefinitionError(f"cannot read the data file as {fmt}: {exc}", file=path) from None
     if not rows:
-        what = "only a header row" if fmt in ("csv", "tsv") and not columns and path.stat().st_size else "no rows"
+        what = "only a header row" if fmt in ("csv", "tsv") and not columns and file_bytes(path) else "no rows"
         raise TaskDefinitionError(f"the data file holds {what} (it is empty)", file=path)
     return rows
 

@@ -272,7 +272,9 @@ def test_each_layout_reads_the_tasks_rows(layout, rows, tmp_path, monkeypatch):
         ("card-without-config", ["README.md", "ARC-Easy", "ARC-Challenge", "--lmeval-data allenai/ai2_arc:ARC-Easy="]),
         ("missing-shard", ["copy", "test", "sharded in 3 files", "1"]),
         ("card-pattern-matches-nothing", ["README.md", "ARC-Easy", "test", "no file"]),
-        ("bad-gzip-line", ["test.jsonl.gz:2", "not a JSON line"]),
+        ("bad-gzip-line", ["test.jsonl.gz:2", "line 2 is not valid JSON"]),
+        ("gzip-repeated-key", ["test.jsonl.gz:2", "field 'answerKey'", "'answerKey' is given twice"]),
+        ("not-gzip", ["test.jsonl.gz", "cannot decompress the gzip file"]),
         ("mixed-column", ["test.jsonl", "answerKey", "one type"]),
     ],
 )
@@ -297,6 +299,12 @@ def test_a_layout_that_cannot_be_told_apart_is_an_error_naming_folder_found_and_
         (copy / "README.md").write_text(CARD, encoding="utf-8")
     elif case == "mixed-column":
         jsonl(copy / "ARC-Easy" / "test.jsonl", [rows[0], {**rows[1], "answerKey": 3}])
+    elif case == "gzip-repeated-key":  # json.loads would keep the second value without a word
+        (copy / "ARC-Easy").mkdir(parents=True)
+        with gzip.open(copy / "ARC-Easy" / "test.jsonl.gz", "wt", encoding="utf-8") as handle:
+            handle.write(json.dumps(rows[0]) + "\n" + json.dumps(rows[1])[:-1] + ', "answerKey": "Z"}\n')
+    elif case == "not-gzip":
+        jsonl(copy / "ARC-Easy" / "test.jsonl.gz", rows[:3])
     else:
         (copy / "ARC-Easy").mkdir(parents=True)
         with gzip.open(copy / "ARC-Easy" / "test.jsonl.gz", "wt", encoding="utf-8") as handle:

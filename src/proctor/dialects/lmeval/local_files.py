@@ -1,9 +1,10 @@
 """Reading one split of a local copy into a ``datasets.Dataset`` held in memory, and the record of what was read.
 
-Files are read into memory (Parquet with pyarrow, datasets' Arrow files as Arrow streams, JSON lines,
-CSV, gzipped JSON lines): a ``Dataset`` backed by a file in the user's folder would have lm-eval's
-``process_docs`` (``dataset.map``) write ``cache-*.arrow`` files beside it. A ``save_to_disk`` folder is
-read from proctor's own copy of it (``_working_copy``), whose caches serve the next run.
+Files are read into memory (Parquet with pyarrow, datasets' Arrow files as Arrow streams; JSON lines, JSON,
+CSV and gzipped JSON lines through ``proctor.data.readers.read_rows``, the native tasks' reader and its
+checks): a ``Dataset`` backed by a file in the user's folder would have lm-eval's ``process_docs``
+(``dataset.map``) write ``cache-*.arrow`` files beside it. A ``save_to_disk`` folder is read from proctor's
+own copy of it (``_working_copy``), whose caches serve the next run.
 
 ``provenance`` is what results.json records per split: the paths read, in order, and the sha256 of their
 bytes (streamed; a save_to_disk folder's files, its caches left out).
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.data.readers import ROW_KEY, read_rows
 from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix
 
 
@@ -81,45 +83,13 @@ def _read_one(path: Path) -> Any:
         raise TaskDefinitionError(
             f"cannot read as {suffix[1:]}: {type(exc).__name__}: {str(exc)[:200]}", file=path
         ) from None
-    rows = _gzip_rows(path) if suffix in (".jsonl.gz", ".json.gz") else _rows(path)
-    plain = [{k: v for k, v in row.items() if k != "_row"} for row in rows]
+    # the hub's gzipped .json files are JSON lines (C4's c4-train.00000-of-01024.json.gz), as datasets reads them
+    rows = read_rows(path, "jsonl" if suffix == ".json.gz" else "auto")
+    plain = [{k: v for k, v in row.items() if k != ROW_KEY} for row in rows]
     try:
         return datasets.Dataset.from_list(plain)
     except Exception as exc:  # pyarrow: a column whose values differ in type from row to row
         raise mixed_column(path, rows, exc) from None
-
-
-def _rows(path: Path) -> list[dict]:
-    from proctor.data.readers import read_rows
-
-    return read_rows(path)
-
-
-def _gzip_rows(path: Path) -> list[dict]:
-    """JSON lines, gzipped (``<split>.jsonl.gz``): each line an object; a bad one names the file and line."""
-    import gzip
-    import json
-
-    rows = []
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as exc:
-                    raise TaskDefinitionError(f"not a JSON line: {exc}", file=path, line=number) from None
-                if not isinstance(row, dict):
-                    raise TaskDefinitionError(
-                        f"a JSON line holds {type(row).__name__}, not an object", file=path, line=number
-                    )
-                rows.append({**row, "_row": number})
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise TaskDefinitionError(f"cannot read the gzipped file: {exc}", file=path) from None
-    if not rows:
-        raise TaskDefinitionError("the data file holds no rows (it is empty)", file=path)
-    return rows
 
 
 def read_saved(folder: Path, member: str | None) -> Any:
@@ -171,10 +141,10 @@ def mixed_column(path: Path, rows: list[dict], exc: Exception) -> TaskDefinition
     seen: dict[str, tuple[str, int]] = {}
     for number, row in enumerate(rows, 1):
         for key, value in row.items():
-            if key == "_row" or value is None:
+            if key == ROW_KEY or value is None:
                 continue
             shape = _shape(value)
-            where = row.get("_row", number)
+            where = row.get(ROW_KEY, number)
             if "|" in shape:
                 return TaskDefinitionError(
                     f"the list in '{key}' mixes types ({shape}); a dataset column holds one type",
