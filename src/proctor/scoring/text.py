@@ -1,33 +1,68 @@
-"""SQuAD-style answer normalisation, exact match and token F1."""
+"""Answer normalisation, exact match and token F1: one of each, the normalisation given as an argument.
+
+Every token F1 in proctor is ``token_f1`` here; a system whose rule differs from SQuAD's passes its own
+``Normalisation`` (SEA-HELM keeps articles and segments Thai and Chinese first) and says what two empty
+answers score (``both_empty``: SQuAD v2's 1, GLM-130B's and SEA-HELM's 0, since they have no overlap).
+"""
 
 from __future__ import annotations
 
 import re
 import string
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
+_PUNCTUATION = set(string.punctuation)  # ASCII only, as SQuAD's script: '，' or '。' stay
 
 
-def normalize_answer(text: str) -> str:
-    """Lower-case, drop punctuation and English articles, collapse whitespace (SQuAD v1.1)."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+@dataclass(frozen=True)
+class Normalisation:
+    """What is done to an answer before it is compared, in this order; the tokens are then its
+    whitespace-separated words (``str.split``)."""
+
+    segment: Callable[[str], str] | None = None  # words joined by spaces, for scripts written without them
+    lower: bool = True
+    punctuation: bool = True  # drop ASCII punctuation characters (string.punctuation)
+    articles: bool = True  # replace the English words a, an, the by a space
+
+    def __call__(self, text: str) -> str:
+        if self.segment is not None:
+            text = self.segment(text)
+        if self.lower:
+            text = text.lower()
+        if self.punctuation:
+            text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+        if self.articles:
+            text = _ARTICLES.sub(" ", text)
+        return " ".join(text.split())
 
 
-def exact_match(prediction: str, reference: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(reference))
+SQUAD = Normalisation()  # SQuAD v1.1's normalize_answer: lower, punctuation, articles, whitespace
+SQUAD_KEEP_ARTICLES = Normalisation(articles=False)  # SEA-HELM's QuestionAnsweringMetric
 
 
-def token_f1(prediction: str, reference: str) -> float:
-    pred_tokens = normalize_answer(prediction).split()
-    ref_tokens = normalize_answer(reference).split()
+def normalize_answer(text: str, normalisation: Normalisation = SQUAD) -> str:
+    """Lower-case, drop punctuation and English articles, collapse whitespace (SQuAD v1.1), unless
+    ``normalisation`` says otherwise."""
+    return normalisation(text)
+
+
+def exact_match(prediction: str, reference: str, normalisation: Normalisation = SQUAD) -> float:
+    return float(normalisation(prediction) == normalisation(reference))
+
+
+def token_f1(
+    prediction: str, reference: str, normalisation: Normalisation = SQUAD, *, both_empty: float = 1.0
+) -> float:
+    """Harmonic mean of precision and recall of the normalised answers' token multisets; 0 without a shared
+    token, and ``both_empty`` where both have no token (SQuAD v2 scores that 1; a system that scores it 0,
+    as SQuAD v1.1's script, GLM-130B and SEA-HELM do, passes 0.0)."""
+    pred_tokens = normalisation(prediction).split()
+    ref_tokens = normalisation(reference).split()
     if not pred_tokens and not ref_tokens:
-        return 1.0
+        return both_empty
     common = Counter(pred_tokens) & Counter(ref_tokens)
     overlap = sum(common.values())
     if overlap == 0:

@@ -14,11 +14,10 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 from proctor.scoring.metrics import pooled_ratio, register_metric, unscored
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
-from proctor.scoring.text import normalize_answer
+from proctor.scoring.text import SQUAD, exact_match, token_f1
 
 _HUNDRED = 100.0
 
@@ -36,17 +35,13 @@ def _choice_correct(outcome: ChoiceOutcome, scores) -> float:
 
 
 def glm_exact_match(prediction: str, target: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(target))
+    return exact_match(prediction, target, SQUAD)
 
 
 def glm_f1(prediction: str, target: str) -> float:
-    """Token-multiset F1 of the normalised texts; 0 without overlap (also when both are empty)."""
-    pred, ref = normalize_answer(prediction).split(), normalize_answer(target).split()
-    common = sum((Counter(pred) & Counter(ref)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred), common / len(ref)
-    return 2 * precision * recall / (precision + recall)
+    """Token-multiset F1 of the SQuAD-normalised texts; 0 without overlap, also when both are empty
+    (GLM's ``f1_score`` returns 0 whenever no token is shared)."""
+    return token_f1(prediction, target, SQUAD, both_empty=0.0)
 
 
 def _best(fn, outcome: GenerationOutcome) -> float:

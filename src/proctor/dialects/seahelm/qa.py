@@ -8,16 +8,15 @@ extras (``proctor[seahelm-th]``, ``proctor[seahelm-zh]``).
 
 from __future__ import annotations
 
-import string
-from collections import Counter
+import functools
 from typing import Any
 
 import numpy as np
 
 from proctor.core.errors import ProctorError
 from proctor.dialects.seahelm.metrics import _FreeTextMetric, references
+from proctor.scoring.text import SQUAD_KEEP_ARTICLES, Normalisation, exact_match, token_f1
 
-_PUNCTUATION = set(string.punctuation)
 SEGMENTED = {"th": ("pythainlp", "seahelm-th", "Thai"), "zh": ("jieba", "seahelm-zh", "Chinese")}
 
 
@@ -51,23 +50,26 @@ def segment(text: str, lang: str) -> str:
     return text
 
 
+def normalisation(lang: str) -> Normalisation:
+    """SEA-HELM's: SQuAD's without removing articles (lower case, ASCII punctuation gone, single spaces),
+    after splitting Thai or Chinese into words."""
+    if lang in SEGMENTED:
+        return Normalisation(segment=functools.partial(segment, lang=lang), articles=False)
+    return SQUAD_KEEP_ARTICLES
+
+
 def normalize(text: str) -> str:
     """SQuAD's normalisation without removing articles: lower case, ASCII punctuation gone, single spaces."""
-    return " ".join("".join(ch for ch in str(text).lower() if ch not in _PUNCTUATION).split())
+    return SQUAD_KEEP_ARTICLES(str(text))
 
 
-def qa_f1(prediction: str, reference: str) -> float:
-    """Token F1 of two (already segmented) strings."""
-    pred, ref = normalize(prediction).split(), normalize(reference).split()
-    same = sum((Counter(pred) & Counter(ref)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
+def qa_f1(prediction: str, reference: str, rule: Normalisation = SQUAD_KEEP_ARTICLES) -> float:
+    """Token F1 (0 without overlap, also when both are empty) of two strings normalised by ``rule``."""
+    return token_f1(str(prediction), str(reference), rule, both_empty=0.0)
 
 
-def qa_exact(prediction: str, reference: str) -> float:
-    return float(normalize(prediction) == normalize(reference))
+def qa_exact(prediction: str, reference: str, rule: Normalisation = SQUAD_KEEP_ARTICLES) -> float:
+    return exact_match(str(prediction), str(reference), rule)
 
 
 class QuestionAnsweringMetric(_FreeTextMetric):
@@ -75,13 +77,10 @@ class QuestionAnsweringMetric(_FreeTextMetric):
         df = self.inference_df
         preds = self._predictions()
         refs = [references(r) for r in df[self.label_column]]
-        if self.lang in SEGMENTED:
-            scored_refs = [[segment(r[0], self.lang)] for r in refs]
-            scored_preds = [segment(p, self.lang) for p in preds]
-        else:
-            scored_refs, scored_preds = refs, preds
-        f1s = [max(qa_f1(p, r) for r in rs) for p, rs in zip(scored_preds, scored_refs)]
-        ems = [max(qa_exact(p, r) for r in rs) for p, rs in zip(scored_preds, scored_refs)]
+        rule = normalisation(self.lang)
+        scored_refs = [r[:1] for r in refs] if self.lang in SEGMENTED else refs  # Thai, Chinese: the first only
+        f1s = [max(qa_f1(p, r, rule) for r in rs) for p, rs in zip(preds, scored_refs)]
+        ems = [max(qa_exact(p, r, rule) for r in rs) for p, rs in zip(preds, scored_refs)]
         # SEA-HELM's "found": the first reference, lower-cased and stripped of dots, inside the prediction
         found = [r[0].lower().strip(".") in p.lower().strip(".") for p, r in zip(preds, refs)]
         f1 = 100 * float(np.mean(f1s)) if f1s else 0.0
@@ -98,6 +97,5 @@ class QuestionAnsweringMetric(_FreeTextMetric):
 def score(prediction: str, reference: Any, lang: str = "") -> float:
     """One row's F1 as SEA-HELM computes it for ``lang`` (for checks and plug-ins)."""
     refs = references(reference)
-    if lang in SEGMENTED:
-        return qa_f1(segment(prediction, lang), segment(refs[0], lang))
-    return max(qa_f1(prediction, r) for r in refs)
+    rule = normalisation(lang)
+    return max(qa_f1(prediction, r, rule) for r in (refs[:1] if lang in SEGMENTED else refs))
