@@ -1057,7 +1057,7 @@ def _without_id_template(text: str) -> str:
 
 
 for name, content, expect in [
-    ("invalid-json", _lines(SEAHELM_ROWS[:1]) + "\n{bad\n", ["eval.jsonl", "row 2", "json"]),
+    ("invalid-json", _lines(SEAHELM_ROWS[:1]) + "\n{bad\n", ["eval.jsonl:2", "line 2 is not valid json"]),
     ("non-utf8", (_lines(SEAHELM_ROWS[:1]) + "\n").encode() + b'{"id": "\xff"}\n', ["eval.jsonl:2", "utf-8"]),
     (
         "missing-label",

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
@@ -109,21 +109,6 @@ def decode_utf8(path: Path) -> str:
         ) from None
 
 
-def json_lines(
-    lines: Iterable[str], bad_line: Callable[[int, json.JSONDecodeError], Exception]
-) -> Iterator[tuple[int, Any]]:
-    """Each non-blank line's number (from 1) and JSON value, for the dialects' own JSON Lines data;
-    ``bad_line(number, error)`` is the exception raised for a line that is not JSON (each dialect words its own)."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise bad_line(number, exc) from None
-        yield number, value
-
-
 def read_rows(
     path: Path, fmt: str = "auto", columns: list[str] | None = None, records_key: str | None = None
 ) -> list[Row]:
@@ -210,17 +195,49 @@ def _no_lone_surrogates(value: Any) -> None:
             _no_lone_surrogates(item)
 
 
-def _read_jsonl(path: Path) -> list[Row]:
-    rows = []
+def json_values(path: Path) -> list[tuple[int, Any]]:
+    """Each non-blank line's number (from 1) and JSON value in a JSON Lines file, read as ``read_rows`` reads
+    one (decompressed where the name says so; UTF-8 without NUL; no key twice in an object, no lone surrogate):
+    a bad line is an error naming the file, the line and, for a repeated key, the field. For the dialects that
+    hold a file's values as they are (no ``_row`` added, any JSON value)."""
+    values = []
     for number, line in enumerate(decode_utf8(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            row = loads(line)
+            values.append((number, loads(line)))
         except _BadObject as exc:
             raise TaskDefinitionError(f"line {number}: {exc}", file=path, line=number, field=exc.key) from None
         except json.JSONDecodeError as exc:
             raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
+        except RecursionError:
+            raise TaskDefinitionError(
+                f"line {number}: arrays or objects nested too deeply to read", file=path, line=number
+            ) from None
+    return values
+
+
+def json_document(path: Path) -> Any:
+    """A JSON file's one value, read with the checks of ``json_values``; errors name the file and line."""
+    return parse_json(decode_utf8(path), path)
+
+
+def parse_json(text: str, path: Path) -> Any:
+    """``json_document`` for the text of ``path`` already decoded (a reader that also looks into the text)."""
+    try:
+        return loads(text)
+    except _BadObject as exc:
+        raise TaskDefinitionError(str(exc), file=path, field=exc.key) from None
+    except json.JSONDecodeError as exc:
+        where = f"{exc.msg} (column {exc.colno})"
+        raise TaskDefinitionError(f"not valid JSON: {where}", file=path, line=exc.lineno) from None
+    except RecursionError:
+        raise TaskDefinitionError("arrays or objects nested too deeply to read", file=path) from None
+
+
+def _read_jsonl(path: Path) -> list[Row]:
+    rows = []
+    for number, row in json_values(path):
         if not isinstance(row, dict):
             raise TaskDefinitionError(
                 f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
@@ -231,12 +248,7 @@ def _read_jsonl(path: Path) -> list[Row]:
 
 
 def _read_json(path: Path, records_key: str | None) -> list[Row]:
-    try:
-        data = loads(decode_utf8(path))
-    except _BadObject as exc:
-        raise TaskDefinitionError(str(exc), file=path, field=exc.key) from None
-    except json.JSONDecodeError as exc:
-        raise TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    data = json_document(path)
     if records_key is not None:
         if not isinstance(data, dict) or records_key not in data:
             raise TaskDefinitionError(f"no key '{records_key}' at the top level", file=path, field="records_key")

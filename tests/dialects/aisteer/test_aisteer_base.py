@@ -163,3 +163,30 @@ def test_real_commonsense_rows_validate():
     )
     case = CommonsenseMCQA(path, [MCQAAccuracy()], num_shuffling_runs=3)
     assert len(case.evaluation_data) == 100 and len(case.prompt_data()) == 300
+
+
+@pytest.mark.parametrize(
+    "name, content, expect",
+    [
+        (
+            "rows.jsonl",
+            '{"id": "1", "text": "a"}\n{"id": "2", "id": "3", "text": "b"}\n',
+            r"rows\.jsonl:2.*'id' is given",
+        ),
+        ("rows.jsonl", b'{"id": "1", "text": "a"}\n{"id": "2", "text": "\xff"}\n', r"rows\.jsonl:2.*not valid UTF-8"),
+        ("rows.json", '[{"id": "1", "text": "a"},\n {bad}]', r"rows\.json:2.*not valid JSON"),
+    ],
+)
+def test_an_evaluation_data_file_is_read_with_the_row_readers_checks(name, content, expect, tmp_path):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(UseCaseDataError, match=expect):
+        Echo(str(path))
+
+
+def test_gzipped_evaluation_data_reads_as_the_plain_file(tmp_path):
+    import gzip
+
+    rows = [{"id": "1", "text": "a"}, {"id": "2", "text": "b"}]
+    (tmp_path / "rows.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    assert Echo(str(tmp_path / "rows.jsonl.gz")).evaluation_data == rows

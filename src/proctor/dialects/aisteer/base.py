@@ -39,24 +39,18 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
         path = Path(source)
         if not path.exists():
             raise UseCaseDataError(f"{path}: no such evaluation data file")
-        from proctor.data.readers import decode_utf8, json_lines
+        from proctor.core.errors import TaskDefinitionError
+        from proctor.data.readers import compression, json_document, json_values
 
-        text = decode_utf8(path)
-        if path.suffix == ".jsonl":
-            rows = [
-                row
-                for _, row in json_lines(
-                    text.splitlines(),
-                    lambda number, exc: UseCaseDataError(f"{path}:{number}: not valid JSON ({exc.msg})"),
-                )
-            ]
-        else:
-            try:
-                rows = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UseCaseDataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-            if isinstance(rows, dict) and "data" in rows:
-                rows = rows["data"]
+        try:  # proctor's reader and its checks (a key given twice, bytes that are not UTF-8), named as this file's
+            if (Path(path.stem).suffix if compression(path) else path.suffix) == ".jsonl":
+                rows = [row for _, row in json_values(path)]
+            else:
+                rows = json_document(path)
+        except TaskDefinitionError as exc:
+            raise UseCaseDataError(str(exc)) from None
+        if isinstance(rows, dict) and "data" in rows:
+            rows = rows["data"]
         if not isinstance(rows, list):
             raise UseCaseDataError(f"{path}: expected a list of rows, got {type(rows).__name__}")
         if not rows:

@@ -9,15 +9,16 @@ causal model scores (see ``proctor.dialects.glm.model``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from bisect import bisect_right
 from itertools import accumulate
+from pathlib import Path
 from typing import List, Union
 
 import numpy as np
 
+from proctor.data.readers import json_values
 from proctor.dialects.glm.tokenizer import get_tokenizer
 from proctor.dialects.glm.utils import get_tokenized_input
 
@@ -43,10 +44,10 @@ class EvaluationDataset:
         return None
 
     def process_single_file(self, path):
-        with open(os.path.join(path), "r", encoding="utf-8") as file:
-            for line in file:
-                item = json.loads(line)
-                self.data.append(self.process_single_item(item))
+        # GLM json.loads each line of the file; proctor's reader does, with its checks (a blank line skipped, a bad
+        # one, a key given twice or bytes that are not UTF-8 an error naming the file and line), as the handler did
+        for _, item in json_values(Path(path)):
+            self.data.append(self.process_single_item(item))
 
     def process_single_item(self, item) -> dict:
         raise NotImplementedError

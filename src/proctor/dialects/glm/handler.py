@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.special_files import refuse_special
 from proctor.data.paths import check_inside, data_roots
-from proctor.data.readers import json_lines
+from proctor.data.readers import decode_utf8, json_values
 from proctor.data.sources import GivenTexts, Sample, SourceUnavailable, expand_variables
 from proctor.dialects.glm.task_options import GLMModuleOptions
 from proctor.kinds.capabilities import Executor
@@ -193,10 +193,7 @@ class GLMModuleTask(CustomTask):
                     continue
                 refuse_special(path, "data file", file=self.yaml, field="file-pattern")  # a FIFO would hang
                 if path.suffix in _JSON or ".json" in path.name:
-                    lines = path.read_text(encoding="utf-8").splitlines()
-                    for row, item in json_lines(
-                        lines, lambda n, exc: TaskDefinitionError(f"not valid JSON: {exc.msg}", file=path, row=n)
-                    ):
+                    for row, item in json_values(path):
                         shown = (
                             item.get("inputs_pretokenized", item.get("text_pretokenized", ""))
                             if isinstance(item, dict)
@@ -208,7 +205,7 @@ class GLMModuleTask(CustomTask):
                             self._rows[(str(path), row)] = item
                         samples.append(self._sample(group, rel, path, row, str(shown)))
                 else:
-                    samples.append(self._sample(group, rel, path, 1, path.read_text(encoding="utf-8")[:200]))
+                    samples.append(self._sample(group, rel, path, 1, decode_utf8(path)[:200]))
         if not samples:
             raise TaskDefinitionError(
                 f"no data file matches {pattern!r} under {root}", file=self.yaml, field="file-pattern"

@@ -13,7 +13,6 @@ as that branch scores them: see ``proctor.dialects.probsem.cogsci``.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
-from proctor.data.readers import decode_utf8
+from proctor.data.readers import decode_utf8, parse_json
 from proctor.dialects.probsem.options import ProbsemOptions
 from proctor.dialects.probsem.task_options import CogSci2023Options
 
@@ -79,14 +78,7 @@ def read_suite(path: Path) -> dict[str, Any]:
             "the suite file is empty; a probsem suite is a JSON object with pretext, context, posttext and queries",
             file=path,
         )
-    try:
-        suite = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TaskDefinitionError(
-            f"not valid JSON: {exc.msg} (column {exc.colno})", file=path, line=exc.lineno
-        ) from None
-    except RecursionError:
-        raise TaskDefinitionError("not a probsem suite: arrays or objects nested too deeply", file=path) from None
+    suite = parse_json(text, path)  # the data reader's checks: a key given twice is an error, not the last kept
     if not isinstance(suite, dict):
         raise TaskDefinitionError(f"a probsem suite is a JSON object, got {type(suite).__name__}", file=path)
 

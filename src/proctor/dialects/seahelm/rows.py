@@ -9,7 +9,6 @@ Kept apart from the dataloaders because the dialect (checking data paths at load
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -62,25 +61,20 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
                 f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)"
             ) from None
     refuse_special(path, "data file")  # a FIFO or device would hang or never end
-    suffix = path.suffix
+    from proctor.data.readers import compression, json_document, json_values
+
+    suffix = Path(path.stem).suffix if compression(path) else path.suffix  # test.jsonl.gz: JSON lines, gzipped
     if suffix == ".jsonl":
-        from proctor.data.readers import decode_utf8, json_lines
-
-        lines = decode_utf8(path).split("\n")  # decode_utf8 names the line of a byte that is not UTF-8
-        return [
-            row
-            for _, row in json_lines(
-                lines, lambda n, exc: TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, row=n)
-            )
-        ]
+        return [row for _, row in json_values(path)]
     if suffix == ".json":
-        from proctor.data.readers import decode_utf8
-
-        try:
-            data = json.loads(decode_utf8(path))
-        except json.JSONDecodeError as exc:
-            raise TaskDefinitionError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-        return data if isinstance(data, list) else data.get("data", [])
+        data = json_document(path)
+        if isinstance(data, list):
+            return data
+        if isinstance(data, dict):
+            return data.get("data", [])
+        raise TaskDefinitionError(
+            f"holds a {type(data).__name__}: expected a list of rows, or an object whose 'data' holds them", file=path
+        )
     import pandas as pd
 
     frame = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
