@@ -137,3 +137,17 @@ def test_a_native_task_runs_on_gzipped_and_xz_data(tmp_path):
         assert task["n_samples"] == 5 and task["metrics"]["acc"]["value"] == pytest.approx(want), folder
         read = [(s["id"], s["source"]["row"]) for s in samples(run)]
         assert read == [(q["id"], n) for n, q in enumerate(QUESTIONS, 1)], folder
+
+
+def test_a_file_that_unpacks_past_the_limit_is_an_error_not_a_full_memory(tmp_path, monkeypatch):
+    """A few kilobytes may unpack to gigabytes: reading stops one byte past the limit (here 10,000 bytes)."""
+    import proctor.data.readers as readers
+
+    monkeypatch.setattr(readers, "MOST_DECOMPRESSED", 10_000)
+    packed(tmp_path / "small.jsonl.gz", JSONL)  # under the limit: read
+    assert len(read_rows(tmp_path / "small.jsonl.gz")) == 5
+    bomb = packed(tmp_path / "bomb.jsonl.gz", '{"a": "' + "x" * 10_000 + '"}\n')
+    assert bomb.stat().st_size < 200
+    with pytest.raises(TaskDefinitionError) as caught:
+        read_rows(bomb)
+    assert str(caught.value).startswith(str(bomb)) and "decompresses to more than 10,000 bytes" in str(caught.value)

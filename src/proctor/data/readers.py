@@ -29,6 +29,7 @@ _SUFFIX_FORMATS = {
 # text formats are read through the same reader, with the same checks, after decompressing in memory.
 _COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 _COMPRESSIBLE = {"jsonl", "json", "csv", "tsv", "text"}  # Parquet and Arrow compress their own columns
+MOST_DECOMPRESSED = 4 << 30  # bytes a compressed data file may unpack to (rows are held in memory)
 
 Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
 
@@ -72,17 +73,27 @@ def file_bytes(path: Path) -> bytes:
     import lzma
     import zlib
 
-    data = path.read_bytes()
     try:
+        handle: io.BufferedIOBase  # GzipFile, BZ2File and LZMAFile all are
         if kind == "gzip":
-            return gzip.decompress(data)
-        return bz2.decompress(data) if kind == "bzip2" else lzma.decompress(data)
+            handle = gzip.open(path, "rb")
+        else:
+            handle = bz2.open(path, "rb") if kind == "bzip2" else lzma.open(path, "rb")
+        with handle:
+            data = handle.read(MOST_DECOMPRESSED + 1)  # never more: a small file can unpack to any size
     except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:  # not that format, or cut short
         raise TaskDefinitionError(
             f"cannot decompress the {kind} file ({type(exc).__name__}: {exc}); "
             f"is it whole, and {kind}-compressed as its name '{path.suffix}' says?",
             file=path,
         ) from None
+    if len(data) > MOST_DECOMPRESSED:
+        raise TaskDefinitionError(
+            f"decompresses to more than {MOST_DECOMPRESSED:,} bytes, more than a data file read into memory may "
+            "hold (a decompression bomb?); split it into several files (a 'path' glob reads them in order)",
+            file=path,
+        )
+    return data
 
 
 def decode_utf8(path: Path) -> str:
