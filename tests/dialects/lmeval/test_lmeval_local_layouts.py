@@ -229,7 +229,7 @@ def _validate(folder: Path, data_dir: Path, monkeypatch) -> tuple[int, str]:
 
 @pytest.mark.parametrize(
     "layout",
-    ["snapshot", "cache-arrow", "converted", "gzip", "save-to-disk-config"],
+    ["snapshot", "cache-arrow", "converted", "gzip", "gzip-json", "save-to-disk-config"],
 )
 def test_each_layout_reads_the_tasks_rows(layout, rows, tmp_path, monkeypatch):
     """Through the command: the task's 9 rows are read from each layout, whole and in order."""
@@ -245,9 +245,10 @@ def test_each_layout_reads_the_tasks_rows(layout, rows, tmp_path, monkeypatch):
     elif layout == "converted":
         parquet(copy / "ARC-Easy" / "test" / "0000.parquet", items[:5])
         parquet(copy / "ARC-Easy" / "test" / "0001.parquet", items[5:])
-    elif layout == "gzip":
+    elif layout in ("gzip", "gzip-json"):  # the hub's gzipped .json files hold JSON lines too
         (copy / "ARC-Easy").mkdir(parents=True)
-        with gzip.open(copy / "ARC-Easy" / "test.jsonl.gz", "wt", encoding="utf-8") as handle:
+        name = "test.jsonl.gz" if layout == "gzip" else "test.json.gz"
+        with gzip.open(copy / "ARC-Easy" / name, "wt", encoding="utf-8") as handle:
             handle.write("".join(json.dumps(r) + "\n" for r in items))
     else:  # one save_to_disk DatasetDict per config folder
         datasets.DatasetDict({"test": datasets.Dataset.from_list(items)}).save_to_disk(str(copy / "ARC-Easy"))
