@@ -5,7 +5,7 @@ expected values of the token-F1 tests), and ``PAIRS``: (prediction, reference) p
 - ``squad_v1``: SQuAD v1.1's ``evaluate-v1.1.py`` (``normalize_answer``, ``f1_score``, ``exact_match_score``):
   0 when no token is shared, two empty answers included. GLM-130B's ``evaluation/metrics.py`` is this script.
 - ``squad_v2``: SQuAD v2.0's ``evaluate-v2.0.py`` (``compute_f1``): an empty answer scores 1 against an empty
-  one, 0 against any other.
+  one, 0 against any other. AISteer360's ``ShortAnswerMatch`` (``_token_f1``) and proctor's ``f1`` use this rule.
 - ``seahelm``: SEA-HELM's ``QuestionAnsweringMetric``: v1.1's rule without removing articles, after Thai or
   Chinese text is split into words (pythainlp ``newmm``, jieba) and joined by spaces.
 """
