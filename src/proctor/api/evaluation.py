@@ -406,6 +406,8 @@ def _evaluate_loaded(
         rolled = None if config.predict_only else rollup(entries)  # no metric to roll up: no tree of nulls
         record.finish(aggregate_groups(entries, memberships), rolled, round(time.perf_counter() - started, 3))
         record.roles = run.roles.used() or None
+        for role in run.roles.unused():  # a role no task asked for changed nothing: say so
+            record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
         results = record.as_dict()
         writer.write_results(results)
         mark(

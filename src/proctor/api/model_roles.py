@@ -162,6 +162,10 @@ class ModelRoles:
             entry["fingerprint"] = fingerprint
         self._used[role] = entry
 
+    def unused(self) -> list[str]:
+        """The roles given for the run that no task asked for (a warning: the flag changed nothing)."""
+        return [role for role in self._given if role not in self._used]
+
     def used(self) -> dict[str, dict[str, Any]]:
         """results.json's ``roles``: each role a model was made or handed out for, its spec and where it came from
         (``--model-role``, or ``task``: the task files and dialect options), and its fingerprint."""
