@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.api.model_resolver import resolve_model
 from proctor.core.dialect import OptionError
-from proctor.core.errors import ProctorError
+from proctor.core.errors import ModelLoadError, ProctorError
 from proctor.core.registry import backend_of, registry
 from proctor.engine.run_config import ModelConfig, ModelRef, RolesConfig
 from proctor.models.base import Model
@@ -136,7 +136,11 @@ class ModelRoles:
         with self._lock:  # tasks judged from several threads make a role's model once
             made = self._made.get(key)
             if made is None:
-                made = resolve_model(ModelConfig(ref, load_options)).model
+                try:
+                    made = resolve_model(ModelConfig(ref, load_options)).model
+                except ModelLoadError as exc:  # which role, and who named its model
+                    named = f"{ROLE_FLAG} {role}={ref}" if given is not None else f"the {role} model '{ref}'"
+                    raise ModelLoadError(f"{named}: {exc}") from None
                 if self._keep:
                     self._made[key] = made
             self._record(role, ref, source, made)

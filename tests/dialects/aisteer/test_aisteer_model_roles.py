@@ -114,3 +114,41 @@ def test_bad_roles_from_python_are_refused_before_anything_runs(given, says, tmp
         run_use_cases(_ask_case(ABSENT_JUDGE), evaluated, output_dir=tmp_path / "run", model_roles=given)
     assert says in str(caught.value)
     assert evaluated.calls == [] and not (tmp_path / "run").exists()
+
+
+def test_steer_base_role_is_the_base_a_steer_model_steers(tiny_model_dir, tmp_path):
+    """``--model steer:FILE.py:NAME`` with no ``--model-arg base=``: the ``steer_base`` role is its base (the default,
+    smollm2, never loads); a control of strength zero gives the base model's own numbers."""
+    from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, results, run_in_process, write
+
+    jsonl(tmp_path / "data.jsonl", QUESTIONS)
+    task = write(tmp_path / "quiz.yaml", QUIZ)
+    (tmp_path / "pipes.py").write_text(
+        "from proctor.dialects.aisteer import ActivationAddition\n"
+        "ZERO = [ActivationAddition([0], 0.0, 'Yes, gladly.', 'No, never.')]\n"
+    )
+    steered, plain = tmp_path / "steered", tmp_path / "plain"
+    code, output = run_in_process(
+        ["run", str(task), "--model", f"steer:{tmp_path / 'pipes.py'}:ZERO",
+         "--model-role", f"steer_base={tiny_model_dir}", "-o", str(steered), "-q"]
+    )  # fmt: skip
+    assert code == 0, output
+    code, output = run_in_process(["run", str(task), "--model", str(tiny_model_dir), "-o", str(plain), "-q"])
+    assert code == 0, output
+    written = results(steered)
+    assert written["model"]["steering"]["controls"][0]["control"] == "ActivationAddition"
+    assert written["roles"]["steer_base"]["model"] == str(tiny_model_dir)
+    assert written["roles"]["steer_base"]["source"] == "--model-role"
+    assert written["tasks"]["quiz"]["metrics"] == results(plain)["tasks"]["quiz"]["metrics"]
+
+
+def test_a_role_model_that_cannot_load_names_the_role(tmp_path):
+    from proctor.core.errors import ModelLoadError
+    from proctor.dialects.aisteer.runfile import run_use_cases
+
+    absent = str(tmp_path / "absent-judge")
+    with pytest.raises(ModelLoadError) as caught:
+        run_use_cases(
+            _ask_case(ABSENT_JUDGE), FakeModel("evaluated"), output_dir=tmp_path / "run", model_roles={"judge": absent}
+        )
+    assert str(caught.value).startswith(f"--model-role judge={absent}: cannot load model")

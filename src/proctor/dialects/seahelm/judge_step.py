@@ -41,7 +41,9 @@ class JudgeSource:
     (``seahelm_judge_options``) stay here, out of the tasks' specs, so no address or key enters a task hash."""
 
     def __init__(self, name: str, settings: dict | None = None, model: Any = None) -> None:
-        self.name, self.settings, self._model = name, settings, model
+        self.name, self.settings = name, settings
+        self._default = name if model is None else model  # what the run's roles make, or hand back as it is
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def model(self) -> Any:
@@ -53,7 +55,7 @@ class JudgeSource:
                     settings = dict(self.settings or {})
                     # a local judge takes the backend options alone; a served one its server settings too
                     local = {k: v for k, v in settings.items() if k not in ("base_url", "api_key_env")}
-                    self._model = active_roles().model("judge", self.name, options=local, server=settings)
+                    self._model = active_roles().model("judge", self._default, options=local, server=settings)
         return self._model
 
 
