@@ -42,13 +42,3 @@ def judge_load_options(
             )
         return {"base_url": base_url, "api_key_env": api_key_env, "name": spec, **options}
     return dict(options)
-
-
-def load_judge(
-    spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any
-) -> Model:
-    """A judge model from a ``--model``-style string (``judge_load_options``). Dialect code does not call it:
-    it asks the run's model roles (``proctor.api.model_roles``), which load through the same options."""
-    from proctor.models.registry import load_model
-
-    return load_model(spec, **judge_load_options(spec, base_url=base_url, api_key_env=api_key_env, **options))
