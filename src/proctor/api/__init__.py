@@ -14,7 +14,15 @@ from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.prepare import prepare_task
-from proctor.engine.run_config import ModelConfig, ModelRef, OutputOptions, PrepareOptions, RowLimit, RunConfig
+from proctor.engine.run_config import (
+    ModelConfig,
+    ModelRef,
+    OutputOptions,
+    PrepareOptions,
+    RolesConfig,
+    RowLimit,
+    RunConfig,
+)
 from proctor.engine.runner import ProgressHook
 from proctor.engine.sample_selection import parse_sample_ids
 
@@ -69,6 +77,7 @@ def evaluate(
     overrides: RunOverrides | None = None,
     sample_ids: Iterable[str] | None = None,
     predict_only: bool = False,
+    model_roles: Mapping[str, ModelRef] | None = None,
 ) -> EvaluationResult:
     """Run tasks on a model and write a run folder; returns the results.
 
@@ -93,6 +102,9 @@ def evaluate(
     recorded in results.json and run.json. ``sample_ids`` (ids or globs; not with ``limit``) runs only those
     samples of each task (``--sample-id``); ``predict_only`` keeps the model's answers and computes no metric
     (``--predict-only``: the same ``output_dir`` run again without it scores the stored answers).
+    ``model_roles`` ({role: model spec or object}, ``--model-role``) replaces the model the task files name for a
+    role: ``judge``, ``metric`` or ``steer_base`` (``api/model_roles.py``); results.json's ``roles`` says which
+    model each role used.
 
     The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
     as ``proctor run``'s is.
@@ -123,5 +135,6 @@ def evaluate(
             None if command is None else tuple(command),
         ),
         predict_only=predict_only,
+        roles=RolesConfig(dict(model_roles or {})),
     )
     return run_evaluation(config, progress)

@@ -14,6 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from proctor.api.evaluation_result import EvaluationResult
 from proctor.api.finished_run import REQUEST_FIELD, finished_results, model_request
 from proctor.api.model_resolver import resolve_model
+from proctor.api.model_roles import ModelRoles, roles_in_use
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.notice import notice
@@ -56,14 +57,17 @@ class _Prepared:
     command: list[str] | None  # as recorded: no URL password
     started: float  # perf_counter() at the start of the run
     without_ids: list[str]  # --sample-id: tasks that hold none of the ids, left out
+    roles: ModelRoles  # the models in roles (a judge, ...) the dialects asked for: results.json's ``roles``
 
 
 def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> EvaluationResult:
     """Run tasks on a model as ``config`` says and write a run folder (``evaluate`` documents each option;
     ``proctor run`` builds the configuration from its flags). ``progress(task, done, total)`` is called as
     requests finish."""
+    roles = ModelRoles.of(config.roles)  # a bad --model-role: before any task file is read
     try:
-        return _run_evaluation(config, progress)
+        with roles_in_use(roles):  # the dialects' judges and metric models, while tasks load and run
+            return _run_evaluation(config, progress, roles)
     except RunInterrupted as exc:  # before this attempt reached its store (the model loading): an earlier one's
         earlier = Path(config.output.output_dir) / STORE_FILE if config.output.output_dir is not None else None
         if exc.run_dir is None and earlier is not None and earlier.is_file():
@@ -71,7 +75,7 @@ def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> E
         raise
 
 
-def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> EvaluationResult:
+def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: ModelRoles) -> EvaluationResult:
     started = time.perf_counter()
     output, options = config.output, config.prepare
     command = masked_command(output.command)  # run.json, results.json, .lock and the report record it: no URL password
@@ -146,7 +150,7 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None) -> Evaluat
                 done = _already_complete(config, Path(output.output_dir), hashes, recorded, known, dialects)
                 if done is not None:
                     return done
-        run = _Prepared(prepared, skipped, named, command, started, without_ids)
+        run = _Prepared(prepared, skipped, named, command, started, without_ids, roles)
         return _load_and_evaluate(config, run, progress)
 
 
@@ -373,6 +377,7 @@ def _evaluate_loaded(
                     raise  # a task named directly stops the run, as at load time
                 log.warning("task '%s' failed: %s", task.name, exc)
                 record.add_skipped({"task": task.name, "file": str(task.file), "error": str(exc), "stage": "run"})
+                record.roles = run.roles.used() or None
                 writer.write_results(record.as_dict())
                 continue
             outcome.result.settings = task_settings(item.prepared, outcome.result, fingerprint, info, config)
@@ -384,6 +389,7 @@ def _evaluate_loaded(
             record.add_task(
                 outcome.name, outcome.result
             )  # its warnings are also listed run-wide, and printed by the CLI
+            record.roles = run.roles.used() or None  # a judge is made when its first task is judged
             writer.write_results(record.as_dict())  # what finished is on disk
         memberships = {
             p.task.name: p.task.spec.group for p in prepared if p.task.spec.group and p.task.name in record.tasks
@@ -399,6 +405,9 @@ def _evaluate_loaded(
         entries = record.task_entries()
         rolled = None if config.predict_only else rollup(entries)  # no metric to roll up: no tree of nulls
         record.finish(aggregate_groups(entries, memberships), rolled, round(time.perf_counter() - started, 3))
+        record.roles = run.roles.used() or None
+        for role in run.roles.unused():  # a role no task asked for changed nothing: say so
+            record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
         results = record.as_dict()
         writer.write_results(results)
         mark(

@@ -38,6 +38,16 @@ def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, A
         **options.mc_options(),
         **chunk,
         **({"overrides": overrides} if overrides else {}),
+        **({"roles": _given_roles(config)} if config.roles.given else {}),
+    }
+
+
+def _given_roles(config: RunConfig) -> dict[str, str]:
+    """--model-role as run.json records it: a judge's answers are stored under its own fingerprint, but a run
+    folder asked again with another judge must say so (--update), as with other options."""
+    return {
+        role: ref if isinstance(ref, str) else str(getattr(ref, "name", type(ref).__name__))
+        for role, ref in sorted(config.roles.given.items())
     }
 
 

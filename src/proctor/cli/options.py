@@ -140,6 +140,16 @@ def check_worker_flags(on_ray: bool, tensor_parallel: bool, given: Mapping[str, 
             )
 
 
+def model_roles_from(items: Optional[List[str]]) -> dict[str, str]:
+    """--model-role ROLE=MODEL strings as {role: model}, checked before anything is read (api/model_roles.py)."""
+    from proctor.api.model_roles import parse_roles
+
+    try:
+        return parse_roles(items)
+    except OptionError as exc:
+        raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
+
+
 def model_args_from(items: Optional[List[str]]) -> dict[str, Any]:
     """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
     out: dict[str, Any] = {}

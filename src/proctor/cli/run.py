@@ -27,6 +27,7 @@ from proctor.cli.options import (
     dialect_options,
     load_plugins,
     model_args_from,
+    model_roles_from,
     resources_from,
     think_end_token_from,
     thinking_budget,
@@ -62,6 +63,7 @@ def run(
     max_length: Optional[int] = flag.MAX_LENGTH,
     chat_template: ChatTemplate = flag.CHAT_TEMPLATE,
     model_arg: Optional[List[str]] = flag.MODEL_ARG,
+    model_role: Optional[List[str]] = flag.MODEL_ROLE,
     base_url: Optional[str] = flag.BASE_URL,
     api_key_env: str = flag.API_KEY_ENV,
     mc_format: McFormat = flag.MC_FORMAT,
@@ -116,7 +118,7 @@ def run(
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import run_evaluation
     from proctor.core.run_overrides import RunOverrides
-    from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
+    from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RolesConfig, RowLimit, RunConfig
     from proctor.engine.sample_selection import parse_sample_ids
 
     if quiet:
@@ -160,11 +162,13 @@ def run(
     )
     ids = parse_sample_ids(sample_id or ())  # --sample-id a,b: before anything is read
     values = dialect_values or {}
-    context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run")
+    roles = model_roles_from(model_role)
+    context = OptionContext(model=model, base_url=base_url, api_key_env=api_key_env, command="run", roles=roles)
     dialect_opts = dialect_options(values, context, trust_task_code)
     backend = backend_of(model)  # None: an unknown prefix, refused with the list of backends before anything loads
     served = backend is not None and backend.server
-    if base_url and not served and not uses_server_options(values):
+    served_role = any(getattr(backend_of(spec), "server", False) for spec in roles.values())
+    if base_url and not served and not served_role and not uses_server_options(values):
         raise typer.BadParameter(
             "applies to openai: models (and an openai: judge) only; it would be ignored", param_hint="--base-url"
         )
@@ -216,6 +220,8 @@ def run(
             output, cache=cache, chunk_size=chunk_size, update=update, restart=restart, command=tuple(sys.argv)
         ),
         predict_only=predict_only or predict_only_spelled,
+        # a role named openai:NAME takes the run's server settings where its dialect gives none
+        roles=RolesConfig(roles, {"base_url": base_url, "api_key_env": api_key_env}),
     )
     with progress_display(quiet) as hook:
         result = run_evaluation(config, hook)

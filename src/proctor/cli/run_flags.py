@@ -150,6 +150,15 @@ MODEL_ARG = typer.Option(
     help="A backend option (repeatable), e.g. concurrency=16, endpoint=chat, price_prompt=0.15.",
     rich_help_panel=MODEL_PANEL,
 )
+MODEL_ROLE = typer.Option(
+    None,
+    "--model-role",
+    metavar="ROLE=MODEL",
+    help="A model in a role besides the evaluated one (repeatable), as --model: judge (SEA-HELM's and AISteer360's "
+    "judges), metric (AISteer360's Perplexity), steer_base (a steering pipeline's base); replaces the model "
+    "the task files name for that role.",
+    rich_help_panel=MODEL_PANEL,
+)
 BASE_URL = typer.Option(
     None,
     "--base-url",

@@ -12,6 +12,7 @@ Each dialect's ``load`` receives its own instance and reads its attributes.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +158,9 @@ class OptionContext:
     api_key_env: str = "OPENAI_API_KEY"
     command: str = "run"
     trust_task_code: bool = False
+    roles: Mapping[str, str] = dataclasses.field(
+        default_factory=dict
+    )  # --model-role: role -> model (api/model_roles.py)
 
 
 class BaseOptions(BaseModel):

@@ -81,6 +81,17 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class RolesConfig:
+    """The models a run's dialects use besides the evaluated one, by role (``--model-role ROLE=SPEC``; the roles
+    are ``api/model_roles.ROLES``): each replaces the model the task files name for that role. ``server``: the
+    server settings (``--base-url``, ``--api-key-env``) a role named ``openai:NAME`` takes where its dialect
+    gives none."""
+
+    given: Mapping[str, ModelRef] = field(default_factory=dict)
+    server: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PrepareOptions:
     """How every task is prepared: ``${VAR}`` values (GLM-130B's ``data_path`` sets ``${DATA_PATH}``), chat
     templates (None: as each task says), the multiple-choice format and the run-time ``overrides``."""
@@ -140,3 +151,4 @@ class RunConfig:
     prepare: PrepareOptions = field(default_factory=PrepareOptions)
     output: OutputOptions = field(default_factory=OutputOptions)
     predict_only: bool = False
+    roles: RolesConfig = field(default_factory=RolesConfig)

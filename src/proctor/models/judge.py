@@ -1,8 +1,8 @@
 """A judge as a function: chat messages in, the model's reply out (SEA-HELM pairwise / criteria judges).
 
 Works with any backend that has a chat template: a local Hugging Face model renders it itself; an
-OpenAI-compatible server applies its own. ``load_judge`` builds a judge from a ``--model``-style
-string, with its own server settings for ``openai:<name>``.
+OpenAI-compatible server applies its own. ``judge_load_options`` says how a judge named by a ``--model``-style
+string loads, with its own server settings for ``openai:<name>``.
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ def judge_function(model: Model, *, max_tokens: int = 512, temperature: float = 
     return judge
 
 
-def load_judge(
+def judge_load_options(
     spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any
-) -> Model:
-    """A judge model from a ``--model``-style string. ``openai:<name>`` needs a server address; the
-    API key is read from the environment variable ``api_key_env`` as for the evaluated model."""
+) -> dict[str, Any]:
+    """The backend options a judge named ``spec`` loads with: ``openai:<name>`` needs its server's address and
+    reads its key from ``api_key_env``, as the evaluated model does; a local judge takes ``options`` alone."""
     from proctor.core.registry import backend_of
-    from proctor.models.registry import load_model
 
     backend = backend_of(spec)
     if backend is not None and backend.server:
@@ -41,5 +40,5 @@ def load_judge(
             raise ProctorError(
                 f"judge '{spec}' needs its server's address: give --judge-base-url (or --base-url, used for both)"
             )
-        return load_model(spec, base_url=base_url, api_key_env=api_key_env, name=spec, **options)
-    return load_model(spec, **options)
+        return {"base_url": base_url, "api_key_env": api_key_env, "name": spec, **options}
+    return dict(options)

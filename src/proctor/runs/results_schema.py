@@ -372,6 +372,17 @@ class Skipped(_Closed):
     )
 
 
+class RoleModel(_Closed):
+    """A model a run used in a role besides the evaluated one (a judge, a metric's model, a steering base)."""
+
+    model: str = Field(description="The model as named (a --model string; a model object: its name).")
+    source: Literal["--model-role", "task"] = Field(
+        description="--model-role: given for the run (evaluate's model_roles); task: named by the task files or "
+        "the dialect's options (e.g. --seahelm-judge, an LLMJudgeMetric's model_or_id)."
+    )
+    fingerprint: Optional[dict[str, Any]] = Field(None, description="The model's fingerprint, as 'model' is.")
+
+
 class Results(_Closed):
     """The top level of results.json."""
 
@@ -384,6 +395,9 @@ class Results(_Closed):
     )
     model_info: Optional[dict[str, Any]] = Field(
         None, description="Parameters, batch size, device, special tokens, chat template (as lm-eval reports them)."
+    )
+    roles: Optional[dict[str, RoleModel]] = Field(
+        None, description="Role (judge, metric, steer_base) -> the model the run used in it; absent: none was used."
     )
     chat_applied: Optional[bool] = None
     environment: Optional[Environment] = None

@@ -29,6 +29,7 @@ class RunResults(BaseModel):
     command: Optional[list[str]]
     model: dict[str, Any]  # the model's fingerprint
     model_info: dict[str, Any]
+    roles: Optional[dict[str, dict[str, Any]]] = None  # the models in roles (api/model_roles.py), once one is made
     chat_applied: bool
     environment: Environment
     status: Status = "running"
@@ -89,6 +90,7 @@ class RunResults(BaseModel):
             "command": self.command,
             "model": self.model,
             "model_info": self.model_info,
+            **({"roles": self.roles} if self.roles else {}),
             "chat_applied": self.chat_applied,
             "environment": self.environment.model_dump(),
             "status": self.status,

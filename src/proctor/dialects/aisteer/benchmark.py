@@ -125,8 +125,15 @@ class Benchmark:
                 out.append(Configuration(pipeline, cid, params, controls))
         return out
 
+    @property
+    def _base(self) -> Any:
+        """The base model: the ``steer_base`` role given for the run (``--model-role steer_base=``), else ``base``."""
+        from proctor.api.model_roles import active_roles
+
+        return active_roles().spec("steer_base", self.base)
+
     def identity(self) -> dict:
-        base = self.base
+        base = self._base
         if isinstance(base, str):
             model = base
         elif isinstance(getattr(base, "fingerprint", None), dict):
@@ -150,18 +157,17 @@ class Benchmark:
     @property
     def _direct(self) -> bool:
         """A raw transformers base (no proctor model): trials run without ``evaluate``."""
-        return not isinstance(self.base, (str, Model))
+        return not isinstance(self._base, (str, Model))
 
     # ------------------------------------------------------------------ model
     def _load(self) -> Any:
         if self._model is None:
-            if isinstance(self.base, str):
-                from proctor.models.registry import load_model
+            from proctor.api.model_roles import active_roles
 
-                log.info("loading base model %s", self.base)
-                self._model = load_model(self.base, **self.model_options)
-            else:
-                self._model = self.base
+            base = self._base
+            if isinstance(base, str):
+                log.info("loading base model %s", base)
+            self._model = active_roles().model("steer_base", base, options=self.model_options)
         return self._model
 
     @contextlib.contextmanager

@@ -84,6 +84,7 @@ class _ModelMetric(Metric):
     """A metric that runs a local model, loaded when first needed, on ``device`` if given."""
 
     needs_tokenizer = False  # with a loaded transformers model
+    role: str | None = None  # the model role (proctor.api.model_roles) that replaces model_or_id when given
 
     def __init__(self, model_or_id: Any, tokenizer: Any, device: str | None, batch_size: int, **extras: Any) -> None:
         super().__init__(**extras)
@@ -103,7 +104,12 @@ class _ModelMetric(Metric):
 
     def _loaded_model(self) -> tuple[Any, Any]:
         if self._loaded is None:
-            model, tokenizer = _model_and_tokenizer(self.model_or_id, self._tokenizer, self._load_string)
+            model_or_id = self.model_or_id
+            if self.role is not None:
+                from proctor.api.model_roles import active_roles
+
+                model_or_id = active_roles().spec(self.role, model_or_id)  # --model-role metric= over the file's
+            model, tokenizer = _model_and_tokenizer(model_or_id, self._tokenizer, self._load_string)
             if self.device is not None:
                 model = model.to(self.device)
             model.eval()
@@ -129,6 +135,8 @@ class Perplexity(_ModelMetric):
     token are not scored. Each response is scored on its own (padding never reaches its tokens).
     """
 
+    role = "metric"
+
     def __init__(
         self,
         model_or_id: Any,
@@ -142,9 +150,9 @@ class Perplexity(_ModelMetric):
         self.add_bos_requested, self.max_length = bool(add_bos), max_length
 
     def _load_string(self, spec: str, tokenizer: Any) -> tuple[Any, Any]:
-        from proctor.models.registry import load_model
+        from proctor.api.model_roles import active_roles
 
-        loaded = load_model(spec)
+        loaded = active_roles().model("metric", spec)  # the run's metric role (--model-role metric=), else spec
         if not (hasattr(loaded, "model") and hasattr(loaded, "tokenizer")):
             raise ValueError(f"Perplexity needs a local Hugging Face model; '{spec}' is a {type(loaded).__name__}")
         return loaded.model, tokenizer or loaded.tokenizer

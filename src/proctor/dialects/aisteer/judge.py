@@ -8,8 +8,9 @@ The prompt is ``prompt_template`` filled with ``{response}``, ``{lower_bound}``,
 a reply that cannot be parsed is drawn again (``max_retries`` times, then NaN with a warning), and
 ``num_return_sequences`` > 1 averages that many draws per response.
 
-The judge is a proctor model (a ``--model`` string, loaded on first use, or a loaded ``Model``)
-or a transformers model with ``tokenizer=``; its requests go through ``batch_retry_generate``.
+The judge is a proctor model (a ``--model`` string, made on first use by the run's model roles, which
+``--model-role judge=`` overrides, or a loaded ``Model``) or a transformers model with ``tokenizer=``; its
+requests go through ``batch_retry_generate``.
 ``store`` (a ``proctor.runs.store.Lookup``, set by ``proctor run`` / ``run_use_cases`` and by a
 each ``Benchmark`` trial, while they evaluate) sends a proctor judge's requests through that
 run store, under the judge's own fingerprint.
@@ -93,21 +94,22 @@ class LLMJudgeMetric(Metric):
         self.batch_size, self.max_retries = batch_size, max_retries
         self.format_instructions = format_instructions(*self.scale) if structured_output else ""
         self._parser = parser
-        self._model: Any = None
+        self._model: Any = None  # (the model roles it came from, the judge)
         self.store: Any = None  # the run store's Lookup while a run folder / Benchmark evaluates (see the module doc)
 
     def parse(self, text: str) -> float:
         return float(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
 
     def _judge(self) -> Any:
-        if self._model is None:
-            if isinstance(self.model_or_id, str):
-                from proctor.models.registry import load_model
+        """The judge: the run's ``judge`` role (``--model-role judge=``) or, by default, ``model_or_id``, made by
+        the run's model roles once per run (``proctor.api.model_roles``)."""
+        from proctor.api.model_roles import active_roles
 
-                self._model = load_model(self.model_or_id, **({"device": self.device} if self.device else {}))
-            else:
-                self._model = self.model_or_id
-        return self._model
+        roles = active_roles()
+        if self._model is None or self._model[0] is not roles:
+            options = {"device": self.device} if self.device else {}
+            self._model = (roles, roles.model("judge", self.model_or_id, options=options))
+        return self._model[1]
 
     def render(self, responses: Sequence[str], prompts: Sequence[str] | None = None) -> list[str]:
         if prompts is not None and len(prompts) != len(responses):

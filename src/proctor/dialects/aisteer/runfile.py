@@ -259,6 +259,7 @@ def run_use_cases(
     command: Sequence[str] | None = None,
     batch_size: int | None = None,
     runtime_overrides: Mapping[str, Any] | None = None,
+    model_roles: Mapping[str, Any] | None = None,
 ):
     """Run use cases on a proctor model (or a ``--model`` string) into a run folder, through
     ``proctor.evaluate`` (the same run folder, resume, cache and results as any task).
@@ -268,7 +269,8 @@ def run_use_cases(
     through ``batch_retry_generate`` goes through the engine with the folder's response store
     (``store.sqlite``, optionally backed by ``cache`` or $PROCTOR_CACHE): each chunk is committed as
     it returns, and running again on the same ``output_dir`` (after it finished, or after a kill)
-    calls the model only for what is missing. Returns an ``EvaluationResult``.
+    calls the model only for what is missing. ``model_roles`` ({role: model}, ``--model-role``): e.g. a ``judge``
+    that replaces the one the use cases' ``LLMJudgeMetric``s name. Returns an ``EvaluationResult``.
     """
     from proctor.api import evaluate
     from proctor.dialects.aisteer.usecase_spec import object_build, use_case_task
@@ -297,4 +299,5 @@ def run_use_cases(
         progress=progress,
         update=update,
         restart=restart,
+        model_roles=model_roles,
     )

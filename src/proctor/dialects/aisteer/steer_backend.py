@@ -2,7 +2,8 @@
 
 ``NAME`` in the file is a ``SteeringPipeline``, a list of controls, or a function
 ``f(base_model) -> pipeline or controls``; the base model is ``--model-arg base=...`` (default
-``smollm2``), loaded with the other model options (dtype, device, batch size). The file is imported
+``smollm2``; ``--model-role steer_base=`` overrides it), loaded with the other model options (dtype, device, batch
+size) by the run's model roles (``proctor.api.model_roles``). The file is imported
 with AISteer360's names pointing at proctor's (``user_files.import_user_file``), which is why this
 backend belongs to the dialect and is registered by its plug-in.
 """
@@ -20,7 +21,6 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
     from proctor.core.user_errors import call_user
     from proctor.dialects.aisteer.user_files import import_user_file
-    from proctor.models.registry import load_model
     from proctor.models.steering.controls import Control
     from proctor.models.steering.pipeline import SteeringPipeline
 
@@ -39,7 +39,9 @@ def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredMod
     value = getattr(module, name)
     if isinstance(value, SteeringPipeline):
         return SteeredModel(value, owns=True)
-    base_model = load_model(base, **options)
+    from proctor.api.model_roles import active_roles
+
+    base_model = active_roles().model("steer_base", base, options=options)  # --model-role steer_base= overrides base
     if callable(value) and not isinstance(value, Control):
         value = call_user(value, name, base_model, field=name, file=path)  # a raise names its file and line
         if isinstance(value, SteeringPipeline):

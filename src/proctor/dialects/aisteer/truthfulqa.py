@@ -116,15 +116,14 @@ class YesNoJudgeMetric(Metric):
         raise NotImplementedError
 
     def _judge(self) -> Any:
-        if self._model is None:
-            if isinstance(self.model_or_id, str):
-                from proctor.models.registry import load_model
+        """The run's ``judge`` role or, by default, ``model_or_id`` (``proctor.api.model_roles``)."""
+        from proctor.api.model_roles import active_roles
 
-                options = {"dtype": self.dtype, **({"device": self.device} if self.device else {})}
-                self._model = load_model(self.model_or_id, **options)
-            else:
-                self._model = self.model_or_id
-        return self._model
+        roles = active_roles()
+        if self._model is None or self._model[0] is not roles:
+            options = {"dtype": self.dtype, **({"device": self.device} if self.device else {})}
+            self._model = (roles, roles.model("judge", self.model_or_id, options=options))
+        return self._model[1]
 
     def verdicts(self, records: Sequence[dict[str, Any]]) -> list[str]:
         """The judge's replies, one per record."""

@@ -70,13 +70,15 @@ def _data_ref(
 
 
 def judge_source(options: SeaHelmOptions) -> Any:
-    """The :class:`JudgeSource` of ``seahelm_judge``: a model object as given; a name with server settings
-    (``seahelm_judge_options``: base_url, api_key_env, backend options) or a bare name, built on first use."""
+    """The :class:`JudgeSource` of the ``judge`` role (``--model-role judge=``; default ``seahelm_judge``): a model
+    object as given; a name with server settings (``seahelm_judge_options``: base_url, api_key_env, backend
+    options) or a bare name, made on first use by the run's model roles."""
+    from proctor.api.model_roles import active_roles
     from proctor.dialects.seahelm.judge_step import JudgeSource
 
     if options._judge_source is not None:
         return options._judge_source
-    judge = options.seahelm_judge
+    judge = active_roles().spec("judge", options.seahelm_judge)
     if judge is None:
         return None
     if not isinstance(judge, str):

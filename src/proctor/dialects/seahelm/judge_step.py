@@ -36,26 +36,26 @@ def batch_api_judge(judge_model: Any, judge_config: dict) -> Any:
 
 class JudgeSource:
     """The judge of the tasks loaded together (a task resource, ``"judge"``): a model handed in as an
-    object (API), or a ``--model``-style name built once, on first use, and shared by those tasks. An
-    openai judge's server settings (``seahelm_judge_options``) stay here, out of the tasks' specs, so no
-    address or key enters a task hash."""
+    object (API), or a ``--model``-style name made once, on first use, by the run's model roles (the ``judge``
+    role, ``proctor.api.model_roles``) and shared by those tasks. An openai judge's server settings
+    (``seahelm_judge_options``) stay here, out of the tasks' specs, so no address or key enters a task hash."""
 
     def __init__(self, name: str, settings: dict | None = None, model: Any = None) -> None:
-        self.name, self.settings, self._model = name, settings, model
+        self.name, self.settings = name, settings
+        self._default = name if model is None else model  # what the run's roles make, or hand back as it is
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def model(self) -> Any:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    if self.settings is not None:
-                        from proctor.models.judge import load_judge
+                    from proctor.api.model_roles import active_roles
 
-                        self._model = load_judge(self.name, **self.settings)
-                    else:
-                        from proctor.models.registry import load_model
-
-                        self._model = load_model(self.name)
+                    settings = dict(self.settings or {})
+                    # a local judge takes the backend options alone; a served one its server settings too
+                    local = {k: v for k, v in settings.items() if k not in ("base_url", "api_key_env")}
+                    self._model = active_roles().model("judge", self._default, options=local, server=settings)
         return self._model
 
 

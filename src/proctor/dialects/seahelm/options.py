@@ -51,7 +51,8 @@ class SeaHelmOptions(BaseOptions):
             "--seahelm-judge",
             type=Optional[str],
             metavar="MODEL",
-            help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model).",
+            help="SEA-HELM: the judge model (as --model, e.g. openai:NAME; default: the evaluated model); "
+            "the same as --model-role judge=MODEL.",
         ),
     ] = None
     # an openai: judge's server settings and backend options: base_url, api_key_env, KEY=VALUE options
@@ -164,18 +165,33 @@ class SeaHelmOptions(BaseOptions):
         )
         base, instruct = data.pop("base_model", False), data.pop("instruct_model", False)
         judge_max_tokens = data.pop("seahelm_judge_max_tokens", None)
-        openai_judge = served_judge(str(data.get("seahelm_judge") or ""))
-        for flag, value in (("--judge-base-url", base_url), ("--judge-api-key-env", key_env)):
-            if value and not openai_judge:
-                raise OptionError(flag, "applies to an openai: --seahelm-judge only; it would be ignored")
-        if judge_arg and not openai_judge:
-            raise OptionError("--judge-arg", "applies to an openai: --seahelm-judge only")
-        if judge_max_tokens:
-            data["seahelm_judge_generation"] = {"max_tokens": judge_max_tokens}
         context = (
             info.context if isinstance(info.context, OptionContext) else None
         )  # the command line's, when parsed from it
-        if openai_judge and context is not None:
+        # --seahelm-judge is --model-role judge= by its older name: one judge, which the judge flags serve
+        role = (context.roles if context is not None else {}).get("judge")
+        named = data.get("seahelm_judge")
+        if role is not None and named is not None and named != role:
+            raise OptionError(
+                "--seahelm-judge",
+                f"names the judge '{named}' and --model-role judge= names '{role}'; give one "
+                "(--seahelm-judge MODEL is --model-role judge=MODEL)",
+            )
+        openai_judge = served_judge(str(named or role or ""))
+        for flag, value in (("--judge-base-url", base_url), ("--judge-api-key-env", key_env)):
+            if value and not openai_judge:
+                raise OptionError(
+                    flag,
+                    "applies to an openai: judge (--model-role judge= or --seahelm-judge) only; it would be ignored",
+                )
+        if judge_arg and not openai_judge:
+            raise OptionError(
+                "--judge-arg", "applies to an openai: judge (--model-role judge= or --seahelm-judge) only"
+            )
+        if judge_max_tokens:
+            data["seahelm_judge_generation"] = {"max_tokens": judge_max_tokens}
+        # a role judge without these flags takes the run's --base-url / --api-key-env (api/model_roles.py)
+        if openai_judge and context is not None and (named is not None or base_url or key_env or judge_arg):
             data["seahelm_judge_options"] = {
                 "base_url": base_url or context.base_url,
                 "api_key_env": key_env or context.api_key_env,
