@@ -262,8 +262,10 @@ def test_one_copy_to_the_host_per_forward_call_and_no_per_item_reads(tiny_model_
 
 
 def test_fingerprint_names_a_non_default_layout_and_attention(tiny_model_dir):
-    default = HFModel(tiny_model_dir).fingerprint
-    assert "forward_layout" not in default and "attention" not in default  # stored CPU answers stay valid
+    default = HFModel(tiny_model_dir).fingerprint  # scoring units: other last bits than the packed rows
+    assert default["forward_layout"] == "units,block=64,continuation=512,call_tokens=2048"
+    packed = HFModel(tiny_model_dir, forward_layout="packed").fingerprint
+    assert "forward_layout" not in packed and "attention" not in packed  # stored packed answers stay valid
     gpu_shaped = HFModel(tiny_model_dir, forward_layout="bucketed", attention="flex").fingerprint
     assert gpu_shaped["forward_layout"] == "bucketed,call_tokens=16384" and gpu_shaped["attention"] == "flex"
     assert gpu_shaped["pack_tokens"] == 2048
@@ -273,7 +275,7 @@ def test_unknown_layout_or_attention_is_refused_before_loading(tiny_model_dir, t
     from proctor.core.errors import ModelLoadError
     from proctor.models.registry import check_model_options
 
-    with pytest.raises(ModelLoadError, match=r"forward_layout='gpu' is not one of packed, bucketed"):
+    with pytest.raises(ModelLoadError, match=r"forward_layout='gpu' is not one of units, packed, bucketed"):
         check_model_options(str(tiny_model_dir), {"forward_layout": "gpu"})
     with pytest.raises(ModelLoadError, match=r"attention='sparse' is not one of flex, mask"):
         check_model_options(str(tiny_model_dir), {"attention": "sparse"})
@@ -313,7 +315,7 @@ def test_the_command_runs_the_gpu_shaped_path_on_the_cpu(tiny_model_dir, tmp_pat
         "-o",
         str(tmp_path / "bad"),
     )
-    assert refused.returncode == 2 and "forward_layout='gpu' is not one of packed, bucketed" in refused.stderr
+    assert refused.returncode == 2 and "forward_layout='gpu' is not one of units, packed, bucketed" in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "bad" / "samples.jsonl").exists()
 
 

@@ -62,9 +62,10 @@ def test_scoring_call_out_of_memory_is_retried_with_fewer_rows(tiny_model_dir):
         LoglikelihoodRequest(f"Question {i}: what comes after {i}?\nAnswer:", f" {i + 1}, then {i + 2}")
         for i in range(40)
     ]
-    reference = HFModel(tiny_model_dir, pack_tokens=32)
+    # the packed rows' calls (scoring units run one fixed call size, which has nothing to halve)
+    reference = HFModel(tiny_model_dir, pack_tokens=32, forward_layout="packed")
     expected = [r.logprob for r in reference.loglikelihood(requests)]
-    model = HFModel(tiny_model_dir, pack_tokens=32)  # many small rows: several rows per forward call
+    model = HFModel(tiny_model_dir, pack_tokens=32, forward_layout="packed")  # several rows per forward call
     seen, handle = _inject_oom(model.model.get_decoder(), lambda ids: ids.shape[0] > 2)
     try:
         got = [r.logprob for r in model.loglikelihood(requests)]

@@ -88,7 +88,9 @@ def test_scores_are_identical_across_batch_sizes_and_order(tiny_model_dir, batch
 
 
 def test_tokens_forwarded_are_the_unique_tokens_needed(tiny_model_dir):
-    model = HFModel(tiny_model_dir)
+    model = HFModel(
+        tiny_model_dir, forward_layout="packed"
+    )  # a trie's nodes (scoring units: tests/models/test_scoring_units)
     model.loglikelihood(all_requests())
     unique_inputs = set()
     for q, choices in QUESTIONS:

@@ -14,6 +14,7 @@ from typing import Any
 N = 20  # rows per multiple-choice set: enough to see differences, fast on the tiny model
 
 MMLU_SUBJECTS = ("abstract_algebra", "anatomy", "marketing")
+XCOPA = ("zh", "ta")
 
 
 # Task files beside the catalogue's (one --include_path folder for every lm-eval run here).
@@ -179,6 +180,9 @@ def hub_rows(shared: Path) -> dict[tuple[str, str | None, str], list[dict]]:
             {"question": q, "subject": subject, "choices": [a, b, c, d], "answer": "ABCD".index(k)}
             for q, a, b, c, d, k in rows
         ]
+    for language in XCOPA:  # the two tasks whose numbers once moved with the run's size (issue 47)
+        for split, stem in (("test", "test"), ("validation", "val")):
+            out[("cambridgeltl/xcopa", language, split)] = _jsonl(shared / "xcopa" / f"{stem}.{language}.jsonl", N)
     out[("EleutherAI/lambada_openai", "default", "test")] = _jsonl(shared / "lambada_openai" / "lambada_test.jsonl", N)
     out[("openai/gsm8k", "main", "test")] = _jsonl(shared / "gsm8k" / "test.jsonl", 3)
     out[("openai/gsm8k", "main", "train")] = _jsonl(shared / "gsm8k" / "test.jsonl", 10, start=500)  # few-shot pool

@@ -1,7 +1,12 @@
 """Which packed rows go through the model together, and at what shape.
 
-Two layouts, chosen per model (``HFModel(forward_layout=...)``, ``--model-arg forward_layout=``):
+Three layouts, chosen per model (``HFModel(forward_layout=...)``, ``--model-arg forward_layout=``):
 
+- ``units`` (the CPU default where the decoder's attention is plain, ``unit_attention.supported``):
+  requests cut into units at points that depend on each request alone, calls of one fixed size
+  (``unit_plan``, ``unit_scoring``): a request's numbers are the same whatever else is in the run.
+  The other two layouts are computed by ``packing`` rows instead, where a request's last bits move
+  with the requests that share its row.
 - ``packed`` (the CPU default): rows of at most 512 tokens; consecutive rows share a call while the
   call's padded size stays within 2,048 tokens; a call is as wide as its longest row, rounded up to
   a multiple of ``packing.ROW_ALIGN``. Cheap attention on a CPU, little padding.
@@ -22,7 +27,7 @@ from typing import Sequence
 
 from proctor.models.packing import PackedRow, aligned
 
-LAYOUTS = ("packed", "bucketed")
+LAYOUTS = ("units", "packed", "bucketed")
 MIN_BUCKET = 64
 
 
@@ -38,9 +43,14 @@ class ForwardLayout:
 
 
 def layout_for(name: str | None, cuda: bool, row_tokens: int | None = None) -> ForwardLayout:
-    """The named layout (default: ``bucketed`` on CUDA, ``packed`` elsewhere); ``row_tokens``
-    overrides the packing budget."""
-    name = name or ("bucketed" if cuda else "packed")
+    """The named layout (default: ``bucketed`` on CUDA, ``units`` elsewhere); ``row_tokens``
+    overrides the packing budget (and, for ``units``, the prefill budget of generation)."""
+    name = name or ("bucketed" if cuda else "units")
+    if name == "units":
+        from proctor.models.unit_plan import CALL_TOKENS
+
+        # engine calls of 1,024 requests: one call's padding (its last forward) is spread over more work
+        return ForwardLayout(name, row_tokens or 512, CALL_TOKENS, 1024)
     if name == "bucketed":
         # 8 rows of 2,048 per call; engine calls of 4,096 requests keep the calls full (few tails).
         return ForwardLayout(name, row_tokens or 2048, max(16384, row_tokens or 0), 4096, lookahead=32)

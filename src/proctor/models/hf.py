@@ -22,7 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
-from proctor.models import head_kernel, sharding, tree_attention
+from proctor.models import head_kernel, sharding, tree_attention, unit_plan
 from proctor.models.base import Model, Progress
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf_generation import HFGeneration
@@ -52,6 +52,7 @@ from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS
 from proctor.models.hf_static import supported as static_supported
 from proctor.models.packing import ScoringItem, pack
 from proctor.models.torch_runtime import load_torch
+from proctor.models.unit_scoring import check_layout, default_layout, score_units
 from proctor.models.vocab_head import HEADS, VocabularyHead
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,8 @@ class HFModel(HFGeneration, Model):
         # How log-likelihood requests become forward calls (``forward_plan``): small packed rows on the
         # CPU, bucketed shapes on CUDA. A function of the requests alone, never of --batch-size, so
         # the calls and the numbers are the same at any batch size.
-        self.layout = layout_for(forward_layout, cuda, pack_tokens)
+        self.layout = layout_for(forward_layout or default_layout(self.model.get_decoder(), cuda), cuda, pack_tokens)
+        check_layout(self.layout.name, self.model.get_decoder(), self.name)
         self.pack_tokens = self.layout.row_tokens
         self.forward_tokens = self.layout.call_tokens
         # Tree rows: the dense mask by default, FlexAttention block masks on request (``tree_attention``).
@@ -247,7 +249,12 @@ class HFModel(HFGeneration, Model):
             "scoring": SCORING_VERSION,
         }
         # Absent at the CPU defaults, so stored answers of the default layout stay valid.
-        if self.layout.name != "packed":
+        if self.layout.name == "units":
+            fingerprint["forward_layout"] = (
+                f"units,block={unit_plan.BLOCK},continuation={unit_plan.CONTINUATION},"
+                f"call_tokens={self.layout.call_tokens}"
+            )
+        elif self.layout.name != "packed":
             fingerprint["forward_layout"] = f"{self.layout.name},call_tokens={self.layout.call_tokens}"
         if self.attention != "mask":
             fingerprint["attention"] = self.attention
@@ -303,6 +310,21 @@ class HFModel(HFGeneration, Model):
         call, and its shape, depend only on the rows (``forward_plan``), so an item's numbers never
         depend on the batch size, the request order or the number of threads.
         """
+        if self.layout.name == "units":
+            with self._torch.inference_mode():
+                scored, forwarded = score_units(
+                    self._torch,
+                    self.model.get_decoder(),
+                    self._vocabulary_head(),
+                    items,
+                    self.device,
+                    self.tokenizer.pad_token_id,
+                    progress,
+                    self.layout.call_tokens,
+                    self.name,
+                )
+            self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + forwarded
+            return scored
         rows = pack(items, self.pack_tokens, self.layout.lookahead)
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
         with self._torch.inference_mode():

@@ -127,6 +127,14 @@ class VocabularyHead:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
 
+    def fixed_rows(self, n: int) -> int:
+        """Rows to pad a block of ``n`` nodes to so that no node's numbers depend on ``n``: the fused
+        kernel works row by row, but MKL's product sums a row differently for other row counts
+        (AVX2: 16, 32 and 48 rows against 64), so PyTorch's head on the CPU always gets full blocks."""
+        if (self._kernel is not None and not self._hooked()) or self.cuda:
+            return aligned(n)
+        return self.block_size
+
     def scores(self, hidden, rows, targets):
         """Log-probs of ``targets`` and greedy hits, for a block of hidden states [nodes, width]
         (at most ``block_size``, padded to an aligned count) and (row, target) pairs into it.
