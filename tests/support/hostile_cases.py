@@ -181,6 +181,35 @@ add(
     {"sub/uc.py": USECASE, "sub/uc.yaml": "evaluation_metrics: ['evil:Evil']\n", "sub/evil.py": EVIL},
 )
 
+# a model a use case config names that would import code (steer:FILE.py:NAME): the config's, not the user's
+UCRUN = ["run", "sub/uc.py", "-o", "out", "--use-case-config", "sub/uc.yaml"]
+STEER_EVIL = "steer:sub/evil.py:Evil"
+for case_id, config, field_name in (
+    (
+        "judge-steer",
+        f"evaluation_metrics:\n  - {{metric: LLMJudgeMetric, model_or_id: '{STEER_EVIL}', prompt_template: 'Rate'}}\n",
+        "evaluation_metrics[0].model_or_id",
+    ),
+    (
+        "metric-steer",
+        f"evaluation_metrics: [{{metric: Perplexity, model_or_id: '{STEER_EVIL}'}}]\n",
+        "evaluation_metrics[0].model_or_id",
+    ),
+    (
+        "steer-spaces-case",
+        "evaluation_metrics:\n  - {metric: Perplexity, model_or_id: ' STEER :sub/evil.py:Evil '}\n",
+        "evaluation_metrics[0].model_or_id",
+    ),
+    ("kwargs-steer", f"use_case_kwargs: {{judges: [{{model: '{STEER_EVIL}'}}]}}\n", "use_case_kwargs.judges[0].model"),
+):
+    add(
+        f"consent-usecase-config-{case_id}",
+        UCRUN,
+        ["sub/uc.yaml", field_name, "--trust-task-code"],
+        {"sub/uc.py": USECASE, "sub/uc.yaml": config, "sub/evil.py": EVIL},
+    )
+
+
 # --- with consent, code still comes from the task's folder only ------------------------------------
 add(
     "trusted-task-class-climbs-out",

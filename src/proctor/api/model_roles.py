@@ -95,7 +95,9 @@ class ModelRoles:
         self._keep = keep
         self._made: dict[tuple[str, str], Model] = {}
         self._used: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
+        # re-entrant: making a role's model may ask for another role's (a steer: judge or metric model loads its
+        # steer_base through these roles, in the same thread)
+        self._lock = threading.RLock()
 
     @classmethod
     def of(cls, config: RolesConfig) -> ModelRoles:

@@ -80,6 +80,9 @@ class ModelBackend:
     tokenizer_folder: bool = False  # the rest is a local folder (or the embedded default) holding the tokenizer
     # whether the model the rest names takes images, as far as is known before it loads (None: not known then)
     images: Callable[[str], bool | None] | None = None
+    # loading imports or runs Python code the rest names (a file, a module): a spec a task file gives for such a
+    # backend needs --trust-task-code (api/model_consent.py, docs/trust.md); one typed on the command line does not
+    runs_code: bool = False
 
 
 @dataclass
@@ -128,6 +131,7 @@ class Registry:
         hub_models: bool = False,
         tokenizer_folder: bool = False,
         images: Callable[[str], bool | None] | None = None,
+        runs_code: bool = False,
     ) -> None:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
         tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
@@ -142,6 +146,7 @@ class Registry:
             hub_models=hub_models,
             tokenizer_folder=tokenizer_folder,
             images=images,
+            runs_code=runs_code,
         )
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:

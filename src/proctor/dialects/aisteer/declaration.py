@@ -58,4 +58,5 @@ def register(registry: Registry) -> None:
         "steer",
         lazy("proctor.dialects.aisteer.steer_backend:load_steered"),
         lazy("proctor.dialects.aisteer.steer_check:check_steered"),
+        runs_code=True,  # FILE.py:NAME is imported: from a task file only with --trust-task-code
     )

@@ -83,6 +83,19 @@ def _names_code(spec: Any) -> str | None:
     return None
 
 
+def _check_model_specs(raw: Mapping[str, Any], path: Path, trusted: bool) -> None:
+    """A model a metric's or the use case's settings name (``{metric: LLMJudgeMetric, model_or_id: ...}``,
+    ``use_case_kwargs``) that would import code (``steer:FILE.py:NAME``) is the config's, not the user's: it
+    loads only with --trust-task-code (``api/model_consent.py``), refused here before any model loads."""
+    from proctor.api.model_consent import check_model_consent
+
+    for i, spec in enumerate(raw.get("evaluation_metrics") or []):
+        if isinstance(spec, Mapping):
+            given = {k: v for k, v in spec.items() if k != "metric"}
+            check_model_consent(given, trusted=trusted, file=path, field=f"evaluation_metrics[{i}]")
+    check_model_consent(raw.get("use_case_kwargs") or {}, trusted=trusted, file=path, field="use_case_kwargs")
+
+
 # gen_kwargs keys proctor's generation reads, and what each must be (a wrong type fails only mid-run, inside
 # the model's generation loop: checked where the file is read). Other keys are the use case's own business.
 _COUNTS = {"max_new_tokens": 1, "num_beams": 1, "min_new_tokens": 0, "no_repeat_ngram_size": 0, "top_k": 0}
@@ -187,6 +200,7 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
         code = _names_code(spec)
         if code and not trusted:
             raise refusal(f"evaluation_metrics '{code}'", file=path, field="evaluation_metrics")
+    _check_model_specs(raw, path, trusted)
     batch_size = raw.get("batch_size")
     check_settings(raw.get("gen_kwargs"), raw.get("runtime_overrides"), batch_size, path, lambda key: None)
     return UseCaseConfig(
