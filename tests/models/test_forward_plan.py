@@ -263,7 +263,7 @@ def test_one_copy_to_the_host_per_forward_call_and_no_per_item_reads(tiny_model_
 
 def test_fingerprint_names_a_non_default_layout_and_attention(tiny_model_dir):
     default = HFModel(tiny_model_dir).fingerprint  # scoring units: other last bits than the packed rows
-    assert default["forward_layout"] == "units,block=64,continuation=512,call_tokens=2048"
+    assert default["forward_layout"] == "units,block=64,continuation=512,call_tokens=1024"
     packed = HFModel(tiny_model_dir, forward_layout="packed").fingerprint
     assert "forward_layout" not in packed and "attention" not in packed  # stored packed answers stay valid
     gpu_shaped = HFModel(tiny_model_dir, forward_layout="bucketed", attention="flex").fingerprint

@@ -15,7 +15,7 @@ share a prefix share its units and the prefix is computed once — by whichever 
 numbers. Each unit attends to its ancestors' keys and values and causally to its own tokens
 (``unit_attention``), in tensors whose shapes are a function of the unit alone.
 
-Units go through the model in calls of exactly ``CALL_TOKENS`` tokens (the last call padded): a
+Units go through the model in calls of exactly ``CALL_TOKENS`` (1,024) tokens (the last call padded): a
 matrix product's rows do not depend on where in the product they sit, but they do depend on the
 number of rows (MKL takes other kernels for other row counts; measured on Intel AVX-512 and AVX2),
 so every call has the one shape. Units are placed in first-appearance order over the requests
@@ -31,7 +31,9 @@ from proctor.models.packing import ScoringItem
 
 BLOCK = 64  # context cut points: the granularity at which prompts share computed prefixes
 CONTINUATION = 512  # continuation cut points (a rolling window of 2,048 tokens is four units)
-CALL_TOKENS = 2048  # tokens per forward call, always (every unit is at most this long)
+# Tokens per forward call, always (every unit is at most this long). 2,048 was 5-15% slower on
+# ARC-Easy and HellaSwag (docs/performance.md): a chunk's last call carries more padding.
+CALL_TOKENS = 1024
 
 
 @dataclass(frozen=True)
