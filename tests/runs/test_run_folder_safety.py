@@ -223,9 +223,10 @@ def test_output_and_cache_that_cannot_be_written_are_refused_before_any_work(tmp
 
 
 def test_the_hf_backend_is_held_to_the_caps(tiny_model):
-    # the backend packs 256 requests per call when asked; the engine asks for at most 256 log-likelihoods
-    # and 64 generations or rolling log-likelihoods per call (docs/runs.md)
-    assert default_chunk_size(tiny_model, "loglikelihood") == 256
+    # the backend declares its log-likelihood chunk: 1,024 requests of scoring units on the CPU (a chunk's
+    # last forward call is padded, so larger chunks waste less); the engine asks for at most 64
+    # generations or rolling log-likelihoods per call (docs/runs.md)
+    assert tiny_model.layout.name == "units" and default_chunk_size(tiny_model, "loglikelihood") == 1024
     assert tiny_model.chunk_requests > MAX_CHUNK_REQUESTS and default_chunk_size(tiny_model, "generate") == 64
 
 

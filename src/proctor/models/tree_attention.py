@@ -43,14 +43,20 @@ def supported(decoder) -> bool:
     return getattr(decoder.config, "_attn_implementation", None) == "sdpa"
 
 
-@contextlib.contextmanager
 def scoring_attention(decoder):
-    """The decoder's layers call ``attention`` inside the block (the config's implementation name is
-    swapped and restored)."""
-    _register()
+    """The decoder's layers call ``attention`` inside the block."""
+    return named_attention(decoder, NAME, _register)
+
+
+@contextlib.contextmanager
+def named_attention(decoder, name: str, register):
+    """The decoder's layers call the attention function registered as ``name`` inside the block
+    (``register()`` registers it, once; the config's implementation name is swapped and restored).
+    Shared with the scoring units' attention (``unit_attention``)."""
+    register()
     config = decoder.config
     before = config._attn_implementation
-    config._attn_implementation = NAME
+    config._attn_implementation = name
     try:
         yield
     finally:

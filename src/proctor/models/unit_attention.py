@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from proctor.models.packing import aligned
+from proctor.models.tree_attention import named_attention
 from proctor.models.unit_plan import UnitPlan
 
 if TYPE_CHECKING:
@@ -183,17 +184,9 @@ def supported(decoder) -> str | None:
 PLAIN_ATTENTION = frozenset({"llama", "mistral", "qwen2", "qwen3", "granite", "olmo", "olmo2", "phi3", "smollm3"})
 
 
-@contextlib.contextmanager
 def unit_attention_scope(decoder):
     """The decoder's layers call ``attention`` inside the block."""
-    _register()
-    config = decoder.config
-    before = config._attn_implementation
-    config._attn_implementation = NAME
-    try:
-        yield
-    finally:
-        config._attn_implementation = before
+    return named_attention(decoder, NAME, _register)
 
 
 @contextlib.contextmanager
