@@ -7,7 +7,7 @@ Three layouts, chosen per model (``HFModel(forward_layout=...)``, ``--model-arg 
   (``unit_plan``, ``unit_scoring``): a request's numbers are the same whatever else is in the run.
   The other two layouts are computed by ``packing`` rows instead, where a request's last bits move
   with the requests that share its row.
-- ``packed`` (the CPU default): rows of at most 512 tokens; consecutive rows share a call while the
+- ``packed`` (the CPU default for other decoders): rows of at most 512 tokens; consecutive rows share a call while the
   call's padded size stays within 2,048 tokens; a call is as wide as its longest row, rounded up to
   a multiple of ``packing.ROW_ALIGN``. Cheap attention on a CPU, little padding.
 - ``bucketed`` (the CUDA default): rows of up to 2,048 tokens, filled with look-ahead packing, each
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from proctor.models.packing import PackedRow, aligned
+from proctor.models.unit_plan import BLOCK, CALL_TOKENS, CONTINUATION
 
 LAYOUTS = ("units", "packed", "bucketed")
 MIN_BUCKET = 64
@@ -35,11 +36,21 @@ MIN_BUCKET = 64
 class ForwardLayout:
     """How scoring requests become forward calls."""
 
-    name: str  # "packed" | "bucketed"
+    name: str  # "units" | "packed" | "bucketed"
     row_tokens: int  # packing budget: tokens per row (a longer single context gets a row of its own)
     call_tokens: int  # padded tokens per forward call
     chunk_requests: int  # log-likelihood requests per engine call (rows are packed within one)
     lookahead: int = 0  # groups a full row may be topped up from (``packing.pack``)
+
+    @property
+    def fingerprint(self) -> str | None:
+        """What the model fingerprint records of the layout (it decides a number's last bits); None
+        for ``packed``, so stored answers of the packed rows keep their keys."""
+        if self.name == "units":
+            return f"units,block={BLOCK},continuation={CONTINUATION},call_tokens={self.call_tokens}"
+        if self.name == "packed":
+            return None
+        return f"{self.name},call_tokens={self.call_tokens}"
 
 
 def layout_for(name: str | None, cuda: bool, row_tokens: int | None = None) -> ForwardLayout:
@@ -47,8 +58,6 @@ def layout_for(name: str | None, cuda: bool, row_tokens: int | None = None) -> F
     overrides the packing budget (and, for ``units``, the prefill budget of generation)."""
     name = name or ("bucketed" if cuda else "units")
     if name == "units":
-        from proctor.models.unit_plan import CALL_TOKENS
-
         # engine calls of 1,024 requests: one call's padding (its last forward) is spread over more work
         return ForwardLayout(name, row_tokens or 512, CALL_TOKENS, 1024)
     if name == "bucketed":

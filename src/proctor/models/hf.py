@@ -22,7 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
-from proctor.models import head_kernel, sharding, tree_attention, unit_plan
+from proctor.models import head_kernel, sharding, tree_attention
 from proctor.models.base import Model, Progress
 from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf_generation import HFGeneration
@@ -248,14 +248,8 @@ class HFModel(HFGeneration, Model):
             "pack_tokens": self.pack_tokens,
             "scoring": SCORING_VERSION,
         }
-        # Absent at the CPU defaults, so stored answers of the default layout stay valid.
-        if self.layout.name == "units":
-            fingerprint["forward_layout"] = (
-                f"units,block={unit_plan.BLOCK},continuation={unit_plan.CONTINUATION},"
-                f"call_tokens={self.layout.call_tokens}"
-            )
-        elif self.layout.name != "packed":
-            fingerprint["forward_layout"] = f"{self.layout.name},call_tokens={self.layout.call_tokens}"
+        if self.layout.fingerprint:  # absent for the packed rows, so their stored answers stay valid
+            fingerprint["forward_layout"] = self.layout.fingerprint
         if self.attention != "mask":
             fingerprint["attention"] = self.attention
         if self.decoding == "static":  # other near-tie greedy tokens than the growing cache's

@@ -84,7 +84,7 @@ class CallAttention:
     """What ``attention`` needs for one call of ``plan``: built on the host once, read by every layer."""
 
     def __init__(self, torch, plan: UnitPlan, index: int, kept: KeptValues, device) -> None:
-        self.torch, self.index, self.kept = torch, index, kept
+        self.index, self.kept = index, kept
         call = plan.calls[index]
         # The columns of the units later calls read, in call order (their kept buffer's rows).
         keep_columns: list[int] = []
@@ -104,7 +104,6 @@ class CallAttention:
             size += plan.kept_tokens(c)
         self.earlier = earlier
         own_base = size
-        self.call_tokens = plan.call_tokens
         # Padding slots read row 0 of the pools (a masked key weighs exactly zero whatever it holds; a
         # padding query's output goes to the sink row, past the call's tokens).
 
@@ -124,7 +123,7 @@ class CallAttention:
             n = len(members)
             keys = np.zeros((n, width), dtype=np.int64)
             queries = np.zeros((n, own), dtype=np.int64)
-            dest = np.full((n, own), self.call_tokens, dtype=np.int64)
+            dest = np.full((n, own), plan.call_tokens, dtype=np.int64)
             mask = np.zeros((n, own, width), dtype=bool)
             triangle = np.tril(np.ones((own, own), dtype=bool))
             for b, u in enumerate(members):
@@ -173,10 +172,10 @@ def supported(decoder) -> str | None:
     window = getattr(config, "sliding_window", None)
     if window and getattr(config, "use_sliding_window", True):
         return "it uses a sliding attention window"
-    for name in ("attn_logit_softcapping", "layer_types"):
-        value = getattr(config, name, None)
-        if value and (name != "layer_types" or any(t != "full_attention" for t in value)):
-            return f"its config sets {name}"
+    if getattr(config, "attn_logit_softcapping", None):
+        return "its config sets attn_logit_softcapping"
+    if any(kind != "full_attention" for kind in getattr(config, "layer_types", None) or ()):
+        return "its config sets layer_types"
     return None
 
 
