@@ -129,7 +129,7 @@ def main() -> None:
         return
 
     from proctor.core.model_requests import GenerateRequest
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -49,8 +49,8 @@ def task_requests(task: str, limit: int, tokenizer_owner) -> list:
 
 def plan(requests: list, model, layout) -> tuple[list, int]:
     """The forward calls of every engine call, and the task's unique tokens."""
-    from proctor.models.hf_scoring import loglikelihood_items, plan_loglikelihood
-    from proctor.models.packing import pack
+    from proctor.models.hf.packing import pack
+    from proctor.models.hf.scoring import loglikelihood_items, plan_loglikelihood
     from proctor.runs.executor import chunk_indices
 
     rules = (model.max_length, model.add_bos, model.prefix_token_id)
@@ -67,7 +67,7 @@ class _TokenizerOnly:
     def __init__(self, folder: Path) -> None:
         from transformers import AutoTokenizer
 
-        from proctor.models.hf_loading import bos_rule
+        from proctor.models.hf.loading import bos_rule
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.max_length = 2048
@@ -85,7 +85,7 @@ def observe(task: str, limit: int, tokenizer_dir: Path) -> None:
     from transformers import AutoTokenizer
 
     from proctor import evaluate
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
     from tests.support.random_llama import TINY, save_random_llama
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--observe-limit", type=int, default=None)
     args = parser.parse_args()
     from proctor.models.default import default_model_path
-    from proctor.models.forward_plan import layout_for, plan_summary
+    from proctor.models.hf.forward_plan import layout_for, plan_summary
 
     tokenizer_dir = args.tokenizer or default_model_path()
     model = _TokenizerOnly(tokenizer_dir)

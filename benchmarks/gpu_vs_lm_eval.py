@@ -179,7 +179,7 @@ def _peak_gb() -> float | None:
 # ----------------------------------------------------------------------------- workers
 def worker_proctor(job: dict) -> None:
     from proctor import evaluate
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     report, deadline = Path(job["report"]), job["deadline"]
     start = time.perf_counter()
@@ -295,8 +295,8 @@ def lower_bound(model, job: dict) -> dict:
     (8 per call), plus the vocabulary projection and log-softmax at every distinct scored node."""
     import torch
 
-    from proctor.models.hf_scoring import loglikelihood_items
-    from proctor.models.packing import pack
+    from proctor.models.hf.packing import pack
+    from proctor.models.hf.scoring import loglikelihood_items
 
     out = {}
     decoder, head = model.model.get_decoder(), model.model.get_output_embeddings()
@@ -352,7 +352,7 @@ def worker_extras(job: dict) -> None:
 
     from proctor import evaluate
     from proctor.core.model_requests import GenerateRequest
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     report, deadline = Path(job["report"]), job["deadline"]
     model = HFModel(job["model"], dtype="bfloat16", device=job["device"], batch_size="auto", name="random-llama")

@@ -62,7 +62,7 @@ def worker_proctor(
     model_dir: str, limit: int, batch_size: int, out: Path, profile: str | None, vocab_head: str = "fused"
 ) -> dict:
     from proctor import evaluate
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     model = HFModel(model_dir, batch_size=batch_size, name="tiny-llama", vocab_head=vocab_head)
     in_run = KernelClock(model)

@@ -54,6 +54,6 @@ def tiny_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     return HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")

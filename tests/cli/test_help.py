@@ -124,7 +124,7 @@ def test_export_format_is_an_enum():
 @pytest.mark.fast
 def test_cli_dtype_choices_are_the_backends():
     from proctor.cli.options import DType
-    from proctor.models.hf_loading import DTYPES
+    from proctor.models.hf.loading import DTYPES
 
     assert {d.value for d in DType} == set(DTYPES)
 

@@ -66,7 +66,7 @@ def test_the_scan_finds_the_benchmarks_proctor_imports():
     """The check itself: the scripts are there, and their imports (in functions and code strings) are found."""
     assert SCRIPTS
     found = {(script, module, name) for script, module, name in IMPORTS}
-    assert ("forward_plan.py", "proctor.models.hf", "HFModel") in found  # inside a function
+    assert ("forward_plan.py", "proctor.models.hf.model", "HFModel") in found  # inside a function
     assert ("lmeval_speed.py", "proctor.api", "evaluate") in found  # inside a child-process script string
 
 
@@ -81,6 +81,6 @@ def test_benchmark_proctor_import_resolves(script, module, name):
     if name is None or hasattr(imported, name):
         return
     try:
-        importlib.import_module(f"{module}.{name}")  # `from proctor.models import sharding`: a submodule
+        importlib.import_module(f"{module}.{name}")  # `from proctor.models.hf import sharding`: a submodule
     except ModuleNotFoundError:
         pytest.fail(f"benchmarks/{script}: `from {module} import {name}`, but {module} has no '{name}'")

@@ -80,7 +80,7 @@ def test_num_fewshot_prompt_is_the_expected_text(tiny_model, tmp_path):
 
 
 def test_seed_changes_sampled_generations_deterministically(tiny_model_dir, tmp_path):
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     folder = write_task(tmp_path / "t")
     sampled = {"temperature": 50.0}

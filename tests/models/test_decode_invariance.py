@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from proctor.core.model_requests import GenerateRequest
-from proctor.models.hf import HFModel
-from proctor.models.hf_invariant import rows_per_step
+from proctor.models.hf.invariant import rows_per_step
+from proctor.models.hf.model import HFModel
 
 PROMPTS = [
     f"Question {i}: what is the capital of country number {i * 7}? Answer:" + " word" * (i % 9) for i in range(40)

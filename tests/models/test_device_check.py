@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from proctor.models.hf_loading import device_unavailable
+from proctor.models.hf.loading import device_unavailable
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, run_in_process, write
 
 pytestmark = pytest.mark.fast

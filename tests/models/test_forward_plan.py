@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.models.forward_plan import ForwardCall, bucket, layout_for, plan_calls, plan_summary
-from proctor.models.hf import HFModel
-from proctor.models.packing import ScoringItem, pack
+from proctor.models.hf.forward_plan import ForwardCall, bucket, layout_for, plan_calls, plan_summary
+from proctor.models.hf.model import HFModel
+from proctor.models.hf.packing import ScoringItem, pack
 from tests.conftest import EXAMPLES, TEST_DATA, shared_path
 
 torch = pytest.importorskip("torch")
@@ -186,7 +186,7 @@ def _close(a: list[float], b: list[float], rel: float = 1e-5) -> bool:
 def test_the_dense_mask_is_the_tree_rule_cell_by_cell():
     """kv <= q < ends[kv], written out per cell, for a row of two branches after a shared prefix and a
     padded tail (ends of padding: the position itself), with the triangle made inside or kept."""
-    from proctor.models import tree_attention
+    from proctor.models.hf import tree_attention
 
     ends = torch.tensor([[5, 3, 3, 5, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]])  # row 0: 0 < 1-2 | 3-4, pads
     expected = torch.tensor(

@@ -1,4 +1,4 @@
-"""The fused CPU vocabulary head (``models/head_kernel.py``, ``models/kernels/vocab_head.c``).
+"""The fused CPU vocabulary head (``models/hf/head_kernel.py``, ``models/hf/kernels/vocab_head.c``).
 
 Its numbers are checked against PyTorch's own head (``log_softmax(mm)``: bit for bit where ATen
 runs its AVX2 kernels and MKL its AVX2 GEMM, or their AVX-512 ones at widths up to 768, as on this
@@ -22,8 +22,8 @@ from tests.conftest import EXAMPLES
 
 torch = pytest.importorskip("torch")
 
-from proctor.models import head_kernel  # noqa: E402
-from proctor.models.vocab_head import VocabularyHead  # noqa: E402
+from proctor.models.hf import head_kernel  # noqa: E402
+from proctor.models.hf.vocab_head import VocabularyHead  # noqa: E402
 
 pytestmark = pytest.mark.skipif(head_kernel.load() is None, reason="no C compiler: the head runs as PyTorch ops")
 
@@ -240,7 +240,7 @@ def test_other_heads_keep_pytorch_ops_bit_for_bit():
 
 def test_the_kernel_build_is_keyed_and_reused(tmp_path):
     """Built once into PROCTOR_HOME/kernels/<key>/ and loaded from there by later processes."""
-    code = "from proctor.models import head_kernel; print(head_kernel.load() is not None)"
+    code = "from proctor.models.hf import head_kernel; print(head_kernel.load() is not None)"
     env = {**os.environ, "PROCTOR_HOME": str(tmp_path / "home")}
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)

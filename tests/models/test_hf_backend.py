@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.models.hf import HFModel
+from proctor.models.hf.model import HFModel
 from tests.support.hf_reference import direct_loglikelihood, reference  # noqa: F401  (reference: a fixture)
 
 PAIRS = [
@@ -140,7 +140,7 @@ def test_fingerprint_names_model_dtype_and_content(tiny_model):
     assert fingerprint["dtype"] == "float32"
     assert fingerprint["content"] and len(fingerprint["content"]) == 16
     # what else moves a number's last bits: device type, packing budget, scoring code version
-    from proctor.models.hf_scoring import SCORING_VERSION
+    from proctor.models.hf.scoring import SCORING_VERSION
 
     assert (fingerprint["device"], fingerprint["pack_tokens"], fingerprint["scoring"]) == ("cpu", 512, SCORING_VERSION)
 
@@ -170,7 +170,7 @@ def test_glm_style_helpers(tiny_model):
 
 
 def test_finished_sequences_leave_the_batch(tiny_model):
-    from proctor.models.hf_decode import greedy_decode
+    from proctor.models.hf.decode import greedy_decode
 
     prompts = ["Once upon a time", "The answer is"]
     free = tiny_model.generate([GenerateRequest(p, max_tokens=8) for p in prompts])
@@ -205,7 +205,7 @@ def test_sampling_is_seeded_and_beam_search_runs(tiny_model):
 def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
     """Continuous batching: a waiting prompt joins the running batch when a sequence finishes; each
     output equals decoding that prompt alone, and the cache never grows past the longest row."""
-    from proctor.models.hf_decode import greedy_decode
+    from proctor.models.hf.decode import greedy_decode
 
     words = [
         "Once upon a time",
@@ -268,7 +268,7 @@ def test_free_slots_are_refilled_and_outputs_match_one_at_a_time(tiny_model):
 def test_a_shared_prompt_start_is_forwarded_once(tiny_model):
     """Prompts that share a long start (a few-shot header): the start is forwarded once, and each
     output equals decoding that prompt alone."""
-    from proctor.models.hf_decode import greedy_decode
+    from proctor.models.hf.decode import greedy_decode
 
     header = "Answer these questions.\n\nQ: What is two plus two?\nA: four\n\nQ: "
     questions = ["Who wrote Hamlet?", "Where is Paris?", "Why is the sky blue?", "When did it rain?", "How?"]
@@ -300,7 +300,7 @@ def test_a_sliding_window_cache_decodes_batch_by_batch(tiny_model):
     one after another, with the same outputs as one prompt at a time."""
     from transformers import MistralConfig, MistralForCausalLM
 
-    from proctor.models.hf_decode import greedy_decode
+    from proctor.models.hf.decode import greedy_decode
 
     torch.manual_seed(0)
     config = MistralConfig(

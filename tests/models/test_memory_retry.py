@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
-from proctor.models.hf import HFModel  # noqa: E402
+from proctor.models.hf.model import HFModel  # noqa: E402
 from proctor.models.memory import halving, is_out_of_memory  # noqa: E402
 
 
@@ -31,8 +31,8 @@ def _inject_oom(module, too_big):
 
 
 def pack_rows(model, requests):
-    from proctor.models.hf_scoring import loglikelihood_items
-    from proctor.models.packing import pack
+    from proctor.models.hf.packing import pack
+    from proctor.models.hf.scoring import loglikelihood_items
 
     return pack(
         loglikelihood_items(model.tokenizer, requests, model.max_length, model.add_bos, model.prefix_token_id),

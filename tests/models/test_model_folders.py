@@ -58,7 +58,7 @@ def test_a_damaged_model_folder_is_one_clear_error(damage, words, tiny_model_dir
 def test_the_weights_digest_is_read_once_and_again_when_a_file_changes(tiny_model_dir, tmp_path):
     """A resumed run asks for a folder's digest before loading and again at loading: the weights are read
     once, and read anew (another digest) as soon as a file in the folder changes."""
-    from proctor.models import hf_loading
+    from proctor.models.hf import loading as hf_loading
 
     folder = tmp_path / "model"
     shutil.copytree(tiny_model_dir, folder)

@@ -15,9 +15,9 @@ from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest  # noqa: E402
 from proctor.kinds.mc_generate import extract_letter, permutation  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel, trim_at_stop  # noqa: E402
-from proctor.models.openai_http import RetryBudgetExceeded  # noqa: E402
-from proctor.models.openai_messages import decode_chat  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel, trim_at_stop  # noqa: E402
+from proctor.models.openai.http import RetryBudgetExceeded  # noqa: E402
+from proctor.models.openai.messages import decode_chat  # noqa: E402
 from tests.conftest import EXAMPLES  # noqa: E402
 from tests.support.cli_runs import proctor_error  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, FixedReplyServer, TrueLogprobServer  # noqa: E402
@@ -232,7 +232,7 @@ def test_retry_after_as_an_http_date_is_honoured(monkeypatch):
 
     import httpx
 
-    from proctor.models import openai_http
+    from proctor.models.openai import http as openai_http
 
     when = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=20), usegmt=True)
     replies = iter(

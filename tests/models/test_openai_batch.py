@@ -26,9 +26,9 @@ if importlib.util.find_spec("httpx") is None:
 
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.core.model_requests import GenerateRequest  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
-from proctor.models.openai_http import ApiError  # noqa: E402
-from proctor.models.openai_messages import encode_chat  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.http import ApiError  # noqa: E402
+from proctor.models.openai.messages import encode_chat  # noqa: E402
 from tests.conftest import REPO, shared_path  # noqa: E402
 from tests.support.openai_fakes import BatchServer, ScriptedJudgeServer  # noqa: E402
 from tests.support.seahelm_fixtures import MT_BENCH_ID, mt_bench_copy  # noqa: E402

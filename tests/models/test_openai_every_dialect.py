@@ -33,7 +33,7 @@ for module in ("httpx", "fastapi", "uvicorn"):
 from proctor.api import evaluate, load_tasks  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.kinds.mc_generate import INSTRUCTION  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
 from tests.conftest import REPO, shared_path  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, ScriptedJudgeServer, serve_transformers  # noqa: E402
 from tests.support.seahelm_fixtures import mt_bench_copy  # noqa: E402

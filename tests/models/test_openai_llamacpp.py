@@ -20,7 +20,7 @@ for module in ("httpx", "llama_cpp", "uvicorn", "sse_starlette"):
 
 from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
 from tests.conftest import EXAMPLES, shared_path  # noqa: E402
 from tests.support.openai_fakes import free_port, start_process_server, stop_process  # noqa: E402
 
@@ -70,7 +70,7 @@ def test_wrong_echo_logprobs_are_refused(llama_server):
 
 def test_mmlu_letters_through_top_logprobs(llama_server, tmp_path):
     from proctor.models.default import default_model_path
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     url, gguf = llama_server
     data = shared_path("data")

@@ -18,8 +18,8 @@ pytest.importorskip("httpx")
 from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
-from proctor.models.openai_http import RetryBudgetExceeded  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.http import RetryBudgetExceeded  # noqa: E402
 from proctor.models.reply_checks import ReplyError  # noqa: E402
 from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_proctor, write  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, _json_handler, _Server  # noqa: E402
@@ -372,7 +372,7 @@ def test_an_upper_bound_from_top_logprobs_is_a_warning(tmp_path):
 def test_prompt_logprobs_led_by_a_bos_entry_spell_the_prompt():
     """vLLM lists a BOS token first (null, no text) when the tokenizer adds one: the rest spells the whole prompt,
     which is right, not an error; a rest that is not the prompt's end is."""
-    from proctor.models.openai_logprobs import continuation_scores, parse_prompt_logprobs
+    from proctor.models.openai.logprobs import continuation_scores, parse_prompt_logprobs
     from proctor.models.reply_checks import Where
 
     def entry(token: str, lp: float) -> dict:

@@ -16,7 +16,7 @@ for module in ("httpx", "fastapi", "uvicorn"):
         pytest.skip(f"needs '{module}' (pip install 'proctor[openai,serve]')", allow_module_level=True)
 
 from proctor.api import evaluate  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
 from tests.conftest import EXAMPLES  # noqa: E402
 from tests.support.openai_fakes import FaultProxy, serve_transformers  # noqa: E402
 
@@ -49,7 +49,7 @@ def generations(run_dir: Path, task: str) -> list[str]:
 
 
 def test_quickstart_generation_equals_hf_backend(serve, model_dir, tmp_path):
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     task = ["quickstart_short_answers"]
     api = evaluate([QUICKSTART], backend(serve, model_dir), output_dir=tmp_path / "api", select=task, export=False)

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.models.hf import HFModel
-from proctor.models.packing import ScoringItem, pack
+from proctor.models.hf.model import HFModel
+from proctor.models.hf.packing import ScoringItem, pack
 
 
 @pytest.mark.fast
@@ -148,7 +148,7 @@ def test_greedy_hits_are_argmax_with_ties():
     """The CPU path compares values (argmax is slow there) and resolves ties of the maximum by
     argmax's first index, as lm-evaluation-harness's ``argmax(dim=-1) == target`` does."""
     torch = pytest.importorskip("torch")
-    from proctor.models.vocab_head import greedy_hits
+    from proctor.models.hf.vocab_head import greedy_hits
 
     generator = torch.Generator().manual_seed(0)
     logits = torch.randint(0, 6, (32, 4096), generator=generator).float()  # many ties of the maximum
@@ -168,7 +168,7 @@ def test_vocabulary_head_is_linear_log_softmax_and_argmax_bit_for_bit(softcap):
     ``log_softmax(head(hidden).float())[row, target]`` and argmax hits, whatever the block's size
     and after the buffers were used for a bigger block."""
     torch = pytest.importorskip("torch")
-    from proctor.models.vocab_head import VocabularyHead
+    from proctor.models.hf.vocab_head import VocabularyHead
 
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 5000, bias=False)
@@ -197,7 +197,7 @@ def test_vocabulary_head_calls_a_hooked_head():
     """A forward hook on the output embedding (how steering controls edit logits) is honoured: the
     buffered projection is used only for a plain Linear without hooks."""
     torch = pytest.importorskip("torch")
-    from proctor.models.vocab_head import VocabularyHead
+    from proctor.models.hf.vocab_head import VocabularyHead
 
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 500, bias=False)

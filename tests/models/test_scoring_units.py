@@ -10,9 +10,9 @@ import random
 import pytest
 
 from proctor.core.model_requests import LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.models.hf import HFModel
-from proctor.models.packing import ScoringItem
-from proctor.models.unit_plan import BLOCK, CONTINUATION, cuts, plan_units
+from proctor.models.hf.model import HFModel
+from proctor.models.hf.packing import ScoringItem
+from proctor.models.hf.unit_plan import BLOCK, CONTINUATION, cuts, plan_units
 from tests.support.hf_reference import direct_loglikelihood, reference  # noqa: F401 (fixture)
 
 WORDS = "red blue green old new fast slow tall short odd even first last cat dog sky sea".split()

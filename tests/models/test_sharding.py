@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
-from proctor.models.hf import HFModel
+from proctor.models.hf.model import HFModel
 from tests.conftest import EXAMPLES
 
 torch = pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""Greedy decoding over a static key/value cache (``models/hf_static.py``; the CUDA default, on the
+"""Greedy decoding over a static key/value cache (``models/hf/static.py``; the CUDA default, on the
 CPU with ``--model-arg decode=static``): the growing cache's outputs, with one step shape."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from proctor.core.model_requests import GenerateRequest
-from proctor.models.hf import HFModel
+from proctor.models.hf.model import HFModel
 from tests.conftest import EXAMPLES
 
 torch = pytest.importorskip("torch")
@@ -169,7 +169,7 @@ def test_the_command_decodes_over_a_static_cache(tiny_model_dir, tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA GPU")
 def test_cuda_graph_steps_equal_eager_steps(tiny_model_dir):
-    from proctor.models.hf_static import static_greedy_decode
+    from proctor.models.hf.static import static_greedy_decode
 
     model = HFModel(tiny_model_dir, device="cuda", batch_size=8)
     ids = [model.encode(r.prompt) for r in _requests()]
@@ -186,7 +186,7 @@ def test_the_stop_filter_stops_where_decoding_every_tail_would(tiny_model_dir, m
     """``Decoder._may_end_stop`` skips decoding a row's tail for tokens that cannot end a stop string;
     every kind of stop string (spanning tokens, ending in a space, a character split over tokens)
     stops exactly where checking at every token does."""
-    from proctor.models.hf_decode import Decoder
+    from proctor.models.hf.decode import Decoder
 
     model = HFModel(tiny_model_dir, batch_size=4)
     free = [r.text for r in model.generate([GenerateRequest(p, max_tokens=12) for p in PROMPTS])]

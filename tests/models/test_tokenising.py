@@ -11,7 +11,7 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
-from proctor.models.hf_scoring import _backend_ids, encode_many, encode_pairs  # noqa: E402
+from proctor.models.hf.scoring import _backend_ids, encode_many, encode_pairs  # noqa: E402
 
 AWKWARD = [
     "A man is sitting on a roof. he",

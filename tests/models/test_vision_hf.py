@@ -23,7 +23,7 @@ from tests.support.hf_reference import reference_logprob  # noqa: E402
 
 @pytest.fixture(scope="module")
 def vlm(tiny_vlm_dir):
-    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.hf.vision import HFVisionModel
 
     return HFVisionModel(tiny_vlm_dir, name="tiny-llava")
 
@@ -273,7 +273,7 @@ def test_scores_do_not_depend_on_the_requests_sent_together(vlm, image_set, tmp_
 
 
 def test_model_strings_pick_the_vision_backend(tiny_vlm_dir):
-    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.hf.vision import HFVisionModel
     from proctor.models.registry import load_model
 
     for spec in (f"hf:{tiny_vlm_dir}", f"hf-vision:{tiny_vlm_dir}", str(tiny_vlm_dir)):

@@ -31,7 +31,7 @@ from tests.support.vision_fixtures import (  # noqa: E402,F401
 pytestmark = pytest.mark.usefixtures("image_set_as_data")  # task files here read the image set as a data folder
 
 from proctor.api import evaluate  # noqa: E402
-from proctor.models.openai_compat import OpenAIModel  # noqa: E402
+from proctor.models.openai.compat import OpenAIModel  # noqa: E402
 
 GENERATE = """\
 name: describe
@@ -72,7 +72,7 @@ def serve(tiny_vlm_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def vlm(tiny_vlm_dir):
-    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.hf.vision import HFVisionModel
 
     return HFVisionModel(tiny_vlm_dir, name="tiny-llava")
 

@@ -100,7 +100,7 @@ class StandInLLM:
 
 @pytest.fixture(scope="module")
 def stand_in(tiny_model_dir):
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     return VLLMModel(tiny_model_dir, engine=StandInLLM(tiny_model_dir), name="tiny-llama")
 
@@ -168,7 +168,7 @@ ENGINE_FAULTS = {
 @pytest.mark.parametrize("fault", list(ENGINE_FAULTS))
 def test_a_wrong_engine_output_is_one_error_naming_the_field(tiny_model_dir, fault):
     from proctor.models.reply_checks import ReplyError
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     breaks, says = ENGINE_FAULTS[fault]
 
@@ -187,7 +187,7 @@ def test_a_wrong_engine_output_is_one_error_naming_the_field(tiny_model_dir, fau
 
 def test_a_generation_output_without_completions_is_an_error(tiny_model_dir):
     from proctor.models.reply_checks import ReplyError
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     class Empty(StandInLLM):
         def generate(self, prompts, params, use_tqdm=True):
@@ -228,8 +228,8 @@ def _gpu_and_vllm() -> bool:
 @pytest.mark.skipif(not _gpu_and_vllm(), reason="needs vLLM (pip install 'proctor[vllm]') and a CUDA GPU")
 def test_real_vllm_matches_the_hf_backend(tiny_model_dir, tmp_path):
     from proctor import evaluate
-    from proctor.models.hf import HFModel
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.hf.model import HFModel
+    from proctor.models.vllm.backend import VLLMModel
 
     hf = HFModel(tiny_model_dir, device="cuda", name="tiny-llama")
     model = VLLMModel(
@@ -289,7 +289,7 @@ class PrefixCachingLLM(StandInLLM):
 def test_prefix_cache_shares_contexts_and_rescores_what_it_covered(tiny_model_dir, tiny_model):
     """Choices of one question read its context from the cache; a prompt whose cached part reaches a scored
     token (a repeated choice of several tokens) is sent again without the cache: the hf backend's numbers."""
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     engine = PrefixCachingLLM(tiny_model_dir)
     model = VLLMModel(tiny_model_dir, engine=engine, name="tiny-llama")
@@ -313,7 +313,7 @@ def test_the_cpu_build_is_recognised_before_its_platforms_module_is_imported(tmp
     import importlib
     import sys
 
-    from proctor.models.vllm_cpu import on_cpu
+    from proctor.models.vllm.cpu import on_cpu
 
     package = tmp_path / "fake_vllm_cpu"
     (package / "platforms").mkdir(parents=True)

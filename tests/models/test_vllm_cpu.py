@@ -7,7 +7,7 @@ greedily, a perplexity task (rolling log-likelihoods) and a seeded sampling task
 with the ``hf`` backend in the same venv. What must hold: every log-likelihood within 1e-4 of the ``hf``
 backend's, greedy generations identical, seeded sampling reproducible, and the engine started with the CPU
 defaults (eager, a KV cache sized from the model, the prefix cache in blocks of 32 tokens, read by the
-log-likelihood prompts) that ``models/vllm_cpu.py`` chose. Skipped where the venv
+log-likelihood prompts) that ``models/vllm/cpu.py`` chose. Skipped where the venv
 or ../shared is missing.
 """
 

@@ -129,7 +129,7 @@ def lm_eval_output(tiny_model_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def proctor_output(tiny_model_dir, tmp_path_factory) -> Path:
     from proctor import evaluate
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     folder = tmp_path_factory.mktemp("proctor")
     (folder / "tasks.yaml").write_text(PROCTOR_TASKS)

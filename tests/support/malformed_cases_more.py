@@ -2172,7 +2172,7 @@ for _arg, _words in (
     ("timeout=0", ["timeout=0", "above 0"]),
     ("concurrency=0", ["concurrency=0", "at least 1"]),  # before: taken as 1 without a word
     ("max_retries=-2", ["max_retries=-2", "at least 0"]),
-    ("deadline=0", ["deadline=0", "above 0"]),  # the overall per-request deadline (models/openai_http.py)
+    ("deadline=0", ["deadline=0", "above 0"]),  # the overall per-request deadline (models/openai/http.py)
 ):
     add(f"cli-openai-arg-{_arg.split('=')[0]}-{_arg.split('=')[1][:6]}", _OPENAI + ["--model-arg", _arg], _words)
 add(

@@ -24,7 +24,7 @@ from typing import Callable
 
 from tests.support.openai_fakes import _json_handler, _Server
 
-SELF_CHECK_MARK = "The quick brown fox"  # in the backend's self-check prompt (models/openai_logprobs.py)
+SELF_CHECK_MARK = "The quick brown fox"  # in the backend's self-check prompt (models/openai/logprobs.py)
 CANDIDATES = [" Rome", " Paris", " Milan", " Venice", " Turin"]
 
 

@@ -34,11 +34,11 @@ _LOCAL_OPTIONS = ("dtype", "device", "batch_size", "max_length")
 def load_hf(rest: str, **options: Any) -> Model:
     """``hf:<folder or hub id>`` (or no prefix): a local folder whose config has a ``vision_config`` loads as a
     vision-language model; ``smollm2`` is the embedded default."""
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:
         return HFModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
-    from proctor.models.hf_vision import HFVisionModel, is_vision_folder
+    from proctor.models.hf.vision import HFVisionModel, is_vision_folder
 
     if is_vision_folder(rest):
         return HFVisionModel(rest, **options)
@@ -46,7 +46,7 @@ def load_hf(rest: str, **options: Any) -> Model:
 
 
 def load_hf_vision(rest: str, **options: Any) -> Model:
-    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.hf.vision import HFVisionModel
 
     return HFVisionModel(rest, **options)
 
@@ -55,7 +55,7 @@ def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """The fingerprint's ``path`` and ``content`` of a local folder (the embedded default once converted), as
     ``HFModel`` and ``HFVisionModel`` will record them; the default not yet converted and a hub id: the
     ``path`` alone (the folder it will be converted to; the id), so another model is known before loading."""
-    from proctor.models.hf_loading import weights_digest
+    from proctor.models.hf.loading import weights_digest
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:
         folder = converted_default_model()
@@ -68,7 +68,7 @@ def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
 def images_hf(rest: str) -> bool | None:
     """The embedded default and a local folder whose config names no vision tower take no images; a hub id:
     not known before it loads."""
-    from proctor.models.hf_vision import is_vision_folder
+    from proctor.models.hf.vision import is_vision_folder
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:
         return False
@@ -86,9 +86,9 @@ def check_hf_vision(rest: str, options: dict[str, Any]) -> set[str]:
 
 
 def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
-    from proctor.models.hf import HFModel
-    from proctor.models.hf_loading import DECODINGS, DTYPES, check_choice
-    from proctor.models.hf_vision import HFVisionModel, is_vision_folder
+    from proctor.models.hf.loading import DECODINGS, DTYPES, check_choice
+    from proctor.models.hf.model import HFModel
+    from proctor.models.hf.vision import HFVisionModel, is_vision_folder
 
     vision = vision or (rest.lower() not in DEFAULT_MODEL_ALIASES and is_vision_folder(rest))
     typed = HFVisionModel if vision else HFModel
@@ -102,16 +102,16 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
             raise ModelLoadError(f"--model '{rest}': no such model folder")
     if options.get("dtype", "float32") not in DTYPES:
         raise ModelLoadError(f"--dtype '{options['dtype']}' is not one of {', '.join(DTYPES)}")
-    from proctor.models.forward_plan import LAYOUTS
-    from proctor.models.tree_attention import ATTENTIONS
+    from proctor.models.hf.forward_plan import LAYOUTS
+    from proctor.models.hf.tree_attention import ATTENTIONS
 
     check_choice("forward_layout", options.get("forward_layout"), LAYOUTS)
     check_choice("attention", options.get("attention"), ATTENTIONS)
     check_choice("decode", options.get("decode"), DECODINGS)
-    from proctor.models.vocab_head import HEADS
+    from proctor.models.hf.vocab_head import HEADS
 
     check_choice("vocab_head", options.get("vocab_head"), HEADS)
-    from proctor.models.sharding import check as check_sharding
+    from proctor.models.hf.sharding import check as check_sharding
 
     check_sharding(options.get("device_map"), options.get("max_memory"))
     check_option_types(typed, options)
@@ -122,7 +122,7 @@ def _check_hf(rest: str, options: dict[str, Any], vision: bool) -> set[str]:
 # ------------------------------------------------------------------ vllm
 def load_vllm(rest: str, **options: Any) -> Model:
     """``vllm:<folder or hub id>``: vLLM (optional extra ``proctor[vllm]``, needs a GPU)."""
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     if rest.lower() in DEFAULT_MODEL_ALIASES:
         return VLLMModel(default_model_path(), name="SmolLM2-135M-Instruct", **options)
@@ -131,7 +131,7 @@ def load_vllm(rest: str, **options: Any) -> Model:
 
 def check_vllm(rest: str, options: dict[str, Any]) -> set[str] | None:
     """Its own options, and vllm's engine arguments (known only where vllm is installed)."""
-    from proctor.models.vllm_backend import VLLMModel
+    from proctor.models.vllm.backend import VLLMModel
 
     known = named_parameters(VLLMModel)
     try:
@@ -147,14 +147,14 @@ def check_vllm(rest: str, options: dict[str, Any]) -> set[str] | None:
 # ------------------------------------------------------------------ openai
 def load_openai(rest: str, **options: Any) -> Model:
     """``openai:<served model name>`` with ``base_url``: an OpenAI-compatible HTTP server."""
-    from proctor.models.openai_compat import OpenAIModel
+    from proctor.models.openai.compat import OpenAIModel
 
     model = OpenAIModel(rest, **options)
     return model.batched() if model.batch_api else model  # batch_api=true: generation through the Batch API
 
 
 def check_openai(rest: str, options: dict[str, Any]) -> set[str]:
-    from proctor.models.openai_compat import OpenAIModel
+    from proctor.models.openai.compat import OpenAIModel
 
     if not options.get("base_url"):
         raise ModelLoadError(f"--model 'openai:{rest}' needs --base-url (for example http://127.0.0.1:8000/v1)")

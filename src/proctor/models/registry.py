@@ -98,7 +98,7 @@ def _check_device_present(device: str) -> None:
         import torch
     except ImportError:
         return
-    from proctor.models.hf_loading import device_unavailable
+    from proctor.models.hf.loading import device_unavailable
 
     problem = device_unavailable(torch, device)
     if problem is not None:

@@ -20,7 +20,7 @@ DEFINITION = textwrap.dedent(
     """
     import os, signal, sys
     from proctor import Benchmark
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
     from proctor.dialects.aisteer import ActivationAddition, CommonsenseMCQA, ControlSpec, MCQAAccuracy, MCQAPositionalBias, SystemPrompt
 
     ROWS = [
@@ -125,7 +125,7 @@ def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir
             finished.add((results.parent.parent.name, config, int(trial)))
     assert len(finished) == 5
 
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     module = import_user_file(definition)
     model = HFModel(tiny_model_dir, batch_size=4)

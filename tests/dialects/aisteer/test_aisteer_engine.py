@@ -148,7 +148,7 @@ KILLED_RUN = """
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
 from tests.support.aisteer_runs import Counting, run
-from proctor.models.hf import HFModel
+from proctor.models.hf.model import HFModel
 
 class KillAfter(Counting):
     def _call(self, kind, requests, progress):

@@ -228,7 +228,7 @@ def test_lm_task_over_a_text_file(tiny_model_dir, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     # PTB / WikiText layout: tokens spaced, lines starting with a space, blank lines: GLM counts
     # len(raw_text.strip().split(" ")), which differs from str.split() here
@@ -373,7 +373,7 @@ def test_custom_multiple_choice_class(tiny_model, tmp_path, mul_data):
 @pytest.mark.fast
 def test_left_truncation_to_max_seq_length(tiny_model):
     from proctor.core.model_requests import LoglikelihoodRequest
-    from proctor.models.packing import ScoringItem as _ScoringItem
+    from proctor.models.hf.packing import ScoringItem as _ScoringItem
 
     context = "word " * 60 + "The answer is"
     full, cut = tiny_model.loglikelihood(

@@ -23,7 +23,7 @@ SYSTEM = "You are a careful assistant. Answer briefly."
 def chat_runs(smollm2_tokenizer_dir, tmp_path_factory):
     from proctor.api import evaluate
     from proctor.core.run_overrides import RunOverrides
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     space = workspace(smollm2_tokenizer_dir, tmp_path_factory)
     theirs = run_lm_eval(

@@ -43,7 +43,7 @@ def both(smollm2_tokenizer_dir, tmp_path_factory):
     )
 
     from proctor.api import evaluate
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=4, name="tiny-llama")
     result = evaluate(

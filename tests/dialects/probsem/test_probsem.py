@@ -105,7 +105,7 @@ def test_prompts_join_as_probsem_does(inputs):
     "norm,temp,add_bos", [(False, 1.0, False), (True, 1.0, False), (True, 0.5, True), (False, 2.0, True)]
 )
 def test_distribution_matches_direct_transformers(inputs, tiny_model_dir, tmp_path, norm, temp, add_bos):
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=3, name="tiny-llama", add_bos=add_bos)
     result = evaluate(
@@ -164,7 +164,7 @@ def test_ties_count_as_correct():
 
 
 def test_multiline_query_is_scored_whole(tmp_path, tiny_model_dir):
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     folder = tmp_path / "inputs"
     folder.mkdir()
@@ -474,7 +474,7 @@ def test_cogsci2023_suite_runs_as_that_branch_scores_it(tiny_model_dir, tmp_path
 def test_cogsci2023_encoding_is_the_branch_s(tiny_model_dir):
     """proctor's encoder gives 4.23.1's ids on the branch's texts: newlines, protected apostrophes, parentheses."""
     from proctor.dialects.probsem.cogsci import CogSci2023Task
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     model = HFModel(tiny_model_dir, batch_size=2, name="tiny-llama")
     encode = CogSci2023Task._encoder(None, model)

@@ -53,7 +53,7 @@ def options(data: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def vlm(tiny_vlm_dir):
-    from proctor.models.hf_vision import HFVisionModel
+    from proctor.models.hf.vision import HFVisionModel
 
     return HFVisionModel(tiny_vlm_dir, name="tiny-llava")
 
@@ -139,7 +139,7 @@ def test_mmstar_over_an_openai_server_sends_each_rows_image(tmp_path):
 
     import pandas as pd
 
-    from proctor.models.openai_compat import OpenAIModel
+    from proctor.models.openai.compat import OpenAIModel
     from tests.support.openai_fakes import CaptureServer
 
     data = mmstar_copy(tmp_path / "mmstar")

@@ -13,7 +13,7 @@ from proctor.core.errors import ModelLoadError
 
 def check_steered(rest: str, options: dict) -> set[str]:
     """``steer:FILE.py:NAME``: the file exists; options are the HF backend's (the base model's) and ``base``."""
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
     from proctor.models.registry import named_parameters
 
     file, sep, name = rest.rpartition(":")

@@ -6,7 +6,7 @@ subclass ``src.dataloaders.huggingface_image_dataloader.HuggingFaceImageDataload
 ``ls``, ``validate`` and ``run`` leave such tasks out alike, naming them and the reason.
 
 Image tasks run through proctor's SEA-HELM task on vision-language models (``seahelm/image_dataloader.py``,
-``models/hf_vision.py``); audio tasks are left out by name. Another modality plugs in with
+``models/hf/vision.py``); audio tasks are left out by name. Another modality plugs in with
 :func:`register_modality`; the tasks of that modality are then made as any other.
 """
 

@@ -2,7 +2,7 @@
 prompts rendered as the model sees them, and the ``Generated`` record a use case gets back.
 
 Raw (transformers model, tokenizer) targets and steering pipelines generate through proctor's
-``HFModel`` (``models/hf_generation.py``: its continuously batched greedy decoder, transformers' sampling and
+``HFModel`` (``models/hf/generation.py``: its continuously batched greedy decoder, transformers' sampling and
 beam search), built around the loaded objects with ``HFModel.from_loaded``. Prompts are tokenized
 without special tokens (``add_bos=False``), as these targets always have been.
 """
@@ -105,7 +105,7 @@ def generate_rendered(backend: Any, rendered: Sequence[str], gen_kwargs: Mapping
 def loaded_backend(model: Any, tokenizer: Any, batch_size: int | str = 8, base: Any = None) -> Any:
     """proctor's HF backend running ``model`` (a raw target, or a pipeline's model); ``base``: the
     pipeline's HFModel, whose maximum length it keeps."""
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     max_length = base.max_length if isinstance(base, HFModel) else None
     return HFModel.from_loaded(model, tokenizer, batch_size=batch_size, max_length=max_length, add_bos=False)

@@ -26,7 +26,7 @@ class SteeredModel(Model):
     """``pipeline`` as a ``Model``; ``owns``: ``close()`` cleans the pipeline up (and closes its base)."""
 
     def __init__(self, pipeline: Any, owns: bool = False) -> None:
-        from proctor.models.hf import HFModel
+        from proctor.models.hf.model import HFModel
 
         if not isinstance(pipeline.base, HFModel):
             raise ModelLoadError(
@@ -96,7 +96,7 @@ def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
     ``SteeredModel``, as a ``Benchmark`` configuration is), an ``HFModel`` base, no per-example
     runtime arguments (which a ``Model`` cannot take). Otherwise None, and the pipeline generates
     directly. An executor already on this pipeline's steered model is used as it is."""
-    from proctor.models.hf import HFModel
+    from proctor.models.hf.model import HFModel
 
     executor = pipeline.executor
     if executor is None or not executor.stored or not isinstance(pipeline.base, HFModel) or not pipeline.steered:

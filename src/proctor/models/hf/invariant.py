@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from proctor.core.errors import ModelLoadError
-from proctor.models.hf_decode import Decoded, Decoder, DecodingRow, cache_is_plain, cache_keyword, output_cache
-from proctor.models.hf_static import COLUMNS, attention_mask, cache_width, slot_layer_class
+from proctor.models.hf.decode import Decoded, Decoder, DecodingRow, cache_is_plain, cache_keyword, output_cache
+from proctor.models.hf.static import COLUMNS, attention_mask, cache_width, slot_layer_class
 
 if TYPE_CHECKING:
     from transformers import Cache

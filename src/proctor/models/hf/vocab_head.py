@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from proctor.models import head_kernel
-from proctor.models.packing import aligned
+from proctor.models.hf import head_kernel
+from proctor.models.hf.packing import aligned
 
 # Scored nodes per block. On the CPU a [64, vocab] block stays in cache for the log-softmax and the
 # maximum that follow the projection (1,024-node blocks ran the head 2.5x slower); on CUDA, larger

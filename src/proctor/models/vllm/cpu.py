@@ -115,6 +115,6 @@ def cpu_defaults(
         "platform": "cpu",
         "enforce_eager": bool({**added, **engine_args}.get("enforce_eager")),
         "kv_cache_gib": given or os.environ["VLLM_CPU_KVCACHE_SPACE"],
-        "kv_cache_from": "VLLM_CPU_KVCACHE_SPACE" if given else "proctor (models/vllm_cpu.py)",
+        "kv_cache_from": "VLLM_CPU_KVCACHE_SPACE" if given else "proctor (models/vllm/cpu.py)",
     }
     return added, chosen

@@ -16,15 +16,15 @@ from typing import Any, Callable, Sequence
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.models.base import Progress
 from proctor.models.generate_kwargs import decoding_kwargs
-from proctor.models.hf_decode import Decoded, greedy_decode
-from proctor.models.hf_invariant import invariant_greedy_decode
-from proctor.models.hf_scoring import encode_many
-from proctor.models.hf_static import static_greedy_decode
+from proctor.models.hf.decode import Decoded, greedy_decode
+from proctor.models.hf.invariant import invariant_greedy_decode
+from proctor.models.hf.scoring import encode_many
+from proctor.models.hf.static import static_greedy_decode
 from proctor.models.memory import halving
 
 
 class HFGeneration:
-    """``generate`` and its helpers, mixed into :class:`proctor.models.hf.HFModel` (uses the loaded
+    """``generate`` and its helpers, mixed into :class:`proctor.models.hf.model.HFModel` (uses the loaded
     ``model`` and ``tokenizer`` and the settings ``HFModel._setup`` reads off them)."""
 
     _torch: Any

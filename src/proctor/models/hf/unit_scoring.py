@@ -15,11 +15,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from proctor.core.errors import ModelLoadError, ProctorError
+from proctor.models.hf.packing import ScoringItem
+from proctor.models.hf.unit_attention import CallAttention, KeptValues, current, supported, unit_attention_scope
+from proctor.models.hf.unit_plan import CALL_TOKENS, UnitPlan, plan_units
+from proctor.models.hf.vocab_head import VocabularyHead
 from proctor.models.memory import is_out_of_memory
-from proctor.models.packing import ScoringItem
-from proctor.models.unit_attention import CallAttention, KeptValues, current, supported, unit_attention_scope
-from proctor.models.unit_plan import CALL_TOKENS, UnitPlan, plan_units
-from proctor.models.vocab_head import VocabularyHead
 
 
 def score_units(

@@ -22,8 +22,8 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Progress
-from proctor.models.openai_http import ApiClient, ApiError, map_progress
-from proctor.models.openai_logprobs import (
+from proctor.models.openai.http import ApiClient, ApiError, map_progress
+from proctor.models.openai.logprobs import (
     PromptTokens,
     continuation_scores,
     parse_echo,
@@ -48,7 +48,7 @@ def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
 
 class OpenAIScoring:
     """``loglikelihood``, ``rolling_loglikelihood`` and the log-likelihood mode, mixed into
-    :class:`proctor.models.openai_compat.OpenAIModel`."""
+    :class:`proctor.models.openai.compat.OpenAIModel`."""
 
     model: str
     name: str

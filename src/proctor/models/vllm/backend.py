@@ -29,10 +29,10 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
-from proctor.models.hf_loading import bos_rule, weights_digest
-from proctor.models.hf_scoring import encode_pairs, split_whitespace
+from proctor.models.hf.loading import bos_rule, weights_digest
+from proctor.models.hf.scoring import encode_pairs, split_whitespace
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
-from proctor.models.vllm_cpu import cpu_defaults
+from proctor.models.vllm.cpu import cpu_defaults
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.models.openai_http import ApiError
+from proctor.models.openai.http import ApiError
 from proctor.models.reply_checks import Where, a_dict
 
 log = logging.getLogger(__name__)

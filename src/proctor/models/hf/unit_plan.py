@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from proctor.models.packing import ScoringItem
+from proctor.models.hf.packing import ScoringItem
 
 BLOCK = 64  # context cut points: the granularity at which prompts share computed prefixes
 CONTINUATION = 512  # continuation cut points (a rolling window of 2,048 tokens is four units)

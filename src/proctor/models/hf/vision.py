@@ -25,7 +25,7 @@ from proctor.core.model_requests import (
 )
 from proctor.models.base import Model, Progress
 from proctor.models.generate_kwargs import decoding_kwargs
-from proctor.models.hf_loading import (
+from proctor.models.hf.loading import (
     DTYPES,
     bos_rule,
     chat_template_compiles,

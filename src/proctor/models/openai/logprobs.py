@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from proctor.core.errors import ProctorError
-from proctor.models.openai_http import ApiError, RetryBudgetExceeded
+from proctor.models.openai.http import ApiError, RetryBudgetExceeded
 from proctor.models.reply_checks import (
     ReplyError,
     Where,

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from proctor.models.packing import aligned
-from proctor.models.tree_attention import named_attention
-from proctor.models.unit_plan import UnitPlan
+from proctor.models.hf.packing import aligned
+from proctor.models.hf.tree_attention import named_attention
+from proctor.models.hf.unit_plan import UnitPlan
 
 if TYPE_CHECKING:
     import torch

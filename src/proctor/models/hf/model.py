@@ -22,12 +22,12 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
-from proctor.models import head_kernel, sharding, tree_attention
 from proctor.models.base import Model, Progress
-from proctor.models.forward_plan import LAYOUTS, ForwardCall, layout_for
-from proctor.models.hf_generation import HFGeneration
-from proctor.models.hf_invariant import layout as invariant_layout
-from proctor.models.hf_loading import (
+from proctor.models.hf import head_kernel, sharding, tree_attention
+from proctor.models.hf.forward_plan import LAYOUTS, ForwardCall, layout_for
+from proctor.models.hf.generation import HFGeneration
+from proctor.models.hf.invariant import layout as invariant_layout
+from proctor.models.hf.loading import (
     DECODINGS,
     DTYPES,
     bos_rule,
@@ -39,7 +39,8 @@ from proctor.models.hf_loading import (
     pick_device,
     weights_digest,
 )
-from proctor.models.hf_scoring import (
+from proctor.models.hf.packing import ScoringItem, pack
+from proctor.models.hf.scoring import (
     SCORING_VERSION,
     encode_many,
     encode_pairs,
@@ -48,12 +49,11 @@ from proctor.models.hf_scoring import (
     score_rows,
     split_whitespace,
 )
-from proctor.models.hf_static import COLUMNS as STATIC_COLUMNS
-from proctor.models.hf_static import supported as static_supported
-from proctor.models.packing import ScoringItem, pack
+from proctor.models.hf.static import COLUMNS as STATIC_COLUMNS
+from proctor.models.hf.static import supported as static_supported
+from proctor.models.hf.unit_scoring import check_layout, default_layout, score_units
+from proctor.models.hf.vocab_head import HEADS, VocabularyHead
 from proctor.models.torch_runtime import load_torch
-from proctor.models.unit_scoring import check_layout, default_layout, score_units
-from proctor.models.vocab_head import HEADS, VocabularyHead
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Attention for packed scoring rows: tree masks as block masks, plain causal rows as plain causal.
 
-A packed row (``models/packing.py``) is a forest of token tries, numbered depth first: node i may
+A packed row (``models/hf/packing.py``) is a forest of token tries, numbered depth first: node i may
 attend to node j iff j <= i < ends[j] (j is i or an ancestor of i). The mask is built on the device
 from ``ends`` ([rows, width], one small copy) in one of two forms:
 

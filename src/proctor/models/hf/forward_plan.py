@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from proctor.models.packing import PackedRow, aligned
-from proctor.models.unit_plan import BLOCK, CALL_TOKENS, CONTINUATION
+from proctor.models.hf.packing import PackedRow, aligned
+from proctor.models.hf.unit_plan import BLOCK, CALL_TOKENS, CONTINUATION
 
 LAYOUTS = ("units", "packed", "bucketed")
 MIN_BUCKET = 64

@@ -4,9 +4,9 @@ per-token log-probs.
 Tokenising: every distinct context, and every distinct context + continuation, is encoded once,
 in one batched call of the (fast) tokenizer; the continuation is the tail of the joint encoding
 past the context's tokens (lm-evaluation-harness's split). Scoring: packed rows
-(``models/packing.py``) go through the decoder in the calls ``models/forward_plan.py`` lays out,
-with the attention ``models/tree_attention.py`` gives them; the vocabulary projection and a float32
-log-softmax run only at the nodes that predict a scored token (``models/vocab_head.py``). A call's
+(``models/hf/packing.py``) go through the decoder in the calls ``models/hf/forward_plan.py`` lays out,
+with the attention ``models/hf/tree_attention.py`` gives them; the vocabulary projection and a float32
+log-softmax run only at the nodes that predict a scored token (``models/hf/vocab_head.py``). A call's
 inputs go to the device in one copy and its values come back in one.
 """
 
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from proctor.models import tree_attention
-from proctor.models.forward_plan import ForwardCall, ForwardLayout, layout_for, plan_calls
+from proctor.models.hf import tree_attention
+from proctor.models.hf.forward_plan import ForwardCall, ForwardLayout, layout_for, plan_calls
+from proctor.models.hf.packing import PackedRow, ScoringItem, aligned, pack
+from proctor.models.hf.vocab_head import VocabularyHead
 from proctor.models.memory import halving, is_out_of_memory
-from proctor.models.packing import PackedRow, ScoringItem, aligned, pack
-from proctor.models.vocab_head import VocabularyHead
 
 if TYPE_CHECKING:
     import torch

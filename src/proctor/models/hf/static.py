@@ -21,7 +21,7 @@ import logging
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from proctor.models.hf_decode import (
+from proctor.models.hf.decode import (
     MIN_SHARED,
     Decoded,
     Decoder,
@@ -107,7 +107,7 @@ def attention_mask(model, allowed):
 def supported(model) -> bool:
     """Whether a model can decode over the static cache: plain full-attention cache layers and an
     attention that takes a 4-D mask."""
-    from proctor.models.hf_decode import cache_is_plain
+    from proctor.models.hf.decode import cache_is_plain
 
     return cache_is_plain(model) and (getattr(model.config, "_attn_implementation", None) or "eager") in (
         "sdpa",

@@ -24,9 +24,9 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress
-from proctor.models.openai_http import ApiClient, map_progress, token_count
-from proctor.models.openai_messages import decode_chat, encode_chat, with_image_parts
-from proctor.models.openai_scoring import OpenAIScoring
+from proctor.models.openai.http import ApiClient, map_progress, token_count
+from proctor.models.openai.messages import decode_chat, encode_chat, with_image_parts
+from proctor.models.openai.scoring import OpenAIScoring
 from proctor.models.reply_checks import (
     check_generated,
     check_usage,
@@ -96,7 +96,7 @@ class OpenAIModel(OpenAIScoring, Model):
             concurrency=concurrency,
         )
         self.chunk_requests = max(64, 4 * self.client.concurrency * self.batch)
-        # the Batch API (models/openai_batch.py): used by the BatchedOpenAIModel that load_model / batched() give
+        # the Batch API (models/openai/batch.py): used by the BatchedOpenAIModel that load_model / batched() give
         self.batch_api = bool(batch_api)
         self.batch_poll = float(batch_poll)
         self.batch_dir = batch_dir
@@ -220,7 +220,7 @@ class OpenAIModel(OpenAIScoring, Model):
         return GenerateResult(text, finish, tokens_in, tokens_out, reasoning=reasoning)
 
     def batched(self) -> "BatchedOpenAIModel":
-        """This model with its generation sent through the server's Batch API (``models/openai_batch.py``):
+        """This model with its generation sent through the server's Batch API (``models/openai/batch.py``):
         the same fingerprint, client and usage; log-likelihoods still go one request at a time."""
         if isinstance(self, BatchedOpenAIModel):
             return self
@@ -235,7 +235,7 @@ class OpenAIModel(OpenAIScoring, Model):
 
 
 class BatchedOpenAIModel(OpenAIModel):
-    """``OpenAIModel`` whose generation goes through the server's Batch API (``models/openai_batch.py``): every
+    """``OpenAIModel`` whose generation goes through the server's Batch API (``models/openai/batch.py``): every
     chunk of a call is submitted at once (``map_chunks``), each handed back as its batches complete. The same
     fingerprint as online (the same requests get the same answers), so stored answers serve both; on a server
     without the endpoints, and for log-likelihoods, requests go one at a time."""
@@ -253,7 +253,7 @@ class BatchedOpenAIModel(OpenAIModel):
         return batched
 
     def _batch_mode(self) -> None:
-        from proctor.models.openai_batch import BatchRunner
+        from proctor.models.openai.batch import BatchRunner
 
         if "chunk_requests" in self.__dict__:  # copied from the online model by around()
             self._online_chunk = self.__dict__.pop("chunk_requests")
@@ -267,7 +267,7 @@ class BatchedOpenAIModel(OpenAIModel):
     # on a server without the Batch API, the online model's chunks
     @property
     def chunk_requests(self) -> int | None:
-        from proctor.models.openai_batch import BATCH_CHUNK
+        from proctor.models.openai.batch import BATCH_CHUNK
 
         return BATCH_CHUNK if self.batch_available() else self._online_chunk
 

@@ -1,0 +1,1 @@
+"""The vLLM engine backend (``vllm:``), and vLLM-CPU's settings sized from the model and the run."""
