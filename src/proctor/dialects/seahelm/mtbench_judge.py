@@ -26,7 +26,7 @@ _CLASSIFICATION = re.compile(r"<classification>\s*(\w+)\s*</classification>")
 _REFLECTION = re.compile(r"<reflection>(.*?)</reflection>", re.S)
 
 
-def _row_problem(row: Any) -> str | None:
+def _row_problem(row: object) -> str | None:
     if not isinstance(row, dict):
         return "a row is not an object"
     if "id" not in row:
@@ -102,11 +102,11 @@ def parse_custom_id(custom_id: str) -> tuple[str, int, int]:
 
 
 class MTBenchJudgeMetric(SeaHelmMetric):
-    def extract_classification(self, judge_response: Any) -> str | None:
+    def extract_classification(self, judge_response: object) -> str | None:
         found = _CLASSIFICATION.findall(judge_response) if isinstance(judge_response, str) else []
         return found[-1].strip() if found else None
 
-    def extract_reflection(self, judge_response: Any) -> str | None:
+    def extract_reflection(self, judge_response: object) -> str | None:
         found = _REFLECTION.findall(judge_response) if isinstance(judge_response, str) else []
         return found[-1].strip() if found else None
 
