@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
 
 import numpy as np
 
@@ -58,7 +57,7 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
                 )
         return self.dataset
 
-    def get_judge_prompt_formatter(self, metric: Any):
+    def get_judge_prompt_formatter(self, metric: SeaHelmMetric):
         prompts = self.task_config.config["judge"]["judge_prompts"]
         task_template = self.task_config.config["languages"][self.lang]["prompt_template"]["task_template"]
 
@@ -116,7 +115,7 @@ class MTBenchJudgeMetric(SeaHelmMetric):
 
     def calculate_metrics(self):
         path = self.dataloader.get_judge_batch_response_filepath()
-        judged: dict[str, dict[int, list[tuple[int, Any]]]] = {}
+        judged: dict[str, dict[int, list[tuple[int, object]]]] = {}  # row id -> turn -> (criterion, judge reply)
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():
