@@ -10,8 +10,12 @@ from typing import Any
 
 DEFAULT_FILE_PATTERN = "**/*.json*"
 
+# One GLM-130B task YAML's settings after ``normalise``: snake_case key -> its value (every key of FIELDS, as
+# GLM's config dataclasses hold them: text, counts, flags, lists, a group -> pattern mapping)
+GLMConfig = dict[str, Any]
+
 # key -> (accepted types, default); GLM's BaseConfig, GenerationTaskConfig and LanguageModelTaskConfig
-FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
+FIELDS: dict[str, tuple[tuple[type, ...], object]] = {
     "name": ((str,), None),
     "type": ((str,), None),
     "path": ((str,), None),
@@ -54,7 +58,7 @@ _TRUTHY = ("TRUE", "T", "YES", "Y", "1")  # dataclass-wizard's as_bool: any othe
 _FALSY = ("FALSE", "F", "NO", "N", "0")
 
 
-def as_upstream_reads(value: Any, types: tuple[type, ...]) -> Any:
+def as_upstream_reads(value: object, types: tuple[type, ...]) -> object:
     """A value as GLM's YAMLWizard (dataclass-wizard) converts it for a field of ``types``, where that is
     unambiguous: a number written as text ("2048", "0.5"), a whole float for a count (2048.0), yes / no and 1 / 0
     for a flag, a number for a text. Left as given otherwise, for the type check to name it (a fractional count,

@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Union
+
+if TYPE_CHECKING:
+    from proctor.dialects.glm.config_fields import GLMConfig
 
 
 class TaskType(Enum):
@@ -72,7 +75,7 @@ class LanguageModelTaskConfig(BaseConfig):
     generation_length: int = 256
 
 
-def build_config(cls: type, values: dict[str, Any]):
+def build_config(cls: type, values: GLMConfig):
     """An instance of the config class ``cls`` from proctor's normalised GLM settings: keys the class
     has; a missing ``metrics`` takes the class's default, as dataclass_wizard leaves it."""
     names = {f.name for f in dataclasses.fields(cls)}

@@ -8,11 +8,14 @@ A leaf that imports only ``core``: ``dialect:load`` is imported when a document 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from proctor.core.contributions import Registry
 from proctor.core.dialect import BaseOptions, Dialect
 from proctor.core.references import resolve
+
+if TYPE_CHECKING:  # for annotations only: the declaration stays a leaf over core at run time
+    from proctor.core.task import Task
 
 
 class GLMDialect(Dialect[BaseOptions]):
@@ -22,15 +25,16 @@ class GLMDialect(Dialect[BaseOptions]):
     description = "a GLM-130B task needs 'name', 'type' and 'path'"
     single_part_breakdowns = True  # GLM prints each file's result, even a task's only one
 
-    def claims_document(self, document: Any, path: Path) -> bool:
+    def claims_document(self, document: object, path: Path) -> bool:
         """A mapping with name and type (native files have 'kind' or 'tasks'); a missing 'path' is then
         reported as such."""
         if not isinstance(document, dict) or "kind" in document or "tasks" in document:
             return False
         return {"name", "type"} <= set(document)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
-        return resolve("proctor.dialects.glm.dialect:load")(document, path, options)
+    def load(self, path: Path, document: object, explicit: bool, options: BaseOptions, notes: list[str]) -> list[Task]:
+        tasks: list[Task] = resolve("proctor.dialects.glm.dialect:load")(document, path, options)
+        return tasks
 
 
 # GLM-130B's metric names (dialects/glm/registered_metrics.py registers them when one is first looked up)

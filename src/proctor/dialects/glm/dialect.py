@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -25,7 +25,7 @@ from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
 from proctor.core.yaml_lines import LineDict
-from proctor.dialects.glm.config_fields import FIELDS, MINIMUMS, as_upstream_reads, is_class_reference
+from proctor.dialects.glm.config_fields import FIELDS, MINIMUMS, GLMConfig, as_upstream_reads, is_class_reference
 from proctor.dialects.glm.task_options import GLMModuleOptions
 
 log = logging.getLogger(__name__)
@@ -37,9 +37,9 @@ _JSON_SUFFIXES = (".json", ".jsonl", ".json*", ".jsonl*")
 _IGNORED = ("use_task_mask", "use_multitask_encoding", "unidirectional", "micro_batch_size")
 
 
-def normalise(document: LineDict, path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+def normalise(document: LineDict, path: Path) -> tuple[GLMConfig, dict[str, int]]:
     """snake_case keys and their YAML lines; unknown keys are warned about (GLM ignores them)."""
-    config: dict[str, Any] = {}
+    config: GLMConfig = {}
     lines: dict[str, int] = {}
     for key, value in document.items():
         snake = str(key).replace("-", "_")
@@ -180,7 +180,7 @@ _TARGETS = (
 )
 
 
-def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
+def _sources(config: GLMConfig, pattern: str, yaml_dir: Path, fmt: Literal["text", "jsonl"]) -> list[DataSpec]:
     relative = f"{config['path'].rstrip('/')}/{pattern}"
     if Path(config["path"]).expanduser().is_absolute():
         return [DataSpec(path=relative, format=fmt)]
@@ -190,11 +190,12 @@ def _sources(config: dict[str, Any], pattern: str, yaml_dir: Path, fmt: Literal[
     ]
 
 
-def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str, yaml_dir: Path) -> dict[str, Any]:
+def _spec_for_group(config: GLMConfig, name: str, group: str, pattern: str, yaml_dir: Path) -> dict[str, object]:
+    """The group's task, as the mapping ``TaskSpec.model_validate`` reads."""
     kind = TYPES[config["type"]]
     raw_text = config["type"] == "lm" and not pattern.endswith(_JSON_SUFFIXES)
     fmt: Literal["text", "jsonl"] = "text" if raw_text else "jsonl"
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "name": name,
         "kind": kind,
         "description": f"GLM-130B task '{config['name']}', group '{group}' ({pattern})",
@@ -244,13 +245,13 @@ def _spec_for_group(config: dict[str, Any], name: str, group: str, pattern: str,
     return spec
 
 
-def _consent(options: BaseOptions | None) -> dict[str, Any]:
+def _consent(options: BaseOptions | None) -> dict[str, object]:
     """The resources of a task whose ``module:`` names code: the key's name, and the user's consent."""
     return {CODE_KEY: "module", **({TRUST: True} if options is not None and options.trust_task_code else {})}
 
 
 def _module_task(
-    config: dict[str, Any], lines: dict[str, int], path: Path, document: Any, options: BaseOptions | None
+    config: GLMConfig, lines: dict[str, int], path: Path, document: object, options: BaseOptions | None
 ) -> Task:
     """A ``module:`` task class: one proctor task for the whole YAML (the class's ``evaluate`` covers
     every group, and its report hooks see all of them), run by ``proctor.dialects.glm.handler``."""
@@ -306,7 +307,7 @@ def _proctor_class(reference: str, yaml_dir: Path) -> bool:
     return False
 
 
-def load(document: Any, path: Path, options: BaseOptions | None = None) -> list[Task]:
+def load(document: LineDict, path: Path, options: BaseOptions | None = None) -> list[Task]:
     config, lines = normalise(document, path)
     proctor_class = bool(config["module"]) and _proctor_class(config["module"], path.parent)
     if config["module"] and not proctor_class:

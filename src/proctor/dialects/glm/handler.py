@@ -15,7 +15,7 @@ from __future__ import annotations
 from glob import glob
 from os.path import join, relpath
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.special_files import refuse_special
@@ -23,8 +23,13 @@ from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import decode_utf8, json_values
 from proctor.data.sources import GivenTexts, Sample, SourceUnavailable, expand_variables
 from proctor.dialects.glm.task_options import GLMModuleOptions
+from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask
+
+if TYPE_CHECKING:
+    from proctor.dialects.glm.tokenizer import GLMTokenizer
+    from proctor.prompts.builder import PreparedSample
 
 _JSON = (".json", ".jsonl")
 
@@ -44,7 +49,7 @@ def _numeric_leaves(name: str, value: Any) -> dict[str, float]:
     return out
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if hasattr(value, "tolist"):
         return value.tolist()
     if isinstance(value, dict):
@@ -74,7 +79,9 @@ def _average(parts: list[tuple[dict[str, float], int]]) -> dict[str, dict]:
     return out
 
 
-def _shown(item: dict | None, prediction: Any, scores: list[float] | None, tokenizer: Any) -> dict[str, Any]:
+def _shown(
+    item: dict | None, prediction: object, scores: list[float] | None, tokenizer: GLMTokenizer | None
+) -> SampleDetails:
     """The fields every dialect's records share (docs/results.md, samples.jsonl), from the row GLM read: a
     multiple-choice row's choices and gold label (per-choice probabilities when the class's prediction
     was the default summed log-probs), or a generation row's text, as decoded, and its targets."""
@@ -85,7 +92,7 @@ def _shown(item: dict | None, prediction: Any, scores: list[float] | None, token
     choices = item.get("choices_pretokenized")
     if isinstance(choices, list) and isinstance(prediction, (int, np.integer)):
         label = item.get("label")
-        out: dict[str, Any] = {
+        out: SampleDetails = {
             "choices": [str(c) for c in choices],
             "prediction": int(prediction),
             "target": label if isinstance(label, int) and 0 <= label < len(choices) else None,
@@ -220,7 +227,7 @@ class GLMModuleTask(CustomTask):
         )
 
     # ---------------------------------------------------------------- running
-    def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Executor):
+    def predict_samples(self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor):
         from proctor.dialects.glm.configs import build_config
         from proctor.dialects.glm.model import ModelForEvaluation
         from proctor.dialects.glm.names import glm_names
@@ -265,8 +272,8 @@ class GLMModuleTask(CustomTask):
             raise user_code_error(exc, f"{self.options.module}.{hook}", file=self.yaml, field="module") from None
 
     def _collect(
-        self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: Any = None
-    ) -> list[tuple[Any, dict]]:
+        self, task: Any, samples: Sequence[Any], report: list[str], tokenizer: GLMTokenizer | None = None
+    ) -> list[tuple[None, SampleDetails]]:
         results = task.proctor_results
         files: list[tuple[dict[str, float], int]] = []
         source_parts, group_parts = {}, {}
@@ -300,7 +307,7 @@ class GLMModuleTask(CustomTask):
             index = seen.get((group, file), 0)
             seen[(group, file)] = index + 1
             entry = results.get(group, {}).get(file)
-            record: dict[str, Any] = {"glm_group": group, "glm_file": file}
+            record: SampleDetails = {"glm_group": group, "glm_file": file}
             if entry is not None and len(entry["predictions"]) == self._per_file[(group, file)]:  # one item per row
                 prediction = entry["predictions"][index]
                 record["prediction"] = _jsonable(prediction)

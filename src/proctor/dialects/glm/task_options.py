@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
+
+from proctor.dialects.glm.config_fields import GLMConfig
 
 
 class GLMModuleOptions(BaseModel):
@@ -13,4 +13,4 @@ class GLMModuleOptions(BaseModel):
     module: str  # the GLM task class, imported only with --trust-task-code
     yaml: str  # the task YAML (its folder is where the class and relative paths are looked up)
     roots: list[str]  # candidate data folders, ${DATA_PATH} first
-    config: dict[str, Any]  # the YAML's settings, handed to the class's config (GLM's build_config)
+    config: GLMConfig  # the YAML's settings, handed to the class's config (GLM's build_config)

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from glob import glob
 from os.path import join, relpath
-from typing import Any, Callable, Dict, List, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple, Type
 
 import numpy as np
 
@@ -34,10 +34,14 @@ from proctor.dialects.glm.metrics import DEFAULT_METRICS
 from proctor.dialects.glm.strategies import BaseStrategy, BeamSearchStrategy
 from proctor.dialects.glm.utils import build_data_loader, gather_result, print_rank_0
 
+if TYPE_CHECKING:
+    from proctor.dialects.glm.model import ModelForEvaluation
+    from proctor.dialects.glm.tokenizer import GLMTokenizer
+
 
 class BaseTask(ABC):
-    model: Any
-    tokenizer: Any
+    model: ModelForEvaluation
+    tokenizer: GLMTokenizer
     config: BaseConfig
     file_groups: Dict[str, List[str]]
 

@@ -8,29 +8,32 @@ task's ``fewshot:``, cannot see them. This rule reads them as a base model's run
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from proctor.core.audit import Hit
 from proctor.dialects.seahelm.rows import as_rows
 
+if TYPE_CHECKING:
+    from proctor.audit.subject import AuditSubject
+
 BASE_DEFAULT = 5  # SEA-HELM's examples for a base model where the config gives no count (task._make_loader)
 
 
-def _key(row: Any) -> str:
+def _key(row: object) -> str:
     """A row's content without its id: a copy under another id is the same item."""
     if not isinstance(row, dict):
         return json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
     return json.dumps({k: v for k, v in row.items() if k != "id"}, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _shown_count(config: Any) -> int:
+def _shown_count(config: object) -> int:
     counts = config.get("fewshot_num_examples") if isinstance(config, dict) else None
     if not isinstance(counts, dict) or not counts:
         return BASE_DEFAULT
     return max((int(v) for v in counts.values() if isinstance(v, (int, str)) and str(v).isdigit()), default=0)
 
 
-def examples_are_evaluated(subject: Any) -> Iterator[Hit]:
+def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     handler = subject.handler
     loader = getattr(handler, "dataloader", None)
     shown = _shown_count(getattr(handler, "config", None))

@@ -38,10 +38,10 @@ def _read(path: Path) -> Any:
         raise yaml_error(exc, path, text) from None
 
 
-def _lookup(merged: dict, dotted: str, file: Path, stack: tuple[str, ...]) -> Any:
+def _lookup(merged: dict, dotted: str, file: Path, stack: tuple[str, ...]) -> object:
     if dotted in stack:
         raise TaskDefinitionError(f"circular interpolation: {' -> '.join(stack + (dotted,))}", file=file)
-    node: Any = merged
+    node: object = merged
     for part in dotted.strip().split("."):
         if not isinstance(node, dict) or part not in node:
             raise TaskDefinitionError(
@@ -51,7 +51,7 @@ def _lookup(merged: dict, dotted: str, file: Path, stack: tuple[str, ...]) -> An
     return _resolve(copy.deepcopy(node), merged, file, stack + (dotted,))
 
 
-def _resolve(value: Any, merged: dict, file: Path, stack: tuple[str, ...] = ()) -> Any:
+def _resolve(value: object, merged: dict, file: Path, stack: tuple[str, ...] = ()) -> object:
     if isinstance(value, dict):
         return {k: _resolve(v, merged, file, stack) for k, v in value.items()}
     if isinstance(value, list):
@@ -81,7 +81,7 @@ def load_tree(start: Path) -> ConfigTree:
     key = tuple((str(f), f.stat().st_mtime_ns) for f in files + extra)
     if key in _CACHE:
         return _CACHE[key]
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}  # task id -> its config as written
     owners: dict[str, Path] = {}
     for file in files:
         document = _read(file)
@@ -103,9 +103,9 @@ def load_tree(start: Path) -> ConfigTree:
             raise TaskDefinitionError("a task config must be a mapping", file=owners[task_id], field=str(task_id))
         tasks[task_id] = resolved
     root = troot.parent if troot is not None else files[0].parent
-    constants: dict[str, Any] = {}  # the YAML files' mappings
-    reasoning: dict[str, Any] = {}
-    task_sets: dict[str, Any] = {}
+    constants: dict[str, object] = {}  # the YAML files' mappings
+    reasoning: dict[str, object] = {}
+    task_sets: dict[str, object] = {}
     if troot is not None:
         if (troot / "task_config.yaml").is_file():
             task_sets = _read(troot / "task_config.yaml") or {}

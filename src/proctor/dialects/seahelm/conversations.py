@@ -3,13 +3,17 @@ checked as chat messages; proctor builds the others from ``prompts`` + ``prompt_
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from proctor.dialects.seahelm.rows import RowList, as_rows
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 
-def _messages(conversation: Any, where: str, source: Any, index: int) -> list[dict] | None:
+
+def _messages(conversation: object, where: str, source: str | Path | None, index: int) -> list[dict] | None:
     """A ready-made conversation checked as chat messages (``role`` and string ``content`` each)."""
     from proctor.core.errors import TaskDefinitionError
 
@@ -59,7 +63,7 @@ class ReadyConversations:
     config: dict
     _plugin_call: Callable[..., Any]
 
-    def _ready_conversations(self, loader: Any, rows: list[dict], turn: int) -> list | None:
+    def _ready_conversations(self, loader: AbstractDataloader, rows: list[dict], turn: int) -> list | None:
         """Ready-made chat conversations (one message list per row, None where a row has none for ``turn``),
         or None when proctor builds the prompts from ``prompts`` + ``prompt_template``. They come from a
         dataloader that overrides SEA-HELM's ``prepare_conversations_for_inference`` (HealthBench), else

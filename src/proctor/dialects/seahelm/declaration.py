@@ -9,7 +9,7 @@ modules of the dialect when what they hold is asked for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Protocol
 
 from proctor.core.audit import AuditRule
 from proctor.core.contributions import Registry
@@ -17,6 +17,12 @@ from proctor.core.dialect import Dialect
 from proctor.core.references import resolve
 from proctor.dialects.seahelm.claims import in_tree, tasks_root
 from proctor.dialects.seahelm.options import SeaHelmOptions, served_judge
+
+if TYPE_CHECKING:  # names for annotations only (core and the dialect's own leaves, as the declaration imports)
+    from proctor.core.audit import Hit
+    from proctor.core.run_overrides import RunOverrides
+    from proctor.core.task import Task
+    from proctor.dialects.seahelm.lindsea import LindseaRule
 
 
 class SeaHelmDialect(Dialect[SeaHelmOptions]):
@@ -31,42 +37,59 @@ class SeaHelmDialect(Dialect[SeaHelmOptions]):
             return True
         return path.name == "config.yaml" and resolve("proctor.dialects.seahelm.dialect:claims_config")(path)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: SeaHelmOptions, notes: list[str]) -> list:
-        return resolve("proctor.dialects.seahelm.dialect:load")(path, explicit, options, notes)
+    def load(
+        self, path: Path, document: object, explicit: bool, options: SeaHelmOptions, notes: list[str]
+    ) -> list[Task]:
+        tasks: list[Task] = resolve("proctor.dialects.seahelm.dialect:load")(path, explicit, options, notes)
+        return tasks
 
     def options_for(self, options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
         if options.seahelm_judge is None and options._judge_source is None and not in_tree(given):
             return options  # nothing to add
         with_given_path = resolve("proctor.dialects.seahelm.dialect:with_given_path")
-        return resolve("proctor.dialects.seahelm.dialect:with_judge")(with_given_path(options, given))
+        with_judge = resolve("proctor.dialects.seahelm.dialect:with_judge")
+        given_options: SeaHelmOptions = with_judge(with_given_path(options, given))
+        return given_options
 
-    def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
+    def uses_server_options(self, raw: Mapping[str, object]) -> bool:
         return served_judge(str(raw.get("seahelm_judge") or ""))
 
-    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
+    def apply_overrides(self, task: Task, overrides: RunOverrides, chat: bool | None) -> tuple[Task, set[str]]:
         return resolve("proctor.dialects.seahelm.config_overrides:apply_seahelm_overrides")(task, overrides), set()
 
 
 class _LindseaRule:
     """``dialects/seahelm/lindsea.LindseaRule``, imported when a SEA-HELM result is rolled up."""
 
-    def _rule(self) -> Any:
-        return resolve("proctor.dialects.seahelm.lindsea:LindseaRule")()
+    def _rule(self) -> LindseaRule:
+        rule: LindseaRule = resolve("proctor.dialects.seahelm.lindsea:LindseaRule")()
+        return rule
 
-    def member_key(self, name: str, result: dict, level_names: list[str]) -> str | None:
+    # a task's result and a roll-up node are ``proctor.scoring``'s TaskEntry and RollupNode (JSON mappings), named
+    # here by their shape: the declaration imports only core
+    def member_key(self, name: str, result: dict[str, object], level_names: list[str]) -> str | None:
         if "competency" not in level_names or result.get("dialect", "seahelm") != "seahelm":
             return None
         return self._rule().member_key(name, result, level_names)
 
-    def apply(self, entry: dict, tasks: dict[str, dict]) -> None:
+    def apply(self, entry: dict[str, object], tasks: dict[str, dict[str, object]]) -> None:
         self._rule().apply(entry, tasks)
 
 
-def _audit_examples(subject: Any) -> Any:
+class _AuditSubject(Protocol):
+    """What this rule reads of ``proctor.audit.AuditSubject`` before handing it on (the declaration imports only
+    core)."""
+
+    @property
+    def task(self) -> Task: ...
+
+
+def _audit_examples(subject: _AuditSubject) -> Iterable[Hit]:
     """The dialect's audit rule, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
     if subject.task.dialect != "seahelm":
         return ()
-    return resolve("proctor.dialects.seahelm.audit_rules:examples_are_evaluated")(subject)
+    hits: Iterable[Hit] = resolve("proctor.dialects.seahelm.audit_rules:examples_are_evaluated")(subject)
+    return hits
 
 
 def register(registry: Registry) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from pydantic import ValidationError
 
@@ -27,6 +27,9 @@ from proctor.dialects.seahelm.claims import in_tree
 from proctor.dialects.seahelm.options import SeaHelmOptions, served_judge
 from proctor.dialects.seahelm.rows import folder_lacks
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
+
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.judge_step import JudgeSource
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,7 @@ def _data_ref(
     return None, f"data file not found: {reference} (looked in {root} and {config_file.parent})"
 
 
-def judge_source(options: SeaHelmOptions) -> Any:
+def judge_source(options: SeaHelmOptions) -> JudgeSource | None:
     """The :class:`JudgeSource` of the ``judge`` role (``--model-role judge=``; default ``seahelm_judge``): a model
     object as given; a name with server settings (``seahelm_judge_options``: base_url, api_key_env, backend
     options) or a bare name, made on first use by the run's model roles."""
@@ -108,7 +111,7 @@ def with_given_path(options: SeaHelmOptions, given: Path) -> SeaHelmOptions:
     return named
 
 
-def _default_task_set(options: SeaHelmOptions) -> Any:
+def _default_task_set(options: SeaHelmOptions) -> str | list[str] | None:
     """``seahelm_tasks`` as given; else SEA-HELM's default set when the whole tree (the ``seahelm_tasks`` folder
     or the repository holding it) was named, and every task of a sub-folder or file named on its own."""
     if options.seahelm_tasks:

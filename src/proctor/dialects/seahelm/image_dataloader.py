@@ -14,13 +14,16 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.data.images import read_images
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.task_config import TaskConfig
 from proctor.prompts.builder import Prompt
+
+if TYPE_CHECKING:
+    from proctor.models.base import Model
 
 IMAGE_COLUMN = "images"
 
@@ -82,7 +85,7 @@ class HuggingFaceImageDataloader(AbstractDataloader):
             self.dataframe = frame.drop(columns=self.dropped_columns, errors="ignore")
 
 
-def row_images(rows: Sequence[dict], source: Any) -> list[tuple]:
+def row_images(rows: Sequence[dict], source: str | None) -> list[tuple]:
     """Each row's images (from its ``images`` column), read and validated now; a path is relative to the
     data's folder and stays in it."""
     folder = Path(source) if source and Path(source).is_dir() else Path(source).parent if source else None
@@ -98,7 +101,7 @@ def row_images(rows: Sequence[dict], source: Any) -> list[tuple]:
     return out
 
 
-def check_model(model: Any, images: Sequence[tuple], task: str) -> None:
+def check_model(model: Model, images: Sequence[tuple], task: str) -> None:
     if any(images) and not getattr(model, "supports_images", False):
         raise ProctorError(
             f"SEA-HELM task '{task}' shows images, and model '{getattr(model, 'name', model)}' takes none: "
@@ -106,7 +109,7 @@ def check_model(model: Any, images: Sequence[tuple], task: str) -> None:
         )
 
 
-def render_with_images(model: Any, messages: Sequence[dict], images: tuple, is_base: bool, render) -> str:
+def render_with_images(model: Model, messages: Sequence[dict], images: tuple, is_base: bool, render) -> str:
     """The prompt text for ``messages`` with ``images`` attached to the last user turn."""
     if not images:
         return render(model, messages, is_base)

@@ -8,12 +8,15 @@ prompts, verdict files), mixed into the plain loaders there.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader, SeaHelmLocalDataloader
 from proctor.dialects.seahelm.rows import as_rows
 from proctor.dialects.seahelm.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.metrics import SeaHelmMetric
 
 
 class JudgeDataloader:
@@ -54,7 +57,7 @@ class JudgeDataloader:
     def get_judge_batch_response_filepath(self, turn: int = 1, file_type: str = "jsonl") -> str:
         return self._judge_file("judge_batch_response", turn, file_type)
 
-    def prepare_conversations_for_judgements(self, metric: Any) -> tuple[list, list]:
+    def prepare_conversations_for_judgements(self, metric: SeaHelmMetric) -> tuple[list, list]:
         formatter = self.get_judge_prompt_formatter(metric)
         conversations: list = []
         custom_ids: list = []
@@ -74,7 +77,7 @@ class JudgeDataloader:
             custom_ids.extend(formatted["custom_ids"])
         return conversations, custom_ids
 
-    def get_judge_prompt_formatter(self, metric: Any):
+    def get_judge_prompt_formatter(self, metric: SeaHelmMetric):
         raise NotImplementedError(f"{type(self).__name__} must implement get_judge_prompt_formatter")
 
 
@@ -83,7 +86,7 @@ class CriteriaDataloader(JudgeDataloader):
     criterion, ``criteria_prompt`` filled with ``prompt``, ``response``, ``keyPointText`` and
     ``reference_text_block`` (``reference_prompt`` with the row's ``label`` when ``include_reference``)."""
 
-    def get_judge_prompt_formatter(self, metric: Any):
+    def get_judge_prompt_formatter(self, metric: SeaHelmMetric):
         prompts = self.task_config.config["judge"]["judge_prompts"]
         task_template = self.task_config.config["languages"][self.lang]["prompt_template"]["task_template"]
 

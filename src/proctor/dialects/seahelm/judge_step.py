@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from proctor.dialects.seahelm.rows import RowList
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
+if TYPE_CHECKING:
+    from proctor.models.base import Model
+
 log = logging.getLogger(__name__)
 
 
-def batch_api_judge(judge_model: Any, judge_config: dict) -> Any:
+def batch_api_judge(judge_model: Model, judge_config: dict) -> Model:
     """The judge as SEA-HELM's ``judge.batch_api_calls`` asks: ``true`` sends its calls through the server's
     Batch API when the judge has one (an ``openai:`` model: ``batched()``, which falls back to one request at a
     time on a server without the endpoints); ``false``, or a judge without a Batch API, as before."""
@@ -40,13 +43,13 @@ class JudgeSource:
     role, ``proctor.api.model_roles``) and shared by those tasks. An openai judge's server settings
     (``seahelm_judge_options``) stay here, out of the tasks' specs, so no address or key enters a task hash."""
 
-    def __init__(self, name: str, settings: dict | None = None, model: Any = None) -> None:
+    def __init__(self, name: str, settings: dict | None = None, model: Model | None = None) -> None:
         self.name, self.settings = name, settings
         self._default = name if model is None else model  # what the run's roles make, or hand back as it is
-        self._model: Any = None
+        self._model: Model | None = None
         self._lock = threading.Lock()
 
-    def model(self) -> Any:
+    def model(self) -> Model:
         if self._model is None:
             with self._lock:
                 if self._model is None:
@@ -71,7 +74,7 @@ class Judging:
         """Tokens and requests sent to the judge by this task, over all runs (with its estimated cost), or None."""
         return getattr(self, "_judge_usage", None)
 
-    def _count_judge_usage(self, judge_model: Any, before: dict | None) -> None:
+    def _count_judge_usage(self, judge_model: Model, before: dict | None) -> None:
         from proctor.models.base import usage_delta
 
         delta = usage_delta(judge_model, before)

@@ -9,14 +9,21 @@ from __future__ import annotations
 import logging
 import re
 import string
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from proctor.core.model_requests import GenerateRequest
+from proctor.data.readers import Row
 from proctor.dialects.seahelm.metrics import SeaHelmMetric
 from proctor.dialects.seahelm.prompts import render_base, strip_thinking
 from proctor.kinds.capabilities import Executor
+
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.dataloaders import AbstractDataloader
+    from proctor.dialects.seahelm.task_config import TaskConfig
+
+Message = dict[str, str]  # one chat message: {"role": ..., "content": ...}
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +35,7 @@ class _Formatter(string.Formatter):
         return kwargs.get(key, "{" + str(key) + "}") if isinstance(key, str) else super().get_value(key, args, kwargs)
 
 
-def fill(template: str, values: dict) -> str:
+def fill(template: str, values: Mapping[str, object]) -> str:
     return _Formatter().format(template, **values)
 
 
@@ -43,9 +50,9 @@ class JudgeRunner:
         self.temperature = float(generation.get("temperature", 0.0))
         self.max_retries = max_retries
         self.stats = {"requests": 0, "retried": 0, "errors": 0}
-        self._memo: dict[Any, str] = {}
+        self._memo: dict[GenerateRequest, str] = {}
 
-    def _render(self, messages: Sequence[dict]) -> str:
+    def _render(self, messages: Sequence[Message]) -> str:
         if getattr(self.model, "has_chat_template", False):
             return self.model.apply_chat_template(list(messages))
         return render_base(messages)
@@ -58,10 +65,12 @@ class JudgeRunner:
         self.stats["requests"] += len(requests)
         return [self._memo[r] for r in requests]
 
-    def judge(self, conversations: Sequence[Sequence[dict]], parse: Callable[[str], Any]) -> list[tuple[Any, str]]:
+    def judge(
+        self, conversations: Sequence[Sequence[Message]], parse: Callable[[str], str | None]
+    ) -> list[tuple[str | None, str]]:
         """(verdict or None, judge text) per conversation."""
         prompts = [self._render(c) for c in conversations]
-        out: list[tuple[Any, str]] = [(None, "")] * len(prompts)
+        out: list[tuple[str | None, str]] = [(None, "")] * len(prompts)
         pending = list(range(len(prompts)))
         for attempt in range(self.max_retries + 1):
             if not pending:
@@ -92,7 +101,7 @@ class JudgeRunner:
         return out
 
 
-def _listish(value: Any) -> list:
+def _listish(value: object) -> list[object]:
     """A list-valued row field (pandas gives NaN where a row lacks it)."""
     if isinstance(value, (list, tuple)):
         return list(value)
@@ -101,11 +110,11 @@ def _listish(value: Any) -> list:
     return []
 
 
-def _meta(value: Any) -> dict:
+def _meta(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-def _messages(system: str | None, user: str) -> list[dict]:
+def _messages(system: str | None, user: str) -> list[Message]:
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
@@ -115,7 +124,7 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
     uses_judge = True
     LABELS = {"A_wins": "[[A]]", "B_wins": "[[B]]", "Tie": "[[C]]"}
 
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+    def __init__(self, dataloader: AbstractDataloader, task_config: TaskConfig, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         cfg = task_config.config
         self.labels = dict(cfg.get("judgement_labels") or self.LABELS)
@@ -126,7 +135,7 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
 
     def extract_response(
         self,
-        response: Any,
+        response: Iterable[object],
         flags: int | None = None,
         return_original_response_on_failure: bool = True,
     ) -> list[str]:  # every turn's answer, as given: no regex
@@ -136,7 +145,7 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
         found = [name for name, label in self.labels.items() if label in text]
         return found[0] if len(found) == 1 else None
 
-    def _baseline(self, row: dict) -> list[str]:
+    def _baseline(self, row: Row) -> list[str]:
         baselines = row.get("baselines") or {}
         if self.baseline_model in baselines:
             return list(baselines[self.baseline_model])
@@ -144,7 +153,7 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
             return list(next(iter(baselines.values())))
         return list(row.get("baseline") or [])
 
-    def extract_classification(self, judge_response: Any) -> str | None:
+    def extract_classification(self, judge_response: object) -> str | None:
         return self.parse(judge_response) if isinstance(judge_response, str) else None
 
     def calculate_metrics(self):
@@ -237,7 +246,7 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         "CLASS_EXACTLY_MET": 1.0,
     }
 
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+    def __init__(self, dataloader: AbstractDataloader, task_config: TaskConfig, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         self.judge_config = task_config.config.get("judge") or {}
         self.classifications = {
@@ -246,7 +255,7 @@ class CriteriaJudgeMetric(SeaHelmMetric):
 
     def extract_response(
         self,
-        response: Any,
+        response: Iterable[object],
         flags: int | None = None,
         return_original_response_on_failure: bool = True,
     ) -> list[str]:  # every turn's answer, as given: no regex
@@ -259,7 +268,7 @@ class CriteriaJudgeMetric(SeaHelmMetric):
         name = found[-1].upper()
         return name if name in self.classifications else None
 
-    def extract_classification(self, judge_response: Any) -> str | None:
+    def extract_classification(self, judge_response: object) -> str | None:
         return self.parse(judge_response) if isinstance(judge_response, str) else None
 
     def _from_judge_file(self):

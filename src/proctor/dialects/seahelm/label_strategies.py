@@ -4,25 +4,30 @@ model's answer tag) and, for a chat-only model, the labels as lettered options r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from proctor.dialects.seahelm import logprobs as LP
 from proctor.dialects.seahelm import prompts as P
 from proctor.dialects.seahelm.image_dataloader import render_with_images
+
+if TYPE_CHECKING:
+    from proctor.core.task_spec import TaskSpec
+    from proctor.kinds.capabilities import Executor
+    from proctor.models.base import Model
 
 
 class LabelStrategies:
     """The log-prob and lettered label strategies; uses the task's ``executor``, ``model``, ``spec`` and
     ``_generate`` (set by ``SeaHelmTask``)."""
 
-    executor: Any
-    model: Any
-    spec: Any
-    _images: Any
-    _lettered_records: Any
-    mc_format: Any
+    executor: Executor
+    model: Model
+    spec: TaskSpec
+    _images: list[tuple]  # per row, the images it shows (image_dataloader.row_images)
+    _lettered_records: list[dict]
+    mc_format: str | None
 
-    def _generate(self, requests: list, progress: Any) -> list:  # SeaHelmTask's
+    def _generate(self, requests: list, progress: Callable[[int], None] | None) -> list:  # SeaHelmTask's
         raise NotImplementedError
 
     def _logprobs(self, model, rows, rendered, raw, finish, template, images=None) -> tuple[dict[str, list], list[str]]:

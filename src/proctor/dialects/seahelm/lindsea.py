@@ -21,8 +21,6 @@ competency with no score and a note.
 
 from __future__ import annotations
 
-from typing import Any
-
 COMPETENCY = "linguistic-diagnostics"
 PHENOMENA = ("scalar_implicatures", "presuppositions")
 PRAGMATICS_TASKS = ("pragmatic-single", "pragmatic-pair")
@@ -48,7 +46,7 @@ def _value(result: dict, metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _counts(value: Any) -> tuple[float, float] | None:
+def _counts(value: object) -> tuple[float, float] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return float(value[0]), float(value[1])
     if isinstance(value, dict) and "correct_count" in value and "total_count" in value:

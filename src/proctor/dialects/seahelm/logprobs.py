@@ -35,7 +35,7 @@ def answer_tag_separator(template: dict) -> str:
     return found.group(1)
 
 
-def _is_null(value: Any) -> bool:
+def _is_null(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
@@ -59,7 +59,7 @@ def intermediate(text: str, finish_reason: str, tag: str) -> Intermediate:
 def label_requests(
     prompts: Sequence[str],
     steps: Sequence[Intermediate],
-    labels: Sequence[Any],
+    labels: Sequence[object],
     separator: str,
     images: Sequence[tuple] | None = None,
 ) -> tuple[list[int], list]:

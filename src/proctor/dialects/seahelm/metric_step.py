@@ -11,26 +11,31 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from proctor.dialects.seahelm.dataloaders import AbstractDataloader
 from proctor.dialects.seahelm.metrics import references
 from proctor.dialects.seahelm.task_config import TaskConfig
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
+from proctor.kinds.base import SampleDetails
+
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.judges import JudgeRunner
+    from proctor.models.base import Model
 
 log = logging.getLogger(__name__)
 # SEA-HELM's aggregate_metrics scores this competency by its own LINDSEA roll-up, never reading a task's `metric`
 LINDSEA_COMPETENCY = "linguistic-diagnostics"
 
 
-def shown_fields(run: dict, i: int) -> dict[str, Any]:
+def shown_fields(run: dict, i: int) -> SampleDetails:
     """The fields every dialect's generation and multiple-choice records share (docs/results.md, samples.jsonl): the
     raw generation, the answer read from it, the references; for a classification task (SEA-HELM's label-map
     metrics) also its labels as choices, the gold and the predicted label's index (none when no label was read).
     SEA-HELM classifies by generation: there are no per-choice probabilities."""
     raw = run["raw"][i] if run.get("raw") and run["raw"][i] else [""]
     label = run["labels"][i]
-    out: dict[str, Any] = {"generation": str(raw[-1]), "target": references(label)}
+    out: SampleDetails = {"generation": str(raw[-1]), "target": references(label)}
     if run.get("gold_logprob") is not None and run["gold_logprob"][i] is not None:
         out["gold_logprob"] = run["gold_logprob"][i]  # the log-prob strategy: the gold label after the answer tag
     classes = run.get("classes")
@@ -54,11 +59,11 @@ class MetricStep:
     config: dict
     options: SeaHelmTaskOptions
     task_id: str
-    metric_cls: Any
+    metric_cls: type  # SEA-HELM's or the task folder's metric class (named_classes.resolve_class)
     task_config: TaskConfig
     dataloader: AbstractDataloader | None
     _plugin_call: Callable[..., Any]
-    _judge: Callable[..., Any]
+    _judge: Callable[[Model], JudgeRunner]
     _judge_batch: Callable[..., None]
     _count_judge_usage: Callable[..., None]
 
@@ -126,7 +131,7 @@ class MetricStep:
             "predictions": df["predictions"].tolist() if "predictions" in df else None,
         }
 
-    def _check_reported(self, metrics: Any) -> None:
+    def _check_reported(self, metrics: object) -> None:
         """The config's ``metric`` (the task's score in SEA-HELM's hierarchy) must be one the metric class reports:
         SEA-HELM's aggregate_metrics reads ``results[metric]`` and stops with a KeyError, while proctor would show no
         value at every level and exit 0. Under ``linguistic-diagnostics`` upstream never reads it (its LINDSEA roll-up

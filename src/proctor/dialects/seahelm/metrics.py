@@ -5,12 +5,19 @@ from __future__ import annotations
 import math
 import re
 import string
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from proctor.core.errors import ProctorError
 from proctor.scoring.stats import sample_variance, stderr_from_variance
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from proctor.dialects.seahelm.dataloaders import AbstractDataloader
+    from proctor.dialects.seahelm.judges import JudgeRunner
+    from proctor.dialects.seahelm.task_config import TaskConfig
 
 
 def normalize_score(score: float, min_score: float, max_score: float) -> float:
@@ -56,8 +63,8 @@ class SeaHelmMetric:
 
     def __init__(
         self,
-        dataloader: Any,
-        task_config: Any,
+        dataloader: AbstractDataloader,
+        task_config: TaskConfig,
         response_column: str = "responses",
         postprocessed_response_column: str = "cleaned_response",
         label_column: str = "label",
@@ -74,14 +81,14 @@ class SeaHelmMetric:
         self.label_column = label_column
         self.regex_string: str | None = None
         self.regex_flags = 0
-        self.judge_model = None  # set by proctor for judge metrics
+        self.judge_model: JudgeRunner | None = None  # set by proctor for judge metrics
 
     @property
-    def inference_df(self):
+    def inference_df(self) -> pd.DataFrame:
         return self.dataloader.inference_df
 
     @inference_df.setter
-    def inference_df(self, value) -> None:
+    def inference_df(self, value: pd.DataFrame) -> None:
         self.dataloader.inference_df = value
 
     # ---------------------------------------------------------------- hooks
@@ -96,7 +103,7 @@ class SeaHelmMetric:
             lambda rs: [replacement if r is None else r for r in rs]
         )
 
-    def get_response(self, row: Any) -> Any:
+    def get_response(self, row: pd.Series) -> object:  # the row's responses (one per turn), as stored
         return row[self.response_column]
 
     def get_response_counts(self) -> str:
@@ -163,7 +170,7 @@ class SeaHelmMetric:
         self.dataloader.update_individual_scores(scores)
 
 
-def normalize_answer(text: str) -> str:
+def normalize_answer(text: object) -> str:
     text = str(text).lower().strip(string.punctuation + " \n\t\r")
     return " ".join(text.split())
 
@@ -172,7 +179,7 @@ class F1AccMetric(SeaHelmMetric):
     """Classification by answer tag: balanced accuracy (normalised for chance 1/K), macro-F1,
     null-weighted F1, null_count."""
 
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+    def __init__(self, dataloader: AbstractDataloader, task_config: TaskConfig, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         labels = [str(r.get("label")) for r in dataloader.rows()]
         self.labels = list(dict.fromkeys(labels))
@@ -182,7 +189,7 @@ class F1AccMetric(SeaHelmMetric):
         self.regex_string = re.escape(tag) + r"[\s\*]*(" + "|".join(re.escape(label) for label in self.labels) + ")+"
         self.regex_flags = re.IGNORECASE
 
-    def map_label(self, text: Any) -> str:
+    def map_label(self, text: object) -> str:
         if text is None:
             return self.null_label
         return self.label_map.get(normalize_answer(text), self.null_label)
@@ -215,7 +222,7 @@ class F1AccMetric(SeaHelmMetric):
         return metrics, df
 
 
-def references(label: Any) -> list[str]:
+def references(label: object) -> list[str]:
     """A row's reference answers (a string, a list, or nothing; a number or any other value is one answer)."""
     if isinstance(label, str):
         return [label]
@@ -229,7 +236,7 @@ def references(label: Any) -> list[str]:
 class _FreeTextMetric(SeaHelmMetric):
     """Metrics over the text after the answer tag (QA, translation)."""
 
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+    def __init__(self, dataloader: AbstractDataloader, task_config: TaskConfig, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         tag = self.specific_task_config["prompt_template"].get("answer_tag", "")
         self.regex_string = re.escape(tag) + r"[\s\r\n`*]*(.*)"

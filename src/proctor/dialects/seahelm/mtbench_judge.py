@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
 
 import numpy as np
 
@@ -26,7 +25,7 @@ _CLASSIFICATION = re.compile(r"<classification>\s*(\w+)\s*</classification>")
 _REFLECTION = re.compile(r"<reflection>(.*?)</reflection>", re.S)
 
 
-def _row_problem(row: Any) -> str | None:
+def _row_problem(row: object) -> str | None:
     if not isinstance(row, dict):
         return "a row is not an object"
     if "id" not in row:
@@ -58,7 +57,7 @@ class MTBenchJudgeDataloader(HuggingFaceDataloader, JudgeDataloader):
                 )
         return self.dataset
 
-    def get_judge_prompt_formatter(self, metric: Any):
+    def get_judge_prompt_formatter(self, metric: SeaHelmMetric):
         prompts = self.task_config.config["judge"]["judge_prompts"]
         task_template = self.task_config.config["languages"][self.lang]["prompt_template"]["task_template"]
 
@@ -102,11 +101,11 @@ def parse_custom_id(custom_id: str) -> tuple[str, int, int]:
 
 
 class MTBenchJudgeMetric(SeaHelmMetric):
-    def extract_classification(self, judge_response: Any) -> str | None:
+    def extract_classification(self, judge_response: object) -> str | None:
         found = _CLASSIFICATION.findall(judge_response) if isinstance(judge_response, str) else []
         return found[-1].strip() if found else None
 
-    def extract_reflection(self, judge_response: Any) -> str | None:
+    def extract_reflection(self, judge_response: object) -> str | None:
         found = _REFLECTION.findall(judge_response) if isinstance(judge_response, str) else []
         return found[-1].strip() if found else None
 
@@ -116,7 +115,7 @@ class MTBenchJudgeMetric(SeaHelmMetric):
 
     def calculate_metrics(self):
         path = self.dataloader.get_judge_batch_response_filepath()
-        judged: dict[str, dict[int, list[tuple[int, Any]]]] = {}
+        judged: dict[str, dict[int, list[tuple[int, object]]]] = {}  # row id -> turn -> (criterion, judge reply)
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():

@@ -22,7 +22,7 @@ import contextlib
 import contextvars
 import types
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence, Union
 
 from proctor.core.errors import ProctorError
 
@@ -51,7 +51,11 @@ def _to_dataset(rows: list[dict]):
     return Dataset.from_list([dict(r) for r in rows])
 
 
-def _files(data_files: Any, split: str | None) -> list[str | Path]:
+# ``datasets.load_dataset``'s ``data_files``: one file, a list of files, or split -> file(s)
+DataFiles = Union[str, Path, Sequence[Union[str, Path]], Mapping[str, Union[str, Sequence[str]]]]
+
+
+def _files(data_files: DataFiles | None, split: str | None) -> list[str | Path]:
     if data_files is None:
         return []
     if isinstance(data_files, dict):
@@ -60,7 +64,9 @@ def _files(data_files: Any, split: str | None) -> list[str | Path]:
     return [data_files] if isinstance(data_files, (str, Path)) else list(data_files)
 
 
-def load_dataset(path: str, name: str | None = None, split: str | None = None, data_files: Any = None, **_: Any):
+def load_dataset(
+    path: str, name: str | None = None, split: str | None = None, data_files: DataFiles | None = None, **_: Any
+):
     """Offline stand-in for ``datasets.load_dataset`` (see the module docstring)."""
     from proctor.dialects.seahelm.rows import read_rows
 

@@ -155,7 +155,7 @@ class SeaHelmOptions(BaseOptions):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_command_line(cls, data: Any, info: ValidationInfo) -> Any:
+    def _from_command_line(cls, data: object, info: ValidationInfo) -> object:
         """The command line's judge flags, model kind and judge max_tokens as the fields they give."""
         if not isinstance(data, dict):
             return data
@@ -207,7 +207,7 @@ class SeaHelmOptions(BaseOptions):
 
     @field_validator("seahelm_judge", mode="before")
     @classmethod
-    def _judge_model(cls, judge: Any) -> Any:
+    def _judge_model(cls, judge: object) -> object:
         """A model name or a ``proctor.models.base.Model``, told by its class's ancestry: this leaf imports only
         ``core``, not the models layer."""
         if judge is None or isinstance(judge, str) or any(_is_model_class(c) for c in type(judge).__mro__):
@@ -216,7 +216,7 @@ class SeaHelmOptions(BaseOptions):
 
     @field_validator("seahelm_data", mode="before")
     @classmethod
-    def _data_map(cls, value: Any) -> Any:
+    def _data_map(cls, value: object) -> object:
         return id_path_mapping(value, "--seahelm-data", "DATASET_ID=PATH", must_exist=True)
 
 

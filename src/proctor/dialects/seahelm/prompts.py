@@ -3,7 +3,10 @@ plain base-model template, and stripping a reasoning model's thinking."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from proctor.models.base import Model
 
 BASE_STOP = "\n\n"  # constants.yaml few_shot_stop_tokens
 END_THINK = "</think>"
@@ -48,7 +51,7 @@ def render_base(messages: Sequence[dict]) -> str:
     return "\n\n".join(str(m["content"]).strip() for m in messages) + "\n\n"
 
 
-def render(model: Any, messages: Sequence[dict], is_base: bool) -> str:
+def render(model: Model, messages: Sequence[dict], is_base: bool) -> str:
     if is_base:
         return render_base(messages)
     return model.apply_chat_template(list(messages))

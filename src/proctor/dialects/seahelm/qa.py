@@ -9,7 +9,6 @@ extras (``proctor[seahelm-th]``, ``proctor[seahelm-zh]``).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 
@@ -94,7 +93,7 @@ class QuestionAnsweringMetric(_FreeTextMetric):
         }, df
 
 
-def score(prediction: str, reference: Any, lang: str = "") -> float:
+def score(prediction: str, reference: object, lang: str = "") -> float:
     """One row's F1 as SEA-HELM computes it for ``lang`` (for checks and plug-ins)."""
     refs = references(reference)
     rule = normalisation(lang)

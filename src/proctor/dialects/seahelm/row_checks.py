@@ -4,16 +4,14 @@ list of objects. Each error names the data file, the row (1-based) and the field
 
 from __future__ import annotations
 
-from typing import Any
-
 from proctor.core.errors import TaskDefinitionError
 
 
-def check_labels(rows: list, data: Any) -> None:
+def check_labels(rows: list, data: str | None) -> None:
     """A row without the label its siblings have would be scored as a miss: an error naming it.
     (Judge tasks, whose rows have no labels at all, are not affected.)"""
 
-    def missing(row: Any) -> bool:
+    def missing(row: object) -> bool:
         label = row.get("label") if isinstance(row, dict) else None
         return label is None or (isinstance(label, float) and label != label)
 
@@ -39,7 +37,7 @@ def check_labels(rows: list, data: Any) -> None:
             )
 
 
-def check_prompts(rows: list, data: Any) -> None:
+def check_prompts(rows: list, data: str | None) -> None:
     """Each row's ``prompts`` is a list of objects (one per turn) whose fields fill ``task_template``; a text or
     a number there would fail inside ``str.format`` (SEA-HELM stops with a TypeError): an error naming the row."""
     for i, row in enumerate(rows):

@@ -9,17 +9,20 @@ runs: it reads their metric results, scores and predictions, never the model or 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from proctor.scoring.stats import bootstrap, bootstrap_stderr
 
+if TYPE_CHECKING:
+    from proctor.dialects.seahelm.judges import JudgeRunner
+
 N_BOOTSTRAP = 30
 BOOTSTRAP_SEED = 94370244
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     """Nested metric output as plain JSON values (tuples -> lists, numpy scalars -> numbers)."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -30,9 +33,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
+def _numeric_leaves(prefix: str, value: object) -> dict[str, float]:
     out: dict[str, float] = {}
-    items: Iterable[tuple[object, Any]]  # (key or index, value)
+    items: Iterable[tuple[object, object]]  # (key or index, value)
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, (list, tuple)):
@@ -46,12 +49,12 @@ def _numeric_leaves(prefix: str, value: Any) -> dict[str, float]:
     return out
 
 
-def summarise(runs: list[dict], rows: list[dict], key: Any, judge_runner: Any = None) -> dict:
+def summarise(runs: list[dict], rows: list[dict], key: str | None, judge_runner: JudgeRunner | None = None) -> dict:
     """The task's corpus metrics over its seeded runs: each metric's mean over runs (nested results as their
     numeric leaves, the structure kept as ``detail``), SEA-HELM's own standard error where its metric reports
     one, the primary metric (``key``) bootstrapped per question across runs, and the judge's request counts."""
     out: dict[str, dict] = {}
-    flat: dict[str, Any] = {}
+    flat: dict[str, object] = {}
     for name, value in list(runs[0]["metrics"].items()):
         if isinstance(value, (dict, list, tuple)):
             # nested results (win rate per category, SEA-HELM's ``subcategories`` with (correct, total)

@@ -16,7 +16,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from proctor.core.model_requests import GenerateRequest
 from proctor.data.sources import GivenTexts, Sample
@@ -36,6 +36,10 @@ from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import GenerationTask
 from proctor.scoring.metrics import register_metric
 
+if TYPE_CHECKING:
+    from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
+    from proctor.models.base import Model
+
 log = logging.getLogger(__name__)
 
 
@@ -45,7 +49,7 @@ class SeaHelmOutcome:
 
 
 @register_metric("seahelm_row_score", ["generate"])
-def _row_score(outcome: Any) -> float | None:
+def _row_score(outcome: object) -> float | None:
     """The row's individual score from the SEA-HELM metric class (first run)."""
     return getattr(outcome, "score", None)
 
@@ -101,19 +105,19 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
         self.executor: Any = None  # handed over by the engine with each predict_samples
         self._corpus: dict = {}
         self.dataloader: AbstractDataloader | None = None
-        self._choice_formulation: Callable[[], Any] | None = None
+        self._choice_formulation: Callable[[], MultipleChoiceGenerateKind | None] | None = None
         self.mc_format: str | None = None  # "generate" when the label scores came from the lettered formulation
         self._lettered_records: list[dict] = []
 
     # ---------------------------------------------------------------- engine hooks
-    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+    def use_choice_formulation(self, resolve: Callable[[], MultipleChoiceGenerateKind | None]) -> None:
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
     def _make_loader(self, is_base: bool) -> AbstractDataloader:
         import inspect
 
-        kwargs: dict[str, Any] = {"is_base_model": is_base, "model_name": self.options.model_name or ""}
+        kwargs: dict[str, bool | str | int] = {"is_base_model": is_base, "model_name": self.options.model_name or ""}
         try:  # SEA-HELM's hub loaders default to 16 worker processes for datasets.map: run in-process
             if "num_workers" in inspect.signature(self.loader_cls).parameters:
                 kwargs["num_workers"] = 1
@@ -121,7 +125,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
             pass
         return self._plugin_call(self.loader_cls, "__init__", self.task_config, 5 if is_base else 0, **kwargs)
 
-    def _plugin_call(self, target: Any, hook: str, *args: Any, **kwargs: Any):
+    def _plugin_call(self, target: Callable[..., object], hook: str, *args: Any, **kwargs: Any):
         """Call a (possibly task-folder) class or hook; its failure becomes a clear error naming the file."""
         from proctor.core.errors import ProctorError
 
@@ -146,7 +150,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
                 exc, f"{owner.__name__}.{hook} (task {self.task_id}/{self.lang})", file=source
             ) from None
 
-    def _load_rows(self, loader: Any, limit: int | None) -> None:
+    def _load_rows(self, loader: AbstractDataloader, limit: int | None) -> None:
         # task-folder loaders get no limit (SEA-HELM's select(range(limit)) fails past the end); rows are cut after
         user_code = getattr(type(loader), "__proctor_source__", None) is not None
         generated = not self.config["languages"][self.lang].get(
@@ -154,7 +158,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
         )  # ONERULER: rows made by the loader, limit honoured
         self._plugin_call(loader.load_dataset, "load_dataset", limit=None if user_code and not generated else limit)
 
-    def _check_data_paths(self, variables: Any) -> None:
+    def _check_data_paths(self, variables: Mapping[str, str] | None) -> None:
         """The data files stay in the SEA-HELM tree, the folders given on the command line, or a mapped copy
         (``data/paths.py``), before any is read."""
         from proctor.data.paths import check_inside, data_roots
@@ -174,7 +178,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
                     field=f"{self.task_id}.languages.{self.lang}.{key}",
                 )
 
-    def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
+    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         self._check_data_paths(variables)
         self.dataloader = loader = self._make_loader(bool(self.options.is_base_model))
         self._load_rows(loader, limit)
@@ -223,7 +227,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
     def corpus_metrics(self) -> dict:
         return self._corpus
 
-    def _is_base(self, model: Any) -> bool:
+    def _is_base(self, model: Model) -> bool:
         given = self.options.is_base_model
         return bool(given) if given is not None else not getattr(model, "has_chat_template", False)
 

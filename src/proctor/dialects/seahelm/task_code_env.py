@@ -14,9 +14,12 @@ import contextlib
 import os
 import types
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from proctor.core.errors import ProctorError
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 
 @contextlib.contextmanager
@@ -52,13 +55,13 @@ def tokenizer_path(model_spec: str | None) -> str | None:
 class _Tokenizer:
     """A transformers tokenizer with ``batch_encode_plus`` (transformers < 5) as its ``__call__``."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: PreTrainedTokenizerBase) -> None:
         self._inner = inner
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> BatchEncoding:
         return self._inner(*args, **kwargs)
 
-    def batch_encode_plus(self, *args: Any, **kwargs: Any) -> Any:
+    def batch_encode_plus(self, *args: Any, **kwargs: Any) -> BatchEncoding:
         return self._inner(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -69,7 +72,7 @@ class AutoTokenizer:
     """``transformers.AutoTokenizer`` for task-folder code: local folders only (nothing is fetched)."""
 
     @staticmethod
-    def from_pretrained(name: Any, *args: Any, **kwargs: Any) -> _Tokenizer:
+    def from_pretrained(name: str | Path | None, *args: Any, **kwargs: Any) -> _Tokenizer:
         if not name:
             raise ProctorError(
                 "this dataloader builds its data with the evaluated model's tokenizer, as SEA-HELM does: "

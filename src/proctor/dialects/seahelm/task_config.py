@@ -8,14 +8,14 @@ Kept apart from the dataloaders because metrics, judges and task-folder code tak
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 
 class ConfigDict(dict):
     """A config mapping that also reads as attributes (``task_config.config.judge.get(...)``), as
     SEA-HELM's OmegaConf configs do; nested mappings are ConfigDicts too."""
 
-    def __init__(self, data: Any = (), **kwargs: Any) -> None:
+    def __init__(self, data: Mapping[str, object] | Iterable[tuple[str, object]] = (), **kwargs: object) -> None:
         super().__init__(data, **kwargs)
         for key, value in self.items():
             super().__setitem__(key, _wrap(value))
@@ -29,11 +29,11 @@ class ConfigDict(dict):
         except KeyError:
             raise AttributeError(f"config has no key '{name}'") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         self[name] = value
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: object) -> object:
     if isinstance(value, dict) and not isinstance(value, ConfigDict):
         return ConfigDict(value)
     if isinstance(value, list):
@@ -44,7 +44,7 @@ def _wrap(value: Any) -> Any:
 class TaskConfig:
     """One task in one language: ``task_name``, ``lang`` and the task's resolved ``config`` dict."""
 
-    def __init__(self, task_name: str, lang: str, config: dict, **extra: Any) -> None:
+    def __init__(self, task_name: str, lang: str, config: dict, **extra: object) -> None:
         self.task_name = task_name
         self.lang = lang
         self.config = ConfigDict(config)

@@ -12,9 +12,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from proctor.dialects.seahelm.dataloaders import HuggingFaceDataloader
+from proctor.dialects.seahelm.dataloaders import AbstractDataloader, HuggingFaceDataloader
 from proctor.dialects.seahelm.metrics import _FreeTextMetric, chrf, normalize_score, references
 from proctor.dialects.seahelm.rows import read_rows
+from proctor.dialects.seahelm.task_config import TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def metricx_unavailable(config: dict) -> str:
 class TranslationMetric(_FreeTextMetric):
     """chrF++ (sacrebleu, word order 2) against the first reference; MetricX reported as unavailable."""
 
-    def __init__(self, dataloader: Any, task_config: Any, **kwargs: Any) -> None:
+    def __init__(self, dataloader: AbstractDataloader, task_config: TaskConfig, **kwargs: Any) -> None:
         super().__init__(dataloader, task_config, **kwargs)
         self.use_metricx_metric = bool(self.config.get("use_metricx_metric", False))
         self.use_chrf_metric = bool(self.config.get("use_chrf_metric", True))
@@ -82,7 +83,7 @@ class TranslationMetric(_FreeTextMetric):
         df = self.inference_df
         preds = self._predictions()
         refs = [references(r)[0] for r in df[self.label_column]]
-        metrics: dict[str, Any] = {}
+        metrics: dict[str, float | str | None] = {}
         if self.use_metricx_metric:
             message = metricx_unavailable(self.config)
             log.error("%s/%s: %s", self.task_name, self.lang, message)
