@@ -11,7 +11,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Any, Sequence
 
-from proctor.core.model_requests import GenerateRequest
+from proctor.core.model_requests import GenerateRequest, Request
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.runs.results_schema import Epochs, EpochVariance
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
@@ -27,7 +27,7 @@ def epoch_seed(seed: int, sample_id: str, epoch: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF  # fits every backend's seed type
 
 
-def seeded(requests: Sequence[Any], sample_id: str, epoch: int) -> list[Any]:
+def seeded(requests: Sequence[Request], sample_id: str, epoch: int) -> list[Request]:
     """Sampled generation requests get their own seed; greedy ones stay as they are (one stored answer)."""
     return [
         dataclasses.replace(r, seed=epoch_seed(r.seed, sample_id, epoch))

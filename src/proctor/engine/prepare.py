@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.run_rules import duplicate_notes, limit_notes
@@ -25,6 +25,9 @@ from proctor.kinds.capabilities import LoadsSamples, ReadsLocalFiles, ScoresItse
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
+if TYPE_CHECKING:
+    from proctor.kinds.custom import CustomTask
+
 
 @dataclass(frozen=True)
 class PreparedTask:
@@ -34,7 +37,8 @@ class PreparedTask:
     content_hash: str
     use_chat: bool
     data: SourceStats  # the source used, rows read, rows dropped by the filter
-    handler: Any = None  # a dialect's handler (spec.handler) or a task class (spec.task_class), else the kind's own
+    # a dialect's handler (spec.handler) or a task class (spec.task_class); None: the kind's own
+    handler: CustomTask | None = None
     mc_format: str = (
         "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     )
