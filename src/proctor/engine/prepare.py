@@ -120,7 +120,7 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
     strict_audit: bool = False,
-    seen_in_groups: dict[tuple[str, str], Any] | None = None,
+    seen_in_groups: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] | None = None,
 ) -> PreparedTask:
     """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
     ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``. ``seen_in_groups``:
@@ -332,7 +332,8 @@ def prepare_tasks(
     """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
-    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    seen: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = {}
     return [
         prepare_task(
             t,
