@@ -47,7 +47,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - value
 
 
-def _binary(values: Sequence[Any]) -> bool:
+def _binary(values: Sequence[object]) -> bool:
     present = [v for v in values if v is not None]
     return bool(present) and all(v in (0, 1) or isinstance(v, bool) for v in present)
 
@@ -62,7 +62,7 @@ def reduce_sample(values: Sequence[Any], k: int | None) -> Any:
     return sum(present) / len(present)
 
 
-def _numeric(value: Any) -> bool:  # an int, a float or a bool (0/1), finite
+def _numeric(value: object) -> bool:  # an int, a float or a bool (0/1), finite
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
