@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
+from proctor.prompts.builder import PreparedSample
 
 FILE_KEY = "_file"  # the reader's file label (its name without suffix); "_source" is its path below the glob
 
@@ -18,7 +19,7 @@ def join_alignment(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get("data.join", ())
 
 
-def _answer(sample: Any) -> tuple[Any, ...]:
+def _answer(sample: PreparedSample) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return (sample.gold, sample.references)
 
 
@@ -119,7 +120,7 @@ def one_row_parts(subject: AuditSubject) -> Iterator[Hit]:
 def merged_files(subject: AuditSubject) -> Iterator[Hit]:
     if FILE_KEY not in subject.spec.breakdown:
         return
-    paths: dict[Any, set[str]] = defaultdict(set)
+    paths: dict[object, set[str]] = defaultdict(set)
     for sample in subject.samples:
         paths[sample.sample.fields.get(FILE_KEY)].add(str(sample.sample.fields.get("_path")))
     merged = sorted((str(label), sorted(p)) for label, p in paths.items() if len(p) > 1)

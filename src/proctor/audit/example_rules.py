@@ -5,7 +5,7 @@ that is not their answer)."""
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -98,7 +98,7 @@ gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choic
 # ---------------------------------------------------------------- few-shot examples
 
 
-def _pool_labels(subject: AuditSubject) -> tuple[str, list[Any]] | None:
+def _pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
     """(the target's field, each few-shot pool row's value of it) where the target reads one field as it is."""
     fewshot = subject.spec.fewshot
     if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:

@@ -18,6 +18,7 @@ from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit
+from proctor.prompts.builder import PreparedSample
 
 # ---------------------------------------------------------------- choices.coerced
 
@@ -50,7 +51,7 @@ def bool_choices(subject: AuditSubject) -> Iterator[Hit]:
 # ---------------------------------------------------------------- labels.off-by-one
 
 
-def _position(value: Any, width: int) -> int | None:
+def _position(value: object, width: int) -> int | None:
     """A row's answer key as a choice position: a whole number, or a letter ('A' is 0)."""
     if type(value) is int:
         return value
@@ -59,7 +60,7 @@ def _position(value: Any, width: int) -> int | None:
     return None
 
 
-def _shift(subject: AuditSubject, name: str, rows: list[int], docs: Sequence[Mapping[str, Any]]) -> int | None:
+def _shift(subject: AuditSubject, name: str, rows: list[int], docs: Sequence[Mapping[str, object]]) -> int | None:
     """The one shift (not 0) between field ``name`` read as a position counted from 0 and every row's gold."""
     shifts = set()
     positions = []
@@ -89,7 +90,7 @@ def shifted_from_row_key(subject: AuditSubject) -> Iterator[Hit]:
     if not names:
         return
 
-    def answered(samples: Sequence[Any], start: int = 0) -> list[int]:
+    def answered(samples: Sequence[PreparedSample], start: int = 0) -> list[int]:
         return [i for i, s in enumerate(samples, start) if len(s.gold) == 1 and len(s.choices) >= 2]
 
     rows = answered(subject.samples[:PROBE_ROWS])
@@ -212,7 +213,7 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
     if len(set(listed)) != len(listed):
         return
 
-    def reordered_field(fields: Mapping[str, Any]) -> str | None:
+    def reordered_field(fields: Mapping[str, object]) -> str | None:
         for key, value in fields.items():
             if isinstance(value, list) and len(value) == len(listed) and all(isinstance(v, str) for v in value):
                 keys = tuple(loose(v) for v in value)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.sources import Sample
 
 
-def _paths(rows: Any) -> set[str]:
+def _paths(rows: Iterable[Sample]) -> set[str]:
     """The files rows were read from, resolved (each distinct path once: a task may have 100,000 rows)."""
     return {str(Path(p).resolve()) for p in {r.fields.get("_path") for r in rows} if p}
 
@@ -17,7 +18,7 @@ def _paths(rows: Any) -> set[str]:
 DISTINCT_CHARS = 12  # a text this long that one row alone has names that row (its question, its passage)
 
 
-def _texts(fields: Mapping[str, Any]) -> set[str]:
+def _texts(fields: Mapping[str, object]) -> set[str]:
     """A row's long texts, spacing and case aside: what a copy of the row keeps under new ids or field names."""
     return {
         " ".join(v.split()).casefold()
@@ -26,7 +27,7 @@ def _texts(fields: Mapping[str, Any]) -> set[str]:
     }
 
 
-def _distinct(rows: Any) -> dict[str, int]:
+def _distinct(rows: Iterable[Mapping[str, object]]) -> dict[str, int]:
     """Each long text that exactly one of ``rows`` holds, with that row's position (shared boilerplate left out)."""
     owner: dict[str, int] = {}
     shared: set[str] = set()

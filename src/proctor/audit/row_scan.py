@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from proctor.audit.columns import ROW, Columns
+from proctor.prompts.builder import PreparedSample
 
 # dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
 _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
@@ -124,7 +125,7 @@ class _Choices:
         """Per row: whether one of its choices is flagged."""
         return np.bincount(self.row_of[flags], minlength=len(self.rows)) > 0
 
-    def exact_keys(self, row: int, near: Callable[[str], str]) -> list[Any]:
+    def exact_keys(self, row: int, near: Callable[[str], str]) -> list[str | bytes]:
         choices = self.rows[row]
         return [near(c) for c in choices] if self.foreign[row] else [_key(c) for c in choices]
 
@@ -138,7 +139,7 @@ def _positions(flags: Flags) -> list[int]:
     return positions
 
 
-def _flags(test: Callable[..., Any], items: Sequence[Any], *args: Iterable[Any]) -> Flags:
+def _flags(test: Callable[..., object], items: Sequence[object], *args: Iterable[object]) -> Flags:
     """``test`` of each item, as a boolean array (the calls made by ``map``, in C)."""
     return np.fromiter(map(test, items, *args), dtype=np.bool_, count=len(items))
 
@@ -263,7 +264,7 @@ def _choice_row_prints(choices: _Choices) -> Fingerprints:
     return prints
 
 
-def _item(sample: Any, text: str) -> tuple[str, ...]:
+def _item(sample: PreparedSample, text: str) -> tuple[str, ...]:
     """What an item is, as ``samples.duplicate`` compares it: the prompt (spacing aside) and choices, or text."""
     if sample.text is not None:
         return (" ".join(sample.text.split()),)
@@ -283,7 +284,7 @@ def _meeting(prints: Fingerprints) -> Flags:
 
 
 def _repeats(
-    samples: Sequence[Any], own: list[str | None], texts: Sequence[str], prompts: str, choices: _Choices
+    samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], prompts: str, choices: _Choices
 ) -> list[tuple[int, int]]:
     """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text
     (``own``: each sample's own text); ``prompts``: the texts joined by the row separator. Rows of the same
@@ -385,7 +386,7 @@ def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts:
 
 
 def scan_rows(
-    samples: Sequence[Any], texts: Sequence[str], near: Callable[[str], str], columns: Columns | None = None
+    samples: Sequence[PreparedSample], texts: Sequence[str], near: Callable[[str], str], columns: Columns | None = None
 ) -> RowScan:
     """The pass (``stage.audit`` runs it with the cyclic collector off); ``columns``: the samples' columns,
     where the subject has read them already."""

@@ -75,7 +75,7 @@ _ONE_FIELD = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|[^}]*)?\}\}
 SORTED_MIN_ROWS = 5  # fewer rows fall in order by chance too often to say the file is sorted
 
 
-def _sortable(values: Sequence[Any]) -> bool:
+def _sortable(values: Sequence[object]) -> bool:
     kinds = {type(v) for v in values}
     return len(kinds) == 1 and kinds.pop() in (int, str, float)
 
@@ -127,7 +127,9 @@ def _cheap_key(samples: Sequence[PreparedSample]) -> str:
 
 
 def duplicate_notes(
-    task: Task, samples: Sequence[PreparedSample], seen: MutableMapping[tuple[str, str], Any]
+    task: Task,
+    samples: Sequence[PreparedSample],
+    seen: MutableMapping[tuple[str, str], tuple[str, Sequence[PreparedSample]]],
 ) -> dict[str, list[Hit]]:
     """A task of a group whose rows ask and score exactly what an earlier task of that group does (``seen``: the
     tasks prepared so far in this command, by group and a cheap key): the group's mean counts them twice."""

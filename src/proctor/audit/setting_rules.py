@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.sources import Sample
 
 PROBE_ROWS = 50  # rows a per-row rule reads: most tasks' rows are rendered alike, so a probe decides
 
@@ -47,7 +48,7 @@ def _seahelm_language(subject: AuditSubject) -> dict[str, Any] | None:
     return settings if isinstance(settings, dict) else None
 
 
-def _uses_tag(template: Any) -> bool:
+def _uses_tag(template: object) -> bool:
     return isinstance(template, dict) and any(isinstance(v, str) and "{answer_tag}" in v for v in template.values())
 
 
@@ -257,7 +258,7 @@ def dropped_field(subject: AuditSubject) -> Iterator[Hit]:
     probe = subject.samples[:PROBE_ROWS]
     texts = subject.prompt_texts
     counts: dict[str, list[int]] = {}  # field -> [rows with a long value, rows whose prompt lacks it]
-    first: dict[str, Any] = {}
+    first: dict[str, Sample] = {}
     for i, sample in enumerate(probe):
         shown = "\x00".join((texts[i], sample.text or "", *sample.choices, *sample.references))
         for key, value in sample.sample.fields.items():

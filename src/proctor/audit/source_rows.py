@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import template_fields
+from proctor.prompts.builder import PreparedSample
 
 PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
 MIN_ROWS = 4  # a pattern over fewer rows is chance
@@ -16,7 +17,7 @@ MIN_ROWS = 4  # a pattern over fewer rows is chance
 class _RowFields(Sequence[Mapping[str, Any]]):
     """Each sample's fields, read when asked (a rule that probes a few rows reads only those)."""
 
-    def __init__(self, samples: Sequence[Any]) -> None:
+    def __init__(self, samples: Sequence[PreparedSample]) -> None:
         self.samples = samples
 
     def __len__(self) -> int:

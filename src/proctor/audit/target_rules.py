@@ -7,10 +7,14 @@ import math
 import re
 from functools import lru_cache
 from operator import attrgetter, itemgetter, methodcaller
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
+from proctor.prompts.builder import PreparedSample
+
+if TYPE_CHECKING:
+    from jinja2 import nodes
 
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 _TEMPLATE_GLOBALS = frozenset({"_fail"})  # proctor's own template functions (core/templates.py), not row fields
@@ -60,13 +64,13 @@ def _read_field(source: str) -> tuple[str, tuple[str, ...]] | None:
     return (node.name, tuple(filters)) if isinstance(node, nodes.Name) else None
 
 
-def _blank(output: Any) -> bool:
+def _blank(output: nodes.Output) -> bool:
     from jinja2 import nodes
 
     return all(isinstance(n, nodes.TemplateData) and not n.data.strip() for n in output.nodes)
 
 
-def _changed_by_int(value: Any) -> bool:
+def _changed_by_int(value: object) -> bool:
     """Whether ``int`` would make another number of this value (or a number of what is none)."""
     if isinstance(value, bool) or value is None:
         return True
@@ -97,7 +101,7 @@ def _index_text(value: str, choices: tuple[str, ...]) -> str | None:
     return None
 
 
-def _coercion(value: Any, filters: tuple[str, ...], sample: Any) -> str | None:
+def _coercion(value: object, filters: tuple[str, ...], sample: PreparedSample) -> str | None:
     """What reading ``value`` as the row's target changes without a word, or None."""
     if sample.choices:  # an index, or a choice's text
         if "int" in filters and _changed_by_int(value):

@@ -16,7 +16,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, Mapping, TypeVar
 
 from annotated_types import Ge
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from proctor.core.errors import ProctorError
 
 if TYPE_CHECKING:
+    from proctor.core.run_overrides import RunOverrides
     from proctor.core.task import Task
 
 RUN = frozenset({"run"})
@@ -45,15 +46,15 @@ class CliOption:
 
     name: str  # the keyword the CLI passes to ``parse_options`` (a Python identifier)
     flags: tuple[str, ...]  # e.g. ("--norm", "--probsem-norm")
-    annotation: Any  # the type typer parses: bool, float, int, str, Path, Optional[List[str]], ...
-    default: Any
+    annotation: object  # the type typer parses: bool, float, int, str, Path, Optional[List[str]], ...
+    default: object
     help: str
     commands: frozenset[str] = RUN
     minimum: float | None = None
     metavar: str | None = None  # how --help names the value (e.g. "N", "ID=PATH"); default: its type
 
 
-_FIELD_DEFAULT: Any = object()  # cli(default=...) not given: the field's own default
+_FIELD_DEFAULT: object = object()  # cli(default=...) not given: the field's own default
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ class Cli:
     help: str
     commands: frozenset[str]
     metavar: str | None
-    type: Any  # None: the field's annotation
+    type: object  # None: the field's annotation
     name: str | None  # None: the field's name
-    default: Any
+    default: object
     minimum: float | None  # None: the field's ``ge`` constraint, where the flag gives the field itself
 
 
@@ -78,9 +79,9 @@ def cli(
     help: str,
     commands: frozenset[str] = RUN,
     metavar: str | None = None,
-    type: Any = None,
+    type: object = None,
     name: str | None = None,
-    default: Any = _FIELD_DEFAULT,
+    default: object = _FIELD_DEFAULT,
     minimum: float | None = None,
 ) -> Cli:
     """The command-line declaration of an ``Options`` field: ``x: Annotated[int, cli("--x", help=...)] = 1``."""
@@ -118,7 +119,7 @@ def flag_of(model: type[BaseModel], key: str) -> str:
     return "/".join(flags) or key
 
 
-def id_path_mapping(value: Any, flag: str, form: str, *, must_exist: bool = False) -> Any:
+def id_path_mapping(value: object, flag: str, form: str, *, must_exist: bool = False) -> object:
     """A repeatable ``FLAG ID=PATH`` option as the mapping a dialect keeps (a field validator's body): the
     command line's strings parsed, a mapping's keys and paths as text, no entries as None."""
     if isinstance(value, dict):
@@ -137,7 +138,7 @@ def id_path_mapping(value: Any, flag: str, form: str, *, must_exist: bool = Fals
 
 
 def validate_options(
-    model: type[BaseModel], data: Mapping[str, Any], context: OptionContext | None = None
+    model: type[BaseModel], data: Mapping[str, object], context: OptionContext | None = None
 ) -> BaseModel:
     """``model`` validated from ``data``; a bad value is an ``OptionError`` naming its flag."""
     try:
@@ -212,11 +213,11 @@ class Dialect(Generic[OptionsT]):
         """Claimed by its path alone, before any YAML is read."""
         return False
 
-    def claims_document(self, document: Any, path: Path) -> bool:
+    def claims_document(self, document: object, path: Path) -> bool:
         """Claimed by the content of a YAML document."""
         return False
 
-    def load(self, path: Path, document: Any, explicit: bool, options: OptionsT, notes: list[str]) -> list["Task"]:
+    def load(self, path: Path, document: object, explicit: bool, options: OptionsT, notes: list[str]) -> list["Task"]:
         """Tasks of a claimed file (``document`` is None when claimed by path), loaded with ``options`` (an
         instance of this dialect's ``Options``). ``notes`` receives why tasks of the file were left out
         (shown when no task at all is found)."""
@@ -226,7 +227,7 @@ class Dialect(Generic[OptionsT]):
         """The options files found under ``given`` (a path the user named) are loaded with."""
         return options
 
-    def uses_server_options(self, raw: Mapping[str, Any]) -> bool:
+    def uses_server_options(self, raw: Mapping[str, object]) -> bool:
         """Whether this dialect's command-line values use --base-url / --api-key-env (e.g. an openai: judge)."""
         return False
 
@@ -240,7 +241,7 @@ class Dialect(Generic[OptionsT]):
         """The command-line options of this dialect, derived from the ``cli(...)`` fields of ``Options``."""
         return cli_options_of(self.Options)
 
-    def parse_options(self, raw: Mapping[str, Any], context: OptionContext) -> BaseModel:
+    def parse_options(self, raw: Mapping[str, object], context: OptionContext) -> BaseModel:
         """Command-line values (by ``CliOption.name``) → this dialect's validated ``Options``.
 
         Values left at their defaults are not passed, so the model's defaults hold; the model's
@@ -252,7 +253,7 @@ class Dialect(Generic[OptionsT]):
             given["trust_task_code"] = context.trust_task_code
         return validate_options(self.Options, given, context)
 
-    def unused_options(self, options: OptionsT) -> list[tuple[str, Any]]:
+    def unused_options(self, options: OptionsT) -> list[tuple[str, object]]:
         """(flag, value) of this dialect's command-line options that are set; used when none of its tasks is
         selected."""
         fields = type(options).model_fields
@@ -263,11 +264,13 @@ class Dialect(Generic[OptionsT]):
                 out.append((flag_of(type(options), key), value))
         return out
 
-    def apply_overrides(self, task: "Task", overrides: Any, chat: bool | None) -> "tuple[Task, set[str]] | None":
+    def apply_overrides(
+        self, task: "Task", overrides: "RunOverrides", chat: bool | None
+    ) -> "tuple[Task, set[str]] | None":
         """The task with run-time overrides applied, or None for the engine's default rules."""
         return None
 
 
-def _left_out(value: Any, default: Any) -> bool:
+def _left_out(value: object, default: object) -> bool:
     """A command-line value that was not given (typer passes an empty list for a repeatable option)."""
     return value == default or (default is None and value in ((), []))

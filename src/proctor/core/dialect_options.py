@@ -42,7 +42,7 @@ class DialectOptions(Mapping[str, BaseModel]):
         return DialectOptions({**self._by_dialect, name: options})
 
 
-def from_mapping(given: Mapping[str, Any] | None, dialects: Iterable[Dialect[Any]]) -> DialectOptions:
+def from_mapping(given: Mapping[str, object] | None, dialects: Iterable[Dialect[Any]]) -> DialectOptions:
     """The Python API's flat mapping as each dialect's validated options (a ``DialectOptions`` as it is).
 
     A key no dialect takes is refused, as is a bad value (naming its flag, as the CLI would)."""

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import PIL.Image
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,7 @@ class ImageInput:
     def data_uri(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, str | int]:
         """What a sample record keeps of the image (no full bytes)."""
         return {
             "digest": self.digest,
@@ -33,7 +36,7 @@ class ImageInput:
             "thumbnail": self.thumbnail,
         }
 
-    def pil(self) -> Any:
+    def pil(self) -> PIL.Image.Image:
         """The decoded image (RGB), for backends that feed pixels to a processor: as ``rgb`` makes it."""
         import io
 
@@ -43,7 +46,7 @@ class ImageInput:
             return rgb(image)
 
 
-def rgb(image: Any) -> Any:
+def rgb(image: PIL.Image.Image) -> PIL.Image.Image:
     """A PIL image as the Hugging Face stack shows it to a model: turned upright by its EXIF orientation (as
     ``datasets`` decodes an ``Image`` feature and transformers' ``load_image`` reads a file), and transparency
     composited onto white (transformers' ``convert_to_rgb``), not dropped to whatever colour lies under it."""

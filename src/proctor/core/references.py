@@ -18,7 +18,7 @@ def resolve(reference: str) -> Any:
     module, sep, attr = reference.partition(":")
     if not sep or not module or not attr:
         raise ValueError(f"'{reference}' is not a reference: write it 'package.module:attr'")
-    found: Any = importlib.import_module(module)
+    found: object = importlib.import_module(module)
     for part in attr.split("."):
         try:
             found = getattr(found, part)

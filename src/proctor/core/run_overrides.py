@@ -116,7 +116,7 @@ def reducer_k(reducer: str, epochs: int) -> int | None:
     raise ProctorError(f"--epoch-reducer takes mean or pass@K, got '{reducer}'")
 
 
-def _literal(text: str) -> Any:
+def _literal(text: str) -> object:
     lowered = text.strip()
     if lowered.lower() in ("true", "false"):
         return lowered.lower() == "true"
@@ -220,7 +220,7 @@ def limit_count(limit: int | float | None, n_rows: int) -> int | None:
 
 
 # --------------------------------------------------------------------------- per dialect
-def with_spec_changes(task: Task, **changes: Any) -> Task:
+def with_spec_changes(task: Task, **changes: object) -> Task:
     # validated again from its fields, except a handler's options: the typed model its dialect made (kept as is)
     fields = {**task.spec.model_dump(exclude={"handler"}), "handler": task.spec.handler}
     spec = type(task.spec).model_validate(
@@ -229,5 +229,5 @@ def with_spec_changes(task: Task, **changes: Any) -> Task:
     return dataclasses.replace(task, spec=spec)
 
 
-def _dump(value: Any) -> Any:
+def _dump(value: object) -> object:
     return value.model_dump() if hasattr(value, "model_dump") else value

@@ -32,7 +32,7 @@ class _Frozen(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _number_not_bool(cls, value: Any, info: ValidationInfo) -> Any:
+    def _number_not_bool(cls, value: object, info: ValidationInfo) -> object:
         """``limit: yes`` is YAML's true, which pydantic would take as the number 1: a number field refuses it."""
         if (
             isinstance(value, bool)
@@ -61,7 +61,7 @@ class DataSpec(_Frozen):
 
     @field_validator("join", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @field_validator("columns")
@@ -131,7 +131,7 @@ class GenerationSpec(_Frozen):
 
     @field_validator("stop", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @field_validator("max_tokens")
@@ -250,7 +250,7 @@ class HandlerSpec(_Frozen):
 
     @field_validator("options", mode="before")
     @classmethod
-    def _typed_options(cls, value: Any) -> Any:
+    def _typed_options(cls, value: object) -> object:
         # a plain mapping would validate as an empty BaseModel: the options would be lost without a word
         if not isinstance(value, BaseModel):
             raise ValueError(
@@ -327,17 +327,17 @@ class TaskSpec(_Frozen):
 
     @field_validator("version", mode="before")
     @classmethod
-    def _version_text(cls, value: Any) -> Any:
+    def _version_text(cls, value: object) -> object:
         return str(value) if isinstance(value, (int, float)) else value
 
     @field_validator("group", "breakdown", mode="before")
     @classmethod
-    def _str_list(cls, value: Any) -> Any:
+    def _str_list(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @field_validator("data", mode="before")
     @classmethod
-    def _data_list(cls, value: Any) -> Any:
+    def _data_list(cls, value: object) -> object:
         if isinstance(value, (str, dict)):
             value = [value]
         if isinstance(value, list):
@@ -346,17 +346,17 @@ class TaskSpec(_Frozen):
 
     @field_validator("changes", mode="before")
     @classmethod
-    def _changes_text(cls, value: Any) -> Any:
+    def _changes_text(cls, value: object) -> object:
         if isinstance(value, dict):
             return {str(k): v for k, v in value.items()}
         return value
 
     @field_validator("metrics", mode="before")
     @classmethod
-    def _metric_specs(cls, value: Any) -> Any:
+    def _metric_specs(cls, value: object) -> object:
         if not isinstance(value, list):
             return value
-        out: list[dict[str, Any]] = []
+        out: list[object] = []
         for item in value:
             if isinstance(item, str):
                 out.append({"name": item})
@@ -372,7 +372,7 @@ class TaskSpec(_Frozen):
         """The task file's class or the dialect's handler the task runs through (it makes its own requests)."""
         return self.task_class or (self.handler.name if self.handler is not None else None)
 
-    def with_handler_options(self, **changes: Any) -> "TaskSpec":
+    def with_handler_options(self, **changes: object) -> "TaskSpec":
         """This spec with some of its handler's options changed, checked by the handler's options model."""
         if self.handler is None:
             raise ValueError(f"task '{self.name}' runs through no handler")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, TypeVar
 
 from jinja2 import nodes
 
@@ -30,6 +30,8 @@ MAX_POWER_BITS = 1_000_000  # an integer power's size: 10**9 is 30 bits, 10**10*
 
 COUNTED = "_proctor_counted"  # the filter names the compiled templates call
 SIZED = "_proctor_sized"
+
+T = TypeVar("T")  # a loop's items, a joined value: handed back as they came
 
 
 class TemplateBound(Exception):
@@ -65,7 +67,7 @@ def _check(budget: _Budget) -> None:
     budget.check_at = min(budget.steps + CHECK_EVERY, MAX_STEPS + 1)  # the step bound is exact
 
 
-def counted(iterable: Iterable[Any]) -> Iterable[Any]:
+def counted(iterable: Iterable[T]) -> Iterable[T]:
     """A ``{% for %}``'s iterable, its steps counted against the render's budget: a sized one (a list, a range,
     a text: nearly every loop) all at once and returned as it is, an iterator step by step."""
     try:
@@ -79,7 +81,7 @@ def counted(iterable: Iterable[Any]) -> Iterable[Any]:
     return iterable
 
 
-def _each_counted(iterable: Iterable[Any]) -> Iterator[Any]:
+def _each_counted(iterable: Iterable[T]) -> Iterator[T]:
     budget = _BUDGET
     for item in iterable:
         budget.steps += 1
@@ -92,7 +94,7 @@ def _too_long(size: int) -> TemplateBound:
     return TemplateBound(f"builds a text or list of {size:,} characters or items (more than {MAX_ITEMS:,})")
 
 
-def sized(value: Any) -> Any:
+def sized(value: T) -> T:
     """A ``~`` join's result, refused past ``MAX_ITEMS`` characters."""
     if isinstance(value, str) and len(value) > MAX_ITEMS:
         raise _too_long(len(value))

@@ -10,19 +10,21 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import islice
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, NoReturn, TypeVar, cast
 
 import jinja2
 from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.nativetypes import NativeCodeGenerator, NativeEnvironment, NativeTemplate, native_concat
+from jinja2.runtime import Context
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
 from proctor.core import template_bounds as bounds
 from proctor.core.errors import TaskDefinitionError
 
 
-def _raw_concat(values: Any) -> Any:
+def _raw_concat(values: Iterator[object]) -> object:
     """A single expression keeps its Python value; anything else is text.
 
     Jinja's own native mode runs ``literal_eval`` on text, which would turn a question such as
@@ -37,7 +39,7 @@ def _raw_concat(values: Any) -> Any:
 
 
 class _RawNativeTemplate(NativeTemplate):
-    def render(self, *args: Any, **kwargs: Any) -> Any:
+    def render(self, *args: Any, **kwargs: Any) -> Any:  # jinja's NativeTemplate.render: any value
         context = self.new_context(dict(*args, **kwargs))
         try:
             return _raw_concat(self.root_render_func(context))
@@ -50,10 +52,11 @@ class _RawNativeCodeGenerator(NativeCodeGenerator):
     text "[]", ``{{ false }}`` the text "False", which is true): only literal text is folded here, so a constant
     expression keeps its Python value as any other does."""
 
-    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> Any:
+    def _output_child_to_const(self, node: nodes.Expr, frame: Frame, finalize: CodeGenerator._FinalizeInfo) -> str:
         if not isinstance(node, nodes.TemplateData):
             raise nodes.Impossible()
-        return super()._output_child_to_const(node, frame, finalize)
+        text: str = super()._output_child_to_const(node, frame, finalize)
+        return text
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
@@ -72,7 +75,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         return bounds.bound_loops(super()._parse(source, name, filename))
 
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+    def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
         bounds.checked_binop(operator, left, right)
         return super().call_binop(context, operator, left, right)
 
@@ -90,9 +93,10 @@ def _regex_replace(value: str, pattern: str, replacement: str = "") -> str:
 
 
 _NO_DEFAULT = object()
+T = TypeVar("T")  # a value printed as it came
 
 
-def _strict_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
+def _strict_int(value: object, default: object = _NO_DEFAULT, base: int = 10) -> object:
     """Jinja's ``int`` filter, except that text that is no number is an error, not a silent 0."""
     try:
         if isinstance(value, str):
@@ -100,16 +104,16 @@ def _strict_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
                 return int(value, base)
             except ValueError:
                 return int(float(value))
-        return int(value)
+        return int(value)  # type: ignore[call-overload]  # any value: int() refusing it is the error below
     except (TypeError, ValueError, OverflowError):
         if default is not _NO_DEFAULT:
             return default
         raise ValueError(f"int: {value!r:.60} is not a number (give a default, e.g. int(-1), to allow that)") from None
 
 
-def _strict_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
+def _strict_float(value: object, default: object = _NO_DEFAULT) -> object:
     try:
-        return float(value)
+        return float(value)  # type: ignore[arg-type]  # any value: float() refusing it is the error below
     except (TypeError, ValueError):
         if default is not _NO_DEFAULT:
             return default
@@ -122,7 +126,7 @@ class RowProblem(Exception):
     """Raised by ``_fail(message[, value])`` in a template: the row does not fit the task's format."""
 
 
-def _fail(message: Any, value: Any = _NO_DEFAULT) -> Any:
+def _fail(message: object, value: object = _NO_DEFAULT) -> NoReturn:
     """``{{ x if x is string else _fail("'x' must be a text", x) }}``: a template's own check of a row, reported
     as an error naming the row's file, the row and the template's field (a dialect states its format so)."""
     got = "" if value is _NO_DEFAULT else f", got {type(value).__name__}: {value!r:.60}"
@@ -135,7 +139,7 @@ _NULL = (
 )
 
 
-def _no_null(value: Any) -> Any:
+def _no_null(value: T) -> T:
     """Each value a text template prints: a null is refused, never the text 'None' in a prompt."""
     if value is None:
         raise RowProblem(_NULL)
@@ -186,7 +190,7 @@ class _Compiled:
         """The field a "{{ name }}" template only looks up (None for any other template)."""
         return self._name
 
-    def _render(self, fields: Mapping[str, Any], *, file: str | None, row: int | None) -> Any:
+    def _render(self, fields: Mapping[str, object], *, file: str | None, row: int | None) -> object:
         if self._name is not None and self._name in fields:
             value = fields[self._name]
             if value is None and not self.native:
@@ -256,8 +260,8 @@ class _Compiled:
 class Template(_Compiled):
     """A text template."""
 
-    def render(self, fields: Mapping[str, Any], *, file: str | None = None, row: int | None = None) -> str:
-        text: str = self._render(fields, file=file, row=row)
+    def render(self, fields: Mapping[str, object], *, file: str | None = None, row: int | None = None) -> str:
+        text = cast(str, self._render(fields, file=file, row=row))  # a text template renders text
         return text
 
 
@@ -266,7 +270,9 @@ class Expression(_Compiled):
 
     native = True
 
-    def evaluate(self, fields: Mapping[str, Any], *, file: str | None = None, row_number: int | None = None) -> Any:
+    def evaluate(
+        self, fields: Mapping[str, object], *, file: str | None = None, row_number: int | None = None
+    ) -> object:
         return self._render(fields, file=file, row=row_number)
 
 

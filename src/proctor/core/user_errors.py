@@ -13,10 +13,11 @@ import sysconfig
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 
+T = TypeVar("T")  # what the user's function returns, handed back as it is
 _LONGEST = 500  # characters of an exception's message quoted in an error
 
 
@@ -105,14 +106,14 @@ def user_code_error(
 
 
 def call_user(
-    fn: Callable[..., Any],
+    fn: Callable[..., T],
     what: str,
     *args: Any,
     field: str | None = None,
     file: str | Path | None = None,
     roots: Iterable[str | Path] = (),
     **kwargs: Any,
-) -> Any:
+) -> T:
     """``fn(*args, **kwargs)``; an exception from user code becomes :func:`user_code_error`. Re-raised as they are:
     proctor's own errors, an exception from a model the code called, and one with no user frame (proctor's bug)."""
     try:
@@ -125,7 +126,7 @@ def call_user(
         raise user_code_error(exc, what, field=field, file=file, roots=roots) from None
 
 
-def definition_site(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
+def definition_site(fn: Callable[..., object]) -> tuple[str | None, int | None]:
     """(file, first line) of a function or method, for "returned None" errors that point at it."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     return (code.co_filename, code.co_firstlineno) if code is not None else (None, None)

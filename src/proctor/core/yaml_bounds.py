@@ -21,7 +21,7 @@ RATIO = 10  # ... and past this many times its own nodes: a long file without al
 class YamlAliasBomb(yaml.YAMLError):
     """The document's aliases expand it too far; ``problem_mark`` is where the document starts."""
 
-    def __init__(self, expanded: int, written: int, mark: Any) -> None:
+    def __init__(self, expanded: int, written: int, mark: yaml.Mark | None) -> None:
         name = str(getattr(mark, "name", "") or "")
         where = f" {name}" if name and not name.startswith("<") else ""  # a file lm-eval includes: named
         self.problem = (
@@ -33,7 +33,7 @@ class YamlAliasBomb(yaml.YAMLError):
 
 
 class YamlSelfReference(yaml.YAMLError):
-    def __init__(self, mark: Any) -> None:
+    def __init__(self, mark: yaml.Mark | None) -> None:
         self.problem = "a value refers to itself through an alias (*name inside its own &name)"
         self.problem_mark = mark
         super().__init__(self.problem)

@@ -16,9 +16,9 @@ class LineDict(dict[Any, Any]):
     """A dict from YAML that knows its own line and the line of each key (1-based)."""
 
     line: int = 0
-    key_lines: dict[Any, int]
+    key_lines: dict[object, int]
 
-    def line_of(self, key: Any) -> int:
+    def line_of(self, key: object) -> int:
         return self.key_lines.get(key, self.line)
 
 
@@ -39,7 +39,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineDict:
     result = LineDict()
     result.line = node.start_mark.line + 1
     result.key_lines = {}
-    own_keys: set[Any] = set()
+    own_keys: set[object] = set()
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
@@ -128,7 +128,7 @@ def load_yaml(path: Path) -> Any:
         raise TaskDefinitionError("invalid YAML: lists or mappings nested too deeply to read", file=path) from None
 
 
-def line_for(raw: Any, loc: tuple[Any, ...]) -> tuple[int | None, str]:
+def line_for(raw: object, loc: tuple[int | str, ...]) -> tuple[int | None, str]:
     """The line of the deepest key in ``loc`` found in ``raw``, and the dotted field path."""
     line = getattr(raw, "line", None)
     node = raw

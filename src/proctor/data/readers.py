@@ -167,7 +167,7 @@ class _BadObject(ValueError):
         self.key = key
 
 
-def _object(pairs: list[tuple[str, Any]]) -> Row:
+def _object(pairs: list[tuple[str, object]]) -> Row:
     """A JSON object; a key given twice is an error (json keeps the last one silently)."""
     row = dict(pairs)
     if len(row) != len(pairs):
@@ -192,7 +192,7 @@ def loads(text: str) -> Any:
     return value
 
 
-def _no_lone_surrogates(value: Any) -> None:
+def _no_lone_surrogates(value: object) -> None:
     if isinstance(value, str):
         try:
             value.encode("utf-8")

@@ -30,7 +30,7 @@ class GivenTexts:
     target (a choice index or text, or references), the choices, the text a perplexity task scores."""
 
     prompt: str | None = None
-    target: Any = None
+    target: object = None
     choices: tuple[str, ...] | None = None
     text: str | None = None
 
@@ -256,7 +256,7 @@ def _no_column_named(spec: DataSpec, row: Row, task_file: str) -> None:
 _FALSE_TEXTS = {"false", "no", "off", "0", "n", "f", "none", "null"}
 
 
-def _kept(value: Any, row: Row, origin: str) -> bool:
+def _kept(value: object, row: Row, origin: str) -> bool:
     """The filter's value as a truth value; a text reading as false ('False' from a CSV) is true in a template,
     so it would keep the row: refused, naming the row."""
     if isinstance(value, str) and value.strip().lower() in _FALSE_TEXTS:
@@ -315,7 +315,7 @@ def load_samples(
     raise TaskDefinitionError("no data source is available: " + "; ".join(reasons), file=task_file, field=field)
 
 
-def _not_an_id(value: Any) -> str | None:
+def _not_an_id(value: object) -> str | None:
     """What an id value is when it is no id (null, NaN, a list or mapping), else None."""
     if value is None:
         return "null"

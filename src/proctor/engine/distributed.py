@@ -29,6 +29,7 @@ from proctor.core.model_requests import (
     GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,
+    Request,
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
@@ -58,11 +59,11 @@ class ClusterOptions:
     resources: Mapping[str, float] = field(default_factory=dict)
     nodes: tuple[str, ...] = ()
 
-    def actor_options(self, index: int) -> dict[str, Any]:
+    def actor_options(self, index: int) -> dict[str, object]:
         resources = dict(self.resources)
         if self.nodes:
             resources[f"node:{self.nodes[index % len(self.nodes)]}"] = 0.001
-        options: dict[str, Any] = {
+        options: dict[str, object] = {
             "num_cpus": self.cpus_per_worker,
             "num_gpus": self.gpus_per_worker,
             "max_restarts": 0,
@@ -72,7 +73,7 @@ class ClusterOptions:
         return options
 
 
-def replica_options(spec: str, options: Mapping[str, Any] | None, cluster: ClusterOptions) -> dict[str, Any]:
+def replica_options(spec: str, options: Mapping[str, object] | None, cluster: ClusterOptions) -> dict[str, object]:
     """Model options for one replica: the GPUs of a vLLM replica are its tensor-parallel size."""
     from proctor.core.registry import backend_of
 
@@ -92,7 +93,7 @@ class DistributedModel(Model):
     """N replicas of one model on a Ray cluster, seen by the engine as one model."""
 
     def __init__(
-        self, spec: str, model_options: Mapping[str, Any] | None = None, cluster: ClusterOptions | None = None
+        self, spec: str, model_options: Mapping[str, object] | None = None, cluster: ClusterOptions | None = None
     ) -> None:
         ray = require_ray()
         cluster = cluster or ClusterOptions()
@@ -132,7 +133,7 @@ class DistributedModel(Model):
     def _init(self, cluster: ClusterOptions) -> None:
         self._restore = connect(self._ray, cluster.address, cluster.workers, cluster.cpus_per_worker)
 
-    def _start(self, spec: str, options: dict[str, Any]) -> None:
+    def _start(self, spec: str, options: dict[str, object]) -> None:
         ray = self._ray
         remote = ray.remote(ModelWorker)
         threads = int(self.cluster.cpus_per_worker) if self.cluster.cpus_per_worker >= 1 else None
@@ -223,7 +224,7 @@ class DistributedModel(Model):
 
     # ------------------------------------------------------------------ the engine's entry point
     def map_chunks(
-        self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list[Any]], None]
+        self, request_type: str, chunks: Sequence[Sequence[Request]], done: Callable[[int, list[Any]], None]
     ) -> None:
         """Run every chunk on some replica; ``done(index, results)`` once per chunk, here."""
         if not chunks:
@@ -232,7 +233,7 @@ class DistributedModel(Model):
         costs = [sum(estimated_tokens(r) for r in chunk) for chunk in chunks]
         keys = [chunk_key(chunk) for chunk in chunks]
         queues = assign(range(len(chunks)), costs, keys, self._alive)
-        flying: dict[Any, tuple[int, int]] = {}  # object ref -> (replica, chunk)
+        flying: dict[object, tuple[int, int]] = {}  # object ref -> (replica, chunk)
         finished: set[int] = set()
 
         def busy(replica: int) -> int:
@@ -286,7 +287,7 @@ class DistributedModel(Model):
         text: str = self._on_any("apply_chat_template", list(messages))
         return text
 
-    def _whole(self, request_type: str, requests: Sequence[Any], progress: Progress | None) -> list[Any]:
+    def _whole(self, request_type: str, requests: Sequence[Request], progress: Progress | None) -> list[Any]:
         # One call, one replica: exactly the call a single process would make (custom task code).
         out: list[Any] = self._on_any("call", request_type, list(requests))
         if progress:

@@ -11,7 +11,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Any, Sequence
 
-from proctor.core.model_requests import GenerateRequest
+from proctor.core.model_requests import GenerateRequest, Request
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.runs.results_schema import Epochs, EpochVariance
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
@@ -27,7 +27,7 @@ def epoch_seed(seed: int, sample_id: str, epoch: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF  # fits every backend's seed type
 
 
-def seeded(requests: Sequence[Any], sample_id: str, epoch: int) -> list[Any]:
+def seeded(requests: Sequence[Request], sample_id: str, epoch: int) -> list[Request]:
     """Sampled generation requests get their own seed; greedy ones stay as they are (one stored answer)."""
     return [
         dataclasses.replace(r, seed=epoch_seed(r.seed, sample_id, epoch))
@@ -47,7 +47,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - value
 
 
-def _binary(values: Sequence[Any]) -> bool:
+def _binary(values: Sequence[object]) -> bool:
     present = [v for v in values if v is not None]
     return bool(present) and all(v in (0, 1) or isinstance(v, bool) for v in present)
 
@@ -62,7 +62,7 @@ def reduce_sample(values: Sequence[Any], k: int | None) -> Any:
     return sum(present) / len(present)
 
 
-def _numeric(value: Any) -> bool:  # an int, a float or a bool (0/1), finite
+def _numeric(value: object) -> bool:  # an int, a float or a bool (0/1), finite
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 

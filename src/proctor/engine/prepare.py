@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.run_rules import duplicate_notes, limit_notes
@@ -25,6 +25,9 @@ from proctor.kinds.capabilities import LoadsSamples, ReadsLocalFiles, ScoresItse
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
+if TYPE_CHECKING:
+    from proctor.kinds.custom import CustomTask
+
 
 @dataclass(frozen=True)
 class PreparedTask:
@@ -34,7 +37,8 @@ class PreparedTask:
     content_hash: str
     use_chat: bool
     data: SourceStats  # the source used, rows read, rows dropped by the filter
-    handler: Any = None  # a dialect's handler (spec.handler) or a task class (spec.task_class), else the kind's own
+    # a dialect's handler (spec.handler) or a task class (spec.task_class); None: the kind's own
+    handler: CustomTask | None = None
     mc_format: str = (
         "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     )
@@ -116,7 +120,7 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
     strict_audit: bool = False,
-    seen_in_groups: dict[tuple[str, str], Any] | None = None,
+    seen_in_groups: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] | None = None,
 ) -> PreparedTask:
     """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
     ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``. ``seen_in_groups``:
@@ -328,7 +332,8 @@ def prepare_tasks(
     """Every task prepared; ``overrides`` (already applied to the specs) set each task's epochs."""
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
-    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    seen: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = {}
     return [
         prepare_task(
             t,

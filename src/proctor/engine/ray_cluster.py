@@ -14,7 +14,7 @@ import os
 import socket
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Callable
 
 from proctor.core.errors import MissingDependencyError, ProctorError
 
@@ -68,7 +68,7 @@ def connect(ray: ModuleType, address: str | None, workers: int, cpus_per_worker:
     this checkout of proctor on their Python path. Returns what undoes the private cluster's loopback switch
     (after shutdown), or None when joining."""
     paths = [p for p in (_source_root(), os.environ.get("PYTHONPATH")) if p]
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING}
+    kwargs: dict[str, object] = {"logging_level": logging.WARNING}
     if paths:
         kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
     if address is None:  # a private cluster for this run: "local" never joins a running one

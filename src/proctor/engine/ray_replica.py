@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence, TypedDict
 
+from proctor.core.model_requests import Request
 from proctor.models.base import Model
 from proctor.models.info import model_info
 
@@ -32,15 +33,15 @@ class WorkerInfo(_WorkerStart, total=False):
     has_chat_template: bool
     chunk_requests: int | None
     large_chunks: bool
-    chunk_sizes: Any  # the backend's own chunk sizes, None where it has none
-    batch_size: Any  # the backend's batch size (a number or "auto"), None where it has none
+    chunk_sizes: dict[str, int] | None  # the backend's own chunk sizes, None where it has none
+    batch_size: int | str | None  # the backend's batch size (a number or "auto"), None where it has none
     model_info: dict[str, Any]
 
 
 class ModelWorker:
     """One replica (a Ray actor): loads its model once, then answers whole chunks."""
 
-    def __init__(self, spec: str, options: Mapping[str, Any], threads: int | None, cwd: str | None) -> None:
+    def __init__(self, spec: str, options: Mapping[str, object], threads: int | None, cwd: str | None) -> None:
         self.error: str | None = None
         self.model: Model | None = None
         if cwd and os.path.isdir(cwd):  # relative model paths mean what they mean for the driver
@@ -80,7 +81,7 @@ class ModelWorker:
             info["model_info"] = model_info(m)
         return info
 
-    def call(self, request_type: str, requests: Sequence[Any]) -> list[Any]:
+    def call(self, request_type: str, requests: Sequence[Request]) -> list[Any]:
         return list(getattr(self.model, request_type)(list(requests)))
 
     def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:

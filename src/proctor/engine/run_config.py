@@ -57,7 +57,7 @@ class ModelConfig:
     (``workers``, or a ``cluster``: ``engine.distributed.ClusterOptions`` or a mapping of its fields)."""
 
     model: ModelRef = "smollm2"
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     workers: int | None = None
     cluster: "ClusterOptions | Mapping[str, Any] | None" = None
 
@@ -110,9 +110,9 @@ class PrepareOptions:
             return dict(self.variables) if self.variables else None
         return {**self.variables, "DATA_PATH": str(Path(self.data_path).expanduser().resolve())}
 
-    def mc_options(self) -> dict[str, Any]:
+    def mc_options(self) -> dict[str, str | int]:
         """Only non-default multiple-choice options enter the manifest (older run folders stay comparable)."""
-        out: dict[str, Any] = {}
+        out: dict[str, str | int] = {}
         if self.mc_format != "auto":
             out["mc_format"] = self.mc_format
         if self.mc_shuffle_seed is not None:
@@ -146,7 +146,7 @@ class RunConfig:
     tasks: tuple[TaskRef, ...]
     model: ModelConfig = field(default_factory=ModelConfig)
     select: tuple[str, ...] | None = None
-    dialect_options: Mapping[str, Any] | None = None
+    dialect_options: Mapping[str, object] | None = None
     limit: RowLimit = field(default_factory=RowLimit)
     prepare: PrepareOptions = field(default_factory=PrepareOptions)
     output: OutputOptions = field(default_factory=OutputOptions)

@@ -5,18 +5,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from proctor.core.errors import ProctorError
 from proctor.core.images import ImageInput
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
 from proctor.core.run_overrides import reducer_k
 from proctor.core.user_errors import call_user
 from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.task_warnings import count_unparsed, record_choice, warn_bounded, warn_not_numbers, warn_truncated
-from proctor.kinds.base import SampleDetails
+from proctor.kinds.base import KindHandler, SampleDetails
 from proctor.kinds.capabilities import (
     CorpusMetrics,
     PredictsSamples,
@@ -35,6 +35,11 @@ from proctor.runs.store import Lookup
 from proctor.runs.thinking import ThinkingTally, ThoughtResult, run_thinking
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
+
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
 # answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
 ProgressHook = Callable[[str, int, int], None]
@@ -45,11 +50,11 @@ class TaskRequests:
     """A task's requests: per sample, flattened, deduplicated (``mapping``: flat index -> unique index)."""
 
     prepared: PreparedTask
-    handler: Any
-    per_sample: list[list[Any]]
+    handler: KindHandler | PredictsSamples  # a task class (PredictsSamples) makes no requests: the lists are empty
+    per_sample: list[list[Request]]
     prompts: list[str]
-    flat: list[Any]
-    unique: list[Any]
+    flat: list[Request]
+    unique: list[Request]
     mapping: list[int]
 
     @property
@@ -106,7 +111,7 @@ def has_images(prepared: PreparedTask) -> bool:
     return any(sample.prompt.images for sample in prepared.samples)
 
 
-def _with_images(requests: list[Any], images: tuple[ImageInput, ...]) -> list[Any]:
+def _with_images(requests: list[Request], images: tuple[ImageInput, ...]) -> list[Request]:
     """The sample's images on each of its requests (they enter the request's identity by digest)."""
     if not images:
         return requests
@@ -116,7 +121,7 @@ def _with_images(requests: list[Any], images: tuple[ImageInput, ...]) -> list[An
     ]
 
 
-def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
+def choice_formulation(model: Model, prepared: PreparedTask) -> MultipleChoiceGenerateKind | None:
     """The lettered generation formulation of a choice (``tasks/mc_generate.py``) when it is asked
     for, or when the model cannot score log-likelihoods (a chat-only API); else None."""
     fmt = prepared.mc_format
@@ -138,7 +143,7 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> Any:
     return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
 
 
-def _kind_handler(model: Model, prepared: PreparedTask) -> Any:
+def _kind_handler(model: Model, prepared: PreparedTask) -> KindHandler:
     """The kind's handler; multiple choice by generation when asked, or when the model cannot score."""
     spec = prepared.task.spec
     if spec.kind == "multiple_choice":
@@ -154,7 +159,7 @@ def _kind_handler(model: Model, prepared: PreparedTask) -> Any:
     return kind_handler(spec.kind)
 
 
-def is_custom(handler: Any) -> bool:
+def is_custom(handler: object) -> TypeIs[PredictsSamples]:
     """A task class that calls the model itself (``kinds/capabilities.PredictsSamples``)."""
     return isinstance(handler, PredictsSamples)
 
@@ -209,10 +214,9 @@ def run_built(
             cut, sent = executor.truncated, executor.requests
             thinking = executor.thinking
         else:
+            request_type = built.handler.request_type  # a kind's (narrowed here, not inside the lambda)
             results = run_thinking(
-                lambda requests: execute(
-                    model, built.handler.request_type, requests, lookup, chunk_size, on_progress, on_reused
-                ),
+                lambda requests: execute(model, request_type, requests, lookup, chunk_size, on_progress, on_reused),
                 unique,
                 built.prepared.think_end_token,
                 built.prepared.think_budget,
@@ -263,7 +267,7 @@ def run_built(
     return outcome
 
 
-def _request_text(request: Any) -> str | None:
+def _request_text(request: Request) -> str | None:
     """The whole text a request sends (what a backend names a request by)."""
     if isinstance(request, LoglikelihoodRequest):
         return request.context + request.continuation
@@ -286,19 +290,20 @@ def score_task(
     """Per-sample outcomes, metric values and the task's aggregate from the unique results."""
     spec = built.prepared.task.spec
     epochs = built.prepared.epochs
-    per_epoch: list[list[tuple[Any, SampleDetails]]] = [[] for _ in range(epochs)]  # (outcome, details) per sample
+    handler = cast(KindHandler, built.handler)  # a task class scores in its predict_samples (run_built), not here
+    per_epoch: list[list[tuple[object, SampleDetails]]] = [[] for _ in range(epochs)]  # (outcome, details) per sample
     position = 0
     for sample, requests in zip(built.prepared.samples, built.per_sample):
         n = len(requests) // epochs
         for e in range(epochs):
             sample_results = [results[built.mapping[position + e * n + k]] for k in range(n)]
-            scored, details = built.handler.outcome(spec, sample, sample_results)
+            scored, details = handler.outcome(spec, sample, sample_results)
             thoughts = [r.thinking for r in sample_results if isinstance(r, ThoughtResult)]
             if thoughts:  # --think-end-token: the thinking kept beside the answer scored
                 details = {**details, "thinking": thoughts[0] if len(thoughts) == 1 else thoughts}
             per_epoch[e].append((scored, details))
         position += len(requests)
-    request_info = {"total": len(built.flat), "unique": len(built.unique), "type": built.handler.request_type}
+    request_info = {"total": len(built.flat), "unique": len(built.unique), "type": handler.request_type}
     outcomes = [score_outcomes(built, pairs, request_info, model_seconds, started) for pairs in per_epoch]
     if epochs == 1:
         return outcomes[0]
@@ -310,8 +315,8 @@ def score_task(
 
 def score_outcomes(
     built: TaskRequests,
-    pairs: Sequence[tuple[Any, SampleDetails]],
-    request_info: dict[str, Any],
+    pairs: Sequence[tuple[object, SampleDetails]],
+    request_info: dict[str, object],
     model_seconds: float = 0.0,
     started: float | None = None,
 ) -> TaskOutcome:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from typing import Any, Sequence
+from typing import Sequence
 
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
 from proctor.runs.store import request_hash
 
 CHARS_PER_TOKEN = 4  # the driver has no tokenizer: characters / 4 estimates tokens
 
 
-def estimated_tokens(request: Any) -> int:
+def estimated_tokens(request: Request) -> int:
     if isinstance(request, LoglikelihoodRequest):
         return 1 + (len(request.context) + len(request.continuation)) // CHARS_PER_TOKEN
     if isinstance(request, GenerateRequest):
@@ -26,7 +26,7 @@ def estimated_tokens(request: Any) -> int:
     return 1 + len(getattr(request, "text", "")) // CHARS_PER_TOKEN
 
 
-def chunk_key(chunk: Sequence[Any]) -> str:
+def chunk_key(chunk: Sequence[Request]) -> str:
     digest = hashlib.sha256()
     for request in chunk:
         digest.update(request_hash(request).encode())

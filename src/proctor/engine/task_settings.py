@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Mapping
+from typing import Mapping
 
 from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
@@ -18,7 +18,7 @@ from proctor.runs.results_schema import TaskResult, TaskSettings
 _SECRET = re.compile(r"key|token|secret|password|passwd|auth|credential", re.IGNORECASE)
 
 
-def chat_template_digest(template: Any) -> str | None:
+def chat_template_digest(template: object) -> str | None:
     """The first 16 hex digits of the template's sha256: two runs on the same template show the same digest."""
     return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16] if isinstance(template, str) else None
 
@@ -28,9 +28,9 @@ def chat_template_digest(template: Any) -> str | None:
 _PACE = frozenset({"batch_size", "concurrency", "deadline", "timeout", "max_retries"})
 
 
-def model_args(options: Mapping[str, Any]) -> dict[str, Any]:
+def model_args(options: Mapping[str, object]) -> dict[str, str | int | float | bool | None]:
     """--model-arg values as plain JSON values, credentials and pace settings left out."""
-    out: dict[str, Any] = {}
+    out: dict[str, str | int | float | bool | None] = {}
     for name, value in sorted(options.items()):
         if _SECRET.search(str(name)) or name in _PACE:
             continue
@@ -46,8 +46,8 @@ def model_args(options: Mapping[str, Any]) -> dict[str, Any]:
 def task_settings(
     prepared: PreparedTask,
     result: TaskResult,
-    fingerprint: Mapping[str, Any],
-    info: Mapping[str, Any],
+    fingerprint: Mapping[str, object],
+    info: Mapping[str, object],
     config: RunConfig,
 ) -> TaskSettings:
     """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count)."""
@@ -68,7 +68,7 @@ def task_settings(
             source += f" (split {given.split})"
     system = spec.chat.system if spec.chat is not None and spec.chat.system is not None else overrides.system_prompt
     generates = spec.kind == "generate" or result.mc_format == "generate"
-    generation: dict[str, Any] | None = None
+    generation: dict[str, object] | None = None
     if generates:
         generation = (dict(overrides.gen_kwargs) or None) if own_code else spec.generation.model_dump(mode="json")
     limit = config.limit.value if config.limit.value is not None else spec.limit

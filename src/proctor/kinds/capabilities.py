@@ -36,7 +36,10 @@ from typing import (
 if TYPE_CHECKING:
     from proctor.data.sources import Sample
     from proctor.kinds.base import SampleDetails
+    from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
+    from proctor.models.base import Model
     from proctor.prompts.builder import PreparedSample
+    from proctor.scoring.aggregate import MetricEntry, TaskEntry
 
 
 @runtime_checkable
@@ -57,7 +60,7 @@ class Executor(Protocol):
         ...
 
     def run(
-        self, request_type: str, requests: Sequence[Any], progress: Callable[[int], None] | None = None
+        self, request_type: str, requests: Sequence[object], progress: Callable[[int], None] | None = None
     ) -> list[Any]:
         """Results of ``request_type`` ("loglikelihood", "generate", "rolling_loglikelihood") in request
         order; ``progress(n)`` as requests are answered (from the store or the model)."""
@@ -67,7 +70,7 @@ class Executor(Protocol):
         """Report ``n`` more units of the task finished (samples, for a handler's ``predict_samples``)."""
         ...
 
-    def for_model(self, model: Any) -> Executor:
+    def for_model(self, model: Model) -> Executor:
         """An executor for another model (a judge) on the same store and cache, under its own fingerprint."""
         ...
 
@@ -115,7 +118,7 @@ class PredictsSamples(Protocol):
 
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
-    ) -> list[tuple[Any, SampleDetails]]: ...
+    ) -> list[tuple[object, SampleDetails]]: ...
 
 
 @runtime_checkable
@@ -138,7 +141,7 @@ class UsesChoiceFormulation(Protocol):
     resolved lazily: only choice scoring needs the model's capability check.
     """
 
-    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None: ...
+    def use_choice_formulation(self, resolve: Callable[[], MultipleChoiceGenerateKind | None]) -> None: ...
 
 
 @runtime_checkable
@@ -163,7 +166,7 @@ class CorpusMetrics(Protocol):
     prediction (SEA-HELM's metric classes, lm-eval's aggregations, GLM's per-file metrics); merged
     over the per-sample aggregates when the task's result is built."""
 
-    def corpus_metrics(self) -> dict[str, dict[str, Any]]: ...
+    def corpus_metrics(self) -> dict[str, MetricEntry]: ...
 
 
 @runtime_checkable
@@ -171,4 +174,4 @@ class ResultExtras(Protocol):
     """Extra top-level entries of the task's result (GLM-130B's per-file and per-group report),
     merged last when the result is built."""
 
-    def result_extras(self) -> dict[str, Any]: ...
+    def result_extras(self) -> TaskEntry: ...

@@ -16,7 +16,7 @@ import inspect
 import math
 import numbers
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -36,14 +36,22 @@ from proctor.core.user_code import (
 from proctor.core.user_errors import call_user, definition_site
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import Executor
+from proctor.models.base import Model
 from proctor.prompts.builder import PreparedSample
+
+if TYPE_CHECKING:
+    from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
+
+# one entry of the batch a task class's predict_single_batch receives (GLM-130B's shape): the rendered "inputs",
+# the sample's "id" and "fields", and "choices"/"label" (multiple choice) or "targets" (generation)
+BatchItem = dict[str, Any]
 
 
 class TaskModel:
     """The model as a task class sees it: every attribute and call of the wrapped backend, plus two
     batch helpers. Kept off the backend contract (``models.base.Model``) since only task code uses them."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Model) -> None:
         self._backend = backend  # not "model": token-level code reads a backend's torch module as .model
 
     def __getattr__(self, name: str) -> Any:
@@ -75,7 +83,7 @@ class TaskModel:
         return [r.text for r in self._backend.generate([GenerateRequest(p, **params) for p in prompts])]
 
 
-def task_model(model: Any) -> TaskModel:
+def task_model(model: Model | TaskModel) -> TaskModel:
     return model if isinstance(model, TaskModel) else TaskModel(model)
 
 
@@ -99,24 +107,24 @@ class CustomTask:
         self.micro_batch_size = max(1, int(batch or 1))
 
     # ---------------------------------------------------------------- for subclasses
-    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+    def item(self, prepared: PreparedSample, prompt: str) -> BatchItem:
         """What one batch entry holds: the rendered ``inputs``, kind-specific fields, and the row."""
         return {"inputs": prompt, "id": prepared.sample.id, "fields": dict(prepared.sample.fields)}
 
-    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
+    def predict_single_batch(self, batch: list[BatchItem]) -> Sequence[object]:
         raise NotImplementedError
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
+    def outcome(self, prepared: PreparedSample, prediction: object) -> tuple[object, SampleDetails]:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- called by the runner
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
-    ) -> list[tuple[Any, SampleDetails]]:
+    ) -> list[tuple[object, SampleDetails]]:
         """``kinds/capabilities.PredictsSamples``: batches of ``micro_batch_size`` through ``predict_single_batch``
         (which calls ``self.model`` directly)."""
         self.model = task_model(executor.model)
-        out: list[tuple[Any, SampleDetails]] = []
+        out: list[tuple[object, SampleDetails]] = []
         for start in range(0, len(samples), self.micro_batch_size):
             chunk = list(
                 zip(samples[start : start + self.micro_batch_size], prompts[start : start + self.micro_batch_size])
@@ -152,16 +160,16 @@ class MultipleChoiceTask(CustomTask):
     """
 
     kind = "multiple_choice"
-    _choice_formulation: Callable[[], Any] | None = None
+    _choice_formulation: Callable[[], MultipleChoiceGenerateKind | None] | None = None
     mc_format: str | None = None  # "generate" once the lettered formulation answered (reported in results)
 
-    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+    def use_choice_formulation(self, resolve: Callable[[], MultipleChoiceGenerateKind | None]) -> None:
         """Called by the runner: ``resolve()`` gives the lettered generation formulation, or None."""
         self._choice_formulation = resolve
 
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
-    ) -> list[tuple[Any, SampleDetails]]:
+    ) -> list[tuple[object, SampleDetails]]:
         # Only the default prediction (summed log-probs) has a generation twin; a subclass's own
         # predict_single_batch runs as written (its cond_log_prob calls fail clearly on a chat-only model).
         own = type(self).predict_single_batch is not MultipleChoiceTask.predict_single_batch
@@ -173,13 +181,13 @@ class MultipleChoiceTask(CustomTask):
         results = executor.model.generate(requests, executor.progress)
         return [generate.outcome(self.spec, s, [r]) for s, r in zip(samples, results)]
 
-    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+    def item(self, prepared: PreparedSample, prompt: str) -> BatchItem:
         gold = prepared.gold
         return {**super().item(prepared, prompt), "choices": list(prepared.choices), "label": gold[0] if gold else None}
 
-    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
+    def predict_single_batch(self, batch: list[BatchItem]) -> Sequence[object]:
         delimiter = self.spec.target_delimiter
-        scores: list[Any] = self.model.cond_log_prob(
+        scores: list[list[float]] = self.model.cond_log_prob(
             [b["inputs"] for b in batch],
             [[delimiter + c for c in b["choices"]] for b in batch],
             move_whitespace=self.spec.move_whitespace,
@@ -187,7 +195,7 @@ class MultipleChoiceTask(CustomTask):
         )
         return scores
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
+    def outcome(self, prepared: PreparedSample, prediction: object) -> tuple[object, SampleDetails]:
         from proctor.kinds.multiple_choice import choice_outcome
 
         n = len(prepared.choices)
@@ -214,7 +222,7 @@ class MultipleChoiceTask(CustomTask):
                     f"a prediction is a choice index or a list of choice scores, got {prediction!r:.80}",
                     field="task_class",
                 )
-            index = int(prediction)
+            index = int(prediction)  # type: ignore[call-overload]  # as above: int() takes every Real
             if not 0 <= index < n:
                 raise TaskDefinitionError(
                     f"predicted choice {index} is out of range for {n} choices", field="task_class"
@@ -228,7 +236,7 @@ class GenerationTask(CustomTask):
 
     kind = "generate"
 
-    def item(self, prepared: PreparedSample, prompt: str) -> dict[str, Any]:
+    def item(self, prepared: PreparedSample, prompt: str) -> BatchItem:
         return {**super().item(prepared, prompt), "targets": list(prepared.references)}
 
     def generation_params(self) -> dict[str, Any]:
@@ -246,11 +254,11 @@ class GenerationTask(CustomTask):
             "max_length": self.spec.max_length,
         }
 
-    def predict_single_batch(self, batch: list[dict[str, Any]]) -> list[Any]:
-        texts: list[Any] = self.model.generate_text([b["inputs"] for b in batch], **self.generation_params())
+    def predict_single_batch(self, batch: list[BatchItem]) -> Sequence[object]:
+        texts: list[str] = self.model.generate_text([b["inputs"] for b in batch], **self.generation_params())
         return texts
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, SampleDetails]:
+    def outcome(self, prepared: PreparedSample, prediction: object) -> tuple[object, SampleDetails]:
         from proctor.kinds.generate import GenerateKind
 
         if not hasattr(self, "_kind"):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import torch
 
 
-def require_local(model: Any, what: str) -> Any:
+def require_local(model: object, what: str) -> torch.nn.Module:
     """The model's torch module; a clear error for backends that have none (HTTP servers, vLLM)."""
     module = getattr(model, "model", None)
     if module is None or not callable(module) or getattr(model, "tokenizer", None) is None:
@@ -35,7 +35,7 @@ def max_positions(model: Any) -> int:
 
 
 def target_logprobs(
-    model: Any, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task"
+    model: object, sequences: Sequence[Sequence[int]], n_targets: Sequence[int], what: str = "this task"
 ) -> list[list[float]]:
     """Per sequence, the log-probs of its last ``n`` tokens, each given every token before it
     (sequences longer than the model's context keep their last tokens). One forward pass each, in float32."""
@@ -61,7 +61,7 @@ def target_logprobs(
 
 
 def next_token_logits(
-    model: Any, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32
+    model: object, sequences: Sequence[Sequence[int]], what: str = "this task", batch: int = 32
 ) -> torch.Tensor:
     """The logits for the token after each sequence (a [len(sequences), vocab] float tensor). Sequences of
     the same length (the beams of one item) go through the model together, without padding."""

@@ -78,7 +78,7 @@ class PreparedSample:
     shots: tuple[str, ...] = field(default=())  # ids of the few-shot examples used
 
 
-def _not_text(value: Any) -> bool:
+def _not_text(value: object) -> bool:
     """A choice value that str() would turn into a wrong text: None, NaN, a container."""
     return value is None or isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
 
@@ -173,7 +173,7 @@ class PromptBuilder:
             return str(self._given(sample, "prompt"))
         return self._prompt.render(sample.fields, **self._where(sample))
 
-    def _target_value(self, sample: Sample) -> Any:
+    def _target_value(self, sample: Sample) -> object:
         if self._target is None:
             return self._given(sample, "target")
         return self._target.evaluate(sample.fields, file=sample.file, row_number=sample.row)

@@ -8,14 +8,14 @@ reads them (``template=False``): those keep only the checks every format shares.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from proctor.core.errors import TaskDefinitionError
 
 Fail = Callable[[str], TaskDefinitionError]  # the error for this row and field 'target'
 
 
-def _index(item: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> int:
+def _index(item: object, choices: tuple[str, ...], template: bool, fail: Fail) -> int:
     if isinstance(item, str) and item in choices:
         index = choices.index(item)
         digits = item.strip().lstrip("-").isdigit()
@@ -33,7 +33,7 @@ def _index(item: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> i
     raise fail(f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}")
 
 
-def gold_indices(value: Any, choices: tuple[str, ...], template: bool, fail: Fail) -> tuple[int, ...]:
+def gold_indices(value: object, choices: tuple[str, ...], template: bool, fail: Fail) -> tuple[int, ...]:
     """The indices of the right choices ``value`` (an index or a choice's text, or a list of them) names."""
     values = value if isinstance(value, (list, tuple)) else [value]
     gold: list[int] = []
@@ -49,11 +49,11 @@ def gold_indices(value: Any, choices: tuple[str, ...], template: bool, fail: Fai
     return tuple(gold)
 
 
-def _not_a_reference(value: Any) -> bool:
+def _not_a_reference(value: object) -> bool:
     return isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
 
 
-def references(value: Any, template: bool, fail: Fail) -> tuple[str, ...]:
+def references(value: object, template: bool, fail: Fail) -> tuple[str, ...]:
     """The reference answers ``value`` gives: one, or a list of them (each a text or a number)."""
     values = value if isinstance(value, (list, tuple)) else [value]
     if any(v is None for v in values):  # str(None) would make "None" a reference answer

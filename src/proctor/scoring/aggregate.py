@@ -17,7 +17,7 @@ TaskEntry = dict[str, Any]
 
 
 def aggregate_metrics(
-    metrics: Sequence[MetricDef], values: dict[str, list[Any]], clusters: Sequence[Any] | None = None
+    metrics: Sequence[MetricDef], values: dict[str, list[Any]], clusters: Sequence[object] | None = None
 ) -> dict[str, MetricEntry]:
     """Per metric: value and stderr over the samples it scored (None means 'unscored', counted apart). With
     ``clusters`` (each sample's cluster), a mean metric also gets its cluster-robust (CR1) standard error."""
@@ -26,7 +26,7 @@ def aggregate_metrics(
         all_values = values[metric.name]
         present = [v for v in all_values if v is not None]
         value, stderr = metric.aggregate(present)
-        entry: dict[str, Any] = {"value": value, "stderr": stderr}
+        entry: MetricEntry = {"value": value, "stderr": stderr}
         if len(present) < len(all_values):
             entry["n_scored"] = len(present)
             entry["n_unscored"] = len(all_values) - len(present)
@@ -37,7 +37,7 @@ def aggregate_metrics(
     return out
 
 
-def _is_mean(value: Any, present: Sequence[Any]) -> bool:
+def _is_mean(value: object, present: Sequence[Any]) -> bool:
     """A metric whose aggregate is the plain mean of numeric per-sample values (the only kind CR1 applies to)."""
     if not present or not all(isinstance(v, (int, float)) for v in present) or not isinstance(value, (int, float)):
         return False
@@ -77,12 +77,12 @@ def breakdown_stats(parts: dict[str, TaskEntry]) -> dict[str, dict[str, float | 
 def breakdown(
     metrics: Sequence[MetricDef],
     values: dict[str, list[Any]],
-    keys: Sequence[Any],
-    clusters: Sequence[Any] | None = None,
+    keys: Sequence[object],
+    clusters: Sequence[object] | None = None,
 ) -> dict[str, TaskEntry]:
     """Metrics per distinct key (e.g. per data file), keys in first-seen order; each part's standard errors
     (clustered too, with ``clusters``) over its own samples."""
-    positions: dict[Any, list[int]] = defaultdict(list)
+    positions: dict[object, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         positions[key].append(i)
     out = {}
@@ -97,9 +97,9 @@ def breakdowns(
     metrics: Sequence[MetricDef],
     values: dict[str, list[Any]],
     fields: Sequence[str],
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, object]],
     cluster: str | None = None,
-) -> dict[str, Any]:
+) -> TaskEntry:
     """A task's ``breakdown`` (per field, per value of it in the samples' ``rows``: metrics) and its
     ``breakdown_stats`` (per field: max, median and weighted average over the values)."""
     clusters = [row.get(cluster) for row in rows] if cluster is not None else None
@@ -140,7 +140,7 @@ def aggregate_groups(
     return out
 
 
-def _clustered_group(stderrs: list[float], counts: list[int], clusters: list[int | None]) -> dict[str, Any]:
+def _clustered_group(stderrs: list[float], counts: list[int], clusters: list[int | None]) -> MetricEntry:
     """A group's cluster-robust standard errors where every member task reports one. The tasks are independent
     and each one's clusters lie within it, so the variance of the macro mean is ``sum(se_i^2) / k^2`` and that of
     the micro (sample-weighted) mean ``sum((n_i * se_i)^2) / N^2``, with each task's CR1 ``se_i``."""

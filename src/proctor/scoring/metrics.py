@@ -15,7 +15,8 @@ import inspect
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from types import ModuleType
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def pooled_ratio(
 class MetricDef:
     name: str
     kinds: frozenset[str]
-    compute: Callable[..., Any]
+    compute: Callable[..., object]  # fn(outcome, **kwargs) -> the sample's value
     aggregate: Aggregate = mean_stderr
     higher_is_better: bool = True
 
@@ -98,7 +99,7 @@ def get_metric(name: str, kind: str) -> MetricDef:
     return metric
 
 
-def check_arguments(metric: MetricDef, kwargs: dict[str, Any]) -> None:
+def check_arguments(metric: MetricDef, kwargs: Mapping[str, object]) -> None:
     """A task's keyword arguments for a metric that its function does not take: a ValueError naming them, at
     load time (else the first sample's scoring fails, after the model ran)."""
     try:
@@ -158,7 +159,7 @@ def load_entry_points() -> None:
         entry.load()
 
 
-def load_metric_file(path: str) -> Any:
+def load_metric_file(path: str) -> ModuleType:
     """Import a Python file that registers metrics (``--plugin FILE.py``); once per file. Returns the module."""
     from pathlib import Path
 
@@ -179,11 +180,11 @@ DEFAULT_METRICS = {
 
 
 # ---------------------------------------------------------------- multiple choice
-def unscored(fn: Callable[..., Any]) -> Callable[..., Any]:
+def unscored(fn: Callable[..., float]) -> Callable[..., float | None]:
     """A choice metric gives None (not counted; reported as unscored) for a sample without ground truth."""
 
     @functools.wraps(fn)  # its signature too: check_arguments reads it
-    def wrapper(outcome: ChoiceOutcome, **kwargs: Any) -> Any:
+    def wrapper(outcome: ChoiceOutcome, **kwargs: Any) -> float | None:
         return None if not outcome.gold else fn(outcome, **kwargs)
 
     return wrapper

@@ -37,7 +37,7 @@ def _node(children: dict[str, RollupNode]) -> RollupNode:
     values = [c["value"] for c in children.values() if c["value"] is not None]
     value = float(np.mean(values)) if values else None
     boots = [c.get("bootstrap") for c in children.values()]
-    entry: dict[str, Any] = {"value": value, "stderr": None, "children": children}
+    entry: RollupNode = {"value": value, "stderr": None, "children": children}
     if boots and all(b is not None for b in boots) and len({len(b) for b in boots if b is not None}) == 1:
         vector = np.mean(np.asarray(boots, dtype=float), axis=0)
         entry["bootstrap"] = vector.tolist()
