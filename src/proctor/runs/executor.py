@@ -27,7 +27,7 @@ Progress = Callable[[int], None]  # called with the number of requests (or sampl
 MAX_CHUNK_REQUESTS = 64  # generation and rolling requests: a kill loses at most this many requests' work (docs/runs.md)
 MAX_LOGLIKELIHOOD_CHUNK = 256  # log-likelihood requests: cheap each (one packed forward), so more per call
 
-Unique = TypeVar("Unique", bound=Hashable)
+Unique = TypeVar("Unique", bound=Hashable)  # a request as dedupe gets it (a frozen dataclass), given back as it came
 
 
 class ExecutedModel(Protocol):

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
         tuple[str, DataclassInstance, DataclassInstance], tuple[str, DataclassInstance, DataclassInstance, str]
     ]
 
-Result = TypeVar("Result", bound="DataclassInstance")
+Result = TypeVar("Result", bound="DataclassInstance")  # a model's answer (a result dataclass), as_stored keeps its type
 
 SCHEMA_VERSION = 1
 CACHE_ENV = "PROCTOR_CACHE"
