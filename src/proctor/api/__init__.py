@@ -5,7 +5,7 @@ anything loads and what run.json records of them are ``api/run_options.py``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from proctor.api.evaluation import run_evaluation as run_evaluation
 from proctor.api.evaluation_result import EvaluationResult as EvaluationResult
@@ -26,11 +26,14 @@ from proctor.engine.run_config import (
 from proctor.engine.runner import ProgressHook
 from proctor.engine.sample_selection import parse_sample_ids
 
+if TYPE_CHECKING:  # Ray's replicas: imported where a run uses them
+    from proctor.engine.distributed import ClusterOptions
+
 
 def load_tasks(
     paths: Iterable[str | Path],
     select: Iterable[str] | None = None,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     problems: list[dict[str, str]] | None = None,
     notes: list[str] | None = None,
 ) -> list[Task]:
@@ -60,9 +63,9 @@ def evaluate(
     select: Iterable[str] | None = None,
     variables: Mapping[str, str] | None = None,
     data_path: str | Path | None = None,
-    dialect_options: Mapping[str, Any] | None = None,
+    dialect_options: Mapping[str, object] | None = None,
     chat: bool | None = None,
-    model_options: Mapping[str, Any] | None = None,
+    model_options: Mapping[str, object] | None = None,
     progress: ProgressHook | None = None,
     command: Sequence[str] | None = None,
     cache: str | Path | None = None,
@@ -71,7 +74,7 @@ def evaluate(
     restart: bool = False,
     export: bool = True,
     workers: int | None = None,
-    cluster: Any = None,
+    cluster: ClusterOptions | Mapping[str, object] | None = None,
     mc_format: str = "auto",
     mc_shuffle_seed: int | None = None,
     overrides: RunOverrides | None = None,

@@ -158,8 +158,8 @@ def _already_complete(
     config: RunConfig,
     run_dir: Path,
     hashes: Mapping[str, str],
-    recorded: Mapping[str, Any],
-    known: Mapping[str, Any] | None,
+    recorded: Mapping[str, object],
+    known: Mapping[str, object] | None,
     dialects: Mapping[str, str],
 ) -> EvaluationResult | None:
     """The folder's results when it holds a complete run of exactly this request (``api.finished_run``): reported

@@ -5,23 +5,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from proctor.runs.documents import ResultsDocument
+from proctor.scoring.aggregate import TaskEntry
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
 class EvaluationResult:
     run_dir: Path
-    results: dict[str, Any]
+    results: ResultsDocument
 
     @property
-    def tasks(self) -> dict[str, dict[str, Any]]:
-        tasks: dict[str, dict[str, Any]] = self.results["tasks"]
+    def tasks(self) -> dict[str, TaskEntry]:
+        tasks: dict[str, TaskEntry] = self.results["tasks"]
         return tasks
 
     def metric(self, task: str, name: str) -> float:
         return float(self.results["tasks"][task]["metrics"][name]["value"])
 
-    def samples_frame(self) -> Any:
+    def samples_frame(self) -> pd.DataFrame:
         """The run's samples (samples.jsonl) as a pandas DataFrame, one row per sample: ``task``, ``id``,
         ``target``, ``prediction``, ``correct``, a ``metric_<name>`` column per metric, and the rest of
         samples.parquet's columns (docs/results.md). Needs pandas (``pip install 'proctor[pandas]'``)."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from proctor.core.errors import ProctorError
 from proctor.core.version import __version__
+from proctor.runs.documents import ResultsDocument
 from proctor.runs.manifest import read_manifest
 from proctor.runs.results import read_json
 from proctor.runs.store import STORE_FILE
@@ -23,7 +24,7 @@ from proctor.runs.store import STORE_FILE
 REQUEST_FIELD = "model_request"  # run.json's finished attempt: the digest of the model spec and its options
 
 
-def model_request(spec: str, options: Mapping[str, Any]) -> str:
+def model_request(spec: str, options: Mapping[str, object]) -> str:
     """A digest of ``--model`` and the backend options as given (a digest: an option may hold an API key)."""
     text = json.dumps({"spec": spec, "options": dict(options)}, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -32,14 +33,14 @@ def model_request(spec: str, options: Mapping[str, Any]) -> str:
 def finished_results(
     run_dir: Path,
     task_hashes: Mapping[str, str],
-    options: Mapping[str, Any],
+    options: Mapping[str, object],
     request: str,
-    identity: Mapping[str, Any] | None,
+    identity: Mapping[str, object] | None,
     *,
     chunk_size: int | None,
     predict_only: bool,
     dialects: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
+) -> ResultsDocument | None:
     """results.json of ``run_dir`` when it is a complete run of exactly this request, else None.
 
     ``options``: run.json's recorded options as this run would record them before the model loads (no

@@ -13,14 +13,14 @@ and names the file and the field.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Iterator, Mapping
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.registry import ModelBackend, registry, split_model_spec
 from proctor.core.user_code import TRUST_HINT
 
 
-def code_backend(spec: Any) -> ModelBackend | None:
+def code_backend(spec: object) -> ModelBackend | None:
     """The backend of ``spec`` when loading it runs code the spec names; None otherwise (not a string, no such
     backend, a backend that runs none). The prefix is also read stripped and lower-cased, so ``' STEER:f.py:X'``
     is refused as ``steer:f.py:X`` is, whether or not the loader would take it."""
@@ -35,7 +35,7 @@ def code_backend(spec: Any) -> ModelBackend | None:
     return None
 
 
-def _strings(value: Any, field: str) -> Iterator[tuple[str, str]]:
+def _strings(value: object, field: str) -> Iterator[tuple[str, str]]:
     """(field path, text) for every text in ``value``, nested mappings and lists included."""
     if isinstance(value, str):
         yield field, value
@@ -47,7 +47,7 @@ def _strings(value: Any, field: str) -> Iterator[tuple[str, str]]:
             yield from _strings(item, f"{field}[{i}]")
 
 
-def check_model_consent(value: Any, *, trusted: bool, file: str | Path, field: str, line: int | None = None) -> None:
+def check_model_consent(value: object, *, trusted: bool, file: str | Path, field: str, line: int | None = None) -> None:
     """Refuse a model spec in ``value`` (a text, or any text nested in mappings and lists) that would run code,
     read from ``file`` at ``field``, unless ``trusted`` (--trust-task-code): a ``TaskDefinitionError`` naming
     the file, the field and the flag."""

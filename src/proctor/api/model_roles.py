@@ -68,7 +68,7 @@ def _check_spec(role: str, spec: str, flag: str) -> None:
         raise OptionError(flag, f"{role}={spec}: unknown model backend '{prefix}:' (the backends: {available})")
 
 
-def _options_key(options: Mapping[str, Any]) -> str:
+def _options_key(options: Mapping[str, object]) -> str:
     return json.dumps(dict(options), sort_keys=True, default=repr)
 
 
@@ -94,7 +94,7 @@ class ModelRoles:
         self._server = dict(server or {})
         self._keep = keep
         self._made: dict[tuple[str, str], Model] = {}
-        self._used: dict[str, dict[str, Any]] = {}
+        self._used: dict[str, dict[str, object]] = {}  # results.json's roles (RoleModel's fields)
         # re-entrant: making a role's model may ask for another role's (a steer: judge or metric model loads its
         # steer_base through these roles, in the same thread)
         self._lock = threading.RLock()
@@ -117,7 +117,7 @@ class ModelRoles:
         role: str,
         default: Any,
         *,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, object] | None = None,
         server: Mapping[str, Any] | None = None,
     ) -> Any:
         """The model of ``role``: the one given for the run, else ``default`` (a spec string, or an object used as
@@ -149,7 +149,7 @@ class ModelRoles:
         return made
 
     def _load_options(
-        self, spec: str, options: Mapping[str, Any] | None, server: Mapping[str, Any] | None
+        self, spec: str, options: Mapping[str, object] | None, server: Mapping[str, Any] | None
     ) -> dict[str, Any]:
         backend = backend_of(spec)
         if backend is not None and backend.server:
@@ -159,10 +159,10 @@ class ModelRoles:
             return judge_load_options(spec, **settings)
         return dict(options or {})
 
-    def _record(self, role: str, spec: str, source: str, model: Any) -> None:
+    def _record(self, role: str, spec: str, source: str, model: object) -> None:
         if not self._keep:
             return
-        entry: dict[str, Any] = {"model": spec, "source": source}
+        entry: dict[str, object] = {"model": spec, "source": source}
         fingerprint = getattr(model, "fingerprint", None)
         if isinstance(fingerprint, dict):
             entry["fingerprint"] = fingerprint
@@ -172,7 +172,7 @@ class ModelRoles:
         """The roles given for the run that no task asked for (a warning: the flag changed nothing)."""
         return [role for role in self._given if role not in self._used]
 
-    def used(self) -> dict[str, dict[str, Any]]:
+    def used(self) -> dict[str, dict[str, object]]:
         """results.json's ``roles``: each role a model was made or handed out for, its spec and where it came from
         (``--model-role``, or ``task``: the task files and dialect options), and its fingerprint."""
         return {role: dict(entry) for role, entry in sorted(self._used.items())}

@@ -4,7 +4,7 @@ and what run.json records of them, which a run continuing in the folder must mat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from proctor.core.errors import ProctorError
 from proctor.engine.run_config import RunConfig
@@ -23,7 +23,7 @@ def chunk_option(model: Model, chunk_size: int | None) -> dict[str, int]:
     return {"chunk_size": chunk_size}
 
 
-def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, Any]:
+def recorded_options(config: RunConfig, chunk: Mapping[str, int]) -> dict[str, object]:
     """The options run.json records, which a run continuing in the folder must match (``chunk``: ``chunk_option``).
     ``--predict-only`` is not one: it changes no request, so a predict-only folder is scored by a run without it
     (run.json's attempt says which attempts left the scoring out)."""

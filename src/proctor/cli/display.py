@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from proctor.core.audit import Finding
+
+if TYPE_CHECKING:  # the runs package is imported after a run, not at the command's start
+    from proctor.runs.documents import ResultsDocument
+    from proctor.scoring.aggregate import MetricEntry, TaskEntry
 
 # Logs and pipes get the full table instead of Rich's 80-column default, unless COLUMNS says otherwise.
 # sys.stdout is None where proctor started with it closed (cli/streams.py opens it on /dev/null)
@@ -38,7 +42,7 @@ def fmt_value(value: Optional[float], metric: str = "") -> str:
     return f"{value:.4f}"
 
 
-def formulation(task: dict[str, Any]) -> str:
+def formulation(task: TaskEntry) -> str:
     """How a multiple-choice task was scored: by log-likelihood, or by a lettered reply (with its unparsed share)."""
     mc_format = task.get("mc_format")
     if mc_format == "generate":
@@ -48,7 +52,7 @@ def formulation(task: dict[str, Any]) -> str:
     return "log-likelihood" if mc_format == "loglikelihood" else ""
 
 
-def print_warnings(results: dict[str, Any]) -> None:
+def print_warnings(results: ResultsDocument) -> None:
     from proctor.runs.report_data import SKIP_STAGES  # after a run: nothing added to the command's start
 
     for warning in results.get("warnings", []):
@@ -80,7 +84,7 @@ def print_findings(task: str, findings: Sequence[Finding]) -> None:
             )
 
 
-def print_skipped(skipped: list[dict[str, Any]]) -> None:
+def print_skipped(skipped: Sequence[object]) -> None:
     err_console.print(
         f"[bold red]error:[/bold red] {len(skipped)} task(s) or file(s) did not run (listed above, and under "
         "'skipped' in results.json); the others' results are written. --skip-broken accepts this (exit 0).",
@@ -89,11 +93,11 @@ def print_skipped(skipped: list[dict[str, Any]]) -> None:
     )
 
 
-def _skip_name(entry: dict[str, Any]) -> str:
+def _skip_name(entry: Mapping[str, object]) -> str:
     return f"task '{entry['task']}' ({entry['file']})" if entry.get("task") else str(entry["file"])
 
 
-def epochs_note(task: dict[str, Any]) -> str:
+def epochs_note(task: TaskEntry) -> str:
     """How a score over several epochs was reduced per sample: pass@k, or the mean of the epochs."""
     epochs = task.get("epochs")
     if not epochs or int(epochs.get("n") or 1) <= 1:
@@ -102,7 +106,7 @@ def epochs_note(task: dict[str, Any]) -> str:
     return f"{'mean' if reducer == 'mean' else reducer} over {epochs['n']} epochs"
 
 
-def stderr_text(entry: dict[str, Any]) -> str:
+def stderr_text(entry: MetricEntry) -> str:
     """The plain standard error, and beside it the cluster-robust one (CR1, over G clusters) when the task has one."""
     if "n_clusters" not in entry:
         return fmt_value(entry["stderr"])
@@ -111,7 +115,7 @@ def stderr_text(entry: dict[str, Any]) -> str:
     )
 
 
-def print_results(results: dict[str, Any]) -> None:
+def print_results(results: ResultsDocument) -> None:
     # one line of notes under each task's name (version, how it was scored, epochs) instead of columns:
     # names are folded, never cut, and the table stays readable at 80 columns
     table = Table(title=f"proctor · {escape(str(results['model'].get('model', '?')))}")

@@ -8,7 +8,7 @@ tables list each one.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 import typer
 
@@ -81,7 +81,7 @@ def seed_option(value: Optional[str]) -> Optional[int]:
     raise typer.BadParameter(f"takes an integer, got '{value}'")
 
 
-def refuse_habits(given: Mapping[str, Any]) -> None:
+def refuse_habits(given: Mapping[str, object]) -> None:
     """A refused habit flag that was given (flag -> its value) ends the command, naming proctor's equivalent."""
     for flag, value in given.items():
         if value not in (None, False, ()):
@@ -98,7 +98,7 @@ def split_globs(tasks: Optional[list[str]]) -> Optional[tuple[str, ...]]:
     return globs
 
 
-def max_connections_option(count: Optional[int], served: bool, model_args: Mapping[str, Any]) -> dict[str, int]:
+def max_connections_option(count: Optional[int], served: bool, model_args: Mapping[str, object]) -> dict[str, int]:
     """``--max-connections N``: an openai: model's ``concurrency``; refused where it would be ignored."""
     if count is None:
         return {}

@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Mapping, Optional
 
 import typer
 
-from proctor.core.dialect import OptionContext, OptionError
+from proctor.core.dialect import Dialect, OptionContext, OptionError
 from proctor.core.dialect_options import DialectOptions
 from proctor.core.registry import registry
 
@@ -128,7 +128,7 @@ def resources_from(items: Optional[List[str]]) -> dict[str, float]:
     return out
 
 
-def check_worker_flags(on_ray: bool, tensor_parallel: bool, given: Mapping[str, Any]) -> None:
+def check_worker_flags(on_ray: bool, tensor_parallel: bool, given: Mapping[str, bool]) -> None:
     """Flags that shape Ray replicas (``given``: flag -> whether it was given) mean nothing in a run that does not go
     to Ray: refused rather than ignored. ``--gpus-per-worker`` is also a vllm model's tensor-parallel size."""
     if on_ray:
@@ -150,9 +150,9 @@ def model_roles_from(items: Optional[List[str]]) -> dict[str, str]:
         raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
 
 
-def model_args_from(items: Optional[List[str]]) -> dict[str, Any]:
+def model_args_from(items: Optional[List[str]]) -> dict[str, object]:
     """KEY=VALUE strings; values that read as JSON (numbers, true/false, null) are converted."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -200,7 +200,9 @@ def thinking_budget(flag: Optional[int], inspect_spelling: Optional[int]) -> Opt
 _MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
 
 
-def check_model_arg_flags(model_args: dict[str, Any], command: Callable[..., Any], flags: Mapping[str, Any]) -> None:
+def check_model_arg_flags(
+    model_args: Mapping[str, object], command: Callable[..., object], flags: Mapping[str, object]
+) -> None:
     """A --model-arg key that a flag of ``command`` also sets, the flag given a value other than its default: one of
     the two would be dropped without a word."""
     parameters = inspect.signature(command).parameters
@@ -228,13 +230,13 @@ def load_plugins(plugins: Optional[List[Path]]) -> None:
             call_user(register, "register", registry(), field="--plugin", file=plugin)  # a raise: its file and line
 
 
-def with_dialect_options(command: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def with_dialect_options(command: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """Add every registered dialect's options for ``command`` to a Typer command function.
 
     The function takes ``dialect_values`` (a dict by ``CliOption.name``) instead of one parameter per option;
     Typer sees the options through the wrapper's signature."""
 
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(fn: Callable[..., object]) -> Callable[..., object]:
         signature = inspect.signature(fn)
         own = [p for p in signature.parameters.values() if p.name != _DIALECT_VALUES]
         taken = {p.name for p in own}
@@ -265,7 +267,7 @@ def with_dialect_options(command: str) -> Callable[[Callable[..., Any]], Callabl
                 annotations[option.name] = option.annotation
         names = {p.name for p in added}
 
-        def command_fn(**kwargs: Any) -> Any:
+        def command_fn(**kwargs: Any) -> object:
             values = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
             return fn(**kwargs, **{_DIALECT_VALUES: values})
 
@@ -283,13 +285,15 @@ def with_dialect_options(command: str) -> Callable[[Callable[..., Any]], Callabl
     return decorate
 
 
-def typing_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+def typing_hints(fn: Callable[..., object]) -> dict[str, object]:
     import typing
 
     return typing.get_type_hints(fn)
 
 
-def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_task_code: bool = False) -> DialectOptions:
+def dialect_options(
+    values: Mapping[str, object], context: OptionContext, trust_task_code: bool = False
+) -> DialectOptions:
     """The options the dialects load with: each dialect parses its own command-line values into its ``Options``."""
     context = replace(context, trust_task_code=trust_task_code)
     options = {}
@@ -301,11 +305,11 @@ def dialect_options(values: Mapping[str, Any], context: OptionContext, trust_tas
     return DialectOptions(options)
 
 
-def uses_server_options(values: Mapping[str, Any]) -> bool:
+def uses_server_options(values: Mapping[str, object]) -> bool:
     """Whether a dialect's values use --base-url / --api-key-env (an openai: judge, say)."""
     return any(dialect.uses_server_options(_values_of(dialect, values)) for dialect in registry().ordered_dialects())
 
 
-def _values_of(dialect: Any, values: Mapping[str, Any]) -> dict[str, Any]:
+def _values_of(dialect: Dialect[Any], values: Mapping[str, object]) -> dict[str, object]:
     """The command-line values of one dialect's options."""
     return {o.name: values[o.name] for o in dialect.cli_options if o.name in values}

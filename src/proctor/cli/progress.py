@@ -12,7 +12,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.text import Text
@@ -165,7 +165,7 @@ class progress_display:
         self.finished: set[str] = set()
         self.running = False
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> progress_display | None:
         if self.quiet:
             return None
         if self.live:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any, List, Optional, cast
+from typing import List, Optional, cast
 
 import typer
 
@@ -113,7 +113,7 @@ def run(
     apply_chat_template: bool = habits.APPLY_CHAT_TEMPLATE,
     max_samples: Optional[str] = habits.MAX_SAMPLES,
     wandb_args: Optional[str] = habits.WANDB_ARGS,
-    dialect_values: Optional[dict[str, Any]] = None,
+    dialect_values: Optional[dict[str, object]] = None,
 ) -> None:
     """Evaluate a model on tasks and write a run folder. Re-run with the same --output to resume."""
     from proctor.api import run_evaluation

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.markup import escape
@@ -12,6 +12,9 @@ from rich.table import Table
 from proctor.cli.app import app
 from proctor.cli.display import console, err_console, fmt_value
 from proctor.cli.options import ExportFormat
+
+if TYPE_CHECKING:  # the commands import what they run when they run (a fast start)
+    from proctor.runs.compare import PairComparison
 
 
 @app.command()
@@ -63,7 +66,7 @@ def compare(
     console.print(f"comparison: {target}")
 
 
-def print_comparison(pair: dict[str, Any], alpha: float) -> None:
+def print_comparison(pair: PairComparison, alpha: float) -> None:
     """One comparison: per task its sample counts, per metric both means over the shared samples, B - A, CI, test."""
     from rich import box
 
@@ -118,7 +121,7 @@ def print_comparison(pair: dict[str, Any], alpha: float) -> None:
             )
 
 
-def print_paired(pair: dict[str, Any], alpha: float) -> None:
+def print_paired(pair: PairComparison, alpha: float) -> None:
     """The CLT view of each difference, a table of its own (the first stays readable at 80 columns): the standard
     error of the per-sample differences (clustered when the samples carry one), its normal interval, and the
     minimum detectable effect at 80% power and alpha 0.05 for the shared n."""
@@ -199,7 +202,7 @@ def power(
         console.print(f"power: {write_output(output, json_text(found))}")
 
 
-def print_settings(pair: dict[str, Any]) -> None:
+def print_settings(pair: PairComparison) -> None:
     """Every setting of a shared task that differs between A and B, with both values; what was not recorded."""
     from proctor.runs.task_settings import shown
 

@@ -55,7 +55,7 @@ def list_tasks(
     trust_task_code: bool = typer.Option(
         False, "--trust-task-code", help="Accepted as for run (listing runs no task code)."
     ),
-    dialect_values: Optional[dict[str, Any]] = None,
+    dialect_values: Optional[dict[str, object]] = None,
 ) -> None:
     from proctor.api import load_tasks
 
@@ -103,7 +103,7 @@ def needs(task: Task) -> str:
     return ", ".join(f"{kind} model" for kind in task.needs) or "-"
 
 
-def _unique_names(found: list[Task], problems: list[dict[str, Any]]) -> list[Task]:
+def _unique_names(found: list[Task], problems: list[dict[str, str]]) -> list[Task]:
     """Tasks of different paths that share a name (run refuses them, as results are keyed by name): one problem each."""
     seen: dict[str, Task] = {}
     kept = []
@@ -149,7 +149,7 @@ def validate(
     strict: bool = typer.Option(
         False, "--strict", help="Every audit finding is an error, not a warning (as for run; docs/audit.md)."
     ),
-    dialect_values: Optional[dict[str, Any]] = None,
+    dialect_values: Optional[dict[str, object]] = None,
 ) -> None:
     """Check task files, their data and every prompt, without running a model; audit what would mislead."""
     from rich.markup import escape
@@ -165,7 +165,7 @@ def validate(
         variables["DATA_PATH"] = str(data_path.expanduser().resolve())
     options = dialect_options(dialect_values or {}, OptionContext(command="validate"), trust_task_code)
     # every file's problems are reported, not only the first one's
-    problems: list[dict[str, Any]] = []
+    problems: list[dict[str, str]] = []
     found = []
     for path in paths:
         before = len(problems)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from proctor.cli.display import console, err_console
 from proctor.core.errors import ProctorError
 
+if TYPE_CHECKING:  # the trackers' modules are imported when a run is logged
+    from proctor.runs.trackers import RunContents, Target
 
-def tracker_targets(texts: Optional[List[str]], flag: str = "--log-to") -> list[Any]:
+
+def tracker_targets(texts: Optional[List[str]], flag: str = "--log-to") -> list[Target]:
     """The flag's values parsed and their libraries found: a typo or a missing library fails before a run."""
     if not texts:
         return []
@@ -22,7 +25,7 @@ def tracker_targets(texts: Optional[List[str]], flag: str = "--log-to") -> list[
     return targets
 
 
-def log_finished(run_dir: Path, targets: list[Any]) -> bool:
+def log_finished(run_dir: Path, targets: list[Target]) -> bool:
     """A finished run folder logged to each tracker (``log_each``); whether all logged. A folder that does not read
     as a finished run is an error here, after ``proctor run`` (its results are printed and kept)."""
     if not targets:
@@ -37,7 +40,7 @@ def log_finished(run_dir: Path, targets: list[Any]) -> bool:
     return log_each(contents, targets)
 
 
-def log_each(contents: Any, targets: list[Any]) -> bool:
+def log_each(contents: RunContents, targets: list[Target]) -> bool:
     """Each tracker in turn; one that fails is an error naming it and the command that logs the run, and the
     others still log (the run folder is complete and untouched either way). Whether all logged."""
     from proctor.runs.trackers import log_to

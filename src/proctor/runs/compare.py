@@ -23,19 +23,35 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 import numpy as np
 
 from proctor.core.errors import ProctorError
+from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.task_settings import run_settings, settings_differences
 from proctor.runs.unscored import check_scored
+from proctor.scoring.aggregate import TaskEntry
 from proctor.scoring.power import paired_difference
 from proctor.scoring.stats import bootstrap, percentile_interval
 
 # a sample's metric values, what it asked (``_asked``), and its cluster (None: the task names no cluster field)
-Sample = tuple[dict[str, Any], str, Any]
+Sample = tuple[dict[str, object], str, object]
+
+# one run compared with the baseline (``compare_pair``; an item of comparison_vs_*.json's "comparisons"): a, b,
+# model_a, model_b, tasks (per task its counts and per metric both means, B - A, its interval and test),
+# tasks_only_in_a / _b, settings_differ, settings_unknown
+PairComparison = dict[str, Any]
+
+
+class Comparison(TypedDict):
+    """What ``proctor compare`` writes (comparison_vs_*.json): every run compared with the first."""
+
+    baseline: str
+    alpha: float
+    bootstrap: dict[str, object]  # resamples, seed, interval
+    comparisons: list[PairComparison]
 
 
 def per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
@@ -54,7 +70,7 @@ def per_sample(run_dir: Path) -> dict[str | None, dict[str, Sample]]:
     return out
 
 
-def _asked(record: dict[str, Any]) -> str:
+def _asked(record: SampleLine) -> str:
     """What makes two runs' samples under one id the same sample: the choices (as a set: --mc-shuffle reorders
     them) with the gold ones' texts, else the reference answers. Prompts may differ (that is often the point)."""
     choices, target = record.get("choices"), record.get("target")
@@ -78,7 +94,7 @@ def _check_same_samples(task: str, shared: list[str], a: dict[str, Sample], b: d
             )
 
 
-def finite_number(value: Any) -> float | None:
+def finite_number(value: object) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)) and math.isfinite(value):
@@ -110,13 +126,13 @@ def paired_bootstrap(
     return percentile_interval(means, alpha)
 
 
-def _paired(a: np.ndarray, b: np.ndarray, clusters: list[Any], alpha: float) -> dict[str, Any]:
+def _paired(a: np.ndarray, b: np.ndarray, clusters: list[object], alpha: float) -> dict[str, object]:
     """The CLT view of B - A beside the bootstrap's: the standard error of the per-sample differences (clustered
     when every pair names its cluster), the normal interval and p-value, and the minimum detectable effect at 80%
     power and alpha 0.05 for this n (scoring/power.py)."""
     clustered = bool(clusters) and all(c is not None for c in clusters)
     found = paired_difference(list(a), list(b), clusters if clustered else None, alpha)
-    entry: dict[str, Any] = {
+    entry: dict[str, object] = {
         "diff": found.diff,
         "stderr": found.stderr,
         "ci": list(found.interval) if found.interval is not None else None,
@@ -131,7 +147,7 @@ def _paired(a: np.ndarray, b: np.ndarray, clusters: list[Any], alpha: float) -> 
     return entry
 
 
-def _tasks(results: dict[str, Any], run_dir: Path) -> dict[str, dict[str, Any]]:
+def _tasks(results: ResultsDocument, run_dir: Path) -> dict[str, TaskEntry]:
     """results.json's tasks, checked for what a comparison reads (a corrupt file names its field)."""
     where = Path(run_dir) / "results.json"
     tasks = results.get("tasks") if isinstance(results, dict) else None
@@ -146,12 +162,16 @@ def _tasks(results: dict[str, Any], run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def _check_comparable(
-    run_a: Path, run_b: Path, tasks_a: dict[str, Any], tasks_b: dict[str, Any], compared: dict[str, Any]
+    run_a: Path,
+    run_b: Path,
+    tasks_a: Mapping[str, TaskEntry],
+    tasks_b: Mapping[str, TaskEntry],
+    compared: Mapping[str, Mapping[str, object]],
 ) -> None:
     """Runs with no task, or no metric of a shared task, in common have nothing to compare: an error, not a table
     with no rows that says "0 significant difference(s)"."""
 
-    def listed(names: Any) -> str:
+    def listed(names: Iterable[str]) -> str:
         return ", ".join(sorted(names)) or "none"
 
     if not compared:
@@ -169,13 +189,13 @@ def _check_comparable(
         )
 
 
-def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> PairComparison:
     results_a, results_b = load_results(run_a), load_results(run_b)
     for run, results in ((run_a, results_a), (run_b, results_b)):
         check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
     samples_a, samples_b = per_sample(run_a), per_sample(run_b)
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, dict[str, object]] = {}
     for task in tasks_a:
         if task not in tasks_b:
             continue
@@ -194,7 +214,7 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             ]
             # "a" / "b": the means over the shared samples (the ones the difference is over);
             # "run_a" / "run_b": each run's own value over all its samples, for reference
-            entry: dict[str, Any] = {
+            entry: dict[str, object] = {
                 "a": None,
                 "b": None,
                 "run_a": (ta["metrics"][metric] or {}).get("value"),
@@ -273,7 +293,7 @@ def _check_distinct(runs: Sequence[Path]) -> None:
         seen[identity] = Path(run)
 
 
-def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> Comparison:
     """The first run is the baseline; every other run is compared with it."""
     if len(runs) < 2:
         raise ProctorError("compare needs at least two run folders")

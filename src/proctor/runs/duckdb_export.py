@@ -11,18 +11,19 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from proctor.core.errors import ProctorError, require
+from proctor.runs.documents import ResultsDocument
 from proctor.runs.run_exports import PARQUET_FILE, load_results, write_parquet
 
 if TYPE_CHECKING:
     import duckdb
 
 
-def _metric_rows(run: str, results: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _metric_rows(run: str, results: ResultsDocument) -> list[tuple[object, ...]]:
     model = (results.get("model") or {}).get("model")
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for kind in ("tasks", "groups"):
         for name, entry in (results.get(kind) or {}).items():
             for metric, m in (entry.get("metrics") or {}).items():
@@ -45,7 +46,7 @@ def _metric_rows(run: str, results: dict[str, Any]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str, params: list[Any]) -> None:
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, source: str, params: list[object]) -> None:
     have = {row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()}
     for name, dtype, *_ in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall():
         if name not in have:

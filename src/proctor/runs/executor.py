@@ -11,7 +11,7 @@ importing the engine.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Sequence, TypeVar
 
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
@@ -19,13 +19,30 @@ from proctor.models.base import MapsChunks
 from proctor.runs.store import Lookup, as_stored, request_key
 from proctor.runs.thinking import ThinkingTally, run_thinking
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Progress = Callable[[int], None]  # called with the number of requests (or samples) just finished
 
 MAX_CHUNK_REQUESTS = 64  # generation and rolling requests: a kill loses at most this many requests' work (docs/runs.md)
 MAX_LOGLIKELIHOOD_CHUNK = 256  # log-likelihood requests: cheap each (one packed forward), so more per call
 
+Unique = TypeVar("Unique", bound=Hashable)  # a request as dedupe gets it (a frozen dataclass), given back as it came
 
-def default_chunk_size(model: Any, request_type: str = "generate") -> int:
+
+class ExecutedModel(Protocol):
+    """What ``execute`` needs of a model (test doubles and wrappers need not subclass ``Model``): its name for
+    errors and its fingerprint for the store; the request type's method (``loglikelihood``, ``generate``, ...)
+    and the optional sizing (``default_chunk_size``) are looked up by name."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> Mapping[str, object]: ...
+
+
+def default_chunk_size(model: object, request_type: str = "generate") -> int:
     """Requests per model call when streaming to a store, capped per request type.
 
     A backend may name its own (``chunk_requests``: the HF backend packs log-likelihoods by
@@ -48,10 +65,10 @@ def default_chunk_size(model: Any, request_type: str = "generate") -> int:
     return min(size, MAX_LOGLIKELIHOOD_CHUNK if request_type == "loglikelihood" else MAX_CHUNK_REQUESTS)
 
 
-def dedupe(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
+def dedupe(requests: Sequence[Unique]) -> tuple[list[Unique], list[int]]:
     """Unique requests and, for each original request, the index of its unique twin."""
-    index: dict[Any, int] = {}
-    unique: list[Any] = []
+    index: dict[Unique, int] = {}
+    unique: list[Unique] = []
     mapping = []
     for request in requests:
         if request not in index:
@@ -61,7 +78,7 @@ def dedupe(requests: Sequence[Any]) -> tuple[list[Any], list[int]]:
     return unique, mapping
 
 
-def _chunk_order_key(request: Any) -> tuple[str, str] | tuple[int, str] | tuple[int]:
+def _chunk_order_key(request: object) -> tuple[str, str] | tuple[int, str] | tuple[int]:
     """The order chunks are cut from.
 
     Log-likelihood requests go by their text, so requests that share a prefix (a question's
@@ -77,9 +94,9 @@ def _chunk_order_key(request: Any) -> tuple[str, str] | tuple[int, str] | tuple[
 
 
 def execute(
-    model: Any,
+    model: ExecutedModel,
     request_type: str,
-    requests: Sequence[Any],
+    requests: Sequence[DataclassInstance],
     lookup: Lookup | None = None,
     chunk_size: int | None = None,
     progress: Progress | None = None,
@@ -106,7 +123,7 @@ def execute(
     identities = [request_key(r) for r in requests]  # the fields' JSON made once: hashed, and stored
     keys = [key for key, _ in identities]
     stored_fields = [fields for _, fields in identities]
-    results: dict[int, Any] = {}
+    results: dict[int, DataclassInstance] = {}
     found_before: set[int] = set()
     if lookup is not None:
         found = lookup.get_many(keys, requests)
@@ -117,7 +134,7 @@ def execute(
             report(len(results))
     chunks = [todo for chunk in chunk_indices(requests, size) if (todo := [i for i in chunk if i not in results])]
 
-    def finish(todo: list[int], out: Sequence[Any]) -> None:
+    def finish(todo: list[int], out: Sequence[DataclassInstance]) -> None:
         _check_count(model, request_type, len(todo), len(out))
         if lookup is not None:
             lookup.put_many([(keys[i], requests[i], r, stored_fields[i]) for i, r in zip(todo, out)])
@@ -125,7 +142,7 @@ def execute(
 
     if isinstance(model, MapsChunks):  # a pool of replicas (engine/distributed.py): chunks run in parallel
 
-        def done(k: int, out: Sequence[Any]) -> None:
+        def done(k: int, out: Sequence[DataclassInstance]) -> None:
             finish(chunks[k], list(out))
             if progress:
                 progress(len(out))
@@ -140,7 +157,7 @@ def execute(
     return [results[i] for i in range(len(requests))]
 
 
-def chunk_indices(requests: Sequence[Any], size: int) -> list[list[int]]:
+def chunk_indices(requests: Sequence[object], size: int) -> list[list[int]]:
     """The model calls ``execute`` makes of ``requests`` (indices into it), before the store is
     asked: chunks of about ``size`` in ``_chunk_order_key`` order, never cut between two requests
     with one context (the choices of a question stay in one call, so the backend forwards their
@@ -149,7 +166,7 @@ def chunk_indices(requests: Sequence[Any], size: int) -> list[list[int]]:
     return _chunks(order, size, requests)
 
 
-def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[int]]:
+def _chunks(order: list[int], size: int, requests: Sequence[object]) -> list[list[int]]:
     """Cut ``order`` into chunks of about ``size``, never between two requests with one context."""
 
     def context(i: int) -> str | None:
@@ -165,12 +182,12 @@ def _chunks(order: list[int], size: int, requests: Sequence[Any]) -> list[list[i
     return chunks
 
 
-def count_truncated(results: Sequence[Any]) -> int:
+def count_truncated(results: Sequence[object]) -> int:
     """How many answers say their prompt was cut on the left to fit the model's window."""
     return sum(1 for r in results if getattr(r, "truncated", 0))
 
 
-def _check_count(model: Any, request_type: str, asked: int, got: int) -> None:
+def _check_count(model: ExecutedModel, request_type: str, asked: int, got: int) -> None:
     if asked != got:
         raise ProctorError(f"model '{model.name}' answered {got} of {asked} {request_type} requests")
 
@@ -186,7 +203,7 @@ class ModelExecutor:
 
     def __init__(
         self,
-        model: Any,
+        model: ExecutedModel,
         lookup: Lookup | None = None,
         chunk_size: int | None = None,
         progress: Progress | None = None,
@@ -210,7 +227,9 @@ class ModelExecutor:
     def stored(self) -> bool:
         return self.lookup is not None
 
-    def run(self, request_type: str, requests: Sequence[Any], progress: Progress | None = None) -> list[Any]:
+    def run(
+        self, request_type: str, requests: Sequence[DataclassInstance], progress: Progress | None = None
+    ) -> list[Any]:
         before = self.lookup.computed if self.lookup is not None else 0
         results = run_thinking(
             lambda sent: execute(self.model, request_type, sent, self.lookup, self.chunk_size, progress),
@@ -228,7 +247,7 @@ class ModelExecutor:
         if self._progress is not None:
             self._progress(n)
 
-    def for_model(self, model: Any) -> ModelExecutor:
+    def for_model(self, model: ExecutedModel) -> ModelExecutor:
         """Another model (a judge, a steered copy) on the same run store and cache, with its own
         lookup (its answers are stored under its own fingerprint); no progress callback."""
         lookup = None

@@ -13,7 +13,11 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any, Hashable, Mapping
+
+from proctor.data.readers import Row
+from proctor.runs.documents import ResultsDocument, SampleLine, SavedSpec
+from proctor.scoring.aggregate import TaskEntry
 
 LAYOUT_VERSION = "0.4.13"  # the lm-evaluation-harness release whose layout this follows
 OUTPUT_TYPES = {
@@ -32,11 +36,11 @@ def stamp(created: str | None) -> str:
     return when.strftime("%Y-%m-%dT%H-%M-%S.%f")
 
 
-def _sha(text: Any) -> str:
+def _sha(text: object) -> str:
     return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
 
 
-def _version(value: Any) -> Any:
+def _version(value: Any) -> float | str:
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -51,9 +55,11 @@ def _keys(metric: str) -> tuple[str, str]:
     return f"{name},{filter_name}", f"{name}_stderr,{filter_name}"
 
 
-def _block(name: str, metrics: dict[str, Any], n: int, group: bool = False, weighted: bool = False) -> dict[str, Any]:
+def _block(
+    name: str, metrics: Mapping[str, object], n: int, group: bool = False, weighted: bool = False
+) -> dict[str, object]:
     """``weighted``: a group lm-eval averages by size (``weight_by_size``): its micro mean and stderr."""
-    block: dict[str, Any] = {"name": name, "alias": name, "sample_len": n}
+    block: dict[str, object] = {"name": name, "alias": name, "sample_len": n}
     for metric, entry in metrics.items():
         if not isinstance(entry, dict) or "value" not in entry:
             continue
@@ -70,16 +76,16 @@ def _block(name: str, metrics: dict[str, Any], n: int, group: bool = False, weig
     return block
 
 
-def _weighted_groups(specs: dict[str, dict[str, Any]]) -> set[str]:
+def _weighted_groups(specs: Mapping[str, SavedSpec]) -> set[str]:
     """Groups whose score is their tasks' size-weighted mean (lm-eval's ``weight_by_size``)."""
     return {str(group) for spec in specs.values() for group in (spec or {}).get("size_weighted_groups") or []}
 
 
-def _config(name: str, task: dict[str, Any], spec: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def _config(name: str, task: TaskEntry, spec: SavedSpec, overrides: Mapping[str, Any]) -> dict[str, object]:
     kind = spec.get("kind", task.get("kind"))
     fewshot = spec.get("fewshot") or {}
     data = (spec.get("data") or [{}])[0]
-    config: dict[str, Any] = {
+    config: dict[str, object] = {
         "task": name,
         "dataset_path": data.get("hub") or data.get("format") or "json",
         "dataset_kwargs": {"data_files": {"test": data.get("path")}} if data.get("path") else {},
@@ -136,11 +142,11 @@ def _config(name: str, task: dict[str, Any], spec: dict[str, Any], overrides: di
     return config
 
 
-def _token(tok: Any) -> list[str]:
+def _token(tok: object) -> list[str]:
     return [str(tok[0]), str(tok[1])] if isinstance(tok, (list, tuple)) and len(tok) == 2 else ["", ""]
 
 
-def user_model_name(results: dict[str, Any]) -> str:
+def user_model_name(results: ResultsDocument) -> str:
     """The model as the user named it (``--model``, less a backend prefix such as ``hf:``), as lm-eval
     names it by its ``pretrained=`` argument; runs from before it was recorded: the model's name."""
     given = (results.get("model_info") or {}).get("model_name")
@@ -150,14 +156,14 @@ def user_model_name(results: dict[str, Any]) -> str:
     return str((results.get("model") or {}).get("model") or "")
 
 
-def _bootstrap_iters(tasks: dict[str, Any]) -> int:
+def _bootstrap_iters(tasks: Mapping[str, TaskEntry]) -> int:
     """The bootstrap resamples the run's standard errors used (lm-eval tasks record theirs; 0: none)."""
     return max(
         (int(t["bootstrap_iters"]) for t in tasks.values() if isinstance(t.get("bootstrap_iters"), int)), default=0
     )
 
 
-def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def results_file(results: ResultsDocument, specs: Mapping[str, SavedSpec]) -> dict[str, Any]:
     """results.json (+ each task's saved spec) as lm-eval's results file."""
     tasks = results.get("tasks", {})
     groups = results.get("groups", {})
@@ -171,7 +177,7 @@ def results_file(results: dict[str, Any], specs: dict[str, dict[str, Any]]) -> d
         for name, t in tasks.items()
     }
     weighted = _weighted_groups(specs)
-    out: dict[str, Any] = {
+    out: dict[str, Any] = {  # lm-eval's results file (its JSON document)
         "results": {
             **{name: _block(name, t["metrics"], int(t["n_samples"])) for name, t in tasks.items()},
             **{
@@ -276,9 +282,9 @@ class SourceRows:
 
     def __init__(self) -> None:
         # file -> its rows by row number; a record's "row" is looked up as the record gives it
-        self._files: dict[str, dict[Hashable, dict[str, Any]]] = {}
+        self._files: dict[str, dict[Hashable, Row]] = {}
 
-    def doc(self, record: dict[str, Any]) -> dict[str, Any]:
+    def doc(self, record: SampleLine) -> Row:
         source = record.get("source") or {}
         file, row = source.get("file"), source.get("row")
         if not isinstance(file, str) or not isinstance(row, (int, str)):  # a source edited by hand: no row to read
@@ -299,13 +305,11 @@ class SourceRows:
         return found if found is not None else {"id": record.get("id"), **({"source": source} if source else {})}
 
 
-def _strings(value: Any) -> Any:
+def _strings(value: object) -> object:
     return [_strings(v) for v in value] if isinstance(value, list) else str(value)
 
 
-def sample_line(
-    index: int, record: dict[str, Any], spec: dict[str, Any], doc: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def sample_line(index: int, record: SampleLine, spec: SavedSpec, doc: Row | None = None) -> dict[str, object]:
     """One proctor sample record as a line of lm-eval's ``samples_<task>_<date>.jsonl``."""
     prompt = record.get("rendered_prompt") or record.get("prompt")
     prompt = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)

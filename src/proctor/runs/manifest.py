@@ -37,6 +37,11 @@ _FIELDS: dict[str, tuple[type, str, bool]] = {
 }
 
 
+# run.json as written and read back: proctor_version, created, command, model (the fingerprint), model_hash,
+# tasks (name -> content hash), options, attempts (each with started, command, resumed, changes, finished, ...)
+Manifest = dict[str, Any]
+
+
 class RunMismatchError(ProctorError):
     """The run folder was started with other tasks, another model or other options."""
 
@@ -47,10 +52,10 @@ def now() -> str:
 
 def build_manifest(
     command: Sequence[str] | None,
-    fingerprint: Mapping[str, Any],
+    fingerprint: Mapping[str, object],
     task_hashes: Mapping[str, str],
-    options: Mapping[str, Any],
-) -> dict[str, Any]:
+    options: Mapping[str, object],
+) -> Manifest:
     return {
         "proctor_version": __version__,
         "created": now(),
@@ -68,7 +73,7 @@ def is_run_folder(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() and (folder / "samples.jsonl").is_file()
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+def read_manifest(run_dir: Path) -> Manifest | None:
     path = run_dir / MANIFEST
     if not path.exists():
         return None
@@ -93,7 +98,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def differences(old: Manifest, new: Manifest) -> list[str]:
     """What changed between the folder's manifest and this run, one line per change."""
     lines = []
     if old.get("model_hash") != new["model_hash"]:
@@ -102,7 +107,7 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return lines + _task_changes(old.get("tasks", {}), new["tasks"]) + _option_changes(old, new["options"])
 
 
-def _model_change(recorded: Any, known: Mapping[str, Any] | None) -> list[str]:
+def _model_change(recorded: object, known: Mapping[str, object] | None) -> list[str]:
     """The model's change, from the fields known before loading that the folder's fingerprint also records."""
     if not isinstance(recorded, Mapping) or not known:
         return []
@@ -110,12 +115,12 @@ def _model_change(recorded: Any, known: Mapping[str, Any] | None) -> list[str]:
     return [_model_changed(recorded, known, changed)] if changed else []
 
 
-def _model_changed(was: Mapping[str, Any], now: Mapping[str, Any], keys: list[str]) -> str:
+def _model_changed(was: Mapping[str, object], now: Mapping[str, object], keys: list[str]) -> str:
     """One line naming the model fields that differ (the first six: a fingerprint has more, rarely all changed)."""
     return "model changed (" + ", ".join(f"{k}: {was.get(k)!r} -> {now.get(k)!r}" for k in keys[:6]) + ")"
 
 
-def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) -> list[str]:
+def _task_changes(old_tasks: Mapping[str, object], new_tasks: Mapping[str, object]) -> list[str]:
     lines = []
     for name in new_tasks:
         if name not in old_tasks:
@@ -126,7 +131,7 @@ def _task_changes(old_tasks: Mapping[str, Any], new_tasks: Mapping[str, Any]) ->
     return lines
 
 
-def _option_changes(old: Mapping[str, Any], new_opts: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[str]:
+def _option_changes(old: Manifest, new_opts: Mapping[str, object], skip: tuple[str, ...] = ()) -> list[str]:
     old_opts = old.get("options", {})
     keys = sorted(k for k in set(old_opts) | set(new_opts) if k not in skip)
     return [
@@ -148,11 +153,11 @@ def _refusal(run_dir: Path, changes: list[str]) -> RunMismatchError:
 def check_resume(
     run_dir: Path,
     task_hashes: Mapping[str, str],
-    options: Mapping[str, Any],
+    options: Mapping[str, object],
     *,
     update: bool = False,
     restart: bool = False,
-    model: Mapping[str, Any] | None = None,
+    model: Mapping[str, object] | None = None,
 ) -> None:
     """What can refuse a run in its folder before the model loads (the folder held): other tasks or options than
     the folder's, another model where ``model`` (the fields of its fingerprint known before loading: a local
@@ -230,7 +235,7 @@ def clear_run_dir(run_dir: Path) -> None:
         shutil.rmtree(run_dir / name, ignore_errors=True)
 
 
-def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, restart: bool = False) -> dict[str, Any]:
+def open_run(run_dir: Path, manifest: Manifest, *, update: bool = False, restart: bool = False) -> Manifest:
     """Check (or start) the run folder and record this attempt; returns the manifest in force."""
     old = read_manifest(run_dir) if not restart else None
     if restart:
@@ -256,7 +261,7 @@ def open_run(run_dir: Path, manifest: dict[str, Any], *, update: bool = False, r
     return manifest
 
 
-def mark(run_dir: Path, manifest: dict[str, Any], **fields: Any) -> None:
+def mark(run_dir: Path, manifest: Manifest, **fields: object) -> None:
     """Update this attempt's entry (e.g. finished time, store statistics)."""
     manifest["attempts"][-1].update(fields)
     write_json_atomic(run_dir / MANIFEST, manifest)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -25,9 +25,21 @@ from proctor.scoring.power import minimum_detectable_effect, samples_needed
 from proctor.scoring.stats import cluster_stderr
 
 
+class PowerAnalysis(TypedDict):
+    """What ``proctor power`` shows and writes (``--output``)."""
+
+    pilot: str
+    other: str | None
+    effect: float
+    alpha: float
+    power: float
+    # task -> metric -> n, sd_difference, design_effect, n_clusters (clustered tasks), samples_needed, mde_at_n
+    tasks: dict[str, dict[str, dict[str, float]]]
+
+
 def power_analysis(
     pilot: Path, effect: float, *, other: Path | None = None, alpha: float = 0.05, power: float = 0.8
-) -> dict[str, Any]:
+) -> PowerAnalysis:
     """Per task, per numeric per-sample metric: the pilot's n, the standard deviation of a paired difference, the
     design effect (clustered tasks), the samples needed to detect ``effect`` and the pilot n's minimum detectable
     effect."""
@@ -39,13 +51,13 @@ def power_analysis(
             check_scored(run, load_results(run), "measure")
     samples_a = per_sample(pilot)
     samples_b = per_sample(other) if other is not None else None
-    tasks: dict[str, Any] = {}
+    tasks: dict[str, dict[str, dict[str, float]]] = {}
     for task, by_id in samples_a.items():
         if task is None:
             continue
         ids = list(by_id) if samples_b is None else [i for i in by_id if i in samples_b.get(task, {})]
         names = list(dict.fromkeys(name for i in ids for name in by_id[i][0]))
-        metrics: dict[str, Any] = {}
+        metrics: dict[str, dict[str, float]] = {}
         for name in names:
             rows = []
             for i in ids:
@@ -61,7 +73,7 @@ def power_analysis(
             sd = float(values.std(ddof=1))
             if samples_b is None:
                 sd *= math.sqrt(2)  # a difference of two independent scores with this spread
-            entry: dict[str, Any] = {"n": len(rows), "sd_difference": sd, "design_effect": 1.0}
+            entry: dict[str, float] = {"n": len(rows), "sd_difference": sd, "design_effect": 1.0}
             clusters = [c for _, _, c in rows]
             if all(c is not None for c in clusters) and sd > 0:
                 clustered, groups = cluster_stderr(list(values), clusters)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proctor.core.errors import ProctorError
-from proctor.runs.report_data import N_BINS, calibrations, run_entry, summary_context
+from proctor.runs.documents import ResultsDocument, SampleLine
+from proctor.runs.report_data import N_BINS, RunRow, calibrations, run_entry, summary_context
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
 from proctor.runs.task_settings import SETTING_NAMES
@@ -53,7 +54,7 @@ def static_text(name: str) -> str:
     return files("proctor.runs").joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
-def script_json(value: Any) -> str:
+def script_json(value: object) -> str:
     """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` that could end it."""
     return script_text(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
 
@@ -64,7 +65,7 @@ def script_text(json_text: str) -> str:
     return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def fmt(value: Any) -> str:
+def fmt(value: object) -> str:
     """How the report prints a metric: 4 decimals (a count: whole), '—' for none, 'nan' for NaN."""
     if value is None:
         return "—"
@@ -77,11 +78,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def render_summary(results: dict[str, Any], records: list[dict[str, Any]] | None) -> str:
+def render_summary(results: ResultsDocument, records: list[SampleLine] | None) -> str:
     return environment().get_template("summary.html.j2").render(**summary_context(results, records))
 
 
-def render_calibration(results: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def render_calibration(results: ResultsDocument, records: list[SampleLine]) -> str:
     return (
         environment()
         .get_template("calibration.html.j2")
@@ -89,7 +90,7 @@ def render_calibration(results: dict[str, Any], records: list[dict[str, Any]]) -
     )
 
 
-def render_page(title: str, data: str, embedded: list[dict[str, Any]]) -> str:
+def render_page(title: str, data: str, embedded: list[dict[str, str | None]]) -> str:
     """The viewer's page: runs index, run, comparison; ``embedded`` carries each run's summary and samples
     (a static page), or is empty when a server answers for them."""
     return (
@@ -103,10 +104,10 @@ def _layout_error(run_dir: Path, exc: Exception) -> str:
     return f"{run_dir}/results.json does not have proctor's layout ({type(exc).__name__}: {exc})"
 
 
-def readable_records(run_dir: Path, strict: bool = False) -> list[dict[str, Any]]:
+def readable_records(run_dir: Path, strict: bool = False) -> list[SampleLine]:
     """The run's records up to a torn line, if any (the page names that line: it reads the lines itself);
     ``strict``: a line that is not a record is an error naming it (``proctor report``)."""
-    records: list[dict[str, Any]] = []
+    records: list[SampleLine] = []
     try:
         for record in iter_samples(run_dir):
             if isinstance(record, dict):
@@ -137,7 +138,7 @@ def run_calibration(run_dir: Path) -> str:
         raise ProctorError(_layout_error(run_dir, exc)) from None
 
 
-def static_page(runs: list[tuple[dict[str, Any], Path]], title: str, start: str = "", strict: bool = False) -> str:
+def static_page(runs: list[tuple[RunRow, Path]], title: str, start: str = "", strict: bool = False) -> str:
     """One file holding every run given (their summaries and samples embedded): no server, no network."""
     embedded = []
     for entry, run_dir in runs:

@@ -4,11 +4,26 @@ whiskers on a labelled value axis, and a calibration plot."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from proctor.scoring.stats import is_proportion, wilson_interval
 
 Z95 = 1.959963984540054
+
+
+class CalibrationBin(TypedDict):
+    bin: list[float]  # the confidence range [low, high)
+    n: int  # samples whose top probability fell in it
+    confidence: float  # their mean top probability
+    accuracy: float  # the share of them whose top choice was a gold one
+
+
+class Calibration(TypedDict):
+    """A task's calibration (``report_data.calibration``): its non-empty bins and the expected calibration error."""
+
+    bins: list[CalibrationBin]
+    ece: float
+    n: int  # samples with a distribution and a gold answer
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -32,7 +47,7 @@ def interval(value: float, stderr: float | None, n: int | None) -> tuple[tuple[f
     return ((value - Z95 * stderr, value + Z95 * stderr) if stderr else None), False
 
 
-def bar_chart(items: Sequence[tuple[Any, ...]], title: str) -> dict[str, Any] | None:
+def bar_chart(items: Sequence[tuple[Any, ...]], title: str) -> dict[str, object] | None:
     """Geometry of horizontal bars with 95% whiskers on a labelled value axis; labels are never cut. Each item is
     (label, value, stderr) or (label, value, stderr, n): with n a proportion's whisker is its Wilson interval and a
     chart of proportions only has the axis [0, 1]."""
@@ -94,7 +109,7 @@ def bar_chart(items: Sequence[tuple[Any, ...]], title: str) -> dict[str, Any] | 
     }
 
 
-def calibration_chart(cal: dict[str, Any], size: int = 260, pad: int = 40) -> dict[str, Any]:
+def calibration_chart(cal: Calibration, size: int = 260, pad: int = 40) -> dict[str, object]:
     inner = size - 2 * pad
 
     def px(v: float) -> float:

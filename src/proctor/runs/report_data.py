@@ -7,17 +7,36 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 from proctor.core.errors import ProctorError
-from proctor.runs.report_charts import bar_chart, calibration_chart
+from proctor.runs.documents import ResultsDocument, SampleLine
+from proctor.runs.report_charts import Calibration, CalibrationBin, bar_chart, calibration_chart
 from proctor.runs.run_exports import load_results
 from proctor.runs.task_settings import run_settings
 
 N_BINS = 10  # calibration bins
 
 
-def calibration(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+class _RunRowOptional(TypedDict, total=False):
+    predict_only: bool  # --predict-only: answers kept, no metric (absent: a row whose results were not read)
+
+
+class RunRow(_RunRowOptional):
+    """One row of the runs table (the viewer's ``runs``): a run folder's headline facts, or why it has none."""
+
+    key: str  # the folder relative to the one served (the run's name in links)
+    model: str
+    created: str | None
+    status: str
+    tasks: list[str]
+    n_samples: int
+    key_metrics: object  # [{name, metric, value, group}], NaN and infinities as null
+    settings: object  # task -> its settings (runs/task_settings.py), NaN and infinities as null
+    error: str | None  # why the row has nothing else
+
+
+def calibration(records: list[SampleLine]) -> Calibration | None:
     """Confidence (top probability) against accuracy in equal-width bins, and the ECE."""
     points = []
     for r in records:
@@ -32,7 +51,7 @@ def calibration(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     bins: list[list[tuple[float, float]]] = [[] for _ in range(N_BINS)]
     for conf, correct in points:
         bins[min(int(conf * N_BINS), N_BINS - 1)].append((conf, correct))
-    table = []
+    table: list[CalibrationBin] = []
     ece = 0.0
     for i, members in enumerate(bins):
         if not members:
@@ -44,7 +63,7 @@ def calibration(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"bins": table, "ece": ece, "n": len(points)}
 
 
-def finite(value: Any) -> Any:
+def finite(value: object) -> object:
     """NaN and infinities as None (JSON has no such numbers)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -55,7 +74,7 @@ def finite(value: Any) -> Any:
     return value
 
 
-def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
+def _metric_rows(name: str, entry: Mapping[str, Any]) -> list[dict[str, object]]:
     return [
         {
             "metric": metric,
@@ -68,7 +87,7 @@ def _metric_rows(name: str, entry: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def epoch_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def epoch_rows(results: ResultsDocument) -> list[dict[str, object]]:
     """Per task and metric run with ``--epochs``: the within- and between-question variance and the standard
     errors of the mean over questions, with the epochs and as one epoch would give it."""
     return [
@@ -78,16 +97,16 @@ def epoch_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _n(metric: dict[str, Any], owner: dict[str, Any]) -> int | None:
+def _n(metric: Mapping[str, object], owner: Mapping[str, object]) -> int | None:
     """The samples behind a metric's value: those it scored, else its task's or breakdown part's."""
     n = metric.get("n_scored", owner.get("n_samples"))
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
-def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def calibrations(results: ResultsDocument, records: list[SampleLine]) -> list[dict[str, object]]:
     """Per task whose samples have choices (whatever the dialect or kind): its calibration plot, or why there is
     none."""
-    by_task: dict[str | None, list[dict[str, Any]]] = defaultdict(list)  # a record without a task goes under None
+    by_task: dict[str | None, list[SampleLine]] = defaultdict(list)  # a record without a task goes under None
     for r in records:
         by_task[r.get("task")].append(r)
     out = []
@@ -110,7 +129,7 @@ def calibrations(results: dict[str, Any], records: list[dict[str, Any]]) -> list
     return out
 
 
-def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | None) -> dict[str, Any]:
+def summary_context(results: ResultsDocument, records: list[SampleLine] | None) -> dict[str, object]:
     """What the run's summary fragment shows: tables, charts, scoring notes, and calibration (read from the
     records; without them the page asks for that section on its own)."""
     tasks, charts = [], []
@@ -191,7 +210,7 @@ def summary_context(results: dict[str, Any], records: list[dict[str, Any]] | Non
 SKIP_STAGES = {"load": "could not load", "prepare": "could not prepare", "run": "failed while running"}
 
 
-def skipped(results: dict[str, Any]) -> list[dict[str, Any]]:
+def skipped(results: ResultsDocument) -> list[dict[str, object]]:
     """What did not run (a folder's task that failed to load, prepare or run): part of the report, never dropped."""
     out = []
     for entry in results.get("skipped") or []:
@@ -210,7 +229,7 @@ def skipped(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _key_metrics(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _key_metrics(results: ResultsDocument) -> list[dict[str, object]]:
     """The runs table's headline numbers: each group's, then each task's, first metric."""
     out = []
     for kind in ("groups", "tasks"):
@@ -227,9 +246,9 @@ def _key_metrics(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
+def run_entry(run_dir: Path, key: str) -> RunRow:
     """One row of the runs table; an unreadable folder gives a row that says why."""
-    entry: dict[str, Any] = {
+    entry: RunRow = {
         "key": key,
         "model": "?",
         "created": None,
@@ -246,20 +265,24 @@ def run_entry(run_dir: Path, key: str) -> dict[str, Any]:
         if not isinstance(results, dict) or not isinstance(results.get("tasks", {}), dict):
             raise ProctorError(f"{run_dir}/results.json is not a proctor results file")
     except ProctorError as exc:
-        entry.update(status="unreadable", error=str(exc))
+        entry.update({"status": "unreadable", "error": str(exc)})
         return entry
     given_model = results.get("model")
     model = given_model if isinstance(given_model, dict) else {}
     tasks = results.get("tasks") or {}
     entry.update(
-        model=str(model.get("model") or model.get("path") or "?"),
-        created=results.get("created"),
-        status=str(results.get("status") or "?"),
-        predict_only=results.get("predict_only") is True,
-        tasks=list(tasks),
-        n_samples=sum(
-            t.get("n_samples", 0) for t in tasks.values() if isinstance(t, dict) and isinstance(t.get("n_samples"), int)
-        ),
+        {
+            "model": str(model.get("model") or model.get("path") or "?"),
+            "created": results.get("created"),
+            "status": str(results.get("status") or "?"),
+            "predict_only": results.get("predict_only") is True,
+            "tasks": list(tasks),
+            "n_samples": sum(
+                t.get("n_samples", 0)
+                for t in tasks.values()
+                if isinstance(t, dict) and isinstance(t.get("n_samples"), int)
+            ),
+        }
     )
     entry["settings"] = finite(run_settings(results))
     try:

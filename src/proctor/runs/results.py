@@ -11,11 +11,12 @@ import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import yaml
 
 from proctor.core.errors import ProctorError
+from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 from proctor.runs.unwritable import naming
 
@@ -77,7 +78,7 @@ def read_json(path: Path) -> Any:
         raise ProctorError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> object:
     if hasattr(value, "item"):  # numpy scalars
         return value.item()
     if isinstance(value, (set, tuple)):
@@ -87,7 +88,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """NaN and infinities are not JSON: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -98,7 +99,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def json_text(data: Any) -> str:
+def json_text(data: object) -> str:
     """What proctor writes for ``data``: indented UTF-8 JSON, NaN and infinities as null."""
     return json.dumps(_clean(data), indent=2, ensure_ascii=False, default=_json_default) + "\n"
 
@@ -148,7 +149,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         os.fsync(handle.fileno())
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     write_text_atomic(path, json_text(data))
 
 
@@ -200,7 +201,7 @@ class RunWriter:
         _fsync_dir(run_dir)
         self.samples_path.write_text("", encoding="utf-8")
 
-    def write_task_config(self, name: str, config: dict[str, Any]) -> None:
+    def write_task_config(self, name: str, config: Mapping[str, object]) -> None:
         folder = self.run_dir / "tasks"
         folder.mkdir(exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
@@ -208,14 +209,14 @@ class RunWriter:
         with naming(path), path.open("w", encoding="utf-8") as handle:
             yaml.safe_dump(config, handle, sort_keys=False, allow_unicode=True)
 
-    def append_samples(self, records: list[dict[str, Any]]) -> None:
+    def append_samples(self, records: list[SampleLine]) -> None:
         with naming(self.samples_path), self.samples_path.open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(_clean(record), ensure_ascii=False, default=_json_default) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
-    def write_results(self, results: dict[str, Any]) -> None:
+    def write_results(self, results: ResultsDocument) -> None:
         # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
         # past them (a task killed between its samples and this write) are not part of the run yet.
         results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0

@@ -5,20 +5,24 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from proctor.core.errors import ProctorError
 from proctor.core.version import __version__
+from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp
 from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
 from proctor.runs.saved_specs import task_specs
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 LM_EVAL_DIR = "lm_eval"  # lm-eval's EvaluationTracker layout (runs/lm_eval_layout.py)
 PARQUET_FILE = "samples.parquet"
 
 
-def load_results(run_dir: Path) -> dict[str, Any]:
+def load_results(run_dir: Path) -> ResultsDocument:
     """A run folder's results.json, checked against its schema: a hand-edited or damaged file is an error naming
     the fields that are wrong (report, compare and export would otherwise fail inside, or show wrong numbers)."""
     path = Path(run_dir) / "results.json"
@@ -40,11 +44,11 @@ def load_results(run_dir: Path) -> dict[str, Any]:
                 f"here ({exc}); upgrade proctor to read it"
             ) from None
         raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
-    document: dict[str, Any] = results  # the schema's Results model took it: a JSON object
+    document: ResultsDocument = results  # the schema's Results model took it: a JSON object
     return document
 
 
-def _newer(version: Any) -> bool:
+def _newer(version: object) -> bool:
     """Whether ``version`` (results.json's ``proctor_version``) is a release after this proctor's."""
 
     def parts(text: str) -> tuple[int, ...] | None:
@@ -88,7 +92,7 @@ def samples_text(run_dir: Path) -> str:
     return samples_data(run_dir).decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
-def iter_samples(run_dir: Path) -> Iterator[dict[str, Any]]:
+def iter_samples(run_dir: Path) -> Iterator[SampleLine]:
     """The samples results.json describes (``samples_data``), one record per line."""
     path = Path(run_dir) / "samples.jsonl"
     data, covered = samples_data(run_dir), _samples_bytes(run_dir)
@@ -151,7 +155,7 @@ _RECORD_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 _RECORD_ITEMS: dict[str, tuple[type, str]] = {"epochs": (dict, "an object"), "arguments": (list, "a list")}
 
 
-def _texts(values: Any) -> list[str] | None:
+def _texts(values: object) -> list[str] | None:
     if values is None:
         return None
     return [str(v) for v in (values if isinstance(values, list) else [values])]
@@ -164,7 +168,7 @@ def _indices(values: Any) -> list[int] | None:
     return list(items)
 
 
-def _typed(r: dict[str, Any]) -> dict[str, Any]:
+def _typed(r: SampleLine) -> dict[str, object]:
     """target / prediction as text (a choice's text for multiple choice), with indices beside them."""
     choices = r.get("choices")
     target = r.get("target")
@@ -189,7 +193,7 @@ def _typed(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _floats(values: Any) -> list[float | None] | None:
+def _floats(values: object) -> list[float | None] | None:
     """Numbers as floats; a task class may leave gaps (None) in its per-choice values."""
     if not isinstance(values, (list, tuple)):
         return None
@@ -197,7 +201,7 @@ def _floats(values: Any) -> list[float | None] | None:
 
 
 def write_parquet(
-    run_dir: Path, path: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+    run_dir: Path, path: Path | None = None, contents: tuple[ResultsDocument, list[SampleLine]] | None = None
 ) -> Path:
     """``samples_table`` written as RUN_DIR/samples.parquet (or ``path``)."""
     import pyarrow.parquet as pq
@@ -209,7 +213,7 @@ def write_parquet(
     return target
 
 
-def samples_table(run_dir: Path, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> Any:
+def samples_table(run_dir: Path, contents: tuple[ResultsDocument, list[SampleLine]] | None = None) -> pa.Table:
     """samples.jsonl as a flat, typed pyarrow table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
     ``logprob_<i>`` columns, and a float column per metric (``metric_<name>``). The layout of samples.parquet,
@@ -246,7 +250,7 @@ def samples_table(run_dir: Path, contents: tuple[dict[str, Any], list[dict[str, 
         ("record", pa.string()),
         *[(f"metric_{m}", pa.float64()) for m in metric_names],
     ]
-    columns: dict[str, list[Any]] = {name: [] for name, _ in fields}
+    columns: dict[str, list[object]] = {name: [] for name, _ in fields}
     run_name = run_dir.resolve().name
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
@@ -282,7 +286,7 @@ def samples_table(run_dir: Path, contents: tuple[dict[str, Any], list[dict[str, 
 
 
 def write_lm_eval(
-    run_dir: Path, folder: Path | None = None, contents: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+    run_dir: Path, folder: Path | None = None, contents: tuple[ResultsDocument, list[SampleLine]] | None = None
 ) -> Path:
     """lm-eval's layout under ``RUN_DIR/lm_eval/<model>/``: results_<date>.json and samples_<task>_<date>.jsonl.
 
@@ -298,7 +302,7 @@ def write_lm_eval(
     target.mkdir(parents=True, exist_ok=True)
     keep = {f"results_{date}.json"}
     rows = SourceRows()
-    by_task: dict[str | None, list[dict[str, Any]]] = {}  # a record without a task goes under None
+    by_task: dict[str | None, list[SampleLine]] = {}  # a record without a task goes under None
     for record in samples:
         by_task.setdefault(record.get("task"), []).append(record)
     for name, records in by_task.items():
@@ -322,7 +326,7 @@ def write_lm_eval(
     return path
 
 
-def read_run(run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_run(run_dir: Path) -> tuple[ResultsDocument, list[SampleLine]]:
     """A run folder's checked results.json and the samples it describes."""
     return load_results(run_dir), list(iter_samples(run_dir))
 

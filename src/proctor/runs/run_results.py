@@ -13,8 +13,11 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from proctor.runs.documents import Fingerprint, ResultsDocument
 from proctor.runs.environment_record import environment as environment
 from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
+from proctor.scoring import rollup as scoring_rollup
+from proctor.scoring.aggregate import TaskEntry
 
 Status = Literal["running", "complete", "partial"]
 
@@ -27,7 +30,7 @@ class RunResults(BaseModel):
     proctor_version: str
     created: str
     command: Optional[list[str]]
-    model: dict[str, Any]  # the model's fingerprint
+    model: Fingerprint
     model_info: dict[str, Any]
     roles: Optional[dict[str, dict[str, Any]]] = None  # the models in roles (api/model_roles.py), once one is made
     chat_applied: bool
@@ -47,17 +50,17 @@ class RunResults(BaseModel):
     # skipped and warnings are listed in the file in the order they first had an entry
     _listed: list[str] = PrivateAttr(default_factory=list)
 
-    def model_post_init(self, context: Any) -> None:
+    def model_post_init(self, context: object) -> None:
         self._listed = [name for name in ("skipped", "warnings") if getattr(self, name) is not None]
 
-    def add_skipped(self, entry: dict[str, Any]) -> None:
+    def add_skipped(self, entry: dict[str, object]) -> None:
         """A file or task that could not be loaded, prepared or run."""
         self._append("skipped", entry)
 
     def add_warning(self, text: str) -> None:
         self._append("warnings", text)
 
-    def _append(self, name: str, entry: Any) -> None:
+    def _append(self, name: str, entry: object) -> None:
         if getattr(self, name) is None:
             setattr(self, name, [])
             self._listed.append(name)
@@ -69,11 +72,11 @@ class RunResults(BaseModel):
         for warning in result.warnings or []:
             self.add_warning(f"{name}: {warning}")
 
-    def task_entries(self) -> dict[str, dict[str, Any]]:
+    def task_entries(self) -> dict[str, TaskEntry]:
         """The tasks' entries as results.json holds them (what group scores and roll-up rules read)."""
         return {name: result.as_dict() for name, result in self.tasks.items()}
 
-    def finish(self, groups: dict[str, Any], rollup: dict[str, Any] | None, total_seconds: float) -> None:
+    def finish(self, groups: dict[str, Any], rollup: scoring_rollup.RollupNode | None, total_seconds: float) -> None:
         """Every task ran (or failed): the group scores and the roll-up (scoring's, checked against their
         models here), the status and the total time."""
         self.groups = groups
@@ -82,9 +85,9 @@ class RunResults(BaseModel):
         self.status = "partial" if self.skipped else "complete"
         self.timing = RunTiming(model_load_seconds=self.timing.model_load_seconds, total_seconds=total_seconds)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ResultsDocument:
         """The dictionary results.json holds (less ``samples_bytes``), in the file's order."""
-        out: dict[str, Any] = {
+        out: ResultsDocument = {
             "proctor_version": self.proctor_version,
             "created": self.created,
             "command": self.command,

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import yaml
 
 from proctor.core.errors import ProctorError
 from proctor.core.yaml_bounds import safe_load
+from proctor.runs.documents import SavedSpec
 
 
-def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, SavedSpec]:
     """Each task's spec as the run saved it (tasks/<name>.yaml)."""
     out = {}
     for name in names:
@@ -24,7 +25,7 @@ def task_specs(run_dir: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]
     return out
 
 
-def _saved_spec(path: Path) -> dict[str, Any]:
+def _saved_spec(path: Path) -> SavedSpec:
     """The ``spec`` mapping of a task's saved configuration; a file that does not read is an error naming it."""
     try:
         saved = safe_load(path.read_bytes().decode("utf-8-sig")) or {}
@@ -71,7 +72,7 @@ _NESTED_FIELDS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
 }
 
 
-def _read_fields(spec: dict[str, Any]) -> Iterable[tuple[str, Any, tuple[type, ...], str]]:
+def _read_fields(spec: SavedSpec) -> Iterable[tuple[str, object, tuple[type, ...], str]]:
     """(where, value, the types read, their name) for each field of ``spec`` the layout reads, outer ones first."""
     for name, (kinds, named) in _SPEC_FIELDS.items():
         yield name, spec.get(name), kinds, named

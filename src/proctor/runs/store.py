@@ -21,7 +21,7 @@ import time
 import types
 import typing
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypeVar, Union
 
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import (
@@ -35,6 +35,17 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    # what ``put_many`` writes: (request hash, request, result), and optionally the request's fields as stored
+    # (``request_key``'s second part, so that they are not spelled again)
+    StoreItem = Union[
+        tuple[str, DataclassInstance, DataclassInstance], tuple[str, DataclassInstance, DataclassInstance, str]
+    ]
+
+Result = TypeVar("Result", bound="DataclassInstance")  # a model's answer (a result dataclass), as_stored keeps its type
+
 SCHEMA_VERSION = 1
 CACHE_ENV = "PROCTOR_CACHE"
 STORE_FILE = "store.sqlite"
@@ -47,14 +58,14 @@ _RESULT_TYPES = {
     RollingLoglikelihoodRequest: RollingLoglikelihoodResult,
 }
 _COLUMNS = ("model", "request", "kind", "request_json", "result_json", "created")  # the table 'responses'
-_BY_NAME = {cls.__name__: cls for cls in (*_RESULT_TYPES, *_RESULT_TYPES.values())}
+_BY_NAME: dict[str, type[DataclassInstance]] = {cls.__name__: cls for cls in (*_RESULT_TYPES, *_RESULT_TYPES.values())}
 
 
 # json.dumps with these options builds an encoder per call; the store spells two values per request
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """One spelling per value: sorted keys, no spaces, floats as Python's shortest repr."""
     return _CANONICAL.encode(value)
 
@@ -64,7 +75,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _plain(obj: Any) -> dict[str, Any]:
+def _plain(obj: DataclassInstance) -> dict[str, object]:
     cls: type = type(obj)
     out = {name: getattr(obj, name) for name in _field_names(cls)}
     if "images" in out:  # a request's images enter its identity by content digest; none: the text-only hash
@@ -82,16 +93,16 @@ def _plain(obj: Any) -> dict[str, Any]:
     return out
 
 
-def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
+def fingerprint_hash(fingerprint: Mapping[str, object]) -> str:
     return hashlib.sha256(canonical_json(dict(fingerprint)).encode()).hexdigest()[:32]
 
 
-def request_hash(request: Any) -> str:
+def request_hash(request: DataclassInstance) -> str:
     """Hash of the request type and every one of its fields (generation settings included)."""
     return request_key(request)[0]
 
 
-def request_key(request: Any) -> tuple[str, str]:
+def request_key(request: DataclassInstance) -> tuple[str, str]:
     """(``request_hash``, the request's fields as stored): the fields' JSON made once for both. The
     hashed text is ``canonical_json({"type": ..., "fields": ...})``, spelled out: sorted keys put
     "fields" first, and a type's name is a plain identifier (no escapes)."""
@@ -100,7 +111,7 @@ def request_key(request: Any) -> tuple[str, str]:
     return hashlib.sha256(payload.encode()).hexdigest(), fields
 
 
-def encode_result(result: Any) -> str:
+def encode_result(result: DataclassInstance) -> str:
     return canonical_json({"type": type(result).__name__, "fields": _plain(result)})
 
 
@@ -110,7 +121,7 @@ def _tuple_fields(cls: type) -> frozenset[str]:
     return frozenset(name for name, hint in typing.get_type_hints(cls).items() if "tuple" in str(hint))
 
 
-def as_stored(result: Any) -> Any:
+def as_stored(result: Result) -> Result:
     """``result`` as the store gives it back: tuple fields as tuples (a backend may answer with lists).
     Everything else survives JSON as it was (floats by their shortest repr, which reads back exactly)."""
     cls: type = type(result)
@@ -118,7 +129,7 @@ def as_stored(result: Any) -> Any:
     return dataclasses.replace(result, **lists) if lists else result
 
 
-def _fits(hint: Any, value: Any) -> bool:
+def _fits(hint: Any, value: object) -> bool:
     """Whether a stored JSON value has the type a result field declares (a number where a number belongs)."""
     if typing.get_origin(hint) is tuple:
         return isinstance(value, list) and all(_fits(typing.get_args(hint)[0], v) for v in value)
@@ -129,7 +140,7 @@ def _fits(hint: Any, value: Any) -> bool:
     return isinstance(value, hint)
 
 
-def decode_result(text: str) -> Any:
+def decode_result(text: str) -> DataclassInstance:
     """A stored answer; one that is not a result of a known type, its fields typed as the type declares, is a
     ``ValueError`` saying what is wrong (the store says which file and request)."""
     data = json.loads(text)
@@ -211,7 +222,7 @@ class ResponseStore:
         except sqlite3.DatabaseError as exc:
             raise ProctorError(f"the response store {self.path} is damaged: {exc}") from None
 
-    def _decode(self, key: str, text: str) -> Any:
+    def _decode(self, key: str, text: str) -> DataclassInstance:
         try:
             return decode_result(text)
         except (ValueError, TypeError) as exc:  # json's errors are ValueErrors
@@ -219,14 +230,14 @@ class ResponseStore:
                 f"the response store {self.path}, request {key}: the stored answer does not read ({exc})"
             ) from None
 
-    def register_model(self, fingerprint: Mapping[str, Any]) -> str:
+    def register_model(self, fingerprint: Mapping[str, object]) -> str:
         key = fingerprint_hash(fingerprint)
         self._db.execute("INSERT OR IGNORE INTO models VALUES (?, ?)", (key, canonical_json(dict(fingerprint))))
         return key
 
-    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, Any]:
+    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, DataclassInstance]:
         """Stored results for those request hashes (missing ones left out)."""
-        found: dict[str, Any] = {}
+        found: dict[str, DataclassInstance] = {}
         step = 500
         for start in range(0, len(keys), step):
             part = list(keys[start : start + step])
@@ -242,7 +253,7 @@ class ResponseStore:
                 found[key] = self._decode(key, text)
         return found
 
-    def put_many(self, model: str, items: Iterable[tuple[Any, ...]]) -> None:
+    def put_many(self, model: str, items: Iterable[StoreItem]) -> None:
         """Write (request hash, request, result) triples in one transaction: all or none land. An item
         may carry the request's stored fields as a fourth element (``request_key``'s), not made again."""
         now = time.time()
@@ -346,12 +357,12 @@ class Lookup:
         self.hits_cache = 0
         self.computed = 0
 
-    def use_model(self, fingerprint: Mapping[str, Any]) -> None:
+    def use_model(self, fingerprint: Mapping[str, object]) -> None:
         self.model = self.run_store.register_model(fingerprint)
         if self.cache is not None:
             self.cache.register_model(fingerprint)
 
-    def get_many(self, keys: Sequence[str], requests: Sequence[Any]) -> dict[str, Any]:
+    def get_many(self, keys: Sequence[str], requests: Sequence[DataclassInstance]) -> dict[str, DataclassInstance]:
         found = self.run_store.get_many(self.model, keys)
         self.hits_run += len(found)
         if self.cache is not None and len(found) < len(keys):
@@ -364,7 +375,7 @@ class Lookup:
                 found.update(cached)
         return found
 
-    def put_many(self, items: Sequence[tuple[Any, ...]]) -> None:
+    def put_many(self, items: Sequence[StoreItem]) -> None:
         """(hash, request, result[, request fields]) items into the run store and the cache."""
         self.computed += len(items)
         self.run_store.put_many(self.model, items)

@@ -8,9 +8,18 @@ Formats come from plug-ins (``Registry.add_exporter``, e.g. probsem's ``choices_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Protocol
 
 from proctor.core.registry import Exporter, registry
+from proctor.core.task import Task
+
+
+class PreparedForExport(Protocol):
+    """What the exports read of a prepared task (the engine's ``PreparedTask``, a layer above): its task, whose
+    spec lists the exports; the exporter gets the whole object."""
+
+    @property
+    def task(self) -> Task: ...
 
 
 def register_exporter(name: str) -> Callable[[Exporter], Exporter]:
@@ -30,7 +39,7 @@ def get_exporter(name: str) -> Exporter:
     return exporters[name]
 
 
-def write_task_exports(prepared: Any, outcome: Any, run_dir: Path, model_name: str) -> list[str]:
+def write_task_exports(prepared: PreparedForExport, outcome: object, run_dir: Path, model_name: str) -> list[str]:
     written: list[str] = []
     for export in prepared.task.spec.exports:
         written += get_exporter(export.format)(prepared, outcome, run_dir, model_name, **export.options)

@@ -7,7 +7,7 @@ The viewer's side-by-side page diffs the same values (``static/viewer.js``: ``se
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from proctor.runs.results_schema import TaskSettings
 
@@ -16,10 +16,30 @@ SETTING_NAMES: tuple[str, ...] = tuple(TaskSettings.model_fields)
 _LATER = {"sample_ids": None}
 
 
-def run_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+class ReadSettings(TypedDict):
+    """A task's settings as read from a results.json."""
+
+    values: dict[str, object]  # setting -> its value (None where not recorded)
+    unknown: list[str]  # the settings the run did not record (an earlier version's)
+
+
+class SettingDiffers(TypedDict):
+    task: str
+    setting: str
+    a: object  # its value in the first run
+    b: object  # in the second
+
+
+class SettingUnknown(TypedDict):
+    task: str
+    setting: str
+    unknown_in: list[str]  # ["a"], ["b"] or ["a", "b"]: the runs that did not record it
+
+
+def run_settings(results: Mapping[str, object]) -> dict[str, ReadSettings]:
     """task -> {"values": setting -> value, "unknown": settings the run did not record (an earlier version's)}."""
     tasks = results.get("tasks")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ReadSettings] = {}
     for name, task in (tasks if isinstance(tasks, Mapping) else {}).items():
         if not isinstance(task, Mapping):
             continue
@@ -33,13 +53,13 @@ def run_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _derived(results: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, Any]:
+def _derived(results: Mapping[str, object], task: Mapping[str, Any]) -> ReadSettings:
     """An earlier version's task: what results.json says for certain; every other setting is unknown."""
     fingerprint = results.get("model")
-    model: Mapping[str, Any] = fingerprint if isinstance(fingerprint, Mapping) else {}
+    model: Mapping[str, object] = fingerprint if isinstance(fingerprint, Mapping) else {}
     given = results.get("overrides")
-    overrides: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-    known: dict[str, Any] = {"sample_ids": results.get("sample_ids")}
+    overrides: Mapping[str, object] = given if isinstance(given, Mapping) else {}
+    known: dict[str, object] = {"sample_ids": results.get("sample_ids")}
     if "backend" in model:
         known.update(backend=model.get("backend"), dtype=model.get("dtype"))
     if results.get("limit") is not None:  # without --limit, the task file's own limit may have applied
@@ -68,17 +88,17 @@ def _derived(results: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, A
     }
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def settings_differences(
-    settings_a: Mapping[str, Mapping[str, Any]], settings_b: Mapping[str, Mapping[str, Any]], tasks: list[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    settings_a: Mapping[str, ReadSettings], settings_b: Mapping[str, ReadSettings], tasks: list[str]
+) -> tuple[list[SettingDiffers], list[SettingUnknown]]:
     """Over ``tasks`` (those both runs have): each setting whose values differ ({task, setting, a, b}), and each
     setting one run or both did not record ({task, setting, unknown_in: ["a"] / ["b"] / ["a", "b"]})."""
-    differ: list[dict[str, Any]] = []
-    unknown: list[dict[str, Any]] = []
+    differ: list[SettingDiffers] = []
+    unknown: list[SettingUnknown] = []
     for task in tasks:
         a, b = settings_a.get(task), settings_b.get(task)
         if a is None or b is None:
@@ -92,7 +112,7 @@ def settings_differences(
     return differ, unknown
 
 
-def shown(value: Any, width: int = 80) -> str:
+def shown(value: object, width: int = 80) -> str:
     """A setting's value on one console line: none, a number, quoted text, compact JSON; cut at ``width``."""
     if value is None:
         return "none"

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
+from proctor.runs.results_schema import Number
+
+Request = TypeVar("Request")  # a request as a handler made it
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def sent_request(request: Any, end_token: str | None, budget: int | None = None)
     return dataclasses.replace(request, stop=())
 
 
-def answer_of(request: Any, result: Any, end_token: str | None) -> Any:
+def answer_of(request: object, result: object, end_token: str | None) -> object:
     """The reply scored for ``request``: its thinking split off (a ``ThoughtResult``), or as given."""
     if not isinstance(request, GenerateRequest) or not isinstance(result, GenerateResult):
         return result
@@ -76,8 +79,8 @@ def answer_of(request: Any, result: Any, end_token: str | None) -> Any:
 
 
 def run_thinking(
-    run: Callable[[Sequence[Any]], list[Any]],
-    requests: Sequence[Any],
+    run: Callable[[list[Request]], list[Any]],
+    requests: Sequence[Request],
     end_token: str | None,
     budget: int | None = None,
 ) -> list[Any]:
@@ -101,7 +104,7 @@ class ThinkingTally:
         """The replies whose thinking was split off."""
         return len(self.texts)
 
-    def add(self, results: Sequence[Any]) -> None:
+    def add(self, results: Sequence[object]) -> None:
         for result in results:
             if isinstance(result, ThoughtResult):
                 self.unclosed += 0 if result.closed else 1
@@ -109,7 +112,7 @@ class ThinkingTally:
                 self.tokens.append(result.completion_tokens)
                 self.at_limit += result.finish_reason == "length"
 
-    def as_json(self, count_tokens: Callable[[Sequence[str]], list[int] | None] | None = None) -> dict[str, Any]:
+    def as_json(self, count_tokens: Callable[[Sequence[str]], list[int] | None] | None = None) -> dict[str, Number]:
         """The tally; with ``count_tokens`` (the model's tokenizer, where it has one at hand) the thinking's own
         tokens too (``mean_thinking_tokens``, ``max_thinking_tokens``)."""
         mean = sum(map(len, self.texts)) / len(self.texts) if self.texts else 0.0

@@ -4,12 +4,11 @@ refused with one message that says how to score it, rather than an empty compari
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from proctor.core.errors import ProctorError
 
 
-def check_scored(run: Path, results: Any, purpose: str) -> None:
+def check_scored(run: Path, results: object, purpose: str) -> None:
     """Raise ``ProctorError`` when ``results`` (the folder's results.json) is a predict-only run's."""
     if isinstance(results, dict) and results.get("predict_only") is True:
         raise ProctorError(

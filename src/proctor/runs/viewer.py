@@ -17,12 +17,11 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from proctor.core.errors import ProctorError
 from proctor.runs.report import render_page, run_calibration, run_summary, script_json, static_page
-from proctor.runs.report_data import run_entry
+from proctor.runs.report_data import RunRow, run_entry
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 from proctor.runs.served_files import NotServed, check_run_files, loopback_host
@@ -56,7 +55,7 @@ def _key(folder: Path, run_dir: Path) -> str:
     return rel if rel != "." else run_dir.resolve().name
 
 
-def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
+def index(folder: Path) -> list[tuple[RunRow, Path]]:
     """Each run's row of the runs table, with its folder. A folder with run.json only has not finished a task yet."""
     rows = []
     for run_dir in find_runs(folder):
@@ -74,7 +73,7 @@ def index(folder: Path) -> list[tuple[dict[str, Any], Path]]:
     return rows
 
 
-def _no_results(key: str, status: str, why: str) -> dict[str, Any]:
+def _no_results(key: str, status: str, why: str) -> RunRow:
     """The row of a run whose results are not read: one that has not finished a task, or one not served."""
     return {
         "key": key,
@@ -200,7 +199,7 @@ def make_handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             except ProctorError as exc:  # a run's file that does not read: the page shows why
                 self._send(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode("utf-8"), "text/plain; charset=utf-8")
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's signature)
             pass  # no line per request on the console
 
     return Handler

@@ -7,12 +7,14 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Union
 
 from proctor.core.errors import ProctorError
+from proctor.runs.documents import ResultsDocument
 from proctor.runs.run_exports import read_run, samples_table
 from proctor.runs.saved_specs import task_specs
 
+Cell = Union[str, bool, int, float, None]  # a samples table's cell: trackers' tables show text and numbers
 # The samples table's columns besides the metrics: scalars only (trackers' tables show text and numbers).
 SAMPLE_COLUMNS = ("task", "id", "prompt", "target", "prediction", "correct", "generation")
 
@@ -26,7 +28,7 @@ class RunContents:
     metrics: dict[str, float]  # "task/metric", "task/metric_stderr", groups' "group/metric_micro", ...
     config: dict[str, Any]  # the run's settings, the model's fingerprint, the environment, each task's configuration
     columns: list[str]  # the samples table
-    rows: list[list[Any]]
+    rows: list[list[Cell]]
     files: list[Path]  # attached as they are: results.json, run.json, tasks/*.yaml
 
     @property
@@ -41,7 +43,7 @@ class RunContents:
         }
 
 
-def metric_values(results: dict[str, Any]) -> dict[str, float]:
+def metric_values(results: ResultsDocument) -> dict[str, float]:
     """Every task's and group's metrics as ``NAME/METRIC`` (value), ``NAME/METRIC_stderr``, and for groups
     ``NAME/METRIC_micro`` and ``NAME/METRIC_micro_stderr``; null values are left out (no number to log). An
     lm-eval key keeps its filter last, as lm-eval writes it: ``acc,none`` and ``acc_stderr,none``."""
@@ -66,7 +68,7 @@ def metric_values(results: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(value: object) -> Cell:
     """A table cell: text, a number, a truth value or empty; a list of one text is that text, longer lists JSON."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
@@ -127,7 +129,7 @@ def read_contents(run_dir: Path) -> RunContents:
     )
 
 
-def flat_params(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def flat_params(config: Mapping[str, object], prefix: str = "") -> dict[str, str]:
     """The configuration as dotted keys to text (MLflow params): mappings are followed, anything else is its JSON
     text (a list, a number, null) or the text itself."""
     out: dict[str, str] = {}

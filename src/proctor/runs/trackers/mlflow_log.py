@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from typing import Any
 
-from proctor.runs.trackers.contents import RunContents, flat_params
+from proctor.runs.trackers.contents import Cell, RunContents, flat_params
 from proctor.runs.trackers.logged import Logged, environment
 from proctor.runs.trackers.targets import Target, mlflow_store
 
@@ -67,7 +66,9 @@ def log_mlflow(contents: RunContents, target: Target) -> Logged:
             for file in contents.files:
                 folder = file.parent.relative_to(contents.run_dir).as_posix()
                 client.log_artifact(run_id, str(file), None if folder == "." else folder)
-            table: dict[str, list[Any]] = {c: [row[i] for row in contents.rows] for i, c in enumerate(contents.columns)}
+            table: dict[str, list[Cell]] = {
+                c: [row[i] for row in contents.rows] for i, c in enumerate(contents.columns)
+            }
             if contents.rows:  # none with --no-log-samples
                 with warnings.catch_warnings():  # pandas 3's notice about MLflow's own select_dtypes call
                     warnings.filterwarnings("ignore", message=".*select_dtypes.*")
