@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Mapping
 
 from proctor.core.errors import ModelLoadError
 
 
-def named_parameters(cls: Any) -> set[str]:
+def named_parameters(cls: type[object]) -> set[str]:
     """The keyword options a backend class takes (for checking ``--model-arg`` names)."""
     params = inspect.signature(cls.__init__).parameters
     return {n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
@@ -17,7 +17,7 @@ def named_parameters(cls: Any) -> set[str]:
 _TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
 
 
-def check_option_types(cls: Any, options: dict[str, Any]) -> None:
+def check_option_types(cls: type[object], options: Mapping[str, object]) -> None:
     """A ``--model-arg`` value of the wrong type (``batch_invariant=maybe``) would be read as something else: refuse it.
     Only options whose declared type is plainly bool, int, float or str (optionally ``| None``) are checked."""
     params = inspect.signature(cls.__init__).parameters
@@ -34,7 +34,7 @@ def check_option_types(cls: Any, options: dict[str, Any]) -> None:
             raise ModelLoadError(f"--model-arg {name}={value!r}: {name} takes {wanted}, got {type(value).__name__}")
 
 
-def check_bounds(options: dict[str, Any], lowest: dict[str, tuple[float, bool]]) -> None:
+def check_bounds(options: Mapping[str, object], lowest: Mapping[str, tuple[float, bool]]) -> None:
     """Numeric ``--model-arg`` values below their least sensible value (``lowest``: name -> (bound, whether the
     bound itself is allowed)), refused before anything loads rather than failing deep in a client or a loop."""
     import math

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
     LoglikelihoodRequest,
     LoglikelihoodResult,
+    Request,
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
 
 Progress = Callable[[int], None]  # called with the number of requests just finished
+# what a model call answers, one per request: the result type of the request's own type
+Result = LoglikelihoodResult | GenerateResult | RollingLoglikelihoodResult
 
 
 class Model(abc.ABC):
@@ -34,7 +37,7 @@ class Model(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, object]:
         """Model identity, revision, dtype and every setting that changes outputs."""
 
     @abc.abstractmethod
@@ -52,7 +55,7 @@ class Model(abc.ABC):
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
     ) -> list[RollingLoglikelihoodResult]: ...
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
         """Render chat messages to the prompt text the model expects (generation prompt added)."""
         raise NotImplementedError(f"{type(self).__name__} has no chat template")
 
@@ -93,11 +96,11 @@ class Model(abc.ABC):
         tasks then fall back to lettered generation, with a warning."""
         return False
 
-    def usage(self) -> dict | None:
+    def usage(self) -> Mapping[str, float] | None:
         """Counters of work sent to a paid/remote service (requests, tokens), or None."""
         return None
 
-    def estimated_cost(self, usage: dict) -> float | None:
+    def estimated_cost(self, usage: Mapping[str, float]) -> float | None:
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
         return None
 
@@ -119,7 +122,7 @@ class MapsChunks(Protocol):
     """
 
     def map_chunks(
-        self, request_type: str, chunks: Sequence[Sequence[Any]], done: Callable[[int, list], None]
+        self, request_type: str, chunks: Sequence[Sequence[Request]], done: Callable[[int, Sequence[Result]], None]
     ) -> None: ...
 
 
@@ -131,7 +134,7 @@ class ConvertsToModel(Protocol):
     def as_model(self) -> Model: ...
 
 
-def usage_delta(model: Model, before: dict | None) -> dict | None:
+def usage_delta(model: Model, before: Mapping[str, float] | None) -> dict[str, float] | None:
     """What ``model`` was sent since the ``usage()`` snapshot ``before`` (with its estimated cost), or None."""
     after = model.usage()
     if before is None or after is None:

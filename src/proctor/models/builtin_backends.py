@@ -51,7 +51,7 @@ def load_hf_vision(rest: str, **options: Any) -> Model:
     return HFVisionModel(rest, **options)
 
 
-def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, Any] | None:
+def identity_hf(rest: str, options: dict[str, Any]) -> dict[str, object] | None:
     """The fingerprint's ``path`` and ``content`` of a local folder (the embedded default once converted), as
     ``HFModel`` and ``HFVisionModel`` will record them; the default not yet converted and a hub id: the
     ``path`` alone (the folder it will be converted to; the id), so another model is known before loading."""
@@ -137,7 +137,7 @@ def check_vllm(rest: str, options: dict[str, Any]) -> set[str] | None:
     try:
         import dataclasses
 
-        from vllm import EngineArgs  # type: ignore[import-not-found]
+        from vllm import EngineArgs
 
         return known | {f.name for f in dataclasses.fields(EngineArgs)}
     except Exception:  # not installed (loading will say so), or another EngineArgs shape

@@ -4,16 +4,15 @@ tokenizer special tokens, chat template."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 
-def model_info(model: Any) -> dict:
+def model_info(model: object) -> dict[str, object]:
     """What lm-eval's results file reports about a model (parameters, batch size, device, tokenizer
     special tokens, chat template), from whichever of these the backend has."""
     described = getattr(model, "described_info", None)
     if isinstance(described, dict):  # replicas on Ray: what the replicas' own model reported
         return dict(described)
-    info: dict[str, Any] = {}
+    info: dict[str, object] = {}
     for key in ("batch_size", "device", "max_length"):
         value = getattr(model, key, None)
         if isinstance(value, (int, str)):

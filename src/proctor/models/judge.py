@@ -13,14 +13,14 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest
 from proctor.models.base import Model
 
-Judge = Callable[[Sequence[dict]], str]
+Judge = Callable[[Sequence[dict[str, Any]]], str]  # chat messages -> the reply
 
 
 def judge_function(model: Model, *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> Judge:
     if not model.has_chat_template:
         raise ProctorError(f"model '{model.name}' has no chat template and cannot act as a judge")
 
-    def judge(messages: Sequence[dict]) -> str:
+    def judge(messages: Sequence[dict[str, Any]]) -> str:
         prompt = model.apply_chat_template(list(messages))
         return model.generate([GenerateRequest(prompt, max_tokens, (), temperature, 1.0, seed)])[0].text
 
@@ -29,7 +29,7 @@ def judge_function(model: Model, *, max_tokens: int = 512, temperature: float = 
 
 def judge_load_options(
     spec: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY", **options: Any
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The backend options a judge named ``spec`` loads with: ``openai:<name>`` needs its server's address and
     reads its key from ``api_key_env``, as the evaluated model does; a local judge takes ``options`` alone."""
     from proctor.core.registry import backend_of

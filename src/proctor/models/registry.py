@@ -114,7 +114,7 @@ def takes_images(spec: str) -> bool | None:
     return backend.images(split_model_spec(spec)[1])
 
 
-def model_identity(spec: str, options: dict[str, Any]) -> dict[str, Any] | None:
+def model_identity(spec: str, options: dict[str, Any]) -> dict[str, object] | None:
     """What of the model's fingerprint is known before it loads (``ModelBackend.identity``), or None."""
     backend, rest = _backend(spec, "--model '{spec}': unknown backend '{prefix}'; available: {available}")
     return backend.identity(rest, options) if backend.identity is not None else None

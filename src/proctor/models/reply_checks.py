@@ -12,7 +12,7 @@ sending the same request again gets the same wrong answer (only transport faults
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Callable, NoReturn, Sequence, cast
 
 from proctor.core.errors import ProctorError
 
@@ -54,20 +54,20 @@ class Where:
         return ReplyError(self.server, self.scrub(self.request), field, self.scrub(problem), self.prompt)
 
 
-def describe_request(prompt: Any, head: str = "the request") -> str:
+def describe_request(prompt: object, head: str = "the request") -> str:
     """'the request (prompt 'The sky is ...')': enough to find the sample whose prompt it is."""
     text = prompt if isinstance(prompt, str) else str(prompt)
     shown = text if len(text) <= 60 else text[:57] + "..."
     return f"{head} (prompt {shown!r})"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ------------------------------------------------------------------ plain values
-def logprob(value: Any, where: Where, field: str) -> float:
+def logprob(value: object, where: Where, field: str) -> float:
     """A log-prob: a finite number at most 0 (null, text, NaN, infinity or a positive number are errors)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return _fail(where, field, f"is {_shown(value)}, not a log-prob (a number)")
@@ -81,29 +81,29 @@ def logprob(value: Any, where: Where, field: str) -> float:
     return number
 
 
-def _fail(where: Where, field: str, problem: str) -> Any:
+def _fail(where: Where, field: str, problem: str) -> NoReturn:
     raise where.error(field, problem)
 
 
-def a_list(value: Any, where: Where, field: str) -> list:
+def a_list(value: object, where: Where, field: str) -> list[object]:
     if not isinstance(value, list):
         raise where.error(field, f"is {_shown(value)}, not a list")
     return value
 
 
-def a_dict(value: Any, where: Where, field: str) -> dict:
+def a_dict(value: object, where: Where, field: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise where.error(field, f"is {_shown(value)}, not an object")
     return value
 
 
-def a_string(value: Any, where: Where, field: str) -> str:
+def a_string(value: object, where: Where, field: str) -> str:
     if not isinstance(value, str):
         raise where.error(field, f"is {_shown(value)}, not text")
     return value
 
 
-def check_usage(reply: Any, where: Where) -> None:
+def check_usage(reply: object, where: Where) -> None:
     """``usage`` counts, where a server sends them, are whole numbers at least 0 (null: not counted)."""
     usage = reply.get("usage") if isinstance(reply, dict) else None  # not an object: ordered_choices says so
     if usage is None:
@@ -118,7 +118,7 @@ def check_usage(reply: Any, where: Where) -> None:
 
 
 # ------------------------------------------------------------------ choices
-def ordered_choices(reply: Any, count: int, where: Where) -> list[dict]:
+def ordered_choices(reply: object, count: int, where: Where) -> list[dict[str, object]]:
     """A completion reply's ``choices``, one per prompt sent, in the order the prompts were sent.
 
     With ``index`` on every choice the server may list them in any order (the API allows it); the indices
@@ -147,10 +147,10 @@ def ordered_choices(reply: Any, count: int, where: Where) -> list[dict]:
     if len(set(indices)) != count:
         twice = next(i for i in indices if indices.count(i) > 1)
         raise where.error("choices[].index", f"names prompt {twice} more than once")
-    return sorted(choices, key=lambda c: c["index"])
+    return sorted(choices, key=lambda c: cast(int, c["index"]))  # each checked above
 
 
-def choice_text(choice: dict, chat: bool, where: Where, field: str) -> tuple[str, str | None]:
+def choice_text(choice: dict[str, object], chat: bool, where: Where, field: str) -> tuple[str, str | None]:
     """(text, finish_reason) of a generation choice: ``message.content`` (chat) or ``text``."""
     if chat:
         message = a_dict(choice.get("message"), where, f"{field}.message")
@@ -165,13 +165,13 @@ def choice_text(choice: dict, chat: bool, where: Where, field: str) -> tuple[str
     return text, finish
 
 
-def choice_reasoning(choice: dict, chat: bool, where: Where, field: str) -> str | None:
+def choice_reasoning(choice: dict[str, object], chat: bool, where: Where, field: str) -> str | None:
     """A chat choice's reasoning text, which servers of reasoning models return beside the answer
     (``message.reasoning_content``: vLLM's reasoning parsers, DeepSeek; ``message.reasoning``: newer vLLM,
     OpenRouter); None when there is none."""
-    if not chat or not isinstance(choice.get("message"), dict):
+    message = choice.get("message")
+    if not chat or not isinstance(message, dict):
         return None
-    message = choice["message"]
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
         if value is not None:
@@ -215,7 +215,7 @@ def spelled_prefix(tokens: Sequence[str], prompt: str, where: Where, field: str)
     return len(tokens)
 
 
-def check_offsets(offsets: Sequence[Any], tokens: Sequence[str], where: Where, field: str) -> list[int]:
+def check_offsets(offsets: Sequence[object], tokens: Sequence[str], where: Where, field: str) -> list[int]:
     """``text_offset``: one start per token, 0 first, each the previous start plus that token's length."""
     if len(offsets) != len(tokens):
         raise where.error(field, f"has {len(offsets)} offsets for {len(tokens)} tokens")
@@ -233,7 +233,7 @@ def check_offsets(offsets: Sequence[Any], tokens: Sequence[str], where: Where, f
 
 
 # ------------------------------------------------------------------ an engine's outputs (vLLM)
-def engine_outputs(outputs: Any, count: int, where: Where) -> list:
+def engine_outputs(outputs: object, count: int, where: Where) -> list[object]:
     """An engine's outputs for ``count`` inputs: a list of exactly that many (zip would drop the rest)."""
     listed = list(outputs) if isinstance(outputs, (list, tuple)) else None
     if listed is None:
@@ -243,7 +243,7 @@ def engine_outputs(outputs: Any, count: int, where: Where) -> list:
     return listed
 
 
-def token_positions(values: Any, count: int, where: Where) -> list:
+def token_positions(values: object, count: int, where: Where) -> list[object]:
     """``prompt_logprobs`` of an engine's output: a list with one entry per prompt token."""
     if not isinstance(values, list):
         raise where.error("prompt_logprobs", f"is {_shown(values)}, not a list (one entry per prompt token)")

@@ -40,11 +40,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, cast
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.models.openai.http import ApiError
+from proctor.models.openai.http import ApiError, RequestBody, ServerReply
 from proctor.models.reply_checks import Where, a_dict
+
+if TYPE_CHECKING:
+    from proctor.models.openai.compat import OpenAIModel
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +68,13 @@ class BatchJournal:
             folder = proctor_home() / "openai-batches"
         self.folder = Path(folder).expanduser()
 
-    def get(self, key: str) -> dict | None:
-        try:
-            return json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+    def get(self, key: str) -> dict[str, object] | None:
+        try:  # a record put wrote
+            return cast("dict[str, object]", json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return None
 
-    def put(self, key: str, record: dict) -> None:
+    def put(self, key: str, record: Mapping[str, object]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".batch-", suffix=".json")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -98,16 +101,16 @@ class _Chunk:
 class _Submission:
     chunk: _Chunk
     path: str  # "/chat/completions" or "/completions"
-    items: dict[str, tuple[int, dict]]  # custom_id -> (position in the chunk, body)
+    items: dict[str, tuple[int, RequestBody]]  # custom_id -> (position in the chunk, body)
     round: int
     key: str = ""
     content: bytes = b""
     batch_id: str = ""  # set by BatchRunner._submit, before the submission is polled
 
 
-def _custom_ids(calls: list[tuple[int, dict]]) -> dict[str, tuple[int, dict]]:
+def _custom_ids(calls: list[tuple[int, RequestBody]]) -> dict[str, tuple[int, RequestBody]]:
     """A custom id per call, from its body (the same requests give the same ids in every run)."""
-    out: dict[str, tuple[int, dict]] = {}
+    out: dict[str, tuple[int, RequestBody]] = {}
     for position, body in calls:
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:20]
         n = 0
@@ -117,7 +120,7 @@ def _custom_ids(calls: list[tuple[int, dict]]) -> dict[str, tuple[int, dict]]:
     return out
 
 
-def _batch_line(raw: str, where: Where) -> dict:
+def _batch_line(raw: str, where: Where) -> dict[str, object]:
     """One line of a batch's output or error file: a JSON object (``custom_id``, ``response``, ``error``)."""
     try:
         line = json.loads(raw)
@@ -126,7 +129,7 @@ def _batch_line(raw: str, where: Where) -> dict:
     return a_dict(line, where, "(the line)")
 
 
-def _error_text(line: dict) -> str:
+def _error_text(line: dict[str, object]) -> str:
     """What the server says went wrong with one line of a batch (its ``error``, or the failed response's body);
     any shape (an error given as text, a body that is not an object) is shown, not read as the API's."""
     error = line.get("error")
@@ -146,7 +149,7 @@ class BatchRunner:
     """The Batch API for one ``OpenAIModel`` (``openai_compat.BatchedOpenAIModel`` holds one): it uses the
     model's client, its request bodies (``generation_call``) and its reading of replies (``generation_result``)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: OpenAIModel) -> None:
         self.model = model
         self.client = model.client
         self.base_url = model.shown_url  # credentials written in the URL masked: it names journal entries and errors
@@ -171,15 +174,17 @@ class BatchRunner:
                 self._ok = False
         return self._ok
 
-    def run(self, chunks: Sequence[Sequence[GenerateRequest]], done: Callable[[int, list], None]) -> None:
+    def run(
+        self, chunks: Sequence[Sequence[GenerateRequest]], done: Callable[[int, Sequence[GenerateResult]], None]
+    ) -> None:
         """Each chunk's results, handed to ``done(index, results)`` as its batches complete."""
         self._run([_Chunk(k, list(chunk)) for k, chunk in enumerate(chunks)], done)
 
     # ------------------------------------------------------------------ batches
-    def _run(self, chunks: list[_Chunk], done: Callable[[int, list], None]) -> None:
+    def _run(self, chunks: list[_Chunk], done: Callable[[int, Sequence[GenerateResult]], None]) -> None:
         pending: list[_Submission] = []
         for chunk in chunks:
-            by_path: dict[str, list[tuple[int, dict]]] = {}
+            by_path: dict[str, list[tuple[int, RequestBody]]] = {}
             for position, request in enumerate(chunk.requests):
                 call = self.model.generation_call(request)
                 if isinstance(call, GenerateResult):
@@ -263,7 +268,7 @@ class BatchRunner:
         log.info("batch %s: %d requests to %s", batch["id"], len(lines), url)
         return submission
 
-    def _collect(self, submission: _Submission, batch: dict) -> _Submission | None:
+    def _collect(self, submission: _Submission, batch: ServerReply) -> _Submission | None:
         """Take a finished batch's answers; a submission of what failed when another round is allowed."""
         status = str(batch.get("status"))
         if status == "failed":
@@ -271,7 +276,7 @@ class BatchRunner:
             errors = (batch.get("errors") or {}).get("data") or []
             detail = "; ".join(str(e.get("message") or e) for e in errors[:3]) or "no reason given"
             raise ApiError(f"{self.base_url}: batch {batch.get('id')} failed: {detail}")
-        answered: dict[str, dict] = {}
+        answered: dict[str, ServerReply] = {}
         failed: dict[str, str] = {}
         for file_key in ("output_file_id", "error_file_id"):
             file_id = batch.get(file_key)
@@ -291,6 +296,7 @@ class BatchRunner:
                     not line.get("error")
                     and isinstance(status_code, int)
                     and status_code < 400
+                    and isinstance(response, dict)  # (it is: a status below 400 came from it)
                     and isinstance(response.get("body"), dict)
                 ):
                     answered[custom_id] = response["body"]
@@ -322,7 +328,7 @@ class BatchRunner:
         self._journal.forget(submission.key)
         return _Submission(chunk, submission.path, missing, submission.round + 1)
 
-    def _finish(self, chunk: _Chunk, done: Callable[[int, list], None]) -> None:
+    def _finish(self, chunk: _Chunk, done: Callable[[int, Sequence[GenerateResult]], None]) -> None:
         done(chunk.index, [chunk.results[i] for i in range(len(chunk.requests))])
         for key in chunk.keys:  # after the results are handed back (committed to the run store by the caller)
             self._journal.forget(key)

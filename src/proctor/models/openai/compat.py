@@ -18,13 +18,13 @@ concurrency, usage) is ``openai_http.py``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 from proctor.core.errors import ProctorError
-from proctor.core.model_requests import GenerateRequest, GenerateResult
+from proctor.core.model_requests import GenerateRequest, GenerateResult, Request
 from proctor.core.redact import mask_url_credentials
-from proctor.models.base import Model, Progress
-from proctor.models.openai.http import ApiClient, map_progress, token_count
+from proctor.models.base import Model, Progress, Result
+from proctor.models.openai.http import ApiClient, RequestBody, ServerReply, map_progress, token_count
 from proctor.models.openai.messages import decode_chat, encode_chat, with_image_parts
 from proctor.models.openai.scoring import OpenAIScoring
 from proctor.models.reply_checks import (
@@ -112,7 +112,7 @@ class OpenAIModel(OpenAIScoring, Model):
 
     # ------------------------------------------------------------------ identity
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, object]:
         # The server address is left out: the same model served on another port (a restarted
         # server) keeps its cache and lets an interrupted run resume. ``revision`` tells apart
         # different weights served under one name.
@@ -128,7 +128,7 @@ class OpenAIModel(OpenAIScoring, Model):
     def has_chat_template(self) -> bool:
         return True  # the server applies its own
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[Mapping[str, object]]) -> str:
         return encode_chat(messages)
 
     @property
@@ -139,10 +139,10 @@ class OpenAIModel(OpenAIScoring, Model):
         return text  # the images go ahead of the text as content parts of one user message
 
     # ------------------------------------------------------------------ usage and cost
-    def usage(self) -> dict | None:
+    def usage(self) -> dict[str, int] | None:
         return self.client.usage.snapshot()
 
-    def estimated_cost(self, usage: dict) -> float | None:
+    def estimated_cost(self, usage: Mapping[str, float]) -> float | None:
         price_in, price_out = self.prices
         if price_in is None and price_out is None:
             return None
@@ -177,11 +177,11 @@ class OpenAIModel(OpenAIScoring, Model):
         path, body = call
         return self.generation_result(r, path, self.client.post(path, body))
 
-    def generation_call(self, r: GenerateRequest) -> tuple[str, dict] | GenerateResult:
+    def generation_call(self, r: GenerateRequest) -> tuple[str, RequestBody] | GenerateResult:
         """The endpoint path and JSON body that answer ``r`` (a result straight away when nothing is to be sent)."""
         if r.max_tokens <= 0:
             return GenerateResult("", "length", 0, 0)
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "model": self.model,
             "max_tokens": r.max_tokens,
             "temperature": r.temperature,
@@ -204,7 +204,7 @@ class OpenAIModel(OpenAIScoring, Model):
             raise ProctorError(f"an empty prompt cannot be sent to '{self.name}' (servers reject it)")
         return "/completions", {**params, "prompt": r.prompt}
 
-    def generation_result(self, r: GenerateRequest, path: str, data: dict) -> GenerateResult:
+    def generation_result(self, r: GenerateRequest, path: str, data: ServerReply) -> GenerateResult:
         """``r``'s result from the server's reply ``data`` to ``generation_call(r)``."""
         where = self._where(path, r.prompt)
         choice = ordered_choices(data, 1, where)[0]
@@ -226,7 +226,14 @@ class OpenAIModel(OpenAIScoring, Model):
             return self
         return BatchedOpenAIModel.around(self)
 
-    def chat(self, messages: Sequence[dict], *, max_tokens: int = 512, temperature: float = 0.0, seed: int = 0) -> str:
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, object]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> str:
         """One chat reply (for judges)."""
         return self.generate([GenerateRequest(encode_chat(messages), max_tokens, (), temperature, 1.0, seed)])[0].text
 
@@ -284,19 +291,22 @@ class BatchedOpenAIModel(OpenAIModel):
         raise AttributeError("large_chunks follows the Batch API (read only)")
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
-        out: list[list[GenerateResult]] = [[]]
+        out: list[Sequence[Result]] = [[]]
         self.map_chunks("generate", [list(requests)], lambda k, results: out.__setitem__(0, results))
         if progress:
             progress(len(requests))
-        return out[0]
+        return cast("list[GenerateResult]", out[0])  # the results of a "generate" chunk, as a list
 
-    def map_chunks(self, request_type: str, chunks: Sequence[Sequence[Any]], done) -> None:
+    def map_chunks(
+        self, request_type: str, chunks: Sequence[Sequence[Request]], done: Callable[[int, Sequence[Result]], None]
+    ) -> None:
         """``runs/executor.execute``'s entry point (``models.base.MapsChunks``): all chunks at once."""
         if request_type != "generate" or not self.batch_available():
             online = super().generate if request_type == "generate" else getattr(self, request_type)
             for k, chunk in enumerate(chunks):
                 done(k, list(online(list(chunk))))
             return
-        for chunk in chunks:
+        generations = cast("Sequence[Sequence[GenerateRequest]]", chunks)  # the chunks of a "generate" call
+        for chunk in generations:
             self.check_generation(chunk)
-        self.batches.run(chunks, done)
+        self.batches.run(generations, done)

