@@ -5,8 +5,6 @@ is refused first)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from proctor.models.hf.loading import device_unavailable
@@ -49,13 +47,12 @@ def test_mps_without_apples_gpu(tmp_path, monkeypatch):
     assert "--device: device 'mps' (Apple's GPU) was asked for but this machine or PyTorch build has none" in output
 
 
-def test_a_cuda_index_past_the_machines_gpus():
-    two_gpus = SimpleNamespace(
-        cuda=SimpleNamespace(is_available=lambda: True, device_count=lambda: 2),
-        backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False)),
-    )
-    assert device_unavailable(two_gpus, "cuda:1") is None and device_unavailable(two_gpus, "cuda") is None
-    assert device_unavailable(two_gpus, "cuda:2") == (
+def test_a_cuda_index_past_the_machines_gpus(monkeypatch):
+    # this machine seen as one with two CUDA GPUs (torch's own answers replaced)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert device_unavailable("cuda:1") is None and device_unavailable("cuda") is None
+    assert device_unavailable("cuda:2") == (
         "device 'cuda:2' was asked for but this machine has 2 CUDA GPU(s): cuda:0 to cuda:1"
     )
-    assert device_unavailable(two_gpus, "cpu") is None
+    assert device_unavailable("cpu") is None

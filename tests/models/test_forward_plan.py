@@ -192,8 +192,8 @@ def test_the_dense_mask_is_the_tree_rule_cell_by_cell():
     expected = torch.tensor(
         [[[int(kv <= q < int(ends[b, kv])) for kv in range(8)] for q in range(8)] for b in range(2)], dtype=torch.bool
     )[:, None]
-    kept = tree_attention.causal_triangle(torch, 8, ends.device)
-    for mask in (tree_attention.dense_mask(torch, ends), tree_attention.dense_mask(torch, ends, kept)):
+    kept = tree_attention.causal_triangle(8, ends.device)
+    for mask in (tree_attention.dense_mask(ends), tree_attention.dense_mask(ends, kept)):
         assert mask.shape == (2, 1, 8, 8) and mask.dtype == torch.bool
         assert torch.equal(mask, expected)
     assert torch.equal(kept, torch.ones(8, 8, dtype=torch.bool).tril())  # the kept triangle is not written

@@ -49,9 +49,9 @@ def test_fused_head_equals_a_float64_log_softmax_to_float32_precision(vocab, wid
     """Vocabularies that are and are not a multiple of the kernel's 24-entry tiles, widths from 8 to
     576; log-probs to within float32 rounding of the logits' size, hits exactly argmax's."""
     linear = _linear(vocab, width, scale)
-    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    head = VocabularyHead(linear, "cpu", fused=True)
     assert head.implementation == head_kernel.version(head.order) and head.block_size == 1024
-    assert VocabularyHead(torch, linear, "cpu").implementation is None  # the class's default: PyTorch's ops
+    assert VocabularyHead(linear, "cpu").implementation is None  # the class's default: PyTorch's ops
     n = 48
     hidden = torch.randn(n, width)
     rows = torch.arange(n).repeat_interleave(3)
@@ -73,7 +73,7 @@ def _pytorch_head_rounds_as_the_kernel(width: int) -> bool:
     ATen's lanes by its capability, and MKL's order of a logit as the kernel's probe found it (its
     AVX2 blocks at every width; its AVX-512 halves where MKL sums a logit's k in at most two halves:
     its order past 768 on Intel was not read)."""
-    return torch.backends.mkl.is_available() and head_kernel.follows_pytorch(torch, width)
+    return torch.backends.mkl.is_available() and head_kernel.follows_pytorch(width)
 
 
 @pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="PyTorch without MKL: another GEMM's order")
@@ -82,14 +82,14 @@ def test_the_probe_finds_mkls_order_of_a_logit(width):
     """MKL's order of a logit's k at the widths of the tests' and SmolLM2's heads is one of the
     kernel's (on Intel and AMD processors, AVX2 or AVX-512 — read off each): the kernel's logits are
     PyTorch's, every bit, in the order its probe rates closest."""
-    shares = head_kernel._probe(torch, width)
-    chosen = max(head_kernel.candidates(torch), key=lambda c: shares[c])  # the first of the best: ties keep ATen's
+    shares = head_kernel._probe(width)
+    chosen = max(head_kernel.candidates(), key=lambda c: shares[c])  # the first of the best: ties keep ATen's
     linear = _linear(3000, width, 1.0, seed=1)
     hidden = torch.randn(64, width)
     rows = torch.arange(64).repeat_interleave(8)
     targets = torch.randint(0, 3000, (8 * 64,))
     weight = linear.weight.detach()
-    logits = head_kernel.pair_logits(torch, head_kernel.load(), weight, hidden, rows, targets, chosen)
+    logits = head_kernel.pair_logits(head_kernel.load(), weight, hidden, rows, targets, chosen)
     with torch.no_grad():
         assert torch.equal(logits, (hidden @ linear.weight.t())[rows, targets])  # a real head's shape, every bit
 
@@ -101,13 +101,13 @@ def test_the_fused_head_runs_only_where_its_probe_finds_pytorchs_bits(monkeypatc
     share, and the head's numbers are PyTorch's ops' (a torch or MKL update that moved a last bit would otherwise
     change most values while the fingerprint still said fused)."""
     linear = _linear(3000, 64, 1.0, seed=2)
-    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    head = VocabularyHead(linear, "cpu", fused=True)
     assert head.implementation is not None and head.refused is None
-    assert head_kernel._probe(torch, 64, linear.weight)[head.order] == 1.0
-    assert head.order == head_kernel.order(torch, 64, linear.weight)
+    assert head_kernel._probe(64, linear.weight)[head.order] == 1.0
+    assert head.order == head_kernel.order(64, linear.weight)
     other = _linear(3000, 64, 1.0, seed=3)
     monkeypatch.setattr(head_kernel, "_probe", lambda torch, width, weight=None: {8: 0.31, 16: 0.9995})
-    refused = VocabularyHead(torch, other, "cpu", fused=True)
+    refused = VocabularyHead(other, "cpu", fused=True)
     assert refused.implementation is None
     assert refused.refused == "no order of the fused kernel reproduces PyTorch's head here (best 99.95% of bits)"
     hidden = torch.randn(64, 64)
@@ -132,12 +132,12 @@ def test_fused_head_computes_pytorchs_log_softmax(vocab, width, scale):
     hidden = torch.randn(n, width)
     rows = torch.arange(n).repeat_interleave(2)
     targets = torch.randint(0, vocab, (2 * n,))
-    pytorch = VocabularyHead(torch, linear, "cpu")
+    pytorch = VocabularyHead(linear, "cpu")
     with torch.no_grad():
         parts = [pytorch.scores(hidden[s : s + 64], rows[:128], targets[2 * s : 2 * s + 128]) for s in range(0, n, 64)]
         expected = torch.cat([p[0] for p in parts])
         expected_hits = torch.cat([p[1] for p in parts])
-        values, hits = VocabularyHead(torch, linear, "cpu", fused=True).scores(hidden, rows, targets)
+        values, hits = VocabularyHead(linear, "cpu", fused=True).scores(hidden, rows, targets)
     assert torch.equal(hits, expected_hits)
     size = expected.double().abs().clamp(min=1.0)
     if _pytorch_head_rounds_as_the_kernel(width):
@@ -153,7 +153,7 @@ def test_fused_head_resolves_ties_by_the_first_index_and_keeps_nan():
     linear = _linear(3000, 64, 4.0)
     with torch.no_grad():
         linear.weight[2500] = linear.weight[7] = linear.weight[1234]  # three rows alike
-    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    head = VocabularyHead(linear, "cpu", fused=True)
     hidden = linear.weight[1234].detach().repeat(16, 1) * 3.0  # its own row: the maximum, tied three times
     rows = torch.arange(16).repeat_interleave(3)
     targets = torch.tensor([7, 1234, 2500] * 16)
@@ -172,7 +172,7 @@ def test_fused_head_bits_do_not_depend_on_the_block_or_the_threads():
     """A node's values are the same alone, among 1,024 others, at another position of the block,
     with 1, 2 or 3 threads."""
     linear = _linear(20000, 64, 10.0)
-    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    head = VocabularyHead(linear, "cpu", fused=True)
     hidden = torch.randn(1024, 64)
     targets = torch.randint(0, 20000, (1024,))
     before = torch.get_num_threads()
@@ -197,7 +197,7 @@ def test_fused_head_follows_a_weight_edited_in_place():
     """The packed copy of the weight is made again when the weight changes (a steering control
     may edit it); a hooked head is called as a module."""
     linear = _linear(500, 64, 5.0)
-    head = VocabularyHead(torch, linear, "cpu", fused=True)
+    head = VocabularyHead(linear, "cpu", fused=True)
     hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
     with torch.no_grad():
         plain, _ = head.scores(hidden, rows, targets)
@@ -211,7 +211,7 @@ def test_fused_head_follows_a_weight_edited_in_place():
 def test_a_token_outside_the_vocabulary_is_refused_not_read():
     """A target id the head has no row for is an IndexError (as indexing the logits was), never a
     read past the weight."""
-    head = VocabularyHead(torch, _linear(500, 64, 1.0), "cpu", fused=True)
+    head = VocabularyHead(_linear(500, 64, 1.0), "cpu", fused=True)
     hidden, rows = torch.randn(16, 64), torch.arange(16)
     for bad in (500, -1):
         targets = torch.zeros(16, dtype=torch.long)
@@ -226,7 +226,7 @@ def test_other_heads_keep_pytorch_ops_bit_for_bit():
     biased = torch.nn.Linear(64, 700)
     wrapped = torch.nn.Sequential(torch.nn.Linear(64, 700, bias=False))
     for module, softcap in ((biased, None), (wrapped, None), (torch.nn.Linear(64, 700, bias=False), 30.0)):
-        head = VocabularyHead(torch, module, "cpu", softcap, fused=True)
+        head = VocabularyHead(module, "cpu", softcap, fused=True)
         assert head.implementation is None
         hidden, rows = torch.randn(16, 64), torch.arange(16)
         targets = torch.randint(0, 700, (16,))
@@ -282,7 +282,7 @@ def test_the_command_scores_with_the_fused_head_as_with_pytorch(tiny_model_dir, 
         assert proc.returncode == 0, proc.stderr
         runs[name] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
         fingerprint = json.dumps(json.loads((out / "run.json").read_text()))
-        chosen = head_kernel.order(torch, 64)  # None where the probe finds no exact order: PyTorch's ops, said so
+        chosen = head_kernel.order(64)  # None where the probe finds no exact order: PyTorch's ops, said so
         expected = head_kernel.version(chosen) if chosen is not None else "torch (no order of the fused kernel"
         assert (f'"vocab_head": "{expected}' in fingerprint) == (name == "fused")
     assert len(runs["fused"]) == len(runs["torch"]) >= 30
@@ -319,7 +319,7 @@ def test_the_kernel_gives_the_same_bits_built_for_any_instruction_set(tmp_path, 
     results = []
     others = {}  # the other lanes; past one block of k, the other order of a logit
     for lib in builds:  # each its own packed layout (its tile: 48 entries built for AVX-512, else 24)
-        packed, padded = head_kernel.pack(torch, weight, head_kernel.tile(lib))
+        packed, padded = head_kernel.pack(weight, head_kernel.tile(lib))
 
         def stats(chosen: int):
             maxima, logsums, first = torch.empty(n), torch.empty(n), torch.empty(n, dtype=torch.int64)

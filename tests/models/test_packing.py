@@ -157,7 +157,7 @@ def test_greedy_hits_are_argmax_with_ties():
     targets = torch.randint(0, 4096, (96,), generator=generator)
     targets[::3] = logits.argmax(dim=-1)  # every row's first maximum once
     targets[:3] = torch.tensor([3, 7, 0])
-    hits = greedy_hits(torch, logits, rows, targets)
+    hits = greedy_hits(logits, rows, targets)
     assert hits.tolist() == (logits.argmax(dim=-1)[rows] == targets).tolist()
     assert hits[:3].tolist() == [True, False, False] and hits.sum() >= 32
 
@@ -178,7 +178,7 @@ def test_vocabulary_head_is_linear_log_softmax_and_argmax_bit_for_bit(softcap):
         for module in (linear, biased):
             module.weight.mul_(40)
         for module, buffered in ((linear, True), (biased, True), (wrapped, False)):
-            head = VocabularyHead(torch, module, "cpu", softcap)
+            head = VocabularyHead(module, "cpu", softcap)
             assert head._buffered is buffered
             for n in (64, 16, 48):
                 hidden = torch.randn(n, 64)
@@ -201,7 +201,7 @@ def test_vocabulary_head_calls_a_hooked_head():
 
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 500, bias=False)
-    head = VocabularyHead(torch, linear, "cpu")
+    head = VocabularyHead(linear, "cpu")
     hidden, rows, targets = torch.randn(16, 64), torch.arange(16), torch.zeros(16, dtype=torch.long)
     with torch.no_grad():
         plain, _ = head.scores(hidden, rows, targets)

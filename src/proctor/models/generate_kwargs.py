@@ -9,9 +9,7 @@ from typing import Any
 from proctor.core.model_requests import GenerateRequest
 
 
-def decoding_kwargs(
-    torch: Any, request: GenerateRequest, pad_token_id: int | None, eos_ids: list[int]
-) -> dict[str, Any]:
+def decoding_kwargs(request: GenerateRequest, pad_token_id: int | None, eos_ids: list[int]) -> dict[str, Any]:
     """The keywords for ``model.generate`` (seeds torch's generator for a sampled request, as it is about to run)."""
     kwargs: dict[str, Any] = dict(
         max_new_tokens=request.max_tokens,
@@ -20,6 +18,8 @@ def decoding_kwargs(
         do_sample=request.temperature > 0,
     )
     if request.temperature > 0:
+        import torch
+
         torch.manual_seed(request.seed)
         kwargs.update(temperature=request.temperature, top_p=request.top_p)
         if request.top_k is not None:

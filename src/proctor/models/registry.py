@@ -95,12 +95,12 @@ def _check_device_present(device: str) -> None:
     """A GPU asked for that this machine lacks: the error before the model loads, not after (or an internal
     error from PyTorch for mps). Without torch installed, the backend's own load says what to install."""
     try:
-        import torch
+        import torch  # noqa: F401  (whether it is installed)
     except ImportError:
         return
     from proctor.models.hf.loading import device_unavailable
 
-    problem = device_unavailable(torch, device)
+    problem = device_unavailable(device)
     if problem is not None:
         raise ModelLoadError(f"--device: {problem}")
 

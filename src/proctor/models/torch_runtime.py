@@ -54,16 +54,18 @@ def load_torch(feature: str, what: str) -> Any:
     """``torch`` (a clear error naming ``feature``'s extra where it is missing), its CPU math set up
     on this thread (``settle``)."""
     torch = require("torch", feature, what)
-    settle(torch)
+    settle()
     return torch
 
 
-def settle(torch: Any) -> None:
+def settle() -> None:
     """Call every VML function once, single-threaded, in float32 and float64, and one small matrix
-    product of each (MKL's BLAS sets itself up lazily too); once per process."""
+    product of each (MKL's BLAS sets itself up lazily too); once per process (torch imported)."""
     global _settled
     if _settled:
         return
+    import torch
+
     with torch.no_grad():
         for dtype in (torch.float32, torch.float64):
             values = torch.linspace(0.1, 0.9, 8, dtype=dtype)

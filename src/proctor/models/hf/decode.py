@@ -18,7 +18,11 @@ padding in every row are cut off as rows leave, so the cache stays as wide as it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache, PreTrainedModel, PreTrainedTokenizerBase
 
 
 @dataclass
@@ -52,29 +56,30 @@ def cache_keyword(model: object) -> str:
 _CACHE_KEYWORDS: dict[type, str] = {}
 
 
-def output_cache(out):
+def output_cache(out: Any) -> Cache:
     """The key/value cache a forward returned, under either name (see ``cache_keyword``)."""
-    return out.cache if "cache" in getattr(type(out), "__dataclass_fields__", {}) else out.past_key_values
+    cache: Cache = out.cache if "cache" in getattr(type(out), "__dataclass_fields__", {}) else out.past_key_values
+    return cache
 
 
-def _hit_stop(tokenizer, tokens: list[int], stop: Sequence[str], longest: int) -> bool:
+def _hit_stop(tokenizer: PreTrainedTokenizerBase, tokens: list[int], stop: Sequence[str], longest: int) -> bool:
     # Only the tail can hold a stop string that the previous step had not already completed.
     tail = tokenizer.decode(tokens[-(longest + 2) :], skip_special_tokens=True)
     return any(s in tail for s in stop)
 
 
-def _plain_layers(cache) -> list | None:
+def _plain_layers(cache: Cache | None) -> list[Any] | None:
     """The cache's layers if each is a plain growing key/value pair that can be re-packed; else None
     (sliding-window and other special caches keep the simpler drop-only decoding)."""
     from transformers.cache_utils import DynamicLayer
 
-    layers = getattr(cache, "layers", None)
+    layers: list[Any] | None = getattr(cache, "layers", None)
     if not layers or any(type(layer) is not DynamicLayer for layer in layers):
         return None
     return layers
 
 
-def _left_pad(tensor, width: int, dim: int):
+def _left_pad(tensor: torch.Tensor, width: int, dim: int) -> torch.Tensor:
     import torch
 
     missing = width - tensor.shape[dim]
@@ -88,10 +93,14 @@ def _left_pad(tensor, width: int, dim: int):
 class _Batch:
     """Rows with their key/value cache: each row's tokens right-aligned (left padding, masked out)."""
 
-    def __init__(self, rows: list[DecodingRow] | None = None, cache=None, mask=None):
+    def __init__(
+        self, rows: list[DecodingRow] | None = None, cache: Cache | None = None, mask: torch.Tensor | None = None
+    ) -> None:
         self.rows = rows or []
-        self.cache = cache
-        self.mask = mask  # [rows, cache width]: 1 where a row holds a real token
+        # Both None exactly while the batch has no rows (every method that reads them has rows), so
+        # they are typed as what they hold then.
+        self.cache: Cache = cache
+        self.mask: torch.Tensor = mask  # [rows, cache width]: 1 where a row holds a real token
 
     def keep(self, slots: list[int]) -> None:
         """Keep only these rows (and their cache rows); cut columns that are padding everywhere."""
@@ -158,14 +167,14 @@ class Decoder:
 
     def __init__(
         self,
-        model,
-        tokenizer,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         max_new_tokens: int,
         stop: Sequence[str],
         eos_ids: Sequence[int],
         device: str,
-        on_finish=None,
-    ):
+        on_finish: Callable[[], None] | None = None,
+    ) -> None:
         self.on_finish = on_finish  # called once per finished sequence (progress)
         self.model, self.tokenizer, self.device = model, tokenizer, device
         self.max_new_tokens, self.stop, self.eos = max_new_tokens, tuple(stop), set(eos_ids)
@@ -180,7 +189,8 @@ class Decoder:
         self.running = _Batch()  # decoding now
         self.ready = _Batch()  # prefilled, first token taken, waiting for a free slot
         self.results: dict[int, Decoded] = {}
-        self.prefix: list[tuple] = []  # per layer (keys, values) of the prompts' shared start, one row
+        # per layer (keys, values) of the prompts' shared start, one row
+        self.prefix: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.prefix_length = 0
 
     def share_prefix(self, tokens: Sequence[int]) -> None:
@@ -228,7 +238,7 @@ class Decoder:
         batch.keep(self.take(batch.rows, out.logits[:, -1]))
         return batch
 
-    def take(self, rows: Sequence[DecodingRow], logits) -> list[int]:
+    def take(self, rows: Sequence[DecodingRow], logits: torch.Tensor) -> list[int]:
         """Append each row's greedy token; returns the positions (in ``rows``) of rows still running."""
         running = []
         for slot, (row, token) in enumerate(zip(rows, logits.argmax(-1).tolist())):
@@ -305,8 +315,8 @@ def _shared_prefix(prompts: Sequence[Sequence[int]]) -> int:
 
 
 def greedy_decode(
-    model,
-    tokenizer,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: int,
     stop: Sequence[str],
@@ -352,7 +362,7 @@ def greedy_decode(
     return [decoder.results[i] for i in range(len(prompts))]
 
 
-def cache_is_plain(model) -> bool:
+def cache_is_plain(model: PreTrainedModel) -> bool:
     """Whether the model's key/value cache is plain growing layers (rows can be re-packed)."""
     from transformers.cache_utils import DynamicCache
 
@@ -362,7 +372,9 @@ def cache_is_plain(model) -> bool:
         return False
 
 
-def _prefill_group(prompts, waiting: list[int], needed: int, budget: int, shared: int) -> list[int]:
+def _prefill_group(
+    prompts: Sequence[Sequence[int]], waiting: list[int], needed: int, budget: int, shared: int
+) -> list[int]:
     """The next waiting prompts to prefill together: at least ``needed``, more while the group's
     padded size stays within ``budget`` tokens."""
     group: list[int] = []

@@ -144,11 +144,11 @@ def _tail_rows(n: int, per_call: int) -> int:
     return min(power, max(2, -(-n // step) * step), per_call)
 
 
-def plan_summary(calls: Sequence[ForwardCall], unique_tokens: int | None = None) -> dict:
+def plan_summary(calls: Sequence[ForwardCall], unique_tokens: int | None = None) -> dict[str, float]:
     """What a plan costs: calls, distinct shapes, tokens per call, padding, tokens per unique token."""
     forwarded = sum(c.n_rows * c.width for c in calls)
     real = sum(len(row) for c in calls for row in c.rows)
-    summary = {
+    summary: dict[str, float] = {
         "forward_calls": len(calls),
         "distinct_shapes": len({c.shape for c in calls}),
         "tokens_forwarded": forwarded,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.models.base import Progress
@@ -22,14 +22,16 @@ from proctor.models.hf.scoring import encode_many
 from proctor.models.hf.static import static_greedy_decode
 from proctor.models.memory import halving
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 
 class HFGeneration:
     """``generate`` and its helpers, mixed into :class:`proctor.models.hf.model.HFModel` (uses the loaded
     ``model`` and ``tokenizer`` and the settings ``HFModel._setup`` reads off them)."""
 
-    _torch: Any
-    model: Any
-    tokenizer: Any
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     device: str
     batch_size: int | str
     max_length: int
@@ -41,13 +43,14 @@ class HFGeneration:
     cuda_graphs: bool
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
-        torch = self._torch
+        import torch
+
         prompts = encode_many(self.tokenizer, [r.prompt for r in requests])
         if self.add_bos:
             prompts = [[self.prefix_token_id] + p for p in prompts]
 
         # Same settings batch together; within them longest first, to keep padding low.
-        def settings(i: int):
+        def settings(i: int) -> tuple[Any, ...]:
             r = requests[i]
             return (
                 r.max_tokens,
@@ -65,7 +68,7 @@ class HFGeneration:
             )
 
         order = sorted(range(len(requests)), key=lambda i: (repr(settings(i)), -len(prompts[i]), i))
-        results: list = [None] * len(requests)
+        results: list[Any] = [None] * len(requests)  # each request's GenerateResult, filled group by group
         longest = max((len(p) + r.max_tokens for p, r in zip(prompts, requests)), default=1)
         size = self._chosen_generation_batch(longest) if self.batch_size == "auto" else max(1, int(self.batch_size))
         # Requests with the same settings decode together.
@@ -156,7 +159,9 @@ class HFGeneration:
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // getattr(config, "num_attention_heads", 16)
         per_token = 2 * layers * heads * head_dim * self.model.dtype.itemsize
         if self.device.startswith("cuda"):
-            free = self._torch.cuda.mem_get_info()[0]
+            import torch
+
+            free = torch.cuda.mem_get_info()[0]
         else:
             import os
 
@@ -168,7 +173,8 @@ class HFGeneration:
         self, ids: list[list[int]], request: GenerateRequest, eos_ids: list[int]
     ) -> list[list[int]]:
         """Sampling and beam search through transformers' ``generate`` (left-padded batch)."""
-        torch = self._torch
+        import torch
+
         pad = self.tokenizer.pad_token_id
         width = max(len(x) for x in ids)
         input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
@@ -176,7 +182,7 @@ class HFGeneration:
         for r, x in enumerate(ids):
             input_ids[r, width - len(x) :] = torch.tensor(x)
             mask[r, width - len(x) :] = 1
-        kwargs = decoding_kwargs(torch, request, pad, eos_ids)
+        kwargs = decoding_kwargs(request, pad, eos_ids)
         if request.stop:
             kwargs.update(stop_strings=list(request.stop), tokenizer=self.tokenizer)
         output = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device), **kwargs)

@@ -25,8 +25,12 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proctor.models.default import proctor_home
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -134,16 +138,30 @@ PROBE_ENTRIES = 2048  # weight rows of a probe without the head's weight (MKL's 
 _PROBED: dict[tuple[int, int, int], dict[int, float]] = {}  # (width, weight rows, lanes) -> _probe's answer
 
 
-def sum_lanes(torch) -> int:
+def sum_lanes() -> int:
     """The lanes ATen's CPU log-softmax adds its terms in: as many float32 as its instruction set
     holds (16 where its capability is AVX-512, else 8)."""
+    import torch
+
     return 16 if torch.backends.cpu.get_cpu_capability() == "AVX512" else 8
 
 
-def pair_logprobs(torch, lib: ctypes.CDLL, weight, hidden, maxima, logsums, first, rows, targets, order: int):
+def pair_logprobs(
+    lib: ctypes.CDLL,
+    weight: torch.Tensor,
+    hidden: torch.Tensor,
+    maxima: torch.Tensor,
+    logsums: torch.Tensor,
+    first: torch.Tensor,
+    rows: torch.Tensor,
+    targets: torch.Tensor,
+    order: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``proctor_head_targets``: the log-probs of (row, target) pairs, (logit - maximum) - log-sum,
     and their greedy hits (1.0 where the target is the row's first maximum). ``weight`` [vocab,
     width] and ``hidden`` [nodes, width] float32 and contiguous; rows and targets int64."""
+    import torch
+
     logprobs, hits = torch.empty(len(rows)), torch.empty(len(rows))
     lib.proctor_head_targets(
         weight.data_ptr(),
@@ -162,33 +180,39 @@ def pair_logprobs(torch, lib: ctypes.CDLL, weight, hidden, maxima, logsums, firs
     return logprobs, hits
 
 
-def pair_logits(torch, lib: ctypes.CDLL, weight, hidden, rows, targets, order: int):
+def pair_logits(
+    lib: ctypes.CDLL, weight: torch.Tensor, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor, order: int
+) -> torch.Tensor:
     """The kernel's logits at (row, target) pairs, in ``order``: ``pair_logprobs`` with maximum and log-sum 0."""
+    import torch
+
     zeros, first = torch.zeros(len(hidden)), torch.zeros(len(hidden), dtype=torch.int64)
-    return pair_logprobs(torch, lib, weight, hidden, zeros, zeros, first, rows, targets, order)[0]
+    return pair_logprobs(lib, weight, hidden, zeros, zeros, first, rows, targets, order)[0]
 
 
-def candidates(torch) -> tuple[int, ...]:
+def candidates() -> tuple[int, ...]:
     """The kernel's orders a probe tries: ATen's lanes (8 or 16), MKL's k in blocks or in halves; the order of
     PyTorch's reported capability first (the one kept where several reproduce PyTorch's head)."""
-    lanes = sum_lanes(torch)
+    lanes = sum_lanes()
     default = lanes | (HALVES if lanes == 16 else 0)
     others = [order for order in (8, 16, 8 | HALVES, 16 | HALVES) if order != default]
     return (default, *others)
 
 
-def _probe(torch, width: int, weight=None) -> dict[int, float]:
+def _probe(width: int, weight: torch.Tensor | None = None) -> dict[int, float]:
     """For each of the kernel's orders at ``width`` (``candidates``): the share of its log-probs and greedy hits
     that are PyTorch's head's, every bit (1.0: all) — ``log_softmax(mm(hidden, weight.t()))`` at 16 nodes (random,
     seeded) and 256 targets each (each node's greedy token among them), ``weight`` the head's own where it is on the
     CPU in float32, else ``PROBE_ENTRIES`` random rows. The whole head is compared, so both the GEMM's order of a
     logit (MKL's, which MKL picks by processor) and the log-softmax's lanes (ATen's) are read off this machine."""
+    import torch
+
     lib = load()
     if lib is None:
         return {}
     if weight is not None and (weight.device.type != "cpu" or weight.dtype != torch.float32):
         weight = None  # an offloaded head's weight waits on the meta device
-    key = (width, PROBE_ENTRIES if weight is None else len(weight), sum_lanes(torch))
+    key = (width, PROBE_ENTRIES if weight is None else len(weight), sum_lanes())
     if key in _PROBED:
         return _PROBED[key]
     generator = torch.Generator().manual_seed(width)
@@ -205,40 +229,40 @@ def _probe(torch, width: int, weight=None) -> dict[int, float]:
     targets = torch.randint(0, vocab, (nodes * per_node,), generator=generator)
     targets[::per_node] = greedy  # every node's greedy token once: the hits are compared too
     want_values, want_hits = expected[rows, targets], greedy[rows] == targets
-    packed, padded = pack(torch, weight, tile(lib))
-    found = {}
-    for candidate in candidates(torch):
+    packed, padded = pack(weight, tile(lib))
+    found: dict[int, float] = {}
+    for candidate in candidates():
         maxima, logsums, first = torch.empty(nodes), torch.empty(nodes), torch.empty(nodes, dtype=torch.int64)
         outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
         if lib.proctor_head_stats(
             packed.data_ptr(), vocab, padded, width, hidden.data_ptr(), 0, nodes, *outs, candidate
         ):
             return {}  # out of memory in a probe: no verdict, so no kernel
-        values, hits = pair_logprobs(torch, lib, weight, hidden, maxima, logsums, first, rows, targets, candidate)
+        values, hits = pair_logprobs(lib, weight, hidden, maxima, logsums, first, rows, targets, candidate)
         found[candidate] = float(((values == want_values) & (hits.bool() == want_hits)).double().mean())
     _PROBED[key] = found
     return found
 
 
-def order(torch, width: int, weight=None) -> int | None:
+def order(width: int, weight: torch.Tensor | None = None) -> int | None:
     """The kernel's order that reproduces PyTorch's head at ``width`` exactly (``_probe``, with the head's
     ``weight`` where it is given), or None where none does (a PyTorch, MKL or processor whose order the kernel
     does not follow): the head then runs as PyTorch's ops. Where several do, the order of PyTorch's capability
     (``candidates``' first). So lm-evaluation-harness's numbers, which are PyTorch's, are the kernel's on each
     machine, or the kernel does not run."""
-    shares = _probe(torch, width, weight)
-    exact = [candidate for candidate in candidates(torch) if shares.get(candidate) == 1.0]
+    shares = _probe(width, weight)
+    exact = [candidate for candidate in candidates() if shares.get(candidate) == 1.0]
     return exact[0] if exact else None
 
 
-def best_share(torch, width: int, weight=None) -> float:
+def best_share(width: int, weight: torch.Tensor | None = None) -> float:
     """The probe's closest order's share of PyTorch's bits (for the fingerprint and the warning where none is exact)."""
-    return max(_probe(torch, width, weight).values(), default=0.0)
+    return max(_probe(width, weight).values(), default=0.0)
 
 
-def follows_pytorch(torch, width: int, weight=None) -> bool:
+def follows_pytorch(width: int, weight: torch.Tensor | None = None) -> bool:
     """Whether one of the kernel's orders reproduces PyTorch's head at ``width``, every bit (the probe's verdict)."""
-    return order(torch, width, weight) is not None
+    return order(width, weight) is not None
 
 
 def version(order: int) -> str:
@@ -251,10 +275,12 @@ def version(order: int) -> str:
     return name
 
 
-def pack(torch, weight, tile: int):
+def pack(weight: torch.Tensor, tile: int) -> tuple[torch.Tensor, int]:
     """The weight [vocab, width] as a build of the kernel reads it (``tile(lib)``): tiles of
     ``tile`` vocabulary entries, [padded / tile, width, tile], padded with zero rows to a multiple
     of ``tile`` entries."""
+    import torch
+
     vocab, width = weight.shape
     padded = -(-vocab // tile) * tile
     rows = torch.zeros((padded, width), dtype=torch.float32)

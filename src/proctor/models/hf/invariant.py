@@ -28,7 +28,8 @@ from proctor.models.hf.decode import Decoded, Decoder, DecodingRow, cache_is_pla
 from proctor.models.hf.static import COLUMNS, attention_mask, cache_width, slot_layer_class
 
 if TYPE_CHECKING:
-    from transformers import Cache
+    import torch
+    from transformers import Cache, PreTrainedModel, PreTrainedTokenizerBase
 
 ROWS = 8  # rows in every CPU decoding step (the default --batch-size: no padding rows there)
 GPU_ROWS = 64  # on CUDA, where a step's cost hardly grows with its rows (a guess: not measured yet)
@@ -81,7 +82,7 @@ class _Lane:
                 setattr(layer, name, tensor)
         self.width = width
 
-    def place(self, slot: int, row: DecodingRow, prefilled) -> None:
+    def place(self, slot: int, row: DecodingRow, prefilled: Cache) -> None:
         """Put a prefilled sequence (its own one-row cache, one column per prompt token) into ``slot``."""
         import torch
         from transformers.cache_utils import Cache
@@ -90,7 +91,8 @@ class _Lane:
         if self.cache is None:
             width = cache_width(length + 1)
 
-            def empty(like):  # [lane rows, heads, width, head dim] zeros shaped after a one-row prefill tensor
+            # [lane rows, heads, width, head dim] zeros shaped after a one-row prefill tensor
+            def empty(like: torch.Tensor) -> torch.Tensor:
                 return torch.zeros(
                     (self.size, like.shape[1], width, like.shape[3]), dtype=like.dtype, device=like.device
                 )
@@ -111,7 +113,7 @@ class _Lane:
 
 
 class _InvariantDecoder(Decoder):
-    def prefill_one(self, index: int, prompt: Sequence[int]):
+    def prefill_one(self, index: int, prompt: Sequence[int]) -> tuple[DecodingRow, Cache] | None:
         """Forward one prompt alone, at its own length (plain causal attention, as transformers'
         ``generate`` does for one prompt); returns (its row, its cache) if it goes on, else None."""
         import torch
@@ -159,8 +161,8 @@ class _InvariantDecoder(Decoder):
 
 
 def invariant_greedy_decode(
-    model,
-    tokenizer,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: int,
     stop: Sequence[str],

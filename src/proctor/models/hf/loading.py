@@ -14,9 +14,12 @@ import functools
 import hashlib
 import json
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from proctor.core.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DECODINGS = ("static", "dynamic")
@@ -70,7 +73,7 @@ def load_errors() -> tuple[type[BaseException], ...]:
     return (*errors, SafetensorError)
 
 
-def check_complete(path: str, loading_info: dict) -> None:
+def check_complete(path: str, loading_info: dict[str, Any]) -> None:
     """Refuse a model whose checkpoint lacks weights its config asks for: transformers fills them with random
     numbers and only prints a report, so the run would finish with numbers of a model nobody trained (a
     config.json from another model size, a shard missing from the folder)."""
@@ -126,7 +129,7 @@ _WEIGHTS_FILES = (".safetensors", ".bin", ".gguf", ".pt")
 
 def weights_digest(folder: Path) -> str:
     """A cheap content digest of a local model folder: config in full, weights by size and edges."""
-    entries: list[tuple] = []
+    entries: list[tuple[Any, ...]] = []
     for name in sorted(p.name for p in folder.iterdir() if p.is_file()):
         path = folder / name
         if path.suffix in _TEXT_FILES:
@@ -140,7 +143,7 @@ def weights_digest(folder: Path) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _digest(folder: str, entries: tuple[tuple, ...]) -> str:
+def _digest(folder: str, entries: tuple[tuple[Any, ...], ...]) -> str:
     """The digest of a folder as ``entries`` describe it, kept while they stay the same: a resumed run asks
     for it before loading (the fingerprint check) and again when the model loads, and each weights file
     costs a read of 2 MiB."""
@@ -159,7 +162,7 @@ def _digest(folder: str, entries: tuple[tuple, ...]) -> str:
     return digest.hexdigest()[:16]
 
 
-def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
+def bos_rule(tokenizer: PreTrainedTokenizerBase, add_bos: bool | None) -> tuple[bool, int]:
     """Whether prompts get a BOS token in front (by default: when the tokenizer adds one itself),
     and the token an empty context starts from (BOS, else end-of-sequence). Shared by every
     backend that tokenizes like this one, so their requests are the same token ids."""
@@ -170,18 +173,22 @@ def bos_rule(tokenizer, add_bos: bool | None) -> tuple[bool, int]:
     return bool(add_bos), (bos if bos is not None else tokenizer.eos_token_id)
 
 
-def pick_device(torch, device: str) -> str:
+def pick_device(device: str) -> str:
     """``auto`` is the GPU when there is one; asking for a GPU this machine lacks is an error, not a fallback."""
+    import torch
+
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    problem = device_unavailable(torch, device)
+    problem = device_unavailable(device)
     if problem is not None:
         raise ModelLoadError(problem)
     return device
 
 
-def device_unavailable(torch, device: str) -> str | None:
+def device_unavailable(device: str) -> str | None:
     """Why ``device`` (a valid name: cpu, cuda, cuda:N, mps) cannot be used on this machine, or None."""
+    import torch
+
     if device == "mps":
         backend = getattr(torch.backends, "mps", None)
         if backend is None or not backend.is_available():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.errors import ModelLoadError, require
 from proctor.core.model_requests import (
@@ -39,7 +39,7 @@ from proctor.models.hf.loading import (
     pick_device,
     weights_digest,
 )
-from proctor.models.hf.packing import ScoringItem, pack
+from proctor.models.hf.packing import ItemScores, ScoringItem, pack
 from proctor.models.hf.scoring import (
     SCORING_VERSION,
     encode_many,
@@ -54,6 +54,9 @@ from proctor.models.hf.static import supported as static_supported
 from proctor.models.hf.unit_scoring import check_layout, default_layout, score_units
 from proctor.models.hf.vocab_head import HEADS, VocabularyHead
 from proctor.models.torch_runtime import load_torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +83,8 @@ class HFModel(HFGeneration, Model):
         decode: str | None = None,
         vocab_head: str | None = None,
         cuda_graphs: bool = True,
-        device_map: str | dict | None = None,
-        max_memory: dict | None = None,
+        device_map: str | dict[str, Any] | None = None,
+        max_memory: dict[str, Any] | None = None,
         offload_folder: str | None = None,
     ) -> None:
         torch = load_torch("hf", "The Hugging Face backend")
@@ -93,7 +96,6 @@ class HFModel(HFGeneration, Model):
         check_choice("decode", decode, DECODINGS)
         check_choice("vocab_head", vocab_head, HEADS)
         sharding.check(device_map, max_memory)
-        self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
         self.device = self._pick_device(device)
@@ -137,8 +139,8 @@ class HFModel(HFGeneration, Model):
     @classmethod
     def from_loaded(
         cls,
-        model,
-        tokenizer,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         *,
         batch_size: int | str = 8,
         max_length: int | None = None,
@@ -153,14 +155,13 @@ class HFModel(HFGeneration, Model):
         """This backend around an already-loaded transformers causal LM and its tokenizer (a steering
         pipeline's model, a use case's raw target): same code, nothing loaded or moved; the model
         stays on its own device."""
-        torch = load_torch("hf", "The Hugging Face backend")
+        load_torch("hf", "The Hugging Face backend")  # a clear error where it is missing; its CPU math settled
         if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
             raise ModelLoadError(
                 f"{type(model).__name__} is an encoder-decoder model; proctor's Hugging Face "
                 "backend runs causal language models only"
             )
         self = cls.__new__(cls)
-        self._torch = torch
         self.path = str(getattr(model, "name_or_path", "") or type(model).__name__)
         self.name = name or Path(self.path).name or self.path
         self.device = str(next(model.parameters()).device)
@@ -229,7 +230,9 @@ class HFModel(HFGeneration, Model):
 
     # ------------------------------------------------------------------ identity
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
+        import torch
+
         transformers = require("transformers", "hf", "The Hugging Face backend")
         fingerprint = {
             "backend": "hf",
@@ -241,7 +244,7 @@ class HFModel(HFGeneration, Model):
             "add_bos": self.add_bos,
             "max_length": self.max_length,
             "transformers": transformers.__version__,
-            "torch": self._torch.__version__,
+            "torch": torch.__version__,
             # What else decides the last bits of a number: the device type, the rows the requests
             # are packed into, and the scoring code itself (SCORING_VERSION moves when it changes them).
             "device": self.device.split(":")[0],
@@ -264,11 +267,12 @@ class HFModel(HFGeneration, Model):
         return fingerprint
 
     def _pick_device(self, device: str) -> str:
-        return pick_device(self._torch, device)
+        return pick_device(device)
 
     # ------------------------------------------------------------------ tokens
     def encode(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False).input_ids
+        return ids
 
     def encode_pair(self, context: str, continuation: str, move_whitespace: bool = True) -> tuple[list[int], list[int]]:
         """Token ids of context and continuation, split where the joint encoding splits.
@@ -279,7 +283,7 @@ class HFModel(HFGeneration, Model):
         pair = split_whitespace(context, continuation, move_whitespace)
         return encode_pairs(self.tokenizer, [pair], self.add_bos, self.prefix_token_id)[0]
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
         if not self.has_chat_template:
             raise ModelLoadError(f"the tokenizer of '{self.name}' has no chat template")
         with chat_template_compiles(self.path, self.name):
@@ -297,17 +301,18 @@ class HFModel(HFGeneration, Model):
         return [len(one) for one in ids]
 
     # ------------------------------------------------------------------ scoring core
-    def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None):
+    def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None) -> list[ItemScores]:
         """Per item: (token log-probs, all-greedy flag).
 
         Items are packed into prefix-sharing rows (see ``packing``); which rows share a forward
         call, and its shape, depend only on the rows (``forward_plan``), so an item's numbers never
         depend on the batch size, the request order or the number of threads.
         """
+        import torch
+
         if self.layout.name == "units":
-            with self._torch.inference_mode():
+            with torch.inference_mode():
                 scored, forwarded = score_units(
-                    self._torch,
                     self.model.get_decoder(),
                     self._vocabulary_head(),
                     items,
@@ -321,9 +326,8 @@ class HFModel(HFGeneration, Model):
             return scored
         rows = pack(items, self.pack_tokens, self.layout.lookahead)
         self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
-        with self._torch.inference_mode():
+        with torch.inference_mode():
             return score_rows(
-                self._torch,
                 self.model.get_decoder(),
                 self._vocabulary_head(),
                 rows,
@@ -339,6 +343,8 @@ class HFModel(HFGeneration, Model):
         """Compile the FlexAttention kernel now, not inside the first task: two scoring calls of
         different shapes through the real path (the real strides; after a second shape
         ``torch.compile`` makes the sizes dynamic, so later shapes reuse the kernel)."""
+        import torch
+
         base = [self.prefix_token_id] + self.encode(" warm up the attention kernel")
         for rows, length in ((2, 40), (3, 100)):
             # each row a tree: one context, two branches (a chain would take the plain causal kernel)
@@ -347,9 +353,8 @@ class HFModel(HFGeneration, Model):
                 for r in range(rows)
             ]
             try:
-                with self._torch.inference_mode():
+                with torch.inference_mode():
                     score_rows(
-                        self._torch,
                         self.model.get_decoder(),
                         self._vocabulary_head(),
                         trees,
@@ -383,7 +388,6 @@ class HFModel(HFGeneration, Model):
         if self._head is None or self._head.head is not self.model.get_output_embeddings():
             softcap = getattr(self.model.config, "final_logit_softcapping", None)
             self._head = VocabularyHead(
-                self._torch,
                 self.model.get_output_embeddings(),
                 self.device,
                 softcap,

@@ -41,6 +41,10 @@ class ScoringItem:
     cut: int = 0  # tokens cut from the left to fit the window (reported as the result's ``truncated``)
 
 
+# What scoring gives per item: its targets' log-probs, and whether every target was the greedy token.
+ItemScores = tuple[tuple[float, ...], bool]
+
+
 @dataclass
 class PackedRow:
     tokens: list[int] = field(default_factory=list)  # input token of each node

@@ -14,25 +14,29 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 import numpy as np
 
 from proctor.models.hf import tree_attention
 from proctor.models.hf.forward_plan import ForwardCall, ForwardLayout, layout_for, plan_calls
-from proctor.models.hf.packing import PackedRow, ScoringItem, aligned, pack
+from proctor.models.hf.packing import ItemScores, PackedRow, ScoringItem, aligned, pack
 from proctor.models.hf.vocab_head import VocabularyHead
 from proctor.models.memory import halving, is_out_of_memory
 
 if TYPE_CHECKING:
     import torch
+    from torch.nn.attention.flex_attention import BlockMask
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.core.model_requests import LoglikelihoodRequest
 
 # Part of the model fingerprint: raise it with any change here, in ``packing`` or in ``vocab_head``
 # that can move a log-prob's bits, so stored answers of the old code are not mixed with new ones.
 SCORING_VERSION = 1
 
 
-def encode_many(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+def encode_many(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[list[int]]:
     """Token ids (no special tokens) of each text; each distinct text encoded once, all in one
     batched tokenizer call (the fast tokenizer encodes a batch in Rust, in parallel)."""
     unique = list(dict.fromkeys(texts))
@@ -41,11 +45,11 @@ def encode_many(tokenizer, texts: Sequence[str]) -> list[list[int]]:
     ids = _backend_ids(tokenizer, unique)
     if ids is None:
         ids = tokenizer(unique, add_special_tokens=False).input_ids
-    found = dict(zip(unique, ids))
+    found: dict[str, list[int]] = dict(zip(unique, ids))
     return [found[text] for text in texts]
 
 
-def _backend_ids(tokenizer, texts: list[str]) -> list[list[int]] | None:
+def _backend_ids(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[list[int]] | None:
     """The Rust tokenizer's own ids of ``texts``, where transformers' wrapper is the stock one and
     adds nothing to them; None where it is not (a slow tokenizer, a class that encodes its own way).
 
@@ -63,7 +67,7 @@ def _backend_ids(tokenizer, texts: list[str]) -> list[list[int]] | None:
         kind.__call__ is not PreTrainedTokenizerBase.__call__ or kind._encode_plus is not TokenizersBackend._encode_plus
     ):
         return None
-    first = tokenizer(texts[:1], add_special_tokens=False).input_ids
+    first: list[list[int]] = tokenizer(texts[:1], add_special_tokens=False).input_ids
     backend = tokenizer.backend_tokenizer
     encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
     if backend.truncation is not None or backend.padding is not None:
@@ -81,7 +85,7 @@ def split_whitespace(context: str, continuation: str, move_whitespace: bool) -> 
 
 
 def encode_pairs(
-    tokenizer, pairs: Sequence[tuple[str, str]], add_bos: bool, prefix_token_id: int
+    tokenizer: PreTrainedTokenizerBase, pairs: Sequence[tuple[str, str]], add_bos: bool, prefix_token_id: int
 ) -> list[tuple[list[int], list[int]]]:
     """(context ids, continuation ids) of each (context, continuation), whitespace already moved.
 
@@ -106,8 +110,7 @@ def encode_pairs(
 
 
 def score_rows(
-    torch,
-    decoder,
+    decoder: PreTrainedModel,
     head: VocabularyHead,
     rows: Sequence[PackedRow],
     n_items: int,
@@ -116,7 +119,7 @@ def score_rows(
     on_row: Callable[[int], None] | None = None,
     layout: ForwardLayout | None = None,
     attention: str = "mask",
-) -> list[tuple[tuple[float, ...], bool]]:
+) -> list[ItemScores]:
     """Per item: (token log-probs, all-greedy flag), for items packed into ``rows``.
 
     The rows go through the decoder in the calls ``forward_plan.plan_calls`` makes of them; the
@@ -125,8 +128,8 @@ def score_rows(
     on CUDA the next call is launched before the previous call's values are read, so the host
     prepares and unpacks while the GPU computes."""
     layout = layout or layout_for(None, str(device).startswith("cuda"))
-    out: list = [None] * n_items
-    runner = _CallRunner(torch, decoder, head, device, pad_token_id, attention)
+    out: list[Any] = [None] * n_items  # each item's ItemScores, filled as its call finishes
+    runner = _CallRunner(decoder, head, device, pad_token_id, attention)
     pending: _Launched | None = None
     with _attention_scope(decoder, attention):
         for call in plan_calls(rows, layout):
@@ -148,7 +151,7 @@ def score_rows(
     return out
 
 
-def _attention_scope(decoder, attention: str):
+def _attention_scope(decoder: PreTrainedModel, attention: str) -> ContextManager[None]:
     """``flex``: the tree-aware attention (``tree_attention``) for the calls, where the decoder's
     layers can take it; ``mask`` (or a decoder that cannot): the model's own attention with the dense
     mask for every call."""
@@ -157,7 +160,9 @@ def _attention_scope(decoder, attention: str):
     return contextlib.nullcontext()
 
 
-def _retry_in_halves(runner: "_CallRunner", call: ForwardCall, out: list, on_row) -> None:
+def _retry_in_halves(
+    runner: _CallRunner, call: ForwardCall, out: list[Any], on_row: Callable[[int], None] | None
+) -> None:
     """Out of memory: the call's rows in halves (each half's numbers then come from its own shape;
     logged, as a run that needed it can differ from one that did not in the last bits)."""
 
@@ -180,7 +185,7 @@ class _Launched:
     scored: int  # items (requests) scored in the call: progress
 
 
-def _finish(launched: _Launched, out: list, on_row) -> None:
+def _finish(launched: _Launched, out: list[Any], on_row: Callable[[int], None] | None) -> None:
     if launched.ready is not None:
         launched.ready.synchronize()
     device_order = launched.values.numpy()
@@ -198,15 +203,18 @@ class _CallRunner:
     """Builds a call's inputs on the host (one array), sends them in one copy, runs the decoder and
     the vocabulary head, and starts the one copy of the values back."""
 
-    def __init__(self, torch, decoder, head: VocabularyHead, device: str, pad_token_id: int, attention: str) -> None:
-        self.torch, self.decoder, self.head, self.device = torch, decoder, head, device
+    def __init__(
+        self, decoder: PreTrainedModel, head: VocabularyHead, device: str, pad_token_id: int, attention: str
+    ) -> None:
+        self.decoder, self.head, self.device = decoder, head, device
         self.pad, self.attention = pad_token_id, attention
         self.cuda = str(device).startswith("cuda")
         self.tree = attention == "flex" and tree_attention.supported(decoder)  # see _attention_scope
         self._causal: dict[int, torch.Tensor] = {}  # the dense masks' triangle, by width (calls repeat few widths)
 
     def launch(self, call: ForwardCall) -> _Launched:
-        torch = self.torch
+        import torch
+
         n_rows, width = call.shape
         ids = np.full((n_rows, width), self.pad, dtype=np.int64)
         positions = np.zeros((n_rows, width), dtype=np.int64)
@@ -275,15 +283,15 @@ class _CallRunner:
         items = list(zip(owners.tolist(), (ends_at - lengths).tolist(), ends_at.tolist()))
         return _Launched(values, ready, items, order, len(owners))
 
-    def _mask(self, call: ForwardCall, ends):
+    def _mask(self, call: ForwardCall, ends: torch.Tensor) -> torch.Tensor | BlockMask | None:
         """The call's attention mask: with the tree-aware attention, none for plain causal rows (the
         causal kernel) and a FlexAttention block mask for trees; otherwise the dense boolean mask."""
         if not self.tree:
             width = ends.shape[1]
             if width not in self._causal:
-                self._causal[width] = tree_attention.causal_triangle(self.torch, width, ends.device)
-            return tree_attention.dense_mask(self.torch, ends, self._causal[width])
-        return None if call.plain_causal else tree_attention.block_mask(self.torch, ends)
+                self._causal[width] = tree_attention.causal_triangle(width, ends.device)
+            return tree_attention.dense_mask(ends, self._causal[width])
+        return None if call.plain_causal else tree_attention.block_mask(ends)
 
 
 def _scored_targets(rows: Sequence[PackedRow], width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -298,7 +306,12 @@ def _scored_targets(rows: Sequence[PackedRow], width: int) -> tuple[np.ndarray, 
 
 
 def plan_loglikelihood(
-    tokenizer, requests: Sequence, max_length: int, add_bos: bool, prefix_token_id: int, layout: ForwardLayout
+    tokenizer: PreTrainedTokenizerBase,
+    requests: Sequence[LoglikelihoodRequest],
+    max_length: int,
+    add_bos: bool,
+    prefix_token_id: int,
+    layout: ForwardLayout,
 ) -> list[ForwardCall]:
     """The forward calls scoring ``requests`` in one model call makes (what ``HFModel.loglikelihood``
     runs), planned without a model: tokenised, packed and laid out as the backend does."""
@@ -311,7 +324,11 @@ def plan_loglikelihood(
 
 
 def loglikelihood_items(
-    tokenizer, requests: Sequence, max_length: int, add_bos: bool, prefix_token_id: int
+    tokenizer: PreTrainedTokenizerBase,
+    requests: Sequence[LoglikelihoodRequest],
+    max_length: int,
+    add_bos: bool,
+    prefix_token_id: int,
 ) -> list[ScoringItem]:
     """The scoring item of each log-likelihood request: context + continuation cut on the left
     to the request's (or model's) limit, the continuation's tokens scored."""

@@ -10,9 +10,12 @@ its own device with the same kernels, so the numbers are the unsharded model's (
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.core.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
 
@@ -49,9 +52,9 @@ def _is_map(value: Any) -> bool:
     )
 
 
-def load_options(device_map: Any, max_memory: Any, offload_folder: str | None) -> dict:
+def load_options(device_map: Any, max_memory: Any, offload_folder: str | None) -> dict[str, Any]:
     """``from_pretrained`` keyword arguments for the map (GPU indices given as strings become ints)."""
-    options: dict = {
+    options: dict[str, Any] = {
         "device_map": {k: _device(v) for k, v in device_map.items()} if isinstance(device_map, dict) else device_map
     }
     if max_memory is not None:
@@ -65,7 +68,7 @@ def _device(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
-def input_device(model) -> str:
+def input_device(model: PreTrainedModel) -> str:
     """Where the token ids go: the input embeddings' device ("cpu" when offloaded to the CPU or disk)."""
     placed = getattr(model, "hf_device_map", None) or {}
     embeddings = model.get_input_embeddings()
@@ -84,6 +87,6 @@ def input_device(model) -> str:
     return "cpu" if device in ("cpu", "disk", "meta") else str(device)
 
 
-def spans_devices(model) -> bool:
+def spans_devices(model: PreTrainedModel) -> bool:
     """Whether the model's layers sit on more than one device."""
     return len({str(v) for v in (getattr(model, "hf_device_map", None) or {}).values()}) > 1

@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import logging
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from proctor.models.hf.decode import (
     MIN_SHARED,
     Decoded,
     Decoder,
     DecodingRow,
+    _Batch,
     _prefill_group,
     _shared_prefix,
     cache_keyword,
 )
 
 if TYPE_CHECKING:
-    from transformers import Cache
+    import torch
+    from transformers import Cache, PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +46,28 @@ def cache_width(tokens: int) -> int:
 
 
 @lru_cache(maxsize=None)
-def slot_layer_class():
+def slot_layer_class() -> type[Any]:
     """A transformers cache layer whose rows each write their new key/value at their own column
     (made on first use: transformers is imported lazily)."""
     from transformers.cache_utils import CacheLayerMixin
 
-    class SlotLayer(CacheLayerMixin):
+    class SlotLayer(CacheLayerMixin):  # type: ignore[misc]  # transformers is not followed: its classes are Any
         is_compileable = False
         is_sliding = False
 
-        def __init__(self, keys, values, columns):
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, columns: torch.Tensor) -> None:
             super().__init__()
             self.keys, self.values = keys, values  # [rows, heads, width, head dim]
             self.columns = columns  # [rows]: where each row's next token goes
-            self.rows = None
+            self.rows: torch.Tensor | None = None
             self.is_initialized = True
 
-        def lazy_initialization(self, key_states, value_states) -> None:
+        def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
             pass  # made full-size by its owner
 
-        def update(self, key_states, value_states, *args, **kwargs):
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             import torch
 
             if self.rows is None or len(self.rows) != key_states.shape[0]:
@@ -80,12 +84,13 @@ def slot_layer_class():
             return 0  # positions are always given explicitly
 
         def get_max_length(self) -> int:
-            return self.keys.shape[-2]
+            width: int = self.keys.shape[-2]
+            return width
 
     return SlotLayer
 
 
-def attention_mask(model, allowed):
+def attention_mask(model: PreTrainedModel, allowed: torch.Tensor) -> torch.Tensor:
     """A step's 4-D mask as the model's attention takes it: boolean for SDPA, additive for eager."""
     import torch
 
@@ -104,7 +109,7 @@ def attention_mask(model, allowed):
     )
 
 
-def supported(model) -> bool:
+def supported(model: PreTrainedModel) -> bool:
     """Whether a model can decode over the static cache: plain full-attention cache layers and an
     attention that takes a 4-D mask."""
     from proctor.models.hf.decode import cache_is_plain
@@ -118,7 +123,7 @@ def supported(model) -> bool:
 class _Slots:
     """The static cache and the per-slot state the step reads (all on the device, fixed addresses)."""
 
-    def __init__(self, model, size: int, width: int, device: str) -> None:
+    def __init__(self, model: PreTrainedModel, size: int, width: int, device: str) -> None:
         import torch
 
         self.model, self.size, self.width, self.device = model, size, width, device
@@ -135,7 +140,7 @@ class _Slots:
     def busy(self) -> bool:
         return any(row is not None for row in self.rows)
 
-    def place(self, batch, slots: Sequence[int]) -> None:
+    def place(self, batch: _Batch, slots: Sequence[int]) -> None:
         """Move a prefilled batch (``hf_decode._Batch``: right-aligned rows, the first token taken)
         into ``slots``: each row's key/values gathered to columns 0.. of its slot."""
         import torch
@@ -152,7 +157,7 @@ class _Slots:
         prefilled = batch.cache.layers
         if self.cache is None:
 
-            def empty(like):
+            def empty(like: torch.Tensor) -> torch.Tensor:
                 return torch.zeros(
                     (self.size, like.shape[1], self.width, like.shape[3]), dtype=like.dtype, device=like.device
                 )
@@ -186,12 +191,12 @@ class _Step:
 
     def __init__(self, slots: _Slots, graphs: bool) -> None:
         self.slots = slots
-        self.graph = None
-        self.next = None
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.next: torch.Tensor | None = None  # the captured step's greedy tokens (a static output)
         self.graphs = graphs
         self.calls = 0
 
-    def _compute(self):
+    def _compute(self) -> torch.Tensor:
         slots = self.slots
         allowed = slots.index[None, :] <= slots.columns[:, None]
         out = slots.model(
@@ -212,8 +217,10 @@ class _Step:
             self._capture()
         if self.graph is not None:
             self.graph.replay()
-            return self.next.tolist()
-        return self._compute().tolist()
+            tokens: list[int] = self.next.tolist()  # type: ignore[union-attr]  # set with the graph
+            return tokens
+        computed: list[int] = self._compute().tolist()
+        return computed
 
     def _capture(self) -> None:
         """Record the step as a CUDA graph. Capturing records kernels without running them; the
@@ -242,8 +249,8 @@ class _Step:
 
 
 def static_greedy_decode(
-    model,
-    tokenizer,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: int,
     stop: Sequence[str],

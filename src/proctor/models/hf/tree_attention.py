@@ -24,6 +24,12 @@ from __future__ import annotations
 
 import contextlib
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    import torch
+    from torch.nn.attention.flex_attention import BlockMask
+    from transformers import PreTrainedModel
 
 NAME = "proctor_scoring"
 ATTENTIONS = ("flex", "mask")
@@ -37,19 +43,19 @@ def _register() -> None:
     AttentionInterface.register(NAME, attention)
 
 
-def supported(decoder) -> bool:
+def supported(decoder: PreTrainedModel) -> bool:
     """Whether the decoder's attention can be swapped for this one: SDPA layers (transformers'
     default for most models); anything else keeps its own attention and the dense mask."""
     return getattr(decoder.config, "_attn_implementation", None) == "sdpa"
 
 
-def scoring_attention(decoder):
+def scoring_attention(decoder: PreTrainedModel) -> contextlib.AbstractContextManager[None]:
     """The decoder's layers call ``attention`` inside the block."""
     return named_attention(decoder, NAME, _register)
 
 
 @contextlib.contextmanager
-def named_attention(decoder, name: str, register):
+def named_attention(decoder: PreTrainedModel, name: str, register: Callable[[], None]) -> Iterator[None]:
     """The decoder's layers call the attention function registered as ``name`` inside the block
     (``register()`` registers it, once; the config's implementation name is swapped and restored).
     Shared with the scoring units' attention (``unit_attention``)."""
@@ -63,7 +69,17 @@ def named_attention(decoder, name: str, register):
         config._attn_implementation = before
 
 
-def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None, **kwargs):
+def attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | BlockMask | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature: [batch, heads, length, dim] in,
     ([batch, length, heads, dim], None) out."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -74,19 +90,19 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
         )
         return out.transpose(1, 2).contiguous(), None
     # a dense boolean mask, or None (plain causal rows): PyTorch's SDPA kernels
-    return sdpa_attention_forward(
+    return sdpa_attention_forward(  # type: ignore[no-any-return]
         module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
     )
 
 
-def _is_block_mask(mask) -> bool:
+def _is_block_mask(mask: object) -> bool:
     from torch.nn.attention.flex_attention import BlockMask
 
     return isinstance(mask, BlockMask)
 
 
 @lru_cache(maxsize=None)
-def _flex(device_type: str):
+def _flex(device_type: str) -> Callable[..., Any]:
     """FlexAttention: compiled on CUDA (once per process; shapes repeat, see ``forward_plan``), its
     reference implementation elsewhere."""
     import warnings
@@ -95,9 +111,9 @@ def _flex(device_type: str):
     from torch.nn.attention.flex_attention import flex_attention
 
     if device_type == "cuda":
-        return torch.compile(flex_attention)
+        return torch.compile(flex_attention)  # type: ignore[no-any-return]
 
-    def reference(*args, **kwargs):
+    def reference(*args: Any, **kwargs: Any) -> Any:
         with warnings.catch_warnings():  # "called without torch.compile": intended off CUDA
             warnings.simplefilter("ignore")
             return flex_attention(*args, **kwargs)
@@ -105,32 +121,36 @@ def _flex(device_type: str):
     return reference
 
 
-def dense_mask(torch, ends, causal=None):
+def dense_mask(ends: torch.Tensor, causal: torch.Tensor | None = None) -> torch.Tensor:
     """[rows, 1, width, width] booleans from ``ends`` [rows, width] (on its device): query q sees key
     kv where kv <= q < ends[kv]. ``causal``: the [width, width] lower triangle (``causal_triangle``),
     kept by a caller that makes many masks of one width (the compare and the in-place ``and`` are
     the two passes over the mask left; building the triangle was a third)."""
+    import torch
+
     width = ends.shape[1]
     if causal is None:
-        causal = causal_triangle(torch, width, ends.device)
+        causal = causal_triangle(width, ends.device)
     index = torch.arange(width, device=ends.device)
     mask = index[:, None] < ends[:, None, :]
     mask &= causal
     return mask[:, None]
 
 
-def causal_triangle(torch, width: int, device):
+def causal_triangle(width: int, device: torch.device) -> torch.Tensor:
     """[width, width] booleans, true where key <= query."""
+    import torch
+
     return torch.ones(width, width, dtype=torch.bool, device=device).tril_()
 
 
-def block_mask(torch, ends):
+def block_mask(ends: torch.Tensor) -> BlockMask:
     """The FlexAttention ``BlockMask`` of the same mask (built on ``ends``'s device)."""
     from torch.nn.attention.flex_attention import create_block_mask
 
     rows, width = ends.shape
 
-    def allowed(b, h, q, kv):
+    def allowed(b: torch.Tensor, h: torch.Tensor, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
         return (kv <= q) & (q < ends[b, kv])
 
     return create_block_mask(allowed, rows, None, width, width, device=ends.device, BLOCK_SIZE=BLOCK)

@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from proctor.models.hf.unit_plan import UnitPlan
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedModel
 
 NAME = "proctor_units"
 ALIGN = 16  # ancestors' and own lengths are padded to multiples of this (fewer shape classes)
@@ -56,7 +57,7 @@ class ShapeClass:
     mask: "torch.Tensor"  # [n, 1, own, width] bool: True = attend
     _bias: "torch.Tensor | None" = None
 
-    def bias(self, dtype) -> "torch.Tensor":
+    def bias(self, dtype: torch.dtype) -> "torch.Tensor":
         """The mask as an additive bias (0 / -inf) of ``dtype``, made once per call, read by every layer."""
         if self._bias is None or self._bias.dtype != dtype:
             import torch
@@ -83,7 +84,9 @@ class KeptValues:
 class CallAttention:
     """What ``attention`` needs for one call of ``plan``: built on the host once, read by every layer."""
 
-    def __init__(self, torch, plan: UnitPlan, index: int, kept: KeptValues, device) -> None:
+    def __init__(self, plan: UnitPlan, index: int, kept: KeptValues, device: str) -> None:
+        import torch
+
         self.index, self.kept = index, kept
         call = plan.calls[index]
         # The columns of the units later calls read, in call order (their kept buffer's rows).
@@ -160,7 +163,7 @@ def _register() -> None:
     AttentionInterface.register(NAME, attention)
 
 
-def supported(decoder) -> str | None:
+def supported(decoder: PreTrainedModel) -> str | None:
     """Why the decoder's attention cannot be replaced by this one, or None: only plain causal softmax
     attention (no sliding window, logit soft-capping or attention sinks) through transformers'
     attention functions."""
@@ -183,13 +186,13 @@ def supported(decoder) -> str | None:
 PLAIN_ATTENTION = frozenset({"llama", "mistral", "qwen2", "qwen3", "granite", "olmo", "olmo2", "phi3", "smollm3"})
 
 
-def unit_attention_scope(decoder):
+def unit_attention_scope(decoder: PreTrainedModel) -> contextlib.AbstractContextManager[None]:
     """The decoder's layers call ``attention`` inside the block."""
     return named_attention(decoder, NAME, _register)
 
 
 @contextlib.contextmanager
-def current(call: CallAttention):
+def current(call: CallAttention) -> Iterator[None]:
     token = _CURRENT.set(call)
     try:
         yield
@@ -197,7 +200,17 @@ def current(call: CallAttention):
         _CURRENT.reset(token)
 
 
-def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None, **kwargs):
+def attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """transformers' attention-function signature: [1, heads, tokens, dim] in, ([1, tokens, heads, dim], None) out.
 
     Everything is gathered token-major ([tokens, heads, dim], as the projections made them), so

@@ -10,21 +10,24 @@ mix, the order, ``--batch-size``, ``--workers``, the threads.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from proctor.core.errors import ModelLoadError, ProctorError
-from proctor.models.hf.packing import ScoringItem
+from proctor.models.hf.packing import ItemScores, ScoringItem
 from proctor.models.hf.unit_attention import CallAttention, KeptValues, current, supported, unit_attention_scope
 from proctor.models.hf.unit_plan import CALL_TOKENS, UnitPlan, plan_units
 from proctor.models.hf.vocab_head import VocabularyHead
 from proctor.models.memory import is_out_of_memory
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
 
 def score_units(
-    torch,
-    decoder,
+    decoder: PreTrainedModel,
     head: VocabularyHead,
     items: Sequence[ScoringItem],
     device: str,
@@ -32,12 +35,12 @@ def score_units(
     on_done: Callable[[int], None] | None = None,
     call_tokens: int = CALL_TOKENS,
     model_name: str = "the model",
-) -> tuple[list[tuple[tuple[float, ...], bool]], int]:
+) -> tuple[list[ItemScores], int]:
     """Per item (``n_targets`` >= 1 each): (token log-probs, all-greedy flag); and the tokens the
     units hold (what was forwarded, the calls' padding aside)."""
     plan = plan_units(items, call_tokens)
     try:
-        scored = _run(torch, decoder, head, items, plan, device, pad_token_id, on_done)
+        scored = _run(decoder, head, items, plan, device, pad_token_id, on_done)
     except Exception as exc:  # one call shape: nothing to halve (the packed rows halve theirs)
         if not is_out_of_memory(exc):
             raise
@@ -49,7 +52,7 @@ def score_units(
     return scored, sum(len(unit.tokens) for unit in plan.units)
 
 
-def default_layout(decoder, cuda: bool) -> str:
+def default_layout(decoder: PreTrainedModel, cuda: bool) -> str:
     """``bucketed`` on CUDA; on the CPU ``units`` where the decoder's attention can be replaced by the
     units' (``unit_attention.supported``), else ``packed``."""
     if cuda:
@@ -57,13 +60,23 @@ def default_layout(decoder, cuda: bool) -> str:
     return "units" if supported(decoder) is None else "packed"
 
 
-def check_layout(name: str, decoder, model_name: str) -> None:
+def check_layout(name: str, decoder: PreTrainedModel, model_name: str) -> None:
     """``units`` asked for by name on a decoder it cannot score: an error that says why."""
     if name == "units" and (why := supported(decoder)):
         raise ModelLoadError(f"--model-arg forward_layout=units cannot score {model_name}: {why}")
 
 
-def _run(torch, decoder, head, items, plan: UnitPlan, device, pad_token_id, on_done) -> list:
+def _run(
+    decoder: PreTrainedModel,
+    head: VocabularyHead,
+    items: Sequence[ScoringItem],
+    plan: UnitPlan,
+    device: str,
+    pad_token_id: int,
+    on_done: Callable[[int], None] | None,
+) -> list[ItemScores]:
+    import torch
+
     call_tokens = plan.call_tokens
     logprobs = [np.zeros(item.n_targets) for item in items]
     hits = [np.zeros(item.n_targets, dtype=bool) for item in items]
@@ -82,7 +95,7 @@ def _run(torch, decoder, head, items, plan: UnitPlan, device, pad_token_id, on_d
                 unit = plan.units[u]
                 ids[column : column + len(unit.tokens)] = unit.tokens
                 positions[column : column + len(unit.tokens)] = range(unit.start, unit.start + len(unit.tokens))
-            attention = CallAttention(torch, plan, index, kept, device)
+            attention = CallAttention(plan, index, kept, device)
             with current(attention):
                 hidden = decoder(
                     input_ids=torch.from_numpy(ids[None]).to(device),
@@ -90,7 +103,7 @@ def _run(torch, decoder, head, items, plan: UnitPlan, device, pad_token_id, on_d
                     use_cache=False,
                 ).last_hidden_state[0]
             kept.drop([c for c, last in last_reader.items() if last == index])
-            done = _head(torch, head, hidden, call.scored, items, logprobs, hits, device)
+            done = _head(head, hidden, call.scored, items, logprobs, hits, device)
             waiting_before = int((waiting > 0).sum())
             for i, count in done.items():
                 waiting[i] -= count
@@ -99,9 +112,19 @@ def _run(torch, decoder, head, items, plan: UnitPlan, device, pad_token_id, on_d
     return [(tuple(lp.tolist()), bool(hit.all())) for lp, hit in zip(logprobs, hits)]
 
 
-def _head(torch, head: VocabularyHead, hidden, scored, items, logprobs, hits, device) -> dict[int, int]:
+def _head(
+    head: VocabularyHead,
+    hidden: torch.Tensor,
+    scored: Sequence[tuple[int, int, int]],
+    items: Sequence[ScoringItem],
+    logprobs: list[np.ndarray],
+    hits: list[np.ndarray],
+    device: str,
+) -> dict[int, int]:
     """The head at the call's scored columns, in blocks of at most ``head.block_size`` distinct
     columns; fills ``logprobs`` and ``hits``; returns the targets filled per item."""
+    import torch
+
     done: dict[int, int] = {}
     if not scored:
         return done

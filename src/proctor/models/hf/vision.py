@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.errors import ModelLoadError, ProctorError, require
 from proctor.core.model_requests import (
@@ -36,6 +36,9 @@ from proctor.models.hf.loading import (
     weights_digest,
 )
 from proctor.models.torch_runtime import load_torch
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +81,9 @@ class HFVisionModel(Model):
         require("PIL", "vision", "The Hugging Face vision backend")
         if dtype not in DTYPES:
             raise ModelLoadError(f"unknown dtype '{dtype}'; choose one of {', '.join(DTYPES)}")
-        self._torch = torch
         self.path = str(model)
         self.name = name or Path(self.path).name or self.path
-        self.device = pick_device(torch, device)
+        self.device = pick_device(device)
         self.batch_size = batch_size
         try:
             self.processor = transformers.AutoProcessor.from_pretrained(
@@ -122,7 +124,9 @@ class HFVisionModel(Model):
 
     # ------------------------------------------------------------------ identity and capabilities
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
+        import torch
+
         transformers = require("transformers", "hf", "The Hugging Face vision backend")
         return {
             "backend": "hf-vision",
@@ -134,7 +138,7 @@ class HFVisionModel(Model):
             "add_bos": self.add_bos,
             "max_length": self.max_length,
             "transformers": transformers.__version__,
-            "torch": self._torch.__version__,
+            "torch": torch.__version__,
             "device": self.device.split(":")[0],  # CPU and CUDA kernels differ in the last bits
         }
 
@@ -150,7 +154,7 @@ class HFVisionModel(Model):
     def has_chat_template(self) -> bool:
         return bool(getattr(self.processor, "chat_template", None) or getattr(self.tokenizer, "chat_template", None))
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
         if not self.has_chat_template:
             raise ModelLoadError(f"the processor of '{self.name}' has no chat template")
         with chat_template_compiles(self.path, self.name):
@@ -161,7 +165,7 @@ class HFVisionModel(Model):
         return f"{self.image_token}\n" * n_images + text
 
     # ------------------------------------------------------------------ inputs
-    def _images(self, images: Sequence[Any]) -> list:
+    def _images(self, images: Sequence[Any]) -> list[Any]:
         out = []
         for image in images:
             if image.digest not in self._pixels:
@@ -172,10 +176,11 @@ class HFVisionModel(Model):
             out.append(self._pixels[image.digest])
         return out
 
-    def _inputs(self, text: str, images: Sequence[Any], prefix: bool | None = None) -> dict:
+    def _inputs(self, text: str, images: Sequence[Any], prefix: bool | None = None) -> dict[str, Any]:
         """Token ids (placeholders expanded to image tokens; the prefix token in front by the BOS rule,
         or when ``prefix`` says so) and the processor's pixel inputs."""
-        torch = self._torch
+        import torch
+
         kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt", "add_special_tokens": False}
         if images:
             kwargs["images"] = [self._images(images)]  # nested per text: the form every processor takes
@@ -187,23 +192,28 @@ class HFVisionModel(Model):
             inputs["attention_mask"] = torch.cat([torch.ones_like(first), inputs["attention_mask"]], dim=1)
         return inputs
 
-    def _forward_logprobs(self, inputs: dict, start: int, targets: list[int]) -> tuple[tuple[float, ...], bool]:
+    def _forward_logprobs(
+        self, inputs: dict[str, Any], start: int, targets: list[int]
+    ) -> tuple[tuple[float, ...], bool]:
         """Log-probs of ``targets`` at positions ``start`` .. (each predicted by the position before)."""
-        torch = self._torch
+        import torch
+
         moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         with torch.inference_mode():
             logits = self.model(**moved).logits[0, start - 1 : start - 1 + len(targets)].float()
         return self._pick(logits, targets)
 
-    def _pick(self, logits, targets: list[int]) -> tuple[tuple[float, ...], bool]:
-        torch = self._torch
+    def _pick(self, logits: torch.Tensor, targets: list[int]) -> tuple[tuple[float, ...], bool]:
+        import torch
+
         logprobs = torch.log_softmax(logits, dim=-1)
         rows = torch.arange(len(targets), device=logprobs.device)
         picked = logprobs[rows, torch.tensor(targets, device=logprobs.device)].tolist()
         return tuple(picked), logits.argmax(-1).tolist() == list(targets)
 
     def _text_ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False).input_ids
+        return ids
 
     # ------------------------------------------------------------------ the three calls
     def loglikelihood(
@@ -214,9 +224,10 @@ class HFVisionModel(Model):
         every request goes this way, so its score does not depend on which others came with it."""
         import copy
 
-        torch = self._torch
-        out: list = [None] * len(requests)
-        groups: dict[tuple, list[tuple[int, str]]] = {}
+        import torch
+
+        out: list[Any] = [None] * len(requests)  # each request's LoglikelihoodResult, filled group by group
+        groups: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
         for index, request in enumerate(requests):
             context, continuation = request.context, request.continuation
             n_spaces = len(context) - len(context.rstrip()) if request.move_whitespace else 0
@@ -283,7 +294,8 @@ class HFVisionModel(Model):
     def rolling_loglikelihood(
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
     ) -> list[RollingLoglikelihoodResult]:
-        torch = self._torch
+        import torch
+
         out = []
         for request in requests:
             window = min(request.window, self.max_length)
@@ -305,7 +317,8 @@ class HFVisionModel(Model):
         return out
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
-        torch = self._torch
+        import torch
+
         eos_ids = self._eos_ids()
         out = []
         for r in requests:
@@ -324,7 +337,7 @@ class HFVisionModel(Model):
                     "attention_mask": inputs["attention_mask"][:, -keep:],
                 }
                 n_prompt = keep
-            kwargs = decoding_kwargs(torch, r, self.tokenizer.pad_token_id, eos_ids)
+            kwargs = decoding_kwargs(r, self.tokenizer.pad_token_id, eos_ids)
             moved = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
             with torch.inference_mode():
                 new = self.model.generate(**moved, **kwargs)[0, n_prompt:].tolist()

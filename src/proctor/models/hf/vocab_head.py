@@ -28,10 +28,15 @@ change a bit.
 
 from __future__ import annotations
 
+import ctypes
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from proctor.models.hf import head_kernel
 from proctor.models.hf.packing import aligned
+
+if TYPE_CHECKING:
+    import torch
 
 # Scored nodes per block. On the CPU a [64, vocab] block stays in cache for the log-softmax and the
 # maximum that follow the projection (1,024-node blocks ran the head 2.5x slower); on CUDA, larger
@@ -47,8 +52,9 @@ HEADS = ("torch", "fused")  # --model-arg vocab_head
 class VocabularyHead:
     """A model's output embedding, applied to blocks of hidden states (see ``scores``)."""
 
-    def __init__(self, torch, head, device: str, softcap: float | None = None, fused: bool = False) -> None:
-        self.torch = torch
+    def __init__(self, head: torch.nn.Module, device: str, softcap: float | None = None, fused: bool = False) -> None:
+        import torch
+
         self.head = head
         self.softcap = softcap
         self.cuda = str(device).startswith("cuda")
@@ -62,31 +68,28 @@ class VocabularyHead:
         # transposed weight); any other head module, or a non-float32 one, is called as it is, and so is
         # an accelerate-placed head (offloaded weights).
         self._buffered = cpu_float32_linear and self._hook is None
-        self._buffers: dict = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
+        self._buffers: dict[str, torch.Tensor] = {}  # CPU only: name -> [block_size, vocab] float32, made on first use
         self.nodes_projected = 0  # hidden states projected so far (padding included): what benchmarks count
         # The fused C kernel, when asked for, for such a Linear without a bias or softcap, placed on the CPU
         # by accelerate or not (its weight brought in for the call): the same numbers either way.
         fusable = (
-            fused
-            and cpu_float32_linear
-            and head.bias is None
-            and not softcap
-            and _computes_on_cpu(torch, self._hook, weight)
+            fused and cpu_float32_linear and head.bias is None and not softcap and _computes_on_cpu(self._hook, weight)
         )
-        self._kernel = head_kernel.load() if fusable else None
+        self._kernel: ctypes.CDLL | None = head_kernel.load() if fusable else None
         # whose order the kernel follows: PyTorch's kernels' here, at this width, as the probe found it; where no
         # order reproduces PyTorch's head exactly, the kernel does not run (``refused`` says why)
         self.order = 0
         self.refused: str | None = None
         if self._kernel is not None and weight is not None:
-            chosen = head_kernel.order(torch, weight.shape[1], weight)
+            chosen = head_kernel.order(weight.shape[1], weight)
             if chosen is None:
-                share = head_kernel.best_share(torch, weight.shape[1], weight)
+                share = head_kernel.best_share(weight.shape[1], weight)
                 self.refused = f"no order of the fused kernel reproduces PyTorch's head here (best {share:.2%} of bits)"
                 self._kernel = None
             else:
                 self.order = chosen
-        self._packed: tuple | None = None  # (weight's data pointer and version, packed weight, padded vocab)
+        # (weight's data pointer and version, packed weight, padded vocab)
+        self._packed: tuple[tuple[int, int], torch.Tensor, int] | None = None
         self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (threads, pool)
         if self._kernel is not None:
             self.block_size = BLOCK_FUSED
@@ -99,7 +102,9 @@ class VocabularyHead:
 
     def _hooked(self) -> bool:
         """Forward hooks on the head (a steering control that edits logits) need the module called."""
-        modules = self.torch.nn.modules.module
+        import torch
+
+        modules = torch.nn.modules.module
         return bool(
             self.head._forward_hooks
             or self.head._forward_pre_hooks
@@ -107,14 +112,17 @@ class VocabularyHead:
             or modules._global_forward_pre_hooks
         )
 
-    def _buffer(self, name: str, rows: int, width: int):
+    def _buffer(self, name: str, rows: int, width: int) -> torch.Tensor:
         """The first ``rows`` rows of the CPU buffer ``name``, ``width`` wide."""
+        import torch
+
         if name not in self._buffers:
-            self._buffers[name] = self.torch.empty((self.block_size, width))
+            self._buffers[name] = torch.empty((self.block_size, width))
         return self._buffers[name][:rows]
 
-    def _project(self, hidden):
-        torch = self.torch
+    def _project(self, hidden: torch.Tensor) -> torch.Tensor:
+        import torch
+
         if not self._buffered or self._hooked():
             logits = self.head(hidden).float()
         else:
@@ -135,14 +143,17 @@ class VocabularyHead:
             return aligned(n)
         return self.block_size
 
-    def scores(self, hidden, rows, targets):
+    def scores(
+        self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probs of ``targets`` and greedy hits, for a block of hidden states [nodes, width]
         (at most ``block_size``, padded to an aligned count) and (row, target) pairs into it.
 
         The log-prob is ``log_softmax(logits.float())[row, target]`` bit for bit; a hit means the
         target is the first index of the row's maximum (``argmax``, as lm-evaluation-harness checks
         greedy continuations)."""
-        torch = self.torch
+        import torch
+
         assert len(hidden) == aligned(len(hidden)) and len(hidden) <= self.block_size
         self.nodes_projected += len(hidden)
         if self._kernel is not None and not self._hooked():
@@ -153,18 +164,21 @@ class VocabularyHead:
         if self.cuda:
             return torch.log_softmax(logits, dim=-1)[rows, targets], logits.max(dim=-1).indices[rows] == targets
         logprobs = torch.log_softmax(logits, dim=-1, out=self._buffer("logprobs", *logits.shape))
-        return logprobs[rows, targets], greedy_hits(torch, logits, rows, targets)
+        return logprobs[rows, targets], greedy_hits(logits, rows, targets)
 
-    def _weights(self):
+    def _weights(self) -> tuple[torch.Tensor, int]:
         """The packed weight, made again if the weight was replaced or edited in place."""
         weight = self.head.weight
         stamp = (weight.data_ptr(), weight._version)
         if self._packed is None or self._packed[0] != stamp:
-            packed, padded = head_kernel.pack(self.torch, weight, head_kernel.tile(self._kernel))
+            assert self._kernel is not None  # packed only for the fused kernel
+            packed, padded = head_kernel.pack(weight, head_kernel.tile(self._kernel))
             self._packed = (stamp, packed, padded)
         return self._packed[1], self._packed[2]
 
-    def _fused(self, hidden, rows, targets):
+    def _fused(
+        self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``scores`` by the C kernel: log-sum-exp and first maximum per node (the nodes split over
         the intra-op threads), then each target's logit, in the same order of operations. An
         accelerate-placed head has its weight brought in (from disk or elsewhere) for the call, as
@@ -177,8 +191,13 @@ class VocabularyHead:
         finally:
             self._hook.post_forward(self.head, None)
 
-    def _fused_here(self, hidden, rows, targets):
-        torch = self.torch
+    def _fused_here(
+        self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
+        kernel = self._kernel
+        assert kernel is not None  # called only where the fused kernel computes the head
         packed, padded = self._weights()
         weight = self.head.weight.detach().contiguous()
         vocab, width = weight.shape
@@ -191,38 +210,42 @@ class VocabularyHead:
         threads = max(1, min(torch.get_num_threads(), n // 16))
         args = (packed.data_ptr(), vocab, padded, width, hidden.data_ptr())
         outs = (maxima.data_ptr(), logsums.data_ptr(), first.data_ptr())
-        codes = [self._kernel.proctor_head_stats_threads(*args, n, *outs, self.order, threads)]
+        codes = [kernel.proctor_head_stats_threads(*args, n, *outs, self.order, threads)]
         if codes == [-2]:  # built without OpenMP: the ranges on Python threads (ctypes releases the GIL)
             step = -(-n // threads)
             ranges = [(start, min(start + step, n)) for start in range(0, n, step)]
             if self._pool is None or self._pool[0] < threads:
                 self._pool = (threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="proctor-head"))
-            stats = self._kernel.proctor_head_stats
+            stats = kernel.proctor_head_stats
             codes = list(self._pool[1].map(lambda r: stats(*args, *r, *outs, self.order), ranges))
         if any(codes):
             raise MemoryError("the fused vocabulary head could not allocate its buffers")
         logprobs, hits = head_kernel.pair_logprobs(
-            torch, self._kernel, weight, hidden, maxima, logsums, first, rows, targets, self.order
+            kernel, weight, hidden, maxima, logsums, first, rows, targets, self.order
         )
         return logprobs, hits.bool()
 
 
-def _computes_on_cpu(torch, hook, weight) -> bool:
+def _computes_on_cpu(hook: Any, weight: torch.Tensor) -> bool:
     """Whether the head computes on the CPU: its weight is there, or accelerate's hook brings it
     there (an offloaded weight waits on the meta device; ``execution_device`` says where it runs)."""
+    import torch
+
     if hook is None:
-        return weight.device.type == "cpu"
+        return bool(weight.device.type == "cpu")
     device = getattr(hook, "execution_device", None)
     if device is None or isinstance(device, int):  # an int is a CUDA device index
-        return device is None and weight.device.type == "cpu"
-    return torch.device(device).type == "cpu"
+        return device is None and bool(weight.device.type == "cpu")
+    return bool(torch.device(device).type == "cpu")
 
 
-def greedy_hits(torch, logits, rows, targets):
+def greedy_hits(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Is each (row, target)'s target the first index of the row's maximum? ``argmax`` (and ``max``
     with indices) is several times slower than the value-only ``amax`` on the CPU, so values are
     compared, and only rows where the target reaches the maximum (where a tie before the target
     would decide) go through ``argmax``."""
+    import torch
+
     at_target = logits[rows, targets]
     hits = at_target == logits.amax(dim=-1)[rows]
     candidates = torch.nonzero(hits).flatten()
