@@ -34,6 +34,7 @@ from typing import (
 )
 
 if TYPE_CHECKING:
+    from proctor.core.model_requests import Request
     from proctor.data.sources import Sample
     from proctor.kinds.base import SampleDetails
     from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
@@ -60,7 +61,7 @@ class Executor(Protocol):
         ...
 
     def run(
-        self, request_type: str, requests: Sequence[object], progress: Callable[[int], None] | None = None
+        self, request_type: str, requests: Sequence[Request], progress: Callable[[int], None] | None = None
     ) -> list[Any]:
         """Results of ``request_type`` ("loglikelihood", "generate", "rolling_loglikelihood") in request
         order; ``progress(n)`` as requests are answered (from the store or the model)."""

@@ -11,10 +11,10 @@ importing the engine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Sequence, TypeVar, cast
 
 from proctor.core.errors import ProctorError
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest
+from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
 from proctor.models.base import MapsChunks
 from proctor.runs.store import Lookup, as_stored, request_key
 from proctor.runs.thinking import ThinkingTally, run_thinking
@@ -147,7 +147,9 @@ def execute(
             if progress:
                 progress(len(out))
 
-        model.map_chunks(request_type, [[requests[i] for i in todo] for todo in chunks], done)
+        # the requests execute is given are proctor's request dataclasses (Request), typed as dataclasses here
+        sent = [cast("list[Request]", [requests[i] for i in todo]) for todo in chunks]
+        model.map_chunks(request_type, sent, done)
     else:
         for todo in chunks:
             finish(todo, list(call([requests[i] for i in todo], progress)))
