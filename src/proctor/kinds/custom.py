@@ -36,11 +36,11 @@ from proctor.core.user_code import (
 from proctor.core.user_errors import call_user, definition_site
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import Executor
-from proctor.models.base import Model
 from proctor.prompts.builder import PreparedSample
 
 if TYPE_CHECKING:
     from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
+    from proctor.models.base import Model
 
 # one entry of the batch a task class's predict_single_batch receives (GLM-130B's shape): the rendered "inputs",
 # the sample's "id" and "fields", and "choices"/"label" (multiple choice) or "targets" (generation)
