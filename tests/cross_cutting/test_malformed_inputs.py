@@ -1,28 +1,34 @@
-"""Hundreds of malformed inputs across every format and option, each run through the ``proctor`` command in
-a fresh interpreter: each ends with a non-zero exit, no traceback, and one message naming the file, the
-row or line, and the field or option, before any model loads wherever the problem can be known then.
+"""Hundreds of malformed inputs across every format and option, each run through the ``proctor`` command's
+entry point: each ends with a non-zero exit, no traceback, and one message naming the file, the row or line,
+and the field or option, before any model loads wherever the problem can be known then.
 The cases live in malformed_cases.py, malformed_cases_more.py and one file per area (malformed_cases_lmeval.py,
 malformed_cases_seeds.py, malformed_cases_images.py, malformed_cases_runs.py, malformed_cases_dialects.py,
 malformed_cases_native.py).
 
+The cases run in this process, one after another, each in its own folder (``proctor.cli.main`` with the output
+captured, as tests/support/audit_runner.py runs the audit corpus): a fresh interpreter per case cost most of the
+full suite's time and checks nothing more about a message. The process boundary (the exit code and the output
+of a real ``proctor`` process) is checked by the few tests at the end that run cases in a fresh interpreter.
+
 The default model is a tripwire: ``PROCTOR_HOME`` points at a folder whose "converted default model" is a
 damaged model folder named ``tripwire-model-was-loaded``, so a case whose error came only after the model
-loaded names that folder (loading it fails), and the test says so. The selected cases run a few at a time
-in threads (each in its own folder and process) before their tests read the outcomes.
+loaded names that folder (loading it fails), and the test says so.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import functools
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.support.audit_runner import run_cli
 from tests.support.malformed_cases import BASE, CASES, Case
 from tests.support.malformed_cases_dialects import DIALECTS
 from tests.support.malformed_cases_images import IMAGES
@@ -63,17 +69,47 @@ def proctor_env(home: Path) -> dict:
     return env
 
 
-def run_case(case: Case, folder: Path, env: dict, model: Path | None) -> tuple[int, str]:
-    """``proctor ARGS`` in a fresh interpreter, in the case's own folder: (exit code, stdout + stderr); a case
-    whose own setup fails says so (exit -1) without stopping the others."""
+def prepare(case: Case, folder: Path, model: Path | None) -> list[str] | str:
+    """The case's files written into its own folder: its arguments, or why its own setup failed."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_files(folder, case.files)
         if case.setup is not None:
             case.setup(folder)
     except Exception as exc:  # the test's own preparation, not proctor
-        return -1, f"the case's setup failed: {type(exc).__name__}: {exc}"
-    args = [a.replace("{model}", str(model)) for a in case.args]
+        return f"the case's setup failed: {type(exc).__name__}: {exc}"
+    return [a.replace("{model}", str(model)) for a in case.args]
+
+
+@contextlib.contextmanager
+def environment(env: dict) -> Iterator[None]:
+    """This process's environment made ``env`` (a fresh process's, from ``proctor_env``) while a case runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k not in env]:
+            patch.delenv(key)
+        for key, value in env.items():
+            if key != "PYTHONPATH":  # this process imports proctor already
+                patch.setenv(key, value)
+        yield
+
+
+def run_case_in_process(case: Case, folder: Path, model: Path | None) -> tuple[int, str]:
+    """``proctor ARGS`` through the CLI's entry point in this process, in the case's own folder (the
+    environment of ``proctor_env`` set by the caller): (exit code, output); a case whose own setup fails or
+    that hangs says so (exit -1) without stopping the others."""
+    args = prepare(case, folder, model)
+    if isinstance(args, str):
+        return -1, args
+    code, output = run_cli(args, folder, limit_s=600)
+    return (-1, output + "\nproctor did not finish in 600 s") if code is None else (code, output)
+
+
+def run_case(case: Case, folder: Path, env: dict, model: Path | None) -> tuple[int, str]:
+    """``proctor ARGS`` in a fresh interpreter, in the case's own folder: (exit code, stdout + stderr); a case
+    whose own setup fails says so (exit -1)."""
+    args = prepare(case, folder, model)
+    if isinstance(args, str):
+        return -1, args
     try:
         done = subprocess.run(
             [sys.executable, "-m", "proctor.cli", *args],
@@ -104,7 +140,8 @@ def check(case: Case, code: int, output: str) -> None:
 
 @pytest.fixture(scope="module")
 def outcomes(request, tmp_path_factory) -> dict[str, tuple[int, str]]:
-    """Every selected case, run once, a few at a time (each a separate process in its own folder)."""
+    """Every selected case, run once, one after another in this process (each in its own folder), with the
+    environment a fresh process gets from ``proctor_env``."""
     wanted = {
         item.callspec.params["case"].id
         for item in request.session.items
@@ -114,9 +151,8 @@ def outcomes(request, tmp_path_factory) -> dict[str, tuple[int, str]]:
     model = request.getfixturevalue("tiny_model_dir") if any("{model}" in " ".join(c.args) for c in cases) else None
     root = tmp_path_factory.mktemp("malformed")
     env = proctor_env(tripwire_home(root))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {c.id: pool.submit(run_case, c, root / c.id, env, model) for c in cases}
-        return {name: future.result() for name, future in futures.items()}
+    with environment(env):
+        return {c.id: run_case_in_process(c, root / c.id, model) for c in cases}
 
 
 @pytest.mark.fast
@@ -202,3 +238,21 @@ def test_an_unexpected_exception_is_one_line_not_a_traceback(monkeypatch, capsys
         cli.main(["run"])
     err = capsys.readouterr().err
     assert info.value.code == 3 and "internal error: RuntimeError: something broke" in err and "Traceback" not in err
+
+
+# A usage error, a damaged run folder and user code failing on a loaded model, each in a fresh interpreter as a
+# user starts it: the real process's exit code and output meet the case, and the exit code is the one the same
+# case gives in this process (so running the corpus in this process checks what a fresh process would show).
+FRESH = ["cli-unknown-option", "report-bad-results-json", "usecase-generate-raises"]
+
+
+@pytest.mark.parametrize("name", FRESH)
+def test_a_case_in_a_fresh_interpreter_ends_as_in_process(name, tiny_model_dir, tmp_path):
+    case = next(c for c in ALL if c.id == name)
+    env = proctor_env(tripwire_home(tmp_path))
+    code, output = run_case(case, tmp_path / "fresh", env, tiny_model_dir)
+    check(case, code, output)
+    with environment(env):
+        in_process, in_output = run_case_in_process(case, tmp_path / "in-process", tiny_model_dir)
+    assert in_process == code, f"in process: exit {in_process}, fresh: exit {code}:\n{in_output}\n---\n{output}"
+    check(case, in_process, in_output)

@@ -1,5 +1,5 @@
-"""No silent numbers, no lost work, no secrets on disk: each checked through the ``proctor`` command in a fresh
-interpreter, with the expected numbers computed here.
+"""No silent numbers, no lost work, no secrets on disk: each checked through the ``proctor`` command (in a fresh
+interpreter but where said below), with the expected numbers computed here.
 
 - a folder run where one file cannot load and one task fails while running (a GLM-130B class reading a key its
   data lacks): the others run, both are listed (table, results.json, report), exit 1; --skip-broken: exit 0;
@@ -8,6 +8,9 @@ interpreter, with the expected numbers computed here.
 - ``-o`` on a folder of the user's own: refused, nothing written;
 - a key inside --base-url: used, but masked in run.json, results.json, .lock, report and console;
 - files with a byte-order mark read as without one (same numbers).
+
+The ``-o`` refusal and the byte-order marks are about files, not the process: they run through the CLI's entry
+point in this process (``in_process``), with the same checks on the exit code and output.
 """
 
 from __future__ import annotations
@@ -38,6 +41,18 @@ def proctor(args: list[str], cwd: Path, **env: str) -> tuple[int, str]:
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "internal error" not in output, output
     return done.returncode, output
+
+
+def in_process(args: list, cwd: Path) -> tuple[int, str]:
+    """``proctor ARGS`` through the CLI's entry point in this process, in ``cwd``: what ``proctor`` gives."""
+    from tests.support.audit_runner import run_cli
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PROCTOR_CACHE", raising=False)
+        code, output = run_cli([str(a) for a in args], cwd, limit_s=900)
+    assert code is not None, f"proctor did not finish in 900 s:\n{output}"
+    assert "Traceback" not in output and "internal error" not in output, output
+    return code, output
 
 
 def write(folder: Path, files: dict) -> None:
@@ -215,7 +230,7 @@ def test_output_on_a_folder_that_is_not_a_run_folder_is_refused(tmp_path):
     )
     before = {p.name: p.read_bytes() for p in (tmp_path / "mine").iterdir()}
     for extra in ([], ["--restart"]):
-        code, output = proctor(["run", "task.yaml", "-o", "mine", *extra], tmp_path)
+        code, output = in_process(["run", "task.yaml", "-o", "mine", *extra], tmp_path)
         assert code == 2 and "not a proctor run folder" in flat(output), output
         assert {p.name: p.read_bytes() for p in (tmp_path / "mine").iterdir()} == before
 
@@ -281,7 +296,9 @@ def test_byte_order_marks_are_not_data(tiny_model_dir, tmp_path):
     for name, files in (("plain", plain), ("bom", bom)):
         write(tmp_path / name, files)
         for task in ("task.yaml", "csv/task.yaml"):
-            code, output = proctor(["run", task, "-m", tiny_model_dir, "-o", f"run-{task[0]}", "-q"], tmp_path / name)
+            code, output = in_process(
+                ["run", task, "-m", tiny_model_dir, "-o", f"run-{task[0]}", "-q"], tmp_path / name
+            )
             assert code == 0, output
             run = tmp_path / name / f"run-{task[0]}"
             records = samples(run)

@@ -61,13 +61,21 @@ def definition(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(definition, tiny_model):
+    """The definition's module, its benchmark on the tiny Llama and the profiles of its one uninterrupted run:
+    what the sweep test reads and what a resumed run must equal (run once for both)."""
+    module = import_user_file(definition)
+    bench = module.make(tiny_model)
+    return module, bench, bench.run()
+
+
 def _responses(entry):
     return [g["raw_response"] for g in entry["generations"]]
 
 
-def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
-    module = import_user_file(definition)
-    bench = module.make(tiny_model)
+def test_benchmark_runs_sweeps_and_exports(uninterrupted, tiny_model, tmp_path):
+    module, bench, profiles = uninterrupted
     ids = [(c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in bench.configurations]
     assert ids == [
         (c.pipeline, c.config_id, json.dumps(c.params, sort_keys=True)) for c in module.make(tiny_model).configurations
@@ -80,7 +88,6 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
         "prompt",
     ]
     assert ids[0][1] == "baseline" and len({i[1] for i in ids}) == 5
-    profiles = bench.run()
     assert {k: len(v) for k, v in profiles.items()} == {"baseline": 2, "activation": 6, "prompt": 2}
     baseline = _responses(profiles["baseline"][0])
     for entry in profiles["activation"]:
@@ -111,7 +118,7 @@ def test_benchmark_runs_sweeps_and_exports(definition, tiny_model, tmp_path):
     assert front == [{"x": 2, "y": 1}]
 
 
-def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir, tmp_path):
+def test_benchmark_resumes_after_kill_without_redoing(definition, uninterrupted, tiny_model_dir, tmp_path):
     save = tmp_path / "save"
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     killed = subprocess.run(
@@ -135,7 +142,7 @@ def test_benchmark_resumes_after_kill_without_redoing(definition, tiny_model_dir
     assert len(events) == 5 and not (redone & finished)
     assert sum(len(v) for v in resumed.values()) == 10
 
-    fresh = module.make(model).run()  # an uninterrupted run gives the same numbers
+    fresh = uninterrupted[2]  # an uninterrupted run (of the same definition on the same weights): the same numbers
     assert {p: [e["evaluations"] for e in v] for p, v in resumed.items()} == {
         p: [json.loads(json.dumps(e["evaluations"])) for e in v] for p, v in fresh.items()
     }

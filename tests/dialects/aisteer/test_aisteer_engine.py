@@ -18,35 +18,42 @@ def _sent(model, kind="generate"):
     return sum(n for k, n in model.calls if k == kind)
 
 
-def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model, tmp_path):
+@pytest.fixture(scope="module")
+def complete(tiny_model, tmp_path_factory):
+    """One uninterrupted run of the use case on the tiny Llama, made once: (its counting model, its progress
+    events, its result, its run folder); the first run of the rerun test and what the resumed runs must equal."""
     model = Counting(tiny_model)
     events: list[tuple] = []
-    first = run(model, tmp_path / "run", progress=lambda *e: events.append(e))
+    folder = tmp_path_factory.mktemp("complete") / "run"
+    return model, events, run(model, folder, progress=lambda *e: events.append(e)), folder
+
+
+def test_store_commits_chunks_and_a_rerun_calls_the_model_zero_times(tiny_model, complete):
+    model, events, first, folder = complete
     # Chunks of 2 requests (a prompt's 6 letter scores, "A"/" A" ..., share a context and stay in one call).
     # The random tiny model never prints a letter: 10 prompts x 3 rounds (two retries) of generation.
     assert max(n for k, n in model.calls if k == "generate") <= 2 and _sent(model) == 30
     assert max(n for k, n in model.calls if k == "loglikelihood") <= 6 and _sent(model, "loglikelihood") == 60
-    with ResponseStore(tmp_path / "run" / STORE_FILE) as store:
+    with ResponseStore(folder / STORE_FILE) as store:
         assert store.count() == sum(n for _, n in model.calls)
     name, done, total = events[-1]
     assert name == "CommonsenseMCQA" and done == total == len(ROWS)  # a task class reports samples (rows) done
     assert [e[1] for e in events] == sorted(e[1] for e in events)  # progress only moves forward
 
     again = Counting(tiny_model)
-    second = run(again, tmp_path / "run")
+    second = run(again, folder)
     assert again.calls == []
     assert (
         second.results["tasks"]["CommonsenseMCQA"]["evaluations"]
         == first.results["tasks"]["CommonsenseMCQA"]["evaluations"]
     )
     assert second.results["tasks"]["CommonsenseMCQA"]["requests"]["computed"] == 0
-    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    manifest = json.loads((folder / "run.json").read_text())
     assert manifest["attempts"][-1]["responses"]["computed"] == 0
 
 
-def test_a_failed_run_resumes_without_redoing_finished_chunks(tiny_model, tmp_path):
-    full = Counting(tiny_model)
-    reference = run(full, tmp_path / "full")
+def test_a_failed_run_resumes_without_redoing_finished_chunks(tiny_model, complete, tmp_path):
+    full, _, reference, _ = complete
     total = sum(n for _, n in full.calls)
     broken = Counting(tiny_model, fail_after=3)
     with pytest.raises(RuntimeError, match="killed"):
@@ -160,7 +167,7 @@ run(KillAfter(HFModel(sys.argv[1], batch_size=4, name="tiny-llama")), sys.argv[2
 """
 
 
-def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_model_dir, tmp_path):
+def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_model_dir, complete, tmp_path):
     import os
     import subprocess
     import sys
@@ -181,8 +188,7 @@ def test_a_killed_run_resumes_without_redoing_committed_chunks(tiny_model, tiny_
     with ResponseStore(tmp_path / "run" / STORE_FILE) as store:
         committed = store.count()
     assert committed > 0
-    full = Counting(tiny_model)
-    reference = run(full, tmp_path / "full")
+    full, _, reference, _ = complete
     resumed = Counting(tiny_model)
     result = run(resumed, tmp_path / "run")
     assert sum(n for _, n in resumed.calls) == sum(n for _, n in full.calls) - committed
