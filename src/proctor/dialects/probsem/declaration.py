@@ -37,6 +37,11 @@ class ProbsemDialect(Dialect[ProbsemOptions]):
 def register(registry: Registry) -> None:
     registry.add_dialect(ProbsemDialect())
     registry.add_task_handler(
+        "probsem.suite",
+        "proctor.dialects.probsem.suite:ProbsemSuiteTask",
+        "proctor.dialects.probsem.task_options:ProbsemSuiteOptions",
+    )
+    registry.add_task_handler(
         "probsem.cogsci2023",
         "proctor.dialects.probsem.cogsci:CogSci2023Task",
         "proctor.dialects.probsem.task_options:CogSci2023Options",

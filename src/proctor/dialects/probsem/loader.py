@@ -23,12 +23,9 @@ from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8, parse_json
 from proctor.dialects.probsem.options import ProbsemOptions
-from proctor.dialects.probsem.task_options import CogSci2023Options
+from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
 
 log = logging.getLogger(__name__)
-
-_TEXT = "{{ [_probsem_pretext, text, _probsem_posttext] | select | join('\\n') }}"
-PROMPT_TEMPLATE = "{{ _probsem_prompt }}\n" + _TEXT + "\n"
 
 
 def prompt_for_suite(path: Path) -> Path | None:
@@ -212,22 +209,26 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
                 path,
             )
         return _cogsci2023_task(path, prompt, suite)
+    return _suite_task(path, prompt, suite, norm, temp)
+
+
+def _suite_task(path: Path, prompt: Path, suite: dict[str, Any], norm: bool, temp: float) -> Task:
+    """A spec of its own: the suite's contexts are the data, its prompt, pretext, posttext and queries the
+    handler's options; the handler gives each context's prompt, choices and target (``suite.ProbsemSuiteTask``)."""
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
-    constants = {
-        "_probsem_prompt": decode_utf8(prompt),
-        "_probsem_pretext": suite["pretext"],
-        "_probsem_posttext": suite["posttext"],
-        "_probsem_queries": list(suite["queries"]),
-    }
+    options = ProbsemSuiteOptions(
+        prompt=decode_utf8(prompt),
+        pretext=suite["pretext"],
+        posttext=suite["posttext"],
+        queries=tuple(suite["queries"]),
+    )
+    csv_file = f"{prompt_name}_{suite_name}_{{model}}_results.csv"
     spec = TaskSpec(
         name=path.stem,
         kind="multiple_choice",
         description=f"probsem suite '{suite_name}' of prompt '{prompt_name}'",
-        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context", constants=constants)],
-        prompt=PROMPT_TEMPLATE,
-        choices="{{ _probsem_queries }}",
-        target="{{ expected }}",
+        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context")],
         target_delimiter="",
         move_whitespace=False,
         unscored_target=-1,
@@ -237,9 +238,10 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
         exports=[
             ExportSpec(
                 format="choices_csv",
-                options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT},
+                options={"file": csv_file, "pretext": suite["pretext"], "posttext": suite["posttext"]},
             )
         ],
+        handler=HandlerSpec(name="probsem.suite", options=options),
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 
