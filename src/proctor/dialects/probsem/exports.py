@@ -13,7 +13,11 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proctor.engine.outcomes import TaskOutcome
+    from proctor.engine.prepare import PreparedTask
 
 
 def sanitize_filename(name: str) -> str:
@@ -22,8 +26,8 @@ def sanitize_filename(name: str) -> str:
 
 
 def choices_csv(
-    prepared: Any,
-    outcome: Any,
+    prepared: PreparedTask,
+    outcome: TaskOutcome,
     run_dir: Path,
     model_name: str,
     *,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
@@ -26,6 +26,8 @@ from proctor.dialects.probsem.options import ProbsemOptions
 from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
 
 log = logging.getLogger(__name__)
+
+Suite = dict[str, Any]  # a suite file's JSON object as read_suite checked it (its keys as probsem's formats name them)
 
 
 def prompt_for_suite(path: Path) -> Path | None:
@@ -67,7 +69,7 @@ def _line_of(text: str, key: str) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else None
 
 
-def read_suite(path: Path) -> dict[str, Any]:
+def read_suite(path: Path) -> Suite:
     """Parse and check one suite file; every problem names the file, the line where known, and the field."""
     text = decode_utf8(path)
     if not text.strip():
@@ -133,7 +135,7 @@ def read_suite(path: Path) -> dict[str, Any]:
     return suite
 
 
-def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
+def _read_cogsci2023(suite: Suite, fail: Callable[..., TaskDefinitionError]) -> Suite:
     """The CogSci2023 (and CoCoSci2022) branch's format, checked as that branch's TestSuite asserts it:
     premise / query are strings starting with ';;' (";;" alone means none), every context text starts
     with ';;', programs are strings written "(...)"."""
@@ -175,7 +177,7 @@ def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
     return suite
 
 
-def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
+def _cogsci2023_task(path: Path, prompt: Path, suite: Suite) -> Task:
     """A spec of its own: the suite's contexts are the data, its prompt, premise, query and programs the handler's
     options; the handler gives each context's prompt and choices (``cogsci.CogSci2023Task``)."""
     prompt_name = prompt.stem
@@ -212,7 +214,7 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
     return _suite_task(path, prompt, suite, norm, temp)
 
 
-def _suite_task(path: Path, prompt: Path, suite: dict[str, Any], norm: bool, temp: float) -> Task:
+def _suite_task(path: Path, prompt: Path, suite: Suite, norm: bool, temp: float) -> Task:
     """A spec of its own: the suite's contexts are the data, its prompt, pretext, posttext and queries the
     handler's options; the handler gives each context's prompt, choices and target (``suite.ProbsemSuiteTask``)."""
     prompt_name = prompt.stem
