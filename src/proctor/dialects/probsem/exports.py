@@ -13,11 +13,7 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from proctor.engine.outcomes import TaskOutcome
-    from proctor.engine.prepare import PreparedTask
+from typing import Any
 
 
 def sanitize_filename(name: str) -> str:
@@ -26,8 +22,8 @@ def sanitize_filename(name: str) -> str:
 
 
 def choices_csv(
-    prepared: PreparedTask,
-    outcome: TaskOutcome,
+    prepared: Any,  # engine.prepare.PreparedTask (a dialect imports no engine module)
+    outcome: Any,  # engine.outcomes.TaskOutcome
     run_dir: Path,
     model_name: str,
     *,
