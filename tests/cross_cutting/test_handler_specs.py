@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -56,11 +57,12 @@ def _handler_tasks(tmp_path: Path) -> dict[str, list]:
     probsem.mkdir()
     (probsem / "tug-of-war.txt").write_text(COGSCI_PROMPT, encoding="utf-8")
     (probsem / "tug-of-war_AV-1a.json").write_text(json.dumps(COGSCI_SUITE), encoding="utf-8")
+    shutil.copytree(shared_path("examples", "probsem", "inputs"), probsem, dirs_exist_ok=True)  # probsem's own format
     return {
         "lm-eval": load_tasks([_lm_eval_task(tmp_path)]),
         "seahelm": [t for t in load_tasks([seahelm]) if t.dialect == "seahelm"][:20],
         "glm": [t for t in load_tasks([glm]) if t.spec.handler is not None],
-        "probsem": [t for t in load_tasks([probsem]) if t.spec.handler is not None],
+        "probsem": load_tasks([probsem]),
     }
 
 
@@ -87,7 +89,7 @@ def test_handler_tasks_name_their_handler_with_typed_options_and_no_placeholder_
                 task.name,
             )
             assert not _placeholders(task.spec), (dialect, task.name, _placeholders(task.spec))
-            # no templates at all, nor data constants standing in for them (probsem's CogSci2023 suites once had both)
+            # no templates at all, nor data constants standing in for them (probsem's suites once had both)
             assert [f for f in TEMPLATE_FIELDS if getattr(task.spec, f) is not None] == [], (dialect, task.name)
             assert not any(data.constants for data in task.spec.data), (dialect, task.name)
             assert task.spec.task_options == {}, (dialect, task.name)  # task_options is for a task file's own class

@@ -141,9 +141,10 @@ def prepare_task(
 
         handler = load_task_class(spec, task.base_dir, file, task.resources, task.lines.get("task_class"))
     if isinstance(handler, LoadsSamples):  # the task class reads its own data (SEA-HELM dataloaders, GLM task classes)
+        reader: LoadsSamples = handler
 
-        def load(cut):
-            return handler.load_samples(limit=cut, variables=variables)
+        def load(cut: int | None) -> list[Sample]:
+            return reader.load_samples(limit=cut, variables=variables)
 
         count = limit if not isinstance(limit, float) else None  # a fraction needs the row count: cut below
         samples = load(min(x for x in (count, spec.limit) if x is not None) if (count or spec.limit) else None)
@@ -152,7 +153,7 @@ def prepare_task(
         if isinstance(limit, float) and samples:  # the handler keeps its rows: load again with the count
             limit = limit_count(limit, len(samples))  # kept, as a handler may give more rows than asked (all of them)
             samples = load(min(x for x in (limit, spec.limit) if x is not None))
-        stats.update(source=str(spec.data[0].path or spec.data[0].hub), n_rows=len(samples), n_filtered=0)
+        stats.update({"source": str(spec.data[0].path or spec.data[0].hub), "n_rows": len(samples), "n_filtered": 0})
         if isinstance(handler, ReadsLocalFiles) and handler.local_files():
             stats["files"] = handler.local_files()
     else:

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from proctor.core.errors import ProctorError
 from proctor.engine.prepare import PreparedTask
-from proctor.kinds.capabilities import LoadsSamples
+from proctor.kinds.capabilities import LoadsSamples, PredictsSamples
 
 _GLOB = frozenset("*?[")
 
@@ -40,7 +40,10 @@ def select_samples(prepared: Sequence[PreparedTask], ids: Sequence[str]) -> tupl
     An id no task holds, or a task whose own code reads its rows (it would run them all), raises ``ProctorError``."""
     if not ids:
         return list(prepared), []
-    own_rows = [p.task.name for p in prepared if isinstance(p.handler, LoadsSamples)]
+    # a handler that only gives texts (probsem's suites) leaves the rows to the engine: they can be selected
+    own_rows = [
+        p.task.name for p in prepared if isinstance(p.handler, LoadsSamples) and isinstance(p.handler, PredictsSamples)
+    ]
     if own_rows:
         raise ProctorError(
             f"--sample-id: task(s) {', '.join(own_rows[:5])} read their rows with their dialect's own code, which "

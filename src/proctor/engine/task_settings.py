@@ -12,6 +12,7 @@ from typing import Mapping
 from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
+from proctor.kinds.capabilities import PredictsSamples
 from proctor.runs.results_schema import TaskResult, TaskSettings
 
 # --model-arg names that hold a credential: left out (a key changes no number, and results.json is shared)
@@ -53,7 +54,7 @@ def task_settings(
     """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count)."""
     spec = prepared.task.spec
     overrides = config.prepare.overrides
-    own_code = spec.handler is not None or spec.task_class is not None  # it builds its own prompts and requests
+    own_code = isinstance(prepared.handler, PredictsSamples)  # it builds its own prompts and requests
     if result.n_shot is not None:
         fewshot: int | None = result.n_shot
     elif spec.fewshot is not None:

@@ -36,6 +36,7 @@ from proctor.core.user_code import (
 from proctor.core.user_errors import call_user, definition_site
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.capabilities import Executor
+from proctor.kinds.given_texts import GivenTextsTask
 from proctor.prompts.builder import PreparedSample
 
 if TYPE_CHECKING:
@@ -349,10 +350,11 @@ def load_task_class(
     return handler
 
 
-def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
+def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask | GivenTextsTask:
     """The handler of a dialect's task (``spec.handler``), a class its plug-in registered, given the
-    typed options. No consent is asked here: the plug-in is installed code; code a task file names is
-    the handler's to refuse without ``--trust-task-code`` (``core.user_code``)."""
+    typed options: a task class (it makes its own requests) or a ``GivenTextsTask`` (it gives the samples' texts,
+    the kind makes the requests). No consent is asked here: the plug-in is installed code; code a task file names
+    is the handler's to refuse without ``--trust-task-code`` (``core.user_code``)."""
     from proctor.core.registry import registry
 
     assert spec.handler is not None
@@ -361,9 +363,10 @@ def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
     except ValueError as exc:
         raise TaskDefinitionError(str(exc), field="handler") from None
     cls, model = entry.handler_class(), entry.options_model()
-    if not issubclass(cls, CustomTask):
+    if not issubclass(cls, (CustomTask, GivenTextsTask)):
         raise TaskDefinitionError(
-            f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class", field="handler"
+            f"task handler '{spec.handler.name}' is not a proctor.tasks.custom class nor a GivenTextsTask",
+            field="handler",
         )
     if not isinstance(spec.handler.options, model):
         raise TaskDefinitionError(
@@ -371,6 +374,6 @@ def load_handler(spec: TaskSpec, resources: Any = None) -> CustomTask:
             f"got {type(spec.handler.options).__name__}",
             field="handler.options",
         )
-    handler = cls(spec, spec.handler.options)
+    handler: CustomTask | GivenTextsTask = cls(spec, spec.handler.options)
     handler.resources = dict(resources or {})
     return handler

@@ -511,3 +511,57 @@ def test_cogsci2023_suite_has_a_spec_of_its_own_and_the_engine_keeps_its_limit(t
         assert sample.prompt.text == COGSCI_PROMPT + "\n" + context["text"]
         assert sample.choices == tuple(COGSCI_SUITE["programs"])
         assert sample.gold == ((context["expected"],) if context["expected"] >= 0 else ())
+
+
+def test_suite_has_a_spec_of_its_own_and_its_rows_can_be_picked(inputs, tmp_path):
+    """probsem's own format: the suite's prompt, pretext, posttext and queries are its handler's options (no
+    templates, no data constants standing in for them); the handler gives each context its texts as probsem joins
+    them (an empty part left out), the engine keeps the first --limit contexts while n_rows counts them all, and
+    --sample-id picks a context, its numbers those of the run over all (issue 48)."""
+    from proctor.engine.sample_selection import select_samples
+    from tests.support.fakes import FakeModel
+
+    suite = {
+        "pretext": "",
+        "posttext": "Verdict:",
+        "queries": [" true", " false"],
+        "context": [
+            {"text": "Water is wet.", "expected": 0},
+            {"text": "", "expected": 1},
+            {"text": "Ice.", "expected": -1},
+        ],
+    }
+    (inputs / "claims.txt").write_text("Judge.\n", encoding="utf-8")
+    (inputs / "claims_facts.json").write_text(json.dumps(suite), encoding="utf-8")
+    (task,) = load_tasks([inputs / "claims_facts.json"])
+    spec = task.spec
+    assert (spec.prompt, spec.choices, spec.target, spec.data[0].constants) == (None, None, None, {})
+    assert spec.handler.name == "probsem.suite"
+    options = spec.handler.options
+    assert (options.prompt, options.pretext, options.posttext, options.queries) == (
+        "Judge.\n",
+        "",
+        "Verdict:",
+        (" true", " false"),
+    )
+    prepared = prepare_task(task, {})
+    assert [s.prompt.text for s in prepared.samples] == [
+        "Judge.\n\nWater is wet.\nVerdict:\n",  # the prompt file's text, a newline, the suite's text
+        "Judge.\n\nVerdict:\n",
+        "Judge.\n\nIce.\nVerdict:\n",
+    ]
+    assert [(s.choices, s.gold) for s in prepared.samples] == [((" true", " false"), g) for g in [(0,), (1,), ()]]
+    for limit, kept in ((None, 3), (2, 2), (0.5, 2), (0.2, 1)):
+        cut = prepare_task(task, {}, limit=limit)
+        assert (len(cut.samples), cut.data["n_rows"]) == (kept, 3), limit
+    # the rows are the engine's to select: --sample-id is not refused as for a dialect that runs its own rows
+    (picked,), left_out = select_samples([prepared], ["1"])
+    assert left_out == [] and [s.sample.id for s in picked.samples] == ["1"]
+    full = evaluate([inputs], FakeModel(), output_dir=tmp_path / "full")
+    chosen = evaluate([inputs], FakeModel(), output_dir=tmp_path / "chosen", sample_ids=["1"])
+    assert chosen.tasks["claims_facts"]["data"]["n_rows"] == 3
+    by_task = records_by_task(chosen.run_dir)
+    assert [r["id"] for r in by_task["claims_facts"]] == ["1"]
+    assert (
+        by_task["claims_facts"][0]["distribution"] == records_by_task(full.run_dir)["claims_facts"][1]["distribution"]
+    )

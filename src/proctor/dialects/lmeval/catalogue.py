@@ -8,15 +8,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import close_names
 from proctor.dialects.lmeval import library
+from proctor.dialects.lmeval.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from lm_eval.tasks import TaskManager
+    from lm_eval.tasks._index import Entry
 
 log = logging.getLogger(__name__)
 
-_MANAGERS: dict[tuple, Any] = {}
+_MANAGERS: dict[tuple[tuple[str, ...], bool], TaskManager] = {}
 
 
 @dataclass
@@ -24,12 +29,12 @@ class Leaf:
     """One lm-eval task to run: its merged config and where it came from."""
 
     name: str
-    config: dict[str, Any]
+    config: TaskConfig
     source: Path | None
     groups: list[tuple[str, bool]] = field(default_factory=list)  # (group, weight_by_size), innermost first
 
 
-def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> Any:
+def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> TaskManager:
     """A cached ``TaskManager`` over the installed catalogue (``defaults``) and ``include`` folders."""
     library.lm_eval()
     key = (tuple(str(Path(p).resolve()) for p in include), defaults)
@@ -82,11 +87,11 @@ def folder_of(name: str) -> Path | None:
     return Path(folder) if folder else None
 
 
-def entry_kind(entry: Any) -> str:
+def entry_kind(entry: Entry) -> str:
     return entry.kind.name.lower()  # task, py_task, group, tag
 
 
-def output_type(entry: Any) -> str:
+def output_type(entry: Entry) -> str:
     cfg = entry.cfg or {}
     if entry_kind(entry) == "group":
         return "group"
@@ -95,13 +100,13 @@ def output_type(entry: Any) -> str:
     return str(cfg.get("output_type") or "generate_until")
 
 
-def unknown_name(name: str, tm: Any, where: str) -> TaskDefinitionError:
+def unknown_name(name: str, tm: TaskManager, where: str) -> TaskDefinitionError:
     close = close_names(name, tm.all_tasks, 5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return TaskDefinitionError(f"no lm-eval task, group or tag named '{name}' in {where}{hint}", field="task")
 
 
-def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> None:
+def _check_supported(config: TaskConfig, source: Path | None, name: str) -> None:
     if not isinstance(config.get("task"), str):  # a list without 'group:' would be one task named "['a', 'b']"
         raise TaskDefinitionError(
             f"a task's 'task' is its name, got {type(config.get('task')).__name__} {config.get('task')!r:.60} "
@@ -132,7 +137,7 @@ def _check_supported(config: dict[str, Any], source: Path | None, name: str) -> 
         )
 
 
-def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
+def _walk(node: object, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
     from lm_eval.api.group import Group
 
     if isinstance(node, Group):
@@ -175,7 +180,7 @@ def _walk(node: Any, above: list[tuple[str, bool]], out: list[Leaf], spec: str =
     out.append(Leaf(captured.task_name, config, source, list(above)))
 
 
-def _file_of(spec: str | Path, tm: Any) -> str | None:
+def _file_of(spec: str | Path, tm: TaskManager) -> str | None:
     """The YAML file a name or path stands for (None for a catalogue name without one)."""
     if Path(str(spec)).suffix in (".yaml", ".yml"):
         return str(spec)
@@ -183,7 +188,7 @@ def _file_of(spec: str | Path, tm: Any) -> str | None:
     return str(entry.yaml_path) if entry is not None and entry.yaml_path is not None else None
 
 
-def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
+def resolve(spec: str | Path, tm: TaskManager, trusted: bool, where: str) -> list[Leaf]:
     """The leaf tasks of a name or YAML file (groups expanded, tags expanded)."""
     with library.consent(trusted), library.capturing():
         try:
@@ -221,7 +226,7 @@ def resolve(spec: str | Path, tm: Any, trusted: bool, where: str) -> list[Leaf]:
     return leaves
 
 
-def group_members(index: dict[str, Any]) -> set[str]:
+def group_members(index: dict[str, Entry]) -> set[str]:
     """Names listed as members of a group in ``index`` (tasks run through that group)."""
     members: set[str] = set()
     for entry in index.values():

@@ -13,9 +13,14 @@ continue_final_message=not AGP)``, retried without system messages when the temp
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from proctor.core.errors import ProctorError
+
+if TYPE_CHECKING:
+    from lm_eval.api.instance import Instance
+
+    from proctor.models.base import Model
 
 MARKER = "\x1elm-eval chat messages\x1e"  # a record separator: no task text starts with it
 
@@ -27,14 +32,14 @@ def recorder(messages: list[dict], add_generation_prompt: bool = True) -> str:
     )
 
 
-def recorded(text: Any) -> dict | None:
+def recorded(text: object) -> dict | None:
     """The messages behind a marker, or None for plain text."""
     if isinstance(text, str) and text.startswith(MARKER):
         return json.loads(text[len(MARKER) :])
     return None
 
 
-def render(model: Any, messages: list[dict], add_generation_prompt: bool) -> str:
+def render(model: Model, messages: list[dict], add_generation_prompt: bool) -> str:
     import jinja2
 
     def apply(chat: list[dict]) -> str:
@@ -56,7 +61,7 @@ def render(model: Any, messages: list[dict], add_generation_prompt: bool) -> str
         return apply([m for m in messages if m.get("role") != "system"])
 
 
-def render_all(model: Any, instances: Iterable[Any]) -> dict[str, str]:
+def render_all(model: Model, instances: Iterable[Instance]) -> dict[str, str]:
     """Every instance's recorded context replaced by the model's chat text (each distinct one rendered
     once); returns {marker: text}."""
     done: dict[str, str] = {}

@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import close_names
+from proctor.dialects.lmeval.task_config import TaskConfig
 
 
-def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+def check_metric_names(config: TaskConfig, name: str, source: Path | None) -> None:
     """A metric_list name lm-eval does not know would score every sample as nothing (a NaN result): refuse it.
     Only where lm-eval computes the metric itself (no custom ``process_results``, no ``hf_evaluate``)."""
     from lm_eval.api.registry import METRIC_REGISTRY
@@ -46,7 +47,7 @@ def check_metric_names(config: Mapping[str, Any], name: str, source: Path | None
 _ENTRY_KEYS = ("metric", "aggregation", "higher_is_better", "hf_evaluate")  # the rest are the metric's arguments
 
 
-def _accepts(function: Callable, *args: Any, **kwargs: Any) -> bool:
+def _accepts(function: Callable[..., object], *args: object, **kwargs: object) -> bool:
     """Whether ``function`` can be called so (its signature; one it hides is taken to accept)."""
     import inspect
 
@@ -59,7 +60,7 @@ def _accepts(function: Callable, *args: Any, **kwargs: Any) -> bool:
     return True
 
 
-def _check_regexes(value: Any, name: str, source: Path | None, field: str) -> None:
+def _check_regexes(value: object, name: str, source: Path | None, field: str) -> None:
     """exact_match's ``regexes_to_ignore``: each item (a text's letters, as lm-eval iterates it) is a pattern
     ``re.sub`` applies to every answer; a number or a pattern that does not compile fails while scoring."""
     items = list(value) if isinstance(value, (list, tuple, str)) else None
@@ -81,7 +82,7 @@ def _check_regexes(value: Any, name: str, source: Path | None, field: str) -> No
             ) from None
 
 
-def check_metric_arguments(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+def check_metric_arguments(config: TaskConfig, name: str, source: Path | None) -> None:
     """A ``generate_until`` task's metric_list entry passes its other keys to the metric function (lm-eval's
     ``process_results``: ``fn(references=, predictions=, **kwargs)``, then ``fn([gold, result])`` on a TypeError).
     A key the function does not take (``ignroe_case`` under exact_match) fails both calls: a crash only after the
@@ -124,12 +125,12 @@ def check_metric_arguments(config: Mapping[str, Any], name: str, source: Path | 
         )
 
 
-def _number(value: Any, low: float, high: float) -> bool:
+def _number(value: object, low: float, high: float) -> bool:
     """A number (not a bool) in [low, high]; NaN never is."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
 
 
-_GENERATION_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+_GENERATION_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "until": (
         lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
         "a string or a list of strings",
@@ -147,7 +148,7 @@ def _unknown(kind: str, value: str, known: list[str]) -> str:
     return f"lm-eval has no {kind} '{value}'; {hint}"
 
 
-def _check_filter_settings(filter_class: Any, step: dict, fail: Callable[[str, str], Exception], field: str) -> None:
+def _check_filter_settings(filter_class: type, step: dict, fail: Callable[[str, str], Exception], field: str) -> None:
     """A filter step's other keys are its filter's settings; lm-eval makes the filter only when it applies it,
     after the model ran (a setting it does not take, or lacks: a TypeError or KeyError then). Made here once."""
     settings = {k: v for k, v in step.items() if k != "function"}
@@ -158,7 +159,7 @@ def _check_filter_settings(filter_class: Any, step: dict, fail: Callable[[str, s
         raise fail(f"filter '{step['function']}' cannot be made from {settings!r:.80}: {detail:.160}", field) from None
 
 
-def check_task_keys(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+def check_task_keys(config: TaskConfig, name: str, source: Path | None) -> None:
     """Every key of a task is one of lm-eval's ``TaskConfig`` fields: lm-eval passes them all to it, and an
     unknown one (a typo such as ``doc_to_txt``) is a bare TypeError while the task is built."""
     import dataclasses
@@ -171,7 +172,7 @@ def check_task_keys(config: Mapping[str, Any], name: str, source: Path | None) -
         raise TaskDefinitionError(f"task '{name}': {_unknown('task key', odd, known)}", file=source, field=odd)
 
 
-def check_registered_names(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+def check_registered_names(config: TaskConfig, name: str, source: Path | None) -> None:
     """Names lm-eval looks up in its registries while it builds or scores the task: each metric_list entry's
     ``metric`` key and ``aggregation``, each filter step's ``function``, the few-shot ``sampler``. An unknown one
     is a bare KeyError while the task is built, or a crash only after the model ran (an unknown aggregation)."""
@@ -213,7 +214,7 @@ def check_registered_names(config: Mapping[str, Any], name: str, source: Path | 
         raise fail(_unknown("few-shot sampler", sampler, list(SAMPLER_REGISTRY)), "fewshot_config.sampler")
 
 
-def check_config_shapes(config: Mapping[str, Any], name: str, source: Path | None) -> None:
+def check_config_shapes(config: TaskConfig, name: str, source: Path | None) -> None:
     """The lists and settings proctor reads from the task's config itself, checked before it reads them (else an
     internal error, or one after the model ran): metric_list, filter_list (their regexes compile) and
     generation_kwargs."""

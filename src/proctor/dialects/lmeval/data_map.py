@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.data.hub import offline, unreachable
 from proctor.dialects.lmeval import local_files
 from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix, locate
+
+if TYPE_CHECKING:
+    import datasets
 
 _LOCAL_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "imagefolder", "audiofolder"}
 
@@ -94,10 +97,10 @@ class Splits(dict):
         self.dataset, self.config, self.needed = dataset, config, needed
         self.sources, self.problems = sources, problems or []
         self.missing: set[str] = set()
-        self.read: dict[str, dict[str, Any]] = {}
-        self.source: Any = None  # the task file asking, named in errors
+        self.read: dict[str, local_files.ReadFiles] = {}
+        self.source: Path | None = None  # the task file asking, named in errors
 
-    def __missing__(self, split: str) -> Any:
+    def __missing__(self, split: str) -> datasets.Dataset:
         found = self.sources.get(split)
         if found is not None:
             if found.error:
@@ -180,7 +183,7 @@ def lookup(mapping: Mapping[str, str], dataset: str, config: str | None, needed:
     return Splits(dataset, config, sources, needed, problems) if found else None
 
 
-def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _local_files(path: str | None, kwargs: Mapping[str, object]) -> list[tuple[str, str]]:
     """``(key, path)`` of each local file or folder a ``load_dataset`` call would read."""
     named: list[tuple[str, str]] = []
     if path and path not in _LOCAL_BUILDERS:
@@ -196,7 +199,7 @@ def _local_files(path: Any, kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
     return named
 
 
-def check_local(path: Any, kwargs: Mapping[str, Any], roots: tuple[Path, ...], source: Any) -> None:
+def check_local(path: str | None, kwargs: Mapping[str, object], roots: tuple[Path, ...], source: Path | None) -> None:
     """Local dataset files stay in the task's folder or a folder the user named (``data/paths.py``)."""
     from proctor.data.paths import check_inside
 
@@ -206,7 +209,7 @@ def check_local(path: Any, kwargs: Mapping[str, Any], roots: tuple[Path, ...], s
         check_inside(Path(value).expanduser(), roots, written=value, file=source, field=key)
 
 
-def _local_splits(loaded: Any, path: Any, split_keys: Mapping[str, str], source: Any) -> Any:
+def _local_splits(loaded: object, path: str | None, split_keys: Mapping[str, str], source: Path | None) -> object:
     """A ``DatasetDict`` read by a local builder, whose missing split is an error naming the task file's key that
     asks for it and the splits there are (lm-eval's own ``self.dataset[split]`` is a bare KeyError)."""
     import datasets
@@ -215,7 +218,7 @@ def _local_splits(loaded: Any, path: Any, split_keys: Mapping[str, str], source:
         return loaded
 
     class LocalSplits(datasets.DatasetDict):
-        def __missing__(self, split: str) -> Any:
+        def __missing__(self, split: str) -> datasets.Dataset:
             key = split_keys.get(split, "test_split")
             raise TaskDefinitionError(
                 f"{key} '{split}' is not a split of the local dataset '{path}' (it has: {', '.join(self) or 'none'})",
@@ -231,7 +234,7 @@ def serving(
     mapping: Mapping[str, str],
     needed: set[str],
     task: str,
-    source: Any,
+    source: Path | None,
     roots: tuple[Path, ...] = (),
     split_keys: Mapping[str, str] | None = None,
 ) -> Iterator[list]:

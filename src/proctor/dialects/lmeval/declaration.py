@@ -8,14 +8,25 @@ the other modules of the dialect when what they hold is asked for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
-from proctor.core.audit import AuditRule
+from proctor.core.audit import AuditRule, Hit
 from proctor.core.contributions import Registry
 from proctor.core.dialect import Dialect
 from proctor.core.references import resolve
 from proctor.dialects.lmeval.claims import claims_name, claims_path, is_catalogue_query
 from proctor.dialects.lmeval.options import LmEvalOptions
+
+if TYPE_CHECKING:
+    from proctor.core.run_overrides import RunOverrides
+    from proctor.core.task import Task
+
+
+class _Subject(Protocol):
+    """What the audit rule reads of ``proctor.audit.AuditSubject`` before the dialect's own module is imported."""
+
+    @property
+    def task(self) -> Task: ...
 
 
 class LmEvalDialect(Dialect[LmEvalOptions]):
@@ -26,35 +37,47 @@ class LmEvalDialect(Dialect[LmEvalOptions]):
     def claims_name(self, given: str) -> bool:
         return claims_name(given)
 
-    def load_named(self, given: str, options: LmEvalOptions) -> list:
-        return resolve("proctor.dialects.lmeval.loader:load_named")(given, options)
+    def load_named(self, given: str, options: LmEvalOptions) -> list[Task]:
+        load_named: Callable[[str, LmEvalOptions], list[Task]] = resolve("proctor.dialects.lmeval.loader:load_named")
+        return load_named(given, options)
 
     def claims_path(self, path: Path) -> bool:
         return claims_path(path)
 
-    def load(self, path: Path, document: Any, explicit: bool, options: LmEvalOptions, notes: list[str]) -> list:
-        return resolve("proctor.dialects.lmeval.loader:load")(path, explicit, options)
+    def load(
+        self, path: Path, document: object, explicit: bool, options: LmEvalOptions, notes: list[str]
+    ) -> list[Task]:
+        load: Callable[[Path, bool, LmEvalOptions], list[Task]] = resolve("proctor.dialects.lmeval.loader:load")
+        return load(path, explicit, options)
 
     def catalogue_rows(self, given: list[str], options: LmEvalOptions) -> list[tuple[str, ...]] | None:
         if not any(is_catalogue_query(g) for g in given):
             return None
-        return resolve("proctor.dialects.lmeval.loader:catalogue_rows")(given, options.lmeval_include)
+        rows: Callable[[list[str], list[str] | None], list[tuple[str, ...]]] = resolve(
+            "proctor.dialects.lmeval.loader:catalogue_rows"
+        )
+        return rows(given, options.lmeval_include)
 
-    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
-        return resolve("proctor.dialects.lmeval.run_options:apply")(task, overrides, chat)
+    def apply_overrides(self, task: Task, overrides: RunOverrides, chat: bool | None) -> tuple[Task, set[str]]:
+        apply: Callable[[Task, RunOverrides, bool | None], tuple[Task, set[str]]] = resolve(
+            "proctor.dialects.lmeval.run_options:apply"
+        )
+        return apply(task, overrides, chat)
 
 
-def _resolve_metric(name: str) -> Any:
+def _resolve_metric(name: str) -> object:
+    """lm-eval's ``metric,filter`` key as a ``proctor.scoring.metrics.MetricDef`` (None: not one of lm-eval's)."""
     if "," not in name:  # lm-eval's keys are metric,filter; nothing else is asked of lm-eval
         return None
     return resolve("proctor.dialects.lmeval.specs:resolve_metric")(name)
 
 
-def _audit_fewshot(subject: Any) -> Any:
+def _audit_fewshot(subject: _Subject) -> Iterable[Hit]:
     """The dialect's audit rule, imported only for an lm-eval task (a native run imports no dialect but its own)."""
     if subject.task.dialect != "lm-eval":
         return ()
-    return resolve("proctor.dialects.lmeval.audit_rules:fewshot_from_evaluated")(subject)
+    rule: Callable[[_Subject], Iterable[Hit]] = resolve("proctor.dialects.lmeval.audit_rules:fewshot_from_evaluated")
+    return rule(subject)
 
 
 def register(registry: Registry) -> None:

@@ -4,12 +4,17 @@ task's file, the document (as a 1-based row) and the key (``doc_to_choice`` / ``
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proctor.core.errors import TaskDefinitionError
 
+if TYPE_CHECKING:
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.task import ConfigurableTask
 
-def check_choices(task: Any, doc_id: int, doc: Any, name: str, source: Any) -> None:
+
+def check_choices(task: ConfigurableTask, doc_id: int, doc: object, name: str, source: Path | None) -> None:
     """A ``multiple_choice`` document's choices and target, before any model runs: lm-eval would crash while
     scoring it (a choice that is not text, no choices, a target that is neither an index nor a choice) or
     score it silently (an empty choice is only the delimiter, which a model nearly always prefers; a text
@@ -67,7 +72,7 @@ def check_choices(task: Any, doc_id: int, doc: Any, name: str, source: Any) -> N
             )
 
 
-def check_target_in_range(target: Any, choices: list[str], doc_id: int, name: str, source: Any) -> None:
+def check_target_in_range(target: object, choices: list[str], doc_id: int, name: str, source: Path | None) -> None:
     """An index target out of range for the document's choices: lm-eval would score this document as wrong
     whatever the model says (a silent number)."""
     if choices and isinstance(target, int) and not isinstance(target, bool) and not 0 <= target < len(choices):
@@ -80,7 +85,9 @@ def check_target_in_range(target: Any, choices: list[str], doc_id: int, name: st
         )
 
 
-def check_request_texts(task: Any, doc_id: int, instances: list, name: str, source: Any) -> None:
+def check_request_texts(
+    task: ConfigurableTask, doc_id: int, instances: list[Instance], name: str, source: Path | None
+) -> None:
     """A ``loglikelihood`` / ``loglikelihood_rolling`` document's scored text must be a text: lm-eval hands
     ``doc_to_target``'s value to the model as is (an index such as 1 makes the model's tokeniser fail, after it
     loaded). Named here, with the key that gave it."""

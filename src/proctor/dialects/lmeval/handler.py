@@ -14,9 +14,11 @@ proctor's requests and answering them is ``instance_requests.py``; what a sample
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
@@ -28,19 +30,26 @@ from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
 from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
+from proctor.dialects.lmeval.task_config import TaskConfig
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
+
+if TYPE_CHECKING:
+    import datasets
+    from lm_eval.api.task import ConfigurableTask
+
+    from proctor.dialects.lmeval.catalogue import Leaf
 
 FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 
 
 @dataclass(frozen=True)
 class LmEvalOutcome:
-    values: dict[str, Any]  # "metric,filter" -> lm-eval's per-sample value
+    values: dict[str, object]  # "metric,filter" -> lm-eval's per-sample value
 
 
-def _splits_read(config: dict[str, Any]) -> set[str]:
+def _splits_read(config: TaskConfig) -> set[str]:
     """Splits a task cannot do without: the evaluated one, and the few-shot one when shots are drawn."""
     needed = set()
     evaluated = config.get("test_split") or config.get("validation_split")
@@ -54,7 +63,7 @@ def _splits_read(config: dict[str, Any]) -> set[str]:
     return needed
 
 
-def _split_keys(config: dict[str, Any]) -> dict[str, str]:
+def _split_keys(config: TaskConfig) -> dict[str, str]:
     """Each split the task file names -> the key naming it (the first, where two keys name one split)."""
     named = [(key, config.get(key)) for key in ("test_split", "validation_split", "training_split", "fewshot_split")]
     fewshot = config.get("fewshot_config")
@@ -67,13 +76,13 @@ def _split_keys(config: dict[str, Any]) -> dict[str, str]:
     return keys
 
 
-def _gives_dataset(hook: Callable, leaf: Any) -> Callable:
+def _gives_dataset(hook: Callable[..., object], leaf: Leaf) -> Callable[[datasets.Dataset], datasets.Dataset]:
     """``process_docs`` as lm-eval calls it, refusing a result that is not a ``datasets.Dataset`` (lm-eval
     reads its ``features`` and ``map`` next: an AttributeError from its internals)."""
     import functools
 
     @functools.wraps(hook)
-    def process_docs(dataset: Any) -> Any:
+    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         import datasets
 
         result = hook(dataset)
@@ -96,8 +105,8 @@ class _LmEvalRunner:
     spec: TaskSpec  # the task's spec (set by the kinds.custom base the handler classes also derive from)
 
     def _setup(self, options: LmEvalTaskOptions) -> None:
-        self.task: Any = None
-        self.docs: list[tuple[int, Any]] = []
+        self.task: ConfigurableTask | None = None  # built by load_samples
+        self.docs: list[tuple[int, object]] = []  # (doc_id, lm-eval's document)
         self._corpus: dict[str, dict] = {}
         self._recorded: dict[str, str] = {}  # chat text -> lm-eval's recorded messages
         self._task_name = options.task
@@ -108,7 +117,7 @@ class _LmEvalRunner:
         self._handed: list[data_map.Splits] = []  # the mapped local copies lm-eval was given (read lazily)
 
     @property
-    def leaf(self) -> Any:
+    def leaf(self) -> Leaf:
         """The resolved lm-eval task the dialect loaded, handed over in the task's resources."""
         leaf = getattr(self, "resources", {}).get("leaf")
         if leaf is None:
@@ -123,24 +132,22 @@ class _LmEvalRunner:
         with its ``bypass`` metric, whose values mean nothing)."""
         self._scored = False
 
-    def use_choice_formulation(self, resolve: Callable[[], Any]) -> None:
+    def use_choice_formulation(self, resolve: Callable[[], object]) -> None:
         self._formulation = resolve  # lm-eval tasks always score log-likelihoods (checked per request kind)
 
     # ------------------------------------------------------------ data and prompts
-    def _templates(self) -> Any:
+    def _templates(self) -> contextlib.AbstractContextManager[None]:
         """lm-eval's templates compiled once, in a sandbox; a refused one names this task's file and key."""
         return library.compiled_templates(self.leaf.config, self.leaf.source)
 
-    def _roots(self, variables: Any) -> tuple:
+    def _roots(self, variables: Mapping[str, str] | None) -> tuple[Path, ...]:
         """Where the task's own local dataset files may lie: its folder, the mapped copies, lm-eval's catalogue."""
-        from pathlib import Path
-
         from proctor.data.paths import data_roots
 
         folder = Path(self.leaf.source).parent if self.leaf.source else None
         return (*data_roots(folder, variables), *(Path(p) for p in self.mapping.values()), library.catalogue_root())
 
-    def _build(self, variables: Any = None) -> Any:
+    def _build(self, variables: Mapping[str, str] | None = None) -> ConfigurableTask:
         leaf = self.leaf
         config = dict(leaf.config)
         config["num_fewshot"] = fewshot_count(config.get("num_fewshot"), self.run_options.num_fewshot)
@@ -181,7 +188,7 @@ class _LmEvalRunner:
         task.set_fewshot_seed(seed=FEWSHOT_SEED if seed is None else seed)  # lm-eval's --seed sets this one too
         return task
 
-    def load_samples(self, limit: int | None = None, variables: Any = None) -> list[Sample]:
+    def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         self.task = task = self._build(variables)
         run = self.run_options
         chat_options = {}
@@ -210,7 +217,7 @@ class _LmEvalRunner:
         leaf = self.leaf
         return task_error(exc, stage, leaf.name, leaf.config, leaf.source, library.catalogue_root())
 
-    def _samples(self, task: Any) -> list[Sample]:
+    def _samples(self, task: ConfigurableTask) -> list[Sample]:
         by_doc: dict[int, list] = defaultdict(list)
         for instance in task.instances:
             by_doc[instance.doc_id].append(instance)
@@ -256,6 +263,7 @@ class _LmEvalRunner:
     def predict_samples(self, samples, prompts, executor: Executor):
         self.model = executor.model
         task = self.task
+        assert task is not None  # load_samples built it in phase one
         self._recorded.update(
             {text: marker for marker, text in chat.render_all(executor.model, task.instances).items()}
         )
@@ -270,15 +278,15 @@ class _LmEvalRunner:
             except Exception as exc:  # filters, process_results, metric hooks
                 raise self._error(exc, "scores") from None
 
-    def _score(self, task: Any) -> list:
+    def _score(self, task: ConfigurableTask) -> list:
         task.apply_filters()
         keys = list(task.instances[0].filtered_resps)
         raw: dict[tuple[str, str], list] = defaultdict(list)
         pairs = []
         for doc_id, doc in self.docs:
             instances = self.by_doc[doc_id]
-            values: dict[str, Any] = {}
-            filtered: dict[str, Any] = {}
+            values: dict[str, object] = {}
+            filtered: dict[str, object] = {}
             for key in keys:
                 metrics = task.process_results(doc, [i.filtered_resps[key] for i in instances]) if self._scored else {}
                 for metric, value in metrics.items():
@@ -307,6 +315,7 @@ class _LmEvalRunner:
     def _aggregate(self, raw: dict[tuple[str, str], list]) -> dict[str, dict]:
         from lm_eval.api import metrics as M
 
+        assert self.task is not None  # scored after predict_samples
         aggregations = self.task.aggregation()
         out = {}
         for (metric, key), items in raw.items():
@@ -316,7 +325,7 @@ class _LmEvalRunner:
             out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
         return out
 
-    def _chat_prompt(self, context: Any) -> dict:
+    def _chat_prompt(self, context: str) -> dict:
         """Under the chat template: lm-eval's messages and the text they became (samples.jsonl)."""
         recorded = chat.recorded(self._recorded.get(context, ""))
         if recorded is None:

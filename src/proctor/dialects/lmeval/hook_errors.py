@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Callable, Iterator
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_errors import describe, user_origin
+from proctor.dialects.lmeval.task_config import TaskConfig
 
 
-def _callables(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def _callables(config: TaskConfig) -> Iterator[tuple[str, Callable[..., object]]]:
     """(key, callable) for every hook in a task config: top-level keys, metric_list and filter_list entries."""
     for key, value in config.items():
         if callable(value):
@@ -32,7 +33,7 @@ def _callables(config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                     yield f"filter_list[{index}].filter[{step}].{name}", value
 
 
-def _hook_key(config: dict[str, Any], exc: BaseException) -> tuple[str, str] | None:
+def _hook_key(config: TaskConfig, exc: BaseException) -> tuple[str, str] | None:
     """The config key whose hook is on the traceback (outermost first), and how the hook is named."""
     codes = [frame.f_code for frame, _ in traceback.walk_tb(exc.__traceback__)]
     for code in codes:
@@ -65,7 +66,7 @@ def _first_document(exc: BaseException) -> str | None:
     return None
 
 
-def _fewshot_draw(exc: BaseException, config: dict[str, Any]) -> str | None:
+def _fewshot_draw(exc: BaseException, config: TaskConfig) -> str | None:
     """lm-eval's sampler could not draw ``num_fewshot`` examples from its pool (``random.sample`` larger than the
     population, or first_n's assertion): how many were asked for, and how many the pool holds."""
     for frame, _ in traceback.walk_tb(exc.__traceback__):
@@ -113,7 +114,7 @@ def task_error(
     exc: BaseException,
     stage: str,
     name: str,
-    config: dict[str, Any],
+    config: TaskConfig,
     source: Path | None,
     catalogue: Path | None = None,
 ) -> TaskDefinitionError:

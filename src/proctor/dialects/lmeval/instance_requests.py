@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
 from proctor.kinds.capabilities import Executor
 
+if TYPE_CHECKING:
+    from lm_eval.api.instance import Instance
+
+    from proctor.dialects.lmeval.catalogue import Leaf
+
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
 
 
-def proctor_request(instance: Any, leaf: Any) -> Any:
+def proctor_request(instance: Instance, leaf: Leaf) -> Any:
     """The proctor request that answers one lm-eval request instance (its type, arguments and generation kwargs)."""
     kind = instance.request_type
     args = instance.arguments
@@ -49,7 +54,7 @@ def proctor_request(instance: Any, leaf: Any) -> Any:
 THINKING = "proctor_thinking"  # an instance's attribute: the thinking cut off each of its replies
 
 
-def answer_instances(instances: list, n_docs: int, executor: Executor, leaf: Any, seed: int = 0) -> None:
+def answer_instances(instances: list[Instance], n_docs: int, executor: Executor, leaf: Leaf, seed: int = 0) -> None:
     """Every request instance answered through the executor (run store, chunks), grouped by request type and
     each distinct request sent once (``seed``: --seed, the first repeat's sampling seed); the answers appended to
     the instances' ``resps`` as lm-eval's own model classes would, and progress reported per document (``n_docs``

@@ -16,9 +16,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from proctor.core.errors import MissingDependencyError, TaskDefinitionError
+from proctor.dialects.lmeval.task_config import TaskConfig
+
+if TYPE_CHECKING:
+    from lm_eval.api.task import ConfigurableTask
 
 PURPOSE = "running lm-evaluation-harness task files"
 _LOCK = threading.RLock()
@@ -106,7 +110,7 @@ def consent(trusted: bool) -> Iterator[None]:
 class CapturedTask:
     """What resolving a task leaves behind: its merged config (the real task is built later)."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: TaskConfig) -> None:
         self.config = config
 
     @property
@@ -138,14 +142,14 @@ def capturing() -> Iterator[None]:
             _factory.ConfigurableTask = original
 
 
-def build_task(config: dict[str, Any]) -> Any:
+def build_task(config: TaskConfig) -> ConfigurableTask:
     """lm-eval's own task object for a captured config (reads its dataset through ``datasets``)."""
     from lm_eval.api.task import ConfigurableTask
 
     return ConfigurableTask(config=dict(config))
 
 
-def _template_field(template: str, config: Any, prefix: str = "") -> str | None:
+def _template_field(template: str, config: object, prefix: str = "") -> str | None:
     """The config key (dotted) whose value is ``template``: where a refused template is written."""
     if isinstance(config, dict):
         for key, value in config.items():
@@ -158,7 +162,7 @@ def _template_field(template: str, config: Any, prefix: str = "") -> str | None:
 
 
 @contextlib.contextmanager
-def compiled_templates(config: Any = None, source: Any = None) -> Iterator[None]:
+def compiled_templates(config: TaskConfig | None = None, source: Path | None = None) -> Iterator[None]:
     """lm-eval compiles a Jinja template for every document (``utils.apply_template``); while proctor
     builds and scores a task, each template string is compiled once, in Jinja's immutable sandbox with
     lm-eval's own settings and filters, and rendered as before (same text; 300 ARC questions: 5.6 s of

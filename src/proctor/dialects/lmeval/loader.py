@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
@@ -63,7 +62,7 @@ def _mapping(options: LmEvalOptions) -> dict[str, str]:
     return mapping
 
 
-def _recorded(options: LmEvalOptions) -> dict[str, Any]:
+def _recorded(options: LmEvalOptions) -> dict[str, int]:
     """Dialect options that change a task's results (they enter its spec, hence its hash)."""
     iters = options.lmeval_bootstrap_iters  # a count >= 0, checked by LmEvalOptions
     return {} if iters is None else {"bootstrap_iters": iters}

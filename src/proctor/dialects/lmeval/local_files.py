@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.data.readers import ROW_KEY, read_rows
 from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix
+
+if TYPE_CHECKING:
+    import datasets
+
+
+class ReadFiles(TypedDict):
+    """What results.json's ``data.files`` records for one split read from a local copy."""
+
+    paths: list[str]  # the files (or the save_to_disk folder) read, in order
+    sha256: str  # the digest of their bytes, in that order
 
 
 def _working_copy(folder: Path) -> Path:
@@ -52,7 +62,7 @@ def _folder_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(("cache-", ".")))
 
 
-def read_files(paths: tuple[Path, ...]) -> Any:
+def read_files(paths: tuple[Path, ...]) -> datasets.Dataset:
     """The rows of these files, in order, as one in-memory ``Dataset``."""
     import datasets
 
@@ -68,7 +78,7 @@ def read_files(paths: tuple[Path, ...]) -> Any:
         ) from None
 
 
-def _read_one(path: Path) -> Any:
+def _read_one(path: Path) -> datasets.Dataset:
     import datasets
 
     suffix = data_suffix(path) or path.suffix
@@ -92,7 +102,7 @@ def _read_one(path: Path) -> Any:
         raise mixed_column(path, rows, exc) from None
 
 
-def read_saved(folder: Path, member: str | None) -> Any:
+def read_saved(folder: Path, member: str | None) -> datasets.Dataset | None:
     """One split of a ``save_to_disk`` folder (``member`` of a DatasetDict, or the folder's one Dataset)."""
     import datasets
 
@@ -102,13 +112,13 @@ def read_saved(folder: Path, member: str | None) -> Any:
     return loaded[member] if isinstance(loaded, datasets.DatasetDict) and member in loaded else None
 
 
-def read(source: SplitSource) -> Any:
+def read(source: SplitSource) -> datasets.Dataset | None:
     if source.form == "save_to_disk":
         return read_saved(source.paths[0], source.member)
     return read_files(source.paths)
 
 
-def provenance(source: SplitSource) -> dict[str, Any]:
+def provenance(source: SplitSource) -> ReadFiles:
     """``{"paths": [...], "sha256": ...}``: the files read for a split and the digest of their bytes, in order."""
     if source.form == "save_to_disk":
         folder = source.paths[0]
@@ -126,7 +136,7 @@ def provenance(source: SplitSource) -> dict[str, Any]:
     return {"paths": shown, "sha256": digest.hexdigest()}
 
 
-def _shape(value: Any) -> str:
+def _shape(value: object) -> str:
     """A value's type as a table column holds it: ``list[str]``, ``int`` (None fits any column)."""
     if isinstance(value, list):
         inner = sorted({_shape(v) for v in value if v is not None})

@@ -72,12 +72,12 @@ class LmEvalOptions(BaseOptions):
 
     @field_validator("lmeval_data", mode="before")
     @classmethod
-    def _data_map(cls, value: Any) -> Any:
+    def _data_map(cls, value: object) -> object:
         return id_path_mapping(value, "--lmeval-data", "ID[:CONFIG[:SPLIT]]=PATH")
 
     @field_validator("lmeval_metadata", mode="before")
     @classmethod
-    def _json_object(cls, value: Any) -> Any:
+    def _json_object(cls, value: object) -> object:
         """lm-eval's --metadata: a JSON object (its keys reach the task configs' ``metadata``)."""
         if not isinstance(value, str):
             return value
@@ -93,10 +93,10 @@ class LmEvalOptions(BaseOptions):
 
     @field_validator("lmeval_data_file", mode="before")
     @classmethod
-    def _file_name(cls, value: Any) -> Any:
+    def _file_name(cls, value: object) -> object:
         return str(value) if isinstance(value, Path) else value
 
     @field_validator("lmeval_include", mode="before")
     @classmethod
-    def _folder_names(cls, value: Any) -> Any:
+    def _folder_names(cls, value: object) -> object:
         return [str(p) for p in value] or None if isinstance(value, (list, tuple)) else value

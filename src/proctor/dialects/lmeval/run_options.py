@@ -22,18 +22,24 @@ do not carry here.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from proctor.core.errors import ProctorError
+from proctor.dialects.lmeval.task_config import GenerationKwargs
+from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
+
+if TYPE_CHECKING:
+    from proctor.core.run_overrides import RunOverrides
+    from proctor.core.task import Task
 
 # proctor's generation fields -> lm-eval's generation_kwargs keys (what instance_requests reads back)
 LMEVAL_GEN_KEYS = {"max_tokens": "max_gen_toks", "stop": "until", "temperature": "temperature", "top_p": "top_p"}
 
 
-def lmeval_gen_kwargs(gen_kwargs: Any, name: str) -> dict[str, Any]:
+def lmeval_gen_kwargs(gen_kwargs: Mapping[str, Any], name: str) -> GenerationKwargs:
     """--gen-kwargs (parsed into proctor's fields) in lm-eval's names; a temperature above 0 turns sampling on,
     as lm-eval's ``do_sample``; a setting its requests do not carry is refused rather than dropped."""
-    out: dict[str, Any] = {}
+    out: GenerationKwargs = {}
     for key, value in dict(gen_kwargs).items():
         if key not in LMEVAL_GEN_KEYS:
             raise ProctorError(
@@ -46,7 +52,7 @@ def lmeval_gen_kwargs(gen_kwargs: Any, name: str) -> dict[str, Any]:
     return out
 
 
-def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
+def run_options(o: RunOverrides, chat: bool | None, name: str) -> dict[str, object]:
     """What the overrides ask of one lm-eval task (empty when they ask nothing)."""
     if o.epochs != 1:
         raise ProctorError(
@@ -58,7 +64,7 @@ def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
             f"--fewshot-as-multiturn needs the chat template (task '{name}' runs without it; add --chat-template on), "
             "as lm-eval's --fewshot_as_multiturn needs --apply_chat_template"
         )
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}  # LmEvalRunOptions' fields
     if o.num_fewshot is not None:
         out["num_fewshot"] = o.num_fewshot
     if chat:
@@ -73,13 +79,18 @@ def run_options(o: Any, chat: bool | None, name: str) -> dict[str, Any]:
     return out
 
 
-def apply(task: Any, o: Any, chat: bool | None) -> tuple[Any, set[str]]:
+def apply(task: Task, o: RunOverrides, chat: bool | None) -> tuple[Task, set[str]]:
     """The task with its run options recorded in its spec (unchanged when there are none), and the overrides that
     mean nothing for it: --gen-kwargs on a task that generates nothing (lm-eval leaves it alone too; the run is
     refused when no selected task generates)."""
     options = run_options(o, chat, task.name)
     skipped: set[str] = set()
-    generates = task.spec.handler is not None and task.spec.handler.options.output_type == "generate_until"
+    handler = task.spec.handler
+    generates = (
+        handler is not None
+        and isinstance(handler.options, LmEvalTaskOptions)
+        and handler.options.output_type == "generate_until"
+    )
     if "generation_kwargs" in options and not generates:
         del options["generation_kwargs"]
         if o.seed is None:
@@ -89,7 +100,7 @@ def apply(task: Any, o: Any, chat: bool | None) -> tuple[Any, set[str]]:
     return dataclasses.replace(task, spec=task.spec.with_handler_options(run_options=options)), skipped
 
 
-def fewshot_count(configured: Any, override: int | None) -> int:
+def fewshot_count(configured: int | None, override: int | None) -> int:
     """lm-eval's rule: an override replaces the task's count unless the task sets 0; unset means 0."""
     if override is not None and configured != 0:
         return int(override)

@@ -9,12 +9,17 @@ Kept apart from ``handler.py`` because it describes finished results: it runs no
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
+from proctor.kinds.base import SampleDetails
 from proctor.kinds.multiple_choice import softmax
 
+if TYPE_CHECKING:
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.task import ConfigurableTask
 
-def jsonable(value: Any) -> Any:
+
+def jsonable(value: object) -> object:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -31,7 +36,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _gold_indices(task: Any, doc: Any, choices: list[str]) -> list[int]:
+def _gold_indices(task: ConfigurableTask, doc: object, choices: list[str]) -> list[int]:
     """The gold choice(s) as lm-eval's ``process_results`` finds them: an index, a choice's text, or a list."""
     gold = task.doc_to_text(doc) if getattr(task, "multiple_input", False) else task.doc_to_target(doc)
     items = gold if isinstance(gold, list) else [gold]
@@ -44,7 +49,7 @@ def _gold_indices(task: Any, doc: Any, choices: list[str]) -> list[int]:
     return out
 
 
-def shown_fields(task: Any, doc: Any, instances: list, answer: Any) -> dict[str, Any]:
+def shown_fields(task: ConfigurableTask, doc: object, instances: list[Instance], answer: object) -> SampleDetails:
     """The fields every dialect's multiple-choice and generation records share (docs/results.md, samples.jsonl):
     choices, per-choice log-likelihoods and probabilities, prediction and gold index; or the generation,
     the answer lm-eval's filters read from it and the references."""

@@ -26,6 +26,7 @@ from proctor.dialects.lmeval.config_checks import (
     check_registered_names,
     check_task_keys,
 )
+from proctor.dialects.lmeval.task_config import TaskConfig
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.scoring.metrics import MetricDef
 from proctor.scoring.stats import sample_variance, stderr_from_variance
@@ -55,7 +56,7 @@ def resolve_metric(key: str) -> MetricDef | None:
     if "," not in key:
         return None
 
-    def compute(outcome: Any, **_: Any) -> Any:
+    def compute(outcome: object, **_: object) -> float | None:
         value = getattr(outcome, "values", {}).get(key)
         return float(value) if isinstance(value, (int, float)) else None
 
@@ -71,7 +72,7 @@ def _default_direction(name: str) -> bool:
         return True
 
 
-def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
+def metric_keys(config: TaskConfig) -> list[tuple[str, bool]]:
     """(``metric,filter``, higher_is_better) for every metric the task reports."""
     from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY, is_higher_better
 
@@ -93,8 +94,8 @@ def metric_keys(config: Mapping[str, Any]) -> list[tuple[str, bool]]:
     return out
 
 
-def _digest(config: Mapping[str, Any]) -> str:
-    def stable(value: Any) -> Any:
+def _digest(config: TaskConfig) -> str:
+    def stable(value: object) -> str:
         return getattr(value, "__module__", "") + "." + getattr(value, "__qualname__", type(value).__name__)
 
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=stable).encode()).hexdigest()[:16]
@@ -143,7 +144,7 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         data_map=dict(mapping),
         **{k: v for k, v in (options or {}).items() if v is not None},
     )
-    raw: dict[str, Any] = {
+    raw: dict[str, object] = {  # TaskSpec's fields
         "name": leaf.name,
         "kind": kind,
         "version": str(version) if version is not None else "0",

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from proctor.dialects.lmeval.stderr import DEFAULT_BOOTSTRAP_ITERS
+from proctor.dialects.lmeval.task_config import GenerationKwargs
 
 
 class LmEvalRunOptions(BaseModel):
@@ -19,7 +18,7 @@ class LmEvalRunOptions(BaseModel):
     apply_chat_template: bool = False
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
-    generation_kwargs: dict[str, Any] = {}  # --gen-kwargs in lm-eval's names, merged into a generate task's own
+    generation_kwargs: GenerationKwargs = {}  # --gen-kwargs in lm-eval's names, merged into a generate task's own
     seed: int | None = None  # --seed: lm-eval's few-shot seed (default 1234) and the sampling seed of each request
 
 

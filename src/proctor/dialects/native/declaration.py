@@ -6,11 +6,14 @@ A leaf that imports only ``core`` (``core/registry.py`` finds it by scanning ``p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from proctor.core.contributions import Registry
 from proctor.core.dialect import BaseOptions, Dialect
 from proctor.core.references import resolve
+
+if TYPE_CHECKING:
+    from proctor.core.task import Task
 
 
 class NativeDialect(Dialect[BaseOptions]):
@@ -19,12 +22,13 @@ class NativeDialect(Dialect[BaseOptions]):
     description = "a native task needs 'name' and 'kind' (or a 'tasks:' list)"
     strict_rows = True
 
-    def claims_document(self, document: Any, path: Path) -> bool:
+    def claims_document(self, document: object, path: Path) -> bool:
         """A native task file: ``name`` and ``kind``, or a ``tasks:`` list."""
         return isinstance(document, dict) and ("tasks" in document or {"name", "kind"} <= set(document))
 
-    def load(self, path: Path, document: Any, explicit: bool, options: BaseOptions, notes: list[str]) -> list:
-        return resolve("proctor.dialects.native.loader:load")(document, path, options)
+    def load(self, path: Path, document: object, explicit: bool, options: BaseOptions, notes: list[str]) -> list[Task]:
+        load: Callable[[object, Path, BaseOptions], list[Task]] = resolve("proctor.dialects.native.loader:load")
+        return load(document, path, options)
 
 
 def register(registry: Registry) -> None:

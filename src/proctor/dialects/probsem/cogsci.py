@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from proctor.core.errors import ProctorError
 from proctor.data.sources import GivenTexts, Sample, load_samples
 from proctor.dialects.probsem.task_options import CogSci2023Options
-from proctor.kinds.custom import MultipleChoiceTask
+from proctor.kinds.base import SampleDetails
+from proctor.kinds.custom import MultipleChoiceTask, TaskModel
 from proctor.kinds.token_scores import require_local, target_logprobs
 from proctor.prompts.builder import PreparedSample
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.kinds.multiple_choice import ChoiceOutcome
 
 WHAT = "probsem's CogSci2023 suite format"
 
@@ -50,7 +56,7 @@ def sample_parts(premise: str, text: str, query: str, program: str) -> tuple[str
     return "\n".join(lines[:-1]), lines[-1]
 
 
-def encode_words(tokenizer: Any, words: list[str]) -> list[int]:
+def encode_words(tokenizer: PreTrainedTokenizerBase, words: list[str]) -> list[int]:
     """``words`` as transformers 4.23.1 encodes them for the branch: each word with a leading space, on its
     own (``is_split_into_words``), then the tokenizer's special tokens. Through the ``tokenizers`` library
     when the tokenizer has one (the branch's CodeGen / GPT-2 family do), so the installed transformers
@@ -88,7 +94,7 @@ class CogSci2023Task(MultipleChoiceTask):
             for sample in rows
         ]
 
-    def _encoder(self, model: Any):
+    def _encoder(self, model: TaskModel) -> Callable[[str], list[int]]:
         """text -> token ids as the branch encodes it (``encode_words`` on its Treebank words)."""
         require_local(model, WHAT)
         tokenizer = model.tokenizer
@@ -112,7 +118,9 @@ class CogSci2023Task(MultipleChoiceTask):
             position += n
         return result
 
-    def outcome(self, prepared: PreparedSample, prediction: Any) -> tuple[Any, dict]:
+    def outcome(
+        self, prepared: PreparedSample, prediction: tuple[list[float], list[int]]
+    ) -> tuple[ChoiceOutcome, SampleDetails]:
         from proctor.kinds.multiple_choice import choice_outcome
 
         logps, counts = prediction

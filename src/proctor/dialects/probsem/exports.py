@@ -1,9 +1,11 @@
 """probsem's results table as a task export (``exports: [{format: choices_csv, ...}]``).
 
 ``choices_csv`` writes one row per sample and choice: ``text,query,logp,score`` (probsem's results
-table): ``text`` from a template over the sample's fields, ``query`` the choice, ``logp`` the softmax
-input (log-prob after per-token normalisation and temperature), ``score`` the probability. Under the
-generation formulation (``mc_format: generate``) ``logp`` is NaN and ``score`` is 1 for the chosen choice.
+table): ``text`` from a template over the sample's fields (``text``), joined by newlines between the
+``pretext`` and ``posttext`` options where they are not empty (probsem's suite text), ``query`` the
+choice, ``logp`` the softmax input (log-prob after per-token normalisation and temperature), ``score``
+the probability. Under the generation formulation (``mc_format: generate``) ``logp`` is NaN and
+``score`` is 1 for the chosen choice.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ def sanitize_filename(name: str) -> str:
 
 
 def choices_csv(
-    prepared: Any, outcome: Any, run_dir: Path, model_name: str, *, file: str, text: str = "{{ text }}"
+    prepared: Any,  # engine.prepare.PreparedTask (a dialect imports no engine module)
+    outcome: Any,  # engine.outcomes.TaskOutcome
+    run_dir: Path,
+    model_name: str,
+    *,
+    file: str,
+    text: str = "{{ text }}",
+    pretext: str = "",
+    posttext: str = "",
 ) -> list[str]:
     from proctor.core.templates import compile_template
 
@@ -32,7 +42,8 @@ def choices_csv(
         writer = csv.writer(handle)
         writer.writerow(["text", "query", "logp", "score"])
         for sample, record in zip(prepared.samples, outcome.records):
-            sample_text = template.render(sample.sample.fields, file=sample.sample.file, row=sample.sample.row)
+            rendered = template.render(sample.sample.fields, file=sample.sample.file, row=sample.sample.row)
+            sample_text = "\n".join(part for part in (pretext, rendered, posttext) if part)
             # the generation formulation (chat-only models) has no log-probs: logp is NaN, score one-hot
             weights = record.get("weights", record.get("logprobs")) or [float("nan")] * len(record["choices"])
             for choice, logp, score in zip(record["choices"], weights, record["distribution"]):

@@ -16,19 +16,18 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8, parse_json
 from proctor.dialects.probsem.options import ProbsemOptions
-from proctor.dialects.probsem.task_options import CogSci2023Options
+from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
 
 log = logging.getLogger(__name__)
 
-_TEXT = "{{ [_probsem_pretext, text, _probsem_posttext] | select | join('\\n') }}"
-PROMPT_TEMPLATE = "{{ _probsem_prompt }}\n" + _TEXT + "\n"
+Suite = dict[str, Any]  # a suite file's JSON object as read_suite checked it (its keys as probsem's formats name them)
 
 
 def prompt_for_suite(path: Path) -> Path | None:
@@ -70,7 +69,7 @@ def _line_of(text: str, key: str) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else None
 
 
-def read_suite(path: Path) -> dict[str, Any]:
+def read_suite(path: Path) -> Suite:
     """Parse and check one suite file; every problem names the file, the line where known, and the field."""
     text = decode_utf8(path)
     if not text.strip():
@@ -136,7 +135,7 @@ def read_suite(path: Path) -> dict[str, Any]:
     return suite
 
 
-def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
+def _read_cogsci2023(suite: Suite, fail: Callable[..., TaskDefinitionError]) -> Suite:
     """The CogSci2023 (and CoCoSci2022) branch's format, checked as that branch's TestSuite asserts it:
     premise / query are strings starting with ';;' (";;" alone means none), every context text starts
     with ';;', programs are strings written "(...)"."""
@@ -178,7 +177,7 @@ def _read_cogsci2023(suite: dict[str, Any], fail) -> dict[str, Any]:
     return suite
 
 
-def _cogsci2023_task(path: Path, prompt: Path, suite: dict[str, Any]) -> Task:
+def _cogsci2023_task(path: Path, prompt: Path, suite: Suite) -> Task:
     """A spec of its own: the suite's contexts are the data, its prompt, premise, query and programs the handler's
     options; the handler gives each context's prompt and choices (``cogsci.CogSci2023Task``)."""
     prompt_name = prompt.stem
@@ -212,22 +211,26 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
                 path,
             )
         return _cogsci2023_task(path, prompt, suite)
+    return _suite_task(path, prompt, suite, norm, temp)
+
+
+def _suite_task(path: Path, prompt: Path, suite: Suite, norm: bool, temp: float) -> Task:
+    """A spec of its own: the suite's contexts are the data, its prompt, pretext, posttext and queries the
+    handler's options; the handler gives each context's prompt, choices and target (``suite.ProbsemSuiteTask``)."""
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
-    constants = {
-        "_probsem_prompt": decode_utf8(prompt),
-        "_probsem_pretext": suite["pretext"],
-        "_probsem_posttext": suite["posttext"],
-        "_probsem_queries": list(suite["queries"]),
-    }
+    options = ProbsemSuiteOptions(
+        prompt=decode_utf8(prompt),
+        pretext=suite["pretext"],
+        posttext=suite["posttext"],
+        queries=tuple(suite["queries"]),
+    )
+    csv_file = f"{prompt_name}_{suite_name}_{{model}}_results.csv"
     spec = TaskSpec(
         name=path.stem,
         kind="multiple_choice",
         description=f"probsem suite '{suite_name}' of prompt '{prompt_name}'",
-        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context", constants=constants)],
-        prompt=PROMPT_TEMPLATE,
-        choices="{{ _probsem_queries }}",
-        target="{{ expected }}",
+        data=[DataSpec(path=str(path.resolve()), format="json", records_key="context")],
         target_delimiter="",
         move_whitespace=False,
         unscored_target=-1,
@@ -237,9 +240,10 @@ def suite_task(path: Path, prompt: Path, options: ProbsemOptions | None = None) 
         exports=[
             ExportSpec(
                 format="choices_csv",
-                options={"file": f"{prompt_name}_{suite_name}_{{model}}_results.csv", "text": _TEXT},
+                options={"file": csv_file, "pretext": suite["pretext"], "posttext": suite["posttext"]},
             )
         ],
+        handler=HandlerSpec(name="probsem.suite", options=options),
     )
     return Task(spec=spec, file=path, base_dir=path.parent, dialect="probsem", line=None, lines={})
 

@@ -1,6 +1,7 @@
-"""The options of a CogSci2023-format suite's task, as its handler (``cogsci.CogSci2023Task``) receives them.
+"""The options of a probsem suite's task, as its handler receives them: ``ProbsemSuiteOptions`` (probsem's own
+format, ``suite.ProbsemSuiteTask``) and ``CogSci2023Options`` (the CogSci2023 branch's, ``cogsci.CogSci2023Task``).
 
-The suite's own parts, which the handler joins into each context's texts as that branch does (the task has no
+The suite's own parts, which the handler joins into each context's texts as probsem does (the task has no
 templates): they enter the task's spec, hence its content hash.
 """
 
@@ -16,3 +17,16 @@ class CogSci2023Options(BaseModel):
     premise: str  # starts with ';;' (";;" alone: none)
     query: str  # starts with ';;' (";;" alone: none)
     programs: tuple[str, ...] = Field(min_length=1)  # the choices, each written "(...)"
+
+
+class ProbsemSuiteOptions(BaseModel):
+    """A suite of probsem's own format, as its handler (``suite.ProbsemSuiteTask``) receives it: each context's
+    prompt is ``prompt``, a newline, the non-empty ones of ``pretext``, the context's text and ``posttext`` joined
+    by newlines, and a newline; the queries are its choices."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: str  # the prompt file's text
+    pretext: str  # "" for none
+    posttext: str  # "" for none
+    queries: tuple[str, ...] = Field(min_length=1)  # the choices, scored as written
