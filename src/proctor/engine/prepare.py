@@ -27,6 +27,7 @@ from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments,
 
 if TYPE_CHECKING:
     from proctor.kinds.custom import CustomTask
+    from proctor.kinds.given_texts import GivenTextsTask
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class PreparedTask:
     use_chat: bool
     data: SourceStats  # the source used, rows read, rows dropped by the filter
     # a dialect's handler (spec.handler) or a task class (spec.task_class); None: the kind's own
-    handler: CustomTask | None = None
+    handler: CustomTask | GivenTextsTask | None = None
     mc_format: str = (
         "auto"  # multiple choice: "loglikelihood", "generate", or "auto" (generate if the model cannot score)
     )

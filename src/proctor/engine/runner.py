@@ -66,7 +66,9 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     """Render every prompt for this model and turn each sample into its requests (no model call)."""
     spec = prepared.task.spec
     # a handler that only gives the samples' texts (kinds/given_texts) leaves the requests to the kind
-    handler = prepared.handler if is_custom(prepared.handler) else _kind_handler(model, prepared)
+    handler: KindHandler | PredictsSamples = (
+        prepared.handler if is_custom(prepared.handler) else _kind_handler(model, prepared)
+    )
     if prepared.use_chat and not model.has_chat_template:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
     if has_images(prepared) and not model.supports_images:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 from proctor.core.errors import ProctorError
 from proctor.data.sources import GivenTexts, Sample, load_samples
@@ -118,10 +118,9 @@ class CogSci2023Task(MultipleChoiceTask):
             position += n
         return result
 
-    def outcome(
-        self, prepared: PreparedSample, prediction: tuple[list[float], list[int]]
-    ) -> tuple[ChoiceOutcome, SampleDetails]:
+    def outcome(self, prepared: PreparedSample, prediction: object) -> tuple[ChoiceOutcome, SampleDetails]:
         from proctor.kinds.multiple_choice import choice_outcome
 
-        logps, counts = prediction
+        # what this class's predict_single_batch gave for the sample: its choices' log-probs and token counts
+        logps, counts = cast("tuple[list[float], list[int]]", prediction)
         return choice_outcome(self.spec, prepared, logps, counts, [False] * len(logps))
