@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 NO_TEXTS = GivenTexts(prompt="", target=())
 
 
-def _as_profile(value: Any) -> Any:
+def _as_profile(value: object) -> Any:
     """``value`` as a Benchmark profile has always held it: through JSON, unknown values as ``str``."""
     return json.loads(json.dumps(value, default=str))
 

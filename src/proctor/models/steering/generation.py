@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from proctor.models.base import Model
     from proctor.models.hf import HFModel
 
-Prompt = str | Sequence[Mapping[str, str]]  # a text, or chat messages ({"role": ..., "content": ...})
+Prompt = str | Sequence[dict[str, str]]  # a text, or chat messages ({"role": ..., "content": ...})
 # HF-style generation keywords, as a use case or benchmark gives them (max_new_tokens, do_sample, temperature, ...).
 GenKwargs = Mapping[str, Any]
 DEFAULT_MAX_NEW_TOKENS = 64
