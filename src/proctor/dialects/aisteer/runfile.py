@@ -41,11 +41,10 @@ from proctor.dialects.aisteer.user_files import import_user_file, line_in
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from proctor.api import ModelRef, ProgressHook
     from proctor.api.evaluation_result import EvaluationResult
     from proctor.data.readers import Row
     from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
-    from proctor.engine.run_config import ModelRef
-    from proctor.engine.runner import ProgressHook
     from proctor.models.steering.generation import GenKwargs
 
 T = TypeVar("T")

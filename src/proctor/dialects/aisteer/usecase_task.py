@@ -186,7 +186,8 @@ class UseCaseTask(GenerationTask):
         session = UseCaseExecutor(cast(ModelExecutor, executor), None, self.spec.name)
         target: UseCaseExecutor | SteeringPipeline  # what the use case's generate gets as model_or_pipeline
         target, tokenizer = session, getattr(model, "tokenizer", None)
-        pipeline = model.pipeline if isinstance(model, SteeredModel) else None
+        # a SteeredModel's pipeline is a SteeringPipeline (steered_model.py names only what it uses of one)
+        pipeline = cast("SteeringPipeline", model.pipeline) if isinstance(model, SteeredModel) else None
         if pipeline is not None:  # the pipeline itself, so per-example runtime arguments still apply
             pipeline.steer()
             target, tokenizer = pipeline, pipeline.tokenizer

@@ -29,10 +29,13 @@ from proctor.core.model_requests import (
 from proctor.models.base import Model, Progress
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from contextlib import AbstractContextManager
+
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from proctor.models.hf import HFModel
-    from proctor.models.steering.pipeline import SteeringPipeline
+    from proctor.models.steering.controls import Messages
+    from proctor.models.steering.generation import Prompt
 
 Request = TypeVar("Request", LoglikelihoodRequest, GenerateRequest, RollingLoglikelihoodRequest)
 
@@ -47,10 +50,28 @@ class StoreExecutor(Protocol):
     def for_model(self, model: Model) -> StoreExecutor: ...
 
 
+class Steering(Protocol):
+    """What this module uses of a ``SteeringPipeline`` (``pipeline.py``, which imports this module: named
+    here, not imported, so the two modules form no import cycle)."""
+
+    base: HFModel | PreTrainedModel
+    name: str
+    steered: bool
+    executor: StoreExecutor | None
+
+    def config(self) -> dict[str, object]: ...
+
+    def adapt(self, prompt: Prompt) -> Messages: ...
+
+    def forward_steered(self) -> AbstractContextManager[PreTrainedModel]: ...
+
+    def cleanup(self) -> None: ...
+
+
 class SteeredModel(Model):
     """``pipeline`` as a ``Model``; ``owns``: ``close()`` cleans the pipeline up (and closes its base)."""
 
-    def __init__(self, pipeline: SteeringPipeline, owns: bool = False) -> None:
+    def __init__(self, pipeline: Steering, owns: bool = False) -> None:
         from proctor.models.hf import HFModel
 
         if not isinstance(pipeline.base, HFModel):
@@ -119,7 +140,7 @@ class SteeredModel(Model):
             self.base.close()
 
 
-def engine_model(pipeline: SteeringPipeline, runtime: Sequence[object] | None) -> StoreExecutor | None:
+def engine_model(pipeline: Steering, runtime: Sequence[object] | None) -> StoreExecutor | None:
     """The pipeline as a proctor model on the executor it was given, when its requests should go
     through a run store: ``pipeline.executor`` set with a store (a use case run on this pipeline's
     ``SteeredModel``, as a ``Benchmark`` configuration is), an ``HFModel`` base, no per-example
