@@ -13,10 +13,17 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from proctor.dialects.aisteer.base import UseCase
-from proctor.dialects.aisteer.benchmark import Benchmark
+from proctor.dialects.aisteer.benchmark import Benchmark, LoadedBase
+from proctor.dialects.aisteer.records import Profiles
+
+if TYPE_CHECKING:
+    from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
+    from proctor.models.steering.controls import Control
+    from proctor.models.steering.generation import GenKwargs
+    from proctor.models.steering.specs import ControlSpec
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +31,9 @@ log = logging.getLogger(__name__)
 _HF_OPTIONS = {"revision": "revision", "trust_remote_code": "trust_remote_code"}
 
 
-def model_options(hf_model_kwargs: Mapping[str, Any] | None, device_map: Any) -> dict[str, Any]:
+def model_options(hf_model_kwargs: Mapping[str, object] | None, device_map: object) -> dict[str, object]:
     """proctor model options for AISteer360's ``hf_model_kwargs`` and ``device_map``."""
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     kwargs = dict(hf_model_kwargs or {})
     dtype = kwargs.pop("torch_dtype", kwargs.pop("dtype", None))
     if dtype is not None:
@@ -54,12 +61,12 @@ class AISteerBenchmark(Benchmark):
     def __init__(
         self,
         use_case: UseCase,
-        base_model_name_or_path: Any,
-        steering_pipelines: Mapping[str, list[Any]],
-        runtime_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-        hf_model_kwargs: Mapping[str, Any] | None = None,
-        gen_kwargs: Mapping[str, Any] | None = None,
-        device_map: Any = "auto",
+        base_model_name_or_path: str | Path | LoadedBase,
+        steering_pipelines: Mapping[str, list[Control | ControlSpec]],
+        runtime_overrides: RuntimeOverrides | None = None,
+        hf_model_kwargs: Mapping[str, object] | None = None,
+        gen_kwargs: GenKwargs | None = None,
+        device_map: object = "auto",
         num_trials: int = 1,
         batch_size: int = 8,
         save_dir: str | Path | None = None,
@@ -83,7 +90,7 @@ class AISteerBenchmark(Benchmark):
         self.hf_model_kwargs = dict(hf_model_kwargs or {})
         self.device_map = device_map
 
-    def run(self) -> dict[str, list[dict]]:
+    def run(self) -> Profiles:
         """Proctor's run; then, with ``save_dir``, the use case's ``export`` as AISteer360 calls it
         (a failing export is logged, not raised)."""
         profiles = super().run()

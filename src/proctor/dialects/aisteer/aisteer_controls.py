@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 from proctor.core.errors import ProctorError
-from proctor.models.steering.controls import InputControl, Messages
+from proctor.models.steering.controls import InputControl, Messages, RuntimeArguments
+
+T = TypeVar("T")
 
 _PROMPT = "needs a proposer model and an optimisation loop over prompts, which proctor does not run"
 _DECODE = (
@@ -85,7 +87,7 @@ NEAREST = {
 def unsupported(name: str, reason: str) -> type:
     """A class named ``name`` whose construction raises a ProctorError saying why proctor cannot run it."""
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
         nearest = f"; proctor's nearest control is {NEAREST[name]} (see docs/aisteer.md)" if name in NEAREST else ""
         raise ProctorError(f"AISteer360's {name} cannot run in proctor: it {reason}{nearest}")
 
@@ -122,12 +124,12 @@ class RandomSelector:
 
     def select(
         self,
-        items: Sequence[Any],
-        query: Any = None,
+        items: Sequence[T],
+        query: object = None,
         k: int = 1,
-        context: dict | None = None,
+        context: dict[str, object] | None = None,
         rng: random.Random | None = None,
-    ) -> list[Any]:
+    ) -> list[T]:
         rng = rng or random.Random(self.seed)
         pool = list(items)
         if k >= len(pool):
@@ -147,7 +149,7 @@ class FewShotBlockFormatter:
     ) -> None:
         self.positive_header, self.negative_header = positive_header, negative_header
 
-    def block(self, directive: str, examples: Sequence[Mapping[str, Any]]) -> str:
+    def block(self, directive: str, examples: Sequence[Mapping[str, object]]) -> str:
         parts = [directive] if directive else []
         for example in examples:
             header = self.negative_header if example.get("_polarity") == "negative" else self.positive_header
@@ -219,7 +221,7 @@ class FewShot(InputControl):
             chosen = selector.select(list(pool), query=query, k=k)
         return [{**example, "_polarity": polarity} for example in chosen]
 
-    def examples(self, messages: Messages, runtime: Mapping[str, Any]) -> list[dict]:
+    def examples(self, messages: Messages, runtime: RuntimeArguments) -> list[dict]:
         if "positive_examples" in runtime or "negative_examples" in runtime:
             return [{**e, "_polarity": "positive"} for e in runtime.get("positive_examples", [])] + [
                 {**e, "_polarity": "negative"} for e in runtime.get("negative_examples", [])
@@ -229,7 +231,7 @@ class FewShot(InputControl):
             self.params["positive_example_pool"], self.params["k_positive"], "positive", query
         ) + self._draw(self.params["negative_example_pool"], self.params["k_negative"], "negative", query)
 
-    def transform(self, messages: Messages, **runtime: Any) -> Messages:
+    def transform(self, messages: Messages, **runtime: object) -> Messages:
         block = self.formatter.block(self.params["directive"] or "", self.examples(messages, runtime))
         if not block:
             return messages

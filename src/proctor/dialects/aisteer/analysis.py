@@ -12,13 +12,37 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypedDict
 
 from proctor.core.errors import require
 from proctor.dialects.aisteer.metrics import mean, sample_std
+from proctor.dialects.aisteer.records import ProfileEntry
 
 
-def _numbers(prefix: str, value: Any) -> Iterable[tuple[str, float]]:
+class ResultRow(TypedDict):
+    """One row of the tidy table (``results.csv``): one number of one metric in one trial."""
+
+    pipeline: str
+    config_id: str
+    params: str  # the configuration's params as sorted JSON
+    trial: int
+    metric: str  # ``Metric.value``, e.g. ``MCQAAccuracy.trial_mean``
+    value: float
+
+
+class SummaryRow(TypedDict):
+    """One row of ``summary.csv``: a metric over the trials of one configuration."""
+
+    pipeline: str
+    config_id: str
+    params: str
+    metric: str
+    n_trials: int
+    mean: float | None
+    std: float | None
+
+
+def _numbers(prefix: str, value: object) -> Iterable[tuple[str, float]]:
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
@@ -29,9 +53,9 @@ def _numbers(prefix: str, value: Any) -> Iterable[tuple[str, float]]:
             yield from _numbers(f"{prefix}.{key}", inner)
 
 
-def results_table(profiles: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def results_table(profiles: Mapping[str, Sequence[ProfileEntry]]) -> list[ResultRow]:
     """Tidy rows: pipeline, config_id, params (JSON), trial, metric, value."""
-    rows = []
+    rows: list[ResultRow] = []
     for pipeline, entries in profiles.items():
         for entry in entries:
             params = json.dumps(entry.get("params") or {}, sort_keys=True, default=str)
@@ -50,10 +74,10 @@ def results_table(profiles: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[d
     return rows
 
 
-def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summarize(rows: Sequence[ResultRow]) -> list[SummaryRow]:
     """Mean and sample std over trials, per (pipeline, config, metric)."""
-    groups: dict[tuple, list[float]] = defaultdict(list)
-    params: dict[tuple, str] = {}
+    groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    params: dict[tuple[str, str, str], str] = {}
     for row in rows:
         key = (row["pipeline"], row["config_id"], row["metric"])
         groups[key].append(row["value"])
@@ -72,7 +96,7 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def write_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+def write_csv(rows: Sequence[Mapping[str, object]], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0]) if rows else ["pipeline", "config_id", "params", "trial", "metric", "value"]
@@ -83,12 +107,12 @@ def write_csv(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     return path
 
 
-def to_dataframe(rows: Sequence[Mapping[str, Any]]):
+def to_dataframe(rows: Sequence[Mapping[str, object]]):
     pandas = require("pandas", "steer", "Benchmark tables as DataFrames")
     return pandas.DataFrame(list(rows))
 
 
-def config_points(rows: Sequence[Mapping[str, Any]], x: str, y: str) -> list[dict[str, Any]]:
+def config_points(rows: Sequence[ResultRow], x: str, y: str) -> list[dict[str, Any]]:
     """One point per configuration with both metrics (means over trials)."""
     summary = {(r["pipeline"], r["config_id"], r["metric"]): r for r in summarize(rows)}
     points = []
@@ -132,7 +156,7 @@ def _pyplot():
 
 
 def plot_tradeoff(
-    rows: Sequence[Mapping[str, Any]], x: str, y: str, path: str | Path, maximize: tuple[bool, bool] = (True, True)
+    rows: Sequence[ResultRow], x: str, y: str, path: str | Path, maximize: tuple[bool, bool] = (True, True)
 ) -> Path:
     """Scatter of configurations on two metrics, coloured by pipeline, with the Pareto frontier."""
     plt = _pyplot()
@@ -161,9 +185,7 @@ def _save(plt, figure, path: str | Path) -> Path:
     return path
 
 
-def plot_sensitivity(
-    rows: Sequence[Mapping[str, Any]], pipeline: str, parameter: str, metric: str, path: str | Path
-) -> Path:
+def plot_sensitivity(rows: Sequence[ResultRow], pipeline: str, parameter: str, metric: str, path: str | Path) -> Path:
     """Metric (mean ± std over trials) against one swept parameter (``spec.kwarg``) of a pipeline."""
     plt = _pyplot()
     spec, _, key = parameter.partition(".")

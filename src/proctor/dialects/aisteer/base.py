@@ -21,10 +21,18 @@ import math
 import random
 import warnings
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from proctor.core.errors import ProctorError
+from proctor.data.readers import Row
 from proctor.dialects.aisteer.metrics import Metric
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
+    from proctor.dialects.aisteer.records import Evaluations, Generation, Profiles
+    from proctor.models.steering.generation import GenKwargs
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +41,7 @@ class UseCaseDataError(ProctorError, ValueError):
     """A row of a use case's evaluation data is wrong; the message names the row and its id."""
 
 
-def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
+def load_rows(source: list[Row] | str | Path) -> tuple[list[Row], str]:
     """Rows of evaluation data and a label for error messages."""
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -61,7 +69,7 @@ def load_rows(source: list[dict] | str | Path) -> tuple[list[dict], str]:
     raise TypeError(f"evaluation_data must be a list of dicts or a .json/.jsonl path, got {type(source).__name__}")
 
 
-def _is_missing(value: Any) -> bool:
+def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
@@ -70,7 +78,7 @@ class UseCase(abc.ABC):
 
     _EVALUATION_REQ_KEYS: ClassVar[Sequence[str]] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "__init__" in cls.__dict__:
             raise TypeError(
@@ -80,12 +88,12 @@ class UseCase(abc.ABC):
 
     def __init__(
         self,
-        evaluation_data: list[dict] | str | Path,
+        evaluation_data: list[Row] | str | Path,
         evaluation_metrics: Sequence[Metric] | None = None,
         num_samples: int = -1,
         shuffle: bool = False,
         seed: int = 555,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         for key, value in kwargs.items():
             if callable(getattr(type(self), key, None)):
@@ -117,15 +125,15 @@ class UseCase(abc.ABC):
             random.Random(seed).shuffle(rows)
         if num_samples is not None and num_samples > 0:
             rows = rows[:num_samples]
-        self.evaluation_data: list[dict] = rows
+        self.evaluation_data: list[Row] = rows
 
     # ------------------------------------------------------------------ validation
     def _check_settings(self) -> None:  # noqa: B027 - an optional hook: most use cases have nothing to check
         """A subclass's check of its settings (the keyword arguments, now attributes), run when it is built,
         before any model loads; raise ``ValueError`` / ``TypeError`` naming the setting."""
 
-    def _check_rows(self, rows: list[Any]) -> None:
-        seen: dict[Any, int] = {}
+    def _check_rows(self, rows: Sequence[object]) -> None:
+        seen: dict[str, int] = {}
         required = list(dict.fromkeys(self._EVALUATION_REQ_KEYS))
         for index, row in enumerate(rows):
             where = f"{self._data_label}, row {index + 1}"
@@ -155,7 +163,7 @@ class UseCase(abc.ABC):
             except (ValueError, TypeError, KeyError) as exc:
                 raise UseCaseDataError(f"{where}: {exc}") from exc
 
-    def validate_evaluation_data(self, row: dict[str, Any]) -> None:  # noqa: B027 - optional, as upstream's
+    def validate_evaluation_data(self, row: Row) -> None:  # noqa: B027 - optional, as upstream's
         """Check one row; raise ValueError with what is wrong. Called on every row at construction.
 
         The base class has already checked ``_EVALUATION_REQ_KEYS`` and that ids are unique.
@@ -165,26 +173,26 @@ class UseCase(abc.ABC):
     @abc.abstractmethod
     def generate(
         self,
-        model_or_pipeline: Any,
-        tokenizer: Any = None,
-        gen_kwargs: dict | None = None,
-        runtime_overrides: dict | None = None,
-        **kwargs: Any,
-    ) -> list[dict[str, Any]]:
+        model_or_pipeline: object,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        gen_kwargs: GenKwargs | None = None,
+        runtime_overrides: RuntimeOverrides | None = None,
+        **kwargs: object,
+    ) -> list[Generation]:
         """Generations: one dict per prompt, with at least ``response``."""
 
     @abc.abstractmethod
-    def evaluate(self, generations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def evaluate(self, generations: list[Generation]) -> Evaluations:
         """Scores: ``{metric name: {value name: number}}``."""
 
-    def export(self, profiles: dict[str, Any], save_dir: str | Path) -> None:
+    def export(self, profiles: Profiles, save_dir: str | Path) -> None:
         """Write benchmark profiles to ``save_dir`` (default: ``profiles.json``)."""
         from proctor.runs.results import write_json_atomic
 
         write_json_atomic(Path(save_dir) / "profiles.json", profiles)
 
     # ------------------------------------------------------------------ identity
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         """The attributes that shape prompts (extra kwargs, seed, sampling of the data)."""
         skip = {"evaluation_data", "evaluation_metrics"}
         out = {}

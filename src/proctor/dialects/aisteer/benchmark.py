@@ -33,19 +33,31 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, Union, cast
 
 from proctor.core.errors import ProctorError
 from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.judge import judges_on
+from proctor.dialects.aisteer.records import Evaluations, Generation, ProfileEntry, Profiles
 from proctor.models.base import Model
 from proctor.models.steering.controls import Control, describe
 from proctor.models.steering.pipeline import SteeringPipeline
 from proctor.models.steering.specs import ControlSpec, expand
 from proctor.runs.results import write_json_atomic
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.core.task import Task
+    from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
+    from proctor.models.steering.generation import GenKwargs
+    from proctor.runs.store import Lookup
+
 log = logging.getLogger(__name__)
+
+# A loaded base model: a proctor Model, or a raw (transformers model, tokenizer) pair.
+LoadedBase = Union[Model, "tuple[PreTrainedModel, PreTrainedTokenizerBase]"]
 
 IDENTITY = "benchmark.json"  # what the benchmark in save_dir is
 RUNS = "runs"  # save_dir/runs/<pipeline>/<config_id>-t<trial>: one run folder per trial
@@ -58,7 +70,7 @@ _FORMAT = 2
 class Configuration:
     pipeline: str
     config_id: str
-    params: dict
+    params: dict[str, dict[str, object]]  # {ControlSpec name: its point}
     controls: list[Control] = field(repr=False)
 
 
@@ -83,16 +95,16 @@ class Benchmark:
     def __init__(
         self,
         use_case: UseCase,
-        base_model_name_or_path: Any = "smollm2",
+        base_model_name_or_path: str | LoadedBase = "smollm2",
         steering_pipelines: Mapping[str, Sequence[Control | ControlSpec]] | None = None,
-        runtime_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-        gen_kwargs: Mapping[str, Any] | None = None,
+        runtime_overrides: RuntimeOverrides | None = None,
+        gen_kwargs: GenKwargs | None = None,
         num_trials: int = 1,
         batch_size: int = 8,
         save_dir: str | Path | None = None,
-        model_options: Mapping[str, Any] | None = None,
-        context: Mapping[str, Any] | None = None,
-        progress: Callable[[dict], None] | None = None,
+        model_options: Mapping[str, object] | None = None,
+        context: Mapping[str, object] | None = None,
+        progress: Callable[[dict[str, object]], None] | None = None,
     ) -> None:
         if not isinstance(use_case, UseCase):
             raise TypeError(f"use_case must be a UseCase, got {type(use_case).__name__}")
@@ -109,7 +121,7 @@ class Benchmark:
         self.model_options = dict(model_options or {})
         self.context = dict(context or {})
         self.progress = progress
-        self._model: Any = None
+        self._model: LoadedBase | None = None
         self.configurations = self._configurations()
 
     # ------------------------------------------------------------------ plan
@@ -126,18 +138,19 @@ class Benchmark:
         return out
 
     @property
-    def _base(self) -> Any:
+    def _base(self) -> str | LoadedBase:
         """The base model: the ``steer_base`` role given for the run (``--model-role steer_base=``), else ``base``."""
         from proctor.api.model_roles import active_roles
 
         return active_roles().spec("steer_base", self.base)
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, object]:
         base = self._base
+        model: object  # the spec, the model's fingerprint or its name
         if isinstance(base, str):
             model = base
         elif isinstance(getattr(base, "fingerprint", None), dict):
-            model = base.fingerprint
+            model = cast(Model, base).fingerprint  # only a Model has one
         else:
             model = describe(
                 getattr(
@@ -160,7 +173,7 @@ class Benchmark:
         return not isinstance(self._base, (str, Model))
 
     # ------------------------------------------------------------------ model
-    def _load(self) -> Any:
+    def _load(self) -> LoadedBase:
         if self._model is None:
             from proctor.api.model_roles import active_roles
 
@@ -171,7 +184,7 @@ class Benchmark:
         return self._model
 
     @contextlib.contextmanager
-    def _target(self, controls: list[Control]) -> Iterator[tuple[Any, Any]]:
+    def _target(self, controls: list[Control]) -> Iterator[tuple[object, PreTrainedTokenizerBase | None]]:
         """(what the trials run on, the tokenizer the use case gets on the direct path) while the
         configuration runs: the base model, or the steered pipeline (cleaned up afterwards); through
         ``evaluate`` a pipeline runs as a proctor model (``as_model()``)."""
@@ -206,7 +219,7 @@ class Benchmark:
             write_json_atomic(path, {"format": _FORMAT, "identity": mine})
 
     # ------------------------------------------------------------------ run
-    def run(self) -> dict[str, list[dict]]:
+    def run(self) -> Profiles:
         """Profiles ``{pipeline: [{trial_id, config_id, params, generations, evaluations}]}``."""
         with contextlib.ExitStack() as stack:
             folder = self.save_dir
@@ -214,7 +227,7 @@ class Benchmark:
                 folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="proctor-benchmark-")))
             else:
                 self._check_identity(folder)
-            profiles: dict[str, list[dict]] = {}
+            profiles: Profiles = {}
             for config in self.configurations:
                 profiles.setdefault(config.pipeline, []).extend(self._run_configuration(config, folder))
         self.profiles = profiles
@@ -223,8 +236,8 @@ class Benchmark:
     def _trial_dir(self, folder: Path, config: Configuration, trial: int) -> Path:
         return folder / RUNS / _folder_name(config.pipeline) / f"{config.config_id}-t{trial}"
 
-    def _run_configuration(self, config: Configuration, folder: Path) -> list[dict]:
-        entries: dict[int, dict] = {}
+    def _run_configuration(self, config: Configuration, folder: Path) -> list[ProfileEntry]:
+        entries: dict[int, ProfileEntry] = {}
         for trial in range(self.num_trials):
             entry = self._finished(config, trial, self._trial_dir(folder, config, trial))
             if entry is not None:
@@ -237,7 +250,8 @@ class Benchmark:
                     if self._direct:
                         entries[trial] = self._run_direct(config, trial, run_dir, folder, target, tokenizer)
                     else:
-                        entries[trial] = self._run_evaluated(config, trial, run_dir, folder, target)
+                        # through evaluate the target is a proctor Model (the base, or pipeline.as_model())
+                        entries[trial] = self._run_evaluated(config, trial, run_dir, folder, cast(Model, target))
                     if self.progress:
                         self.progress(
                             {
@@ -252,12 +266,14 @@ class Benchmark:
             log.info("%s %s: %d finished trial(s) read back", config.pipeline, config.config_id, len(entries))
         return [entries[t] for t in range(self.num_trials)]
 
-    def _gen_kwargs(self, trial: int) -> dict:
+    def _gen_kwargs(self, trial: int) -> dict[str, object]:
         gen_kwargs = dict(self.gen_kwargs)
         gen_kwargs["seed"] = int(gen_kwargs.get("seed", 0)) + trial
         return gen_kwargs
 
-    def _entry(self, config: Configuration, trial: int, generations: Any, evaluations: Any) -> dict:
+    def _entry(
+        self, config: Configuration, trial: int, generations: list[Generation], evaluations: Evaluations
+    ) -> ProfileEntry:
         entry = {
             "trial_id": trial,
             "config_id": config.config_id,
@@ -268,14 +284,14 @@ class Benchmark:
         return json.loads(json.dumps(entry, default=str))
 
     # ------------------------------------------------------------------ through evaluate
-    def _task(self, trial: int) -> Any:
+    def _task(self, trial: int) -> Task:
         from proctor.dialects.aisteer.usecase_spec import object_build, use_case_task
 
         call = {"batch_size": self.batch_size, "runtime_overrides": self.runtime_overrides or None}
         build = object_build(self.use_case, self._gen_kwargs(trial), call)
         return use_case_task(self.use_case.name, build(None), build, None, benchmark_trial=trial)
 
-    def _finished(self, config: Configuration, trial: int, run_dir: Path) -> dict | None:
+    def _finished(self, config: Configuration, trial: int, run_dir: Path) -> ProfileEntry | None:
         """The profile entry of a trial whose run finished (None when it did not)."""
         if self._direct:
             path = run_dir / PROFILE
@@ -299,17 +315,19 @@ class Benchmark:
             )
         return self._read_run(config, trial, run_dir, results)
 
-    def _read_run(self, config: Configuration, trial: int, run_dir: Path, results: dict) -> dict:
+    def _read_run(self, config: Configuration, trial: int, run_dir: Path, results: dict) -> ProfileEntry:
         from proctor.runs.run_exports import iter_samples
 
         result = results["tasks"][self.use_case.name]
-        placed: list[tuple[int, Any]] = []
+        placed: list[tuple[int, Generation]] = []
         for record in iter_samples(run_dir):
             placed.extend(zip(record["generation_index"], record["generations"]))
         generations = [g for _, g in sorted(placed, key=lambda pair: pair[0])]
         return self._entry(config, trial, generations, result["evaluations"])
 
-    def _run_evaluated(self, config: Configuration, trial: int, run_dir: Path, folder: Path, model: Any) -> dict:
+    def _run_evaluated(
+        self, config: Configuration, trial: int, run_dir: Path, folder: Path, model: Model
+    ) -> ProfileEntry:
         from proctor.api import evaluate
         from proctor.runs.manifest import RunMismatchError
 
@@ -321,8 +339,14 @@ class Benchmark:
 
     # ------------------------------------------------------------------ a raw transformers base
     def _run_direct(
-        self, config: Configuration, trial: int, run_dir: Path, folder: Path, target: Any, tokenizer: Any
-    ) -> dict:
+        self,
+        config: Configuration,
+        trial: int,
+        run_dir: Path,
+        folder: Path,
+        target: object,
+        tokenizer: PreTrainedTokenizerBase | None,
+    ) -> ProfileEntry:
         generations = self.use_case.generate(
             target,
             tokenizer,
@@ -338,7 +362,7 @@ class Benchmark:
         return entry
 
     @contextlib.contextmanager
-    def _judge_store(self, folder: Path) -> Iterator[Any]:
+    def _judge_store(self, folder: Path) -> Iterator[Lookup | None]:
         """With ``save_dir``, its store for the judges' requests (None without)."""
         if self.save_dir is None:
             yield None
@@ -352,12 +376,12 @@ class Benchmark:
             lookup.close()
 
     # ------------------------------------------------------------------ outputs
-    def table(self, profiles: Mapping[str, Sequence[Mapping]] | None = None) -> list[dict]:
+    def table(self, profiles: Mapping[str, Sequence[ProfileEntry]] | None = None) -> list[analysis.ResultRow]:
         return analysis.results_table(profiles if profiles is not None else self.profiles)
 
     def export(
         self,
-        profiles: Mapping[str, Sequence[Mapping]] | None = None,
+        profiles: Mapping[str, Sequence[ProfileEntry]] | None = None,
         save_dir: str | Path | None = None,
         tradeoff: tuple[str, str] | None = None,
         maximize: tuple[bool, bool] = (True, True),

@@ -14,14 +14,20 @@ extra special tokens on the transformers paths (as their generation tokenizes,
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.models.steering.pipeline import RuntimeRow
 
 
 def continuation_logprobs(
-    target: Any,
-    tokenizer: Any,
+    target: object,
+    tokenizer: PreTrainedTokenizerBase | None,
     pairs: Sequence[tuple[str, str]],
-    runtime: Sequence[Mapping[str, Mapping[str, Any]]] | None = None,
+    runtime: Sequence[RuntimeRow] | None = None,
 ) -> list[float]:
     """log P(continuation | prompt) for every ``(prompt, continuation)``; ``runtime[i]`` goes with ``pairs[i]``."""
     from proctor.dialects.aisteer.session import as_executor
@@ -62,7 +68,9 @@ def continuation_logprobs(
     return _transformers_logprobs(target, tokenizer, pairs)
 
 
-def _transformers_logprobs(model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> list[float]:
+def _transformers_logprobs(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, pairs: Sequence[tuple[str, str]]
+) -> list[float]:
     """One forward per prompt when every continuation is one token after it; else one per pair."""
     import torch
 
@@ -72,7 +80,7 @@ def _transformers_logprobs(model: Any, tokenizer: Any, pairs: Sequence[tuple[str
         by_prompt.setdefault(prompt, []).append(index)
     out: list[float] = [0.0] * len(pairs)
 
-    def forward(ids: list[int]) -> Any:
+    def forward(ids: list[int]) -> torch.Tensor:
         with torch.inference_mode():
             logits = model(input_ids=torch.tensor([ids], device=device)).logits[0].float()
         return torch.log_softmax(logits, dim=-1)

@@ -12,14 +12,19 @@ every one of them, in every retry round.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence, Union, cast
+
+# What a control argument is taken from: a column of the row, or a dict of such (a nested argument).
+ColumnSpec = Union[str, Mapping[str, "ColumnSpec"]]
+# ``runtime_overrides`` as a use case is given it: {ControlName: {kwarg: ColumnSpec}}.
+RuntimeOverrides = Mapping[str, Mapping[str, ColumnSpec]]
 
 
-def _key(value: Any) -> str:
+def _key(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _pull(spec: Any, row: Mapping[str, Any], where: str) -> Any:
+def _pull(spec: object, row: Mapping[str, object], where: str) -> object:
     if isinstance(spec, Mapping):
         return {k: _pull(v, row, where) for k, v in spec.items()}
     if not isinstance(spec, str):
@@ -30,10 +35,10 @@ def _pull(spec: Any, row: Mapping[str, Any], where: str) -> Any:
 
 
 def resolve_overrides(
-    runtime_overrides: Mapping[str, Mapping[str, Any]] | None,
-    prompt_data: Sequence[Mapping[str, Any]],
-    evaluation_data: Sequence[Mapping[str, Any]] | None = None,
-) -> list[dict[str, dict[str, Any]]]:
+    runtime_overrides: RuntimeOverrides | None,
+    prompt_data: Sequence[Mapping[str, object]],
+    evaluation_data: Sequence[Mapping[str, object]] | None = None,
+) -> list[dict[str, dict[str, object]]]:
     """For each prompt: ``{ControlName: {kwarg: value}}`` (empty dicts when there are no overrides).
 
     A prompt's row is the evaluation row with the same ``id``; prompts without an ``id`` use the
@@ -45,7 +50,7 @@ def resolve_overrides(
     for control, mapping in runtime_overrides.items():
         if not isinstance(mapping, Mapping):
             raise ValueError(f"runtime_overrides['{control}'] must map control arguments to columns, got {mapping!r}")
-    by_id: dict[str, Mapping[str, Any]] = {}
+    by_id: dict[str, Mapping[str, object]] = {}
     for row in evaluation_data or []:
         if "id" in row:
             by_id[_key(row["id"])] = row
@@ -68,5 +73,10 @@ def resolve_overrides(
                 "runtime_overrides: prompts need an 'id' matching their evaluation row "
                 f"({len(prompt_data)} prompts, {len(evaluation_data)} rows)"
             )
-        resolved.append({control: _pull(mapping, row, where) for control, mapping in runtime_overrides.items()})
+        resolved.append(
+            {
+                control: cast("dict[str, object]", _pull(mapping, row, where))  # a mapping pulls a dict
+                for control, mapping in runtime_overrides.items()
+            }
+        )
     return resolved

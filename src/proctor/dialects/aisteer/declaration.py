@@ -8,13 +8,17 @@ A leaf that imports only ``core`` (and its options): ``runfile`` is imported whe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from proctor.core.contributions import Registry
 from proctor.core.dialect import Dialect
 from proctor.core.errors import ProctorError
 from proctor.core.references import lazy, resolve
 from proctor.dialects.aisteer.options import AISteerOptions
+
+if TYPE_CHECKING:
+    from proctor.core.run_overrides import RunOverrides
+    from proctor.core.task import Task
 
 
 class AISteerDialect(Dialect[AISteerOptions]):
@@ -29,15 +33,18 @@ class AISteerDialect(Dialect[AISteerOptions]):
     def claims_path(self, path: Path) -> bool:
         return path.suffix == ".py"
 
-    def load(self, path: Path, document: Any, explicit: bool, options: AISteerOptions, notes: list[str]) -> list:
+    def load(
+        self, path: Path, document: object, explicit: bool, options: AISteerOptions, notes: list[str]
+    ) -> list[Task]:
         from proctor.core.user_code import refusal
 
         if not explicit and not options.trust_task_code:  # found in a folder, not named on the command line
             raise refusal("this use case file", file=path, field="use_case")
         options_config = resolve("proctor.dialects.aisteer.runfile:options_config")
-        return resolve("proctor.dialects.aisteer.runfile:file_tasks")(path, options_config(options))
+        tasks: list[Task] = resolve("proctor.dialects.aisteer.runfile:file_tasks")(path, options_config(options))
+        return tasks
 
-    def apply_overrides(self, task: Any, overrides: Any, chat: bool | None) -> Any:
+    def apply_overrides(self, task: Task, overrides: RunOverrides, chat: bool | None) -> tuple[Task, set[str]]:
         given = sorted(k for k in overrides.recorded() if k != "log_samples")
         if given:
             raise ProctorError(

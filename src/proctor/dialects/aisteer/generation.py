@@ -19,17 +19,40 @@ Four kinds of target:
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeGuard
 
-from proctor.dialects.aisteer.control_arguments import resolve_overrides
-from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render, request_fields
+from proctor.dialects.aisteer.control_arguments import RuntimeOverrides, resolve_overrides
+from proctor.models.steering.generation import (
+    Generated,
+    GenKwargs,
+    Prompt,
+    generate_rendered,
+    loaded_backend,
+    render,
+    request_fields,
+)
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.core.model_requests import GenerateRequest
+    from proctor.models.base import Model
+    from proctor.models.steering.pipeline import RuntimeRow
 
 log = logging.getLogger(__name__)
 
 
+class OwnGenerate(Protocol):
+    """A target that generates through its own ``generate`` (a PEFT model, another package's pipeline,
+    a user's decoding wrapper), called as transformers' ``generate`` is."""
+
+    def generate(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, **gen_kwargs: Any) -> torch.Tensor: ...
+
+
 def _requests(
-    model: Any, prompts: Sequence[Any], gen_kwargs: Mapping[str, Any], use_chat: bool | None
-) -> tuple[list, list[str]]:
+    model: Model, prompts: Sequence[Prompt], gen_kwargs: GenKwargs, use_chat: bool | None
+) -> tuple[list[GenerateRequest], list[str]]:
     from proctor.core.model_requests import GenerateRequest
 
     fields = request_fields(gen_kwargs)
@@ -45,11 +68,11 @@ def _requests(
 
 
 def _generate_once(
-    target: Any,
-    tokenizer: Any,
-    prompts: list[Any],
-    runtime: list[dict],
-    gen_kwargs: dict,
+    target: object,
+    tokenizer: PreTrainedTokenizerBase | None,
+    prompts: list[Prompt],
+    runtime: list[RuntimeRow],
+    gen_kwargs: dict[str, object],
     batch_size: int,
     use_chat: bool | None,
 ) -> list[Generated]:
@@ -86,7 +109,7 @@ def _generate_once(
     return generate_rendered(loaded_backend(target, tokenizer, batch_size), rendered, gen_kwargs)
 
 
-def has_own_generate(target: Any) -> bool:
+def has_own_generate(target: object) -> TypeGuard[OwnGenerate]:
     """Whether ``target`` generates through its own ``generate``: it has one, and is neither proctor's (a
     model, an executor, a ``SteeringPipeline``) nor a plain transformers model (one whose ``generate`` is
     transformers' own, which proctor's decoder replaces)."""
@@ -109,7 +132,11 @@ def has_own_generate(target: Any) -> bool:
 
 
 def own_generate(
-    target: Any, tokenizer: Any, rendered: Sequence[str], gen_kwargs: Mapping[str, Any], batch_size: int
+    target: OwnGenerate,
+    tokenizer: PreTrainedTokenizerBase,
+    rendered: Sequence[str],
+    gen_kwargs: GenKwargs,
+    batch_size: int,
 ) -> list[Generated]:
     """Generate through ``target.generate`` as AISteer360's ``batch_retry_generate`` calls a model: left
     padding for a decoder-only ``config`` (as it sets it), chunks of ``batch_size`` tokenized with
@@ -156,7 +183,7 @@ def own_generate(
     return out
 
 
-def _generated_length(row: list[int], tokenizer: Any) -> int:
+def _generated_length(row: list[int], tokenizer: PreTrainedTokenizerBase) -> int:
     """Tokens generated in ``row``: the padding after a sequence that ended early is not counted (the end
     token is, when padding is the end token)."""
     pad = tokenizer.pad_token_id
@@ -170,12 +197,12 @@ def _generated_length(row: list[int], tokenizer: Any) -> int:
 
 def batch_retry_generate(
     prompt_data: Sequence[Mapping[str, Any]],
-    model_or_pipeline: Any,
-    tokenizer: Any = None,
-    gen_kwargs: Mapping[str, Any] | None = None,
-    runtime_overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    evaluation_data: Sequence[Mapping[str, Any]] | None = None,
-    parse_fn: Callable[[str], Any] | None = None,
+    model_or_pipeline: object,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    gen_kwargs: GenKwargs | None = None,
+    runtime_overrides: RuntimeOverrides | None = None,
+    evaluation_data: Sequence[Mapping[str, object]] | None = None,
+    parse_fn: Callable[[str], object] | None = None,
     max_retries: int = 2,
     return_raw: bool = False,
     return_outputs: bool = False,
@@ -201,7 +228,7 @@ def batch_retry_generate(
     size = int(batch_size or kwargs.pop("batch_size", 8))
     kwargs.pop("batch_size", None)
     outputs: list[Generated | None] = [None] * len(items)
-    parsed: list[Any] = [None] * len(items)
+    parsed: list[object] = [None] * len(items)
     todo = list(range(len(items)))
     base_seed = int(kwargs.get("seed", 0))
     for attempt in range(max_retries + 1):
@@ -245,7 +272,7 @@ def batch_retry_generate(
     return parsed
 
 
-def output_record_fields(output: Any, tokenizer: Any = None) -> dict[str, Any]:
+def output_record_fields(output: object, tokenizer: PreTrainedTokenizerBase | None = None) -> dict[str, object]:
     """The per-item fields a generation record takes from its output (AISteer360's helper):
     ``finish_reason`` (``None`` without an output) and, when known, ``adapted_prompt`` — the prompt
     as the model saw it after input controls and the chat template."""
@@ -266,11 +293,11 @@ def output_record_fields(output: Any, tokenizer: Any = None) -> dict[str, Any]:
     return fields
 
 
-def log_truncation_count(outputs: Sequence[Any]) -> int:
+def log_truncation_count(outputs: Sequence[object]) -> int:
     """Warn once with how many generations stopped at ``max_new_tokens`` (AISteer360's helper);
     returns that count."""
 
-    def reason(output: Any) -> Any:
+    def reason(output: object) -> object:
         return output.get("finish_reason") if isinstance(output, Mapping) else getattr(output, "finish_reason", None)
 
     truncated = sum(1 for o in outputs if o is not None and reason(o) == "length")

@@ -13,11 +13,18 @@ local path or hub id (``RewardScore``), or a loaded model with its tokenizer.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 from proctor.dialects.aisteer.judge import LLMJudgeMetric
-from proctor.dialects.aisteer.metrics import Metric
+from proctor.dialects.aisteer.metrics import Metric, MetricResult
 from proctor.scoring.text import exact_match, token_f1
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# A loaded scoring model and its tokenizer.
+ModelPair = tuple["PreTrainedModel", "PreTrainedTokenizerBase"]
 
 # AISteer360's grading prompts (the judge's numbers depend on their wording)
 FACTUALITY_PROMPT = """\
@@ -54,18 +61,22 @@ What is your score?
 class Factuality(LLMJudgeMetric):
     """A judge rates each response's factual accuracy with respect to its prompt, 1 to 5."""
 
-    def __init__(self, model_or_id: Any, **kwargs: Any) -> None:
+    def __init__(self, model_or_id: object, **kwargs: Any) -> None:
         super().__init__(model_or_id, prompt_template=FACTUALITY_PROMPT, scale=(1, 5), **kwargs)
 
 
 class Relevance(LLMJudgeMetric):
     """A judge rates how well each response addresses its prompt, 1 to 5."""
 
-    def __init__(self, model_or_id: Any, **kwargs: Any) -> None:
+    def __init__(self, model_or_id: object, **kwargs: Any) -> None:
         super().__init__(model_or_id, prompt_template=RELEVANCE_PROMPT, scale=(1, 5), **kwargs)
 
 
-def _model_and_tokenizer(model_or_id: Any, tokenizer: Any, load: Any) -> tuple[Any, Any]:
+def _model_and_tokenizer(
+    model_or_id: object,
+    tokenizer: PreTrainedTokenizerBase | None,
+    load: Callable[[str, PreTrainedTokenizerBase | None], ModelPair],
+) -> ModelPair:
     """(transformers model, tokenizer) from a string (``load(string)``), a proctor model or pipeline
     (``.model`` / ``.tokenizer``), or a transformers model (its tokenizer from its ``name_or_path``
     when not given, as AISteer360's ``Perplexity`` does)."""
@@ -76,7 +87,8 @@ def _model_and_tokenizer(model_or_id: Any, tokenizer: Any, load: Any) -> tuple[A
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(model_or_id.config._name_or_path)
+        model = cast("PreTrainedModel", model_or_id)  # neither a string nor a proctor model: a transformers model
+        tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
     return model_or_id, tokenizer
 
 
@@ -86,7 +98,14 @@ class _ModelMetric(Metric):
     needs_tokenizer = False  # with a loaded transformers model
     role: str | None = None  # the model role (proctor.api.model_roles) that replaces model_or_id when given
 
-    def __init__(self, model_or_id: Any, tokenizer: Any, device: str | None, batch_size: int, **extras: Any) -> None:
+    def __init__(
+        self,
+        model_or_id: object,
+        tokenizer: PreTrainedTokenizerBase | None,
+        device: str | None,
+        batch_size: int,
+        **extras: object,
+    ) -> None:
         super().__init__(**extras)
         self.model_or_id, self._tokenizer, self.device, self.batch_size = (
             model_or_id,
@@ -97,12 +116,12 @@ class _ModelMetric(Metric):
         loaded = not isinstance(model_or_id, str) and not hasattr(model_or_id, "tokenizer")
         if self.needs_tokenizer and loaded and tokenizer is None:
             raise ValueError(f"{type(self).__name__}: a loaded model needs its tokenizer (tokenizer=...)")
-        self._loaded: tuple[Any, Any] | None = None
+        self._loaded: ModelPair | None = None
 
-    def _load_string(self, spec: str, tokenizer: Any) -> tuple[Any, Any]:
+    def _load_string(self, spec: str, tokenizer: PreTrainedTokenizerBase | None) -> ModelPair:
         raise NotImplementedError
 
-    def _loaded_model(self) -> tuple[Any, Any]:
+    def _loaded_model(self) -> ModelPair:
         if self._loaded is None:
             model_or_id = self.model_or_id
             if self.role is not None:
@@ -119,11 +138,11 @@ class _ModelMetric(Metric):
         return self._loaded
 
     @property
-    def model(self) -> Any:
+    def model(self) -> PreTrainedModel:
         return self._loaded_model()[0]
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         return self._loaded_model()[1]
 
 
@@ -139,8 +158,8 @@ class Perplexity(_ModelMetric):
 
     def __init__(
         self,
-        model_or_id: Any,
-        tokenizer: Any | None = None,
+        model_or_id: object,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         batch_size: int = 16,
         add_bos: bool = True,
         max_length: int | None = None,
@@ -149,7 +168,7 @@ class Perplexity(_ModelMetric):
         super().__init__(model_or_id, tokenizer, device, batch_size)
         self.add_bos_requested, self.max_length = bool(add_bos), max_length
 
-    def _load_string(self, spec: str, tokenizer: Any) -> tuple[Any, Any]:
+    def _load_string(self, spec: str, tokenizer: PreTrainedTokenizerBase | None) -> ModelPair:
         from proctor.api.model_roles import active_roles
 
         loaded = active_roles().model("metric", spec)  # the run's metric role (--model-role metric=), else spec
@@ -168,7 +187,7 @@ class Perplexity(_ModelMetric):
         ]
         return ([self.tokenizer.bos_token_id] if self.add_bos else []) + list(ids)
 
-    def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: object) -> MetricResult:
         import torch
 
         model, tokenizer = self._loaded_model()
@@ -209,15 +228,15 @@ class RewardScore(_ModelMetric):
 
     def __init__(
         self,
-        model_or_id: Any,
-        tokenizer: Any | None = None,
+        model_or_id: object,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         device: str | None = None,
         batch_size: int = 8,
         max_length: int | None = 1024,
         score_transform: str = "identity",
         label_index: int = 0,
         return_logits: bool = False,
-        **extras: Any,
+        **extras: object,
     ) -> None:
         if score_transform not in _TRANSFORMS:
             raise ValueError(f"RewardScore score_transform must be one of {_TRANSFORMS}, got {score_transform!r}")
@@ -225,14 +244,14 @@ class RewardScore(_ModelMetric):
         self.max_length, self.score_transform = max_length, score_transform
         self.label_index, self.return_logits = int(label_index), bool(return_logits)
 
-    def _load_string(self, spec: str, tokenizer: Any) -> tuple[Any, Any]:
+    def _load_string(self, spec: str, tokenizer: PreTrainedTokenizerBase | None) -> ModelPair:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         return AutoModelForSequenceClassification.from_pretrained(spec), tokenizer or AutoTokenizer.from_pretrained(
             spec
         )
 
-    def scores(self, logits: Any) -> Any:
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
         import torch
 
         if logits.ndim != 2:
@@ -255,8 +274,11 @@ class RewardScore(_ModelMetric):
         return torch.sigmoid(values) if self.score_transform == "sigmoid" else values
 
     def compute(
-        self, responses: Sequence[Any] | None = None, prompts: Sequence[str] | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
+        self,
+        responses: Sequence[Any] | None = None,  # texts, or generation records (see the class doc)
+        prompts: Sequence[str] | None = None,
+        **kwargs: object,
+    ) -> MetricResult:
         import torch
 
         if not responses:
@@ -286,7 +308,7 @@ class RewardScore(_ModelMetric):
             rewards.extend(self.scores(logits).float().cpu().tolist())
             if self.return_logits:
                 all_logits.extend(logits.float().cpu().tolist())
-        result: dict[str, Any] = {"mean_reward": sum(rewards) / len(rewards), "rewards": rewards}
+        result: MetricResult = {"mean_reward": sum(rewards) / len(rewards), "rewards": rewards}
         if self.return_logits:
             result["logits"] = all_logits
         return result
@@ -301,7 +323,7 @@ class ShortAnswerMatch(Metric):
         prompts: Sequence[str] | None = None,
         references: Sequence[str | Sequence[str]] | None = None,
         reference_answers: Sequence[str | Sequence[str]] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, float]:
         golds = references if references is not None else reference_answers
         if golds is None:

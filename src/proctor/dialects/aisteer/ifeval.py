@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
+from proctor.data.readers import Row
 from proctor.dialects.aisteer import ifeval_checks
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.generation import batch_retry_generate
-from proctor.dialects.aisteer.metrics import Metric
+from proctor.dialects.aisteer.metrics import Metric, MetricResult
 
 CHECKS = ifeval_checks.CHECKS
 
@@ -57,9 +58,7 @@ class StrictInstruction(Metric):
 
     mode: ClassVar[str] = "strict"
 
-    def compute(
-        self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs
-    ) -> dict[str, Any]:
+    def compute(self, responses, prompts=None, instruction_id_lists=None, kwargs_lists=None, **kwargs) -> MetricResult:
         responses, ids, arguments = _records(responses, instruction_id_lists, kwargs_lists, self.name)
         check = ifeval_checks.strict if self.mode == "strict" else ifeval_checks.loose
         per_prompt, followed, total, per_kind = _score(check, responses, ids, arguments)
@@ -83,7 +82,7 @@ class InstructionFollowing(UseCase):
 
     _EVALUATION_REQ_KEYS: ClassVar = ("prompt", "instruction_id_list", "kwargs")
 
-    def validate_evaluation_data(self, row: dict[str, Any]) -> None:
+    def validate_evaluation_data(self, row: Row) -> None:
         ids, arguments = row["instruction_id_list"], row["kwargs"]
         if not isinstance(ids, list) or not isinstance(arguments, list) or len(ids) != len(arguments):
             raise ValueError("'instruction_id_list' and 'kwargs' must be lists of the same length")
@@ -138,15 +137,13 @@ class StrictOutcome:
     """One prompt's strict IFEval outcome, in the shape of IFEval's ``OutputExample``."""
 
     instruction_id_list: list[str]
-    prompt: Any
+    prompt: object  # the example's prompt, as given
     response: str | None
     follow_all_instructions: bool
     follow_instruction_list: list[bool]
 
 
-def test_instruction_following_strict(
-    example: Mapping[str, Any], prompt_to_response: Mapping[Any, str]
-) -> StrictOutcome:
+def test_instruction_following_strict(example: Row, prompt_to_response: Mapping[str, str]) -> StrictOutcome:
     """IFEval's ``evaluation_main.test_instruction_following_strict``: ``example`` has ``prompt``,
     ``instruction_id_list`` and ``kwargs``; the response is looked up by the prompt."""
     response = prompt_to_response[example["prompt"]]
@@ -154,7 +151,7 @@ def test_instruction_following_strict(
     return StrictOutcome(list(example["instruction_id_list"]), example["prompt"], response, all(results), results)
 
 
-def test_instruction_following_loose(example: Any, prompt_to_response: Mapping[Any, str]) -> StrictOutcome:
+def test_instruction_following_loose(example: Any, prompt_to_response: Mapping[str, str]) -> StrictOutcome:
     """IFEval's ``evaluation_main.test_instruction_following_loose`` (``example`` a mapping or an object
     with ``prompt``, ``instruction_id_list``, ``kwargs``)."""
     get = (lambda k: example[k]) if isinstance(example, Mapping) else (lambda k: getattr(example, k))

@@ -14,7 +14,7 @@ import collections
 import inspect
 import json
 import re
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from proctor.dialects.aisteer import ifeval_text
 
@@ -162,7 +162,7 @@ def arguments(instruction_id: str) -> tuple[str, ...]:
     return tuple(inspect.signature(CHECKS[instruction_id]).parameters)[1:]
 
 
-def prepare(instruction_id: str, kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+def prepare(instruction_id: str, kwargs: Mapping[str, object] | None) -> dict[str, object]:
     """The instruction's arguments with ``None`` values dropped (as AISteer360 does), checked."""
     if instruction_id not in CHECKS:
         raise ValueError(f"unknown IFEval instruction '{instruction_id}'; known: {', '.join(sorted(CHECKS))}")
@@ -179,7 +179,7 @@ def prepare(instruction_id: str, kwargs: Mapping[str, Any] | None) -> dict[str, 
     return given
 
 
-def strict(response: str | None, instruction_id: str, kwargs: Mapping[str, Any] | None) -> bool:
+def strict(response: str | None, instruction_id: str, kwargs: Mapping[str, object] | None) -> bool:
     """IFEval's strict verdict: the response as generated."""
     arguments_ = prepare(instruction_id, kwargs)
     if response is None or not response.strip():
@@ -194,7 +194,7 @@ def loose_variants(response: str) -> list[str]:
     return [response, response.replace("*", ""), *trimmed, *(t.replace("*", "") for t in trimmed)]
 
 
-def loose(response: str | None, instruction_id: str, kwargs: Mapping[str, Any] | None) -> bool:
+def loose(response: str | None, instruction_id: str, kwargs: Mapping[str, object] | None) -> bool:
     """IFEval's loose verdict: followed by any of ``loose_variants`` that is not blank."""
     arguments_ = prepare(instruction_id, kwargs)
     if response is None:
@@ -211,13 +211,13 @@ class Instruction:
         if instruction_id not in CHECKS:
             raise ValueError(f"unknown IFEval instruction '{instruction_id}'")
         self.id = instruction_id
-        self._kwargs: dict[str, Any] | None = None
+        self._kwargs: dict[str, object] | None = None
 
-    def build_description(self, **kwargs: Any) -> str:
+    def build_description(self, **kwargs: object) -> str:
         self._kwargs = prepare(self.id, kwargs)
         return f"{self.id} {self._kwargs}"
 
-    def get_instruction_args(self) -> dict[str, Any] | None:
+    def get_instruction_args(self) -> dict[str, object] | None:
         return dict(self._kwargs) if self._kwargs else None
 
     def get_instruction_args_keys(self) -> list[str]:

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import collections
 import functools
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from proctor.core.errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 
 def _need(what: str, package: str) -> MissingDependencyError:
@@ -23,7 +28,7 @@ def _need(what: str, package: str) -> MissingDependencyError:
 
 
 @functools.lru_cache(maxsize=None)
-def _langdetect() -> Any:
+def _langdetect() -> ModuleType:
     try:
         import langdetect
     except ImportError:
@@ -42,7 +47,7 @@ def detected_language(text: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _sentence_tokenizer() -> Any:
+def _sentence_tokenizer() -> PunktSentenceTokenizer:
     try:
         from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
     except ImportError:
@@ -65,7 +70,7 @@ def sentences(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _word_tokenizer() -> Any:
+def _word_tokenizer() -> NLTKWordTokenizer:
     try:
         from nltk.tokenize import NLTKWordTokenizer
     except ImportError:

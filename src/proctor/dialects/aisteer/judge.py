@@ -23,9 +23,16 @@ import json
 import math
 import re
 import warnings
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from proctor.dialects.aisteer.metrics import Metric
+from proctor.dialects.aisteer.metrics import Metric, MetricResult
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.api.model_roles import ModelRoles
+    from proctor.models.steering.generation import GenKwargs
+    from proctor.runs.store import Lookup
 
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -50,10 +57,10 @@ def read_score(text: str, scale: tuple[float, float]) -> float:
     return max(scale[0], min(scale[1], float(value["score"])))
 
 
-def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, Any], float]]:
+def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, object], float]]:
     """``(format instructions, parse_fn(text, scale))`` for a JSON ``score`` in ``scale`` (AISteer360's helper)."""
 
-    def parse_fn(text: str, _scale: Any = None) -> float:
+    def parse_fn(text: str, _scale: object = None) -> float:
         return read_score(text, scale)
 
     return format_instructions(*scale), parse_fn
@@ -64,14 +71,14 @@ class LLMJudgeMetric(Metric):
 
     def __init__(
         self,
-        model_or_id: Any,
+        model_or_id: object,
         prompt_template: str,
-        tokenizer: Any | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         device: str | None = None,
         scale: tuple[float, float] = (1, 5),
         batch_size: int = 8,
         max_retries: int = 5,
-        gen_kwargs: dict[str, Any] | None = None,
+        gen_kwargs: GenKwargs | None = None,
         structured_output: bool = True,
         parser: Callable[[str], float] | None = None,
     ) -> None:
@@ -94,13 +101,14 @@ class LLMJudgeMetric(Metric):
         self.batch_size, self.max_retries = batch_size, max_retries
         self.format_instructions = format_instructions(*self.scale) if structured_output else ""
         self._parser = parser
-        self._model: Any = None  # (the model roles it came from, the judge)
-        self.store: Any = None  # the run store's Lookup while a run folder / Benchmark evaluates (see the module doc)
+        self._model: tuple[ModelRoles, object] | None = None  # (the model roles it came from, the judge)
+        # the run store's Lookup while a run folder / Benchmark evaluates (see the module doc)
+        self.store: Lookup | None = None
 
     def parse(self, text: str) -> float:
         return float(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
 
-    def _judge(self) -> Any:
+    def _judge(self) -> object:
         """The judge: the run's ``judge`` role (``--model-role judge=``) or, by default, ``model_or_id``, made by
         the run's model roles once per run (``proctor.api.model_roles``)."""
         from proctor.api.model_roles import active_roles
@@ -116,14 +124,18 @@ class LLMJudgeMetric(Metric):
             raise ValueError("`responses` and `prompts` must be the same length")
         out = []
         for i, response in enumerate(responses):
-            fields: dict[str, Any] = {"response": response, "lower_bound": self.scale[0], "upper_bound": self.scale[1]}
+            fields: dict[str, object] = {
+                "response": response,
+                "lower_bound": self.scale[0],
+                "upper_bound": self.scale[1],
+            }
             if prompts is not None:
                 fields["prompt"] = prompts[i]
             text = self.base_prompt_template.format(**fields)
             out.append(text + ("\n\n" + self.format_instructions if self.format_instructions else ""))
         return out
 
-    def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    def compute(self, responses: Sequence[str], prompts: Sequence[str] | None = None, **kwargs: object) -> MetricResult:
         from proctor.dialects.aisteer.generation import batch_retry_generate
 
         rendered = self.render(responses, prompts)
@@ -159,7 +171,7 @@ class LLMJudgeMetric(Metric):
         scores = [sum(s) / len(s) for s in raw_scores]
         return {"mean_score": sum(scores) / len(scores) if scores else 0.0, "scores": scores, "raw_scores": raw_scores}
 
-    def _target(self) -> Any:
+    def _target(self) -> object:
         """The judge, on the run store when one is set and the judge is a proctor model."""
         from proctor.models.base import Model
 
@@ -179,7 +191,7 @@ class LLMJudgeMetric(Metric):
 
 
 @contextlib.contextmanager
-def judges_on(use_case: Any, lookup: Any) -> Iterator[None]:
+def judges_on(use_case: object, lookup: Lookup | None) -> Iterator[None]:
     """While ``use_case`` evaluates, its ``LLMJudgeMetric``s send a proctor judge's requests through
     ``lookup``'s run store (``None``: no store, nothing changes)."""
     judges = (

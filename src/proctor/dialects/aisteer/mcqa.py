@@ -20,13 +20,19 @@ import math
 import random
 import re
 import string
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
+from proctor.data.readers import Row
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.continuations import continuation_logprobs
 from proctor.dialects.aisteer.control_arguments import resolve_overrides
 from proctor.dialects.aisteer.generation import batch_retry_generate, has_own_generate
 from proctor.dialects.aisteer.session import as_executor
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.models.steering.pipeline import RuntimeRow
 
 LETTERS = string.ascii_uppercase
 _INSTRUCTION = "You will be given a multiple-choice question and asked to select from a set of choices."
@@ -65,7 +71,7 @@ class CommonsenseMCQA(UseCase):
         if not whole or int(runs) < 1:
             raise ValueError(f"num_shuffling_runs must be a whole number, at least 1, got {runs!r:.60}")
 
-    def validate_evaluation_data(self, row: dict[str, Any]) -> None:
+    def validate_evaluation_data(self, row: Row) -> None:
         choices = row["choices"]
         if not isinstance(choices, list) or len(choices) < 2:
             raise ValueError("'choices' must be a list of at least two options")
@@ -74,7 +80,7 @@ class CommonsenseMCQA(UseCase):
         if row["answer"] not in choices:
             raise ValueError(f"'answer' {row['answer']!r} is not one of the choices")
 
-    def order(self, row_id: Any, run: int, n: int) -> list[int]:
+    def order(self, row_id: object, run: int, n: int) -> list[int]:
         """Seeded order of the choices for one shuffling run of one row."""
         order = list(range(n))
         random.Random(f"{self.seed}\0{row_id}\0{run}").shuffle(order)
@@ -158,7 +164,11 @@ class CommonsenseMCQA(UseCase):
 
     @staticmethod
     def letter_probs(
-        target: Any, tokenizer: Any, items: list[dict], rendered: list[str], runtime: list[dict]
+        target: object,
+        tokenizer: PreTrainedTokenizerBase | None,
+        items: list[dict],
+        rendered: list[str],
+        runtime: Sequence[RuntimeRow],
     ) -> list[dict[str, float] | None]:
         """Per prompt, the probability that the reply starts with each offered letter, normalised
         over the offered letters (None when the target gives every letter -inf).
@@ -186,7 +196,7 @@ class CommonsenseMCQA(UseCase):
         return out
 
     def evaluate(self, generations: list[dict]) -> dict[str, dict]:
-        data: dict[str, Any] = {
+        data: dict[str, list[object]] = {
             "responses": [g["response"] for g in generations],
             "reference_answers": [g["reference_answer"] for g in generations],
             "question_ids": [g["question_id"] for g in generations],

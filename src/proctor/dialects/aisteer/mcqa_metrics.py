@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Hashable, Sequence, TypeVar
 
-from proctor.dialects.aisteer.metrics import Metric, mean, sample_std
+from proctor.dialects.aisteer.metrics import Metric, MetricResult, mean, sample_std
+
+T = TypeVar("T")
 
 
-def _norm(value: Any) -> str:
+def _norm(value: object) -> str:
     return str(value).strip().upper()
 
 
-def _aligned(n: int, values: Sequence[Any] | None, name: str) -> list[Any]:
+def _aligned(n: int, values: Sequence[T] | None, name: str) -> list[T] | list[None]:
     if values is None:
         return [None] * n
     values = list(values)
@@ -43,11 +45,11 @@ class MCQAAccuracy(Metric):
     def compute(
         self,
         responses: Sequence[str | None],
-        prompts: Sequence[Any] | None = None,
+        prompts: Sequence[object] | None = None,
         reference_answers: Sequence[str] | None = None,
-        question_ids: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        question_ids: Sequence[Hashable] | None = None,
+        **kwargs: object,
+    ) -> MetricResult:
         if reference_answers is None:
             raise ValueError("MCQAAccuracy needs reference_answers")
         n = len(responses)
@@ -59,7 +61,7 @@ class MCQAAccuracy(Metric):
             if response is not None
         ]
         outcomes = [correct for _, correct in attempts]
-        result: dict[str, Any] = {
+        result: MetricResult = {
             "trial_mean": mean(outcomes) if outcomes else 0.0,
             "trial_std": sample_std(outcomes) or 0.0,
             "num_attempts": n,
@@ -68,7 +70,7 @@ class MCQAAccuracy(Metric):
         if question_ids is None:
             result.update(question_mean=None, question_std=None, num_questions=None)
             return result
-        votes: dict[Any, list[float]] = defaultdict(list)
+        votes: dict[Hashable | None, list[float]] = defaultdict(list)
         for qid, correct in attempts:
             votes[qid].append(correct)
         majority = [1.0 if sum(v) > len(v) / 2 else 0.0 for v in votes.values()]
@@ -85,7 +87,7 @@ def _mean_of(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _bias(responses: list[Any], positions: list[Any]) -> float:
+def _bias(responses: list[str], positions: list[str]) -> float:
     """mean over ``positions`` of |share of the position among ``responses`` − 1/K|, K = len(positions)."""
     expected = 1.0 / len(positions)
     return _mean_of([abs(sum(1 for r in responses if r == p) / len(responses) - expected) for p in positions])
@@ -104,14 +106,14 @@ class MCQAPositionalBias(Metric):
     def compute(
         self,
         responses: Sequence[str | None],
-        prompts: Sequence[Any] | None = None,
-        question_ids: Sequence[Any] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        prompts: Sequence[object] | None = None,
+        question_ids: Sequence[Hashable] | None = None,
+        **kwargs: object,
+    ) -> MetricResult:
         n = len(responses)
         qids = _aligned(n, question_ids, "question_ids")
         valid = [(response, qid) for response, qid in zip(responses, qids) if response is not None]
-        result: dict[str, Any] = {"num_valid": len(valid)}
+        result: MetricResult = {"num_valid": len(valid)}
         if not valid:
             result.update(mean=None, std=None, position_shares={})
             return result
@@ -122,7 +124,7 @@ class MCQAPositionalBias(Metric):
         if question_ids is None:
             result["std"] = None
             return result
-        groups: dict[Any, list[Any]] = defaultdict(list)
+        groups: dict[Hashable | None, list[str]] = defaultdict(list)
         for response, qid in valid:
             groups[qid].append(response)
         per_question = [_bias(items, positions) for items in groups.values()]
@@ -143,7 +145,7 @@ class MCQACalibration(Metric):
 
     n_bins: int  # an attribute once Metric.__init__ has run
 
-    def __init__(self, n_bins: int = 10, **extras: Any) -> None:
+    def __init__(self, n_bins: int = 10, **extras: object) -> None:
         if isinstance(n_bins, bool) or not isinstance(n_bins, int):
             raise TypeError(f"MCQACalibration: n_bins must be an integer, got {type(n_bins).__name__} {n_bins!r:.60}")
         if n_bins < 1:
@@ -153,12 +155,12 @@ class MCQACalibration(Metric):
     def compute(
         self,
         responses: Sequence[str | None],
-        prompts: Sequence[Any] | None = None,
+        prompts: Sequence[object] | None = None,
         reference_answers: Sequence[str] | None = None,
         confidences: Sequence[float | None] | None = None,
         confidence_scores: Sequence[float | None] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
+        **kwargs: object,
+    ) -> MetricResult:
         if confidences is None:
             confidences = confidence_scores
         if reference_answers is None or confidences is None:

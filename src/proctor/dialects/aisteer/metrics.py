@@ -14,12 +14,15 @@ from typing import Any, Sequence
 
 from proctor.scoring.stats import sample_variance
 
+# One metric's values by name (numbers, None, per-item lists, shares by label), as ``compute`` returns them.
+MetricResult = dict[str, Any]
+
 
 class Metric(abc.ABC):
     """Base class: subclasses implement ``compute(responses, prompts=None, **kwargs) -> dict``."""
 
-    def __init__(self, **extras: Any) -> None:
-        self.extras: dict[str, Any] = dict(extras)
+    def __init__(self, **extras: object) -> None:
+        self.extras: dict[str, object] = dict(extras)
         for key, value in extras.items():
             setattr(self, key, value)
 
@@ -34,9 +37,9 @@ class Metric(abc.ABC):
     @abc.abstractmethod
     def compute(
         self, responses: Sequence[Any], prompts: Sequence[Any] | None = None, **kwargs: Any
-    ) -> dict[str, Any]: ...
+    ) -> MetricResult: ...
 
-    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def __call__(self, *args: Any, **kwargs: Any) -> MetricResult:
         return self.compute(*args, **kwargs)
 
     def __repr__(self) -> str:

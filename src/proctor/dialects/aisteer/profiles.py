@@ -13,9 +13,13 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from proctor.core.errors import ProctorError
+from proctor.dialects.aisteer.records import ProfileEntry
+
+if TYPE_CHECKING:
+    import pandas
 
 
 def _pandas():
@@ -26,7 +30,7 @@ def _pandas():
     return pandas
 
 
-def to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: object) -> object:
     """A JSON-safe copy: paths as text, numpy values as Python, callables as ``callable:<qualname>``,
     anything else unknown as its repr."""
     if isinstance(obj, (str, int, float, bool)) or obj is None:
@@ -44,8 +48,8 @@ def to_jsonable(obj: Any) -> Any:
     return repr(obj)
 
 
-def hash_params(params: Mapping[str, Any]) -> str:
-    def default(obj: Any) -> str:
+def hash_params(params: Mapping[str, object]) -> str:
+    def default(obj: object) -> str:
         if callable(obj):
             return f"callable:{getattr(obj, '__qualname__', type(obj).__name__)}"
         return str(obj)
@@ -53,16 +57,16 @@ def hash_params(params: Mapping[str, Any]) -> str:
     return hashlib.md5(json.dumps(params, sort_keys=True, default=default).encode()).hexdigest()[:8]
 
 
-def extract_metric(run: Mapping[str, Any], metric_name: str, key: str, default: Any = math.nan) -> Any:
+def extract_metric(run: ProfileEntry, metric_name: str, key: str, default: object = math.nan) -> object:
     return ((run.get("evaluations") or {}).get(metric_name) or {}).get(key, default)
 
 
-def extract_param(run: Mapping[str, Any], spec_name: str, param_name: str, default: Any = None) -> Any:
+def extract_param(run: ProfileEntry, spec_name: str, param_name: str, default: object = None) -> object:
     return ((run.get("params") or {}).get(spec_name) or {}).get(param_name, default)
 
 
 def flatten_profiles(
-    profiles: Mapping[str, list[Mapping[str, Any]]], metric_accessors: Mapping[str, tuple[str, str]] | None = None
+    profiles: Mapping[str, list[ProfileEntry]], metric_accessors: Mapping[str, tuple[str, str]] | None = None
 ):
     """A DataFrame: pipeline, trial_id, config_id, params, _run and one column per metric accessor
     (``{column: (MetricName, key)}``)."""
@@ -83,7 +87,7 @@ def flatten_profiles(
     return _pandas().DataFrame(rows)
 
 
-def summarize_by_config(df: Any, metric_cols: list[str], group_cols: list[str] | None = None):
+def summarize_by_config(df: pandas.DataFrame, metric_cols: list[str], group_cols: list[str] | None = None):
     """One row per configuration: the group columns, ``n_trials``, ``{metric}_mean`` and
     ``{metric}_std`` (sample standard deviation; 0.0 for one trial)."""
     pd = _pandas()
@@ -99,5 +103,5 @@ def summarize_by_config(df: Any, metric_cols: list[str], group_cols: list[str] |
     return pd.DataFrame(out)
 
 
-def get_param_values(df: Any, spec_name: str, param_name: str):
+def get_param_values(df: pandas.DataFrame, spec_name: str, param_name: str):
     return df["params"].apply(lambda p: ((p or {}).get(spec_name) or {}).get(param_name))

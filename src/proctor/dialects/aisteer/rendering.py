@@ -8,18 +8,23 @@ tokenized without adding more; plain text gets the tokenizer's usual special tok
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
 MODES = ("raw", "chat_completion", "chat_prompt")
 
 
-def has_chat_template(tokenizer: Any) -> bool:
+def has_chat_template(tokenizer: PreTrainedTokenizerBase) -> bool:
     return getattr(tokenizer, "chat_template", None) is not None
 
 
-def render_messages(tokenizer: Any, messages: list[dict[str, str]], *, add_generation_prompt: bool = True) -> str:
+def render_messages(
+    tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]], *, add_generation_prompt: bool = True
+) -> str:
     """Chat messages through the tokenizer's template; without one, their contents joined by blank lines."""
     if not has_chat_template(tokenizer):
         log.warning("render_messages: the tokenizer has no chat template; joining the message contents")
@@ -28,7 +33,11 @@ def render_messages(tokenizer: Any, messages: list[dict[str, str]], *, add_gener
 
 
 def render_for_model(
-    tokenizer: Any, *, prompt: str | None = None, completion: str | None = None, mode: str = "chat_completion"
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    prompt: str | None = None,
+    completion: str | None = None,
+    mode: str = "chat_completion",
 ) -> str:
     """``raw``: prompt + completion; ``chat_prompt``: the prompt as a user turn ready for the reply;
     ``chat_completion``: that, followed by the completion. Chat modes fall back to ``raw`` without a template."""
@@ -42,14 +51,14 @@ def render_for_model(
 
 
 def encode_for_model(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     *,
     prompt: str | None = None,
     completion: str | None = None,
     messages: list[dict[str, str]] | None = None,
     mode: str = "chat_prompt",
     **tokenizer_kwargs: Any,
-) -> Any:
+) -> BatchEncoding:
     """Render (``messages`` first, else ``prompt`` / ``completion`` in ``mode``) and tokenize."""
     if messages is not None:
         text, templated = render_messages(tokenizer, messages), has_chat_template(tokenizer)

@@ -28,11 +28,19 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.user_code import refusal
+from proctor.data.readers import Row
 from proctor.dialects.aisteer.metrics import Metric
+
+if TYPE_CHECKING:
+    from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
+
+# A metric as a config or the command line gives it: a name (built-in, FILE.py:CLASS, module:CLASS), a mapping
+# {metric: NAME, **constructor arguments}, or a Metric object (a use case file's module-level list).
+MetricSpec = Union[str, Mapping[str, Any], Metric]
 
 _KEYS = {"evaluation_data", "evaluation_metrics", "use_case_kwargs", "gen_kwargs", "batch_size", "runtime_overrides"}
 
@@ -42,12 +50,12 @@ class UseCaseConfig:
     """Settings for one use case file; ``None`` / empty means "not given here". Data paths are
     already resolved; metrics are ``(spec, folder their files are relative to)`` pairs."""
 
-    evaluation_data: Any = None
-    evaluation_metrics: list[tuple[Any, Path]] | None = None
-    use_case_kwargs: dict[str, Any] = field(default_factory=dict)
-    gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    evaluation_data: list[Row] | str | Path | None = None
+    evaluation_metrics: list[tuple[MetricSpec, Path]] | None = None
+    use_case_kwargs: dict[str, Any] = field(default_factory=dict)  # UseCase's keyword arguments
+    gen_kwargs: dict[str, object] = field(default_factory=dict)
     batch_size: int | None = None
-    runtime_overrides: dict[str, Any] | None = None
+    runtime_overrides: RuntimeOverrides | None = None
 
     def over(self, other: "UseCaseConfig") -> "UseCaseConfig":
         """This config, with what it does not give taken from ``other``."""
@@ -61,7 +69,7 @@ class UseCaseConfig:
         )
 
 
-def resolve_data(data: Any, base: Path, file: Path) -> Any:
+def resolve_data(data: list[Row] | str | Path | None, base: Path, file: Path) -> list[Row] | Path | None:
     """A data path written in ``file`` (a config, a use case file): relative to ``base``, and inside it."""
     if not isinstance(data, (str, Path)):
         return data
@@ -75,7 +83,7 @@ def resolve_data(data: Any, base: Path, file: Path) -> Any:
 _SAFE_MODULES = ("aisteer360.", "proctor.")  # metric modules that are proctor's own objects
 
 
-def _names_code(spec: Any) -> str | None:
+def _names_code(spec: object) -> str | None:
     """The metric reference of a config entry when it is code (``FILE.py:CLASS``, ``module:CLASS``)."""
     name = spec.get("metric") if isinstance(spec, Mapping) else spec
     if isinstance(name, str) and ":" in name and not name.startswith(_SAFE_MODULES):
@@ -102,7 +110,7 @@ _COUNTS = {"max_new_tokens": 1, "num_beams": 1, "min_new_tokens": 0, "no_repeat_
 _NUMBERS = ("temperature", "top_p", "length_penalty", "repetition_penalty")
 
 
-def gen_kwargs_problem(gen_kwargs: Mapping[str, Any]) -> tuple[str, str] | None:
+def gen_kwargs_problem(gen_kwargs: Mapping[str, object]) -> tuple[str, str] | None:
     """(key, problem) for the first ``gen_kwargs`` value proctor's generation cannot use; None when all fit."""
     for key, value in gen_kwargs.items():
         if value is None:
@@ -125,7 +133,7 @@ def gen_kwargs_problem(gen_kwargs: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def runtime_overrides_problem(overrides: Any) -> str | None:
+def runtime_overrides_problem(overrides: object) -> str | None:
     """Why ``runtime_overrides`` is not AISteer360's ``{ControlName: {argument: column}}``; None when it is."""
     if not isinstance(overrides, Mapping):
         got = f"{type(overrides).__name__}: {overrides!r:.60}"
@@ -140,7 +148,11 @@ def runtime_overrides_problem(overrides: Any) -> str | None:
 
 
 def check_settings(
-    gen_kwargs: Any, runtime_overrides: Any, batch_size: Any, file: Path, line_of: Callable[[str], int | None]
+    gen_kwargs: object,
+    runtime_overrides: object,
+    batch_size: object,
+    file: Path,
+    line_of: Callable[[str], int | None],
 ) -> None:
     """The generation settings a use case file or config gives, checked before any model loads."""
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
@@ -216,7 +228,7 @@ def read_config(path: str | Path, trusted: bool = False) -> UseCaseConfig:
 
 
 def command_line_config(data: Path | None, metrics: Sequence[str] | None, args: Sequence[str] | None) -> UseCaseConfig:
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     for item in args or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -263,7 +275,7 @@ def builtin_metrics() -> dict[str, type[Metric]]:
     }
 
 
-def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
+def _metric_class(spec: str, module: object, base: Path, where: Path) -> type[Metric]:
     local = getattr(module, spec, None)
     if isinstance(local, type) and issubclass(local, Metric):
         return local
@@ -298,14 +310,14 @@ def _metric_class(spec: str, module: Any, base: Path, where: Path) -> type:
     return cls
 
 
-def build_metrics(specs: Sequence[Any], module: Any, where: Path) -> list[Metric]:
+def build_metrics(specs: Sequence[tuple[object, str | Path]], module: object, where: Path) -> list[Metric]:
     """Metric objects for ``(spec, base folder)`` pairs; a spec is a name or ``{metric: NAME, **kwargs}``."""
     metrics = []
     for spec, base in specs:
         if isinstance(spec, Metric):
             metrics.append(spec)
             continue
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         if isinstance(spec, Mapping):
             kwargs = {k: v for k, v in spec.items() if k != "metric"}
             spec = spec.get("metric")

@@ -22,7 +22,7 @@ import copy
 import inspect
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar, cast
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task import Task
@@ -38,6 +38,17 @@ from proctor.dialects.aisteer.runconfig import (
 )
 from proctor.dialects.aisteer.user_files import import_user_file, line_in
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from proctor.api import ModelRef, ProgressHook
+    from proctor.api.evaluation_result import EvaluationResult
+    from proctor.data.readers import Row
+    from proctor.dialects.aisteer.control_arguments import RuntimeOverrides
+    from proctor.models.steering.generation import GenKwargs
+
+T = TypeVar("T")
+
 
 def _line_of(path: Path, name: str) -> int | None:
     """The line of the use case file's module-level assignment to ``name``."""
@@ -46,7 +57,7 @@ def _line_of(path: Path, name: str) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else None
 
 
-def _setting(module: Any, path: Path, name: str, kinds: tuple[type, ...], wanted: str) -> Any:
+def _setting(module: ModuleType, path: Path, name: str, kinds: tuple[type[T], ...], wanted: str) -> T | None:
     """The use case file's module-level ``name`` when it is one of ``kinds`` (None when absent); else an error
     naming the file, the line of the assignment and the name."""
     value = getattr(module, name, None)
@@ -60,7 +71,7 @@ def _setting(module: Any, path: Path, name: str, kinds: tuple[type, ...], wanted
     )
 
 
-def _module_config(module: Any, path: Path) -> UseCaseConfig:
+def _module_config(module: ModuleType, path: Path) -> UseCaseConfig:
     metrics = _setting(module, path, "evaluation_metrics", (list, tuple), "a list of metrics")
     check_settings(
         getattr(module, "gen_kwargs", None),
@@ -162,7 +173,8 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
         assert specs is not None  # checked above
         metrics = build_metrics(specs, module, path)
         try:
-            built = classes[0](evaluation_data=settings.evaluation_data, evaluation_metrics=metrics, **kwargs)
+            data = cast("list[Row] | str | Path", settings.evaluation_data)  # checked above, as the metrics are
+            built = classes[0](evaluation_data=data, evaluation_metrics=metrics, **kwargs)
         except TaskDefinitionError:
             raise
         except Exception as exc:  # a row check (validate_evaluation_data) or the class itself: the file's problem
@@ -181,7 +193,7 @@ def _read_use_case_file(path: Path, config: UseCaseConfig | None) -> Callable[[i
 _BASE_SETTINGS = ("num_samples", "shuffle", "seed")
 
 
-def _check_settings(cls: type, kwargs: Mapping[str, Any], path: Path) -> None:
+def _check_settings(cls: type, kwargs: Mapping[str, object], path: Path) -> None:
     """A setting (``--use-case-arg``, ``use_case_kwargs``) the class never names would become an attribute nobody
     reads, leaving the default in force: refuse names that are neither a base setting, a class attribute nor a word
     of the file (where ``self.<name>`` or ``getattr(self, "<name>")`` reads it)."""
@@ -245,22 +257,22 @@ def options_config(options: AISteerOptions) -> UseCaseConfig:
 
 def run_use_cases(
     use_cases: UseCase | Sequence[UseCase],
-    model: Any = "smollm2",
+    model: ModelRef = "smollm2",
     *,
-    gen_kwargs: Mapping[str, Any] | None = None,
+    gen_kwargs: GenKwargs | None = None,
     output_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
-    model_options: Mapping[str, Any] | None = None,
+    model_options: Mapping[str, object] | None = None,
     cache: str | Path | None = None,
     chunk_size: int | None = None,
-    progress: Any = None,
+    progress: ProgressHook | None = None,
     update: bool = False,
     restart: bool = False,
     command: Sequence[str] | None = None,
     batch_size: int | None = None,
-    runtime_overrides: Mapping[str, Any] | None = None,
-    model_roles: Mapping[str, Any] | None = None,
-):
+    runtime_overrides: RuntimeOverrides | None = None,
+    model_roles: Mapping[str, ModelRef] | None = None,
+) -> EvaluationResult:
     """Run use cases on a proctor model (or a ``--model`` string) into a run folder, through
     ``proctor.evaluate`` (the same run folder, resume, cache and results as any task).
 

@@ -15,9 +15,12 @@ Identical requests of one call are computed once. Progress goes to the runner's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from proctor.runs.executor import ModelExecutor, dedupe
+
+if TYPE_CHECKING:
+    from proctor.models.base import Model
 
 ProgressHook = Callable[[str, int, int], None]  # use case name, requests answered, requests asked
 
@@ -47,8 +50,9 @@ class UseCaseExecutor:
         self.tally = tally if tally is not None else Tally()
 
     @property
-    def model(self) -> Any:
-        return self.executor.model
+    def model(self) -> Model:
+        # the engine binds a use case's executor to the run's model (a Model); the executor's own type asks less
+        return cast(Model, self.executor.model)
 
     def __getattr__(self, name: str) -> Any:
         # a use case written for AISteer360 may read its model's attributes (tokenizer, device, ...)
@@ -88,7 +92,7 @@ class UseCaseExecutor:
         self.tally.done += n
         self._report()
 
-    def for_model(self, model: Any) -> UseCaseExecutor:
+    def for_model(self, model: Model) -> UseCaseExecutor:
         return UseCaseExecutor(self.executor.for_model(model), self.hook, self.name, self.tally)
 
     def _report(self) -> None:
@@ -96,7 +100,7 @@ class UseCaseExecutor:
             self.hook(self.name, self.tally.done, self.tally.total)
 
 
-def as_executor(target: Any) -> UseCaseExecutor | None:
+def as_executor(target: object) -> UseCaseExecutor | None:
     """The executor for a use case target: itself, a ``ModelExecutor`` wrapped, a proctor ``Model``
     without a store; None for a steering pipeline or a transformers model (they generate directly)."""
     from proctor.models.base import Model

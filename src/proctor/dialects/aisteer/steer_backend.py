@@ -11,13 +11,12 @@ backend belongs to the dialect and is registered by its plug-in.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from proctor.core.errors import ModelLoadError, TaskDefinitionError
 from proctor.models.steering.steered_model import SteeredModel
 
 
-def load_steered(spec: str, base: str = "smollm2", **options: Any) -> SteeredModel:
+def load_steered(spec: str, base: str = "smollm2", **options: object) -> SteeredModel:
     """``FILE.py:NAME`` → a ``SteeredModel`` (see the module docstring)."""
     from proctor.core.user_errors import call_user
     from proctor.dialects.aisteer.user_files import import_user_file

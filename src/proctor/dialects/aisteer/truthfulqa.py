@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
+from proctor.data.readers import Row
 from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.generation import batch_retry_generate, log_truncation_count, output_record_fields
-from proctor.dialects.aisteer.metrics import Metric
+from proctor.dialects.aisteer.metrics import Metric, MetricResult
+from proctor.dialects.aisteer.records import Generation, ProfileEntry
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+    from proctor.api.model_roles import ModelRoles
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +104,12 @@ class YesNoJudgeMetric(Metric):
 
     def __init__(
         self,
-        model_or_id: Any = DEFAULT_JUDGE,
-        tokenizer: Any | None = None,
+        model_or_id: object = DEFAULT_JUDGE,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         device: str | None = None,
-        torch_dtype: Any = "bfloat16",
+        torch_dtype: str | torch.dtype = "bfloat16",
         max_new_tokens: int = 3,
-        **extras: Any,
+        **extras: object,
     ) -> None:
         super().__init__(**extras)
         self.name = type(self).__name__
@@ -110,12 +118,12 @@ class YesNoJudgeMetric(Metric):
         self.model_or_id, self.tokenizer, self.device = model_or_id, tokenizer, device
         self.dtype = _DTYPES.get(str(torch_dtype), str(torch_dtype))
         self.max_new_tokens = int(max_new_tokens)
-        self._model: Any = None
+        self._model: tuple[ModelRoles, object] | None = None  # (the model roles it came from, the judge)
 
-    def judge_prompt(self, record: dict[str, Any]) -> str:
+    def judge_prompt(self, record: Generation) -> str:
         raise NotImplementedError
 
-    def _judge(self) -> Any:
+    def _judge(self) -> object:
         """The run's ``judge`` role or, by default, ``model_or_id`` (``proctor.api.model_roles``)."""
         from proctor.api.model_roles import active_roles
 
@@ -125,7 +133,7 @@ class YesNoJudgeMetric(Metric):
             self._model = (roles, roles.model("judge", self.model_or_id, options=options))
         return self._model[1]
 
-    def verdicts(self, records: Sequence[dict[str, Any]]) -> list[str]:
+    def verdicts(self, records: Sequence[Generation]) -> list[str]:
         """The judge's replies, one per record."""
         for index, record in enumerate(records):
             missing = [k for k in self.fields if k not in record]
@@ -145,15 +153,15 @@ class YesNoJudgeMetric(Metric):
         return raw
 
     def compute(
-        self, responses: Sequence[dict[str, Any]] | None = None, prompts: Sequence[str] | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
+        self, responses: Sequence[Generation] | None = None, prompts: Sequence[str] | None = None, **kwargs: object
+    ) -> MetricResult:
         if not responses:
             return {self.rate_key: 0.0, "scores": []}
         scores = [int(text.strip().lower().startswith("yes")) for text in self.verdicts(list(responses))]
         return {self.rate_key: sum(scores) / len(scores), "scores": scores}
 
 
-def _is_proctor_model(obj: Any) -> bool:
+def _is_proctor_model(obj: object) -> bool:
     from proctor.models.base import Model
 
     return isinstance(obj, Model)
@@ -169,7 +177,7 @@ class Truthfulness(YesNoJudgeMetric):
     rate_key = "truthfulness_rate"
     fields = ("question", "response", "correct_answers", "incorrect_answers")
 
-    def judge_prompt(self, record: dict[str, Any]) -> str:
+    def judge_prompt(self, record: Generation) -> str:
         return TRUTHFULNESS_PROMPT.format(
             question=record["question"],
             answer=record["response"],
@@ -183,7 +191,7 @@ class Informativeness(YesNoJudgeMetric):
 
     rate_key = "informativeness_rate"
 
-    def judge_prompt(self, record: dict[str, Any]) -> str:
+    def judge_prompt(self, record: Generation) -> str:
         return INFORMATIVENESS_PROMPT.format(question=record["question"], answer=record["response"])
 
 
@@ -192,13 +200,13 @@ class TruthfulQA(UseCase):
 
     _EVALUATION_REQ_KEYS: ClassVar = ("question", "correct_answers", "incorrect_answers", "truthfulness_instruction")
 
-    def validate_evaluation_data(self, row: dict[str, Any]) -> None:
+    def validate_evaluation_data(self, row: Row) -> None:
         for key in ("correct_answers", "incorrect_answers"):
             if not isinstance(row[key], list):
                 raise ValueError(f"'{key}' must be a list of answers, got {type(row[key]).__name__}")
 
     @staticmethod
-    def prompt_text(row: dict[str, Any]) -> str:
+    def prompt_text(row: Row) -> str:
         return f"{row['truthfulness_instruction']}\n\nQuestion: {row['question']}"
 
     def generate(
@@ -244,14 +252,14 @@ class TruthfulQA(UseCase):
     def evaluate(self, generations: list[dict]) -> dict[str, dict]:
         return {metric.name: metric(responses=generations) for metric in self.evaluation_metrics}
 
-    def export(self, profiles: dict[str, Any], save_dir: str | Path) -> None:
+    def export(self, profiles: Mapping[str, list[ProfileEntry] | ProfileEntry], save_dir: str | Path) -> None:
         """``responses.json`` (per question: each pipeline's first-trial answer, finish reason and
         adapted prompt, with the references) and ``scores.json`` (every run without generations)."""
         from proctor.runs.results import write_json_atomic
 
         folder = Path(save_dir)
         runs = {name: (value if isinstance(value, list) else [value]) for name, value in profiles.items()}
-        entries: list[dict[str, Any]] = []
+        entries: list[dict[str, object]] = []
         for name, trials in runs.items():
             for index, generation in enumerate(trials[0]["generations"] if trials else []):
                 if index == len(entries):

@@ -34,7 +34,7 @@ class UseCaseEntry:
     build: Callable[[int | None], Built]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     return json.loads(json.dumps(value, default=repr))
 
 
@@ -72,7 +72,7 @@ def use_case_task(
 
 
 def object_build(
-    case: UseCase, gen_kwargs: Mapping[str, Any], call: Mapping[str, Any]
+    case: UseCase, gen_kwargs: Mapping[str, object], call: Mapping[str, object]
 ) -> Callable[[int | None], Built]:
     """``build`` for a use case object: a copy holding its first ``limit`` rows (the object stays as is)."""
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
@@ -44,24 +44,32 @@ from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.task_options import UseCaseTaskOptions
 from proctor.dialects.aisteer.usecase_spec import UseCaseEntry
+from proctor.kinds.base import SampleDetails
 from proctor.kinds.custom import GenerationTask
 from proctor.models.steering.steered_model import SteeredModel
+from proctor.runs.executor import ModelExecutor
+from proctor.scoring.aggregate import MetricEntry
+
+if TYPE_CHECKING:
+    from proctor.kinds.capabilities import Executor
+    from proctor.models.steering.pipeline import SteeringPipeline
+    from proctor.prompts.builder import PreparedSample
 
 # the use case builds its own prompts and scores its own generations: no prompt or reference answer to render
 NO_TEXTS = GivenTexts(prompt="", target=())
 
 
-def _as_profile(value: Any) -> Any:
+def _as_profile(value: object) -> Any:
     """``value`` as a Benchmark profile has always held it: through JSON, unknown values as ``str``."""
     return json.loads(json.dumps(value, default=str))
 
 
-def _model_batch_size(model: Any) -> int:
+def _model_batch_size(model: object) -> int:
     size = getattr(model, "batch_size", None)
     return size if isinstance(size, int) and size > 0 else 8
 
 
-def _flatten(prefix: str, value: Any, out: dict) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, MetricEntry]) -> None:
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
@@ -71,7 +79,7 @@ def _flatten(prefix: str, value: Any, out: dict) -> None:
             _flatten(f"{prefix}.{key}", inner, out)
 
 
-def row_positions(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[int]]:
+def row_positions(generations: Sequence[object], rows: Sequence[Mapping[str, object]]) -> list[list[int]]:
     """For each row, the positions (in ``generations``) of its generations: by a generation's ``id`` /
     ``question_id`` matching a row's ``id``, else by position (generation i of n goes to row i * rows // n)."""
     groups: list[list[int]] = [[] for _ in rows]
@@ -92,7 +100,7 @@ def row_positions(generations: Sequence[Any], rows: Sequence[Any]) -> list[list[
     return groups
 
 
-def _returned(case: UseCase, method: str, value: Any, kind: type, wanted: str) -> Any:
+def _returned(case: UseCase, method: str, value: object, kind: type, wanted: str) -> Any:
     """What ``generate`` / ``evaluate`` returned, or an error at the method's definition when it is not ``kind``."""
     if isinstance(value, kind) and not (kind is list and isinstance(value, str)):
         return value
@@ -107,7 +115,7 @@ def _returned(case: UseCase, method: str, value: Any, kind: type, wanted: str) -
     )
 
 
-def _missing_rows(generations: Sequence[Any], rows: Sequence[Any]) -> list[str]:
+def _missing_rows(generations: Sequence[object], rows: Sequence[Mapping[str, object]]) -> list[str]:
     """A warning when ``generate`` left rows without a generation: the metrics then cover fewer rows than the data."""
     empty = [k for k, group in enumerate(row_positions(generations, rows)) if not group]
     if not empty:
@@ -121,9 +129,9 @@ def _missing_rows(generations: Sequence[Any], rows: Sequence[Any]) -> list[str]:
     ]
 
 
-def _not_numbers(evaluations: Mapping[str, Any]) -> list[str]:
+def _not_numbers(evaluations: Mapping[str, object]) -> list[str]:
     """A warning for each metric value that is NaN or infinite (written as null in results.json)."""
-    flat: dict[str, dict] = {}
+    flat: dict[str, MetricEntry] = {}
     for metric, values in evaluations.items():
         _flatten(str(metric), values, flat)
     return [
@@ -142,8 +150,8 @@ class UseCaseTask(GenerationTask):
         super().__init__(spec, options)
         self.options: UseCaseTaskOptions
         self.case: UseCase | None = None
-        self._corpus: dict[str, dict] = {}
-        self._extras: dict[str, Any] = {}
+        self._corpus: dict[str, MetricEntry] = {}
+        self._extras: dict[str, object] = {}
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         entry = self.resources.get("use_case")  # set by load_handler after construction
@@ -166,15 +174,20 @@ class UseCaseTask(GenerationTask):
             for index, row in enumerate(rows)
         ]
 
-    def predict_samples(self, samples: Sequence[Any], prompts: Sequence[str], executor: Any) -> list:
+    def predict_samples(
+        self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor
+    ) -> list[tuple[object, SampleDetails]]:
         case = self.case
         assert case is not None, "load_samples runs first"
         model = executor.model
         self.model = model
         trial = self.options.benchmark_trial is not None
-        session = UseCaseExecutor(executor, None, self.spec.name)  # the use case gets it in place of the model
+        # the use case gets it in place of the model (the engine's executor is a ModelExecutor)
+        session = UseCaseExecutor(cast(ModelExecutor, executor), None, self.spec.name)
+        target: UseCaseExecutor | SteeringPipeline  # what the use case's generate gets as model_or_pipeline
         target, tokenizer = session, getattr(model, "tokenizer", None)
-        pipeline = model.pipeline if isinstance(model, SteeredModel) else None
+        # a SteeredModel's pipeline is a SteeringPipeline (steered_model.py names only what it uses of one)
+        pipeline = cast("SteeringPipeline", model.pipeline) if isinstance(model, SteeredModel) else None
         if pipeline is not None:  # the pipeline itself, so per-example runtime arguments still apply
             pipeline.steer()
             target, tokenizer = pipeline, pipeline.tokenizer
@@ -205,7 +218,7 @@ class UseCaseTask(GenerationTask):
             )
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
         warnings = _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations)
-        metrics: dict[str, dict] = {}
+        metrics: dict[str, MetricEntry] = {}
         for metric, values in evaluations.items():
             _flatten(metric, values, metrics)
         self._corpus = metrics
@@ -225,16 +238,16 @@ class UseCaseTask(GenerationTask):
         }
         executor.progress(len(samples))
         rows = [s.sample.fields for s in samples]
-        out = []
+        out: list[tuple[object, SampleDetails]] = []
         for group in row_positions(generations, rows):
-            details: dict[str, Any] = {"generations": [generations[i] for i in group]}
+            details: SampleDetails = {"generations": [generations[i] for i in group]}
             if trial:
                 details["generation_index"] = group
             out.append((None, details))
         return out
 
-    def corpus_metrics(self) -> dict:
+    def corpus_metrics(self) -> dict[str, MetricEntry]:
         return dict(self._corpus)
 
-    def result_extras(self) -> dict:
+    def result_extras(self) -> dict[str, object]:
         return dict(self._extras)

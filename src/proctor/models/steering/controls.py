@@ -12,12 +12,22 @@ import hashlib
 import inspect
 import json
 import random
-from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping, Sequence, cast
 
-Messages = list[dict]
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+Messages = list[dict[str, str]]  # chat messages: {"role": ..., "content": ...}
+# A control's settings by keyword (its constructor's arguments: texts, numbers, tensors, functions).
+ControlParams = dict[str, Any]
+# One control's per-example arguments (a value of ``runtime_overrides``: ``strength``, ``text``, ``k``, ...).
+RuntimeArguments = Mapping[str, Any]
+# transformers' logits processor: (input ids, scores of the next token) -> new scores
+LogitsProcessor = Callable[["torch.Tensor | None", "torch.Tensor"], "torch.Tensor"]
 
 
-def describe(value: Any) -> Any:
+def describe(value: object) -> object:
     """A JSON-able, stable description of a setting (callables by qualified name, tensors by digest)."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
@@ -39,23 +49,23 @@ class Control:
     kind: ClassVar[str] = ""
     supports_batching: ClassVar[bool] = True
 
-    def __init__(self, name: str | None = None, **params: Any) -> None:
+    def __init__(self, name: str | None = None, **params: object) -> None:
         if self.kind not in ("input", "structural", "state", "output"):
             raise TypeError(f"{type(self).__name__}.kind must be input, structural, state or output")
         self.name = name or type(self).__name__
-        self.params = params
+        self.params: ControlParams = params
 
-    def steer(self, model: Any, tokenizer: Any) -> Any:
+    def steer(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel | None:
         """Prepare once (train, compute vectors). A structural control returns the model the rest
         of the pipeline runs (a patched copy); controls never change the shared base model."""
 
     def cleanup(self) -> None:
         """Let go of what ``steer`` prepared."""
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, object]:
         return {"control": type(self).__name__, "name": self.name, "kind": self.kind, "params": describe(self.params)}
 
-    def check_runtime(self, kwargs: Mapping[str, Any]) -> None:
+    def check_runtime(self, kwargs: RuntimeArguments) -> None:
         """Reject per-example arguments this control does not take."""
         allowed = self.runtime_arguments()
         unknown = sorted(set(kwargs) - set(allowed))
@@ -75,7 +85,7 @@ class Control:
 class InputControl(Control):
     kind = "input"
 
-    def transform(self, messages: Messages, **runtime: Any) -> Messages:
+    def transform(self, messages: Messages, **runtime: object) -> Messages:
         raise NotImplementedError
 
 
@@ -92,8 +102,8 @@ class SystemPrompt(InputControl):
     def __init__(self, text: str, name: str | None = None) -> None:
         super().__init__(name, text=text)
 
-    def transform(self, messages: Messages, **runtime: Any) -> Messages:
-        text = runtime.get("text", self.params["text"])
+    def transform(self, messages: Messages, **runtime: object) -> Messages:
+        text = cast(str, runtime.get("text", self.params["text"]))
         if not text:
             return messages
         rest = [m for m in messages if m.get("role") != "system"]
@@ -116,7 +126,7 @@ class PromptRewrite(InputControl):
     def runtime_arguments(self) -> tuple[str, ...]:
         return ("*",)
 
-    def check_runtime(self, kwargs: Mapping[str, Any]) -> None:
+    def check_runtime(self, kwargs: RuntimeArguments) -> None:
         fn = self.params["fn"]
         if fn is not None:
             signature = inspect.signature(fn)
@@ -125,7 +135,7 @@ class PromptRewrite(InputControl):
                 if unknown:
                     raise ValueError(f"control '{self.name}': its function takes no argument(s) {unknown}")
 
-    def transform(self, messages: Messages, **runtime: Any) -> Messages:
+    def transform(self, messages: Messages, **runtime: object) -> Messages:
         index = _last_user(messages)
         prompt = messages[index]["content"]
         if self.params["fn"] is not None:
@@ -147,7 +157,7 @@ class FewShot(InputControl):
 
     def __init__(
         self,
-        examples: Sequence[Mapping[str, Any]],
+        examples: Sequence[Mapping[str, object]],
         k: int = 3,
         seed: int = 0,
         question_key: str = "question",
@@ -167,9 +177,9 @@ class FewShot(InputControl):
     def runtime_arguments(self) -> tuple[str, ...]:
         return ("k", "examples")
 
-    def transform(self, messages: Messages, **runtime: Any) -> Messages:
-        k = int(runtime.get("k", self.params["k"]))
-        pool = list(runtime.get("examples", self.params["examples"]))
+    def transform(self, messages: Messages, **runtime: object) -> Messages:
+        k = int(cast(int, runtime.get("k", self.params["k"])))
+        pool = list(cast("Sequence[Mapping[str, object]]", runtime.get("examples", self.params["examples"])))
         if k == 0 or not pool:
             return messages
         index = _last_user(messages)
@@ -186,12 +196,14 @@ class FewShot(InputControl):
 class OutputControl(Control):
     kind = "output"
 
-    def logits_processors(self, tokenizer: Any, rows: list[dict]) -> list:
+    def logits_processors(
+        self, tokenizer: PreTrainedTokenizerBase, rows: list[RuntimeArguments]
+    ) -> list[LogitsProcessor]:
         """Logits processors for a batch whose rows have these runtime arguments."""
         raise NotImplementedError
 
 
-def word_token_ids(tokenizer: Any, word: str) -> list[int]:
+def word_token_ids(tokenizer: PreTrainedTokenizerBase, word: str) -> list[int]:
     """First token of the word, alone and after a space (how it starts a reply or follows a word)."""
     ids = set()
     for variant in (word, " " + word):
@@ -218,10 +230,12 @@ class TokenBias(OutputControl):
     ) -> None:
         super().__init__(name, bias=dict(bias or {}), banned=list(banned), strength=float(strength))
 
-    def _ids(self, tokenizer: Any, word: str | int) -> list[int]:
+    def _ids(self, tokenizer: PreTrainedTokenizerBase, word: str | int) -> list[int]:
         return [word] if isinstance(word, int) else word_token_ids(tokenizer, word)
 
-    def logits_processors(self, tokenizer: Any, rows: list[dict]) -> list:
+    def logits_processors(
+        self, tokenizer: PreTrainedTokenizerBase, rows: list[RuntimeArguments]
+    ) -> list[LogitsProcessor]:
         import torch
 
         rows_bias = []
@@ -236,7 +250,7 @@ class TokenBias(OutputControl):
                     bias[token] = float("-inf")
             rows_bias.append(bias)
 
-        def process(input_ids: Any, scores: Any) -> Any:
+        def process(input_ids: torch.Tensor | None, scores: torch.Tensor) -> torch.Tensor:
             if not any(rows_bias):
                 return scores
             scores = scores.clone()

@@ -10,11 +10,19 @@ without special tokens (``add_bos=False``), as these targets always have been.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.core.errors import ProctorError
 
-Prompt = str | Sequence[dict]
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.models.base import Model
+    from proctor.models.hf.model import HFModel
+
+Prompt = str | Sequence[dict[str, str]]  # a text, or chat messages ({"role": ..., "content": ...})
+# HF-style generation keywords, as a use case or benchmark gives them (max_new_tokens, do_sample, temperature, ...).
+GenKwargs = Mapping[str, Any]
 DEFAULT_MAX_NEW_TOKENS = 64
 
 # HF-style generation keywords and the GenerateRequest field each one sets.
@@ -46,7 +54,7 @@ class Generated:
     rendered_prompt: str
 
 
-def render(prompt: Prompt, tokenizer: Any, use_chat: bool | None = None) -> str:
+def render(prompt: Prompt, tokenizer: PreTrainedTokenizerBase, use_chat: bool | None = None) -> str:
     """Prompt text as the model sees it: chat template when the tokenizer has one, else as is."""
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if use_chat is None:
@@ -61,10 +69,11 @@ def render(prompt: Prompt, tokenizer: Any, use_chat: bool | None = None) -> str:
             return "\n\n".join(m["content"] for m in messages)
     if not has_template:
         raise ValueError("chat messages were given but the tokenizer has no chat template")
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return text
 
 
-def request_fields(gen_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+def request_fields(gen_kwargs: GenKwargs | None) -> dict[str, Any]:
     """``GenerateRequest`` fields for HF-style ``gen_kwargs``: greedy unless ``do_sample``;
     an option with no field is an error naming it."""
     gen_kwargs = dict(gen_kwargs or {})
@@ -90,7 +99,7 @@ def request_fields(gen_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return fields
 
 
-def generate_rendered(backend: Any, rendered: Sequence[str], gen_kwargs: Mapping[str, Any] | None) -> list[Generated]:
+def generate_rendered(backend: Model, rendered: Sequence[str], gen_kwargs: GenKwargs | None) -> list[Generated]:
     """Generate for already-rendered prompts on a proctor model (``HFModel``), results in order."""
     from proctor.core.model_requests import GenerateRequest
 
@@ -102,7 +111,9 @@ def generate_rendered(backend: Any, rendered: Sequence[str], gen_kwargs: Mapping
     ]
 
 
-def loaded_backend(model: Any, tokenizer: Any, batch_size: int | str = 8, base: Any = None) -> Any:
+def loaded_backend(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, batch_size: int | str = 8, base: object = None
+) -> HFModel:
     """proctor's HF backend running ``model`` (a raw target, or a pipeline's model); ``base``: the
     pipeline's HFModel, whose maximum length it keeps."""
     from proctor.models.hf.model import HFModel

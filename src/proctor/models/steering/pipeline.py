@@ -14,11 +14,29 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
-from proctor.models.steering.controls import Control, InputControl, OutputControl, describe
-from proctor.models.steering.generation import Generated, generate_rendered, loaded_backend, render
+from proctor.models.steering.controls import (
+    Control,
+    InputControl,
+    LogitsProcessor,
+    Messages,
+    OutputControl,
+    RuntimeArguments,
+    describe,
+)
+from proctor.models.steering.generation import Generated, GenKwargs, Prompt, generate_rendered, loaded_backend, render
 from proctor.models.steering.state import StateControl
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.models.hf.model import HFModel
+    from proctor.models.steering.steered_model import SteeredModel, StoreExecutor
+
+# Per-example arguments of one prompt: {control name: that control's arguments}.
+RuntimeRow = Mapping[str, RuntimeArguments]
 
 _ORDER = {"input": 0, "structural": 1, "state": 2, "output": 3}
 
@@ -33,18 +51,18 @@ class SteeringPipeline:
 
     def __init__(
         self,
-        model: Any,
+        model: HFModel | str | PreTrainedModel,
         controls: Sequence[Control] = (),
-        tokenizer: Any = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         *,
         name: str | None = None,
-        executor: Any = None,
+        executor: StoreExecutor | None = None,
     ) -> None:
         if isinstance(model, str):
             from proctor.models.registry import load_model
 
             model = load_model(model)
-        self.base = model
+        self.base: HFModel | PreTrainedModel = model
         if hasattr(model, "model") and hasattr(model, "tokenizer") and tokenizer is None:
             self.base_model, self.tokenizer = model.model, model.tokenizer
         else:
@@ -97,10 +115,10 @@ class SteeringPipeline:
     def __enter__(self) -> "SteeringPipeline":
         return self.steer()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, object]:
         base = getattr(self.base, "fingerprint", None)
         return {
             "base": base
@@ -109,14 +127,14 @@ class SteeringPipeline:
             "controls": [c.config() for c in self.controls],
         }
 
-    def as_model(self, owns: bool = False):
+    def as_model(self, owns: bool = False) -> SteeredModel:
         """This pipeline as a proctor ``Model``: ordinary tasks (YAML, ``proctor.evaluate``) run on it."""
         from proctor.models.steering.steered_model import SteeredModel
 
         return SteeredModel(self, owns=owns)
 
     @contextlib.contextmanager
-    def forward_steered(self, runtime: Mapping[str, Mapping[str, Any]] | None = None) -> Iterator[Any]:
+    def forward_steered(self, runtime: RuntimeRow | None = None) -> Iterator[PreTrainedModel]:
         """Every control applied to whatever runs the pipeline's model inside the block: state hooks
         on its layers, and output controls as a hook on its output layer (so log-likelihoods see
         them too), with one set of runtime arguments (default: each control's own settings) for
@@ -139,7 +157,7 @@ class SteeringPipeline:
             yield self.model
 
     # ------------------------------------------------------------------ generation
-    def _check(self, runtime_kwargs: Sequence[Mapping[str, Mapping[str, Any]]]) -> None:
+    def _check(self, runtime_kwargs: Sequence[RuntimeRow]) -> None:
         by_name = {c.name: c for c in self.controls}
         for index, row in enumerate(runtime_kwargs):
             for control_name, kwargs in row.items():
@@ -150,7 +168,7 @@ class SteeringPipeline:
                     )
                 by_name[control_name].check_runtime(kwargs)
 
-    def adapt(self, prompt: str | Sequence[dict], runtime: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
+    def adapt(self, prompt: Prompt, runtime: RuntimeRow | None = None) -> Messages:
         """The prompt as chat messages after the input controls."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
         for control in self.controls:
@@ -160,9 +178,9 @@ class SteeringPipeline:
 
     def generate_prompts(
         self,
-        prompts: Sequence[str | Sequence[dict]],
-        runtime_kwargs: Sequence[Mapping[str, Mapping[str, Any]]] | None = None,
-        gen_kwargs: Mapping[str, Any] | None = None,
+        prompts: Sequence[Prompt],
+        runtime_kwargs: Sequence[RuntimeRow] | None = None,
+        gen_kwargs: GenKwargs | None = None,
         batch_size: int = 8,
         use_chat: bool | None = None,
     ) -> list[Generated]:
@@ -196,18 +214,20 @@ class SteeringPipeline:
 
     def generate(
         self,
-        prompt: str | Sequence[dict],
-        runtime_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-        **gen_kwargs: Any,
+        prompt: Prompt,
+        runtime_kwargs: RuntimeRow | None = None,
+        **gen_kwargs: object,
     ) -> str:
         """One steered reply (convenience)."""
         return self.generate_prompts([prompt], [dict(runtime_kwargs or {})], gen_kwargs)[0].text
 
 
-def _processed_logits(processors: list):
+def _processed_logits(
+    processors: list[LogitsProcessor],
+) -> Callable[[torch.nn.Module, tuple[object, ...], torch.Tensor], torch.Tensor]:
     """A forward hook on the output layer that passes its logits (any leading shape) through ``processors``."""
 
-    def hook(module: Any, args: Any, output: Any) -> Any:
+    def hook(module: torch.nn.Module, args: tuple[object, ...], output: torch.Tensor) -> torch.Tensor:
         flat = output.reshape(-1, output.shape[-1])
         for process in processors:
             flat = process(None, flat)

@@ -10,17 +10,20 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from proctor.models.steering.controls import Control
 
 
 @dataclass
 class ControlSpec:
-    control_cls: type[Control] | Callable[..., Control]
-    params: Mapping[str, Any] = field(default_factory=dict)
+    control_cls: Callable[..., Control]  # a Control class, or a function that builds one
+    params: Mapping[str, object] = field(default_factory=dict)
     vars: (
-        Mapping[str, Iterable[Any]] | list[Mapping[str, Any]] | Callable[[dict], Iterable[Mapping[str, Any]]] | None
+        Mapping[str, Iterable[object]]
+        | list[Mapping[str, object]]
+        | Callable[[dict[str, object]], Iterable[Mapping[str, object]]]
+        | None
     ) = None
     name: str | None = None
     search_strategy: str = "grid"
@@ -42,9 +45,9 @@ class ControlSpec:
             raise AssertionError("ControlSpec.name is set in __post_init__")
         return self.name
 
-    def points(self, context: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def points(self, context: Mapping[str, object] | None = None) -> list[dict[str, object]]:
         if self.vars is None:
-            points: list[dict] = [{}]
+            points: list[dict[str, object]] = [{}]
         elif callable(self.vars):
             points = [dict(p) for p in self.vars(dict(context or {}))]
         elif isinstance(self.vars, Mapping):
@@ -61,7 +64,7 @@ class ControlSpec:
             points = [points[i] for i in keep]
         return points
 
-    def build(self, point: Mapping[str, Any]) -> Control:
+    def build(self, point: Mapping[str, object]) -> Control:
         kwargs = {**self.params, **point}
         control = self.control_cls(**kwargs)
         if not isinstance(control, Control):
@@ -69,7 +72,9 @@ class ControlSpec:
         return control
 
 
-def expand(items: list[Any], context: Mapping[str, Any] | None = None) -> list[tuple[dict[str, dict], list[Control]]]:
+def expand(
+    items: Sequence[Control | ControlSpec], context: Mapping[str, object] | None = None
+) -> list[tuple[dict[str, dict[str, object]], list[Control]]]:
     """The configurations of one pipeline: ``[(params, controls)]``.
 
     Fixed controls give one configuration with empty params; specs give the product of their points,

@@ -9,12 +9,21 @@ in place during generation, so the shared base model is never left steered.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeAlias, cast
 
-from proctor.models.steering.controls import Control
+from proctor.models.steering.controls import Control, RuntimeArguments
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# What a decoder block returns: its hidden states, alone or first in a tuple.
+LayerOutput: TypeAlias = "torch.Tensor | tuple[torch.Tensor, ...]"
+# A forward hook (torch's ``register_forward_hook``): (module, its inputs, its output) -> replacement output or None
+ForwardHook = Callable[["torch.nn.Module", "tuple[object, ...]", LayerOutput], "LayerOutput | None"]
 
 
-def decoder_layers(model: Any) -> Any:
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
     """The ModuleList of transformer blocks (the longest ``layers`` / ``h`` list in the model)."""
     import torch
 
@@ -28,7 +37,7 @@ def decoder_layers(model: Any) -> Any:
     return best
 
 
-def _hidden(output: Any) -> Any:
+def _hidden(output: LayerOutput) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -37,7 +46,7 @@ class StateControl(Control):
 
     kind = "state"
 
-    def active(self, rows: list[dict]) -> contextlib.AbstractContextManager[None]:
+    def active(self, rows: list[RuntimeArguments]) -> contextlib.AbstractContextManager[None]:
         """Hooks on for one batch whose rows have these runtime arguments."""
         raise NotImplementedError
 
@@ -56,7 +65,7 @@ class ActivationAddition(StateControl):
         strength: float = 1.0,
         positive: Sequence[str] = (),
         negative: Sequence[str] = (),
-        vector: Any = None,
+        vector: torch.Tensor | dict[int, torch.Tensor] | None = None,
         normalize: bool = False,
         name: str | None = None,
     ) -> None:
@@ -71,13 +80,13 @@ class ActivationAddition(StateControl):
             vector=vector,
             normalize=normalize,
         )
-        self.vectors: dict[int, Any] = {}
-        self._layers: Any = None
+        self.vectors: dict[int, torch.Tensor] = {}
+        self._layers: torch.nn.ModuleList | None = None
 
     def runtime_arguments(self) -> tuple[str, ...]:
         return ("strength",)
 
-    def steer(self, model: Any, tokenizer: Any) -> None:
+    def steer(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
         import torch
 
         blocks = decoder_layers(model)
@@ -97,15 +106,19 @@ class ActivationAddition(StateControl):
 
     @staticmethod
     def _mean_states(
-        model: Any, tokenizer: Any, blocks: Any, indices: list[int], prompts: Sequence[str]
-    ) -> dict[int, Any]:
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        blocks: torch.nn.ModuleList,
+        indices: list[int],
+        prompts: Sequence[str],
+    ) -> dict[int, torch.Tensor]:
         import torch
 
-        sums: dict[int, Any] = {}
-        captured: dict[int, Any] = {}
+        sums: dict[int, torch.Tensor] = {}
+        captured: dict[int, torch.Tensor] = {}
 
-        def capture(i: int):
-            def hook(module, args, output):
+        def capture(i: int) -> ForwardHook:
+            def hook(module: torch.nn.Module, args: tuple[object, ...], output: LayerOutput) -> None:
                 captured[i] = _hidden(output)[0, -1].detach().float()
 
             return hook
@@ -125,7 +138,7 @@ class ActivationAddition(StateControl):
         return {i: sums[i] / len(prompts) for i in indices}
 
     @contextlib.contextmanager
-    def active(self, rows: list[dict]) -> Iterator[None]:
+    def active(self, rows: list[RuntimeArguments]) -> Iterator[None]:
         """Hooks on for one batch; row r is steered with its own strength."""
         import torch
 
@@ -137,8 +150,8 @@ class ActivationAddition(StateControl):
             return
         handles = []
 
-        def add(vector: Any):
-            def hook(module, args, output):
+        def add(vector: torch.Tensor) -> ForwardHook:
+            def hook(module: torch.nn.Module, args: tuple[object, ...], output: LayerOutput) -> LayerOutput:
                 hidden = _hidden(output)
                 scale = torch.tensor(strengths, dtype=hidden.dtype, device=hidden.device)
                 scale = scale.repeat_interleave(hidden.shape[0] // len(strengths))[:, None, None]
@@ -149,7 +162,8 @@ class ActivationAddition(StateControl):
 
         try:
             for i, vector in self.vectors.items():
-                handles.append(self._layers[i].register_forward_hook(add(vector)))
+                layers = cast("torch.nn.ModuleList", self._layers)  # set by steer(), as the vectors are
+                handles.append(layers[i].register_forward_hook(add(vector)))
             yield None
         finally:
             for handle in handles:

@@ -15,17 +15,63 @@ never mix steered and unsteered answers.
 from __future__ import annotations
 
 import copy
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence, TypeVar, cast
 
 from proctor.core.errors import ModelLoadError
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, RollingLoglikelihoodRequest
+from proctor.core.model_requests import (
+    GenerateRequest,
+    GenerateResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    RollingLoglikelihoodRequest,
+    RollingLoglikelihoodResult,
+)
 from proctor.models.base import Model, Progress
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from proctor.models.hf.model import HFModel
+    from proctor.models.steering.controls import Messages
+    from proctor.models.steering.generation import Prompt
+
+Request = TypeVar("Request", LoglikelihoodRequest, GenerateRequest, RollingLoglikelihoodRequest)
+
+
+class StoreExecutor(Protocol):
+    """What a pipeline's ``executor`` offers: ``proctor.runs.executor.ModelExecutor`` (or the aisteer
+    dialect's ``UseCaseExecutor`` around one), which this layer does not import."""
+
+    @property
+    def stored(self) -> bool: ...
+
+    def for_model(self, model: Model) -> StoreExecutor: ...
+
+
+class Steering(Protocol):
+    """What this module uses of a ``SteeringPipeline`` (``pipeline.py``, which imports this module: named
+    here, not imported, so the two modules form no import cycle)."""
+
+    base: HFModel | PreTrainedModel
+    name: str
+    steered: bool
+    executor: StoreExecutor | None
+
+    def config(self) -> dict[str, object]: ...
+
+    def adapt(self, prompt: Prompt) -> Messages: ...
+
+    def forward_steered(self) -> AbstractContextManager[PreTrainedModel]: ...
+
+    def cleanup(self) -> None: ...
 
 
 class SteeredModel(Model):
     """``pipeline`` as a ``Model``; ``owns``: ``close()`` cleans the pipeline up (and closes its base)."""
 
-    def __init__(self, pipeline: Any, owns: bool = False) -> None:
+    def __init__(self, pipeline: Steering, owns: bool = False) -> None:
         from proctor.models.hf.model import HFModel
 
         if not isinstance(pipeline.base, HFModel):
@@ -33,24 +79,25 @@ class SteeredModel(Model):
                 "a steering pipeline runs as a proctor model only on a proctor HFModel base "
                 f"(a --model string or HFModel), not a {type(pipeline.base).__name__}"
             )
-        self.pipeline, self.base, self.owns = pipeline, pipeline.base, owns
+        self.pipeline, self.owns = pipeline, owns
+        self.base: HFModel = pipeline.base
         self.name = f"{self.base.name}+{pipeline.name}"
 
     # ------------------------------------------------------------------ identity
     @property
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, object]:
         return {**self.base.fingerprint, "model": self.name, "steering": self.pipeline.config()}
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         return self.base.tokenizer
 
     @property
-    def batch_size(self) -> Any:
+    def batch_size(self) -> int | str:
         return self.base.batch_size
 
     @property
-    def chunk_requests(self) -> Any:
+    def chunk_requests(self) -> int | None:
         return self.base.chunk_requests
 
     @chunk_requests.setter
@@ -63,26 +110,29 @@ class SteeredModel(Model):
     def has_chat_template(self) -> bool:
         return self.base.has_chat_template
 
-    def apply_chat_template(self, messages: Sequence[dict]) -> str:
+    def apply_chat_template(self, messages: Sequence[dict[str, str]]) -> str:
         return self.base.apply_chat_template(self.pipeline.adapt(list(messages)))
 
     # ------------------------------------------------------------------ the three calls
-    def _run(self, call: str, requests: Sequence[Any], progress: Progress | None) -> list:
+    def _run(self, call: str, requests: Sequence[Request], progress: Progress | None) -> list[object]:
         with self.pipeline.forward_steered() as model:
             backend = copy.copy(self.base)  # the base backend's code, on the pipeline's model
             backend.model = model
-            return getattr(backend, call)(requests, progress)
+            results: list[object] = getattr(backend, call)(requests, progress)
+            return results
 
-    def loglikelihood(self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None) -> list:
-        return self._run("loglikelihood", requests, progress)
+    def loglikelihood(
+        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
+    ) -> list[LoglikelihoodResult]:
+        return cast("list[LoglikelihoodResult]", self._run("loglikelihood", requests, progress))
 
-    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list:
-        return self._run("generate", requests, progress)
+    def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
+        return cast("list[GenerateResult]", self._run("generate", requests, progress))
 
     def rolling_loglikelihood(
         self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
-    ) -> list:
-        return self._run("rolling_loglikelihood", requests, progress)
+    ) -> list[RollingLoglikelihoodResult]:
+        return cast("list[RollingLoglikelihoodResult]", self._run("rolling_loglikelihood", requests, progress))
 
     def close(self) -> None:
         if self.owns:
@@ -90,7 +140,7 @@ class SteeredModel(Model):
             self.base.close()
 
 
-def engine_model(pipeline: Any, runtime: Sequence[Any] | None) -> Any:
+def engine_model(pipeline: Steering, runtime: Sequence[object] | None) -> StoreExecutor | None:
     """The pipeline as a proctor model on the executor it was given, when its requests should go
     through a run store: ``pipeline.executor`` set with a store (a use case run on this pipeline's
     ``SteeredModel``, as a ``Benchmark`` configuration is), an ``HFModel`` base, no per-example

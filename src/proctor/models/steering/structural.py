@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, cast
 
 from proctor.core.errors import require
 from proctor.models.steering.controls import Control
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 log = logging.getLogger(__name__)
 
 
-def shared_copy(model: Any, fresh: Iterable[str] = ()) -> Any:
+def shared_copy(model: PreTrainedModel, fresh: Iterable[str] = ()) -> PreTrainedModel:
     """A copy of ``model``'s module tree sharing every tensor with it, except the parameters named
     in ``fresh`` (cloned, so they can be changed without changing ``model``)."""
     fresh = set(fresh)
     cloned = {id(p) for name, p in model.named_parameters(remove_duplicate=False) if name in fresh}
-    memo: dict[int, Any] = {id(p): p for p in model.parameters() if id(p) not in cloned}
+    memo: dict[int, torch.Tensor] = {id(p): p for p in model.parameters() if id(p) not in cloned}
     memo.update({id(b): b for b in model.buffers()})
     return copy.deepcopy(model, memo)
 
@@ -34,7 +38,7 @@ class WeightDelta(Control):
 
     kind = "structural"
 
-    def __init__(self, deltas: Mapping[str, Any], strength: float = 1.0, name: str | None = None) -> None:
+    def __init__(self, deltas: Mapping[str, torch.Tensor], strength: float = 1.0, name: str | None = None) -> None:
         if not deltas:
             raise ValueError("WeightDelta needs at least one {parameter name: delta}")
         super().__init__(name, deltas=dict(deltas), strength=float(strength))
@@ -42,7 +46,7 @@ class WeightDelta(Control):
     def runtime_arguments(self) -> tuple[str, ...]:
         return ()
 
-    def steer(self, model: Any, tokenizer: Any) -> Any:
+    def steer(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
         import torch
 
         parameters = dict(model.named_parameters())
@@ -101,12 +105,12 @@ class LoRA(Control):
             strength=float(strength),
             seed=seed,
         )
-        self._peft_model: Any = None
+        self._peft_model: torch.nn.Module | None = None  # a peft.PeftModel once steered
 
     def runtime_arguments(self) -> tuple[str, ...]:
         return ()
 
-    def steer(self, model: Any, tokenizer: Any) -> Any:
+    def steer(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
         peft = require("peft", "steer", "The LoRA control")
         import torch
 
@@ -137,10 +141,10 @@ class LoRA(Control):
         self._peft_model.eval()
         return self._peft_model.base_model.model  # the transformers model with the adapter layers in it
 
-    def _train(self, tokenizer: Any) -> None:
+    def _train(self, tokenizer: PreTrainedTokenizerBase) -> None:
         import torch
 
-        model = self._peft_model
+        model = cast("torch.nn.Module", self._peft_model)  # steer() made it just before
         device = next(model.parameters()).device
         trainable = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.Adam(trainable, lr=self.params["lr"])
