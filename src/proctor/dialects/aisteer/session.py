@@ -52,7 +52,7 @@ class UseCaseExecutor:
     @property
     def model(self) -> Model:
         # the engine binds a use case's executor to the run's model (a Model); the executor's own type asks less
-        return cast(Model, self.executor.model)
+        return cast("Model", self.executor.model)
 
     def __getattr__(self, name: str) -> Any:
         # a use case written for AISteer360 may read its model's attributes (tokenizer, device, ...)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -16,8 +16,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from proctor.dialects.seahelm.dataloaders import AbstractDataloader
-    from proctor.dialects.seahelm.judges import JudgeRunner
     from proctor.dialects.seahelm.task_config import TaskConfig
+
+
+class Judging(Protocol):
+    """What a judge metric asks of its judge (``judges.JudgeRunner``, which imports this module: named by what it
+    does, so the two modules do not import each other)."""
+
+    def judge(
+        self, conversations: Sequence[Sequence[dict[str, str]]], parse: Callable[[str], str | None]
+    ) -> list[tuple[str | None, str]]: ...
 
 
 def normalize_score(score: float, min_score: float, max_score: float) -> float:
@@ -81,7 +89,7 @@ class SeaHelmMetric:
         self.label_column = label_column
         self.regex_string: str | None = None
         self.regex_flags = 0
-        self.judge_model: JudgeRunner | None = None  # set by proctor for judge metrics
+        self.judge_model: Judging | None = None  # set by proctor for judge metrics
 
     @property
     def inference_df(self) -> pd.DataFrame:

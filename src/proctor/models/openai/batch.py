@@ -40,14 +40,26 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, cast
+from typing import Callable, Mapping, Protocol, Sequence, cast
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.models.openai.http import ApiError, RequestBody, ServerReply
+from proctor.models.openai.http import ApiClient, ApiError, RequestBody, ServerReply
 from proctor.models.reply_checks import Where, a_dict
 
-if TYPE_CHECKING:
-    from proctor.models.openai.compat import OpenAIModel
+
+class BatchedServer(Protocol):
+    """What the Batch API asks of its model (``compat.OpenAIModel``, which imports this module: named by what it
+    gives, so the two modules do not import each other)."""
+
+    client: ApiClient
+    shown_url: str
+    batch_poll: float
+    batch_dir: str | None
+
+    def generation_call(self, r: GenerateRequest) -> tuple[str, RequestBody] | GenerateResult: ...
+
+    def generation_result(self, r: GenerateRequest, path: str, data: ServerReply) -> GenerateResult: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +161,7 @@ class BatchRunner:
     """The Batch API for one ``OpenAIModel`` (``openai_compat.BatchedOpenAIModel`` holds one): it uses the
     model's client, its request bodies (``generation_call``) and its reading of replies (``generation_result``)."""
 
-    def __init__(self, model: OpenAIModel) -> None:
+    def __init__(self, model: BatchedServer) -> None:
         self.model = model
         self.client = model.client
         self.base_url = model.shown_url  # credentials written in the URL masked: it names journal entries and errors
