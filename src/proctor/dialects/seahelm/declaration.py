@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # names for annotations only (core and the dialect's own leav
     from proctor.core.audit import Hit
     from proctor.core.run_overrides import RunOverrides
     from proctor.core.task import Task
-    from proctor.dialects.seahelm.lindsea import LindseaRule
 
 
 class SeaHelmDialect(Dialect[SeaHelmOptions]):
@@ -58,11 +57,20 @@ class SeaHelmDialect(Dialect[SeaHelmOptions]):
         return resolve("proctor.dialects.seahelm.config_overrides:apply_seahelm_overrides")(task, overrides), set()
 
 
+class _RollupRule(Protocol):
+    """What the roll-up asks of ``dialects/seahelm/lindsea.LindseaRule`` (named by its shape: a declaration imports
+    only core and its leaves, for type checking too)."""
+
+    def member_key(self, name: str, result: dict[str, object], level_names: list[str]) -> str | None: ...
+
+    def apply(self, entry: dict[str, object], tasks: dict[str, dict[str, object]]) -> None: ...
+
+
 class _LindseaRule:
     """``dialects/seahelm/lindsea.LindseaRule``, imported when a SEA-HELM result is rolled up."""
 
-    def _rule(self) -> LindseaRule:
-        rule: LindseaRule = resolve("proctor.dialects.seahelm.lindsea:LindseaRule")()
+    def _rule(self) -> _RollupRule:
+        rule: _RollupRule = resolve("proctor.dialects.seahelm.lindsea:LindseaRule")()
         return rule
 
     # a task's result and a roll-up node are ``proctor.scoring``'s TaskEntry and RollupNode (JSON mappings), named
