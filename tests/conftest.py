@@ -8,13 +8,22 @@ from pathlib import Path
 import pytest
 
 # The one-minute tier a bare `pytest` runs, and `--full` / `--fast` (tests/README.md, "The fast tier").
-from tests.support.fast_tier import pytest_addoption, pytest_configure, pytest_report_header  # noqa: F401 (hooks)
+from tests.support import fast_tier, workers
+from tests.support.fast_tier import pytest_addoption, pytest_report_header  # noqa: F401 (hooks)
+
+# `--full` over pytest-xdist's workers (tests/support/workers.py says why and how).
+from tests.support.workers import pytest_cmdline_main, pytest_xdist_auto_num_workers  # noqa: F401 (hooks)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
 # Files the tests read (upstream task folders, recorded reference outputs): next to the helpers that use them.
 TEST_DATA = REPO / "tests" / "support" / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fast_tier.pytest_configure(config)
+    workers.configure_worker(config)
 
 
 def shared_path(*parts: str) -> Path:

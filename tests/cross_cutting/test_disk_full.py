@@ -67,7 +67,9 @@ def test_no_room_for_the_default_model_is_one_clear_error(small_disk, tmp_path):
     )
     assert f"cannot write the embedded default model (~540 MB, float32) into {home / 'models'}" in message
     assert "PROCTOR_HOME" in message
-    assert list((home / "models").iterdir()) == []  # no half-converted folder, no staging folder left
+    # no half-converted folder, no staging folder left: only the empty file whose lock kept other processes waiting
+    left = list((home / "models").iterdir())
+    assert [p.name for p in left] == [".default-model.lock"] and left[0].stat().st_size == 0
 
 
 def test_a_run_folder_on_a_full_disk_keeps_its_answers_and_resumes_to_the_same_numbers(

@@ -94,3 +94,34 @@ def test_a_proctor_home_that_is_a_file_is_named_before_the_gguf_is_read(tmp_path
     monkeypatch.setattr(default, "find_gguf", lambda: pytest.fail("the GGUF was read"))
     with pytest.raises(ModelLoadError, match="home is not a folder.*PROCTOR_HOME"):
         default.default_model_path()
+
+
+def test_two_runs_converting_at_once_convert_once_and_both_get_the_folder(tmp_path, monkeypatch):
+    """Two runs started together on a fresh home (two test workers, two shells): the second waits for the first's
+    conversion and uses its folder, instead of converting again and swapping the folder under the first's load."""
+    import threading
+    import time
+
+    from proctor.models import default
+
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(default, "find_gguf", lambda: tmp_path / "model.gguf")
+    conversions: list[int] = []
+
+    def convert(gguf, target):
+        conversions.append(threading.get_ident())
+        time.sleep(0.5)  # long enough for the other thread to reach the lock
+        target.mkdir(parents=True)
+        (target / "config.json").write_text("{}")
+        (target / "model.safetensors").write_bytes(b"")
+        return target
+
+    monkeypatch.setattr(default, "_convert", convert)
+    folders: list[object] = []
+    threads = [threading.Thread(target=lambda: folders.append(default.default_model_path())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert folders == [default.default_model_folder()] * 2
+    assert len(conversions) == 1  # the waiting one found the folder and did not convert again

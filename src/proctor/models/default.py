@@ -12,7 +12,9 @@ import os
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from proctor.core.errors import ModelLoadError, require
 from proctor.core.notice import notice
@@ -22,6 +24,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ALIASES = ("smollm2", "smollm2-135m-instruct", "default")
 _FOLDER_NAME = "smollm2-135m-instruct-f32"
+_LOCK_NAME = ".default-model.lock"
 
 
 def proctor_home() -> Path:
@@ -65,6 +68,40 @@ def _check_home(folder: Path) -> None:
             return
 
 
+def _cannot_write(folder: Path, exc: BaseException) -> ModelLoadError:
+    reason = getattr(exc, "strerror", None) or exc
+    return ModelLoadError(
+        f"cannot write the embedded default model (~540 MB, float32) into {folder}: {reason}. "
+        "Free space there, or set PROCTOR_HOME to a folder with room."
+    )
+
+
+@contextmanager
+def _conversion_lock(folder: Path) -> Iterator[None]:
+    """One converting process per proctor home: two runs started together on a fresh machine (or two test
+    workers) would otherwise both convert, and the second's swap of the folder would pull it from under the
+    first's load. The lock is ``fcntl.flock``, released by the kernel however the holder ends."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        yield
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / _LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held until the conversion ends
+    except OSError as exc:
+        raise _cannot_write(folder, exc) from None
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            notice(log, "another process is converting the embedded default model in %s; waiting for it", folder)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # closing the descriptor releases the lock
+
+
 def default_model_path() -> Path:
     """The float32 folder of the default model, converting the GGUF on first use."""
     target = default_model_folder()
@@ -72,6 +109,14 @@ def default_model_path() -> Path:
         return target
     _check_home(target.parent)
     gguf = find_gguf()
+    with _conversion_lock(target.parent):
+        if converted_default_model() is not None:  # converted by the process this one waited for
+            return target
+        return _convert(gguf, target)
+
+
+def _convert(gguf: Path, target: Path) -> Path:
+    """Dequantise ``gguf`` into ``target`` (the caller holds the conversion lock)."""
     # a notice, so the console shows it: the first run is otherwise silent for as long as this takes
     notice(
         log,
@@ -107,11 +152,7 @@ def default_model_path() -> Path:
             shutil.rmtree(target)
         staging.rename(target)
     except (OSError, SafetensorError) as exc:  # a full disk, a read-only home: nothing half-written is kept
-        reason = getattr(exc, "strerror", None) or exc
-        raise ModelLoadError(
-            f"cannot write the embedded default model (~540 MB, float32) into {target.parent}: {reason}. "
-            "Free space there, or set PROCTOR_HOME to a folder with room."
-        ) from None
+        raise _cannot_write(target.parent, exc) from None
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""CommonsenseMCQA on the embedded default model over the first 100 real CommonsenseQA rows."""
+"""CommonsenseMCQA on the embedded default model over the first 40 of the first 100 real CommonsenseQA rows
+(three shuffled runs each: 120 generations, enough for every metric to be recomputed independently)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,17 @@ def _run(model, num_samples=-1):
     return case, generations, case.evaluate(generations)
 
 
+ROWS = 40
+
+
 def test_commonsense_mcqa_on_default_model(default_model):
-    case, generations, scores = _run(default_model)
-    assert len(case.evaluation_data) == 100 and len(generations) == 300
+    case, generations, scores = _run(default_model, num_samples=ROWS)
+    assert len(case.evaluation_data) == ROWS and len(generations) == 3 * ROWS
     assert {g["run"] for g in generations} == {0, 1, 2}
     resp = [g["response"] for g in generations]
     ref = [g["reference_answer"] for g in generations]
     qid = [g["question_id"] for g in generations]
-    assert sum(r is not None for r in resp) >= 200  # the instruct model answers with a letter
+    assert sum(r is not None for r in resp) >= 2 * ROWS  # the instruct model answers with a letter
     acc = scores["MCQAAccuracy"]
     assert (acc["trial_mean"], acc["trial_std"], acc["question_mean"], acc["question_std"]) == pytest.approx(
         independent_accuracy(resp, ref, qid)
@@ -63,7 +67,7 @@ def test_commonsense_mcqa_on_default_model(default_model):
     from proctor.dialects.aisteer import CommonsenseMCQA, MCQAAccuracy, MCQAPositionalBias
 
     rebuilt = CommonsenseMCQA(
-        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555
+        shared_path(*DATA), [MCQAAccuracy(), MCQAPositionalBias()], num_shuffling_runs=3, seed=555, num_samples=ROWS
     )
     assert [item["prompt"] for item in rebuilt.prompt_data()] == [g["prompt"] for g in generations]
     _, again, _ = _run(default_model, num_samples=10)

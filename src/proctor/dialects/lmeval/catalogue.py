@@ -57,6 +57,7 @@ def folder_of(name: str) -> Path | None:
     """The catalogue folder defining ``name``, from a name -> file index cached under PROCTOR_HOME
     (building lm-eval's full index reads ~10,000 YAML files; a task's own folder is read in a blink)."""
     import json
+    import os
 
     file = _index_file()
     root = library.catalogue_root()
@@ -78,7 +79,7 @@ def folder_of(name: str) -> Path | None:
                     index[n] = shared
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = file.with_suffix(".tmp")
+            tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")  # its own: two processes may build at once
             tmp.write_text(json.dumps({"root": str(root), "names": index}))
             tmp.replace(file)
         except OSError:
