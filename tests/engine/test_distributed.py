@@ -48,6 +48,61 @@ def test_without_ray_workers_say_how_to_install(tmp_path, monkeypatch):
         evaluate([tasks], "unused-model", output_dir=tmp_path / "run", workers=2)
 
 
+class _ScriptedRay:
+    """Just enough of Ray for ``map_chunks``: replica 1 dies with two chunks in flight, and the
+    second of them had already been answered (its reply arrives after the first one's failure)."""
+
+    class exceptions:  # noqa: N801 - the attribute path ``ray.exceptions.RayError`` the driver uses
+        class RayError(Exception):
+            pass
+
+        class RayTaskError(RayError):
+            pass
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, int]] = []  # (replica, chunk) in the order chunks were sent
+        self._failed = False
+
+    def actor(self, replica: int):
+        ray = self
+
+        class _Call:
+            @staticmethod
+            def remote(request_type, chunk):
+                ref = (replica, int(chunk[0].continuation))
+                ray.sent.append(ref)
+                return ref
+
+        return type("Actor", (), {"call": _Call})()
+
+    def wait(self, refs, num_returns):
+        of_lost = [r for r in refs if r[0] == 1]
+        return [of_lost[0] if of_lost else refs[0]], []
+
+    def get(self, ref):
+        replica, k = ref
+        if replica == 1 and not self._failed:
+            self._failed = True
+            raise self.exceptions.RayError(f"actor died while running chunk {k}")
+        return [f"answer {k}"]
+
+
+def test_a_lost_replicas_answered_chunk_is_kept_and_nothing_more_is_sent_to_it():
+    from proctor.engine.distributed import DistributedModel
+
+    ray = _ScriptedRay()
+    model = DistributedModel.__new__(DistributedModel)  # the driver's side only: no cluster to start
+    model._ray, model._alive, model.lost, model.chunks_done = ray, [0, 1], [], {}
+    model._actors = [ray.actor(0), ray.actor(1)]
+    model.workers = [{"pid": 10, "node": "a"}, {"pid": 11, "node": "b"}]
+    chunks = [[LoglikelihoodRequest("same length", f"{k}")] for k in range(6)]
+    answers: dict[int, list] = {}
+    model.map_chunks("loglikelihood", chunks, lambda k, out: answers.setdefault(k, out))
+    assert answers == {k: [f"answer {k}"] for k in range(6)}  # every chunk once, the lost one's retried
+    assert model.lost == [1]
+    assert sum(1 for r in ray.sent if r[0] == 1) == 2  # the two in flight when it died, none after
+
+
 # ---------------------------------------------------------------------------- on a Ray cluster
 ray = pytest.importorskip("ray", reason="needs ray: pip install 'proctor[ray]'")
 

@@ -240,6 +240,8 @@ class DistributedModel(Model):
             return sum(1 for r, _ in flying.values() if r == replica)
 
         def feed(replica: int) -> None:
+            if replica not in self._alive:  # a lost replica's other chunk may still return, with answers
+                return
             if not queues.get(replica) and not busy(replica):  # idle: take the busiest replica's last chunk
                 donor = max(self._alive, key=lambda r: (len(queues.get(r, ())), -r))
                 if donor != replica and len(queues.get(donor, ())) > 0:
