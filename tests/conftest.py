@@ -62,6 +62,19 @@ def tiny_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_base_model_dir(smollm2_tokenizer_dir, tmp_path_factory) -> Path:
+    """The tiny Llama as a base model's folder looks: the tokenizer still carries the chat template (with its
+    '<|im_end|>'), while the model ends its sequences with '<|endoftext|>' (as SmolLM2-135M, the base model)."""
+    from transformers import AutoTokenizer
+
+    from tests.support.random_llama import TINY, save_random_llama
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
+    tokenizer.eos_token = "<|endoftext|>"
+    return save_random_llama(tmp_path_factory.mktemp("tiny-base"), tokenizer, embedding_scale=40.0, **TINY)
+
+
+@pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
     from proctor.models.hf.model import HFModel
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_proctor, write
+from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_in_process, run_proctor, write
 from tests.support.hf_reference import direct_loglikelihood, reference  # noqa: F401  (fixture)
 
 DUPLICATED = [*QUESTIONS[:4], {"id": "x", "question": "Sky?", "choices": ["blue", "Blue", "red"], "label": 2}]
@@ -48,3 +48,57 @@ def test_strict_stops_the_run_before_the_model_loads(tmp_path):
     assert done.returncode == 2, message
     assert "[choices.duplicate]" in message and "row 5, field 'choices'" in message
     assert "no-model" not in message and not (tmp_path / "run" / "results.json").exists()
+
+
+# ---------------------------------------------------------------- the model stage: what only the loaded model tells
+CHAT_QUIZ = QUIZ + "chat: {enabled: true}\n"
+
+
+def test_a_chat_template_on_a_base_model_is_found_once_the_model_loads(tiny_base_model_dir, tmp_path):
+    """The tiny base model's tokenizer carries SmolLM2's chat template (a reply ends with '<|im_end|>') while the
+    model ends sequences with '<|endoftext|>': a run with the task's chat on says so, on the console and in
+    results.json, naming the task file's ``chat`` line; the numbers are the run's own either way (a silenced
+    rule changes none of them)."""
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", CHAT_QUIZ)
+    done = proctor("run", "quiz", "--model", str(tiny_base_model_dir), "-o", "run", cwd=tmp_path)
+    console = done.stdout + done.stderr
+    assert "audit [chat.base-model]" in console and "'<|im_end|>'" in console and "'<|endoftext|>'" in console
+    task = results(tmp_path / "run")["tasks"]["quiz"]
+    (finding,) = task["audit"]
+    assert (finding["rule"], finding["severity"], finding["field"], finding["line"]) == (
+        "chat.base-model",
+        "warning",
+        "chat",
+        CHAT_QUIZ.splitlines().index("chat: {enabled: true}") + 1,
+    )
+    assert finding["file"].endswith("task.yaml")
+    assert any(w.startswith("audit [chat.base-model]") for w in task["warnings"])
+
+    silenced = CHAT_QUIZ + "audit: {silence: [{rule: chat.base-model, reason: 'a base model asked as a chat one'}]}\n"
+    write(tmp_path / "quiz" / "task.yaml", silenced)
+    code, output = run_in_process(
+        ["run", str(tmp_path / "quiz"), "-m", str(tiny_base_model_dir), "-o", str(tmp_path / "s")]
+    )
+    assert code == 0 and "chat.base-model" not in output, output
+    quiet = results(tmp_path / "s")["tasks"]["quiz"]
+    assert quiet["audit"][0]["silenced"] == "a base model asked as a chat one"
+    assert not any("chat.base-model" in w for w in quiet.get("warnings") or [])
+    assert quiet["metrics"] == task["metrics"]  # the audit reports; it changes no number
+
+
+def test_strict_stops_a_chat_run_on_a_base_model_and_a_chat_model_passes(tiny_base_model_dir, tiny_model_dir, tmp_path):
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    task = str(tmp_path / "quiz")
+    code, output = run_in_process(
+        ["run", task, "-m", str(tiny_base_model_dir), "-o", str(tmp_path / "b"), "--chat-template", "on", "--strict"]
+    )
+    assert code == 2, output
+    assert "[chat.base-model]" in output and "field '--chat-template'" in output and "internal error" not in output
+    # the tiny chat model ends its sequences with '<|im_end|>', where the template closes a reply: nothing found
+    code, output = run_in_process(
+        ["run", task, "-m", str(tiny_model_dir), "-o", str(tmp_path / "c"), "--chat-template", "on", "--strict"]
+    )
+    assert code == 0, output
+    assert results(tmp_path / "c")["tasks"]["quiz"].get("audit") in (None, [])

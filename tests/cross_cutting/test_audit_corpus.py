@@ -22,7 +22,8 @@ def _needs_lmeval(case: AuditCase) -> bool:
 def test_audit_case(case: AuditCase, tmp_path, request):
     if _needs_lmeval(case):
         pytest.importorskip("lm_eval")
-    model = request.getfixturevalue("tiny_model_dir") if case.needs_model else None
+    fixture = "tiny_base_model_dir" if case.needs_base_model else "tiny_model_dir"
+    model = request.getfixturevalue(fixture) if case.needs_model else None
     outcome = run_case(case, tmp_path / "case", model)
     problem = meets(case, outcome)
     assert problem is None, f"{case.name} [{case.category}]: {problem}"
@@ -41,7 +42,7 @@ def test_what_the_audit_does_not_catch_yet_stays_few():
     decision, and at most a fifth of the cases that expect a finding."""
     gaps = [c for c in CORPUS if c.expect[0] == "gap"]
     expecting = [c for c in CORPUS if c.expect[0] in ("gap", "rule")]
-    assert len(gaps) <= 1
+    assert len(gaps) <= 0
     assert len(gaps) / len(expecting) <= 0.25
 
 

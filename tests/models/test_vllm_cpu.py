@@ -215,3 +215,40 @@ def test_openai_backend_against_a_real_vllm_server_gives_the_hf_backends_numbers
     chat, hf_chat = _samples(server_runs["chat"]), _samples(server_runs["hf-chat"])
     assert len(chat) == 12 and chat.keys() == hf_chat.keys()
     assert [chat[k]["generation"] for k in chat] == [hf_chat[k]["generation"] for k in chat]  # the same template
+
+
+def test_vllm_backend_reads_the_chat_templates_reply_end_as_the_hf_backend(tmp_path):
+    """The audit's ``chat.base-model`` asks the loaded backend; the vLLM backend reads the tokenizer vLLM gives
+    and the folder's generation config (no engine needed for it): SmolLM2-135M-Instruct's template closes a
+    reply with its end of sequence, and the same folder with a base model's generation config does not."""
+    script = (
+        "import json, shutil, sys\n"
+        "from pathlib import Path\n"
+        "from transformers import AutoTokenizer\n"
+        "from proctor.models.default import default_model_path\n"
+        "from proctor.models.vllm.backend import VLLMModel\n"
+        "chat = default_model_path()\n"
+        "base = Path(sys.argv[1])\n"
+        "shutil.copytree(chat, base, ignore=shutil.ignore_patterns('*.safetensors'))\n"
+        "(base / 'generation_config.json').write_text(json.dumps({'eos_token_id': 0}))\n"
+        "config = json.loads((base / 'tokenizer_config.json').read_text())\n"
+        "(base / 'tokenizer_config.json').write_text(json.dumps({**config, 'eos_token': '<|endoftext|>'}))\n"
+        "out = []\n"
+        "for folder in (chat, base):\n"
+        "    model = VLLMModel.__new__(VLLMModel)\n"
+        "    model.path, model.tokenizer = str(folder), AutoTokenizer.from_pretrained(folder)\n"
+        "    end = model.chat_reply_end()\n"
+        "    out.append([end.token, list(end.eos), end.ends_sequence])\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [str(VENV_PYTHON), "-c", script, str(tmp_path / "base")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    chat, base = json.loads(done.stdout.strip().splitlines()[-1])
+    assert chat == ["<|im_end|>", ["<|im_end|>"], True]
+    assert base == ["<|im_end|>", ["<|endoftext|>"], False]

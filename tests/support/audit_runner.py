@@ -119,7 +119,7 @@ def run_case(case: AuditCase, folder: Path, model: Optional[Path] = None, limit_
     write_files(folder, case.files)
 
     def fill(args: list[str]) -> list[str]:
-        return [a.replace("{model}", str(model)) for a in args]
+        return [a.replace("{model}", str(model)).replace("{base_model}", str(model)) for a in args]
 
     for pre in case.pre:
         code, output = run_cli(fill(pre), folder, limit_s)

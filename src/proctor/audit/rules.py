@@ -9,6 +9,7 @@ from proctor.audit import (
     generation_rules,
     label_rules,
     leak_rules,
+    model_rules,
     run_rules,
     setting_rules,
     target_rules,
@@ -25,4 +26,5 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *example_rules.RULES,
     *setting_rules.RULES,
     *run_rules.RULES,
+    *model_rules.RULES,  # once the model has loaded (proctor run)
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 
+from proctor.audit.model_rules import ModelSubject
 from proctor.audit.rules import BUILTIN_RULES
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Finding, Severity
@@ -26,7 +27,7 @@ def all_rules() -> tuple[AuditRule, ...]:
     return BUILTIN_RULES + added
 
 
-def _check_silenced(subject: AuditSubject, known: set[str]) -> None:
+def _check_silenced(subject: AuditSubject | ModelSubject, known: set[str]) -> None:
     spec = subject.spec.audit
     for item in spec.silence if spec else ():
         if item.rule not in known:
@@ -44,9 +45,11 @@ def _check_silenced(subject: AuditSubject, known: set[str]) -> None:
 
 def audit(subject: AuditSubject, *, strict: bool = False) -> tuple[Finding, ...]:
     """Each rule's finding for this task; raises the first error (every finding, with ``strict``) that the
-    task does not silence, naming its place and listing the others."""
-    rules = all_rules()
-    _check_silenced(subject, {rule.id for rule in rules})
+    task does not silence, naming its place and listing the others. The rules of the "model" stage wait for
+    ``audit_with_model``."""
+    every = all_rules()
+    _check_silenced(subject, {rule.id for rule in every})
+    rules = tuple(rule for rule in every if rule.stage == "task")
     # the rules make many small lists, none in a cycle: the cyclic collector would walk the whole prepared task
     # (100,000 samples) again and again meanwhile
     collecting = gc.isenabled()
@@ -60,7 +63,16 @@ def audit(subject: AuditSubject, *, strict: bool = False) -> tuple[Finding, ...]
     return tuple(findings)
 
 
-def _findings(subject: AuditSubject, rules: tuple[AuditRule, ...], strict: bool) -> list[Finding]:
+def audit_with_model(subject: ModelSubject, *, strict: bool = False) -> tuple[Finding, ...]:
+    """The "model" stage's findings for a task about to run on ``subject.model`` (its silences were checked
+    before the model loaded), stopping as ``audit`` does."""
+    rules = tuple(rule for rule in all_rules() if rule.stage == "model")
+    findings = _findings(subject, rules, strict)
+    _stop_on_errors(findings, strict)
+    return tuple(findings)
+
+
+def _findings(subject: AuditSubject | ModelSubject, rules: tuple[AuditRule, ...], strict: bool) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
         first = None

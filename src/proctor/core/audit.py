@@ -17,6 +17,10 @@ from proctor.core.errors import place
 
 Severity = Literal["error", "warning"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning")
+# when a rule runs: "task" before any model loads (``proctor validate`` and ``run``), on the prepared task;
+# "model" once the model has loaded (``proctor run``), on the task with that model: what only the model tells
+Stage = Literal["task", "model"]
+STAGES: tuple[Stage, ...] = ("task", "model")
 
 
 @dataclass(frozen=True)
@@ -34,16 +38,20 @@ class Hit:
 @dataclass(frozen=True)
 class AuditRule:
     """A check over a prepared task. ``check(subject)`` yields ``Hit``s; the stage turns each rule's hits into
-    one finding (the first place named, the others counted). ``subject`` is ``proctor.audit.AuditSubject``."""
+    one finding (the first place named, the others counted). ``subject`` is ``proctor.audit.AuditSubject``
+    (``proctor.audit.ModelSubject`` for a rule of the "model" stage)."""
 
     id: str  # "family.what", e.g. "choices.duplicate"; a task file silences it by this id
     severity: Severity
     summary: str  # one line: what it catches and why it changes the number
     check: Callable[[Any], Iterable[Hit]] = field(compare=False)
+    stage: Stage = "task"  # "model": ``check`` gets a ``proctor.audit.ModelSubject`` once the model has loaded
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"audit rule '{self.id}': severity must be one of {SEVERITIES}, got {self.severity!r}")
+        if self.stage not in STAGES:
+            raise ValueError(f"audit rule '{self.id}': stage must be one of {STAGES}, got {self.stage!r}")
         if not self.id or any(ch.isspace() for ch in self.id):
             raise ValueError(f"audit rule id {self.id!r} must be one word, e.g. 'choices.duplicate'")
 

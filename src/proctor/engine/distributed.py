@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.errors import ModelLoadError, ProctorError
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -174,6 +175,7 @@ class DistributedModel(Model):
         self.name = first["name"]
         self._fingerprint = first["fingerprint"]
         self._has_chat_template = first["has_chat_template"]
+        self._chat_reply_end = first.get("chat_reply_end")
         self.chunk_requests = first["chunk_requests"]
         self.large_chunks = first.get("large_chunks", False)
         self.chunk_sizes = first.get("chunk_sizes")
@@ -284,6 +286,9 @@ class DistributedModel(Model):
     @property
     def has_chat_template(self) -> bool:
         return self._has_chat_template
+
+    def chat_reply_end(self) -> ChatReplyEnd | None:
+        return self._chat_reply_end
 
     def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
         text: str = self._on_any("apply_chat_template", list(messages))

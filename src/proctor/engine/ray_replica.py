@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence, TypedDict
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.model_requests import Request
 from proctor.models.base import Model
 from proctor.models.info import model_info
@@ -31,6 +32,7 @@ class WorkerInfo(_WorkerStart, total=False):
     name: str
     fingerprint: dict[str, Any]
     has_chat_template: bool
+    chat_reply_end: ChatReplyEnd | None
     chunk_requests: int | None
     large_chunks: bool
     chunk_sizes: dict[str, int] | None  # the backend's own chunk sizes, None where it has none
@@ -74,6 +76,7 @@ class ModelWorker:
             info["name"] = m.name
             info["fingerprint"] = m.fingerprint
             info["has_chat_template"] = m.has_chat_template
+            info["chat_reply_end"] = m.chat_reply_end()
             info["chunk_requests"] = getattr(m, "chunk_requests", None)
             info["large_chunks"] = getattr(m, "large_chunks", False) is True
             info["chunk_sizes"] = getattr(m, "chunk_sizes", None)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
+from proctor.audit import ModelSubject, audit_with_model
 from proctor.core.errors import ProctorError
 from proctor.core.images import ImageInput
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
     from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
 
+log = logging.getLogger(__name__)
+
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
 # answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
 ProgressHook = Callable[[str, int, int], None]
@@ -62,6 +66,16 @@ class TaskRequests:
         return self.prepared.task.spec.name
 
 
+def _audited_with(model: Model, prepared: PreparedTask) -> PreparedTask:
+    """The audit's "model" stage (what only the loaded model tells): its findings join the task's, and are
+    printed now, as the stage before the model loaded printed its own."""
+    found = audit_with_model(ModelSubject(prepared.task, prepared.use_chat, model), strict=prepared.strict_audit)
+    for finding in found:
+        if finding.silenced is None:
+            log.warning("%s: audit %s", prepared.task.name, finding.text())
+    return dataclasses.replace(prepared, findings=prepared.findings + found) if found else prepared
+
+
 def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     """Render every prompt for this model and turn each sample into its requests (no model call)."""
     spec = prepared.task.spec
@@ -71,6 +85,7 @@ def build_requests(model: Model, prepared: PreparedTask) -> TaskRequests:
     )
     if prepared.use_chat and not model.has_chat_template:
         raise ProctorError(f"task '{spec.name}' asks for the chat template, but model '{model.name}' has none")
+    prepared = _audited_with(model, prepared)
     if has_images(prepared) and not model.supports_images:
         raise ProctorError(
             f"task '{spec.name}' shows images, and model '{model.name}' takes none: run it on a vision-language "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.model_requests import (
     GenerateRequest,
     GenerateResult,
@@ -62,6 +63,11 @@ class Model(abc.ABC):
     @property
     def has_chat_template(self) -> bool:
         return False
+
+    def chat_reply_end(self) -> ChatReplyEnd | None:
+        """The token the chat template closes a reply with, beside the model's end-of-sequence tokens (the
+        audit's ``chat.base-model``); None where the backend cannot tell (a server's model)."""
+        return None
 
     @property
     def supports_images(self) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.models.base import Progress
+from proctor.models.chat_reply import eos_ids
 from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf.decode import Decoded, greedy_decode
 from proctor.models.hf.invariant import invariant_greedy_decode
@@ -198,13 +199,7 @@ class HFGeneration:
         )
 
     def _eos_ids(self) -> list[int]:
-        ids = {self.tokenizer.eos_token_id}
-        config_eos = getattr(self.model.generation_config, "eos_token_id", None)
-        if isinstance(config_eos, int):
-            ids.add(config_eos)
-        elif isinstance(config_eos, (list, tuple)):
-            ids.update(config_eos)
-        return sorted(i for i in ids if i is not None)
+        return eos_ids(self.tokenizer, self.model.generation_config)
 
     def _finish(self, new: list[int], request: GenerateRequest, n_prompt: int, eos_ids: list[int]) -> GenerateResult:
         """A result from transformers' output row: cut at end-of-sequence, drop trailing padding."""

@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.errors import ModelLoadError, require
 from proctor.core.model_requests import (
     LoglikelihoodRequest,
@@ -23,6 +24,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
+from proctor.models.chat_reply import reply_end
 from proctor.models.hf import head_kernel, sharding, tree_attention
 from proctor.models.hf.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf.generation import HFGeneration
@@ -293,6 +295,9 @@ class HFModel(HFGeneration, Model):
     @property
     def has_chat_template(self) -> bool:
         return getattr(self.tokenizer, "chat_template", None) is not None
+
+    def chat_reply_end(self) -> ChatReplyEnd | None:
+        return reply_end(self.tokenizer, self._eos_ids())
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         if not texts:

@@ -24,6 +24,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
+from proctor.models.chat_reply import eos_ids
 from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf.loading import (
     DTYPES,
@@ -361,7 +362,4 @@ class HFVisionModel(Model):
         return out
 
     def _eos_ids(self) -> list[int]:
-        ids = {self.tokenizer.eos_token_id}
-        config_eos = getattr(self.model.generation_config, "eos_token_id", None)
-        ids.update([config_eos] if isinstance(config_eos, int) else list(config_eos or ()))
-        return sorted(i for i in ids if i is not None)
+        return eos_ids(self.tokenizer, self.model.generation_config)

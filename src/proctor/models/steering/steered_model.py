@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Protocol, Sequence, TypeVar, cast
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.errors import ModelLoadError
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -112,6 +113,9 @@ class SteeredModel(Model):
 
     def apply_chat_template(self, messages: Sequence[dict[str, str]]) -> str:
         return self.base.apply_chat_template(self.pipeline.adapt(list(messages)))
+
+    def chat_reply_end(self) -> ChatReplyEnd | None:
+        return self.base.chat_reply_end()
 
     # ------------------------------------------------------------------ the three calls
     def _run(self, call: str, requests: Sequence[Request], progress: Progress | None) -> list[object]:

@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.errors import ProctorError, require
 from proctor.core.model_requests import (
     GenerateRequest,
@@ -29,6 +30,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
+from proctor.models.chat_reply import eos_ids, reply_end
 from proctor.models.hf.loading import bos_rule, weights_digest
 from proctor.models.hf.scoring import encode_pairs, split_whitespace
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
@@ -136,6 +138,15 @@ class VLLMModel(Model):
     @property
     def has_chat_template(self) -> bool:
         return getattr(self.tokenizer, "chat_template", None) is not None
+
+    def chat_reply_end(self) -> ChatReplyEnd | None:
+        from transformers import GenerationConfig  # vLLM's own dependency; read as vLLM reads it (local)
+
+        try:
+            generation = GenerationConfig.from_pretrained(self.path, local_files_only=True)
+        except (OSError, ValueError):  # no generation_config.json: the tokenizer's end of sequence only
+            generation = None
+        return reply_end(self.tokenizer, eos_ids(self.tokenizer, generation))
 
     # ------------------------------------------------------------------ scoring core
     def _sampling_params(self, **kwargs: object) -> SamplingParams:
