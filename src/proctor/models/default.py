@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from proctor.core.errors import ModelLoadError, require
+from proctor.core.home import proctor_home as proctor_home  # kept importable from here
 from proctor.core.notice import notice
 from proctor.models.torch_runtime import load_torch
 
@@ -25,10 +25,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_ALIASES = ("smollm2", "smollm2-135m-instruct", "default")
 _FOLDER_NAME = "smollm2-135m-instruct-f32"
 _LOCK_NAME = ".default-model.lock"
-
-
-def proctor_home() -> Path:
-    return Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
 
 
 def find_gguf() -> Path:
