@@ -41,7 +41,10 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+    # the CPUs this process may run on: in a container limited to fewer CPUs than its host, cpu_count() counts
+    # the host's (sched_getaffinity is Linux's; elsewhere cpu_count is what there is)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cpus, MAX_WORKERS))
 
 
 def configure_worker(config: pytest.Config) -> None:

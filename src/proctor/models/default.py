@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Iterator
 
 from proctor.core.errors import ModelLoadError, require
+from proctor.core.file_lock import hold_file
+from proctor.core.home import proctor_home as proctor_home  # kept importable from here
 from proctor.core.notice import notice
 from proctor.models.torch_runtime import load_torch
 
@@ -25,10 +26,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_ALIASES = ("smollm2", "smollm2-135m-instruct", "default")
 _FOLDER_NAME = "smollm2-135m-instruct-f32"
 _LOCK_NAME = ".default-model.lock"
-
-
-def proctor_home() -> Path:
-    return Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
 
 
 def find_gguf() -> Path:
@@ -80,26 +77,17 @@ def _cannot_write(folder: Path, exc: BaseException) -> ModelLoadError:
 def _conversion_lock(folder: Path) -> Iterator[None]:
     """One converting process per proctor home: two runs started together on a fresh machine (or two test
     workers) would otherwise both convert, and the second's swap of the folder would pull it from under the
-    first's load. The lock is ``fcntl.flock``, released by the kernel however the holder ends."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
+    first's load. The lock is ``core/file_lock.hold_file`` (``fcntl.flock``), released by the kernel however the
+    holder ends; a second process waits for the first."""
+
+    def cannot_open(exc: OSError) -> ModelLoadError:
+        return _cannot_write(folder, exc)
+
+    def waiting() -> None:
+        notice(log, "another process is converting the embedded default model in %s; waiting for it", folder)
+
+    with hold_file(folder / _LOCK_NAME, cannot_open=cannot_open, before_waiting=waiting):
         yield
-        return
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / _LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held until the conversion ends
-    except OSError as exc:
-        raise _cannot_write(folder, exc) from None
-    try:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            notice(log, "another process is converting the embedded default model in %s; waiting for it", folder)
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        yield
-    finally:
-        handle.close()  # closing the descriptor releases the lock
 
 
 def default_model_path() -> Path:

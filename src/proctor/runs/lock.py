@@ -1,7 +1,7 @@
 """One writer per run folder: an OS file lock on ``RUN_DIR/.lock`` held for the whole run.
 
-The lock is ``fcntl.flock`` on an open file, so the kernel releases it when the process ends in
-any way (a kill -9 included): a stale lock file never blocks the next run. The file names its
+The lock is ``core/file_lock.hold_file`` (``fcntl.flock`` on an open file), so the kernel releases it when the
+process ends in any way (a kill -9 included): a stale lock file never blocks the next run. The file names its
 holder (pid, host, command, start time) so a refused run can say who holds the folder.
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from proctor.core.errors import ProctorError
+from proctor.core.file_lock import hold_file
 
 LOCK_FILE = ".lock"
 
@@ -36,36 +37,28 @@ def _holder(path: Path) -> str:
 @contextmanager
 def hold_run_dir(run_dir: Path, command: Sequence[str] | None = None) -> Iterator[None]:
     """Hold ``run_dir`` for this process, or raise ``RunFolderBusyError`` naming the holder."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock, as before
-        yield
-        return
     path = run_dir / LOCK_FILE
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held (and locked) until the run ends
-    except OSError as exc:  # a folder named .lock, a read-only folder
-        raise ProctorError(f"cannot open the run folder's lock file {path}: {exc.strerror or exc}") from None
-    try:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunFolderBusyError(
-                f"run folder {run_dir} is in use by {_holder(path)}; wait for it to finish, or choose another --output"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        json.dump(
-            {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "command": list(command) if command is not None else None,
-            },
-            handle,
+
+    def cannot_open(exc: OSError) -> ProctorError:  # a folder named .lock, a read-only folder
+        return ProctorError(f"cannot open the run folder's lock file {path}: {exc.strerror or exc}")
+
+    def busy() -> RunFolderBusyError:
+        return RunFolderBusyError(
+            f"run folder {run_dir} is in use by {_holder(path)}; wait for it to finish, or choose another --output"
         )
-        handle.flush()
+
+    with hold_file(path, cannot_open=cannot_open, refuse=busy) as handle:
+        if handle is not None:  # None: not POSIX, no lock (and no holder written), as before
+            handle.seek(0)
+            handle.truncate()
+            json.dump(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "command": list(command) if command is not None else None,
+                },
+                handle,
+            )
+            handle.flush()
         yield
-    finally:
-        handle.close()  # closing the descriptor releases the lock

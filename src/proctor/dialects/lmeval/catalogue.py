@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.home import proctor_home
 from proctor.core.names import close_names
 from proctor.dialects.lmeval import library
 from proctor.dialects.lmeval.task_config import TaskConfig
@@ -47,10 +48,7 @@ def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> TaskMa
 
 
 def _index_file() -> Path:
-    import os
-
-    home = Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
-    return home / f"lm_eval-{library.lm_eval().__version__}-index.json"
+    return proctor_home() / f"lm_eval-{library.lm_eval().__version__}-index.json"
 
 
 def folder_of(name: str) -> Path | None:

@@ -18,6 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, Iterable
 
+from proctor.core.home import proctor_home
+
 Row = tuple[str, str, str]
 _TASK_FILES = (".yaml", ".yml", ".py")
 
@@ -43,10 +45,6 @@ def _fingerprint(folders: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def _home() -> Path:
-    return Path(os.environ.get("PROCTOR_HOME") or Path.home() / ".cache" / "proctor").expanduser()
-
-
 def cached_listing(include: Iterable[str | Path], build: Callable[[], list[Row]]) -> list[Row]:
     """The catalogue's rows: the saved ones when still valid, else ``build()`` (then saved)."""
     root = catalogue_folder()
@@ -55,7 +53,7 @@ def cached_listing(include: Iterable[str | Path], build: Callable[[], list[Row]]
     folders = [root, *(Path(p).expanduser().resolve() for p in include)]
     version = metadata.version("lm_eval")
     key = hashlib.sha256("\x00".join(map(str, folders)).encode()).hexdigest()[:12]
-    file = _home() / f"lm_eval-{version}-listing-{key}.json"
+    file = proctor_home() / f"lm_eval-{version}-listing-{key}.json"
     fingerprint = _fingerprint(folders)
     try:
         saved = json.loads(file.read_text(encoding="utf-8"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.core.home import proctor_home
 from proctor.data.readers import ROW_KEY, read_rows
 from proctor.dialects.lmeval.local_layouts import SplitSource, data_suffix
 
@@ -36,8 +37,6 @@ def _working_copy(folder: Path) -> Path:
     version of it (path, file sizes and modification times), so the user's folder is never written."""
     import shutil
     import tempfile
-
-    from proctor.models.default import proctor_home
 
     files = _folder_files(folder)
     digest = hashlib.sha256(str(folder.resolve()).encode())

@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proctor.models.default import proctor_home
+from proctor.core.home import proctor_home
 
 if TYPE_CHECKING:
     import torch

@@ -75,7 +75,7 @@ class BatchJournal:
 
     def __init__(self, folder: str | Path | None = None) -> None:
         if folder is None:
-            from proctor.models.default import proctor_home
+            from proctor.core.home import proctor_home
 
             folder = proctor_home() / "openai-batches"
         self.folder = Path(folder).expanduser()
