@@ -468,3 +468,23 @@ def test_docs_list_every_rule_with_its_severity():
     text = (REPO / "docs" / "audit.md").read_text(encoding="utf-8")
     for rule in BUILTIN_RULES:
         assert f"| `{rule.id}` | {rule.severity} |" in text, rule.id
+
+
+def test_an_extraction_regex_that_backtracks_without_end_is_an_error_not_a_hang(tmp_path, monkeypatch, capsys):
+    """``(a|aa)+$`` has exponentially many ways to fail on forty a's and a '!': the audit, trying the pattern on
+    the references, names it within the time bound (``re`` would hold ``validate`` for hours)."""
+    from proctor.core import bounded_regex
+
+    monkeypatch.setattr(bounded_regex, "SEARCH_SECONDS", 0.2)
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path,
+        {
+            "capitals.yaml": GEN.replace("PROMPT", "Say it: {{ country }}") + "extraction: {regex: '(a|aa)+$'}\n",
+            "data.jsonl": rows({"id": "a", "country": "a", "answers": ["a" * 40 + "!"]}),
+        },
+    )
+    code, text = validate(tmp_path, "capitals.yaml", capsys=capsys)
+    assert code == 2, text
+    assert re.search(r"capitals\.yaml:\d+, field 'extraction\.regex'", text), text
+    assert "'(a|aa)+$' takes more than 0.2 seconds" in text and "internal error" not in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -110,3 +111,36 @@ def test_unknown_metric_suggests_the_close_name():
 )
 def test_answer_extraction(spec, text, expected):
     assert AnswerExtractor(spec).extract(text) == expected
+
+
+def test_a_runaway_extraction_regex_on_an_answer_names_the_row(monkeypatch):
+    """The scorer searches each answer with the time bound too: an answer that sets a nested repeat backtracking
+    is an error naming the task's ``extraction.regex`` and the row whose answer met it, not a run that stalls."""
+    from proctor.core import bounded_regex
+    from proctor.core.errors import TaskDefinitionError
+    from proctor.core.model_requests import GenerateResult
+    from proctor.core.task_spec import TaskSpec
+    from proctor.data.sources import Sample
+    from proctor.kinds.generate import GenerateKind
+    from proctor.prompts.builder import PreparedSample, Prompt
+
+    monkeypatch.setattr(bounded_regex, "SEARCH_SECONDS", 0.2)
+    spec = TaskSpec.model_validate(
+        {
+            "name": "t",
+            "kind": "generate",
+            "data": "d.jsonl",
+            "prompt": "Q",
+            "target": "{{ a }}",
+            "extraction": {"regex": "(a|aa)+$"},
+        }
+    )
+    sample = PreparedSample(
+        Sample(id="s7", fields={}, file="d.jsonl", row=7, index=6), Prompt(text="Q"), references=("aa",)
+    )
+    kind = GenerateKind()
+    outcome, _ = kind.outcome(spec, sample, [GenerateResult(" aaaa", "stop", 1, 2)])
+    expected = re.search("(a|aa)+$", " aaaa").group(1)  # a sane answer: the group as re reads it ('a')
+    assert (outcome.answer, outcome.parsed) == (expected, True)
+    with pytest.raises(TaskDefinitionError, match=r"d\.jsonl, row 7, field 'extraction\.regex'.*\(a\|aa\)\+\$"):
+        kind.outcome(spec, sample, [GenerateResult("a" * 40 + "!", "stop", 1, 41)])

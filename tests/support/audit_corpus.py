@@ -611,6 +611,23 @@ add(
     gen(extraction={"regex": "answer: \\w+", "group": 1}),
     ("error", "group"),
 )
+# a nested repeat on references it almost matches: re backtracks for hours; the regex module answers this one at once
+add(
+    "gen-regex-nested-repeat-refs",
+    "extraction.never-matches",
+    gen(
+        [{**r, "answer": "the capital and largest city of " + r["question"].split()[-1][:-1]} for r in GEN_ROWS],
+        extraction={"regex": "^([\\w ]+)+!"},
+    ),
+    rule("extraction.never-matches"),
+)
+# ... and one that backtracks in the regex module too: named within the search's time bound, not a hang
+add(
+    "gen-regex-backtracks",
+    "extraction.never-matches",
+    gen([{**r, "answer": "a" * 40 + "!"} for r in GEN_ROWS], extraction={"regex": "(a|aa)+$"}),
+    ("error", "backtracks without end"),
+)
 add(
     "gen-answer-tag-not-in-prompt",
     "extraction.never-matches",

@@ -9,6 +9,8 @@ from typing import Iterator
 from proctor.audit.setting_rules import generation_settings
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
+from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
+from proctor.core.errors import TaskDefinitionError
 
 CUT_SHARE = 0.2  # a stop string inside this share of the references cuts answers the task counts as right
 SHORT_SHARE = 0.5  # a token limit below this share of the references' word counts
@@ -105,10 +107,16 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
     if extraction is None or not extraction.regex or not rows:
         return
     try:
-        pattern = re.compile(extraction.regex, re.IGNORECASE if extraction.ignore_case else 0)
-    except re.error:
-        return  # the spec's own check names a bad pattern
-    if not any(pattern.search(r) for _, refs in rows for r in refs):
+        pattern = BoundedPattern(extraction.regex, extraction.ignore_case)
+    except Exception:  # noqa: BLE001 - the spec's own check (re) names a bad pattern
+        return
+    try:
+        matched = any(pattern.search(r) for _, refs in rows for r in refs)
+    except RegexTooSlow as exc:  # every answer of a run would meet it: an error now, not a stalled run later
+        raise TaskDefinitionError(
+            f"extraction: {exc}", file=subject.file, line=subject.line("extraction"), field="extraction.regex"
+        ) from None
+    if not matched:
         yield subject.at_line(
             "extraction",
             f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from proctor.core.bounded_regex import RegexTooSlow
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
@@ -60,7 +61,12 @@ class GenerateKind:
     ) -> tuple[GenerationOutcome, SampleDetails]:
         extractor = self._extractors.setdefault(id(spec), AnswerExtractor(spec.extraction))
         result = results[0]
-        answer, parsed = extractor.extract(result.text)
+        try:
+            answer, parsed = extractor.extract(result.text)
+        except RegexTooSlow as exc:  # named as the task's setting, on the row whose answer it met
+            raise TaskDefinitionError(
+                f"extraction: {exc}", file=prepared.sample.file, row=prepared.sample.row, field="extraction.regex"
+            ) from None
         outcome = GenerationOutcome(result.text, answer, parsed, prepared.references)
         record = {
             "target": list(prepared.references),

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from proctor.core.bounded_regex import BoundedPattern
 from proctor.core.task_spec import ExtractionSpec
 
 
@@ -18,8 +17,8 @@ class AnswerExtractor:
 
     def __init__(self, spec: ExtractionSpec | None) -> None:
         self.spec = spec or ExtractionSpec()
-        flags = re.IGNORECASE if self.spec.ignore_case else 0
-        self._regex = re.compile(self.spec.regex, flags) if self.spec.regex else None
+        # searched with a time bound: a pattern that backtracks without end raises RegexTooSlow, not a hang
+        self._regex = BoundedPattern(self.spec.regex, self.spec.ignore_case) if self.spec.regex else None
         self._tag = self.spec.answer_tag
 
     def _find(self, text: str) -> str | None:
