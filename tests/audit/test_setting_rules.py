@@ -254,10 +254,10 @@ def test_lmeval_until_strings_inside_the_answers_and_a_one_token_limit(tmp_path,
     line = finding(lmeval(tmp_path / "until", monkeypatch, until), "generation.stop-inside-answer")
     assert re.search(r"quiz\.yaml(:\d+)?, field 'generation_kwargs\.until'", line) and "of 6 of 6 rows" in line
     sentence = LM_GEN.replace('doc_to_target: "{{choices[label]}}"', 'doc_to_target: "It is {{choices[label]}} here"')
-    short = lm(sentence + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 1\n")
+    short = lm(sentence + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 1\n')
     line = finding(lmeval(tmp_path / "short", monkeypatch, short), "generation.too-short")
     assert "field 'generation_kwargs.max_gen_toks'" in line and "max_gen_toks is 1" in line and "6 of 6 rows" in line
-    fine = lm(LM_GEN + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n")
+    fine = lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n')
     assert lmeval(tmp_path / "fine", monkeypatch, fine) == []
 
 

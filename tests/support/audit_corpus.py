@@ -628,6 +628,57 @@ add(
     gen([{**r, "answer": "a" * 40 + "!"} for r in GEN_ROWS], extraction={"regex": "(a|aa)+$"}),
     ("error", "backtracks without end"),
 )
+# how the answer is read back: settings under which the model's text never yields it, or always does
+add(
+    "gen-stop-single-quoted-newline",
+    "settings.escaped",
+    gen(generation={"max_tokens": 8, "stop": ["\\n"]}),
+    rule("settings.escaped"),
+)
+add(
+    "gen-regex-matches-empty",
+    "extraction.matches-empty",
+    gen([{**r, "answer": str(i)} for i, r in enumerate(GEN_ROWS)], extraction={"regex": "(\\d*)"}),
+    rule("extraction.matches-empty"),
+)
+add(
+    "gen-regex-anchored-no-space",
+    "extraction.anchored",
+    gen(extraction={"regex": "^([A-Z]\\w+)"}),
+    rule("extraction.anchored"),
+)
+add(
+    "gen-regex-anchored-spaced-ok",
+    "ok",
+    gen(extraction={"regex": "^\\s*([A-Z]\\w+)"}),
+    OK,
+)
+add(
+    "gen-stop-equals-answer-tag",
+    "extraction.tag-unwritten",
+    gen(
+        prompt="Think, then write 'Answer:' and the city. {{ question }}",
+        generation={"max_tokens": 32, "stop": ["Answer:"]},
+        extraction={"answer_tag": "Answer:"},
+    ),
+    rule("extraction.tag-unwritten"),
+)
+add(
+    "gen-prompt-ends-with-answer-tag",
+    "extraction.tag-unwritten",
+    gen(prompt="{{ question }}\nAnswer:", extraction={"answer_tag": "Answer:", "fallback": "none"}),
+    rule("extraction.tag-unwritten"),
+)
+add(
+    "gen-answer-tag-asked-ok",
+    "ok",
+    gen(
+        prompt="Think step by step, then end with 'Answer:' and the city.\n{{ question }}\n",
+        generation={"max_tokens": 32, "stop": ["\n\n"]},
+        extraction={"answer_tag": "Answer:"},
+    ),
+    OK,
+)
 add(
     "gen-answer-tag-not-in-prompt",
     "extraction.never-matches",
@@ -1420,7 +1471,13 @@ LM_GEN = (
     .replace("doc_to_choice: choices\n", "")
     .replace("doc_to_target: label", 'doc_to_target: "{{choices[label]}}"')
 )
-lm_add("gen-ok", "ok", lm(LM_GEN + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n"), OK)
+lm_add("gen-ok", "ok", lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n'), OK)
+lm_add(  # YAML single quotes keep '\n' as a backslash and an n: generation never stops at a newline
+    "gen-until-single-quoted",
+    "settings.escaped",
+    lm(LM_GEN + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n"),
+    rule("settings.escaped"),
+)
 lm_add(
     "gen-until-prefix",
     "generation.stop-prefix",
@@ -1434,7 +1491,7 @@ lm_add(
         LM_GEN.replace(
             'doc_to_target: "{{choices[label]}}"', 'doc_to_target: "The answer is {{choices[label]}} of course"'
         )
-        + "generation_kwargs:\n  until: ['\\n']\n  max_gen_toks: 1\n"
+        + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 1\n'
     ),
     rule("generation.too-short"),
 )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from proctor.audit import (
     choice_rules,
     data_rules,
+    escape_rules,
     example_rules,
+    extraction_rules,
     generation_rules,
     label_rules,
     leak_rules,
@@ -22,6 +24,8 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *leak_rules.RULES,
     *data_rules.RULES,
     *generation_rules.RULES,
+    *extraction_rules.RULES,
+    *escape_rules.RULES,
     *label_rules.RULES,
     *example_rules.RULES,
     *setting_rules.RULES,

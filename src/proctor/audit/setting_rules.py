@@ -32,7 +32,7 @@ class GenerationSettings:
     tag_words: int = 0  # words the model must write before its answer (SEA-HELM's answer tag)
 
 
-def _lmeval_config(subject: AuditSubject) -> Any:
+def lmeval_config(subject: AuditSubject) -> Any:
     """lm-eval's ``TaskConfig`` of the task the handler built (None for other dialects)."""
     task = getattr(subject.handler, "task", None)
     config = getattr(task, "config", None)
@@ -62,7 +62,7 @@ def generation_settings(subject: AuditSubject) -> GenerationSettings | None:
         return GenerationSettings(
             tuple(generation.stop), generation.max_tokens, "generation", "generation.stop", "generation.max_tokens"
         )
-    config = _lmeval_config(subject)
+    config = lmeval_config(subject)
     if config is not None:
         kwargs = getattr(config, "generation_kwargs", None) or {}
         if not isinstance(kwargs, dict):
@@ -189,7 +189,7 @@ GLUED_SHARE = 0.5
 def lmeval_glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """lm-eval's ``target_delimiter: ""`` with prompts that end without a space: each choice is scored glued to
     the prompt ('A:Paris'), a text a model has rarely seen (a native task's is ``prompt.delimiter``)."""
-    config = _lmeval_config(subject)
+    config = lmeval_config(subject)
     if config is None or config.target_delimiter != "" or subject.spec.kind != "multiple_choice":
         return
     texts = subject.prompt_texts

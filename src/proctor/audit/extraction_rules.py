@@ -1,0 +1,126 @@
+"""Rules over how a generated answer is read back (``extraction``): settings under which the answer the model
+writes can never be extracted, or under which anything at all is extracted as a parsed answer.
+
+``generation_rules.py`` holds the first two extraction rules (a regex no reference matches, a tag no prompt
+asks for); these look at what the model's text will look like: it starts after the prompt (a space after
+"A:"), it stops at the stop strings, and a pattern that matches nothing still matches the empty text.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from proctor.audit.setting_rules import generation_settings
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Hit
+from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
+
+PROBE_REFERENCES = 50  # references a pattern is tried on: enough to see what answers look like
+
+
+def _generated_references(subject: AuditSubject) -> list[str]:
+    if not subject.templated or subject.spec.kind != "generate":
+        return []
+    return [r for s in subject.samples[:PROBE_REFERENCES] for r in s.references if r.strip()]
+
+
+def _pattern(subject: AuditSubject) -> BoundedPattern | None:
+    extraction = subject.spec.extraction
+    if extraction is None or not extraction.regex:
+        return None
+    try:
+        return BoundedPattern(extraction.regex, extraction.ignore_case)
+    except Exception:  # noqa: BLE001 - the spec's own check names a bad pattern
+        return None
+
+
+def matches_empty(subject: AuditSubject) -> Iterator[Hit]:
+    """``(\\d*)`` finds its empty match at the start of any text: every answer is 'parsed', most as ''."""
+    pattern = _pattern(subject)
+    if pattern is None or not _generated_references(subject):
+        return
+    try:
+        match = pattern.search("")
+    except RegexTooSlow:
+        return
+    if match is not None:
+        yield subject.at_line(
+            "extraction",
+            f"the extraction regex {pattern.source!r} matches the empty text: an answer without what it looks for is "
+            "extracted as '' and counted as parsed (null_count stays 0); make the group need at least one character "
+            "(+ rather than *)",
+            "extraction.regex",
+        )
+
+
+def anchored_at_start(subject: AuditSubject) -> Iterator[Hit]:
+    """``^(\\d+)`` on answers that begin with the space after 'A:': no answer is ever read."""
+    pattern = _pattern(subject)
+    references = _generated_references(subject)
+    if pattern is None or not references or not pattern.source.startswith("^"):
+        return
+    if any(t and t[-1].isspace() for t in subject.prompt_texts[:PROBE_REFERENCES]):
+        return  # the prompt ends with the space itself: answers start at the word
+    try:
+        bare = any(pattern.search(r.strip()) for r in references)
+        spaced = any(pattern.search(" " + r.strip()) for r in references)
+    except RegexTooSlow:
+        return
+    if bare and not spaced:
+        yield subject.at_line(
+            "extraction",
+            f"the extraction regex {pattern.source!r} is anchored at the start of the answer, which begins with a "
+            "space (the prompt ends without one, and the model writes it): it matches the references but no answer "
+            "written after the prompt; start it with ^\\s*",
+            "extraction.regex",
+        )
+
+
+def tag_cut_or_given(subject: AuditSubject) -> Iterator[Hit]:
+    """An answer tag the model never writes: a stop string ends the answer at it, or the prompt has written it."""
+    extraction = subject.spec.extraction
+    tag = extraction.answer_tag if extraction else None
+    if not tag or not _generated_references(subject):
+        return
+    settings = generation_settings(subject)
+    stops = [s for s in settings.stop if s] if settings else []
+    cutting = next((s for s in stops if s in tag), None)
+    if cutting is not None and settings is not None:
+        yield subject.at_line(
+            settings.key,
+            f"the stop string {cutting!r} occurs in the answer tag {tag!r}: generation ends where the tag would begin, "
+            "so no answer holds the tag and none is read",
+            settings.stop_field,
+        )
+        return
+    texts = subject.prompt_texts[:PROBE_REFERENCES]
+    if texts and all(t.rstrip().endswith(tag.rstrip()) for t in texts):
+        yield subject.at_line(
+            "extraction",
+            f"every prompt ends with the answer tag {tag!r}: the model's text starts after it and does not write it "
+            "again, so the answer is read after a tag that is not there (give the tag in the instructions, not at "
+            "the end of the prompt, or leave answer_tag out)",
+            "extraction.answer_tag",
+        )
+
+
+RULES = (
+    AuditRule(
+        "extraction.matches-empty",
+        "warning",
+        "The extraction regex matches the empty text: every answer counts as parsed, most of them as ''.",
+        matches_empty,
+    ),
+    AuditRule(
+        "extraction.anchored",
+        "warning",
+        "The extraction regex is anchored with ^ while answers begin with the space after the prompt: nothing is read.",
+        anchored_at_start,
+    ),
+    AuditRule(
+        "extraction.tag-unwritten",
+        "warning",
+        "The answer tag is cut off by a stop string, or ends every prompt: the model's text never holds it.",
+        tag_cut_or_given,
+    ),
+)

@@ -1,0 +1,95 @@
+"""The rules over how a generated answer is read back (``audit/extraction_rules.py``) and over settings whose
+escapes are written out (``audit/escape_rules.py``), through ``proctor validate``'s entry point: each finding
+names its rule, the task file's line and the field, and a right twin of each task stays silent."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from proctor.cli import main
+
+pytestmark = pytest.mark.fast
+
+TASK = """\
+name: capitals
+kind: generate
+data: {{path: data.jsonl, id: id}}
+prompt: "{prompt}"
+target: "{{{{ answer }}}}"
+generation: {generation}
+{extra}"""
+ROWS = [("a", "Peru", "Lima"), ("b", "Chile", "Santiago"), ("c", "Japan", "Tokyo"), ("d", "Kenya", "Nairobi")]
+
+# rule -> (the task, its right twin): (prompt, generation, extra lines)
+CASES = {
+    "settings.escaped": (
+        ("Capital of {{ country }}?", "{max_tokens: 8, stop: ['\\n']}", ""),
+        ("Capital of {{ country }}?", '{max_tokens: 8, stop: ["\\n"]}', ""),
+    ),
+    "extraction.matches-empty": (
+        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '([A-Z]*)'}"),
+        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '([A-Z]+)'}"),
+    ),
+    "extraction.anchored": (
+        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '^([A-Z]\\w+)'}"),
+        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '^\\s*([A-Z]\\w+)'}"),
+    ),
+    "extraction.tag-unwritten": (
+        (
+            "Reason, then give 'Answer:' and the city. {{ country }}?",
+            "{max_tokens: 64, stop: ['Answer']}",
+            "extraction: {answer_tag: 'Answer:'}",
+        ),
+        (
+            "Reason, then give 'Answer:' and the city. {{ country }}?",
+            '{max_tokens: 64, stop: ["\\n\\n"]}',
+            "extraction: {answer_tag: 'Answer:'}",
+        ),
+    ),
+}
+FIELDS = {
+    "settings.escaped": "generation.stop",
+    "extraction.matches-empty": "extraction.regex",
+    "extraction.anchored": "extraction.regex",
+    "extraction.tag-unwritten": "generation.stop",
+}
+
+
+def _validate(folder, prompt: str, generation: str, extra: str, capsys) -> str:
+    folder.mkdir()
+    (folder / "capitals.yaml").write_text(TASK.format(prompt=prompt, generation=generation, extra=extra))
+    (folder / "data.jsonl").write_text(
+        "".join(json.dumps({"id": i, "country": c, "answer": a}) + "\n" for i, c, a in ROWS)
+    )
+    try:
+        main(["validate", str(folder / "capitals.yaml")])
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr()
+    out = capsys.readouterr()
+    return out.out + out.err
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_each_rule_names_its_line_and_field_and_its_twin_is_silent(rule, tmp_path, capsys):
+    broken, right = CASES[rule]
+    text = _validate(tmp_path / "broken", *broken, capsys)
+    found = [line for line in text.splitlines() if f"[{rule}]" in line]
+    assert found, text
+    assert re.search(rf"capitals\.yaml:\d+, field '{re.escape(FIELDS[rule])}'", found[0]), found[0]
+    text = _validate(tmp_path / "right", *right, capsys)
+    assert "audit [" not in text, text
+
+
+def test_the_answer_tag_at_the_end_of_every_prompt_is_never_written(tmp_path, capsys):
+    text = _validate(
+        tmp_path / "t",
+        "Capital of {{ country }}?\\nAnswer:",
+        "{max_tokens: 8}",
+        "extraction: {answer_tag: 'Answer:'}",
+        capsys,
+    )
+    (line,) = [line for line in text.splitlines() if "[extraction.tag-unwritten]" in line]
+    assert "field 'extraction.answer_tag'" in line and "every prompt ends with the answer tag" in line
