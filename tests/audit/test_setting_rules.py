@@ -175,6 +175,33 @@ def test_a_limit_over_rows_sorted_by_their_answer(tmp_path, monkeypatch):
     assert code == 0 and lines == [], text
 
 
+def test_a_limit_that_keeps_the_first_of_several_files(tmp_path, monkeypatch):
+    """A glob over two subjects' files and a limit of the first file's size: the second subject is never asked.
+    A limit that reaches into the second file leaves none out."""
+    files = {
+        "t.yaml": task_yaml(data="subj/*.jsonl", limit=6, breakdown="_file"),
+        "subj/algebra.jsonl": jsonl(QUIZ),
+        "subj/biology.jsonl": jsonl([{**r, "id": r["id"] + "b", "question": r["question"] + " (2)"} for r in QUIZ]),
+    }
+    _, _, lines = check(tmp_path / "first", files, ["validate", "t.yaml"], monkeypatch)
+    line = finding(lines, "data.limit-biased")
+    assert re.search(r"t\.yaml:\d+, field 'limit'", line) and "6 of 12 rows, all from 1 of the 2 files" in line
+    assert "no row of biology.jsonl" in line
+    files["t.yaml"] = task_yaml(data="subj/*.jsonl", limit=8, breakdown="_file")
+    code, text, lines = check(tmp_path / "both", files, ["validate", "t.yaml"], monkeypatch)
+    assert code == 0 and lines == [], text
+
+
+def test_a_fallback_data_source_is_said_by_validate(tmp_path, monkeypatch):
+    files = {
+        "t.yaml": task_yaml(data=[{"path": "full/test.jsonl"}, {"path": "sample.jsonl"}]),
+        "sample.jsonl": jsonl(QUIZ),
+    }
+    code, text, _ = check(tmp_path / "fallback", files, ["validate", "t.yaml"], monkeypatch)
+    assert code == 0 and "warning: quiz: read sample.jsonl because an earlier source was unavailable" in text, text
+    assert "full/test.jsonl" in text
+
+
 def test_a_group_member_of_one_row_and_one_task_twice(tmp_path, monkeypatch):
     files = {"t.yaml": TWO.replace("DATA_A", "one.jsonl").replace("DATA_B", "data.jsonl"), "data.jsonl": jsonl(QUIZ)}
     files["one.jsonl"] = jsonl(QUIZ[:1])

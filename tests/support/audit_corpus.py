@@ -612,6 +612,17 @@ add(
     ("error", "group"),
 )
 # a nested repeat on references it almost matches: re backtracks for hours; the regex module answers this one at once
+# a limit over a glob of two subjects' files keeps the first file's rows only
+add(
+    "glob-limit-first-file",
+    "data.limit",
+    {
+        "t.yaml": task_yaml(data="subj/*.jsonl", limit=6, breakdown="_file"),
+        "subj/algebra.jsonl": jsonl(QUIZ),
+        "subj/biology.jsonl": jsonl([{**r, "id": r["id"] + "b", "question": r["question"] + " (b)"} for r in QUIZ]),
+    },
+    rule("data.limit-biased"),
+)
 add(
     "gen-regex-nested-repeat-refs",
     "extraction.never-matches",

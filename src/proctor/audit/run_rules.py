@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import Any, Iterator, MutableMapping, Sequence
 
+from proctor.audit.fallback import first_found
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.task import Task
@@ -108,6 +110,30 @@ def limit_on_sorted_answers(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+def limit_on_some_files(subject: AuditSubject) -> Iterator[Hit]:
+    """The data reads several files (a glob, a list of splits) and the limit keeps rows of the first ones only:
+    the number covers those files' rows (one subject of many), and nothing says the others were left out."""
+    if len(subject.samples) >= len(subject.rows):
+        return
+    files = list(dict.fromkeys(row.file for row in subject.rows if row.file))
+    if len(files) < 2:
+        return
+    kept = {s.sample.file for s in subject.samples}
+    missing = [f for f in files if f not in kept]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        names = ", ".join(Path(f).name for f in missing[:3]) + more
+        message = (
+            f"the limit keeps {len(subject.samples)} of {len(subject.rows)} rows, all from {len(kept)} of the "
+            f"{len(files)} files the data reads: no row of {names} is evaluated, so the number covers the first "
+            "files only (a limit per file: --limit-per-part with a breakdown by file, or shuffle the rows)"
+        )
+        if subject.spec.limit is not None and subject.spec.limit <= len(subject.samples):  # the task file's limit
+            yield subject.at_line("limit", message, "limit")
+        else:
+            yield Hit(message, file=subject.file, field="--limit")
+
+
 def _fingerprint(samples: Sequence[PreparedSample]) -> str:
     """What a task asks and counts as right, row by row (its name and file aside)."""
     digest = hashlib.sha256()
@@ -173,8 +199,9 @@ RULES = (
     AuditRule(
         "data.limit-biased",
         "warning",
-        "The data is sorted by its answer field and a limit keeps the first rows: some answers are never asked.",
-        limit_on_sorted_answers,
+        "A limit keeps the first rows of data sorted by its answer field (some answers are never asked), or of the "
+        "first files only of several the data reads (the others are never asked).",
+        first_found(limit_on_sorted_answers, limit_on_some_files),
     ),
     AuditRule(
         TASK_DUPLICATE,

@@ -185,6 +185,10 @@ def validate(
             continue
         valid += 1
         console.print(f"[green]ok[/green] {task.name}: {len(prepared.samples)} samples ({task.where})")
+        fallback = (prepared.data or {}).get("fallback")
+        if fallback:  # a run records it in results.json's warnings; validate says it too
+            warning = f"[yellow]warning:[/yellow] {task.name}: {escape(fallback)}"
+            err_console.print(warning, highlight=False, soft_wrap=True)
         print_findings(task.name, prepared.findings)
         print_prompts(prepared, show)
     for problem in problems:
