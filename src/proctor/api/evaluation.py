@@ -404,7 +404,14 @@ def _evaluate_loaded(
             record.model_info = {**record.model_info, "batch_sizes": chosen}
         entries = record.task_entries()
         rolled = None if config.predict_only else rollup(entries)  # no metric to roll up: no tree of nulls
-        record.finish(aggregate_groups(entries, memberships), rolled, round(time.perf_counter() - started, 3))
+        groups = aggregate_groups(entries, memberships)
+        for name, group in groups.items():  # a group with no number is a row missing from the table: say why
+            if not group["metrics"] and not config.predict_only:
+                record.add_warning(
+                    f"group '{name}': its tasks ({', '.join(group['tasks'])}) share no metric, so the group has no "
+                    "number (give them a metric in common, or put them in separate groups)"
+                )
+        record.finish(groups, rolled, round(time.perf_counter() - started, 3))
         record.roles = run.roles.used() or None
         for role in run.roles.unused():  # a role no task asked for changed nothing: say so
             record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")

@@ -7,12 +7,13 @@ engine as it renders a task's prompts for the model); ``proctor validate`` loads
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Iterator, Protocol, Sequence
 
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.task import Task
 from proctor.core.task_spec import TaskSpec
+from proctor.prompts.builder import PreparedSample
 
 
 class AuditedModel(Protocol):
@@ -29,6 +30,7 @@ class ModelSubject:
     task: Task
     use_chat: bool  # prompts go through the model's chat template (the task file's chat, or --chat-template)
     model: AuditedModel
+    samples: Sequence[PreparedSample] = ()
 
     @property
     def spec(self) -> TaskSpec:
@@ -64,6 +66,43 @@ def _chat_on_base_model(subject: ModelSubject) -> Iterator[Hit]:
         yield Hit(message, file=subject.file, field="--chat-template")
 
 
+def _prompt_text(sample: PreparedSample) -> str:
+    prompt = sample.prompt
+    return prompt.text or "" if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
+
+
+def _special_tokens_in_rows(subject: ModelSubject) -> Iterator[Hit]:
+    """A row's text holding the tokenizer's special tokens ('<|endoftext|>', '<|im_end|>'): read as control tokens
+    (an end of text, an end of turn), so the model is shown another prompt than the data. A token in every
+    prompt is the template's own (a chat format written out by hand) and is left alone."""
+    ask = getattr(subject.model, "special_tokens", None)
+    tokens = tuple(ask()) if callable(ask) else ()
+    if not tokens or not subject.samples:
+        return
+    prompts = [_prompt_text(s) for s in subject.samples]
+    answers = ["\x00".join((*s.choices, *s.references)) for s in subject.samples]
+    joined, joined_answers = "\x01".join(prompts), "\x01".join(answers)
+    for token in tokens:
+        if token in joined_answers:
+            row = next(i for i, a in enumerate(answers) if token in a)
+            field = "choices" if subject.samples[row].choices else "target"
+        elif token in joined and not all(token in p for p in prompts):
+            row, field = next(i for i, p in enumerate(prompts) if token in p), "prompt"
+        else:
+            continue
+        sample = subject.samples[row].sample
+        yield Hit(
+            f"the {field} holds {token!r}, one of the special tokens of model '{subject.model.name}': its tokenizer "
+            "reads it as a control token (an end of text or of a turn), not as these characters, so the model is shown "
+            "another text than the data's",
+            file=sample.file or subject.file,
+            row=sample.row,
+            field=field,
+            sample=sample.id,
+        )
+        return
+
+
 RULES: tuple[AuditRule, ...] = (
     AuditRule(
         "chat.base-model",
@@ -71,6 +110,14 @@ RULES: tuple[AuditRule, ...] = (
         "The chat template closes a reply with a token the model does not end sequences with: a base model's "
         "tokenizer carrying a chat model's template, which the model was not trained on.",
         _chat_on_base_model,
+        stage="model",
+    ),
+    AuditRule(
+        "text.special-tokens",
+        "warning",
+        "Once the model has loaded: a row's prompt, choices or references hold one of its tokenizer's special tokens "
+        "('<|endoftext|>'), which the tokenizer reads as a control token, not as text.",
+        _special_tokens_in_rows,
         stage="model",
     ),
 )

@@ -177,6 +177,7 @@ class DistributedModel(Model):
         self._fingerprint = first["fingerprint"]
         self._has_chat_template = first["has_chat_template"]
         self._chat_reply_end = first.get("chat_reply_end")
+        self._special_tokens = tuple(first.get("special_tokens") or ())
         self.chunk_requests = first["chunk_requests"]
         self.large_chunks = first.get("large_chunks", False)
         self.chunk_sizes = first.get("chunk_sizes")
@@ -290,6 +291,9 @@ class DistributedModel(Model):
 
     def chat_reply_end(self) -> ChatReplyEnd | None:
         return self._chat_reply_end
+
+    def special_tokens(self) -> tuple[str, ...]:
+        return self._special_tokens
 
     def apply_chat_template(self, messages: Sequence[dict[str, Any]]) -> str:
         text: str = self._on_any("apply_chat_template", list(messages))

@@ -33,6 +33,7 @@ class WorkerInfo(_WorkerStart, total=False):
     fingerprint: dict[str, Any]
     has_chat_template: bool
     chat_reply_end: ChatReplyEnd | None
+    special_tokens: tuple[str, ...]
     chunk_requests: int | None
     large_chunks: bool
     chunk_sizes: dict[str, int] | None  # the backend's own chunk sizes, None where it has none
@@ -77,6 +78,7 @@ class ModelWorker:
             info["fingerprint"] = m.fingerprint
             info["has_chat_template"] = m.has_chat_template
             info["chat_reply_end"] = m.chat_reply_end()
+            info["special_tokens"] = m.special_tokens()
             info["chunk_requests"] = getattr(m, "chunk_requests", None)
             info["large_chunks"] = getattr(m, "large_chunks", False) is True
             info["chunk_sizes"] = getattr(m, "chunk_sizes", None)

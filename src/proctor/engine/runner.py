@@ -69,7 +69,8 @@ class TaskRequests:
 def _audited_with(model: Model, prepared: PreparedTask) -> PreparedTask:
     """The audit's "model" stage (what only the loaded model tells): its findings join the task's, and are
     printed now, as the stage before the model loaded printed its own."""
-    found = audit_with_model(ModelSubject(prepared.task, prepared.use_chat, model), strict=prepared.strict_audit)
+    subject = ModelSubject(prepared.task, prepared.use_chat, model, prepared.samples)
+    found = audit_with_model(subject, strict=prepared.strict_audit)
     for finding in found:
         if finding.silenced is None:
             log.warning("%s: audit %s", prepared.task.name, finding.text())

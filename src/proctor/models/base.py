@@ -64,6 +64,11 @@ class Model(abc.ABC):
     def has_chat_template(self) -> bool:
         return False
 
+    def special_tokens(self) -> tuple[str, ...]:
+        """The texts the tokenizer reads as control tokens wherever they occur ('<|endoftext|>', '<|im_end|>'),
+        for the audit's ``text.special-tokens``; () where the backend cannot tell (a server's model)."""
+        return ()
+
     def chat_reply_end(self) -> ChatReplyEnd | None:
         """The token the chat template closes a reply with, beside the model's end-of-sequence tokens (the
         audit's ``chat.base-model``); None where the backend cannot tell (a server's model)."""

@@ -22,6 +22,14 @@ def eos_ids(tokenizer: Any, generation_config: Any) -> list[int]:
     return sorted(i for i in ids if isinstance(i, int))
 
 
+def special_texts(tokenizer: Any) -> tuple[str, ...]:
+    """The tokenizer's special tokens as texts (named ones and added ones marked special), longest first."""
+    found = set(getattr(tokenizer, "all_special_tokens", ()) or ())
+    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    found.update(str(token) for token in decoder.values() if getattr(token, "special", False))
+    return tuple(sorted((t for t in found if isinstance(t, str) and t.strip()), key=lambda t: (-len(t), t)))
+
+
 def reply_end(tokenizer: Any, eos_ids: Iterable[int]) -> ChatReplyEnd | None:
     """None where the tokenizer has no template, the template cannot render a user-assistant exchange, or it
     closes a reply with no special token (plain text, a newline): nothing to compare then."""

@@ -24,7 +24,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
-from proctor.models.chat_reply import reply_end
+from proctor.models.chat_reply import reply_end, special_texts
 from proctor.models.hf import head_kernel, sharding, tree_attention
 from proctor.models.hf.forward_plan import LAYOUTS, ForwardCall, layout_for
 from proctor.models.hf.generation import HFGeneration
@@ -298,6 +298,9 @@ class HFModel(HFGeneration, Model):
 
     def chat_reply_end(self) -> ChatReplyEnd | None:
         return reply_end(self.tokenizer, self._eos_ids())
+
+    def special_tokens(self) -> tuple[str, ...]:
+        return special_texts(self.tokenizer)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         if not texts:

@@ -24,7 +24,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
-from proctor.models.chat_reply import eos_ids
+from proctor.models.chat_reply import eos_ids, special_texts
 from proctor.models.generate_kwargs import decoding_kwargs
 from proctor.models.hf.loading import (
     DTYPES,
@@ -150,6 +150,9 @@ class HFVisionModel(Model):
     @property
     def supports_image_loglikelihood(self) -> bool:
         return True
+
+    def special_tokens(self) -> tuple[str, ...]:
+        return special_texts(self.tokenizer)
 
     @property
     def has_chat_template(self) -> bool:

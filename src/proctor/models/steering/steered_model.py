@@ -117,6 +117,9 @@ class SteeredModel(Model):
     def chat_reply_end(self) -> ChatReplyEnd | None:
         return self.base.chat_reply_end()
 
+    def special_tokens(self) -> tuple[str, ...]:
+        return self.base.special_tokens()
+
     # ------------------------------------------------------------------ the three calls
     def _run(self, call: str, requests: Sequence[Request], progress: Progress | None) -> list[object]:
         with self.pipeline.forward_steered() as model:

@@ -30,7 +30,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Model, Progress
-from proctor.models.chat_reply import eos_ids, reply_end
+from proctor.models.chat_reply import eos_ids, reply_end, special_texts
 from proctor.models.hf.loading import bos_rule, weights_digest
 from proctor.models.hf.scoring import encode_pairs, split_whitespace
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
@@ -138,6 +138,9 @@ class VLLMModel(Model):
     @property
     def has_chat_template(self) -> bool:
         return getattr(self.tokenizer, "chat_template", None) is not None
+
+    def special_tokens(self) -> tuple[str, ...]:
+        return special_texts(self.tokenizer)
 
     def chat_reply_end(self) -> ChatReplyEnd | None:
         from transformers import GenerationConfig  # vLLM's own dependency; read as vLLM reads it (local)
