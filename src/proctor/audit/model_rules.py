@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
+from proctor.audit.subject import OfTask
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.task import Task
-from proctor.core.task_spec import TaskSpec
 from proctor.prompts.builder import PreparedSample
 
 
@@ -24,24 +24,13 @@ class AuditedModel(Protocol):
 
 
 @dataclass(frozen=True)
-class ModelSubject:
+class ModelSubject(OfTask):
     """A prepared task with the model it is about to run on."""
 
     task: Task
     use_chat: bool  # prompts go through the model's chat template (the task file's chat, or --chat-template)
     model: AuditedModel
     samples: Sequence[PreparedSample] = ()
-
-    @property
-    def spec(self) -> TaskSpec:
-        return self.task.spec
-
-    @property
-    def file(self) -> str | None:
-        return str(self.task.file) if self.task.file else None
-
-    def line(self, key: str) -> int | None:
-        return self.task.lines.get(key, self.task.line)
 
 
 def _chat_on_base_model(subject: ModelSubject) -> Iterator[Hit]:
@@ -61,7 +50,7 @@ def _chat_on_base_model(subject: ModelSubject) -> Iterator[Hit]:
     )
     chat = subject.spec.chat
     if chat is not None and chat.enabled:  # the task file asked for the template
-        yield Hit(message, file=subject.file, line=subject.line("chat"), field="chat")
+        yield subject.at_line("chat", message)
     else:
         yield Hit(message, file=subject.file, field="--chat-template")
 

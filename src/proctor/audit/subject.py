@@ -54,21 +54,11 @@ def near(text: str) -> str:
     return repr(number) if number == number else key
 
 
-@dataclass(frozen=True)
-class AuditSubject:
-    """A task after ``engine/prepare``: its spec and file, the samples it will evaluate (prompts, choices, gold
-    indices, references), every row its source gave (before ``--limit``), and the few-shot pool."""
+class OfTask:
+    """What a subject says of its task file: the spec, the file, a setting's line, a hit there (``AuditSubject``
+    before the model loads, ``model_rules.ModelSubject`` after)."""
 
     task: Task
-    samples: Sequence[PreparedSample]
-    rows: Sequence[Sample]
-    pool: Sequence[Sample]
-    pool_is_own: bool  # the few-shot pool is the evaluated data itself (no fewshot.source)
-    stats: SourceStats
-    # what the data reader noticed (a join's key order), by rule id
-    source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(default_factory=dict)
-    handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
-    epochs: int = 1  # generate tasks: samples drawn per row (--epochs)
 
     @property
     def spec(self) -> TaskSpec:
@@ -85,6 +75,23 @@ class AuditSubject:
     def at_line(self, key: str, message: str, field: str | None = None) -> Hit:
         """A hit at the task file's line of ``key`` (a setting of the task), naming ``field`` (default ``key``)."""
         return Hit(message, file=self.file, line=self.line(key.split(".")[0]), field=field or key)
+
+
+@dataclass(frozen=True)
+class AuditSubject(OfTask):
+    """A task after ``engine/prepare``: its spec and file, the samples it will evaluate (prompts, choices, gold
+    indices, references), every row its source gave (before ``--limit``), and the few-shot pool."""
+
+    task: Task
+    samples: Sequence[PreparedSample]
+    rows: Sequence[Sample]
+    pool: Sequence[Sample]
+    pool_is_own: bool  # the few-shot pool is the evaluated data itself (no fewshot.source)
+    stats: SourceStats
+    # what the data reader noticed (a join's key order), by rule id
+    source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(default_factory=dict)
+    handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
+    epochs: int = 1  # generate tasks: samples drawn per row (--epochs)
 
     def at_row(self, sample: Sample, message: str, field: str) -> Hit:
         """A hit at one data row (its file and row), naming ``field`` and the sample's id."""
