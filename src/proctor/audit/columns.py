@@ -67,11 +67,7 @@ class Columns:
         messages = list(map(_MESSAGES, prompts))
         if messages.count(None) == len(messages) and None not in texts:
             return texts  # plain-text prompts (every native task without chat): as they are
-        out = []
-        for prompt in prompts:
-            text = prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
-            out.append(text or "")
-        return out
+        return [prompt.plain_text for prompt in prompts]
 
     @cached_property
     def joined_prompts(self) -> str:

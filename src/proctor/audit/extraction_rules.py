@@ -24,7 +24,9 @@ def _generated_references(subject: AuditSubject) -> list[str]:
     return [r for s in subject.samples[:PROBE_REFERENCES] for r in s.references if r.strip()]
 
 
-def _pattern(subject: AuditSubject) -> BoundedPattern | None:
+def extraction_pattern(subject: AuditSubject) -> BoundedPattern | None:
+    """The task's extraction regex, searched with the time bound; None without one (or with one the spec's own
+    check refuses)."""
     extraction = subject.spec.extraction
     if extraction is None or not extraction.regex:
         return None
@@ -36,7 +38,7 @@ def _pattern(subject: AuditSubject) -> BoundedPattern | None:
 
 def matches_empty(subject: AuditSubject) -> Iterator[Hit]:
     """``(\\d*)`` finds its empty match at the start of any text: every answer is 'parsed', most as ''."""
-    pattern = _pattern(subject)
+    pattern = extraction_pattern(subject)
     if pattern is None or not _generated_references(subject):
         return
     try:
@@ -55,7 +57,7 @@ def matches_empty(subject: AuditSubject) -> Iterator[Hit]:
 
 def anchored_at_start(subject: AuditSubject) -> Iterator[Hit]:
     """``^(\\d+)`` on answers that begin with the space after 'A:': no answer is ever read."""
-    pattern = _pattern(subject)
+    pattern = extraction_pattern(subject)
     references = _generated_references(subject)
     if pattern is None or not references or not pattern.source.startswith("^"):
         return

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.setting_rules import generation_settings
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
-from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
+from proctor.core.bounded_regex import RegexTooSlow
 from proctor.core.errors import TaskDefinitionError
 
 CUT_SHARE = 0.2  # a stop string inside this share of the references cuts answers the task counts as right
@@ -106,9 +107,8 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
     rows = _generated(subject)
     if extraction is None or not extraction.regex or not rows:
         return
-    try:
-        pattern = BoundedPattern(extraction.regex, extraction.ignore_case)
-    except Exception:  # noqa: BLE001 - the spec's own check (re) names a bad pattern
+    pattern = extraction_pattern(subject)
+    if pattern is None:
         return
     try:
         matched = any(pattern.search(r) for _, refs in rows for r in refs)

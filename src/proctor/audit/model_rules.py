@@ -55,11 +55,6 @@ def _chat_on_base_model(subject: ModelSubject) -> Iterator[Hit]:
         yield Hit(message, file=subject.file, field="--chat-template")
 
 
-def _prompt_text(sample: PreparedSample) -> str:
-    prompt = sample.prompt
-    return prompt.text or "" if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
-
-
 def _special_tokens_in_rows(subject: ModelSubject) -> Iterator[Hit]:
     """A row's text holding the tokenizer's special tokens ('<|endoftext|>', '<|im_end|>'): read as control tokens
     (an end of text, an end of turn), so the model is shown another prompt than the data. A token in every
@@ -68,7 +63,7 @@ def _special_tokens_in_rows(subject: ModelSubject) -> Iterator[Hit]:
     tokens = tuple(ask()) if callable(ask) else ()
     if not tokens or not subject.samples:
         return
-    prompts = [_prompt_text(s) for s in subject.samples]
+    prompts = [s.prompt.plain_text for s in subject.samples]
     answers = ["\x00".join((*s.choices, *s.references)) for s in subject.samples]
     joined, joined_answers = "\x01".join(prompts), "\x01".join(answers)
     for token in tokens:

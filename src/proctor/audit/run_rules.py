@@ -138,9 +138,8 @@ def _fingerprint(samples: Sequence[PreparedSample]) -> str:
     """What a task asks and counts as right, row by row (its name and file aside)."""
     digest = hashlib.sha256()
     for sample in samples:
-        prompt = sample.prompt
-        text = prompt.text if prompt.messages is None else "\n".join(c for _, c in prompt.messages)
-        parts = (text or "", sample.text or "", "\x00".join(sample.choices), repr(sample.gold), *sample.references)
+        own = sample.text or ""
+        parts = (sample.prompt.plain_text, own, "\x00".join(sample.choices), repr(sample.gold), *sample.references)
         digest.update("\x01".join(parts).encode("utf-8", "surrogatepass") + b"\x02")
     return digest.hexdigest()
 

@@ -22,12 +22,18 @@ def eos_ids(tokenizer: Any, generation_config: Any) -> list[int]:
     return sorted(i for i in ids if isinstance(i, int))
 
 
-def special_texts(tokenizer: Any) -> tuple[str, ...]:
-    """The tokenizer's special tokens as texts (named ones and added ones marked special), longest first."""
-    found = set(getattr(tokenizer, "all_special_tokens", ()) or ())
+def _special_ids(tokenizer: Any) -> set[int]:
+    """The ids of the tokenizer's special tokens: the named ones, and the added ones marked special."""
+    ids = set(getattr(tokenizer, "all_special_ids", ()) or ())
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    found.update(str(token) for token in decoder.values() if getattr(token, "special", False))
-    return tuple(sorted((t for t in found if isinstance(t, str) and t.strip()), key=lambda t: (-len(t), t)))
+    ids.update(i for i, token in decoder.items() if getattr(token, "special", False))
+    return ids
+
+
+def special_texts(tokenizer: Any) -> tuple[str, ...]:
+    """The tokenizer's special tokens as texts, longest first."""
+    found = {str(t) for t in tokenizer.convert_ids_to_tokens(sorted(_special_ids(tokenizer)))}
+    return tuple(sorted((t for t in found if t.strip()), key=lambda t: (-len(t), t)))
 
 
 def reply_end(tokenizer: Any, eos_ids: Iterable[int]) -> ChatReplyEnd | None:
@@ -43,9 +49,7 @@ def reply_end(tokenizer: Any, eos_ids: Iterable[int]) -> ChatReplyEnd | None:
     if not isinstance(text, str) or _REPLY not in text:
         return None
     tail = text[text.rindex(_REPLY) + len(_REPLY) :]
-    special = set(getattr(tokenizer, "all_special_ids", ()) or ())
-    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    special.update(i for i, token in decoder.items() if getattr(token, "special", False))
+    special = _special_ids(tokenizer)
     ids: list[int] = tokenizer(tail, add_special_tokens=False).input_ids if tail else []
     closing = next((i for i in ids if i in special), None)
     if closing is None:

@@ -58,6 +58,14 @@ class Prompt:
             }
         return messages
 
+    @property
+    def plain_text(self) -> str:
+        """The prompt's own text: the plain text, or the messages' contents joined by newlines ('' for none);
+        what the audit reads, before any chat template."""
+        if self.messages is None:
+            return self.text or ""
+        return "\n".join(content for _, content in self.messages)
+
     def as_json(self) -> Any:
         if self.messages is None:
             return self.text
