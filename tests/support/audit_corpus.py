@@ -2045,6 +2045,95 @@ add(
     rule("fewshot.from-evaluated"),
 )
 
+# ---------------------------------------------------------------- data shaped otherwise than the task file expects
+
+CSV_MC = {"data": "data.csv", "choices": ["{{ A }}", "{{ B }}"], "target": "{{ label }}"}
+CSV_TAIL = '2,What is blue?,sea,fire,0\n3,"What is green?",grass,coal,0\n4,What is black?,coal,snow,0\n'
+add(
+    "csv-quote-left-open",
+    "data.quote-open",
+    {"t.yaml": task_yaml(**CSV_MC), "data.csv": 'id,question,A,B,label\n1,"What is red?,apple,sky,0\n' + CSV_TAIL},
+    rule("data.quote-open"),
+)
+add(
+    "csv-passage-with-line-breaks",
+    "data.quote-open",
+    {
+        "t.yaml": task_yaml(**CSV_MC),
+        "data.csv": "id,question,A,B,label\n"
+        + "".join(f'{i},"Line one of {i}.\nLine two, with a comma.\nLine three.",yes,no,{i % 2}\n' for i in range(4)),
+    },
+    OK,
+)
+MIXED_ANSWERS = [{**r, "answer": [r["answer"], r["answer"].lower()]} for r in GEN_ROWS[:3]] + [GEN_ROWS[3]]
+add(
+    "ref-first-on-a-text",
+    "references.coerced",
+    gen(MIXED_ANSWERS, target="{{ answer | first }}"),
+    rule("references.coerced"),
+)
+add(
+    "ref-first-on-lists",
+    "references.coerced",
+    gen([{**r, "answer": [r["answer"]]} for r in GEN_ROWS], target="{{ answer | first }}"),
+    OK,
+)
+add(
+    "prompt-prints-choice-list",
+    "prompt.python-repr",
+    native(prompt="Q: {{ question }}\nOptions: {{ choices }}\nA:"),
+    rule("prompt.python-repr"),
+)
+PASSAGES = [
+    {
+        "id": f"p{i}",
+        "question": f"Note {i}: the old harbour of {c} is busy. Where is it busy?",
+        "answer": f"old harbour of {c}",
+    }
+    for i, c in enumerate(["Lima", "Quito", "Accra", "Hanoi", "Oslo"])
+]
+add(
+    "gen-ngram-ban-extractive",
+    "generation.ngram-ban",
+    gen(PASSAGES, generation={"max_tokens": 8, "stop": ["\n"], "no_repeat_ngram_size": 2}),
+    rule("generation.ngram-ban"),
+)
+add("mc-choice-temperature-huge", "metrics.mismatch", native(choice_temperature=1e6), rule("metrics.mismatch"))
+FROM_ONE = [
+    {**r, "id": r["id"] + "b", "question": r["question"] + " (b)", "label": 1 + i % 3} for i, r in enumerate(QUIZ)
+]
+add(
+    "labels-one-file-of-glob-from-one",
+    "labels.off-by-one",
+    {"t.yaml": task_yaml(data="parts/*.jsonl"), "parts/a.jsonl": jsonl(QUIZ), "parts/b.jsonl": jsonl(FROM_ONE)},
+    rule("labels.off-by-one"),
+)
+add(
+    "fewshot-pool-labels-from-one",
+    "labels.off-by-one",
+    {
+        "t.yaml": task_yaml(fewshot={"count": 2, "source": {"path": "dev.jsonl"}}),
+        "data.jsonl": jsonl(QUIZ),
+        "dev.jsonl": jsonl(FROM_ONE),
+    },
+    rule("labels.off-by-one"),
+)
+
+add(
+    "prompt-truncates-passage",
+    "prompt.cut",
+    gen(PASSAGES, prompt="{{ question | truncate(20) }}\nA:"),
+    rule("prompt.cut"),
+)
+add("prompt-slices-field", "prompt.cut", gen(PASSAGES, prompt="{{ question[:15] }}\nA:"), rule("prompt.cut"))
+CJK_ROWS = [
+    {"id": "z1", "question": "中国的首都?", "answer": "北京市"},
+    {"id": "z2", "question": "日本的首都?", "answer": "东京都"},
+    {"id": "z3", "question": "泰国的首都?", "answer": "曼谷市"},
+]
+add("gen-f1-on-chinese", "metrics.mismatch", gen(CJK_ROWS, metrics=["exact_match", "f1"]), rule("metrics.mismatch"))
+add("gen-exact-match-on-chinese", "metrics.mismatch", gen(CJK_ROWS, metrics=["exact_match"]), OK)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

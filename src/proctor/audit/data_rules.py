@@ -9,6 +9,7 @@ from typing import Iterator
 
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.prompts.builder import PreparedSample
 
 FILE_KEY = "_file"  # the reader's file label (its name without suffix); "_source" is its path below the glob
@@ -17,6 +18,11 @@ FILE_KEY = "_file"  # the reader's file label (its name without suffix); "_sourc
 def join_alignment(subject: AuditSubject) -> Iterator[Hit]:
     """What the reader noticed while joining files (``data.sources``: a key column in another order)."""
     yield from subject.source_hits.get("data.join", ())
+
+
+def open_quote(subject: AuditSubject) -> Iterator[Hit]:
+    """What the CSV reader noticed: a field running over lines that read as rows (``data/quote_span.py``)."""
+    yield from subject.source_hits.get(QUOTE_RULE, ())
 
 
 def _answer(sample: PreparedSample) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -178,6 +184,13 @@ RULES = (
         "A joined file lists its rows in another order than the data, or repeats a key in place of another (a key "
         "column shows it): labels misalign.",
         join_alignment,
+    ),
+    AuditRule(
+        QUOTE_RULE,
+        "warning",
+        "A CSV field runs over several lines that read as rows of the file: a quote left open swallows the rows "
+        "after it.",
+        open_quote,
     ),
     AuditRule(
         "samples.duplicate",

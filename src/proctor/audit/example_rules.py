@@ -98,7 +98,7 @@ gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choic
 # ---------------------------------------------------------------- few-shot examples
 
 
-def _pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
+def pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
     """(the target's field, each few-shot pool row's value of it) where the target reads one field as it is."""
     fewshot = subject.spec.fewshot
     if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
@@ -115,7 +115,7 @@ def _pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
 def constant_example_label(subject: AuditSubject) -> Iterator[Hit]:
     """Every few-shot example's answer is the same choice position while the evaluated rows' vary: the examples
     teach the model to pick that position."""
-    pooled = _pool_labels(subject)
+    pooled = pool_labels(subject)
     if pooled is None:
         return
     name, labels = pooled
@@ -157,7 +157,7 @@ def example_shows_fixed_choice(subject: AuditSubject) -> Iterator[Hit]:
     """The few-shot template shows ``choices[0]`` as each example's answer and reads nothing the target reads:
     examples whose answer is another choice are shown with a wrong one."""
     fewshot = subject.spec.fewshot
-    pooled = _pool_labels(subject)
+    pooled = pool_labels(subject)
     if pooled is None or fewshot is None or not fewshot.template or not isinstance(subject.spec.choices, str):
         return
     name, labels = pooled

@@ -102,6 +102,37 @@ def min_at_max(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+NGRAM_PROBE = 200  # rows read for the n-gram ban: a task's answers are spans of its prompts in most rows or few
+NGRAM_SHARE = 0.2  # of those rows whose answer repeats n words of the prompt: the ban costs those answers
+
+
+def _repeats_ngram(reference: str, prompt: str, n: int) -> bool:
+    """Whether ``reference`` holds n words in a row that the prompt holds too (each word is a token at least)."""
+    words = reference.split()
+    if len(words) < n:
+        return False
+    return any(" ".join(words[i : i + n]) in prompt for i in range(len(words) - n + 1))
+
+
+def ngram_ban_on_answers(subject: AuditSubject) -> Iterator[Hit]:
+    """``no_repeat_ngram_size`` bans any n tokens in a row already in the sequence, and the sequence is the
+    prompt and the answer: an answer copied from the prompt (a span of a passage) cannot be written."""
+    n = subject.spec.generation.no_repeat_ngram_size
+    rows = _generated(subject)[:NGRAM_PROBE] if n else []
+    if not rows:
+        return
+    texts = subject.prompt_texts
+    copied = [i for i, refs in rows if all(_repeats_ngram(r, " ".join(texts[i].split()), n) for r in refs)]
+    if copied and len(copied) >= NGRAM_SHARE * len(rows):
+        yield subject.at_line(
+            "generation",
+            f"no_repeat_ngram_size is {n}: no {n} tokens in a row may repeat what the prompt holds, and the reference "
+            f"answers of {len(copied)} of {len(rows)} rows repeat {n} words of their prompt (e.g. "
+            f"{subject.samples[copied[0]].references[0]!r:.40}): those answers cannot be written as they are",
+            "generation.no_repeat_ngram_size",
+        )
+
+
 def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
     extraction = subject.spec.extraction
     rows = _generated(subject)
@@ -225,6 +256,12 @@ RULES = (
         "warning",
         "min_tokens is not below max_tokens: the end of the answer is banned, so answers run on.",
         min_at_max,
+    ),
+    AuditRule(
+        "generation.ngram-ban",
+        "warning",
+        "no_repeat_ngram_size bans n tokens the prompt holds, and the answers are copied from the prompt.",
+        ngram_ban_on_answers,
     ),
     AuditRule(
         "extraction.never-matches",

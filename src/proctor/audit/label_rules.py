@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit import choice_rules
+from proctor.audit import choice_rules, label_base
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import fixed_text, said_in
 from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated_rows, target_reads
@@ -119,7 +119,9 @@ def shifted_from_row_key(subject: AuditSubject) -> Iterator[Hit]:
         return
 
 
-off_by_one = first_found(choice_rules.shifted_labels, shifted_from_row_key)
+off_by_one = first_found(
+    choice_rules.shifted_labels, shifted_from_row_key, label_base.shifted_in_one_file, label_base.shifted_pool
+)
 
 
 # ---------------------------------------------------------------- target.constant
@@ -368,7 +370,8 @@ RULES = (
     AuditRule(
         "labels.off-by-one",
         "warning",
-        "No row's answer is the first choice while all others occur, or every gold is one off the row's own key.",
+        "No row's answer is the first choice while all others occur (in the task, one of its files or the few-shot "
+        "pool), or every gold is one off the row's own key.",
         off_by_one,
     ),
     AuditRule(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.audit import (
     choice_rules,
+    cut_rules,
     data_rules,
     escape_rules,
     example_rules,
@@ -12,6 +13,7 @@ from proctor.audit import (
     label_rules,
     leak_rules,
     model_rules,
+    repr_rules,
     run_rules,
     setting_rules,
     target_rules,
@@ -28,6 +30,8 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *escape_rules.RULES,
     *label_rules.RULES,
     *example_rules.RULES,
+    *repr_rules.RULES,
+    *cut_rules.RULES,
     *setting_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)

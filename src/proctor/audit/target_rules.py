@@ -101,6 +101,10 @@ def _index_text(value: str, choices: tuple[str, ...]) -> str | None:
     return None
 
 
+# filters made for a list of answers, which on a text read its characters ('Paris' | first is 'P')
+_SEQUENCE_FILTERS = frozenset({"first", "last", "random", "list", "join", "reverse", "sort", "unique"})
+
+
 def _coercion(value: object, filters: tuple[str, ...], sample: PreparedSample) -> str | None:
     """What reading ``value`` as the row's target changes without a word, or None."""
     if sample.choices:  # an index, or a choice's text
@@ -115,6 +119,13 @@ def _coercion(value: object, filters: tuple[str, ...], sample: PreparedSample) -
         if isinstance(value, str) and _INTEGER.match(value):
             return _index_text(value, sample.choices)
         return None
+    taken = _SEQUENCE_FILTERS.intersection(filters)
+    if isinstance(value, str) and len(value) > 1 and taken:  # a reference: a list's filter on one text
+        kept = {"first": value[:1], "last": value[-1:]}.get(sorted(taken)[0], "its characters")
+        return (
+            f"the target's '| {sorted(taken)[0]}' reads {value!r:.40} as a sequence of characters and keeps {kept!r} "
+            f"(the field is a text in this row, where '| {sorted(taken)[0]}' expects a list of answers)"
+        )
     if isinstance(value, bool):  # a reference
         return f"the reference is the truth value {value!r}, compared as the text {str(value)!r}"
     if isinstance(value, float):
@@ -145,7 +156,8 @@ def _coercions(subject: AuditSubject, choices: bool) -> Iterator[Hit]:
     types = set(map(type, values))
     if choices and types == {int}:
         return  # indices as they are (most tasks)
-    if not choices and types == {str} and not any(map(methodcaller("startswith", "["), values)):
+    as_texts = not choices and types == {str} and not _SEQUENCE_FILTERS.intersection(filters)
+    if as_texts and not any(map(methodcaller("startswith", "["), values)):
         return  # references as texts
     for sample in subject.samples:
         if name not in sample.sample.fields or sample.text is not None or bool(sample.choices) != choices:

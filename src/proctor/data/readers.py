@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from proctor.core.audit import Hit
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
+from proctor.data.quote_span import RULE as QUOTE_RULE
+from proctor.data.quote_span import swallowed_rows
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -121,9 +124,14 @@ def decode_utf8(path: Path) -> str:
 
 
 def read_rows(
-    path: Path, fmt: str = "auto", columns: list[str] | None = None, records_key: str | None = None
+    path: Path,
+    fmt: str = "auto",
+    columns: list[str] | None = None,
+    records_key: str | None = None,
+    noticed: dict[str, list[Hit]] | None = None,
 ) -> list[Row]:
-    """Read one data file (or Arrow/Parquet folder) into row dicts."""
+    """Read one data file (or Arrow/Parquet folder) into row dicts. ``noticed`` (if given) receives, by audit
+    rule id, what reading showed that is not an error (a CSV quote left open)."""
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
     refuse_special(path, "data file")
@@ -142,7 +150,7 @@ def read_rows(
         raise TaskDefinitionError(f"unknown format '{fmt}'", file=path)
     try:
         if fmt in _DELIMITERS:
-            rows = _read_delimited(path, columns, _DELIMITERS[fmt])
+            rows = _read_delimited(path, columns, _DELIMITERS[fmt], noticed)
         elif fmt == "json":
             rows = _read_json(path, records_key)
         else:
@@ -276,7 +284,9 @@ def _read_json(path: Path, records_key: str | None) -> list[Row]:
     return rows
 
 
-def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> list[Row]:
+def _read_delimited(
+    path: Path, columns: list[str] | None, delimiter: str, noticed: dict[str, list[Hit]] | None = None
+) -> list[Row]:
     with io.StringIO(decode_utf8(path), newline="") as handle:
         reader = csv.reader(handle, delimiter=delimiter)
         if columns:
@@ -292,10 +302,15 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
                 f"column '{repeat[1]}' is named twice in the header", file=path, line=1, field=repeat[1]
             )
         rows: list[Row] = []
+        ended = reader.line_num  # the line the previous record ended on
         for record in reader:
-            line = reader.line_num
+            line, started, ended = reader.line_num, ended + 1, reader.line_num
             if not record:
                 continue
+            if line > started and noticed is not None:  # a quoted field spans lines: by design, or a quote left open
+                swallowed = swallowed_rows(record, header, delimiter, path, started, line)
+                if swallowed is not None:
+                    noticed.setdefault(QUOTE_RULE, []).append(swallowed)
             if columns and not rows and [c.strip() for c in record] == [c.strip() for c in header]:
                 raise TaskDefinitionError(  # read as a row, the header would be a sample ("question", "answer")
                     f"the first line names the columns ({', '.join(record)}): with 'columns' set it would be read "
@@ -305,8 +320,9 @@ def _read_delimited(path: Path, columns: list[str] | None, delimiter: str) -> li
                     field="columns",
                 )
             if len(record) != len(header):
+                spanned = f" (a row running from line {started}: a quote left open?)" if line > started else ""
                 raise TaskDefinitionError(
-                    f"has {len(record)} columns, expected {len(header)} ({', '.join(header)})",
+                    f"has {len(record)} columns, expected {len(header)} ({', '.join(header)}){spanned}",
                     file=path,
                     line=line,
                 )

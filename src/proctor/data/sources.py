@@ -159,7 +159,7 @@ def _read_local(
     rows: list[Row] = []
     for file in files:
         _options_fit(spec, file, where)
-        file_rows = read_rows(file, spec.format, spec.columns, spec.records_key)
+        file_rows = read_rows(file, spec.format, spec.columns, spec.records_key, noticed)
         label = file.name if file.is_dir() else file.name.split(".")[0]
         try:
             relative = file.relative_to(glob_base).as_posix()
@@ -173,7 +173,7 @@ def _read_local(
             joined_files = _resolve_path(join_text, base_dir, variables, where, "join")
             if len(joined_files) != 1:
                 raise TaskDefinitionError("a 'join' path must name exactly one file", file=join_text, field="join")
-            extra = read_rows(joined_files[0])
+            extra = read_rows(joined_files[0], noticed=noticed)
             if len(extra) != len(file_rows):
                 raise TaskDefinitionError(
                     f"has {len(extra)} rows but {file} has {len(file_rows)}; joined files must be row-aligned",
