@@ -221,3 +221,25 @@ def test_a_samples_file_that_is_a_fifo_is_an_error_not_a_hang(runs, tmp_path):
     done = run_proctor("compare", str(a), str(piped), cwd=tmp_path)
     said = done.stdout + done.stderr
     assert done.returncode == 2 and "samples.jsonl is not a regular file" in said and "Traceback" not in said
+
+
+def test_a_task_file_edited_between_runs_is_named_by_its_content(runs, tmp_path, capsys):
+    """The same settings, but the prompt template was edited between the runs: nothing else differs, so the
+    task's content (the hash of its spec, data and prompts) is named, and the comparison is not taken as clean."""
+    import proctor.cli as cli
+
+    tmp, a, _, _ = runs
+    edited = write_tasks(tmp_path / "tasks", n_mc=24, n_gen=6, star_gold=True, mc_prompt="Q: {{ question }}\\nA:")
+    b = evaluate([edited], FakeModel(), output_dir=tmp_path / "b", select=CHOICE_TASKS, export=False).run_dir
+    (pair,) = compare_runs([a, b], n_boot=200)["comparisons"]
+    content = {d["task"]: (d["a"], d["b"]) for d in pair["settings_differ"] if d["setting"] == "task_content"}
+    hashes = [json.loads((r / "results.json").read_text())["tasks"]["mc_alpha"]["hash"] for r in (a, b)]
+    assert content == {"mc_alpha": (hashes[0][:12], hashes[1][:12])}  # the generated task's file is unchanged
+    assert [d["setting"] for d in pair["settings_differ"]] == ["task_content"]
+    try:
+        cli.main(["compare", str(a), str(b), "-o", str(tmp_path / "c.json")])
+    except SystemExit as exc:
+        assert not exc.code
+    out = capsys.readouterr().out
+    assert "Not comparable as they stand" in out
+    assert "mc_alpha: task_content" in out and "the task file or its data changed" in out

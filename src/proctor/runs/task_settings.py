@@ -11,7 +11,11 @@ from typing import Any, Mapping, TypedDict
 
 from proctor.runs.results_schema import TaskSettings
 
-SETTING_NAMES: tuple[str, ...] = tuple(TaskSettings.model_fields)
+# what a task ran with that changes its numbers, and last its content: the hash of its spec, samples and prompts
+# (results.json's task ``hash``), which differs when the task file or its data was edited between the runs
+CONTENT = "task_content"
+SETTING_NAMES: tuple[str, ...] = (*TaskSettings.model_fields, CONTENT)
+CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
 _LATER = {"sample_ids": None}
 
@@ -45,11 +49,18 @@ def run_settings(results: Mapping[str, object]) -> dict[str, ReadSettings]:
             continue
         recorded = task.get("settings")
         if isinstance(recorded, Mapping):
-            values = {n: recorded.get(n, _LATER.get(n)) for n in SETTING_NAMES}
-            unknown = [n for n in SETTING_NAMES if n not in recorded and n not in _LATER]
-            out[name] = {"values": values, "unknown": unknown}
+            values = {n: recorded.get(n, _LATER.get(n)) for n in SETTING_NAMES if n != CONTENT}
+            unknown = [n for n in SETTING_NAMES if n not in recorded and n not in _LATER and n != CONTENT]
+            read: ReadSettings = {"values": values, "unknown": unknown}
         else:
-            out[name] = _derived(results, task)
+            read = _derived(results, task)
+        content = task.get("hash")
+        if isinstance(content, str) and content:
+            read["values"][CONTENT] = content[:CONTENT_SHOWN]
+        else:
+            read["values"][CONTENT] = None
+            read["unknown"].append(CONTENT)
+        out[name] = read
     return out
 
 
@@ -83,8 +94,8 @@ def _derived(results: Mapping[str, object], task: Mapping[str, Any]) -> ReadSett
     else:
         known.update(epochs=1, epoch_reducer=None)
     return {
-        "values": {n: known.get(n) for n in SETTING_NAMES},
-        "unknown": [n for n in SETTING_NAMES if n not in known],
+        "values": {n: known.get(n) for n in SETTING_NAMES if n != CONTENT},
+        "unknown": [n for n in SETTING_NAMES if n not in known and n != CONTENT],
     }
 
 
@@ -103,12 +114,16 @@ def settings_differences(
         a, b = settings_a.get(task), settings_b.get(task)
         if a is None or b is None:
             continue
+        found: list[SettingDiffers] = []
         for name in SETTING_NAMES:
             missing = [side for side, s in (("a", a), ("b", b)) if name in s["unknown"]]
             if missing:
                 unknown.append({"task": task, "setting": name, "unknown_in": missing})
             elif not _same(a["values"][name], b["values"][name]):
-                differ.append({"task": task, "setting": name, "a": a["values"][name], "b": b["values"][name]})
+                found.append({"task": task, "setting": name, "a": a["values"][name], "b": b["values"][name]})
+        # a setting that differs changes the content hash too (the limit its samples, the system prompt its
+        # prompts): the content is named only where nothing else explains it, the task file or its data edited
+        differ += [d for d in found if d["setting"] != CONTENT] if len(found) > 1 else found
     return differ, unknown
 
 

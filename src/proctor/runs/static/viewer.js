@@ -452,14 +452,18 @@
     tasks.forEach(function (t) {
       var all = keys.map(function (k) { return (byKey[k].settings || {})[t]; });
       if (all.some(function (s) { return !s; })) return;
+      var found = [];
       (DATA.setting_names || []).forEach(function (name) {
         var missing = keys.filter(function (k, j) { return all[j].unknown.indexOf(name) >= 0; });
         if (missing.length) { unknown.push({task: t, setting: name, runs: missing}); return; }
         var first = canon(all[0].values[name]);
         if (all.some(function (s) { return canon(s.values[name]) !== first; })) {
-          differ.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
+          found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
         }
       });
+      // as runs/task_settings.py: the content hash is named only where no other setting explains it
+      if (found.length > 1) found = found.filter(function (d) { return d.setting !== "task_content"; });
+      differ = differ.concat(found);
     });
     return {differ: differ, unknown: unknown};
   }
