@@ -31,7 +31,7 @@ CASES = {
     ),
     "extraction.matches-empty": (
         ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '([A-Z]*)'}"),
-        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '([A-Z]+)'}"),
+        ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '([A-Za-z]+)'}"),
     ),
     "extraction.anchored": (
         ("Capital of {{ country }}?", "{max_tokens: 8}", "extraction: {regex: '^([A-Z]\\w+)'}"),
@@ -93,3 +93,45 @@ def test_the_answer_tag_at_the_end_of_every_prompt_is_never_written(tmp_path, ca
     )
     (line,) = [line for line in text.splitlines() if "[extraction.tag-unwritten]" in line]
     assert "field 'extraction.answer_tag'" in line and "every prompt ends with the answer tag" in line
+
+
+CUTS = "extraction.cuts-reference"
+SUMS = [("s1", "What is 1,000 + 1,125?", "2,125"), ("s2", "What is 3 + 0.5?", "3.5"), ("s3", "What is 4 + 4?", "8")]
+RATIONALE = [("r1", "Ann has 3 apples and buys 4. How many?", "She has 3 + 4 = 7 apples.\n#### 7")]
+
+
+@pytest.mark.parametrize(
+    ("rows", "regex", "read"),
+    [(SUMS, "(-?\\d+)", "'2' out of the reference '2,125' (2 of the 3 rows"), (RATIONALE, "#### (\\d+)", "'7' out")],
+)
+def test_a_regex_that_reads_part_of_the_reference_names_the_row(rows, regex, read, tmp_path, capsys):
+    """The extraction read back from each reference: an integer regex cuts '2,125' and '3.5'; a '#### N' regex
+    reads the number out of a worked solution given as the reference. The right twins stay silent."""
+    task = (
+        'name: sums\nkind: generate\ndata: {path: data.jsonl, id: id}\nprompt: "{{ question }}"\n'
+        "target: \"{{ answer }}\"\ngeneration: {max_tokens: 8}\nextraction: {regex: 'REGEX'}\n"
+    )
+    for name, pattern, answers in (("broken", regex, None), ("right", "(-?[\\d.,]+)", None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "t.yaml").write_text(task.replace("REGEX", pattern))
+        (folder / "data.jsonl").write_text(
+            "".join(json.dumps({"id": i, "question": q, "answer": answers or a}) + "\n" for i, q, a in rows)
+        )
+        if name == "right" and rows is RATIONALE:  # the reference is the final number the regex captures
+            rows_right = [(i, q, a.split("#### ")[-1]) for i, q, a in rows]
+            (folder / "t.yaml").write_text(task.replace("REGEX", regex))
+            (folder / "data.jsonl").write_text(
+                "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in rows_right)
+            )
+        try:
+            main(["validate", str(folder / "t.yaml")])
+        except SystemExit as exc:
+            assert not exc.code
+        out = capsys.readouterr()
+        found = [line for line in (out.out + out.err).splitlines() if f"[{CUTS}]" in line]
+        if name == "broken":
+            assert found and read in found[0] and "field 'extraction.regex'" in found[0], out
+            assert "data.jsonl, row 1" in found[0], found[0]
+        else:
+            assert not found, found

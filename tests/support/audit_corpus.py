@@ -2134,6 +2134,33 @@ CJK_ROWS = [
 add("gen-f1-on-chinese", "metrics.mismatch", gen(CJK_ROWS, metrics=["exact_match", "f1"]), rule("metrics.mismatch"))
 add("gen-exact-match-on-chinese", "metrics.mismatch", gen(CJK_ROWS, metrics=["exact_match"]), OK)
 
+SUM_ROWS = [
+    {"id": "n1", "question": "What is 1,000 + 1,125?", "answer": "2,125"},
+    {"id": "n2", "question": "What is 3 + 0.5?", "answer": "3.5"},
+    {"id": "n3", "question": "What is 4 + 4?", "answer": "8"},
+]
+add(
+    "gen-int-regex-cuts-thousands",
+    "extraction.cuts-reference",
+    gen(SUM_ROWS, extraction={"regex": "(-?\\d+)"}),
+    rule("extraction.cuts-reference"),
+)
+add("gen-number-regex-whole", "extraction.cuts-reference", gen(SUM_ROWS, extraction={"regex": "(-?[\\d.,]+)"}), OK)
+WORKED = [
+    {
+        "id": f"w{i}",
+        "question": f"Ann has {i} apples and buys 2. How many?",
+        "answer": f"{i} + 2 = {i + 2}.\n#### {i + 2}",
+    }
+    for i in range(1, 5)
+]
+add(
+    "gen-worked-solution-as-reference",
+    "extraction.cuts-reference",
+    gen(WORKED, extraction={"regex": "#### (\\d+)"}),
+    rule("extraction.cuts-reference"),
+)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

@@ -8,6 +8,7 @@ asks for); these look at what the model's text will look like: it starts after t
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from proctor.audit.setting_rules import generation_settings
@@ -78,6 +79,56 @@ def anchored_at_start(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+ROUND_TRIP_ROWS = 1000  # rows whose references are read back: each one a row scored 0 whatever the model says
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def _answer_key(text: str) -> str:
+    """A text as exact match compares it (SQuAD's normalisation: case, punctuation, articles and spacing aside)."""
+    return " ".join(_ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split())
+
+
+def _read_back(pattern: BoundedPattern, group: int, reference: str) -> str | None:
+    """What the extraction reads out of ``reference`` written as the model's answer (None: nothing)."""
+    match = pattern.search(" " + reference.strip())
+    found = match.group(group) if match else None
+    return found.strip() if isinstance(found, str) else None
+
+
+def cuts_references(subject: AuditSubject) -> Iterator[Hit]:
+    """The regex matches a reference but extracts another part of it ('2,125' read as '2', the number at the end
+    of a worked solution): an answer written as the reference is scored wrong."""
+    extraction = subject.spec.extraction
+    pattern = extraction_pattern(subject)
+    if pattern is None or extraction is None or extraction.answer_tag or subject.spec.kind != "generate":
+        return
+    cut: list[tuple[int, str, str]] = []  # (sample position, reference, what is read back)
+    read = 0
+    try:
+        for i, sample in enumerate(subject.samples[:ROUND_TRIP_ROWS]):
+            tried = [(r, _read_back(pattern, extraction.group, r)) for r in sample.references if r.strip()]
+            # a reference the regex does not match at all is written in another form than the answer (which
+            # follows 'Answer:'): extraction.never-matches speaks of those
+            back = [(r, b) for r, b in tried if b is not None]
+            if not back:
+                continue
+            read += 1
+            if all(_answer_key(b) != _answer_key(r) for r, b in back):
+                cut.append((i, back[0][0], back[0][1]))
+    except RegexTooSlow:
+        return  # reported where the pattern is searched for the first time (extraction.never-matches)
+    if cut:
+        i, reference, shown = cut[0]
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the extraction regex {pattern.source!r} reads {shown!r:.30} out of the reference {reference!r:.50} "
+            f"({len(cut)} of the {read} rows whose references it matches): an answer written as the reference is "
+            "scored wrong; the regex should capture the whole answer, or the reference be the part it captures",
+            "extraction.regex",
+        )
+
+
 def tag_cut_or_given(subject: AuditSubject) -> Iterator[Hit]:
     """An answer tag the model never writes: a stop string ends the answer at it, or the prompt has written it."""
     extraction = subject.spec.extraction
@@ -107,6 +158,13 @@ def tag_cut_or_given(subject: AuditSubject) -> Iterator[Hit]:
 
 
 RULES = (
+    AuditRule(
+        "extraction.cuts-reference",
+        "warning",
+        "The extraction regex matches a reference but reads another part of it ('2,125' as '2'): an answer written "
+        "as the reference is scored wrong.",
+        cuts_references,
+    ),
     AuditRule(
         "extraction.matches-empty",
         "warning",
