@@ -372,7 +372,7 @@ def test_clean_tasks_have_no_findings(tmp_path, monkeypatch, capsys):
     write(
         tmp_path / "gen",
         {
-            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?"),
+            "capitals.yaml": GEN.replace("PROMPT", "Capital of {{ country }}?") + 'generation: {stop: ["\\n"]}\n',
             "data.jsonl": rows(
                 {"id": "a", "country": "France", "answers": ["Paris"]},
                 {"id": "b", "country": "Peru", "answers": ["Lima"]},

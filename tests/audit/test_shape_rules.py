@@ -149,6 +149,20 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
             "task.yaml",
             "generation.no_repeat_ngram_size",
         ),
+        "generation.unbounded-answer": (
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation="{max_tokens: 200}"),
+                "data.jsonl": _jsonl(CJK),
+            },
+            {
+                "task.yaml": gen(
+                    prompt="{{ q }}", target="{{ answer }}", generation='{max_tokens: 200, stop: ["\\n"]}'
+                ),
+                "data.jsonl": _jsonl(CJK),
+            },
+            "task.yaml",
+            "generation.stop",
+        ),
         "prompt.cut": (
             {
                 "task.yaml": gen(
@@ -266,3 +280,11 @@ def test_a_passage_with_line_breaks_in_a_quoted_field_is_not_taken_for_rows(tmp_
         },
     )
     assert "[data.quote-open]" not in _validate(task, capsys)
+
+
+def test_an_answer_without_stop_is_not_flagged_when_the_chat_template_ends_it(tmp_path, capsys):
+    """A chat model's reply ends at its end of turn: with the chat template asked for (the task file's chat, or the
+    command's --chat-template), nothing runs on."""
+    broken, _, _, _ = CASES["generation.unbounded-answer"]
+    task = _write(tmp_path / "t", {**broken, "task.yaml": broken["task.yaml"] + "chat: {fewshot_as_turns: true}\n"})
+    assert "[generation.unbounded-answer]" not in _validate(task, capsys)

@@ -7,7 +7,7 @@ import re
 from typing import Iterator
 
 from proctor.audit.extraction_rules import extraction_pattern
-from proctor.audit.setting_rules import generation_settings
+from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import RegexTooSlow
@@ -100,6 +100,53 @@ def min_at_max(subject: AuditSubject) -> Iterator[Hit]:
             "the answer is banned until the limit, so every answer runs on past its end",
             "generation.min_tokens",
         )
+
+
+WHOLE_ANSWER_METRICS = frozenset({"exact_match", "f1", "em"})  # compare the whole extracted text
+SHORT_ANSWER_WORDS = 5  # references of at most this many words (median) are short answers
+RUN_ON = 4  # a token limit this many times the longest reference's words (and a few more) lets answers run on
+
+
+def _metric_names(subject: AuditSubject) -> set[str]:
+    """The task's metric names: a native task's, or lm-eval's ``metric_list``."""
+    names = {m.name.split(",")[0] for m in subject.spec.metrics}
+    if subject.templated and not names:
+        names = {"exact_match", "f1"}  # a generated task's default metrics (with null_count)
+    config = lmeval_config(subject)
+    for entry in getattr(config, "metric_list", None) or []:
+        if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
+            names.add(entry["metric"])
+    return names
+
+
+def _extracts(subject: AuditSubject) -> bool:
+    """Whether the answer is read out of the model's text (a regex, an answer tag, lm-eval's filters)."""
+    extraction = subject.spec.extraction
+    if extraction is not None and (extraction.regex or extraction.answer_tag):
+        return True
+    return bool(getattr(lmeval_config(subject), "filter_list", None))
+
+
+def unbounded_answers(subject: AuditSubject) -> Iterator[Hit]:
+    """No stop string and no extraction while exact match compares the whole text with short references: a model
+    that goes on after its answer (a base model writes the next question) scores 0 in every row."""
+    settings = generation_settings(subject)
+    if settings is None or settings.stop or settings.max_tokens is None or _extracts(subject):
+        return
+    if subject.use_chat or not WHOLE_ANSWER_METRICS & _metric_names(subject):
+        return  # a chat model's reply ends at its end of turn; other metrics read answers otherwise
+    rows = _answers(subject)[:NGRAM_PROBE]
+    words = sorted(max(len(r.split()) for r in refs) for _, refs in rows)
+    if not words or words[len(words) // 2] > SHORT_ANSWER_WORDS or settings.max_tokens < RUN_ON * (words[-1] + 2):
+        return
+    yield subject.at_line(
+        settings.key,
+        f"nothing ends an answer before {settings.max_tokens} tokens (no stop string, no extraction), and exact "
+        f"match compares the whole text with references of {words[len(words) // 2]} word(s) (median): a model "
+        "that goes on after its answer (a base model writes the next question) scores 0 however right it is; give "
+        "a stop string (a newline) or an extraction",
+        settings.stop_field,
+    )
 
 
 NGRAM_PROBE = 200  # rows read for the n-gram ban: a task's answers are spans of its prompts in most rows or few
@@ -256,6 +303,13 @@ RULES = (
         "warning",
         "min_tokens is not below max_tokens: the end of the answer is banned, so answers run on.",
         min_at_max,
+    ),
+    AuditRule(
+        "generation.unbounded-answer",
+        "warning",
+        "No stop string and no extraction, while exact match or f1 compares the whole text with short references: "
+        "an answer that runs on scores 0.",
+        unbounded_answers,
     ),
     AuditRule(
         "generation.ngram-ban",

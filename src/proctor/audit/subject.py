@@ -92,6 +92,7 @@ class AuditSubject(OfTask):
     source_hits: Mapping[str, Sequence[Hit]] = dataclasses.field(default_factory=dict)
     handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
     epochs: int = 1  # generate tasks: samples drawn per row (--epochs)
+    use_chat: bool = False  # prompts go through the model's chat template (the task file's chat, or the command's)
 
     def at_row(self, sample: Sample, message: str, field: str) -> Hit:
         """A hit at one data row (its file and row), naming ``field`` and the sample's id."""

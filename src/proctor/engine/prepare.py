@@ -225,6 +225,7 @@ def prepare_task(
         source_hits=noticed,
         handler=handler,
         epochs=epochs,
+        use_chat=use_chat,
     )
     findings = audit(subject, strict=strict_audit)
     return PreparedTask(
