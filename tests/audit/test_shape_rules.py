@@ -70,6 +70,7 @@ def _csv(quoted: bool) -> str:
     )
 
 
+STOPPED = '{max_tokens: 8, stop: ["\\n"]}'
 CSV_CHOICES = '["{{ A }}", "{{ B }}"]'
 
 
@@ -96,6 +97,9 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
         for i, city in enumerate(["Lima", "Quito", "Accra", "Hanoi", "Oslo"])
     ]
     gen = GEN.format
+    aliased = [
+        {"id": r["id"], "q": r["q"], "answer": r["answers"][0], "aliases": [*r["answers"], "the city"]} for r in listed
+    ]
     pool_ok, pool_shifted = _mc_rows(8, [0, 1, 2, 3], start=200), _mc_rows(8, [1, 2, 3], start=200)
     few = "fewshot: {count: 2, source: {path: dev.jsonl}, seed: 1}"
     return {
@@ -162,6 +166,44 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
             },
             "task.yaml",
             "generation.stop",
+        ),
+        "prompt.field-missing": (
+            {
+                "task.yaml": gen(prompt="{{ text | default('') }} Where?", target="{{ answer }}", generation=STOPPED),
+                "data.jsonl": _jsonl(
+                    [{k: v for k, v in r.items() if k != "text" or i % 2} for i, r in enumerate(passage)]
+                ),
+            },
+            {
+                "task.yaml": gen(prompt="{{ text | default('') }} Where?", target="{{ answer }}", generation=STOPPED),
+                "data.jsonl": _jsonl(passage),
+            },
+            "data.jsonl",
+            "text",
+        ),
+        "references.aliases-lost": (
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answers[0] }}", generation=STOPPED),
+                "data.jsonl": _jsonl(listed),
+            },
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answers }}", generation=STOPPED),
+                "data.jsonl": _jsonl(listed),
+            },
+            "data.jsonl",
+            "answers",
+        ),
+        "references.aliases-lost (unread aliases)": (
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation=STOPPED),
+                "data.jsonl": _jsonl(aliased),
+            },
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ aliases }}", generation=STOPPED),
+                "data.jsonl": _jsonl(aliased),
+            },
+            "data.jsonl",
+            "aliases",
         ),
         "prompt.cut": (
             {

@@ -2161,6 +2161,45 @@ add(
     rule("extraction.cuts-reference"),
 )
 
+PASSAGE_SOME = [
+    {k: v for k, v in r.items() if k != "passage" or i % 2}
+    for i, r in enumerate(
+        [
+            {**r, "passage": f"Background {i}: this long passage explains the matter at length."}
+            for i, r in enumerate(GEN_ROWS)
+        ]
+    )
+]
+add(
+    "prompt-default-hides-missing-passage",
+    "prompt.field-missing",
+    gen(PASSAGE_SOME, prompt="{{ passage | default('') }}\nQ: {{ question }}\nA:"),
+    rule("prompt.field-missing"),
+)
+add(
+    "prompt-optional-hint-empty",
+    "prompt.field-missing",
+    gen(
+        [{**r, "hint": "" if i % 2 else "Think of the largest city."} for i, r in enumerate(GEN_ROWS)],
+        prompt="{% if hint %}Hint: {{ hint }}\n{% endif %}Q: {{ question }}\nA:",
+    ),
+    OK,
+)
+ALIASED = [{**r, "answer": [r["answer"], r["answer"] + " city"]} for r in GEN_ROWS]
+add(
+    "ref-first-alias-only",
+    "references.aliases-lost",
+    gen(ALIASED, target="{{ answer[0] }}"),
+    rule("references.aliases-lost"),
+)
+add(
+    "ref-aliases-joined",
+    "references.aliases-lost",
+    gen(ALIASED, target="{{ answer | join(', ') }}"),
+    rule("references.aliases-lost"),
+)
+add("ref-aliases-listed", "references.aliases-lost", gen(ALIASED, target="{{ answer }}"), OK)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from proctor.audit import (
+    alias_rules,
     choice_rules,
     cut_rules,
     data_rules,
     escape_rules,
     example_rules,
     extraction_rules,
+    field_rules,
     generation_rules,
     label_rules,
     leak_rules,
@@ -23,6 +25,7 @@ from proctor.core.audit import AuditRule
 BUILTIN_RULES: tuple[AuditRule, ...] = (
     *choice_rules.RULES,
     *target_rules.RULES,
+    *alias_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
     *generation_rules.RULES,
@@ -32,6 +35,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *example_rules.RULES,
     *repr_rules.RULES,
     *cut_rules.RULES,
+    *field_rules.RULES,
     *setting_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)

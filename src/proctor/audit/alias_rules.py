@@ -1,0 +1,102 @@
+"""Reference answers with their other accepted forms lost: the target keeps one item of a row's list of answers
+(``{{ answers[0] }}``, ``| first``), glues them into one text (``| join(', ')``, a CSV cell ``Paris|Paris,
+France``), or reads ``answer`` while the row lists its aliases in a field no template reads (TriviaQA). An
+answer in another accepted form scores 0: exact match is understated, and a glued reference matches nothing."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterator
+
+from proctor.audit.source_rows import PROBE_ROWS
+from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import template_fields
+from proctor.core.audit import AuditRule, Hit
+
+ROWS = PROBE_ROWS * 5
+GLUED_SHARE = 0.2  # of rows whose one reference holds '|' between answers
+_ALIASES = re.compile(r"alias|aliases|answers|accepted|alternatives", re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _picks(source: str) -> tuple[str, str] | None:
+    """(field, how) where the target is one item of a field (``x[0]``, ``x | first``) or the field joined."""
+    from jinja2 import nodes
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        tree = ImmutableSandboxedEnvironment().parse(source)
+    except Exception:  # noqa: BLE001 - reported where the template is compiled
+        return None
+    outputs = [n for n in tree.body if isinstance(n, nodes.Output)]
+    parts = [n for o in outputs for n in o.nodes if not (isinstance(n, nodes.TemplateData) and not n.data.strip())]
+    if len(outputs) != len(tree.body) or len(parts) != 1:
+        return None
+    node = parts[0]
+    if isinstance(node, nodes.Getitem) and isinstance(node.node, nodes.Name) and isinstance(node.arg, nodes.Const):
+        return (node.node.name, f"[{node.arg.value!r}]") if type(node.arg.value) is int else None  # x[0]
+    if isinstance(node, nodes.Filter) and isinstance(node.node, nodes.Name) and node.name in ("first", "last", "join"):
+        return node.node.name, f" | {node.name}"
+    return None
+
+
+def _answers(value: object) -> list[str]:
+    """The distinct answers a list holds (texts, spacing aside)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    return list(dict.fromkeys(" ".join(v.split()) for v in value if isinstance(v, str) and v.strip()))
+
+
+def aliases_lost(subject: AuditSubject) -> Iterator[Hit]:
+    if not subject.templated or subject.spec.kind != "generate" or not subject.spec.target:
+        return
+    rows = [s for s in subject.samples[:ROWS] if s.references]
+    picked = _picks(subject.spec.target)
+    if picked is not None:
+        name, how = picked
+        lost = [s for s in rows if len(_answers(s.sample.fields.get(name))) > 1]
+        if lost:
+            first = lost[0]
+            kept = "glues them into one reference" if how == " | join" else "keeps one of them"
+            yield subject.at_row(
+                first.sample,
+                f"the target's '{name}{how}' {kept} ({first.references[0]!r:.40}) where the row lists "
+                f"{len(_answers(first.sample.fields.get(name)))} accepted answers, in {len(lost)} of {len(rows)} "
+                f"rows read: an answer in another accepted form scores 0 (give the list itself: '{{{{ {name} }}}}')",
+                name,
+            )
+            return
+    glued = [s for s in rows if len(s.references) == 1 and "|" in s.references[0].strip("|")]
+    if glued and len(glued) >= max(2, GLUED_SHARE * len(rows)):
+        yield subject.at_row(
+            glued[0].sample,
+            f"the reference {glued[0].references[0]!r:.50} holds answers joined by '|' in {len(glued)} of {len(rows)} "
+            "rows read: it is compared as one text, which no answer matches (split it: "
+            "'{{ field.split(\"|\") }}')",
+            "target",
+        )
+        return
+    read = template_fields(subject.spec.target) | template_fields(subject.spec.prompt or "")
+    for name, value in rows[0].sample.fields.items() if rows else ():
+        listed = [s for s in rows if len(_answers(s.sample.fields.get(name))) > 1]
+        if _ALIASES.search(name) and name not in read and isinstance(value, list) and listed:
+            yield subject.at_row(
+                listed[0].sample,
+                f"the row lists {len(_answers(listed[0].sample.fields.get(name)))} accepted answers in '{name}', which "
+                f"no template reads: the target gives one ({listed[0].references[0]!r:.30}), so an answer in another "
+                "accepted form scores 0",
+                name,
+            )
+            return
+
+
+RULES = (
+    AuditRule(
+        "references.aliases-lost",
+        "warning",
+        "The target keeps one of a row's accepted answers, glues them into one text, or leaves a list of aliases "
+        "unread: an answer in another accepted form scores 0.",
+        aliases_lost,
+    ),
+)

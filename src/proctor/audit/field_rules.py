@@ -1,0 +1,66 @@
+"""A field the prompt template reads, shown in some rows and not in others: absent there (a
+``| default('')`` that hides a missing passage, a column another file names otherwise), or left out by the
+template itself (an ``{% if %}`` that shows the passage only when it is short). Those rows are asked without
+what the others are shown; the whole-task rule ``prompt.drops-field`` speaks only where every row lacks it."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from proctor.audit.subject import READER_FIELDS, AuditSubject
+from proctor.audit.target_rules import template_fields
+from proctor.core.audit import AuditRule, Hit
+
+PROBE_ROWS = 1000  # rows read: the rows that lack a field are spread through a file, or a file of their own
+SHOWN_CHARS = 40  # a value is shown when its first characters are in the prompt (spacing aside)
+SHORT = 20  # shorter values (labels, names) may be rendered otherwise (upper-cased, mapped): not compared
+MIN_SHOWN = 2  # rows that show the field, for the template to be one that shows it
+
+
+def _shown(value: str, prompt: str) -> bool:
+    head = value.strip()[:SHOWN_CHARS]
+    return head in prompt or " ".join(head.split()) in " ".join(prompt.split())
+
+
+def field_missing_in_some_rows(subject: AuditSubject) -> Iterator[Hit]:
+    prompt = subject.spec.prompt if subject.templated else None
+    names = sorted(template_fields(prompt) - READER_FIELDS) if isinstance(prompt, str) else []
+    if not names:
+        return
+    texts = subject.prompt_texts
+    for name in names:
+        shown, lacking = 0, []  # rows showing the field; rows whose field is absent, empty or not shown
+        for i, sample in enumerate(subject.samples[:PROBE_ROWS]):
+            fields = sample.sample.fields
+            if name not in fields:  # absent (an empty value is the data's own: an optional hint left blank)
+                lacking.append(i)
+                continue
+            value = fields[name]
+            if isinstance(value, str) and len(value.strip()) >= SHORT:
+                if _shown(value, texts[i]):
+                    shown += 1
+                else:
+                    lacking.append(i)
+        if lacking and shown >= MIN_SHOWN:
+            first = subject.samples[lacking[0]].sample
+            how = "is absent" if name not in first.fields else "is not shown by the template"
+            yield subject.at_row(
+                first,
+                f"the prompt reads '{name}', which {how} in this row and lacking from the prompts of {len(lacking)} of "
+                f"the {min(len(texts), PROBE_ROWS)} rows read, while {shown} show it: those rows are asked without it "
+                "(a '| default' hiding a missing field, a column named otherwise in some rows, or an {% if %} that "
+                "leaves it out)",
+                name,
+            )
+            return
+
+
+RULES = (
+    AuditRule(
+        "prompt.field-missing",
+        "warning",
+        "A field the prompt reads is shown in some rows and absent or left out by the template in others: "
+        "those rows are asked without it.",
+        field_missing_in_some_rows,
+    ),
+)
