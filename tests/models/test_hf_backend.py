@@ -328,3 +328,28 @@ def test_a_sliding_window_cache_decodes_batch_by_batch(tiny_model):
         hook.remove()
     assert [d.tokens for d in batched] == [d.tokens for d in alone]
     assert [shape for shape in rows if shape[1] > 1] == [(3, max(len(x) for x in ids[:3])), (1, len(ids[3]))]
+
+
+@pytest.mark.parametrize("mode", [{}, {"decode": "static"}, {"batch_invariant": True}], ids=str)
+def test_a_row_ends_at_its_first_stop_string_whatever_the_token_budget(tiny_model_dir, mode):
+    """lm-eval's nq_open settings (a newline, '.' or ',' stops; up to 256 tokens): in every greedy decoder a row
+    leaves at the step its text first holds a stop string, so a larger token budget runs no more decoding steps
+    and generates no more tokens (the text alone would not show it: it is cut at the stop string either way)."""
+    model = HFModel(tiny_model_dir, batch_size=3, **mode)
+    prompts = ["Answer these questions:\n\nQ: " + q + "?\nA:" for q in ("who wrote hamlet", "where is paris", "why")]
+    prompts += ["Once upon a time", "The answer is", "Paris is the capital of", "Hello world"]
+    free = model.generate([GenerateRequest(p, max_tokens=12) for p in prompts])
+    stop = ("\n", ".", ",") + tuple(r.text[2:4] for r in free if len(r.text) > 6)  # each row meets one early
+
+    def decode(max_tokens):
+        calls = []
+        hook = model.model.get_decoder().register_forward_pre_hook(lambda m, a, kw: calls.append(1), with_kwargs=True)
+        try:
+            results = model.generate([GenerateRequest(p, max_tokens=max_tokens, stop=stop) for p in prompts])
+        finally:
+            hook.remove()
+        return [(r.text, r.finish_reason, r.completion_tokens) for r in results], len(calls)
+
+    short, long = decode(12), decode(200)
+    assert all(reason == "stop" and tokens < 12 for _, reason, tokens in short[0])
+    assert long == short  # the same texts, tokens generated and forward passes
