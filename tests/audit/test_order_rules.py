@@ -1,11 +1,13 @@
 """Choices reordered against the index the row holds (``target.index-after-transform``: sorted, reversed, rotated
 by a slice, MMLU's columns typed in another order, a prompt listing the options sorted under letters, lm-eval's
-``doc_to_choice``), through ``proctor validate``'s entry point. Each finding names its rule, file,
-line or row and field; each task's right twin (the same reordering with a target that counts in the new order) is
-silent."""
+``doc_to_choice``) and a right choice alone in another surface form (``choices.gold-form``: a carriage return, a
+full stop, a space, a probsem query), through ``proctor validate``'s entry point. Each finding names its rule, file,
+line or row and field; each task's right twin (the same reordering with a target that counts in the new order, or
+every choice in one form) is silent."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -44,6 +46,26 @@ def _native(rows: list[dict] | None = None, **fields: object) -> dict[str, str]:
     return {"t.yaml": task(**fields), "data.jsonl": jsonl(QUIZ if rows is None else rows)}
 
 
+def _gold_marked(mark: object) -> list[dict]:
+    """The quiz with the right choice alone in another form (``mark`` makes it from its text)."""
+    out = []
+    for row in QUIZ:
+        choices = list(row["choices"])
+        choices[row["label"]] = mark(choices[row["label"]])  # type: ignore[operator]
+        out.append({**row, "choices": choices})
+    return out
+
+
+def _every_choice_marked(mark: object) -> list[dict]:
+    return [{**r, "choices": [mark(c) for c in r["choices"]]} for r in QUIZ]  # type: ignore[operator]
+
+
+def _probsem(queries: list[str]) -> dict[str, str]:
+    context = [{"text": t, "expected": e} for t, e in [("Sky is blue.", 0), ("Fish fly.", 1), ("Ice is cold.", 0)]]
+    suite = {"pretext": "True or false?", "context": context, "posttext": "Answer:", "queries": queries}
+    return {"p/test.txt": "Judge the statements.\n", "p/test_A.json": json.dumps(suite)}
+
+
 # name -> (rule, the broken task's files, its right twin's, the arguments after 'validate', where the finding points)
 CASES: dict[str, tuple[str, dict[str, str], dict[str, str], list[str], str]] = {
     "sorted choices": (
@@ -80,6 +102,34 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], list[str], str]] = {
         _native(prompt=LISTED.replace("%s", ""), choices=LETTERS),
         ["t.yaml"],
         r"t\.yaml:\d+, field 'prompt'",
+    ),
+    "a carriage return on the right choice alone": (
+        "choices.gold-form",
+        _native(_gold_marked(lambda c: c + "\r")),
+        _native(_every_choice_marked(lambda c: c + "\r")),
+        ["t.yaml"],
+        r"data\.jsonl, row 1, field 'choices'",
+    ),
+    "a full stop on the right choice alone": (
+        "choices.gold-form",
+        _native(_gold_marked(lambda c: c + ".")),
+        _native(_every_choice_marked(lambda c: c + ".")),
+        ["t.yaml"],
+        r"data\.jsonl, row 1, field 'choices'",
+    ),
+    "a space before the right choice alone": (
+        "choices.gold-form",
+        _native(_gold_marked(lambda c: " " + c)),
+        _native(_every_choice_marked(lambda c: " " + c)),
+        ["t.yaml"],
+        r"data\.jsonl, row 1, field 'choices'",
+    ),
+    "a probsem query alone with a leading space": (
+        "choices.gold-form",
+        _probsem([" True", "False"]),
+        _probsem(["True", "False"]),
+        ["p"],
+        r"test_A\.json, field 'choices'",
     ),
 }
 
@@ -130,7 +180,19 @@ def test_fixed_choices_and_the_unreordered_list_stay_silent(tmp_path, monkeypatc
     }.items():
         write_files(tmp_path / name, files)
         text = _validate(tmp_path / name, ["t.yaml"], monkeypatch)
-        assert "[target.index-after-transform]" not in text, (name, text)
+        assert "[target.index-after-transform]" not in text and "[choices.gold-form]" not in text, (name, text)
+
+
+def test_a_form_that_falls_on_the_gold_by_chance_is_silent(tmp_path, monkeypatch):
+    """A full stop on one choice per row, at the gold in one row of four: chance, not an artefact of the answer."""
+    rows = []
+    for i, row in enumerate(QUIZ):
+        choices = list(row["choices"])
+        marked = row["label"] if i % 4 == 0 else (row["label"] + 1) % 4
+        choices[marked] += "."
+        rows.append({**row, "choices": choices})
+    write_files(tmp_path, _native(rows))
+    assert "[choices.gold-form]" not in _validate(tmp_path, ["t.yaml"], monkeypatch)
 
 
 LMEVAL = """\
@@ -147,13 +209,18 @@ doc_to_target: label
 """
 
 
-def test_lmeval_sorted_choices(tmp_path, monkeypatch):
+def test_lmeval_sorted_choices_and_a_full_stop_on_the_gold(tmp_path, monkeypatch):
     pytest.importorskip("lm_eval")
     cases = {
         "target.index-after-transform": (
             {"quiz.yaml": LMEVAL % '"{{choices|sort}}"', "test.jsonl": jsonl(QUIZ)},
             {"quiz.yaml": LMEVAL % "choices", "test.jsonl": jsonl(QUIZ)},
             r"quiz\.yaml:\d+, field 'doc_to_choice'",
+        ),
+        "choices.gold-form": (
+            {"quiz.yaml": LMEVAL % "choices", "test.jsonl": jsonl(_gold_marked(lambda c: c + "."))},
+            {"quiz.yaml": LMEVAL % "choices", "test.jsonl": jsonl(_every_choice_marked(lambda c: c + "."))},
+            r"quiz\.yaml, row 0, field 'choices'",
         ),
     }
     for rule, (broken, right, where) in cases.items():

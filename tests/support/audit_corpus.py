@@ -2233,6 +2233,31 @@ lm_add(
 )
 
 
+def gold_marked(mark: Any, rows: list[dict] | None = None) -> list[dict]:
+    """The quiz with the right choice alone in another form (``mark`` makes it from its text)."""
+    out = []
+    for row in QUIZ if rows is None else rows:
+        choices = list(row["choices"])
+        choices[row["label"]] = mark(choices[row["label"]])
+        out.append({**row, "choices": choices})
+    return out
+
+
+add("gold-choice-ends-crlf", "choices.gold-form", native(gold_marked(lambda c: c + "\r")), rule("choices.gold-form"))
+add("gold-choice-ends-newline", "choices.gold-form", native(gold_marked(lambda c: c + "\n")), rule("choices.gold-form"))
+add("gold-choice-ends-period", "choices.gold-form", native(gold_marked(lambda c: c + ".")), rule("choices.gold-form"))
+add("gold-choice-leading-space", "choices.gold-form", native(gold_marked(lambda c: " " + c)), rule("choices.gold-form"))
+add(
+    "every-choice-ends-period",
+    "choices.gold-form",
+    native([{**r, "choices": [c + "." for c in r["choices"]]} for r in QUIZ]),
+    OK,
+)
+lm_add(
+    "gold-choice-ends-period", "choices.gold-form", lm(test=gold_marked(lambda c: c + ".")), rule("choices.gold-form")
+)
+ps_add("query-leading-space-alone", "choices.gold-form", {"queries": [" True", "False"]}, rule("choices.gold-form"))
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(
