@@ -2199,6 +2199,102 @@ add(
     rule("references.aliases-lost"),
 )
 add("ref-aliases-listed", "references.aliases-lost", gen(ALIASED, target="{{ answer }}"), OK)
+# ---------------------------------------------------------------- choices reordered against the row's index; gold form
+
+add(
+    "choices-sorted-target-row-index",
+    "target.index-after-transform",
+    native(choices="{{ choices | sort }}"),
+    rule("target.index-after-transform"),
+)
+add(
+    "choices-reversed-target-row-index",
+    "target.index-after-transform",
+    native(choices="{{ choices | reverse | list }}"),
+    rule("target.index-after-transform"),
+)
+add(
+    "choices-rotated-by-slice",
+    "target.index-after-transform",
+    native(choices="{{ choices[1:] + choices[:1] }}"),
+    rule("target.index-after-transform"),
+)
+add(  # the same reordering with a target that counts in the new order
+    "choices-sorted-target-follows",
+    "target.index-after-transform",
+    native(choices="{{ choices | sort }}", target="{{ (choices | sort).index(choices[label]) }}"),
+    OK,
+)
+SORTED_LISTING = (
+    "Q: {{ question }}\n{% for c in choices | sort %}{{ 'ABCD'[loop.index0] }}. {{ c }}\n{% endfor %}Answer:"
+)
+add(
+    "prompt-lists-options-sorted-letters",
+    "target.index-after-transform",
+    native(prompt=SORTED_LISTING, choices=["A", "B", "C", "D"]),
+    rule("target.index-after-transform"),
+)
+QUIZ_CSV = csv_text(None, [[r["question"], *r["choices"], "ABCD"[r["label"]]] for r in QUIZ])
+add(  # real MMLU's one-line typo: C and D swapped in the choices, not in the prompt's listing
+    "mmlu-choices-columns-swapped",
+    "target.index-after-transform",
+    {
+        "t.yaml": task_yaml(**{**MMLU, "choices": ["{{ A }}", "{{ B }}", "{{ D }}", "{{ C }}"]}),
+        "anatomy_test.csv": QUIZ_CSV,
+    },
+    rule("target.index-after-transform"),
+)
+add(
+    "mmlu-choices-columns-in-order",
+    "target.index-after-transform",
+    {
+        "t.yaml": task_yaml(**{**MMLU, "choices": ["{{ A }}", "{{ B }}", "{{ C }}", "{{ D }}"]}),
+        "anatomy_test.csv": QUIZ_CSV,
+    },
+    OK,
+)
+lm_add(
+    "choice-sorted",
+    "target.index-after-transform",
+    lm(LM.replace("doc_to_choice: choices", 'doc_to_choice: "{{choices|sort}}"')),
+    rule("target.index-after-transform"),
+)
+lm_add(
+    "prompt-lists-options-sorted-letters",
+    "target.index-after-transform",
+    lm(
+        LM.replace('doc_to_text: "Q: {{question}}\\nA:"', "doc_to_text: " + json.dumps(SORTED_LISTING)).replace(
+            "doc_to_choice: choices", "doc_to_choice: [A, B, C, D]"
+        )
+    ),
+    rule("target.index-after-transform"),
+)
+
+
+def gold_marked(mark: Any, rows: list[dict] | None = None) -> list[dict]:
+    """The quiz with the right choice alone in another form (``mark`` makes it from its text)."""
+    out = []
+    for row in QUIZ if rows is None else rows:
+        choices = list(row["choices"])
+        choices[row["label"]] = mark(choices[row["label"]])
+        out.append({**row, "choices": choices})
+    return out
+
+
+add("gold-choice-ends-crlf", "choices.gold-form", native(gold_marked(lambda c: c + "\r")), rule("choices.gold-form"))
+add("gold-choice-ends-newline", "choices.gold-form", native(gold_marked(lambda c: c + "\n")), rule("choices.gold-form"))
+add("gold-choice-ends-period", "choices.gold-form", native(gold_marked(lambda c: c + ".")), rule("choices.gold-form"))
+add("gold-choice-leading-space", "choices.gold-form", native(gold_marked(lambda c: " " + c)), rule("choices.gold-form"))
+add(
+    "every-choice-ends-period",
+    "choices.gold-form",
+    native([{**r, "choices": [c + "." for c in r["choices"]]} for r in QUIZ]),
+    OK,
+)
+lm_add(
+    "gold-choice-ends-period", "choices.gold-form", lm(test=gold_marked(lambda c: c + ".")), rule("choices.gold-form")
+)
+ps_add("query-leading-space-alone", "choices.gold-form", {"queries": [" True", "False"]}, rule("choices.gold-form"))
 
 # ---------------------------------------------------------------- empty parts in the other dialects
 

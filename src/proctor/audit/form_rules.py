@@ -1,0 +1,130 @@
+"""``choices.gold-form``: the right choice alone has another surface form than the others: it alone ends with a
+carriage return or a line break (a CSV written on Windows), ends with a full stop, or begins with a space.
+Log-likelihood and acc_norm then score the artefact, which marks (or handicaps) the answer in every row.
+
+Per probed row, a form (a feature of a choice's edges) is *odd* where one choice alone has it (or, of three or
+more, one alone lacks it); the rule speaks where, over the rows with an odd choice, it is the gold far more often
+than chance (one in the number of choices) would have it. A fixed set of choices (probsem's queries, a label set)
+in which one choice alone carries whitespace or a control character is named too: that one answer carries the
+artefact in every row.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterator, Mapping, Sequence
+
+from proctor.audit.order_rules import choices_setting, setting_line
+from proctor.audit.source_rows import MIN_ROWS, documents
+from proctor.audit.subject import READER_FIELDS, AuditSubject
+from proctor.core.audit import AuditRule, Hit
+
+FORM_PROBE_ROWS = 1000  # the form of a row's choices is cheap to read: a larger probe gives the test its power
+GOLD_SHARE = 0.75  # of the rows with an odd choice, the gold is it in at least this share
+CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely
+_END_PUNCTUATION = ".!?;,:"
+
+
+def _control(text: str) -> bool:
+    return any(ch < " " or ch == "\x7f" for ch in text)
+
+
+# (what the form is, in a message; whether a choice has it), most telling first
+FORMS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("holds a control character (a carriage return, a line break, a tab)", _control),
+    ("ends with whitespace", lambda t: t[-1:].isspace()),
+    ("begins with whitespace", lambda t: t[:1].isspace()),
+    (f"ends with punctuation ({' '.join(_END_PUNCTUATION)})", lambda t: t.rstrip()[-1:] in _END_PUNCTUATION),
+)
+
+
+def odd_one(choices: Sequence[str], has: Callable[[str], bool]) -> int | None:
+    """The one choice whose form differs from all the others' (it alone has it; of three or more, it alone lacks
+    it), or None."""
+    marks = [has(c) for c in choices]
+    count = sum(marks)
+    if count == 1:
+        return marks.index(True)
+    if count == len(marks) - 1 and len(marks) >= 3:
+        return marks.index(False)
+    return None
+
+
+def _tail(hits: int, rows: int, p: float) -> float:
+    """The chance of at least ``hits`` of ``rows`` with probability ``p`` each (the binomial tail)."""
+    total = 0.0
+    for k in range(hits, rows + 1):
+        log = math.lgamma(rows + 1) - math.lgamma(k + 1) - math.lgamma(rows - k + 1)
+        total += math.exp(log + k * math.log(p) + (rows - k) * math.log1p(-p))
+    return total
+
+
+def _field(doc: Mapping[str, object], text: str) -> str:
+    """The row's field that holds ``text`` (a column, or a list of choices), else 'choices'."""
+    for key, value in doc.items():
+        if key in READER_FIELDS:
+            continue
+        if value == text or (isinstance(value, list) and text in value):
+            return key
+    return "choices"
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:20]) + "..." + repr(text[-12:])
+
+
+def gold_form(subject: AuditSubject) -> Iterator[Hit]:
+    samples = subject.samples
+    rows = [r for r, s in enumerate(samples[:FORM_PROBE_ROWS]) if len(s.gold) == 1 and len(s.choices) >= 2]
+    if not rows:
+        return
+    if len({samples[r].choices for r in rows}) == 1:
+        yield from _fixed_set(subject, samples[rows[0]].choices)
+        return
+    for form, has in FORMS:
+        odd = [(r, i) for r in rows if (i := odd_one(samples[r].choices, has)) is not None]
+        on_gold = [r for r, i in odd if i == samples[r].gold[0]]
+        if len(odd) < MIN_ROWS or len(on_gold) < GOLD_SHARE * len(odd):
+            continue
+        chance = sum(1 / len(samples[r].choices) for r, _ in odd) / len(odd)
+        if _tail(len(on_gold), len(odd), chance) > CHANCE:
+            continue
+        first = samples[on_gold[0]]
+        text = first.choices[first.gold[0]]
+        yield subject.at_row(
+            first.sample,
+            f"the right choice alone {form} ({_shown(text)}) in {len(on_gold)} of the {len(odd)} probed rows where "
+            f"one choice's form differs from the others' (chance: about 1 in {round(1 / chance)}): the scores "
+            "compare a formatting artefact that marks the answer (a CSV written on Windows leaves '\\r' on the "
+            "last column; a full stop or space added to the answer column only)",
+            _field(documents(subject)[on_gold[0]], text),
+        )
+        return
+
+
+def _fixed_set(subject: AuditSubject, choices: Sequence[str]) -> Iterator[Hit]:
+    """The same choices in every row, one of them alone with whitespace or a control character at an edge."""
+    for form, has in FORMS[:3]:
+        i = odd_one(choices, has)
+        if i is None or (len(choices) >= 3 and not has(choices[i])):
+            continue  # of a label set, the one that has the artefact is named (not the one that lacks it)
+        field = choices_setting(subject)
+        yield Hit(
+            f"the choice {choices[i]!r} alone {form} of the choices every row offers ({', '.join(map(repr, choices))}"
+            "): the artefact raises or lowers that one answer's score in every row, whichever is right",
+            file=subject.file,
+            line=setting_line(subject, field),
+            field=field,
+        )
+        return
+
+
+RULES = (
+    AuditRule(
+        "choices.gold-form",
+        "warning",
+        "The right choice alone has another surface form (a trailing '\\r' or line break, a full stop, a leading "
+        "space) far more often than chance, or one choice of a fixed set alone carries whitespace.",
+        gold_form,
+    ),
+)
