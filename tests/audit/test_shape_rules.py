@@ -330,3 +330,26 @@ def test_an_answer_without_stop_is_not_flagged_when_the_chat_template_ends_it(tm
     broken, _, _, _ = CASES["generation.unbounded-answer"]
     task = _write(tmp_path / "t", {**broken, "task.yaml": broken["task.yaml"] + "chat: {fewshot_as_turns: true}\n"})
     assert "[generation.unbounded-answer]" not in _validate(task, capsys)
+
+
+def test_reading_comprehension_whose_passage_holds_the_right_choice_is_not_a_leak(tmp_path, capsys):
+    """A passage holds the right answer by design (the question is which choice it supports): prompt.contains-gold
+    speaks of a prompt that shows the answer otherwise (a hint, the gold field), not of the passage."""
+    rows = [
+        {
+            "id": f"r{i}",
+            "passage": f"Story {i}: Mia keeps a {pet} called Rex at home.",
+            "question": "Which animal does Mia keep?",
+            "choices": [pet, "parrot", "goldfish", "rabbit"],
+            "answer": 0,
+        }
+        for i, pet in enumerate(["dog", "cat", "hamster", "turtle", "pony", "ferret"])
+    ]
+    prompt = "{{ passage }}\\nQ: {{ question }}\\nA:"
+    task = _write(tmp_path / "t", {"task.yaml": _mc(prompt=prompt), "data.jsonl": _jsonl(rows)})
+    assert "[prompt.contains-gold]" not in _validate(task, capsys)
+    hinted = _write(
+        tmp_path / "h",
+        {"task.yaml": _mc(prompt="Hint: {{ choices[answer] }}\\nQ: {{ question }}\\nA:"), "data.jsonl": _jsonl(rows)},
+    )
+    assert "[prompt.contains-gold]" in _validate(hinted, capsys)

@@ -276,7 +276,7 @@ def shifted_columns(subject: AuditSubject) -> Iterator[Hit]:
 # ---------------------------------------------------------------- a long field the prompt never reads
 
 # fields that hold what a question is about: a prompt that leaves them out asks without the evidence
-_CONTEXT_FIELDS = re.compile(
+CONTEXT_FIELDS = re.compile(
     r"^(passage|context|article|document|doc|paragraph|story|background|evidence|support|premise|dialogue|"
     r"conversation|table|source_text|text)s?$",
     re.IGNORECASE,
@@ -295,7 +295,7 @@ def dropped_field(subject: AuditSubject) -> Iterator[Hit]:
     for i, sample in enumerate(probe):
         shown = "\x00".join((texts[i], sample.text or "", *sample.choices, *sample.references))
         for key, value in sample.sample.fields.items():
-            if not isinstance(value, str) or len(value.strip()) < LONG_FIELD or not _CONTEXT_FIELDS.match(key):
+            if not isinstance(value, str) or len(value.strip()) < LONG_FIELD or not CONTEXT_FIELDS.match(key):
                 continue
             seen = counts.setdefault(key, [0, 0])
             seen[0] += 1

@@ -9,6 +9,7 @@ from functools import lru_cache
 from operator import attrgetter, itemgetter, methodcaller
 from typing import TYPE_CHECKING, Iterator
 
+from proctor.audit.setting_rules import CONTEXT_FIELDS
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -252,6 +253,19 @@ def _shows_gold(text: str, choices: tuple[str, ...], gold: tuple[int, ...], refe
     return len(answer) >= GOLD_MIN_CHARS and text.rstrip().endswith(answer)
 
 
+def _in_passage(sample: PreparedSample, text: str) -> bool:
+    """Whether a multiple-choice row's prompt shows its right choice only inside its passage (reading
+    comprehension: the passage holds the answer by design, and the question is which choice it supports)."""
+    if not sample.choices:
+        return False
+    passages = [
+        v for k, v in sample.sample.fields.items() if isinstance(v, str) and CONTEXT_FIELDS.match(k) and v in text
+    ]
+    for passage in passages:
+        text = text.replace(passage, "\n")
+    return bool(passages) and not _shows_gold(text, sample.choices, sample.gold, sample.references)
+
+
 def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     """The right answer, and no other choice, written in the prompt of most rows (a multiple-choice row); the
     prompt ending with the reference answer (a generated one)."""
@@ -262,12 +276,14 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     hits = [
         i for i in range(probe) if _shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
     ]
+    hits = [i for i in hits if not _in_passage(samples[i], texts[i])]
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
         return
     hits += [
         i
         for i in range(probe, len(samples))
         if _shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
+        and not _in_passage(samples[i], texts[i])
     ]
     if len(hits) >= GOLD_IN_PROMPT_SHARE * len(samples) and len(hits) >= GOLD_MIN_ROWS:
         first = samples[hits[0]].sample
