@@ -100,6 +100,8 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
     aliased = [
         {"id": r["id"], "q": r["q"], "answer": r["answers"][0], "aliases": [*r["answers"], "the city"]} for r in listed
     ]
+    letters = [{"id": f"l{i}", "q": f"Pick option {c}.", "answer": c} for i, c in enumerate("BCDB")]
+    evaluated = _jsonl(_mc_rows(8, [0, 1, 2, 3]))
     pool_ok, pool_shifted = _mc_rows(8, [0, 1, 2, 3], start=200), _mc_rows(8, [1, 2, 3], start=200)
     few = "fewshot: {count: 2, source: {path: dev.jsonl}, seed: 1}"
     return {
@@ -204,6 +206,36 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
             },
             "data.jsonl",
             "aliases",
+        ),
+        "extraction.letter-in-word": (
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation=STOPPED)
+                + "extraction: {regex: '([ABCD])'}\n",
+                "data.jsonl": _jsonl(letters),
+            },
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation=STOPPED)
+                + "extraction: {regex: '\\\\b([ABCD])\\\\b'}\n",
+                "data.jsonl": _jsonl(letters),
+            },
+            "task.yaml",
+            "extraction.regex",
+        ),
+        "fewshot.separator": (
+            {
+                "task.yaml": _mc(extra="fewshot: {count: 2, source: {path: dev.jsonl}, seed: 1, separator: ' '}"),
+                "data.jsonl": evaluated,
+                "dev.jsonl": _jsonl(pool_ok),
+            },
+            {
+                "task.yaml": _mc(
+                    extra="fewshot: {count: 2, source: {path: dev.jsonl}, seed: 1, separator: '\\n'}"
+                ).replace("separator: '\\n'", 'separator: "\\n"'),
+                "data.jsonl": evaluated,
+                "dev.jsonl": _jsonl(pool_ok),
+            },
+            "task.yaml",
+            "fewshot.separator",
         ),
         "prompt.cut": (
             {

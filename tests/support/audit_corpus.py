@@ -2296,6 +2296,54 @@ lm_add(
 )
 ps_add("query-leading-space-alone", "choices.gold-form", {"queries": [" True", "False"]}, rule("choices.gold-form"))
 
+LETTER_ROWS = [{"id": f"l{i}", "question": f"Pick option {c} ({i}).", "answer": c} for i, c in enumerate("BCDBCD")]
+add(
+    "gen-letter-regex-inside-words",
+    "extraction.letter-in-word",
+    gen(LETTER_ROWS, extraction={"regex": "([ABCD])"}),
+    rule("extraction.letter-in-word"),
+)
+add(
+    "gen-letter-regex-bounded",
+    "extraction.letter-in-word",
+    gen(LETTER_ROWS, extraction={"regex": "\\b([ABCD])\\b"}),
+    OK,
+)
+add(
+    "fewshot-separator-empty",
+    "fewshot.separator",
+    gen(fewshot={"count": 2, "source": {"path": "dev.jsonl"}, "separator": ""})
+    | {"dev.jsonl": jsonl([{**r, "id": "d" + r["id"], "question": "Dev: " + r["question"]} for r in GEN_ROWS])},
+    rule("fewshot.separator"),
+)
+lm_add(
+    "fewshot-delimiter-space",
+    "fewshot.separator",
+    lm(LM + "num_fewshot: 2\nfewshot_delimiter: ' '\n"),
+    rule("fewshot.separator"),
+)
+lm_add(
+    "acc-norm-letter-choices",
+    "metrics.mismatch",
+    lm(
+        LM.replace("doc_to_choice: choices", "doc_to_choice: ['A', 'B', 'C', 'D']")
+        + "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
+    ),
+    rule("metrics.mismatch"),
+)
+add(
+    "fewshot-template-prints-index",
+    "fewshot.wrong-answer",
+    {
+        "t.yaml": task_yaml(
+            fewshot={"count": 2, "source": {"path": "dev.jsonl"}, "template": "Q: {{ question }}\nA: {{ label }}"}
+        ),
+        "data.jsonl": jsonl(QUIZ),
+        "dev.jsonl": jsonl(TRAIN),
+    },
+    rule("fewshot.wrong-answer"),
+)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

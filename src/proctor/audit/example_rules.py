@@ -4,6 +4,7 @@ that is not their answer)."""
 
 from __future__ import annotations
 
+import re
 from operator import itemgetter
 from typing import Iterator
 
@@ -12,6 +13,7 @@ import numpy as np
 from proctor.audit import target_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import said_in
+from proctor.audit.setting_rules import lmeval_config
 from proctor.audit.source_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
@@ -179,7 +181,66 @@ def example_shows_fixed_choice(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+def example_shows_index(subject: AuditSubject) -> Iterator[Hit]:
+    """The few-shot template prints the target's field as it is ('A: {{ label }}'), a choice index, where the
+    choices are texts: the examples teach the model to answer with a number it is never scored on."""
+    fewshot = subject.spec.fewshot
+    pooled = pool_labels(subject)
+    if pooled is None or fewshot is None or not fewshot.template or not subject.scored:
+        return
+    name, labels = pooled
+    if not labels or any(type(v) is not int for v in labels):
+        return
+    if re.search(r"\{\{-?\s*" + re.escape(name) + r"\s*-?\}\}", fewshot.template) is None:
+        return
+    worded = [s.choices for s in subject.scored[:PROBE_ROWS] if not all(c.strip().isdigit() for c in s.choices)]
+    if not worded:
+        return  # the choices are the numbers themselves
+    choices = worded[0]
+    yield subject.at_line(
+        "fewshot",
+        f"the few-shot template prints '{name}' as each example's answer ({', '.join(map(str, labels[:3]))}, ...): a "
+        f"choice index, where the choices are texts ({choices[0]!r:.20}, ...); show the choice itself "
+        f"({{{{ choices[{name}] }}}})",
+        "fewshot.template",
+    )
+
+
+def glued_examples(subject: AuditSubject) -> Iterator[Hit]:
+    """Few-shot examples joined by a separator without a line break (native ``fewshot.separator``, lm-eval's
+    ``fewshot_delimiter``): each example's answer runs into the next question ('A: TehranQ: Capital of Chad?'),
+    which teaches the model to go on writing after its answer."""
+    fewshot = subject.spec.fewshot
+    if subject.use_chat:
+        return  # examples as chat turns: the template separates them
+    if subject.templated and fewshot is not None and fewshot.count:
+        separator, line, field = fewshot.separator, subject.line("fewshot"), "fewshot.separator"
+    else:
+        config = lmeval_config(subject)
+        count, given = getattr(config, "num_fewshot", None), getattr(config, "fewshot_delimiter", None)
+        if not isinstance(given, str) or not isinstance(count, int) or count < 1:
+            return
+        separator = given
+        line, field = subject.line("fewshot_delimiter"), "fewshot_delimiter"
+    if "\n" in separator:
+        return
+    yield Hit(
+        f"the few-shot examples are joined by {separator!r}, which holds no line break: each example's answer runs "
+        "into the next question ('A: TehranQ: ...'), which teaches the model to go on writing after its answer",
+        file=subject.file,
+        line=line,
+        field=field,
+    )
+
+
 RULES = (
+    AuditRule(
+        "fewshot.separator",
+        "warning",
+        "Few-shot examples are joined without a line break (an empty or space separator): answers run into the next "
+        "question.",
+        glued_examples,
+    ),
     AuditRule(
         "prompt.contains-gold",
         "warning",
@@ -203,7 +264,8 @@ RULES = (
     AuditRule(
         "fewshot.wrong-answer",
         "warning",
-        "The few-shot template shows a fixed choice (choices[0]) as each example's answer, not its right one.",
-        example_shows_fixed_choice,
+        "The few-shot template shows a fixed choice (choices[0]) as each example's answer, not its right one, or "
+        "prints the label's index where the choices are texts.",
+        first_found(example_shows_fixed_choice, example_shows_index),
     ),
 )

@@ -96,6 +96,39 @@ def _read_back(pattern: BoundedPattern, group: int, reference: str) -> str | Non
     return found.strip() if isinstance(found, str) else None
 
 
+_LETTER = re.compile(r"[A-Za-z]")
+# how an answer of one letter is written: a letter class without a word boundary reads a capital of these first
+LETTER_ANSWERS = ("Answer: {}", "According to the text, the answer is {}.", "Based on this, {}")
+
+
+def letter_inside_words(subject: AuditSubject) -> Iterator[Hit]:
+    """References of one letter (options A to D) read by a regex that also matches a letter inside a word: the
+    'A' of 'Answer: C' or 'According to ...' is extracted first."""
+    extraction = subject.spec.extraction
+    pattern = extraction_pattern(subject)
+    if pattern is None or extraction is None or extraction.answer_tag or subject.spec.kind != "generate":
+        return  # with an answer tag, the regex reads what follows the tag
+    letters = sorted({r.strip() for s in subject.samples[:ROUND_TRIP_ROWS] for r in s.references if r.strip()})
+    if not letters or not all(_LETTER.fullmatch(r) for r in letters):
+        return
+    try:
+        for written in LETTER_ANSWERS:
+            for letter in letters:
+                text = " " + written.format(letter)
+                back = _read_back(pattern, extraction.group, text)
+                if back is not None and _answer_key(back) != _answer_key(letter):
+                    yield subject.at_line(
+                        "extraction",
+                        f"the extraction regex {pattern.source!r} reads {back!r} out of the answer {text.strip()!r}: "
+                        "it matches a letter inside a word, so the first capital of an answer that says more than "
+                        "its letter is taken for it; bound the letter (\\b([A-D])\\b)",
+                        "extraction.regex",
+                    )
+                    return
+    except RegexTooSlow:
+        return
+
+
 def cuts_references(subject: AuditSubject) -> Iterator[Hit]:
     """The regex matches a reference but extracts another part of it ('2,125' read as '2', the number at the end
     of a worked solution): an answer written as the reference is scored wrong."""
@@ -164,6 +197,13 @@ RULES = (
         "The extraction regex matches a reference but reads another part of it ('2,125' as '2'): an answer written "
         "as the reference is scored wrong.",
         cuts_references,
+    ),
+    AuditRule(
+        "extraction.letter-in-word",
+        "warning",
+        "References of one letter, read by a regex that also matches a letter inside a word: the 'A' of 'Answer: C' "
+        "is extracted.",
+        letter_inside_words,
     ),
     AuditRule(
         "extraction.matches-empty",

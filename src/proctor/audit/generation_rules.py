@@ -7,7 +7,7 @@ import re
 from typing import Iterator
 
 from proctor.audit.extraction_rules import extraction_pattern
-from proctor.audit.setting_rules import generation_settings, lmeval_config
+from proctor.audit.setting_rules import generation_settings, lmeval_config, metric_names
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import RegexTooSlow
@@ -107,18 +107,6 @@ SHORT_ANSWER_WORDS = 5  # references of at most this many words (median) are sho
 RUN_ON = 4  # a token limit this many times the longest reference's words (and a few more) lets answers run on
 
 
-def _metric_names(subject: AuditSubject) -> set[str]:
-    """The task's metric names: a native task's, or lm-eval's ``metric_list``."""
-    names = {m.name.split(",")[0] for m in subject.spec.metrics}
-    if subject.templated and not names:
-        names = {"exact_match", "f1"}  # a generated task's default metrics (with null_count)
-    config = lmeval_config(subject)
-    for entry in getattr(config, "metric_list", None) or []:
-        if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
-            names.add(entry["metric"])
-    return names
-
-
 def _extracts(subject: AuditSubject) -> bool:
     """Whether the answer is read out of the model's text (a regex, an answer tag, lm-eval's filters)."""
     extraction = subject.spec.extraction
@@ -133,7 +121,7 @@ def unbounded_answers(subject: AuditSubject) -> Iterator[Hit]:
     settings = generation_settings(subject)
     if settings is None or settings.stop or settings.max_tokens is None or _extracts(subject):
         return
-    if subject.use_chat or not WHOLE_ANSWER_METRICS & _metric_names(subject):
+    if subject.use_chat or not WHOLE_ANSWER_METRICS & metric_names(subject):
         return  # a chat model's reply ends at its end of turn; other metrics read answers otherwise
     rows = _answers(subject)[:NGRAM_PROBE]
     words = sorted(max(len(r.split()) for r in refs) for _, refs in rows)

@@ -39,6 +39,18 @@ def lmeval_config(subject: AuditSubject) -> Any:
     return config if config is not None and hasattr(config, "target_delimiter") else None
 
 
+def metric_names(subject: AuditSubject) -> set[str]:
+    """The task's metric names: a native task's, or lm-eval's ``metric_list``."""
+    names = {m.name.split(",")[0] for m in subject.spec.metrics}
+    if subject.templated and not names and subject.spec.kind == "generate":
+        names = {"exact_match", "f1"}  # a generated task's default metrics (with null_count)
+    config = lmeval_config(subject)
+    for entry in getattr(config, "metric_list", None) or []:
+        if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
+            names.add(entry["metric"])
+    return names
+
+
 def _seahelm_language(subject: AuditSubject) -> dict[str, Any] | None:
     """The SEA-HELM config's settings of the task's language (None for other dialects)."""
     config, lang = getattr(subject.handler, "config", None), getattr(subject.handler, "lang", None)
@@ -183,16 +195,17 @@ def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
             "calibration numbers say nothing of the model",
             "choice_temperature",
         )
-    names = [m.name.split(",")[0] for m in spec.metrics]
-    if subject.templated and "acc_norm" in names and subject.scored:
+    names = metric_names(subject)
+    if "acc_norm" in names and subject.scored:
         length = len(subject.scored[0].choices[0])
         # one length throughout: stops at the first row with another (most tasks' first or second row)
         if all(len(c) == length for s in subject.scored for c in s.choices):
+            key = "metrics" if subject.templated else "metric_list"  # lm-eval's
             yield subject.at_line(
-                "metrics",
+                key,
                 f"acc_norm divides each choice's log-likelihood by its length, and every choice is {length} "
                 "character(s) long: acc_norm is acc under another name, not a length-normalised accuracy",
-                "metrics",
+                key,
             )
 
 
