@@ -2344,6 +2344,31 @@ add(
     rule("fewshot.wrong-answer"),
 )
 
+LM_GEN_STOP = 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n'
+lm_add(
+    "gen-first-alias-only",
+    "references.aliases-lost",
+    lm(
+        LM_GEN.replace('"{{choices[label]}}"', '"{{answers[0]}}"') + LM_GEN_STOP,
+        test=[{**r, "answers": [r["choices"][r["label"]], r["choices"][r["label"]].lower() + "!"]} for r in QUIZ],
+    ),
+    rule("references.aliases-lost"),
+)
+lm_add(
+    "default-hides-missing-passage",
+    "prompt.field-missing",
+    lm(
+        LM.replace(
+            'doc_to_text: "Q: {{question}}\\nA:"', "doc_to_text: \"{{passage|default('')}}\\nQ: {{question}}\\nA:\""
+        ),
+        test=[
+            {**r, "passage": f"Background {i}: a long passage about the question."} if i % 2 else r
+            for i, r in enumerate(QUIZ)
+        ],
+    ),
+    rule("prompt.field-missing"),
+)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS
+from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
@@ -49,25 +49,27 @@ def _answers(value: object) -> list[str]:
 
 
 def aliases_lost(subject: AuditSubject) -> Iterator[Hit]:
-    if not subject.templated or subject.spec.kind != "generate" or not subject.spec.target:
+    prompt, target, key = templates(subject)
+    if subject.spec.kind != "generate" or not target:
         return
-    rows = [s for s in subject.samples[:ROWS] if s.references]
-    picked = _picks(subject.spec.target)
+    docs = documents(subject)
+    rows = [(s, docs[i]) for i, s in enumerate(subject.samples[:ROWS]) if s.references]
+    picked = _picks(target)
     if picked is not None:
         name, how = picked
-        lost = [s for s in rows if len(_answers(s.sample.fields.get(name))) > 1]
+        lost = [(s, doc) for s, doc in rows if len(_answers(doc.get(name))) > 1]
         if lost:
-            first = lost[0]
+            first, doc = lost[0]
             kept = "glues them into one reference" if how == " | join" else "keeps one of them"
             yield subject.at_row(
                 first.sample,
-                f"the target's '{name}{how}' {kept} ({first.references[0]!r:.40}) where the row lists "
-                f"{len(_answers(first.sample.fields.get(name)))} accepted answers, in {len(lost)} of {len(rows)} "
+                f"the {key}'s '{name}{how}' {kept} ({first.references[0]!r:.40}) where the row lists "
+                f"{len(_answers(doc.get(name)))} accepted answers, in {len(lost)} of {len(rows)} "
                 f"rows read: an answer in another accepted form scores 0 (give the list itself: '{{{{ {name} }}}}')",
                 name,
             )
             return
-    glued = [s for s in rows if len(s.references) == 1 and "|" in s.references[0].strip("|")]
+    glued = [s for s, _ in rows if len(s.references) == 1 and "|" in s.references[0].strip("|")]
     if glued and len(glued) >= max(2, GLUED_SHARE * len(rows)):
         yield subject.at_row(
             glued[0].sample,
@@ -77,15 +79,15 @@ def aliases_lost(subject: AuditSubject) -> Iterator[Hit]:
             "target",
         )
         return
-    read = template_fields(subject.spec.target) | template_fields(subject.spec.prompt or "")
-    for name, value in rows[0].sample.fields.items() if rows else ():
-        listed = [s for s in rows if len(_answers(s.sample.fields.get(name))) > 1]
+    read = template_fields(target) | template_fields(prompt or "")
+    for name, value in rows[0][1].items() if rows else ():
+        listed = [(s, doc) for s, doc in rows if len(_answers(doc.get(name))) > 1]
         if _ALIASES.search(name) and name not in read and isinstance(value, list) and listed:
+            (first, doc), count = listed[0], len(_answers(listed[0][1].get(name)))
             yield subject.at_row(
-                listed[0].sample,
-                f"the row lists {len(_answers(listed[0].sample.fields.get(name)))} accepted answers in '{name}', which "
-                f"no template reads: the target gives one ({listed[0].references[0]!r:.30}), so an answer in another "
-                "accepted form scores 0",
+                first.sample,
+                f"the row lists {count} accepted answers in '{name}', which no template reads: the target gives one "
+                f"({first.references[0]!r:.30}), so an answer in another accepted form scores 0",
                 name,
             )
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
@@ -23,16 +24,17 @@ def _shown(value: str, prompt: str) -> bool:
 
 
 def field_missing_in_some_rows(subject: AuditSubject) -> Iterator[Hit]:
-    prompt = subject.spec.prompt if subject.templated else None
-    names = sorted(template_fields(prompt) - READER_FIELDS) if isinstance(prompt, str) else []
+    prompt = templates(subject)[0]
+    names = sorted(template_fields(prompt) - READER_FIELDS) if prompt else []
     if not names:
         return
-    texts = subject.prompt_texts
+    texts, docs = subject.prompt_texts, documents(subject)
     for name in names:
-        shown, lacking = 0, []  # rows showing the field; rows whose field is absent, empty or not shown
-        for i, sample in enumerate(subject.samples[:PROBE_ROWS]):
-            fields = sample.sample.fields
-            if name not in fields:  # absent (an empty value is the data's own: an optional hint left blank)
+        shown, lacking = 0, []  # rows showing the field; rows whose field is absent or not shown
+        for i in range(min(len(subject.samples), PROBE_ROWS)):
+            fields = docs[i]
+            if fields.get(name) is None:  # absent or null (datasets fills an absent key with None); an empty
+                # text is the data's own: an optional hint left blank
                 lacking.append(i)
                 continue
             value = fields[name]
@@ -43,7 +45,7 @@ def field_missing_in_some_rows(subject: AuditSubject) -> Iterator[Hit]:
                     lacking.append(i)
         if lacking and shown >= MIN_SHOWN:
             first = subject.samples[lacking[0]].sample
-            how = "is absent" if name not in first.fields else "is not shown by the template"
+            how = "is absent" if docs[lacking[0]].get(name) is None else "is not shown by the template"
             yield subject.at_row(
                 first,
                 f"the prompt reads '{name}', which {how} in this row and lacking from the prompts of {len(lacking)} of "

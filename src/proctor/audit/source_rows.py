@@ -59,3 +59,19 @@ def target_reads(subject: AuditSubject) -> frozenset[str]:
     if not isinstance(source, str):
         return frozenset()
     return template_fields(source) if "{" in source else frozenset({source})
+
+
+def templates(subject: AuditSubject) -> tuple[str | None, str | None, str]:
+    """(the prompt's template, the target's template, the target's key in the task file) as the task file writes
+    them: a native task's ``prompt`` and ``target``, or lm-eval's ``doc_to_text`` and ``doc_to_target`` where they
+    are Jinja templates; None for what is not a template (a dialect's code, a field's name)."""
+    if subject.templated:
+        prompt = subject.spec.prompt if isinstance(subject.spec.prompt, str) else None
+        return prompt, subject.spec.target, "target"
+    config = getattr(getattr(subject.handler, "task", None), "config", None)
+    text, target = getattr(config, "doc_to_text", None), getattr(config, "doc_to_target", None)
+    return (
+        text if isinstance(text, str) and "{{" in text else None,
+        target if isinstance(target, str) and "{{" in target else None,
+        "doc_to_target",
+    )
