@@ -2369,6 +2369,20 @@ lm_add(
     rule("prompt.field-missing"),
 )
 
+BODIES = [{"text": f"Paragraph {i} runs on for a good many words before it ends here."} for i in range(4)]
+add(
+    "ppl-text-truncated",
+    "prompt.cut",
+    native(BODIES, **{**PPL, "text": "{{ text | truncate(20) }}"}),
+    rule("prompt.cut"),
+)
+lm_add(
+    "doc-to-text-slice",
+    "prompt.cut",
+    lm(LM.replace('doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Q: {{question[:12]}}\\nA:"')),
+    rule("prompt.cut"),
+)
+
 # ---------------------------------------------------------------- empty parts in the other dialects
 
 glm_add(

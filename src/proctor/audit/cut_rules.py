@@ -1,13 +1,14 @@
-"""A prompt template that cuts a row's field to a length (``{{ passage | truncate(200) }}``, ``{{ passage[:200]
-}}``): rows whose field is longer are shown part of it, and where the answer sat in the part cut away the row
-cannot be answered from what the model is shown. Nothing fails; the template meant a bound on length."""
+"""A prompt template (or lm-eval's ``doc_to_text``, a perplexity task's ``text``) that cuts a row's field to a
+length (``{{ passage | truncate(200) }}``, ``{{ passage[:200] }}``): rows whose field is longer are shown part of
+it, and where the answer sat in the part cut away the row cannot be answered from what the model is shown.
+Nothing fails; the template meant a bound on length."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS
+from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -44,13 +45,14 @@ def _cuts(source: str) -> tuple[tuple[str, int, int], ...]:
 
 
 def cut_fields(subject: AuditSubject) -> Iterator[Hit]:
-    prompt = subject.spec.prompt if subject.templated else None
-    cuts = _cuts(prompt) if isinstance(prompt, str) else ()
+    prompt = templates(subject)[0]  # a native prompt, or lm-eval's doc_to_text
+    text = subject.spec.text if subject.templated and subject.spec.kind == "perplexity" else None
+    cuts = (_cuts(prompt) if prompt else ()) + (_cuts(text) if text else ())
     if not cuts:
         return
-    rows = subject.samples[: PROBE_ROWS * 5]
+    rows, docs = subject.samples[: PROBE_ROWS * 5], documents(subject)
     for name, length, whole in cuts:
-        values = [(s, s.sample.fields.get(name)) for s in rows]
+        values = [(s, docs[i].get(name)) for i, s in enumerate(rows)]
         longer = [(s, v) for s, v in values if isinstance(v, str) and len(v) > whole]
         if not longer:
             continue
@@ -61,9 +63,10 @@ def cut_fields(subject: AuditSubject) -> Iterator[Hit]:
         ]
         first = (lost or [longer[0][0]])[0]
         answer = f"; in {len(lost)} of them the reference answer is in the part cut away" if lost else ""
+        where = "text" if text and (name, length, whole) in _cuts(text) else "prompt"  # a perplexity row's own
         yield subject.at_row(
             first.sample,
-            f"the prompt cuts '{name}' to {length} characters, and it is longer in {len(longer)} of {len(rows)} rows "
+            f"the {where} cuts '{name}' to {length} characters, and it is longer in {len(longer)} of {len(rows)} rows "
             f"read (up to {max(len(v) for _, v in longer):,}){answer}: the model is shown part of the row",
             name,
         )

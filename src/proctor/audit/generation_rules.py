@@ -7,7 +7,8 @@ import re
 from typing import Iterator
 
 from proctor.audit.extraction_rules import extraction_pattern
-from proctor.audit.setting_rules import generation_settings, lmeval_config, metric_names
+from proctor.audit.metric_rules import metric_names
+from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import RegexTooSlow

@@ -5,6 +5,7 @@ from __future__ import annotations
 from proctor.audit import (
     alias_rules,
     choice_rules,
+    coercion_rules,
     cut_rules,
     data_rules,
     escape_rules,
@@ -15,6 +16,7 @@ from proctor.audit import (
     generation_rules,
     label_rules,
     leak_rules,
+    metric_rules,
     model_rules,
     order_rules,
     repr_rules,
@@ -27,6 +29,7 @@ from proctor.core.audit import AuditRule
 BUILTIN_RULES: tuple[AuditRule, ...] = (
     *choice_rules.RULES,
     *target_rules.RULES,
+    *coercion_rules.RULES,
     *alias_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
@@ -41,6 +44,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *cut_rules.RULES,
     *field_rules.RULES,
     *setting_rules.RULES,
+    *metric_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)
 )

@@ -1,6 +1,6 @@
-"""Rules over a task's settings as they meet its rows: options labelled by letters that no prompt shows, metrics
-that cannot mean their name on these choices, an answer tag or a target delimiter left empty, a long field
-the prompt never reads, a filter that leaves a handful of rows, a group member of a row or two.
+"""Rules over a task's settings as they meet its rows: options labelled by letters that no prompt shows, an answer
+tag or a target delimiter left empty, a long field the prompt never reads, a filter that leaves a handful of rows, a
+group member of a row or two (metrics that cannot mean their name here: ``metric_rules.py``).
 
 Some settings live in a dialect's own shape (lm-eval's ``generation_kwargs``, a SEA-HELM language's
 ``max_tokens``): ``generation_settings`` reads them from the handler the dialect built (duck-typed: the audit
@@ -37,18 +37,6 @@ def lmeval_config(subject: AuditSubject) -> Any:
     task = getattr(subject.handler, "task", None)
     config = getattr(task, "config", None)
     return config if config is not None and hasattr(config, "target_delimiter") else None
-
-
-def metric_names(subject: AuditSubject) -> set[str]:
-    """The task's metric names: a native task's, or lm-eval's ``metric_list``."""
-    names = {m.name.split(",")[0] for m in subject.spec.metrics}
-    if subject.templated and not names and subject.spec.kind == "generate":
-        names = {"exact_match", "f1"}  # a generated task's default metrics (with null_count)
-    config = lmeval_config(subject)
-    for entry in getattr(config, "metric_list", None) or []:
-        if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
-            names.add(entry["metric"])
-    return names
 
 
 def _seahelm_language(subject: AuditSubject) -> dict[str, Any] | None:
@@ -143,70 +131,6 @@ def letters_not_shown(subject: AuditSubject) -> Iterator[Hit]:
             "lists no option under them ('A. ...'): the model picks a letter for options it was never shown",
             "choices",
         )
-
-
-# ---------------------------------------------------------------- metrics that cannot mean their name
-
-TINY_TEMPERATURE = 0.01  # log-probabilities divided by this: every distribution is one choice at 1.0
-HUGE_TEMPERATURE = 100.0  # and by this: every distribution is near uniform (a gap of 20 nats becomes 0.2)
-
-
-# scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Khmer, Myanmar): an answer in
-# them is one "word" to a metric that splits at spaces; Korean puts spaces between words and is left out
-_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{2}")
-
-
-def _f1_on_unspaced(subject: AuditSubject) -> Iterator[Hit]:
-    """f1 counts shared words split at spaces: on answers written without spaces each answer is one word, and f1
-    is exact match under another name (half the answer right scores 0)."""
-    if not subject.templated or "f1" not in {m.name.split(",")[0] for m in subject.spec.metrics}:
-        return
-    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
-    unspaced = [refs for refs in rows if any(_UNSPACED.search(r) and " " not in r.strip() for r in refs)]
-    if rows and len(unspaced) * 2 > len(rows):
-        yield subject.at_line(
-            "metrics",
-            f"f1 counts the words an answer shares with the reference, split at spaces, and the references of "
-            f"{len(unspaced)} of {len(rows)} rows read have none (e.g. {unspaced[0][0]!r:.30}): each answer is one "
-            "word, so f1 is exact match under another name (split the text into characters or words first)",
-            "metrics",
-        )
-
-
-def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
-    spec = subject.spec
-    if spec.kind == "generate":
-        yield from _f1_on_unspaced(subject)
-    if spec.kind != "multiple_choice":
-        return
-    if spec.choice_temperature < TINY_TEMPERATURE:
-        yield subject.at_line(
-            "choice_temperature",
-            f"choice_temperature is {spec.choice_temperature:g}: the choices' log-probabilities divided by it give "
-            "distributions with one choice at 1.0 and the rest at 0, so probability and calibration numbers only "
-            "say which choice won",
-            "choice_temperature",
-        )
-    elif spec.choice_temperature > HUGE_TEMPERATURE:
-        yield subject.at_line(
-            "choice_temperature",
-            f"choice_temperature is {spec.choice_temperature:g}: the choices' log-probabilities divided by it are "
-            "all near 0, so every distribution is near uniform (each choice about 1/n) and probability and "
-            "calibration numbers say nothing of the model",
-            "choice_temperature",
-        )
-    names = metric_names(subject)
-    if "acc_norm" in names and subject.scored:
-        length = len(subject.scored[0].choices[0])
-        # one length throughout: stops at the first row with another (most tasks' first or second row)
-        if all(len(c) == length for s in subject.scored for c in s.choices):
-            key = "metrics" if subject.templated else "metric_list"  # lm-eval's
-            yield subject.at_line(
-                key,
-                f"acc_norm divides each choice's log-likelihood by its length, and every choice is {length} "
-                "character(s) long: acc_norm is acc under another name, not a length-normalised accuracy",
-                key,
-            )
 
 
 # ---------------------------------------------------------------- empty answer tag, glued answers
@@ -373,13 +297,6 @@ RULES = (
         "warning",
         "The choices are option labels (A, B, C, ...) and the prompt lists no options under them: the model guesses.",
         letters_not_shown,
-    ),
-    AuditRule(
-        "metrics.mismatch",
-        "warning",
-        "A metric cannot mean its name here: acc_norm on choices of one length, a choice_temperature near 0 or huge, "
-        "f1 on answers written without spaces.",
-        metrics_mismatch,
     ),
     AuditRule(
         "extraction.tag-empty",
