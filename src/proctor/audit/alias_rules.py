@@ -11,7 +11,7 @@ from typing import Iterator
 
 from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
-from proctor.audit.target_rules import template_fields
+from proctor.audit.target_rules import parsed_template, template_fields
 from proctor.core.audit import AuditRule, Hit
 
 ROWS = PROBE_ROWS * 5
@@ -23,11 +23,9 @@ _ALIASES = re.compile(r"alias|aliases|answers|accepted|alternatives", re.IGNOREC
 def _picks(source: str) -> tuple[str, str] | None:
     """(field, how) where the target is one item of a field (``x[0]``, ``x | first``) or the field joined."""
     from jinja2 import nodes
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    try:
-        tree = ImmutableSandboxedEnvironment().parse(source)
-    except Exception:  # noqa: BLE001 - reported where the template is compiled
+    tree = parsed_template(source)
+    if tree is None:
         return None
     outputs = [n for n in tree.body if isinstance(n, nodes.Output)]
     parts = [n for o in outputs for n in o.nodes if not (isinstance(n, nodes.TemplateData) and not n.data.strip())]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
@@ -162,6 +162,15 @@ def constant_target(subject: AuditSubject) -> Iterator[Hit]:
 OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: ((k-1)/k)^n
 
 
+def counted_from_one(labels: Sequence[int], width: int) -> bool:
+    """Whether ``labels`` never name choice 0 while every other position occurs, in more rows than leave 0 out by
+    chance (((k-1)/k)^n)."""
+    if len(labels) <= width or ((width - 1) / width) ** len(labels) >= OFF_BY_ONE_CHANCE:
+        return False
+    used = Counter(labels)
+    return used[0] == 0 and all(used[i] > 0 for i in range(1, width))
+
+
 def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     """Labels counted from 1 (the last choice's label out of range, an error) or with the first choice never
     right: the target is read one off."""
@@ -172,10 +181,7 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(widths) != 1:
         return
     (width,) = widths
-    if len(rows) <= width or ((width - 1) / width) ** len(rows) >= OFF_BY_ONE_CHANCE:
-        return
-    used = Counter(s.gold[0] for s in rows)
-    if used[0] == 0 and all(used[i] > 0 for i in range(1, width)):
+    if counted_from_one([s.gold[0] for s in rows], width):
         yield subject.at_line(
             "target",
             f"no row's right answer is choice 0, while every other position is right in some of the {len(rows)} "

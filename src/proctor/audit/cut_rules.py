@@ -10,6 +10,7 @@ from typing import Iterator
 
 from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import parsed_template
 from proctor.core.audit import AuditRule, Hit
 
 TRUNCATE_DEFAULT = 255  # Jinja's truncate without a length
@@ -21,11 +22,9 @@ def _cuts(source: str) -> tuple[tuple[str, int, int], ...]:
     """(field, length, the length up to which it is left whole) for each field the template cuts: ``|
     truncate(n)`` or a slice ``[:n]`` of a row field."""
     from jinja2 import nodes
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    try:
-        tree = ImmutableSandboxedEnvironment().parse(source)
-    except Exception:  # noqa: BLE001 - reported where the template is compiled
+    tree = parsed_template(source)
+    if tree is None:
         return ()
     found: list[tuple[str, int, int]] = []
     for node in tree.find_all(nodes.Filter):

@@ -141,11 +141,9 @@ def constant_example_label(subject: AuditSubject) -> Iterator[Hit]:
 def _constant_items(source: str, field: str) -> set[int]:
     """The constant indices a template reads from ``field`` (``choices[0]``)."""
     from jinja2 import nodes
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    try:
-        tree = ImmutableSandboxedEnvironment().parse(source)
-    except Exception:  # noqa: BLE001 - reported where the template is compiled
+    tree = target_rules.parsed_template(source)
+    if tree is None:
         return set()
     out = set()
     for node in tree.find_all(nodes.Getitem):

@@ -13,6 +13,7 @@ from typing import Iterator
 
 from proctor.audit.setting_rules import generation_settings
 from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import answer_key
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
 
@@ -80,13 +81,6 @@ def anchored_at_start(subject: AuditSubject) -> Iterator[Hit]:
 
 
 ROUND_TRIP_ROWS = 1000  # rows whose references are read back: each one a row scored 0 whatever the model says
-_PUNCTUATION = re.compile(r"[^\w\s]")
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def _answer_key(text: str) -> str:
-    """A text as exact match compares it (SQuAD's normalisation: case, punctuation, articles and spacing aside)."""
-    return " ".join(_ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split())
 
 
 def _read_back(pattern: BoundedPattern, group: int, reference: str) -> str | None:
@@ -116,7 +110,7 @@ def letter_inside_words(subject: AuditSubject) -> Iterator[Hit]:
             for letter in letters:
                 text = " " + written.format(letter)
                 back = _read_back(pattern, extraction.group, text)
-                if back is not None and _answer_key(back) != _answer_key(letter):
+                if back is not None and answer_key(back) != answer_key(letter):
                     yield subject.at_line(
                         "extraction",
                         f"the extraction regex {pattern.source!r} reads {back!r} out of the answer {text.strip()!r}: "
@@ -147,7 +141,7 @@ def cuts_references(subject: AuditSubject) -> Iterator[Hit]:
             if not back:
                 continue
             read += 1
-            if all(_answer_key(b) != _answer_key(r) for r, b in back):
+            if all(answer_key(b) != answer_key(r) for r, b in back):
                 cut.append((i, back[0][0], back[0][1]))
     except RegexTooSlow:
         return  # reported where the pattern is searched for the first time (extraction.never-matches)

@@ -4,23 +4,14 @@ all rows at once) says nothing; the part counted from 1 is scored, or shown as e
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from typing import Iterator, Sequence
+from collections import defaultdict
+from typing import Iterator
 
-from proctor.audit.choice_rules import OFF_BY_ONE_CHANCE
+from proctor.audit.choice_rules import counted_from_one
 from proctor.audit.example_rules import pool_labels
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
 from proctor.prompts.builder import PreparedSample
-
-
-def counted_from_one(labels: Sequence[int], width: int) -> bool:
-    """Whether ``labels`` never name choice 0 while every other position occurs, in more rows than leave 0 out by
-    chance (((k-1)/k)^n)."""
-    if len(labels) <= width or ((width - 1) / width) ** len(labels) >= OFF_BY_ONE_CHANCE:
-        return False
-    used = Counter(labels)
-    return used[0] == 0 and all(used[i] > 0 for i in range(1, width))
 
 
 def _single_answer_rows(subject: AuditSubject) -> tuple[list[PreparedSample], int] | None:

@@ -23,18 +23,31 @@ _FIELDS = attrgetter("fields")
 
 
 @lru_cache(maxsize=64)
-def _variables(source: str) -> frozenset[str]:
-    """The row fields a template reads (Jinja's undeclared variables); none for a template that does not parse
+def parsed_template(source: str) -> nodes.Template | None:
+    """A template's syntax tree, for the rules that read what it does; None for a template that does not parse
     (compiling it is prepare's job, which names the error)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        return ImmutableSandboxedEnvironment().parse(source)
+    except Exception:  # noqa: BLE001 - a template error is reported where the template is compiled
+        return None
+
+
+@lru_cache(maxsize=64)
+def _variables(source: str) -> frozenset[str]:
+    """The row fields a template reads (Jinja's undeclared variables); none for a template that does not parse."""
     from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment()
-    try:
-        names = meta.find_undeclared_variables(env.parse(source))
+    tree = parsed_template(source)
+    if tree is None:
+        return frozenset()
+    try:  # the code generator it runs refuses a filter the plain environment lacks (proctor's regex_replace)
+        names = meta.find_undeclared_variables(tree)
     except Exception:  # noqa: BLE001 - a template error is reported where the template is compiled
         return frozenset()
-    return frozenset(names - set(env.globals) - _TEMPLATE_GLOBALS)
+    return frozenset(names - set(ImmutableSandboxedEnvironment().globals) - _TEMPLATE_GLOBALS)
 
 
 def template_fields(source: str) -> frozenset[str]:
@@ -47,11 +60,9 @@ def _read_field(source: str) -> tuple[str, tuple[str, ...]] | None:
     """The row field a target template gives as it is, through filters only (``{{ label }}``,
     ``{{ label | round | int }}``): (the field, the filters' names, outermost first); None for anything else."""
     from jinja2 import nodes
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    try:
-        tree = ImmutableSandboxedEnvironment().parse(source)
-    except Exception:  # noqa: BLE001 - reported where the template is compiled
+    tree = parsed_template(source)
+    if tree is None:
         return None
     parts = [n for n in tree.body if not (isinstance(n, nodes.Output) and _blank(n))]
     if len(parts) != 1 or not isinstance(parts[0], nodes.Output) or len(parts[0].nodes) != 1:
@@ -72,6 +83,11 @@ def _blank(output: nodes.Output) -> bool:
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 _PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def answer_key(text: str) -> str:
+    """A text as exact match compares it (SQuAD's normalisation: case, punctuation, articles and spacing aside)."""
+    return " ".join(_ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split())
 
 
 def _empty_answer(text: str) -> bool:
