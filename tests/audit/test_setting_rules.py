@@ -16,6 +16,7 @@ from tests.support.audit_corpus import (
     LETTERED,
     LM,
     LM_GEN,
+    LM_STRIP,
     QUIZ,
     SEA_ARGS,
     SEA_CONFIG,
@@ -284,7 +285,7 @@ def test_lmeval_until_strings_inside_the_answers_and_a_one_token_limit(tmp_path,
     short = lm(sentence + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 1\n')
     line = finding(lmeval(tmp_path / "short", monkeypatch, short), "generation.too-short")
     assert "field 'generation_kwargs.max_gen_toks'" in line and "max_gen_toks is 1" in line and "6 of 6 rows" in line
-    fine = lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n')
+    fine = lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n' + LM_STRIP)
     assert lmeval(tmp_path / "fine", monkeypatch, fine) == []
 
 

@@ -1482,7 +1482,18 @@ LM_GEN = (
     .replace("doc_to_choice: choices\n", "")
     .replace("doc_to_target: label", 'doc_to_target: "{{choices[label]}}"')
 )
-lm_add("gen-ok", "ok", lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n'), OK)
+# lm-eval's exact_match compares the answer as written, with the space the model writes after "A:": the space
+# is dropped by a filter (as lm-eval's nq_open and triviaqa do)
+LM_STRIP = (
+    "filter_list:\n  - name: strip\n    filter:\n      - function: remove_whitespace\n      - function: take_first\n"
+)
+lm_add("gen-ok", "ok", lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n' + LM_STRIP), OK)
+lm_add(
+    "gen-answer-keeps-space",
+    "extraction.cuts-reference",
+    lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 8\n'),
+    rule("lmeval.filter-cuts-reference"),
+)
 lm_add(  # YAML single quotes keep '\n' as a backslash and an n: generation never stops at a newline
     "gen-until-single-quoted",
     "settings.escaped",
@@ -2368,6 +2379,29 @@ lm_add(
     ),
     rule("prompt.field-missing"),
 )
+
+LM_FILTER = (
+    LM_GEN_STOP
+    + "filter_list:\n  - name: extract\n    filter:\n      - function: regex\n        regex_pattern: 'REGEX'\n"
+    + "      - function: take_first\n"
+    + "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
+)
+lm_add(  # the first capital letter of a word: 'P' out of 'Paris'
+    "gen-filter-reads-initial",
+    "extraction.cuts-reference",
+    lm(LM_GEN + LM_FILTER.replace("REGEX", "([A-Z])")),
+    rule("lmeval.filter-cuts-reference"),
+)
+lm_add(  # an integer regex over the references with thousands separators
+    "gen-filter-int-on-thousands",
+    "extraction.cuts-reference",
+    lm(
+        LM_GEN + LM_FILTER.replace("REGEX", "(-?\\d+)"),
+        test=[{**r, "choices": [f"{i + 1},{i}00", "0", "1", "2"], "label": 0} for i, r in enumerate(QUIZ)],
+    ),
+    rule("lmeval.filter-cuts-reference"),
+)
+lm_add("gen-filter-whole-word", "ok", lm(LM_GEN + LM_FILTER.replace("REGEX", "(\\w+)")), OK)
 
 BODIES = [{"text": f"Paragraph {i} runs on for a good many words before it ends here."} for i in range(4)]
 add(

@@ -41,3 +41,92 @@ def fewshot_from_evaluated(subject: Any) -> Iterator[Hit]:
         line=subject.task.line,
         field="fewshot_split",
     )
+
+
+PROBE_DOCS = 200  # documents whose targets are scored as answers: each one a document scored 0 whatever is said
+_SAFE_METRICS = "lm_eval."  # metrics of lm-eval's own modules: pure functions of the texts (no code is run)
+
+
+def _golds(task: Any, doc: Any) -> list[str]:
+    """The texts lm-eval compares an answer with, as its ``process_results`` finds them."""
+    gold = task.doc_to_target(doc)
+    if task.config.doc_to_choice is not None and isinstance(gold, int):
+        gold = task.doc_to_choice(doc)[gold]
+    golds = gold if isinstance(gold, list) else [gold]
+    return [g for g in golds if isinstance(g, str) and g.strip()]
+
+
+def _written(gold: str, delimiter: str, until: list[str]) -> str:
+    """The target as the model would write it: after the delimiter, and ending at the first stop string."""
+    text = delimiter + gold
+    for stop in until:
+        if stop and stop in text:
+            text = text[: text.index(stop)]
+    return text
+
+
+def _scorable(task: Any) -> bool:
+    """A generation task scored by exact_match with lm-eval's own functions: scoring a target then runs no
+    code of the task's (a ``process_results`` or metric hook of its own could execute the answer)."""
+    config = task.config
+    metrics = getattr(task, "_metric_fn_list", {}) or {}
+    return (
+        task.OUTPUT_TYPE == "generate_until"
+        and config.process_results is None
+        and "exact_match" in metrics
+        and all(getattr(fn, "__module__", "").startswith(_SAFE_METRICS) for fn in metrics.values())
+    )
+
+
+def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
+    """A document's own target, written as the model's answer, scores exact_match 0 through one of the task's
+    filters (its regex reads '2' out of '2,125', or the answer's last number out of a worked solution that the
+    metric compares whole): every such document is scored 0 whatever the model says."""
+    task = getattr(subject.handler, "task", None)
+    docs = getattr(subject.handler, "docs", None)
+    if task is None or not isinstance(docs, list) or not _scorable(task):
+        return
+    until = (task.config.generation_kwargs or {}).get("until") or []
+    until = [until] if isinstance(until, str) else [u for u in until if isinstance(u, str)]
+    delimiter = task.config.target_delimiter or ""
+    try:
+        for ensemble in getattr(task, "_filters", []):
+            steps = [make() for make in ensemble.filters]
+            fallbacks = {getattr(step, "fallback", None) for step in steps} - {None}
+            cut: list[tuple[Any, str, Any]] = []
+            read = 0
+            for doc_id, doc in docs[:PROBE_DOCS]:
+                golds = _golds(task, doc)
+                if not golds:
+                    continue
+                resps: Any = [[_written(gold, delimiter, until)] for gold in golds]
+                for step in steps:
+                    resps = step.apply(resps, [doc] * len(golds))
+                values = [r for r in resps if r not in fallbacks]
+                if not values:
+                    continue  # the filter finds nothing in the target: an answer is written in another form
+                read += 1
+                scores = [task.process_results(doc, [value]).get("exact_match", 1) for value in values]
+                if not any(score for score in scores):
+                    cut.append((doc_id, golds[0], values[0]))
+            if cut:
+                doc_id, gold, value = cut[0]
+                spaced = isinstance(value, str) and value != value.strip() and value.strip() == gold.strip()
+                how = (
+                    "the answer keeps the space the model writes after the prompt, and exact_match compares it; "
+                    "add lm-eval's remove_whitespace filter before take_first"
+                    if spaced
+                    else "the regex should capture the whole answer, or the target (or the metric's "
+                    "regexes_to_ignore) give the part it captures"
+                )
+                yield Hit(
+                    f"filter '{ensemble.name}' reads {value!r:.40} out of document {doc_id}'s own target {gold!r:.60}, "
+                    f"written as the model's answer, and exact_match scores it 0 ({len(cut)} of the {read} documents "
+                    f"whose targets the filter reads): an answer written as the target is scored wrong; {how}",
+                    file=str(subject.task.file) if subject.task.file else None,
+                    line=subject.task.line,
+                    field=f"filter_list[{ensemble.name}]",
+                    sample=str(doc_id),
+                )
+    except Exception:  # noqa: BLE001 - a filter or target lm-eval cannot apply here is reported when the task runs
+        return

@@ -80,6 +80,14 @@ def _audit_fewshot(subject: _Subject) -> Iterable[Hit]:
     return rule(subject)
 
 
+def _audit_filters(subject: _Subject) -> Iterable[Hit]:
+    """The filters' rule, imported only for an lm-eval task, as ``_audit_fewshot``."""
+    if subject.task.dialect != "lm-eval":
+        return ()
+    rule: Callable[[_Subject], Iterable[Hit]] = resolve("proctor.dialects.lmeval.audit_rules:filter_cuts_reference")
+    return rule(subject)
+
+
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
     options = "proctor.dialects.lmeval.task_options:LmEvalTaskOptions"
@@ -96,5 +104,14 @@ def register(registry: Registry) -> None:
             "warning",
             "An lm-eval task's few-shot pool (its fewshot_split, or the test split) holds evaluated documents.",
             _audit_fewshot,
+        )
+    )
+    registry.add_audit_rule(
+        AuditRule(
+            "lmeval.filter-cuts-reference",
+            "warning",
+            "A document's own target, written as the model's answer, scores exact_match 0 through one of the task's "
+            "filters ('2,125' read as '2').",
+            _audit_filters,
         )
     )
