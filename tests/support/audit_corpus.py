@@ -2380,6 +2380,46 @@ lm_add(
     rule("prompt.field-missing"),
 )
 
+
+def gen_answers(*answers: str) -> list[dict]:
+    """GEN_ROWS with these answers, in order."""
+    return [{**r, "answer": a} for r, a in zip(GEN_ROWS, answers)]
+
+
+add(
+    "gen-refs-bold-markup",
+    "references.unwritable",
+    gen(gen_answers("<b>Paris</b>", "Rome", "Madrid", "Tokyo")),
+    rule("references.unwritable"),
+)
+add(
+    "gen-refs-zero-width",
+    "references.unwritable",
+    gen(gen_answers("Paris", "Ro\u200bme", "Madrid", "Tokyo")),
+    rule("references.unwritable"),
+)
+add(
+    "gen-refs-soft-hyphen",
+    "references.unwritable",
+    gen(gen_answers("Paris", "Rome", "Ma\u00addrid", "Tokyo")),
+    rule("references.unwritable"),
+)
+add(
+    "gen-refs-ideographic-stop",
+    "references.unwritable",
+    gen(gen_answers("巴黎。", "罗马。", "马德里。", "东京。")),
+    rule("references.unwritable"),
+)
+add(
+    "gen-refs-line-break-tag",
+    "references.unwritable",
+    gen(gen_answers("Paris<br/>", "Rome", "Madrid", "Tokyo")),
+    rule("references.unwritable"),
+)
+add("gen-refs-cjk-clean", "ok", gen(gen_answers("巴黎", "罗马", "马德里", "东京"), metrics=["exact_match"]), OK)
+add("gen-refs-comparison-signs", "ok", gen(gen_answers("x < y", "a<b", "List<int>", "y > 2")), OK)
+add("gen-refs-persian-zwnj", "ok", gen(gen_answers("می\u200cخواهم", "کتاب\u200cها", "خانه", "شهر")), OK)
+
 LM_FILTER = (
     LM_GEN_STOP
     + "filter_list:\n  - name: extract\n    filter:\n      - function: regex\n        regex_pattern: 'REGEX'\n"

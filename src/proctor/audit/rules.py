@@ -23,6 +23,7 @@ from proctor.audit import (
     run_rules,
     setting_rules,
     target_rules,
+    unwritable_rules,
 )
 from proctor.core.audit import AuditRule
 
@@ -31,6 +32,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *target_rules.RULES,
     *coercion_rules.RULES,
     *alias_rules.RULES,
+    *unwritable_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
     *generation_rules.RULES,

@@ -1,0 +1,102 @@
+"""References that hold what no model writes: markup tags (``<b>Paris</b>``), characters a reader does not see
+(a zero-width space, a soft hyphen, a BOM) or, where the comparison keeps them, a script's own end punctuation
+(``北京。``: SQuAD's normalisation drops ASCII punctuation only). An answer of the reference's visible words
+then differs from it once both are normalised, so the row scores 0 whatever the model says.
+
+Every dialect's generated rows are read (their references are what the metrics compare); the rows are found
+with one pass over the references' joined text, so a task without such characters costs one ``isascii``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterator
+
+from proctor.audit.metric_rules import metric_names
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Hit
+from proctor.scoring.text import SQUAD
+
+# HTML's inline and block tags, opened or closed: a bare '<' or a type such as List<int> is not one
+_TAG = re.compile(
+    r"</?(?:b|i|u|s|em|strong|br|p|span|div|sup|sub|small|font|a|li|ul|ol|td|tr|th|table|hr|mark)"
+    r"(?:\s+[\w-]+=[^<>]*)?\s*/?>",
+    re.IGNORECASE,
+)
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_LATIN_END = 0x0250  # Latin letters end with Latin Extended-B
+SHORT_ANSWER = 12  # characters: a name or a number, where an end punctuation is the data's, not the answer's
+
+
+def _end_punctuation(text: str) -> str:
+    """The non-ASCII punctuation a reference ends with ('。', '！', '؟'), which SQuAD's normalisation keeps."""
+    end = len(text)
+    while end and not text[end - 1].isascii() and unicodedata.category(text[end - 1]).startswith("P"):
+        end -= 1
+    return text[end:]
+
+
+def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
+    """(the reference as a model would write it, what was taken out of it, as the message shows it);
+    ``compared_whole``: the task scores exact match or F1, which keep a script's own punctuation."""
+    tag = _TAG.search(reference)
+    if tag is not None:
+        return _TAG.sub("", reference), repr(tag.group())
+    hidden = _INVISIBLE.search(reference)
+    if hidden is not None:
+        visible = _INVISIBLE.sub("", reference)
+        # joiners and zero-width spaces belong to some scripts' own spelling (Persian, Indic, Thai line breaks,
+        # emoji): only a Latin text's are stray
+        if max(map(ord, visible), default=0) < _LATIN_END:
+            return visible, f"U+{ord(hidden.group()):04X} ({unicodedata.name(hidden.group(), '?')})"
+        return reference, ""
+    stripped = reference.rstrip()
+    end = _end_punctuation(stripped)
+    short = stripped[: len(stripped) - len(end)]
+    # a short answer ('北京。'), not a sentence (a translation's references end as the model's do)
+    if end and compared_whole and len(short) <= SHORT_ANSWER and not any(c.isspace() for c in short):
+        return short, repr(end)
+    return reference, ""
+
+
+def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
+    columns = subject.columns
+    if all(columns.choices):
+        return  # a multiple-choice task: the model writes nothing to compare
+    references = columns.references
+    joined = "".join("".join(r) for r in references)
+    if joined.isascii() and "<" not in joined:
+        return
+    compared_whole = bool(metric_names(subject) & {"exact_match", "f1"})
+    odd: list[tuple[int, str, str]] = []  # (sample position, reference, what no model writes)
+    for i, row in enumerate(references):
+        if columns.choices[i]:
+            continue
+        for reference in row:
+            if reference.isascii() and "<" not in reference:
+                continue
+            visible, taken = _visible(reference, compared_whole)
+            if taken and visible.strip() and SQUAD(visible) != SQUAD(reference):
+                odd.append((i, reference, taken))
+                break
+    if odd:
+        i, reference, taken = odd[0]
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r:.60} holds {taken}, which no model writes ({len(odd)} of "
+            f"{len(references)} rows): an answer of its visible words is scored 0 even once normalised; clean "
+            "the references (strip markup, invisible characters and the end punctuation the metric keeps)",
+            "target",
+        )
+
+
+RULES = (
+    AuditRule(
+        "references.unwritable",
+        "warning",
+        "A reference holds what no model writes (markup tags, zero-width or soft-hyphen characters, a non-ASCII end "
+        "punctuation that exact match and F1 keep): its row scores 0 whatever the model says.",
+        unwritable_references,
+    ),
+)
