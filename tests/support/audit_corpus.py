@@ -2420,6 +2420,52 @@ add("gen-refs-cjk-clean", "ok", gen(gen_answers("巴黎", "罗马", "马德里",
 add("gen-refs-comparison-signs", "ok", gen(gen_answers("x < y", "a<b", "List<int>", "y > 2")), OK)
 add("gen-refs-persian-zwnj", "ok", gen(gen_answers("می\u200cخواهم", "کتاب\u200cها", "خانه", "شهر")), OK)
 
+HINTED = "Q: {{ question }}{% if hint %} (hint: {{ hint }}){% endif %}\nA:"
+add(  # a hint field gives the answer away in two rows of six
+    "prompt-hint-leaks-some-rows",
+    "prompt.contains-gold",
+    native(
+        [{**r, "hint": {"q2": "Paris is lovely", "q3": "a Whale sings"}.get(r["id"], "")} for r in QUIZ],
+        prompt=HINTED,
+    ),
+    rule("prompt.contains-gold"),
+)
+add(
+    "prompt-hint-neutral-ok",
+    "ok",
+    native([{**r, "hint": "think first" if r["id"] in ("q2", "q3") else ""} for r in QUIZ], prompt=HINTED),
+    OK,
+)
+OPTIONS_IF = (
+    "Q: {{ question }}\n{% if show %}{% for c in choices %}{{ 'ABCD'[loop.index0] }}. {{ c }}\n{% endfor %}"
+    "{% endif %}A:"
+)
+add(  # the options listed only for the rows flagged to show them: two rows answer blind
+    "choices-options-hidden-some-rows",
+    "choices.not-in-prompt",
+    native([{**r, "show": r["id"] not in ("q1", "q4")} for r in QUIZ], prompt=OPTIONS_IF, choices=list("ABCD")),
+    rule("choices.not-in-prompt"),
+)
+add(
+    "choices-options-shown-every-row-ok",
+    "ok",
+    native([{**r, "show": True} for r in QUIZ], prompt=OPTIONS_IF, choices=list("ABCD")),
+    OK,
+)
+add(  # two of six references run past max_tokens' words
+    "gen-max-tokens-cuts-a-third",
+    "generation.too-short",
+    gen(
+        gen_answers("Paris", "the old city of Rome on the Tiber river", "Madrid", "Tokyo")
+        + [
+            {"id": "g5", "question": "Capital of Peru?", "answer": "Lima, the city of kings on the Pacific coast"},
+            {"id": "g6", "question": "Capital of Chile?", "answer": "Santiago"},
+        ],
+        generation={"max_tokens": 4, "stop": ["\n"]},
+    ),
+    rule("generation.too-short"),
+)
+
 LM_FILTER = (
     LM_GEN_STOP
     + "filter_list:\n  - name: extract\n    filter:\n      - function: regex\n        regex_pattern: 'REGEX'\n"

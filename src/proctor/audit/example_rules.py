@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from proctor.audit import target_rules
+from proctor.audit import hint_rules, target_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import said_in
 from proctor.audit.setting_rules import lmeval_config
@@ -94,7 +94,7 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
-gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choice)
+gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field)
 
 
 # ---------------------------------------------------------------- few-shot examples
@@ -242,8 +242,8 @@ RULES = (
     AuditRule(
         "prompt.contains-gold",
         "warning",
-        "Most rows' prompts hold the right choice (and no other) or end with the reference, or the template names "
-        "one choice: the answer is copied.",
+        "Most rows' prompts hold the right choice (and no other) or end with the reference, the template names one "
+        "choice, or a printed field (a hint) holds the answer in a tenth of the rows: the answer is copied.",
         gold_in_prompt,
     ),
     AuditRule(

@@ -15,7 +15,7 @@ from proctor.core.bounded_regex import RegexTooSlow
 from proctor.core.errors import TaskDefinitionError
 
 CUT_SHARE = 0.2  # a stop string inside this share of the references cuts answers the task counts as right
-SHORT_SHARE = 0.5  # a token limit below this share of the references' word counts
+SHORT_SHARE = 0.1  # of the rows: a word is at least one token, so each of these rows is certainly cut
 
 
 def _generated(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
@@ -284,7 +284,7 @@ RULES = (
         "generation.too-short",
         "warning",
         "max_tokens (lm-eval's max_gen_toks, a SEA-HELM language's max_tokens, with its answer tag) is below the word "
-        "count of most reference answers: the answers are cut before they match.",
+        "count of a tenth of the rows' reference answers or more: those answers are cut before they match.",
         limit_below_answers,
     ),
     AuditRule(

@@ -122,7 +122,9 @@ def letters_not_shown(subject: AuditSubject) -> Iterator[Hit]:
         return
     texts = subject.prompt_texts
     hidden = [(i, s) for i, s in labelled if not all(_shows_option(texts[i], c.strip()) for c in s.choices)]
-    if hidden and len(hidden) >= len(labelled) / 2:
+    # the template is one for every row: rows whose prompt lists no options (an {% if %} that leaves them out,
+    # a row without its options) are answered blind, however few
+    if hidden:
         i, sample = hidden[0]
         labels = ", ".join(c.strip() for c in sample.choices)
         yield subject.at_row(
@@ -295,7 +297,8 @@ RULES = (
     AuditRule(
         "choices.not-in-prompt",
         "warning",
-        "The choices are option labels (A, B, C, ...) and the prompt lists no options under them: the model guesses.",
+        "The choices are option labels (A, B, C, ...) and the prompt of some rows lists no options under them: the "
+        "model guesses.",
         letters_not_shown,
     ),
     AuditRule(

@@ -143,7 +143,7 @@ GOLD_MIN_CHARS = 4  # "A", "yes": short answers occur in prompts by chance
 _PROBE_ROWS = 200  # rows looked at before the whole task is (the rule costs little on tasks that pass)
 
 
-def _shows_gold(text: str, choices: tuple[str, ...], gold: tuple[int, ...], references: tuple[str, ...]) -> bool:
+def shows_gold(text: str, choices: tuple[str, ...], gold: tuple[int, ...], references: tuple[str, ...]) -> bool:
     if choices:
         if len(gold) != 1:
             return False
@@ -157,7 +157,7 @@ def _shows_gold(text: str, choices: tuple[str, ...], gold: tuple[int, ...], refe
     return len(answer) >= GOLD_MIN_CHARS and text.rstrip().endswith(answer)
 
 
-def _in_passage(sample: PreparedSample, text: str) -> bool:
+def in_passage(sample: PreparedSample, text: str) -> bool:
     """Whether a multiple-choice row's prompt shows its right choice only inside its passage (reading
     comprehension: the passage holds the answer by design, and the question is which choice it supports)."""
     if not sample.choices:
@@ -167,7 +167,7 @@ def _in_passage(sample: PreparedSample, text: str) -> bool:
     ]
     for passage in passages:
         text = text.replace(passage, "\n")
-    return bool(passages) and not _shows_gold(text, sample.choices, sample.gold, sample.references)
+    return bool(passages) and not shows_gold(text, sample.choices, sample.gold, sample.references)
 
 
 def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
@@ -177,17 +177,15 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     if len(samples) < GOLD_MIN_ROWS:
         return
     probe = min(len(samples), _PROBE_ROWS)
-    hits = [
-        i for i in range(probe) if _shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
-    ]
-    hits = [i for i in hits if not _in_passage(samples[i], texts[i])]
+    hits = [i for i in range(probe) if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)]
+    hits = [i for i in hits if not in_passage(samples[i], texts[i])]
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
         return
     hits += [
         i
         for i in range(probe, len(samples))
-        if _shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
-        and not _in_passage(samples[i], texts[i])
+        if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
+        and not in_passage(samples[i], texts[i])
     ]
     if len(hits) >= GOLD_IN_PROMPT_SHARE * len(samples) and len(hits) >= GOLD_MIN_ROWS:
         first = samples[hits[0]].sample
