@@ -15,8 +15,8 @@ from typing import Iterator
 
 from proctor.audit.metric_rules import metric_names
 from proctor.audit.subject import AuditSubject
+from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
-from proctor.scoring.text import SQUAD
 
 # HTML's inline and block tags, opened or closed: a bare '<' or a type such as List<int> is not one
 _TAG = re.compile(
