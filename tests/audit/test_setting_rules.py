@@ -220,6 +220,22 @@ def test_a_group_member_of_one_row_and_one_task_twice(tmp_path, monkeypatch):
     assert code == 0 and lines == [], text
 
 
+def test_group_members_whose_filters_overlap_name_the_rows_counted_twice(tmp_path, monkeypatch):
+    """Two members of one group over one file of 60 rows, filtered to rows 1-40 and 31-60: rows 31-40 count twice
+    in the group's mean. Filters that split the file are silent."""
+    rows = [{**r, "id": f"{r['id']}-{n}", "question": f"{r['question']} ({n})"} for n in range(10) for r in QUIZ]
+    two = TWO.replace("DATA_A", '{path: data.jsonl, id: id, filter: "{{ _row <= LOW }}"}')
+    two = two.replace("DATA_B", '{path: data.jsonl, id: id, filter: "{{ _row >= HIGH }}"}')
+    overlapping = {"t.yaml": two.replace("LOW", "40").replace("HIGH", "31"), "data.jsonl": jsonl(rows)}
+    _, text, lines = check(tmp_path / "overlap", overlapping, ["validate", "t.yaml"], monkeypatch)
+    line = finding(lines, "group.overlap")
+    assert line.startswith("warning: quiz_b:") and "10 of the task's 30 rows" in line and "task 'quiz_a'" in line
+    assert f"sample '{rows[30]['id']}'" in line and "'quizzes'" in line, line
+    split = {"t.yaml": two.replace("LOW", "30").replace("HIGH", "31"), "data.jsonl": jsonl(rows)}
+    code, text, lines = check(tmp_path / "split", split, ["validate", "t.yaml"], monkeypatch)
+    assert code == 0 and lines == [], text
+
+
 def test_a_joined_file_that_repeats_a_key_in_place_of_another(tmp_path, monkeypatch):
     questions = jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ])
     keys = [{"qid": r["id"], "label": r["label"]} for r in QUIZ]

@@ -1222,6 +1222,17 @@ add(
     {"t.yaml": TWO, "data.jsonl": jsonl(QUIZ)},
     rule("task.duplicate"),
 )
+add(  # two members over one file whose filters overlap: rows 3 and 4 are in both
+    "group-members-overlap",
+    "group.overlap",
+    {
+        "t.yaml": TWO.replace("data: data.jsonl", 'data: {path: data.jsonl, filter: "{{ _row <= 4 }}"}', 1).replace(
+            "data: data.jsonl", 'data: {path: data.jsonl, filter: "{{ _row >= 3 }}"}', 1
+        ),
+        "data.jsonl": jsonl(QUIZ),
+    },
+    rule("group.overlap"),
+)
 add(
     "group-one-row-task",
     "group.tiny-member",

@@ -26,7 +26,7 @@ from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
-from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
+from proctor.engine.prepare import GroupMembers, PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
@@ -266,7 +266,7 @@ def _prepare_found(
     from proctor.core.errors import TaskDefinitionError
 
     prepared: list[PreparedTask] = []
-    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    seen = GroupMembers()  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []
     for task in tasks:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, MutableMapping, Sequence
+from typing import Any, Iterator, Sequence
 
 from proctor.audit.fallback import first_found
 from proctor.audit.subject import AuditSubject
@@ -24,6 +25,7 @@ TINY_KEPT = 3  # a fraction of the rows that leaves fewer: a number with no stan
 LIMIT_EXCEEDS = "data.limit-exceeds"
 LIMIT_TINY = "data.limit-tiny"
 TASK_DUPLICATE = "task.duplicate"
+GROUP_OVERLAP = "group.overlap"
 
 
 def limit_notes(file: str | None, limit: int | float | None, total: int | None, kept: int) -> dict[str, list[Hit]]:
@@ -151,35 +153,72 @@ def _cheap_key(samples: Sequence[PreparedSample]) -> str:
     return f"{len(samples)}:{_fingerprint(picks)}"
 
 
-def duplicate_notes(
-    task: Task,
-    samples: Sequence[PreparedSample],
-    seen: MutableMapping[tuple[str, str], tuple[str, Sequence[PreparedSample]]],
-) -> dict[str, list[Hit]]:
-    """A task of a group whose rows ask and score exactly what an earlier task of that group does (``seen``: the
-    tasks prepared so far in this command, by group and a cheap key): the group's mean counts them twice."""
+@dataclass
+class GroupMembers:
+    """What the tasks of each group prepared so far in one command ask (``engine/prepare`` keeps one for all the
+    tasks it prepares): whole tasks by a cheap key (``task.duplicate``), and each row (``group.overlap``)."""
+
+    tasks: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = field(default_factory=dict)
+    rows: dict[str, dict[bytes, str]] = field(default_factory=dict)  # group -> a row's digest -> its first task
+
+
+def _row_digest(sample: PreparedSample) -> bytes:
+    parts = (sample.prompt.plain_text, sample.text or "", "\x00".join(sample.choices), repr(sample.gold))
+    text = "\x01".join((*parts, *sample.references))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMembers) -> dict[str, list[Hit]]:
+    """A task of a group whose rows ask and score exactly what an earlier task of that group does, or some of
+    them (``seen``: the tasks prepared so far in this command): the group's mean counts them twice."""
     if not task.spec.group or not samples:
         return {}
     key = _cheap_key(samples)
-    hits = []
+    file, line = (str(task.file) if task.file else None), task.lines.get("name", task.line)
+    hits, overlaps = [], []
+    digests: list[bytes] | None = None
     for group in task.spec.group:
-        earlier = seen.setdefault((group, key), (task.spec.name, samples))
+        earlier = seen.tasks.setdefault((group, key), (task.spec.name, samples))
         name, rows = earlier
         if name != task.spec.name and _fingerprint(rows) == _fingerprint(samples):
             hits.append(
                 Hit(
                     f"the task's {len(samples)} rows ask and score exactly what task '{name}' of the same group "
                     f"'{group}' does: the group's mean counts that task twice (the same task under another name?)",
-                    file=str(task.file) if task.file else None,
-                    line=task.lines.get("name", task.line),
+                    file=file,
+                    line=line,
                     field="name",
                 )
             )
-    return {TASK_DUPLICATE: hits} if hits else {}
+            continue
+        digests = digests or [_row_digest(s) for s in samples]
+        owners = seen.rows.setdefault(group, {})
+        shared = [owners[d] for d in digests if owners.get(d, task.spec.name) != task.spec.name]
+        for digest in digests:
+            owners.setdefault(digest, task.spec.name)
+        if shared:
+            first = samples[next(i for i, d in enumerate(digests) if owners[d] == shared[0])]
+            overlaps.append(
+                Hit(
+                    f"{len(shared)} of the task's {len(samples)} rows ask and score exactly what rows of task "
+                    f"'{shared[0]}' of the same group '{group}' do (sample {first.sample.id!r}): the group's mean "
+                    "counts those rows twice (members whose filters or slices overlap?)",
+                    file=file,
+                    line=line,
+                    field="name",
+                    sample=first.sample.id,
+                )
+            )
+    notes = {TASK_DUPLICATE: hits} if hits else {}
+    return {**notes, GROUP_OVERLAP: overlaps} if overlaps else notes
 
 
 def duplicate_task(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get(TASK_DUPLICATE, ())
+
+
+def overlapping_task(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(GROUP_OVERLAP, ())
 
 
 RULES = (
@@ -207,5 +246,12 @@ RULES = (
         "warning",
         "Two tasks of one group ask and score the same rows under different names: the group's mean counts it twice.",
         duplicate_task,
+    ),
+    AuditRule(
+        GROUP_OVERLAP,
+        "warning",
+        "Two tasks of one group share some rows (the same prompt, choices and answer): the group's mean counts those "
+        "rows twice.",
+        overlapping_task,
     ),
 )

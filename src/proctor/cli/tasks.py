@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.table import Table
@@ -155,7 +155,7 @@ def validate(
     from rich.markup import escape
 
     from proctor.api import load_tasks
-    from proctor.engine.prepare import prepare_task
+    from proctor.engine.prepare import GroupMembers, prepare_task
 
     load_plugins(plugin)
     variables = variables_from(data_dir, var)
@@ -176,7 +176,7 @@ def validate(
                 problems.append({"file": str(path), "error": str(exc)})
     found = _unique_names(found, problems)
     valid = 0
-    seen: dict[tuple[str, str], Any] = {}  # a group's tasks so far, by what they ask (the audit's task.duplicate)
+    seen = GroupMembers()  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     for task in found:
         try:
             prepared = prepare_task(task, variables, strict_audit=strict, seen_in_groups=seen)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
-from proctor.audit.run_rules import duplicate_notes, limit_notes
+from proctor.audit.run_rules import GroupMembers, duplicate_notes, limit_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.run_overrides import RunOverrides, limit_count
@@ -122,7 +122,7 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
     strict_audit: bool = False,
-    seen_in_groups: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] | None = None,
+    seen_in_groups: GroupMembers | None = None,
 ) -> PreparedTask:
     """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
     ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``. ``seen_in_groups``:
@@ -338,7 +338,7 @@ def prepare_tasks(
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     # a group's tasks so far, by what they ask (the audit's task.duplicate)
-    seen: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = {}
+    seen = GroupMembers()
     return [
         prepare_task(
             t,
