@@ -236,6 +236,30 @@ def test_group_members_whose_filters_overlap_name_the_rows_counted_twice(tmp_pat
     assert code == 0 and lines == [], text
 
 
+def test_a_limit_that_keeps_one_subject_of_a_file_ordered_by_subject(tmp_path, monkeypatch):
+    """MMLU's subjects in one file, one after another: `limit: 12` keeps the first subject's rows only. The same
+    rows interleaved, or a limit per part, are silent."""
+    subjects = ["abstract_algebra", "anatomy", "astronomy"]
+    rows = [
+        {**r, "id": f"{s}-{n}-{r['id']}", "question": f"{s} {n}: {r['question']}", "subject": s}
+        for s in subjects
+        for n in range(3)
+        for r in QUIZ
+    ]
+    task = task_yaml(data={"path": "data.jsonl", "id": "id"}, limit=12, breakdown="subject")
+    _, text, lines = check(
+        tmp_path / "one", {"t.yaml": task, "data.jsonl": jsonl(rows)}, ["validate", "t.yaml"], monkeypatch
+    )
+    line = finding(lines, "data.limit-biased")
+    assert "keeps 12 of 54 rows" in line and "subject 'abstract_algebra'" in line and "3 values" in line, line
+    assert "field 'subject'" in line
+    mixed = [rows[i + j * 18] for i in range(18) for j in range(3)]
+    code, text, lines = check(
+        tmp_path / "mixed", {"t.yaml": task, "data.jsonl": jsonl(mixed)}, ["validate", "t.yaml"], monkeypatch
+    )
+    assert code == 0 and lines == [], text
+
+
 def test_a_joined_file_that_repeats_a_key_in_place_of_another(tmp_path, monkeypatch):
     questions = jsonl([{k: v for k, v in r.items() if k != "label"} for r in QUIZ])
     keys = [{"qid": r["id"], "label": r["label"]} for r in QUIZ]

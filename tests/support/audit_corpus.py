@@ -1233,6 +1233,23 @@ add(  # two members over one file whose filters overlap: rows 3 and 4 are in bot
     },
     rule("group.overlap"),
 )
+BY_SUBJECT = [
+    {**r, "id": f"{s}-{r['id']}", "question": f"{s}: {r['question']}", "subject": s}
+    for s in ("algebra", "anatomy", "astronomy")
+    for r in QUIZ
+]
+add(  # a limit over a file ordered by subject keeps the first subject's rows only
+    "limit-keeps-one-subject",
+    "data.limit-biased",
+    native(BY_SUBJECT, limit=6, breakdown="subject"),
+    rule("data.limit-biased"),
+)
+add(
+    "limit-over-interleaved-subjects-ok",
+    "ok",
+    native([BY_SUBJECT[i + 6 * j] for i in range(6) for j in range(3)], limit=6, breakdown="subject"),
+    OK,
+)
 add(
     "group-one-row-task",
     "group.tiny-member",

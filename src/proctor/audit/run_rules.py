@@ -112,6 +112,40 @@ def limit_on_sorted_answers(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+# fields that say what part of a benchmark a row is from: a limit that keeps one of their values keeps one part
+_PART_FIELDS = re.compile(r"^(subject|category|domain|topic|language|lang|task|source|subset|genre|type)$", re.I)
+PART_MIN_VALUES = 2
+
+
+def limit_on_one_part(subject: AuditSubject) -> Iterator[Hit]:
+    """The limit keeps the first rows of data ordered by its parts (one file of MMLU's subjects in turn): every
+    evaluated row has one value of a breakdown field, or of a field such as 'subject', that the data has several
+    of, so the number is that part's, under the whole task's name."""
+    kept, rows = len(subject.samples), subject.rows
+    if kept >= len(rows) or not kept or not rows:
+        return
+    first_fields = rows[0].fields
+    candidates = list(dict.fromkeys([*subject.spec.breakdown, *(k for k in first_fields if _PART_FIELDS.match(k))]))
+    for key in candidates:
+        if key.startswith("_"):
+            continue  # _file: limit_on_some_files speaks of files
+        values = [row.fields.get(key) for row in rows]
+        if not all(isinstance(v, (str, int)) for v in values):
+            continue
+        evaluated = {s.sample.fields.get(key) for s in subject.samples}
+        every = set(values)
+        if len(evaluated) == 1 and len(every) >= PART_MIN_VALUES:
+            (only,) = evaluated
+            yield subject.at_row(
+                subject.samples[0].sample,
+                f"the limit keeps {kept} of {len(rows)} rows, and every one has {key} {only!r}, one of the data's "
+                f"{len(every)} values of '{key}': the number is that part's only (a limit per part: --limit-per-part "
+                f"with a breakdown by {key}, or shuffle the rows)",
+                key,
+            )
+            return
+
+
 def limit_on_some_files(subject: AuditSubject) -> Iterator[Hit]:
     """The data reads several files (a glob, a list of splits) and the limit keeps rows of the first ones only:
     the number covers those files' rows (one subject of many), and nothing says the others were left out."""
@@ -237,9 +271,9 @@ RULES = (
     AuditRule(
         "data.limit-biased",
         "warning",
-        "A limit keeps the first rows of data sorted by its answer field (some answers are never asked), or of the "
-        "first files only of several the data reads (the others are never asked).",
-        first_found(limit_on_sorted_answers, limit_on_some_files),
+        "A limit keeps the first rows of data sorted by its answer field (some answers are never asked), of the "
+        "first files only of several the data reads, or of one part only (one subject of a file ordered by subject).",
+        first_found(limit_on_sorted_answers, limit_on_some_files, limit_on_one_part),
     ),
     AuditRule(
         TASK_DUPLICATE,
