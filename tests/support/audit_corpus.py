@@ -1250,6 +1250,32 @@ add(
     native([BY_SUBJECT[i + 6 * j] for i in range(6) for j in range(3)], limit=6, breakdown="subject"),
     OK,
 )
+COPA = [
+    {"id": f"c{i}", "premise": p, "choice1": a, "choice2": b, "question": q, "label": g}
+    for i, (p, a, b, q, g) in enumerate(
+        [
+            ("The ground was wet.", "It rained.", "It was sunny.", "cause", 0),
+            ("I dropped the glass.", "It shattered.", "It floated.", "effect", 0),
+            ("The man was tired.", "He slept early.", "He ran a race.", "effect", 0),
+            ("The road was icy.", "It was cold.", "It was hot.", "cause", 0),
+            ("She studied hard.", "She failed.", "She passed.", "effect", 1),
+            ("The lights went out.", "A fuse blew.", "The sun rose.", "cause", 0),
+        ]
+    )
+]
+COPA_TASK = {"choices": ["{{ choice1 }}", "{{ choice2 }}"], "target": "{{ label }}"}
+add(  # every row asked 'because', while half ask for the effect
+    "copa-prompt-ignores-cause-effect",
+    "prompt.drops-condition",
+    native(COPA, prompt="{{ premise[:-1] }} because", **COPA_TASK),
+    rule("prompt.drops-condition"),
+)
+add(
+    "copa-prompt-reads-cause-effect-ok",
+    "ok",
+    native(COPA, prompt="{{ premise[:-1] }} {{ 'because' if question == 'cause' else 'so' }}", **COPA_TASK),
+    OK,
+)
 add(
     "group-one-row-task",
     "group.tiny-member",

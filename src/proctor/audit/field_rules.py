@@ -19,7 +19,9 @@ MIN_SHOWN = 2  # rows that show the field, for the template to be one that shows
 
 
 def _shown(value: str, prompt: str) -> bool:
-    head = value.strip()[:SHOWN_CHARS]
+    value = value.strip()
+    # a value shown without its last character ('{{ premise[:-1] }} because', XCOPA) is shown
+    head = value[: min(SHOWN_CHARS, len(value) - 1)]
     return head in prompt or " ".join(head.split()) in " ".join(prompt.split())
 
 

@@ -1,0 +1,112 @@
+"""A field that says what a row asks, read by no template: XCOPA's ``question`` (``cause`` or ``effect``) left out
+of a prompt that asks "because ..." of every row, so half the rows are asked the opposite relation; a
+``negated`` or ``direction`` flag the prompt never shows. Such a field has a few short values, varies across
+rows, and has a name that says it conditions the question."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterator
+
+from proctor.audit.source_rows import documents
+from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import template_fields
+from proctor.core.audit import AuditRule, Hit
+
+PROBE_ROWS = 1000
+MAX_VALUES = 5  # a condition, not a text: cause/effect, true/false, forward/backward
+SHORT = 20  # characters of a condition's value
+MIN_SHARE = 0.1  # of the rows read, for each of at least two values: a flag that really varies
+_CONDITIONS = frozenset(
+    {
+        "question",  # XCOPA, COPA: cause or effect
+        "type",
+        "relation",
+        "direction",
+        "polarity",
+        "negated",
+        "negation",
+        "asks",
+        "ask_for",
+        "asks_for",
+        "question_type",
+        "cause_effect",
+        "mode",
+    }
+)
+
+
+def _templates(subject: AuditSubject) -> list[str] | None:
+    """Every template that reads a row's fields (None: a dialect's code reads them, which the audit cannot)."""
+    if subject.templated:
+        spec = subject.spec
+        if not isinstance(spec.prompt, str):
+            return None
+        found = [spec.prompt, spec.target or ""]
+        choices: Any = spec.choices
+        found += [choices] if isinstance(choices, str) else [c for c in choices or [] if isinstance(c, str)]
+        fewshot = spec.fewshot
+        found += [fewshot.template] if fewshot is not None and isinstance(fewshot.template, str) else []
+        # the data's own expressions (a computed field, a filter) read fields too
+        for data in spec.data:
+            found += [e if "{{" in e else "{{ " + e + " }}" for e in (*data.fields.values(), data.filter) if e]
+        return found
+    config = getattr(getattr(subject.handler, "task", None), "config", None)
+    parts = [getattr(config, k, None) for k in ("doc_to_text", "doc_to_target", "doc_to_choice")]
+    if config is None or not all(isinstance(p, (str, list)) for p in parts):
+        return None  # a function reads the document
+    text = parts[0]
+    if not isinstance(text, str) or "{{" not in text:
+        return None
+    found = []
+    for part in parts:
+        for item in part if isinstance(part, list) else [part]:
+            found += [item] if isinstance(item, str) and "{" in item else []
+    return found
+
+
+def unread_condition(subject: AuditSubject) -> Iterator[Hit]:
+    sources = _templates(subject)
+    if sources is None:
+        return
+    docs = documents(subject)
+    probe = min(len(subject.samples), PROBE_ROWS)
+    if probe < 4:
+        return
+    names = [k for k in docs[0] if k.lower() in _CONDITIONS]
+    if subject.templated:  # a field named as a plain value (doc_to_target: label) is read too
+        read = set().union(*(template_fields(s) for s in sources))
+    else:
+        read = set().union(*(template_fields(s) if "{{" in s else {s} for s in sources))
+    read |= set(subject.spec.breakdown)
+    for name in names:
+        if name in read:
+            continue
+        values = Counter(docs[i].get(name) for i in range(probe))
+        if not 2 <= len(values) <= MAX_VALUES or not all(
+            isinstance(v, (str, bool)) and len(str(v)) <= SHORT for v in values
+        ):
+            continue
+        common = [v for v, n in values.items() if n >= MIN_SHARE * probe]
+        if len(common) < 2:
+            continue
+        shown = ", ".join(f"{v!r} in {values[v]}" for v in common[:MAX_VALUES])
+        yield subject.at_row(
+            subject.samples[0].sample,
+            f"the rows' '{name}' says what each asks ({shown} of the {probe} rows read), and no template reads it: "
+            f"every row is asked the same way, so the rows of the other '{name}' are asked something else than "
+            "their answer is for (XCOPA's cause or effect); make the prompt read it",
+            name,
+        )
+        return
+
+
+RULES = (
+    AuditRule(
+        "prompt.drops-condition",
+        "warning",
+        "A field that says what a row asks (XCOPA's question: cause or effect) varies across rows and no template "
+        "reads it: some rows are asked the opposite of what their answer is for.",
+        unread_condition,
+    ),
+)
