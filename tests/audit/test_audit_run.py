@@ -51,7 +51,8 @@ def test_strict_stops_the_run_before_the_model_loads(tmp_path):
 
 
 # ---------------------------------------------------------------- the model stage: what only the loaded model tells
-CHAT_QUIZ = QUIZ + "chat: {enabled: true}\n"
+# the reply starts on a new line: no delimiter before the choices (chat.delimiter)
+CHAT_QUIZ = QUIZ + 'chat: {enabled: true}\ntarget_delimiter: ""\n'
 
 
 def test_a_chat_template_on_a_base_model_is_found_once_the_model_loads(tiny_base_model_dir, tmp_path):
@@ -89,7 +90,7 @@ def test_a_chat_template_on_a_base_model_is_found_once_the_model_loads(tiny_base
 
 def test_strict_stops_a_chat_run_on_a_base_model_and_a_chat_model_passes(tiny_base_model_dir, tiny_model_dir, tmp_path):
     jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
-    write(tmp_path / "quiz" / "task.yaml", QUIZ)
+    write(tmp_path / "quiz" / "task.yaml", QUIZ + 'target_delimiter: ""\n')
     task = str(tmp_path / "quiz")
     code, output = run_in_process(
         ["run", task, "-m", str(tiny_base_model_dir), "-o", str(tmp_path / "b"), "--chat-template", "on", "--strict"]
@@ -102,6 +103,23 @@ def test_strict_stops_a_chat_run_on_a_base_model_and_a_chat_model_passes(tiny_ba
     )
     assert code == 0, output
     assert results(tmp_path / "c")["tasks"]["quiz"].get("audit") in (None, [])
+
+
+def test_a_space_before_each_choice_under_a_chat_template_is_found_once_the_model_loads(tiny_model_dir, tmp_path):
+    """SmolLM2's template opens the reply with 'assistant' and a line break: a multiple-choice task run under it
+    with the default target_delimiter ' ' scores each choice as a reply starting with a space. Named with the
+    task file's chat line in results.json; with target_delimiter "" nothing is found."""
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    spaced = QUIZ + "chat: {enabled: true}\n"
+    write(tmp_path / "quiz" / "task.yaml", spaced)
+    code, output = run_in_process(["run", str(tmp_path / "quiz"), "-m", str(tiny_model_dir), "-o", str(tmp_path / "a")])
+    assert code == 0 and "audit [chat.delimiter]" in output, output
+    (finding,) = results(tmp_path / "a")["tasks"]["quiz"]["audit"]
+    assert (finding["rule"], finding["field"]) == ("chat.delimiter", "target_delimiter")
+    assert finding["line"] == spaced.splitlines().index("chat: {enabled: true}") + 1
+    write(tmp_path / "quiz" / "task.yaml", CHAT_QUIZ)
+    code, output = run_in_process(["run", str(tmp_path / "quiz"), "-m", str(tiny_model_dir), "-o", str(tmp_path / "b")])
+    assert code == 0 and results(tmp_path / "b")["tasks"]["quiz"].get("audit") in (None, []), output
 
 
 def test_a_special_token_in_a_row_is_found_once_the_model_loads(tiny_model_dir, tmp_path):

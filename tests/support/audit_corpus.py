@@ -1920,8 +1920,15 @@ add(  # the template writes the chat format out by hand: the token is in every p
 add(  # the same template on a model that ends its sequences where the template closes a reply: nothing to say
     "run-chat-template-on-chat-model-ok",
     "chat.base-model",
-    native(QUIZ),
+    native(QUIZ, target_delimiter=""),
     OK,
+    [*RUN, "--chat-template", "on"],
+)
+add(  # the reply header ends with a line break: each choice scored as a reply starting with a space
+    "run-chat-template-default-delimiter",
+    "chat.delimiter",
+    native(QUIZ),
+    rule("chat.delimiter"),
     [*RUN, "--chat-template", "on"],
 )
 

@@ -55,6 +55,34 @@ def _chat_on_base_model(subject: ModelSubject) -> Iterator[Hit]:
         yield Hit(message, file=subject.file, field="--chat-template")
 
 
+def _delimiter_after_reply_header(subject: ModelSubject) -> Iterator[Hit]:
+    """A multiple-choice task under the chat template, whose reply header ends with a line break
+    ('<|im_start|>assistant\\n'), with a target_delimiter that starts with a space: each choice is scored as a
+    reply starting with that space, which no reply does (lm-eval drops the delimiter under a chat template)."""
+    spec = subject.spec
+    delimiter = spec.target_delimiter
+    if not subject.use_chat or spec.kind != "multiple_choice" or not delimiter[:1].isspace():
+        return
+    if spec.handler is not None or spec.task_class is not None:
+        return  # a dialect's handler builds its own requests (lm-eval's drops the delimiter itself)
+    render = getattr(subject.model, "apply_chat_template", None)
+    try:
+        header = render([{"role": "user", "content": "?"}]) if callable(render) else None
+    except Exception:  # noqa: BLE001 - a model without a template renders none: nothing to compare
+        return
+    if not isinstance(header, str) or not header.endswith("\n"):
+        return  # a reply that follows the header on its line ('[/INST]'): a space starts it, as in plain text
+    message = (
+        f"the prompts go through the chat template of model '{subject.model.name}', whose reply starts on a new "
+        f"line, and target_delimiter is {delimiter!r}: each choice is scored as a reply starting with "
+        f"{delimiter!r} ({delimiter + 'Paris'!r}), which no reply does; set target_delimiter: \"\" (lm-eval "
+        "drops it under a chat template)"
+    )
+    # the default delimiter is on no line of the task file: the chat setting's line is named then
+    key = "target_delimiter" if "target_delimiter" in subject.task.lines else "chat"
+    yield Hit(message, file=subject.file, line=subject.line(key), field="target_delimiter")
+
+
 def _special_tokens_in_rows(subject: ModelSubject) -> Iterator[Hit]:
     """A row's text holding the tokenizer's special tokens ('<|endoftext|>', '<|im_end|>'): read as control tokens
     (an end of text, an end of turn), so the model is shown another prompt than the data. A token in every
@@ -94,6 +122,14 @@ RULES: tuple[AuditRule, ...] = (
         "The chat template closes a reply with a token the model does not end sequences with: a base model's "
         "tokenizer carrying a chat model's template, which the model was not trained on.",
         _chat_on_base_model,
+        stage="model",
+    ),
+    AuditRule(
+        "chat.delimiter",
+        "warning",
+        "Once the model has loaded: a multiple-choice task under a chat template whose reply starts on a new line "
+        "keeps a target_delimiter that starts with a space, so each choice is scored as a reply starting with it.",
+        _delimiter_after_reply_header,
         stage="model",
     ),
     AuditRule(

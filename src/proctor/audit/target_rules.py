@@ -259,6 +259,8 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
                 "target_delimiter",
             )
         return
+    if subject.use_chat:
+        return  # the chat template puts the assistant's header (a line break) between prompt and answer
     rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
     glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
