@@ -2409,6 +2409,54 @@ ps_add(
 lm_add("choice-empty", "choices.empty", lm(test=with_row(0, choices=["", "4", "5", "6"], label=1)), ("error", "choice"))
 lm_add("target-out-of-range-negative", "target.range", lm(test=with_row(0, label=-1)), ("error", "doc_to_target"))
 
+# ---------------------------------------------------------------- use case rows (their samples carry no choices)
+
+USE_CASE = """\
+from aisteer360.evaluation.use_cases.base import UseCase
+
+
+class Quiz(UseCase):
+    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
+        return []
+
+    def evaluate(self, generations):
+        return {}
+
+
+evaluation_data = "rows.jsonl"
+evaluation_metrics = []
+"""
+UC_ROWS = [
+    {"id": f"q{i}", "question": q["question"], "choices": q["choices"], "answer": q["choices"][q["label"]]}
+    for i, q in enumerate(QUIZ)
+]
+
+
+def uc_add(name: str, category: str, rows: list[dict], expect: tuple) -> None:
+    add("usecase-" + name, category, {"uc.py": USE_CASE, "rows.jsonl": jsonl(rows)}, expect, ["validate", "uc.py"])
+
+
+def uc_row(i: int, **changes: Any) -> list[dict]:
+    return [{**r, **changes} if k == i else r for k, r in enumerate(UC_ROWS)]
+
+
+uc_add("ok", "ok", UC_ROWS, OK)
+uc_add(
+    "dup-choices",
+    "choices.duplicate",
+    uc_row(2, choices=["Berlin", "Paris", "Paris", "Rome"]),
+    rule("choices.duplicate"),
+)
+uc_add(
+    "near-dup-choices",
+    "choices.near-duplicate",
+    uc_row(0, choices=["3", "4", "4.0", "6"]),
+    rule("choices.near-duplicate"),
+)
+uc_add("empty-choice", "choices.empty", uc_row(3, choices=["Green", "", "Yellow", "Blue"]), rule("choices.empty"))
+uc_add("answer-not-a-choice", "target.not-a-choice", uc_row(1, answer="Lyon"), rule("target.not-a-choice"))
+uc_add("answer-letter-past-last", "target.not-a-choice", uc_row(4, answer="E"), rule("target.not-a-choice"))
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

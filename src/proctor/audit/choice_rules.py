@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator, Sequence
 
+from proctor.audit import listed_choices
 from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -31,6 +32,7 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
                 )
                 break
             seen[key] = i
+    yield from listed_choices.duplicates(subject, loose, loose)
 
 
 def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
@@ -54,6 +56,7 @@ def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
                     "choices",
                 )
                 break
+    yield from listed_choices.duplicates(subject, near, loose)
 
 
 # what a CSV or pandas reader makes of a missing value, read back as a choice's text
@@ -102,6 +105,7 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
                     "target",
                 )
                 break
+    yield from listed_choices.ambiguous(subject, loose)
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
@@ -205,6 +209,12 @@ RULES = (
         "warning",
         "Two choices differ only in end punctuation, quotes, a number's spelling or look-alike letters.",
         near_duplicate_choices,
+    ),
+    AuditRule(
+        "choices.empty",
+        "warning",
+        "A row lists an empty choice (a use case's rows, whose choices the task's samples do not carry).",
+        listed_choices.empty,
     ),
     AuditRule(
         "choices.placeholder",
