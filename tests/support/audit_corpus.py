@@ -2457,6 +2457,64 @@ uc_add("empty-choice", "choices.empty", uc_row(3, choices=["Green", "", "Yellow"
 uc_add("answer-not-a-choice", "target.not-a-choice", uc_row(1, answer="Lyon"), rule("target.not-a-choice"))
 uc_add("answer-letter-past-last", "target.not-a-choice", uc_row(4, answer="E"), rule("target.not-a-choice"))
 
+# ---------------------------------------------------------------- one input, another answer in another file or suite
+
+glm_add(
+    "prompt-folders-labels-copied",
+    "samples.conflict",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [{**r, "choices_pretokenized": r["choices_pretokenized"][::-1]} for r in GLM_ROWS]
+            )
+        }
+    ),
+    rule("samples.conflict"),
+)
+glm_add(
+    "prompt-folders-relabelled",
+    "ok",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [
+                    {**r, "choices_pretokenized": r["choices_pretokenized"][::-1], "label": 1 - r["label"]}
+                    for r in GLM_ROWS
+                ]
+            )
+        }
+    ),
+    OK,
+)
+
+
+def probsem_suites(second: dict) -> Files:
+    return {**probsem(SUITE), "p/test_B.json": json.dumps({**SUITE, **second})}
+
+
+add(
+    "probsem-suites-labels-copied",
+    "samples.conflict",
+    probsem_suites({"queries": ["False", "True"]}),
+    rule("samples.conflict"),
+    ["validate", "p"],
+)
+add(
+    "probsem-suites-relabelled",
+    "ok",
+    probsem_suites(
+        {"queries": ["False", "True"], "context": [{**c, "expected": 1 - c["expected"]} for c in SUITE["context"]]}
+    ),
+    OK,
+    ["validate", "p"],
+)
+ps_add(
+    "one-scored-context",
+    "data.few-scored",
+    {"context": [{"text": f"Statement {i}.", "expected": 0 if i == 0 else -1} for i in range(8)]},
+    rule("data.few-scored"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
+from proctor.audit.conflict_rules import across_tasks
 from proctor.audit.run_rules import duplicate_notes, limit_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
@@ -122,7 +123,7 @@ def prepare_task(
     epochs: int = 1,
     epoch_reducer: str = "mean",
     strict_audit: bool = False,
-    seen_in_groups: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] | None = None,
+    seen_in_groups: dict[tuple[str, str], Any] | None = None,
 ) -> PreparedTask:
     """A task's samples, prompts and metrics, audited (``proctor.audit``): an audit error, or with
     ``strict_audit`` any finding the task does not silence, raises ``TaskDefinitionError``. ``seen_in_groups``:
@@ -215,6 +216,7 @@ def prepare_task(
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     if seen_in_groups is not None:
         noticed.update(duplicate_notes(task, prepared, seen_in_groups))
+        noticed.update(across_tasks(task, prepared, seen_in_groups))
     subject = AuditSubject(
         task,
         prepared,
@@ -338,7 +340,7 @@ def prepare_tasks(
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     # a group's tasks so far, by what they ask (the audit's task.duplicate)
-    seen: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = {}
+    seen: dict[tuple[str, str], Any] = {}
     return [
         prepare_task(
             t,
