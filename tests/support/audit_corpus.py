@@ -2515,6 +2515,108 @@ ps_add(
     rule("data.few-scored"),
 )
 
+# ---------------------------------------------------------------- paired fields: a label and its text, two sentences
+
+SEA_TEXTS = {"Positif": "positive", "Negatif": "negative", "Netral": "neutral"}
+SEA_PAIRED = [
+    {
+        **r,
+        "id": 10 + k * 4 + r["id"],
+        "prompts": [{"text": f"{r['prompts'][0]['text']} {k}"}],
+        "text_label": SEA_TEXTS[r["label"]],
+    }
+    for k in range(2)
+    for r in SEA_ROWS
+]
+sea_add("label-text-ok", "ok", sea(SEA_PAIRED), OK)
+sea_add(
+    "label-text-flipped",
+    "labels.inconsistent-mapping",
+    sea([*SEA_PAIRED[:5], {**SEA_PAIRED[5], "label": "Positif"}, *SEA_PAIRED[6:]]),
+    rule("labels.inconsistent-mapping"),
+)
+sea_add(
+    "label-trailing-space",
+    "target.not-a-choice",
+    sea([*SEA_PAIRED[:2], {**SEA_PAIRED[2], "label": "Netral "}, *SEA_PAIRED[3:]]),
+    rule("target.not-a-choice"),
+)
+
+PARAPHRASE_DIR = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "paraphrase_identification"
+PARAPHRASE_ALL = (
+    [json.loads(line) for line in (PARAPHRASE_DIR / "data" / "my_myparaphrase.jsonl").read_text("utf-8").splitlines()]
+    if PARAPHRASE_DIR.exists()
+    else []
+)
+# 20 rows of each class (the file lists one class, then the other)
+PARAPHRASE_ROWS = [
+    r
+    for label in sorted({r["label"] for r in PARAPHRASE_ALL})
+    for r in [x for x in PARAPHRASE_ALL if x["label"] == label][:20]
+]
+
+
+def paraphrase(rows: list[dict]) -> Files:
+    where = "seahelm_tasks/nlu/paraphrase_identification/"
+    examples = [
+        {**r, "id": f"ex{i}", "prompts": [{"sentence1": f"ex {i}", "sentence2": f"ex {i}!"}]}
+        for i, r in enumerate(rows[:5])
+    ]
+    return {
+        where + "config.yaml": (PARAPHRASE_DIR / "config.yaml").read_text("utf-8") if PARAPHRASE_DIR.exists() else "",
+        where + "data/my_myparaphrase.jsonl": jsonl(rows),
+        where + "data/my_myparaphrase_examples.jsonl": jsonl(examples),
+    }
+
+
+def pp_add(name: str, category: str, rows: list[dict], expect: tuple) -> None:
+    add(
+        "seahelm-paraphrase-" + name,
+        category,
+        paraphrase(rows),
+        expect,
+        ["validate", "seahelm_tasks/nlu/paraphrase_identification"],
+    )
+
+
+pp_add("ok", "ok", PARAPHRASE_ROWS, OK)
+pp_add(
+    "sentence2-copied",
+    "data.fields-identical",
+    [{**r, "prompts": [{**r["prompts"][0], "sentence2": r["prompts"][0]["sentence1"]}]} for r in PARAPHRASE_ROWS],
+    rule("data.fields-identical"),
+)
+pp_add(
+    "label-flipped",
+    "labels.inconsistent-mapping",
+    [{**r, "label": PARAPHRASE_ROWS[0]["label"]} if i == 30 else r for i, r in enumerate(PARAPHRASE_ROWS)],
+    rule("labels.inconsistent-mapping"),
+)
+NATIVE_NLI = [
+    {"id": f"n{i}", "premise": p, "hypothesis": h, "label": i % 2, "label_text": ["entailment", "contradiction"][i % 2]}
+    for i, (p, h) in enumerate(
+        [
+            ("A man plays.", "Someone plays."),
+            ("Dogs run.", "Nothing moves."),
+            ("A child reads.", "A kid reads."),
+            ("It rains.", "It is dry."),
+        ]
+    )
+]
+NLI_TASK = task_yaml(
+    name="nli",
+    prompt="{{ premise }} / {{ hypothesis }}?",
+    choices=["entailment", "contradiction"],
+    target="{{ label }}",
+)
+add("native-nli-ok", "ok", {"t.yaml": NLI_TASK, "data.jsonl": jsonl(NATIVE_NLI)}, OK)
+add(
+    "native-nli-hypothesis-copied",
+    "data.fields-identical",
+    {"t.yaml": NLI_TASK, "data.jsonl": jsonl([{**r, "hypothesis": r["premise"]} for r in NATIVE_NLI])},
+    rule("data.fields-identical"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field
