@@ -2590,6 +2590,214 @@ ps_add(
 lm_add("choice-empty", "choices.empty", lm(test=with_row(0, choices=["", "4", "5", "6"], label=1)), ("error", "choice"))
 lm_add("target-out-of-range-negative", "target.range", lm(test=with_row(0, label=-1)), ("error", "doc_to_target"))
 
+# ---------------------------------------------------------------- use case rows (their samples carry no choices)
+
+USE_CASE = """\
+from aisteer360.evaluation.use_cases.base import UseCase
+
+
+class Quiz(UseCase):
+    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
+        return []
+
+    def evaluate(self, generations):
+        return {}
+
+
+evaluation_data = "rows.jsonl"
+evaluation_metrics = []
+"""
+UC_ROWS = [
+    {"id": f"q{i}", "question": q["question"], "choices": q["choices"], "answer": q["choices"][q["label"]]}
+    for i, q in enumerate(QUIZ)
+]
+
+
+def uc_add(name: str, category: str, rows: list[dict], expect: tuple) -> None:
+    add("usecase-" + name, category, {"uc.py": USE_CASE, "rows.jsonl": jsonl(rows)}, expect, ["validate", "uc.py"])
+
+
+def uc_row(i: int, **changes: Any) -> list[dict]:
+    return [{**r, **changes} if k == i else r for k, r in enumerate(UC_ROWS)]
+
+
+uc_add("ok", "ok", UC_ROWS, OK)
+uc_add(
+    "dup-choices",
+    "choices.duplicate",
+    uc_row(2, choices=["Berlin", "Paris", "Paris", "Rome"]),
+    rule("choices.duplicate"),
+)
+uc_add(
+    "near-dup-choices",
+    "choices.near-duplicate",
+    uc_row(0, choices=["3", "4", "4.0", "6"]),
+    rule("choices.near-duplicate"),
+)
+uc_add("empty-choice", "choices.empty", uc_row(3, choices=["Green", "", "Yellow", "Blue"]), rule("choices.empty"))
+uc_add("answer-not-a-choice", "target.not-a-choice", uc_row(1, answer="Lyon"), rule("target.not-a-choice"))
+uc_add("answer-letter-past-last", "target.not-a-choice", uc_row(4, answer="E"), rule("target.not-a-choice"))
+
+# ---------------------------------------------------------------- one input, another answer in another file or suite
+
+glm_add(
+    "prompt-folders-labels-copied",
+    "samples.conflict",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [{**r, "choices_pretokenized": r["choices_pretokenized"][::-1]} for r in GLM_ROWS]
+            )
+        }
+    ),
+    rule("samples.conflict"),
+)
+glm_add(
+    "prompt-folders-relabelled",
+    "ok",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [
+                    {**r, "choices_pretokenized": r["choices_pretokenized"][::-1], "label": 1 - r["label"]}
+                    for r in GLM_ROWS
+                ]
+            )
+        }
+    ),
+    OK,
+)
+
+
+def probsem_suites(second: dict) -> Files:
+    return {**probsem(SUITE), "p/test_B.json": json.dumps({**SUITE, **second})}
+
+
+add(
+    "probsem-suites-labels-copied",
+    "samples.conflict",
+    probsem_suites({"queries": ["False", "True"]}),
+    rule("samples.conflict"),
+    ["validate", "p"],
+)
+add(
+    "probsem-suites-relabelled",
+    "ok",
+    probsem_suites(
+        {"queries": ["False", "True"], "context": [{**c, "expected": 1 - c["expected"]} for c in SUITE["context"]]}
+    ),
+    OK,
+    ["validate", "p"],
+)
+ps_add(
+    "one-scored-context",
+    "data.few-scored",
+    {"context": [{"text": f"Statement {i}.", "expected": 0 if i == 0 else -1} for i in range(8)]},
+    rule("data.few-scored"),
+)
+
+# ---------------------------------------------------------------- paired fields: a label and its text, two sentences
+
+SEA_TEXTS = {"Positif": "positive", "Negatif": "negative", "Netral": "neutral"}
+SEA_PAIRED = [
+    {
+        **r,
+        "id": 10 + k * 4 + r["id"],
+        "prompts": [{"text": f"{r['prompts'][0]['text']} {k}"}],
+        "text_label": SEA_TEXTS[r["label"]],
+    }
+    for k in range(2)
+    for r in SEA_ROWS
+]
+sea_add("label-text-ok", "ok", sea(SEA_PAIRED), OK)
+sea_add(
+    "label-text-flipped",
+    "labels.inconsistent-mapping",
+    sea([*SEA_PAIRED[:5], {**SEA_PAIRED[5], "label": "Positif"}, *SEA_PAIRED[6:]]),
+    rule("labels.inconsistent-mapping"),
+)
+sea_add(
+    "label-trailing-space",
+    "target.not-a-choice",
+    sea([*SEA_PAIRED[:2], {**SEA_PAIRED[2], "label": "Netral "}, *SEA_PAIRED[3:]]),
+    rule("target.not-a-choice"),
+)
+
+PARAPHRASE_DIR = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "paraphrase_identification"
+PARAPHRASE_ALL = (
+    [json.loads(line) for line in (PARAPHRASE_DIR / "data" / "my_myparaphrase.jsonl").read_text("utf-8").splitlines()]
+    if PARAPHRASE_DIR.exists()
+    else []
+)
+# 20 rows of each class (the file lists one class, then the other)
+PARAPHRASE_ROWS = [
+    r
+    for label in sorted({r["label"] for r in PARAPHRASE_ALL})
+    for r in [x for x in PARAPHRASE_ALL if x["label"] == label][:20]
+]
+
+
+def paraphrase(rows: list[dict]) -> Files:
+    where = "seahelm_tasks/nlu/paraphrase_identification/"
+    examples = [
+        {**r, "id": f"ex{i}", "prompts": [{"sentence1": f"ex {i}", "sentence2": f"ex {i}!"}]}
+        for i, r in enumerate(rows[:5])
+    ]
+    return {
+        where + "config.yaml": (PARAPHRASE_DIR / "config.yaml").read_text("utf-8") if PARAPHRASE_DIR.exists() else "",
+        where + "data/my_myparaphrase.jsonl": jsonl(rows),
+        where + "data/my_myparaphrase_examples.jsonl": jsonl(examples),
+    }
+
+
+def pp_add(name: str, category: str, rows: list[dict], expect: tuple) -> None:
+    add(
+        "seahelm-paraphrase-" + name,
+        category,
+        paraphrase(rows),
+        expect,
+        ["validate", "seahelm_tasks/nlu/paraphrase_identification"],
+    )
+
+
+pp_add("ok", "ok", PARAPHRASE_ROWS, OK)
+pp_add(
+    "sentence2-copied",
+    "data.fields-identical",
+    [{**r, "prompts": [{**r["prompts"][0], "sentence2": r["prompts"][0]["sentence1"]}]} for r in PARAPHRASE_ROWS],
+    rule("data.fields-identical"),
+)
+pp_add(
+    "label-flipped",
+    "labels.inconsistent-mapping",
+    [{**r, "label": PARAPHRASE_ROWS[0]["label"]} if i == 30 else r for i, r in enumerate(PARAPHRASE_ROWS)],
+    rule("labels.inconsistent-mapping"),
+)
+NATIVE_NLI = [
+    {"id": f"n{i}", "premise": p, "hypothesis": h, "label": i % 2, "label_text": ["entailment", "contradiction"][i % 2]}
+    for i, (p, h) in enumerate(
+        [
+            ("A man plays.", "Someone plays."),
+            ("Dogs run.", "Nothing moves."),
+            ("A child reads.", "A kid reads."),
+            ("It rains.", "It is dry."),
+        ]
+    )
+]
+NLI_TASK = task_yaml(
+    name="nli",
+    prompt="{{ premise }} / {{ hypothesis }}?",
+    choices=["entailment", "contradiction"],
+    target="{{ label }}",
+)
+add("native-nli-ok", "ok", {"t.yaml": NLI_TASK, "data.jsonl": jsonl(NATIVE_NLI)}, OK)
+add(
+    "native-nli-hypothesis-copied",
+    "data.fields-identical",
+    {"t.yaml": NLI_TASK, "data.jsonl": jsonl([{**r, "hypothesis": r["premise"]} for r in NATIVE_NLI])},
+    rule("data.fields-identical"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

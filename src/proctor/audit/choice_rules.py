@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator, Sequence
 
+from proctor.audit import listed_choices
 from proctor.audit.subject import AuditSubject, loose, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -31,6 +32,7 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
                 )
                 break
             seen[key] = i
+    yield from listed_choices.duplicates(subject, loose, loose)
 
 
 def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
@@ -54,6 +56,7 @@ def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
                     "choices",
                 )
                 break
+    yield from listed_choices.duplicates(subject, near, loose)
 
 
 # what a CSV or pandas reader makes of a missing value, read back as a choice's text
@@ -85,6 +88,28 @@ def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+FEW_SCORED = 3  # fewer scored rows than this: the accuracy is one or two rows' 0 or 1
+
+
+def few_scored(subject: AuditSubject) -> Iterator[Hit]:
+    """A multiple-choice task most of whose rows have no right answer (probsem's ``expected: -1``, the task's
+    unscored value) and one or two that do: its accuracy is those rows' score, with no word that it is."""
+    scored = subject.scored  # computed once for every rule that reads it (columns.scored)
+    if not 0 < len(scored) < FEW_SCORED:
+        return  # most tasks; none at all is target.none
+    total = subject.columns.multiple_choice()
+    if total == len(scored):
+        return  # one or two rows, each scored: a small task says so itself
+    first = scored[0].sample
+    yield subject.at_row(
+        first,
+        f"only {len(scored)} of the task's {total} multiple-choice rows ha{'s' if len(scored) == 1 else 've'} a right "
+        f"answer (the others' target is the unscored value): the accuracy reported is {len(scored)} row(s)' 0 or 1; "
+        "give the other rows their answers, or read only the distributions",
+        "target",
+    )
+
+
 def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
     for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
         if not sample.gold:
@@ -102,6 +127,7 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
                     "target",
                 )
                 break
+    yield from listed_choices.ambiguous(subject, loose)
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
@@ -207,6 +233,12 @@ RULES = (
         near_duplicate_choices,
     ),
     AuditRule(
+        "choices.empty",
+        "warning",
+        "A row lists an empty choice (a use case's rows, whose choices the task's samples do not carry).",
+        listed_choices.empty,
+    ),
+    AuditRule(
         "choices.placeholder",
         "warning",
         "A choice reads 'NA', 'nan', 'None' or 'null': a missing value read back as text is scored as a choice.",
@@ -217,6 +249,12 @@ RULES = (
         "warning",
         "No row of a multiple-choice task has a right answer: accuracy is undefined.",
         no_right_answer,
+    ),
+    AuditRule(
+        "data.few-scored",
+        "warning",
+        "A multiple-choice task has one or two rows with a right answer among unscored ones: its accuracy is theirs.",
+        few_scored,
     ),
     AuditRule(
         "target.all-choices",

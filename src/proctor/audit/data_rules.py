@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
+from proctor.audit import conflict_rules
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.data.quote_span import RULE as QUOTE_RULE
@@ -56,6 +57,8 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
             "answer: one of the two is scored wrong whatever the model says",
             "target",
         )
+    yield from conflict_rules.within_task(subject)  # another file's copy with its choices in another order
+    yield from subject.source_hits.get(conflict_rules.RULE, ())  # another task's copy (noticed by engine/prepare)
 
 
 def look_alike_ids(subject: AuditSubject) -> Iterator[Hit]:

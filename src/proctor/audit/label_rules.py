@@ -9,11 +9,13 @@ its source gave it (``source_rows.py``).
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit import choice_rules, label_base
+from proctor.audit import choice_rules, label_base, listed_choices
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import fixed_text, said_in
+from proctor.audit.label_spellings import two_spellings
 from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated_rows, target_reads
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
@@ -389,7 +391,8 @@ RULES = (
     AuditRule(
         "target.not-a-choice",
         "warning",
-        "A generated row's reference is none of the answers the prompt offers (another word, or another case).",
-        unoffered_references,
+        "A generated row's reference is none of the answers the prompt offers (another word, another case), or "
+        "a row's answer is none of the choices it lists.",
+        lambda s: chain(unoffered_references(s), two_spellings(s), listed_choices.not_listed(s)),
     ),
 )

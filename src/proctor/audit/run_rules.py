@@ -189,11 +189,14 @@ def _cheap_key(samples: Sequence[PreparedSample]) -> str:
 
 @dataclass
 class GroupMembers:
-    """What the tasks of each group prepared so far in one command ask (``engine/prepare`` keeps one for all the
-    tasks it prepares): whole tasks by a cheap key (``task.duplicate``), and each row (``group.overlap``)."""
+    """What the tasks prepared so far in one command ask (``engine/prepare`` keeps one for all the tasks it
+    prepares): a group's whole tasks by a cheap key (``task.duplicate``) and its rows (``group.overlap``), and
+    every task's rows with their answers (``samples.conflict`` across tasks)."""
 
     tasks: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = field(default_factory=dict)
     rows: dict[str, dict[bytes, str]] = field(default_factory=dict)  # group -> a row's digest -> its first task
+    # task name -> (its dialect and folder, what its rows ask): samples.conflict across tasks (conflict_rules)
+    asked: dict[str, tuple[object, Any]] = field(default_factory=dict)
 
 
 def _row_digest(sample: PreparedSample) -> bytes:

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from proctor.audit.columns import Columns
 from proctor.audit.fixed_text import fixed_text
+from proctor.audit.listed_choices import RowChoices, listed
 from proctor.audit.row_scan import RowScan, scan_rows
 from proctor.core.audit import Hit
 from proctor.core.task import Task
@@ -122,6 +123,11 @@ class AuditSubject(OfTask):
     def fixed_text(self) -> tuple[str, str]:
         """The template's own text: (prefix, suffix) every prompt shares, in whole lines (``fixed_text.py``)."""
         return fixed_text(self.columns.prompt_texts)
+
+    @cached_property
+    def listed_choices(self) -> Sequence[RowChoices]:
+        """The choices rows list that their samples do not carry (a use case's rows: ``listed_choices.py``)."""
+        return listed(self.handler, self.samples) if self.handler is not None else ()
 
     @property
     def prompt_texts(self) -> list[str]:

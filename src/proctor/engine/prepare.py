@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
+from proctor.audit.conflict_rules import across_tasks
 from proctor.audit.run_rules import GroupMembers, duplicate_notes, limit_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
@@ -215,6 +216,7 @@ def prepare_task(
     images = [image.digest for sample in prepared for image in sample.prompt.images]
     if seen_in_groups is not None:
         noticed.update(duplicate_notes(task, prepared, seen_in_groups))
+        noticed.update(across_tasks(task, prepared, seen_in_groups))
     subject = AuditSubject(
         task,
         prepared,

@@ -51,6 +51,7 @@ from proctor.runs.executor import ModelExecutor
 from proctor.scoring.aggregate import MetricEntry
 
 if TYPE_CHECKING:
+    from proctor.audit.listed_choices import RowChoices
     from proctor.kinds.capabilities import Executor
     from proctor.models.steering.pipeline import SteeringPipeline
     from proctor.prompts.builder import PreparedSample
@@ -173,6 +174,13 @@ class UseCaseTask(GenerationTask):
             )
             for index, row in enumerate(rows)
         ]
+
+    def audit_choices(self, samples: Sequence[PreparedSample]) -> list[RowChoices]:
+        """The choices the rows list, for the audit's choice rules (the samples carry none: ``audit_rows``)."""
+        from proctor.dialects.aisteer.audit_rows import row_choices
+
+        label = getattr(self.case, "_data_label", None)  # base.load_rows: the data file's path, when read from one
+        return row_choices(samples, label if isinstance(label, str) and label != "evaluation_data" else None)
 
     def predict_samples(
         self, samples: Sequence[PreparedSample], prompts: Sequence[str], executor: Executor

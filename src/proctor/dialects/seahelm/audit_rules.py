@@ -1,4 +1,5 @@
-"""The SEA-HELM dialect's audit rule: the few-shot examples SEA-HELM shows a base model are evaluated rows.
+"""The SEA-HELM dialect's audit rule: the few-shot examples SEA-HELM shows a base model are evaluated rows; and
+what its rows hold for the generic rules over paired fields (``field_view``: the samples carry none of them).
 
 SEA-HELM reads a task's examples (its ``examples`` split, ``example_filepath``) only when a base model runs
 (``fewshot_num_examples: {base: 5, instruct: 0}``), so the generic ``fewshot.*`` rules, which read a native
@@ -8,13 +9,16 @@ task's ``fewshot:``, cannot see them. This rule reads them as a base model's run
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Iterator
+import string
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from proctor.core.audit import Hit
 from proctor.dialects.seahelm.rows import as_rows
 
 if TYPE_CHECKING:
+    from proctor.audit.field_pairs import FieldView
     from proctor.audit.subject import AuditSubject
+    from proctor.prompts.builder import PreparedSample
 
 BASE_DEFAULT = 5  # SEA-HELM's examples for a base model where the config gives no count (task._make_loader)
 
@@ -59,3 +63,32 @@ def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
             line=subject.task.line,
             field="example_filepath",
         )
+
+
+def _template_fields(template: object) -> frozenset[str]:
+    """The row fields a ``task_template`` fills (``{sentence1}``): Python's format fields."""
+    if not isinstance(template, str):
+        return frozenset()
+    try:
+        return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+    except ValueError:
+        return frozenset()
+
+
+def field_view(handler: Any, samples: Sequence[PreparedSample]) -> FieldView | None:
+    """The rows as SEA-HELM reads them (its dataloader's, one per sample, in order): a row's fields beside its first
+    turn's prompt fields, which the language's ``task_template`` fills; ``label`` paired with its text
+    (``text_label``)."""
+    from proctor.audit.field_pairs import FieldView, named_pairs
+
+    rows = as_rows(getattr(getattr(handler, "dataloader", None), "dataset", None))
+    if not rows or len(rows) != len(samples):
+        return None
+    settings = handler.config["languages"][handler.lang]
+    shown = _template_fields((settings.get("prompt_template") or {}).get("task_template"))
+    fields = []
+    for prepared, row in zip(samples, rows):
+        turns = row.get("prompts") if isinstance(row, dict) else None
+        first = turns[0] if isinstance(turns, list) and turns and isinstance(turns[0], dict) else {}
+        fields.append((prepared.sample, {**{k: v for k, v in row.items() if k != "prompts"}, **first}))
+    return FieldView(fields, shown, named_pairs(fields[0][1], frozenset({"label"})))

@@ -224,6 +224,12 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
             )
         return samples
 
+    def audit_fields(self, samples):
+        """The rows' fields for the audit's rules over paired fields (``audit_rules.field_view``)."""
+        from proctor.dialects.seahelm.audit_rules import field_view
+
+        return field_view(self, samples)
+
     def corpus_metrics(self) -> dict:
         return self._corpus
 
