@@ -86,6 +86,15 @@ def _mc(prompt: str = "Q: {{ question }}\\nA:", choices: str = '"{{ choices }}"'
     return MC.format(path=path, prompt=prompt, choices=choices, extra=extra)
 
 
+PPL = """\
+name: texts
+kind: perplexity
+data: {path: data.jsonl, id: id}
+text: "{{ text }}"
+metrics: [word_perplexity]
+"""
+
+
 def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
     """rule -> (the broken task's files, its right twin's, the file the finding names, the field)."""
     csv_task = _mc(choices='["{{ A }}", "{{ B }}"]', path="data.csv")
@@ -101,6 +110,10 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
         {"id": r["id"], "q": r["q"], "answer": r["answers"][0], "aliases": [*r["answers"], "the city"]} for r in listed
     ]
     letters = [{"id": f"l{i}", "q": f"Pick option {c}.", "answer": c} for i, c in enumerate("BCDB")]
+    unspaced_texts = [
+        {"id": f"t{i}", "text": t}
+        for i, t in enumerate(["今天天气很好我们去公园散步吧", "北京是中国的首都也是文化中心"])
+    ]
     evaluated = _jsonl(_mc_rows(8, [0, 1, 2, 3]))
     pool_ok, pool_shifted = _mc_rows(8, [0, 1, 2, 3], start=200), _mc_rows(8, [1, 2, 3], start=200)
     few = "fewshot: {count: 2, source: {path: dev.jsonl}, seed: 1}"
@@ -258,6 +271,26 @@ def _cases() -> dict[str, tuple[dict[str, str], dict[str, str], str, str]]:
             {"task.yaml": _mc(extra="choice_temperature: 2\n"), "data.jsonl": _jsonl(_mc_rows(4, [0, 1, 2, 3]))},
             "task.yaml",
             "choice_temperature",
+        ),
+        "metrics.mismatch (f1 on one-letter labels)": (
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation="{max_tokens: 8}")
+                + "metrics: [f1]\n",
+                "data.jsonl": _jsonl(letters),
+            },
+            {
+                "task.yaml": gen(prompt="{{ q }}", target="{{ answer }}", generation="{max_tokens: 8}")
+                + "metrics: [exact_match]\n",
+                "data.jsonl": _jsonl(letters),
+            },
+            "task.yaml",
+            "metrics",
+        ),
+        "metrics.mismatch (word_perplexity on unspaced text)": (
+            {"task.yaml": PPL, "data.jsonl": _jsonl(unspaced_texts)},
+            {"task.yaml": PPL.replace("word_perplexity", "bits_per_byte"), "data.jsonl": _jsonl(unspaced_texts)},
+            "task.yaml",
+            "metrics",
         ),
         "metrics.mismatch (f1 on unspaced text)": (
             {

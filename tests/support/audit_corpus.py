@@ -2557,6 +2557,14 @@ add(
     native(BODIES, **{**PPL, "text": "{{ text | truncate(20) }}"}),
     rule("prompt.cut"),
 )
+CJK_BODIES = [
+    {"text": t} for t in ("今天天气很好我们去公园散步吧", "北京是中国的首都也是文化中心", "他每天早上六点起床去跑步")
+]
+add("ppl-word-perplexity-unspaced", "metrics.mismatch", native(CJK_BODIES, **PPL), rule("metrics.mismatch"))
+add("ppl-bits-per-byte-unspaced-ok", "ok", native(CJK_BODIES, **PPL, metrics=["bits_per_byte"]), OK)
+LETTER_ROWS = [{**r, "answer": "BCDEB"[i]} for i, r in enumerate(GEN_ROWS)]
+add("gen-f1-on-letters", "metrics.mismatch", gen(LETTER_ROWS, metrics=["f1"]), rule("metrics.mismatch"))
+add("gen-exact-match-on-letters-ok", "ok", gen(LETTER_ROWS, metrics=["exact_match"]), OK)
 lm_add(
     "doc-to-text-slice",
     "prompt.cut",

@@ -1,6 +1,7 @@
 """Metrics that cannot mean their name on a task's rows: acc_norm on choices of one length (acc under another
 name), a choice temperature that makes every distribution one choice at 1.0 or near uniform, f1 on answers written
-without spaces (exact match under another name)."""
+without spaces (exact match under another name) or on one-word labels (partial credit for naming several),
+word_perplexity on text without spaces (a whole text's loss)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,55 @@ def _f1_on_unspaced(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+LONG_WORD = 10  # characters per space-separated "word": no language writes words this long on average
+LABEL_VALUES = 10  # distinct one-word references at most: a label set (A-E, yes/no), not answers
+
+
+def _f1_on_labels(subject: AuditSubject) -> Iterator[Hit]:
+    """f1 on one-word labels (options B to E, yes/no): an answer naming several ('C or B') shares the right word
+    and scores 0.67, so f1 rewards hedging where exact match would not."""
+    if not subject.templated or "f1" not in {m.name for m in subject.spec.metrics}:
+        return  # the default metrics report exact_match beside f1
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    words = {r.strip() for refs in rows for r in refs}
+    if len(rows) < 4 or len(words) > LABEL_VALUES or not all(w.isalpha() and len(w) <= 3 for w in words):
+        return
+    shown = ", ".join(sorted(words)[:5])
+    yield subject.at_line(
+        "metrics",
+        f"f1 counts the words an answer shares with the reference, and every reference of the {len(rows)} rows read "
+        f"is one short label ({shown}): an answer naming several ('{sorted(words)[0]} or {sorted(words)[-1]}') "
+        "shares the right one and scores 0.67, so f1 rewards hedging; use exact_match on labels",
+        "metrics",
+    )
+
+
+def _word_perplexity_on_unspaced(subject: AuditSubject) -> Iterator[Hit]:
+    """word_perplexity divides by the words split at spaces: a text without spaces is one word, and the number is
+    the exponent of a whole document's loss."""
+    names = metric_names(subject) or {"word_perplexity"}  # a perplexity task's default metrics include it
+    if "word_perplexity" not in names:
+        return
+    texts = [s.text for s in subject.samples[:PROBE_ROWS] if s.text]
+    unspaced = [t for t in texts if _UNSPACED.search(t) and len(t) > LONG_WORD * len(t.split())]
+    if texts and len(unspaced) * 2 > len(texts):
+        key = "metrics" if subject.spec.metrics else "kind"
+        yield subject.at_line(
+            key,
+            f"word_perplexity divides the loss by the words split at spaces, and {len(unspaced)} of the {len(texts)} "
+            f"texts read are written without spaces (e.g. {unspaced[0]!r:.30}): each counts as a word or two, so "
+            "word_perplexity is the exponent of a whole text's loss; use bits_per_byte or token_perplexity",
+            "metrics",
+        )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     if spec.kind == "generate":
         yield from _f1_on_unspaced(subject)
+        yield from _f1_on_labels(subject)
+    if spec.kind == "perplexity":
+        yield from _word_perplexity_on_unspaced(subject)
     if spec.kind != "multiple_choice":
         return
     if spec.choice_temperature < TINY_TEMPERATURE:
@@ -91,7 +137,7 @@ RULES = (
         "metrics.mismatch",
         "warning",
         "A metric cannot mean its name here: acc_norm on choices of one length, a choice_temperature near 0 or huge, "
-        "f1 on answers written without spaces.",
+        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces.",
         metrics_mismatch,
     ),
 )
