@@ -418,3 +418,32 @@ def test_reading_comprehension_whose_passage_holds_the_right_choice_is_not_a_lea
         {"task.yaml": _mc(prompt="Hint: {{ choices[answer] }}\\nQ: {{ question }}\\nA:"), "data.jsonl": _jsonl(rows)},
     )
     assert "[prompt.contains-gold]" in _validate(hinted, capsys)
+
+
+@pytest.mark.parametrize(
+    ("options", "found"),
+    [("{{ choices | join(', ') }}", True), ("{{ choices.text | join(', ') }}", False)],
+)
+def test_a_mapping_joined_in_the_prompt_shows_its_keys_on_real_arc_rows(options, found, tmp_path, capsys):
+    """ARC's Arrow rows hold ``choices: {text: [...], label: [...]}``: joining the mapping prints 'text, label' in
+    every prompt and none of the options. Joining its ``text`` list is right."""
+    from tests.conftest import shared_path
+
+    arrow = shared_path("data", "arc_easy", "hf_arrow_validation")
+    task = tmp_path / "arc.yaml"
+    task.write_text(
+        f"name: arc\nkind: multiple_choice\ndata: {{path: {arrow}, id: id}}\nlimit: 40\n"
+        f'prompt: "{{{{ question }}}}\\nOptions: {options}\\nAnswer:"\n'
+        'choices: "{{ choices.text }}"\ntarget: "{{ choices.label.index(answerKey) }}"\n'
+    )
+    try:
+        main(["validate", str(task), "--data-dir", str(arrow.parent)])
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr()
+    out = capsys.readouterr()
+    lines = [line for line in (out.out + out.err).splitlines() if "[prompt.python-repr]" in line]
+    if found:
+        (line,) = lines
+        assert "'text, label'" in line and "mapping 'choices'" in line and "40 of the 40 rows" in line, line
+    else:
+        assert lines == [], lines

@@ -2565,6 +2565,19 @@ add("ppl-bits-per-byte-unspaced-ok", "ok", native(CJK_BODIES, **PPL, metrics=["b
 LETTER_ROWS = [{**r, "answer": "BCDEB"[i]} for i, r in enumerate(GEN_ROWS)]
 add("gen-f1-on-letters", "metrics.mismatch", gen(LETTER_ROWS, metrics=["f1"]), rule("metrics.mismatch"))
 add("gen-exact-match-on-letters-ok", "ok", gen(LETTER_ROWS, metrics=["exact_match"]), OK)
+MAPPED = [{**r, "options": {"text": r["choices"], "label": list("ABCD")}} for r in QUIZ]
+add(  # a mapping joined yields its keys: 'Options: text, label' in every prompt
+    "prompt-mapping-joined-keys",
+    "prompt.python-repr",
+    native(MAPPED, prompt="Q: {{ question }}\nOptions: {{ options | join(', ') }}\nA:"),
+    rule("prompt.python-repr"),
+)
+add(
+    "prompt-mapping-list-joined-ok",
+    "ok",
+    native(MAPPED, prompt="Q: {{ question }}\nOptions: {{ options.text | join(', ') }}\nA:"),
+    OK,
+)
 lm_add(
     "doc-to-text-slice",
     "prompt.cut",
