@@ -2527,6 +2527,57 @@ add(  # two of six references run past max_tokens' words
     rule("generation.too-short"),
 )
 
+LM_BIG = [{**r, "id": f"{r['id']}-{n}", "question": f"{r['question']} ({n})"} for n in range(7) for r in QUIZ]
+
+
+def lm_member(name: str, data: str) -> str:
+    """LM as one member task reading ``data`` as its test split (no few-shot split)."""
+    return (
+        LM.replace("task: quiz", f"task: {name}")
+        .replace("train: train.jsonl\n    test: test.jsonl", f"test: {data}")
+        .replace("fewshot_split: train\n", "")
+    )
+
+
+LM_GROUP = "group: quizzes\ntask:\n  - quiz_big\n  - quiz_small\naggregate_metric_list:\n  - metric: acc\n"
+lm_add(  # a 2-document member weighs as much as the 42-document one
+    "group-tiny-member",
+    "group.tiny-member",
+    {
+        "quiz_big.yaml": lm_member("quiz_big", "big.jsonl"),
+        "quiz_small.yaml": lm_member("quiz_small", "small.jsonl"),
+        "group.yaml": LM_GROUP + "    weight_by_size: false\n",
+        "big.jsonl": jsonl(LM_BIG),
+        "small.jsonl": jsonl(QUIZ[:2]),
+    },
+    rule("group.tiny-member"),
+    args=["validate", "group.yaml"],
+)
+lm_add(
+    "group-weighted-by-size-ok",
+    "ok",
+    {
+        "quiz_big.yaml": lm_member("quiz_big", "big.jsonl"),
+        "quiz_small.yaml": lm_member("quiz_small", "small.jsonl"),
+        "group.yaml": LM_GROUP + "    weight_by_size: true\n",
+        "big.jsonl": jsonl(LM_BIG),
+        "small.jsonl": jsonl(QUIZ[:2]),
+    },
+    OK,
+    args=["validate", "group.yaml"],
+)
+lm_add(  # process_docs keeps three documents of 42
+    "process-docs-keeps-three",
+    "data.filter-drops-most",
+    {
+        "quiz.yaml": lm_member("quiz", "big.jsonl") + "process_docs: !function utils.keep_three\n",
+        "utils.py": "def keep_three(dataset):\n    return dataset.select(range(3))\n",
+        "big.jsonl": jsonl(LM_BIG),
+    },
+    rule("data.filter-drops-most"),
+    args=["validate", "quiz.yaml", "--trust-task-code"],
+)
+
 LM_FILTER = (
     LM_GEN_STOP
     + "filter_list:\n  - name: extract\n    filter:\n      - function: regex\n        regex_pattern: 'REGEX'\n"

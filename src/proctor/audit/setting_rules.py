@@ -257,7 +257,32 @@ def dropped_field(subject: AuditSubject) -> Iterator[Hit]:
 FEW_ROWS = 5  # fewer rows than this: a mean of a handful of 0s and 1s, with no useful standard error
 
 
+def _lmeval_documents(subject: AuditSubject) -> tuple[int, int] | None:
+    """(the documents of lm-eval's test split, those its ``process_docs`` keeps) for an lm-eval task (None for
+    another, or where lm-eval cannot count them)."""
+    task = getattr(subject.handler, "task", None)
+    config = getattr(task, "config", None)
+    try:
+        split = getattr(config, "test_split", None) or getattr(config, "validation_split", None)
+        kept = len(task.eval_docs)  # type: ignore[union-attr]
+        read = len(task.dataset[split]) if split else kept  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - not an lm-eval task, or one whose docs lm-eval lists otherwise
+        return None
+    return read, kept
+
+
 def filter_leaves_few(subject: AuditSubject) -> Iterator[Hit]:
+    counts = _lmeval_documents(subject)
+    if counts is not None:
+        read, kept = counts
+        if read - kept > kept and kept < FEW_ROWS:
+            yield subject.at_line(
+                "process_docs",
+                f"process_docs keeps {kept} of the {read} documents of the test split: the task's number is the "
+                "mean of those few documents",
+                "process_docs",
+            )
+        return
     dropped, read = subject.stats.get("n_filtered", 0), subject.stats.get("n_rows", 0)
     kept = read - dropped
     if dropped and kept < FEW_ROWS and dropped > kept:
@@ -275,9 +300,13 @@ def tiny_group_member(subject: AuditSubject) -> Iterator[Hit]:
     other member's mean."""
     spec = subject.spec
     equal = [g for g in spec.group if g not in spec.size_weighted_groups]
-    if not equal or hasattr(subject.handler, "load_samples"):  # a handler that reads its own rows is cut by --limit
+    counts = _lmeval_documents(subject) if equal else None
+    if counts is not None:
+        n = counts[1]  # lm-eval's documents before --limit
+    elif not equal or hasattr(subject.handler, "load_samples"):  # a handler that reads its own rows: cut by --limit
         return
-    n = len(subject.rows)
+    else:
+        n = len(subject.rows)
     if n < FEW_ROWS:
         yield subject.at_line(
             "group",
