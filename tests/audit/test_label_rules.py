@@ -280,6 +280,38 @@ def test_seahelm_examples_that_are_evaluated_rows(tmp_path, monkeypatch, capsys)
     assert code == 0 and "seahelm.examples-are-evaluated" not in findings(text), text
 
 
+def test_seahelm_examples_file_with_fewer_rows_than_a_base_model_is_shown(tmp_path, monkeypatch, capsys):
+    """The real sentiment config shows a base model 5 examples: an examples file of none, or of two, gives its
+    prompts fewer (SEA-HELM shows what there is, with no word); five or more are silent."""
+    from tests.conftest import SHARED
+
+    config = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "sentiment_analysis" / "config.yaml"
+    if not config.exists():
+        pytest.skip("the SEA-HELM example tree is not in ../shared")
+    texts = ["Bagus sekali", "Buruk", "Biasa", "Hebat", "Jelek", "Lumayan", "Mantap"]
+    labelled = [
+        {
+            "id": i,
+            "label": ["Positif", "Negatif", "Netral"][i % 3],
+            "prompts": [{"text": t}],
+            "metadata": {"language": "id"},
+        }
+        for i, t in enumerate(texts)
+    ]
+    args = ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"]
+    write(tmp_path, {"sa/config.yaml": config.read_text(encoding="utf-8"), "copy/id/eval.jsonl": rows(*labelled[:3])})
+    for examples, found in (([], True), (labelled[3:5], True), (labelled[3:] + [{**labelled[3], "id": 99}], False)):
+        (tmp_path / "copy" / "id" / "examples.jsonl").write_text(rows(*examples) if examples else "")
+        code, text = validate(tmp_path, args, capsys, monkeypatch)
+        assert code == 0, text
+        lines = [line for line in text.splitlines() if "audit [seahelm.examples-too-few]" in line]
+        if found:
+            assert lines and f"holds {len(examples)} row(s), and a base model is to be shown 5" in lines[0], text
+            assert "field 'example_filepath'" in lines[0]
+        else:
+            assert lines == [], lines
+
+
 def test_labels_shown_one_by_one_in_fixed_examples_are_not_an_offered_set(tmp_path, monkeypatch, capsys):
     """A template whose fixed examples show 'Positive' and 'Negative' on lines of their own offers no label set:
     a row whose answer is 'Neutral' is not flagged."""

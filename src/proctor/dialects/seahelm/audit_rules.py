@@ -37,20 +37,46 @@ def _shown_count(config: object) -> int:
     return max((int(v) for v in counts.values() if isinstance(v, (int, str)) and str(v).isdigit()), default=0)
 
 
+def _base_examples(handler: Any) -> tuple[Any, list[Any]] | None:
+    """(a base model's loader, every row of its examples split), as a base model's run reads them (None: the task
+    has no examples file, or SEA-HELM cannot read it, which a base model's run reports)."""
+    try:
+        base = handler._make_loader(True)  # a fresh base-model loader: the evaluated run's loader is left as it is
+        if not base.specific_task_config.get("example_filepath"):
+            return None
+        handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
+        return base, as_rows(base.example_dataset)
+    except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
+        return None
+
+
+def examples_too_few(subject: AuditSubject) -> Iterator[Hit]:
+    """The examples file holds fewer rows than a base model is to be shown (an empty file for five): the run
+    shows what there is, with no word, and its prompts are not the benchmark's."""
+    handler = subject.handler
+    shown = _shown_count(getattr(handler, "config", None))
+    read = _base_examples(handler) if getattr(handler, "dataloader", None) is not None and shown > 0 else None
+    if read is None or len(read[1]) >= shown:
+        return
+    base, rows = read
+    yield Hit(
+        f"the examples split ({base.specific_task_config.get('example_filepath')}) holds {len(rows)} row(s), and a "
+        f"base model is to be shown {shown} (fewshot_num_examples): its prompts get {len(rows)} example(s), not "
+        "the benchmark's",
+        file=subject.file,
+        line=subject.task.line,
+        field="example_filepath",
+    )
+
+
 def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     handler = subject.handler
     loader = getattr(handler, "dataloader", None)
     shown = _shown_count(getattr(handler, "config", None))
-    if loader is None or shown <= 0:
+    read = _base_examples(handler) if loader is not None and shown > 0 else None
+    if read is None:
         return
-    try:
-        base = handler._make_loader(True)  # a fresh base-model loader: the evaluated run's loader is left as it is
-        if not base.specific_task_config.get("example_filepath"):
-            return
-        handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
-        examples = as_rows(base.example_dataset)[:shown]
-    except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
-        return
+    base, examples = read[0], read[1][:shown]
     evaluated = {_key(row) for row in as_rows(loader.dataset)}
     shared = [i for i, row in enumerate(examples) if _key(row) in evaluated]
     if shared:

@@ -9,7 +9,7 @@ modules of the dialect when what they hold is asked for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 from proctor.core.audit import AuditRule
 from proctor.core.contributions import Registry
@@ -92,12 +92,16 @@ class _AuditSubject(Protocol):
     def task(self) -> Task: ...
 
 
-def _audit_examples(subject: _AuditSubject) -> Iterable[Hit]:
-    """The dialect's audit rule, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
-    if subject.task.dialect != "seahelm":
-        return ()
-    hits: Iterable[Hit] = resolve("proctor.dialects.seahelm.audit_rules:examples_are_evaluated")(subject)
-    return hits
+def _dialect_rule(name: str) -> Callable[[_AuditSubject], Iterable[Hit]]:
+    """A rule of ``audit_rules``, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
+
+    def check(subject: _AuditSubject) -> Iterable[Hit]:
+        if subject.task.dialect != "seahelm":
+            return ()
+        hits: Iterable[Hit] = resolve(f"proctor.dialects.seahelm.audit_rules:{name}")(subject)
+        return hits
+
+    return check
 
 
 def register(registry: Registry) -> None:
@@ -107,7 +111,15 @@ def register(registry: Registry) -> None:
             "seahelm.examples-are-evaluated",
             "warning",
             "The few-shot examples SEA-HELM shows a base model (its examples split) are evaluated rows.",
-            _audit_examples,
+            _dialect_rule("examples_are_evaluated"),
+        )
+    )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.examples-too-few",
+            "warning",
+            "The examples file SEA-HELM shows a base model holds fewer rows than fewshot_num_examples asks for.",
+            _dialect_rule("examples_too_few"),
         )
     )
     registry.add_task_handler(
