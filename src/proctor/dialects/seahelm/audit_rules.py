@@ -73,7 +73,9 @@ def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     handler = subject.handler
     loader = getattr(handler, "dataloader", None)
     shown = _shown_count(getattr(handler, "config", None))
-    read = _base_examples(handler) if loader is not None and shown > 0 else None
+    if loader is None or shown <= 0:
+        return
+    read = _base_examples(handler)
     if read is None:
         return
     base, examples = read[0], read[1][:shown]
