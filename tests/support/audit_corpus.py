@@ -2629,6 +2629,19 @@ add(
     native(MAPPED, prompt="Q: {{ question }}\nOptions: {{ options.text | join(', ') }}\nA:"),
     OK,
 )
+add(  # Python's format braces in a Jinja prompt: every prompt reads '{choices}'
+    "prompt-python-format-placeholder",
+    "prompt.unfilled",
+    native(prompt="Q: {{ question }}\nOptions: {choices}\nA:"),
+    rule("prompt.unfilled"),
+)
+add(  # a shell variable left in the prompt
+    "prompt-dollar-placeholder",
+    "prompt.unfilled",
+    native(prompt="${instructions}\nQ: {{ question }}\nA:"),
+    rule("prompt.unfilled"),
+)
+add("prompt-json-braces-ok", "ok", native(prompt="Q: {{ question }}\nReply as {answer_text}.\nA:"), OK)
 lm_add(
     "doc-to-text-slice",
     "prompt.cut",
