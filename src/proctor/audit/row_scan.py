@@ -2,10 +2,10 @@
 
 A task may have 100,000 rows and the audit may add at most 5% to ``proctor validate`` (issue 45): so the rules
 that compare texts within a row (choices a reader takes for one), across rows (an item asked twice, ids that
-look alike) or look for damaged text do not each walk every row in Python. Each choice has a cheap key that
-every near-duplicate shares (lower case, spaces and punctuation dropped; a non-ASCII row's keys are
-``subject.near``'s); the rows where two keys meet are kept, and the rules check them with the exact comparisons
-of ``subject.loose`` / ``subject.near``, which decide.
+look alike: ``look_alike_ids.py``) or look for damaged text do not each walk every row in Python. Each choice
+has a cheap key that every near-duplicate shares (lower case, spaces and punctuation dropped; a non-ASCII row's
+keys are ``subject.near``'s); the rows where two keys meet are kept, and the rules check them with the exact
+comparisons of ``subject.loose`` / ``subject.near``, which decide.
 
 Nor does the pass make an object per row or per choice where it can help it: the whole task's choices (prompts,
 ids) are joined into one text and lowered, stripped and split by single calls of C, and the keys are compared
@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from proctor.audit.columns import ROW, Columns
+from proctor.audit.look_alike_ids import SPACING, id_clashes
 from proctor.prompts.builder import PreparedSample
 
 # dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
@@ -36,10 +37,8 @@ PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefin
 TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
-# ASCII whitespace as str.split() sees it (\x1c-\x1f too, which bytes.split() keeps)
-_SPACING = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 # what an ASCII number's spelling (as _NUMBERS reads it) is made of: a choice with anything else is no number
-_NUMBER_CHARS = b"0123456789+-." + _SPACING
+_NUMBER_CHARS = b"0123456789+-." + SPACING
 # the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
 WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _ROW = ROW  # between rows in a joined column (a text holding it is read row by row)
@@ -84,12 +83,13 @@ def _fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
     starts[:1] = 0
     starts[1:] = ends[:-1] + 1
     lengths = ends - starts
-    # an empty key reads its own NUL and the one before (or the last byte, a NUL): the same for every empty key
-    sampled = (starts, starts + (lengths >> 2), starts + (lengths >> 1), starts + ((3 * lengths) >> 2), ends - 1)
     packed = np.empty((len(ends), 8), dtype=np.uint8)  # a fingerprint's eight bytes, made in place
     packed[:, :3] = lengths.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3]
-    for column, at in enumerate(sampled, start=3):
-        packed[:, column] = data[at]
+    # one sampled position at a time: each array of positions is as long as the keys, and fresh memory costs
+    # (an empty key reads its own NUL and the one before, or the last byte, a NUL: the same for every empty key)
+    for quarter in range(4):
+        packed[:, 3 + quarter] = data[starts + ((quarter * lengths) >> 2)]
+    packed[:, 7] = data[ends - 1]
     return ends, packed.view(np.uint64).reshape(-1)
 
 
@@ -101,7 +101,7 @@ class _Choices:
     items: list[str]  # all of them, row after row
     widths: Rows  # how many each row has
     row_of: Rows  # each choice's row
-    whole: str  # the items joined by NUL
+    whole: bytes  # the items in UTF-8, each followed by NUL
     keys: bytes  # each item's cheap key (non-ASCII items lowered in their ASCII letters only), each ended by NUL
     ends: Rows  # where each key ends in ``keys``
     fingerprints: Fingerprints  # each key's
@@ -112,8 +112,12 @@ class _Choices:
     def of(cls, rows: Sequence[Sequence[str]], widths: Rows) -> _Choices:
         items = list(chain.from_iterable(rows))
         row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
-        whole = _ITEM.join(items)
-        keys = _encode(whole).translate(_LOWER, _DROP) + b"\x00"
+        items.append("")  # the joined text ends with a NUL, as each key must: no copy of the keys to add one
+        # kept as UTF-8 only (what is asked of it, a character's presence, is asked of the bytes alike): the text
+        # is let go at once, and fresh memory costs (a page fault per 4 KiB)
+        whole = _encode(_ITEM.join(items) if len(items) > 1 else _ITEM)
+        items.pop()
+        keys = whole.translate(_LOWER, _DROP)
         ends, fingerprints = _fingerprints(keys)
         foreign = np.zeros(len(rows), dtype=np.bool_)
         if not whole.isascii():
@@ -183,11 +187,11 @@ def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
 def _maybe_numbers(choices: _Choices) -> Flags:
     """Per row: two choices may be numbers (made of a number's characters only; or a non-ASCII choice)."""
     n = len(choices.rows)
-    if "." not in choices.whole:
+    if b"." not in choices.whole:
         return np.zeros(n, dtype=np.bool_)  # "4" and "4.0": a point is needed (most tasks have none)
     if not choices.aligned:
         return np.ones(n, dtype=np.bool_)
-    bare = _encode(choices.whole).translate(None, _NUMBER_CHARS) + b"\x00"
+    bare = choices.whole.translate(None, _NUMBER_CHARS)
     ends = np.flatnonzero(np.frombuffer(bare, dtype=np.uint8) == 0)
     numeric = np.diff(ends, prepend=-1) == 1  # nothing left between two NULs
     return (np.bincount(choices.row_of[numeric], minlength=n) >= 2) | choices.foreign
@@ -243,7 +247,7 @@ def _text_hashes(texts: Sequence[str], whole: str) -> npt.NDArray[np.int64]:
     the texts joined by the row separator."""
     if not whole.isascii():
         whole = WIDE_SPACES.sub("", whole)
-    bare: list[Any] = _encode(whole).translate(None, _SPACING).split(_ROW.encode())
+    bare: list[Any] = _encode(whole).translate(None, SPACING).split(_ROW.encode())
     if len(bare) != len(texts):  # a text holds the row separator
         bare = ["".join(t.split()) for t in texts]
     return np.fromiter(map(hash, bare), dtype=np.int64, count=len(texts))
@@ -316,54 +320,18 @@ def _repeats(
     return out
 
 
-# -- ids that look alike ------------------------------------------------------------------------------------
-
-
-def _id_key(sample_id: str) -> str:
-    """An id as a reader compares it: case and spacing aside, a number by its value ("1.0" is "1")."""
-    key = " ".join(sample_id.split()).lower()
-    try:
-        number = float(key)
-    except ValueError:
-        return key
-    return repr(number) if number == number else key
-
-
-def _ids_plainly_distinct(ids: list[str]) -> bool:
-    """Whether no two ids are one up to case and ends, none holds a space and none a point (which a number's
-    spelling could tell apart, "1.0" and "1"): most tasks' ids, told in one pass of the joined ids."""
-    whole = _ITEM.join(ids)
-    if "." in whole:
-        return False
-    if whole.isascii() and whole.count(_ITEM) == len(ids) - 1 and not any(c in whole for c in _SPACING.decode()):
-        lowered = whole.lower()  # no spacing in any id: nothing to strip
-        return len(set(ids if lowered == whole else lowered.split(_ITEM))) == len(ids)
-    quick = [i.strip().lower() for i in ids]
-    return len(set(quick)) == len(quick) and " " not in "".join(quick)
-
-
-def _id_clashes(ids: list[str]) -> list[tuple[int, int]]:
-    if _ids_plainly_distinct(ids):
-        return []
-    keys = [_id_key(i) for i in ids]
-    if len(set(keys)) == len(keys):
-        return []
-    first: dict[str, int] = {}
-    out = []
-    for i, key in enumerate(keys):
-        earlier = first.setdefault(key, i)
-        if earlier != i and ids[earlier] != ids[i]:
-            out.append((i, earlier))
-    return out
-
-
 # -- text a reader should look at -----------------------------------------------------------------------------
 
 
-def _odd(items: Sequence[str], whole: str, backslash: bool) -> Flags | None:
-    """Per item: non-ASCII, or holding '&' (or, with ``backslash``, a backslash); None when no item is."""
-    if whole.isascii() and "&" not in whole and not (backslash and "\\" in whole):
-        return None
+def _plain(whole: str | bytes, backslash: bool) -> bool:
+    """Whether a joined column (a text, or its UTF-8) is ASCII without '&' (nor, with ``backslash``, a backslash)."""
+    if isinstance(whole, bytes):
+        return whole.isascii() and b"&" not in whole and not (backslash and b"\\" in whole)
+    return whole.isascii() and "&" not in whole and not (backslash and "\\" in whole)
+
+
+def _odd(items: Sequence[str], backslash: bool) -> Flags:
+    """Per item: non-ASCII, or holding '&' (or, with ``backslash``, a backslash)."""
     flags = ~_flags(str.isascii, items) | _flags(str.__contains__, items, repeat("&"))
     return flags | _flags(str.__contains__, items, repeat("\\")) if backslash else flags
 
@@ -371,17 +339,15 @@ def _odd(items: Sequence[str], whole: str, backslash: bool) -> Flags | None:
 def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
     """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
     rows = np.zeros(len(texts), dtype=np.bool_)
-    odd = _odd(texts, prompts, backslash=True)
-    if odd is not None:
-        rows |= odd
-    odd = _odd(choices.items, choices.whole, backslash=False)
-    if odd is not None:
-        rows |= choices.rows_where(odd)
+    if not _plain(prompts, backslash=True):
+        rows |= _odd(texts, backslash=True)
+    if not _plain(choices.whole, backslash=False):
+        rows |= choices.rows_where(_odd(choices.items, backslash=False))
     items = list(chain.from_iterable(references))
-    odd = _odd(items, "".join(items), backslash=False)
-    if odd is not None:
+    if not _plain("".join(items), backslash=False):
         widths = np.fromiter(map(len, references), dtype=np.intp, count=len(references))
-        rows |= np.bincount(np.repeat(np.arange(len(references)), widths)[odd], minlength=len(texts)) > 0
+        item_rows = np.repeat(np.arange(len(references)), widths)
+        rows |= np.bincount(item_rows[_odd(items, backslash=False)], minlength=len(texts)) > 0
     return _positions(rows)
 
 
@@ -401,7 +367,7 @@ def scan_rows(
         choice_collisions=_choice_collisions(choices, near),
         placeholder_choices=_rows_with_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
         repeats=_repeats(samples, columns.own_texts, texts, prompts, choices),
-        id_clashes=_id_clashes(columns.ids),
+        id_clashes=id_clashes(columns.ids),
         unusual_text=_unusual(columns.references, texts, prompts, choices),
         truth_choices=_rows_with_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
     )
