@@ -49,6 +49,7 @@ Flags = npt.NDArray[np.bool_]
 Fingerprints = npt.NDArray[np.uint64]
 
 PAIRWISE_WIDTH = 8  # rows of up to this many choices have each pair compared; wider ones are sorted
+PIECE = 1 << 15  # choices joined and keyed at a time (about 1 MB of text at 30 characters a choice)
 FEW_ROWS = 0.125  # rows of shared choices up to this share of a task have their prompts read one by one
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd constant: spreads a fingerprint's bits before they are summed
 
@@ -93,37 +94,62 @@ def _fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
     return ends, packed.view(np.uint64).reshape(-1)
 
 
+def _joined(items: list[str]) -> bytes:
+    """Items in UTF-8, each followed by NUL (as each cheap key must be)."""
+    items.append("")
+    return _encode(_ITEM.join(items) if len(items) > 1 else _ITEM)
+
+
+def _numeric(joined: bytes) -> Flags:
+    """Per item of a joined text: made of a number's characters only (nothing else between two NULs)."""
+    ends = np.flatnonzero(np.frombuffer(joined.translate(None, _NUMBER_CHARS), dtype=np.uint8) == 0)
+    return np.diff(ends, prepend=-1) == 1
+
+
 @dataclass
 class _Choices:
-    """Every row's choices: one flat list, each choice's row and cheap key's fingerprint."""
+    """Every row's choices: one flat list, each choice's row and cheap key's fingerprint, and what their joined
+    text holds."""
 
     rows: Sequence[Sequence[str]]  # per row, as the samples hold them
     items: list[str]  # all of them, row after row
     widths: Rows  # how many each row has
     row_of: Rows  # each choice's row
-    whole: bytes  # the items in UTF-8, each followed by NUL
-    keys: bytes  # each item's cheap key (non-ASCII items lowered in their ASCII letters only), each ended by NUL
-    ends: Rows  # where each key ends in ``keys``
-    fingerprints: Fingerprints  # each key's
-    aligned: bool  # no item holds a NUL, so ``keys`` splits back into one key per item
+    fingerprints: Fingerprints  # each item's cheap key's (non-ASCII items lowered in their ASCII letters only)
+    aligned: bool  # no item holds a NUL, so the joined keys split back into one key per item
+    plain: bool  # every item is ASCII and none holds '&'
+    point: bool  # an item holds a point
+    numeric: Flags | None  # per item, where one holds a point and they are aligned: made of a number's characters
     foreign: Flags  # per row: a choice is non-ASCII (the row's keys are near()'s)
 
     @classmethod
     def of(cls, rows: Sequence[Sequence[str]], widths: Rows) -> _Choices:
         items = list(chain.from_iterable(rows))
         row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
-        items.append("")  # the joined text ends with a NUL, as each key must: no copy of the keys to add one
-        # kept as UTF-8 only (what is asked of it, a character's presence, is asked of the bytes alike): the text
-        # is let go at once, and fresh memory costs (a page fault per 4 KiB)
-        whole = _encode(_ITEM.join(items) if len(items) > 1 else _ITEM)
-        items.pop()
-        keys = whole.translate(_LOWER, _DROP)
-        ends, fingerprints = _fingerprints(keys)
+        # the items joined and keyed a piece at a time: the temporaries of one piece are reused by the next, where
+        # those of the whole task's text would be fresh memory as large as it (a page fault per 4 KiB)
+        pieces = range(0, len(items), PIECE)
+        prints: list[Fingerprints] = []
+        numeric: list[Flags | None] = []  # per piece, where it holds a point
+        aligned, ascii, amp = bool(items), True, False  # (no item at all: one empty key, as the joined text has)
+        for start in pieces:
+            joined = _joined(items[start : start + PIECE])
+            ends, fingerprints = _fingerprints(joined.translate(_LOWER, _DROP))
+            aligned = aligned and len(ends) == min(PIECE, len(items) - start)
+            ascii, amp = ascii and joined.isascii(), amp or b"&" in joined
+            prints.append(fingerprints)
+            numeric.append(_numeric(joined) if b"." in joined else None)
+        point = any(n is not None for n in numeric)
+        numbers = None
+        if point and aligned:  # every piece's items: those without a point are read again (few tasks)
+            numbers = np.concatenate(
+                [_numeric(_joined(items[at : at + PIECE])) if n is None else n for at, n in zip(pieces, numeric)]
+            )
         foreign = np.zeros(len(rows), dtype=np.bool_)
-        if not whole.isascii():
+        if not ascii:
             foreign = np.bincount(row_of[~_flags(str.isascii, items)], minlength=len(rows)) > 0
-        aligned = len(ends) == len(items)
-        return cls(rows, items, widths, row_of, whole, keys, ends, fingerprints, aligned, foreign)
+        fingerprints = np.concatenate(prints) if prints else np.zeros(0, dtype=np.uint64)
+        return cls(rows, items, widths, row_of, fingerprints, aligned, ascii and not amp, point, numbers, foreign)
 
     def rows_where(self, flags: Flags) -> Flags:
         """Per row: whether one of its choices is flagged."""
@@ -134,7 +160,7 @@ class _Choices:
         return [near(c) for c in choices] if self.foreign[row] else [_key(c) for c in choices]
 
     def key_at(self, item: int) -> bytes:
-        return self.keys[int(self.ends[item - 1]) + 1 if item else 0 : int(self.ends[item])]
+        return _key(self.items[item])  # what the joined keys hold there, where they are aligned
 
 
 def _positions(flags: Flags) -> list[int]:
@@ -187,14 +213,11 @@ def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
 def _maybe_numbers(choices: _Choices) -> Flags:
     """Per row: two choices may be numbers (made of a number's characters only; or a non-ASCII choice)."""
     n = len(choices.rows)
-    if b"." not in choices.whole:
+    if not choices.point:
         return np.zeros(n, dtype=np.bool_)  # "4" and "4.0": a point is needed (most tasks have none)
-    if not choices.aligned:
+    if choices.numeric is None:  # not aligned
         return np.ones(n, dtype=np.bool_)
-    bare = choices.whole.translate(None, _NUMBER_CHARS)
-    ends = np.flatnonzero(np.frombuffer(bare, dtype=np.uint8) == 0)
-    numeric = np.diff(ends, prepend=-1) == 1  # nothing left between two NULs
-    return (np.bincount(choices.row_of[numeric], minlength=n) >= 2) | choices.foreign
+    return (np.bincount(choices.row_of[choices.numeric], minlength=n) >= 2) | choices.foreign
 
 
 def _choice_collisions(choices: _Choices, near: Callable[[str], str]) -> list[int]:
@@ -341,7 +364,7 @@ def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts:
     rows = np.zeros(len(texts), dtype=np.bool_)
     if not _plain(prompts, backslash=True):
         rows |= _odd(texts, backslash=True)
-    if not _plain(choices.whole, backslash=False):
+    if not choices.plain:
         rows |= choices.rows_where(_odd(choices.items, backslash=False))
     items = list(chain.from_iterable(references))
     if not _plain("".join(items), backslash=False):
