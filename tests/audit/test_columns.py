@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from proctor.audit.columns import ROW, Columns
+from proctor.audit.columns import Columns
 from proctor.audit.fixed_text import fixed_text
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
@@ -102,7 +102,6 @@ def test_columns_of_plain_prompts_and_unscored_rows():
     samples = [_sample(i, Prompt(f"Q: {i}\nA:"), choices=("x", "y")) for i in range(3)]
     columns = Columns(samples)
     assert columns.prompt_texts == ["Q: 0\nA:", "Q: 1\nA:", "Q: 2\nA:"]
-    assert columns.joined_prompts == ROW.join(columns.prompt_texts)
     assert columns.all_multiple_choice
     assert columns.scored == []
     assert columns.multiple_choice() == 3

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
 
-ROW = "\x01"  # between rows in a joined column
+ROW = "\x01"  # between rows in a joined column (the scan's)
 _PROMPT_TEXT = attrgetter("text")
 _MESSAGES = attrgetter("messages")
 _ID = attrgetter("id")
@@ -68,19 +68,9 @@ class Columns:
         for prompt in prompts:  # both parts of a prompt in one pass: each pass fetches 100,000 objects again
             texts.append(prompt.text)
             messages.append(prompt.messages)
-        if messages.count(None) == len(messages):
-            try:  # a text that is None fails the join (which the scan needs anyway): no pass of its own
-                self.__dict__["joined_prompts"] = ROW.join(texts)
-            except TypeError:
-                pass
-            else:
-                return texts  # plain-text prompts (every native task without chat): as they are
+        if messages.count(None) == len(messages) and None not in texts:
+            return texts  # plain-text prompts (every native task without chat): as they are
         return [prompt.plain_text for prompt in prompts]
-
-    @cached_property
-    def joined_prompts(self) -> str:
-        """The prompt texts joined by ``ROW`` (searched at once, in C, for what each would be searched for)."""
-        return ROW.join(self.prompt_texts)
 
     @cached_property
     def choice_counts(self) -> npt.NDArray[np.intp]:

@@ -115,7 +115,7 @@ class _Choices:
     items: list[str]  # all of them, row after row
     widths: Rows  # how many each row has
     row_of: Rows  # each choice's row
-    fingerprints: Fingerprints  # each item's cheap key's (non-ASCII items lowered in their ASCII letters only)
+    fingerprints: Fingerprints  # each item's cheap key's, where aligned (non-ASCII ones: ASCII letters lowered)
     aligned: bool  # no item holds a NUL, so the joined keys split back into one key per item
     plain: bool  # every item is ASCII and none holds '&'
     point: bool  # an item holds a point
@@ -129,15 +129,16 @@ class _Choices:
         # the items joined and keyed a piece at a time: the temporaries of one piece are reused by the next, where
         # those of the whole task's text would be fresh memory as large as it (a page fault per 4 KiB)
         pieces = range(0, len(items), PIECE)
-        prints: list[Fingerprints] = []
+        fingerprints = np.empty(len(items), dtype=np.uint64)  # each piece's written in place (where aligned)
         numeric: list[Flags | None] = []  # per piece, where it holds a point
         aligned, ascii, amp = bool(items), True, False  # (no item at all: one empty key, as the joined text has)
         for start in pieces:
             joined = _joined(items[start : start + PIECE])
-            ends, fingerprints = _fingerprints(joined.translate(_LOWER, _DROP))
+            ends, prints = _fingerprints(joined.translate(_LOWER, _DROP))
             aligned = aligned and len(ends) == min(PIECE, len(items) - start)
+            if aligned:
+                fingerprints[start : start + len(prints)] = prints
             ascii, amp = ascii and joined.isascii(), amp or b"&" in joined
-            prints.append(fingerprints)
             numeric.append(_numeric(joined) if b"." in joined else None)
         point = any(n is not None for n in numeric)
         numbers = None
@@ -148,7 +149,6 @@ class _Choices:
         foreign = np.zeros(len(rows), dtype=np.bool_)
         if not ascii:
             foreign = np.bincount(row_of[~_flags(str.isascii, items)], minlength=len(rows)) > 0
-        fingerprints = np.concatenate(prints) if prints else np.zeros(0, dtype=np.uint64)
         return cls(rows, items, widths, row_of, fingerprints, aligned, ascii and not amp, point, numbers, foreign)
 
     def rows_where(self, flags: Flags) -> Flags:
@@ -282,8 +282,11 @@ def _choice_row_prints(choices: _Choices) -> Fingerprints:
     if not choices.aligned:
         return np.fromiter(map(hash, map(_ITEM.join, choices.rows)), dtype=np.int64, count=n).view(np.uint64)
     starts = np.cumsum(choices.widths) - choices.widths
-    place = (np.arange(len(choices.items), dtype=np.intp) - starts[choices.row_of]).astype(np.uint64)
-    mixed = (choices.fingerprints + place) * _MIX
+    # (an item's fingerprint + its place in its row) * _MIX, made in place: each array is as long as the items
+    mixed = np.arange(len(choices.items), dtype=np.uint64)
+    mixed -= starts.astype(np.uint64)[choices.row_of]
+    mixed += choices.fingerprints
+    mixed *= _MIX
     mixed ^= mixed >> np.uint64(29)
     total = np.zeros(len(mixed) + 1, dtype=np.uint64)
     np.cumsum(mixed, out=total[1:])
@@ -311,10 +314,10 @@ def _meeting(prints: Fingerprints) -> Flags:
 
 
 def _repeats(
-    samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], prompts: str, choices: _Choices
+    samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], choices: _Choices
 ) -> list[tuple[int, int]]:
     """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text
-    (``own``: each sample's own text); ``prompts``: the texts joined by the row separator. Rows of the same
+    (``own``: each sample's own text). Rows of the same
     choices are found first (in most multiple-choice tasks a row's choices tell it apart, and no prompt need be
     read); their prompts then."""
     n = len(samples)
@@ -329,7 +332,7 @@ def _repeats(
     if len(rows) < FEW_ROWS * n:  # a few rows: their texts one by one
         hashes = np.fromiter((hash("".join(asked[i].split())) for i in rows.tolist()), np.int64, count=len(rows))
     else:
-        hashes = _text_hashes(asked, _ROW.join(asked) if texts_only else prompts)[rows]
+        hashes = _text_hashes(asked, _ROW.join(asked))[rows]
     rows = rows[_meeting(hashes.view(np.uint64) * _MIX + choice_prints[rows])]
     first: dict[tuple[str, ...], int] = {}
     out = []
@@ -359,10 +362,11 @@ def _odd(items: Sequence[str], backslash: bool) -> Flags:
     return flags | _flags(str.__contains__, items, repeat("\\")) if backslash else flags
 
 
-def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
+def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], choices: _Choices) -> list[int]:
     """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
     rows = np.zeros(len(texts), dtype=np.bool_)
-    if not _plain(prompts, backslash=True):
+    # the prompts joined a piece at a time, as the choices are: one text of them all would be fresh memory
+    if not all(_plain(_ROW.join(texts[at : at + PIECE]), backslash=True) for at in range(0, len(texts), PIECE)):
         rows |= _odd(texts, backslash=True)
     if not choices.plain:
         rows |= choices.rows_where(_odd(choices.items, backslash=False))
@@ -385,12 +389,11 @@ def scan_rows(
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
     choices = _Choices.of(columns.choices, columns.choice_counts)
-    prompts = columns.joined_prompts
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
         placeholder_choices=_rows_with_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
-        repeats=_repeats(samples, columns.own_texts, texts, prompts, choices),
+        repeats=_repeats(samples, columns.own_texts, texts, choices),
         id_clashes=id_clashes(columns.ids),
-        unusual_text=_unusual(columns.references, texts, prompts, choices),
+        unusual_text=_unusual(columns.references, texts, choices),
         truth_choices=_rows_with_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
     )
