@@ -27,7 +27,7 @@ Rows = npt.NDArray[np.intp]
 Flags = npt.NDArray[np.bool_]
 Fingerprints = npt.NDArray[np.uint64]
 
-PIECE = 1 << 15  # choices joined and keyed at a time (about 1 MB of text at 30 characters a choice)
+PIECE = 1 << 14  # choices joined and keyed at a time (about 400 KB of text at 25 characters a choice)
 
 
 def encode(text: str) -> bytes:
