@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from proctor.audit.columns import ROW, Columns
+from proctor.audit.columns import Columns
 from proctor.audit.fixed_text import fixed_text
 from proctor.data.sources import Sample
 from proctor.prompts.builder import PreparedSample, Prompt
@@ -87,6 +87,8 @@ def test_columns_are_each_samples_parts():
     columns = Columns(samples)
     assert columns.prompt_texts == ["Q: a\nA:", "Be brief.\nQ: b", "", "", "", "Q: c\x01"]
     assert columns.choice_counts.tolist() == [2, 0, 2, 0, 0, 3]
+    assert columns.gold_counts.tolist() == [1, 0, 0, 0, 0, 2]
+    assert not columns.all_multiple_choice
     assert columns.scored == [samples[0], samples[5]]
     assert columns.multiple_choice() == 3
     assert columns.any_scored_multiple_choice()
@@ -100,7 +102,7 @@ def test_columns_of_plain_prompts_and_unscored_rows():
     samples = [_sample(i, Prompt(f"Q: {i}\nA:"), choices=("x", "y")) for i in range(3)]
     columns = Columns(samples)
     assert columns.prompt_texts == ["Q: 0\nA:", "Q: 1\nA:", "Q: 2\nA:"]
-    assert columns.joined_prompts == ROW.join(columns.prompt_texts)
+    assert columns.all_multiple_choice
     assert columns.scored == []
     assert columns.multiple_choice() == 3
     assert not columns.any_scored_multiple_choice()

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from proctor.audit import row_scan
+from proctor.audit import choice_keys, row_scan
 from proctor.audit.row_scan import PLACEHOLDER_KEYS, TRUTH_KEYS, WIDE_SPACES, RowScan, scan_rows
 from proctor.audit.subject import near
 from proctor.data.sources import Sample
@@ -177,6 +177,8 @@ PLAIN = r"[^ -~\n\t]|[&\\]"  # ASCII without "&" or a backslash: no row is unusu
 def test_scan_finds_what_the_per_row_definitions_find(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # rows that share their choices have their prompts read one by one, or all prompts are read at once
     monkeypatch.setattr(row_scan, "FEW_ROWS", 1.0 if seed % 5 < 2 else 0.0)
+    # the choices joined a few at a time (a point, a NUL or a non-ASCII choice in some pieces only), or all at once
+    monkeypatch.setattr(choice_keys, "PIECE", (7, 64, 1 << 15)[seed // 4 % 3])
     rng = random.Random(seed)
     width = (4, 10, 2)[seed % 3]
     ragged, perplexity, points = seed % 2 == 1, seed % 3 == 0, seed % 4 < 2

@@ -79,7 +79,7 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
 def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
     """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
     columns = subject.columns
-    if any(columns.choices) and not columns.any_scored_multiple_choice():  # told in C, column by column
+    if columns.choice_counts.any() and not columns.any_scored_multiple_choice():  # told in C, column by column
         yield subject.at_line(
             "target",
             f"none of the {columns.multiple_choice()} rows has a right answer (every target is the task's unscored "
@@ -131,7 +131,7 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
-    if max(map(len, subject.columns.gold), default=0) <= 1:  # one right answer per row (most tasks), in C
+    if subject.columns.gold_counts.max(initial=0) <= 1:  # one right answer per row (most tasks), in C
         return
     for sample in [s for s in subject.scored if len(s.gold) > 1]:
         if len(sample.choices) >= 2 and len(set(sample.gold)) >= len(sample.choices):

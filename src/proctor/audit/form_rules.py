@@ -12,6 +12,7 @@ artefact in every row.
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable, Iterator, Mapping, Sequence
 
 from proctor.audit.order_rules import choices_setting, setting_line
@@ -23,10 +24,11 @@ FORM_PROBE_ROWS = 1000  # the form of a row's choices is cheap to read: a larger
 GOLD_SHARE = 0.75  # of the rows with an odd choice, the gold is it in at least this share
 CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely
 _END_PUNCTUATION = ".!?;,:"
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _control(text: str) -> bool:
-    return any(ch < " " or ch == "\x7f" for ch in text)
+    return _CONTROL.search(text) is not None
 
 
 # (what the form is, in a message; whether a choice has it), most telling first
@@ -35,6 +37,16 @@ FORMS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("ends with whitespace", lambda t: t[-1:].isspace()),
     ("begins with whitespace", lambda t: t[:1].isspace()),
     (f"ends with punctuation ({' '.join(_END_PUNCTUATION)})", lambda t: t.rstrip()[-1:] in _END_PUNCTUATION),
+)
+# per form, a search of the probed choices joined by NUL that finds each choice with the form (\s is what
+# str.isspace and str.rstrip take for whitespace): where it finds none, no choice is odd, and the rows need not be
+# read one by one (most tasks' choices have none of the forms)
+_BLANK_OR_PUNCTUATED = f"(?:[{re.escape(_END_PUNCTUATION)}]|\\A|\\x00)"  # a blank choice too: '' is in any text
+_MAY_HAVE = (
+    re.compile("[\x01-\x1f\x7f]"),
+    re.compile(r"\s(?=\x00|\Z)"),
+    re.compile(r"(?:\A|\x00)\s"),
+    re.compile(_BLANK_OR_PUNCTUATED + r"\s*(?=\x00|\Z)"),
 )
 
 
@@ -81,7 +93,12 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
     if len({samples[r].choices for r in rows}) == 1:
         yield from _fixed_set(subject, samples[rows[0]].choices)
         return
-    for form, has in FORMS:
+    probed = [c for r in rows for c in samples[r].choices]
+    joined = "\x00".join(probed)
+    exact = joined.count("\x00") != len(probed) - 1  # a choice holds a NUL: the search would not tell them apart
+    for (form, has), may_have in zip(FORMS, _MAY_HAVE):
+        if not exact and may_have.search(joined) is None:
+            continue  # no probed choice has the form: none is odd
         odd = [(r, i) for r in rows if (i := odd_one(samples[r].choices, has)) is not None]
         on_gold = [r for r, i in odd if i == samples[r].gold[0]]
         if len(odd) < MIN_ROWS or len(on_gold) < GOLD_SHARE * len(odd):

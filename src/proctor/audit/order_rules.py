@@ -94,6 +94,8 @@ def _named(sample: PreparedSample, items: list[str], prompt: str | None) -> str 
     are the row's items reordered, or where the choices are option letters, the letters the prompt lists the row's
     items under (the gold's letter first); None where the row is neither."""
     gold = sample.gold[0]
+    if prompt is not None and _letters(sample.choices) is None:
+        return None  # choices that are not option letters (most tasks): no listing to read, and no loose() needed
     keys = [loose(i) for i in items]
     if len(set(keys)) != len(keys):
         return None
@@ -121,6 +123,8 @@ def _compare(subject: AuditSubject, rows: list[int], name: str, listed: str, in_
         if key != sample.gold[0]:
             return 0, 0, -1  # the target computes the index: it may count in the order the choices have
         prompt = texts[i] if texts is not None else None
+        if prompt is None and any(list(sample.choices) == own for own in lists.values()):
+            continue  # the choices are one of the row's lists as it is (most rows): in order, as told without loose()
         named = _named(sample, items, prompt)
         if named is None or _in_order(sample, list(lists.values()), prompt):
             continue  # not the row's items, or in the order of one of the row's lists: nothing moved

@@ -2,14 +2,14 @@
 
 A task may have 100,000 rows and the audit may add at most 5% to ``proctor validate`` (issue 45): so the rules
 that compare texts within a row (choices a reader takes for one), across rows (an item asked twice, ids that
-look alike) or look for damaged text do not each walk every row in Python. Each choice has a cheap key that
-every near-duplicate shares (lower case, spaces and punctuation dropped; a non-ASCII row's keys are
-``subject.near``'s); the rows where two keys meet are kept, and the rules check them with the exact comparisons
-of ``subject.loose`` / ``subject.near``, which decide.
+look alike: ``look_alike_ids.py``) or look for damaged text do not each walk every row in Python. Each choice
+has a cheap key that every near-duplicate shares (lower case, spaces and punctuation dropped; a non-ASCII row's
+keys are ``subject.near``'s); the rows where two keys meet are kept, and the rules check them with the exact
+comparisons of ``subject.loose`` / ``subject.near``, which decide.
 
-Nor does the pass make an object per row or per choice where it can help it: the whole task's choices (prompts,
-ids) are joined into one text and lowered, stripped and split by single calls of C, and the keys are compared
-by a fingerprint that equal keys share (their length and five of their bytes, in numpy arrays). Only the rows
+Nor does the pass make an object per row or per choice where it can help it: the task's choices (prompts, ids)
+are joined into texts that single calls of C lower, strip and split, and the keys are compared by a fingerprint
+that equal keys share (their length and five of their bytes, in numpy arrays: ``choice_keys.py``). Only the rows
 whose fingerprints meet are compared again, exactly, in Python. What the pass finds is what the plain per-row
 definitions find (``tests/audit/test_row_scan.py`` holds them and compares).
 """
@@ -19,35 +19,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from proctor.audit.choice_keys import (
+    ITEM,
+    PIECE,
+    Choices,
+    Fingerprints,
+    Flags,
+    cheap_key,
+    encode,
+    fingerprints,
+    flags_of,
+)
 from proctor.audit.columns import ROW, Columns
+from proctor.audit.look_alike_ids import SPACING, id_clashes
 from proctor.prompts.builder import PreparedSample
 
-# dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
-_DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
-# ASCII letters lowered, as str.lower() lowers them (other letters are in rows whose keys are near()'s)
-_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 # what a CSV or pandas reader makes of a missing value, as the cheap key writes it
 PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefined"})
 TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
-# ASCII whitespace as str.split() sees it (\x1c-\x1f too, which bytes.split() keeps)
-_SPACING = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
-# what an ASCII number's spelling (as _NUMBERS reads it) is made of: a choice with anything else is no number
-_NUMBER_CHARS = b"0123456789+-." + _SPACING
 # the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
 WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _ROW = ROW  # between rows in a joined column (a text holding it is read row by row)
-_ITEM = "\x00"  # between a row's choices, and after each cheap key
-
-Rows = npt.NDArray[np.intp]
-Flags = npt.NDArray[np.bool_]
-Fingerprints = npt.NDArray[np.uint64]
 
 PAIRWISE_WIDTH = 8  # rows of up to this many choices have each pair compared; wider ones are sorted
 FEW_ROWS = 0.125  # rows of shared choices up to this share of a task have their prompts read one by one
@@ -66,88 +65,16 @@ class RowScan:
     truth_choices: list[int] = field(default_factory=list)  # a choice reads True or False
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _key(choice: str) -> bytes:
-    """An ASCII choice's cheap key."""
-    return _encode(choice).translate(_LOWER, _DROP)
-
-
-def _fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
-    """(where each key ends, each key's fingerprint) of keys written one after another, each ended by NUL:
-    equal keys have equal fingerprints (their length, and their bytes at 0, 1/4, 1/2, 3/4 and the end)."""
-    data = np.frombuffer(keys, dtype=np.uint8)
-    ends = np.flatnonzero(data == 0)
-    starts = np.empty_like(ends)
-    starts[:1] = 0
-    starts[1:] = ends[:-1] + 1
-    lengths = ends - starts
-    # an empty key reads its own NUL and the one before (or the last byte, a NUL): the same for every empty key
-    sampled = (starts, starts + (lengths >> 2), starts + (lengths >> 1), starts + ((3 * lengths) >> 2), ends - 1)
-    packed = np.empty((len(ends), 8), dtype=np.uint8)  # a fingerprint's eight bytes, made in place
-    packed[:, :3] = lengths.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :3]
-    for column, at in enumerate(sampled, start=3):
-        packed[:, column] = data[at]
-    return ends, packed.view(np.uint64).reshape(-1)
-
-
-@dataclass
-class _Choices:
-    """Every row's choices: one flat list, each choice's row and cheap key's fingerprint."""
-
-    rows: Sequence[Sequence[str]]  # per row, as the samples hold them
-    items: list[str]  # all of them, row after row
-    widths: Rows  # how many each row has
-    row_of: Rows  # each choice's row
-    whole: str  # the items joined by NUL
-    keys: bytes  # each item's cheap key (non-ASCII items lowered in their ASCII letters only), each ended by NUL
-    ends: Rows  # where each key ends in ``keys``
-    fingerprints: Fingerprints  # each key's
-    aligned: bool  # no item holds a NUL, so ``keys`` splits back into one key per item
-    foreign: Flags  # per row: a choice is non-ASCII (the row's keys are near()'s)
-
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[str]], widths: Rows) -> _Choices:
-        items = list(chain.from_iterable(rows))
-        row_of = np.repeat(np.arange(len(rows), dtype=np.intp), widths)
-        whole = _ITEM.join(items)
-        keys = _encode(whole).translate(_LOWER, _DROP) + b"\x00"
-        ends, fingerprints = _fingerprints(keys)
-        foreign = np.zeros(len(rows), dtype=np.bool_)
-        if not whole.isascii():
-            foreign = np.bincount(row_of[~_flags(str.isascii, items)], minlength=len(rows)) > 0
-        aligned = len(ends) == len(items)
-        return cls(rows, items, widths, row_of, whole, keys, ends, fingerprints, aligned, foreign)
-
-    def rows_where(self, flags: Flags) -> Flags:
-        """Per row: whether one of its choices is flagged."""
-        return np.bincount(self.row_of[flags], minlength=len(self.rows)) > 0
-
-    def exact_keys(self, row: int, near: Callable[[str], str]) -> list[str | bytes]:
-        choices = self.rows[row]
-        return [near(c) for c in choices] if self.foreign[row] else [_key(c) for c in choices]
-
-    def key_at(self, item: int) -> bytes:
-        return self.keys[int(self.ends[item - 1]) + 1 if item else 0 : int(self.ends[item])]
-
-
 def _positions(flags: Flags) -> list[int]:
     """The positions of the flags that are set, as Python ints."""
     positions: list[int] = np.flatnonzero(flags).tolist()
     return positions
 
 
-def _flags(test: Callable[..., object], items: Sequence[object], *args: Iterable[object]) -> Flags:
-    """``test`` of each item, as a boolean array (the calls made by ``map``, in C)."""
-    return np.fromiter(map(test, items, *args), dtype=np.bool_, count=len(items))
-
-
 # -- choices that collide within a row ----------------------------------------------------------------------
 
 
-def _meeting_rows(choices: _Choices) -> Flags:
+def _meeting_rows(choices: Choices) -> Flags:
     """Per row: two of its choices' fingerprints are equal."""
     widths, fingerprints, n = choices.widths, choices.fingerprints, len(choices.rows)
     width = int(widths[0])
@@ -180,22 +107,19 @@ def _numbers_clash(joined: str, choices: Sequence[str]) -> bool:
     return len(set(values)) < len(values)
 
 
-def _maybe_numbers(choices: _Choices) -> Flags:
+def _maybe_numbers(choices: Choices) -> Flags:
     """Per row: two choices may be numbers (made of a number's characters only; or a non-ASCII choice)."""
     n = len(choices.rows)
-    if "." not in choices.whole:
+    if not choices.point:
         return np.zeros(n, dtype=np.bool_)  # "4" and "4.0": a point is needed (most tasks have none)
-    if not choices.aligned:
+    if choices.numeric is None:  # not aligned
         return np.ones(n, dtype=np.bool_)
-    bare = _encode(choices.whole).translate(None, _NUMBER_CHARS) + b"\x00"
-    ends = np.flatnonzero(np.frombuffer(bare, dtype=np.uint8) == 0)
-    numeric = np.diff(ends, prepend=-1) == 1  # nothing left between two NULs
-    return (np.bincount(choices.row_of[numeric], minlength=n) >= 2) | choices.foreign
+    return (np.bincount(choices.row_of[choices.numeric], minlength=n) >= 2) | choices.foreign
 
 
-def _choice_collisions(choices: _Choices, near: Callable[[str], str]) -> list[int]:
+def _choice_collisions(choices: Choices, near: Callable[[str], str]) -> list[int]:
     """Rows where two choices share a cheap key or are one number: the candidates, checked exactly."""
-    if not choices.items:
+    if not len(choices.row_of):
         return []
     maybe = _meeting_rows(choices) | choices.foreign if choices.aligned else np.ones(len(choices.rows), np.bool_)
     numbers = _maybe_numbers(choices)
@@ -203,13 +127,13 @@ def _choice_collisions(choices: _Choices, near: Callable[[str], str]) -> list[in
     for row in np.flatnonzero((maybe | numbers) & (choices.widths >= 2)).tolist():
         keys = choices.exact_keys(row, near)
         repeated = len(set(keys)) < len(keys)
-        if repeated or (numbers[row] and _numbers_clash(_ITEM.join(choices.rows[row]), choices.rows[row])):
+        if repeated or (numbers[row] and _numbers_clash(ITEM.join(choices.rows[row]), choices.rows[row])):
             out.append(row)
     return out
 
 
 def _fingerprint_of(key: bytes) -> int:
-    return int(_fingerprints(key + b"\x00")[1][0])
+    return int(fingerprints(key + b"\x00")[1][0])
 
 
 def _prints_of(keys: frozenset[bytes]) -> npt.NDArray[np.uint64]:
@@ -220,17 +144,17 @@ _PLACEHOLDER_PRINTS = _prints_of(PLACEHOLDER_KEYS)
 _TRUTH_PRINTS = _prints_of(TRUTH_KEYS)
 
 
-def _rows_with_key(choices: _Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
+def _rows_withcheap_key(choices: Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
     """Rows of two or more choices one of which has one of ``keys`` as its cheap key (placeholders, truth values;
     and every non-ASCII row: its keys are near()'s, which the rule reads again)."""
-    if not choices.items:
+    if not len(choices.row_of):
         return []
     if choices.aligned:
         maybe = np.flatnonzero(np.isin(choices.fingerprints, prints)).tolist()
-        flags = np.zeros(len(choices.items), dtype=np.bool_)
+        flags = np.zeros(len(choices.row_of), dtype=np.bool_)
         flags[[i for i in maybe if choices.key_at(i) in keys]] = True
     else:
-        flags = _flags(lambda c: _key(c) in keys, choices.items)
+        flags = flags_of(lambda c: cheap_key(c) in keys, choices.items)
     marked = choices.rows_where(flags) | choices.foreign
     return _positions(marked & (choices.widths >= 2))
 
@@ -243,20 +167,23 @@ def _text_hashes(texts: Sequence[str], whole: str) -> npt.NDArray[np.int64]:
     the texts joined by the row separator."""
     if not whole.isascii():
         whole = WIDE_SPACES.sub("", whole)
-    bare: list[Any] = _encode(whole).translate(None, _SPACING).split(_ROW.encode())
+    bare: list[Any] = encode(whole).translate(None, SPACING).split(_ROW.encode())
     if len(bare) != len(texts):  # a text holds the row separator
         bare = ["".join(t.split()) for t in texts]
     return np.fromiter(map(hash, bare), dtype=np.int64, count=len(texts))
 
 
-def _choice_row_prints(choices: _Choices) -> Fingerprints:
+def _choice_row_prints(choices: Choices) -> Fingerprints:
     """Per row, a fingerprint that rows of the same choices (in the same order) share."""
     n = len(choices.rows)
     if not choices.aligned:
-        return np.fromiter(map(hash, map(_ITEM.join, choices.rows)), dtype=np.int64, count=n).view(np.uint64)
+        return np.fromiter(map(hash, map(ITEM.join, choices.rows)), dtype=np.int64, count=n).view(np.uint64)
     starts = np.cumsum(choices.widths) - choices.widths
-    place = (np.arange(len(choices.items), dtype=np.intp) - starts[choices.row_of]).astype(np.uint64)
-    mixed = (choices.fingerprints + place) * _MIX
+    # (an item's fingerprint + its place in its row) * _MIX, made in place: each array is as long as the items
+    mixed = np.arange(len(choices.row_of), dtype=np.uint64)
+    mixed -= starts.astype(np.uint64)[choices.row_of]
+    mixed += choices.fingerprints
+    mixed *= _MIX
     mixed ^= mixed >> np.uint64(29)
     total = np.zeros(len(mixed) + 1, dtype=np.uint64)
     np.cumsum(mixed, out=total[1:])
@@ -268,7 +195,7 @@ def _item(sample: PreparedSample, text: str) -> tuple[str, ...]:
     """What an item is, as ``samples.duplicate`` compares it: the prompt (spacing aside) and choices, or text."""
     if sample.text is not None:
         return (" ".join(sample.text.split()),)
-    return (" ".join(text.split()), _ITEM.join(sample.choices))
+    return (" ".join(text.split()), ITEM.join(sample.choices))
 
 
 def _meeting(prints: Fingerprints) -> Flags:
@@ -284,10 +211,10 @@ def _meeting(prints: Fingerprints) -> Flags:
 
 
 def _repeats(
-    samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], prompts: str, choices: _Choices
+    samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], choices: Choices
 ) -> list[tuple[int, int]]:
     """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text
-    (``own``: each sample's own text); ``prompts``: the texts joined by the row separator. Rows of the same
+    (``own``: each sample's own text). Rows of the same
     choices are found first (in most multiple-choice tasks a row's choices tell it apart, and no prompt need be
     read); their prompts then."""
     n = len(samples)
@@ -302,7 +229,7 @@ def _repeats(
     if len(rows) < FEW_ROWS * n:  # a few rows: their texts one by one
         hashes = np.fromiter((hash("".join(asked[i].split())) for i in rows.tolist()), np.int64, count=len(rows))
     else:
-        hashes = _text_hashes(asked, _ROW.join(asked) if texts_only else prompts)[rows]
+        hashes = _text_hashes(asked, _ROW.join(asked))[rows]
     rows = rows[_meeting(hashes.view(np.uint64) * _MIX + choice_prints[rows])]
     first: dict[tuple[str, ...], int] = {}
     out = []
@@ -316,72 +243,35 @@ def _repeats(
     return out
 
 
-# -- ids that look alike ------------------------------------------------------------------------------------
-
-
-def _id_key(sample_id: str) -> str:
-    """An id as a reader compares it: case and spacing aside, a number by its value ("1.0" is "1")."""
-    key = " ".join(sample_id.split()).lower()
-    try:
-        number = float(key)
-    except ValueError:
-        return key
-    return repr(number) if number == number else key
-
-
-def _ids_plainly_distinct(ids: list[str]) -> bool:
-    """Whether no two ids are one up to case and ends, none holds a space and none a point (which a number's
-    spelling could tell apart, "1.0" and "1"): most tasks' ids, told in one pass of the joined ids."""
-    whole = _ITEM.join(ids)
-    if "." in whole:
-        return False
-    if whole.isascii() and whole.count(_ITEM) == len(ids) - 1 and not any(c in whole for c in _SPACING.decode()):
-        lowered = whole.lower()  # no spacing in any id: nothing to strip
-        return len(set(ids if lowered == whole else lowered.split(_ITEM))) == len(ids)
-    quick = [i.strip().lower() for i in ids]
-    return len(set(quick)) == len(quick) and " " not in "".join(quick)
-
-
-def _id_clashes(ids: list[str]) -> list[tuple[int, int]]:
-    if _ids_plainly_distinct(ids):
-        return []
-    keys = [_id_key(i) for i in ids]
-    if len(set(keys)) == len(keys):
-        return []
-    first: dict[str, int] = {}
-    out = []
-    for i, key in enumerate(keys):
-        earlier = first.setdefault(key, i)
-        if earlier != i and ids[earlier] != ids[i]:
-            out.append((i, earlier))
-    return out
-
-
 # -- text a reader should look at -----------------------------------------------------------------------------
 
 
-def _odd(items: Sequence[str], whole: str, backslash: bool) -> Flags | None:
-    """Per item: non-ASCII, or holding '&' (or, with ``backslash``, a backslash); None when no item is."""
-    if whole.isascii() and "&" not in whole and not (backslash and "\\" in whole):
-        return None
-    flags = ~_flags(str.isascii, items) | _flags(str.__contains__, items, repeat("&"))
-    return flags | _flags(str.__contains__, items, repeat("\\")) if backslash else flags
+def _plain(whole: str | bytes, backslash: bool) -> bool:
+    """Whether a joined column (a text, or its UTF-8) is ASCII without '&' (nor, with ``backslash``, a backslash)."""
+    if isinstance(whole, bytes):
+        return whole.isascii() and b"&" not in whole and not (backslash and b"\\" in whole)
+    return whole.isascii() and "&" not in whole and not (backslash and "\\" in whole)
 
 
-def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], prompts: str, choices: _Choices) -> list[int]:
+def _odd(items: Sequence[str], backslash: bool) -> Flags:
+    """Per item: non-ASCII, or holding '&' (or, with ``backslash``, a backslash)."""
+    flags = ~flags_of(str.isascii, items) | flags_of(str.__contains__, items, repeat("&"))
+    return flags | flags_of(str.__contains__, items, repeat("\\")) if backslash else flags
+
+
+def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], choices: Choices) -> list[int]:
     """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
     rows = np.zeros(len(texts), dtype=np.bool_)
-    odd = _odd(texts, prompts, backslash=True)
-    if odd is not None:
-        rows |= odd
-    odd = _odd(choices.items, choices.whole, backslash=False)
-    if odd is not None:
-        rows |= choices.rows_where(odd)
+    # the prompts joined a piece at a time, as the choices are: one text of them all would be fresh memory
+    if not all(_plain(_ROW.join(texts[at : at + PIECE]), backslash=True) for at in range(0, len(texts), PIECE)):
+        rows |= _odd(texts, backslash=True)
+    if not choices.plain:
+        rows |= choices.rows_where(_odd(choices.items, backslash=False))
     items = list(chain.from_iterable(references))
-    odd = _odd(items, "".join(items), backslash=False)
-    if odd is not None:
+    if not _plain("".join(items), backslash=False):
         widths = np.fromiter(map(len, references), dtype=np.intp, count=len(references))
-        rows |= np.bincount(np.repeat(np.arange(len(references)), widths)[odd], minlength=len(texts)) > 0
+        item_rows = np.repeat(np.arange(len(references)), widths)
+        rows |= np.bincount(item_rows[_odd(items, backslash=False)], minlength=len(texts)) > 0
     return _positions(rows)
 
 
@@ -395,13 +285,12 @@ def scan_rows(
     if columns is None:
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
-    choices = _Choices.of(columns.choices, columns.choice_counts)
-    prompts = columns.joined_prompts
+    choices = Choices.of(columns.choices, columns.choice_counts)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
-        placeholder_choices=_rows_with_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
-        repeats=_repeats(samples, columns.own_texts, texts, prompts, choices),
-        id_clashes=_id_clashes(columns.ids),
-        unusual_text=_unusual(columns.references, texts, prompts, choices),
-        truth_choices=_rows_with_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
+        placeholder_choices=_rows_withcheap_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
+        repeats=_repeats(samples, columns.own_texts, texts, choices),
+        id_clashes=id_clashes(columns.ids),
+        unusual_text=_unusual(columns.references, texts, choices),
+        truth_choices=_rows_withcheap_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
     )

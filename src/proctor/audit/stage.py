@@ -57,6 +57,7 @@ def audit(subject: AuditSubject, *, strict: bool = False) -> tuple[Finding, ...]
     try:
         findings = _findings(subject, rules, strict)
     finally:
+        subject.forget_columns()
         if collecting:
             gc.enable()
     _stop_on_errors(findings, strict)

@@ -133,3 +133,11 @@ class AuditSubject(OfTask):
     def prompt_texts(self) -> list[str]:
         """Each sample's prompt as text (chat messages joined), for rules that read what the model is shown."""
         return self.columns.prompt_texts
+
+    def forget_columns(self) -> None:
+        """Drop what the rules shared (the columns, the scan, the template's text), read again if asked. The
+        stage calls it once the rules have run, before the cyclic collector is back on: the columns are lists of
+        100,000 rows each, made while it was off, and its next pass would walk every one of them (16 ms at
+        100,000 rows) while the subject lives on in ``engine/prepare``."""
+        for name in ("columns", "scan", "fixed_text"):
+            self.__dict__.pop(name, None)

@@ -96,7 +96,7 @@ def _empty_answer(text: str) -> bool:
 
 
 def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
-    if all(subject.columns.choices):
+    if subject.columns.all_multiple_choice:
         return  # every row has choices: no generated row (a multiple-choice task), told in C
     for sample in subject.samples:
         if sample.choices or sample.text is not None:
