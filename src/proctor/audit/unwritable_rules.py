@@ -62,7 +62,7 @@ def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
 
 def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
     columns = subject.columns
-    if all(columns.choices):
+    if columns.all_multiple_choice:
         return  # a multiple-choice task: the model writes nothing to compare
     references = columns.references
     joined = "".join("".join(r) for r in references)
