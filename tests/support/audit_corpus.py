@@ -2642,6 +2642,18 @@ add(  # a shell variable left in the prompt
     rule("prompt.unfilled"),
 )
 add("prompt-json-braces-ok", "ok", native(prompt="Q: {{ question }}\nReply as {answer_text}.\nA:"), OK)
+add(  # whitespace control runs the last option into the answer cue: '...- ShipAnswer:'
+    "prompt-options-glued-to-cue",
+    "prompt.glued-text",
+    native(prompt="Q: {{ question }}\nOptions:{%- for c in choices -%}- {{ c }}{%- endfor -%}\nAnswer:"),
+    rule("prompt.glued-text"),
+)
+add(
+    "prompt-options-on-lines-ok",
+    "ok",
+    native(prompt="Q: {{ question }}\nOptions:\n{% for c in choices %}- {{ c }}\n{% endfor %}Answer:"),
+    OK,
+)
 lm_add(
     "doc-to-text-slice",
     "prompt.cut",

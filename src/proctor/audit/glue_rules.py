@@ -1,0 +1,79 @@
+"""The template's own words glued to the row's text: whitespace control (``{%- ... -%}``) or a missing line
+break prints '...- 6Answer:', so the last option runs into the answer cue and the model reads '6Answer' as one
+word. Seen in most rows, since it is the template's doing: the same word of the template follows a row's value
+with no space between."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterator
+
+from proctor.audit.subject import READER_FIELDS, AuditSubject
+from proctor.core.audit import AuditRule, Hit
+
+PROBE_ROWS = 200
+GLUED_SHARE = 0.5  # of the rows read: a template's doing, not a row's spelling
+_WORD = re.compile(r"[A-Z][a-z]+")  # the template's cue ('Answer', 'Question'): a capitalised word
+
+
+def _values(subject: AuditSubject, i: int) -> list[str]:
+    """The row's texts that the prompt may print: its choices and its own text fields (one letter left out:
+    'A' is in 'Answer' wherever it stands)."""
+    sample = subject.samples[i]
+    fields = [v for k, v in sample.sample.fields.items() if k not in READER_FIELDS and isinstance(v, (str, int))]
+    found = [str(v).strip() for v in (*sample.choices, *fields)]
+    return [v for v in found if v and v[-1].isalnum() and not (len(v) == 1 and v.isalpha())]
+
+
+def _glued_word(value: str, text: str) -> str | None:
+    """The capitalised word that follows ``value`` in ``text`` with no space between (None: none does)."""
+    start = text.find(value)
+    while start >= 0:
+        end = start + len(value)
+        before = text[start - 1] if start else " "
+        if not before.isalnum():  # the value starts a word: not a piece of a longer one
+            match = _WORD.match(text, end)
+            if match is not None:
+                return match.group()
+        start = text.find(value, start + 1)
+    return None
+
+
+def glued_to_template(subject: AuditSubject) -> Iterator[Hit]:
+    texts = subject.prompt_texts
+    probe = min(len(texts), PROBE_ROWS)
+    glued: Counter[str] = Counter()
+    first: dict[str, tuple[int, str]] = {}
+    for i in range(probe):
+        words = set()
+        for value in _values(subject, i):
+            word = _glued_word(value, texts[i])
+            if word is not None and word not in words:
+                words.add(word)
+                first.setdefault(word, (i, value))
+        glued.update(words)
+    if not glued:
+        return
+    word, rows = glued.most_common(1)[0]
+    if rows < max(2, GLUED_SHARE * probe):
+        return
+    i, value = first[word]
+    yield subject.at_row(
+        subject.samples[i].sample,
+        f"the prompt runs the row's {value!r:.30} into the template's {word!r} with no space ({value + word!r:.40}) "
+        f"in {rows} of the {probe} rows read: whitespace control ('-%}}') or a missing line break glues them, and "
+        "the model reads one word",
+        "prompt",
+    )
+
+
+RULES = (
+    AuditRule(
+        "prompt.glued-text",
+        "warning",
+        "The template's own word follows a row's text with no space in most rows ('6Answer:'): whitespace control "
+        "or a missing line break glues them.",
+        glued_to_template,
+    ),
+)
