@@ -16,6 +16,7 @@ from proctor.api.finished_run import REQUEST_FIELD, finished_results, model_requ
 from proctor.api.model_resolver import resolve_model
 from proctor.api.model_roles import ModelRoles, roles_in_use
 from proctor.api.run_options import check_run_options, chunk_option, recorded_options
+from proctor.audit.run_rules import GroupMembers
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.notice import notice
 from proctor.core.redact import masked_command
@@ -26,7 +27,7 @@ from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
-from proctor.engine.prepare import GroupMembers, PreparedTask, prepare_task, prepare_tasks, task_config
+from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples

@@ -67,7 +67,8 @@ def _joined(items: list[str]) -> bytes:
 def _numeric(joined: bytes) -> Flags:
     """Per item of a joined text: made of a number's characters only (nothing else between two NULs)."""
     ends = np.flatnonzero(np.frombuffer(joined.translate(None, _NUMBER_CHARS), dtype=np.uint8) == 0)
-    return np.diff(ends, prepend=-1) == 1
+    numeric: Flags = np.diff(ends, prepend=-1) == 1
+    return numeric
 
 
 @dataclass

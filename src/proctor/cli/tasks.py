@@ -155,7 +155,8 @@ def validate(
     from rich.markup import escape
 
     from proctor.api import load_tasks
-    from proctor.engine.prepare import GroupMembers, prepare_task
+    from proctor.audit.run_rules import GroupMembers
+    from proctor.engine.prepare import prepare_task
 
     load_plugins(plugin)
     variables = variables_from(data_dir, var)
