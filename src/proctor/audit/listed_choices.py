@@ -11,37 +11,13 @@ has no such method: the rules return at once.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator
 
+from proctor.audit.row_choices import RowChoices
 from proctor.core.audit import Hit
-from proctor.data.sources import Sample
 
 if TYPE_CHECKING:
     from proctor.audit.subject import AuditSubject
-
-
-@dataclass(frozen=True)
-class RowChoices:
-    """One row's choices as its data lists them, and the answer it gives."""
-
-    sample: Sample
-    choices: tuple[str, ...]
-    field: str  # the row's field that lists them
-    row: int | None  # the row's line in its file (counted from 1)
-    answer: object = None  # the row's answer as it gives it (a text, a letter, an index); None: it gives none
-    answer_field: str | None = None
-    gold: int | None = None  # the choice the answer names (may be past the last one); None: it names none
-    file: str | None = None  # the data file the row is read from, where not the sample's file
-
-
-def listed(handler: object, samples: Sequence[object]) -> Sequence[RowChoices]:
-    """What the handler's ``audit_choices`` says its rows list (nothing for a handler without one)."""
-    hook = getattr(handler, "audit_choices", None)
-    if not callable(hook):
-        return ()
-    rows = hook(samples)
-    return [r for r in rows if isinstance(r, RowChoices)] if rows else ()
 
 
 def _hit(subject: AuditSubject, row: RowChoices, message: str, field: str) -> Hit:

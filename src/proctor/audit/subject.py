@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from proctor.audit.columns import Columns
 from proctor.audit.fixed_text import fixed_text
-from proctor.audit.listed_choices import RowChoices, listed
+from proctor.audit.row_choices import RowChoices, listed
 from proctor.audit.row_scan import RowScan, scan_rows
 from proctor.core.audit import Hit
 from proctor.core.task import Task

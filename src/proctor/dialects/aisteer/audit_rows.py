@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from typing import Mapping, Sequence
 
-from proctor.audit.listed_choices import RowChoices
+from proctor.audit.row_choices import RowChoices
 from proctor.prompts.builder import PreparedSample
 
 CHOICE_FIELDS = ("choices", "options")

@@ -51,7 +51,7 @@ from proctor.runs.executor import ModelExecutor
 from proctor.scoring.aggregate import MetricEntry
 
 if TYPE_CHECKING:
-    from proctor.audit.listed_choices import RowChoices
+    from proctor.audit.row_choices import RowChoices
     from proctor.kinds.capabilities import Executor
     from proctor.models.steering.pipeline import SteeringPipeline
     from proctor.prompts.builder import PreparedSample
