@@ -135,3 +135,29 @@ def test_a_regex_that_reads_part_of_the_reference_names_the_row(rows, regex, rea
             assert "data.jsonl, row 1" in found[0], found[0]
         else:
             assert not found, found
+
+
+def test_a_regex_reading_the_phrase_the_prompt_asks_for_is_not_never_matching(tmp_path, capsys):
+    """A chain-of-thought prompt asks for 'The answer is N' and the regex reads N after that phrase: the bare
+    references do not match it, and that is by design (a red-team false positive). The same regex with a phrase
+    the prompt never asks for is still named."""
+    task = (
+        'name: cot\nkind: generate\ndata: {path: data.jsonl, id: id}\nprompt: "{{ question }} PROMPT"\n'
+        "target: \"{{ answer }}\"\ngeneration: {max_tokens: 256, stop: ['Question:']}\n"
+        "extraction: {regex: 'The answer is (-?[\\d,]+)'}\n"
+    )
+    rows = [("s1", "What is 3 + 4?", "7"), ("s2", "What is 10 + 8?", "18"), ("s3", "What is 2 + 2?", "4")]
+    for name, prompt, found in (("asked", "Think, then write 'The answer is N'.", False), ("not", "Think.", True)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "t.yaml").write_text(task.replace("PROMPT", prompt))
+        (folder / "data.jsonl").write_text(
+            "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in rows)
+        )
+        try:
+            main(["validate", str(folder / "t.yaml")])
+        except SystemExit as exc:
+            assert not exc.code
+        out = capsys.readouterr()
+        lines = [line for line in (out.out + out.err).splitlines() if "[extraction.never-matches]" in line]
+        assert bool(lines) == found, (name, out)

@@ -27,3 +27,37 @@ def test_the_search_finds_each_choice_with_the_form(seed: int) -> None:
                     assert may_have.search(joined) is not None, (form, choices)
                 alone = may_have.search(choice) is not None
                 assert alone == has(choice), (form, choice)  # one choice alone: the search is the form
+
+
+def test_a_right_choice_that_alone_lacks_the_form_is_said_so(tmp_path, capsys):
+    """Every distractor ends with a full stop and the right answer does not (a red-team probe, whose message said
+    the opposite): the finding says every choice but the right one has the form."""
+    import json
+
+    from proctor.cli import main
+
+    rows = [
+        {
+            "id": f"r{i}",
+            "q": f"Question {i}?",
+            "options": [f"Distractor {i} one.", f"Right answer {i}", f"Distractor {i} two.", f"Distractor {i} three."],
+            "label": 1,
+        }
+        for i in range(12)
+    ]
+    for row, order in zip(rows, [0, 1, 2, 3] * 3):  # the right answer at every position in turn
+        right = row["options"].pop(1)
+        row["options"].insert(order, right)
+        row["label"] = order
+    (tmp_path / "t.yaml").write_text(
+        'name: q\nkind: multiple_choice\ndata: {path: data.jsonl, id: id}\nprompt: "{{ q }}"\n'
+        'choices: "{{ options }}"\ntarget: "{{ label }}"\n'
+    )
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    try:
+        main(["validate", str(tmp_path / "t.yaml")])
+    except SystemExit as exc:
+        assert not exc.code
+    out = capsys.readouterr()
+    (line,) = [line for line in (out.out + out.err).splitlines() if "[choices.gold-form]" in line]
+    assert "every choice but the right one ends with punctuation" in line and "12 of the 12" in line, line

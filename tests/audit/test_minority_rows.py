@@ -85,3 +85,16 @@ def test_a_token_limit_below_four_of_ten_references_is_named(tmp_path, capsys):
     (line,) = _validate(tmp_path / "cut", task, rows, capsys)
     assert "[generation.too-short]" in line and "4 of 10 rows" in line, line
     assert _validate(tmp_path / "right", task.replace("max_tokens: 5", "max_tokens: 32"), rows, capsys) == []
+
+
+def test_a_question_that_names_one_choice_in_every_row_is_not_a_leak(tmp_path, capsys):
+    """'Is it true?' with choices true / false: the prompt of every row says 'true', whichever is right, so the
+    rows whose answer is true do not leak it (a red-team false positive). A hint that names it in those rows only
+    still does."""
+    task = MC.replace("PROMPT", "{{ statement }} Is it true?").replace("CHOICES", '["true", "false"]')
+    rows = [{"id": f"r{i}", "statement": f"Claim number {i} about the world.", "label": i % 2} for i in range(8)]
+    assert _validate(tmp_path / "asked", task, rows, capsys) == []
+    leak = MC.replace("PROMPT", "{{ statement }} {{ note }}").replace("CHOICES", '["true", "false"]')
+    noted = [{**r, "note": "(this is true)" if r["label"] == 0 else "(check it)"} for r in rows]
+    (line,) = _validate(tmp_path / "leak", leak, noted, capsys)
+    assert "[prompt.contains-gold]" in line, line

@@ -51,3 +51,9 @@ def fixed_text(texts: Sequence[str]) -> tuple[str, str]:
 def said_in(text: str, fixed: str) -> bool:
     """Whether ``fixed`` names ``text`` as a word of its own (not inside a longer word)."""
     return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", fixed) is not None
+
+
+def asserted_in(text: str, fixed: str) -> bool:
+    """Whether ``fixed`` names ``text`` as a word of its own other than in a question ('The answer is True.', not
+    'Is it true?': a question asks about the choice, it does not give it)."""
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)(?![\s'\"]*\?)", fixed) is not None

@@ -108,9 +108,11 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
             continue
         first = samples[on_gold[0]]
         text = first.choices[first.gold[0]]
+        # the right choice is the odd one by having the form, or (of three or more) by lacking it
+        which = f"the right choice alone {form}" if has(text) else f"every choice but the right one {form}"
         yield subject.at_row(
             first.sample,
-            f"the right choice alone {form} ({_shown(text)}) in {len(on_gold)} of the {len(odd)} probed rows where "
+            f"{which} ({_shown(text)}) in {len(on_gold)} of the {len(odd)} probed rows where "
             f"one choice's form differs from the others' (chance: about 1 in {round(1 / chance)}): the scores "
             "compare a formatting artefact that marks the answer (a CSV written on Windows leaves '\\r' on the "
             "last column; a full stop or space added to the answer column only)",

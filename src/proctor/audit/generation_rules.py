@@ -11,7 +11,7 @@ from proctor.audit.metric_rules import metric_names
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
-from proctor.core.bounded_regex import RegexTooSlow
+from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
 from proctor.core.errors import TaskDefinitionError
 
 CUT_SHARE = 0.2  # a stop string inside this share of the references cuts answers the task counts as right
@@ -169,6 +169,26 @@ def ngram_ban_on_answers(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+_LITERAL_END = re.compile(r"[\\()\[\].^$*+?{}|]")
+PHRASE_CHARS = 4  # a phrase the prompt asks for ('The answer is'), not a letter it holds by chance
+PHRASE_PROBE = 50  # references tried after the phrase
+
+
+def _asked_phrase_reads(pattern: BoundedPattern, subject: AuditSubject, references: list[str]) -> bool:
+    """Whether the regex starts with a phrase the prompt asks the model to write ('The answer is N'), and reads the
+    references out of that phrase: the regex is meant for the model's answer, not for the bare reference."""
+    source = pattern.source.lstrip("^")
+    end = _LITERAL_END.search(source)
+    phrase = source[: end.start() if end else len(source)]
+    texts = subject.prompt_texts
+    if len(phrase.strip()) < PHRASE_CHARS or not texts or phrase.strip().lower() not in texts[0].lower():
+        return False
+    try:
+        return any(pattern.search(phrase + r.strip()) for r in references[:PHRASE_PROBE])
+    except RegexTooSlow:
+        return False
+
+
 def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
     extraction = subject.spec.extraction
     rows = _generated(subject)
@@ -183,7 +203,7 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
         raise TaskDefinitionError(
             f"extraction: {exc}", file=subject.file, line=subject.line("extraction"), field="extraction.regex"
         ) from None
-    if not matched:
+    if not matched and not _asked_phrase_reads(pattern, subject, [r for _, refs in rows for r in refs]):
         yield subject.at_line(
             "extraction",
             f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "

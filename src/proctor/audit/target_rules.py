@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from proctor.audit.setting_rules import CONTEXT_FIELDS
 from proctor.audit.subject import AuditSubject
@@ -170,6 +170,25 @@ def in_passage(sample: PreparedSample, text: str) -> bool:
     return bool(passages) and not shows_gold(text, sample.choices, sample.gold, sample.references)
 
 
+def _gold_text(sample: PreparedSample) -> str:
+    return sample.choices[sample.gold[0]].strip() if sample.choices and len(sample.gold) == 1 else ""
+
+
+def _said_regardless(samples: Sequence[PreparedSample], texts: Sequence[str], probe: int, hits: list[int]) -> set[str]:
+    """Right answers that the prompts of the rows where they are wrong show as well ('Is it true?' with choices
+    true / false): the template's word, not a leak of the answer."""
+    said = set()
+    for answer in {_gold_text(samples[i]) for i in hits}:
+        others = [
+            i
+            for i in range(probe)
+            if _gold_text(samples[i]) not in ("", answer) and any(c.strip() == answer for c in samples[i].choices)
+        ]
+        if others and 2 * sum(answer in texts[i] for i in others) >= len(others):
+            said.add(answer)
+    return said
+
+
 def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     """The right answer, and no other choice, written in the prompt of most rows (a multiple-choice row); the
     prompt ending with the reference answer (a generated one)."""
@@ -181,11 +200,16 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     hits = [i for i in hits if not in_passage(samples[i], texts[i])]
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
         return
+    asked = _said_regardless(samples, texts, probe, hits)
+    hits = [i for i in hits if _gold_text(samples[i]) not in asked]
+    if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
+        return
     hits += [
         i
         for i in range(probe, len(samples))
         if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
         and not in_passage(samples[i], texts[i])
+        and _gold_text(samples[i]) not in asked
     ]
     if len(hits) >= GOLD_IN_PROMPT_SHARE * len(samples) and len(hits) >= GOLD_MIN_ROWS:
         first = samples[hits[0]].sample
