@@ -11,6 +11,7 @@ from tests.conftest import shared_path
 
 pytestmark = pytest.mark.fast
 RULE = "prompt.drops-condition"
+QUESTION_RULE = "prompt.drops-question"
 TASK = """\
 name: xcopa_it
 kind: multiple_choice
@@ -44,3 +45,25 @@ def test_a_prompt_that_asks_every_row_for_the_cause_names_the_question_field(tmp
 @pytest.mark.parametrize(("prompt", "data_filter"), [(READS, ""), (BLIND, ", filter: \"{{ question == 'cause' }}\"")])
 def test_xcopas_own_prompt_and_a_filter_on_the_condition_are_silent(prompt, data_filter, tmp_path, capsys):
     assert _findings(tmp_path, prompt, capsys, data_filter) == []
+
+
+def test_a_prompt_that_shows_the_options_without_the_question_names_it(tmp_path, capsys):
+    """Real MMLU rows whose prompt lists the options and never reads 'question' (red team 9): the model guesses
+    from the options alone. The same prompt with the question is silent."""
+    csv = shared_path("data", "mmlu", "anatomy_test.csv")
+    task = (
+        f"name: anatomy\nkind: multiple_choice\ndata: {{path: {csv}, columns: [question, A, B, C, D, answer]}}\n"
+        'prompt: "QUESTIONA. {{ A }}\\nB. {{ B }}\\nC. {{ C }}\\nD. {{ D }}\\nAnswer:"\n'
+        "choices: [' A', ' B', ' C', ' D']\ntarget: \"{{ 'ABCD'.index(answer) }}\"\n"
+    )
+    for name, question, found in (("blind", "", True), ("asked", "{{ question }}\\n", False)):
+        (tmp_path / f"{name}.yaml").write_text(task.replace("QUESTION", question))
+        try:
+            main(["validate", str(tmp_path / f"{name}.yaml"), "--data-dir", str(csv.parent)])
+        except SystemExit as exc:
+            assert not exc.code, capsys.readouterr()
+        out = capsys.readouterr()
+        lines = [line for line in (out.out + out.err).splitlines() if f"[{QUESTION_RULE}]" in line]
+        assert bool(lines) == found, out
+        if found:
+            assert "field 'question'" in lines[0] and "anatomy_test.csv, row 1" in lines[0], lines[0]

@@ -1982,7 +1982,7 @@ add(
     OK,
 )
 add("choices-number-and-fraction-ok", "ok", native(with_row(0, choices=["1", "1.5", "4", "6"], label=2)), OK)
-add("filter-drops-half-ok", "ok", native(QUIZ, data={"path": "data.jsonl", "filter": "{{ label < 2 }}"}), OK)
+add("filter-drops-half-ok", "ok", native(QUIZ, data={"path": "data.jsonl", "filter": "{{ _row <= 3 }}"}), OK)
 add(
     "gen-same-reference-twice-ok",
     "ok",
@@ -2654,6 +2654,40 @@ add(
     native(prompt="Q: {{ question }}\nOptions:\n{% for c in choices %}- {{ c }}\n{% endfor %}Answer:"),
     OK,
 )
+add(  # the options without the question they answer
+    "prompt-omits-question",
+    "prompt.drops-question",
+    native(prompt="Options: {{ choices | join(', ') }}\nAnswer:"),
+    rule("prompt.drops-question"),
+)
+SPLIT_CTX = [{**r, "ctx_a": r["question"][:8], "ctx_b": r["question"][8:], "ctx": r["question"]} for r in QUIZ]
+add(  # HellaSwag's ctx is ctx_a and ctx_b, which the prompt reads
+    "prompt-reads-question-parts-ok",
+    "ok",
+    native(SPLIT_CTX, prompt="{{ ctx_a }}{{ ctx_b }}\nA:"),
+    OK,
+)
+add(  # a filter on the answer: only the rows whose answer is not the first choice
+    "filter-reads-answer",
+    "data.filter-biased",
+    native(data={"path": "data.jsonl", "filter": "{{ label != 0 }}"}),
+    rule("data.filter-biased"),
+)
+add(  # 'or' with a bare text: always true
+    "filter-or-bare-text",
+    "data.filter-biased",
+    native(data={"path": "data.jsonl", "filter": "{{ id == 'q1' or 'q2' }}"}),
+    rule("data.filter-biased"),
+)
+add("filter-on-id-ok", "ok", native(data={"path": "data.jsonl", "filter": "{{ id != 'q6' }}"}), OK)
+INVERTED = [{**r, "answer": r["choices"][r["label"]]} for r in QUIZ]
+add(  # the row's answer text mapped through a list in another order than the choices
+    "target-maps-answer-reversed",
+    "target.contradicts-answer",
+    native(INVERTED, target="{{ (choices | reverse | list).index(answer) }}"),
+    rule("target.contradicts-answer"),
+)
+add("target-maps-answer-ok", "ok", native(INVERTED, target="{{ choices.index(answer) }}"), OK)
 lm_add(
     "doc-to-text-slice",
     "prompt.cut",

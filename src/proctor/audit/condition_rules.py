@@ -101,6 +101,48 @@ def unread_condition(subject: AuditSubject) -> Iterator[Hit]:
         return
 
 
+# fields that hold what a row asks: a prompt that reads none of them asks nothing of the row's own
+_QUESTIONS = frozenset({"question", "stem", "query", "goal", "problem", "instruction", "ctx", "sentence", "premise"})
+QUESTION_CHARS = 15  # a question's text, not a label
+DISTINCT_SHARE = 0.8  # of the rows read: each row asks its own
+
+
+def _head(text: str) -> str:
+    """A text's first words as a prompt would show them, case and spacing aside."""
+    return " ".join(text.split())[:QUESTION_CHARS].casefold()
+
+
+def unread_question(subject: AuditSubject) -> Iterator[Hit]:
+    sources = _templates(subject)
+    if sources is None:
+        return
+    docs = documents(subject)
+    probe = min(len(subject.samples), PROBE_ROWS)
+    if probe < 4:
+        return
+    read = set().union(*(template_fields(s) if "{{" in s or "{%" in s else {s} for s in sources))
+    if read & _QUESTIONS or any(k.lower() in _QUESTIONS for k in read):
+        return  # the prompt reads one of them
+    for name in [k for k in docs[0] if k.lower() in _QUESTIONS and k not in read]:
+        values = [docs[i].get(name) for i in range(probe)]
+        texts = [v for v in values if isinstance(v, str) and len(v.strip()) >= QUESTION_CHARS]
+        if len(texts) < DISTINCT_SHARE * probe or len(set(texts)) < DISTINCT_SHARE * probe:
+            continue
+        prompts = subject.prompt_texts
+        shown = sum(
+            isinstance(v, str) and _head(v) in " ".join(prompts[i].split()).casefold() for i, v in enumerate(values)
+        )
+        if 2 * shown >= probe:
+            continue  # the prompt shows it through other fields (HellaSwag's ctx_a and ctx_b make its ctx)
+        yield subject.at_row(
+            subject.samples[0].sample,
+            f"every row has its own '{name}' ({texts[0]!r:.40}), and no template reads it: the model is shown the "
+            "options without the question they answer, so the number measures guessing from the options alone",
+            name,
+        )
+        return
+
+
 RULES = (
     AuditRule(
         "prompt.drops-condition",
@@ -108,5 +150,12 @@ RULES = (
         "A field that says what a row asks (XCOPA's question: cause or effect) varies across rows and no template "
         "reads it: some rows are asked the opposite of what their answer is for.",
         unread_condition,
+    ),
+    AuditRule(
+        "prompt.drops-question",
+        "warning",
+        "Every row has its own question (a field named question, stem, query, goal, ...) and no template reads it: "
+        "the model answers without the question.",
+        unread_question,
     ),
 )

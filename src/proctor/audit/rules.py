@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.audit import (
     alias_rules,
+    answer_field_rules,
     choice_rules,
     coercion_rules,
     condition_rules,
@@ -14,6 +15,7 @@ from proctor.audit import (
     extraction_rules,
     field_pairs,
     field_rules,
+    filter_rules,
     form_rules,
     generation_rules,
     glue_rules,
@@ -34,11 +36,13 @@ from proctor.core.audit import AuditRule
 BUILTIN_RULES: tuple[AuditRule, ...] = (
     *choice_rules.RULES,
     *target_rules.RULES,
+    *answer_field_rules.RULES,
     *coercion_rules.RULES,
     *alias_rules.RULES,
     *unwritable_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
+    *filter_rules.RULES,
     *generation_rules.RULES,
     *extraction_rules.RULES,
     *escape_rules.RULES,

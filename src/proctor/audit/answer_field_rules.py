@@ -1,0 +1,67 @@
+"""The row names its answer as text (``answer: yes``, ``answerKey: C``) and the task's gold choice is another
+text: the target's mapping from the row's answer to a choice index is inverted or permuted
+(``['yes', 'no'].index(answer)`` with choices ``[no, yes]``; ``'ABDC'.index(answer)``). Every affected row is
+scored against the wrong choice, and no other rule sees it: each part is valid alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterator
+
+from proctor.audit.source_rows import PROBE_ROWS, documents
+from proctor.audit.subject import AuditSubject, loose
+from proctor.core.audit import AuditRule, Hit
+
+# fields that hold a row's answer as data gives it
+ANSWER_FIELDS = frozenset({"answer", "answers", "label", "gold", "target", "correct", "answerkey", "answer_key", "key"})
+MIN_ROWS = 4
+AGREE_SHARE = 0.5  # of the rows whose answer field names one of their choices: the gold is another in more
+
+
+def gold_contradicts_answer(subject: AuditSubject) -> Iterator[Hit]:
+    scored = subject.scored[:PROBE_ROWS]
+    if len(scored) < MIN_ROWS:
+        return
+    docs = documents(subject)
+    first = docs[0] if len(docs) else {}
+    names = [k for k in first if k.lower() in ANSWER_FIELDS]
+    if not names:
+        return
+    positions = {id(s): i for i, s in enumerate(subject.samples[:PROBE_ROWS])}
+    for name in names:
+        named, other = 0, []
+        for sample in scored:
+            value = docs[positions[id(sample)]].get(name) if id(sample) in positions else None
+            if not isinstance(value, str) or not value.strip():
+                continue
+            keys = [loose(c) for c in sample.choices]
+            key = loose(value)
+            if key not in keys or keys.count(key) > 1:
+                continue  # the answer is not a choice's text (an index, a letter for text choices)
+            named += 1
+            if keys[sample.gold[0]] != key:
+                other.append(sample)
+        if named >= MIN_ROWS and len(other) > AGREE_SHARE * named:
+            sample = other[0]
+            value = docs[positions[id(sample)]][name]
+            picked = Counter(loose(s.choices[s.gold[0]]) for s in other).most_common(1)[0][0]
+            yield subject.at_row(
+                sample.sample,
+                f"the row's '{name}' is {value!r:.30}, one of its choices, and the right choice the target gives is "
+                f"{sample.choices[sample.gold[0]]!r:.30} (in {len(other)} of the {named} rows whose '{name}' names a "
+                f"choice, most often {picked!r:.20}): the target maps the answer to the wrong choice (an inverted or "
+                "permuted list in the target, or choices in another order than the mapping assumes)",
+                "target",
+            )
+            return
+
+
+RULES = (
+    AuditRule(
+        "target.contradicts-answer",
+        "warning",
+        "The row names its answer as one of its choices' texts, and the target's right choice is another in most "
+        "rows: the mapping from answer to choice is inverted or permuted.",
+        gold_contradicts_answer,
+    ),
+)
