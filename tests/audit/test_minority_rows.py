@@ -94,6 +94,8 @@ def test_a_question_that_names_one_choice_in_every_row_is_not_a_leak(tmp_path, c
     task = MC.replace("PROMPT", "{{ statement }} Is it true?").replace("CHOICES", '["true", "false"]')
     rows = [{"id": f"r{i}", "statement": f"Claim number {i} about the world.", "label": i % 2} for i in range(8)]
     assert _validate(tmp_path / "asked", task, rows, capsys) == []
+    both = MC.replace("PROMPT", "{{ statement }} Is this true or false?").replace("CHOICES", '["true", "false"]')
+    assert _validate(tmp_path / "both", both, rows, capsys) == []
     leak = MC.replace("PROMPT", "{{ statement }} {{ note }}").replace("CHOICES", '["true", "false"]')
     noted = [{**r, "note": "(this is true)" if r["label"] == 0 else "(check it)"} for r in rows]
     (line,) = _validate(tmp_path / "leak", leak, noted, capsys)

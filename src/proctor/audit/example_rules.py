@@ -12,7 +12,7 @@ import numpy as np
 
 from proctor.audit import hint_rules, target_rules
 from proctor.audit.fallback import first_found
-from proctor.audit.fixed_text import asserted_in
+from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
 from proctor.audit.source_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
@@ -71,16 +71,18 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     fixed = prefix + "\n" + suffix
     if not fixed.strip():
         return
-    named: dict[str, bool] = {}
+    named: dict[str, bool] = {}  # a choice the template names at all ('true or false?' names both)
+    asserted: dict[str, bool] = {}  # and not only in a question ('Is it true?' asks; 'The answer is True.' tells)
     told = []
     for sample in rows[:PROBE_ROWS]:
         for choice in sample.choices:
             text = choice.strip()
             if text and text not in named:
-                named[text] = len(text) >= target_rules.GOLD_MIN_CHARS and asserted_in(text, fixed)
+                named[text] = len(text) >= target_rules.GOLD_MIN_CHARS and said_in(text, fixed)
+                asserted[text] = named[text] and asserted_in(text, fixed)
         in_template = [c for c in sample.choices if named.get(c.strip())]
-        if len(in_template) != 1:
-            return  # no choice named (most tasks), or every choice (a template listing the options)
+        if len(in_template) != 1 or not asserted[in_template[0].strip()]:
+            return  # no choice named (most tasks), every choice (a template listing the options), or one asked about
         told.append(in_template[0].strip())
     if len(set(told)) != 1:
         return
