@@ -4,11 +4,9 @@ in test_audit_run.py); without chat the same task is named. Through ``proctor va
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 RULE = "prompt.delimiter"
@@ -28,15 +26,7 @@ ROWS = [
 
 
 def _findings(folder, extra: str, capsys) -> list[str]:
-    folder.mkdir()
-    (folder / "t.yaml").write_text(TASK + extra)
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    return audit_lines(folder, {"t.yaml": TASK + extra, "data.jsonl": jsonl_text(ROWS)}, capsys)
 
 
 def test_an_empty_delimiter_is_glued_without_chat_and_not_under_it(tmp_path, capsys):

@@ -5,11 +5,9 @@ row's own answer text to another choice. Each right twin is silent: a filter tha
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 FILTER = "data.filter-biased"
@@ -30,16 +28,8 @@ ROWS = [
 
 def _findings(folder, capsys, filter_: str = 'filter: "{{ true }}"', choices='["no", "yes"]', target=None) -> list:
     target = target or "{{ ['no', 'yes'].index(answer) }}"
-    folder.mkdir()
     text = TASK.replace("FILTER", filter_).replace("CHOICES", choices).replace("TARGET", target)
-    (folder / "t.yaml").write_text(text)
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    return audit_lines(folder, {"t.yaml": text, "data.jsonl": jsonl_text(ROWS)}, capsys)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,9 @@ silent, as are options that merely start with a capital ('New York')."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 RULE = "prompt.glued-text"
@@ -32,15 +30,7 @@ ROWS = [
 
 
 def _findings(folder, prompt: str, capsys, rows=ROWS) -> list[str]:
-    folder.mkdir()
-    (folder / "t.yaml").write_text(TASK.replace("PROMPT", prompt))
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    return audit_lines(folder, {"t.yaml": TASK.replace("PROMPT", prompt), "data.jsonl": jsonl_text(rows)}, capsys)
 
 
 def test_whitespace_control_that_glues_the_last_option_to_the_cue_is_named(tmp_path, capsys):

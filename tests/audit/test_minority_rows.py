@@ -5,11 +5,9 @@ counts (``generation.too-short``). Each right twin is silent."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 
@@ -26,15 +24,7 @@ QUIZ = [
 
 
 def _validate(folder, task: str, rows: list[dict], capsys) -> list[str]:
-    folder.mkdir()
-    (folder / "t.yaml").write_text(task)
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    return audit_lines(folder, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
 
 
 MC = """\

@@ -4,11 +4,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 RULE = "prompt.unfilled"
@@ -28,15 +26,8 @@ ROWS = [
 
 
 def _findings(folder, prompt: str, target: str, capsys) -> list[str]:
-    folder.mkdir()
-    (folder / "t.yaml").write_text(TASK.replace("PROMPT", prompt).replace("TARGET", target))
-    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    task = TASK.replace("PROMPT", prompt).replace("TARGET", target)
+    return audit_lines(folder, {"t.yaml": task, "data.jsonl": jsonl_text(ROWS)}, capsys)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 
 from proctor.cli import main
 from proctor.scoring.text import SQUAD
+from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
 RULE = "references.unwritable"
@@ -24,16 +25,9 @@ generation: {max_tokens: 16, stop: ["\\n"]}
 
 
 def _findings(folder, answers: list[str], capsys) -> list[str]:
-    folder.mkdir()
-    (folder / "t.yaml").write_text(TASK)
     rows = [{"id": f"r{i}", "q": f"Question {i}?", "answer": a} for i, a in enumerate(answers)]
-    (folder / "data.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    try:
-        main(["validate", str(folder / "t.yaml")])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if f"[{RULE}]" in line]
+    lines = audit_lines(folder, {"t.yaml": TASK, "data.jsonl": jsonl_text(rows)}, capsys)
+    return [line for line in lines if f"[{RULE}]" in line]
 
 
 @pytest.mark.parametrize(

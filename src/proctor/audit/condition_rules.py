@@ -6,7 +6,7 @@ rows, and has a name that says it conditions the question."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
@@ -65,19 +65,25 @@ def _templates(subject: AuditSubject) -> list[str] | None:
     return found
 
 
-def unread_condition(subject: AuditSubject) -> Iterator[Hit]:
+def _reads(subject: AuditSubject) -> tuple[set[str], Sequence[Mapping[str, Any]], int] | None:
+    """(the fields some template reads, each row as its source gave it, the rows read); None where a dialect's
+    code reads the rows, or the task has too few rows to tell."""
     sources = _templates(subject)
-    if sources is None:
-        return
-    docs = documents(subject)
     probe = min(len(subject.samples), PROBE_ROWS)
-    if probe < 4:
+    if sources is None or probe < 4:
+        return None
+    # lm-eval names a field as a plain value too (doc_to_target: label)
+    plain = not subject.templated
+    read = set().union(*(template_fields(s) if not plain or "{{" in s or "{%" in s else {s} for s in sources))
+    return read, documents(subject), probe
+
+
+def unread_condition(subject: AuditSubject) -> Iterator[Hit]:
+    reads = _reads(subject)
+    if reads is None:
         return
+    read, docs, probe = reads
     names = [k for k in docs[0] if k.lower() in _CONDITIONS]
-    if subject.templated:  # a field named as a plain value (doc_to_target: label) is read too
-        read = set().union(*(template_fields(s) for s in sources))
-    else:
-        read = set().union(*(template_fields(s) if "{{" in s else {s} for s in sources))
     read |= set(subject.spec.breakdown)
     for name in names:
         if name in read:
@@ -113,14 +119,10 @@ def _head(text: str) -> str:
 
 
 def unread_question(subject: AuditSubject) -> Iterator[Hit]:
-    sources = _templates(subject)
-    if sources is None:
+    reads = _reads(subject)
+    if reads is None:
         return
-    docs = documents(subject)
-    probe = min(len(subject.samples), PROBE_ROWS)
-    if probe < 4:
-        return
-    read = set().union(*(template_fields(s) if "{{" in s or "{%" in s else {s} for s in sources))
+    read, docs, probe = reads
     if read & _QUESTIONS or any(k.lower() in _QUESTIONS for k in read):
         return  # the prompt reads one of them
     for name in [k for k in docs[0] if k.lower() in _QUESTIONS and k not in read]:
