@@ -19,19 +19,16 @@ AGREE_SHARE = 0.5  # of the rows whose answer field names one of their choices: 
 
 
 def gold_contradicts_answer(subject: AuditSubject) -> Iterator[Hit]:
-    scored = subject.scored[:PROBE_ROWS]
-    if len(scored) < MIN_ROWS:
-        return
     docs = documents(subject)
-    first = docs[0] if len(docs) else {}
-    names = [k for k in first if k.lower() in ANSWER_FIELDS]
-    if not names:
+    names = [k for k in docs[0] if k.lower() in ANSWER_FIELDS] if len(docs) else []
+    # the scored multiple-choice rows among those read, with their rows as the source gave them
+    rows = [(s, docs[i]) for i, s in enumerate(subject.samples[:PROBE_ROWS]) if s.choices and s.gold]
+    if len(rows) < MIN_ROWS:
         return
-    positions = {id(s): i for i, s in enumerate(subject.samples[:PROBE_ROWS])}
     for name in names:
         named, other = 0, []
-        for sample in scored:
-            value = docs[positions[id(sample)]].get(name) if id(sample) in positions else None
+        for sample, doc in rows:
+            value = doc.get(name)
             if not isinstance(value, str) or not value.strip():
                 continue
             keys = [loose(c) for c in sample.choices]
@@ -40,11 +37,10 @@ def gold_contradicts_answer(subject: AuditSubject) -> Iterator[Hit]:
                 continue  # the answer is not a choice's text (an index, a letter for text choices)
             named += 1
             if keys[sample.gold[0]] != key:
-                other.append(sample)
+                other.append((sample, value))
         if named >= MIN_ROWS and len(other) > AGREE_SHARE * named:
-            sample = other[0]
-            value = docs[positions[id(sample)]][name]
-            picked = Counter(loose(s.choices[s.gold[0]]) for s in other).most_common(1)[0][0]
+            sample, value = other[0]
+            picked = Counter(loose(s.choices[s.gold[0]]) for s, _ in other).most_common(1)[0][0]
             yield subject.at_row(
                 sample.sample,
                 f"the row's '{name}' is {value!r:.30}, one of its choices, and the right choice the target gives is "

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
-from proctor.audit.target_rules import template_fields
+from proctor.audit.target_rules import as_template, template_fields
 from proctor.core.audit import AuditRule, Hit
 
 PROBE_ROWS = 1000
@@ -49,7 +49,7 @@ def _templates(subject: AuditSubject) -> list[str] | None:
         found += [fewshot.template] if fewshot is not None and isinstance(fewshot.template, str) else []
         # the data's own expressions (a computed field, a filter) read fields too
         for data in spec.data:
-            found += [e if "{{" in e else "{{ " + e + " }}" for e in (*data.fields.values(), data.filter) if e]
+            found += [as_template(e) for e in (*data.fields.values(), data.filter) if e]
         return found
     config = getattr(getattr(subject.handler, "task", None), "config", None)
     parts = [getattr(config, k, None) for k in ("doc_to_text", "doc_to_target", "doc_to_choice")]

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from proctor.audit.source_rows import target_reads
 from proctor.audit.subject import AuditSubject
-from proctor.audit.target_rules import parsed_template, template_fields
+from proctor.audit.target_rules import as_template, parsed_template, template_fields
 from proctor.core.audit import AuditRule, Hit
 
 # a filter that drops the rows without an answer (GLUE's test rows labelled -1, a blank or missing answer) reads
@@ -18,16 +18,12 @@ from proctor.core.audit import AuditRule, Hit
 _MISSING = re.compile(r"-1\b|>=\s*0\b|\bnone\b|\bnull\b|\bdefined\b|''|\"\"|\bnan\b|\bnumber\b", re.IGNORECASE)
 
 
-def _expression(source: str) -> str:
-    return source if "{{" in source or "{%" in source else "{{ " + source + " }}"
-
-
 def _bare_text_operand(source: str) -> str | None:
     """A text constant that stands alone as an operand of ``or`` / ``and`` (always true, or always the other
     side), the way 'x == a or b' is read; None without one."""
     from jinja2 import nodes
 
-    tree = parsed_template(_expression(source))
+    tree = parsed_template(as_template(source))
     if tree is None:
         return None
     for node in tree.find_all((nodes.Or, nodes.And)):
@@ -56,7 +52,7 @@ def filter_on_answers(subject: AuditSubject) -> Iterator[Hit]:
                 "data.filter",
             )
             return
-        read = template_fields(_expression(source)) & answers
+        read = template_fields(as_template(source)) & answers
         computed = set(data.fields)  # a field the data computes from the answer reads it too
         if read and not read <= computed and not _MISSING.search(source):
             yield subject.at_line(

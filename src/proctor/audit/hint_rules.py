@@ -11,18 +11,20 @@ from typing import Iterator
 from proctor.audit.setting_rules import CONTEXT_FIELDS
 from proctor.audit.source_rows import target_reads, templates
 from proctor.audit.subject import READER_FIELDS, AuditSubject
-from proctor.audit.target_rules import GOLD_MIN_CHARS, in_passage, shows_gold, template_fields
+from proctor.audit.target_rules import GOLD_MIN_CHARS, gold_text, in_passage, shows_gold, template_fields
 from proctor.core.audit import Hit
+from proctor.prompts.builder import PreparedSample
 
 PROBE_ROWS = 400
 HINT_SHARE = 0.1  # of the rows read: one row in ten told its answer moves the score by up to a tenth
 HINT_MIN_ROWS = 2
 
 
-def _gold(choices: tuple[str, ...], gold: tuple[int, ...], references: tuple[str, ...]) -> str | None:
-    if choices:
-        return choices[gold[0]].strip() if len(gold) == 1 else None
-    return references[0].strip() if references else None
+def _answer(sample: PreparedSample) -> str:
+    """The right choice of a multiple-choice row, else a generated row's first reference."""
+    if sample.choices:
+        return gold_text(sample)
+    return sample.references[0].strip() if sample.references else ""
 
 
 def gold_in_a_field(subject: AuditSubject) -> Iterator[Hit]:
@@ -38,8 +40,8 @@ def gold_in_a_field(subject: AuditSubject) -> Iterator[Hit]:
     by_field: dict[str, list[int]] = defaultdict(list)
     for i in range(probe):
         sample, text = samples[i], texts[i]
-        answer = _gold(sample.choices, sample.gold, sample.references)
-        if answer is None or len(answer) < GOLD_MIN_CHARS or answer not in text:
+        answer = _answer(sample)
+        if len(answer) < GOLD_MIN_CHARS or answer not in text:
             continue
         if sample.choices and (
             not shows_gold(text, sample.choices, sample.gold, sample.references) or in_passage(sample, text)
@@ -61,7 +63,7 @@ def gold_in_a_field(subject: AuditSubject) -> Iterator[Hit]:
     if len(rows) < max(HINT_MIN_ROWS, HINT_SHARE * probe):
         return
     first = samples[rows[0]]
-    answer = _gold(first.choices, first.gold, first.references)
+    answer = _answer(first)
     yield subject.at_row(
         first.sample,
         f"the field '{field}', printed in the prompt, holds the right answer ({answer!r:.40}) in {len(rows)} of the "

@@ -25,7 +25,7 @@ _SPACES = re.compile(r"\s+")
 
 
 # characters a reader does not see: zero-width spaces and joiners, direction marks, soft hyphens, a BOM
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 # letters of other scripts drawn like Latin ones ("В" is Cyrillic): a reader takes them for the Latin letter
 _LOOK_ALIKES = str.maketrans(
     "АВЕКМНОРСТХаеорсухіјѕԁΑΒΕΖΗΙΚΜΝΟΡΤΥΧοι",
@@ -40,7 +40,7 @@ def loose(text: str) -> str:
     are one answer)."""
     if text.isascii():
         return _SPACES.sub(" ", text).strip().casefold()
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    text = INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     return _SPACES.sub(" ", text).strip().casefold()
 
 

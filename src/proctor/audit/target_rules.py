@@ -34,6 +34,12 @@ def parsed_template(source: str) -> nodes.Template | None:
         return None
 
 
+def as_template(expression: str) -> str:
+    """A data setting's Jinja expression (a filter, a computed field) as a template ``template_fields`` reads; a
+    setting written as a template already is left as it is."""
+    return expression if "{{" in expression or "{%" in expression else "{{ " + expression + " }}"
+
+
 @lru_cache(maxsize=64)
 def _variables(source: str) -> frozenset[str]:
     """The row fields a template reads (Jinja's undeclared variables); none for a template that does not parse."""
@@ -170,7 +176,8 @@ def in_passage(sample: PreparedSample, text: str) -> bool:
     return bool(passages) and not shows_gold(text, sample.choices, sample.gold, sample.references)
 
 
-def _gold_text(sample: PreparedSample) -> str:
+def gold_text(sample: PreparedSample) -> str:
+    """A multiple-choice row's right choice, stripped ('' without exactly one)."""
     return sample.choices[sample.gold[0]].strip() if sample.choices and len(sample.gold) == 1 else ""
 
 
@@ -178,11 +185,11 @@ def _said_regardless(samples: Sequence[PreparedSample], texts: Sequence[str], pr
     """Right answers that the prompts of the rows where they are wrong show as well ('Is it true?' with choices
     true / false): the template's word, not a leak of the answer."""
     said = set()
-    for answer in {_gold_text(samples[i]) for i in hits}:
+    for answer in {gold_text(samples[i]) for i in hits}:
         others = [
             i
             for i in range(probe)
-            if _gold_text(samples[i]) not in ("", answer) and any(c.strip() == answer for c in samples[i].choices)
+            if gold_text(samples[i]) not in ("", answer) and any(c.strip() == answer for c in samples[i].choices)
         ]
         if others and 2 * sum(answer in texts[i] for i in others) >= len(others):
             said.add(answer)
@@ -201,7 +208,7 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
         return
     asked = _said_regardless(samples, texts, probe, hits)
-    hits = [i for i in hits if _gold_text(samples[i]) not in asked]
+    hits = [i for i in hits if gold_text(samples[i]) not in asked]
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
         return
     hits += [
@@ -209,7 +216,7 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
         for i in range(probe, len(samples))
         if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)
         and not in_passage(samples[i], texts[i])
-        and _gold_text(samples[i]) not in asked
+        and gold_text(samples[i]) not in asked
     ]
     if len(hits) >= GOLD_IN_PROMPT_SHARE * len(samples) and len(hits) >= GOLD_MIN_ROWS:
         first = samples[hits[0]].sample

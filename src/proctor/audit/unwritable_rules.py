@@ -14,7 +14,7 @@ import unicodedata
 from typing import Iterator
 
 from proctor.audit.metric_rules import metric_names
-from proctor.audit.subject import AuditSubject
+from proctor.audit.subject import INVISIBLE, AuditSubject
 from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
 
@@ -24,7 +24,6 @@ _TAG = re.compile(
     r"(?:\s+[\w-]+=[^<>]*)?\s*/?>",
     re.IGNORECASE,
 )
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _LATIN_END = 0x0250  # Latin letters end with Latin Extended-B
 SHORT_ANSWER = 12  # characters: a name or a number, where an end punctuation is the data's, not the answer's
 
@@ -43,9 +42,9 @@ def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
     tag = _TAG.search(reference)
     if tag is not None:
         return _TAG.sub("", reference), repr(tag.group())
-    hidden = _INVISIBLE.search(reference)
+    hidden = INVISIBLE.search(reference)
     if hidden is not None:
-        visible = _INVISIBLE.sub("", reference)
+        visible = INVISIBLE.sub("", reference)
         # joiners and zero-width spaces belong to some scripts' own spelling (Persian, Indic, Thai line breaks,
         # emoji): only a Latin text's are stray
         if max(map(ord, visible), default=0) < _LATIN_END:
