@@ -56,6 +56,21 @@ class AuditRule:
             raise ValueError(f"audit rule id {self.id!r} must be one word, e.g. 'choices.duplicate'")
 
 
+def dialect_check(dialect: str, reference: str) -> Callable[[Any], Iterable[Hit]]:
+    """A plug-in dialect's rule check, run on that dialect's tasks only and imported (``"module:function"``) the
+    first time one is audited: a run of another dialect's tasks imports none of its modules."""
+
+    def check(subject: Any) -> Iterable[Hit]:
+        if subject.task.dialect != dialect:
+            return ()
+        from proctor.core.references import resolve
+
+        rule: Callable[[Any], Iterable[Hit]] = resolve(reference)
+        return rule(subject)
+
+    return check
+
+
 @dataclass(frozen=True)
 class Finding:
     """What one rule found in one task: its first place, how many places in all, and whether the task file

@@ -8,9 +8,9 @@ the other modules of the dialect when what they hold is asked for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Callable
 
-from proctor.core.audit import AuditRule, Hit
+from proctor.core.audit import AuditRule, dialect_check
 from proctor.core.contributions import Registry
 from proctor.core.dialect import Dialect
 from proctor.core.references import resolve
@@ -20,13 +20,6 @@ from proctor.dialects.lmeval.options import LmEvalOptions
 if TYPE_CHECKING:
     from proctor.core.run_overrides import RunOverrides
     from proctor.core.task import Task
-
-
-class _Subject(Protocol):
-    """What the audit rule reads of ``proctor.audit.AuditSubject`` before the dialect's own module is imported."""
-
-    @property
-    def task(self) -> Task: ...
 
 
 class LmEvalDialect(Dialect[LmEvalOptions]):
@@ -72,22 +65,6 @@ def _resolve_metric(name: str) -> object:
     return resolve("proctor.dialects.lmeval.specs:resolve_metric")(name)
 
 
-def _audit_fewshot(subject: _Subject) -> Iterable[Hit]:
-    """The dialect's audit rule, imported only for an lm-eval task (a native run imports no dialect but its own)."""
-    if subject.task.dialect != "lm-eval":
-        return ()
-    rule: Callable[[_Subject], Iterable[Hit]] = resolve("proctor.dialects.lmeval.audit_rules:fewshot_from_evaluated")
-    return rule(subject)
-
-
-def _audit_filters(subject: _Subject) -> Iterable[Hit]:
-    """The filters' rule, imported only for an lm-eval task, as ``_audit_fewshot``."""
-    if subject.task.dialect != "lm-eval":
-        return ()
-    rule: Callable[[_Subject], Iterable[Hit]] = resolve("proctor.dialects.lmeval.audit_rules:filter_cuts_reference")
-    return rule(subject)
-
-
 def register(registry: Registry) -> None:
     registry.add_dialect(LmEvalDialect())
     options = "proctor.dialects.lmeval.task_options:LmEvalTaskOptions"
@@ -103,7 +80,7 @@ def register(registry: Registry) -> None:
             "lmeval.fewshot-from-evaluated",
             "warning",
             "An lm-eval task's few-shot pool (its fewshot_split, or the test split) holds evaluated documents.",
-            _audit_fewshot,
+            dialect_check("lm-eval", "proctor.dialects.lmeval.audit_rules:fewshot_from_evaluated"),
         )
     )
     registry.add_audit_rule(
@@ -112,6 +89,6 @@ def register(registry: Registry) -> None:
             "warning",
             "A document's own target, written as the model's answer, scores exact_match 0 through one of the task's "
             "filters ('2,125' read as '2').",
-            _audit_filters,
+            dialect_check("lm-eval", "proctor.dialects.lmeval.audit_rules:filter_cuts_reference"),
         )
     )

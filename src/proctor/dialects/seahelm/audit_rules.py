@@ -8,8 +8,11 @@ task's ``fewshot:``, cannot see them. This rule reads them as a base model's run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import string
+import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from proctor.core.audit import Hit
@@ -37,32 +40,54 @@ def _shown_count(config: object) -> int:
     return max((int(v) for v in counts.values() if isinstance(v, (int, str)) and str(v).isdigit()), default=0)
 
 
-def _base_examples(handler: Any) -> tuple[Any, list[Any]] | None:
-    """(a base model's loader, every row of its examples split), as a base model's run reads them (None: the task
-    has no examples file, or SEA-HELM cannot read it, which a base model's run reports)."""
+@dataclass(frozen=True)
+class _Examples:
+    """What a base model's run would show: the evaluated run's loader, a fresh base-model loader, every row of its
+    examples split, and how many a base model is shown."""
+
+    loader: Any
+    base: Any
+    rows: list[Any]
+    shown: int
+
+
+# one reading of the examples file per task for both rules (a handler is one task's)
+_READ: weakref.WeakKeyDictionary[Any, _Examples | None] = weakref.WeakKeyDictionary()
+
+
+def _base_examples(handler: Any) -> _Examples | None:
+    """The examples as a base model's run reads them; None where the task shows a base model none, has no examples
+    file, or SEA-HELM cannot read it (which a base model's run reports)."""
     try:
-        base = handler._make_loader(True)  # a fresh base-model loader: the evaluated run's loader is left as it is
-        if not base.specific_task_config.get("example_filepath"):
-            return None
-        handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
-        return base, as_rows(base.example_dataset)
-    except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
-        return None
+        return _READ[handler]
+    except (KeyError, TypeError):
+        pass
+    loader = getattr(handler, "dataloader", None)
+    shown = _shown_count(getattr(handler, "config", None))
+    read: _Examples | None = None
+    if loader is not None and shown > 0:
+        try:
+            base = handler._make_loader(True)  # a fresh base-model loader: the evaluated run's is left as it is
+            if base.specific_task_config.get("example_filepath"):
+                handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
+                read = _Examples(loader, base, as_rows(base.example_dataset), shown)
+        except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
+            read = None
+    with contextlib.suppress(TypeError):  # a handler that takes no weak reference is read again by the other rule
+        _READ[handler] = read
+    return read
 
 
 def examples_too_few(subject: AuditSubject) -> Iterator[Hit]:
     """The examples file holds fewer rows than a base model is to be shown (an empty file for five): the run
     shows what there is, with no word, and its prompts are not the benchmark's."""
-    handler = subject.handler
-    shown = _shown_count(getattr(handler, "config", None))
-    read = _base_examples(handler) if getattr(handler, "dataloader", None) is not None and shown > 0 else None
-    if read is None or len(read[1]) >= shown:
+    read = _base_examples(subject.handler)
+    if read is None or len(read.rows) >= read.shown:
         return
-    base, rows = read
     yield Hit(
-        f"the examples split ({base.specific_task_config.get('example_filepath')}) holds {len(rows)} row(s), and a "
-        f"base model is to be shown {shown} (fewshot_num_examples): its prompts get {len(rows)} example(s), not "
-        "the benchmark's",
+        f"the examples split ({read.base.specific_task_config.get('example_filepath')}) holds {len(read.rows)} "
+        f"row(s), and a base model is to be shown {read.shown} (fewshot_num_examples): its prompts get "
+        f"{len(read.rows)} example(s), not the benchmark's",
         file=subject.file,
         line=subject.task.line,
         field="example_filepath",
@@ -70,19 +95,14 @@ def examples_too_few(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
-    handler = subject.handler
-    loader = getattr(handler, "dataloader", None)
-    shown = _shown_count(getattr(handler, "config", None))
-    if loader is None or shown <= 0:
-        return
-    read = _base_examples(handler)
+    read = _base_examples(subject.handler)
     if read is None:
         return
-    base, examples = read[0], read[1][:shown]
-    evaluated = {_key(row) for row in as_rows(loader.dataset)}
+    examples = read.rows[: read.shown]
+    evaluated = {_key(row) for row in as_rows(read.loader.dataset)}
     shared = [i for i, row in enumerate(examples) if _key(row) in evaluated]
     if shared:
-        path = base.specific_task_config.get("example_filepath")
+        path = read.base.specific_task_config.get("example_filepath")
         yield Hit(
             f"{len(shared)} of the {len(examples)} few-shot examples SEA-HELM shows a base model (the 'examples' "
             f"split of {path}) are evaluated rows: a base model is shown test items with their answers (an instruct "

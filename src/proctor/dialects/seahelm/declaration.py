@@ -9,9 +9,9 @@ modules of the dialect when what they hold is asked for.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol
 
-from proctor.core.audit import AuditRule
+from proctor.core.audit import AuditRule, dialect_check
 from proctor.core.contributions import Registry
 from proctor.core.dialect import Dialect
 from proctor.core.references import resolve
@@ -19,7 +19,6 @@ from proctor.dialects.seahelm.claims import in_tree, tasks_root
 from proctor.dialects.seahelm.options import SeaHelmOptions, served_judge
 
 if TYPE_CHECKING:  # names for annotations only (core and the dialect's own leaves, as the declaration imports)
-    from proctor.core.audit import Hit
     from proctor.core.run_overrides import RunOverrides
     from proctor.core.task import Task
 
@@ -84,26 +83,6 @@ class _LindseaRule:
         self._rule().apply(entry, tasks)
 
 
-class _AuditSubject(Protocol):
-    """What this rule reads of ``proctor.audit.AuditSubject`` before handing it on (the declaration imports only
-    core)."""
-
-    @property
-    def task(self) -> Task: ...
-
-
-def _dialect_rule(name: str) -> Callable[[_AuditSubject], Iterable[Hit]]:
-    """A rule of ``audit_rules``, imported only for a SEA-HELM task (a native run imports no dialect but its own)."""
-
-    def check(subject: _AuditSubject) -> Iterable[Hit]:
-        if subject.task.dialect != "seahelm":
-            return ()
-        hits: Iterable[Hit] = resolve(f"proctor.dialects.seahelm.audit_rules:{name}")(subject)
-        return hits
-
-    return check
-
-
 def register(registry: Registry) -> None:
     registry.add_dialect(SeaHelmDialect())
     registry.add_audit_rule(
@@ -111,7 +90,7 @@ def register(registry: Registry) -> None:
             "seahelm.examples-are-evaluated",
             "warning",
             "The few-shot examples SEA-HELM shows a base model (its examples split) are evaluated rows.",
-            _dialect_rule("examples_are_evaluated"),
+            dialect_check("seahelm", "proctor.dialects.seahelm.audit_rules:examples_are_evaluated"),
         )
     )
     registry.add_audit_rule(
@@ -119,7 +98,7 @@ def register(registry: Registry) -> None:
             "seahelm.examples-too-few",
             "warning",
             "The examples file SEA-HELM shows a base model holds fewer rows than fewshot_num_examples asks for.",
-            _dialect_rule("examples_too_few"),
+            dialect_check("seahelm", "proctor.dialects.seahelm.audit_rules:examples_too_few"),
         )
     )
     registry.add_task_handler(
