@@ -2929,6 +2929,85 @@ add(
     rule("data.fields-identical"),
 )
 
+# ---------------------------------------------------------------- what the templates write out (session 10)
+
+LETTER_ROWS = [{**r, "key": "ABCD"[r["label"]]} for r in QUIZ]
+add(
+    "letter-map-swapped",
+    "labels.permuted-map",
+    native(LETTER_ROWS, target="{{ {'A': 0, 'B': 1, 'C': 3, 'D': 2}[key] }}"),
+    rule("labels.permuted-map"),
+)
+add(
+    "letter-list-index-swapped",
+    "labels.permuted-map",
+    native(LETTER_ROWS, target="{{ ['B', 'A', 'C', 'D'].index(key) }}"),
+    rule("labels.permuted-map"),
+)
+add("letter-map-in-order", "ok", native(LETTER_ROWS, target="{{ 'ABCD'.index(key) }}"), OK)
+lm_add(
+    "letter-map-swapped",
+    "labels.permuted-map",
+    lm(
+        LM.replace("doc_to_target: label", "doc_to_target: \"{{ {'A': 0, 'B': 2, 'C': 1, 'D': 3}[key] }}\""),
+        test=LETTER_ROWS,
+    ),
+    rule("labels.permuted-map"),
+)
+CONTEXT_ROWS = [
+    {
+        **r,
+        "ctx_a": f"Step {i}: a person opens the box.",
+        "ctx_b": "then she",
+        "ctx": f"Step {i}: a person opens the box. then she",
+    }
+    for i, r in enumerate(QUIZ)
+]
+add(
+    "context-first-part-only",
+    "prompt.drops-part",
+    native(CONTEXT_ROWS, prompt="{{ ctx_a }}"),
+    rule("prompt.drops-part"),
+)
+add("context-whole", "ok", native(CONTEXT_ROWS, prompt="{{ ctx }}"), OK)
+add(
+    "lettered-option-printed-twice",
+    "prompt.options-listed-wrong",
+    native(
+        prompt=LETTERED.replace("D. {{ choices[3] }}", "D. {{ choices[2] }}") + "Answer:",
+        choices=[" A", " B", " C", " D"],
+    ),
+    rule("prompt.options-listed-wrong"),
+)
+add(
+    "gen-system-prints-answer",
+    "prompt.shows-target",
+    gen(
+        [{**r, "aliases": [r["answer"], r["answer"].upper()]} for r in GEN_ROWS],
+        target="{{ aliases }}",
+        chat={"system": "The answer is {{ answer }}."},
+    ),
+    rule("prompt.shows-target"),
+)
+add(
+    "fewshot-answers-without-questions",
+    "fewshot.settings",
+    {
+        **native(fewshot={"count": 2, "source": {"path": "dev.jsonl"}, "template": "Answer: {{ choices[label] }}"}),
+        "dev.jsonl": jsonl(TRAIN),
+    },
+    rule("fewshot.settings"),
+)
+add(
+    "fewshot-pool-re-spaced-copy",
+    "fewshot.leak",
+    {
+        **native(fewshot={"count": 2, "source": {"path": "dev.jsonl"}}),
+        "dev.jsonl": jsonl([{**r, "id": "c" + r["id"], "question": r["question"].replace("?", " ?")} for r in QUIZ]),
+    },
+    rule("fewshot.leak"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

@@ -5,6 +5,7 @@ rows, and has a name that says it conditions the question."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -145,6 +146,58 @@ def unread_question(subject: AuditSubject) -> Iterator[Hit]:
         return
 
 
+PART_SHARE = 0.5  # of the rows read: the longer field goes on past the part shown in most rows
+PART_CHARS = 2  # what the longer field adds: a word at least ("he", "the man")
+
+
+def _continues(whole: object, part: object) -> str | None:
+    """What ``whole`` adds after ``part`` where it begins with it ('' where it does not, or adds nothing)."""
+    if not isinstance(whole, str) or not isinstance(part, str) or not part.strip() or not whole.startswith(part):
+        return None
+    rest = whole[len(part) :].strip()
+    return rest if len(rest) >= PART_CHARS else None
+
+
+def _shows(prompt: str, text: str) -> bool:
+    """Whether ``prompt`` shows ``text`` as words of its own, spacing and case aside ('he' is not in 'the')."""
+    words = r"\s+".join(re.escape(w) for w in text.split())
+    return re.search(rf"(?<!\w){words}(?!\w)", prompt, re.IGNORECASE) is not None
+
+
+def unread_rest(subject: AuditSubject) -> Iterator[Hit]:
+    """The prompt reads a field that is the first part of another field no template reads (HellaSwag's ctx_a,
+    where ctx = ctx_a + ctx_b): the rest, which the choices continue, is never shown."""
+    reads = _reads(subject)
+    if reads is None:
+        return
+    read, docs, probe = reads
+    first = docs[0]
+    pairs = [
+        (whole, part)
+        for whole in first
+        if whole not in read
+        for part in read
+        if part in first and _continues(first[whole], first[part]) is not None
+    ]
+    prompts = subject.prompt_texts
+    for whole, part in pairs:
+        cut = 0
+        for i in range(probe):
+            rest = _continues(docs[i].get(whole), docs[i].get(part))
+            cut += rest is not None and not _shows(prompts[i], rest)
+        if cut < PART_SHARE * probe:
+            continue
+        shown = repr(_continues(first[whole], first[part]))
+        yield subject.at_row(
+            subject.samples[0].sample,
+            f"the prompt reads '{part}', the first part of '{whole}', and no template reads the rest ({shown} in "
+            f"the first row; cut in {cut} of the {probe} rows read): the choices continue the whole text, so the "
+            f"model is scored on endings of a sentence it was not shown; read '{whole}'",
+            part,
+        )
+        return
+
+
 RULES = (
     AuditRule(
         "prompt.drops-condition",
@@ -159,5 +212,12 @@ RULES = (
         "Every row has its own question (a field named question, stem, query, goal, ...) and no template reads it: "
         "the model answers without the question.",
         unread_question,
+    ),
+    AuditRule(
+        "prompt.drops-part",
+        "warning",
+        "The prompt reads a field that is only the first part of another field no template reads (HellaSwag's "
+        "ctx_a without ctx_b, where ctx = ctx_a + ctx_b): the rest, which the choices continue, is never shown.",
+        unread_rest,
     ),
 )

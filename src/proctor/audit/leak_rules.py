@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -18,10 +19,15 @@ def _paths(rows: Iterable[Sample]) -> set[str]:
 DISTINCT_CHARS = 12  # a text this long that one row alone has names that row (its question, its passage)
 
 
+# ASCII punctuation read as a space: a copy re-spaced around it ("webs ?" for "webs?") is the same text
+_PUNCTUATION_AS_SPACE = str.maketrans({c: " " for c in string.punctuation})
+
+
 def _texts(fields: Mapping[str, object]) -> set[str]:
-    """A row's long texts, spacing and case aside: what a copy of the row keeps under new ids or field names."""
+    """A row's long texts, spacing, case and punctuation aside: what a copy of the row keeps under new ids or
+    field names, or re-spaced by a tokenizer's round trip."""
     return {
-        " ".join(v.split()).casefold()
+        " ".join(v.translate(_PUNCTUATION_AS_SPACE).split()).casefold()
         for k, v in fields.items()
         if k not in READER_FIELDS and isinstance(v, str) and len(v) >= DISTINCT_CHARS
     }
@@ -133,6 +139,25 @@ def fewshot_settings(subject: AuditSubject) -> Iterator[Hit]:
             "are shown without their answers",
             "fewshot.template",
         )
+    elif asked and not shown & asked and shown <= _answer_fields(subject):
+        yield subject.at_line(
+            "fewshot",
+            f"the few-shot template reads only the answer's fields ({', '.join(sorted(shown))}) and nothing the "
+            f"prompt asks ({', '.join(sorted(asked))}): the examples are answers without their questions",
+            "fewshot.template",
+        )
+
+
+def _answer_fields(subject: AuditSubject) -> frozenset[str]:
+    """The fields the target and the choices read (a native task's own templates)."""
+    from proctor.audit.target_rules import template_fields
+
+    spec = subject.spec
+    sources = [spec.target or ""]
+    sources += (
+        [spec.choices] if isinstance(spec.choices, str) else [c for c in spec.choices or [] if isinstance(c, str)]
+    )
+    return frozenset().union(*(template_fields(s) for s in sources if s))
 
 
 RULES = (
@@ -145,7 +170,8 @@ RULES = (
     AuditRule(
         "fewshot.settings",
         "warning",
-        "Few-shot settings that show nothing (a source with count 0) or examples without their answers.",
+        "Few-shot settings that show nothing (a source with count 0), or examples without their answers or without "
+        "their questions.",
         fewshot_settings,
     ),
     AuditRule(

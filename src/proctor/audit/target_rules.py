@@ -46,9 +46,11 @@ def _variables(source: str) -> frozenset[str]:
     from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    tree = parsed_template(source)
-    if tree is None:
+    if parsed_template(source) is None:
         return frozenset()
+    # a tree of its own: the code generator it runs folds constants in place ({'A': 0}[key] loses its mapping),
+    # and the shared tree is read by the rules that look at what a template writes out
+    tree = ImmutableSandboxedEnvironment().parse(source)
     try:  # the code generator it runs refuses a filter the plain environment lacks (proctor's regex_replace)
         names = meta.find_undeclared_variables(tree)
     except Exception:  # noqa: BLE001 - a template error is reported where the template is compiled
@@ -141,6 +143,10 @@ def prompt_reads_target(subject: AuditSubject) -> Iterator[Hit]:
                 field=key,
             )
             return
+    if spec.chat and spec.chat.system and spec.kind == "generate":
+        from proctor.audit.shown_answer import answer_field_shown
+
+        yield from answer_field_shown(subject, "chat.system", _variables(spec.chat.system) - answer_fields)
 
 
 GOLD_IN_PROMPT_SHARE = 0.5  # a coincidence in some rows is normal; in most, the prompt prints the answer

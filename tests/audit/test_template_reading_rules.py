@@ -1,0 +1,274 @@
+"""Rules that read what a task's templates write out, through ``proctor validate``'s entry point, each with a
+right twin that stays silent: a letter map typed out of order (``labels.permuted-map``), a prompt that shows the
+first part of a text whose rest the choices continue (``prompt.drops-part``), a lettered listing that prints one
+option twice (``prompt.options-listed-wrong``), a generate task's system text that prints the answer under another
+field's name (``prompt.shows-target``), and few-shot examples without their questions or re-spaced copies of the
+evaluated rows (``fewshot.settings``, ``fewshot.leak``)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.support.validate_lines import audit_lines, jsonl_text
+
+pytestmark = pytest.mark.fast
+PERMUTED, DROPS_PART, LISTED = "labels.permuted-map", "prompt.drops-part", "prompt.options-listed-wrong"
+
+LETTERS = "ABCDE"
+CSQA = [
+    {
+        "id": f"q{i}",
+        "stem": f"Where would you keep item number {i}?",
+        "choices": [{"label": c, "text": f"place {c.lower()}{i}"} for c in LETTERS],
+        "answerKey": LETTERS[i % 5],
+    }
+    for i in range(10)
+]
+
+
+def _task(**fields) -> str:
+    task = {"name": "quiz", "kind": "multiple_choice", "data": {"path": "data.jsonl", "id": "id"}}
+    task.update(fields)
+    return yaml.safe_dump(task, sort_keys=False)
+
+
+def _lines(folder, capsys, rows, **fields) -> list[str]:
+    return audit_lines(folder, {"t.yaml": _task(**fields), "data.jsonl": jsonl_text(rows)}, capsys)
+
+
+# ---------------------------------------------------------------- labels.permuted-map
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ("{{ {'A': 0, 'B': 1, 'C': 2, 'D': 4, 'E': 3}[answerKey] }}", "'D', 'E'"),
+        ("{{ ['A', 'B', 'D', 'C', 'E'].index(answerKey) }}", "'C', 'D'"),
+        ("{{ 'ABCED'.find(answerKey) }}", "'D', 'E'"),
+    ],
+)
+def test_a_letter_map_typed_out_of_order_is_named(target, shown, tmp_path, capsys):
+    lines = _lines(
+        tmp_path,
+        capsys,
+        CSQA,
+        prompt="{{ stem }}\nAnswer:",
+        choices="{{ choices | map(attribute='text') | list }}",
+        target=target,
+    )
+    (line,) = [x for x in lines if f"[{PERMUTED}]" in x]
+    assert "t.yaml:" in line and "field 'target'" in line and f"and {shown} are out of order" in line, line
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "{{ {'A': 0, 'B': 1, 'C': 2, 'D': 3, 'E': 4}[answerKey] }}",
+        "{{ 'ABCDE'.index(answerKey) }}",
+        "{{ {'A': 1, 'B': 2, 'C': 3, 'D': 4, 'E': 5}[answerKey] - 1 }}",  # counted from 1, moved back: in order
+        "{{ {'A': 0, 'B': 1, 'C': 2, 'D': 3, 'E': 4, '1': 0, '2': 1, '3': 2, '4': 3, '5': 4}[answerKey] }}",
+    ],
+)
+def test_letter_maps_in_order_are_silent(target, tmp_path, capsys):
+    lines = _lines(
+        tmp_path,
+        capsys,
+        CSQA,
+        prompt="{{ stem }}\nAnswer:",
+        choices="{{ choices | map(attribute='text') | list }}",
+        target=target,
+    )
+    assert lines == []
+
+
+def test_a_computed_field_with_a_swapped_map_is_named_by_its_field(tmp_path, capsys):
+    data = {"path": "data.jsonl", "id": "id", "fields": {"gold": "{{ {'A': 1, 'B': 0, 'C': 2}[answerKey] }}"}}
+    rows = [{**r, "answerKey": LETTERS[i % 3], "choices": r["choices"][:3]} for i, r in enumerate(CSQA)]
+    lines = _lines(
+        tmp_path,
+        capsys,
+        rows,
+        data=data,
+        prompt="{{ stem }}\nAnswer:",
+        choices="{{ choices | map(attribute='text') | list }}",
+        target="{{ gold }}",
+    )
+    (line,) = [x for x in lines if f"[{PERMUTED}]" in x]
+    assert "field 'fields.gold'" in line and "'A', 'B' are out of order" in line, line
+
+
+def test_a_permuted_map_in_lm_eval_doc_to_target_is_named(tmp_path, capsys):
+    pytest.importorskip("lm_eval")
+    task = {
+        "task": "quiz",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(tmp_path / "test.jsonl")}},
+        "output_type": "multiple_choice",
+        "test_split": "test",
+        "doc_to_text": "{{ stem }}\nAnswer:",
+        "doc_to_choice": "{{ choices | map(attribute='text') | list }}",
+        "doc_to_target": "{{ ['A', 'C', 'B', 'D', 'E'].index(answerKey) }}",
+    }
+    files = {"quiz.yaml": yaml.safe_dump(task, sort_keys=False), "test.jsonl": jsonl_text(CSQA)}
+    lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "quiz.yaml")])
+    (line,) = [x for x in lines if f"[{PERMUTED}]" in x]
+    assert "quiz.yaml" in line and "field 'doc_to_target'" in line and "'B', 'C' are out of order" in line, line
+
+
+# ---------------------------------------------------------------- prompt.drops-part
+
+HELLASWAG = [
+    {
+        "id": f"h{i}",
+        "ctx_a": f"A man number {i} climbs a ladder to the roof.",
+        "ctx_b": "he" if i % 3 else "the man",
+        "endings": ["starts pulling up shingles.", "eats a sandwich.", "swims away.", "reads a book."],
+        "label": str(i % 4),
+    }
+    for i in range(9)
+]
+for _row in HELLASWAG:
+    _row["ctx"] = f"{_row['ctx_a']} {_row['ctx_b']}"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "named"),
+    [("{{ ctx_a }}", True), ("{{ ctx }}", False), ("{{ ctx_a }} {{ ctx_b|capitalize }}", False)],
+)
+def test_a_prompt_showing_only_the_first_part_of_the_context_is_named(prompt, named, tmp_path, capsys):
+    lines = _lines(tmp_path, capsys, HELLASWAG, prompt=prompt, choices="{{ endings }}", target="{{ label | int }}")
+    found = [x for x in lines if f"[{DROPS_PART}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "data.jsonl, row 1" in found[0] and "field 'ctx_a'" in found[0] and "first part of 'ctx'" in found[0]
+        assert "cut in 9 of the 9 rows read" in found[0], found[0]
+
+
+# ---------------------------------------------------------------- prompt.options-listed-wrong
+
+MMLU = [
+    {"id": f"m{i}", "question": f"Question {i}?", "A": f"a{i}", "B": f"b{i}", "C": f"c{i}", "D": f"d{i}"}
+    for i in range(8)
+]
+for _i, _row in enumerate(MMLU):
+    _row["answer"] = "ABCD"[_i % 4]
+
+
+@pytest.mark.parametrize(
+    ("listing", "message"),
+    [
+        ("A. {{ A }}\nB. {{ B }}\nC. {{ B }}\nD. {{ D }}", "prints {{ B }} under both B and C"),
+        ("A. {{ A }}\nB. {{ B }}\nC. {{ C }}\nD. {{ D }}", None),
+    ],
+)
+def test_a_lettered_listing_that_prints_an_option_twice_is_named(listing, message, tmp_path, capsys):
+    lines = _lines(
+        tmp_path,
+        capsys,
+        MMLU,
+        prompt="{{ question }}\n" + listing + "\nAnswer:",
+        choices=[" A", " B", " C", " D"],
+        target="{{ 'ABCD'.index(answer) }}",
+    )
+    found = [x for x in lines if f"[{LISTED}]" in x]
+    assert [message in x for x in found] == ([True] if message else []), lines
+    assert all("field 'prompt'" in x and "t.yaml:" in x for x in found)
+
+
+def test_a_listing_indexed_out_of_order_is_named(tmp_path, capsys):
+    rows = [
+        {"id": r["id"], "question": r["question"], "options": [r[c] for c in "ABCD"], "label": i % 4}
+        for i, r in enumerate(MMLU)
+    ]
+    listing = "A. {{ options[0] }}\nB. {{ options[2] }}\nC. {{ options[1] }}\nD. {{ options[3] }}"
+    lines = _lines(
+        tmp_path,
+        capsys,
+        rows,
+        prompt="{{ question }}\n" + listing + "\nAnswer:",
+        choices=[" A", " B", " C", " D"],
+        target="{{ label }}",
+    )
+    (line,) = [x for x in lines if f"[{LISTED}]" in x]
+    assert "B -> [2], C -> [1]" in line, line
+
+
+# ---------------------------------------------------------------- prompt.shows-target through chat.system
+
+TRIVIA = [
+    {
+        "id": f"t{i}",
+        "question": f"Which vegetable is number {i}?",
+        "answer": f"Onion{i}",
+        "aliases": [f"Onion{i}", f"Allium{i}"],
+    }
+    for i in range(6)
+]
+
+
+@pytest.mark.parametrize(("system", "named"), [("Hint: the answer is {{ answer }}.", True), ("Answer briefly.", False)])
+def test_a_system_text_that_prints_the_answer_field_is_named(system, named, tmp_path, capsys):
+    lines = _lines(
+        tmp_path,
+        capsys,
+        TRIVIA,
+        kind="generate",
+        prompt="Question: {{ question }}\nAnswer:",
+        target="{{ aliases }}",
+        generation={"stop": ["\n"]},
+        chat={"system": system},
+    )
+    found = [x for x in lines if "[prompt.shows-target]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "field 'chat.system'" in found[0] and "shows 'answer'" in found[0] and "in 6 of the 6 rows" in found[0]
+
+
+# ---------------------------------------------------------------- few-shot examples
+
+
+QUIZ = [
+    {
+        "id": f"q{i}",
+        "query": f"Which statement best explains fact number {i} about photosynthesis?",
+        "choices": [f"right {i}", f"wrong {i}", f"other {i}", f"none {i}"],
+        "gold": 0,
+    }
+    for i in range(12)
+]
+DEV = [
+    {**r, "id": f"d{i}", "query": f"Which colour is thing number {i} in this example?"} for i, r in enumerate(QUIZ[:4])
+]
+
+
+def test_examples_shown_without_their_questions_are_named(tmp_path, capsys):
+    files = {"dev.jsonl": jsonl_text(DEV), "data.jsonl": jsonl_text(QUIZ)}
+    for template, named in [("Answer: {{ choices[gold] }}", True), ("{{ query }}\nAnswer: {{ choices[gold] }}", False)]:
+        fields = {
+            "prompt": "{{ query }}\nAnswer:",
+            "choices": "{{ choices }}",
+            "target": "{{ gold }}",
+            "fewshot": {"count": 2, "source": {"path": "dev.jsonl"}, "template": template},
+        }
+        lines = audit_lines(tmp_path / str(named), {**files, "t.yaml": _task(**fields)}, capsys)
+        found = [x for x in lines if "[fewshot.settings]" in x]
+        assert bool(found) is named, lines
+        if named:
+            assert "answers without their questions" in found[0] and "field 'fewshot.template'" in found[0]
+
+
+def test_a_pool_that_copies_evaluated_rows_re_spaced_is_named(tmp_path, capsys):
+    copies = [{**r, "id": f"c{i}", "query": r["query"].replace("?", " ?")} for i, r in enumerate(QUIZ[:4])]
+    fields = {
+        "prompt": "{{ query }}\nAnswer:",
+        "choices": "{{ choices }}",
+        "target": "{{ gold }}",
+        "fewshot": {"count": 2, "source": {"path": "dev.jsonl"}},
+    }
+    for pool, named in [(copies, True), (DEV, False)]:
+        files = {"dev.jsonl": jsonl_text(pool), "data.jsonl": jsonl_text(QUIZ), "t.yaml": _task(**fields)}
+        lines = [x for x in audit_lines(tmp_path / str(named), files, capsys) if "[fewshot.leak]" in x]
+        assert bool(lines) is named, lines
+        if named:
+            assert "4 of 12 evaluated rows are also in the few-shot pool" in lines[0], lines[0]
