@@ -13,6 +13,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
+INVERTED = "prompt.inverted-condition"
 PERMUTED, DROPS_PART, LISTED = "labels.permuted-map", "prompt.drops-part", "prompt.options-listed-wrong"
 
 LETTERS = "ABCDE"
@@ -272,3 +273,42 @@ def test_a_pool_that_copies_evaluated_rows_re_spaced_is_named(tmp_path, capsys):
         assert bool(lines) is named, lines
         if named:
             assert "4 of 12 evaluated rows are also in the few-shot pool" in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------- prompt.inverted-condition
+
+COPA = [
+    {
+        "id": f"c{i}",
+        "premise": f"The man number {i} turned on the faucet.",
+        "question": "cause" if i % 2 else "effect",
+        "choice1": "The toilet filled with water.",
+        "choice2": "Water flowed from the spout.",
+        "label": 1,
+    }
+    for i in range(8)
+]
+
+
+@pytest.mark.parametrize(
+    ("connective", "named"),
+    [
+        ("{{ 'because' if question == 'effect' else 'therefore' }}", "'because' for the rows that ask for the effect"),
+        ("{{ {'cause': 'so', 'effect': 'because'}[question] }}", "'so' for the rows that ask for the cause"),
+        ("{{ 'quindi' if question != 'effect' else 'perché' }}", "'quindi' for the rows that ask for the cause"),
+        ("{{ 'because' if question == 'cause' else 'therefore' }}", None),
+        ("{{ {'cause': 'perché', 'effect': 'quindi'}[question] }}", None),
+    ],
+)
+def test_a_connective_chosen_the_wrong_way_round_is_named(connective, named, tmp_path, capsys):
+    lines = _lines(
+        tmp_path,
+        capsys,
+        COPA,
+        prompt="{{ premise[:-1] }} " + connective,
+        choices=["{{ choice1 }}", "{{ choice2 }}"],
+        target="{{ label }}",
+    )
+    found = [x for x in lines if f"[{INVERTED}]" in x]
+    assert [named in x for x in found] == ([True] if named else []), lines
+    assert all("t.yaml:" in x and "field 'prompt'" in x for x in found)

@@ -2970,6 +2970,21 @@ add(
     rule("prompt.drops-part"),
 )
 add("context-whole", "ok", native(CONTEXT_ROWS, prompt="{{ ctx }}"), OK)
+COPA_ROWS = [
+    {**r, "premise": f"Event {i} happened.", "question": "cause" if i % 2 else "effect"} for i, r in enumerate(QUIZ)
+]
+add(
+    "connective-swapped",
+    "prompt.inverted-condition",
+    native(COPA_ROWS, prompt="{{ premise }} {{ 'since' if question == 'effect' else 'so' }}"),
+    rule("prompt.inverted-condition"),
+)
+add(
+    "connective-right",
+    "ok",
+    native(COPA_ROWS, prompt="{{ premise }} {{ 'since' if question == 'cause' else 'so' }}"),
+    OK,
+)
 add(
     "lettered-option-printed-twice",
     "prompt.options-listed-wrong",
