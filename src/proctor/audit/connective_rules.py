@@ -48,6 +48,8 @@ def _choices(source: str) -> Iterator[tuple[str, str]]:
                     if isinstance(key, str) and key.lower() in _CONDITIONS and isinstance(value, str):
                         yield _CONDITIONS[key.lower()], value
             continue
+        if not isinstance(node, nodes.CondExpr):
+            continue
         test = node.test
         if not isinstance(test, nodes.Compare) or len(test.ops) != 1:
             continue
@@ -60,7 +62,7 @@ def _choices(source: str) -> Iterator[tuple[str, str]]:
             continue
         other = "effect" if condition == "cause" else "cause"
         yes, no = (condition, other) if operand.op == "eq" else (other, condition)
-        for branch, said_for in ((node.expr1, yes), (node.expr2, no)):
+        for branch, said_for in ((node.expr1, yes), (node.expr2, no)):  # expr2 is None without an else
             if isinstance(branch, nodes.Const) and isinstance(branch.value, str):
                 yield said_for, branch.value
 
