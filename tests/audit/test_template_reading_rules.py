@@ -13,6 +13,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
+DOUBLED, BY_HAND, PREFIXED = "prompt.doubled-cue", "chat.written-by-hand", "choices.letter-prefixed"
 INVERTED = "prompt.inverted-condition"
 PERMUTED, DROPS_PART, LISTED = "labels.permuted-map", "prompt.drops-part", "prompt.options-listed-wrong"
 
@@ -312,3 +313,62 @@ def test_a_connective_chosen_the_wrong_way_round_is_named(connective, named, tmp
     found = [x for x in lines if f"[{INVERTED}]" in x]
     assert [named in x for x in found] == ([True] if named else []), lines
     assert all("t.yaml:" in x and "field 'prompt'" in x for x in found)
+
+
+# ---------------------------------------------------------------- prompt.doubled-cue, chat.written-by-hand,
+# choices.letter-prefixed: what the prompt's text shows twice, or in a form the scoring does not expect
+
+
+@pytest.mark.parametrize(("held", "named"), [("Question: {q}\nAnswer:", True), ("{q}", False)])
+def test_a_cue_the_rows_already_hold_is_named_when_the_template_adds_it_again(held, named, tmp_path, capsys):
+    rows = [{**r, "question": held.format(q=r["question"])} for r in TRIVIA]
+    lines = _lines(
+        tmp_path,
+        capsys,
+        rows,
+        kind="generate",
+        prompt="Question: {{ question }}\nAnswer:",
+        target="{{ aliases }}",
+        generation={"stop": ["\n"]},
+    )
+    found = [x for x in lines if f"[{DOUBLED}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "says 'Question' twice in a row" in found[0] and "in 6 of the 6 rows" in found[0], found[0]
+        assert "data.jsonl, row 1" in found[0] and "field 'prompt'" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "chat", "named"),
+    [
+        ("<|im_start|>user\n{{ query }}<|im_end|>\n<|im_start|>assistant\n", {"system": "Answer."}, True),
+        ("<|im_start|>user\n{{ query }}<|im_end|>\n<|im_start|>assistant\n", None, False),
+        ("{{ query }}\nAnswer:", {"system": "Answer."}, False),
+    ],
+)
+def test_a_chat_turn_written_by_hand_under_a_chat_template_is_named(prompt, chat, named, tmp_path, capsys):
+    fields = {"prompt": prompt, "choices": "{{ choices }}", "target": "{{ gold }}"}
+    lines = _lines(tmp_path, capsys, QUIZ, **fields, **({"chat": chat} if chat else {}))
+    found = [x for x in lines if f"[{BY_HAND}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "'<|im_start|>' in every row" in found[0] and "t.yaml:" in found[0], found[0]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "lettered", "named"),
+    [
+        ("{{ query }}\nAnswer:", True, True),
+        ("{{ query }}\nAnswer:", False, False),
+        ("{{ query }}\n{{ choices | join('\\n') }}\nAnswer:", True, False),  # the prompt lists them
+    ],
+)
+def test_choices_carrying_their_own_letter_are_named(prompt, lettered, named, tmp_path, capsys):
+    rows = [
+        {**r, "choices": [f"{'ABCD'[k]}) {c}" if lettered else c for k, c in enumerate(r["choices"])]} for r in QUIZ
+    ]
+    lines = _lines(tmp_path, capsys, rows, prompt=prompt, choices="{{ choices }}", target="{{ gold }}")
+    found = [x for x in lines if f"[{PREFIXED}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "'A) right 0'" in found[0] and "in 12 of the 12 rows" in found[0] and "field 'choices'" in found[0]

@@ -3023,6 +3023,25 @@ add(
     rule("fewshot.leak"),
 )
 
+add(
+    "gen-cue-doubled",
+    "prompt.doubled-cue",
+    gen([{**r, "question": f"Q: {r['question']}"} for r in GEN_ROWS], prompt="Q: {{ question }}\nA:"),
+    rule("prompt.doubled-cue"),
+)
+add(
+    "chatml-by-hand-under-chat",
+    "chat.written-by-hand",
+    native(prompt="<|im_start|>user\n{{ question }}<|im_end|>\n<|im_start|>assistant\n", chat={"system": "Be brief."}),
+    rule("chat.written-by-hand"),
+)
+add(
+    "choices-carry-letters",
+    "choices.letter-prefixed",
+    native([{**r, "choices": [f"({'abcd'[k]}) {c}" for k, c in enumerate(r["choices"])]} for r in QUIZ]),
+    rule("choices.letter-prefixed"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field
