@@ -95,7 +95,7 @@ def test_a_glob_reading_dev_and_validation_files_beside_the_test_file(tmp_path, 
     broken = audit_lines(tmp_path / "b", {"t.yaml": task_yaml(**MMLU), **files}, capsys)
     (line,) = _hits(broken, "data.split")
     assert re.search(r"mmlu/anatomy_dev\.csv, row 1, field 'data'", line), line
-    assert "reads anatomy_dev.csv, a validation or dev split's file, beside the test file" in line
+    assert "reads anatomy_dev.csv, a validation or dev split's file (1 more such file), beside the test file (" in line
     # the glob narrowed to the test files, and a glob of test files of several subjects: silent
     narrowed = {**MMLU, "data": {"path": "mmlu/*_test.csv", "columns": MMLU_COLUMNS}}
     right = audit_lines(tmp_path / "r", {"t.yaml": task_yaml(**narrowed), **files}, capsys)
@@ -147,3 +147,38 @@ def test_a_glm_language_model_pattern_reading_a_readme_and_a_script(tmp_path, ca
 
 def _glm(folder: Path) -> list[str]:
     return [str(folder / "glm.yaml"), "--data-path", str(folder)]
+
+
+GLM_MUL = 'name: "glmtask"\ntype: "mul"\npath: "data"\nfile-pattern:\n  test: "**/test.jsonl"\n'
+STATEMENTS = [f"Statement {i} is true." for i in range(12)]
+
+
+def _glm_rows(n: int, cue: str) -> str:
+    return jsonl(
+        [
+            {"inputs_pretokenized": f"{cue}{s}", "choices_pretokenized": ["yes", "no"], "label": i % 2}
+            for i, s in enumerate(STATEMENTS[:n])
+        ]
+    )
+
+
+def test_glm_prompt_folders_holding_different_rows(tmp_path, capsys):
+    """GLM-130B reports the max and median over a dataset's prompt folders: a folder of 4 rows beside one of 12 is
+    compared on other questions. Prompt folders of the same rows, and a group of subjects of different sizes (files
+    of different names), are silent."""
+    folder = tmp_path / "b"
+    files = {
+        "glm.yaml": GLM_MUL,
+        "data/prompt_1/test.jsonl": _glm_rows(12, ""),
+        "data/prompt_2/test.jsonl": _glm_rows(4, "Q: "),
+    }
+    (line,) = _hits(audit_lines(folder, files, capsys, _glm(folder)), "glm.prompt-rows")
+    assert re.search(r"b/glm\.yaml:4, field 'file-pattern'", line), line
+    assert "prompt_2/test.jsonl has 4 and prompt_1/test.jsonl 12" in line
+    folder = tmp_path / "r"
+    files = {**files, "data/prompt_2/test.jsonl": _glm_rows(12, "Q: ")}
+    assert not _hits(audit_lines(folder, files, capsys, _glm(folder)), "glm.prompt-rows")
+    folder = tmp_path / "s"
+    subjects = 'name: "glmtask"\ntype: "mul"\npath: "data"\nfile-pattern:\n  stem: "*.jsonl"\n'
+    files = {"glm.yaml": subjects, "data/algebra.jsonl": _glm_rows(12, ""), "data/physics.jsonl": _glm_rows(4, "")}
+    assert not _hits(audit_lines(folder, files, capsys, _glm(folder)), "glm.prompt-rows")

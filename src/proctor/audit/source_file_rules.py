@@ -154,14 +154,16 @@ def _mixed_splits(subject: AuditSubject) -> Iterator[Hit]:
             by_split.setdefault(said, []).append(path)
     if "test" not in by_split or "validation" not in by_split:
         return
-    stray = by_split["validation"][0]
+    stray, tests = by_split["validation"][0], by_split["test"]
     below, sample = files[stray]
+    more = len(by_split["validation"]) - 1
+    test = Path(tests[0]).name + (f" and {len(tests) - 1} more" if len(tests) > 1 else "")
     yield subject.at_row(
         sample,
-        f"the data's glob reads {below}, a validation or dev split's file, beside the test files "
-        f"({Path(by_split['test'][0]).name}, {len(by_split['test'])} in all; {len(by_split['validation'])} such "
-        "files): their rows are scored as test rows, and few-shot examples are often drawn from them; narrow the "
-        "glob to the test files",
+        f"the data's glob reads {below}, a validation or dev split's file"
+        + (f" ({more} more such files)" if more > 1 else " (1 more such file)" if more else "")
+        + f", beside the test file{'s' if len(tests) > 1 else ''} ({test}): their rows are scored as test rows, "
+        "and few-shot examples are often drawn from them; narrow the glob to the test files",
         "data",
     )
 
