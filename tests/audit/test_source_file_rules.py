@@ -127,6 +127,11 @@ def test_a_glob_reading_a_licence_and_a_readme_as_texts(tmp_path, capsys):
     assert not _hits(right, "data.stray-file"), right
     alone = audit_lines(tmp_path / "a", {"t.yaml": task_yaml(**PERPLEXITY), **TEXTS}, capsys)
     assert not _hits(alone, "data.stray-file"), alone
+    # documents without a suffix (most of the files) beside one with: none is taken for a licence
+    bare = {f"corpus/doc{i}": text for i, text in enumerate([*TEXTS.values(), "A third story.\n"])}
+    bare["corpus/index.txt"] = "doc0 doc1 doc2\n"
+    lines = audit_lines(tmp_path / "n", {"t.yaml": task_yaml(**PERPLEXITY), **bare}, capsys)
+    assert not _hits(lines, "data.stray-file"), lines
 
 
 GLM_LM = 'name: "wiki"\ntype: "lm"\npath: "data"\nfile-pattern:\n  test: "%s"\nmax_seq_length: 512\n'

@@ -178,11 +178,11 @@ _NOT_DATA_SUFFIXES = frozenset(
 )
 
 
-def _not_data(name: str, suffixes: set[str]) -> bool:
+def _not_data(name: str, suffixed: bool) -> bool:
     suffix = Path(name).suffix.lower()
     if _NOT_DATA_NAMES.match(name) or suffix in _NOT_DATA_SUFFIXES:
         return True
-    return not suffix and bool(suffixes - {""})  # no suffix, where the data's other files have one
+    return not suffix and suffixed  # no suffix, where most of the data's files have one
 
 
 def stray_files(subject: AuditSubject) -> Iterator[Hit]:
@@ -191,8 +191,8 @@ def stray_files(subject: AuditSubject) -> Iterator[Hit]:
     if not subject.templated or not _globbed(subject):
         return
     files = _read_files(subject)
-    suffixes = {Path(p).suffix.lower() for p in files}
-    strays = [p for p in files if _not_data(Path(p).name, suffixes)]
+    suffixed = 2 * sum(bool(Path(p).suffix) for p in files) > len(files)
+    strays = [p for p in files if _not_data(Path(p).name, suffixed)]
     if not strays or len(strays) == len(files):
         return  # every file alike: the pattern names what the task means to read
     below, sample = files[strays[0]]
