@@ -2721,6 +2721,113 @@ ps_add(
 lm_add("choice-empty", "choices.empty", lm(test=with_row(0, choices=["", "4", "5", "6"], label=1)), ("error", "choice"))
 lm_add("target-out-of-range-negative", "target.range", lm(test=with_row(0, label=-1)), ("error", "doc_to_target"))
 
+# ---------------------------------------------------------------- which files and splits a task evaluates
+
+QUIZ_DEV = [{**r, "id": "d" + r["id"], "question": "Dev: " + r["question"]} for r in QUIZ]
+add(
+    "glob-reads-dev-beside-test",
+    "data.split",
+    {
+        "t.yaml": task_yaml(data="mmlu/*.jsonl"),
+        "mmlu/x_test.jsonl": jsonl(QUIZ),
+        "mmlu/x_dev.jsonl": jsonl(QUIZ_DEV[:3]),
+    },
+    rule("data.split"),
+)
+add(
+    "glob-reads-validation-folder",
+    "data.split",
+    {
+        "t.yaml": task_yaml(data="data/**/*.jsonl"),
+        "data/test/x.jsonl": jsonl(QUIZ),
+        "data/validation/x.jsonl": jsonl(QUIZ_DEV[:3]),
+    },
+    rule("data.split"),
+)
+add(
+    "glob-test-files-of-subjects-ok",
+    "ok",
+    {
+        "t.yaml": task_yaml(data="mmlu/*_test.jsonl"),
+        "mmlu/a_test.jsonl": jsonl(QUIZ[:3]),
+        "mmlu/b_test.jsonl": jsonl(QUIZ[3:]),
+        "mmlu/a_dev.jsonl": jsonl(QUIZ_DEV[:3]),
+    },
+    OK,
+)
+STORIES = {"corpus/a.txt": "The cat sat on the mat.\n", "corpus/b.txt": "Rain fell over the hills.\n"}
+PPL_GLOB = {**PPL, "data": {"path": "corpus/*", "format": "text"}}
+add(
+    "ppl-glob-reads-readme",
+    "data.stray-file",
+    {"t.yaml": task_yaml(**PPL_GLOB), **STORIES, "corpus/README.md": "# Stories\n\nTwo of them.\n"},
+    rule("data.stray-file"),
+)
+add(
+    "ppl-glob-reads-script",
+    "data.stray-file",
+    {"t.yaml": task_yaml(**PPL_GLOB), **STORIES, "corpus/fetch.py": "import urllib.request\n"},
+    rule("data.stray-file"),
+)
+add("ppl-glob-of-texts-ok", "ok", {"t.yaml": task_yaml(**PPL_GLOB), **STORIES}, OK)
+lm_add(
+    "test-split-is-train",
+    "data.split",
+    lm(LM.replace("test_split: test", "test_split: train").replace("fewshot_split: train\n", "")),
+    rule("data.split"),
+)
+lm_add(
+    "data-files-test-is-train-file",
+    "data.split",
+    lm(LM.replace("    test: test.jsonl", "    test: train.jsonl")),
+    rule("data.split"),
+)
+lm_add(
+    "only-split-is-train-ok",
+    "ok",
+    lm(
+        LM.replace("    test: test.jsonl\n", "")
+        .replace("test_split: test", "test_split: train")
+        .replace("fewshot_split: train\n", "")
+    ),
+    OK,
+)
+glm_add(
+    "lm-glob-reads-readme",
+    "data.stray-file",
+    {
+        "glm.yaml": 'name: "wiki"\ntype: "lm"\npath: "data"\nfile-pattern:\n  test: "**/*"\n',
+        "data/story1.txt": "The cat sat on the mat.\n",
+        "data/story2.txt": "Rain fell over the hills.\n",
+        "data/README.md": "# Stories\n",
+    },
+    rule("data.stray-file"),
+)
+glm_add(
+    "prompt-folders-of-other-rows",
+    "glm.prompt-rows",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [{**r, "inputs_pretokenized": "Q: " + r["inputs_pretokenized"]} for r in GLM_ROWS[:2]]
+            )
+        }
+    ),
+    rule("glm.prompt-rows"),
+)
+glm_add(
+    "prompt-folders-ok",
+    "ok",
+    glm(
+        extra={
+            "data/prompt_2/test.jsonl": jsonl(
+                [{**r, "inputs_pretokenized": "Q: " + r["inputs_pretokenized"]} for r in GLM_ROWS]
+            )
+        }
+    ),
+    OK,
+)
+
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
 USE_CASE = """\

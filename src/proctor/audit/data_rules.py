@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from pathlib import Path
 from typing import Iterator
 
 from proctor.audit import conflict_rules
+from proctor.audit.source_file_rules import training_split
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.data.quote_span import RULE as QUOTE_RULE
@@ -143,29 +142,6 @@ def merged_files(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-_TRAIN = re.compile(r"(^|[^a-z])(train|training)([^a-z]|$)", re.IGNORECASE)
-
-
-def training_split(subject: AuditSubject) -> Iterator[Hit]:
-    """The evaluated rows come from a file named as a training split: scores on data a model may have
-    been tuned on."""
-    source = subject.stats.get("source", "")
-    if source and not any(ch in source for ch in "*?[") and not source.startswith("hub:"):
-        paths = {source}  # one file: the reader named it
-    else:
-        paths = {str(s.sample.fields.get("_path") or s.sample.file or "") for s in subject.samples}
-    named = sorted(p for p in paths if _TRAIN.search(Path(p).name))
-    if named and subject.templated:
-        yield Hit(
-            f"the evaluated rows are read from {Path(named[0]).name}, named as a training split"
-            + (f" ({len(named)} of {len(paths)} files)" if len(paths) > 1 else "")
-            + ": evaluate a test or validation split, or say why in the task file",
-            file=subject.file,
-            line=subject.line("data"),
-            field="data",
-        )
-
-
 def header_as_row(subject: AuditSubject) -> Iterator[Hit]:
     """A CSV whose header line was read as a row (``columns:`` given for a file that has a header)."""
     for sample in subject.samples[:1]:
@@ -216,7 +192,8 @@ RULES = (
     AuditRule(
         "data.split",
         "warning",
-        "The evaluated rows come from a file named as a training split.",
+        "The evaluated rows come from a file named as a training split, or a glob reads a validation split's files "
+        "beside the test files, or a dialect evaluates its training split beside a held-out one.",
         training_split,
     ),
     AuditRule(

@@ -32,6 +32,7 @@ from proctor.audit import (
     repr_rules,
     run_rules,
     setting_rules,
+    source_file_rules,
     target_rules,
     unwritable_rules,
 )
@@ -46,6 +47,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *unwritable_rules.RULES,
     *leak_rules.RULES,
     *data_rules.RULES,
+    *source_file_rules.RULES,
     *filter_rules.RULES,
     *generation_rules.RULES,
     *extraction_rules.RULES,

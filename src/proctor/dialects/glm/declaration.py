@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from proctor.core.audit import AuditRule, dialect_check
 from proctor.core.contributions import Registry
 from proctor.core.dialect import BaseOptions, Dialect
 from proctor.core.references import resolve
@@ -47,3 +48,12 @@ def register(registry: Registry) -> None:
         "glm.module", "proctor.dialects.glm.handler:GLMModuleTask", "proctor.dialects.glm.task_options:GLMModuleOptions"
     )
     registry.add_metric_module("proctor.dialects.glm.registered_metrics", METRICS)
+    registry.add_audit_rule(
+        AuditRule(
+            "glm.prompt-rows",
+            "warning",
+            "A GLM-130B dataset's prompt folders hold different numbers of rows: the max and median over its prompts "
+            "compare scores on different questions.",
+            dialect_check("glm", "proctor.dialects.glm.audit_rules:prompt_rows"),
+        )
+    )

@@ -325,6 +325,9 @@ def load(document: LineDict, path: Path, options: BaseOptions | None = None) -> 
     task_lines = {
         proctor: lines[glm] for glm, proctor in (("metrics", "metrics"), ("module", "task_class")) if glm in lines
     }
+    data_line = lines.get("file_pattern", lines.get("path"))  # where the files read are named
+    if data_line is not None:
+        task_lines["data"] = data_line
     tasks = []
     for group, glob, name in groups:
         raw = _spec_for_group(config, name, group, glob, path.parent)

@@ -336,6 +336,13 @@ class _LmEvalRunner:
         """``kinds/capabilities.ReadsLocalFiles``: per split lm-eval read from a mapped copy, its paths and sha256."""
         return {split: read for splits in self._handed for split, read in splits.read.items()}
 
+    def audit_split(self) -> object:
+        """The split lm-eval evaluates and the files it reads, for the audit's ``data.split`` (``split_files.py``)."""
+        from proctor.dialects.lmeval.split_files import evaluated_split
+
+        source = str(self.leaf.source) if self.leaf.source else None
+        return evaluated_split(self.leaf.config, source, self._handed)
+
     def result_extras(self) -> dict:
         """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)
         and the bootstrap resamples its standard errors were allowed (lm-eval's ``bootstrap_iters``)."""
