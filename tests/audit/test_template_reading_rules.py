@@ -372,3 +372,27 @@ def test_choices_carrying_their_own_letter_are_named(prompt, lettered, named, tm
     assert bool(found) is named, lines
     if named:
         assert "'A) right 0'" in found[0] and "in 12 of the 12 rows" in found[0] and "field 'choices'" in found[0]
+
+
+# ---------------------------------------------------------------- data.filter-biased: a substring test
+
+
+@pytest.mark.parametrize(
+    ("data_filter", "named"),
+    [
+        ("subject in 'abstract_algebra_and_anatomy'", True),
+        ("subject in ['abstract_algebra', 'anatomy']", False),
+        ("letter in 'AB'", False),
+    ],
+)
+def test_a_filter_that_tests_a_piece_of_a_text_is_named(data_filter, named, tmp_path, capsys):
+    subjects = ["abstract_algebra", "algebra", "anatomy", "marketing"]
+    rows = [{**r, "subject": subjects[i % 4], "letter": "ABCD"[i % 4]} for i, r in enumerate(QUIZ)]
+    data = {"path": "data.jsonl", "id": "id", "filter": "{{ " + data_filter + " }}"}
+    lines = _lines(
+        tmp_path, capsys, rows, data=data, prompt="{{ query }}\nAnswer:", choices="{{ choices }}", target="{{ gold }}"
+    )
+    found = [x for x in lines if "[data.filter-biased]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "'algebra' is kept" in found[0] and "field 'data.filter'" in found[0] and "t.yaml:" in found[0]

@@ -33,6 +33,36 @@ def _bare_text_operand(source: str) -> str | None:
     return None
 
 
+_TOKENS = re.compile(r"[\s,;|/]+|_and_|_or_")
+
+
+def _substring_test(source: str) -> tuple[str, str] | None:
+    """(the field, the text) of ``field in 'a text'``: a test of substrings, not of membership in a list."""
+    from jinja2 import nodes
+
+    tree = parsed_template(as_template(source))
+    if tree is None:
+        return None
+    for node in tree.find_all(nodes.Compare):
+        if isinstance(node.expr, nodes.Name) and len(node.ops) == 1 and node.ops[0].op in ("in", "notin"):
+            text = node.ops[0].expr
+            if isinstance(text, nodes.Const) and isinstance(text.value, str):
+                return node.expr.name, text.value
+    return None
+
+
+def _accidental_substring(subject: AuditSubject, field: str, text: str) -> str | None:
+    """A kept row's value that ``field in text`` lets through as a piece of a word of ``text`` (not one of the
+    words it lists): 'algebra' in 'abstract_algebra_and_anatomy'. Single letters ('A' in 'ABCD') are what such a
+    test is for, and are left alone."""
+    words = set(_TOKENS.split(text))
+    values = {r.fields.get(field) for r in subject.rows}
+    texts = [v for v in values if isinstance(v, str)]
+    if not texts or all(len(v) <= 1 for v in texts):
+        return None
+    return next((v for v in sorted(texts) if v and v in text and v not in words), None)
+
+
 def filter_on_answers(subject: AuditSubject) -> Iterator[Hit]:
     if not subject.templated:
         return
@@ -49,6 +79,17 @@ def filter_on_answers(subject: AuditSubject) -> Iterator[Hit]:
                 f"the condition does not compare it with anything (write 'x == a or x == b', or 'x in [a, b]'); "
                 f"it keeps {subject.stats.get('n_rows', 0) - subject.stats.get('n_filtered', 0)} of "
                 f"{subject.stats.get('n_rows', 0)} rows",
+                "data.filter",
+            )
+            return
+        found = _substring_test(source)
+        piece = _accidental_substring(subject, *found) if found else None
+        if found and piece is not None:
+            yield subject.at_line(
+                "data",
+                f"the filter {source!r:.60} tests '{found[0]}' as a piece of the text {found[1]!r}, not against a "
+                f"list: '{piece}' is kept because it is part of a longer name (write '{found[0]} in [...]' with "
+                "each value listed)",
                 "data.filter",
             )
             return
@@ -70,7 +111,8 @@ RULES = (
         "data.filter-biased",
         "warning",
         "The data filter selects rows by their answer (the field the target reads), or one side of its 'or' / 'and' "
-        "is a bare text (always true).",
+        "is a bare text (always true), or it tests a field as a piece of a text (x in 'a_and_b') that "
+        "keeps values which are parts of longer names.",
         filter_on_answers,
     ),
 )
