@@ -13,6 +13,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
+OVER_MAX = "prompt.over-max-length"
 DOUBLED, BY_HAND, PREFIXED = "prompt.doubled-cue", "chat.written-by-hand", "choices.letter-prefixed"
 INVERTED = "prompt.inverted-condition"
 PERMUTED, DROPS_PART, LISTED = "labels.permuted-map", "prompt.drops-part", "prompt.options-listed-wrong"
@@ -396,3 +397,18 @@ def test_a_filter_that_tests_a_piece_of_a_text_is_named(data_filter, named, tmp_
     assert bool(found) is named, lines
     if named:
         assert "'algebra' is kept" in found[0] and "field 'data.filter'" in found[0] and "t.yaml:" in found[0]
+
+
+# ---------------------------------------------------------------- prompt.over-max-length
+
+
+@pytest.mark.parametrize(("limit", "named"), [(16, True), (512, False)])
+def test_a_context_limit_below_the_prompts_word_count_is_named(limit, named, tmp_path, capsys):
+    rows = [{**r, "passage": " ".join(f"word{k}" for k in range(40))} for r in QUIZ]
+    fields = {"prompt": "{{ passage }}\n{{ query }}\nAnswer:", "choices": "{{ choices }}", "target": "{{ gold }}"}
+    lines = _lines(tmp_path, capsys, rows, **fields, max_length=limit)
+    found = [x for x in lines if f"[{OVER_MAX}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "max_length is 16 tokens" in found[0] and "in 12 of 12 rows" in found[0], found[0]
+        assert "data.jsonl, row 1" in found[0] and "field 'max_length'" in found[0]

@@ -3149,6 +3149,14 @@ add(
     rule("choices.letter-prefixed"),
 )
 
+add(
+    "max-length-below-prompts",
+    "prompt.over-max-length",
+    native([{**r, "question": r["question"] + " " + "filler " * 30} for r in QUIZ], max_length=12),
+    rule("prompt.over-max-length"),
+)
+add("max-length-roomy", "ok", native(max_length=256), OK)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field
