@@ -13,6 +13,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
+SHOWS_ROW = "prompt.shows-evaluated-row"
 OVER_MAX = "prompt.over-max-length"
 DOUBLED, BY_HAND, PREFIXED = "prompt.doubled-cue", "chat.written-by-hand", "choices.letter-prefixed"
 INVERTED = "prompt.inverted-condition"
@@ -412,3 +413,49 @@ def test_a_context_limit_below_the_prompts_word_count_is_named(limit, named, tmp
     if named:
         assert "max_length is 16 tokens" in found[0] and "in 12 of 12 rows" in found[0], found[0]
         assert "data.jsonl, row 1" in found[0] and "field 'max_length'" in found[0]
+
+
+# ---------------------------------------------------------------- prompt.contains-gold: a label in the row's own
+# text; prompt.shows-evaluated-row: the shared worked examples hold an evaluated row
+
+LABELS = ["positive", "negative", "neutral"]
+REVIEWS = [
+    {"id": f"s{i}", "text": f"Review number {i} of the hotel by the river.", "label": LABELS[i % 3]} for i in range(9)
+]
+PREAMBLE = "Answer with positive, negative or neutral.\n\n"
+
+
+@pytest.mark.parametrize(("tagged", "named"), [(True, True), (False, False)])
+def test_a_row_text_that_names_its_own_label_is_named(tagged, named, tmp_path, capsys):
+    rows = [{**r, "text": f"{r['text']} (Sentiment: {r['label']})" if tagged else r["text"]} for r in REVIEWS]
+    lines = _lines(
+        tmp_path,
+        capsys,
+        rows,
+        kind="generate",
+        prompt=PREAMBLE + "Text: {{ text }}\nSentiment:",
+        target="{{ label }}",
+        generation={"stop": ["\n"]},
+    )
+    found = [x for x in lines if "[prompt.contains-gold]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "names its label ('positive') and no other in 9 of the 9 rows" in found[0], found[0]
+
+
+@pytest.mark.parametrize(("demo", "named"), [(REVIEWS[1]["text"], True), ("A quiet room with a view.", False)])
+def test_worked_examples_that_hold_an_evaluated_row_are_named(demo, named, tmp_path, capsys):
+    shots = f"Text:\n{demo}\nSentiment: negative\n\n"
+    lines = _lines(
+        tmp_path,
+        capsys,
+        REVIEWS,
+        kind="generate",
+        prompt=PREAMBLE + shots + "Text:\n{{ text }}\nSentiment:",
+        target="{{ label }}",
+        generation={"stop": ["\n"]},
+    )
+    found = [x for x in lines if f"[{SHOWS_ROW}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "data.jsonl, row 2" in found[0] and "in 1 of 9 rows" in found[0] and "field 'prompt'" in found[0]

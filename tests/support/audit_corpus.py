@@ -3157,6 +3157,39 @@ add(
 )
 add("max-length-roomy", "ok", native(max_length=256), OK)
 
+MOODS = ["happy", "sad", "angry"]
+MOOD_ROWS = [{"id": f"m{i}", "text": f"Diary entry {i} about the long day.", "mood": MOODS[i % 3]} for i in range(9)]
+add(
+    "gen-row-text-names-label",
+    "prompt.contains-gold",
+    gen(
+        [{**r, "text": f"{r['text']} [{r['mood']}]"} for r in MOOD_ROWS],
+        prompt="Moods: happy, sad, angry.\n{{ text }}\nMood:",
+        target="{{ mood }}",
+    ),
+    rule("prompt.contains-gold"),
+)
+add(
+    "demo-holds-evaluated-row",
+    "prompt.shows-evaluated-row",
+    gen(
+        MOOD_ROWS,
+        prompt=f"Moods: happy, sad, angry.\n\n{MOOD_ROWS[4]['text']}\nMood: sad\n\n{{{{ text }}}}\nMood:",
+        target="{{ mood }}",
+    ),
+    rule("prompt.shows-evaluated-row"),
+)
+add(
+    "demo-other-row-ok",
+    "ok",
+    gen(
+        MOOD_ROWS,
+        prompt="Moods: happy, sad, angry.\n\nA dull afternoon.\nMood: sad\n\n{{ text }}\nMood:",
+        target="{{ mood }}",
+    ),
+    OK,
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

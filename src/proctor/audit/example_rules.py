@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from proctor.audit import hint_rules, target_rules
+from proctor.audit import hint_rules, shown_answer, target_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
@@ -96,7 +96,9 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
-gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field)
+gold_in_prompt = first_found(
+    target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field, shown_answer.label_in_row_text
+)
 
 
 # ---------------------------------------------------------------- few-shot examples
