@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
 from proctor.audit.setting_rules import generation_settings, lmeval_config
@@ -30,6 +31,15 @@ def _answers(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
     return [(i, s.references) for i, s in enumerate(subject.samples) if s.references]
 
 
+SPELLING_ROWS = 1000  # rows whose references make the label set the template's text is searched for
+
+
+def _spellings(reference: str, offered: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The reference as the data writes it and as a model writes it (capitalised, as the template offers it)."""
+    upper = capitalised(reference)
+    return (reference, *offered.get(reference.casefold(), ()), *((upper,) if upper else ()))
+
+
 def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
     settings = generation_settings(subject)
     rows = _answers(subject) if settings is not None else []
@@ -45,12 +55,15 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
                 settings.stop_field,
             )
             return
-    # a row is cut when one stop string occurs inside every reference; several stops together can cut most rows
-    # (lm-eval's until: ['P', 'B', ...]) where none alone reaches the share
+    # a row is cut when one stop string occurs inside every reference, as the data writes it or as a model writes
+    # it (capitalised, or in the case the template offers it: 'Answer Yes or No.' under stop 'No'); several stops
+    # together can cut most rows (lm-eval's until: ['P', 'B', ...]) where none alone reaches the share
+    prefix, suffix = subject.fixed_text
+    offered = offered_spellings(prefix + suffix, [r for _, refs in rows[:SPELLING_ROWS] for r in refs])
     cut: list[tuple[int, str]] = []
     for i, refs in rows:
-        stripped = [r.strip() for r in refs]
-        cutting = next((s for s in stops if all(s in r for r in stripped)), "")
+        spelt = [_spellings(r.strip(), offered) for r in refs]
+        cutting = next((s for s in stops if all(any(s in w for w in ws) for ws in spelt)), "")
         if cutting:
             cut.append((i, cutting))
     if cut and len(cut) >= CUT_SHARE * len(rows):
@@ -61,10 +74,13 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
             if len(named) == 1
             else f"the stop strings {', '.join(map(repr, named[:5]))}"
         )
+        example = subject.samples[cut[0][0]].references[0].strip()
+        written = next((w for w in _spellings(example, offered) if cut[0][1] in w), example)
+        how = f", which a model writes {written!r:.40}" if written != example else ""
         yield Hit(
             f"{which} occur{'s' if len(named) == 1 else ''} inside the reference answers of {len(cut)} of "
-            f"{len(rows)} rows (e.g. {subject.samples[cut[0][0]].references[0]!r:.40}): generation ends there, so "
-            "those answers can never be given whole",
+            f"{len(rows)} rows, as the data or a model writes them (e.g. {example!r:.40}{how}): generation ends "
+            "there, so those answers can never be given whole",
             file=subject.file,
             line=subject.line(settings.key),
             field=settings.stop_field,

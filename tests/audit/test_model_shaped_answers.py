@@ -1,0 +1,167 @@
+"""Generated answers read back as a model writes them, not as the reference stands (``audit/answer_shapes.py``):
+an extraction regex that reads the first number of the reasoning a step-by-step prompt asks for, the optional
+phrase's group, a ``$`` that '18.' never meets, a case-sensitive ``(yes|no)`` under 'Answer Yes or No.'
+(``extraction.cuts-reference``, lm-eval's ``lmeval.filter-cuts-reference``), and a stop string that is an answer
+as the prompt offers it (``generation.stop-inside-answer``). Through ``proctor validate``'s entry point, each with
+a right twin that stays silent; lm-eval's own GSM8K chain-of-thought files stay silent on real rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import shared_path
+from tests.support.validate_lines import audit_lines, jsonl_text
+
+NUMBERS = [
+    {"question": "Tom has 12 apples and gives 4 away. How many are left?", "answer": "8"},
+    {"question": "A box holds 6 eggs. How many eggs are in 3 boxes?", "answer": "18"},
+    {"question": "Ann reads 5 pages a day for 9 days. How many pages?", "answer": "45"},
+    {"question": "A bus has 30 seats and 11 are taken. How many are free?", "answer": "19"},
+    {"question": "Sam earns 7 dollars an hour for 8 hours. How much?", "answer": "56"},
+]
+YES_NO = [{"question": f"Is claim {i} of the passage supported?", "answer": "yes" if i % 3 else "no"} for i in range(9)]
+
+
+def _task(prompt: str, generation: str, extraction: str = "") -> str:
+    return (
+        "name: shaped\nkind: generate\ndata: data.jsonl\n"
+        f"prompt: {json.dumps(prompt)}\n"
+        "target: '{{ answer }}'\n"
+        f"generation: {generation}\n" + (f"extraction: {extraction}\n" if extraction else "")
+    )
+
+
+STEP_BY_STEP = "Question: {{ question }}\nLet's think step by step."
+SHORT = "Question: {{ question }}\nAnswer:"
+YES_OR_NO = "{{ question }}\nAnswer Yes or No.\nAnswer:"
+
+# (rule, a broken task, its right twin, the rows, the field named, a word of the message)
+CASES = [
+    (  # the first number of the reasoning is read
+        "extraction.cuts-reference",
+        _task(STEP_BY_STEP, "{max_tokens: 256, stop: ['Question:']}", "{regex: '(-?\\d+)'}"),
+        _task(STEP_BY_STEP, "{max_tokens: 256, stop: ['Question:']}", "{regex: '(-?\\d+)(?!.*\\d)'}"),
+        NUMBERS,
+        "extraction.regex",
+        "read as '3'",
+    ),
+    (  # group 1 is the optional phrase, not the number
+        "extraction.cuts-reference",
+        _task(SHORT, '{max_tokens: 16, stop: ["\\n\\n"]}', "{regex: '(answer is )?(-?\\d+)', group: 1}"),
+        _task(SHORT, '{max_tokens: 16, stop: ["\\n\\n"]}', "{regex: '(answer is )?(-?\\d+)', group: 2}"),
+        NUMBERS,
+        "extraction.regex",
+        "read as 'answer is'",
+    ),
+    (  # '18.' never meets the $
+        "extraction.cuts-reference",
+        _task(SHORT, '{max_tokens: 16, stop: ["\\n\\n"]}', "{regex: '(-?\\d+)$', fallback: none}"),
+        _task(SHORT, '{max_tokens: 16, stop: ["\\n\\n"]}', "{regex: '(-?\\d+)\\W*$', fallback: none}"),
+        NUMBERS,
+        "extraction.regex",
+        "with a full stop",
+    ),
+    (  # 'Yes' as the prompt offers it, a case-sensitive regex, nothing to fall back on
+        "extraction.cuts-reference",
+        _task(YES_OR_NO, '{max_tokens: 4, stop: ["\\n\\n"]}', "{regex: '\\b(yes|no)\\b', fallback: none}"),
+        _task(
+            YES_OR_NO,
+            '{max_tokens: 4, stop: ["\\n\\n"]}',
+            "{regex: '\\b(yes|no)\\b', fallback: none, ignore_case: true}",
+        ),
+        YES_NO,
+        "extraction.regex",
+        "as the prompt offers it",
+    ),
+    (  # a stop string meant for 'No more' is the answer 'No' the prompt offers
+        "generation.stop-inside-answer",
+        _task(YES_OR_NO, "{max_tokens: 4, stop: ['No']}"),
+        _task(YES_OR_NO, '{max_tokens: 4, stop: ["\\n"]}'),
+        YES_NO,
+        "generation.stop",
+        "which a model writes 'No'",
+    ),
+]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("rule, broken, right, rows, field, words", CASES, ids=[c[-1] for c in CASES])
+def test_answers_shaped_as_a_model_writes_them(rule, broken, right, rows, field, words, tmp_path, capsys):
+    found = audit_lines(tmp_path / "broken", {"t.yaml": broken, "data.jsonl": jsonl_text(rows)}, capsys)
+    named = [line for line in found if f"[{rule}]" in line]
+    assert named, found
+    assert f"field '{field}'" in named[0] and words in named[0], named[0]
+    if field == "extraction.regex":  # the first row it misreads
+        assert "data.jsonl, row 1," in named[0], named[0]
+    else:
+        assert "t.yaml:6" in named[0], named[0]
+    assert audit_lines(tmp_path / "right", {"t.yaml": right, "data.jsonl": jsonl_text(rows)}, capsys) == []
+
+
+@pytest.mark.fast
+def test_a_regex_after_the_phrase_the_prompt_asks_for_is_silent(tmp_path, capsys):
+    """The phrase the prompt asks the model to write, read by a regex that needs it: no bare answer is tried
+    (a model asked to reason writes none), and 'The answer is 18' is read as 18."""
+    prompt = "Question: {{ question }}\nLet's think step by step, then write 'The answer is N'."
+    task = _task(
+        prompt, "{max_tokens: 256, stop: ['Question:']}", "{regex: 'The answer is (-?[\\d,]+)', fallback: none}"
+    )
+    assert audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(NUMBERS)}, capsys) == []
+
+
+LMEVAL = """task: shaped_lm
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: test.jsonl
+output_type: generate_until
+test_split: test
+doc_to_text: "Question: {{{{question}}}}\\nLet's think step by step."
+doc_to_target: "{{{{answer.split('#### ')[-1]}}}}"
+generation_kwargs:
+  until: ["Question:"]
+filter_list:
+  - name: {name}
+    filter:
+      - function: regex
+        regex_pattern: "{regex}"
+        group_select: {group}
+      - function: take_first
+metric_list:
+  - metric: exact_match
+    regexes_to_ignore: [",", "\\\\.$"]
+"""
+
+
+def test_lm_eval_first_number_under_step_by_step_is_named_and_the_last_is_not(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("lm_eval")
+    rows = "\n".join(shared_path("data", "gsm8k", "test.jsonl").read_text().splitlines()[:8]) + "\n"
+
+    def lines(folder, name, regex, group):
+        folder.mkdir()
+        monkeypatch.chdir(folder)  # lm-eval reads data_files from the working folder
+        files = {"quiz.yaml": LMEVAL.format(name=name, regex=regex, group=group), "test.jsonl": rows}
+        found = audit_lines(folder, files, capsys, [str(folder / "quiz.yaml")])
+        return [line for line in found if "[lmeval.filter-cuts-reference]" in line]
+
+    first = lines(tmp_path / "first", "first-number", "(-?[0-9]+)", 0)
+    assert first and "filter 'first-number'" in first[0] and "read as '3'" in first[0], first
+    assert "field 'filter_list[first-number]'" in first[0]
+    assert lines(tmp_path / "last", "last-number", "(-?[0-9][0-9,]*)", -1) == []
+
+
+@pytest.mark.parametrize("name", ["gsm8k-cot", "gsm8k-cot-zeroshot", "gsm8k-cot-llama"])
+def test_lm_evals_own_chain_of_thought_files_are_silent(name, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("lm_eval")
+    from proctor.dialects.lmeval.library import catalogue_root
+
+    rows = "\n".join(shared_path("data", "gsm8k", "test.jsonl").read_text().splitlines()[:8]) + "\n"
+    monkeypatch.chdir(tmp_path)
+    task = (
+        f"include: {catalogue_root()}/gsm8k/{name}.yaml\ntask: local_{name.replace('-', '_')}\ndataset_path: json\n"
+        "dataset_name: null\ndataset_kwargs:\n  data_files:\n    test: test.jsonl\n    train: test.jsonl\n"
+    )
+    found = audit_lines(tmp_path, {"quiz.yaml": task, "test.jsonl": rows}, capsys, [str(tmp_path / "quiz.yaml")])
+    assert [line for line in found if "cuts-reference" in line] == []
