@@ -165,3 +165,77 @@ def test_lm_evals_own_chain_of_thought_files_are_silent(name, tmp_path, capsys, 
     )
     found = audit_lines(tmp_path, {"quiz.yaml": task, "test.jsonl": rows}, capsys, [str(tmp_path / "quiz.yaml")])
     assert [line for line in found if "cuts-reference" in line] == []
+
+
+def _gsm8k_rows(count: int = 8) -> list[dict[str, str]]:
+    return [json.loads(line) for line in shared_path("data", "gsm8k", "test.jsonl").read_text().splitlines()[:count]]
+
+
+@pytest.mark.fast
+def test_exact_match_on_the_whole_worked_solution_is_named_and_on_its_number_is_not(tmp_path, capsys):
+    """GSM8K's answer field is the worked solution with its <<...>> marks: exact match against it, with nothing
+    extracted, scores about 0 for any model (metrics.mismatch); its number after '#### ' is a short answer."""
+    rows = jsonl_text(_gsm8k_rows())
+    whole = "name: gsm\nkind: generate\ndata: data.jsonl\nprompt: 'Question: {{ question }}'\ntarget: '{{ answer }}'\n"
+    whole += "metrics: [exact_match]\ngeneration: {max_tokens: 256, stop: ['Question:']}\n"
+    found = audit_lines(tmp_path / "whole", {"t.yaml": whole, "data.jsonl": rows}, capsys)
+    named = [line for line in found if "[metrics.mismatch]" in line]
+    assert named and "t.yaml:6, field 'metrics'" in named[0] and "over several lines" in named[0], found
+    number = whole.replace("'{{ answer }}'", "\"{{ answer.split('#### ')[-1] }}\"")
+    assert audit_lines(tmp_path / "number", {"t.yaml": number, "data.jsonl": rows}, capsys) == []
+
+
+GLM = 'name: "glmtask"\ntype: "gen"\npath: "data"\nfile-pattern:\n  test: "**/test.jsonl"\nmetrics: ["EM"]\n'
+
+
+@pytest.mark.fast
+def test_a_glm_generation_without_a_stop_is_unbounded_and_with_one_is_not(tmp_path, capsys):
+    """GLM-130B's gen tasks: max_gen_length (128 by default) and no stop, scored by EM on short answers
+    (generation.unbounded-answer reads GLM's own keys and its metric names, EM and F1)."""
+    rows = [
+        {"inputs_pretokenized": f"Question: capital of country {i}?\nAnswer:", "targets_pretokenized": [c]}
+        for i, c in enumerate(["Lima", "Paris", "Tokyo", "Rome", "Oslo", "Cairo"])
+    ]
+    data = {"data/prompt_1/test.jsonl": jsonl_text(rows)}
+    unbounded = GLM + "max_gen_length: 128\n"
+    found = audit_lines(tmp_path / "open", {"glm.yaml": unbounded, **data}, capsys, [str(tmp_path / "open/glm.yaml")])
+    named = [line for line in found if "[generation.unbounded-answer]" in line]
+    assert named and "glm.yaml:7, field 'stop'" in named[0], found
+    bounded = unbounded + 'stop: ["\\n"]\n'
+    assert (
+        audit_lines(tmp_path / "stop", {"glm.yaml": bounded, **data}, capsys, [str(tmp_path / "stop/glm.yaml")]) == []
+    )
+
+
+SAMPLED = """task: sampled
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: test.jsonl
+output_type: generate_until
+test_split: test
+doc_to_text: "Q: {{question}}\\nA:"
+doc_to_target: "{{answer.split('#### ')[-1]}}"
+generation_kwargs:
+  until: ["\\n"]
+  do_sample: SAMPLE
+  temperature: 1.0
+metric_list:
+  - metric: exact_match
+"""
+
+
+def test_lm_eval_sampling_with_one_repeat_is_named_and_greedy_is_not(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("lm_eval")
+    rows = jsonl_text(_gsm8k_rows())
+
+    def lines(folder, sample):
+        folder.mkdir()
+        monkeypatch.chdir(folder)  # lm-eval reads data_files from the working folder
+        files = {"quiz.yaml": SAMPLED.replace("SAMPLE", sample), "test.jsonl": rows}
+        found = audit_lines(folder, files, capsys, [str(folder / "quiz.yaml")])
+        return [line for line in found if "[generation.sampling]" in line]
+
+    sampled = lines(tmp_path / "sampled", "true")
+    assert sampled and "field 'generation_kwargs.do_sample'" in sampled[0], sampled
+    assert lines(tmp_path / "greedy", "false") == []

@@ -138,7 +138,8 @@ def unbounded_answers(subject: AuditSubject) -> Iterator[Hit]:
     settings = generation_settings(subject)
     if settings is None or settings.stop or settings.max_tokens is None or _extracts(subject):
         return
-    if subject.use_chat or not WHOLE_ANSWER_METRICS & metric_names(subject):
+    # GLM-130B names them EM and F1
+    if subject.use_chat or not WHOLE_ANSWER_METRICS & {name.lower() for name in metric_names(subject)}:
         return  # a chat model's reply ends at its end of turn; other metrics read answers otherwise
     rows = _answers(subject)[:NGRAM_PROBE]
     words = sorted(max(len(r.split()) for r in refs) for _, refs in rows)
@@ -270,6 +271,26 @@ def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
             f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
             "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
             "generation.temperature",
+        )
+    yield from _lmeval_sampling(subject)
+
+
+def _lmeval_sampling(subject: AuditSubject) -> Iterator[Hit]:
+    """lm-eval's ``generation_kwargs`` with ``do_sample: true`` (a temperature above 0; Hugging Face's default is
+    1.0) and one repeat: each document's score is one draw, as a native task's temperature with one epoch."""
+    config = lmeval_config(subject)
+    kwargs = getattr(config, "generation_kwargs", None) if subject.spec.kind == "generate" else None
+    if not isinstance(kwargs, dict) or kwargs.get("do_sample") is not True:
+        return
+    temperature = kwargs.get("temperature", 1.0)
+    repeats = getattr(config, "repeats", 1) or 1
+    if isinstance(temperature, (int, float)) and temperature > 0 and repeats == 1 and subject.epochs == 1:
+        yield subject.at_line(
+            "generation_kwargs",
+            f"do_sample is true (temperature {temperature}) with one repeat: each document's score is one random "
+            "draw, so the number moves with the seed; repeats: K (with a filter that votes or averages) or --epochs "
+            "K averages K draws, and do_sample: false reads the greedy answer",
+            "generation_kwargs.do_sample",
         )
 
 

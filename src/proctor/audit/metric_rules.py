@@ -93,11 +93,41 @@ def _word_perplexity_on_unspaced(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+LONG_REFERENCE_WORDS = 15  # median words of a row's shortest reference: a worked answer, not an answer
+
+
+def _exact_match_on_long(subject: AuditSubject) -> Iterator[Hit]:
+    """Exact match with references that are whole worked answers (GSM8K's solution with its <<...>> marks, text
+    over several lines) and no extraction: only the same text word for word scores, so any model scores about 0."""
+    extraction = subject.spec.extraction
+    if not subject.templated or (extraction is not None and (extraction.regex or extraction.answer_tag)):
+        return
+    names = {name.lower() for name in metric_names(subject)}
+    if not names & {"exact_match", "em"}:
+        return
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    words = sorted(min(len(r.split()) for r in refs) for refs in rows)
+    lines = [refs for refs in rows if all("\n" in r.strip() for r in refs)]
+    if len(rows) < 2 or (words[len(words) // 2] <= LONG_REFERENCE_WORDS and len(lines) * 2 <= len(rows)):
+        return
+    example = rows[0][0].strip()
+    key = "metrics" if subject.spec.metrics else "target"
+    yield subject.at_line(
+        key,
+        f"exact match compares the whole answer with references of {words[len(words) // 2]} words (median of the "
+        f"{len(rows)} rows read){', over several lines' if lines else ''} (e.g. {example!r:.60}), and nothing "
+        "extracts a part of either: only the same text word for word scores, so any model scores about 0; extract "
+        "the final answer (a regex, an answer tag) and make the reference that answer, or score with f1 or rouge",
+        "metrics",
+    )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     if spec.kind == "generate":
         yield from _f1_on_unspaced(subject)
         yield from _f1_on_labels(subject)
+        yield from _exact_match_on_long(subject)
     if spec.kind == "perplexity":
         yield from _word_perplexity_on_unspaced(subject)
     if spec.kind != "multiple_choice":
