@@ -239,3 +239,62 @@ def test_lm_eval_sampling_with_one_repeat_is_named_and_greedy_is_not(tmp_path, c
     sampled = lines(tmp_path / "sampled", "true")
     assert sampled and "field 'generation_kwargs.do_sample'" in sampled[0], sampled
     assert lines(tmp_path / "greedy", "false") == []
+
+
+GLM_ROWS = [
+    ("Onion", "Onion; Allium cepa; Bulb onion"),
+    ("Horse", "Horse; Equus caballus"),
+    ("Antelope", "Antelope; Antilopina"),
+]
+
+
+@pytest.mark.fast
+def test_glm_targets_glued_by_semicolons_are_named_and_listed_ones_are_not(tmp_path, capsys):
+    """One GLM target holding the aliases glued with '; ' (references.aliases-lost): no answer matches it."""
+
+    def lines(folder, glued):
+        rows = [
+            {
+                "inputs_pretokenized": f"Question: what is thing {i}?\nAnswer:",
+                "targets_pretokenized": [text] if glued else text.split("; "),
+            }
+            for i, (_, text) in enumerate(GLM_ROWS * 2)
+        ]
+        files = {"glm.yaml": GLM + 'max_gen_length: 16\nstop: ["\\n"]\n', "data/prompt_1/test.jsonl": jsonl_text(rows)}
+        found = audit_lines(folder, files, capsys, [str(folder / "glm.yaml")])
+        return [line for line in found if "[references.aliases-lost]" in line]
+
+    glued = lines(tmp_path / "glued", True)
+    assert glued and "test.jsonl, row 1, field 'targets_pretokenized'" in glued[0] and "'; '" in glued[0], glued
+    assert lines(tmp_path / "listed", False) == []
+
+
+@pytest.mark.fast
+def test_glm_accuracy_on_references_ending_with_a_full_stop_is_named_and_em_is_not(tmp_path, capsys):
+    """GLM's generation Accuracy compares the stripped texts as they are: 'Onion.' is matched by no answer that
+    stops at the line's end without the full stop (metrics.mismatch)."""
+    rows = [
+        {"inputs_pretokenized": f"Question: what is thing {i}?\nAnswer:", "targets_pretokenized": [f"{name}."]}
+        for i, (name, _) in enumerate(GLM_ROWS * 2)
+    ]
+    data = {"data/prompt_1/test.jsonl": jsonl_text(rows)}
+    settings = 'max_gen_length: 16\nstop: ["\\n"]\n'
+    accuracy = GLM.replace('["EM"]', '["Accuracy"]') + settings
+    found = audit_lines(tmp_path / "acc", {"glm.yaml": accuracy, **data}, capsys, [str(tmp_path / "acc/glm.yaml")])
+    named = [line for line in found if "[metrics.mismatch]" in line]
+    assert named and "glm.yaml:6, field 'metrics'" in named[0] and "'Onion.'" in named[0], found
+    assert (
+        audit_lines(tmp_path / "em", {"glm.yaml": GLM + settings, **data}, capsys, [str(tmp_path / "em/glm.yaml")])
+        == []
+    )
+
+
+@pytest.mark.fast
+def test_top_p_under_greedy_decoding_is_named_and_a_seed_alone_is_not(tmp_path, capsys):
+    rows = jsonl_text(NUMBERS)
+    greedy = _task(SHORT, '{max_tokens: 8, stop: ["\\n"], top_p: 0.9}')
+    found = audit_lines(tmp_path / "greedy", {"t.yaml": greedy, "data.jsonl": rows}, capsys)
+    named = [line for line in found if "[generation.sampling]" in line]
+    assert named and "t.yaml:6, field 'generation.top_p'" in named[0], found
+    plain = _task(SHORT, '{max_tokens: 8, stop: ["\\n"], seed: 7}')  # a seed alone is harmless
+    assert audit_lines(tmp_path / "plain", {"t.yaml": plain, "data.jsonl": rows}, capsys) == []

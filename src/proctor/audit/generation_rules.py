@@ -9,6 +9,7 @@ from typing import Iterator
 from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.sampling_rules import one_sample_of_chance
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -260,37 +261,6 @@ def tag_not_asked(subject: AuditSubject) -> Iterator[Hit]:
             f"the answer is read after the tag {tag!r}, which no prompt mentions: a model not asked to write it "
             "rarely does, and its answers are then unreadable",
             "extraction.answer_tag",
-        )
-
-
-def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
-    generation = subject.spec.generation
-    if _generated(subject) and generation.temperature > 0 and subject.epochs == 1:
-        yield subject.at_line(
-            "generation",
-            f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
-            "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
-            "generation.temperature",
-        )
-    yield from _lmeval_sampling(subject)
-
-
-def _lmeval_sampling(subject: AuditSubject) -> Iterator[Hit]:
-    """lm-eval's ``generation_kwargs`` with ``do_sample: true`` (a temperature above 0; Hugging Face's default is
-    1.0) and one repeat: each document's score is one draw, as a native task's temperature with one epoch."""
-    config = lmeval_config(subject)
-    kwargs = getattr(config, "generation_kwargs", None) if subject.spec.kind == "generate" else None
-    if not isinstance(kwargs, dict) or kwargs.get("do_sample") is not True:
-        return
-    temperature = kwargs.get("temperature", 1.0)
-    repeats = getattr(config, "repeats", 1) or 1
-    if isinstance(temperature, (int, float)) and temperature > 0 and repeats == 1 and subject.epochs == 1:
-        yield subject.at_line(
-            "generation_kwargs",
-            f"do_sample is true (temperature {temperature}) with one repeat: each document's score is one random "
-            "draw, so the number moves with the seed; repeats: K (with a filter that votes or averages) or --epochs "
-            "K averages K draws, and do_sample: false reads the greedy answer",
-            "generation_kwargs.do_sample",
         )
 
 

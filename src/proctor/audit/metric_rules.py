@@ -122,12 +122,38 @@ def _exact_match_on_long(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+_RAW_EQUALITY = "Accuracy"  # GLM-130B's Accuracy on generation: the stripped texts equal, case and punctuation kept
+PUNCTUATED_SHARE = 0.5
+SHORT_REFERENCE_WORDS = 5  # a short answer: a model stopped at the line's end writes no full stop after it
+
+
+def _raw_equality_on_punctuated(subject: AuditSubject) -> Iterator[Hit]:
+    """GLM's generation Accuracy compares the stripped texts as they are: short references that end with a full
+    stop ('Onion.') score only the answers that write it, which a model stopped at the line's end rarely does."""
+    if not subject.templated or _RAW_EQUALITY not in {m.name for m in subject.spec.metrics}:
+        return
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    short = [refs for refs in rows if all(len(r.split()) <= SHORT_REFERENCE_WORDS for r in refs)]
+    ended = [refs for refs in short if all(r.strip() and r.strip()[-1] in ".!?,;:" for r in refs)]
+    if not ended or len(ended) < PUNCTUATED_SHARE * len(rows):
+        return
+    yield subject.at_line(
+        "metrics",
+        f"Accuracy on generated answers compares the stripped texts as they are (case and punctuation kept), and the "
+        f"short references of {len(ended)} of the {len(rows)} rows read end with punctuation (e.g. "
+        f"{ended[0][0]!r:.30}): an answer without it scores 0; use EM (SQuAD's normalisation), or references "
+        "without the punctuation",
+        "metrics",
+    )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     if spec.kind == "generate":
         yield from _f1_on_unspaced(subject)
         yield from _f1_on_labels(subject)
         yield from _exact_match_on_long(subject)
+        yield from _raw_equality_on_punctuated(subject)
     if spec.kind == "perplexity":
         yield from _word_perplexity_on_unspaced(subject)
     if spec.kind != "multiple_choice":
