@@ -235,8 +235,9 @@ RULES = (
     AuditRule(
         "extraction.cuts-reference",
         "warning",
-        "The extraction regex matches a reference but reads another part of it ('2,125' as '2'): an answer written "
-        "as the reference is scored wrong.",
+        "The extraction regex matches a reference but reads another part of it ('2,125' as '2'), or misreads the "
+        "reference written as a model writes it (after reasoning, as the prompt offers it): a right answer is scored "
+        "wrong.",
         cuts_references,
     ),
     AuditRule(

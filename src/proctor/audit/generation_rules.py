@@ -348,7 +348,8 @@ RULES = (
     AuditRule(
         "generation.sampling",
         "warning",
-        "Sampled generation (temperature > 0) with one epoch: each score is one random draw.",
+        "Sampled generation (temperature > 0, lm-eval's do_sample) with one epoch: each score is one random draw; "
+        "or top_p under greedy decoding, which reads it not.",
         one_sample_of_chance,
     ),
     AuditRule(

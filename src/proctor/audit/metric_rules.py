@@ -1,7 +1,8 @@
 """Metrics that cannot mean their name on a task's rows: acc_norm on choices of one length (acc under another
 name), a choice temperature that makes every distribution one choice at 1.0 or near uniform, f1 on answers written
 without spaces (exact match under another name) or on one-word labels (partial credit for naming several),
-word_perplexity on text without spaces (a whole text's loss)."""
+word_perplexity on text without spaces (a whole text's loss), exact match on whole worked solutions (about 0 for any
+model), GLM's raw-text Accuracy on references ending with punctuation."""
 
 from __future__ import annotations
 
@@ -193,7 +194,8 @@ RULES = (
         "metrics.mismatch",
         "warning",
         "A metric cannot mean its name here: acc_norm on choices of one length, a choice_temperature near 0 or huge, "
-        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces.",
+        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces, exact "
+        "match on whole worked solutions, GLM's raw Accuracy on punctuated references.",
         metrics_mismatch,
     ),
 )
