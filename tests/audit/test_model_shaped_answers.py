@@ -100,14 +100,30 @@ def test_answers_shaped_as_a_model_writes_them(rule, broken, right, rows, field,
     assert audit_lines(tmp_path / "right", {"t.yaml": right, "data.jsonl": jsonl_text(rows)}, capsys) == []
 
 
+SILENT = [
+    (  # the phrase the prompt asks for, read by a regex that needs it: no bare answer is tried
+        "Question: {{ question }}\nLet's think step by step, then write 'The answer is N'.",
+        "{regex: 'The answer is (-?[\\d,]+)', fallback: none}",
+    ),
+    (  # lower case, after 'So': as BIG-Bench Hard's chain-of-thought prompts end
+        "{{ question }}\nLet's think step by step, and end with 'So the answer is N.'",
+        "{regex: '(?<=the answer is )(-?\\d+)', fallback: none}",
+    ),
+    (  # a marker of the regex's own, closed as the prompt says: no phrase is guessed for it
+        "{{ question }}\nThink step by step, then give the number as <answer>N</answer>.",
+        "{regex: '<answer>(.*?)</answer>', fallback: none}",
+    ),
+    (  # a short answer, read wherever it stands
+        "Question: {{ question }}\nAnswer:",
+        "{regex: '(-?\\d+)', fallback: none}",
+    ),
+]
+
+
 @pytest.mark.fast
-def test_a_regex_after_the_phrase_the_prompt_asks_for_is_silent(tmp_path, capsys):
-    """The phrase the prompt asks the model to write, read by a regex that needs it: no bare answer is tried
-    (a model asked to reason writes none), and 'The answer is 18' is read as 18."""
-    prompt = "Question: {{ question }}\nLet's think step by step, then write 'The answer is N'."
-    task = _task(
-        prompt, "{max_tokens: 256, stop: ['Question:']}", "{regex: 'The answer is (-?[\\d,]+)', fallback: none}"
-    )
+@pytest.mark.parametrize("prompt, extraction", SILENT)
+def test_regexes_that_read_the_answer_as_the_prompt_asks_for_it_are_silent(prompt, extraction, tmp_path, capsys):
+    task = _task(prompt, "{max_tokens: 256, stop: ['Question:']}", extraction)
     assert audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(NUMBERS)}, capsys) == []
 
 

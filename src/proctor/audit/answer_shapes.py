@@ -7,8 +7,9 @@ case-sensitive ``\\b(yes|no)\\b`` and '18.' not by ``(-?\\d+)$``. Which shapes a
 that a right regex is never named for an answer no model is asked to write:
 
 - a prompt that asks for reasoning or for an answer phrase (step by step, 'The answer is', in every prompt read)
-  gets one shape: a sentence of reasoning holding other numbers, then the phrase the prompt uses (or the literal
-  the regex starts with, where the prompt holds it) and the reference. A model so asked writes no bare answer.
+  gets one shape: a sentence of reasoning holding other numbers, then the phrase the prompt uses ('The answer is'
+  where it names none) and the reference; none where the regex reads after a marker of its own ('#### ',
+  '<answer>') the prompt does not spell as a phrase. A model so asked writes no bare answer.
 - any other prompt gets the short shapes: the reference capitalised, in the case the template's own text offers
   it ('Answer Yes or No.'), with a full stop, between a space and a line break; and 'The answer is <ref>.' where
   the regex itself looks for 'answer is'.
@@ -19,6 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from proctor.audit.target_rules import answer_key
+from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
 
 REASONING = "First, 3 + 7 = 10, and 10 - 4 = 6."  # numbers no reference of a row is likely to be all of
 SHORT_WORDS = 5  # references of more words are worked answers already: the reference itself is model-shaped
@@ -41,6 +45,12 @@ def literal_prefix(source: str) -> str:
     return source[: end.start() if end else len(source)]
 
 
+def literal_suffix(source: str) -> str:
+    """The literal text a regex ends with after its last group ('</answer>' of ``<answer>(.*?)</answer>``)."""
+    tail = source.rstrip("$")[source.rstrip("$").rfind(")") + 1 :]
+    return tail if ")" in source and not _LITERAL_END.search(tail) else ""
+
+
 @dataclass(frozen=True)
 class Shape:
     name: str  # how a message names it
@@ -53,7 +63,9 @@ class ShapePlan:
     """Which shapes a task's prompts ask for: the phrase ending reasoning (None: the prompt asks for a short
     answer), the spellings the template offers each reference in, whether the regex looks for 'answer is'."""
 
-    reasoning_phrase: str | None
+    reasoning: bool  # the prompt asks for reasoning or an answer phrase: no bare answer is tried
+    reasoning_phrase: str | None  # the phrase that ends the reasoning (None: nothing the prompt asks for)
+    closing: str  # what follows the answer: a full stop, or the regex's own closing marker ('</answer>')
     offered: dict[str, tuple[str, ...]]
     phrase_in_regex: bool
 
@@ -61,11 +73,13 @@ class ShapePlan:
         ref = reference.strip()
         if not ref or len(ref.split()) > SHORT_WORDS:
             return []
-        if self.reasoning_phrase is not None:
+        if self.reasoning:
+            if self.reasoning_phrase is None:
+                return []
             return [
                 Shape(
                     "after a sentence of reasoning",
-                    f" {REASONING} {self.reasoning_phrase}{ref}.",
+                    f" {REASONING} {self.reasoning_phrase}{ref}{self.closing}",
                     "read the answer after the phrase the prompt asks for, or the last number, not the first",
                 )
             ]
@@ -91,16 +105,21 @@ def plan(prompts: Sequence[str], template_text: str, references: Sequence[str], 
     ``template_text`` the text every prompt shares (the template's own: a row's question offers nothing)."""
     read = [p for p in prompts[:PROMPTS_READ] if p]
     phrase: str | None = None
-    if read and all(_ASKS_REASONING.search(p) for p in read):
+    closing = "."
+    reasoning = bool(read) and all(_ASKS_REASONING.search(p) for p in read)
+    if reasoning:
         found = list(_PHRASE.finditer(read[0]))
-        literal = literal_prefix(regex)
         if found:
             phrase = found[-1].group() + " "  # as the prompt (or its examples) writes it, the last time
-        elif len(literal.strip()) >= 4 and literal.strip().casefold() in read[0].casefold():
-            phrase = literal  # the regex's own marker, which the prompt asks for ('#### ')
-        else:
-            phrase = "The answer is "
-    return ShapePlan(phrase, offered_spellings(template_text, references), "answer is" in regex.casefold())
+        elif len(literal_prefix(regex).strip()) < 4:
+            phrase = "The answer is "  # a regex with no marker of its own: the phrase most models write
+        elif literal_prefix(regex).strip().casefold() in read[0].casefold():
+            phrase = literal_prefix(regex)  # the regex's own marker, which the prompt asks for ('#### ', '<answer>')
+            closing = literal_suffix(regex) or "."
+        # else a marker the prompt does not ask for: tag-not-asked and never-matches speak of it
+    return ShapePlan(
+        reasoning, phrase, closing, offered_spellings(template_text, references), "answer is" in regex.casefold()
+    )
 
 
 def offered_spellings(template_text: str, references: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -178,3 +197,19 @@ def describe(misread: Misread) -> str:
         f"the answer {misread.text.strip()!r:.90} (the reference {misread.reference!r:.30} {misread.shape}) is read "
         f"as {read} and scored 0, in {misread.count} of the {misread.tried} rows tried"
     )
+
+
+def reads_some_shape(shape_plan: ShapePlan, references: Sequence[str], pattern: BoundedPattern, group: int) -> bool:
+    """Whether the regex reads a reference out of a shape the prompt asks the model to write it in ('... So the
+    answer is 18.' for a lookbehind, '<answer>18</answer>', 'Yes' as offered): a regex that matches no bare
+    reference is then meant for that answer (``extraction.never-matches`` stays silent)."""
+    try:
+        for reference in references:
+            for shape in shape_plan.shapes(reference):
+                match = pattern.search(shape.text)
+                found = match.group(group) if match else None
+                if isinstance(found, str) and answer_key(found) == answer_key(reference):
+                    return True
+    except RegexTooSlow:
+        return False
+    return False

@@ -177,6 +177,14 @@ def _misreads_shaped_answers(
     shape_plan = answer_shapes.plan(
         subject.prompt_texts, prefix + suffix, [r for _, refs in rows for r in refs], pattern.source
     )
+    probed = [r for _, refs in rows[: answer_shapes.PROMPTS_READ] for r in refs]
+    try:
+        if not any(pattern.search(r) for r in probed) and not answer_shapes.reads_some_shape(
+            shape_plan, probed, pattern, extraction.group
+        ):
+            return  # it matches no reference in any form: extraction.never-matches says so
+    except RegexTooSlow:
+        return
 
     def score(_: int, text: str, references: Sequence[str]) -> tuple[object, bool]:
         for stop in stops:  # generation ends at a stop string, which the answer does not keep

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit import answer_shapes
 from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
@@ -221,7 +222,13 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
         raise TaskDefinitionError(
             f"extraction: {exc}", file=subject.file, line=subject.line("extraction"), field="extraction.regex"
         ) from None
-    if not matched and not _asked_phrase_reads(pattern, subject, [r for _, refs in rows for r in refs]):
+    references = [r for _, refs in rows for r in refs]
+    if matched or _asked_phrase_reads(pattern, subject, references):
+        return
+    prefix, suffix = subject.fixed_text
+    probed = references[:PHRASE_PROBE]
+    shape_plan = answer_shapes.plan(subject.prompt_texts, prefix + suffix, probed, pattern.source)
+    if not answer_shapes.reads_some_shape(shape_plan, probed, pattern, extraction.group):
         yield subject.at_line(
             "extraction",
             f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "
