@@ -160,7 +160,9 @@ def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
                     sample=str(doc_id),
                 )
                 continue
-            shaped = _misread_shaped(subject, task, docs, steps, fallbacks, delimiter, until)
+            # a filter that reads no target as it stands wants a form the targets lack (a phrase in another
+            # language, as MGSM's): its shapes are the prompt's to say, and none is guessed
+            shaped = _misread_shaped(subject, task, docs, steps, fallbacks, delimiter, until) if read else None
             if shaped is not None:
                 doc_id, misread = shaped
                 yield Hit(
