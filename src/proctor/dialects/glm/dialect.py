@@ -322,9 +322,9 @@ def load(document: LineDict, path: Path, options: BaseOptions | None = None) -> 
         if isinstance(pattern, str)
         else [(group, glob, f"{config['name']}/{group}") for group, glob in pattern.items()]
     )
-    # the lines the audit names (its generation rules read GLM's own keys: stop, max_gen_length)
-    named = (("metrics", "metrics"), ("module", "task_class"), ("stop", "stop"), ("max_gen_length", "max_gen_length"))
-    task_lines = {proctor: lines[glm] for glm, proctor in named if glm in lines}
+    task_lines = {
+        proctor: lines[glm] for glm, proctor in (("metrics", "metrics"), ("module", "task_class")) if glm in lines
+    }
     tasks = []
     for group, glob, name in groups:
         raw = _spec_for_group(config, name, group, glob, path.parent)
@@ -344,7 +344,8 @@ def load(document: LineDict, path: Path, options: BaseOptions | None = None) -> 
                 base_dir=path.parent,
                 dialect="glm",
                 line=getattr(document, "line", None),
-                lines=task_lines,
+                # and GLM's own generation keys, which the audit's generation rules name
+                lines={**task_lines, **{key: lines[key] for key in ("stop", "max_gen_length") if key in lines}},
                 resources=code,
             )
         )
