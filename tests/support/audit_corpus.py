@@ -1627,7 +1627,8 @@ def glm_add(name: str, category: str, files: Files, expect: tuple) -> None:
 
 
 glm_add("ok", "ok", glm(), OK)
-glm_add("gen-ok", "ok", glm(GLM_GEN_ROWS, GLM_GEN), OK)
+# a stop string: without one, 128 tokens run on after the answer (generation.unbounded-answer)
+glm_add("gen-ok", "ok", glm(GLM_GEN_ROWS, GLM_GEN + 'stop: ["\\n"]\n'), OK)
 glm_add(
     "dup-choices",
     "choices.duplicate",
@@ -2826,6 +2827,129 @@ glm_add(
         }
     ),
     OK,
+)
+
+# ---------------------------------------------------------------- answers read back as a model writes them (gen)
+
+SUMS = [
+    {"id": f"s{i}", "question": f"Tom has {a} apples and buys {b} more. How many now?", "answer": str(a + b)}
+    for i, (a, b) in enumerate([(12, 9), (30, 15), (8, 40), (21, 33), (50, 7)])
+]
+YES_NO_ROWS = [
+    {"id": f"y{i}", "question": f"Is claim {i} supported?", "answer": "no" if i % 3 == 0 else "yes"} for i in range(6)
+]
+COT = {
+    "prompt": "Question: {{ question }}\nLet's think step by step.",
+    "generation": {"max_tokens": 256, "stop": ["Question:"]},
+}
+OFFERED = {"prompt": "{{ question }}\nAnswer Yes or No.\nAnswer:", "generation": {"max_tokens": 4, "stop": ["\n"]}}
+add(  # the first number of the reasoning is read
+    "gen-cot-first-number",
+    "extraction.cuts-reference",
+    gen(SUMS, **COT, extraction={"regex": "(-?\\d+)"}),
+    rule("extraction.cuts-reference"),
+)
+add(  # the phrase the prompt asks for, read by a regex that needs it
+    "gen-cot-answer-phrase-ok",
+    "ok",
+    gen(
+        SUMS,
+        **{**COT, "prompt": "Question: {{ question }}\nThink step by step, then write 'The answer is N'."},
+        extraction={"regex": "The answer is (-?[\\d,]+)", "fallback": "none"},
+    ),
+    OK,
+)
+add(  # group 1 is the optional phrase
+    "gen-regex-optional-phrase-group",
+    "extraction.cuts-reference",
+    gen(SUMS, extraction={"regex": "(answer is )?(-?\\d+)", "group": 1}),
+    rule("extraction.cuts-reference"),
+)
+add(  # '45.' never meets the $
+    "gen-regex-dollar-no-fallback",
+    "extraction.cuts-reference",
+    gen(SUMS, extraction={"regex": "(-?\\d+)$", "fallback": "none"}),
+    rule("extraction.cuts-reference"),
+)
+add(  # 'Yes' as offered, a case-sensitive regex
+    "gen-regex-case-offered",
+    "extraction.cuts-reference",
+    gen(YES_NO_ROWS, **OFFERED, extraction={"regex": "\\b(yes|no)\\b", "fallback": "none"}),
+    rule("extraction.cuts-reference"),
+)
+add(
+    "gen-regex-case-offered-ok",
+    "ok",
+    gen(YES_NO_ROWS, **OFFERED, extraction={"regex": "\\b(yes|no)\\b", "fallback": "none", "ignore_case": True}),
+    OK,
+)
+add(  # a stop string that is the answer as offered
+    "gen-stop-offered-answer",
+    "generation.stop-inside-answer",
+    gen(YES_NO_ROWS, **{**OFFERED, "generation": {"max_tokens": 4, "stop": ["No"]}}),
+    rule("generation.stop-inside-answer"),
+)
+add(  # exact match against the whole worked solution
+    "gen-em-whole-solution",
+    "metrics.mismatch",
+    gen(
+        [
+            {
+                **r,
+                "answer": f"He has {r['answer']} apples after buying more.\nAll of them are red, and he will keep them "
+                f"for the winter months ahead.\n#### {r['answer']}",
+            }
+            for r in SUMS
+        ],
+        metrics=["exact_match"],
+    ),
+    rule("metrics.mismatch"),
+)
+add(
+    "gen-top-p-greedy",
+    "generation.sampling",
+    gen(generation={"max_tokens": 8, "stop": ["\n"], "top_p": 0.9}),
+    rule("generation.sampling"),
+)
+glm_add(  # no stop, 128 tokens, EM on one-word answers
+    "gen-unbounded", "generation.unbounded-answer", glm(GLM_GEN_ROWS, GLM_GEN), rule("generation.unbounded-answer")
+)
+glm_add(  # aliases glued into one target
+    "gen-targets-glued",
+    "references.aliases-lost",
+    glm(
+        [
+            {**r, "targets_pretokenized": [f"{r['targets_pretokenized'][0]}; City of {r['targets_pretokenized'][0]}"]}
+            for r in GLM_GEN_ROWS
+        ],
+        GLM_GEN + 'stop: ["\\n"]\n',
+    ),
+    rule("references.aliases-lost"),
+)
+glm_add(  # raw-text Accuracy on 'Paris.'
+    "gen-accuracy-punctuated",
+    "metrics.mismatch",
+    glm(
+        [{**r, "targets_pretokenized": [r["targets_pretokenized"][0] + "."]} for r in GLM_GEN_ROWS],
+        GLM_GEN + 'metrics: ["Accuracy"]\nstop: ["\\n"]\n',
+    ),
+    rule("metrics.mismatch"),
+)
+LM_SUMS = [{"id": r["id"], "question": r["question"], "choices": [r["answer"]], "label": 0} for r in SUMS]
+LM_COT = LM_GEN.replace(
+    'doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Q: {{question}}\\nLet\'s think step by step."'
+)
+lm_add(  # the first number of the reasoning, through lm-eval's regex filter
+    "gen-cot-first-number",
+    "extraction.cuts-reference",
+    lm(LM_COT + LM_FILTER.replace("REGEX", "(-?[0-9]+)").replace('["\\n"]', '["Q:"]'), test=LM_SUMS),
+    rule("lmeval.filter-cuts-reference"),
+)
+lm_add(
+    "gen-do-sample-one-repeat",
+    "generation.sampling",
+    lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  do_sample: true\n  temperature: 1.0\n' + LM_STRIP),
+    rule("generation.sampling"),
 )
 
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)

@@ -46,6 +46,21 @@ def _answers(value: object) -> list[str]:
     return list(dict.fromkeys(" ".join(v.split()) for v in value if isinstance(v, str) and v.strip()))
 
 
+ALIAS_WORDS = 5  # words at most in each part of a reference split at '; ': short answers, not a sentence's clauses
+
+
+def _glue(reference: str) -> str:
+    """The separator gluing several answers into one reference ('Paris|Paris, France', 'Onion; Allium cepa'),
+    or ''. A '; ' counts only between short parts: a sentence may hold one."""
+    text = reference.strip()
+    if "|" in text.strip("|"):
+        return "|"
+    parts = [p for p in text.split("; ") if p.strip()]
+    if len(parts) > 1 and all(len(p.split()) <= ALIAS_WORDS and p.strip()[-1] not in ".!?" for p in parts):
+        return "; "
+    return ""
+
+
 def aliases_lost(subject: AuditSubject) -> Iterator[Hit]:
     prompt, target, key = templates(subject)
     if subject.spec.kind != "generate" or not target:
@@ -67,14 +82,15 @@ def aliases_lost(subject: AuditSubject) -> Iterator[Hit]:
                 name,
             )
             return
-    glued = [s for s, _ in rows if len(s.references) == 1 and "|" in s.references[0].strip("|")]
+    glued = [(s, sep) for s, _ in rows if len(s.references) == 1 for sep in [_glue(s.references[0])] if sep]
     if glued and len(glued) >= max(2, GLUED_SHARE * len(rows)):
+        (first, sep), field = glued[0], "targets_pretokenized" if subject.task.dialect == "glm" else "target"
         yield subject.at_row(
-            glued[0].sample,
-            f"the reference {glued[0].references[0]!r:.50} holds answers joined by '|' in {len(glued)} of {len(rows)} "
-            "rows read: it is compared as one text, which no answer matches (split it: "
-            "'{{ field.split(\"|\") }}')",
-            "target",
+            first.sample,
+            f"the reference {first.references[0]!r:.50} holds answers joined by {sep!r} in {len(glued)} of "
+            f"{len(rows)} rows read: it is compared as one text, which no answer matches (split it: "
+            f"'{{{{ field.split(\"{sep}\") }}}}', or list each answer)",
+            field,
         )
         return
     read = template_fields(target) | template_fields(prompt or "")

@@ -9,13 +9,15 @@ asks for); these look at what the model's text will look like: it starts after t
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Sequence
 
+from proctor.audit import answer_shapes
 from proctor.audit.setting_rules import generation_settings
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import answer_key
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
+from proctor.core.task_spec import ExtractionSpec
 
 PROBE_REFERENCES = 50  # references a pattern is tried on: enough to see what answers look like
 
@@ -154,6 +156,59 @@ def cuts_references(subject: AuditSubject) -> Iterator[Hit]:
             "scored wrong; the regex should capture the whole answer, or the reference be the part it captures",
             "extraction.regex",
         )
+        return
+    if any(anchored_at_start(subject)):
+        return  # no answer after the prompt's space is read at all: extraction.anchored says so
+    yield from _misreads_shaped_answers(subject, pattern, extraction)
+
+
+SHAPED_ROWS = 200  # rows whose references are written in a model's shapes
+
+
+def _misreads_shaped_answers(
+    subject: AuditSubject, pattern: BoundedPattern, extraction: ExtractionSpec
+) -> Iterator[Hit]:
+    """The reference written as a model writes it (after the reasoning a step-by-step prompt asks for, as the
+    prompt offers it, capitalised, with a full stop): read as another number, or not at all, in most rows."""
+    rows = [(i, s.references) for i, s in enumerate(subject.samples[:SHAPED_ROWS]) if s.references]
+    settings = generation_settings(subject)
+    stops = [s for s in settings.stop if s] if settings else []
+    prefix, suffix = subject.fixed_text
+    shape_plan = answer_shapes.plan(
+        subject.prompt_texts, prefix + suffix, [r for _, refs in rows for r in refs], pattern.source
+    )
+    probed = [r for _, refs in rows[: answer_shapes.PROMPTS_READ] for r in refs]
+    try:
+        if not any(pattern.search(r) for r in probed) and not answer_shapes.reads_some_shape(
+            shape_plan, probed, pattern, extraction.group
+        ):
+            return  # it matches no reference in any form: extraction.never-matches says so
+    except RegexTooSlow:
+        return
+
+    def score(_: int, text: str, references: Sequence[str]) -> tuple[object, bool]:
+        for stop in stops:  # generation ends at a stop string, which the answer does not keep
+            text = text.split(stop, 1)[0]
+        match = pattern.search(text)
+        found = match.group(extraction.group) if match else None
+        if isinstance(found, str):
+            value: str | None = found.strip() if extraction.strip else found
+        else:  # no match, or the group took no part in it: the fallback
+            value = (text.strip() if extraction.strip else text) if extraction.fallback == "full" else None
+        return value, value is not None and any(answer_key(value) == answer_key(r) for r in references)
+
+    try:
+        misread = answer_shapes.first_misread(shape_plan, rows, score)
+    except RegexTooSlow:
+        return
+    if misread is not None:
+        yield subject.at_row(
+            subject.samples[misread.position].sample,
+            f"the extraction regex {pattern.source!r} (group {extraction.group}, fallback {extraction.fallback}) "
+            f"misreads answers shaped as a model writes them: {answer_shapes.describe(misread)}: a right answer "
+            f"is scored wrong; {misread.hint}",
+            "extraction.regex",
+        )
 
 
 def tag_cut_or_given(subject: AuditSubject) -> Iterator[Hit]:
@@ -188,8 +243,9 @@ RULES = (
     AuditRule(
         "extraction.cuts-reference",
         "warning",
-        "The extraction regex matches a reference but reads another part of it ('2,125' as '2'): an answer written "
-        "as the reference is scored wrong.",
+        "The extraction regex matches a reference but reads another part of it ('2,125' as '2'), or misreads the "
+        "reference written as a model writes it (after reasoning, as the prompt offers it): a right answer is scored "
+        "wrong.",
         cuts_references,
     ),
     AuditRule(

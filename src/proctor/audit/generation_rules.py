@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit import answer_shapes
+from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.sampling_rules import one_sample_of_chance
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -30,6 +33,15 @@ def _answers(subject: AuditSubject) -> list[tuple[int, tuple[str, ...]]]:
     return [(i, s.references) for i, s in enumerate(subject.samples) if s.references]
 
 
+SPELLING_ROWS = 1000  # rows whose references make the label set the template's text is searched for
+
+
+def _spellings(reference: str, offered: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The reference as the data writes it and as a model writes it (capitalised, as the template offers it)."""
+    upper = capitalised(reference)
+    return (reference, *offered.get(reference.casefold(), ()), *((upper,) if upper else ()))
+
+
 def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
     settings = generation_settings(subject)
     rows = _answers(subject) if settings is not None else []
@@ -45,12 +57,15 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
                 settings.stop_field,
             )
             return
-    # a row is cut when one stop string occurs inside every reference; several stops together can cut most rows
-    # (lm-eval's until: ['P', 'B', ...]) where none alone reaches the share
+    # a row is cut when one stop string occurs inside every reference, as the data writes it or as a model writes
+    # it (capitalised, or in the case the template offers it: 'Answer Yes or No.' under stop 'No'); several stops
+    # together can cut most rows (lm-eval's until: ['P', 'B', ...]) where none alone reaches the share
+    prefix, suffix = subject.fixed_text
+    offered = offered_spellings(prefix + suffix, [r for _, refs in rows[:SPELLING_ROWS] for r in refs])
     cut: list[tuple[int, str]] = []
     for i, refs in rows:
-        stripped = [r.strip() for r in refs]
-        cutting = next((s for s in stops if all(s in r for r in stripped)), "")
+        spelt = [_spellings(r.strip(), offered) for r in refs]
+        cutting = next((s for s in stops if all(any(s in w for w in ws) for ws in spelt)), "")
         if cutting:
             cut.append((i, cutting))
     if cut and len(cut) >= CUT_SHARE * len(rows):
@@ -61,10 +76,13 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
             if len(named) == 1
             else f"the stop strings {', '.join(map(repr, named[:5]))}"
         )
+        example = subject.samples[cut[0][0]].references[0].strip()
+        written = next((w for w in _spellings(example, offered) if cut[0][1] in w), example)
+        how = f", which a model writes {written!r:.40}" if written != example else ""
         yield Hit(
             f"{which} occur{'s' if len(named) == 1 else ''} inside the reference answers of {len(cut)} of "
-            f"{len(rows)} rows (e.g. {subject.samples[cut[0][0]].references[0]!r:.40}): generation ends there, so "
-            "those answers can never be given whole",
+            f"{len(rows)} rows, as the data or a model writes them (e.g. {example!r:.40}{how}): generation ends "
+            "there, so those answers can never be given whole",
             file=subject.file,
             line=subject.line(settings.key),
             field=settings.stop_field,
@@ -122,7 +140,8 @@ def unbounded_answers(subject: AuditSubject) -> Iterator[Hit]:
     settings = generation_settings(subject)
     if settings is None or settings.stop or settings.max_tokens is None or _extracts(subject):
         return
-    if subject.use_chat or not WHOLE_ANSWER_METRICS & metric_names(subject):
+    # GLM-130B names them EM and F1
+    if subject.use_chat or not WHOLE_ANSWER_METRICS & {name.lower() for name in metric_names(subject)}:
         return  # a chat model's reply ends at its end of turn; other metrics read answers otherwise
     rows = _answers(subject)[:NGRAM_PROBE]
     words = sorted(max(len(r.split()) for r in refs) for _, refs in rows)
@@ -203,7 +222,13 @@ def regex_misses_references(subject: AuditSubject) -> Iterator[Hit]:
         raise TaskDefinitionError(
             f"extraction: {exc}", file=subject.file, line=subject.line("extraction"), field="extraction.regex"
         ) from None
-    if not matched and not _asked_phrase_reads(pattern, subject, [r for _, refs in rows for r in refs]):
+    references = [r for _, refs in rows for r in refs]
+    if matched or _asked_phrase_reads(pattern, subject, references):
+        return
+    prefix, suffix = subject.fixed_text
+    probed = references[:PHRASE_PROBE]
+    shape_plan = answer_shapes.plan(subject.prompt_texts, prefix + suffix, probed, pattern.source)
+    if not answer_shapes.reads_some_shape(shape_plan, probed, pattern, extraction.group):
         yield subject.at_line(
             "extraction",
             f"the extraction regex {extraction.regex!r} matches none of the reference answers (e.g. "
@@ -243,17 +268,6 @@ def tag_not_asked(subject: AuditSubject) -> Iterator[Hit]:
             f"the answer is read after the tag {tag!r}, which no prompt mentions: a model not asked to write it "
             "rarely does, and its answers are then unreadable",
             "extraction.answer_tag",
-        )
-
-
-def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
-    generation = subject.spec.generation
-    if _generated(subject) and generation.temperature > 0 and subject.epochs == 1:
-        yield subject.at_line(
-            "generation",
-            f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
-            "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
-            "generation.temperature",
         )
 
 
@@ -341,7 +355,8 @@ RULES = (
     AuditRule(
         "generation.sampling",
         "warning",
-        "Sampled generation (temperature > 0) with one epoch: each score is one random draw.",
+        "Sampled generation (temperature > 0, lm-eval's do_sample) with one epoch: each score is one random draw; "
+        "or top_p under greedy decoding, which reads it not.",
         one_sample_of_chance,
     ),
     AuditRule(

@@ -1,7 +1,8 @@
 """Metrics that cannot mean their name on a task's rows: acc_norm on choices of one length (acc under another
 name), a choice temperature that makes every distribution one choice at 1.0 or near uniform, f1 on answers written
 without spaces (exact match under another name) or on one-word labels (partial credit for naming several),
-word_perplexity on text without spaces (a whole text's loss)."""
+word_perplexity on text without spaces (a whole text's loss), exact match on whole worked solutions (about 0 for any
+model), GLM's raw-text Accuracy on references ending with punctuation."""
 
 from __future__ import annotations
 
@@ -93,11 +94,67 @@ def _word_perplexity_on_unspaced(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+LONG_REFERENCE_WORDS = 15  # median words of a row's shortest reference: a worked answer, not an answer
+
+
+def _exact_match_on_long(subject: AuditSubject) -> Iterator[Hit]:
+    """Exact match with references that are whole worked answers (GSM8K's solution with its <<...>> marks, text
+    over several lines) and no extraction: only the same text word for word scores, so any model scores about 0."""
+    extraction = subject.spec.extraction
+    if not subject.templated or (extraction is not None and (extraction.regex or extraction.answer_tag)):
+        return
+    names = {name.lower() for name in metric_names(subject)}
+    if not names & {"exact_match", "em"}:
+        return
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    words = sorted(min(len(r.split()) for r in refs) for refs in rows)
+    lines = [refs for refs in rows if all("\n" in r.strip() for r in refs)]
+    if len(rows) < 2 or (words[len(words) // 2] <= LONG_REFERENCE_WORDS and len(lines) * 2 <= len(rows)):
+        return
+    example = rows[0][0].strip()
+    key = "metrics" if subject.spec.metrics else "target"
+    yield subject.at_line(
+        key,
+        f"exact match compares the whole answer with references of {words[len(words) // 2]} words (median of the "
+        f"{len(rows)} rows read){', over several lines' if lines else ''} (e.g. {example!r:.60}), and nothing "
+        "extracts a part of either: only the same text word for word scores, so any model scores about 0; extract "
+        "the final answer (a regex, an answer tag) and make the reference that answer, or score with f1 or rouge",
+        "metrics",
+    )
+
+
+_RAW_EQUALITY = "Accuracy"  # GLM-130B's Accuracy on generation: the stripped texts equal, case and punctuation kept
+PUNCTUATED_SHARE = 0.5
+SHORT_REFERENCE_WORDS = 5  # a short answer: a model stopped at the line's end writes no full stop after it
+
+
+def _raw_equality_on_punctuated(subject: AuditSubject) -> Iterator[Hit]:
+    """GLM's generation Accuracy compares the stripped texts as they are: short references that end with a full
+    stop ('Onion.') score only the answers that write it, which a model stopped at the line's end rarely does."""
+    if not subject.templated or _RAW_EQUALITY not in {m.name for m in subject.spec.metrics}:
+        return
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    short = [refs for refs in rows if all(len(r.split()) <= SHORT_REFERENCE_WORDS for r in refs)]
+    ended = [refs for refs in short if all(r.strip() and r.strip()[-1] in ".!?,;:" for r in refs)]
+    if not ended or len(ended) < PUNCTUATED_SHARE * len(rows):
+        return
+    yield subject.at_line(
+        "metrics",
+        f"Accuracy on generated answers compares the stripped texts as they are (case and punctuation kept), and the "
+        f"short references of {len(ended)} of the {len(rows)} rows read end with punctuation (e.g. "
+        f"{ended[0][0]!r:.30}): an answer without it scores 0; use EM (SQuAD's normalisation), or references "
+        "without the punctuation",
+        "metrics",
+    )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     if spec.kind == "generate":
         yield from _f1_on_unspaced(subject)
         yield from _f1_on_labels(subject)
+        yield from _exact_match_on_long(subject)
+        yield from _raw_equality_on_punctuated(subject)
     if spec.kind == "perplexity":
         yield from _word_perplexity_on_unspaced(subject)
     if spec.kind != "multiple_choice":
@@ -137,7 +194,8 @@ RULES = (
         "metrics.mismatch",
         "warning",
         "A metric cannot mean its name here: acc_norm on choices of one length, a choice_temperature near 0 or huge, "
-        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces.",
+        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces, exact "
+        "match on whole worked solutions, GLM's raw Accuracy on punctuated references.",
         metrics_mismatch,
     ),
 )

@@ -59,6 +59,9 @@ def generation_settings(subject: AuditSubject) -> GenerationSettings | None:
         return None
     if subject.templated:
         generation = subject.spec.generation
+        if subject.task.dialect == "glm":  # GLM-130B's file keeps them as stop and max_gen_length
+            key = "stop" if "stop" in subject.task.lines else "max_gen_length"
+            return GenerationSettings(tuple(generation.stop), generation.max_tokens, key, "stop", "max_gen_length")
         return GenerationSettings(
             tuple(generation.stop), generation.max_tokens, "generation", "generation.stop", "generation.max_tokens"
         )

@@ -347,7 +347,8 @@ def load(document: LineDict, path: Path, options: BaseOptions | None = None) -> 
                 base_dir=path.parent,
                 dialect="glm",
                 line=getattr(document, "line", None),
-                lines=task_lines,
+                # and GLM's own generation keys, which the audit's generation rules name
+                lines={**task_lines, **{key: lines[key] for key in ("stop", "max_gen_length") if key in lines}},
                 resources=code,
             )
         )

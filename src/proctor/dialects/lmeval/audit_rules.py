@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+from proctor.audit import answer_shapes
 from proctor.core.audit import Hit
 
 
@@ -78,6 +79,36 @@ def _scorable(task: Any) -> bool:
     )
 
 
+def _misread_shaped(
+    subject: Any, task: Any, docs: list[Any], steps: list[Any], fallbacks: set[Any], delimiter: str, until: list[str]
+) -> tuple[Any, answer_shapes.Misread] | None:
+    """A filter with a regex, tried on each document's target written as a model writes it (after the reasoning
+    a chain-of-thought prompt asks for, as the prompt offers it, with a full stop): the shape it misreads in
+    most documents, and the first such document's id (``answer_shapes``)."""
+    regexes = [step.regex_pattern for step in steps if isinstance(getattr(step, "regex_pattern", None), str)]
+    if not regexes:
+        return None  # a filter that reads no regex reads the answer whole: the target's own round trip says it
+    probed = docs[:PROBE_DOCS]
+    rows = [(i, _golds(task, doc)) for i, (_, doc) in enumerate(probed)]
+    prefix, suffix = subject.fixed_text
+    shape_plan = answer_shapes.plan(
+        subject.prompt_texts, prefix + suffix, [g for _, gs in rows for g in gs], regexes[0]
+    )
+
+    def score(position: int, text: str, golds: Any) -> tuple[object, bool]:
+        doc = probed[position][1]
+        resps: Any = [[_written(text.lstrip(), delimiter, until)]]
+        for step in steps:
+            resps = step.apply(resps, [doc])
+        first = list(resps)[0]  # a filter may hand back an iterator
+        value = first[0] if isinstance(first, list) else first
+        right = bool(task.process_results(doc, [value]).get("exact_match", 1))
+        return (None if value in fallbacks else value), right
+
+    misread = answer_shapes.first_misread(shape_plan, rows, score)
+    return (probed[misread.position][0], misread) if misread is not None else None
+
+
 def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
     """A document's own target, written as the model's answer, scores exact_match 0 through one of the task's
     filters (its regex reads '2' out of '2,125', or the answer's last number out of a worked solution that the
@@ -123,6 +154,21 @@ def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
                     f"filter '{ensemble.name}' reads {value!r:.40} out of document {doc_id}'s own target {gold!r:.60}, "
                     f"written as the model's answer, and exact_match scores it 0 ({len(cut)} of the {read} documents "
                     f"whose targets the filter reads): an answer written as the target is scored wrong; {how}",
+                    file=str(subject.task.file) if subject.task.file else None,
+                    line=subject.task.line,
+                    field=f"filter_list[{ensemble.name}]",
+                    sample=str(doc_id),
+                )
+                continue
+            # a filter that reads no target as it stands wants a form the targets lack (a phrase in another
+            # language, as MGSM's): its shapes are the prompt's to say, and none is guessed
+            shaped = _misread_shaped(subject, task, docs, steps, fallbacks, delimiter, until) if read else None
+            if shaped is not None:
+                doc_id, misread = shaped
+                yield Hit(
+                    f"filter '{ensemble.name}' misreads answers shaped as a model writes them: "
+                    f"{answer_shapes.describe(misread)} (exact_match, document {doc_id}): a right answer is scored "
+                    f"wrong; {misread.hint}",
                     file=str(subject.task.file) if subject.task.file else None,
                     line=subject.task.line,
                     field=f"filter_list[{ensemble.name}]",

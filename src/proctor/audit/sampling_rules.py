@@ -1,0 +1,64 @@
+"""``generation.sampling``: generation settings that make a score one random draw (a temperature above 0, lm-eval's
+``do_sample``, with one epoch or repeat), or that seem to ask for sampling and do nothing (top_p under greedy
+decoding). The rule is registered in ``generation_rules.py``, with the other generation rules."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from proctor.audit.setting_rules import lmeval_config
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import Hit
+
+
+def _generated(subject: AuditSubject) -> bool:
+    """A templated task's generated rows (its own settings are the task file's)."""
+    return subject.templated and subject.spec.kind == "generate" and any(s.references for s in subject.samples)
+
+
+def one_sample_of_chance(subject: AuditSubject) -> Iterator[Hit]:
+    generation = subject.spec.generation
+    if _generated(subject) and generation.temperature > 0 and subject.epochs == 1:
+        yield subject.at_line(
+            "generation",
+            f"temperature is {generation.temperature} with one epoch: each row's score is one random draw, so the "
+            "number moves with the seed; --epochs K averages K draws (and says how much that narrows it)",
+            "generation.temperature",
+        )
+    yield from _lmeval_sampling(subject)
+    yield from _sampling_under_greedy(subject)
+
+
+def _sampling_under_greedy(subject: AuditSubject) -> Iterator[Hit]:
+    """top_p or seed set while temperature is 0: greedy decoding reads neither, so the run is not the nucleus
+    sampling (or the seeded draw) the file seems to ask for."""
+    generation = subject.spec.generation
+    if not _generated(subject) or generation.temperature > 0 or generation.top_p >= 1.0:
+        return  # a seed alone is a habit of reproducible files, and harmless
+    seeded = f" and seed {generation.seed}" if "seed" in generation.model_fields_set else ""
+    yield subject.at_line(
+        "generation",
+        f"top_p {generation.top_p}{seeded} set while temperature is 0: greedy decoding reads neither, so every answer "
+        "is the greedy one, not the sampled one the settings seem to ask for (set a temperature above 0, or drop "
+        "them)",
+        "generation.top_p",
+    )
+
+
+def _lmeval_sampling(subject: AuditSubject) -> Iterator[Hit]:
+    """lm-eval's ``generation_kwargs`` with ``do_sample: true`` (a temperature above 0; Hugging Face's default is
+    1.0) and one repeat: each document's score is one draw, as a native task's temperature with one epoch."""
+    config = lmeval_config(subject)
+    kwargs = getattr(config, "generation_kwargs", None) if subject.spec.kind == "generate" else None
+    if not isinstance(kwargs, dict) or kwargs.get("do_sample") is not True:
+        return
+    temperature = kwargs.get("temperature", 1.0)
+    repeats = getattr(config, "repeats", 1) or 1
+    if isinstance(temperature, (int, float)) and temperature > 0 and repeats == 1 and subject.epochs == 1:
+        yield subject.at_line(
+            "generation_kwargs",
+            f"do_sample is true (temperature {temperature}) with one repeat: each document's score is one random "
+            "draw, so the number moves with the seed; repeats: K (with a filter that votes or averages) or --epochs "
+            "K averages K draws, and do_sample: false reads the greedy answer",
+            "generation_kwargs.do_sample",
+        )
