@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterator
 
+from proctor.audit.perplexity_rules import cut_texts
 from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import parsed_template
@@ -48,6 +49,7 @@ def cut_fields(subject: AuditSubject) -> Iterator[Hit]:
     text = subject.spec.text if subject.templated and subject.spec.kind == "perplexity" else None
     cuts = (_cuts(prompt) if prompt else ()) + (_cuts(text) if text else ())
     if not cuts:
+        yield from cut_texts(subject)  # a perplexity task's texts cut before they came
         return
     rows, docs = subject.samples[: PROBE_ROWS * 5], documents(subject)
     for name, length, whole in cuts:

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.perplexity_rules import markup_texts
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -266,6 +267,9 @@ _ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4})
 
 
 def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
+    if subject.spec.kind == "perplexity":  # its prompts are empty: the texts it scores
+        yield from markup_texts(subject)
+        return
     unusual = subject.scan.unusual_text
     for sample in (subject.samples[i] for i in unusual):  # an answer with markup in it: no model writes "&amp;"
         answers = sample.choices or sample.references
@@ -347,7 +351,8 @@ RULES = (
     AuditRule(
         "text.escaped",
         "warning",
-        "Prompts hold HTML entities or escapes written out (&amp;, a literal \\n).",
+        "Prompts hold HTML entities or escapes written out (&amp;, a literal \\n); a perplexity task's texts hold "
+        "entities or HTML tags.",
         escaped_text,
     ),
     AuditRule(

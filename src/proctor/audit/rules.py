@@ -24,6 +24,7 @@ from proctor.audit import (
     metric_rules,
     model_rules,
     order_rules,
+    perplexity_rules,
     placeholder_rules,
     repr_rules,
     run_rules,
@@ -59,6 +60,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *field_pairs.RULES,
     *setting_rules.RULES,
     *metric_rules.RULES,
+    *perplexity_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)
 )

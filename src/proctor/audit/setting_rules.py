@@ -314,6 +314,8 @@ def tiny_group_member(subject: AuditSubject) -> Iterator[Hit]:
             "equal weight: this task's near 0-or-1 score counts as much as every other member's",
             "group",
         )
+        return
+    yield from subject.source_hits.get("group.tiny-member", ())  # beside a member five times its size or more
 
 
 RULES = (
