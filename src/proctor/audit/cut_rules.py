@@ -1,7 +1,8 @@
 """A prompt template (or lm-eval's ``doc_to_text``, a perplexity task's ``text``) that cuts a row's field to a
 length (``{{ passage | truncate(200) }}``, ``{{ passage[:200] }}``): rows whose field is longer are shown part of
 it, and where the answer sat in the part cut away the row cannot be answered from what the model is shown.
-Nothing fails; the template meant a bound on length."""
+Nothing fails; the template meant a bound on length. A perplexity task's texts cut before they came, at one
+length, are read too (``perplexity_rules.cut_texts``)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ RULES = (
         "prompt.cut",
         "warning",
         "The prompt template cuts a field (| truncate(n), [:n]) that is longer in some rows: part of the row, "
-        "perhaps its answer, is not shown.",
+        "perhaps its answer, is not shown; or a perplexity task's texts were cut at one length before they came.",
         cut_fields,
     ),
 )

@@ -135,7 +135,7 @@ RULES = (
         "prompt.glued-text",
         "warning",
         "The template's own word follows a row's text with no space in most rows ('6Answer:'): whitespace control "
-        "or a missing line break glues them.",
+        "or a missing line break glues them; or two fields printed side by side ('{{ title }}{{ text }}').",
         first_found(glued_to_template, glued_fields),
     ),
 )

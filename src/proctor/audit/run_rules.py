@@ -364,7 +364,8 @@ RULES = (
         "data.limit-biased",
         "warning",
         "A limit keeps the first rows of data sorted by its answer field (some answers are never asked), of the "
-        "first files only of several the data reads, or of one part only (one subject of a file ordered by subject).",
+        "first files only of several the data reads, or of one part only (one subject of a file ordered by subject), "
+        "or of the first values of any field the data is ordered by (level 1 before 2).",
         first_found(limit_on_sorted_answers, limit_on_some_files, limit_on_one_part),
     ),
     AuditRule(

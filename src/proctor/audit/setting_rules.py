@@ -359,7 +359,8 @@ RULES = (
     AuditRule(
         "group.tiny-member",
         "warning",
-        "A task averaged with equal weight in a group has fewer than 5 rows: its score weighs as much as the others'.",
+        "A task averaged with equal weight in a group has fewer than 5 rows, or fewer than 20 beside a member five "
+        "times its size: its score weighs as much as the others'.",
         tiny_group_member,
     ),
 )
