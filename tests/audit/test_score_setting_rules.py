@@ -131,13 +131,16 @@ def test_lmeval_rolling_documents_scored_as_split_are_named(tmp_path, capsys, mo
 
 
 def test_lmeval_wikitext_detokenizer_is_silent(tmp_path, capsys, monkeypatch):
-    """lm-eval's own wikitext task scores the page detokenized (its word count is the benchmark's own)."""
+    """lm-eval's own wikitext task scores the page detokenized (its word count is the benchmark's own): the task
+    from lm-eval's catalogue, on pages written WikiText-style, and a copy of it beside its task file."""
     monkeypatch.chdir(tmp_path)
     target = (
         "doc_to_target: !function preprocess_wikitext.wikitext_detokenizer\n"
         "process_results: !function preprocess_wikitext.process_results"
     )
     assert _lm_rolling(tmp_path, capsys, target, ["--trust-task-code"]) == []
+    data = f"EleutherAI/wikitext_document_level:wikitext-2-raw-v1:test={tmp_path / 'test.jsonl'}"
+    assert audit_lines(tmp_path, {}, capsys, ["lm_eval:wikitext", "--lmeval-data", data]) == []
 
 
 # ---------------------------------------------------------------- prompt.cut: texts cut before they came
