@@ -25,7 +25,7 @@ from proctor.core.audit import AuditRule, Hit
 PROBE_ROWS = 200
 MIN_TEXTS = 5  # fewer texts share a length or a habit by chance too often
 # tokens of context below which a perplexity is a short-context model's: published numbers use the model's whole
-# window (1024 tokens and more), and even a stride of 128 over such a window is counted as full context
+# window (1024 tokens and more), whatever the stride
 SHORT_WINDOW = 128
 
 
@@ -51,7 +51,7 @@ def short_window(subject: AuditSubject) -> Iterator[Hit]:
         f"(more than {window} words): each token is scored with at most {window - 1} tokens before it, so the "
         f"number is the perplexity of a model that sees {window} tokens at a time, not the model's (published "
         f"numbers use its whole context, 1024 tokens or more; {SHORT_WINDOW} at the least)",
-        "perplexity.window",
+        "perplexity.window" if subject.templated else key,
     )
 
 
