@@ -2951,6 +2951,127 @@ lm_add(
     lm(LM_GEN + 'generation_kwargs:\n  until: ["\\n"]\n  do_sample: true\n  temperature: 1.0\n' + LM_STRIP),
     rule("generation.sampling"),
 )
+# ---------------------------------------------------------------- settings and texts that bias the number (red team 9)
+
+# perplexity texts: a story of some 60 words, each row its own length
+PPL_STORY = (
+    "In my palm is a clear stone, and inside it is a small ivory statuette. A guardian angel. Figured if you're going "
+    "to be out at night getting hit by cars, you might as well have some backup. I look at him, feeling stunned. Like "
+    "this is some sort of sign. But as I stare at him, his mouth curved in a confident grin, I don't care about signs"
+)
+PPL_TEXTS = [f"Story {i} begins. " + PPL_STORY + " It rained." * i for i in range(8)]
+PPL_ROWS = [{"id": f"doc-{i:04}", "title": f"Story {i}", "text": t} for i, t in enumerate(PPL_TEXTS)]
+
+
+def _wikitext(text: str) -> str:
+    for mark in (",", ".", "'s", "n't"):
+        text = text.replace(mark, " " + mark + " ")
+    return " ".join(text.split())
+
+
+add(
+    "ppl-window-tiny", "perplexity.window", native(PPL_ROWS, **PPL, perplexity={"window": 8}), rule("perplexity.window")
+)
+add("ppl-window-512-ok", "ok", native(PPL_ROWS, **PPL, perplexity={"window": 512, "stride": 256}), OK)
+add(
+    "ppl-html-paragraphs",
+    "text.escaped",
+    native([{"text": "<p>" + t.replace(". ", ".</p><p>", 3) + "</p>"} for t in PPL_TEXTS], **PPL),
+    rule("text.escaped"),
+)
+add(
+    "ppl-wikitext-spacing",
+    "metrics.mismatch",
+    native([{"text": _wikitext(t)} for t in PPL_TEXTS], **PPL, metrics=["word_perplexity"]),
+    rule("metrics.mismatch"),
+)
+add("ppl-cut-one-length", "prompt.cut", native([{"text": t[:180]} for t in PPL_TEXTS], **PPL), rule("prompt.cut"))
+add(
+    "ppl-title-glued",
+    "prompt.glued-text",
+    native(PPL_ROWS, **{**PPL, "text": "{{ title }}{{ text }}"}),
+    rule("prompt.glued-text"),
+)
+add("ppl-title-line-ok", "ok", native(PPL_ROWS, **{**PPL, "text": "{{ title }}\n\n{{ text }}"}), OK)
+add(
+    "ppl-id-prefix",
+    "perplexity.metadata",
+    native(PPL_ROWS, **{**PPL, "text": "id={{ id }}\n{{ text }}"}),
+    rule("perplexity.metadata"),
+)
+# lm-eval metric settings against the metric's own direction and aggregation
+LM_METRIC = LM + "metric_list:\n  - metric: acc\n    aggregation: AGGREGATION\n    higher_is_better: BETTER\n"
+
+
+def lm_metric(aggregation: str, better: str) -> Files:
+    return lm(LM_METRIC.replace("AGGREGATION", aggregation).replace("BETTER", better))
+
+
+lm_add(
+    "acc-lower-is-better",
+    "metrics.mismatch",
+    lm_metric("mean", "false"),
+    rule("metrics.mismatch"),
+)
+lm_add(
+    "acc-median",
+    "metrics.mismatch",
+    lm_metric("median", "true"),
+    rule("metrics.mismatch"),
+)
+lm_add("acc-mean-higher-ok", "ok", lm_metric("mean", "true"), OK)
+glm_add(
+    "accuracy-norm-letters",
+    "metrics.mismatch",
+    glm(
+        [{**r, "choices_pretokenized": ["A", "B"]} for r in GLM_ROWS],
+        GLM + 'metrics: ["Accuracy", "Accuracy_norm"]\n',
+    ),
+    rule("metrics.mismatch"),
+)
+add(
+    "gen-f1-one-number",
+    "metrics.mismatch",
+    gen(
+        [{"id": f"n{i}", "question": f"What is {i} times 7?", "answer": str(7 * i)} for i in range(1, 7)],
+        metrics=["f1"],
+    ),
+    rule("metrics.mismatch"),
+)
+# rows a run keeps: a limit over rows ordered by level, parts of two rows, a small member beside a large one
+LEVEL_ROWS = [
+    {"id": f"l{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i), "level": 1 + (i >= 6) + (i >= 14)}
+    for i in range(20)
+]
+add("limit-sorted-by-level", "data.limit-biased", gen(LEVEL_ROWS, limit=5), rule("data.limit-biased"))
+add(
+    "limit-shuffled-levels-ok",
+    "ok",
+    gen([{**r, "level": 1 + (i * 7) % 3} for i, r in enumerate(LEVEL_ROWS)], limit=5),
+    OK,
+)
+add(
+    "breakdown-two-row-parts",
+    "breakdown.per-row",
+    gen([{**r, "topic": f"t{i // 2}"} for i, r in enumerate(LEVEL_ROWS)], breakdown="topic"),
+    rule("breakdown.per-row"),
+)
+add(
+    "group-member-six-beside-forty",
+    "group.tiny-member",
+    {
+        "t.yaml": TWO.replace('target: "{{ label }}"\n    group', 'target: "{{ label }}"\n    limit: 6\n    group', 1)
+        .replace("data: data.jsonl", "data: a.jsonl", 1)
+        .replace("data: data.jsonl", "data: b.jsonl", 1),
+        "a.jsonl": jsonl(
+            [{**r, "id": f"a{i}-{r['id']}", "question": f"{i}: {r['question']}"} for i in range(7) for r in QUIZ]
+        ),
+        "b.jsonl": jsonl(
+            [{**r, "id": f"b{i}-{r['id']}", "question": f"B{i}: {r['question']}"} for i in range(7) for r in QUIZ]
+        ),
+    },
+    rule("group.tiny-member"),
+)
 
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
@@ -3355,6 +3476,9 @@ RENAMED = {
     # SEA-HELM reads its examples only for a base model: the dialect's own rule reads them as such a run would
     "seahelm-examples-are-eval": rule("seahelm.examples-are-evaluated"),
     "lmeval-target-delimiter-empty": rule("prompt.glued-answer"),  # lm-eval's own target_delimiter
+    # f1 on one-number references rewards an answer listing several numbers ('2 or 0' scores 0.67), as on one-word
+    # labels: red team 9 (probe 045) counts it a wrong number, where this case had first been a control
+    "gen-metric-f1-on-numbers": rule("metrics.mismatch"),
 }
 
 # Not caught yet: each ends without an internal error or a hang (the test checks that), and with no word about

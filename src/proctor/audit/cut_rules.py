@@ -1,13 +1,15 @@
 """A prompt template (or lm-eval's ``doc_to_text``, a perplexity task's ``text``) that cuts a row's field to a
 length (``{{ passage | truncate(200) }}``, ``{{ passage[:200] }}``): rows whose field is longer are shown part of
 it, and where the answer sat in the part cut away the row cannot be answered from what the model is shown.
-Nothing fails; the template meant a bound on length."""
+Nothing fails; the template meant a bound on length. A perplexity task's texts cut before they came, at one
+length, are read too (``perplexity_rules.cut_texts``)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Iterator
 
+from proctor.audit.perplexity_rules import cut_texts
 from proctor.audit.source_rows import PROBE_ROWS, documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import parsed_template
@@ -48,6 +50,7 @@ def cut_fields(subject: AuditSubject) -> Iterator[Hit]:
     text = subject.spec.text if subject.templated and subject.spec.kind == "perplexity" else None
     cuts = (_cuts(prompt) if prompt else ()) + (_cuts(text) if text else ())
     if not cuts:
+        yield from cut_texts(subject)  # a perplexity task's texts cut before they came
         return
     rows, docs = subject.samples[: PROBE_ROWS * 5], documents(subject)
     for name, length, whole in cuts:
@@ -77,7 +80,7 @@ RULES = (
         "prompt.cut",
         "warning",
         "The prompt template cuts a field (| truncate(n), [:n]) that is longer in some rows: part of the row, "
-        "perhaps its answer, is not shown.",
+        "perhaps its answer, is not shown; or a perplexity task's texts were cut at one length before they came.",
         cut_fields,
     ),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Iterator
 
 from proctor.audit import conflict_rules
@@ -105,21 +105,39 @@ def mixed_breakdown(subject: AuditSubject) -> Iterator[Hit]:
 
 
 PER_ROW_MIN = 5
+SMALL_PART = 5  # rows: a part's mean of fewer moves by 0.2 or more with one answer
+SMALL_PARTS_MIN = 4  # parts: two or three parts of a short task are a split, not a breakdown of many
 
 
 def one_row_parts(subject: AuditSubject) -> Iterator[Hit]:
-    """A breakdown whose every part is one row (an id column): each part's number is a single 0 or 1."""
+    """A breakdown whose every part is one row (an id column): each part's number is a single 0 or 1. Or whose
+    typical part is a few rows (15 parts of 2): each part's number is 0, 0.5 or 1, which says nothing of it."""
     n = len(subject.samples)
     if n < PER_ROW_MIN:
         return
     for key in subject.spec.breakdown:
         if key in ("_file", "_source"):
             continue
-        if len({str(s.sample.fields.get(key)) for s in subject.samples}) == n:
+        parts = Counter(str(s.sample.fields.get(key)) for s in subject.samples)
+        if len(parts) == n:
             yield subject.at_line(
                 "breakdown",
                 f"breakdown '{key}' has a different value in each of the {n} rows: every part is one row, so each "
                 "part's number is that row's score (an id column?)",
+                "breakdown",
+            )
+            return
+        # the parts of the data (before --limit: a smoke run's parts are small by choice)
+        whole = Counter(str(r.fields.get(key)) for r in subject.rows) if len(subject.rows) > n else parts
+        sizes = sorted(whole.values())
+        median = sizes[len(sizes) // 2]
+        if len(sizes) >= SMALL_PARTS_MIN and median < SMALL_PART:
+            yield subject.at_line(
+                "breakdown",
+                f"breakdown '{key}' has {len(sizes)} parts over {sum(sizes)} rows, and half of them have {median} "
+                f"row(s) or fewer: each such part's number is the mean of {median} 0-or-1 score(s) (0, "
+                f"{'0.5, ' if median == 2 else ''}1, ...), which says next to nothing of that part (break down by a "
+                "coarser field)",
                 "breakdown",
             )
             return
@@ -211,7 +229,8 @@ RULES = (
     AuditRule(
         "breakdown.per-row",
         "warning",
-        "A breakdown field differs in every row: each part is one row's score.",
+        "A breakdown field differs in every row, or half its parts have under 5 rows: each part is a row or two's "
+        "score.",
         one_row_parts,
     ),
     AuditRule(

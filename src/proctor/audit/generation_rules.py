@@ -10,6 +10,7 @@ from proctor.audit import answer_shapes
 from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.perplexity_rules import markup_texts
 from proctor.audit.sampling_rules import one_sample_of_chance
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.subject import AuditSubject
@@ -280,6 +281,9 @@ _ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|nbsp|#\d{2,5}|#x[0-9a-fA-F]{2,4})
 
 
 def escaped_text(subject: AuditSubject) -> Iterator[Hit]:
+    if subject.spec.kind == "perplexity":  # its prompts are empty: the texts it scores
+        yield from markup_texts(subject)
+        return
     unusual = subject.scan.unusual_text
     for sample in (subject.samples[i] for i in unusual):  # an answer with markup in it: no model writes "&amp;"
         answers = sample.choices or sample.references
@@ -362,7 +366,8 @@ RULES = (
     AuditRule(
         "text.escaped",
         "warning",
-        "Prompts hold HTML entities or escapes written out (&amp;, a literal \\n).",
+        "Prompts hold HTML entities or escapes written out (&amp;, a literal \\n); a perplexity task's texts hold "
+        "entities or HTML tags.",
         escaped_text,
     ),
     AuditRule(

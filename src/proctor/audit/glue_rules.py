@@ -1,15 +1,20 @@
 """The template's own words glued to the row's text: whitespace control (``{%- ... -%}``) or a missing line
 break prints '...- 6Answer:', so the last option runs into the answer cue and the model reads '6Answer' as one
 word. Seen in most rows, since it is the template's doing: the same word of the template follows a row's value
-with no space between."""
+with no space between. Also two of the row's fields the template prints side by side with nothing between
+(``{{ title }}{{ text }}``): 'Story 0In my palm', in a perplexity task's scored text as in a prompt."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Iterator
 
+from proctor.audit.fallback import first_found
+from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import READER_FIELDS, AuditSubject
+from proctor.audit.target_rules import parsed_template
 from proctor.core.audit import AuditRule, Hit
 
 PROBE_ROWS = 200
@@ -68,12 +73,69 @@ def glued_to_template(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+@lru_cache(maxsize=64)
+def _adjacent_fields(source: str) -> tuple[tuple[str, str], ...]:
+    """Pairs of fields the template prints one right after the other (``{{ title }}{{ text }}``)."""
+    from jinja2 import nodes
+
+    tree = parsed_template(source)
+    if tree is None:
+        return ()
+    pairs = []
+    for output in tree.find_all(nodes.Output):
+        for left, right in zip(output.nodes, output.nodes[1:]):
+            if isinstance(left, nodes.Name) and isinstance(right, nodes.Name) and left.name != right.name:
+                pairs.append((left.name, right.name))
+    return tuple(pairs)
+
+
+def _sources(subject: AuditSubject) -> list[tuple[str, str]]:
+    """(the template, what it makes) of the texts a model reads or is scored on."""
+    prompt = templates(subject)[0]
+    found = [(prompt, "prompt")] if prompt else []
+    if subject.spec.kind == "perplexity":
+        config = getattr(getattr(subject.handler, "task", None), "config", None)
+        text = subject.spec.text if subject.templated else getattr(config, "doc_to_target", None)
+        if isinstance(text, str) and "{{" in text:
+            found.append((text, "text"))
+    return found
+
+
+def glued_fields(subject: AuditSubject) -> Iterator[Hit]:
+    """Two fields printed side by side, the first ending and the second starting with a letter or digit in half
+    the rows read: the last word of one and the first of the other are read (and scored) as one word."""
+    pairs = [(pair, where) for source, where in _sources(subject) for pair in _adjacent_fields(source)]
+    if not pairs:
+        return
+    docs = documents(subject)
+    probe = min(len(docs), PROBE_ROWS)
+    for (left, right), where in pairs:
+        glued = []
+        for i in range(probe):
+            a, b = docs[i].get(left), docs[i].get(right)
+            if isinstance(a, (str, int)) and isinstance(b, (str, int)):
+                a, b = str(a), str(b)
+                if a and b and a[-1].isalnum() and b[0].isalnum():
+                    glued.append(i)
+        if len(glued) >= max(2, GLUED_SHARE * probe):
+            i = glued[0]
+            a, b = str(docs[i][left])[-15:], str(docs[i][right])[:15]
+            yield subject.at_row(
+                subject.samples[i].sample,
+                f"the {where} template prints '{left}' and '{right}' with nothing between, and in {len(glued)} of "
+                f"the {probe} rows read the one ends and the other starts with a letter or digit ({a + b!r}): the "
+                "last word of one and the first of the other are read as one word (put a line break between)",
+                where,
+            )
+            return
+
+
 RULES = (
     AuditRule(
         "prompt.glued-text",
         "warning",
         "The template's own word follows a row's text with no space in most rows ('6Answer:'): whitespace control "
-        "or a missing line break glues them.",
-        glued_to_template,
+        "or a missing line break glues them; or two fields printed side by side ('{{ title }}{{ text }}').",
+        first_found(glued_to_template, glued_fields),
     ),
 )

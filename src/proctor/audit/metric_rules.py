@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.fallback import first_found
+from proctor.audit.perplexity_rules import pretokenized_texts
 from proctor.audit.setting_rules import PROBE_ROWS, lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -56,21 +58,32 @@ LONG_WORD = 10  # characters per space-separated "word": no language writes word
 LABEL_VALUES = 10  # distinct one-word references at most: a label set (A-E, yes/no), not answers
 
 
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+
+
 def _f1_on_labels(subject: AuditSubject) -> Iterator[Hit]:
-    """f1 on one-word labels (options B to E, yes/no): an answer naming several ('C or B') shares the right word
-    and scores 0.67, so f1 rewards hedging where exact match would not."""
+    """f1 on one-word labels (options B to E, yes/no) or one-number answers (GSM8K's): an answer naming several
+    ('C or B', '12 or 15') shares the right word and scores 0.67, so f1 rewards hedging where exact match would
+    not."""
     if not subject.templated or "f1" not in {m.name for m in subject.spec.metrics}:
         return  # the default metrics report exact_match beside f1
     rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
     words = {r.strip() for refs in rows for r in refs}
-    if len(rows) < 4 or len(words) > LABEL_VALUES or not all(w.isalpha() and len(w) <= 3 for w in words):
+    if len(rows) < 4:
         return
-    shown = ", ".join(sorted(words)[:5])
+    if len(words) <= LABEL_VALUES and all(w.isalpha() and len(w) <= 3 for w in words):
+        shown = ", ".join(sorted(words)[:5])
+        what, example = f"one short label ({shown})", f"{sorted(words)[0]} or {sorted(words)[-1]}"
+    elif all(_NUMBER.fullmatch(w) for w in words):
+        first, second = sorted(words)[:2] if len(words) > 1 else (next(iter(words)), "0")
+        what, example = f"one number ({first}, {second}, ...)", f"{second} or {first}"
+    else:
+        return
     yield subject.at_line(
         "metrics",
         f"f1 counts the words an answer shares with the reference, and every reference of the {len(rows)} rows read "
-        f"is one short label ({shown}): an answer naming several ('{sorted(words)[0]} or {sorted(words)[-1]}') "
-        "shares the right one and scores 0.67, so f1 rewards hedging; use exact_match on labels",
+        f"is {what}: an answer naming several ('{example}') shares the right one and scores 0.67, so f1 rewards "
+        "hedging; use exact_match on such answers",
         "metrics",
     )
 
@@ -148,15 +161,87 @@ def _raw_equality_on_punctuated(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+# lm-eval metrics whose direction is theirs, not a setting's: a better model scores higher (or lower)
+_HIGHER = frozenset({"acc", "acc_norm", "acc_mutual_info", "exact_match", "f1", "mcc", "bleu", "chrf"})
+_LOWER = frozenset({"perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "ter", "brier_score"})
+# and those scored per document (0 or 1, or a share), whose task score is their mean
+_MEAN = frozenset({"acc", "acc_norm", "acc_mutual_info", "exact_match", "brier_score"})
+
+
+def _lmeval_settings(subject: AuditSubject) -> Iterator[Hit]:
+    """An lm-eval ``metric_list`` entry that gives a known metric another direction (``acc`` with
+    ``higher_is_better: false``: comparisons rank the worse model first) or aggregates a per-document score other
+    than by its mean (``aggregation: median``: a 0-or-1 score's median is 0 or 1)."""
+    config = lmeval_config(subject)
+    for entry in getattr(config, "metric_list", None) or []:
+        name = entry.get("metric") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        better, how = entry.get("higher_is_better"), entry.get("aggregation")
+        if isinstance(better, bool) and (name in _HIGHER and not better or name in _LOWER and better):
+            right = "higher" if name in _HIGHER else "lower"
+            yield subject.at_line(
+                "metric_list",
+                f"metric_list gives {name} higher_is_better: {str(better).lower()}, and a better model's {name} is "
+                f"{right}: the results and every comparison of runs rank the worse model first",
+                "metric_list",
+            )
+            return
+        if name in _MEAN and isinstance(how, str) and how != "mean":
+            yield subject.at_line(
+                "metric_list",
+                f"metric_list aggregates {name} by {how!r}, and {name} is scored per document (0 or 1, or a share): "
+                f"the task's score is the documents' mean, and their {how} says little of it (the median of 0s and "
+                "1s is 0 or 1)",
+                "metric_list",
+            )
+            return
+
+
+# GLM-130B's names of the length-normalised accuracies
+_GLM_NAMES = {"Accuracy_norm": "acc_norm", "Accuracy_per_token": "acc_per_token"}
+
+
+def _normalised_on_one_length(subject: AuditSubject) -> Iterator[Hit]:
+    """acc_norm divides by a choice's length in characters, acc_per_token by its tokens: on choices of one length
+    (options A to D), or of one character each (a token each), both are acc under another name."""
+    shown = metric_names(subject)
+    names = {_GLM_NAMES.get(n, n): n for n in shown}
+    if not subject.scored or not {"acc_norm", "acc_per_token"} & set(names):
+        return
+    key = "metrics" if lmeval_config(subject) is None else "metric_list"  # lm-eval's
+    if "acc_norm" in names:
+        length = len(subject.scored[0].choices[0])
+        # one length throughout: stops at the first row with another (most tasks' first or second row)
+        if all(len(c) == length for s in subject.scored for c in s.choices):
+            yield subject.at_line(
+                key,
+                f"{names['acc_norm']} divides each choice's log-likelihood by its length, and every choice is "
+                f"{length} character(s) long: it is acc under another name, not a length-normalised accuracy",
+                key,
+            )
+            return
+    if "acc_per_token" in names:
+        one = subject.scored[0].choices[0].strip()
+        if len(one) == 1 and all(len(c.strip()) == 1 and c.isascii() for s in subject.scored for c in s.choices):
+            yield subject.at_line(
+                key,
+                f"{names['acc_per_token']} divides each choice's log-likelihood by its tokens, and every choice is "
+                f"one character ({one!r}), one token: it is acc under another name, not a per-token accuracy",
+                key,
+            )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
+    yield from _lmeval_settings(subject)
     if spec.kind == "generate":
         yield from _f1_on_unspaced(subject)
         yield from _f1_on_labels(subject)
         yield from _exact_match_on_long(subject)
         yield from _raw_equality_on_punctuated(subject)
-    if spec.kind == "perplexity":
-        yield from _word_perplexity_on_unspaced(subject)
+    if spec.kind == "perplexity" and "word_perplexity" in (metric_names(subject) or {"word_perplexity"}):
+        yield from first_found(_word_perplexity_on_unspaced, pretokenized_texts)(subject)
     if spec.kind != "multiple_choice":
         return
     if spec.choice_temperature < TINY_TEMPERATURE:
@@ -175,27 +260,18 @@ def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
             "calibration numbers say nothing of the model",
             "choice_temperature",
         )
-    names = metric_names(subject)
-    if "acc_norm" in names and subject.scored:
-        length = len(subject.scored[0].choices[0])
-        # one length throughout: stops at the first row with another (most tasks' first or second row)
-        if all(len(c) == length for s in subject.scored for c in s.choices):
-            key = "metrics" if subject.templated else "metric_list"  # lm-eval's
-            yield subject.at_line(
-                key,
-                f"acc_norm divides each choice's log-likelihood by its length, and every choice is {length} "
-                "character(s) long: acc_norm is acc under another name, not a length-normalised accuracy",
-                key,
-            )
+    yield from _normalised_on_one_length(subject)
 
 
 RULES = (
     AuditRule(
         "metrics.mismatch",
         "warning",
-        "A metric cannot mean its name here: acc_norm on choices of one length, a choice_temperature near 0 or huge, "
-        "f1 on answers written without spaces or on one-word labels, word_perplexity on text without spaces, exact "
-        "match on whole worked solutions, GLM's raw Accuracy on punctuated references.",
+        "A metric cannot mean its name here: acc_norm on choices of one length (acc_per_token on one-letter ones), a "
+        "choice_temperature near 0 or huge, f1 on answers written without spaces or on one-word or one-number "
+        "references, word_perplexity on text without spaces or split WikiText-style, an lm-eval metric given the "
+        "other direction or a median, exact match on whole worked solutions, GLM's raw Accuracy on punctuated "
+        "references.",
         metrics_mismatch,
     ),
 )

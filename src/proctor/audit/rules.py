@@ -28,6 +28,7 @@ from proctor.audit import (
     model_rules,
     option_listing_rules,
     order_rules,
+    perplexity_rules,
     placeholder_rules,
     prompt_shape_rules,
     repr_rules,
@@ -73,6 +74,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *field_pairs.RULES,
     *setting_rules.RULES,
     *metric_rules.RULES,
+    *perplexity_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)
 )

@@ -117,10 +117,44 @@ _PART_FIELDS = re.compile(r"^(subject|category|domain|topic|language|lang|task|s
 PART_MIN_VALUES = 2
 
 
+GROUPED_MAX_VALUES = 20  # blocks of a field the file is ordered by: levels, difficulties, categories; not ids
+GROUPED_LEFT_OUT = 0.2  # of the rows: the values the limit never reaches hold this share or more
+
+
+def _grouped_fields(rows: Sequence[Any], skip: set[str]) -> Iterator[tuple[str, list[Any]]]:
+    """(field, values) of each field the rows are ordered by: a few values (2 to 20), each in one block of two rows
+    or more (level 1s, then 2s, then 3s; 'easy' before 'medium' before 'hard'), as a file sorted by it is."""
+    for key in rows[0].fields:
+        if key.startswith("_") or key in skip:
+            continue
+        values: list[Any] = []
+        blocks: list[Any] = []
+        for row in rows:
+            value = row.fields.get(key)
+            if not values or value != values[-1]:
+                if len(blocks) >= GROUPED_MAX_VALUES or not isinstance(value, (str, int)) or isinstance(value, bool):
+                    break
+                blocks.append(value)
+            values.append(value)
+        else:
+            if len(blocks) >= 2 and len(set(blocks)) == len(blocks) and all(values.count(b) >= 2 for b in blocks):
+                yield key, values
+
+
+def _only_part_message(key: str, evaluated: set[Any], every: set[Any], kept: int, total: int) -> str:
+    (only,) = evaluated
+    return (
+        f"the limit keeps {kept} of {total} rows, and every one has {key} {only!r}, one of the data's "
+        f"{len(every)} values of '{key}': the number is that part's only (a limit per part: --limit-per-part "
+        f"with a breakdown by {key}, or shuffle the rows)"
+    )
+
+
 def limit_on_one_part(subject: AuditSubject) -> Iterator[Hit]:
     """The limit keeps the first rows of data ordered by its parts (one file of MMLU's subjects in turn): every
     evaluated row has one value of a breakdown field, or of a field such as 'subject', that the data has several
-    of, so the number is that part's, under the whole task's name."""
+    of, so the number is that part's, under the whole task's name. Or the data is ordered by any field of a few
+    values (level 1 before 2 before 3, 'easy' before 'hard') and the limit leaves the later ones out."""
     kept, rows = len(subject.samples), subject.rows
     if kept >= len(rows) or not kept or not rows:
         return
@@ -135,12 +169,24 @@ def limit_on_one_part(subject: AuditSubject) -> Iterator[Hit]:
         evaluated = {s.sample.fields.get(key) for s in subject.samples}
         every = set(values)
         if len(evaluated) == 1 and len(every) >= PART_MIN_VALUES:
-            (only,) = evaluated
+            yield subject.at_row(
+                subject.samples[0].sample, _only_part_message(key, evaluated, every, kept, len(rows)), key
+            )
+            return
+    if len(rows) < SORTED_MIN_ROWS:
+        return
+    for key, values in _grouped_fields(rows, set(candidates)):
+        evaluated = {s.sample.fields.get(key) for s in subject.samples}
+        left_out = [v for v in dict.fromkeys(values) if v not in evaluated]
+        rows_left = sum(1 for v in values if v not in evaluated)
+        if left_out and rows_left >= GROUPED_LEFT_OUT * len(rows):
+            shown = ", ".join(map(repr, left_out[:4]))
             yield subject.at_row(
                 subject.samples[0].sample,
-                f"the limit keeps {kept} of {len(rows)} rows, and every one has {key} {only!r}, one of the data's "
-                f"{len(every)} values of '{key}': the number is that part's only (a limit per part: --limit-per-part "
-                f"with a breakdown by {key}, or shuffle the rows)",
+                f"the rows are ordered by '{key}' ({', '.join(map(repr, list(dict.fromkeys(values))[:5]))} in "
+                f"turn), and the limit keeps the first {kept} of {len(rows)}: no evaluated row has {key} {shown} "
+                f"({rows_left} rows), so the number is the first parts' only (a harder or easier part left out); "
+                f"a limit per part (--limit-per-part with a breakdown by {key}) or shuffled rows keep every part",
                 key,
             )
             return
@@ -197,6 +243,8 @@ class GroupMembers:
     rows: dict[str, dict[bytes, str]] = field(default_factory=dict)  # group -> a row's digest -> its first task
     # task name -> (its dialect and folder, what its rows ask): samples.conflict across tasks (conflict_rules)
     asked: dict[str, tuple[object, Any]] = field(default_factory=dict)
+    # group -> (task name, rows evaluated, file, line) of its equally weighted members so far (group.tiny-member)
+    sizes: dict[str, list[tuple[str, int, str | None, int | None]]] = field(default_factory=dict)
 
 
 def _row_digest(sample: PreparedSample) -> bytes:
@@ -250,6 +298,47 @@ def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMe
     return {**notes, GROUP_OVERLAP: overlaps} if overlaps else notes
 
 
+GROUP_TINY = "group.tiny-member"
+SMALL_MEMBER = 20  # rows: a member's mean moves by 0.05 or more with one answer
+MEMBER_RATIO = 5  # times as many rows in another member: each of the small one's rows weighs five times as much
+
+
+def size_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMembers) -> dict[str, list[Hit]]:
+    """A member of an equally weighted group with few rows (under 20) beside a member with five times as many or
+    more (a member's own ``limit: 6`` beside a 40-row one): each of its rows weighs five times or more as much in
+    the group's mean, whose standard error is then mostly the small member's."""
+    spec = task.spec
+    if spec.handler is not None or spec.task_class is not None:
+        return {}  # a dialect's groups weigh their own way (lm-eval's: group.tiny-member reads them)
+    file = str(task.file) if task.file else None
+    line = task.lines.get("limit", task.lines.get("name", task.line))
+    hits = []
+    for group in (g for g in spec.group if g not in spec.size_weighted_groups):
+        members = seen.sizes.setdefault(group, [])
+        n = len(samples)
+        for name, rows, other_file, other_line in members:
+            small, large = (
+                ((spec.name, n, file, line), (name, rows))
+                if n <= rows
+                else ((name, rows, other_file, other_line), (spec.name, n))
+            )
+            if small[1] < SMALL_MEMBER and large[1] >= MEMBER_RATIO * max(small[1], 1):
+                hits.append(
+                    Hit(
+                        f"task '{small[0]}' evaluates {small[1]} rows and task '{large[0]}' {large[1]}, and group "
+                        f"'{group}' averages its members with equal weight: each row of '{small[0]}' weighs "
+                        f"{large[1] / max(small[1], 1):.1f} times as much as one of '{large[0]}', and the group's "
+                        "number moves with a few answers (weigh the group by size, or give the member more rows)",
+                        file=small[2],
+                        line=small[3],
+                        field="group",
+                    )
+                )
+                break
+        members.append((spec.name, n, file, line))
+    return {GROUP_TINY: hits[:1]} if hits else {}
+
+
 def duplicate_task(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get(TASK_DUPLICATE, ())
 
@@ -275,7 +364,8 @@ RULES = (
         "data.limit-biased",
         "warning",
         "A limit keeps the first rows of data sorted by its answer field (some answers are never asked), of the "
-        "first files only of several the data reads, or of one part only (one subject of a file ordered by subject).",
+        "first files only of several the data reads, or of one part only (one subject of a file ordered by subject), "
+        "or of the first values of any field the data is ordered by (level 1 before 2).",
         first_found(limit_on_sorted_answers, limit_on_some_files, limit_on_one_part),
     ),
     AuditRule(

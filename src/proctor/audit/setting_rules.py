@@ -317,6 +317,8 @@ def tiny_group_member(subject: AuditSubject) -> Iterator[Hit]:
             "equal weight: this task's near 0-or-1 score counts as much as every other member's",
             "group",
         )
+        return
+    yield from subject.source_hits.get("group.tiny-member", ())  # beside a member five times its size or more
 
 
 RULES = (
@@ -360,7 +362,8 @@ RULES = (
     AuditRule(
         "group.tiny-member",
         "warning",
-        "A task averaged with equal weight in a group has fewer than 5 rows: its score weighs as much as the others'.",
+        "A task averaged with equal weight in a group has fewer than 5 rows, or fewer than 20 beside a member five "
+        "times its size: its score weighs as much as the others'.",
         tiny_group_member,
     ),
 )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.conflict_rules import across_tasks
-from proctor.audit.run_rules import GroupMembers, duplicate_notes, limit_notes
+from proctor.audit.run_rules import GroupMembers, duplicate_notes, limit_notes, size_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.run_overrides import RunOverrides, limit_count
@@ -217,6 +217,7 @@ def prepare_task(
     if seen_in_groups is not None:
         noticed.update(duplicate_notes(task, prepared, seen_in_groups))
         noticed.update(across_tasks(task, prepared, seen_in_groups))
+        noticed.update(size_notes(task, prepared, seen_in_groups))
     subject = AuditSubject(
         task,
         prepared,
