@@ -6,7 +6,8 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from proctor.audit import listed_choices
-from proctor.audit.subject import AuditSubject, loose, near
+from proctor.audit.setting_rules import scores_one_continuation
+from proctor.audit.subject import AuditSubject, loose, near, reads_alike
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
 
@@ -21,7 +22,7 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
             continue
         seen: dict[str, int] = {}
         for i, key in enumerate(keys):
-            if key in seen:
+            if key in seen and reads_alike(choices[i], choices[seen[key]]):
                 j = seen[key]
                 how = "the same text" if choices[i] == choices[j] else "the same text up to case and whitespace"
                 yield subject.at_row(
@@ -61,12 +62,21 @@ def near_duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
 
 # what a CSV or pandas reader makes of a missing value, read back as a choice's text
 PLACEHOLDERS = frozenset({"na", "n/a", "nan", "none", "null", "nil", "#n/a", "undefined"})
+# written so, these are also words an answer can be ('none' of them, a score of 'nil', 'na' in a list of syllables):
+# only the spellings a reader or a language writes for a missing value are placeholders
+_WORDS_TOO = {"none": "None", "nil": "NIL", "na": "NA"}
+
+
+def _placeholder(choice: str) -> bool:
+    text = choice.strip()
+    key = text.casefold()
+    return key in PLACEHOLDERS and (key not in _WORDS_TOO or text in (_WORDS_TOO[key], text.upper()))
 
 
 def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
     for sample in (subject.samples[i] for i in subject.scan.placeholder_choices):
         for i, choice in enumerate(sample.choices):
-            if choice.strip().casefold() in PLACEHOLDERS:
+            if _placeholder(choice):
                 yield subject.at_row(
                     sample.sample,
                     f"choice {i} is {choice!r}, what a CSV or pandas reader makes of a missing value: a choice "
@@ -118,7 +128,13 @@ def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
         counts = Counter(keys)
         for g in sample.gold:
             if counts[keys[g]] > 1:
-                others = [i for i, k in enumerate(keys) if k == keys[g] and i != g]
+                others = [
+                    i
+                    for i, k in enumerate(keys)
+                    if k == keys[g] and i != g and reads_alike(sample.choices[i], sample.choices[g])
+                ]
+                if not others:
+                    continue
                 yield subject.at_row(
                     sample.sample,
                     f"the right answer, choice {g} ({sample.choices[g]!r:.40}), has the text of choice(s) "
@@ -145,6 +161,8 @@ def every_choice_right(subject: AuditSubject) -> Iterator[Hit]:
 def single_choice(subject: AuditSubject) -> Iterator[Hit]:
     if not (subject.columns.choice_counts == 1).any():  # no row of one choice (nearly every task), in C
         return
+    if scores_one_continuation(subject):
+        return  # its one choice is scored by greedy match, not picked
     for sample in [s for s in subject.scored if len(s.choices) == 1]:
         yield subject.at_row(
             sample.sample,

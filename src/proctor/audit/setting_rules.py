@@ -39,6 +39,12 @@ def lmeval_config(subject: AuditSubject) -> Any:
     return config if config is not None and hasattr(config, "target_delimiter") else None
 
 
+def scores_one_continuation(subject: AuditSubject) -> bool:
+    """lm-eval's ``output_type: loglikelihood`` (LAMBADA): each row's one continuation is scored by whether it is
+    the model's greedy answer, not picked among choices, and the passage holds the word by design."""
+    return getattr(lmeval_config(subject), "output_type", None) == "loglikelihood"
+
+
 def _seahelm_language(subject: AuditSubject) -> dict[str, Any] | None:
     """The SEA-HELM config's settings of the task's language (None for other dialects)."""
     config, lang = getattr(subject.handler, "config", None), getattr(subject.handler, "lang", None)

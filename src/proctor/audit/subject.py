@@ -44,6 +44,18 @@ def loose(text: str) -> str:
     return _SPACES.sub(" ", text).strip().casefold()
 
 
+def _case_forms(text: str) -> set[str]:
+    return {text, text.lower(), text.upper(), text[:1].upper() + text[1:], text[:1].lower() + text[1:], text.title()}
+
+
+def reads_alike(a: str, b: str) -> bool:
+    """Whether two texts that ``loose`` makes one are one answer to a reader: the same up to spacing, or one a
+    plain change of case of the other ('Paris' / 'PARIS', 'blue' / 'Blue'). Where the case itself is what differs
+    ('Cc or cc' / 'CC or Cc', a genotype; 'US' / 'us'), they are two answers."""
+    a, b = (" ".join(INVISIBLE.sub("", unicodedata.normalize("NFKC", t)).split()) for t in (a, b))
+    return a == b or b in _case_forms(a) or a in _case_forms(b)
+
+
 def near(text: str) -> str:
     """``loose``, and what else a reader would not tell apart: quotes and punctuation at either end, letters
     of other scripts drawn like Latin ones, a number's spelling ("4" and "4.0")."""

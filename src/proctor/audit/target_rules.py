@@ -8,7 +8,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from proctor.audit.setting_rules import CONTEXT_FIELDS
+from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -206,8 +206,8 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     """The right answer, and no other choice, written in the prompt of most rows (a multiple-choice row); the
     prompt ending with the reference answer (a generated one)."""
     samples, texts = subject.samples, subject.prompt_texts
-    if len(samples) < GOLD_MIN_ROWS:
-        return
+    if len(samples) < GOLD_MIN_ROWS or scores_one_continuation(subject):
+        return  # LAMBADA's passage holds its last word by design: the task is to predict it from there
     probe = min(len(samples), _PROBE_ROWS)
     hits = [i for i in range(probe) if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)]
     hits = [i for i in hits if not in_passage(samples[i], texts[i])]

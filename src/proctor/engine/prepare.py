@@ -218,9 +218,11 @@ def prepare_task(
         noticed.update(duplicate_notes(task, prepared, seen_in_groups))
         noticed.update(across_tasks(task, prepared, seen_in_groups))
         noticed.update(size_notes(task, prepared, seen_in_groups))
+    # a dialect may show the audit its rows as asked where its runner keeps them otherwise (lm-eval's Winogrande)
+    view = getattr(handler, "audit_samples", None)
     subject = AuditSubject(
         task,
-        prepared,
+        view(prepared) if callable(view) else prepared,
         samples,
         pool,
         pool_is_own=spec.fewshot is None or spec.fewshot.source is None,

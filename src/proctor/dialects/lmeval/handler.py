@@ -343,6 +343,12 @@ class _LmEvalRunner:
         source = str(self.leaf.source) if self.leaf.source else None
         return evaluated_split(self.leaf.config, source, self._handed)
 
+    def audit_samples(self, samples: list) -> list:
+        """The samples as the audit reads them: a task whose choices are contexts, as asked (``audit_view.py``)."""
+        from proctor.dialects.lmeval.audit_view import contexts_as_choices
+
+        return contexts_as_choices(getattr(self, "task", None), self.docs, samples)
+
     def result_extras(self) -> dict:
         """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)
         and the bootstrap resamples its standard errors were allowed (lm-eval's ``bootstrap_iters``)."""

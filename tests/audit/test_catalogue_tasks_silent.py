@@ -1,0 +1,76 @@
+"""lm-eval's own catalogue tasks on the real rows in ../shared/data, through ``proctor validate``'s entry point: the
+audit must not speak where the task is right. Each case is a shape a rule once misread: LAMBADA's one
+continuation scored by greedy match (its passage holds the word by design), Winogrande's contexts as choices
+(lm-eval's ``multiple_input``: one continuation after each option's sentence), ARC-Challenge's genotype choices
+that differ in case only ('Cc or cc' / 'CC or Cc'), OpenBookQA's answer 'none'. LAMBADA's one true finding (its file
+repeats a passage) must still be given, and the native cases below pair each right shape with a broken twin the
+rule must still name ('Paris' / 'PARIS', Python's 'None')."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import shared_path
+from tests.support.validate_lines import audit_lines, jsonl_text
+
+pytestmark = pytest.mark.fast
+
+
+def _catalogue(tmp_path, capsys, task: str, mapping: str) -> list[str]:
+    pytest.importorskip("lm_eval")
+    return audit_lines(tmp_path, {}, capsys, [f"lm_eval:{task}", "--lmeval-data", mapping])
+
+
+@pytest.mark.parametrize(
+    ("task", "dataset", "parts"),
+    [
+        ("lambada_openai", "EleutherAI/lambada_openai:default:test", ("lambada_openai", "lambada_test.jsonl")),
+        ("winogrande", "allenai/winogrande:winogrande_xl:validation", ("winogrande", "hf_arrow_validation")),
+        ("arc_challenge", "allenai/ai2_arc:ARC-Challenge:test", ("arc_challenge", "hf_arrow_validation")),
+        ("openbookqa", "allenai/openbookqa:main:test", ("openbookqa", "hf_arrow_validation")),
+    ],
+)
+def test_catalogue_tasks_on_real_rows_get_no_finding_but_a_true_one(task, dataset, parts, tmp_path, capsys):
+    data = shared_path("data", *parts)
+    lines = _catalogue(tmp_path, capsys, task, f"{dataset}={data}")
+    # LAMBADA's test file really repeats one passage (rows 1753 and 1889): the one finding it must get
+    expected = ["samples.duplicate"] if task == "lambada_openai" else []
+    assert [line.split("audit [")[1].split("]")[0] for line in lines] == expected, lines
+
+
+def test_choices_that_differ_in_case_only_are_one_choice_unless_the_case_is_the_answer(tmp_path, capsys):
+    rows = [
+        {
+            "id": "g1",
+            "q": "Which genotype is heterozygous?",
+            "choices": ["Cc or cc", "CC or Cc", "CC only", "Cc only"],
+            "label": 1,
+        },
+        {"id": "g2", "q": "Capital of France?", "choices": ["Paris", "PARIS", "Rome", "Oslo"], "label": 0},
+        *[
+            {"id": f"g{i}", "q": f"Question {i}?", "choices": ["red", "green", "blue", "grey"], "label": i % 4}
+            for i in range(3, 8)
+        ],
+    ]
+    task = (
+        "name: quiz\nkind: multiple_choice\ndata: {path: data.jsonl, id: id}\n"
+        'prompt: "{{ q }}\\nAnswer:"\nchoices: "{{ choices }}"\ntarget: "{{ label }}"\n'
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    duplicates = [line for line in lines if "[choices.duplicate]" in line]
+    assert len(duplicates) == 1 and "row 2," in duplicates[0] and "'Paris' / 'PARIS'" in duplicates[0], lines
+    assert not any("[target.ambiguous]" in line and "row 1," in line for line in lines), lines
+
+
+@pytest.mark.parametrize(("choice", "named"), [("none", False), ("None", True), ("nan", True), ("NA", True)])
+def test_none_as_a_word_is_an_answer_and_none_as_python_writes_it_is_a_placeholder(choice, named, tmp_path, capsys):
+    rows = [
+        {"id": f"n{i}", "q": f"How many moons has planet {i}?", "choices": ["one", "two", choice, "four"], "label": 0}
+        for i in range(6)
+    ]
+    task = (
+        "name: quiz\nkind: multiple_choice\ndata: {path: data.jsonl, id: id}\n"
+        'prompt: "{{ q }}\\nAnswer:"\nchoices: "{{ choices }}"\ntarget: "{{ label }}"\n'
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    assert any("[choices.placeholder]" in line for line in lines) is named, lines
