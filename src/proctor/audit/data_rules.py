@@ -44,6 +44,7 @@ def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
             field="data",
             sample=sample.sample.id,
         )
+    yield from conflict_rules.reordered_copies(subject)  # a copy with its choices in another order or case
 
 
 def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
@@ -57,7 +58,7 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
             "answer: one of the two is scored wrong whatever the model says",
             "target",
         )
-    yield from conflict_rules.within_task(subject)  # another file's copy with its choices in another order
+    yield from conflict_rules.within_task(subject)  # a copy with its choices in another order or case
     yield from subject.source_hits.get(conflict_rules.RULE, ())  # another task's copy (noticed by engine/prepare)
 
 

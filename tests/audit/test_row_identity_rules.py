@@ -1,0 +1,66 @@
+"""Rows that are one item counted twice or answered two ways, and rules that held for one dialect only, through
+``proctor validate``'s entry point: a multiple-choice row copied within its file with its choices in another order
+or in another case (``samples.duplicate``, ``samples.conflict``: the row scan's ``reorders``). Each finding is named
+by rule, file, row and field; each broken input has a right twin that stays silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.validate_lines import audit_lines, jsonl_text
+
+pytestmark = pytest.mark.fast
+
+NATIVE = "kind: multiple_choice\ndata: data.jsonl\nprompt: '{{ query }}\n\n  Answer:'\nchoices: '{{ choices }}'\n"
+NATIVE += "target: '{{ gold }}'\nname: t\n"
+
+ARC = [
+    ("Which gas do plants take in?", ["oxygen", "carbon dioxide", "helium", "neon"], 1),
+    ("What is frozen water called?", ["steam", "sand", "ice", "glass"], 2),
+    ("Which planet is closest to the Sun?", ["Mercury", "Venus", "Earth", "Mars"], 0),
+    ("Which organ pumps blood?", ["lung", "liver", "kidney", "heart"], 3),
+    ("What do bees make?", ["milk", "honey", "silk", "wax paper"], 1),
+    ("Which is a mammal?", ["shark", "trout", "whale", "eel"], 2),
+]
+
+
+def _rows(extra: list[tuple[str, list[str], int]]) -> list[dict[str, Any]]:
+    return [{"query": q, "choices": c, "gold": g} for q, c, g in [*ARC, *extra]]
+
+
+def _reversed(at: int, gold_copied: bool) -> tuple[str, list[str], int]:
+    query, choices, gold = ARC[at]
+    return query, choices[::-1], gold if gold_copied else len(choices) - 1 - gold
+
+
+def _lowered(at: int, gold: int) -> tuple[str, list[str], int]:
+    query, choices, _ = ARC[at]
+    return query.lower(), choices, gold
+
+
+# case -> (the rows, the rule, the row named (counted from 1), the field), or (rows, None, ...) for a right twin
+NATIVE_CASES: dict[str, tuple[list[dict[str, Any]], str | None, int, str]] = {
+    "permuted copy, gold remapped": (_rows([_reversed(1, gold_copied=False)]), "samples.duplicate", 7, "data"),
+    "permuted copy, gold index copied": (_rows([_reversed(3, gold_copied=True)]), "samples.conflict", 7, "target"),
+    "lower-cased copy, another gold": (_rows([_lowered(2, gold=1)]), "samples.conflict", 7, "target"),
+    "lower-cased copy, same gold": (_rows([_lowered(2, gold=0)]), "samples.duplicate", 7, "data"),
+    # right twins: the same question with other choices, the same choices with another question
+    "other choices": (_rows([(ARC[1][0], ["steam", "ice", "fog", "glass"], 1)]), None, 0, ""),
+    "other question": (_rows([("What is ice made of?", ARC[1][1][::-1], 1)]), None, 0, ""),
+}
+
+
+@pytest.mark.parametrize("case", NATIVE_CASES)
+def test_a_copy_in_another_order_or_case(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows, rule, row, field = NATIVE_CASES[case]
+    lines = audit_lines(tmp_path, {"t.yaml": NATIVE, "data.jsonl": jsonl_text(rows)}, capsys)
+    if rule is None:
+        assert not [line for line in lines if "samples." in line], lines
+        return
+    named = [line for line in lines if f"[{rule}]" in line]
+    assert len(named) == 1 and f"data.jsonl, row {row}, field '{field}'" in named[0], lines
+    other = "samples.conflict" if rule == "samples.duplicate" else "samples.duplicate"
+    assert not any(f"[{other}]" in line for line in lines), lines
