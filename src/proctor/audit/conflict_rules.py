@@ -68,7 +68,8 @@ def _order(sample: PreparedSample, other: PreparedSample) -> str:
 
 def _message(sample: PreparedSample, other: PreparedSample, where: str) -> str:
     order = _order(sample, other)
-    why = " (labels copied as indices from a copy whose choices are in another order?)" if "another" in order else ""
+    moved = order == "in another order"
+    why = " (labels copied as indices from a copy whose choices are in another order?)" if moved else ""
     return (
         f"the row asks what {_place(other, sample)}{where} asks (the same prompt and choices up to case and spacing, "
         f"listed {order}) with another right answer: {_shown(_answer(sample))} here, {_shown(_answer(other))} "
