@@ -64,3 +64,79 @@ def test_a_copy_in_another_order_or_case(case: str, tmp_path: Path, capsys: pyte
     assert len(named) == 1 and f"data.jsonl, row {row}, field '{field}'" in named[0], lines
     other = "samples.conflict" if rule == "samples.duplicate" else "samples.duplicate"
     assert not any(f"[{other}]" in line for line in lines), lines
+
+
+# -- a Python use case's rows (AISteer360): its samples carry no prompt, the rows' question is read ----------------
+
+USE_CASE = """\
+from aisteer360.evaluation.use_cases.base import UseCase
+
+
+class Quiz(UseCase):
+    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
+        return []
+
+    def evaluate(self, generations):
+        return {}
+
+
+evaluation_data = "rows.jsonl"
+evaluation_metrics = []
+"""
+
+UC_ROWS = [{"id": f"q{i}", "question": q, "answer": c[g], "choices": c} for i, (q, c, g) in enumerate(ARC)]
+
+
+def _uc(changes: dict[int, dict[str, Any]], extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    return [{**r, **changes.get(i, {})} for i, r in enumerate(UC_ROWS)] + (extra or [])
+
+
+def _hinted() -> list[dict[str, Any]]:
+    return [{**r, "question": f"{r['question']} (hint: {r['answer']})"} for r in UC_ROWS]
+
+
+# case -> (the rows, the rule, the row named (counted from 1), the field), or (rows, None, ...) for a right twin
+UC_CASES: dict[str, tuple[list[dict[str, Any]], str | None, int, str]] = {
+    "row repeated under a new id": (
+        _uc({}, [{**UC_ROWS[2], "id": "copy", "choices": UC_ROWS[2]["choices"][::-1]}]),
+        "samples.duplicate",
+        7,
+        "data",
+    ),
+    "question asked again with another answer": (
+        _uc({}, [{**UC_ROWS[4], "id": "copy", "question": UC_ROWS[4]["question"].upper(), "answer": "silk"}]),
+        "samples.conflict",
+        7,
+        "answer",
+    ),
+    "a choice reads None": (
+        _uc({3: {"choices": ["lung", "liver", "None", "heart"]}}),
+        "choices.placeholder",
+        4,
+        "choices",
+    ),
+    "a blank question": (_uc({1: {"question": "  "}}), "prompt.empty", 2, "question"),
+    "the answer written into the question": (_hinted(), "prompt.contains-gold", 1, "question"),
+    # right twins: another question with the same choices; a question naming a distractor; one hinted row
+    "same choices, another question": (
+        _uc({}, [{**UC_ROWS[2], "id": "x", "question": "Which planet has rings?", "answer": "Mars"}]),
+        None,
+        0,
+        "",
+    ),
+    "one hinted row": (_uc({0: _hinted()[0]}), None, 0, ""),
+}
+
+
+@pytest.mark.parametrize("case", UC_CASES)
+def test_a_use_case_row_counted_twice_or_asking_nothing(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows, rule, row, field = UC_CASES[case]
+    files = {"quiz.py": USE_CASE, "rows.jsonl": jsonl_text(rows)}
+    lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "quiz.py")])
+    if rule is None:
+        assert not lines, lines
+        return
+    named = [line for line in lines if f"[{rule}]" in line]
+    assert len(named) == 1 and f"rows.jsonl, row {row}, field '{field}'" in named[0], lines

@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from proctor.audit import conflict_rules
+from proctor.audit import conflict_rules, listed_rows
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
 from proctor.data.quote_span import RULE as QUOTE_RULE
@@ -45,6 +45,7 @@ def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
             sample=sample.sample.id,
         )
     yield from conflict_rules.reordered_copies(subject)  # a copy with its choices in another order or case
+    yield from listed_rows.repeated(subject, same_answer=True)  # a use case's rows
 
 
 def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
@@ -59,6 +60,7 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
             "target",
         )
     yield from conflict_rules.within_task(subject)  # a copy with its choices in another order or case
+    yield from listed_rows.repeated(subject, same_answer=False)  # a use case's rows
     yield from subject.source_hits.get(conflict_rules.RULE, ())  # another task's copy (noticed by engine/prepare)
 
 

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from proctor.audit import hint_rules, target_rules
+from proctor.audit import hint_rules, listed_rows, target_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
@@ -55,7 +55,7 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-empty_prompts = first_found(target_rules.blank_prompts, blank_own_parts)
+empty_prompts = first_found(target_rules.blank_prompts, blank_own_parts, listed_rows.blank_questions)
 
 
 # ---------------------------------------------------------------- prompt.contains-gold: the template names one
@@ -96,7 +96,9 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
-gold_in_prompt = first_found(target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field)
+gold_in_prompt = first_found(
+    target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field, listed_rows.answer_in_question
+)
 
 
 # ---------------------------------------------------------------- few-shot examples
