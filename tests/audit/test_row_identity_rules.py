@@ -140,3 +140,100 @@ def test_a_use_case_row_counted_twice_or_asking_nothing(
         return
     named = [line for line in lines if f"[{rule}]" in line]
     assert len(named) == 1 and f"rows.jsonl, row {row}, field '{field}'" in named[0], lines
+
+
+# -- SEA-HELM: rows in another language than the task's, ids repeated (dialects/seahelm/row_rules.py) -------------
+
+SEA_CONFIG = """\
+sentiment:
+  name: sentiment_analysis
+  competency: nlu
+  dataloader_file: src/dataloaders/huggingface_dataloader.py
+  dataloader_class: HuggingFaceDataloader
+  metric_file: src/metrics/f1_acc_metric.py
+  metric_class: F1AccMetric
+  metric: normalized_accuracy
+  fewshot_num_examples:
+    instruct: 0
+    base: 3
+  languages:
+    id:
+      filepath: aisingapore/NLU-Sentiment-Analysis
+      example_filepath: aisingapore/NLU-Sentiment-Analysis
+      max_tokens: 32
+      prompt_template:
+        preamble: |-
+          Apa sentimen dari kalimat berikut ini? Gunakan salah satu dari pilihan: Positif, Negatif, atau Netral.
+          Jawablah dengan format berikut ini: "{answer_tag} ANSWER"
+        task_template: |-
+          Kalimat: {text}
+        answer_template: |-
+          {answer_tag} {label}
+        answer_tag: "Jawaban:"
+"""
+
+SEA_TEXTS = [
+    ("Tempatnya nyaman dan makanannya enak sekali.", "Positif"),
+    ("Iya benar, dia sedang jaga warung.", "Netral"),
+    ("Pelayanannya lambat dan kami kecewa.", "Negatif"),
+    ("Hotel ini bersih, saya akan kembali lagi.", "Positif"),
+    ("Gianyar terima bantuan sosial tahun ini.", "Netral"),
+    ("Kopinya dingin dan harganya terlalu mahal.", "Negatif"),
+]
+
+
+def _sea_rows(first_id: int, language: str = "id", repeat_ids: bool = False) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": first_id + (i // 2 if repeat_ids else i),
+            "label": label,
+            "prompts": [{"text": text if first_id < 100 else f"Contoh {i}: {text.lower()}"}],  # examples: others
+            "metadata": {"language": language},
+        }
+        for i, (text, label) in enumerate(SEA_TEXTS)
+    ]
+
+
+def _sea_files(evaluated: list[dict[str, Any]], examples: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        "sa/config.yaml": SEA_CONFIG,
+        "copy/id/eval.jsonl": jsonl_text(evaluated),
+        "copy/id/examples.jsonl": jsonl_text(examples),
+    }
+
+
+# case -> (files, the rule, what the finding names), or (files, None, "") for a right twin
+SEA_CASES: dict[str, tuple[dict[str, str], str | None, str]] = {
+    "English rows under /id": (
+        _sea_files(_sea_rows(0, "en"), _sea_rows(100)),
+        "seahelm.other-language",
+        "copy, row 1, field 'metadata.language'",
+    ),
+    "English examples for /id": (
+        _sea_files(_sea_rows(0), _sea_rows(100, "en")),
+        "seahelm.other-language",
+        "config.yaml, field 'example_filepath'",
+    ),
+    "ids repeated in pairs": (
+        _sea_files(_sea_rows(0, repeat_ids=True), _sea_rows(100)),
+        "seahelm.ids-repeated",
+        "copy, row 2, field 'id'",
+    ),
+    # right twins: the language's own rows and examples, a region subtag, a translation pair naming the language
+    "Indonesian rows": (_sea_files(_sea_rows(0), _sea_rows(100)), None, ""),
+    "region and pair codes": (_sea_files(_sea_rows(0, "id-ID"), _sea_rows(100, "en-id")), None, ""),
+}
+
+
+@pytest.mark.parametrize("case", SEA_CASES)
+def test_seahelm_rows_of_another_language_or_one_id(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, rule, where = SEA_CASES[case]
+    args = [str(tmp_path / "sa"), "--seahelm-data", f"aisingapore/NLU-Sentiment-Analysis={tmp_path / 'copy'}"]
+    lines = audit_lines(tmp_path, files, capsys, args)
+    if rule is None:
+        assert not lines, lines
+        return
+    named = [line for line in lines if f"[{rule}]" in line]
+    assert len(named) == 1 and where in named[0], lines

@@ -101,6 +101,23 @@ def register(registry: Registry) -> None:
             dialect_check("seahelm", "proctor.dialects.seahelm.audit_rules:examples_too_few"),
         )
     )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.other-language",
+            "warning",
+            "Rows evaluated, or few-shot examples shown, under a language say they are in another "
+            "(metadata.language).",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:rows_in_another_language"),
+        )
+    )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.ids-repeated",
+            "warning",
+            "Two rows of a SEA-HELM task have one id: SEA-HELM joins answers to rows by id.",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:repeated_ids"),
+        )
+    )
     registry.add_task_handler(
         "seahelm.task",
         "proctor.dialects.seahelm.task:SeaHelmTask",
