@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from proctor.core.audit import Hit
 from proctor.dialects.seahelm.audit_rules import _base_examples
@@ -41,7 +41,7 @@ def other_language(code: str, task: str) -> bool:
     return parts[0].isalpha() and parts[0].isascii() and len(parts[0]) == len(task)
 
 
-def _others(rows: list[object], task: str) -> list[tuple[int, str]]:
+def _others(rows: Sequence[object], task: str) -> list[tuple[int, str]]:
     return [(i, code) for i, row in enumerate(rows) if (code := _row_language(row)) and other_language(code, task)]
 
 
