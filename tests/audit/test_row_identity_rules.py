@@ -237,3 +237,99 @@ def test_seahelm_rows_of_another_language_or_one_id(
         return
     named = [line for line in lines if f"[{rule}]" in line]
     assert len(named) == 1 and where in named[0], lines
+
+
+# -- fewshot.constant-label where the examples are not a native multiple-choice pool ---------------------------------
+
+GENERATE = """\
+kind: generate
+data: data.jsonl
+prompt: '{{ question }}\n\n  Answer:'
+target: '{{ answer }}'
+generation:
+  stop: ['\n\n']
+  max_tokens: 4
+fewshot:
+  count: 3
+  source:
+    path: dev.jsonl
+name: t
+"""
+
+YES_NO = [f"Is statement {i} true?" for i in range(8)]
+
+
+def _generate_files(dev_answers: list[str]) -> dict[str, str]:
+    evaluated = [{"question": q, "answer": "yes" if i % 2 else "no"} for i, q in enumerate(YES_NO)]
+    dev = [{"question": f"Is example {i} true?", "answer": a} for i, a in enumerate(dev_answers)]
+    return {"t.yaml": GENERATE, "data.jsonl": jsonl_text(evaluated), "dev.jsonl": jsonl_text(dev)}
+
+
+LMEVAL = """\
+task: quiz
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: train.jsonl
+    test: test.jsonl
+output_type: multiple_choice
+test_split: test
+fewshot_split: train
+doc_to_text: "{{query}}\\nAnswer:"
+doc_to_choice: choices
+doc_to_target: gold
+num_fewshot: 3
+fewshot_config:
+  sampler: first_n
+"""
+
+
+def _lmeval_files(train_golds: list[int]) -> dict[str, str]:
+    def rows(golds: list[int], tag: str) -> list[dict[str, Any]]:
+        return [
+            {"query": f"{tag} question {i}?", "choices": [f"{tag} {i}{k}" for k in "abcd"], "gold": g}
+            for i, g in enumerate(golds)
+        ]
+
+    return {
+        "quiz.yaml": LMEVAL,
+        "train.jsonl": jsonl_text(rows(train_golds, "train")),
+        "test.jsonl": jsonl_text(rows([0, 1, 2, 3, 1, 2], "test")),
+    }
+
+
+def _sea_examples(labels: list[str]) -> list[dict[str, Any]]:
+    return [{**row, "label": label} for row, label in zip(_sea_rows(100), labels)]
+
+
+# case -> (files, the command's arguments past 'validate' (None: t.yaml), the finding's place), or place None: silent
+CONSTANT_CASES: dict[str, tuple[dict[str, str], list[str] | None, str | None]] = {
+    "native generate, every example 'yes'": (_generate_files(["yes", "Yes", "yes ", "yes"]), None, "t.yaml:"),
+    "native generate, mixed examples": (_generate_files(["yes", "no", "yes", "no"]), None, None),
+    "lm-eval first_n over a sorted train file": (_lmeval_files([0, 0, 0, 0, 1, 2, 3]), ["quiz.yaml"], "quiz.yaml"),
+    "lm-eval first_n over a mixed train file": (_lmeval_files([0, 2, 1, 0, 1, 2, 3]), ["quiz.yaml"], None),
+    "SEA-HELM examples all Positif": (
+        _sea_files(_sea_rows(0), _sea_examples(["Positif"] * 3)),
+        ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"],
+        "config.yaml, field 'example_filepath'",
+    ),
+    "SEA-HELM examples of every label": (
+        _sea_files(_sea_rows(0), _sea_examples(["Positif", "Netral", "Negatif"])),
+        ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"],
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CONSTANT_CASES)
+def test_examples_of_one_answer_where_a_dialect_picks_them(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files, args, where = CONSTANT_CASES[case]
+    monkeypatch.chdir(tmp_path)
+    lines = audit_lines(tmp_path, files, capsys, args)
+    named = [line for line in lines if "[fewshot.constant-label]" in line]
+    if where is None:
+        assert not named, lines
+        return
+    assert len(named) == 1 and where in named[0], lines

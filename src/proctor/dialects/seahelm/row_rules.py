@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from proctor.core.audit import Hit
 from proctor.dialects.seahelm.audit_rules import _base_examples
@@ -102,3 +102,17 @@ def repeated_ids(subject: AuditSubject) -> Iterator[Hit]:
         "those rows' answers are taken for one another's; give each row its own id",
         "id",
     )
+
+
+def example_answers(handler: Any) -> Any:
+    """The labels of the few-shot examples SEA-HELM shows a base model (its examples split's first rows), a
+    ``ShownAnswers`` for ``fewshot.constant-label``; None where a base model is shown none."""
+    from proctor.audit.shown_answers import ShownAnswers
+
+    read = _base_examples(handler)
+    if read is None:
+        return None
+    examples = read.rows[: read.shown]
+    labels = tuple(row.get("label") if isinstance(row, dict) else None for row in examples)
+    path = read.base.specific_task_config.get("example_filepath")
+    return ShownAnswers(labels, f"the 'examples' split of {path} a base model is shown", "example_filepath", read.shown)

@@ -230,6 +230,12 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
 
         return field_view(self, samples)
 
+    def audit_example_answers(self) -> object:
+        """The labels of the examples a base model is shown, for ``fewshot.constant-label``."""
+        from proctor.dialects.seahelm.row_rules import example_answers
+
+        return example_answers(self)
+
     def corpus_metrics(self) -> dict:
         return self._corpus
 
