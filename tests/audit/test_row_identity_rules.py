@@ -333,3 +333,73 @@ def test_examples_of_one_answer_where_a_dialect_picks_them(
         assert not named, lines
         return
     assert len(named) == 1 and where in named[0], lines
+
+
+# -- groups: one file's rows as two members of a suite, group names that differ in case ---------------------------
+
+GROUPED = """\
+defaults:
+  kind: multiple_choice
+  data: data.jsonl
+  prompt: '{{ query }}\n\n  Answer:'
+  choices: '{{ choices }}'
+  target: '{{ gold }}'
+tasks:
+"""
+
+
+def _grouped(members: str) -> dict[str, str]:
+    other = [{"query": f"Other question {i}?", "choices": [f"x{i}", f"y{i}"], "gold": i % 2} for i in range(6)]
+    dev = [{"query": f"Dev question {i}?", "choices": [f"d{i}", f"e{i}"], "gold": i % 2} for i in range(3)]
+    return {
+        "t.yaml": GROUPED + members,
+        "data.jsonl": jsonl_text(_rows([])),
+        "other.jsonl": jsonl_text(other),
+        "dev.jsonl": jsonl_text(dev),
+    }
+
+
+FIVE_SHOT = "  fewshot: {count: 2, source: {path: dev.jsonl}}\n"
+GROUP_CASES: dict[str, tuple[dict[str, str], str | None, str]] = {
+    "0-shot and 2-shot members of a suite": (
+        _grouped(
+            "- {name: arc_0, group: suite}\n- name: arc_2\n  group: suite\n"
+            + FIVE_SHOT
+            + "- {name: other, group: suite, data: other.jsonl}\n"
+        ),
+        "group.overlap",
+        "t.yaml:11, field 'name'",
+    ),
+    "groups 'science' and 'Science'": (
+        _grouped(
+            "- {name: arc, group: science}\n- {name: other, group: Science, data: other.jsonl}\n"
+            "- {name: more, group: science, data: dev.jsonl}\n"
+        ),
+        "group.look-alike",
+        "t.yaml:11, field 'group'",
+    ),
+    # right twins: a group of one file's prompt variants (its purpose), one spelling of each group
+    "prompt variants of one file": (
+        _grouped("- {name: arc_0, group: arc}\n- name: arc_2\n  group: arc\n" + FIVE_SHOT),
+        None,
+        "",
+    ),
+    "two groups spelled apart": (
+        _grouped("- {name: arc, group: science}\n- {name: other, group: maths, data: other.jsonl}\n"),
+        None,
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_group_members_of_one_file_and_look_alike_groups(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, rule, where = GROUP_CASES[case]
+    lines = [line for line in audit_lines(tmp_path, files, capsys) if "group." in line]
+    if rule is None:
+        assert not lines, lines
+        return
+    named = [line for line in lines if f"[{rule}]" in line]
+    assert len(named) == 1 and where in named[0], lines
