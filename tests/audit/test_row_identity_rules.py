@@ -403,3 +403,17 @@ def test_group_members_of_one_file_and_look_alike_groups(
         return
     named = [line for line in lines if f"[{rule}]" in line]
     assert len(named) == 1 and where in named[0], lines
+
+
+def _sea_args(folder: Path) -> list[str]:
+    return [str(folder / "sa"), "--seahelm-data", f"aisingapore/NLU-Sentiment-Analysis={folder / 'copy'}"]
+
+
+def test_seahelm_examples_outnumbering_the_rows_evaluated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The eval and examples files swapped: 3 rows evaluated, 6 shown as examples (the right twin: 6 and 3)."""
+    swapped, right = tmp_path / "swapped", tmp_path / "right"
+    lines = audit_lines(swapped, _sea_files(_sea_rows(0)[:3], _sea_rows(100)), capsys, _sea_args(swapped))
+    named = [line for line in lines if "[seahelm.examples-outnumber-rows]" in line]
+    assert len(named) == 1 and "config.yaml, field 'example_filepath'" in named[0], lines
+    lines = audit_lines(right, _sea_files(_sea_rows(0), _sea_rows(100)[:3]), capsys, _sea_args(right))
+    assert not lines, lines

@@ -118,6 +118,14 @@ def register(registry: Registry) -> None:
             dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:repeated_ids"),
         )
     )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.examples-outnumber-rows",
+            "warning",
+            "The examples split holds more rows than the split evaluated: the two files swapped?",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:examples_outnumber_rows"),
+        )
+    )
     registry.add_task_handler(
         "seahelm.task",
         "proctor.dialects.seahelm.task:SeaHelmTask",

@@ -116,3 +116,25 @@ def example_answers(handler: Any) -> Any:
     labels = tuple(row.get("label") if isinstance(row, dict) else None for row in examples)
     path = read.base.specific_task_config.get("example_filepath")
     return ShownAnswers(labels, f"the 'examples' split of {path} a base model is shown", "example_filepath", read.shown)
+
+
+def examples_outnumber_rows(subject: AuditSubject) -> Iterator[Hit]:
+    """The examples split holds more rows than the split evaluated (30 examples, 10 rows): SEA-HELM's examples are
+    a handful of rows and its test split the benchmark, so the two files are likely swapped: the benchmark's rows
+    are shown as examples and a few others are scored."""
+    if getattr(subject.handler, "row_limit", None) is not None:
+        return  # a limit cuts the rows read: their count says nothing of the split's
+    read = _base_examples(subject.handler)
+    if read is None:
+        return
+    evaluated = as_rows(getattr(read.loader, "dataset", None))
+    if not evaluated or len(read.rows) <= max(len(evaluated), read.shown):
+        return
+    yield Hit(
+        f"the examples split ({read.base.specific_task_config.get('example_filepath')}) holds {len(read.rows)} rows, "
+        f"more than the {len(evaluated)} rows evaluated: the two files swapped? The number would be those "
+        f"{len(evaluated)} rows' and a base model is shown the benchmark's rows as examples",
+        file=subject.file,
+        line=subject.task.line,
+        field="example_filepath",
+    )
