@@ -3043,7 +3043,7 @@ def paraphrase(rows: list[dict]) -> Files:
     where = "seahelm_tasks/nlu/paraphrase_identification/"
     examples = [
         {**r, "id": f"ex{i}", "prompts": [{"sentence1": f"ex {i}", "sentence2": f"ex {i}!"}]}
-        for i, r in enumerate(rows[:5])
+        for i, r in enumerate(rows[:: max(1, len(rows) // 5)][:5])  # of both classes, as the real file's are
     ]
     return {
         where + "config.yaml": (PARAPHRASE_DIR / "config.yaml").read_text("utf-8") if PARAPHRASE_DIR.exists() else "",
