@@ -60,6 +60,7 @@ def _id_key(sample_id: str) -> str:
 def reference_scan(samples: Sequence[PreparedSample], texts: Sequence[str]) -> RowScan:
     scan = RowScan()
     items: dict[tuple[str, ...], int] = {}
+    loose: dict[tuple[str, ...], int] = {}
     ids: dict[str, int] = {}
     for i, (s, text) in enumerate(zip(samples, texts)):
         keys = _cheap(s.choices)
@@ -74,6 +75,11 @@ def reference_scan(samples: Sequence[PreparedSample], texts: Sequence[str]) -> R
             earlier = items.setdefault(item, i)
             if earlier != i:
                 scan.repeats.append((i, earlier))
+            elif s.text is None and len(s.choices) >= 2:  # one item up to case, spacing and the choices' order
+                key = (" ".join(text.casefold().split()), *sorted(" ".join(c.casefold().split()) for c in s.choices))
+                earlier = loose.setdefault(key, i)
+                if earlier != i:
+                    scan.reorders.append((i, earlier))
         earlier = ids.setdefault(_id_key(s.sample.id), i)
         if earlier != i and samples[earlier].sample.id != s.sample.id:
             scan.id_clashes.append((i, earlier))
@@ -139,6 +145,8 @@ def awkward_samples(
             again = rng.choice(out)
             respaced = re.sub(" ", lambda _: rng.choice(SPACES), again.prompt.text or "")
             prompt, choices = rng.choice(SPACES) + respaced + rng.choice(SPACES), again.choices
+            if rng.random() < 0.3:  # in another case, its choices in another order (reorders)
+                prompt, choices = prompt.upper(), tuple(c.upper() for c in reversed(choices))
         sample_id = rng.choice(ids) + rng.choice(["", str(i % 7)]) if rng.random() < 0.3 else f"row{i}"
         out.append(
             PreparedSample(
@@ -193,7 +201,8 @@ def test_scan_finds_what_the_per_row_definitions_find(seed: int, monkeypatch: py
         assert scan_rows(rows, texts, near) == expected
         found.append([len(rows) for rows in vars(expected).values()])
     # the rows made to collide do, or the comparison above would prove little
-    assert all(found[0]) and all(found[1][:4]) and not found[1][4] and all(found[2]), found
+    assert all(found[0][:6]) and all(found[1][:4]) and not found[1][4] and all(found[2][:6]), found
+    assert found[0][6] or found[1][6] or found[2][6], found  # reorders: the same item in another order or case
 
 
 def test_a_clean_task_gives_no_rows_and_a_repeat_is_found_among_many() -> None:

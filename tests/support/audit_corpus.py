@@ -3072,6 +3072,152 @@ add(
     },
     rule("group.tiny-member"),
 )
+# ---------------------------------------------------------------- rows counted twice or answered two ways; rules one
+# dialect had (red team 9: a copy in another choice order or case, SEA-HELM rows of another language or one id,
+# examples of one answer where a dialect's sampler picks them, a group's member shown otherwise, group names)
+
+
+def _reversed_copy(index: int, gold_copied: bool) -> dict:
+    row = QUIZ[index]
+    label = row["label"] if gold_copied else len(row["choices"]) - 1 - row["label"]
+    return {**row, "id": "copy", "choices": row["choices"][::-1], "label": label}
+
+
+add(
+    "rows-copy-choices-reversed",
+    "samples.duplicate",
+    native([*QUIZ, _reversed_copy(2, False)]),
+    rule("samples.duplicate"),
+)
+add(
+    "rows-copy-choices-reversed-label-copied",
+    "samples.conflict",
+    native([*QUIZ, _reversed_copy(3, True)]),
+    rule("samples.conflict"),
+)
+add(
+    "rows-copy-lower-cased-other-label",
+    "samples.conflict",
+    native([*QUIZ, {**QUIZ[1], "id": "copy", "question": QUIZ[1]["question"].lower(), "label": 0}]),
+    rule("samples.conflict"),
+)
+add(  # the same choices asked by another question: another item
+    "rows-same-choices-other-question-ok",
+    "ok",
+    native(
+        [
+            *QUIZ,
+            {
+                **QUIZ[5],
+                "id": "q7",
+                "question": "What forms on grass at dawn?",
+                "choices": QUIZ[5]["choices"][::-1],
+                "label": 0,
+            },
+        ]
+    ),
+    OK,
+)
+GEN_YES_NO = [
+    {"id": f"b{i}", "question": f"Is statement {i} true?", "answer": "yes" if i % 2 else "no"} for i in range(6)
+]
+add(
+    "rows-gen-fewshot-every-example-yes",
+    "fewshot.constant-label",
+    {
+        **native(GEN_YES_NO, **GEN, fewshot=FEW),
+        "dev.jsonl": jsonl([{"id": f"d{i}", "question": f"Is example {i} true?", "answer": "yes"} for i in range(4)]),
+    },
+    rule("fewshot.constant-label"),
+)
+add(
+    "rows-gen-fewshot-mixed-ok",
+    "ok",
+    {
+        **native(GEN_YES_NO, **GEN, fewshot=FEW),
+        "dev.jsonl": jsonl(
+            [{"id": f"d{i}", "question": f"Is example {i} true?", "answer": "yes" if i % 2 else "no"} for i in range(4)]
+        ),
+    },
+    OK,
+)
+lm_add(
+    "rows-first-n-over-sorted-train",
+    "fewshot.constant-label",
+    lm(
+        LM + "num_fewshot: 2\nfewshot_config:\n  sampler: first_n\n",
+        train=[{**r, "label": k} for r, k in zip(TRAIN, [0, 0, 0, 1, 2, 3])],
+    ),
+    rule("fewshot.constant-label"),
+)
+sea_add(
+    "rows-english-under-id",
+    "seahelm.other-language",
+    sea([{**r, "metadata": {"language": "en"}} for r in SEA_ROWS]),
+    rule("seahelm.other-language"),
+)
+sea_add(
+    "rows-english-examples",
+    "seahelm.other-language",
+    sea(examples=[{**r, "metadata": {"language": "en"}} for r in SEA_EXAMPLES]),
+    rule("seahelm.other-language"),
+)
+sea_add("rows-region-subtag-ok", "ok", sea([{**r, "metadata": {"language": "id-ID"}} for r in SEA_ROWS]), OK)
+sea_add(
+    "rows-ids-in-pairs",
+    "seahelm.ids-repeated",
+    sea([{**r, "id": i // 2} for i, r in enumerate(SEA_ROWS)]),
+    rule("seahelm.ids-repeated"),
+)
+sea_add(
+    "rows-examples-one-label",
+    "fewshot.constant-label",
+    sea(examples=[{**r, "label": "Positif"} for r in SEA_EXAMPLES]),
+    rule("fewshot.constant-label"),
+)
+sea_add(
+    "rows-eval-and-examples-swapped",
+    "seahelm.examples-outnumber-rows",
+    sea(
+        SEA_ROWS[:2],
+        SEA_EXAMPLES + [{**r, "id": 200 + i, "prompts": [{"text": f"Contoh {i}"}]} for i, r in enumerate(SEA_ROWS)],
+    ),
+    rule("seahelm.examples-outnumber-rows"),
+)
+_MEMBER = {
+    "kind": "multiple_choice",
+    "data": "data.jsonl",
+    "prompt": "Q: {{ question }}\nA:",
+    "choices": "{{ choices }}",
+}
+SUITE_TASKS = [
+    {"name": "quiz_0shot", "group": "suite", **_MEMBER, "target": "{{ label }}"},
+    {"name": "quiz_2shot", "group": "suite", **_MEMBER, "target": "{{ label }}", "fewshot": FEW},
+    {"name": "gen", "group": "suite", **GEN, "data": "gen.jsonl", "prompt": "Q: {{ question }}\nA:"},
+]
+
+
+def group_suite(*groups: str | None) -> Files:
+    """The three members under these groups (0-shot, 2-shot and a generate task of another file)."""
+    tasks = [{k: v for k, v in {**task, "group": g}.items() if v is not None} for task, g in zip(SUITE_TASKS, groups)]
+    files = {"data.jsonl": jsonl(QUIZ), "dev.jsonl": jsonl(TRAIN), "gen.jsonl": jsonl(GEN_ROWS)}
+    return {"t.yaml": yaml.safe_dump({"tasks": tasks}, sort_keys=False), **files}
+
+
+add(
+    "rows-group-0shot-and-2shot-of-one-file",
+    "group.overlap",
+    group_suite("suite", "suite", "suite"),
+    rule("group.overlap"),
+)
+# a group of one file's prompt variants averages them by design
+add("rows-group-prompt-variants-ok", "ok", group_suite("quiz", "quiz", None), OK)
+add(
+    "rows-group-names-differ-in-case",
+    "group.look-alike",
+    group_suite("suite", "Suite", "suite"),
+    rule("group.look-alike"),
+)
 
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
@@ -3120,6 +3266,30 @@ uc_add(
 uc_add("empty-choice", "choices.empty", uc_row(3, choices=["Green", "", "Yellow", "Blue"]), rule("choices.empty"))
 uc_add("answer-not-a-choice", "target.not-a-choice", uc_row(1, answer="Lyon"), rule("target.not-a-choice"))
 uc_add("answer-letter-past-last", "target.not-a-choice", uc_row(4, answer="E"), rule("target.not-a-choice"))
+
+# rows counted twice or answered two ways (red team 9): a use case's rows repeated, answered otherwise, offering
+# 'None', blank or hinted questions (audit/listed_rows.py)
+uc_add("rows-repeated-new-id", "samples.duplicate", [*UC_ROWS, {**UC_ROWS[2], "id": "copy"}], rule("samples.duplicate"))
+uc_add(
+    "rows-same-question-other-answer",
+    "samples.conflict",
+    [*UC_ROWS, {**UC_ROWS[1], "id": "copy", "answer": "Rome"}],
+    rule("samples.conflict"),
+)
+uc_add(
+    "rows-none-choice",
+    "choices.placeholder",
+    uc_row(3, choices=["Green", "None", "Yellow", "Blue"]),
+    rule("choices.placeholder"),
+)
+uc_add("rows-blank-question", "prompt.empty", uc_row(4, question=" "), rule("prompt.empty"))
+uc_add(
+    "rows-answer-hinted-in-question",
+    "prompt.contains-gold",
+    [{**r, "question": f"{r['question']} (hint: {r['answer']})"} for r in UC_ROWS],
+    rule("prompt.contains-gold"),
+)
+uc_add("rows-one-hinted-question-ok", "ok", uc_row(1, question="What is the capital of France (not Rome)?"), OK)
 
 # ---------------------------------------------------------------- one input, another answer in another file or suite
 
@@ -3224,7 +3394,7 @@ def paraphrase(rows: list[dict]) -> Files:
     where = "seahelm_tasks/nlu/paraphrase_identification/"
     examples = [
         {**r, "id": f"ex{i}", "prompts": [{"sentence1": f"ex {i}", "sentence2": f"ex {i}!"}]}
-        for i, r in enumerate(rows[:5])
+        for i, r in enumerate(rows[:: max(1, len(rows) // 5)][:5])  # of both classes, as the real file's are
     ]
     return {
         where + "config.yaml": (PARAPHRASE_DIR / "config.yaml").read_text("utf-8") if PARAPHRASE_DIR.exists() else "",

@@ -267,7 +267,9 @@ def _prepare_found(
     from proctor.core.errors import TaskDefinitionError
 
     prepared: list[PreparedTask] = []
-    seen = GroupMembers()  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
+    seen = GroupMembers.of(
+        tasks
+    )  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []
     for task in tasks:

@@ -5,6 +5,7 @@ bytes, in numpy arrays), made over the choices joined a piece at a time; and wha
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, islice
@@ -18,10 +19,12 @@ from proctor.audit.look_alike_ids import SPACING
 # dropped from the cheap key: spacing and punctuation (any pair near() equates collides here too)
 _DROP = b" \t\n\r\f\v\"'`.,;:!?()[]{}<>-_/\\|*#"
 # ASCII letters lowered, as str.lower() lowers them (other letters are in rows whose keys are near()'s)
-_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 # what an ASCII number's spelling (as row_scan._NUMBERS reads it) is made of: a choice with anything else is none
 _NUMBER_CHARS = b"0123456789+-." + SPACING
 ITEM = "\x00"  # between a row's choices, and after each cheap key
+# the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
+WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 Rows = npt.NDArray[np.intp]
 Flags = npt.NDArray[np.bool_]
@@ -36,7 +39,7 @@ def encode(text: str) -> bytes:
 
 def cheap_key(choice: str) -> bytes:
     """An ASCII choice's cheap key."""
-    return encode(choice).translate(_LOWER, _DROP)
+    return encode(choice).translate(LOWER, _DROP)
 
 
 def fingerprints(keys: bytes) -> tuple[Rows, Fingerprints]:
@@ -62,6 +65,15 @@ def _joined(items: list[str]) -> bytes:
     """Items in UTF-8, each followed by NUL (as each cheap key must be)."""
     items.append("")
     return encode(ITEM.join(items) if len(items) > 1 else ITEM)
+
+
+def _keyed(joined: bytes) -> bytes:
+    """The cheap keys of joined items. Where one is non-ASCII (its row's keys are near()'s, so these only find
+    candidates) they are case-folded and its wide spaces dropped too: rows of one set of choices up to case and
+    spacing then share their fingerprints (``row_scan``'s ``reorders``)."""
+    if not joined.isascii():
+        joined = encode(WIDE_SPACES.sub("", joined.decode("utf-8", "surrogatepass").casefold()))
+    return joined.translate(LOWER, _DROP)
 
 
 def _numeric(joined: bytes) -> Flags:
@@ -98,7 +110,7 @@ class Choices:
         every = chain.from_iterable(rows)
         for at in pieces:
             joined = _joined(list(islice(every, PIECE)))
-            ends, prints = fingerprints(joined.translate(_LOWER, _DROP))
+            ends, prints = fingerprints(_keyed(joined))
             aligned = aligned and len(ends) == min(PIECE, len(row_of) - at)
             if aligned:
                 prints_all[at : at + len(prints)] = prints

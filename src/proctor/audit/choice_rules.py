@@ -84,6 +84,7 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
                     "choices",
                 )
                 break
+    yield from listed_choices.placeholders(subject, PLACEHOLDERS)
 
 
 def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:

@@ -1,15 +1,18 @@
-"""``samples.conflict`` beyond one file's repeated rows: one input with another right answer in another file of the
-task (GLM-130B's prompt folders, read as one task) or in another task of the command read from the same folder
+"""``samples.duplicate`` and ``samples.conflict`` beyond rows repeated as they stand: one multiple-choice input
+asked again with its choices in another order or in another case, in the same file, in another file of the task
+(GLM-130B's prompt folders, read as one task), or in another task of the command read from the same folder
 (probsem's suites of one prompt).
 
-A copy whose choices are listed in another order (``["yes", "no"]`` where the first file has ``["no", "yes"]``)
-while its labels were copied as indices is not a repeated row (the row scan compares choices in order), yet its gold
-*text* is the other answer: the two files' scores cannot both be right, and a max or mean over them hides it. The
-key is the prompt and the set of choices, the answer compared is the right choices' text.
+A copy whose choices are listed in another order (``["yes", "no"]`` where the first row has ``["no", "yes"]``)
+while its labels were copied as indices is not a repeated row (the row scan's ``repeats`` compare choices in order),
+yet its gold *text* is the other answer: the two rows' scores cannot both be right. One whose label was remapped is
+the same item weighing twice. The key is the prompt (case and spacing aside) and the set of choices, the answer
+compared is the right choices' text. Within a task the row scan finds these pairs (``reorders``, from the keys it
+makes for repeated rows anyway); across files a right copy is not named (GLM-130B's prompt folders ask one input
+in several forms by design).
 
-Cheap where nothing can hit: within a task only when its rows come from more than one file (the first and last
-row's files differ) and some prompt is asked twice; across tasks only once a second task of the same dialect and
-folder arrives (an earlier task's keys are built when a later one asks for them, once).
+Across tasks only once a second task of the same dialect and folder arrives (an earlier task's keys are built when
+a later one asks for them, once).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from proctor.audit.row_scan import loose_choice
 from proctor.audit.run_rules import GroupMembers
 from proctor.core.audit import Hit
 from proctor.core.task import Task
@@ -55,32 +59,59 @@ def _shown(answer: frozenset[str]) -> str:
     return " / ".join(repr(a) for a in sorted(answer))
 
 
+def _order(sample: PreparedSample, other: PreparedSample) -> str:
+    if other.choices == sample.choices:
+        return "in the same order"
+    same = [loose_choice(c) for c in other.choices] == [loose_choice(c) for c in sample.choices]
+    return "in the same order, in another case" if same else "in another order"
+
+
 def _message(sample: PreparedSample, other: PreparedSample, where: str) -> str:
+    order = _order(sample, other)
+    moved = order == "in another order"
+    why = " (labels copied as indices from a copy whose choices are in another order?)" if moved else ""
     return (
-        f"the row asks what {_place(other, sample)}{where} asks (the same prompt and choices, listed "
-        f"{'in another order' if other.choices != sample.choices else 'in the same order'}) with another right answer: "
-        f"{_shown(_answer(sample))} here, {_shown(_answer(other))} there: one of the two is scored wrong whatever the "
-        "model says (labels copied as indices from a file whose choices are in another order?); correct one of them"
+        f"the row asks what {_place(other, sample)}{where} asks (the same prompt and choices up to case and spacing, "
+        f"listed {order}) with another right answer: {_shown(_answer(sample))} here, {_shown(_answer(other))} "
+        f"there: one of the two is scored wrong whatever the model says{why}; correct one of them"
     )
 
 
+def _gold_texts(sample: PreparedSample) -> frozenset[str]:
+    return frozenset(loose_choice(sample.choices[g]) for g in sample.gold if 0 <= g < len(sample.choices))
+
+
+def _reordered(subject: AuditSubject, same_answer: bool) -> Iterator[tuple[PreparedSample, PreparedSample]]:
+    """(row, earlier row) of one multiple-choice item up to case and choice order, both with a right answer, whose
+    right choices' texts are (``same_answer``) or are not the same."""
+    for i, first in subject.scan.reorders:
+        sample, other = subject.samples[i], subject.samples[first]
+        if sample.gold and other.gold and (_gold_texts(sample) == _gold_texts(other)) == same_answer:
+            yield sample, other
+
+
+def reordered_copies(subject: AuditSubject) -> Iterator[Hit]:
+    """``samples.duplicate``: a row of a file that asks what an earlier row of the same file asks, with its
+    choices in another order or case and the same right answer: it weighs twice."""
+    for sample, other in _reordered(subject, same_answer=True):
+        if sample.sample.file != other.sample.file:
+            continue  # another prompt folder's form of the input (GLM-130B), read as one task by design
+        yield Hit(
+            f"the row repeats sample '{other.sample.id}' (row {other.sample.row}) with its choices listed "
+            f"{_order(sample, other)} (the same prompt and choices up to case and spacing, the same right answer "
+            f"{_shown(_answer(sample))}): it counts twice in every mean and its standard error",
+            file=sample.sample.file or subject.file,
+            row=sample.sample.row,
+            field="data",
+            sample=sample.sample.id,
+        )
+
+
 def within_task(subject: AuditSubject) -> Iterator[Hit]:
-    """Rows of different files of one task that ask one thing in another choice order with another answer (the
-    same order is a repeated row, which the row scan's ``samples.conflict`` names)."""
-    samples = subject.samples
-    if len(samples) < 2 or samples[0].sample.file == samples[-1].sample.file:
-        return
-    texts = subject.prompt_texts
-    if len(set(texts)) == len(texts):
-        return  # no prompt asked twice (a glob of subjects): told in C
-    first: dict[Item, PreparedSample] = {}
-    for sample in samples:
-        item = _item(sample)
-        if item is None:
-            continue
-        other = first.setdefault(item, sample)
-        if other is not sample and other.choices != sample.choices and _answer(other) != _answer(sample):
-            yield subject.at_row(sample.sample, _message(sample, other, ""), "target")
+    """``samples.conflict``: rows of one task that ask one thing in another choice order or case with another
+    answer's text (the same order and case is a repeated row, which ``data_rules`` names)."""
+    for sample, other in _reordered(subject, same_answer=False):
+        yield subject.at_row(sample.sample, _message(sample, other, ""), "target")
 
 
 class _Asked:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterator
 
-from proctor.audit import conflict_rules
+from proctor.audit import conflict_rules, listed_rows
 from proctor.audit.source_file_rules import training_split
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
@@ -43,6 +43,8 @@ def duplicate_samples(subject: AuditSubject) -> Iterator[Hit]:
             field="data",
             sample=sample.sample.id,
         )
+    yield from conflict_rules.reordered_copies(subject)  # a copy with its choices in another order or case
+    yield from listed_rows.repeated(subject, same_answer=True)  # a use case's rows
 
 
 def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
@@ -56,7 +58,8 @@ def conflicting_samples(subject: AuditSubject) -> Iterator[Hit]:
             "answer: one of the two is scored wrong whatever the model says",
             "target",
         )
-    yield from conflict_rules.within_task(subject)  # another file's copy with its choices in another order
+    yield from conflict_rules.within_task(subject)  # a copy with its choices in another order or case
+    yield from listed_rows.repeated(subject, same_answer=False)  # a use case's rows
     yield from subject.source_hits.get(conflict_rules.RULE, ())  # another task's copy (noticed by engine/prepare)
 
 

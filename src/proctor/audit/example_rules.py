@@ -10,10 +10,11 @@ from typing import Iterator
 
 import numpy as np
 
-from proctor.audit import hint_rules, shown_answer, target_rules
+from proctor.audit import hint_rules, listed_rows, shown_answer, target_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
+from proctor.audit.shown_answers import shown_answers
 from proctor.audit.source_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
@@ -55,7 +56,7 @@ def blank_own_parts(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-empty_prompts = first_found(target_rules.blank_prompts, blank_own_parts)
+empty_prompts = first_found(target_rules.blank_prompts, blank_own_parts, listed_rows.blank_questions)
 
 
 # ---------------------------------------------------------------- prompt.contains-gold: the template names one
@@ -97,7 +98,11 @@ def template_names_a_choice(subject: AuditSubject) -> Iterator[Hit]:
 
 
 gold_in_prompt = first_found(
-    target_rules.gold_in_prompt, template_names_a_choice, hint_rules.gold_in_a_field, shown_answer.label_in_row_text
+    target_rules.gold_in_prompt,
+    template_names_a_choice,
+    hint_rules.gold_in_a_field,
+    shown_answer.label_in_row_text,
+    listed_rows.answer_in_question,
 )
 
 
@@ -118,27 +123,75 @@ def pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
     return name, [row.fields.get(name) for row in subject.pool[:PROBE_ROWS]]
 
 
+def _generated_pool(subject: AuditSubject) -> tuple[str, list[object]] | None:
+    """A generate task's (the target's field, each few-shot pool row's value of it), as ``pool_labels`` reads a
+    multiple-choice task's: its examples' answers are the texts shown after them."""
+    fewshot = subject.spec.fewshot
+    if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
+        return None
+    if subject.spec.kind != "generate" or not subject.spec.target:
+        return None
+    read = _read_field(subject.spec.target)
+    if read is None:
+        return None
+    return read[0], [row.fields.get(read[0]) for row in subject.pool[:PROBE_ROWS]]
+
+
+def _one_answer(labels: list[object]) -> bool:
+    """Every label is one index, or one short text up to case and spacing (a generated answer: 'yes')."""
+    if len(labels) < 2:
+        return False
+    if all(type(v) is int for v in labels):
+        return len(set(labels)) == 1
+    if not all(isinstance(v, str) for v in labels):
+        return False
+    return len({" ".join(str(v).casefold().split()) for v in labels}) == 1
+
+
+def _evaluated_vary(subject: AuditSubject) -> bool:
+    """The evaluated rows' answers are not all one (target.constant speaks for the rows themselves)."""
+    golds = {s.gold for s in subject.scored}
+    if len(golds) >= 2:
+        return True
+    answers = {" ".join(s.references[0].casefold().split()) for s in subject.samples[:PROBE_ROWS] if s.references}
+    return len(answers) >= 2
+
+
 def constant_example_label(subject: AuditSubject) -> Iterator[Hit]:
-    """Every few-shot example's answer is the same choice position while the evaluated rows' vary: the examples
-    teach the model to pick that position."""
-    pooled = pool_labels(subject)
-    if pooled is None:
+    """Every few-shot example's answer is the same choice position (or the same generated answer) while the
+    evaluated rows' vary: the examples teach the model to pick that position. A native task's pool, or the examples
+    a dialect's own sampler shows (``shown_answers``: lm-eval's, SEA-HELM's)."""
+    pooled = pool_labels(subject) or _generated_pool(subject)
+    fewshot = subject.spec.fewshot
+    if pooled is None or fewshot is None:
+        yield from _dialect_examples(subject)
         return
     name, labels = pooled
-    fewshot = subject.spec.fewshot
-    assert fewshot is not None
-    if fewshot.count < 2 or len(labels) < 2 or len(subject.pool) > PROBE_ROWS:
+    if fewshot.count < 2 or len(subject.pool) > PROBE_ROWS or not _one_answer(labels):
         return
-    if any(type(v) is not int for v in labels) or len(set(labels)) != 1:
+    if not _evaluated_vary(subject):
         return
-    golds = {s.gold for s in subject.scored}
-    if len(golds) < 2:
-        return  # target.constant speaks for the rows themselves
+    what = f"at choice {labels[0]}" if type(labels[0]) is int else f"{labels[0]!r:.40}"
     yield subject.at_line(
         "fewshot",
-        f"every one of the {len(labels)} few-shot examples has the answer at choice {labels[0]} ('{name}'), while "
-        f"the evaluated rows' answers vary: each prompt's {fewshot.count} examples teach that position",
+        f"every one of the {len(labels)} few-shot examples has the answer {what} ('{name}'), while the evaluated "
+        f"rows' answers vary: each prompt's {fewshot.count} examples teach that answer",
         "fewshot.source",
+    )
+
+
+def _dialect_examples(subject: AuditSubject) -> Iterator[Hit]:
+    shown = shown_answers(subject.handler)
+    if shown is None or shown.shown < 2 or not _one_answer(list(shown.answers)) or not _evaluated_vary(subject):
+        return
+    answer = shown.answers[0]
+    what = f"at choice {answer}" if type(answer) is int else f"{answer!r:.40}"
+    yield Hit(
+        f"every one of the {len(shown.answers)} few-shot examples ({shown.source}) has the answer {what}, while the "
+        f"evaluated rows' answers vary: each prompt's {shown.shown} examples teach that answer",
+        file=subject.file,
+        line=subject.task.line,
+        field=shown.field,
     )
 
 

@@ -87,6 +87,21 @@ def empty(subject: AuditSubject) -> Iterator[Hit]:
             )
 
 
+def placeholders(subject: AuditSubject, missing: frozenset[str]) -> Iterator[Hit]:
+    """Rows listing a choice that reads as a missing value ('None', 'nan': ``missing``, case-folded) read back as
+    text (``choices.placeholder``)."""
+    for row in subject.listed_choices:
+        at = next((i for i, c in enumerate(row.choices) if c.strip().casefold() in missing), None)
+        if at is not None:
+            yield _hit(
+                subject,
+                row,
+                f"the row's '{row.field}' lists choice {at} as {row.choices[at]!r}, what a CSV or pandas reader makes "
+                "of a missing value: a choice the data does not have is offered and scored as one",
+                row.field,
+            )
+
+
 def not_listed(subject: AuditSubject) -> Iterator[Hit]:
     """Rows whose answer names no choice: a text none of them has, a letter or index past the last one
     (``target.not-a-choice``)."""

@@ -21,6 +21,18 @@ class RowChoices:
     answer_field: str | None = None
     gold: int | None = None  # the choice the answer names (may be past the last one); None: it names none
     file: str | None = None  # the data file the row is read from, where not the sample's file
+    question_field: str | None = None  # the row's field that holds what it asks (its question), where it has one
+
+    @property
+    def question(self) -> str | None:
+        """What the row asks, as its question field holds it (None: no such field, or not a text)."""
+        value = self.sample.fields.get(self.question_field) if self.question_field else None
+        return value if isinstance(value, str) else None
+
+    @property
+    def gold_text(self) -> str | None:
+        """The text of the choice the answer names (None: it names none)."""
+        return self.choices[self.gold] if self.gold is not None and 0 <= self.gold < len(self.choices) else None
 
 
 def listed(handler: object, samples: Sequence[object]) -> Sequence[RowChoices]:

@@ -26,7 +26,9 @@ import numpy.typing as npt
 
 from proctor.audit.choice_keys import (
     ITEM,
+    LOWER,
     PIECE,
+    WIDE_SPACES,
     Choices,
     Fingerprints,
     Flags,
@@ -44,8 +46,6 @@ PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefin
 TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
-# the rest of what str.split() takes for whitespace (test_row_scan checks the list against str.isspace)
-WIDE_SPACES = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _ROW = ROW  # between rows in a joined column (a text holding it is read row by row)
 
 PAIRWISE_WIDTH = 8  # rows of up to this many choices have each pair compared; wider ones are sorted
@@ -63,6 +63,8 @@ class RowScan:
     id_clashes: list[tuple[int, int]] = field(default_factory=list)  # (row, the earlier row whose id looks alike)
     unusual_text: list[int] = field(default_factory=list)  # non-ASCII, '&' or a backslash in a prompt or choice
     truth_choices: list[int] = field(default_factory=list)  # a choice reads True or False
+    # (row, the earlier row) of one multiple-choice item up to case and the choices' order, not a repeat as above
+    reorders: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _positions(flags: Flags) -> list[int]:
@@ -162,28 +164,32 @@ def _rows_withcheap_key(choices: Choices, keys: frozenset[bytes], prints: npt.ND
 # -- items asked twice --------------------------------------------------------------------------------------
 
 
+def _bare(text: str) -> str:
+    """A text as the scan compares prompts: case and whitespace dropped."""
+    return "".join(text.casefold().split())
+
+
 def _text_hashes(texts: Sequence[str], whole: str) -> npt.NDArray[np.int64]:
-    """Per text, a hash that texts equal up to spacing share (of the text with its whitespace dropped); ``whole``:
-    the texts joined by the row separator."""
+    """Per text, a hash that texts equal up to case and spacing share (of ``_bare``'s text); ``whole``: the texts
+    joined by the row separator."""
     if not whole.isascii():
-        whole = WIDE_SPACES.sub("", whole)
-    bare: list[Any] = encode(whole).translate(None, SPACING).split(_ROW.encode())
+        whole = WIDE_SPACES.sub("", whole).casefold()  # (ASCII letters are lowered below, as casefold lowers them)
+    bare: list[Any] = encode(whole).translate(LOWER, SPACING).split(_ROW.encode())
     if len(bare) != len(texts):  # a text holds the row separator
-        bare = ["".join(t.split()) for t in texts]
+        bare = list(map(_bare, texts))
     return np.fromiter(map(hash, bare), dtype=np.int64, count=len(texts))
 
 
 def _choice_row_prints(choices: Choices) -> Fingerprints:
-    """Per row, a fingerprint that rows of the same choices (in the same order) share."""
+    """Per row, a fingerprint that rows of the same choices share, in any order and up to case (a copy of a row
+    with its choices reordered or lowered is the same item: ``reorders``)."""
     n = len(choices.rows)
     if not choices.aligned:
-        return np.fromiter(map(hash, map(ITEM.join, choices.rows)), dtype=np.int64, count=n).view(np.uint64)
+        keys = (ITEM.join(sorted(map(loose_choice, row))) for row in choices.rows)
+        return np.fromiter(map(hash, keys), dtype=np.int64, count=n).view(np.uint64)
     starts = np.cumsum(choices.widths) - choices.widths
-    # (an item's fingerprint + its place in its row) * _MIX, made in place: each array is as long as the items
-    mixed = np.arange(len(choices.row_of), dtype=np.uint64)
-    mixed -= starts.astype(np.uint64)[choices.row_of]
-    mixed += choices.fingerprints
-    mixed *= _MIX
+    # each item's fingerprint * _MIX, mixed and summed per row (a sum does not see the order), made in place
+    mixed = choices.fingerprints * _MIX
     mixed ^= mixed >> np.uint64(29)
     total = np.zeros(len(mixed) + 1, dtype=np.uint64)
     np.cumsum(mixed, out=total[1:])
@@ -196,6 +202,16 @@ def _item(sample: PreparedSample, text: str) -> tuple[str, ...]:
     if sample.text is not None:
         return (" ".join(sample.text.split()),)
     return (" ".join(text.split()), ITEM.join(sample.choices))
+
+
+def loose_choice(choice: str) -> str:
+    """A choice as ``reorders`` compares it: case and runs of whitespace aside."""
+    return " ".join(choice.casefold().split())
+
+
+def _loose_item(sample: PreparedSample, text: str) -> tuple[str, ...]:
+    """A multiple-choice item up to case, spacing and the choices' order: its prompt and its choices, sorted."""
+    return (" ".join(text.casefold().split()), *sorted(map(loose_choice, sample.choices)))
 
 
 def _meeting(prints: Fingerprints) -> Flags:
@@ -212,11 +228,11 @@ def _meeting(prints: Fingerprints) -> Flags:
 
 def _repeats(
     samples: Sequence[PreparedSample], own: list[str | None], texts: Sequence[str], choices: Choices
-) -> list[tuple[int, int]]:
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(row, the earlier row) for items asked twice: the same prompt (spacing aside) and choices, or text
-    (``own``: each sample's own text). Rows of the same
-    choices are found first (in most multiple-choice tasks a row's choices tell it apart, and no prompt need be
-    read); their prompts then."""
+    (``own``: each sample's own text); and for multiple-choice items asked twice up to case and the choices' order
+    (``reorders``). Rows of the same choices (in any order, up to case) are found first (in most multiple-choice
+    tasks a row's choices tell it apart, and no prompt need be read); their prompts then."""
     n = len(samples)
     texts_only = own.count(None) != n  # perplexity rows: the item is the text alone
     choice_prints = _choice_row_prints(choices)
@@ -224,23 +240,29 @@ def _repeats(
         choice_prints[np.fromiter((o is not None for o in own), dtype=np.bool_, count=n)] = 0
     rows = np.flatnonzero(_meeting(choice_prints))
     if not len(rows):
-        return []
+        return [], []
     asked = [o if o is not None else t for o, t in zip(own, texts)] if texts_only else texts
     if len(rows) < FEW_ROWS * n:  # a few rows: their texts one by one
-        hashes = np.fromiter((hash("".join(asked[i].split())) for i in rows.tolist()), np.int64, count=len(rows))
+        hashes = np.fromiter((hash(_bare(asked[i])) for i in rows.tolist()), np.int64, count=len(rows))
     else:
         hashes = _text_hashes(asked, _ROW.join(asked))[rows]
     rows = rows[_meeting(hashes.view(np.uint64) * _MIX + choice_prints[rows])]
     first: dict[tuple[str, ...], int] = {}
-    out = []
+    loose: dict[tuple[str, ...], int] = {}
+    out, reorders = [], []
     for i in rows.tolist():  # every row of an item asked twice (and a few others), in order
-        item = _item(samples[i], texts[i])
+        sample = samples[i]
+        item = _item(sample, texts[i])
         if item == ("", "") or item == ("",):
             continue  # nothing asked (BLiMP-style rows are told apart by their choices)
         earlier = first.setdefault(item, i)
         if earlier != i:
             out.append((i, earlier))
-    return out
+        elif sample.text is None and len(sample.choices) >= 2:  # a generated answer's case may be what is asked
+            earlier = loose.setdefault(_loose_item(sample, texts[i]), i)
+            if earlier != i:
+                reorders.append((i, earlier))
+    return out, reorders
 
 
 # -- text a reader should look at -----------------------------------------------------------------------------
@@ -286,10 +308,12 @@ def scan_rows(
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
     choices = Choices.of(columns.choices, columns.choice_counts)
+    repeats, reorders = _repeats(samples, columns.own_texts, texts, choices)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
         placeholder_choices=_rows_withcheap_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),
-        repeats=_repeats(samples, columns.own_texts, texts, choices),
+        repeats=repeats,
+        reorders=reorders,
         id_clashes=id_clashes(columns.ids),
         unusual_text=_unusual(columns.references, texts, choices),
         truth_choices=_rows_withcheap_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from proctor.audit import group_names
 from proctor.audit.fallback import first_found
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -241,16 +242,65 @@ class GroupMembers:
 
     tasks: dict[tuple[str, str], tuple[str, Sequence[PreparedSample]]] = field(default_factory=dict)
     rows: dict[str, dict[bytes, str]] = field(default_factory=dict)  # group -> a row's digest -> its first task
+    # group -> a source row's key (its file and row, what it scores) -> its first task (group.overlap)
+    sources: dict[str, dict[int, str]] = field(default_factory=dict)
+    # group -> the data its members read (each member's files), known before any is prepared (``of``)
+    data_of: dict[str, set[str]] = field(default_factory=dict)
+    odd_groups: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # group.look-alike (group_names)
     # task name -> (its dialect and folder, what its rows ask): samples.conflict across tasks (conflict_rules)
     asked: dict[str, tuple[object, Any]] = field(default_factory=dict)
     # group -> (task name, rows evaluated, file, line) of its equally weighted members so far (group.tiny-member)
     sizes: dict[str, list[tuple[str, int, str | None, int | None]]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tasks: Sequence[Task]) -> GroupMembers:
+        """A store for the command's ``tasks``, knowing each group's members' data before any is prepared."""
+        seen = cls(odd_groups=group_names.odd_spellings(tasks))
+        for task in tasks:
+            for group in task.spec.group:
+                seen.data_of.setdefault(group, set()).add(_data_of(task))
+        return seen
+
+
+def _data_of(task: Task) -> str:
+    """The data a task reads (its files, from its folder), as one text."""
+    folder = str(Path(task.file).parent) if task.file else ""
+    return "\x00".join(sorted(f"{folder}/{d.path}|{d.hub}|{d.subset}|{d.split}" for d in task.spec.data))
 
 
 def _row_digest(sample: PreparedSample) -> bytes:
     parts = (sample.prompt.plain_text, sample.text or "", "\x00".join(sample.choices), repr(sample.gold))
     text = "\x01".join((*parts, *sample.references))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _source_key(sample: PreparedSample) -> int | None:
+    """A row as its source gave it (its file and row) with what it scores; None for a row of no file."""
+    row = sample.sample
+    if not row.file or row.row is None:
+        return None
+    return hash((row.file, row.row, sample.choices, sample.gold, sample.references))
+
+
+def _source_overlap(
+    task: Task, samples: Sequence[PreparedSample], group: str, seen: GroupMembers
+) -> tuple[list[str], int] | None:
+    """The earlier members of ``group`` that evaluate the same source rows as ``task`` (each row's first), and the
+    first such row: members that read one file with other few-shot examples or another prompt (0-shot and 5-shot).
+    Only in a group whose members read other data too (a suite): a group of one file's prompt variants averages
+    those variants, which is its purpose."""
+    if len(seen.data_of.get(group, ())) < 2:
+        return None
+    keys = [_source_key(s) for s in samples]
+    owners = seen.sources.setdefault(group, {})
+    shared = [owners[k] for k in keys if k is not None and owners.get(k, task.spec.name) != task.spec.name]
+    for key in keys:
+        if key is not None:
+            owners.setdefault(key, task.spec.name)
+    if not shared:
+        return None
+    first = next(i for i, k in enumerate(keys) if k is not None and owners[k] == shared[0])
+    return shared, first
 
 
 def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMembers) -> dict[str, list[Hit]]:
@@ -281,6 +331,7 @@ def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMe
         shared = [owners[d] for d in digests if owners.get(d, task.spec.name) != task.spec.name]
         for digest in digests:
             owners.setdefault(digest, task.spec.name)
+        same_rows = _source_overlap(task, samples, group, seen)  # (kept for later members even where told below)
         if shared:
             first = samples[next(i for i, d in enumerate(digests) if owners[d] == shared[0])]
             overlaps.append(
@@ -294,7 +345,23 @@ def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMe
                     sample=first.sample.id,
                 )
             )
+        elif same_rows is not None:
+            names, at = same_rows
+            first = samples[at]
+            overlaps.append(
+                Hit(
+                    f"{len(names)} of the task's {len(samples)} rows are rows task '{names[0]}' of the same group "
+                    f"'{group}' evaluates too (the same data rows and answers, shown with other few-shot examples or "
+                    f"another prompt; sample {first.sample.id!r}), while the group's other members read other data: "
+                    "the group's mean counts those rows twice; keep one of the two in the group",
+                    file=file,
+                    line=line,
+                    field="name",
+                    sample=first.sample.id,
+                )
+            )
     notes = {TASK_DUPLICATE: hits} if hits else {}
+    notes.update(group_names.look_alike_notes(task, seen.odd_groups))
     return {**notes, GROUP_OVERLAP: overlaps} if overlaps else notes
 
 
@@ -347,6 +414,10 @@ def overlapping_task(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get(GROUP_OVERLAP, ())
 
 
+def look_alike_group(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(group_names.RULE, ())
+
+
 RULES = (
     AuditRule(
         LIMIT_EXCEEDS,
@@ -380,5 +451,12 @@ RULES = (
         "Two tasks of one group share some rows (the same prompt, choices and answer): the group's mean counts those "
         "rows twice.",
         overlapping_task,
+    ),
+    AuditRule(
+        group_names.RULE,
+        "warning",
+        "Two groups' names differ only in case, spacing or punctuation ('science', 'Science'): each has its own "
+        "mean, which leaves the other's members out.",
+        look_alike_group,
     ),
 )

@@ -177,7 +177,9 @@ def validate(
                 problems.append({"file": str(path), "error": str(exc)})
     found = _unique_names(found, problems)
     valid = 0
-    seen = GroupMembers()  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
+    seen = GroupMembers.of(
+        found
+    )  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     for task in found:
         try:
             prepared = prepare_task(task, variables, strict_audit=strict, seen_in_groups=seen)

@@ -16,6 +16,7 @@ from proctor.prompts.builder import PreparedSample
 
 CHOICE_FIELDS = ("choices", "options")
 ANSWER_FIELDS = ("answer", "label", "gold", "answerKey", "target")
+QUESTION_FIELDS = ("question", "query", "prompt", "stem", "goal")  # what the row asks, where the prompt shows it
 
 
 def _gold(answer: object, choices: Sequence[str]) -> int | None:
@@ -51,5 +52,7 @@ def row_choices(samples: Sequence[PreparedSample], file: str | None) -> list[Row
         answer_field = next((f for f in ANSWER_FIELDS if fields.get(f) is not None), None)
         answer = fields[answer_field] if answer_field else None
         row = sample.row + 1 if sample.row is not None else None  # the use case counts its rows from 0
-        out.append(RowChoices(sample, tuple(listed), name, row, answer, answer_field, _gold(answer, listed), file))
+        question = next((f for f in QUESTION_FIELDS if isinstance(fields.get(f), str)), None)
+        gold = _gold(answer, listed)
+        out.append(RowChoices(sample, tuple(listed), name, row, answer, answer_field, gold, file, question))
     return out

@@ -176,3 +176,39 @@ def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
                 )
     except Exception:  # noqa: BLE001 - a filter or target lm-eval cannot apply here is reported when the task runs
         return
+
+
+PROBE_POOL = 400  # a pool lm-eval draws from at random is read whole up to this many documents
+
+
+def example_answers(handler: Any) -> Any:
+    """The answers (``doc_to_target``) of the examples lm-eval shows: the first ``num_fewshot`` documents of the
+    pool under the ``first_n`` sampler, else every document it draws from (a pool of one answer teaches it however
+    drawn); a ``ShownAnswers`` for ``fewshot.constant-label``, or None."""
+    from proctor.audit.shown_answers import ShownAnswers
+
+    task = getattr(handler, "task", None)
+    config = getattr(task, "config", None)
+    shots = getattr(config, "num_fewshot", None) or 0
+    if task is None or shots < 2:
+        return None
+    settings = getattr(config, "fewshot_config", None) or {}  # a mapping, or lm-eval's FewshotConfig
+    sampler = settings.get("sampler") if isinstance(settings, dict) else getattr(settings, "sampler", None)
+    split = getattr(config, "fewshot_split", None)
+    try:
+        docs = task.fewshot_docs()
+        if docs is None:
+            return None
+        first = sampler == "first_n"
+        if not first and len(docs) > PROBE_POOL:
+            return None
+        answers: list[object] = []
+        for i in range(min(shots, len(docs)) if first else len(docs)):
+            answers.append(task.doc_to_target(docs[i]))
+            if answers[-1] != answers[0]:
+                return None  # two answers: nothing to say (most pools, within the first documents)
+    except Exception:  # noqa: BLE001 - a pool lm-eval cannot list or answer is reported when it runs
+        return None
+    pool = f"fewshot_split '{split}'" if split else "the split lm-eval draws examples from"
+    source = f"the first {len(answers)} documents of {pool}, sampler first_n" if first else f"every document of {pool}"
+    return ShownAnswers(tuple(answers), source, "fewshot_split" if split else "num_fewshot", shots)

@@ -332,6 +332,12 @@ class _LmEvalRunner:
             return {}
         return {"prompt": recorded["messages"], "rendered_prompt": context}
 
+    def audit_example_answers(self) -> object:
+        """The answers of the few-shot examples lm-eval shows, for ``fewshot.constant-label``."""
+        from proctor.dialects.lmeval.audit_rules import example_answers
+
+        return example_answers(self)
+
     def local_files(self) -> dict:
         """``kinds/capabilities.ReadsLocalFiles``: per split lm-eval read from a mapped copy, its paths and sha256."""
         return {split: read for splits in self._handed for split, read in splits.read.items()}

@@ -101,6 +101,31 @@ def register(registry: Registry) -> None:
             dialect_check("seahelm", "proctor.dialects.seahelm.audit_rules:examples_too_few"),
         )
     )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.other-language",
+            "warning",
+            "Rows evaluated, or few-shot examples shown, under a language say they are in another "
+            "(metadata.language).",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:rows_in_another_language"),
+        )
+    )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.ids-repeated",
+            "warning",
+            "Two rows of a SEA-HELM task have one id: SEA-HELM joins answers to rows by id.",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:repeated_ids"),
+        )
+    )
+    registry.add_audit_rule(
+        AuditRule(
+            "seahelm.examples-outnumber-rows",
+            "warning",
+            "The examples split holds more rows than the split evaluated: the two files swapped?",
+            dialect_check("seahelm", "proctor.dialects.seahelm.row_rules:examples_outnumber_rows"),
+        )
+    )
     registry.add_task_handler(
         "seahelm.task",
         "proctor.dialects.seahelm.task:SeaHelmTask",

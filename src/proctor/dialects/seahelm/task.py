@@ -64,6 +64,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
         o: SeaHelmTaskOptions = self.options
         self.task_id: str = o.task_id
         self.lang: str = o.lang
+        self.row_limit: int | None = None  # the limit load_samples was given
         self.config: dict = o.config
         root, config_file = Path(o.root), Path(o.config_file)
         trust = o.trust_task_code
@@ -181,6 +182,7 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         self._check_data_paths(variables)
         self.dataloader = loader = self._make_loader(bool(self.options.is_base_model))
+        self.row_limit = limit  # the audit's seahelm.examples-outnumber-rows compares the rows read with the examples
         self._load_rows(loader, limit)
         rows = as_rows(loader.dataset)
         if limit is not None:
@@ -229,6 +231,12 @@ class SeaHelmTask(ReadyConversations, Judging, MetricStep, LabelStrategies, Gene
         from proctor.dialects.seahelm.audit_rules import field_view
 
         return field_view(self, samples)
+
+    def audit_example_answers(self) -> object:
+        """The labels of the examples a base model is shown, for ``fewshot.constant-label``."""
+        from proctor.dialects.seahelm.row_rules import example_answers
+
+        return example_answers(self)
 
     def corpus_metrics(self) -> dict:
         return self._corpus
