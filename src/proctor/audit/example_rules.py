@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from proctor.audit import hint_rules, listed_rows, shown_answer, target_rules
+from proctor.audit import hint_rules, listed_rows, target_rules, told_answer_rules
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
@@ -101,7 +101,7 @@ gold_in_prompt = first_found(
     target_rules.gold_in_prompt,
     template_names_a_choice,
     hint_rules.gold_in_a_field,
-    shown_answer.label_in_row_text,
+    told_answer_rules.label_in_row_text,
     listed_rows.answer_in_question,
 )
 

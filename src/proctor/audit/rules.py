@@ -34,9 +34,9 @@ from proctor.audit import (
     repr_rules,
     run_rules,
     setting_rules,
-    shown_answer,
     source_file_rules,
     target_rules,
+    told_answer_rules,
     unwritable_rules,
 )
 from proctor.core.audit import AuditRule
@@ -49,7 +49,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *alias_rules.RULES,
     *unwritable_rules.RULES,
     *leak_rules.RULES,
-    *shown_answer.RULES,
+    *told_answer_rules.RULES,
     *data_rules.RULES,
     *source_file_rules.RULES,
     *filter_rules.RULES,

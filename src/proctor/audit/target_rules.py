@@ -144,7 +144,7 @@ def prompt_reads_target(subject: AuditSubject) -> Iterator[Hit]:
             )
             return
     if spec.chat and spec.chat.system and spec.kind == "generate":
-        from proctor.audit.shown_answer import answer_field_shown
+        from proctor.audit.told_answer_rules import answer_field_shown
 
         yield from answer_field_shown(subject, "chat.system", _variables(spec.chat.system) - answer_fields)
 

@@ -1,6 +1,9 @@
-"""A template shows a field that holds the row's reference answer under another name: TriviaQA's ``answer``
-printed by ``chat.system`` ("Hint: the answer is {{ answer }}") while the target reads ``aliases``. The field
-names differ, so reading the templates alone does not tell; the rows' values do."""
+"""Rules that find the answer told to the model where the template's own fields do not show it: a generate task's
+``chat.system`` printing a field that holds the reference under another name (TriviaQA's ``answer`` while the target
+reads ``aliases``: under ``prompt.shows-target``), a classification row's own text naming its label
+('... (Sentimen: Positif)': under ``prompt.contains-gold``), and the text every prompt shares holding an evaluated
+row (a prompt file's worked examples: ``prompt.shows-evaluated-row``). The field names differ, so reading the
+templates alone does not tell; the rows' values do."""
 
 from __future__ import annotations
 
