@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation
 from proctor.audit.subject import AuditSubject
+from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
 
@@ -89,23 +90,34 @@ def _blank(output: nodes.Output) -> bool:
     return all(isinstance(n, nodes.TemplateData) and not n.data.strip() for n in output.nodes)
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
-_PUNCTUATION = re.compile(r"[^\w\s]")
-
-
 def answer_key(text: str) -> str:
-    """A text as exact match compares it (SQuAD's normalisation: case, punctuation, articles and spacing aside)."""
-    return " ".join(_ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split())
+    """A text as exact match compares it (SQuAD's normalisation, the metric's own: case, ASCII punctuation,
+    articles and spacing aside; '。' or an emoji stay, as the metric keeps them)."""
+    return SQUAD(text)
 
 
 def _empty_answer(text: str) -> bool:
-    """Empty as exact match and F1 compare answers (SQuAD's normalisation: punctuation and articles dropped)."""
-    return not text.strip() or not _ARTICLES.sub(" ", _PUNCTUATION.sub(" ", text)).strip()
+    """Empty as exact match and F1 compare answers (the metric's own normalisation)."""
+    return not SQUAD(text)
+
+
+def _never_empty(subject: AuditSubject) -> bool:
+    """Whether the answer a model's text is read as can never be empty: an extraction regex that cannot match the
+    empty text, with no fallback to the whole text (an unread answer is None and scores 0)."""
+    extraction = subject.spec.extraction
+    if extraction is None or not extraction.regex or extraction.fallback != "none":
+        return False
+    try:
+        return re.search(extraction.regex, "") is None
+    except re.error:
+        return False
 
 
 def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
     if subject.columns.all_multiple_choice:
         return  # every row has choices: no generated row (a multiple-choice task), told in C
+    if _never_empty(subject):
+        return  # 'A' is empty once normalised (an article), but no answer read by the regex is
     for sample in subject.samples:
         if sample.choices or sample.text is not None:
             continue
@@ -272,6 +284,19 @@ def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
 GLUED_SHARE = 0.5
 
 
+# scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer, their punctuation): there a
+# continuation follows its prompt with nothing between, and a space is the foreign join
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)
+
+
+def _unspaced_join(prompt: str, choices: Sequence[str]) -> bool:
+    """Whether a prompt and every choice meet between characters of scripts written without spaces."""
+    end = prompt.rstrip()[-1:]
+    return bool(end) and bool(_UNSPACED.match(end)) and all(_UNSPACED.match(c.lstrip()[:1] or " ") for c in choices)
+
+
 def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """``target_delimiter: ""`` with prompts that end without a space and choices that start with a letter or
     digit: the answer is scored glued to the prompt ("A:Paris")."""
@@ -295,11 +320,26 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
                 "or more spaces ('A:  Paris'), which a model has rarely seen",
                 "target_delimiter",
             )
+            return
+        rows = [(t, s) for t, s in zip(probe, subject.samples) if s.choices and t]
+        foreign = [s for t, s in rows if _unspaced_join(t, s.choices)]
+        if foreign and len(foreign) >= GLUED_SHARE * len(rows):
+            yield subject.at_line(
+                "target_delimiter",
+                f"target_delimiter is {delimiter!r}, and in {len(foreign)} of {len(rows)} rows read the prompt and its "
+                "choices are in a script written without spaces (Chinese, Japanese, Thai, ...): each answer is "
+                "scored after a space no text of the language has; set target_delimiter: ''",
+                "target_delimiter",
+            )
         return
     if subject.use_chat:
         return  # the chat template puts the assistant's header (a line break) between prompt and answer
     rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
-    glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
+    glued = [
+        s
+        for t, s in rows
+        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not _unspaced_join(t, s.choices)
+    ]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
         yield subject.at_line(
             "target_delimiter",
