@@ -72,6 +72,17 @@ add(
         rows=[LM_ROWS[0], {**LM_ROWS[1], "options": ["blue", 3]}],
     ),
 )
+HUB_SHAPED = [{**r, "options": {"text": r["options"][:2], "label": ["A", "B"]}, "key": "A"} for r in LM_ROWS]
+add(  # ARC's rows in the hub's shape: choices is {text: [...], label: [...]}, which lm-eval fails on with KeyError
+    "lmeval-choices-a-mapping",
+    LOCAL_RUN,
+    ["quiz.yaml", "row 1", "doc_to_choice", "dict", "choices.text"],
+    local(
+        LM_LOCAL.replace("doc_to_target: label", 'doc_to_target: "{{ options.label.index(key) }}"'),
+        rows=HUB_SHAPED,
+        train=HUB_SHAPED,
+    ),
+)
 add(
     "lmeval-choice-not-text-in-yaml",
     LM_RUN,

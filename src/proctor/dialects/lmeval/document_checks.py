@@ -4,6 +4,7 @@ task's file, the document (as a 1-based row) and the key (``doc_to_choice`` / ``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,13 @@ def check_choices(task: ConfigurableTask, doc_id: int, doc: object, name: str, s
         )
 
     given = task.doc_to_choice(doc)
+    if isinstance(given, Mapping):
+        keys = ", ".join(repr(k) for k in list(given)[:4])
+        raise fail(
+            f"doc_to_choice gave a mapping (keys {keys}), not a list of choices: lm-eval would read its keys as "
+            "the choices; give the list of texts it holds (for ARC's rows in the hub's shape: choices.text)",
+            "doc_to_choice",
+        )
     try:  # lm-eval iterates whatever it is given (a text's letters, a mapping's keys)
         choices = list(given)
     except TypeError:

@@ -202,6 +202,7 @@ class _LmEvalRunner:
         except TaskDefinitionError:
             raise
         except Exception as exc:
+            self._diagnose_documents(task, limit)  # a document's own fault, named by document and field
             raise self._error(exc, "builds the requests of") from None
         self.docs = list(task.doc_iterator(limit=limit))
         with self._templates():
@@ -211,6 +212,25 @@ class _LmEvalRunner:
                 raise
             except Exception as exc:
                 raise self._error(exc, "reads the documents of") from None
+
+    def _diagnose_documents(self, task: ConfigurableTask, limit: int | None) -> None:
+        """Where lm-eval failed building the requests, check each document's choices as ``_samples`` would, so
+        that a choice list of the wrong shape (a mapping) is named at its document and field, not as lm-eval's
+        ``KeyError``. Returns where every document passes (the failure is elsewhere)."""
+        if task.config.doc_to_choice is None or task.OUTPUT_TYPE != "multiple_choice":
+            return
+        try:
+            documents = list(task.doc_iterator(limit=limit))
+        except Exception:  # noqa: BLE001 - the documents themselves do not read: lm-eval's own error is named
+            return
+        with self._templates():
+            for doc_id, doc in documents:
+                try:
+                    check_choices(task, doc_id, doc, self.leaf.name, self.leaf.source)
+                except TaskDefinitionError:
+                    raise
+                except Exception:  # noqa: BLE001 - not this check's to explain
+                    return
 
     def _error(self, exc: BaseException, stage: str) -> TaskDefinitionError:
         """An exception while lm-eval ``stage`` this task, at the hook (file, line, key) or document that caused it."""

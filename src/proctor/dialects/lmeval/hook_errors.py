@@ -140,6 +140,20 @@ def task_error(
     if first is not None:
         field = "doc_to_choice" if "doc_to_choice" in first.split(" ", 1)[0] else "doc_to_target"
         return TaskDefinitionError(f"task '{name}': {first}", file=source, row=1, field=field)
+    tried = _first_choices(exc)
+    if tried is not None:  # lm-eval's own check of its first document, which logs and then fails on the shape
+        return TaskDefinitionError(
+            f"task '{name}', document 0: doc_to_choice ({config.get('doc_to_choice')!r:.60}) gave "
+            f"{type(tried).__name__} {tried!r:.100}, not a list of choices"
+            + (
+                " (for rows in the hub's shape, give the list of texts: choices.text)"
+                if isinstance(tried, dict)
+                else ""
+            ),
+            file=source,
+            row=1,
+            field="doc_to_choice",
+        )
     reading = [
         frame.f_code.co_name
         for frame, _ in traceback.walk_tb(exc.__traceback__)
@@ -157,3 +171,16 @@ def task_error(
     return TaskDefinitionError(
         f"lm-eval {stage} task '{name}' and failed: {describe(exc)}", file=source, field=hook[0] if hook else "task"
     )
+
+
+def _first_choices(exc: BaseException) -> object | None:
+    """What ``doc_to_choice`` gave lm-eval's check of the first document (``ConfigurableTask.__init__``'s
+    ``test_choice``) where it is not a list, the shape lm-eval then fails on; None otherwise."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_name == "__init__" and frame.f_code.co_filename.replace("\\", "/").endswith(
+            "lm_eval/api/task.py"
+        ):
+            choices = frame.f_locals.get("test_choice")
+            if choices is not None and not isinstance(choices, list):
+                return choices
+    return None
