@@ -1,7 +1,8 @@
-"""Right tasks the audit once misread, through ``proctor validate``'s entry point, each beside the broken twin the
-rule must still name: a Chinese task that joins its continuations with no space (``prompt.delimiter`` names the
-space instead), references the metric keeps that a stricter normalisation emptied (an emoji alias; 'A', an
-article, under a letter regex that can never read an empty answer)."""
+"""Right tasks the audit once misread, and missing values read back as text (``data.missing-as-text``), through
+``proctor validate``'s entry point, each beside the broken twin the rule must still name: a Chinese task that joins
+its continuations with no space (``prompt.delimiter`` names the space instead), references the metric keeps that a
+stricter normalisation emptied (an emoji alias; 'A', an article, under a letter regex that can never read an empty
+answer), a passage or reference that is 'nan'."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
-DELIMITER, EMPTY = "prompt.delimiter", "references.empty"
+DELIMITER, EMPTY, MISSING = "prompt.delimiter", "references.empty", "data.missing-as-text"
 
 COPA_ZH = [
     {
@@ -68,3 +69,44 @@ def test_letter_references_under_a_regex_that_never_reads_empty_are_not_empty(re
     )
     lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
     assert any(f"[{EMPTY}]" in x for x in lines) is named, lines
+
+
+PASSAGES = [
+    {
+        "id": f"b{i}",
+        "passage": f"The river number {i} flows north through the long valley.",
+        "question": f"Is {i} big?",
+        "label": i % 2,
+    }
+    for i in range(8)
+]
+
+
+@pytest.mark.parametrize(("missing", "named"), [("nan", True), ("None", True), (None, False)])
+def test_a_passage_read_back_as_nan_or_none_is_named(missing, named, tmp_path, capsys):
+    rows = [{**r, "passage": missing} if i in (2, 5) and missing else r for i, r in enumerate(PASSAGES)]
+    task = _task(
+        kind="multiple_choice",
+        prompt="{{ passage }}\nQuestion: {{ question }}?\nAnswer:",
+        choices=["no", "yes"],
+        target="{{ label }}",
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    found = [x for x in lines if f"[{MISSING}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "data.jsonl, row 3" in found[0] and "field 'passage'" in found[0] and "in 2 of the 8 rows" in found[0]
+
+
+@pytest.mark.parametrize(("answer", "named"), [("nan", True), ("None", False)])
+def test_a_reference_read_back_as_nan_is_named_and_none_as_a_short_answer_is_not(answer, named, tmp_path, capsys):
+    rows = [
+        {"id": f"q{i}", "question": f"How many moons has planet {i}?", "answer": answer if i == 3 else "two"}
+        for i in range(6)
+    ]
+    task = _task(kind="generate", prompt="Q: {{ question }}\nA:", target="{{ answer }}", generation={"stop": ["\n"]})
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    found = [x for x in lines if f"[{MISSING}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "data.jsonl, row 4" in found[0] and "field 'target'" in found[0], found[0]

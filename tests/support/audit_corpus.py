@@ -3605,6 +3605,25 @@ add(
     OK,
 )
 
+add(
+    "passage-nan-text",
+    "data.missing-as-text",
+    native(
+        [
+            {**r, "passage": "nan" if i == 2 else f"A long passage about question {i} and its topic."}
+            for i, r in enumerate(QUIZ)
+        ],
+        prompt="{{ passage }}\nQ: {{ question }}\nA:",
+    ),
+    rule("data.missing-as-text"),
+)
+add(
+    "gen-reference-nan-text",
+    "data.missing-as-text",
+    gen([{**r, "answer": "nan" if i == 1 else r["answer"]} for i, r in enumerate(GEN_ROWS)]),
+    rule("data.missing-as-text"),
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field
