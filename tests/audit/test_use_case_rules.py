@@ -53,6 +53,23 @@ CASES = {
     "target.not-a-choice": (_with(1, answer="pencil"), 2, "answer"),
     "target.not-a-choice (letter)": (_with(2, answer="E"), 3, "answer"),
     "target.not-a-choice (index)": (_with(0, answer=4), 1, "answer"),
+    # the use case lists (and may shuffle) the choices under letters of its own
+    "choices.letter-prefixed": (
+        [
+            {**r, "choices": [f"{'ABCD'[k]}) {c}" for k, c in enumerate(r["choices"])], "answer": f"A) {r['answer']}"}
+            for r in ROWS
+        ],
+        1,
+        "choices",
+    ),
+    "choices.letter-prefixed (question)": (
+        [
+            {**r, "question": r["question"] + " A) " + " B) ".join(r["choices"][:2]) + " C) " + r["choices"][2]}
+            for r in ROWS
+        ],
+        1,
+        "question",
+    ),
 }
 
 

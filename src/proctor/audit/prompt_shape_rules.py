@@ -6,7 +6,7 @@ lists no options (each choice's score then starts with its letter, and "A" is th
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
@@ -61,7 +61,53 @@ def chat_by_hand(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+def _in_letter_order(choices: Sequence[str]) -> bool:
+    """Whether every choice starts with its own option letter, in order ('A) ...', 'B) ...')."""
+    marks = [m.group(1).upper() if (m := _LETTER_PREFIX.match(c)) else None for c in choices]
+    return len(choices) >= 2 and all(marks) and marks == [chr(ord(marks[0] or "A") + k) for k in range(len(marks))]
+
+
+# a question that lists lettered options itself: "A) ... B) ... C) ..." (three letters in order at least)
+_LISTED_IN_TEXT = re.compile(r"(?:^|\s)\(?A[).]\s.+?(?:^|\s)\(?B[).]\s.+?(?:^|\s)\(?C[).]\s", re.DOTALL)
+
+
+def _listed_rows(subject: AuditSubject) -> Iterator[Hit]:
+    """A use case's rows (which its code prompts and may shuffle): choices carrying their letter, or questions
+    that list lettered options themselves, which the use case then lists again under its own letters."""
+    rows = list(subject.listed_choices)[:PROBE_ROWS]
+    if len(rows) < MIN_ROWS:
+        return
+    prefixed = [r for r in rows if _in_letter_order(r.choices)]
+    if len(prefixed) >= MOST * len(rows):
+        first = prefixed[0]
+        yield Hit(
+            f"every choice starts with its own option letter ({first.choices[0]!r}, ...) in {len(prefixed)} of the "
+            f"{len(rows)} rows read: the use case lists the choices under letters of its own (and may shuffle them), "
+            "so the model reads two letters per option, which disagree once shuffled; drop the letters",
+            file=first.file or first.sample.file,
+            row=first.row,
+            field=first.field,
+            sample=first.sample.id,
+        )
+        return
+    listing = [r for r in rows if r.question and _LISTED_IN_TEXT.search(r.question)]
+    if len(listing) >= MOST * len(rows):
+        first = listing[0]
+        yield Hit(
+            f"the question lists its own lettered options in {len(listing)} of the {len(rows)} rows read, and the "
+            "use case lists the choices again under its letters: the model sees two listings, which disagree once "
+            "the use case shuffles the choices; drop the listing from the question",
+            file=first.file or first.sample.file,
+            row=first.row,
+            field=first.question_field,
+            sample=first.sample.id,
+        )
+
+
 def letter_prefixed_choices(subject: AuditSubject) -> Iterator[Hit]:
+    if subject.listed_choices:
+        yield from _listed_rows(subject)
+        return
     probe = _probe(subject)
     samples = subject.samples
     if probe < MIN_ROWS or subject.spec.kind != "multiple_choice":
@@ -72,8 +118,7 @@ def letter_prefixed_choices(subject: AuditSubject) -> Iterator[Hit]:
         choices = samples[i].choices
         if len(choices) < 2:
             continue
-        marks = [m.group(1).upper() if (m := _LETTER_PREFIX.match(c)) else None for c in choices]
-        if all(marks) and marks == [chr(ord(marks[0] or "A") + k) for k in range(len(marks))]:
+        if _in_letter_order(choices):
             prefixed += 1
             first = i if first is None else first
     if first is None or prefixed < MIN_ROWS or prefixed < MOST * probe:
