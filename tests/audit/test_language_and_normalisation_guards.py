@@ -110,3 +110,21 @@ def test_a_reference_read_back_as_nan_is_named_and_none_as_a_short_answer_is_not
     assert bool(found) is named, lines
     if named:
         assert "data.jsonl, row 4" in found[0] and "field 'target'" in found[0], found[0]
+
+
+@pytest.mark.parametrize(
+    ("labels", "named"), [(["Positif", "Negatif", "Netral"], True), (["Positip", "Negatip", "Netral"], False)]
+)
+def test_labels_spelled_one_letter_off_the_offered_ones_are_named(labels, named, tmp_path, capsys):
+    rows = [{"id": f"s{i}", "text": f"Ulasan nomer {i} ngeunaan hotél.", "label": labels[i % 3]} for i in range(9)]
+    task = _task(
+        kind="generate",
+        prompt="Jawab ku Positip, Negatip, atawa Netral.\nKalimat: {{ text }}\nJawaban:",
+        target="{{ label }}",
+        generation={"stop": ["\n"]},
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    found = [x for x in lines if "[target.not-a-choice]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "one letter off 'positip'" in found[0] and "in 6 of 9 rows" in found[0] and "field 'target'" in found[0]

@@ -14,8 +14,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import choice_rules, label_base, listed_choices
 from proctor.audit.fallback import first_found
-from proctor.audit.fixed_text import fixed_text, said_in
 from proctor.audit.label_spellings import two_spellings
+from proctor.audit.offered_labels import unoffered_references
 from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated_rows, target_reads
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
@@ -239,57 +239,6 @@ def reordered_choices(subject: AuditSubject) -> Iterator[Hit]:
         f"'{read[0]}' as it is: the index counts in the row's order, so labels point at other answers",
         "choices",
     )
-
-
-# ---------------------------------------------------------------- target.not-a-choice
-
-
-NAMED_SHARE = 0.6  # most rows' references are answers the template offers: the task is a choice among them
-
-
-def unoffered_references(subject: AuditSubject) -> Iterator[Hit]:
-    """A generated task whose prompts offer a set of answers (a label set written in the template) where some
-    rows' reference is none of them ('positive' where the prompt offers 'Positif'): those rows cannot be right."""
-    rows = [i for i in generated_rows(subject) if len(subject.samples[i].references) == 1]
-    if len(rows) < 3:
-        return
-    texts = subject.prompt_texts
-    prefix, suffix = subject.fixed_text if len(rows) == len(texts) else fixed_text([texts[i] for i in rows])
-    fixed = prefix + "\n" + suffix
-    if not fixed.strip():
-        return
-    offered: dict[str, bool] = {}
-    for i in rows:
-        reference = subject.samples[i].references[0].strip()
-        if reference and reference not in offered:
-            offered[reference] = said_in(reference, fixed)
-        if len(offered) > 50:
-            return  # free answers, not a label set
-    # offered: named on a line that names two or more of them (an options line, "Positif, Negatif, atau
-    # Netral"), not each alone (a fixed few-shot example's answer names one label, not the set)
-    lines = [line for line in fixed.splitlines() if line.strip()]
-    listed: set[str] = set()
-    for line in lines:
-        on_line = {r for r, is_named in offered.items() if is_named and said_in(r, line)}
-        if len(on_line) >= 2:
-            listed |= on_line
-    offered = {r: r in listed for r in offered}
-    named = [i for i in rows if offered.get(subject.samples[i].references[0].strip())]
-    if len(named) < NAMED_SHARE * len(rows) or len(named) == len(rows):
-        return
-    labels = sorted({subject.samples[i].references[0].strip() for i in named})
-    for i in rows:
-        reference = subject.samples[i].references[0].strip()
-        if offered.get(reference):
-            continue
-        close = [label for label in labels if loose(label) == loose(reference)]
-        how = f"it is {close[0]!r} up to case and spacing" if close else "no answer the prompt offers"
-        yield subject.at_row(
-            subject.samples[i].sample,
-            f"the reference {reference!r:.40} is not one of the answers the prompt offers ({', '.join(labels)}): "
-            f"{how}, so a model that answers as asked is scored wrong",
-            "target",
-        )
 
 
 # ---------------------------------------------------------------- target.ambiguous (a digit text read as an index)
