@@ -236,11 +236,13 @@ class _Compiled:
                 field=self.field,
             ) from None
         except Exception as exc:  # errors raised inside template expressions
-            raise self._failed(exc, file, row) from None
+            raise self._failed(exc, file, row, fields) from None
 
-    def _failed(self, exc: Exception, file: str | None, row: int | None) -> TaskDefinitionError:
+    def _failed(
+        self, exc: Exception, file: str | None, row: int | None, fields: Mapping[str, object] | None = None
+    ) -> TaskDefinitionError:
         return TaskDefinitionError(
-            f"rendering the template '{self.field}' failed: {type(exc).__name__}: {exc}",
+            f"rendering the template '{self.field}' failed: {type(exc).__name__}: {exc}{_header_hint(fields)}",
             file=file,
             row=row,
             field=self.field,
@@ -255,6 +257,18 @@ class _Compiled:
             line=self.line,
             field=self.field,
         )
+
+
+def _header_hint(fields: Mapping[str, object] | None) -> str:
+    """Where the row holds its own column names (a header line in the middle of the file: two CSVs joined), the
+    reason the template failed on it."""
+    named = {k: v for k, v in (fields or {}).items() if not k.startswith("_")}
+    if len(named) >= 2 and sum(str(v).strip() == k for k, v in named.items()) >= max(2, len(named) // 2 + 1):
+        return (
+            "; this row holds the column names themselves (a header line in the middle of the file: files "
+            "joined end to end?), drop it"
+        )
+    return ""
 
 
 class Template(_Compiled):
