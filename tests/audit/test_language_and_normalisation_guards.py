@@ -55,7 +55,7 @@ def test_a_reference_the_metric_keeps_is_not_empty(aliases, named, tmp_path, cap
     assert any(f"[{EMPTY}]" in x for x in lines) is named, lines
 
 
-@pytest.mark.parametrize(("regex", "named"), [(r"\b([A-D])\b", False), (r"([A-D]?)", True)])
+@pytest.mark.parametrize(("regex", "named"), [(r"\b([A-D])\b", False), (r"([A-D]?)", True), (r"^\s*([^\n]+)", True)])
 def test_letter_references_under_a_regex_that_never_reads_empty_are_not_empty(regex, named, tmp_path, capsys):
     rows = [
         {"id": f"m{i}", "question": f"Question {i}?\nA. x\nB. y\nC. z\nD. w", "answer": "ABCD"[i % 4]} for i in range(8)

@@ -102,15 +102,27 @@ def _empty_answer(text: str) -> bool:
 
 
 def _never_empty(subject: AuditSubject) -> bool:
-    """Whether the answer a model's text is read as can never be empty: an extraction regex that cannot match the
-    empty text, with no fallback to the whole text (an unread answer is None and scores 0)."""
+    """Whether no answer the extraction reads normalises to the empty text but an option letter ('A', read as an
+    article, where 'A' is the reference): a regex with no fallback that reads nothing, or one letter, out of the
+    texts that normalise to nothing ('-', 'The', '.')."""
     extraction = subject.spec.extraction
     if extraction is None or not extraction.regex or extraction.fallback != "none":
         return False
     try:
-        return re.search(extraction.regex, "") is None
+        pattern = re.compile(extraction.regex, re.IGNORECASE if extraction.ignore_case else 0)
     except re.error:
         return False
+    for text in ("", "-", ".", "The", "the", "an", "a"):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        try:
+            got = match.group(extraction.group) if extraction.group <= (pattern.groups or 0) else match.group(0)
+        except IndexError:
+            return False
+        if got is not None and not SQUAD(got) and not (len(got.strip()) == 1 and got.strip().isalpha()):
+            return False
+    return True
 
 
 def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
