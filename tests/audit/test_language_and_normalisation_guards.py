@@ -12,7 +12,12 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
-DELIMITER, EMPTY, MISSING = "prompt.delimiter", "references.empty", "data.missing-as-text"
+DELIMITER, EMPTY, MISSING, CLUSTERS = (
+    "prompt.delimiter",
+    "references.empty",
+    "data.missing-as-text",
+    "stats.few-clusters",
+)
 
 COPA_ZH = [
     {
@@ -128,3 +133,21 @@ def test_labels_spelled_one_letter_off_the_offered_ones_are_named(labels, named,
     assert bool(found) is named, lines
     if named:
         assert "one letter off 'positip'" in found[0] and "in 6 of 9 rows" in found[0] and "field 'target'" in found[0]
+
+
+@pytest.mark.parametrize(("groups", "named"), [(1, True), (3, True), (8, False)])
+def test_a_cluster_field_with_a_handful_of_values_is_named(groups, named, tmp_path, capsys):
+    rows = [{**r, "passage_id": f"p{i % groups}"} for i, r in enumerate(PASSAGES * 2)]
+    rows = [{**r, "id": f"r{i}", "question": f"Is {i} big?"} for i, r in enumerate(rows)]
+    task = _task(
+        kind="multiple_choice",
+        prompt="{{ passage }}\nQuestion: {{ question }}?\nAnswer:",
+        choices=["no", "yes"],
+        target="{{ label }}",
+        cluster="passage_id",
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    found = [x for x in lines if f"[{CLUSTERS}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "field 'cluster'" in found[0] and "t.yaml:" in found[0], found[0]

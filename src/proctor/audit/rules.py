@@ -6,6 +6,7 @@ from proctor.audit import (
     alias_rules,
     answer_field_rules,
     choice_rules,
+    cluster_rules,
     coercion_rules,
     condition_rules,
     connective_rules,
@@ -76,6 +77,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *field_pairs.RULES,
     *setting_rules.RULES,
     *metric_rules.RULES,
+    *cluster_rules.RULES,
     *perplexity_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)
