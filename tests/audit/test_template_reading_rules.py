@@ -13,6 +13,7 @@ import yaml
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
+TWICE = "prompt.field-twice"
 SHOWS_ROW = "prompt.shows-evaluated-row"
 OVER_MAX = "prompt.over-max-length"
 DOUBLED, BY_HAND, PREFIXED = "prompt.doubled-cue", "chat.written-by-hand", "choices.letter-prefixed"
@@ -459,3 +460,33 @@ def test_worked_examples_that_hold_an_evaluated_row_are_named(demo, named, tmp_p
     assert bool(found) is named, lines
     if named:
         assert "data.jsonl, row 2" in found[0] and "in 1 of 9 rows" in found[0] and "field 'prompt'" in found[0]
+
+
+# ---------------------------------------------------------------- prompt.field-twice; text.damaged: a BOM inside a
+# prompt, carriage returns in a printed field
+
+
+@pytest.mark.parametrize(
+    ("prompt", "named"), [("{{ query }}\n{{ query }}\nAnswer:", True), ("{{ query }}\nAnswer:", False)]
+)
+def test_a_question_printed_twice_is_named(prompt, named, tmp_path, capsys):
+    lines = _lines(tmp_path, capsys, QUIZ, prompt=prompt, choices="{{ choices }}", target="{{ gold }}")
+    found = [x for x in lines if f"[{TWICE}]" in x]
+    assert bool(found) is named, lines
+    if named:
+        assert "prints {{ query }} twice" in found[0] and "field 'prompt'" in found[0], found[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda i, q: "\ufeff" + q if i == 4 else q, "row 5, field 'prompt'"),
+        (lambda i, q: q + "\r", "row 1, field 'query'"),
+        (lambda i, q: q, None),
+    ],
+)
+def test_a_byte_order_mark_or_carriage_returns_in_prompts_are_named(change, where, tmp_path, capsys):
+    rows = [{**r, "query": change(i, r["query"])} for i, r in enumerate(QUIZ)]
+    lines = _lines(tmp_path, capsys, rows, prompt="{{ query }}\nAnswer:", choices="{{ choices }}", target="{{ gold }}")
+    found = [x for x in lines if "[text.damaged]" in x]
+    assert [where in x for x in found] == ([True] if where else []), lines

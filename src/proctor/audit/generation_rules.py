@@ -243,6 +243,9 @@ _MOJIBAKE = re.compile("\ufffd|Ã[\u0080-\u00bf]|â€[\u0080-\u00bf\u2018-\u201
 
 
 def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
+    from proctor.audit.stray_controls import stray_controls
+
+    yield from stray_controls(subject)
     for sample, text in ((subject.samples[i], subject.prompt_texts[i]) for i in subject.scan.unusual_text):
         for field, value in (("prompt", text), *(("choices", c) for c in sample.choices)):
             if value.isascii():

@@ -137,7 +137,45 @@ def letter_prefixed_choices(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+_PLAIN_FIELD = re.compile(r"\{\{-?\s*([A-Za-z_]\w*)\s*-?\}\}")
+LONG_WORDS = 3  # a question or a passage, not a label a template may well repeat
+
+
+def field_twice(subject: AuditSubject) -> Iterator[Hit]:
+    """A template without control blocks that prints one long field twice ('{{ query }}\n{{ query }}', a line
+    copied and not edited): every prompt asks its question twice, which no example of the format does."""
+    from collections import Counter
+    from statistics import median
+
+    from proctor.audit.source_rows import documents, templates
+
+    prompt, _, _ = templates(subject)
+    if not prompt or "{%" in prompt or len(subject.samples) < MIN_ROWS:
+        return
+    twice = [name for name, n in Counter(_PLAIN_FIELD.findall(prompt)).items() if n >= 2]
+    docs = documents(subject)
+    for name in twice:
+        values = [docs[i].get(name) for i in range(_probe(subject))]
+        texts = [v for v in values if isinstance(v, str)]
+        if texts and median(len(t.split()) for t in texts) > LONG_WORDS:
+            key = "prompt" if subject.templated else "doc_to_text"
+            yield subject.at_line(
+                key,
+                f"the {key} prints {{{{ {name} }}}} twice: every prompt asks its '{name}' twice (a line copied and "
+                "not edited?), which no example of the format does",
+                key,
+            )
+            return
+
+
 RULES = (
+    AuditRule(
+        "prompt.field-twice",
+        "warning",
+        "A prompt template without control blocks prints one long field (a question, a passage) twice: every "
+        "prompt asks it twice.",
+        field_twice,
+    ),
     AuditRule(
         "prompt.doubled-cue",
         "warning",

@@ -1,0 +1,44 @@
+"""Control characters a prompt carries that no print shows (read under ``text.damaged``): a byte-order mark inside a
+prompt (a file joined to another mid-way keeps the second's BOM on its first row), and carriage returns in the
+fields most prompts print (CRLF text pasted into quoted CSV fields). The model reads each as a token of its own."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from proctor.audit.source_rows import documents, templates
+from proctor.audit.subject import AuditSubject
+from proctor.audit.target_rules import template_fields
+from proctor.core.audit import Hit
+
+CR_SHARE = 0.5  # of the rows read: a carriage return the data carries in most rows, not one row's accident
+PROBE_ROWS = 1000
+
+
+def stray_controls(subject: AuditSubject) -> Iterator[Hit]:
+    texts = subject.prompt_texts
+    for i in subject.scan.unusual_text:
+        if "\ufeff" in texts[i]:
+            yield subject.at_row(
+                subject.samples[i].sample,
+                "the prompt holds U+FEFF, a byte-order mark (a file joined to another mid-way keeps the second's on "
+                "its first row): an invisible token the model reads",
+                "prompt",
+            )
+            return
+    prompt, _, _ = templates(subject)
+    probe = min(len(subject.samples), PROBE_ROWS)
+    if not prompt or probe < 2:
+        return
+    docs = documents(subject)
+    for name in sorted(template_fields(prompt)):
+        stray = [i for i in range(probe) if "\r" in str(docs[i].get(name) or "")]
+        if len(stray) >= 2 and len(stray) >= CR_SHARE * probe:
+            yield subject.at_row(
+                subject.samples[stray[0]].sample,
+                f"the '{name}' the prompt prints holds a carriage return ('\\r') in {len(stray)} of the {probe} rows "
+                "read (CRLF text pasted into a field): a control character the model reads, which no prompt of the "
+                "format has",
+                name,
+            )
+            return
