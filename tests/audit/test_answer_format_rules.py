@@ -168,3 +168,20 @@ def test_asks_for_the_letter_scores_the_texts(tmp_path: Path, capsys: Any) -> No
         ("texts", _mc(LISTED, texts, "{{ answer }}")),
     ):
         assert not _hits(tmp_path / name, capsys, twin, "prompt.asks-other-form", **data)
+
+
+ABOVE = [
+    {**row, "D": "All of the above"} if i % 3 == 0 else {**row, "D": "Both A and B"} if i % 3 == 1 else row
+    for i, row in enumerate(MMLU)
+]
+TEXTS = "['{{ A }}', '{{ B }}', '{{ C }}', '{{ D }}']"
+
+
+def test_option_pointing_at_an_unseen_listing(tmp_path: Path, capsys: Any) -> None:
+    data = {"data.jsonl": jsonl_text(ABOVE)}
+    cloze = _mc(PLAIN, TEXTS, "{{ answer }}")
+    hits = _hits(tmp_path / "bad", capsys, cloze, "choices.refers-to-listing", **data)
+    assert len(hits) == 1 and "data.jsonl, row 1" in hits[0] and "field 'choices'" in hits[0], hits
+    assert "8 row(s)" in hits[0]
+    listed = _mc(LISTED, TEXTS, "{{ answer }}")  # the options listed under letters: what they point at is shown
+    assert not _hits(tmp_path / "good", capsys, listed, "choices.refers-to-listing", **data)
