@@ -185,3 +185,40 @@ def test_option_pointing_at_an_unseen_listing(tmp_path: Path, capsys: Any) -> No
     assert "8 row(s)" in hits[0]
     listed = _mc(LISTED, TEXTS, "{{ answer }}")  # the options listed under letters: what they point at is shown
     assert not _hits(tmp_path / "good", capsys, listed, "choices.refers-to-listing", **data)
+
+
+SWAG = [
+    {"id": f"s{i}", "ctx": f"A man number {i} is sitting on a roof. he",
+     "endings": [f"is fixing tile {i}.", f"is eating lunch {i}.", f"is waving at us {i}."], "label": i % 3}
+    for i in range(12)
+]  # fmt: skip
+
+
+def test_choices_that_repeat_the_prompt(tmp_path: Path, capsys: Any) -> None:
+    stored = [{**r, "endings": [f"{r['ctx']} {e}" for e in r["endings"]]} for r in SWAG]
+    task = _mc("{{ ctx }}", "'{{ endings }}'", "{{ label }}")
+    hits = _hits(tmp_path / "bad", capsys, task, "choices.repeat-prompt", **{"data.jsonl": jsonl_text(stored)})
+    assert len(hits) == 1 and "data.jsonl, row 1" in hits[0] and "field 'choices'" in hits[0], hits
+    assert not _hits(tmp_path / "good", capsys, task, "choices.repeat-prompt", **{"data.jsonl": jsonl_text(SWAG)})
+
+
+@pytest.mark.parametrize("kind", ["choices", "target"])
+def test_continuations_that_carry_the_prompts_cue(tmp_path: Path, capsys: Any, kind: str) -> None:
+    if kind == "choices":
+        bad = _mc(PLAIN, "['Answer: {{ A }}', 'Answer: {{ B }}', 'Answer: {{ C }}', 'Answer: {{ D }}']", "{{ answer }}")
+        good, data = _mc(PLAIN, TEXTS, "{{ answer }}"), {"data.jsonl": jsonl_text(MMLU)}
+    else:
+        bad = _gen(PLAIN, ["\n"]).replace("target: '{{ answer }}'", "target: 'Answer: {{ answer }}'")
+        good, data = _gen(PLAIN, ["\n"]), {}
+    hits = _hits(tmp_path / "bad", capsys, bad, "prompt.doubled-cue", **data)
+    assert len(hits) == 1 and "data.jsonl, row 1" in hits[0] and f"field '{kind}'" in hits[0], hits
+    assert not _hits(tmp_path / "good", capsys, good, "prompt.doubled-cue", **data)
+
+
+def test_prespaced_choices_under_a_space_delimiter(tmp_path: Path, capsys: Any) -> None:
+    data = {"data.jsonl": jsonl_text(BOOLQ)}
+    task = _mc(PLAIN, "[' no', ' yes']", "{{ label }}")
+    hits = _hits(tmp_path / "bad", capsys, task, "prompt.delimiter", **data)
+    assert len(hits) == 1 and "t.yaml:5" in hits[0] and "field 'target_delimiter'" in hits[0], hits
+    twin = task + "target_delimiter: ''\n"
+    assert not _hits(tmp_path / "good", capsys, twin, "prompt.delimiter", **data)

@@ -1649,6 +1649,19 @@ lm_add(
 LM_ABOVE = [*QUIZ[:5], {**QUIZ[5], "choices": ["Steam", "Ice", "Fog", "All of the above"]}]
 lm_add("cloze-all-of-the-above", "choices.refers-to-listing", lm(test=LM_ABOVE), rule("choices.refers-to-listing"))
 lm_add("listed-all-of-the-above-ok", "ok", lm(LM_LISTED, test=LM_ABOVE), OK)
+LM_PRESPACED = LM.replace(
+    "doc_to_choice: choices", "doc_to_choice: \"{{choices | map('regex_replace', '^', ' ') | list}}\""
+)
+lm_add(  # the choices carry lm-eval's space and target_delimiter adds another
+    "choices-prespaced", "prompt.delimiter", lm(LM_PRESPACED), rule("prompt.delimiter")
+)
+lm_add("choices-prespaced-empty-delimiter-ok", "ok", lm(LM_PRESPACED + 'target_delimiter: ""\n'), OK)
+lm_add(  # every reference repeats the 'A:' the prompt ends with
+    "target-carries-cue",
+    "prompt.doubled-cue",
+    lm(LM_GEN.replace('doc_to_target: "{{choices[label]}}"', 'doc_to_target: "A: {{choices[label]}}"')),
+    rule("prompt.doubled-cue"),
+)
 ANSWER_FORMAT_FEWSHOT = {"count": 2, "source": {"path": "dev.jsonl"}}
 add(  # the examples are written Q:/A:, the question Question:/Answer:
     "fewshot-other-cue",

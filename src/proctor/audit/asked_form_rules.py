@@ -56,13 +56,13 @@ def listed_labels_differ(subject: AuditSubject) -> Iterator[Hit]:
             wrong.append((i, listed, [str(label) for label in labels]))
     if len(wrong) < MIN_ROWS or len(wrong) < MOST * labelled:
         return
-    i, listed, labels = wrong[0]
-    width = all(unicodedata.normalize("NFKC", c) in listed for c in labels)
+    i, listed, shown = wrong[0]
+    width = all(unicodedata.normalize("NFKC", c) in listed for c in shown)
     how = " (the same letters in another width: each is a rare token the model was not shown)" if width else ""
     yield subject.at_row(
         subject.samples[i].sample,
         f"the prompt lists the options under {', '.join(listed[:6])} and the scored choices are "
-        f"{', '.join(map(repr, labels[:6]))}{how}, in {len(wrong)} of the {labelled} rows read: the model is "
+        f"{', '.join(map(repr, shown[:6]))}{how}, in {len(wrong)} of the {labelled} rows read: the model is "
         "scored on labels the prompt never uses",
         "choices",
     )

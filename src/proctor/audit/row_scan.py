@@ -158,7 +158,7 @@ def _prints_of(keys: frozenset[bytes]) -> npt.NDArray[np.uint64]:
 
 _PLACEHOLDER_PRINTS = _prints_of(PLACEHOLDER_KEYS)
 _TRUTH_PRINTS = _prints_of(TRUTH_KEYS)
-_REFERRING_PRINTS = _prints_of(REFERRING_KEYS)
+_REFERRING_PRINTS = np.sort(_prints_of(REFERRING_KEYS))  # sorted: looked up by binary search
 
 
 def _rows_withcheap_key(choices: Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
@@ -183,7 +183,10 @@ def _rows_with_key(choices: Choices, keys: frozenset[bytes], prints: npt.NDArray
         return []
     if not choices.aligned:
         return _positions(choices.rows_where(flags_of(lambda c: cheap_key(c) in keys, choices.items)))
-    maybe = np.flatnonzero(np.isin(choices.fingerprints, prints))
+    # a binary search of the sorted prints: np.isin sorts the whole column for a hundred keys (three times the cost)
+    at = np.searchsorted(prints, choices.fingerprints)
+    at[at == len(prints)] = 0
+    maybe = np.flatnonzero(prints[at] == choices.fingerprints)
     rows = choices.row_of[maybe]
     offsets = maybe - np.searchsorted(choices.row_of, rows)  # the choice's place in its row (row_of is sorted)
     found = {r for r, k in zip(rows.tolist(), offsets.tolist()) if cheap_key(choices.rows[r][k]) in keys}
