@@ -3,8 +3,9 @@ audit must not speak where the task is right. Each case is a shape a rule once m
 continuation scored by greedy match (its passage holds the word by design), Winogrande's contexts as choices
 (lm-eval's ``multiple_input``: one continuation after each option's sentence), ARC-Challenge's genotype choices
 that differ in case only ('Cc or cc' / 'CC or Cc'), OpenBookQA's answer 'none'. LAMBADA's one true finding (its file
-repeats a passage) must still be given, and the native cases below pair each right shape with a broken twin the
-rule must still name ('Paris' / 'PARIS', Python's 'None')."""
+repeats a passage) and OpenBookQA's ('all of these' scored with no options listed) must still be given, and the
+native cases below pair each right shape with a broken twin the rule must still name ('Paris' / 'PARIS', Python's
+'None')."""
 
 from __future__ import annotations
 
@@ -33,8 +34,11 @@ def _catalogue(tmp_path, capsys, task: str, mapping: str) -> list[str]:
 def test_catalogue_tasks_on_real_rows_get_no_finding_but_a_true_one(task, dataset, parts, tmp_path, capsys):
     data = shared_path("data", *parts)
     lines = _catalogue(tmp_path, capsys, task, f"{dataset}={data}")
-    # LAMBADA's test file really repeats one passage (rows 1753 and 1889): the one finding it must get
-    expected = ["samples.duplicate"] if task == "lambada_openai" else []
+    # LAMBADA's test file really repeats one passage (rows 1753 and 1889): the one finding it must get.
+    # OpenBookQA's cloze task scores 'all of these' / 'none of these' (15 rows) as continuations after a question
+    # that lists no options: the model never sees what they refer to (red team 10, category 3)
+    true_findings = {"lambada_openai": ["samples.duplicate"], "openbookqa": ["choices.refers-to-listing"]}
+    expected = true_findings.get(task, [])
     assert [line.split("audit [")[1].split("]")[0] for line in lines] == expected, lines
 
 

@@ -1591,6 +1591,112 @@ lm_add(
     args=["run", "quiz.yaml", "--num-fewshot", "3", "-m", "{model}", "-o", "out", "-q"],
 )
 
+# ---- the answer format the prompt asks for against what is stopped, shown and scored (red team 10: 3, 4, 6, 7)
+LM_EM = "metric_list:\n  - metric: exact_match\n"
+LM_COT = LM_GEN.replace(
+    'doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Q: {{question}}\\nThink step by step.\\nA:"'
+)
+LM_REGEX = (
+    "filter_list:\n  - name: get\n    filter:\n      - function: regex\n"
+    "        regex_pattern: 'The answer is (.+)\\.'\n"
+)
+lm_add(  # the reasoning's first line ends generation before 'The answer is'
+    "cot-until-newline",
+    "generation.stop-inside-answer",
+    lm(LM_COT + 'generation_kwargs:\n  until: ["\\n"]\n  max_gen_toks: 128\n' + LM_REGEX),
+    rule("generation.stop-inside-answer"),
+)
+lm_add(
+    "cot-until-blank-line-ok",
+    "ok",
+    lm(LM_COT + 'generation_kwargs:\n  until: ["\\n\\n"]\n  max_gen_toks: 128\n' + LM_REGEX),
+    OK,
+)
+LM_QUESTION = LM_GEN.replace('doc_to_text: "Q: {{question}}\\nA:"', 'doc_to_text: "Question: {{question}}\\nAnswer:"')
+lm_add(  # 'Q:' never stops a run-on into the next 'Question: ...'
+    "until-misses-next-cue",
+    "generation.unbounded-answer",
+    lm(LM_QUESTION + 'generation_kwargs:\n  until: ["Q:"]\n  max_gen_toks: 16\n' + LM_STRIP + LM_EM),
+    rule("generation.unbounded-answer"),
+)
+LM_TEXTS = [{**r, "choices": [f"the {c.lower()} one" for c in r["choices"]]} for r in QUIZ]  # several words each
+lm_add(
+    "description-asks-letter",
+    "prompt.asks-other-form",
+    lm(LM + 'description: "Answer with the letter of the correct option.\\n\\n"\n', test=LM_TEXTS),
+    rule("prompt.asks-other-form"),
+)
+LM_LISTED = LM.replace(
+    'doc_to_text: "Q: {{question}}\\nA:"',
+    'doc_to_text: "{{question}}\\nA. {{choices[0]}}\\nB. {{choices[1]}}\\nC. {{choices[2]}}\\n'
+    'D. {{choices[3]}}\\nAnswer:"',
+)
+lm_add(
+    "numbers-under-letters",
+    "prompt.options-listed-wrong",
+    lm(LM_LISTED.replace("doc_to_choice: choices", "doc_to_choice: ['1', '2', '3', '4']")),
+    rule("prompt.options-listed-wrong"),
+)
+lm_add(
+    "letters-under-letters-ok",
+    "ok",
+    lm(
+        LM_LISTED.replace("doc_to_choice: choices", "doc_to_choice: ['A', 'B', 'C', 'D']")
+        + "metric_list:\n  - metric: acc\n"
+    ),
+    OK,
+)
+LM_ABOVE = [*QUIZ[:5], {**QUIZ[5], "choices": ["Steam", "Ice", "Fog", "All of the above"]}]
+lm_add("cloze-all-of-the-above", "choices.refers-to-listing", lm(test=LM_ABOVE), rule("choices.refers-to-listing"))
+lm_add("listed-all-of-the-above-ok", "ok", lm(LM_LISTED, test=LM_ABOVE), OK)
+LM_PRESPACED = LM.replace(
+    "doc_to_choice: choices", "doc_to_choice: \"{{choices | map('regex_replace', '^', ' ') | list}}\""
+)
+lm_add(  # the choices carry lm-eval's space and target_delimiter adds another
+    "choices-prespaced", "prompt.delimiter", lm(LM_PRESPACED), rule("prompt.delimiter")
+)
+lm_add("choices-prespaced-empty-delimiter-ok", "ok", lm(LM_PRESPACED + 'target_delimiter: ""\n'), OK)
+lm_add(  # every reference repeats the 'A:' the prompt ends with
+    "target-carries-cue",
+    "prompt.doubled-cue",
+    lm(LM_GEN.replace('doc_to_target: "{{choices[label]}}"', 'doc_to_target: "A: {{choices[label]}}"')),
+    rule("prompt.doubled-cue"),
+)
+ANSWER_FORMAT_FEWSHOT = {"count": 2, "source": {"path": "dev.jsonl"}}
+add(  # the examples are written Q:/A:, the question Question:/Answer:
+    "fewshot-other-cue",
+    "fewshot.other-format",
+    {
+        **native(
+            prompt="Question: {{ question }}\nAnswer:",
+            fewshot={**ANSWER_FORMAT_FEWSHOT, "template": "Q: {{ question }}\nA: {{ choices[label] }}"},
+        ),
+        "dev.jsonl": jsonl(TRAIN),
+    },
+    rule("fewshot.other-format"),
+)
+add(  # the examples answer with a letter; the choices are texts and nothing is listed
+    "fewshot-letter-for-texts",
+    "fewshot.wrong-answer",
+    {
+        **native(
+            LM_TEXTS,
+            fewshot={**ANSWER_FORMAT_FEWSHOT, "template": "Q: {{ question }}\nA: {{ 'ABCD'[label] }}"},
+        ),
+        "dev.jsonl": jsonl(LM_TEXTS),
+    },
+    rule("fewshot.wrong-answer"),
+)
+add(
+    "fewshot-own-template-ok",
+    "ok",
+    {
+        **native(fewshot={**ANSWER_FORMAT_FEWSHOT, "template": "Q: {{ question }}\nA: {{ choices[label] }}"}),
+        "dev.jsonl": jsonl(TRAIN),
+    },
+    OK,
+)
+
 # ---------------------------------------------------------------- GLM-130B task files
 
 GLM = """\

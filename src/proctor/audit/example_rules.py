@@ -11,6 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from proctor.audit import hint_rules, listed_rows, target_rules, told_answer_rules
+from proctor.audit.example_format_rules import example_answer_outside_labels
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
 from proctor.audit.setting_rules import lmeval_config
@@ -320,7 +321,8 @@ RULES = (
         "fewshot.wrong-answer",
         "warning",
         "The few-shot template shows a fixed choice (choices[0]) as each example's answer, not its right one, or "
-        "prints the label's index where the choices are texts.",
-        first_found(example_shows_fixed_choice, example_shows_index),
+        "prints the label's index where the choices are texts, or its examples' answers are words the task never "
+        "scores (True/False for no/yes choices, a letter for text choices, nothing).",
+        first_found(example_shows_fixed_choice, example_shows_index, example_answer_outside_labels),
     ),
 )

@@ -13,6 +13,7 @@ from proctor.audit.metric_rules import metric_names
 from proctor.audit.perplexity_rules import markup_texts
 from proctor.audit.sampling_rules import one_sample_of_chance
 from proctor.audit.setting_rules import generation_settings, lmeval_config
+from proctor.audit.stop_shape_rules import answer_after_break, reasoning_cut, run_on_not_stopped
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.bounded_regex import BoundedPattern, RegexTooSlow
@@ -69,7 +70,11 @@ def stop_inside_answers(subject: AuditSubject) -> Iterator[Hit]:
         cutting = next((s for s in stops if all(any(s in w for w in ws) for ws in spelt)), "")
         if cutting:
             cut.append((i, cutting))
-    if cut and len(cut) >= CUT_SHARE * len(rows):
+    if not cut or len(cut) < CUT_SHARE * len(rows):
+        # no reference holds a stop: the answer as the prompt asks for it may (reasoning lines, a line break)
+        yield from [*reasoning_cut(subject, settings), *answer_after_break(subject, settings)][:1]
+        return
+    if cut:
         first = subject.samples[cut[0][0]].sample
         named = sorted({stop for _, stop in cut}, key=[s for _, s in cut].index)
         which = (
@@ -139,7 +144,10 @@ def unbounded_answers(subject: AuditSubject) -> Iterator[Hit]:
     """No stop string and no extraction while exact match compares the whole text with short references: a model
     that goes on after its answer (a base model writes the next question) scores 0 in every row."""
     settings = generation_settings(subject)
-    if settings is None or settings.stop or settings.max_tokens is None or _extracts(subject):
+    if settings is not None and settings.stop:
+        yield from run_on_not_stopped(subject, settings)  # stop strings the next question's cue does not hold
+        return
+    if settings is None or settings.max_tokens is None or _extracts(subject):
         return
     # GLM-130B names them EM and F1
     if subject.use_chat or not WHOLE_ANSWER_METRICS & {name.lower() for name in metric_names(subject)}:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.asked_form_rules import listed_labels_differ
+from proctor.audit.fallback import first_found
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -66,7 +68,8 @@ RULES = (
         "prompt.options-listed-wrong",
         "warning",
         "A prompt that lists the options under letters prints one option under two letters (`C. {{ B }}`), or "
-        "indexes them out of order: some rows never see their answer, or see it under another letter.",
-        repeated_option,
+        "indexes them out of order: some rows never see their answer, or see it under another letter; or scores "
+        "single-label choices that are not the labels it lists (' 1'..' 4' or full-width ' Ａ' under 'A.'..'D.').",
+        first_found(repeated_option, listed_labels_differ),
     ),
 )

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Iterator, Sequence
 
+from proctor.audit.continuation_rules import choices_repeat_prompt, continuation_carries_cue
+from proctor.audit.fallback import first_found
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -180,8 +182,9 @@ RULES = (
         "prompt.doubled-cue",
         "warning",
         "The prompt says its cue twice in a row ('Question: Question:', 'Answer:\\nAnswer:') in most rows: the data "
-        "already holds the cue the template adds.",
-        doubled_cue,
+        "already holds the cue the template adds; or most rows' choices (all of a row's) or reference answers start "
+        "with the cue the prompt ends with ('Answer:' then 'Answer: x').",
+        first_found(doubled_cue, continuation_carries_cue),
     ),
     AuditRule(
         "chat.written-by-hand",
@@ -196,5 +199,12 @@ RULES = (
         "Every choice starts with its own option letter ('A) ...', 'B) ...') and the prompt lists no options: each "
         "choice is scored with its letter, and the number leans to the likelier letter.",
         letter_prefixed_choices,
+    ),
+    AuditRule(
+        "choices.repeat-prompt",
+        "warning",
+        "Every choice starts with the prompt's own last words in most rows (HellaSwag endings stored as ctx + "
+        "ending): each is scored after a prompt that already shows them.",
+        choices_repeat_prompt,
     ),
 )

@@ -44,6 +44,19 @@ from proctor.prompts.builder import PreparedSample
 # what a CSV or pandas reader makes of a missing value, as the cheap key writes it
 PLACEHOLDER_KEYS = frozenset({b"na", b"nan", b"none", b"null", b"nil", b"undefined"})
 TRUTH_KEYS = frozenset({b"true", b"false"})  # what str() makes of a truth value, as a cheap key
+# options that point at other options by place or letter ('All of the above', 'Both A and B'), as cheap keys
+_PAIRS = [(a, b) for i, a in enumerate("abcde") for b in "abcde"[i + 1 :]]
+REFERRING_KEYS = frozenset(
+    {
+        f"{quantifier}of{the}{where}".encode()
+        for quantifier in ("all", "none", "both", "neither", "any")
+        for the in ("the", "")
+        for where in ("above", "following", "these", "thesechoices", "theseoptions", "theabovechoices")
+    }
+    | {f"{x}{a}{y}{b}".encode() for a, b in _PAIRS for x, y in (("both", "and"), ("", "and"), ("neither", "nor"))}
+    | {f"{x}{a}{y}{b}".encode() for a, b in _PAIRS for x, y in (("either", "or"), ("", "or"))}
+    | {b"alloftheabovearecorrect", b"noneoftheaboveiscorrect", b"noneoftheabovearecorrect"}
+)
 # two or more choices that are numbers: "4" and "4.0" are one answer, which the cheap key does not see
 _NUMBERS = re.compile(r"(?:^|\x00)\s*[+-]?(?:\d+\.?\d*|\.\d+)\s*(?=\x00|$)")
 _ROW = ROW  # between rows in a joined column (a text holding it is read row by row)
@@ -65,6 +78,7 @@ class RowScan:
     truth_choices: list[int] = field(default_factory=list)  # a choice reads True or False
     # (row, the earlier row) of one multiple-choice item up to case and the choices' order, not a repeat as above
     reorders: list[tuple[int, int]] = field(default_factory=list)
+    referring_choices: list[int] = field(default_factory=list)  # a choice reads 'All of the above', 'A and B'
 
 
 def _positions(flags: Flags) -> list[int]:
@@ -144,6 +158,7 @@ def _prints_of(keys: frozenset[bytes]) -> npt.NDArray[np.uint64]:
 
 _PLACEHOLDER_PRINTS = _prints_of(PLACEHOLDER_KEYS)
 _TRUTH_PRINTS = _prints_of(TRUTH_KEYS)
+_REFERRING_PRINTS = np.sort(_prints_of(REFERRING_KEYS))  # sorted: looked up by binary search
 
 
 def _rows_withcheap_key(choices: Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
@@ -159,6 +174,23 @@ def _rows_withcheap_key(choices: Choices, keys: frozenset[bytes], prints: npt.ND
         flags = flags_of(lambda c: cheap_key(c) in keys, choices.items)
     marked = choices.rows_where(flags) | choices.foreign
     return _positions(marked & (choices.widths >= 2))
+
+
+def _rows_with_key(choices: Choices, keys: frozenset[bytes], prints: npt.NDArray[np.uint64]) -> list[int]:
+    """Rows with a choice whose cheap key is one of ``keys``, told by the fingerprints alone (a non-ASCII row's
+    ASCII choices keep their cheap keys; a task whose choices hold a NUL is read choice by choice)."""
+    if not len(choices.row_of):
+        return []
+    if not choices.aligned:
+        return _positions(choices.rows_where(flags_of(lambda c: cheap_key(c) in keys, choices.items)))
+    # a binary search of the sorted prints: np.isin sorts the whole column for a hundred keys (three times the cost)
+    at = np.searchsorted(prints, choices.fingerprints)
+    at[at == len(prints)] = 0
+    maybe = np.flatnonzero(prints[at] == choices.fingerprints)
+    rows = choices.row_of[maybe]
+    offsets = maybe - np.searchsorted(choices.row_of, rows)  # the choice's place in its row (row_of is sorted)
+    found = {r for r, k in zip(rows.tolist(), offsets.tolist()) if cheap_key(choices.rows[r][k]) in keys}
+    return sorted(found)
 
 
 # -- items asked twice --------------------------------------------------------------------------------------
@@ -317,4 +349,5 @@ def scan_rows(
         id_clashes=id_clashes(columns.ids),
         unusual_text=_unusual(columns.references, texts, choices),
         truth_choices=_rows_withcheap_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
+        referring_choices=_rows_with_key(choices, REFERRING_KEYS, _REFERRING_PRINTS),
     )

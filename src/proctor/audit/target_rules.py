@@ -8,6 +8,8 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from proctor.audit.continuation_rules import prespaced_choices
+from proctor.audit.fallback import first_found
 from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation
 from proctor.audit.subject import AuditSubject
 from proctor.core.answer_normalisation import SQUAD
@@ -379,8 +381,9 @@ RULES = (
     AuditRule(
         "prompt.delimiter",
         "warning",
-        "target_delimiter is empty and prompts end without a space (answers glued on), or spaces are doubled.",
-        glued_answers,
+        "target_delimiter is empty and prompts end without a space (answers glued on), or spaces are doubled (a "
+        "prompt ending with a space, or choices stored with one, under a space delimiter).",
+        first_found(glued_answers, prespaced_choices),
     ),
     AuditRule(
         "prompt.constant",

@@ -1,0 +1,116 @@
+"""The scored continuation against what the prompt asks for: the labels a prompt lists its options under must be
+the choices' own labels ('A.'..'D.' listed, ' 1'..' 4' or full-width ' Ａ'..' Ｄ' scored), and a prompt, system
+text or description that says "answer with the letter" is not scored on the option texts.
+
+Only the first ``PROBE_ROWS`` rows are read, with one cheap line regex each: the form is the template's.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterator
+
+from proctor.audit.setting_rules import lmeval_config
+from proctor.audit.subject import AuditSubject
+from proctor.core.audit import AuditRule, Hit
+
+PROBE_ROWS = 200
+MIN_ROWS = 3
+MOST = 0.5
+TEXT_WORDS = 2  # choices of this many words or more (median) are option texts, not labels
+
+# an option listed under a label, one line each: "A. text", "(B) text", "3) text", "Ａ．text"
+_LISTED = re.compile(r"^[ \t]*[(（]?([A-Z0-9Ａ-Ｚ０-９])[.)．）:：][ \t]*\S", re.MULTILINE)
+# an instruction to answer with the option's letter or number
+_ASKS_LABEL = re.compile(
+    r"\b(?:answer|reply|respond|output|give|write|choose|select|pick)\b[^.\n]{0,40}?\bthe (letter|number)\b"
+    r"|\bthe (letter|number) of the (?:correct|right|best) (?:option|answer|choice)",
+    re.IGNORECASE,
+)
+
+
+def _label(choice: str) -> str | None:
+    """The label a choice is ('A' of ' A', '(A)', 'A.'), or None where it is a text."""
+    core = choice.strip().strip("().（）．")
+    return core if len(core) == 1 and core.isalnum() else None
+
+
+def listed_labels_differ(subject: AuditSubject) -> Iterator[Hit]:
+    """Single-label choices that are not the labels the prompt lists the options under."""
+    if subject.spec.kind != "multiple_choice":
+        return
+    samples, texts = subject.samples, subject.prompt_texts
+    probe = min(len(samples), PROBE_ROWS)
+    wrong: list[tuple[int, list[str], list[str]]] = []
+    labelled = 0
+    for i in range(probe):
+        labels = [_label(c) for c in samples[i].choices]
+        if len(labels) < 2 or not all(labels):
+            continue
+        listed = list(dict.fromkeys(_LISTED.findall(texts[i])))
+        if len(listed) < 2:
+            continue
+        labelled += 1
+        if not set(labels) <= set(listed):
+            wrong.append((i, listed, [str(label) for label in labels]))
+    if len(wrong) < MIN_ROWS or len(wrong) < MOST * labelled:
+        return
+    i, listed, shown = wrong[0]
+    width = all(unicodedata.normalize("NFKC", c) in listed for c in shown)
+    how = " (the same letters in another width: each is a rare token the model was not shown)" if width else ""
+    yield subject.at_row(
+        subject.samples[i].sample,
+        f"the prompt lists the options under {', '.join(listed[:6])} and the scored choices are "
+        f"{', '.join(map(repr, shown[:6]))}{how}, in {len(wrong)} of the {labelled} rows read: the model is "
+        "scored on labels the prompt never uses",
+        "choices",
+    )
+
+
+def _median_words(subject: AuditSubject, probe: int) -> float:
+    words = sorted(len(c.split()) for s in subject.samples[:probe] for c in s.choices)
+    return words[len(words) // 2] if words else 0
+
+
+def asks_label_scores_text(subject: AuditSubject) -> Iterator[Hit]:
+    """An explicit 'answer with the letter' over choices that are the option texts."""
+    if subject.spec.kind != "multiple_choice" or not subject.samples:
+        return
+    probe = min(len(subject.samples), PROBE_ROWS)
+    if any(all(_label(c) for c in s.choices) for s in subject.samples[:probe] if s.choices):
+        return  # some rows are scored on labels
+    if _median_words(subject, probe) < TEXT_WORDS:
+        return
+    chat = subject.spec.chat if subject.templated else None
+    config = None if subject.templated else lmeval_config(subject)
+    description = getattr(config, "description", None)
+    places = [
+        ("chat.system", "chat", chat.system if chat is not None and subject.use_chat else None),
+        ("description", "description", description if isinstance(description, str) else None),
+        ("prompt" if subject.templated else "doc_to_text", "prompt", subject.prompt_texts[0]),
+    ]
+    for field, key, text in places:
+        match = _ASKS_LABEL.search(text or "")
+        if match is None:
+            continue
+        what = (match.group(1) or match.group(2) or "label").lower()
+        yield subject.at_line(
+            key,
+            f"the {field} asks for the option's {what} ({match.group()!r}) and the scored choices are the option "
+            f"texts (e.g. {subject.samples[0].choices[0].strip()!r:.40}): the model is scored on a continuation it "
+            f"was told not to write; score the {what}s, or drop the instruction",
+            field,
+        )
+        return
+
+
+RULES = (
+    AuditRule(
+        "prompt.asks-other-form",
+        "warning",
+        "The prompt, chat.system or lm-eval's description asks for the option's letter or number ('Answer with the "
+        "letter of the correct option') while the scored choices are the option texts.",
+        asks_label_scores_text,
+    ),
+)
