@@ -27,6 +27,7 @@ from proctor.audit import (
     leak_rules,
     length_rules,
     letter_map_rules,
+    limit_rules,
     metric_rules,
     missing_value_rules,
     model_rules,
@@ -85,6 +86,7 @@ BUILTIN_RULES: tuple[AuditRule, ...] = (
     *metric_rules.RULES,
     *cluster_rules.RULES,
     *perplexity_rules.RULES,
+    *limit_rules.RULES,
     *run_rules.RULES,
     *model_rules.RULES,  # once the model has loaded (proctor run)
 )

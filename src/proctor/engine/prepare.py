@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.conflict_rules import across_tasks
-from proctor.audit.run_rules import GroupMembers, duplicate_notes, limit_notes, size_notes
+from proctor.audit.limit_rules import limit_notes
+from proctor.audit.run_rules import GroupMembers, duplicate_notes, size_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.run_overrides import RunOverrides, limit_count
