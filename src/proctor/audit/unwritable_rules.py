@@ -3,6 +3,13 @@
 (``北京。``: SQuAD's normalisation drops ASCII punctuation only). An answer of the reference's visible words
 then differs from it once both are normalised, so the row scores 0 whatever the model says.
 
+Unicode's form is read too (``_form``): decomposed accents (NFD 'Tích cực', where a model writes the composed
+NFC form), compatibility characters (the ligature 'ﬁ' of a PDF's text, full-width digits '１８') and typographic
+punctuation inside an answer ('O’Connor', 'mini–game', where a model writes ASCII's). The metrics compare
+characters as they stand (SQuAD's normalisation drops ASCII punctuation only), so such a row scores 0. These are
+named where a tenth of the rows or more hold one, and a reference whose row also lists the written form as an
+alias is left alone (many datasets spell an apostrophe ’ and also accept it as ').
+
 Every dialect's generated rows are read (their references are what the metrics compare); the rows are found
 with one pass over the references' joined text, so a task without such characters costs one ``isascii``.
 """
@@ -34,6 +41,31 @@ def _end_punctuation(text: str) -> str:
     while end and not text[end - 1].isascii() and unicodedata.category(text[end - 1]).startswith("P"):
         end -= 1
     return text[end:]
+
+
+# Unicode's compatibility blocks a pipeline leaves in text: Latin and Hebrew ligatures, full-width ASCII
+_COMPATIBILITY = re.compile("[\ufb00-\ufb4f\uff01-\uff5e]")
+# typographic punctuation a word processor writes where a model writes ASCII's (SQuAD's set is ASCII only)
+_TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "…": "..."})
+
+
+def _form(reference: str) -> tuple[str, str]:
+    """(the reference as a model writes it, what differs, as the message shows it) where Unicode's form is what
+    no model writes: decomposed accents, a compatibility character, typographic punctuation."""
+    composed = unicodedata.normalize("NFC", reference)
+    if composed != reference:
+        return composed, "decomposed accents (Unicode NFD; a model writes the composed NFC form)"
+    odd = _COMPATIBILITY.search(reference)
+    if odd is not None:
+        return unicodedata.normalize("NFKC", reference), (
+            f"{odd.group()!r} ({unicodedata.name(odd.group(), '?').lower()}, where a model writes "
+            f"{unicodedata.normalize('NFKC', odd.group())!r})"
+        )
+    plain = reference.translate(_TYPOGRAPHIC)
+    if plain != reference:
+        mark = next(c for c in reference if c in "’‘“”–—…")
+        return plain, f"the typographic {mark!r} (a model writes {mark.translate(_TYPOGRAPHIC)!r})"
+    return reference, ""
 
 
 def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
@@ -69,6 +101,7 @@ def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
         return
     compared_whole = bool(metric_names(subject) & {"exact_match", "f1"})
     odd: list[tuple[int, str, str]] = []  # (sample position, reference, what no model writes)
+    formed: list[tuple[int, str, str]] = []  # the same, for Unicode's form
     for i, row in enumerate(references):
         if columns.choices[i]:
             continue
@@ -79,13 +112,21 @@ def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
             if taken and visible.strip() and SQUAD(visible) != SQUAD(reference):
                 odd.append((i, reference, taken))
                 break
+            visible, taken = _form(reference)
+            # an alias in the form a model writes answers the row
+            if taken and visible.strip() and SQUAD(visible) not in {SQUAD(r) for r in row}:
+                formed.append((i, reference, taken))
+                break
+    if not odd and len(formed) * 10 >= len(references):
+        odd = formed  # a stray row or two is the data's spelling; a tenth of them is how the data was made
     if odd:
         i, reference, taken = odd[0]
         yield subject.at_row(
             subject.samples[i].sample,
             f"the reference {reference!r:.60} holds {taken}, which no model writes ({len(odd)} of "
             f"{len(references)} rows): an answer of its visible words is scored 0 even once normalised; clean "
-            "the references (strip markup, invisible characters and the end punctuation the metric keeps)",
+            "the references (strip markup, invisible characters and the end punctuation the metric keeps; "
+            "NFKC-normalise them, or write punctuation as ASCII)",
             "target",
         )
 
@@ -95,7 +136,8 @@ RULES = (
         "references.unwritable",
         "warning",
         "A reference holds what no model writes (markup tags, zero-width or soft-hyphen characters, a non-ASCII end "
-        "punctuation that exact match and F1 keep): its row scores 0 whatever the model says.",
+        "punctuation that exact match and F1 keep, decomposed accents, ligatures, full-width digits, typographic "
+        "punctuation): its row scores 0 whatever the model says.",
         unwritable_references,
     ),
 )
