@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from proctor.core.audit import Hit
 from proctor.core.errors import TaskDefinitionError
@@ -14,6 +14,7 @@ from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import swallowed_rows
+from proctor.data.reserved_names import no_reserved
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -38,29 +39,6 @@ Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or 
 
 ROW_KEY = "_row"  # 1-based line (jsonl, csv incl. header) or record number, for error messages
 FILE_KEY = "_file"  # file stem; lets tasks break results down by file
-# the names the reader gives values of its own (the source's sets '_source', its path below the glob, and '_path'):
-# a data column of one of them would be silently replaced, and `id: _row` or `breakdown: _file` read the reader's
-_RESERVED = {
-    ROW_KEY: "the row's line or record number",
-    FILE_KEY: "the file's name",
-    "_source": "the file's path below the glob",
-    "_path": "the file's path",
-}
-
-
-def _no_reserved(keys: Iterable[object], path: Path, line: int | None = None) -> None:
-    """Refuse a data column named as one of the reader's own fields (the first row's keys, a CSV's header)."""
-    taken = [k for k in keys if k in _RESERVED]
-    if taken:
-        name = str(taken[0])
-        raise TaskDefinitionError(
-            f"the data has a column '{name}', a name the reader uses for {_RESERVED[name]}: the column's values "
-            f"would be silently replaced by it (a breakdown, an id or a template reading '{name}' gets the "
-            f"reader's, not the data's); rename the column (e.g. '{name[1:]}')",
-            file=path,
-            line=line,
-            field=name,
-        )
 
 
 def detect_format(path: Path) -> str:
@@ -278,14 +256,14 @@ def parse_json(text: str, path: Path) -> Any:
 
 
 def _read_jsonl(path: Path) -> list[Row]:
-    rows = []
+    rows: list[Row] = []
     for number, row in json_values(path):
         if not isinstance(row, dict):
             raise TaskDefinitionError(
                 f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
             )
         if not rows:
-            _no_reserved(row, path, number)
+            no_reserved(row, path, number)
         row[ROW_KEY] = number
         rows.append(row)
     return rows
@@ -301,12 +279,12 @@ def _read_json(path: Path, records_key: str | None) -> list[Row]:
         raise TaskDefinitionError(
             "expected a list of records (or set 'records_key' to the key that holds them)", file=path
         )
-    rows = []
+    rows: list[Row] = []
     for number, row in enumerate(data, start=1):
         if not isinstance(row, dict):
             raise TaskDefinitionError(f"record is a {type(row).__name__}, expected an object", file=path, row=number)
         if not rows:
-            _no_reserved(row, path)
+            no_reserved(row, path)
         rows.append({**row, ROW_KEY: number})
     return rows
 
@@ -323,7 +301,7 @@ def _read_delimited(
             if first_line is None:  # no line at all
                 return []
             header = first_line
-        _no_reserved(header, path, None if columns else 1)
+        no_reserved(header, path, None if columns else 1)
         repeat = first_repeat(header)
         if repeat is not None:  # a row dict would keep only the last of them
             raise TaskDefinitionError(
@@ -367,7 +345,7 @@ def _read_parquet(path: Path) -> list[Row]:
     rows = []
     for file in files:
         rows.extend(pq.read_table(file).to_pylist())
-    _no_reserved(rows[0] if rows else (), path)
+    no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
@@ -385,7 +363,7 @@ def _read_arrow(path: Path) -> list[Row]:
                 source.seek(0)
                 table = pa.ipc.open_file(source).read_all()
         rows.extend(table.to_pylist())
-    _no_reserved(rows[0] if rows else (), path)
+    no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
