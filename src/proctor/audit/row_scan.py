@@ -276,7 +276,7 @@ def _composed(
     """The rows as ``_repeats`` compares them: a row typed in decomposed accents (Unicode NFD, 'Tích' as 'Ti' and
     two combining marks) is the same item to a reader as its composed twin, so such rows' prompts and choices are
     composed (NFC) first. Most tasks hold none: their own columns are returned, at one flag read per row."""
-    odd = [i for i, t in enumerate(texts) if _decomposed(t)]
+    odd = [] if all(map(str.isascii, texts)) else [i for i, t in enumerate(texts) if _decomposed(t)]
     if not choices.ascii:
         odd += [i for i, row in enumerate(columns.choices) if any(map(_decomposed, row))]
     if not odd:
