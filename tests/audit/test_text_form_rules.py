@@ -208,3 +208,27 @@ def test_a_data_column_named_as_a_readers_field_is_refused(name, text, column, t
     out = capsys.readouterr()
     error = next(line for line in (out.out + out.err).splitlines() if f"column '{column}'" in line)
     assert f"{name}:1" in error and f"field '{column}'" in error and "silently replaced" in error, error
+
+
+@pytest.mark.parametrize(
+    ("answers", "shown"),
+    [
+        (["18.0", "3.0", "70000.0", "540.0"], "'18.0' is a whole number written as a float"),  # a pandas column
+        (["\\boxed{18}", "\\boxed{3}", "\\boxed{70000}", "\\boxed{540}"], "holds LaTeX (\\boxed{"),  # MATH's wrapper
+    ],
+)
+def test_a_number_in_a_form_the_metric_mangles_is_named(answers, shown, tmp_path, capsys):
+    (line,) = _gen_findings(tmp_path / "broken", answers, capsys)
+    assert shown in line, line
+    assert "data.jsonl, row 1" in line and "field 'target'" in line, line
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        ["18", "3", "70000", "540"],
+        ["18.0", "2.5", "3.0", "0.25"],  # decimals: '18.0' is the data's own way of writing them
+    ],
+)
+def test_numbers_as_a_model_writes_them_are_silent(answers, tmp_path, capsys):
+    assert _gen_findings(tmp_path / "right", answers, capsys) == []

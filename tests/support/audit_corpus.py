@@ -3351,6 +3351,24 @@ lm_add(
     rule("data.split"),
 )
 add(
+    "form-refs-float-text",
+    "references.unwritable",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["18.0", "3.0", "70000.0", "540.0"])]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-boxed",
+    "references.unwritable",
+    gen([{**r, "answer": "\\boxed{" + a + "}"} for r, a in zip(GEN_ROWS, ["18", "3", "70000", "540"])]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-decimals-ok",
+    "ok",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["18.0", "2.5", "3.0", "0.25"])]),
+    OK,
+)
+add(
     "form-reserved-row-column",
     "data",
     native([{**r, "_row": 7 * i} for i, r in enumerate(QUIZ)], data={"path": "data.jsonl", "id": "_row"}),

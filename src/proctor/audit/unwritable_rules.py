@@ -21,6 +21,7 @@ import unicodedata
 from typing import Iterator
 
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.source_rows import target_reads
 from proctor.audit.subject import INVISIBLE, AuditSubject
 from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
@@ -91,10 +92,52 @@ def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
     return reference, ""
 
 
+PROBE_ROWS = 1000  # rows read for the numbers' form: a pipeline's float column is in every row
+_FLOAT_TEXT = re.compile(r"-?\d+\.0+")  # an integer a float column wrote ('18.0'): SQuAD makes it '180'
+_DECIMAL = re.compile(r"-?\d*\.\d*[1-9]\d*")  # a number with a fraction: the answers are decimals
+_LATEX = re.compile(r"\\(?:boxed|fbox|frac|dfrac|text|mathrm)\{")  # MATH's wrappers: SQuAD makes '\boxed{18}' 'boxed18'
+
+
+def _number_forms(subject: AuditSubject) -> Iterator[Hit]:
+    """Most references an integer written as a float ('18.0', a pandas column's), where no reference read has a
+    fraction, or a LaTeX wrapper (``\\boxed{18}``) the prompts do not mention: a model answers '18', and the
+    metric's normalisation ('180', 'boxed18') never matches it."""
+    rows = [(i, refs) for i, refs in enumerate(subject.columns.references[:PROBE_ROWS]) if refs]
+    if len(rows) < 4:
+        return
+    floats = [(i, r) for i, refs in rows for r in refs[:1] if _FLOAT_TEXT.fullmatch(r.strip())]
+    if len(floats) * 2 >= len(rows) and not any(_DECIMAL.fullmatch(r.strip()) for _, refs in rows for r in refs):
+        i, reference = floats[0]
+        fields = subject.samples[i].sample.fields
+        if any(isinstance(fields.get(name), float) for name in target_reads(subject)):
+            return  # a float the row holds as a number: references.coerced's own finding names it
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r} is a whole number written as a float ({len(floats)} of {len(rows)} rows "
+            f"read, and none has a fraction): a model answers {reference.split('.')[0]!r}, and the metric's "
+            f"normalisation makes the reference {SQUAD(reference)!r}, so the row scores 0; write the references as "
+            "integers (a float column read from pandas?)",
+            "target",
+        )
+        return
+    wrapped = [(i, r, found.group()) for i, refs in rows for r in refs[:1] if (found := _LATEX.search(r))]
+    prompts = subject.columns.prompt_texts
+    if len(wrapped) * 2 >= len(rows) and not any("\\" in prompts[i] for i, _, _ in wrapped[:20]):
+        i, reference, wrapper = wrapped[0]
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r:.40} holds LaTeX ({wrapper}...) in {len(wrapped)} of {len(rows)} rows "
+            f"read, which the prompts do not ask for: the metric's normalisation makes it {SQUAD(reference)!r:.30}, "
+            "which an answer of the number alone never matches; strip the wrapper",
+            "target",
+        )
+
+
 def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
     columns = subject.columns
     if columns.all_multiple_choice:
         return  # a multiple-choice task: the model writes nothing to compare
+    yield from _number_forms(subject)
     references = columns.references
     joined = "".join("".join(r) for r in references)
     if joined.isascii() and "<" not in joined:
@@ -137,7 +180,7 @@ RULES = (
         "warning",
         "A reference holds what no model writes (markup tags, zero-width or soft-hyphen characters, a non-ASCII end "
         "punctuation that exact match and F1 keep, decomposed accents, ligatures, full-width digits, typographic "
-        "punctuation): its row scores 0 whatever the model says.",
+        "punctuation, an integer written as a float, a LaTeX wrapper): its row scores 0 whatever the model says.",
         unwritable_references,
     ),
 )
