@@ -9,6 +9,7 @@ import dataclasses
 import random
 import re
 import sys
+import unicodedata
 from typing import Any, Sequence
 
 import pytest
@@ -57,6 +58,10 @@ def _id_key(sample_id: str) -> str:
     return repr(number) if number == number else key
 
 
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
 def reference_scan(samples: Sequence[PreparedSample], texts: Sequence[str]) -> RowScan:
     scan = RowScan()
     items: dict[tuple[str, ...], int] = {}
@@ -70,6 +75,9 @@ def reference_scan(samples: Sequence[PreparedSample], texts: Sequence[str]) -> R
             scan.placeholder_choices.append(i)
         if len(keys) > 1 and (not isinstance(keys[0], bytes) or not TRUTH_KEYS.isdisjoint(keys)):
             scan.truth_choices.append(i)
+        # items compared with their accents composed (NFC): a row typed in decomposed accents is the same item
+        text, s = nfc(text), dataclasses.replace(s, text=None if s.text is None else nfc(s.text))
+        s = dataclasses.replace(s, choices=tuple(map(nfc, s.choices)))
         item = (" ".join(s.text.split()),) if s.text is not None else (" ".join(text.split()), "\x00".join(s.choices))
         if item not in (("", ""), ("",)):
             earlier = items.setdefault(item, i)

@@ -1,5 +1,5 @@
 """The audit's rules over a task's settings, its limits and its group (``proctor.audit.setting_rules``,
-``proctor.audit.run_rules``, ``limit_rules``), and the generation rules on lm-eval's and SEA-HELM's own settings: each on a
+``limit_rules``, ``run_rules``), and the generation rules on lm-eval's and SEA-HELM's own settings: each on a
 valid-looking task that breaks it, through the ``proctor`` command's entry point, checking the finding's rule,
 file, row or line, field and the numbers it names; each with a clean twin that must stay silent. ``--limit`` is
 checked on ``proctor run`` (in-process, and once in a fresh process with results.json)."""

@@ -3325,6 +3325,162 @@ add(
     rule("group.look-alike"),
 )
 
+# ---------------------------------------------------------------- text forms (red team 10: Unicode form, label
+# lists, truth values, records keys): references.unwritable, samples.duplicate, labels.own-list,
+# target.contradicts-answer, data.split
+
+
+def _nfd_text(text: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFD", text)
+
+
+_VI_ANSWERS = ["Nó dễ vỡ.", "Tích cực", "Tiêu cực", "Tôi lấy một cuống vé."]
+add(
+    "form-refs-nfd",
+    "references.unwritable",
+    gen([{**r, "answer": _nfd_text(a)} for r, a in zip(GEN_ROWS, _VI_ANSWERS)]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-ligature",
+    "references.unwritable",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["Self-raising ﬂour", "ﬁsh", "ﬁg", "Tokyo"])]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-fullwidth-digits",
+    "references.unwritable",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["１８", "４２", "７", "１００"])]),
+    rule("references.unwritable"),
+)
+add("form-refs-nfc-ok", "ok", gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, _VI_ANSWERS)]), OK)
+_VI_QUIZ = [
+    {"id": "v1", "question": "Thủ đô của Việt Nam là gì?", "choices": ["Hà Nội", "Huế", "Đà Nẵng"], "label": 0},
+    {"id": "v2", "question": "Sông dài nhất Việt Nam?", "choices": ["Sông Hồng", "Mê Kông", "Sông Đà"], "label": 1},
+    {"id": "v3", "question": "Món ăn nổi tiếng?", "choices": ["Phở", "Sushi", "Pizza"], "label": 0},
+    {"id": "v4", "question": "Màu của lá cây?", "choices": ["Đỏ", "Xanh", "Tím"], "label": 1},
+    {"id": "v5", "question": "Con vật biết bay?", "choices": ["Chó", "Mèo", "Chim"], "label": 2},
+]
+add(
+    "form-rows-repeated-nfd",
+    "samples.duplicate",
+    native(
+        _VI_QUIZ
+        + [
+            {
+                **_VI_QUIZ[0],
+                "id": "v6",
+                "question": _nfd_text(_VI_QUIZ[0]["question"]),
+                "choices": [_nfd_text(c) for c in _VI_QUIZ[0]["choices"]],
+            }
+        ]
+    ),
+    rule("samples.duplicate"),
+)
+_ARC_KEYED = [
+    {"id": "a1", "question": "Which is a planet?", "choices": {"text": ["Mars", "Moon", "Sun"], "label": list("ABC")}},
+    {"id": "a2", "question": "Which is a gas?", "choices": {"text": ["Rock", "Steam", "Ice"], "label": list("ABC")}},
+    {"id": "a3", "question": "Which melts?", "choices": {"text": ["Wood", "Glass", "Ice"], "label": ["1", "2", "3"]}},
+    {"id": "a4", "question": "Which swims?", "choices": {"text": ["Fish", "Cat", "Dog"], "label": ["1", "2", "3"]}},
+    {"id": "a5", "question": "Which flies?", "choices": {"text": ["Cow", "Bird", "Pig"], "label": list("ABC")}},
+    {"id": "a6", "question": "Which is red?", "choices": {"text": ["Sky", "Grass", "Blood"], "label": list("ABC")}},
+]
+_ARC_KEYED = [{**r, "answerKey": k} for r, k in zip(_ARC_KEYED, ["A", "B", "3", "1", "B", "C"])]
+_ARC_FIELDS = {"prompt": "Question: {{ question }}\nAnswer:", "choices": "{{ choices.text }}"}
+add(
+    "form-arc-letter-map-default",
+    "labels.own-list",
+    native(_ARC_KEYED, **_ARC_FIELDS, target="{{ {'A': 0, 'B': 1, 'C': 2, 'D': 3}.get(answerKey, 0) }}"),
+    rule("labels.own-list"),
+)
+add(
+    "form-arc-find-else-zero",
+    "labels.own-list",
+    native(_ARC_KEYED, **_ARC_FIELDS, target="{{ 'ABCD'.find(answerKey) if answerKey in 'ABCD' else 0 }}"),
+    rule("labels.own-list"),
+)
+add(
+    "form-arc-label-index-ok",
+    "ok",
+    native(_ARC_KEYED, **_ARC_FIELDS, target="{{ choices.label.index(answerKey) }}"),
+    OK,
+)
+lm_add(
+    "form-arc-letter-map-default",
+    "labels.own-list",
+    lm(
+        LM.replace("doc_to_choice: choices", "doc_to_choice: '{{choices.text}}'").replace(
+            "doc_to_target: label", "doc_to_target: \"{{ {'A': 0, 'B': 1, 'C': 2}.get(answerKey, 0) }}\""
+        ),
+        test=_ARC_KEYED,
+        train=[{**r, "id": "t" + r["id"], "question": "Train " + r["question"]} for r in _ARC_KEYED],
+    ),
+    rule("labels.own-list"),
+)
+_BOOL_ROWS = [
+    {"id": f"b{i}", "passage": f"Passage {i} about a topic.", "question": f"is claim {i} true", "answer": i % 3 != 0}
+    for i in range(8)
+]
+_BOOL_FIELDS = {"prompt": "{{ passage }}\nQuestion: {{ question }}?\nAnswer:", "choices": ["no", "yes"]}
+add(
+    "form-bool-answer-inverted",
+    "target.contradicts-answer",
+    native(_BOOL_ROWS, **_BOOL_FIELDS, target="{{ 0 if answer else 1 }}"),
+    rule("target.contradicts-answer"),
+)
+add("form-bool-answer-ok", "ok", native(_BOOL_ROWS, **_BOOL_FIELDS, target="{{ 1 if answer else 0 }}"), OK)
+_SPLIT_FILE = json.dumps({"train": [{**r, "question": "Train " + r["question"]} for r in QUIZ], "test": QUIZ})
+add(
+    "form-records-key-train",
+    "data.split",
+    {"t.yaml": task_yaml(data={"path": "data.json", "records_key": "train"}), "data.json": _SPLIT_FILE},
+    rule("data.split"),
+)
+add(
+    "form-records-key-test-ok",
+    "ok",
+    {"t.yaml": task_yaml(data={"path": "data.json", "records_key": "test"}), "data.json": _SPLIT_FILE},
+    OK,
+)
+lm_add(
+    "form-records-field-train",
+    "data.split",
+    {
+        "quiz.yaml": LM.replace("    train: train.jsonl\n", "")
+        .replace("test: test.jsonl", "test: data.json")
+        .replace("fewshot_split: train\n", "")
+        .replace("output_type", "  field: train\noutput_type"),
+        "data.json": _SPLIT_FILE,
+    },
+    rule("data.split"),
+)
+add(
+    "form-refs-float-text",
+    "references.unwritable",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["18.0", "3.0", "70000.0", "540.0"])]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-boxed",
+    "references.unwritable",
+    gen([{**r, "answer": "\\boxed{" + a + "}"} for r, a in zip(GEN_ROWS, ["18", "3", "70000", "540"])]),
+    rule("references.unwritable"),
+)
+add(
+    "form-refs-decimals-ok",
+    "ok",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["18.0", "2.5", "3.0", "0.25"])]),
+    OK,
+)
+add(
+    "form-reserved-row-column",
+    "data",
+    native([{**r, "_row": 7 * i} for i, r in enumerate(QUIZ)], data={"path": "data.jsonl", "id": "_row"}),
+    ("error", "_row"),
+)
+
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
 USE_CASE = """\

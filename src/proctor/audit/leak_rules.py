@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+import unicodedata
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -23,11 +24,16 @@ DISTINCT_CHARS = 12  # a text this long that one row alone has names that row (i
 _PUNCTUATION_AS_SPACE = str.maketrans({c: " " for c in string.punctuation})
 
 
+def _composed(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 def _texts(fields: Mapping[str, object]) -> set[str]:
     """A row's long texts, spacing, case and punctuation aside: what a copy of the row keeps under new ids or
-    field names, or re-spaced by a tokenizer's round trip."""
+    field names, or re-spaced by a tokenizer's round trip; accents composed (NFC: a copy typed in decomposed
+    accents is the same text to a reader)."""
     return {
-        " ".join(v.translate(_PUNCTUATION_AS_SPACE).split()).casefold()
+        " ".join(_composed(v).translate(_PUNCTUATION_AS_SPACE).split()).casefold()
         for k, v in fields.items()
         if k not in READER_FIELDS and isinstance(v, str) and len(v) >= DISTINCT_CHARS
     }

@@ -10,6 +10,7 @@ few hundred or thousand rows: each rule walks them once.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING, Iterator
 
 from proctor.audit.row_choices import RowChoices
@@ -27,6 +28,9 @@ def _hit(subject: AuditSubject, row: RowChoices, message: str, field: str) -> Hi
 
 
 def _loose(text: str) -> str:
+    """Case, spacing and the accents' Unicode form (a row typed in decomposed accents, NFD) aside."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
     return " ".join(text.casefold().split())
 
 

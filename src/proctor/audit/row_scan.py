@@ -17,7 +17,8 @@ definitions find (``tests/audit/test_row_scan.py`` holds them and compares).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import unicodedata
+from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
 from typing import Any, Callable, Sequence
 
@@ -297,6 +298,33 @@ def _repeats(
     return out, reorders
 
 
+def _decomposed(text: str) -> bool:
+    return not text.isascii() and not unicodedata.is_normalized("NFC", text)  # (isascii reads a flag: O(1))
+
+
+def _composed(
+    samples: Sequence[PreparedSample], texts: Sequence[str], columns: Columns, choices: Choices
+) -> tuple[Sequence[PreparedSample], Sequence[str], Columns, Choices]:
+    """The rows as ``_repeats`` compares them: a row typed in decomposed accents (Unicode NFD, 'Tích' as 'Ti' and
+    two combining marks) is the same item to a reader as its composed twin, so such rows' prompts and choices are
+    composed (NFC) first. Most tasks hold none: their own columns are returned, at one flag read per row."""
+    odd = [] if all(map(str.isascii, texts)) else [i for i, t in enumerate(texts) if _decomposed(t)]
+    if not choices.ascii:
+        odd += [i for i, row in enumerate(columns.choices) if any(map(_decomposed, row))]
+    if not odd:
+        return samples, texts, columns, choices
+    nfc = unicodedata.normalize
+    samples, texts = list(samples), list(texts)
+    for i in set(odd):
+        s = samples[i]
+        text = None if s.text is None else nfc("NFC", s.text)
+        samples[i] = replace(s, choices=tuple(nfc("NFC", c) for c in s.choices), text=text)
+        texts[i] = nfc("NFC", texts[i])
+    composed = Columns(samples)
+    composed.prompt_texts = texts
+    return samples, texts, composed, Choices.of(composed.choices, composed.choice_counts)
+
+
 # -- text a reader should look at -----------------------------------------------------------------------------
 
 
@@ -340,7 +368,8 @@ def scan_rows(
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
     choices = Choices.of(columns.choices, columns.choice_counts)
-    repeats, reorders = _repeats(samples, columns.own_texts, texts, choices)
+    same, same_texts, same_columns, same_choices = _composed(samples, texts, columns, choices)
+    repeats, reorders = _repeats(same, same_columns.own_texts, same_texts, same_choices)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
         placeholder_choices=_rows_withcheap_key(choices, PLACEHOLDER_KEYS, _PLACEHOLDER_PRINTS),

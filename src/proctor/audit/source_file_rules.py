@@ -53,6 +53,8 @@ class EvaluatedSplit:
     line: int | None = None  # its line naming the split
     files_setting: str | None = None  # the task file's key mapping the split to its files ('data_files.test')
     files_line: int | None = None  # its line
+    records: str | None = None  # the key inside the files whose records are read (lm-eval's dataset_kwargs.field)
+    records_line: int | None = None  # its line
 
 
 _HELD_OUT = ("test", "validation")
@@ -60,6 +62,22 @@ _HELD_OUT = ("test", "validation")
 
 def _held_out(name: str, files: Sequence[str]) -> bool:
     return split_of(name) in _HELD_OUT or any(split_of(Path(f).name) in _HELD_OUT for f in files)
+
+
+def _records_key(key: str | None, setting: str, file: str | None, line: int | None) -> Hit | None:
+    """A JSON file's records picked by a key naming the training split (``records_key: train``, lm-eval's
+    ``dataset_kwargs.field: train`` over ``{"train": [...], "test": [...]}``): the file names no split, the key
+    does, and the rows scored as test rows are training rows."""
+    if key is None or split_of(key) != "train":
+        return None
+    return Hit(
+        f"{setting} '{key}' reads the records of the file's training split: the evaluated rows are training data a "
+        "model may have been tuned on, scored as test rows; read the test (or validation) records, or say why in "
+        "the task file",
+        file=file,
+        line=line,
+        field=setting,
+    )
 
 
 def _dialect_split(split: EvaluatedSplit) -> Hit | None:
@@ -120,10 +138,17 @@ def training_split(subject: AuditSubject) -> Iterator[Hit]:
     if callable(get):
         evaluated = get()
         hit = _dialect_split(evaluated) if isinstance(evaluated, EvaluatedSplit) else None
+        if hit is None and isinstance(evaluated, EvaluatedSplit):
+            hit = _records_key(evaluated.records, "dataset_kwargs.field", evaluated.file, evaluated.records_line)
         if hit is not None:
             yield hit
     if not subject.templated:
         return
+    for data in subject.spec.data[:1]:  # (of a list of sources, the first found is read)
+        hit = _records_key(data.records_key, "records_key", subject.file, subject.line("data"))
+        if hit is not None:
+            yield hit
+            return
     source = subject.stats.get("source", "")
     if source and not _globbed(subject) and not source.startswith("hub:"):
         paths = {source}  # one file: the reader named it

@@ -3,6 +3,13 @@
 (``北京。``: SQuAD's normalisation drops ASCII punctuation only). An answer of the reference's visible words
 then differs from it once both are normalised, so the row scores 0 whatever the model says.
 
+Unicode's form is read too (``_form``): decomposed accents (NFD 'Tích cực', where a model writes the composed
+NFC form), compatibility characters (the ligature 'ﬁ' of a PDF's text, full-width digits '１８') and typographic
+punctuation inside an answer ('O’Connor', 'mini–game', where a model writes ASCII's). The metrics compare
+characters as they stand (SQuAD's normalisation drops ASCII punctuation only), so such a row scores 0. These are
+named where a tenth of the rows or more hold one, and a reference whose row also lists the written form as an
+alias is left alone (many datasets spell an apostrophe ’ and also accept it as ').
+
 Every dialect's generated rows are read (their references are what the metrics compare); the rows are found
 with one pass over the references' joined text, so a task without such characters costs one ``isascii``.
 """
@@ -14,6 +21,7 @@ import unicodedata
 from typing import Iterator
 
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.source_rows import target_reads
 from proctor.audit.subject import INVISIBLE, AuditSubject
 from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
@@ -34,6 +42,31 @@ def _end_punctuation(text: str) -> str:
     while end and not text[end - 1].isascii() and unicodedata.category(text[end - 1]).startswith("P"):
         end -= 1
     return text[end:]
+
+
+# Unicode's compatibility blocks a pipeline leaves in text: Latin and Hebrew ligatures, full-width ASCII
+_COMPATIBILITY = re.compile("[\ufb00-\ufb4f\uff01-\uff5e]")
+# typographic punctuation a word processor writes where a model writes ASCII's (SQuAD's set is ASCII only)
+_TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "…": "..."})
+
+
+def _form(reference: str) -> tuple[str, str]:
+    """(the reference as a model writes it, what differs, as the message shows it) where Unicode's form is what
+    no model writes: decomposed accents, a compatibility character, typographic punctuation."""
+    composed = unicodedata.normalize("NFC", reference)
+    if composed != reference:
+        return composed, "decomposed accents (Unicode NFD; a model writes the composed NFC form)"
+    odd = _COMPATIBILITY.search(reference)
+    if odd is not None:
+        return unicodedata.normalize("NFKC", reference), (
+            f"{odd.group()!r} ({unicodedata.name(odd.group(), '?').lower()}, where a model writes "
+            f"{unicodedata.normalize('NFKC', odd.group())!r})"
+        )
+    plain = reference.translate(_TYPOGRAPHIC)
+    if plain != reference:
+        mark = next(c for c in reference if c in "’‘“”–—…")
+        return plain, f"the typographic {mark!r} (a model writes {mark.translate(_TYPOGRAPHIC)!r})"
+    return reference, ""
 
 
 def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
@@ -59,16 +92,59 @@ def _visible(reference: str, compared_whole: bool) -> tuple[str, str]:
     return reference, ""
 
 
+PROBE_ROWS = 1000  # rows read for the numbers' form: a pipeline's float column is in every row
+_FLOAT_TEXT = re.compile(r"-?\d+\.0+")  # an integer a float column wrote ('18.0'): SQuAD makes it '180'
+_DECIMAL = re.compile(r"-?\d*\.\d*[1-9]\d*")  # a number with a fraction: the answers are decimals
+_LATEX = re.compile(r"\\(?:boxed|fbox|frac|dfrac|text|mathrm)\{")  # MATH's wrappers: SQuAD makes '\boxed{18}' 'boxed18'
+
+
+def _number_forms(subject: AuditSubject) -> Iterator[Hit]:
+    """Most references an integer written as a float ('18.0', a pandas column's), where no reference read has a
+    fraction, or a LaTeX wrapper (``\\boxed{18}``) the prompts do not mention: a model answers '18', and the
+    metric's normalisation ('180', 'boxed18') never matches it."""
+    rows = [(i, refs) for i, refs in enumerate(subject.columns.references[:PROBE_ROWS]) if refs]
+    if len(rows) < 4:
+        return
+    floats = [(i, r) for i, refs in rows for r in refs[:1] if _FLOAT_TEXT.fullmatch(r.strip())]
+    if len(floats) * 2 >= len(rows) and not any(_DECIMAL.fullmatch(r.strip()) for _, refs in rows for r in refs):
+        i, reference = floats[0]
+        fields = subject.samples[i].sample.fields
+        if any(isinstance(fields.get(name), float) for name in target_reads(subject)):
+            return  # a float the row holds as a number: references.coerced's own finding names it
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r} is a whole number written as a float ({len(floats)} of {len(rows)} rows "
+            f"read, and none has a fraction): a model answers {reference.split('.')[0]!r}, and the metric's "
+            f"normalisation makes the reference {SQUAD(reference)!r}, so the row scores 0; write the references as "
+            "integers (a float column read from pandas?)",
+            "target",
+        )
+        return
+    wrapped = [(i, r, found.group()) for i, refs in rows for r in refs[:1] if (found := _LATEX.search(r))]
+    prompts = subject.columns.prompt_texts
+    if len(wrapped) * 2 >= len(rows) and not any("\\" in prompts[i] for i, _, _ in wrapped[:20]):
+        i, reference, wrapper = wrapped[0]
+        yield subject.at_row(
+            subject.samples[i].sample,
+            f"the reference {reference!r:.40} holds LaTeX ({wrapper}...) in {len(wrapped)} of {len(rows)} rows "
+            f"read, which the prompts do not ask for: the metric's normalisation makes it {SQUAD(reference)!r:.30}, "
+            "which an answer of the number alone never matches; strip the wrapper",
+            "target",
+        )
+
+
 def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
     columns = subject.columns
     if columns.all_multiple_choice:
         return  # a multiple-choice task: the model writes nothing to compare
+    yield from _number_forms(subject)
     references = columns.references
     joined = "".join("".join(r) for r in references)
     if joined.isascii() and "<" not in joined:
         return
     compared_whole = bool(metric_names(subject) & {"exact_match", "f1"})
     odd: list[tuple[int, str, str]] = []  # (sample position, reference, what no model writes)
+    formed: list[tuple[int, str, str]] = []  # the same, for Unicode's form
     for i, row in enumerate(references):
         if columns.choices[i]:
             continue
@@ -79,13 +155,21 @@ def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
             if taken and visible.strip() and SQUAD(visible) != SQUAD(reference):
                 odd.append((i, reference, taken))
                 break
+            visible, taken = _form(reference)
+            # an alias in the form a model writes answers the row
+            if taken and visible.strip() and SQUAD(visible) not in {SQUAD(r) for r in row}:
+                formed.append((i, reference, taken))
+                break
+    if not odd and len(formed) * 10 >= len(references):
+        odd = formed  # a stray row or two is the data's spelling; a tenth of them is how the data was made
     if odd:
         i, reference, taken = odd[0]
         yield subject.at_row(
             subject.samples[i].sample,
             f"the reference {reference!r:.60} holds {taken}, which no model writes ({len(odd)} of "
             f"{len(references)} rows): an answer of its visible words is scored 0 even once normalised; clean "
-            "the references (strip markup, invisible characters and the end punctuation the metric keeps)",
+            "the references (strip markup, invisible characters and the end punctuation the metric keeps; "
+            "NFKC-normalise them, or write punctuation as ASCII)",
             "target",
         )
 
@@ -95,7 +179,8 @@ RULES = (
         "references.unwritable",
         "warning",
         "A reference holds what no model writes (markup tags, zero-width or soft-hyphen characters, a non-ASCII end "
-        "punctuation that exact match and F1 keep): its row scores 0 whatever the model says.",
+        "punctuation that exact match and F1 keep, decomposed accents, ligatures, full-width digits, typographic "
+        "punctuation, an integer written as a float, a LaTeX wrapper): its row scores 0 whatever the model says.",
         unwritable_references,
     ),
 )

@@ -14,6 +14,7 @@ from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import swallowed_rows
+from proctor.data.reserved_names import no_reserved
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -255,12 +256,14 @@ def parse_json(text: str, path: Path) -> Any:
 
 
 def _read_jsonl(path: Path) -> list[Row]:
-    rows = []
+    rows: list[Row] = []
     for number, row in json_values(path):
         if not isinstance(row, dict):
             raise TaskDefinitionError(
                 f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
             )
+        if not rows:
+            no_reserved(row, path, number)
         row[ROW_KEY] = number
         rows.append(row)
     return rows
@@ -276,10 +279,12 @@ def _read_json(path: Path, records_key: str | None) -> list[Row]:
         raise TaskDefinitionError(
             "expected a list of records (or set 'records_key' to the key that holds them)", file=path
         )
-    rows = []
+    rows: list[Row] = []
     for number, row in enumerate(data, start=1):
         if not isinstance(row, dict):
             raise TaskDefinitionError(f"record is a {type(row).__name__}, expected an object", file=path, row=number)
+        if not rows:
+            no_reserved(row, path)
         rows.append({**row, ROW_KEY: number})
     return rows
 
@@ -296,6 +301,7 @@ def _read_delimited(
             if first_line is None:  # no line at all
                 return []
             header = first_line
+        no_reserved(header, path, None if columns else 1)
         repeat = first_repeat(header)
         if repeat is not None:  # a row dict would keep only the last of them
             raise TaskDefinitionError(
@@ -339,6 +345,7 @@ def _read_parquet(path: Path) -> list[Row]:
     rows = []
     for file in files:
         rows.extend(pq.read_table(file).to_pylist())
+    no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
@@ -356,6 +363,7 @@ def _read_arrow(path: Path) -> list[Row]:
                 source.seek(0)
                 table = pa.ipc.open_file(source).read_all()
         rows.extend(table.to_pylist())
+    no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 

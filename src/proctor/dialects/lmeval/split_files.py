@@ -72,4 +72,8 @@ def evaluated_split(config: Mapping[str, Any], source: str | None, mapped: Seque
         name = config.get(key)
         if isinstance(name, str) and name != split:
             others.setdefault(name, ())
-    return EvaluatedSplit(split, setting, files, others, source, line, files_setting, files_line)
+    records = kwargs.get("field") if isinstance(kwargs, Mapping) else None  # datasets' json: the records' key
+    if not isinstance(records, str):
+        records = None
+    records_line = _line(source, "field", "dataset_kwargs") if records else None
+    return EvaluatedSplit(split, setting, files, others, source, line, files_setting, files_line, records, records_line)
