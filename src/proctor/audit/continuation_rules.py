@@ -22,6 +22,8 @@ TAIL_WORDS = 5  # the prompt's last words a continuation must repeat: a phrase, 
 
 _LAST_CUE = re.compile(r"([^\W\d_][^\W\d_ ]{0,24}):[ \t]*\Z")
 
+FIRST_ROWS = 20  # rows read before a rule of 'most rows' gives up
+
 
 def _probe(subject: AuditSubject) -> int:
     return min(len(subject.samples), PROBE_ROWS)
@@ -59,6 +61,8 @@ def continuation_carries_cue(subject: AuditSubject) -> Iterator[Hit]:
     texts, samples = subject.prompt_texts, subject.samples
     found: list[tuple[int, str, str]] = []
     for i in range(probe):
+        if i == FIRST_ROWS and not found:
+            return  # a cue most rows' answers carry shows in the first rows
         cue = _LAST_CUE.search(texts[i])
         answers = samples[i].choices or samples[i].references
         if cue is None or not answers:

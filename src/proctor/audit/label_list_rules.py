@@ -15,6 +15,7 @@ from proctor.audit.source_rows import documents, target_reads
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
+FIRST_ROWS = 20  # rows read before the rule gives up on a task whose rows carry no label list
 PROBE_ROWS = 1000  # rows read: a default reaches only the rows of a rarer key, spread through the file
 
 
@@ -37,6 +38,8 @@ def own_label_list(subject: AuditSubject) -> Iterator[Hit]:
     probed = 0
     docs = documents(subject)  # a native row's fields, or lm-eval's document
     for i, sample in enumerate(subject.samples[:PROBE_ROWS]):
+        if i == FIRST_ROWS and not probed:
+            return  # rows that carry their own label list carry it in every row: none of the first does
         if len(sample.gold) != 1 or len(sample.choices) < 2:
             continue
         fields = docs[i]

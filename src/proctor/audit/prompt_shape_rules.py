@@ -16,6 +16,7 @@ from proctor.core.audit import AuditRule, Hit
 PROBE_ROWS = 200
 MOST = 0.5  # of the rows read: the template's doing, not a row's accident
 MIN_ROWS = 3
+FIRST_ROWS = 20  # rows read before a rule of 'most rows' gives up
 
 # a cue word, its colon, then the same cue again with only spacing between ("Answer:\nAnswer:")
 _DOUBLED_CUE = re.compile(r"(?<![\w])([^\W\d_][^\W\d_ ]{0,19}(?: [^\W\d_]{1,20})?):\s*\1:", re.IGNORECASE)
@@ -33,6 +34,8 @@ def doubled_cue(subject: AuditSubject) -> Iterator[Hit]:
     if probe < MIN_ROWS:
         return
     texts = subject.prompt_texts
+    if not any(_DOUBLED_CUE.search(texts[i]) for i in range(min(probe, FIRST_ROWS))):
+        return  # a cue the template adds twice shows in most rows: none of the first
     found = [(i, m) for i in range(probe) if (m := _DOUBLED_CUE.search(texts[i])) is not None]
     if len(found) < MIN_ROWS or len(found) < MOST * probe:
         return

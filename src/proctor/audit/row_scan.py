@@ -303,12 +303,12 @@ def _decomposed(text: str) -> bool:
 
 
 def _composed(
-    samples: Sequence[PreparedSample], texts: Sequence[str], columns: Columns, choices: Choices
+    samples: Sequence[PreparedSample], texts: Sequence[str], columns: Columns, choices: Choices, ascii_texts: bool
 ) -> tuple[Sequence[PreparedSample], Sequence[str], Columns, Choices]:
     """The rows as ``_repeats`` compares them: a row typed in decomposed accents (Unicode NFD, 'Tích' as 'Ti' and
     two combining marks) is the same item to a reader as its composed twin, so such rows' prompts and choices are
     composed (NFC) first. Most tasks hold none: their own columns are returned, at one flag read per row."""
-    odd = [] if all(map(str.isascii, texts)) else [i for i, t in enumerate(texts) if _decomposed(t)]
+    odd = [] if ascii_texts else [i for i, t in enumerate(texts) if _decomposed(t)]
     if not choices.ascii:
         odd += [i for i, row in enumerate(columns.choices) if any(map(_decomposed, row))]
     if not odd:
@@ -341,12 +341,18 @@ def _odd(items: Sequence[str], backslash: bool) -> Flags:
     return flags | flags_of(str.__contains__, items, repeat("\\")) if backslash else flags
 
 
-def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], choices: Choices) -> list[int]:
-    """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash."""
+def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], choices: Choices) -> tuple[list[int], bool]:
+    """Rows whose prompt, a choice or a reference is non-ASCII or holds '&', or whose prompt holds a backslash;
+    and whether every prompt is ASCII (``_composed`` then has no prompt to compose)."""
     rows = np.zeros(len(texts), dtype=np.bool_)
+    ascii_texts = True
     # the prompts joined a piece at a time, as the choices are: one text of them all would be fresh memory
     if not all(_plain(_ROW.join(texts[at : at + PIECE]), backslash=True) for at in range(0, len(texts), PIECE)):
-        rows |= _odd(texts, backslash=True)
+        non_ascii = ~flags_of(str.isascii, texts)
+        ascii_texts = not non_ascii.any()
+        rows |= (
+            non_ascii | flags_of(str.__contains__, texts, repeat("&")) | flags_of(str.__contains__, texts, repeat("\\"))
+        )
     if not choices.plain:
         rows |= choices.rows_where(_odd(choices.items, backslash=False))
     items = list(chain.from_iterable(references))
@@ -354,7 +360,7 @@ def _unusual(references: Sequence[Sequence[str]], texts: Sequence[str], choices:
         widths = np.fromiter(map(len, references), dtype=np.intp, count=len(references))
         item_rows = np.repeat(np.arange(len(references)), widths)
         rows |= np.bincount(item_rows[_odd(items, backslash=False)], minlength=len(texts)) > 0
-    return _positions(rows)
+    return _positions(rows), ascii_texts
 
 
 def scan_rows(
@@ -368,7 +374,8 @@ def scan_rows(
         columns = Columns(samples)
         columns.prompt_texts = list(texts)  # the texts as given
     choices = Choices.of(columns.choices, columns.choice_counts)
-    same, same_texts, same_columns, same_choices = _composed(samples, texts, columns, choices)
+    unusual, ascii_texts = _unusual(columns.references, texts, choices)
+    same, same_texts, same_columns, same_choices = _composed(samples, texts, columns, choices, ascii_texts)
     repeats, reorders = _repeats(same, same_columns.own_texts, same_texts, same_choices)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),
@@ -376,7 +383,7 @@ def scan_rows(
         repeats=repeats,
         reorders=reorders,
         id_clashes=id_clashes(columns.ids),
-        unusual_text=_unusual(columns.references, texts, choices),
+        unusual_text=unusual,
         truth_choices=_rows_withcheap_key(choices, TRUTH_KEYS, _TRUTH_PRINTS),
         referring_choices=_rows_with_key(choices, REFERRING_KEYS, _REFERRING_PRINTS),
     )

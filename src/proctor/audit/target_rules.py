@@ -282,7 +282,9 @@ def constant_prompt(subject: AuditSubject) -> Iterator[Hit]:
 def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
     """Some rows' prompts are blank and others' are not: those rows are asked nothing (a missing question)."""
     texts = subject.prompt_texts
-    if all(map(str.strip, texts)):  # no prompt is blank (nearly every task): answered in C
+    # no prompt is blank (nearly every task): answered in C, with no stripped copy made (isspace stops at the
+    # first character that is not a space, the first of nearly every prompt)
+    if all(texts) and not any(map(str.isspace, texts)):
         return
     blank = [i for i, t in enumerate(texts) if not t.strip() and subject.samples[i].text is None]
     if blank and len(blank) < len(texts):
