@@ -110,32 +110,20 @@ gold_in_prompt = first_found(
 # ---------------------------------------------------------------- few-shot examples
 
 
-def pool_labels(subject: AuditSubject) -> tuple[str, list[object]] | None:
-    """(the target's field, each few-shot pool row's value of it) where the target reads one field as it is."""
+def pool_labels(subject: AuditSubject, kind: str = "multiple_choice") -> tuple[str, list[object]] | None:
+    """(the target's field, each few-shot pool row's value of it) where the target reads one field as it is: a
+    multiple-choice task's labels, or (``kind="generate"``) a generate task's answers, the texts shown after its
+    examples."""
     fewshot = subject.spec.fewshot
     if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
         return None
-    if subject.spec.kind != "multiple_choice" or not subject.spec.target:
+    if subject.spec.kind != kind or not subject.spec.target:
         return None
     read = _read_field(subject.spec.target)
     if read is None:
         return None
     name = read[0]
     return name, [row.fields.get(name) for row in subject.pool[:PROBE_ROWS]]
-
-
-def _generated_pool(subject: AuditSubject) -> tuple[str, list[object]] | None:
-    """A generate task's (the target's field, each few-shot pool row's value of it), as ``pool_labels`` reads a
-    multiple-choice task's: its examples' answers are the texts shown after them."""
-    fewshot = subject.spec.fewshot
-    if not subject.templated or fewshot is None or not fewshot.count or subject.pool_is_own or not subject.pool:
-        return None
-    if subject.spec.kind != "generate" or not subject.spec.target:
-        return None
-    read = _read_field(subject.spec.target)
-    if read is None:
-        return None
-    return read[0], [row.fields.get(read[0]) for row in subject.pool[:PROBE_ROWS]]
 
 
 def _one_answer(labels: list[object]) -> bool:
@@ -162,7 +150,7 @@ def constant_example_label(subject: AuditSubject) -> Iterator[Hit]:
     """Every few-shot example's answer is the same choice position (or the same generated answer) while the
     evaluated rows' vary: the examples teach the model to pick that position. A native task's pool, or the examples
     a dialect's own sampler shows (``shown_answers``: lm-eval's, SEA-HELM's)."""
-    pooled = pool_labels(subject) or _generated_pool(subject)
+    pooled = pool_labels(subject) or pool_labels(subject, kind="generate")
     fewshot = subject.spec.fewshot
     if pooled is None or fewshot is None:
         yield from _dialect_examples(subject)
