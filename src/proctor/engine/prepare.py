@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.conflict_rules import across_tasks
@@ -23,7 +23,7 @@ from proctor.core.task_spec import MetricSpec
 from proctor.data.paths import data_roots
 from proctor.data.sources import Sample, SourceStats, load_samples
 from proctor.engine.override_policy import epochs_of
-from proctor.kinds.capabilities import LoadsSamples, ReadsLocalFiles, ScoresItself
+from proctor.kinds.capabilities import LoadsSamples, ReadsLocalFiles, ScoresItself, ShowsAuditSamples
 from proctor.prompts.builder import PreparedSample, PromptBuilder
 from proctor.scoring.metrics import DEFAULT_METRICS, MetricDef, check_arguments, get_metric
 
@@ -220,10 +220,13 @@ def prepare_task(
         noticed.update(across_tasks(task, prepared, seen_in_groups))
         noticed.update(size_notes(task, prepared, seen_in_groups))
     # a dialect may show the audit its rows as asked where its runner keeps them otherwise (lm-eval's Winogrande)
-    view = getattr(handler, "audit_samples", None)
+    shows: ShowsAuditSamples | None = (
+        cast(ShowsAuditSamples, handler) if isinstance(handler, ShowsAuditSamples) else None
+    )
+    audited = shows.audit_samples(prepared) if shows is not None else prepared
     subject = AuditSubject(
         task,
-        view(prepared) if callable(view) else prepared,
+        audited,
         samples,
         pool,
         pool_is_own=spec.fewshot is None or spec.fewshot.source is None,

@@ -100,6 +100,14 @@ class ReadsLocalFiles(Protocol):
 
 
 @runtime_checkable
+class ShowsAuditSamples(Protocol):
+    """A handler whose prepared samples are not the rows as asked, and which shows the audit those (lm-eval's
+    ``multiple_input`` tasks: each choice a context, one continuation scored after each)."""
+
+    def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]: ...
+
+
+@runtime_checkable
 class ScoresItself(Protocol):
     """A task class whose own code scores whole files (GLM-130B's metrics): when ``scores_itself`` is
     true, phase one looks up no per-sample metrics and the result's metrics come from ``corpus_metrics``."""

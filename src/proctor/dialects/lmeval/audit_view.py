@@ -14,8 +14,8 @@ from proctor.prompts.builder import PreparedSample, Prompt
 
 
 def contexts_as_choices(
-    task: Any, docs: Sequence[tuple[int, Any]], samples: list[PreparedSample]
-) -> list[PreparedSample]:
+    task: Any, docs: Sequence[tuple[int, Any]], samples: Sequence[PreparedSample]
+) -> Sequence[PreparedSample]:
     """``samples`` as the audit reads them: unchanged unless ``task`` scores contexts (``multiple_input``)."""
     if not getattr(task, "multiple_input", False) or len(docs) != len(samples):
         return samples

@@ -18,7 +18,7 @@ import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
@@ -369,7 +369,7 @@ class _LmEvalRunner:
         source = str(self.leaf.source) if self.leaf.source else None
         return evaluated_split(self.leaf.config, source, self._handed)
 
-    def audit_samples(self, samples: list) -> list:
+    def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]:
         """The samples as the audit reads them: a task whose choices are contexts, as asked (``audit_view.py``)."""
         from proctor.dialects.lmeval.audit_view import contexts_as_choices
 
