@@ -3886,6 +3886,50 @@ add(
     rule("data.missing-as-text"),
 )
 
+# ---------------------------------------------------------------- reading order (session 11): the prompt is a
+# sentence's end and the choices its start (Winogrande's partial scoring written backwards)
+
+_SENTENCES = [
+    ("The lawyer asked the witness a question, but the", "lawyer", "witness", "was reluctant to repeat it.", 0),
+    ("The delivery truck zoomed by the school bus because the", "truck", "bus", "was going so fast.", 0),
+    ("Frank felt crushed when his longtime rival Bill revealed that", "Frank", "Bill", "was the winner.", 1),
+    ("The man couldn't lift his son because the", "man", "son", "was so weak.", 0),
+    ("The large ball crashed right through the table because the", "ball", "table", "was made of steel.", 0),
+]
+_WINO = [
+    {"start": s, "option1": f"{s} {a}", "option2": f"{s} {b}", "ending": e.replace("was", verb), "answer": g}
+    for verb in ("was", "seemed")
+    for s, a, b, e, g in _SENTENCES
+]
+add(
+    "order-reversed-wino",
+    "prompt.reversed",
+    native(_WINO, prompt="{{ ending }}", choices=["{{ option1 }}", "{{ option2 }}"], target="{{ answer }}"),
+    rule("prompt.reversed"),
+)
+add(
+    "order-reversed-wino-cued",
+    "prompt.reversed",
+    native(
+        _WINO,
+        prompt="Complete the sentence.\n{{ ending }}",
+        choices=["{{ option1 }}", "{{ option2 }}"],
+        target="{{ answer }}",
+    ),
+    rule("prompt.reversed"),
+)
+add(
+    "order-wino-right-way-ok",
+    "ok",
+    native(
+        _WINO,
+        prompt="{{ start }}",
+        choices=["{{ option1.split(' ')[-1] }} {{ ending }}", "{{ option2.split(' ')[-1] }} {{ ending }}"],
+        target="{{ answer }}",
+    ),
+    OK,
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field

@@ -106,6 +106,8 @@ class AuditSubject(OfTask):
     handler: Any = None  # the dialect's handler that gave the samples (a dialect's own rules read what it built)
     epochs: int = 1  # generate tasks: samples drawn per row (--epochs)
     use_chat: bool = False  # prompts go through the model's chat template (the task file's chat, or the command's)
+    # the choices are contexts the prompt's text follows (lm-eval's multiple_input, shown by its audit view)
+    choices_lead: bool = False
 
     def at_row(self, sample: Sample, message: str, field: str) -> Hit:
         """A hit at one data row (its file and row), naming ``field`` and the sample's id."""

@@ -235,6 +235,7 @@ def prepare_task(
         handler=handler,
         epochs=epochs,
         use_chat=use_chat,
+        choices_lead=audited is not prepared,  # the view rewrote the rows: their choices are contexts
     )
     findings = audit(subject, strict=strict_audit)
     return PreparedTask(

@@ -102,7 +102,8 @@ class ReadsLocalFiles(Protocol):
 @runtime_checkable
 class ShowsAuditSamples(Protocol):
     """A handler whose prepared samples are not the rows as asked, and which shows the audit those (lm-eval's
-    ``multiple_input`` tasks: each choice a context, one continuation scored after each)."""
+    ``multiple_input`` tasks: each choice a context, one continuation scored after each). It returns ``samples``
+    themselves where nothing needs rewriting: a new sequence tells the audit its choices lead the prompt."""
 
     def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]: ...
 
