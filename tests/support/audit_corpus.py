@@ -3930,6 +3930,52 @@ add(
     OK,
 )
 
+# ---------------------------------------------------------------- the answer found without the question (session 11)
+
+_ANIMALS = [
+    ("a bat", "mammal", ["bird", "insect", "reptile"]),
+    ("a penguin", "bird", ["fish", "mammal", "reptile"]),
+    ("a shark", "fish", ["mammal", "whale", "reptile"]),
+    ("a frog", "amphibian", ["reptile", "fish", "insect"]),
+    ("a snake", "reptile", ["worm", "fish", "amphibian"]),
+    ("a bee", "insect", ["bird", "spider", "mammal"]),
+    ("a dolphin", "mammal", ["fish", "shark", "amphibian"]),
+    ("an eagle", "bird", ["mammal", "insect", "bat"]),
+    ("a salmon", "fish", ["amphibian", "bird", "reptile"]),
+    ("a lizard", "reptile", ["amphibian", "insect", "mammal"]),
+    ("an ant", "insect", ["spider", "reptile", "worm"]),
+]
+
+
+def _animal_rows(answer) -> list[dict]:
+    rows = []
+    for n, (phrase, gold, others) in enumerate(_ANIMALS * 2):
+        label = n % 4
+        choices = list(others)
+        choices.insert(label, answer(gold, n))
+        rows.append(
+            {
+                "question": f"What kind of animal is {phrase}? ({n // len(_ANIMALS) + 1})",
+                "choices": choices,
+                "label": label,
+            }
+        )
+    return rows
+
+
+add(
+    "guessable-explained-answer",
+    "choices.gold-guessable",
+    native(_animal_rows(lambda gold, n: f"{gold}, as its anatomy shows")),
+    rule("choices.gold-guessable"),
+)
+add(
+    "guessable-leaning-ok",
+    "ok",
+    native(_animal_rows(lambda gold, n: gold if n % 3 else f"{gold} species")),
+    OK,
+)
+
 # ---------------------------------------------------------------- the audit's answer, where it differs from the above
 
 # the rule that names the problem is another than the one first guessed: the template reads the target's field
