@@ -11,12 +11,13 @@ import re
 import unicodedata
 from typing import Iterator
 
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.setting_rules import lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 200
-MIN_ROWS = 3
+MIN_ROWS = 3  # not probe_rows.MIN_ROWS (4), on purpose: this rule also asks for MOST of the rows read,
+# so three rows that agree are the template's doing, not chance, and a short task is still read
 MOST = 0.5
 TEXT_WORDS = 2  # choices of this many words or more (median) are option texts, not labels
 
