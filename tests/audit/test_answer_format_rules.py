@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_inputs import LETTERED_PROMPT as LISTED
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -139,7 +140,6 @@ MMLU = [
      "C": f"liver {i}", "D": f"kidney {i}", "answer": i % 4}
     for i in range(12)
 ]  # fmt: skip
-LISTED = "{{ question }}\nA. {{ A }}\nB. {{ B }}\nC. {{ C }}\nD. {{ D }}\nAnswer:"
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pytest
 from proctor.audit.rules import BUILTIN_RULES
 from proctor.cli import main
 from proctor.core.registry import registry
+from tests.support.audit_runner import write_files as write
 from tests.support.cli_runs import QUESTIONS
 
 pytestmark = pytest.mark.fast
@@ -317,13 +318,6 @@ def validate(folder: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tu
         code = int(exc.code or 0)
     out = capsys.readouterr()
     return code, out.out + out.err
-
-
-def write(folder: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def task_file(files: dict[str, str]) -> str:

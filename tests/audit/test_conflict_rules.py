@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.cli import main
+from tests.support.validate_lines import validate_output as _validate
 
 pytestmark = pytest.mark.fast
 
@@ -45,15 +45,6 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     return folder
-
-
-def _validate(args: list[str], capsys) -> str:
-    try:
-        main(["validate", *args])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return out.out + out.err
 
 
 def _glm(folder: Path, relabel: bool) -> list[str]:

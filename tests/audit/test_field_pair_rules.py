@@ -12,8 +12,8 @@ from typing import Callable
 
 import pytest
 
-from proctor.cli import main
 from tests.conftest import shared_path
+from tests.support.validate_lines import validate_output as _validate
 
 pytestmark = pytest.mark.fast
 
@@ -43,15 +43,6 @@ def _copy_sentence(rows: list[dict]) -> None:
 
 def _space(rows: list[dict]) -> None:
     rows[2]["label"] += " "
-
-
-def _validate(args: list[str], capsys) -> str:
-    try:
-        main(["validate", *args])
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr()
-    out = capsys.readouterr()
-    return out.out + out.err
 
 
 def _found(text: str, rule: str) -> str:

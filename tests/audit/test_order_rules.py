@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.audit_corpus import csv_text, jsonl
 from tests.support.audit_corpus import task_yaml as task
+from tests.support.audit_inputs import LETTERED_PROMPT as MMLU_PROMPT
 from tests.support.audit_runner import write_files
 from tests.support.cli_runs import run_in_process
 
@@ -32,7 +33,6 @@ QUIZ = [
 ]
 LETTERS = ["A", "B", "C", "D"]
 LISTED = "Q: {{ question }}\n{% for c in choices%s %}{{ 'ABCD'[loop.index0] }}. {{ c }}\n{% endfor %}Answer:"
-MMLU_PROMPT = "{{ question }}\nA. {{ A }}\nB. {{ B }}\nC. {{ C }}\nD. {{ D }}\nAnswer:"
 MMLU_ROWS = [[r["question"], *r["choices"], "ABCD"[r["label"]]] for r in QUIZ]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_inputs import QUIZ_USE_CASE as USE_CASE
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -67,22 +68,6 @@ def test_a_copy_in_another_order_or_case(case: str, tmp_path: Path, capsys: pyte
 
 
 # -- a Python use case's rows (AISteer360): its samples carry no prompt, the rows' question is read ----------------
-
-USE_CASE = """\
-from aisteer360.evaluation.use_cases.base import UseCase
-
-
-class Quiz(UseCase):
-    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
-        return []
-
-    def evaluate(self, generations):
-        return {}
-
-
-evaluation_data = "rows.jsonl"
-evaluation_metrics = []
-"""
 
 UC_ROWS = [{"id": f"q{i}", "question": q, "answer": c[g], "choices": c} for i, (q, c, g) in enumerate(ARC)]
 

@@ -26,6 +26,7 @@ from tests.support.audit_corpus import (
     sea,
     task_yaml,
 )
+from tests.support.audit_runner import write_files as write
 from tests.support.cli_runs import proctor, results, run_in_process
 
 TWO = """\
@@ -45,13 +46,6 @@ tasks:
     target: "{{ label }}"
     group: quizzes
 """
-
-
-def write(folder: Path, files: dict) -> None:
-    for name, text in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 def check(folder: Path, files: dict, args: list[str], monkeypatch) -> tuple[int, str, list[str]]:

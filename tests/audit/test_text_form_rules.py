@@ -13,6 +13,7 @@ import unicodedata
 import pytest
 
 from proctor.cli import main
+from tests.support.audit_inputs import BOOLQ_ROWS, VIETNAMESE, answers_files
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -21,27 +22,14 @@ CONTRADICTS = "target.contradicts-answer"
 SPLIT = "data.split"
 DUPLICATE = "samples.duplicate"
 
-GEN_TASK = """\
-name: answers
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}"
-target: "{{ answer }}"
-generation: {max_tokens: 16, stop: ["\\n"]}
-"""
-
 
 def _nfd(text: str) -> str:
     return unicodedata.normalize("NFD", text)
 
 
 def _gen_findings(folder, answers: list, capsys, rule: str = "references.unwritable") -> list[str]:
-    rows = [{"id": f"r{i}", "q": f"Question {i}?", "answer": a} for i, a in enumerate(answers)]
-    lines = audit_lines(folder, {"t.yaml": GEN_TASK, "data.jsonl": jsonl_text(rows)}, capsys)
+    lines = audit_lines(folder, answers_files(answers), capsys)
     return [line for line in lines if f"[{rule}]" in line]
-
-
-VIETNAMESE = ["Nó dễ vỡ.", "Tích cực", "Tiêu cực", "Tôi lấy một cuống vé."]
 
 
 @pytest.mark.parametrize(
@@ -137,12 +125,6 @@ def test_a_gold_other_than_the_rows_own_label_list_is_named(target, tmp_path, ca
 def test_a_gold_read_from_the_rows_own_label_list_is_silent(tmp_path, capsys):
     lines = audit_lines(tmp_path / "right", _arc("{{ choices.label.index(answerKey) }}"), capsys)
     assert not [line for line in lines if f"[{OWN_LIST}]" in line], lines
-
-
-BOOLQ_ROWS = [
-    {"id": f"b{i}", "passage": f"Passage {i} about a topic.", "question": f"is claim {i} true", "answer": i % 3 != 0}
-    for i in range(8)
-]
 
 
 def _boolq(target: str) -> dict[str, str]:

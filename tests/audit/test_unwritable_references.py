@@ -10,23 +10,15 @@ import pytest
 
 from proctor.cli import main
 from proctor.scoring.text import SQUAD
-from tests.support.validate_lines import audit_lines, jsonl_text
+from tests.support.audit_inputs import answers_files
+from tests.support.validate_lines import audit_lines
 
 pytestmark = pytest.mark.fast
 RULE = "references.unwritable"
-TASK = """\
-name: answers
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}"
-target: "{{ answer }}"
-generation: {max_tokens: 16, stop: ["\\n"]}
-"""
 
 
 def _findings(folder, answers: list[str], capsys) -> list[str]:
-    rows = [{"id": f"r{i}", "q": f"Question {i}?", "answer": a} for i, a in enumerate(answers)]
-    lines = audit_lines(folder, {"t.yaml": TASK, "data.jsonl": jsonl_text(rows)}, capsys)
+    lines = audit_lines(folder, answers_files(answers), capsys)
     return [line for line in lines if f"[{RULE}]" in line]
 
 

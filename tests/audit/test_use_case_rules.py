@@ -12,24 +12,9 @@ from pathlib import Path
 import pytest
 
 from proctor.cli import main
+from tests.support.audit_inputs import QUIZ_USE_CASE as USE_CASE
 
 pytestmark = pytest.mark.fast
-
-USE_CASE = """\
-from aisteer360.evaluation.use_cases.base import UseCase
-
-
-class Quiz(UseCase):
-    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
-        return []
-
-    def evaluate(self, generations):
-        return {}
-
-
-evaluation_data = "rows.jsonl"
-evaluation_metrics = []
-"""
 
 ROWS = [
     {"id": "q0", "question": "Where do fish live?", "answer": "water", "choices": ["water", "sky", "desert", "moon"]},

@@ -26,6 +26,7 @@ from typing import Any, Union
 import yaml
 
 from tests.conftest import SHARED
+from tests.support.audit_inputs import BOOLQ_ROWS, QUIZ_USE_CASE, VIETNAMESE
 
 Files = dict[str, Union[str, bytes]]
 
@@ -3336,7 +3337,7 @@ def _nfd_text(text: str) -> str:
     return unicodedata.normalize("NFD", text)
 
 
-_VI_ANSWERS = ["Nó dễ vỡ.", "Tích cực", "Tiêu cực", "Tôi lấy một cuống vé."]
+_VI_ANSWERS = VIETNAMESE
 add(
     "form-refs-nfd",
     "references.unwritable",
@@ -3419,10 +3420,7 @@ lm_add(
     ),
     rule("labels.own-list"),
 )
-_BOOL_ROWS = [
-    {"id": f"b{i}", "passage": f"Passage {i} about a topic.", "question": f"is claim {i} true", "answer": i % 3 != 0}
-    for i in range(8)
-]
+_BOOL_ROWS = BOOLQ_ROWS
 _BOOL_FIELDS = {"prompt": "{{ passage }}\nQuestion: {{ question }}?\nAnswer:", "choices": ["no", "yes"]}
 add(
     "form-bool-answer-inverted",
@@ -3483,21 +3481,7 @@ add(
 
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
-USE_CASE = """\
-from aisteer360.evaluation.use_cases.base import UseCase
-
-
-class Quiz(UseCase):
-    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
-        return []
-
-    def evaluate(self, generations):
-        return {}
-
-
-evaluation_data = "rows.jsonl"
-evaluation_metrics = []
-"""
+USE_CASE = QUIZ_USE_CASE
 UC_ROWS = [
     {"id": f"q{i}", "question": q["question"], "choices": q["choices"], "answer": q["choices"][q["label"]]}
     for i, q in enumerate(QUIZ)

@@ -1,5 +1,6 @@
-"""``proctor validate`` through the CLI's entry point on task files written for a test: the console's audit
-lines (one test helper for the audit's rule tests, which each wrote their own)."""
+"""``proctor validate`` through the CLI's entry point on task files written for a test: the console's output
+(``validate_output``) or its audit lines (``audit_lines``) (test helpers for the audit's rule tests, which each
+wrote their own)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,15 @@ def audit_lines(folder: Path, files: dict[str, str], capsys: Any, args: list[str
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
+    output = validate_output(args or [str(folder / "t.yaml")], capsys)
+    return [line for line in output.splitlines() if "audit [" in line]
+
+
+def validate_output(args: list[str], capsys: Any) -> str:
+    """What ``proctor validate ARGS`` prints (out and err). A non-zero exit fails the test, with the output."""
     try:
-        main(["validate", *(args or [str(folder / "t.yaml")])])
+        main(["validate", *args])
     except SystemExit as exc:
         assert not exc.code, capsys.readouterr()
     out = capsys.readouterr()
-    return [line for line in (out.out + out.err).splitlines() if "audit [" in line]
+    return out.out + out.err

@@ -9,7 +9,8 @@ import re
 from functools import lru_cache
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS, documents, templates
+from proctor.audit.probe_rows import PROBE_ROWS
+from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import parsed_template, template_fields
 from proctor.core.audit import AuditRule, Hit

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS, documents, target_reads
+from proctor.audit.probe_rows import MIN_ROWS, PROBE_ROWS
+from proctor.audit.source_rows import documents, target_reads
 from proctor.audit.subject import AuditSubject, loose
 from proctor.core.audit import AuditRule, Hit
 
 # fields that hold a row's answer as data gives it
 ANSWER_FIELDS = frozenset({"answer", "answers", "label", "gold", "target", "correct", "answerkey", "answer_key", "key"})
-MIN_ROWS = 4
 # the choices a truth value names, in the languages fixed choices are written in (any casing, as ``loose`` reads)
 _SAYS = {
     True: frozenset({"yes", "true", "ja", "oui", "sí", "si", "ya", "benar", "có", "đúng", "correct", "right"}),

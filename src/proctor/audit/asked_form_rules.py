@@ -11,16 +11,21 @@ import re
 import unicodedata
 from typing import Iterator
 
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.setting_rules import lmeval_config
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 200
-MIN_ROWS = 3
+MIN_ROWS = 3  # not probe_rows.MIN_ROWS (4), on purpose: this rule also asks for MOST of the rows read,
+# so three rows that agree are the template's doing, not chance, and a short task is still read
 MOST = 0.5
 TEXT_WORDS = 2  # choices of this many words or more (median) are option texts, not labels
 
-# an option listed under a label, one line each: "A. text", "(B) text", "3) text", "Ａ．text"
+# an option listed under a label, one line each: "A. text", "(B) text", "3) text", "Ａ．text". Not the
+# listing pattern of referring_rules or example_format_rules, on purpose: this one captures the label, since the
+# rule compares the labels listed with the choices' own; it reads every capital, '0' and the full-width forms
+# (a listing under 'Ａ' against choices ' A' is what it reports), and no lower case, so that a line opening
+# with 'e.g.' or 'i.e.' is not read as options 'e' and 'i' the choices lack (a finding where none is due).
 _LISTED = re.compile(r"^[ \t]*[(（]?([A-Z0-9Ａ-Ｚ０-９])[.)．）:：][ \t]*\S", re.MULTILINE)
 # an instruction to answer with the option's letter or number
 _ASKS_LABEL = re.compile(

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from proctor.audit import listed_choices
+from proctor.audit.probe_rows import MIN_ROWS
 from proctor.audit.setting_rules import scores_one_continuation
 from proctor.audit.subject import AuditSubject, loose, near, reads_alike
 from proctor.core.audit import AuditRule, Hit
@@ -173,7 +174,6 @@ def single_choice(subject: AuditSubject) -> Iterator[Hit]:
 
 
 CHANCE = 1 / 8  # a pattern this unlikely among rows whose answers fall at random is worth a word (four two-choice rows)
-MIN_ROWS = 4
 
 
 def _by_chance_all_same(rows: list[PreparedSample]) -> float:

@@ -14,6 +14,8 @@ from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import as_template, template_fields
 from proctor.core.audit import AuditRule, Hit
 
+# more than probe_rows.PROBE_ROWS, on purpose: each value of a flag must show in a share of the rows (MIN_SHARE),
+# and only the fields are read, which is cheap
 PROBE_ROWS = 1000
 MAX_VALUES = 5  # a condition, not a text: cause/effect, true/false, forward/backward
 SHORT = 20  # characters of a condition's value

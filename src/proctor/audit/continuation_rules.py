@@ -12,17 +12,16 @@ import os
 import re
 from typing import Iterator
 
+from proctor.audit.probe_rows import FIRST_ROWS, PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
 
-PROBE_ROWS = 200
-MIN_ROWS = 3
+MIN_ROWS = 3  # not probe_rows.MIN_ROWS (4), on purpose: this rule also asks for MOST of the rows read,
+# so three rows that agree are the template's doing, not chance, and a short task is still read
 MOST = 0.5
 TAIL_WORDS = 5  # the prompt's last words a continuation must repeat: a phrase, not a word shared by chance
 
 _LAST_CUE = re.compile(r"([^\W\d_][^\W\d_ ]{0,24}):[ \t]*\Z")
-
-FIRST_ROWS = 20  # rows read before a rule of 'most rows' gives up
 
 
 def _probe(subject: AuditSubject) -> int:

@@ -10,7 +10,8 @@ from functools import lru_cache
 from typing import Iterator
 
 from proctor.audit.perplexity_rules import cut_texts
-from proctor.audit.source_rows import PROBE_ROWS, documents, templates
+from proctor.audit.probe_rows import PROBE_ROWS
+from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import parsed_template
 from proctor.core.audit import AuditRule, Hit

@@ -23,7 +23,11 @@ ROWS_READ = 200  # rows whose choices or references make the label set
 LABEL_SET = 20  # distinct answers at most for a task's answers to be a fixed set of labels
 
 _LAST_CUE = re.compile(r"([^\W\d_][^\W\d_ ]{0,24}):[ \t]*\Z")
-_LISTED = re.compile(r"^[ \t]*\(?[A-Ja-j1-9][.)]\s", re.M)  # an option listed under a label, one line each
+# an option listed under a label, one line each ('A. text', '(b) text'). Not referring_rules' wider pattern, on
+# purpose: no colon form, since 'A: B' is an example's answer line in the 'Q: ... A: B' examples this rule reads,
+# and the text searched can hold examples (it starts at the last blank line, or at 0): read as a listing, it
+# would silence the rule on the very format it checks.
+_LISTED = re.compile(r"^[ \t]*\(?[A-Ja-j1-9][.)]\s", re.M)
 _LABEL = re.compile(r"\A\(?[A-Za-z0-9]\)?[.:]?\Z")  # an option letter or number as an answer ('A', '(b)', '3.')
 
 

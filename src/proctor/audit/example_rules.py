@@ -14,9 +14,9 @@ from proctor.audit import hint_rules, listed_rows, target_rules, told_answer_rul
 from proctor.audit.example_format_rules import example_answer_outside_labels
 from proctor.audit.fallback import first_found
 from proctor.audit.fixed_text import asserted_in, said_in
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.setting_rules import lmeval_config
 from proctor.audit.shown_answers import shown_answers
-from proctor.audit.source_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit

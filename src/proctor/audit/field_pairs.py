@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit.source_rows import PROBE_ROWS, documents, target_reads, templates
+from proctor.audit.probe_rows import MIN_ROWS, PROBE_ROWS
+from proctor.audit.source_rows import documents, target_reads, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 from proctor.data.sources import Sample
 
 IDENTICAL_SHARE = 0.9  # "every row or nearly every row": a stray copy is a typo, this many is a copied column
-MIN_ROWS = 4  # fewer rows agree by chance
 LABEL_SET = 50  # more distinct values than this: free answers, not a label set
 _TEXT_NAMES = ("text_{}", "{}_text", "{}_name", "{}_str", "{}_string", "{}_word")
 

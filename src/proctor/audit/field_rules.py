@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from proctor.audit.source_rows import documents, templates
+from proctor.audit.probe_rows import PRINTED_ROWS
+from proctor.audit.source_rows import printed_values
 from proctor.audit.subject import READER_FIELDS, AuditSubject
-from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 1000  # rows read: the rows that lack a field are spread through a file, or a file of their own
 SHOWN_CHARS = 40  # a value is shown when its first characters are in the prompt (spacing aside)
 SHORT = 20  # shorter values (labels, names) may be rendered otherwise (upper-cased, mapped): not compared
 MIN_SHOWN = 2  # rows that show the field, for the template to be one that shows it
@@ -26,20 +25,16 @@ def _shown(value: str, prompt: str) -> bool:
 
 
 def field_missing_in_some_rows(subject: AuditSubject) -> Iterator[Hit]:
-    prompt = templates(subject)[0]
-    names = sorted(template_fields(prompt) - READER_FIELDS) if prompt else []
-    if not names:
-        return
-    texts, docs = subject.prompt_texts, documents(subject)
-    for name in names:
+    texts = subject.prompt_texts
+    for name, values in printed_values(subject):
+        if name in READER_FIELDS:
+            continue
         shown, lacking = 0, []  # rows showing the field; rows whose field is absent or not shown
-        for i in range(min(len(subject.samples), PROBE_ROWS)):
-            fields = docs[i]
-            if fields.get(name) is None:  # absent or null (datasets fills an absent key with None); an empty
-                # text is the data's own: an optional hint left blank
+        for i, value in enumerate(values):
+            if value is None:  # absent or null (datasets fills an absent key with None); an empty text is the
+                # data's own: an optional hint left blank
                 lacking.append(i)
                 continue
-            value = fields[name]
             if isinstance(value, str) and len(value.strip()) >= SHORT:
                 if _shown(value, texts[i]):
                     shown += 1
@@ -47,12 +42,12 @@ def field_missing_in_some_rows(subject: AuditSubject) -> Iterator[Hit]:
                     lacking.append(i)
         if lacking and shown >= MIN_SHOWN:
             first = subject.samples[lacking[0]].sample
-            how = "is absent" if docs[lacking[0]].get(name) is None else "is not shown by the template"
+            how = "is absent" if values[lacking[0]] is None else "is not shown by the template"
             yield subject.at_row(
                 first,
                 f"the prompt reads '{name}', which {how} in this row and lacking from the prompts of {len(lacking)} of "
-                f"the {min(len(texts), PROBE_ROWS)} rows read, while {shown} show it: those rows are asked without it "
-                "(a '| default' hiding a missing field, a column named otherwise in some rows, or an {% if %} that "
+                f"the {min(len(texts), PRINTED_ROWS)} rows read, while {shown} show it: those rows are asked without "
+                "it (a '| default' hiding a missing field, a column named otherwise in some rows, or an {% if %} that "
                 "leaves it out)",
                 name,
             )

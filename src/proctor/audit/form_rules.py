@@ -16,7 +16,8 @@ import re
 from typing import Callable, Iterator, Mapping, Sequence
 
 from proctor.audit.order_rules import choices_setting, setting_line
-from proctor.audit.source_rows import MIN_ROWS, documents
+from proctor.audit.probe_rows import MIN_ROWS
+from proctor.audit.source_rows import documents
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
 

@@ -12,12 +12,12 @@ from functools import lru_cache
 from typing import Iterator
 
 from proctor.audit.fallback import first_found
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.audit.target_rules import parsed_template
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 200
 GLUED_SHARE = 0.5  # of the rows read: a template's doing, not a row's spelling
 _WORD = re.compile(r"[A-Z][a-z]+")  # the template's cue ('Answer', 'Question'): a capitalised word
 

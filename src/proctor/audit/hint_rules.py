@@ -15,6 +15,8 @@ from proctor.audit.target_rules import GOLD_MIN_CHARS, gold_text, in_passage, sh
 from proctor.core.audit import Hit
 from proctor.prompts.builder import PreparedSample
 
+# twice probe_rows.PROBE_ROWS, on purpose: the rule looks for a minority of the rows (HINT_SHARE), of which a
+# shorter probe may hold too few
 PROBE_ROWS = 400
 HINT_SHARE = 0.1  # of the rows read: one row in ten told its answer moves the score by up to a tenth
 HINT_MIN_ROWS = 2

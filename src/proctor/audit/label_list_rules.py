@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from proctor.audit.probe_rows import FIRST_ROWS
 from proctor.audit.source_rows import documents, target_reads
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
-FIRST_ROWS = 20  # rows read before the rule gives up on a task whose rows carry no label list
-PROBE_ROWS = 1000  # rows read: a default reaches only the rows of a rarer key, spread through the file
+# rows read, more than probe_rows.PROBE_ROWS on purpose: a default reaches only the rows of a rarer key, spread
+# through the file
+PROBE_ROWS = 1000
 
 
 def _label_lists(fields: Mapping[str, object], width: int) -> Iterator[tuple[str, list[str]]]:

@@ -16,7 +16,8 @@ from proctor.audit import choice_rules, label_base, listed_choices
 from proctor.audit.fallback import first_found
 from proctor.audit.label_spellings import two_spellings
 from proctor.audit.offered_labels import unoffered_references
-from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, generated_rows, target_reads
+from proctor.audit.probe_rows import MIN_ROWS, PROBE_ROWS
+from proctor.audit.source_rows import documents, generated_rows, target_reads
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import _read_field, template_fields
 from proctor.core.audit import AuditRule, Hit

@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS, generated_rows, target_reads
+from proctor.audit.probe_rows import PROBE_ROWS
+from proctor.audit.source_rows import generated_rows, target_reads
 from proctor.audit.subject import AuditSubject, loose
 from proctor.core.audit import Hit
 
 LABEL_SET = 20  # more distinct answers than this: free answers, which a scorer compares one by one, not a label set
+# not probe_rows.MIN_ROWS (4), on purpose: spellings are compared, not a pattern counted, and three rows are the
+# fewest where one spelling of a label outnumbers another
 MIN_ROWS = 3
 
 

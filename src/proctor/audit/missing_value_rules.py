@@ -8,12 +8,11 @@ from __future__ import annotations
 from statistics import median
 from typing import Iterator
 
-from proctor.audit.source_rows import documents, templates
+from proctor.audit.probe_rows import PRINTED_ROWS
+from proctor.audit.source_rows import printed_values
 from proctor.audit.subject import AuditSubject
-from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 1000
 # what a reader, pandas or Python writes for a missing value, never an answer or a passage
 _NEVER_TEXT = frozenset({"nan", "NaN", "null", "NULL", "#N/A", "<NA>", "NaT"})
 # ... and what can be a short answer too ('None' of them, 'N/A'): a placeholder only among long texts
@@ -28,18 +27,11 @@ def _placeholder(value: object, long_field: bool) -> bool:
     return text in _NEVER_TEXT or (long_field and text in _PLACEHOLDER)
 
 
-def _printed_fields(subject: AuditSubject) -> list[str]:
-    prompt, _, _ = templates(subject)
-    return sorted(template_fields(prompt)) if prompt else []
-
-
 def missing_in_text(subject: AuditSubject) -> Iterator[Hit]:
-    probe = min(len(subject.samples), PROBE_ROWS)
+    probe = min(len(subject.samples), PRINTED_ROWS)
     if probe < 2:
         return
-    docs = documents(subject)
-    for name in _printed_fields(subject):
-        values = [docs[i].get(name) for i in range(probe)]
+    for name, values in printed_values(subject):
         texts = [v for v in values if isinstance(v, str)]
         if len(texts) < 2:
             continue

@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit.source_rows import MIN_ROWS, PROBE_ROWS, documents, target_reads
+from proctor.audit.probe_rows import MIN_ROWS, PROBE_ROWS
+from proctor.audit.source_rows import documents, target_reads
 from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit

@@ -17,12 +17,12 @@ import re
 from collections import Counter
 from typing import Iterator
 
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 200
 MIN_TEXTS = 5  # fewer texts share a length or a habit by chance too often
 # tokens of context below which a perplexity is a short-context model's: published numbers use the model's whole
 # window (1024 tokens and more), whatever the stride

@@ -10,13 +10,13 @@ from typing import Iterator, Sequence
 
 from proctor.audit.continuation_rules import choices_repeat_prompt, continuation_carries_cue
 from proctor.audit.fallback import first_found
+from proctor.audit.probe_rows import FIRST_ROWS, PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
-PROBE_ROWS = 200
 MOST = 0.5  # of the rows read: the template's doing, not a row's accident
-MIN_ROWS = 3
-FIRST_ROWS = 20  # rows read before a rule of 'most rows' gives up
+MIN_ROWS = 3  # not probe_rows.MIN_ROWS (4), on purpose: this rule also asks for MOST of the rows read,
+# so three rows that agree are the template's doing, not chance, and a short task is still read
 
 # a cue word, its colon, then the same cue again with only spacing between ("Answer:\nAnswer:")
 _DOUBLED_CUE = re.compile(r"(?<![\w])([^\W\d_][^\W\d_ ]{0,19}(?: [^\W\d_]{1,20})?):\s*\1:", re.IGNORECASE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from proctor.audit.source_rows import PROBE_ROWS
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 

@@ -17,7 +17,9 @@ from proctor.audit.row_scan import REFERRING_KEYS
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
-# an option listed under a label, one line each ('A. text', '(B) text', 'C) text')
+# an option listed under a label, one line each ('A. text', '(B) text', 'C) text'). Not asked_form_rules' or
+# example_format_rules' pattern, on purpose: only counted (two listed lines silence the rule), so it errs wide,
+# towards silence: the first ten labels in either case, and the full-width and colon forms ('A: text').
 _LISTED = re.compile(r"^[ \t]*[(（]?[A-Ja-j1-9][.)．）:：][ \t]*\S", re.MULTILINE)
 
 

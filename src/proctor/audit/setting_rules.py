@@ -17,7 +17,10 @@ from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.data.sources import Sample
 
-PROBE_ROWS = 50  # rows a per-row rule reads: most tasks' rows are rendered alike, so a probe decides
+# rows a per-row rule reads: most tasks' rows are rendered alike, so a probe decides; a quarter of
+# probe_rows.PROBE_ROWS, on purpose: these rules run on every multiple-choice task, with a search per row and
+# choice or field
+PROBE_ROWS = 50
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,19 @@
 """What the label rules read of a row besides what every dialect leaves: the row as its source gave it (a
 native row's fields, or the document a dialect's handler kept: lm-eval's ``docs``), the fields the target is
-made from, and which rows are generated rows with references."""
+made from, which rows are generated rows with references, and the fields the prompt prints over the first rows
+(``printed_values``, for the rules that look for a value missing or damaged in some rows)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
+# PROBE_ROWS and MIN_ROWS were defined here first: named again for the rule modules that import them from here
+from proctor.audit.probe_rows import MIN_ROWS as MIN_ROWS
+from proctor.audit.probe_rows import PRINTED_ROWS
+from proctor.audit.probe_rows import PROBE_ROWS as PROBE_ROWS
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.prompts.builder import PreparedSample
-
-PROBE_ROWS = 200  # rows a rule looks at before it reads the whole task (most tasks are told apart in these)
-MIN_ROWS = 4  # a pattern over fewer rows is chance
 
 
 class _RowFields(Sequence[Mapping[str, Any]]):
@@ -75,3 +77,16 @@ def templates(subject: AuditSubject) -> tuple[str | None, str | None, str]:
         target if isinstance(target, str) and "{{" in target else None,
         "doc_to_target",
     )
+
+
+def printed_values(subject: AuditSubject) -> Iterator[tuple[str, list[Any]]]:
+    """Each field the prompt template prints (``templates``), in name order, with its value in each of the first
+    ``PRINTED_ROWS`` rows as the source gave them (``documents``; None where a row lacks the field); nothing where
+    the prompt is no template (a dialect's code)."""
+    prompt = templates(subject)[0]
+    if not prompt:
+        return
+    probe = min(len(subject.samples), PRINTED_ROWS)
+    docs = documents(subject)
+    for name in sorted(template_fields(prompt)):
+        yield name, [docs[i].get(name) for i in range(probe)]

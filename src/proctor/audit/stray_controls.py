@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from proctor.audit.source_rows import documents, templates
+from proctor.audit.probe_rows import PRINTED_ROWS
+from proctor.audit.source_rows import printed_values
 from proctor.audit.subject import AuditSubject
-from proctor.audit.target_rules import template_fields
 from proctor.core.audit import Hit
 
 CR_SHARE = 0.5  # of the rows read: a carriage return the data carries in most rows, not one row's accident
-PROBE_ROWS = 1000
 
 
 def stray_controls(subject: AuditSubject) -> Iterator[Hit]:
@@ -26,13 +25,11 @@ def stray_controls(subject: AuditSubject) -> Iterator[Hit]:
                 "prompt",
             )
             return
-    prompt, _, _ = templates(subject)
-    probe = min(len(subject.samples), PROBE_ROWS)
-    if not prompt or probe < 2:
+    probe = min(len(subject.samples), PRINTED_ROWS)
+    if probe < 2:
         return
-    docs = documents(subject)
-    for name in sorted(template_fields(prompt)):
-        stray = [i for i in range(probe) if "\r" in str(docs[i].get(name) or "")]
+    for name, values in printed_values(subject):
+        stray = [i for i, value in enumerate(values) if "\r" in str(value or "")]
         if len(stray) >= 2 and len(stray) >= CR_SHARE * probe:
             yield subject.at_row(
                 subject.samples[stray[0]].sample,

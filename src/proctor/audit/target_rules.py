@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from proctor.audit.continuation_rules import prespaced_choices
 from proctor.audit.fallback import first_found
+from proctor.audit.probe_rows import PROBE_ROWS
 from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation
 from proctor.audit.subject import AuditSubject
 from proctor.core.answer_normalisation import SQUAD
@@ -178,7 +179,6 @@ def prompt_reads_target(subject: AuditSubject) -> Iterator[Hit]:
 GOLD_IN_PROMPT_SHARE = 0.5  # a coincidence in some rows is normal; in most, the prompt prints the answer
 GOLD_MIN_ROWS = 3
 GOLD_MIN_CHARS = 4  # "A", "yes": short answers occur in prompts by chance
-_PROBE_ROWS = 200  # rows looked at before the whole task is (the rule costs little on tasks that pass)
 
 
 def shows_gold(text: str, choices: tuple[str, ...], gold: tuple[int, ...], references: tuple[str, ...]) -> bool:
@@ -234,7 +234,7 @@ def gold_in_prompt(subject: AuditSubject) -> Iterator[Hit]:
     samples, texts = subject.samples, subject.prompt_texts
     if len(samples) < GOLD_MIN_ROWS or scores_one_continuation(subject):
         return  # LAMBADA's passage holds its last word by design: the task is to predict it from there
-    probe = min(len(samples), _PROBE_ROWS)
+    probe = min(len(samples), PROBE_ROWS)
     hits = [i for i in range(probe) if shows_gold(texts[i], samples[i].choices, samples[i].gold, samples[i].references)]
     hits = [i for i in hits if not in_passage(samples[i], texts[i])]
     if len(hits) < GOLD_IN_PROMPT_SHARE * probe:
@@ -323,7 +323,7 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     if delimiter:
         if delimiter[:1] not in (" ", "\t"):
             return
-        probe = texts[:_PROBE_ROWS]  # most tasks' prompts end alike: a probe decides before the whole task is read
+        probe = texts[:PROBE_ROWS]  # most tasks' prompts end alike: a probe decides before the whole task is read
         doubled = delimiter.startswith("  ") or (
             bool(probe)
             and sum(t[-1:] in (" ", "\t") for t in probe) >= GLUED_SHARE * len(probe)

@@ -18,6 +18,17 @@ def _key(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _at_task(subject: Any, message: str, field: str, sample: str | None = None) -> Hit:
+    """A hit at the task's file and line (lm-eval's YAML), naming ``field`` and, where one is named, the document."""
+    return Hit(
+        message,
+        file=str(subject.task.file) if subject.task.file else None,
+        line=subject.task.line,
+        field=field,
+        sample=sample,
+    )
+
+
 def fewshot_from_evaluated(subject: Any) -> Iterator[Hit]:
     task = getattr(subject.handler, "task", None)
     shots = getattr(getattr(task, "config", None), "num_fewshot", None) or 0
@@ -34,13 +45,12 @@ def fewshot_from_evaluated(subject: Any) -> Iterator[Hit]:
     config = task.config
     split = getattr(config, "fewshot_split", None)
     how = f"fewshot_split '{split}'" if split else "no fewshot_split (lm-eval then draws from the test split)"
-    yield Hit(
+    yield _at_task(
+        subject,
         f"{shared} of {len(evaluated)} evaluated documents are also in the pool lm-eval draws its {shots} few-shot "
         f"example(s) from ({how}; test_split '{getattr(config, 'test_split', None)}'): examples are test items, "
         "and a copy of the document itself can be shown with its answer",
-        file=str(subject.task.file) if subject.task.file else None,
-        line=subject.task.line,
-        field="fewshot_split",
+        "fewshot_split",
     )
 
 
@@ -150,14 +160,13 @@ def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
                     else "the regex should capture the whole answer, or the target (or the metric's "
                     "regexes_to_ignore) give the part it captures"
                 )
-                yield Hit(
+                yield _at_task(
+                    subject,
                     f"filter '{ensemble.name}' reads {value!r:.40} out of document {doc_id}'s own target {gold!r:.60}, "
                     f"written as the model's answer, and exact_match scores it 0 ({len(cut)} of the {read} documents "
                     f"whose targets the filter reads): an answer written as the target is scored wrong; {how}",
-                    file=str(subject.task.file) if subject.task.file else None,
-                    line=subject.task.line,
-                    field=f"filter_list[{ensemble.name}]",
-                    sample=str(doc_id),
+                    f"filter_list[{ensemble.name}]",
+                    str(doc_id),
                 )
                 continue
             # a filter that reads no target as it stands wants a form the targets lack (a phrase in another
@@ -165,14 +174,13 @@ def filter_cuts_reference(subject: Any) -> Iterator[Hit]:
             shaped = _misread_shaped(subject, task, docs, steps, fallbacks, delimiter, until) if read else None
             if shaped is not None:
                 doc_id, misread = shaped
-                yield Hit(
+                yield _at_task(
+                    subject,
                     f"filter '{ensemble.name}' misreads answers shaped as a model writes them: "
                     f"{answer_shapes.describe(misread)} (exact_match, document {doc_id}): a right answer is scored "
                     f"wrong; {misread.hint}",
-                    file=str(subject.task.file) if subject.task.file else None,
-                    line=subject.task.line,
-                    field=f"filter_list[{ensemble.name}]",
-                    sample=str(doc_id),
+                    f"filter_list[{ensemble.name}]",
+                    str(doc_id),
                 )
     except Exception:  # noqa: BLE001 - a filter or target lm-eval cannot apply here is reported when the task runs
         return

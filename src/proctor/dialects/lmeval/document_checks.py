@@ -4,9 +4,10 @@ task's file, the document (as a 1-based row) and the key (``doc_to_choice`` / ``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from proctor.core.errors import TaskDefinitionError
 
@@ -78,6 +79,33 @@ def check_choices(task: ConfigurableTask, doc_id: int, doc: object, name: str, s
                 f"{choices!r:.120}",
                 "doc_to_target",
             )
+
+
+def diagnose_documents(
+    task: ConfigurableTask,
+    limit: int | None,
+    name: str,
+    source: Path | None,
+    templates: Callable[[], contextlib.AbstractContextManager[None]],
+) -> None:
+    """Where lm-eval failed building the requests, check each document's choices as the handler's samples would
+    (``templates``: the task's templates compiled, as it reads them), so that a choice list of the wrong shape (a
+    mapping) is named at its document and field, not as lm-eval's ``KeyError``. Returns where every document passes
+    (the failure is elsewhere)."""
+    if task.config.doc_to_choice is None or task.OUTPUT_TYPE != "multiple_choice":
+        return
+    try:
+        documents = list(task.doc_iterator(limit=limit))
+    except Exception:  # noqa: BLE001 - the documents themselves do not read: lm-eval's own error is named
+        return
+    with templates():
+        for doc_id, doc in documents:
+            try:
+                check_choices(task, doc_id, doc, name, source)
+            except TaskDefinitionError:
+                raise
+            except Exception:  # noqa: BLE001 - not this check's to explain
+                return
 
 
 def check_target_in_range(target: object, choices: list[str], doc_id: int, name: str, source: Path | None) -> None:

@@ -8,8 +8,8 @@ lm-eval's standard errors (``stderr``).
 
 Here: building lm-eval's task and its samples, scoring and aggregating. Turning its request instances into
 proctor's requests and answering them is ``instance_requests.py``; what a sample's record holds is
-``sample_records.py``; the checks of each document's choices and target before any model runs are
-``document_checks.py``.
+``sample_records.py``; the checks of each document's choices and target before any model runs, and the
+document named where lm-eval fails building the requests, are ``document_checks.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.task_spec import TaskSpec
 from proctor.data.sources import GivenTexts, Sample
 from proctor.dialects.lmeval import chat, data_map, library
-from proctor.dialects.lmeval.document_checks import check_choices, check_request_texts, check_target_in_range
+from proctor.dialects.lmeval.document_checks import (
+    check_choices,
+    check_request_texts,
+    check_target_in_range,
+    diagnose_documents,
+)
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
@@ -202,7 +207,8 @@ class _LmEvalRunner:
         except TaskDefinitionError:
             raise
         except Exception as exc:
-            self._diagnose_documents(task, limit)  # a document's own fault, named by document and field
+            # a document's own fault, named by document and field
+            diagnose_documents(task, limit, self.leaf.name, self.leaf.source, self._templates)
             raise self._error(exc, "builds the requests of") from None
         self.docs = list(task.doc_iterator(limit=limit))
         with self._templates():
@@ -212,25 +218,6 @@ class _LmEvalRunner:
                 raise
             except Exception as exc:
                 raise self._error(exc, "reads the documents of") from None
-
-    def _diagnose_documents(self, task: ConfigurableTask, limit: int | None) -> None:
-        """Where lm-eval failed building the requests, check each document's choices as ``_samples`` would, so
-        that a choice list of the wrong shape (a mapping) is named at its document and field, not as lm-eval's
-        ``KeyError``. Returns where every document passes (the failure is elsewhere)."""
-        if task.config.doc_to_choice is None or task.OUTPUT_TYPE != "multiple_choice":
-            return
-        try:
-            documents = list(task.doc_iterator(limit=limit))
-        except Exception:  # noqa: BLE001 - the documents themselves do not read: lm-eval's own error is named
-            return
-        with self._templates():
-            for doc_id, doc in documents:
-                try:
-                    check_choices(task, doc_id, doc, self.leaf.name, self.leaf.source)
-                except TaskDefinitionError:
-                    raise
-                except Exception:  # noqa: BLE001 - not this check's to explain
-                    return
 
     def _error(self, exc: BaseException, stage: str) -> TaskDefinitionError:
         """An exception while lm-eval ``stage`` this task, at the hook (file, line, key) or document that caused it."""

@@ -33,6 +33,11 @@ def _key(row: object) -> str:
     return json.dumps({k: v for k, v in row.items() if k != "id"}, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def at_examples(subject: AuditSubject, message: str) -> Hit:
+    """A hit at the task config's line, naming its ``example_filepath`` (the examples split a base model is shown)."""
+    return Hit(message, file=subject.file, line=subject.task.line, field="example_filepath")
+
+
 def _shown_count(config: object) -> int:
     counts = config.get("fewshot_num_examples") if isinstance(config, dict) else None
     if not isinstance(counts, dict) or not counts:
@@ -84,13 +89,11 @@ def examples_too_few(subject: AuditSubject) -> Iterator[Hit]:
     read = _base_examples(subject.handler)
     if read is None or len(read.rows) >= read.shown:
         return
-    yield Hit(
+    yield at_examples(
+        subject,
         f"the examples split ({read.base.specific_task_config.get('example_filepath')}) holds {len(read.rows)} "
         f"row(s), and a base model is to be shown {read.shown} (fewshot_num_examples): its prompts get "
         f"{len(read.rows)} example(s), not the benchmark's",
-        file=subject.file,
-        line=subject.task.line,
-        field="example_filepath",
     )
 
 
@@ -103,13 +106,11 @@ def examples_are_evaluated(subject: AuditSubject) -> Iterator[Hit]:
     shared = [i for i, row in enumerate(examples) if _key(row) in evaluated]
     if shared:
         path = read.base.specific_task_config.get("example_filepath")
-        yield Hit(
+        yield at_examples(
+            subject,
             f"{len(shared)} of the {len(examples)} few-shot examples SEA-HELM shows a base model (the 'examples' "
             f"split of {path}) are evaluated rows: a base model is shown test items with their answers (an instruct "
             "model is shown no examples)",
-            file=subject.file,
-            line=subject.task.line,
-            field="example_filepath",
         )
 
 

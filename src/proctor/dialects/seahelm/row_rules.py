@@ -15,7 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from proctor.core.audit import Hit
-from proctor.dialects.seahelm.audit_rules import _base_examples
+from proctor.dialects.seahelm.audit_rules import _base_examples, at_examples
 from proctor.dialects.seahelm.rows import as_rows
 
 if TYPE_CHECKING:
@@ -72,13 +72,11 @@ def rows_in_another_language(subject: AuditSubject) -> Iterator[Hit]:
     examples = read.rows[: read.shown]
     found = _others(examples, task)
     if found:
-        yield Hit(
+        yield at_examples(
+            subject,
             f"{len(found)} of the {len(examples)} few-shot examples SEA-HELM shows a base model for language '{task}' "
             f"(the 'examples' split of {read.base.specific_task_config.get('example_filepath')}) say they are in "
             f"another (metadata.language: {_shown(found)}): the examples teach another language's texts",
-            file=subject.file,
-            line=subject.task.line,
-            field="example_filepath",
         )
 
 
@@ -130,11 +128,9 @@ def examples_outnumber_rows(subject: AuditSubject) -> Iterator[Hit]:
     evaluated = as_rows(getattr(read.loader, "dataset", None))
     if not evaluated or len(read.rows) <= max(len(evaluated), read.shown):
         return
-    yield Hit(
+    yield at_examples(
+        subject,
         f"the examples split ({read.base.specific_task_config.get('example_filepath')}) holds {len(read.rows)} rows, "
         f"more than the {len(evaluated)} rows evaluated: the two files swapped? The number would be those "
         f"{len(evaluated)} rows' and a base model is shown the benchmark's rows as examples",
-        file=subject.file,
-        line=subject.task.line,
-        field="example_filepath",
     )
