@@ -15,6 +15,7 @@ import math
 import re
 from typing import Callable, Iterator, Mapping, Sequence
 
+from proctor.audit import gold_marks
 from proctor.audit.order_rules import choices_setting, setting_line
 from proctor.audit.source_rows import MIN_ROWS, documents
 from proctor.audit.subject import READER_FIELDS, AuditSubject
@@ -50,6 +51,16 @@ _MAY_HAVE = (
 )
 
 
+# every form in the order the rule tries them: (form, whether a choice has it, the search that may skip it, whether
+# it is a form of case that needs more rows): whitespace first, then a mark, then punctuation and case
+_ORDER: tuple[tuple[str, Callable[[str], bool], re.Pattern[str] | None, bool], ...] = (
+    *((form, has, search, False) for (form, has), search in zip(FORMS[:3], _MAY_HAVE[:3])),
+    *((form, has, None, strict) for form, has, strict in gold_marks.MARKS),
+    (FORMS[3][0], FORMS[3][1], _MAY_HAVE[3], False),
+    *((form, has, None, strict) for form, has, strict in gold_marks.CASES),
+)
+
+
 def odd_one(choices: Sequence[str], has: Callable[[str], bool]) -> int | None:
     """The one choice whose form differs from all the others' (it alone has it; of three or more, it alone lacks
     it), or None."""
@@ -71,14 +82,14 @@ def _tail(hits: int, rows: int, p: float) -> float:
     return total
 
 
-def _field(doc: Mapping[str, object], text: str) -> str:
-    """The row's field that holds ``text`` (a column, or a list of choices), else 'choices'."""
+def field_of(doc: Mapping[str, object], text: str, default: str = "choices") -> str:
+    """The row's field that holds ``text`` (a column, or a list of choices), else ``default``."""
     for key, value in doc.items():
         if key in READER_FIELDS:
             continue
         if value == text or (isinstance(value, list) and text in value):
             return key
-    return "choices"
+    return default
 
 
 def _shown(text: str) -> str:
@@ -96,12 +107,13 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
     probed = [c for r in rows for c in samples[r].choices]
     joined = "\x00".join(probed)
     exact = joined.count("\x00") != len(probed) - 1  # a choice holds a NUL: the search would not tell them apart
-    for (form, has), may_have in zip(FORMS, _MAY_HAVE):
-        if not exact and may_have.search(joined) is None:
+    for form, has, may_have, strict in _ORDER:
+        if may_have is not None and not exact and may_have.search(joined) is None:
             continue  # no probed choice has the form: none is odd
         odd = [(r, i) for r in rows if (i := odd_one(samples[r].choices, has)) is not None]
         on_gold = [r for r, i in odd if i == samples[r].gold[0]]
-        if len(odd) < MIN_ROWS or len(on_gold) < GOLD_SHARE * len(odd):
+        least, share = (gold_marks.STRICT_ROWS, gold_marks.STRICT_SHARE) if strict else (MIN_ROWS, GOLD_SHARE)
+        if len(odd) < least or len(on_gold) < share * len(odd):
             continue
         chance = sum(1 / len(samples[r].choices) for r, _ in odd) / len(odd)
         if _tail(len(on_gold), len(odd), chance) > CHANCE:
@@ -115,10 +127,30 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
             f"{which} ({_shown(text)}) in {len(on_gold)} of the {len(odd)} probed rows where "
             f"one choice's form differs from the others' (chance: about 1 in {round(1 / chance)}): the scores "
             "compare a formatting artefact that marks the answer (a CSV written on Windows leaves '\\r' on the "
-            "last column; a full stop or space added to the answer column only)",
-            _field(documents(subject)[on_gold[0]], text),
+            "last column; a full stop or space added to the answer column only; a '*' or '(correct)' a quiz "
+            "export left)",
+            field_of(documents(subject)[on_gold[0]], text),
         )
         return
+    yield from _gold_word(subject, rows)
+
+
+def _gold_word(subject: AuditSubject, rows: list[int]) -> Iterator[Hit]:
+    """The right choice begins (or ends) with one word in nearly every probed row, which no other choice has."""
+    samples = subject.samples
+    found = gold_marks.gold_word([(samples[r].choices, samples[r].gold[0]) for r in rows])
+    if found is None:
+        return
+    where, word, at = found
+    first = samples[rows[at]]
+    text = first.choices[first.gold[0]]
+    yield subject.at_row(
+        first.sample,
+        f"the right choice {where} with {word!r} ({_shown(text)}) in nearly every one of the {len(rows)} probed "
+        "rows, and no other choice does: the word marks the answer (an annotation left in the data), so the "
+        "scores compare the mark rather than the answers",
+        field_of(documents(subject)[rows[at]], text),
+    )
 
 
 def _fixed_set(subject: AuditSubject, choices: Sequence[str]) -> Iterator[Hit]:
