@@ -1,5 +1,6 @@
 """``choices.gold-form``: the right choice alone has another surface form than the others: it alone ends with a
-carriage return or a line break (a CSV written on Windows), ends with a full stop, or begins with a space.
+carriage return or a line break (a CSV written on Windows), ends with a full stop, or begins with a space; or it
+alone carries a mark, quotes, a capital or a word of its own (``gold_marks.py``).
 Log-likelihood and acc_norm then score the artefact, which marks (or handicaps) the answer in every row.
 
 Per probed row, a form (a feature of a choice's edges) is *odd* where one choice alone has it (or, of three or
@@ -175,7 +176,8 @@ RULES = (
         "choices.gold-form",
         "warning",
         "The right choice alone has another surface form (a trailing '\\r' or line break, a full stop, a leading "
-        "space) far more often than chance, or one choice of a fixed set alone carries whitespace.",
+        "space, a mark such as '*' or '(correct)', quotes, its case, a word of its own) far more often than chance, "
+        "or one choice of a fixed set alone carries whitespace.",
         gold_form,
     ),
 )

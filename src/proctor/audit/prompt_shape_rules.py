@@ -74,7 +74,7 @@ def _prefix(choice: str) -> re.Match[str] | None:
     return _LETTER_PREFIX.match(choice) or _NUMBER_PREFIX.match(choice)
 
 
-def _in_letter_order(choices: Sequence[str]) -> bool:
+def in_option_order(choices: Sequence[str]) -> bool:
     """Whether every choice starts with its own option letter, or its own option number counted from 0 or 1, in
     order ('A) ...', 'B) ...'; '1) ...', '2) ...')."""
     if len(choices) < 2:
@@ -99,7 +99,7 @@ def _listed_rows(subject: AuditSubject) -> Iterator[Hit]:
     rows = list(subject.listed_choices)[:PROBE_ROWS]
     if len(rows) < MIN_ROWS:
         return
-    prefixed = [r for r in rows if _in_letter_order(r.choices)]
+    prefixed = [r for r in rows if in_option_order(r.choices)]
     if len(prefixed) >= MOST * len(rows):
         first = prefixed[0]
         yield Hit(
@@ -141,7 +141,7 @@ def letter_prefixed_choices(subject: AuditSubject) -> Iterator[Hit]:
         choices = samples[i].choices
         if len(choices) < 2:
             continue
-        if _in_letter_order(choices):
+        if in_option_order(choices):
             prefixed += 1
             first = i if first is None else first
     if first is None or prefixed < MIN_ROWS or prefixed < MOST * probe:

@@ -14,6 +14,7 @@ import math
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit.order_rules import row_lists
+from proctor.audit.prompt_shape_rules import in_option_order
 from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
@@ -29,8 +30,9 @@ def _key(text: str) -> str:
 
 
 def _plain_texts(items: Sequence[str]) -> bool:
-    """Three or more distinct options, each a text rather than a number or a single character."""
-    if len(items) < 3:
+    """Three or more distinct options, each a text rather than a number or a single character, and not marked
+    with their own option letters ('A) ...', 'B) ...': in order by their marks)."""
+    if len(items) < 3 or in_option_order(items):
         return False
     keys = [_key(t) for t in items]
     return len(set(keys)) == len(keys) and all(len(k) > 1 and k[0] not in _NUMBER_START for k in keys)

@@ -32,7 +32,7 @@ _NUMBER_LIKE = re.compile(r"(?:^|\x00)\s*[+-]?\d+(?:[-/.:]\d+)?\s*(?=\x00|$)")
 
 def _values(subject: AuditSubject, rows: int) -> list[tuple[int, str, Sequence[str]]]:
     """(row, 'choices' or 'references', the texts) of the first ``rows`` samples that have any."""
-    out = []
+    out: list[tuple[int, str, Sequence[str]]] = []
     for i, sample in enumerate(subject.samples[:rows]):
         if sample.choices:
             out.append((i, "choices", sample.choices))
