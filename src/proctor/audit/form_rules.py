@@ -23,6 +23,7 @@ from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
 FORM_PROBE_ROWS = 1000  # the form of a row's choices is cheap to read: a larger probe gives the test its power
+HEAD = 50  # the forms that no search skips are read in all probed rows only where one of these has the gold odd
 GOLD_SHARE = 0.75  # of the rows with an odd choice, the gold is it in at least this share
 CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely
 _END_PUNCTUATION = ".!?;,:"
@@ -111,6 +112,8 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
     for form, has, may_have, strict in _ORDER:
         if may_have is not None and not exact and may_have.search(joined) is None:
             continue  # no probed choice has the form: none is odd
+        if may_have is None and not any(odd_one(samples[r].choices, has) == samples[r].gold[0] for r in rows[:HEAD]):
+            continue  # a mark or a case that tells the gold apart does so in most rows: in one of the first ones
         odd = [(r, i) for r in rows if (i := odd_one(samples[r].choices, has)) is not None]
         on_gold = [r for r, i in odd if i == samples[r].gold[0]]
         least, share = (gold_marks.STRICT_ROWS, gold_marks.STRICT_SHARE) if strict else (MIN_ROWS, GOLD_SHARE)

@@ -76,7 +76,10 @@ def gold_word(rows: Sequence[tuple[Sequence[str], int]]) -> tuple[str, str, int]
     '(correct)', '<--'), whatever its characters."""
     if len(rows) < STRICT_ROWS:
         return None
+    head = [_words(choices[gold]) for choices, gold in rows[:STRICT_ROWS]]
     for end, where in ((0, "begins"), (1, "ends")):
+        if Counter(words[end] for words in head).most_common(1)[0][1] < WORD_SHARE * len(head):
+            continue  # the first rows' right choices share no word: most rows' cannot
         counts = Counter(_words(choices[gold])[end] for choices, gold in rows)
         word, count = counts.most_common(1)[0]
         if not word or count < WORD_SHARE * len(rows):

@@ -22,6 +22,7 @@ from proctor.core.audit import Hit
 PROBE_ROWS = 1000
 MIN_ROWS = 15  # rows of three options or more, not numbers
 SORTED_SHARE = 0.9  # of them, in order (ascending, or descending, throughout)
+FIRST_ROWS, FIRST_UNSORTED = 20, 2  # of the first rows, more unsorted than this: not a sorted task
 _NUMBER_START = "0123456789+-−$£€¥.%"
 
 
@@ -72,10 +73,16 @@ def sorted_options(subject: AuditSubject) -> Iterator[Hit]:
         if not _plain_texts(items_of[name]):
             continue
         eligible: list[tuple[int, list[str]]] = []
+        unsorted = 0
         for i in rows:
             items = dict(row_lists(docs[i], len(samples[i].choices))).get(name)
             if items is not None and _plain_texts(items):
                 eligible.append((i, items))
+                unsorted += _order(items) == 0
+                if len(eligible) <= FIRST_ROWS and unsorted > FIRST_UNSORTED:
+                    break  # sorted rows are the pipeline's doing, in every row: the first ones show it
+        if unsorted > FIRST_UNSORTED and len(eligible) <= FIRST_ROWS:
+            continue
         if len(eligible) < MIN_ROWS:
             continue
         orders = [_order(items) for _, items in eligible]

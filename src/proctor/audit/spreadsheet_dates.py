@@ -11,6 +11,7 @@ which no answer is written as, is named alone. A real date in words ('January 2'
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Iterator, Sequence
 
 from proctor.audit.form_rules import field_of
@@ -18,12 +19,15 @@ from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
 
-PROBE_ROWS = 2000  # a column a spreadsheet converted shows in many rows: the first ones tell
-_MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+PROBE_ROWS = 1000  # a column a spreadsheet converted shows in many rows: the first ones tell
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH = f"(?:{'|'.join(_MONTHS)})"
 # Excel's short date forms (d-mmm, mmm-yy) and a date cell as pandas writes it (a midnight timestamp)
 _SHORT_DATE = rf"\d{{1,2}}-{_MONTH}|{_MONTH}-\d{{2}}"
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2} 00:00:00"
-_WHOLE = re.compile(rf"(?:^|\x00)\s*(?:{_SHORT_DATE}|{_TIMESTAMP})\s*(?=\x00|$)")
+# a whole value of those forms, in the values joined each after a NUL: led by that literal, the search jumps from
+# one value to the next in C (a search for the months anywhere reads every character, several times slower)
+_WHOLE = re.compile(rf"\x00\s*(?:{_SHORT_DATE}|{_TIMESTAMP})\s*(?=\x00|$)")
 _IS_TIMESTAMP = re.compile(rf"\s*{_TIMESTAMP}\s*")
 _IS_DATE = re.compile(rf"\s*(?:{_SHORT_DATE}|{_TIMESTAMP})\s*")
 # a value a spreadsheet reads as a date, or a plain number: '3', '1-2', '48-49', '3/4', '2.5'
@@ -42,10 +46,14 @@ def _values(subject: AuditSubject, rows: int) -> list[tuple[int, str, Sequence[s
 
 
 def spreadsheet_dates(subject: AuditSubject) -> Iterator[Hit]:
-    values = _values(subject, PROBE_ROWS)
-    joined = "\x00".join(t for _, _, texts in values for t in texts)
+    columns = subject.columns
+    every = chain(
+        chain.from_iterable(columns.choices[:PROBE_ROWS]), chain.from_iterable(columns.references[:PROBE_ROWS])
+    )
+    joined = "\x00" + "\x00".join(every)
     if _WHOLE.search(joined) is None:
         return  # most tasks: no whole value is a date of these forms
+    values = _values(subject, PROBE_ROWS)
     numbers = _NUMBER_LIKE.search(joined) is not None
     for i, part, texts in values:
         for text in texts:
