@@ -3479,6 +3479,164 @@ add(
     ("error", "_row"),
 )
 
+# ---------------------------------------------------------------- surface forms that decide or corrupt the answer
+# (a right choice told apart by a mark, quotes, case or a word of its own; option numbers; spreadsheet dates;
+# options sorted after labelling; a TSV field's opening quote read as quoting)
+SURF_WORDS = [
+    ["a marsh", "the plains", "a tundra", "a desert"],
+    ["oxygen", "carbon", "rain", "nitrogen"],
+    ["lions", "humans", "bunnies", "grass"],
+    ["roots may split", "parts may break", "roots may die", "leaves may fall"],
+    ["gasoline", "a power station", "fuel", "electric wires"],
+    ["make more calls", "quit eating out", "buy less", "have lunch"],
+    ["warm", "gray", "soft", "long"],
+    ["brain cells", "ovary cells", "bone cells", "muscle cells"],
+    ["rubber gloves", "breathing mask", "safety goggles", "lead apron"],
+    ["the moon", "a comet", "the sun", "a star"],
+    ["steam", "ice", "water", "fog"],
+    ["sand", "clay", "silt", "gravel"],
+]
+SURF_ROWS = [
+    {"id": f"s{i}", "question": f"Question {i}?", "choices": list(w), "label": i % 4} for i, w in enumerate(SURF_WORDS)
+]
+add(
+    "surf-gold-starred",
+    "choices.gold-form",
+    native(gold_marked(lambda c: "*" + c, SURF_ROWS)),
+    rule("choices.gold-form"),
+)
+add(
+    "surf-gold-check-mark-after",
+    "choices.gold-form",
+    native(gold_marked(lambda c: c + " \u2713", SURF_ROWS)),
+    rule("choices.gold-form"),
+)
+add(
+    "surf-gold-capitalised",
+    "choices.gold-form",
+    native(gold_marked(lambda c: c[:1].upper() + c[1:], SURF_ROWS)),
+    rule("choices.gold-form"),
+)
+add(
+    "surf-gold-in-quotes",
+    "choices.gold-form",
+    native(gold_marked(lambda c: "\u201c" + c + "\u201d", SURF_ROWS)),
+    rule("choices.gold-form"),
+)
+lm_add(
+    "surf-gold-correct-note",
+    "choices.gold-form",
+    lm(test=gold_marked(lambda c: c + " (correct)", SURF_ROWS)),
+    rule("choices.gold-form"),
+)
+add(  # every choice capitalised: the case tells nothing
+    "surf-all-capitalised-ok",
+    "ok",
+    native([{**r, "choices": [c[:1].upper() + c[1:] for c in r["choices"]]} for r in SURF_ROWS]),
+    OK,
+)
+add(
+    "surf-choices-number-prefixed",
+    "choices.letter-prefixed",
+    native([{**r, "choices": [f"{k + 1}. {c}" for k, c in enumerate(r["choices"])]} for r in SURF_ROWS]),
+    rule("choices.letter-prefixed"),
+)
+add(
+    "surf-choices-paren-number-prefixed",
+    "choices.letter-prefixed",
+    native([{**r, "choices": [f"({k + 1}) {c}" for k, c in enumerate(r["choices"])]} for r in SURF_ROWS]),
+    rule("choices.letter-prefixed"),
+)
+add(  # ratios in order are numbers, not option numbers
+    "surf-ratio-choices-ok",
+    "ok",
+    native([{**r, "choices": ["1:2", "2:3", "3:4", "4:5"]} for r in SURF_ROWS]),
+    OK,
+)
+SURF_HOURS = [
+    [f"How many hours are in {n} days?", str(24 * n), str(24 * n + 1), f"{n}-{n + 1}", str(12 * n), "ABCD"[n % 4]]
+    for n in range(2, 9)
+]
+add(
+    "surf-csv-choices-excel-dates",
+    "text.damaged",
+    {
+        "t.yaml": task_yaml(
+            data="data.csv",
+            prompt="{{ q }}",
+            choices=["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"],
+            target="{{ 'ABCD'.index(key) }}",
+        ),
+        "data.csv": csv_text(["q", "a", "b", "c", "d", "key"], [[*r[:3], "2-Jan", *r[4:]] for r in SURF_HOURS]),
+    },
+    rule("text.damaged"),
+)
+add(
+    "surf-gen-refs-excel-dates",
+    "text.damaged",
+    gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["1/2", "Mar-45", "3/4", "2/3"])]),
+    rule("text.damaged"),
+)
+add(
+    "surf-csv-ranges-ok",
+    "ok",
+    {
+        "t.yaml": task_yaml(
+            data="data.csv",
+            prompt="{{ q }}",
+            choices=["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"],
+            target="{{ 'ABCD'.index(key) }}",
+        ),
+        "data.csv": csv_text(["q", "a", "b", "c", "d", "key"], SURF_HOURS),
+    },
+    OK,
+)
+SURF_SORTED = [
+    {
+        "id": f"o{i}",
+        "question": f"Question {i}?",
+        "choices": sorted([f"{w[0]} {i}", *w[1:]], key=str.casefold),
+        "label": i % 4,
+    }
+    for i, w in enumerate(SURF_WORDS + SURF_WORDS)
+]
+add(
+    "surf-choices-sorted-gold-kept",
+    "target.index-after-transform",
+    native(SURF_SORTED),
+    rule("target.index-after-transform"),
+)
+lm_add(
+    "surf-choices-sorted-gold-kept",
+    "target.index-after-transform",
+    lm(test=SURF_SORTED),
+    rule("target.index-after-transform"),
+)
+SURF_TSV = [
+    'A "dished face" profile is associated with\tmandible\tmaxilla\tfrontal bone\tair sinus\tB',
+    "Which organ collects urine?\tBladder\tKidney\tUreter\tUrethra\tA",
+    '"Ligament" is a term for which structure?\tBone to bone\tMuscle to bone\tNerve\tVessel\tA',
+    "Which cells come from ectomesenchyme?\tMotor neurons\tMuscles\tMelanocytes\tSweat glands\tC",
+]
+SURF_TSV_TASK = task_yaml(
+    data={"path": "data.tsv", "format": "tsv", "columns": ["q", "a", "b", "c", "d", "key"]},
+    prompt="{{ q }}\nA. {{ a }}\nB. {{ b }}\nC. {{ c }}\nD. {{ d }}\nAnswer:",
+    choices=[" A", " B", " C", " D"],
+    target="{{ 'ABCD'.index(key) }}",
+)
+add(
+    "surf-tsv-quote-stripped",
+    "data.quote-open",
+    {"t.yaml": SURF_TSV_TASK, "data.tsv": "\n".join(SURF_TSV) + "\n"},
+    rule("data.quote-open"),
+)
+add(  # a quote inside a field is text to a delimited reader
+    "surf-tsv-inner-quotes-ok",
+    "ok",
+    {"t.yaml": SURF_TSV_TASK, "data.tsv": "\n".join(SURF_TSV[:2] + SURF_TSV[3:]) + "\n"},
+    OK,
+)
+
 # ---------------------------------------------------------------- use case rows (their samples carry no choices)
 
 USE_CASE = QUIZ_USE_CASE

@@ -189,7 +189,7 @@ RULES = (
         QUOTE_RULE,
         "warning",
         "A CSV field runs over several lines that read as rows of the file: a quote left open swallows the rows "
-        "after it.",
+        "after it; or a field begins with a quote closed before it ends, which the reader drops, gluing the rest.",
         open_quote,
     ),
     AuditRule(

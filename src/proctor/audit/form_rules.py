@@ -1,5 +1,6 @@
 """``choices.gold-form``: the right choice alone has another surface form than the others: it alone ends with a
-carriage return or a line break (a CSV written on Windows), ends with a full stop, or begins with a space.
+carriage return or a line break (a CSV written on Windows), ends with a full stop, or begins with a space; or it
+alone carries a mark, quotes, a capital or a word of its own (``gold_marks.py``).
 Log-likelihood and acc_norm then score the artefact, which marks (or handicaps) the answer in every row.
 
 Per probed row, a form (a feature of a choice's edges) is *odd* where one choice alone has it (or, of three or
@@ -15,6 +16,7 @@ import math
 import re
 from typing import Callable, Iterator, Mapping, Sequence
 
+from proctor.audit import gold_marks
 from proctor.audit.order_rules import choices_setting, setting_line
 from proctor.audit.probe_rows import MIN_ROWS
 from proctor.audit.source_rows import documents
@@ -22,6 +24,7 @@ from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
 FORM_PROBE_ROWS = 1000  # the form of a row's choices is cheap to read: a larger probe gives the test its power
+HEAD = 50  # the forms that no search skips are read in all probed rows only where one of these has the gold odd
 GOLD_SHARE = 0.75  # of the rows with an odd choice, the gold is it in at least this share
 CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely
 _END_PUNCTUATION = ".!?;,:"
@@ -51,6 +54,16 @@ _MAY_HAVE = (
 )
 
 
+# every form in the order the rule tries them: (form, whether a choice has it, the search that may skip it, whether
+# it is a form of case that needs more rows): whitespace first, then a mark, then punctuation and case
+_ORDER: tuple[tuple[str, Callable[[str], bool], re.Pattern[str] | None, bool], ...] = (
+    *((form, has, search, False) for (form, has), search in zip(FORMS[:3], _MAY_HAVE[:3])),
+    *((form, has, None, strict) for form, has, strict in gold_marks.MARKS),
+    (FORMS[3][0], FORMS[3][1], _MAY_HAVE[3], False),
+    *((form, has, None, strict) for form, has, strict in gold_marks.CASES),
+)
+
+
 def odd_one(choices: Sequence[str], has: Callable[[str], bool]) -> int | None:
     """The one choice whose form differs from all the others' (it alone has it; of three or more, it alone lacks
     it), or None."""
@@ -72,14 +85,14 @@ def _tail(hits: int, rows: int, p: float) -> float:
     return total
 
 
-def _field(doc: Mapping[str, object], text: str) -> str:
-    """The row's field that holds ``text`` (a column, or a list of choices), else 'choices'."""
+def field_of(doc: Mapping[str, object], text: str, default: str = "choices") -> str:
+    """The row's field that holds ``text`` (a column, or a list of choices), else ``default``."""
     for key, value in doc.items():
         if key in READER_FIELDS:
             continue
         if value == text or (isinstance(value, list) and text in value):
             return key
-    return "choices"
+    return default
 
 
 def _shown(text: str) -> str:
@@ -97,12 +110,15 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
     probed = [c for r in rows for c in samples[r].choices]
     joined = "\x00".join(probed)
     exact = joined.count("\x00") != len(probed) - 1  # a choice holds a NUL: the search would not tell them apart
-    for (form, has), may_have in zip(FORMS, _MAY_HAVE):
-        if not exact and may_have.search(joined) is None:
+    for form, has, may_have, strict in _ORDER:
+        if may_have is not None and not exact and may_have.search(joined) is None:
             continue  # no probed choice has the form: none is odd
+        if may_have is None and not any(odd_one(samples[r].choices, has) == samples[r].gold[0] for r in rows[:HEAD]):
+            continue  # a mark or a case that tells the gold apart does so in most rows: in one of the first ones
         odd = [(r, i) for r in rows if (i := odd_one(samples[r].choices, has)) is not None]
         on_gold = [r for r, i in odd if i == samples[r].gold[0]]
-        if len(odd) < MIN_ROWS or len(on_gold) < GOLD_SHARE * len(odd):
+        least, share = (gold_marks.STRICT_ROWS, gold_marks.STRICT_SHARE) if strict else (MIN_ROWS, GOLD_SHARE)
+        if len(odd) < least or len(on_gold) < share * len(odd):
             continue
         chance = sum(1 / len(samples[r].choices) for r, _ in odd) / len(odd)
         if _tail(len(on_gold), len(odd), chance) > CHANCE:
@@ -116,10 +132,30 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
             f"{which} ({_shown(text)}) in {len(on_gold)} of the {len(odd)} probed rows where "
             f"one choice's form differs from the others' (chance: about 1 in {round(1 / chance)}): the scores "
             "compare a formatting artefact that marks the answer (a CSV written on Windows leaves '\\r' on the "
-            "last column; a full stop or space added to the answer column only)",
-            _field(documents(subject)[on_gold[0]], text),
+            "last column; a full stop or space added to the answer column only; a '*' or '(correct)' a quiz "
+            "export left)",
+            field_of(documents(subject)[on_gold[0]], text),
         )
         return
+    yield from _gold_word(subject, rows)
+
+
+def _gold_word(subject: AuditSubject, rows: list[int]) -> Iterator[Hit]:
+    """The right choice begins (or ends) with one word in nearly every probed row, which no other choice has."""
+    samples = subject.samples
+    found = gold_marks.gold_word([(samples[r].choices, samples[r].gold[0]) for r in rows])
+    if found is None:
+        return
+    where, word, at = found
+    first = samples[rows[at]]
+    text = first.choices[first.gold[0]]
+    yield subject.at_row(
+        first.sample,
+        f"the right choice {where} with {word!r} ({_shown(text)}) in nearly every one of the {len(rows)} probed "
+        "rows, and no other choice does: the word marks the answer (an annotation left in the data), so the "
+        "scores compare the mark rather than the answers",
+        field_of(documents(subject)[rows[at]], text),
+    )
 
 
 def _fixed_set(subject: AuditSubject, choices: Sequence[str]) -> Iterator[Hit]:
@@ -144,7 +180,8 @@ RULES = (
         "choices.gold-form",
         "warning",
         "The right choice alone has another surface form (a trailing '\\r' or line break, a full stop, a leading "
-        "space) far more often than chance, or one choice of a fixed set alone carries whitespace.",
+        "space, a mark such as '*' or '(correct)', quotes, its case, a word of its own) far more often than chance, "
+        "or one choice of a fixed set alone carries whitespace.",
         gold_form,
     ),
 )

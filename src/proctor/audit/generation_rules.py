@@ -251,9 +251,11 @@ _MOJIBAKE = re.compile("\ufffd|Ã[\u0080-\u00bf]|â€[\u0080-\u00bf\u2018-\u201
 
 
 def damaged_text(subject: AuditSubject) -> Iterator[Hit]:
+    from proctor.audit.spreadsheet_dates import spreadsheet_dates
     from proctor.audit.stray_controls import stray_controls
 
     yield from stray_controls(subject)
+    yield from spreadsheet_dates(subject)
     for sample, text in ((subject.samples[i], subject.prompt_texts[i]) for i in subject.scan.unusual_text):
         for field, value in (("prompt", text), *(("choices", c) for c in sample.choices)):
             if value.isascii():
@@ -384,7 +386,8 @@ RULES = (
     AuditRule(
         "text.damaged",
         "warning",
-        "Prompts or choices hold mojibake (UTF-8 read as Latin-1) or the replacement character.",
+        "Prompts or choices hold mojibake (UTF-8 read as Latin-1) or the replacement character; choices or "
+        "references hold values a spreadsheet turned into dates ('2-Jan' from '1-2').",
         damaged_text,
     ),
 )

@@ -189,6 +189,9 @@ def index_after_transform(subject: AuditSubject) -> Iterator[Hit]:
                 continue
             yield _hit(subject, first, name, listed, in_prompt, (compared, wrong))
             return
+    from proctor.audit.sorted_rows import sorted_options  # the data's own lists, sorted after labelling
+
+    yield from sorted_options(subject)
 
 
 def _hit(subject: AuditSubject, i: int, name: str, listed: str, in_prompt: bool, counts: tuple[int, int]) -> Hit:

@@ -1,7 +1,8 @@
 """What a prompt's text shows twice or in a form the scoring does not expect: a cue the data already holds and
 the template adds again ("Question: Question: ...\nAnswer:\nAnswer:"), a chat turn written out by hand that the
-model's chat template wraps again, and choices that carry their own option letter ("A) ...") where the prompt
-lists no options (each choice's score then starts with its letter, and "A" is the likelier token)."""
+model's chat template wraps again, and choices that carry their own option letter or number ("A) ...", "1) ...")
+where the prompt lists no options (each choice's score then starts with its letter, and "A" is the likelier
+token)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ MIN_ROWS = 3  # not probe_rows.MIN_ROWS (4), on purpose: this rule also asks for
 _DOUBLED_CUE = re.compile(r"(?<![\w])([^\W\d_][^\W\d_ ]{0,19}(?: [^\W\d_]{1,20})?):\s*\1:", re.IGNORECASE)
 # the turn markers of common chat formats (ChatML, Llama 3, Llama 2 and Mistral, Gemma, Phi and Zephyr)
 _CHAT_MARKERS = ("<|im_start|>", "<|start_header_id|>", "[INST]", "<start_of_turn>", "<|user|>", "<|assistant|>")
-_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Ja-j])\s*[).:]\s*\S")  # letters only: "1.5", "2.5" are numbers
+_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Ja-j])\s*[).:]\s*\S")
+# an option number: '1) ', '1. ', '(1) ', '1: ', with a space after it ("1.5", "2:1" are numbers and ratios)
+_NUMBER_PREFIX = re.compile(r"^\s*\(?([0-9]{1,2})\s*[).:]\s+\S")
 
 
 def _probe(subject: AuditSubject) -> int:
@@ -66,10 +69,24 @@ def chat_by_hand(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
-def _in_letter_order(choices: Sequence[str]) -> bool:
-    """Whether every choice starts with its own option letter, in order ('A) ...', 'B) ...')."""
-    marks = [m.group(1).upper() if (m := _LETTER_PREFIX.match(c)) else None for c in choices]
-    return len(choices) >= 2 and all(marks) and marks == [chr(ord(marks[0] or "A") + k) for k in range(len(marks))]
+def _prefix(choice: str) -> re.Match[str] | None:
+    """The option letter or number a choice starts with ('A) ...', '(1) ...'), or None."""
+    return _LETTER_PREFIX.match(choice) or _NUMBER_PREFIX.match(choice)
+
+
+def in_option_order(choices: Sequence[str]) -> bool:
+    """Whether every choice starts with its own option letter, or its own option number counted from 0 or 1, in
+    order ('A) ...', 'B) ...'; '1) ...', '2) ...')."""
+    if len(choices) < 2:
+        return False
+    found = [_prefix(c) for c in choices]
+    if not all(found):
+        return False
+    marks = [m.group(1).upper() for m in found if m is not None]
+    if all(m.isdigit() for m in marks):
+        start = int(marks[0])
+        return start in (0, 1) and marks == [str(start + k) for k in range(len(marks))]
+    return marks == [chr(ord(marks[0]) + k) for k in range(len(marks))] and marks[0].isalpha()
 
 
 # a question that lists lettered options itself: "A) ... B) ... C) ..." (three letters in order at least)
@@ -82,13 +99,14 @@ def _listed_rows(subject: AuditSubject) -> Iterator[Hit]:
     rows = list(subject.listed_choices)[:PROBE_ROWS]
     if len(rows) < MIN_ROWS:
         return
-    prefixed = [r for r in rows if _in_letter_order(r.choices)]
+    prefixed = [r for r in rows if in_option_order(r.choices)]
     if len(prefixed) >= MOST * len(rows):
         first = prefixed[0]
         yield Hit(
-            f"every choice starts with its own option letter ({first.choices[0]!r}, ...) in {len(prefixed)} of the "
-            f"{len(rows)} rows read: the use case lists the choices under letters of its own (and may shuffle them), "
-            "so the model reads two letters per option, which disagree once shuffled; drop the letters",
+            f"every choice starts with its own option letter or number ({first.choices[0]!r}, ...) in "
+            f"{len(prefixed)} of the {len(rows)} rows read: the use case lists the choices under letters of its own "
+            "(and may shuffle them), so the model reads two marks per option, which disagree once shuffled; drop the "
+            "marks from the choices",
             file=first.file or first.sample.file,
             row=first.row,
             field=first.field,
@@ -123,21 +141,23 @@ def letter_prefixed_choices(subject: AuditSubject) -> Iterator[Hit]:
         choices = samples[i].choices
         if len(choices) < 2:
             continue
-        if _in_letter_order(choices):
+        if in_option_order(choices):
             prefixed += 1
             first = i if first is None else first
     if first is None or prefixed < MIN_ROWS or prefixed < MOST * probe:
         return
     sample = samples[first]
-    match = _LETTER_PREFIX.match(sample.choices[0])
+    match = _prefix(sample.choices[0])
     body = sample.choices[0][match.end() - 1 :].strip() if match else ""
     if body and body in subject.prompt_texts[first]:
         return  # the prompt lists the options: the choices name the one picked, letter and all
+    first_mark = match.group(1) if match else "A"
+    kind = "number" if first_mark.isdigit() else "letter"
     yield subject.at_row(
         sample.sample,
-        f"every choice starts with its own option letter ({sample.choices[0]!r}, ...) in {prefixed} of the {probe} "
-        "rows read, and the prompt lists no options: each choice is scored with its letter, so the number leans "
-        "to the likelier letter ('A') rather than the answer; drop the letters from the choices",
+        f"every choice starts with its own option {kind} ({sample.choices[0]!r}, ...) in {prefixed} of the {probe} "
+        f"rows read, and the prompt lists no options: each choice is scored with its {kind}, so the score leans "
+        f"to the likelier {kind} ({first_mark!r}) rather than the answer; drop the {kind}s from the choices",
         "choices",
     )
 
@@ -199,8 +219,8 @@ RULES = (
     AuditRule(
         "choices.letter-prefixed",
         "warning",
-        "Every choice starts with its own option letter ('A) ...', 'B) ...') and the prompt lists no options: each "
-        "choice is scored with its letter, and the number leans to the likelier letter.",
+        "Every choice starts with its own option letter or number ('A) ...', 'B) ...'; '1) ...') and the prompt lists "
+        "no options: each choice is scored with its letter, and the number leans to the likelier letter.",
         letter_prefixed_choices,
     ),
     AuditRule(

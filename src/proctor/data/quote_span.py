@@ -7,6 +7,7 @@ apart is what the lines inside the field look like: rows of the file, with its n
 from __future__ import annotations
 
 import csv
+import re
 
 from proctor.core.audit import Hit
 
@@ -46,3 +47,36 @@ def swallowed_rows(
             field=column,
         )
     return None
+
+
+# a field that opens a quote, closes it and goes on ('"Ligament" is a term'), its quotes doubled inside or not
+_GLUED = re.compile(r'\s*"(?:[^"]|"")*"(?!")(.+)', re.DOTALL)
+
+
+def glued_quote(text: str, line: int, header: list[str], delimiter: str, path: object) -> Hit:
+    """A hit for the line a strict read stopped at: a field there opens a quote that closes before the field
+    ends (the reader drops the quotes and glues the rest on) or never closes. The field is told from the raw
+    line split on the delimiter."""
+    lines = text.splitlines()
+    raw = lines[line - 1] if 0 < line <= len(lines) else ""
+    parts = raw.split(delimiter)
+    glued = next((i for i, part in enumerate(parts) if _GLUED.fullmatch(part)), None)
+    opened = next((i for i, part in enumerate(parts) if part.lstrip().startswith('"')), None)
+    column = glued if glued is not None else opened
+    field = header[column] if column is not None and column < len(header) else None
+    shown = parts[column] if column is not None else raw
+    if glued is not None:
+        what = (
+            "begins with a quote that closes before the field ends: the reader takes the quotes for the file's "
+            "quoting, drops them and glues the rest of the field on, so the text read is not the file's"
+        )
+    else:
+        what = "opens a quote that is not closed where the field ends: the reader runs the field on past it"
+    return Hit(
+        f"line {line}: the field {f'{field!r} ' if field else ''}{what} ({shown.strip()!r:.70}); a file written "
+        "without quoting (a TSV) keeps its quotes as text only where no field begins with one: write it with "
+        "quoting (the field in quotes, its own quotes doubled)",
+        file=str(path),
+        line=line,
+        field=field,
+    )
