@@ -33,7 +33,33 @@ def _printed_fields(subject: AuditSubject) -> list[str]:
     return sorted(template_fields(prompt)) if prompt else []
 
 
+def _missing_question(subject: AuditSubject) -> Iterator[Hit]:
+    """A use case's rows (which its code prompts: no template to read) whose question is a missing value: the
+    field the handler says holds what a row asks (``RowChoices.question_field``), read as a prompt's field."""
+    rows = [r for r in subject.listed_choices[:PROBE_ROWS] if r.question_field]
+    if len(rows) < 2:
+        return
+    name = rows[0].question_field or "question"
+    values = [r.sample.fields.get(r.question_field or name) for r in rows]
+    texts = [v for v in values if isinstance(v, str)]
+    long_field = len(texts) >= 2 and median(len(t.split()) for t in texts) > LONG_WORDS
+    # a float NaN (pandas' missing cell kept as a number) is missing too
+    missing = [i for i, v in enumerate(values) if _placeholder(v, long_field) or (isinstance(v, float) and v != v)]
+    if missing and len(missing) < len(rows):
+        row = rows[missing[0]]
+        yield Hit(
+            f"the '{name}' the use case asks is {values[missing[0]]!r} in {len(missing)} of the {len(rows)} rows "
+            "read, what a reader writes for a missing value: those rows are asked nothing, and their answer is a "
+            "guess among the choices",
+            file=row.file or row.sample.file or subject.file,
+            row=row.row,
+            field=name,
+            sample=row.sample.id,
+        )
+
+
 def missing_in_text(subject: AuditSubject) -> Iterator[Hit]:
+    yield from _missing_question(subject)
     probe = min(len(subject.samples), PROBE_ROWS)
     if probe < 2:
         return
