@@ -131,8 +131,8 @@ RULES = (
         "fewshot.other-format",
         "warning",
         "The few-shot examples' own template (fewshot.template) never writes the cue the scored question ends with "
-        "('Q:'/'A:' before 'Question:'/'Answer:'), or a dialect's examples (SEA-HELM's, a probsem prompt file's) answer "
-        "after another cue or in words the task never scores: the examples teach another format.",
+        "('Q:'/'A:' before 'Question:'/'Answer:'), or a dialect's examples (SEA-HELM's, a probsem prompt file's) "
+        "answer after another cue or in words the task never scores: the examples teach another format.",
         first_found(other_cue, examples_in_other_labels, demos_in_other_format),
     ),
 )
