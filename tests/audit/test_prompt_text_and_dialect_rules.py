@@ -133,6 +133,11 @@ UNFILLED_CASES: dict[str, tuple[dict[str, str], list[str] | None, str | None]] =
         None,
         "t.yaml:3, field 'prompt'",
     ),
+    "a slot [TOPIC] on the question's own line": (
+        _native("Topic: [TOPIC]. Question: {{ query }}\n\n  Answer:"),
+        None,
+        "t.yaml:3, field 'prompt'",
+    ),
     # right twins: braces of a JSON example; the form of the reply shown with a slot for the answer
     "a JSON example in the pretext": (_probsem(pretext='Judge it. Reply as {"verdict": true}.'), ["p"], None),
     "the reply's form shown": (

@@ -8,8 +8,9 @@ search over a few lines."""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
@@ -49,11 +50,24 @@ def _where(subject: AuditSubject, written: str) -> str:
     return "prompt"
 
 
+PROBE_ROWS = 1000
+
+
+def _shared(texts: Sequence[str]) -> str:
+    """What the texts share at their start and end, to the character (a slot on the row's own line: 'Topic:
+    <topic>. {question}'), with the whole lines every prompt shares."""
+    probe = list(texts[:PROBE_ROWS])
+    start = os.path.commonprefix([min(probe), max(probe)])
+    tails = [t[::-1] for t in probe]
+    end = os.path.commonprefix([min(tails), max(tails)])[::-1]
+    return start + "\n" + end
+
+
 def shared_placeholder(subject: AuditSubject) -> Iterator[Hit]:
     if len(subject.samples) < 2:
         return
     prefix, suffix = subject.fixed_text
-    shared = prefix + "\n" + suffix
+    shared = prefix + "\n" + suffix + "\n" + _shared(subject.prompt_texts)
     if not any(c in shared for c in "{}%$<["):
         return
     if _CODE.search(shared):
