@@ -38,6 +38,25 @@ def scored_labels(subject: AuditSubject) -> set[str] | None:
     return found if 2 <= len(found) <= LABEL_SET else None
 
 
+def _spelt(subject: AuditSubject, labels: set[str]) -> str:
+    """The labels as the task writes them (not casefolded), for a message."""
+    rows = subject.samples[:ROWS_READ]
+    forms = {t.strip(): None for s in rows for t in (s.choices or s.references) if _fold(t) in labels}
+    return ", ".join(map(repr, sorted(forms)[:6]))
+
+
+def _a_label_set(subject: AuditSubject, labels: set[str]) -> bool:
+    """Whether the references are a classification's labels, not a few short answers of their own (a handful of
+    capitals, which any other question's answer is outside of): each label answers two rows or more on average, or
+    the text every prompt shares offers every one of them ('Positif, Negatif, atau Netral')."""
+    rows = min(len(subject.samples), ROWS_READ)
+    if rows >= 2 * len(labels):
+        return True
+    prefix, suffix = subject.fixed_text
+    shared = _fold(prefix + " " + suffix)
+    return all(re.search(r"(?<!\w)" + re.escape(label) + r"(?!\w)", shared) for label in labels)
+
+
 def examples_in_other_labels(subject: AuditSubject) -> Iterator[Hit]:
     """The examples a dialect shows (``audit_example_answers``) answer in words the task never scores."""
     shown = shown_answers(subject.handler)
@@ -47,7 +66,7 @@ def examples_in_other_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(answers) < 2:
         return  # indices (lm-eval's multiple choice) are the task's own
     labels = scored_labels(subject)
-    if labels is None:
+    if labels is None or not _a_label_set(subject, labels):
         return
     outside = [a for a in answers if _fold(a) not in labels]
     if len(outside) * 2 <= len(answers):
@@ -55,7 +74,7 @@ def examples_in_other_labels(subject: AuditSubject) -> Iterator[Hit]:
     yield Hit(
         f"{len(outside)} of the {len(answers)} few-shot examples ({shown.source}) answer in words the task never "
         f"scores ({', '.join(map(repr, sorted(set(outside))[:4]))}; the task scores "
-        f"{', '.join(map(repr, sorted(labels)[:6]))}): a model that copies its examples answers in their words, "
+        f"{_spelt(subject, labels)}): a model that copies its examples answers in their words, "
         "which are never counted right",
         file=subject.file,
         line=subject.task.line,
@@ -114,12 +133,12 @@ def demos_in_other_format(subject: AuditSubject) -> Iterator[Hit]:
             f"ends with {scored + ':'!r}"
         )
         if labels is not None and any(_fold(a) not in labels for a in demos[other]):
-            why += f" and is scored on {', '.join(map(repr, sorted(labels)[:6]))}"
+            why += f" and is scored on {_spelt(subject, labels)}"
     elif len(shown) >= 2 and labels is not None and sum(_fold(a) not in labels for a in shown) * 2 > len(shown):
         outside = [a for a in shown if _fold(a) not in labels]
         why = (
             f"answers {', '.join(map(repr, outside[:3]))} after {scored + ':'!r}, words the task never scores "
-            f"({', '.join(map(repr, sorted(labels)[:6]))})"
+            f"({_spelt(subject, labels)})"
         )
     else:
         return
