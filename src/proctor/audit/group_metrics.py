@@ -61,10 +61,10 @@ def unshared_metrics(tasks: Sequence[Task], defaults: Mapping[str, Sequence[str]
         out[first.spec.name].append(
             Hit(
                 f"group '{group}' averages its members, and '{metric}'{others} is computed by {_names(having)} "
-                f"but not by {_names([t.spec.name for t in lacking])}: the group's '{metric}' is not the group's "
-                "(proctor drops a metric not every member has from the group, and lm-eval's aggregate averages "
-                "the members that have it, a subset's number under the group's name); give every member the same "
-                "metrics",
+                f"but not by {_names([t.spec.name for t in lacking])}: proctor drops a metric not every member has "
+                f"from the group, so the group reports no '{metric}' without a word, and lm-eval's aggregate is the "
+                "mean of the members that have it, a subset's number under the group's name; give every member the "
+                "same metrics",
                 file=str(first.file) if first.file else None,
                 line=first.lines.get("metrics", first.lines.get("name", first.line)),
                 field="metrics",
