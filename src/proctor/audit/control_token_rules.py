@@ -10,8 +10,10 @@ A chat turn the task's own text writes by hand (the same in every prompt) is a c
 (``chat.written-by-hand`` names it under a chat template too, and ``text.special-tokens`` once the model loads), so
 chat markers count only in the rows' own part. Spellings no text means otherwise ('<|endoftext|>', '[gMASK]')
 count where a tenth of the rows read hold them; those that can be text ('<s>' is HTML's strike-through, '[MASK]'
-a blank to fill in a question) where nearly every row does, and '[MASK]' only where the prompt ends with it (the
-answer is scored after it; a blank inside the question is a blank a reader fills). The first rows only."""
+a blank to fill in a question) where nearly every row does ('<unk>' is left out: WikiText's and the Penn
+Treebank's texts write it for a rare word, and are scored so by design), and '[MASK]' only where the prompt ends
+with it (the answer is scored after it; a blank inside the question is a blank a reader fills). The first rows
+only."""
 
 from __future__ import annotations
 
@@ -59,7 +61,6 @@ _AMBIGUOUS = {
     "<s>": "Llama's and Mistral's start of sequence",
     "</s>": "Llama's, Mistral's and T5's end of sequence",
     "<pad>": "a tokenizer's padding",
-    "<unk>": "a tokenizer's unknown token",
     "<mask>": "RoBERTa's mask",
     "[CLS]": "BERT's classification token",
     "[SEP]": "BERT's separator",
@@ -125,13 +126,14 @@ def control_token(subject: AuditSubject) -> Iterator[Hit]:
     if not found:
         return
     count, field, token, first = max(found)
+    mask = token in (_MASK_END, "[gMASK]", "[sMASK]")
     place = " at the end of each prompt" if token == _MASK_END else ""
+    glm = " (GLM-130B appends its own mask token, so this one is text even to GLM)" if mask else ""
     yield subject.at_row(
         samples[first].sample,
-        f"the {_PLACES[field]} hold "
-        f"{token!r} ({_ALL[token]}) written as text{place} in {count} of the {probe} rows read: no model reads it "
-        "here as the data meant it: a model whose token it is not reads the characters (and is scored after "
-        "them), one whose token it is reads a control token where the data has text; drop it from the data",
+        f"the {_PLACES[field]} hold {token!r} ({_ALL[token]}) written as text{place} in {count} of the {probe} "
+        "rows read: a model whose token it is not reads those characters as text (and is scored after them), and "
+        f"one whose token it is reads a control token where the benchmark has text{glm}; drop it from the data",
         field,
     )
 
