@@ -140,6 +140,11 @@ UNFILLED_CASES: dict[str, tuple[dict[str, str], list[str] | None, str | None]] =
     ),
     # right twins: braces of a JSON example; the form of the reply shown with a slot for the answer
     "a JSON example in the pretext": (_probsem(pretext='Judge it. Reply as {"verdict": true}.'), ["p"], None),
+    "the reply's form shown as SEA-HELM's GPQA shows it": (
+        _probsem(pretext='Reply as "Verdict: {answer}", where {answer} is True or False.'),
+        ["p"],
+        None,
+    ),
     "the reply's form shown": (
         _native("Reply in the form Answer: <letter>.\n\n  Question: {{ query }}\n\n  Answer:"),
         None,

@@ -36,6 +36,10 @@ _PLACEHOLDERS = (
 _ANY = re.compile("|".join(_PLACEHOLDERS))
 # Python's format, where no Jinja template made the text (a Jinja template's own {name}: placeholder_rules)
 _FORMAT = re.compile(r"(?<![{\w])\{[A-Za-z_][A-Za-z0-9_]*\}(?!\})")
+# a slot for the model's reply, which an instruction shows to say the form of the answer
+_REPLY_SLOT = re.compile(
+    r"(?i)\b(?:final_?)?(?:answer|letter|choice|option|label|number|response|reply|output|result|verdict)s?\b"
+)
 # code written into the shared text (a code task's examples): its braces and dollars are the code's
 _CODE = re.compile(r"\bdef |\breturn\b|\bprint\(|\bf\"|\bf'|\bfunction\b|\bconst |=>|;\s*$", re.M)
 
@@ -78,6 +82,8 @@ def shared_placeholder(subject: AuditSubject) -> Iterator[Hit]:
     if match is None:
         return
     written = match.group()
+    if _REPLY_SLOT.search(written):
+        return  # the form of the reply shown ('where {answer} is the letter': SEA-HELM's GPQA), not a row's slot
     if written.startswith("<") and "</" + written[1:] in shared:
         return  # a tag with its closing tag: markup the prompt asks for, not a slot
     field = _where(subject, written)
