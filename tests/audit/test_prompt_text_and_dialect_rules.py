@@ -312,6 +312,22 @@ def test_a_use_case_question_that_is_nan(missing: bool, tmp_path: Path, capsys: 
     assert "rows.jsonl, row 3, field 'question'" in line and "2 of the 6 rows" in line, line
 
 
+@pytest.mark.parametrize("missing", [True, False])
+def test_a_glm_input_that_is_nan(missing: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dialect whose code makes the prompt from the row (GLM-130B's inputs): the fields the prompts hold are read."""
+    rows = [
+        {"inputs_pretokenized": "nan" if missing and i in (1, 4) else q, "choices_pretokenized": c, "label": g}
+        for i, (q, c, g) in enumerate(QUIZ)
+    ]
+    files = {"glm.yaml": GLM, "data/prompt_1/test.jsonl": jsonl_text(rows)}
+    lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "glm.yaml")])
+    if not missing:
+        _silent(lines, "data.missing-as-text")
+        return
+    line = _named(lines, "data.missing-as-text")
+    assert "test.jsonl, row 2, field 'inputs_pretokenized'" in line and "2 of the 6 rows" in line, line
+
+
 # -- group.metric-not-shared: a group whose members do not all compute a metric ---------------------------------------
 
 

@@ -3635,6 +3635,12 @@ add(
     OK,
     ["validate", "p"],
 )
+glm_add(
+    "inputs-nan",
+    "data.missing-as-text",
+    glm([{**r, "inputs_pretokenized": "nan"} if i == 2 else r for i, r in enumerate(GLM_ROWS)]),
+    rule("data.missing-as-text"),
+)
 uc_add(
     "rows-question-nan",
     "data.missing-as-text",

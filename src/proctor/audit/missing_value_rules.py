@@ -6,10 +6,10 @@ choices; this reads the fields a prompt template prints and the references."""
 from __future__ import annotations
 
 from statistics import median
-from typing import Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit.source_rows import documents, templates
-from proctor.audit.subject import AuditSubject
+from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 
@@ -18,6 +18,7 @@ PROBE_ROWS = 1000
 _NEVER_TEXT = frozenset({"nan", "NaN", "null", "NULL", "#N/A", "<NA>", "NaT"})
 # ... and what can be a short answer too ('None' of them, 'N/A'): a placeholder only among long texts
 _PLACEHOLDER = _NEVER_TEXT | {"None", "N/A", "NA"}
+SHOWN = 0.8  # of the rows with a text in a field, those whose prompt holds it: the prompt prints the field
 LONG_WORDS = 3  # the median value of a field of passages or questions is longer than this
 
 
@@ -58,13 +59,40 @@ def _missing_question(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+def _shown(subject: AuditSubject, probe: int) -> tuple[list[str], Sequence[Mapping[str, Any]]]:
+    """(the fields the prompt prints, each probed row's fields): a Jinja template's variables over the rows; a
+    dialect's own view of its rows (SEA-HELM's ``task_template`` fields); else, where a dialect's code made the
+    prompt from the row (GLM-130B's inputs, a probsem context's text), the text fields whose value the prompt
+    holds in most rows."""
+    from proctor.audit.field_pairs import field_view
+
+    names = _printed_fields(subject)
+    if names:
+        return names, documents(subject)
+    if subject.templated:
+        return [], []
+    view = field_view(subject)
+    if view is not None and view.prompt_fields:
+        return sorted(view.prompt_fields), [row for _, row in view.rows[:probe]]
+    docs = documents(subject)
+    texts = subject.prompt_texts
+    found = []
+    for name, value in docs[0].items() if probe else ():
+        if not isinstance(value, str) or name in READER_FIELDS:
+            continue
+        held = [v in texts[i] for i in range(probe) if isinstance(v := docs[i].get(name), str) and len(v.strip()) >= 4]
+        if len(held) >= 2 and sum(held) >= SHOWN * len(held):
+            found.append(name)
+    return found, docs
+
+
 def missing_in_text(subject: AuditSubject) -> Iterator[Hit]:
     yield from _missing_question(subject)
     probe = min(len(subject.samples), PROBE_ROWS)
     if probe < 2:
         return
-    docs = documents(subject)
-    for name in _printed_fields(subject):
+    names, docs = _shown(subject, probe)
+    for name in names:
         values = [docs[i].get(name) for i in range(probe)]
         texts = [v for v in values if isinstance(v, str)]
         if len(texts) < 2:
