@@ -2,7 +2,9 @@
 metric is an average over its members; where some members do not compute it, that number is not the group's:
 proctor averages only the metrics every member has (the others' are dropped from the group without a word), and
 lm-eval, whose ``aggregate_metric_list`` names the metric, averages the members that have it (a subset's number
-under the group's name). Either way a reader of the group's table is misled. The members' metrics are known
+under the group's name). Either way a reader of the group's table is misled. Only a metric a harness reports by
+default (acc, acc_norm, exact_match, f1, a perplexity) is named: one a member adds of its own (brier_score) is its
+own, and the group leaving it out is what a reader expects. The members' metrics are known
 before any task is prepared (``GroupMembers.of``); the finding is named once per group and metric set, at the
 first member that lacks them."""
 
@@ -42,6 +44,9 @@ def unshared_metrics(tasks: Sequence[Task], defaults: Mapping[str, Sequence[str]
                 unknown.add(group)
             else:
                 members[group].append((task, metrics))
+    # the metrics a harness reports for a kind by default, the numbers a reader looks for in a group's row; one a
+    # member adds of its own (brier_score beside acc) is that member's, and the group leaving it out is by design
+    headline = {m for names in defaults.values() for m in names} - {"null_count"}
     out: dict[str, list[Hit]] = defaultdict(list)
     for group, tasks_metrics in members.items():
         if group in unknown or len(tasks_metrics) < 2 or len({t.spec.name for t, _ in tasks_metrics}) < 2:
@@ -50,7 +55,7 @@ def unshared_metrics(tasks: Sequence[Task], defaults: Mapping[str, Sequence[str]
         if not shared:
             continue  # no metric in common: the run says the group has no number
         every = frozenset.union(*(m for _, m in tasks_metrics))
-        odd = sorted(every - shared)
+        odd = sorted(m for m in every - shared if m.split(",")[0] in headline)
         if not odd:
             continue
         metric = odd[0]
