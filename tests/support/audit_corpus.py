@@ -3695,6 +3695,142 @@ uc_add(
 )
 uc_add("rows-one-hinted-question-ok", "ok", uc_row(1, question="What is the capital of France (not Rome)?"), OK)
 
+# ---- text no model should see, and dialect gaps (red team 10): a control token written as text, a placeholder
+# nobody filled, examples in other labels or after another cue, a row ending with the answer tag, 'nan' questions,
+# a group metric not every member computes (text.control-token, prompt.unfilled, fewshot.other-format,
+# prompt.doubled-cue, data.missing-as-text, group.metric-not-shared)
+glm_add(
+    "mask-token-ending-inputs",
+    "text.control-token",
+    glm([{**r, "inputs_pretokenized": r["inputs_pretokenized"] + " Answer: [MASK]"} for r in GLM_ROWS]),
+    rule("text.control-token"),
+)
+add(
+    "gen-references-closed-by-eos",
+    "text.control-token",
+    gen([{**r, "answer": r["answer"] + "</s>"} for r in GEN_ROWS]),
+    rule("text.control-token"),
+)
+add(
+    "questions-joined-by-endoftext",
+    "text.control-token",
+    native([{**r, "question": "<|endoftext|>" + r["question"]} for r in QUIZ]),
+    rule("text.control-token"),
+)
+# a blank to fill inside the question is a blank a reader fills
+glm_add(
+    "mask-blank-inside-question-ok",
+    "ok",
+    glm([{**r, "inputs_pretokenized": "Fill the [MASK]: " + r["inputs_pretokenized"]} for r in GLM_ROWS]),
+    OK,
+)
+ps_add(
+    "pretext-format-placeholder",
+    "prompt.unfilled",
+    {"pretext": "Judge the statement about {topic}."},
+    rule("prompt.unfilled"),
+)
+ps_add("posttext-percent-placeholder", "prompt.unfilled", {"posttext": "%(cue)s"}, rule("prompt.unfilled"))
+add(
+    "native-prompt-slot-passage",
+    "prompt.unfilled",
+    native(prompt="Context: <passage>\nQ: {{ question }}\nA:"),
+    rule("prompt.unfilled"),
+)
+add("native-prompt-reply-form-ok", "ok", native(prompt="Reply as 'A: <answer>'.\nQ: {{ question }}\nA:"), OK)
+sea_add(
+    "examples-english-labels",
+    "fewshot.other-format",
+    sea(
+        examples=[
+            {**e, "label": {"Positif": "Positive", "Negatif": "Negative", "Netral": "Neutral"}[e["label"]]}
+            for e in SEA_EXAMPLES
+        ]
+    ),
+    rule("fewshot.other-format"),
+)
+sea_add(
+    "texts-end-with-answer-tag",
+    "prompt.doubled-cue",
+    sea([{**r, "prompts": [{"text": r["prompts"][0]["text"] + "\nJawaban:"}]} for r in SEA_ROWS]),
+    rule("prompt.doubled-cue"),
+)
+PS_DEMOS = "Is it true?\nDogs have fur.\n{cue}\n{yes}\nIs it true?\nTrees can walk.\n{cue}\n{no}\n"
+add(
+    "probsem-prompt-demos-other-cue",
+    "fewshot.other-format",
+    {**probsem(SUITE), "p/test.txt": PS_DEMOS.format(cue="Verdict:", yes="yes", no="no")},
+    rule("fewshot.other-format"),
+    ["validate", "p"],
+)
+add(
+    "probsem-prompt-demos-other-words",
+    "fewshot.other-format",
+    {**probsem(SUITE), "p/test.txt": PS_DEMOS.format(cue="Answer:", yes="Yes, it is", no="No, never")},
+    rule("fewshot.other-format"),
+    ["validate", "p"],
+)
+add(
+    "probsem-prompt-demos-own-format-ok",
+    "ok",
+    {**probsem(SUITE), "p/test.txt": PS_DEMOS.format(cue="Answer:", yes="True", no="False")},
+    OK,
+    ["validate", "p"],
+)
+glm_add(
+    "inputs-nan",
+    "data.missing-as-text",
+    glm([{**r, "inputs_pretokenized": "nan"} if i == 2 else r for i, r in enumerate(GLM_ROWS)]),
+    rule("data.missing-as-text"),
+)
+uc_add(
+    "rows-question-nan",
+    "data.missing-as-text",
+    [{**r, "question": "nan"} if i in (1, 4) else r for i, r in enumerate(UC_ROWS)],
+    rule("data.missing-as-text"),
+)
+
+
+def _metric_suite(first: list[str] | None, second: list[str] | None) -> Files:
+    """Two members of group 'suite' with these metrics (None: the kind's defaults, acc and acc_norm)."""
+    tasks = []
+    for name, metrics in (("quiz_a", first), ("quiz_b", second)):
+        task = yaml.safe_load(task_yaml(name=name, group="suite", data=f"{name}.jsonl"))["tasks"][0]
+        tasks.append({**task, **({"metrics": metrics} if metrics is not None else {})})
+    files = {
+        "quiz_a.jsonl": jsonl(QUIZ),
+        "quiz_b.jsonl": jsonl([{**r, "question": r["question"] + " (b)"} for r in QUIZ]),
+    }
+    return {"t.yaml": yaml.safe_dump({"tasks": tasks}, sort_keys=False), **files}
+
+
+add(
+    "group-metric-not-shared",
+    "group.metric-not-shared",
+    _metric_suite(["acc"], ["acc", "acc_norm"]),
+    rule("group.metric-not-shared"),
+)
+add(
+    "group-metric-defaults-beside-one",
+    "group.metric-not-shared",
+    _metric_suite(None, ["acc"]),
+    rule("group.metric-not-shared"),
+)
+add("group-metrics-shared-ok", "ok", _metric_suite(["acc", "acc_norm"], None), OK)
+lm_add(
+    "group-metric-not-shared",
+    "group.metric-not-shared",
+    {
+        "quiz_big.yaml": lm_member("quiz_big", "big.jsonl") + "metric_list:\n  - metric: acc\n  - metric: acc_norm\n",
+        "quiz_small.yaml": lm_member("quiz_small", "small.jsonl") + "metric_list:\n  - metric: acc\n",
+        "group.yaml": LM_GROUP.replace("metric: acc", "metric: acc_norm") + "    weight_by_size: true\n",
+        "big.jsonl": jsonl(LM_BIG),
+        "small.jsonl": jsonl([{**r, "id": "s" + r["id"], "question": r["question"] + " (s)"} for r in QUIZ]),
+    },
+    rule("group.metric-not-shared"),
+    args=["validate", "group.yaml"],
+)
+
 # ---------------------------------------------------------------- one input, another answer in another file or suite
 
 glm_add(

@@ -43,6 +43,7 @@ from proctor.runs.store import STORE_FILE, Lookup, ResponseStore, cache_path, sa
 from proctor.runs.task_exports import write_task_exports
 from proctor.runs.unwritable import explained
 from proctor.scoring.aggregate import aggregate_groups
+from proctor.scoring.metrics import DEFAULT_METRICS
 from proctor.scoring.rollup import rollup
 
 log = logging.getLogger("proctor.api")  # the public module's name, as the CLI's log lines show it
@@ -268,7 +269,7 @@ def _prepare_found(
 
     prepared: list[PreparedTask] = []
     seen = GroupMembers.of(
-        tasks
+        tasks, DEFAULT_METRICS
     )  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     first: TaskDefinitionError | None = None
     failed: list[tuple[str, Exception]] = []

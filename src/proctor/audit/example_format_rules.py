@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from proctor.audit.fallback import first_found
+from proctor.audit.shown_examples import demos_in_other_format, examples_in_other_labels
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -133,7 +135,8 @@ RULES = (
         "fewshot.other-format",
         "warning",
         "The few-shot examples' own template (fewshot.template) never writes the cue the scored question ends with "
-        "('Q:'/'A:' before 'Question:'/'Answer:'): the examples teach another format.",
-        other_cue,
+        "('Q:'/'A:' before 'Question:'/'Answer:'), or a dialect's examples (SEA-HELM's, a probsem prompt file's) "
+        "answer after another cue or in words the task never scores: the examples teach another format.",
+        first_found(other_cue, examples_in_other_labels, demos_in_other_format),
     ),
 )

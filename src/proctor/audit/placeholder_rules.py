@@ -8,6 +8,8 @@ import re
 from functools import lru_cache
 from typing import Iterator
 
+from proctor.audit.fallback import first_found
+from proctor.audit.shared_placeholders import shared_placeholder
 from proctor.audit.source_rows import documents, templates
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import parsed_template
@@ -55,7 +57,8 @@ RULES = (
         "prompt.unfilled",
         "warning",
         "A template's own text holds a placeholder of another language ({question}, ${question}): Jinja prints it "
-        "as it stands, braces and all.",
-        unfilled_placeholder,
+        "as it stands, braces and all; or the text every rendered prompt shares (any dialect) holds a placeholder "
+        "nobody filled ({topic}, {{ name }}, %(name)s, <passage>, [QUESTION]).",
+        first_found(unfilled_placeholder, shared_placeholder),
     ),
 )

@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 from proctor.audit.continuation_rules import choices_repeat_prompt, continuation_carries_cue
 from proctor.audit.fallback import first_found
 from proctor.audit.probe_rows import FIRST_ROWS, PROBE_ROWS
+from proctor.audit.row_cue import row_ends_with_cue
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 
@@ -207,7 +208,7 @@ RULES = (
         "The prompt says its cue twice in a row ('Question: Question:', 'Answer:\\nAnswer:') in most rows: the data "
         "already holds the cue the template adds; or most rows' choices (all of a row's) or reference answers start "
         "with the cue the prompt ends with ('Answer:' then 'Answer: x').",
-        first_found(doubled_cue, continuation_carries_cue),
+        first_found(doubled_cue, continuation_carries_cue, row_ends_with_cue),
     ),
     AuditRule(
         "chat.written-by-hand",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit import group_names
+from proctor.audit import group_metrics, group_names
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.task import Task
@@ -57,11 +57,17 @@ class GroupMembers:
     asked: dict[str, tuple[object, Any]] = field(default_factory=dict)
     # group -> (task name, rows evaluated, file, line) of its equally weighted members so far (group.tiny-member)
     sizes: dict[str, list[tuple[str, int, str | None, int | None]]] = field(default_factory=dict)
+    # task name -> its groups whose members do not all compute one metric (group.metric-not-shared)
+    unshared: dict[str, list[Hit]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, tasks: Sequence[Task]) -> GroupMembers:
-        """A store for the command's ``tasks``, knowing each group's members' data before any is prepared."""
-        seen = cls(odd_groups=group_names.odd_spellings(tasks))
+    def of(cls, tasks: Sequence[Task], default_metrics: Mapping[str, Sequence[str]] | None = None) -> GroupMembers:
+        """A store for the command's ``tasks``, knowing each group's members' data and metrics (``default_metrics``:
+        a kind's, for a task that names none) before any is prepared."""
+        seen = cls(
+            odd_groups=group_names.odd_spellings(tasks),
+            unshared=group_metrics.unshared_metrics(tasks, default_metrics or {}),
+        )
         for task in tasks:
             for group in task.spec.group:
                 seen.data_of.setdefault(group, set()).add(_data_of(task))
@@ -168,6 +174,7 @@ def duplicate_notes(task: Task, samples: Sequence[PreparedSample], seen: GroupMe
             )
     notes = {TASK_DUPLICATE: hits} if hits else {}
     notes.update(group_names.look_alike_notes(task, seen.odd_groups))
+    notes.update(group_metrics.metric_notes(task, seen.unshared))
     return {**notes, GROUP_OVERLAP: overlaps} if overlaps else notes
 
 
@@ -224,6 +231,10 @@ def look_alike_group(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get(group_names.RULE, ())
 
 
+def unshared_metric(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(group_metrics.RULE, ())
+
+
 RULES = (
     AuditRule(
         TASK_DUPLICATE,
@@ -244,5 +255,12 @@ RULES = (
         "Two groups' names differ only in case, spacing or punctuation ('science', 'Science'): each has its own "
         "mean, which leaves the other's members out.",
         look_alike_group,
+    ),
+    AuditRule(
+        group_metrics.RULE,
+        "warning",
+        "A group's members do not all compute one metric: the group's number for it is dropped (proctor) or a "
+        "subset's (lm-eval's aggregate_metric_list).",
+        unshared_metric,
     ),
 )

@@ -157,6 +157,7 @@ def validate(
     from proctor.api import load_tasks
     from proctor.audit.run_rules import GroupMembers
     from proctor.engine.prepare import prepare_task
+    from proctor.scoring.metrics import DEFAULT_METRICS
 
     load_plugins(plugin)
     variables = variables_from(data_dir, var)
@@ -178,7 +179,7 @@ def validate(
     found = _unique_names(found, problems)
     valid = 0
     seen = GroupMembers.of(
-        found
+        found, DEFAULT_METRICS
     )  # a group's tasks so far, by what they ask (the audit's task.duplicate, group.overlap)
     for task in found:
         try:

@@ -348,7 +348,7 @@ def prepare_tasks(
     check_mc_options(mc_format, mc_shuffle_seed)
     o = overrides or RunOverrides()
     # a group's tasks so far, by what they ask (the audit's task.duplicate)
-    seen = GroupMembers.of(tasks)
+    seen = GroupMembers.of(tasks, DEFAULT_METRICS)
     return [
         prepare_task(
             t,
