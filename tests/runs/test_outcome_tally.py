@@ -4,6 +4,8 @@ with the count and one example; a real model's occasional empty answer or tie st
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
@@ -67,7 +69,7 @@ def test_degenerate_log_probs_are_counted():
     flat = OutcomeTally()
     flat.add([None] * 10, [LoglikelihoodResult(-4.0, (-2.0, -2.0), False)] * 10)
     flat.finish()
-    assert _keys(flat) == {"flat_logprobs", "one_logprob"}
+    assert _keys(flat) == {"one_logprob"}  # (flat_logprobs said by it)
     real = OutcomeTally()
     real.add([None] * 10, [LoglikelihoodResult(-3.5 - i, (-1.5, -2.0 - i), False) for i in range(10)])
     real.finish()
@@ -178,3 +180,72 @@ def test_all_zero_log_probs_warn_in_a_fresh_process(tmp_path):
     assert task["metrics"]["acc"]["value"] == pytest.approx(2 / 5)  # the tie-break's (first choice), as computed
     err = " ".join(done.stderr.split())
     assert "5 of 5 samples' best choices tie exactly" in err and "have log-prob 0 for every token" in err
+
+
+# ------------------------------------------------------------------ means over no valid item, degenerate inputs
+def test_seahelm_classification_with_no_label_read_is_nan_not_zero():
+    import pandas as pd
+
+    from proctor.dialects.seahelm import metrics as M
+    from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader
+    from proctor.dialects.seahelm.task_config import TaskConfig
+
+    rows = [{"label": label, "prompts": [{}]} for label in ["Positive", "Negative", "Neutral"]]
+    cfg = {"languages": {"xx": {"prompt_template": {"answer_tag": "Answer:"}, "filepath": "-"}}}
+    loader = SeaHelmLocalDataloader(TaskConfig("t", "xx", cfg), 0)
+    loader.dataset = rows
+    loader.inference_df = pd.DataFrame({"label": [r["label"] for r in rows], "responses": [["Paris"]] * 3})
+    out = M.F1AccMetric(loader, loader.task_config).evaluate_responses()
+    assert out["null_count"] == 3
+    assert all(math.isnan(out[k]) for k in ("accuracy", "normalized_accuracy", "macro_f1", "null_weighted_f1"))
+
+
+def test_aisteer_accuracy_over_no_valid_reply_is_nan_and_one_position_is_said():
+    from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy
+    from proctor.dialects.aisteer.usecase_task import _one_position
+
+    out = MCQAAccuracy().compute(responses=[None, None], reference_answers=["A", "B"], question_ids=["q1", "q2"])
+    assert math.isnan(out["trial_mean"]) and math.isnan(out["question_mean"]) and out["num_valid"] == 0
+    said = _one_position({"MCQAPositionalBias": {"mean": 0.0, "position_shares": {"A": 1.0}}})
+    assert len(said) == 1 and "every valid reply named position A" in said[0]
+    assert _one_position({"MCQAPositionalBias": {"mean": 0.1, "position_shares": {"A": 0.6, "B": 0.4}}}) == []
+
+
+def _mt_bench(tmp_path, judge):
+    import dataclasses
+
+    from proctor.api import load_tasks
+    from tests.conftest import shared_path
+    from tests.support.seahelm_fixtures import mt_bench_copy
+
+    config = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
+    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))}}
+    options["seahelm_judge"] = judge
+    task = next(t for t in load_tasks([config], options=options) if t.name == "mt-bench/en")
+    config = task.spec.handler.options.config
+    short = {**config, "languages": {"en": {**config["languages"]["en"], "max_tokens": 8}}}
+    return dataclasses.replace(task, spec=task.spec.with_handler_options(config=short))
+
+
+@pytest.mark.parametrize(
+    ("verdict", "said", "rate"),
+    [
+        ("I cannot decide.", "8 of 8 judge verdicts could not be read", None),  # no verdict read: NaN, not 0
+        ("Verdict: [[A]]", "4 of 4 judged pairs changed their verdict", 50.0),  # pure position bias
+    ],
+)
+def test_judge_failures_and_position_bias_are_warned(tmp_path, verdict, said, rate):
+    from proctor.api import evaluate
+    from tests.support.aisteer_fakes import ScriptedJudge
+    from tests.support.fakes import FakeModel
+
+    result = evaluate(
+        [_mt_bench(tmp_path, ScriptedJudge(lambda prompt: verdict))],
+        FakeModel("evaluated"),
+        output_dir=tmp_path / "run",
+        export=False,
+    )
+    task = result.tasks["mt-bench/en"]
+    assert any(said in w for w in task["warnings"])
+    value = task["metrics"]["weighted_win_rate"]["value"]
+    assert math.isnan(value) if rate is None else value == rate

@@ -258,7 +258,8 @@ class OutcomeTally:
         lettered = self.lettered() is not None  # an empty lettered reply names no letter: said once, there
         for key, count in self.counts.items():
             kind = KINDS[key]
-            if not count.count or not count.n or (key == "empty" and lettered):
+            said = (key == "empty" and lettered) or (key == "flat_logprobs" and "one_logprob" in self.counts)
+            if not count.count or not count.n or said:  # (one_logprob: the stronger statement of the same)
                 continue
             rate = count.count / count.n
             over = rate > NO_LETTER_SHARE if key == "no_letter" else rate >= kind.share
