@@ -13,7 +13,7 @@ from proctor.engine.outcomes import TaskOutcome
 from proctor.engine.prepare import PreparedTask
 from proctor.models.base import Model
 from proctor.runs.outcome_tally import OutcomeTally
-from proctor.runs.results_schema import Truncated, Unparsed
+from proctor.runs.results_schema import OutcomeCount, Truncated, Unparsed
 
 log = logging.getLogger("proctor.engine.runner")  # the name the console's log lines have always shown
 
@@ -94,6 +94,6 @@ def report_outcomes(outcome: TaskOutcome, tally: OutcomeTally) -> None:
         outcome.result.unparsed = Unparsed(count=lettered.count, n=lettered.n, rate=lettered.count / lettered.n)
     counts = tally.as_json()
     if counts:
-        outcome.result.outcomes = counts
+        outcome.result.outcomes = {key: OutcomeCount.model_validate(count) for key, count in counts.items()}
     for _, _, message in tally.warned():
         warn(outcome, message)

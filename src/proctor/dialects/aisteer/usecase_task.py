@@ -150,7 +150,9 @@ def _one_position(evaluations: Mapping[str, object]) -> list[str]:
     observed) then gives 0.0, "no bias", for the most biased model there is. The number stays (parity); a warning."""
     out = []
     for metric, values in evaluations.items():
-        shares = values.get("position_shares") if isinstance(values, Mapping) else None
+        if not isinstance(values, Mapping):
+            continue
+        shares = values.get("position_shares")
         if isinstance(shares, Mapping) and len(shares) == 1:
             letter = next(iter(shares))
             out.append(
