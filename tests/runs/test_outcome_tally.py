@@ -94,6 +94,11 @@ def test_lettered_replies_all_one_letter_while_answers_vary():
     tally.one_letter(records)
     assert _keys(tally) == {"one_letter"}
     assert tally.lettered() is not None and tally.lettered().count == 0
+    shuffled = [{**r, "option_order": [1, 0, 2] if i % 2 else [0, 1, 2]} for i, r in enumerate(records)]
+    quiet = OutcomeTally()
+    quiet.add_records(shuffled)
+    quiet.one_letter(shuffled)
+    assert quiet.warned() == []  # --mc-shuffle spreads a constant letter over the options
 
 
 class _Withholding(ToyLogprobServer):

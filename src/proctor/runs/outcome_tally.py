@@ -242,6 +242,9 @@ class OutcomeTally:
     def one_letter(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Lettered replies that all name one option while the right answers vary (a constant reply)."""
         lettered = [r for r in records if r.get("mc_format") == "generate" and r.get("extracted") is not None]
+        orders = [r.get("option_order") for r in lettered]
+        if any(isinstance(order, list) and order != sorted(order) for order in orders):
+            return  # --mc-shuffle: a constant letter lands on a random option, which is what shuffling is for
         targets = {str(r.get("target")) for r in lettered}
         letters = {str(r["extracted"]) for r in lettered}
         if len(lettered) >= 10 and len(letters) == 1 and len(targets) > 1:
