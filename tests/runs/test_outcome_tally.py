@@ -62,6 +62,9 @@ def test_echo_needs_the_prompt_not_a_short_coincidence():
 
 
 def test_degenerate_log_probs_are_counted():
+    sure = OutcomeTally()  # a sure model: the right one of two choices at 0.0 (bf16), the other far below
+    sure.add([None] * 4, [LoglikelihoodResult(0.0, (0.0,), True), LoglikelihoodResult(-9.0, (-9.0,), False)] * 2)
+    assert sure.warned() == []
     zero = OutcomeTally()
     zero.add([None] * 3, [LoglikelihoodResult(0.0, (0.0,), True)] * 2 + [LoglikelihoodResult(-1.0, (-1.0,), False)])
     zero.add([None], [RollingLoglikelihoodResult(0.0, 50, (0.0,) * 50)])
@@ -110,6 +113,17 @@ class _Withholding(ToyLogprobServer):
             for choice in reply["choices"]:
                 choice["finish_reason"] = "content_filter"
                 choice["text"] = ""
+        return reply
+
+
+class _Echoing(ToyLogprobServer):
+    """Generations that repeat the prompt before the answer (a server that echoes what it was sent)."""
+
+    def reply(self, path, body):
+        reply = super().reply(path, body)
+        if isinstance(reply, dict) and not body.get("echo") and not body.get("logprobs"):
+            for choice in reply["choices"]:
+                choice["text"] = body["prompt"] + " X0"
         return reply
 
 
@@ -254,3 +268,15 @@ def test_judge_failures_and_position_bias_are_warned(tmp_path, verdict, said, ra
     assert any(said in w for w in task["warnings"])
     value = task["metrics"]["weighted_win_rate"]["value"]
     assert math.isnan(value) if rate is None else value == rate
+
+
+def test_echoed_prompts_warn_in_a_fresh_process(tmp_path):
+    with _Echoing() as srv:
+        done = proctor(
+            "run", str(_gen_task(tmp_path / "t")), "--model", "openai:toy", "--base-url", srv.url,
+            "--model-arg", "api_key_env=", "-o", str(tmp_path / "run"), cwd=tmp_path,
+        )  # fmt: skip
+    task = results(tmp_path / "run")["tasks"]["capitals"]
+    assert task["outcomes"]["echo"]["count"] == 10
+    assert task["metrics"]["exact_match"]["value"] == 0.0  # the number stays the task's rule; the warning says why
+    assert "10 of 10 generations start with their own prompt" in " ".join(done.stderr.split())
