@@ -41,6 +41,16 @@ def test_generations_that_hold_no_answer_are_counted_and_warned():
     assert "\\u200b" in warned["stray_characters"]  # the example shows the invisible character
 
 
+def test_zero_width_characters_of_scripts_that_use_them_are_no_news():
+    tally = OutcomeTally()
+    khmer, persian = (
+        "\u1781\u17d2\u1789\u17bb\u17c6\u200b\u1791\u17c5",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+    )
+    tally.add([GenerateRequest("p")] * 2, [_gen(khmer), _gen(persian)])
+    assert tally.warned() == []
+
+
 def test_a_think_marker_is_news_only_without_think_end_token():
     tally = OutcomeTally(think_end_token="</think>")
     tally.add([GenerateRequest("p")], [_gen("<think>a</think>b")])

@@ -26,7 +26,10 @@ from proctor.core.model_requests import GenerateRequest, GenerateResult, Loglike
 WARN_SHARE = 0.10  # an outcome in at least this share of its replies (or samples) is a warning
 ALWAYS = 0.0  # an outcome that is a warning at any count (a judge's unreadable verdict: a number made up)
 
-_STRAY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u200b\u200c\u200d\u2060]")  # C0, DEL, BOM, zero-width
+_STRAY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u2060]")  # C0 controls, DEL, BOM, word joiner
+# zero-width space and joiners: word breaks in Khmer, Burmese and Thai, joiners in Indic scripts and emoji, so
+# stray only in a text of Latin (or other alphabetic) letters, where no script uses them
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d]")
 _THINK = re.compile(r"</?think(?:ing)?>", re.IGNORECASE)
 _CHAT_PREFIX = "<|proctor:chat|>"  # models/openai/messages.CHAT_PREFIX: a chat prompt as text
 ECHO_MIN = 8  # characters an answer must share with its prompt's start to be an echo, not a short coincidence
@@ -149,6 +152,12 @@ def _prompt_text(prompt: str) -> str:
     return content if isinstance(content, str) else ""
 
 
+def _stray(text: str) -> bool:
+    if _STRAY.search(text):
+        return True
+    return _ZERO_WIDTH.search(text) is not None and all(ord(c) < 0x0590 or _ZERO_WIDTH.match(c) for c in text)
+
+
 def is_echo(answer: str, prompt: str) -> bool:
     """The answer begins with its prompt (or is the prompt's first line): a server that echoes what it was sent."""
     a, p = answer.strip(), _prompt_text(prompt).strip()
@@ -183,7 +192,7 @@ class OutcomeTally:
         self._count("empty").add(withheld is None and not text.strip())
         prompt = request.prompt if isinstance(request, GenerateRequest) else ""
         self._count("echo").add(is_echo(text, prompt), _shown(text))
-        self._count("stray_characters").add(_STRAY.search(text) is not None, _shown(text))
+        self._count("stray_characters").add(_stray(text), _shown(text))
         self._count("not_nfc").add(not unicodedata.is_normalized("NFC", text), _shown(text))
         if self.think_end_token is None:
             self._count("think_marker").add(_THINK.search(text) is not None, _shown(text))
