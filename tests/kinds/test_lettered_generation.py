@@ -52,9 +52,12 @@ def test_unparsed_replies_are_counted_warned_about_and_recorded(tmp_path):
     answers = {f"m{i}": i % 4 for i in range(40)}
     expected_acc = sum(r["generation"] == "B" and answers[r["id"]] == 1 for r in rows) / 40
     assert task["metrics"]["acc"]["value"] == expected_acc
-    assert empty / 40 > 0.10 and len(task["warnings"]) == 1 and f"{empty} of 40 replies" in task["warnings"][0]
+    # the unparsed replies' warning, and (the model answers only 'B') the constant replies' (runs/outcome_tally.py)
+    unread = [w for w in task["warnings"] if "named no option letter" in w]
+    assert empty / 40 > 0.10 and len(unread) == 1 and f"{empty} of 40 replies" in unread[0]
+    assert any("lettered replies all named option B" in w for w in task["warnings"])
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert saved["warnings"] == [f"mc_alpha: {task['warnings'][0]}"]
+    assert f"mc_alpha: {unread[0]}" in saved["warnings"]
     # the record keeps the lettered prompt that was sent and the raw reply
     first = rows[0]
     assert "A. " in first["prompt_sent"] and "Answer with the letter" in first["prompt_sent"]
@@ -66,7 +69,8 @@ def test_no_warning_at_or_below_ten_percent(tmp_path):
     tasks = write_tasks(tmp_path / "tasks", n_mc=40, n_gen=0)
     result = evaluate([tasks], LetterModel(share=1.0), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
     assert result.tasks["mc_alpha"]["unparsed"] == {"count": 0, "n": 40, "rate": 0.0}
-    assert "warnings" not in result.tasks["mc_alpha"] and "warnings" not in result.results
+    said = result.tasks["mc_alpha"].get("warnings", [])
+    assert not any("named no option letter" in w for w in said)  # (only the constant 'B' replies are news)
 
 
 def test_report_shows_prompt_sent_and_reply_and_no_calibration_for_lettered_tasks(tmp_path):

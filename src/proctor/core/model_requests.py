@@ -68,6 +68,7 @@ LATER_RESULT_FIELDS = {
     "truncated": 0,
     "bounded": False,
     "reasoning": None,
+    "withheld": None,
 }  # result fields added later: stored only when set (a stored answer reads as before)
 
 
@@ -80,6 +81,9 @@ class GenerateResult:
     truncated: int = 0  # prompt tokens cut from the left to fit the model's window (with the tokens to generate)
     # a server's separate reasoning text (a chat reply's reasoning_content / reasoning: vLLM, DeepSeek), else None
     reasoning: str | None = None
+    # why the server gave no answer, in its own words ("finish_reason content_filter", "refusal", "tool_calls"):
+    # counted by runs/outcome_tally.py; None for an answer
+    withheld: str | None = None
 
 
 @dataclass(frozen=True)

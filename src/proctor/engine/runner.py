@@ -17,7 +17,7 @@ from proctor.core.user_errors import call_user
 from proctor.engine.epochs import combine_epochs, seeded
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.engine.prepare import PreparedTask
-from proctor.engine.task_warnings import count_unparsed, record_choice, warn_bounded, warn_not_numbers, warn_truncated
+from proctor.engine.task_warnings import record_choice, report_outcomes, warn_bounded, warn_not_numbers, warn_truncated
 from proctor.kinds.base import KindHandler, SampleDetails
 from proctor.kinds.capabilities import (
     CorpusMetrics,
@@ -32,6 +32,7 @@ from proctor.kinds.handlers import kind_handler
 from proctor.models.base import Model, usage_delta
 from proctor.models.reply_checks import ReplyError
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
+from proctor.runs.outcome_tally import OutcomeTally
 from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.store import Lookup
 from proctor.runs.thinking import ThinkingTally, ThoughtResult, run_thinking
@@ -231,7 +232,7 @@ def run_built(
                 built, pairs, {"total": total, "unique": total, "type": "custom"}, model_seconds, started
             )
             cut, sent = executor.truncated, executor.requests
-            thinking = executor.thinking
+            thinking, tally = executor.thinking, executor.outcomes
         else:
             request_type = built.handler.request_type  # a kind's (narrowed here, not inside the lambda)
             results = run_thinking(
@@ -240,8 +241,9 @@ def run_built(
                 built.prepared.think_end_token,
                 built.prepared.think_budget,
             )
-            thinking = ThinkingTally()
+            thinking, tally = ThinkingTally(), OutcomeTally(built.prepared.think_end_token)
             thinking.add(results)
+            tally.add(unique, results)
             model_seconds = time.perf_counter() - model_started
             outcome = score_task(built, results, model_seconds, started)
             cut, sent = count_truncated(results), len(results)
@@ -266,6 +268,7 @@ def run_built(
     fallback = (built.prepared.data or {}).get("fallback")
     if fallback:
         outcome.result.add_warning(fallback)
+    report_outcomes(outcome, tally)  # empty answers, tied choices, unread letters...: counted, warned above a share
     by_generation = (
         not is_custom(built.handler) and built.handler.request_type == "generate" and spec.kind == "multiple_choice"
     )
@@ -274,7 +277,6 @@ def run_built(
     )  # custom / SEA-HELM handlers
     if by_generation or said:
         outcome.result.mc_format = "generate"
-        count_unparsed(outcome)
         record_choice(outcome, model, built.prepared, has_images(built.prepared))
     elif spec.kind == "multiple_choice":
         outcome.result.mc_format = "loglikelihood"

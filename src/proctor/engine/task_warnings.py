@@ -1,6 +1,7 @@
 """What a task's result says besides its numbers: the warnings and notes that change how to read them
-(prompts cut to fit the window, NaN metrics, unreadable lettered replies, upper-bound log-likelihoods, why a
-multiple-choice task ran as it did), each recorded in results.json and, where it is news, logged."""
+(prompts cut to fit the window, NaN metrics, degenerate replies counted by runs/outcome_tally.py, upper-bound
+log-likelihoods, why a multiple-choice task ran as it did), each recorded in results.json and, where it is news,
+logged."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any, Sequence
 from proctor.engine.outcomes import TaskOutcome
 from proctor.engine.prepare import PreparedTask
 from proctor.models.base import Model
-from proctor.runs.results_schema import Truncated, Unparsed
+from proctor.runs.outcome_tally import OutcomeTally
+from proctor.runs.results_schema import OutcomeCount, Truncated, Unparsed
 
 log = logging.getLogger("proctor.engine.runner")  # the name the console's log lines have always shown
 
@@ -81,20 +83,17 @@ def warn_not_numbers(outcome: TaskOutcome) -> None:
                 outcome.result.add_warning(message)
 
 
-UNPARSED_WARN_RATE = 0.10  # lettered generation: above this share of unreadable replies, the accuracy is suspect
-
-
-def count_unparsed(outcome: TaskOutcome) -> None:
-    """Replies no letter could be read from: counted, and a warning above 10% (they score as wrong)."""
-    lettered = [r for r in outcome.records if r.get("mc_format") == "generate" and "extracted" in r]
-    if not lettered:
-        return
-    count = sum(r["extracted"] is None for r in lettered)
-    rate = count / len(lettered)
-    outcome.result.unparsed = Unparsed(count=count, n=len(lettered), rate=rate)
-    if rate > UNPARSED_WARN_RATE:
-        message = (
-            f"{count} of {len(lettered)} replies ({rate:.0%}) named no option letter and were scored as wrong; "
-            "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')"
-        )
+def report_outcomes(outcome: TaskOutcome, tally: OutcomeTally) -> None:
+    """What the task's replies held besides answers (runs/outcome_tally.py): every count in results.json's
+    ``outcomes``, lettered generation's in ``unparsed``, and a warning for each outcome above its share."""
+    tally.add_records(outcome.records)
+    tally.one_letter(outcome.records)
+    tally.finish()
+    lettered = tally.lettered()
+    if lettered is not None:
+        outcome.result.unparsed = Unparsed(count=lettered.count, n=lettered.n, rate=lettered.count / lettered.n)
+    counts = tally.as_json()
+    if counts:
+        outcome.result.outcomes = {key: OutcomeCount.model_validate(count) for key, count in counts.items()}
+    for _, _, message in tally.warned():
         warn(outcome, message)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Se
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
 from proctor.models.base import MapsChunks
+from proctor.runs.outcome_tally import OutcomeTally
 from proctor.runs.store import Lookup, as_stored, request_key
 from proctor.runs.thinking import ThinkingTally, run_thinking
 
@@ -224,6 +225,7 @@ class ModelExecutor:
         self.think_end_token = think_end_token  # --think-end-token: generations' thinking cut off (runs/thinking.py)
         self.think_budget = think_budget  # --max-thinking-tokens: added to every generation's max_tokens
         self.thinking = ThinkingTally()
+        self.outcomes = OutcomeTally(think_end_token)  # what the replies held besides answers (runs/outcome_tally)
 
     @property
     def stored(self) -> bool:
@@ -240,6 +242,7 @@ class ModelExecutor:
             self.think_budget,
         )
         self.thinking.add(results)
+        self.outcomes.add(requests, results)
         self.requests += len(requests)
         self.computed += self.lookup.computed - before if self.lookup is not None else len(requests)
         self.truncated += count_truncated(results)

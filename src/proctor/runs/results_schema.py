@@ -107,6 +107,12 @@ class Unparsed(_Closed):
     rate: Number
 
 
+class OutcomeCount(_Closed):
+    count: int
+    n: int
+    example: Optional[str] = None
+
+
 class Truncated(_Closed):
     count: int = Field(
         description="Requests whose prompt the model cut on the left to fit its window (scored without its start)."
@@ -264,6 +270,13 @@ class TaskResult(BaseModel):
         None, description="Why it ran so: --mc-format, or what the model's log-likelihood check found."
     )
     unparsed: Optional[Unparsed] = None
+    outcomes: Optional[dict[str, OutcomeCount]] = Field(
+        None,
+        description="Replies that held no scoreable answer, per outcome (runs/outcome_tally.py: withheld, empty, "
+        "echo, stray_characters, not_nfc, think_marker, unread, zero_logprobs, flat_logprobs, one_logprob, "
+        "tied_choices, one_letter, judge_errors, judge_flips): count, n and one example; those above their share "
+        "are warnings.",
+    )
     warnings: Optional[list[str]] = None
     audit: Optional[list[AuditEntry]] = Field(
         None, description="The audit stage's findings (docs/audit.md), silenced ones with their reason."

@@ -30,6 +30,7 @@ record's ``generation_index`` gives the position of each of its generations in t
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 
 # the use case builds its own prompts and scores its own generations: no prompt or reference answer to render
 NO_TEXTS = GivenTexts(prompt="", target=())
+
+log = logging.getLogger(__name__)
 
 
 def _as_profile(value: object) -> Any:
@@ -140,6 +143,23 @@ def _not_numbers(evaluations: Mapping[str, object]) -> list[str]:
         for name, entry in flat.items()
         if not math.isfinite(entry["value"])
     ]
+
+
+def _one_position(evaluations: Mapping[str, object]) -> list[str]:
+    """A positional-bias metric over replies that all name one position: AISteer360's formula (K = the positions
+    observed) then gives 0.0, "no bias", for the most biased model there is. The number stays (parity); a warning."""
+    out = []
+    for metric, values in evaluations.items():
+        if not isinstance(values, Mapping):
+            continue
+        shares = values.get("position_shares")
+        if isinstance(shares, Mapping) and len(shares) == 1:
+            letter = next(iter(shares))
+            out.append(
+                f"metric '{metric}': every valid reply named position {letter}, so the positions observed are one "
+                f"and its mean is {values.get('mean')} by AISteer360's formula: constant replies, not an unbiased model"
+            )
+    return out
 
 
 class UseCaseTask(GenerationTask):
@@ -225,7 +245,11 @@ class UseCaseTask(GenerationTask):
                 case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source
             )
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
-        warnings = _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations)
+        warnings = (
+            _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations) + _one_position(evaluations)
+        )
+        for warning in warnings:  # results.json has them (result_extras); the console too
+            log.warning("%s: %s", self.spec.name, warning)
         metrics: dict[str, MetricEntry] = {}
         for metric, values in evaluations.items():
             _flatten(metric, values, metrics)

@@ -45,6 +45,24 @@ def trim_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+ANSWERED = frozenset({"stop", "length", "eos", "end_turn", "stop_sequence", "max_tokens", "eos_token"})
+
+
+def withheld(choice: Mapping[str, object], reason: str | None) -> str | None:
+    """Why a choice holds no answer, in the server's words: a refusal, tool calls in place of content, a finish
+    reason other than a stop or the token limit (content_filter); None for an answer. Not an error: the reply is
+    well formed, and runs/outcome_tally.py counts these per task."""
+    message = choice.get("message")
+    if isinstance(message, Mapping):
+        if message.get("refusal"):
+            return "refusal " + str(message["refusal"])[:40]
+        if message.get("tool_calls") and not message.get("content"):
+            return "tool_calls"
+    if reason is not None and reason not in ANSWERED:
+        return f"finish_reason {reason}"
+    return None
+
+
 class OpenAIModel(OpenAIScoring, Model):
     def __init__(
         self,
@@ -217,7 +235,9 @@ class OpenAIModel(OpenAIScoring, Model):
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens_in, tokens_out = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
-        return GenerateResult(text, finish, tokens_in, tokens_out, reasoning=reasoning)
+        return GenerateResult(
+            text, finish, tokens_in, tokens_out, reasoning=reasoning, withheld=withheld(choice, reason)
+        )
 
     def batched(self) -> "BatchedOpenAIModel":
         """This model with its generation sent through the server's Batch API (``models/openai/batch.py``):

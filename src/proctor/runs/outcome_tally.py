@@ -1,0 +1,292 @@
+"""The reply outcome tally: what a task's replies held besides a scoreable answer, counted once per task.
+
+Every reply check (models/reply_checks.py) asks whether one reply is well formed. A reply can be well formed
+and still mean nothing: log-probs that are all 0 (every choice ties, the pick is the tie-break's), the same
+log-prob for every token, a generation the server withheld (``finish_reason: content_filter``, a refusal, a
+tool call), an empty answer, the prompt echoed back, invisible characters around the answer, a ``<think>``
+trace scored as the answer, a judge that never answers in its format. One such reply is the model's business;
+a share of them is the server's, and the task's number then measures the server. So every task is tallied
+here, whatever its kind or dialect: ``add`` sees each request and its result (the engine's requests, and a
+``ModelExecutor``'s for task classes that call the model themselves), ``add_records`` the scored samples
+(choices that tie, lettered replies, judge verdicts). The engine turns each outcome above its share into one
+warning (console and results.json's ``warnings``) with the count and one example, and records every count in
+results.json's ``outcomes`` (engine/task_warnings.py ``report_outcomes``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
+
+WARN_SHARE = 0.10  # an outcome in at least this share of its replies (or samples) is a warning
+ALWAYS = 0.0  # an outcome that is a warning at any count (a judge's unreadable verdict: a number made up)
+
+_STRAY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u2060]")  # C0 controls, DEL, BOM, word joiner
+# zero-width space and joiners: word breaks in Khmer, Burmese and Thai, joiners in Indic scripts and emoji, so
+# stray only in a text of Latin (or other alphabetic) letters, where no script uses them
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d]")
+_THINK = re.compile(r"</?think(?:ing)?>", re.IGNORECASE)
+_CHAT_PREFIX = "<|proctor:chat|>"  # models/openai/messages.CHAT_PREFIX: a chat prompt as text
+ECHO_MIN = 8  # characters an answer must share with its prompt's start to be an echo, not a short coincidence
+
+
+@dataclass(frozen=True)
+class Kind:
+    share: float  # the share of ``n`` from which it is a warning
+    what: str  # the message's middle: "<count> of <n> <what>"
+    why: str  # what it does to the number
+
+
+KINDS: dict[str, Kind] = {
+    "withheld": Kind(
+        WARN_SHARE,
+        "generations were withheld by the server (no answer: {example})",
+        "they were scored as wrong answers: the number measures what the server held back, not the model",
+    ),
+    "empty": Kind(WARN_SHARE, "generations were empty", "they were scored as wrong answers"),
+    "echo": Kind(
+        WARN_SHARE,
+        "generations start with their own prompt ({example})",
+        "the server echoed the prompt before the answer, and the whole text was scored",
+    ),
+    "stray_characters": Kind(
+        WARN_SHARE,
+        "generations hold control, byte-order-mark or zero-width characters ({example})",
+        "invisible characters make exact comparisons fail",
+    ),
+    "not_nfc": Kind(
+        WARN_SHARE,
+        "generations are not in Unicode form NFC ({example})",
+        "decomposed accents differ from the references' letters in exact comparisons",
+    ),
+    "think_marker": Kind(
+        WARN_SHARE,
+        "generations hold a think marker ({example}) while no --think-end-token is set",
+        "the reasoning trace was scored as part of the answer: set --think-end-token",
+    ),
+    "zero_logprobs": Kind(
+        # a sure model's one-token answer can round to 0 (bf16), but of a question's exclusive choices only one can
+        # be sure: past half of the requests it is the server, not certainty
+        0.51,
+        "log-likelihood requests have log-prob 0 for every token ({example})",
+        "a probability of 1 for every text is no score: choices tie and a perplexity is exactly 1",
+    ),
+    "flat_logprobs": Kind(
+        WARN_SHARE,
+        "log-likelihood requests give every one of their tokens the same log-prob ({example})",
+        "scores then count tokens, not likelihoods",
+    ),
+    "one_logprob": Kind(
+        ALWAYS,
+        "token log-probs of the task all have one value ({example})",
+        "a real model's log-probs vary: the scores count tokens, not likelihoods",
+    ),
+    "tied_choices": Kind(
+        WARN_SHARE,
+        "samples' best choices tie exactly ({example})",
+        "the pick is the tie-break's (the first of them), not the model's; probsem's distribution_acc counts a "
+        "tie as right, as probsem does",
+    ),
+    "no_letter": Kind(
+        WARN_SHARE,
+        "replies ({rate}) named no option letter and were scored as wrong",
+        "the accuracy measures the reply format as much as the model (see samples.jsonl 'generation')",
+    ),
+    "unread": Kind(
+        0.5,  # a strict extraction misses some replies of any real model: only most of them is news
+        "answers had no part the task's extraction could read ({example})",
+        "they were scored as wrong: the number measures the reply format, not the answers",
+    ),
+    "one_letter": Kind(
+        ALWAYS,
+        "lettered replies all named option {example}",
+        "constant replies: the accuracy is the share of rows whose answer sits at that letter",
+    ),
+    "judge_errors": Kind(
+        ALWAYS,
+        "judge verdicts could not be read ({example})",
+        "each counts as a loss (SEA-HELM's rule) or is left out, so the judged metric is not the judge's view",
+    ),
+    "judge_flips": Kind(
+        WARN_SHARE,
+        "judged pairs changed their verdict when the answers swapped places",
+        "the judge picks a position, not an answer (pure position bias gives a win rate of 50)",
+    ),
+}
+NO_LETTER_SHARE = 0.10  # lettered generation: above this share (not at it) of unreadable replies, a warning
+
+
+@dataclass
+class Count:
+    count: int = 0
+    n: int = 0
+    example: str | None = None
+
+    def add(self, hit: bool, example: str | None = None) -> None:
+        self.n += 1
+        if hit:
+            self.count += 1
+            if self.example is None and example is not None:
+                self.example = example
+
+
+def _shown(text: str, width: int = 60) -> str:
+    shown = json.dumps(text, ensure_ascii=True)  # escapes show the invisible characters
+    return shown if len(shown) <= width else shown[: width - 4] + '..."'
+
+
+def _prompt_text(prompt: str) -> str:
+    """A chat prompt's last message (what a chat reply could echo); a plain prompt as it is."""
+    if not prompt.startswith(_CHAT_PREFIX):
+        return prompt
+    try:
+        messages = json.loads(prompt[len(_CHAT_PREFIX) :])
+        content = messages[-1].get("content") if messages else None
+    except (ValueError, AttributeError, TypeError):
+        return prompt
+    return content if isinstance(content, str) else ""
+
+
+def _stray(text: str) -> bool:
+    if _STRAY.search(text):
+        return True
+    return _ZERO_WIDTH.search(text) is not None and all(ord(c) < 0x0590 or _ZERO_WIDTH.match(c) for c in text)
+
+
+def is_echo(answer: str, prompt: str) -> bool:
+    """The answer begins with its prompt (or is the prompt's first line): a server that echoes what it was sent."""
+    a, p = answer.strip(), _prompt_text(prompt).strip()
+    if len(a) < ECHO_MIN or len(p) < ECHO_MIN:
+        return False
+    return a.startswith(p) or (p.startswith(a) and len(a) >= min(len(p), 2 * ECHO_MIN))
+
+
+class OutcomeTally:
+    """Counts per outcome (``KINDS``) over one task's requests and samples."""
+
+    def __init__(self, think_end_token: str | None = None) -> None:
+        self.think_end_token = think_end_token
+        self.counts: dict[str, Count] = {}
+        self._values: set[float] = set()  # distinct token log-probs seen (at most two kept: one value is the news)
+        self._tokens = 0
+
+    def _count(self, key: str) -> Count:
+        return self.counts.setdefault(key, Count())
+
+    def add(self, requests: Sequence[object], results: Sequence[object]) -> None:
+        for request, result in zip(requests, results):
+            if isinstance(result, GenerateResult):
+                self._generation(request, result)
+            elif isinstance(result, (LoglikelihoodResult, RollingLoglikelihoodResult)):
+                self._loglikelihood(result.logprob, result.n_tokens, result.token_logprobs)
+
+    def _generation(self, request: object, result: GenerateResult) -> None:
+        text = result.text or ""
+        withheld = getattr(result, "withheld", None)
+        self._count("withheld").add(withheld is not None, withheld)
+        self._count("empty").add(withheld is None and not text.strip())
+        prompt = request.prompt if isinstance(request, GenerateRequest) else ""
+        self._count("echo").add(is_echo(text, prompt), _shown(text))
+        self._count("stray_characters").add(_stray(text), _shown(text))
+        self._count("not_nfc").add(not unicodedata.is_normalized("NFC", text), _shown(text))
+        if self.think_end_token is None:
+            self._count("think_marker").add(_THINK.search(text) is not None, _shown(text))
+
+    def _loglikelihood(self, logprob: float, n_tokens: int, tokens: Sequence[float]) -> None:
+        if n_tokens <= 0:
+            return
+        shown = f"{n_tokens} token(s), log-probs {list(tokens)[:4]}" if tokens else f"log-prob {logprob}"
+        zero = logprob == 0.0
+        self._count("zero_logprobs").add(zero, shown)
+        self._count("flat_logprobs").add(not zero and len(tokens) >= 2 and len(set(tokens)) == 1, shown)
+        if len(self._values) < 2:
+            self._values.update(tokens)
+        self._tokens += len(tokens)
+
+    def add_records(self, records: Iterable[Mapping[str, Any]]) -> None:
+        for record in records:
+            self._choices(record)
+            self._judged(record)
+            if record.get("mc_format") == "generate" and "extracted" in record:
+                self._count("no_letter").add(record["extracted"] is None)
+            elif isinstance(record.get("parsed"), bool) and isinstance(text := record.get("generation"), str):
+                self._count("unread").add(not record["parsed"] and bool(text.strip()), _shown(text))
+
+    def _choices(self, record: Mapping[str, Any]) -> None:
+        scores = record.get("logprobs")
+        if not isinstance(scores, list) or len(scores) < 2 or not all(isinstance(s, (int, float)) for s in scores):
+            return
+        top = max(scores)
+        tied = sum(1 for s in scores if s == top) >= 2
+        self._count("tied_choices").add(tied, f"sample {record.get('id')}: {scores[:4]}")
+
+    def _judged(self, record: Mapping[str, Any]) -> None:
+        judged = record.get("judgements")
+        if not isinstance(judged, list):
+            return
+        for entry in judged:
+            if not isinstance(entry, Mapping):
+                continue
+            verdicts = entry.get("verdicts")
+            texts = entry.get("judgements") or []
+            if isinstance(verdicts, list):  # pairwise: both orders, the second already mapped back
+                for k, verdict in enumerate(verdicts):
+                    text = texts[k] if k < len(texts) and isinstance(texts[k], str) else ""
+                    self._count("judge_errors").add(verdict == "ERROR", f"sample {record.get('id')}: {_shown(text)}")
+                if len(verdicts) == 2 and set(verdicts) == {"W", "L"}:
+                    self._count("judge_flips").add(True)
+                elif len(verdicts) == 2 and "ERROR" not in verdicts:
+                    self._count("judge_flips").add(False)
+            elif "classification" in entry:  # criteria judging: one verdict per criterion
+                self._count("judge_errors").add(entry["classification"] == "ERROR", f"sample {record.get('id')}")
+
+    def lettered(self) -> Count | None:
+        """Lettered generation's unreadable replies (results.json's ``unparsed``); None: no lettered replies."""
+        found = self.counts.get("no_letter")
+        return found if found is not None and found.n else None
+
+    def one_letter(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Lettered replies that all name one option while the right answers vary (a constant reply)."""
+        lettered = [r for r in records if r.get("mc_format") == "generate" and r.get("extracted") is not None]
+        orders = [r.get("option_order") for r in lettered]
+        if any(isinstance(order, list) and order != sorted(order) for order in orders):
+            return  # --mc-shuffle: a constant letter lands on a random option, which is what shuffling is for
+        targets = {str(r.get("target")) for r in lettered}
+        letters = {str(r["extracted"]) for r in lettered}
+        if len(lettered) >= 10 and len(letters) == 1 and len(targets) > 1:
+            self.counts["one_letter"] = Count(len(lettered), len(lettered), next(iter(letters)))
+
+    def finish(self) -> None:
+        """Task-wide: every token log-prob one value (a constant, not a model), other than the 0 counted above."""
+        if self._tokens >= 8 and len(self._values) == 1 and 0.0 not in self._values:
+            self.counts["one_logprob"] = Count(self._tokens, self._tokens, f"{next(iter(self._values))}")
+
+    def warned(self) -> list[tuple[str, Count, str]]:
+        """(outcome, its count, the warning) for each outcome at or above its share."""
+        out = []
+        lettered = self.lettered() is not None  # an empty lettered reply names no letter: said once, there
+        for key, count in self.counts.items():
+            kind = KINDS[key]
+            said = (key == "empty" and lettered) or (key == "flat_logprobs" and "one_logprob" in self.counts)
+            if not count.count or not count.n or said:  # (one_logprob: the stronger statement of the same)
+                continue
+            rate = count.count / count.n
+            over = rate > NO_LETTER_SHARE if key == "no_letter" else rate >= kind.share
+            if not over:
+                continue
+            what = kind.what.format(example=count.example or "", rate=f"{rate:.0%}")
+            out.append((key, count, f"{count.count} of {count.n} {what}; {kind.why}"))
+        return out
+
+    def as_json(self) -> dict[str, dict[str, object]]:
+        """Every outcome seen at least once: results.json's ``outcomes``."""
+        return {
+            key: {"count": c.count, "n": c.n, **({"example": c.example} if c.example else {})}
+            for key, c in self.counts.items()
+            if c.count and key != "no_letter"  # lettered generation keeps its own ``unparsed``
+        }

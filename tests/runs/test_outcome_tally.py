@@ -1,0 +1,292 @@
+"""The reply outcome tally (runs/outcome_tally.py): well-formed replies that hold no scoreable answer are counted
+per task, whatever the kind or dialect, and a share of them is a warning on the console and in results.json,
+with the count and one example; a real model's occasional empty answer or tie stays silent."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
+from proctor.runs.outcome_tally import OutcomeTally, is_echo
+
+pytest.importorskip("httpx")
+
+from tests.support.cli_runs import proctor, results  # noqa: E402
+from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer  # noqa: E402
+
+
+def _gen(text: str, **extra) -> GenerateResult:
+    return GenerateResult(text, "stop", 5, 1, **extra)
+
+
+def _keys(tally: OutcomeTally) -> set[str]:
+    return {key for key, _, _ in tally.warned()}
+
+
+def test_generations_that_hold_no_answer_are_counted_and_warned():
+    tally = OutcomeTally()
+    request = GenerateRequest("Q: Capital of France?\nA:")
+    tally.add([request] * 4, [_gen(" Paris"), _gen(""), _gen("", withheld="finish_reason content_filter"), _gen("x")])
+    tally.add([request], [_gen("Q: Capital of France?\nA: Paris")])
+    tally.add([request], [_gen("Pa\u200bris")])
+    tally.add([request], [_gen("Zu\u0308rich")])
+    tally.add([request], [_gen("<think>hmm</think>Paris")])
+    warned = {key: message for key, _, message in tally.warned()}
+    assert set(warned) == {"withheld", "empty", "echo", "stray_characters", "not_nfc", "think_marker"}
+    assert (
+        "1 of 8 generations were withheld by the server (no answer: finish_reason content_filter)" in warned["withheld"]
+    )
+    assert "\\u200b" in warned["stray_characters"]  # the example shows the invisible character
+
+
+def test_zero_width_characters_of_scripts_that_use_them_are_no_news():
+    tally = OutcomeTally()
+    khmer, persian = (
+        "\u1781\u17d2\u1789\u17bb\u17c6\u200b\u1791\u17c5",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+    )
+    tally.add([GenerateRequest("p")] * 2, [_gen(khmer), _gen(persian)])
+    assert tally.warned() == []
+
+
+def test_a_think_marker_is_news_only_without_think_end_token():
+    tally = OutcomeTally(think_end_token="</think>")
+    tally.add([GenerateRequest("p")], [_gen("<think>a</think>b")])
+    assert "think_marker" not in _keys(tally)
+
+
+def test_an_occasional_empty_answer_stays_silent():
+    tally = OutcomeTally()
+    tally.add([GenerateRequest("Q: which?")] * 20, [_gen("")] + [_gen(f" answer {i}") for i in range(19)])
+    assert tally.warned() == []
+    assert tally.as_json() == {"empty": {"count": 1, "n": 20}}
+
+
+def test_echo_needs_the_prompt_not_a_short_coincidence():
+    assert is_echo("Q: Capital of France? (0)", "Q: Capital of France? (0)\nA:")
+    assert is_echo("Question: x y z?\nAnswer: Paris", "Question: x y z?\nAnswer:")
+    assert not is_echo("Paris", "Paris is the capital of")
+    assert is_echo("Tell me a joke please", '<|proctor:chat|>[{"role": "user", "content": "Tell me a joke please"}]')
+
+
+def test_degenerate_log_probs_are_counted():
+    sure = OutcomeTally()  # a sure model: the right one of two choices at 0.0 (bf16), the other far below
+    sure.add([None] * 4, [LoglikelihoodResult(0.0, (0.0,), True), LoglikelihoodResult(-9.0, (-9.0,), False)] * 2)
+    assert sure.warned() == []
+    zero = OutcomeTally()
+    zero.add([None] * 3, [LoglikelihoodResult(0.0, (0.0,), True)] * 2 + [LoglikelihoodResult(-1.0, (-1.0,), False)])
+    zero.add([None], [RollingLoglikelihoodResult(0.0, 50, (0.0,) * 50)])
+    assert _keys(zero) == {"zero_logprobs"}
+    flat = OutcomeTally()
+    flat.add([None] * 10, [LoglikelihoodResult(-4.0, (-2.0, -2.0), False)] * 10)
+    flat.finish()
+    assert _keys(flat) == {"one_logprob"}  # (flat_logprobs said by it)
+    real = OutcomeTally()
+    real.add([None] * 10, [LoglikelihoodResult(-3.5 - i, (-1.5, -2.0 - i), False) for i in range(10)])
+    real.finish()
+    assert real.warned() == []
+
+
+def test_tied_choices_and_judges_are_read_from_the_records():
+    tally = OutcomeTally()
+    tally.add_records([{"id": i, "logprobs": [0.0, 0.0]} for i in range(3)] + [{"id": 9, "logprobs": [-1.0, -2.0]}])
+    judged = {"id": "q", "judgements": [{"verdicts": ["W", "L"], "judgements": ["[[A]]", "[[A]]"]}]}
+    tally.add_records([judged, {"id": "r", "judgements": [{"verdicts": ["ERROR", "W"], "judgements": ["hmm", "x"]}]}])
+    warned = {key: message for key, _, message in tally.warned()}
+    assert set(warned) == {"tied_choices", "judge_errors", "judge_flips"}
+    assert "3 of 4 samples' best choices tie exactly" in warned["tied_choices"]
+    assert '1 of 4 judge verdicts could not be read (sample r: "hmm")' in warned["judge_errors"]
+
+
+def test_lettered_replies_all_one_letter_while_answers_vary():
+    tally = OutcomeTally()
+    records = [{"mc_format": "generate", "extracted": "A", "target": i % 3} for i in range(12)]
+    tally.add_records(records)
+    tally.one_letter(records)
+    assert _keys(tally) == {"one_letter"}
+    assert tally.lettered() is not None and tally.lettered().count == 0
+    shuffled = [{**r, "option_order": [1, 0, 2] if i % 2 else [0, 1, 2]} for i, r in enumerate(records)]
+    quiet = OutcomeTally()
+    quiet.add_records(shuffled)
+    quiet.one_letter(shuffled)
+    assert quiet.warned() == []  # --mc-shuffle spreads a constant letter over the options
+
+
+class _Withholding(ToyLogprobServer):
+    """The toy server, whose generations are withheld (content_filter, empty text) after the self-check."""
+
+    def reply(self, path, body):
+        reply = super().reply(path, body)
+        if isinstance(reply, dict) and not body.get("echo") and not body.get("logprobs"):
+            for choice in reply["choices"]:
+                choice["finish_reason"] = "content_filter"
+                choice["text"] = ""
+        return reply
+
+
+class _Echoing(ToyLogprobServer):
+    """Generations that repeat the prompt before the answer (a server that echoes what it was sent)."""
+
+    def reply(self, path, body):
+        reply = super().reply(path, body)
+        if isinstance(reply, dict) and not body.get("echo") and not body.get("logprobs"):
+            for choice in reply["choices"]:
+                choice["text"] = body["prompt"] + " X0"
+        return reply
+
+
+class _AllZero(ToyLogprobServer):
+    """Echoed log-probs all 0.0 (every choice ties), the self-check's own request left alone."""
+
+    def reply(self, path, body):
+        reply = super().reply(path, body)
+        if isinstance(reply, dict) and body.get("echo") and SELF_CHECK_MARK not in str(body):
+            for choice in reply["choices"]:
+                lp = choice["logprobs"]["token_logprobs"]
+                choice["logprobs"]["token_logprobs"] = [lp[0]] + [0.0] * (len(lp) - 1)
+        return reply
+
+
+GEN_TASK = """\
+name: capitals
+kind: generate
+data: {path: data.jsonl, id: id}
+prompt: "Q: Capital of {{ country }}?\\nA:"
+target: "{{ city }}"
+generation: {max_tokens: 8, stop: ["\\n"]}
+metrics: [exact_match]
+"""
+
+
+def _gen_task(folder):
+    from tests.support.cli_runs import jsonl, write
+
+    write(folder / "capitals.yaml", GEN_TASK)
+    jsonl(folder / "data.jsonl", [{"id": str(i), "country": f"C{i}", "city": f"X{i}"} for i in range(10)])
+    return folder
+
+
+def test_withheld_generations_warn_through_the_command(tmp_path, capsys):
+    from proctor.cli import main
+
+    with _Withholding() as srv:
+        main(
+            ["run", str(_gen_task(tmp_path / "t")), "--model", "openai:toy", "--base-url", srv.url]
+            + ["--model-arg", "api_key_env=", "-o", str(tmp_path / "run")]
+        )
+    err = " ".join(capsys.readouterr().err.split())
+    task = results(tmp_path / "run")["tasks"]["capitals"]
+    assert task["outcomes"]["withheld"] == {"count": 10, "n": 10, "example": "finish_reason content_filter"}
+    assert any("10 of 10 generations were withheld" in w for w in task["warnings"])
+    assert "10 of 10 generations were withheld" in err
+
+
+def test_all_zero_log_probs_warn_in_a_fresh_process(tmp_path):
+    from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, write
+
+    folder = tmp_path / "t"
+    write(folder / "quiz.yaml", QUIZ)
+    jsonl(folder / "data.jsonl", QUESTIONS)
+    with _AllZero() as srv:
+        done = proctor(
+            "run",
+            str(folder),
+            "--model",
+            "openai:toy",
+            "--base-url",
+            srv.url,
+            "--model-arg",
+            "api_key_env=",
+            "-o",
+            str(tmp_path / "run"),
+            cwd=tmp_path,
+        )
+    task = results(tmp_path / "run")["tasks"]["quiz"]
+    assert task["outcomes"]["tied_choices"]["count"] == 5
+    assert task["outcomes"]["zero_logprobs"]["count"] == 15
+    assert task["metrics"]["acc"]["value"] == pytest.approx(2 / 5)  # the tie-break's (first choice), as computed
+    err = " ".join(done.stderr.split())
+    assert "5 of 5 samples' best choices tie exactly" in err and "have log-prob 0 for every token" in err
+
+
+# ------------------------------------------------------------------ means over no valid item, degenerate inputs
+def test_seahelm_classification_with_no_label_read_is_nan_not_zero():
+    import pandas as pd
+
+    from proctor.dialects.seahelm import metrics as M
+    from proctor.dialects.seahelm.dataloaders import SeaHelmLocalDataloader
+    from proctor.dialects.seahelm.task_config import TaskConfig
+
+    rows = [{"label": label, "prompts": [{}]} for label in ["Positive", "Negative", "Neutral"]]
+    cfg = {"languages": {"xx": {"prompt_template": {"answer_tag": "Answer:"}, "filepath": "-"}}}
+    loader = SeaHelmLocalDataloader(TaskConfig("t", "xx", cfg), 0)
+    loader.dataset = rows
+    loader.inference_df = pd.DataFrame({"label": [r["label"] for r in rows], "responses": [["Paris"]] * 3})
+    out = M.F1AccMetric(loader, loader.task_config).evaluate_responses()
+    assert out["null_count"] == 3
+    assert all(math.isnan(out[k]) for k in ("accuracy", "normalized_accuracy", "macro_f1", "null_weighted_f1"))
+
+
+def test_aisteer_accuracy_over_no_valid_reply_is_nan_and_one_position_is_said():
+    from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy
+    from proctor.dialects.aisteer.usecase_task import _one_position
+
+    out = MCQAAccuracy().compute(responses=[None, None], reference_answers=["A", "B"], question_ids=["q1", "q2"])
+    assert math.isnan(out["trial_mean"]) and math.isnan(out["question_mean"]) and out["num_valid"] == 0
+    said = _one_position({"MCQAPositionalBias": {"mean": 0.0, "position_shares": {"A": 1.0}}})
+    assert len(said) == 1 and "every valid reply named position A" in said[0]
+    assert _one_position({"MCQAPositionalBias": {"mean": 0.1, "position_shares": {"A": 0.6, "B": 0.4}}}) == []
+
+
+def _mt_bench(tmp_path, judge):
+    import dataclasses
+
+    from proctor.api import load_tasks
+    from tests.conftest import shared_path
+    from tests.support.seahelm_fixtures import mt_bench_copy
+
+    config = shared_path("examples", "seahelm", "seahelm_tasks", "multi_turn", "mt_bench", "config.yaml")
+    options = {"seahelm_data": {"aisingapore/MultiTurn-Chat-MT-Bench": str(mt_bench_copy(tmp_path))}}
+    options["seahelm_judge"] = judge
+    task = next(t for t in load_tasks([config], options=options) if t.name == "mt-bench/en")
+    config = task.spec.handler.options.config
+    short = {**config, "languages": {"en": {**config["languages"]["en"], "max_tokens": 8}}}
+    return dataclasses.replace(task, spec=task.spec.with_handler_options(config=short))
+
+
+@pytest.mark.parametrize(
+    ("verdict", "said", "rate"),
+    [
+        ("I cannot decide.", "8 of 8 judge verdicts could not be read", None),  # no verdict read: NaN, not 0
+        ("Verdict: [[A]]", "4 of 4 judged pairs changed their verdict", 50.0),  # pure position bias
+    ],
+)
+def test_judge_failures_and_position_bias_are_warned(tmp_path, verdict, said, rate):
+    from proctor.api import evaluate
+    from tests.support.aisteer_fakes import ScriptedJudge
+    from tests.support.fakes import FakeModel
+
+    result = evaluate(
+        [_mt_bench(tmp_path, ScriptedJudge(lambda prompt: verdict))],
+        FakeModel("evaluated"),
+        output_dir=tmp_path / "run",
+        export=False,
+    )
+    task = result.tasks["mt-bench/en"]
+    assert any(said in w for w in task["warnings"])
+    value = task["metrics"]["weighted_win_rate"]["value"]
+    assert math.isnan(value) if rate is None else value == rate
+
+
+def test_echoed_prompts_warn_in_a_fresh_process(tmp_path):
+    with _Echoing() as srv:
+        done = proctor(
+            "run", str(_gen_task(tmp_path / "t")), "--model", "openai:toy", "--base-url", srv.url,
+            "--model-arg", "api_key_env=", "-o", str(tmp_path / "run"), cwd=tmp_path,
+        )  # fmt: skip
+    task = results(tmp_path / "run")["tasks"]["capitals"]
+    assert task["outcomes"]["echo"]["count"] == 10
+    assert task["metrics"]["exact_match"]["value"] == 0.0  # the number stays the task's rule; the warning says why
+    assert "10 of 10 generations start with their own prompt" in " ".join(done.stderr.split())
