@@ -4,8 +4,6 @@ with the count and one example; a real model's occasional empty answer or tie st
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
@@ -212,7 +210,8 @@ def test_all_zero_log_probs_warn_in_a_fresh_process(tmp_path):
 
 
 # ------------------------------------------------------------------ means over no valid item, degenerate inputs
-def test_seahelm_classification_with_no_label_read_is_nan_not_zero():
+def test_seahelm_classification_with_no_label_read_keeps_seahelms_zero():
+    """SEA-HELM's own number (0 over no label read), for parity; the tally's 'answers not read' warns of it."""
     import pandas as pd
 
     from proctor.dialects.seahelm import metrics as M
@@ -226,15 +225,16 @@ def test_seahelm_classification_with_no_label_read_is_nan_not_zero():
     loader.inference_df = pd.DataFrame({"label": [r["label"] for r in rows], "responses": [["Paris"]] * 3})
     out = M.F1AccMetric(loader, loader.task_config).evaluate_responses()
     assert out["null_count"] == 3
-    assert all(math.isnan(out[k]) for k in ("accuracy", "normalized_accuracy", "macro_f1", "null_weighted_f1"))
+    assert all(out[k] == 0.0 for k in ("accuracy", "normalized_accuracy", "macro_f1", "null_weighted_f1"))
 
 
-def test_aisteer_accuracy_over_no_valid_reply_is_nan_and_one_position_is_said():
+def test_aisteer_accuracy_over_no_valid_reply_keeps_upstreams_zero_and_one_position_is_said():
     from proctor.dialects.aisteer.mcqa_metrics import MCQAAccuracy
     from proctor.dialects.aisteer.usecase_task import _one_position
 
     out = MCQAAccuracy().compute(responses=[None, None], reference_answers=["A", "B"], question_ids=["q1", "q2"])
-    assert math.isnan(out["trial_mean"]) and math.isnan(out["question_mean"]) and out["num_valid"] == 0
+    # AISteer360's own 0.0 (parity); no valid reply is the tally's 'empty' or 'withheld' warning in a run
+    assert out["trial_mean"] == 0.0 and out["question_mean"] == 0.0 and out["num_valid"] == 0
     said = _one_position({"MCQAPositionalBias": {"mean": 0.0, "position_shares": {"A": 1.0}}})
     assert len(said) == 1 and "every valid reply named position A" in said[0]
     assert _one_position({"MCQAPositionalBias": {"mean": 0.1, "position_shares": {"A": 0.6, "B": 0.4}}}) == []
@@ -259,7 +259,7 @@ def _mt_bench(tmp_path, judge):
 @pytest.mark.parametrize(
     ("verdict", "said", "rate"),
     [
-        ("I cannot decide.", "8 of 8 judge verdicts could not be read", None),  # no verdict read: NaN, not 0
+        ("I cannot decide.", "8 of 8 judge verdicts could not be read", 0.0),  # SEA-HELM's 0 (losses), warned
         ("Verdict: [[A]]", "4 of 4 judged pairs changed their verdict", 50.0),  # pure position bias
     ],
 )
@@ -277,7 +277,7 @@ def test_judge_failures_and_position_bias_are_warned(tmp_path, verdict, said, ra
     task = result.tasks["mt-bench/en"]
     assert any(said in w for w in task["warnings"])
     value = task["metrics"]["weighted_win_rate"]["value"]
-    assert math.isnan(value) if rate is None else value == rate
+    assert value == rate
 
 
 def test_echoed_prompts_warn_in_a_fresh_process(tmp_path):

@@ -62,8 +62,7 @@ class MCQAAccuracy(Metric):
         ]
         outcomes = [correct for _, correct in attempts]
         result: MetricResult = {
-            # no valid reply: no accuracy (NaN, written null and warned), where AISteer360 reports 0.0
-            "trial_mean": mean(outcomes) if outcomes else float("nan"),
+            "trial_mean": mean(outcomes) if outcomes else 0.0,
             "trial_std": sample_std(outcomes) or 0.0,
             "num_attempts": n,
             "num_valid": len(outcomes),
@@ -76,7 +75,7 @@ class MCQAAccuracy(Metric):
             votes[qid].append(correct)
         majority = [1.0 if sum(v) > len(v) / 2 else 0.0 for v in votes.values()]
         result.update(
-            question_mean=mean(majority) if majority else float("nan"),
+            question_mean=mean(majority) if majority else 0.0,
             question_std=sample_std(majority) or 0.0,
             num_questions=len(majority),
         )

@@ -195,7 +195,6 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
                 outcome = "L" if outcome == "W" else "W"
             per.setdefault((index, turn, category), {})[order] = (outcome, text)
         scores_by_row: dict[int, list[float]] = {}
-        parsed: set[str] = set()  # categories with at least one verdict read
         by_category: dict[str, list[float]] = {}
         judgements = {}
         for (index, turn, category), both in per.items():
@@ -204,8 +203,6 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
             score = {"W": 1.0, "T": 0.5}.get(final, 0.0)
             scores_by_row.setdefault(index, []).append(score)
             by_category.setdefault(category, []).append(score)
-            if first != "ERROR" or second != "ERROR":
-                parsed.add(category)
             judgements.setdefault(index, []).append(
                 {
                     "turn": turn,
@@ -218,13 +215,10 @@ class PairwiseLLMJudgeMetric(SeaHelmMetric):
         self.update_individual_scores(
             [float(np.mean(scores_by_row[i])) if i in scores_by_row else 0.0 for i in df.index]
         )
-        # a category none of whose verdicts could be read has no win rate (NaN, not SEA-HELM's 0 from counting
-        # every unread verdict as a loss); the errors are a task warning (runs/outcome_tally.py)
-        win_rates = {c: 100 * float(np.mean(v)) if c in parsed else float("nan") for c, v in by_category.items()}
+        win_rates = {c: 100 * float(np.mean(v)) for c, v in by_category.items()}
         errors = sum(1 for j in judgements.values() for t in j for v in t["verdicts"] if v == "ERROR")
-        read = [r for c, r in win_rates.items() if c in parsed]
         return {
-            "weighted_win_rate": float(np.mean(read)) if read else float("nan"),
+            "weighted_win_rate": float(np.mean(list(win_rates.values()))) if win_rates else 0.0,
             "category_win_rates": win_rates,
             "judge_errors": errors,
         }, df
@@ -374,9 +368,8 @@ class CriteriaJudgeMetric(SeaHelmMetric):
             categories.setdefault(
                 str(_meta(df.at[i, "metadata"]).get("category", "")) if "metadata" in df else "", []
             ).append(s)
-        read = any(d["classification"] != "ERROR" for row in details.values() for d in row)
-        return {  # no verdict read at all: no score (NaN), not 0 (the errors are a task warning)
-            "average_criteria_score": 100 * float(np.mean(scores)) if scores and read else float("nan"),
+        return {
+            "average_criteria_score": 100 * float(np.mean(scores)) if scores else 0.0,
             "category_scores": {k: 100 * float(np.mean(v)) for k, v in categories.items()},
             "judge_errors": sum(1 for d in details.values() for x in d if x["classification"] == "ERROR"),
         }, df

@@ -226,8 +226,6 @@ class F1AccMetric(SeaHelmMetric):
             "null_weighted_f1": 100 * macro_f1(references, predictions, present) * (1 - null_count / n if n else 0),
             "null_count": null_count,
         }
-        if n and null_count == n:  # no reply named a label: a score over zero read answers is none (NaN), not 0
-            metrics = {name: (value if name == "null_count" else float("nan")) for name, value in metrics.items()}
         self.update_individual_scores([float(p == r) for p, r in zip(predictions, references)])
         return metrics, df
 
