@@ -15,6 +15,7 @@ proctor's requests and answering them is ``instance_requests.py``; what a sample
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -340,8 +341,11 @@ class _LmEvalRunner:
         out = {}
         for (metric, key), items in raw.items():
             function = aggregations.get(metric, M.mean)
-            value = function(items)
-            stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # lm-eval's closed form or bootstrap
+            try:
+                value = function(items)
+                stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # closed form or bootstrap
+            except OverflowError:  # lm-eval's perplexity: math.exp of a mean log-prob of hundreds of nats
+                value, stderr = math.inf, None
             out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
         return out
 
