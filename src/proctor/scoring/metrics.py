@@ -270,7 +270,10 @@ def _word_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
 
 
 @register_metric(
-    "token_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: exp_or_inf(-lp / n)), higher_is_better=False
+    "token_perplexity",
+    ["perplexity"],
+    aggregate=pooled_ratio(lambda lp, n: exp_or_inf(-lp / n)),
+    higher_is_better=False,
 )
 def _token_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_tokens

@@ -13,7 +13,6 @@ computed on whole blocks of replicates.
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any, Callable, Sequence
 

@@ -264,21 +264,22 @@ class OpenAIScoring:
         first: list[LoglikelihoodResult] = []
         if batches and len(batches[0]) > 1 and self._lists_ok and not self._batch_checked:
             prompts = [c + x for c, x in batches[0]]
-            first = results(batches[0], self._checked_batch(prompts, mode))
+            parsed = self._score_prompts(prompts, mode)
+            first = results(batches[0], parsed)  # a reply wrong in itself is named first
+            self._cross_check(prompts, parsed, mode)
             batches = batches[1:]
             if progress:
                 progress(len(first))
         done = map_progress(progress, len)  # a batch of requests: its length
         return first + [r for batch in self.client.map(run, batches, done) for r in batch]
 
-    def _checked_batch(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
+    def _cross_check(self, prompts: list[str], parsed: list[PromptTokens | None], mode: str) -> None:
         """The first batch of a run, its first and last prompts sent again alone: a server that mixes up the
         prompts of one request (each choice given the log-probs of another prompt, the tokens right) passes every
         check of a single reply, so the batch is compared with the same prompts alone, once per backend."""
-        parsed = self._score_prompts(prompts, mode)
         self._batch_checked = True
         if not self._lists_ok:  # the server took no list: the prompts went one by one
-            return parsed
+            return
         n = len(prompts)
         for k in sorted({0, n - 1}):
             alone = self._score_prompts([prompts[k]], mode)[0]
@@ -295,7 +296,6 @@ class OpenAIScoring:
                         "mixes up the prompts of one request (its batching). Score one prompt per request with "
                         "--model-arg batch=1",
                     )
-        return parsed
 
     def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
         context, continuation = pair
