@@ -85,12 +85,12 @@ def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: in
         top = tops[i] if i < len(tops) else None
         if top is not None:
             top = a_dict(top, where, f"logprobs.top_logprobs[{i}]")
-            listed = {key: logprob(value, where, f"logprobs.top_logprobs[{i}][{key!r}]") for key, value in top.items()}
-            check_sum(listed, where, f"logprobs.top_logprobs[{i}]")
-            if lp is not None and tokens[i] in listed:
+            listed_at = {k: logprob(v, where, f"logprobs.top_logprobs[{i}][{k!r}]") for k, v in top.items()}
+            check_sum(listed_at, where, f"logprobs.top_logprobs[{i}]")
+            if lp is not None and tokens[i] in listed_at:
                 compared += 1
-                if contradicts(tokens[i], lp, listed):
-                    found.append((f"logprobs.top_logprobs[{i}]", tokens[i], listed[tokens[i]], lp))
+                if contradicts(tokens[i], lp, listed_at):
+                    found.append((f"logprobs.top_logprobs[{i}]", tokens[i], listed_at[tokens[i]], lp))
         lps.append(lp)
         # top: None, or an object whose values were each checked as a log-prob above
         greedy.append(bool(top) and lp is not None and lp >= max(cast("dict[str, float]", top).values()) - 1e-6)
