@@ -57,6 +57,7 @@ SCORING_FAULTS = [
     ("pl_rank_not_a_number", "prompt_logprobs", ".rank'", "not a rank"),
     ("error_beside_choices", "echo", "'error'", "'partial failure: shard 3 timed out'"),
     ("error_only", "echo", "'error'", "'model overloaded'"),
+    ("echo_text_other_prompt", "echo", "'text'", "does not start with the prompt"),
     ("batch_crosstalk", "echo", "choices[0].logprobs.token_logprobs[", "--model-arg batch=1"),
 ]
 

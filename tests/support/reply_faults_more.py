@@ -148,6 +148,10 @@ MORE_FAULTS: dict[str, Callable[[dict, dict], object]] = {
     "pl_rank_one_above": _prompt_entries(_extra_rank_one),
     "pl_rank_against_value": _prompt_entries(_rank_against_value),
     "pl_rank_not_a_number": _prompt_entries(lambda e: next(iter(e.values())).__setitem__("rank", "first")),
+    "echo_text_other_prompt": lambda r, b: (
+        [c.__setitem__("text", "Completely different prompt text A") for c in r["choices"] if b.get("echo")],
+        r,
+    )[1],
     # a batch
     "batch_crosstalk": _crosstalk,
     # the reply as a whole

@@ -63,6 +63,9 @@ def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: in
     if len(values) != len(tokens):
         raise where.error("logprobs.token_logprobs", f"has {len(values)} log-probs for {len(tokens)} tokens")
     n = spelled_prefix(tokens, prompt, where, "logprobs.tokens")
+    text = choice.get("text")
+    if isinstance(text, str) and not text.startswith(prompt):  # an echo's text is the prompt, then what was generated
+        raise where.error("text", f"is {text[:60]!r}..., which does not start with the prompt that was sent (an echo)")
     if len(tokens) - n > max_new:
         extra = len(tokens) - n
         raise where.error("logprobs.tokens", f"holds {extra} tokens after the prompt; {max_new} was asked for")
