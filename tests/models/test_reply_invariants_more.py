@@ -229,3 +229,31 @@ def test_a_perplexity_over_absurd_consistent_log_probs_is_infinite_with_a_warnin
     warned = [w for w in task["warnings"] if "'token_perplexity' is infinite" in w]
     assert warned and "metric 'token_perplexity' is infinite" in text
     assert json.dumps(task)  # results.json stays JSON
+
+
+LMEVAL_PPL = """\
+task: lp_ppl
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: loglikelihood_rolling
+doc_to_text: ""
+doc_to_target: "{{{{text}}}}"
+metric_list:
+  - metric: word_perplexity
+"""
+
+
+def test_lm_evals_own_perplexity_over_absurd_log_probs_is_infinite_with_a_warning(tmp_path):
+    pytest.importorskip("lm_eval")
+    texts = [{"text": f"The story number {i} begins on a quiet morning."} for i in range(3)]
+    data = jsonl(tmp_path / "texts.jsonl", texts)
+    task = write(tmp_path / "ppl.yaml", LMEVAL_PPL.format(data=data))
+    with MoreFaultServer("logprob_minus_800") as srv:
+        code, out = _run(tmp_path, srv, str(task))
+    assert code == 0 and "OverflowError" not in out and "internal error" not in out, out[-2000:]
+    entry = results(tmp_path / "run")["tasks"]["lp_ppl"]
+    assert entry["metrics"]["word_perplexity,none"]["value"] is None
+    assert any("'word_perplexity,none' is infinite" in w for w in entry["warnings"])

@@ -345,7 +345,8 @@ class _LmEvalRunner:
                 value = function(items)
                 stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # closed form or bootstrap
             except OverflowError:  # lm-eval's perplexity: math.exp of a mean log-prob of hundreds of nats
-                value, stderr = math.inf, None
+                out[f"{metric},{key}"] = {"value": math.inf, "stderr": None}  # infinite: the engine warns
+                continue
             out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
         return out
 
