@@ -338,7 +338,7 @@ class _LmEvalRunner:
 
         assert self.task is not None  # scored after predict_samples
         aggregations = self.task.aggregation()
-        out = {}
+        out: dict[str, dict[str, object]] = {}
         for (metric, key), items in raw.items():
             function = aggregations.get(metric, M.mean)
             try:
