@@ -259,5 +259,8 @@ def test_a_reply_without_choices_is_one_clear_error(reply, tmp_path):
     with FixedReplyServer(reply) as srv:
         args = ["run", str(QUICKSTART), "--model", "openai:m", "--base-url", srv.url, "--limit", "2", "-o", "run"]
         message = proctor_error(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
-    assert f"{srv.url}/completions sent a wrong reply" in message and "'choices'" in message or "(the reply)" in message
+    named = "'choices'" in message or "'error'" in message  # a reply with an error object: the error
+    assert f"{srv.url}/completions sent a wrong reply" in message and named or "(the reply)" in message
+    if isinstance(reply, dict) and "error" in reply:  # the server's own message, quoted
+        assert "'error' is the server's error: 'overloaded'" in " ".join(message.split())
     assert not (tmp_path / "run" / "results.json").exists()

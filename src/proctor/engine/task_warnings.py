@@ -72,7 +72,7 @@ def warn_truncated(outcome: TaskOutcome, model: Model, count: int, total: int) -
 
 
 def warn_not_numbers(outcome: TaskOutcome) -> None:
-    """A metric whose value is NaN is not a result (results.json writes it as null): say why."""
+    """A metric whose value is NaN or infinite is not a result (results.json writes it as null): say why."""
     for name, entry in outcome.result.metrics.items():
         value = entry.value
         if isinstance(value, float) and math.isnan(value):
@@ -81,6 +81,12 @@ def warn_not_numbers(outcome: TaskOutcome) -> None:
             message = f"metric '{name}' is not a number (NaN){why}"
             if not any(f"'{name}'" in w for w in outcome.result.warnings or []):  # a dialect may have said why already
                 outcome.result.add_warning(message)
+        elif isinstance(value, float) and math.isinf(value):  # results.json writes it as null: say what it was
+            outcome.result.add_warning(
+                f"metric '{name}' is infinite (too large for a number): the log-probs it is computed from average "
+                "hundreds of nats per unit, which no working model gives; check the model or server "
+                "(samples.jsonl holds each sample's log-prob)"
+            )
 
 
 def report_outcomes(outcome: TaskOutcome, tally: OutcomeTally) -> None:

@@ -18,6 +18,9 @@ from proctor.core.errors import ProctorError
 
 # A log-prob is at most 0; float16 kernels round a near-certain token's log-prob to a hair above it.
 LOGPROB_SLACK = 1e-4
+# A log-prob below this is not a real log-softmax: it needs a logit gap of ten thousand. vLLM prints -inf as
+# -9999.0, which stays above it. Finite absurd values used to decide choices and overflow perplexity's exp().
+LOGPROB_FLOOR = -1e4
 
 
 class ReplyError(ProctorError):
@@ -78,6 +81,8 @@ def logprob(value: object, where: Where, field: str) -> float:
         return _fail(where, field, f"is {number} (a log-prob is finite)")
     if number > LOGPROB_SLACK:
         return _fail(where, field, f"is {number}, above 0 (a log-prob is at most 0)")
+    if number < LOGPROB_FLOOR:
+        return _fail(where, field, f"is {number}, below {LOGPROB_FLOOR:g} (no model's log-softmax gives it)")
     return number
 
 
@@ -98,8 +103,18 @@ def a_dict(value: object, where: Where, field: str) -> dict[str, object]:
 
 
 def a_string(value: object, where: Where, field: str) -> str:
+    """Text: a string that is valid Unicode. JSON may spell a lone surrogate (``"\\ud800"``), which no UTF-8
+    file can hold: kept, it ended the run with a UnicodeEncodeError when the answer was stored."""
     if not isinstance(value, str):
         raise where.error(field, f"is {_shown(value)}, not text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise where.error(
+            field,
+            f"holds a lone surrogate (U+{ord(value[exc.start]):04X}) at character {exc.start}: not Unicode text "
+            "(a character split by the server's detokenizer, or a broken escape)",
+        ) from None
     return value
 
 
@@ -126,6 +141,7 @@ def ordered_choices(reply: object, count: int, where: Where) -> list[dict[str, o
     later, must spell each prompt); ``index`` on some choices only is an error."""
     if not isinstance(reply, dict):
         raise where.error("(the reply)", f"is {_shown(reply)}, not a JSON object")
+    check_no_error(reply, where)
     choices = reply.get("choices")
     if not isinstance(choices, list):
         raise where.error("choices", f"is {_shown(choices)}, not a list (expected {{'choices': [{{...}}]}})")
@@ -150,6 +166,19 @@ def ordered_choices(reply: object, count: int, where: Where) -> list[dict[str, o
     return sorted(choices, key=lambda c: cast(int, c["index"]))  # each checked above
 
 
+def check_no_error(reply: dict[str, object], where: Where) -> None:
+    """A top-level ``error`` (beside ``choices`` or alone, with HTTP 200) is the server's own word that the
+    request failed, even where choices came with it: quoted, never read past."""
+    error = reply.get("error")
+    if error is None:
+        return
+    message = error.get("message") if isinstance(error, dict) else error
+    shown = message if isinstance(message, str) else _shown(error)
+    shown = shown if len(shown) <= 300 else shown[:297] + "..."
+    beside = " beside 'choices'" if reply.get("choices") is not None else ""
+    raise where.error("error", f"is the server's error{beside}: {shown!r} (a reply that reports an error is no answer)")
+
+
 def choice_text(choice: dict[str, object], chat: bool, where: Where, field: str) -> tuple[str, str | None]:
     """(text, finish_reason) of a generation choice: ``message.content`` (chat) or ``text``."""
     if chat:
@@ -157,6 +186,9 @@ def choice_text(choice: dict[str, object], chat: bool, where: Where, field: str)
         content = message.get("content")
         text = "" if content is None else a_string(content, where, f"{field}.message.content")
     else:
+        if "text" not in choice:  # read as null, every answer was empty and scored as wrong
+            shape = " (it is shaped as a chat reply, with 'message')" if "message" in choice else ""
+            raise where.error(f"{field}.text", f"is missing from a /completions choice{shape}")
         value = choice.get("text")
         text = "" if value is None else a_string(value, where, f"{field}.text")
     finish = choice.get("finish_reason")

@@ -35,6 +35,16 @@ def total(values: list[float]) -> tuple[float, None]:
     return float(sum(values)), None
 
 
+def exp_or_inf(x: float) -> float:
+    """``math.exp``, but infinity where the result is too large for a float: a perplexity over log-probs of
+    hundreds of nats per token is meaningless, yet it is reported (as infinite, with the engine's warning) rather
+    than ending the run with an OverflowError after every answer was paid for."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def pooled_ratio(
     transform: Callable[[float, float], float],
 ) -> Callable[[list[tuple[float, float]]], tuple[float, None]]:
@@ -253,21 +263,24 @@ def _null_count(outcome: GenerationOutcome) -> float:
 
 # ---------------------------------------------------------------- perplexity
 @register_metric(
-    "word_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+    "word_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: exp_or_inf(-lp / n)), higher_is_better=False
 )
 def _word_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_words
 
 
 @register_metric(
-    "token_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+    "token_perplexity",
+    ["perplexity"],
+    aggregate=pooled_ratio(lambda lp, n: exp_or_inf(-lp / n)),
+    higher_is_better=False,
 )
 def _token_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_tokens
 
 
 @register_metric(
-    "byte_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: math.exp(-lp / n)), higher_is_better=False
+    "byte_perplexity", ["perplexity"], aggregate=pooled_ratio(lambda lp, n: exp_or_inf(-lp / n)), higher_is_better=False
 )
 def _byte_ppl(outcome: PerplexityOutcome) -> tuple[float, int]:
     return outcome.logprob, outcome.n_bytes

@@ -15,6 +15,7 @@ document named where lm-eval fails building the requests, are ``document_checks.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,11 +325,15 @@ class _LmEvalRunner:
 
         assert self.task is not None  # scored after predict_samples
         aggregations = self.task.aggregation()
-        out = {}
+        out: dict[str, dict[str, object]] = {}
         for (metric, key), items in raw.items():
             function = aggregations.get(metric, M.mean)
-            value = function(items)
-            stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # lm-eval's closed form or bootstrap
+            try:
+                value = function(items)
+                stderr = task_stderr(function, metric, items, self.bootstrap_iters)  # closed form or bootstrap
+            except OverflowError:  # lm-eval's perplexity: math.exp of a mean log-prob of hundreds of nats
+                out[f"{metric},{key}"] = {"value": math.inf, "stderr": None}  # infinite: the engine warns
+                continue
             out[f"{metric},{key}"] = {"value": jsonable(value), "stderr": jsonable(stderr)}
         return out
 

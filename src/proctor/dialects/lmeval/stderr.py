@@ -13,9 +13,10 @@ computed on whole blocks of replicates.
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any, Callable, Sequence
+
+from proctor.scoring.metrics import exp_or_inf
 
 DEFAULT_BOOTSTRAP_ITERS = 100_000  # lm_eval.simple_evaluate's default
 _CAPPED = ("bleu", "chrf", "chrf++", "ter")  # lm-eval bootstraps these at most 100 times (they are slow)
@@ -77,5 +78,5 @@ def _apply(aggregation: Callable, items: list, block) -> list[float]:
         values = np.asarray(items, dtype=np.float64)[block]
         # exp(-sum / n), the sum taken left to right as Python's sum() does, math.exp as lm-eval's
         n = values.shape[1]
-        return [math.exp(-(total / n)) for total in np.cumsum(values, axis=1)[:, -1].tolist()]
+        return [exp_or_inf(-(total / n)) for total in np.cumsum(values, axis=1)[:, -1].tolist()]
     return [float(aggregation([items[j] for j in row])) for row in block.tolist()]

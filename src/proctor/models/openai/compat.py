@@ -126,6 +126,7 @@ class OpenAIModel(OpenAIScoring, Model):
         self._mode_reason = ""
         self._fallback = False  # the self-check (not a setting) found the server unable to score
         self._lists_ok = True
+        self._batch_checked = False  # a batch's numbers compared with the same prompts sent alone (scoring.py)
         self._min_tokens_ok = True  # "min_tokens": 1 keeps end-of-sequence from swallowing the one token asked for
 
     # ------------------------------------------------------------------ identity

@@ -249,7 +249,15 @@ class ApiClient:
             if raw:
                 return response.content
             try:
-                reply: ServerReply = response.json()
+                reply: ServerReply = response.json(object_pairs_hook=_unique_keys)
+            except DuplicateKey as exc:
+                raise ApiError(
+                    f"{shown} answered HTTP {response.status_code} with a JSON object that holds the key {exc.key!r} "
+                    "twice: which of the two the server meant is unknown (JSON readers silently keep the last), so "
+                    "it is refused (not retried: the same request gets the same reply)",
+                    response.status_code,
+                    self.scrub(response.text[:300]),
+                ) from None
             except ValueError:
                 body = self.scrub(response.text[:300])
                 raise ApiError(
@@ -348,6 +356,22 @@ def map_progress(
     if progress is None:
         return None
     return lambda index, item: progress(count(item))
+
+
+class DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``{"choices": [...], "choices": [...]}``)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _retry_after(value: str | None) -> float:

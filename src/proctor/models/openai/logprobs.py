@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, cast
 
 from proctor.core.errors import ProctorError
+from proctor.models.logprob_checks import check_agreement, check_ranked, check_sum, contradicts
 from proctor.models.openai.http import ApiError, RetryBudgetExceeded
 from proctor.models.reply_checks import (
     ReplyError,
@@ -62,6 +63,9 @@ def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: in
     if len(values) != len(tokens):
         raise where.error("logprobs.token_logprobs", f"has {len(values)} log-probs for {len(tokens)} tokens")
     n = spelled_prefix(tokens, prompt, where, "logprobs.tokens")
+    text = choice.get("text")
+    if isinstance(text, str) and not text.startswith(prompt):  # an echo's text is the prompt, then what was generated
+        raise where.error("text", f"is {text[:60]!r}..., which does not start with the prompt that was sent (an echo)")
     if len(tokens) - n > max_new:
         extra = len(tokens) - n
         raise where.error("logprobs.tokens", f"holds {extra} tokens after the prompt; {max_new} was asked for")
@@ -74,6 +78,8 @@ def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: in
     greedy: list[bool] = []
     position = 0
     starts = []
+    found: list[tuple[str, str, float, float]] = []  # positions whose listed value is not the token's own
+    compared = 0
     for i in range(n):
         starts.append(position)
         position += len(tokens[i])
@@ -82,11 +88,16 @@ def parse_echo(choice: dict[str, object], prompt: str, where: Where, max_new: in
         top = tops[i] if i < len(tops) else None
         if top is not None:
             top = a_dict(top, where, f"logprobs.top_logprobs[{i}]")
-            for key, value in top.items():
-                logprob(value, where, f"logprobs.top_logprobs[{i}][{key!r}]")
+            listed_at = {k: logprob(v, where, f"logprobs.top_logprobs[{i}][{k!r}]") for k, v in top.items()}
+            check_sum(listed_at, where, f"logprobs.top_logprobs[{i}]")
+            if lp is not None and tokens[i] in listed_at:
+                compared += 1
+                if contradicts(tokens[i], lp, listed_at):
+                    found.append((f"logprobs.top_logprobs[{i}]", tokens[i], listed_at[tokens[i]], lp))
         lps.append(lp)
         # top: None, or an object whose values were each checked as a log-prob above
         greedy.append(bool(top) and lp is not None and lp >= max(cast("dict[str, float]", top).values()) - 1e-6)
+    check_agreement(found, compared, where)
     return PromptTokens(tuple(tokens[:n]), tuple(starts), tuple(lps), tuple(greedy))
 
 
@@ -121,6 +132,7 @@ def parse_prompt_logprobs(choice: dict[str, object], prompt: str, where: Where) 
         tokens.append(a_string(own.get("decoded_token"), where, f"{field}[{key!r}].decoded_token"))
         lps.append(logprob(own.get("logprob"), where, f"{field}[{key!r}].logprob"))
         greedy.append(own.get("rank") == 1)
+        check_ranked(_candidates(entry, where, field), where, field)
     if lps[0] is None:
         # the first token's text is not given; recover it from the prompt and the rest
         rest = "".join(tokens[1:])
@@ -137,6 +149,15 @@ def parse_prompt_logprobs(choice: dict[str, object], prompt: str, where: Where) 
         starts.append(position)
         position += len(token)
     return PromptTokens(tuple(tokens), tuple(starts), tuple(lps), tuple(greedy))
+
+
+def _candidates(entry: dict[str, object], where: Where, field: str) -> list[tuple[str, float, object]]:
+    """A ``prompt_logprobs`` entry's candidates (token id, log-prob, rank), each log-prob checked."""
+    out = []
+    for key, value in entry.items():
+        value = a_dict(value, where, f"{field}[{key!r}]")
+        out.append((key, logprob(value.get("logprob"), where, f"{field}[{key!r}].logprob"), value.get("rank")))
+    return out
 
 
 def continuation_scores(parsed: PromptTokens, context_chars: int) -> tuple[tuple[float, ...], bool]:

@@ -22,6 +22,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodResult,
 )
 from proctor.models.base import Progress
+from proctor.models.logprob_checks import check_agreement, check_greedy, check_sum, contradicts
 from proctor.models.openai.http import ApiClient, ApiError, map_progress
 from proctor.models.openai.logprobs import (
     PromptTokens,
@@ -30,11 +31,24 @@ from proctor.models.openai.logprobs import (
     parse_prompt_logprobs,
     self_check,
 )
-from proctor.models.reply_checks import Where, a_dict, a_list, check_usage, describe_request, logprob, ordered_choices
+from proctor.models.reply_checks import (
+    Where,
+    a_dict,
+    a_list,
+    a_string,
+    check_usage,
+    describe_request,
+    logprob,
+    ordered_choices,
+)
 
 log = logging.getLogger(__name__)
 
 SELF_CHECK_TEXT = "The capital of France is"
+# The same prompt scored alone and inside a batch: kernels may differ by batch shape (float16/bfloat16 noise, far
+# under a tenth of a nat); another prompt's log-probs differ by whole nats.
+BATCH_SLACK_ABS = 0.1
+BATCH_SLACK_REL = 0.02
 
 
 def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
@@ -44,6 +58,15 @@ def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
         stripped = context.rstrip()
         context, continuation = stripped, context[len(stripped) :] + continuation
     return context, continuation
+
+
+def _generated(lp: dict[str, object], where: Where) -> tuple[str | None, float | None]:
+    """The generated token and its log-prob, where the reply lists them (the top log-probs say the rest)."""
+    tokens, values = lp.get("tokens"), lp.get("token_logprobs")
+    if not isinstance(tokens, list) or not tokens or not isinstance(values, list) or not values:
+        return None, None
+    token = a_string(tokens[0], where, "choices[0].logprobs.tokens[0]")
+    return token, logprob(values[0], where, "choices[0].logprobs.token_logprobs[0]")
 
 
 class OpenAIScoring:
@@ -62,6 +85,7 @@ class OpenAIScoring:
     _mode_reason: str
     _fallback: bool
     _lists_ok: bool
+    _batch_checked: bool
     _min_tokens_ok: bool
 
     def _where(self, path: str, prompt: str, head: str = "the request") -> Where:
@@ -127,6 +151,7 @@ class OpenAIScoring:
         stops at end-of-sequence otherwise returns no token and no log-probs.
         """
         payload = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
+        forced = self._min_tokens_ok  # min_tokens masks end-of-sequence: the token generated may not rank first
         if self._min_tokens_ok:
             try:
                 data = self.client.post("/completions", {**payload, "min_tokens": 1}, max_retries=max_retries)
@@ -134,6 +159,7 @@ class OpenAIScoring:
                 if exc.status not in (400, 422):
                     raise
                 self._min_tokens_ok = False
+                forced = False
         if not self._min_tokens_ok:
             data = self.client.post("/completions", payload, max_retries=max_retries)
         where = self._where("/completions", prompt)
@@ -141,7 +167,8 @@ class OpenAIScoring:
         lp = ordered_choices(data, 1, where)[0].get("logprobs")
         if lp is None:
             return None  # a server without log-probs for generated tokens
-        tops = a_dict(lp, where, "choices[0].logprobs").get("top_logprobs")
+        lp = a_dict(lp, where, "choices[0].logprobs")
+        tops = lp.get("top_logprobs")
         if tops is None:
             return None
         tops = a_list(tops, where, "choices[0].logprobs.top_logprobs")
@@ -149,7 +176,14 @@ class OpenAIScoring:
             return None
         top = a_dict(tops[0], where, "choices[0].logprobs.top_logprobs[0]")
         field = "choices[0].logprobs.top_logprobs[0]"
-        return {str(t): logprob(v, where, f"{field}[{t!r}]") for t, v in top.items()} or None
+        listed = {str(t): logprob(v, where, f"{field}[{t!r}]") for t, v in top.items()}
+        token, own = _generated(lp, where)
+        check_sum(listed, where, field)
+        if token is not None and own is not None and token in listed:
+            check_agreement([(field, token, listed[token], own)] if contradicts(token, own, listed) else [], 1, where)
+        if token is not None and own is not None and not forced:
+            check_greedy(token, own, listed, where, field)
+        return listed or None
 
     # ------------------------------------------------------------------ log-likelihood: scoring
     def _score_prompts(self, prompts: list[str], mode: str) -> list[PromptTokens | None]:
@@ -209,8 +243,7 @@ class OpenAIScoring:
             return self.client.map(self._top_one, split, map_progress(progress))
         batches = [split[i : i + self.batch] for i in range(0, len(split), self.batch)]
 
-        def run(batch: list[tuple[str, str]]) -> list[LoglikelihoodResult]:
-            parsed = self._score_prompts([c + x for c, x in batch], mode)
+        def results(batch: list[tuple[str, str]], parsed: list[PromptTokens | None]) -> list[LoglikelihoodResult]:
             out = []
             for (context, continuation), tokens in zip(batch, parsed):
                 if tokens is None:
@@ -225,8 +258,44 @@ class OpenAIScoring:
                 out.append(LoglikelihoodResult(float(sum(lps)), lps, greedy))
             return out
 
+        def run(batch: list[tuple[str, str]]) -> list[LoglikelihoodResult]:
+            return results(batch, self._score_prompts([c + x for c, x in batch], mode))
+
+        first: list[LoglikelihoodResult] = []
+        if batches and len(batches[0]) > 1 and self._lists_ok and not self._batch_checked:
+            prompts = [c + x for c, x in batches[0]]
+            parsed = self._score_prompts(prompts, mode)
+            first = results(batches[0], parsed)  # a reply wrong in itself is named first
+            self._cross_check(prompts, parsed, mode)
+            batches = batches[1:]
+            if progress:
+                progress(len(first))
         done = map_progress(progress, len)  # a batch of requests: its length
-        return [r for batch in self.client.map(run, batches, done) for r in batch]
+        return first + [r for batch in self.client.map(run, batches, done) for r in batch]
+
+    def _cross_check(self, prompts: list[str], parsed: list[PromptTokens | None], mode: str) -> None:
+        """The first batch of a run, its first and last prompts sent again alone: a server that mixes up the
+        prompts of one request (each choice given the log-probs of another prompt, the tokens right) passes every
+        check of a single reply, so the batch is compared with the same prompts alone, once per backend."""
+        self._batch_checked = True
+        if not self._lists_ok:  # the server took no list: the prompts went one by one
+            return
+        n = len(prompts)
+        for k in sorted({0, n - 1}):
+            alone = self._score_prompts([prompts[k]], mode)[0]
+            batched = parsed[k]
+            if alone is None or batched is None:
+                continue  # a missing reply is named where it is read
+            for i, (a, b) in enumerate(zip(alone.logprobs, batched.logprobs)):
+                if a is not None and b is not None and abs(a - b) > BATCH_SLACK_ABS + BATCH_SLACK_REL * abs(a):
+                    field = "logprobs.token_logprobs" if mode == "echo" else "prompt_logprobs"
+                    at = self._where("/completions", prompts[k], f"prompt {k} of a request of {n}")
+                    raise at.error(
+                        f"choices[{k}].{field}[{i}]",
+                        f"is {b} in a request of {n} prompts but {a} when the same prompt is sent alone: the server "
+                        "mixes up the prompts of one request (its batching). Score one prompt per request with "
+                        "--model-arg batch=1",
+                    )
 
     def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
         context, continuation = pair

@@ -33,6 +33,7 @@ from proctor.models.base import Model, Progress
 from proctor.models.chat_reply import eos_ids, reply_end, special_texts
 from proctor.models.hf.loading import bos_rule, weights_digest
 from proctor.models.hf.scoring import encode_pairs, split_whitespace
+from proctor.models.logprob_checks import check_ranked
 from proctor.models.reply_checks import Where, a_string, describe_request, engine_outputs, logprob, token_positions
 from proctor.models.vllm.cpu import cpu_defaults
 
@@ -192,6 +193,7 @@ class VLLMModel(Model):
                 if not isinstance(options, dict) or target not in options:
                     raise where.error(field, "is missing: the prompt's own token has no log-prob")
                 values.append(logprob(getattr(options[target], "logprob", None), where, f"{field}.logprob"))
+                check_ranked(_candidates(options, where, position), where, f"prompt_logprobs[{position}]")
                 rank = getattr(options[target], "rank", None)
                 if rank is None:
                     rank = 1 + sum(1 for v in options.values() if v.logprob > options[target].logprob)
@@ -324,6 +326,18 @@ class VLLMModel(Model):
                 torch.cuda.empty_cache()
         except ImportError:
             pass
+
+
+def _candidates(options: dict[object, object], where: Where, position: int) -> list[tuple[str, float, object]]:
+    """One position's candidates (token id, log-prob, rank) from the engine's ``{token id: Logprob}``."""
+    return [
+        (
+            str(key),
+            logprob(getattr(value, "logprob", None), where, f"prompt_logprobs[{position}][{key}].logprob"),
+            getattr(value, "rank", None),
+        )
+        for key, value in options.items()
+    ]
 
 
 def _cache_config(engine: LLM) -> CacheConfig | None:
