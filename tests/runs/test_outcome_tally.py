@@ -136,14 +136,20 @@ class _Echoing(ToyLogprobServer):
 
 
 class _AllZero(ToyLogprobServer):
-    """Echoed log-probs all 0.0 (every choice ties), the self-check's own request left alone."""
+    """Echoed log-probs all 0.0 (every choice ties), the self-check's own request left alone: consistent with
+    themselves (each position's top_logprobs lists its token at 0.0, certain), so no per-reply check refuses them
+    and only the tally can tell."""
 
     def reply(self, path, body):
         reply = super().reply(path, body)
         if isinstance(reply, dict) and body.get("echo") and SELF_CHECK_MARK not in str(body):
             for choice in reply["choices"]:
-                lp = choice["logprobs"]["token_logprobs"]
-                choice["logprobs"]["token_logprobs"] = [lp[0]] + [0.0] * (len(lp) - 1)
+                logprobs = choice["logprobs"]
+                lp = logprobs["token_logprobs"]
+                logprobs["token_logprobs"] = [lp[0]] + [0.0] * (len(lp) - 1)
+                tops = logprobs.get("top_logprobs")
+                if tops:
+                    logprobs["top_logprobs"] = [tops[0]] + [{t: 0.0} for t in logprobs["tokens"][1:]]
         return reply
 
 
