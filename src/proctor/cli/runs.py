@@ -222,6 +222,16 @@ def print_settings(pair: PairComparison) -> None:
                 ),
                 highlight=False,
             )
+    info = list({(d["setting"], shown(d["a"]), shown(d["b"])): d for d in pair.get("settings_info") or []}.values())
+    if info:  # told, but not as a reason: the backend declares these unable to change a request or an answer
+        console.print(
+            "Differ, but change no request and no answer (information): "
+            + "; ".join(f"{d['setting']}: A {shown(d['a'])}, B {shown(d['b'])}" for d in info[:6])
+            + (f"; and {len(info) - 6} more" if len(info) > 6 else ""),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     for side in ("a", "b"):
         missing = [u for u in pair.get("settings_unknown") or [] if side in u["unknown_in"]]
         if missing:

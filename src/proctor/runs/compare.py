@@ -30,7 +30,7 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.run_exports import iter_samples, load_results
-from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.runs.task_settings import information_differences, run_settings, settings_differences
 from proctor.runs.unscored import check_scored
 from proctor.scoring.aggregate import TaskEntry
 from proctor.scoring.power import paired_difference
@@ -248,7 +248,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
                 tasks[task]["formulation_differs"] = True
     _check_comparable(run_a, run_b, tasks_a, tasks_b, tasks)
-    differ, unknown = settings_differences(run_settings(results_a), run_settings(results_b), list(tasks))
+    read_a, read_b = run_settings(results_a), run_settings(results_b)
+    differ, unknown = settings_differences(read_a, read_b, list(tasks))
     only_a = sorted(set(tasks_a) - set(tasks_b))
     only_b = sorted(set(tasks_b) - set(tasks_a))
     return {
@@ -261,6 +262,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
         "tasks_only_in_b": only_b,
         "settings_differ": differ,  # each setting of a shared task whose values differ: task, setting, a, b
         "settings_unknown": unknown,  # each one a run of an earlier version did not record: task, setting, unknown_in
+        # backend options that differ yet cannot change a number (base_url, prices, pace): information only
+        "settings_info": information_differences(read_a, read_b, list(tasks)),
     }
 
 

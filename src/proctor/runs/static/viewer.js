@@ -448,7 +448,7 @@
     return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canon(v[k]); }).join(",") + "}";
   }
   function settingsDiffer(keys, tasks) {
-    var differ = [], unknown = [];
+    var differ = [], unknown = [], info = [];
     tasks.forEach(function (t) {
       var all = keys.map(function (k) { return (byKey[k].settings || {})[t]; });
       if (all.some(function (s) { return !s; })) return;
@@ -461,11 +461,22 @@
           found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
         }
       });
-      // as runs/task_settings.py: the content hash is named only where no other setting explains it
-      if (found.length > 1) found = found.filter(function (d) { return d.setting !== "task_content"; });
+      // as runs/task_settings.py: the content hash is named only where a setting that changes prompts or samples
+      // explains it (DATA.content_settings); a server's address or a dtype never does
+      var explains = DATA.content_settings || [];
+      if (found.some(function (d) { return explains.indexOf(d.setting) >= 0; })) found = found.filter(function (d) { return d.setting !== "task_content"; });
       differ = differ.concat(found);
+      // backend options that change no request and no answer (base_url, prices, pace): information only
+      var names = {};
+      all.forEach(function (s) { Object.keys(s.info || {}).forEach(function (n) { names[n] = 1; }); });
+      Object.keys(names).sort().forEach(function (n) {
+        var first = canon((all[0].info || {})[n]);
+        if (all.some(function (s) { return canon((s.info || {})[n]) !== first; })) {
+          info.push({task: t, setting: "model_info." + n, values: all.map(function (s) { return (s.info || {})[n]; })});
+        }
+      });
     });
-    return {differ: differ, unknown: unknown};
+    return {differ: differ, unknown: unknown, info: info};
   }
   function shownValue(v) {
     var t = v === null || v === undefined ? "none" : canon(v);
@@ -487,6 +498,13 @@
         list.appendChild(li);
       });
       box.appendChild(list);
+    }
+    if (found.info.length) {
+      box.hidden = false;
+      var told = text("div", "muted", "Differ, but change no request and no answer (information): " + found.info.map(function (d) {
+        return d.task + ": " + d.setting + ": " + keys.map(function (k, j) { return k + " " + shownValue(d.values[j]); }).join(" \u00b7 ");
+      }).join("; "));
+      told.setAttribute("data-info", String(found.info.length)); box.appendChild(told);
     }
     keys.forEach(function (k) {
       var missing = found.unknown.filter(function (u) { return u.runs.indexOf(k) >= 0; });

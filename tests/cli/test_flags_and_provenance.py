@@ -1,0 +1,111 @@
+"""Run provenance and flags without effect (red team 11, classes 4 and 5, and its false positives): backend
+options that cannot change a number are information, not settings; a changed task is named beside a server's
+address; compare prints only the keys that differ; a byte copy of a run is refused as the run itself; a hand
+edit of samples.jsonl or results.json is refused; answers from a cache or another server are told; flags
+that had no effect are warned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from proctor.runs.task_settings import run_settings, settings_differences
+from tests.support.cli_runs import run_proctor
+from tests.support.reply_faults import ToyLogprobServer
+
+GEN_TASK = """\
+name: capitals
+kind: generate
+data: {path: qa.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+target: "{{ answer }}"
+generation: {max_tokens: 4, stop: ["\\n"]}
+metrics: [exact_match]
+"""
+
+
+def _gen_task(folder: Path, question: str = "Capital of") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "task.yaml").write_text(GEN_TASK)
+    rows = [
+        {"id": str(i), "question": f"{question} {c}?", "answer": "A" if i % 2 else "B"} for i, c in enumerate("wxyz")
+    ]
+    (folder / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def _run(tmp: Path, task: Path, out: str, url: str, *extra: str, env: dict | None = None):
+    done = run_proctor(
+        "run", str(task), "--model", "openai:toy", "--base-url", url, "-o", out, *extra, cwd=tmp, env=env
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def _settings(run: Path, task: str = "capitals") -> dict:
+    return json.loads((run / "results.json").read_text())["tasks"][task]["settings"]
+
+
+# ------------------------------------------------------------------ 1. inert backend options (048, 198, 202, 201)
+def test_server_address_price_and_batch_are_information_and_revision_stays_a_setting(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as one, ToyLogprobServer() as two:
+        _run(tmp_path, task, "a", one.url)
+        _run(tmp_path, task, "b", two.url, "--model-arg", "price_prompt=0.15", "--model-arg", "batch=1")
+        _run(tmp_path, task, "c", two.url, "--model-arg", "revision=v2")
+    recorded = _settings(tmp_path / "b")
+    assert "base_url" not in recorded["model_args"] and "price_prompt" not in recorded["model_args"]
+    assert recorded["model_info"] == {"base_url": two.url, "batch": 1, "price_prompt": 0.15}
+    done = run_proctor("compare", "a", "b", "-o", "ab.json", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "Not comparable" not in said, said
+    assert "model_info.base_url" in said and "model_info.price_prompt" in said and "information" in said
+    pair = json.loads((tmp_path / "ab.json").read_text())["comparisons"][0]
+    assert pair["settings_differ"] == []
+    assert {d["setting"] for d in pair["settings_info"]} == {
+        "model_info.base_url",
+        "model_info.batch",
+        "model_info.price_prompt",
+    }
+    done = run_proctor("compare", "a", "c", "-o", "ac.json", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert "Not comparable" in said and "revision" in said, said
+
+
+def _results(model_args: dict, content: str, **settings) -> dict:
+    """A results.json as a run of this version writes it, for one task."""
+    recorded = {"backend": "openai", "model_args": model_args, "limit": None, **settings}
+    return {"tasks": {"t": {"settings": recorded, "hash": content, "metrics": {}, "n_samples": 1}}}
+
+
+def test_a_run_of_an_earlier_version_with_base_url_among_its_settings_stays_comparable():
+    a = _results({"base_url": "http://127.0.0.1:1/v1", "endpoint": "chat"}, "aaaa")
+    b = _results({"base_url": "http://127.0.0.1:2/v1", "endpoint": "chat"}, "aaaa")
+    read_a, read_b = run_settings(a), run_settings(b)
+    assert read_a["t"]["values"]["model_args"] == {"endpoint": "chat"}
+    assert read_a["t"]["info"] == {"base_url": "http://127.0.0.1:1/v1"}
+    differ, _ = settings_differences(read_a, read_b, ["t"])
+    assert differ == []
+
+
+# ------------------------------------------------------------------ 2. a changed task beside a port (061)
+def test_a_content_change_is_named_beside_settings_that_cannot_change_a_prompt():
+    a = _results({"revision": "v1"}, "aaaa", dtype="float16")
+    b = _results({"revision": "v2"}, "bbbb", dtype="bfloat16")
+    differ, _ = settings_differences(run_settings(a), run_settings(b), ["t"])
+    assert {d["setting"] for d in differ} == {"model_args", "dtype", "task_content"}
+    # a setting that changes the samples explains the hash: the content is not named twice
+    c = _results({"revision": "v1"}, "cccc", dtype="float16", limit=2)
+    differ, _ = settings_differences(run_settings(a), run_settings(c), ["t"])
+    assert {d["setting"] for d in differ} == {"limit"}
+
+
+def test_a_task_edited_between_runs_on_two_ports_is_named_by_compare(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as one, ToyLogprobServer() as two:
+        _run(tmp_path, task, "a", one.url)
+        _gen_task(task, question="Which city is the capital of")
+        _run(tmp_path, task, "b", two.url)
+    done = run_proctor("compare", "a", "b", "-o", "ab.json", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert "Not comparable" in said and "task_content" in said and "the task file or its data changed" in said
