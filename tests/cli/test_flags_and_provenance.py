@@ -109,3 +109,34 @@ def test_a_task_edited_between_runs_on_two_ports_is_named_by_compare(tmp_path):
     done = run_proctor("compare", "a", "b", "-o", "ab.json", cwd=tmp_path)
     said = done.stdout + done.stderr
     assert "Not comparable" in said and "task_content" in said and "the task file or its data changed" in said
+
+
+# ------------------------------------------------------------------ 3. only the keys that differ (049)
+def test_a_seed_under_greedy_decoding_is_no_difference_and_other_keys_are_shown_alone():
+    greedy = {"temperature": 0.0, "max_tokens": 16, "stop": ["\n"], "length_penalty": 1.0, "seed": 0}
+    a = _results({}, "aaaa", generation=greedy)
+    b = _results({}, "bbbb", generation={**greedy, "seed": 1})  # --seed changes the spec, so the hash
+    differ, _ = settings_differences(run_settings(a), run_settings(b), ["t"])
+    assert differ == []  # greedy reads no seed; the seed explains the hash
+    sampled = {**greedy, "temperature": 0.7}
+    a = _results({}, "aaaa", generation=sampled)
+    b = _results({}, "bbbb", generation={**sampled, "seed": 1})
+    differ, _ = settings_differences(run_settings(a), run_settings(b), ["t"])
+    assert [d["setting"] for d in differ] == ["generation"]
+    from proctor.runs.task_settings import shown_difference
+
+    long_key = {f"k{i:02d}": "x" * 10 for i in range(20)}
+    text = shown_difference({**long_key, "zz_max_tokens": 16}, {**long_key, "zz_max_tokens": 8})
+    assert text == "zz_max_tokens: A 16, B 8"
+
+
+def test_compare_prints_only_the_generation_keys_that_differ(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        _run(tmp_path, task, "a", server.url)
+        _run(tmp_path, task, "b", server.url, "--seed", "7")  # greedy: no difference
+        _run(tmp_path, task, "c", server.url, "--max-tokens", "3")
+    done = run_proctor("compare", "a", "b", "c", "-o", "abc.json", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and "…" not in said, said
+    assert "capitals: generation: max_tokens: A 4, B 3" in said and "seed" not in said, said

@@ -204,7 +204,7 @@ def power(
 
 def print_settings(pair: PairComparison) -> None:
     """Every setting of a shared task that differs between A and B, with both values; what was not recorded."""
-    from proctor.runs.task_settings import CONTENT, shown
+    from proctor.runs.task_settings import CONTENT, shown, shown_difference
 
     differ = pair.get("settings_differ") or []
     if differ:
@@ -215,7 +215,7 @@ def print_settings(pair: PairComparison) -> None:
         )
         for d in differ:
             console.print(
-                f"  {escape(d['task'])}: {d['setting']}: A {escape(shown(d['a']))}, B {escape(shown(d['b']))}"
+                f"  {escape(d['task'])}: {d['setting']}: {escape(shown_difference(d['a'], d['b']))}"
                 + (
                     " (the hash of its spec, data and prompts: the task file or its data changed)"
                     * (d["setting"] == CONTENT)

@@ -147,6 +147,23 @@ def _same(a: object, b: object) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
+def _greedy(generation: object) -> bool:
+    """Generation settings that decode greedily (temperature 0, no ``do_sample: true``): no seed is read."""
+    if not isinstance(generation, Mapping):
+        return False
+    temperature = generation.get("temperature")
+    return isinstance(temperature, (int, float)) and temperature == 0 and generation.get("do_sample") is not True
+
+
+def _compared(name: str, a: object, b: object) -> tuple[object, object]:
+    """The values as they can change a number: under greedy decoding in both runs the seed is read by nothing
+    (the audit's generation.sampling says the same), so a seed alone is no difference."""
+    if name == "generation" and _greedy(a) and _greedy(b):
+        assert isinstance(a, Mapping) and isinstance(b, Mapping)
+        return {k: v for k, v in a.items() if k != "seed"}, {k: v for k, v in b.items() if k != "seed"}
+    return a, b
+
+
 def settings_differences(
     settings_a: Mapping[str, ReadSettings], settings_b: Mapping[str, ReadSettings], tasks: list[str]
 ) -> tuple[list[SettingDiffers], list[SettingUnknown]]:
@@ -159,16 +176,20 @@ def settings_differences(
         if a is None or b is None:
             continue
         found: list[SettingDiffers] = []
+        explained = False  # a setting that changes prompts or samples differs (even one that changes no number)
         for name in SETTING_NAMES:
             missing = [side for side, s in (("a", a), ("b", b)) if name in s["unknown"]]
             if missing:
                 unknown.append({"task": task, "setting": name, "unknown_in": missing})
-            elif not _same(a["values"][name], b["values"][name]):
-                found.append({"task": task, "setting": name, "a": a["values"][name], "b": b["values"][name]})
+                continue
+            value_a, value_b = a["values"][name], b["values"][name]
+            explained = explained or (name in CHANGE_CONTENT and not _same(value_a, value_b))
+            if not _same(*_compared(name, value_a, value_b)):
+                found.append({"task": task, "setting": name, "a": value_a, "b": value_b})
         # a setting that changes prompts or samples changes the content hash too (the limit its samples, the
-        # system prompt its prompts): the content is named only where no such setting explains it, the task file
-        # or its data edited. A server's address or a dtype explains no hash: beside them it stays named.
-        explained = any(d["setting"] in CHANGE_CONTENT for d in found)
+        # system prompt its prompts, a seed the spec): the content is named only where no such setting explains
+        # it, the task file or its data edited. A server's address or a dtype explains no hash: beside them it
+        # stays named.
         differ += [d for d in found if d["setting"] != CONTENT] if explained else found
     return differ, unknown
 
@@ -189,6 +210,16 @@ def information_differences(
                     {"task": task, "setting": f"{INFO}.{name}", "a": a["info"].get(name), "b": b["info"].get(name)}
                 )
     return out
+
+
+def shown_difference(a: object, b: object, width: int = 80) -> str:
+    """Two values of a setting on one line: of two mappings only the keys that differ (``max_tokens: A 16, B 8``),
+    so the difference is never cut off behind the keys they share; anything else whole (``A x, B y``)."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        keys = sorted(k for k in set(a) | set(b) if not _same(a.get(k), b.get(k)))
+        if keys:
+            return "; ".join(f"{k}: A {shown(a.get(k), width)}, B {shown(b.get(k), width)}" for k in keys)
+    return f"A {shown(a, width)}, B {shown(b, width)}"
 
 
 def shown(value: object, width: int = 80) -> str:

@@ -447,24 +447,30 @@
     if (Array.isArray(v)) return "[" + v.map(canon).join(",") + "]";
     return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canon(v[k]); }).join(",") + "}";
   }
+  function greedy(g) { return !!g && typeof g === "object" && g.temperature === 0 && g.do_sample !== true; }
+  function withoutSeed(g) { var out = {}; Object.keys(g).forEach(function (k) { if (k !== "seed") out[k] = g[k]; }); return out; }
   function settingsDiffer(keys, tasks) {
     var differ = [], unknown = [], info = [];
     tasks.forEach(function (t) {
       var all = keys.map(function (k) { return (byKey[k].settings || {})[t]; });
       if (all.some(function (s) { return !s; })) return;
-      var found = [];
+      var found = [], explains = DATA.content_settings || [], explained = false;
       (DATA.setting_names || []).forEach(function (name) {
         var missing = keys.filter(function (k, j) { return all[j].unknown.indexOf(name) >= 0; });
         if (missing.length) { unknown.push({task: t, setting: name, runs: missing}); return; }
         var first = canon(all[0].values[name]);
-        if (all.some(function (s) { return canon(s.values[name]) !== first; })) {
-          found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
+        if (!all.some(function (s) { return canon(s.values[name]) !== first; })) return;
+        if (explains.indexOf(name) >= 0) explained = true;
+        // as runs/task_settings.py: under greedy decoding in every run no seed is read, so a seed alone differs in nothing
+        if (name === "generation" && all.every(function (s) { return greedy(s.values[name]); })) {
+          var firstRead = canon(withoutSeed(all[0].values[name]));
+          if (!all.some(function (s) { return canon(withoutSeed(s.values[name])) !== firstRead; })) return;
         }
+        found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
       });
       // as runs/task_settings.py: the content hash is named only where a setting that changes prompts or samples
       // explains it (DATA.content_settings); a server's address or a dtype never does
-      var explains = DATA.content_settings || [];
-      if (found.some(function (d) { return explains.indexOf(d.setting) >= 0; })) found = found.filter(function (d) { return d.setting !== "task_content"; });
+      if (explained) found = found.filter(function (d) { return d.setting !== "task_content"; });
       differ = differ.concat(found);
       // backend options that change no request and no answer (base_url, prices, pace): information only
       var names = {};
