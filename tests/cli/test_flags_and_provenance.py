@@ -7,6 +7,7 @@ that had no effect are warned."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from proctor.runs.task_settings import run_settings, settings_differences
@@ -140,3 +141,50 @@ def test_compare_prints_only_the_generation_keys_that_differ(tmp_path):
     said = done.stdout + done.stderr
     assert done.returncode == 0 and "…" not in said, said
     assert "capitals: generation: max_tokens: A 4, B 3" in said and "seed" not in said, said
+
+
+# ------------------------------------------------------------------ 4. a byte copy of a run (063)
+def test_a_byte_copy_of_a_run_is_refused_as_the_run_itself_and_a_rerun_is_not(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        _run(tmp_path, task, "a", server.url)
+        _run(tmp_path, task, "rerun", server.url)
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    done = run_proctor("compare", "a", "copy", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and "copy is a copy of a" in said and "itself" in said, said
+    assert "Traceback" not in said
+    done = run_proctor("compare", "a", "rerun", "-o", "ar.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ 5. hand edits (051, 053, 189, 054, 055)
+def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resumed_run_reads(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        _run(tmp_path, task, "a", server.url, "--limit", "2")
+        _run(tmp_path, task, "a", server.url, "--update")  # resumed: samples.jsonl grows, both digests follow
+        _run(tmp_path, task, "b", server.url)
+    for command in (["report", "a"], ["compare", "a", "b", "-o", "ab.json"], ["export", "a", "--format", "lm-eval"]):
+        done = run_proctor(*command, cwd=tmp_path)
+        assert done.returncode == 0, command + [done.stdout + done.stderr]
+    samples = (tmp_path / "a" / "samples.jsonl").read_text()
+    assert '"exact_match": 0.0' in samples
+    shutil.copytree(tmp_path / "a", tmp_path / "flipped")
+    (tmp_path / "flipped" / "samples.jsonl").write_text(samples.replace('"exact_match": 0.0', '"exact_match": 1.0', 1))
+    assert len((tmp_path / "flipped" / "samples.jsonl").read_bytes()) == len(samples.encode())
+    for command in (["report", "flipped"], ["compare", "flipped", "b"], ["export", "flipped", "--format", "lm-eval"]):
+        done = run_proctor(*command, cwd=tmp_path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2 and "flipped/samples.jsonl" in said and "samples_sha256" in said, said
+    shutil.copytree(tmp_path / "a", tmp_path / "edited")
+    results = (tmp_path / "edited" / "results.json").read_text()
+    value = json.loads(results)["tasks"]["capitals"]["metrics"]["exact_match"]["value"]
+    (tmp_path / "edited" / "results.json").write_text(results.replace(f'"value": {value}', '"value": 0.9', 1))
+    for command in (["report", "edited"], ["export", "edited", "--format", "lm-eval"], ["compare", "b", "edited"]):
+        done = run_proctor(*command, cwd=tmp_path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2 and "edited/results.json" in said and "numbers_sha256" in said, said
+    assert not (tmp_path / "edited" / "lm_eval").exists() or "0.9" not in "".join(
+        p.read_text() for p in (tmp_path / "edited" / "lm_eval").rglob("*.json") if "results" in p.name
+    )
