@@ -29,7 +29,8 @@ def _gen_task(folder: Path, question: str = "Capital of") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "task.yaml").write_text(GEN_TASK)
     rows = [
-        {"id": str(i), "question": f"{question} {c}?", "answer": "A" if i % 2 else "B"} for i, c in enumerate("wxyz")
+        {"id": str(i), "question": f"{question} {c}?", "answer": "Rome" if i % 2 else "Paris"}
+        for i, c in enumerate("wxyz")
     ]
     (folder / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
@@ -188,3 +189,68 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
     assert not (tmp_path / "edited" / "lm_eval").exists() or "0.9" not in "".join(
         p.read_text() for p in (tmp_path / "edited" / "lm_eval").rglob("*.json") if "results" in p.name
     )
+
+
+# ------------------------------------------------------------------ 6. whose answers (137, 059, 003)
+class NamingServer(ToyLogprobServer):
+    """The toy server whose replies name ``model`` (and ``system_fingerprint`` values in turn)."""
+
+    def __init__(self, model: str, fingerprints: tuple[str, ...] = ()) -> None:
+        self.named, self.fingerprints, self.served = model, fingerprints, 0
+        super().__init__()
+
+    def reply(self, path: str, body: dict):
+        reply = super().reply(path, body)
+        if isinstance(reply, dict):
+            reply["model"] = self.named
+            if self.fingerprints:
+                self.served += 1
+                reply["system_fingerprint"] = self.fingerprints[self.served % len(self.fingerprints)]
+        return reply
+
+
+def _warnings(run: Path) -> list[str]:
+    return json.loads((run / "results.json").read_text()).get("warnings") or []
+
+
+def test_answers_read_from_an_environment_cache_are_counted_and_named(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    env = {"PROCTOR_CACHE": str(tmp_path / "cache")}
+    with ToyLogprobServer() as one:
+        first = _run(tmp_path, task, "a", one.url, env=env)
+    assert "response cache" not in first.stdout + first.stderr  # nothing was in it yet
+    with ToyLogprobServer() as two:
+        done = _run(tmp_path, task, "b", two.url, env=env)
+        assert two.scoring_requests() == []  # the server given was never asked
+    said = done.stdout + done.stderr
+    assert "4 of 4 answers came from the response cache" in said and "$PROCTOR_CACHE" in said, said
+    assert any("4 of 4 answers came from the response cache" in w for w in _warnings(tmp_path / "b"))
+
+
+def test_replies_naming_another_model_or_two_configurations_are_warned_and_recorded(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with NamingServer("some-other-model-70b") as server:
+        done = _run(tmp_path, task, "a", server.url)
+    said = done.stdout + done.stderr
+    assert "replies name another model than 'toy': 'some-other-model-70b'" in said, said
+    info = json.loads((tmp_path / "a" / "results.json").read_text())["model_info"]
+    assert info["reply_origins"]["models"] == {"some-other-model-70b": 4}
+    with NamingServer("toy", fingerprints=("fp_1", "fp_2")) as server:
+        done = _run(tmp_path, task, "b", server.url)
+    assert "2 system_fingerprint values" in done.stdout + done.stderr
+    with NamingServer("toy-2024-08-06") as server:  # a dated snapshot of the model asked for: no warning
+        done = _run(tmp_path, task, "c", server.url)
+    assert _warnings(tmp_path / "c") == [] and "another model" not in done.stdout + done.stderr
+
+
+def test_a_resumed_run_whose_answers_come_from_two_server_addresses_is_warned(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as one:
+        _run(tmp_path, task, "a", one.url, "--limit", "2")
+        _run(tmp_path, task, "same", one.url, "--limit", "2")
+        _run(tmp_path, task, "same", one.url, "--update")  # the same server: nothing to say
+    assert _warnings(tmp_path / "same") == []
+    with ToyLogprobServer() as two:
+        done = _run(tmp_path, task, "a", two.url, "--update")
+    said = done.stdout + done.stderr
+    assert f"2 answers were stored by an earlier attempt against {one.url} and 2 were asked now of {two.url}" in said

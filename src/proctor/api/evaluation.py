@@ -19,7 +19,7 @@ from proctor.api.run_options import check_run_options, chunk_option, recorded_op
 from proctor.audit.run_rules import GroupMembers
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.notice import notice
-from proctor.core.redact import masked_command
+from proctor.core.redact import mask_url_credentials, masked_command
 from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
 from proctor.core.version import __version__
@@ -28,6 +28,7 @@ from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
+from proctor.engine.provenance_warnings import address_warning, cache_warning, origin_warnings
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
@@ -310,6 +311,27 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _provenance(
+    record: RunResults, model: Model, lookup: Lookup, cache: Path | None, given: object, attempts: list[Any]
+) -> None:
+    """Whose answers these are: from a shared cache, from another server address in an earlier attempt, or
+    replies naming another model (engine/provenance_warnings)."""
+    total = lookup.hits_run + lookup.hits_cache + lookup.computed
+    told = [
+        cache_warning(lookup.hits_cache, total, cache, given),
+        address_warning(attempts, lookup.hits_run, lookup.computed),
+    ]
+    for warning in told:
+        if warning:
+            record.add_warning(warning)
+    origins = model.reply_origins()
+    if origins and (origins.get("models") or origins.get("system_fingerprints")):  # what the replies said
+        asked = model.fingerprint.get("model")
+        for warning in origin_warnings(str(asked if isinstance(asked, str) else model.name), origins):
+            record.add_warning(warning)
+        record.model_info = {**record.model_info, "reply_origins": {k: dict(v) for k, v in origins.items()}}
+
+
 def _evaluate_loaded(
     config: RunConfig,
     run: _Prepared,
@@ -338,6 +360,9 @@ def _evaluate_loaded(
     )
     if config.predict_only:  # run.json says which attempts left the scoring out (it changes no request)
         mark(run_dir, manifest, predict_only=True)
+    address = config.model.options.get("base_url")
+    if isinstance(address, str):  # which server this attempt asked: a resumed run's answers may be two servers'
+        mark(run_dir, manifest, base_url=mask_url_credentials(address))
     built = [build_requests(model, p) for p in prepared]  # every prompt renders before any model call
     cache_file = cache_path(output.cache)
     lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
@@ -418,6 +443,7 @@ def _evaluate_loaded(
         record.roles = run.roles.used() or None
         for role in run.roles.unused():  # a role no task asked for changed nothing: say so
             record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
+        _provenance(record, model, lookup, cache_file, output.cache, manifest["attempts"])
         results = record.as_dict()
         writer.write_results(results)
         mark(

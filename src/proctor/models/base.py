@@ -115,6 +115,11 @@ class Model(abc.ABC):
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
         return None
 
+    def reply_origins(self) -> Mapping[str, Mapping[str, int]] | None:
+        """A served model's replies counted by the model each names and its ``system_fingerprint``
+        (``{"models": {...}, "system_fingerprints": {...}}``), or None where replies name no model."""
+        return None
+
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:
         """How many tokens this model's tokenizer makes of each text (no special tokens), or None where the model
         has no tokenizer at hand (a remote server): what a reasoning model's thinking is counted in."""

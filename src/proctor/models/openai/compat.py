@@ -142,6 +142,9 @@ class OpenAIModel(OpenAIScoring, Model):
     def usage(self) -> dict[str, int] | None:
         return self.client.usage.snapshot()
 
+    def reply_origins(self) -> dict[str, dict[str, int]] | None:
+        return self.client.origins.snapshot()
+
     def estimated_cost(self, usage: Mapping[str, float]) -> float | None:
         price_in, price_out = self.prices
         if price_in is None and price_out is None:

@@ -14,6 +14,7 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -89,6 +90,31 @@ class Usage:
             }
 
 
+@dataclass
+class ReplyOrigins:
+    """Which model each reply says answered (its ``model`` field) and on which configuration
+    (``system_fingerprint``), counted: a server that serves another model under the name asked for, or two
+    servers mixed in one run, show here (engine/provenance_warnings.py warns of both)."""
+
+    models: Counter[str] = field(default_factory=Counter)
+    fingerprints: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, payload: object) -> None:
+        if not isinstance(payload, dict):
+            return
+        model, fingerprint = payload.get("model"), payload.get("system_fingerprint")
+        with self.lock:
+            if isinstance(model, str) and model:
+                self.models[model] += 1
+            if isinstance(fingerprint, str) and fingerprint:
+                self.fingerprints[fingerprint] += 1
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        with self.lock:
+            return {"models": dict(self.models), "system_fingerprints": dict(self.fingerprints)}
+
+
 class ApiClient:
     """POSTs JSON to ``base_url + path``; retries 429/5xx/timeouts/disconnects with jittered backoff."""
 
@@ -136,6 +162,7 @@ class ApiClient:
         self.max_backoff = float(max_backoff)
         self.concurrency = max(1, int(concurrency))
         self.usage = Usage()
+        self.origins = ReplyOrigins()
         self._random = random.Random(seed)
         self._httpx = httpx
         # twice the connections in flight: an attempt abandoned at its deadline may hold one until the server
@@ -260,6 +287,7 @@ class ApiClient:
                 ) from None
             if count:
                 self.usage.add(reply, attempt)
+                self.origins.add(reply)
             return reply
         raise RetryBudgetExceeded(
             f"{shown} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "
