@@ -311,6 +311,9 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
+
+
 def _provenance(
     record: RunResults, model: Model, lookup: Lookup, cache: Path | None, given: object, attempts: list[Any]
 ) -> None:
@@ -375,7 +378,7 @@ def _evaluate_loaded(
         command=list(command) if command is not None else None,
         model=fingerprint,
         model_info=info,
-        chat_applied=any(p.use_chat for p in prepared),
+        chat_applied=any(p.use_chat for p in prepared) or model.server_chat is not None,
         environment=environment(_git_hash()),
         limit=limit.value,
         limit_per_part=True if limit.per_part else None,
@@ -388,6 +391,14 @@ def _evaluate_loaded(
     )
     if config.predict_only:  # the console, the report and the viewer show results.json's warnings
         record.add_warning(PREDICT_ONLY_NOTE)
+    for name, value in model.ignored_options.items():  # a flag without effect: say so
+        flag = _FLAGS.get(name, f"--model-arg {name}")
+        record.add_warning(f"{flag} {value} had no effect: model '{model.name}' is served, and its server decides it")
+    if options.chat is False and model.server_chat is not None:  # a flag without effect: say so (and record chat)
+        record.add_warning(
+            f"--chat-template off had no effect on generation: {model.server_chat} (recorded as chat: true); "
+            "--model-arg endpoint=completions sends the prompt as it is"
+        )
     for name in run.without_ids:
         record.add_warning(f"{name}: holds none of the --sample-id ids, so it did not run")
     interrupted: BaseException | None = None
@@ -408,7 +419,9 @@ def _evaluate_loaded(
                 record.roles = run.roles.used() or None
                 writer.write_results(record.as_dict())
                 continue
-            outcome.result.settings = task_settings(item.prepared, outcome.result, fingerprint, info, config)
+            outcome.result.settings = task_settings(
+                item.prepared, outcome.result, fingerprint, info, config, model.server_chat is not None
+            )
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result.exports = exported

@@ -57,8 +57,11 @@ def task_settings(
     fingerprint: Mapping[str, object],
     info: Mapping[str, object],
     config: RunConfig,
+    server_chat: bool = False,
 ) -> TaskSettings:
-    """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count)."""
+    """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count).
+    ``server_chat``: the server applies its own chat template to generation prompts (a chat endpoint), so a task
+    that generates ran through a chat template whatever proctor's own chat setting."""
     spec = prepared.task.spec
     overrides = config.prepare.overrides
     own_code = isinstance(prepared.handler, PredictsSamples)  # it builds its own prompts and requests
@@ -85,7 +88,7 @@ def task_settings(
         fewshot=fewshot,
         fewshot_source=source,
         fewshot_seed=spec.fewshot.seed if source is not None and spec.fewshot is not None else None,
-        chat=prepared.use_chat,
+        chat=prepared.use_chat or (server_chat and generates),
         chat_template=chat_template_digest(info.get("chat_template")) if prepared.use_chat else None,
         system_prompt=system,
         limit=limit,

@@ -31,6 +31,9 @@ _SERVER_INERT = (
     "batch_poll",
     "batch_dir",
     *_LOCAL_INERT,
+    "dtype",  # a local model's options, which a served model ignores (the run warns of them)
+    "device",
+    "max_length",
 )
 
 
