@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from proctor.runs.task_settings import run_settings, settings_differences
 from tests.support.cli_runs import run_proctor
 from tests.support.reply_faults import ToyLogprobServer
@@ -254,3 +256,73 @@ def test_a_resumed_run_whose_answers_come_from_two_server_addresses_is_warned(tm
         done = _run(tmp_path, task, "a", two.url, "--update")
     said = done.stdout + done.stderr
     assert f"2 answers were stored by an earlier attempt against {one.url} and 2 were asked now of {two.url}" in said
+
+
+# ------------------------------------------------------------------ 7. flags without effect (153, 107, 152, 083, 085)
+def _main(tmp_path, monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    from proctor.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    said = capsys.readouterr()
+    return code, said.out + said.err
+
+
+def test_chat_template_off_on_a_chat_endpoint_is_recorded_as_chat_and_warned(tmp_path):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        done = _run(tmp_path, task, "a", server.url, "--chat-template", "off", "--model-arg", "endpoint=chat")
+        generations = [path for path, body in server.requests if "messages" in body or not body.get("echo")]
+        assert generations and all(path.endswith("/chat/completions") for path in generations)
+    said = done.stdout + done.stderr
+    assert "--chat-template off had no effect on generation" in said, said
+    results = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert results["chat_applied"] is True and results["tasks"]["capitals"]["settings"]["chat"] is True
+    assert any("--chat-template off had no effect" in w for w in results["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--max-length", "4"], "--max-length 4 had no effect"),
+        (["--dtype", "bfloat16"], "--dtype bfloat16 had no effect"),
+        (["--device", "cuda:3"], "--device cuda:3 had no effect"),
+    ],
+)
+def test_local_model_flags_on_a_served_model_are_warned_as_without_effect(tmp_path, monkeypatch, capsys, flags, said):
+    task = _gen_task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        code, text = _main(
+            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
+            "-o", "a", *flags,
+        )  # fmt: skip
+    assert code == 0 and said in text, text
+    results = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert any(said in w for w in results["warnings"])
+    assert results["tasks"]["capitals"]["settings"]["model_args"] == {}  # information, not a setting
+
+
+def test_limit_one_point_zero_is_refused_and_a_whole_number_that_keeps_two_rows_is_warned(
+    tmp_path, monkeypatch, capsys
+):
+    task = _gen_task(tmp_path / "t")
+    code, text = _main(
+        tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", "http://127.0.0.1:9/v1",
+        "--limit", "1.0",
+    )  # fmt: skip
+    assert code == 2 and "one row" in text and "not the whole set" in text, text
+    with ToyLogprobServer() as server:
+        code, text = _main(
+            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
+            "-o", "two", "--limit", "2",
+        )  # fmt: skip
+        assert code == 0 and "audit [data.limit-tiny]" in text and "--limit 2 keeps 2 of the 4 rows" in text, text
+        code, text = _main(
+            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
+            "-o", "three", "--limit", "3",
+        )  # fmt: skip
+    assert code == 0 and "limit-tiny" not in text, text
