@@ -188,6 +188,13 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
         done = run_proctor(*command, cwd=tmp_path)
         said = done.stdout + done.stderr
         assert done.returncode == 2 and "edited/results.json" in said and "numbers_sha256" in said, said
+    # a re-run of a finished run reports results.json without the model only where it is as the run wrote it
+    from proctor.runs.results import read_json
+    from proctor.runs.run_digests import vouched
+
+    assert vouched(tmp_path / "a", read_json(tmp_path / "a" / "results.json"))
+    for edited in ("flipped", "edited"):
+        assert not vouched(tmp_path / edited, read_json(tmp_path / edited / "results.json"))
     assert not (tmp_path / "edited" / "lm_eval").exists() or "0.9" not in "".join(
         p.read_text() for p in (tmp_path / "edited" / "lm_eval").rglob("*.json") if "results" in p.name
     )

@@ -65,3 +65,19 @@ def check_samples(path: Path, data: bytes, results: Mapping[str, Any] | None) ->
             f"'{SAMPLES_DIGEST}' does not match them): the file was edited or replaced after the run, so its "
             "answers and scores are not the run's; re-run the run (or restore the file) to rebuild it"
         )
+
+
+def vouched(run_dir: Path, results: Mapping[str, Any]) -> bool:
+    """Whether results.json's numbers and samples.jsonl are as the run wrote them (a folder of an earlier version,
+    with no digests: True). A re-run of a finished run reports it without the model only where they are."""
+    try:
+        check_numbers(Path(run_dir) / "results.json", results)
+        covered = results.get("samples_bytes")
+        path = Path(run_dir) / "samples.jsonl"
+        if isinstance(covered, int) and results.get(SAMPLES_DIGEST) is not None:
+            with path.open("rb") as raw:
+                data = raw.read(covered)
+            check_samples(path, data, results)
+    except (ProctorError, OSError):
+        return False
+    return True
