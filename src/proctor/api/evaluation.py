@@ -28,7 +28,7 @@ from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
-from proctor.engine.provenance_warnings import address_warning, cache_warning, origin_warnings
+from proctor.engine.provenance_warnings import flag_warnings, record_provenance
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
@@ -311,30 +311,6 @@ def _git_hash() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
-
-
-def _provenance(
-    record: RunResults, model: Model, lookup: Lookup, cache: Path | None, given: object, attempts: list[Any]
-) -> None:
-    """Whose answers these are: from a shared cache, from another server address in an earlier attempt, or
-    replies naming another model (engine/provenance_warnings)."""
-    total = lookup.hits_run + lookup.hits_cache + lookup.computed
-    told = [
-        cache_warning(lookup.hits_cache, total, cache, given),
-        address_warning(attempts, lookup.hits_run, lookup.computed),
-    ]
-    for warning in told:
-        if warning:
-            record.add_warning(warning)
-    origins = model.reply_origins()
-    if origins and (origins.get("models") or origins.get("system_fingerprints")):  # what the replies said
-        asked = model.fingerprint.get("model")
-        for warning in origin_warnings(str(asked if isinstance(asked, str) else model.name), origins):
-            record.add_warning(warning)
-        record.model_info = {**record.model_info, "reply_origins": {k: dict(v) for k, v in origins.items()}}
-
-
 def _evaluate_loaded(
     config: RunConfig,
     run: _Prepared,
@@ -391,14 +367,8 @@ def _evaluate_loaded(
     )
     if config.predict_only:  # the console, the report and the viewer show results.json's warnings
         record.add_warning(PREDICT_ONLY_NOTE)
-    for name, value in model.ignored_options.items():  # a flag without effect: say so
-        flag = _FLAGS.get(name, f"--model-arg {name}")
-        record.add_warning(f"{flag} {value} had no effect: model '{model.name}' is served, and its server decides it")
-    if options.chat is False and model.server_chat is not None:  # a flag without effect: say so (and record chat)
-        record.add_warning(
-            f"--chat-template off had no effect on generation: {model.server_chat} (recorded as chat: true); "
-            "--model-arg endpoint=completions sends the prompt as it is"
-        )
+    for warning in flag_warnings(model, options.chat):  # flags that had no effect on this model
+        record.add_warning(warning)
     for name in run.without_ids:
         record.add_warning(f"{name}: holds none of the --sample-id ids, so it did not run")
     interrupted: BaseException | None = None
@@ -456,7 +426,7 @@ def _evaluate_loaded(
         record.roles = run.roles.used() or None
         for role in run.roles.unused():  # a role no task asked for changed nothing: say so
             record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
-        _provenance(record, model, lookup, cache_file, output.cache, manifest["attempts"])
+        record_provenance(record, model, lookup, cache_file, output.cache, manifest["attempts"])
         results = record.as_dict()
         writer.write_results(results)
         mark(

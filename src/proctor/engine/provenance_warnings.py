@@ -1,14 +1,18 @@
 """Whose answers a run's numbers are: warnings, recorded in results.json and printed with the run's others, when
-answers came from a shared response cache rather than the model (``--cache`` / $PROCTOR_CACHE), or when a served
-model's replies name another model than the one asked for, or several (two servers mixed under one name)."""
+answers came from a shared response cache rather than the model (``--cache`` / $PROCTOR_CACHE), from an earlier
+attempt against another server address, or when a served model's replies name another model than the one asked
+for, or several (two servers mixed under one name). Also the model flags that had no effect on the model given
+(a local model's --dtype on a served one; --chat-template off where the server applies its own)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
-from proctor.runs.store import CACHE_ENV
+from proctor.models.base import Model
+from proctor.runs.run_results import RunResults
+from proctor.runs.store import CACHE_ENV, Lookup
 
 SHOWN = 3  # names listed in a warning; the rest counted
 
@@ -101,3 +105,43 @@ def _made_answers(attempt: Mapping[str, object]) -> bool:
     responses = attempt.get("responses")
     computed = responses.get("computed") if isinstance(responses, Mapping) else None
     return not isinstance(computed, int) or computed > 0  # unknown (killed before it finished): it may have
+
+
+_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
+
+
+def flag_warnings(model: Model, chat: bool | None) -> list[str]:
+    """Each option ``model`` took and ignored, and ``--chat-template off`` (``chat`` False) where its server applies
+    its own chat template: "had no effect", as ``--mc-shuffle ... was ignored``."""
+    out = [
+        f"{_FLAGS.get(name, f'--model-arg {name}')} {value} had no effect: model '{model.name}' is served, and its "
+        "server decides it"
+        for name, value in model.ignored_options.items()
+    ]
+    if chat is False and model.server_chat is not None:  # and the task records chat: true (engine/task_settings)
+        out.append(
+            f"--chat-template off had no effect on generation: {model.server_chat} (recorded as chat: true); "
+            "--model-arg endpoint=completions sends the prompt as it is"
+        )
+    return out
+
+
+def record_provenance(
+    record: RunResults, model: Model, lookup: Lookup, cache: Path | None, given: object, attempts: list[Any]
+) -> None:
+    """Whose answers these are, as warnings in ``record``: from the shared cache, from an earlier attempt against
+    another server address, replies naming another model; what the replies named, in ``model_info``."""
+    total = lookup.hits_run + lookup.hits_cache + lookup.computed
+    told = [
+        cache_warning(lookup.hits_cache, total, cache, given),
+        address_warning(attempts, lookup.hits_run, lookup.computed),
+    ]
+    for warning in told:
+        if warning:
+            record.add_warning(warning)
+    origins = model.reply_origins()
+    if origins and (origins.get("models") or origins.get("system_fingerprints")):  # what the replies said
+        asked = model.fingerprint.get("model")
+        for warning in origin_warnings(str(asked if isinstance(asked, str) else model.name), origins):
+            record.add_warning(warning)
+        record.model_info = {**record.model_info, "reply_origins": {k: dict(v) for k, v in origins.items()}}
