@@ -14,7 +14,7 @@ import pytest
 
 from proctor.runs.task_settings import run_settings, settings_differences
 from tests.support.cli_runs import run_proctor
-from tests.support.reply_faults import ToyLogprobServer
+from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer
 
 GEN_TASK = """\
 name: capitals
@@ -179,7 +179,7 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
     for command in (["report", "flipped"], ["compare", "flipped", "b"], ["export", "flipped", "--format", "lm-eval"]):
         done = run_proctor(*command, cwd=tmp_path)
         said = done.stdout + done.stderr
-        assert done.returncode == 2 and "flipped/samples.jsonl" in said and "samples_sha256" in said, said
+        assert done.returncode == 2 and "flipped/samples.jsonl" in said and "samples_digest" in said, said
     shutil.copytree(tmp_path / "a", tmp_path / "edited")
     results = (tmp_path / "edited" / "results.json").read_text()
     value = json.loads(results)["tasks"]["capitals"]["metrics"]["exact_match"]["value"]
@@ -187,7 +187,12 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
     for command in (["report", "edited"], ["export", "edited", "--format", "lm-eval"], ["compare", "b", "edited"]):
         done = run_proctor(*command, cwd=tmp_path)
         said = done.stdout + done.stderr
-        assert done.returncode == 2 and "edited/results.json" in said and "numbers_sha256" in said, said
+        assert done.returncode == 2 and "edited/results.json" in said and "numbers_digest" in said, said
+    reordered = tmp_path / "reordered"  # lines in another order are the same samples: they read
+    shutil.copytree(tmp_path / "a", reordered)
+    (reordered / "samples.jsonl").write_text("".join(reversed(samples.splitlines(keepends=True))))
+    done = run_proctor("report", "reordered", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
     # a re-run of a finished run reports results.json without the model only where it is as the run wrote it
     from proctor.runs.results import read_json
     from proctor.runs.run_digests import vouched
@@ -204,18 +209,34 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
 class NamingServer(ToyLogprobServer):
     """The toy server whose replies name ``model`` (and ``system_fingerprint`` values in turn)."""
 
-    def __init__(self, model: str, fingerprints: tuple[str, ...] = ()) -> None:
-        self.named, self.fingerprints, self.served = model, fingerprints, 0
+    def __init__(self, model: str, fingerprints: tuple[str, ...] = (), only_self_check: bool = False) -> None:
+        self.named, self.fingerprints, self.served, self.only_self_check = model, fingerprints, 0, only_self_check
         super().__init__()
 
     def reply(self, path: str, body: dict):
         reply = super().reply(path, body)
+        if self.only_self_check and SELF_CHECK_MARK not in json.dumps(body):
+            return reply
         if isinstance(reply, dict):
             reply["model"] = self.named
             if self.fingerprints:
                 self.served += 1
                 reply["system_fingerprint"] = self.fingerprints[self.served % len(self.fingerprints)]
         return reply
+
+
+MC_TASK = """\
+name: pick
+kind: multiple_choice
+data: {path: data.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+choices: "{{ choices }}"
+target: "{{ label }}"
+metrics: [acc]
+"""
+MC_ROWS = [
+    {"id": str(i), "question": f"Capital {i}?", "choices": ["Rome", "Paris", "Milan"], "label": i % 3} for i in range(6)
+]
 
 
 def _warnings(run: Path) -> list[str]:
@@ -247,6 +268,13 @@ def test_replies_naming_another_model_or_two_configurations_are_warned_and_recor
     with NamingServer("toy", fingerprints=("fp_1", "fp_2")) as server:
         done = _run(tmp_path, task, "b", server.url)
     assert "2 system_fingerprint values" in done.stdout + done.stderr
+    mc = tmp_path / "mc"
+    mc.mkdir()
+    (mc / "task.yaml").write_text(MC_TASK)
+    (mc / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MC_ROWS))
+    with NamingServer("some-other-model-70b", only_self_check=True) as server:  # the self-check's replies only
+        done = _run(tmp_path, mc, "check", server.url)
+    assert "replies name another model" not in done.stdout + done.stderr and _warnings(tmp_path / "check") == []
     with NamingServer("toy-2024-08-06") as server:  # a dated snapshot of the model asked for: no warning
         done = _run(tmp_path, task, "c", server.url)
     assert _warnings(tmp_path / "c") == [] and "another model" not in done.stdout + done.stderr
@@ -298,6 +326,7 @@ def test_chat_template_off_on_a_chat_endpoint_is_recorded_as_chat_and_warned(tmp
         (["--max-length", "4"], "--max-length 4 had no effect"),
         (["--dtype", "bfloat16"], "--dtype bfloat16 had no effect"),
         (["--device", "cuda:3"], "--device cuda:3 had no effect"),
+        (["--batch-size", "64"], None),  # lm-eval users pass it out of habit: silent
     ],
 )
 def test_local_model_flags_on_a_served_model_are_warned_as_without_effect(tmp_path, monkeypatch, capsys, flags, said):
@@ -307,8 +336,11 @@ def test_local_model_flags_on_a_served_model_are_warned_as_without_effect(tmp_pa
             tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
             "-o", "a", *flags,
         )  # fmt: skip
-    assert code == 0 and said in text, text
     results = json.loads((tmp_path / "a" / "results.json").read_text())
+    if said is None:
+        assert code == 0 and "had no effect" not in text and not results.get("warnings"), text
+        return
+    assert code == 0 and said in text, text
     assert any(said in w for w in results["warnings"])
     assert results["tasks"]["capitals"]["settings"]["model_args"] == {}  # information, not a setting
 

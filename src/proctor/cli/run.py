@@ -179,8 +179,8 @@ def run(
     if served:
         given_args = model_args_from(model_arg)
         # local-model flags given on a served model change nothing there: passed on, so the run can say so
-        local = {"dtype": dtype.value != "float32", "device": device != "cpu", "batch_size": batch_size != "8"}
-        local["max_length"] = max_length is not None
+        # (not --batch-size: lm-eval users pass it out of habit, and a server batches as it likes)
+        local = {"dtype": dtype.value != "float32", "device": device != "cpu", "max_length": max_length is not None}
         options = {
             **{k: v for k, v in options.items() if local.get(k)},
             "base_url": base_url,

@@ -439,10 +439,10 @@ class Results(_Closed):
         description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
         "(null in folders from before it was recorded: all of samples.jsonl).",
     )
-    samples_sha256: Optional[str] = Field(
+    samples_digest: Optional[str] = Field(
         None, description="sha256 of samples.jsonl's first samples_bytes bytes: a hand edit of them is refused."
     )
-    numbers_sha256: Optional[str] = Field(
+    numbers_digest: Optional[str] = Field(
         None,
         description="sha256 of the tasks' metrics and n_samples, groups and rollup as written: a hand edit of a "
         "number is refused (runs/run_digests.py).",

@@ -1,6 +1,6 @@
-"""Which samples and which numbers results.json vouches for: ``samples_sha256`` (the sha256 of samples.jsonl's
-first ``samples_bytes`` bytes, the finished file) and ``numbers_sha256`` (the sha256 of every task's metric
-values and sample count, the group scores and the roll-up). Both are written with results.json
+"""Which samples and which numbers results.json vouches for: ``samples_digest`` (the sha256 of samples.jsonl's
+first ``samples_bytes`` bytes, the finished file, its lines in any order) and ``numbers_digest`` (the sha256 of
+every task's metric values and sample count, the group scores and the roll-up). Both are written with results.json
 (``RunWriter.write_results``) and checked wherever a run is read back (report, compare, export, the viewer:
 ``run_exports``): a hand edit that keeps the byte length of samples.jsonl, another run's samples copied in, or
 an edited number in results.json is refused naming the file, instead of being shown as the run's number.
@@ -17,14 +17,16 @@ from typing import Any, Mapping
 
 from proctor.core.errors import ProctorError
 
-SAMPLES_DIGEST = "samples_sha256"
-NUMBERS_DIGEST = "numbers_sha256"
+SAMPLES_DIGEST = "samples_digest"
+NUMBERS_DIGEST = "numbers_digest"
 
 
 def samples_digest(data: bytes) -> str:
-    """Over the lines, a byte-order mark an editor put before them left out (it is no content: the readers drop
-    it too)."""
-    return hashlib.sha256(data.removeprefix(b"\xef\xbb\xbf")).hexdigest()
+    """Over the lines as a set: sorted, each stripped, blank ones and a byte-order mark an editor put before them
+    left out (the readers pair samples by task and id, not by line order, and drop blanks and a mark too), so a file
+    whose lines were reordered still reads; one whose content changed does not."""
+    lines = sorted(line.strip() for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip())
+    return hashlib.sha256(b"\n".join(lines)).hexdigest()
 
 
 def numbers_digest(results: Mapping[str, Any]) -> str:
@@ -60,9 +62,16 @@ def check_samples(path: Path, data: bytes, results: Mapping[str, Any] | None) ->
     their digest)."""
     recorded = results.get(SAMPLES_DIGEST) if isinstance(results, Mapping) else None
     if isinstance(recorded, str) and recorded != samples_digest(data):
+        for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+            try:  # a line that is no JSON at all: named by its number, as the readers name it
+                json.loads(line.decode("utf-8")) if line.strip() else None
+            except ValueError:
+                raise ProctorError(
+                    f"{path}:{number}: not a JSON line (an interrupted write? re-run to rebuild it)"
+                ) from None
         raise ProctorError(
-            f"{path}: its first {len(data)} bytes differ from the samples the run wrote (results.json's field "
-            f"'{SAMPLES_DIGEST}' does not match them): the file was edited or replaced after the run, so its "
+            f"{path}: its lines (the first {len(data)} bytes) differ from the samples the run wrote (results.json's "
+            f"field '{SAMPLES_DIGEST}' does not match them): the file was edited or replaced after the run, so its "
             "answers and scores are not the run's; re-run the run (or restore the file) to rebuild it"
         )
 

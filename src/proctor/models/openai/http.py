@@ -16,9 +16,10 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping, Sequence, TypeVar, cast, overload
 
 from proctor.core.errors import ProctorError, require
 from proctor.core.redact import mask_url_credentials, secret_forms, split_url_credentials
@@ -100,8 +101,21 @@ class ReplyOrigins:
     fingerprints: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    aside: int = 0  # inside set_aside(): replies not counted
+
+    @contextmanager
+    def set_aside(self) -> Iterator[None]:
+        """Replies within are not counted (the capability self-check's, which answer no question of a task)."""
+        with self.lock:
+            self.aside += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.aside -= 1
+
     def add(self, payload: object) -> None:
-        if not isinstance(payload, dict):
+        if not isinstance(payload, dict) or self.aside:
             return
         model, fingerprint = payload.get("model"), payload.get("system_fingerprint")
         with self.lock:
