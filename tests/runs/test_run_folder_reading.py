@@ -99,6 +99,8 @@ def test_runs_with_no_task_or_no_metric_in_common_have_nothing_to_compare(run, t
     results = json.loads((run / "results.json").read_text())
     results["tasks"] = {f"renamed_{k}": v for k, v in results["tasks"].items()}
     results["groups"] = {}
+    for digest in ("numbers_digest", "samples_digest"):  # a folder made by hand: it vouches for nothing
+        results.pop(digest)
     (other / "results.json").write_text(json.dumps(results))
     (other / "samples.jsonl").write_text("")
     results["samples_bytes"] = 0

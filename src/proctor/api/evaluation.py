@@ -19,7 +19,7 @@ from proctor.api.run_options import check_run_options, chunk_option, recorded_op
 from proctor.audit.run_rules import GroupMembers
 from proctor.core.errors import ProctorError, RunInterrupted, TaskDefinitionError
 from proctor.core.notice import notice
-from proctor.core.redact import masked_command
+from proctor.core.redact import mask_url_credentials, masked_command
 from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
 from proctor.core.version import __version__
@@ -28,6 +28,7 @@ from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.predict_only import unscored
 from proctor.engine.prepare import PreparedTask, prepare_task, prepare_tasks, task_config
+from proctor.engine.provenance_warnings import flag_warnings, record_provenance
 from proctor.engine.run_config import RunConfig
 from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
 from proctor.engine.sample_selection import select_samples
@@ -339,6 +340,9 @@ def _evaluate_loaded(
     )
     if config.predict_only:  # run.json says which attempts left the scoring out (it changes no request)
         mark(run_dir, manifest, predict_only=True)
+    address = config.model.options.get("base_url")
+    if isinstance(address, str):  # which server this attempt asked: a resumed run's answers may be two servers'
+        mark(run_dir, manifest, base_url=mask_url_credentials(address))
     built = [build_requests(model, p) for p in prepared]  # every prompt renders before any model call
     cache_file = cache_path(output.cache)
     lookup = Lookup(ResponseStore(run_dir / STORE_FILE), ResponseStore(cache_file) if cache_file else None)
@@ -351,7 +355,7 @@ def _evaluate_loaded(
         command=list(command) if command is not None else None,
         model=fingerprint,
         model_info=info,
-        chat_applied=any(p.use_chat for p in prepared),
+        chat_applied=any(p.use_chat for p in prepared) or model.server_chat is not None,
         environment=environment(_git_hash()),
         limit=limit.value,
         limit_per_part=True if limit.per_part else None,
@@ -364,6 +368,8 @@ def _evaluate_loaded(
     )
     if config.predict_only:  # the console, the report and the viewer show results.json's warnings
         record.add_warning(PREDICT_ONLY_NOTE)
+    for warning in flag_warnings(model, options.chat):  # flags that had no effect on this model
+        record.add_warning(warning)
     for name in run.without_ids:
         record.add_warning(f"{name}: holds none of the --sample-id ids, so it did not run")
     interrupted: BaseException | None = None
@@ -384,7 +390,9 @@ def _evaluate_loaded(
                 record.roles = run.roles.used() or None
                 writer.write_results(record.as_dict())
                 continue
-            outcome.result.settings = task_settings(item.prepared, outcome.result, fingerprint, info, config)
+            outcome.result.settings = task_settings(
+                item.prepared, outcome.result, fingerprint, info, config, model.server_chat is not None
+            )
             exported = write_task_exports(item.prepared, outcome, run_dir, model.name)
             if exported:
                 outcome.result.exports = exported
@@ -419,6 +427,7 @@ def _evaluate_loaded(
         record.roles = run.roles.used() or None
         for role in run.roles.unused():  # a role no task asked for changed nothing: say so
             record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
+        record_provenance(record, model, lookup, cache_file, output.cache, manifest["attempts"])
         results = record.as_dict()
         writer.write_results(results)
         mark(

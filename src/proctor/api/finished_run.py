@@ -19,6 +19,7 @@ from proctor.core.version import __version__
 from proctor.runs.documents import ResultsDocument
 from proctor.runs.manifest import read_manifest
 from proctor.runs.results import read_json
+from proctor.runs.run_digests import vouched
 from proctor.runs.store import STORE_FILE
 
 REQUEST_FIELD = "model_request"  # run.json's finished attempt: the digest of the model spec and its options
@@ -75,6 +76,8 @@ def finished_results(
     if results.get("proctor_version") != __version__ or not isinstance(results.get("tasks"), dict):
         return None
     if set(results["tasks"]) != set(task_hashes):
+        return None
+    if not vouched(run_dir, results):  # edited by hand: the normal run rewrites it from the store
         return None
     # each task recorded under the dialect id it has now (a folder that names a former id, such as glm130b, is run
     # the normal way, which rewrites it with the current one)

@@ -11,7 +11,7 @@ from proctor.audit.answer_shapes import capitalised, offered_spellings
 from proctor.audit.extraction_rules import extraction_pattern
 from proctor.audit.metric_rules import metric_names
 from proctor.audit.perplexity_rules import markup_texts
-from proctor.audit.sampling_rules import one_sample_of_chance
+from proctor.audit.sampling_rules import epochs_under_greedy, one_sample_of_chance
 from proctor.audit.setting_rules import generation_settings, lmeval_config
 from proctor.audit.stop_shape_rules import answer_after_break, reasoning_cut, run_on_not_stopped
 from proctor.audit.subject import AuditSubject
@@ -375,6 +375,13 @@ RULES = (
         "Sampled generation (temperature > 0, lm-eval's do_sample) with one epoch: each score is one random draw; "
         "or top_p under greedy decoding, which reads it not.",
         one_sample_of_chance,
+    ),
+    AuditRule(
+        "generation.greedy-epochs",
+        "warning",
+        "--epochs K above 1 with greedy decoding (temperature 0): the K epochs are K copies of one answer, so pass@K "
+        "is pass@1 and the epochs' spread is 0.",
+        epochs_under_greedy,
     ),
     AuditRule(
         "text.escaped",

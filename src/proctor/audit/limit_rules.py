@@ -37,12 +37,13 @@ def limit_notes(file: str | None, limit: int | float | None, total: int | None, 
                 )
             ]
         }
-    if isinstance(limit, float) and kept < TINY_KEPT < total:
+    if kept < TINY_KEPT < total:  # a fraction or a count: either way one or two rows' score
+        advice = "give a whole number of rows, or a larger fraction" if isinstance(limit, float) else "a smoke test?"
         return {
             LIMIT_TINY: [
                 Hit(
                     f"--limit {limit:g} keeps {kept} of the {total} rows: the task's number is {kept} row(s)' score, "
-                    "with no standard error worth the name (give a whole number of rows, or a larger fraction)",
+                    f"with no standard error worth the name ({advice})",
                     file=file,
                     field="--limit",
                 )

@@ -62,3 +62,18 @@ def _lmeval_sampling(subject: AuditSubject) -> Iterator[Hit]:
             "K averages K draws, and do_sample: false reads the greedy answer",
             "generation_kwargs.do_sample",
         )
+
+
+def epochs_under_greedy(subject: AuditSubject) -> Iterator[Hit]:
+    """``--epochs K`` with greedy decoding: greedy requests get no per-epoch seed (engine/epochs.seeded), so every
+    epoch is the one stored answer; the K "draws" are K copies, pass@K is pass@1 and the epochs' spread is 0."""
+    if not _generated(subject) or subject.epochs <= 1 or subject.spec.generation.temperature > 0:
+        return
+    k = subject.epochs
+    yield subject.at_line(
+        "generation",
+        f"--epochs {k} with greedy decoding (temperature 0): every epoch gets the same answer, so the {k} epochs are "
+        f"{k} copies of one: pass@K is pass@1 and the spread across epochs is 0 (set a temperature above 0 to draw "
+        f"{k} answers, or drop --epochs)",
+        "generation.temperature",
+    )

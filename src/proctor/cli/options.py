@@ -77,13 +77,19 @@ def limit_option(value: Optional[str]) -> int | float | None:
     from proctor.core.run_overrides import parse_limit
 
     try:
-        return parse_limit(value)
+        limit = parse_limit(value)
     except ProctorError as exc:
         rounded = str(exc).partition(f"--limit {value}: ")[2]  # a fraction a float rounds to 0 or 1
         why = f" ({rounded})" if rounded else ""
         raise typer.BadParameter(
             f"'{value}' is neither a count (1, 2, ...) nor a fraction between 0 and 1{why}."
         ) from None
+    if limit == 1 and value is not None and not value.strip().isdigit():  # 1.0, 1e0: 100%, or one row?
+        raise typer.BadParameter(
+            f"'{value}' reads as a count, one row (as lm-eval reads it), not the whole set: give 1 for one row, "
+            "or leave --limit out to evaluate every row."
+        )
+    return limit
 
 
 def variables_from(data_dir: Optional[Path], var: Optional[List[str]]) -> dict[str, str]:

@@ -178,7 +178,15 @@ def run(
         options["max_length"] = max_length
     if served:
         given_args = model_args_from(model_arg)
-        options = {"base_url": base_url, "api_key_env": api_key_env, **given_args}
+        # local-model flags given on a served model change nothing there: passed on, so the run can say so
+        # (not --batch-size: lm-eval users pass it out of habit, and a server batches as it likes)
+        local = {"dtype": dtype.value != "float32", "device": device != "cpu", "max_length": max_length is not None}
+        options = {
+            **{k: v for k, v in options.items() if local.get(k)},
+            "base_url": base_url,
+            "api_key_env": api_key_env,
+            **given_args,
+        }
         options.update(habits.max_connections_option(max_connections, served, given_args))
     elif model_arg:
         given = model_args_from(model_arg)

@@ -204,7 +204,7 @@ def power(
 
 def print_settings(pair: PairComparison) -> None:
     """Every setting of a shared task that differs between A and B, with both values; what was not recorded."""
-    from proctor.runs.task_settings import CONTENT, shown
+    from proctor.runs.task_settings import CONTENT, shown, shown_difference
 
     differ = pair.get("settings_differ") or []
     if differ:
@@ -215,13 +215,23 @@ def print_settings(pair: PairComparison) -> None:
         )
         for d in differ:
             console.print(
-                f"  {escape(d['task'])}: {d['setting']}: A {escape(shown(d['a']))}, B {escape(shown(d['b']))}"
+                f"  {escape(d['task'])}: {d['setting']}: {escape(shown_difference(d['a'], d['b']))}"
                 + (
                     " (the hash of its spec, data and prompts: the task file or its data changed)"
                     * (d["setting"] == CONTENT)
                 ),
                 highlight=False,
             )
+    info = list({(d["setting"], shown(d["a"]), shown(d["b"])): d for d in pair.get("settings_info") or []}.values())
+    if info:  # told, but not as a reason: the backend declares these unable to change a request or an answer
+        console.print(
+            "Differ, but change no request and no answer (information): "
+            + "; ".join(f"{d['setting']}: A {shown(d['a'])}, B {shown(d['b'])}" for d in info[:6])
+            + (f"; and {len(info) - 6} more" if len(info) > 6 else ""),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     for side in ("a", "b"):
         missing = [u for u in pair.get("settings_unknown") or [] if side in u["unknown_in"]]
         if missing:

@@ -83,6 +83,10 @@ class ModelBackend:
     # loading imports or runs Python code the rest names (a file, a module): a spec a task file gives for such a
     # backend needs --trust-task-code (api/model_consent.py, docs/trust.md); one typed on the command line does not
     runs_code: bool = False
+    # options that change neither what a request asks nor what an answer is (where the server is, what a token
+    # costs, how many requests go at once or how many prompts share one, how long one may take): a run's
+    # settings record them as information only, so that two runs differing in them alone stay comparable
+    inert_options: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -132,10 +136,12 @@ class Registry:
         tokenizer_folder: bool = False,
         images: Callable[[str], bool | None] | None = None,
         runs_code: bool = False,
+        inert_options: Iterable[str] = (),
     ) -> None:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
         tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
-        capabilities (``ModelBackend``); a plug-in's backend usually has none."""
+        capabilities (``ModelBackend``); a plug-in's backend usually has none. ``inert_options``: the options
+        that cannot change a request or an answer (``ModelBackend.inert_options``)."""
         self.model_backends[prefix] = ModelBackend(
             prefix,
             loader,
@@ -147,6 +153,7 @@ class Registry:
             tokenizer_folder=tokenizer_folder,
             images=images,
             runs_code=runs_code,
+            inert_options=frozenset(inert_options),
         )
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:

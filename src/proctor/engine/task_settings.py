@@ -14,6 +14,7 @@ from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
 from proctor.kinds.capabilities import PredictsSamples
 from proctor.runs.results_schema import TaskResult, TaskSettings
+from proctor.runs.task_settings import inert_options
 
 # --model-arg names that hold a credential: left out (a key changes no number, and results.json is shared)
 _SECRET = re.compile(r"key|token|secret|password|passwd|auth|credential", re.IGNORECASE)
@@ -24,24 +25,30 @@ def chat_template_digest(template: object) -> str | None:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16] if isinstance(template, str) else None
 
 
-# options that change how fast answers come, never an answer: proctor's numbers do not depend on the batch size
-# (docs/performance.md) nor on how many requests a server gets at once or how long one may take
-_PACE = frozenset({"batch_size", "concurrency", "deadline", "timeout", "max_retries"})
+def _plain(value: object) -> str | int | float | bool | None:
+    if isinstance(value, str):
+        return mask_url_credentials(value)  # http://user:password@host: the password left out
+    return value if isinstance(value, (int, float, bool)) or value is None else str(value)
 
 
-def model_args(options: Mapping[str, object]) -> dict[str, str | int | float | bool | None]:
-    """--model-arg values as plain JSON values, credentials and pace settings left out."""
+def model_args(options: Mapping[str, object], backend: object = None) -> dict[str, str | int | float | bool | None]:
+    """--model-arg values that can change a request or an answer, as plain JSON values: credentials and the
+    options ``backend`` declares inert (``ModelBackend.inert_options``: address, prices, pace) left out."""
+    inert = inert_options(backend)
     out: dict[str, str | int | float | bool | None] = {}
     for name, value in sorted(options.items()):
-        if _SECRET.search(str(name)) or name in _PACE:
+        if _SECRET.search(str(name)) or name in inert:
             continue
         if name == "dtype" or (name == "device" and value in ("auto", "cpu")):
             continue  # the dtype as resolved is its own setting; the command line's default device is the API's
-        if isinstance(value, str):
-            out[str(name)] = mask_url_credentials(value)  # http://user:password@host: the password left out
-        else:
-            out[str(name)] = value if isinstance(value, (int, float, bool)) or value is None else str(value)
+        out[str(name)] = _plain(value)
     return out
+
+
+def model_info(options: Mapping[str, object], backend: object = None) -> dict[str, str | int | float | bool | None]:
+    """The --model-arg values ``backend`` declares inert: recorded beside the settings, as information only."""
+    inert = inert_options(backend)
+    return {str(n): _plain(v) for n, v in sorted(options.items()) if n in inert and not _SECRET.search(str(n))}
 
 
 def task_settings(
@@ -50,8 +57,11 @@ def task_settings(
     fingerprint: Mapping[str, object],
     info: Mapping[str, object],
     config: RunConfig,
+    server_chat: bool = False,
 ) -> TaskSettings:
-    """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count)."""
+    """The settings of a task that has run (``result`` gives how it was formulated and lm-eval's few-shot count).
+    ``server_chat``: the server applies its own chat template to generation prompts (a chat endpoint), so a task
+    that generates ran through a chat template whatever proctor's own chat setting."""
     spec = prepared.task.spec
     overrides = config.prepare.overrides
     own_code = isinstance(prepared.handler, PredictsSamples)  # it builds its own prompts and requests
@@ -78,7 +88,7 @@ def task_settings(
         fewshot=fewshot,
         fewshot_source=source,
         fewshot_seed=spec.fewshot.seed if source is not None and spec.fewshot is not None else None,
-        chat=prepared.use_chat,
+        chat=prepared.use_chat or (server_chat and generates),
         chat_template=chat_template_digest(info.get("chat_template")) if prepared.use_chat else None,
         system_prompt=system,
         limit=limit,
@@ -87,7 +97,8 @@ def task_settings(
         generation=generation,
         backend=str(backend) if backend is not None else None,
         dtype=str(dtype) if dtype is not None else None,
-        model_args=model_args(config.model.options),
+        model_args=model_args(config.model.options, backend),
+        model_info=model_info(config.model.options, backend) or None,
         mc_format=result.mc_format,
         epochs=prepared.epochs,
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,

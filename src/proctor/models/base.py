@@ -101,6 +101,16 @@ class Model(abc.ABC):
         results.json's ``mc_format_reason``; None when there is nothing to say (a local model scores)."""
         return None
 
+    # options the backend took and ignored (a local model's --dtype on a served model): each warned as having had
+    # no effect
+    ignored_options: Mapping[str, object] = {}
+
+    @property
+    def server_chat(self) -> str | None:
+        """Why the server applies its own chat template to every generation prompt whatever proctor's chat setting
+        (a chat endpoint: each prompt goes as a user message), or None where prompts reach the model as sent."""
+        return None
+
     @property
     def loglikelihood_fallback(self) -> bool:
         """True when an automatic check, not a setting, found the backend unable to score: multiple-choice
@@ -113,6 +123,11 @@ class Model(abc.ABC):
 
     def estimated_cost(self, usage: Mapping[str, float]) -> float | None:
         """Estimated cost of ``usage`` (a difference of two ``usage()`` snapshots), or None."""
+        return None
+
+    def reply_origins(self) -> Mapping[str, Mapping[str, int]] | None:
+        """A served model's replies counted by the model each names and its ``system_fingerprint``
+        (``{"models": {...}, "system_fingerprints": {...}}``), or None where replies name no model."""
         return None
 
     def count_tokens(self, texts: Sequence[str]) -> list[int] | None:

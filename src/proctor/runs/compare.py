@@ -30,7 +30,7 @@ import numpy as np
 from proctor.core.errors import ProctorError
 from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.run_exports import iter_samples, load_results
-from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.runs.task_settings import information_differences, run_settings, settings_differences
 from proctor.runs.unscored import check_scored
 from proctor.scoring.aggregate import TaskEntry
 from proctor.scoring.power import paired_difference
@@ -191,6 +191,7 @@ def _check_comparable(
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> PairComparison:
     results_a, results_b = load_results(run_a), load_results(run_b)
+    _check_not_a_copy(run_a, run_b, results_a, results_b)
     for run, results in ((run_a, results_a), (run_b, results_b)):
         check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
@@ -248,7 +249,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
             if formulations[0] != formulations[1]:  # lettered replies vs log-likelihoods: not the same measurement
                 tasks[task]["formulation_differs"] = True
     _check_comparable(run_a, run_b, tasks_a, tasks_b, tasks)
-    differ, unknown = settings_differences(run_settings(results_a), run_settings(results_b), list(tasks))
+    read_a, read_b = run_settings(results_a), run_settings(results_b)
+    differ, unknown = settings_differences(read_a, read_b, list(tasks))
     only_a = sorted(set(tasks_a) - set(tasks_b))
     only_b = sorted(set(tasks_b) - set(tasks_a))
     return {
@@ -261,6 +263,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
         "tasks_only_in_b": only_b,
         "settings_differ": differ,  # each setting of a shared task whose values differ: task, setting, a, b
         "settings_unknown": unknown,  # each one a run of an earlier version did not record: task, setting, unknown_in
+        # backend options that differ yet cannot change a number (base_url, prices, pace): information only
+        "settings_info": information_differences(read_a, read_b, list(tasks)),
     }
 
 
@@ -291,6 +295,18 @@ def _check_distinct(runs: Sequence[Path]) -> None:
             )
             raise ProctorError(f"{named}: comparing a run with itself shows no difference; give two different runs")
         seen[identity] = Path(run)
+
+
+def _check_not_a_copy(run_a: Path, run_b: Path, results_a: ResultsDocument, results_b: ResultsDocument) -> None:
+    """A byte copy of a run folder (``cp -r out out2``) is the run itself under another inode: the same creation
+    stamp, the same timings to the millisecond and the same samples. Two runs started within one second differ in
+    their timings; a copy does not, so it is refused as ``compare out out`` is."""
+    same = [results_a.get(k) == results_b.get(k) for k in ("created", "timing", "samples_bytes", "command")]
+    if all(same) and results_a.get("created") and results_a.get("timing"):
+        raise ProctorError(
+            f"{run_b} is a copy of {run_a}: the same run (created {results_a.get('created')}, the same timings and "
+            "samples); comparing a run with itself shows no difference; give two different runs"
+        )
 
 
 def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> Comparison:

@@ -23,7 +23,7 @@ from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.report_data import N_BINS, RunRow, calibrations, run_entry, summary_context
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
-from proctor.runs.task_settings import SETTING_NAMES
+from proctor.runs.task_settings import CHANGE_CONTENT, SETTING_NAMES
 
 if TYPE_CHECKING:
     import jinja2
@@ -153,7 +153,13 @@ def static_page(runs: list[tuple[RunRow, Path]], title: str, start: str = "", st
                 raise
             samples, error = "", error or str(exc)
         embedded.append({"summary": summary, "samples": script_text(samples), "error": error})
-    data = {"mode": "static", "runs": [entry for entry, _ in runs], "start": start, "setting_names": SETTING_NAMES}
+    data = {
+        "mode": "static",
+        "runs": [entry for entry, _ in runs],
+        "start": start,
+        "setting_names": SETTING_NAMES,
+        "content_settings": sorted(CHANGE_CONTENT),
+    }
     return render_page(title, script_json(data), embedded)
 
 

@@ -18,6 +18,7 @@ import yaml
 from proctor.core.errors import ProctorError
 from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
+from proctor.runs.run_digests import NUMBERS_DIGEST, SAMPLES_DIGEST, numbers_digest, samples_digest
 from proctor.runs.unwritable import naming
 
 
@@ -219,7 +220,12 @@ class RunWriter:
     def write_results(self, results: ResultsDocument) -> None:
         # results.json names the samples it describes: samples.jsonl's first `samples_bytes` bytes. Lines
         # past them (a task killed between its samples and this write) are not part of the run yet.
-        results["samples_bytes"] = self.samples_path.stat().st_size if self.samples_path.exists() else 0
+        data = self.samples_path.read_bytes() if self.samples_path.exists() else b""
+        results["samples_bytes"] = len(data)
+        # and vouches for them and for its numbers: a hand edit of either is refused where the run is read
+        # (runs/run_digests.py); over the numbers as written, NaN as null
+        results[SAMPLES_DIGEST] = samples_digest(data)
+        results[NUMBERS_DIGEST] = numbers_digest(json.loads(json_text(results)))
         # what the file will hold must match runs/results_schema.py: a mismatch is a bug, raised before anything is
         # written
         text = json_text(results)  # serialised once: the text checked is the text written

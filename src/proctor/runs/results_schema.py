@@ -145,7 +145,14 @@ class TaskSettings(_Closed):
     backend: Optional[str] = Field(description="The model backend (hf, vllm, openai, ...).")
     dtype: Optional[str] = None
     model_args: dict[str, Any] = Field(
-        default_factory=dict, description="--model-arg values (credentials left out: they change no number)."
+        default_factory=dict,
+        description="--model-arg values that can change a request or an answer (credentials left out: they change "
+        "no number; the backend's inert options are in model_info).",
+    )
+    model_info: Optional[dict[str, Any]] = Field(
+        None,
+        description="--model-arg values the backend declares unable to change a request or an answer (server "
+        "address, prices, pace): information, not a setting; compare names them apart.",
     )
     mc_format: Optional[Literal["loglikelihood", "generate"]] = None
     epochs: int = 1
@@ -444,6 +451,14 @@ class Results(_Closed):
         ge=0,
         description="samples.jsonl's first samples_bytes bytes are the samples this file describes "
         "(null in folders from before it was recorded: all of samples.jsonl).",
+    )
+    samples_digest: Optional[str] = Field(
+        None, description="sha256 of samples.jsonl's first samples_bytes bytes: a hand edit of them is refused."
+    )
+    numbers_digest: Optional[str] = Field(
+        None,
+        description="sha256 of the tasks' metrics and n_samples, groups and rollup as written: a hand edit of a "
+        "number is refused (runs/run_digests.py).",
     )
 
 

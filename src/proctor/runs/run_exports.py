@@ -13,6 +13,7 @@ from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp
 from proctor.runs.results import read_json, replaced, write_json_atomic
 from proctor.runs.results_schema import ResultsSchemaError, check_results_json
+from proctor.runs.run_digests import check_numbers, check_samples
 from proctor.runs.saved_specs import task_specs
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def load_results(run_dir: Path) -> ResultsDocument:
             ) from None
         raise ProctorError(f"{path} {exc} (edited by hand, or damaged?); re-run the run to rebuild it") from None
     document: ResultsDocument = results  # the schema's Results model took it: a JSON object
+    check_numbers(path, document)
     return document
 
 
@@ -59,12 +61,18 @@ def _newer(version: object) -> bool:
     return theirs is not None and ours is not None and theirs > ours
 
 
-def _samples_bytes(run_dir: Path) -> int | None:
-    """results.json's ``samples_bytes`` where it is a count (None: absent, or the file does not read)."""
+def _results_read(run_dir: Path) -> dict[str, Any] | None:
+    """results.json as it reads (None: absent, or the file does not read)."""
     try:
         loaded = read_json(Path(run_dir) / "results.json")
     except ProctorError:
         return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def _samples_bytes(run_dir: Path, loaded: dict[str, Any] | None = None) -> int | None:
+    """results.json's ``samples_bytes`` where it is a count (None: absent, or the file does not read)."""
+    loaded = _results_read(run_dir) if loaded is None else loaded
     covered = loaded.get("samples_bytes") if isinstance(loaded, dict) else None
     return covered if isinstance(covered, int) and not isinstance(covered, bool) and covered >= 0 else None
 
@@ -79,12 +87,16 @@ def samples_data(run_dir: Path) -> bytes:
         raise ProctorError(f"{path} is a folder, not the run's samples file; move it out of {run_dir}")
     if not path.is_file():  # a FIFO would wait for a writer forever; a device reads without end
         raise ProctorError(f"{path} is not a regular file (a FIFO, socket or device), not the run's samples file")
-    covered = _samples_bytes(run_dir)
+    loaded = _results_read(run_dir)
+    covered = _samples_bytes(run_dir, loaded)
     try:
         with path.open("rb") as raw:
-            return raw.read() if covered is None else raw.read(covered)
+            data = raw.read() if covered is None else raw.read(covered)
     except OSError as exc:
         raise ProctorError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if covered is not None and len(data) == covered:  # a file cut short is named by iter_samples, by its size
+        check_samples(path, data, loaded)
+    return data
 
 
 def samples_text(run_dir: Path) -> str:

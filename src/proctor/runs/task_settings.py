@@ -9,12 +9,35 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, TypedDict
 
+from proctor.core.registry import registry
 from proctor.runs.results_schema import TaskSettings
 
 # what a task ran with that changes its numbers, and last its content: the hash of its spec, samples and prompts
 # (results.json's task ``hash``), which differs when the task file or its data was edited between the runs
 CONTENT = "task_content"
-SETTING_NAMES: tuple[str, ...] = (*TaskSettings.model_fields, CONTENT)
+INFO = "model_info"  # backend options that change no request and no answer: information, never a setting
+SETTING_NAMES: tuple[str, ...] = (*(n for n in TaskSettings.model_fields if n != INFO), CONTENT)
+# the settings that change a task's prompts or its samples, and so its content hash (the spec as the overrides
+# left it, the rows kept): only these may explain a content hash that differs. A server's address, a dtype or
+# a backend cannot change a prompt, so beside them a changed hash is named: the task file or its data changed.
+CHANGE_CONTENT = frozenset(
+    {
+        "fewshot",
+        "fewshot_source",
+        "fewshot_seed",
+        "chat",
+        "system_prompt",
+        "limit",
+        "limit_per_part",
+        "sample_ids",
+        "generation",
+        "mc_format",
+        "epochs",
+        "epoch_reducer",
+        "think_end_token",
+        "think_budget",
+    }
+)
 CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
 _LATER = {"sample_ids": None}
@@ -25,6 +48,7 @@ class ReadSettings(TypedDict):
 
     values: dict[str, object]  # setting -> its value (None where not recorded)
     unknown: list[str]  # the settings the run did not record (an earlier version's)
+    info: dict[str, object]  # backend options that change no number (base_url, prices, pace): information
 
 
 class SettingDiffers(TypedDict):
@@ -32,6 +56,24 @@ class SettingDiffers(TypedDict):
     setting: str
     a: object  # its value in the first run
     b: object  # in the second
+
+
+def inert_options(backend: object) -> frozenset[str]:
+    """The options the backend named ``backend`` (hf, openai, ...) declares unable to change a request or an
+    answer (``ModelBackend.inert_options``); none for a backend not registered here."""
+    found = registry().model_backends.get(str(backend)) if backend is not None else None
+    return found.inert_options if found is not None else frozenset()
+
+
+def _split_info(read: ReadSettings, recorded: object) -> None:
+    """Move the backend's inert options out of ``model_args`` into ``info`` (a run of an earlier version recorded
+    them among the settings), beside what the run recorded as ``model_info``."""
+    read["info"] = dict(recorded) if isinstance(recorded, Mapping) else {}
+    args = read["values"].get("model_args")
+    if isinstance(args, Mapping):
+        inert = inert_options(read["values"].get("backend"))
+        read["values"]["model_args"] = {k: v for k, v in args.items() if k not in inert}
+        read["info"].update({k: v for k, v in args.items() if k in inert})
 
 
 class SettingUnknown(TypedDict):
@@ -51,9 +93,10 @@ def run_settings(results: Mapping[str, object]) -> dict[str, ReadSettings]:
         if isinstance(recorded, Mapping):
             values = {n: recorded.get(n, _LATER.get(n)) for n in SETTING_NAMES if n != CONTENT}
             unknown = [n for n in SETTING_NAMES if n not in recorded and n not in _LATER and n != CONTENT]
-            read: ReadSettings = {"values": values, "unknown": unknown}
+            read: ReadSettings = {"values": values, "unknown": unknown, "info": {}}
         else:
             read = _derived(results, task)
+        _split_info(read, recorded.get(INFO) if isinstance(recorded, Mapping) else None)
         content = task.get("hash")
         if isinstance(content, str) and content:
             read["values"][CONTENT] = content[:CONTENT_SHOWN]
@@ -96,11 +139,29 @@ def _derived(results: Mapping[str, object], task: Mapping[str, Any]) -> ReadSett
     return {
         "values": {n: known.get(n) for n in SETTING_NAMES if n != CONTENT},
         "unknown": [n for n in SETTING_NAMES if n not in known and n != CONTENT],
+        "info": {},
     }
 
 
 def _same(a: object, b: object) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _greedy(generation: object) -> bool:
+    """Generation settings that decode greedily (temperature 0, no ``do_sample: true``): no seed is read."""
+    if not isinstance(generation, Mapping):
+        return False
+    temperature = generation.get("temperature")
+    return isinstance(temperature, (int, float)) and temperature == 0 and generation.get("do_sample") is not True
+
+
+def _compared(name: str, a: object, b: object) -> tuple[object, object]:
+    """The values as they can change a number: under greedy decoding in both runs the seed is read by nothing
+    (the audit's generation.sampling says the same), so a seed alone is no difference."""
+    if name == "generation" and _greedy(a) and _greedy(b):
+        assert isinstance(a, Mapping) and isinstance(b, Mapping)
+        return {k: v for k, v in a.items() if k != "seed"}, {k: v for k, v in b.items() if k != "seed"}
+    return a, b
 
 
 def settings_differences(
@@ -115,16 +176,50 @@ def settings_differences(
         if a is None or b is None:
             continue
         found: list[SettingDiffers] = []
+        explained = False  # a setting that changes prompts or samples differs (even one that changes no number)
         for name in SETTING_NAMES:
             missing = [side for side, s in (("a", a), ("b", b)) if name in s["unknown"]]
             if missing:
                 unknown.append({"task": task, "setting": name, "unknown_in": missing})
-            elif not _same(a["values"][name], b["values"][name]):
-                found.append({"task": task, "setting": name, "a": a["values"][name], "b": b["values"][name]})
-        # a setting that differs changes the content hash too (the limit its samples, the system prompt its
-        # prompts): the content is named only where nothing else explains it, the task file or its data edited
-        differ += [d for d in found if d["setting"] != CONTENT] if len(found) > 1 else found
+                continue
+            value_a, value_b = a["values"][name], b["values"][name]
+            explained = explained or (name in CHANGE_CONTENT and not _same(value_a, value_b))
+            if not _same(*_compared(name, value_a, value_b)):
+                found.append({"task": task, "setting": name, "a": value_a, "b": value_b})
+        # a setting that changes prompts or samples changes the content hash too (the limit its samples, the
+        # system prompt its prompts, a seed the spec): the content is named only where no such setting explains
+        # it, the task file or its data edited. A server's address or a dtype explains no hash: beside them it
+        # stays named.
+        differ += [d for d in found if d["setting"] != CONTENT] if explained else found
     return differ, unknown
+
+
+def information_differences(
+    settings_a: Mapping[str, ReadSettings], settings_b: Mapping[str, ReadSettings], tasks: list[str]
+) -> list[SettingDiffers]:
+    """Over ``tasks``: each backend option that cannot change a number (``info``: base_url, prices, pace) whose
+    values differ, as ``model_info.NAME``: shown as information, never as a reason the runs are not comparable."""
+    out: list[SettingDiffers] = []
+    for task in tasks:
+        a, b = settings_a.get(task), settings_b.get(task)
+        if a is None or b is None:
+            continue
+        for name in sorted(set(a["info"]) | set(b["info"])):
+            if not _same(a["info"].get(name), b["info"].get(name)):
+                out.append(
+                    {"task": task, "setting": f"{INFO}.{name}", "a": a["info"].get(name), "b": b["info"].get(name)}
+                )
+    return out
+
+
+def shown_difference(a: object, b: object, width: int = 80) -> str:
+    """Two values of a setting on one line: of two mappings only the keys that differ (``max_tokens: A 16, B 8``),
+    so the difference is never cut off behind the keys they share; anything else whole (``A x, B y``)."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        keys = sorted(k for k in set(a) | set(b) if not _same(a.get(k), b.get(k)))
+        if keys:
+            return "; ".join(f"{k}: A {shown(a.get(k), width)}, B {shown(b.get(k), width)}" for k in keys)
+    return f"A {shown(a, width)}, B {shown(b, width)}"
 
 
 def shown(value: object, width: int = 80) -> str:

@@ -25,7 +25,7 @@ from proctor.runs.report_data import RunRow, run_entry
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 from proctor.runs.served_files import NotServed, check_run_files, loopback_host
-from proctor.runs.task_settings import SETTING_NAMES
+from proctor.runs.task_settings import CHANGE_CONTENT, SETTING_NAMES
 
 RUN_MARKERS = ("results.json", "run.json")
 CACHED_RUNS = 16  # run summaries kept in memory
@@ -112,7 +112,13 @@ class Viewer:
         runs = index(self.folder)
         with self._lock:
             self._runs = {entry["key"]: run_dir for entry, run_dir in runs}
-        data = {"mode": "served", "runs": [entry for entry, _ in runs], "start": "", "setting_names": SETTING_NAMES}
+        data = {
+            "mode": "served",
+            "runs": [entry for entry, _ in runs],
+            "start": "",
+            "setting_names": SETTING_NAMES,
+            "content_settings": sorted(CHANGE_CONTENT),
+        }
         return render_page(f"proctor runs · {self.folder.resolve().name}", script_json(data), []).encode("utf-8")
 
     def _folder(self, key: str) -> Path | None:

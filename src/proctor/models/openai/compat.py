@@ -95,6 +95,9 @@ class OpenAIModel(OpenAIScoring, Model):
         if loglikelihood not in LOGLIKELIHOOD_MODES:
             raise ProctorError(f"loglikelihood must be one of {LOGLIKELIHOOD_MODES}, got '{loglikelihood}'")
         self.model = model
+        # options that had no effect here (a local model's --dtype, --device, --batch-size, --max-length): the run
+        # warns of each (Model.ignored_options)
+        self.ignored_options = {k: v for k, v in ignored.items() if v is not None}
         self.revision = revision  # the server's weights are not visible: name them here to tell two apart
         self.name = name or model.rstrip("/").rsplit("/", 1)[-1]
         self.base_url = base_url.rstrip("/")
@@ -144,6 +147,15 @@ class OpenAIModel(OpenAIScoring, Model):
         }
 
     @property
+    def server_chat(self) -> str | None:
+        if self.endpoint != "chat":
+            return None
+        return (
+            "--model-arg endpoint=chat sends each prompt as a user message, to which the server applies its own chat "
+            "template"
+        )
+
+    @property
     def has_chat_template(self) -> bool:
         return True  # the server applies its own
 
@@ -160,6 +172,9 @@ class OpenAIModel(OpenAIScoring, Model):
     # ------------------------------------------------------------------ usage and cost
     def usage(self) -> dict[str, int] | None:
         return self.client.usage.snapshot()
+
+    def reply_origins(self) -> dict[str, dict[str, int]] | None:
+        return self.client.origins.snapshot()
 
     def estimated_cost(self, usage: Mapping[str, float]) -> float | None:
         price_in, price_out = self.prices

@@ -14,10 +14,12 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping, Sequence, TypeVar, cast, overload
 
 from proctor.core.errors import ProctorError, require
 from proctor.core.redact import mask_url_credentials, secret_forms, split_url_credentials
@@ -89,6 +91,44 @@ class Usage:
             }
 
 
+@dataclass
+class ReplyOrigins:
+    """Which model each reply says answered (its ``model`` field) and on which configuration
+    (``system_fingerprint``), counted: a server that serves another model under the name asked for, or two
+    servers mixed in one run, show here (engine/provenance_warnings.py warns of both)."""
+
+    models: Counter[str] = field(default_factory=Counter)
+    fingerprints: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    aside: int = 0  # inside set_aside(): replies not counted
+
+    @contextmanager
+    def set_aside(self) -> Iterator[None]:
+        """Replies within are not counted (the capability self-check's, which answer no question of a task)."""
+        with self.lock:
+            self.aside += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.aside -= 1
+
+    def add(self, payload: object) -> None:
+        if not isinstance(payload, dict) or self.aside:
+            return
+        model, fingerprint = payload.get("model"), payload.get("system_fingerprint")
+        with self.lock:
+            if isinstance(model, str) and model:
+                self.models[model] += 1
+            if isinstance(fingerprint, str) and fingerprint:
+                self.fingerprints[fingerprint] += 1
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        with self.lock:
+            return {"models": dict(self.models), "system_fingerprints": dict(self.fingerprints)}
+
+
 class ApiClient:
     """POSTs JSON to ``base_url + path``; retries 429/5xx/timeouts/disconnects with jittered backoff."""
 
@@ -136,6 +176,7 @@ class ApiClient:
         self.max_backoff = float(max_backoff)
         self.concurrency = max(1, int(concurrency))
         self.usage = Usage()
+        self.origins = ReplyOrigins()
         self._random = random.Random(seed)
         self._httpx = httpx
         # twice the connections in flight: an attempt abandoned at its deadline may hold one until the server
@@ -268,6 +309,7 @@ class ApiClient:
                 ) from None
             if count:
                 self.usage.add(reply, attempt)
+                self.origins.add(reply)
             return reply
         raise RetryBudgetExceeded(
             f"{shown} failed {budget + 1} times in a row (last: {self.scrub(last)}). Responses that finished are "

@@ -101,7 +101,8 @@ class OpenAIScoring:
     @property
     def loglikelihood_mode(self) -> str:
         if self._mode is None:
-            self._mode, self._mode_reason = self._resolve_mode()
+            with self.client.origins.set_aside():  # the self-check's replies answer no question of the task
+                self._mode, self._mode_reason = self._resolve_mode()
             log.info("model '%s': log-likelihood mode '%s' (%s)", self.name, self._mode, self._mode_reason)
         return self._mode
 

@@ -447,25 +447,42 @@
     if (Array.isArray(v)) return "[" + v.map(canon).join(",") + "]";
     return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canon(v[k]); }).join(",") + "}";
   }
+  function greedy(g) { return !!g && typeof g === "object" && g.temperature === 0 && g.do_sample !== true; }
+  function withoutSeed(g) { var out = {}; Object.keys(g).forEach(function (k) { if (k !== "seed") out[k] = g[k]; }); return out; }
   function settingsDiffer(keys, tasks) {
-    var differ = [], unknown = [];
+    var differ = [], unknown = [], info = [];
     tasks.forEach(function (t) {
       var all = keys.map(function (k) { return (byKey[k].settings || {})[t]; });
       if (all.some(function (s) { return !s; })) return;
-      var found = [];
+      var found = [], explains = DATA.content_settings || [], explained = false;
       (DATA.setting_names || []).forEach(function (name) {
         var missing = keys.filter(function (k, j) { return all[j].unknown.indexOf(name) >= 0; });
         if (missing.length) { unknown.push({task: t, setting: name, runs: missing}); return; }
         var first = canon(all[0].values[name]);
-        if (all.some(function (s) { return canon(s.values[name]) !== first; })) {
-          found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
+        if (!all.some(function (s) { return canon(s.values[name]) !== first; })) return;
+        if (explains.indexOf(name) >= 0) explained = true;
+        // as runs/task_settings.py: under greedy decoding in every run no seed is read, so a seed alone differs in nothing
+        if (name === "generation" && all.every(function (s) { return greedy(s.values[name]); })) {
+          var firstRead = canon(withoutSeed(all[0].values[name]));
+          if (!all.some(function (s) { return canon(withoutSeed(s.values[name])) !== firstRead; })) return;
+        }
+        found.push({task: t, setting: name, values: all.map(function (s) { return s.values[name]; })});
+      });
+      // as runs/task_settings.py: the content hash is named only where a setting that changes prompts or samples
+      // explains it (DATA.content_settings); a server's address or a dtype never does
+      if (explained) found = found.filter(function (d) { return d.setting !== "task_content"; });
+      differ = differ.concat(found);
+      // backend options that change no request and no answer (base_url, prices, pace): information only
+      var names = {};
+      all.forEach(function (s) { Object.keys(s.info || {}).forEach(function (n) { names[n] = 1; }); });
+      Object.keys(names).sort().forEach(function (n) {
+        var first = canon((all[0].info || {})[n]);
+        if (all.some(function (s) { return canon((s.info || {})[n]) !== first; })) {
+          info.push({task: t, setting: "model_info." + n, values: all.map(function (s) { return (s.info || {})[n]; })});
         }
       });
-      // as runs/task_settings.py: the content hash is named only where no other setting explains it
-      if (found.length > 1) found = found.filter(function (d) { return d.setting !== "task_content"; });
-      differ = differ.concat(found);
     });
-    return {differ: differ, unknown: unknown};
+    return {differ: differ, unknown: unknown, info: info};
   }
   function shownValue(v) {
     var t = v === null || v === undefined ? "none" : canon(v);
@@ -487,6 +504,13 @@
         list.appendChild(li);
       });
       box.appendChild(list);
+    }
+    if (found.info.length) {
+      box.hidden = false;
+      var told = text("div", "muted", "Differ, but change no request and no answer (information): " + found.info.map(function (d) {
+        return d.task + ": " + d.setting + ": " + keys.map(function (k, j) { return k + " " + shownValue(d.values[j]); }).join(" \u00b7 ");
+      }).join("; "));
+      told.setAttribute("data-info", String(found.info.length)); box.appendChild(told);
     }
     keys.forEach(function (k) {
       var missing = found.unknown.filter(function (u) { return u.runs.indexOf(k) >= 0; });
