@@ -296,3 +296,17 @@ def test_echoed_prompts_warn_in_a_fresh_process(tmp_path):
     assert task["outcomes"]["echo"]["count"] == 10
     assert task["metrics"]["exact_match"]["value"] == 0.0  # the number stays the task's rule; the warning says why
     assert "10 of 10 generations start with their own prompt" in " ".join(done.stderr.split())
+
+
+def test_a_use_case_metric_over_mostly_invalid_replies_is_said():
+    """AISteer360's accuracy over no valid reply is its 0.0 (parity); the run says the replies named no option."""
+    from proctor.dialects.aisteer.usecase_task import _few_valid
+
+    said = _few_valid(
+        {
+            "MCQAAccuracy": {"trial_mean": 0.0, "num_attempts": 80, "num_valid": 0},
+            "MCQAPositionalBias": {"mean": None, "num_valid": 0},
+        }
+    )
+    assert len(said) == 2 and "only 0 of 80 replies were valid" in said[0] and "no reply was valid" in said[1]
+    assert _few_valid({"MCQAAccuracy": {"trial_mean": 0.7, "num_attempts": 80, "num_valid": 60}}) == []

@@ -162,6 +162,29 @@ def _one_position(evaluations: Mapping[str, object]) -> list[str]:
     return out
 
 
+VALID_SHARE = 0.5  # of a metric's attempts, the valid ones (a reply naming an option) below this share are named
+
+
+def _few_valid(evaluations: Mapping[str, object]) -> list[str]:
+    """A metric whose replies were mostly not valid (no option named): AISteer360 averages over the valid ones and
+    gives 0.0 over none, so the number says nothing of the model's answers. The number stays (parity); a warning."""
+    out = []
+    for metric, values in evaluations.items():
+        if not isinstance(values, Mapping):
+            continue
+        valid, attempts = values.get("num_valid"), values.get("num_attempts")
+        if not isinstance(valid, int) or isinstance(valid, bool):
+            continue
+        if isinstance(attempts, int) and attempts > 0 and valid < VALID_SHARE * attempts:
+            out.append(
+                f"metric '{metric}': only {valid} of {attempts} replies were valid (named an option the use case "
+                "reads); its means are over those alone (0.0 over none, as AISteer360 gives it): look at the replies"
+            )
+        elif attempts is None and valid == 0:
+            out.append(f"metric '{metric}': no reply was valid (none named an option the use case reads)")
+    return out
+
+
 class UseCaseTask(GenerationTask):
     """Runs one use case: its rows are the samples, its ``generate`` / ``evaluate`` the predictions and scores."""
 
@@ -246,7 +269,10 @@ class UseCaseTask(GenerationTask):
             )
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
         warnings = (
-            _missing_rows(generations, case.evaluation_data) + _not_numbers(evaluations) + _one_position(evaluations)
+            _missing_rows(generations, case.evaluation_data)
+            + _not_numbers(evaluations)
+            + _one_position(evaluations)
+            + _few_valid(evaluations)
         )
         for warning in warnings:  # results.json has them (result_extras); the console too
             log.warning("%s: %s", self.spec.name, warning)
