@@ -111,6 +111,8 @@ def _comparable(run: Path) -> dict:
     results = stable(json.loads((run / "results.json").read_text()))
     results.pop("created")
     results.pop("command")
+    for task in results.get("tasks", {}).values():  # options declared unable to change a number (information):
+        task.get("settings", {}).pop("model_info", None)  # what a replica was handed may differ from one process's
     return results
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterator, Sequence
 
 from proctor.audit.probe_rows import MIN_ROWS, PROBE_ROWS
+from proctor.audit.row_lists import row_lists
+from proctor.audit.sorted_rows import sorted_options
 from proctor.audit.source_rows import documents, target_reads
-from proctor.audit.subject import READER_FIELDS, AuditSubject, loose
+from proctor.audit.subject import AuditSubject, loose
 from proctor.audit.target_rules import template_fields
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -37,30 +39,6 @@ def _position(value: object) -> int | None:
         if len(text) == 1 and "A" <= text <= "Z":
             return ord(text) - ord("A")
     return None
-
-
-def _texts(value: object, width: int) -> list[str] | None:
-    if type(value) is list and len(value) == width and all(isinstance(v, str) for v in value):
-        return value
-    return None
-
-
-def row_lists(doc: Mapping[str, Any], width: int) -> list[tuple[str, list[str]]]:
-    """The lists of ``width`` texts a row holds: a list field, a list inside a mapping (ARC's ``choices.text``), or
-    lettered columns (MMLU's A, B, C, D)."""
-    out = []
-    for key, value in doc.items():
-        if key in READER_FIELDS:
-            continue
-        listed = _texts(value, width)
-        if listed is not None:
-            out.append((key, listed))
-        elif isinstance(value, Mapping):
-            out += [(f"{key}.{k}", v) for k, v in value.items() if _texts(v, width) is not None]
-    columns = [doc.get(chr(ord("A") + i)) for i in range(width)]
-    if width <= 26 and all(isinstance(v, str) for v in columns):
-        out.append((f"A..{chr(ord('A') + width - 1)}", [str(v) for v in columns]))
-    return out
 
 
 def _listed_letters(prompt: str, items: Sequence[str]) -> list[str] | None:
@@ -189,9 +167,7 @@ def index_after_transform(subject: AuditSubject) -> Iterator[Hit]:
                 continue
             yield _hit(subject, first, name, listed, in_prompt, (compared, wrong))
             return
-    from proctor.audit.sorted_rows import sorted_options  # the data's own lists, sorted after labelling
-
-    yield from sorted_options(subject)
+    yield from sorted_options(subject)  # the data's own lists, sorted after labelling
 
 
 def _hit(subject: AuditSubject, i: int, name: str, listed: str, in_prompt: bool, counts: tuple[int, int]) -> Hit:

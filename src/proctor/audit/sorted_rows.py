@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator, Mapping, Sequence
 
-from proctor.audit.order_rules import row_lists
 from proctor.audit.prompt_shape_rules import in_option_order
+from proctor.audit.row_lists import row_lists
 from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
