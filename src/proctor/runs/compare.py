@@ -191,7 +191,6 @@ def _check_comparable(
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> PairComparison:
     results_a, results_b = load_results(run_a), load_results(run_b)
-    _check_not_a_copy(run_a, run_b, results_a, results_b)
     for run, results in ((run_a, results_a), (run_b, results_b)):
         check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
@@ -295,18 +294,6 @@ def _check_distinct(runs: Sequence[Path]) -> None:
             )
             raise ProctorError(f"{named}: comparing a run with itself shows no difference; give two different runs")
         seen[identity] = Path(run)
-
-
-def _check_not_a_copy(run_a: Path, run_b: Path, results_a: ResultsDocument, results_b: ResultsDocument) -> None:
-    """A byte copy of a run folder (``cp -r out out2``) is the run itself under another inode: the same creation
-    stamp, the same timings to the millisecond and the same samples. Two runs started within one second differ in
-    their timings; a copy does not, so it is refused as ``compare out out`` is."""
-    same = [results_a.get(k) == results_b.get(k) for k in ("created", "timing", "samples_bytes", "command")]
-    if all(same) and results_a.get("created") and results_a.get("timing"):
-        raise ProctorError(
-            f"{run_b} is a copy of {run_a}: the same run (created {results_a.get('created')}, the same timings and "
-            "samples); comparing a run with itself shows no difference; give two different runs"
-        )
 
 
 def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> Comparison:
