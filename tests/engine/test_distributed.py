@@ -110,6 +110,7 @@ ray = pytest.importorskip("ray", reason="needs ray: pip install 'proctor[ray]'")
 def _comparable(run: Path) -> dict:
     results = stable(json.loads((run / "results.json").read_text()))
     results.pop("created")
+    results.pop("run_id")  # each run folder's own
     results.pop("command")
     for task in results.get("tasks", {}).values():  # options declared unable to change a number (information):
         task.get("settings", {}).pop("model_info", None)  # what a replica was handed may differ from one process's

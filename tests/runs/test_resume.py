@@ -51,6 +51,7 @@ def _calls(log: Path) -> list[int]:
 def _comparable(run: Path) -> dict:
     results = stable(json.loads((run / "results.json").read_text()))
     results.pop("created")
+    results.pop("run_id")  # each run folder's own
     return results
 
 

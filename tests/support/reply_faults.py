@@ -191,6 +191,8 @@ FAULTS: dict[str, Callable[[dict], dict]] = {
     # generation
     "chat_without_message": _each(lambda c: c.pop("message", None)),
     "length_with_no_text": _each(_length_with_no_text),
+    # 'length' after the one token the toy counts (usage), whatever max_tokens asked: cut by something else
+    "length_cut_short": _each(lambda c: c.__setitem__("finish_reason", "length")),
     "content_a_list": _each(lambda c: c.get("message", {}).update(content=["A"])),
 }
 

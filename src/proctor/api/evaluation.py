@@ -23,6 +23,8 @@ from proctor.core.redact import mask_url_credentials, masked_command
 from proctor.core.run_overrides import RunOverrides
 from proctor.core.task import Task
 from proctor.core.version import __version__
+from proctor.data.variable_use import recording as recording_variable_use
+from proctor.data.variable_use import unused_warnings as unused_variables
 from proctor.engine.discovery import collect_tasks
 from proctor.engine.override_policy import apply_overrides, epochs_of
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
@@ -61,6 +63,7 @@ class _Prepared:
     started: float  # perf_counter() at the start of the run
     without_ids: list[str]  # --sample-id: tasks that hold none of the ids, left out
     roles: ModelRoles  # the models in roles (a judge, ...) the dialects asked for: results.json's ``roles``
+    unused: list[str] = dataclasses.field(default_factory=list)  # --var/--data-dir values no task read: warnings
 
 
 def run_evaluation(config: RunConfig, progress: ProgressHook | None = None) -> EvaluationResult:
@@ -107,10 +110,11 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
         overrides=options.overrides,
         strict_audit=options.strict_audit,
     )
-    if named is None:
-        prepared = prepare_tasks(task_list, variables, **how)
-    else:
-        prepared = _prepare_found(task_list, named, skipped, variables, **how)
+    with recording_variable_use() as use:
+        if named is None:
+            prepared = prepare_tasks(task_list, variables, **how)
+        else:
+            prepared = _prepare_found(task_list, named, skipped, variables, **how)
     prepared, without_ids = select_samples(prepared, config.limit.sample_ids)  # --sample-id: before the model loads
     if options.overrides.think_end_token is not None:  # every generation's thinking cut off (runs/thinking.py)
         prepared = [dataclasses.replace(p, think_end_token=options.overrides.think_end_token) for p in prepared]
@@ -153,7 +157,8 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
                 done = _already_complete(config, Path(output.output_dir), hashes, recorded, known, dialects)
                 if done is not None:
                     return done
-        run = _Prepared(prepared, skipped, named, command, started, without_ids, roles)
+        unused = unused_variables(variables, use)
+        run = _Prepared(prepared, skipped, named, command, started, without_ids, roles, unused)
         return _load_and_evaluate(config, run, progress)
 
 
@@ -352,6 +357,7 @@ def _evaluate_loaded(
     record = RunResults(
         proctor_version=__version__,
         created=manifest["created"],
+        run_id=manifest.get("run_id"),
         command=list(command) if command is not None else None,
         model=fingerprint,
         model_info=info,
@@ -369,6 +375,8 @@ def _evaluate_loaded(
     if config.predict_only:  # the console, the report and the viewer show results.json's warnings
         record.add_warning(PREDICT_ONLY_NOTE)
     for warning in flag_warnings(model, options.chat):  # flags that had no effect on this model
+        record.add_warning(warning)
+    for warning in run.unused:
         record.add_warning(warning)
     for name in run.without_ids:
         record.add_warning(f"{name}: holds none of the --sample-id ids, so it did not run")

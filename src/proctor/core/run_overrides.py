@@ -72,10 +72,16 @@ class RunOverrides:
         **flags: Any,
     ) -> "RunOverrides":
         """From ``proctor run``'s flags: --temperature/--top-p/--max-tokens win over the same keys in --gen-kwargs."""
-        generation = parse_gen_kwargs(gen_kwargs)
+        generation = parse_gen_kwargs(gen_kwargs, temperature)
         for key, value in (("temperature", temperature), ("top_p", top_p), ("max_tokens", max_tokens)):
             if value is not None:
-                _check_generation({key: value}, {key: "--" + key.replace("_", "-")})
+                flag = "--" + key.replace("_", "-")
+                _check_generation({key: value}, {key: flag})
+                if key in generation and generation[key] != value:  # which one the user meant is theirs to say
+                    raise ProctorError(
+                        f"{flag} {value} and --gen-kwargs give {key} two values ({value!r} and "
+                        f"{generation[key]!r}): give one of them"
+                    )
                 generation[key] = value
         return cls(gen_kwargs=parse_gen_kwargs(",".join(f"{k}={v!r}" for k, v in generation.items())), **flags)
 
@@ -126,13 +132,15 @@ def _literal(text: str) -> object:
         return lowered
 
 
-def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
+def parse_gen_kwargs(text: str | None, temperature_flag: float | None = None) -> dict[str, Any]:
     """``KEY=VALUE,KEY=VALUE`` (lm-eval's ``--gen_kwargs``; lm-eval's names such as max_gen_toks and
-    until are accepted) -> GenerationSpec fields, checked here so a typo fails before anything loads."""
+    until are accepted) -> GenerationSpec fields, checked here so a typo fails before anything loads.
+    ``temperature_flag``: ``--temperature``, which a ``do_sample`` given here must agree with."""
     if not text:
         return {}
     out: dict[str, Any] = {}
     given: dict[str, str] = {}  # field -> the key as written (lm-eval's name, say)
+    do_sample: object = None
     parts, depth, current = [], 0, ""
     for char in text:  # commas inside [...] belong to a list value
         depth += char in "[(" and 1 or (char in "])" and -1 or 0)
@@ -149,9 +157,10 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
             raise ProctorError(f"--gen-kwargs takes KEY=VALUE pairs separated by commas, got '{part}'")
         name = GEN_ALIASES.get(key, key)
         parsed = _literal(value)
-        if name == "do_sample":  # lm-eval's switch: off means greedy
-            if parsed is False:
-                out["temperature"] = 0.0
+        if name == "do_sample":  # lm-eval's switch: off means greedy; read with the temperature below
+            if not isinstance(parsed, bool):
+                raise ProctorError(f"--gen-kwargs do_sample takes true or false, got '{value.strip()}'")
+            do_sample = parsed
             continue
         if name not in GEN_FIELDS:
             raise ProctorError(
@@ -159,8 +168,35 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
             )
         out[name] = parsed
         given[name] = f"--gen-kwargs {key}" + (f" ({name})" if key != name else "")
+    if do_sample is not None:
+        _with_do_sample(out, do_sample, temperature_flag)
     _check_generation(out, given)
     return out
+
+
+def _with_do_sample(out: dict[str, Any], do_sample: object, temperature_flag: float | None) -> None:
+    """proctor samples exactly when the temperature is above 0, so ``do_sample`` must agree with the temperature
+    given beside it: a contradiction (sampling at temperature 0, greedy at 0.7) would silently run one of the two,
+    where Hugging Face refuses sampling at temperature 0."""
+    temperature = out.get("temperature", temperature_flag)
+    hot = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
+    if do_sample is False:
+        if temperature is not None and hot:
+            raise ProctorError(
+                f"--gen-kwargs do_sample=false with temperature={temperature!r}: false decodes greedily, which is "
+                "temperature 0; give one of them"
+            )
+        out["temperature"] = 0.0
+    elif temperature is None:
+        raise ProctorError(
+            "--gen-kwargs do_sample=true without a temperature: proctor samples when the temperature is above 0 "
+            "and the task's own may be 0 (greedy); add temperature=1.0 (Hugging Face's default) or the one you mean"
+        )
+    elif not hot:
+        raise ProctorError(
+            f"--gen-kwargs do_sample=true with temperature={temperature!r}: temperature 0 decodes greedily (Hugging "
+            "Face refuses to sample at it); give a temperature above 0, or do_sample=false"
+        )
 
 
 def _check_generation(values: dict[str, Any], flags: dict[str, str]) -> None:

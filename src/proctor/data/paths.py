@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from proctor.core.errors import TaskDefinitionError
+from proctor.data.variable_use import note_admitted
 
 DATA_VARIABLES = ("PROCTOR_DATA", "DATA_PATH")  # proctor's own data roots, also read from the environment
 
@@ -61,6 +62,7 @@ def check_inside(
             field=field,
         ) from None
     if inside:
+        note_admitted(Path(path).resolve(), roots)
         return path
     resolved = Path(path).resolve()
     named = Path(os.path.normpath(Path(path).absolute()))  # ".." resolved, symlinks not

@@ -20,6 +20,7 @@ from proctor.core.task_spec import DataSpec
 from proctor.data.join_alignment import join_misalignment
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import FILE_KEY, ROW_KEY, Row, detect_format, read_rows
+from proctor.data.variable_use import note_filled
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -70,6 +71,7 @@ def expand_variables(text: str, variables: Mapping[str, str]) -> str:
         if value is None:
             option = {"DATA_PATH": "--data-path", "PROCTOR_DATA": "--data-dir"}.get(name, f"--var {name}=...")
             raise SourceUnavailable(f"${{{name}}} is not set (set it with {option})")
+        note_filled(name)
         return value
 
     return _VARIABLE.sub(substitute, text)

@@ -191,6 +191,7 @@ def _check_comparable(
 
 def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> PairComparison:
     results_a, results_b = load_results(run_a), load_results(run_b)
+    _check_not_a_copy(run_a, run_b, results_a, results_b)
     for run, results in ((run_a, results_a), (run_b, results_b)):
         check_scored(run, results, "compare")
     tasks_a, tasks_b = _tasks(results_a, run_a), _tasks(results_b, run_b)
@@ -294,6 +295,22 @@ def _check_distinct(runs: Sequence[Path]) -> None:
             )
             raise ProctorError(f"{named}: comparing a run with itself shows no difference; give two different runs")
         seen[identity] = Path(run)
+
+
+def _check_not_a_copy(run_a: Path, run_b: Path, results_a: ResultsDocument, results_b: ResultsDocument) -> None:
+    """A copy of a run folder (``cp -r out out2``) is the run itself under another name: the same ``run_id`` (a
+    random id each run folder is given when it starts) and the same samples. A rerun of the same command has
+    another id; a copy resumed with other tasks holds other samples, and compares."""
+    run_id = results_a.get("run_id")
+    if (
+        run_id
+        and run_id == results_b.get("run_id")
+        and results_a.get("samples_digest") == results_b.get("samples_digest")
+    ):
+        raise ProctorError(
+            f"{run_b} is a copy of {run_a}: the same run (run id {run_id}, the same samples); comparing a run with "
+            "itself shows no difference; give two different runs"
+        )
 
 
 def compare_runs(runs: Sequence[Path], *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> Comparison:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -59,6 +60,8 @@ def build_manifest(
     return {
         "proctor_version": __version__,
         "created": now(),
+        # tells a run from another started in the same second with the same command, and a copy from a rerun
+        "run_id": uuid.uuid4().hex,
         "command": list(command) if command is not None else None,
         "model": dict(fingerprint),
         "model_hash": fingerprint_hash(fingerprint),
@@ -251,6 +254,7 @@ def open_run(run_dir: Path, manifest: Manifest, *, update: bool = False, restart
             raise _refusal(run_dir, changes)
         merged = dict(manifest)
         merged["created"] = old.get("created", manifest["created"])
+        merged["run_id"] = old.get("run_id", manifest["run_id"])  # a resumed run is the same run
         merged["attempts"] = list(old.get("attempts", []))
         attempt["resumed"] = True
         if changes:

@@ -49,6 +49,11 @@ KINDS: dict[str, Kind] = {
         "they were scored as wrong answers: the number measures what the server held back, not the model",
     ),
     "empty": Kind(WARN_SHARE, "generations were empty", "they were scored as wrong answers"),
+    "cut_short": Kind(
+        WARN_SHARE,
+        "generations stopped at the token limit ('length') before the max_tokens asked for ({example})",
+        "something else cut them (the model's window, a server's own cap) and the cut answers were scored",
+    ),
     "echo": Kind(
         WARN_SHARE,
         "generations start with their own prompt ({example})",
@@ -190,6 +195,10 @@ class OutcomeTally:
         withheld = getattr(result, "withheld", None)
         self._count("withheld").add(withheld is not None, withheld)
         self._count("empty").add(withheld is None and not text.strip())
+        asked = request.max_tokens if isinstance(request, GenerateRequest) else 0
+        got = result.completion_tokens  # 0: the reply did not count them
+        cut = result.finish_reason == "length" and 0 < got < asked
+        self._count("cut_short").add(cut, f"{got} of {asked} tokens: {_shown(text)}")
         prompt = request.prompt if isinstance(request, GenerateRequest) else ""
         self._count("echo").add(is_echo(text, prompt), _shown(text))
         self._count("stray_characters").add(_stray(text), _shown(text))

@@ -408,6 +408,11 @@ class Results(_Closed):
 
     proctor_version: str
     created: str = Field(description="When the run folder was started (ISO 8601, UTC).")
+    run_id: Optional[str] = Field(
+        None,
+        description="A random id given when the run folder is started and kept on resume: a copy of the folder "
+        "has the same one, a rerun of the same command another (absent in folders of older versions).",
+    )
     command: Optional[list[str]] = Field(description="The command line, or null from Python.")
     model: dict[str, Any] = Field(
         description="The model's fingerprint (backend, path, revision, dtype, ...): "

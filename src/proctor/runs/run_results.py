@@ -29,6 +29,7 @@ class RunResults(BaseModel):
 
     proctor_version: str
     created: str
+    run_id: Optional[str] = None  # run.json's: the same in a copy of the folder, new in every other run
     command: Optional[list[str]]
     model: Fingerprint
     model_info: dict[str, Any]
@@ -90,6 +91,7 @@ class RunResults(BaseModel):
         out: ResultsDocument = {
             "proctor_version": self.proctor_version,
             "created": self.created,
+            **({"run_id": self.run_id} if self.run_id else {}),
             "command": self.command,
             "model": self.model,
             "model_info": self.model_info,

@@ -1,0 +1,170 @@
+"""Settings that used to pass without a word (red team 11: 016, 063, 088, 089, 104, 105): a generation the
+server cut before its max_tokens is counted and warned; sampling switched on at temperature 0, or a token budget
+given twice with two values, is refused; a --var / --data-dir value no task read is warned; a copy of a run
+folder is refused by compare as the run itself, while a rerun of the same command compares."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from proctor.core.errors import ProctorError
+from proctor.core.run_overrides import RunOverrides, parse_gen_kwargs
+from tests.support.cli_runs import jsonl, run_in_process, run_proctor, write
+from tests.support.reply_faults import ToyLogprobServer
+
+ROWS = [
+    {"id": str(i), "question": f"Capital of {c}?", "answer": "Rome" if i % 2 else "Paris"} for i, c in enumerate("wxyz")
+]
+
+
+def _task(folder: Path, path: str = "qa.jsonl", data_folder: Path | None = None) -> Path:
+    jsonl((data_folder or folder) / "qa.jsonl", ROWS)
+    return write(
+        folder / "task.yaml",
+        f"""\
+        name: capitals
+        kind: generate
+        data: {{path: "{path}", id: id}}
+        prompt: "Q: {{{{ question }}}}\\nA:"
+        target: "{{{{ answer }}}}"
+        generation: {{max_tokens: 4, stop: ["\\n"]}}
+        metrics: [exact_match]
+        """,
+    )
+
+
+def _results(run: Path) -> dict:
+    return json.loads((run / "results.json").read_text())
+
+
+def _all_warnings(results: dict) -> list[str]:
+    return list(results.get("warnings", [])) + [w for t in results["tasks"].values() for w in t.get("warnings", [])]
+
+
+# ------------------------------------------------------------------ 016: 'length' before max_tokens
+def test_generations_a_server_cut_before_max_tokens_are_warned_and_counted(tmp_path):
+    task = _task(tmp_path / "t")
+    with ToyLogprobServer("length_cut_short", fault_on="scoring") as cut, ToyLogprobServer() as whole:
+        done = run_proctor("run", str(task), "--model", "openai:toy", "--base-url", cut.url, "-o", "cut", cwd=tmp_path)
+        control = run_proctor(
+            "run", str(task), "--model", "openai:toy", "--base-url", whole.url, "-o", "whole", cwd=tmp_path
+        )
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "4 of 4 generations stopped at the token limit ('length') before the max_tokens" in said, said[-3000:]
+    assert "1 of 4 tokens" in said  # the example: what came back against what was asked
+    found = _results(tmp_path / "cut")
+    assert found["tasks"]["capitals"]["outcomes"]["cut_short"]["count"] == 4
+    assert found["tasks"]["capitals"]["outcomes"]["cut_short"]["n"] == 4
+    assert any("stopped at the token limit" in w for w in _all_warnings(found))
+    assert control.returncode == 0, control.stderr[-3000:]
+    assert "token limit" not in control.stdout + control.stderr
+    assert "cut_short" not in _results(tmp_path / "whole")["tasks"]["capitals"].get("outcomes", {})
+
+
+# ------------------------------------------------------------------ 088, 089: contradictory generation flags
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("do_sample=true,temperature=0", "do_sample=true with temperature=0: temperature 0 decodes greedily"),
+        ("temperature=0.0,do_sample=True", "do_sample=true with temperature=0.0"),
+        ("do_sample=true", "do_sample=true without a temperature"),
+        ("do_sample=false,temperature=0.7", "do_sample=false with temperature=0.7"),
+        ("do_sample=yes", "do_sample takes true or false, got 'yes'"),
+    ],
+)
+def test_do_sample_that_contradicts_the_temperature_is_refused(tmp_path, given, expected):
+    task = _task(tmp_path / "t")
+    code, said = run_in_process(
+        ["run", str(task), "--model", "openai:toy", "--gen-kwargs", given, "-o", str(tmp_path / "o")]
+    )
+    assert code == 2 and expected in said, said
+    assert "Traceback" not in said and not (tmp_path / "o").exists()
+
+
+def test_do_sample_agreeing_with_the_temperature_is_read_as_that_temperature():
+    assert parse_gen_kwargs("do_sample=false") == {"temperature": 0.0}
+    assert parse_gen_kwargs("do_sample=true,temperature=0.7") == {"temperature": 0.7}
+    assert RunOverrides.from_flags(gen_kwargs="do_sample=true", temperature=0.5).gen_kwargs == {"temperature": 0.5}
+    with pytest.raises(ProctorError, match="do_sample=true with temperature=0.0"):
+        RunOverrides.from_flags(gen_kwargs="do_sample=true", temperature=0.0)
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        (["--gen-kwargs", "max_gen_toks=5", "--max-tokens", "10"], "--max-tokens 10 and --gen-kwargs give max_tokens"),
+        (["--gen-kwargs", "temperature=0.2", "--temperature", "0.5"], "--temperature 0.5 and --gen-kwargs give"),
+        (["--gen-kwargs", "top_p=0.9", "--top-p", "0.8"], "--top-p 0.8 and --gen-kwargs give top_p two values"),
+    ],
+)
+def test_one_setting_given_two_values_by_a_flag_and_gen_kwargs_is_refused(tmp_path, flags, expected):
+    task = _task(tmp_path / "t")
+    code, said = run_in_process(["run", str(task), "--model", "openai:toy", *flags, "-o", str(tmp_path / "o")])
+    assert code == 2 and expected in said, said
+
+
+def test_one_setting_given_the_same_value_twice_is_one_setting():
+    assert RunOverrides.from_flags(gen_kwargs="max_gen_toks=5", max_tokens=5).gen_kwargs == {"max_tokens": 5}
+
+
+# ------------------------------------------------------------------ 104, 105: values no task read
+def test_var_and_data_dir_values_that_no_task_read_are_warned_and_used_ones_are_not(tmp_path):
+    data = tmp_path / "data"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    plain = _task(tmp_path / "plain")
+    reads_var = _task(tmp_path / "reads", path="${PROCTOR_DATA}/qa.jsonl", data_folder=data)
+    with ToyLogprobServer() as server:
+        url = ["--model", "openai:toy", "--base-url", server.url]
+        unused = run_proctor(
+            "run", str(plain), *url, "-T", "NOPE=1", "--data-dir", str(elsewhere), "-o", "unused", cwd=tmp_path
+        )
+        # the task's own folder lies inside --data-dir: the file was the task folder's to read, not the flag's
+        inside = run_proctor("run", str(plain), *url, "--data-dir", str(tmp_path), "-o", "inside", cwd=tmp_path)
+        used = run_proctor("run", str(reads_var), *url, "--data-dir", str(data), "-o", "used", cwd=tmp_path)
+    said = unused.stdout + unused.stderr
+    assert unused.returncode == 0, said[-3000:]
+    assert "--var NOPE=1 had no effect: no task file of this run reads ${NOPE}" in said, said[-3000:]
+    assert f"--data-dir {elsewhere} had no effect" in said
+    recorded = _results(tmp_path / "unused")["warnings"]
+    assert any("NOPE=1 had no effect" in w for w in recorded) and any("--data-dir" in w for w in recorded)
+    assert inside.returncode == 0 and f"--data-dir {tmp_path} had no effect" in inside.stderr + inside.stdout
+    assert used.returncode == 0, used.stderr[-3000:]
+    assert "had no effect" not in used.stdout + used.stderr
+    assert not any("had no effect" in w for w in _results(tmp_path / "used").get("warnings", []))
+
+
+def test_a_data_dir_that_admits_an_absolute_data_path_is_used(tmp_path):
+    data = tmp_path / "data"
+    task = _task(tmp_path / "t", path=str(data / "qa.jsonl"), data_folder=data)
+    with ToyLogprobServer() as server:
+        code, said = run_in_process(
+            ["run", str(task), "--model", "openai:toy", "--base-url", server.url, "--data-dir", str(data)]
+            + ["-o", str(tmp_path / "o")]
+        )
+    assert code == 0 and "had no effect" not in said, said
+
+
+# ------------------------------------------------------------------ 063: a copy of a run folder
+def test_a_copy_of_a_run_is_refused_as_the_run_itself_and_a_rerun_compares(tmp_path):
+    task = _task(tmp_path / "t")
+    with ToyLogprobServer() as server:
+        for out in ("a", "rerun"):
+            done = run_proctor(
+                "run", str(task), "--model", "openai:toy", "--base-url", server.url, "-o", out, cwd=tmp_path
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    first, again = _results(tmp_path / "a")["run_id"], _results(tmp_path / "rerun")["run_id"]
+    assert first and first != again
+    done = run_proctor("compare", "a", "copy", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2 and f"copy is a copy of a: the same run (run id {first}" in said, said
+    assert "Traceback" not in said
+    done = run_proctor("compare", "a", "rerun", "-o", "ar.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
