@@ -148,8 +148,8 @@ def test_compare_prints_only_the_generation_keys_that_differ(tmp_path):
 
 # ------------------------------------------------------------------ 4. a rerun of the same command is two runs
 def test_a_rerun_of_the_same_command_compares(tmp_path):
-    """Two runs of one command within a second (a fake model: the same stamp and timings) are two runs. A byte copy
-    of a run folder cannot be told from such a rerun by its files (no run records a nonce), so it is not refused."""
+    """Two runs of one command within a second (a fake model: the same stamp and timings) are two runs: each has
+    its own run_id (a copy of a folder keeps it, and is refused: test_flags_said_not_silent)."""
     task = _gen_task(tmp_path / "t")
     with ToyLogprobServer() as server:
         _run(tmp_path, task, "a", server.url)
