@@ -185,6 +185,11 @@ def test_option_pointing_at_an_unseen_listing(tmp_path: Path, capsys: Any) -> No
     assert "8 row(s)" in hits[0]
     listed = _mc(LISTED, TEXTS, "{{ answer }}")  # the options listed under letters: what they point at is shown
     assert not _hits(tmp_path / "good", capsys, listed, "choices.refers-to-listing", **data)
+    # a word whose letters spell 'C or E' without the spaces is a word (ARC-Easy's 'core', CommonsenseQA's 'bore')
+    words = [{**row, "D": ["core", "bore", "dore"][i % 3]} for i, row in enumerate(MMLU)]
+    assert not _hits(
+        tmp_path / "words", capsys, cloze, "choices.refers-to-listing", **{"data.jsonl": jsonl_text(words)}
+    )
 
 
 SWAG = [

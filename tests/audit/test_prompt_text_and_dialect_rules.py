@@ -407,3 +407,25 @@ def test_an_lmeval_group_metric_not_every_member_computes(
         return
     line = _named(lines, "group.metric-not-shared")
     assert "a.yaml, field 'metrics'" in line and "'quiz_a'" in line and "acc_norm" in line, line
+    assert "lm-eval, whose group names the metric, averages the members that have it" in line, line
+
+
+def test_an_lmeval_group_is_read_for_the_metrics_it_averages_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group averages acc; one member also computes acc_norm, which is that member's own (lm-eval reports
+    no group acc_norm, and neither does proctor)."""
+    monkeypatch.chdir(tmp_path)
+    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in QUIZ]
+    files = {
+        "a.yaml": LM_MEMBER.replace("NAME", "quiz_a")
+        .replace("DATA", "a.jsonl")
+        .replace("METRICS", "  - metric: acc\n"),
+        "b.yaml": LM_MEMBER.replace("NAME", "quiz_b")
+        .replace("DATA", "b.jsonl")
+        .replace("METRICS", "  - metric: acc\n  - metric: acc_norm\n"),
+        "suite.yaml": LM_GROUP.replace("acc_norm", "acc"),
+        "a.jsonl": jsonl_text(rows),
+        "b.jsonl": jsonl_text(rows[::-1]),
+    }
+    _silent(audit_lines(tmp_path, files, capsys, [str(tmp_path)]), "group.metric-not-shared")

@@ -186,6 +186,10 @@ def test_unsorted_options_numbers_and_a_kept_answer_text_are_silent(tmp_path, ca
     # the rows hold their answer text, which the gold names: labelled after the sort
     kept = _sorted_rows(lambda options, label: {"answer_text": options[label]})
     assert not _lines(tmp_path / "kept", capsys, SORTED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(kept)})
+    # one label set listed in every row, alphabetical as it happens (a "choices column per row" NLI layout)
+    labels = ["contradiction", "entailment", "neutral"]
+    nli = [{"id": f"p{i}", "q": f"Premise {i}. Hypothesis {i}?", "options": labels, "label": i % 3} for i in range(60)]
+    assert not _lines(tmp_path / "nli", capsys, SORTED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(nli)})
 
 
 TSV_TASK = """\

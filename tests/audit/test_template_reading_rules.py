@@ -490,3 +490,19 @@ def test_a_byte_order_mark_or_carriage_returns_in_prompts_are_named(change, wher
     lines = _lines(tmp_path, capsys, rows, prompt="{{ query }}\nAnswer:", choices="{{ choices }}", target="{{ gold }}")
     found = [x for x in lines if "[text.damaged]" in x]
     assert [where in x for x in found] == ([True] if where else []), lines
+
+
+def test_the_readers_own_file_fields_are_not_a_dropped_part(tmp_path, capsys):
+    """A glob's rows carry '_file' (the file's stem) and '_source' (its path below the glob), so '_file' is always
+    the first part of '_source': a prompt naming the subject by its file (MMLU's local copy) drops nothing."""
+    task = (
+        "name: quiz\nkind: multiple_choice\ndata: {path: 'parts/*_test.csv', columns: [q, a, b, answer]}\n"
+        "prompt: \"About {{ _file | replace('_test', '') }}: {{ q }}\\nAnswer:\"\n"
+        'choices: "{{ [a, b] }}"\ntarget: "{{ \'AB\'.index(answer) }}"\n'
+    )
+    files = {"t.yaml": task}
+    for subject in ("algebra", "biology"):
+        files[f"parts/{subject}_test.csv"] = "".join(
+            f"Question {i} of {subject}?,yes,no,{'AB'[i % 2]}\n" for i in range(6)
+        )
+    assert not [x for x in audit_lines(tmp_path, files, capsys) if f"[{DROPS_PART}]" in x]

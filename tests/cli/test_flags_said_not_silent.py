@@ -55,14 +55,16 @@ def test_generations_a_server_cut_before_max_tokens_are_warned_and_counted(tmp_p
         )
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
-    assert "4 of 4 generations stopped at the token limit ('length') before the max_tokens" in said, said[-3000:]
+    assert "4 of 4 generations ended with finish_reason 'length' after fewer tokens than the max_tokens" in said, said[
+        -3000:
+    ]
     assert "1 of 4 tokens" in said  # the example: what came back against what was asked
     found = _results(tmp_path / "cut")
     assert found["tasks"]["capitals"]["outcomes"]["cut_short"]["count"] == 4
     assert found["tasks"]["capitals"]["outcomes"]["cut_short"]["n"] == 4
-    assert any("stopped at the token limit" in w for w in _all_warnings(found))
+    assert any("finish_reason 'length' after fewer tokens" in w for w in _all_warnings(found))
     assert control.returncode == 0, control.stderr[-3000:]
-    assert "token limit" not in control.stdout + control.stderr
+    assert "finish_reason 'length'" not in control.stdout + control.stderr
     assert "cut_short" not in _results(tmp_path / "whole")["tasks"]["capitals"].get("outcomes", {})
 
 
@@ -168,3 +170,31 @@ def test_a_copy_of_a_run_is_refused_as_the_run_itself_and_a_rerun_compares(tmp_p
     assert "Traceback" not in said
     done = run_proctor("compare", "a", "rerun", "-o", "ar.json", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ provenance that names one server once
+def test_one_server_spelled_two_ways_is_one_server_and_two_servers_are_two():
+    from proctor.engine.provenance_warnings import address_warning
+
+    def attempts(first: dict, second: dict) -> list[dict]:
+        return [{**first, "responses": {"computed": 5}}, second]
+
+    slash = attempts({"base_url": "http://127.0.0.1:8000/v1"}, {"base_url": "http://127.0.0.1:8000/v1/"})
+    assert address_warning(slash, 5, 3) is None
+    # an earlier version recorded the command line, credentials and all; this one records the address masked
+    masked = attempts(
+        {"command": ["proctor", "run", "--base-url", "http://u:secret@Host:8000/v1"]},
+        {"base_url": "http://u:***@host:8000/v1"},
+    )
+    assert address_warning(masked, 5, 3) is None
+    other = attempts({"base_url": "http://127.0.0.1:8000/v1"}, {"base_url": "http://127.0.0.1:8001/v1"})
+    assert "5 answers were stored by an earlier attempt against http://127.0.0.1:8000/v1" in address_warning(
+        other, 5, 3
+    )
+
+
+def test_pace_options_of_a_plugin_backend_are_information():
+    from proctor.runs.task_settings import inert_options
+
+    assert {"concurrency", "timeout", "deadline", "max_retries", "backoff"} <= inert_options("a-plugin-backend")
+    assert "revision" not in inert_options("a-plugin-backend") and "base_url" in inert_options("openai")

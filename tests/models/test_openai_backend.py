@@ -259,8 +259,9 @@ def test_a_reply_without_choices_is_one_clear_error(reply, tmp_path):
     with FixedReplyServer(reply) as srv:
         args = ["run", str(QUICKSTART), "--model", "openai:m", "--base-url", srv.url, "--limit", "2", "-o", "run"]
         message = proctor_error(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
-    named = "'choices'" in message or "'error'" in message  # a reply with an error object: the error
-    assert f"{srv.url}/completions sent a wrong reply" in message and named or "(the reply)" in message
+    # the field named: 'choices', the error object, or the reply itself where it is no object
+    field = "'(the reply)'" if isinstance(reply, list) else "'error'" if "error" in reply else "'choices'"
+    assert f"{srv.url}/completions sent a wrong reply" in message and field in message, message
     if isinstance(reply, dict) and "error" in reply:  # the server's own message, quoted
         assert "'error' is the server's error: 'overloaded'" in " ".join(message.split())
     assert not (tmp_path / "run" / "results.json").exists()

@@ -79,6 +79,14 @@ def test_a_batch_that_mixes_its_prompts_up_passes_with_one_prompt_per_request():
     assert [r.logprob for r in got] == pytest.approx(expected())
 
 
+def test_a_batch_whose_kernels_move_one_position_by_a_bfloat16_step_passes():
+    """A correct bf16 server is not batch-invariant: one position a quarter of a nat off is its noise, not
+    another prompt's numbers (which move most positions, or one by whole nats: the crosstalk fault above)."""
+    with MoreFaultServer("batch_bf16_step") as srv:
+        got = toy_model(srv.url, loglikelihood="echo").loglikelihood(REQUESTS)
+    assert [r.logprob for r in got] == pytest.approx(expected(), abs=0.26)  # a context position, or the continuation's
+
+
 def test_the_batch_cross_check_costs_two_requests_once():
     with MoreFaultServer() as srv:
         model = toy_model(srv.url, loglikelihood="echo", batch=2)
@@ -102,6 +110,18 @@ def test_the_top_logprobs_mode_refuses_a_next_token_distribution_that_is_none(fa
         except ReplyError as exc:
             assert says in str(exc)
             raise
+
+
+def test_a_token_generated_far_below_the_first_at_temperature_0_is_refused_and_a_flipped_near_tie_is_not():
+    """OpenAI's /completions refuses min_tokens; there the generated token is checked against the list: three nats
+    below the first is a server that sampled, a near-tie flipped is what a hosted API does at temperature 0."""
+    far = pytest.raises(ReplyError, match="although greedy decoding \\(temperature 0\\) was asked for")
+    with MoreFaultServer("next_token_far_from_greedy") as srv, far:
+        toy_model(srv.url, loglikelihood="top_logprobs").loglikelihood(REQUESTS[:1])
+    with MoreFaultServer("next_token_near_greedy") as srv:
+        (got,) = toy_model(srv.url, loglikelihood="top_logprobs").loglikelihood(REQUESTS[:1])
+        assert any(b.get("min_tokens") is not None for _, b in srv.requests)  # refused, then sent without
+    assert got.logprob < 0
 
 
 # ------------------------------------------------------------------ what real servers send passes

@@ -66,6 +66,11 @@ def test_echo_needs_the_prompt_not_a_short_coincidence():
     assert is_echo("Q: Capital of France? (0)", "Q: Capital of France? (0)\nA:")
     assert is_echo("Question: x y z?\nAnswer: Paris", "Question: x y z?\nAnswer:")
     assert not is_echo("Paris", "Paris is the capital of")
+    # a summary that copies the article's lead sentence answers; the article's first line echoed does not
+    article = "(CNN) -- The Palestinian Authority became the 123rd member of the court on Wednesday. It was"
+    lead = "(CNN) -- The Palestinian Authority became the 123rd member of the court on Wednesday."
+    assert not is_echo(lead, article + " formal.\n\nTL;DR:")
+    assert is_echo(lead, lead + "\nMore text of the article.\n\nTL;DR:")
     assert is_echo("Tell me a joke please", '<|proctor:chat|>[{"role": "user", "content": "Tell me a joke please"}]')
 
 

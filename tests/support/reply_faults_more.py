@@ -118,6 +118,19 @@ def _crosstalk(reply: dict, body: dict) -> dict:
     return reply
 
 
+def _bf16_step(reply: dict, body: dict) -> dict:
+    """A correct server whose kernels differ by batch shape: in a batch, one position of each prompt moved by a
+    quarter of a nat (a bfloat16 logit's step around 32), its top entry with it."""
+    choices = reply["choices"]
+    if not body.get("echo") or len(choices) < 2:
+        return reply
+    for choice in choices:
+        lp = choice["logprobs"]
+        lp["token_logprobs"][2] -= 0.25
+        lp["top_logprobs"][2] = {lp["tokens"][2]: lp["token_logprobs"][2]}
+    return reply
+
+
 def _next_token(change: Callable[[dict], None]) -> Callable[[dict, dict], dict]:
     """``change`` applied to the next-token ``logprobs`` of a generation with ``logprobs`` (the top mode)."""
 
@@ -125,6 +138,25 @@ def _next_token(change: Callable[[dict], None]) -> Callable[[dict, dict], dict]:
         if body.get("logprobs") and not body.get("echo"):
             for choice in reply["choices"]:
                 change(choice["logprobs"])
+        return reply
+
+    return apply
+
+
+def _not_greedy(gap: float) -> Callable[[dict, dict], object]:
+    """A server that refuses ``min_tokens`` (OpenAI's) and, at temperature 0, generates the second token of its
+    list, ``gap`` nats below the first."""
+
+    def apply(reply: dict, body: dict) -> object:
+        if body.get("min_tokens") is not None:
+            return 400, {"error": {"message": "Unrecognized request argument supplied: min_tokens"}}
+        if body.get("logprobs") and not body.get("echo"):
+            for choice in reply["choices"]:
+                top = choice["logprobs"]["top_logprobs"][0]
+                first, second = sorted(top, key=top.__getitem__, reverse=True)[:2]
+                top[second] = top[first] - gap
+                choice["text"] = second
+                choice["logprobs"].update(tokens=[second], token_logprobs=[top[second]])
         return reply
 
     return apply
@@ -162,7 +194,10 @@ MORE_FAULTS: dict[str, Callable[[dict, dict], object]] = {
     "duplicate_choices": lambda r, b: json.dumps(r)
     .replace('"choices":', '"choices": [{"index": 0, "text": " B", "finish_reason": "stop"}], "choices":', 1)
     .encode(),
+    "next_token_far_from_greedy": _not_greedy(3.0),
     # controls: replies real servers send
+    "next_token_near_greedy": _not_greedy(0.05),  # a near-tie flipped (hosted APIs are not exactly argmax)
+    "batch_bf16_step": _bf16_step,
     "top_rounded": _echo(_rounded),
     "top_one_collision": _echo(_one_collision),
     "pl_real_ranks": _prompt_entries(_real_ranks),
@@ -211,5 +246,6 @@ class MoreFaultServer(ToyLogprobServer):
             return reply
         in_check = SELF_CHECK_MARK in json.dumps(body)
         if self.more and in_check == (self.fault_on == "self_check"):
-            return 200, MORE_FAULTS[self.more](reply, body)
+            out = MORE_FAULTS[self.more](reply, body)
+            return out if isinstance(out, tuple) else (200, out)
         return 200, reply

@@ -13,6 +13,7 @@ from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject
 from proctor.audit.target_rules import as_template, template_fields
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.reserved_names import RESERVED
 
 # more than probe_rows.PROBE_ROWS, on purpose: each value of a flag must show in a share of the rows (MIN_SHARE),
 # and only the fields are read, which is cheap
@@ -177,9 +178,9 @@ def unread_rest(subject: AuditSubject) -> Iterator[Hit]:
     pairs = [
         (whole, part)
         for whole in first
-        if whole not in read
+        if whole not in read and whole not in RESERVED  # the reader's own fields: _file is _source's stem
         for part in read
-        if part in first and _continues(first[whole], first[part]) is not None
+        if part in first and part not in RESERVED and _continues(first[whole], first[part]) is not None
     ]
     prompts = subject.prompt_texts
     for whole, part in pairs:

@@ -23,13 +23,27 @@ from proctor.core.audit import AuditRule, Hit
 _LISTED = re.compile(r"^[ \t]*[(（]?[A-Ja-j1-9][.)．）:：][ \t]*\S", re.MULTILINE)
 
 
+_WORD = re.compile(r"[A-Za-z]+")
+
+
 def _refers(choice: str) -> bool:
-    return choice.isascii() and len(choice) < 60 and cheap_key(choice) in REFERRING_KEYS
+    """A cheap key drops spaces, so 'C or E' and the word 'core' share one ('core', ARC-Easy; 'bore',
+    CommonsenseQA): a referring option is two words at least."""
+    return (
+        choice.isascii()
+        and len(choice) < 60
+        and cheap_key(choice) in REFERRING_KEYS
+        and len(_WORD.findall(choice)) >= 2
+    )
 
 
 def referring_choices(subject: AuditSubject) -> Iterator[Hit]:
     texts = subject.prompt_texts
-    unlisted = [i for i in subject.scan.referring_choices if len(_LISTED.findall(texts[i])) < 2]
+    unlisted = [
+        i
+        for i in subject.scan.referring_choices
+        if len(_LISTED.findall(texts[i])) < 2 and any(_refers(c) for c in subject.samples[i].choices)
+    ]
     if unlisted:
         sample = subject.samples[unlisted[0]]
         choice = next(c for c in sample.choices if _refers(c))

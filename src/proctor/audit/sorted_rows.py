@@ -5,12 +5,14 @@ for four), so a task whose rows are nearly all sorted was sorted after it was la
 with the options, it names another option in most rows.
 
 Numbers are left alone (a maths set lists its answers in order by design), and so are rows of two options (sorted
-half the time by chance) and a row whose own answer text is its gold choice (the key was moved with the options).
+half the time by chance), a row whose own answer text is its gold choice (the key was moved with the options) and
+one label set that most rows list (NLI's 'contradiction, entailment, neutral' is in order in every row).
 On real ARC, OpenBookQA, CommonsenseQA, HellaSwag and MMLU rows at most a third of the rows are in order."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit.prompt_shape_rules import in_option_order
@@ -85,6 +87,9 @@ def sorted_options(subject: AuditSubject) -> Iterator[Hit]:
             continue
         if len(eligible) < MIN_ROWS:
             continue
+        sets = Counter(tuple(_key(t) for t in items) for _, items in eligible)
+        if sets.most_common(1)[0][1] * 2 >= len(eligible):
+            continue  # one label set in every row (NLI's contradiction, entailment, neutral): its order is the set's
         orders = [_order(items) for _, items in eligible]
         direction = 1 if orders.count(1) >= orders.count(-1) else -1
         ordered = [(i, items) for (i, items), o in zip(eligible, orders) if o == direction]

@@ -8,6 +8,10 @@ from typing import Any, Mapping
 
 from proctor.core.task_spec import TaskSpec
 
+# ``Task.resources`` key: group -> the metric names the group's own definition says it averages (lm-eval's
+# aggregate_metric_list), where a dialect knows them; a group absent from it averages every shared metric
+GROUP_METRICS = "group_metrics"
+
 
 @dataclass(frozen=True)
 class Task:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
 
+from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model
 from proctor.runs.run_results import RunResults
 from proctor.runs.store import CACHE_ENV, Lookup
@@ -69,7 +71,19 @@ def origin_warnings(asked: str, origins: Mapping[str, Mapping[str, int]] | None)
 
 
 def _address(attempt: Mapping[str, object]) -> str | None:
-    """The server address an attempt asked (recorded since this version; else read from its command line)."""
+    """The server address an attempt asked (recorded since this version; else read from its command line), as
+    one server is spelled whichever way it was typed: credentials masked (an earlier attempt's command line may
+    hold them), no trailing slash, scheme and host in lower case."""
+    found = _given_address(attempt)
+    if found is None:
+        return None
+    parts = urlsplit(mask_url_credentials(found).rstrip("/"))
+    if not parts.scheme or not parts.netloc:
+        return found.rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, parts.fragment))
+
+
+def _given_address(attempt: Mapping[str, object]) -> str | None:
     recorded = attempt.get("base_url")
     if isinstance(recorded, str):
         return recorded

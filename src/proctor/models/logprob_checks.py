@@ -71,11 +71,17 @@ def check_agreement(found: Sequence[tuple[str, str, float, float]], compared: in
     )
 
 
+# nats by which another token may outrank the one generated at temperature 0: hosted APIs are not exactly argmax
+# (batch-dependent kernels, speculative decoding) and near-ties flip, which changes no score read from the list;
+# a token e times less likely than the first is a server that sampled where greedy decoding was asked for
+GREEDY_SLACK = 1.0
+
+
 def check_greedy(token: str, own: float, top: Mapping[str, float], where: Where, field: str) -> None:
     """Under greedy decoding (temperature 0) the generated ``token`` is the most likely: none of ``top`` is above
-    it by more than rounding."""
+    it by more than ``GREEDY_SLACK``."""
     best = max(top, key=top.__getitem__, default=None)
-    if best is not None and best != token and top[best] > own and _differ(top[best], own):
+    if best is not None and best != token and top[best] - own > GREEDY_SLACK:
         raise where.error(
             f"{field}[{best!r}]",
             f"is {top[best]}, above the generated token {token!r} ({own}) although greedy decoding (temperature 0) "

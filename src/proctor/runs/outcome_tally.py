@@ -51,13 +51,14 @@ KINDS: dict[str, Kind] = {
     "empty": Kind(WARN_SHARE, "generations were empty", "they were scored as wrong answers"),
     "cut_short": Kind(
         WARN_SHARE,
-        "generations stopped at the token limit ('length') before the max_tokens asked for ({example})",
-        "something else cut them (the model's window, a server's own cap) and the cut answers were scored",
+        "generations ended with finish_reason 'length' after fewer tokens than the max_tokens asked for ({example})",
+        "a limit other than the task's stopped them (the model's window, a server's own cap) or the reply miscounts; "
+        "an answer cut short is scored as it is (see samples.jsonl 'generation')",
     ),
     "echo": Kind(
         WARN_SHARE,
         "generations start with their own prompt ({example})",
-        "the server echoed the prompt before the answer, and the whole text was scored",
+        "the server echoed the prompt (or the model repeated it) before any answer, and the whole text was scored",
     ),
     "stray_characters": Kind(
         WARN_SHARE,
@@ -67,7 +68,8 @@ KINDS: dict[str, Kind] = {
     "not_nfc": Kind(
         WARN_SHARE,
         "generations are not in Unicode form NFC ({example})",
-        "decomposed accents differ from the references' letters in exact comparisons",
+        "a letter written in another form (a decomposed accent, a precomposed Devanagari nukta) differs from the "
+        "references' letters in exact comparisons",
     ),
     "think_marker": Kind(
         WARN_SHARE,
@@ -168,7 +170,10 @@ def is_echo(answer: str, prompt: str) -> bool:
     a, p = answer.strip(), _prompt_text(prompt).strip()
     if len(a) < ECHO_MIN or len(p) < ECHO_MIN:
         return False
-    return a.startswith(p) or (p.startswith(a) and len(a) >= min(len(p), 2 * ECHO_MIN))
+    # a prefix counts only when it is the prompt's whole first line(s): a summary may copy an article's lead
+    # sentence, and that is the model's answer, not an echo
+    first_lines = p.startswith(a) and p[len(a) : len(a) + 1] in ("", "\n")
+    return a.startswith(p) or (first_lines and len(a) >= min(len(p), 2 * ECHO_MIN))
 
 
 class OutcomeTally:

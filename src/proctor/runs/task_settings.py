@@ -58,11 +58,16 @@ class SettingDiffers(TypedDict):
     b: object  # in the second
 
 
+# how a backend paces its calls changes no answer, whatever the backend: a plug-in backend that declares nothing
+# still records these as information (as every backend did before backends declared their own)
+PACE_OPTIONS = frozenset({"concurrency", "timeout", "deadline", "max_retries", "backoff"})
+
+
 def inert_options(backend: object) -> frozenset[str]:
     """The options the backend named ``backend`` (hf, openai, ...) declares unable to change a request or an
-    answer (``ModelBackend.inert_options``); none for a backend not registered here."""
+    answer (``ModelBackend.inert_options``), and the pace options of any backend."""
     found = registry().model_backends.get(str(backend)) if backend is not None else None
-    return found.inert_options if found is not None else frozenset()
+    return (found.inert_options if found is not None else frozenset()) | PACE_OPTIONS
 
 
 def _split_info(read: ReadSettings, recorded: object) -> None:

@@ -33,6 +33,9 @@ class Leaf:
     config: TaskConfig
     source: Path | None
     groups: list[tuple[str, bool]] = field(default_factory=list)  # (group, weight_by_size), innermost first
+    # group -> the metrics its aggregate_metric_list names (lm-eval averages those only): the audit's
+    # group.metric-not-shared reads them (core/task.GROUP_METRICS)
+    group_metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> TaskManager:
@@ -136,16 +139,25 @@ def _check_supported(config: TaskConfig, source: Path | None, name: str) -> None
         )
 
 
-def _walk(node: object, above: list[tuple[str, bool]], out: list[Leaf], spec: str = "") -> None:
+def _walk(
+    node: object,
+    above: list[tuple[str, bool]],
+    out: list[Leaf],
+    spec: str = "",
+    aggregated: dict[str, tuple[str, ...]] | None = None,
+) -> None:
     from lm_eval.api.group import Group
 
+    aggregated = aggregated or {}
     if isinstance(node, Group):
         groups = above
         if node.aggregate_metric_list:
             weighted = all(bool(a.weight_by_size) for a in node.aggregate_metric_list)
             groups = [(str(node.name), weighted), *above]
+            named = tuple(dict.fromkeys(str(a.metric) for a in node.aggregate_metric_list))
+            aggregated = {**aggregated, str(node.name): named}
         for child in node:
-            _walk(child, groups, out, spec)
+            _walk(child, groups, out, spec, aggregated)
         return
     captured = getattr(node, "captured", None)
     if captured is None:  # lm-eval built a task file's own class ('class: !function ...') instead of a YAML task
@@ -176,7 +188,7 @@ def _walk(node: object, above: list[tuple[str, bool]], out: list[Leaf], spec: st
             field="task",
         )
     _check_supported(config, source, captured.task_name)
-    out.append(Leaf(captured.task_name, config, source, list(above)))
+    out.append(Leaf(captured.task_name, config, source, list(above), dict(aggregated)))
 
 
 def _file_of(spec: str | Path, tm: TaskManager) -> str | None:

@@ -45,10 +45,13 @@ from proctor.models.reply_checks import (
 log = logging.getLogger(__name__)
 
 SELF_CHECK_TEXT = "The capital of France is"
-# The same prompt scored alone and inside a batch: kernels may differ by batch shape (float16/bfloat16 noise, far
-# under a tenth of a nat); another prompt's log-probs differ by whole nats.
+# The same prompt scored alone and inside a batch: kernels may differ by batch shape (float16/bfloat16 noise: most
+# positions far under a tenth of a nat, a rare one where a logit moves by one bfloat16 step, up to a quarter of a
+# nat); another prompt's log-probs differ by whole nats. So the server is refused where one position differs by
+# more than BATCH_FAR_ABS (+ BATCH_SLACK_REL), or most positions by more than BATCH_SLACK_ABS.
 BATCH_SLACK_ABS = 0.1
 BATCH_SLACK_REL = 0.02
+BATCH_FAR_ABS = 1.0
 
 
 def _split(r: LoglikelihoodRequest) -> tuple[str, str]:
@@ -287,16 +290,19 @@ class OpenAIScoring:
             batched = parsed[k]
             if alone is None or batched is None:
                 continue  # a missing reply is named where it is read
-            for i, (a, b) in enumerate(zip(alone.logprobs, batched.logprobs)):
-                if a is not None and b is not None and abs(a - b) > BATCH_SLACK_ABS + BATCH_SLACK_REL * abs(a):
-                    field = "logprobs.token_logprobs" if mode == "echo" else "prompt_logprobs"
-                    at = self._where("/completions", prompts[k], f"prompt {k} of a request of {n}")
-                    raise at.error(
-                        f"choices[{k}].{field}[{i}]",
-                        f"is {b} in a request of {n} prompts but {a} when the same prompt is sent alone: the server "
-                        "mixes up the prompts of one request (its batching). Score one prompt per request with "
-                        "--model-arg batch=1",
-                    )
+            pairs = [(i, a, b) for i, (a, b) in enumerate(zip(alone.logprobs, batched.logprobs)) if None not in (a, b)]
+            apart = [(i, a, b) for i, a, b in pairs if abs(a - b) > BATCH_SLACK_ABS + BATCH_SLACK_REL * abs(a)]
+            far = [(i, a, b) for i, a, b in apart if abs(a - b) > BATCH_FAR_ABS + BATCH_SLACK_REL * abs(a)]
+            if far or 2 * len(apart) > len(pairs):
+                i, a, b = (far or apart)[0]
+                field = "logprobs.token_logprobs" if mode == "echo" else "prompt_logprobs"
+                at = self._where("/completions", prompts[k], f"prompt {k} of a request of {n}")
+                raise at.error(
+                    f"choices[{k}].{field}[{i}]",
+                    f"is {b} in a request of {n} prompts but {a} when the same prompt is sent alone ({len(apart)} of "
+                    f"{len(pairs)} positions differ): the server mixes up the prompts of one request (its batching). "
+                    "Score one prompt per request with --model-arg batch=1",
+                )
 
     def _top_one(self, pair: tuple[str, str]) -> LoglikelihoodResult:
         context, continuation = pair
