@@ -198,3 +198,21 @@ def test_pace_options_of_a_plugin_backend_are_information():
 
     assert {"concurrency", "timeout", "deadline", "max_retries", "backoff"} <= inert_options("a-plugin-backend")
     assert "revision" not in inert_options("a-plugin-backend") and "base_url" in inert_options("openai")
+
+
+# ------------------------------------------------------------------ 186: what the command line asked is not the file's
+def test_num_fewshot_0_beside_a_fewshot_source_is_not_blamed_on_the_task_file(tmp_path):
+    task = _task(tmp_path / "t")
+    jsonl(tmp_path / "t" / "dev.jsonl", ROWS)
+    text = task.read_text().replace(
+        "metrics: [exact_match]", "metrics: [exact_match]\nfewshot: {source: {path: dev.jsonl, id: id}, count: 2}"
+    )
+    task.write_text(text)
+    with ToyLogprobServer() as server:
+        url = ["--model", "openai:toy", "--base-url", server.url]
+        code, said = run_in_process(["run", str(task), *url, "--num-fewshot", "0", "-o", str(tmp_path / "zero")])
+        assert code == 0 and "fewshot.settings" not in said, said
+        text = task.read_text().replace("count: 2", "count: 0")  # the file itself asks for none: said
+        task.write_text(text)
+        code, said = run_in_process(["run", str(task), *url, "-o", str(tmp_path / "file")])
+    assert code == 0 and "[fewshot.settings]" in said and "fewshot.count is 0" in said, said

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import string
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
+from proctor.core.task import OVERRIDDEN
 from proctor.data.sources import Sample
 
 
@@ -51,6 +53,18 @@ def _distinct(rows: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return {t: i for t, i in owner.items() if t not in shared}
 
 
+_NOT_CONTENT = frozenset({"id", "_row", "_file", "_source", "_path"})
+
+
+def _twin(fields: Mapping[str, object], shot: object) -> bool:
+    """The example is the row itself under another id: every field but the ids and the reader's equal."""
+    other = getattr(shot, "fields", None)
+    if not isinstance(other, Mapping):
+        return False
+    keys = (set(fields) | set(other)) - _NOT_CONTENT
+    return bool(keys) and all(fields.get(k) == other.get(k) for k in keys)
+
+
 def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
     fewshot = subject.spec.fewshot
     if fewshot is None or not fewshot.count or not subject.pool:
@@ -76,15 +90,19 @@ def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
 
     shared = shown_itself = 0
     first = None
-    for sample in subject.samples:
-        own = _texts(sample.sample.fields)
-        if not own:
+    owned = [_texts(sample.sample.fields) for sample in subject.samples]
+    # a long text several evaluated rows hold (a passage every question shares) is the task's, not a row's: an
+    # example showing it shows no copy of the row
+    counts = Counter(t for texts in owned for t in texts)
+    for sample, texts in zip(subject.samples, owned):
+        if not texts:
             continue
+        own = {t for t in texts if counts[t] == 1}
         if not subject.pool_is_own and any(t in pool_texts for t in own):
             shared += 1
             first = first or sample.sample
         # the row itself among its own examples: a copy under another id (or a twin row in the task's own data)
-        if any(own & texts_of(shot) for shot in sample.shots):
+        if any(own & texts_of(shot) or _twin(sample.sample.fields, by_id.get(shot)) for shot in sample.shots):
             shown_itself += 1
             first = first or sample.sample
     if first is not None:
@@ -120,6 +138,8 @@ def fewshot_settings(subject: AuditSubject) -> Iterator[Hit]:
     if fewshot is None:
         return
     if not fewshot.count and fewshot.source is not None:
+        if "fewshot" in subject.task.resources.get(OVERRIDDEN, ()):
+            return  # --num-fewshot 0 asked for no example: the file's source is not the file's mistake
         yield subject.at_line(
             "fewshot",
             "fewshot.source is given but fewshot.count is 0: no example is shown (--num-fewshot N sets the count)",

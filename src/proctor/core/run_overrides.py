@@ -17,7 +17,7 @@ from typing import Any, Mapping, overload
 from pydantic import ValidationError
 
 from proctor.core.errors import ProctorError
-from proctor.core.task import Task
+from proctor.core.task import OVERRIDDEN, Task
 from proctor.core.task_spec import GenerationSpec
 
 # lm-evaluation-harness's generation keyword names -> proctor's GenerationSpec fields
@@ -262,7 +262,8 @@ def with_spec_changes(task: Task, **changes: object) -> Task:
     spec = type(task.spec).model_validate(
         {**fields, **{k: v if k == "handler" else _dump(v) for k, v in changes.items()}}
     )
-    return dataclasses.replace(task, spec=spec)
+    overridden = frozenset(task.resources.get(OVERRIDDEN, ())) | frozenset(changes)
+    return dataclasses.replace(task, spec=spec, resources={**task.resources, OVERRIDDEN: overridden})
 
 
 def _dump(value: object) -> object:

@@ -11,6 +11,9 @@ from proctor.core.task_spec import TaskSpec
 # ``Task.resources`` key: group -> the metric names the group's own definition says it averages (lm-eval's
 # aggregate_metric_list), where a dialect knows them; a group absent from it averages every shared metric
 GROUP_METRICS = "group_metrics"
+# ``Task.resources`` key: the spec fields a run-time override rewrote (``with_spec_changes``), so a check of the task
+# file does not blame the file for what the command line asked (``--num-fewshot 0`` beside a fewshot.source)
+OVERRIDDEN = "overridden"
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,12 @@ KINDS: dict[str, Kind] = {
         "a limit other than the task's stopped them (the model's window, a server's own cap) or the reply miscounts; "
         "an answer cut short is scored as it is (see samples.jsonl 'generation')",
     ),
+    "at_limit": Kind(
+        0.9,  # some answers of any model run to the limit; nearly all of them is the budget, not the model
+        "scored generations stopped at their max_tokens before a stop string or the end of the text ({example})",
+        "their answers may be cut off: a task whose answer comes at the end (a chain of thought) needs a larger "
+        "max_tokens",
+    ),
     "echo": Kind(
         WARN_SHARE,
         "generations start with their own prompt ({example})",
@@ -228,7 +234,10 @@ class OutcomeTally:
             self._judged(record)
             if record.get("mc_format") == "generate" and "extracted" in record:
                 self._count("no_letter").add(record["extracted"] is None)
-            elif isinstance(record.get("parsed"), bool) and isinstance(text := record.get("generation"), str):
+                continue  # a lettered reply is read from its first tokens, whatever follows
+            if isinstance(record.get("finish_reason"), str) and isinstance(record.get("generation"), str):
+                self._count("at_limit").add(record["finish_reason"] == "length", _shown(record["generation"]))
+            if isinstance(record.get("parsed"), bool) and isinstance(text := record.get("generation"), str):
                 self._count("unread").add(not record["parsed"] and bool(text.strip()), _shown(text))
 
     def _choices(self, record: Mapping[str, Any]) -> None:
