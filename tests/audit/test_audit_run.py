@@ -168,3 +168,38 @@ def test_a_group_whose_tasks_share_no_metric_says_why_it_has_no_number(tiny_mode
     assert saved["groups"]["suite"]["metrics"] == {}  # acc and exact_match: nothing to average
     said = "group 'suite': its tasks (mc, ge) share no metric"
     assert any(w.startswith(said) for w in saved["warnings"]) and said in output
+
+
+def test_a_chat_template_that_leaves_out_the_system_message_is_found_once_the_model_loads(tiny_model_dir, tmp_path):
+    """A template that skips the system role: --system-prompt never reaches the model, though the run records it.
+    SmolLM2's own template renders every message: nothing found (red team 12, 117)."""
+    import shutil
+
+    skipping = tmp_path / "skips-system"
+    shutil.copytree(tiny_model_dir, skipping)
+    (skipping / "chat_template.jinja").write_text(
+        "{% for m in messages %}{% if m['role'] != 'system' %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] "
+        "+ '<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+        "{% endif %}"
+    )
+    config = skipping / "tokenizer_config.json"
+    if config.exists():  # the template file is the one the tokenizer reads
+        settings = __import__("json").loads(config.read_text())
+        settings.pop("chat_template", None)
+        config.write_text(__import__("json").dumps(settings))
+    jsonl(tmp_path / "quiz" / "data.jsonl", QUESTIONS)
+    write(tmp_path / "quiz" / "task.yaml", CHAT_QUIZ)
+    flags = ["--chat-template", "on", "--system-prompt", "Answer with one word."]
+    for model, out in ((skipping, "a"), (tiny_model_dir, "b")):
+        code, output = run_in_process(
+            ["run", str(tmp_path / "quiz"), "-m", str(model), "-o", str(tmp_path / out), *flags]
+        )
+        assert code == 0, output
+        found = [
+            f for f in results(tmp_path / out)["tasks"]["quiz"].get("audit") or [] if f["rule"] == "chat.drops-messages"
+        ]
+        if model is skipping:
+            assert found and found[0]["field"] == "system_prompt" and "leaves out the system message" in output, output
+            assert "'Answer with one word.'" in found[0]["message"]
+        else:
+            assert not found, found

@@ -115,6 +115,46 @@ def _special_tokens_in_rows(subject: ModelSubject) -> Iterator[Hit]:
         return
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _dropped_messages(subject: ModelSubject) -> Iterator[Hit]:
+    """A chat template that leaves messages out of the text it renders (one that skips the system role, one that
+    renders only the last turn): the system prompt or the few-shot turns the run records as given never reach the
+    model. The first prompt of two messages or more is rendered and each message's text looked for in it."""
+    render = getattr(subject.model, "apply_chat_template", None)
+    first = next((s for s in subject.samples if s.prompt.messages and len(s.prompt.messages) >= 2), None)
+    if not subject.use_chat or not callable(render) or first is None:
+        return
+    try:
+        text = render(first.prompt.chat_messages())
+    except Exception:  # noqa: BLE001 - a template that fails on these messages fails when the run renders them
+        return
+    if not isinstance(text, str):
+        return
+    shown = _flat(text)
+    messages = first.prompt.messages or ()
+    missing = [
+        (i, role) for i, (role, content) in enumerate(messages) if _flat(content) and _flat(content) not in shown
+    ]
+    if not missing:
+        return
+    roles = [role for _, role in missing]
+    what = "the system message" if roles == ["system"] else f"{len(missing)} of the {len(messages)} messages"
+    example = _flat(messages[missing[0][0]][1])[:60]
+    sample = first.sample
+    yield Hit(
+        f"the chat template of model '{subject.model.name}' leaves out {what} ({', '.join(roles)}; "
+        f"{example!r}...): the model never sees them, while the run records them as given (a system prompt, "
+        "few-shot turns); run without them, or with a template that renders every message",
+        file=sample.file or subject.file,
+        row=sample.row,
+        field="system_prompt" if roles == ["system"] else "fewshot",
+        sample=sample.id,
+    )
+
+
 RULES: tuple[AuditRule, ...] = (
     AuditRule(
         "chat.base-model",
@@ -130,6 +170,14 @@ RULES: tuple[AuditRule, ...] = (
         "Once the model has loaded: a multiple-choice task under a chat template whose reply starts on a new line "
         "keeps a target_delimiter that starts with a space, so each choice is scored as a reply starting with it.",
         _delimiter_after_reply_header,
+        stage="model",
+    ),
+    AuditRule(
+        "chat.drops-messages",
+        "warning",
+        "Once the model has loaded: its chat template leaves messages out of the text (a system message, earlier "
+        "turns), so a system prompt or few-shot turns the run records as given never reach the model.",
+        _dropped_messages,
         stage="model",
     ),
     AuditRule(
