@@ -315,3 +315,18 @@ def test_a_use_case_metric_over_mostly_invalid_replies_is_said():
     )
     assert len(said) == 2 and "only 0 of 80 replies were valid" in said[0] and "no reply was valid" in said[1]
     assert _few_valid({"MCQAAccuracy": {"trial_mean": 0.7, "num_attempts": 80, "num_valid": 60}}) == []
+
+
+def test_answers_equal_to_a_reference_but_for_typography_are_counted():
+    """Red team 12 (144, 146, 218-220): exact match keeps case, marks and punctuation outside ASCII as upstream
+    does; answers that equal a reference once those are removed are counted, a wrong answer is not."""
+    tally = OutcomeTally()
+    pairs = [("istanbul", "İstanbul"), ("HAUPTSTRASSE", "Hauptstraße"), ("«Paris»", "Paris"), ("巴黎。", "巴黎")]
+    pairs += [("O’Hare", "O'Hare"), ("Rome", "Paris"), ("Paris", "Paris")]
+    tally.add_records(
+        {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": float(a == r)}}
+        for i, (a, r) in enumerate(pairs)
+    )
+    count = tally.counts["near_miss"]
+    assert (count.count, count.n) == (5, 7)
+    assert any(key == "near_miss" for key, _, _ in tally.warned())

@@ -120,6 +120,13 @@ KINDS: dict[str, Kind] = {
         "lettered replies all named option {example}",
         "constant replies: the accuracy is the share of rows whose answer sits at that letter",
     ),
+    "near_miss": Kind(
+        WARN_SHARE,
+        "answers scored 0 by exact match equal a reference but for letter case, a letter's form or punctuation the "
+        "metric's normalisation does not remove ({example})",
+        "the metric keeps these differences (as its upstream definition does: '«Paris»', 'İstanbul', '巴黎。', "
+        "'O’Hare'), so such answers score as wrong and the number measures typography as much as the model",
+    ),
     "judge_errors": Kind(
         ALWAYS,
         "judge verdicts could not be read ({example})",
@@ -163,6 +170,18 @@ def _prompt_text(prompt: str) -> str:
     except (ValueError, AttributeError, TypeError):
         return prompt
     return content if isinstance(content, str) else ""
+
+
+EXACT_METRICS = frozenset({"exact_match", "em", "quasi_exact_match"})
+_DOT_ABOVE = "\u0307"  # what casefold leaves of the Turkish capital İ beside its i
+
+
+def _loose(text: str) -> str:
+    """A text with case, compatibility forms and every Unicode punctuation mark or symbol removed: what an answer
+    and a reference share when only their typography differs."""
+    folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
+    kept = "".join(c for c in folded if unicodedata.category(c)[0] not in "PS")
+    return " ".join(kept.split())
 
 
 def _stray(text: str) -> bool:
@@ -237,8 +256,23 @@ class OutcomeTally:
                 continue  # a lettered reply is read from its first tokens, whatever follows
             if isinstance(record.get("finish_reason"), str) and isinstance(record.get("generation"), str):
                 self._count("at_limit").add(record["finish_reason"] == "length", _shown(record["generation"]))
+            self._near_miss(record)
             if isinstance(record.get("parsed"), bool) and isinstance(text := record.get("generation"), str):
                 self._count("unread").add(not record["parsed"] and bool(text.strip()), _shown(text))
+
+    def _near_miss(self, record: Mapping[str, Any]) -> None:
+        scores = record.get("metrics")
+        answer = record.get("extracted", record.get("generation"))
+        target = record.get("target")
+        refs = [target] if isinstance(target, str) else target if isinstance(target, list) else []
+        if not isinstance(scores, Mapping) or not isinstance(answer, str) or not refs:
+            return
+        exact = [v for k, v in scores.items() if str(k).split(",")[0] in EXACT_METRICS and isinstance(v, (int, float))]
+        if not exact:
+            return
+        loose = _loose(answer)
+        missed = exact[0] == 0 and bool(loose) and any(isinstance(r, str) and _loose(r) == loose for r in refs)
+        self._count("near_miss").add(missed, f"{_shown(answer)} for {_shown(str(refs[0]))}")
 
     def _choices(self, record: Mapping[str, Any]) -> None:
         scores = record.get("logprobs")
