@@ -13,7 +13,7 @@ import pytest
 
 from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides, parse_gen_kwargs
-from tests.support.cli_runs import jsonl, run_in_process, run_proctor, write
+from tests.support.cli_runs import jsonl, run_in_process, run_proctor, slow_model_plugin, write
 from tests.support.reply_faults import ToyLogprobServer
 
 ROWS = [
@@ -216,3 +216,45 @@ def test_num_fewshot_0_beside_a_fewshot_source_is_not_blamed_on_the_task_file(tm
         task.write_text(text)
         code, said = run_in_process(["run", str(task), *url, "-o", str(tmp_path / "file")])
     assert code == 0 and "[fewshot.settings]" in said and "fewshot.count is 0" in said, said
+
+
+# ------------------------------------------------------------------ 208: a shuffle of the lettered options is a setting
+def test_compare_names_a_shuffle_of_the_lettered_options(tmp_path):
+    rows = [{"id": str(i), "q": f"Question {i}?", "options": ["w", "x", "y", "z"], "label": i % 4} for i in range(8)]
+    jsonl(tmp_path / "mc" / "data.jsonl", rows)
+    write(
+        tmp_path / "mc" / "task.yaml",
+        """\
+        name: mc
+        kind: multiple_choice
+        data: {path: data.jsonl, id: id}
+        prompt: "{{ q }}"
+        choices: "{{ options }}"
+        target: "{{ label }}"
+        """,
+    )
+    with ToyLogprobServer() as server:
+        for out, extra in (("plain", []), ("shuffled", ["--mc-shuffle", "3"])):
+            args = ["run", str(tmp_path / "mc"), "--model", "openai:toy", "--base-url", server.url, "-o", out]
+            done = run_proctor(*args, "--mc-format", "generate", *extra, cwd=tmp_path)
+            assert done.returncode == 0, done.stderr[-3000:]
+    assert _results(tmp_path / "shuffled")["tasks"]["mc"]["settings"]["mc_shuffle"] == 3
+    done = run_proctor("compare", "plain", "shuffled", cwd=tmp_path)
+    assert "mc: mc_shuffle: A none, B 3" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ 122: pass@K of a graded metric
+def test_pass_at_k_of_a_graded_metric_says_it_was_averaged(tmp_path):
+    task = _task(tmp_path / "t")
+    task.write_text(task.read_text().replace("metrics: [exact_match]", "metrics: [exact_match, f1]"))
+    # the fake model answers one of these words: F1 of 2/7 against them all, graded, where exact match is 0 or 1
+    everything = "paris blue seven water oxygen cat"
+    jsonl(tmp_path / "t" / "qa.jsonl", [{**row, "answer": everything} if i % 2 else row for i, row in enumerate(ROWS)])
+    plugin = slow_model_plugin(tmp_path / "plugin", 0.0)
+    args = ["run", str(task), "--plugin", str(plugin), "--model", "slow:x", "-o", str(tmp_path / "o")]
+    code, said = run_in_process([*args, "--epochs", "2", "--epoch-reducer", "pass@2", "--temperature", "0.7"])
+    assert code == 0, said
+    task_warnings = _results(tmp_path / "o")["tasks"]["capitals"].get("warnings", [])
+    warned = [w for w in task_warnings if "--epoch-reducer pass@2" in w]
+    assert len(warned) == 1 and "f1 is not right-or-wrong per answer and was averaged" in warned[0], warned
+    assert "exact_match" not in warned[0] and "--epoch-reducer pass@2 applies to 0/1 metrics only" in said

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.model_requests import GenerateRequest, Request
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
+from proctor.engine.task_warnings import warn
 from proctor.runs.results_schema import Epochs, EpochVariance
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 from proctor.scoring.stats import epoch_variance
@@ -114,4 +115,14 @@ def combine_epochs(
         result.set_fields(
             breakdowns(metric_defs, reduced, spec.breakdown, [s.sample.fields for s in prepared.samples], spec.cluster)
         )
-    return type(base)(base.name, result, records)
+    outcome = type(base)(base.name, result, records)
+    graded = {name for name, values in reduced.items() if any(_numeric(v) and v not in (0, 1) for v in values)}
+    averaged = [name for name in names if k is not None and name not in passes and name in graded]
+    if averaged:  # pass@K counts answers that are right or wrong: a graded score has no pass
+        warn(
+            outcome,
+            f"--epoch-reducer {reducer} applies to 0/1 metrics only: {', '.join(averaged)} "
+            f"{'is' if len(averaged) == 1 else 'are'} not right-or-wrong per answer and "
+            f"{'was' if len(averaged) == 1 else 'were'} averaged over the {n_epochs} epochs (the mean reducer)",
+        )
+    return outcome

@@ -100,6 +100,7 @@ def task_settings(
         model_args=model_args(config.model.options, backend),
         model_info=model_info(config.model.options, backend) or None,
         mc_format=result.mc_format,
+        mc_shuffle=prepared.mc_shuffle_seed if result.mc_format == "generate" else None,
         epochs=prepared.epochs,
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
         think_end_token=prepared.think_end_token if generates else None,

@@ -155,6 +155,9 @@ class TaskSettings(_Closed):
         "address, prices, pace): information, not a setting; compare names them apart.",
     )
     mc_format: Optional[Literal["loglikelihood", "generate"]] = None
+    mc_shuffle: Optional[int] = Field(
+        None, description="--mc-shuffle: the seed the lettered options were shuffled with; null: the task's order."
+    )
     epochs: int = 1
     epoch_reducer: Optional[str] = Field(None, description="With epochs > 1: mean or pass@K.")
     think_end_token: Optional[str] = Field(

@@ -32,6 +32,7 @@ CHANGE_CONTENT = frozenset(
         "sample_ids",
         "generation",
         "mc_format",
+        "mc_shuffle",
         "epochs",
         "epoch_reducer",
         "think_end_token",
@@ -40,7 +41,7 @@ CHANGE_CONTENT = frozenset(
 )
 CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
-_LATER = {"sample_ids": None}
+_LATER = {"sample_ids": None, "mc_shuffle": None}
 
 
 class ReadSettings(TypedDict):
