@@ -258,3 +258,19 @@ def test_pass_at_k_of_a_graded_metric_says_it_was_averaged(tmp_path):
     warned = [w for w in task_warnings if "--epoch-reducer pass@2" in w]
     assert len(warned) == 1 and "f1 is not right-or-wrong per answer and was averaged" in warned[0], warned
     assert "exact_match" not in warned[0] and "--epoch-reducer pass@2 applies to 0/1 metrics only" in said
+
+
+# ------------------------------------------------------------------ 021, 023, 027: the Python API's single values
+def test_evaluate_takes_one_path_one_selection_and_number_variables(tmp_path):
+    from proctor.api import evaluate
+    from tests.support.fakes import FakeModel
+
+    data = tmp_path / "data"
+    task = _task(tmp_path / "t", path="${PROCTOR_DATA}/${N}.jsonl", data_folder=data)
+    (data / "qa.jsonl").rename(data / "2.jsonl")
+    result = evaluate(
+        str(task), FakeModel(), select="capitals", variables={"PROCTOR_DATA": data, "N": 2}, output_dir=tmp_path / "o"
+    )
+    assert list(result.results["tasks"]) == ["capitals"] and result.results["tasks"]["capitals"]["n_samples"] == 4
+    with pytest.raises(ProctorError, match=r"variables\['N'\] is list"):
+        evaluate(str(task), FakeModel(), variables={"PROCTOR_DATA": str(data), "N": [2]}, output_dir=tmp_path / "x")

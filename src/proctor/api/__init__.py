@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from proctor.api.evaluation import run_evaluation as run_evaluation
 from proctor.api.evaluation_result import EvaluationResult as EvaluationResult
 from proctor.api.run_options import check_run_options as check_run_options
+from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides, parse_limit
 from proctor.core.task import Task
 from proctor.engine.discovery import collect_tasks
@@ -52,8 +53,22 @@ def task_hash(task: Task, variables: Mapping[str, str] | None = None) -> str:
     return prepare_task(task, dict(variables or {})).content_hash
 
 
+def _variables(variables: Mapping[str, object] | None) -> dict[str, str]:
+    """``variables`` as text, as ``--var`` gives them: a number or a path is written as it reads; a value of another
+    kind (a list, None) fills no ``${NAME}`` and is refused naming it."""
+    out: dict[str, str] = {}
+    for name, value in (variables or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float, Path)):
+            raise ProctorError(
+                f"variables['{name}'] is {type(value).__name__} {value!r:.60}: a variable fills ${{{name}}} in task "
+                "files with text; give a string (or a number or a path)"
+            )
+        out[str(name)] = str(value)
+    return out
+
+
 def evaluate(
-    tasks: Sequence[Task] | Iterable[str | Path],
+    tasks: Task | str | Path | Sequence[Task] | Iterable[str | Path],
     model: ModelRef = "smollm2",
     *,
     output_dir: str | Path | None = None,
@@ -61,7 +76,7 @@ def evaluate(
     limit: int | float | None = None,
     limit_per_part: bool = False,
     select: Iterable[str] | None = None,
-    variables: Mapping[str, str] | None = None,
+    variables: Mapping[str, object] | None = None,
     data_path: str | Path | None = None,
     dialect_options: Mapping[str, object] | None = None,
     chat: bool | None = None,
@@ -113,14 +128,17 @@ def evaluate(
     as ``proctor run``'s is.
     """
     ids = (sample_ids,) if isinstance(sample_ids, str) else tuple(sample_ids or ())  # "a,b": one list, not its letters
+    # one path or one name given alone is that one, not its letters
+    task_list = (tasks,) if isinstance(tasks, (str, Path, Task)) else tuple(tasks)
+    selected = None if select is None else (select,) if isinstance(select, str) else tuple(select)
     config = RunConfig(
-        tasks=tuple(tasks),
+        tasks=task_list,
         model=ModelConfig(model, dict(model_options or {}), workers, cluster),
-        select=None if select is None else tuple(select),
+        select=selected,
         dialect_options=dialect_options,
         limit=RowLimit(parse_limit(limit), limit_per_part, parse_sample_ids(ids)),
         prepare=PrepareOptions(
-            dict(variables or {}),
+            _variables(variables),
             None if data_path is None else Path(data_path),
             chat,
             mc_format,

@@ -290,7 +290,11 @@ class OpenAIScoring:
             batched = parsed[k]
             if alone is None or batched is None:
                 continue  # a missing reply is named where it is read
-            pairs = [(i, a, b) for i, (a, b) in enumerate(zip(alone.logprobs, batched.logprobs)) if None not in (a, b)]
+            pairs = [
+                (i, a, b)
+                for i, (a, b) in enumerate(zip(alone.logprobs, batched.logprobs))
+                if a is not None and b is not None
+            ]
             apart = [(i, a, b) for i, a, b in pairs if abs(a - b) > BATCH_SLACK_ABS + BATCH_SLACK_REL * abs(a)]
             far = [(i, a, b) for i, a, b in apart if abs(a - b) > BATCH_FAR_ABS + BATCH_SLACK_REL * abs(a)]
             if far or 2 * len(apart) > len(pairs):
