@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.support.audit_inputs import PLAIN_OPTIONS
+from tests.support.cli_runs import choice_task
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -22,32 +24,10 @@ DAMAGED = "text.damaged"
 SORTED = "target.index-after-transform"
 QUOTE = "data.quote-open"
 
-MC_TASK = """\
-name: quiz
-kind: multiple_choice
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}\\nAnswer:"
-choices: "{{ options }}"
-target: "{{ label }}"
-"""
-# four plain options per row, none a proper name, in no particular order
-WORDS = [
-    ["a marsh", "the plains", "a tundra", "a desert"],
-    ["oxygen", "carbon", "rain", "nitrogen"],
-    ["lions", "humans", "bunnies", "grass"],
-    ["roots may split", "parts may break", "roots may die", "leaves may fall"],
-    ["gasoline", "a power station", "fuel", "electric wires"],
-    ["make more calls", "quit eating out", "buy less", "have lunch"],
-    ["warm", "gray", "soft", "long"],
-    ["brain cells", "ovary cells", "bone cells", "muscle cells"],
-    ["rubber gloves", "breathing mask", "safety goggles", "lead apron"],
-    ["the moon", "a comet", "the sun", "a star"],
-    ["steam", "ice", "water", "fog"],
-    ["sand", "clay", "silt", "gravel"],
-]
+MC_TASK = choice_task("quiz", "{{ q }}\nAnswer:", "{{ options }}", metrics=None)
 
 
-def _rows(mark: Callable[[str], str] = lambda c: c, words: list[list[str]] = WORDS) -> list[dict[str, Any]]:
+def _rows(mark: Callable[[str], str] = lambda c: c, words: list[list[str]] = PLAIN_OPTIONS) -> list[dict[str, Any]]:
     """The quiz, its right answer at every position in turn, ``mark`` applied to the right choice alone."""
     rows = []
     for i, options in enumerate(words):
@@ -79,7 +59,7 @@ def test_a_right_choice_told_apart_by_its_form_is_named(tmp_path, capsys, mark, 
 
 def test_a_word_only_the_right_choice_has_is_named(tmp_path, capsys):
     """'Answer: ...' before the right choice alone, every choice capitalised (its case tells nothing)."""
-    words = [[w[:1].upper() + w[1:] for w in row] for row in WORDS]
+    words = [[w[:1].upper() + w[1:] for w in row] for row in PLAIN_OPTIONS]
     rows = _rows(lambda c: "Answer: " + c, words)
     (line,) = _lines(tmp_path, capsys, GOLD_FORM, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
     assert "data.jsonl, row 1," in line and "field 'options'" in line and "begins with 'Answer:'" in line, line
@@ -162,7 +142,7 @@ def _sorted_rows(extra: Callable[[list[str], int], dict[str, Any]] | None = None
     """Twenty rows whose options were sorted after labelling (the label kept at every position in turn)."""
     rows = []
     for i in range(20):
-        options = sorted(WORDS[i % len(WORDS)], key=str.casefold)
+        options = sorted(PLAIN_OPTIONS[i % len(PLAIN_OPTIONS)], key=str.casefold)
         options = [f"{o} {i}" if k == 0 else o for k, o in enumerate(options)]  # rows of their own
         row = {"id": f"s{i}", "q": f"Question {i}?", "options": options, "label": i % 4}
         rows.append({**row, **(extra(options, i % 4) if extra else {})})
