@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.support.audit_inputs import PLAIN_OPTIONS
-from tests.support.cli_runs import choice_task
+from tests.support.audit_inputs import LETTERED_PROMPT, PLAIN_OPTIONS
+from tests.support.cli_runs import choice_task, generate_task
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -95,14 +95,9 @@ def test_numbers_ratios_and_decimals_are_not_option_numbers(tmp_path, capsys, op
     assert not _lines(tmp_path, capsys, PREFIXED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
 
 
-CSV_TASK = """\
-name: hours
-kind: multiple_choice
-data: data.csv
-prompt: "{{ question }}\\nAnswer:"
-choices: ["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"]
-target: "{{ label }}"
-"""
+CSV_TASK = choice_task(
+    "hours", "{{ question }}\nAnswer:", ["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"], metrics=None, data="data.csv"
+)
 
 
 def _csv(first: str) -> str:
@@ -119,14 +114,7 @@ def test_a_choice_a_spreadsheet_made_a_date_is_named(tmp_path, capsys):
     assert not _lines(tmp_path / "words", capsys, DAMAGED, {"t.yaml": CSV_TASK, "data.csv": _csv("January 2")})
 
 
-GEN_TASK = """\
-name: when
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}\\nAnswer:"
-target: "{{ answer }}"
-generation: {max_tokens: 16}
-"""
+GEN_TASK = generate_task("when", "data.jsonl", "{{ q }}\nAnswer:", "{{ answer }}", 16, metrics=None, stop=None)
 
 
 def test_a_reference_read_back_as_a_midnight_timestamp_is_named(tmp_path, capsys):
@@ -168,14 +156,14 @@ def test_unsorted_options_numbers_and_a_kept_answer_text_are_silent(tmp_path, ca
     assert not _lines(tmp_path / "kept", capsys, SORTED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(kept)})
 
 
-TSV_TASK = """\
-name: anatomy
-kind: multiple_choice
-data: {path: data.tsv, columns: [question, A, B, C, D, answer], format: tsv}
-prompt: "{{ question }}\\nA. {{ A }}\\nB. {{ B }}\\nC. {{ C }}\\nD. {{ D }}\\nAnswer:"
-choices: [" A", " B", " C", " D"]
-target: "{{ 'ABCD'.index(answer) }}"
-"""
+TSV_TASK = choice_task(
+    "anatomy",
+    LETTERED_PROMPT,
+    [" A", " B", " C", " D"],
+    "{{ 'ABCD'.index(answer) }}",
+    metrics=None,
+    data="{path: data.tsv, columns: [question, A, B, C, D, answer], format: tsv}",
+)
 TSV_ROWS = [
     'A "dished face" profile is often associated with\tmandible\tmaxilla\tfrontal bone\tair sinus\tB',
     "Which organ collects urine?\tBladder\tKidney\tUreter\tUrethra\tA",

@@ -13,13 +13,18 @@ from tests.conftest import REPO
 
 
 def choice_task(
-    name: str, prompt: str, choices: str = "{{ choices }}", target: str = "{{ label }}", metrics: str | None = "acc"
+    name: str,
+    prompt: str,
+    choices: str | list[str] = "{{ choices }}",
+    target: str = "{{ label }}",
+    metrics: str | None = "acc",
+    data: str = "{path: data.jsonl, id: id}",
 ) -> str:
-    """A native multiple-choice task's YAML over data.jsonl (an ``id`` a row): ``prompt``, ``choices`` and
-    ``target`` the templates (written as YAML double-quoted strings), scored by ``metrics`` (None: the kind's
-    own)."""
+    """A native multiple-choice task's YAML over ``data`` (YAML as written; by default data.jsonl, an ``id`` a
+    row): ``prompt``, ``choices`` (one template, or one each) and ``target`` the templates (written as YAML
+    double-quoted strings), scored by ``metrics`` (None: the kind's own)."""
     text = (
-        f"name: {name}\nkind: multiple_choice\ndata: {{path: data.jsonl, id: id}}\n"
+        f"name: {name}\nkind: multiple_choice\ndata: {data}\n"
         f"prompt: {json.dumps(prompt)}\nchoices: {json.dumps(choices)}\ntarget: {json.dumps(target)}\n"
     )
     return text + (f"metrics: [{metrics}]\n" if metrics else "")
@@ -51,16 +56,18 @@ def generate_task(
     max_tokens: int,
     metrics: str | None = "exact_match",
     temperature: float | None = None,
+    stop: str | None = "\n",
 ) -> str:
     """A native generated task's YAML: rows read from ``data`` (an ``id`` each), ``prompt`` and ``target`` the
-    templates (written as YAML double-quoted strings), generation cut at ``max_tokens`` or a newline (greedy, or
-    sampled at ``temperature``), scored by ``metrics`` (None: the kind's own)."""
-    stop = json.dumps(["\n"])
-    sampled = "" if temperature is None else f", temperature: {temperature}"
+    templates (written as YAML double-quoted strings), generation cut at ``max_tokens`` or ``stop`` (None: no
+    stop), greedy or sampled at ``temperature``, scored by ``metrics`` (None: the kind's own)."""
+    generation = [f"max_tokens: {max_tokens}"]
+    generation += [] if stop is None else [f"stop: {json.dumps([stop])}"]
+    generation += [] if temperature is None else [f"temperature: {temperature}"]
     text = (
         f"name: {name}\nkind: generate\ndata: {{path: {data}, id: id}}\n"
         f"prompt: {json.dumps(prompt)}\ntarget: {json.dumps(target)}\n"
-        f"generation: {{max_tokens: {max_tokens}, stop: {stop}{sampled}}}\n"
+        f"generation: {{{', '.join(generation)}}}\n"
     )
     return text + (f"metrics: [{metrics}]\n" if metrics else "")
 
