@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.audit_corpus import SUITE, jsonl
 from tests.support.audit_corpus import task_yaml as task
+from tests.support.audit_inputs import lmeval_quiz
 from tests.support.audit_runner import write_files as write
 from tests.support.cli_runs import run_in_process
 
@@ -222,18 +223,7 @@ def test_four_two_choice_rows_with_one_answer_are_a_constant_target(tmp_path, mo
     assert findings(text) == [], text
 
 
-LMEVAL = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: test.jsonl
-output_type: multiple_choice
-test_split: test
-doc_to_text: "Q: {{question}}\\nA:"
-doc_to_choice: choices
-doc_to_target: "{{choices[label]}}"
-"""
+LMEVAL = lmeval_quiz('"Q: {{question}}\\nA:"', "choices", '"{{choices[label]}}"')
 
 
 def test_an_lmeval_digit_target_read_as_another_index(tmp_path, monkeypatch, capsys):

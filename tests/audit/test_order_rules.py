@@ -16,6 +16,7 @@ import pytest
 from tests.support.audit_corpus import csv_text, jsonl
 from tests.support.audit_corpus import task_yaml as task
 from tests.support.audit_inputs import LETTERED_PROMPT as MMLU_PROMPT
+from tests.support.audit_inputs import lmeval_quiz
 from tests.support.audit_runner import write_files
 from tests.support.cli_runs import run_in_process
 
@@ -195,18 +196,7 @@ def test_a_form_that_falls_on_the_gold_by_chance_is_silent(tmp_path, monkeypatch
     assert "[choices.gold-form]" not in _validate(tmp_path, ["t.yaml"], monkeypatch)
 
 
-LMEVAL = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: test.jsonl
-output_type: multiple_choice
-test_split: test
-doc_to_text: "Q: {{question}}\\nA:"
-doc_to_choice: %s
-doc_to_target: label
-"""
+LMEVAL = lmeval_quiz('"Q: {{question}}\\nA:"', "%s", "label")
 
 
 def test_lmeval_sorted_choices_and_a_full_stop_on_the_gold(tmp_path, monkeypatch):

@@ -17,18 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.audit_inputs import ARC_QUESTIONS, QUIZ_USE_CASE
+from tests.support.seahelm_fixtures import sentiment_args, sentiment_files, sentiment_rows
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
-
-QUIZ = [
-    ("Which gas do plants take in?", ["oxygen", "carbon dioxide", "helium", "neon"], 1),
-    ("What is frozen water called?", ["steam", "sand", "ice", "glass"], 2),
-    ("Which planet is closest to the Sun?", ["Mercury", "Venus", "Earth", "Mars"], 0),
-    ("Which organ pumps blood?", ["lung", "liver", "kidney", "heart"], 3),
-    ("What do bees make?", ["milk", "honey", "silk", "wax paper"], 1),
-    ("Which is a mammal?", ["shark", "trout", "whale", "eel"], 2),
-]
 
 
 def _named(lines: list[str], rule: str) -> str:
@@ -47,7 +40,9 @@ GLM = 'name: "glmtask"\ntype: "mul"\npath: "data"\nfile-pattern:\n  test: "**/te
 
 
 def _glm(inputs: str) -> dict[str, str]:
-    rows = [{"inputs_pretokenized": inputs.format(q=q), "choices_pretokenized": c, "label": g} for q, c, g in QUIZ]
+    rows = [
+        {"inputs_pretokenized": inputs.format(q=q), "choices_pretokenized": c, "label": g} for q, c, g in ARC_QUESTIONS
+    ]
     return {"glm.yaml": GLM, "data/prompt_1/test.jsonl": jsonl_text(rows)}
 
 
@@ -118,7 +113,7 @@ NATIVE += "name: t\n"
 
 
 def _native(prompt: str) -> dict[str, str]:
-    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in QUIZ]
+    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in ARC_QUESTIONS]
     return {"t.yaml": NATIVE.replace("PROMPT", prompt), "data.jsonl": jsonl_text(rows)}
 
 
@@ -165,88 +160,29 @@ def test_a_placeholder_nobody_filled(case: str, tmp_path: Path, capsys: pytest.C
 
 # -- SEA-HELM: examples in other labels, texts ending with the answer tag --------------------------------------------
 
-SEA_CONFIG = """\
-sentiment:
-  name: sentiment_analysis
-  competency: nlu
-  dataloader_file: src/dataloaders/huggingface_dataloader.py
-  dataloader_class: HuggingFaceDataloader
-  metric_file: src/metrics/f1_acc_metric.py
-  metric_class: F1AccMetric
-  metric: normalized_accuracy
-  fewshot_num_examples:
-    instruct: 0
-    base: 3
-  languages:
-    id:
-      filepath: aisingapore/NLU-Sentiment-Analysis
-      example_filepath: aisingapore/NLU-Sentiment-Analysis
-      max_tokens: 32
-      prompt_template:
-        preamble: |-
-          Apa sentimen dari kalimat berikut ini? Gunakan salah satu dari pilihan: Positif, Negatif, atau Netral.
-          Jawablah dengan format berikut ini: "{answer_tag} ANSWER"
-        task_template: |-
-          Kalimat:
-          ```
-          {text}
-          ```
-        answer_template: |-
-          {answer_tag} {label}
-        answer_tag: "Jawaban:"
-"""
-SEA_TEXTS = [
-    ("Tempatnya nyaman dan makanannya enak sekali.", "Positif"),
-    ("Iya benar, dia sedang jaga warung.", "Netral"),
-    ("Pelayanannya lambat dan kami kecewa.", "Negatif"),
-    ("Hotel ini bersih, saya akan kembali lagi.", "Positif"),
-    ("Gianyar terima bantuan sosial tahun ini.", "Netral"),
-    ("Kopinya dingin dan harganya terlalu mahal.", "Negatif"),
-]
-ENGLISH = {"Positif": "Positive", "Negatif": "Negative", "Netral": "Neutral"}
-
-
-def _sea_rows(first_id: int, text: str = "{t}", english: bool = False) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": first_id + i,
-            "label": ENGLISH[label] if english else label,
-            "prompts": [{"text": text.format(t=t if first_id < 100 else f"Contoh {i}: {t.lower()}")}],
-            "metadata": {"language": "id"},
-        }
-        for i, (t, label) in enumerate(SEA_TEXTS)
-    ]
-
-
-def _sea(evaluated: list[dict[str, Any]], examples: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        "sa/config.yaml": SEA_CONFIG,
-        "copy/id/eval.jsonl": jsonl_text(evaluated),
-        "copy/id/examples.jsonl": jsonl_text(examples),
-    }
-
+# the rows' text set off by a fence in the template
+FENCED = "Kalimat:\n```\n{text}\n```"
 
 SEA_CASES: dict[str, tuple[dict[str, str], str | None, str]] = {
     "examples labelled in English": (
-        _sea(_sea_rows(0), _sea_rows(100, english=True)),
+        sentiment_files(sentiment_rows(0), sentiment_rows(100, english=True), FENCED),
         "fewshot.other-format",
         "config.yaml, field 'example_filepath': 3 of the 3 few-shot examples",
     ),
     "texts ending with the answer tag": (
-        _sea(_sea_rows(0, "{t}\nJawaban:"), _sea_rows(100)),
+        sentiment_files(sentiment_rows(0, text="{t}\nJawaban:"), sentiment_rows(100), FENCED),
         "prompt.doubled-cue",
         "copy, row 1, field 'text'",
     ),
     # right twin: the language's own rows and examples
-    "Indonesian rows and examples": (_sea(_sea_rows(0), _sea_rows(100)), None, ""),
+    "Indonesian rows and examples": (sentiment_files(sentiment_rows(0), sentiment_rows(100), FENCED), None, ""),
 }
 
 
 @pytest.mark.parametrize("case", SEA_CASES)
 def test_seahelm_examples_and_texts(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files, rule, where = SEA_CASES[case]
-    args = [str(tmp_path / "sa"), "--seahelm-data", f"aisingapore/NLU-Sentiment-Analysis={tmp_path / 'copy'}"]
-    lines = audit_lines(tmp_path, files, capsys, args)
+    lines = audit_lines(tmp_path, files, capsys, sentiment_args(tmp_path))
     if rule is None:
         _silent(lines, "fewshot.other-format")
         _silent(lines, "prompt.doubled-cue")
@@ -280,36 +216,25 @@ def test_probsem_prompt_file_demonstrating_another_format(
 
 # -- data.missing-as-text: a use case's questions that are 'nan' -------------------------------------------------------
 
-USE_CASE = """\
-from aisteer360.evaluation.use_cases.base import UseCase
 
-
-class Quiz(UseCase):
-    def generate(self, model_or_pipeline, tokenizer, gen_kwargs=None, runtime_overrides=None, **kwargs):
-        return []
-
-    def evaluate(self, generations):
-        return {}
-
-
-evaluation_data = "rows.jsonl"
-evaluation_metrics = []
-"""
+def _missing_as_text(lines: list[str], where: str | None) -> None:
+    """The finding names ``where`` and 2 of the 6 rows; None: no finding."""
+    if where is None:
+        _silent(lines, "data.missing-as-text")
+        return
+    line = _named(lines, "data.missing-as-text")
+    assert where in line and "2 of the 6 rows" in line, line
 
 
 @pytest.mark.parametrize("missing", [True, False])
 def test_a_use_case_question_that_is_nan(missing: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         {"id": f"q{i}", "question": "nan" if missing and i in (2, 4) else q, "answer": c[g], "choices": c}
-        for i, (q, c, g) in enumerate(QUIZ)
+        for i, (q, c, g) in enumerate(ARC_QUESTIONS)
     ]
-    files = {"quiz.py": USE_CASE, "rows.jsonl": jsonl_text(rows)}
+    files = {"quiz.py": QUIZ_USE_CASE, "rows.jsonl": jsonl_text(rows)}
     lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "quiz.py")])
-    if not missing:
-        _silent(lines, "data.missing-as-text")
-        return
-    line = _named(lines, "data.missing-as-text")
-    assert "rows.jsonl, row 3, field 'question'" in line and "2 of the 6 rows" in line, line
+    _missing_as_text(lines, "rows.jsonl, row 3, field 'question'" if missing else None)
 
 
 @pytest.mark.parametrize("missing", [True, False])
@@ -317,15 +242,11 @@ def test_a_glm_input_that_is_nan(missing: bool, tmp_path: Path, capsys: pytest.C
     """A dialect whose code makes the prompt from the row (GLM-130B's inputs): the fields the prompts hold are read."""
     rows = [
         {"inputs_pretokenized": "nan" if missing and i in (1, 4) else q, "choices_pretokenized": c, "label": g}
-        for i, (q, c, g) in enumerate(QUIZ)
+        for i, (q, c, g) in enumerate(ARC_QUESTIONS)
     ]
     files = {"glm.yaml": GLM, "data/prompt_1/test.jsonl": jsonl_text(rows)}
     lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "glm.yaml")])
-    if not missing:
-        _silent(lines, "data.missing-as-text")
-        return
-    line = _named(lines, "data.missing-as-text")
-    assert "test.jsonl, row 2, field 'inputs_pretokenized'" in line and "2 of the 6 rows" in line, line
+    _missing_as_text(lines, "test.jsonl, row 2, field 'inputs_pretokenized'" if missing else None)
 
 
 # -- group.metric-not-shared: a group whose members do not all compute a metric ---------------------------------------
@@ -338,7 +259,7 @@ def _suite(first: list[str] | None, second: list[str] | None) -> dict[str, str]:
     ]
     defaults = {"kind": "multiple_choice", "prompt": "{{ query }}\nAnswer:", "choices": "{{ choices }}"}
     task = {"defaults": {**defaults, "target": "{{ gold }}"}, "tasks": tasks}
-    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in QUIZ]
+    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in ARC_QUESTIONS]
     return {
         "t.yaml": yaml.safe_dump(task, sort_keys=False),
         "a.jsonl": jsonl_text(rows),
@@ -391,7 +312,7 @@ def test_an_lmeval_group_metric_not_every_member_computes(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # lm-eval reads data_files from the working folder
     both = "  - metric: acc\n  - metric: acc_norm\n"
-    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in QUIZ]
+    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in ARC_QUESTIONS]
     files = {
         "a.yaml": LM_MEMBER.replace("NAME", "quiz_a")
         .replace("DATA", "a.jsonl")
@@ -416,7 +337,7 @@ def test_an_lmeval_group_is_read_for_the_metrics_it_averages_only(
     """The group averages acc; one member also computes acc_norm, which is that member's own (lm-eval reports
     no group acc_norm, and neither does proctor)."""
     monkeypatch.chdir(tmp_path)
-    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in QUIZ]
+    rows = [{"query": q, "choices": c, "gold": g} for q, c, g in ARC_QUESTIONS]
     files = {
         "a.yaml": LM_MEMBER.replace("NAME", "quiz_a")
         .replace("DATA", "a.jsonl")

@@ -10,6 +10,7 @@ import re
 import pytest
 import yaml
 
+from tests.support.audit_inputs import lmeval_quiz
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -86,20 +87,6 @@ def test_a_few_rows_of_that_shape_are_chance(tmp_path, capsys):
     assert not [line for line in audit_lines(tmp_path, files, capsys) if f"[{REVERSED}]" in line]
 
 
-LMEVAL = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: test.jsonl
-output_type: multiple_choice
-test_split: test
-doc_to_text: "%s"
-doc_to_choice: "{{[option1, option2]}}"
-doc_to_target: %s
-"""
-
-
 @pytest.mark.parametrize(
     ("text", "target", "named"),
     [
@@ -112,7 +99,7 @@ def test_lmeval_backwards_partial_scoring_and_its_multiple_input_twin(
 ):
     pytest.importorskip("lm_eval")
     monkeypatch.chdir(tmp_path)  # lm-eval reads data_files from the working folder
-    files = {"quiz.yaml": LMEVAL % (text, target), "test.jsonl": jsonl_text(ROWS)}
+    files = {"quiz.yaml": lmeval_quiz(f'"{text}"', '"{{[option1, option2]}}"', target), "test.jsonl": jsonl_text(ROWS)}
     lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "quiz.yaml")])
     found = [line for line in lines if f"[{REVERSED}]" in line]
     assert bool(found) is named, lines

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_inputs import ARC_QUESTIONS
 from tests.support.audit_inputs import QUIZ_USE_CASE as USE_CASE
+from tests.support.seahelm_fixtures import sentiment_args, sentiment_files, sentiment_rows
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -18,27 +20,18 @@ pytestmark = pytest.mark.fast
 NATIVE = "kind: multiple_choice\ndata: data.jsonl\nprompt: '{{ query }}\n\n  Answer:'\nchoices: '{{ choices }}'\n"
 NATIVE += "target: '{{ gold }}'\nname: t\n"
 
-ARC = [
-    ("Which gas do plants take in?", ["oxygen", "carbon dioxide", "helium", "neon"], 1),
-    ("What is frozen water called?", ["steam", "sand", "ice", "glass"], 2),
-    ("Which planet is closest to the Sun?", ["Mercury", "Venus", "Earth", "Mars"], 0),
-    ("Which organ pumps blood?", ["lung", "liver", "kidney", "heart"], 3),
-    ("What do bees make?", ["milk", "honey", "silk", "wax paper"], 1),
-    ("Which is a mammal?", ["shark", "trout", "whale", "eel"], 2),
-]
-
 
 def _rows(extra: list[tuple[str, list[str], int]]) -> list[dict[str, Any]]:
-    return [{"query": q, "choices": c, "gold": g} for q, c, g in [*ARC, *extra]]
+    return [{"query": q, "choices": c, "gold": g} for q, c, g in [*ARC_QUESTIONS, *extra]]
 
 
 def _reversed(at: int, gold_copied: bool) -> tuple[str, list[str], int]:
-    query, choices, gold = ARC[at]
+    query, choices, gold = ARC_QUESTIONS[at]
     return query, choices[::-1], gold if gold_copied else len(choices) - 1 - gold
 
 
 def _lowered(at: int, gold: int) -> tuple[str, list[str], int]:
-    query, choices, _ = ARC[at]
+    query, choices, _ = ARC_QUESTIONS[at]
     return query.lower(), choices, gold
 
 
@@ -49,8 +42,8 @@ NATIVE_CASES: dict[str, tuple[list[dict[str, Any]], str | None, int, str]] = {
     "lower-cased copy, another gold": (_rows([_lowered(2, gold=1)]), "samples.conflict", 7, "target"),
     "lower-cased copy, same gold": (_rows([_lowered(2, gold=0)]), "samples.duplicate", 7, "data"),
     # right twins: the same question with other choices, the same choices with another question
-    "other choices": (_rows([(ARC[1][0], ["steam", "ice", "fog", "glass"], 1)]), None, 0, ""),
-    "other question": (_rows([("What is ice made of?", ARC[1][1][::-1], 1)]), None, 0, ""),
+    "other choices": (_rows([(ARC_QUESTIONS[1][0], ["steam", "ice", "fog", "glass"], 1)]), None, 0, ""),
+    "other question": (_rows([("What is ice made of?", ARC_QUESTIONS[1][1][::-1], 1)]), None, 0, ""),
 }
 
 
@@ -69,7 +62,7 @@ def test_a_copy_in_another_order_or_case(case: str, tmp_path: Path, capsys: pyte
 
 # -- a Python use case's rows (AISteer360): its samples carry no prompt, the rows' question is read ----------------
 
-UC_ROWS = [{"id": f"q{i}", "question": q, "answer": c[g], "choices": c} for i, (q, c, g) in enumerate(ARC)]
+UC_ROWS = [{"id": f"q{i}", "question": q, "answer": c[g], "choices": c} for i, (q, c, g) in enumerate(ARC_QUESTIONS)]
 
 
 def _uc(changes: dict[int, dict[str, Any]], extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
@@ -129,84 +122,26 @@ def test_a_use_case_row_counted_twice_or_asking_nothing(
 
 # -- SEA-HELM: rows in another language than the task's, ids repeated (dialects/seahelm/row_rules.py) -------------
 
-SEA_CONFIG = """\
-sentiment:
-  name: sentiment_analysis
-  competency: nlu
-  dataloader_file: src/dataloaders/huggingface_dataloader.py
-  dataloader_class: HuggingFaceDataloader
-  metric_file: src/metrics/f1_acc_metric.py
-  metric_class: F1AccMetric
-  metric: normalized_accuracy
-  fewshot_num_examples:
-    instruct: 0
-    base: 3
-  languages:
-    id:
-      filepath: aisingapore/NLU-Sentiment-Analysis
-      example_filepath: aisingapore/NLU-Sentiment-Analysis
-      max_tokens: 32
-      prompt_template:
-        preamble: |-
-          Apa sentimen dari kalimat berikut ini? Gunakan salah satu dari pilihan: Positif, Negatif, atau Netral.
-          Jawablah dengan format berikut ini: "{answer_tag} ANSWER"
-        task_template: |-
-          Kalimat: {text}
-        answer_template: |-
-          {answer_tag} {label}
-        answer_tag: "Jawaban:"
-"""
-
-SEA_TEXTS = [
-    ("Tempatnya nyaman dan makanannya enak sekali.", "Positif"),
-    ("Iya benar, dia sedang jaga warung.", "Netral"),
-    ("Pelayanannya lambat dan kami kecewa.", "Negatif"),
-    ("Hotel ini bersih, saya akan kembali lagi.", "Positif"),
-    ("Gianyar terima bantuan sosial tahun ini.", "Netral"),
-    ("Kopinya dingin dan harganya terlalu mahal.", "Negatif"),
-]
-
-
-def _sea_rows(first_id: int, language: str = "id", repeat_ids: bool = False) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": first_id + (i // 2 if repeat_ids else i),
-            "label": label,
-            "prompts": [{"text": text if first_id < 100 else f"Contoh {i}: {text.lower()}"}],  # examples: others
-            "metadata": {"language": language},
-        }
-        for i, (text, label) in enumerate(SEA_TEXTS)
-    ]
-
-
-def _sea_files(evaluated: list[dict[str, Any]], examples: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        "sa/config.yaml": SEA_CONFIG,
-        "copy/id/eval.jsonl": jsonl_text(evaluated),
-        "copy/id/examples.jsonl": jsonl_text(examples),
-    }
-
-
 # case -> (files, the rule, what the finding names), or (files, None, "") for a right twin
 SEA_CASES: dict[str, tuple[dict[str, str], str | None, str]] = {
     "English rows under /id": (
-        _sea_files(_sea_rows(0, "en"), _sea_rows(100)),
+        sentiment_files(sentiment_rows(0, "en"), sentiment_rows(100)),
         "seahelm.other-language",
         "copy, row 1, field 'metadata.language'",
     ),
     "English examples for /id": (
-        _sea_files(_sea_rows(0), _sea_rows(100, "en")),
+        sentiment_files(sentiment_rows(0), sentiment_rows(100, "en")),
         "seahelm.other-language",
         "config.yaml, field 'example_filepath'",
     ),
     "ids repeated in pairs": (
-        _sea_files(_sea_rows(0, repeat_ids=True), _sea_rows(100)),
+        sentiment_files(sentiment_rows(0, repeat_ids=True), sentiment_rows(100)),
         "seahelm.ids-repeated",
         "copy, row 2, field 'id'",
     ),
     # right twins: the language's own rows and examples, a region subtag, a translation pair naming the language
-    "Indonesian rows": (_sea_files(_sea_rows(0), _sea_rows(100)), None, ""),
-    "region and pair codes": (_sea_files(_sea_rows(0, "id-ID"), _sea_rows(100, "en-id")), None, ""),
+    "Indonesian rows": (sentiment_files(sentiment_rows(0), sentiment_rows(100)), None, ""),
+    "region and pair codes": (sentiment_files(sentiment_rows(0, "id-ID"), sentiment_rows(100, "en-id")), None, ""),
 }
 
 
@@ -284,7 +219,7 @@ def _lmeval_files(train_golds: list[int]) -> dict[str, str]:
 
 
 def _sea_examples(labels: list[str]) -> list[dict[str, Any]]:
-    return [{**row, "label": label} for row, label in zip(_sea_rows(100), labels)]
+    return [{**row, "label": label} for row, label in zip(sentiment_rows(100), labels)]
 
 
 # case -> (files, the command's arguments past 'validate' (None: t.yaml), the finding's place), or place None: silent
@@ -294,12 +229,12 @@ CONSTANT_CASES: dict[str, tuple[dict[str, str], list[str] | None, str | None]] =
     "lm-eval first_n over a sorted train file": (_lmeval_files([0, 0, 0, 0, 1, 2, 3]), ["quiz.yaml"], "quiz.yaml"),
     "lm-eval first_n over a mixed train file": (_lmeval_files([0, 2, 1, 0, 1, 2, 3]), ["quiz.yaml"], None),
     "SEA-HELM examples all Positif": (
-        _sea_files(_sea_rows(0), _sea_examples(["Positif"] * 3)),
+        sentiment_files(sentiment_rows(0), _sea_examples(["Positif"] * 3)),
         ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"],
         "config.yaml, field 'example_filepath'",
     ),
     "SEA-HELM examples of every label": (
-        _sea_files(_sea_rows(0), _sea_examples(["Positif", "Netral", "Negatif"])),
+        sentiment_files(sentiment_rows(0), _sea_examples(["Positif", "Netral", "Negatif"])),
         ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"],
         None,
     ),
@@ -390,15 +325,13 @@ def test_group_members_of_one_file_and_look_alike_groups(
     assert len(named) == 1 and where in named[0], lines
 
 
-def _sea_args(folder: Path) -> list[str]:
-    return [str(folder / "sa"), "--seahelm-data", f"aisingapore/NLU-Sentiment-Analysis={folder / 'copy'}"]
-
-
 def test_seahelm_examples_outnumbering_the_rows_evaluated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The eval and examples files swapped: 3 rows evaluated, 6 shown as examples (the right twin: 6 and 3)."""
     swapped, right = tmp_path / "swapped", tmp_path / "right"
-    lines = audit_lines(swapped, _sea_files(_sea_rows(0)[:3], _sea_rows(100)), capsys, _sea_args(swapped))
+    files = sentiment_files(sentiment_rows(0)[:3], sentiment_rows(100))
+    lines = audit_lines(swapped, files, capsys, sentiment_args(swapped))
     named = [line for line in lines if "[seahelm.examples-outnumber-rows]" in line]
     assert len(named) == 1 and "config.yaml, field 'example_filepath'" in named[0], lines
-    lines = audit_lines(right, _sea_files(_sea_rows(0), _sea_rows(100)[:3]), capsys, _sea_args(right))
+    files = sentiment_files(sentiment_rows(0), sentiment_rows(100)[:3])
+    lines = audit_lines(right, files, capsys, sentiment_args(right))
     assert not lines, lines

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.audit_inputs import lmeval_quiz
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -193,22 +194,12 @@ QUIZ = [
     {"query": f"Question {i}: which colour is colour {i}?", "choices": (COLOURS[i:] + COLOURS[:i])[:4], "gold": i % 4}
     for i in range(6)
 ]
-LM_MC = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: test.jsonl
-output_type: multiple_choice
-test_split: test
-doc_to_text: "{{query}}\\nAnswer:"
-doc_to_choice: choices
-doc_to_target: gold
-metric_list:
-  - metric: METRIC
-    aggregation: AGGREGATION
-    higher_is_better: BETTER
-"""
+LM_MC = lmeval_quiz(
+    '"{{query}}\\nAnswer:"',
+    "choices",
+    "gold",
+    "metric_list:\n  - metric: METRIC\n    aggregation: AGGREGATION\n    higher_is_better: BETTER\n",
+)
 
 
 def _lm_metric(folder: Path, capsys, metric: str, aggregation: str, better: str) -> list[str]:

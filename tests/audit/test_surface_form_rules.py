@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.support.audit_inputs import LETTERED_PROMPT, PLAIN_OPTIONS
+from tests.support.cli_runs import choice_task, generate_task
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -22,32 +24,10 @@ DAMAGED = "text.damaged"
 SORTED = "target.index-after-transform"
 QUOTE = "data.quote-open"
 
-MC_TASK = """\
-name: quiz
-kind: multiple_choice
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}\\nAnswer:"
-choices: "{{ options }}"
-target: "{{ label }}"
-"""
-# four plain options per row, none a proper name, in no particular order
-WORDS = [
-    ["a marsh", "the plains", "a tundra", "a desert"],
-    ["oxygen", "carbon", "rain", "nitrogen"],
-    ["lions", "humans", "bunnies", "grass"],
-    ["roots may split", "parts may break", "roots may die", "leaves may fall"],
-    ["gasoline", "a power station", "fuel", "electric wires"],
-    ["make more calls", "quit eating out", "buy less", "have lunch"],
-    ["warm", "gray", "soft", "long"],
-    ["brain cells", "ovary cells", "bone cells", "muscle cells"],
-    ["rubber gloves", "breathing mask", "safety goggles", "lead apron"],
-    ["the moon", "a comet", "the sun", "a star"],
-    ["steam", "ice", "water", "fog"],
-    ["sand", "clay", "silt", "gravel"],
-]
+MC_TASK = choice_task("quiz", "{{ q }}\nAnswer:", "{{ options }}", metrics=None)
 
 
-def _rows(mark: Callable[[str], str] = lambda c: c, words: list[list[str]] = WORDS) -> list[dict[str, Any]]:
+def _rows(mark: Callable[[str], str] = lambda c: c, words: list[list[str]] = PLAIN_OPTIONS) -> list[dict[str, Any]]:
     """The quiz, its right answer at every position in turn, ``mark`` applied to the right choice alone."""
     rows = []
     for i, options in enumerate(words):
@@ -79,7 +59,7 @@ def test_a_right_choice_told_apart_by_its_form_is_named(tmp_path, capsys, mark, 
 
 def test_a_word_only_the_right_choice_has_is_named(tmp_path, capsys):
     """'Answer: ...' before the right choice alone, every choice capitalised (its case tells nothing)."""
-    words = [[w[:1].upper() + w[1:] for w in row] for row in WORDS]
+    words = [[w[:1].upper() + w[1:] for w in row] for row in PLAIN_OPTIONS]
     rows = _rows(lambda c: "Answer: " + c, words)
     (line,) = _lines(tmp_path, capsys, GOLD_FORM, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
     assert "data.jsonl, row 1," in line and "field 'options'" in line and "begins with 'Answer:'" in line, line
@@ -115,14 +95,9 @@ def test_numbers_ratios_and_decimals_are_not_option_numbers(tmp_path, capsys, op
     assert not _lines(tmp_path, capsys, PREFIXED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
 
 
-CSV_TASK = """\
-name: hours
-kind: multiple_choice
-data: data.csv
-prompt: "{{ question }}\\nAnswer:"
-choices: ["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"]
-target: "{{ label }}"
-"""
+CSV_TASK = choice_task(
+    "hours", "{{ question }}\nAnswer:", ["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"], metrics=None, data="data.csv"
+)
 
 
 def _csv(first: str) -> str:
@@ -139,14 +114,7 @@ def test_a_choice_a_spreadsheet_made_a_date_is_named(tmp_path, capsys):
     assert not _lines(tmp_path / "words", capsys, DAMAGED, {"t.yaml": CSV_TASK, "data.csv": _csv("January 2")})
 
 
-GEN_TASK = """\
-name: when
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "{{ q }}\\nAnswer:"
-target: "{{ answer }}"
-generation: {max_tokens: 16}
-"""
+GEN_TASK = generate_task("when", "data.jsonl", "{{ q }}\nAnswer:", "{{ answer }}", 16, metrics=None, stop=None)
 
 
 def test_a_reference_read_back_as_a_midnight_timestamp_is_named(tmp_path, capsys):
@@ -162,7 +130,7 @@ def _sorted_rows(extra: Callable[[list[str], int], dict[str, Any]] | None = None
     """Twenty rows whose options were sorted after labelling (the label kept at every position in turn)."""
     rows = []
     for i in range(20):
-        options = sorted(WORDS[i % len(WORDS)], key=str.casefold)
+        options = sorted(PLAIN_OPTIONS[i % len(PLAIN_OPTIONS)], key=str.casefold)
         options = [f"{o} {i}" if k == 0 else o for k, o in enumerate(options)]  # rows of their own
         row = {"id": f"s{i}", "q": f"Question {i}?", "options": options, "label": i % 4}
         rows.append({**row, **(extra(options, i % 4) if extra else {})})
@@ -192,14 +160,14 @@ def test_unsorted_options_numbers_and_a_kept_answer_text_are_silent(tmp_path, ca
     assert not _lines(tmp_path / "nli", capsys, SORTED, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(nli)})
 
 
-TSV_TASK = """\
-name: anatomy
-kind: multiple_choice
-data: {path: data.tsv, columns: [question, A, B, C, D, answer], format: tsv}
-prompt: "{{ question }}\\nA. {{ A }}\\nB. {{ B }}\\nC. {{ C }}\\nD. {{ D }}\\nAnswer:"
-choices: [" A", " B", " C", " D"]
-target: "{{ 'ABCD'.index(answer) }}"
-"""
+TSV_TASK = choice_task(
+    "anatomy",
+    LETTERED_PROMPT,
+    [" A", " B", " C", " D"],
+    "{{ 'ABCD'.index(answer) }}",
+    metrics=None,
+    data="{path: data.tsv, columns: [question, A, B, C, D, answer], format: tsv}",
+)
 TSV_ROWS = [
     'A "dished face" profile is often associated with\tmandible\tmaxilla\tfrontal bone\tair sinus\tB',
     "Which organ collects urine?\tBladder\tKidney\tUreter\tUrethra\tA",

@@ -13,18 +13,10 @@ from pathlib import Path
 import pytest
 
 from proctor.runs.task_settings import run_settings, settings_differences
-from tests.support.cli_runs import run_proctor
+from tests.support.cli_runs import generate_task, jsonl, quiz_task, results, run_proctor, served_run
 from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer
 
-GEN_TASK = """\
-name: capitals
-kind: generate
-data: {path: qa.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-target: "{{ answer }}"
-generation: {max_tokens: 4, stop: ["\\n"]}
-metrics: [exact_match]
-"""
+GEN_TASK = generate_task("capitals", "qa.jsonl", "Q: {{ question }}\nA:", "{{ answer }}", 4)
 
 
 def _gen_task(folder: Path, question: str = "Capital of") -> Path:
@@ -34,20 +26,18 @@ def _gen_task(folder: Path, question: str = "Capital of") -> Path:
         {"id": str(i), "question": f"{question} {c}?", "answer": "Rome" if i % 2 else "Paris"}
         for i, c in enumerate("wxyz")
     ]
-    (folder / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    jsonl(folder / "qa.jsonl", rows)
     return folder
 
 
 def _run(tmp: Path, task: Path, out: str, url: str, *extra: str, env: dict | None = None):
-    done = run_proctor(
-        "run", str(task), "--model", "openai:toy", "--base-url", url, "-o", out, *extra, cwd=tmp, env=env
-    )
+    done = run_proctor(*served_run(task, url, out, *extra), cwd=tmp, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
 
 def _settings(run: Path, task: str = "capitals") -> dict:
-    return json.loads((run / "results.json").read_text())["tasks"][task]["settings"]
+    return results(run)["tasks"][task]["settings"]
 
 
 # ------------------------------------------------------------------ 1. inert backend options (048, 198, 202, 201)
@@ -178,9 +168,9 @@ def test_hand_edits_of_samples_or_numbers_are_refused_naming_the_file_and_a_resu
         said = done.stdout + done.stderr
         assert done.returncode == 2 and "flipped/samples.jsonl" in said and "samples_digest" in said, said
     shutil.copytree(tmp_path / "a", tmp_path / "edited")
-    results = (tmp_path / "edited" / "results.json").read_text()
-    value = json.loads(results)["tasks"]["capitals"]["metrics"]["exact_match"]["value"]
-    (tmp_path / "edited" / "results.json").write_text(results.replace(f'"value": {value}', '"value": 0.9', 1))
+    written = (tmp_path / "edited" / "results.json").read_text()
+    value = json.loads(written)["tasks"]["capitals"]["metrics"]["exact_match"]["value"]
+    (tmp_path / "edited" / "results.json").write_text(written.replace(f'"value": {value}', '"value": 0.9', 1))
     for command in (["report", "edited"], ["export", "edited", "--format", "lm-eval"], ["compare", "b", "edited"]):
         done = run_proctor(*command, cwd=tmp_path)
         said = done.stdout + done.stderr
@@ -222,22 +212,14 @@ class NamingServer(ToyLogprobServer):
         return reply
 
 
-MC_TASK = """\
-name: pick
-kind: multiple_choice
-data: {path: data.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-choices: "{{ choices }}"
-target: "{{ label }}"
-metrics: [acc]
-"""
+MC_TASK = quiz_task("pick")
 MC_ROWS = [
     {"id": str(i), "question": f"Capital {i}?", "choices": ["Rome", "Paris", "Milan"], "label": i % 3} for i in range(6)
 ]
 
 
 def _warnings(run: Path) -> list[str]:
-    return json.loads((run / "results.json").read_text()).get("warnings") or []
+    return results(run).get("warnings") or []
 
 
 def test_answers_read_from_an_environment_cache_are_counted_and_named(tmp_path):
@@ -260,7 +242,7 @@ def test_replies_naming_another_model_or_two_configurations_are_warned_and_recor
         done = _run(tmp_path, task, "a", server.url)
     said = done.stdout + done.stderr
     assert "replies name another model than 'toy': 'some-other-model-70b'" in said, said
-    info = json.loads((tmp_path / "a" / "results.json").read_text())["model_info"]
+    info = results(tmp_path / "a")["model_info"]
     assert info["reply_origins"]["models"] == {"some-other-model-70b": 4}
     with NamingServer("toy", fingerprints=("fp_1", "fp_2")) as server:
         done = _run(tmp_path, task, "b", server.url)
@@ -268,7 +250,7 @@ def test_replies_naming_another_model_or_two_configurations_are_warned_and_recor
     mc = tmp_path / "mc"
     mc.mkdir()
     (mc / "task.yaml").write_text(MC_TASK)
-    (mc / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MC_ROWS))
+    jsonl(mc / "data.jsonl", MC_ROWS)
     with NamingServer("some-other-model-70b", only_self_check=True) as server:  # the self-check's replies only
         done = _run(tmp_path, mc, "check", server.url)
     assert "replies name another model" not in done.stdout + done.stderr and _warnings(tmp_path / "check") == []
@@ -312,9 +294,9 @@ def test_chat_template_off_on_a_chat_endpoint_is_recorded_as_chat_and_warned(tmp
         assert generations and all(path.endswith("/chat/completions") for path in generations)
     said = done.stdout + done.stderr
     assert "--chat-template off had no effect on generation" in said, said
-    results = json.loads((tmp_path / "a" / "results.json").read_text())
-    assert results["chat_applied"] is True and results["tasks"]["capitals"]["settings"]["chat"] is True
-    assert any("--chat-template off had no effect" in w for w in results["warnings"])
+    recorded = results(tmp_path / "a")
+    assert recorded["chat_applied"] is True and recorded["tasks"]["capitals"]["settings"]["chat"] is True
+    assert any("--chat-template off had no effect" in w for w in recorded["warnings"])
 
 
 @pytest.mark.parametrize(
@@ -329,17 +311,14 @@ def test_chat_template_off_on_a_chat_endpoint_is_recorded_as_chat_and_warned(tmp
 def test_local_model_flags_on_a_served_model_are_warned_as_without_effect(tmp_path, monkeypatch, capsys, flags, said):
     task = _gen_task(tmp_path / "t")
     with ToyLogprobServer() as server:
-        code, text = _main(
-            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
-            "-o", "a", *flags,
-        )  # fmt: skip
-    results = json.loads((tmp_path / "a" / "results.json").read_text())
+        code, text = _main(tmp_path, monkeypatch, capsys, *served_run(task, server.url, "a", *flags))
+    recorded = results(tmp_path / "a")
     if said is None:
-        assert code == 0 and "had no effect" not in text and not results.get("warnings"), text
+        assert code == 0 and "had no effect" not in text and not recorded.get("warnings"), text
         return
     assert code == 0 and said in text, text
-    assert any(said in w for w in results["warnings"])
-    assert results["tasks"]["capitals"]["settings"]["model_args"] == {}  # information, not a setting
+    assert any(said in w for w in recorded["warnings"])
+    assert recorded["tasks"]["capitals"]["settings"]["model_args"] == {}  # information, not a setting
 
 
 def test_limit_one_point_zero_is_refused_and_a_whole_number_that_keeps_two_rows_is_warned(
@@ -352,13 +331,7 @@ def test_limit_one_point_zero_is_refused_and_a_whole_number_that_keeps_two_rows_
     )  # fmt: skip
     assert code == 2 and "one row" in text and "not the whole set" in text, text
     with ToyLogprobServer() as server:
-        code, text = _main(
-            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
-            "-o", "two", "--limit", "2",
-        )  # fmt: skip
+        code, text = _main(tmp_path, monkeypatch, capsys, *served_run(task, server.url, "two", "--limit", "2"))
         assert code == 0 and "audit [data.limit-tiny]" in text and "--limit 2 keeps 2 of the 4 rows" in text, text
-        code, text = _main(
-            tmp_path, monkeypatch, capsys, "run", str(task), "--model", "openai:toy", "--base-url", server.url,
-            "-o", "three", "--limit", "3",
-        )  # fmt: skip
+        code, text = _main(tmp_path, monkeypatch, capsys, *served_run(task, server.url, "three", "--limit", "3"))
     assert code == 0 and "limit-tiny" not in text, text

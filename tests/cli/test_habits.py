@@ -14,6 +14,7 @@ from proctor.engine.predict_only import NOTE
 from tests.support.cli_runs import (
     QUESTIONS,
     QUIZ,
+    generate_task,
     jsonl,
     proctor,
     proctor_error,
@@ -264,15 +265,7 @@ def test_malformed_metadata_names_the_flag(value, says, tmp_path):
     assert code == 2 and "--metadata" in text and says in text, output
 
 
-ANSWERS = """\
-name: answers
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-target: "{{ choices[label] }}"
-generation: {max_tokens: 4, stop: ["\\n"]}
-metrics: [exact_match]
-"""
+ANSWERS = generate_task("answers", "data.jsonl", "Q: {{ question }}\nA:", "{{ choices[label] }}", 4)
 
 
 class _CountingServer:

@@ -17,30 +17,28 @@ pytest.importorskip("httpx")
 
 from proctor.api import evaluate  # noqa: E402
 from proctor.core.errors import ProctorError  # noqa: E402
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
-from proctor.models.openai.compat import OpenAIModel  # noqa: E402
+from proctor.core.model_requests import GenerateRequest  # noqa: E402
 from proctor.models.openai.http import RetryBudgetExceeded  # noqa: E402
 from proctor.models.reply_checks import ReplyError  # noqa: E402
-from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, proctor, results, run_proctor, write  # noqa: E402
+from tests.support.cli_runs import (  # noqa: E402
+    QUESTIONS,
+    QUIZ,
+    jsonl,
+    proctor,
+    quiz_folder,
+    results,
+    run_proctor,
+    served_run,
+    write,
+)
 from tests.support.openai_fakes import FaultProxy, _json_handler, _Server  # noqa: E402
-from tests.support.reply_faults import ToyLogprobServer, TrickleServer, toy_loglikelihood  # noqa: E402
-
-REQUESTS = [
-    LoglikelihoodRequest("Q: Which animal barks?\nA:", " dog"),
-    LoglikelihoodRequest("Q: Which animal barks?\nA:", " cat"),
-    LoglikelihoodRequest("The sky is", " blue today"),
-]
-
-
-def toy_model(url: str, **options) -> OpenAIModel:
-    options = {"concurrency": 1, "backoff": 0.01, "max_retries": 2, "api_key_env": None, **options}
-    return OpenAIModel("toy", url, **options)
-
-
-def quiz(folder):
-    write(folder / "quiz.yaml", QUIZ)
-    jsonl(folder / "data.jsonl", QUESTIONS)
-    return folder
+from tests.support.reply_faults import (  # noqa: E402
+    REQUESTS,
+    ToyLogprobServer,
+    TrickleServer,
+    toy_loglikelihood,
+    toy_model,
+)
 
 
 def expected_accuracy() -> float:
@@ -142,8 +140,8 @@ def test_the_error_names_the_task_through_the_command(tmp_path, capsys):
     from proctor.cli import main
 
     with ToyLogprobServer("logprob_nan") as srv:
-        args = ["run", str(quiz(tmp_path / "tasks")), "--model", "openai:toy", "--base-url", srv.url]
-        args += ["--model-arg", "concurrency=1", "--model-arg", "api_key_env=", "-o", str(tmp_path / "run")]
+        args = served_run(quiz_folder(tmp_path / "tasks"), srv.url, tmp_path / "run")
+        args += ["--model-arg", "concurrency=1", "--model-arg", "api_key_env="]
         with pytest.raises(SystemExit) as ended:
             main(args)
         sent = srv.scoring_requests()
@@ -162,8 +160,7 @@ def test_a_wrong_reply_in_the_self_check_is_a_recorded_and_printed_fallback(tmp_
     from proctor.cli import main
 
     with ToyLogprobServer("logprob_positive", fault_on="self_check") as srv:
-        args = ["run", str(quiz(tmp_path / "tasks")), "--model", "openai:toy", "--base-url", srv.url]
-        args += ["--model-arg", "api_key_env=", "-o", str(tmp_path / "run")]
+        args = served_run(quiz_folder(tmp_path / "tasks"), srv.url, tmp_path / "run", "--model-arg", "api_key_env=")
         main(args)
     err = " ".join(capsys.readouterr().err.split())
     task = results(tmp_path / "run")["tasks"]["quiz"]
@@ -178,7 +175,10 @@ def test_mc_format_loglikelihood_on_a_server_failing_the_self_check_is_an_error(
     with ToyLogprobServer("logprob_positive", fault_on="self_check") as srv:
         with pytest.raises(ProctorError, match="--mc-format loglikelihood, but model 'toy' cannot score") as info:
             evaluate(
-                [quiz(tmp_path / "tasks")], toy_model(srv.url), output_dir=tmp_path / "run", mc_format="loglikelihood"
+                [quiz_folder(tmp_path / "tasks")],
+                toy_model(srv.url),
+                output_dir=tmp_path / "run",
+                mc_format="loglikelihood",
             )
         with pytest.raises(ProctorError, match="refusing log-likelihoods .* by 'echo'"):
             toy_model(srv.url, loglikelihood="echo").loglikelihood(REQUESTS)
@@ -192,14 +192,16 @@ def test_a_transport_fault_in_the_self_check_is_an_error_not_a_fallback(tmp_path
         FaultProxy(srv.url, rate=0.0, fail_after=0) as proxy,
         pytest.raises(RetryBudgetExceeded, match="failed 2 times"),
     ):
-        evaluate([quiz(tmp_path / "tasks")], toy_model(proxy.url, max_retries=1), output_dir=tmp_path / "run")
+        evaluate([quiz_folder(tmp_path / "tasks")], toy_model(proxy.url, max_retries=1), output_dir=tmp_path / "run")
     assert proxy.counts["500"] == 2
 
 
 @pytest.mark.fast
 def test_a_passed_self_check_is_recorded(tmp_path):
     with ToyLogprobServer() as srv:
-        result = evaluate([quiz(tmp_path / "tasks")], toy_model(srv.url), output_dir=tmp_path / "run", export=False)
+        result = evaluate(
+            [quiz_folder(tmp_path / "tasks")], toy_model(srv.url), output_dir=tmp_path / "run", export=False
+        )
     task = result.tasks["quiz"]
     assert task["mc_format"] == "loglikelihood" and "self-check passed" in task["mc_format_reason"]
     assert task["metrics"]["acc"]["value"] == pytest.approx(expected_accuracy())
@@ -250,8 +252,8 @@ def test_url_credentials_echoed_back_in_base64_are_masked_on_the_console(tmp_pat
     basic = base64.b64encode(f"alice:{password}".encode()).decode()
     with EchoHeadersServer() as srv:
         url = srv.url.replace("http://", f"http://alice:{password}@")
-        args = ["run", str(quiz(tmp_path / "tasks")), "--model", "openai:toy", "--base-url", url]
-        args += ["--model-arg", "api_key_env=", "--model-arg", "loglikelihood=none", "-o", str(tmp_path / "run")]
+        args = served_run(quiz_folder(tmp_path / "tasks"), url, tmp_path / "run", "--model-arg", "api_key_env=")
+        args += ["--model-arg", "loglikelihood=none"]
         with pytest.raises(SystemExit) as ended:
             main(args)
     out = capsys.readouterr()
@@ -282,8 +284,9 @@ def test_a_url_with_credentials_does_not_silently_drop_the_api_key(monkeypatch):
 # ------------------------------------------------------------------ the command in a fresh process
 def test_proctor_run_against_the_toy_server_gives_its_accuracy(tmp_path):
     with ToyLogprobServer() as srv:
-        args = ["run", str(quiz(tmp_path / "tasks")), "--model", "openai:toy", "--base-url", srv.url, "-o", "run"]
-        proctor(*args, "--model-arg", "api_key_env=", cwd=tmp_path)
+        proctor(
+            *served_run(quiz_folder(tmp_path / "tasks"), srv.url, "run", "--model-arg", "api_key_env="), cwd=tmp_path
+        )
     task = results(tmp_path / "run")["tasks"]["quiz"]
     assert task["mc_format"] == "loglikelihood"
     assert task["metrics"]["acc"]["value"] == pytest.approx(expected_accuracy())
@@ -291,8 +294,8 @@ def test_proctor_run_against_the_toy_server_gives_its_accuracy(tmp_path):
 
 def test_proctor_run_on_a_wrong_reply_ends_with_its_error(tmp_path):
     with ToyLogprobServer("echo_missing_last_token") as srv:
-        args = ["run", str(quiz(tmp_path / "tasks")), "--model", "openai:toy", "--base-url", srv.url, "-o", "run"]
-        done = run_proctor(*args, "--model-arg", "api_key_env=", cwd=tmp_path)
+        args = served_run(quiz_folder(tmp_path / "tasks"), srv.url, "run", "--model-arg", "api_key_env=")
+        done = run_proctor(*args, cwd=tmp_path)
         sent = srv.scoring_requests()
     message = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2, message[-2000:]

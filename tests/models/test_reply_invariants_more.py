@@ -14,33 +14,22 @@ import pytest
 pytest.importorskip("httpx")
 
 from proctor.core.errors import ProctorError  # noqa: E402
-from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest  # noqa: E402
+from proctor.core.model_requests import GenerateRequest  # noqa: E402
 from proctor.models.logprob_checks import check_ranked  # noqa: E402
-from proctor.models.openai.compat import OpenAIModel  # noqa: E402
 from proctor.models.reply_checks import ReplyError, Where  # noqa: E402
 from proctor.scoring.metrics import exp_or_inf, get_metric  # noqa: E402
 from tests.support.cli_runs import (  # noqa: E402
-    QUESTIONS,
-    QUIZ,
+    generate_task,
     jsonl,
+    quiz_folder,
     results,
     run_in_process,
     run_proctor,
+    served_run,
     write,
 )
-from tests.support.reply_faults import toy_loglikelihood  # noqa: E402
+from tests.support.reply_faults import REQUESTS, toy_loglikelihood, toy_model  # noqa: E402
 from tests.support.reply_faults_more import MoreFaultServer  # noqa: E402
-
-REQUESTS = [
-    LoglikelihoodRequest("Q: Which animal barks?\nA:", " dog"),
-    LoglikelihoodRequest("Q: Which animal barks?\nA:", " cat"),
-    LoglikelihoodRequest("The sky is", " blue today"),
-]
-
-
-def toy_model(url: str, **options) -> OpenAIModel:
-    options = {"concurrency": 1, "backoff": 0.01, "max_retries": 2, "api_key_env": None, **options}
-    return OpenAIModel("toy", url, **options)
 
 
 def expected() -> list[float]:
@@ -169,15 +158,7 @@ def test_exp_of_a_huge_mean_is_infinite_not_an_overflow():
 
 
 # ------------------------------------------------------------------ through the command
-GENERATE = """\
-name: capitals
-kind: generate
-data: {path: qa.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-target: "{{ answer }}"
-generation: {max_tokens: 8, stop: ["\\n"]}
-metrics: [exact_match]
-"""
+GENERATE = generate_task("capitals", "qa.jsonl", "Q: {{ question }}\nA:", "{{ answer }}", 8)
 
 PPL = """\
 name: ppl
@@ -188,14 +169,11 @@ text: "{{ text }}"
 
 
 def _run(tmp_path, srv, task: str, *extra: str) -> tuple[int, str]:
-    args = ["run", task, "--model", "openai:toy", "--base-url", srv.url, "-o", str(tmp_path / "run")]
-    return run_in_process([*args, "--model-arg", "api_key_env=", *extra])
+    return run_in_process(served_run(task, srv.url, tmp_path / "run", "--model-arg", "api_key_env=", *extra))
 
 
 def _quiz(tmp_path) -> str:
-    write(tmp_path / "tasks" / "quiz.yaml", QUIZ)
-    jsonl(tmp_path / "tasks" / "data.jsonl", QUESTIONS)
-    return str(tmp_path / "tasks" / "quiz.yaml")
+    return str(quiz_folder(tmp_path / "tasks") / "quiz.yaml")
 
 
 @pytest.mark.parametrize(
@@ -227,8 +205,7 @@ def test_proctor_run_with_a_lone_surrogate_in_an_answer_is_a_reply_error(tmp_pat
 
 def test_proctor_refuses_a_batch_that_mixes_its_prompts_up_in_a_fresh_process(tmp_path):
     with MoreFaultServer("batch_crosstalk") as srv:
-        args = ["run", _quiz(tmp_path), "--model", "openai:toy", "--base-url", srv.url, "-o", "run"]
-        done = run_proctor(*args, "--model-arg", "api_key_env=", cwd=tmp_path)
+        done = run_proctor(*served_run(_quiz(tmp_path), srv.url, "run", "--model-arg", "api_key_env="), cwd=tmp_path)
     text = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2 and "Traceback" not in text and "internal error" not in text, text[-2000:]
     assert "mixes up the prompts of one request" in text and "--model-arg batch=1" in text
@@ -239,8 +216,8 @@ def test_a_perplexity_over_absurd_consistent_log_probs_is_infinite_with_a_warnin
     texts = [{"id": str(i), "text": f"The story number {i} begins on a quiet morning."} for i in range(3)]
     jsonl(tmp_path / "tasks" / "texts.jsonl", texts)
     with MoreFaultServer("logprob_minus_800") as srv:
-        args = ["run", str(tmp_path / "tasks" / "ppl.yaml"), "--model", "openai:toy", "--base-url", srv.url]
-        done = run_proctor(*args, "-o", "run", "--model-arg", "api_key_env=", cwd=tmp_path)
+        args = served_run(tmp_path / "tasks" / "ppl.yaml", srv.url, "run", "--model-arg", "api_key_env=")
+        done = run_proctor(*args, cwd=tmp_path)
     text = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0 and "OverflowError" not in text and "internal error" not in text, text[-2000:]
     task = results(tmp_path / "run")["tasks"]["ppl"]

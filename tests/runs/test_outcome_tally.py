@@ -11,7 +11,7 @@ from proctor.runs.outcome_tally import OutcomeTally, is_echo
 
 pytest.importorskip("httpx")
 
-from tests.support.cli_runs import proctor, results  # noqa: E402
+from tests.support.cli_runs import generate_task, jsonl, proctor, quiz_folder, results, served_run, write  # noqa: E402
 from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer  # noqa: E402
 
 
@@ -158,20 +158,10 @@ class _AllZero(ToyLogprobServer):
         return reply
 
 
-GEN_TASK = """\
-name: capitals
-kind: generate
-data: {path: data.jsonl, id: id}
-prompt: "Q: Capital of {{ country }}?\\nA:"
-target: "{{ city }}"
-generation: {max_tokens: 8, stop: ["\\n"]}
-metrics: [exact_match]
-"""
+GEN_TASK = generate_task("capitals", "data.jsonl", "Q: Capital of {{ country }}?\nA:", "{{ city }}", 8)
 
 
 def _gen_task(folder):
-    from tests.support.cli_runs import jsonl, write
-
     write(folder / "capitals.yaml", GEN_TASK)
     jsonl(folder / "data.jsonl", [{"id": str(i), "country": f"C{i}", "city": f"X{i}"} for i in range(10)])
     return folder
@@ -181,10 +171,7 @@ def test_withheld_generations_warn_through_the_command(tmp_path, capsys):
     from proctor.cli import main
 
     with _Withholding() as srv:
-        main(
-            ["run", str(_gen_task(tmp_path / "t")), "--model", "openai:toy", "--base-url", srv.url]
-            + ["--model-arg", "api_key_env=", "-o", str(tmp_path / "run")]
-        )
+        main(served_run(_gen_task(tmp_path / "t"), srv.url, tmp_path / "run", "--model-arg", "api_key_env="))
     err = " ".join(capsys.readouterr().err.split())
     task = results(tmp_path / "run")["tasks"]["capitals"]
     assert task["outcomes"]["withheld"] == {"count": 10, "n": 10, "example": "finish_reason content_filter"}
@@ -193,25 +180,9 @@ def test_withheld_generations_warn_through_the_command(tmp_path, capsys):
 
 
 def test_all_zero_log_probs_warn_in_a_fresh_process(tmp_path):
-    from tests.support.cli_runs import QUESTIONS, QUIZ, jsonl, write
-
-    folder = tmp_path / "t"
-    write(folder / "quiz.yaml", QUIZ)
-    jsonl(folder / "data.jsonl", QUESTIONS)
+    folder = quiz_folder(tmp_path / "t")
     with _AllZero() as srv:
-        done = proctor(
-            "run",
-            str(folder),
-            "--model",
-            "openai:toy",
-            "--base-url",
-            srv.url,
-            "--model-arg",
-            "api_key_env=",
-            "-o",
-            str(tmp_path / "run"),
-            cwd=tmp_path,
-        )
+        done = proctor(*served_run(folder, srv.url, tmp_path / "run", "--model-arg", "api_key_env="), cwd=tmp_path)
     task = results(tmp_path / "run")["tasks"]["quiz"]
     assert task["outcomes"]["tied_choices"]["count"] == 5
     assert task["outcomes"]["zero_logprobs"]["count"] == 15
@@ -293,10 +264,8 @@ def test_judge_failures_and_position_bias_are_warned(tmp_path, verdict, said, ra
 
 def test_echoed_prompts_warn_in_a_fresh_process(tmp_path):
     with _Echoing() as srv:
-        done = proctor(
-            "run", str(_gen_task(tmp_path / "t")), "--model", "openai:toy", "--base-url", srv.url,
-            "--model-arg", "api_key_env=", "-o", str(tmp_path / "run"), cwd=tmp_path,
-        )  # fmt: skip
+        args = served_run(_gen_task(tmp_path / "t"), srv.url, tmp_path / "run", "--model-arg", "api_key_env=")
+        done = proctor(*args, cwd=tmp_path)
     task = results(tmp_path / "run")["tasks"]["capitals"]
     assert task["outcomes"]["echo"]["count"] == 10
     assert task["metrics"]["exact_match"]["value"] == 0.0  # the number stays the task's rule; the warning says why

@@ -26,7 +26,7 @@ from typing import Any, Union
 import yaml
 
 from tests.conftest import SHARED
-from tests.support.audit_inputs import BOOLQ_ROWS, QUIZ_USE_CASE, VIETNAMESE
+from tests.support.audit_inputs import BOOLQ_ROWS, PLAIN_OPTIONS, QUIZ_USE_CASE, VIETNAMESE
 
 Files = dict[str, Union[str, bytes]]
 
@@ -3482,22 +3482,9 @@ add(
 # ---------------------------------------------------------------- surface forms that decide or corrupt the answer
 # (a right choice told apart by a mark, quotes, case or a word of its own; option numbers; spreadsheet dates;
 # options sorted after labelling; a TSV field's opening quote read as quoting)
-SURF_WORDS = [
-    ["a marsh", "the plains", "a tundra", "a desert"],
-    ["oxygen", "carbon", "rain", "nitrogen"],
-    ["lions", "humans", "bunnies", "grass"],
-    ["roots may split", "parts may break", "roots may die", "leaves may fall"],
-    ["gasoline", "a power station", "fuel", "electric wires"],
-    ["make more calls", "quit eating out", "buy less", "have lunch"],
-    ["warm", "gray", "soft", "long"],
-    ["brain cells", "ovary cells", "bone cells", "muscle cells"],
-    ["rubber gloves", "breathing mask", "safety goggles", "lead apron"],
-    ["the moon", "a comet", "the sun", "a star"],
-    ["steam", "ice", "water", "fog"],
-    ["sand", "clay", "silt", "gravel"],
-]
 SURF_ROWS = [
-    {"id": f"s{i}", "question": f"Question {i}?", "choices": list(w), "label": i % 4} for i, w in enumerate(SURF_WORDS)
+    {"id": f"s{i}", "question": f"Question {i}?", "choices": list(w), "label": i % 4}
+    for i, w in enumerate(PLAIN_OPTIONS)
 ]
 add(
     "surf-gold-starred",
@@ -3557,18 +3544,25 @@ SURF_HOURS = [
     [f"How many hours are in {n} days?", str(24 * n), str(24 * n + 1), f"{n}-{n + 1}", str(12 * n), "ABCD"[n % 4]]
     for n in range(2, 9)
 ]
-add(
-    "surf-csv-choices-excel-dates",
-    "text.damaged",
-    {
+
+
+def surf_hours_csv(rows: list[list[str]]) -> dict[str, str]:
+    """A multiple-choice task over a CSV file of ``rows`` shaped as SURF_HOURS (question, four options, key)."""
+    return {
         "t.yaml": task_yaml(
             data="data.csv",
             prompt="{{ q }}",
             choices=["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"],
             target="{{ 'ABCD'.index(key) }}",
         ),
-        "data.csv": csv_text(["q", "a", "b", "c", "d", "key"], [[*r[:3], "2-Jan", *r[4:]] for r in SURF_HOURS]),
-    },
+        "data.csv": csv_text(["q", "a", "b", "c", "d", "key"], rows),
+    }
+
+
+add(
+    "surf-csv-choices-excel-dates",
+    "text.damaged",
+    surf_hours_csv([[*r[:3], "2-Jan", *r[4:]] for r in SURF_HOURS]),
     rule("text.damaged"),
 )
 add(
@@ -3577,20 +3571,7 @@ add(
     gen([{**r, "answer": a} for r, a in zip(GEN_ROWS, ["1/2", "Mar-45", "3/4", "2/3"])]),
     rule("text.damaged"),
 )
-add(
-    "surf-csv-ranges-ok",
-    "ok",
-    {
-        "t.yaml": task_yaml(
-            data="data.csv",
-            prompt="{{ q }}",
-            choices=["{{ a }}", "{{ b }}", "{{ c }}", "{{ d }}"],
-            target="{{ 'ABCD'.index(key) }}",
-        ),
-        "data.csv": csv_text(["q", "a", "b", "c", "d", "key"], SURF_HOURS),
-    },
-    OK,
-)
+add("surf-csv-ranges-ok", "ok", surf_hours_csv(SURF_HOURS), OK)
 SURF_SORTED = [
     {
         "id": f"o{i}",
@@ -3598,7 +3579,7 @@ SURF_SORTED = [
         "choices": sorted([f"{w[0]} {i}", *w[1:]], key=str.casefold),
         "label": i % 4,
     }
-    for i, w in enumerate(SURF_WORDS + SURF_WORDS)
+    for i, w in enumerate(PLAIN_OPTIONS + PLAIN_OPTIONS)
 ]
 add(
     "surf-choices-sorted-gold-kept",

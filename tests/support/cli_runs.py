@@ -11,16 +11,32 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
+
+def choice_task(
+    name: str,
+    prompt: str,
+    choices: str | list[str] = "{{ choices }}",
+    target: str = "{{ label }}",
+    metrics: str | None = "acc",
+    data: str = "{path: data.jsonl, id: id}",
+) -> str:
+    """A native multiple-choice task's YAML over ``data`` (YAML as written; by default data.jsonl, an ``id`` a
+    row): ``prompt``, ``choices`` (one template, or one each) and ``target`` the templates (written as YAML
+    double-quoted strings), scored by ``metrics`` (None: the kind's own)."""
+    text = (
+        f"name: {name}\nkind: multiple_choice\ndata: {data}\n"
+        f"prompt: {json.dumps(prompt)}\nchoices: {json.dumps(choices)}\ntarget: {json.dumps(target)}\n"
+    )
+    return text + (f"metrics: [{metrics}]\n" if metrics else "")
+
+
+def quiz_task(name: str) -> str:
+    """``choice_task`` named ``name`` over rows {"id", "question", "choices", "label"} ('Q: question' and 'A:')."""
+    return choice_task(name, "Q: {{ question }}\nA:")
+
+
 # A native multiple-choice task over QUESTIONS (as data.jsonl beside it).
-QUIZ = """\
-name: quiz
-kind: multiple_choice
-data: {path: data.jsonl, id: id}
-prompt: "Q: {{ question }}\\nA:"
-choices: "{{ choices }}"
-target: "{{ label }}"
-metrics: [acc]
-"""
+QUIZ = quiz_task("quiz")
 
 # Five multiple-choice questions the command-line tests run.
 QUESTIONS = [
@@ -30,6 +46,43 @@ QUESTIONS = [
     {"id": "d", "question": "What is frozen water called?", "choices": ["steam", "ice", "sand"], "label": 1},
     {"id": "e", "question": "Which planet do we live on?", "choices": ["Earth", "Mars", "Venus"], "label": 0},
 ]
+
+
+def generate_task(
+    name: str,
+    data: str,
+    prompt: str,
+    target: str,
+    max_tokens: int,
+    metrics: str | None = "exact_match",
+    temperature: float | None = None,
+    stop: str | None = "\n",
+) -> str:
+    """A native generated task's YAML: rows read from ``data`` (an ``id`` each), ``prompt`` and ``target`` the
+    templates (written as YAML double-quoted strings), generation cut at ``max_tokens`` or ``stop`` (None: no
+    stop), greedy or sampled at ``temperature``, scored by ``metrics`` (None: the kind's own)."""
+    generation = [f"max_tokens: {max_tokens}"]
+    generation += [] if stop is None else [f"stop: {json.dumps([stop])}"]
+    generation += [] if temperature is None else [f"temperature: {temperature}"]
+    text = (
+        f"name: {name}\nkind: generate\ndata: {{path: {data}, id: id}}\n"
+        f"prompt: {json.dumps(prompt)}\ntarget: {json.dumps(target)}\n"
+        f"generation: {{{', '.join(generation)}}}\n"
+    )
+    return text + (f"metrics: [{metrics}]\n" if metrics else "")
+
+
+def quiz_folder(folder: Path) -> Path:
+    """``QUIZ`` (quiz.yaml) over ``QUESTIONS`` (data.jsonl) written in ``folder``."""
+    write(folder / "quiz.yaml", QUIZ)
+    jsonl(folder / "data.jsonl", QUESTIONS)
+    return folder
+
+
+def served_run(task: Path | str, url: str, out: Path | str, *extra: str) -> list[str]:
+    """The arguments of ``proctor run`` of ``task`` with the model ``openai:toy`` of the OpenAI-compatible server at
+    ``url`` (a loopback stand-in), its run folder ``out``, then ``extra``."""
+    return ["run", str(task), "--model", "openai:toy", "--base-url", url, "-o", str(out), *extra]
 
 
 def run_proctor(

@@ -57,6 +57,9 @@ class _Server:
 
 
 def _json_handler(respond):
+    """A handler answering each POST with ``respond(path, body, headers)``'s (status, payload): JSON written out,
+    or bytes sent as they are (a body ``json.dumps`` cannot write)."""
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -67,7 +70,7 @@ def _json_handler(respond):
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             status, payload = respond(self.path, body, dict(self.headers))
-            data = json.dumps(payload).encode()
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))

@@ -10,6 +10,7 @@ that trickles its reply a byte a second.
   gets past it), or to the self-check only with ``fault_on="self_check"``. Every request is recorded
   (``requests``), so a test can count what the server saw: a wrong reply is never sent again.
 - ``TrickleServer``: answers every POST with a valid reply, one byte per second.
+- ``toy_model``: the backend that asks such a server, and ``REQUESTS`` whose log-likelihoods it knows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import zlib
 from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
+from proctor.core.model_requests import LoglikelihoodRequest
+from proctor.models.openai.compat import OpenAIModel
 from tests.support.openai_fakes import _json_handler, _Server
 
 SELF_CHECK_MARK = "The quick brown fox"  # in the backend's self-check prompt (models/openai/logprobs.py)
@@ -46,6 +49,21 @@ def toy_loglikelihood(context: str, continuation: str) -> float:
         if position > len(context):
             total += word_logprob(token)
     return total
+
+
+# log-likelihood requests the tests send the toy server: two choices of one quiz prompt and a sentence's end
+REQUESTS = [
+    LoglikelihoodRequest("Q: Which animal barks?\nA:", " dog"),
+    LoglikelihoodRequest("Q: Which animal barks?\nA:", " cat"),
+    LoglikelihoodRequest("The sky is", " blue today"),
+]
+
+
+def toy_model(url: str, **options) -> OpenAIModel:
+    """The OpenAI-compatible backend as model 'toy' of the server at ``url``: one request at a time, two quick
+    retries, no API key (``options`` add to these or override them)."""
+    options = {"concurrency": 1, "backoff": 0.01, "max_retries": 2, "api_key_env": None, **options}
+    return OpenAIModel("toy", url, **options)
 
 
 def _echo_choice(prompt: str, generated: str, index: int) -> dict:
@@ -200,8 +218,10 @@ FAULTS: dict[str, Callable[[dict], dict]] = {
 class ToyLogprobServer(_Server):
     """See the module's docstring. ``lists=False``: a list of prompts is refused (400), as some servers do."""
 
+    faults: dict[str, Callable] = FAULTS  # what ``fault`` names (a subclass brings its own, and its ``spoil``)
+
     def __init__(self, fault: str | None = None, fault_on: str = "scoring", lists: bool = True) -> None:
-        if fault is not None and fault not in FAULTS:
+        if fault is not None and fault not in self.faults:
             raise ValueError(f"no fault {fault!r}")
         self.fault, self.fault_on, self.lists = fault, fault_on, lists
         self.requests: list[tuple[str, dict]] = []
@@ -212,7 +232,7 @@ class ToyLogprobServer(_Server):
         """The requests after the self-check: the bodies the fault applies to."""
         return [b for _, b in self.requests if SELF_CHECK_MARK not in json.dumps(b)]
 
-    def respond(self, path: str, body: dict, headers: dict) -> tuple[int, dict]:
+    def respond(self, path: str, body: dict, headers: dict) -> tuple[int, object]:
         with self.lock:
             self.requests.append((path, body))
         reply = self.reply(path, body)
@@ -220,8 +240,13 @@ class ToyLogprobServer(_Server):
             return reply
         in_check = SELF_CHECK_MARK in json.dumps(body)
         if self.fault and in_check == (self.fault_on == "self_check"):
-            reply = FAULTS[self.fault](reply)
+            spoilt = self.spoil(reply, body)  # a fault may answer with a status of its own (a refused option)
+            return spoilt if isinstance(spoilt, tuple) else (200, spoilt)
         return 200, reply
+
+    def spoil(self, reply: dict, body: dict) -> object:
+        """``reply`` with the fault applied (``FAULTS``' entries read the reply alone)."""
+        return self.faults[self.fault](reply)
 
     def reply(self, path: str, body: dict):
         if path.endswith("/chat/completions"):

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
-from tests.support.openai_fakes import _Server
-from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer
+from tests.support.reply_faults import ToyLogprobServer
 
 
 def _echo(change: Callable[[dict], None]) -> Callable[[dict, dict], dict]:
@@ -205,47 +203,11 @@ MORE_FAULTS: dict[str, Callable[[dict, dict], object]] = {
 }
 
 
-def _handler(respond: Callable[[str, dict], tuple[int, object]]) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args) -> None:  # quiet
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            status, payload = respond(self.path, json.loads(self.rfile.read(length) or b"{}"))
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
-
-
 class MoreFaultServer(ToyLogprobServer):
     """``ToyLogprobServer`` with one of ``MORE_FAULTS`` (see the module's docstring)."""
 
-    def __init__(self, fault: str | None = None, fault_on: str = "scoring", lists: bool = True) -> None:
-        if fault is not None and fault not in MORE_FAULTS:
-            raise ValueError(f"no fault {fault!r}")
-        self.more, self.fault, self.fault_on, self.lists = fault, None, fault_on, lists
-        self.requests: list[tuple[str, dict]] = []
-        import threading
+    faults = MORE_FAULTS
 
-        self.lock = threading.Lock()
-        _Server.__init__(self, _handler(self.answer))
-
-    def answer(self, path: str, body: dict) -> tuple[int, object]:
-        with self.lock:
-            self.requests.append((path, body))
-        reply = self.reply(path, body)
-        if isinstance(reply, tuple):
-            return reply
-        in_check = SELF_CHECK_MARK in json.dumps(body)
-        if self.more and in_check == (self.fault_on == "self_check"):
-            out = MORE_FAULTS[self.more](reply, body)
-            return out if isinstance(out, tuple) else (200, out)
-        return 200, reply
+    def spoil(self, reply: dict, body: dict) -> object:
+        """``reply`` with the fault applied: ``MORE_FAULTS``' entries read the request's body too."""
+        return self.faults[self.fault](reply, body)

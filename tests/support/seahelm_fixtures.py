@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
+from typing import Any
+
+from tests.support.validate_lines import jsonl_text
 
 MT_BENCH_ID = "aisingapore/MultiTurn-Chat-MT-Bench"
 MT_BENCH_BASELINE = "gpt-4.1-2025-04-14"  # the baseline model the shared mt_bench config names
@@ -48,30 +52,26 @@ _TEMPLATE_ID = """\
         answer_tag: "Jawaban:"
 """
 
-_NLI = """\
-nli:
-  metadata:
-    version: 1.1
-  name: natural_language_inference
-  competency: nlr
-  dataloader_file: src/dataloaders/huggingface_dataloader.py
-  dataloader_class: HuggingFaceDataloader
-  metric_file: src/metrics/f1_acc_metric.py
-  metric_class: F1AccMetric
-  metric: normalized_accuracy
-  fewshot_num_examples:
-    instruct: 0
-    base: 5
-  languages:
-    id:
-      filepath: aisingapore/NLR-NLI
-      example_filepath: aisingapore/NLR-NLI
-      max_tokens: MAXTOK
-TEMPLATE_ID    vi:
-      filepath: aisingapore/NLR-NLI
-      example_filepath: aisingapore/NLR-NLI
-      max_tokens: MAXTOK
-TEMPLATE_ID
+
+def _hub_task(key: str, head: str, base: int, hub_id: str, languages: dict[str, str]) -> str:
+    """The config of a task whose rows SEA-HELM reads from the hub id ``hub_id`` through HuggingFace's
+    dataloader, scored by F1/accuracy with ``base`` few-shot examples: ``head`` its lines before the dataloader
+    (metadata, name, competency), ``languages`` each language's lines after its files (max_tokens, template)."""
+    text = (
+        f"{key}:\n{head}"
+        "  dataloader_file: src/dataloaders/huggingface_dataloader.py\n  dataloader_class: HuggingFaceDataloader\n"
+        "  metric_file: src/metrics/f1_acc_metric.py\n  metric_class: F1AccMetric\n  metric: normalized_accuracy\n"
+        f"  fewshot_num_examples:\n    instruct: 0\n    base: {base}\n  languages:\n"
+    )
+    for language, rest in languages.items():
+        text += f"    {language}:\n      filepath: {hub_id}\n      example_filepath: {hub_id}\n{rest}"
+    return text
+
+
+_NLI_HEAD = "  metadata:\n    version: 1.1\n  name: natural_language_inference\n  competency: nlr\n"
+_NLI_LANGUAGE = "      max_tokens: MAXTOK\nTEMPLATE_ID"
+_NLI = _hub_task("nli", _NLI_HEAD, 5, NLI_ID, {"id": _NLI_LANGUAGE, "vi": _NLI_LANGUAGE + "\n"})
+_NLI += """\
 nli-logprobs:
   metadata: ${nli.metadata}
   name: nli-logprobs
@@ -268,3 +268,68 @@ def seahelm_tree(tmp_path: Path, max_tokens: int = 8, nli_langs: tuple[str, ...]
         (data / lang / "eval.jsonl").write_text(_rows(NLI_ROWS), encoding="utf-8")
         (data / lang / "examples.jsonl").write_text(_rows(NLI_ROWS[:2]), encoding="utf-8")
     return tasks, {"seahelm_data": {NLI_ID: str(data)}}
+
+
+# ---------------------------------------------------------------- a sentiment task read from the hub (audit tests)
+SENTIMENT_HUB_ID = "aisingapore/NLU-Sentiment-Analysis"  # mapped to the folder 'copy' with --seahelm-data
+
+_SENTIMENT_HEAD = "  name: sentiment_analysis\n  competency: nlu\n"
+_SENTIMENT_LANGUAGE = """\
+      max_tokens: 32
+      prompt_template:
+        preamble: |-
+          Apa sentimen dari kalimat berikut ini? Gunakan salah satu dari pilihan: Positif, Negatif, atau Netral.
+          Jawablah dengan format berikut ini: "{answer_tag} ANSWER"
+        task_template: |-
+TASK_TEMPLATE
+        answer_template: |-
+          {answer_tag} {label}
+        answer_tag: "Jawaban:"
+"""
+
+# Indonesian texts and their labels
+SENTIMENT_TEXTS = [
+    ("Tempatnya nyaman dan makanannya enak sekali.", "Positif"),
+    ("Iya benar, dia sedang jaga warung.", "Netral"),
+    ("Pelayanannya lambat dan kami kecewa.", "Negatif"),
+    ("Hotel ini bersih, saya akan kembali lagi.", "Positif"),
+    ("Gianyar terima bantuan sosial tahun ini.", "Netral"),
+    ("Kopinya dingin dan harganya terlalu mahal.", "Negatif"),
+]
+_ENGLISH = {"Positif": "Positive", "Negatif": "Negative", "Netral": "Neutral"}
+
+
+def sentiment_rows(
+    first_id: int, language: str = "id", repeat_ids: bool = False, text: str = "{t}", english: bool = False
+) -> list[dict[str, Any]]:
+    """``SENTIMENT_TEXTS`` as SEA-HELM rows, their ids from ``first_id`` (each id twice with ``repeat_ids``); from
+    100, the examples, whose texts are others ('Contoh i: ...'). ``text`` formats each text ({t}); ``english``
+    writes the labels in English; ``language`` is the rows' metadata."""
+    return [
+        {
+            "id": first_id + (i // 2 if repeat_ids else i),
+            "label": _ENGLISH[label] if english else label,
+            "prompts": [{"text": text.format(t=t if first_id < 100 else f"Contoh {i}: {t.lower()}")}],
+            "metadata": {"language": language},
+        }
+        for i, (t, label) in enumerate(SENTIMENT_TEXTS)
+    ]
+
+
+def sentiment_files(
+    evaluated: list[dict[str, Any]], examples: list[dict[str, Any]], task_template: str = "Kalimat: {text}"
+) -> dict[str, str]:
+    """The task's config (sa/config.yaml, its ``task_template`` given) and the hub copy it reads (copy/id/:
+    ``evaluated`` the rows, ``examples`` the few-shot examples)."""
+    language = _SENTIMENT_LANGUAGE.replace("TASK_TEMPLATE", textwrap.indent(task_template, " " * 10))
+    config = _hub_task("sentiment", _SENTIMENT_HEAD, 3, SENTIMENT_HUB_ID, {"id": language})
+    return {
+        "sa/config.yaml": config,
+        "copy/id/eval.jsonl": jsonl_text(evaluated),
+        "copy/id/examples.jsonl": jsonl_text(examples),
+    }
+
+
+def sentiment_args(folder: Path) -> list[str]:
+    """``proctor validate``'s arguments for ``sentiment_files`` written in ``folder``."""
+    return [str(folder / "sa"), "--seahelm-data", f"{SENTIMENT_HUB_ID}={folder / 'copy'}"]
