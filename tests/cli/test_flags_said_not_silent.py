@@ -274,3 +274,11 @@ def test_evaluate_takes_one_path_one_selection_and_number_variables(tmp_path):
     assert list(result.results["tasks"]) == ["capitals"] and result.results["tasks"]["capitals"]["n_samples"] == 4
     with pytest.raises(ProctorError, match=r"variables\['N'\] is list"):
         evaluate(str(task), FakeModel(), variables={"PROCTOR_DATA": str(data), "N": [2]}, output_dir=tmp_path / "x")
+
+
+# ------------------------------------------------------------------ 224: one bootstrap resample
+def test_one_bootstrap_resample_is_refused_before_anything_runs(tmp_path):
+    task = _task(tmp_path / "t")
+    code, said = run_in_process(["run", str(task), "--bootstrap-iters", "1", "-o", str(tmp_path / "o")])
+    assert code == 2 and "--bootstrap-iters" in said and "at least 2 resamples" in said, said
+    assert not (tmp_path / "o").exists()

@@ -70,6 +70,16 @@ class LmEvalOptions(BaseOptions):
         ),
     ] = None
 
+    @field_validator("lmeval_bootstrap_iters")
+    @classmethod
+    def _resamples(cls, value: int | None) -> int | None:
+        if value == 1:  # lm-eval's bootstrap divides by the resamples less one: it fails after the model ran
+            raise ValueError(
+                "a bootstrap standard error needs at least 2 resamples (lm-eval's default is 100000); 0 turns the "
+                "corpus metrics' standard errors off"
+            )
+        return value
+
     @field_validator("lmeval_data", mode="before")
     @classmethod
     def _data_map(cls, value: object) -> object:
