@@ -101,3 +101,13 @@ def test_a_group_of_clustered_tasks_reports_its_clustered_standard_errors():
     assert both["stderr_clustered"] != pytest.approx(both["stderr"], rel=1e-3)  # the passages do change it
     mixed = aggregate_groups(entries, {"first": ["mixed"], "plain": ["mixed"]})["mixed"]["metrics"]["acc"]
     assert "stderr_clustered" not in mixed and mixed["stderr"] is not None
+
+
+def test_cluster_ids_are_told_apart_as_the_rows_write_them():
+    """1, 1.0 and true are three ids in the data (and in the audit's count): Python's equality would merge them
+    (red team 12, 045). A list id is read by its JSON text instead of failing to hash."""
+    values = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    _, groups = cluster_stderr(values, [1, 1.0, True, 2, 2, 2])
+    assert groups == 4
+    _, groups = cluster_stderr(values, [[1, 2], [1, 2], [3], [3], {"a": 1}, {"a": 1}])
+    assert groups == 3

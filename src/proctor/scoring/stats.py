@@ -6,6 +6,7 @@ of operations, what few values give); callers pick the one their tool computes.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from typing import Callable, Sequence, TypeGuard
@@ -99,6 +100,16 @@ def percentile_interval(values: np.ndarray, alpha: float) -> tuple[float, float]
     return float(low), float(high)
 
 
+def cluster_key(value: object) -> tuple[str, object]:
+    """A cluster id as its row wrote it: 1, 1.0 and true are three ids (Python's equality would merge them, while
+    the data, and the audit counting them, tell them apart); a list or a mapping by its JSON text."""
+    try:
+        hash(value)
+    except TypeError:
+        return type(value).__name__, json.dumps(value, sort_keys=True, default=str)
+    return type(value).__name__, value
+
+
 def cluster_stderr(values: Sequence[float], clusters: Sequence[object]) -> tuple[float | None, int]:
     """The cluster-robust (CR1) standard error of the mean and the number of clusters G: with residuals
     ``e_i = x_i - mean`` summed per cluster, ``sqrt(G / (G - 1) * sum_g (sum_{i in g} e_i)^2) / n`` (Miller 2024,
@@ -111,7 +122,8 @@ def cluster_stderr(values: Sequence[float], clusters: Sequence[object]) -> tuple
     sums: dict[object, float] = {}
     mean = float(array.mean()) if array.size else float("nan")
     for value, cluster in zip(array, clusters):
-        sums[cluster] = sums.get(cluster, 0.0) + float(value) - mean
+        key = cluster_key(cluster)
+        sums[key] = sums.get(key, 0.0) + float(value) - mean
     groups = len(sums)
     if groups < 2:
         return None, groups
