@@ -314,3 +314,36 @@ def test_top_p_under_greedy_decoding_is_named_and_a_seed_alone_is_not(tmp_path, 
     assert named and "t.yaml:6, field 'generation.top_p'" in named[0], found
     plain = _task(SHORT, '{max_tokens: 8, stop: ["\\n"], seed: 7}')  # a seed alone is harmless
     assert audit_lines(tmp_path / "plain", {"t.yaml": plain, "data.jsonl": rows}, capsys) == []
+
+
+LM_BLEU = """\
+task: rt_bleu
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: DATA
+test_split: test
+output_type: generate_until
+doc_to_text: "Translate: {{src}}\\nTranslation:"
+doc_to_target: "{{tgt}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 16
+metric_list:
+  - metric: bleu
+    aggregation: bleu
+    higher_is_better: true
+"""
+
+
+@pytest.mark.parametrize("words, named", [(2, True), (6, False)])
+def test_corpus_bleu_over_references_under_four_words_is_named(words, named, tmp_path, capsys, monkeypatch):
+    """Red team 12 (148, 151): lm-eval's corpus BLEU over two-word references is 0 whatever the answers (no
+    4-gram); six-word references can match."""
+    monkeypatch.chdir(tmp_path)
+    rows = [{"src": f"Satz {i}", "tgt": " ".join(f"w{i}{k}" for k in range(words))} for i in range(6)]
+    files = {"lm.yaml": LM_BLEU.replace("DATA", str(tmp_path / "d.jsonl")), "d.jsonl": jsonl_text(rows)}
+    found = [x for x in audit_lines(tmp_path, files, capsys, [str(tmp_path / "lm.yaml")]) if "bleu multiplies" in x]
+    assert bool(found) is named, found
+    if named:
+        assert "[metrics.mismatch]" in found[0] and "field 'metrics'" in found[0] and "6 of 6 rows" in found[0]

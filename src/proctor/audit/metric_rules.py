@@ -232,10 +232,32 @@ def _normalised_on_one_length(subject: AuditSubject) -> Iterator[Hit]:
             )
 
 
+BLEU_ORDER = 4  # corpus BLEU's highest n-gram (sacrebleu's and lm-eval's): a shorter reference has none of them
+
+
+def _bleu_on_short(subject: AuditSubject) -> Iterator[Hit]:
+    """Corpus BLEU multiplies the precisions of 1- to 4-grams: where nearly every reference is under four words no
+    4-gram matches, and the score is 0 (or its smoothing's floor) whatever the answers, right ones included."""
+    if "bleu" not in metric_names(subject):
+        return
+    rows = [s.references for s in subject.samples[:PROBE_ROWS] if s.references]
+    short = [refs for refs in rows if all(len(str(r).split()) < BLEU_ORDER for r in refs)]
+    if len(rows) >= 4 and len(short) >= 0.9 * len(rows):
+        yield subject.at_line(
+            "metrics",
+            f"bleu multiplies the precisions of 1- to {BLEU_ORDER}-word sequences, and the references of "
+            f"{len(short)} of {len(rows)} rows read are shorter than {BLEU_ORDER} words (e.g. {short[0][0]!r:.30}): "
+            "no 4-word sequence can match, so corpus BLEU is 0 whatever the answers (exact answers too); use chrf "
+            "or exact match for short answers",
+            "metrics",
+        )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     yield from _lmeval_settings(subject)
     if spec.kind == "generate":
+        yield from _bleu_on_short(subject)
         yield from _f1_on_unspaced(subject)
         yield from _f1_on_labels(subject)
         yield from _exact_match_on_long(subject)
@@ -271,7 +293,7 @@ RULES = (
         "choice_temperature near 0 or huge, f1 on answers written without spaces or on one-word or one-number "
         "references, word_perplexity on text without spaces or split WikiText-style, an lm-eval metric given the "
         "other direction or a median, exact match on whole worked solutions, GLM's raw Accuracy on punctuated "
-        "references.",
+        "references, corpus BLEU over references shorter than four words.",
         metrics_mismatch,
     ),
 )
