@@ -282,3 +282,15 @@ def test_one_bootstrap_resample_is_refused_before_anything_runs(tmp_path):
     code, said = run_in_process(["run", str(task), "--bootstrap-iters", "1", "-o", str(tmp_path / "o")])
     assert code == 2 and "--bootstrap-iters" in said and "at least 2 resamples" in said, said
     assert not (tmp_path / "o").exists()
+
+
+def test_evaluate_refuses_options_a_built_model_cannot_take_and_a_chunk_of_none(tmp_path):
+    from proctor.api import evaluate
+    from tests.support.fakes import FakeModel
+
+    task = _task(tmp_path / "t")
+    with pytest.raises(ProctorError, match=r"model_options \(dtype\) apply to a model named by a string"):
+        evaluate(str(task), FakeModel(), model_options={"dtype": "float16"}, output_dir=tmp_path / "a")
+    with pytest.raises(ProctorError, match="chunk_size takes a positive count"):
+        evaluate(str(task), FakeModel(), chunk_size=0, output_dir=tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

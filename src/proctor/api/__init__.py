@@ -127,6 +127,13 @@ def evaluate(
     The keywords build one ``engine.run_config.RunConfig`` (the limit parsed as it is built), run by ``run_evaluation``
     as ``proctor run``'s is.
     """
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ProctorError(f"chunk_size takes a positive count of requests per call, got {chunk_size!r}")
+    if model_options and not isinstance(model, (str, Path)):  # a built model takes no options: they would be recorded
+        raise ProctorError(
+            f"model_options ({', '.join(map(str, model_options))}) apply to a model named by a string, which proctor "
+            f"builds; {type(model).__name__} is built already: give them when building it"
+        )
     ids = (sample_ids,) if isinstance(sample_ids, str) else tuple(sample_ids or ())  # "a,b": one list, not its letters
     # one path or one name given alone is that one, not its letters
     task_list = (tasks,) if isinstance(tasks, (str, Path, Task)) else tuple(tasks)

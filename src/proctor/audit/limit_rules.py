@@ -19,6 +19,7 @@ from proctor.core.audit import AuditRule, Hit
 TINY_KEPT = 3  # a fraction of the rows that leaves fewer: a number with no standard error to speak of
 LIMIT_EXCEEDS = "data.limit-exceeds"
 LIMIT_TINY = "data.limit-tiny"
+LIMIT_NO_PARTS = "data.limit-no-parts"
 
 
 def limit_notes(file: str | None, limit: int | float | None, total: int | None, kept: int) -> dict[str, list[Hit]]:
@@ -66,6 +67,24 @@ def limit_exceeds(subject: AuditSubject) -> Iterator[Hit]:
 
 def limit_tiny(subject: AuditSubject) -> Iterator[Hit]:
     yield from subject.source_hits.get(LIMIT_TINY, ())
+
+
+def no_parts_note(file: str | None, limit: int | float, why: str, kept: int) -> dict[str, list[Hit]]:
+    """``--limit-per-part`` on a task it cannot cut part by part (``why``): the whole task was cut, as ``--limit``."""
+    return {
+        LIMIT_NO_PARTS: [
+            Hit(
+                f"--limit-per-part {limit:g} on a task without parts ({why}): its first {kept} rows were taken as a "
+                f"whole, as --limit {limit:g} takes them, not {limit:g} of each part",
+                file=file,
+                field="--limit-per-part",
+            )
+        ]
+    }
+
+
+def limit_no_parts(subject: AuditSubject) -> Iterator[Hit]:
+    yield from subject.source_hits.get(LIMIT_NO_PARTS, ())
 
 
 # a target template that reads one field: "{{ label }}", "{{ answer | int }}"
@@ -222,6 +241,13 @@ RULES = (
         "warning",
         "A fractional --limit leaves fewer than 3 rows: the number is one or two rows' score.",
         limit_tiny,
+    ),
+    AuditRule(
+        LIMIT_NO_PARTS,
+        "warning",
+        "--limit-per-part on a task without parts (no breakdown field, or a class that reads its own rows): the task "
+        "was cut as a whole, as --limit cuts it.",
+        limit_no_parts,
     ),
     AuditRule(
         "data.limit-biased",

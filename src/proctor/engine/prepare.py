@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from proctor.audit import AuditSubject, audit
 from proctor.audit.conflict_rules import across_tasks
-from proctor.audit.limit_rules import limit_notes
+from proctor.audit.limit_rules import limit_notes, no_parts_note
 from proctor.audit.run_rules import GroupMembers, duplicate_notes, size_notes
 from proctor.core.audit import Finding, Hit
 from proctor.core.errors import ProctorError, TaskDefinitionError
@@ -180,8 +180,12 @@ def prepare_task(
         selected = samples[
             : min(x for x in (limit_count(limit, len(samples)), spec.limit, len(samples)) if x is not None)
         ]
-    if not limit_per_part:  # a limit per part is checked part by part as it is taken
+    parts = bool(limit_per_part and spec.breakdown and limit is not None and not isinstance(handler, LoadsSamples))
+    if not parts:  # a limit per part is checked part by part as it is taken
         noticed.update(limit_notes(file, run_limit, total, len(selected)))
+    if limit_per_part and not parts and run_limit is not None:
+        why = "no breakdown field" if not spec.breakdown else "its class reads its own rows"
+        noticed.update(no_parts_note(file, run_limit, why, len(selected)))
     pool: Sequence[Sample] = samples
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
