@@ -294,3 +294,38 @@ def test_evaluate_refuses_options_a_built_model_cannot_take_and_a_chunk_of_none(
     with pytest.raises(ProctorError, match="chunk_size takes a positive count"):
         evaluate(str(task), FakeModel(), chunk_size=0, output_dir=tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+# ------------------------------------------------------------------ 164: a dialect that claims a file and gives nothing
+EMPTY_DIALECT = """\
+from proctor.core.dialect import BaseOptions, Dialect
+
+
+class QuizDialect(Dialect[BaseOptions]):
+    name = "quiz"
+    order = 1
+    description = "a .quiz file"
+    Options = BaseOptions
+
+    def files_in_folder(self, folder):
+        return sorted(folder.rglob("*.quiz"))
+
+    def claims_path(self, path):
+        return path.suffix == ".quiz"
+
+    def load(self, path, document, explicit, options, notes):
+        return []
+
+
+def register(registry):
+    registry.add_dialect(QuizDialect())
+"""
+
+
+def test_a_file_a_dialect_claims_and_gives_no_task_from_is_named_with_the_dialect(tmp_path):
+    plugin = write(tmp_path / "quiz.py", EMPTY_DIALECT)
+    write(tmp_path / "colours.quiz", "What colour is the sky?,blue,green\n")
+    done = run_proctor("validate", str(tmp_path / "colours.quiz"), "--plugin", str(plugin), cwd=tmp_path)
+    code, said = done.returncode, done.stdout + done.stderr  # a fresh process: the plug-in stays out of this one
+    assert code == 2 and "the 'quiz' dialect claims this file and gave no task from it" in said, said
+    assert "colours.quiz" in said

@@ -66,18 +66,33 @@ def _load_file(
         )
     refuse_special(path, "task file")  # before any dialect peeks into it
     dialects = registry().ordered_dialects()
+    noted = len(notes) if notes is not None else 0
     for dialect in dialects:
         if dialect.claims_path(path):
-            return dialect.load(path, None, explicit, options.of(dialect), notes)
+            loaded = dialect.load(path, None, explicit, options.of(dialect), notes)
+            return _loaded(dialect, path, loaded, explicit and len(notes or ()) == noted)
     document = load_yaml(path)
     for dialect in dialects:
         if dialect.claims_document(document, path):
-            return dialect.load(path, document, explicit, options.of(dialect), notes)
+            loaded = dialect.load(path, document, explicit, options.of(dialect), notes)
+            return _loaded(dialect, path, loaded, explicit and len(notes or ()) == noted)
     if explicit:
         needs = "; ".join(d.description for d in dialects if d.description)
         raise TaskDefinitionError(f"not a task file: {needs}", file=path)
     log.warning("skipping %s: no dialect recognises it", path)
     return []
+
+
+def _loaded(dialect: Any, path: Path, tasks: list[Task], unexplained: bool) -> list[Task]:
+    """A file named on the command line that the dialect claimed and gave no task from, nor a reason (``notes``),
+    is named with the dialect: 'no tasks' alone would not say which dialect took it."""
+    if unexplained and not tasks and getattr(dialect, "name", None):
+        raise TaskDefinitionError(
+            f"the '{dialect.name}' dialect claims this file and gave no task from it (a plug-in dialect's claim, or "
+            "a file with no task in it?)",
+            file=path,
+        )
+    return tasks
 
 
 def collect_tasks(
