@@ -203,3 +203,22 @@ def test_a_chat_template_that_leaves_out_the_system_message_is_found_once_the_mo
             assert "'Answer with one word.'" in found[0]["message"]
         else:
             assert not found, found
+
+
+def test_a_perplexity_window_past_the_models_is_found_once_the_model_loads(tiny_model_dir, tmp_path):
+    """The tiny model reads 512 tokens at once: a task naming a window of 4096 is scored in windows of 512, which
+    the run says (perplexity.window-capped); the default window, which the task does not name, is silent."""
+    jsonl(tmp_path / "ppl" / "data.jsonl", [{"text": f"The river {i} runs to the sea."} for i in range(4)])
+    task = 'name: ppl\nkind: perplexity\ndata: data.jsonl\ntext: "{{ text }}"\n'
+    found = {}
+    for name, extra in (("named", "perplexity: {window: 4096}\n"), ("default", "")):
+        write(tmp_path / "ppl" / "task.yaml", task + extra)
+        code, output = run_in_process(
+            ["run", str(tmp_path / "ppl"), "-m", str(tiny_model_dir), "-o", str(tmp_path / name)]
+        )
+        assert code == 0, output
+        audit = results(tmp_path / name)["tasks"]["ppl"].get("audit") or []
+        found[name] = [f for f in audit if f["rule"] == "perplexity.window-capped"]
+    (finding,) = found["named"]
+    assert finding["field"] == "perplexity.window" and "windows of 512 tokens" in finding["message"]
+    assert found["default"] == []

@@ -155,6 +155,25 @@ def _dropped_messages(subject: ModelSubject) -> Iterator[Hit]:
     )
 
 
+def _window_past_the_model(subject: ModelSubject) -> Iterator[Hit]:
+    """A perplexity window longer than the model's: the backend scores in windows of its own length (the most it
+    can read at once), so the recorded window is not the one the numbers come from."""
+    spec = subject.spec
+    longest = getattr(subject.model, "max_length", None)
+    if spec.kind != "perplexity" or spec.perplexity is None or not isinstance(longest, int):
+        return
+    named = "window" in spec.perplexity.model_fields_set and "perplexity" in subject.task.lines  # not the default
+    if named and spec.perplexity.window > longest:
+        yield subject.at_line(
+            "perplexity",
+            f"perplexity.window is {spec.perplexity.window} tokens, more than model '{subject.model.name}' reads "
+            f"at once ({longest}): texts are scored in windows of {longest} tokens, and a text longer than that "
+            "gets the numbers of that window, not of the one the task names; give a window of at most "
+            f"{longest}",
+            "perplexity.window",
+        )
+
+
 RULES: tuple[AuditRule, ...] = (
     AuditRule(
         "chat.base-model",
@@ -178,6 +197,14 @@ RULES: tuple[AuditRule, ...] = (
         "Once the model has loaded: its chat template leaves messages out of the text (a system message, earlier "
         "turns), so a system prompt or few-shot turns the run records as given never reach the model.",
         _dropped_messages,
+        stage="model",
+    ),
+    AuditRule(
+        "perplexity.window-capped",
+        "warning",
+        "Once the model has loaded: a perplexity task's window is longer than the model's, which scores in windows "
+        "of its own length instead.",
+        _window_past_the_model,
         stage="model",
     ),
     AuditRule(
