@@ -229,8 +229,9 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 diff = b - a
                 low, high = paired_bootstrap(diff, n_boot=n_boot, alpha=alpha, seed=seed)
                 entry.update(a=float(a.mean()), b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
-                entry["paired"] = _paired(a, b, [p[2] for p in pairs], alpha)
-                caveats = degenerate_spread(diff, entry["paired"].get("n_clusters"))  # type: ignore[arg-type]
+                paired = entry["paired"] = _paired(a, b, [p[2] for p in pairs], alpha)
+                clusters = paired.get("n_clusters")
+                caveats = degenerate_spread(list(diff), clusters if isinstance(clusters, int) else None)
                 if caveats:  # the numbers stay (they are what the formulas give); what they cannot mean is said
                     entry["warnings"] = caveats
                 binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))

@@ -2,8 +2,9 @@
 
 Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
 lacks is NULL there), ``metrics`` (one row per run, task and metric) and ``runs`` (each run's folder name, path
-and run id). Exporting a run again replaces its rows; another run whose folder has the same name is refused; the runs go in as one transaction. Without DuckDB's Python package the same
-stack is one SQL query over the parquet files (docs/runs.md).
+and run id). Exporting a run again replaces its rows; another run whose folder has the same name is refused;
+the runs go in as one transaction. Without DuckDB's Python package the same stack is one SQL query over the
+parquet files (docs/runs.md).
 """
 
 from __future__ import annotations

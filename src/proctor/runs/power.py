@@ -136,22 +136,18 @@ def _range_caveats(rows: list[tuple[float, float, object]], effect: float, *, tw
 
 
 def _cluster_caveats(groups: int, measured: float | None) -> list[str]:
-    """What the pilot's clusters cannot tell: with one cluster no design effect, with a few an unreliable one, and
-    one below 1 (taken as 1) says the clustering was not measured, not that it does nothing."""
+    """What the pilot's clusters cannot tell: with one cluster no design effect, with a few an unreliable one (one
+    below 1, taken as 1, then says the clustering was not measured, not that it does nothing). Over enough clusters a
+    design effect below 1 is ordinary sampling noise, taken as 1 as documented."""
     if measured is None:
         return [
             "the pilot's samples lie in one cluster: the design effect cannot be measured (it needs two clusters "
             "or more) and is taken as 1, so 'samples needed' ignores the clustering"
         ]
-    out = []
-    if groups < FEW_CLUSTERS:
-        out.append(
-            f"the design effect rests on {groups} clusters, far too few to estimate it: 'samples needed' is not "
-            "reliable (a pilot over more clusters measures it)"
-        )
-    if measured < 1:
-        out.append(
-            f"the design effect measured is {measured:.4g}, below 1, and is taken as 1: the pilot's clusters did not "
-            "measure the clustering, which can still need more samples"
-        )
-    return out
+    if groups >= FEW_CLUSTERS:
+        return []
+    clamped = f" (the {measured:.4g} measured is below 1 and taken as 1)" if measured < 1 else ""
+    return [
+        f"the design effect rests on {groups} clusters, far too few to estimate it{clamped}: 'samples needed' is not "
+        "reliable and may ignore the clustering (a pilot over more clusters measures it)"
+    ]

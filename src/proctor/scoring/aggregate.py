@@ -194,7 +194,9 @@ def _differing_definitions(
     return None
 
 
-def _own_metric(definition: tuple[MetricDef, Mapping[str, Any]] | None, entries: Sequence[MetricEntry]) -> MetricEntry | None:
+def _own_metric(
+    definition: tuple[MetricDef, Mapping[str, Any]] | None, entries: Sequence[MetricEntry]
+) -> MetricEntry | None:
     """What a proctor group does with a metric that is no mean of its samples: a count (``total``, e.g. null_count)
     is summed over the members; a pooled ratio (a perplexity, bits per byte: one exponential or ratio of summed
     log-likelihoods) keeps its equal-weight mean of the members' values, but no size-weighted one: the pooled
