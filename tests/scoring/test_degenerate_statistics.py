@@ -166,6 +166,14 @@ def test_power_from_pilots_with_no_spread_says_they_cannot_estimate_a_size(tmp_p
     assert "paired differences between the two pilots do not vary" in found["warnings"][0] and "sd 0" in err
 
 
+def test_power_names_a_task_of_one_sample_it_leaves_out(tmp_path, capsys):
+    one, many = _task(tmp_path / "t", 1, name="one"), _task(tmp_path / "t", 8, name="many")
+    answers = [CAPITALS[i % len(CAPITALS)] if i % 2 else "x" for i in range(8)]
+    run = evaluate([one, many], Answers("a", answers), output_dir=tmp_path / "a").run_dir
+    err, found = _power(capsys, tmp_path, run, effect="0.05")
+    assert list(found["tasks"]) == ["many"] and "one / exact_match: 1 sample" in err
+
+
 def test_power_for_an_effect_beyond_a_unit_metric_says_so(tmp_path, capsys):
     task = _task(tmp_path / "t", 8)
     a = _run(tmp_path, "a", task, [True, False] * 4)

@@ -70,6 +70,8 @@ def power_analysis(
                 if x is not None and y is not None:
                     rows.append((x, y, by_id[i][2]))
             if len(rows) < 2:
+                if rows:  # one sample: no spread at all (a metric with no numeric per-sample value is no row here)
+                    warnings.append(f"{task} / {name}: 1 sample in the pilot(s): no spread to estimate, left out")
                 continue
             values = (
                 np.array([y - x for x, y, _ in rows]) if samples_b is not None else np.array([x for x, _, _ in rows])
