@@ -424,9 +424,14 @@ def _evaluate_loaded(
             record.model_info = {**record.model_info, "batch_sizes": chosen}
         entries = record.task_entries()
         rolled = None if config.predict_only else rollup(entries)  # no metric to roll up: no tree of nulls
-        groups = aggregate_groups(entries, memberships)
+        # proctor's own tasks' metric definitions: their groups average only what can be averaged (lm-eval's keep
+        # lm-eval's arithmetic)
+        own = {p.task.name: p.metrics for p in prepared if p.task.dialect != "lm-eval"}
+        groups = aggregate_groups(entries, memberships, own)
         for name, group in groups.items():  # a group with no number is a row missing from the table: say why
-            if not group["metrics"] and not config.predict_only:
+            for reason in (group.get("left_out") or {}).values():
+                record.add_warning(f"group '{name}': {reason}")
+            if not group["metrics"] and not group.get("left_out") and not config.predict_only:
                 record.add_warning(
                     f"group '{name}': its tasks ({', '.join(group['tasks'])}) share no metric, so the group has no "
                     "number (give them a metric in common, or put them in separate groups)"

@@ -105,6 +105,8 @@ def print_comparison(pair: PairComparison, alpha: float) -> None:
         highlight=False,
     )
     print_paired(pair, alpha)
+    for caveat in pair.get("warnings") or []:  # also in the JSON: each comparison's "warnings"
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(caveat)}", highlight=False, soft_wrap=True)
     for task, entry in pair["tasks"].items():
         if entry.get("formulation_differs"):
             formats = entry["mc_format"]
@@ -198,6 +200,8 @@ def power(
         else "one pilot: a difference of two uncorrelated scores with its spread (sqrt(2) x sd)"
     )
     console.print(f"spread from {basis}", highlight=False, soft_wrap=True)
+    for caveat in found["warnings"]:  # also in --output's JSON, under "warnings"
+        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(caveat)}", highlight=False, soft_wrap=True)
     if output is not None:
         console.print(f"power: {write_output(output, json_text(found))}")
 

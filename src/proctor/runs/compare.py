@@ -33,7 +33,7 @@ from proctor.runs.run_exports import iter_samples, load_results
 from proctor.runs.task_settings import information_differences, run_settings, settings_differences
 from proctor.runs.unscored import check_scored
 from proctor.scoring.aggregate import TaskEntry
-from proctor.scoring.power import paired_difference
+from proctor.scoring.power import degenerate_spread, paired_difference
 from proctor.scoring.stats import bootstrap, percentile_interval
 
 # a sample's metric values, what it asked (``_asked``), and its cluster (None: the task names no cluster field)
@@ -229,7 +229,11 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
                 diff = b - a
                 low, high = paired_bootstrap(diff, n_boot=n_boot, alpha=alpha, seed=seed)
                 entry.update(a=float(a.mean()), b=float(b.mean()), diff=float(diff.mean()), ci=[low, high])
-                entry["paired"] = _paired(a, b, [p[2] for p in pairs], alpha)
+                paired = entry["paired"] = _paired(a, b, [p[2] for p in pairs], alpha)
+                clusters = paired.get("n_clusters")
+                caveats = degenerate_spread(list(diff), clusters if isinstance(clusters, int) else None)
+                if caveats:  # the numbers stay (they are what the formulas give); what they cannot mean is said
+                    entry["warnings"] = caveats
                 binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
                 if binary:
                     n_a_only, n_b_only, p = mcnemar_exact(a, b)
@@ -253,6 +257,12 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
     differ, unknown = settings_differences(read_a, read_b, list(tasks))
     only_a = sorted(set(tasks_a) - set(tasks_b))
     only_b = sorted(set(tasks_b) - set(tasks_a))
+    warnings = [
+        f"{task} / {metric}: {caveat}"
+        for task, entry in tasks.items()
+        for metric, m in entry["metrics"].items()  # type: ignore[attr-defined]
+        for caveat in m.get("warnings") or []
+    ]
     return {
         "a": str(run_a),
         "b": str(run_b),
@@ -265,6 +275,8 @@ def compare_pair(run_a: Path, run_b: Path, *, alpha: float = 0.05, n_boot: int =
         "settings_unknown": unknown,  # each one a run of an earlier version did not record: task, setting, unknown_in
         # backend options that differ yet cannot change a number (base_url, prices, pace): information only
         "settings_info": information_differences(read_a, read_b, list(tasks)),
+        # differences whose interval, test or MDE cannot be read as one (one sample, no spread, one cluster)
+        "warnings": warnings,
     }
 
 

@@ -1,9 +1,10 @@
 """Many runs in one DuckDB database (``proctor export RUN... --to duckdb``): the optional ``duckdb`` extra.
 
 Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
-lacks is NULL there) and ``metrics`` (one row per run, task and metric). Exporting a run again
-replaces its rows; the runs go in as one transaction. Without DuckDB's Python package the same
-stack is one SQL query over the parquet files (docs/runs.md).
+lacks is NULL there), ``metrics`` (one row per run, task and metric) and ``runs`` (each run's folder name, path
+and run id). Exporting a run again replaces its rows; another run whose folder has the same name is refused;
+the runs go in as one transaction. Without DuckDB's Python package the same stack is one SQL query over the
+parquet files (docs/runs.md).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def _add_runs(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], scratch:
         "CREATE TABLE IF NOT EXISTS metrics (run VARCHAR, run_created VARCHAR, model VARCHAR, kind VARCHAR, "
         "task VARCHAR, metric VARCHAR, value DOUBLE, stderr DOUBLE, n_samples BIGINT)"
     )
+    con.execute("CREATE TABLE IF NOT EXISTS runs (run VARCHAR, path VARCHAR, run_id VARCHAR)")
     for run_dir in map(Path, run_dirs):
         results = load_results(run_dir)
+        _check_same_run(con, run_dir, results)
         # Made afresh from samples.jsonl: a samples.parquet in the folder may predate a resumed or updated run.
         parquet = str(write_parquet(run_dir, scratch / PARQUET_FILE))
         run = run_dir.resolve().name
@@ -76,6 +79,31 @@ def _add_runs(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], scratch:
         rows = _metric_rows(run, results)
         if rows:
             con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _check_same_run(con: duckdb.DuckDBPyConnection, run_dir: Path, results: ResultsDocument) -> None:
+    """A run already in the database under this folder name is replaced only by itself (the same ``run_id``, or,
+    for runs of earlier versions without one, the same folder): another run whose folder has the same name
+    (``a/r1`` and ``b/r1``, exported by two commands) would silently replace its rows. Recorded in ``runs``."""
+    run, path, run_id = run_dir.resolve().name, str(run_dir.resolve()), results.get("run_id")
+    for known_path, known_id in con.execute("SELECT path, run_id FROM runs WHERE run = ?", [run]).fetchall():
+        same = known_id == run_id if known_id and run_id else known_path == path
+        if not same:
+            raise ProctorError(
+                f"{run_dir}: the database already holds a run named '{run}' from {known_path} (another run): the "
+                "database keys a run by its folder's name, so this one would replace its rows; rename the folder, "
+                "or export it into another database"
+            )
+    if not con.execute("SELECT count(*) FROM runs WHERE run = ?", [run]).fetchone()[0]:  # type: ignore[index]
+        old = con.execute("SELECT DISTINCT run_created FROM metrics WHERE run = ?", [run]).fetchall()
+        if old and any(created != results.get("created") for (created,) in old):  # a database of an earlier version
+            raise ProctorError(
+                f"{run_dir}: the database already holds a run named '{run}' created {old[0][0]}, and this one was "
+                f"created {results.get('created')}: another run of the same folder name would replace its rows; "
+                "rename the folder, or export it into another database"
+            )
+    con.execute("DELETE FROM runs WHERE run = ?", [run])
+    con.execute("INSERT INTO runs VALUES (?, ?, ?)", [run, path, run_id])
 
 
 def _check_names(run_dirs: Sequence[Path]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any, Hashable, Mapping
 from proctor.data.readers import Row
 from proctor.runs.documents import ResultsDocument, SampleLine, SavedSpec
 from proctor.scoring.aggregate import TaskEntry
+
+log = logging.getLogger(__name__)
 
 LAYOUT_VERSION = "0.4.13"  # the lm-evaluation-harness release whose layout this follows
 OUTPUT_TYPES = {
@@ -58,17 +61,43 @@ def _keys(metric: str) -> tuple[str, str]:
 def _block(
     name: str, metrics: Mapping[str, object], n: int, group: bool = False, weighted: bool = False
 ) -> dict[str, object]:
-    """``weighted``: a group lm-eval averages by size (``weight_by_size``): its micro mean and stderr."""
+    """``weighted``: a group lm-eval averages by size (``weight_by_size``): its micro mean and stderr.
+
+    A metric with no number in results.json (NaN or infinite, stored as null and warned there) is written as null,
+    not left out: the export shows the task had it. A metric whose key is another's stderr key (a plug-in metric
+    ``exact_match_stderr`` beside ``exact_match``) would overwrite that standard error: it is written under
+    ``<name>_value`` and a warning says so."""
     block: dict[str, object] = {"name": name, "alias": name, "sample_len": n}
-    for metric, entry in metrics.items():
-        if not isinstance(entry, dict) or "value" not in entry:
-            continue
+    listed = {m: e for m, e in metrics.items() if isinstance(e, dict) and "value" in e}
+    stderr_keys = {_keys(m)[1] for m in listed}
+    for metric, entry in listed.items():
         value, stderr = (
             (entry.get("micro"), entry.get("micro_stderr")) if weighted else (entry["value"], entry.get("stderr"))
         )
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
             continue
+        if value is None:
+            log.warning(
+                "%s: metric '%s' has no number in results.json (NaN or infinite): null in the lm-eval export",
+                name,
+                metric,
+            )
         value_key, stderr_key = _keys(metric)
+        if value_key in stderr_keys:
+            base, _, filter_name = value_key.partition(",")
+            renamed = f"{base}_value"
+            while f"{renamed},{filter_name}" in stderr_keys or f"{renamed},{filter_name}" in block:
+                renamed += "_value"
+            log.warning(
+                "%s: metric '%s' would overwrite another metric's standard error ('%s') in the lm-eval export: "
+                "written as '%s,%s'",
+                name,
+                metric,
+                value_key,
+                renamed,
+                filter_name,
+            )
+            value_key, stderr_key = f"{renamed},{filter_name}", f"{renamed}_stderr,{filter_name}"
         block[value_key] = value
         block[stderr_key] = stderr if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) else "N/A"
     if group:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -225,6 +226,26 @@ def write_parquet(
     return target
 
 
+def _primary_metrics(records: list[SampleLine]) -> dict[str, str]:
+    """Per task, the first metric whose every per-sample value is 0 or 1 (or unscored): what decides correct /
+    incorrect where a record has no ``correct`` of its own (a generation), as in the report's sample browser."""
+    order: dict[str, dict[str, bool]] = defaultdict(dict)
+    for r in records:
+        flags = order[str(r.get("task"))]
+        for name, value in (r.get("metrics") or {}).items():
+            binary = value is None or (isinstance(value, (int, float)) and value in (0, 1))
+            flags[name] = flags.get(name, True) and binary
+    return {task: next((m for m, ok in flags.items() if ok), "") for task, flags in order.items() if flags}
+
+
+def _correct(record: SampleLine, primary: str | None) -> bool | None:
+    """The record's own ``correct``, else its task's first 0/1 metric (1: correct); None: unscored."""
+    if isinstance(record.get("correct"), bool):
+        return bool(record["correct"])
+    value = (record.get("metrics") or {}).get(primary) if primary else None
+    return bool(value == 1) if isinstance(value, (int, float)) else None
+
+
 def samples_table(run_dir: Path, contents: tuple[ResultsDocument, list[SampleLine]] | None = None) -> pa.Table:
     """samples.jsonl as a flat, typed pyarrow table: one row per sample, run and model columns (to stack runs),
     target / prediction as text (plus choice indices), per-choice log-likelihoods as a list and as
@@ -264,6 +285,7 @@ def samples_table(run_dir: Path, contents: tuple[ResultsDocument, list[SampleLin
     ]
     columns: dict[str, list[object]] = {name: [] for name, _ in fields}
     run_name = run_dir.resolve().name
+    primary = _primary_metrics(records)
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
         logprobs = r.get("logprobs") if isinstance(r.get("logprobs"), list) else None
@@ -278,7 +300,7 @@ def samples_table(run_dir: Path, contents: tuple[ResultsDocument, list[SampleLin
             "source_row": (r.get("source") or {}).get("row"),
             "prompt": prompt if isinstance(prompt, str) or prompt is None else json.dumps(prompt, ensure_ascii=False),
             **_typed(r),
-            "correct": r["correct"] if isinstance(r.get("correct"), bool) else None,
+            "correct": _correct(r, primary.get(str(r.get("task")))),
             "parsed": r["parsed"] if isinstance(r.get("parsed"), bool) else None,
             "choices": [str(c) for c in r["choices"]] if r.get("choices") is not None else None,
             "logprobs": _floats(logprobs),

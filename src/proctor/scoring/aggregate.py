@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from proctor.scoring.metrics import MetricDef
+from proctor.scoring.metrics import MetricDef, total
 from proctor.scoring.stats import cluster_stderr, pooled_sample_stderr, pooled_stderr
 
 # results.json's entries as the file holds them (the run builds them as runs.results_schema models; scoring,
@@ -111,10 +112,17 @@ def breakdowns(
 
 
 def aggregate_groups(
-    task_results: dict[str, TaskEntry], memberships: dict[str, list[str]]
+    task_results: dict[str, TaskEntry],
+    memberships: dict[str, list[str]],
+    definitions: Mapping[str, Sequence[tuple[MetricDef, Mapping[str, Any]]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples),
-    each with its standard error."""
+    each with its standard error.
+
+    ``definitions``: task -> its metrics with their keyword arguments, for the tasks proctor scores itself. A group
+    all of whose members are there is proctor's own and averages only what can be averaged (``_own_metric``); a
+    group with a member not there (an lm-eval task) keeps lm-eval's arithmetic exactly: every shared metric's
+    equal-weight and size-weighted means, each member weighted by its samples."""
     groups: dict[str, list[str]] = defaultdict(list)
     for task, names in memberships.items():
         for group in names:
@@ -122,10 +130,24 @@ def aggregate_groups(
     out = {}
     for group, tasks in groups.items():
         shared = set.intersection(*(set(task_results[t]["metrics"]) for t in tasks))
-        metrics = {}
+        own = definitions is not None and all(t in definitions for t in tasks)
+        metrics: dict[str, MetricEntry] = {}
+        left_out: dict[str, str] = {}
         for name in sorted(shared):
             entries = [task_results[t]["metrics"][name] for t in tasks]
             counts = [task_results[t]["n_samples"] for t in tasks]
+            if own:
+                assert definitions is not None
+                reason = _differing_definitions(name, tasks, definitions)
+                if reason:
+                    left_out[name] = reason
+                    continue
+                # a member's unscored rows are in no mean: its weight is the rows it scored
+                counts = [e.get("n_scored", n) for e, n in zip(entries, counts)]
+                special = _own_metric(_definition(name, tasks[0], definitions), entries)
+                if special is not None:
+                    metrics[name] = special
+                    continue
             values = [e["value"] for e in entries]
             stderrs = [e["stderr"] for e in entries]
             macro = sum(values) / len(values)
@@ -137,7 +159,72 @@ def aggregate_groups(
             if all(isinstance(se, (int, float)) for se in clustered):  # every member names its clusters
                 metrics[name].update(_clustered_group(clustered, counts, [e.get("n_clusters") for e in entries]))
         out[group] = {"tasks": tasks, "n_samples": sum(task_results[t]["n_samples"] for t in tasks), "metrics": metrics}
+        if left_out:
+            out[group]["left_out"] = left_out
     return out
+
+
+def _definition(
+    name: str, task: str, definitions: Mapping[str, Sequence[tuple[MetricDef, Mapping[str, Any]]]]
+) -> tuple[MetricDef, Mapping[str, Any]] | None:
+    return next(((m, kw) for m, kw in definitions[task] if m.name == name), None)
+
+
+def _differing_definitions(
+    name: str, tasks: Sequence[str], definitions: Mapping[str, Sequence[tuple[MetricDef, Mapping[str, Any]]]]
+) -> str | None:
+    """Members that compute a metric of one name with other arguments (``scale: 1`` and ``scale: 100``) or another
+    function give numbers in other units or of another quantity: their mean is no metric."""
+    found = {t: _definition(name, t, definitions) for t in tasks}
+    if any(d is None for d in found.values()):
+        return None  # a metric a dialect's own scoring gives (not in the task's list): nothing to compare
+    shown = {t: json.dumps(dict(d[1]), sort_keys=True, default=repr) for t, d in found.items() if d is not None}
+    functions = {t: d[0].compute for t, d in found.items() if d is not None}
+    if len(set(shown.values())) > 1:
+        what = "; ".join(f"{t}: {v}" for t, v in shown.items())
+        return (
+            f"its members compute metric '{name}' with other arguments ({what}), so their values are not one "
+            "quantity and are not averaged (give the members one definition, or the metric another name)"
+        )
+    if len(set(map(id, functions.values()))) > 1:
+        return (
+            f"its members compute metric '{name}' with other functions, so their values are not one quantity and "
+            "are not averaged"
+        )
+    return None
+
+
+def _own_metric(
+    definition: tuple[MetricDef, Mapping[str, Any]] | None, entries: Sequence[MetricEntry]
+) -> MetricEntry | None:
+    """What a proctor group does with a metric that is no mean of its samples: a count (``total``, e.g. null_count)
+    is summed over the members; a pooled ratio (a perplexity, bits per byte: one exponential or ratio of summed
+    log-likelihoods) keeps its equal-weight mean of the members' values, but no size-weighted one: the pooled
+    value is the ratio of the members' pooled sums, which their values alone do not give. None: a mean, averaged
+    as usual."""
+    if definition is None:
+        return None
+    aggregate = definition[0].aggregate
+    if aggregate is total:
+        value = sum(e["value"] for e in entries)
+        return {"value": value, "stderr": None, "micro": None, "micro_stderr": None, "note": COUNT_NOTE}
+    if getattr(aggregate, "pooled_ratio", False):
+        values = [e["value"] for e in entries]
+        return {
+            "value": sum(values) / len(values),
+            "stderr": None,
+            "micro": None,
+            "micro_stderr": None,
+            "note": RATIO_NOTE,
+        }
+    return None
+
+
+COUNT_NOTE = "a count: the group's value is its members' total (no mean, no micro)"
+RATIO_NOTE = (
+    "a pooled ratio: the value is the equal-weight mean of the members' values; no micro, since a size-weighted mean "
+    "of ratios is not the pooled ratio (exp of the pooled mean log-likelihood), which the members' values do not give"
+)
 
 
 def _clustered_group(stderrs: list[float], counts: list[int], clusters: list[int | None]) -> MetricEntry:

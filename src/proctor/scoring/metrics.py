@@ -55,6 +55,7 @@ def pooled_ratio(
         units = sum(v[1] for v in values)
         return (transform(logprob, units) if units else float("nan")), None
 
+    aggregate.pooled_ratio = True  # type: ignore[attr-defined]  # a group cannot pool it from its members' values
     return aggregate
 
 

@@ -21,6 +21,8 @@ from proctor.scoring.stats import cluster_stderr, mean_stderr
 
 ALPHA = 0.05
 POWER = 0.8
+# below this many clusters a cluster-robust standard error is far too small (the audit's stats.few-clusters)
+FEW_CLUSTERS = 5
 
 
 def z_value(alpha: float = ALPHA, power: float = POWER) -> float:
@@ -88,3 +90,35 @@ def paired_difference(
         n_clusters,
         minimum_detectable_effect(stderr, alpha),
     )
+
+
+def degenerate_spread(diffs: Sequence[float], n_clusters: int | None = None) -> list[str]:
+    """Why an interval, test or MDE over these per-sample differences cannot be read as one: one sample, no spread
+    (every difference the same: a zero standard error is no certainty, only too few or too alike samples), one
+    cluster, or too few clusters. Empty for differences that vary over enough samples (and clusters)."""
+    values = np.asarray(diffs, dtype=float)
+    if values.size == 1:
+        return [
+            "1 shared sample: one difference has no spread, so the interval is that one value and the paired "
+            "standard error, its interval, p-value and MDE are undefined; no test can tell the runs apart on it"
+        ]
+    out = []
+    if values.size > 1 and float(values.max() - values.min()) == 0.0:
+        out.append(
+            f"every one of the {values.size} shared samples differs by the same {float(values[0]):g} (B - A): "
+            "the differences have no spread, so the standard error 0, the zero-width intervals and the MDE 0 "
+            "measure no uncertainty and cannot be read as an interval or a detectable effect (too few samples, "
+            "or runs that agree or disagree everywhere)"
+        )
+    if n_clusters is not None and n_clusters < 2:
+        out.append(
+            "the shared samples lie in one cluster: the clustered standard error is undefined (it needs two "
+            "clusters or more), so there is no CLT standard error, interval, p-value or MDE (the plain one is "
+            "'stderr_unclustered')"
+        )
+    elif n_clusters is not None and n_clusters < FEW_CLUSTERS:
+        out.append(
+            f"the clustered standard error rests on {n_clusters} clusters, far too few for the estimator (it comes "
+            "out too small): the CLT interval, p-value and MDE are not reliable"
+        )
+    return out
