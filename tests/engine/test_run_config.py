@@ -12,8 +12,9 @@ from proctor.api import evaluate, run_evaluation
 from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides
 from proctor.engine.run_config import ModelConfig, OutputOptions, PrepareOptions, RowLimit, RunConfig
-from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
+from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming
 from proctor.runs.run_results import RunResults
+from proctor.runs.task_result import TaskResult
 from tests.support.fakes import FakeModel, write_tasks
 
 pytestmark = pytest.mark.fast

@@ -15,13 +15,12 @@ from proctor.api import evaluate, load_tasks
 from proctor.runs.results import RunWriter
 from proctor.runs.results_schema import (
     GroupResult,
-    MetricEntry,
     Results,
     ResultsSchemaError,
     RollupNode,
-    TaskResult,
     check_results_json,
 )
+from proctor.runs.task_result import MetricEntry, TaskResult
 from tests.conftest import EXAMPLES, REPO, shared_path
 from tests.support.fakes import FakeModel, write_tasks
 

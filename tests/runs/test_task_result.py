@@ -11,7 +11,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from proctor.runs.results_schema import TaskResult
+from proctor.runs.task_result import TaskResult
 from tests.conftest import REPO
 from tests.support.fakes import write_tasks
 

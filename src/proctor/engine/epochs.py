@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from proctor.core.model_requests import GenerateRequest, Request
 from proctor.engine.outcomes import SampleRecord, TaskOutcome
 from proctor.engine.task_warnings import warn
-from proctor.runs.results_schema import Epochs, EpochVariance
+from proctor.runs.task_result import Epochs, EpochVariance
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 from proctor.scoring.stats import epoch_variance
 

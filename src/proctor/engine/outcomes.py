@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.runs.results_schema import TaskResult
+from proctor.runs.task_result import TaskResult
 
 # a sample's record in samples.jsonl (its id, source, prompt, metric values, the kind's details)
 SampleRecord = dict[str, Any]

@@ -33,8 +33,8 @@ from proctor.models.base import Model, usage_delta
 from proctor.models.reply_checks import ReplyError
 from proctor.runs.executor import ModelExecutor, count_truncated, dedupe, execute
 from proctor.runs.outcome_tally import OutcomeTally
-from proctor.runs.results_schema import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.store import Lookup
+from proctor.runs.task_result import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.thinking import ThinkingTally, ThoughtResult, run_thinking
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
 

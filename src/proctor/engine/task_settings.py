@@ -13,7 +13,7 @@ from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
 from proctor.kinds.capabilities import PredictsSamples
-from proctor.runs.results_schema import TaskResult, TaskSettings
+from proctor.runs.task_result import TaskResult, TaskSettings
 from proctor.runs.task_settings import inert_options
 
 # --model-arg names that hold a credential: left out (a key changes no number, and results.json is shared)

@@ -13,7 +13,7 @@ from proctor.engine.outcomes import TaskOutcome
 from proctor.engine.prepare import PreparedTask
 from proctor.models.base import Model
 from proctor.runs.outcome_tally import OutcomeTally
-from proctor.runs.results_schema import OutcomeCount, Truncated, Unparsed
+from proctor.runs.task_result import OutcomeCount, Truncated, Unparsed
 
 log = logging.getLogger("proctor.engine.runner")  # the name the console's log lines have always shown
 

@@ -3,322 +3,22 @@
 docs/results.md documents each field (type, meaning, which dialects fill it). Known fields are typed;
 per-task results, metric entries and roll-up nodes also accept fields a dialect adds (``extra="allow"``),
 while the top level and the small fixed records (environment, timing, ...) accept nothing unknown.
-A task's result is built as a ``TaskResult`` while its task runs (engine/runner.py) and written through
-``TaskResult.as_dict``; the rest of the file is built by ``runs/run_results.RunResults``. Numbers keep the type
+A task's entry is ``TaskResult`` (runs/task_result.py, with the records it holds), built while its task runs;
+the rest of the file is built by ``runs/run_results.RunResults``. Numbers keep the type
 they were computed with (``Number``), so the file writes them as Python computed them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-# a number as it was computed: an int stays an int (a float field would write 3 as 3.0)
-Number = Union[int, float]
-
-
-class _Closed(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-
-# ------------------------------------------------------------------ metrics
-class MetricEntry(_Open):
-    """One metric of a task (or of a breakdown part): its value and standard error, and what a dialect adds."""
-
-    value: Optional[Number] = Field(
-        description="The aggregate (mean for per-sample metrics); null when nothing was scored or it is not a number."
-    )
-    stderr: Optional[Number] = Field(
-        description="Standard error of the value; null when none is defined (one sample, corpus metrics)."
-    )
-    stderr_clustered: Optional[Number] = Field(
-        None,
-        description="Tasks with a 'cluster' field, mean metrics: the cluster-robust (CR1) standard error of the value; "
-        "null with fewer than two clusters.",
-    )
-    n_clusters: Optional[int] = Field(None, description="Tasks with a 'cluster' field: the clusters the samples form.")
-    n_scored: Optional[int] = Field(None, description="Samples with a value, when some had none (unscored).")
-    n_unscored: Optional[int] = Field(None, description="Samples without a value (no ground truth).")
-    bootstrap: Optional[list[Number]] = Field(
-        None, description="SEA-HELM, several seeded runs: the bootstrap values of the primary metric."
-    )
-    n_runs: Optional[int] = Field(None, description="SEA-HELM: seeded runs the bootstrap drew from.")
-    primary: Optional[bool] = Field(None, description="SEA-HELM: this is the task's primary (leaderboard) metric.")
-    detail: Any = Field(
-        None, description="SEA-HELM and GLM-130B: a metric's nested result (per category, per phenomenon), kept whole."
-    )
-    error: Optional[str] = Field(None, description="SEA-HELM: why a metric has no value (e.g. metricx_error).")
-
-
-class BreakdownStat(_Closed):
-    max: Number
-    median: Number
-    average: Number = Field(description="Mean over the parts, weighted by each part's samples.")
-    n_parts: int
-
-
-class BreakdownPart(_Open):
-    n_samples: int
-    metrics: dict[str, MetricEntry]
-    detail: Any = Field(None, description="GLM-130B task classes: the class's own metrics for this file.")
-
-
-# ------------------------------------------------------------------ per task
-class LocalFiles(_Closed):
-    paths: list[str] = Field(description="The files read, in reading order (a save_to_disk split: its folder).")
-    sha256: str = Field(description="sha256 of those files' bytes, in that order.")
-
-
-class TaskData(_Open):
-    source: Optional[str] = Field(None, description="The data file, glob or hub id read.")
-    n_rows: Optional[int] = Field(None, description="Rows read.")
-    n_filtered: Optional[int] = Field(None, description="Rows the task's filter dropped.")
-    fallback: Optional[str] = Field(None, description="Set when a fallback source was read, saying why.")
-    files: Optional[dict[str, LocalFiles]] = Field(
-        None, description="lm-eval tasks on local copies (--lmeval-data): per split read, its files and their sha256."
-    )
-
-
-class Requests(_Closed):
-    total: Optional[int] = Field(None, description="Requests the task made, duplicates included.")
-    unique: int = Field(description="Distinct requests.")
-    type: Optional[str] = Field(
-        None, description="loglikelihood, generate, rolling_loglikelihood, or custom (a handler's own)."
-    )
-    computed: Optional[int] = Field(
-        None, description="Use cases: requests the model answered in this run (the rest came from the store)."
-    )
-
-
-class TaskTiming(_Closed):
-    model_seconds: Optional[Number] = None
-    total_seconds: Number
-
-
-class Unparsed(_Closed):
-    count: int = Field(description="Replies from which no option letter could be read (scored as wrong).")
-    n: int = Field(description="Lettered replies.")
-    rate: Number
-
-
-class OutcomeCount(_Closed):
-    count: int
-    n: int
-    example: Optional[str] = None
-
-
-class Truncated(_Closed):
-    count: int = Field(
-        description="Requests whose prompt the model cut on the left to fit its window (scored without its start)."
-    )
-    n: int = Field(description="Requests the task sent.")
-
-
-class TaskSettings(_Closed):
-    """What a task ran with that changes its numbers, recorded so that ``compare`` and the viewer can name every
-    difference between two runs of it (runs/task_settings.py diffs them). null: none, or not applicable to the
-    task (generation settings of a task scored by log-likelihoods); for ``fewshot`` and ``generation`` also a
-    dialect's handler that decides them itself (lm-eval's count is its ``n_shot``)."""
-
-    fewshot: Optional[int] = Field(description="Few-shot examples per prompt.")
-    fewshot_source: Optional[str] = Field(
-        description="Where the examples are drawn from: 'task data' (the task's own rows) or the file / hub id."
-    )
-    fewshot_seed: Optional[int] = Field(description="The seed the examples are drawn with.")
-    chat: bool = Field(description="Whether prompts went through the model's chat template.")
-    chat_template: Optional[str] = Field(description="sha256 of the chat template used (first 16 hex digits).")
-    system_prompt: Optional[str] = None
-    limit: Union[int, float, None] = Field(description="Rows run: --limit, else the task's own limit; null: all.")
-    limit_per_part: bool = False
-    sample_ids: Optional[list[str]] = Field(
-        None, description="--sample-id: the ids (or globs) the task's samples were selected by; null: no selection."
-    )
-    generation: Optional[dict[str, Any]] = Field(
-        description="Generation settings (max_tokens, temperature, top_p, stop, seed, ...) of a task that generates."
-    )
-    backend: Optional[str] = Field(description="The model backend (hf, vllm, openai, ...).")
-    dtype: Optional[str] = None
-    model_args: dict[str, Any] = Field(
-        default_factory=dict,
-        description="--model-arg values that can change a request or an answer (credentials left out: they change "
-        "no number; the backend's inert options are in model_info).",
-    )
-    model_info: Optional[dict[str, Any]] = Field(
-        None,
-        description="--model-arg values the backend declares unable to change a request or an answer (server "
-        "address, prices, pace): information, not a setting; compare names them apart.",
-    )
-    mc_format: Optional[Literal["loglikelihood", "generate"]] = None
-    mc_shuffle: Optional[int] = Field(
-        None, description="--mc-shuffle: the seed the lettered options were shuffled with; null: the task's order."
-    )
-    epochs: int = 1
-    epoch_reducer: Optional[str] = Field(None, description="With epochs > 1: mean or pass@K.")
-    think_end_token: Optional[str] = Field(
-        None, description="--think-end-token: generations were scored on the text after its last occurrence."
-    )
-    think_budget: Optional[int] = Field(
-        None, description="--max-thinking-tokens: tokens added to every generation's max_tokens for its thinking."
-    )
-
-
-class RollupPlace(_Closed):
-    metric: str
-    levels: dict[str, str]
-    group: Optional[str] = None
-    group_type: Literal["macro", "micro"] = "macro"
-
-
-class EpochVariance(_Closed):
-    """How much the epochs reduced a metric's variance (Miller 2024's resampling; scoring/stats.epoch_variance)."""
-
-    n_questions: int = Field(description="Questions with a value in every epoch.")
-    k: int = Field(description="Epochs per question.")
-    within: Number = Field(description="Mean over questions of the variance across a question's epochs (ddof 1).")
-    between: Number = Field(description="Variance of the questions' true means: var(question means) - within / k.")
-    stderr: Number = Field(description="Standard error of the mean over questions (of the question means).")
-    stderr_one_epoch: Number = Field(description="The standard error one epoch would give: sqrt((between+within)/n).")
-
-
-class Epochs(_Closed):
-    n: int
-    reducer: str = Field(description="mean or pass@K.")
-    scores: dict[str, list[Optional[Number]]] = Field(description="Per metric, the task's value in each epoch.")
-    pass_at_k: dict[str, dict[str, Number]] = Field(description="0/1 metrics: unbiased pass@k for k = 1..n.")
-    variance: Optional[dict[str, EpochVariance]] = Field(
-        None, description="Per numeric metric: within- and between-question variance, and the stderr they give."
-    )
-
-
-class AuditEntry(_Closed):
-    """A finding of the audit stage (docs/audit.md): one rule's first place in the task, and how many in all."""
-
-    rule: str = Field(description="The rule's id, e.g. choices.duplicate (a task file silences a rule by it).")
-    severity: Literal["error", "warning"]
-    message: str
-    file: Optional[str] = None
-    row: Optional[int] = None
-    line: Optional[int] = None
-    field: Optional[str] = None
-    sample: Optional[str] = Field(None, description="The first sample id it names, where the finding is a row's.")
-    count: int = Field(ge=1, description="Rows or places the rule found; the first is named.")
-    silenced: Optional[str] = Field(None, description="The task file's reason, where it silenced the rule.")
-
-
-class TaskResult(BaseModel):
-    """One task's result, as the run builds it and results.json holds it. Dialects may add fields (kept after the
-    listed ones, in the order they were set); those listed here are typed, and checked when they are set.
-
-    The fields are listed in the order the file shows them; a field is written once it has been set (None
-    included), so optional fields a task never set are left out (``as_dict``)."""
-
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
-
-    kind: Literal["multiple_choice", "generate", "perplexity"]
-    dialect: str = Field(
-        description="native, probsem, glm, seahelm, lm-eval or aisteer "
-        "(glm130b and usecase in runs of earlier versions)."
-    )
-    source: Optional[str] = Field(description="The task file (null for tasks built in Python).")
-    version: str
-    changes: Optional[dict[str, str]] = Field(None, description="The task's change log: version -> what changed.")
-    hash: str = Field(
-        description="Content hash of the prepared task (spec, samples, prompts); a use case's fingerprint."
-    )
-    group: Optional[list[str]] = Field(None, description="Groups the task belongs to (see the top-level groups).")
-    n_samples: int
-    n_rows: Optional[int] = Field(
-        None, description="Use cases: rows of evaluation data (n_samples counts generations)."
-    )
-    data: Optional[TaskData] = None
-    metrics: dict[str, MetricEntry]
-    higher_is_better: Optional[dict[str, bool]] = None
-    requests: Requests
-    timing: TaskTiming
-    rollup: Optional[RollupPlace] = None
-    breakdown: Optional[dict[str, dict[str, BreakdownPart]]] = Field(
-        None, description="Per field (e.g. _source), per value: metrics."
-    )
-    breakdown_stats: Optional[dict[str, dict[str, BreakdownStat]]] = None
-    glm_class: Optional[str] = Field(None, description="GLM-130B module: the task class that ran.")
-    glm_report: Any = Field(None, description="GLM-130B module: what the class's report hook printed.")
-    evaluations: Optional[dict[str, Any]] = Field(None, description="Use cases: each metric's raw result.")
-    n_shot: Optional[int] = Field(
-        None,
-        description="lm-eval tasks: the few-shot examples per prompt lm-eval's task used (its YAML or --num-fewshot).",
-    )
-    bootstrap_iters: Optional[int] = Field(
-        None, description="lm-eval tasks: the bootstrap resamples for standard errors (--bootstrap-iters; 0: none)."
-    )
-    epochs: Optional[Epochs] = None
-    truncated: Optional[Truncated] = None
-    usage: Optional[dict[str, Number]] = Field(
-        None, description="Remote models: tokens and requests sent (and estimated_cost)."
-    )
-    judge_usage: Optional[dict[str, Number]] = Field(None, description="SEA-HELM: the same for a separate judge model.")
-    thinking: Optional[dict[str, Number]] = Field(
-        None,
-        description="--think-end-token: generations split (samples), those whose thinking never closed (unclosed), "
-        "the thinking's mean length in characters (mean_chars), the tokens each reply generated, thinking and "
-        "answer (mean_generated_tokens, max_generated_tokens), replies that reached max_tokens "
-        "(stopped_at_max_tokens), and, where the model's tokenizer is at hand, the thinking's own tokens "
-        "(mean_thinking_tokens, max_thinking_tokens).",
-    )
-    mc_format: Optional[Literal["loglikelihood", "generate"]] = Field(
-        None, description="How a multiple-choice task ran."
-    )
-    settings: Optional[TaskSettings] = Field(
-        None, description="What the task ran with that changes its numbers (absent in runs of earlier versions)."
-    )
-    mc_format_reason: Optional[str] = Field(
-        None, description="Why it ran so: --mc-format, or what the model's log-likelihood check found."
-    )
-    unparsed: Optional[Unparsed] = None
-    outcomes: Optional[dict[str, OutcomeCount]] = Field(
-        None,
-        description="Replies that held no scoreable answer, per outcome (runs/outcome_tally.py: withheld, empty, "
-        "echo, stray_characters, not_nfc, think_marker, unread, zero_logprobs, flat_logprobs, one_logprob, "
-        "tied_choices, one_letter, judge_errors, judge_flips): count, n and one example; those above their share "
-        "are warnings.",
-    )
-    warnings: Optional[list[str]] = None
-    audit: Optional[list[AuditEntry]] = Field(
-        None, description="The audit stage's findings (docs/audit.md), silenced ones with their reason."
-    )
-    exports: Optional[list[str]] = Field(None, description="Files the task's exporters wrote into the run folder.")
-
-    def add_warning(self, text: str) -> None:
-        self.warnings = [*(self.warnings or []), text]
-
-    def add_finding(self, entry: Mapping[str, Any], text: str) -> None:
-        """An audit finding: listed under ``audit``, and (``text``, its one line) a warning unless the task file
-        silenced its rule."""
-        self.audit = [*(self.audit or []), AuditEntry.model_validate(entry)]
-        if entry.get("silenced") is None:
-            self.add_warning(f"audit {text}")
-
-    def add_metrics(self, entries: Mapping[str, Any]) -> None:
-        """Metrics computed apart from the per-sample ones (a task class's corpus metrics): added, or replacing."""
-        self.metrics = {**self.metrics, **entries}
-
-    def set_fields(self, fields: Mapping[str, Any]) -> None:
-        """Fields a task class reports of its own (``ResultExtras``), each checked as it is set."""
-        for name, value in fields.items():
-            setattr(self, name, value)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The entry results.json holds: every field that was set, in the listed order, then a dialect's own."""
-        return self.model_dump(exclude_unset=True)
+from proctor.runs.task_result import ClosedRecord, Number, OpenRecord, TaskResult
 
 
 # ------------------------------------------------------------------ run level
-class GroupMetric(_Closed):
+class GroupMetric(ClosedRecord):
     value: Optional[Number] = Field(description="Macro mean: every task weighs the same.")
     stderr: Optional[Number] = Field(
         description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null."
@@ -340,23 +40,15 @@ class GroupMetric(_Closed):
         "sqrt(sum of (task samples * task CR1 stderr)^2) / group samples.",
     )
     n_clusters: Optional[int] = Field(None, description="Clusters over the group's tasks (with stderr_clustered).")
-    note: Optional[str] = Field(
-        None,
-        description="Proctor's own groups: a count (value: the members' total) or a pooled ratio such as a "
-        "perplexity (no micro: a size-weighted mean of ratios is not the pooled ratio).",
-    )
 
 
-class GroupResult(_Closed):
+class GroupResult(ClosedRecord):
     tasks: list[str]
     n_samples: int
     metrics: dict[str, GroupMetric]
-    left_out: Optional[dict[str, str]] = Field(
-        None, description="Metrics the members share but compute differently (other arguments), each with why."
-    )
 
 
-class RollupNode(_Open):
+class RollupNode(OpenRecord):
     """A node of the score hierarchy (the top, a level, a group) or a task leaf."""
 
     value: Optional[Number]
@@ -376,7 +68,7 @@ class RollupNode(_Open):
     notes: Optional[list[str]] = None
 
 
-class Environment(_Closed):
+class Environment(ClosedRecord):
     python: str
     platform: str
     git_hash: Optional[str]
@@ -389,12 +81,12 @@ class Environment(_Closed):
     )
 
 
-class RunTiming(_Closed):
+class RunTiming(ClosedRecord):
     model_load_seconds: Optional[float] = None
     total_seconds: Optional[float] = None
 
 
-class Skipped(_Closed):
+class Skipped(ClosedRecord):
     task: Optional[str] = None
     file: str
     error: str
@@ -403,7 +95,7 @@ class Skipped(_Closed):
     )
 
 
-class RoleModel(_Closed):
+class RoleModel(ClosedRecord):
     """A model a run used in a role besides the evaluated one (a judge, a metric's model, a steering base)."""
 
     model: str = Field(description="The model as named (a --model string; a model object: its name).")
@@ -414,7 +106,7 @@ class RoleModel(_Closed):
     fingerprint: Optional[dict[str, Any]] = Field(None, description="The model's fingerprint, as 'model' is.")
 
 
-class Results(_Closed):
+class Results(ClosedRecord):
     """The top level of results.json."""
 
     proctor_version: str

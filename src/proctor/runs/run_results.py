@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from proctor.runs.documents import Fingerprint, ResultsDocument
 from proctor.runs.environment_record import environment as environment
-from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming, TaskResult
+from proctor.runs.results_schema import Environment, GroupResult, RollupNode, RunTiming
+from proctor.runs.task_result import TaskResult
 from proctor.scoring import rollup as scoring_rollup
 from proctor.scoring.aggregate import TaskEntry
 

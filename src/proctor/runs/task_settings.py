@@ -10,7 +10,7 @@ import json
 from typing import Any, Mapping, TypedDict
 
 from proctor.core.registry import registry
-from proctor.runs.results_schema import TaskSettings
+from proctor.runs.task_result import TaskSettings
 
 # what a task ran with that changes its numbers, and last its content: the hash of its spec, samples and prompts
 # (results.json's task ``hash``), which differs when the task file or its data was edited between the runs

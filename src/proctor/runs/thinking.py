@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.runs.results_schema import Number
+from proctor.runs.task_result import Number
 
 Request = TypeVar("Request")  # a request as a handler made it
 
