@@ -1,12 +1,10 @@
 """Local Hugging Face transformers backend: ``HFModel`` loads a causal language model (or wraps a
-loaded one), sets up how it scores and decodes, names it (``fingerprint``), tokenizes, and scores
-log-likelihoods.
+loaded one), sets up how it scores and decodes, names it (``fingerprint``) and tokenizes.
 
-Log-likelihoods are computed from the decoder's hidden states: the vocabulary projection and
-log-softmax run only at the positions being scored, never over the whole prompt.
-
-Generation is the ``HFGeneration`` mixin (``hf_generation.py``); the load-time rules this backend
-shares with the vision and vLLM backends (dtypes, device, BOS, folder digest) are ``hf_loading.py``.
+Log-likelihoods are the ``HFLoglikelihoods`` mixin (``loglikelihoods.py``), computed from the decoder's hidden
+states: the vocabulary projection and log-softmax run only at the positions being scored, never over the whole
+prompt. Generation is the ``HFGeneration`` mixin (``generation.py``); the load-time rules this backend
+shares with the vision and vLLM backends (dtypes, device, BOS, folder digest) are ``loading.py``.
 """
 
 from __future__ import annotations
@@ -17,16 +15,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from proctor.core.chat_reply import ChatReplyEnd
 from proctor.core.errors import ModelLoadError, require
-from proctor.core.model_requests import (
-    LoglikelihoodRequest,
-    LoglikelihoodResult,
-    RollingLoglikelihoodRequest,
-    RollingLoglikelihoodResult,
-)
-from proctor.models.base import Model, Progress
+from proctor.models.base import Model
 from proctor.models.chat_reply import reply_end, special_texts
-from proctor.models.hf import head_kernel, sharding, tree_attention
-from proctor.models.hf.forward_plan import LAYOUTS, ForwardCall, layout_for
+from proctor.models.hf import sharding, tree_attention
+from proctor.models.hf.forward_plan import LAYOUTS, layout_for
 from proctor.models.hf.generation import HFGeneration
 from proctor.models.hf.invariant import layout as invariant_layout
 from proctor.models.hf.loading import (
@@ -41,19 +33,17 @@ from proctor.models.hf.loading import (
     pick_device,
     weights_digest,
 )
-from proctor.models.hf.packing import ItemScores, ScoringItem, pack
+from proctor.models.hf.loglikelihoods import HFLoglikelihoods
+from proctor.models.hf.packing import ScoringItem, pack
 from proctor.models.hf.scoring import (
     SCORING_VERSION,
-    encode_many,
     encode_pairs,
-    loglikelihood_items,
-    plan_loglikelihood,
     score_rows,
     split_whitespace,
 )
 from proctor.models.hf.static import COLUMNS as STATIC_COLUMNS
 from proctor.models.hf.static import supported as static_supported
-from proctor.models.hf.unit_scoring import check_layout, default_layout, score_units
+from proctor.models.hf.unit_scoring import check_layout, default_layout
 from proctor.models.hf.vocab_head import HEADS, VocabularyHead
 from proctor.models.torch_runtime import load_torch
 
@@ -63,7 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class HFModel(HFGeneration, Model):
+class HFModel(HFGeneration, HFLoglikelihoods, Model):
     """A causal language model loaded with transformers."""
 
     def __init__(
@@ -308,45 +298,7 @@ class HFModel(HFGeneration, Model):
         ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         return [len(one) for one in ids]
 
-    # ------------------------------------------------------------------ scoring core
-    def _score(self, items: Sequence[ScoringItem], progress: Progress | None = None) -> list[ItemScores]:
-        """Per item: (token log-probs, all-greedy flag).
-
-        Items are packed into prefix-sharing rows (see ``packing``); which rows share a forward
-        call, and its shape, depend only on the rows (``forward_plan``), so an item's numbers never
-        depend on the batch size, the request order or the number of threads.
-        """
-        import torch
-
-        if self.layout.name == "units":
-            with torch.inference_mode():
-                scored, forwarded = score_units(
-                    self.model.get_decoder(),
-                    self._vocabulary_head(),
-                    items,
-                    self.device,
-                    self.tokenizer.pad_token_id,
-                    progress,
-                    self.layout.call_tokens,
-                    self.name,
-                )
-            self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + forwarded
-            return scored
-        rows = pack(items, self.pack_tokens, self.layout.lookahead)
-        self.tokens_forwarded = getattr(self, "tokens_forwarded", 0) + sum(len(row) for row in rows)
-        with torch.inference_mode():
-            return score_rows(
-                self.model.get_decoder(),
-                self._vocabulary_head(),
-                rows,
-                len(items),
-                self.device,
-                self.tokenizer.pad_token_id,
-                progress,
-                self.layout,
-                self.attention,
-            )
-
+    # ------------------------------------------------------------------ load-time warm-up
     def _compile_flex(self) -> None:
         """Compile the FlexAttention kernel now, not inside the first task: two scoring calls of
         different shapes through the real path (the real strides; after a second shape
@@ -383,67 +335,3 @@ class HFModel(HFGeneration, Model):
                 )
                 self.attention = "mask"
                 return
-
-    def forward_calls(self, requests: Sequence[LoglikelihoodRequest]) -> list[ForwardCall]:
-        """The forward calls ``loglikelihood(requests)`` makes, planned without running the model."""
-        return plan_loglikelihood(
-            self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id, self.layout
-        )
-
-    def _vocabulary_head(self) -> VocabularyHead:
-        """The output embedding with its scoring buffers, made once per model (again if the
-        model's output embedding was replaced)."""
-        if self._head is None or self._head.head is not self.model.get_output_embeddings():
-            softcap = getattr(self.model.config, "final_logit_softcapping", None)
-            self._head = VocabularyHead(
-                self.model.get_output_embeddings(),
-                self.device,
-                softcap,
-                fused=self.vocab_head != "torch",
-            )
-            if self._head.refused:  # the default fused head, refused by its probe: PyTorch's ops, slower, same bits
-                log.warning("the fused vocabulary head is off: %s; it runs as PyTorch ops", self._head.refused)
-            elif self.vocab_head == "fused" and self._head.implementation is None:
-                log.warning(
-                    "--model-arg vocab_head=fused: %s; the vocabulary head runs as PyTorch ops",
-                    "no C compiler could build the kernel"
-                    if head_kernel.load() is None
-                    else "it runs only a plain float32 Linear head on the CPU",
-                )
-        return self._head
-
-    # ------------------------------------------------------------------ the three calls
-    def loglikelihood(
-        self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
-    ) -> list[LoglikelihoodResult]:
-        items = loglikelihood_items(self.tokenizer, requests, self.max_length, self.add_bos, self.prefix_token_id)
-        results: list[LoglikelihoodResult] = [LoglikelihoodResult(0.0, (), True)] * len(items)
-        scored = [i for i, item in enumerate(items) if item.n_targets > 0]
-        for i, (token_lp, greedy) in zip(scored, self._score([items[i] for i in scored], progress)):
-            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy, items[i].cut)
-        if progress and len(scored) < len(items):
-            progress(len(items) - len(scored))
-        return results
-
-    def rolling_loglikelihood(
-        self, requests: Sequence[RollingLoglikelihoodRequest], progress: Progress | None = None
-    ) -> list[RollingLoglikelihoodResult]:
-        items, owner = [], []
-        encoded = encode_many(self.tokenizer, [request.text for request in requests])
-        for index, (request, ids) in enumerate(zip(requests, encoded)):
-            window = min(request.window, self.max_length)
-            stride = min(request.stride or window, window)
-            full = [self.prefix_token_id] + ids
-            n = len(full) - 1  # tokens to score: all of the text
-            start, end = 0, min(window, n)
-            while start < n:
-                items.append(ScoringItem(tuple(full[max(0, end - window) : end + 1]), end - start))
-                owner.append(index)
-                start, end = end, min(end + stride, n)
-        scored = self._score(items) if items else []
-        per_request: list[list[float]] = [[] for _ in requests]
-        for index, (token_lp, _) in zip(owner, scored):
-            per_request[index].extend(token_lp)
-        if progress:
-            progress(len(requests))
-        return [RollingLoglikelihoodResult(float(sum(lp)), len(lp), tuple(lp)) for lp in per_request]
