@@ -24,8 +24,9 @@ from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, GenerateResult, Request
 from proctor.core.redact import mask_url_credentials
 from proctor.models.base import Model, Progress, Result
-from proctor.models.openai.http import ApiClient, RequestBody, ServerReply, map_progress, token_count
+from proctor.models.openai.http import ApiClient, RequestBody, ServerReply, map_progress
 from proctor.models.openai.messages import decode_chat, encode_chat, with_image_parts
+from proctor.models.openai.reply_tallies import token_count
 from proctor.models.openai.scoring import OpenAIScoring
 from proctor.models.reply_checks import (
     check_generated,
