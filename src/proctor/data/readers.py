@@ -15,6 +15,7 @@ from proctor.core.special_files import refuse_special
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import glued_quote, swallowed_rows
 from proctor.data.reserved_names import no_reserved
+from proctor.data.strict_json import RefusedJson, loads
 
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
@@ -168,53 +169,6 @@ def read_rows(
     return rows
 
 
-class _BadObject(ValueError):
-    """A JSON object names a key twice (``key``), or a string is no text (``key`` None)."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-def _object(pairs: list[tuple[str, object]]) -> Row:
-    """A JSON object; a key given twice is an error (json keeps the last one silently)."""
-    row = dict(pairs)
-    if len(row) != len(pairs):
-        seen: set[str] = set()
-        twice = None
-        for key, _ in pairs:  # the first key met a second time
-            if key in seen:
-                twice = key
-                break
-            seen.add(key)
-        assert twice is not None  # fewer keys than pairs: one repeats
-        raise _BadObject(f"key '{twice}' is given twice in one object", twice)
-    return row
-
-
-def loads(text: str) -> Any:
-    """``json.loads`` refusing duplicate keys (``_BadObject``) and lone surrogate escapes (``\\ud800``: no
-    text, and no UTF-8 file can hold them)."""
-    value = json.loads(text, object_pairs_hook=_object)
-    if "\\u" in text:
-        _no_lone_surrogates(value)
-    return value
-
-
-def _no_lone_surrogates(value: object) -> None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _BadObject(f"a string holds a lone surrogate escape ({value!r:.40}), which is not text") from None
-    elif isinstance(value, dict):
-        for item in value.values():
-            _no_lone_surrogates(item)
-    elif isinstance(value, list):
-        for item in value:
-            _no_lone_surrogates(item)
-
-
 def json_values(path: Path) -> list[tuple[int, Any]]:
     """Each non-blank line's number (from 1) and JSON value in a JSON Lines file, read as ``read_rows`` reads
     one (decompressed where the name says so; UTF-8 without NUL; no key twice in an object, no lone surrogate):
@@ -226,7 +180,7 @@ def json_values(path: Path) -> list[tuple[int, Any]]:
             continue
         try:
             values.append((number, loads(line)))
-        except _BadObject as exc:
+        except RefusedJson as exc:
             raise TaskDefinitionError(f"line {number}: {exc}", file=path, line=number, field=exc.key) from None
         except json.JSONDecodeError as exc:
             raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
@@ -246,7 +200,7 @@ def parse_json(text: str, path: Path) -> Any:
     """``json_document`` for the text of ``path`` already decoded (a reader that also looks into the text)."""
     try:
         return loads(text)
-    except _BadObject as exc:
+    except RefusedJson as exc:
         raise TaskDefinitionError(str(exc), file=path, field=exc.key) from None
     except json.JSONDecodeError as exc:
         where = f"{exc.msg} (column {exc.colno})"
