@@ -36,8 +36,8 @@ from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
 from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
-from proctor.dialects.lmeval.task_config import TaskConfig
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
+from proctor.dialects.lmeval.task_splits import split_keys, splits_read
 from proctor.kinds.capabilities import Executor
 from proctor.kinds.custom import CustomTask, GenerationTask, MultipleChoiceTask
 
@@ -53,33 +53,6 @@ FEWSHOT_SEED = 1234  # lm_eval.simple_evaluate's fewshot_random_seed
 @dataclass(frozen=True)
 class LmEvalOutcome:
     values: dict[str, object]  # "metric,filter" -> lm-eval's per-sample value
-
-
-def _splits_read(config: TaskConfig) -> set[str]:
-    """Splits a task cannot do without: the evaluated one, and the few-shot one when shots are drawn."""
-    needed = set()
-    evaluated = config.get("test_split") or config.get("validation_split")
-    if evaluated:
-        needed.add(str(evaluated))
-    fewshot = config.get("fewshot_split") or (
-        (config.get("fewshot_config") or {}).get("split") if isinstance(config.get("fewshot_config"), dict) else None
-    )
-    if (config.get("num_fewshot") or 0) > 0:
-        needed.add(str(fewshot or config.get("training_split") or config.get("validation_split") or evaluated))
-    return needed
-
-
-def _split_keys(config: TaskConfig) -> dict[str, str]:
-    """Each split the task file names -> the key naming it (the first, where two keys name one split)."""
-    named = [(key, config.get(key)) for key in ("test_split", "validation_split", "training_split", "fewshot_split")]
-    fewshot = config.get("fewshot_config")
-    if isinstance(fewshot, dict):
-        named.append(("fewshot_config.split", fewshot.get("split")))
-    keys: dict[str, str] = {}
-    for key, split in named:
-        if isinstance(split, str):
-            keys.setdefault(split, key)
-    return keys
 
 
 def _gives_dataset(hook: Callable[..., object], leaf: Leaf) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -163,12 +136,12 @@ class _LmEvalRunner:
             config["generation_kwargs"] = {**own, **self.run_options.generation_kwargs}
         if callable(config.get("process_docs")):
             config["process_docs"] = _gives_dataset(config["process_docs"], leaf)
-        needed = _splits_read(config)
+        needed = splits_read(config)
         with (
             library.consent(True),
             self._templates(),
             data_map.serving(
-                self.mapping, needed, leaf.name, leaf.source, self._roots(variables), _split_keys(config)
+                self.mapping, needed, leaf.name, leaf.source, self._roots(variables), split_keys(config)
             ) as handed,
         ):
             try:
