@@ -94,7 +94,7 @@ def test_every_image_form_gives_the_same_requests(vlm, image_set, tmp_path):
     import hashlib
 
     from proctor.engine.prepare import prepare_task
-    from proctor.engine.runner import build_requests
+    from proctor.engine.task_requests import build_requests
 
     forms = [
         ("paths.jsonl", "path"),
@@ -261,7 +261,7 @@ def test_image_digest_enters_request_hash_and_task_hash(image_set, tmp_path):
 def test_scores_do_not_depend_on_the_requests_sent_together(vlm, image_set, tmp_path):
     """The context's forward pass is shared by its choices; a request scored alone gets the same numbers."""
     from proctor.engine.prepare import prepare_task
-    from proctor.engine.runner import build_requests
+    from proctor.engine.task_requests import build_requests
 
     task = write_task(
         tmp_path, "alone", MC_TASK.format(name="alone", data=image_set / "bytes.parquet", column="image", chat="true")

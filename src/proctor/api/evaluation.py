@@ -182,7 +182,7 @@ def report_findings(prepared: Sequence[PreparedTask]) -> None:
 def _check_images_taken(prepared: Sequence[PreparedTask], spec: str) -> None:
     """A task with images on a model known, before it loads, to take none (a text model's folder, the embedded
     default): the task file's ``images`` and the model named now, not after loading it."""
-    from proctor.engine.runner import has_images
+    from proctor.engine.task_requests import has_images
     from proctor.models.registry import takes_images
 
     showing = [p for p in prepared if has_images(p)]

@@ -22,7 +22,8 @@ from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.prepare import PreparedTask, task_config
 from proctor.engine.provenance_warnings import flag_warnings, record_provenance
 from proctor.engine.run_config import RunConfig
-from proctor.engine.runner import ProgressHook, build_requests, progress_total, run_built
+from proctor.engine.runner import ProgressHook, progress_total, run_built
+from proctor.engine.task_requests import build_requests
 from proctor.engine.task_settings import task_settings
 from proctor.models.base import Model
 from proctor.models.info import model_info

@@ -51,7 +51,7 @@ class PreparedTask:
     findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
     think_end_token: str | None = None  # --think-end-token: generations scored after their thinking (runs/thinking.py)
     think_budget: int | None = None  # --max-thinking-tokens: added to every generation's max_tokens
-    strict_audit: bool = False  # --strict: the model stage's findings stop the task too (runner.build_requests)
+    strict_audit: bool = False  # --strict: the model stage's findings stop the task too (task_requests.build_requests)
 
     def clusters(self) -> list[Any] | None:
         """Each sample's cluster (the value of the task's ``cluster`` field in its row), None without one."""

@@ -14,7 +14,7 @@ probed. A handler imports no engine module: the engine hands it an :class:`Execu
 | ``ScoresItself`` | ``engine/prepare.prepare_task`` | phase one: no per-sample metrics are looked up |
 | ``PredictsSamples`` | ``engine/runner.run_built`` | phase two, instead of per-sample kind requests |
 | ``SkipsScoring`` | ``engine/predict_only.unscored`` | phase one, ``--predict-only``: before prediction |
-| ``UsesChoiceFormulation`` | ``engine/runner.build_requests`` | before prediction, once the model is known |
+| ``UsesChoiceFormulation`` | ``engine/task_requests.build_requests`` | before prediction, once the model is known |
 | ``ReportsMcFormat`` | ``engine/runner.run_built`` | after prediction: ``mc_format`` in the result |
 | ``ReportsJudgeUsage`` | ``engine/runner.run_built`` | after prediction: ``judge_usage`` in the result |
 | ``CorpusMetrics`` | ``engine/runner.score_outcomes`` | after per-sample aggregation: merged into ``metrics`` |
