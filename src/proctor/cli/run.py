@@ -1,7 +1,7 @@
 """``proctor run``: evaluate a model on tasks and write a run folder.
 
-The flags' declarations are ``cli/run_flags.py``; this module turns their values into a ``RunConfig``, runs it
-and prints the results."""
+The flags' declarations are ``cli/run_flags.py`` (the Ray workers' ``cli/worker_flags.py``); this module turns
+their values into a ``RunConfig``, runs it and prints the results."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import List, Optional, cast
 
 import typer
 
-from proctor.cli import habits
+from proctor.cli import habits, worker_flags
 from proctor.cli import run_flags as flag
 from proctor.cli.app import app
 from proctor.cli.console import quiet_libraries
@@ -95,12 +95,12 @@ def run(
     quiet: bool = flag.QUIET,
     log_to: Optional[List[str]] = flag.LOG_TO,
     # -- Ray workers
-    workers: int = flag.WORKERS,
-    ray_address: Optional[str] = flag.RAY_ADDRESS,
-    cpus_per_worker: float = flag.CPUS_PER_WORKER,
-    gpus_per_worker: float = flag.GPUS_PER_WORKER,
-    worker_resources: Optional[List[str]] = flag.WORKER_RESOURCES,
-    worker_nodes: Optional[List[str]] = flag.WORKER_NODES,
+    workers: int = worker_flags.WORKERS,
+    ray_address: Optional[str] = worker_flags.RAY_ADDRESS,
+    cpus_per_worker: float = worker_flags.CPUS_PER_WORKER,
+    gpus_per_worker: float = worker_flags.GPUS_PER_WORKER,
+    worker_resources: Optional[List[str]] = worker_flags.WORKER_RESOURCES,
+    worker_nodes: Optional[List[str]] = worker_flags.WORKER_NODES,
     # -- lm-eval's and Inspect's flags: taken in proctor's meaning or refused naming its equivalent (cli/habits.py)
     max_connections: Optional[int] = habits.MAX_CONNECTIONS,
     log_dir: Optional[str] = habits.LOG_DIR,

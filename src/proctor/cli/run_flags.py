@@ -1,5 +1,6 @@
 """``proctor run``'s flags as Typer declares them (names, metavars, help, ``--help`` panels, checking callbacks),
-one per parameter of the command (``cli/run.py``), which names each as its default: ``flag.MODEL``.
+one per parameter of the command (``cli/run.py``), which names each as its default: ``flag.MODEL``. The Ray
+workers' flags are ``cli/worker_flags.py``.
 
 The dialects' own flags are added to the command from their declarations (``cli/options.with_dialect_options``)."""
 
@@ -20,12 +21,11 @@ from proctor.cli.options import (
 )
 
 # ``proctor run --help`` panels (a dialect's options get a panel of their own)
-TASKS_PANEL, MODEL_PANEL, OVERRIDES_PANEL, RUN_FOLDER_PANEL, WORKERS_PANEL = (
+TASKS_PANEL, MODEL_PANEL, OVERRIDES_PANEL, RUN_FOLDER_PANEL = (
     "Tasks and data",
     "Model",
     "Overrides of every task",
     "Run folder and output",
-    "Ray workers",
 )
 
 DATA_PATH_HELP = (
@@ -352,52 +352,4 @@ LOG_TO = typer.Option(
     "(a local file store, tracking_uri=file:PATH; default ./mlruns): metrics, task configurations, environment, "
     "samples table (repeatable; docs/trackers.md). wandb extra or mlflow extra.",
     rich_help_panel=RUN_FOLDER_PANEL,
-)
-
-# -- Ray workers
-WORKERS = typer.Option(
-    1,
-    "--workers",
-    "-w",
-    min=1,
-    metavar="N",
-    help="Model replicas on Ray (ray extra); the same numbers as 1.",
-    rich_help_panel=WORKERS_PANEL,
-)
-RAY_ADDRESS = typer.Option(
-    None,
-    "--ray-address",
-    metavar="HOST:PORT",
-    help="Join a running Ray cluster (or 'auto') instead of starting a local one.",
-    rich_help_panel=WORKERS_PANEL,
-)
-CPUS_PER_WORKER = typer.Option(
-    1.0,
-    "--cpus-per-worker",
-    min=0.0,
-    metavar="N",
-    help="CPUs (and torch threads) per replica.",
-    rich_help_panel=WORKERS_PANEL,
-)
-GPUS_PER_WORKER = typer.Option(
-    0.0,
-    "--gpus-per-worker",
-    min=0.0,
-    metavar="N",
-    help="GPUs per replica; for vllm: its tensor-parallel size.",
-    rich_help_panel=WORKERS_PANEL,
-)
-WORKER_RESOURCES = typer.Option(
-    None,
-    "--worker-resources",
-    metavar="KEY=AMOUNT",
-    help="A custom Ray resource each replica needs (repeatable).",
-    rich_help_panel=WORKERS_PANEL,
-)
-WORKER_NODES = typer.Option(
-    None,
-    "--worker-node",
-    metavar="IP",
-    help="Node to place replicas on, round robin (repeatable).",
-    rich_help_panel=WORKERS_PANEL,
 )
