@@ -20,8 +20,8 @@ DATA = Path(os.environ.get("PROCTOR_DATA", REPO.parent / "shared" / "data")).res
 
 def prompt_building() -> tuple[float, int]:
     from proctor.api import load_tasks
+    from proctor.core.data_spec import FewShotSpec
     from proctor.core.task import Task
-    from proctor.core.task_spec import FewShotSpec
     from proctor.data.sources import load_samples
     from proctor.engine.prepare import prepare_task
     from proctor.kinds.handlers import kind_handler

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from proctor.core.data_spec import DataSpec
 from proctor.core.errors import TaskDefinitionError
-from proctor.core.task_spec import DataSpec
 from proctor.data.readers import read_rows
 from proctor.data.sources import load_samples
 from tests.conftest import shared_path

@@ -9,103 +9,21 @@ from typing import Any, Literal, Union
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
-    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-from proctor.core.names import first_repeat
+from proctor.core.data_spec import DataSpec, FewShotSpec
+from proctor.core.frozen_spec import FrozenSpec
 
 TaskKind = Literal["multiple_choice", "generate", "perplexity"]
 
 
-_NUMBERS = (int, float, int | None, float | None, Union[int, None], Union[float, None])
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _number_not_bool(cls, value: object, info: ValidationInfo) -> object:
-        """``limit: yes`` is YAML's true, which pydantic would take as the number 1: a number field refuses it."""
-        if (
-            isinstance(value, bool)
-            and info.field_name is not None
-            and cls.model_fields[info.field_name].annotation in _NUMBERS
-        ):
-            raise ValueError(f"expects a number, got {str(value).lower()} (YAML reads yes/no/on/off as true/false)")
-        return value
-
-
-class DataSpec(_Frozen):
-    """Where samples come from. ``path`` (local) or ``hub`` (Hugging Face dataset id)."""
-
-    path: str | None = None
-    hub: str | None = None
-    subset: str | None = None
-    split: str | None = None
-    format: Literal["auto", "jsonl", "json", "csv", "tsv", "parquet", "arrow", "text"] = "auto"
-    columns: list[str] | None = None  # names for header-less csv/tsv (e.g. MMLU)
-    records_key: str | None = None  # json: the key holding the list of records
-    join: list[str] = Field(default_factory=list)  # row-aligned files whose columns are added
-    fields: dict[str, str] = Field(default_factory=dict)  # new field -> Jinja expression
-    filter: str | None = None  # Jinja expression; rows where it is false are dropped (and counted)
-    id: str | None = None  # column holding the sample id; default: file + row number
-    constants: dict[str, Any] = Field(default_factory=dict)  # fields with the same value in every row
-
-    @field_validator("join", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("columns")
-    @classmethod
-    def _columns_once(cls, value: list[str] | None) -> list[str] | None:
-        repeat = first_repeat(value or [])
-        if repeat is not None:  # a row would keep only the last of the columns so named
-            raise ValueError(f"'columns' names the column '{repeat[1]}' twice")
-        return value
-
-    @field_validator("filter")
-    @classmethod
-    def _filter_is_template(cls, value: str | None) -> str | None:
-        if value is not None and "{{" not in value and "{%" not in value:  # plain text: true for every row
-            raise ValueError(
-                f"'filter' is an expression in braces, such as \"{{{{ {value} }}}}\"; "
-                f"plain text {value!r} keeps every row"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _has_source(self) -> "DataSpec":
-        if not self.path and not self.hub:
-            raise ValueError("a data source needs 'path' (a local file, folder or glob) or 'hub' (a dataset id)")
-        if not self.hub and (self.split is not None or self.subset is not None):
-            which = "split" if self.split is not None else "subset"
-            raise ValueError(  # a local file has no splits: the whole file would be read, without a word
-                f"'{which}' chooses part of a hub dataset, but this source has no 'hub': a local file is read whole "
-                "(give each split its own file)"
-            )
-        return self
-
-
-class FewShotSpec(_Frozen):
-    """Few-shot examples, drawn per sample with a seed derived from the sample id."""
-
-    count: int = Field(ge=0)
-    source: DataSpec | None = None  # default: the task's own data, never the sample itself
-    seed: int = 1234
-    separator: str = "\n\n"
-    template: str | None = None  # default: prompt + target_delimiter + gold answer
-
-
-class ChatSpec(_Frozen):
+class ChatSpec(FrozenSpec):
     """Render prompts through the model's chat template."""
 
     enabled: bool = True
@@ -118,7 +36,7 @@ class ChatSpec(_Frozen):
 MAX_NEW_TOKENS = 100_000_000
 
 
-class GenerationSpec(_Frozen):
+class GenerationSpec(FrozenSpec):
     max_tokens: int = Field(default=64, ge=1)
     stop: list[str] = Field(default_factory=list)
     temperature: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
@@ -151,7 +69,7 @@ class GenerationSpec(_Frozen):
         return value
 
 
-class ExtractionSpec(_Frozen):
+class ExtractionSpec(FrozenSpec):
     """How an answer is pulled from generated text; no match counts toward ``null_count``."""
 
     regex: str | None = None
@@ -182,7 +100,7 @@ class ExtractionSpec(_Frozen):
         return self
 
 
-class PerplexitySpec(_Frozen):
+class PerplexitySpec(FrozenSpec):
     window: int = Field(default=1024, ge=2)  # tokens per forward pass
     stride: int | None = Field(default=None, ge=1)  # new tokens scored per window; default window
 
@@ -193,7 +111,7 @@ class PerplexitySpec(_Frozen):
         return self
 
 
-class SilencedRule(_Frozen):
+class SilencedRule(FrozenSpec):
     """An audit rule the task file turns off for this task, and why (the reason is recorded with the finding)."""
 
     rule: str = Field(min_length=1)
@@ -207,7 +125,7 @@ class SilencedRule(_Frozen):
         return value
 
 
-class AuditSpec(_Frozen):
+class AuditSpec(FrozenSpec):
     """The task's say in the audit stage (``proctor.audit``): rules it silences, each with a reason."""
 
     silence: list[SilencedRule] = Field(default_factory=list)
@@ -216,19 +134,19 @@ class AuditSpec(_Frozen):
         return next((s.reason for s in self.silence if s.rule == rule), None)
 
 
-class MetricSpec(_Frozen):
+class MetricSpec(FrozenSpec):
     name: str
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
-class ExportSpec(_Frozen):
+class ExportSpec(FrozenSpec):
     """An extra file written into the run folder by a registered exporter (``proctor.runs.task_exports``)."""
 
     format: str
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class RollupSpec(_Frozen):
+class RollupSpec(FrozenSpec):
     """Where a task sits in a score hierarchy (SEA-HELM: overall -> language -> competency ->
     aggregation group -> task): ``metric`` is rolled up through ``levels`` (outermost first); tasks of
     one ``group`` are averaged first (macro: equal weight; micro: weighted by samples)."""
@@ -239,7 +157,7 @@ class RollupSpec(_Frozen):
     group_type: Literal["macro", "micro"] = "macro"
 
 
-class HandlerSpec(_Frozen):
+class HandlerSpec(FrozenSpec):
     """The handler a dialect's task runs through: its registered name (``Registry.add_task_handler``)
     and its options, a typed model the dialect declares with it (a spec with a handler is made by its
     dialect, never read back from JSON). The handler reads its own data and gives each sample's texts
@@ -260,7 +178,7 @@ class HandlerSpec(_Frozen):
         return value
 
 
-class TaskSpec(_Frozen):
+class TaskSpec(FrozenSpec):
     """One task. Templates are Jinja2 strings rendered with the sample's fields; a task run by a
     dialect's ``handler`` has none (the handler gives each sample's texts)."""
 

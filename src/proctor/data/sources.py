@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping, TypedDict
 
 from proctor.core.audit import Hit
+from proctor.core.data_spec import DataSpec
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.special_files import refuse_special
-from proctor.core.task_spec import DataSpec
 from proctor.data.join_alignment import join_misalignment
 from proctor.data.paths import check_inside, data_roots
 from proctor.data.readers import FILE_KEY, ROW_KEY, Row, detect_format, read_rows

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from proctor.core.data_spec import FewShotSpec
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
 from proctor.core.run_overrides import RunOverrides, with_spec_changes
 from proctor.core.task import Task
-from proctor.core.task_spec import ChatSpec, FewShotSpec, GenerationSpec
+from proctor.core.task_spec import ChatSpec, GenerationSpec
 
 
 def _uses_chat(task: Task, chat: bool | None) -> bool:

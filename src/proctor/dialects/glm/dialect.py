@@ -19,10 +19,11 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from proctor.core.data_spec import DataSpec
 from proctor.core.dialect import BaseOptions
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
+from proctor.core.task_spec import ExtractionSpec, GenerationSpec, HandlerSpec, PerplexitySpec, TaskSpec
 from proctor.core.user_code import CODE_KEY, TRUST, dotted_module_file
 from proctor.core.yaml_lines import LineDict
 from proctor.dialects.glm.config_fields import FIELDS, MINIMUMS, GLMConfig, as_upstream_reads, is_class_reference

@@ -18,9 +18,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from proctor.core.data_spec import DataSpec
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
-from proctor.core.task_spec import DataSpec, ExportSpec, HandlerSpec, MetricSpec, TaskSpec
+from proctor.core.task_spec import ExportSpec, HandlerSpec, MetricSpec, TaskSpec
 from proctor.data.readers import decode_utf8, parse_json
 from proctor.dialects.probsem.options import ProbsemOptions
 from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
