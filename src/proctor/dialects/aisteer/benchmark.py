@@ -26,24 +26,22 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import logging
-import re
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, Union, cast
 
 from proctor.core.errors import ProctorError
 from proctor.dialects.aisteer import analysis
 from proctor.dialects.aisteer.base import UseCase
+from proctor.dialects.aisteer.benchmark_plan import Configuration, configurations, trial_dir
 from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.records import Evaluations, Generation, ProfileEntry, Profiles
 from proctor.models.base import Model
 from proctor.models.steering.controls import Control, describe
 from proctor.models.steering.pipeline import SteeringPipeline
-from proctor.models.steering.specs import ControlSpec, expand
+from proctor.models.steering.specs import ControlSpec
 from proctor.runs.results import write_json_atomic
 
 if TYPE_CHECKING:
@@ -60,31 +58,9 @@ log = logging.getLogger(__name__)
 LoadedBase = Union[Model, "tuple[PreTrainedModel, PreTrainedTokenizerBase]"]
 
 IDENTITY = "benchmark.json"  # what the benchmark in save_dir is
-RUNS = "runs"  # save_dir/runs/<pipeline>/<config_id>-t<trial>: one run folder per trial
 STORE = "store.sqlite"  # the cache every trial's run folder shares
 PROFILE = "profile.json"  # a raw-model trial's profile entry (no run folder results)
 _FORMAT = 2
-
-
-@dataclass
-class Configuration:
-    pipeline: str
-    config_id: str
-    params: dict[str, dict[str, object]]  # {ControlSpec name: its point}
-    controls: list[Control] = field(repr=False)
-
-
-def config_id(controls: Sequence[Control]) -> str:
-    if not controls:
-        return "baseline"
-    payload = json.dumps([c.config() for c in controls], sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:10]
-
-
-def _folder_name(name: str) -> str:
-    """A pipeline name as a folder name: as is when safe, else made safe and told apart by a digest."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
-    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 class Benchmark:
@@ -122,20 +98,7 @@ class Benchmark:
         self.context = dict(context or {})
         self.progress = progress
         self._model: LoadedBase | None = None
-        self.configurations = self._configurations()
-
-    # ------------------------------------------------------------------ plan
-    def _configurations(self) -> list[Configuration]:
-        out = []
-        for pipeline, items in self.steering_pipelines.items():
-            seen: set[str] = set()
-            for params, controls in expand(list(items), self.context):
-                cid = config_id(controls)
-                if cid in seen:
-                    raise ValueError(f"pipeline '{pipeline}' has two identical configurations ({params})")
-                seen.add(cid)
-                out.append(Configuration(pipeline, cid, params, controls))
-        return out
+        self.configurations = configurations(self.steering_pipelines, self.context)
 
     @property
     def _base(self) -> str | LoadedBase:
@@ -233,20 +196,17 @@ class Benchmark:
         self.profiles = profiles
         return profiles
 
-    def _trial_dir(self, folder: Path, config: Configuration, trial: int) -> Path:
-        return folder / RUNS / _folder_name(config.pipeline) / f"{config.config_id}-t{trial}"
-
     def _run_configuration(self, config: Configuration, folder: Path) -> list[ProfileEntry]:
         entries: dict[int, ProfileEntry] = {}
         for trial in range(self.num_trials):
-            entry = self._finished(config, trial, self._trial_dir(folder, config, trial))
+            entry = self._finished(config, trial, trial_dir(folder, config, trial))
             if entry is not None:
                 entries[trial] = entry
         todo = [t for t in range(self.num_trials) if t not in entries]
         if todo:
             with self._target(config.controls) as (target, tokenizer):
                 for trial in todo:
-                    run_dir = self._trial_dir(folder, config, trial)
+                    run_dir = trial_dir(folder, config, trial)
                     if self._direct:
                         entries[trial] = self._run_direct(config, trial, run_dir, folder, target, tokenizer)
                     else:
