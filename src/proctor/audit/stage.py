@@ -28,6 +28,7 @@ def all_rules() -> tuple[AuditRule, ...]:
     added = tuple(registry().audit_rules.values())
     for rule in added:  # one id, one rule: a task silencing it, and results.json, could not tell whose it is
         if rule.id in builtin:
+            registry().audit_rules.pop(rule.id)  # refused: not left for the next command of this process
             raise ProctorError(
                 f"{_origin(rule)} registers the audit rule '{rule.id}', which proctor's built-in rule of that id "
                 f"({builtin[rule.id].check.__module__}) already is: give the rule an id of its own"
