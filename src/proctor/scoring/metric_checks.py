@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,9 @@ def sample_value(metric: MetricDef, value: object, sample: object, file: object 
 def _storable(value: object, depth: int = 0) -> bool:
     if depth > 20:
         return False
-    if value is None or isinstance(value, str) or real(value) is not None:
+    if value is None or isinstance(value, (str, Path)) or real(value) is not None:
         return True
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):  # as samples.jsonl's writer takes them (runs/results.py)
         return all(_storable(v, depth + 1) for v in value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and _storable(v, depth + 1) for k, v in value.items())
