@@ -9,12 +9,14 @@ error, or with ``strict`` any finding, stops the task with the finding's file, r
 from __future__ import annotations
 
 import gc
+from typing import Iterable, Iterator
 
 from proctor.audit.model_rules import ModelSubject
 from proctor.audit.rules import BUILTIN_RULES
 from proctor.audit.subject import AuditSubject
-from proctor.core.audit import AuditRule, Finding, Severity
-from proctor.core.errors import TaskDefinitionError
+from proctor.core.audit import AuditRule, Finding, Hit, Severity
+from proctor.core.errors import ProctorError, TaskDefinitionError
+from proctor.core.registrations import defined_in
 from proctor.core.user_errors import call_user
 
 
@@ -22,9 +24,40 @@ def all_rules() -> tuple[AuditRule, ...]:
     """The built-in rules, then those plug-ins registered (``Registry.add_audit_rule``)."""
     from proctor.core.registry import registry
 
-    builtin = {rule.id for rule in BUILTIN_RULES}
-    added = tuple(rule for rule in registry().audit_rules.values() if rule.id not in builtin)
+    builtin = {rule.id: rule for rule in BUILTIN_RULES}
+    added = tuple(registry().audit_rules.values())
+    for rule in added:  # one id, one rule: a task silencing it, and results.json, could not tell whose it is
+        if rule.id in builtin:
+            registry().audit_rules.pop(rule.id)  # refused: not left for the next command of this process
+            raise ProctorError(
+                f"{_origin(rule)} registers the audit rule '{rule.id}', which proctor's built-in rule of that id "
+                f"({builtin[rule.id].check.__module__}) already is: give the rule an id of its own"
+            )
     return BUILTIN_RULES + added
+
+
+def _origin(rule: AuditRule) -> str:
+    """Who registered a plug-in's rule (its ``--plugin`` file, declaration or entry point), else its check's file."""
+    from proctor.core.registry import registry
+
+    found = registry().origins.get("audit rule", {}).get(rule.id)
+    return found.shown if found is not None else (defined_in(rule.check) or "a plug-in")
+
+
+def _hits(rule: AuditRule, found: Iterable[object]) -> Iterator[Hit]:
+    """A plug-in rule's hits, each checked to be a ``Hit`` (else an error naming the rule and who registered it)."""
+    for hit in found:
+        if not isinstance(hit, Hit):
+            raise ProctorError(
+                f"audit rule '{rule.id}' ({_origin(rule)}) yielded {_shown(hit)}, not a proctor.core.audit.Hit: "
+                "a rule yields Hit(message, file=..., row=..., field=...) for each place it finds"
+            )
+        yield hit
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_silenced(subject: AuditSubject | ModelSubject, known: set[str]) -> None:
@@ -82,7 +115,7 @@ def _findings(subject: AuditSubject | ModelSubject, rules: tuple[AuditRule, ...]
         hits = (
             rule.check(subject)
             if builtin
-            else call_user(lambda rule=rule: list(rule.check(subject)), f"audit rule '{rule.id}'")
+            else call_user(lambda rule=rule: list(_hits(rule, rule.check(subject))), f"audit rule '{rule.id}'")
         )
         for hit in hits:
             first = first or hit

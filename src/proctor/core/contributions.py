@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from proctor.core.audit import AuditRule
 from proctor.core.references import resolve
+from proctor.core.registrations import Origin, claim, origin_of
 
 if TYPE_CHECKING:
     from proctor.core.dialect import Dialect
@@ -100,6 +101,11 @@ class Registry:
     metric_resolvers: list[Callable[[str], Any]] = field(default_factory=list)
     task_handlers: dict[str, TaskHandler] = field(default_factory=dict)
     audit_rules: dict[str, AuditRule] = field(default_factory=dict)  # a plug-in's, beside the built-in ones
+    # per table ("model backend", "exporter", "audit rule"): who registered each name (core/registrations.py)
+    origins: dict[str, dict[str, Origin]] = field(default_factory=dict)
+
+    def _claim(self, what: str, name: str, obj: object, hint: str = "") -> None:
+        claim(self.origins.setdefault(what, {}), what, name, origin_of(obj), hint)
 
     # -- registration (called from plug-ins' register functions)
     def add_dialect(self, dialect: "Dialect[Any]") -> None:
@@ -141,7 +147,9 @@ class Registry:
         """``--model PREFIX:REST`` loads with ``loader``; ``check`` vets REST and the options first; ``identity``
         tells what of the model's fingerprint is known without loading it. The other keywords are the backend's
         capabilities (``ModelBackend``); a plug-in's backend usually has none. ``inert_options``: the options
-        that cannot change a request or an answer (``ModelBackend.inert_options``)."""
+        that cannot change a request or an answer (``ModelBackend.inert_options``). A prefix already registered
+        elsewhere (``hf``, ``openai``, another plug-in's) is refused, naming both (``core/registrations.py``)."""
+        self._claim("model backend", prefix, loader, "register it under another prefix")
         self.model_backends[prefix] = ModelBackend(
             prefix,
             loader,
@@ -157,6 +165,7 @@ class Registry:
         )
 
     def add_exporter(self, name: str, exporter: Exporter) -> None:
+        self._claim("export format", name, exporter)
         self.exporters[name] = exporter
 
     def add_rollup_rule(self, rule: Any) -> None:
@@ -166,8 +175,7 @@ class Registry:
         """A check the audit stage runs over every prepared task (``core/audit.py``), beside the built-in ones."""
         if not isinstance(rule, AuditRule):
             raise TypeError(f"add_audit_rule takes a proctor.core.audit.AuditRule, got {type(rule).__name__}")
-        if rule.id in self.audit_rules:
-            raise ValueError(f"audit rule '{rule.id}' is registered twice")
+        self._claim("audit rule", rule.id, rule.check, "give the rule an id of its own")
         self.audit_rules[rule.id] = rule
 
     def add_metric_resolver(self, resolver: Callable[[str], Any]) -> None:

@@ -34,6 +34,7 @@ from proctor.core.contributions import (
     TaskHandler,
     split_model_spec,
 )
+from proctor.core.registrations import loading
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -66,13 +67,14 @@ def builtin_declarations() -> list[str]:
     return [BACKENDS_DECLARATION] + [f"{DIALECTS_PACKAGE}.{name}.{DECLARATION}" for name in packages]
 
 
-def _plugin_modules() -> Iterable[Callable[[Registry], None]]:
+def _plugin_modules() -> Iterable[tuple[str, Callable[[Registry], None]]]:
+    """Each plug-in's origin (as registrations name it: ``core/registrations.py``) and its ``register``."""
     for name in builtin_declarations():
-        yield importlib.import_module(name).register
+        yield f"proctor's own declaration {name}", importlib.import_module(name).register
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        yield entry.load()
+        yield f"the installed plug-in '{entry.name}' ({entry.value})", entry.load()
 
 
 def backend_of(spec: str) -> ModelBackend | None:
@@ -87,7 +89,8 @@ def registry() -> Registry:
         with _LOCK:
             if _REGISTRY is None:
                 built = Registry()
-                for register in _plugin_modules():
-                    register(built)
+                for origin, register in _plugin_modules():
+                    with loading(origin):
+                        register(built)
                 _REGISTRY = built
     return _REGISTRY

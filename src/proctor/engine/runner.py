@@ -27,6 +27,7 @@ from proctor.runs.store import Lookup
 from proctor.runs.task_result import RollupPlace, TaskResult, TaskTiming
 from proctor.runs.thinking import ThinkingTally, ThoughtResult, run_thinking
 from proctor.scoring.aggregate import aggregate_metrics, breakdowns
+from proctor.scoring.metric_checks import sample_value
 
 # task name, finished requests, total requests. A hook may also have ``reused(task, n)``: told first of
 # answers read back from the run store or cache (done, but not the model's work: a rate leaves them out).
@@ -199,9 +200,8 @@ def score_outcomes(
     for sample, (outcome, details), text in zip(prepared.samples, pairs, prompts):
         metric_values = {}
         for metric, kwargs in prepared.metrics:
-            value = call_user(
-                metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs
-            )  # a plug-in's error: its line
+            value = call_user(metric.compute, f"metric '{metric.name}'", outcome, field="metrics", **kwargs)
+            value = sample_value(metric, value, sample.sample.id, sample.sample.file, sample.sample.row)  # a number
             values[metric.name].append(value)
             metric_values[metric.name] = value
         records.append(

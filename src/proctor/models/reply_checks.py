@@ -27,23 +27,30 @@ class ReplyError(ProctorError):
     """A reply that breaks an invariant: ``server`` (an endpoint URL or engine), ``request`` (which one) and
     ``field`` (the JSON path of what is wrong) are named in the message and kept as attributes."""
 
-    def __init__(self, server: str, request: str, field: str, problem: str, prompt: str | None = None) -> None:
+    def __init__(
+        self, server: str, request: str, field: str, problem: str, prompt: str | None = None, advice: str | None = None
+    ) -> None:
         self.server, self.request, self.field, self.problem = server, request, field, problem
         self.prompt = prompt  # the whole prompt sent, for finding its sample (not shown)
-        advice = (
+        self.advice = advice  # what to check instead of the server (an in-process backend's code: result_checks)
+        more = (
             " or choose another log-likelihood mode (--model-arg loglikelihood=...) or --mc-format generate"
-            if any(word in field for word in ("logprob", "tokens", "text_offset"))
+            if advice is None and any(word in field for word in ("logprob", "tokens", "text_offset"))
             else ""
         )
+        check = advice or "check the server (its version, its options)"
         super().__init__(
             f"{server} sent a wrong reply to {request}: '{field}' {problem}. It is not retried (the same request "
-            f"gets the same reply) and no score is made from it: check the server (its version, its options){advice}"
+            f"gets the same reply) and no score is made from it: {check}{more}"
         )
+
+    def with_advice(self, advice: str) -> "ReplyError":
+        return ReplyError(self.server, self.request, self.field, self.problem, self.prompt, advice)
 
     def in_task(self, task: str, sample: str | None = None) -> "ReplyError":
         """This error with the task (and the sample) that sent the request named: the backend sees requests only."""
         where = f"{self.request} of task '{task}'" + (f", sample '{sample}'" if sample is not None else "")
-        return ReplyError(self.server, where, self.field, self.problem, self.prompt)
+        return ReplyError(self.server, where, self.field, self.problem, self.prompt, self.advice)
 
 
 class Where:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Protocol, Se
 from proctor.core.errors import ProctorError
 from proctor.core.model_requests import GenerateRequest, LoglikelihoodRequest, Request
 from proctor.models.base import MapsChunks
+from proctor.models.result_checks import check_results
 from proctor.runs.outcome_tally import OutcomeTally
 from proctor.runs.store import Lookup, as_stored, request_key
 from proctor.runs.thinking import ThinkingTally, run_thinking
@@ -119,6 +120,7 @@ def execute(
     if lookup is None and chunk_size is None:
         out = list(call(list(requests), progress))
         _check_count(model, request_type, len(requests), len(out))
+        check_results(model, request_type, requests, out)
         return out
     size = chunk_size or default_chunk_size(model, request_type)
     identities = [request_key(r) for r in requests]  # the fields' JSON made once: hashed, and stored
@@ -137,6 +139,7 @@ def execute(
 
     def finish(todo: list[int], out: Sequence[DataclassInstance]) -> None:
         _check_count(model, request_type, len(todo), len(out))
+        check_results(model, request_type, [requests[i] for i in todo], out)  # every backend's, before it is stored
         if lookup is not None:
             lookup.put_many([(keys[i], requests[i], r, stored_fields[i]) for i, r in zip(todo, out)])
         results.update(zip(todo, out))

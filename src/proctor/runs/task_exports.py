@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Protocol
 
+from proctor.core.errors import ProctorError
+from proctor.core.registrations import defined_in
 from proctor.core.registry import Exporter, registry
 from proctor.core.task import Task
 
@@ -42,5 +44,26 @@ def get_exporter(name: str) -> Exporter:
 def write_task_exports(prepared: PreparedForExport, outcome: object, run_dir: Path, model_name: str) -> list[str]:
     written: list[str] = []
     for export in prepared.task.spec.exports:
-        written += get_exporter(export.format)(prepared, outcome, run_dir, model_name, **export.options)
+        exporter = get_exporter(export.format)
+        written += _claimed(
+            export.format, exporter, exporter(prepared, outcome, run_dir, model_name, **export.options), run_dir
+        )
     return written
+
+
+def _claimed(name: str, exporter: Exporter, files: object, run_dir: Path) -> list[str]:
+    """An exporter's list of the files it wrote, checked: each is a file in the run folder (results.json lists
+    them as written, so a name claimed and never written would send the reader to nothing)."""
+    origin = registry().origins.get("export format", {}).get(name)
+    who = f"export format '{name}' ({origin.shown if origin else defined_in(exporter) or 'a plug-in'})"
+    if isinstance(files, (str, Path)) or not isinstance(files, (list, tuple)):
+        raise ProctorError(f"{who} returned {files!r}, not a list of the file names it wrote into the run folder")
+    out = []
+    for file in files:
+        if not isinstance(file, (str, Path)):
+            raise ProctorError(f"{who} returned {file!r} among the files it wrote: not a file name")
+        path = Path(run_dir) / file
+        if not path.is_file():
+            raise ProctorError(f"{who} says it wrote '{file}', but the run folder {run_dir} holds no such file")
+        out.append(str(file))
+    return out

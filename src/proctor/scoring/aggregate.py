@@ -7,6 +7,7 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from proctor.scoring.metric_checks import aggregated
 from proctor.scoring.metrics import MetricDef, total
 from proctor.scoring.stats import cluster_stderr, pooled_sample_stderr, pooled_stderr
 
@@ -26,7 +27,7 @@ def aggregate_metrics(
     for metric in metrics:
         all_values = values[metric.name]
         present = [v for v in all_values if v is not None]
-        value, stderr = metric.aggregate(present)
+        value, stderr = aggregated(metric, metric.aggregate(present))  # checked: a plug-in's may be anything
         entry: MetricEntry = {"value": value, "stderr": stderr}
         if len(present) < len(all_values):
             entry["n_scored"] = len(present)

@@ -3,8 +3,9 @@
 Users add metrics with ``@register_metric``; an unknown metric name is an error at load time. Metric
 sets of plug-ins (e.g. a dialect's own names) are modules listed in ``core.registry``'s
 ``metric_modules``: they are imported on first use, before a metric they name is looked up or a user
-registers one of their names (so a user's metric of the same name still wins, as when they were
-imported with this module), and before the metrics are listed.
+registers one of their names (so that a name they take is known to be taken), and before the metrics are listed.
+A name already registered elsewhere (a built-in, a dialect's, another plug-in file's) is refused, naming both
+(``core/registrations.py``); what a metric gives is checked where it enters (``scoring/metric_checks.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from proctor.core.names import close_names
+from proctor.core.registrations import Origin, claim, loading, origin_of
 from proctor.scoring import text as text_metrics
 from proctor.scoring.outcomes import ChoiceOutcome, GenerationOutcome, PerplexityOutcome
 from proctor.scoring.stats import mean_stderr  # a metric's default aggregate (also imported from here)
@@ -66,9 +68,12 @@ class MetricDef:
     compute: Callable[..., object]  # fn(outcome, **kwargs) -> the sample's value
     aggregate: Aggregate = mean_stderr
     higher_is_better: bool = True
+    origin: str | None = None  # who registered it (a plug-in's file), for the errors about what it gives
 
 
 METRICS: dict[str, MetricDef] = {}
+METRIC_ORIGINS: dict[str, Origin] = {}  # who registered each name (core/registrations.py)
+_BUILT_IN = Origin("proctor's built-in metrics (proctor.scoring.metrics)", __name__)
 _BUILT_IN_READY = False  # True once this module's own metrics are registered
 
 
@@ -83,7 +88,9 @@ def register_metric(
     def decorator(fn: _Metric) -> _Metric:
         if _BUILT_IN_READY:
             load_plugin_metrics(name)
-        METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better)
+        origin = origin_of(fn) if _BUILT_IN_READY else _BUILT_IN
+        claim(METRIC_ORIGINS, "metric", name, origin, "give the metric another name and list that in the task")
+        METRICS[name] = MetricDef(name, frozenset(kinds), fn, aggregate, higher_is_better, origin.shown)
         return fn
 
     return decorator
@@ -146,7 +153,8 @@ def load_plugin_metrics(name: str | None = None) -> None:
                 continue
             _PLUGIN_STARTED.add(module)
             try:
-                importlib.import_module(module)
+                with loading(f"the metric module {module}", module):
+                    importlib.import_module(module)
             except BaseException:
                 _PLUGIN_STARTED.discard(module)
                 raise
@@ -167,7 +175,8 @@ def load_entry_points() -> None:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="proctor.metrics"):
-        entry.load()
+        with loading(f"the installed metrics '{entry.name}' ({entry.value})", entry.value):
+            entry.load()
 
 
 def load_metric_file(path: str) -> ModuleType:
