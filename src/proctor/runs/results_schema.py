@@ -40,12 +40,20 @@ class GroupMetric(ClosedRecord):
         "sqrt(sum of (task samples * task CR1 stderr)^2) / group samples.",
     )
     n_clusters: Optional[int] = Field(None, description="Clusters over the group's tasks (with stderr_clustered).")
+    note: Optional[str] = Field(
+        None,
+        description="Proctor's own groups: a count (value: the members' total) or a pooled ratio such as a "
+        "perplexity (no micro: a size-weighted mean of ratios is not the pooled ratio).",
+    )
 
 
 class GroupResult(ClosedRecord):
     tasks: list[str]
     n_samples: int
     metrics: dict[str, GroupMetric]
+    left_out: Optional[dict[str, str]] = Field(
+        None, description="Metrics the members share but compute differently (other arguments), each with why."
+    )
 
 
 class RollupNode(OpenRecord):
