@@ -61,9 +61,12 @@ class FakeModel(Model):
         out = []
         for r in requests:
             n = max(1, len(r.continuation.split()))
-            tokens = tuple(-5.0 * _unit(self.salt, r.context, r.continuation, i) for i in range(n))
-            bonus = self.prefer_gold if r.continuation.strip().startswith("*") else 0.0
-            out.append(LoglikelihoodResult(sum(tokens) + bonus, tokens, _unit(self.salt, r.continuation) > 0.5))
+            tokens = [-5.0 * _unit(self.salt, r.context, r.continuation, i) for i in range(n)]
+            # the planted skill: every other continuation loses prefer_gold on its first token (a log-prob stays at
+            # most 0, and the result's log-prob stays its tokens' sum, as every backend's must)
+            if not r.continuation.strip().startswith("*"):
+                tokens[0] -= self.prefer_gold
+            out.append(LoglikelihoodResult(sum(tokens), tuple(tokens), _unit(self.salt, r.continuation) > 0.5))
         if progress:
             progress(len(requests))
         return out
