@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, Mapping
 from proctor.audit.subject import READER_FIELDS, AuditSubject
 from proctor.core.audit import AuditRule, Hit
 from proctor.core.task import OVERRIDDEN
+from proctor.data.reserved_names import RESERVED
 from proctor.data.sources import Sample
 
 
@@ -53,7 +54,7 @@ def _distinct(rows: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return {t: i for t, i in owner.items() if t not in shared}
 
 
-_NOT_CONTENT = frozenset({"id", "_row", "_file", "_source", "_path"})
+_NOT_CONTENT = frozenset({"id", *RESERVED})  # the id and the reader's own fields (data/reserved_names.py)
 
 
 def _twin(fields: Mapping[str, object], shot: object) -> bool:
