@@ -12,15 +12,14 @@ from typing import Any, Callable, Sequence
 
 from proctor.core.audit import Hit
 from proctor.data.readers import ROW_KEY, Row
-
-_READER_FIELDS = frozenset({ROW_KEY, "_file", "_path", "_source"})
+from proctor.data.reserved_names import RESERVED
 
 
 def _keys(rows: Sequence[Row], near: bool = False) -> dict[str, list[str]]:
     """The columns whose values are all present and distinct (a key), as texts ("7" and 7 are one id); with
     ``near``, those with at most a fifth of their values repeated (a key with a row copied over another)."""
     columns: dict[str, list[str]] = {}
-    names = [k for k in rows[0] if k not in _READER_FIELDS] if rows else []
+    names = [k for k in rows[0] if k not in RESERVED] if rows else []
     for name in names:
         values = [row.get(name) for row in rows]
         if any(v is None or isinstance(v, (dict, list)) for v in values):
