@@ -131,6 +131,10 @@ def test_quiet_prints_nothing_but_the_results(tiny_model_dir, tmp_path):
     noise = [line for line in proc.stderr.splitlines() if not line.startswith(("warning: ", "WARNING proctor."))]
     assert noise == [], proc.stderr
     assert "quickstart_science_mc" in proc.stdout and "run folder:" in proc.stdout
+    # each of the run's warnings once: as it happened, not again in the list at the end
+    (results,) = (tmp_path / "run").rglob("results.json")
+    warned = json.loads(results.read_text())["warnings"]
+    assert warned and all(proc.stderr.count(text) == 1 for text in warned), proc.stderr
 
 
 def test_bad_progress_interval_is_one_clear_error(tmp_path):

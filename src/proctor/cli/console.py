@@ -76,6 +76,16 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]  # its stream is
     def stream(self, value: TextIO) -> None:
         pass
 
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        if record.levelno == logging.WARNING:
+            SHOWN.add(record.getMessage())
+
+
+# The warnings this process's console has printed as log lines: the list at the end of a run leaves them out,
+# so a task's warning shows once (as it happened), not again in the summary.
+SHOWN: set[str] = set()
+
 
 class _Formatter(logging.Formatter):
     """Warnings and errors with their level and logger; a notice (``core/notice.py``) as its plain message."""

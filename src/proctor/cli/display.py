@@ -53,9 +53,13 @@ def formulation(task: TaskEntry) -> str:
 
 
 def print_warnings(results: ResultsDocument) -> None:
+    """The run's warnings not already printed while it ran (each once on the console; all in results.json)."""
+    from proctor.cli.console import SHOWN
     from proctor.runs.report_data import SKIP_STAGES  # after a run: nothing added to the command's start
 
     for warning in results.get("warnings", []):
+        if warning in SHOWN:
+            continue
         err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
     for entry in results.get("skipped", []):
         err_console.print(
