@@ -51,6 +51,16 @@ def model_info(options: Mapping[str, object], backend: object = None) -> dict[st
     return {str(n): _plain(v) for n, v in sorted(options.items()) if n in inert and not _SECRET.search(str(n))}
 
 
+def _template_default(prepared: PreparedTask, info: Mapping[str, object]) -> str | None:
+    """The system message the model's chat template wrote into prompts that held none (models/info.py): it
+    reached the model, so it is the task's system prompt."""
+    default = info.get("chat_default_system")
+    first = next((s.prompt.messages for s in prepared.samples if s.prompt.messages), None)
+    if not isinstance(default, str) or first is None or any(role == "system" for role, _ in first):
+        return None
+    return default
+
+
 def task_settings(
     prepared: PreparedTask,
     result: TaskResult,
@@ -78,6 +88,8 @@ def task_settings(
         if given is not None and given.split:
             source += f" (split {given.split})"
     system = spec.chat.system if spec.chat is not None and spec.chat.system is not None else overrides.system_prompt
+    if system is None and prepared.use_chat and not own_code:
+        system = _template_default(prepared, info)
     generates = spec.kind == "generate" or result.mc_format == "generate"
     generation: dict[str, object] | None = None
     if generates:

@@ -38,4 +38,30 @@ def model_info(model: object) -> dict[str, object]:
         template = getattr(tokenizer, "chat_template", None)
         if isinstance(template, str):
             info["chat_template"] = template
+            default = template_default_system(getattr(model, "apply_chat_template", None))
+            if default:
+                info["chat_default_system"] = default
     return info
+
+
+_SYSTEM, _USER = "\x1esystem\x1e", "\x1euser\x1e"  # texts no template writes, to find where each message lands
+
+
+def template_default_system(render: object) -> str | None:
+    """The system message a chat template writes when the messages hold none (SmolLM2's 'You are a helpful AI
+    assistant named SmolLM...'): the model sees it though no system prompt was given. Found by rendering one user
+    message with and without a system message: the text in place of the given one, where the rest is the same."""
+    if not callable(render):
+        return None
+    try:
+        given = render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _USER}])
+        alone = render([{"role": "user", "content": _USER}])
+    except Exception:  # noqa: BLE001 - a template that refuses a system role (or fails): it adds none either
+        return None
+    if not isinstance(given, str) or not isinstance(alone, str) or given.count(_SYSTEM) != 1:
+        return None
+    head, rest = given.split(_SYSTEM)
+    if not head or not alone.startswith(head) or not alone.endswith(rest) or len(alone) < len(head) + len(rest):
+        return None
+    default = alone[len(head) : len(alone) - len(rest)].strip()
+    return default or None

@@ -135,7 +135,11 @@ class TaskSettings(ClosedRecord):
     fewshot_seed: Optional[int] = Field(description="The seed the examples are drawn with.")
     chat: bool = Field(description="Whether prompts went through the model's chat template.")
     chat_template: Optional[str] = Field(description="sha256 of the chat template used (first 16 hex digits).")
-    system_prompt: Optional[str] = None
+    system_prompt: Optional[str] = Field(
+        None,
+        description="The system message the prompts began with: the task's or --system-prompt, else the one the "
+        "model's chat template writes where the messages hold none (SmolLM2's 'You are a helpful AI assistant...').",
+    )
     limit: Union[int, float, None] = Field(description="Rows run: --limit, else the task's own limit; null: all.")
     limit_per_part: bool = False
     sample_ids: Optional[list[str]] = Field(
