@@ -344,3 +344,16 @@ def test_proctor_log_refuses_a_folder_that_is_not_a_finished_run(tmp_path, monke
     code, output = run_in_process(["log", str(tmp_path)])
     assert code == 2 and "--to" in output, output
     assert not (tmp_path / "wandb").exists()
+
+
+def test_a_metric_that_is_no_number_is_logged_as_nan_not_left_out():
+    """A NaN metric (results.json writes null, and warns) reaches the tracker as NaN: absent, it would look as if
+    the task never computed it (red team 12, 205). A stderr that could not be computed stays out."""
+    import math
+
+    from proctor.runs.trackers.contents import metric_values
+
+    document = {"tasks": {"g": {"metrics": {"exact_match": {"value": None, "stderr": None}, "f1": {"value": 0.5}}}}}
+    logged = metric_values(document)
+    assert set(logged) == {"g/exact_match", "g/f1"}
+    assert math.isnan(logged["g/exact_match"]) and logged["g/f1"] == 0.5

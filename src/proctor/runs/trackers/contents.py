@@ -45,7 +45,9 @@ class RunContents:
 
 def metric_values(results: ResultsDocument) -> dict[str, float]:
     """Every task's and group's metrics as ``NAME/METRIC`` (value), ``NAME/METRIC_stderr``, and for groups
-    ``NAME/METRIC_micro`` and ``NAME/METRIC_micro_stderr``; null values are left out (no number to log). An
+    ``NAME/METRIC_micro`` and ``NAME/METRIC_micro_stderr``; a metric whose value is null (NaN or infinite, warned
+    in results.json) is logged as NaN, so the tracker shows it failed rather than leaving it out; other null
+    fields (a stderr that cannot be computed) are left out. An
     lm-eval key keeps its filter last, as lm-eval writes it: ``acc,none`` and ``acc_stderr,none``."""
     out: dict[str, float] = {}
     plain = (("value", ""), ("stderr", "_stderr"))
@@ -55,6 +57,8 @@ def metric_values(results: ResultsDocument) -> dict[str, float]:
             for metric, m in ((entry or {}).get("metrics") or {}).items():
                 for field, suffix in parts:
                     value = m.get(field) if isinstance(m, dict) else None
+                    if field == "value" and value is None and isinstance(m, dict):
+                        value = math.nan  # a metric that is no number (NaN, null in results.json): NaN, not absent
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
                         continue
                     base, comma, filter_name = metric.partition(",")  # lm-eval's "acc,none": "acc_stderr,none"
