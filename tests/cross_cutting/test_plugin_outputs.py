@@ -265,6 +265,37 @@ def test_a_backend_that_keeps_the_invariants_runs_as_before(tmp_path):
     assert results(folder / "run-p.yaml")["tasks"]["p"]["metrics"]["word_perplexity"]["value"] > 1
 
 
+def test_options_a_backend_without_a_check_may_not_read_are_warned(tmp_path):
+    """Red team 12, 230/231: --dtype float16 and --model-arg temperature_scale=3 handed to a plug-in backend that
+    takes **options and declares no check: run as if not given, without a word. Now a warning (console and
+    results.json) names them; the command line's defaults (float32, cpu, 8) are nobody's choice and not named."""
+    folder = _folder(tmp_path)
+    flags = ["--dtype", "float16", "--model-arg", "temperature_scale=3"]
+    code, out = run_in_process(
+        ["run", str(folder / "mc.yaml"), "--plugin", str(folder / "bk.py"), "--model", "bk:v1", *flags, "-o",
+         str(folder / "run")]
+    )  # fmt: skip
+    assert code == 0, out
+    (warning,) = [w for w in results(folder / "run")["warnings"] if "declares no check" in w]
+    assert warning.startswith("--dtype float16, --model-arg temperature_scale 3 handed to the bk backend")
+    assert str(folder / "bk.py") in warning and warning[:60] in " ".join(out.split())
+    code, out = _run(folder, tasks="mc.yaml", out="plain")
+    assert code == 0 and not any("declares no check" in w for w in results(folder / "plain").get("warnings") or [])
+
+
+def test_an_option_a_backends_loader_does_not_take_is_refused_before_it_loads(tmp_path):
+    folder = _folder(tmp_path)
+    source = (folder / "bk.py").read_text()
+    write(folder / "bk.py", source.replace("(self, rest, **options):", "(self, rest, dtype=None, device=None):"))
+    code, out = run_in_process(
+        ["run", str(folder / "mc.yaml"), "--plugin", str(folder / "bk.py"), "--model", "bk:v1", "--model-arg",
+         "temperature_scale=3", "-o", str(folder / "run")]
+    )  # fmt: skip
+    said = " ".join(out.split())
+    _refused(code, said, "--model-arg temperature_scale 3: the bk backend's loader", "(it takes: device, dtype)")
+    assert not (folder / "run" / "samples.jsonl").exists()
+
+
 def test_the_results_of_built_in_backends_pass():
     """What hf, vllm and openai return: an empty continuation scores (0.0, (), True), top_logprobs a bounded one."""
     model = type("M", (), {"name": "hf:x"})()

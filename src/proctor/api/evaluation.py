@@ -102,10 +102,11 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
         prepared = unscored(prepared)  # a task class that would score in its own code is refused here
     report_findings(prepared)  # before the model loads: a user can stop a run whose numbers would mislead
     model = config.model
+    option_warnings: list[str] = []  # options handed to a backend that declares no check of them
     if isinstance(model.model, str):  # after the tasks (their errors first), before anything loads
         from proctor.models.registry import check_model_options, check_model_source
 
-        check_model_options(model.model, dict(model.options))
+        option_warnings = check_model_options(model.model, dict(model.options))
         _check_images_taken(prepared, model.model)
         cluster = model.cluster_options()
         if cluster is not None:  # a missing package, then a cluster that does not answer, before anything loads
@@ -133,7 +134,7 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
                 done = _already_complete(config, Path(output.output_dir), hashes, recorded, known, dialects)
                 if done is not None:
                     return done
-        unused = unused_variables(variables, use)
+        unused = unused_variables(variables, use) + option_warnings
         run = PreparedRun(prepared, skipped, named, command, started, without_ids, roles, unused)
         return _load_and_evaluate(config, run, progress)
 

@@ -50,7 +50,8 @@ class PreparedRun:
     started: float  # perf_counter() at the start of the run
     without_ids: list[str]  # --sample-id: tasks that hold none of the ids, left out
     roles: ModelRoles  # the models in roles (a judge, ...) the dialects asked for: results.json's ``roles``
-    unused: list[str] = dataclasses.field(default_factory=list)  # --var/--data-dir values no task read: warnings
+    unused: list[str] = dataclasses.field(default_factory=list)  # --var/--data-dir values no task read, options
+    # no check of the backend vets: warnings
 
 
 def _git_hash() -> str | None:

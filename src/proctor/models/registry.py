@@ -14,11 +14,13 @@ Every backend, the built-in ones too (``proctor.models.declaration``), is found 
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 from typing import Any
 
 from proctor.core.errors import ModelLoadError
+from proctor.core.registrations import defined_in
 from proctor.core.registry import ModelBackend, registry, split_model_spec
 from proctor.models.backend_options import named_parameters
 from proctor.models.base import Model
@@ -59,14 +61,17 @@ def check_model_source(spec: str, options: dict[str, Any]) -> None:
         raise ModelLoadError(f"--model '{rest}': {problem}")
 
 
-def check_model_options(spec: str, options: dict[str, Any]) -> None:
+def check_model_options(spec: str, options: dict[str, Any]) -> list[str]:
     """Refuse a model option the backend would ignore or trip over, before anything loads.
 
     The backend's own check first (``add_model_backend``'s ``check``: what it takes), then what every backend
     shares. Each message names the option as given on the command line (``--dtype``, ``--model-arg KEY``).
+    Returns the run's warnings: options handed to a backend that declares no check, unread as far as proctor
+    can tell (``unchecked_options``).
     """
     backend, rest = _backend(spec, "--model '{spec}': unknown backend '{prefix}'; available: {available}")
     known = backend.check(rest, options) if backend.check is not None else None
+    warnings = unchecked_options(backend, options) if backend.check is None else []
     if known is not None:
         unknown = sorted(set(options) - known)
         if unknown:
@@ -89,6 +94,42 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1)
     ):
         raise ModelLoadError(f"--batch-size must be a positive integer or 'auto', got {batch_size!r}")
+    return warnings
+
+
+# What every backend is handed when the command line's flags are left at their defaults: not the user's choice.
+_DEFAULTS = {"dtype": ("float32", "auto", None), "device": ("cpu", "auto", None), "batch_size": (8, "auto", None)}
+_FLAG = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
+
+
+def unchecked_options(backend: ModelBackend, options: dict[str, Any]) -> list[str]:
+    """Options a backend without a ``check`` (a plug-in's, registered without one) is handed that its loader does
+    not name: a loader that takes no other keyword is refused them before it loads; one that takes any keyword
+    (``**options``) may drop them unread (red team 12: ``--dtype float16`` on such a backend, never applied), which
+    proctor cannot see: a warning naming them and the way to declare what the backend takes."""
+    given = {k: v for k, v in options.items() if v not in _DEFAULTS.get(k, ())}
+    try:
+        parameters = inspect.signature(backend.loader).parameters
+    except (TypeError, ValueError):  # a loader whose signature cannot be read: nothing to compare
+        return []
+    named = {n for n, p in parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    rest = next(iter(parameters), None)  # the model's name after the prefix, not an option
+    unnamed = sorted(k for k in given if k not in named)
+    if not unnamed:
+        return []
+    shown = ", ".join(f"{_FLAG.get(k, '--model-arg ' + k)} {given[k]}" for k in unnamed)
+    file = defined_in(backend.loader)
+    where = f" ({file})" if file else ""
+    if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        raise ModelLoadError(
+            f"{shown}: the {backend.prefix} backend's loader{where} takes no such option (it takes: "
+            f"{', '.join(sorted(named - {rest})) or 'none'}); leave it out"
+        )
+    return [
+        f"{shown} handed to the {backend.prefix} backend, whose loader{where} takes any keyword and declares no "
+        "check: proctor cannot tell whether it applies them (a value it drops changes nothing, silently); a backend "
+        "lists the options it takes with add_model_backend(..., check=...), and then unknown ones are refused"
+    ]
 
 
 def _check_device_present(device: str) -> None:
