@@ -214,3 +214,22 @@ def test_duckdb_export_is_one_transaction(tmp_path):
     con.close()
     for task in ("mc_alpha", "mc_beta"):
         assert acc[task] == pytest.approx(run_a.tasks[task]["metrics"]["acc"]["value"])
+
+
+def test_correct_is_never_read_from_a_count_or_a_lower_is_better_metric():
+    """A generation has no ``correct`` of its own: samples.parquet (and DuckDB, samples_frame, the viewer) take
+    the task's first metric that is 0 or 1 on every row. null_count is such a metric, and 1 means *no answer*:
+    taken as the verdict it marked every empty answer correct (review of session 12, finding 1)."""
+    from proctor.runs.run_exports import _correct, _primary_metrics
+
+    empty = {"task": "nq", "metrics": {"f1": 0.0, "null_count": 1.0}}
+    found = {"task": "nq", "metrics": {"f1": 0.36, "null_count": 0.0}}
+    assert _primary_metrics([empty, found]) == {"nq": ""}  # f1 is graded, null_count a count: no verdict
+    assert _correct(empty, "") is None and _correct(found, "") is None
+    both = [
+        {"task": "t", "metrics": {"ter_hit": 1.0, "em": 1.0}},
+        {"task": "t", "metrics": {"ter_hit": 0.0, "em": 0.0}},
+    ]
+    lower = {"tasks": {"t": {"higher_is_better": {"ter_hit": False, "em": True}}}}
+    assert _primary_metrics(both, lower) == {"t": "em"}  # results.json says ter_hit is better low
+    assert _primary_metrics(both) == {"t": "ter_hit"}  # without it, the first 0/1 metric, as before

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from proctor.core.audit import Finding
+from proctor.core.metric_names import is_count
 
 if TYPE_CHECKING:  # the runs package is imported after a run, not at the command's start
     from proctor.runs.documents import ResultsDocument
@@ -22,12 +23,6 @@ console = (
     Console() if (sys.stdout is not None and sys.stdout.isatty()) or os.environ.get("COLUMNS") else Console(width=240)
 )
 err_console = Console(stderr=True)
-
-
-def is_count(metric: str) -> bool:
-    """A metric that counts (SEA-HELM's null_count, a use case's n_correct): printed as a whole number."""
-    name = metric.split(",")[0].lower()
-    return name.endswith("count") or name.startswith(("n_", "num_"))
 
 
 def fmt_value(value: Optional[float], metric: str = "") -> str:

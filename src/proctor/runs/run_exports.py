@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from proctor.core.errors import ProctorError
+from proctor.core.metric_names import is_count
 from proctor.core.version import __version__
 from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.lm_eval_layout import SourceRows, results_file, sample_line, stamp
@@ -226,15 +227,21 @@ def write_parquet(
     return target
 
 
-def _primary_metrics(records: list[SampleLine]) -> dict[str, str]:
-    """Per task, the first metric whose every per-sample value is 0 or 1 (or unscored): what decides correct /
-    incorrect where a record has no ``correct`` of its own (a generation), as in the report's sample browser."""
+def _primary_metrics(records: list[SampleLine], results: ResultsDocument | None = None) -> dict[str, str]:
+    """Per task, the first metric whose every per-sample value is 0 or 1 (or unscored), higher being better and
+    not a count (null_count is 1 for an empty answer): what decides correct / incorrect where a record has no
+    ``correct`` of its own (a generation), as in the report's sample browser (static/viewer.js)."""
     order: dict[str, dict[str, bool]] = defaultdict(dict)
     for r in records:
         flags = order[str(r.get("task"))]
         for name, value in (r.get("metrics") or {}).items():
             binary = value is None or (isinstance(value, (int, float)) and value in (0, 1))
-            flags[name] = flags.get(name, True) and binary
+            flags[name] = flags.get(name, True) and binary and not is_count(name)
+    tasks = (results or {}).get("tasks") or {}
+    for task, flags in order.items():
+        lower = ((tasks.get(task) or {}).get("higher_is_better") or {}) if isinstance(tasks, dict) else {}
+        for name in flags:
+            flags[name] = flags[name] and lower.get(name) is not False
     return {task: next((m for m, ok in flags.items() if ok), "") for task, flags in order.items() if flags}
 
 
@@ -285,7 +292,7 @@ def samples_table(run_dir: Path, contents: tuple[ResultsDocument, list[SampleLin
     ]
     columns: dict[str, list[object]] = {name: [] for name, _ in fields}
     run_name = run_dir.resolve().name
-    primary = _primary_metrics(records)
+    primary = _primary_metrics(records, results)
     for r in records:
         prompt = r.get("rendered_prompt") or r.get("prompt")
         logprobs = r.get("logprobs") if isinstance(r.get("logprobs"), list) else None

@@ -78,16 +78,21 @@
     var primary = primaryMetrics(records);
     return {samples: records.map(function (r) { return view(r, primary[String(r.task)] || ""); }), error: error};
   }
+  function isCount(metric) {
+    var name = String(metric).split(",")[0].toLowerCase();
+    return /count$/.test(name) || /^(n_|num_)/.test(name);
+  }
   function isIndex(v, n) { return typeof v === "number" && Number.isInteger(v) && v >= 0 && v < n; }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function primaryMetrics(records) {
-    // per task, the first metric whose every per-sample value is 0 or 1: it decides correct / incorrect
+    // per task, the first metric whose every per-sample value is 0 or 1 and that is not a count (null_count is 1
+    // for an empty answer; core/metric_names.py): it decides correct / incorrect
     var order = {}, flags = {};
     records.forEach(function (r) {
       var t = String(r.task), m = r.metrics && typeof r.metrics === "object" ? r.metrics : {};
       if (!order[t]) { order[t] = []; flags[t] = {}; }
       Object.keys(m).forEach(function (name) {
-        if (!(name in flags[t])) { flags[t][name] = true; order[t].push(name); }
+        if (!(name in flags[t])) { flags[t][name] = !isCount(name); order[t].push(name); }
         if (m[name] !== null && m[name] !== 0 && m[name] !== 1) flags[t][name] = false;
       });
     });
