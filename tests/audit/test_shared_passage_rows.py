@@ -27,8 +27,8 @@ TASK = {
 }
 
 
-def _leaks(folder, capsys, rows) -> list[str]:
-    files = {"t.yaml": yaml.safe_dump(TASK, sort_keys=False), "mc.jsonl": jsonl_text(rows)}
+def _leaks(folder, capsys, rows, task: dict = TASK) -> list[str]:
+    files = {"t.yaml": yaml.safe_dump(task, sort_keys=False), "mc.jsonl": jsonl_text(rows)}
     return [line for line in audit_lines(folder, files, capsys) if "[fewshot.leak]" in line]
 
 
@@ -40,3 +40,14 @@ def test_a_row_repeated_under_another_id_is_shown_itself(tmp_path, capsys):
     twins = ROWS + [{**row, "id": row["id"] + "-twin"} for row in ROWS]
     found = _leaks(tmp_path / "twins", capsys, twins)
     assert found and "shown a copy of themselves" in found[0], found
+
+
+def test_a_twin_under_an_id_column_of_another_name_is_shown_itself(tmp_path, capsys):
+    """The ids in 'qid' (declared as the task's id) or 'idx' (XCOPA's, undeclared) are ids too: a row repeated under
+    another of them is the row itself (review of session 12, finding 2: only a column named 'id' was left out)."""
+    for column, declared in (("qid", True), ("idx", False), ("question_id", False)):
+        rows = [{column if k == "id" else k: v for k, v in row.items()} for row in ROWS]
+        twins = rows + [{**row, column: row[column] + "-twin"} for row in rows]
+        task = {**TASK, "data": {"path": "mc.jsonl", **({"id": column} if declared else {})}}
+        found = _leaks(tmp_path / column, capsys, twins, task)
+        assert found and "shown a copy of themselves" in found[0], (column, found)

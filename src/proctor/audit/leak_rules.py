@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 from collections import Counter
@@ -54,15 +55,19 @@ def _distinct(rows: Iterable[Mapping[str, object]]) -> dict[str, int]:
     return {t: i for t, i in owner.items() if t not in shared}
 
 
-_NOT_CONTENT = frozenset({"id", *RESERVED})  # the id and the reader's own fields (data/reserved_names.py)
+_NOT_CONTENT = frozenset(RESERVED)  # the reader's own fields (data/reserved_names.py)
+# a column named as an id is one whatever the task declares: 'id', 'qid', 'idx', 'doc_id', 'question_id', 'uid', 'key'
+# (not 'answer_key' or 'label_index': an answer, which a twin must share)
+_ID_NAME = re.compile(r"^(q|u|g)?(id|idx|key|index)$|[_-](id|idx|uid)$", re.IGNORECASE)
 
 
-def _twin(fields: Mapping[str, object], shot: object) -> bool:
-    """The example is the row itself under another id: every field but the ids and the reader's equal."""
+def _twin(fields: Mapping[str, object], shot: object, ids: frozenset[str] = frozenset()) -> bool:
+    """The example is the row itself under another id: every field but the ids (the task's declared id columns and
+    any named as an id) and the reader's equal."""
     other = getattr(shot, "fields", None)
     if not isinstance(other, Mapping):
         return False
-    keys = (set(fields) | set(other)) - _NOT_CONTENT
+    keys = {k for k in set(fields) | set(other) if k not in _NOT_CONTENT and k not in ids and not _ID_NAME.search(k)}
     return bool(keys) and all(fields.get(k) == other.get(k) for k in keys)
 
 
@@ -91,6 +96,7 @@ def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
 
     shared = shown_itself = 0
     first = None
+    ids = frozenset(d.id for d in subject.spec.data if d.id)  # the columns the task reads its ids from
     owned = [_texts(sample.sample.fields) for sample in subject.samples]
     # a long text several evaluated rows hold (a passage every question shares) is the task's, not a row's: an
     # example showing it shows no copy of the row
@@ -103,7 +109,7 @@ def pool_leak(subject: AuditSubject) -> Iterator[Hit]:
             shared += 1
             first = first or sample.sample
         # the row itself among its own examples: a copy under another id (or a twin row in the task's own data)
-        if any(own & texts_of(shot) or _twin(sample.sample.fields, by_id.get(shot)) for shot in sample.shots):
+        if any(own & texts_of(shot) or _twin(sample.sample.fields, by_id.get(shot), ids) for shot in sample.shots):
             shown_itself += 1
             first = first or sample.sample
     if first is not None:
