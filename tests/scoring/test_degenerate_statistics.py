@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Sequence
@@ -365,3 +366,11 @@ def test_duckdb_refuses_another_run_of_the_same_folder_name(tmp_path, capsys):
 
     rows = duckdb.connect(db).sql("select model, value from metrics").fetchall()
     assert rows == [("a", 0.25)] and not math.isnan(rows[0][1])
+    # a new run made into the first one's folder replaced it on disk: its rows replace the old ones (review of
+    # session 12, finding 3: refused as "another run")
+    shutil.rmtree(first)
+    again = evaluate([task], Answers("c", ["x"] * 4), output_dir=tmp_path / "x" / "r1")
+    _cli(capsys, "export", str(again.run_dir), "--to", "duckdb", "--database", db)
+    rows = duckdb.connect(db).sql("select model, value from metrics").fetchall()
+    (metric,) = again.tasks.values()
+    assert rows == [("c", metric["metrics"]["exact_match"]["value"])] != [("a", 0.25)]

@@ -2,7 +2,8 @@
 
 Tables: ``samples`` (every run's samples.parquet rows, stacked by column name; a column one run
 lacks is NULL there), ``metrics`` (one row per run, task and metric) and ``runs`` (each run's folder name, path
-and run id). Exporting a run again replaces its rows; another run whose folder has the same name is refused;
+and run id). Exporting a run again replaces its rows (also a new run made into the same folder, which replaced
+the old one on disk); another run whose folder has the same name is refused;
 the runs go in as one transaction. Without DuckDB's Python package the same stack is one SQL query over the
 parquet files (docs/runs.md).
 """
@@ -82,12 +83,13 @@ def _add_runs(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], scratch:
 
 
 def _check_same_run(con: duckdb.DuckDBPyConnection, run_dir: Path, results: ResultsDocument) -> None:
-    """A run already in the database under this folder name is replaced only by itself (the same ``run_id``, or,
-    for runs of earlier versions without one, the same folder): another run whose folder has the same name
-    (``a/r1`` and ``b/r1``, exported by two commands) would silently replace its rows. Recorded in ``runs``."""
+    """A run already in the database under this folder name is replaced only by itself (the same ``run_id``) or by
+    what its folder holds now (the same path: a run made again into the folder replaced the old one on disk, so
+    its rows follow): another run whose folder has the same name (``a/r1`` and ``b/r1``, exported by two commands)
+    would silently replace its rows. Recorded in ``runs``."""
     run, path, run_id = run_dir.resolve().name, str(run_dir.resolve()), results.get("run_id")
     for known_path, known_id in con.execute("SELECT path, run_id FROM runs WHERE run = ?", [run]).fetchall():
-        same = known_id == run_id if known_id and run_id else known_path == path
+        same = known_path == path or (bool(known_id) and known_id == run_id)
         if not same:
             raise ProctorError(
                 f"{run_dir}: the database already holds a run named '{run}' from {known_path} (another run): the "
