@@ -299,3 +299,16 @@ def test_answers_equal_to_a_reference_but_for_typography_are_counted():
     count = tally.counts["near_miss"]
     assert (count.count, count.n) == (5, 7)
     assert any(key == "near_miss" for key, _, _ in tally.warned())
+
+
+def test_a_number_that_differs_in_value_is_no_near_miss():
+    """'5' for '−5' (NQ-open writes its minus as U+2212), '3.5' for '35', '50' for '50%', '100' for '$100' are
+    other values, not other typography (review of session 12, finding 5); '−5' for '-5' and '2.' for '2' are."""
+    tally = OutcomeTally()
+    pairs = [("5", "−5"), ("3.5", "35"), ("1,000", "1000"), ("50", "50%"), ("100", "$100"), ("−5", "-5"), ("2.", "2")]
+    tally.add_records(
+        {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 0.0}}
+        for i, (a, r) in enumerate(pairs)
+    )
+    count = tally.counts["near_miss"]
+    assert (count.count, count.n) == (2, 7), count

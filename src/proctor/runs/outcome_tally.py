@@ -176,12 +176,26 @@ EXACT_METRICS = frozenset({"exact_match", "em", "quasi_exact_match"})
 _DOT_ABOVE = "\u0307"  # what casefold leaves of the Turkish capital İ beside its i
 
 
+# a minus sign before a digit, in any of its forms ('-', U+2212, '‒', '–'): part of the number, not typography
+_SIGN = re.compile(r"[-\u2212\u2012\u2013](?=\d)")
+_NUMBER_SIGN = "\x00"  # what the sign becomes: no punctuation, so kept, and one character for every form
+_DECIMAL = re.compile(r"(?<=\d)[.,](?=\d)")  # a mark between digits: a decimal point or a thousands separator
+_NUMBER_MARKS = {".": "\x01", ",": "\x02"}
+
+
 def _loose(text: str) -> str:
-    """A text with case, compatibility forms and every Unicode punctuation mark or symbol removed: what an answer
-    and a reference share when only their typography differs."""
+    """A text with case, compatibility forms and Unicode punctuation and decorative symbols removed: what an answer
+    and a reference share when only their typography differs. What changes a value is kept: a number's sign in
+    any form ('5' is not '−5'), a mark between digits ('3.5' is not '35'), math and currency symbols ('+', '=',
+    '$'), the percent sign."""
     folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
-    kept = "".join(c for c in folded if unicodedata.category(c)[0] not in "PS")
+    folded = _SIGN.sub(_NUMBER_SIGN, folded)
+    folded = _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)  # '3.5' is not '35', nor '1,000' '1000'
+    kept = "".join(c for c in folded if c == "%" or unicodedata.category(c) not in _TYPOGRAPHY)
     return " ".join(kept.split())
+
+
+_TYPOGRAPHY = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sk", "So"})  # Sm and Sc are kept
 
 
 def _stray(text: str) -> bool:
