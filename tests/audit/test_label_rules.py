@@ -310,3 +310,30 @@ def test_labels_shown_one_by_one_in_fixed_examples_are_not_an_offered_set(tmp_pa
     write(tmp_path, {"t.yaml": task(**{**GEN, "prompt": prompt}), "data.jsonl": rows(*data)})
     code, text = validate(tmp_path, ["t.yaml"], capsys, monkeypatch)
     assert code == 0 and findings(text) == [], text
+
+
+def test_a_limited_subset_missing_label_0_by_chance_is_not_blamed(tmp_path):
+    """--limit 10 of a task whose labels use every position: its first ten rows happen to hold no label 0 (one run
+    in 18 for four choices). The data is not counted from 1, and the run does not say it is (review of session 12,
+    S2: the quickstart with --limit 10); the same ten rows as a whole file of their own still are."""
+    from proctor import evaluate
+    from tests.support.fakes import FakeModel
+
+    labels = [1, 2, 3, 1, 2, 3, 1, 2, 3, 1] + [0, 1, 2, 3] * 5
+    rows = [
+        {"q": f"Question {i}?", "options": [f"a{i}", f"b{i}", f"c{i}", f"d{i}"], "label": k}
+        for i, k in enumerate(labels)
+    ]
+    task = "name: t\nkind: multiple_choice\ndata: {path: rows.jsonl}\nprompt: '{{ q }}'\n"
+    task += "choices: '{{ options }}'\ntarget: '{{ label }}'\n"
+    for name, kept in (("whole", rows), ("first", rows[:10])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "t.yaml").write_text(task)
+        (tmp_path / name / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    found = {}
+    for name in ("whole", "first"):
+        run = evaluate([tmp_path / name / "t.yaml"], FakeModel(), output_dir=tmp_path / f"run-{name}", limit=10)
+        entry = json.loads((run.run_dir / "results.json").read_text())["tasks"]["t"]
+        found[name] = {a["rule"] for a in entry.get("audit") or []}
+    assert "labels.off-by-one" not in found["whole"], found  # ten of 30 rows: chance
+    assert "labels.off-by-one" in found["first"], found  # the file itself: its labels, as written

@@ -205,12 +205,20 @@ def constant_target(subject: AuditSubject) -> Iterator[Hit]:
 
 
 OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: ((k-1)/k)^n
+# the same of rows a --limit took from a larger task: a smoke test's ten rows of four choices miss label 0 in one
+# run of 18 (0.056), so a limited subset must be far less likely by chance before the data is blamed
+OFF_BY_ONE_CHANCE_SUBSET = 0.01
 
 
-def counted_from_one(labels: Sequence[int], width: int) -> bool:
+def limited(subject: AuditSubject) -> bool:
+    """Whether the evaluated samples are a subset the run's --limit took of the rows the source gave."""
+    return len(subject.rows) > len(subject.samples)
+
+
+def counted_from_one(labels: Sequence[int], width: int, chance: float = OFF_BY_ONE_CHANCE) -> bool:
     """Whether ``labels`` never name choice 0 while every other position occurs, in more rows than leave 0 out by
-    chance (((k-1)/k)^n)."""
-    if len(labels) <= width or ((width - 1) / width) ** len(labels) >= OFF_BY_ONE_CHANCE:
+    chance (((k-1)/k)^n below ``chance``)."""
+    if len(labels) <= width or ((width - 1) / width) ** len(labels) >= chance:
         return False
     used = Counter(labels)
     return used[0] == 0 and all(used[i] > 0 for i in range(1, width))
@@ -226,7 +234,8 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(widths) != 1:
         return
     (width,) = widths
-    if counted_from_one([s.gold[0] for s in rows], width):
+    chance = OFF_BY_ONE_CHANCE_SUBSET if limited(subject) else OFF_BY_ONE_CHANCE
+    if counted_from_one([s.gold[0] for s in rows], width, chance):
         yield subject.at_line(
             "target",
             f"no row's right answer is choice 0, while every other position is right in some of the {len(rows)} "
