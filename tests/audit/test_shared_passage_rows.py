@@ -51,3 +51,14 @@ def test_a_twin_under_an_id_column_of_another_name_is_shown_itself(tmp_path, cap
         task = {**TASK, "data": {"path": "mc.jsonl", **({"id": column} if declared else {})}}
         found = _leaks(tmp_path / column, capsys, twins, task)
         assert found and "shown a copy of themselves" in found[0], (column, found)
+
+
+def test_a_row_asked_twice_is_a_duplicate_whatever_examples_precede_it(tmp_path, capsys):
+    """samples.duplicate compared whole prompts, and with few-shot examples each copy of a row is shown other
+    examples: the repeat went unsaid (review of session 12, S6). It compares the row's own question now."""
+    twins = ROWS + [{**ROWS[2], "id": "r2-again"}]
+    files = {"t.yaml": yaml.safe_dump(TASK, sort_keys=False), "mc.jsonl": jsonl_text(twins)}
+    found = [line for line in audit_lines(tmp_path / "fewshot", files, capsys) if "[samples.duplicate]" in line]
+    assert found and "row 7" in found[0], found
+    alone = [line for line in audit_lines(tmp_path / "once", {**files, "mc.jsonl": jsonl_text(ROWS)}, capsys)]
+    assert not [line for line in alone if "[samples.duplicate]" in line], alone

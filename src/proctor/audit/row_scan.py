@@ -375,7 +375,9 @@ def scan_rows(
         columns.prompt_texts = list(texts)  # the texts as given
     choices = Choices.of(columns.choices, columns.choice_counts)
     unusual, ascii_texts = _unusual(columns.references, texts, choices)
-    same, same_texts, same_columns, same_choices = _composed(samples, texts, columns, choices, ascii_texts)
+    # a row asked twice is the same question, whatever few-shot examples each copy is shown before it
+    asked = texts if samples[0].question is None else [s.question or t for s, t in zip(samples, texts)]
+    same, same_texts, same_columns, same_choices = _composed(samples, asked, columns, choices, ascii_texts)
     repeats, reorders = _repeats(same, same_columns.own_texts, same_texts, same_choices)
     return RowScan(
         choice_collisions=_choice_collisions(choices, near),

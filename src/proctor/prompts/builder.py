@@ -84,6 +84,9 @@ class PreparedSample:
     references: tuple[str, ...] = ()
     text: str | None = None  # perplexity
     shots: tuple[str, ...] = field(default=())  # ids of the few-shot examples used
+    # the row's own question where few-shot examples precede it in the prompt: what the audit compares to find a
+    # row asked twice (each row's prompt differs by its examples)
+    question: str | None = None
 
 
 def _not_text(value: object) -> bool:
@@ -337,12 +340,13 @@ class PromptBuilder:
                 parts.insert(0, self._system.render(sample.fields, **self._where(sample)))
             prompt = Prompt(text=separator.join(parts), images=self._images_of(sample))
         shot_sample_ids = tuple(self.pool[i].id for i in shot_ids)
+        own = question if shots else None
         if spec.kind == "multiple_choice":
             choices = self._choices_of(sample)
-            return PreparedSample(
-                sample, prompt, choices=choices, gold=self._gold_of(sample, choices), shots=shot_sample_ids
-            )
-        return PreparedSample(sample, prompt, references=self._references_of(sample), shots=shot_sample_ids)
+            gold = self._gold_of(sample, choices)
+            return PreparedSample(sample, prompt, choices=choices, gold=gold, shots=shot_sample_ids, question=own)
+        references = self._references_of(sample)
+        return PreparedSample(sample, prompt, references=references, shots=shot_sample_ids, question=own)
 
     def _note_prompt(self, sample: Sample, question: str) -> None:
         if question.strip():
