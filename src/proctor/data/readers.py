@@ -369,8 +369,15 @@ def _read_arrow(path: Path) -> list[Row]:
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
+def read_lines_text(path: Path) -> str:
+    """A text file as Python's ``open()`` in text mode gives it, which GLM-130B's and probsem's readers use: line
+    ends of any system ('\r\n', '\r') read as '\n'. A file saved on Windows is the same text (no carriage return
+    scored as a character of it)."""
+    return decode_utf8(path).replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _read_text(path: Path) -> list[Row]:
-    return [{"text": decode_utf8(path), ROW_KEY: 1}]
+    return [{"text": read_lines_text(path), ROW_KEY: 1}]
 
 
 _DELIMITERS = {"csv": ",", "tsv": "\t"}  # read by _read_delimited, with the given column names

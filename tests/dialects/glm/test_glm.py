@@ -481,3 +481,21 @@ def test_numbers_written_as_text_are_read_as_glm_reads_them(tiny_model_dir, tmp_
     (tmp_path / "frac.yaml").write_text(plain + "max_seq_length: '41.5'\n")
     message = proctor_error("run", "frac.yaml", "--model", str(tiny_model_dir), "-o", "frac", cwd=tmp_path)
     assert "frac.yaml" in message and "max_seq_length" in message
+
+
+def test_raw_text_with_windows_line_ends_scores_as_glm_reads_it(tmp_path):
+    """GLM's LanguageModelTaskDataset reads a raw text file with open() (universal newlines): a file saved with
+    CRLF line ends is the same text, and its perplexity is GLM's (red team 13, 136: the carriage returns were
+    scored as characters of the text, and counted among its words)."""
+    from proctor.engine.prepare import prepare_task
+
+    text = "The quick brown fox .\nIt jumps over the dog .\n"
+    found = {}
+    for name, raw in (("lf", text.encode()), ("crlf", text.replace("\n", "\r\n").encode())):
+        (tmp_path / name / "corpus").mkdir(parents=True)
+        (tmp_path / name / "corpus" / "wiki.test.tokens").write_bytes(raw)
+        task_file = tmp_path / name / "t.yaml"
+        task_file.write_text(f"name: {name}\ntype: lm\npath: corpus\nfile-pattern:\n  test: '**/wiki.test.tokens'\n")
+        (task,) = load_tasks([task_file])
+        found[name] = [s.text for s in prepare_task(task, {"data_path": str(tmp_path / name)}).samples]
+    assert found["crlf"] == found["lf"] == [text]

@@ -101,6 +101,17 @@ def test_prompts_join_as_probsem_does(inputs):
     assert prepare_task(task_b, {}).samples[0].gold == ()  # expected = -1: no ground truth
 
 
+@pytest.mark.fast
+def test_a_prompt_file_saved_with_windows_line_ends_is_the_same_prompt(inputs):
+    """probsem reads its prompt file with open() (universal newlines): one saved with CRLF line ends is the same
+    text, with no carriage return scored as part of it (red team 13, 143)."""
+    (plain,) = [p.prompt.text for p in prepare_task(load_tasks([inputs])[0], {}).samples[:1]]
+    prompt = inputs / "test.txt"
+    prompt.write_bytes(prompt.read_bytes().replace(b"\n", b"\r\n"))
+    (crlf,) = [p.prompt.text for p in prepare_task(load_tasks([inputs])[0], {}).samples[:1]]
+    assert b"\r" in prompt.read_bytes() and crlf == plain and "\r" not in crlf
+
+
 @pytest.mark.parametrize(
     "norm,temp,add_bos", [(False, 1.0, False), (True, 1.0, False), (True, 0.5, True), (False, 2.0, True)]
 )

@@ -22,7 +22,7 @@ from proctor.core.data_spec import DataSpec
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import ExportSpec, HandlerSpec, MetricSpec, TaskSpec
-from proctor.data.readers import decode_utf8, parse_json
+from proctor.data.readers import decode_utf8, parse_json, read_lines_text
 from proctor.dialects.probsem.options import ProbsemOptions
 from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
 
@@ -184,7 +184,10 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: Suite) -> Task:
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     options = CogSci2023Options(
-        prompt=decode_utf8(prompt), premise=suite["premise"], query=suite["query"], programs=tuple(suite["programs"])
+        prompt=read_lines_text(prompt),
+        premise=suite["premise"],
+        query=suite["query"],
+        programs=tuple(suite["programs"]),
     )
     spec = TaskSpec(
         name=path.stem,
@@ -221,7 +224,7 @@ def _suite_task(path: Path, prompt: Path, suite: Suite, norm: bool, temp: float)
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     options = ProbsemSuiteOptions(
-        prompt=decode_utf8(prompt),
+        prompt=read_lines_text(prompt),
         pretext=suite["pretext"],
         posttext=suite["posttext"],
         queries=tuple(suite["queries"]),
