@@ -131,6 +131,16 @@ def _never_empty(subject: AuditSubject) -> bool:
 def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
     if subject.columns.all_multiple_choice:
         return  # every row has choices: no generated row (a multiple-choice task), told in C
+    if subject.spec.no_reference == "scored":  # only such a task keeps a row without references
+        bare = next((s for s in subject.samples if not (s.choices or s.text is not None or s.references)), None)
+        if bare is not None:
+            yield subject.at_row(
+                bare.sample,
+                "the row gives no reference answer (an empty list): no answer can be right, so every metric scores it "
+                "as wrong and counts it (GLM-130B's rule); drop the row to score only the questions with an answer",
+                "target",
+            )
+            return
     if _never_empty(subject):
         return  # 'A' is empty once normalised (an article), but no answer read by the regex is
     for sample in subject.samples:
@@ -371,7 +381,7 @@ RULES = (
     AuditRule(
         "references.empty",
         "warning",
-        "A generated row's reference answer is empty or whitespace: an empty answer matches it.",
+        "A generated row's reference answer is empty or whitespace (an empty answer matches it), or it has none.",
         empty_reference,
     ),
     AuditRule(

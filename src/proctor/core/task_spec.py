@@ -225,15 +225,21 @@ class TaskSpec(FrozenSpec):
     # a row field whose equal values make one cluster (e.g. the passage several questions share): every mean
     # metric then also reports its cluster-robust standard error; left out of dumps (and hashes) when unset
     cluster: str | None = None
+    # generate: a row whose target gives no reference (an empty list): refused (nothing to compare an answer with),
+    # or a sample every metric scores as it scores no reference (GLM-130B's rule: 0, counted); left out of dumps
+    # (and hashes) when left at "refuse"
+    no_reference: Literal["refuse", "scored"] = "refuse"
     # rules of the audit stage the task silences; changes no number, so it is left out of dumps (and content hashes)
     audit: AuditSpec | None = Field(default=None, exclude=True)
 
     @model_serializer(mode="wrap")
     def _without_unset_cluster(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # a task without ``cluster`` dumps (and so hashes) exactly as before the field existed
+        # a task without ``cluster`` (or ``no_reference``) dumps (and so hashes) exactly as before the field existed
         dumped: dict[str, Any] = handler(self)
         if dumped.get("cluster", "") is None:
             del dumped["cluster"]
+        if dumped.get("no_reference") == "refuse":
+            del dumped["no_reference"]
         return dumped
 
     @field_validator("name")

@@ -238,7 +238,8 @@ class PromptBuilder:
         return gold_indices(value, choices, self._target is not None, self._target_error(sample))
 
     def _references_of(self, sample: Sample) -> tuple[str, ...]:
-        return references(self._target_value(sample), self._target is not None, self._target_error(sample))
+        scored = self.spec.no_reference == "scored"
+        return references(self._target_value(sample), self._target is not None, self._target_error(sample), scored)
 
     def _target_error(self, sample: Sample) -> Callable[[str], TaskDefinitionError]:
         return lambda message: TaskDefinitionError(message, field="target", **self._where(sample))

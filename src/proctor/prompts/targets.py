@@ -53,13 +53,14 @@ def _not_a_reference(value: object) -> bool:
     return isinstance(value, (dict, list, tuple, set)) or (isinstance(value, float) and value != value)
 
 
-def references(value: object, template: bool, fail: Fail) -> tuple[str, ...]:
-    """The reference answers ``value`` gives: one, or a list of them (each a text or a number)."""
+def references(value: object, template: bool, fail: Fail, empty_scored: bool = False) -> tuple[str, ...]:
+    """The reference answers ``value`` gives: one, or a list of them (each a text or a number). ``empty_scored``:
+    an empty list is a sample without references (the task's ``no_reference: scored``), not an error."""
     values = value if isinstance(value, (list, tuple)) else [value]
     if any(v is None for v in values):  # str(None) would make "None" a reference answer
         raise fail(f"'target' gave a null reference: {value!r:.80}")
     if template:
-        if not values:
+        if not values and not empty_scored:
             raise fail("'target' gave no reference (an empty list): nothing to compare the answer with")
         for v in values:
             if _not_a_reference(v):  # str() would make "{'a': 1}" or "nan" the reference

@@ -16,7 +16,9 @@ import pytest
 
 from proctor import TaskDefinitionError
 from proctor.api import evaluate, load_tasks
+from proctor.core.model_requests import GenerateResult
 from proctor.engine.prepare import prepare_task
+from proctor.models.base import Model
 from tests.conftest import EXAMPLES, REPO, shared_path
 
 TRUST = {"trust_task_code": True}  # these tests run task classes their YAML names
@@ -499,3 +501,39 @@ def test_raw_text_with_windows_line_ends_scores_as_glm_reads_it(tmp_path):
         (task,) = load_tasks([task_file])
         found[name] = [s.text for s in prepare_task(task, {"data_path": str(tmp_path / name)}).samples]
     assert found["crlf"] == found["lf"] == [text]
+
+
+class _Echo(Model):
+    """Answers each prompt with its last word (GLM's gen items here: 'Name it: alpha' -> 'alpha')."""
+
+    name = "echo"
+
+    @property
+    def fingerprint(self) -> dict:
+        return {"backend": "echo", "model": "echo"}
+
+    def loglikelihood(self, requests, progress=None):
+        raise NotImplementedError
+
+    def rolling_loglikelihood(self, requests, progress=None):
+        raise NotImplementedError
+
+    def generate(self, requests, progress=None):
+        return [GenerateResult(str(r.prompt).split()[-1], "stop", 3, 1) for r in requests]
+
+
+def test_a_gen_item_without_targets_counts_as_glm_counts_it(tmp_path):
+    """GLM's EM and F1 score an item whose targets_pretokenized is [] as 0 and count it (``0 if no targets``):
+    EM = 100 * 1/3 over three items, one right. proctor refused the file (red team 13, 132); it now scores it
+    as GLM does, and the audit says the row can never be right."""
+    items = [("alpha", ["alpha"]), ("beta", []), ("gamma", ["delta"])]
+    folder = tmp_path / "data" / "names"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"inputs_pretokenized": f"Name it: {w}", "targets_pretokenized": t}) for w, t in items]
+    (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "t.yaml").write_text("name: names\ntype: gen\npath: names\nfile-pattern: '*.jsonl'\n")
+    run = evaluate([tmp_path / "t.yaml"], _Echo(), output_dir=tmp_path / "run", data_path=tmp_path / "data")
+    entry = run.tasks["names"]
+    assert entry["metrics"]["EM"]["value"] == pytest.approx(100 / 3) and entry["n_samples"] == 3
+    (found,) = [w for w in entry["warnings"] if "references.empty" in w]
+    assert "a.jsonl, row 2" in found and "no reference answer" in found

@@ -223,6 +223,7 @@ def _spec_for_group(config: GLMConfig, name: str, group: str, pattern: str, yaml
         spec.update(
             prompt=_text_of("inputs_pretokenized", "the input the model continues"),
             target=_TARGETS,
+            no_reference="scored",  # GLM scores an item without targets 0 and counts it (its EM/F1: 0 if none)
             max_length=config["max_seq_length"],
             extraction=ExtractionSpec(strip=True),
             generation=GenerationSpec(
