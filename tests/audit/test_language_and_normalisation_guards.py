@@ -52,6 +52,27 @@ def test_a_chinese_task_is_joined_without_a_space_and_a_space_is_named(delimiter
         assert "written without spaces" in found[0] and "field 'target_delimiter'" in found[0], found[0]
 
 
+THAI = [
+    {"id": f"t{i}", "q": f"เมืองหลวงของประเทศไทย {i}", "choices": ["กรุงเทพ", "เชียงใหม่"], "label": 0} for i in range(6)
+]
+
+
+@pytest.mark.parametrize(("cue", "named"), [("คำตอบ:", False), ("Answer:", True)])
+def test_a_cue_ending_in_a_colon_after_a_script_without_spaces_is_joined_without_one(cue, named, tmp_path, capsys):
+    """'คำตอบ:' (Thai, 'answer:') then Thai choices with target_delimiter '': what prompt.delimiter advises for a
+    script without spaces, warned as 'glued' because the prompt's last character is a colon (red team 13, 414). The
+    script is read from the cue's last letter; an English cue before Thai choices is still glued."""
+    task = _task(
+        kind="multiple_choice",
+        prompt="คำถาม: {{ q }} " + cue,
+        choices="{{ choices }}",
+        target="{{ label }}",
+        target_delimiter="",
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(THAI)}, capsys)
+    assert any(f"[{DELIMITER}]" in x for x in lines) is named, lines
+
+
 @pytest.mark.parametrize(("aliases", "named"), [(["🐎", "Horse"], False), (["...", "Horse"], True)])
 def test_a_reference_the_metric_keeps_is_not_empty(aliases, named, tmp_path, capsys):
     rows = [{"id": f"t{i}", "question": f"What animal is number {i}?", "aliases": aliases} for i in range(6)]

@@ -318,8 +318,9 @@ _UNSPACED = re.compile(
 
 
 def _unspaced_join(prompt: str, choices: Sequence[str]) -> bool:
-    """Whether a prompt and every choice meet between characters of scripts written without spaces."""
-    end = prompt.rstrip()[-1:]
+    """Whether a prompt and every choice meet between characters of scripts written without spaces: the prompt's
+    last letter (a cue's colon after it aside: 'คำตอบ:', '答案：') and each choice's first."""
+    end = next((c for c in reversed(prompt) if c.isalnum()), "")
     return bool(end) and bool(_UNSPACED.match(end)) and all(_UNSPACED.match(c.lstrip()[:1] or " ") for c in choices)
 
 
