@@ -339,3 +339,50 @@ def test_sampled_epochs_are_the_same_with_two_workers(tasks, tiny_model_dir, tmp
     assert got and all(len(e) == 2 for e in got)
     assert any(a != b for a, b in got)  # sampled: the two epochs differ somewhere
     assert epochs(two) == got
+
+
+PLUGIN_BACKEND = """
+from proctor.core.model_requests import GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
+from proctor.models.base import Model
+
+
+class Chars(Model):
+    def __init__(self, rest, **options):
+        self.name = f"chars:{rest}"
+
+    @property
+    def fingerprint(self):
+        return {"backend": "chars", "model": self.name}
+
+    def loglikelihood(self, requests, progress=None):
+        out = []
+        for r in requests:
+            lps = tuple(-0.1 * (1 + ord(c) % 7) for c in r.continuation)
+            out.append(LoglikelihoodResult(sum(lps), lps, False))
+        return out
+
+    def generate(self, requests, progress=None):
+        return [GenerateResult(r.prompt.split()[-1], "stop", len(r.prompt), 1) for r in requests]
+
+    def rolling_loglikelihood(self, requests, progress=None):
+        raise NotImplementedError
+
+
+def register(registry):
+    registry.add_model_backend("chars", Chars)
+"""
+
+
+@pytest.mark.slow
+def test_replicas_load_the_commands_plugin_files(tasks, tmp_path, monkeypatch):
+    """--workers 2 with a backend a --plugin file registers: each replica loads the file too (red team 13, 510: 'a
+    replica could not load chars:v1: unknown model backend'), and the numbers and samples are the single process's."""
+    from tests.support.cli_runs import run_proctor
+
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    (tmp_path / "chars.py").write_text(PLUGIN_BACKEND)
+    common = [str(tasks), "--plugin", str(tmp_path / "chars.py"), "--model", "chars:v1", "-t", "mc_*"]
+    for workers in ("1", "2"):
+        done = run_proctor("run", *common, "--workers", workers, "-o", f"run{workers}", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    _same_run(tmp_path / "run1", tmp_path / "run2")

@@ -219,25 +219,11 @@ def check_model_arg_flags(
             )
 
 
-_REGISTERED: set[str] = set()  # --plugin modules whose register(registry) ran
-
-
 def load_plugins(plugins: Optional[List[Path]]) -> None:
-    """``--plugin FILE``: import each file (metrics registered at import) and call its ``register(registry)``,
-    if it has one, as for an installed plug-in (docs/extending.md)."""
-    from proctor.core.registrations import loading_plugin_file, plugin_files
-    from proctor.core.user_errors import call_user
-    from proctor.scoring.metrics import load_metric_file
+    """``--plugin FILE``: each file loaded as an installed plug-in is (engine/plugin_loading.py)."""
+    from proctor.engine.plugin_loading import load_plugin_files
 
-    built = registry()  # the built-in and installed plug-ins first: a file's names are checked against theirs
-    plugin_files(plugins or [])  # what this command's files register stands for it (core/registrations.py)
-    for plugin in plugins or []:
-        with loading_plugin_file(plugin):
-            module = load_metric_file(str(plugin))
-            register = getattr(module, "register", None)
-            if callable(register) and module.__name__ not in _REGISTERED:
-                _REGISTERED.add(module.__name__)
-                call_user(register, "register", built, field="--plugin", file=plugin)  # a raise: its file and line
+    load_plugin_files(plugins or [])
 
 
 def with_dialect_options(command: str) -> Callable[[Callable[..., object]], Callable[..., object]]:

@@ -43,6 +43,11 @@ def plugin_files(files: Iterable[str | Path]) -> None:
     _COMMAND_FILES.update(str(Path(f).expanduser().resolve()) for f in files)
 
 
+def command_plugin_files() -> list[str]:
+    """The ``--plugin`` files of the command now running (resolved paths), for the processes it starts."""
+    return sorted(_COMMAND_FILES)
+
+
 @contextlib.contextmanager
 def loading(shown: str, key: str | None = None, *, plugin_file: bool = False) -> Iterator[None]:
     """What is registered meanwhile comes from ``shown`` (a plug-in file, a declaration, an entry point)."""

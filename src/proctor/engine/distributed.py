@@ -34,6 +34,7 @@ from proctor.core.model_requests import (
     RollingLoglikelihoodRequest,
     RollingLoglikelihoodResult,
 )
+from proctor.core.registrations import command_plugin_files
 from proctor.engine.ray_cluster import connect, require_ray
 from proctor.engine.ray_replica import ModelWorker, WorkerInfo
 from proctor.engine.sharding import assign, chunk_key, estimated_tokens
@@ -138,8 +139,9 @@ class DistributedModel(Model):
         ray = self._ray
         remote = ray.remote(ModelWorker)
         threads = int(self.cluster.cpus_per_worker) if self.cluster.cpus_per_worker >= 1 else None
+        plugins = command_plugin_files()  # a replica's process has not loaded them
         self._actors = [
-            remote.options(**self.cluster.actor_options(i)).remote(spec, options, threads, os.getcwd())
+            remote.options(**self.cluster.actor_options(i)).remote(spec, options, threads, os.getcwd(), plugins)
             for i in range(self.cluster.workers)
         ]
         pending = [a.describe.remote() for a in self._actors]

@@ -44,7 +44,14 @@ class WorkerInfo(_WorkerStart, total=False):
 class ModelWorker:
     """One replica (a Ray actor): loads its model once, then answers whole chunks."""
 
-    def __init__(self, spec: str, options: Mapping[str, object], threads: int | None, cwd: str | None) -> None:
+    def __init__(
+        self,
+        spec: str,
+        options: Mapping[str, object],
+        threads: int | None,
+        cwd: str | None,
+        plugins: Sequence[str] = (),
+    ) -> None:
         self.error: str | None = None
         self.model: Model | None = None
         if cwd and os.path.isdir(cwd):  # relative model paths mean what they mean for the driver
@@ -57,8 +64,10 @@ class ModelWorker:
                     torch.set_num_threads(threads)
                 except ImportError:
                     pass
+            from proctor.engine.plugin_loading import load_plugin_files
             from proctor.models.registry import load_model
 
+            load_plugin_files(plugins)  # the command's --plugin files: a backend one registers loads here too
             self.model = load_model(spec, **dict(options))
         except Exception as exc:  # reported by describe(): a clean message, not a dead actor
             self.error = f"{type(exc).__name__}: {exc}"
