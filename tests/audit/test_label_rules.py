@@ -337,3 +337,31 @@ def test_a_limited_subset_missing_label_0_by_chance_is_not_blamed(tmp_path):
         found[name] = {a["rule"] for a in entry.get("audit") or []}
     assert "labels.off-by-one" not in found["whole"], found  # ten of 30 rows: chance
     assert "labels.off-by-one" in found["first"], found  # the file itself: its labels, as written
+
+
+def test_seahelm_examples_asked_for_with_no_examples_file(tmp_path, monkeypatch, capsys):
+    """fewshot_num_examples asks a base model for 5 examples and the config names no example_filepath: a base
+    model's run was 0-shot with no word (red team 13, 154). The config's own file, named, is silent."""
+    from tests.conftest import SHARED
+
+    config = SHARED / "examples" / "seahelm" / "seahelm_tasks" / "nlu" / "sentiment_analysis" / "config.yaml"
+    if not config.exists():
+        pytest.skip("the SEA-HELM example tree is not in ../shared")
+    labelled = [
+        {
+            "id": i,
+            "label": ["Positif", "Negatif", "Netral"][i % 3],
+            "prompts": [{"text": t}],
+            "metadata": {"language": "id"},
+        }
+        for i, t in enumerate(["Bagus sekali", "Buruk", "Biasa", "Hebat", "Jelek", "Lumayan"])
+    ]
+    args = ["sa", "--seahelm-data", "aisingapore/NLU-Sentiment-Analysis=copy"]
+    original = config.read_text(encoding="utf-8")
+    without = "\n".join(line for line in original.splitlines() if "example_filepath" not in line) + "\n"
+    assert without != original
+    write(tmp_path, {"sa/config.yaml": without, "copy/id/eval.jsonl": rows(*labelled[:3])})
+    (tmp_path / "copy" / "id" / "examples.jsonl").write_text(rows(*labelled))
+    code, text = validate(tmp_path, args, capsys, monkeypatch)
+    lines = [line for line in text.splitlines() if "audit [seahelm.examples-too-few]" in line]
+    assert code == 0 and lines and "names no example_filepath" in " ".join(lines[0].split()), text

@@ -76,6 +76,8 @@ def _base_examples(handler: Any) -> _Examples | None:
             if base.specific_task_config.get("example_filepath"):
                 handler._plugin_call(base.load_example_dataset, "load_example_dataset", limit=None)
                 read = _Examples(loader, base, as_rows(base.example_dataset), shown)
+            else:  # examples asked for and no file to draw them from: a base model's run shows none
+                read = _Examples(loader, base, [], shown)
         except Exception:  # noqa: BLE001 - examples SEA-HELM cannot read are reported when a base model runs
             read = None
     with contextlib.suppress(TypeError):  # a handler that takes no weak reference is read again by the other rule
@@ -88,6 +90,14 @@ def examples_too_few(subject: AuditSubject) -> Iterator[Hit]:
     shows what there is, with no word, and its prompts are not the benchmark's."""
     read = _base_examples(subject.handler)
     if read is None or len(read.rows) >= read.shown:
+        return
+    if not read.base.specific_task_config.get("example_filepath"):
+        yield at_examples(
+            subject,
+            f"fewshot_num_examples asks for {read.shown} example(s) for a base model, and the task names no "
+            "example_filepath: a base model's run (--base-model, or a model without a chat template) is 0-shot, "
+            "not the benchmark's; name the examples file, or set the base count to 0",
+        )
         return
     yield at_examples(
         subject,
