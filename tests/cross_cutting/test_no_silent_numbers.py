@@ -326,3 +326,19 @@ def test_url_credentials_are_masked(given, shown):
     from proctor.core.redact import mask_url_credentials
 
     assert mask_url_credentials(given) == shown
+
+
+def test_a_group_missing_a_member_that_could_not_be_prepared_says_so(tiny_model_dir, tmp_path):
+    """--skip-broken with a group member whose data is missing: the group's number is its other member's, and the
+    run says so (red team 13, 509: only the skip was told, the group was printed as if whole)."""
+    rows = [{"id": i, "q": f"Is {i} even?", "choices": ["no", "yes"], "label": int(i % 2 == 0)} for i in range(4)]
+    member = "  - name: {n}\n    kind: multiple_choice\n    group: [g]\n    data: {{path: {f}, id: id}}\n"
+    member += "    prompt: 'Q: {{{{ q }}}}\\nA:'\n    choices: '{{{{ choices }}}}'\n    target: '{{{{ label }}}}'\n"
+    task = "tasks:\n" + member.format(n="a", f="d.jsonl") + member.format(n="b", f="missing.jsonl")
+    write(tmp_path, {"tasks/t.yaml": task, "tasks/d.jsonl": jsonl(rows)})
+    code, output = proctor(["run", "tasks", "-m", tiny_model_dir, "-o", "run", "--skip-broken", "-q"], tmp_path)
+    assert code == 0, output
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert list(results["groups"]) == ["g"] and results["groups"]["g"]["tasks"] == ["a"]
+    told = "b: could not be prepared, so group(s) g average the other tasks only"
+    assert told in results["warnings"] and told in flat(output)

@@ -134,9 +134,20 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
                 done = _already_complete(config, Path(output.output_dir), hashes, recorded, known, dialects)
                 if done is not None:
                     return done
-        unused = unused_variables(variables, use) + option_warnings
+        unused = unused_variables(variables, use) + option_warnings + _groups_short(task_list, skipped)
         run = PreparedRun(prepared, skipped, named, command, started, without_ids, roles, unused)
         return _load_and_evaluate(config, run, progress)
+
+
+def _groups_short(tasks: Sequence[Task], skipped: Sequence[Mapping[str, str]]) -> list[str]:
+    """A task of a group that could not be prepared (--skip-broken): its groups average the others only, another
+    number than the group's, so each says so (a task that fails while it runs is told in loaded_evaluation)."""
+    failed = {entry.get("task") for entry in skipped if entry.get("stage") == "prepare"}
+    return [
+        f"{t.name}: could not be prepared, so group(s) {', '.join(t.spec.group)} average the other tasks only"
+        for t in tasks
+        if t.spec.group and t.name in failed
+    ]
 
 
 def _already_complete(
