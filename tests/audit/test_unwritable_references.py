@@ -70,3 +70,16 @@ def test_a_multiple_choice_task_is_not_read(tmp_path, capsys):
         assert not exc.code
     out = capsys.readouterr()
     assert f"[{RULE}]" not in out.out + out.err
+
+
+@pytest.mark.parametrize(
+    ("answers", "what", "row"),
+    [
+        (["42", "=40+2", "=SUM(1;2;3)"], "a spreadsheet formula, not its value", 2),  # red team 13, 234
+        (["17", "1\u00a0234", "2\u202f500"], "a number grouped by no-break spaces", 2),  # red team 13, 242
+    ],
+)
+def test_a_spreadsheets_formula_or_grouped_number_is_named(answers, what, row, tmp_path, capsys):
+    (line,) = _findings(tmp_path / "broken", answers, capsys)
+    assert what in line and f"data.jsonl, row {row}" in line, line
+    assert _findings(tmp_path / "clean", ["42", "6", "1234", "= in code"], capsys) == []  # values as a model writes

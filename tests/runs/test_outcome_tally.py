@@ -312,3 +312,16 @@ def test_a_number_that_differs_in_value_is_no_near_miss():
     )
     count = tally.counts["near_miss"]
     assert (count.count, count.n) == (2, 7), count
+
+
+def test_a_number_in_another_scripts_digits_or_grouped_by_spaces_is_a_near_miss():
+    """'123' for '١٢٣' (Arabic-Indic digits) and '1234' for '1\u00a0234' are the same numbers written otherwise: exact
+    match scores them 0 as upstream does, and the tally says so (red team 13, 422, 242)."""
+    tally = OutcomeTally()
+    pairs = [("123", "١٢٣"), ("1234", "1\u00a0234"), ("45", "٤٥"), ("124", "١٢٣")]
+    tally.add_records(
+        {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 0.0}}
+        for i, (a, r) in enumerate(pairs)
+    )
+    count = tally.counts["near_miss"]
+    assert (count.count, count.n) == (3, 4), count

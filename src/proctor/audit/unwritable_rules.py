@@ -98,11 +98,40 @@ _DECIMAL = re.compile(r"-?\d*\.\d*[1-9]\d*")  # a number with a fraction: the an
 _LATEX = re.compile(r"\\(?:boxed|fbox|frac|dfrac|text|mathrm)\{")  # MATH's wrappers: SQuAD makes '\boxed{18}' 'boxed18'
 
 
+# a spreadsheet's formula saved in place of its value ('=40+2', '=SUM(1;2;3)'): an export that kept the cell's text
+_FORMULA = re.compile(r"=\s*(?:[A-Za-z][A-Za-z0-9.]*\s*\(.*\)|[-+]?\d[\d.,]*(?:\s*[-+*/^]\s*[-+]?\d[\d.,]*)+)")
+# a number grouped by a no-break, narrow no-break or thin space ('1\u00a0234', French spreadsheets): no model writes it
+_SPACED_NUMBER = re.compile(r"\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+")
+
+
+def _spreadsheet_forms(subject: AuditSubject, rows: list[tuple[int, tuple[str, ...]]]) -> Iterator[Hit]:
+    """References a spreadsheet export left as the cell's formula or with its digit grouping's no-break spaces:
+    a model answers the value ('42', '1234'), which never matches."""
+    for pattern, what, fix in (
+        (_FORMULA, "a spreadsheet formula, not its value", "export the values, not the formulas"),
+        (_SPACED_NUMBER, "a number grouped by no-break spaces", "write the numbers without grouping spaces"),
+    ):
+        found = [(i, r) for i, refs in rows for r in refs[:1] if pattern.fullmatch(r.strip())]
+        if found:
+            i, reference = found[0]
+            yield subject.at_row(
+                subject.samples[i].sample,
+                f"the reference {reference!r:.40} is {what} ({len(found)} of {len(rows)} rows read): a model answers "
+                f"the number itself, which never matches it, so the row scores 0; {fix}",
+                "target",
+            )
+            return
+
+
 def _number_forms(subject: AuditSubject) -> Iterator[Hit]:
     """Most references an integer written as a float ('18.0', a pandas column's), where no reference read has a
     fraction, or a LaTeX wrapper (``\\boxed{18}``) the prompts do not mention: a model answers '18', and the
     metric's normalisation ('180', 'boxed18') never matches it."""
     rows = [(i, refs) for i, refs in enumerate(subject.columns.references[:PROBE_ROWS]) if refs]
+    spreadsheet = list(_spreadsheet_forms(subject, rows))
+    if spreadsheet:
+        yield from spreadsheet
+        return
     if len(rows) < 4:
         return
     floats = [(i, r) for i, refs in rows for r in refs[:1] if _FLOAT_TEXT.fullmatch(r.strip())]
@@ -180,7 +209,8 @@ RULES = (
         "warning",
         "A reference holds what no model writes (markup tags, zero-width or soft-hyphen characters, a non-ASCII end "
         "punctuation that exact match and F1 keep, decomposed accents, ligatures, full-width digits, typographic "
-        "punctuation, an integer written as a float, a LaTeX wrapper): its row scores 0 whatever the model says.",
+        "punctuation, an integer written as a float, a LaTeX wrapper, a spreadsheet formula or a number grouped by "
+        "no-break spaces): its row scores 0 whatever the model says.",
         unwritable_references,
     ),
 )

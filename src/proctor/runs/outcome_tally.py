@@ -179,6 +179,7 @@ _DOT_ABOVE = "\u0307"  # what casefold leaves of the Turkish capital İ beside i
 # a minus sign before a digit, in any of its forms ('-', U+2212, '‒', '–'): part of the number, not typography
 _SIGN = re.compile(r"[-\u2212\u2012\u2013](?=\d)")
 _NUMBER_SIGN = "\x00"  # what the sign becomes: no punctuation, so kept, and one character for every form
+_GROUPING = re.compile(r"(?<=\d)[ \u00a0\u202f\u2009](?=\d{3}(?!\d))")  # '1 234': a thousands separator
 _DECIMAL = re.compile(r"(?<=\d)[.,](?=\d)")  # a mark between digits: a decimal point or a thousands separator
 _NUMBER_MARKS = {".": "\x01", ",": "\x02"}
 
@@ -189,6 +190,9 @@ def _loose(text: str) -> str:
     any form ('5' is not '−5'), a mark between digits ('3.5' is not '35'), math and currency symbols ('+', '=',
     '$'), the percent sign."""
     folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
+    if not folded.isascii():  # digits of any script as ASCII: '١٢٣' is '123'
+        folded = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in folded)
+    folded = _GROUPING.sub("", folded)  # a grouping space dropped: '1 234' (NFKC made a no-break space one) is '1234'
     folded = _SIGN.sub(_NUMBER_SIGN, folded)
     folded = _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)  # '3.5' is not '35', nor '1,000' '1000'
     kept = "".join(c for c in folded if c == "%" or unicodedata.category(c) not in _TYPOGRAPHY)
