@@ -52,10 +52,18 @@ def print_warnings(results: ResultsDocument) -> None:
     from proctor.cli.console import SHOWN
     from proctor.runs.report_data import SKIP_STAGES  # after a run: nothing added to the command's start
 
-    for warning in results.get("warnings", []):
-        if warning in SHOWN:
-            continue
-        err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
+    warnings = results.get("warnings", [])
+    shown = sum(1 for warning in warnings if warning in SHOWN)
+    for warning in warnings:
+        if warning not in SHOWN:
+            err_console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", highlight=False, soft_wrap=True)
+    if shown:  # one line for those the run printed as it went: a reader who scrolled past them is told
+        err_console.print(
+            f"[bold yellow]warning:[/bold yellow] {shown} warning(s) printed above as the run went; results.json "
+            "lists every warning under 'warnings'",
+            highlight=False,
+            soft_wrap=True,
+        )
     for entry in results.get("skipped", []):
         err_console.print(
             f"[bold yellow]warning:[/bold yellow] {escape(_skip_name(entry))} "
