@@ -12,6 +12,7 @@ from proctor.core.audit import Hit
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
+from proctor.data.dataset_folders import folder_files
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import glued_quote, swallowed_rows
 from proctor.data.reserved_names import no_reserved
@@ -44,13 +45,7 @@ FILE_KEY = "_file"  # file stem; lets tasks break results down by file
 
 def detect_format(path: Path) -> str:
     if path.is_dir():
-        if list(path.glob("*.arrow")):
-            return "arrow"
-        if list(path.glob("*.parquet")):
-            return "parquet"
-        raise TaskDefinitionError(
-            "a data folder must hold *.arrow (Hugging Face save_to_disk) or *.parquet files", file=path
-        )
+        return folder_files(path, "auto")[0]
     suffixes = path.suffixes
     if suffixes and suffixes[-1].lower() in _COMPRESSIONS:
         suffixes = suffixes[:-1]  # the format is the suffix before the compression's
@@ -155,6 +150,10 @@ def read_rows(
             rows = _read_delimited(path, columns, _DELIMITERS[fmt], noticed)
         elif fmt == "json":
             rows = _read_json(path, records_key)
+        elif path.is_dir():  # the files the folder's own record lists, of one format and one split
+            fmt, files = folder_files(path, fmt, noticed)
+            rows = [row for file in files for row in _READERS[fmt](file)]
+            rows = [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]  # numbered across the files
         else:
             rows = _READERS[fmt](path)
     except TaskDefinitionError:
@@ -343,30 +342,58 @@ def _records(
 def _read_parquet(path: Path) -> list[Row]:
     import pyarrow.parquet as pq
 
-    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-    rows = []
-    for file in files:
-        rows.extend(pq.read_table(file).to_pylist())
+    rows = _table_rows(pq.read_table(path), path)
     no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
 def _read_arrow(path: Path) -> list[Row]:
-    """Hugging Face ``save_to_disk`` folders hold Arrow IPC streams; plain .arrow files may be either."""
+    """One Arrow file: Hugging Face ``save_to_disk`` shards are IPC streams; plain .arrow files may be either."""
     import pyarrow as pa
 
-    files = sorted(path.glob("*.arrow")) if path.is_dir() else [path]
-    rows = []
-    for file in files:
-        with pa.memory_map(str(file)) as source:
-            try:
-                table = pa.ipc.open_stream(source).read_all()
-            except pa.ArrowInvalid:
-                source.seek(0)
-                table = pa.ipc.open_file(source).read_all()
-        rows.extend(table.to_pylist())
+    with pa.memory_map(str(path)) as source:
+        try:
+            table = pa.ipc.open_stream(source).read_all()
+        except pa.ArrowInvalid:
+            source.seek(0)
+            table = pa.ipc.open_file(source).read_all()
+    rows = _table_rows(table, path)
     no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
+
+
+def _table_rows(table: Any, path: Path) -> list[Row]:
+    """An Arrow table's rows, refusing a binary column of text. A writer that stores strings without their UTF8
+    annotation (older Spark and Hive) gives binary columns: read as they are, every value is Python bytes, and a
+    prompt shows ``b'caf\\xc3\\xa9'``, its reference the same, scored without a word. Bytes that are not UTF-8
+    (an image's) are left to the field that reads them (``data/images.py``)."""
+    import pyarrow as pa
+
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)):
+            continue
+        values = [(i, v) for i, v in enumerate(column.to_pylist(), start=1) if v]
+        if values and all(_is_utf8(v) for _, v in values):
+            row, value = values[0]
+            raise TaskDefinitionError(
+                f"column '{name}' is binary ({kind}), and its values are UTF-8 text ({value[:40]!r}): read as they "
+                "are, prompts and references would show Python's bytes; write it as a string column (Spark: "
+                "spark.sql.parquet.binaryAsString, or cast to string)",
+                file=path,
+                row=row,
+                field=name,
+            )
+    rows: list[Row] = table.to_pylist()
+    return rows
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _read_text(path: Path) -> list[Row]:
