@@ -92,6 +92,19 @@ def test_real_hf_arrow_folder_and_csv_files():
     assert len(mmlu) == 1416 and {s.fields["answer"] for s in mmlu} == {"A", "B", "C", "D"}
 
 
+def test_a_line_repeating_the_header_is_an_error_naming_it(tmp_path):
+    """Two CSVs joined with `cat`, each with its header: the second header would be a sample ('q', 'label')."""
+    (tmp_path / "d.csv").write_text("q,label\nSay alpha,alpha\nSay beta,beta\nq,label\nSay gamma,gamma\n")
+    with pytest.raises(TaskDefinitionError) as caught:
+        read_rows(tmp_path / "d.csv")
+    assert caught.value.line == 4 and "repeats the header (q, label)" in str(caught.value)
+    (tmp_path / "d.tsv").write_text("q\tlabel\nq \t label\n")  # spaced as a header is: the same line
+    with pytest.raises(TaskDefinitionError, match="line 2 repeats the header"):
+        read_rows(tmp_path / "d.tsv")
+    (tmp_path / "ok.csv").write_text("q,label\nq,other\nlabel,q\n")  # a value that is a column's name: a row
+    assert [(r["q"], r["label"]) for r in read_rows(tmp_path / "ok.csv")] == [("q", "other"), ("label", "q")]
+
+
 def test_a_binary_column_of_text_is_an_error_naming_it(tmp_path):
     """Strings written without their UTF8 annotation (older Spark, Hive) read as bytes: a prompt would show
     b'caf\\xc3\\xa9'. Refused, naming file, row and column; bytes that are not text (an image's) stay bytes."""

@@ -326,6 +326,15 @@ def _records(
                 line=line,
                 field="columns",
             )
+        if [c.strip() for c in record] == [c.strip() for c in header]:
+            raise TaskDefinitionError(  # files joined with `cat`, each with its header: the header becomes a sample
+                f"line {line} repeats the {'columns given' if columns else 'header'} ({', '.join(record)}): read "
+                "as a row, it would be a sample whose "
+                "values are the column names; were files joined with their headers? Remove the line, or read the "
+                "files as they were (a 'path' glob)",
+                file=path,
+                line=line,
+            )
         if len(record) != len(header):
             spanned = f" (a row running from line {started}: a quote left open?)" if line > started else ""
             raise TaskDefinitionError(
