@@ -35,6 +35,20 @@ _SUFFIX_FORMATS = {
 # text formats are read through the same reader, with the same checks, after decompressing in memory.
 _COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 _COMPRESSIBLE = {"jsonl", "json", "csv", "tsv", "text"}  # Parquet and Arrow compress their own columns
+# How a compressed file begins (its magic number), for a file that is not text: one compressed twice, compressed
+# without the suffix that says so, or in a format not read (zstd, common on the hub) is named as such, not as text
+# that is "not UTF-8" or "holds a NUL byte". (bzip2's 'BZh' is also text: only asked of a file that is not.)
+_MAGIC = {
+    b"\x1f\x8b": ("gzip", ".gz"),
+    b"BZh": ("bzip2", ".bz2"),
+    b"\xfd7zXZ\x00": ("xz", ".xz"),
+    b"(\xb5/\xfd": ("zstd", ".zst"),
+    b"\x04\x22\x4d\x18": ("lz4", ".lz4"),
+    b"PK\x03\x04": ("zip", ".zip"),
+    b"7z\xbc\xaf\x27\x1c": ("7z", ".7z"),
+}
+# compressions whose suffix names a file proctor does not read (an error naming it, not a reader's confusion)
+_UNREAD_COMPRESSIONS = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".br": "brotli", ".zip": "zip", ".7z": "7z"}
 MOST_DECOMPRESSED = 4 << 30  # bytes a compressed data file may unpack to (rows are held in memory)
 
 Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
@@ -96,11 +110,32 @@ def file_bytes(path: Path) -> bytes:
     return data
 
 
+def _still_compressed(data: bytes, path: Path) -> None:
+    """An error naming the compression where ``data`` (not text) begins as a compressed file does."""
+    for magic, (kind, suffix) in _MAGIC.items():
+        if not data.startswith(magic):
+            continue
+        read = {name: ext for ext, name in _COMPRESSIONS.items()}
+        if compression(path) is not None:
+            how = f"decompressed as {compression(path)}, its content is {kind}-compressed again (compressed twice?)"
+        elif kind in read:
+            how = f"its content is {kind}-compressed, but its name does not end in '{read[kind]}'"
+        else:
+            how = f"its content is {kind}-compressed ({suffix}), which proctor does not read"
+        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
+        raise TaskDefinitionError(
+            f"{how}; proctor reads text files plain or compressed as {supported}, named by their last suffix: "
+            "decompress it, or recompress it as one of these",
+            file=path,
+        )
+
+
 def decode_utf8(path: Path) -> str:
     """A file's text (decompressed where its name says so); bytes that are not UTF-8 are an error naming the
-    line and column."""
+    line and column (or the compression, where the bytes are a compressed file's)."""
     data = file_bytes(path)
-    if b"\x00" in data:  # UTF-8 text never holds NUL: a binary file, or UTF-16
+    if b"\x00" in data:
+        _still_compressed(data, path)  # UTF-8 text never holds NUL: a binary file, or UTF-16
         at = data.index(b"\x00")
         line = data.count(b"\n", 0, at) + 1
         raise TaskDefinitionError(
@@ -111,6 +146,7 @@ def decode_utf8(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of the data
     except UnicodeDecodeError as exc:
+        _still_compressed(data, path)
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise TaskDefinitionError(
@@ -132,6 +168,15 @@ def read_rows(
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
     refuse_special(path, "data file")
+    unread = _UNREAD_COMPRESSIONS.get(path.suffix.lower()) if path.is_file() else None
+    if unread is not None:
+        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
+        raise TaskDefinitionError(
+            f"a {unread}-compressed file ('{path.suffix}'), which proctor does not read; it reads text files plain "
+            f"or compressed as {supported}, and Parquet and Arrow uncompressed: decompress it, or recompress it as "
+            "one of these",
+            file=path,
+        )
     if fmt == "auto":
         fmt = detect_format(path)
     kind = compression(path) if path.is_file() else None
