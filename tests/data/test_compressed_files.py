@@ -151,3 +151,30 @@ def test_a_file_that_unpacks_past_the_limit_is_an_error_not_a_full_memory(tmp_pa
     with pytest.raises(TaskDefinitionError) as caught:
         read_rows(bomb)
     assert str(caught.value).startswith(str(bomb)) and "decompresses to more than 10,000 bytes" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "name, content, expect",
+    [  # compressed content the name does not say, said twice, or in a format not read: named as what it is
+        ("d.jsonl", gzip.compress(JSONL.encode()), "gzip-compressed, but its name does not end in '.gz'"),
+        ("d.csv", bz2.compress(b"q\x00,a\n\xff"), "bzip2-compressed, but its name does not end in '.bz2'"),
+        ("d.jsonl.gz.gz", gzip.compress(gzip.compress(JSONL.encode())), "compressed twice?"),
+        ("d.jsonl.xz", lzma.compress(gzip.compress(JSONL.encode())), "decompressed as xz, its content is gzip"),
+        ("d.jsonl", b"(\xb5/\xfd\x00\x58\x11\x00", "zstd-compressed (.zst), which proctor does not read"),
+        ("d.jsonl.zst", b"(\xb5/\xfd\x00\x58\x11\x00", "a zstd-compressed file ('.zst'), which proctor does not read"),
+        ("d.parquet.zst", b"(\xb5/\xfd\x00\x58\x11\x00", "a zstd-compressed file ('.zst')"),
+        ("d.csv.zip", b"PK\x03\x04\x14\x00", "a zip-compressed file ('.zip')"),
+    ],
+)
+def test_compressed_content_is_named_not_read_as_text(name, content, expect, tmp_path):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(TaskDefinitionError) as caught:
+        read_rows(tmp_path / name)
+    message = str(caught.value)
+    assert expect in message and message.startswith(str(tmp_path / name)), message
+    assert "gzip (.gz), bzip2 (.bz2), xz (.xz)" in message and "UTF-8" not in message and "NUL" not in message
+
+
+def test_a_text_beginning_with_a_magic_number_is_still_text(tmp_path):
+    (tmp_path / "d.txt").write_text("BZh91AY&SY is how a bzip2 file begins\n")  # text: read as text
+    assert read_rows(tmp_path / "d.txt")[0]["text"].startswith("BZh91AY&SY")

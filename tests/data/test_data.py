@@ -90,3 +90,35 @@ def test_real_hf_arrow_folder_and_csv_files():
         [DataSpec(path="mmlu/*_test.csv", columns=["question", "A", "B", "C", "D", "answer"])], shared_path("data")
     )
     assert len(mmlu) == 1416 and {s.fields["answer"] for s in mmlu} == {"A", "B", "C", "D"}
+
+
+def test_a_line_repeating_the_header_is_an_error_naming_it(tmp_path):
+    """Two CSVs joined with `cat`, each with its header: the second header would be a sample ('q', 'label')."""
+    (tmp_path / "d.csv").write_text("q,label\nSay alpha,alpha\nSay beta,beta\nq,label\nSay gamma,gamma\n")
+    with pytest.raises(TaskDefinitionError) as caught:
+        read_rows(tmp_path / "d.csv")
+    assert caught.value.line == 4 and "repeats the header (q, label)" in str(caught.value)
+    (tmp_path / "d.tsv").write_text("q\tlabel\nq \t label\n")  # spaced as a header is: the same line
+    with pytest.raises(TaskDefinitionError, match="line 2 repeats the header"):
+        read_rows(tmp_path / "d.tsv")
+    (tmp_path / "ok.csv").write_text("q,label\nq,other\nlabel,q\n")  # a value that is a column's name: a row
+    assert [(r["q"], r["label"]) for r in read_rows(tmp_path / "ok.csv")] == [("q", "other"), ("label", "q")]
+
+
+def test_a_binary_column_of_text_is_an_error_naming_it(tmp_path):
+    """Strings written without their UTF8 annotation (older Spark, Hive) read as bytes: a prompt would show
+    b'caf\\xc3\\xa9'. Refused, naming file, row and column; bytes that are not text (an image's) stay bytes."""
+    words = ["café", "naïve", "Zürich"]
+    table = pa.table({"id": [1, 2, 3], "w": pa.array([w.encode() for w in words], pa.binary())})
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pa.OSFile(str(tmp_path / "d.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    for name in ("d.parquet", "d.arrow"):
+        with pytest.raises(TaskDefinitionError) as caught:
+            read_rows(tmp_path / name)
+        assert (caught.value.field, caught.value.row) == ("w", 1) and "column 'w' is binary" in str(caught.value)
+    png = b"\x89PNG\r\n\x1a\n\x00\x00"
+    pq.write_table(pa.table({"w": ["x"], "image": pa.array([png], pa.binary())}), tmp_path / "img.parquet")
+    assert read_rows(tmp_path / "img.parquet")[0]["image"] == png
+    pq.write_table(pa.table({"w": pa.array(words, pa.large_string())}), tmp_path / "s.parquet")
+    assert [r["w"] for r in read_rows(tmp_path / "s.parquet")] == words

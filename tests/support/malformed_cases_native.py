@@ -227,10 +227,10 @@ add(
     ["data.csv:1", "columns", "header"],
     {"task.yaml": CSV_TASK, "data.csv": "question,a,b,label\n2+2?,3,4,1\n1+1?,2,5,0\n"},
 )
-add(  # two MMLU files joined end to end: the second's header line is row 3, where 'ABCD'.index fails
+add(  # two MMLU files joined end to end: the second's header line is line 3, refused as it is read
     "native3-csv-header-mid-file",
     RUN,
-    ["data.csv", "row 3", "target", "column names"],
+    ["data.csv:3", "repeats the columns given", "column names"],
     {
         "task.yaml": CSV_TASK.replace("{{ label | int(-1) }}", "{{ 'AB'.index(label) }}"),
         "data.csv": "2+2?,3,4,B\n1+1?,2,5,A\nquestion,a,b,label\n3+3?,6,7,A\n",

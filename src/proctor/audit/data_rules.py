@@ -9,6 +9,7 @@ from proctor.audit import conflict_rules, listed_rows
 from proctor.audit.source_file_rules import training_split
 from proctor.audit.subject import AuditSubject, near
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.dataset_folders import SPLIT_RULE
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.prompts.builder import PreparedSample
 
@@ -211,7 +212,7 @@ RULES = (
         look_alike_ids,
     ),
     AuditRule(
-        "data.split",
+        SPLIT_RULE,
         "warning",
         "The evaluated rows come from a file named as a training split, or a glob reads a validation split's files "
         "beside the test files, or a dialect evaluates its training split beside a held-out one.",

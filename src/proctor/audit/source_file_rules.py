@@ -17,28 +17,11 @@ from typing import Iterator, Mapping, Sequence
 
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import AuditRule, Hit
+from proctor.data.dataset_folders import SPLIT_RULE, STRAY_RULE
 from proctor.data.sources import Sample
+from proctor.data.split_names import split_of
 
 _TRAIN = re.compile(r"(^|[^a-z])(train|training)([^a-z]|$)", re.IGNORECASE)
-_WORDS = re.compile(r"[a-z]+")
-# the words a file or folder name uses for a split, and the split each means
-_SPLIT_WORDS = {
-    "train": "train",
-    "training": "train",
-    "dev": "validation",
-    "val": "validation",
-    "valid": "validation",
-    "validation": "validation",
-    "test": "test",
-    "testing": "test",
-}
-
-
-def split_of(name: str) -> str | None:
-    """The split a file's name or path says it holds ('anatomy_dev.csv': validation), None where it names none
-    or two ('train_test_pairs')."""
-    said = {_SPLIT_WORDS[w] for w in _WORDS.findall(name.lower()) if w in _SPLIT_WORDS}
-    return said.pop() if len(said) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -133,7 +116,13 @@ def _globbed(subject: AuditSubject) -> bool:
 def training_split(subject: AuditSubject) -> Iterator[Hit]:
     """The evaluated rows come from a file named as a training split (scores on data a model may have been tuned
     on), a glob reads files of a held-out split beside the test files (``mmlu/*.csv`` reaching ``anatomy_dev.csv``
-    and ``anatomy_val.csv``: their rows are scored as test rows), or a dialect evaluates its training split."""
+    and ``anatomy_val.csv``: their rows are scored as test rows), or a dialect evaluates its training split. A
+    data folder whose own record or file names say it holds the training split the reader noticed
+    (``data/dataset_folders.py``: a ``save_to_disk`` folder's state.json recording ``_split: train``)."""
+    noticed = list(subject.source_hits.get(SPLIT_RULE, ()))
+    yield from noticed
+    if noticed:
+        return
     get = getattr(subject.handler, "audit_split", None)
     if callable(get):
         evaluated = get()
@@ -213,6 +202,7 @@ def _not_data(name: str, suffixed: bool) -> bool:
 def stray_files(subject: AuditSubject) -> Iterator[Hit]:
     """A glob reaches files that are no data (README.md, LICENSE, get.sh, a .py script): a text or
     language-modelling task scores their text as documents, and a reader that parses them lends them rows."""
+    yield from subject.source_hits.get(STRAY_RULE, ())  # a data folder's files its state.json does not list
     if not subject.templated or not _globbed(subject):
         return
     files = _read_files(subject)
@@ -233,7 +223,7 @@ def stray_files(subject: AuditSubject) -> Iterator[Hit]:
 
 RULES = (
     AuditRule(
-        "data.stray-file",
+        STRAY_RULE,
         "warning",
         "A glob reads files that are no data (README.md, LICENSE, a script): their text is scored as rows.",
         stray_files,

@@ -12,6 +12,7 @@ from proctor.core.audit import Hit
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
+from proctor.data.dataset_folders import folder_files
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import glued_quote, swallowed_rows
 from proctor.data.reserved_names import no_reserved
@@ -34,6 +35,20 @@ _SUFFIX_FORMATS = {
 # text formats are read through the same reader, with the same checks, after decompressing in memory.
 _COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 _COMPRESSIBLE = {"jsonl", "json", "csv", "tsv", "text"}  # Parquet and Arrow compress their own columns
+# How a compressed file begins (its magic number), for a file that is not text: one compressed twice, compressed
+# without the suffix that says so, or in a format not read (zstd, common on the hub) is named as such, not as text
+# that is "not UTF-8" or "holds a NUL byte". (bzip2's 'BZh' is also text: only asked of a file that is not.)
+_MAGIC = {
+    b"\x1f\x8b": ("gzip", ".gz"),
+    b"BZh": ("bzip2", ".bz2"),
+    b"\xfd7zXZ\x00": ("xz", ".xz"),
+    b"(\xb5/\xfd": ("zstd", ".zst"),
+    b"\x04\x22\x4d\x18": ("lz4", ".lz4"),
+    b"PK\x03\x04": ("zip", ".zip"),
+    b"7z\xbc\xaf\x27\x1c": ("7z", ".7z"),
+}
+# compressions whose suffix names a file proctor does not read (an error naming it, not a reader's confusion)
+_UNREAD_COMPRESSIONS = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".br": "brotli", ".zip": "zip", ".7z": "7z"}
 MOST_DECOMPRESSED = 4 << 30  # bytes a compressed data file may unpack to (rows are held in memory)
 
 Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
@@ -44,13 +59,7 @@ FILE_KEY = "_file"  # file stem; lets tasks break results down by file
 
 def detect_format(path: Path) -> str:
     if path.is_dir():
-        if list(path.glob("*.arrow")):
-            return "arrow"
-        if list(path.glob("*.parquet")):
-            return "parquet"
-        raise TaskDefinitionError(
-            "a data folder must hold *.arrow (Hugging Face save_to_disk) or *.parquet files", file=path
-        )
+        return folder_files(path, "auto")[0]
     suffixes = path.suffixes
     if suffixes and suffixes[-1].lower() in _COMPRESSIONS:
         suffixes = suffixes[:-1]  # the format is the suffix before the compression's
@@ -101,11 +110,32 @@ def file_bytes(path: Path) -> bytes:
     return data
 
 
+def _still_compressed(data: bytes, path: Path) -> None:
+    """An error naming the compression where ``data`` (not text) begins as a compressed file does."""
+    for magic, (kind, suffix) in _MAGIC.items():
+        if not data.startswith(magic):
+            continue
+        read = {name: ext for ext, name in _COMPRESSIONS.items()}
+        if compression(path) is not None:
+            how = f"decompressed as {compression(path)}, its content is {kind}-compressed again (compressed twice?)"
+        elif kind in read:
+            how = f"its content is {kind}-compressed, but its name does not end in '{read[kind]}'"
+        else:
+            how = f"its content is {kind}-compressed ({suffix}), which proctor does not read"
+        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
+        raise TaskDefinitionError(
+            f"{how}; proctor reads text files plain or compressed as {supported}, named by their last suffix: "
+            "decompress it, or recompress it as one of these",
+            file=path,
+        )
+
+
 def decode_utf8(path: Path) -> str:
     """A file's text (decompressed where its name says so); bytes that are not UTF-8 are an error naming the
-    line and column."""
+    line and column (or the compression, where the bytes are a compressed file's)."""
     data = file_bytes(path)
-    if b"\x00" in data:  # UTF-8 text never holds NUL: a binary file, or UTF-16
+    if b"\x00" in data:
+        _still_compressed(data, path)  # UTF-8 text never holds NUL: a binary file, or UTF-16
         at = data.index(b"\x00")
         line = data.count(b"\n", 0, at) + 1
         raise TaskDefinitionError(
@@ -116,6 +146,7 @@ def decode_utf8(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of the data
     except UnicodeDecodeError as exc:
+        _still_compressed(data, path)
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise TaskDefinitionError(
@@ -137,6 +168,15 @@ def read_rows(
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
     refuse_special(path, "data file")
+    unread = _UNREAD_COMPRESSIONS.get(path.suffix.lower()) if path.is_file() else None
+    if unread is not None:
+        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
+        raise TaskDefinitionError(
+            f"a {unread}-compressed file ('{path.suffix}'), which proctor does not read; it reads text files plain "
+            f"or compressed as {supported}, and Parquet and Arrow uncompressed: decompress it, or recompress it as "
+            "one of these",
+            file=path,
+        )
     if fmt == "auto":
         fmt = detect_format(path)
     kind = compression(path) if path.is_file() else None
@@ -155,6 +195,10 @@ def read_rows(
             rows = _read_delimited(path, columns, _DELIMITERS[fmt], noticed)
         elif fmt == "json":
             rows = _read_json(path, records_key)
+        elif path.is_dir():  # the files the folder's own record lists, of one format and one split
+            fmt, files = folder_files(path, fmt, noticed)
+            rows = [row for file in files for row in _READERS[fmt](file)]
+            rows = [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]  # numbered across the files
         else:
             rows = _READERS[fmt](path)
     except TaskDefinitionError:
@@ -327,6 +371,15 @@ def _records(
                 line=line,
                 field="columns",
             )
+        if [c.strip() for c in record] == [c.strip() for c in header]:
+            raise TaskDefinitionError(  # files joined with `cat`, each with its header: the header becomes a sample
+                f"line {line} repeats the {'columns given' if columns else 'header'} ({', '.join(record)}): read "
+                "as a row, it would be a sample whose "
+                "values are the column names; were files joined with their headers? Remove the line, or read the "
+                "files as they were (a 'path' glob)",
+                file=path,
+                line=line,
+            )
         if len(record) != len(header):
             spanned = f" (a row running from line {started}: a quote left open?)" if line > started else ""
             raise TaskDefinitionError(
@@ -343,28 +396,22 @@ def _records(
 def _read_parquet(path: Path) -> list[Row]:
     import pyarrow.parquet as pq
 
-    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-    rows = []
-    for file in files:
-        rows.extend(pq.read_table(file).to_pylist())
+    rows = _table_rows(pq.read_table(path), path)
     no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
 def _read_arrow(path: Path) -> list[Row]:
-    """Hugging Face ``save_to_disk`` folders hold Arrow IPC streams; plain .arrow files may be either."""
+    """One Arrow file: Hugging Face ``save_to_disk`` shards are IPC streams; plain .arrow files may be either."""
     import pyarrow as pa
 
-    files = sorted(path.glob("*.arrow")) if path.is_dir() else [path]
-    rows = []
-    for file in files:
-        with pa.memory_map(str(file)) as source:
-            try:
-                table = pa.ipc.open_stream(source).read_all()
-            except pa.ArrowInvalid:
-                source.seek(0)
-                table = pa.ipc.open_file(source).read_all()
-        rows.extend(table.to_pylist())
+    with pa.memory_map(str(path)) as source:
+        try:
+            table = pa.ipc.open_stream(source).read_all()
+        except pa.ArrowInvalid:
+            source.seek(0)
+            table = pa.ipc.open_file(source).read_all()
+    rows = _table_rows(table, path)
     no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
@@ -374,6 +421,40 @@ def read_lines_text(path: Path) -> str:
     ends of any system ('\r\n', '\r') read as '\n'. A file saved on Windows is the same text (no carriage return
     scored as a character of it)."""
     return decode_utf8(path).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _table_rows(table: Any, path: Path) -> list[Row]:
+    """An Arrow table's rows, refusing a binary column of text. A writer that stores strings without their UTF8
+    annotation (older Spark and Hive) gives binary columns: read as they are, every value is Python bytes, and a
+    prompt shows ``b'caf\\xc3\\xa9'``, its reference the same, scored without a word. Bytes that are not UTF-8
+    (an image's) are left to the field that reads them (``data/images.py``)."""
+    import pyarrow as pa
+
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)):
+            continue
+        values = [(i, v) for i, v in enumerate(column.to_pylist(), start=1) if v]
+        if values and all(_is_utf8(v) for _, v in values):
+            row, value = values[0]
+            raise TaskDefinitionError(
+                f"column '{name}' is binary ({kind}), and its values are UTF-8 text ({value[:40]!r}): read as they "
+                "are, prompts and references would show Python's bytes; write it as a string column (Spark: "
+                "spark.sql.parquet.binaryAsString, or cast to string)",
+                file=path,
+                row=row,
+                field=name,
+            )
+    rows: list[Row] = table.to_pylist()
+    return rows
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _read_text(path: Path) -> list[Row]:
