@@ -416,11 +416,15 @@ def _read_arrow(path: Path) -> list[Row]:
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
 
 
-def read_lines_text(path: Path) -> str:
+def read_lines_text(path: Path, keep_bom: bool = False) -> str:
     """A text file as Python's ``open()`` in text mode gives it, which GLM-130B's and probsem's readers use: line
     ends of any system ('\r\n', '\r') read as '\n'. A file saved on Windows is the same text (no carriage return
-    scored as a character of it)."""
-    return decode_utf8(path).replace("\r\n", "\n").replace("\r", "\n")
+    scored as a character of it). ``keep_bom``: a leading byte-order mark kept as U+FEFF, as ``open(encoding=
+    'utf-8')`` keeps it (probsem's prompt files: its scored texts start with it, and the audit names it)."""
+    text = decode_utf8(path).replace("\r\n", "\n").replace("\r", "\n")
+    if keep_bom and file_bytes(path).startswith(b"\xef\xbb\xbf"):
+        text = "\ufeff" + text
+    return text
 
 
 def _table_rows(table: Any, path: Path) -> list[Row]:

@@ -110,6 +110,10 @@ def test_a_prompt_file_saved_with_windows_line_ends_is_the_same_prompt(inputs):
     prompt.write_bytes(prompt.read_bytes().replace(b"\n", b"\r\n"))
     (crlf,) = [p.prompt.text for p in prepare_task(load_tasks([inputs])[0], {}).samples[:1]]
     assert b"\r" in prompt.read_bytes() and crlf == plain and "\r" not in crlf
+    # a byte-order mark (Notepad's): probsem's open(encoding='utf-8') keeps it, so its scored texts start with it
+    prompt.write_bytes(b"\xef\xbb\xbf" + prompt.read_bytes())
+    (marked,) = [p.prompt.text for p in prepare_task(load_tasks([inputs])[0], {}).samples[:1]]
+    assert marked == "\ufeff" + plain  # red team 13, 144
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,7 @@ def _cogsci2023_task(path: Path, prompt: Path, suite: Suite) -> Task:
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     options = CogSci2023Options(
-        prompt=read_lines_text(prompt),
+        prompt=read_lines_text(prompt, keep_bom=True),  # as probsem's open() reads it
         premise=suite["premise"],
         query=suite["query"],
         programs=tuple(suite["programs"]),
@@ -224,7 +224,7 @@ def _suite_task(path: Path, prompt: Path, suite: Suite, norm: bool, temp: float)
     prompt_name = prompt.stem
     suite_name = path.stem[len(prompt_name) + 1 :]
     options = ProbsemSuiteOptions(
-        prompt=read_lines_text(prompt),
+        prompt=read_lines_text(prompt, keep_bom=True),  # as probsem's open() reads it
         pretext=suite["pretext"],
         posttext=suite["posttext"],
         queries=tuple(suite["queries"]),
