@@ -151,3 +151,32 @@ def test_a_full_response_store_says_how_to_resume_and_the_rerun_finishes(small_d
     assert json.loads((run / "run.json").read_text())["attempts"][-1]["responses"]["from_run_store"] > 0
     want = json.loads((tmp_path / "clean" / "results.json").read_text())["tasks"]["quiz"]["metrics"]
     assert json.loads((run / "results.json").read_text())["tasks"]["quiz"]["metrics"] == want
+
+
+def test_a_file_size_limit_on_the_store_says_why_and_how_to_resume(tmp_path):
+    """ulimit -f: SQLite reports a plain 'disk I/O error' (SQLITE_IOERR), which said neither why nor how to go on
+    (red team 13, 307). The message now names the likely causes and the command that resumes."""
+    import resource
+    import sys
+
+    write(tmp_path / "tasks" / "quiz.yaml", QUIZ)
+    rows = [
+        {**q, "id": f"{q['id']}{i}", "question": f"{i}. {q['question']} " + "x" * 200}
+        for i in range(100)
+        for q in QUESTIONS
+    ]
+    jsonl(tmp_path / "tasks" / "data.jsonl", rows)
+    slow_model_plugin(tmp_path, 0.0)
+    limit = 40 * 1024  # a store of more than 40 KiB cannot grow
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = [sys.executable, "-m", "proctor.cli", "run", "tasks", "--model", "slow:fake", "--plugin", "slow_model.py"]
+    done = subprocess.run(
+        [*command, "-o", "run"], cwd=tmp_path, capture_output=True, text=True, preexec_fn=small_files, timeout=600
+    )
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2 and "Traceback" not in said, said[-2000:]
+    assert "disk I/O error (a full disk, a file-size limit such as ulimit -f" in said, said[-2000:]
+    assert "run the same command with --output run to resume" in said, said[-2000:]

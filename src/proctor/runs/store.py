@@ -201,7 +201,7 @@ class ResponseStore:
             version = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0]
             columns = tuple(row[1] for row in self._db.execute("PRAGMA table_info(responses)"))
         except sqlite3.DatabaseError as exc:
-            raise ProctorError(f"cannot open the response store {self.path}: {exc}") from None
+            raise ProctorError(f"cannot open the response store {self.path}: {exc}{self._resume_hint(exc)}") from None
         if str(version).strip() != str(SCHEMA_VERSION):
             raise ProctorError(f"{self.path} has store schema {version!r}; this proctor reads {SCHEMA_VERSION}")
         if columns != _COLUMNS:
@@ -285,14 +285,16 @@ class ResponseStore:
         """For a store the disk will not take more of (full, read-only): the batches committed before are kept,
         and how to go on from them."""
         code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; SQLITE_FULL is 13, SQLITE_READONLY 8
-        if code not in (13, 8) and "full" not in str(exc):
+        io_error = (code or 0) & 0xFF == 10 or "disk I/O error" in str(exc)  # SQLITE_IOERR, extended codes too
+        if code not in (13, 8) and "full" not in str(exc) and not io_error:
             return ""
+        why = " (a full disk, a file-size limit such as ulimit -f, or a failing disk)" if io_error else ""
         if self.path.name == STORE_FILE:  # a run folder's own store
             rerun = f"run the same command with --output {self.path.parent} to resume"
         else:  # the shared --cache
             rerun = "run the same command again to go on from them"
         return (
-            f". The answers stored before are kept in {self.path}: make room (or make its folder writable) and "
+            f"{why}. The answers stored before are kept in {self.path}: make room (or make its folder writable) and "
             f"{rerun}."
         )
 
