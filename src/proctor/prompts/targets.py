@@ -30,7 +30,36 @@ def _index(item: object, choices: tuple[str, ...], template: bool, fail: Fail) -
         raise fail(f"'target' gave {item!r} ({type(item).__name__}), which is not a choice index")
     if isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().lstrip("-").isdigit()):
         return int(item)
-    raise fail(f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}")
+    raise fail(
+        f"'target' gave {item!r}, which is neither a choice index nor one of the choices {list(choices)!r:.200}"
+        + _near_choice(item, choices)
+    )
+
+
+def _near_choice(item: object, choices: tuple[str, ...]) -> str:
+    """Why a target text that reads as a choice is not one: another Unicode form (decomposed accents, full-width
+    letters) or spacing and case; the text alone would not say it."""
+    if not isinstance(item, str):
+        return ""
+    import unicodedata
+
+    def form(text: str) -> str:
+        return unicodedata.normalize("NFKC", text)
+
+    def loose(text: str) -> str:
+        return " ".join(form(text).casefold().split())
+
+    for how, same in (
+        ("Unicode form (NFC/NFKC: decomposed accents, full-width letters)", form),
+        ("case or spacing", loose),
+    ):
+        found = [i for i, c in enumerate(choices) if same(c) == same(item)]
+        if found:
+            return (
+                f"; it is choice {found[0]} ({choices[found[0]]!r}) in another {how}: write the target and the "
+                "choices in one form (normalise both, e.g. unicodedata.normalize('NFC', ...))"
+            )
+    return ""
 
 
 def gold_indices(value: object, choices: tuple[str, ...], template: bool, fail: Fail) -> tuple[int, ...]:

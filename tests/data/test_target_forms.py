@@ -1,0 +1,36 @@
+"""A multiple-choice target that reads as a choice but is not one: the error says which choice and why (another
+Unicode form, or case and spacing), through ``proctor validate``'s entry point (red team 13, 404, 420)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proctor.cli import main
+
+TASK = (
+    "name: t\nkind: multiple_choice\ndata: {path: d.jsonl}\nprompt: '{{ q }}'\nchoices: '{{ c }}'\ntarget: '{{ a }}'\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("choices", "answer", "said"),
+    [
+        (["tea", "caf\u00e9", "coffee"], "cafe\u0301", "choice 1 ('café') in another Unicode form"),  # decomposed
+        (["\uff21", "\uff22", "\uff23"], "A", "choice 0 ('Ａ') in another Unicode form"),  # full width
+        (["Tea", "Coffee"], "coffee ", "choice 1 ('Coffee') in another case or spacing"),
+        (["tea", "coffee"], "milk", None),  # no choice: nothing more to say
+    ],
+)
+def test_a_target_in_another_form_of_a_choice_is_named(choices, answer, said, tmp_path, capsys):
+    (tmp_path / "t.yaml").write_text(TASK)
+    row = {"q": "Which drink?", "c": choices, "a": answer}
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(row) + "\n" for _ in range(3)))
+    with pytest.raises(SystemExit) as exited:
+        main(["validate", str(tmp_path / "t.yaml")])
+    out = capsys.readouterr()
+    text = " ".join((out.out + out.err).split())
+    assert exited.value.code, text
+    assert "neither a choice index nor one of the choices" in text and "row 1" in text, text
+    assert (said in text) if said else ("another" not in text), text
