@@ -227,12 +227,26 @@ def json_values(path: Path) -> list[tuple[int, Any]]:
         except RefusedJson as exc:
             raise TaskDefinitionError(f"line {number}: {exc}", file=path, line=number, field=exc.key) from None
         except json.JSONDecodeError as exc:
-            raise TaskDefinitionError(f"line {number} is not valid JSON: {exc.msg}", file=path, line=number) from None
+            message = f"line {number} is not valid JSON: {exc.msg}{_jsonl_layout_hint(line, number)}"
+            raise TaskDefinitionError(message, file=path, line=number) from None
         except RecursionError:
             raise TaskDefinitionError(
                 f"line {number}: arrays or objects nested too deeply to read", file=path, line=number
             ) from None
     return values
+
+
+def _jsonl_layout_hint(line: str, number: int) -> str:
+    """What a JSON Lines file's bad line says of the file's layout: line ends of carriage returns only (the whole
+    file one line), or one JSON document (a .json file's array, or an object over several lines)."""
+    if "\r" in line and line.count("\r") > 1:
+        return "; the file's lines end with carriage returns only (an old Mac layout): save it with '\\n' line ends"
+    if number == 1 and line.strip() in ("[", "{") or (number == 1 and line.lstrip().startswith("[")):
+        return (
+            "; the file is one JSON document (an array or an object over several lines), not one object per line: "
+            "name it .json (or set format: json)"
+        )
+    return ""
 
 
 def json_document(path: Path) -> Any:
@@ -248,6 +262,11 @@ def parse_json(text: str, path: Path) -> Any:
         raise TaskDefinitionError(str(exc), file=path, field=exc.key) from None
     except json.JSONDecodeError as exc:
         where = f"{exc.msg} (column {exc.colno})"
+        if exc.msg == "Extra data" and exc.lineno > 1 and exc.colno == 1:  # a whole value, then another line's
+            where += (
+                "; the file holds one JSON value per line (JSON Lines), not one document: name it .jsonl (or set "
+                "format: jsonl)"
+            )
         raise TaskDefinitionError(f"not valid JSON: {where}", file=path, line=exc.lineno) from None
     except RecursionError:
         raise TaskDefinitionError("arrays or objects nested too deeply to read", file=path) from None
@@ -257,8 +276,12 @@ def _read_jsonl(path: Path) -> list[Row]:
     rows: list[Row] = []
     for number, row in json_values(path):
         if not isinstance(row, dict):
+            whole = "; the file is one JSON array (a .json file's layout): name it .json (or set format: json)"
             raise TaskDefinitionError(
-                f"line {number} is a {type(row).__name__}, expected a JSON object", file=path, line=number
+                f"line {number} is a {type(row).__name__}, expected a JSON object"
+                + (whole if isinstance(row, list) and number == 1 else ""),
+                file=path,
+                line=number,
             )
         if not rows:
             no_reserved(row, path, number)
