@@ -34,7 +34,7 @@ from proctor.dialects.lmeval.document_checks import (
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
-from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
+from proctor.dialects.lmeval.sample_records import gold_indices, jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.dialects.lmeval.task_splits import split_keys, splits_read
@@ -218,7 +218,16 @@ class _LmEvalRunner:
             ]
             target = task.doc_to_target(doc)
             check_target_in_range(target, choices, doc_id, self.leaf.name, self.leaf.source)
-            gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
+            gold: int | list[int] = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
+            if task.OUTPUT_TYPE == "multiple_choice" and task.config.doc_to_choice is not None:
+                # the row as lm-eval scores it: acc_mutual_info's unconditional requests ("", each choice), which
+                # follow the choices, are no choices; the gold is process_results' (a choice's text found among
+                # them, a list, multiple_input's context index), not 0 for whatever is no index
+                listed = [str(c) for c in task.doc_to_choice(doc)]
+                choices = choices[: len(listed)]
+                found = gold_indices(task, doc, listed)
+                if found:
+                    gold = found[0] if len(found) == 1 else found
             if self.spec.kind == "multiple_choice":
                 given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
             elif self.spec.kind == "generate":
