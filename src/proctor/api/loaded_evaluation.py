@@ -185,7 +185,13 @@ def evaluate_loaded(
         for name, group in groups.items():  # a group with no number is a row missing from the table: say why
             for reason in (group.get("left_out") or {}).values():
                 record.add_warning(f"group '{name}': {reason}")
-            if not group["metrics"] and not group.get("left_out") and not config.predict_only:
+            if not group["metrics"] and name in rules and not config.predict_only:
+                named = ", ".join(dict.fromkeys(r.metric for r in rules[name]))
+                record.add_warning(
+                    f"group '{name}': none of its tasks ({', '.join(group['tasks'])}) reports the metric(s) its "
+                    f"aggregate_metric_list names ({named}) under the filters it names, so the group has no number"
+                )
+            elif not group["metrics"] and not group.get("left_out") and not config.predict_only:
                 record.add_warning(
                     f"group '{name}': its tasks ({', '.join(group['tasks'])}) share no metric, so the group has no "
                     "number (give them a metric in common, or put them in separate groups)"
