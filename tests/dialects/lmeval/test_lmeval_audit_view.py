@@ -133,3 +133,30 @@ def test_chinese_choices_after_a_chinese_prompt_are_not_glued(tmp_path, capsys):
     lines = audit_lines(folder, {"t.yaml": task, "d.jsonl": jsonl_text(english)}, capsys)
     assert _rules(lines) == ["prompt.glued-answer"]
     assert "in 4 of 4 documents" in lines[0], lines[0]
+
+
+GENERATED = """task: gen_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {folder}/d.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{q}}}} Answer yes or no.\\nAnswer: "
+doc_to_choice: ["yes", "no"]
+doc_to_target: label
+generation_kwargs:
+  until: ["\\n"]
+metric_list:
+  - metric: exact_match
+"""
+
+
+def test_a_generated_tasks_index_target_is_the_choice_it_indexes(tmp_path, capsys):
+    """lm-eval's generate_until with doc_to_choice scores against ``doc_to_choice(doc)[target]``: the reference the
+    audit reads is 'yes', not '0'."""
+    folder = tmp_path / "gen"
+    rows = jsonl_text([{"q": f"Is {i} even?", "label": 0} for i in range(8)])
+    lines = audit_lines(folder, {"t.yaml": GENERATED.format(folder=folder), "d.jsonl": rows}, capsys)
+    (line,) = [x for x in lines if "[target.constant]" in x]
+    assert "every one of the 8 generated rows has the same reference answer ('yes')" in line, line

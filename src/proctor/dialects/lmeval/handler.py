@@ -231,6 +231,9 @@ class _LmEvalRunner:
             if self.spec.kind == "multiple_choice":
                 given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
             elif self.spec.kind == "generate":
+                if task.config.doc_to_choice is not None and isinstance(target, int) and not isinstance(target, bool):
+                    listed = list(task.doc_to_choice(doc))  # process_results: the reference is the choice it indexes
+                    target = listed[target] if 0 <= target < len(listed) else target
                 given = GivenTexts(
                     prompt=str(prompt), target=jsonable(target) if not isinstance(target, (int, float)) else str(target)
                 )
