@@ -186,10 +186,10 @@ def evaluate_loaded(
             for reason in (group.get("left_out") or {}).values():
                 record.add_warning(f"group '{name}': {reason}")
             if not group["metrics"] and name in rules and not config.predict_only:
-                named = ", ".join(dict.fromkeys(r.metric for r in rules[name]))
+                asked = ", ".join(dict.fromkeys(r.metric for r in rules[name]))
                 record.add_warning(
                     f"group '{name}': none of its tasks ({', '.join(group['tasks'])}) reports the metric(s) its "
-                    f"aggregate_metric_list names ({named}) under the filters it names, so the group has no number"
+                    f"aggregate_metric_list names ({asked}) under the filters it names, so the group has no number"
                 )
             elif not group["metrics"] and not group.get("left_out") and not config.predict_only:
                 record.add_warning(
