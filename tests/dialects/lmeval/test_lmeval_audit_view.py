@@ -160,3 +160,20 @@ def test_a_generated_tasks_index_target_is_the_choice_it_indexes(tmp_path, capsy
     lines = audit_lines(folder, {"t.yaml": GENERATED.format(folder=folder), "d.jsonl": rows}, capsys)
     (line,) = [x for x in lines if "[target.constant]" in x]
     assert "every one of the 8 generated rows has the same reference answer ('yes')" in line, line
+
+
+def test_an_index_past_the_choices_is_refused_under_acc_mutual_info(tmp_path, capsys):
+    """acc_mutual_info doubles a row's requests; an index into the doubled list (2 of 2 choices) is still no choice:
+    lm-eval would score the row wrong whatever the model says."""
+    from proctor.cli import main
+
+    folder = tmp_path / "mi_bad"
+    folder.mkdir()
+    (folder / "d.jsonl").write_text(_rows([0, 1, 2, 0]))
+    task = CHOICE_TASK.format(name="mi_bad", folder=folder, target="label", metrics="  - metric: acc_mutual_info\n")
+    (folder / "t.yaml").write_text(task)
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", str(folder / "t.yaml")])
+    assert exc.value.code
+    out = capsys.readouterr()
+    assert "document 2: doc_to_target gave 2, out of range for its 2 choices" in out.out + out.err, out
