@@ -17,6 +17,7 @@ from proctor.api.model_roles import ModelRoles
 from proctor.api.run_options import chunk_option, recorded_options
 from proctor.core.errors import RunInterrupted, TaskDefinitionError
 from proctor.core.redact import mask_url_credentials
+from proctor.core.task import GROUP_AGGREGATION
 from proctor.core.version import __version__
 from proctor.engine.predict_only import NOTE as PREDICT_ONLY_NOTE
 from proctor.engine.prepare import PreparedTask, task_config
@@ -177,11 +178,20 @@ def evaluate_loaded(
         # proctor's own tasks' metric definitions: their groups average only what can be averaged (lm-eval's keep
         # lm-eval's arithmetic)
         own = {p.task.name: p.metrics for p in prepared if p.task.dialect != "lm-eval"}
-        groups = aggregate_groups(entries, memberships, own)
+        # groups whose definition says how each metric is averaged (lm-eval's aggregate_metric_list, weight_by_size
+        # included) are scored as it says
+        rules = {g: r for p in prepared for g, r in (p.task.resources.get(GROUP_AGGREGATION) or {}).items()}
+        groups = aggregate_groups(entries, memberships, own, rules)
         for name, group in groups.items():  # a group with no number is a row missing from the table: say why
             for reason in (group.get("left_out") or {}).values():
                 record.add_warning(f"group '{name}': {reason}")
-            if not group["metrics"] and not group.get("left_out") and not config.predict_only:
+            if not group["metrics"] and name in rules and not config.predict_only:
+                asked = ", ".join(dict.fromkeys(r.metric for r in rules[name]))
+                record.add_warning(
+                    f"group '{name}': none of its tasks ({', '.join(group['tasks'])}) reports the metric(s) its "
+                    f"aggregate_metric_list names ({asked}) under the filters it names, so the group has no number"
+                )
+            elif not group["metrics"] and not group.get("left_out") and not config.predict_only:
                 record.add_warning(
                     f"group '{name}': its tasks ({', '.join(group['tasks'])}) share no metric, so the group has no "
                     "number (give them a metric in common, or put them in separate groups)"

@@ -170,15 +170,35 @@ def empty_answer_tag(subject: AuditSubject) -> Iterator[Hit]:
 GLUED_SHARE = 0.5
 
 
+# scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer, their punctuation): there a
+# continuation follows its prompt with nothing between, and a space is the foreign join
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+)
+
+
+def unspaced_join(prompt: str, choices: Sequence[str]) -> bool:
+    """Whether a prompt and every choice meet between characters of scripts written without spaces: the prompt's
+    last letter (a cue's colon after it aside: 'คำตอบ:', '答案：') and each choice's first."""
+    end = next((c for c in reversed(prompt) if c.isalnum()), "")
+    return bool(end) and bool(_UNSPACED.match(end)) and all(_UNSPACED.match(c.lstrip()[:1] or " ") for c in choices)
+
+
 def lmeval_glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """lm-eval's ``target_delimiter: ""`` with prompts that end without a space: each choice is scored glued to
-    the prompt ('A:Paris'), a text a model has rarely seen (a native task's is ``prompt.delimiter``)."""
+    the prompt ('A:Paris'), a text a model has rarely seen (a native task's is ``prompt.delimiter``). A prompt and
+    choices in a script written without spaces (Chinese '答案：北京') meet as the language writes them: not glued,
+    as the native rule (target_rules.glued_answers) says too."""
     config = lmeval_config(subject)
     if config is None or config.target_delimiter != "" or subject.spec.kind != "multiple_choice":
         return
     texts = subject.prompt_texts
     rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
-    glued = [s for t, s in rows if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices)]
+    glued = [
+        s
+        for t, s in rows
+        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not unspaced_join(t, s.choices)
+    ]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
         yield subject.at_line(
             "target_delimiter",
@@ -353,7 +373,8 @@ RULES = (
     AuditRule(
         "prompt.glued-answer",
         "warning",
-        "An lm-eval task's target_delimiter is empty and its prompts end without a space: answers are glued on.",
+        "An lm-eval task's target_delimiter is empty and its prompts end without a space: answers are glued on (not "
+        "where prompt and choices meet in a script written without spaces, Chinese '答案：北京').",
         lmeval_glued_answers,
     ),
     AuditRule(

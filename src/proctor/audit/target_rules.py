@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from proctor.audit.continuation_rules import prespaced_choices
 from proctor.audit.fallback import first_found
 from proctor.audit.probe_rows import PROBE_ROWS
-from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation
+from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation, unspaced_join
 from proctor.audit.subject import AuditSubject
 from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
@@ -310,20 +310,6 @@ def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
 GLUED_SHARE = 0.5
 
 
-# scripts written without spaces between words (Han, kana, Thai, Lao, Myanmar, Khmer, their punctuation): there a
-# continuation follows its prompt with nothing between, and a space is the foreign join
-_UNSPACED = re.compile(
-    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
-)
-
-
-def _unspaced_join(prompt: str, choices: Sequence[str]) -> bool:
-    """Whether a prompt and every choice meet between characters of scripts written without spaces: the prompt's
-    last letter (a cue's colon after it aside: 'คำตอบ:', '答案：') and each choice's first."""
-    end = next((c for c in reversed(prompt) if c.isalnum()), "")
-    return bool(end) and bool(_UNSPACED.match(end)) and all(_UNSPACED.match(c.lstrip()[:1] or " ") for c in choices)
-
-
 def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """``target_delimiter: ""`` with prompts that end without a space and choices that start with a letter or
     digit: the answer is scored glued to the prompt ("A:Paris")."""
@@ -349,7 +335,7 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
             )
             return
         rows = [(t, s) for t, s in zip(probe, subject.samples) if s.choices and t]
-        foreign = [s for t, s in rows if _unspaced_join(t, s.choices)]
+        foreign = [s for t, s in rows if unspaced_join(t, s.choices)]
         if foreign and len(foreign) >= GLUED_SHARE * len(rows):
             yield subject.at_line(
                 "target_delimiter",
@@ -365,7 +351,7 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     glued = [
         s
         for t, s in rows
-        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not _unspaced_join(t, s.choices)
+        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not unspaced_join(t, s.choices)
     ]
     if glued and len(glued) >= GLUED_SHARE * len(rows):
         yield subject.at_line(

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from proctor.core.task_spec import TaskSpec
 
 # ``Task.resources`` key: group -> the metric names the group's own definition says it averages (lm-eval's
 # aggregate_metric_list), where a dialect knows them; a group absent from it averages every shared metric
 GROUP_METRICS = "group_metrics"
+# ``Task.resources`` key: group -> its GroupAggregate entries, where the dialect's group says how it averages each
+# metric (lm-eval's aggregate_metric_list): such a group is scored by those rules alone (scoring/aggregate)
+GROUP_AGGREGATION = "group_aggregation"
+
+
+class GroupAggregate(NamedTuple):
+    """How a group averages one metric over its tasks (one lm-eval ``aggregate_metric_list`` entry): the filters
+    it reads (None: every filter a member reports the metric under) and whether members weigh by their samples."""
+
+    metric: str
+    filters: tuple[str, ...] | None
+    weight_by_size: bool
+
+
 # ``Task.resources`` key: the spec fields a run-time override rewrote (``with_spec_changes``), so a check of the task
 # file does not blame the file for what the command line asked (``--num-fewshot 0`` beside a fewshot.source)
 OVERRIDDEN = "overridden"

@@ -19,9 +19,13 @@ from proctor.runs.task_result import ClosedRecord, Number, OpenRecord, TaskResul
 
 # ------------------------------------------------------------------ run level
 class GroupMetric(ClosedRecord):
-    value: Optional[Number] = Field(description="Macro mean: every task weighs the same.")
+    value: Optional[Number] = Field(
+        description="Macro mean: every task weighs the same; a group whose definition says how it averages "
+        "(lm-eval's aggregate_metric_list, see weight_by_size): the mean it says."
+    )
     stderr: Optional[Number] = Field(
-        description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null."
+        description="sqrt(sum of the tasks' stderr^2) / number of tasks; null if any is null (a weight_by_size "
+        "group: micro_stderr)."
     )
     micro: Optional[Number] = Field(description="Mean weighted by each task's samples.")
     micro_stderr: Optional[Number] = Field(
@@ -40,6 +44,11 @@ class GroupMetric(ClosedRecord):
         "sqrt(sum of (task samples * task CR1 stderr)^2) / group samples.",
     )
     n_clusters: Optional[int] = Field(None, description="Clusters over the group's tasks (with stderr_clustered).")
+    weight_by_size: Optional[bool] = Field(
+        None,
+        description="lm-eval groups: the aggregate_metric_list entry's weight_by_size: true, value and stderr are "
+        "the size-weighted mean (micro) and its stderr; false, the equal-weight mean.",
+    )
     note: Optional[str] = Field(
         None,
         description="Proctor's own groups: a count (value: the members' total) or a pooled ratio such as a "

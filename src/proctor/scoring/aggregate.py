@@ -7,6 +7,7 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from proctor.core.task import GroupAggregate
 from proctor.scoring.metric_checks import aggregated
 from proctor.scoring.metrics import MetricDef, total
 from proctor.scoring.stats import cluster_stderr, pooled_sample_stderr, pooled_stderr
@@ -116,9 +117,14 @@ def aggregate_groups(
     task_results: dict[str, TaskEntry],
     memberships: dict[str, list[str]],
     definitions: Mapping[str, Sequence[tuple[MetricDef, Mapping[str, Any]]]] | None = None,
+    rules: Mapping[str, Sequence[GroupAggregate]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each group: macro mean over member tasks (equal weight) and micro mean (weighted by samples),
     each with its standard error.
+
+    ``rules``: group -> how it averages each metric, for the groups whose definition says so (lm-eval's
+    ``aggregate_metric_list``): such a group has those metrics only, its ``value`` the mean lm-eval reports
+    (``_ruled_metrics``).
 
     ``definitions``: task -> its metrics with their keyword arguments, for the tasks proctor scores itself. A group
     all of whose members are there is proctor's own and averages only what can be averaged (``_own_metric``); a
@@ -130,6 +136,13 @@ def aggregate_groups(
             groups[group].append(task)
     out = {}
     for group, tasks in groups.items():
+        if rules and group in rules:
+            out[group] = {
+                "tasks": tasks,
+                "n_samples": sum(task_results[t]["n_samples"] for t in tasks),
+                "metrics": _ruled_metrics([task_results[t] for t in tasks], rules[group]),
+            }
+            continue
         shared = set.intersection(*(set(task_results[t]["metrics"]) for t in tasks))
         own = definitions is not None and all(t in definitions for t in tasks)
         metrics: dict[str, MetricEntry] = {}
@@ -162,6 +175,42 @@ def aggregate_groups(
         out[group] = {"tasks": tasks, "n_samples": sum(task_results[t]["n_samples"] for t in tasks), "metrics": metrics}
         if left_out:
             out[group]["left_out"] = left_out
+    return out
+
+
+def _ruled_metrics(members: Sequence[TaskEntry], rules: Sequence[GroupAggregate]) -> dict[str, MetricEntry]:
+    """A group's metrics as lm-eval 0.4.13 computes them (api/group.Group.aggregate): per entry of its
+    aggregate_metric_list, per filter (the entry's, else every one a member reports the metric under), the mean over
+    the members that have ``metric,filter`` (each weighing its samples when ``weight_by_size``, else 1), with
+    ``pooled_sample_stderr`` or the equal-weight stderr to match; no stderr when a member has none. The micro and
+    macro means stay beside it. A metric the list does not name is not the group's: lm-eval reports none for it."""
+    out: dict[str, MetricEntry] = {}
+    for rule in rules:
+        filters = rule.filters
+        if filters is None:
+            prefix = f"{rule.metric},"
+            filters = tuple(sorted({k[len(prefix) :] for m in members for k in m["metrics"] if k.startswith(prefix)}))
+        for filter_name in filters:
+            key = f"{rule.metric},{filter_name}"
+            having = [m for m in members if key in m["metrics"]]
+            if not having:
+                continue
+            entries = [m["metrics"][key] for m in having]
+            values, stderrs = [e["value"] for e in entries], [e["stderr"] for e in entries]
+            counts = [m["n_samples"] for m in having]
+            if any(v is None for v in values):  # NaN or infinite in a member (null in results.json): no mean
+                micro = macro = None
+            else:
+                micro = sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1)
+                macro = sum(values) / len(values)
+            micro_se, macro_se = pooled_sample_stderr(stderrs, counts), pooled_stderr(stderrs)
+            out[key] = {
+                "value": micro if rule.weight_by_size else macro,
+                "stderr": micro_se if rule.weight_by_size else macro_se,
+                "micro": micro,
+                "micro_stderr": micro_se,
+                "weight_by_size": rule.weight_by_size,
+            }
     return out
 
 

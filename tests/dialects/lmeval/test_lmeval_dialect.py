@@ -103,6 +103,19 @@ def test_a_folder_runs_through_its_group_with_lm_evals_prompts(quiz, tiny_model,
     )  # lm-eval's own num_fewshot
 
 
+def test_a_group_whose_list_names_no_metric_its_tasks_report_says_so(quiz, tiny_model, tmp_path):
+    """lm-eval logs 'no values found' and prints no group number; proctor's run warns (console and results.json)."""
+    folder, mapping = quiz
+    (folder / "_quiz.yaml").write_text(GROUP.replace("metric: acc", "metric: accuracy"))
+    tasks = load_tasks([folder], options={"lmeval_data": mapping, "trust_task_code": True})
+    result = evaluate(tasks, tiny_model, output_dir=tmp_path / "run")
+    assert result.results["groups"]["quiz"]["metrics"] == {}
+    assert (
+        "group 'quiz': none of its tasks (quiz_plain, quiz_shouted) reports the metric(s) its aggregate_metric_list "
+        "names (accuracy) under the filters it names, so the group has no number"
+    ) in result.results["warnings"]
+
+
 def test_missing_local_copy_names_id_config_and_split(quiz, tiny_model, tmp_path, monkeypatch):
     folder, _ = quiz
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

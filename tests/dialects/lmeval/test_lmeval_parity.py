@@ -162,6 +162,10 @@ def test_mmlu_group_matches_lm_eval(both):
     assert group["metrics"]["acc,none"]["micro_stderr"] == pytest.approx(
         theirs["results"]["mmlu_some"]["acc_stderr,none"], rel=1e-12
     )
+    assert group["metrics"]["acc,none"]["value"] == pytest.approx(theirs["results"]["mmlu_some"]["acc,none"], abs=1e-12)
+    assert group["metrics"]["acc,none"]["stderr"] == pytest.approx(
+        theirs["results"]["mmlu_some"]["acc_stderr,none"], rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("task", EXTRA)

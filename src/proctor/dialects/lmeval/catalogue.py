@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Iterable
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.home import proctor_home
 from proctor.core.names import close_names
+from proctor.core.task import GroupAggregate
 from proctor.dialects.lmeval import library
 from proctor.dialects.lmeval.task_config import TaskConfig
 
 if TYPE_CHECKING:
+    from lm_eval.config.group import AggMetricConfig
     from lm_eval.tasks import TaskManager
     from lm_eval.tasks._index import Entry
 
@@ -36,6 +38,9 @@ class Leaf:
     # group -> the metrics its aggregate_metric_list names (lm-eval averages those only): the audit's
     # group.metric-not-shared reads them (core/task.GROUP_METRICS)
     group_metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # group -> its aggregate_metric_list as lm-eval read it (defaults filled in: weight_by_size true), which the
+    # group's score follows entry by entry (core/task.GROUP_AGGREGATION)
+    aggregation: dict[str, tuple[GroupAggregate, ...]] = field(default_factory=dict)
 
 
 def manager(include: Iterable[str | Path] = (), defaults: bool = True) -> TaskManager:
@@ -145,10 +150,12 @@ def _walk(
     out: list[Leaf],
     spec: str = "",
     aggregated: dict[str, tuple[str, ...]] | None = None,
+    rules: dict[str, tuple[GroupAggregate, ...]] | None = None,
 ) -> None:
     from lm_eval.api.group import Group
 
     aggregated = aggregated or {}
+    rules = rules or {}
     if isinstance(node, Group):
         groups = above
         if node.aggregate_metric_list:
@@ -156,8 +163,9 @@ def _walk(
             groups = [(str(node.name), weighted), *above]
             named = tuple(dict.fromkeys(str(a.metric) for a in node.aggregate_metric_list))
             aggregated = {**aggregated, str(node.name): named}
+            rules = {**rules, str(node.name): tuple(_aggregate(a) for a in node.aggregate_metric_list)}
         for child in node:
-            _walk(child, groups, out, spec, aggregated)
+            _walk(child, groups, out, spec, aggregated, rules)
         return
     captured = getattr(node, "captured", None)
     if captured is None:  # lm-eval built a task file's own class ('class: !function ...') instead of a YAML task
@@ -188,7 +196,16 @@ def _walk(
             field="task",
         )
     _check_supported(config, source, captured.task_name)
-    out.append(Leaf(captured.task_name, config, source, list(above), dict(aggregated)))
+    out.append(Leaf(captured.task_name, config, source, list(above), dict(aggregated), dict(rules)))
+
+
+def _aggregate(entry: AggMetricConfig) -> GroupAggregate:
+    """One ``aggregate_metric_list`` entry (lm-eval's AggMetricConfig: a bare filter string already made a list,
+    weight_by_size true unless the file says false)."""
+    filters = entry.filter_list
+    return GroupAggregate(
+        str(entry.metric), None if filters is None else tuple(str(f) for f in filters), bool(entry.weight_by_size)
+    )
 
 
 def _file_of(spec: str | Path, tm: TaskManager) -> str | None:

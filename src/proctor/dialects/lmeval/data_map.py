@@ -252,6 +252,12 @@ def serving(
         name = kwargs.pop("name", name)
         if path in _LOCAL_BUILDERS or (path and Path(str(path)).expanduser().exists()):
             check_local(path, kwargs, roots, source)
+            # datasets keys its prepared copy of local files by their path and modification time only: a file
+            # replaced by a corrected one of the same mtime (cp -p, tar, rsync -t) would be served from the stale
+            # copy. Rebuilt from the files on every load, the rows are the files' as they are now (a task that
+            # sets its own download_mode keeps it)
+            if kwargs.get("download_mode") is None:
+                kwargs["download_mode"] = "force_redownload"
             try:
                 loaded = real(path, name, *args, **kwargs)
             except FileNotFoundError as exc:  # datasets: "Unable to find '...'"

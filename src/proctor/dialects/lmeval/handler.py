@@ -34,7 +34,7 @@ from proctor.dialects.lmeval.document_checks import (
 from proctor.dialects.lmeval.hook_errors import task_error
 from proctor.dialects.lmeval.instance_requests import THINKING, answer_instances
 from proctor.dialects.lmeval.run_options import fewshot_count
-from proctor.dialects.lmeval.sample_records import jsonable, shown_fields
+from proctor.dialects.lmeval.sample_records import gold_indices, jsonable, shown_fields
 from proctor.dialects.lmeval.stderr import task_stderr
 from proctor.dialects.lmeval.task_options import LmEvalTaskOptions
 from proctor.dialects.lmeval.task_splits import split_keys, splits_read
@@ -216,12 +216,27 @@ class _LmEvalRunner:
                 for i in instances
                 if isinstance(i.arguments, tuple) and len(i.arguments) > 1 and isinstance(i.arguments[1], str)
             ]
+            listed = None
+            if task.OUTPUT_TYPE == "multiple_choice" and task.config.doc_to_choice is not None:
+                # the row as lm-eval scores it: acc_mutual_info's unconditional requests ("", each choice), which
+                # follow the choices, are no choices (nor is an index among them in range)
+                listed = [str(c) for c in task.doc_to_choice(doc)]
+                choices = choices[: len(listed)]
             target = task.doc_to_target(doc)
             check_target_in_range(target, choices, doc_id, self.leaf.name, self.leaf.source)
-            gold = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
+            gold: int | list[int] = target if isinstance(target, int) and 0 <= target < max(len(choices), 1) else 0
+            if listed is not None:
+                # the gold is process_results' (a choice's text found among them, a list, multiple_input's context
+                # index), not 0 for whatever is no index
+                found = gold_indices(task, doc, listed)
+                if found:
+                    gold = found[0] if len(found) == 1 else found
             if self.spec.kind == "multiple_choice":
                 given = GivenTexts(prompt=str(prompt), target=gold, choices=tuple(choices or [""]))
             elif self.spec.kind == "generate":
+                if task.config.doc_to_choice is not None and isinstance(target, int) and not isinstance(target, bool):
+                    options = list(task.doc_to_choice(doc))  # process_results: the reference is the choice it indexes
+                    target = options[target] if 0 <= target < len(options) else target
                 given = GivenTexts(
                     prompt=str(prompt), target=jsonable(target) if not isinstance(target, (int, float)) else str(target)
                 )

@@ -36,8 +36,10 @@ def jsonable(value: object) -> object:
     return str(value)
 
 
-def _gold_indices(task: ConfigurableTask, doc: object, choices: list[str]) -> list[int]:
-    """The gold choice(s) as lm-eval's ``process_results`` finds them: an index, a choice's text, or a list."""
+def gold_indices(task: ConfigurableTask, doc: object, choices: list[str]) -> list[int]:
+    """The gold choice(s) as lm-eval's ``process_results`` finds them: an index, a choice's text, or a list
+    (``multiple_input``: ``doc_to_text``'s index of the contexts). Empty: none lm-eval can find (it scores the
+    document wrong whatever the model says)."""
     gold = task.doc_to_text(doc) if getattr(task, "multiple_input", False) else task.doc_to_target(doc)
     items = gold if isinstance(gold, list) else [gold]
     out = []
@@ -60,7 +62,7 @@ def shown_fields(task: ConfigurableTask, doc: object, instances: list[Instance],
         if len(logprobs) != len(choices) or not choices:
             return {}
         greedy = [bool(i.resps[0][1]) for i in instances][: len(choices)]
-        gold = _gold_indices(task, doc, choices)
+        gold = gold_indices(task, doc, choices)
         prediction = max(
             range(len(logprobs)), key=lambda k: logprobs[k]
         )  # lm-eval's acc: argmax of the log-likelihoods

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import close_names
-from proctor.core.task import GROUP_METRICS, Task
+from proctor.core.task import GROUP_AGGREGATION, GROUP_METRICS, Task
 from proctor.core.task_spec import HandlerSpec, TaskSpec
 from proctor.dialects.lmeval.catalogue import Leaf
 from proctor.dialects.lmeval.config_checks import (
@@ -176,5 +176,5 @@ def to_task(leaf: Leaf, mapping: Mapping[str, str], origin: str, options: Mappin
         file=source,
         base_dir=source.parent if source else Path.cwd(),
         dialect="lm-eval",
-        resources={"leaf": leaf, GROUP_METRICS: leaf.group_metrics},
+        resources={"leaf": leaf, GROUP_METRICS: leaf.group_metrics, GROUP_AGGREGATION: leaf.aggregation},
     )
