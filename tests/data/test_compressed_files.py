@@ -141,9 +141,9 @@ def test_a_native_task_runs_on_gzipped_and_xz_data(tmp_path):
 
 def test_a_file_that_unpacks_past_the_limit_is_an_error_not_a_full_memory(tmp_path, monkeypatch):
     """A few kilobytes may unpack to gigabytes: reading stops one byte past the limit (here 10,000 bytes)."""
-    import proctor.data.readers as readers
+    import proctor.data.file_text as file_text
 
-    monkeypatch.setattr(readers, "MOST_DECOMPRESSED", 10_000)
+    monkeypatch.setattr(file_text, "MOST_DECOMPRESSED", 10_000)
     packed(tmp_path / "small.jsonl.gz", JSONL)  # under the limit: read
     assert len(read_rows(tmp_path / "small.jsonl.gz")) == 5
     bomb = packed(tmp_path / "bomb.jsonl.gz", '{"a": "' + "x" * 10_000 + '"}\n')

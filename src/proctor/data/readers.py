@@ -13,6 +13,15 @@ from proctor.core.errors import TaskDefinitionError
 from proctor.core.names import first_repeat
 from proctor.core.special_files import refuse_special
 from proctor.data.dataset_folders import folder_files
+from proctor.data.file_text import (
+    COMPRESSIBLE,
+    COMPRESSIONS,
+    UNREAD_COMPRESSIONS,
+    compression,
+    decode_utf8,
+    file_bytes,
+    read_lines_text,
+)
 from proctor.data.quote_span import RULE as QUOTE_RULE
 from proctor.data.quote_span import glued_quote, swallowed_rows
 from proctor.data.reserved_names import no_reserved
@@ -31,26 +40,6 @@ _SUFFIX_FORMATS = {
     ".raw": "text",
 }
 
-# A data file may be compressed: its last suffix names how (``test.jsonl.gz`` is JSON lines, gzipped); the
-# text formats are read through the same reader, with the same checks, after decompressing in memory.
-_COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
-_COMPRESSIBLE = {"jsonl", "json", "csv", "tsv", "text"}  # Parquet and Arrow compress their own columns
-# How a compressed file begins (its magic number), for a file that is not text: one compressed twice, compressed
-# without the suffix that says so, or in a format not read (zstd, common on the hub) is named as such, not as text
-# that is "not UTF-8" or "holds a NUL byte". (bzip2's 'BZh' is also text: only asked of a file that is not.)
-_MAGIC = {
-    b"\x1f\x8b": ("gzip", ".gz"),
-    b"BZh": ("bzip2", ".bz2"),
-    b"\xfd7zXZ\x00": ("xz", ".xz"),
-    b"(\xb5/\xfd": ("zstd", ".zst"),
-    b"\x04\x22\x4d\x18": ("lz4", ".lz4"),
-    b"PK\x03\x04": ("zip", ".zip"),
-    b"7z\xbc\xaf\x27\x1c": ("7z", ".7z"),
-}
-# compressions whose suffix names a file proctor does not read (an error naming it, not a reader's confusion)
-_UNREAD_COMPRESSIONS = {".zst": "zstd", ".zstd": "zstd", ".lz4": "lz4", ".br": "brotli", ".zip": "zip", ".7z": "7z"}
-MOST_DECOMPRESSED = 4 << 30  # bytes a compressed data file may unpack to (rows are held in memory)
-
 Row = dict[str, Any]  # one record: column name to its value (JSON, CSV text or Arrow's Python value)
 
 ROW_KEY = "_row"  # 1-based line (jsonl, csv incl. header) or record number, for error messages
@@ -61,7 +50,7 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         return folder_files(path, "auto")[0]
     suffixes = path.suffixes
-    if suffixes and suffixes[-1].lower() in _COMPRESSIONS:
+    if suffixes and suffixes[-1].lower() in COMPRESSIONS:
         suffixes = suffixes[:-1]  # the format is the suffix before the compression's
     for suffix in reversed(suffixes):
         if suffix.lower() in _SUFFIX_FORMATS:
@@ -70,90 +59,6 @@ def detect_format(path: Path) -> str:
         f"cannot tell the data format from the name; set 'format' to one of {sorted(set(_SUFFIX_FORMATS.values()))}",
         file=path,
     )
-
-
-def compression(path: Path) -> str | None:
-    """How a file is compressed, from its last suffix (``gzip``, ``bzip2``, ``xz``), or None."""
-    return _COMPRESSIONS.get(path.suffix.lower())
-
-
-def file_bytes(path: Path) -> bytes:
-    """A file's bytes, decompressed where its name says it is compressed (``.gz``, ``.bz2``, ``.xz``)."""
-    kind = compression(path)
-    if kind is None:
-        return path.read_bytes()
-    import bz2
-    import gzip
-    import lzma
-    import zlib
-
-    try:
-        handle: io.BufferedIOBase  # GzipFile, BZ2File and LZMAFile all are
-        if kind == "gzip":
-            handle = gzip.open(path, "rb")
-        else:
-            handle = bz2.open(path, "rb") if kind == "bzip2" else lzma.open(path, "rb")
-        with handle:
-            data = handle.read(MOST_DECOMPRESSED + 1)  # never more: a small file can unpack to any size
-    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:  # not that format, or cut short
-        raise TaskDefinitionError(
-            f"cannot decompress the {kind} file ({type(exc).__name__}: {exc}); "
-            f"is it whole, and {kind}-compressed as its name '{path.suffix}' says?",
-            file=path,
-        ) from None
-    if len(data) > MOST_DECOMPRESSED:
-        raise TaskDefinitionError(
-            f"decompresses to more than {MOST_DECOMPRESSED:,} bytes, more than a data file read into memory may "
-            "hold (a decompression bomb?); split it into several files (a 'path' glob reads them in order)",
-            file=path,
-        )
-    return data
-
-
-def _still_compressed(data: bytes, path: Path) -> None:
-    """An error naming the compression where ``data`` (not text) begins as a compressed file does."""
-    for magic, (kind, suffix) in _MAGIC.items():
-        if not data.startswith(magic):
-            continue
-        read = {name: ext for ext, name in _COMPRESSIONS.items()}
-        if compression(path) is not None:
-            how = f"decompressed as {compression(path)}, its content is {kind}-compressed again (compressed twice?)"
-        elif kind in read:
-            how = f"its content is {kind}-compressed, but its name does not end in '{read[kind]}'"
-        else:
-            how = f"its content is {kind}-compressed ({suffix}), which proctor does not read"
-        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
-        raise TaskDefinitionError(
-            f"{how}; proctor reads text files plain or compressed as {supported}, named by their last suffix: "
-            "decompress it, or recompress it as one of these",
-            file=path,
-        )
-
-
-def decode_utf8(path: Path) -> str:
-    """A file's text (decompressed where its name says so); bytes that are not UTF-8 are an error naming the
-    line and column (or the compression, where the bytes are a compressed file's)."""
-    data = file_bytes(path)
-    if b"\x00" in data:
-        _still_compressed(data, path)  # UTF-8 text never holds NUL: a binary file, or UTF-16
-        at = data.index(b"\x00")
-        line = data.count(b"\n", 0, at) + 1
-        raise TaskDefinitionError(
-            f"line {line} holds a NUL byte: this is not UTF-8 text (a binary file, or UTF-16?); save it as UTF-8",
-            file=path,
-            line=line,
-        )
-    try:
-        return data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is not part of the data
-    except UnicodeDecodeError as exc:
-        _still_compressed(data, path)
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise TaskDefinitionError(
-            f"line {line} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); save the file as UTF-8",
-            file=path,
-            line=line,
-        ) from None
 
 
 def read_rows(
@@ -168,9 +73,9 @@ def read_rows(
     if not path.exists():
         raise TaskDefinitionError("data file not found", file=path)
     refuse_special(path, "data file")
-    unread = _UNREAD_COMPRESSIONS.get(path.suffix.lower()) if path.is_file() else None
+    unread = UNREAD_COMPRESSIONS.get(path.suffix.lower()) if path.is_file() else None
     if unread is not None:
-        supported = ", ".join(f"{name} ({ext})" for ext, name in _COMPRESSIONS.items())
+        supported = ", ".join(f"{name} ({ext})" for ext, name in COMPRESSIONS.items())
         raise TaskDefinitionError(
             f"a {unread}-compressed file ('{path.suffix}'), which proctor does not read; it reads text files plain "
             f"or compressed as {supported}, and Parquet and Arrow uncompressed: decompress it, or recompress it as "
@@ -180,7 +85,7 @@ def read_rows(
     if fmt == "auto":
         fmt = detect_format(path)
     kind = compression(path) if path.is_file() else None
-    if kind is not None and fmt not in _COMPRESSIBLE:
+    if kind is not None and fmt not in COMPRESSIBLE:
         raise TaskDefinitionError(
             f"a {kind}-compressed {fmt} file cannot be read: {fmt} compresses its own columns; "
             f"decompress it (or save it uncompressed)",
@@ -437,17 +342,6 @@ def _read_arrow(path: Path) -> list[Row]:
     rows = _table_rows(table, path)
     no_reserved(rows[0] if rows else (), path)
     return [{**row, ROW_KEY: i} for i, row in enumerate(rows, start=1)]
-
-
-def read_lines_text(path: Path, keep_bom: bool = False) -> str:
-    """A text file as Python's ``open()`` in text mode gives it, which GLM-130B's and probsem's readers use: line
-    ends of any system ('\r\n', '\r') read as '\n'. A file saved on Windows is the same text (no carriage return
-    scored as a character of it). ``keep_bom``: a leading byte-order mark kept as U+FEFF, as ``open(encoding=
-    'utf-8')`` keeps it (probsem's prompt files: its scored texts start with it, and the audit names it)."""
-    text = decode_utf8(path).replace("\r\n", "\n").replace("\r", "\n")
-    if keep_bom and file_bytes(path).startswith(b"\xef\xbb\xbf"):
-        text = "\ufeff" + text
-    return text
 
 
 def _table_rows(table: Any, path: Path) -> list[Row]:

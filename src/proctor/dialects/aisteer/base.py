@@ -48,7 +48,8 @@ def load_rows(source: list[Row] | str | Path) -> tuple[list[Row], str]:
         if not path.exists():
             raise UseCaseDataError(f"{path}: no such evaluation data file")
         from proctor.core.errors import TaskDefinitionError
-        from proctor.data.readers import compression, json_document, json_values
+        from proctor.data.file_text import compression
+        from proctor.data.readers import json_document, json_values
 
         try:  # proctor's reader and its checks (a key given twice, bytes that are not UTF-8), named as this file's
             if (Path(path.stem).suffix if compression(path) else path.suffix) == ".jsonl":

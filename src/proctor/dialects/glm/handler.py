@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from proctor.core.errors import ProctorError, TaskDefinitionError
 from proctor.core.special_files import refuse_special
+from proctor.data.file_text import decode_utf8
 from proctor.data.paths import check_inside, data_roots
-from proctor.data.readers import decode_utf8, json_values
+from proctor.data.readers import json_values
 from proctor.data.sources import GivenTexts, Sample, SourceUnavailable, expand_variables
 from proctor.dialects.glm.task_options import GLMModuleOptions
 from proctor.kinds.base import SampleDetails

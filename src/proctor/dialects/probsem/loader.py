@@ -22,7 +22,8 @@ from proctor.core.data_spec import DataSpec
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.task import Task
 from proctor.core.task_spec import ExportSpec, HandlerSpec, MetricSpec, TaskSpec
-from proctor.data.readers import decode_utf8, parse_json, read_lines_text
+from proctor.data.file_text import decode_utf8, read_lines_text
+from proctor.data.readers import parse_json
 from proctor.dialects.probsem.options import ProbsemOptions
 from proctor.dialects.probsem.task_options import CogSci2023Options, ProbsemSuiteOptions
 

@@ -61,7 +61,8 @@ def read_rows(path: Path, split: str | None = None, lang: str | None = None) -> 
                 f"no '{split}' data for language '{lang}' in {path} (looked for {', '.join(names[:4])}, ...)"
             ) from None
     refuse_special(path, "data file")  # a FIFO or device would hang or never end
-    from proctor.data.readers import compression, json_document, json_values
+    from proctor.data.file_text import compression
+    from proctor.data.readers import json_document, json_values
 
     suffix = Path(path.stem).suffix if compression(path) else path.suffix  # test.jsonl.gz: JSON lines, gzipped
     if suffix == ".jsonl":
