@@ -17,6 +17,7 @@ import typer
 from proctor.core.dialect import Dialect, OptionContext, OptionError
 from proctor.core.dialect_options import DialectOptions
 from proctor.core.registry import registry
+from proctor.models.backend_options import MODEL_FLAGS
 
 _DIALECT_VALUES = "dialect_values"  # the keyword a decorated command receives the dialects' values under
 
@@ -203,9 +204,6 @@ def thinking_budget(flag: Optional[int], inspect_spelling: Optional[int]) -> Opt
     return flag if flag is not None else inspect_spelling
 
 
-_MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
-
-
 def check_model_arg_flags(
     model_args: Mapping[str, object], command: Callable[..., object], flags: Mapping[str, object]
 ) -> None:
@@ -215,7 +213,7 @@ def check_model_arg_flags(
     for key, value in flags.items():
         if key in model_args and value != getattr(parameters[key].default, "default", None):
             raise typer.BadParameter(
-                f"'{key}' is also given by {_MODEL_FLAGS[key]}: give it once", param_hint="--model-arg"
+                f"'{key}' is also given by {MODEL_FLAGS[key]}: give it once", param_hint="--model-arg"
             )
 
 

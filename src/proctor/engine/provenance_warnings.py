@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from proctor.core.redact import mask_url_credentials
+from proctor.models.backend_options import option_flag
 from proctor.models.base import Model
 from proctor.runs.run_results import RunResults
 from proctor.runs.store import CACHE_ENV, Lookup
@@ -121,15 +122,11 @@ def _made_answers(attempt: Mapping[str, object]) -> bool:
     return not isinstance(computed, int) or computed > 0  # unknown (killed before it finished): it may have
 
 
-_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
-
-
 def flag_warnings(model: Model, chat: bool | None) -> list[str]:
     """Each option ``model`` took and ignored, and ``--chat-template off`` (``chat`` False) where its server applies
     its own chat template: "had no effect", as ``--mc-shuffle ... was ignored``."""
     out = [
-        f"{_FLAGS.get(name, f'--model-arg {name}')} {value} had no effect: model '{model.name}' is served, and its "
-        "server decides it"
+        f"{option_flag(name)} {value} had no effect: model '{model.name}' is served, and its " "server decides it"
         for name, value in model.ignored_options.items()
     ]
     if chat is False and model.server_chat is not None:  # and the task records chat: true (engine/task_settings)

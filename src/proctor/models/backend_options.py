@@ -7,6 +7,14 @@ from typing import Mapping
 
 from proctor.core.errors import ModelLoadError
 
+# the model options the command line sets with flags of their own; any other is a --model-arg
+MODEL_FLAGS = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
+
+
+def option_flag(name: str) -> str:
+    """How a model option is given on the command line: its own flag (``--dtype``) or ``--model-arg NAME``."""
+    return MODEL_FLAGS.get(name, f"--model-arg {name}")
+
 
 def named_parameters(cls: type[object]) -> set[str]:
     """The keyword options a backend class takes (for checking ``--model-arg`` names)."""

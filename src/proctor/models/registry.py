@@ -22,7 +22,7 @@ from typing import Any
 from proctor.core.errors import ModelLoadError
 from proctor.core.registrations import defined_in
 from proctor.core.registry import ModelBackend, registry, split_model_spec
-from proctor.models.backend_options import named_parameters
+from proctor.models.backend_options import named_parameters, option_flag
 from proctor.models.base import Model
 from proctor.models.default import DEFAULT_MODEL_ALIASES
 
@@ -99,7 +99,6 @@ def check_model_options(spec: str, options: dict[str, Any]) -> list[str]:
 
 # What every backend is handed when the command line's flags are left at their defaults: not the user's choice.
 _DEFAULTS = {"dtype": ("float32", "auto", None), "device": ("cpu", "auto", None), "batch_size": (8, "auto", None)}
-_FLAG = {"dtype": "--dtype", "device": "--device", "batch_size": "--batch-size", "max_length": "--max-length"}
 
 
 def unchecked_options(backend: ModelBackend, options: dict[str, Any]) -> list[str]:
@@ -117,7 +116,7 @@ def unchecked_options(backend: ModelBackend, options: dict[str, Any]) -> list[st
     unnamed = sorted(k for k in given if k not in named)
     if not unnamed:
         return []
-    shown = ", ".join(f"{_FLAG.get(k, '--model-arg ' + k)} {given[k]}" for k in unnamed)
+    shown = ", ".join(f"{option_flag(k)} {given[k]}" for k in unnamed)
     file = defined_in(backend.loader)
     where = f" ({file})" if file else ""
     if not any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
