@@ -210,9 +210,10 @@ OFF_BY_ONE_CHANCE = 0.2  # label 0 missing by chance from n rows of k choices: (
 OFF_BY_ONE_CHANCE_SUBSET = 0.01
 
 
-def limited(subject: AuditSubject) -> bool:
-    """Whether the evaluated samples are a subset the run's --limit took of the rows the source gave."""
-    return len(subject.rows) > len(subject.samples)
+def off_by_one_chance(subject: AuditSubject) -> float:
+    """The chance below which labels missing choice 0 are blamed on the data: the stricter one where the evaluated
+    samples are a subset the run's --limit took of the rows the source gave."""
+    return OFF_BY_ONE_CHANCE_SUBSET if len(subject.rows) > len(subject.samples) else OFF_BY_ONE_CHANCE
 
 
 def counted_from_one(labels: Sequence[int], width: int, chance: float = OFF_BY_ONE_CHANCE) -> bool:
@@ -234,8 +235,7 @@ def shifted_labels(subject: AuditSubject) -> Iterator[Hit]:
     if len(widths) != 1:
         return
     (width,) = widths
-    chance = OFF_BY_ONE_CHANCE_SUBSET if limited(subject) else OFF_BY_ONE_CHANCE
-    if counted_from_one([s.gold[0] for s in rows], width, chance):
+    if counted_from_one([s.gold[0] for s in rows], width, off_by_one_chance(subject)):
         yield subject.at_line(
             "target",
             f"no row's right answer is choice 0, while every other position is right in some of the {len(rows)} "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterator
 
-from proctor.audit.choice_rules import OFF_BY_ONE_CHANCE, OFF_BY_ONE_CHANCE_SUBSET, counted_from_one, limited
+from proctor.audit.choice_rules import counted_from_one, off_by_one_chance
 from proctor.audit.example_rules import pool_labels
 from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
@@ -36,7 +36,7 @@ def shifted_in_one_file(subject: AuditSubject) -> Iterator[Hit]:
         by_file[str(sample.sample.fields.get("_path") or sample.sample.file)].append(sample)
     if len(by_file) < 2:
         return
-    chance = OFF_BY_ONE_CHANCE_SUBSET if limited(subject) else OFF_BY_ONE_CHANCE
+    chance = off_by_one_chance(subject)
     for file, part in by_file.items():
         if counted_from_one([s.gold[0] for s in part], width, chance):
             yield Hit(

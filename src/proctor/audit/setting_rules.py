@@ -184,25 +184,26 @@ def unspaced_join(prompt: str, choices: Sequence[str]) -> bool:
     return bool(end) and bool(_UNSPACED.match(end)) and all(_UNSPACED.match(c.lstrip()[:1] or " ") for c in choices)
 
 
+def glued_rows(subject: AuditSubject) -> tuple[int, int]:
+    """(rows read, rows glued) under ``target_delimiter: ""``, for ``prompt.delimiter`` and ``prompt.glued-answer``:
+    a prompt ending without a space, choices starting with a letter or digit, not in a script without spaces."""
+    rows = [(t, s.choices) for t, s in zip(subject.prompt_texts, subject.samples) if s.choices and t]
+    glued = [t for t, c in rows if not t[-1:].isspace() and all(x[:1].isalnum() for x in c) and not unspaced_join(t, c)]
+    return len(rows), len(glued)
+
+
 def lmeval_glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """lm-eval's ``target_delimiter: ""`` with prompts that end without a space: each choice is scored glued to
-    the prompt ('A:Paris'), a text a model has rarely seen (a native task's is ``prompt.delimiter``). A prompt and
-    choices in a script written without spaces (Chinese '答案：北京') meet as the language writes them: not glued,
-    as the native rule (target_rules.glued_answers) says too."""
+    the prompt ('A:Paris'), a text a model has rarely seen (a native task's is ``prompt.delimiter``; Chinese
+    '答案：北京' is written so, ``glued_rows``)."""
     config = lmeval_config(subject)
     if config is None or config.target_delimiter != "" or subject.spec.kind != "multiple_choice":
         return
-    texts = subject.prompt_texts
-    rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
-    glued = [
-        s
-        for t, s in rows
-        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not unspaced_join(t, s.choices)
-    ]
-    if glued and len(glued) >= GLUED_SHARE * len(rows):
+    rows, glued = glued_rows(subject)
+    if glued and glued >= GLUED_SHARE * rows:
         yield subject.at_line(
             "target_delimiter",
-            f"target_delimiter is empty, and in {len(glued)} of {len(rows)} documents the prompt ends without a "
+            f"target_delimiter is empty, and in {glued} of {rows} documents the prompt ends without a "
             "space and every choice starts with a letter or digit: each answer is scored glued to the prompt "
             "('A:Paris')",
             "target_delimiter",

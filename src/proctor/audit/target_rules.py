@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from proctor.audit.continuation_rules import prespaced_choices
 from proctor.audit.fallback import first_found
 from proctor.audit.probe_rows import PROBE_ROWS
-from proctor.audit.setting_rules import CONTEXT_FIELDS, scores_one_continuation, unspaced_join
+from proctor.audit.setting_rules import (
+    CONTEXT_FIELDS,
+    GLUED_SHARE,
+    glued_rows,
+    scores_one_continuation,
+    unspaced_join,
+)
 from proctor.audit.subject import AuditSubject
 from proctor.core.answer_normalisation import SQUAD
 from proctor.core.audit import AuditRule, Hit
@@ -307,9 +313,6 @@ def blank_prompts(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
-GLUED_SHARE = 0.5
-
-
 def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
     """``target_delimiter: ""`` with prompts that end without a space and choices that start with a letter or
     digit: the answer is scored glued to the prompt ("A:Paris")."""
@@ -347,16 +350,11 @@ def glued_answers(subject: AuditSubject) -> Iterator[Hit]:
         return
     if subject.use_chat:
         return  # the chat template puts the assistant's header (a line break) between prompt and answer
-    rows = [(t, s) for t, s in zip(texts, subject.samples) if s.choices and t]
-    glued = [
-        s
-        for t, s in rows
-        if not t[-1:].isspace() and all(c[:1].isalnum() for c in s.choices) and not unspaced_join(t, s.choices)
-    ]
-    if glued and len(glued) >= GLUED_SHARE * len(rows):
+    read, glued = glued_rows(subject)
+    if glued and glued >= GLUED_SHARE * read:
         yield subject.at_line(
             "target_delimiter",
-            f"target_delimiter is empty, and in {len(glued)} of {len(rows)} rows the prompt ends without a space "
+            f"target_delimiter is empty, and in {glued} of {read} rows the prompt ends without a space "
             "and every choice starts with a letter or digit: each answer is scored glued to the prompt ('A:Paris')",
             "target_delimiter",
         )
