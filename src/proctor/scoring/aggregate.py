@@ -162,13 +162,7 @@ def aggregate_groups(
                 if special is not None:
                     metrics[name] = special
                     continue
-            values = [e["value"] for e in entries]
-            stderrs = [e["stderr"] for e in entries]
-            macro = sum(values) / len(values)
-            micro = sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1)
-            macro_se = pooled_stderr(stderrs)
-            micro_se = pooled_sample_stderr(stderrs, counts)
-            metrics[name] = {"value": macro, "stderr": macro_se, "micro": micro, "micro_stderr": micro_se}
+            metrics[name] = _means([e["value"] for e in entries], [e["stderr"] for e in entries], counts)
             clustered = [e.get("stderr_clustered") for e in entries]
             if all(isinstance(se, (int, float)) for se in clustered):  # every member names its clusters
                 metrics[name].update(_clustered_group(clustered, counts, [e.get("n_clusters") for e in entries]))
@@ -176,6 +170,17 @@ def aggregate_groups(
         if left_out:
             out[group]["left_out"] = left_out
     return out
+
+
+def _means(values: Sequence[float], stderrs: Sequence[float | None], counts: Sequence[int]) -> MetricEntry:
+    """A group's means of its members' ``values``: the equal-weight mean (``value``) with sqrt(sum stderr^2) / k,
+    and the mean weighted by each member's ``counts`` (``micro``) with the pooled sample stderr."""
+    return {
+        "value": sum(values) / len(values),
+        "stderr": pooled_stderr(stderrs),
+        "micro": sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1),
+        "micro_stderr": pooled_sample_stderr(stderrs, counts),
+    }
 
 
 def _ruled_metrics(members: Sequence[TaskEntry], rules: Sequence[GroupAggregate]) -> dict[str, MetricEntry]:
@@ -198,19 +203,13 @@ def _ruled_metrics(members: Sequence[TaskEntry], rules: Sequence[GroupAggregate]
             entries = [m["metrics"][key] for m in having]
             values, stderrs = [e["value"] for e in entries], [e["stderr"] for e in entries]
             counts = [m["n_samples"] for m in having]
-            if any(v is None for v in values):  # NaN or infinite in a member (null in results.json): no mean
-                micro = macro = None
-            else:
-                micro = sum(v * n for v, n in zip(values, counts)) / max(sum(counts), 1)
-                macro = sum(values) / len(values)
-            micro_se, macro_se = pooled_sample_stderr(stderrs, counts), pooled_stderr(stderrs)
-            out[key] = {
-                "value": micro if rule.weight_by_size else macro,
-                "stderr": micro_se if rule.weight_by_size else macro_se,
-                "micro": micro,
-                "micro_stderr": micro_se,
-                "weight_by_size": rule.weight_by_size,
-            }
+            missing = any(v is None for v in values)  # NaN or infinite in a member (null in results.json): no mean
+            means = _means([math.nan] * len(values) if missing else values, stderrs, counts)
+            if missing:
+                means["value"] = means["micro"] = None
+            if rule.weight_by_size:
+                means["value"], means["stderr"] = means["micro"], means["micro_stderr"]
+            out[key] = {**means, "weight_by_size": rule.weight_by_size}
     return out
 
 
