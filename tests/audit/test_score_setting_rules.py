@@ -7,6 +7,7 @@ sections 14 to 17), each beside a right twin that stays silent:
   template (``prompt.glued-text``), a row's id or URL scored with its text (``perplexity.metadata``);
 - metrics: lm-eval's ``higher_is_better`` or ``aggregation`` against a known metric, GLM-130B's Accuracy_norm and
   acc_per_token on one-letter choices, f1 on one-number references (``metrics.mismatch``);
+- brier_score on rows with two right choices (``metrics.mismatch``);
 - selection: a limit over data ordered by a level (``data.limit-biased``), a breakdown of two-row parts
   (``breakdown.per-row``), a 6-row member beside a 40-row one (``group.tiny-member``).
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.audit_inputs import lmeval_quiz
+from tests.support.cli_runs import QUESTIONS
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -376,3 +378,33 @@ def test_a_member_of_six_rows_beside_one_of_forty_is_named(limit, named, tmp_pat
         return
     line = _one(lines, "group.tiny-member")
     assert "t.yaml:10" in line and "field 'group'" in line and "task 'small' evaluates 6 rows" in line, line
+
+
+# ---------------------------------------------------------------- metrics.mismatch: brier_score, several golds
+BRIER = """\
+name: quiz
+kind: multiple_choice
+data: {path: data.jsonl, id: id}
+prompt: "Q: {{ question }}\\nA:"
+choices: "{{ choices }}"
+target: "TARGET"
+metrics: METRICS
+"""
+
+
+def test_brier_score_on_rows_with_two_right_choices_is_named_and_one_right_choice_is_not(tmp_path, capsys):
+    """Red team 12, probe 182: a row whose target names two choices is scored against a vector with two ones,
+    whose best score is 0.5, not 0; the mean mixes that scale with the one-answer rows'."""
+
+    def lines(folder, target, metrics):
+        task = BRIER.replace("TARGET", target).replace("METRICS", metrics)
+        found = audit_lines(folder, {"t.yaml": task, "data.jsonl": jsonl_text(QUESTIONS)}, capsys)
+        return [line for line in found if "brier_score" in line]
+
+    two = "{{ [0, 2] if id == 'c' else label }}"
+    named = lines(tmp_path / "two", two, "[acc, brier_score]")
+    assert len(named) == 1 and "[metrics.mismatch]" in named[0], named
+    assert "data.jsonl, row 3, field 'target'" in named[0] and "brier_score with 2 right choices" in named[0]
+    assert "(1 of 5 scored rows" in named[0] and "is 0.5 (1/2 on each)" in named[0], named
+    assert lines(tmp_path / "one", "{{ label }}", "[acc, brier_score]") == []
+    assert lines(tmp_path / "acc", two, "[acc]") == []

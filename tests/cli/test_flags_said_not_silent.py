@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from proctor import load_tasks
 from proctor.core.errors import ProctorError
 from proctor.core.run_overrides import RunOverrides, parse_gen_kwargs
+from proctor.engine.override_policy import apply_overrides
 from tests.support.cli_runs import jsonl, run_in_process, run_proctor, slow_model_plugin, write
 from tests.support.reply_faults import ToyLogprobServer
 
@@ -74,7 +76,7 @@ def test_generations_a_server_cut_before_max_tokens_are_warned_and_counted(tmp_p
     [
         ("do_sample=true,temperature=0", "do_sample=true with temperature=0: temperature 0 decodes greedily"),
         ("temperature=0.0,do_sample=True", "do_sample=true with temperature=0.0"),
-        ("do_sample=true", "do_sample=true without a temperature"),
+        ("do_sample=true", "do_sample=true: task 'capitals' (native) decodes greedily (its temperature is 0.0)"),
         ("do_sample=false,temperature=0.7", "do_sample=false with temperature=0.7"),
         ("do_sample=yes", "do_sample takes true or false, got 'yes'"),
     ],
@@ -94,6 +96,20 @@ def test_do_sample_agreeing_with_the_temperature_is_read_as_that_temperature():
     assert RunOverrides.from_flags(gen_kwargs="do_sample=true", temperature=0.5).gen_kwargs == {"temperature": 0.5}
     with pytest.raises(ProctorError, match="do_sample=true with temperature=0.0"):
         RunOverrides.from_flags(gen_kwargs="do_sample=true", temperature=0.0)
+    # alone, it asks each task to sample at its own temperature (checked where the overrides meet the task)
+    assert parse_gen_kwargs("do_sample=true,max_gen_toks=8") == {"do_sample": True, "max_tokens": 8}
+
+
+def test_do_sample_alone_samples_at_a_tasks_own_temperature_and_refuses_a_greedy_one(tmp_path):
+    """lm-eval's habit `--gen_kwargs do_sample=true` on a task whose own temperature is 0.8: sampled at 0.8 (it
+    was refused for want of a command-line temperature); on a greedy task, refused naming the task."""
+    warm = _task(tmp_path / "warm")
+    warm.write_text(warm.read_text().replace("max_tokens: 4,", "max_tokens: 4, temperature: 0.8,"))
+    overrides = RunOverrides.from_flags(gen_kwargs="do_sample=true,max_gen_toks=3")
+    [task] = apply_overrides(load_tasks([warm]), overrides)
+    assert (task.spec.generation.temperature, task.spec.generation.max_tokens) == (0.8, 3)
+    with pytest.raises(ProctorError, match=r"task 'capitals' \(native\) decodes greedily"):
+        apply_overrides(load_tasks([_task(tmp_path / "cold")]), overrides)
 
 
 @pytest.mark.parametrize(

@@ -253,6 +253,24 @@ def _bleu_on_short(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+def _brier_on_several_golds(subject: AuditSubject) -> Iterator[Hit]:
+    """brier_score sums (p_i - y_i)^2 over a one-hot y; with k right choices y has k ones, and the best distribution
+    (1/k on each) scores (k-1)^2/k, not 0: such rows' scores sit on another scale than single-answer rows'."""
+    if "brier_score" not in metric_names(subject) or subject.columns.gold_counts.max(initial=0) <= 1:
+        return
+    several = [s for s in subject.scored if len(set(s.gold)) > 1]
+    if several:
+        k = len(set(several[0].gold))
+        yield subject.at_row(
+            several[0].sample,
+            f"brier_score with {k} right choices ({len(several)} of {len(subject.scored)} scored rows have more than "
+            f"one): the best a model can score on such a row is {(k - 1) ** 2 / k:g} (1/{k} on each), not 0, so "
+            "their scores are on another scale than one-answer rows' and the mean mixes the two; score such rows "
+            "with gold_probability, or keep one right choice per row",
+            "target",
+        )
+
+
 def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
     spec = subject.spec
     yield from _lmeval_settings(subject)
@@ -283,6 +301,7 @@ def metrics_mismatch(subject: AuditSubject) -> Iterator[Hit]:
             "choice_temperature",
         )
     yield from _normalised_on_one_length(subject)
+    yield from _brier_on_several_golds(subject)
 
 
 RULES = (
@@ -293,7 +312,8 @@ RULES = (
         "choice_temperature near 0 or huge, f1 on answers written without spaces or on one-word or one-number "
         "references, word_perplexity on text without spaces or split WikiText-style, an lm-eval metric given the "
         "other direction or a median, exact match on whole worked solutions, GLM's raw Accuracy on punctuated "
-        "references, corpus BLEU over references shorter than four words.",
+        "references, corpus BLEU over references shorter than four words, brier_score on rows with several right "
+        "choices.",
         metrics_mismatch,
     ),
 )

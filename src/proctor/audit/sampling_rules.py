@@ -46,21 +46,35 @@ def _sampling_under_greedy(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def _lmeval_sampling(subject: AuditSubject) -> Iterator[Hit]:
-    """lm-eval's ``generation_kwargs`` with ``do_sample: true`` (a temperature above 0; Hugging Face's default is
-    1.0) and one repeat: each document's score is one draw, as a native task's temperature with one epoch."""
+    """lm-eval's ``generation_kwargs`` that sample (as lm-eval 0.4.13's ``normalize_gen_kwargs`` reads them: a
+    temperature above 0 unless ``do_sample: false``) with one repeat: each document's score is one draw, as a native
+    task's temperature with one epoch. And ``do_sample: true`` at temperature 0 (or none): lm-eval decodes greedily
+    then, with only a log line, so the file seems to ask for sampling and gets the greedy answers."""
     config = lmeval_config(subject)
     kwargs = getattr(config, "generation_kwargs", None) if subject.spec.kind == "generate" else None
-    if not isinstance(kwargs, dict) or kwargs.get("do_sample") is not True:
+    if not isinstance(kwargs, dict):
         return
-    temperature = kwargs.get("temperature", 1.0)
-    repeats = getattr(config, "repeats", 1) or 1
-    if isinstance(temperature, (int, float)) and temperature > 0 and repeats == 1 and subject.epochs == 1:
+    do_sample, temperature = kwargs.get("do_sample"), kwargs.get("temperature", 0.0)
+    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool):
+        return
+    if do_sample is True and temperature <= 0:
         yield subject.at_line(
             "generation_kwargs",
-            f"do_sample is true (temperature {temperature}) with one repeat: each document's score is one random "
-            "draw, so the number moves with the seed; repeats: K (with a filter that votes or averages) or --epochs "
-            "K averages K draws, and do_sample: false reads the greedy answer",
-            "generation_kwargs.do_sample",
+            f"do_sample is true with temperature {temperature}: lm-eval decodes greedily at temperature 0 (it only "
+            "logs 'For non-greedy sampling, set temperature > 0.0'), and so does proctor: the answers are the greedy "
+            "ones; give a temperature above 0 to sample, or do_sample: false",
+            "generation_kwargs.temperature" if "temperature" in kwargs else "generation_kwargs.do_sample",
+        )
+        return
+    repeats = getattr(config, "repeats", 1) or 1
+    if temperature > 0 and do_sample is not False and repeats == 1 and subject.epochs == 1:
+        switch = "do_sample is true" if do_sample is True else "do_sample is unset, which lm-eval reads as true"
+        yield subject.at_line(
+            "generation_kwargs",
+            f"{switch} (temperature {temperature}) with one repeat: each document's score is one random draw, so "
+            "the number moves with the seed; repeats: K (with a filter that votes or averages) or --epochs K averages "
+            "K draws, and do_sample: false reads the greedy answer",
+            "generation_kwargs.do_sample" if do_sample is True else "generation_kwargs.temperature",
         )
 
 

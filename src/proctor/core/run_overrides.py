@@ -170,14 +170,16 @@ def parse_gen_kwargs(text: str | None, temperature_flag: float | None = None) ->
         given[name] = f"--gen-kwargs {key}" + (f" ({name})" if key != name else "")
     if do_sample is not None:
         _with_do_sample(out, do_sample, temperature_flag)
-    _check_generation(out, given)
+    _check_generation({k: v for k, v in out.items() if k != "do_sample"}, given)
     return out
 
 
 def _with_do_sample(out: dict[str, Any], do_sample: object, temperature_flag: float | None) -> None:
     """proctor samples exactly when the temperature is above 0, so ``do_sample`` must agree with the temperature
     given beside it: a contradiction (sampling at temperature 0, greedy at 0.7) would silently run one of the two,
-    where Hugging Face refuses sampling at temperature 0."""
+    where Hugging Face refuses sampling at temperature 0. ``do_sample=true`` with no temperature given stays as
+    ``do_sample`` (not a GenerationSpec field): it asks each task to sample at its own temperature, and a task whose
+    temperature is 0 refuses it where the overrides meet the task (``sampling_at_own_temperature``)."""
     temperature = out.get("temperature", temperature_flag)
     hot = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
     if do_sample is False:
@@ -187,11 +189,8 @@ def _with_do_sample(out: dict[str, Any], do_sample: object, temperature_flag: fl
                 "temperature 0; give one of them"
             )
         out["temperature"] = 0.0
-    elif temperature is None:
-        raise ProctorError(
-            "--gen-kwargs do_sample=true without a temperature: proctor samples when the temperature is above 0 "
-            "and the task's own may be 0 (greedy); add temperature=1.0 (Hugging Face's default) or the one you mean"
-        )
+    elif temperature is None:  # each task's own temperature decides: checked per task (engine/override_policy)
+        out["do_sample"] = True
     elif not hot:
         raise ProctorError(
             f"--gen-kwargs do_sample=true with temperature={temperature!r}: temperature 0 decodes greedily (Hugging "
@@ -268,3 +267,17 @@ def with_spec_changes(task: Task, **changes: object) -> Task:
 
 def _dump(value: object) -> object:
     return value.model_dump() if hasattr(value, "model_dump") else value
+
+
+def sampling_at_own_temperature(changes: dict[str, Any], temperature: object, where: str) -> None:
+    """``--gen-kwargs do_sample=true`` without a temperature (left in ``changes`` by ``parse_gen_kwargs``): the
+    task samples at its own ``temperature``, which must be above 0; removed from ``changes``."""
+    if changes.pop("do_sample", None) is None:
+        return
+    hot = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
+    if not hot:
+        raise ProctorError(
+            f"--gen-kwargs do_sample=true: {where} decodes greedily (its temperature is {temperature!r}), and "
+            "proctor samples only above temperature 0; add temperature=1.0 (Hugging Face's default) or the one you "
+            "mean"
+        )

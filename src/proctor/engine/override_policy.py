@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from proctor.core.data_spec import FewShotSpec
 from proctor.core.errors import ProctorError
 from proctor.core.registry import registry
-from proctor.core.run_overrides import RunOverrides, with_spec_changes
+from proctor.core.run_overrides import RunOverrides, sampling_at_own_temperature, with_spec_changes
 from proctor.core.task import Task
 from proctor.core.task_spec import ChatSpec, GenerationSpec
 
@@ -27,6 +27,9 @@ def _generation(task: Task, o: RunOverrides) -> GenerationSpec | None:
         changes["seed"] = o.seed
     if not changes:
         return None
+    if task.spec.kind == "generate":  # do_sample=true alone: this task's own temperature must sample
+        sampling_at_own_temperature(changes, task.spec.generation.temperature, f"task '{task.name}' ({task.dialect})")
+    changes.pop("do_sample", None)  # a task that generates nothing skips --gen-kwargs (apply_one says so)
     return GenerationSpec(**{**task.spec.generation.model_dump(), **changes})
 
 

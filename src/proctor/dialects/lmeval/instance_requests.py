@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM default
 
 
+def lmeval_samples(do_sample: object, temperature: float) -> bool:
+    """Whether lm-eval 0.4.13 samples (its ``normalize_gen_kwargs``, which its hf and vllm models call): an unset
+    ``do_sample`` follows the temperature (``temperature: 0.7`` alone samples); ``do_sample: false`` is greedy at
+    any temperature; ``do_sample: true`` at temperature 0 is greedy too (lm-eval only warns)."""
+    if do_sample is None:
+        return temperature > 0
+    return bool(do_sample) and temperature > 0
+
+
 def proctor_request(instance: Instance, leaf: Leaf) -> Any:
     """The proctor request that answers one lm-eval request instance (its type, arguments and generation kwargs)."""
     kind = instance.request_type
@@ -37,8 +46,9 @@ def proctor_request(instance: Instance, leaf: Leaf) -> Any:
         context, kwargs = args[0], dict(args[1] or {})
         until = kwargs.pop("until", None)
         until = [until] if isinstance(until, str) else list(until or [])
-        sample = bool(kwargs.pop("do_sample", False))
+        do_sample = kwargs.pop("do_sample", None)
         temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+        sample = lmeval_samples(do_sample, temperature)
         return GenerateRequest(
             prompt=context,
             max_tokens=int(kwargs.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)),

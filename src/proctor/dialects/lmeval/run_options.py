@@ -41,6 +41,9 @@ def lmeval_gen_kwargs(gen_kwargs: Mapping[str, Any], name: str) -> GenerationKwa
     as lm-eval's ``do_sample``; a setting its requests do not carry is refused rather than dropped."""
     out: GenerationKwargs = {}
     for key, value in dict(gen_kwargs).items():
+        if key == "do_sample":  # do_sample=true alone (core/run_overrides): merged as lm-eval merges it, the task's
+            out["do_sample"] = bool(value)  # temperature kept (0 decodes greedily there: generation.sampling says so)
+            continue
         if key not in LMEVAL_GEN_KEYS:
             raise ProctorError(
                 f"--gen-kwargs {key} is not applied to lm-evaluation-harness tasks (task '{name}'); they take "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from proctor.core.errors import ProctorError
-from proctor.core.run_overrides import RunOverrides
+from proctor.core.run_overrides import RunOverrides, sampling_at_own_temperature
 from proctor.core.task import Task
 from proctor.dialects.seahelm.task_options import SeaHelmTaskOptions
 
@@ -22,7 +22,7 @@ def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
             raise ProctorError(
                 f"{flag} has no meaning for {where}: SEA-HELM's config fixes the prompt and seeds run k with k"
             )
-    unknown = sorted(set(o.gen_kwargs) - {"temperature", "max_tokens"})
+    unknown = sorted(set(o.gen_kwargs) - {"temperature", "max_tokens", "do_sample"})
     if unknown:
         raise ProctorError(
             f"--gen-kwargs {', '.join(unknown)} has no meaning for {where}; it takes temperature and max_tokens"
@@ -36,6 +36,7 @@ def apply_seahelm_overrides(task: Task, o: RunOverrides) -> Task:
     if handler is None or not isinstance(options, SeaHelmTaskOptions):
         raise ProctorError(f"{where} was not made by the SEA-HELM dialect (it has no SEA-HELM handler options)")
     config = dict(options.config)
+    sampling_at_own_temperature(dict(o.gen_kwargs), config.get("temperature", 0), where)  # do_sample=true alone
     languages = {k: dict(v) for k, v in config["languages"].items()}
     if "temperature" in o.gen_kwargs:
         config["temperature"] = o.gen_kwargs["temperature"]
