@@ -87,6 +87,8 @@ ECHO_FAULTS = {
     "tokens_a_string": "'logprobs.tokens' is 'Q:",
     "logprobs_too_few": "log-probs for",
     "usage_negative": "'usage.prompt_tokens' is -5",
+    "usage_total_wrong": "not prompt_tokens + completion_tokens",
+    "usage_prompt_below_echo": "'usage.prompt_tokens' is 3, fewer than the",
 }
 PROMPT_LOGPROBS_FAULTS = {
     "prompt_logprobs_nan": "is NaN",
@@ -124,6 +126,8 @@ def test_a_wrong_scoring_reply_is_one_error_naming_server_request_and_field(faul
         ("length_with_no_text", "completions", "'choices[0].finish_reason' is 'length' with no text"),
         ("choices_fewer", "completions", "'choices' is empty"),
         ("usage_negative", "completions", "'usage.prompt_tokens' is -5"),
+        ("usage_total_wrong", "completions", "'usage.total_tokens' is"),
+        ("usage_total_wrong", "chat", "not prompt_tokens + completion_tokens"),
     ],
 )
 def test_a_wrong_generation_reply_is_one_error(fault, endpoint, says):

@@ -201,6 +201,9 @@ FAULTS: dict[str, Callable[[dict], dict]] = {
     "logprobs_too_few": _each(lambda c: c["logprobs"]["token_logprobs"].pop()),
     "echo_more_generated": _each(_more_generated),
     "usage_negative": lambda r: {**r, "usage": {"prompt_tokens": -5, "completion_tokens": 1}},
+    # counts that contradict each other, or the reply (red team 11, probes 010 and 011)
+    "usage_total_wrong": lambda r: {**r, "usage": {**r["usage"], "total_tokens": sum(r["usage"].values()) + 7}},
+    "usage_prompt_below_echo": lambda r: {**r, "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
     # vLLM's prompt_logprobs
     "prompt_logprobs_nan": _pl(lambda e: next(iter(e[-1].values())).__setitem__("logprob", float("nan"))),
     "prompt_logprobs_wrong_token": _pl(_wrong_pl_token),

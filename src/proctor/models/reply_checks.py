@@ -125,18 +125,36 @@ def a_string(value: object, where: Where, field: str) -> str:
     return value
 
 
-def check_usage(reply: object, where: Where) -> None:
-    """``usage`` counts, where a server sends them, are whole numbers at least 0 (null: not counted)."""
+def check_usage(reply: object, where: Where, prompt_tokens: int | None = None) -> None:
+    """``usage`` counts, where a server sends them, are whole numbers at least 0 (null: not counted), and agree:
+    ``total_tokens`` is ``prompt_tokens + completion_tokens`` (the API's definition, and vLLM's, llama.cpp's), and
+    ``prompt_tokens`` is at least ``prompt_tokens`` given here (the prompt tokens the reply itself echoed: a
+    count below them describes another request). Counts that contradict the reply would be summed into
+    results.json's usage and cost as if true."""
     usage = reply.get("usage") if isinstance(reply, dict) else None  # not an object: ordered_choices says so
     if usage is None:
         return
     a_dict(usage, where, "usage")
+    counts: dict[str, int] = {}
     for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = usage.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise where.error(f"usage.{name}", f"is {_shown(value)}, not a count (a whole number at least 0)")
+        counts[name] = value
+    if len(counts) == 3 and counts["total_tokens"] != counts["prompt_tokens"] + counts["completion_tokens"]:
+        raise where.error(
+            "usage.total_tokens",
+            f"is {counts['total_tokens']}, not prompt_tokens + completion_tokens ({counts['prompt_tokens']} + "
+            f"{counts['completion_tokens']}): the counts contradict each other",
+        )
+    if prompt_tokens is not None and counts.get("prompt_tokens", prompt_tokens) < prompt_tokens:
+        raise where.error(
+            "usage.prompt_tokens",
+            f"is {counts['prompt_tokens']}, fewer than the {prompt_tokens} prompt tokens the reply echoed: the count "
+            "describes another request",
+        )
 
 
 # ------------------------------------------------------------------ choices

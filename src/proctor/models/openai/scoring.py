@@ -212,15 +212,18 @@ class OpenAIScoring:
                 listed = self._where("/completions", prompts[0], f"a request of {n} prompts, the first")
                 check_usage(data, listed)
                 choices = ordered_choices(data, n, listed)
-                return [
+                parsed = [
                     parse(c, p, f"prompt {k} of a request of {n}") for k, (c, p) in enumerate(zip(choices, prompts))
                 ]
+                check_usage(data, listed, _echoed(parsed))
+                return parsed
         out = []
         for p in prompts:
             reply = self.client.post("/completions", {**payload, "prompt": p})
             at = self._where("/completions", p)
             check_usage(reply, at)
             out.append(parse(ordered_choices(reply, 1, at)[0], p, "the request"))
+            check_usage(reply, at, _echoed(out[-1:]))
         return out
 
     def _cannot(self) -> ProctorError:
@@ -340,3 +343,11 @@ class OpenAIScoring:
             return RollingLoglikelihoodResult(float(sum(lps)), len(lps), lps)
 
         return self.client.map(one, list(requests), map_progress(progress))
+
+
+def _echoed(parsed: list[PromptTokens | None]) -> int | None:
+    """The prompt tokens a reply spelled out (usage.prompt_tokens counts at least these); None when a prompt's
+    tokens are missing (a server that ignores echo: nothing to compare)."""
+    if any(p is None for p in parsed):
+        return None
+    return sum(len(p.tokens) for p in parsed if p is not None)
