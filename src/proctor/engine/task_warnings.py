@@ -12,6 +12,7 @@ from typing import Any, Sequence
 from proctor.engine.outcomes import TaskOutcome
 from proctor.engine.prepare import PreparedTask
 from proctor.models.base import Model
+from proctor.runs.label_alignment import misaligned_labels
 from proctor.runs.outcome_tally import OutcomeTally
 from proctor.runs.task_result import OutcomeCount, Truncated, Unparsed
 
@@ -103,3 +104,6 @@ def report_outcomes(outcome: TaskOutcome, tally: OutcomeTally) -> None:
         outcome.result.outcomes = {key: OutcomeCount.model_validate(count) for key, count in counts.items()}
     for _, _, message in tally.warned():
         warn(outcome, message)
+    misaligned = misaligned_labels(outcome.records)
+    if misaligned is not None:
+        warn(outcome, misaligned)
