@@ -113,6 +113,8 @@ def test_loglikelihood_from_prompt_logprobs_equals_the_hf_backend(stand_in, tiny
         assert g.logprob == pytest.approx(w.logprob, abs=1e-4)
         assert g.token_logprobs == pytest.approx(w.token_logprobs, abs=1e-4)
         assert g.is_greedy == w.is_greedy
+        assert g.truncated == w.truncated  # a cut to fit the window is reported (the run's warning counts it)
+    assert got[4].truncated > 0
     assert got[-1].logprob == 0.0 and got[-1].n_tokens == 0  # an empty continuation is not sent
 
 
@@ -129,13 +131,15 @@ def test_generation_sends_one_batch_and_maps_results(stand_in, tiny_model):
     requests = [
         GenerateRequest("Once upon a time", max_tokens=6),
         GenerateRequest("The answer is", max_tokens=4, stop=("\n",)),
+        GenerateRequest("a b c d e f g h i j k l m n o p", max_tokens=3, max_length=8),  # cut on the left to fit
     ]
     before = len(stand_in.engine.calls)
     got = stand_in.generate(requests)
-    assert stand_in.engine.calls[before:] == [2]  # every prompt in one LLM.generate call: vLLM batches them
+    assert stand_in.engine.calls[before:] == [3]  # every prompt in one LLM.generate call: vLLM batches them
     want = tiny_model.generate(requests)
     assert [g.text for g in got] == [w.text for w in want]
     assert [g.prompt_tokens for g in got] == [w.prompt_tokens for w in want]
+    assert [g.truncated for g in got] == [w.truncated for w in want] and got[2].truncated > 0
 
 
 def _nan_last(outputs):

@@ -14,6 +14,7 @@ checks the result extraction with a stand-in engine.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 from pathlib import Path
@@ -218,19 +219,21 @@ class VLLMModel(Model):
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], progress: Progress | None = None
     ) -> list[LoglikelihoodResult]:
-        items = []
+        items, cuts = [], []
         for request in requests:
             context_ids, continuation_ids = self.encode_pair(
                 request.context, request.continuation, request.move_whitespace
             )
             # vLLM needs room for the one generated token: at most max_length - 1 prompt tokens.
             limit = min(self.max_length - 1, request.max_length or self.max_length)
-            tokens = (context_ids + continuation_ids)[-(limit + 1) :]
+            whole = context_ids + continuation_ids
+            tokens = whole[-(limit + 1) :]
             items.append((tokens, min(len(continuation_ids), len(tokens) - 1)))
-        results = [LoglikelihoodResult(0.0, (), True)] * len(items)
+            cuts.append(len(whole) - len(tokens))  # reported as the HF backend does: the run warns of cut prompts
+        results = [LoglikelihoodResult(0.0, (), True, truncated=cut) for cut in cuts]
         todo = [i for i, (_, n) in enumerate(items) if n > 0]
         for i, (token_lp, greedy) in zip(todo, self._prompt_logprobs([items[i] for i in todo])):
-            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy)
+            results[i] = LoglikelihoodResult(float(sum(token_lp)), token_lp, greedy, truncated=cuts[i])
         if progress:
             progress(len(requests))
         return results
@@ -257,13 +260,14 @@ class VLLMModel(Model):
         return [RollingLoglikelihoodResult(float(sum(lp)), len(lp), tuple(lp)) for lp in per_request]
 
     def generate(self, requests: Sequence[GenerateRequest], progress: Progress | None = None) -> list[GenerateResult]:
-        prompts = []
+        prompts, cuts = [], []
         for r in requests:
             if r.no_repeat_ngram_size:
                 raise ProctorError("the vLLM backend does not support no_repeat_ngram_size; use the hf backend")
             ids = ([self.prefix_token_id] if self.add_bos else []) + self.encode(r.prompt)
             budget = min(self.max_length, r.max_length or self.max_length) - r.max_tokens
             prompts.append(ids[-budget:] if budget > 0 else ids[-1:])
+            cuts.append(len(ids) - len(prompts[-1]))  # cut from the left to fit: reported, as the HF backend does
         results: list[GenerateResult | None] = [None] * len(requests)
         sampled = [i for i, r in enumerate(requests) if r.num_beams <= 1]
         if sampled:
@@ -279,10 +283,10 @@ class VLLMModel(Model):
                 best = completions[0]
                 a_string(getattr(best, "text", None), where, "outputs[0].text")
                 reason = "length" if best.finish_reason == "length" else "stop"
-                results[i] = GenerateResult(best.text, reason, len(prompts[i]), len(best.token_ids))
+                results[i] = GenerateResult(best.text, reason, len(prompts[i]), len(best.token_ids), truncated=cuts[i])
         for i, r in enumerate(requests):
             if r.num_beams > 1:
-                results[i] = self._beam_search(prompts[i], r)
+                results[i] = dataclasses.replace(self._beam_search(prompts[i], r), truncated=cuts[i])
         if progress:
             progress(len(requests))
         return results  # type: ignore[return-value]
