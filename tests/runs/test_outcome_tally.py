@@ -11,6 +11,7 @@ from proctor.runs.outcome_tally import OutcomeTally, is_echo
 
 pytest.importorskip("httpx")
 
+from tests.conftest import REPO  # noqa: E402
 from tests.support.cli_runs import generate_task, jsonl, proctor, quiz_folder, results, served_run, write  # noqa: E402
 from tests.support.reply_faults import SELF_CHECK_MARK, ToyLogprobServer  # noqa: E402
 
@@ -325,3 +326,98 @@ def test_a_number_in_another_scripts_digits_or_grouped_by_spaces_is_a_near_miss(
     )
     count = tally.counts["near_miss"]
     assert (count.count, count.n) == (3, 4), count
+
+
+# ------------------------------------------------------------------ answers that hold a reference, numbers joined
+def test_answers_holding_a_reference_inside_more_text_are_counted_and_a_different_number_is_not():
+    """Red team 14 (204, 205, 208, 216, 236, 365): 'The answer is 7.', '\\boxed{7}', 'Answer: 7', '答案是7', a chat
+    marker before the answer score 0 by exact match; the tally counts them. '17', '7.5', '-7', 'Parisian' and the
+    article 'a' hold no reference."""
+    tally = OutcomeTally()
+    pairs = [("The answer is 7.", "7"), ("\\boxed{7}", "7"), ("Answer: 7", "7"), ("答案是7", "7")]
+    pairs += [("<|im_end|>Rome", "Rome"), ("\u202eRome", "Rome"), ("Paris, France", "Paris")]
+    pairs += [("17", "7"), ("7.5", "7"), ("-7", "7"), ("Parisian", "Paris"), ("a cat", "a"), ("Rome", "Paris")]
+    tally.add_records(
+        {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 0.0}}
+        for i, (a, r) in enumerate(pairs)
+    )
+    count = tally.counts["holds_reference"]
+    assert (count.count, count.n) == (7, 13), count
+    assert count.example == '"The answer is 7." for "7"'
+    assert "holds_reference" in _keys(tally)
+
+
+def test_a_right_score_for_another_number_is_counted_at_any_count():
+    """Red team 14 (217): SQuAD's normalisation deletes the point, so '4.2' matches '42'; '1,000' for '1000' (a
+    grouping comma) and '42' for '42' are the same numbers. One such answer is a warning."""
+    tally = OutcomeTally()
+    pairs = [("4.2", "42"), ("1,000", "1000"), ("42", "42")] + [("yes", "yes")] * 20
+    tally.add_records(
+        {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 1.0}}
+        for i, (a, r) in enumerate(pairs)
+    )
+    assert (tally.counts["digits_joined"].count, tally.counts["digits_joined"].n) == (1, 23)
+    assert "digits_joined" in _keys(tally)
+
+
+def test_generations_cut_at_max_tokens_that_scored_zero_warn_from_a_quarter():
+    """Red team 14 (219): 6 of 8 replies stopped at max_tokens before their answer, EM 0.25: the at_limit kind
+    warns from 90% only; replies cut and scored 0 warn from 25%, naming max_tokens."""
+
+    def tally_of(cut_wrong: int, n: int) -> OutcomeTally:
+        tally = OutcomeTally()
+        tally.add_records(
+            {
+                "id": str(i),
+                "generation": "Well, let me think",
+                "finish_reason": "length" if i < cut_wrong else "stop",
+                "target": ["Paris"],
+                "metrics": {"exact_match": 0.0},
+            }
+            for i in range(n)
+        )
+        return tally
+
+    assert "cut_wrong" in _keys(tally_of(6, 8)) and "at_limit" not in _keys(tally_of(6, 8))
+    assert "cut_wrong" not in _keys(tally_of(1, 8))
+
+
+def test_answers_in_a_sentence_and_other_numbers_warn_through_the_command(tmp_path):
+    """Through the command, a fresh process: a backend that answers 'The answer is X.' (or '4.2' for '42'): exact
+    match 0.0 (1.0 on the joined number, as SQuAD's normalisation scores it), and both warnings on the console
+    and in results.json."""
+    folder = tmp_path / "t"
+    write(folder / "t.yaml", generate_task("sums", "rows.jsonl", "Q: {{ q }}\nA:", "{{ a }}", 8))
+    jsonl(folder / "rows.jsonl", [{"id": f"r{i}", "q": f"{i} + {i}?", "a": str(2 * i)} for i in (*range(1, 9), 21)])
+    write(
+        folder / "sentences.py",
+        f"""import sys
+sys.path.insert(0, {str(REPO)!r})
+from proctor.core.model_requests import GenerateResult
+from tests.support.fakes import FakeModel
+
+
+class Sentences(FakeModel):
+    def generate(self, requests, progress=None):
+        out = []
+        for r in requests:
+            n = int(r.prompt.split("Q: ")[1].split(" +")[0])
+            text = "4.2" if n == 21 else f"The answer is {{2 * n}}."
+            out.append(GenerateResult(text, "stop", 3, 3))
+        return out
+
+
+def register(registry):
+    registry.add_model_backend("sentences", lambda rest, **options: Sentences(rest))
+""",
+    )
+    done = proctor("run", "t.yaml", "--plugin", "sentences.py", "--model", "sentences:v", "-o", "out", cwd=folder)
+    assert done.returncode == 0, done.stderr[-2000:]
+    task = results(folder / "out")["tasks"]["sums"]
+    assert task["metrics"]["exact_match"]["value"] == pytest.approx(1 / 9)  # '4.2' for '42', as SQuAD scores it
+    assert task["outcomes"]["holds_reference"]["count"] == 8 and task["outcomes"]["digits_joined"]["count"] == 1
+    said = " ".join(done.stderr.split())
+    assert "8 of 9 answers scored 0 by exact match hold a reference inside more text" in said
+    assert "1 of 9 answers scored right by exact match write another number than their reference" in said
+    assert any("hold a reference inside more text" in w for w in task["warnings"])
+    assert any("write another number than their reference" in w for w in task["warnings"])

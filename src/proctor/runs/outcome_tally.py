@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
+from proctor.runs.answer_forms import EXACT_METRICS, digits_joined, holds_reference, loose, scored_zero
 
 WARN_SHARE = 0.10  # an outcome in at least this share of its replies (or samples) is a warning
 ALWAYS = 0.0  # an outcome that is a warning at any count (a judge's unreadable verdict: a number made up)
@@ -127,6 +128,25 @@ KINDS: dict[str, Kind] = {
         "the metric keeps these differences (as its upstream definition does: '«Paris»', 'İstanbul', '巴黎。', "
         "'O’Hare'), so such answers score as wrong and the number measures typography as much as the model",
     ),
+    "holds_reference": Kind(
+        WARN_SHARE,
+        "answers scored 0 by exact match hold a reference inside more text ({example})",
+        "exact match compares the whole answer, so a right answer written in a sentence, after 'Answer:', in "
+        "\\boxed{} or beside a chat marker scores 0 and the number measures the reply's form; an extraction step (a "
+        "regex filter) or a containment metric reads the answer",
+    ),
+    "digits_joined": Kind(
+        ALWAYS,
+        "answers scored right by exact match write another number than their reference ({example})",
+        "the metric's normalisation (SQuAD's) deletes the mark between digits, so '4.2' matches '42': they count as "
+        "right though they are different numbers (a numeric metric or an extraction that keeps the point reads them)",
+    ),
+    "cut_wrong": Kind(
+        0.25,
+        "scored generations stopped at their max_tokens and scored 0 ({example})",
+        "the answer may have been cut off before it was given: a larger max_tokens (or a stop string after the "
+        "answer) lets it be written",
+    ),
     "judge_errors": Kind(
         ALWAYS,
         "judge verdicts could not be read ({example})",
@@ -170,36 +190,6 @@ def _prompt_text(prompt: str) -> str:
     except (ValueError, AttributeError, TypeError):
         return prompt
     return content if isinstance(content, str) else ""
-
-
-EXACT_METRICS = frozenset({"exact_match", "em", "quasi_exact_match"})
-_DOT_ABOVE = "\u0307"  # what casefold leaves of the Turkish capital İ beside its i
-
-
-# a minus sign before a digit, in any of its forms ('-', U+2212, '‒', '–'): part of the number, not typography
-_SIGN = re.compile(r"[-\u2212\u2012\u2013](?=\d)")
-_NUMBER_SIGN = "\x00"  # what the sign becomes: no punctuation, so kept, and one character for every form
-_GROUPING = re.compile(r"(?<=\d)[ \u00a0\u202f\u2009](?=\d{3}(?!\d))")  # '1 234': a thousands separator
-_DECIMAL = re.compile(r"(?<=\d)[.,](?=\d)")  # a mark between digits: a decimal point or a thousands separator
-_NUMBER_MARKS = {".": "\x01", ",": "\x02"}
-
-
-def _loose(text: str) -> str:
-    """A text with case, compatibility forms and Unicode punctuation and decorative symbols removed: what an answer
-    and a reference share when only their typography differs. What changes a value is kept: a number's sign in
-    any form ('5' is not '−5'), a mark between digits ('3.5' is not '35'), math and currency symbols ('+', '=',
-    '$'), the percent sign."""
-    folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
-    if not folded.isascii():  # digits of any script as ASCII: '١٢٣' is '123'
-        folded = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in folded)
-    folded = _GROUPING.sub("", folded)  # a grouping space dropped: '1 234' (NFKC made a no-break space one) is '1234'
-    folded = _SIGN.sub(_NUMBER_SIGN, folded)
-    folded = _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)  # '3.5' is not '35', nor '1,000' '1000'
-    kept = "".join(c for c in folded if c == "%" or unicodedata.category(c) not in _TYPOGRAPHY)
-    return " ".join(kept.split())
-
-
-_TYPOGRAPHY = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sk", "So"})  # Sm and Sc are kept
 
 
 def _stray(text: str) -> bool:
@@ -273,12 +263,16 @@ class OutcomeTally:
                 self._count("no_letter").add(record["extracted"] is None)
                 continue  # a lettered reply is read from its first tokens, whatever follows
             if isinstance(record.get("finish_reason"), str) and isinstance(record.get("generation"), str):
-                self._count("at_limit").add(record["finish_reason"] == "length", _shown(record["generation"]))
-            self._near_miss(record)
+                cut = record["finish_reason"] == "length"
+                self._count("at_limit").add(cut, _shown(record["generation"]))
+                self._count("cut_wrong").add(cut and scored_zero(record), _shown(record["generation"]))
+            self._answer_forms(record)
             if isinstance(record.get("parsed"), bool) and isinstance(text := record.get("generation"), str):
                 self._count("unread").add(not record["parsed"] and bool(text.strip()), _shown(text))
 
-    def _near_miss(self, record: Mapping[str, Any]) -> None:
+    def _answer_forms(self, record: Mapping[str, Any]) -> None:
+        """An exact-match answer against its references (runs/answer_forms.py): right but for typography, holding
+        a reference inside more text, or scored right as another number."""
         scores = record.get("metrics")
         answer = record.get("extracted", record.get("generation"))
         target = record.get("target")
@@ -288,9 +282,12 @@ class OutcomeTally:
         exact = [v for k, v in scores.items() if str(k).split(",")[0] in EXACT_METRICS and isinstance(v, (int, float))]
         if not exact:
             return
-        loose = _loose(answer)
-        missed = exact[0] == 0 and bool(loose) and any(isinstance(r, str) and _loose(r) == loose for r in refs)
-        self._count("near_miss").add(missed, f"{_shown(answer)} for {_shown(str(refs[0]))}")
+        shown = f"{_shown(answer)} for {_shown(str(refs[0]))}"
+        flat = loose(answer)
+        missed = exact[0] == 0 and bool(flat) and any(isinstance(r, str) and loose(r) == flat for r in refs)
+        self._count("near_miss").add(missed, shown)
+        self._count("holds_reference").add(exact[0] == 0 and not missed and holds_reference(answer, refs), shown)
+        self._count("digits_joined").add(exact[0] == 1 and digits_joined(answer, refs), shown)
 
     def _choices(self, record: Mapping[str, Any]) -> None:
         scores = record.get("logprobs")
