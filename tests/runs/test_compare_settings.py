@@ -243,3 +243,17 @@ def test_a_task_file_edited_between_runs_is_named_by_its_content(runs, tmp_path,
     out = capsys.readouterr().out
     assert "Not comparable as they stand" in out
     assert "mc_alpha: task_content" in out and "the task file or its data changed" in out
+
+
+def test_a_limit_that_kept_every_row_is_no_difference_and_one_that_cut_rows_is(runs, tmp_path):
+    """Red team 14, 308: --limit 100 on a task of 24 rows keeps them all (the same content, as many samples):
+    compare does not call the runs incomparable over it; --limit 10 still is a difference where it cut rows."""
+    tmp, a, _, _ = runs
+    tasks = tmp / "tasks"
+    wide = evaluate([tasks], FakeModel(), output_dir=tmp_path / "wide", select=CHOICE_TASKS, limit=100, export=False)
+    (pair,) = compare_runs([a, wide.run_dir], n_boot=200)["comparisons"]
+    assert pair["settings_differ"] == []
+    narrow = evaluate([tasks], FakeModel(), output_dir=tmp_path / "narrow", select=CHOICE_TASKS, limit=10, export=False)
+    (pair,) = compare_runs([a, narrow.run_dir], n_boot=200)["comparisons"]
+    # gen_gamma has 6 rows: --limit 10 kept them all there too
+    assert {(d["task"], d["setting"]) for d in pair["settings_differ"]} == {("mc_alpha", "limit"), ("mc_beta", "limit")}

@@ -23,7 +23,7 @@ from proctor.runs.documents import ResultsDocument, SampleLine
 from proctor.runs.report_data import N_BINS, RunRow, calibrations, run_entry, summary_context
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import iter_samples, load_results, samples_text
-from proctor.runs.task_settings import CHANGE_CONTENT, SETTING_NAMES
+from proctor.runs.task_settings import CHANGE_CONTENT, ROWS_ONLY, SETTING_NAMES
 
 if TYPE_CHECKING:
     import jinja2
@@ -159,6 +159,7 @@ def static_page(runs: list[tuple[RunRow, Path]], title: str, start: str = "", st
         "start": start,
         "setting_names": SETTING_NAMES,
         "content_settings": sorted(CHANGE_CONTENT),
+        "rows_only_settings": sorted(ROWS_ONLY),
     }
     return render_page(title, script_json(data), embedded)
 

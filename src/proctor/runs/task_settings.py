@@ -39,6 +39,9 @@ CHANGE_CONTENT = frozenset(
         "think_budget",
     }
 )
+# the settings that act only through the rows they keep: with the same content and as many samples in both runs
+# they kept the same rows (a --limit 100 on an 8-row task), and their values differ in nothing
+ROWS_ONLY = frozenset({"limit", "limit_per_part"})
 CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
 _LATER = {"sample_ids": None, "mc_shuffle": None}
@@ -50,6 +53,7 @@ class ReadSettings(TypedDict):
     values: dict[str, object]  # setting -> its value (None where not recorded)
     unknown: list[str]  # the settings the run did not record (an earlier version's)
     info: dict[str, object]  # backend options that change no number (base_url, prices, pace): information
+    rows: int | None  # the samples the task evaluated (n_samples): with the same content, the same rows
 
 
 class SettingDiffers(TypedDict):
@@ -99,10 +103,12 @@ def run_settings(results: Mapping[str, object]) -> dict[str, ReadSettings]:
         if isinstance(recorded, Mapping):
             values = {n: recorded.get(n, _LATER.get(n)) for n in SETTING_NAMES if n != CONTENT}
             unknown = [n for n in SETTING_NAMES if n not in recorded and n not in _LATER and n != CONTENT]
-            read: ReadSettings = {"values": values, "unknown": unknown, "info": {}}
+            read: ReadSettings = {"values": values, "unknown": unknown, "info": {}, "rows": None}
         else:
             read = _derived(results, task)
         _split_info(read, recorded.get(INFO) if isinstance(recorded, Mapping) else None)
+        rows = task.get("n_samples")
+        read["rows"] = rows if isinstance(rows, int) and not isinstance(rows, bool) else None
         content = task.get("hash")
         if isinstance(content, str) and content:
             read["values"][CONTENT] = content[:CONTENT_SHOWN]
@@ -146,6 +152,7 @@ def _derived(results: Mapping[str, object], task: Mapping[str, Any]) -> ReadSett
         "values": {n: known.get(n) for n in SETTING_NAMES if n != CONTENT},
         "unknown": [n for n in SETTING_NAMES if n not in known and n != CONTENT],
         "info": {},
+        "rows": None,
     }
 
 
@@ -168,6 +175,18 @@ def _compared(name: str, a: object, b: object) -> tuple[object, object]:
         assert isinstance(a, Mapping) and isinstance(b, Mapping)
         return {k: v for k, v in a.items() if k != "seed"}, {k: v for k, v in b.items() if k != "seed"}
     return a, b
+
+
+def _same_rows(a: ReadSettings, b: ReadSettings) -> bool:
+    """The same task content (spec, data, prompts) and as many samples evaluated: a limit takes the first rows (of
+    each part), so the two runs kept the same rows whatever their limits said."""
+    content = a["values"].get(CONTENT)
+    return (
+        content is not None
+        and _same(content, b["values"].get(CONTENT))
+        and a["rows"] is not None
+        and (a["rows"] == b["rows"])
+    )
 
 
 def settings_differences(
@@ -196,6 +215,8 @@ def settings_differences(
         # system prompt its prompts, a seed the spec): the content is named only where no such setting explains
         # it, the task file or its data edited. A server's address or a dtype explains no hash: beside them it
         # stays named.
+        if _same_rows(a, b):  # a limit that kept the same rows changed nothing
+            found = [d for d in found if d["setting"] not in ROWS_ONLY]
         differ += [d for d in found if d["setting"] != CONTENT] if explained else found
     return differ, unknown
 

@@ -25,7 +25,7 @@ from proctor.runs.report_data import RunRow, run_entry
 from proctor.runs.results import write_output
 from proctor.runs.run_exports import samples_text
 from proctor.runs.served_files import NotServed, check_run_files, loopback_host
-from proctor.runs.task_settings import CHANGE_CONTENT, SETTING_NAMES
+from proctor.runs.task_settings import CHANGE_CONTENT, ROWS_ONLY, SETTING_NAMES
 
 RUN_MARKERS = ("results.json", "run.json")
 CACHED_RUNS = 16  # run summaries kept in memory
@@ -118,6 +118,7 @@ class Viewer:
             "start": "",
             "setting_names": SETTING_NAMES,
             "content_settings": sorted(CHANGE_CONTENT),
+            "rows_only_settings": sorted(ROWS_ONLY),
         }
         return render_page(f"proctor runs · {self.folder.resolve().name}", script_json(data), []).encode("utf-8")
 

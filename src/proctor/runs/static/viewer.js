@@ -475,6 +475,14 @@
       });
       // as runs/task_settings.py: the content hash is named only where a setting that changes prompts or samples
       // explains it (DATA.content_settings); a server's address or a dtype never does
+      // as runs/task_settings.py: with the same content and as many samples in every run, a limit kept the same
+      // rows and differs in nothing
+      var contents = all.map(function (s) { return s.values.task_content; });
+      var sameRows = all.every(function (s) { return s.rows !== null && s.rows !== undefined && s.rows === all[0].rows; });
+      if (contents[0] && sameRows && contents.every(function (c) { return c === contents[0]; })) {
+        var rowsOnly = DATA.rows_only_settings || [];
+        found = found.filter(function (d) { return rowsOnly.indexOf(d.setting) < 0; });
+      }
       if (explained) found = found.filter(function (d) { return d.setting !== "task_content"; });
       differ = differ.concat(found);
       // backend options that change no request and no answer (base_url, prices, pace): information only
