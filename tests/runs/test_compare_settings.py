@@ -257,3 +257,44 @@ def test_a_limit_that_kept_every_row_is_no_difference_and_one_that_cut_rows_is(r
     (pair,) = compare_runs([a, narrow.run_dir], n_boot=200)["comparisons"]
     # gen_gamma has 6 rows: --limit 10 kept them all there too
     assert {(d["task"], d["setting"]) for d in pair["settings_differ"]} == {("mc_alpha", "limit"), ("mc_beta", "limit")}
+
+
+@pytest.mark.parametrize("given, recorded, rows", [(6, 3, 3), (2, 2, 2), (None, 3, 3)])
+def test_the_limit_recorded_is_the_one_in_force(tmp_path, given, recorded, rows):
+    """Red team 14, 307: a task file's own `limit: 3` under `--limit 6` takes 3 rows; results.json said 6."""
+    write(tmp_path / "quiz.yaml", QUIZ + "limit: 3\n")
+    jsonl(tmp_path / "data.jsonl", QUESTIONS)
+    run = evaluate([tmp_path / "quiz.yaml"], FakeModel(), output_dir=tmp_path / "out", limit=given, export=False)
+    task = json.loads((run.run_dir / "results.json").read_text())["tasks"]["quiz"]
+    assert (task["settings"]["limit"], task["n_samples"]) == (recorded, rows)
+
+
+def test_a_system_prompt_or_chat_template_reaches_no_perplexity_task_and_is_recorded_so(tmp_path):
+    """Red team 14, 267 and 268: a perplexity task's texts are scored as written, yet results.json recorded the
+    chat template and the system prompt as its settings; a run of perplexity tasks only refuses the flag."""
+    from proctor.core.errors import ProctorError
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=6, n_gen=4)
+    both = ["mc_alpha", "ppl_delta"]
+    run = evaluate(
+        [tasks],
+        FakeModel(),
+        output_dir=tmp_path / "both",
+        select=both,
+        overrides=RunOverrides(system_prompt="Be brief."),
+        export=False,
+    ).run_dir
+    settings = {t: _settings(run, t) for t in both}
+    assert settings["mc_alpha"]["system_prompt"] == "Be brief."
+    assert settings["ppl_delta"]["system_prompt"] is None and settings["ppl_delta"]["chat"] is False
+    chat = evaluate([tasks], FakeModel(), output_dir=tmp_path / "chat", select=["ppl_delta"], chat=True, export=False)
+    assert _settings(chat.run_dir, "ppl_delta")["chat"] is False
+    with pytest.raises(ProctorError, match=r"--system-prompt has no meaning for the selected tasks \(ppl_delta\)"):
+        evaluate(
+            [tasks],
+            FakeModel(),
+            output_dir=tmp_path / "ppl",
+            select=["ppl_delta"],
+            overrides=RunOverrides(system_prompt="Be brief."),
+            export=False,
+        )

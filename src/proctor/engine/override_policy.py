@@ -64,7 +64,10 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
             )
         if generation is not None and spec.kind == "generate":
             changes["generation"] = generation
-    if o.system_prompt is not None or o.fewshot_as_multiturn is not None:
+    if spec.kind == "perplexity":  # its texts are scored as written: no chat turn, no system prompt reaches them
+        given = (("--system-prompt", o.system_prompt), ("--fewshot-as-multiturn", o.fewshot_as_multiturn))
+        skipped.update(flag for flag, value in given if value is not None)
+    elif o.system_prompt is not None or o.fewshot_as_multiturn is not None:
         if fixed:
             raise ProctorError(
                 f"--system-prompt / --fewshot-as-multiturn have no meaning for {where}: "
@@ -93,11 +96,20 @@ def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = 
         new, skipped = apply_one(task, o, chat)
         out.append(new)
         skipped_by.append(skipped)
-    for flag in ("--gen-kwargs/--seed", "--epochs"):
+    for flag, why in _NOT_TAKEN.items():
         if tasks and all(flag in s for s in skipped_by):
             names = ", ".join(t.name for t in tasks[:5])
-            raise ProctorError(f"{flag} has no meaning for the selected tasks ({names}): none of them generates text")
+            raise ProctorError(f"{flag} has no meaning for the selected tasks ({names}): {why}")
     return out
+
+
+# an override a task skips (apply_one's ``skipped``), and why no task of a run can take it when none does
+_NOT_TAKEN = {
+    "--gen-kwargs/--seed": "none of them generates text",
+    "--epochs": "none of them generates text",
+    "--system-prompt": "each scores its texts as written (perplexity): no system prompt reaches them",
+    "--fewshot-as-multiturn": "each scores its texts as written (perplexity): no chat turns reach them",
+}
 
 
 def epochs_of(task: Task, o: RunOverrides) -> int:

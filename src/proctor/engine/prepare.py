@@ -190,6 +190,7 @@ def prepare_task(
     if spec.fewshot and spec.fewshot.source is not None:
         pool = load_samples([spec.fewshot.source], task.base_dir, variables, task_file=file, field="fewshot.source")
     use_chat = chat if chat is not None else bool(spec.chat and spec.chat.enabled)
+    use_chat = use_chat and spec.kind != "perplexity"  # its texts are scored as written: recorded so (chat: false)
     builder = PromptBuilder(
         spec,
         origin=file,

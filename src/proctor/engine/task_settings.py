@@ -88,13 +88,15 @@ def task_settings(
         if given is not None and given.split:
             source += f" (split {given.split})"
     system = spec.chat.system if spec.chat is not None and spec.chat.system is not None else overrides.system_prompt
+    if spec.kind == "perplexity":  # its texts are scored as written (engine/override_policy skips the flag)
+        system = None
     if system is None and prepared.use_chat and not own_code:
         system = _template_default(prepared, info)
     generates = spec.kind == "generate" or result.mc_format == "generate"
     generation: dict[str, object] | None = None
     if generates:
         generation = (dict(overrides.gen_kwargs) or None) if own_code else spec.generation.model_dump(mode="json")
-    limit = config.limit.value if config.limit.value is not None else spec.limit
+    limit = _limit_in_force(config.limit.value, spec.limit, bool(config.limit.per_part))
     backend, dtype = fingerprint.get("backend"), fingerprint.get("dtype")
     return TaskSettings(
         fewshot=fewshot,
@@ -118,3 +120,14 @@ def task_settings(
         think_end_token=prepared.think_end_token if generates else None,
         think_budget=prepared.think_budget if generates else None,
     )
+
+
+def _limit_in_force(given: int | float | None, own: int | None, per_part: bool) -> int | float | None:
+    """The limit the task's rows were taken by: ``--limit N`` and the task file's own ``limit`` both apply, so the
+    smaller count is the one in force (a file's ``limit: 3`` under ``--limit 6`` takes 3 rows, and says 3); a
+    fraction, or a limit per part, is recorded as given (the file's own cap is in its spec, in the content hash)."""
+    if given is None:
+        return own
+    if own is None or per_part or isinstance(given, float):
+        return given
+    return min(given, own)
