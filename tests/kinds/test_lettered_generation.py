@@ -138,3 +138,95 @@ def test_cli_compare_warns_when_formulations_differ(tmp_path, capsys):
     main(["compare", str(tmp_path / "ll"), str(tmp_path / "gen"), "--resamples", "200", "-o", str(tmp_path / "c.json")])
     err = " ".join(capsys.readouterr().err.split())
     assert "mc_alpha: scored by loglikelihood in A but generate in B" in err
+
+
+class SentenceModel(FakeModel):
+    """Always right, in a sentence: ``form`` with {L} the right letter (no shuffle: the answer is row i % 4),
+    {W} a wrong one and {T} the right option's text."""
+
+    supports_loglikelihood = False
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.form = form
+
+    def generate(self, requests, progress=None):
+        import re
+
+        out = []
+        for r in requests:
+            i = int(re.search(r"number (\d+)\?", r.prompt).group(1))
+            right, wrong = "ABCD"[i % 4], "ABCD"[(i + 1) % 4]
+            text = re.search(rf"^{right}\. (.*)$", r.prompt, flags=re.M).group(1)
+            out.append(GenerateResult(self.form.format(L=right, W=wrong, T=text), "stop", 8, 8))
+        if progress:
+            progress(len(requests))
+        return out
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "form",
+    [
+        "It is not {W}; the correct option is {L}.",  # 221: a negated letter first
+        "{T} (not {W})",  # 228: the right option's text, then a negated letter
+        "Between {W} and {L}, I choose {L}.",  # 229: the letters weighed before the pick
+        "The answer is {L}, since {W} is wrong.",  # control 231
+        "**{L}**",  # control 222
+        "\\boxed{{{L}}}",  # control 223
+    ],
+)
+def test_an_always_right_model_in_sentences_scores_one_and_stays_silent(form, tmp_path):
+    tasks = write_tasks(tmp_path / "tasks", n_mc=8, n_gen=0)
+    result = evaluate([tasks], SentenceModel(form), output_dir=tmp_path / "run", select=["mc_alpha"], export=False)
+    task = result.tasks["mc_alpha"]
+    assert task["metrics"]["acc"]["value"] == 1.0
+    assert not task.get("warnings") and "ambiguous_letter" not in (task.get("outcomes") or {})
+
+
+@pytest.mark.fast
+def test_replies_naming_several_letters_are_counted_and_warned(tmp_path):
+    tasks = write_tasks(tmp_path / "tasks", n_mc=8, n_gen=0)
+    result = evaluate([tasks], SentenceModel("{L} or {W}"), output_dir=tmp_path / "run", select=["mc_alpha"])
+    task = result.tasks["mc_alpha"]
+    assert task["outcomes"]["ambiguous_letter"]["count"] == 8 and task["outcomes"]["ambiguous_letter"]["n"] == 8
+    said = [w for w in task["warnings"] if "8 of 8 lettered replies name more than one option" in w]
+    assert len(said) == 1 and '"A or B": names A and B; read A' in said[0]
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert f"mc_alpha: {said[0]}" in saved["warnings"]
+    assert records(tmp_path / "run", "mc_alpha")[1]["ambiguous"] == "names B and C; read B"
+
+
+NUMBERS = ["1", "10", "100", "1000"]
+CAPITALS = ["Milan", "Rome", "Turin", "Naples"]
+NINE = CAPITALS + ["Xa", "Xb", "Xc", "Xd", "Xe"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "reply, choices, position, ambiguous",
+    [
+        ("It is not C; the correct option is B.", CAPITALS, 1, None),  # 221
+        ("Rome (not C)", CAPITALS, 1, None),  # 228
+        ("Between A and B, I choose B.", CAPITALS, 1, None),  # 229
+        ("I think B.", NINE, 1, None),  # 233: the pronoun, not option I
+        ("I'd say C", NINE, 2, None),
+        ("I", NINE, 8, None),  # option I itself
+        ("A. Milan\nB. Rome\nC. Turin\nD. Naples\nAnswer: B", CAPITALS, 1, None),  # 234: the restated list
+        ("A. Milan\nB. Rome\nC. Turin\nD. Naples", CAPITALS, None, None),  # the list alone names nothing
+        ("B or C", CAPITALS, 1, "names B and C; read B"),  # 235: hedging is read, and marked
+        ("100", NUMBERS, 2, None),  # 238: the longest option text, at a word boundary
+        ("1000", NUMBERS, 3, None),
+        ("1", NUMBERS, 0, None),
+        ("It isn't C, it's B", CAPITALS, 1, None),
+        ("B. Milan", CAPITALS, 1, "names A and B; read B"),  # the letter and its text disagree
+        ("Rome (C)", CAPITALS, 1, "names B and C; read B"),
+        ("The answer is (B).", CAPITALS, 1, None),
+        ("Answer: B\nQuestion: next\nAnswer: C", CAPITALS, 1, "names B and C; read B"),  # a base model runs on
+    ],
+)
+def test_lettered_replies_are_read_by_their_cue_not_their_first_letter(reply, choices, position, ambiguous):
+    from proctor.kinds.letter_reading import read_letter
+
+    reading = read_letter(reply, len(choices), choices)
+    assert (reading.position, reading.ambiguous) == (position, ambiguous)

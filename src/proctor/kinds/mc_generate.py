@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-import string
 from typing import Callable, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
 from proctor.kinds.base import SampleDetails
+from proctor.kinds.letter_reading import LETTERS, read_letter
 from proctor.prompts.builder import PreparedSample, Prompt
 from proctor.scoring.outcomes import ChoiceOutcome
 
-LETTERS = string.ascii_uppercase
 INSTRUCTION = "Answer with the letter of the correct option only."
 UNCHOSEN = -1e9
 
@@ -53,24 +51,8 @@ def with_options(prompt: Prompt, block: str) -> Prompt:
 
 
 def extract_letter(text: str, n: int, choices: Sequence[str] = ()) -> int | None:
-    """The displayed position (0-based) the reply names, or None."""
-    letters = LETTERS[:n]
-    cls = f"[{letters}]"
-    patterns = [
-        rf"^\s*\(?({cls})\s*(?:[).:\]]|$|\s)",  # "B", "B.", "(B)", "B) ..."
-        rf"answer\s*(?:is|:)?\s*:?\s*\(?({cls})\b",  # "the answer is B"
-        rf"\b(?:option|choice)\s+\(?({cls})\b",
-        rf"\b({cls})\b",  # first standalone letter
-    ]
-    for pattern in patterns:
-        match = re.search(pattern, text, flags=re.IGNORECASE if pattern.startswith("answer") else 0)
-        if match:
-            return letters.index(match.group(1).upper())
-    lowered = text.strip().lower()
-    for k, choice in enumerate(choices):  # the reply quotes an option's text
-        if choice.strip() and lowered.startswith(choice.strip().lower()):
-            return k
-    return None
+    """The displayed position (0-based) the reply names, or None (kinds/letter_reading.py reads it)."""
+    return read_letter(text, n, choices).position
 
 
 class MultipleChoiceGenerateKind:
@@ -96,7 +78,8 @@ class MultipleChoiceGenerateKind:
         order = self._order(prepared)
         text = results[0].text
         sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))
-        position = extract_letter(text, len(order), [prepared.choices[i] for i in order])
+        reading = read_letter(text, len(order), [prepared.choices[i] for i in order])
+        position = reading.position
         n = len(order)
         if position is not None:
             chosen = order[position]
@@ -127,6 +110,9 @@ class MultipleChoiceGenerateKind:
             "prompt_sent": sent,  # the lettered prompt, as the model received it
             "generation": text,  # the raw reply
             "extracted": None if position is None else LETTERS[position],
+            # the reply names several options (or its letter and text disagree): read as letter_reading says,
+            # counted by runs/outcome_tally.py ('ambiguous_letter')
+            **({"ambiguous": reading.ambiguous} if reading.ambiguous else {}),
             "prediction": prediction,
             "correct": (prediction in prepared.gold) if prepared.gold else None,
             # one-hot on the chosen option: a reply gives no probabilities (reports show none, and no calibration)
