@@ -230,3 +230,35 @@ def test_lettered_replies_are_read_by_their_cue_not_their_first_letter(reply, ch
 
     reading = read_letter(reply, len(choices), choices)
     assert (reading.position, reading.ambiguous) == (position, ambiguous)
+
+
+def _many_choices(folder, n_choices: int):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"q": f"pick {i}", "options": [f"opt{i}x{k}" for k in range(n_choices)], "label": i} for i in range(3)]
+    (folder / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "mc.yaml").write_text(
+        'name: many\nkind: multiple_choice\ndata: {path: mc.jsonl}\nprompt: "{{ q }}"\n'
+        'choices: "{{ options }}"\ntarget: "{{ label }}"\n'
+    )
+    return folder
+
+
+@pytest.mark.fast
+def test_more_choices_than_letters_is_a_user_error_before_any_request(tmp_path):
+    from proctor.core.errors import TaskDefinitionError
+
+    tasks = _many_choices(tmp_path / "tasks", 30)
+    model = LetterModel()
+    with pytest.raises(TaskDefinitionError) as raised:  # (was: internal error, ValueError, mid-run)
+        evaluate([tasks], model, output_dir=tmp_path / "run", mc_format="generate", export=False)
+    said = str(raised.value)
+    assert "mc.jsonl, row 1, field 'choices'" in said and "task 'many'" in said
+    assert "30 choices" in said and "at most 26 (A-Z)" in said and "--mc-format loglikelihood" in said
+    assert model.calls == []  # said before the model was asked anything
+    # a model that cannot score falls back to lettering on its own: the same error, not an internal one
+    with pytest.raises(TaskDefinitionError, match="30 choices"):
+        evaluate([tasks], LetterModel(), output_dir=tmp_path / "auto", export=False)
+    # 26 choices still letter (A-Z)
+    fits = _many_choices(tmp_path / "fits", 26)
+    result = evaluate([fits], LetterModel(), output_dir=tmp_path / "ok", mc_format="generate", export=False)
+    assert result.tasks["many"]["mc_format"] == "generate" and result.tasks["many"]["unparsed"]["n"] == 3

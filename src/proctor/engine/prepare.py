@@ -242,6 +242,10 @@ def prepare_task(
         choices_lead=audited is not prepared,  # the view rewrote the rows: their choices are contexts
     )
     findings = audit(subject, strict=strict_audit)
+    if mc_format == "generate" and spec.kind == "multiple_choice":  # past 26 options: said now, not mid-run
+        from proctor.kinds.mc_generate import check_letterable
+
+        check_letterable(spec, prepared, file)
     return PreparedTask(
         task,
         prepared,

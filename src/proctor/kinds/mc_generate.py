@@ -12,6 +12,7 @@ import hashlib
 import random
 from typing import Callable, Sequence
 
+from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
 from proctor.core.task_spec import TaskSpec
 from proctor.kinds.base import SampleDetails
@@ -55,6 +56,24 @@ def extract_letter(text: str, n: int, choices: Sequence[str] = ()) -> int | None
     return read_letter(text, n, choices).position
 
 
+def check_letterable(spec: TaskSpec, samples: Sequence[PreparedSample], file: str | None = None) -> None:
+    """Every sample's choices fit the letters A-Z: a 27th option has no letter to be named by, and would otherwise
+    surface mid-run as an internal error. Called before the model loads under ``--mc-format generate``, and
+    again when a model that cannot score falls back to lettering."""
+    for prepared in samples:
+        if len(prepared.choices) > len(LETTERS):
+            sample = prepared.sample
+            raise TaskDefinitionError(
+                f"task '{spec.name}', sample '{sample.id}': {len(prepared.choices)} choices, but lettered generation "
+                f"(--mc-format generate, or a model that cannot score log-likelihoods) names at most {len(LETTERS)} "
+                "(A-Z): run this task with --mc-format loglikelihood on a model that scores log-likelihoods, or "
+                f"give its rows at most {len(LETTERS)} choices",
+                file=sample.file or file,
+                row=sample.row,
+                field="choices",
+            )
+
+
 class MultipleChoiceGenerateKind:
     request_type = "generate"
 
@@ -67,8 +86,7 @@ class MultipleChoiceGenerateKind:
         return permutation(prepared.sample.id, len(prepared.choices), self.shuffle_seed)
 
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[GenerateRequest]:
-        if len(prepared.choices) > len(LETTERS):
-            raise ValueError(f"task '{spec.name}': more than {len(LETTERS)} choices cannot be lettered")
+        check_letterable(spec, [prepared])
         prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
         return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
 
