@@ -115,6 +115,7 @@ def read_letter(text: str, n: int, choices: Sequence[str] = ()) -> Reading:
     if leading is not None:  # 'B. Paris': the text after the letter names an option too
         after = re.sub(rf"^\s*[(\[]?\s*{LETTERS[leading]}\s*[.):\]]?", "", cleaned.strip(), count=1)
         texted = _text_option(after, choices) if after != cleaned.strip() else texted
+    position: int | None
     if cued:
         position = cued[0]
         named = set(cued) | ({texted} if texted is not None else set())
