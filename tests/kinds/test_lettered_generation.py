@@ -262,3 +262,33 @@ def test_more_choices_than_letters_is_a_user_error_before_any_request(tmp_path):
     fits = _many_choices(tmp_path / "fits", 26)
     result = evaluate([fits], LetterModel(), output_dir=tmp_path / "ok", mc_format="generate", export=False)
     assert result.tasks["many"]["mc_format"] == "generate" and result.tasks["many"]["unparsed"]["n"] == 3
+
+
+class BudgetModel(LetterModel):
+    """Records the max_tokens each lettered request was sent with."""
+
+    def __init__(self) -> None:
+        super().__init__(share=1.0)
+        self.sent: list[int] = []
+
+    def generate(self, requests, progress=None):
+        self.sent += [r.max_tokens for r in requests]
+        return super().generate(requests, progress)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("max_tokens, sent", [(None, 32), (8, 8)])
+def test_lettered_replies_take_max_tokens_and_record_what_was_sent(max_tokens, sent, tmp_path):
+    from proctor.core.run_overrides import RunOverrides
+
+    tasks = write_tasks(tmp_path / "tasks", n_mc=4, n_gen=0)
+    model = BudgetModel()
+    overrides = RunOverrides(gen_kwargs={"max_tokens": max_tokens} if max_tokens else {})
+    result = evaluate(
+        [tasks], model, output_dir=tmp_path / "run", select=["mc_alpha"], mc_format="generate", overrides=overrides
+    )
+    assert model.sent == [sent] * 4  # (--max-tokens 8 was refused: 'none of them generates text', 367)
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    generation = saved["tasks"]["mc_alpha"]["settings"]["generation"]
+    assert generation["max_tokens"] == sent and generation["temperature"] == 0.0 and generation["stop"] == []
+    assert result.tasks["mc_alpha"]["settings"]["generation"]["max_tokens"] == sent  # (recorded 64 while 32 went: 366)

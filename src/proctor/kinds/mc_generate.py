@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.core.task_spec import TaskSpec
+from proctor.core.task_spec import GenerationSpec, TaskSpec
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.letter_reading import LETTERS, read_letter
 from proctor.prompts.builder import PreparedSample, Prompt
@@ -22,6 +22,13 @@ from proctor.scoring.outcomes import ChoiceOutcome
 
 INSTRUCTION = "Answer with the letter of the correct option only."
 UNCHOSEN = -1e9
+MAX_TOKENS = 32  # a letter, or a short sentence naming one; --max-tokens (under --mc-format generate) changes it
+
+
+def lettered_generation(max_tokens: int | None = None) -> GenerationSpec:
+    """The generation settings every lettered reply is asked with (greedy, no stop string): the one source of
+    both the requests and results.json's ``settings.generation``, so what is recorded is what was sent."""
+    return GenerationSpec(max_tokens=max_tokens or MAX_TOKENS, stop=[], temperature=0.0, top_p=1.0, seed=0)
 
 
 def permutation(sample_id: str, n: int, seed: int | None) -> list[int]:
@@ -77,10 +84,12 @@ def check_letterable(spec: TaskSpec, samples: Sequence[PreparedSample], file: st
 class MultipleChoiceGenerateKind:
     request_type = "generate"
 
-    def __init__(self, render: Callable[[Prompt], str], shuffle_seed: int | None = None, max_tokens: int = 32) -> None:
+    def __init__(
+        self, render: Callable[[Prompt], str], shuffle_seed: int | None = None, max_tokens: int | None = None
+    ) -> None:
         self.render = render  # the model's own rendering (its chat template, or the server's)
         self.shuffle_seed = shuffle_seed
-        self.max_tokens = max_tokens
+        self.generation = lettered_generation(max_tokens)
 
     def _order(self, prepared: PreparedSample) -> list[int]:
         return permutation(prepared.sample.id, len(prepared.choices), self.shuffle_seed)
@@ -88,7 +97,18 @@ class MultipleChoiceGenerateKind:
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[GenerateRequest]:
         check_letterable(spec, [prepared])
         prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
-        return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
+        g = self.generation
+        return [
+            GenerateRequest(
+                self.render(prompt),
+                g.max_tokens,
+                tuple(g.stop),
+                g.temperature,
+                g.top_p,
+                g.seed,
+                max_length=spec.max_length,
+            )
+        ]
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]
