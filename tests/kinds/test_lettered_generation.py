@@ -223,6 +223,8 @@ NINE = CAPITALS + ["Xa", "Xb", "Xc", "Xd", "Xe"]
         ("Rome (C)", CAPITALS, 1, "names B and C; read B"),
         ("The answer is (B).", CAPITALS, 1, None),
         ("Answer: B\nQuestion: next\nAnswer: C", CAPITALS, 1, "names B and C; read B"),  # a base model runs on
+        ("the answer is (b).", CAPITALS, 1, None),  # a lower-case letter as a cue's whole answer
+        ("the answer is a good one: B", CAPITALS, 1, None),  # never the article 'a'
     ],
 )
 def test_lettered_replies_are_read_by_their_cue_not_their_first_letter(reply, choices, position, ambiguous):

@@ -48,6 +48,7 @@ _NEGATED = re.compile(
 )
 # 'I' then a word is the pronoun ('I think', "I'd"); a few words that follow a letter ('I is correct') are not
 _PRONOUN_AFTER = re.compile(r"(?:['’]\w|\s+(?!(?:is|was|and|or|because|since|as|seems|looks|fits|matches)\b)[a-z])")
+_LOWER_END = re.compile(r"\s*[).,;:\]}]*\s*(?:$|\n)")  # nothing but punctuation after it, to the line's end
 _LISTED = re.compile(r"^\s*[(\[]?([A-Z])\s*[.):\]]\s*(.+?)\s*$")
 
 
@@ -61,13 +62,16 @@ def _letter_spans(text: str, n: int) -> list[tuple[int, int]]:
     """(start, position) of each standalone offered letter that may name an option: not negated, not the
     pronoun 'I'."""
     found = []
-    for match in re.finditer(rf"(?<![A-Za-z0-9'’])([{LETTERS[:n]}])(?![A-Za-z0-9'’-])", text):
+    offered = LETTERS[:n] + LETTERS[:n].lower()
+    for match in re.finditer(rf"(?<![A-Za-z0-9'’])([{offered}])(?![A-Za-z0-9'’-])", text):
         before, after = text[: match.start()], text[match.end() :]
         if _NEGATED.search(before):
             continue
+        if match.group(1).islower() and not (_CUE.search(before) and _LOWER_END.match(after)):
+            continue  # a lower-case letter only as a cue's whole answer ('the answer is b.'), never the article 'a'
         if match.group(1) == "I" and _PRONOUN_AFTER.match(after) and not _CUE.search(before):
             continue
-        found.append((match.start(), LETTERS.index(match.group(1))))
+        found.append((match.start(), LETTERS.index(match.group(1).upper())))
     return found
 
 
