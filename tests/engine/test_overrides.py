@@ -213,13 +213,22 @@ def test_dialects_take_what_means_something(tmp_path):
         (RunOverrides(num_fewshot=2), "--num-fewshot"),
         (RunOverrides(system_prompt="x"), "--system-prompt"),
         (RunOverrides(epochs=2), "--epochs"),
-        (RunOverrides(seed=3), "--gen-kwargs/--seed"),
+        (RunOverrides(seed=3), r"the generation settings given \(seed\) have"),
     ):
         with pytest.raises(ProctorError, match=f"{flag}.*no meaning"):
             apply_overrides(probsem, o)
     mc = [t for t in load_tasks([EXAMPLES / "quickstart"]) if t.spec.kind == "multiple_choice"]
     with pytest.raises(ProctorError, match="--epochs has no meaning.*none of them generates"):
         apply_overrides(mc, RunOverrides(epochs=2))
+    # lettered replies (--mc-format generate) generate: --max-tokens is theirs (red team 14, 367), sampling is not
+    tokens = RunOverrides(gen_kwargs={"max_tokens": 8})
+    assert [t.name for t in apply_overrides(mc, tokens, mc_format="generate")] == [t.name for t in mc]
+    with pytest.raises(
+        ProctorError, match=r"generation settings given \(temperature\) have no meaning.*max_tokens only"
+    ):
+        apply_overrides(mc, RunOverrides(gen_kwargs={"temperature": 0.7}), mc_format="generate")
+    with pytest.raises(ProctorError, match=r"given \(max_tokens\) have no meaning.*only under --mc-format generate"):
+        apply_overrides(mc, tokens)  # auto: a model that scores never letters
     both = apply_overrides(load_tasks([EXAMPLES / "quickstart"]), RunOverrides(gen_kwargs={"max_tokens": 5}, seed=7))
     gen = {t.name: t.spec.generation for t in both}
     assert gen["quickstart_short_answers"].max_tokens == 5 and gen["quickstart_short_answers"].seed == 7

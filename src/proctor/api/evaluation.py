@@ -73,7 +73,7 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
     if paths:
         named = {Path(p).resolve() for p in paths if Path(p).is_file()}
         task_list = collect_tasks(paths, select=config.select, options=config.dialect_options, problems=skipped)
-    task_list = apply_overrides(task_list, options.overrides, options.chat)
+    task_list = apply_overrides(task_list, options.overrides, options.chat, options.mc_format)
     variables = options.all_variables()
     if not task_list:
         raise ProctorError("no tasks found" + "".join(f"\n  {p['file']}: {p['error']}" for p in skipped))
@@ -94,6 +94,9 @@ def _run_evaluation(config: RunConfig, progress: ProgressHook | None, roles: Mod
     prepared, without_ids = select_samples(prepared, config.limit.sample_ids)  # --sample-id: before the model loads
     if options.overrides.think_end_token is not None:  # every generation's thinking cut off (runs/thinking.py)
         prepared = [dataclasses.replace(p, think_end_token=options.overrides.think_end_token) for p in prepared]
+    lettered = options.overrides.gen_kwargs.get("max_tokens")
+    if lettered is not None and options.mc_format != "loglikelihood":  # lettered replies' budget (kinds/mc_generate)
+        prepared = [dataclasses.replace(p, lettered_max_tokens=lettered) for p in prepared]
     if options.overrides.think_budget is not None:  # every generation's max_tokens grows by the thinking budget
         prepared = [dataclasses.replace(p, think_budget=options.overrides.think_budget) for p in prepared]
     if not prepared:  # every id was found, so some task holds one: unreachable, but never an empty run

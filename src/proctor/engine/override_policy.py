@@ -33,6 +33,16 @@ def _generation(task: Task, o: RunOverrides) -> GenerationSpec | None:
     return GenerationSpec(**{**task.spec.generation.model_dump(), **changes})
 
 
+GENERATION = "--gen-kwargs/--seed"  # the generation settings, whichever flags gave them
+LETTERED = frozenset({"max_tokens"})  # what a lettered reply (--mc-format generate) takes: it is read greedily
+
+
+def _lettered(task: Task, mc_format: str) -> bool:
+    """A multiple-choice task that answers by lettered generation (kinds/mc_generate.py): it generates, with
+    the budget --max-tokens gives it (engine/prepare.PreparedTask.lettered_max_tokens), and nothing else."""
+    return mc_format == "generate" and task.spec.kind == "multiple_choice"
+
+
 def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Task, set[str]]:
     """The task with the overrides that apply to it, and the names of those that did not."""
     skipped: set[str] = set()
@@ -55,9 +65,7 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     generation = _generation(task, o)
     if generation is not None or o.epochs != 1:
         if fixed or spec.kind != "generate":
-            skipped.update(
-                k for k, on in (("--gen-kwargs/--seed", generation is not None), ("--epochs", o.epochs != 1)) if on
-            )
+            skipped.update(k for k, on in ((GENERATION, generation is not None), ("--epochs", o.epochs != 1)) if on)
         elif spec.handled_by and o.epochs != 1:
             raise ProctorError(
                 f"--epochs has no meaning for {where}: its task class ({spec.handled_by}) makes its own requests"
@@ -89,13 +97,37 @@ def apply_one(task: Task, o: RunOverrides, chat: bool | None = None) -> tuple[Ta
     return (with_spec_changes(task, **changes) if changes else task), skipped
 
 
-def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = None) -> list[Task]:
-    """Every task with its overrides; an override that no selected task can take is an error."""
+def _given(o: RunOverrides) -> list[str]:
+    return sorted(o.gen_kwargs) + (["seed"] if o.seed is not None else [])
+
+
+def apply_overrides(
+    tasks: Sequence[Task], o: RunOverrides, chat: bool | None = None, mc_format: str = "auto"
+) -> list[Task]:
+    """Every task with its overrides; an override that no selected task can take is an error naming the settings
+    given (not every flag that could have given them)."""
     out, skipped_by = [], []
     for task in tasks:
         new, skipped = apply_one(task, o, chat)
+        # a lettered reply takes max_tokens, whatever the dialect; temperature, a seed or a stop string would
+        # change nothing but what is recorded, so those stay skipped (and refused when no task takes them)
+        if _lettered(task, mc_format) and set(_given(o)) <= LETTERED:
+            skipped.discard(GENERATION)
         out.append(new)
         skipped_by.append(skipped)
+    for flag in (GENERATION, "--epochs"):
+        if tasks and all(flag in s for s in skipped_by):
+            names = ", ".join(t.name for t in tasks[:5])
+            what = (
+                "--epochs has" if flag == "--epochs" else f"the generation settings given ({', '.join(_given(o))}) have"
+            )
+            choice = any(t.spec.kind == "multiple_choice" for t in tasks)
+            hint = ""
+            if choice and flag == GENERATION and mc_format == "generate":
+                hint = "; lettered replies (--mc-format generate) are read greedily: they take max_tokens only"
+            elif choice and mc_format == "auto":
+                hint = "; multiple-choice tasks generate (lettered replies) only under --mc-format generate"
+            raise ProctorError(f"{what} no meaning for the selected tasks ({names}): none of them generates text{hint}")
     for flag, why in _NOT_TAKEN.items():
         if tasks and all(flag in s for s in skipped_by):
             names = ", ".join(t.name for t in tasks[:5])
@@ -103,10 +135,8 @@ def apply_overrides(tasks: Sequence[Task], o: RunOverrides, chat: bool | None = 
     return out
 
 
-# an override a task skips (apply_one's ``skipped``), and why no task of a run can take it when none does
+# an override a perplexity task skips (apply_one's ``skipped``), and why no task of a run can take it when none does
 _NOT_TAKEN = {
-    "--gen-kwargs/--seed": "none of them generates text",
-    "--epochs": "none of them generates text",
     "--system-prompt": "each scores its texts as written (perplexity): no system prompt reaches them",
     "--fewshot-as-multiturn": "each scores its texts as written (perplexity): no chat turns reach them",
 }

@@ -51,6 +51,7 @@ class PreparedTask:
     findings: tuple[Finding, ...] = ()  # what the audit stage found (proctor.audit), silenced ones included
     think_end_token: str | None = None  # --think-end-token: generations scored after their thinking (runs/thinking.py)
     think_budget: int | None = None  # --max-thinking-tokens: added to every generation's max_tokens
+    lettered_max_tokens: int | None = None  # --max-tokens for lettered replies (kinds/mc_generate.py); None: its 32
     strict_audit: bool = False  # --strict: the model stage's findings stop the task too (task_requests.build_requests)
 
     def clusters(self) -> list[Any] | None:
@@ -243,6 +244,10 @@ def prepare_task(
         choices_lead=audited is not prepared,  # the view rewrote the rows: their choices are contexts
     )
     findings = audit(subject, strict=strict_audit)
+    if mc_format == "generate" and spec.kind == "multiple_choice":  # past 26 options: said now, not mid-run
+        from proctor.kinds.mc_generate import check_letterable
+
+        check_letterable(spec, prepared, file)
     return PreparedTask(
         task,
         prepared,

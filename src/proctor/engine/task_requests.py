@@ -145,7 +145,9 @@ def choice_formulation(model: Model, prepared: PreparedTask) -> MultipleChoiceGe
         return None
     from proctor.kinds.mc_generate import MultipleChoiceGenerateKind
 
-    return MultipleChoiceGenerateKind(lambda prompt: prompt.render(model), prepared.mc_shuffle_seed)
+    return MultipleChoiceGenerateKind(
+        lambda prompt: prompt.render(model), prepared.mc_shuffle_seed, prepared.lettered_max_tokens
+    )
 
 
 def _kind_handler(model: Model, prepared: PreparedTask) -> KindHandler:

@@ -96,6 +96,10 @@ def task_settings(
     generation: dict[str, object] | None = None
     if generates:
         generation = (dict(overrides.gen_kwargs) or None) if own_code else spec.generation.model_dump(mode="json")
+        if not own_code and spec.kind == "multiple_choice":  # lettered replies: what their requests were sent with
+            from proctor.kinds.mc_generate import lettered_generation
+
+            generation = lettered_generation(prepared.lettered_max_tokens).model_dump(mode="json")
     limit = _limit_in_force(config.limit.value, spec.limit, bool(config.limit.per_part))
     backend, dtype = fingerprint.get("backend"), fingerprint.get("dtype")
     return TaskSettings(

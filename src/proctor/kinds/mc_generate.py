@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
-import string
 from typing import Callable, Sequence
 
+from proctor.core.errors import TaskDefinitionError
 from proctor.core.model_requests import GenerateRequest, GenerateResult
-from proctor.core.task_spec import TaskSpec
+from proctor.core.task_spec import GenerationSpec, TaskSpec
 from proctor.kinds.base import SampleDetails
+from proctor.kinds.letter_reading import LETTERS, read_letter
 from proctor.prompts.builder import PreparedSample, Prompt
 from proctor.scoring.outcomes import ChoiceOutcome
 
-LETTERS = string.ascii_uppercase
 INSTRUCTION = "Answer with the letter of the correct option only."
 UNCHOSEN = -1e9
+MAX_TOKENS = 32  # a letter, or a short sentence naming one; --max-tokens (under --mc-format generate) changes it
+
+
+def lettered_generation(max_tokens: int | None = None) -> GenerationSpec:
+    """The generation settings every lettered reply is asked with (greedy, no stop string): the one source of
+    both the requests and results.json's ``settings.generation``, so what is recorded is what was sent."""
+    return GenerationSpec(max_tokens=max_tokens or MAX_TOKENS, stop=[], temperature=0.0, top_p=1.0, seed=0)
 
 
 def permutation(sample_id: str, n: int, seed: int | None) -> list[int]:
@@ -53,42 +59,56 @@ def with_options(prompt: Prompt, block: str) -> Prompt:
 
 
 def extract_letter(text: str, n: int, choices: Sequence[str] = ()) -> int | None:
-    """The displayed position (0-based) the reply names, or None."""
-    letters = LETTERS[:n]
-    cls = f"[{letters}]"
-    patterns = [
-        rf"^\s*\(?({cls})\s*(?:[).:\]]|$|\s)",  # "B", "B.", "(B)", "B) ..."
-        rf"answer\s*(?:is|:)?\s*:?\s*\(?({cls})\b",  # "the answer is B"
-        rf"\b(?:option|choice)\s+\(?({cls})\b",
-        rf"\b({cls})\b",  # first standalone letter
-    ]
-    for pattern in patterns:
-        match = re.search(pattern, text, flags=re.IGNORECASE if pattern.startswith("answer") else 0)
-        if match:
-            return letters.index(match.group(1).upper())
-    lowered = text.strip().lower()
-    for k, choice in enumerate(choices):  # the reply quotes an option's text
-        if choice.strip() and lowered.startswith(choice.strip().lower()):
-            return k
-    return None
+    """The displayed position (0-based) the reply names, or None (kinds/letter_reading.py reads it)."""
+    return read_letter(text, n, choices).position
+
+
+def check_letterable(spec: TaskSpec, samples: Sequence[PreparedSample], file: str | None = None) -> None:
+    """Every sample's choices fit the letters A-Z: a 27th option has no letter to be named by, and would otherwise
+    surface mid-run as an internal error. Called before the model loads under ``--mc-format generate``, and
+    again when a model that cannot score falls back to lettering."""
+    for prepared in samples:
+        if len(prepared.choices) > len(LETTERS):
+            sample = prepared.sample
+            raise TaskDefinitionError(
+                f"task '{spec.name}', sample '{sample.id}': {len(prepared.choices)} choices, but lettered generation "
+                f"(--mc-format generate, or a model that cannot score log-likelihoods) names at most {len(LETTERS)} "
+                "(A-Z): run this task with --mc-format loglikelihood on a model that scores log-likelihoods, or "
+                f"give its rows at most {len(LETTERS)} choices",
+                file=sample.file or file,
+                row=sample.row,
+                field="choices",
+            )
 
 
 class MultipleChoiceGenerateKind:
     request_type = "generate"
 
-    def __init__(self, render: Callable[[Prompt], str], shuffle_seed: int | None = None, max_tokens: int = 32) -> None:
+    def __init__(
+        self, render: Callable[[Prompt], str], shuffle_seed: int | None = None, max_tokens: int | None = None
+    ) -> None:
         self.render = render  # the model's own rendering (its chat template, or the server's)
         self.shuffle_seed = shuffle_seed
-        self.max_tokens = max_tokens
+        self.generation = lettered_generation(max_tokens)
 
     def _order(self, prepared: PreparedSample) -> list[int]:
         return permutation(prepared.sample.id, len(prepared.choices), self.shuffle_seed)
 
     def requests(self, spec: TaskSpec, prepared: PreparedSample, prompt_text: str) -> list[GenerateRequest]:
-        if len(prepared.choices) > len(LETTERS):
-            raise ValueError(f"task '{spec.name}': more than {len(LETTERS)} choices cannot be lettered")
+        check_letterable(spec, [prepared])
         prompt = with_options(prepared.prompt, options_block(prepared.choices, self._order(prepared)))
-        return [GenerateRequest(self.render(prompt), self.max_tokens, (), 0.0, 1.0, 0, max_length=spec.max_length)]
+        g = self.generation
+        return [
+            GenerateRequest(
+                self.render(prompt),
+                g.max_tokens,
+                tuple(g.stop),
+                g.temperature,
+                g.top_p,
+                g.seed,
+                max_length=spec.max_length,
+            )
+        ]
 
     def outcome(
         self, spec: TaskSpec, prepared: PreparedSample, results: Sequence[GenerateResult]
@@ -96,7 +116,8 @@ class MultipleChoiceGenerateKind:
         order = self._order(prepared)
         text = results[0].text
         sent = self.render(with_options(prepared.prompt, options_block(prepared.choices, order)))
-        position = extract_letter(text, len(order), [prepared.choices[i] for i in order])
+        reading = read_letter(text, len(order), [prepared.choices[i] for i in order])
+        position = reading.position
         n = len(order)
         if position is not None:
             chosen = order[position]
@@ -127,6 +148,9 @@ class MultipleChoiceGenerateKind:
             "prompt_sent": sent,  # the lettered prompt, as the model received it
             "generation": text,  # the raw reply
             "extracted": None if position is None else LETTERS[position],
+            # the reply names several options (or its letter and text disagree): read as letter_reading says,
+            # counted by runs/outcome_tally.py ('ambiguous_letter')
+            **({"ambiguous": reading.ambiguous} if reading.ambiguous else {}),
             "prediction": prediction,
             "correct": (prediction in prepared.gold) if prepared.gold else None,
             # one-hot on the chosen option: a reply gives no probabilities (reports show none, and no calibration)

@@ -116,6 +116,13 @@ KINDS: dict[str, Kind] = {
         "answers had no part the task's extraction could read ({example})",
         "they were scored as wrong: the number measures the reply format, not the answers",
     ),
+    "ambiguous_letter": Kind(
+        WARN_SHARE,
+        "lettered replies name more than one option, or a letter and an option text that disagree ({example})",
+        "each was read by kinds/letter_reading.py's order (an answer cue's letter, a leading letter, the option's "
+        "text, the first other letter): the reply does not settle which option the model meant, so its score is "
+        "the reader's guess (samples.jsonl 'ambiguous')",
+    ),
     "one_letter": Kind(
         ALWAYS,
         "lettered replies all named option {example}",
@@ -261,7 +268,11 @@ class OutcomeTally:
             self._judged(record)
             if record.get("mc_format") == "generate" and "extracted" in record:
                 self._count("no_letter").add(record["extracted"] is None)
-                continue  # a lettered reply is read from its first tokens, whatever follows
+                ambiguous = record.get("ambiguous")
+                text = record.get("generation")
+                shown = f"{_shown(text) if isinstance(text, str) else ''}: {ambiguous}"
+                self._count("ambiguous_letter").add(isinstance(ambiguous, str), shown)
+                continue  # a lettered reply is read by kinds/letter_reading.py, whatever else it holds
             if isinstance(record.get("finish_reason"), str) and isinstance(record.get("generation"), str):
                 cut = record["finish_reason"] == "length"
                 self._count("at_limit").add(cut, _shown(record["generation"]))

@@ -361,7 +361,9 @@ def test_gen_kwargs_on_lm_eval_tasks_that_generate_nothing_is_refused(quiz, tiny
 
     folder, mapping = quiz
     tasks = load_tasks([folder / "quiz_plain.yaml"], options={"lmeval_data": mapping})
-    with pytest.raises(ProctorError, match=r"--gen-kwargs/--seed has no meaning.*quiz_plain.*generates text"):
+    with pytest.raises(
+        ProctorError, match=r"generation settings given \(max_tokens\) have no meaning.*quiz_plain.*generates text"
+    ):
         evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(gen_kwargs={"max_tokens": 3}))
     with pytest.raises(ProctorError, match=r"--gen-kwargs num_beams is not applied.*quiz_plain"):
         evaluate(tasks, tiny_model, output_dir=tmp_path / "run", overrides=RunOverrides(gen_kwargs={"num_beams": 2}))
