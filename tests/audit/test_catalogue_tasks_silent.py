@@ -2,10 +2,10 @@
 audit must not speak where the task is right. Each case is a shape a rule once misread: LAMBADA's one
 continuation scored by greedy match (its passage holds the word by design), Winogrande's contexts as choices
 (lm-eval's ``multiple_input``: one continuation after each option's sentence), ARC-Challenge's genotype choices
-that differ in case only ('Cc or cc' / 'CC or Cc'; 'rr' / 'Rr' / 'RR' under a question writing 'RR' and 'rr'), OpenBookQA's answer 'none'. LAMBADA's one true finding (its file
-repeats a passage) and OpenBookQA's ('all of these' scored with no options listed) must still be given, and the
-native cases below pair each right shape with a broken twin the rule must still name ('Paris' / 'PARIS', Python's
-'None')."""
+that differ in case only ('Cc or cc' / 'CC or Cc'; 'rr' / 'Rr' / 'RR' under a question writing 'RR' and 'rr'),
+OpenBookQA's answer 'none'. LAMBADA's one true finding (its file repeats a passage) and OpenBookQA's ('all of
+these' scored with no options listed) must still be given, and the native cases below pair each right shape with
+a broken twin the rule must still name ('Paris' / 'PARIS', Python's 'None')."""
 
 from __future__ import annotations
 
