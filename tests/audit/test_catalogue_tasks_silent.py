@@ -2,10 +2,10 @@
 audit must not speak where the task is right. Each case is a shape a rule once misread: LAMBADA's one
 continuation scored by greedy match (its passage holds the word by design), Winogrande's contexts as choices
 (lm-eval's ``multiple_input``: one continuation after each option's sentence), ARC-Challenge's genotype choices
-that differ in case only ('Cc or cc' / 'CC or Cc'), OpenBookQA's answer 'none'. LAMBADA's one true finding (its file
-repeats a passage) and OpenBookQA's ('all of these' scored with no options listed) must still be given, and the
-native cases below pair each right shape with a broken twin the rule must still name ('Paris' / 'PARIS', Python's
-'None')."""
+that differ in case only ('Cc or cc' / 'CC or Cc'; 'rr' / 'Rr' / 'RR' under a question writing 'RR' and 'rr'),
+OpenBookQA's answer 'none'. LAMBADA's one true finding (its file repeats a passage) and OpenBookQA's ('all of
+these' scored with no options listed) must still be given, and the native cases below pair each right shape with
+a broken twin the rule must still name ('Paris' / 'PARIS', Python's 'None')."""
 
 from __future__ import annotations
 
@@ -64,6 +64,47 @@ def test_choices_that_differ_in_case_only_are_one_choice_unless_the_case_is_the_
     duplicates = [line for line in lines if "[choices.duplicate]" in line]
     assert len(duplicates) == 1 and "row 2," in duplicates[0] and "'Paris' / 'PARIS'" in duplicates[0], lines
     assert not any("[target.ambiguous]" in line and "row 1," in line for line in lines), lines
+
+
+ROLL = (
+    "The ability to roll the tongue is coded by the dominant allele R. The inability is coded by the recessive "
+    "allele r. A man with an RR allele combination has a child with a woman with an rr allele combination. "
+    "Which allele combination could occur in the child?"
+)
+
+
+def test_genotypes_whose_case_is_the_answer_are_two_choices_and_a_plain_case_change_is_one(tmp_path, capsys):
+    """ARC-Challenge's test rows Mercury_7238945 (choices 'R', 'rr', 'Rr', 'RR': the question writes 'RR' and 'rr'
+    as distinct words) and Mercury_400752 ('100% Rr' / '100% rr' under a question naming both): case is the
+    answer. 'Paris' / 'PARIS' under a question that writes neither twice is still one choice, listed twice."""
+    rows = [
+        {"id": "r1", "q": ROLL, "choices": ["R", "rr", "Rr", "RR"], "label": 2},
+        {
+            "id": "r2",
+            "q": "When crossing parents with genotypes Rr and rr, what are the offspring's genotypes?",
+            "choices": ["75% Rr, 25% rr", "50% Rr, 50% rr", "100% Rr", "100% rr"],
+            "label": 1,
+        },
+        {
+            "id": "r3",
+            "q": "Which city is the capital of France, Paris or Lyon?",
+            "choices": ["Paris", "PARIS", "Rome", "Oslo"],
+            "label": 1,
+        },
+        *[
+            {"id": f"g{i}", "q": f"Question {i}?", "choices": ["red", "green", "blue", "grey"], "label": i % 4}
+            for i in range(4, 9)
+        ],
+    ]
+    task = (
+        "name: quiz\nkind: multiple_choice\ndata: {path: data.jsonl, id: id}\n"
+        'prompt: "{{ q }}\\nAnswer:"\nchoices: "{{ choices }}"\ntarget: "{{ label }}"\n'
+    )
+    lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    duplicates = [line for line in lines if "[choices.duplicate]" in line]
+    assert len(duplicates) == 1 and "row 3," in duplicates[0] and "'Paris' / 'PARIS'" in duplicates[0], lines
+    ambiguous = [line for line in lines if "[target.ambiguous]" in line]
+    assert len(ambiguous) == 1 and "row 3," in ambiguous[0] and "choice 1 ('PARIS')" in ambiguous[0], lines
 
 
 @pytest.mark.parametrize(("choice", "named"), [("none", False), ("None", True), ("nan", True), ("NA", True)])

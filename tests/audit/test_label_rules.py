@@ -245,6 +245,32 @@ def test_an_lmeval_digit_target_read_as_another_index(tmp_path, monkeypatch, cap
     assert code == 0 and "target.ambiguous" not in findings(text), text
 
 
+def test_an_lmeval_integer_index_field_rendered_as_text_is_its_own_index(tmp_path, monkeypatch, capsys):
+    """cais/mmlu's ``doc_to_target: "{{answer}}"``: the digit rendered is the int index the field holds (lm-eval
+    reads it back as meant), even where it spells another choice's text ('2' among numeric choices)."""
+    pytest.importorskip("lm_eval")
+    mixed = [
+        {"question": "What is 1 + 1?", "choices": ["1", "2", "3", "4"], "label": 1},  # '1' is choice 0's text
+        {"question": "What is 3 - 1?", "choices": ["0", "1", "2", "3"], "label": 2},
+        {"question": "Which is a colour?", "choices": ["dog", "red", "sky", "run"], "label": 1},
+        {"question": "Which is a fruit?", "choices": ["pear", "car", "hat", "cup"], "label": 0},
+        {"question": "What is 2 + 2?", "choices": ["2", "3", "4", "5"], "label": 2},  # '2' is choice 0's text
+    ]
+    write(
+        tmp_path,
+        {"quiz.yaml": lmeval_quiz('"Q: {{question}}\\nA:"', "choices", '"{{label}}"'), "test.jsonl": rows(*mixed)},
+    )
+    code, text = validate(tmp_path, ["quiz.yaml"], capsys, monkeypatch)
+    assert code == 0 and "target.ambiguous" not in findings(text), text
+    # the broken twin: a column of numeric answers (each row's value one of its choices' texts), read as an index
+    values = [{**r, "choices": ["1", "2", "3", "4"], "label": v} for r, v in zip(mixed, [2, 1, 3, 1, 2])]
+    write(tmp_path, {"test.jsonl": rows(*values)})
+    code, text = validate(tmp_path, ["quiz.yaml"], capsys, monkeypatch)
+    line = next(line for line in text.splitlines() if "[target.ambiguous]" in line)
+    assert "row 0, field 'doc_to_target'" in line, line
+    assert "the text '2', which lm-eval reads as choice index 2 ('3'); '2' is choice 1's text" in line, line
+
+
 def test_seahelm_examples_that_are_evaluated_rows(tmp_path, monkeypatch, capsys):
     """SEA-HELM shows a base model the first examples of a task's 'examples' split: the dialect's rule reads them
     before any model loads; examples of their own give nothing."""

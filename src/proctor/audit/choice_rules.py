@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Iterator, Sequence
 
 from proctor.audit import listed_choices
+from proctor.audit.case_words import case_is_meaning
 from proctor.audit.probe_rows import MIN_ROWS
 from proctor.audit.setting_rules import scores_one_continuation
 from proctor.audit.subject import AuditSubject, loose, near, reads_alike
@@ -13,8 +14,18 @@ from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
 
 
+def _one_answer(subject: AuditSubject, row: int, first: int, second: int) -> bool:
+    """Whether a row's two choices that ``loose`` makes one are one answer to a reader: alike up to a plain change
+    of case, where the row does not use case as meaning ('rr' / 'Rr' under a question about 'RR' and 'rr')."""
+    choices = subject.samples[row].choices
+    if not reads_alike(choices[first], choices[second]):
+        return False
+    return choices[first] == choices[second] or not case_is_meaning(first, second, choices, subject.prompt_texts[row])
+
+
 def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
+    for row in subject.scan.choice_collisions:
+        sample = subject.samples[row]
         choices = sample.choices
         if len(choices) < 2:
             continue
@@ -23,7 +34,7 @@ def duplicate_choices(subject: AuditSubject) -> Iterator[Hit]:
             continue
         seen: dict[str, int] = {}
         for i, key in enumerate(keys):
-            if key in seen and reads_alike(choices[i], choices[seen[key]]):
+            if key in seen and _one_answer(subject, row, seen[key], i):
                 j = seen[key]
                 how = "the same text" if choices[i] == choices[j] else "the same text up to case and whitespace"
                 yield subject.at_row(
@@ -123,18 +134,15 @@ def few_scored(subject: AuditSubject) -> Iterator[Hit]:
 
 
 def ambiguous_target(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in (subject.samples[i] for i in subject.scan.choice_collisions):
+    for row in subject.scan.choice_collisions:
+        sample = subject.samples[row]
         if not sample.gold:
             continue
         keys = [loose(c) for c in sample.choices]
         counts = Counter(keys)
         for g in sample.gold:
             if counts[keys[g]] > 1:
-                others = [
-                    i
-                    for i, k in enumerate(keys)
-                    if k == keys[g] and i != g and reads_alike(sample.choices[i], sample.choices[g])
-                ]
+                others = [i for i, k in enumerate(keys) if k == keys[g] and i != g and _one_answer(subject, row, g, i)]
                 if not others:
                     continue
                 yield subject.at_row(

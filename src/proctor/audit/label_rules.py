@@ -267,9 +267,31 @@ def _lmeval_target_texts(subject: AuditSubject, positions: Sequence[int]) -> lis
     return out
 
 
+def _index_field(subject: AuditSubject) -> bool:
+    """Whether lm-eval's ``doc_to_target`` gives an integer field as it is (``{{answer}}``, cais/mmlu's ClassLabel
+    index 0-3): the digit it renders is the index the field holds, which lm-eval reads back as meant. An index
+    field: every document's value an int within its row's choices, and in some row not a choice's text (a column
+    of numeric answers, each one of its row's choices, is a text the digit only spells)."""
+    config = getattr(getattr(subject.handler, "task", None), "config", None)
+    template = getattr(config, "doc_to_target", None)
+    read = _read_field(template) if isinstance(template, str) else None
+    docs = getattr(subject.handler, "docs", None)
+    if read is None or set(read[1]) - {"int", "string", "trim"} or not isinstance(docs, list):
+        return False
+    if len(docs) != len(subject.samples):
+        return False
+    spelled_only = True
+    for (_, doc), sample in zip(docs, subject.samples):
+        value = doc.get(read[0]) if isinstance(doc, dict) else None
+        if type(value) is not int or not 0 <= value < len(sample.choices):
+            return False
+        spelled_only = spelled_only and str(value) in (c.strip() for c in sample.choices)
+    return not spelled_only
+
+
 def digit_text_as_index(subject: AuditSubject) -> Iterator[Hit]:
     """lm-eval reads a ``doc_to_target`` that renders a digit ('2') as choice index 2: where '2' is another
-    choice's text, the gold is that other choice."""
+    choice's text, the gold is that other choice (unless the digit is an index field's own value)."""
     samples = subject.samples
     texts = _lmeval_target_texts(subject, range(min(len(samples), PROBE_ROWS)))
     if not texts:
@@ -279,7 +301,7 @@ def digit_text_as_index(subject: AuditSubject) -> Iterator[Hit]:
         choices = [c.strip() for c in samples[i].choices]
         return text.strip().isdigit() and text.strip() in choices and choices.index(text.strip()) != int(text)
 
-    if not any(misread(i, t) for i, t in texts):
+    if not any(misread(i, t) for i, t in texts) or _index_field(subject):
         return
     if len(samples) > PROBE_ROWS:
         texts = _lmeval_target_texts(subject, range(len(samples))) or texts

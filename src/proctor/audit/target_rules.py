@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from proctor.audit.continuation_rules import prespaced_choices
 from proctor.audit.fallback import first_found
 from proctor.audit.probe_rows import PROBE_ROWS
+from proctor.audit.reference_comparison import comparisons
 from proctor.audit.setting_rules import (
     CONTEXT_FIELDS,
     GLUED_SHARE,
@@ -105,11 +106,6 @@ def answer_key(text: str) -> str:
     return SQUAD(text)
 
 
-def _empty_answer(text: str) -> bool:
-    """Empty as exact match and F1 compare answers (the metric's own normalisation)."""
-    return not SQUAD(text)
-
-
 def _never_empty(subject: AuditSubject) -> bool:
     """Whether no answer the extraction reads normalises to the empty text but an option letter ('A', read as an
     article, where 'A' is the reference): a regex with no fallback that reads nothing, or one letter, out of the
@@ -149,16 +145,19 @@ def empty_reference(subject: AuditSubject) -> Iterator[Hit]:
             return
     if _never_empty(subject):
         return  # 'A' is empty once normalised (an article), but no answer read by the regex is
+    # each of the task's own comparisons: lm-eval's exact_match keeps the article 'A' that SQuAD's drops
+    compared = comparisons(subject)
     for sample in subject.samples:
         if sample.choices or sample.text is not None:
             continue
-        blank = [i for i, r in enumerate(sample.references) if _empty_answer(r)]
+        # any one empty reference is matched by an empty answer (a row scores its best-matching reference)
+        blank = [(i, c) for i, r in enumerate(sample.references) for c in compared if c.empty(r)]
         if blank:
+            i, comparison = blank[0]
             yield subject.at_row(
                 sample.sample,
-                f"reference {blank[0]} is empty ({sample.references[blank[0]]!r}) once answers are normalised as "
-                "exact match and F1 normalise them (punctuation and articles dropped): an empty or cut-off answer "
-                "matches it",
+                f"reference {i} is empty ({sample.references[i]!r}) once answers are normalised "
+                f"{comparison.how}: an empty or cut-off answer matches it",
                 "target",
             )
 

@@ -21,6 +21,7 @@ import unicodedata
 from typing import Iterator
 
 from proctor.audit.metric_rules import metric_names
+from proctor.audit.reference_comparison import Comparison, comparisons
 from proctor.audit.source_rows import target_reads
 from proctor.audit.subject import INVISIBLE, AuditSubject
 from proctor.core.answer_normalisation import SQUAD
@@ -162,6 +163,23 @@ def _number_forms(subject: AuditSubject) -> Iterator[Hit]:
         )
 
 
+def _unwritable(reference: str, row: tuple[str, ...], compared_whole: bool, comparison: Comparison) -> tuple[str, str]:
+    """('odd' or 'formed', what no model writes) for a reference whose compared part no model writes; ('', '')
+    for one a model can write."""
+    scored = comparison.scored(reference)
+    if scored.isascii() and "<" not in scored:
+        return "", ""
+    key = comparison.normalise
+    visible, taken = _visible(scored, compared_whole)
+    if taken and visible.strip() and key(visible) != key(scored):
+        return "odd", taken
+    visible, taken = _form(scored)
+    # an alias in the form a model writes answers the row
+    if taken and visible.strip() and key(visible) not in {comparison.key(r) for r in row}:
+        return "formed", taken
+    return "", ""
+
+
 def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
     columns = subject.columns
     if columns.all_multiple_choice:
@@ -172,23 +190,19 @@ def unwritable_references(subject: AuditSubject) -> Iterator[Hit]:
     if joined.isascii() and "<" not in joined:
         return
     compared_whole = bool(metric_names(subject) & {"exact_match", "f1"})
+    # the metric's own comparison: what its regexes_to_ignore delete (a worked solution before '#### 20') is
+    # never compared, and its case and punctuation settings say what differs
+    comparison = comparisons(subject)[0]
     odd: list[tuple[int, str, str]] = []  # (sample position, reference, what no model writes)
     formed: list[tuple[int, str, str]] = []  # the same, for Unicode's form
     for i, row in enumerate(references):
         if columns.choices[i]:
             continue
-        for reference in row:
-            if reference.isascii() and "<" not in reference:
-                continue
-            visible, taken = _visible(reference, compared_whole)
-            if taken and visible.strip() and SQUAD(visible) != SQUAD(reference):
-                odd.append((i, reference, taken))
-                break
-            visible, taken = _form(reference)
-            # an alias in the form a model writes answers the row
-            if taken and visible.strip() and SQUAD(visible) not in {SQUAD(r) for r in row}:
-                formed.append((i, reference, taken))
-                break
+        found = [(reference, *_unwritable(reference, row, compared_whole, comparison)) for reference in row]
+        if not row or any(not kind for _, kind, _ in found):
+            continue  # a row is scored by its best-matching reference: one a model writes answers it
+        reference, kind, taken = next((f for f in found if f[1] == "odd"), found[0])
+        (odd if kind == "odd" else formed).append((i, reference, taken))
     if not odd and len(formed) * 10 >= len(references):
         odd = formed  # a stray row or two is the data's spelling; a tenth of them is how the data was made
     if odd:

@@ -241,7 +241,8 @@ def prepare_task(
         handler=handler,
         epochs=epochs,
         use_chat=use_chat,
-        choices_lead=audited is not prepared,  # the view rewrote the rows: their choices are contexts
+        # the view rewrote the rows' choices: they are contexts (lm-eval's multiple_input)
+        choices_lead=shows is not None and audited is not prepared and shows.audit_choices_lead,
     )
     findings = audit(subject, strict=strict_audit)
     if mc_format == "generate" and spec.kind == "multiple_choice":  # past 26 options: said now, not mid-run

@@ -102,8 +102,11 @@ class ReadsLocalFiles(Protocol):
 @runtime_checkable
 class ShowsAuditSamples(Protocol):
     """A handler whose prepared samples are not the rows as asked, and which shows the audit those (lm-eval's
-    ``multiple_input`` tasks: each choice a context, one continuation scored after each). It returns ``samples``
-    themselves where nothing needs rewriting: a new sequence tells the audit its choices lead the prompt."""
+    ``multiple_input`` tasks: each choice a context, one continuation scored after each; its recorded chat
+    messages, read as their contents). It returns ``samples`` themselves where nothing needs rewriting;
+    ``audit_choices_lead``, read after the call, tells the audit the choices it was shown lead the prompt."""
+
+    audit_choices_lead: bool
 
     def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]: ...
 

@@ -1,4 +1,13 @@
-"""What the audit reads of an lm-eval task whose choices are contexts (``multiple_input``: Winogrande's partial
+"""What the audit reads of an lm-eval task: under the chat template, each prompt as its messages' contents; and
+the rows of a task whose choices are contexts.
+
+Under ``--chat-template on`` lm-eval's requests are built before a model loads, so each context is a marker
+holding the chat messages as JSON (``chat.recorder``), which the run renders with the model's template later.
+Read as text, JSON's escapes ('\\n', '\\"') are what the audit would see in every prompt: escapes written out,
+no option at a line's start, a field's quoted text missing. The audit reads the messages' contents joined by
+line breaks instead (``chat_contents``), as it reads a native task's chat prompt (``Prompt.plain_text``).
+
+A task whose choices are contexts (``multiple_input``: Winogrande's partial
 scoring). lm-eval scores one continuation after each choice's context, and its gold is ``doc_to_text``'s index;
 the samples the runner keeps carry the first context as the prompt and the one continuation once per choice, with
 a gold that is a placeholder (lm-eval's own ``process_results`` scores). Read as they are, every row would list
@@ -13,7 +22,47 @@ import dataclasses
 import os
 from typing import Any, Sequence
 
+from proctor.dialects.lmeval.chat import recorded
 from proctor.prompts.builder import PreparedSample, Prompt
+
+
+def _recorded_messages(text: object) -> list[tuple[str, str]] | None:
+    """The (role, content) pairs a recorded chat context holds; None for any other text."""
+    chat = recorded(text)
+    messages = chat.get("messages") if isinstance(chat, dict) else None
+    if not isinstance(messages, list):
+        return None
+    return [
+        (str(m.get("role")), m["content"])
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("content"), str)
+    ]
+
+
+def _as_asked(prompt: Prompt) -> Prompt | None:
+    """``prompt`` with its recorded chat context read as the messages it holds: the context is the prompt's text,
+    or (the run's chat setting wraps it) one message's content; None where it holds none."""
+    if prompt.messages is None:
+        found = _recorded_messages(prompt.text)
+        return None if found is None else dataclasses.replace(prompt, text=None, messages=tuple(found))
+    expanded: list[tuple[str, str]] = []
+    for role, content in prompt.messages:
+        found = _recorded_messages(content)
+        expanded.extend([(role, content)] if found is None else found)
+    return dataclasses.replace(prompt, messages=tuple(expanded)) if expanded != list(prompt.messages) else None
+
+
+def chat_contents(samples: Sequence[PreparedSample]) -> Sequence[PreparedSample] | None:
+    """``samples`` with each recorded chat context (``chat.recorder``'s marker) read as its messages, whose
+    contents the rules read joined by line breaks (``Prompt.plain_text``); None where no prompt holds one (every
+    run without the chat template)."""
+    viewed = []
+    changed = False
+    for sample in samples:
+        prompt = _as_asked(sample.prompt)
+        viewed.append(sample if prompt is None else dataclasses.replace(sample, prompt=prompt))
+        changed = changed or prompt is not None
+    return viewed if changed else None
 
 
 def contexts_as_choices(

@@ -349,11 +349,16 @@ class _LmEvalRunner:
         source = str(self.leaf.source) if self.leaf.source else None
         return evaluated_split(self.leaf.config, source, self._handed)
 
-    def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]:
-        """The samples as the audit reads them: a task whose choices are contexts, as asked (``audit_view.py``)."""
-        from proctor.dialects.lmeval.audit_view import contexts_as_choices
+    audit_choices_lead = False  # whether the samples last shown to the audit have contexts for choices
 
-        return contexts_as_choices(getattr(self, "task", None), self.docs, samples)
+    def audit_samples(self, samples: Sequence[Any]) -> Sequence[Any]:
+        """The samples as the audit reads them: recorded chat messages as their contents, a task whose choices are
+        contexts as asked (``audit_view.py``)."""
+        from proctor.dialects.lmeval.audit_view import chat_contents, contexts_as_choices
+
+        viewed = contexts_as_choices(getattr(self, "task", None), self.docs, samples)
+        self.audit_choices_lead = viewed is not samples
+        return chat_contents(viewed) or viewed
 
     def result_extras(self) -> dict:
         """``kinds/capabilities.ResultExtras``: the few-shot count lm-eval's task used (its YAML, or --num-fewshot)
