@@ -157,6 +157,37 @@ def test_choices_not_the_listed_labels(tmp_path: Path, capsys: Any, choices: str
     assert not _hits(tmp_path / "good", capsys, twin, "prompt.options-listed-wrong", **data)
 
 
+# flan MMLU's form: a 'Q:'/'A:' dialogue whose options stand in parentheses on one line (FP-003 of fp14)
+FLAN = "Q: {{ question }}\n(A) {{ A }} (B) {{ B }} (C) {{ C }} (D) {{ D }}\nA:"
+
+
+@pytest.mark.parametrize(
+    ("choices", "listed"),
+    [
+        pytest.param("['(A)', '(B)', '(C)', '(D)']", None, id="parenthesised-letters-inline"),
+        pytest.param("[' A', ' B', ' C', ' D']", None, id="bare-letters-inline"),
+        pytest.param("[' 1', ' 2', ' 3', ' 4']", "A, B, C, D", id="numbers-under-inline-letters"),
+    ],
+)
+def test_inline_listing_in_a_cue_dialogue(tmp_path: Path, capsys: Any, choices: str, listed: str | None) -> None:
+    """The labels of an inline '(A) x (B) y' listing, never the dialogue's 'Q:' and 'A:' cues: choices '(A)'..'(D)'
+    are the listed labels, and ' 1'..' 4' under the same listing are still named, with the labels it lists."""
+    data = {"data.jsonl": jsonl_text(MMLU)}
+    hits = _hits(tmp_path, capsys, _mc(FLAN, choices, "{{ answer }}"), "prompt.options-listed-wrong", **data)
+    if listed is None:
+        assert not hits, hits
+    else:
+        assert len(hits) == 1 and f"lists the options under {listed} and" in hits[0], hits
+        assert "in 12 of the 12 rows read" in hits[0], hits
+
+
+def test_cue_prefixes_are_no_listing(tmp_path: Path, capsys: Any) -> None:
+    """'Q: text' and 'A: text' lines are a dialogue's cues; a stray '(3)' is no run: nothing is listed, no finding."""
+    rows = [{**row, "question": f"Q: {row['question']} (3)\nA: the organ"} for row in MMLU]
+    task = _mc("{{ question }}\nA:", "[' 1', ' 2', ' 3', ' 4']", "{{ answer }}")
+    assert not _hits(tmp_path, capsys, task, "prompt.options-listed-wrong", **{"data.jsonl": jsonl_text(rows)})
+
+
 def test_asks_for_the_letter_scores_the_texts(tmp_path: Path, capsys: Any) -> None:
     data = {"data.jsonl": jsonl_text(MMLU)}
     asks = LISTED.replace("\nAnswer:", "\nAnswer with the letter of the correct option.\nAnswer:")
