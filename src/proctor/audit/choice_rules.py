@@ -101,8 +101,23 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
     )
 
 
+# metrics that read each row's distribution over its choices: a task scored by them reports the distributions,
+# whether or not a row has a right answer
+DISTRIBUTION_METRICS = frozenset({"distribution_acc"})
+
+
+def _distributions_by_design(subject: AuditSubject) -> bool:
+    """A dialect's task whose unscored value is its format's documented one and whose output is the distributions:
+    probsem's `expected: -1` ("no gold: the sample gets its distribution", docs/probsem.md), an opinion question's
+    suite. Not a native task: its file sets ``unscored_target`` itself, and every row on it is a mistake to name.
+    (The run still says the accuracy is not a number: engine/task_warnings.warn_not_numbers.)"""
+    return not subject.templated and any(m.name in DISTRIBUTION_METRICS for m in subject.spec.metrics)
+
+
 def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
     """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
+    if _distributions_by_design(subject):
+        return
     columns = subject.columns
     if columns.choice_counts.any() and not columns.any_scored_multiple_choice():  # told in C, column by column
         yield subject.at_line(
