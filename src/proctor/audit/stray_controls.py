@@ -13,16 +13,14 @@ from proctor.audit.subject import AuditSubject
 from proctor.core.audit import Hit
 
 CR_SHARE = 0.5  # of the rows read: a carriage return the data carries in most rows, not one row's accident
-
-
 BOM = "\ufeff"
 
 
 def _opens_with_bom(text: str, document: Mapping[str, Any]) -> bool:
     """Whether U+FEFF stands where a file's byte-order mark lands when files are joined: at the prompt's start, right
     after a line break, or at the start of one of the row's fields. Inside a line it is U+FEFF's other use, a
-    zero-width no-break space (Wikipedia's coordinates in BoolQ's passages: '98°17′W\ufeff / \ufeff30.567°N'):
-    ordinary text, not damage."""
+    zero-width no-break space (Wikipedia's coordinates in BoolQ's passages put one on either side of the ' / ' in
+    '98°17′W / 30.567°N'): ordinary text, not damage."""
     if text.startswith(BOM) or "\n" + BOM in text:
         return True
     values = (x for v in document.values() for x in (v if isinstance(v, (list, tuple)) else (v,)))
