@@ -181,9 +181,19 @@ def test_inline_listing_in_a_cue_dialogue(tmp_path: Path, capsys: Any, choices: 
         assert "in 12 of the 12 rows read" in hits[0], hits
 
 
-def test_cue_prefixes_are_no_listing(tmp_path: Path, capsys: Any) -> None:
-    """'Q: text' and 'A: text' lines are a dialogue's cues; a stray '(3)' is no run: nothing is listed, no finding."""
-    rows = [{**row, "question": f"Q: {row['question']} (3)\nA: the organ"} for row in MMLU]
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param("Q: {q} (3)\nA: the organ", id="cue-prefixes-and-a-stray-label"),
+        # MMLU abstract algebra: numbers in parentheses inside the question, numbers as the answers (0, 4, 2, 6)
+        pytest.param("Find the degree of Q(sqrt(2), sqrt(3)) over Q, {q}", id="arguments-in-parentheses"),
+        pytest.param("{q} Take f(1) and f(2) first.", id="function-values"),
+    ],
+)
+def test_cue_prefixes_and_parentheses_in_a_question_are_no_listing(tmp_path: Path, capsys: Any, question: str) -> None:
+    """'Q: text' and 'A: text' lines are a dialogue's cues, a stray '(3)' is no run, and '(2)' written against a word
+    ('sqrt(2)', 'f(1)') labels nothing: the prompt lists no options, so answers ' 1'..' 4' are not compared."""
+    rows = [{**row, "question": question.format(q=row["question"])} for row in MMLU]
     task = _mc("{{ question }}\nA:", "[' 1', ' 2', ' 3', ' 4']", "{{ answer }}")
     assert not _hits(tmp_path, capsys, task, "prompt.options-listed-wrong", **{"data.jsonl": jsonl_text(rows)})
 

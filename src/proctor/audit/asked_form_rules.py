@@ -27,8 +27,11 @@ TEXT_WORDS = 2  # choices of this many words or more (median) are option texts, 
 # (a listing under 'Ａ' against choices ' A' is what it reports), and no lower case, so that a line opening
 # with 'e.g.' or 'i.e.' is not read as options 'e' and 'i' the choices lack (a finding where none is due).
 _LISTED = re.compile(r"^[ \t]*[(（]?([A-Z0-9Ａ-Ｚ０-９])([.)．）:：])[ \t]*\S", re.MULTILINE)
-# the same labels in parentheses inside a line: flan MMLU's "(A) x (B) y (C) z (D) w" lists the options on one line
-_INLINE = re.compile(r"[(（]([A-Z0-9Ａ-Ｚ０-９])[)）]")
+# the same labels in parentheses inside a line: flan MMLU's "(A) x (B) y (C) z (D) w" lists the options on one line.
+# Each stands alone (a space or the line's start before it, a space and text after): 'sqrt(2), sqrt(3)' or 'f(1)'
+# in a question lists nothing
+_INLINE = re.compile(r"(?:^|(?<=\s))[(（]([A-Z0-9Ａ-Ｚ０-９])[)）](?=[ \t]+\S)")
+_FIRST_LABELS = "A01Ａ０１"  # an inline listing counts up from its first label
 # a question/answer dialogue's cues ("Q: ...", "A:"), which open lines with a letter and a colon and list nothing
 _CUE_DIALOGUE = re.compile(r"^[ \t]*Q[:：]", re.MULTILINE)
 # an instruction to answer with the option's letter or number
@@ -69,7 +72,7 @@ def listed_labels(text: str) -> list[str]:
     ]
     for line in re.finditer(r"[^\n]+", text):
         inline = list(_INLINE.finditer(line.group()))
-        if len(inline) >= 2:
+        if len(inline) >= 2 and inline[0].group(1) in _FIRST_LABELS:
             found += [(line.start() + m.start(1), m.group(1)) for m in inline]
     return _runs([label for _, label in sorted(set(found))])
 
