@@ -157,6 +157,47 @@ def test_choices_not_the_listed_labels(tmp_path: Path, capsys: Any, choices: str
     assert not _hits(tmp_path / "good", capsys, twin, "prompt.options-listed-wrong", **data)
 
 
+# flan MMLU's form: a 'Q:'/'A:' dialogue whose options stand in parentheses on one line (FP-003 of fp14)
+FLAN = "Q: {{ question }}\n(A) {{ A }} (B) {{ B }} (C) {{ C }} (D) {{ D }}\nA:"
+
+
+@pytest.mark.parametrize(
+    ("choices", "listed"),
+    [
+        pytest.param("['(A)', '(B)', '(C)', '(D)']", None, id="parenthesised-letters-inline"),
+        pytest.param("[' A', ' B', ' C', ' D']", None, id="bare-letters-inline"),
+        pytest.param("[' 1', ' 2', ' 3', ' 4']", "A, B, C, D", id="numbers-under-inline-letters"),
+    ],
+)
+def test_inline_listing_in_a_cue_dialogue(tmp_path: Path, capsys: Any, choices: str, listed: str | None) -> None:
+    """The labels of an inline '(A) x (B) y' listing, never the dialogue's 'Q:' and 'A:' cues: choices '(A)'..'(D)'
+    are the listed labels, and ' 1'..' 4' under the same listing are still named, with the labels it lists."""
+    data = {"data.jsonl": jsonl_text(MMLU)}
+    hits = _hits(tmp_path, capsys, _mc(FLAN, choices, "{{ answer }}"), "prompt.options-listed-wrong", **data)
+    if listed is None:
+        assert not hits, hits
+    else:
+        assert len(hits) == 1 and f"lists the options under {listed} and" in hits[0], hits
+        assert "in 12 of the 12 rows read" in hits[0], hits
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param("Q: {q} (3)\nA: the organ", id="cue-prefixes-and-a-stray-label"),
+        # MMLU abstract algebra: numbers in parentheses inside the question, numbers as the answers (0, 4, 2, 6)
+        pytest.param("Find the degree of Q(sqrt(2), sqrt(3)) over Q, {q}", id="arguments-in-parentheses"),
+        pytest.param("{q} Take f(1) and f(2) first.", id="function-values"),
+    ],
+)
+def test_cue_prefixes_and_parentheses_in_a_question_are_no_listing(tmp_path: Path, capsys: Any, question: str) -> None:
+    """'Q: text' and 'A: text' lines are a dialogue's cues, a stray '(3)' is no run, and '(2)' written against a word
+    ('sqrt(2)', 'f(1)') labels nothing: the prompt lists no options, so answers ' 1'..' 4' are not compared."""
+    rows = [{**row, "question": question.format(q=row["question"])} for row in MMLU]
+    task = _mc("{{ question }}\nA:", "[' 1', ' 2', ' 3', ' 4']", "{{ answer }}")
+    assert not _hits(tmp_path, capsys, task, "prompt.options-listed-wrong", **{"data.jsonl": jsonl_text(rows)})
+
+
 def test_asks_for_the_letter_scores_the_texts(tmp_path: Path, capsys: Any) -> None:
     data = {"data.jsonl": jsonl_text(MMLU)}
     asks = LISTED.replace("\nAnswer:", "\nAnswer with the letter of the correct option.\nAnswer:")

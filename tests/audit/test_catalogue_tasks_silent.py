@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import shared_path
+from tests.support.audit_inputs import lmeval_quiz
 from tests.support.validate_lines import audit_lines, jsonl_text
 
 pytestmark = pytest.mark.fast
@@ -119,3 +120,37 @@ def test_none_as_a_word_is_an_answer_and_none_as_python_writes_it_is_a_placehold
     )
     lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
     assert any("[choices.placeholder]" in line for line in lines) is named, lines
+
+
+# MMLU's "which of the statements I, II, III ...?" answered 'None' (fp14 FP-005; read as lm-eval reads MMLU: a
+# 'choices' list and an integer answer): the word "none of them" beside statement combinations; the same 'None'
+# where the row's source holds a null, or beside numbers or colours, is a value that went missing
+STATEMENTS = ["III only", "I and II only", "I, II, and III"]
+
+
+@pytest.mark.parametrize(
+    ("choices", "named"),
+    [
+        pytest.param(["None", *STATEMENTS], False, id="none-of-the-statements"),
+        pytest.param(["I only", "II only", "Both I and II", "None"], False, id="none-beside-both"),
+        pytest.param([None, *STATEMENTS], True, id="null-in-the-source"),  # a null column cast to 'None'
+        pytest.param(["None", "7", "6", "2"], True, id="none-beside-numbers"),
+        pytest.param(["Green", "None", "Yellow", "Blue"], True, id="none-beside-colours"),
+    ],
+)
+def test_none_beside_statement_combinations_is_an_answer(choices, named, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("lm_eval")
+    monkeypatch.chdir(tmp_path)  # lm-eval reads data_files from the working folder
+    rows = [
+        {"question": f"Which of statements I, II, III hold for case {i}?", **dict(zip("abcd", choices)), "answer": 1}
+        for i in range(6)
+    ]
+    # each field cast to text, as a task does that reads its options from columns: a null becomes 'None'
+    task = lmeval_quiz('"{{question}}\\nAnswer:"', '"{{[a|string, b|string, c|string, d|string]}}"', "answer")
+    files = {"quiz.yaml": task, "test.jsonl": jsonl_text(rows)}
+    lines = audit_lines(tmp_path, files, capsys, [str(tmp_path / "quiz.yaml")])
+    found = [line for line in lines if "[choices.placeholder]" in line]
+    assert len(found) == int(named), lines
+    if named:
+        assert "row 0, field 'choices'" in found[0], found
+        assert "(6 rows or places in all; the first is named)" in found[0], found

@@ -214,6 +214,39 @@ def test_probsem_prompt_file_demonstrating_another_format(
     assert "p/test.txt, field 'prompt'" in _named(lines, "fewshot.other-format"), lines
 
 
+# -- target.none: probsem's documented 'no gold' (fp14 FP-009) against a native task's unscored targets --------------
+
+NO_GOLD = [{"text": "Is writing with a model good?", "expected": -1}]
+NATIVE_NO_GOLD = (
+    "name: t\nkind: multiple_choice\ndata: data.jsonl\nprompt: '{{ query }}'\nchoices: '{{ choices }}'\n"
+    "target: '{{ gold }}'\nunscored_target: -1\nmetrics: [METRIC]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("case", "named"),
+    [
+        ("probsem: every context expected -1", False),  # docs/probsem.md: the sample gets its distribution
+        ("native: every target the unscored value, scored by acc", True),
+        ("native: every target the unscored value, scored by distribution_acc", True),
+    ],
+)
+def test_no_right_answer_by_design_or_by_mistake(
+    case: str, named: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if case.startswith("probsem"):
+        lines = audit_lines(tmp_path, _probsem(context=NO_GOLD), capsys, [str(tmp_path / "p")])
+    else:
+        rows = [{"query": q, "choices": c, "gold": -1} for q, c, _ in ARC_QUESTIONS]
+        task = NATIVE_NO_GOLD.replace("METRIC", case.rsplit(" ", 1)[-1])
+        lines = audit_lines(tmp_path, {"t.yaml": task, "data.jsonl": jsonl_text(rows)}, capsys)
+    if not named:
+        _silent(lines, "target.none")
+        return
+    line = _named(lines, "target.none")
+    assert f"none of the {len(ARC_QUESTIONS)} rows has a right answer" in line and "field 'target'" in line, line
+
+
 # -- data.missing-as-text: a use case's questions that are 'nan' -------------------------------------------------------
 
 

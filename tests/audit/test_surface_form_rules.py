@@ -75,6 +75,41 @@ def test_plain_choices_and_a_capital_at_random_are_silent(tmp_path, capsys):
     assert not _lines(tmp_path / "names", capsys, GOLD_FORM, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
 
 
+def _odd_rows(total: int, width: int, odd: int, on_gold: int) -> list[dict[str, Any]]:
+    """``total`` rows of ``width`` plain choices, the right one at every position in turn; in the first ``odd`` rows
+    one choice alone ends with a full stop: the right one in the first ``on_gold`` of them, else the next one."""
+    rows = []
+    for i in range(total):
+        label = i % width
+        options = [f"option {i} {chr(97 + k)}" for k in range(width)]
+        if i < odd:
+            k = label if i < on_gold else (label + 1) % width
+            options[k] += "."
+        rows.append({"id": f"q{i}", "q": f"Question {i}?", "options": options, "label": label})
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("total", "width", "odd", "on_gold", "named"),
+    [
+        # fp14 FP-007 (MMLU anatomy): 5 odd rows of 135, all the gold, is real text's chance (under 10 rows, 5%)
+        pytest.param(135, 4, 5, 5, False, id="five-odd-rows-of-135"),
+        pytest.param(135, 4, 12, 12, True, id="twelve-odd-rows-of-135"),
+        pytest.param(8, 4, 5, 5, True, id="most-of-a-small-task"),
+        # 8 of 10 on the gold of 3 choices: p = 0.0034, under 0.02 but not once the nine forms tried share it
+        pytest.param(200, 3, 10, 8, False, id="chance-over-the-forms-tried"),
+        pytest.param(200, 3, 10, 10, True, id="ten-of-ten-of-three"),
+    ],
+)
+def test_a_few_odd_rows_are_not_an_artefact(tmp_path, capsys, total, width, odd, on_gold, named):
+    rows = _odd_rows(total, width, odd, on_gold)
+    found = _lines(tmp_path, capsys, GOLD_FORM, {"t.yaml": MC_TASK, "data.jsonl": jsonl_text(rows)})
+    assert len(found) == int(named), found
+    if named:
+        assert f"('option 0 a.') in {on_gold} of the {odd} probed rows" in found[0], found
+        assert "data.jsonl, row 1," in found[0] and "field 'options'" in found[0], found
+
+
 LISTING_TASK = MC_TASK.replace('"{{ q }}\\nAnswer:"', '"{{ q }}\\n{% for o in options %}{{ o }}\\n{% endfor %}Answer:"')
 
 

@@ -481,8 +481,11 @@ def test_a_question_printed_twice_is_named(prompt, named, tmp_path, capsys):
     ("change", "where"),
     [
         (lambda i, q: "\ufeff" + q if i == 4 else q, "row 5, field 'prompt'"),
+        (lambda i, q: f"Read this.\n\ufeff{q}" if i == 2 else q, "row 3, field 'prompt'"),  # after a line break
         (lambda i, q: q + "\r", "row 1, field 'query'"),
         (lambda i, q: q, None),
+        # mid-line U+FEFF is a zero-width no-break space, as in BoolQ row 821's coordinates (fp14 FP-006)
+        (lambda i, q: q.replace(" ", " \ufeff/\ufeff ", 1) if i == 4 else q, None),
     ],
 )
 def test_a_byte_order_mark_or_carriage_returns_in_prompts_are_named(change, where, tmp_path, capsys):
@@ -490,6 +493,16 @@ def test_a_byte_order_mark_or_carriage_returns_in_prompts_are_named(change, wher
     lines = _lines(tmp_path, capsys, rows, prompt="{{ query }}\nAnswer:", choices="{{ choices }}", target="{{ gold }}")
     found = [x for x in lines if "[text.damaged]" in x]
     assert [where in x for x in found] == ([True] if where else []), lines
+
+
+def test_a_byte_order_mark_opening_a_field_mid_prompt_is_named(tmp_path, capsys):
+    """The row's field opens with U+FEFF (the joined file's first row): named though the prompt prints it mid-line."""
+    rows = [{**r, "query": "\ufeff" + r["query"]} if i == 3 else r for i, r in enumerate(QUIZ)]
+    lines = _lines(
+        tmp_path, capsys, rows, prompt="Q: {{ query }}\nAnswer:", choices="{{ choices }}", target="{{ gold }}"
+    )
+    found = [x for x in lines if "[text.damaged]" in x]
+    assert len(found) == 1 and "row 4, field 'prompt'" in found[0], lines
 
 
 def test_the_readers_own_file_fields_are_not_a_dropped_part(tmp_path, capsys):

@@ -26,7 +26,14 @@ TEXT_WORDS = 2  # choices of this many words or more (median) are option texts, 
 # rule compares the labels listed with the choices' own; it reads every capital, '0' and the full-width forms
 # (a listing under 'Ａ' against choices ' A' is what it reports), and no lower case, so that a line opening
 # with 'e.g.' or 'i.e.' is not read as options 'e' and 'i' the choices lack (a finding where none is due).
-_LISTED = re.compile(r"^[ \t]*[(（]?([A-Z0-9Ａ-Ｚ０-９])[.)．）:：][ \t]*\S", re.MULTILINE)
+_LISTED = re.compile(r"^[ \t]*[(（]?([A-Z0-9Ａ-Ｚ０-９])([.)．）:：])[ \t]*\S", re.MULTILINE)
+# the same labels in parentheses inside a line: flan MMLU's "(A) x (B) y (C) z (D) w" lists the options on one line.
+# Each stands alone (a space or the line's start before it, a space and text after): 'sqrt(2), sqrt(3)' or 'f(1)'
+# in a question lists nothing
+_INLINE = re.compile(r"(?:^|(?<=\s))[(（]([A-Z0-9Ａ-Ｚ０-９])[)）](?=[ \t]+\S)")
+_FIRST_LABELS = "A01Ａ０１"  # an inline listing counts up from its first label
+# a question/answer dialogue's cues ("Q: ...", "A:"), which open lines with a letter and a colon and list nothing
+_CUE_DIALOGUE = re.compile(r"^[ \t]*Q[:：]", re.MULTILINE)
 # an instruction to answer with the option's letter or number
 _ASKS_LABEL = re.compile(
     r"\b(?:answer|reply|respond|output|give|write|choose|select|pick)\b[^.\n]{0,40}?\bthe (letter|number)\b"
@@ -41,6 +48,35 @@ def _label(choice: str) -> str | None:
     return core if len(core) == 1 and core.isalnum() else None
 
 
+def _runs(labels: list[str]) -> list[str]:
+    """The labels that stand in a run of two or more consecutive ones ('A', 'B', 'C'; '1', '2'; 'Ａ', 'Ｂ'), in
+    the order first seen: a listing counts its labels up, where a lone 'Q' or a stray '3.' beside it lists nothing."""
+    kept: list[str] = []
+    run: list[str] = []
+    for label in dict.fromkeys(labels):
+        if run and ord(label) != ord(run[-1]) + 1:
+            kept += run if len(run) >= 2 else []
+            run = []
+        run.append(label)
+    return kept + (run if len(run) >= 2 else [])
+
+
+def listed_labels(text: str) -> list[str]:
+    """The labels a prompt lists its options under: one line each ("A. x", "(B) y"), or in parentheses on one line
+    ("(A) x (B) y", flan MMLU's form), never a question/answer dialogue's "Q:" and "A:" cues."""
+    dialogue = _CUE_DIALOGUE.search(text) is not None
+    found: list[tuple[int, str]] = [
+        (m.start(1), m.group(1))
+        for m in _LISTED.finditer(text)
+        if not (dialogue and m.group(1) in "QA" and m.group(2) in ":：")
+    ]
+    for line in re.finditer(r"[^\n]+", text):
+        inline = list(_INLINE.finditer(line.group()))
+        if len(inline) >= 2 and inline[0].group(1) in _FIRST_LABELS:
+            found += [(line.start() + m.start(1), m.group(1)) for m in inline]
+    return _runs([label for _, label in sorted(set(found))])
+
+
 def listed_labels_differ(subject: AuditSubject) -> Iterator[Hit]:
     """Single-label choices that are not the labels the prompt lists the options under."""
     if subject.spec.kind != "multiple_choice":
@@ -53,7 +89,7 @@ def listed_labels_differ(subject: AuditSubject) -> Iterator[Hit]:
         labels = [_label(c) for c in samples[i].choices]
         if len(labels) < 2 or not all(labels):
             continue
-        listed = list(dict.fromkeys(_LISTED.findall(texts[i])))
+        listed = listed_labels(texts[i])
         if len(listed) < 2:
             continue
         labelled += 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from proctor.audit import listed_choices
 from proctor.audit.case_words import case_is_meaning
+from proctor.audit.none_answers import answers_none_of_them, holds_null
 from proctor.audit.probe_rows import MIN_ROWS
 from proctor.audit.setting_rules import scores_one_continuation
+from proctor.audit.source_rows import documents
 from proctor.audit.subject import AuditSubject, loose, near, reads_alike
 from proctor.core.audit import AuditRule, Hit
 from proctor.prompts.builder import PreparedSample
@@ -85,10 +87,19 @@ def _placeholder(choice: str) -> bool:
     return key in PLACEHOLDERS and (key not in _WORDS_TOO or text in (_WORDS_TOO[key], text.upper()))
 
 
+def _word_none(choices: Sequence[str], at: int, document: Mapping[str, Any] | None) -> bool:
+    """Whether choice ``at`` ('None') is the answer "none of them" beside statement combinations (MMLU's 'III
+    only', 'I and II only'), in a row whose source holds no null (none_answers.py)."""
+    return choices[at].strip() == "None" and answers_none_of_them(at, choices) and not holds_null(document)
+
+
 def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
-    for sample in (subject.samples[i] for i in subject.scan.placeholder_choices):
+    rows = subject.scan.placeholder_choices
+    docs = documents(subject) if rows else ()
+    for row in rows:
+        sample = subject.samples[row]
         for i, choice in enumerate(sample.choices):
-            if _placeholder(choice):
+            if _placeholder(choice) and not _word_none(sample.choices, i, docs[row]):
                 yield subject.at_row(
                     sample.sample,
                     f"choice {i} is {choice!r}, what a CSV or pandas reader makes of a missing value: a choice "
@@ -96,11 +107,28 @@ def placeholder_choices(subject: AuditSubject) -> Iterator[Hit]:
                     "choices",
                 )
                 break
-    yield from listed_choices.placeholders(subject, PLACEHOLDERS)
+    yield from listed_choices.placeholders(
+        subject, PLACEHOLDERS, lambda r, at: _word_none(r.choices, at, r.sample.fields)
+    )
+
+
+# metrics that read each row's distribution over its choices: a task scored by them reports the distributions,
+# whether or not a row has a right answer
+DISTRIBUTION_METRICS = frozenset({"distribution_acc"})
+
+
+def _distributions_by_design(subject: AuditSubject) -> bool:
+    """A dialect's task whose unscored value is its format's documented one and whose output is the distributions:
+    probsem's `expected: -1` ("no gold: the sample gets its distribution", docs/probsem.md), an opinion question's
+    suite. Not a native task: its file sets ``unscored_target`` itself, and every row on it is a mistake to name.
+    (The run still says the accuracy is not a number: engine/task_warnings.warn_not_numbers.)"""
+    return not subject.templated and any(m.name in DISTRIBUTION_METRICS for m in subject.spec.metrics)
 
 
 def no_right_answer(subject: AuditSubject) -> Iterator[Hit]:
     """A multiple-choice task none of whose rows has a right answer: every accuracy is undefined."""
+    if _distributions_by_design(subject):
+        return
     columns = subject.columns
     if columns.choice_counts.any() and not columns.any_scored_multiple_choice():  # told in C, column by column
         yield subject.at_line(

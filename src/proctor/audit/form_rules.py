@@ -4,8 +4,9 @@ alone carries a mark, quotes, a capital or a word of its own (``gold_marks.py``)
 Log-likelihood and acc_norm then score the artefact, which marks (or handicaps) the answer in every row.
 
 Per probed row, a form (a feature of a choice's edges) is *odd* where one choice alone has it (or, of three or
-more, one alone lacks it); the rule speaks where, over the rows with an odd choice, it is the gold far more often
-than chance (one in the number of choices) would have it. A fixed set of choices (probsem's queries, a label set)
+more, one alone lacks it); the rule speaks where, over the rows with an odd choice (``ODD_ROWS`` of them, or
+``ODD_SHARE`` of the rows probed), it is the gold far more often than chance (one in the number of choices) would
+have it, at a threshold divided among the forms tried. A fixed set of choices (probsem's queries, a label set)
 in which one choice alone carries whitespace or a control character is named too: that one answer carries the
 artefact in every row.
 """
@@ -26,7 +27,12 @@ from proctor.core.audit import AuditRule, Hit
 FORM_PROBE_ROWS = 1000  # the form of a row's choices is cheap to read: a larger probe gives the test its power
 HEAD = 50  # the forms that no search skips are read in all probed rows only where one of these has the gold odd
 GOLD_SHARE = 0.75  # of the rows with an odd choice, the gold is it in at least this share
-CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely
+CHANCE = 0.02  # and chance (the odd choice at a random position) gives that share this rarely, over all forms tried
+# rows with an odd choice: at least this many, or this share of the probed rows. Real text has a few odd choices
+# by nature (MMLU anatomy: 5 of 135 rows, 4 with the gold alone ending in '.'): an artefact of the data's making
+# marks many rows, or most of a small task's
+ODD_ROWS = 10
+ODD_SHARE = 0.05
 _END_PUNCTUATION = ".!?;,:"
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
@@ -120,9 +126,11 @@ def gold_form(subject: AuditSubject) -> Iterator[Hit]:
         least, share = (gold_marks.STRICT_ROWS, gold_marks.STRICT_SHARE) if strict else (MIN_ROWS, GOLD_SHARE)
         if len(odd) < least or len(on_gold) < share * len(odd):
             continue
+        if len(odd) < ODD_ROWS and len(odd) < ODD_SHARE * len(rows):
+            continue  # a few odd rows among many: real text, not an artefact of the data's making
         chance = sum(1 / len(samples[r].choices) for r, _ in odd) / len(odd)
-        if _tail(len(on_gold), len(odd), chance) > CHANCE:
-            continue
+        if _tail(len(on_gold), len(odd), chance) > CHANCE / len(_ORDER):
+            continue  # each form tried is one more chance to find a pattern by luck (Bonferroni)
         first = samples[on_gold[0]]
         text = first.choices[first.gold[0]]
         # the right choice is the odd one by having the form, or (of three or more) by lacking it

@@ -87,11 +87,14 @@ def empty(subject: AuditSubject) -> Iterator[Hit]:
             )
 
 
-def placeholders(subject: AuditSubject, missing: frozenset[str]) -> Iterator[Hit]:
+def placeholders(
+    subject: AuditSubject, missing: frozenset[str], word: Callable[[RowChoices, int], bool]
+) -> Iterator[Hit]:
     """Rows listing a choice that reads as a missing value ('None', 'nan': ``missing``, case-folded) read back as
-    text (``choices.placeholder``)."""
+    text (``choices.placeholder``), unless ``word`` says the row's choice is a word there (MMLU's 'None' beside
+    'III only')."""
     for row in subject.listed_choices:
-        at = next((i for i, c in enumerate(row.choices) if c.strip().casefold() in missing), None)
+        at = next((i for i, c in enumerate(row.choices) if c.strip().casefold() in missing and not word(row, i)), None)
         if at is not None:
             yield _hit(
                 subject,
