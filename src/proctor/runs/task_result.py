@@ -290,8 +290,8 @@ class TaskResult(BaseModel):
         None,
         description="Replies that held no scoreable answer, per outcome (runs/outcome_tally.py: withheld, empty, "
         "echo, stray_characters, not_nfc, think_marker, unread, zero_logprobs, flat_logprobs, one_logprob, "
-        "tied_choices, one_letter, judge_errors, judge_flips): count, n and one example; those above their share "
-        "are warnings.",
+        "tied_choices, one_letter, judge_errors, judge_flips, judge_clamped, judge_not_yes_no, judge_constant): "
+        "count, n and one example; those above their share are warnings.",
     )
     warnings: Optional[list[str]] = None
     audit: Optional[list[AuditEntry]] = Field(

@@ -45,10 +45,12 @@ from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.task_options import UseCaseTaskOptions
 from proctor.dialects.aisteer.usecase_spec import UseCaseEntry
+from proctor.dialects.aisteer.verdicts import judge_tallies
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.custom import GenerationTask
 from proctor.models.steering.steered_model import SteeredModel
 from proctor.runs.executor import ModelExecutor
+from proctor.runs.outcome_tally import OutcomeTally
 from proctor.scoring.aggregate import MetricEntry
 
 if TYPE_CHECKING:
@@ -263,10 +265,19 @@ class UseCaseTask(GenerationTask):
             if pipeline is not None:
                 pipeline.executor = held
         generations = _returned(case, "generate", generations, list, "a list of generations (one dict per prompt)")
+        tallies = judge_tallies(case)
+        for tally in tallies:  # this task's verdicts only (a Benchmark evaluates the same metrics once per trial)
+            tally.clear()
         with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
             evaluations = call_user(
                 case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source
             )
+        outcomes = getattr(executor, "outcomes", None)
+        if isinstance(
+            outcomes, OutcomeTally
+        ):  # the judges' unreadable, clamped, constant verdicts: warned with the rest
+            for tally in tallies:
+                outcomes.merge(tally.counts)
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
         warnings = (
             _missing_rows(generations, case.evaluation_data)
