@@ -12,7 +12,7 @@ from typing import Mapping
 from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
-from proctor.kinds.capabilities import PredictsSamples
+from proctor.kinds.capabilities import PredictsSamples, ReportsJudgeSettings
 from proctor.runs.task_result import TaskResult, TaskSettings
 from proctor.runs.task_settings import inert_options
 
@@ -96,6 +96,7 @@ def task_settings(
         generation = (dict(overrides.gen_kwargs) or None) if own_code else spec.generation.model_dump(mode="json")
     limit = config.limit.value if config.limit.value is not None else spec.limit
     backend, dtype = fingerprint.get("backend"), fingerprint.get("dtype")
+    handler: object = prepared.handler  # a use case's judges say what they ran with (ReportsJudgeSettings)
     return TaskSettings(
         fewshot=fewshot,
         fewshot_source=source,
@@ -117,4 +118,5 @@ def task_settings(
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
         think_end_token=prepared.think_end_token if generates else None,
         think_budget=prepared.think_budget if generates else None,
+        judges=handler.judge_settings() if isinstance(handler, ReportsJudgeSettings) else None,
     )

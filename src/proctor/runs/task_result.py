@@ -172,6 +172,11 @@ class TaskSettings(ClosedRecord):
     think_budget: Optional[int] = Field(
         None, description="--max-thinking-tokens: tokens added to every generation's max_tokens for its thinking."
     )
+    judges: Optional[list[dict[str, Any]]] = Field(
+        None,
+        description="The task's judges (AISteer360 judge metrics): per metric, the judge model, its generation "
+        "settings (temperature, max_new_tokens, ...), scale and the sha256 of its rubric (first 16 hex digits).",
+    )
 
 
 class RollupPlace(ClosedRecord):

@@ -37,11 +37,12 @@ CHANGE_CONTENT = frozenset(
         "epoch_reducer",
         "think_end_token",
         "think_budget",
+        "judges",  # a use case's judge metric (its rubric, scale, settings) is part of the file the hash reads
     }
 )
 CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
-_LATER = {"sample_ids": None, "mc_shuffle": None}
+_LATER = {"sample_ids": None, "mc_shuffle": None, "judges": None}
 
 
 class ReadSettings(TypedDict):

@@ -26,7 +26,16 @@ import warnings
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from proctor.dialects.aisteer.metrics import Metric, MetricResult
-from proctor.dialects.aisteer.verdicts import VerdictTally, check_rubric, check_scale, parse_json, score_value, shown
+from proctor.dialects.aisteer.verdicts import (
+    VerdictTally,
+    check_rubric,
+    check_scale,
+    judge_model_name,
+    parse_json,
+    rubric_digest,
+    score_value,
+    shown,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -120,6 +129,21 @@ class LLMJudgeMetric(Metric):
         """A verdict's score: the custom parser's (a finite number, ``verdicts.score_value``), else the JSON score
         clamped to the scale."""
         return score_value(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
+
+    def judge_settings(self) -> dict[str, object]:
+        """What the judge ran with (results.json's ``settings.judges``): its model, generation settings, scale and
+        the sha256 of its rubric (the template with the format instructions)."""
+        generation: dict[str, object] = {k: _plain(v) for k, v in sorted(self.gen_kwargs.items())}
+        generation["num_return_sequences"] = self.num_return_sequences
+        return {
+            "metric": self.name,
+            "model": judge_model_name(self.model_or_id),
+            "generation": generation,
+            "max_retries": self.max_retries,
+            "scale": list(self.scale),
+            "rubric": rubric_digest(self.base_prompt_template + "\n\n" + self.format_instructions),
+            "parser": "json" if self._parser is None else getattr(self._parser, "__name__", "custom"),
+        }
 
     def _judge(self) -> object:
         """The judge: the run's ``judge`` role (``--model-role judge=``) or, by default, ``model_or_id``, made by
@@ -228,6 +252,10 @@ class LLMJudgeMetric(Metric):
             return self.parse(text)
         except (ValueError, TypeError):
             return None
+
+
+def _plain(value: object) -> object:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
 
 
 @contextlib.contextmanager

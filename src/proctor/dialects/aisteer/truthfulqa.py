@@ -25,7 +25,7 @@ from proctor.dialects.aisteer.base import UseCase
 from proctor.dialects.aisteer.generation import batch_retry_generate, log_truncation_count, output_record_fields
 from proctor.dialects.aisteer.metrics import Metric, MetricResult
 from proctor.dialects.aisteer.records import Generation, ProfileEntry
-from proctor.dialects.aisteer.verdicts import VerdictTally, meant, shown, yes_no
+from proctor.dialects.aisteer.verdicts import VerdictTally, judge_model_name, meant, rubric_digest, shown, yes_no
 
 if TYPE_CHECKING:
     import torch
@@ -104,6 +104,7 @@ class YesNoJudgeMetric(Metric):
 
     rate_key: ClassVar[str] = "rate"
     fields: ClassVar[tuple[str, ...]] = ("question", "response")
+    prompt_template: ClassVar[str] = ""  # the judge's question, with the record's fields (a subclass's)
 
     def __init__(
         self,
@@ -126,6 +127,17 @@ class YesNoJudgeMetric(Metric):
 
     def judge_prompt(self, record: Generation) -> str:
         raise NotImplementedError
+
+    def judge_settings(self) -> dict[str, object]:
+        """What the judge ran with (results.json's ``settings.judges``): greedy, ``max_new_tokens``, its prompt's
+        sha256."""
+        return {
+            "metric": self.name,
+            "model": judge_model_name(self.model_or_id),
+            "generation": {"do_sample": False, "max_new_tokens": self.max_new_tokens},
+            "rubric": rubric_digest(self.prompt_template),
+            "parser": "yes/no",
+        }
 
     def _judge(self) -> object:
         """The run's ``judge`` role or, by default, ``model_or_id`` (``proctor.api.model_roles``)."""
@@ -189,6 +201,7 @@ class Truthfulness(YesNoJudgeMetric):
 
     rate_key = "truthfulness_rate"
     fields = ("question", "response", "correct_answers", "incorrect_answers")
+    prompt_template = TRUTHFULNESS_PROMPT
 
     def judge_prompt(self, record: Generation) -> str:
         return TRUTHFULNESS_PROMPT.format(
@@ -203,6 +216,7 @@ class Informativeness(YesNoJudgeMetric):
     """Share of answers a judge finds informative (a concrete claim, right or wrong)."""
 
     rate_key = "informativeness_rate"
+    prompt_template = INFORMATIVENESS_PROMPT
 
     def judge_prompt(self, record: Generation) -> str:
         return INFORMATIVENESS_PROMPT.format(question=record["question"], answer=record["response"])

@@ -45,7 +45,7 @@ from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.task_options import UseCaseTaskOptions
 from proctor.dialects.aisteer.usecase_spec import UseCaseEntry
-from proctor.dialects.aisteer.verdicts import judge_tallies
+from proctor.dialects.aisteer.verdicts import judge_tallies, judges_settings
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.custom import GenerationTask
 from proctor.models.steering.steered_model import SteeredModel
@@ -198,6 +198,7 @@ class UseCaseTask(GenerationTask):
         self.case: UseCase | None = None
         self._corpus: dict[str, MetricEntry] = {}
         self._extras: dict[str, object] = {}
+        self._judges: list[dict[str, object]] | None = None
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         entry = self.resources.get("use_case")  # set by load_handler after construction
@@ -272,6 +273,7 @@ class UseCaseTask(GenerationTask):
             evaluations = call_user(
                 case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source
             )
+        self._judges = judges_settings(case) or None  # results.json's settings.judges
         outcomes = getattr(executor, "outcomes", None)
         if isinstance(
             outcomes, OutcomeTally
@@ -320,3 +322,7 @@ class UseCaseTask(GenerationTask):
 
     def result_extras(self) -> dict[str, object]:
         return dict(self._extras)
+
+    def judge_settings(self) -> list[dict[str, object]] | None:
+        """What the use case's judge metrics ran with (``kinds/capabilities.ReportsJudgeSettings``)."""
+        return self._judges

@@ -13,6 +13,7 @@ they reach the console and results.json's ``outcomes`` and ``warnings``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import string
@@ -136,3 +137,26 @@ def judge_tallies(case: object) -> list[VerdictTally]:
     """The verdict tallies of a use case's judge metrics (any metric that keeps one: ``judge_tally``)."""
     found = (getattr(m, "judge_tally", None) for m in getattr(case, "evaluation_metrics", ()) or ())
     return [t for t in found if isinstance(t, VerdictTally)]
+
+
+def rubric_digest(template: str) -> str:
+    """The first 16 hex digits of a judge prompt's sha256: two runs with one rubric show one digest."""
+    return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
+
+
+def judge_model_name(default: object) -> str:
+    """The judge a metric is given (its ``model_or_id``) or, for the run, the ``judge`` role in its place."""
+    from proctor.api.model_roles import active_roles
+
+    given = active_roles().spec("judge", default)
+    return given if isinstance(given, str) else str(getattr(given, "name", type(given).__name__))
+
+
+def judges_settings(case: object) -> list[dict[str, object]]:
+    """What each judge metric of a use case ran with (``judge_settings``): results.json's ``settings.judges``."""
+    out = []
+    for metric in getattr(case, "evaluation_metrics", ()) or ():
+        settings = getattr(metric, "judge_settings", None)
+        if callable(settings):
+            out.append(settings())
+    return out
