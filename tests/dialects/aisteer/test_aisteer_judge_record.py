@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from proctor.runs.task_settings import run_settings, settings_differences
+from proctor.runs.task_settings import run_settings, settings_differences, shown_difference
 from tests.support.aisteer_fakes import ScriptedJudge
 from tests.support.fakes import FakeModel
 
@@ -74,6 +74,11 @@ def test_the_judges_settings_and_rubric_are_recorded_and_compared(tmp_path):
     assert [
         (d["setting"], d["a"][0]["generation"]["temperature"], d["b"][0]["generation"]["temperature"]) for d in differ
     ] == [("judges", 0.3, 0.7)] and unknown == []
+    # the console names the judge and the setting that changed, not the keys the two share
+    assert shown_difference(differ[0]["a"], differ[0]["b"]) == "LLMJudgeMetric: generation: A " + (
+        '{"max_new_tokens": 50, "num_return_sequences": 1, "temperature": 0.3}, B {"max_new_tokens": 50, '
+        '"num_return_sequences": 1, "temperature": 0.7}'
+    )
 
 
 def test_a_truthfulqa_judge_records_its_greedy_settings_and_prompt():
