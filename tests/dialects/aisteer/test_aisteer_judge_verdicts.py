@@ -128,6 +128,32 @@ def test_the_use_case_file_is_refused_naming_the_file_before_the_model_loads(tmp
     assert "uc.py:6" in said and "scale=(5, 1)" in said and "nonexistent/model" not in said
 
 
+def test_a_judge_a_use_case_config_builds_with_a_reversed_scale_is_refused_naming_the_metric(tmp_path):
+    from tests.support.cli_runs import run_in_process
+
+    (tmp_path / "uc.py").write_text(
+        "from proctor import UseCase\n"
+        "class Ask(UseCase):\n"
+        "    def generate(self, *a, **k): return []\n"
+        "    def evaluate(self, g): return {}\n"
+    )
+    (tmp_path / "mine.py").write_text(
+        "from proctor.dialects.aisteer.judge import LLMJudgeMetric\n"
+        "class Judged(LLMJudgeMetric):\n"
+        "    def __init__(self, model_or_id, scale):\n"
+        "        super().__init__(model_or_id, 'Rate {response}', scale=tuple(scale))\n"
+    )
+    (tmp_path / "data.jsonl").write_text('{"id": 0}\n')
+    (tmp_path / "c.yaml").write_text(
+        "evaluation_data: data.jsonl\nevaluation_metrics:\n"
+        "  - {metric: 'mine.py:Judged', model_or_id: 'hf:/nonexistent/judge', scale: [5, 1]}\n"
+    )
+    args = ["run", str(tmp_path / "uc.py"), "--use-case-config", str(tmp_path / "c.yaml"), "--trust-task-code"]
+    code, said = run_in_process([*args, "--model", "hf:/nonexistent/model", "-o", str(tmp_path / "r")])
+    assert code == 2 and "internal error" not in said, said
+    assert "field 'evaluation_metrics': metric 'mine.py:Judged'" in said and "scale=(5, 1)" in said
+
+
 # ---------------------------------------------------------------- counted and warned through a run
 def test_off_scale_verdicts_keep_upstreams_clamped_number_and_are_warned(tmp_path):
     from proctor.dialects.aisteer.judge import LLMJudgeMetric
