@@ -200,6 +200,12 @@ def evaluate_loaded(
         record.roles = run.roles.used() or None
         for role in run.roles.unused():  # a role no task asked for changed nothing: say so
             record.add_warning(f"--model-role {role}: no task used a {role} model, so it changed nothing")
+        for judge in run.roles.self_judged(fingerprint):  # the number is the model's opinion of itself: say so
+            record.add_warning(
+                f"the judge '{judge}' is the evaluated model itself (the same fingerprint): a model grading its own "
+                "answers tends to favour them, so the judged metrics are not an independent judgement; give another "
+                "judge with --model-role judge=MODEL"
+            )
         record_provenance(record, model, lookup, cache_file, output.cache, manifest["attempts"])
         results = record.as_dict()
         writer.write_results(results)

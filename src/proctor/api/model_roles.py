@@ -95,6 +95,7 @@ class ModelRoles:
         self._keep = keep
         self._made: dict[tuple[str, str], Model] = {}
         self._used: dict[str, dict[str, object]] = {}  # results.json's roles (RoleModel's fields)
+        self._fingerprints: dict[str, list[tuple[str, object]]] = {}  # every model handed out per role (spec, print)
         # re-entrant: making a role's model may ask for another role's (a steer: judge or metric model loads its
         # steer_base through these roles, in the same thread)
         self._lock = threading.RLock()
@@ -166,7 +167,15 @@ class ModelRoles:
         fingerprint = getattr(model, "fingerprint", None)
         if isinstance(fingerprint, dict):
             entry["fingerprint"] = fingerprint
+            seen = self._fingerprints.setdefault(role, [])
+            if (spec, fingerprint) not in seen:
+                seen.append((spec, fingerprint))
         self._used[role] = entry
+
+    def self_judged(self, evaluated: Mapping[str, object]) -> list[str]:
+        """The judges (by spec) that are the evaluated model itself, by fingerprint: a model grading its own answers
+        (every judge a run's tasks used, not only the last one ``used`` keeps)."""
+        return [spec for spec, printed in self._fingerprints.get("judge", []) if printed == dict(evaluated)]
 
     def unused(self) -> list[str]:
         """The roles given for the run that no task asked for (a warning: the flag changed nothing)."""

@@ -12,7 +12,7 @@ from typing import Mapping
 from proctor.core.redact import mask_url_credentials
 from proctor.engine.prepare import PreparedTask
 from proctor.engine.run_config import RunConfig
-from proctor.kinds.capabilities import PredictsSamples
+from proctor.kinds.capabilities import PredictsSamples, ReportsJudgeSettings
 from proctor.runs.task_result import TaskResult, TaskSettings
 from proctor.runs.task_settings import inert_options
 
@@ -102,6 +102,7 @@ def task_settings(
             generation = lettered_generation(prepared.lettered_max_tokens).model_dump(mode="json")
     limit = _limit_in_force(config.limit.value, spec.limit, bool(config.limit.per_part))
     backend, dtype = fingerprint.get("backend"), fingerprint.get("dtype")
+    handler: object = prepared.handler  # a use case's judges say what they ran with (ReportsJudgeSettings)
     return TaskSettings(
         fewshot=fewshot,
         fewshot_source=source,
@@ -123,6 +124,7 @@ def task_settings(
         epoch_reducer=prepared.epoch_reducer if prepared.epochs > 1 else None,
         think_end_token=prepared.think_end_token if generates else None,
         think_budget=prepared.think_budget if generates else None,
+        judges=handler.judge_settings() if isinstance(handler, ReportsJudgeSettings) else None,
     )
 
 

@@ -17,6 +17,7 @@ probed. A handler imports no engine module: the engine hands it an :class:`Execu
 | ``UsesChoiceFormulation`` | ``engine/task_requests.build_requests`` | before prediction, once the model is known |
 | ``ReportsMcFormat`` | ``engine/runner.run_built`` | after prediction: ``mc_format`` in the result |
 | ``ReportsJudgeUsage`` | ``engine/runner.run_built`` | after prediction: ``judge_usage`` in the result |
+| ``ReportsJudgeSettings`` | ``engine/task_settings.task_settings`` | after prediction: ``settings.judges`` |
 | ``CorpusMetrics`` | ``engine/runner.score_outcomes`` | after per-sample aggregation: merged into ``metrics`` |
 | ``ResultExtras`` | ``engine/runner.score_outcomes`` | last: merged into the task's result |
 """
@@ -171,6 +172,14 @@ class ReportsJudgeUsage(Protocol):
     or None; read after prediction into the result's ``judge_usage``."""
 
     def judge_usage(self) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class ReportsJudgeSettings(Protocol):
+    """What each judge of the task ran with (model, generation settings, scale, its rubric's sha256), or None;
+    read after prediction into the task's ``settings.judges``, so ``compare`` names a changed judge."""
+
+    def judge_settings(self) -> list[dict[str, Any]] | None: ...
 
 
 @runtime_checkable

@@ -157,7 +157,26 @@ KINDS: dict[str, Kind] = {
     "judge_errors": Kind(
         ALWAYS,
         "judge verdicts could not be read ({example})",
-        "each counts as a loss (SEA-HELM's rule) or is left out, so the judged metric is not the judge's view",
+        "each counts as a loss (SEA-HELM's rule) or is left out (NaN: a sampled AISteer360 judge's, after its "
+        "retries), so the judged metric is not the judge's view",
+    ),
+    "judge_clamped": Kind(
+        ALWAYS,
+        "judge verdicts were outside the metric's scale and clamped to it ({example})",
+        "the judge rated on another scale than the rubric's; AISteer360 clamps such scores too, so the number is "
+        "upstream's, but it is not the judge's view on the rubric's scale",
+    ),
+    "judge_not_yes_no": Kind(
+        ALWAYS,
+        "yes/no judge verdicts started with neither 'yes' nor 'no' ({example})",
+        "each was scored 0 (not 'yes'), as AISteer360 reads them, so the rate counts the judge's reply format as "
+        "much as the answers",
+    ),
+    "judge_constant": Kind(
+        ALWAYS,
+        "judge verdicts have one value over answers that differ ({example})",
+        "a judge that gives every answer the same verdict tells none apart: the judged metric is that value, "
+        "whatever the answers",
     ),
     "judge_flips": Kind(
         WARN_SHARE,
@@ -327,6 +346,16 @@ class OutcomeTally:
                     self._count("judge_flips").add(False)
             elif "classification" in entry:  # criteria judging: one verdict per criterion
                 self._count("judge_errors").add(entry["classification"] == "ERROR", f"sample {record.get('id')}")
+
+    def merge(self, counts: Mapping[str, Count]) -> None:
+        """Counts kept elsewhere (an AISteer360 judge metric's verdicts, dialects/aisteer/verdicts.py) added to the
+        task's: the first example kept."""
+        for key, other in counts.items():
+            mine = self._count(key)
+            mine.count += other.count
+            mine.n += other.n
+            if mine.example is None:
+                mine.example = other.example
 
     def lettered(self) -> Count | None:
         """Lettered generation's unreadable replies (results.json's ``unparsed``); None: no lettered replies."""

@@ -172,6 +172,11 @@ class TaskSettings(ClosedRecord):
     think_budget: Optional[int] = Field(
         None, description="--max-thinking-tokens: tokens added to every generation's max_tokens for its thinking."
     )
+    judges: Optional[list[dict[str, Any]]] = Field(
+        None,
+        description="The task's judges (AISteer360 judge metrics): per metric, the judge model, its generation "
+        "settings (temperature, max_new_tokens, ...), scale and the sha256 of its rubric (first 16 hex digits).",
+    )
 
 
 class RollupPlace(ClosedRecord):
@@ -290,7 +295,8 @@ class TaskResult(BaseModel):
         None,
         description="Replies that held no scoreable answer, per outcome (runs/outcome_tally.py: withheld, empty, "
         "echo, stray_characters, not_nfc, think_marker, unread, zero_logprobs, flat_logprobs, one_logprob, "
-        "tied_choices, ambiguous_letter, one_letter, judge_errors, judge_flips): count, n and one example; those "
+        "tied_choices, ambiguous_letter, one_letter, near_miss, holds_reference, digits_joined, at_limit, cut_wrong, "
+        "judge_errors, judge_flips, judge_clamped, judge_not_yes_no, judge_constant): count, n and one example; those "
         "above their share are warnings.",
     )
     warnings: Optional[list[str]] = None

@@ -37,6 +37,7 @@ CHANGE_CONTENT = frozenset(
         "epoch_reducer",
         "think_end_token",
         "think_budget",
+        "judges",  # a use case's judge metric (its rubric, scale, settings) is part of the file the hash reads
     }
 )
 # the settings that act only through the rows they keep: with the same content and as many samples in both runs
@@ -44,7 +45,7 @@ CHANGE_CONTENT = frozenset(
 ROWS_ONLY = frozenset({"limit", "limit_per_part"})
 CONTENT_SHOWN = 12  # hex digits of the content hash shown: enough to tell two apart
 # settings recorded since a later version, whose absence means the default: no such flag existed before
-_LATER = {"sample_ids": None, "mc_shuffle": None}
+_LATER = {"sample_ids": None, "mc_shuffle": None, "judges": None}
 
 
 class ReadSettings(TypedDict):
@@ -241,11 +242,21 @@ def information_differences(
 
 def shown_difference(a: object, b: object, width: int = 80) -> str:
     """Two values of a setting on one line: of two mappings only the keys that differ (``max_tokens: A 16, B 8``),
-    so the difference is never cut off behind the keys they share; anything else whole (``A x, B y``)."""
+    so the difference is never cut off behind the keys they share; of two lists of records (``judges``) each record
+    that differs, named, with its keys that differ; anything else whole (``A x, B y``)."""
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         keys = sorted(k for k in set(a) | set(b) if not _same(a.get(k), b.get(k)))
         if keys:
             return "; ".join(f"{k}: A {shown(a.get(k), width)}, B {shown(b.get(k), width)}" for k in keys)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(isinstance(x, Mapping) for x in a + b):
+        # a list of records (a task's judges): each record that differs, by its name, with the keys that differ
+        parts = [
+            f"{x.get('metric', i)}: {shown_difference(x, y, width)}"
+            for i, (x, y) in enumerate(zip(a, b))
+            if not _same(x, y)
+        ]
+        if parts:
+            return "; ".join(parts)
     return f"A {shown(a, width)}, B {shown(b, width)}"
 
 

@@ -26,6 +26,16 @@ import warnings
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from proctor.dialects.aisteer.metrics import Metric, MetricResult
+from proctor.dialects.aisteer.verdicts import (
+    VerdictTally,
+    check_rubric,
+    check_scale,
+    judge_model_name,
+    parse_json,
+    rubric_digest,
+    score_value,
+    shown,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -44,17 +54,23 @@ def format_instructions(low: float, high: float) -> str:
     )
 
 
-def read_score(text: str, scale: tuple[float, float]) -> float:
-    """The ``score`` of the JSON object in ``text`` (fenced or bare), clamped to ``scale``."""
+def read_verdict(text: str) -> float:
+    """The ``score`` of the JSON object in ``text`` (fenced or bare), as the judge gave it: a finite number
+    (``verdicts.score_value``; a key given twice, NaN, an infinity or a boolean is a ``ValueError``)."""
     match = _FENCED.search(text)
     body = match.group(1).strip() if match else text.strip()
     try:
-        value = json.loads(body)
+        value = parse_json(body)
     except json.JSONDecodeError as exc:
         raise ValueError(f"no JSON object in the judge's reply ({exc.msg})") from None
     if not isinstance(value, dict) or "score" not in value:
         raise ValueError(f"the judge's reply has no 'score' object: {value!r}")
-    return max(scale[0], min(scale[1], float(value["score"])))
+    return score_value(value["score"])
+
+
+def read_score(text: str, scale: tuple[float, float]) -> float:
+    """``read_verdict``'s score clamped to ``scale``, as AISteer360 clamps it."""
+    return max(scale[0], min(scale[1], read_verdict(text)))
 
 
 def build_structured_parser(scale: tuple[float, float]) -> tuple[str, Callable[[str, object], float]]:
@@ -96,7 +112,10 @@ class LLMJudgeMetric(Metric):
             raise ValueError("num_return_sequences > 1 needs temperature > 0 (greedy draws are identical)")
         self.gen_kwargs = kwargs
         self.model_or_id, self.tokenizer, self.device = model_or_id, tokenizer, device
-        self.scale = (scale[0], scale[1])
+        # refused here, before any model loads: a reversed scale clamps every verdict to one bound, a rubric
+        # without {response} never shows the judge the answer (verdicts.py)
+        self.scale = check_scale(self.name, scale)
+        check_rubric(self.name, prompt_template)
         self.base_prompt_template = prompt_template.strip()
         self.batch_size, self.max_retries = batch_size, max_retries
         self.format_instructions = format_instructions(*self.scale) if structured_output else ""
@@ -104,9 +123,27 @@ class LLMJudgeMetric(Metric):
         self._model: tuple[ModelRoles, object] | None = None  # (the model roles it came from, the judge)
         # the run store's Lookup while a run folder / Benchmark evaluates (see the module doc)
         self.store: Lookup | None = None
+        self.judge_tally = VerdictTally()  # what its verdicts held besides scores, since its task began (verdicts.py)
 
     def parse(self, text: str) -> float:
-        return float(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
+        """A verdict's score: the custom parser's (a finite number, ``verdicts.score_value``), else the JSON score
+        clamped to the scale."""
+        return score_value(self._parser(text)) if self._parser is not None else read_score(text, self.scale)
+
+    def judge_settings(self) -> dict[str, object]:
+        """What the judge ran with (results.json's ``settings.judges``): its model, generation settings, scale and
+        the sha256 of its rubric (the template with the format instructions)."""
+        generation: dict[str, object] = {k: _plain(v) for k, v in sorted(self.gen_kwargs.items())}
+        generation["num_return_sequences"] = self.num_return_sequences
+        return {
+            "metric": self.name,
+            "model": judge_model_name(self.model_or_id),
+            "generation": generation,
+            "max_retries": self.max_retries,
+            "scale": list(self.scale),
+            "rubric": rubric_digest(self.base_prompt_template + "\n\n" + self.format_instructions),
+            "parser": "json" if self._parser is None else getattr(self._parser, "__name__", "custom"),
+        }
 
     def _judge(self) -> object:
         """The judge: the run's ``judge`` role (``--model-role judge=``) or, by default, ``model_or_id``, made by
@@ -145,21 +182,23 @@ class LLMJudgeMetric(Metric):
             gen_kwargs = dict(self.gen_kwargs, do_sample=sampling)
             # draw d uses seeds seed + d * (max_retries + 1) + round: its retries never repeat another draw's
             gen_kwargs["seed"] = int(self.gen_kwargs.get("seed", 0)) + draw * (self.max_retries + 1)
-            parsed, raw = batch_retry_generate(
+            parsed, raw, outputs = batch_retry_generate(
                 [{"prompt": p} for p in rendered],
                 self._target(),
                 self.tokenizer,
                 gen_kwargs=gen_kwargs,
                 parse_fn=self._safe_parse,
                 max_retries=self.max_retries if sampling else 0,
-                return_raw=True,
+                return_outputs=True,
                 batch_size=self.batch_size,
             )
-            for i, (score, text) in enumerate(zip(parsed, raw)):
+            for i, (score, text, output) in enumerate(zip(parsed, raw, outputs)):
+                why = "" if score is not None else f" ({self._why(text)}{self._cut(output)})"
                 if score is None and not sampling:
                     raise ValueError(
-                        f"{self.name}: cannot read a score from the judge's greedy reply {text!r} (response {i})"
+                        f"{self.name}: cannot read a score from the judge's greedy reply {text!r} (response {i}){why}"
                     )
+                self.judge_tally.add("judge_errors", score is None, f"{self.name}, response {i}: {shown(text)}{why}")
                 if score is None:
                     warnings.warn(
                         f"{self.name}: no score after {self.max_retries} retries (response {i}); NaN",
@@ -167,7 +206,13 @@ class LLMJudgeMetric(Metric):
                         stacklevel=2,
                     )
                     score = math.nan
+                elif self._parser is None:  # the JSON reader clamps as upstream does: a verdict off the scale counted
+                    given = read_verdict(text)
+                    self.judge_tally.add(
+                        "judge_clamped", given != score, f"{self.name}: {given:g} read as {score:g} on {self.scale}"
+                    )
                 raw_scores[i].append(score)
+        self.judge_tally.constant(self.name, [str(r) for r in responses], [v for draws in raw_scores for v in draws])
         scores = [sum(s) / len(s) for s in raw_scores]
         return {"mean_score": sum(scores) / len(scores) if scores else 0.0, "scores": scores, "raw_scores": raw_scores}
 
@@ -183,11 +228,34 @@ class LLMJudgeMetric(Metric):
 
         return ModelExecutor(judge, Lookup(self.store.run_store, self.store.cache))
 
+    def _why(self, text: str) -> str:
+        """Why a reply gave no score (the parser's error)."""
+        try:
+            self.parse(text)
+        except (ValueError, TypeError) as exc:
+            return str(exc)
+        return "no score"
+
+    def _cut(self, output: object) -> str:
+        """A reply that stopped at the token limit: say so, and name the setting that gives the judge more."""
+        if not isinstance(output, dict) or output.get("finish_reason") != "length":
+            return ""
+        limit = self.gen_kwargs.get("max_new_tokens")
+        more = 4 * int(limit) if isinstance(limit, int) else 256
+        return (
+            f"; the reply stopped at max_new_tokens {limit} (finish_reason 'length') before its verdict was complete: "
+            f"give the judge more, e.g. gen_kwargs={{'max_new_tokens': {more}}}"
+        )
+
     def _safe_parse(self, text: str) -> float | None:
         try:
             return self.parse(text)
         except (ValueError, TypeError):
             return None
+
+
+def _plain(value: object) -> object:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
 
 
 @contextlib.contextmanager

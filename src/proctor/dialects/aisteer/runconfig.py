@@ -328,6 +328,6 @@ def build_metrics(specs: Sequence[tuple[object, str | Path]], module: object, wh
         cls = _metric_class(spec, module, Path(base), where)
         try:
             metrics.append(cls(**kwargs))
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # arguments the metric refuses (a judge's reversed scale): named here
             raise TaskDefinitionError(f"metric '{spec}': {exc}", file=where, field="evaluation_metrics") from None
     return metrics

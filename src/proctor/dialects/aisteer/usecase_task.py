@@ -45,10 +45,12 @@ from proctor.dialects.aisteer.judge import judges_on
 from proctor.dialects.aisteer.session import UseCaseExecutor
 from proctor.dialects.aisteer.task_options import UseCaseTaskOptions
 from proctor.dialects.aisteer.usecase_spec import UseCaseEntry
+from proctor.dialects.aisteer.verdicts import judge_tallies, judges_settings
 from proctor.kinds.base import SampleDetails
 from proctor.kinds.custom import GenerationTask
 from proctor.models.steering.steered_model import SteeredModel
 from proctor.runs.executor import ModelExecutor
+from proctor.runs.outcome_tally import OutcomeTally
 from proctor.scoring.aggregate import MetricEntry
 
 if TYPE_CHECKING:
@@ -196,6 +198,7 @@ class UseCaseTask(GenerationTask):
         self.case: UseCase | None = None
         self._corpus: dict[str, MetricEntry] = {}
         self._extras: dict[str, object] = {}
+        self._judges: list[dict[str, object]] | None = None
 
     def load_samples(self, limit: int | None = None, variables: Mapping[str, str] | None = None) -> list[Sample]:
         entry = self.resources.get("use_case")  # set by load_handler after construction
@@ -263,10 +266,20 @@ class UseCaseTask(GenerationTask):
             if pipeline is not None:
                 pipeline.executor = held
         generations = _returned(case, "generate", generations, list, "a list of generations (one dict per prompt)")
+        tallies = judge_tallies(case)
+        for tally in tallies:  # this task's verdicts only (a Benchmark evaluates the same metrics once per trial)
+            tally.clear()
         with aisteer360_names(), judges_on(case, getattr(executor, "lookup", None)):
             evaluations = call_user(
                 case.evaluate, f"{type(case).__name__}.evaluate", generations, field="evaluate", file=source
             )
+        self._judges = judges_settings(case) or None  # results.json's settings.judges
+        outcomes = getattr(executor, "outcomes", None)
+        if isinstance(
+            outcomes, OutcomeTally
+        ):  # the judges' unreadable, clamped, constant verdicts: warned with the rest
+            for tally in tallies:
+                outcomes.merge(tally.counts)
         evaluations = _returned(case, "evaluate", evaluations, Mapping, "a mapping {metric name: {value name: number}}")
         warnings = (
             _missing_rows(generations, case.evaluation_data)
@@ -309,3 +322,7 @@ class UseCaseTask(GenerationTask):
 
     def result_extras(self) -> dict[str, object]:
         return dict(self._extras)
+
+    def judge_settings(self) -> list[dict[str, object]] | None:
+        """What the use case's judge metrics ran with (``kinds/capabilities.ReportsJudgeSettings``)."""
+        return self._judges
