@@ -421,3 +421,17 @@ def register(registry):
     assert "1 of 9 answers scored right by exact match write another number than their reference" in said
     assert any("hold a reference inside more text" in w for w in task["warnings"])
     assert any("write another number than their reference" in w for w in task["warnings"])
+
+
+def test_refusals_written_as_text_and_bidirectional_controls_are_counted():
+    """Red team 14 (207, 293): "I'm sorry, but I can't help with that." on every row scored 0 with no word (only a
+    server's refusal flag was counted); a right-to-left override before '7' was no stray character. Hebrew with its
+    own right-to-left mark and an apology that goes on to answer are no news."""
+    tally = OutcomeTally()
+    texts = ["I'm sorry, but I can't help with that.", "I can\u2019t assist with that.", "As an AI language model, no."]
+    texts += ["\u202e7", "a\u200eb", "\u05e9\u05dc\u05d5\u05dd\u200f"]  # an override, a mark; Hebrew's own mark
+    texts += ["I am sorry to hear that. The answer is 7", "Paris"]
+    tally.add([GenerateRequest("Q: x?\nA:", 8)] * len(texts), [_gen(t) for t in texts])
+    assert (tally.counts["refusal_text"].count, tally.counts["refusal_text"].n) == (3, 8)
+    assert tally.counts["stray_characters"].count == 2
+    assert {"refusal_text", "stray_characters"} <= _keys(tally)

@@ -16,24 +16,18 @@ results.json's ``outcomes`` (engine/task_warnings.py ``report_outcomes``).
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from proctor.core.model_requests import GenerateRequest, GenerateResult, LoglikelihoodResult, RollingLoglikelihoodResult
 from proctor.runs.answer_forms import EXACT_METRICS, digits_joined, holds_reference, loose, scored_zero
+from proctor.runs.reply_text import THINK, is_echo, is_refusal, is_stray
+
+__all__ = ["Count", "Kind", "OutcomeTally", "is_echo"]
 
 WARN_SHARE = 0.10  # an outcome in at least this share of its replies (or samples) is a warning
 ALWAYS = 0.0  # an outcome that is a warning at any count (a judge's unreadable verdict: a number made up)
-
-_STRAY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff\u2060]")  # C0 controls, DEL, BOM, word joiner
-# zero-width space and joiners: word breaks in Khmer, Burmese and Thai, joiners in Indic scripts and emoji, so
-# stray only in a text of Latin (or other alphabetic) letters, where no script uses them
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d]")
-_THINK = re.compile(r"</?think(?:ing)?>", re.IGNORECASE)
-_CHAT_PREFIX = "<|proctor:chat|>"  # models/openai/messages.CHAT_PREFIX: a chat prompt as text
-ECHO_MIN = 8  # characters an answer must share with its prompt's start to be an echo, not a short coincidence
 
 
 @dataclass(frozen=True)
@@ -69,8 +63,14 @@ KINDS: dict[str, Kind] = {
     ),
     "stray_characters": Kind(
         WARN_SHARE,
-        "generations hold control, byte-order-mark or zero-width characters ({example})",
-        "invisible characters make exact comparisons fail",
+        "generations hold control, byte-order-mark, zero-width or bidirectional control characters ({example})",
+        "invisible characters make exact comparisons fail (and a bidirectional override reorders what is shown)",
+    ),
+    "refusal_text": Kind(
+        WARN_SHARE,
+        "generations are refusals written as text ({example})",
+        "the server flagged none of them (no refusal field or finish_reason), so each was scored as a wrong answer: "
+        "the number measures what the model declined, not what it knows",
     ),
     "not_nfc": Kind(
         WARN_SHARE,
@@ -206,35 +206,6 @@ def _shown(text: str, width: int = 60) -> str:
     return shown if len(shown) <= width else shown[: width - 4] + '..."'
 
 
-def _prompt_text(prompt: str) -> str:
-    """A chat prompt's last message (what a chat reply could echo); a plain prompt as it is."""
-    if not prompt.startswith(_CHAT_PREFIX):
-        return prompt
-    try:
-        messages = json.loads(prompt[len(_CHAT_PREFIX) :])
-        content = messages[-1].get("content") if messages else None
-    except (ValueError, AttributeError, TypeError):
-        return prompt
-    return content if isinstance(content, str) else ""
-
-
-def _stray(text: str) -> bool:
-    if _STRAY.search(text):
-        return True
-    return _ZERO_WIDTH.search(text) is not None and all(ord(c) < 0x0590 or _ZERO_WIDTH.match(c) for c in text)
-
-
-def is_echo(answer: str, prompt: str) -> bool:
-    """The answer begins with its prompt (or is the prompt's first line): a server that echoes what it was sent."""
-    a, p = answer.strip(), _prompt_text(prompt).strip()
-    if len(a) < ECHO_MIN or len(p) < ECHO_MIN:
-        return False
-    # a prefix counts only when it is the prompt's whole first line(s): a summary may copy an article's lead
-    # sentence, and that is the model's answer, not an echo
-    first_lines = p.startswith(a) and p[len(a) : len(a) + 1] in ("", "\n")
-    return a.startswith(p) or (first_lines and len(a) >= min(len(p), 2 * ECHO_MIN))
-
-
 class OutcomeTally:
     """Counts per outcome (``KINDS``) over one task's requests and samples."""
 
@@ -265,10 +236,11 @@ class OutcomeTally:
         self._count("cut_short").add(cut, f"{got} of {asked} tokens: {_shown(text)}")
         prompt = request.prompt if isinstance(request, GenerateRequest) else ""
         self._count("echo").add(is_echo(text, prompt), _shown(text))
-        self._count("stray_characters").add(_stray(text), _shown(text))
+        self._count("stray_characters").add(is_stray(text), _shown(text))
+        self._count("refusal_text").add(is_refusal(text), _shown(text))
         self._count("not_nfc").add(not unicodedata.is_normalized("NFC", text), _shown(text))
         if self.think_end_token is None:
-            self._count("think_marker").add(_THINK.search(text) is not None, _shown(text))
+            self._count("think_marker").add(THINK.search(text) is not None, _shown(text))
 
     def _loglikelihood(self, logprob: float, n_tokens: int, tokens: Sequence[float]) -> None:
         if n_tokens <= 0:
