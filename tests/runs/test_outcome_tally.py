@@ -349,14 +349,15 @@ def test_answers_holding_a_reference_inside_more_text_are_counted_and_a_differen
 
 def test_a_right_score_for_another_number_is_counted_at_any_count():
     """Red team 14 (217): SQuAD's normalisation deletes the point, so '4.2' matches '42'; '1,000' for '1000' (a
-    grouping comma) and '42' for '42' are the same numbers. One such answer is a warning."""
+    grouping comma) and '42' for '42' are the same numbers; a worked solution's many numbers (an lm-eval GSM8K
+    reference scored through regexes_to_ignore, red team 14's control 323) are not read. One such answer warns."""
     tally = OutcomeTally()
-    pairs = [("4.2", "42"), ("1,000", "1000"), ("42", "42")] + [("yes", "yes")] * 20
+    pairs = [("4.2", "42"), ("1,000", "1000"), ("42", "42"), ("7", "3 plus 4 is 7 #### 7")] + [("yes", "yes")] * 20
     tally.add_records(
         {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 1.0}}
         for i, (a, r) in enumerate(pairs)
     )
-    assert (tally.counts["digits_joined"].count, tally.counts["digits_joined"].n) == (1, 23)
+    assert (tally.counts["digits_joined"].count, tally.counts["digits_joined"].n) == (1, 24)
     assert "digits_joined" in _keys(tally)
 
 

@@ -79,23 +79,32 @@ def holds_reference(answer: str, references: list[str]) -> bool:
 _NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def _values(text: str) -> list[float]:
-    """The numbers a text writes, '1,234' as 1234 (a comma before three digits groups them) and '4.2' as 4.2."""
-    out = []
-    for token in _NUMBERS.findall(unicodedata.normalize("NFKC", text)):
-        grouped = re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token)
-        try:
-            out.append(float(token.replace(",", "") if grouped else token.replace(",", ".", 1).replace(",", "")))
-        except ValueError:
-            continue
-    return out
+def _value(token: str) -> float | None:
+    """A number as written: '1,234' is 1234 (a comma before three digits groups them), '4.2' and '4,2' are 4.2."""
+    grouped = re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token)
+    try:
+        return float(token.replace(",", "") if grouped else token.replace(",", ".", 1).replace(",", ""))
+    except ValueError:
+        return None
 
 
 def digits_joined(answer: str, references: list[str]) -> bool:
-    """Scored right, yet every reference writes other numbers than the answer: '4.2' for '42'."""
-    mine = _values(answer)
-    theirs = [_values(r) for r in references if isinstance(r, str)]
-    return bool(mine) and all(values and values != mine for values in theirs)
+    """Scored right, yet a number of the same digits and another value than its reference: '4.2' for '42'. Only
+    an answer and references of one number each are read (a worked solution's many numbers say nothing here),
+    and a reference of the answer's own value clears it."""
+    mine = _NUMBERS.findall(unicodedata.normalize("NFKC", answer))
+    if len(mine) != 1:
+        return False
+    value, digits = _value(mine[0]), re.sub(r"\D", "", mine[0])
+    joined = False
+    for reference in references:
+        theirs = _NUMBERS.findall(unicodedata.normalize("NFKC", reference)) if isinstance(reference, str) else []
+        if len(theirs) != 1:
+            continue
+        if _value(theirs[0]) == value:
+            return False
+        joined = joined or re.sub(r"\D", "", theirs[0]) == digits
+    return joined
 
 
 def scored_zero(record: Mapping[str, Any]) -> bool:
