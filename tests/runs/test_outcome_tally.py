@@ -337,12 +337,13 @@ def test_answers_holding_a_reference_inside_more_text_are_counted_and_a_differen
     pairs = [("The answer is 7.", "7"), ("\\boxed{7}", "7"), ("Answer: 7", "7"), ("答案是7", "7")]
     pairs += [("<|im_end|>Rome", "Rome"), ("\u202eRome", "Rome"), ("Paris, France", "Paris")]
     pairs += [("17", "7"), ("7.5", "7"), ("-7", "7"), ("Parisian", "Paris"), ("a cat", "a"), ("Rome", "Paris")]
+    pairs += [("Paris", "Paris\u200b"), ("42", "\u200f42")]  # the reference's own marks: the audit names those
     tally.add_records(
         {"id": str(i), "generation": a, "target": [r], "metrics": {"exact_match": 0.0}}
         for i, (a, r) in enumerate(pairs)
     )
     count = tally.counts["holds_reference"]
-    assert (count.count, count.n) == (7, 13), count
+    assert (count.count, count.n) == (7, 15), count
     assert count.example == '"The answer is 7." for "7"'
     assert "holds_reference" in _keys(tally)
 

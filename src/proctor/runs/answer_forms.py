@@ -67,9 +67,12 @@ def holds_reference(answer: str, references: list[str]) -> bool:
     """The answer holds one of the references as a whole word or number inside more text, or beside invisible
     format characters (a single ASCII letter, which 'a' or 'I' would hold by chance, is not looked for)."""
     text = _spaced(answer)
+    invisible = any(unicodedata.category(c) == "Cf" for c in answer)
     for reference in references:
         ref = _spaced(reference) if isinstance(reference, str) else ""
         if not ref or (len(ref) == 1 and ref.isascii() and ref.isalpha()):
+            continue
+        if ref == text and not invisible:  # the reference's own marks differ (the audit's references.unwritable)
             continue
         if re.search(_EDGE[0] + re.escape(ref) + _EDGE[1], text):
             return True
