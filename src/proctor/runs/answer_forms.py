@@ -28,17 +28,28 @@ _DECIMAL = re.compile(r"(?<=\d)[.,](?=\d)")  # a mark between digits: a decimal 
 _NUMBER_MARKS = {".": "\x01", ",": "\x02"}
 
 
+def _folded(text: str) -> str:
+    """Case folded, compatibility forms composed (NFKC), digits of any script as ASCII ('١٢٣' is '123')."""
+    folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
+    if not folded.isascii():
+        folded = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in folded)
+    return folded
+
+
+def _numbers_marked(folded: str) -> str:
+    """A number's sign and the mark between its digits kept as characters no typography filter removes: '5' is
+    not '−5', '3.5' is not '35', nor '1,000' '1000'."""
+    folded = _SIGN.sub(_NUMBER_SIGN, folded)
+    return _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)
+
+
 def loose(text: str) -> str:
     """A text with case, compatibility forms and Unicode punctuation and decorative symbols removed: what an answer
     and a reference share when only their typography differs. What changes a value is kept: a number's sign in
     any form ('5' is not '−5'), a mark between digits ('3.5' is not '35'), math and currency symbols ('+', '=',
     '$'), the percent sign."""
-    folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
-    if not folded.isascii():  # digits of any script as ASCII: '١٢٣' is '123'
-        folded = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in folded)
-    folded = _GROUPING.sub("", folded)  # a grouping space dropped: '1 234' (NFKC made a no-break space one) is '1234'
-    folded = _SIGN.sub(_NUMBER_SIGN, folded)
-    folded = _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)  # '3.5' is not '35', nor '1,000' '1000'
+    folded = _GROUPING.sub("", _folded(text))  # a grouping space dropped: '1 234' (NFKC made a no-break space one)
+    folded = _numbers_marked(folded)
     kept = "".join(c for c in folded if c == "%" or unicodedata.category(c) not in _TYPOGRAPHY)
     return " ".join(kept.split())
 
@@ -52,11 +63,7 @@ _EDGE = "(?<![a-z0-9\x00-\x02])", "(?![a-z0-9\x00-\x02])"
 
 
 def _spaced(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text.casefold().replace(_DOT_ABOVE, ""))
-    if not folded.isascii():
-        folded = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in folded)
-    folded = _SIGN.sub(_NUMBER_SIGN, folded)
-    folded = _DECIMAL.sub(lambda m: _NUMBER_MARKS[m.group()], folded)
+    folded = _numbers_marked(_folded(text))
     kept = "".join(
         " " if unicodedata.category(c) in _TYPOGRAPHY or unicodedata.category(c) == "Cf" else c for c in folded
     )
