@@ -174,6 +174,11 @@ def parse_gen_kwargs(text: str | None, temperature_flag: float | None = None) ->
     return out
 
 
+def _samples_at(temperature: object) -> bool:
+    """A temperature that samples: a number above 0 (not a boolean, which Python counts as one)."""
+    return isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
+
+
 def _with_do_sample(out: dict[str, Any], do_sample: object, temperature_flag: float | None) -> None:
     """proctor samples exactly when the temperature is above 0, so ``do_sample`` must agree with the temperature
     given beside it: a contradiction (sampling at temperature 0, greedy at 0.7) would silently run one of the two,
@@ -181,7 +186,7 @@ def _with_do_sample(out: dict[str, Any], do_sample: object, temperature_flag: fl
     ``do_sample`` (not a GenerationSpec field): it asks each task to sample at its own temperature, and a task whose
     temperature is 0 refuses it where the overrides meet the task (``sampling_at_own_temperature``)."""
     temperature = out.get("temperature", temperature_flag)
-    hot = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
+    hot = _samples_at(temperature)
     if do_sample is False:
         if temperature is not None and hot:
             raise ProctorError(
@@ -274,7 +279,7 @@ def sampling_at_own_temperature(changes: dict[str, Any], temperature: object, wh
     task samples at its own ``temperature``, which must be above 0; removed from ``changes``."""
     if changes.pop("do_sample", None) is None:
         return
-    hot = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature > 0
+    hot = _samples_at(temperature)
     if not hot:
         raise ProctorError(
             f"--gen-kwargs do_sample=true: {where} decodes greedily (its temperature is {temperature!r}), and "
