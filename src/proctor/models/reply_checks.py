@@ -125,15 +125,14 @@ def a_string(value: object, where: Where, field: str) -> str:
     return value
 
 
-def check_usage(reply: object, where: Where, prompt_tokens: int | None = None) -> None:
+def check_usage(reply: object, where: Where) -> dict[str, int]:
     """``usage`` counts, where a server sends them, are whole numbers at least 0 (null: not counted), and agree:
-    ``total_tokens`` is ``prompt_tokens + completion_tokens`` (the API's definition, and vLLM's, llama.cpp's), and
-    ``prompt_tokens`` is at least ``prompt_tokens`` given here (the prompt tokens the reply itself echoed: a
-    count below them describes another request). Counts that contradict the reply would be summed into
-    results.json's usage and cost as if true."""
+    ``total_tokens`` is ``prompt_tokens + completion_tokens`` (the API's definition, and vLLM's, llama.cpp's).
+    Counts that contradict the reply would be summed into results.json's usage and cost as if true. The counts
+    sent, by name (``check_prompt_count`` compares them with what the reply echoed)."""
     usage = reply.get("usage") if isinstance(reply, dict) else None  # not an object: ordered_choices says so
     if usage is None:
-        return
+        return {}
     a_dict(usage, where, "usage")
     counts: dict[str, int] = {}
     for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -149,10 +148,16 @@ def check_usage(reply: object, where: Where, prompt_tokens: int | None = None) -
             f"is {counts['total_tokens']}, not prompt_tokens + completion_tokens ({counts['prompt_tokens']} + "
             f"{counts['completion_tokens']}): the counts contradict each other",
         )
-    if prompt_tokens is not None and counts.get("prompt_tokens", prompt_tokens) < prompt_tokens:
+    return counts
+
+
+def check_prompt_count(counts: dict[str, int], echoed: int | None, where: Where) -> None:
+    """``usage.prompt_tokens`` (``counts``, from ``check_usage``) is at least the prompt tokens the reply itself
+    echoed (``echoed``; None: nothing to compare): a count below them describes another request."""
+    if echoed is not None and counts.get("prompt_tokens", echoed) < echoed:
         raise where.error(
             "usage.prompt_tokens",
-            f"is {counts['prompt_tokens']}, fewer than the {prompt_tokens} prompt tokens the reply echoed: the count "
+            f"is {counts['prompt_tokens']}, fewer than the {echoed} prompt tokens the reply echoed: the count "
             "describes another request",
         )
 

@@ -36,6 +36,7 @@ from proctor.models.reply_checks import (
     a_dict,
     a_list,
     a_string,
+    check_prompt_count,
     check_usage,
     describe_request,
     logprob,
@@ -210,20 +211,20 @@ class OpenAIScoring:
             else:
                 n = len(prompts)
                 listed = self._where("/completions", prompts[0], f"a request of {n} prompts, the first")
-                check_usage(data, listed)
+                counts = check_usage(data, listed)
                 choices = ordered_choices(data, n, listed)
                 parsed = [
                     parse(c, p, f"prompt {k} of a request of {n}") for k, (c, p) in enumerate(zip(choices, prompts))
                 ]
-                check_usage(data, listed, _echoed(parsed))
+                check_prompt_count(counts, _echoed(parsed), listed)
                 return parsed
         out = []
         for p in prompts:
             reply = self.client.post("/completions", {**payload, "prompt": p})
             at = self._where("/completions", p)
-            check_usage(reply, at)
+            counts = check_usage(reply, at)
             out.append(parse(ordered_choices(reply, 1, at)[0], p, "the request"))
-            check_usage(reply, at, _echoed(out[-1:]))
+            check_prompt_count(counts, _echoed(out[-1:]), at)
         return out
 
     def _cannot(self) -> ProctorError:
